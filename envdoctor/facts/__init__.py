@@ -1,0 +1,39 @@
+"""Everything the probes learn, as frozen dataclasses (one module per area)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, Optional, Tuple
+
+from envdoctor.facts.base import ProbeError
+from envdoctor.facts.conda import CondaFacts, CondaPackage
+from envdoctor.facts.docker import DockerFacts
+from envdoctor.facts.gpu import DriverFacts, GpuInfo, PciDevice, PciFacts
+from envdoctor.facts.python import TargetPython, TorchDevice, TorchFacts
+from envdoctor.facts.system import SystemFacts
+from envdoctor.facts.toolkit import Toolkit, ToolkitFacts
+
+
+@dataclass(frozen=True)
+class Facts:
+    """One inspection of one machine: what ``envdoctor check`` reports under ``facts``."""
+
+    system: SystemFacts = field(default_factory=SystemFacts)
+    pci: PciFacts = field(default_factory=PciFacts)
+    driver: DriverFacts = field(default_factory=DriverFacts)
+    toolkits: ToolkitFacts = field(default_factory=ToolkitFacts)
+    conda: CondaFacts = field(default_factory=CondaFacts)
+    docker: DockerFacts = field(default_factory=DockerFacts)
+    python: TargetPython = field(default_factory=TargetPython)
+    torch: TorchFacts = field(default_factory=TorchFacts)
+    collected_at: Optional[str] = None           # ISO 8601, UTC
+    envdoctor_version: Optional[str] = None
+    probe_seconds: Dict[str, float] = field(default_factory=dict)
+    skipped: Tuple[str, ...] = ()                        # areas not inspected this run ("torch")
+
+
+__all__ = [
+    "CondaFacts", "CondaPackage", "DockerFacts", "DriverFacts", "Facts", "GpuInfo", "PciDevice",
+    "PciFacts", "ProbeError", "SystemFacts", "TargetPython", "Toolkit", "ToolkitFacts",
+    "TorchDevice", "TorchFacts",
+]

@@ -1,0 +1,32 @@
+"""Facts about conda / mamba / micromamba and the CUDA packages of the active environment."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional, Tuple
+
+from envdoctor.facts.base import ProbeError
+
+
+@dataclass(frozen=True)
+class CondaPackage:
+    """``pytorch 2.7.1 cuda126_generic_py312_h... conda-forge``."""
+
+    name: str
+    version: str
+    build: Optional[str] = None
+    channel: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class CondaFacts:
+    exe: Optional[str] = None                  # "/opt/conda/bin/conda"
+    flavor: Optional[str] = None               # "conda", "mamba", "micromamba"
+    version: Optional[str] = None
+    base_prefix: Optional[str] = None
+    active_prefix: Optional[str] = None        # $CONDA_PREFIX
+    active_name: Optional[str] = None          # $CONDA_DEFAULT_ENV
+    channels: Tuple[str, ...] = ()
+    virtual_cuda: Optional[str] = None         # the __cuda virtual package, "13.0"
+    packages: Tuple[CondaPackage, ...] = ()    # CUDA-relevant packages of the active env
+    error: Optional[ProbeError] = None

@@ -1,0 +1,30 @@
+"""Facts about docker / podman and the NVIDIA Container Toolkit."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional, Tuple
+
+from envdoctor.facts.base import ProbeError
+
+
+@dataclass(frozen=True)
+class DockerFacts:
+    client: Optional[str] = None               # path of the docker client
+    client_version: Optional[str] = None       # "28.2.2"
+    daemon: Optional[str] = None               # "ok", "not_running", "permission_denied", "error"
+    daemon_error: Optional[str] = None         # the daemon's real message
+    server_version: Optional[str] = None
+    runtimes: Tuple[str, ...] = ()             # ("io.containerd.runc.v2", "nvidia", "runc")
+    default_runtime: Optional[str] = None
+    cdi_spec_dirs: Tuple[str, ...] = ()        # from docker info
+    cdi_specs: Tuple[str, ...] = ()            # spec files found: /etc/cdi/nvidia.yaml
+    gpus_flag_supported: Optional[bool] = None # Docker >= 19.03
+    podman: Optional[str] = None
+    podman_version: Optional[str] = None
+    nvidia_ctk: Optional[str] = None
+    nvidia_ctk_version: Optional[str] = None
+    nvidia_container_cli: Optional[str] = None
+    nvidia_container_cli_version: Optional[str] = None
+    nvidia_container_runtime: Optional[str] = None
+    error: Optional[ProbeError] = None

@@ -1,0 +1,77 @@
+"""Facts about NVIDIA devices on the PCI bus and the driver that runs them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, Optional, Tuple
+
+from envdoctor.facts.base import ProbeError
+
+
+@dataclass(frozen=True)
+class PciDevice:
+    """One NVIDIA display/3D controller as ``/sys/bus/pci/devices/0000:00:06.0`` shows it."""
+
+    address: str                       # "0000:00:06.0"
+    vendor_id: str                     # "0x10de"
+    device_id: str                     # "0x2335"
+    class_code: str                    # "0x030200"
+    subsystem_vendor_id: Optional[str] = None
+    subsystem_device_id: Optional[str] = None
+    name: Optional[str] = None         # "GH100 [H200 SXM 141GB]"
+    name_source: Optional[str] = None  # "/usr/share/misc/pci.ids" or "envdoctor table"
+    compute_capability: Optional[str] = None  # from envdoctor's table, "9.0"
+    architecture: Optional[str] = None        # "Hopper"
+    kernel_driver: Optional[str] = None       # bound driver: "nvidia", "nouveau", "vfio-pci"
+
+
+@dataclass(frozen=True)
+class PciFacts:
+    devices: Tuple[PciDevice, ...] = ()
+    source: Optional[str] = None       # "/sys/bus/pci/devices"
+    error: Optional[ProbeError] = None
+
+
+@dataclass(frozen=True)
+class GpuInfo:
+    """One GPU as the driver reports it (NVML or nvidia-smi)."""
+
+    index: int
+    name: Optional[str] = None                 # "NVIDIA H200"
+    uuid: Optional[str] = None                 # "GPU-c7d3a8fe-..."
+    compute_capability: Optional[str] = None   # "9.0"
+    memory_total_mib: Optional[int] = None     # 143771
+    pci_bus_id: Optional[str] = None           # "00000000:00:06.0"
+    serial: Optional[str] = None
+    power_limit_w: Optional[float] = None
+    max_sm_clock_mhz: Optional[int] = None
+    source: Optional[str] = None               # "nvml" or "nvidia-smi"
+
+
+@dataclass(frozen=True)
+class DriverFacts:
+    """The kernel module, the user-space driver (NVML, nvidia-smi) and the GPUs they see.
+
+    ``kernel_module_version`` comes from ``/sys/module/nvidia/version`` or
+    ``/proc/driver/nvidia/version``; ``userspace_version`` from NVML or nvidia-smi. After a driver
+    upgrade without a reboot the two differ.
+    """
+
+    kernel_module_version: Optional[str] = None   # "580.159.04"
+    kernel_module_source: Optional[str] = None    # "/sys/module/nvidia/version"
+    kernel_module_flavor: Optional[str] = None    # "open" or "proprietary"
+    userspace_version: Optional[str] = None       # "580.159.04" (libnvidia-ml / nvidia-smi)
+    driver_version: Optional[str] = None          # the best answer of all sources
+    driver_cuda: Optional[str] = None             # "13.0": the highest CUDA this driver supports
+    nvml_version: Optional[str] = None
+    gpus: Tuple[GpuInfo, ...] = ()
+    sources: Dict[str, str] = field(default_factory=dict)  # fact name -> source that answered
+    nvml_error: Optional[ProbeError] = None
+    smi_path: Optional[str] = None
+    smi_error: Optional[ProbeError] = None
+    smi_gpus: Tuple[GpuInfo, ...] = ()            # nvidia-smi's own view, for the cross-check
+    mismatch: bool = False                        # kernel module != user-space library
+    cuda_visible_devices: Optional[str] = None
+    nvidia_visible_devices: Optional[str] = None
+    dev_nodes: Tuple[str, ...] = ()               # /dev/nvidia0, /dev/nvidiactl, ... present
+    error: Optional[ProbeError] = None

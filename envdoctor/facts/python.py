@@ -1,0 +1,67 @@
+"""Facts about the target Python and the torch installed in it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional, Tuple
+
+from envdoctor.facts.base import ProbeError
+
+
+@dataclass(frozen=True)
+class TargetPython:
+    """The interpreter whose torch is inspected (``--python``; default the first on PATH)."""
+
+    executable: Optional[str] = None           # "/opt/torch/.venv/bin/python"
+    chosen_by: Optional[str] = None            # "--python", "python3 on PATH", "envdoctor's own"
+    version: Optional[str] = None              # "3.12.3"
+    implementation: Optional[str] = None       # "cpython"
+    interpreter_tag: Optional[str] = None      # "cp312"
+    abi_tag: Optional[str] = None              # "cp312"
+    platform_tags: Tuple[str, ...] = ()        # ("manylinux_2_39_x86_64", ..., "linux_x86_64")
+    pip: Optional[str] = None                  # pip's version, None when absent
+    venv: bool = False
+    conda_env: bool = False
+    prefix: Optional[str] = None
+    error: Optional[ProbeError] = None
+
+
+@dataclass(frozen=True)
+class TorchDevice:
+    index: int
+    name: Optional[str] = None
+    capability: Optional[str] = None           # "9.0"
+    memory_bytes: Optional[int] = None
+    multiprocessors: Optional[int] = None
+    uuid: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class TorchFacts:
+    """What ``import torch`` says in the target interpreter, run in a child process.
+
+    ``installed`` False with no error: torch is not installed there. ``error`` set: the child
+    crashed, hung, or printed something that is not the expected JSON.
+    """
+
+    installed: bool = False
+    version: Optional[str] = None              # "2.11.0+cu130"
+    cuda: Optional[str] = None                 # torch.version.cuda, "13.0"; None on CPU builds
+    hip: Optional[str] = None
+    git: Optional[str] = None
+    cudnn_version: Optional[str] = None        # "9.19.0" (the cuDNN torch loaded)
+    cudnn_path: Optional[str] = None           # the file it came from
+    nccl_version: Optional[str] = None         # "2.28.9"
+    nccl_path: Optional[str] = None
+    arch_list: Tuple[str, ...] = ()            # ("sm_75", ..., "sm_120")
+    cuda_available: Optional[bool] = None
+    cuda_error: Optional[str] = None           # the exact text when is_available() is False
+    device_count: Optional[int] = None
+    devices: Tuple[TorchDevice, ...] = ()
+    tiny_op: Optional[str] = None              # "ok", or the error of the tiny CUDA operation
+    torchvision: Optional[str] = None          # "0.26.0+cu130"
+    torchaudio: Optional[str] = None
+    import_error: Optional[str] = None         # ImportError text when torch is broken on import
+    import_seconds: Optional[float] = None
+    stderr_tail: Optional[str] = None          # what the child printed on stderr, cut
+    error: Optional[ProbeError] = None

@@ -1,0 +1,59 @@
+"""What a probe may read: a file root, an environment, a timeout.
+
+Probes never touch ``os.environ`` or absolute paths directly. Tests point ``root`` at a folder of
+recorded files and ``env['PATH']`` at fake executables; on a real machine both are the machine's.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, Optional, Sequence, Tuple
+
+from envdoctor.facts.base import ProbeError
+from envdoctor.run import Ran, run, which
+
+
+@dataclass(frozen=True)
+class Context:
+    root: Path = Path("/")
+    env: Dict[str, str] = field(default_factory=lambda: dict(os.environ))
+    timeout: float = 10.0
+    conda_timeout: float = 30.0
+    torch_timeout: float = 60.0
+    python: Optional[str] = None          # --python PATH
+
+    def path(self, absolute: str) -> Path:
+        """``/sys/module/nvidia/version`` under this context's root."""
+        return self.root / absolute.lstrip("/")
+
+    def read(self, absolute: str, limit: int = 1 << 20) -> Tuple[Optional[str], Optional[ProbeError]]:
+        """(text, None) when readable; (None, None) when absent; (None, error) when unreadable."""
+        p = self.path(absolute)
+        try:
+            with open(p, "rb") as fh:
+                return fh.read(limit).decode("utf-8", errors="replace"), None
+        except FileNotFoundError:
+            return None, None
+        except NotADirectoryError:
+            return None, None
+        except PermissionError:
+            return None, ProbeError("permission", f"{absolute}: permission denied")
+        except OSError as exc:
+            return None, ProbeError("unavailable", f"{absolute}: {exc.strerror or exc}")
+
+    def exists(self, absolute: str) -> bool:
+        return os.path.lexists(self.path(absolute))
+
+    def listdir(self, absolute: str) -> Tuple[str, ...]:
+        try:
+            return tuple(sorted(os.listdir(self.path(absolute))))
+        except OSError:
+            return ()
+
+    def run(self, argv: Sequence[str], timeout: Optional[float] = None, stdin: Optional[str] = None) -> Ran:
+        return run(argv, timeout=self.timeout if timeout is None else timeout, env=self.env, stdin=stdin)
+
+    def which(self, name: str) -> Optional[str]:
+        return which(name, self.env)

@@ -1,0 +1,47 @@
+"""Pure checks: Facts x Table -> Findings. Rules never read the machine.
+
+Each module below exposes ``RULES``, a tuple of functions ``rule(facts, table) -> Iterable[Finding]``.
+Codes by area: ED1xx driver, GPU, system and container; ED2xx torch; ED3xx CUDA toolkits;
+ED4xx conda; ED5xx docker and the NVIDIA Container Toolkit; ED9xx envdoctor itself.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from typing import Callable, Iterable, List, Tuple
+
+from envdoctor.facts import Facts
+from envdoctor.findings import Finding, sort_findings
+
+log = logging.getLogger(__name__)
+
+MODULES = ("driver", "torch", "toolkit", "conda", "docker")
+
+Rule = Callable[[Facts, object], Iterable[Finding]]
+
+
+def all_rules() -> Tuple[Rule, ...]:
+    rules: List[Rule] = []
+    for name in MODULES:
+        module = importlib.import_module(f"envdoctor.rules.{name}")
+        rules.extend(module.RULES)
+    return tuple(rules)
+
+
+def evaluate(facts: Facts, table: object, suppress: Iterable[str] = ()) -> Tuple[Finding, ...]:
+    """Every finding for ``facts``, errors first. A rule that raises becomes finding ED900."""
+    suppressed = {code.upper() for code in suppress}
+    found: List[Finding] = []
+    for rule in all_rules():
+        try:
+            found.extend(rule(facts, table))
+        except Exception as exc:  # a bug in a rule must not hide the other findings
+            log.debug("rule %s failed", rule.__name__, exc_info=True)
+            found.append(Finding(
+                "ED900", "warning", f"envdoctor's check {rule.__name__} failed: {type(exc).__name__}: {exc}",
+                evidence=("this is a bug in envdoctor, not a problem of the machine",),
+                fix=("envdoctor check --debug   # shows the traceback; please report it",),
+                area="envdoctor",
+            ))
+    return sort_findings(f for f in found if f.code not in suppressed)
