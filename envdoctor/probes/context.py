@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, Optional, Sequence, Tuple
+from typing import Any, Dict, Optional, Sequence, Tuple
 
 from envdoctor.facts.base import ProbeError
 from envdoctor.run import Ran, run, which
@@ -23,6 +23,9 @@ class Context:
     conda_timeout: float = 30.0
     torch_timeout: float = 60.0
     python: Optional[str] = None          # --python PATH
+    #: NVML binding to use: None = ``pynvml`` on the real root, not consulted under another root;
+    #: tests pass an object with the pynvml functions that replays recorded values.
+    nvml: Any = None
 
     def path(self, absolute: str) -> Path:
         """``/sys/module/nvidia/version`` under this context's root."""

@@ -21,10 +21,22 @@ MODULES = ("driver", "torch", "toolkit", "conda", "docker")
 Rule = Callable[[Facts, object], Iterable[Finding]]
 
 
+def _broken_module(name: str, exc: Exception) -> Rule:
+    def broken(facts: Facts, table: object) -> Iterable[Finding]:
+        raise RuntimeError(f"the {name} checks could not be loaded: {type(exc).__name__}: {exc}")
+
+    broken.__name__ = f"{name}_checks"
+    return broken
+
+
 def all_rules() -> Tuple[Rule, ...]:
     rules: List[Rule] = []
     for name in MODULES:
-        module = importlib.import_module(f"envdoctor.rules.{name}")
+        try:
+            module = importlib.import_module(f"envdoctor.rules.{name}")
+        except Exception as exc:  # a broken install: report it as a finding, keep the other checks
+            rules.append(_broken_module(name, exc))
+            continue
         rules.extend(module.RULES)
     return tuple(rules)
 

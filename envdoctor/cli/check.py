@@ -1,0 +1,84 @@
+"""``envdoctor check``: what is installed, what is broken, and the exact command that fixes it."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Optional, Tuple
+
+import click
+
+from envdoctor.cli.common import (EXIT_INTERNAL, debug_option, guarded, make_context, python_option,
+                                  root_option, timeout_option, use_color)
+from envdoctor.facts import Facts
+from envdoctor.findings import exit_code
+from envdoctor.inspect import inspect
+from envdoctor.probes import SKIPPABLE, internal_failures
+from envdoctor.redact import Redactor, mask_text
+from envdoctor.render import json as render_json
+from envdoctor.render import markdown as render_markdown
+from envdoctor.render import text as render_text
+
+
+def redactor_for(facts: Facts) -> Redactor:
+    s = facts.system
+    serials = [g.serial for g in facts.driver.gpus if g.serial]
+    return Redactor(s.hostname, s.user, s.home, serials)
+
+
+@click.command()
+@python_option
+@timeout_option
+@click.option("--json", "as_json", is_flag=True, help="Print the versioned JSON report (envdoctor.report/1).")
+@click.option("--markdown", is_flag=True, help="Print a Markdown block to paste into a bug report.")
+@click.option("--redact", is_flag=True, help="Mask host name, user name, home paths, GPU UUIDs and serials.")
+@click.option("--skip", multiple=True, type=click.Choice(SKIPPABLE),
+              help="Leave an area out (repeatable); 'torch' skips the slowest probe.")
+@click.option("--suppress", multiple=True, metavar="CODE", help="Hide a finding by its code (repeatable).")
+@click.option("--bench", "with_bench", is_flag=True, help="Also run a short matmul benchmark.")
+@debug_option
+@root_option
+@guarded
+def check(python: Optional[str], timeout: float, as_json: bool, markdown: bool, redact: bool,
+          skip: Tuple[str, ...], suppress: Tuple[str, ...], with_bench: bool, debug: bool,
+          root: Optional[Path]) -> None:
+    """Inspect this machine and say what is broken and how to fix it.
+
+    Exit status: 0 no errors, 1 errors found, 2 usage error, 3 envdoctor itself failed.
+    """
+    if as_json and markdown:
+        raise click.UsageError("choose one of --json and --markdown")
+    ctx = make_context(python, timeout, root)
+    result = inspect(ctx, skip=skip, suppress=suppress, debug=debug)
+    facts, findings = result.facts, result.findings
+    bench_doc = None
+    bench_text = ""
+    if with_bench:
+        bench_doc, bench_text = _short_bench(facts, ctx)
+    redactor = redactor_for(facts) if redact else None
+    if as_json:
+        extra = {"bench": bench_doc} if with_bench else None
+        click.echo(render_json.dumps(render_json.report_document(facts, findings, extra, redactor)))
+    else:
+        out = (render_markdown.render(facts, findings) if markdown
+               else render_text.render(facts, findings, color=use_color() and not redact))
+        out = mask_text(out + bench_text)
+        click.echo(redactor.text(out) if redactor else out, nl=False)
+    broken = internal_failures(facts)
+    if broken:
+        click.echo(f"envdoctor: could not inspect {', '.join(broken)} (a bug; run with --debug)", err=True)
+        sys.exit(EXIT_INTERNAL)
+    sys.exit(exit_code(findings))
+
+
+def _short_bench(facts: Facts, ctx) -> Tuple[Optional[dict], str]:
+    """The short benchmark for ``check --bench`` (the full one is ``envdoctor bench``)."""
+    try:
+        from envdoctor.bench.host import run_bench
+        from envdoctor.facts.serde import to_data
+        from envdoctor.render.bench import render_bench_text
+    except ImportError as exc:  # pragma: no cover - the bench package ships with envdoctor
+        return None, f"\nbench: not available ({exc})\n"
+    python = facts.python.executable or sys.executable
+    result = run_bench(python, sizes=(2048, 8192), budget=3.0, env=ctx.env, quick=True)
+    return to_data(result), "\n" + render_bench_text(result)

@@ -1,0 +1,93 @@
+"""One inspection: probes -> facts (enriched from the table) -> findings.
+
+``check``, ``snapshot``, ``verify`` and ``recommend`` all start here, so the machine is read once
+and in one way.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from dataclasses import dataclass
+from typing import Any, Iterable, Optional, Tuple
+
+from envdoctor.facts import Facts
+from envdoctor.facts.gpu import PciDevice, PciFacts
+from envdoctor.findings import Finding, sort_findings
+from envdoctor.probes import collect
+from envdoctor.probes.context import Context
+from envdoctor.rules import evaluate
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Inspection:
+    facts: Facts
+    findings: Tuple[Finding, ...]
+    table_error: Optional[str] = None
+
+
+def load_table_or_error() -> Tuple[Any, Optional[str]]:
+    """The compatibility table, or (None, one line saying why it could not be loaded)."""
+    try:
+        from envdoctor.table import load_table
+
+        return load_table(), None
+    except Exception as exc:  # a broken data file must not hide the machine's report
+        log.debug("table failed to load", exc_info=True)
+        return None, f"{type(exc).__name__}: {exc}"
+
+
+def enrich(facts: Facts, table: Any) -> Facts:
+    """Fill what the table knows about each PCI device (name, compute capability, architecture).
+
+    Pure: facts and table in, new facts out. A name from the system's pci.ids is kept.
+    """
+    if table is None or not facts.pci.devices:
+        return facts
+    devices = []
+    for dev in facts.pci.devices:
+        model = _safe(lambda: table.gpu_by_pci(dev.device_id))
+        arch = _safe(lambda: table.arch_for_pci(dev.device_id))
+        cc = getattr(model, "cc", None) or getattr(arch, "cc", None)
+        if cc and arch is None:
+            arch = _safe(lambda: table.architecture(cc))
+        name, source = dev.name, dev.name_source
+        if not name and model is not None:
+            name, source = model.name, "envdoctor table"
+        devices.append(dataclasses.replace(
+            dev, name=name, name_source=source, compute_capability=cc,
+            architecture=getattr(arch, "name", None),
+        ))
+    pci: PciFacts = dataclasses.replace(facts.pci, devices=tuple(devices))
+    return dataclasses.replace(facts, pci=pci)
+
+
+def _safe(call: Any) -> Any:
+    try:
+        return call()
+    except Exception:
+        log.debug("table lookup failed", exc_info=True)
+        return None
+
+
+def findings_for(facts: Facts, table: Any, table_error: Optional[str],
+                 suppress: Iterable[str] = ()) -> Tuple[Finding, ...]:
+    found = list(evaluate(facts, table, suppress))
+    if table_error:
+        found.append(Finding(
+            "ED901", "warning", "envdoctor's compatibility table could not be loaded",
+            evidence=(table_error,),
+            fix=("pip install --force-reinstall envdoctor   # restores the bundled data/ files",),
+            area="envdoctor",
+            explanation="Checks that need the table (driver floors, GPU architectures) were skipped.",
+        ))
+    return sort_findings(found)
+
+
+def inspect(ctx: Context, skip: Iterable[str] = (), suppress: Iterable[str] = (),
+            debug: bool = False) -> Inspection:
+    table, table_error = load_table_or_error()
+    facts = enrich(collect(ctx, skip=skip, debug=debug), table)
+    return Inspection(facts, findings_for(facts, table, table_error, suppress), table_error)

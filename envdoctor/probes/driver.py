@@ -1,0 +1,177 @@
+"""The NVIDIA driver: kernel module, user-space library (NVML), nvidia-smi, and the GPUs they see.
+
+Sources, cheap first: ``/sys/module/nvidia/version`` and ``/proc/driver/nvidia/version`` (the
+loaded kernel module), the ``libnvidia-ml.so.<version>`` file (the installed user-space driver),
+NVML, then ``nvidia-smi --query-gpu=... --format=csv,nounits`` as a further source and a
+cross-check. The best answer of each fact is kept with the name of the source that gave it.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import Any, Dict, List, Optional, Tuple
+
+from envdoctor.facts.base import ProbeError
+from envdoctor.facts.gpu import DriverFacts, GpuInfo
+from envdoctor.parse import nvidia_smi as smi
+from envdoctor.parse.nvidia_proc import parse_library_version, parse_module_version, parse_proc_version
+from envdoctor.probes.context import Context
+from envdoctor.probes.nvml import NvmlView, read_nvml
+
+WSL_LIB = "/usr/lib/wsl/lib"
+#: Folders where distributions, NVIDIA's runfile, containers and WSL put libnvidia-ml.so.<version>.
+LIB_DIRS = ("/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib",
+            "/usr/local/nvidia/lib64", "/usr/local/nvidia/lib", "/run/nvidia/driver/usr/lib64", WSL_LIB)
+
+
+def _kernel_module(ctx: Context) -> Tuple[Optional[str], Optional[str], Optional[str], Optional[ProbeError]]:
+    """(version, source, flavor, error) of the loaded kernel module."""
+    flavor = None
+    proc, proc_err = ctx.read("/proc/driver/nvidia/version")
+    proc_version = None
+    if proc:
+        proc_version, flavor = parse_proc_version(proc)
+    sys_text, sys_err = ctx.read("/sys/module/nvidia/version")
+    if sys_text and parse_module_version(sys_text):
+        return parse_module_version(sys_text), "/sys/module/nvidia/version", flavor, None
+    if proc_version:
+        return proc_version, "/proc/driver/nvidia/version", flavor, None
+    return None, None, None, proc_err or sys_err
+
+
+def _library_version(ctx: Context) -> Tuple[Optional[str], Optional[str]]:
+    """The version in the name of the installed ``libnvidia-ml.so.<version>``, and its path."""
+    for folder in LIB_DIRS:
+        try:  # the loader follows libnvidia-ml.so.1: the version it points to is the one in use
+            target = os.path.basename(os.readlink(ctx.path(f"{folder}/libnvidia-ml.so.1")))
+            version = parse_library_version(target)
+            if version:
+                return version, f"{folder}/{target}"
+        except OSError:
+            pass
+        for name in ctx.listdir(folder):
+            version = parse_library_version(name)
+            if version:
+                return version, f"{folder}/{name}"
+    return None, None
+
+
+def _smi_path(ctx: Context) -> Optional[str]:
+    found = ctx.which("nvidia-smi")
+    if found:
+        return found
+    wsl = ctx.path(f"{WSL_LIB}/nvidia-smi")
+    return str(wsl) if wsl.exists() else None
+
+
+def _read_smi(ctx: Context, path: str, need_cuda: bool) -> Dict[str, Any]:
+    """Ask nvidia-smi; returns gpus, driver, cuda, error, raw text."""
+    out: Dict[str, Any] = {"gpus": (), "driver": None, "cuda": None, "error": None, "text": ""}
+    fields = list(smi.QUERY_FIELDS)
+    ran = ctx.run([path, "--query-gpu=" + ",".join(fields), "--format=csv,nounits"])
+    if ran.returncode and "compute_cap" in ran.output and "not a valid field" in ran.output:
+        fields.remove("compute_cap")  # drivers before about R510
+        ran = ctx.run([path, "--query-gpu=" + ",".join(fields), "--format=csv,nounits"])
+    out["text"] = ran.output
+    if ran.error:
+        out["error"] = ProbeError(ran.error.kind, _smi_message(ran.output) or ran.error.message,
+                                  ran.error.command)
+        return out
+    try:
+        out["gpus"] = smi.parse_query_gpu(ran.stdout)
+        out["driver"] = smi.query_driver_version(ran.stdout)
+    except smi.SmiParseError as exc:
+        if smi.is_no_devices(ran.output):
+            out["error"] = ProbeError("exit_status", "nvidia-smi: No devices were found")
+        else:
+            out["error"] = ProbeError("unparseable", f"nvidia-smi --query-gpu: {exc}", " ".join(ran.argv))
+        return out
+    if need_cuda:
+        ver = ctx.run([path, "--version"])
+        try:
+            parsed = smi.parse_version(ver.stdout) if ver.ok else smi.parse_banner(ctx.run([path]).stdout)
+            out["cuda"] = parsed.get("cuda")
+        except smi.SmiParseError:
+            pass
+    return out
+
+
+def _smi_message(text: str) -> Optional[str]:
+    """The first line of nvidia-smi's own complaint, as it printed it."""
+    for line in text.splitlines():
+        line = line.strip()
+        if line:
+            return f"nvidia-smi: {line}"
+    return None
+
+
+def _nvml_with_timeout(ctx: Context) -> NvmlView:
+    """NVML calls can block in the kernel; never let them hang the report."""
+    box: List[NvmlView] = []
+    worker = threading.Thread(target=lambda: box.append(read_nvml(ctx.nvml)), daemon=True)
+    worker.start()
+    worker.join(ctx.timeout)
+    if not box:
+        return NvmlView(error=ProbeError("timeout", f"NVML did not answer in {ctx.timeout:g} s"))
+    return box[0]
+
+
+def probe(ctx: Context) -> DriverFacts:
+    module_version, module_source, flavor, module_err = _kernel_module(ctx)
+    lib_version, lib_path = _library_version(ctx)
+    if ctx.nvml is None and str(ctx.root) != "/":
+        nv = NvmlView(error=ProbeError("unavailable", "NVML not consulted when reading another root"))
+    else:
+        nv = _nvml_with_timeout(ctx)
+    smi_path = _smi_path(ctx)
+    s = _read_smi(ctx, smi_path, need_cuda=nv.cuda is None) if smi_path else {
+        "gpus": (), "driver": None, "cuda": None, "error": None, "text": ""}
+    sources: Dict[str, str] = {}
+    if module_version:
+        sources["kernel_module_version"] = module_source or ""
+    userspace = lib_version or (smi.library_version_in_error(s["text"]) if s["text"] else None)
+    if userspace:
+        sources["userspace_version"] = lib_path or "nvidia-smi error text"
+    elif nv.driver:
+        userspace, sources["userspace_version"] = nv.driver, "nvml"
+    driver = nv.driver or s["driver"] or module_version
+    if driver:
+        sources["driver_version"] = "nvml" if nv.driver else ("nvidia-smi" if s["driver"] else module_source or "")
+    cuda = nv.cuda or s["cuda"]
+    if cuda:
+        sources["driver_cuda"] = "nvml" if nv.cuda else "nvidia-smi"
+    gpus: Tuple[GpuInfo, ...] = nv.gpus or s["gpus"]
+    if gpus:
+        sources["gpus"] = "nvml" if nv.gpus else "nvidia-smi"
+    mismatch_text = any(
+        e is not None and smi.is_mismatch(e.message) for e in (nv.error, s["error"])
+    ) or smi.is_mismatch(s["text"])
+    mismatch = mismatch_text or bool(
+        module_version and userspace and _major_minor(module_version) != _major_minor(userspace))
+    dev_nodes = tuple(f"/dev/{n}" for n in ctx.listdir("/dev") if n.startswith("nvidia"))
+    return DriverFacts(
+        kernel_module_version=module_version,
+        kernel_module_source=module_source,
+        kernel_module_flavor=flavor,
+        userspace_version=userspace,
+        driver_version=driver,
+        driver_cuda=cuda,
+        nvml_version=nv.nvml_version,
+        gpus=gpus,
+        sources=sources,
+        nvml_error=nv.error,
+        smi_path=smi_path,
+        smi_error=s["error"],
+        smi_gpus=s["gpus"],
+        mismatch=mismatch,
+        cuda_visible_devices=ctx.env.get("CUDA_VISIBLE_DEVICES"),
+        nvidia_visible_devices=ctx.env.get("NVIDIA_VISIBLE_DEVICES"),
+        dev_nodes=dev_nodes,
+        error=module_err,
+    )
+
+
+def _major_minor(version: str) -> Tuple[str, ...]:
+    """Compare ``580.159.04`` with ``580.159`` (NVML's short form) on the first two parts."""
+    return tuple(version.split(".")[:2])

@@ -1,0 +1,1 @@
+"""Renderers: text for people (unstable), versioned JSON for scripts, Markdown for bug reports."""

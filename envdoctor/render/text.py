@@ -1,0 +1,244 @@
+"""Human text: grouped by area, one line per fact, a mark per finding, a closing verdict.
+
+Declared unstable: scripts use ``--json``. Colours only when asked (a terminal without NO_COLOR).
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, List, Optional, Tuple
+
+from envdoctor.facts import Facts
+from envdoctor.facts.base import ProbeError
+from envdoctor.findings import Finding
+
+_COLORS = {"error": "31", "warning": "33", "info": "36", "ok": "32", "dim": "2", "bold": "1"}
+MARKS = {"error": "✗", "warning": "!", "info": "i"}
+
+
+class Style:
+    def __init__(self, color: bool) -> None:
+        self.color = color
+
+    def __call__(self, text: str, kind: str) -> str:
+        if not self.color or kind not in _COLORS:
+            return text
+        return f"\033[{_COLORS[kind]}m{text}\033[0m"
+
+
+Row = Tuple[str, str]
+
+
+def _err(e: Optional[ProbeError]) -> str:
+    return f"failed: {e.message}" if e else ""
+
+
+def _gib(mib: Optional[int]) -> str:
+    return f"{mib / 1024:.0f} GiB" if mib else "? GiB"
+
+
+def system_rows(f: Facts) -> List[Row]:
+    s = f.system
+    rows = [("OS", ", ".join(x for x in (s.os_name or s.os_id, f"kernel {s.kernel}" if s.kernel else None,
+                                           s.arch, f"glibc {s.glibc}" if s.glibc else None) if x))]
+    if s.container:
+        rows.append(("Container", f"{s.container} ({s.container_evidence})"))
+    if s.wsl:
+        rows.append(("WSL", s.wsl.upper()))
+    if s.nouveau_loaded:
+        rows.append(("nouveau", "loaded"))
+    if s.secure_boot is not None:
+        rows.append(("Secure Boot", f"{'enabled' if s.secure_boot else 'off'} ({s.secure_boot_source})"))
+    rows.append(("envdoctor", f"{f.envdoctor_version} on Python {s.python} ({s.python_executable})"))
+    return rows
+
+
+def gpu_rows(f: Facts) -> List[Row]:
+    d = f.driver
+    rows: List[Row] = []
+    if f.pci.error:
+        rows.append(("PCI", _err(f.pci.error)))
+    for dev in f.pci.devices:
+        arch = f", {dev.architecture} {dev.compute_capability}" if dev.architecture else (
+            f", compute {dev.compute_capability}" if dev.compute_capability else "")
+        rows.append((f"PCI {dev.address}", f"{dev.name or 'NVIDIA device'} [{dev.vendor_id[2:]}:{dev.device_id[2:]}]"
+                     f"{arch}, kernel driver: {dev.kernel_driver or 'none'}"))
+    if not f.pci.devices and not f.pci.error:
+        rows.append(("PCI", "no NVIDIA display/3D controller"))
+    if d.kernel_module_version:
+        flavor = f"{d.kernel_module_flavor} kernel module, " if d.kernel_module_flavor else ""
+        rows.append(("Kernel module", f"{d.kernel_module_version} ({flavor}{d.kernel_module_source})"))
+    else:
+        rows.append(("Kernel module", "not loaded" + (f" ({_err(d.error)})" if d.error else "")))
+    if d.userspace_version and d.userspace_version != d.kernel_module_version:
+        rows.append(("User-space driver", f"{d.userspace_version} ({d.sources.get('userspace_version')})"))
+    if d.driver_version:
+        rows.append(("Driver", f"{d.driver_version} (from {d.sources.get('driver_version')})"))
+    if d.driver_cuda:
+        rows.append(("Driver's CUDA", f"{d.driver_cuda}: the newest CUDA this driver runs "
+                     f"(from {d.sources.get('driver_cuda')})"))
+    for g in d.gpus:
+        rows.append((f"GPU {g.index}", ", ".join(x for x in (
+            g.name, f"compute {g.compute_capability}" if g.compute_capability else None,
+            _gib(g.memory_total_mib), g.pci_bus_id, g.uuid, f"via {g.source}") if x)))
+    rows.append(("NVML", _err(d.nvml_error) if d.nvml_error else f"ok{' ' + d.nvml_version if d.nvml_version else ''}"))
+    if d.smi_path or d.smi_error:
+        rows.append(("nvidia-smi", f"{d.smi_path}" + (f": {_err(d.smi_error)}" if d.smi_error else ": ok")))
+    else:
+        rows.append(("nvidia-smi", "not installed"))
+    if d.cuda_visible_devices is not None:
+        rows.append(("CUDA_VISIBLE_DEVICES", repr(d.cuda_visible_devices)))
+    if d.nvidia_visible_devices is not None:
+        rows.append(("NVIDIA_VISIBLE_DEVICES", d.nvidia_visible_devices))
+    return rows
+
+
+def toolkit_rows(f: Facts) -> List[Row]:
+    t = f.toolkits
+    rows: List[Row] = []
+    if t.error:
+        rows.append(("nvcc", _err(t.error)))
+    for k in t.toolkits:
+        used = "  <- CUDA extension builds use this" if t.extension_root and k.root == t.extension_root else ""
+        version = k.version or (_err(k.error) if k.error else "version unknown")
+        rows.append((f"CUDA {k.release or '?'}", f"{version} at {k.root} (found via {', '.join(k.found_via)}){used}"))
+    if not t.toolkits and not t.error:
+        rows.append(("nvcc", "no CUDA toolkit found (torch wheels do not need one)"))
+    if t.cuda_home:
+        rows.append(("CUDA_HOME", t.cuda_home))
+    return rows
+
+
+def conda_rows(f: Facts) -> List[Row]:
+    c = f.conda
+    if c.error:
+        return [("conda", _err(c.error))]
+    if not c.exe:
+        return [("conda", "not installed")]
+    rows = [(c.flavor or "conda", f"{c.version or '?'} at {c.exe}")]
+    if c.active_prefix:
+        rows.append(("Active env", f"{c.active_name or '?'} ({c.active_prefix})"))
+    if c.virtual_cuda:
+        rows.append(("__cuda", c.virtual_cuda))
+    for p in c.packages:
+        rows.append((p.name, " ".join(x for x in (p.version, p.build, f"[{p.channel}]" if p.channel else None) if x)))
+    return rows
+
+
+def docker_rows(f: Facts) -> List[Row]:
+    k = f.docker
+    rows: List[Row] = []
+    if k.error:
+        rows.append(("docker", _err(k.error)))
+    if k.client:
+        rows.append(("docker", f"client {k.client_version or '?'} at {k.client}"))
+        daemon = {"ok": f"running, server {k.server_version or '?'}", None: "not checked"}.get(
+            k.daemon, f"{(k.daemon or '').replace('_', ' ')}: {k.daemon_error or ''}".strip(": "))
+        rows.append(("Daemon", daemon))
+        if k.runtimes:
+            rows.append(("Runtimes", ", ".join(k.runtimes) + (f" (default {k.default_runtime})" if k.default_runtime else "")))
+    elif not k.error:
+        rows.append(("docker", "not installed"))
+    if k.podman:
+        rows.append(("podman", f"{k.podman_version or '?'} at {k.podman}"))
+    if k.cdi_specs:
+        rows.append(("CDI specs", ", ".join(k.cdi_specs)))
+    for label, path, version in (("nvidia-ctk", k.nvidia_ctk, k.nvidia_ctk_version),
+                                 ("nvidia-container-cli", k.nvidia_container_cli, k.nvidia_container_cli_version)):
+        if path:
+            rows.append((label, f"{version or '?'} at {path}"))
+    if k.client and not (k.nvidia_ctk or k.nvidia_container_cli):
+        rows.append(("Container toolkit", "not installed"))
+    return rows
+
+
+def python_rows(f: Facts) -> List[Row]:
+    p, t = f.python, f.torch
+    rows: List[Row] = []
+    if p.error:
+        rows.append(("Python", _err(p.error)))
+    else:
+        kind = "venv" if p.venv else ("conda env" if p.conda_env else "system")
+        rows.append(("Python", f"{p.version} at {p.executable} ({kind}; chosen by {p.chosen_by})"))
+        rows.append(("pip", p.pip or "absent"))
+    if "torch" in f.skipped:
+        rows.append(("torch", "not inspected (--skip torch)"))
+        return rows
+    if t.error:
+        rows.append(("torch", _err(t.error)))
+    if t.import_error:
+        rows.append(("torch", f"installed but import fails: {t.import_error}"))
+    elif not t.installed and not t.error:
+        rows.append(("torch", "not installed"))
+    if t.installed and t.version:
+        build = f"CUDA {t.cuda}" if t.cuda else (f"ROCm/HIP {t.hip}" if t.hip else "CPU-only build")
+        rows.append(("torch", f"{t.version} ({build})" + (f", imported in {t.import_seconds:.1f} s" if t.import_seconds else "")))
+        if t.arch_list:
+            rows.append(("Kernels for", " ".join(t.arch_list)))
+        if t.cudnn_version:
+            rows.append(("cuDNN loaded", f"{t.cudnn_version}" + (f" from {t.cudnn_path}" if t.cudnn_path else "")))
+        if t.nccl_version:
+            rows.append(("NCCL", f"{t.nccl_version}" + (f" from {t.nccl_path}" if t.nccl_path else "")))
+        if t.cuda_available is not None:
+            rows.append(("CUDA available", "yes" if t.cuda_available else f"no: {t.cuda_error or 'no reason given'}"))
+        for dev in t.devices:
+            rows.append((f"cuda:{dev.index}", f"{dev.name}, compute {dev.capability}"))
+        if t.tiny_op:
+            rows.append(("Tiny CUDA op", t.tiny_op))
+        for name, version in (("torchvision", t.torchvision), ("torchaudio", t.torchaudio)):
+            if version:
+                rows.append((name, version))
+    return rows
+
+
+SECTIONS = (("System", system_rows), ("GPU and driver", gpu_rows), ("CUDA toolkits", toolkit_rows),
+            ("Conda", conda_rows), ("Docker and the NVIDIA Container Toolkit", docker_rows),
+            ("Python and torch", python_rows))
+
+
+def _skipped(f: Facts, title: str) -> bool:
+    area = {"CUDA toolkits": "toolkits", "Conda": "conda", "Docker and the NVIDIA Container Toolkit": "docker"}
+    return area.get(title) in f.skipped
+
+
+def finding_lines(findings: Iterable[Finding], style: Style) -> List[str]:
+    lines: List[str] = []
+    for fd in findings:
+        lines.append(style(f"{MARKS[fd.severity]} {fd.code} {fd.severity}: {fd.title}", fd.severity))
+        if fd.explanation:
+            lines.append(f"    {fd.explanation}")
+        for ev in fd.evidence:
+            lines.append(style(f"    - {ev}", "dim"))
+        if fd.fix:
+            lines.append("    fix:")
+            lines.extend(f"      {cmd}" if cmd.startswith("#") else f"      $ {cmd}" for cmd in fd.fix)
+        if fd.reference:
+            lines.append(style(f"    see {fd.reference}", "dim"))
+    return lines
+
+
+def verdict(findings: Tuple[Finding, ...], style: Style) -> str:
+    errors = sum(f.severity == "error" for f in findings)
+    warnings = sum(f.severity == "warning" for f in findings)
+    if errors:
+        return style(f"Verdict: {errors} error(s), {warnings} warning(s): fix the errors above, then run envdoctor check again.", "error")
+    if warnings:
+        return style(f"Verdict: no errors, {warnings} warning(s): it works, with the caveats above.", "warning")
+    return style("Verdict: no problems found.", "ok")
+
+
+def render(facts: Facts, findings: Tuple[Finding, ...], color: bool = False) -> str:
+    style = Style(color)
+    out: List[str] = []
+    for title, rows_of in SECTIONS:
+        if _skipped(facts, title):
+            continue
+        out.append(style(title, "bold"))
+        rows = rows_of(facts)
+        width = max((len(k) for k, _ in rows), default=0)
+        out.extend(f"  {k.ljust(width)}  {v}" for k, v in rows)
+        out.append("")
+    out.append(style("Findings", "bold"))
+    out.extend(finding_lines(findings, style) or ["  none"])
+    out.append("")
+    out.append(verdict(findings, style))
+    return "\n".join(out) + "\n"

@@ -1,0 +1,334 @@
+"""ED1xx: the driver, the GPUs, WSL and container access. Pure: facts and table in, findings out."""
+
+from __future__ import annotations
+
+from typing import Iterable, List, Optional, Tuple
+
+from envdoctor import commands
+from envdoctor.facts import Facts
+from envdoctor.findings import Finding
+
+REF_MISMATCH = "https://docs.nvidia.com/deploy/driver-persistence/index.html"
+REF_INSTALL = commands.DRIVER_GUIDE
+REF_CONTAINER = "https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/user-guide.html"
+REF_WSL = "https://docs.nvidia.com/cuda/wsl-user-guide/index.html"
+REF_VISIBLE = "https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#env-vars"
+REF_ARCH = "https://docs.nvidia.com/datacenter/tesla/drivers/cuda-toolkit-driver-and-architecture-matrix.html"
+REF_OPEN = "https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/kernel-modules.html"
+
+
+def _major(version: Optional[str]) -> Optional[int]:
+    try:
+        return int(str(version).split(".")[0])
+    except (TypeError, ValueError):
+        return None
+
+
+def _cc_tuple(cc: Optional[str]) -> Optional[Tuple[int, int]]:
+    try:
+        major, minor = str(cc).split(".")[:2]
+        return int(major), int(minor)
+    except (TypeError, ValueError):
+        return None
+
+
+def _gpu_ccs(facts: Facts) -> List[Tuple[str, str]]:
+    """(label, compute capability) of every GPU: from the driver, else from the PCI bus."""
+    out = [(g.name or f"GPU {g.index}", g.compute_capability) for g in facts.driver.gpus if g.compute_capability]
+    if not out:
+        out = [(d.name or d.device_id, d.compute_capability) for d in facts.pci.devices if d.compute_capability]
+    return out  # type: ignore[return-value]
+
+
+def _driver_gone(facts: Facts) -> bool:
+    d = facts.driver
+    return not d.kernel_module_version and not d.gpus and not d.mismatch
+
+
+def no_driver(facts: Facts, table: object) -> Iterable[Finding]:
+    """ED101: an NVIDIA GPU sits on the PCI bus but no NVIDIA kernel module is loaded."""
+    if not facts.pci.devices or not _driver_gone(facts) or facts.system.container or facts.system.wsl:
+        return
+    s = facts.system
+    evidence = [f"PCI {d.address}: {d.name or 'NVIDIA device ' + d.device_id} "
+                f"(kernel driver in use: {d.kernel_driver or 'none'})" for d in facts.pci.devices]
+    evidence.append("no NVIDIA kernel module loaded (/sys/module/nvidia and /proc/driver/nvidia absent)")
+    fix: List[str] = []
+    why = "The NVIDIA driver is not installed, or it is installed and its kernel module did not load."
+    if s.nouveau_loaded or any(d.kernel_driver == "nouveau" for d in facts.pci.devices):
+        evidence.append("nouveau (the open-source driver) is loaded and holds the GPU (/proc/modules)")
+        fix.extend(commands.blacklist_nouveau(s)[:-1])
+        why = "nouveau holds the GPU, so the NVIDIA module cannot take it."
+    if s.secure_boot:
+        evidence.append(f"Secure Boot is enabled ({s.secure_boot_source}): an unsigned nvidia module is refused")
+        fix.append("# Secure Boot: enroll the DKMS signing key, then choose 'Enroll MOK' at the next boot")
+        fix.append("sudo mokutil --import /var/lib/dkms/mok.pub")
+    if any(d.kernel_driver == "vfio-pci" for d in facts.pci.devices):
+        evidence.append("the GPU is bound to vfio-pci (reserved for passing through to a virtual machine)")
+    branch, open_modules = _branch_for(facts, table)
+    fix.extend(commands.driver_install(s, branch, open_modules))
+    yield Finding(
+        "ED101", "error", "NVIDIA GPU found on the PCI bus, but no NVIDIA driver is loaded",
+        evidence=tuple(evidence), fix=tuple(dict.fromkeys(fix)), reference=REF_INSTALL, area="driver",
+        explanation=why,
+    )
+
+
+def _branch_for(facts: Facts, table: object) -> Tuple[Optional[str], bool]:
+    """The driver branch to install for these GPUs and whether they take the open modules."""
+    branch: Optional[str] = None
+    open_modules = True
+    for _, cc in _gpu_ccs(facts):
+        t = _cc_tuple(cc)
+        if t and t < (7, 5):
+            open_modules = False  # the open kernel modules support Turing and newer only
+        arch = _architecture(table, cc)
+        last = getattr(arch, "last_driver_branch", None)
+        if last:
+            branch = str(last) if branch is None else str(min(int(branch), int(last)))
+    return branch, open_modules
+
+
+def _architecture(table: object, cc: Optional[str]) -> object:
+    lookup = getattr(table, "architecture", None)
+    return lookup(cc) if (lookup and cc) else None
+
+
+def mismatch(facts: Facts, table: object) -> Iterable[Finding]:
+    """ED102: the loaded kernel module and the installed user-space driver differ (no reboot yet)."""
+    d = facts.driver
+    if not d.mismatch:
+        return
+    evidence = []
+    if d.kernel_module_version:
+        evidence.append(f"kernel module {d.kernel_module_version} ({d.kernel_module_source})")
+    if d.userspace_version:
+        evidence.append(f"user-space driver {d.userspace_version} ({d.sources.get('userspace_version')})")
+    for err in (d.smi_error, d.nvml_error):
+        if err and "mismatch" in err.message:
+            evidence.append(err.message)
+    yield Finding(
+        "ED102", "error", "Driver upgraded without a reboot: kernel module and user-space driver differ",
+        evidence=tuple(evidence), fix=commands.reload_modules(), reference=REF_MISMATCH, area="driver",
+        explanation="Until the new module is loaded, NVML, nvidia-smi and every CUDA program fail with "
+                    "'Driver/library version mismatch'. To stop silent upgrades, hold the driver "
+                    "packages (sudo apt-mark hold 'nvidia-*' or dnf versionlock).",
+    )
+
+
+def smi_or_nvml_failing(facts: Facts, table: object) -> Iterable[Finding]:
+    """ED103: nvidia-smi or NVML fails while a driver is there (mismatch and no-driver excluded)."""
+    d = facts.driver
+    if d.mismatch or facts.system.wsl == "wsl1":
+        return
+    failures = []
+    if d.smi_error and d.smi_error.kind != "not_found" and "No devices were found" not in d.smi_error.message:
+        failures.append(d.smi_error.message)
+    nvml_expected = bool(d.kernel_module_version or d.smi_path)
+    if (d.nvml_error and nvml_expected and d.nvml_error.kind not in ("unavailable",)
+            and "No devices" not in d.nvml_error.message):
+        failures.append(d.nvml_error.message)
+    if not failures:
+        return
+    if _driver_gone(facts) and facts.pci.devices and not facts.system.container:
+        return  # ED101 says it better
+    both = not d.gpus
+    fix: Tuple[str, ...]
+    text = " ".join(failures)
+    if "Unknown Error" in text and facts.system.container:
+        fix = ("# inside a container: the host reset its device cgroups (systemctl daemon-reload);",
+               "# restart the container, and on the host use CDI or set no-cgroups as the container toolkit guide says")
+    elif "couldn't communicate" in text or "Driver Not Loaded" in text:
+        fix = ("lsmod | grep nvidia || sudo modprobe nvidia", "dkms status",
+               "sudo dmesg | grep -iE 'nvrm|nvidia' | tail -20")
+    elif d.smi_error and d.smi_error.kind == "timeout":
+        fix = ("sudo dmesg | grep -iE 'nvrm|xid' | tail -20   # a hung GPU logs Xid errors",
+               "nvidia-smi -q | head -40")
+    else:
+        fix = ("nvidia-smi", "sudo dmesg | grep -iE 'nvrm|nvidia' | tail -20")
+    yield Finding(
+        "ED103", "error" if both else "warning",
+        "nvidia-smi / NVML cannot read the driver" if both else "One source of driver facts fails",
+        evidence=tuple(failures) + ((f"the other source answered: {d.sources.get('gpus')}",) if not both else ()),
+        fix=fix, reference=REF_INSTALL, area="driver",
+    )
+
+
+def smi_without_gpu(facts: Facts, table: object) -> Iterable[Finding]:
+    """ED104: nvidia-smi is installed but there is no NVIDIA GPU to drive."""
+    d = facts.driver
+    no_devices = any(e is not None and "No devices" in e.message for e in (d.smi_error, d.nvml_error))
+    if not d.smi_path or d.gpus or facts.pci.devices or facts.system.container:
+        return
+    if not (no_devices or d.kernel_module_version):
+        return
+    yield Finding(
+        "ED104", "warning", "nvidia-smi is installed but no NVIDIA GPU is present",
+        evidence=(f"nvidia-smi at {d.smi_path}", "no NVIDIA display/3D controller on the PCI bus"),
+        fix=("lspci -nn | grep -i nvidia   # is the card seated / passed through to this VM?",),
+        reference=REF_INSTALL, area="gpu",
+        explanation="On a cloud VM, check that the instance type has a GPU; on a workstation, that "
+                    "the card is seated and powered.",
+    )
+
+
+def container_without_gpu(facts: Facts, table: object) -> Iterable[Finding]:
+    """ED105: inside a container with no NVIDIA device nodes."""
+    s, d = facts.system, facts.driver
+    if not s.container or d.gpus or d.dev_nodes or d.mismatch:
+        return
+    visible = d.nvidia_visible_devices
+    asked = visible not in (None, "", "void", "none")
+    severity = "error" if (asked or d.smi_path) else "warning"
+    evidence = [f"inside a {s.container} container ({s.container_evidence})", "no /dev/nvidia* device nodes"]
+    if visible is not None:
+        evidence.append(f"NVIDIA_VISIBLE_DEVICES={visible}")
+    fix = {
+        "docker": ("docker run --gpus all ...            # NVIDIA Container Toolkit with Docker >= 19.03",
+                   "docker run --device nvidia.com/gpu=all ...   # or through CDI"),
+        "podman": ("podman run --device nvidia.com/gpu=all ...   # CDI: sudo nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml",),
+        "kubernetes": ("# request the GPU in the pod spec: resources: {limits: {nvidia.com/gpu: 1}}",
+                       "# and install the NVIDIA device plugin or GPU Operator on the cluster"),
+        "apptainer": ("apptainer exec --nv IMAGE ...",),
+    }.get(s.container or "", ("# start the container with the GPU passed through (e.g. docker run --gpus all)",))
+    yield Finding(
+        "ED105", severity, "This container has no access to an NVIDIA GPU",
+        evidence=tuple(evidence), fix=fix, reference=REF_CONTAINER, area="container",
+        explanation="Restart the container with the GPU passed through. If the host has no NVIDIA "
+                    "GPU, this is expected and torch will run on the CPU.",
+    )
+
+
+def wsl_driver(facts: Facts, table: object) -> Iterable[Finding]:
+    """ED106: a Linux driver installed inside WSL2, or WSL1 (which has no GPU support)."""
+    s, d = facts.system, facts.driver
+    if s.wsl == "wsl1":
+        yield Finding(
+            "ED106", "error", "WSL1 has no GPU support; CUDA needs WSL2",
+            evidence=("/proc/version names a WSL1 kernel",),
+            fix=("# in Windows PowerShell:", "wsl --set-version <distribution> 2"),
+            reference=REF_WSL, area="driver",
+        )
+        return
+    if s.wsl != "wsl2":
+        return
+    inside = d.sources.get("userspace_version", "")
+    if d.kernel_module_version or (inside.startswith("/") and not inside.startswith("/usr/lib/wsl/")):
+        yield Finding(
+            "ED106", "error", "A Linux NVIDIA driver is installed inside WSL2",
+            evidence=(f"driver library at {inside}" if inside else f"kernel module {d.kernel_module_version}",
+                      "under WSL2 the Windows driver provides libcuda and NVML in /usr/lib/wsl/lib"),
+            fix=("sudo apt-get remove --purge 'nvidia-driver-*' 'libnvidia-*'   # keeps /usr/lib/wsl/lib",
+                 "# then in Windows: wsl --shutdown, and start the distribution again"),
+            reference=REF_WSL, area="driver",
+            explanation="The Linux driver's libraries shadow the ones WSL2 maps in from Windows.",
+        )
+
+
+def _visible_hides_all(value: str, count: int, uuids: List[str]) -> bool:
+    entries = [e.strip() for e in value.split(",")]
+    if value.strip() in ("", "-1", "none", "NoDevFiles"):
+        return True
+    for entry in entries:  # CUDA stops at the first invalid entry
+        if entry.isdigit():
+            return int(entry) >= count
+        if entry.upper().startswith(("GPU-", "MIG-")):
+            return not any(u.lower().startswith(entry.lower()) for u in uuids)
+        return True
+    return True
+
+
+def visible_devices(facts: Facts, table: object) -> Iterable[Finding]:
+    """ED107: CUDA_VISIBLE_DEVICES hides every GPU the driver sees."""
+    d = facts.driver
+    value = d.cuda_visible_devices
+    if value is None or not d.gpus:
+        return
+    uuids = [g.uuid for g in d.gpus if g.uuid]
+    if _visible_hides_all(value, len(d.gpus), uuids):
+        yield Finding(
+            "ED107", "error", "CUDA_VISIBLE_DEVICES hides every GPU",
+            evidence=(f"CUDA_VISIBLE_DEVICES={value!r}", f"the driver sees {len(d.gpus)} GPU(s): "
+                      + ", ".join(f"{g.index}: {g.name}" for g in d.gpus)),
+            fix=("unset CUDA_VISIBLE_DEVICES", "# or pick GPUs by index: export CUDA_VISIBLE_DEVICES=0"),
+            reference=REF_VISIBLE, area="gpu",
+        )
+
+
+def architecture_support(facts: Facts, table: object) -> Iterable[Finding]:
+    """ED108: driver branch too new for the GPU; ED109: too old; ED110: wrong kernel-module flavour."""
+    d = facts.driver
+    major = _major(d.driver_version)
+    if major is None:
+        return
+    for label, cc in _gpu_ccs(facts):
+        arch = _architecture(table, cc)
+        name = getattr(arch, "name", None) or f"compute capability {cc}"
+        last = _major(getattr(arch, "last_driver_branch", None))
+        first = _major(getattr(arch, "min_driver_branch", None))
+        if last is not None and major > last:
+            yield Finding(
+                "ED108", "error", f"Driver branch {major} no longer supports {label} ({name}, {cc})",
+                evidence=(f"driver {d.driver_version}", f"{name} is supported up to branch R{last} "
+                          f"({getattr(arch, 'source', 'envdoctor table')})"),
+                fix=commands.driver_install(facts.system, str(last), open_modules=False),
+                reference=REF_ARCH, area="driver",
+                explanation=f"Install the R{last} branch, the last one for {name}.",
+            )
+        elif first is not None and major < first:
+            yield Finding(
+                "ED109", "error", f"Driver {d.driver_version} is too old for {label} ({name}, {cc})",
+                evidence=(f"driver {d.driver_version}", f"{name} needs branch R{first} or newer "
+                          f"({getattr(arch, 'source', 'envdoctor table')})"),
+                fix=commands.driver_install(facts.system, None, open_modules=True),
+                reference=REF_ARCH, area="driver",
+            )
+        t = _cc_tuple(cc)
+        if t and d.kernel_module_flavor == "open" and t < (7, 5):
+            yield Finding(
+                "ED110", "error", f"The open kernel module does not drive {label} ({name})",
+                evidence=("/proc/driver/nvidia/version: NVIDIA UNIX Open Kernel Module",
+                          "the open modules support Turing (7.5) and newer only"),
+                fix=commands.driver_install(facts.system, str(last) if last else None, open_modules=False),
+                reference=REF_OPEN, area="driver",
+            )
+        elif t and d.kernel_module_flavor == "proprietary" and t >= (10, 0):
+            yield Finding(
+                "ED110", "error", f"{label} ({name}) needs the open kernel module",
+                evidence=("/proc/driver/nvidia/version: the proprietary kernel module is loaded",
+                          "Blackwell GPUs are supported only by the open kernel modules"),
+                fix=commands.driver_install(facts.system, None, open_modules=True),
+                reference=REF_OPEN, area="driver",
+            )
+
+
+def sources_disagree(facts: Facts, table: object) -> Iterable[Finding]:
+    """ED111: NVML and nvidia-smi count a different number of GPUs."""
+    d = facts.driver
+    nvml = [g for g in d.gpus if g.source == "nvml"]
+    if nvml and d.smi_gpus and len(nvml) != len(d.smi_gpus):
+        yield Finding(
+            "ED111", "warning", "NVML and nvidia-smi disagree on the number of GPUs",
+            evidence=(f"NVML: {len(nvml)} GPU(s)", f"nvidia-smi: {len(d.smi_gpus)} GPU(s)"),
+            fix=("nvidia-smi -L", "sudo dmesg | grep -iE 'nvrm|xid' | tail -20"),
+            reference=REF_INSTALL, area="gpu",
+            explanation="A GPU that fell off the bus (Xid 79) or is excluded shows in one and not the other.",
+        )
+
+
+def no_gpu(facts: Facts, table: object) -> Iterable[Finding]:
+    """ED112: no NVIDIA GPU anywhere: say so, so the CPU wheel is a choice and not an accident."""
+    d = facts.driver
+    if facts.pci.devices or d.gpus or d.kernel_module_version or d.mismatch or facts.system.container:
+        return
+    if facts.pci.error:
+        return
+    yield Finding(
+        "ED112", "info", "No NVIDIA GPU on this machine: torch will run on the CPU",
+        evidence=(f"no NVIDIA display/3D controller in {facts.pci.source or '/sys/bus/pci/devices'}",),
+        fix=("envdoctor recommend   # CPU wheels",), area="gpu",
+    )
+
+
+RULES = (no_driver, mismatch, smi_or_nvml_failing, smi_without_gpu, container_without_gpu, wsl_driver,
+         visible_devices, architecture_support, sources_disagree, no_gpu)
