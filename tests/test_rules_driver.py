@@ -1,0 +1,152 @@
+"""ED1xx: each finding fires on the state it names and stays quiet on a healthy machine."""
+
+from dataclasses import replace
+from types import SimpleNamespace
+
+import pytest
+
+from envdoctor.facts import DriverFacts, Facts, GpuInfo, PciDevice, PciFacts, ProbeError, SystemFacts
+from envdoctor.rules import driver as rules
+
+UBUNTU = SystemFacts(os_id="ubuntu", os_version="24.04", os_like=("debian",), arch="x86_64")
+H200_GPU = GpuInfo(0, "NVIDIA H200", "GPU-c7d3a8fe-462a-58ba-1a7b-0c6231496ec4", "9.0", 143771, source="nvml")
+HEALTHY = Facts(
+    system=UBUNTU,
+    pci=PciFacts(devices=(PciDevice("0000:00:06.0", "0x10de", "0x2335", "0x030200", kernel_driver="nvidia",
+                                    compute_capability="9.0"),)),
+    driver=DriverFacts(kernel_module_version="580.159.04", kernel_module_source="/sys/module/nvidia/version",
+                       kernel_module_flavor="open", userspace_version="580.159.04", driver_version="580.159.04",
+                       driver_cuda="13.0", gpus=(H200_GPU,), smi_path="/usr/bin/nvidia-smi",
+                       smi_gpus=(replace(H200_GPU, source="nvidia-smi"),), dev_nodes=("/dev/nvidia0",)),
+)
+ARCH = {
+    "3.5": SimpleNamespace(name="Kepler", last_driver_branch="470", min_driver_branch=None, source="matrix"),
+    "6.1": SimpleNamespace(name="Pascal", last_driver_branch="580", min_driver_branch=None, source="matrix"),
+    "9.0": SimpleNamespace(name="Hopper", last_driver_branch=None, min_driver_branch="520", source="matrix"),
+    "12.0": SimpleNamespace(name="Blackwell", last_driver_branch=None, min_driver_branch="570", source="matrix"),
+}
+TABLE = SimpleNamespace(architecture=ARCH.get)
+
+
+def codes(facts, table=TABLE):
+    return [f.code for rule in rules.RULES for f in rule(facts, table)]
+
+
+def no_driver_facts(**system):
+    return replace(HEALTHY, system=replace(UBUNTU, **system),
+                   pci=PciFacts(devices=(replace(HEALTHY.pci.devices[0], kernel_driver=None),)),
+                   driver=DriverFacts(nvml_error=ProbeError("not_found", "NVML library not found")))
+
+
+def test_healthy_h200_is_quiet():
+    assert codes(HEALTHY) == []
+
+
+def test_gpu_without_driver_on_ubuntu():
+    (f,) = [f for f in rules.no_driver(no_driver_facts(), TABLE)]
+    assert f.code == "ED101" and f.severity == "error"
+    assert f.fix == ("sudo apt-get update", "sudo ubuntu-drivers install", "sudo reboot")
+
+
+def test_gpu_without_driver_because_of_nouveau_and_secure_boot():
+    facts = no_driver_facts(nouveau_loaded=True, secure_boot=True, secure_boot_source="efivars SecureBoot")
+    (f,) = rules.no_driver(facts, TABLE)
+    assert "nouveau" in f.explanation and any("Secure Boot" in e for e in f.evidence)
+    assert f.fix[0].startswith("printf 'blacklist nouveau") and "sudo update-initramfs -u" in f.fix
+    assert "sudo mokutil --import /var/lib/dkms/mok.pub" in f.fix
+
+
+def test_gpu_without_driver_pascal_takes_the_last_proprietary_branch_on_debian():
+    facts = no_driver_facts(os_id="debian", os_version="12", os_like=())
+    facts = replace(facts, pci=PciFacts(devices=(replace(facts.pci.devices[0], compute_capability="6.1"),)))
+    (f,) = rules.no_driver(facts, TABLE)
+    assert "sudo apt-get install -y cuda-drivers-580" in f.fix
+    assert f.fix[0] == "wget https://developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/cuda-keyring_1.1-1_all.deb"
+
+
+def test_mismatch_after_upgrade():
+    facts = replace(HEALTHY, driver=replace(HEALTHY.driver, userspace_version="590.44.01", mismatch=True, gpus=(),
+                                            smi_error=ProbeError("exit_status", "nvidia-smi: Failed to initialize NVML: Driver/library version mismatch"),
+                                            sources={"userspace_version": "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.590.44.01"}))
+    assert codes(facts) == ["ED102"]
+    (f,) = rules.mismatch(facts, TABLE)
+    assert f.fix[0] == "sudo reboot" and "sudo rmmod nvidia_uvm nvidia_drm nvidia_modeset nvidia" in f.fix
+    assert "kernel module 580.159.04 (/sys/module/nvidia/version)" in f.evidence
+
+
+def test_nvidia_smi_failing_with_its_real_message():
+    err = ProbeError("exit_status", "nvidia-smi: NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.")
+    facts = replace(HEALTHY, driver=replace(HEALTHY.driver, gpus=(), smi_gpus=(), smi_error=err,
+                                            nvml_error=ProbeError("unavailable", "NVML: Driver Not Loaded")))
+    (f,) = rules.smi_or_nvml_failing(facts, TABLE)
+    assert f.code == "ED103" and f.severity == "error" and err.message in f.evidence
+
+
+def test_one_failing_source_is_a_warning():
+    facts = replace(HEALTHY, driver=replace(HEALTHY.driver, smi_error=ProbeError("timeout", "nvidia-smi did not answer in 10 s")))
+    (f,) = rules.smi_or_nvml_failing(facts, TABLE)
+    assert f.severity == "warning"
+
+
+def test_nvidia_smi_without_any_gpu():
+    facts = Facts(system=UBUNTU, driver=DriverFacts(smi_path="/usr/bin/nvidia-smi", kernel_module_version="580.159.04",
+                                                    smi_error=ProbeError("exit_status", "nvidia-smi: No devices were found")))
+    assert "ED104" in codes(facts)
+
+
+def test_container_without_gpu_access():
+    base = Facts(system=replace(UBUNTU, container="docker", container_evidence="/.dockerenv exists"))
+    (f,) = rules.container_without_gpu(base, TABLE)
+    assert f.code == "ED105" and f.severity == "warning" and f.fix[0].startswith("docker run --gpus all")
+    asked = replace(base, driver=DriverFacts(nvidia_visible_devices="all"))
+    assert next(iter(rules.container_without_gpu(asked, TABLE))).severity == "error"
+    assert list(rules.container_without_gpu(replace(HEALTHY, system=base.system), TABLE)) == []
+
+
+def test_wsl2_with_a_linux_driver_inside_and_wsl1():
+    facts = replace(HEALTHY, system=replace(UBUNTU, wsl="wsl2"), pci=PciFacts(),
+                    driver=replace(HEALTHY.driver, kernel_module_version=None,
+                                   sources={"userspace_version": "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.550.54.14"}))
+    assert codes(facts) == ["ED106"]
+    fine = replace(facts, driver=replace(facts.driver, sources={"userspace_version": "/usr/lib/wsl/lib/libnvidia-ml.so.1"}))
+    assert "ED106" not in codes(fine)
+    assert "ED106" in codes(replace(Facts(), system=replace(UBUNTU, wsl="wsl1")))
+
+
+@pytest.mark.parametrize("value,fires", [("", True), ("-1", True), ("1", True), ("GPU-deadbeef", True),
+                                         ("0", False), ("GPU-c7d3a8fe", False), ("0,1", False)])
+def test_cuda_visible_devices(value, fires):
+    facts = replace(HEALTHY, driver=replace(HEALTHY.driver, cuda_visible_devices=value))
+    assert ("ED107" in codes(facts)) is fires
+
+
+def test_kepler_on_a_new_branch_and_blackwell_on_an_old_one():
+    kepler = replace(HEALTHY, driver=replace(HEALTHY.driver, kernel_module_flavor="proprietary", driver_version="535.104.05",
+                                             gpus=(replace(H200_GPU, name="Tesla K80", compute_capability="3.5"),)))
+    (f,) = [f for f in rules.architecture_support(kepler, TABLE)]
+    assert f.code == "ED108" and "R470" in f.evidence[1] and "sudo apt-get install -y nvidia-driver-470" in f.fix
+    blackwell = replace(HEALTHY, driver=replace(HEALTHY.driver, driver_version="560.35.03",
+                                                gpus=(replace(H200_GPU, name="NVIDIA GeForce RTX 5090", compute_capability="12.0"),)))
+    assert [f.code for f in rules.architecture_support(blackwell, TABLE)] == ["ED109"]
+    assert list(rules.architecture_support(HEALTHY, TABLE)) == []
+
+
+def test_open_module_on_pascal_and_proprietary_on_blackwell():
+    pascal = replace(HEALTHY, driver=replace(HEALTHY.driver, gpus=(replace(H200_GPU, compute_capability="6.1"),)))
+    assert [f.code for f in rules.architecture_support(pascal, TABLE)] == ["ED110"]
+    rtx = replace(HEALTHY, driver=replace(HEALTHY.driver, kernel_module_flavor="proprietary",
+                                          gpus=(replace(H200_GPU, compute_capability="12.0"),)))
+    assert [f.code for f in rules.architecture_support(rtx, TABLE)] == ["ED110"]
+
+
+def test_sources_disagree_on_gpu_count():
+    facts = replace(HEALTHY, driver=replace(HEALTHY.driver, smi_gpus=HEALTHY.driver.smi_gpus * 2))
+    assert codes(facts) == ["ED111"]
+
+
+def test_no_gpu_at_all_is_info_outside_containers():
+    assert codes(Facts(system=UBUNTU, pci=PciFacts(source="/sys/bus/pci/devices"))) == ["ED112"]
+
+
+def test_rules_survive_a_missing_table():
+    assert codes(HEALTHY, table=None) == []

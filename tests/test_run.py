@@ -1,0 +1,45 @@
+"""The one subprocess runner: every way a command can go wrong comes back as data."""
+
+from envdoctor.run import run
+from tests.fakes import FakeBin
+
+
+def test_output_and_status(tmp_path):
+    b = FakeBin(tmp_path)
+    b.add("tool", stdout="out\n", stderr="err\n", rc=0)
+    r = run(["tool"], env=b.env())
+    assert r.ok and r.stdout == "out\n" and r.stderr == "err\n" and r.returncode == 0
+
+
+def test_missing_program(tmp_path):
+    r = run(["nvidia-smi"], env=FakeBin(tmp_path).env())
+    assert r.error.kind == "not_found" and "nvidia-smi: not found" in r.error.message
+
+
+def test_hang_is_cut_at_the_timeout(tmp_path):
+    b = FakeBin(tmp_path)
+    b.add("nvidia-smi", hang=True)
+    r = run(["nvidia-smi"], env=b.env(), timeout=0.5)
+    assert r.error.kind == "timeout" and r.error.message == "nvidia-smi did not answer in 0.5 s"
+    assert r.seconds < 5
+
+
+def test_crash_names_the_signal(tmp_path):
+    b = FakeBin(tmp_path)
+    b.add("python", signal=11)
+    r = run(["python"], env=b.env())
+    assert r.error.kind == "crashed" and "SIGSEGV" in r.error.message
+
+
+def test_non_zero_exit_keeps_the_last_line(tmp_path):
+    b = FakeBin(tmp_path)
+    b.add("nvidia-smi", stdout="Failed to initialize NVML: Driver/library version mismatch\n", rc=18)
+    r = run(["nvidia-smi"], env=b.env())
+    assert r.error.kind == "exit_status"
+    assert r.error.message == "nvidia-smi exited with status 18: Failed to initialize NVML: Driver/library version mismatch"
+
+
+def test_undecodable_bytes_are_replaced(tmp_path):
+    b = FakeBin(tmp_path)
+    b.add_script("tool", r"printf 'ok\377\376\n'")
+    assert run(["tool"], env=b.env()).stdout.startswith("ok\ufffd")
