@@ -1,0 +1,105 @@
+"""Pure compatibility answers over the table: will these kernels run on this GPU, will this
+driver run this CUDA. Nothing here reads the machine.
+
+>>> kernel_support(["sm_80", "sm_86", "sm_90"], "8.9")
+KernelSupport(kind='cubin', via='sm_86')
+>>> kernel_support(["sm_75", "sm_120", "compute_120"], "12.1")
+KernelSupport(kind='cubin', via='sm_120')
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Optional, Tuple
+
+from packaging.version import InvalidVersion, Version
+
+from envdoctor.table import Table, norm_cc
+from envdoctor.table.validate import parse_arch
+
+
+@dataclass(frozen=True)
+class KernelSupport:
+    """How a GPU gets kernels from an arch list: a matching cubin (SASS), PTX it JIT-compiles, or none."""
+
+    kind: str               # "cubin" | "ptx" | "none"
+    via: Optional[str]      # the entry used: "sm_86", "compute_120"; None for "none"
+
+    @property
+    def ok(self) -> bool:
+        return self.kind != "none"
+
+
+def kernel_support(arch_list: Iterable[str], cc: str) -> KernelSupport:
+    """Which entry of ``torch.cuda.get_arch_list()`` serves a GPU of compute capability ``cc``.
+
+    A cubin ``sm_XY`` runs on the same major X with minor >= Y (``sm_86`` runs on 8.9, not on 9.0);
+    an arch-specific cubin ``sm_90a`` only on exactly 9.0; PTX ``compute_XY`` is JIT-compiled on any
+    cc >= X.Y (``compute_XYa`` only on X.Y). A cubin is preferred to PTX; among cubins the closest.
+    """
+    key = norm_cc(cc)
+    if key is None:
+        raise ValueError(f"not a compute capability: {cc!r}")
+    major, minor = (int(x) for x in key.split("."))
+    best_cubin: Optional[Tuple[Tuple[int, int], str]] = None
+    best_ptx: Optional[Tuple[Tuple[int, int], str]] = None
+    for entry in arch_list:
+        parsed = parse_arch(entry.strip().lower())
+        if parsed is None:
+            continue
+        kind, (emaj, emin), suffix = parsed
+        if kind == "sm":
+            fits = (emaj, emin) == (major, minor) if suffix == "a" else (emaj == major and emin <= minor)
+            if fits and (best_cubin is None or (emaj, emin) > best_cubin[0]):
+                best_cubin = ((emaj, emin), entry)
+        else:
+            fits = (emaj, emin) == (major, minor) if suffix == "a" else (emaj, emin) <= (major, minor)
+            if fits and (best_ptx is None or (emaj, emin) > best_ptx[0]):
+                best_ptx = ((emaj, emin), entry)
+    if best_cubin:
+        return KernelSupport("cubin", best_cubin[1])
+    if best_ptx:
+        return KernelSupport("ptx", best_ptx[1])
+    return KernelSupport("none", None)
+
+
+@dataclass(frozen=True)
+class DriverSupport:
+    """Whether a driver runs code built with a CUDA version.
+
+    kind: "direct" (driver >= the release's own minimum), "minor-version" (below it, but at or above
+    the minor-version-compatibility floor of that CUDA major: runs with ``limitations``), "none", or
+    "unknown" (the CUDA version is not in the table).
+    """
+
+    kind: str
+    needed: str                         # the minimum driver for direct support ("" when unknown)
+    floor: Optional[str]                # the MVC floor of that CUDA major
+    limitations: Tuple[str, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        return self.kind in ("direct", "minor-version")
+
+
+def driver_support(table: Table, driver: str, cuda: str, os: str = "linux") -> DriverSupport:
+    """``driver_support(t, "535.104.05", "12.8")`` -> minor-version (12.8 needs 570.26; the 12.x
+    floor is 525.60.13). ``cuda`` may be "12.8", "12.8.1" or a variant name ("cu128")."""
+    try:
+        have = Version(driver)
+    except InvalidVersion:
+        raise ValueError(f"not a driver version: {driver!r}") from None
+    needed = table.min_driver(cuda, os=os)
+    var = table.variant(cuda) if cuda.startswith("cu") else None
+    cuda_version = var.cuda if var is not None else cuda
+    mc = table.minor_compat(cuda_version.split(".")[0]) if cuda_version else None
+    floor = None
+    if mc is not None:
+        floor = mc.min_driver_linux if os == "linux" else mc.min_driver_windows
+    if not needed:
+        return DriverSupport("unknown", "", floor)
+    if have >= Version(needed):
+        return DriverSupport("direct", needed, floor)
+    if floor and have >= Version(floor):
+        return DriverSupport("minor-version", needed, floor, mc.limitations if mc else ())
+    return DriverSupport("none", needed, floor)

@@ -1,0 +1,237 @@
+"""Turn the TOML files of ``data/`` into rows, checking each row on its own.
+
+Cross-file checks (driver floors rise, every variant has an index, every arch is known) live in
+:mod:`envdoctor.table.validate`.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, Dict, List, Tuple
+
+from envdoctor.table.rows import (
+    Architecture, ChipFamily, CudaRelease, Distro, DriverBranch, GpuModel, MinorCompat, Mirror,
+    NgcRelease, TorchPatch, TorchRelease, TorchVariant, Variant,
+)
+from envdoctor.table.schema import (
+    TableError, Where, check_top, check_unconfirmed_fields, fields, read_toml, rows, version,
+)
+
+FILES = ("cuda.toml", "architectures.toml", "gpus.toml", "torch.toml", "indexes.toml", "ngc.toml",
+         "distros.toml")
+
+_CC = re.compile(r"^\d{1,2}\.\d$")
+_PCI = re.compile(r"^0x[0-9a-f]{4}$")
+_PYTHON = re.compile(r"^3\.\d{1,2}t?$")
+_VARIANT = re.compile(r"^(cpu|xpu|cu\d{3}|rocm\d+(\.\d+){1,2})$")
+_PRECISIONS = ("fp64", "tf32", "bf16", "fp16", "fp8", "fp6", "fp4", "int8", "int4")
+
+
+def _row(cls: type, where: Where, values: Dict[str, Any]) -> Any:
+    check_unconfirmed_fields(where, values.get("unconfirmed_fields", ()), cls)
+    return cls(**values)
+
+
+def load_cuda(path: Path) -> Tuple[Tuple[CudaRelease, ...], Tuple[MinorCompat, ...], Tuple[DriverBranch, ...]]:
+    doc = read_toml(path)
+    check_top(path, doc, ("release", "minor_compat", "branch"))
+    releases = []
+    for where, raw in rows(path, doc, "release", "version"):
+        v = fields(where, raw, {"version": "str", "kind": "str", "label": "str?",
+                               "min_driver_linux": "str", "min_driver_windows": "str?"})
+        for name in ("version", "min_driver_linux", "min_driver_windows"):
+            version(where, name, v[name])
+        if v["kind"] not in ("ga", "update", "rc", "preview"):
+            raise where.fail(f"field 'kind': {v['kind']!r} is not one of ga, update, rc, preview")
+        v["label"] = v["label"] or v["version"]
+        releases.append(_row(CudaRelease, where, v))
+    compat = []
+    for where, raw in rows(path, doc, "minor_compat", "major"):
+        v = fields(where, raw, {"major": "int", "min_driver_linux": "str", "min_driver_windows": "str?",
+                               "below_driver": "str?", "limitations": "strs"})
+        for name in ("min_driver_linux", "min_driver_windows", "below_driver"):
+            version(where, name, v[name])
+        compat.append(_row(MinorCompat, where, v))
+    branches = []
+    for where, raw in rows(path, doc, "branch", "branch"):
+        v = fields(where, raw, {"branch": "str", "designation": "str", "cuda_major": "int",
+                               "end_of_life": "str?"})
+        version(where, "branch", v["branch"])
+        branches.append(_row(DriverBranch, where, v))
+    return tuple(releases), tuple(compat), tuple(branches)
+
+
+def load_architectures(path: Path) -> Tuple[Architecture, ...]:
+    doc = read_toml(path)
+    check_top(path, doc, ("architecture",))
+    out = []
+    for where, raw in rows(path, doc, "architecture", "cc"):
+        v = fields(where, raw, {"cc": "str", "name": "str", "first_cuda": "str", "dropped_cuda": "str?",
+                               "min_driver_branch": "str?", "last_driver_branch": "str?",
+                               "tensor_cores": "strs", "jetson": "bool?"})
+        if not _CC.match(v["cc"]):
+            raise where.fail(f"field 'cc': {v['cc']!r} is not a compute capability like 8.6")
+        for name in ("first_cuda", "dropped_cuda", "min_driver_branch", "last_driver_branch"):
+            version(where, name, v[name])
+        bad = [p for p in v["tensor_cores"] if p not in _PRECISIONS]
+        if bad:
+            raise where.fail(f"field 'tensor_cores': unknown precision {bad[0]!r} (known: {', '.join(_PRECISIONS)})")
+        major, minor = v["cc"].split(".")
+        v["sm"] = f"sm_{major}{minor}"
+        out.append(_row(Architecture, where, v))
+    return tuple(out)
+
+
+def load_gpus(path: Path) -> Tuple[Tuple[GpuModel, ...], Tuple[ChipFamily, ...]]:
+    doc = read_toml(path)
+    check_top(path, doc, ("gpu", "family"))
+    gpus = []
+    for where, raw in rows(path, doc, "gpu", "name"):
+        v = fields(where, raw, {
+            "name": "str", "aliases": "strs", "pci_ids": "strs", "cc": "str",
+            "memory_gib": "float?", "bandwidth_gbs": "float?", "fp32_tflops": "float?",
+            "tf32_tflops": "float?", "fp16_tflops": "float?", "bf16_tflops": "float?",
+            "fp16_fp16acc_tflops": "float?", "fp8_tflops": "float?", "fp16_half_rate_accum": "bool",
+            "pci_source": "str?"})
+        if not _CC.match(v["cc"]):
+            raise where.fail(f"field 'cc': {v['cc']!r} is not a compute capability like 8.6")
+        for pid in v["pci_ids"]:
+            if not _PCI.match(pid):
+                raise where.fail(f"field 'pci_ids': {pid!r} is not a device id like 0x2335")
+        gpus.append(_row(GpuModel, where, v))
+    families = []
+    for where, raw in rows(path, doc, "family", "chip"):
+        v = fields(where, raw, {"chip": "str", "cc": "str", "pci_ranges": "ranges"})
+        if not _CC.match(v["cc"]):
+            raise where.fail(f"field 'cc': {v['cc']!r} is not a compute capability like 8.6")
+        families.append(_row(ChipFamily, where, v))
+    return tuple(gpus), tuple(families)
+
+
+def _torch_variant(where: Where, raw: Dict, cuda_of: Dict[str, Any]) -> TorchVariant:
+    v = fields(where, raw, {"name": "str", "arch_list": "strs?", "arch_list_aarch64": "strs?",
+                           "platforms": "strs", "manylinux": "str?", "glibc": "str?",
+                           "source": "str?", "checked": "str?"})
+    if not _VARIANT.match(v["name"]):
+        raise where.fail(f"variant {v['name']!r} is not a variant name like cu128, cpu, rocm6.3, xpu")
+    version(where, "glibc", v["glibc"])
+    v["cuda"] = cuda_of.get(v["name"])
+    return _row(TorchVariant, where, v)
+
+
+def load_torch(path: Path, cuda_of: Dict[str, Any]) -> Tuple[TorchRelease, ...]:
+    doc = read_toml(path)
+    check_top(path, doc, ("release",))
+    out = []
+    for where, raw in rows(path, doc, "release", "version"):
+        v = fields(where, raw, {
+            "version": "str", "released": "str?", "pythons": "strs", "pypi_default": "str",
+            "manylinux": "str", "glibc": "str", "conda": "str", "pytorch_cuda": "strs?",
+            "conda_cudatoolkit": "strs?", "patches": "tables", "variant": "tables"})
+        rv = version(where, "version", v["version"])
+        version(where, "glibc", v["glibc"])
+        for py in v["pythons"]:
+            if not _PYTHON.match(py):
+                raise where.fail(f"field 'pythons': {py!r} is not a Python version like 3.12 or 3.13t")
+        for name in ("pytorch_cuda", "conda_cudatoolkit"):
+            for x in v[name]:
+                version(where, name, x)
+        if v["conda"] not in ("pytorch-channel", "conda-forge"):
+            raise where.fail(f"field 'conda': {v['conda']!r} is not pytorch-channel or conda-forge")
+        patches = []
+        for i, p in enumerate(v.pop("patches")):
+            pw = Where(where.path, "release", f"{where.row} patch #{i + 1}")
+            pv = fields(pw, p, {"version": "str", "torchvision": "str?", "torchaudio": "str?"}, common=False)
+            for name in ("version", "torchvision", "torchaudio"):
+                version(pw, name, pv[name])
+            if version(pw, "version", pv["version"]).release[:2] != rv.release[:2]:
+                raise pw.fail(f"field 'version': {pv['version']} is not a patch of {v['version']}")
+            patches.append(TorchPatch(pv["version"], pv["torchvision"], pv["torchaudio"]))
+        if not patches:
+            raise where.fail("field 'patches' must list at least the first release")
+        variants = []
+        for raw_v in v.pop("variant"):
+            vw = Where(where.path, "release.variant", f"{where.row} {raw_v.get('name', '?')}")
+            variants.append(_torch_variant(vw, raw_v, cuda_of))
+        v.update(patches=tuple(patches), variants=tuple(variants),
+                 torchvision=patches[0].torchvision, torchaudio=patches[0].torchaudio)
+        out.append(_row(TorchRelease, where, v))
+    return tuple(out)
+
+
+def load_indexes(path: Path) -> Tuple[str, Tuple[Dict[str, Any], ...], Tuple[Mirror, ...]]:
+    """The index base URL, the variant rows (as dicts: their driver floor is filled in later) and mirrors."""
+    doc = read_toml(path)
+    check_top(path, doc, ("base", "source", "checked", "note", "variant", "mirror"))
+    base = doc.get("base")
+    if not isinstance(base, str) or not base.startswith("https://"):
+        raise TableError(f"{path.parent.name}/{path.name}: 'base' must be an https URL, not {base!r}")
+    variants: List[Dict[str, Any]] = []
+    for where, raw in rows(path, doc, "variant", "name"):
+        v = fields(where, raw, {"name": "str", "kind": "str", "cuda": "str?", "index_url": "str",
+                               "min_driver_linux": "str?", "min_driver_windows": "str?"})
+        if not _VARIANT.match(v["name"]):
+            raise where.fail(f"field 'name': {v['name']!r} is not a variant name like cu128, cpu, rocm6.3, xpu")
+        if v["kind"] not in ("cuda", "cpu", "rocm", "xpu"):
+            raise where.fail(f"field 'kind': {v['kind']!r} is not one of cuda, cpu, rocm, xpu")
+        if v["kind"] == "cuda" and not v["cuda"]:
+            raise where.fail("missing field 'cuda' (a cuda variant needs its CUDA version)")
+        for name in ("cuda", "min_driver_linux", "min_driver_windows"):
+            version(where, name, v[name])
+        if not v["index_url"].startswith("https://"):
+            raise where.fail(f"field 'index_url': {v['index_url']!r} is not an https URL")
+        check_unconfirmed_fields(where, v["unconfirmed_fields"], Variant)
+        variants.append(dict(v, _where=where))
+    mirrors = []
+    for where, raw in rows(path, doc, "mirror", "name"):
+        v = fields(where, raw, {"name": "str", "url": "str", "kind": "str"})
+        if v["kind"] not in ("pep503", "find-links", "conda"):
+            raise where.fail(f"field 'kind': {v['kind']!r} is not one of pep503, find-links, conda")
+        mirrors.append(_row(Mirror, where, v))
+    return base, tuple(variants), tuple(mirrors)
+
+
+def load_ngc(path: Path) -> Tuple[NgcRelease, ...]:
+    doc = read_toml(path)
+    check_top(path, doc, ("release",))
+    out = []
+    for where, raw in rows(path, doc, "release", "tag"):
+        v = fields(where, raw, {"tag": "str", "torch": "str", "cuda": "str", "ubuntu": "str?",
+                               "python": "str?", "min_driver": "str", "forward_compat_branches": "strs"})
+        if not re.match(r"^\d{2}\.\d{2}$", v["tag"]):
+            raise where.fail(f"field 'tag': {v['tag']!r} is not a release tag like 25.01")
+        for name in ("cuda", "torch", "min_driver"):
+            version(where, name, v[name])
+        for b in v["forward_compat_branches"]:
+            version(where, "forward_compat_branches", b)
+        out.append(_row(NgcRelease, where, v))
+    return tuple(out)
+
+
+def load_distros(path: Path) -> Tuple[Distro, ...]:
+    doc = read_toml(path)
+    check_top(path, doc, ("family", "distro"))
+    families: Dict[str, Dict[str, Any]] = {}
+    for where, raw in rows(path, doc, "family", "name"):
+        v = fields(where, raw, {"name": "str", "package_manager": "str", "toolkit_package": "str",
+                               "driver_packages": "strs", "keyring_package": "str?", "keyring_url": "str?"})
+        if "{major}" not in v["toolkit_package"] or "{minor}" not in v["toolkit_package"]:
+            raise where.fail("field 'toolkit_package' must contain {major} and {minor}")
+        if v["name"] in families:
+            raise where.fail(f"duplicate family {v['name']!r}")
+        families[v["name"]] = v
+    out = []
+    for where, raw in rows(path, doc, "distro", "repo_dir"):
+        v = fields(where, raw, {"id": "str", "version": "str", "family": "str", "repo_dir": "str",
+                               "cuda_lines": "strs", "also_ids": "strs?", "distro_driver_packages": "strs?"})
+        fam = families.get(v["family"])
+        if fam is None:
+            raise where.fail(f"field 'family': {v['family']!r} is not a [[family]] of this file")
+        for line in v["cuda_lines"]:
+            version(where, "cuda_lines", line)
+        v.update(toolkit_package=fam["toolkit_package"], driver_packages=fam["driver_packages"],
+                 package_manager=fam["package_manager"], keyring_package=fam["keyring_package"])
+        v["unconfirmed"] = v["unconfirmed"] or fam["unconfirmed"]
+        out.append(_row(Distro, where, v))
+    return tuple(out)

@@ -1,0 +1,273 @@
+"""The :class:`Table`: all rows of ``data/``, sorted, with the lookups rules and the advisor use."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Dict, Optional, Tuple, Union
+
+from packaging.version import InvalidVersion, Version
+
+from envdoctor.table import load, validate
+from envdoctor.table.rows import (
+    Architecture, ChipFamily, CudaRelease, Distro, DriverBranch, GpuModel, MinorCompat, Mirror,
+    NgcRelease, TorchRelease, Variant,
+)
+
+_PREFIXES = ("nvidia ", "geforce ", "tesla ")
+
+
+def norm_gpu_name(name: str) -> str:
+    """``"NVIDIA GeForce RTX 3090 Ti"`` -> ``"rtx 3090 ti"``; ``"A100-SXM4-80GB"`` -> ``"a100 sxm4 80gb"``."""
+    s = " ".join(name.lower().replace("-", " ").replace("_", " ").split())
+    changed = True
+    while changed:
+        changed = False
+        for p in _PREFIXES:
+            if s.startswith(p):
+                s, changed = s[len(p):], True
+    return s
+
+
+def norm_pci(device_id: str) -> Optional[int]:
+    """``"0x2335"``, ``"2335"``, ``"10de:2335"`` or nvidia-smi's ``"0x233510DE"`` -> ``0x2335``."""
+    s = device_id.strip().lower()
+    if ":" in s:
+        vendor, _, s = s.partition(":")
+        if vendor.replace("0x", "") != "10de":
+            return None
+    s = s[2:] if s.startswith("0x") else s
+    if len(s) == 8 and s.endswith("10de"):
+        s = s[:4]
+    if not re.fullmatch(r"[0-9a-f]{1,4}", s):
+        return None
+    return int(s, 16)
+
+
+def norm_cc(cc: Union[str, Tuple[int, int]]) -> Optional[str]:
+    """``"8.6"``, ``(8, 6)``, ``"sm_86"``, ``"sm_90a"``, ``"compute_120"`` or ``"86"`` -> ``"8.6"``."""
+    if isinstance(cc, tuple):
+        return f"{cc[0]}.{cc[1]}"
+    s = cc.strip().lower()
+    parsed = validate.parse_arch(s)
+    if parsed:
+        return f"{parsed[1][0]}.{parsed[1][1]}"
+    if re.fullmatch(r"\d{1,2}\.\d", s):
+        return s
+    if re.fullmatch(r"\d{2,3}", s):
+        return f"{s[:-1]}.{s[-1]}"
+    return None
+
+
+def _version(text: str) -> Optional[Version]:
+    try:
+        return Version(text)
+    except (InvalidVersion, TypeError):
+        return None
+
+
+@dataclass(frozen=True)
+class Table:
+    """The compatibility table. Build it with :func:`envdoctor.table.load_table`."""
+
+    directory: Path
+    cuda_releases: Tuple[CudaRelease, ...]
+    minor_compats: Tuple[MinorCompat, ...]
+    driver_branches: Tuple[DriverBranch, ...]
+    architectures: Tuple[Architecture, ...]
+    gpus: Tuple[GpuModel, ...]
+    chip_families: Tuple[ChipFamily, ...]
+    torch_releases: Tuple[TorchRelease, ...]
+    variants: Tuple[Variant, ...]
+    index_base: str
+    mirrors: Tuple[Mirror, ...]
+    ngc_releases: Tuple[NgcRelease, ...]
+    distros: Tuple[Distro, ...]
+
+    # --- CUDA and drivers -------------------------------------------------------------------
+
+    def cuda(self, version: str) -> Optional[CudaRelease]:
+        """``t.cuda("12.8")``: the 12.8 GA row; ``t.cuda("12.8.1")``: that update; None if unknown."""
+        v = _version(version)
+        if v is None or len(v.release) < 2:
+            return None
+        if len(v.release) >= 3:
+            return next((r for r in self.cuda_releases if Version(r.version) == v), None)
+        minor = f"{v.release[0]}.{v.release[1]}"
+        rows = [r for r in self.cuda_releases if r.minor == minor]
+        return next((r for r in rows if r.kind == "ga"), rows[0] if rows else None)
+
+    def min_driver(self, cuda: str, os: str = "linux") -> Optional[str]:
+        """``t.min_driver("12.8")`` -> ``"570.26"``; also takes a variant: ``t.min_driver("cu128")``."""
+        if re.fullmatch(r"cu\d{3}", cuda):
+            var = self.variant(cuda)
+            if var is None:
+                return None
+            return var.min_driver_linux if os == "linux" else var.min_driver_windows
+        row = self.cuda(cuda)
+        if row is None:
+            return None
+        return row.min_driver_linux if os == "linux" else row.min_driver_windows
+
+    def minor_compat(self, major: Union[int, str]) -> Optional[MinorCompat]:
+        """``t.minor_compat(12)``: floor 525.60.13 and what does not work under it."""
+        try:
+            m = int(str(major).split(".")[0])
+        except ValueError:
+            return None
+        return next((c for c in self.minor_compats if c.major == m), None)
+
+    def driver_branch(self, driver_or_branch: str) -> Optional[DriverBranch]:
+        """The data-center branch row of ``"535.104.05"`` or ``"535"``."""
+        branch = driver_or_branch.split(".")[0]
+        return next((b for b in self.driver_branches if b.branch == branch), None)
+
+    # --- architectures and GPUs -------------------------------------------------------------
+
+    def architecture(self, cc: Union[str, Tuple[int, int]]) -> Optional[Architecture]:
+        """``t.architecture("8.6")`` (also ``"sm_86"``, ``(8, 6)``) -> Ampere; None if unknown."""
+        key = norm_cc(cc)
+        return next((a for a in self.architectures if a.cc == key), None)
+
+    def gpu(self, name: str) -> Optional[GpuModel]:
+        """``t.gpu("RTX 3090 Ti")``, ``t.gpu("NVIDIA GeForce RTX 3090 Ti")``, ``t.gpu("3090 ti")``;
+        an lspci name ``"GH100 [H200 SXM 141GB]"`` is looked up by its bracketed part."""
+        keys = [norm_gpu_name(name)]
+        m = re.search(r"\[([^\]]+)\]", name)
+        if m:
+            keys.append(norm_gpu_name(m.group(1)))
+        for key in keys:
+            for g in self.gpus:
+                if key in {norm_gpu_name(x) for x in (g.name,) + g.aliases}:
+                    return g
+        return None
+
+    def gpu_by_pci(self, device_id: str) -> Optional[GpuModel]:
+        """``t.gpu_by_pci("0x2335")`` -> the H200; None for an id no model in the table has."""
+        did = norm_pci(device_id)
+        if did is None:
+            return None
+        return next((g for g in self.gpus if any(int(p, 16) == did for p in g.pci_ids)), None)
+
+    def chip_family(self, device_id: str) -> Optional[ChipFamily]:
+        did = norm_pci(device_id)
+        if did is None:
+            return None
+        return next((f for f in self.chip_families if f.contains(did)), None)
+
+    def arch_for_pci(self, device_id: str) -> Optional[Architecture]:
+        """``t.arch_for_pci("0x2335")`` -> Hopper: from the model if known, else its chip family's range."""
+        model = self.gpu_by_pci(device_id)
+        if model is not None:
+            return self.architecture(model.cc)
+        fam = self.chip_family(device_id)
+        return self.architecture(fam.cc) if fam else None
+
+    # --- torch and the wheel index ------------------------------------------------------------
+
+    def torch(self, version: str) -> Optional[TorchRelease]:
+        """``t.torch("2.8")``, ``t.torch("2.8.0")``, ``t.torch("2.7.1")``, ``t.torch("2.11.0+cu130")``;
+        an NGC build like ``"2.10.0a0+b4e4ee81d3"`` maps to its minor. None for an unknown patch."""
+        v = _version(version.strip())
+        if v is None:
+            return None
+        key = v.release[:2]
+        row = next((r for r in self.torch_releases if Version(r.version).release[:2] == key), None)
+        if row is None or len(v.release) < 3 or v.is_prerelease or v.is_devrelease:
+            return row
+        return row if row.patch(v.base_version) else None
+
+    def newest_torch(self, python: Optional[str] = None, variant: Optional[str] = None) -> Optional[TorchRelease]:
+        """``t.newest_torch(python="3.8")`` -> torch 2.4 (the newest with cp38 wheels).
+        With ``variant="cu118"`` only releases that ship that variant count."""
+        for r in reversed(self.torch_releases):
+            if python is not None and python not in r.pythons:
+                continue
+            if variant is not None and r.variant(variant) is None:
+                continue
+            return r
+        return None
+
+    def variant(self, name: str) -> Optional[Variant]:
+        """``t.variant("cu128")``: CUDA 12.8, its index URL and driver floor."""
+        return next((v for v in self.variants if v.name == name.strip().lower()), None)
+
+    # --- NGC and distributions ----------------------------------------------------------------
+
+    def ngc(self, tag: str) -> Optional[NgcRelease]:
+        """``t.ngc("25.01")``; also takes the image ``"nvcr.io/nvidia/pytorch:25.01-py3"``."""
+        m = re.search(r"(\d{2}\.\d{2})", tag)
+        return next((r for r in self.ngc_releases if m and r.tag == m.group(1)), None)
+
+    def ngc_for_driver(self, driver: str, datacenter: bool = False) -> Tuple[NgcRelease, ...]:
+        """NGC releases a driver runs: its branch is at least the release's minimum, or (on a
+        data-center GPU) it is one of the release's forward-compatible branches at or above the
+        listed version. ``t.ngc_for_driver("535.104", datacenter=True)``."""
+        d = Version(driver)
+        out = []
+        for r in self.ngc_releases:
+            if d >= Version(r.min_driver):
+                out.append(r)
+            elif datacenter and any(d.release[0] == Version(b).release[0] and d >= Version(b)
+                                    for b in r.forward_compat_branches):
+                out.append(r)
+        return tuple(out)
+
+    def distro(self, id: str, version: str) -> Optional[Distro]:
+        """``t.distro("ubuntu", "22.04")``; ``t.distro("rocky", "9.4")`` -> the rhel9 row."""
+        key, ver = id.strip().lower(), version.strip()
+        for x in self.distros:
+            if key != x.id and key not in x.also_ids:
+                continue
+            if ver == x.version or ("." not in x.version and ver.split(".")[0] == x.version):
+                return x
+        return None
+
+
+def build(directory: Path) -> Table:
+    """Load every file of ``directory``, check each row and the table as a whole."""
+    d = directory
+    cuda_releases, compat, branches = load.load_cuda(d / "cuda.toml")
+    validate.check_cuda(d, cuda_releases, compat)
+    cuda_releases = tuple(sorted(cuda_releases, key=lambda r: Version(r.version)))
+    archs = tuple(sorted(load.load_architectures(d / "architectures.toml"),
+                         key=lambda a: tuple(int(x) for x in a.cc.split("."))))
+    validate.check_architectures(d, archs)
+    by_cc = {a.cc: a for a in archs}
+    gpus, families = load.load_gpus(d / "gpus.toml")
+    validate.check_gpus(d, gpus, families, by_cc, norm_gpu_name)
+    base, raw_variants, mirrors = load.load_indexes(d / "indexes.toml")
+    ga: Dict[str, CudaRelease] = {r.minor: r for r in cuda_releases if r.kind == "ga"}
+    variants = []
+    for v in raw_variants:
+        v = dict(v)
+        v.pop("_where")
+        if v["kind"] == "cuda":
+            row = ga.get(v["cuda"])
+            v["min_driver_linux"] = v["min_driver_linux"] or (row.min_driver_linux if row else None)
+            v["min_driver_windows"] = v["min_driver_windows"] or (row.min_driver_windows if row else None)
+        variants.append(Variant(**v))
+    validate.check_variants(d, variants)
+    by_variant = {v.name: v for v in variants}
+    torch = load.load_torch(d / "torch.toml", {v.name: v.cuda for v in variants})
+    validate.check_torch(d, torch, by_variant, by_cc)
+    ngc = load.load_ngc(d / "ngc.toml")
+    validate.check_ngc(d, ngc)
+    distros = load.load_distros(d / "distros.toml")
+    validate.check_distros(d, distros, ga.keys() | {r.minor for r in cuda_releases})
+    return Table(
+        directory=d,
+        cuda_releases=cuda_releases,
+        minor_compats=tuple(sorted(compat, key=lambda c: c.major)),
+        driver_branches=tuple(sorted(branches, key=lambda b: Version(b.branch))),
+        architectures=archs,
+        gpus=gpus,
+        chip_families=families,
+        torch_releases=tuple(sorted(torch, key=lambda r: Version(r.version))),
+        variants=tuple(variants),
+        index_base=base,
+        mirrors=mirrors,
+        ngc_releases=tuple(sorted(ngc, key=lambda r: Version(r.tag))),
+        distros=distros,
+    )

@@ -1,0 +1,305 @@
+"""Typed, immutable rows of the compatibility table (one dataclass per kind of fact).
+
+Every row carries ``source`` (a URL or ``owner/repo@commit:path``), ``checked`` (the date a person
+or agent compared it with that source, ``"2026-11-29"`` or ``"2026-11"``), ``unconfirmed`` (the whole
+row could not be verified) and ``unconfirmed_fields`` (single fields that could not be).
+
+>>> CudaRelease("12.8.0", "570.26", "570.65", source="https://docs.nvidia.com/...", checked="2026-11-29").minor
+'12.8'
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional, Tuple
+
+from packaging.version import Version
+
+
+class _Sourced:
+    """Mixin: whether the row, or one field of it, is confirmed against its source."""
+
+    unconfirmed: bool
+    unconfirmed_fields: Tuple[str, ...]
+
+    def confirmed(self, name: Optional[str] = None) -> bool:
+        """``row.confirmed()``: the row as a whole; ``row.confirmed("tf32_tflops")``: that field."""
+        if self.unconfirmed:
+            return False
+        return name is None or name not in self.unconfirmed_fields
+
+
+@dataclass(frozen=True)
+class CudaRelease(_Sourced):
+    """One CUDA toolkit release: "12.8.0" (12.8 GA) needs driver >= 570.26 on Linux."""
+
+    version: str                          # "12.8.1"
+    min_driver_linux: str                 # "570.124.06"
+    min_driver_windows: Optional[str]     # "572.61"; None where NVIDIA says N/A (13.x)
+    source: str = ""
+    checked: str = ""
+    unconfirmed: bool = False
+    kind: str = "ga"                      # ga | update | rc | preview
+    label: str = ""                       # "12.8 Update 1", as NVIDIA names it
+    unconfirmed_fields: Tuple[str, ...] = ()
+    note: Optional[str] = None
+
+    @property
+    def minor(self) -> str:
+        """ "12.8" for "12.8.1"."""
+        major, minor = Version(self.version).release[:2]
+        return f"{major}.{minor}"
+
+    @property
+    def major(self) -> int:
+        return Version(self.version).release[0]
+
+
+@dataclass(frozen=True)
+class MinorCompat(_Sourced):
+    """Minor-version compatibility of a CUDA major: 12.x apps run on >= 525.60.13, with limits."""
+
+    major: int                            # 12
+    min_driver_linux: str                 # "525.60.13"
+    min_driver_windows: Optional[str]
+    limitations: Tuple[str, ...]          # what does not work below a release's own driver
+    source: str = ""
+    checked: str = ""
+    unconfirmed: bool = False
+    below_driver: Optional[str] = None    # "580": the MVC row's upper bound (newer drivers: backward compat)
+    unconfirmed_fields: Tuple[str, ...] = ()
+    note: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class DriverBranch(_Sourced):
+    """A data-center driver branch: R535 is the CUDA 12 long-term branch."""
+
+    branch: str                           # "535"
+    designation: str                      # LTSB | PB | NFB
+    cuda_major: int                       # highest CUDA major without the forward-compat package
+    end_of_life: Optional[str]            # "2026-06"
+    source: str = ""
+    checked: str = ""
+    unconfirmed: bool = False
+    unconfirmed_fields: Tuple[str, ...] = ()
+    note: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class Architecture(_Sourced):
+    """A compute capability: "8.6" is Ampere, sm_86, first compiled by CUDA 11.1."""
+
+    cc: str                               # "8.6"
+    sm: str                               # "sm_86"
+    name: str                             # "Ampere"
+    first_cuda: str                       # "11.1"
+    dropped_cuda: Optional[str]           # "13.0" for Maxwell/Pascal/Volta
+    min_driver_branch: Optional[str]      # "455": branch of first_cuda's minimum driver
+    last_driver_branch: Optional[str]     # "580": last branch for a retired architecture
+    tensor_cores: Tuple[str, ...]         # ("tf32", "bf16", "fp16", "int8", "int4")
+    source: str = ""
+    checked: str = ""
+    unconfirmed: bool = False
+    jetson: bool = False
+    unconfirmed_fields: Tuple[str, ...] = ()
+    note: Optional[str] = None
+
+    @property
+    def cc_tuple(self) -> Tuple[int, int]:
+        major, minor = self.cc.split(".")
+        return int(major), int(minor)
+
+
+@dataclass(frozen=True)
+class GpuModel(_Sourced):
+    """A GPU model with dense datasheet peaks in TFLOP/s (tensor-core rates for tf32/fp16/bf16)."""
+
+    name: str                             # "NVIDIA H200", as NVML reports it
+    aliases: Tuple[str, ...]              # ("H200", "H200 SXM", ...)
+    pci_ids: Tuple[str, ...]              # ("0x2335",)
+    cc: str                               # "9.0"
+    memory_gib: Optional[float]           # 141.0, as the datasheet writes it
+    bandwidth_gbs: Optional[float]        # 4800.0
+    fp32_tflops: Optional[float]          # non-tensor FP32
+    tf32_tflops: Optional[float]
+    fp16_tflops: Optional[float]          # FP16 with FP32 accumulate
+    bf16_tflops: Optional[float]
+    fp16_half_rate_accum: bool            # GeForce: FP32-accumulate at half the FP16-accumulate rate
+    source: str = ""
+    checked: str = ""
+    unconfirmed: bool = False
+    fp16_fp16acc_tflops: Optional[float] = None
+    fp8_tflops: Optional[float] = None
+    pci_source: Optional[str] = None
+    unconfirmed_fields: Tuple[str, ...] = ()
+    note: Optional[str] = None
+
+    @property
+    def fp32_nontensor_tflops(self) -> Optional[float]:
+        return self.fp32_tflops
+
+
+@dataclass(frozen=True)
+class ChipFamily(_Sourced):
+    """PCI device-id ranges of one chip family: 0x2300-0x23ff is GH100 (cc 9.0)."""
+
+    chip: str                             # "GH100"
+    cc: str
+    pci_ranges: Tuple[Tuple[int, int], ...]
+    source: str = ""
+    checked: str = ""
+    unconfirmed: bool = False
+    unconfirmed_fields: Tuple[str, ...] = ()
+    note: Optional[str] = None
+
+    def contains(self, device_id: int) -> bool:
+        return any(lo <= device_id <= hi for lo, hi in self.pci_ranges)
+
+
+@dataclass(frozen=True)
+class TorchVariant(_Sourced):
+    """One wheel variant of one torch release: 2.8.0 cu128 carries sm_70 ... sm_120."""
+
+    name: str                             # "cu128"
+    cuda: Optional[str]                   # "12.8"; None for cpu/rocm/xpu
+    arch_list: Tuple[str, ...]            # ("sm_70", ..., "sm_120"), "compute_XY" = PTX
+    platforms: Tuple[str, ...]            # ("linux_x86_64", "linux_aarch64", "win_amd64")
+    unconfirmed: bool = False
+    arch_list_aarch64: Tuple[str, ...] = ()
+    manylinux: Optional[str] = None       # overrides the release's tag (2.6 cu126)
+    glibc: Optional[str] = None
+    source: Optional[str] = None
+    checked: Optional[str] = None
+    unconfirmed_fields: Tuple[str, ...] = ()
+    note: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class TorchPatch:
+    version: str                          # "2.7.1"
+    torchvision: Optional[str]            # "0.22.1"
+    torchaudio: Optional[str]             # "2.7.1"; None from 2.12 (no torchaudio release)
+
+
+@dataclass(frozen=True)
+class TorchRelease(_Sourced):
+    """A torch minor release ("2.8.0" and its patches) with its wheel variants."""
+
+    version: str                          # "2.8.0"
+    pythons: Tuple[str, ...]              # ("3.9", ..., "3.13", "3.13t")
+    variants: Tuple[TorchVariant, ...]
+    pypi_default: str                     # "cu128"
+    manylinux: str                        # "manylinux_2_28"
+    glibc: str                            # "2.28"
+    torchvision: Optional[str]            # of the first patch
+    torchaudio: Optional[str]
+    conda: str                            # "pytorch-channel" | "conda-forge"
+    pytorch_cuda: Tuple[str, ...]         # pytorch-cuda=X versions on -c pytorch -c nvidia (1.13-2.5)
+    source: str = ""
+    checked: str = ""
+    unconfirmed: bool = False
+    patches: Tuple[TorchPatch, ...] = ()
+    conda_cudatoolkit: Tuple[str, ...] = ()
+    released: Optional[str] = None
+    unconfirmed_fields: Tuple[str, ...] = ()
+    note: Optional[str] = None
+
+    @property
+    def minor(self) -> str:
+        major, minor = Version(self.version).release[:2]
+        return f"{major}.{minor}"
+
+    def variant(self, name: str) -> Optional[TorchVariant]:
+        """``TorchRelease.variant("cu128")``; None when this release has no such wheels."""
+        return next((v for v in self.variants if v.name == name), None)
+
+    def patch(self, version: str) -> Optional[TorchPatch]:
+        return next((p for p in self.patches if Version(p.version) == Version(version)), None)
+
+
+@dataclass(frozen=True)
+class Variant(_Sourced):
+    """A directory of the wheel index: cu128 is CUDA 12.8 at .../whl/cu128, driver >= 570.26."""
+
+    name: str                             # "cu128"
+    cuda: Optional[str]                   # "12.8"
+    index_url: str                        # "https://download.pytorch.org/whl/cu128"
+    min_driver_linux: Optional[str]       # "570.26" (the CUDA GA's own floor)
+    kind: str                             # cuda | cpu | rocm | xpu
+    source: str = ""
+    checked: str = ""
+    unconfirmed: bool = False
+    min_driver_windows: Optional[str] = None
+    unconfirmed_fields: Tuple[str, ...] = ()
+    note: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class Mirror(_Sourced):
+    name: str
+    url: str
+    note: Optional[str]
+    source: str = ""
+    checked: str = ""
+    unconfirmed: bool = False
+    kind: str = "pep503"                  # pep503 | find-links | conda
+    unconfirmed_fields: Tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class NgcRelease(_Sourced):
+    """An NGC PyTorch container: 25.01 is CUDA 12.8.0, torch 2.6.0a0, Ubuntu 24.04."""
+
+    tag: str                              # "25.01"
+    cuda: str                             # "12.8.0"
+    torch: str                            # "2.6.0a0+ecf3bae40a"
+    ubuntu: Optional[str]                 # "24.04"
+    python: Optional[str]                 # "3.12"
+    min_driver: str                       # "570": the branch the notes require
+    forward_compat_branches: Tuple[str, ...]   # ("470.57", "525.85", "535.86", "545.23")
+    source: str = ""
+    checked: str = ""
+    unconfirmed: bool = False
+    unconfirmed_fields: Tuple[str, ...] = ()
+    note: Optional[str] = None
+
+    @property
+    def image(self) -> str:
+        return f"nvcr.io/nvidia/pytorch:{self.tag}-py3"
+
+
+@dataclass(frozen=True)
+class Distro(_Sourced):
+    """A distribution NVIDIA's CUDA repository serves: ubuntu 22.04 is repos/ubuntu2204."""
+
+    id: str                               # "ubuntu" (os-release ID)
+    version: str                          # "22.04"
+    family: str                           # debian | rhel | fedora | suse | amazon
+    repo_dir: str                         # "ubuntu2204"
+    cuda_lines: Tuple[str, ...]           # ("11.7", ..., "13.2")
+    toolkit_package: str                  # "cuda-toolkit-{major}-{minor}"
+    driver_packages: Tuple[str, ...]      # ("cuda-drivers", "nvidia-open", ...)
+    source: str = ""
+    checked: str = ""
+    unconfirmed: bool = False
+    package_manager: str = ""             # apt | dnf | zypper
+    distro_driver_packages: Tuple[str, ...] = ()   # Ubuntu archive: "nvidia-driver-{branch}", ...
+    also_ids: Tuple[str, ...] = ()        # ("rocky", "almalinux", "ol")
+    keyring_package: Optional[str] = None
+    unconfirmed_fields: Tuple[str, ...] = ()
+    note: Optional[str] = None
+
+    def toolkit_package_for(self, cuda: str) -> str:
+        """``"cuda-toolkit-12-8"`` for ``"12.8"`` (or ``"12.8.1"``)."""
+        major, minor = Version(cuda).release[:2]
+        return self.toolkit_package.format(major=major, minor=minor)
+
+    def repo_url(self, arch: str = "x86_64") -> str:
+        return f"https://developer.download.nvidia.com/compute/cuda/repos/{self.repo_dir}/{arch}/"
+
+
+# Field names each kind of row may mark in unconfirmed_fields.
+def field_names(cls: type) -> Tuple[str, ...]:
+    return tuple(f for f in cls.__dataclass_fields__)  # type: ignore[attr-defined]
+

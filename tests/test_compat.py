@@ -1,0 +1,80 @@
+"""Pure compatibility answers: kernels for a GPU (cubin/PTX rules of the CUDA binary-compatibility
+model) and drivers for a CUDA version (NVIDIA Table 3 minimums and minor-version compatibility).
+Expected answers are written out by hand."""
+
+from __future__ import annotations
+
+import pytest
+
+from envdoctor.compat import DriverSupport, KernelSupport, driver_support, kernel_support
+from envdoctor.table import load_table
+
+CU126 = ["sm_50", "sm_60", "sm_70", "sm_75", "sm_80", "sm_86", "sm_90"]          # torch 2.8 cu126
+CU128_211 = ["sm_75", "sm_80", "sm_86", "sm_90", "sm_100", "sm_120"]          # torch 2.11 cu128
+CU130_29 = ["sm_75", "sm_80", "sm_86", "sm_90", "sm_100", "sm_120", "compute_120"]
+
+
+@pytest.fixture(scope="module")
+def t():
+    return load_table()
+
+
+@pytest.mark.parametrize("arch, cc, expected", [
+    (CU126, "8.9", KernelSupport("cubin", "sm_86")),          # same major, higher minor
+    (CU126, "8.6", KernelSupport("cubin", "sm_86")),
+    (["sm_80"], "8.6", KernelSupport("cubin", "sm_80")),
+    (CU126, "9.0", KernelSupport("cubin", "sm_90")),
+    (CU126, "12.0", KernelSupport("none", None)),             # no sm_12x, no PTX
+    (CU126, "6.1", KernelSupport("cubin", "sm_60")),
+    (CU128_211, "7.0", KernelSupport("none", None)),          # V100 on 2.11 cu128
+    (CU128_211, "10.3", KernelSupport("cubin", "sm_100")),     # B300 through sm_100
+    (CU128_211, "12.1", KernelSupport("cubin", "sm_120")),     # GB10 through sm_120
+    (CU130_29, "12.0", KernelSupport("cubin", "sm_120")),      # cubin preferred over PTX
+    (["sm_90", "compute_90"], "12.0", KernelSupport("ptx", "compute_90")),
+    (["compute_120"], "10.0", KernelSupport("none", None)),    # PTX only JITs upwards
+    (["sm_90a"], "9.0", KernelSupport("cubin", "sm_90a")),
+    (["sm_90a"], "10.0", KernelSupport("none", None)),        # arch-specific: exactly 9.0
+    (["sm_100a"], "10.3", KernelSupport("none", None)),
+    (["compute_90a"], "12.0", KernelSupport("none", None)),
+    (["sm_90"], "10.0", KernelSupport("none", None)),          # other major: no cubin
+    (["sm_86", "sm_80"], "sm_89", KernelSupport("cubin", "sm_86")),
+])
+def test_kernel_support(arch, cc, expected):
+    assert kernel_support(arch, cc) == expected
+
+
+def test_kernel_support_ok_and_bad_input():
+    assert kernel_support(CU126, "8.9").ok
+    assert not kernel_support([], "8.9").ok
+    assert kernel_support(["garbage", "sm_86"], "8.6").via == "sm_86"
+    with pytest.raises(ValueError):
+        kernel_support(CU126, "eight")
+
+
+def test_driver_direct(t):
+    assert driver_support(t, "570.26", "12.8") == DriverSupport("direct", "570.26", "525.60.13", ())
+    assert driver_support(t, "580.159.04", "cu130").kind == "direct"     # the H200 machine
+    assert driver_support(t, "580.159.04", "12.8").kind == "direct"
+
+
+def test_driver_minor_version(t):
+    s = driver_support(t, "535.104.05", "12.8")
+    assert (s.kind, s.needed, s.floor) == ("minor-version", "570.26", "525.60.13")
+    assert any("PTX" in x for x in s.limitations)
+    assert s.ok
+    assert driver_support(t, "450.80.02", "11.8").kind == "minor-version"
+    assert driver_support(t, "527.41", "12.1", os="windows").kind == "minor-version"
+
+
+def test_driver_none(t):
+    assert driver_support(t, "470.82.01", "12.1").kind == "none"
+    s = driver_support(t, "550.54.15", "13.0")
+    assert (s.kind, s.floor) == ("none", "580.65.06")
+    assert driver_support(t, "450.51.05", "11.4").kind == "none"   # below the 11.x floor 450.80.02
+    assert not driver_support(t, "418.39", "cu113").ok
+
+
+def test_driver_unknown_cuda_and_bad_driver(t):
+    assert driver_support(t, "580.65.06", "13.9").kind == "unknown"
+    with pytest.raises(ValueError):
+        driver_support(t, "five-eighty", "12.8")
