@@ -14,11 +14,14 @@ class DockerFacts:
     client_version: Optional[str] = None       # "28.2.2"
     daemon: Optional[str] = None               # "ok", "not_running", "permission_denied", "error"
     daemon_error: Optional[str] = None         # the daemon's real message
+    daemon_socket: Optional[str] = None        # "unix:///var/run/docker.sock" (from the error)
+    rootless: Optional[bool] = None            # docker info SecurityOptions has name=rootless
     server_version: Optional[str] = None
     runtimes: Tuple[str, ...] = ()             # ("io.containerd.runc.v2", "nvidia", "runc")
     default_runtime: Optional[str] = None
     cdi_spec_dirs: Tuple[str, ...] = ()        # from docker info
     cdi_specs: Tuple[str, ...] = ()            # spec files found: /etc/cdi/nvidia.yaml
+    cdi_devices: Tuple[str, ...] = ()          # docker info DiscoveredDevices: "nvidia.com/gpu=0"
     gpus_flag_supported: Optional[bool] = None # Docker >= 19.03
     podman: Optional[str] = None
     podman_version: Optional[str] = None

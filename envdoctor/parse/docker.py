@@ -1,0 +1,140 @@
+"""Parsers of docker, podman and NVIDIA Container Toolkit output.
+
+``docker version --format '{{json .}}'`` with no daemon (recorded on envdoctor's CI machine; the
+JSON on stdout, the error on stderr, exit status 1)::
+
+    {"Client":{"Version":"28.2.2","ApiVersion":"1.50",...,"Context":"default"},"Server":null}
+    Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker daemon running?
+
+``docker info --format '{{json .}}'`` with a daemon (keys as in Docker's ``system.Info``)::
+
+    {"ServerVersion":"29.7.2","Runtimes":{"io.containerd.runc.v2":{"path":"runc",...},
+     "nvidia":{"path":"nvidia-container-runtime"},"runc":{"path":"runc",...}},
+     "DefaultRuntime":"runc","CDISpecDirs":["/etc/cdi","/var/run/cdi"],
+     "DiscoveredDevices":[{"Source":"cdi","ID":"nvidia.com/gpu=0"},...],...}
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any, Optional, Tuple
+
+from envdoctor.parse import ParseError
+
+
+class DockerParseError(ParseError):
+    """docker, podman or an NVIDIA tool printed something unexpected."""
+
+
+@dataclass(frozen=True)
+class DockerVersion:
+    client: Optional[str] = None          # "28.2.2"
+    server: Optional[str] = None          # None when the daemon did not answer
+    server_platform: Optional[str] = None  # "Docker Engine - Community"
+    podman_server: bool = False           # podman's Docker-compatible API answered (its own versions)
+
+
+@dataclass(frozen=True)
+class DockerInfo:
+    server_version: Optional[str] = None
+    runtimes: Tuple[str, ...] = ()
+    default_runtime: Optional[str] = None
+    cdi_spec_dirs: Tuple[str, ...] = ()
+    cdi_devices: Tuple[str, ...] = ()     # "nvidia.com/gpu=0"
+    rootless: bool = False
+
+
+def _first_json(text: str, what: str) -> dict:
+    """The first line of ``text`` that is a JSON object (docker prints its error after it)."""
+    for line in (text or "").splitlines():
+        if line.lstrip().startswith("{"):
+            try:
+                data = json.loads(line)
+            except ValueError:
+                raise DockerParseError(f"{what}: truncated or broken JSON: {line.strip()[:60]!r}") from None
+            if isinstance(data, dict):
+                return data
+    start = (text or "").strip()[:60]
+    raise DockerParseError(f"{what} printed no JSON: {start!r}" if start else f"{what} printed nothing")
+
+
+def _str(value: Any) -> Optional[str]:
+    return value if isinstance(value, str) and value else None
+
+
+def parse_version_json(text: str) -> DockerVersion:
+    data = _first_json(text, "docker version")
+    client = data.get("Client") if isinstance(data.get("Client"), dict) else {}
+    server = data.get("Server") if isinstance(data.get("Server"), dict) else {}
+    platform = server.get("Platform") if isinstance(server.get("Platform"), dict) else {}
+    names = [_str(platform.get("Name")) or ""]
+    names += [str(c.get("Name")) for c in server.get("Components") or () if isinstance(c, dict)]
+    return DockerVersion(_str(client.get("Version")), _str(server.get("Version")), _str(platform.get("Name")),
+                         any("podman" in n.lower() for n in names))
+
+
+def parse_info_json(text: str) -> DockerInfo:
+    data = _first_json(text, "docker info")
+    runtimes = data.get("Runtimes") if isinstance(data.get("Runtimes"), dict) else {}
+    devices = []
+    for dev in data.get("DiscoveredDevices") or ():
+        if isinstance(dev, dict) and dev.get("Source") == "cdi" and _str(dev.get("ID")):
+            devices.append(dev["ID"])
+    security = [s for s in data.get("SecurityOptions") or () if isinstance(s, str)]
+    return DockerInfo(
+        server_version=_str(data.get("ServerVersion")),
+        runtimes=tuple(sorted(str(k) for k in runtimes)),
+        default_runtime=_str(data.get("DefaultRuntime")),
+        cdi_spec_dirs=tuple(d for d in data.get("CDISpecDirs") or () if isinstance(d, str)),
+        cdi_devices=tuple(devices),
+        rootless=any("name=rootless" in s for s in security),
+    )
+
+
+_NOT_RUNNING = re.compile(r"Cannot connect to the Docker daemon|Is the docker daemon running|"
+                          r"failed to connect to the docker API|if the daemon is running", re.I)
+_DENIED = re.compile(r"permission denied while trying to connect to the docker", re.I)
+_SOCKET = re.compile(r"(unix://\S+?\.sock|tcp://[\w.:\[\]-]+|npipe://\S+)")
+
+
+def classify_daemon_error(text: str) -> Tuple[str, Optional[str]]:
+    """(state, socket) of the daemon from the client's error.
+
+    ``Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker daemon
+    running?`` -> ("not_running", "unix:///var/run/docker.sock"); ``permission denied while trying
+    to connect to the Docker daemon socket at unix:///var/run/docker.sock: Get "http://...":
+    dial unix /var/run/docker.sock: connect: permission denied`` -> ("permission_denied", ...);
+    anything else -> ("error", socket or None).
+    """
+    socket = _SOCKET.search(text or "")
+    where = socket.group(1).rstrip(".:") if socket else None
+    if _DENIED.search(text or ""):
+        return "permission_denied", where
+    if _NOT_RUNNING.search(text or ""):
+        return "not_running", where
+    return "error", where
+
+
+def _version_after(pattern: str, text: str, what: str) -> str:
+    match = re.search(pattern, text or "", re.M)
+    if not match:
+        first = (text or "").strip().splitlines()[:1]
+        raise DockerParseError(f"{what} printed no version: {first[0][:60]!r}" if first else f"{what} printed nothing")
+    return match.group(1)
+
+
+def parse_podman_version(text: str) -> str:
+    """``podman version 4.9.3`` -> "4.9.3"."""
+    return _version_after(r"^podman version (\d+\.\d+[\w.+~-]*)", text, "podman --version")
+
+
+def parse_nvidia_ctk_version(text: str) -> str:
+    """``NVIDIA Container Toolkit CLI version 1.17.8`` (then ``commit: ...``) -> "1.17.8"."""
+    return _version_after(r"NVIDIA Container Toolkit CLI version (\d+\.\d+[\w.+~-]*)", text, "nvidia-ctk --version")
+
+
+def parse_nvidia_container_cli_version(text: str) -> str:
+    """``cli-version: 1.17.5`` (then ``lib-version: 1.17.5``, ``build date: ...``) -> "1.17.5"."""
+    return _version_after(r"^cli-version: (\d+\.\d+[\w.+~-]*)", text, "nvidia-container-cli --version")

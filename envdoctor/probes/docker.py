@@ -1,0 +1,104 @@
+"""docker and podman, whether the docker daemon answers (and why not), its runtimes and CDI
+setup, and the NVIDIA Container Toolkit (``nvidia-ctk``, ``nvidia-container-cli``,
+``nvidia-container-runtime``).
+
+Commands: ``docker version --format '{{json .}}'`` (prints the client's JSON even when the daemon
+is down, then the daemon's error, exit status 1); ``docker info --format '{{json .}}'`` only when
+the daemon answered; ``podman --version``, ``nvidia-ctk --version``, ``nvidia-container-cli
+--version`` alongside. CDI spec files are listed in the daemon's CDISpecDirs and in ``/etc/cdi``
+and ``/var/run/cdi``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from concurrent.futures import ThreadPoolExecutor
+from typing import Callable, Dict, Optional, Tuple
+
+from packaging.version import Version
+
+from envdoctor.facts.base import ProbeError
+from envdoctor.facts.docker import DockerFacts
+from envdoctor.parse import loose_version
+from envdoctor.parse.docker import (DockerParseError, classify_daemon_error, parse_info_json,
+                                    parse_nvidia_container_cli_version, parse_nvidia_ctk_version,
+                                    parse_podman_version, parse_version_json)
+from envdoctor.probes.context import Context
+
+CDI_DIRS = ("/etc/cdi", "/var/run/cdi")
+GPUS_FLAG = Version("19.03")  # docker run --gpus
+JSON = "{{json .}}"
+
+
+def _tool_version(ctx: Context, exe: Optional[str], parse: Callable[[str], str]) -> Tuple[Optional[str], Optional[ProbeError]]:
+    if exe is None:
+        return None, None
+    ran = ctx.run([exe, "--version"])
+    if ran.error:
+        return None, ran.error
+    try:
+        return parse(ran.stdout + ran.stderr), None
+    except DockerParseError as exc:
+        return None, ProbeError("unparseable", str(exc), f"{exe} --version")
+
+
+def _daemon(ctx: Context, docker: str) -> Dict[str, object]:
+    """What ``docker version`` and ``docker info`` say, as DockerFacts fields."""
+    shown = f"{docker} version --format '{JSON}'"
+    ran = ctx.run([docker, "version", "--format", JSON])
+    if ran.error and ran.error.kind in ("timeout", "crashed", "permission", "not_found"):
+        return {"daemon": "error", "daemon_error": ran.error.message,
+                "error": dataclasses.replace(ran.error, command=shown)}
+    try:
+        version = parse_version_json(ran.stdout)
+    except DockerParseError as exc:
+        return {"error": ProbeError("unparseable", str(exc), shown)}
+    out: Dict[str, object] = {"client_version": version.client}
+    if version.server is None:
+        message = next((ln.strip() for ln in ran.stderr.splitlines() if ln.strip()), None) or "no server answered"
+        state, socket = classify_daemon_error(message)
+        out.update(daemon=state, daemon_error=message, daemon_socket=socket)
+        return out
+    out.update(daemon="ok", server_version=version.server)
+    client, server = loose_version(version.client), loose_version(version.server)
+    if client is not None and server is not None:
+        out["gpus_flag_supported"] = client >= GPUS_FLAG and (version.podman_server or server >= GPUS_FLAG)
+    shown = f"{docker} info --format '{JSON}'"
+    info_ran = ctx.run([docker, "info", "--format", JSON])
+    if info_ran.error:
+        out["error"] = dataclasses.replace(info_ran.error, command=shown)
+        return out
+    try:
+        info = parse_info_json(info_ran.stdout)
+    except DockerParseError as exc:
+        out["error"] = ProbeError("unparseable", str(exc), shown)
+        return out
+    out.update(runtimes=info.runtimes, default_runtime=info.default_runtime, rootless=info.rootless,
+               cdi_spec_dirs=info.cdi_spec_dirs, cdi_devices=info.cdi_devices)
+    return out
+
+
+def probe(ctx: Context) -> DockerFacts:
+    docker, podman = ctx.which("docker"), ctx.which("podman")
+    ctk, cli = ctx.which("nvidia-ctk"), ctx.which("nvidia-container-cli")
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        daemon = pool.submit(_daemon, ctx, docker) if docker else None
+        side = [pool.submit(_tool_version, ctx, exe, parse) for exe, parse in (
+            (podman, parse_podman_version), (ctk, parse_nvidia_ctk_version),
+            (cli, parse_nvidia_container_cli_version))]
+        fields: Dict[str, object] = daemon.result() if daemon else {}
+        (podman_v, podman_err), (ctk_v, ctk_err), (cli_v, cli_err) = (f.result() for f in side)
+    if docker and fields.get("gpus_flag_supported") is None and fields.get("client_version"):
+        client = loose_version(str(fields["client_version"]))
+        if client is not None:  # no daemon answered: the client alone decides
+            fields["gpus_flag_supported"] = client >= GPUS_FLAG
+    dirs = tuple(dict.fromkeys(tuple(fields.get("cdi_spec_dirs") or ()) + CDI_DIRS))  # type: ignore[operator]
+    specs = tuple(f"{d}/{name}" for d in dirs for name in ctx.listdir(d)
+                  if name.endswith((".yaml", ".yml", ".json")))
+    if fields.get("error") is None:
+        fields["error"] = podman_err or ctk_err or cli_err
+    return DockerFacts(
+        client=docker, podman=podman, podman_version=podman_v, nvidia_ctk=ctk, nvidia_ctk_version=ctk_v,
+        nvidia_container_cli=cli, nvidia_container_cli_version=cli_v,
+        nvidia_container_runtime=ctx.which("nvidia-container-runtime"), cdi_specs=specs, **fields,  # type: ignore[arg-type]
+    )

@@ -1,0 +1,174 @@
+"""ED5xx: docker, podman and the NVIDIA Container Toolkit. Pure: facts in, findings out.
+
+Install commands are those of NVIDIA's Container Toolkit install guide (NVIDIA/cloud-native-docs
+``container-toolkit/install-guide.md``): the libnvidia-container repository (keyring + list file
+for apt, .repo file for dnf and zypper), ``nvidia-ctk runtime configure --runtime=docker``, a
+restart of Docker; CDI specs with ``nvidia-ctk cdi generate`` (toolkit >= 1.12).
+"""
+
+from __future__ import annotations
+
+from typing import Iterator, List, Tuple
+
+from envdoctor import commands
+from envdoctor.facts import Facts
+from envdoctor.findings import Finding
+
+REF_TOOLKIT = "https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/install-guide.html"
+REF_CDI = "https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/cdi-support.html"
+REF_POSTINSTALL = "https://docs.docker.com/engine/install/linux-postinstall/"
+REF_DAEMON = "https://docs.docker.com/engine/daemon/start/"
+REF_INSTALL = "https://docs.docker.com/engine/install/"
+LIBNC = "https://nvidia.github.io/libnvidia-container"
+KEYRING = "/usr/share/keyrings/nvidia-container-toolkit-keyring.gpg"
+TEST = "docker run --rm --gpus all ubuntu nvidia-smi"
+
+
+def install_container_toolkit(facts: Facts) -> Tuple[str, ...]:
+    """Add NVIDIA's libnvidia-container repository and install nvidia-container-toolkit."""
+    fam = commands.family(facts.system)
+    if fam == "debian":
+        return (f"curl -fsSL {LIBNC}/gpgkey | sudo gpg --dearmor -o {KEYRING}",
+                f"curl -s -L {LIBNC}/stable/deb/nvidia-container-toolkit.list | "
+                f"sed 's#deb https://#deb [signed-by={KEYRING}] https://#g' | "
+                "sudo tee /etc/apt/sources.list.d/nvidia-container-toolkit.list",
+                "sudo apt-get update", "sudo apt-get install -y nvidia-container-toolkit")
+    if fam == "rhel":
+        return (f"curl -s -L {LIBNC}/stable/rpm/nvidia-container-toolkit.repo | "
+                "sudo tee /etc/yum.repos.d/nvidia-container-toolkit.repo",
+                "sudo dnf install -y nvidia-container-toolkit")
+    if fam == "suse":
+        return (f"sudo zypper ar {LIBNC}/stable/rpm/nvidia-container-toolkit.repo",
+                "sudo zypper --gpg-auto-import-keys install -y nvidia-container-toolkit")
+    return (f"# add NVIDIA's container toolkit repository for your distribution: {REF_TOOLKIT}",)
+
+
+def configure_docker(facts: Facts) -> Tuple[str, ...]:
+    if facts.docker.rootless:
+        return ("nvidia-ctk runtime configure --runtime=docker --config=$HOME/.config/docker/daemon.json",
+                "systemctl --user restart docker",
+                "sudo nvidia-ctk config --set nvidia-container-cli.no-cgroups --in-place", TEST)
+    return ("sudo nvidia-ctk runtime configure --runtime=docker", "sudo systemctl restart docker", TEST)
+
+
+def _gpus(facts: Facts) -> List[str]:
+    out = [f"GPU {g.index}: {g.name or g.uuid or '?'} ({g.source or 'driver'})" for g in facts.driver.gpus]
+    if not out:
+        out = [f"PCI {d.address}: {d.name or 'NVIDIA ' + d.device_id} ({facts.pci.source or 'PCI bus'})"
+               for d in facts.pci.devices]
+    return out
+
+
+def _nvidia_cdi(facts: Facts) -> bool:
+    d = facts.docker
+    return any("nvidia" in s.rsplit("/", 1)[-1] for s in d.cdi_specs) or any(x.startswith("nvidia.com/") for x in d.cdi_devices)
+
+
+def _docker(facts: Facts) -> str:
+    d = facts.docker
+    return f"docker {d.client_version or '?'} at {d.client}" + (f", daemon {d.server_version}" if d.server_version else "")
+
+
+def daemon_unreachable(facts: Facts, table: object) -> Iterator[Finding]:
+    """ED501: the daemon is not running; ED502: permission denied on its socket; ED506: another error."""
+    d = facts.docker
+    if not d.client or d.daemon in (None, "ok"):
+        return
+    evidence = (_docker(facts), f"docker version: {d.daemon_error}")
+    rootless = bool(d.daemon_socket and "/run/user/" in d.daemon_socket)
+    if d.daemon == "not_running":
+        inside = facts.system.container
+        yield Finding(
+            "ED501", "info" if inside else "warning",
+            "The docker client is installed but no Docker daemon is running" + (f" (inside {inside})" if inside else ""),
+            evidence=evidence + ((f"this is a {inside} container ({facts.system.container_evidence})",) if inside else ()),
+            fix=("# on the host, start this container with: -v /var/run/docker.sock:/var/run/docker.sock",) if inside
+            else ("systemctl --user start docker",) if rootless
+            else ("sudo systemctl start docker", "sudo systemctl enable docker   # start it at boot too"),
+            reference=REF_DAEMON, area="docker",
+            explanation=("A container has no Docker daemon of its own; it can use the host's through its socket."
+                         if inside else "Start the daemon; if it fails, `sudo journalctl -u docker` says why."),
+        )
+    elif d.daemon == "permission_denied":
+        yield Finding(
+            "ED502", "warning", "You may not use the Docker daemon: permission denied on its socket",
+            evidence=evidence + ((f"user {facts.system.user}",) if facts.system.user else ()),
+            fix=('sudo usermod -aG docker "$USER"', "newgrp docker   # or log out and back in", "docker info"),
+            reference=REF_POSTINSTALL, area="docker",
+            explanation="Members of the docker group may use the daemon without sudo (this is equivalent to root "
+                        "on this machine). The new group applies to new logins, hence newgrp or a fresh login.",
+        )
+    else:
+        yield Finding(
+            "ED506", "warning", "The Docker daemon does not answer properly",
+            evidence=evidence, reference=REF_DAEMON, area="docker",
+            fix=("sudo systemctl status docker", "sudo journalctl -u docker --since '15 min ago'", "sudo systemctl restart docker"),
+            explanation="The client reached no working daemon: it is hung, starting, or DOCKER_HOST / the docker "
+                        "context points elsewhere (docker context ls).",
+        )
+
+
+def no_container_toolkit(facts: Facts, table: object) -> Iterator[Finding]:
+    """ED503: GPU + running daemon, no nvidia runtime, no CDI spec, no nvidia-ctk (install it);
+    ED504: nvidia-ctk is installed but Docker is not configured for it."""
+    d = facts.docker
+    gpus = _gpus(facts)
+    if d.daemon != "ok" or not gpus or "nvidia" in d.runtimes or _nvidia_cdi(facts):
+        return
+    evidence = [_docker(facts), *gpus,
+                f"docker runtimes: {', '.join(d.runtimes) or 'none'} (docker info); no 'nvidia'",
+                f"no NVIDIA CDI spec in {', '.join(d.cdi_spec_dirs or ('/etc/cdi', '/var/run/cdi'))}"]
+    if d.nvidia_ctk is None:
+        yield Finding(
+            "ED503", "error", "Docker cannot give containers the GPU: the NVIDIA Container Toolkit is not installed",
+            evidence=tuple(evidence + ["nvidia-ctk: not on PATH"]),
+            fix=install_container_toolkit(facts) + configure_docker(facts), reference=REF_TOOLKIT, area="docker",
+            explanation="`docker run --gpus all` fails with 'could not select device driver \"\" with capabilities: "
+                        "[[gpu]]' until the toolkit is installed and Docker restarted with its runtime.",
+        )
+    else:
+        yield Finding(
+            "ED504", "warning", "The NVIDIA Container Toolkit is installed, but Docker is not configured to use it",
+            evidence=tuple(evidence + [f"nvidia-ctk {d.nvidia_ctk_version or '?'} at {d.nvidia_ctk}"]),
+            fix=configure_docker(facts), reference=REF_TOOLKIT, area="docker",
+            explanation="Docker's daemon.json lacks the nvidia runtime (it is lost when Docker is reinstalled): "
+                        "configure it again and restart Docker.",
+        )
+
+
+def docker_too_old(facts: Facts, table: object) -> Iterator[Finding]:
+    """ED505: Docker < 19.03 has no --gpus."""
+    d = facts.docker
+    if d.gpus_flag_supported is not False or not _gpus(facts):
+        return
+    yield Finding(
+        "ED505", "error", f"Docker {d.server_version or d.client_version} is older than 19.03: no `docker run --gpus`",
+        evidence=(_docker(facts), "docker run --gpus needs client and daemon >= 19.03"),
+        fix=(f"# upgrade Docker Engine from Docker's repository: {REF_INSTALL}",) + install_container_toolkit(facts)
+        + configure_docker(facts),
+        reference=REF_TOOLKIT, area="docker",
+        explanation="Before 19.03 GPUs needed the nvidia-docker2 wrapper, which NVIDIA no longer maintains.",
+    )
+
+
+def podman_without_cdi(facts: Facts, table: object) -> Iterator[Finding]:
+    """ED507: podman on a GPU machine without an NVIDIA CDI spec."""
+    d = facts.docker
+    gpus = _gpus(facts)
+    if not d.podman or not gpus or _nvidia_cdi(facts):
+        return
+    fix: Tuple[str, ...] = () if d.nvidia_ctk else install_container_toolkit(facts)
+    yield Finding(
+        "ED507", "warning", "podman is installed but has no CDI spec for the NVIDIA GPU",
+        evidence=(f"podman {d.podman_version or '?'} at {d.podman}", *gpus,
+                  f"no NVIDIA CDI spec in {', '.join(d.cdi_spec_dirs or ('/etc/cdi', '/var/run/cdi'))}",
+                  f"nvidia-ctk: {d.nvidia_ctk or 'not on PATH'}"),
+        fix=fix + ("sudo nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml", "nvidia-ctk cdi list",
+                   "podman run --rm --device nvidia.com/gpu=all ubuntu nvidia-smi -L"),
+        reference=REF_CDI, area="docker",
+        explanation="podman takes GPUs through CDI. Generate the spec again after every driver upgrade "
+                    "(toolkit >= 1.18 ships the nvidia-cdi-refresh service that does it).",
+    )
+
+
+RULES = (daemon_unreachable, no_container_toolkit, docker_too_old, podman_without_cdi)

@@ -1,0 +1,160 @@
+"""ED5xx rules on hand-written facts; install commands as NVIDIA's container toolkit guide writes them."""
+
+from __future__ import annotations
+
+from typing import List
+
+from envdoctor.facts import Facts
+from envdoctor.facts.docker import DockerFacts
+from envdoctor.facts.gpu import DriverFacts, GpuInfo, PciDevice, PciFacts
+from envdoctor.facts.system import SystemFacts
+from envdoctor.findings import Finding
+from envdoctor.rules import docker as rules
+
+UBUNTU = SystemFacts(os_id="ubuntu", os_version="24.04", os_like=("debian",), arch="x86_64", user="ada")
+H200 = DriverFacts(driver_version="580.159.04", driver_cuda="13.0",
+                   gpus=(GpuInfo(0, "NVIDIA H200", "GPU-c7d3a8fe-462a-58ba-1a7b-0c6231496ec4", source="nvml"),))
+UP = dict(client="/usr/bin/docker", client_version="29.7.2", daemon="ok", server_version="29.7.2",
+          gpus_flag_supported=True, runtimes=("io.containerd.runc.v2", "runc"), default_runtime="runc",
+          cdi_spec_dirs=("/etc/cdi", "/var/run/cdi"))
+APT = (
+    "curl -fsSL https://nvidia.github.io/libnvidia-container/gpgkey | sudo gpg --dearmor -o "
+    "/usr/share/keyrings/nvidia-container-toolkit-keyring.gpg",
+    "curl -s -L https://nvidia.github.io/libnvidia-container/stable/deb/nvidia-container-toolkit.list | "
+    "sed 's#deb https://#deb [signed-by=/usr/share/keyrings/nvidia-container-toolkit-keyring.gpg] https://#g' | "
+    "sudo tee /etc/apt/sources.list.d/nvidia-container-toolkit.list",
+    "sudo apt-get update",
+    "sudo apt-get install -y nvidia-container-toolkit",
+)
+CONFIGURE = ("sudo nvidia-ctk runtime configure --runtime=docker", "sudo systemctl restart docker",
+             "docker run --rm --gpus all ubuntu nvidia-smi")
+
+
+def found(facts: Facts, code: str) -> List[Finding]:
+    return [f for rule in rules.RULES for f in rule(facts, None) if f.code == code]
+
+
+def down(daemon, error, socket="unix:///var/run/docker.sock"):
+    return DockerFacts(client="/usr/local/bin/docker", client_version="28.2.2", daemon=daemon, daemon_error=error,
+                       daemon_socket=socket, gpus_flag_supported=True)
+
+
+NOT_RUNNING = "Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker daemon running?"
+DENIED = ('permission denied while trying to connect to the Docker daemon socket at unix:///var/run/docker.sock: '
+          'Get "http://%2Fvar%2Frun%2Fdocker.sock/v1.24/version": dial unix /var/run/docker.sock: connect: permission denied')
+
+
+# ED501 / ED502 / ED506 ---------------------------------------------------------------------------
+
+def test_ed501_daemon_not_running_on_a_host():
+    (f,) = found(Facts(system=UBUNTU, docker=down("not_running", NOT_RUNNING)), "ED501")
+    assert f.severity == "warning"
+    assert f.fix == ("sudo systemctl start docker", "sudo systemctl enable docker   # start it at boot too")
+    assert f"docker version: {NOT_RUNNING}" in f.evidence
+
+
+def test_ed501_rootless_and_inside_a_container():
+    rootless = down("not_running", "Cannot connect to the Docker daemon at unix:///run/user/1351/docker.sock. "
+                                   "Is the docker daemon running?", "unix:///run/user/1351/docker.sock")
+    (f,) = found(Facts(system=UBUNTU, docker=rootless), "ED501")
+    assert f.fix == ("systemctl --user start docker",)
+    this_machine = SystemFacts(os_id="debian", container="docker", container_evidence="/.dockerenv exists")
+    (f,) = found(Facts(system=this_machine, docker=down("not_running", NOT_RUNNING)), "ED501")
+    assert f.severity == "info" and "inside docker" in f.title and f.fix[0].startswith("# on the host")
+
+
+def test_ed502_permission_denied():
+    (f,) = found(Facts(system=UBUNTU, docker=down("permission_denied", DENIED)), "ED502")
+    assert f.fix == ('sudo usermod -aG docker "$USER"', "newgrp docker   # or log out and back in", "docker info")
+    assert f.reference == "https://docs.docker.com/engine/install/linux-postinstall/"
+    assert not found(Facts(system=UBUNTU, docker=down("permission_denied", DENIED)), "ED501")
+
+
+def test_ed506_other_daemon_error():
+    (f,) = found(Facts(docker=down("error", "docker did not answer in 10 s")), "ED506")
+    assert f.fix[-1] == "sudo systemctl restart docker"
+
+
+def test_daemon_rules_quiet():
+    assert not found(Facts(docker=DockerFacts(**UP)), "ED501")
+    assert not found(Facts(docker=DockerFacts()), "ED502")
+    assert not found(Facts(docker=DockerFacts(**UP)), "ED506")
+
+
+# ED503 / ED504 -----------------------------------------------------------------------------------
+
+def test_ed503_gpu_and_docker_without_the_container_toolkit_on_ubuntu():
+    (f,) = found(Facts(system=UBUNTU, driver=H200, docker=DockerFacts(**UP)), "ED503")
+    assert f.severity == "error"
+    assert f.fix == APT + CONFIGURE
+    assert "GPU 0: NVIDIA H200 (nvml)" in f.evidence and "nvidia-ctk: not on PATH" in f.evidence
+
+
+def test_ed503_on_rhel_suse_and_an_unknown_distro_with_only_a_pci_gpu():
+    pci = PciFacts(devices=(PciDevice("0000:00:06.0", "0x10de", "0x2335", "0x030200", name="GH100 [H200 SXM 141GB]"),),
+                   source="/sys/bus/pci/devices")
+    fedora = SystemFacts(os_id="fedora", os_version="41")
+    (f,) = found(Facts(system=fedora, pci=pci, docker=DockerFacts(**UP)), "ED503")
+    assert f.fix[:2] == ("curl -s -L https://nvidia.github.io/libnvidia-container/stable/rpm/nvidia-container-toolkit.repo | "
+                         "sudo tee /etc/yum.repos.d/nvidia-container-toolkit.repo",
+                         "sudo dnf install -y nvidia-container-toolkit")
+    assert "PCI 0000:00:06.0: GH100 [H200 SXM 141GB] (/sys/bus/pci/devices)" in f.evidence
+    leap = SystemFacts(os_id="opensuse-leap", os_version="15.6", os_like=("suse", "opensuse"))
+    (f,) = found(Facts(system=leap, pci=pci, docker=DockerFacts(**UP)), "ED503")
+    assert f.fix[:2] == ("sudo zypper ar https://nvidia.github.io/libnvidia-container/stable/rpm/nvidia-container-toolkit.repo",
+                         "sudo zypper --gpg-auto-import-keys install -y nvidia-container-toolkit")
+    (f,) = found(Facts(system=SystemFacts(os_id="gentoo"), pci=pci, docker=DockerFacts(**UP)), "ED503")
+    assert f.fix[0].startswith("# add NVIDIA's container toolkit repository") and f.fix[1:] == CONFIGURE
+
+
+def test_ed504_toolkit_installed_docker_not_configured_rootless():
+    d = DockerFacts(**dict(UP, rootless=True, nvidia_ctk="/usr/bin/nvidia-ctk", nvidia_ctk_version="1.17.8"))
+    (f,) = found(Facts(system=UBUNTU, driver=H200, docker=d), "ED504")
+    assert f.fix == ("nvidia-ctk runtime configure --runtime=docker --config=$HOME/.config/docker/daemon.json",
+                     "systemctl --user restart docker",
+                     "sudo nvidia-ctk config --set nvidia-container-cli.no-cgroups --in-place",
+                     "docker run --rm --gpus all ubuntu nvidia-smi")
+    assert not found(Facts(system=UBUNTU, driver=H200, docker=d), "ED503")
+
+
+def test_ed503_504_quiet():
+    nvidia = DockerFacts(**dict(UP, runtimes=("io.containerd.runc.v2", "nvidia", "runc")))
+    assert not found(Facts(driver=H200, docker=nvidia), "ED503")
+    cdi = DockerFacts(**dict(UP, cdi_specs=("/var/run/cdi/nvidia.yaml",)))
+    assert not found(Facts(driver=H200, docker=cdi), "ED503")
+    discovered = DockerFacts(**dict(UP, cdi_devices=("nvidia.com/gpu=0", "nvidia.com/gpu=all")))
+    assert not found(Facts(driver=H200, docker=discovered), "ED504")
+    assert not found(Facts(docker=DockerFacts(**UP)), "ED503")  # no GPU
+    assert not found(Facts(driver=H200, docker=down("not_running", NOT_RUNNING)), "ED503")
+
+
+# ED505 / ED507 -----------------------------------------------------------------------------------
+
+def test_ed505_docker_older_than_19_03():
+    old = DockerFacts(**dict(UP, client_version="18.09.6", server_version="18.09.6", gpus_flag_supported=False,
+                             runtimes=("runc",)))
+    (f,) = found(Facts(system=UBUNTU, driver=H200, docker=old), "ED505")
+    assert f.severity == "error" and "18.09.6" in f.title
+    assert f.fix[0] == "# upgrade Docker Engine from Docker's repository: https://docs.docker.com/engine/install/"
+    assert f.fix[1:] == APT + CONFIGURE
+    assert not found(Facts(driver=H200, docker=DockerFacts(**UP)), "ED505")
+    assert not found(Facts(docker=old), "ED505")
+
+
+def test_ed507_podman_without_cdi_spec():
+    d = DockerFacts(podman="/usr/bin/podman", podman_version="4.9.3", nvidia_ctk="/usr/bin/nvidia-ctk")
+    (f,) = found(Facts(system=UBUNTU, driver=H200, docker=d), "ED507")
+    assert f.fix == ("sudo nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml", "nvidia-ctk cdi list",
+                     "podman run --rm --device nvidia.com/gpu=all ubuntu nvidia-smi -L")
+    (f,) = found(Facts(system=UBUNTU, driver=H200, docker=DockerFacts(podman="/usr/bin/podman")), "ED507")
+    assert f.fix[:4] == APT
+
+
+def test_ed507_quiet():
+    spec = DockerFacts(podman="/usr/bin/podman", cdi_specs=("/etc/cdi/nvidia.yaml",))
+    assert not found(Facts(driver=H200, docker=spec), "ED507")
+    assert not found(Facts(docker=DockerFacts(podman="/usr/bin/podman")), "ED507")
+
+
+def test_nothing_when_docker_is_absent():
+    assert [f for rule in rules.RULES for f in rule(Facts(driver=H200, system=UBUNTU), None)] == []
