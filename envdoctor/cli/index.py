@@ -1,0 +1,225 @@
+"""``envdoctor index``: does a wheel index exist, and what does it hold for this Python?
+
+    $ envdoctor index cu117 cu121 cu130 --python-version 3.12
+    index: https://download.pytorch.org/whl  target: cp312 (CPython 3.12 on this machine's platforms)
+    cu117: torch 1.13.0-2.0.1 (4 versions), none for cp312 (wheels for cp37-cp311); newest for cp312 is on cu130
+    cu121: torch 2.1.0-2.5.1 (12 versions); for cp312: 2.2.0-2.5.1 (newest 2.5.1)
+    cu130: torch 2.9.0-2.11.0 (4 versions); for cp312: 2.9.0-2.11.0 (newest 2.11.0)
+    newest torch for cp312: 2.11.0 on cu130
+      pip install torch==2.11.0 --index-url https://download.pytorch.org/whl/cu130
+
+Exit status: 0 found, 1 no such index or no wheel for this Python, 2 usage error, 3 the index
+could not be read (network failure, a page that is not an index).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import sys
+from typing import Any, List, Optional, Sequence, Tuple
+from urllib.parse import urlsplit
+
+import click
+
+from envdoctor.cli.common import EXIT_USAGE, debug_option, guarded
+from envdoctor.redact import mask_text, mask_url
+from envdoctor.wheels import (
+    FALLBACK_BASE, IndexClient, Target, TargetError, VariantListing, best, check_variant_name,
+    exit_code, listing_from_table, summary,
+)
+from envdoctor.wheels.report import EXIT_NETWORK, provenance
+
+log = logging.getLogger(__name__)
+JSON_VERSION = "1"
+
+
+def _load_table() -> Optional[Any]:
+    """The compatibility table, or None when it is missing or broken (the index still answers)."""
+    try:
+        from envdoctor.table import load_table
+
+        return load_table()
+    except Exception as exc:  # noqa: BLE001 - never let the table stop an index query
+        log.debug("compatibility table not available: %s", exc)
+        return None
+
+
+def _table_variants(table: Optional[Any]) -> Tuple[str, ...]:
+    if table is None:
+        return ()
+    return tuple(str(v.name) for v in getattr(table, "variants", ()))
+
+
+def _kind(table: Optional[Any], name: str) -> str:
+    """"cuda", "rocm", "cpu", "xpu": from the table when it knows the variant, else the name."""
+    for v in getattr(table, "variants", ()):
+        if v.name == name and getattr(v, "kind", None):
+            return str(v.kind)
+    m = re.match(r"^(?:.*/)?(cu|rocm|cpu|xpu)", name)
+    return {"cu": "cuda"}.get(m.group(1), m.group(1)) if m else name
+
+
+def _check_url(ctx: click.Context, param: click.Parameter, value: Optional[str]) -> Optional[str]:
+    if value is None:
+        return None
+    parts = urlsplit(value.strip())
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise click.BadParameter(f"not an http(s) URL: {mask_url(value)}")
+    return value.strip().rstrip("/")
+
+
+def _check_variants(ctx: click.Context, param: click.Parameter, value: Sequence[str]) -> Tuple[str, ...]:
+    try:
+        return tuple(dict.fromkeys(check_variant_name(v) for v in value))
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
+def _target(python: Optional[str], python_version: Optional[str], platform: Optional[str],
+            timeout: float) -> Target:
+    try:
+        if python:
+            target = Target.from_interpreter(python, timeout=max(timeout, 10.0))
+            return target.with_platform(platform) if platform else target
+        if python_version or platform:
+            version = python_version or "{}.{}".format(*sys.version_info[:2])
+            return Target.for_python(version, platform)
+        return Target.current()
+    except TargetError as exc:
+        if python:
+            raise click.ClickException(mask_text(str(exc))) from None
+        raise click.UsageError(str(exc)) from None
+
+
+@click.command("index")
+@click.argument("variants", nargs=-1, metavar="[VARIANT]...", callback=_check_variants)
+@click.option("--all", "all_", is_flag=True,
+              help="Every variant the table knows plus any the index root lists.")
+@click.option("--package", type=click.Choice(["torch", "torchvision", "torchaudio"]),
+              default="torch", show_default=True, help="Package whose wheels are listed.")
+@click.option("--python", "python", metavar="PATH",
+              type=click.Path(exists=True, dir_okay=False),
+              help="Match wheels for this interpreter (default: envdoctor's own).")
+@click.option("--python-version", metavar="X.Y", help="Match wheels for CPython X.Y (3.13t: free-threaded).")
+@click.option("--platform", metavar="TAG",
+              help="Best platform tag of the target machine, e.g. manylinux_2_28_x86_64.")
+@click.option("--index-url", metavar="URL", envvar="ENVDOCTOR_INDEX_URL", callback=_check_url,
+              help="Base that variants are appended to (a mirror); env ENVDOCTOR_INDEX_URL.")
+@click.option("--offline", is_flag=True, help="Use only the cache and the bundled table.")
+@click.option("--refresh", is_flag=True, help="Ignore the cache and ask the index again.")
+@click.option("--json", "as_json", is_flag=True, help="Print a versioned JSON document.")
+@click.option("--timeout", type=click.FloatRange(min=0.1), default=10.0, show_default=True,
+              help="Seconds each request may take.")
+@click.option("--ttl", type=click.FloatRange(min=0), default=3600.0, hidden=True,
+              envvar="ENVDOCTOR_INDEX_TTL")
+@click.option("--retries", type=click.IntRange(min=0), default=2, hidden=True,
+              envvar="ENVDOCTOR_INDEX_RETRIES")
+@click.option("--backoff", type=click.FloatRange(min=0), default=0.3, hidden=True,
+              envvar="ENVDOCTOR_INDEX_BACKOFF")
+@debug_option
+@guarded
+def index(variants: Tuple[str, ...], all_: bool, package: str, python: Optional[str],
+          python_version: Optional[str], platform: Optional[str], index_url: Optional[str],
+          offline: bool, refresh: bool, as_json: bool, timeout: float, ttl: float, retries: int,
+          backoff: float, debug: bool) -> None:
+    """Does the wheel index for VARIANT (cu117, cu128, cpu, rocm6.2, ...) exist, and which
+    PACKAGE versions have a wheel for the target Python?
+
+    \b
+    envdoctor index cu128                     for envdoctor's own Python
+    envdoctor index cu117 cu121 --python-version 3.12
+    envdoctor index --all --python /opt/venv/bin/python
+    envdoctor index cu128 --index-url https://mirror.example/pytorch/whl
+    """
+    if offline and refresh:
+        raise click.UsageError("--offline and --refresh contradict each other")
+    if python and python_version:
+        raise click.UsageError("give --python PATH or --python-version X.Y, not both")
+    table = _load_table()
+    known = _table_variants(table)
+    if not variants and not all_:
+        hint = f" (known: {', '.join(known)})" if known else ""
+        raise click.UsageError(f"name one or more variants, e.g. cu128 cpu, or use --all{hint}")
+    target = _target(python, python_version, platform, timeout)
+    base = index_url or (str(table.index_base).rstrip("/") if table is not None else FALLBACK_BASE)
+    with IndexClient(base, ttl=ttl, offline=offline, refresh=refresh, timeout=timeout,
+                     retries=retries, backoff=backoff) as client:
+        if all_:
+            listings = client.all_variants(list(known) + list(variants), package, target)
+        else:
+            listings = client.variants(variants, package, target)
+        if offline and table is not None:
+            listings = tuple(listing_from_table(table, item, target) if item.source == "none"
+                             else item for item in listings)
+        winner = best(listings)
+        if winner is None and not all_ and not offline and any(i.exists for i in listings):
+            # Nothing here fits this Python: say where the newest wheel of the same kind is.
+            kinds = {_kind(table, n) for n in variants}
+            others = [k for k in known if k not in variants and _kind(table, k) in kinds]
+            winner = best(client.variants(others, package, target)) if others else None
+    code = exit_code(listings, any_is_enough=all_)
+    if as_json:
+        click.echo(mask_text(json.dumps(_document(client, package, target, offline, listings,
+                                                  winner, code), indent=2)))
+    else:
+        for line in _text(client, package, target, offline, listings, winner, table is None):
+            click.echo(mask_text(line))
+    sys.exit(code)
+
+
+def _text(client: IndexClient, package: str, target: Target, offline: bool,
+          listings: Sequence[VariantListing], winner: Optional[VariantListing],
+          no_table: bool) -> List[str]:
+    py = target.short
+    lines = [f"index: {client.shown_base}  target: {py} ({target.description})"]
+    if offline:
+        lines.append("offline: answers come from the cache"
+                     + ("" if no_table else " and the bundled table") + "; nothing was fetched")
+    for item in listings:
+        line = summary(item, target)
+        if item.exists and not item.compatible and winner is not None and winner is not item:
+            line += f"; newest for {py} is on {winner.variant}"
+        lines.append(line)
+        origin = provenance(item)
+        if origin:
+            lines.append(f"  ({origin})")
+    if not listings:
+        lines.append("no variants to ask: the bundled table is not available and the index root "
+                     "lists none; name them, e.g. envdoctor index cu128 cpu")
+    if winner is not None:
+        lines.append(f"newest {package} for {py}: {winner.newest} on {winner.variant}")
+        lines.append(f"  pip install {package}=={winner.newest} --index-url {winner.url}")
+    elif listings and all(i.exists is None for i in listings) and not offline:
+        lines.append("could not read the index; check the network, a proxy (HTTPS_PROXY) "
+                     "or --index-url")
+    if no_table and offline:
+        lines.append("note: the bundled compatibility table could not be loaded")
+    return lines
+
+
+def _document(client: IndexClient, package: str, target: Target, offline: bool,
+              listings: Sequence[VariantListing], winner: Optional[VariantListing],
+              code: int) -> dict:
+    return {
+        "version": JSON_VERSION,
+        "index_url": client.shown_base,
+        "package": package,
+        "offline": offline,
+        "target": {
+            "python": target.python,
+            "interpreter": target.interpreter,
+            "short": target.short,
+            "platforms": list(target.platforms),
+            "description": target.description,
+        },
+        "variants": [item.to_dict() for item in listings],
+        "newest": None if winner is None else {"variant": winner.variant, "version": winner.newest,
+                                               "index_url": winner.url},
+        "exit_code": code,
+        "network_failure": code == EXIT_NETWORK,
+    }
+
+
+__all__ = ["index", "EXIT_USAGE"]

@@ -1,0 +1,122 @@
+"""On-disk cache of index pages: one small JSON file per URL, written atomically.
+
+Location: ``$ENVDOCTOR_CACHE_DIR``, else ``$XDG_CACHE_HOME/envdoctor``, else
+``~/.cache/envdoctor``; pages live under ``index/``. A file is named after the SHA-256 of the URL,
+so credentials in a URL never reach the file name; the URLs stored inside are masked.
+
+What is stored is the *parsed* page (file names, ``requires-python``, yanked, project names), not
+the HTML: a cache hit costs a JSON read, not an HTML parse. Pages that did not parse are never
+stored; a 403/404/410 is stored (without a page) so a missing index is not asked again within
+the TTL.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Dict, List, Mapping, Optional
+
+from envdoctor.atomic import user_dir
+from envdoctor.redact import mask_url
+from envdoctor.wheels.pages import FileLink, Page
+
+_FORMAT = 2
+
+
+def default_cache_dir(env: Optional[Mapping[str, str]] = None) -> Path:
+    """``/home/ada/.cache/envdoctor`` unless ``ENVDOCTOR_CACHE_DIR``/``XDG_CACHE_HOME`` say otherwise."""
+    return user_dir("cache", dict(os.environ if env is None else env))
+
+
+@dataclass(frozen=True)
+class CachedPage:
+    """A stored answer: enough to answer offline and to revalidate (ETag / Last-Modified)."""
+
+    url: str                      # masked
+    status: int
+    fetched_at: float             # time.time() of the last fetch or revalidation
+    page: Optional[Page] = None   # the parsed page when status is 200
+    etag: Optional[str] = None
+    last_modified: Optional[str] = None
+
+    def age(self, now: Optional[float] = None) -> float:
+        return max(0.0, (time.time() if now is None else now) - self.fetched_at)
+
+
+class PageCache:
+    """Get and put :class:`CachedPage` by URL. Unreadable entries count as missing."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = Path(directory) / "index"
+
+    def path_for(self, url: str) -> Path:
+        return self.directory / (hashlib.sha256(url.encode("utf-8")).hexdigest() + ".json")
+
+    def get(self, url: str) -> Optional[CachedPage]:
+        try:
+            data = json.loads(self.path_for(url).read_text(encoding="utf-8"))
+            if data.get("format") != _FORMAT:
+                return None
+            page = _page_from(data["page"]) if data.get("page") else None
+            return CachedPage(str(data["url"]), int(data["status"]), float(data["fetched_at"]),
+                              page, data.get("etag"), data.get("last_modified"))
+        except (OSError, ValueError, TypeError, KeyError, IndexError):
+            return None
+
+    def put(self, url: str, entry: CachedPage) -> bool:
+        """Write atomically (temp file in the same folder, then rename); False if it failed."""
+        data: Dict[str, Any] = {
+            "format": _FORMAT, "url": mask_url(entry.url), "status": entry.status,
+            "fetched_at": entry.fetched_at, "etag": entry.etag,
+            "last_modified": entry.last_modified,
+            "page": _page_to(entry.page) if entry.page else None,
+        }
+        path = self.path_for(url)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=str(path.parent))
+            try:
+                with os.fdopen(fd, "w", encoding="utf-8") as f:
+                    f.write(json.dumps(data, separators=(",", ":")))
+                os.replace(tmp, path)   # no fsync: a lost cache entry is only a refetch
+            except BaseException:
+                _unlink(tmp)
+                raise
+        except OSError:
+            return False
+        return True
+
+
+def _unlink(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+def _page_to(page: Page) -> Dict[str, Any]:
+    return {
+        "url": mask_url(page.url), "format": page.format, "api_version": page.api_version,
+        "projects": list(page.projects),
+        # [filename, url, requires_python, yanked, core_metadata, "sha256=…"]; the parser already
+        # left credentials out of file URLs, masking here is for absolute links that carry them
+        "files": [[f.filename, mask_url(f.url) if "@" in f.url else f.url, f.requires_python,
+                   f.yanked, f.core_metadata, ",".join(f"{a}={v}" for a, v in f.hashes)]
+                  for f in page.files],
+    }
+
+
+def _page_from(data: Dict[str, Any]) -> Page:
+    files: List[FileLink] = [
+        FileLink(filename=str(name), url=str(link), requires_python=requires, yanked=yanked,
+                 core_metadata=bool(meta),
+                 hashes=tuple(tuple(h.split("=", 1)) for h in hashes.split(",") if "=" in h))
+        for name, link, requires, yanked, meta, hashes in data["files"]
+    ]
+    return Page(str(data["url"]), str(data["format"]), tuple(files),
+                tuple(str(p) for p in data["projects"]), data.get("api_version"))

@@ -1,0 +1,359 @@
+"""The wheel-index client: fetch, cache and read ``<base>/<variant>/<package>/`` pages.
+
+>>> client = IndexClient()                                   # base from the compatibility table
+>>> listing = client.variant("cu128", package="torch", target=Target.for_python("3.12"))
+>>> listing.exists, listing.newest, listing.url
+(True, '2.9.1', 'https://download.pytorch.org/whl/cu128')
+
+Network failures never raise: they come back as a listing with ``exists=None`` and ``error`` set
+to one line ("cannot resolve host download.pytorch.org (DNS failure)").
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import threading
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Sequence, Tuple
+
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+
+from envdoctor import __version__
+from envdoctor.redact import mask_text, mask_url
+from envdoctor.wheels.cache import CachedPage, PageCache, default_cache_dir
+from envdoctor.wheels.errors import PageTooLarge, describe_exception
+from envdoctor.wheels.listing import VariantListing, analyze
+from envdoctor.wheels.pages import ACCEPT, FileLink, Page, PageError, parse_page, variant_names
+from envdoctor.wheels.target import Target
+
+if TYPE_CHECKING:  # pragma: no cover
+    import requests
+
+log = logging.getLogger(__name__)
+
+#: Used only when neither ``--index-url``/``ENVDOCTOR_INDEX_URL`` nor the table gives a base.
+FALLBACK_BASE = "https://download.pytorch.org/whl"
+#: A page larger than this is refused (the biggest real page, ``whl/torch/``, is a few MB).
+MAX_PAGE_BYTES = 64 * 1024 * 1024
+#: Statuses worth remembering: the page, or the fact that there is no such page.
+_CACHEABLE = {200, 403, 404, 410}
+_MISSING = {403, 404, 410}
+_VARIANT = re.compile(r"^[a-z0-9][a-z0-9._+-]*(/[a-z0-9][a-z0-9._+-]*)*$")
+
+
+def default_base(env: Optional[Dict[str, str]] = None) -> str:
+    """``ENVDOCTOR_INDEX_URL``, else the table's ``index_base``, else download.pytorch.org/whl."""
+    env = dict(os.environ) if env is None else env
+    if env.get("ENVDOCTOR_INDEX_URL"):
+        return env["ENVDOCTOR_INDEX_URL"].rstrip("/")
+    try:
+        from envdoctor.table import load_table  # written in parallel; may be absent
+
+        return str(load_table().index_base).rstrip("/")
+    except Exception:  # noqa: BLE001 - a missing or broken table must not stop the client
+        return FALLBACK_BASE
+
+
+def check_variant_name(name: str) -> str:
+    """"cu128", "rocm6.2", "nightly/cu130"; anything that could leave the base is refused."""
+    cleaned = name.strip().strip("/").lower()
+    if not _VARIANT.match(cleaned) or any(part in (".", "..") for part in cleaned.split("/")):
+        raise ValueError(f"not a variant name: {name!r} (e.g. cu128, cpu, rocm6.2)")
+    return cleaned
+
+
+@dataclass(frozen=True)
+class Fetched:
+    """One page as fetched (or read from the cache). ``error`` set: nothing usable came back
+    (no answer, or a 200 that is not an index page); ``page`` is set for every usable 200."""
+
+    status: Optional[int] = None
+    page: Optional[Page] = None
+    from_cache: bool = False
+    age: Optional[float] = None
+    error: Optional[str] = None
+    note: Optional[str] = None
+
+
+class IndexClient:
+    """A client for one index base (download.pytorch.org/whl or a mirror).
+
+    One ``requests.Session`` (connection reuse, proxies from the environment, urllib3 ``Retry``
+    with backoff on connection errors and 5xx), a timeout per request, and a disk cache with a
+    TTL and ETag/Last-Modified revalidation.
+    """
+
+    def __init__(
+        self,
+        base_url: Optional[str] = None,
+        cache_dir: Optional[os.PathLike] = None,
+        ttl: float = 3600.0,
+        offline: bool = False,
+        refresh: bool = False,
+        timeout: float = 10.0,
+        *,
+        retries: int = 2,
+        backoff: float = 0.3,
+        max_workers: int = 48,
+        cache: bool = True,
+    ) -> None:
+        self.base_url = (base_url or default_base()).rstrip("/")
+        self.ttl = ttl
+        self.offline = offline
+        self.refresh = refresh
+        self.timeout = timeout
+        self.retries = retries
+        self.backoff = backoff
+        self.max_workers = max(1, max_workers)
+        self.cache = PageCache(cache_dir if cache_dir is not None else default_cache_dir()) \
+            if cache else None
+        self._session: Optional["requests.Session"] = None
+        self._lock = threading.Lock()
+
+    @property
+    def shown_base(self) -> str:
+        return mask_url(self.base_url)
+
+    def variant_url(self, variant: str) -> str:
+        return f"{self.base_url}/{check_variant_name(variant)}"
+
+    # -- public questions --------------------------------------------------------------------
+
+    def variant(self, variant: str, package: str = "torch",
+                target: Optional[Target] = None) -> VariantListing:
+        """What ``<base>/<variant>/<package>/`` holds for ``target`` (default: this interpreter)."""
+        target = target or Target.current()
+        name = check_variant_name(variant)
+        index_url = f"{self.base_url}/{name}"
+        shown = mask_url(index_url)
+        project = canonicalize_name(package)
+        base = VariantListing(name, shown, package=project, offline=self.offline)
+        page = self.fetch(f"{index_url}/{project}/")
+        if page.error:
+            return _failed(base, page)
+        if page.status in _MISSING:
+            return self._missing_package(base, index_url, project, page)
+        if page.page is None:
+            return _failed(base, page, _http_error(page.status, shown))
+        return _with_files(replace(base, exists=True, status=200, format=page.page.format,
+                                   **_origin(page)), page.page.files, project, target)
+
+    def variants(self, names: Iterable[str], package: str = "torch",
+                 target: Optional[Target] = None) -> Tuple[VariantListing, ...]:
+        """:meth:`variant` for each name, concurrently, in the order given."""
+        target = target or Target.current()
+        names = list(dict.fromkeys(names))
+        if len(names) <= 1 or self.max_workers == 1:
+            return tuple(self.variant(n, package, target) for n in names)
+        with ThreadPoolExecutor(min(self.max_workers, len(names))) as pool:
+            return tuple(pool.map(lambda n: self.variant(n, package, target), names))
+
+    def all_variants(self, known: Sequence[str], package: str = "torch",
+                     target: Optional[Target] = None) -> Tuple[VariantListing, ...]:
+        """``known`` plus every variant the index root lists, all fetched concurrently.
+
+        The root page is fetched alongside the known variants, so discovery costs no extra
+        round trip unless the root names a variant nobody knew.
+        """
+        target = target or Target.current()
+        known = list(dict.fromkeys(check_variant_name(k) for k in known))
+        with ThreadPoolExecutor(self.max_workers) as pool:
+            root: Future = pool.submit(self.root_variants)
+            futures: Dict[str, Future] = {n: pool.submit(self.variant, n, package, target)
+                                          for n in known}
+            for extra in root.result():
+                if extra not in futures:
+                    futures[extra] = pool.submit(self.variant, extra, package, target)
+            return tuple(f.result() for f in futures.values())
+
+    def root_variants(self) -> Tuple[str, ...]:
+        """Variant names listed on the base page (a mirror's directory listing, for example).
+
+        download.pytorch.org's ``whl/`` page lists packages rather than variants, so it yields ().
+        Failures yield () too (the table's variants still get asked).
+        """
+        page = self.fetch(f"{self.base_url}/")
+        return variant_names(page.page) if page.page is not None else ()
+
+    def has_wheel(self, variant: str, package: str, version: str,
+                  target: Optional[Target] = None) -> Optional[bool]:
+        """Is there a ``package==version`` wheel on ``variant`` for ``target``? None: cannot tell."""
+        listing = self.variant(variant, package, target)
+        if listing.exists is None:
+            return None
+        try:
+            wanted = Version(version).public
+        except InvalidVersion:
+            return False
+        return any(Version(v).public == wanted for v in listing.compatible)
+
+    # -- HTTP + cache ------------------------------------------------------------------------
+
+    def fetch(self, url: str) -> Fetched:
+        """One page, from the cache when fresh (or offline), else from the network; parsed."""
+        entry = self.cache.get(url) if self.cache else None
+        if self.offline:
+            if entry is None:
+                return Fetched(error=f"offline, and {mask_url(url)} is not in the cache")
+            return _from_entry(entry, note="offline")
+        if entry is not None and not self.refresh and entry.age() < self.ttl:
+            return _from_entry(entry)
+        headers = {"Accept": ACCEPT, "User-Agent": f"envdoctor/{__version__}"}
+        revalidate = entry is not None and not self.refresh and entry.page is not None
+        if revalidate:
+            if entry.etag:
+                headers["If-None-Match"] = entry.etag
+            if entry.last_modified:
+                headers["If-Modified-Since"] = entry.last_modified
+        import requests
+
+        try:
+            resp = self.session().get(url, headers=headers, timeout=(self.timeout, self.timeout),
+                                      stream=True, allow_redirects=True)
+            try:
+                raw = _read_bounded(resp)
+            finally:
+                resp.close()
+        except (requests.RequestException, PageTooLarge) as exc:
+            message = describe_exception(exc, url, self.timeout)
+            log.debug("GET %s failed", mask_url(url), exc_info=True)
+            if entry is not None:
+                return _from_entry(entry, note=f"{message}; answered from the cache")
+            return Fetched(error=message)
+        now = time.time()
+        if resp.status_code == 304 and entry is not None:
+            fresh = replace(entry, fetched_at=now,
+                            etag=resp.headers.get("ETag") or entry.etag,
+                            last_modified=resp.headers.get("Last-Modified") or entry.last_modified)
+            self._store(url, fresh)
+            return _from_entry(fresh, note="revalidated (304)")
+        status = resp.status_code
+        if status >= 500 and entry is not None:
+            return _from_entry(entry, note=f"{_http_error(status, mask_url(url))}; "
+                                           "answered from the cache")
+        page: Optional[Page] = None
+        if status == 200:
+            content_type = resp.headers.get("Content-Type")
+            try:
+                page = parse_page(_decode(raw, content_type), resp.url, content_type)
+            except PageError as exc:
+                return Fetched(status=status, error=f"{mask_url(url)}: {exc}")
+        if status in _CACHEABLE:
+            self._store(url, CachedPage(url=url, status=status, fetched_at=now, page=page,
+                                        etag=resp.headers.get("ETag"),
+                                        last_modified=resp.headers.get("Last-Modified")))
+        return Fetched(status=status, page=page)
+
+    def session(self) -> "requests.Session":
+        """The shared session, made on first use (so a fully cached run never imports requests)."""
+        with self._lock:
+            if self._session is None:
+                self._session = _make_session(self.retries, self.backoff, self.max_workers)
+            return self._session
+
+    def close(self) -> None:
+        with self._lock:
+            if self._session is not None:
+                self._session.close()
+                self._session = None
+
+    def __enter__(self) -> "IndexClient":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _store(self, url: str, page: CachedPage) -> None:
+        if self.cache is not None and not self.cache.put(url, page):
+            log.debug("could not write the cache entry for %s", mask_url(url))
+
+    def _missing_package(self, base: VariantListing, index_url: str, project: str,
+                         page: Fetched) -> VariantListing:
+        """The package page is missing: is the whole index missing, or only this package?"""
+        root = self.fetch(f"{index_url}/")
+        origin = _origin(page)
+        if root.error:
+            return _failed(base, root)
+        if root.page is not None:
+            origin["note"] = "; ".join(filter(None, [
+                origin["note"], f"the index has no {project} page (HTTP {page.status})"]))
+            return replace(base, exists=True, status=page.status, **origin)
+        if root.status in _MISSING:
+            return replace(base, exists=False, status=root.status, **origin,
+                           error=f"{base.url}: no such index (HTTP {root.status})")
+        return _failed(base, root, _http_error(root.status, base.url))
+
+
+def _make_session(retries: int, backoff: float, pool: int) -> "requests.Session":
+    import requests
+    from requests.adapters import HTTPAdapter
+    from urllib3.util.retry import Retry
+
+    # a read timeout is retried at most once: a hung server should not cost 3 x the timeout
+    retry = Retry(total=retries, connect=retries, read=min(retries, 1), status=retries,
+                  backoff_factor=backoff, status_forcelist=(500, 502, 503, 504),
+                  allowed_methods=frozenset({"GET", "HEAD"}), raise_on_status=False,
+                  respect_retry_after_header=True)
+    session = requests.Session()
+    session.trust_env = True                       # HTTP(S)_PROXY, NO_PROXY, .netrc, CA bundle
+    session.max_redirects = 10
+    adapter = HTTPAdapter(max_retries=retry, pool_connections=4, pool_maxsize=max(pool, 4))
+    session.mount("https://", adapter)
+    session.mount("http://", adapter)
+    return session
+
+
+def _read_bounded(resp: "requests.Response") -> bytes:
+    chunks: List[bytes] = []
+    size = 0
+    for chunk in resp.iter_content(256 * 1024):
+        size += len(chunk)
+        if size > MAX_PAGE_BYTES:
+            raise PageTooLarge(f"page larger than {MAX_PAGE_BYTES // (1024 * 1024)} MB")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _decode(raw: bytes, content_type: Optional[str]) -> str:
+    m = re.search(r"charset=([\w.-]+)", content_type or "", re.I)
+    encoding = m.group(1) if m else "utf-8"
+    try:
+        return raw.decode(encoding, errors="replace")
+    except LookupError:
+        return raw.decode("utf-8", errors="replace")
+
+
+def _from_entry(entry: CachedPage, note: Optional[str] = None) -> Fetched:
+    return Fetched(status=entry.status, page=entry.page, from_cache=True, age=entry.age(),
+                   note=note)
+
+
+def _origin(page: Fetched) -> Dict[str, Any]:
+    return {"from_cache": page.from_cache, "age": page.age, "note": page.note,
+            "source": "cache" if page.from_cache else "index"}
+
+
+def _failed(base: VariantListing, page: Fetched, error: Optional[str] = None) -> VariantListing:
+    origin = _origin(page) if page.from_cache else {"source": "none"}
+    return replace(base, exists=None, status=page.status, error=mask_text(error or page.error or ""),
+                   **origin)
+
+
+def _http_error(status: Optional[int], shown: str) -> str:
+    if status is not None and status >= 500:
+        return f"{shown}: server error (HTTP {status}), still failing after retries"
+    if status == 401:
+        return f"{shown}: the index wants credentials (HTTP 401)"
+    return f"{shown}: unexpected answer (HTTP {status})"
+
+
+def _with_files(listing: VariantListing, files: Sequence[FileLink], project: str,
+                target: Target) -> VariantListing:
+    versions, compatible, pythons, platforms = analyze(files, project, target)
+    return replace(listing, versions=versions, compatible=compatible, other_pythons=pythons,
+                   other_platforms=platforms)
