@@ -89,9 +89,42 @@ def _field(row: Any, label: str, name: str, text: Optional[str] = None) -> str:
     return f"  {head:<19}{value}{_mark(row, name) if row.confirmed() else ''}"
 
 
-@click.group("table", context_settings={"help_option_names": ["-h", "--help"]})
-def table() -> None:
+@click.group("table", invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--stale", is_flag=True,
+              help="Compare the bundled torch releases with the live wheel index; list newer ones.")
+@click.option("--variant", default="cpu", show_default=True, help="Index variant read by --stale.")
+@click.option("--index-url", metavar="URL", default=None, help="Wheel index base (default: the official one).")
+@click.option("--timeout", type=click.FloatRange(min=0.1), default=10.0, show_default=True)
+@click.pass_context
+def table(ctx: click.Context, stale: bool, variant: str, index_url: Optional[str], timeout: float) -> None:
     """Look up the bundled compatibility table (each fact with its source)."""
+    if stale:
+        _stale(variant, index_url, timeout)
+    elif ctx.invoked_subcommand is None:
+        click.echo(ctx.get_help())
+
+
+def _stale(variant: str, index_url: Optional[str], timeout: float) -> None:
+    """Exit 0 when the table is current, 1 when the index holds newer torch releases, 3 unreadable."""
+    from envdoctor.redact import mask_url
+    from envdoctor.wheels import IndexClient, IndexUnavailable
+    from envdoctor.wheels.report import upstream_newer
+
+    t = _table()
+    client = IndexClient(base_url=index_url, timeout=timeout, refresh=True)
+    newest = t.torch_releases[-1].version if t.torch_releases else "none"
+    try:
+        newer = upstream_newer(t, client, variant)
+    except IndexUnavailable as exc:
+        click.echo(f"envdoctor: cannot tell whether the table is stale: {exc}", err=True)
+        sys.exit(EXIT_INTERNAL)
+    where = mask_url(f"{client.base_url.rstrip('/')}/{variant}/torch/")
+    if not newer:
+        click.echo(f"table is current: newest bundled torch {newest}; {where} has nothing newer")
+        return
+    click.echo(f"table is stale: newest bundled torch {newest}; {where} also has {', '.join(newer)}")
+    click.echo("  add one [[torch]] row per release to data/torch.toml (docs/data.md says how)")
+    sys.exit(EXIT_ERRORS)
 
 
 @table.command("cuda")

@@ -1,0 +1,47 @@
+"""``envdoctor table --stale`` against the local index server (never the internet)."""
+
+from types import SimpleNamespace
+
+import pytest
+from click.testing import CliRunner
+
+from envdoctor.cli import cli
+from tests.indexserver import IndexServer
+
+
+@pytest.fixture(scope="module")
+def server():
+    with IndexServer() as s:
+        yield s
+
+
+def invoke(server, tmp_path, monkeypatch, newest, *args):
+    fake = SimpleNamespace(torch_releases=(SimpleNamespace(version=newest),))
+    monkeypatch.setattr("envdoctor.cli.table._table", lambda: fake)
+    env = {"ENVDOCTOR_CACHE_DIR": str(tmp_path), "ENVDOCTOR_INDEX_RETRIES": "0"}
+    return CliRunner().invoke(cli, ["table", "--stale", *args], env=env)
+
+
+def test_stale_table_lists_newer_releases(server, tmp_path, monkeypatch):
+    r = invoke(server, tmp_path, monkeypatch, "2.9.0", "--index-url", server.url(), "--variant", "cu130")
+    assert r.exit_code == 1, r.output
+    assert r.output.startswith("table is stale: newest bundled torch 2.9.0;")
+    assert "2.10.0" in r.output and "data/torch.toml" in r.output
+
+
+def test_current_table(server, tmp_path, monkeypatch):
+    r = invoke(server, tmp_path, monkeypatch, "9.0.0", "--index-url", server.url(), "--variant", "cu130")
+    assert r.exit_code == 0 and r.output.startswith("table is current: newest bundled torch 9.0.0")
+
+
+def test_unreadable_index_is_one_line_exit_3(server, tmp_path, monkeypatch):
+    r = invoke(server, tmp_path, monkeypatch, "2.9.0", "--index-url", server.url("down"), "--variant", "cu130",
+               "--timeout", "2")
+    assert r.exit_code == 3 and r.output.count("\n") == 1
+    assert r.output.startswith("envdoctor: cannot tell whether the table is stale:")
+
+
+def test_credentials_are_masked(server, tmp_path, monkeypatch):
+    url = server.url().replace("http://", "http://bob:s3cret@")
+    r = invoke(server, tmp_path, monkeypatch, "9.0.0", "--index-url", url, "--variant", "cu130")
+    assert "s3cret" not in r.output
