@@ -1,0 +1,108 @@
+"""``envdoctor bench`` through Click's CliRunner: output, --json, exit codes, usage errors."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+from click.testing import CliRunner
+
+from envdoctor.cli.bench import bench
+from envdoctor.facts.bench import BenchResult
+from envdoctor.facts.serde import from_data
+from tests.test_bench_child import needs_torch
+from tests.test_bench_fakes import fake_python, recorded_run, replay
+
+
+def run(*args: str, env=None):
+    return CliRunner().invoke(bench, list(args), env=env)
+
+
+def test_h200_replay_prints_table_chart_and_verdict(tmp_path):
+    r = run("--python", replay(tmp_path, recorded_run("default")))
+    assert r.exit_code == 0, r.output
+    assert "Tensor Cores confirmed: fp16 runs 12.4x fp32" in r.stdout
+    assert "TFLOP/s, log scale" in r.stdout and "fp16   8192" in r.stdout
+    assert "bench: [16/16] bf16 n=8192: 658.5 TFLOP/s" in r.stderr          # progress
+
+
+def test_h200_replay_json_is_versioned_and_reloads(tmp_path):
+    r = run("--python", replay(tmp_path, recorded_run("default")), "--json")
+    assert r.exit_code == 0
+    data = json.loads(r.stdout)
+    assert data["schema"] == "envdoctor.bench/1" and len(data["points"]) == 16
+    assert data["points"][0]["repeats_ms"] and "samples" in data
+    assert from_data(BenchResult, data).verdicts[0].state == "confirmed"
+
+
+def test_torch_that_cannot_see_the_gpu_exits_1(tmp_path):
+    raw = recorded_run("nocuda")
+    r = run("--python", replay(tmp_path, raw), "--size", "512")
+    # NVML is the test machine's own here: with no GPU the verdict is "No GPU", with one it fails
+    assert r.exit_code in (0, 1) and "fp32 measured on the CPU" in r.stdout
+
+
+def test_no_torch_is_one_line_and_exit_1(tmp_path):
+    doc = {"schema": "envdoctor.bench.child/1", "error": {"kind": "no_torch", "message": "x"}}
+    python = fake_python(tmp_path, stdout=json.dumps(doc))
+    r = run("--python", python)
+    assert r.exit_code == 1 and r.stdout == ""
+    lines = [line for line in r.stderr.splitlines() if not line.startswith("bench:")]
+    assert lines == [f"envdoctor bench: torch is not installed in {python} (install torch there "
+                     "(see `envdoctor recommend`) or point --python at one that has it)"]
+
+
+def test_hang_is_one_line_and_exit_1(tmp_path):
+    r = run("--python", fake_python(tmp_path, hang=True), "--timeout", "1")
+    assert r.exit_code == 1
+    assert "envdoctor bench: the benchmark did not finish in 1 s" in r.stderr
+
+
+def test_garbage_from_the_child_is_exit_3(tmp_path):
+    r = run("--python", fake_python(tmp_path, stdout="Segmentation fault?\n"))
+    assert r.exit_code == 3 and "printed no result" in r.stderr
+
+
+def test_missing_gpu_index_is_a_usage_error(tmp_path):
+    doc = {"schema": "envdoctor.bench.child/1",
+           "error": {"kind": "bad_device", "message": "GPU 3 does not exist: torch sees 1"}}
+    r = run("--python", fake_python(tmp_path, stdout=json.dumps(doc)), "--device", "3")
+    assert r.exit_code == 2 and "GPU 3 does not exist: torch sees 1" in r.stderr
+
+
+@pytest.mark.parametrize("args, message", [
+    (("--dtype", "fp8"), "choose from fp32, tf32, fp16, bf16"),
+    (("--size", "0"), "sizes go from 1 to 65536"),
+    (("--size", "big"), "is not a whole number"),
+    (("--device", "gpu0"), "give a GPU index"),
+    (("--budget", "0"), "--budget"),
+    (("--python", "/nonexistent/python3"), "--python /nonexistent/python3: not found"),
+])
+def test_usage_errors_exit_2(args, message):
+    r = run(*args)
+    assert r.exit_code == 2 and message in r.output
+
+
+def test_dtypes_and_sizes_reach_the_child(tmp_path):
+    log = tmp_path / "argv.txt"
+    python = tmp_path / "python3"
+    python.write_text(f'#!/bin/sh\necho "$2" > {log}\necho notjson\n')
+    python.chmod(0o755)
+    run("--python", str(python), "--dtype", "fp16,bf16", "--dtype", "fp16", "--size", "512",
+        "--size", "1024,4096", "--budget", "2", "--device", "all")
+    assert json.loads(log.read_text()) == {"dtypes": ["fp16", "bf16"], "sizes": [512, 1024, 4096],
+                                            "budget": 2.0, "device": "all"}
+
+
+@needs_torch
+def test_cpu_torch_for_real_with_plot_request(tmp_path):
+    png = tmp_path / "bench.png"
+    r = run("--python", sys.executable, "--size", "32", "--budget", "0.1", "--plot", str(png))
+    assert r.exit_code in (0, 1), r.output            # 1 only where NVML sees a GPU here
+    assert "fp32 measured on the CPU" in r.stdout
+    has_mpl = __import__("importlib").util.find_spec("matplotlib") is not None
+    if has_mpl:
+        assert png.exists() and f"plot written to {png}" in r.stderr
+    else:
+        assert "no plot written: matplotlib is not installed in" in r.stderr and not png.exists()
