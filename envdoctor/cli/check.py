@@ -14,6 +14,7 @@ from envdoctor.facts import Facts
 from envdoctor.findings import exit_code
 from envdoctor.inspect import inspect
 from envdoctor.probes import SKIPPABLE, internal_failures
+from envdoctor.probes.context import Context
 from envdoctor.redact import Redactor, mask_text
 from envdoctor.render import json as render_json
 from envdoctor.render import markdown as render_markdown
@@ -71,14 +72,12 @@ def check(python: Optional[str], timeout: float, as_json: bool, markdown: bool, 
     sys.exit(exit_code(findings))
 
 
-def _short_bench(facts: Facts, ctx) -> Tuple[Optional[dict], str]:
-    """The short benchmark for ``check --bench`` (the full one is ``envdoctor bench``)."""
-    try:
-        from envdoctor.bench.host import run_bench
-        from envdoctor.facts.serde import to_data
-        from envdoctor.render.bench import render_bench_text
-    except ImportError as exc:  # pragma: no cover - the bench package ships with envdoctor
-        return None, f"\nbench: not available ({exc})\n"
+def _short_bench(facts: Facts, ctx: Context) -> Tuple[Optional[dict], str]:
+    """The short benchmark of ``check --bench`` (fp32 and fp16 at one size; ``envdoctor bench`` is the full one)."""
+    from envdoctor.bench import QUICK, run_bench
+    from envdoctor.facts.serde import to_data
+    from envdoctor.render.bench import render_bench_text
+
     python = facts.python.executable or sys.executable
-    result = run_bench(python, sizes=(2048, 8192), budget=3.0, env=ctx.env, quick=True)
+    result = run_bench(python, env=ctx.env, chosen_by=facts.python.chosen_by, **QUICK)
     return to_data(result), "\n" + render_bench_text(result)
