@@ -1,4 +1,8 @@
-"""Facts about the target Python and the torch installed in it."""
+"""Facts about the target Python and the torch installed in it.
+
+Both come from one child process of the target interpreter (``envdoctor/probes/torch_child.py``),
+so they describe *that* interpreter, not the one running envdoctor.
+"""
 
 from __future__ import annotations
 
@@ -13,7 +17,7 @@ class TargetPython:
     """The interpreter whose torch is inspected (``--python``; default the first on PATH)."""
 
     executable: Optional[str] = None           # "/opt/torch/.venv/bin/python"
-    chosen_by: Optional[str] = None            # "--python", "python3 on PATH", "envdoctor's own"
+    chosen_by: Optional[str] = None            # "--python", "python3 on PATH", "python on PATH", "envdoctor's own"
     version: Optional[str] = None              # "3.12.3"
     implementation: Optional[str] = None       # "cpython"
     interpreter_tag: Optional[str] = None      # "cp312"
@@ -23,6 +27,8 @@ class TargetPython:
     venv: bool = False
     conda_env: bool = False
     prefix: Optional[str] = None
+    platform: Optional[str] = None             # "linux_x86_64" (sysconfig.get_platform(), as a tag)
+    glibc: Optional[str] = None                # "2.39" as the target interpreter sees it; None on musl
     error: Optional[ProbeError] = None
 
 
@@ -33,7 +39,20 @@ class TorchDevice:
     capability: Optional[str] = None           # "9.0"
     memory_bytes: Optional[int] = None
     multiprocessors: Optional[int] = None
-    uuid: Optional[str] = None
+    uuid: Optional[str] = None                 # "GPU-c7d3a8fe-..." (as nvidia-smi writes it)
+
+
+@dataclass(frozen=True)
+class LoadedLibrary:
+    """A CUDA library mapped into the child after torch initialised CUDA (``/proc/self/maps``).
+
+    ``via_ld_library_path`` is the ``LD_LIBRARY_PATH`` entry whose folder holds the file, when one
+    does: ``LoadedLibrary("/usr/local/cuda-12.4/targets/x86_64-linux/lib/libcudart.so.12.4.127",
+    "/usr/local/cuda/lib64")``.
+    """
+
+    path: str
+    via_ld_library_path: Optional[str] = None
 
 
 @dataclass(frozen=True)
@@ -41,19 +60,21 @@ class TorchFacts:
     """What ``import torch`` says in the target interpreter, run in a child process.
 
     ``installed`` False with no error: torch is not installed there. ``error`` set: the child
-    crashed, hung, or printed something that is not the expected JSON.
+    crashed, hung, or printed something that is not the expected JSON (``stage`` says how far it
+    got). ``import_error`` set: torch is installed but ``import torch`` raised.
     """
 
     installed: bool = False
-    version: Optional[str] = None              # "2.11.0+cu130"
+    version: Optional[str] = None              # "2.11.0+cu130" (from the dist-info when the import fails)
     cuda: Optional[str] = None                 # torch.version.cuda, "13.0"; None on CPU builds
     hip: Optional[str] = None
     git: Optional[str] = None
     cudnn_version: Optional[str] = None        # "9.19.0" (the cuDNN torch loaded)
     cudnn_path: Optional[str] = None           # the file it came from
+    cudnn_error: Optional[str] = None          # torch.backends.cudnn.version() raised (version mismatch)
     nccl_version: Optional[str] = None         # "2.28.9"
     nccl_path: Optional[str] = None
-    arch_list: Tuple[str, ...] = ()            # ("sm_75", ..., "sm_120")
+    arch_list: Tuple[str, ...] = ()            # ("sm_75", ..., "sm_120"): compiled in, even without a driver
     cuda_available: Optional[bool] = None
     cuda_error: Optional[str] = None           # the exact text when is_available() is False
     device_count: Optional[int] = None
@@ -64,4 +85,12 @@ class TorchFacts:
     import_error: Optional[str] = None         # ImportError text when torch is broken on import
     import_seconds: Optional[float] = None
     stderr_tail: Optional[str] = None          # what the child printed on stderr, cut
+    location: Optional[str] = None             # the torch package folder (".../site-packages/torch")
+    installer: Optional[str] = None            # the dist-info's INSTALLER: "pip", "uv", "conda"
+    libraries: Tuple[LoadedLibrary, ...] = ()  # CUDA libraries mapped after CUDA init
+    bundled_libraries: Tuple[str, ...] = ()    # CUDA libraries shipped with the wheel (nvidia/*/lib, torch/lib)
+    ld_library_path: Optional[str] = None      # LD_LIBRARY_PATH as the child saw it
+    warnings: Tuple[str, ...] = ()             # Python warnings torch emitted ("UserWarning: CUDA initialization: ...")
+    unreadable: Tuple[str, ...] = ()           # fields the child could not read, with the exception
+    stage: Optional[str] = None                # the last step the child began ("import torch", "tiny op", ...)
     error: Optional[ProbeError] = None

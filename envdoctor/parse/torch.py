@@ -1,0 +1,329 @@
+"""Pure parsers of what ``envdoctor/probes/torch_child.py`` prints: JSON lines -> facts.
+
+The child writes one JSON object per line (see its docstring); the last line is the whole
+answer. A real line from the CPU development machine (torch 2.13.0+cpu)::
+
+    {"envdoctor_child": 1, "result": "success",
+     "python": {"version": "3.11.7", "implementation": "cpython", "soabi": "cpython-311-x86_64-linux-gnu",
+                "platform": "linux-x86_64", "libc": "glibc 2.36", "maxsize_64bit": true,
+                "prefix": "/work/main/.venv", "base_prefix": "/root/.pyenv/versions/3.11.7",
+                "pip": "23.2.1", "distributions": {"torch": "2.13.0+cpu", ...}, ...},
+     "torch": {"installed": true, "version": "2.13.0+cpu", "cuda": null, "available": false,
+               "count": 0, "arch_flags": null, "import_seconds": 0.866, ...}}
+
+Platform tags are built here, host-side, from the glibc and platform the child reports (the target
+interpreter need not have ``packaging``), with ``packaging.tags`` semantics for glibc Linux:
+``linux_<arch>`` then ``manylinux_2_<N>_<arch>`` from the interpreter's glibc down to 2_17 (2_5 on
+x86_64/i686), each legacy alias (``manylinux2014``, ``manylinux2010``, ``manylinux1``) right after
+its ``manylinux_2_X`` tag. Not covered: musllinux (no glibc: only ``linux_<arch>``), the ABI
+checks packaging makes for 32-bit ARM, and macOS/Windows (the one sysconfig tag).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional, Tuple
+
+from envdoctor.facts.python import LoadedLibrary, TargetPython, TorchDevice, TorchFacts
+
+PROTOCOL_KEY = "envdoctor_child"
+
+_LEGACY = {17: "manylinux2014", 12: "manylinux2010", 5: "manylinux1"}
+_LEGACY_2014_ARCHS = frozenset({"x86_64", "i686", "aarch64", "armv7l", "ppc64", "ppc64le", "s390x"})
+
+
+@dataclass(frozen=True)
+class ChildOutput:
+    """The protocol lines of one run of the child, sorted out.
+
+    ``python``: the interpreter facts (from the first line, or the last line when it came);
+    ``torch``: the torch facts from the last line, else the most recent ``stage`` line;
+    ``stage``: the step the child was in when it stopped (None when it finished);
+    ``result``: "success", "error" (the child itself failed), or None (no last line);
+    ``other``: stdout lines that are not protocol lines, as printed.
+    """
+
+    python: Optional[Dict[str, Any]] = None
+    torch: Optional[Dict[str, Any]] = None
+    stage: Optional[str] = None
+    result: Optional[str] = None
+    message: Optional[str] = None
+    other: Tuple[str, ...] = ()
+    error_kind: Optional[str] = None      # "child_failure" or "unsupported_python"
+
+
+def read_child_output(stdout: str) -> ChildOutput:
+    """Sort the child's stdout into its protocol lines; never raises.
+
+    >>> read_child_output('{"envdoctor_child": 1, "result": "python", "python": {"version": "3.8.18"}}\\n')
+    ChildOutput(python={'version': '3.8.18'}, torch=None, stage=None, result=None, message=None, other=(), error_kind=None)
+    """
+    python = torch = None
+    stage = result = message = error_kind = None
+    other: List[str] = []
+    for line in stdout.splitlines():
+        data = _protocol_line(line)
+        if data is None:
+            if line.strip():
+                other.append(line)
+            continue
+        kind = data.get("result")
+        if isinstance(data.get("python"), dict):
+            python = data["python"]
+        if kind == "stage":
+            stage = data.get("stage") if isinstance(data.get("stage"), str) else None
+            if isinstance(data.get("torch"), dict):
+                torch = data["torch"]
+        elif kind in ("success", "error"):
+            result = kind
+            stage = None
+            if isinstance(data.get("torch"), dict):
+                torch = data["torch"]
+            if kind == "error":
+                message = str(data.get("message") or "")
+                error_kind = str(data.get("kind") or "child_failure")
+    return ChildOutput(python, torch, stage, result, message, tuple(other), error_kind)
+
+
+def _protocol_line(line: str) -> Optional[Dict[str, Any]]:
+    line = line.strip()
+    if not line.startswith("{"):
+        return None
+    try:
+        data = json.loads(line)
+    except ValueError:
+        return None
+    if isinstance(data, dict) and data.get(PROTOCOL_KEY) == 1:
+        return data
+    return None
+
+
+def parse_glibc(libc: Optional[str]) -> Optional[str]:
+    """``os.confstr('CS_GNU_LIBC_VERSION')`` -> the glibc version.
+
+    >>> parse_glibc("glibc 2.39")
+    '2.39'
+    >>> parse_glibc(None) is None
+    True
+    """
+    if not libc:
+        return None
+    m = re.fullmatch(r"glibc (\d+)\.(\d+)(?:\.\d+)?", libc.strip())
+    return f"{m.group(1)}.{m.group(2)}" if m else None
+
+
+def platform_tag(platform: Optional[str], is_64bit: bool = True) -> Optional[str]:
+    """``sysconfig.get_platform()`` -> a wheel platform tag, as packaging.tags normalises it.
+
+    >>> platform_tag("linux-x86_64"), platform_tag("linux-x86_64", is_64bit=False)
+    ('linux_x86_64', 'linux_i686')
+    """
+    if not platform:
+        return None
+    tag = platform.replace("-", "_").replace(".", "_").replace(" ", "_")
+    if not is_64bit:
+        tag = {"linux_x86_64": "linux_i686", "linux_aarch64": "linux_armv8l"}.get(tag, tag)
+    return tag
+
+
+def linux_platform_tags(glibc: Optional[str], platform: Optional[str]) -> Tuple[str, ...]:
+    """The platform tags a glibc Linux interpreter accepts, most specific first.
+
+    >>> linux_platform_tags("2.28", "linux_aarch64")[:3]
+    ('linux_aarch64', 'manylinux_2_28_aarch64', 'manylinux_2_27_aarch64')
+    >>> linux_platform_tags("2.17", "linux_aarch64")[-2:]
+    ('manylinux_2_17_aarch64', 'manylinux2014_aarch64')
+    """
+    if not platform:
+        return ()
+    if not platform.startswith("linux_"):
+        return (platform,)
+    arch = platform[len("linux_"):]
+    archs = ["armv8l", "armv7l"] if arch == "armv8l" else [arch]
+    tags = [f"linux_{a}" for a in archs]
+    version = re.fullmatch(r"2\.(\d+)", glibc or "")
+    if version is None:
+        return tuple(tags)
+    newest = int(version.group(1))
+    for a in archs:
+        oldest = 5 if a in ("x86_64", "i686") else 17
+        for minor in range(newest, oldest - 1, -1):
+            tags.append(f"manylinux_2_{minor}_{a}")
+            legacy = _LEGACY.get(minor)
+            if legacy and (a in _LEGACY_2014_ARCHS if minor == 17 else a in ("x86_64", "i686")):
+                tags.append(f"{legacy}_{a}")
+    return tuple(tags)
+
+
+def interpreter_tags(py: Dict[str, Any]) -> Tuple[Optional[str], Optional[str]]:
+    """(interpreter tag, ABI tag) from the child's sysconfig values, as packaging.tags makes them.
+
+    >>> interpreter_tags({"implementation": "cpython", "py_version_nodot": "313",
+    ...                   "soabi": "cpython-313t-x86_64-linux-gnu"})
+    ('cp313', 'cp313t')
+    >>> interpreter_tags({"implementation": "pypy", "py_version_nodot": "310",
+    ...                   "soabi": "pypy310-pp73-x86_64-linux-gnu"})
+    ('pp310', 'pypy310_pp73')
+    """
+    impl = py.get("implementation")
+    short = {"cpython": "cp", "pypy": "pp", "ironpython": "ip", "jython": "jy"}.get(impl or "", impl)
+    nodot = py.get("py_version_nodot")
+    if not nodot and isinstance(py.get("version_info"), list) and len(py["version_info"]) >= 2:
+        nodot = f"{py['version_info'][0]}{py['version_info'][1]}"
+    interp = f"{short}{nodot}" if short and nodot else None
+    soabi = py.get("soabi") or ""
+    abi: Optional[str]
+    if soabi.startswith("cpython-"):
+        abi = "cp" + soabi.split("-")[1]
+    elif soabi.startswith("pypy"):
+        abi = "_".join(soabi.split("-")[:2])
+    elif soabi:
+        abi = soabi.split("-")[0]
+    elif impl == "cpython" and nodot:
+        abi = f"cp{nodot}" + ("d" if py.get("debug") else "") + ("t" if py.get("gil_disabled") else "")
+    else:
+        abi = None
+    if abi:
+        abi = abi.replace(".", "_").replace("-", "_")
+    return interp, abi
+
+
+def target_python(py: Dict[str, Any], executable: Optional[str] = None,
+                  chosen_by: Optional[str] = None) -> TargetPython:
+    """The child's ``python`` object -> TargetPython."""
+    interp, abi = interpreter_tags(py)
+    glibc = parse_glibc(_str(py.get("libc")))
+    plat = platform_tag(_str(py.get("platform")), bool(py.get("maxsize_64bit", True)))
+    prefix = _str(py.get("prefix"))
+    base = _str(py.get("base_prefix"))
+    return TargetPython(
+        executable=executable or _str(py.get("executable")),
+        chosen_by=chosen_by,
+        version=_str(py.get("version")),
+        implementation=_str(py.get("implementation")),
+        interpreter_tag=interp,
+        abi_tag=abi,
+        platform_tags=linux_platform_tags(glibc, plat),
+        pip=_str(py.get("pip")),
+        venv=bool(prefix and base and prefix != base),
+        conda_env=bool(py.get("conda_meta")),
+        prefix=prefix,
+        platform=plat,
+        glibc=glibc,
+    )
+
+
+def cudnn_version(raw: Any) -> Optional[str]:
+    """``torch.backends.cudnn.version()`` -> "major.minor.patch" (cuDNN 9 counts in 10000s).
+
+    >>> cudnn_version(91900), cudnn_version(8902), cudnn_version(None)
+    ('9.19.0', '8.9.2', None)
+    """
+    if isinstance(raw, bool) or not isinstance(raw, int) or raw <= 0:
+        return None
+    if raw >= 90000:
+        return f"{raw // 10000}.{raw % 10000 // 100}.{raw % 100}"
+    return f"{raw // 1000}.{raw % 1000 // 100}.{raw % 100}"
+
+
+def nccl_version(raw: Any) -> Optional[str]:
+    """``torch.cuda.nccl.version()`` (a tuple since torch 1.x, an int before) -> "2.28.9".
+
+    >>> nccl_version([2, 28, 9]), nccl_version("(2, 28, 9)"), nccl_version(2708), nccl_version(22809)
+    ('2.28.9', '2.28.9', '2.7.8', '2.28.9')
+    """
+    if isinstance(raw, (list, tuple)) and raw and all(isinstance(x, int) for x in raw):
+        return ".".join(str(x) for x in raw[:3])
+    if isinstance(raw, str):
+        nums = re.findall(r"\d+", raw)
+        return ".".join(nums[:3]) if nums else None
+    if isinstance(raw, int) and not isinstance(raw, bool) and raw > 0:
+        if raw >= 20900:  # NCCL >= 2.9: major * 10000 + minor * 100 + patch
+            return f"{raw // 10000}.{raw % 10000 // 100}.{raw % 100}"
+        return f"{raw // 1000}.{raw % 1000 // 100}.{raw % 100}"
+    return None
+
+
+def _pick(paths: Tuple[str, ...], stem: str) -> Optional[str]:
+    """The main library among the mapped ones: ``libcudnn.so.9`` before ``libcudnn_graph.so.9``."""
+    named = [p for p in paths if p.rsplit("/", 1)[-1].startswith(stem)]
+    main = [p for p in named if p.rsplit("/", 1)[-1].startswith(stem + ".so")]
+    return (main or named or [None])[0]
+
+
+def _device(raw: Dict[str, Any], fallback_index: int) -> TorchDevice:
+    cap = raw.get("capability")
+    capability = None
+    if isinstance(cap, (list, tuple)) and len(cap) == 2 and all(isinstance(x, int) for x in cap):
+        capability = f"{cap[0]}.{cap[1]}"
+    uuid = _str(raw.get("uuid"))
+    if uuid and not uuid.startswith(("GPU-", "MIG-")):
+        uuid = "GPU-" + uuid
+    return TorchDevice(
+        index=raw["index"] if isinstance(raw.get("index"), int) else fallback_index,
+        name=_str(raw.get("name")),
+        capability=capability,
+        memory_bytes=_int(raw.get("memory")),
+        multiprocessors=_int(raw.get("sms")),
+        uuid=uuid,
+    )
+
+
+def torch_facts(data: Optional[Dict[str, Any]], python: Optional[Dict[str, Any]] = None) -> TorchFacts:
+    """The child's ``torch`` object (and the ``python`` one, for the package metadata) -> TorchFacts.
+
+    torchvision/torchaudio versions, and torch's own version when the import failed, come from
+    the package metadata the child read without importing them.
+    """
+    dists = (python or {}).get("distributions") or {}
+    data = data or {}
+    installed = bool(data.get("installed"))
+    libraries = tuple(
+        LoadedLibrary(str(lib["path"]), _str(lib.get("via_ld_library_path")))
+        for lib in data.get("libraries") or () if isinstance(lib, dict) and lib.get("path")
+    )
+    paths = tuple(lib.path for lib in libraries)
+    devices = tuple(_device(d, i) for i, d in enumerate(data.get("devices") or ()) if isinstance(d, dict))
+    arch = data.get("arch_flags")
+    return TorchFacts(
+        installed=installed,
+        version=_str(data.get("version")) or (_str(dists.get("torch")) if installed else None),
+        cuda=_str(data.get("cuda")),
+        hip=_str(data.get("hip")),
+        git=_str(data.get("git")),
+        cudnn_version=cudnn_version(data.get("cudnn")),
+        cudnn_path=_pick(paths, "libcudnn"),
+        cudnn_error=_str(data.get("cudnn_error")),
+        nccl_version=nccl_version(data.get("nccl")),
+        nccl_path=_pick(paths, "libnccl"),
+        arch_list=tuple(arch.split()) if isinstance(arch, str) else tuple(str(a) for a in arch or ()),
+        cuda_available=data["available"] if isinstance(data.get("available"), bool) else None,
+        cuda_error=_str(data.get("cuda_error")),
+        device_count=_int(data.get("count")),
+        devices=devices,
+        tiny_op=_str(data.get("tiny_op")),
+        torchvision=_str(dists.get("torchvision")),
+        torchaudio=_str(dists.get("torchaudio")),
+        import_error=_str(data.get("import_error")),
+        import_seconds=data["import_seconds"] if isinstance(data.get("import_seconds"), (int, float)) else None,
+        location=_str(data.get("location")),
+        installer=_str((python or {}).get("torch_installer")),
+        libraries=libraries,
+        bundled_libraries=tuple(str(p) for p in data.get("bundled") or ()),
+        ld_library_path=_str(data.get("ld_library_path")),
+        warnings=tuple(str(w) for w in data.get("warnings") or ()),
+        unreadable=tuple(str(w) for w in data.get("unreadable") or ()),
+        stage=_str(data.get("stage")),
+    )
+
+
+def _str(value: Any) -> Optional[str]:
+    if value is None or value == "":
+        return None
+    return str(value)
+
+
+def _int(value: Any) -> Optional[int]:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None

@@ -1,0 +1,397 @@
+"""Report the interpreter running this script and its torch, as JSON lines on stdout.
+
+envdoctor runs this file inside the *target* interpreter (``python - < torch_child.py``); it also
+runs standalone: ``python torch_child.py [--no-torch] [--dump-after SECONDS]``. It uses only the
+standard library and torch, runs on Python 3.8+ (and still reports the version on 3.6/3.7), and
+never imports torchvision or torchaudio (their versions come from the package metadata).
+
+Every line it writes to stdout is one JSON object with ``"envdoctor_child": 1``; ``result`` says
+what the line is::
+
+    {"envdoctor_child": 1, "result": "python", "python": {...}}      before torch is touched
+    {"envdoctor_child": 1, "result": "stage", "stage": "import torch", "torch": {...}}
+    {"envdoctor_child": 1, "result": "success", "python": {...}, "torch": {...}}   always last
+
+A ``stage`` line is written before each step that may crash or hang, with everything learned so
+far, so a segfault in ``import torch`` or a hang in CUDA init still leaves the Python facts and the
+step it died in. A failure of this script itself ends with ``"result": "error"`` and a ``message``.
+Anything else that writes to stdout (torch, a C library) is sent to stderr instead, so stdout
+carries only these lines. ``faulthandler`` prints the Python stack to stderr on a fatal signal, and
+(with ``--dump-after``) when the script is still running that many seconds later.
+
+The torch part, on the H200 (torch 2.11.0+cu130), looks like::
+
+    {"installed": true, "version": "2.11.0+cu130", "cuda": "13.0", "cudnn": 91900,
+     "nccl": [2, 28, 9], "arch_flags": "sm_75 sm_80 sm_86 sm_90 sm_100 sm_120",
+     "available": true, "count": 1, "devices": [{"index": 0, "name": "NVIDIA H200",
+     "capability": [9, 0], "memory": 150109880320, "sms": 132, "uuid": "c7d3a8fe-..."}], ...}
+"""
+
+import json
+import os
+import sys
+import time
+import warnings
+
+PROTOCOL = 1
+TEXT_LIMIT = 2000
+#: Library file names worth reporting from /proc/self/maps (driver: libcuda, libnvidia-*).
+LIBRARY_PREFIXES = (
+    "libcuda.", "libcudart", "libcudnn", "libcublas", "libcufft", "libcurand", "libcusparse",
+    "libcusolver", "libcupti", "libnccl", "libnvrtc", "libnvJitLink", "libnvjitlink",
+    "libnvToolsExt", "libnvshmem", "libcufile", "libnvidia-ml", "libamdhip64", "libMIOpen",
+)
+MAX_LIBRARIES = 80
+#: Warning categories that say nothing about the install (library deprecations, unclosed files).
+try:
+    NOISE = (DeprecationWarning, PendingDeprecationWarning, ResourceWarning, ImportWarning)
+except NameError:  # Python 2, which only gets as far as saying its version
+    NOISE = (DeprecationWarning,)
+
+
+def _text(value, limit=TEXT_LIMIT):
+    s = str(value)
+    return s if len(s) <= limit else s[:limit] + " [cut]"
+
+
+def _exc(exc):
+    return _text("%s: %s" % (type(exc).__name__, exc))
+
+
+class Reporter(object):
+    """Writes protocol lines to a private copy of stdout; fd 1 is pointed at stderr."""
+
+    def __init__(self):
+        try:
+            fd = os.dup(1)
+            os.dup2(2, 1)
+            self.out = os.fdopen(fd, "w")
+            sys.stdout = sys.stderr
+        except OSError:
+            self.out = sys.stdout
+
+    def emit(self, result, **fields):
+        line = {"envdoctor_child": PROTOCOL, "result": result}
+        line.update(fields)
+        self.out.write(json.dumps(line, sort_keys=True, default=str) + "\n")
+        self.out.flush()
+
+
+def _metadata_version(name):
+    try:
+        from importlib import metadata
+    except ImportError:  # Python 3.7 and older
+        return None
+    try:
+        return metadata.version(name)
+    except Exception:
+        return None
+
+
+def _installer(name):
+    try:
+        from importlib import metadata
+
+        text = metadata.distribution(name).read_text("INSTALLER")
+    except Exception:
+        return None
+    return (text or "").strip() or None
+
+
+def python_facts():
+    import importlib.util
+    import platform
+    import sysconfig
+
+    try:
+        libc = os.confstr("CS_GNU_LIBC_VERSION")  # "glibc 2.39"
+    except (AttributeError, ValueError, OSError):
+        libc = None
+    prefix = sys.prefix
+    base = getattr(sys, "real_prefix", None) or getattr(sys, "base_prefix", prefix)
+    try:
+        has_pip = importlib.util.find_spec("pip") is not None
+    except Exception:
+        has_pip = False
+    return {
+        "executable": sys.executable,
+        "version": platform.python_version(),
+        "version_info": list(sys.version_info[:3]),
+        "implementation": sys.implementation.name,
+        "py_version_nodot": sysconfig.get_config_var("py_version_nodot"),
+        "soabi": sysconfig.get_config_var("SOABI"),
+        "ext_suffix": sysconfig.get_config_var("EXT_SUFFIX"),
+        "debug": bool(sysconfig.get_config_var("Py_DEBUG")) or hasattr(sys, "gettotalrefcount"),
+        "gil_disabled": bool(sysconfig.get_config_var("Py_GIL_DISABLED")),
+        "platform": sysconfig.get_platform(),
+        "maxsize_64bit": sys.maxsize > 2 ** 32,
+        "libc": libc,
+        "prefix": prefix,
+        "base_prefix": base,
+        "conda_meta": os.path.isdir(os.path.join(prefix, "conda-meta")),
+        "pip": (_metadata_version("pip") or "unknown") if has_pip else None,
+        "distributions": {
+            name: _metadata_version(name) for name in ("torch", "torchvision", "torchaudio")
+        },
+        "torch_installer": _installer("torch"),
+    }
+
+
+class TorchReport(object):
+    """The torch facts, filled step by step; ``stage`` writes what is known before a risky step."""
+
+    def __init__(self, reporter):
+        self.reporter = reporter
+        self.data = {"installed": True, "unreadable": []}
+        self.caught = []
+
+    def stage(self, name):
+        self.data["stage"] = name
+        self.data["warnings"] = self.warnings()
+        self.reporter.emit("stage", stage=name, torch=self.data)
+
+    def attempt(self, label, fn, default=None):
+        """``fn()``, or ``default`` with the exception noted under ``unreadable``."""
+        try:
+            return fn()
+        except Exception as exc:
+            self.data["unreadable"].append("%s: %s" % (label, _exc(exc)))
+            return default
+
+    def warnings(self):
+        seen = []
+        for w in self.caught:
+            if issubclass(w.category, NOISE):
+                continue
+            text = _text("%s: %s" % (w.category.__name__, w.message), 1000)
+            if text not in seen:
+                seen.append(text)
+        return seen[:20]
+
+
+def _libraries():
+    """CUDA libraries mapped into this process, in load order, without duplicates."""
+    found = []
+    try:
+        with open("/proc/self/maps") as fh:
+            lines = fh.read().splitlines()
+    except OSError:
+        return found
+    for line in lines:
+        parts = line.split(None, 5)
+        if len(parts) < 6 or not parts[5].startswith("/"):
+            continue
+        path = parts[5]
+        if path.endswith(" (deleted)"):
+            path = path[: -len(" (deleted)")]
+        name = os.path.basename(path)
+        if ".so" in name and name.startswith(LIBRARY_PREFIXES) and path not in found:
+            found.append(path)
+    return found[:MAX_LIBRARIES]
+
+
+def _via_ld_library_path(path, entries):
+    folder = os.path.realpath(os.path.dirname(path))
+    for entry in entries:
+        if entry and os.path.realpath(entry) == folder:
+            return entry
+    return None
+
+
+def _bundled(torch_dir):
+    """CUDA libraries shipped with the wheel: site-packages/nvidia/*/lib and torch/lib."""
+    import glob
+
+    site = os.path.dirname(torch_dir)
+    patterns = (
+        os.path.join(site, "nvidia", "*", "lib", "lib*.so*"),
+        os.path.join(site, "nvidia", "*", "*", "lib", "lib*.so*"),
+        os.path.join(torch_dir, "lib", "lib*.so*"),
+    )
+    out = []
+    for pattern in patterns:
+        for path in sorted(glob.glob(pattern)):
+            if os.path.basename(path).startswith(LIBRARY_PREFIXES):
+                real = os.path.realpath(path)
+                if real not in out:
+                    out.append(real)
+    return out[:200]
+
+
+def _version_text(fn):
+    value = fn()
+    return list(value) if isinstance(value, tuple) else value
+
+
+def torch_facts(report):
+    d = report.data
+    report.stage("import torch")
+    started = time.monotonic()
+    try:
+        import torch
+    except (Exception, SystemExit) as exc:
+        d["import_seconds"] = round(time.monotonic() - started, 3)
+        d["import_error"] = _exc(exc)
+        return
+    d["import_seconds"] = round(time.monotonic() - started, 3)
+    d["location"] = os.path.dirname(os.path.abspath(getattr(torch, "__file__", "") or ""))
+    version = getattr(torch, "version", None)
+    d["version"] = str(getattr(torch, "__version__", "")) or None
+    d["cuda"] = getattr(version, "cuda", None)
+    d["hip"] = getattr(version, "hip", None)
+    d["git"] = getattr(version, "git_version", None)
+    gpu_build = bool(d["cuda"] or d["hip"])
+    # The compiled-in list, which torch.cuda.get_arch_list() hides when CUDA is not available.
+    flags = getattr(getattr(torch, "_C", None), "_cuda_getArchFlags", None)
+    if flags is not None:
+        d["arch_flags"] = report.attempt("torch._C._cuda_getArchFlags()", flags)
+    else:
+        d["arch_flags"] = None
+    if not d["arch_flags"] and gpu_build:
+        arch = report.attempt("torch.cuda.get_arch_list()", lambda: torch.cuda.get_arch_list(), [])
+        d["arch_flags"] = " ".join(arch or []) or None
+
+    report.stage("torch.cuda.is_available()")
+    d["available"] = report.attempt("torch.cuda.is_available()", lambda: torch.cuda.is_available())
+    d["count"] = report.attempt("torch.cuda.device_count()", lambda: torch.cuda.device_count())
+    if gpu_build and not d["available"]:
+        report.stage("torch.cuda.init()")
+        try:
+            torch.cuda.init()
+        except Exception as exc:
+            d["cuda_error"] = _text(exc)
+        if not d.get("cuda_error"):
+            for w in report.caught:
+                if "CUDA initialization" in str(w.message):
+                    d["cuda_error"] = _text(w.message)
+                    break
+
+    devices = []
+    if d["available"] and d["count"]:
+        report.stage("torch.cuda.get_device_properties()")
+        for i in range(d["count"]):
+            devices.append(_device(report, torch, i))
+        d["devices"] = devices
+        report.stage("tiny CUDA operation")
+        d["tiny_op"] = _tiny_ops(torch, devices)
+
+    if gpu_build:
+        report.stage("torch.backends.cudnn.version()")
+        try:
+            d["cudnn"] = torch.backends.cudnn.version()
+        except Exception as exc:
+            d["cudnn_error"] = _exc(exc)
+        if d["cuda"]:
+            report.stage("torch.cuda.nccl.version()")
+            d["nccl"] = report.attempt("torch.cuda.nccl.version()", lambda: _nccl(torch))
+    report.stage("/proc/self/maps")
+    entries = os.environ.get("LD_LIBRARY_PATH", "")
+    d["ld_library_path"] = entries or None
+    split = [e for e in entries.split(":") if e]
+    d["libraries"] = [{"path": p, "via_ld_library_path": _via_ld_library_path(p, split)}
+                      for p in _libraries()]
+    d["bundled"] = report.attempt("bundled libraries", lambda: _bundled(d["location"]), [])
+
+
+def _nccl(torch):
+    import torch.cuda.nccl
+
+    return _version_text(torch.cuda.nccl.version)
+
+
+def _device(report, torch, i):
+    dev = {"index": i}
+    props = report.attempt("torch.cuda.get_device_properties(%d)" % i,
+                           lambda: torch.cuda.get_device_properties(i))
+    if props is None:
+        return dev
+    dev["name"] = getattr(props, "name", None)
+    major, minor = getattr(props, "major", None), getattr(props, "minor", None)
+    dev["capability"] = [major, minor] if major is not None else None
+    dev["memory"] = getattr(props, "total_memory", None)
+    dev["sms"] = getattr(props, "multi_processor_count", None)
+    uuid = getattr(props, "uuid", None)
+    dev["uuid"] = str(uuid) if uuid is not None else None
+    return dev
+
+
+def _tiny_ops(torch, devices):
+    """Run ``(ones(8) * 2).sum()`` once per distinct capability; "ok" or the first failure."""
+    done = set()
+    for dev in devices:
+        key = tuple(dev.get("capability") or ()) or dev["index"]
+        if key in done:
+            continue
+        done.add(key)
+        i = dev["index"]
+        try:
+            x = torch.ones(8, device="cuda:%d" % i)
+            value = (x * 2).sum().item()
+            torch.cuda.synchronize(i)
+        except Exception as exc:
+            return "cuda:%d: %s" % (i, _exc(exc))
+        if value != 16:
+            return "cuda:%d: (ones(8) * 2).sum() gave %r instead of 16" % (i, value)
+    return "ok"
+
+
+def main(argv):
+    faulthandler_on = False
+    try:
+        import faulthandler
+
+        faulthandler.enable()
+        faulthandler_on = True
+    except Exception:
+        pass
+    with_torch = "--no-torch" not in argv
+    if faulthandler_on and "--dump-after" in argv:
+        try:
+            seconds = float(argv[argv.index("--dump-after") + 1])
+            faulthandler.dump_traceback_later(seconds, exit=False)
+        except (IndexError, ValueError):
+            pass
+    # The folder of the script (or the current one, for stdin) must not shadow an installed torch.
+    here = globals().get("__file__")
+    shadowing = ("", os.getcwd()) + ((os.path.dirname(os.path.abspath(here)),) if here else ())
+    if sys.path and sys.path[0] in shadowing:
+        del sys.path[0]
+    reporter = Reporter()
+    py = None
+    if sys.version_info < (3, 6):
+        version = "%d.%d.%d" % tuple(sys.version_info[:3])
+        reporter.emit("error", kind="unsupported_python", message="Python %s is too old" % version,
+                      python={"version": version, "executable": sys.executable})
+        sys.stdout.flush()
+        os._exit(0)
+    try:
+        py = python_facts()
+        reporter.emit("python", python=py)
+        torch = {"installed": False}
+        if with_torch:
+            import importlib.util
+
+            if importlib.util.find_spec("torch") is not None:
+                report = TorchReport(reporter)
+                with warnings.catch_warnings(record=True) as caught:
+                    warnings.simplefilter("always")
+                    report.caught = caught
+                    torch_facts(report)
+                    report.data["warnings"] = report.warnings()
+                report.data.pop("stage", None)
+                torch = report.data
+        reporter.emit("success", python=py, torch=torch)
+    except Exception as exc:
+        import traceback
+
+        reporter.emit("error", kind="child_failure", message=_exc(exc),
+                      traceback=_text(traceback.format_exc(), 4000), python=py)
+    sys.stderr.flush()
+    if faulthandler_on:
+        faulthandler.cancel_dump_traceback_later()
+    # Skip interpreter teardown: CUDA contexts are slow to destroy and some crash on exit.
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,671 @@
+"""Checks of torch in the target Python (ED2xx). Pure: Facts x Table -> Findings.
+
+| code  | fires when |
+|-------|------------|
+| ED200 | the target Python cannot be run (missing, not Python, too old) |
+| ED201 | the torch check crashed, hung, exited non-zero or printed no result |
+| ED202 | ``import torch`` raises (a missing CUDA library, a broken install) |
+| ED203 | torch is not installed in the target Python of a GPU machine (info) |
+| ED204 | a CPU-only torch on a machine with an NVIDIA GPU |
+| ED205 | torch's CUDA is newer than the driver runs (impossible, or minor-version compatibility only) |
+| ED206 | the build has no kernels (cubin) for a GPU's compute capability, or only PTX to JIT |
+| ED207 | ``torch.cuda.is_available()`` is False although the build and the driver look right |
+| ED208 | the tiny CUDA operation failed |
+| ED209 | torchvision / torchaudio belong to another torch release |
+| ED210 | torchvision / torchaudio were built for another CUDA (or CPU) than torch |
+| ED211 | ``LD_LIBRARY_PATH`` made torch load CUDA libraries other than the ones its wheel ships |
+
+Fix commands name the target interpreter (``/opt/torch/.venv/bin/python -m pip ...``) and an index
+from the table; where the table has no answer the fix is ``envdoctor recommend``, never a guess.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+from dataclasses import dataclass
+from typing import Any, Iterator, List, Optional, Tuple
+
+from packaging.version import InvalidVersion, Version
+
+from envdoctor.compat import driver_support, kernel_support
+from envdoctor.facts import Facts
+from envdoctor.findings import Finding
+
+REF_INSTALL = "https://pytorch.org/get-started/locally/"
+REF_COMPAT = "https://docs.nvidia.com/deploy/cuda-compatibility/"
+REF_MINOR = "https://docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html"
+REF_BINARY = "https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#binary-compatibility"
+REF_VISION = "https://github.com/pytorch/vision#installation"
+REF_LDSO = "https://man7.org/linux/man-pages/man8/ld.so.8.html"
+RECOMMEND = "envdoctor recommend"
+#: Libraries a torch wheel ships (nvidia-* packages or torch/lib); not the driver's (libcuda, libnvidia-*).
+WHEEL_LIBRARIES = ("libcudart", "libcudnn", "libcublas", "libcufft", "libcurand", "libcusparse",
+                   "libcusolver", "libcupti", "libnccl", "libnvrtc", "libnvJitLink", "libnvjitlink",
+                   "libnvToolsExt", "libnvshmem", "libcufile")
+
+
+# --- helpers ---------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class _Gpu:
+    label: str          # "GPU 0 (NVIDIA GeForce RTX 5090)"
+    cc: str             # "12.0"
+    source: str         # "nvidia-smi", "torch.cuda.get_device_properties", "PCI id + envdoctor table"
+
+
+def _inspected(facts: Facts) -> bool:
+    """torch was inspected and the child answered (rules other than ED200-ED202 need this)."""
+    t = facts.torch
+    return "torch" not in facts.skipped and t.error is None and t.installed and not t.import_error
+
+
+def _gpu_machine(facts: Facts) -> bool:
+    return bool(facts.driver.gpus or facts.pci.devices or facts.torch.devices)
+
+
+def _gpus(facts: Facts) -> List[_Gpu]:
+    """The GPUs with a known compute capability, from the driver, else torch, else the PCI bus."""
+    out = [_Gpu(f"GPU {g.index} ({g.name or 'unknown'})", g.compute_capability, g.source or "driver")
+           for g in facts.driver.gpus if g.compute_capability]
+    if not out:
+        out = [_Gpu(f"cuda:{d.index} ({d.name or 'unknown'})", d.capability,
+                    "torch.cuda.get_device_properties")
+               for d in facts.torch.devices if d.capability]
+    if not out:
+        out = [_Gpu(f"{p.address} ({p.name or p.device_id})", p.compute_capability,
+                    f"PCI id {p.device_id} + envdoctor table")
+               for p in facts.pci.devices if p.compute_capability]
+    return out
+
+
+def _version(text: Optional[str]) -> Optional[Version]:
+    try:
+        return Version(text) if text else None
+    except InvalidVersion:
+        return None
+
+
+def _base(text: Optional[str]) -> Optional[str]:
+    """ "2.13.0+cpu" -> "2.13.0"."""
+    v = _version(text)
+    return v.base_version if v else None
+
+
+def _release(text: Optional[str]) -> Optional[str]:
+    """ "2.13.0+cpu" -> "2.13"."""
+    v = _version(text)
+    return f"{v.major}.{v.minor}" if v else None
+
+
+def _local(text: Optional[str]) -> Optional[str]:
+    """ "0.26.0+cu130" -> "cu130"; None without a local label."""
+    v = _version(text)
+    return v.local if v else None
+
+
+def _cuda_tag(cuda: Optional[str]) -> str:
+    """torch.version.cuda -> the variant name: "12.8" -> "cu128"; None -> "cpu"."""
+    return "cu" + cuda.replace(".", "") if cuda else "cpu"
+
+
+def _py(facts: Facts) -> str:
+    return shlex.quote(facts.python.executable or "python3")
+
+
+def _lookup(fn: Any, *args: Any, **kwargs: Any) -> Any:
+    """A table answer, or None where the table does not know."""
+    try:
+        return fn(*args, **kwargs)
+    except (LookupError, ValueError):
+        return None
+
+
+def _torch_release(table: Any, version: Optional[str]) -> Any:
+    release = _release(version)
+    if table is None or release is None:
+        return None
+    return _lookup(table.torch, release)
+
+
+def _index_url(table: Any, name: str) -> str:
+    variant = _lookup(table.variant, name) if table is not None else None
+    url = getattr(variant, "index_url", None)
+    return url or f"https://download.pytorch.org/whl/{name}"
+
+
+def _companion(rel: Any, package: str, torch_version: str) -> Optional[str]:
+    """The torchvision/torchaudio version the table pairs with this torch patch release; None
+    where the table does not know the patch or no such package was released (torchaudio >= 2.12)."""
+    base = _base(torch_version)
+    if rel is None or base is None:
+        return None
+    patch = _lookup(rel.patch, base)
+    if patch is not None:
+        return getattr(patch, package, None)
+    if _base(rel.version) == base:
+        return getattr(rel, package, None)
+    return None
+
+
+def _driver_support(table: Any, driver: Optional[str], driver_cuda: Optional[str],
+                    cuda: str) -> Tuple[Optional[str], Any]:
+    """("direct" | "minor-version" | "none" | None, the DriverSupport answer or None)."""
+    if driver and table is not None:
+        answer = _lookup(driver_support, table, driver=driver, cuda=cuda)
+        if answer is not None and answer.kind != "unknown":
+            return answer.kind, answer
+    have, need = _version(driver_cuda), _version(cuda)
+    if have is None or need is None:
+        return None, None
+    if need.major > have.major:
+        return "none", None
+    if need > have:
+        return "minor-version", None      # same major: the driver is past that major's floor
+    return "direct", None
+
+
+def _platform_ok(variant: Any, facts: Facts) -> bool:
+    """The variant has wheels for the target's platform (unknown platform: assume so)."""
+    platforms = tuple(getattr(variant, "platforms", ()) or ())
+    plat = facts.python.platform
+    return not platforms or not plat or plat in platforms
+
+
+def _arch_list(variant: Any, facts: Facts) -> Tuple[str, ...]:
+    if facts.python.platform == "linux_aarch64" and getattr(variant, "arch_list_aarch64", ()):
+        return tuple(variant.arch_list_aarch64)
+    return tuple(variant.arch_list or ())
+
+
+def _kernels(arch_list: Tuple[str, ...], cc: str) -> Optional[str]:
+    """ "cubin", "ptx", "none", or None for a capability the table cannot read."""
+    answer = _lookup(kernel_support, arch_list, cc)
+    return answer.kind if answer is not None else None
+
+
+@dataclass(frozen=True)
+class _Choice:
+    name: str            # "cu128"
+    cuda: str            # "12.8"
+    support: str         # "direct" or "minor-version"
+    command: Tuple[str, ...]
+    unconfirmed: bool = False   # the table marks the variant (or its arch list) unconfirmed
+
+    @property
+    def caveat(self) -> str:
+        return " (envdoctor's table marks that build unconfirmed)" if self.unconfirmed else ""
+
+
+def _choose_variant(facts: Facts, table: Any, torch_version: Optional[str]) -> Optional[_Choice]:
+    """The newest CUDA variant of this torch release that the driver runs (directly, else by
+    minor-version compatibility) and that has kernels for every GPU (cubin, else PTX); among
+    equals a variant the table confirms wins over one it marks unconfirmed."""
+    rel = _torch_release(table, torch_version)
+    driver = facts.driver.driver_version
+    if rel is None or (not driver and not facts.driver.driver_cuda):
+        return None
+    gpus = _gpus(facts)
+    best = None
+    for v in getattr(rel, "variants", ()) or ():
+        arch = _arch_list(v, facts)
+        if not str(v.name).startswith("cu") or not v.cuda or not arch or not _platform_ok(v, facts):
+            continue
+        kind, _ = _driver_support(table, driver, facts.driver.driver_cuda, v.cuda)
+        if kind not in ("direct", "minor-version"):
+            continue
+        kernels = [_kernels(arch, g.cc) for g in gpus]
+        if "none" in kernels:
+            continue
+        rank = (kind == "direct", "ptx" not in kernels, not getattr(v, "unconfirmed", False),
+                _version(v.cuda) or Version("0"))
+        if best is None or rank > best[0]:
+            best = (rank, v, kind)
+    if best is None:
+        return None
+    _, v, kind = best
+    return _Choice(v.name, v.cuda, kind, _reinstall(facts, table, rel, v.name),
+                   bool(getattr(v, "unconfirmed", False)))
+
+
+def _reinstall(facts: Facts, table: Any, rel: Any, variant: str) -> Tuple[str, ...]:
+    t = facts.torch
+    specs = [f"torch=={_base(t.version)}"]
+    for package, installed in (("torchvision", t.torchvision), ("torchaudio", t.torchaudio)):
+        paired = _companion(rel, package, t.version or "") if installed else None
+        if paired:
+            specs.append(f"{package}=={paired}")
+    lines = []
+    if facts.python.error is None and facts.python.version and not facts.python.pip:
+        lines.append(f"{_py(facts)} -m ensurepip --upgrade")
+    lines.append(f"{_py(facts)} -m pip install --force-reinstall {' '.join(specs)} "
+                 f"--index-url {_index_url(table, variant)}")
+    return tuple(lines)
+
+
+def _torch_evidence(facts: Facts) -> str:
+    t = facts.torch
+    build = f"CUDA {t.cuda}" if t.cuda else (f"ROCm {t.hip}" if t.hip else "CPU only")
+    return f"torch {t.version} ({build}) in {facts.python.executable or 'the target Python'}"
+
+
+def _driver_evidence(facts: Facts) -> Optional[str]:
+    d = facts.driver
+    if not d.driver_version and not d.driver_cuda:
+        return None
+    source = d.sources.get("driver_version") or d.sources.get("driver_cuda") or "driver probe"
+    cuda = f", supports CUDA up to {d.driver_cuda}" if d.driver_cuda else ""
+    return f"NVIDIA driver {d.driver_version or 'unknown'}{cuda} ({source})"
+
+
+# --- ED200-ED203: can torch be inspected at all -----------------------------------------------
+
+def target_python_unusable(facts: Facts, table: Any) -> Iterator[Finding]:
+    """ED200: the interpreter envdoctor was told (or found) to inspect cannot be run."""
+    p = facts.python
+    if p.error is None:
+        return
+    yield Finding(
+        "ED200", "error" if p.chosen_by == "--python" else "warning",
+        f"The target Python {p.executable} could not be inspected",
+        evidence=(f"{p.error.message} (chosen by: {p.chosen_by})",),
+        fix=("envdoctor check --python /path/to/venv/bin/python   # the interpreter that runs your code",),
+        reference=REF_INSTALL, area="torch",
+        explanation="torch is inspected inside the interpreter your code runs with; point --python at it.",
+    )
+
+
+def torch_check_failed(facts: Facts, table: Any) -> Iterator[Finding]:
+    """ED201: the child crashed, hung, exited non-zero or printed no result."""
+    t = facts.torch
+    if "torch" in facts.skipped or t.error is None or t.error.kind not in (
+            "crashed", "timeout", "exit_status", "unparseable"):
+        return
+    py = _py(facts)
+    internal = t.error.message.startswith("envdoctor's")
+    severity = "error" if t.error.kind in ("crashed", "exit_status") and not internal else "warning"
+    where = f" during {t.stage}" if t.stage else ""
+    titles = {
+        "crashed": f"Python crashed{where} while envdoctor inspected torch",
+        "timeout": f"The torch check did not finish{where}",
+        "exit_status": f"The torch check exited with an error{where}",
+        "unparseable": "The torch check printed something envdoctor cannot read",
+    }
+    evidence = [t.error.message]
+    if t.version:
+        evidence.append(f"installed torch: {t.version} (package metadata)")
+    if t.stderr_tail:
+        evidence.append("stderr (end): " + " | ".join(t.stderr_tail.strip().splitlines()[-8:]))
+    step = {"torch.cuda.is_available()": "import torch; print(torch.cuda.is_available())",
+            "torch.cuda.init()": "import torch; torch.cuda.init()"}.get(t.stage or "", "import torch")
+    explanation = {
+        "crashed": "Programs that import torch in this interpreter will crash the same way; the "
+                   "stack above shows where. A mismatched CUDA library on LD_LIBRARY_PATH or a "
+                   "half-upgraded install are the usual causes.",
+        "timeout": "A first import after installing can be slow on a cold disk; a hang in CUDA init "
+                   "usually means the driver or a GPU is stuck (check nvidia-smi).",
+    }.get(t.error.kind, "Something in this interpreter writes to the output or ends the process early.")
+    if internal:
+        explanation = "This is a bug in envdoctor's torch check, not a problem of the machine; please report it."
+    yield Finding(
+        "ED201", severity, titles[t.error.kind], evidence=tuple(evidence),
+        fix=(f"{py} -X faulthandler -c {shlex.quote(step)}",),
+        reference=REF_INSTALL, area="torch", explanation=explanation,
+    )
+
+
+def torch_import_error(facts: Facts, table: Any) -> Iterator[Finding]:
+    """ED202: torch is installed but ``import torch`` raises."""
+    t = facts.torch
+    if "torch" in facts.skipped or t.error is not None or not t.import_error:
+        return
+    text = t.import_error
+    local = _local(t.version)
+    base = _base(t.version)
+    if re.search(r"lib(cu|nccl|nv)\S*\.so[\d.]*: cannot open shared object file", text):
+        explanation = ("A CUDA library that torch links against is missing: the nvidia-* packages "
+                       "that come with the wheel are absent or broken, or a conda/system copy was "
+                       "expected. Reinstalling torch from its index brings them back.")
+    elif "undefined symbol" in text:
+        explanation = ("torch found a library of another version than it was built with; an "
+                       "LD_LIBRARY_PATH entry or a second torch/CUDA install usually causes this.")
+    else:
+        explanation = "The torch install in this interpreter is broken; reinstall it."
+    if base and local and (local.startswith("cu") or local == "cpu"):
+        fix = (f"{_py(facts)} -m pip install --force-reinstall torch=={base} "
+               f"--index-url {_index_url(table, local)}",)
+    elif base:
+        fix = (f"{_py(facts)} -m pip install --force-reinstall torch=={base}",)
+    else:
+        fix = (RECOMMEND,)
+    yield Finding(
+        "ED202", "error", "import torch fails in the target Python",
+        evidence=(f"{text} (import torch in {facts.python.executable})",
+                  f"installed: torch {t.version or 'unknown version'} (package metadata)"),
+        fix=fix, reference=REF_INSTALL, area="torch", explanation=explanation,
+    )
+
+
+def torch_missing(facts: Facts, table: Any) -> Iterator[Finding]:
+    """ED203: no torch in the target Python of a GPU machine."""
+    t = facts.torch
+    if ("torch" in facts.skipped or facts.python.error is not None or t.error is not None
+            or t.installed or not _gpu_machine(facts)):
+        return
+    yield Finding(
+        "ED203", "info", "torch is not installed in the target Python",
+        evidence=(f"no torch package in {facts.python.executable} ({facts.python.chosen_by})",),
+        fix=(RECOMMEND,), reference=REF_INSTALL, area="torch",
+        explanation="envdoctor recommend picks a torch build for this GPU and driver, by route "
+                    "(pip wheels, conda or an NGC container). If torch lives in another "
+                    "interpreter, run envdoctor check --python PATH.",
+    )
+
+
+# --- ED204-ED208: the build against the GPU and the driver ------------------------------------
+
+def cpu_only_build(facts: Facts, table: Any) -> Iterator[Finding]:
+    """ED204: a CPU-only torch on a machine with an NVIDIA GPU."""
+    t = facts.torch
+    if not _inspected(facts) or t.cuda or t.hip or not _gpu_machine(facts):
+        return
+    choice = _choose_variant(facts, table, t.version) if t.installer != "conda" else None
+    gpus = _gpus(facts)
+    evidence = [f"{_torch_evidence(facts)}: torch.version.cuda is None"]
+    evidence += [f"{g.label}, compute capability {g.cc} ({g.source})" for g in gpus[:4]]
+    if not gpus:
+        evidence.append(f"{len(facts.pci.devices) or len(facts.driver.gpus)} NVIDIA GPU(s) found")
+    drv = _driver_evidence(facts)
+    if drv:
+        evidence.append(drv)
+    if choice:
+        fix = choice.command
+        explanation = (f"{choice.name} is the newest CUDA build of torch {_release(t.version)} that "
+                       f"this driver runs{' by minor-version compatibility' if choice.support != 'direct' else ''}"
+                       f" and that has kernels for the GPU{choice.caveat}.")
+    else:
+        fix = (RECOMMEND,)
+        explanation = ("envdoctor's table has no CUDA build of this torch release that fits this "
+                       "driver and GPU (or the driver is unknown); envdoctor recommend works out "
+                       "a release and route.")
+        if t.installer == "conda":
+            explanation = "torch came from conda; install a CUDA build in that environment (envdoctor recommend shows how)."
+    yield Finding(
+        "ED204", "error", "torch is a CPU-only build on a machine with an NVIDIA GPU",
+        evidence=tuple(evidence), fix=fix, reference=REF_INSTALL, area="torch", explanation=explanation,
+    )
+
+
+def cuda_newer_than_driver(facts: Facts, table: Any) -> Iterator[Finding]:
+    """ED205: torch's CUDA runtime needs a newer driver than the one loaded."""
+    t = facts.torch
+    d = facts.driver
+    if not _inspected(facts) or not t.cuda or not (d.driver_version or d.driver_cuda):
+        return
+    kind, answer = _driver_support(table, d.driver_version, d.driver_cuda, t.cuda)
+    if kind not in ("none", "minor-version"):
+        return
+    needed = getattr(answer, "needed", None)
+    if needed is None and table is not None:
+        needed = _lookup(table.min_driver, t.cuda)
+    floor = getattr(answer, "floor", None)
+    evidence = [f"{_torch_evidence(facts)} (torch.version.cuda)", _driver_evidence(facts) or ""]
+    if needed:
+        evidence.append(f"CUDA {t.cuda} needs driver >= {needed} (envdoctor table)")
+    if floor:
+        evidence.append(f"minor-version compatibility for CUDA {t.cuda.split('.')[0]}.x needs driver >= {floor}")
+    if t.cuda_error:
+        evidence.append(f"torch.cuda.init(): {t.cuda_error}")
+    choice = _choose_variant(facts, table, t.version)
+    # a build the driver runs at all helps when this one cannot start; under minor-version
+    # compatibility only a build the driver runs directly is an improvement
+    if (choice is not None and choice.name != _cuda_tag(t.cuda)
+            and (kind == "none" or choice.support == "direct")):
+        fix: Tuple[str, ...] = choice.command
+        how = " (by minor-version compatibility)" if choice.support != "direct" else ""
+        alt = (f", or install the {choice.name} build of torch {_release(t.version)}, which this "
+               f"driver runs{how}, with the command below{choice.caveat}")
+    else:
+        fix, alt = (RECOMMEND,), ""
+    upgrade = f"upgrade the NVIDIA driver to >= {needed}" if needed else "upgrade the NVIDIA driver"
+    if kind == "none":
+        yield Finding(
+            "ED205", "error", f"torch needs CUDA {t.cuda}, which driver {d.driver_version or d.driver_cuda} cannot run",
+            evidence=tuple(e for e in evidence if e), fix=fix, reference=REF_COMPAT, area="torch",
+            explanation=f"The driver is older than the CUDA runtime torch ships and below the "
+                        f"minor-version floor, so CUDA cannot start (\"CUDA driver version is "
+                        f"insufficient\"). Fix: {upgrade}{alt}.",
+        )
+        return
+    limits = tuple(getattr(answer, "limitations", ()) or ())
+    if not limits and table is not None:
+        mc = _lookup(table.minor_compat, int(t.cuda.split(".")[0]))
+        limits = tuple(getattr(mc, "limitations", ()) or ())
+    still = "; ".join(limits) if limits else (
+        "PTX newer than the driver cannot be JIT-compiled and APIs newer than the driver fail")
+    yield Finding(
+        "ED205", "warning",
+        f"torch's CUDA {t.cuda} runs on driver {d.driver_version or d.driver_cuda} only by minor-version compatibility",
+        evidence=tuple(e for e in evidence if e), fix=fix, reference=REF_MINOR, area="torch",
+        explanation=f"Most of torch works, but not everything: {still}. To remove the caveat, {upgrade}{alt}.",
+    )
+
+
+def no_kernels_for_gpu(facts: Facts, table: Any) -> Iterator[Finding]:
+    """ED206: the build's arch list has no cubin for a GPU's compute capability."""
+    t = facts.torch
+    if not _inspected(facts) or not t.cuda or not t.arch_list:
+        return
+    missing, ptx_only = [], []
+    for g in _gpus(facts):
+        answer = _lookup(kernel_support, t.arch_list, g.cc)
+        if answer is None:
+            continue
+        if answer.kind == "none":
+            missing.append(g)
+        elif answer.kind == "ptx":
+            ptx_only.append((g, answer.via))
+    if not missing and not ptx_only:
+        return
+    choice = _choose_variant(facts, table, t.version)
+    fix = choice.command if choice and choice.name != _cuda_tag(t.cuda) else (RECOMMEND,)
+    arch = f"torch {t.version} has kernels for {' '.join(t.arch_list)} (torch.cuda.get_arch_list())"
+    other = (f"the {choice.name} build of torch {_release(t.version)} has them{choice.caveat}"
+             if fix != (RECOMMEND,) else "no build of this torch release in envdoctor's table has "
+             "them for this driver; envdoctor recommend picks a release that does")
+    if missing:
+        ccs = sorted({g.cc for g in missing}, key=_version)
+        yield Finding(
+            "ED206", "error", f"torch {t.version} has no kernels for compute capability {', '.join(ccs)}",
+            evidence=tuple([f"{g.label}: compute capability {g.cc} ({g.source})" for g in missing] + [arch]),
+            fix=fix, reference=REF_BINARY, area="torch",
+            explanation="CUDA kernels run on a GPU only when built for its major architecture at the "
+                        "same or a lower minor (sm_80 runs on 8.6, not on 9.0), or as PTX of a lower "
+                        f"capability; this build has neither, so GPU work fails with \"no kernel image "
+                        f"is available for execution on the device\". {other[0].upper() + other[1:]}.",
+        )
+    if ptx_only:
+        yield Finding(
+            "ED206", "warning", f"torch {t.version} runs on compute capability "
+            f"{', '.join(sorted({g.cc for g, _ in ptx_only}))} only through PTX JIT compilation",
+            evidence=tuple([f"{g.label}: compute capability {g.cc} ({g.source}); only {via} PTX fits"
+                            for g, via in ptx_only] + [arch]),
+            fix=fix, reference=REF_BINARY, area="torch",
+            explanation="The driver compiles the PTX at first use (slow start, cached in "
+                        "~/.nv/ComputeCache), and PTX newer than the driver cannot be compiled. "
+                        f"{other[0].upper() + other[1:]}.",
+        )
+
+
+_CUDA_ERROR_HINTS = (
+    ("forward compatibility was attempted on non supported HW",
+     "CUDA forward-compatibility libraries (cuda-compat) are on the library path of a GPU that does "
+     "not support them; remove them from LD_LIBRARY_PATH or upgrade the real driver."),
+    ("unsupported display driver / cuda driver combination",
+     "The libcuda found does not match the kernel driver (stale cuda-compat libraries or a mixed "
+     "driver install); remove the stale copy from LD_LIBRARY_PATH."),
+    ("Found no NVIDIA driver",
+     "torch could not open the driver: no /dev/nvidia* device nodes (a container started without "
+     "--gpus / the NVIDIA runtime), or the kernel module is not loaded."),
+    ("No CUDA GPUs are available",
+     "The driver works but shows no GPU to this process: CUDA_VISIBLE_DEVICES hides them, or the "
+     "container was given none."),
+)
+
+
+def cuda_unavailable(facts: Facts, table: Any) -> Iterator[Finding]:
+    """ED207: a CUDA build and a working driver, yet is_available() is False."""
+    t = facts.torch
+    d = facts.driver
+    if (not _inspected(facts) or not t.cuda or t.cuda_available is not False
+            or not _gpu_machine(facts) or not d.driver_version):
+        return
+    kind, _ = _driver_support(table, d.driver_version, d.driver_cuda, t.cuda)
+    if kind == "none":
+        return   # ED205 explains it
+    evidence = [f"{_torch_evidence(facts)}: torch.cuda.is_available() is False",
+                f"torch.cuda.init(): {t.cuda_error}" if t.cuda_error else "torch gave no error text",
+                _driver_evidence(facts) or ""]
+    visible = d.cuda_visible_devices if d.cuda_visible_devices is not None else facts.system.env.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        evidence.append(f"CUDA_VISIBLE_DEVICES={visible!r} (environment)")
+    evidence += [w for w in t.warnings if "CUDA" in w and w not in evidence][:2]
+    hint = next((h for key, h in _CUDA_ERROR_HINTS if t.cuda_error and key in t.cuda_error), None)
+    fix: Tuple[str, ...] = (f"{_py(facts)} -c 'import torch; torch.cuda.init()'   # shows the full CUDA error",)
+    if visible is not None and (visible.strip() in ("", "-1", "none", "NoDevFiles")
+                                or "No CUDA GPUs are available" in (t.cuda_error or "")):
+        fix = ("unset CUDA_VISIBLE_DEVICES",) + fix
+    yield Finding(
+        "ED207", "error", "torch cannot use the GPU: torch.cuda.is_available() is False",
+        evidence=tuple(e for e in evidence if e), fix=fix,
+        reference=REF_INSTALL, area="torch",
+        explanation=hint or "The build and the driver fit each other, so the cause is in the error text above.",
+    )
+
+
+def tiny_op_failed(facts: Facts, table: Any) -> Iterator[Finding]:
+    """ED208: ``(torch.ones(8, device='cuda') * 2).sum()`` failed."""
+    t = facts.torch
+    if not _inspected(facts) or not t.tiny_op or t.tiny_op == "ok":
+        return
+    if "no kernel image" in t.tiny_op:
+        explanation = ("This build has no kernels for the GPU (see ED206 for the build that has "
+                       "them); every CUDA operation fails the same way.")
+    elif "out of memory" in t.tiny_op:
+        explanation = "The GPU's memory is taken by other processes (nvidia-smi lists them)."
+    else:
+        explanation = "CUDA started but cannot run work on this GPU; the error text says why."
+    yield Finding(
+        "ED208", "error", "A tiny CUDA operation failed in torch",
+        evidence=(f"(torch.ones(8, device='cuda') * 2).sum().item(): {t.tiny_op}", _torch_evidence(facts)),
+        fix=(f"{_py(facts)} -c \"import torch; print((torch.ones(8, device='cuda') * 2).sum().item())\"",),
+        reference=REF_BINARY, area="torch", explanation=explanation,
+    )
+
+
+# --- ED209-ED211: the rest of the install ------------------------------------------------------
+
+def companion_mismatch(facts: Facts, table: Any) -> Iterator[Finding]:
+    """ED209 (another torch release) and ED210 (another CUDA) for torchvision and torchaudio."""
+    t = facts.torch
+    if not _inspected(facts) or not t.version:
+        return
+    rel = _torch_release(table, t.version)
+    torch_tag = _cuda_tag(t.cuda) if not t.hip else (_local(t.version) or "rocm")
+    for package, installed in (("torchvision", t.torchvision), ("torchaudio", t.torchaudio)):
+        if not installed or _version(installed) is None:
+            continue
+        paired = _companion(rel, package, t.version)
+        if paired and _base(installed) != _base(paired):
+            yield Finding(
+                "ED209", "error", f"{package} {installed} does not belong to torch {t.version}",
+                evidence=(f"{package} {installed} (package metadata)", _torch_evidence(facts),
+                          f"torch {_base(t.version)} pairs with {package} {paired} (envdoctor table)"),
+                fix=(f"{_py(facts)} -m pip install --force-reinstall --no-deps {package}=={paired} "
+                     f"--index-url {_index_url(table, torch_tag)}",),
+                reference=REF_VISION, area="torch",
+                explanation=f"{package}'s compiled operators are built against one torch release; "
+                            "with another they fail to load (\"operator torchvision::nms does not exist\") "
+                            "or crash.",
+            )
+            continue
+        tag = _local(installed)
+        if tag is None and rel is not None and _release(installed) and paired:
+            tag = getattr(rel, "pypi_default", None)       # a plain PyPI wheel: the release's default
+        if tag is None or tag == torch_tag:
+            continue
+        same_major = tag.startswith("cu") and torch_tag.startswith("cu") and tag[2:-1] == torch_tag[2:-1]
+        severity = "warning" if same_major or tag == "cpu" else "error"
+        yield Finding(
+            "ED210", severity, f"{package} was built for {tag}, torch for {torch_tag}",
+            evidence=(f"{package} {installed} (package metadata)", _torch_evidence(facts)),
+            fix=(f"{_py(facts)} -m pip install --force-reinstall --no-deps {package}=={_base(installed)} "
+                 f"--index-url {_index_url(table, torch_tag)}",),
+            reference=REF_VISION, area="torch",
+            explanation=("The CPU build has no CUDA kernels for its operators, so they fail on GPU tensors."
+                         if tag == "cpu" else
+                         f"{package} loads, but it is not the pair the release was built and tested as."
+                         if severity == "warning" else
+                         f"{package}'s compiled operators need the CUDA major version torch has; with "
+                         "another they refuse to load or cannot find their CUDA libraries."),
+        )
+
+
+def _stem(path: str) -> str:
+    """ "/x/libcudnn_graph.so.9.19.0" -> "libcudnn_graph"."""
+    return os.path.basename(path).split(".so", 1)[0]
+
+
+def ld_library_path_shadows(facts: Facts, table: Any) -> Iterator[Finding]:
+    """ED211: CUDA libraries loaded from LD_LIBRARY_PATH instead of the copies the wheel ships."""
+    t = facts.torch
+    if not _inspected(facts) or not t.libraries or not t.bundled_libraries:
+        return
+    bundled = set(t.bundled_libraries)
+    shipped = {_stem(p) for p in bundled}
+    shadowed = [lib for lib in t.libraries
+                if lib.via_ld_library_path and lib.path not in bundled
+                and _stem(lib.path) in shipped and _stem(lib.path).startswith(WHEEL_LIBRARIES)]
+    if not shadowed:
+        return
+    entries = [e for e in (facts.system.env.get("LD_LIBRARY_PATH") or t.ld_library_path or "").split(":") if e]
+    bad = []
+    for lib in shadowed:
+        if lib.via_ld_library_path not in bad:
+            bad.append(lib.via_ld_library_path)
+    keep = [e for e in entries if e not in bad]
+    fix = ("unset LD_LIBRARY_PATH",) if not keep else (f"export LD_LIBRARY_PATH={shlex.quote(':'.join(keep))}",)
+    evidence = [f"torch loaded {lib.path} through LD_LIBRARY_PATH entry {lib.via_ld_library_path} (/proc/self/maps)"
+                for lib in shadowed[:6]]
+    own = [p for p in t.bundled_libraries if _stem(p) in {_stem(lib.path) for lib in shadowed}]
+    evidence += [f"the wheel ships {p}" for p in own[:3]]
+    if t.cudnn_error:
+        evidence.append(f"torch.backends.cudnn.version(): {t.cudnn_error}")
+    yield Finding(
+        "ED211", "error" if t.cudnn_error else "warning",
+        "LD_LIBRARY_PATH makes torch load CUDA libraries other than the ones its wheel ships",
+        evidence=tuple(evidence), fix=fix, reference=REF_LDSO, area="torch",
+        explanation="The dynamic loader searches LD_LIBRARY_PATH before the paths torch's wheel "
+                    "records, so a system CUDA/cuDNN of another version replaces the tested one: "
+                    "version errors, missing symbols or silent slowdowns follow. To keep it fixed, "
+                    f"remove {' '.join(bad)} where LD_LIBRARY_PATH is set (~/.bashrc, "
+                    "/etc/environment, a module file).",
+    )
+
+
+RULES = (
+    target_python_unusable,
+    torch_check_failed,
+    torch_import_error,
+    torch_missing,
+    cpu_only_build,
+    cuda_newer_than_driver,
+    no_kernels_for_gpu,
+    cuda_unavailable,
+    tiny_op_failed,
+    companion_mismatch,
+    ld_library_path_shadows,
+)
+
+__all__ = ["RULES"]
