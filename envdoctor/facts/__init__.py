@@ -9,7 +9,7 @@ from envdoctor.facts.base import ProbeError
 from envdoctor.facts.conda import CondaFacts, CondaPackage
 from envdoctor.facts.docker import DockerFacts
 from envdoctor.facts.gpu import DriverFacts, GpuInfo, PciDevice, PciFacts
-from envdoctor.facts.python import TargetPython, TorchDevice, TorchFacts
+from envdoctor.facts.python import LoadedLibrary, TargetPython, TorchDevice, TorchFacts
 from envdoctor.facts.system import SystemFacts
 from envdoctor.facts.toolkit import Toolkit, ToolkitFacts
 
@@ -33,7 +33,7 @@ class Facts:
 
 
 __all__ = [
-    "CondaFacts", "CondaPackage", "DockerFacts", "DriverFacts", "Facts", "GpuInfo", "PciDevice",
+    "CondaFacts", "CondaPackage", "DockerFacts", "DriverFacts", "Facts", "GpuInfo", "LoadedLibrary", "PciDevice",
     "PciFacts", "ProbeError", "SystemFacts", "TargetPython", "Toolkit", "ToolkitFacts",
     "TorchDevice", "TorchFacts",
 ]

@@ -179,7 +179,8 @@ def python_rows(f: Facts) -> List[Row]:
         if t.nccl_version:
             rows.append(("NCCL", f"{t.nccl_version}" + (f" from {t.nccl_path}" if t.nccl_path else "")))
         if t.cuda_available is not None:
-            rows.append(("CUDA available", "yes" if t.cuda_available else f"no: {t.cuda_error or 'no reason given'}"))
+            why = t.cuda_error or ("a CPU-only build" if not (t.cuda or t.hip) else "no reason given")
+            rows.append(("CUDA available", "yes" if t.cuda_available else f"no: {why}"))
         for dev in t.devices:
             rows.append((f"cuda:{dev.index}", f"{dev.name}, compute {dev.capability}"))
         if t.tiny_op:
