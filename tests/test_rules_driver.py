@@ -150,3 +150,15 @@ def test_no_gpu_at_all_is_info_outside_containers():
 
 def test_rules_survive_a_missing_table():
     assert codes(HEALTHY, table=None) == []
+
+
+def test_checks_of_a_skipped_area_stay_quiet():
+    from envdoctor.rules import evaluate
+    from envdoctor.facts import TorchFacts
+
+    from envdoctor.table import load_table
+
+    cpu_torch = replace(HEALTHY, torch=TorchFacts(installed=True, version="2.13.0+cpu"))
+    assert "ED204" in [f.code for f in evaluate(cpu_torch, load_table())]
+    skipped = replace(cpu_torch, skipped=("torch", "toolkits"))
+    assert not [f for f in evaluate(skipped, load_table()) if f.code.startswith(("ED2", "ED3"))]

@@ -17,6 +17,8 @@ from envdoctor.findings import Finding, sort_findings
 log = logging.getLogger(__name__)
 
 MODULES = ("driver", "torch", "toolkit", "conda", "docker")
+#: The area of Facts each module reads; its checks are left out when that area was skipped.
+AREA = {"torch": "torch", "toolkit": "toolkits", "conda": "conda", "docker": "docker"}
 
 Rule = Callable[[Facts, object], Iterable[Finding]]
 
@@ -29,9 +31,11 @@ def _broken_module(name: str, exc: Exception) -> Rule:
     return broken
 
 
-def all_rules() -> Tuple[Rule, ...]:
+def all_rules(skipped: Iterable[str] = ()) -> Tuple[Rule, ...]:
     rules: List[Rule] = []
     for name in MODULES:
+        if AREA.get(name) in set(skipped):
+            continue
         try:
             module = importlib.import_module(f"envdoctor.rules.{name}")
         except Exception as exc:  # a broken install: report it as a finding, keep the other checks
@@ -45,7 +49,7 @@ def evaluate(facts: Facts, table: object, suppress: Iterable[str] = ()) -> Tuple
     """Every finding for ``facts``, errors first. A rule that raises becomes finding ED900."""
     suppressed = {code.upper() for code in suppress}
     found: List[Finding] = []
-    for rule in all_rules():
+    for rule in all_rules(facts.skipped):
         try:
             found.extend(rule(facts, table))
         except Exception as exc:  # a bug in a rule must not hide the other findings
