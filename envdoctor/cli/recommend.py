@@ -1,0 +1,206 @@
+"""``envdoctor recommend``: which route, torch and wheel to install, as exact commands (never run).
+
+Exit status: 0 a plan, 1 nothing fits as the machine is (the output names the ways out),
+2 usage error (a bad option, an unreadable --from report), 3 envdoctor itself failed.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any, Optional, Tuple
+from urllib.parse import urlsplit
+
+import click
+
+from envdoctor.cli.common import (EXIT_INTERNAL, EXIT_USAGE, debug_option, guarded, make_context,
+                                  python_option, root_option, timeout_option, use_color)
+from envdoctor.redact import mask_text, mask_url
+
+
+def _check_url(ctx: click.Context, param: click.Parameter, value: Optional[str]) -> Optional[str]:
+    if value is None:
+        return None
+    parts = urlsplit(value.strip())
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise click.BadParameter(f"not an http(s) URL: {mask_url(value)}")
+    return value.strip().rstrip("/")
+
+
+def _fail(message: str, code: int = EXIT_USAGE) -> None:
+    click.echo(f"envdoctor recommend: {mask_text(message)}", err=True)
+    sys.exit(code)
+
+
+@click.command()
+@click.option("--route", type=click.Choice(["system", "conda", "docker"]), default=None,
+              help="Plan this route (default: choose one and say why).")
+@click.option("--torch", "torch_spec", metavar="SPEC", default=None,
+              help='A torch version or PEP 440 specifier: "2.7" (2.7.*), "2.7.1", ">=2.4,<2.6". '
+                   "Default: the newest that works here.")
+@python_option
+@click.option("--json", "as_json", is_flag=True, help='Print the versioned JSON plan ("envdoctor.plan/1").')
+@click.option("--script", "script", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              metavar="FILE", help="Also write the commands as a shell script (set -e, comments) to review.")
+@click.option("--force", is_flag=True, help="Let --script overwrite an existing file.")
+@click.option("--with-nvcc", is_flag=True, help="Also install nvcc (the CUDA toolkit matching torch's CUDA).")
+@click.option("--offline", is_flag=True, help="Do not ask the wheel index; the bundled table decides.")
+@click.option("--index-url", metavar="URL", envvar="ENVDOCTOR_INDEX_URL", callback=_check_url,
+              help="Wheel index base (a mirror of download.pytorch.org/whl); also ENVDOCTOR_INDEX_URL.")
+@click.option("--driver", metavar="VERSION", default=None,
+              help='What if: this driver version (570.133.20), or "none" for no driver.')
+@click.option("--gpu", "gpus", metavar="NAME|CC", multiple=True,
+              help='What if: this GPU ("RTX 3090 Ti", H100, 8.6, sm_120, MI300X); repeatable.')
+@click.option("--no-gpu", is_flag=True, help="What if: no GPU at all.")
+@click.option("--python-version", metavar="X.Y", default=None, help="What if: this Python (3.12, 3.13t).")
+@click.option("--os", "os_", metavar="ID:VERSION", default=None,
+              help="What if: this distribution (ubuntu:22.04, debian:12, rhel:9).")
+@click.option("--arch", type=click.Choice(["x86_64", "aarch64", "amd64", "arm64"]), default=None,
+              help="What if: this CPU architecture.")
+@click.option("--glibc", metavar="X.Y", default=None, help="What if: this glibc (2.27 on Ubuntu 18.04).")
+@click.option("--from", "from_report", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              metavar="REPORT.json", help="Plan for the machine of a report saved by `envdoctor check --json`.")
+@timeout_option
+@debug_option
+@root_option
+@guarded
+def recommend(route: Optional[str], torch_spec: Optional[str], python: Optional[str], as_json: bool,
+              script: Optional[Path], force: bool, with_nvcc: bool, offline: bool, index_url: Optional[str],
+              driver: Optional[str], gpus: Tuple[str, ...], no_gpu: bool, python_version: Optional[str],
+              os_: Optional[str], arch: Optional[str], glibc: Optional[str], from_report: Optional[Path],
+              timeout: float, debug: bool, root: Optional[Path]) -> None:
+    """Say which route, torch and wheel to install here, as exact commands.
+
+    \b
+    Without --route it picks one of system (pip wheels), conda and docker (NGC image), says why,
+    and why not the other two. The what-if options replace what the probes would find; with
+    enough of them (or --from) nothing on this machine is read:
+      envdoctor recommend --gpu "RTX 5090" --driver 570.133.20 --os ubuntu:24.04 --python-version 3.12
+
+    Exit status: 0 a plan, 1 nothing fits as the machine is, 2 usage error, 3 envdoctor failed.
+    """
+    from envdoctor.advise.choose import SpecError, parse_torch_spec
+    from envdoctor.advise.plan import recommend as make_plan
+    from envdoctor.advise.whatif import Overrides, WhatIfError, apply_overrides
+    from envdoctor.render import json as render_json
+    from envdoctor.render.plan import plan_document, render_script, render_text
+
+    if script is not None and script.exists() and not force:
+        _fail(f"{script} exists; pass --force to overwrite it")
+    try:
+        parse_torch_spec(torch_spec)
+    except SpecError as exc:
+        raise click.UsageError(str(exc)) from None
+    table = _table()
+    overrides = Overrides(driver, gpus, no_gpu, python_version, os_, arch, glibc)
+    try:
+        machine = _machine(table, overrides, route, from_report, python, timeout, root, debug)
+        machine = apply_overrides(machine, overrides, table)
+    except WhatIfError as exc:
+        raise click.UsageError(str(exc)) from None
+    available = None if offline else _availability(machine, index_url, timeout)
+    plan = make_plan(machine, table, route, torch_spec, with_nvcc, available, index_url)
+    if as_json:
+        click.echo(mask_text(render_json.dumps(plan_document(plan))))
+    else:
+        click.echo(mask_text(render_text(plan, color=use_color())), nl=False)
+    if script is not None:
+        from envdoctor.atomic import write_atomic
+
+        write_atomic(script, mask_text(render_script(plan)), mode=0o755)
+        click.echo(f"envdoctor recommend: wrote {script} (review it, then run: bash {script})", err=True)
+    sys.exit(0 if plan.ok else 1)
+
+
+def _table() -> Any:
+    try:
+        from envdoctor.table import load_table
+
+        return load_table()
+    except Exception as exc:  # a broken data file: nothing can be planned
+        _fail(f"envdoctor's compatibility table could not be loaded ({type(exc).__name__}: {exc}); "
+              "reinstall envdoctor", EXIT_INTERNAL)
+
+
+def _machine(table: Any, overrides: Any, route: Optional[str], from_report: Optional[Path],
+             python: Optional[str], timeout: float, root: Optional[Path], debug: bool) -> Any:
+    """The facts to plan from: a saved report, nothing (the what-if options say it all), or a probe."""
+    from envdoctor.advise.whatif import blank_machine, machine_from_facts
+    from envdoctor.inspect import enrich
+
+    if from_report is not None:
+        from envdoctor.render.json import ReportError, parse_report
+
+        try:
+            text = from_report.read_text(encoding="utf-8", errors="replace")
+        except OSError as exc:
+            _fail(f"--from {from_report}: cannot read it ({exc.strerror or exc})")
+        try:
+            facts, _, _ = parse_report(text, str(from_report))
+        except ReportError as exc:
+            _fail(f"--from: {exc}")
+        return machine_from_facts(enrich(facts, table), table, origin=f"report {from_report}")
+    if overrides.complete(route) and not python:
+        return blank_machine()
+    from envdoctor.probes import AREAS, collect
+
+    ctx = make_context(python, timeout, root)
+    skip = ["torch"]
+    if overrides.complete(route):  # only --python needs reading
+        skip += [a for a in AREAS if a != "python"]
+    facts = enrich(collect(ctx, skip=skip, debug=debug), table)
+    known = None
+    if overrides.complete(route):
+        known = ["python"]
+    return machine_from_facts(facts, table, known=known)
+
+
+def _availability(machine: Any, index_url: Optional[str], timeout: float) -> Any:
+    """``available(variant, version)`` asking the live index for the machine's Python and platform."""
+    from envdoctor.advise.choose import IndexAnswer
+
+    state: dict = {}
+
+    def target() -> Any:
+        if "target" not in state:
+            from envdoctor.wheels import Target, TargetError
+
+            python = machine.python
+            if not python:
+                state["target"] = None
+            else:
+                tags = machine.facts.python.platform_tags
+                glibc = machine.glibc
+                platform = (tags[0] if tags and not machine.given else
+                            f"manylinux_{glibc.replace('.', '_')}_{machine.arch}" if glibc else
+                            f"manylinux_2_28_{machine.arch}")
+                try:
+                    state["target"] = Target.for_python(python, platform)
+                except TargetError:
+                    state["target"] = None
+        return state["target"]
+
+    def client() -> Any:
+        if "client" not in state:
+            from envdoctor.wheels import IndexClient
+
+            state["client"] = IndexClient(base_url=index_url, timeout=timeout)
+        return state["client"]
+
+    def available(variant: str, version: str) -> IndexAnswer:
+        t = target()
+        if t is None:
+            return IndexAnswer(None, "the target Python version is not known")
+        listing = client().variant(variant, "torch", t)
+        if listing.exists is None:
+            return IndexAnswer(None, listing.error or f"{listing.url} did not answer")
+        if not listing.exists:
+            return IndexAnswer(False, f"{listing.url} has no torch page")
+        from packaging.version import Version
+
+        want = Version(version).public
+        if any(Version(v).public == want for v in listing.compatible):
+            return IndexAnswer(True, f"{listing.url}: torch {version} for {t.short}")
+        return IndexAnswer(False, f"{listing.url} has no torch {version} wheel for {t.short} {t.platforms[0]}")
+
+    return available

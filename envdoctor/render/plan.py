@@ -1,0 +1,194 @@
+"""A plan for people (text), for scripts (``envdoctor.plan/1`` JSON) and as a shell script to review.
+
+The text is declared unstable; the JSON keys below are the contract:
+``schema, route, status, torch, torchvision, torchaudio, variant, cuda, index_url, image, python,
+commands, steps, warnings, reasons, rejected [{route, reason}], compatibility, sources,
+index_check, ways_out [{kind, text, commands, ...}], alternatives, machine``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional
+
+from envdoctor import __version__
+from envdoctor.advise.plan import SCHEMA, Plan, Step
+from envdoctor.render.text import Style
+
+_INDEX = {"live": "index: checked live", "offline-table": "index: envdoctor's table, no live check"}
+
+
+def _index_text(state: str) -> str:
+    if state.startswith("failed"):
+        return f"index: live check {state}, so envdoctor's table decided"
+    return _INDEX.get(state, state)
+
+
+def headline(plan: Plan) -> str:
+    """``"system route: torch 2.13.0+cu130 (CUDA 13.0, driver runs it directly)"``."""
+    c = plan.choice
+    if plan.status == "amd":
+        return f"{plan.route} route: AMD GPU, outside what envdoctor advises"
+    if plan.route == "docker" and plan.image:
+        how = " in forward-compatibility mode" if plan.image.forward_compat else ""
+        return f"docker route: {plan.image.image} (torch {plan.image.torch}, CUDA {plan.image.cuda}){how}"
+    if not plan.ok:
+        return f"{plan.route} route: nothing fits as the machine is; see the ways out"
+    if plan.status == "cpu":
+        return f"{plan.route} route: {c.label} (no NVIDIA GPU: CPU wheels)"
+    if plan.status == "macos":
+        return f"{plan.route} route: {c.label} from PyPI (CPU and MPS)"
+    how = {"direct": "the driver runs it directly", "minor-version": "by minor-version compatibility"}
+    if plan.route == "conda":
+        return f"conda route: torch {c.torch} ({plan.conda})"
+    return f"{plan.route} route: {c.label} (CUDA {c.cuda}, {how.get(c.compatibility, c.compatibility)})"
+
+
+def render_text(plan: Plan, color: bool = False) -> str:
+    st = Style(color)
+    out: List[str] = [st(f"envdoctor recommend: {headline(plan)}", "bold")]
+    m = plan.machine
+    if m is not None:
+        if m.given:
+            out.append(f"  planned for: {m.origin}; " + "; ".join(m.given))
+        elif m.origin != "this machine":
+            out.append(f"  planned for: {m.origin}")
+    out.append("")
+    out.append(st(f"Why {plan.route}:", "bold"))
+    out += [f"  - {r}" for r in plan.reasons]
+    for r in plan.rejected:
+        out.append(f"  Not {r.route}: {r.reason}")
+    c = plan.choice
+    if plan.route == "system" and c.torch and plan.status not in ("amd",):
+        out.append("")
+        out.append(st(f"Why {c.label}" + (f" ({_index_text(plan.index_check)})" if plan.route == "system" else "")
+                      + ":", "bold"))
+        out += [f"  - {r}" for r in c.reasons]
+    if plan.steps:
+        out.append("")
+        out.append(st("Commands, in order (printed, not run):", "bold"))
+        for i, step in enumerate(plan.steps, 1):
+            out.append(f"  {i}. {step.title}")
+            for cmd in step.commands:
+                out.append(f"       {st(cmd, 'dim')}" if cmd.lstrip().startswith("#") else f"     $ {cmd}")
+            if step.note:
+                out.append(st(f"     ({step.note})", "dim"))
+    for alt in plan.alternatives:
+        out.append(f"  or, with uv: $ {alt}")
+    if plan.warnings:
+        out.append("")
+        out.append(st("Warnings:", "warning"))
+        out += [f"  {st('!', 'warning')} {w}" for w in plan.warnings]
+    if plan.ways_out:
+        out.append("")
+        out.append(st("Ways out:" if not plan.ok else "Other roads:", "bold"))
+        for w in plan.ways_out:
+            out.append(f"  - {w.text}")
+            out += [f"       {st(x, 'dim')}" if x.lstrip().startswith("#") else f"     $ {x}" for x in w.commands]
+    if not plan.ok and c.rejected:
+        out.append("")
+        out.append(st("Turned down:", "bold"))
+        out += [f"  - {r.what}: {r.reason}" for r in c.rejected[:10]]
+        if len(c.rejected) > 10:
+            out.append(f"  ... and {len(c.rejected) - 10} more (--json lists them all)")
+    if plan.sources:
+        out.append("")
+        out.append(st("Sources: " + "; ".join(dict.fromkeys(plan.sources)), "dim"))
+    return "\n".join(out) + "\n"
+
+
+def _step(step: Step) -> Dict[str, Any]:
+    return {"title": step.title, "commands": list(step.commands), "note": step.note}
+
+
+def plan_document(plan: Plan) -> Dict[str, Any]:
+    """The versioned JSON document (``"schema": "envdoctor.plan/1"``)."""
+    c = plan.choice
+    m = plan.machine
+    image = plan.image
+    return {
+        "schema": SCHEMA,
+        "envdoctor_version": __version__,
+        "route": plan.route,
+        "status": plan.status,
+        "torch": plan.torch,
+        "torchvision": c.torchvision if plan.route != "docker" else None,
+        "torchaudio": c.torchaudio if plan.route != "docker" else None,
+        "variant": plan.variant,
+        "cuda": plan.cuda,
+        "index_url": plan.index_url,
+        "image": image.image if image else None,
+        "image_tag": image.tag if image else None,
+        "forward_compat": image.forward_compat if image else None,
+        "conda": plan.conda,
+        "python": plan.python,
+        "compatibility": (image.compatibility if image else "none") if plan.route == "docker" else c.compatibility,
+        "driver_needed": c.driver_needed,
+        "commands": list(plan.commands),
+        "steps": [_step(s) for s in plan.steps],
+        "alternatives": list(plan.alternatives),
+        "reasons": list(plan.reasons),
+        "choice_reasons": list(c.reasons),
+        "warnings": list(plan.warnings),
+        "rejected": [{"route": r.route, "reason": r.reason} for r in plan.rejected],
+        "rejected_builds": [{"what": r.what, "reason": r.reason} for r in c.rejected],
+        "ways_out": [{"kind": w.kind, "text": w.text, "commands": list(w.commands), "torch": w.torch,
+                      "variant": w.variant, "branch": w.branch} for w in plan.ways_out],
+        "sources": list(dict.fromkeys(plan.sources)),
+        "index_check": plan.index_check,
+        "machine": _machine(m),
+    }
+
+
+def _machine(m: Any) -> Optional[Dict[str, Any]]:
+    if m is None:
+        return None
+    return {
+        "origin": m.origin,
+        "given": list(m.given),
+        "os": m.os_label if (m.os_id or m.facts.system.os_name) else None,
+        "arch": m.arch,
+        "glibc": m.glibc,
+        "driver": m.driver,
+        "python": m.python,
+        "gpus": [{"name": g.name, "cc": g.cc, "vendor": g.vendor, "datacenter": g.datacenter} for g in m.gpus],
+    }
+
+
+def render_script(plan: Plan, source: str = "envdoctor recommend") -> str:
+    """The commands as a shell script with ``set -e`` and comments, to review and then run.
+
+    A step that ends in ``sudo reboot`` splits the script in two: the first run stops before the
+    reboot; ``bash FILE --after-reboot`` runs the rest.
+    """
+    lines = ["#!/usr/bin/env bash",
+             f"# {source}: {headline(plan)}",
+             f"# written by envdoctor {__version__} for review; nothing here has been run.",
+             "set -e", ""]
+    for w in plan.warnings:
+        lines.append(f"# warning: {w}")
+    if plan.warnings:
+        lines.append("")
+    if not plan.steps:
+        lines.append("# no commands: nothing fits as the machine is")
+        for w in plan.ways_out:
+            lines.append(f"# way out: {w.text}")
+            lines += [f"#   {x}" for x in w.commands]
+        return "\n".join(lines) + "\n"
+    split = next((i for i, s in enumerate(plan.steps) if "sudo reboot" in s.commands), None)
+    body: List[str] = []
+    for i, step in enumerate(plan.steps, 1):
+        if split is not None and i - 1 == split:
+            body.append(f"  # {i}. {step.title}")
+            body += [f"  {c}" for c in step.commands if c != "sudo reboot"]
+            body += ['  echo "Reboot now (sudo reboot), then run: bash $0 --after-reboot"', "  exit 0", "fi", ""]
+            continue
+        indent = "  " if split is not None and i - 1 < split else ""
+        body.append(f"{indent}# {i}. {step.title}")
+        if step.note:
+            body.append(f"{indent}#    {step.note}")
+        body += [f"{indent}{c}" for c in step.commands]
+        body.append("")
+    if split is not None:
+        lines.append('if [ "${1:-}" != "--after-reboot" ]; then')
+    lines += body
+    return "\n".join(lines).rstrip("\n") + "\n"

@@ -1,0 +1,232 @@
+"""The torch + wheel choice, against hand-written answers (each a public fact, cited).
+
+Every expectation here was worked out from the sources, not from envdoctor's table, so these tests
+check the table too. Offline throughout: ``available`` is a fake where the live index matters.
+"""
+
+import pytest
+from packaging.specifiers import SpecifierSet
+
+from envdoctor.advise.choose import IndexAnswer, SpecError, choose_variant, parse_torch_spec
+from envdoctor.table import load_table
+
+T = load_table()
+CU12X_OR_NEWER = ("cu121", "cu124", "cu126", "cu128", "cu129", "cu130", "cu132")
+
+
+def choose(spec, driver, ccs, python="3.12", glibc="2.39", arch="x86_64", **kw):
+    return choose_variant(T, spec, driver, ccs, python, glibc, arch, **kw)
+
+
+# --- specifiers ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("text, expected", [
+    ("2.1", "==2.1.*"), ("2", "==2.*"), ("2.7.1", "==2.7.1"), ("2.7.*", "==2.7.*"),
+    (">=2.4,<2.6", "<2.6,>=2.4"), ("~=2.5.0", "~=2.5.0"),
+])
+def test_torch_spec_forms(text, expected):
+    assert str(parse_torch_spec(text)) == str(SpecifierSet(expected))
+
+
+@pytest.mark.parametrize("text", ["banana", ">>2.4", "2.x"])
+def test_bad_torch_spec_is_a_spec_error(text):
+    with pytest.raises(SpecError):
+        parse_torch_spec(text)
+
+
+def test_spec_picks_the_newest_patch_inside_it():
+    # 2.7 had 2.7.0 and 2.7.1 (torchvision 0.22.1); ">=2.4,<2.6" ends at 2.5.1 (torchvision 0.20.1).
+    assert choose("2.7", "580.95.05", ["8.9"]).torch == "2.7.1"
+    assert choose("2.7.0", "580.95.05", ["8.9"]).torch == "2.7.0"
+    c = choose(">=2.4,<2.6", "580.95.05", ["8.9"])
+    assert (c.torch, c.torchvision, c.torchaudio) == ("2.5.1", "0.20.1", "2.5.1")
+
+
+# --- GPUs and drivers ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("spec", [None, "2.8", "2.10", "2.11", "2.13"])
+def test_pascal_on_driver_580_gets_cu126_never_cu128_or_newer(spec):
+    # Maxwell/Pascal were never in any cu128+ wheel (pytorch/pytorch#146265, dev-discuss 3128);
+    # cu126 keeps sm_60, which runs on the GTX 1080 Ti's 6.1 (same major, lower minor).
+    c = choose(spec, "580.95.05", ["6.1"])
+    assert c.variant == "cu126" and c.compatibility == "direct"
+    assert c.status == "ok"
+
+
+def test_pascal_default_is_the_newest_release_with_cu126():
+    # 2.13 ships cu126 (test-infra 6d36e31f: release cuda 12.6, 13.0, 13.2); 2.14 is a release
+    # candidate only, so offline envdoctor does not offer it.
+    assert choose(None, "580.95.05", ["6.1"]).label == "torch 2.13.0+cu126"
+
+
+@pytest.mark.parametrize("spec", [None, "2.7", "2.8", "2.9", "2.10", "2.11"])
+def test_rtx_5090_on_driver_570_gets_cu128(spec):
+    # sm_120 first shipped in 2.7 cu128 (#145792); cu126 has no Blackwell; CUDA 13 needs R580
+    # (13.0 GA: >= 580.65.06), so R570 cannot run cu130/cu132; 12.8 GA needs 570.26.
+    c = choose(spec, "570.133.20", ["12.0"])
+    assert c.variant == "cu128" and c.compatibility == "direct"
+
+
+def test_rtx_5090_on_driver_570_default_is_2_11_and_the_upgrade_to_580_opens_cu130():
+    # cu128 ends with 2.11 (#178665: 12.8 deprecated for 2.12).
+    c = choose(None, "570.133.20", ["12.0"])
+    assert c.label == "torch 2.11.0+cu128"
+    up = [w for w in c.ways_out if w.kind == "upgrade-driver"]
+    assert up and up[0].branch == "580" and up[0].variant == "cu130"
+
+
+def test_rtx_5090_before_2_7_has_no_kernels_and_says_what_works_today():
+    c = choose("2.6", "570.133.20", ["12.0"])
+    assert c.status == "no-fit" and c.torch is None
+    today = [w for w in c.ways_out if w.kind == "works-today"]
+    assert today and (today[0].torch, today[0].variant) == ("2.11.0", "cu128")
+
+
+@pytest.mark.parametrize("spec, variant", [
+    (None, "cu126"),     # 2.13: cu128 gone; cu130/cu132 have no sm_70 and need R580 anyway
+    ("2.7", "cu126"),    # 2.7 cu128 left Volta out (#147607)
+    ("2.8", "cu128"),    # Volta back in cu128 for 2.8-2.10 (#157517)
+    ("2.10", "cu128"),   # 2.10.0+cu128 get_arch_list starts at sm_70 (#182250)
+    ("2.11", "cu126"),   # dropped again in 2.11 (#172598)
+])
+def test_v100_on_driver_570(spec, variant):
+    assert choose(spec, "570.133.20", ["7.0"]).variant == variant
+
+
+def test_python_3_8_stops_at_torch_2_4():
+    # 2.4 is the last release with cp38 wheels (2.5: 3.9-3.12); H100 sm_90 is in 2.4 cu124.
+    c = choose(None, "580.95.05", ["9.0"], python="3.8")
+    assert c.label == "torch 2.4.1+cu124"
+    assert any(r.what == "torch 2.5.1" and "Python 3.8" in r.reason for r in c.rejected)
+
+
+def test_python_3_7_on_an_a100_gets_1_13_cu117():
+    # 1.13 is the last release with cp37 (3.7-3.10); its CUDA variants are cu116/cu117.
+    assert choose(None, "580.95.05", ["8.0"], python="3.7").label == "torch 1.13.1+cu117"
+
+
+def test_free_threaded_3_13t_stops_at_2_11():
+    # 2.12 dropped CPython 3.13t (test-infra 4fa7ce0e / #182951).
+    assert choose(None, "580.95.05", ["9.0"], python="3.13t").label == "torch 2.11.0+cu130"
+
+
+@pytest.mark.parametrize("spec", [None, "2.0", "2.1", "2.4", "2.5"])
+def test_rtx_3090_ti_on_driver_515_never_gets_cuda_12(spec):
+    # 515 runs CUDA 11.7 directly (11.7 GA: 515.43.04), 11.8 only by minor-version compatibility
+    # (11.8 needs 520.61.05; the 11.x floor is 450.80.02); CUDA 12.x needs >= 525.60.13.
+    c = choose(spec, "515.65.01", ["8.6"], python="3.10")
+    assert c.variant in ("cu117", "cu118") and c.variant not in CU12X_OR_NEWER
+    assert c.compatibility == ("direct" if c.variant == "cu117" else "minor-version")
+
+
+def test_rtx_3090_ti_on_driver_515_torch_2_0_takes_cu117_directly():
+    c = choose("2.0", "515.65.01", ["8.6"], python="3.10")
+    assert c.label == "torch 2.0.1+cu117" and c.compatibility == "direct"
+
+
+def test_minor_version_choice_warns_and_offers_both_roads():
+    c = choose(None, "515.65.01", ["8.6"], python="3.10")
+    assert c.variant == "cu118" and c.compatibility == "minor-version"
+    assert any("minor-version compatibility" in w for w in c.warnings)
+    kinds = {w.kind: w for w in c.ways_out}
+    assert kinds["direct"].variant == "cu117" and kinds["direct"].torch == "2.0.1"
+    assert kinds["upgrade-driver"].branch == "580"
+
+
+def test_no_gpu_gets_cpu_wheels():
+    c = choose(None, None, [])
+    assert (c.status, c.variant, c.index_url) == ("cpu", "cpu", "https://download.pytorch.org/whl/cpu")
+    assert c.compatibility == "none" and c.torch == "2.13.0"
+
+
+def test_gpu_without_driver_plans_for_branch_580():
+    # R580 is the newest confirmed long-term branch; it runs CUDA 13.0 (>= 580.65.06) directly.
+    c = choose(None, None, ["8.9"])
+    assert c.driver_needed == "580" and c.label == "torch 2.13.0+cu130"
+
+
+def test_kepler_without_driver_plans_for_its_last_branch_470():
+    # R470 is Kepler's last branch; 2.5 cu118 still carries sm_37 (builder release/2.5 build_cuda.sh);
+    # 470 runs CUDA 11.8 by minor-version compatibility (>= 450.80.02).
+    c = choose(None, None, ["3.7"], python="3.10")
+    assert c.driver_needed == "470"
+    assert c.label == "torch 2.5.1+cu118" and c.compatibility == "minor-version"
+
+
+def test_hopper_on_a_515_driver_cannot_run_at_all():
+    # Hopper arrived with CUDA 11.8, whose driver floor is 520.61.05: R515 does not know the GPU.
+    c = choose(None, "515.65.01", ["9.0"])
+    assert c.status == "no-fit"
+    assert "Hopper" in c.warnings[0] and "520" in c.warnings[0]
+    assert [w.branch for w in c.ways_out if w.kind == "upgrade-driver"] == ["580"]
+
+
+def test_rtx_3090_on_driver_450_51_gets_nothing_but_an_upgrade():
+    # sm_86 needs CUDA 11.1 (455.23); 450.51 is also below the 11.x MVC floor 450.80.02.
+    c = choose(None, "450.51.06", ["8.6"], python="3.10")
+    assert c.status == "no-fit"
+    assert {w.kind for w in c.ways_out} == {"upgrade-driver", "cpu"}
+
+
+def test_pascal_on_driver_590_is_told_to_install_580():
+    # R580 is the last branch for Maxwell, Pascal and Volta (CUDA 13.2 release notes 2.6.2).
+    c = choose(None, "590.44.01", ["6.1"])
+    assert c.status == "no-fit"
+    way = [w for w in c.ways_out if w.kind == "install-driver"][0]
+    assert way.branch == "580" and way.variant == "cu126"
+
+
+def test_glibc_2_17_keeps_torch_at_2_6_without_cu126():
+    # From 2.7 all Linux wheels are manylinux_2_28; 2.6 cu126 was already built on that image.
+    c = choose(None, "550.54.15", ["8.0"], glibc="2.17", python="3.10")
+    assert c.label == "torch 2.6.0+cu124"
+    assert any(r.what == "torch 2.6.0 cu126" and "glibc 2.28" in r.reason for r in c.rejected)
+
+
+def test_grace_hopper_aarch64_gets_cu130():
+    # 2.13 aarch64 cu130 carries sm_90 (build_env_setup.py at 83d50900).
+    assert choose(None, "580.95.05", ["9.0"], arch="aarch64").label == "torch 2.13.0+cu130"
+
+
+def test_grace_hopper_with_torch_2_5_has_no_cuda_aarch64_wheel():
+    # Before 2.9 the CUDA aarch64 wheels were not on download.pytorch.org for 2.5 (CPU only).
+    c = choose("2.5", "580.95.05", ["9.0"], arch="aarch64")
+    assert c.status == "no-fit"
+    assert any("linux_aarch64" in r.reason for r in c.rejected)
+    assert [(w.torch, w.variant) for w in c.ways_out if w.kind == "works-today"] == [("2.13.0", "cu130")]
+
+
+def test_gpu_of_unknown_capability_still_gets_cuda_wheels():
+    # An NVIDIA GPU the table cannot name is still a GPU: CUDA wheels, kernels unchecked.
+    c = choose(None, "580.95.05", [None])
+    assert c.label == "torch 2.13.0+cu130" and c.status == "ok"
+    assert not any("kernels for every GPU" in r for r in c.reasons)
+
+
+# --- the live index ------------------------------------------------------------------------------
+
+def fake_index(present):
+    def available(variant, version):
+        if present is None:
+            return IndexAnswer(None, "cannot resolve host download.pytorch.org")
+        return IndexAnswer((variant, version) in present, f"{variant} {version}")
+    return available
+
+
+def test_live_index_overrules_the_table():
+    present = {("cu130", "2.11.0"), ("cu130", "2.10.0")}
+    c = choose(None, "580.95.05", ["9.0"], available=fake_index(present))
+    assert c.label == "torch 2.11.0+cu130" and c.index_check == "live"
+    assert any(r.what == "torch 2.13.0 cu130" for r in c.rejected)
+
+
+def test_live_index_confirms_a_variant_the_table_doubts():
+    # 2.13 cu129 is in the test channel only as far as the table knows; if the index has it, use it.
+    c = choose("2.13", "575.57.08", ["12.0"], available=fake_index({("cu129", "2.13.0")}))
+    assert c.label == "torch 2.13.0+cu129" and c.index_check == "live"
+
+
+def test_index_failure_falls_back_to_the_table_and_says_so():
+    c = choose(None, "570.133.20", ["12.0"], available=fake_index(None))
+    assert c.label == "torch 2.11.0+cu128"
+    assert c.index_check.startswith("failed: cannot resolve host")

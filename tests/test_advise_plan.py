@@ -1,0 +1,267 @@
+"""Plans per route: the exact commands, in order, against hand-written expectations."""
+
+import dataclasses
+
+import pytest
+from packaging.version import Version
+
+from envdoctor.advise.plan import recommend
+from envdoctor.advise.whatif import (Overrides, WhatIfError, apply_overrides, blank_machine,
+                                     machine_from_facts, parse_gpu)
+from envdoctor.facts import DockerFacts, DriverFacts, Facts, GpuInfo, SystemFacts, TargetPython
+from envdoctor.render.plan import plan_document, render_script, render_text
+from envdoctor.table import load_table
+
+T = load_table()
+
+
+def whatif(route=None, torch=None, nvcc=False, index_base=None, **o):
+    m = apply_overrides(blank_machine(), Overrides(**o), T)
+    return recommend(m, T, route, torch, nvcc, None, index_base)
+
+
+def ubuntu(version="24.04", **o):
+    o.setdefault("python_version", "3.12")
+    return dict(os=f"ubuntu:{version}", **o)
+
+
+def pip_lines(plan):
+    return [c for c in plan.commands if " -m pip install " in c]
+
+
+# --- system ------------------------------------------------------------------------------------
+
+def test_gpu_without_driver_installs_the_driver_first():
+    p = whatif(**ubuntu(driver="none", gpus=("RTX 4090",)))
+    assert p.commands[:3] == ("sudo apt-get update", "sudo apt-get install -y nvidia-driver-580-open", "sudo reboot")
+    assert p.commands[3] == "python3.12 -m venv ~/venvs/torch"
+    assert p.commands[4] == ("~/venvs/torch/bin/python -m pip install torch==2.13.0+cu130 torchvision==0.28.0 "
+                             "--index-url https://download.pytorch.org/whl/cu130")
+    assert p.choice.driver_needed == "580"
+
+
+def test_pascal_without_driver_takes_the_proprietary_modules():
+    # The open kernel modules support Turing and newer only.
+    p = whatif(**ubuntu(driver="none", gpus=("GTX 1080 Ti",)))
+    assert "sudo apt-get install -y nvidia-driver-580" in p.commands
+    assert not any("-open" in c for c in p.commands)
+
+
+def test_debian_driver_install_comes_from_nvidia_repository():
+    p = whatif(os="debian:12", python_version="3.11", driver="none", gpus=("H100",))
+    assert p.commands[0] == ("wget https://developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/"
+                             "cuda-keyring_1.1-1_all.deb")
+    assert "sudo apt-get install -y nvidia-open-580" in p.commands
+
+
+def test_every_plan_ends_with_verification():
+    for p in (whatif(**ubuntu(driver="580.95.05", gpus=("H100",)), route=r) for r in ("system", "conda", "docker")):
+        assert p.steps[-1].title == "Verify"
+        assert any(c.startswith("envdoctor check") for c in p.steps[-1].commands)
+
+
+def test_system_plan_offers_uv_bound_to_the_same_interpreter():
+    p = whatif(**ubuntu(driver="570.133.20", gpus=("RTX 5090",)))
+    assert p.alternatives == ("uv pip install --python ~/venvs/torch/bin/python torch==2.11.0+cu128 "
+                              "torchvision==0.26.0 torchaudio==2.11.0 --index-url https://download.pytorch.org/whl/cu128",)
+
+
+def test_probed_venv_gets_the_wheels_directly():
+    facts = Facts(system=SystemFacts(os_id="ubuntu", os_version="22.04", arch="x86_64", glibc="2.35"),
+                  driver=DriverFacts(driver_version="550.54.15", gpus=(GpuInfo(0, "NVIDIA A100-SXM4-80GB", "8.0"),)),
+                  python=TargetPython(executable="/srv/proj/.venv/bin/python", version="3.10.12", venv=True))
+    p = recommend(machine_from_facts(facts, T), T)
+    assert p.route == "system" and not any("venv" in s.title for s in p.steps)
+    # 550 runs CUDA 12.4 directly (550.54.14); cu126 would need MVC, and 2.6 is the last with cu124.
+    assert pip_lines(p) == ["/srv/proj/.venv/bin/python -m pip install torch==2.13.0+cu126 torchvision==0.28.0 "
+                            "--index-url https://download.pytorch.org/whl/cu126"]
+    assert p.choice.compatibility == "minor-version"
+
+
+def test_mirror_index_url_is_used_in_the_commands():
+    p = whatif(**ubuntu(driver="580.95.05", gpus=("H100",)), index_base="https://mirror.example/pytorch/whl")
+    assert pip_lines(p)[0].endswith("--index-url https://mirror.example/pytorch/whl/cu130")
+    assert p.index_url == "https://mirror.example/pytorch/whl/cu130"
+
+
+def test_ubuntu_18_04_wheels_stop_at_2_6_and_its_toolkits_at_cuda_12_1():
+    # glibc 2.27: torch 2.7+ (manylinux_2_28) does not install, so 2.6 cu124 is the newest wheel.
+    p = whatif(**ubuntu("18.04", python_version="3.10", glibc="2.27", driver="550.54.15", gpus=("RTX 3090",)))
+    assert (p.torch, p.variant) == ("2.6.0", "cu124")
+    # With nvcc: NVIDIA's ubuntu1804 repository stops at CUDA 12.1 (nvidia/cuda 12.1.0-*-ubuntu18.04 is
+    # the last image of that line), so no 12.4 toolkit; torch 2.5.1+cu121 matches the 12.1 toolkit.
+    p = whatif(route="system", nvcc=True, **ubuntu("18.04", python_version="3.10", glibc="2.27",
+                                                   driver="550.54.15", gpus=("RTX 3090",)))
+    assert (p.torch, p.variant) == ("2.5.1", "cu121")
+    toolkits = [c for c in p.commands if "cuda-toolkit-" in c]
+    assert toolkits == ["sudo apt-get install -y cuda-toolkit-12-1"]
+
+
+def test_with_nvcc_refuses_a_toolkit_the_repository_does_not_have():
+    # Pascal needs a CUDA 12 build (cu126); Debian 13's NVIDIA repository starts at CUDA 13.0, which
+    # removed Pascal: no matching nvcc from it, so no toolkit step, and the conda way is named.
+    p = whatif(nvcc=True, os="debian:13", python_version="3.13", glibc="2.41", driver="580.95.05",
+               gpus=("GTX 1080 Ti",))
+    assert p.variant == "cu126" and not any("cuda-toolkit" in c for c in p.commands)
+    assert any("debian13 repository has no CUDA 12.6 toolkit" in w and "cuda-nvcc" in w for w in p.warnings)
+
+
+def test_with_nvcc_installs_the_toolkit_of_torchs_cuda_before_the_wheels():
+    p = whatif(nvcc=True, **ubuntu("22.04", driver="580.95.05", gpus=("RTX 4090",)))
+    cmds = list(p.commands)
+    keyring = "wget https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/x86_64/cuda-keyring_1.1-1_all.deb"
+    assert cmds.index(keyring) < cmds.index("sudo apt-get install -y cuda-toolkit-13-0") < cmds.index(pip_lines(p)[0])
+    assert "export CUDA_HOME=/usr/local/cuda-13.0" in cmds
+
+
+def test_rhel_toolkit_uses_dnf_and_the_repo_file():
+    p = whatif(nvcc=True, os="rhel:9", python_version="3.12", driver="580.95.05", gpus=("L4",))
+    assert ("sudo dnf config-manager --add-repo https://developer.download.nvidia.com/compute/cuda/repos/"
+            "rhel9/x86_64/cuda-rhel9.repo") in p.commands
+    assert "sudo dnf install -y cuda-toolkit-13-0" in p.commands
+
+
+def test_no_fit_has_no_commands_but_both_ways_out():
+    p = whatif(**ubuntu("20.04", python_version="3.10", driver="450.51.06", gpus=("RTX 3090",)))
+    assert not p.ok and p.commands == ()
+    kinds = [w.kind for w in p.ways_out]
+    assert kinds[0] == "upgrade-driver"
+    assert "sudo apt-get install -y nvidia-driver-580-open" in p.ways_out[0].commands
+
+
+def test_no_gpu_is_cpu_wheels():
+    p = whatif(os="debian:12", python_version="3.11", no_gpu=True)
+    assert p.status == "cpu" and p.variant == "cpu"
+    assert pip_lines(p) == ["~/venvs/torch/bin/python -m pip install torch==2.13.0 torchvision==0.28.0 "
+                            "--index-url https://download.pytorch.org/whl/cpu"]
+
+
+def test_macos_gets_the_default_wheel_with_mps():
+    p = whatif(os="macos:14.5", python_version="3.12", no_gpu=True)
+    assert p.status == "macos" and p.index_url == "https://pypi.org/simple"
+    assert pip_lines(p) == ["~/venvs/torch/bin/python -m pip install torch==2.13.0 torchvision==0.28.0"]
+
+
+def test_amd_gpu_is_outside_with_the_rocm_index_named():
+    p = whatif(os="ubuntu:22.04", python_version="3.12", gpus=("MI300X",))
+    assert p.status == "amd" and not p.ok and p.commands == ()
+    # 2.13's ROCm variants are rocm7.1 and rocm7.2 (test-infra 6d36e31f).
+    assert p.index_url == "https://download.pytorch.org/whl/rocm7.2"
+    assert "outside what envdoctor advises" in p.warnings[0]
+
+
+# --- conda ---------------------------------------------------------------------------------------
+
+def test_conda_route_for_torch_2_7_uses_conda_forge_not_the_pytorch_channel():
+    # 2.5 was the last release on -c pytorch (pytorch/pytorch#138506).
+    p = whatif(route="conda", torch="2.7", os="ubuntu:24.04", driver="570.133.20", gpus=("RTX 4090",))
+    create = p.commands[0]
+    assert create == ("conda create -y -n torch -c conda-forge --override-channels python=3.12 pytorch-gpu=2.7 "
+                      "torchvision cuda-version=12")
+    for cmd in p.commands:
+        words = cmd.split()
+        assert ("-c", "pytorch") not in set(zip(words, words[1:]))
+    assert any("several GB" in (s.note or "") for s in p.steps)
+
+
+def test_conda_route_for_torch_2_5_uses_the_retired_channel_with_pytorch_cuda():
+    # 535 runs 12.1 directly (530.30.02) and 12.4 only by MVC: pytorch-cuda=12.1.
+    p = whatif(route="conda", torch="2.5", os="ubuntu:22.04", driver="535.104.05", gpus=("RTX 3090",))
+    assert p.commands[0] == ("conda create -y -n torch -c pytorch -c nvidia python=3.12 pytorch=2.5.1 "
+                             "torchvision=0.20.1 torchaudio=2.5.1 pytorch-cuda=12.1")
+
+
+def test_conda_with_nvcc_adds_cuda_nvcc():
+    p = whatif(route="conda", nvcc=True, os="ubuntu:24.04", driver="580.95.05", gpus=("H100",))
+    assert p.commands[0].endswith("pytorch-gpu=2.13 torchvision cuda-version=13 cuda-nvcc")
+
+
+def test_conda_for_pascal_pins_cuda_12():
+    # conda-forge's CUDA 13 builds start at sm_75; its 12.x builds still carry sm_60.
+    p = whatif(route="conda", os="ubuntu:24.04", driver="580.95.05", gpus=("GTX 1080 Ti",))
+    assert "cuda-version=12" in p.commands[0]
+
+
+# --- docker --------------------------------------------------------------------------------------
+
+def test_docker_on_h200_with_r580_runs_ngc_25_12():
+    # NGC 25.12: CUDA 13.1.0, PyTorch 2.10.0a0 (NVIDIA's 25.12 release notes); CUDA 13.x runs on R580.
+    p = whatif(route="docker", os="ubuntu:24.04", driver="580.95.05", gpus=("H200",))
+    assert p.image.image == "nvcr.io/nvidia/pytorch:25.12-py3" and not p.image.forward_compat
+    assert ("docker run --gpus all --rm -it --ipc=host --ulimit memlock=-1 --ulimit stack=67108864 "
+            "nvcr.io/nvidia/pytorch:25.12-py3") in p.commands
+    assert p.torch.startswith("2.10.0a0") and p.cuda == "13.1.0"
+
+
+def test_docker_datacenter_gpu_on_r535_uses_forward_compatibility():
+    # NGC 24.10 wants R560 but lists 535.86+ among the forward-compatible data-center branches.
+    p = whatif(route="docker", os="ubuntu:22.04", driver="535.104.05", gpus=("A100",))
+    assert p.image.tag == "24.10" and p.image.forward_compat
+    assert any("forward-compatibility mode" in w for w in p.warnings)
+
+
+def test_docker_geforce_on_r535_gets_no_forward_compatibility():
+    p = whatif(route="docker", os="ubuntu:22.04", driver="535.104.05", gpus=("RTX 3090",))
+    assert not p.image.forward_compat
+    assert Version(T.ngc(p.image.tag).min_driver) <= Version("535")
+
+
+def test_docker_blackwell_needs_an_image_with_cuda_12_8():
+    # 25.01 is the first Blackwell-capable month (CUDA 12.8.0); R570 runs it.
+    p = whatif(route="docker", os="ubuntu:24.04", driver="570.133.20", gpus=("RTX 5090",))
+    assert p.image.tag == "25.01"
+
+
+def test_docker_pascal_stays_on_a_cuda_12_image():
+    # CUDA 13.0 removed Pascal.
+    p = whatif(route="docker", os="ubuntu:24.04", driver="580.95.05", gpus=("GTX 1080 Ti",))
+    assert Version(p.image.cuda).major == 12
+
+
+def test_docker_plan_installs_and_configures_the_container_toolkit_when_missing():
+    facts = Facts(system=SystemFacts(os_id="ubuntu", os_version="24.04", arch="x86_64", glibc="2.39"),
+                  driver=DriverFacts(driver_version="580.95.05", gpus=(GpuInfo(0, "NVIDIA H200", "9.0"),)),
+                  docker=DockerFacts(client="/usr/bin/docker", client_version="28.2.2", daemon="ok"))
+    p = recommend(machine_from_facts(facts, T), T, route="docker")
+    cmds = list(p.commands)
+    assert cmds.index("sudo apt-get install -y nvidia-container-toolkit") < \
+        cmds.index("sudo nvidia-ctk runtime configure --runtime=docker") < cmds.index("sudo systemctl restart docker")
+    ready = dataclasses.replace(facts, docker=dataclasses.replace(facts.docker, runtimes=("nvidia", "runc")))
+    p2 = recommend(machine_from_facts(ready, T), T, route="docker")
+    assert not any("nvidia-ctk" in c for c in p2.commands)
+
+
+# --- what-if parsing and rendering ---------------------------------------------------------------
+
+@pytest.mark.parametrize("text, cc", [("RTX 3090 Ti", "8.6"), ("H100", "9.0"), ("8.6", "8.6"), ("sm_120", "12.0"),
+                                      ("sm_90a", "9.0")])
+def test_gpu_names_and_capabilities(text, cc):
+    assert parse_gpu(text, T).cc == cc
+
+
+@pytest.mark.parametrize("text", ["MI300X", "Radeon RX 7900 XTX", "AMD Instinct MI250"])
+def test_amd_names(text):
+    assert parse_gpu(text, T).vendor == "amd"
+
+
+@pytest.mark.parametrize("o", [dict(gpus=("RTX 9999",)), dict(driver="12.8"), dict(os="ubuntu"),
+                               dict(python_version="three"), dict(no_gpu=True, gpus=("H100",))])
+def test_bad_overrides_raise_one_line(o):
+    with pytest.raises(WhatIfError):
+        apply_overrides(blank_machine(), Overrides(**o), T)
+
+
+def test_script_splits_at_the_reboot():
+    p = whatif(**ubuntu(driver="none", gpus=("RTX 4090",)))
+    script = render_script(p)
+    assert script.startswith("#!/usr/bin/env bash\n") and "\nset -e\n" in script
+    first, second = script.split('echo "Reboot now (sudo reboot), then run: bash $0 --after-reboot"')
+    assert "nvidia-driver-580-open" in first and "sudo reboot\n" not in first
+    assert "-m pip install torch==2.13.0+cu130" in second
+
+
+def test_json_document_and_text_agree():
+    p = whatif(**ubuntu(driver="580.95.05", gpus=("H100",)))
+    doc = plan_document(p)
+    assert doc["schema"] == "envdoctor.plan/1" and doc["commands"] == list(p.commands)
+    assert "torch 2.13.0+cu130" in render_text(p)

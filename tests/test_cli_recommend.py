@@ -1,0 +1,184 @@
+"""``envdoctor recommend`` end to end through Click: --from reports, what-if flags, --script, JSON.
+
+Tests never touch the internet: ``--offline``, or a local index server on 127.0.0.1.
+"""
+
+import json
+import os
+import stat
+
+import pytest
+from click.testing import CliRunner
+
+from envdoctor.cli import cli
+from tests.indexserver import IndexServer
+from tests.machines import cpu_box, h200
+
+WHATIF_5090 = ["--gpu", "RTX 5090", "--driver", "570.133.20", "--os", "ubuntu:24.04", "--python-version", "3.12"]
+CONTRACT = {"schema", "route", "torch", "variant", "index_url", "image", "commands", "warnings", "rejected",
+            "compatibility", "sources", "index_check"}
+
+
+def run(*args, env=None):
+    return CliRunner().invoke(cli, ["recommend", *args], env=env, catch_exceptions=False)
+
+
+@pytest.fixture
+def no_probe(monkeypatch):
+    """Fail the test if anything reads this machine."""
+    import envdoctor.inspect as inspect  # imported first, so it keeps the real collect for `check`
+    import envdoctor.probes as probes
+
+    def boom(*a, **k):
+        raise AssertionError("recommend probed the machine")
+    assert inspect.collect is probes.collect
+    monkeypatch.setattr(probes, "collect", boom)
+
+
+@pytest.fixture
+def h200_report(tmp_path):
+    """A report saved by `envdoctor check --json` on the recorded H200 (driver 580.159.04, Python 3.11)."""
+    ctx = h200(tmp_path)
+    r = CliRunner().invoke(cli, ["check", "--root", str(ctx.root), "--skip", "torch", "--json"], env=dict(ctx.env))
+    path = tmp_path / "h200-report.json"
+    path.write_text(r.output)
+    return path
+
+
+def test_what_if_alone_plans_without_probing(no_probe):
+    r = run("--offline", *WHATIF_5090)
+    assert r.exit_code == 0, r.output
+    assert "system route: torch 2.11.0+cu128 (CUDA 12.8, the driver runs it directly)" in r.output
+    assert "Not conda: conda was not inspected" in r.output and "Not docker:" in r.output
+
+
+def test_json_contract(no_probe):
+    r = run("--offline", "--json", *WHATIF_5090)
+    doc = json.loads(r.output)
+    assert CONTRACT <= set(doc)
+    assert doc["schema"] == "envdoctor.plan/1" and doc["route"] == "system"
+    assert (doc["torch"], doc["variant"], doc["compatibility"]) == ("2.11.0", "cu128", "direct")
+    assert doc["index_url"] == "https://download.pytorch.org/whl/cu128" and doc["image"] is None
+    assert doc["index_check"] == "offline-table"
+    assert all(isinstance(c, str) and not c.startswith("#") for c in doc["commands"])
+    assert doc["commands"][-2:] == ["envdoctor check --python ~/venvs/torch/bin/python",
+                                    "envdoctor bench --python ~/venvs/torch/bin/python"]
+    assert {r["route"] for r in doc["rejected"]} == {"conda", "docker"}
+    assert all(s.startswith(("http", "pytorch/", "llvm/")) for s in doc["sources"])
+
+
+def test_from_report_plans_for_the_reported_machine(h200_report, no_probe):
+    r = run("--offline", "--json", "--from", str(h200_report))
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.output)
+    assert (doc["torch"], doc["variant"]) == ("2.13.0", "cu130")
+    assert doc["machine"]["driver"] == "580.159.04" and doc["machine"]["gpus"][0]["cc"] == "9.0"
+    assert doc["machine"]["origin"].startswith("report ")
+
+
+def test_from_report_with_a_what_if_driver(h200_report, no_probe):
+    # The same H200 on R535: CUDA 12.x wheels only (13.x needs R580); 2.13's 12.x variant is cu126.
+    r = run("--offline", "--json", "--from", str(h200_report), "--driver", "535.104.05")
+    doc = json.loads(r.output)
+    assert (doc["torch"], doc["variant"], doc["compatibility"]) == ("2.13.0", "cu126", "minor-version")
+
+
+def test_docker_route_from_report(h200_report, no_probe):
+    doc = json.loads(run("--offline", "--json", "--from", str(h200_report), "--route", "docker").output)
+    assert doc["route"] == "docker" and doc["image"] == "nvcr.io/nvidia/pytorch:25.12-py3"
+    assert doc["variant"] is None and doc["index_url"] is None
+
+
+@pytest.mark.parametrize("content, message", [
+    ("{not json", "is not valid JSON"),
+    ('{"x": 1}', "is not an envdoctor report"),
+    ('{"schema": "envdoctor.report/9"}', "this envdoctor reads"),
+])
+def test_bad_report_is_one_line_and_exit_2(tmp_path, content, message, no_probe):
+    path = tmp_path / "r.json"
+    path.write_text(content)
+    r = CliRunner().invoke(cli, ["recommend", "--from", str(path)])
+    assert r.exit_code == 2
+    assert message in r.output and len(r.output.strip().splitlines()) == 1
+
+
+def test_missing_report_is_exit_2(tmp_path):
+    r = run("--from", str(tmp_path / "nope.json"))
+    assert r.exit_code == 2 and "cannot read it" in r.output
+
+
+@pytest.mark.parametrize("args", [["--gpu", "RTX 9999"], ["--torch", "banana"], ["--os", "ubuntu"],
+                                  ["--driver", "12.8"], ["--python-version", "py3"]])
+def test_bad_what_if_values_are_usage_errors(args, no_probe):
+    r = CliRunner().invoke(cli, ["recommend", "--offline", *WHATIF_5090, *args])
+    assert r.exit_code == 2, r.output
+
+
+def test_nothing_fits_exits_1_with_ways_out(no_probe):
+    r = run("--offline", "--gpu", "RTX 3090", "--driver", "450.51.06", "--os", "ubuntu:20.04",
+            "--python-version", "3.10")
+    assert r.exit_code == 1
+    assert "nothing fits" in r.output and "Ways out:" in r.output
+    assert "upgrade the driver to branch 580" in r.output
+
+
+def test_amd_exits_1_and_names_rocm(no_probe):
+    r = run("--offline", "--json", "--gpu", "MI300X", "--os", "ubuntu:22.04", "--python-version", "3.12")
+    assert r.exit_code == 1
+    assert json.loads(r.output)["index_url"] == "https://download.pytorch.org/whl/rocm7.2"
+
+
+def test_script_is_written_once_and_overwritten_only_with_force(tmp_path, no_probe):
+    script = tmp_path / "install.sh"
+    args = ["--offline", "--gpu", "RTX 4090", "--driver", "none", "--os", "ubuntu:24.04",
+            "--python-version", "3.12", "--script", str(script)]
+    r = run(*args)
+    assert r.exit_code == 0
+    text = script.read_text()
+    assert text.startswith("#!/usr/bin/env bash") and "\nset -e\n" in text
+    assert "sudo apt-get install -y nvidia-driver-580-open" in text and "--after-reboot" in text
+    assert os.stat(script).st_mode & stat.S_IXUSR
+    again = CliRunner().invoke(cli, ["recommend", *args])
+    assert again.exit_code == 2 and "--force" in again.output
+    assert run(*args, "--force").exit_code == 0
+
+
+def test_torch_spec_and_route_through_the_cli(no_probe):
+    doc = json.loads(run("--offline", "--json", "--route", "conda", "--torch", "2.7", "--gpu", "RTX 4090",
+                         "--driver", "570.133.20", "--os", "ubuntu:24.04").output)
+    assert doc["route"] == "conda" and doc["torch"] == "2.7.1"
+    assert doc["commands"][0].startswith("conda create -y -n torch -c conda-forge ")
+    assert " -c pytorch " not in f" {doc['commands'][0]} "
+
+
+def test_probing_a_gpu_less_machine(tmp_path):
+    ctx = cpu_box(tmp_path)
+    r = CliRunner().invoke(cli, ["recommend", "--offline", "--json", "--root", str(ctx.root)], env=dict(ctx.env))
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.output)
+    assert doc["variant"] == "cpu" and doc["status"] == "cpu"
+
+
+def test_live_index_check_against_a_local_index(tmp_path, no_probe):
+    # The fixture index holds cu130 wheels for 2.9.0-2.11.0 only: 2.13 and 2.12 are not there.
+    with IndexServer() as server:
+        base = server.url()
+        r = CliRunner().invoke(cli, [
+            "recommend", "--json", "--index-url", base, "--gpu", "H100", "--driver", "580.95.05",
+            "--os", "ubuntu:24.04", "--python-version", "3.12", "--glibc", "2.39",
+        ], env={"ENVDOCTOR_CACHE_DIR": str(tmp_path / "cache")})
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.output)
+    assert (doc["torch"], doc["variant"], doc["index_check"]) == ("2.11.0", "cu130", "live")
+    assert doc["index_url"] == f"{base}/cu130"
+    assert any(b["what"] == "torch 2.13.0 cu130" for b in doc["rejected_builds"])
+
+
+def test_unreachable_index_falls_back_to_the_table(tmp_path, no_probe):
+    with IndexServer() as server:
+        url = server.url("down")
+        r = CliRunner().invoke(cli, [
+            "recommend", "--json", "--index-url", url, "--timeout", "2", *WHATIF_5090,
+        ], env={"ENVDOCTOR_CACHE_DIR": str(tmp_path / "cache")})
+    doc = json.loads(r.output)
+    assert doc["torch"] == "2.11.0" and doc["index_check"].startswith("failed: ")
