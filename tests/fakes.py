@@ -85,3 +85,16 @@ class FakeBin:
 
 def python_exe() -> str:
     return sys.executable
+
+
+def cli_runner():
+    """A CliRunner that keeps stderr apart from stdout on every Click envdoctor supports.
+
+    Click 8.2 (Python >= 3.10) always does; Click 8.1 (the last on Python 3.9) needs mix_stderr=False.
+    """
+    from click.testing import CliRunner
+
+    try:
+        return CliRunner(mix_stderr=False)  # type: ignore[call-arg]
+    except TypeError:
+        return CliRunner()

@@ -6,7 +6,7 @@ import json
 import sys
 
 import pytest
-from click.testing import CliRunner
+from tests.fakes import cli_runner
 
 from envdoctor.cli.bench import bench
 from envdoctor.facts.bench import BenchResult
@@ -16,7 +16,7 @@ from tests.test_bench_fakes import fake_python, recorded_run, replay
 
 
 def run(*args: str, env=None):
-    return CliRunner().invoke(bench, list(args), env=env)
+    return cli_runner().invoke(bench, list(args), env=env)
 
 
 def test_h200_replay_prints_table_chart_and_verdict(tmp_path):
@@ -81,7 +81,7 @@ def test_missing_gpu_index_is_a_usage_error(tmp_path):
 ])
 def test_usage_errors_exit_2(args, message):
     r = run(*args)
-    assert r.exit_code == 2 and message in r.output
+    assert r.exit_code == 2 and message in r.output + r.stderr
 
 
 def test_dtypes_and_sizes_reach_the_child(tmp_path):

@@ -53,6 +53,8 @@ def parse_query_gpu(text: str) -> Tuple[GpuInfo, ...]:
     lines = [ln for ln in text.splitlines() if ln.strip()]
     if not lines:
         raise SmiParseError("nvidia-smi printed nothing")
+    if "\x00" in text:
+        raise SmiParseError("nvidia-smi printed binary data, not CSV")
     rows = list(csv.reader(io.StringIO("\n".join(lines)), skipinitialspace=True))
     header = [re.sub(r"\s*\[.*\]$", "", h.strip()) for h in rows[0]]
     if "index" not in header:
@@ -84,7 +86,7 @@ def parse_query_gpu(text: str) -> Tuple[GpuInfo, ...]:
 def query_driver_version(text: str) -> Optional[str]:
     """The driver_version column of the query output (the same on every row)."""
     lines = [ln for ln in text.splitlines() if ln.strip()]
-    if len(lines) < 2:
+    if len(lines) < 2 or "\x00" in text:
         return None
     rows = list(csv.reader(io.StringIO("\n".join(lines)), skipinitialspace=True))
     header = [re.sub(r"\s*\[.*\]$", "", h.strip()) for h in rows[0]]
