@@ -305,7 +305,7 @@ def test_slower_launch_bound_point_is_only_a_change():
     now = dataclasses.replace(before, points=(dataclasses.replace(before.points[0], tflops=19.0),))
     v = compare(B, B, before_bench=before, after_bench=now)
     assert v.regressions == ()
-    assert [f.title for f in v.changes] == ["Bench slower at 1 launch-bound point(s)"]
+    assert [f.title for f in v.changes] == ["Bench slower at 1 small, launch-sensitive point(s)"]
     assert v.changes[0].evidence == ("GPU 0 (NVIDIA H200) bf16 n=512: 22.0 -> 19.0 TFLOP/s (-13.6%)",)
 
 
@@ -368,3 +368,18 @@ def test_machine_differences():
     assert reasons == ("taken on host 'h200-vm', this is 'gpu-02'",)
     # a redacted baseline host cannot tell anything
     assert machine_differences(B, after(here, driver=driver(gpus=())), "<host>") == ((), ())
+
+
+def test_small_compute_bound_point_slower_on_a_rerun_is_only_a_change():
+    """On the H200, fp32 n=512 (16 output tiles for 132 SMs, classed compute-bound) ran 16.4 then
+    10.8 TFLOP/s in two runs minutes apart: the same machine must not report a regression."""
+    def small(tflops):
+        b = bench(tflops)
+        dev = dataclasses.replace(b.devices[0], multiprocessors=132, launch_us=10.2)
+        return dataclasses.replace(b, devices=(dev,), points=(
+            dataclasses.replace(b.points[0], dtype="fp32", n=512, bound="compute"),))
+    v = compare(B, B, before_bench=small(16.4), after_bench=small(10.8))
+    assert v.regressions == ()
+    assert codes(v.changes) == ["ED728"]
+    big = compare(B, B, before_bench=bench(640.0), after_bench=bench(540.0))
+    assert codes(big.regressions) == ["ED712"]  # n=8192 fills the GPU: still a regression
