@@ -13,7 +13,7 @@ from typing import Dict, Optional
 
 from envdoctor.parse.nvidia_smi import QUERY_FIELDS
 from envdoctor.probes.context import Context
-from tests.fakes import FakeBin, recorded
+from tests.fakes import FIXTURES, FakeBin, recorded
 
 H200 = "h200-driver580-cuda13"
 CPU = "cpu-nvcc13-docker-client"
@@ -104,19 +104,21 @@ class FakeNvml:
         return 1980
 
 
+def h200_pci() -> Dict[str, str]:
+    """/sys/bus/pci/devices/0000:00:06.0 as recorded on the H200 (tests/fixtures/.../sysfs-pci)."""
+    folder = FIXTURES / H200 / "sysfs-pci" / "0000:00:06.0"
+    return {f"/sys/bus/pci/devices/0000:00:06.0/{f.name}": f.read_text()
+            for f in folder.iterdir() if f.name != "driver.link"}
+
+
 def h200_files() -> Dict[str, str]:
-    return {
+    return {**h200_pci(),
         "/etc/os-release": UBUNTU_2404,
         "/proc/version": "Linux version 6.18.44-fc-v657-gpu (builder@sandboxing) (gcc (GCC) 15.3.0)\n",
         "/proc/sys/kernel/osrelease": "6.18.44-fc-v657-gpu\n",
         "/proc/modules": "nvidia_uvm 1 0 - Live 0x0\nnvidia 1 1 nvidia_uvm, Live 0x0\n",
         "/sys/module/nvidia/version": "580.159.04\n",
         "/proc/driver/nvidia/version": recorded(H200, "proc-driver.txt"),
-        "/sys/bus/pci/devices/0000:00:06.0/vendor": "0x10de\n",
-        "/sys/bus/pci/devices/0000:00:06.0/device": "0x2335\n",
-        "/sys/bus/pci/devices/0000:00:06.0/class": "0x030200\n",
-        "/sys/bus/pci/devices/0000:00:06.0/subsystem_vendor": "0x10de\n",
-        "/sys/bus/pci/devices/0000:00:06.0/subsystem_device": "0x18be\n",
         "/sys/bus/pci/devices/0000:00:00.0/vendor": "0x8086\n",
         "/sys/bus/pci/devices/0000:00:00.0/device": "0x0d57\n",
         "/sys/bus/pci/devices/0000:00:00.0/class": "0x060000\n",
@@ -147,8 +149,11 @@ def h200(tmp_path: Path, nvml: object = None, files: Optional[Dict[str, Optional
         else:
             tree[k] = v
     lib = "/usr/local/nvidia/lib64/libnvidia-ml.so.580.159.04"
-    root = write_tree(tmp_path / "root", tree,
-                      {"/usr/local/nvidia/lib64/libnvidia-ml.so.1": "libnvidia-ml.so.580.159.04"} if lib in tree else None)
+    links = {"/sys/bus/pci/devices/0000:00:06.0/driver":
+             (FIXTURES / H200 / "sysfs-pci/0000:00:06.0/driver.link").read_text().strip()}
+    if lib in tree:
+        links["/usr/local/nvidia/lib64/libnvidia-ml.so.1"] = "libnvidia-ml.so.580.159.04"
+    root = write_tree(tmp_path / "root", tree, links)
     bin = FakeBin(tmp_path)
     h200_smi(bin)
     return Context(root=root, env=bin.env(**(env or {})), timeout=timeout,

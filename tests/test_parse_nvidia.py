@@ -3,7 +3,7 @@
 import pytest
 
 from envdoctor.parse import nvidia_proc, nvidia_smi, pciids
-from tests.fakes import recorded
+from tests.fakes import FIXTURES, recorded
 from tests.machines import H200, SMI_MISMATCH, SMI_NO_DRIVER
 
 
@@ -68,3 +68,14 @@ def test_pci_ids_lists_only_nvidia_devices():
     text = ("# comment\n8086  Intel Corporation\n\t0d57  Something\n10de  NVIDIA Corporation\n"
             "\t2204  GA102 [GeForce RTX 3090]\n\t\t1043 87b3  ROG\n\t2335  GH100 [H200 SXM 141GB]\n10df  Emulex\n\t0001  x\n")
     assert pciids.nvidia_devices(text) == {"0x2204": "GA102 [GeForce RTX 3090]", "0x2335": "GH100 [H200 SXM 141GB]"}
+
+
+def test_the_exact_query_the_probe_runs_recorded_on_the_h200():
+    """tests/fixtures/h200-driver580-cuda13/nvidia-smi-query-nounits.txt: the probe's own command."""
+    text = recorded(H200, "nvidia-smi-query-nounits.txt")
+    (gpu,) = nvidia_smi.parse_query_gpu(text)
+    assert (gpu.name, gpu.compute_capability, gpu.memory_total_mib) == ("NVIDIA H200", "9.0", 143771)
+    assert gpu.serial == "1653924042383" and gpu.power_limit_w == 700.0 and gpu.max_sm_clock_mhz == 1980
+    assert gpu.uuid == "GPU-06a5f464-881f-ab0f-b623-dcb0180a7d38"
+    assert f"--query-gpu={','.join(nvidia_smi.QUERY_FIELDS)} --format=csv,nounits" in (
+        FIXTURES / H200 / "nvidia-smi-query-nounits.txt").read_text().splitlines()[0]

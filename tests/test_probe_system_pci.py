@@ -58,12 +58,14 @@ def test_secrets_in_env_are_masked(tmp_path):
 def test_pci_h200_and_cpu_box(tmp_path):
     (dev,) = pci.probe(h200(tmp_path / "a")).devices
     assert (dev.address, dev.device_id, dev.class_code) == ("0000:00:06.0", "0x2335", "0x030200")
+    assert (dev.subsystem_device_id, dev.kernel_driver) == ("0x18bf", "nvidia")
     assert pci.probe(cpu_box(tmp_path / "b")).devices == ()
 
 
 def test_pci_name_from_system_pci_ids_and_bound_driver(tmp_path):
     ctx = h200(tmp_path, files={"/usr/share/hwdata/pci.ids": "10de  NVIDIA Corporation\n\t2335  GH100 [H200 SXM 141GB]\n"})
     link = ctx.root / "sys/bus/pci/devices/0000:00:06.0/driver"
+    link.unlink()
     link.symlink_to("../../../bus/pci/drivers/nouveau")
     (dev,) = pci.probe(ctx).devices
     assert dev.name == "GH100 [H200 SXM 141GB]" and dev.name_source == "/usr/share/hwdata/pci.ids"
