@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Iterable, Optional, Tuple
 
@@ -88,6 +89,10 @@ def findings_for(facts: Facts, table: Any, table_error: Optional[str],
 
 def inspect(ctx: Context, skip: Iterable[str] = (), suppress: Iterable[str] = (),
             debug: bool = False) -> Inspection:
-    table, table_error = load_table_or_error()
-    facts = enrich(collect(ctx, skip=skip, debug=debug), table)
+    # Parsing the table is CPU work and the probes mostly wait on child processes: overlap them.
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        loading = pool.submit(load_table_or_error)
+        collected = collect(ctx, skip=skip, debug=debug)
+        table, table_error = loading.result()
+    facts = enrich(collected, table)
     return Inspection(facts, findings_for(facts, table, table_error, suppress), table_error)
