@@ -77,10 +77,10 @@ class Redactor:
     def text(self, text: str) -> str:
         text = self._UUID.sub(lambda m: (m.group(1) or "") + "<uuid>", text)
         for value, label in self.pairs:
-            if label == "<user>":
-                text = re.sub(rf"(?<![\w.-]){re.escape(value)}(?![\w.-])", label, text)
-            else:
+            if label == "~":
                 text = text.replace(value, label)
+            else:  # whole words only: a host called "vm" must not turn "nvml" into "n<host>l"
+                text = re.sub(rf"(?<![\w-]){re.escape(value)}(?![\w-])", label, text)
         return text
 
     def data(self, obj: Any) -> Any:
