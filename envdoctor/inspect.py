@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Optional, Tuple
 
 from envdoctor.facts import Facts
-from envdoctor.facts.gpu import PciDevice, PciFacts
+from envdoctor.facts.gpu import PciFacts
 from envdoctor.findings import Finding, sort_findings
 from envdoctor.probes import collect
 from envdoctor.probes.context import Context

@@ -47,6 +47,17 @@ def mask_text(text: str) -> str:
     return _URL.sub(lambda m: mask_url(m.group(0)), text)
 
 
+def mask_data(obj: Any) -> Any:
+    """``mask_text`` on every string of a JSON-ready document (dicts, lists)."""
+    if isinstance(obj, str):
+        return mask_text(obj)
+    if isinstance(obj, list):
+        return [mask_data(x) for x in obj]
+    if isinstance(obj, dict):
+        return {k: mask_data(v) for k, v in obj.items()}
+    return obj
+
+
 def mask_env(name: str, value: str) -> str:
     if _SECRET_NAME.search(name):
         return MASK

@@ -8,7 +8,6 @@
 
 from __future__ import annotations
 
-import os
 import shlex
 import stat
 import sys
@@ -76,9 +75,23 @@ class FakeBin:
         path.chmod(0o755)
         return path
 
-    def env(self, **extra: str) -> Dict[str, str]:
-        """An environment whose PATH holds only the fakes and the basic system tools they use."""
-        env = {"PATH": f"{self.dir}:/usr/bin:/bin", "HOME": str(self._data), "LANG": "C.UTF-8"}
+    def env(self, hermetic: bool = False, **extra: str) -> Dict[str, str]:
+        """An environment whose PATH holds the fakes and the system folders the fakes' shell needs.
+
+        ``hermetic``: nothing of the system on PATH but ``cat`` and ``sleep`` (linked into a folder
+        of their own), so a real docker, podman or conda there cannot leak into a test.
+        """
+        path = f"{self.dir}:/usr/bin:/bin"
+        if hermetic:
+            import shutil
+
+            tools = self.dir.parent / "tools"
+            tools.mkdir(exist_ok=True)
+            for name in ("cat", "sleep"):
+                if not (tools / name).exists():
+                    (tools / name).symlink_to(shutil.which(name) or f"/bin/{name}")
+            path = f"{self.dir}:{tools}"
+        env = {"PATH": path, "HOME": str(self._data), "LANG": "C.UTF-8"}
         env.update(extra)
         return env
 

@@ -4,7 +4,6 @@ import json
 from pathlib import Path
 
 import jsonschema
-import pytest
 from click.testing import CliRunner
 
 from envdoctor.cli import cli

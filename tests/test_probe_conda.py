@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 import time
 
 from envdoctor.probes.conda import probe
@@ -12,16 +11,7 @@ from tests.fakes import FakeBin, recorded
 
 
 def hermetic(fb: FakeBin, **extra: str) -> dict:
-    """fb.env() without /usr/bin and /bin (where a real docker, podman or conda may live): only the
-    fakes and the two tools they run."""
-    tools = fb.dir.parent / "tools"
-    tools.mkdir(exist_ok=True)
-    for name in ("cat", "sleep"):
-        if not (tools / name).exists():
-            (tools / name).symlink_to(shutil.which(name))
-    env = fb.env(**extra)
-    env["PATH"] = f"{fb.dir}:{tools}"
-    return env
+    return fb.env(hermetic=True, **extra)
 
 
 CF129 = "public-conda25-conda-forge-cu129"

@@ -42,6 +42,20 @@ def root_option(f: Callable) -> Callable:
                         hidden=True, envvar="ENVDOCTOR_ROOT")(f)
 
 
+def check_index_url(ctx: click.Context, param: click.Parameter, value: Optional[str]) -> Optional[str]:
+    """Click callback for ``--index-url``: an http(s) URL, without its trailing slash."""
+    from urllib.parse import urlsplit
+
+    from envdoctor.redact import mask_url
+
+    if value is None:
+        return None
+    parts = urlsplit(value.strip())
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise click.BadParameter(f"not an http(s) URL: {mask_url(value)}")
+    return value.strip().rstrip("/")
+
+
 def make_context(python: Optional[str], timeout: float, root: Optional[Path]) -> Context:
     return Context(
         root=root or Path("/"),

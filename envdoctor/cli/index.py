@@ -19,12 +19,11 @@ import logging
 import re
 import sys
 from typing import Any, List, Optional, Sequence, Tuple
-from urllib.parse import urlsplit
 
 import click
 
-from envdoctor.cli.common import EXIT_USAGE, debug_option, guarded
-from envdoctor.redact import mask_text, mask_url
+from envdoctor.cli.common import EXIT_USAGE, check_index_url, debug_option, guarded
+from envdoctor.redact import mask_text
 from envdoctor.wheels import (
     FALLBACK_BASE, IndexClient, Target, TargetError, VariantListing, best, check_variant_name,
     exit_code, listing_from_table, summary,
@@ -59,15 +58,6 @@ def _kind(table: Optional[Any], name: str) -> str:
             return str(v.kind)
     m = re.match(r"^(?:.*/)?(cu|rocm|cpu|xpu)", name)
     return {"cu": "cuda"}.get(m.group(1), m.group(1)) if m else name
-
-
-def _check_url(ctx: click.Context, param: click.Parameter, value: Optional[str]) -> Optional[str]:
-    if value is None:
-        return None
-    parts = urlsplit(value.strip())
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise click.BadParameter(f"not an http(s) URL: {mask_url(value)}")
-    return value.strip().rstrip("/")
 
 
 def _check_variants(ctx: click.Context, param: click.Parameter, value: Sequence[str]) -> Tuple[str, ...]:
@@ -105,7 +95,7 @@ def _target(python: Optional[str], python_version: Optional[str], platform: Opti
 @click.option("--python-version", metavar="X.Y", help="Match wheels for CPython X.Y (3.13t: free-threaded).")
 @click.option("--platform", metavar="TAG",
               help="Best platform tag of the target machine, e.g. manylinux_2_28_x86_64.")
-@click.option("--index-url", metavar="URL", envvar="ENVDOCTOR_INDEX_URL", callback=_check_url,
+@click.option("--index-url", metavar="URL", envvar="ENVDOCTOR_INDEX_URL", callback=check_index_url,
               help="Base that variants are appended to (a mirror); env ENVDOCTOR_INDEX_URL.")
 @click.option("--offline", is_flag=True, help="Use only the cache and the bundled table.")
 @click.option("--refresh", is_flag=True, help="Ignore the cache and ask the index again.")

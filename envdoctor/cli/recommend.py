@@ -9,22 +9,12 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 from typing import Any, Optional, Tuple
-from urllib.parse import urlsplit
 
 import click
 
-from envdoctor.cli.common import (EXIT_INTERNAL, EXIT_USAGE, debug_option, guarded, make_context,
+from envdoctor.cli.common import (EXIT_INTERNAL, EXIT_USAGE, check_index_url, debug_option, guarded, make_context,
                                   python_option, root_option, timeout_option, use_color)
-from envdoctor.redact import mask_text, mask_url
-
-
-def _check_url(ctx: click.Context, param: click.Parameter, value: Optional[str]) -> Optional[str]:
-    if value is None:
-        return None
-    parts = urlsplit(value.strip())
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise click.BadParameter(f"not an http(s) URL: {mask_url(value)}")
-    return value.strip().rstrip("/")
+from envdoctor.redact import mask_text
 
 
 def _fail(message: str, code: int = EXIT_USAGE) -> None:
@@ -45,7 +35,7 @@ def _fail(message: str, code: int = EXIT_USAGE) -> None:
 @click.option("--force", is_flag=True, help="Let --script overwrite an existing file.")
 @click.option("--with-nvcc", is_flag=True, help="Also install nvcc (the CUDA toolkit matching torch's CUDA).")
 @click.option("--offline", is_flag=True, help="Do not ask the wheel index; the bundled table decides.")
-@click.option("--index-url", metavar="URL", envvar="ENVDOCTOR_INDEX_URL", callback=_check_url,
+@click.option("--index-url", metavar="URL", envvar="ENVDOCTOR_INDEX_URL", callback=check_index_url,
               help="Wheel index base (a mirror of download.pytorch.org/whl); also ENVDOCTOR_INDEX_URL.")
 @click.option("--driver", metavar="VERSION", default=None,
               help='What if: this driver version (570.133.20), or "none" for no driver.')

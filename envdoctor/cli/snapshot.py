@@ -23,7 +23,7 @@ from envdoctor.facts.serde import to_data
 from envdoctor.findings import Finding
 from envdoctor.inspect import inspect
 from envdoctor.probes import SKIPPABLE, internal_failures
-from envdoctor.redact import mask_text
+from envdoctor.redact import mask_data, mask_text
 from envdoctor.render import json as render_json
 from envdoctor.render.text import Style
 from envdoctor.snapshot import (HOW, Snapshot, SnapshotError, describe, latest, list_snapshots, load, save,
@@ -153,7 +153,7 @@ def snapshot(output: Optional[Path], force: bool, with_bench: bool, list_them: b
     if errors:
         click.echo(f"  note: it records {len(errors)} error finding(s) ({', '.join(f.code for f in errors)}); "
                    "verify compares against this state (envdoctor check shows them)")
-    click.echo(f"After the upgrade (and the reboot), run: envdoctor verify"
+    click.echo("After the upgrade (and the reboot), run: envdoctor verify"
                + (f" --baseline {path}" if output else "") + (" --bench" if bench is not None else ""))
 
 
@@ -339,14 +339,4 @@ def verify_document(base: Snapshot, facts: Facts, v: Verification, warnings: Lis
         "bench": ({"tolerance_pct": tolerance, "current": to_data(bench)} if bench is not None else None),
         "exit_code": code,
     }
-    return _mask(doc)
-
-
-def _mask(obj: Any) -> Any:
-    if isinstance(obj, str):
-        return mask_text(obj)
-    if isinstance(obj, list):
-        return [_mask(x) for x in obj]
-    if isinstance(obj, dict):
-        return {k: _mask(x) for k, x in obj.items()}
-    return obj
+    return mask_data(doc)

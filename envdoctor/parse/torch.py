@@ -6,7 +6,7 @@ answer. A real line from the CPU development machine (torch 2.13.0+cpu)::
     {"envdoctor_child": 1, "result": "success",
      "python": {"version": "3.11.7", "implementation": "cpython", "soabi": "cpython-311-x86_64-linux-gnu",
                 "platform": "linux-x86_64", "libc": "glibc 2.36", "maxsize_64bit": true,
-                "prefix": "/work/main/.venv", "base_prefix": "/root/.pyenv/versions/3.11.7",
+                "prefix": "/src/envdoctor/.venv", "base_prefix": "/root/.pyenv/versions/3.11.7",
                 "pip": "23.2.1", "distributions": {"torch": "2.13.0+cpu", ...}, ...},
      "torch": {"installed": true, "version": "2.13.0+cpu", "cuda": null, "available": false,
                "count": 0, "arch_flags": null, "import_seconds": 0.866, ...}}

@@ -12,7 +12,7 @@ from typing import Any, Dict, Iterable, Optional, Tuple
 from envdoctor.facts import Facts
 from envdoctor.facts.serde import DataError, from_data, to_data
 from envdoctor.findings import Finding, exit_code
-from envdoctor.redact import Redactor, mask_text
+from envdoctor.redact import Redactor, mask_data
 
 SCHEMA = "envdoctor.report/1"
 
@@ -39,18 +39,8 @@ def report_document(facts: Facts, findings: Iterable[Finding], extra: Optional[D
     }
     if extra:
         doc.update(extra)
-    doc = _mask(doc)
+    doc = mask_data(doc)
     return redactor.data(doc) if redactor else doc
-
-
-def _mask(obj: Any) -> Any:
-    if isinstance(obj, str):
-        return mask_text(obj)
-    if isinstance(obj, list):
-        return [_mask(x) for x in obj]
-    if isinstance(obj, dict):
-        return {k: _mask(v) for k, v in obj.items()}
-    return obj
 
 
 def dumps(doc: Dict[str, Any]) -> str:
