@@ -5,7 +5,7 @@ Rules and the advisor both build their fixes here, so a command is written in on
 
 from __future__ import annotations
 
-from typing import Optional, Tuple
+from typing import Optional, Sequence, Tuple
 
 from envdoctor.facts.system import SystemFacts
 
@@ -49,7 +49,6 @@ def driver_install(system: SystemFacts, branch: Optional[str], open_modules: boo
     ``open_modules``: Turing and newer take the open kernel modules (required for Blackwell and
     Grace Hopper); Maxwell, Pascal and Volta need the proprietary flavour.
     """
-    fam = family(system)
     if system.wsl:
         return ("# WSL2: install or upgrade the NVIDIA driver on Windows, not inside WSL",
                 "# https://docs.nvidia.com/cuda/wsl-user-guide/index.html")
@@ -58,23 +57,94 @@ def driver_install(system: SystemFacts, branch: Optional[str], open_modules: boo
             pkg = f"nvidia-driver-{branch}-open" if open_modules else f"nvidia-driver-{branch}"
             return ("sudo apt-get update", f"sudo apt-get install -y {pkg}", "sudo reboot")
         return ("sudo apt-get update", "sudo ubuntu-drivers install", "sudo reboot")
-    keyring = None
-    rdir = repo_dir(system)
-    arch = repo_arch(system)
     pkg = "nvidia-open" if open_modules else "cuda-drivers"
     if branch:
         pkg = f"{pkg}-{branch}"
-    if fam == "debian" and rdir:
-        keyring = f"{NVIDIA_REPO}/{rdir}/{arch}/cuda-keyring_1.1-1_all.deb"
-        return (f"wget {keyring}", "sudo dpkg -i cuda-keyring_1.1-1_all.deb", "sudo apt-get update",
-                f"sudo apt-get install -y {pkg}", "sudo reboot")
-    if fam == "rhel" and rdir:
-        return (f"sudo dnf config-manager --add-repo {NVIDIA_REPO}/{rdir}/{arch}/cuda-{rdir}.repo",
-                "sudo dnf clean expire-cache", f"sudo dnf install -y {pkg}", "sudo reboot")
-    if fam == "suse" and rdir:
-        return (f"sudo zypper addrepo {NVIDIA_REPO}/{rdir}/{arch}/cuda-{rdir}.repo",
-                "sudo zypper refresh", f"sudo zypper install -y {pkg}", "sudo reboot")
+    steps = nvidia_repo_install(system, (pkg,))
+    if steps:
+        return steps + ("sudo reboot",)
     return (f"# install the NVIDIA driver {branch or ''} for your distribution: {DRIVER_GUIDE}".replace("  ", " "),)
+
+
+def _fedora_dnf5(system: SystemFacts) -> bool:
+    """Fedora 41 moved to dnf5, whose config-manager takes ``addrepo --from-repofile=``."""
+    try:
+        return system.os_id == "fedora" and int((system.os_version or "0").split(".")[0]) >= 41
+    except ValueError:
+        return False
+
+
+def nvidia_repo_install(system: SystemFacts, packages: Sequence[str], rdir: Optional[str] = None,
+                        manager: Optional[str] = None) -> Tuple[str, ...]:
+    """Add NVIDIA's CUDA repository for this distribution and install ``packages`` from it.
+
+    ``rdir``/``manager`` default to what the distribution implies ("ubuntu2404", "apt"); () when
+    the distribution is not one NVIDIA's repository knows how to serve.
+
+    >>> nvidia_repo_install(SystemFacts(os_id="debian", os_version="12"), ("cuda-toolkit-12-8",))[-1]
+    'sudo apt-get install -y cuda-toolkit-12-8'
+    """
+    rdir = rdir or ("wsl-ubuntu" if system.wsl else repo_dir(system))
+    manager = manager or {"debian": "apt", "rhel": "dnf", "suse": "zypper"}.get(
+        "debian" if system.wsl else family(system) or "")
+    if not rdir or not manager:
+        return ()
+    repo = f"{NVIDIA_REPO}/{rdir}/{'x86_64' if system.wsl else repo_arch(system)}"
+    names = " ".join(packages)
+    if manager == "apt":
+        return (f"wget {repo}/cuda-keyring_1.1-1_all.deb", "sudo dpkg -i cuda-keyring_1.1-1_all.deb",
+                "sudo apt-get update", f"sudo apt-get install -y {names}")
+    if manager == "zypper":
+        return (f"sudo zypper addrepo {repo}/cuda-{rdir}.repo", "sudo zypper refresh",
+                f"sudo zypper install -y {names}")
+    add = (f"sudo dnf config-manager addrepo --from-repofile={repo}/cuda-{rdir}.repo" if _fedora_dnf5(system)
+           else f"sudo dnf config-manager --add-repo {repo}/cuda-{rdir}.repo")
+    return (add, "sudo dnf clean expire-cache", f"sudo dnf install -y {names}")
+
+
+def cuda_toolkit_install(system: SystemFacts, release: str) -> Tuple[str, ...]:
+    """The CUDA ``release`` toolkit ("12.8", i.e. cuda-toolkit-12-8) from NVIDIA's repository, then
+    CUDA_HOME and PATH pointed at it. Toolkit only: never a driver (right for WSL and containers too)."""
+    root = f"/usr/local/cuda-{release}"
+    steps = nvidia_repo_install(system, (f"cuda-toolkit-{release.replace('.', '-')}",))
+    if not steps:
+        steps = (f"# install the CUDA {release} toolkit for your distribution: "
+                 "https://developer.nvidia.com/cuda-toolkit-archive",)
+    return steps + (f"export CUDA_HOME={root}", f'export PATH="{root}/bin:$PATH"')
+
+
+CONTAINER_TOOLKIT_GUIDE = "https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/install-guide.html"
+_LIBNC = "https://nvidia.github.io/libnvidia-container"
+_LIBNC_KEYRING = "/usr/share/keyrings/nvidia-container-toolkit-keyring.gpg"
+DOCKER_GPU_TEST = "docker run --rm --gpus all ubuntu nvidia-smi"
+
+
+def install_container_toolkit(system: SystemFacts) -> Tuple[str, ...]:
+    """Add NVIDIA's libnvidia-container repository and install nvidia-container-toolkit."""
+    fam = family(system)
+    if fam == "debian":
+        return (f"curl -fsSL {_LIBNC}/gpgkey | sudo gpg --dearmor -o {_LIBNC_KEYRING}",
+                f"curl -s -L {_LIBNC}/stable/deb/nvidia-container-toolkit.list | "
+                f"sed 's#deb https://#deb [signed-by={_LIBNC_KEYRING}] https://#g' | "
+                "sudo tee /etc/apt/sources.list.d/nvidia-container-toolkit.list",
+                "sudo apt-get update", "sudo apt-get install -y nvidia-container-toolkit")
+    if fam == "rhel":
+        return (f"curl -s -L {_LIBNC}/stable/rpm/nvidia-container-toolkit.repo | "
+                "sudo tee /etc/yum.repos.d/nvidia-container-toolkit.repo",
+                "sudo dnf install -y nvidia-container-toolkit")
+    if fam == "suse":
+        return (f"sudo zypper ar {_LIBNC}/stable/rpm/nvidia-container-toolkit.repo",
+                "sudo zypper --gpg-auto-import-keys install -y nvidia-container-toolkit")
+    return (f"# add NVIDIA's container toolkit repository for your distribution: {CONTAINER_TOOLKIT_GUIDE}",)
+
+
+def configure_docker(rootless: bool = False) -> Tuple[str, ...]:
+    """Register the nvidia runtime with docker, restart it, and try a GPU container."""
+    if rootless:
+        return ("nvidia-ctk runtime configure --runtime=docker --config=$HOME/.config/docker/daemon.json",
+                "systemctl --user restart docker",
+                "sudo nvidia-ctk config --set nvidia-container-cli.no-cgroups --in-place", DOCKER_GPU_TEST)
+    return ("sudo nvidia-ctk runtime configure --runtime=docker", "sudo systemctl restart docker", DOCKER_GPU_TEST)
 
 
 def reload_modules() -> Tuple[str, ...]:

@@ -79,9 +79,9 @@ def test_ed302_in_a_conda_env_installs_cuda_nvcc():
 def test_ed302_fix_on_rhel_and_suse():
     rocky = SystemFacts(os_id="rocky", os_version="9.4", os_like=("rhel", "centos", "fedora"), arch="x86_64")
     (f,) = found(Facts(system=rocky, torch=torch("12.6"), toolkits=home(T128)), "ED302")
-    assert f.fix[:2] == ("sudo dnf config-manager --add-repo "
+    assert f.fix[:3] == ("sudo dnf config-manager --add-repo "
                          "https://developer.download.nvidia.com/compute/cuda/repos/rhel9/x86_64/cuda-rhel9.repo",
-                         "sudo dnf install -y cuda-toolkit-12-6")
+                         "sudo dnf clean expire-cache", "sudo dnf install -y cuda-toolkit-12-6")
     sles = SystemFacts(os_id="sles", os_version="15.6", os_like=("suse",), arch="x86_64")
     (f,) = found(Facts(system=sles, torch=torch("12.6"), toolkits=home(T128)), "ED302")
     assert f.fix[-3] == "sudo zypper install -y cuda-toolkit-12-6"

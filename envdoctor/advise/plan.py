@@ -29,7 +29,6 @@ SCHEMA = "envdoctor.plan/1"
 CONDA_ENV = "torch"
 MINIFORGE = "~/miniforge3"
 VENV = "~/venvs/torch"
-NVIDIA_REPO = "https://developer.download.nvidia.com/compute/cuda/repos"
 #: Options NVIDIA's PyTorch container notes recommend for ``docker run``.
 DOCKER_RUN = "docker run {gpus} --rm -it --ipc=host --ulimit memlock=-1 --ulimit stack=67108864 {image}"
 CHECK_TORCH = 'python -c "import torch; print(torch.__version__, torch.version.cuda, torch.cuda.is_available())"'
@@ -249,11 +248,8 @@ def _toolkit_step(m: Machine, table: Any, choice: Choice) -> Tuple[List[Step], L
     major, minor = Version(choice.cuda).release[:2]
     line = f"{major}.{minor}"
     system = m.facts.system
-    arch = commands.repo_arch(system)
     if system.wsl:
-        repo = f"{NVIDIA_REPO}/wsl-ubuntu/{arch}"
-        cmds = (f"wget {repo}/cuda-keyring_1.1-1_all.deb", "sudo dpkg -i cuda-keyring_1.1-1_all.deb",
-                "sudo apt-get update", f"sudo apt-get install -y cuda-toolkit-{major}-{minor}")
+        cmds = commands.nvidia_repo_install(system, (f"cuda-toolkit-{major}-{minor}",))
         return [Step(f"CUDA toolkit {line} (nvcc) from NVIDIA's WSL repository", cmds + _cuda_path(line),
                      "WSL: install the toolkit only (cuda-toolkit-X-Y), never a driver, inside WSL")], []
     distro = distro_row(m, table)
@@ -268,21 +264,8 @@ def _toolkit_step(m: Machine, table: Any, choice: Choice) -> Tuple[List[Step], L
                     f"torch {choice.torch}+{choice.variant} would need; {hint}; a conda env with cuda-nvcc "
                     "is the other way to an nvcc that matches torch"]
     pkg = distro.toolkit_package_for(line)
-    repo = f"{NVIDIA_REPO}/{distro.repo_dir}/{arch}"
     pm = distro.package_manager or {"debian": "apt"}.get(distro.family, "dnf")
-    if pm == "apt":
-        cmds: Tuple[str, ...] = (f"wget {repo}/cuda-keyring_1.1-1_all.deb", "sudo dpkg -i cuda-keyring_1.1-1_all.deb",
-                                 "sudo apt-get update", f"sudo apt-get install -y {pkg}")
-    elif pm == "zypper":
-        cmds = (f"sudo zypper addrepo {repo}/cuda-{distro.repo_dir}.repo", "sudo zypper refresh",
-                f"sudo zypper install -y {pkg}")
-    elif distro.family == "fedora" and _ver(distro.version) and _ver(distro.version) >= Version("41"):
-        # Fedora 41 moved to dnf5, whose config-manager takes ``addrepo --from-repofile=``.
-        cmds = (f"sudo dnf config-manager addrepo --from-repofile={repo}/cuda-{distro.repo_dir}.repo",
-                "sudo dnf clean expire-cache", f"sudo dnf install -y {pkg}")
-    else:
-        cmds = (f"sudo dnf config-manager --add-repo {repo}/cuda-{distro.repo_dir}.repo",
-                "sudo dnf clean expire-cache", f"sudo dnf install -y {pkg}")
+    cmds = commands.nvidia_repo_install(system, (pkg,), distro.repo_dir, pm)
     warnings = []
     if not distro.confirmed("cuda_lines"):
         warnings.append(f"envdoctor's table does not confirm which CUDA lines NVIDIA's {distro.repo_dir} "
@@ -550,14 +533,9 @@ def _ver(text: Optional[str]) -> Optional[Version]:
 
 
 def _toolkit_commands(m: Machine) -> Tuple[Tuple[str, ...], Tuple[str, ...]]:
-    """(install the NVIDIA Container Toolkit, configure docker for it), written once elsewhere."""
-    install = getattr(commands, "install_container_toolkit", None)
-    configure = getattr(commands, "configure_docker", None)
-    if install is None or configure is None:
-        from envdoctor.rules import docker as docker_rules  # the builders live with the ED5xx rules today
-
-        install, configure = docker_rules.install_container_toolkit, docker_rules.configure_docker
-    return tuple(install(m.facts)), tuple(configure(m.facts))
+    """(install the NVIDIA Container Toolkit, configure docker for it)."""
+    return (commands.install_container_toolkit(m.facts.system),
+            commands.configure_docker(bool(m.facts.docker.rootless)))
 
 
 def _docker(m: Machine, table: Any, choice: Choice, decision: RouteDecision, spec: Optional[SpecifierSet],

@@ -14,41 +14,20 @@ from envdoctor import commands
 from envdoctor.facts import Facts
 from envdoctor.findings import Finding
 
-REF_TOOLKIT = "https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/install-guide.html"
+REF_TOOLKIT = commands.CONTAINER_TOOLKIT_GUIDE
 REF_CDI = "https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/cdi-support.html"
 REF_POSTINSTALL = "https://docs.docker.com/engine/install/linux-postinstall/"
 REF_DAEMON = "https://docs.docker.com/engine/daemon/start/"
 REF_INSTALL = "https://docs.docker.com/engine/install/"
-LIBNC = "https://nvidia.github.io/libnvidia-container"
-KEYRING = "/usr/share/keyrings/nvidia-container-toolkit-keyring.gpg"
-TEST = "docker run --rm --gpus all ubuntu nvidia-smi"
+TEST = commands.DOCKER_GPU_TEST
 
 
 def install_container_toolkit(facts: Facts) -> Tuple[str, ...]:
-    """Add NVIDIA's libnvidia-container repository and install nvidia-container-toolkit."""
-    fam = commands.family(facts.system)
-    if fam == "debian":
-        return (f"curl -fsSL {LIBNC}/gpgkey | sudo gpg --dearmor -o {KEYRING}",
-                f"curl -s -L {LIBNC}/stable/deb/nvidia-container-toolkit.list | "
-                f"sed 's#deb https://#deb [signed-by={KEYRING}] https://#g' | "
-                "sudo tee /etc/apt/sources.list.d/nvidia-container-toolkit.list",
-                "sudo apt-get update", "sudo apt-get install -y nvidia-container-toolkit")
-    if fam == "rhel":
-        return (f"curl -s -L {LIBNC}/stable/rpm/nvidia-container-toolkit.repo | "
-                "sudo tee /etc/yum.repos.d/nvidia-container-toolkit.repo",
-                "sudo dnf install -y nvidia-container-toolkit")
-    if fam == "suse":
-        return (f"sudo zypper ar {LIBNC}/stable/rpm/nvidia-container-toolkit.repo",
-                "sudo zypper --gpg-auto-import-keys install -y nvidia-container-toolkit")
-    return (f"# add NVIDIA's container toolkit repository for your distribution: {REF_TOOLKIT}",)
+    return commands.install_container_toolkit(facts.system)
 
 
 def configure_docker(facts: Facts) -> Tuple[str, ...]:
-    if facts.docker.rootless:
-        return ("nvidia-ctk runtime configure --runtime=docker --config=$HOME/.config/docker/daemon.json",
-                "systemctl --user restart docker",
-                "sudo nvidia-ctk config --set nvidia-container-cli.no-cgroups --in-place", TEST)
-    return ("sudo nvidia-ctk runtime configure --runtime=docker", "sudo systemctl restart docker", TEST)
+    return commands.configure_docker(bool(facts.docker.rootless))
 
 
 def _gpus(facts: Facts) -> List[str]:

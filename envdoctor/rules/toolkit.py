@@ -53,22 +53,7 @@ def toolkit_install(facts: Facts, release: str) -> Tuple[str, ...]:
     exe = facts.conda.flavor or "conda"
     if facts.conda.active_prefix:
         return (f"{exe} install -c conda-forge cuda-nvcc={release}", 'export CUDA_HOME="$CONDA_PREFIX"')
-    s, dashed, root = facts.system, release.replace(".", "-"), f"/usr/local/cuda-{release}"
-    fam, rdir, arch = commands.family(s), commands.repo_dir(s), commands.repo_arch(s)
-    if s.wsl:
-        fam, rdir, arch = "debian", "wsl-ubuntu", "x86_64"
-    repo = f"{commands.NVIDIA_REPO}/{rdir}/{arch}"
-    if fam == "debian" and rdir:
-        steps: Tuple[str, ...] = (f"wget {repo}/cuda-keyring_1.1-1_all.deb", "sudo dpkg -i cuda-keyring_1.1-1_all.deb",
-                                  "sudo apt-get update", f"sudo apt-get install -y cuda-toolkit-{dashed}")
-    elif fam == "rhel" and rdir:
-        steps = (f"sudo dnf config-manager --add-repo {repo}/cuda-{rdir}.repo", f"sudo dnf install -y cuda-toolkit-{dashed}")
-    elif fam == "suse" and rdir:
-        steps = (f"sudo zypper addrepo {repo}/cuda-{rdir}.repo", "sudo zypper refresh",
-                 f"sudo zypper install -y cuda-toolkit-{dashed}")
-    else:
-        steps = (f"# install the CUDA {release} toolkit for your distribution: https://developer.nvidia.com/cuda-toolkit-archive",)
-    return steps + (f"export CUDA_HOME={root}", f'export PATH="{root}/bin:$PATH"')
+    return commands.cuda_toolkit_install(facts.system, release)
 
 
 def _use(root: str) -> Tuple[str, ...]:
