@@ -51,6 +51,11 @@ class FakeRelease:
     patches: Tuple[FakePatch, ...]
     torchvision: Optional[str] = None
     torchaudio: Optional[str] = None
+    pythons: Tuple[str, ...] = ("3.10", "3.11", "3.12", "3.13")
+    manylinux: str = "manylinux_2_28"
+    glibc: str = "2.28"
+    source: str = "fake table"
+    unconfirmed: bool = False
 
     def variant(self, name):
         return next((v for v in self.variants if v.name == name), None)
@@ -103,20 +108,36 @@ RELEASES = {
                         "cu130", (FakePatch("2.12.0", "0.27.0", None),)),
 }
 CUDA = {"cu118": "11.8", "cu126": "12.6", "cu128": "12.8", "cu129": "12.9", "cu130": "13.0", "cpu": None}
-MIN_DRIVER = {"11.8": "520.61.05", "12.6": "560.28.03", "12.8": "570.26", "12.9": "575.51.03",
-              "13.0": "580.65.06"}
+MIN_DRIVER = {"11.8": "520.61.05", "12.2": "535.54.03", "12.6": "560.28.03", "12.8": "570.26",
+              "12.9": "575.51.03", "13.0": "580.65.06"}
 FLOORS = {11: "450.80.02", 12: "525.60.13", 13: "580.65.06"}
 MIRROR = "https://mirror.example.org/whl"
 
 
 class FakeTable:
+    """What the rules and ``advise.choose.choose_variant`` ask of ``envdoctor.table.Table``."""
+
+    driver_branches = ()
+    cuda_releases = ()
+
+    @property
+    def torch_releases(self):
+        return tuple(sorted(RELEASES.values(), key=lambda r: tuple(int(x) for x in r.version.split("."))))
+
     def torch(self, version):
         return RELEASES.get(version)
 
     def variant(self, name):
         if name not in CUDA:
             return None
-        return FakeVariant(name, CUDA[name], f"{MIRROR}/{name}", MIN_DRIVER.get(CUDA[name] or ""))
+        return FakeVariant(name, CUDA[name], f"{MIRROR}/{name}", MIN_DRIVER.get(CUDA[name] or ""),
+                           kind="cuda" if CUDA[name] else "cpu")
+
+    def architecture(self, cc):
+        return None            # no architecture rows: the driver is taken to run every GPU
+
+    def cuda(self, version):
+        return None
 
     def min_driver(self, cuda, os="linux"):
         if cuda.startswith("cu"):
@@ -350,6 +371,49 @@ def test_ed204_unknown_release_falls_back_to_recommend():
     assert finding.fix == ("envdoctor recommend",)
 
 
+def test_ed204_patch_the_table_lacks_keeps_the_installed_patch():
+    # the table knows 2.8.0 only: the variant comes from the 2.8 rows, the pin stays 2.8.1, and
+    # torchvision is left out (the table does not know its pair for 2.8.1)
+    t = built("2.8.1+cpu", None, available=False, torchvision="0.23.1+cpu")
+    assert one(machine(t, gpus=[RTX4090]), "ED204").fix == (
+        f"{PY} -m pip install --force-reinstall torch==2.8.1 --index-url {MIRROR}/cu128",)
+
+
+def test_ed204_python_the_release_has_no_wheels_for():
+    py = TargetPython(executable=PY, chosen_by="--python", version="3.14.0", pip="25.2", platform="linux_x86_64")
+    finding = one(machine(built("2.8.0+cpu", None, available=False), gpus=[RTX4090], python=py), "ED204")
+    assert finding.fix == ("envdoctor recommend",)
+
+
+def test_ed204_gpu_of_unknown_capability_gets_a_build_unchecked_for_kernels():
+    pci = PciDevice("0000:01:00.0", "0x10de", "0x2b85", "0x030000")
+    f = machine(built("2.8.0+cpu", None, available=False), pci=[pci])
+    assert one(f, "ED204").fix == (f"{PY} -m pip install --force-reinstall torch==2.8.0 --index-url {MIRROR}/cu128",)
+
+
+PTX_ONLY = ("sm_80", "compute_80")
+
+
+def test_choice_prefers_cubin_by_minor_version_compatibility_to_ptx(monkeypatch):
+    # H200 on 560: cu126 (direct, but only PTX for 9.0) or cu128 (sm_90 cubin, by minor-version
+    # compatibility); the advisor takes the cubin
+    monkeypatch.setitem(RELEASES, "2.9", FakeRelease("2.9.0", (
+        _cpu(), FakeTorchVariant("cu126", "12.6", PTX_ONLY), FakeTorchVariant("cu128", "12.8", CU128_ARCH)),
+        "cu128", (FakePatch("2.9.0", "0.24.0", "2.9.0"),)))
+    f = machine(built("2.9.0+cpu", None, available=False), gpus=[H200], driver="560.35.03", driver_cuda="12.6")
+    finding = one(f, "ED204")
+    assert finding.fix == (f"{PY} -m pip install --force-reinstall torch==2.9.0 --index-url {MIRROR}/cu128",)
+    assert "by minor-version compatibility" in finding.explanation
+
+
+def test_choice_never_leans_on_ptx_under_minor_version_compatibility(monkeypatch):
+    # minor-version compatibility cannot JIT-compile PTX newer than the driver: no fit, recommend
+    monkeypatch.setitem(RELEASES, "2.9", FakeRelease("2.9.0", (_cpu(), FakeTorchVariant("cu128", "12.8", PTX_ONLY)),
+                                                     "cu128", (FakePatch("2.9.0", "0.24.0", "2.9.0"),)))
+    f = machine(built("2.9.0+cpu", None, available=False), gpus=[H200], driver="535.104.05", driver_cuda="12.2")
+    assert one(f, "ED204").fix == ("envdoctor recommend",)
+
+
 def test_ed204_quiet_on_cpu_machine_and_on_cuda_builds():
     assert codes(machine(built("2.8.0+cpu", None, available=False))) == []
     assert "ED204" not in codes(machine(built("2.8.0+cu128", "12.8", CU128_ARCH), gpus=[RTX4090]))
@@ -392,6 +456,8 @@ def test_ed205_from_driver_cuda_alone():
     f = replace(machine(t, gpus=[A100]), driver=DriverFacts(driver_cuda="12.2", gpus=(A100,)))
     finding = one(f, "ED205")
     assert (finding.severity, finding.title) == ("error", "torch needs CUDA 13.0, which driver 12.2 cannot run")
+    # a driver that reports CUDA 12.2 is at least 12.2's own minimum (535.54.03): cu128 by MVC
+    assert finding.fix == (f"{PY} -m pip install --force-reinstall torch==2.11.0 --index-url {MIRROR}/cu128",)
 
 
 def test_ed205_quiet_when_driver_is_new_enough():

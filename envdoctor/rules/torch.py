@@ -29,6 +29,8 @@ from typing import Any, Iterator, List, Optional, Tuple
 
 from packaging.version import InvalidVersion, Version
 
+from envdoctor.advise.choose import Choice, choose_variant
+from envdoctor.advise.whatif import python_series
 from envdoctor.compat import driver_support, kernel_support
 from envdoctor.facts import Facts
 from envdoctor.findings import Finding
@@ -166,81 +168,57 @@ def _driver_support(table: Any, driver: Optional[str], driver_cuda: Optional[str
     return "direct", None
 
 
-def _platform_ok(variant: Any, facts: Facts) -> bool:
-    """The variant has wheels for the target's platform (unknown platform: assume so)."""
-    platforms = tuple(getattr(variant, "platforms", ()) or ())
-    plat = facts.python.platform
-    return not platforms or not plat or plat in platforms
-
-
-def _arch_list(variant: Any, facts: Facts) -> Tuple[str, ...]:
-    if facts.python.platform == "linux_aarch64" and getattr(variant, "arch_list_aarch64", ()):
-        return tuple(variant.arch_list_aarch64)
-    return tuple(variant.arch_list or ())
-
-
-def _kernels(arch_list: Tuple[str, ...], cc: str) -> Optional[str]:
-    """ "cubin", "ptx", "none", or None for a capability the table cannot read."""
-    answer = _lookup(kernel_support, arch_list, cc)
-    return answer.kind if answer is not None else None
-
-
-@dataclass(frozen=True)
-class _Choice:
-    name: str            # "cu128"
-    cuda: str            # "12.8"
-    support: str         # "direct" or "minor-version"
-    command: Tuple[str, ...]
-    unconfirmed: bool = False   # the table marks the variant (or its arch list) unconfirmed
-
-    @property
-    def caveat(self) -> str:
-        return " (envdoctor's table marks that build unconfirmed)" if self.unconfirmed else ""
-
-
-def _choose_variant(facts: Facts, table: Any, torch_version: Optional[str]) -> Optional[_Choice]:
-    """The newest CUDA variant of this torch release that the driver runs (directly, else by
-    minor-version compatibility) and that has kernels for every GPU (cubin, else PTX); among
-    equals a variant the table confirms wins over one it marks unconfirmed."""
-    rel = _torch_release(table, torch_version)
-    driver = facts.driver.driver_version
-    if rel is None or (not driver and not facts.driver.driver_cuda):
+def _pin(table: Any, version: Optional[str]) -> Optional[str]:
+    """What to ask ``choose_variant`` for: the installed patch ("2.11.0" of "2.11.0+cu130"); where
+    the table knows the release but not that patch, the release ("2.11": its rows hold the variants)."""
+    rel = _torch_release(table, version)
+    base = _base(version)
+    if rel is None or base is None:
         return None
-    gpus = _gpus(facts)
-    best = None
-    for v in getattr(rel, "variants", ()) or ():
-        arch = _arch_list(v, facts)
-        if not str(v.name).startswith("cu") or not v.cuda or not arch or not _platform_ok(v, facts):
-            continue
-        kind, _ = _driver_support(table, driver, facts.driver.driver_cuda, v.cuda)
-        if kind not in ("direct", "minor-version"):
-            continue
-        kernels = [_kernels(arch, g.cc) for g in gpus]
-        if "none" in kernels:
-            continue
-        rank = (kind == "direct", "ptx" not in kernels, not getattr(v, "unconfirmed", False),
-                _version(v.cuda) or Version("0"))
-        if best is None or rank > best[0]:
-            best = (rank, v, kind)
-    if best is None:
+    known = {p.version for p in getattr(rel, "patches", ()) or ()} | {_base(rel.version)}
+    return base if base in known else _release(version)
+
+
+def _arch(facts: Facts) -> Optional[str]:
+    """The CPU the wheels are for: the target interpreter's platform, else the system's."""
+    plat = facts.python.platform or ""
+    return plat[len("linux_"):] if plat.startswith("linux_") else facts.system.arch
+
+
+def _choose(facts: Facts, table: Any) -> Optional[Choice]:
+    """The advisor's variant for reinstalling the installed torch release on this driver and these
+    GPUs; None where the driver is unknown or nothing fits (the fix is then ``envdoctor recommend``).
+    A driver known only by the CUDA version it reports stands for the lowest driver of that CUDA."""
+    t, d, p = facts.torch, facts.driver, facts.python
+    pin = _pin(table, t.version) if table is not None else None
+    driver = d.driver_version or (_lookup(table.min_driver, d.driver_cuda) if d.driver_cuda else None)
+    if pin is None or not driver:
         return None
-    _, v, kind = best
-    return _Choice(v.name, v.cuda, kind, _reinstall(facts, table, rel, v.name),
-                   bool(getattr(v, "unconfirmed", False)))
+    ccs = [g.cc for g in _gpus(facts)] or [None]          # a GPU of unknown capability: kernels unchecked
+    choice = _lookup(choose_variant, table, pin, driver, ccs, python_series(p.version, p.abi_tag),
+                     p.glibc or facts.system.glibc, _arch(facts), ways_out=False)
+    return choice if choice is not None and choice.status == "ok" else None
 
 
-def _reinstall(facts: Facts, table: Any, rel: Any, variant: str) -> Tuple[str, ...]:
+def _caveat(choice: Choice) -> str:
+    return " (envdoctor's table marks that build unconfirmed)" if choice.unconfirmed else ""
+
+
+def _reinstall(facts: Facts, choice: Choice) -> Tuple[str, ...]:
+    """The installed torch release again, in the chosen variant, with the companions it has."""
     t = facts.torch
-    specs = [f"torch=={_base(t.version)}"]
-    for package, installed in (("torchvision", t.torchvision), ("torchaudio", t.torchaudio)):
-        paired = _companion(rel, package, t.version or "") if installed else None
-        if paired:
-            specs.append(f"{package}=={paired}")
+    base = _base(t.version)
+    specs = [f"torch=={base}"]
+    if choice.torch == base:          # the table's pairs belong to this patch
+        for package, installed, paired in (("torchvision", t.torchvision, choice.torchvision),
+                                           ("torchaudio", t.torchaudio, choice.torchaudio)):
+            if installed and paired:
+                specs.append(f"{package}=={paired}")
+    index = choice.index_url or f"https://download.pytorch.org/whl/{choice.variant}"
     lines = []
     if facts.python.error is None and facts.python.version and not facts.python.pip:
         lines.append(f"{_py(facts)} -m ensurepip --upgrade")
-    lines.append(f"{_py(facts)} -m pip install --force-reinstall {' '.join(specs)} "
-                 f"--index-url {_index_url(table, variant)}")
+    lines.append(f"{_py(facts)} -m pip install --force-reinstall {' '.join(specs)} --index-url {index}")
     return tuple(lines)
 
 
@@ -370,7 +348,7 @@ def cpu_only_build(facts: Facts, table: Any) -> Iterator[Finding]:
     t = facts.torch
     if not _inspected(facts) or t.cuda or t.hip or not _gpu_machine(facts):
         return
-    choice = _choose_variant(facts, table, t.version) if t.installer != "conda" else None
+    choice = _choose(facts, table) if t.installer != "conda" else None
     gpus = _gpus(facts)
     evidence = [f"{_torch_evidence(facts)}: torch.version.cuda is None"]
     evidence += [f"{g.label}, compute capability {g.cc} ({g.source})" for g in gpus[:4]]
@@ -380,10 +358,11 @@ def cpu_only_build(facts: Facts, table: Any) -> Iterator[Finding]:
     if drv:
         evidence.append(drv)
     if choice:
-        fix = choice.command
-        explanation = (f"{choice.name} is the newest CUDA build of torch {_release(t.version)} that "
-                       f"this driver runs{' by minor-version compatibility' if choice.support != 'direct' else ''}"
-                       f" and that has kernels for the GPU{choice.caveat}.")
+        fix = _reinstall(facts, choice)
+        how = " by minor-version compatibility" if choice.compatibility != "direct" else ""
+        explanation = (f"{choice.variant} is the CUDA build of torch {_release(t.version)} that envdoctor "
+                       f"picks for this machine: the driver runs it{how} and it has kernels for the "
+                       f"GPU{_caveat(choice)}.")
     else:
         fix = (RECOMMEND,)
         explanation = ("envdoctor's table has no CUDA build of this torch release that fits this "
@@ -417,15 +396,15 @@ def cuda_newer_than_driver(facts: Facts, table: Any) -> Iterator[Finding]:
         evidence.append(f"minor-version compatibility for CUDA {t.cuda.split('.')[0]}.x needs driver >= {floor}")
     if t.cuda_error:
         evidence.append(f"torch.cuda.init(): {t.cuda_error}")
-    choice = _choose_variant(facts, table, t.version)
+    choice = _choose(facts, table)
     # a build the driver runs at all helps when this one cannot start; under minor-version
     # compatibility only a build the driver runs directly is an improvement
-    if (choice is not None and choice.name != _cuda_tag(t.cuda)
-            and (kind == "none" or choice.support == "direct")):
-        fix: Tuple[str, ...] = choice.command
-        how = " (by minor-version compatibility)" if choice.support != "direct" else ""
-        alt = (f", or install the {choice.name} build of torch {_release(t.version)}, which this "
-               f"driver runs{how}, with the command below{choice.caveat}")
+    if (choice is not None and choice.variant != _cuda_tag(t.cuda)
+            and (kind == "none" or choice.compatibility == "direct")):
+        fix: Tuple[str, ...] = _reinstall(facts, choice)
+        how = " (by minor-version compatibility)" if choice.compatibility != "direct" else ""
+        alt = (f", or install the {choice.variant} build of torch {_release(t.version)}, which this "
+               f"driver runs{how}, with the command below{_caveat(choice)}")
     else:
         fix, alt = (RECOMMEND,), ""
     upgrade = f"upgrade the NVIDIA driver to >= {needed}" if needed else "upgrade the NVIDIA driver"
@@ -468,10 +447,10 @@ def no_kernels_for_gpu(facts: Facts, table: Any) -> Iterator[Finding]:
             ptx_only.append((g, answer.via))
     if not missing and not ptx_only:
         return
-    choice = _choose_variant(facts, table, t.version)
-    fix = choice.command if choice and choice.name != _cuda_tag(t.cuda) else (RECOMMEND,)
+    choice = _choose(facts, table)
+    fix = _reinstall(facts, choice) if choice and choice.variant != _cuda_tag(t.cuda) else (RECOMMEND,)
     arch = f"torch {t.version} has kernels for {' '.join(t.arch_list)} (torch.cuda.get_arch_list())"
-    other = (f"the {choice.name} build of torch {_release(t.version)} has them{choice.caveat}"
+    other = (f"the {choice.variant} build of torch {_release(t.version)} has them{_caveat(choice)}"
              if fix != (RECOMMEND,) else "no build of this torch release in envdoctor's table has "
              "them for this driver; envdoctor recommend picks a release that does")
     if missing:
