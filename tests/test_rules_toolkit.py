@@ -129,7 +129,7 @@ def test_ed304_quiet_with_one_toolkit_or_the_same_one():
 # ED305 / ED306 / ED307 ---------------------------------------------------------------------------
 
 def test_ed305_this_machine_wrapper_nvcc_in_usr_local_bin():
-    facts = Facts(toolkits=ToolkitFacts(
+    facts = Facts(torch=torch("13.0"), toolkits=ToolkitFacts(
         toolkits=(T130,), nvcc_on_path="/usr/local/bin/nvcc", extension_root="/usr/local", extension_rule="nvcc on PATH",
         extension_status="no_headers", extension_toolkit="/usr/local/cuda-13.0", path_nvccs=("/usr/local/bin/nvcc",)))
     (f,) = found(facts, "ED305")
@@ -142,15 +142,26 @@ def test_ed306_cuda_home_is_a_runtime_without_nvcc():
                   system=SystemFacts(os_id="debian", os_version="12", arch="x86_64"))
     (f,) = found(facts, "ED306")
     assert f.fix[3] == "sudo apt-get install -y cuda-toolkit-12-8" and "debian12" in f.fix[0]
-    facts = Facts(toolkits=home(T128, root="/opt/cuda-runtime", ext=None, status="no_nvcc"))
+    facts = Facts(torch=torch("12.8"), toolkits=home(T128, root="/opt/cuda-runtime", ext=None, status="no_nvcc"))
     (f,) = found(facts, "ED306")
     assert f.fix == ("export CUDA_HOME=/usr/local/cuda-12.8", 'export PATH="/usr/local/cuda-12.8/bin:$PATH"')
 
 
 def test_ed307_empty_cuda_path():
-    facts = Facts(toolkits=ToolkitFacts(cuda_path="", extension_root="", extension_rule="CUDA_PATH", extension_status="empty"))
+    facts = Facts(torch=torch("12.8"),
+                  toolkits=ToolkitFacts(cuda_path="", extension_root="", extension_rule="CUDA_PATH", extension_status="empty"))
     (f,) = found(facts, "ED307")
     assert f.fix == ("unset CUDA_PATH",)
+
+
+def test_ed305_quiet_for_a_cpu_only_torch_on_the_ci_machine():
+    """The CI box (wrapper nvcc in /usr/local/bin, CPU torch 2.13.0): torch builds no CUDA extension,
+    its cpp_extension.CUDA_HOME is None, so the warning was noise."""
+    cpu = TorchFacts(installed=True, version="2.13.0+cpu", cuda=None)
+    facts = Facts(torch=cpu, toolkits=ToolkitFacts(
+        toolkits=(T130,), nvcc_on_path="/usr/local/bin/nvcc", extension_root="/usr/local", extension_rule="nvcc on PATH",
+        extension_status="no_headers", extension_toolkit="/usr/local/cuda-13.0", path_nvccs=("/usr/local/bin/nvcc",)))
+    assert not found(facts, "ED305")
 
 
 def test_ed305_306_307_quiet():

@@ -135,10 +135,22 @@ def cuda_home_vs_path(facts: Facts, table: object) -> Iterator[Finding]:
     )
 
 
+def _builds_cuda_extensions(facts: Facts) -> bool:
+    """torch looks for a CUDA toolkit only in a CUDA build; with no torch yet, only on a GPU machine.
+
+    A CPU-only torch leaves ``torch.utils.cpp_extension.CUDA_HOME`` at None (2.13.0+cpu, seen here).
+    """
+    if facts.torch.installed and facts.torch.version:
+        return bool(facts.torch.cuda)
+    return bool(facts.driver.gpus or facts.pci.devices)
+
+
 def extension_root_broken(facts: Facts, table: object) -> Iterator[Finding]:
     """ED305: the build root has nvcc but no CUDA headers; ED306: CUDA_HOME has no bin/nvcc;
-    ED307: CUDA_HOME/CUDA_PATH set to an empty string."""
+    ED307: CUDA_HOME/CUDA_PATH set to an empty string. Quiet where no CUDA extension is built."""
     t = facts.toolkits
+    if not _builds_cuda_extensions(facts):
+        return
     target = _toolkit(facts, t.extension_toolkit) or _best(facts)
     if t.extension_status == "no_headers":
         yield Finding(
