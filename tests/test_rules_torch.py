@@ -322,8 +322,10 @@ def test_ed203_no_torch_on_gpu_machine():
     assert (finding.severity, finding.fix) == ("info", ("envdoctor recommend",))
 
 
-def test_ed203_quiet_without_gpu_or_when_skipped():
-    assert codes(machine(TorchFacts())) == []
+def test_ed203_without_gpu_points_to_cpu_wheels_and_is_quiet_when_skipped():
+    """Following the README on a GPU-less machine, check ended with "it works" and no torch at all."""
+    f = machine(TorchFacts())
+    assert codes(f) == ["ED203"] and one(f, "ED203").title.endswith("(no NVIDIA GPU here: the CPU wheels)")
     assert codes(machine(TorchFacts(), gpus=[RTX4090], skipped=["torch"])) == []
 
 
@@ -704,3 +706,16 @@ def test_real_h200_with_every_gpu_hidden(real_table):
     assert finding.evidence[1] == "torch.cuda.init(): No CUDA GPUs are available"
     assert finding.fix == ("unset CUDA_VISIBLE_DEVICES",
                            "/opt/torch/.venv/bin/python -c 'import torch; torch.cuda.init()'   # shows the full CUDA error")
+
+
+def test_ed201_quiet_when_the_target_is_not_a_python_at_all():
+    """`check --python /bin/ls` gave ED200 and an ED201 whose fix was `/bin/ls -X faulthandler ...`."""
+    from envdoctor.facts import Facts, TargetPython, TorchFacts
+    from envdoctor.facts.base import ProbeError
+    from envdoctor.rules import torch as torch_rules
+
+    err = ProbeError("exit_status", "/bin/ls exited with status 2: Try '/bin/ls --help' for more information.")
+    facts = Facts(python=TargetPython(executable="/bin/ls", chosen_by="--python", error=err),
+                  torch=TorchFacts(error=err))
+    codes = [f.code for rule in torch_rules.RULES for f in rule(facts, None)]
+    assert codes == ["ED200"]

@@ -260,6 +260,8 @@ def torch_check_failed(facts: Facts, table: Any) -> Iterator[Finding]:
     if "torch" in facts.skipped or t.error is None or t.error.kind not in (
             "crashed", "timeout", "exit_status", "unparseable"):
         return
+    if facts.python.error is not None and facts.python.version is None and not t.stage:
+        return  # the interpreter itself did not run (not a Python at all): ED200 says it
     py = _py(facts)
     internal = t.error.message.startswith("envdoctor's")
     severity = "error" if t.error.kind in ("crashed", "exit_status") and not internal else "warning"
@@ -326,13 +328,15 @@ def torch_import_error(facts: Facts, table: Any) -> Iterator[Finding]:
 
 
 def torch_missing(facts: Facts, table: Any) -> Iterator[Finding]:
-    """ED203: no torch in the target Python of a GPU machine."""
+    """ED203: no torch in the target Python (on a GPU machine or not: the verdict must not read
+    "it works" when there is no torch at all)."""
     t = facts.torch
     if ("torch" in facts.skipped or facts.python.error is not None or t.error is not None
-            or t.installed or not _gpu_machine(facts)):
+            or t.installed):
         return
+    where = "" if _gpu_machine(facts) else " (no NVIDIA GPU here: the CPU wheels)"
     yield Finding(
-        "ED203", "info", "torch is not installed in the target Python",
+        "ED203", "info", f"torch is not installed in the target Python{where}",
         evidence=(f"no torch package in {facts.python.executable} ({facts.python.chosen_by})",),
         fix=(RECOMMEND,), reference=REF_INSTALL, area="torch",
         explanation="envdoctor recommend picks a torch build for this GPU and driver, by route "
