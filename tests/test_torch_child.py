@@ -200,3 +200,13 @@ def test_facts_survive_the_json_report():
     assert back == facts
     assert back.torch.libraries[0].path.endswith("libcudnn_graph.so.9")
     assert back.python.platform_tags[1] == "manylinux_2_39_x86_64"
+
+
+def test_pip_version_on_python_37_without_importlib_metadata():
+    """`check --python` on a pyenv 3.7.16 showed "pip unknown" although pip 22.0.4 was installed."""
+    exe = find_python("3.7")
+    if exe is None:
+        pytest.skip("no Python 3.7 on this machine")
+    out = subprocess.run([exe, "-"], input=CHILD.read_text(), capture_output=True, text=True, timeout=60)
+    first = json.loads(out.stdout.splitlines()[0])
+    assert first["python"]["pip"] not in (None, "unknown")

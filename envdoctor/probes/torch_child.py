@@ -77,11 +77,28 @@ class Reporter(object):
         self.out.flush()
 
 
+def _dist_info_version(name):
+    """Python 3.7 and older have no importlib.metadata: read the dist-info folder names."""
+    import os
+
+    prefix = name.replace("-", "_").lower() + "-"
+    for folder in sys.path:
+        try:
+            entries = os.listdir(folder or ".")
+        except OSError:
+            continue
+        for entry in entries:
+            low = entry.lower()
+            if low.startswith(prefix) and low.endswith((".dist-info", ".egg-info")):
+                return entry[len(prefix):].rsplit(".", 1)[0]
+    return None
+
+
 def _metadata_version(name):
     try:
         from importlib import metadata
     except ImportError:  # Python 3.7 and older
-        return None
+        return _dist_info_version(name)
     try:
         return metadata.version(name)
     except Exception:
