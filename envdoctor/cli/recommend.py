@@ -97,7 +97,10 @@ def recommend(route: Optional[str], torch_spec: Optional[str], python: Optional[
     if script is not None:
         from envdoctor.atomic import write_atomic
 
-        write_atomic(script, mask_text(render_script(plan)), mode=0o755)
+        try:
+            write_atomic(script, mask_text(render_script(plan)), mode=0o755)
+        except OSError as exc:
+            _fail(f"cannot write {script}: {exc.strerror or exc}")
         click.echo(f"envdoctor recommend: wrote {script} (review it, then run: bash {script})", err=True)
     sys.exit(0 if plan.ok else 1)
 
