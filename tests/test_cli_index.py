@@ -182,3 +182,16 @@ def test_with_the_real_table(server, tmp_path):
     assert result.exit_code == 0, result.output
     assert "cu130: torch 2.9.0-2.11.0" in result.output
     assert f"cu102: {server.url()}/cu102: no such index (HTTP 404)" in result.output
+
+
+def test_offline_table_answer_lists_patches_and_leaves_out_unconfirmed(tmp_path):
+    """`index cu117 cu121 cu130 --offline` listed 2.0.0/2.5.0 but not the patches 2.0.1/2.5.1 the table
+    holds, and offered 2.14.0, a release the table marks unconfirmed."""
+    from click.testing import CliRunner as Runner
+
+    r = Runner().invoke(cli, ["index", "cu121", "cu130", "--offline", "--python-version", "3.12",
+                              "--platform", "manylinux_2_28_x86_64"],
+                        env={"ENVDOCTOR_CACHE_DIR": str(tmp_path / "empty-cache"), "ENVDOCTOR_INDEX_URL": None})
+    assert r.exit_code == 0, r.output
+    assert "newest 2.5.1" in r.output                      # a patch release of the 2.5 row
+    assert "pip install torch==2.14.0" not in r.output      # unconfirmed in the table

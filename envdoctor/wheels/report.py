@@ -117,14 +117,32 @@ def listing_from_table(table: Any, listing: VariantListing, target: Target) -> V
         return listing
     major_minor = ".".join(target.python.split(".")[:2])
     py = major_minor + ("t" if target.short.endswith("t") else "")
-    versions = sorted({str(r.version) for r, _ in builds}, key=_v)
-    compatible = sorted({str(r.version) for r, v in builds
-                         if py in {str(p) for p in getattr(r, "pythons", ())}
-                         and _platform_ok(getattr(v, "platforms", ()), target)}, key=_v)
+    versions = sorted({p for r, _ in builds for p in _patches(r)}, key=_v)
+    # Only what the table confirms is offered offline (the advisor does the same); the rest is
+    # listed but not counted as a wheel for this Python.
+    compatible = sorted({p for r, v in builds if _confirmed(r) and _confirmed(v)
+                         and py in {str(x) for x in getattr(r, "pythons", ())}
+                         and _platform_ok(getattr(v, "platforms", ()), target)
+                         for p in _patches(r)}, key=_v)
+    doubtful = sorted({p for r, v in builds if not (_confirmed(r) and _confirmed(v)) for p in _patches(r)}, key=_v)
+    note = "from the bundled table"
+    if doubtful:
+        note += f"; unconfirmed there, not offered: {span(doubtful)}"
     return VariantListing(
         listing.variant, listing.url, exists=True, versions=tuple(versions),
         compatible=tuple(compatible), offline=True, package=listing.package, source="table",
-        note="from the bundled table")
+        note=note)
+
+
+def _patches(release: Any) -> Tuple[str, ...]:
+    """Every patch release of a table row: 2.7.0 and 2.7.1 for the 2.7 row."""
+    patches = tuple(str(p.version) for p in getattr(release, "patches", ()) or ())
+    return patches or (str(release.version),)
+
+
+def _confirmed(row: Any) -> bool:
+    check = getattr(row, "confirmed", None)
+    return bool(check()) if callable(check) else not getattr(row, "unconfirmed", False)
 
 
 def _platform_ok(platforms: Iterable[str], target: Target) -> bool:
