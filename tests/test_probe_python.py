@@ -278,3 +278,16 @@ def test_probe_on_python38_with_fake_gpu_build(tmp_path):
                           devices=[gpu("NVIDIA GeForce RTX 3090", 8, 6)], cudnn=90100, nccl=[2, 20, 5])
     assert python.version.startswith("3.8.") and python.interpreter_tag == "cp38" and python.abi_tag == "cp38"
     assert torch.error is None and torch.tiny_op == "ok" and torch.devices[0].capability == "8.6"
+
+
+def test_a_launcher_script_is_named_and_the_real_interpreter_reported(tmp_path):
+    """pyenv's shim is a shell script that execs the real python: report the interpreter that ran."""
+    from envdoctor.probes.context import Context
+    from envdoctor.probes.python import probe
+    from tests.fakes import FakeBin
+
+    bin = FakeBin(tmp_path)
+    bin.add_script("python3", f'exec {sys.executable} "$@"')
+    py, _ = probe(Context(env=bin.env(), timeout=30, torch_timeout=60), with_torch=False)
+    assert os.path.realpath(py.executable) == os.path.realpath(sys.executable)
+    assert py.chosen_by == f"python3 on PATH, through the launcher {bin.dir / 'python3'}"

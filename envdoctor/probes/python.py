@@ -14,6 +14,7 @@ leaves the Python facts, and torch is imported once.
 from __future__ import annotations
 
 import dataclasses
+import os
 import signal
 import sys
 from pathlib import Path
@@ -77,7 +78,12 @@ def interpret(ran: Ran, exe: str, chosen_by: str, with_torch: bool = True) -> Tu
         python = TargetPython(executable=exe, chosen_by=chosen_by,
                               error=failure or ProbeError("unparseable", "no Python facts", command))
     else:
-        python = target_python(out.python, exe, chosen_by)
+        real = out.python.get("executable")
+        if isinstance(real, str) and real and os.path.realpath(real) != os.path.realpath(exe):
+            # a launcher (pyenv's shim is a shell script): name the interpreter that really ran
+            python = target_python(out.python, real, f"{chosen_by}, through the launcher {exe}")
+        else:
+            python = target_python(out.python, exe, chosen_by)
     if not with_torch:
         return python, TorchFacts()
     torch = torch_facts(out.torch, out.python)

@@ -132,8 +132,20 @@ class GpuModel(_Sourced):
     fp16_fp16acc_tflops: Optional[float] = None
     fp8_tflops: Optional[float] = None
     pci_source: Optional[str] = None
+    datacenter: bool = False              # an NVIDIA data-center GPU: may run forward compatibility (cuda-compat)
+    datacenter_source: Optional[str] = None   # where NVIDIA lists the model as a data-center GPU
     unconfirmed_fields: Tuple[str, ...] = ()
     note: Optional[str] = None
+
+    def is_datacenter(self) -> Optional[bool]:
+        """True/False from the ``datacenter`` flag; None when the row marks that flag unconfirmed.
+
+        The flag has its own source (``datacenter_source``), so a whole-row ``unconfirmed`` (which
+        is about the datasheet figures) does not make it doubtful; only ``unconfirmed_fields`` does.
+        """
+        if "datacenter" in self.unconfirmed_fields:
+            return None
+        return bool(self.datacenter)
 
     @property
     def fp32_nontensor_tflops(self) -> Optional[float]:
@@ -261,6 +273,7 @@ class NgcRelease(_Sourced):
     source: str = ""
     checked: str = ""
     unconfirmed: bool = False
+    min_cc: Optional[str] = None          # "7.5": the lowest compute capability the notes support
     unconfirmed_fields: Tuple[str, ...] = ()
     note: Optional[str] = None
 
@@ -287,6 +300,8 @@ class Distro(_Sourced):
     distro_driver_packages: Tuple[str, ...] = ()   # Ubuntu archive: "nvidia-driver-{branch}", ...
     also_ids: Tuple[str, ...] = ()        # ("rocky", "almalinux", "ol")
     keyring_package: Optional[str] = None
+    glibc: Optional[str] = None           # "2.35": the release's glibc (None: varies by point release)
+    glibc_source: Optional[str] = None
     unconfirmed_fields: Tuple[str, ...] = ()
     note: Optional[str] = None
 
