@@ -51,7 +51,7 @@ DEFAULT_TOLERANCE = 10.0
 #: A GPU whose memory dropped by more than this fraction changed (a driver may reserve a few MiB more).
 MEMORY_DROP = 0.01
 
-REF_MISMATCH = "https://docs.nvidia.com/deploy/driver-persistence/index.html"
+REF_MISMATCH = "https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/index.html"
 REF_COMPAT = "https://docs.nvidia.com/deploy/cuda-compatibility/"
 REF_XID = "https://docs.nvidia.com/deploy/xid-errors/index.html"
 REF_CONTAINER = "https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/install-guide.html"

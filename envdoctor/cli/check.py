@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 from typing import Optional, Tuple
@@ -21,6 +22,13 @@ from envdoctor.render import markdown as render_markdown
 from envdoctor.render import text as render_text
 
 
+def _codes(values: Tuple[str, ...]) -> Tuple[str, ...]:
+    bad = [v for v in values if not re.fullmatch(r"ED\d{3}", v.strip().upper())]
+    if bad:
+        raise click.BadParameter(f"{', '.join(bad)}: finding codes look like ED305", param_hint="--suppress")
+    return tuple(v.strip().upper() for v in values)
+
+
 def redactor_for(facts: Facts) -> Redactor:
     s = facts.system
     serials = [g.serial for g in facts.driver.gpus if g.serial]
@@ -35,7 +43,8 @@ def redactor_for(facts: Facts) -> Redactor:
 @click.option("--redact", is_flag=True, help="Mask host name, user name, home paths, GPU UUIDs and serials.")
 @click.option("--skip", multiple=True, type=click.Choice(SKIPPABLE),
               help="Leave an area out (repeatable); 'torch' skips the slowest probe.")
-@click.option("--suppress", multiple=True, metavar="CODE", help="Hide a finding by its code (repeatable).")
+@click.option("--suppress", multiple=True, metavar="CODE", callback=lambda c, p, v: _codes(v),
+              help="Hide a finding by its code, e.g. ED305 (repeatable).")
 @click.option("--bench", "with_bench", is_flag=True, help="Also run a short matmul benchmark.")
 @debug_option
 @root_option

@@ -8,7 +8,7 @@ from envdoctor import commands
 from envdoctor.facts import Facts
 from envdoctor.findings import Finding
 
-REF_MISMATCH = "https://docs.nvidia.com/deploy/driver-persistence/index.html"
+REF_MISMATCH = "https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/index.html"
 REF_INSTALL = commands.DRIVER_GUIDE
 REF_CONTAINER = "https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/user-guide.html"
 REF_WSL = "https://docs.nvidia.com/cuda/wsl-user-guide/index.html"

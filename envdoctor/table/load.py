@@ -24,6 +24,7 @@ FILES = ("cuda.toml", "architectures.toml", "gpus.toml", "torch.toml", "indexes.
 _CC = re.compile(r"^\d{1,2}\.\d$")
 _PCI = re.compile(r"^0x[0-9a-f]{4}$")
 _PYTHON = re.compile(r"^3\.\d{1,2}t?$")
+_GLIBC = re.compile(r"^2\.\d{1,2}$")
 _VARIANT = re.compile(r"^(cpu|xpu|cu\d{3}|rocm\d+(\.\d+){1,2})$")
 _PRECISIONS = ("fp64", "tf32", "bf16", "fp16", "fp8", "fp6", "fp4", "int8", "int4")
 
@@ -93,9 +94,12 @@ def load_gpus(path: Path) -> Tuple[Tuple[GpuModel, ...], Tuple[ChipFamily, ...]]
             "memory_gib": "float?", "bandwidth_gbs": "float?", "fp32_tflops": "float?",
             "tf32_tflops": "float?", "fp16_tflops": "float?", "bf16_tflops": "float?",
             "fp16_fp16acc_tflops": "float?", "fp8_tflops": "float?", "fp16_half_rate_accum": "bool",
-            "pci_source": "str?"})
+            "pci_source": "str?", "datacenter": "bool?", "datacenter_source": "str?"})
         if not _CC.match(v["cc"]):
             raise where.fail(f"field 'cc': {v['cc']!r} is not a compute capability like 8.6")
+        if v["datacenter"] and not v["datacenter_source"]:
+            raise where.fail("field 'datacenter' is true but 'datacenter_source' is missing "
+                             "(where NVIDIA lists the model as a data-center GPU)")
         for pid in v["pci_ids"]:
             if not _PCI.match(pid):
                 raise where.fail(f"field 'pci_ids': {pid!r} is not a device id like 0x2335")
@@ -198,9 +202,12 @@ def load_ngc(path: Path) -> Tuple[NgcRelease, ...]:
     out = []
     for where, raw in rows(path, doc, "release", "tag"):
         v = fields(where, raw, {"tag": "str", "torch": "str", "cuda": "str", "ubuntu": "str?",
-                               "python": "str?", "min_driver": "str", "forward_compat_branches": "strs"})
+                               "python": "str?", "min_driver": "str", "forward_compat_branches": "strs",
+                               "min_cc": "str?"})
         if not re.match(r"^\d{2}\.\d{2}$", v["tag"]):
             raise where.fail(f"field 'tag': {v['tag']!r} is not a release tag like 25.01")
+        if v["min_cc"] is not None and not _CC.match(v["min_cc"]):
+            raise where.fail(f"field 'min_cc': {v['min_cc']!r} is not a compute capability like 7.5")
         for name in ("cuda", "torch", "min_driver"):
             version(where, name, v[name])
         for b in v["forward_compat_branches"]:
@@ -224,7 +231,12 @@ def load_distros(path: Path) -> Tuple[Distro, ...]:
     out = []
     for where, raw in rows(path, doc, "distro", "repo_dir"):
         v = fields(where, raw, {"id": "str", "version": "str", "family": "str", "repo_dir": "str",
-                               "cuda_lines": "strs", "also_ids": "strs?", "distro_driver_packages": "strs?"})
+                               "cuda_lines": "strs", "also_ids": "strs?", "distro_driver_packages": "strs?",
+                               "glibc": "str?", "glibc_source": "str?"})
+        if v["glibc"] is not None and not _GLIBC.match(v["glibc"]):
+            raise where.fail(f"field 'glibc': {v['glibc']!r} is not a glibc version like 2.35")
+        if v["glibc"] is not None and not v["glibc_source"]:
+            raise where.fail("field 'glibc' is given but 'glibc_source' is missing (where the version was read)")
         fam = families.get(v["family"])
         if fam is None:
             raise where.fail(f"field 'family': {v['family']!r} is not a [[family]] of this file")

@@ -253,7 +253,7 @@ def build(directory: Path) -> Table:
     torch = load.load_torch(d / "torch.toml", {v.name: v.cuda for v in variants})
     validate.check_torch(d, torch, by_variant, by_cc)
     ngc = load.load_ngc(d / "ngc.toml")
-    validate.check_ngc(d, ngc)
+    validate.check_ngc(d, ngc, by_cc)
     distros = load.load_distros(d / "distros.toml")
     validate.check_distros(d, distros, ga.keys() | {r.minor for r in cuda_releases})
     return Table(

@@ -144,8 +144,11 @@ def check_torch(d: Path, releases: Sequence[TorchRelease], variants: Dict[str, V
                                    f"field '{field_name}': {entry} is not a known architecture (cc {cc})")
 
 
-def check_ngc(d: Path, releases: Sequence[NgcRelease]) -> None:
+def check_ngc(d: Path, releases: Sequence[NgcRelease], known_cc: Optional[Dict[str, Architecture]] = None) -> None:
     _dupes(d, "ngc.toml", "release", (r.tag for r in releases), "tag")
+    for r in releases:
+        if r.min_cc is not None and known_cc is not None and r.min_cc not in known_cc:
+            raise _err(d, "ngc.toml", "release", r.tag, f"field 'min_cc': {r.min_cc} is not a known architecture")
 
 
 def check_distros(d: Path, distros: Sequence[Distro], cuda_minors: Iterable[str]) -> None:
