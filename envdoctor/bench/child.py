@@ -263,7 +263,8 @@ def bench_device(torch, device, info, dtypes, sizes, budget, out_points):
             share = budget * weight(n) / total_w
             if d in rate and rate[d]:
                 one = 2.0 * n ** 3 / (rate[d] * 1e12)
-                if one > max(MAX_ONE_PRODUCT_S, share):
+                # a point takes the check, the warm-up and MIN_REPEATS products at the least
+                if one > MAX_ONE_PRODUCT_S or one * (MIN_REPEATS + 2) > 2 * share:
                     skipped["%s n=%d" % (d, n)] = (
                         "one product would take about %.0f s on this device" % one)
                     continue
