@@ -50,6 +50,7 @@ def cli() -> None:
     envdoctor index cu128  does that wheel index exist, what does it hold for this Python
     envdoctor bench        matmul TFLOP/s: are the Tensor Cores delivering?
     envdoctor snapshot / verify   prove a driver upgrade broke nothing
+    envdoctor table torch 2.7     the compatibility table, each fact with its source
     """
 
 
