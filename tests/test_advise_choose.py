@@ -133,6 +133,46 @@ def test_minor_version_choice_warns_and_offers_both_roads():
     assert kinds["upgrade-driver"].branch == "580"
 
 
+def test_rtx_3090_ti_on_driver_515_offline_gets_the_newest_cu118_torch_2_7_1():
+    # Written from the sources, not from envdoctor's output:
+    # - 515 runs CUDA 11.7 directly (11.7 GA: 515.43.04), 11.8 only by minor-version compatibility
+    #   (11.8 GA needs 520.61.05; the 11.x floor is 450.80.02); CUDA 12.x needs >= 525.60.13.
+    # - the newest torch with cu118 wheels is 2.7: 11.8 is in the release CUDA list of the 2.7
+    #   go-live matrix (pytorch/test-infra@bad60f65) and not in 2.8's (@21480431: 12.6, 12.8, 12.9);
+    #   its newest patch is 2.7.1 (test-infra 30ee1aaa "Release 2.7.1 update stable version"),
+    #   paired with torchvision 0.22.1 and torchaudio 2.7.1.
+    # - 2.7's cu118 arch list is inferred from the 2.5 build script (sm_86 in every cu11x list since
+    #   1.10), so the wheels are used offline, with a warning that the kernel list is inferred.
+    # - cu117 stops at torch 2.0 (2.0: cu117/cu118; 2.1: cu118/cu121), so 2.0.1+cu117 is the direct road.
+    c = choose(None, "515.65.01", ["8.6"], python="3.10")
+    assert (c.torch, c.variant, c.compatibility) == ("2.7.1", "cu118", "minor-version")
+    assert (c.torchvision, c.torchaudio) == ("0.22.1", "2.7.1")
+    assert c.index_check == "offline-table" and c.status == "ok" and not c.unconfirmed
+    assert c.kernels_inferred
+    assert any("kernel list of torch 2.7.1 cu118 is inferred" in w and "compute 8.6 (sm_86)" in w for w in c.warnings)
+    assert not any(r.what == "torch 2.7.1 cu118" for r in c.rejected)
+    direct = [w for w in c.ways_out if w.kind == "direct"]
+    assert [(w.torch, w.variant) for w in direct] == [("2.0.1", "cu117")]
+    assert "without minor-version compatibility" in direct[0].text
+
+
+def test_a_variant_whose_wheels_may_not_exist_is_still_skipped_offline():
+    # An RTX 5090 on R575: 2.13's only variant with sm_120 that R575 runs is cu129 (CUDA 13.x needs
+    # R580), and 2.13 cu129 was added to the test channel only (test-infra 0f7335e1): whole-row
+    # unconfirmed, so offline it is passed over (as is 2.12's, also test channel only) while a
+    # confirmed build fits: 2.11 cu128 (12.8 GA needs 570.26).
+    c = choose(None, "575.57.08", ["12.0"])
+    assert c.label == "torch 2.11.0+cu128" and not c.kernels_inferred
+    assert any(r.what == "torch 2.13.0 cu129" and "does not confirm" in r.reason for r in c.rejected)
+
+
+def test_require_known_kernels_skips_inferred_arch_lists():
+    # 2.6's and 2.7's cu118 lists are inferred; 2.5.1's is read from builder release/2.5.
+    c = choose(None, "515.65.01", ["8.6"], python="3.10", require_known_kernels=True, ways_out=False)
+    assert c.label == "torch 2.5.1+cu118" and not c.kernels_inferred
+    assert any(r.what == "torch 2.7.1 cu118" and "infers its kernel list" in r.reason for r in c.rejected)
+
+
 def test_no_gpu_gets_cpu_wheels():
     c = choose(None, None, [])
     assert (c.status, c.variant, c.index_url) == ("cpu", "cpu", "https://download.pytorch.org/whl/cpu")
@@ -146,11 +186,16 @@ def test_gpu_without_driver_plans_for_branch_580():
 
 
 def test_kepler_without_driver_plans_for_its_last_branch_470():
-    # R470 is Kepler's last branch; 2.5 cu118 still carries sm_37 (builder release/2.5 build_cuda.sh);
-    # 470 runs CUDA 11.8 by minor-version compatibility (>= 450.80.02).
+    # R470 is Kepler's last branch; 470 runs CUDA 11.8 by minor-version compatibility (>= 450.80.02).
+    # The newest torch with cu118 wheels is 2.7 (test-infra bad60f65: release CUDA 11.8/12.6/12.8;
+    # 2.8's matrix 21480431 has no 11.8), but its sm_37 is inferred, so the choice says so and names
+    # 2.5.1+cu118, whose sm_37 is read from builder release/2.5 build_cuda.sh, as the confirmed road.
     c = choose(None, None, ["3.7"], python="3.10")
     assert c.driver_needed == "470"
-    assert c.label == "torch 2.5.1+cu118" and c.compatibility == "minor-version"
+    assert c.label == "torch 2.7.1+cu118" and c.compatibility == "minor-version"
+    assert c.kernels_inferred and any("kernel list of torch 2.7.1 cu118 is inferred" in w for w in c.warnings)
+    confirmed = [w for w in c.ways_out if w.kind == "confirmed-kernels"]
+    assert [(w.torch, w.variant) for w in confirmed] == [("2.5.1", "cu118")]
 
 
 def test_hopper_on_a_515_driver_cannot_run_at_all():

@@ -5,10 +5,11 @@ import dataclasses
 import pytest
 from packaging.version import Version
 
-from envdoctor.advise.plan import recommend
-from envdoctor.advise.whatif import (Overrides, WhatIfError, apply_overrides, blank_machine,
+from envdoctor.advise.plan import choose_image, recommend
+from envdoctor.advise.whatif import (Overrides, WhatIfError, apply_overrides, blank_machine, is_datacenter,
                                      machine_from_facts, parse_gpu)
-from envdoctor.facts import DockerFacts, DriverFacts, Facts, GpuInfo, SystemFacts, TargetPython
+from envdoctor.facts import (DockerFacts, DriverFacts, Facts, GpuInfo, PciDevice, PciFacts, SystemFacts,
+                             TargetPython)
 from envdoctor.render.plan import plan_document, render_script, render_text
 from envdoctor.table import load_table
 
@@ -89,12 +90,15 @@ def test_ubuntu_18_04_wheels_stop_at_2_6_and_its_toolkits_at_cuda_12_1():
     p = whatif(**ubuntu("18.04", python_version="3.10", glibc="2.27", driver="550.54.15", gpus=("RTX 3090",)))
     assert (p.torch, p.variant) == ("2.6.0", "cu124")
     # With nvcc: NVIDIA's ubuntu1804 repository stops at CUDA 12.1 (nvidia/cuda 12.1.0-*-ubuntu18.04 is
-    # the last image of that line), so no 12.4 toolkit; torch 2.5.1+cu121 matches the 12.1 toolkit.
+    # the last image of that line), so no 12.4 toolkit; but 2.6 also ships cu118 wheels (11.8 is in
+    # its release matrix, test-infra b1bdc332, built on the CentOS 7 image) and the repository has
+    # 11.8: torch 2.6.0+cu118 with the 11.8 toolkit (its arch list is inferred, so the plan says so).
     p = whatif(route="system", nvcc=True, **ubuntu("18.04", python_version="3.10", glibc="2.27",
                                                    driver="550.54.15", gpus=("RTX 3090",)))
-    assert (p.torch, p.variant) == ("2.5.1", "cu121")
+    assert (p.torch, p.variant) == ("2.6.0", "cu118")
     toolkits = [c for c in p.commands if "cuda-toolkit-" in c]
-    assert toolkits == ["sudo apt-get install -y cuda-toolkit-12-1"]
+    assert toolkits == ["sudo apt-get install -y cuda-toolkit-11-8"]
+    assert any("kernel list of torch 2.6.0 cu118 is inferred" in w for w in p.warnings)
 
 
 def test_with_nvcc_refuses_a_toolkit_the_repository_does_not_have():
@@ -218,6 +222,47 @@ def test_docker_pascal_stays_on_a_cuda_12_image():
     assert Version(p.image.cuda).major == 12
 
 
+def test_docker_pascal_is_not_sent_to_an_image_that_dropped_pascal():
+    # The 25.01 notes support compute capability 7.5 and later (Pascal and Volta dropped); 24.xx
+    # supports 6.0 and later. 24.11/24.12 are rows the table does not confirm, so the newest image for
+    # a GTX 1080 Ti (6.1) on R580 is 24.10 (CUDA 12.6.2, R560+), not 25.01 (CUDA 12.8, which still
+    # compiles for Pascal, but the image does not support it).
+    p = whatif(route="docker", os="ubuntu:24.04", driver="580.95.05", gpus=("GTX 1080 Ti",))
+    assert p.image.tag == "24.10" and p.ok
+    # the table's min_cc values are unconfirmed, so the plan says to check the notes
+    assert any("minimum compute capability of 6.0, unconfirmed" in w for w in p.warnings)
+    m = apply_overrides(blank_machine(), Overrides(driver="580.95.05", gpus=("GTX 1080 Ti",), os="ubuntu:24.04"), T)
+    image, _, rejected = choose_image(T, "580.95.05", m, None)
+    assert image.tag == "24.10"
+    assert any(r.startswith("25.01: it supports compute capability 7.5 and later (per envdoctor table, unconfirmed)")
+               and "Pascal (compute 6.1)" in r for r in rejected)
+    assert not any(r.startswith("24.10:") for r in rejected)
+
+
+def test_docker_volta_stops_before_25_01_too():
+    # V100 (7.0) on R570: 25.01 wants 7.5+, so 24.10 (R560+), the newest confirmed row below it.
+    p = whatif(route="docker", os="ubuntu:22.04", driver="570.133.20", gpus=("V100",))
+    assert p.image.tag == "24.10" and not p.image.forward_compat
+
+
+def test_docker_min_cc_confirmed_rejects_without_hedging():
+    # A copy of the table in which 25.01's min_cc were confirmed: the rejection states it plainly.
+    ngc = tuple(dataclasses.replace(r, unconfirmed_fields=tuple(f for f in r.unconfirmed_fields if f != "min_cc"))
+                if r.tag in ("25.01", "24.10") else r for r in T.ngc_releases)
+    t2 = dataclasses.replace(T, ngc_releases=ngc)
+    m = apply_overrides(blank_machine(), Overrides(driver="580.95.05", gpus=("GTX 1080 Ti",), os="ubuntu:24.04"), t2)
+    image, warnings, rejected = choose_image(t2, "580.95.05", m, None)
+    assert image.tag == "24.10"
+    assert "25.01: it supports compute capability 7.5 and later; Pascal (compute 6.1) is below that" in rejected
+    assert not any("minimum compute capability" in w for w in warnings)
+
+
+def test_docker_turing_and_newer_still_get_25_01():
+    # T4 (7.5) meets 25.01's minimum: on R570 it runs 25.01 (CUDA 12.8.0) directly.
+    p = whatif(route="docker", os="ubuntu:24.04", driver="570.133.20", gpus=("T4",))
+    assert p.image.tag == "25.01"
+
+
 def test_docker_plan_installs_and_configures_the_container_toolkit_when_missing():
     facts = Facts(system=SystemFacts(os_id="ubuntu", os_version="24.04", arch="x86_64", glibc="2.39"),
                   driver=DriverFacts(driver_version="580.95.05", gpus=(GpuInfo(0, "NVIDIA H200", "9.0"),)),
@@ -249,6 +294,60 @@ def test_amd_names(text):
 def test_bad_overrides_raise_one_line(o):
     with pytest.raises(WhatIfError):
         apply_overrides(blank_machine(), Overrides(**o), T)
+
+
+@pytest.mark.parametrize("name, expected", [
+    ("NVIDIA H100 NVL", True),              # table: datacenter = true (its row is otherwise unconfirmed)
+    ("NVIDIA GeForce RTX 4090", False),     # table: GeForce
+    ("NVIDIA RTX A6000", None),             # table: the flag is unconfirmed (the heuristic would say False)
+    ("GH100 [H200 SXM 141GB]", True),       # lspci name, looked up by its bracketed part
+    ("Tesla P100-PCIE-16GB", True),         # not in the table: the name heuristic
+    ("NVIDIA GeForce GTX 1650", False),     # not in the table: the name heuristic
+    ("Some Future Board", None),
+])
+def test_is_datacenter_asks_the_table_first(name, expected):
+    assert is_datacenter(name, T) is expected
+
+
+def test_is_datacenter_follows_the_table_not_the_name():
+    # A copy of the table that says the A100 is not a data-center GPU wins over the name heuristic.
+    gpus = tuple(dataclasses.replace(g, datacenter=False, datacenter_source=None) if g.name.startswith("NVIDIA A100")
+                 else g for g in T.gpus)
+    t2 = dataclasses.replace(T, gpus=gpus)
+    assert is_datacenter("NVIDIA A100-SXM4-80GB", t2) is False
+    assert is_datacenter("NVIDIA A100-SXM4-80GB") is True          # no table: the heuristic
+    assert parse_gpu("A100", t2).datacenter is False and parse_gpu("A100", T).datacenter is True
+
+
+def test_datacenter_by_pci_id_when_the_name_is_unknown():
+    # A GPU without a driver, known only by its PCI device id (0x2335: H200) and no pci.ids name.
+    facts = Facts(pci=PciFacts(devices=(PciDevice("0000:00:06.0", "0x10de", "0x2335", "0x030200"),)))
+    m = machine_from_facts(facts, T)
+    assert m.gpus[0].datacenter is True
+    # the driver's name is not in the table, but its bus id leads to the PCI device: still the H200's row
+    facts = Facts(pci=facts.pci, driver=DriverFacts(driver_version="580.95.05", gpus=(
+        GpuInfo(0, "NVIDIA Renamed Board", "9.0", pci_bus_id="00000000:00:06.0"),)))
+    assert machine_from_facts(facts, T).gpus[0].datacenter is True
+
+
+def test_os_what_if_brings_that_distributions_glibc():
+    # Ubuntu 18.04 has glibc 2.27 (pep600_compliance ubuntu-18.04.json): torch 2.7+ wheels are
+    # manylinux_2_28 (glibc 2.28) and do not install; 2.6.0's cu124 wheels were built on CentOS 7.
+    p = whatif(**ubuntu("18.04", python_version="3.10", driver="550.54.15", gpus=("RTX 3090",)))
+    assert p.machine.glibc == "2.27"
+    assert (p.torch, p.variant) == ("2.6.0", "cu124")
+    assert any("glibc 2.27" in g and "envdoctor's table" in g for g in p.machine.given)
+    assert any(r.what == "torch 2.7.1 cu128" and "glibc 2.28" in r.reason for r in p.choice.rejected)
+    # --glibc still wins over the distribution's
+    p = whatif(**ubuntu("18.04", python_version="3.10", driver="550.54.15", gpus=("RTX 3090",), glibc="2.28"))
+    assert p.machine.glibc == "2.28" and Version(p.torch) >= Version("2.7")
+
+
+def test_os_what_if_for_a_distribution_without_a_glibc_says_it_is_unknown():
+    # SLES 15's glibc depends on its service pack: the table gives none, so nothing is assumed.
+    p = whatif(os="sles:15", python_version="3.12", driver="580.95.05", gpus=("H100",))
+    assert p.machine.glibc is None
+    assert any(w.startswith("glibc unknown") for w in p.warnings)
 
 
 def test_script_splits_at_the_reboot():

@@ -9,6 +9,7 @@ import stat
 
 import pytest
 from click.testing import CliRunner
+from packaging.version import Version
 
 from envdoctor.cli import cli
 from tests.indexserver import IndexServer
@@ -120,6 +121,19 @@ def test_nothing_fits_exits_1_with_ways_out(no_probe):
     assert r.exit_code == 1
     assert "nothing fits" in r.output and "Ways out:" in r.output
     assert "upgrade the driver to branch 580" in r.output
+
+
+def test_os_what_if_uses_that_distributions_glibc(no_probe):
+    # Ubuntu 18.04 ships glibc 2.27; torch 2.7 and newer are manylinux_2_28 wheels (glibc >= 2.28),
+    # so without --glibc the plan must stop below 2.7 (2.6.0's cu124 wheels were built on CentOS 7).
+    r = run("--offline", "--json", "--gpu", "RTX 3090", "--driver", "550.54.15", "--os", "ubuntu:18.04",
+            "--python-version", "3.10")
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.output)
+    assert doc["machine"]["glibc"] == "2.27"
+    assert Version(doc["torch"]) < Version("2.7")
+    assert (doc["torch"], doc["variant"]) == ("2.6.0", "cu124")
+    assert any(b["what"].startswith("torch 2.7.1 ") and "need glibc 2.28" in b["reason"] for b in doc["rejected_builds"])
 
 
 def test_amd_exits_1_and_names_rocm(no_probe):

@@ -237,6 +237,24 @@ def test_newest_torch_with_a_variant(t):
     assert t.newest_torch(python="3.12", variant="cu121").minor == "2.5"
 
 
+@pytest.mark.parametrize("torch, variant", [("2.6", "cu118"), ("2.6", "cu124"), ("2.6", "cu126"),
+                                            ("2.7", "cu118"), ("2.7", "cu126"), ("2.12", "cu130")])
+def test_wheels_certain_arch_list_inferred(t, torch, variant):
+    # The wheels are in each release's go-live matrix (test-infra b1bdc332 for 2.6: 11.8/12.4/12.6;
+    # bad60f65 for 2.7: 11.8/12.6/12.8; 626d4e70 for 2.12: 12.6/13.0/13.2); the arch lists were
+    # reconstructed (2.6/2.7: release-branch build_cuda.sh not read; 2.12 cu130: PTX disputed).
+    v = t.torch(torch).variant(variant)
+    assert v.confirmed() and not v.unconfirmed
+    assert not v.confirmed("arch_list")
+    assert v.source and v.source.startswith("pytorch/test-infra@")
+
+
+@pytest.mark.parametrize("torch", ["2.9", "2.10", "2.11", "2.12", "2.13"])
+def test_cu129_beyond_2_8_stays_wholly_unconfirmed(t, torch):
+    # Outside 2.8's release matrix, 12.9 was built only for non-release (test) channels.
+    assert not t.torch(torch).variant("cu129").confirmed()
+
+
 def test_platform_tags_and_glibc(t):
     assert (t.torch("2.7").manylinux, t.torch("2.7").glibc) == ("manylinux_2_28", "2.28")
     assert t.torch("2.5").glibc == "2.17"
@@ -290,6 +308,59 @@ def test_ngc_on_driver_535_of_a_data_center_gpu(t):
     assert "23.01" in plain                                  # needs 525+
     assert "25.01" not in dc
     assert t.ngc("24.05").min_driver == "545"
+
+
+@pytest.mark.parametrize("tag, min_cc", [("22.03", "6.0"), ("24.10", "6.0"), ("24.12", "6.0"), ("25.01", "7.5"),
+                                         ("25.06", "7.5"), ("25.12", "7.5")])
+def test_ngc_minimum_compute_capability(t, tag, min_cc):
+    # 22.xx-24.xx notes: "supports CUDA compute capability 6.0 and later"; 25.01: 7.5 and later
+    # (Blackwell added, Pascal and Volta dropped); CUDA 13 (25.08+) removed everything below 7.5.
+    # None of these was read in the month's own PyTorch notes: all are marked unconfirmed.
+    r = t.ngc(tag)
+    assert r.min_cc == min_cc and not r.confirmed("min_cc")
+
+
+@pytest.mark.parametrize("name, datacenter", [
+    # NVIDIA's GPU Operator "Supported NVIDIA Data Center GPUs" list (cloud-native-docs 00690053),
+    # HGX B200 added in cloud-native-docs#184; GeForce/TITAN are not data-center GPUs.
+    ("A100", True), ("A100 80GB PCIe", True), ("H100", True), ("H100 NVL", True), ("H200", True),
+    ("GH200", True), ("B200", True), ("L40S", True), ("L4", True), ("V100", True), ("V100 PCIe 32GB", True),
+    ("T4", True), ("A10", True), ("A30", True), ("A40", True),
+    ("RTX 4090", False), ("RTX 3090 Ti", False), ("GTX 1080 Ti", False), ("TITAN V", False), ("RTX 5090", False),
+    ("RTX A6000", None),                  # workstation; maybe one of the unnamed "NGC Server Ready" SKUs
+    ("RTX PRO 6000", None),
+])
+def test_datacenter_flag(t, name, datacenter):
+    g = t.gpu(name)
+    assert g.is_datacenter() is datacenter
+    assert g.datacenter is bool(datacenter)
+    if datacenter:
+        assert g.datacenter_source
+
+
+def test_a_field_with_its_own_source_is_judged_on_its_own(t):
+    # H100 NVL's datasheet figures are unconfirmed as a row; its datacenter flag has its own source.
+    h = t.gpu("H100 NVL")
+    assert not h.confirmed() and h.confirmed("datacenter") and not h.confirmed("fp32_tflops")
+    # The rhel family row is unconfirmed (package names); RHEL 9's glibc was read on its own.
+    r = t.distro("rhel", "9")
+    assert not r.confirmed() and r.confirmed("glibc") and not r.confirmed("cuda_lines")
+
+
+@pytest.mark.parametrize("id, version, glibc", [
+    # glibc of each release's official container image (mayeut/pep600_compliance@2d70275a cache/x86_64)
+    ("ubuntu", "18.04", "2.27"), ("ubuntu", "20.04", "2.31"), ("ubuntu", "22.04", "2.35"), ("ubuntu", "24.04", "2.39"),
+    ("debian", "10", "2.28"), ("debian", "11", "2.31"), ("debian", "12", "2.36"), ("debian", "13", "2.41"),
+    ("rhel", "7", "2.17"), ("rhel", "8", "2.28"), ("rhel", "9", "2.34"), ("rhel", "10", "2.39"),
+    ("rocky", "9.4", "2.34"), ("almalinux", "8.10", "2.28"),
+    ("fedora", "41", "2.40"), ("amzn", "2023", "2.34"),
+    ("sles", "15", None), ("opensuse-leap", "15", None),          # 15.5: 2.31, 15.6: 2.38 (varies)
+])
+def test_distro_glibc(t, id, version, glibc):
+    d = t.distro(id, version)
+    assert d.glibc == glibc
+    if glibc:
+        assert d.glibc_source.startswith("mayeut/pep600_compliance@") and d.confirmed("glibc")
 
 
 def test_distros(t):
@@ -377,6 +448,20 @@ BROKEN = [
     ("distros.toml", '"12.6", "12.8", "12.9", "13.0"', '"12.6", "12.7", "12.9", "13.0"',
      ["distros.toml", "cuda_lines", "12.7"]),
     ("ngc.toml", '\n[[release]]\ntag = "22.03"', '\n[[release]\ntag = "22.03"', ["ngc.toml", "not valid TOML"]),
+    ("gpus.toml", 'datacenter = true\ndatacenter_source', 'datacenter = "yes"\ndatacenter_source',
+     ["gpus.toml", "Tesla V100-SXM2-16GB", "'datacenter' must be true or false"]),
+    ("gpus.toml", 'datacenter = true\ndatacenter_source = "NVIDIA/cloud-native-docs@006900536f9a52a6d7875ff9db45dcf68b526eda'
+                  ':gpu-operator/platform-support.rst"\n', 'datacenter = true\n',
+     ["gpus.toml", "Tesla V100-SXM2-16GB", "'datacenter_source' is missing"]),
+    ("gpus.toml", 'datacenter = true\ndatacenter_source', 'datacenter_flag = true\ndatacenter_source',
+     ["gpus.toml", "unknown field 'datacenter_flag'"]),
+    ("ngc.toml", 'min_cc = "7.5"', 'min_cc = "7"', ["ngc.toml", "25.01", "'min_cc'", "not a compute capability"]),
+    ("ngc.toml", 'min_cc = "7.5"', 'min_cc = "9.5"', ["ngc.toml", "25.01", "min_cc", "not a known architecture"]),
+    ("distros.toml", 'glibc = "2.35"', 'glibc = "2.35.1"', ["distros.toml", "ubuntu2204", "'glibc'", "2.35.1"]),
+    ("distros.toml", 'glibc = "2.35"\nglibc_source', 'glibc = "2.35"\nglibc_sources',
+     ["distros.toml", "ubuntu2204", "unknown field 'glibc_sources'"]),
+    ("distros.toml", 'glibc = "2.35"\nglibc_source = ', 'glibc = "2.35"\nnote_x = ',
+     ["distros.toml", "ubuntu2204", "unknown field 'note_x'"]),
 ]
 
 
@@ -389,6 +474,18 @@ def test_broken_copy_fails_with_one_clear_line(tmp_path, file, old, new, words):
     assert "\n" not in message
     for w in words:
         assert w in message
+
+
+def test_datacenter_defaults_to_false_and_glibc_needs_its_source(tmp_path):
+    d = _break(tmp_path, "distros.toml", 'glibc = "2.35"\nglibc_source = "mayeut/pep600_compliance@'
+               '2d70275ac1292c0f8750c0863df9d367a4967ebd:cache/x86_64/ubuntu-22.04.json"\n', 'glibc = "2.35"\n')
+    with pytest.raises(TableError, match=r"distros.toml: \[\[distro\]\] ubuntu2204: field 'glibc' is given but "
+                                         r"'glibc_source' is missing"):
+        load_table(d)
+    d = _break(tmp_path / "b", "gpus.toml", 'datacenter = true\ndatacenter_source = "NVIDIA/cloud-native-docs@'
+               '006900536f9a52a6d7875ff9db45dcf68b526eda:gpu-operator/platform-support.rst"\n', '')
+    v100 = load_table(d).gpu("Tesla V100-SXM2-16GB")
+    assert v100.datacenter is False and v100.datacenter_source is None
 
 
 def test_dropped_before_first_cuda_is_an_error(tmp_path):

@@ -10,7 +10,10 @@ The newest torch within the user's specifier and, for it, the best wheel variant
 - wheels exist for the Python version, the CPU (``linux_aarch64``) and the machine's glibc;
 - the wheel is on the index: asked live through ``available`` when given, else the table decides,
   and a variant the table marks unconfirmed (other than the release's PyPI default), or a whole
-  unconfirmed release, is only used when nothing confirmed fits.
+  unconfirmed release, is only used when nothing confirmed fits. A variant whose wheels the table
+  confirms but whose arch list it infers (``unconfirmed_fields = ["arch_list"]``) is used like a
+  confirmed one, with a warning that the kernel list is inferred and, as a way out, the newest
+  torch whose kernel list the table confirms.
 
 >>> c = choose_variant(load_table(), None, "580.95.05", ["6.1"], "3.12", "2.35", "x86_64")
 >>> c.torch, c.variant, c.compatibility
@@ -64,7 +67,9 @@ class WayOut:
     kind: "upgrade-driver" (install ``branch``, then ``torch``+``variant``), "install-driver" (the
     last branch that still runs a retired GPU), "works-today" (the newest torch that works with
     today's driver, outside the request), "direct" (a torch the driver runs without minor-version
-    compatibility), "newer-python" (what another Python would allow), "cpu".
+    compatibility), "confirmed-kernels" (the newest torch whose kernel list for these GPUs the
+    table confirms, when the choice's is inferred), "newer-python" (what another Python would
+    allow), "cpu".
     """
 
     kind: str
@@ -103,6 +108,7 @@ class Choice:
     index_check: str = "offline-table"      # "live", "offline-table", "failed: <why>"
     release: Optional[str] = field(default=None, compare=False)   # "2.13.0": the table row used
     unconfirmed: bool = False               # the chosen release or variant is unconfirmed in the table
+    kernels_inferred: bool = False          # the kernel check used an arch list the table infers
 
     @property
     def ok(self) -> bool:
@@ -212,6 +218,7 @@ class _Inputs:
     arch: str
     require_direct: bool = False
     cudas: Optional[Tuple[str, ...]] = None     # only these CUDA lines ("12.8"): --with-nvcc
+    require_known_kernels: bool = False         # only variants whose arch list the table confirms
 
 
 def _releases(table: Any, spec: Optional[SpecifierSet]) -> List[Tuple[Any, str, Any]]:
@@ -242,6 +249,16 @@ def _arch_list(variant: Any, arch: str) -> Tuple[Tuple[str, ...], bool]:
         return lst, bool(lst)
     lst = tuple(variant.arch_list or ())
     return lst, bool(lst)
+
+
+def _arch_inferred(variant: Any, arch: str) -> bool:
+    """The table does not confirm this CPU's arch list of the variant (inferred, or the whole row
+    unconfirmed): kernels found in it are expected, not known."""
+    name = "arch_list_aarch64" if arch == "aarch64" else "arch_list"
+    check = getattr(variant, "confirmed", None)
+    if callable(check):
+        return not check(name)
+    return bool(getattr(variant, "unconfirmed", False)) or name in (getattr(variant, "unconfirmed_fields", ()) or ())
 
 
 @dataclass
@@ -277,6 +294,9 @@ def _evaluate(table: Any, rel: Any, version: str, v: Any, inp: _Inputs, acc: _Ac
     arch_list, known = _arch_list(v, inp.arch)
     kernels = []
     known = known and len(gpus) == len(inp.ccs)
+    if inp.require_known_kernels and (not known or _arch_inferred(v, inp.arch)):
+        acc.reject(what, "the table infers its kernel list (only confirmed kernel lists were asked for)")
+        return None
     if known:
         for cc in gpus:
             ks = kernel_support(arch_list, cc)
@@ -299,7 +319,8 @@ def _evaluate(table: Any, rel: Any, version: str, v: Any, inp: _Inputs, acc: _Ac
         acc.reject(what, f"CUDA {v.cuda} runs only by minor-version compatibility (needs {support.needed})")
         return None
     key = (not uses_ptx, support.kind == "direct", not _doubtful(rel, v), _cuda_version(v.cuda))
-    return key, {"support": support, "kernels": tuple(kernels), "known": known}
+    return key, {"support": support, "kernels": tuple(kernels), "known": known,
+                 "inferred": known and _arch_inferred(v, inp.arch)}
 
 
 def _pick(table: Any, inp: _Inputs, available: Optional[Availability], allow_doubtful: bool,
@@ -366,7 +387,14 @@ def _choose(table: Any, inp: _Inputs, available: Optional[Availability]) -> Choi
                        ("directly" if support.kind == "direct" else
                         f"by minor-version compatibility (CUDA {v.cuda} needs {support.needed})"))
         if info.get("known"):
-            reasons.append("kernels for every GPU: " + ", ".join(f"compute {cc} via {k}" for cc, k in info["kernels"]))
+            reasons.append("kernels for every GPU: " + ", ".join(f"compute {cc} via {k}" for cc, k in info["kernels"])
+                           + (" (in the arch list the table infers)" if info.get("inferred") else ""))
+            if info.get("inferred"):
+                warnings.append(f"the kernel list of torch {version} {v.name} is inferred in envdoctor's table "
+                                "(its wheels are confirmed, its arch list is not): kernels for "
+                                + ", ".join(f"compute {cc} ({k.split()[0]})" for cc, k in info["kernels"])
+                                + " are expected, not confirmed; after installing, "
+                                "torch.cuda.get_arch_list() shows the real list")
         elif all(inp.ccs):
             warnings.append(f"the table has no {inp.arch} arch list for torch {version} {v.name}; "
                             "kernels for the GPU are not checked")
@@ -381,7 +409,8 @@ def _choose(table: Any, inp: _Inputs, available: Optional[Availability]) -> Choi
     if inp.glibc is None and need_glibc and Version(need_glibc) > Version("2.17"):
         warnings.append(f"glibc unknown: torch {version} {v.name} wheels need glibc {need_glibc} or newer")
     if v.unconfirmed and not relaxed:
-        warnings.append(f"envdoctor's table marks torch {version} {v.name} unconfirmed (arch list or build inferred)")
+        warnings.append(f"envdoctor's table marks torch {version} {v.name} unconfirmed "
+                        "(whether these wheels are on the index, or how they were built, is inferred)")
     return Choice(
         status="ok" if gpus else "cpu",
         torch=version, variant=v.name, cuda=v.cuda, index_url=getattr(var, "index_url", None),
@@ -391,7 +420,7 @@ def _choose(table: Any, inp: _Inputs, available: Optional[Availability]) -> Choi
         python=inp.python, kernels=info.get("kernels", ()), reasons=tuple(reasons),
         warnings=tuple(dict.fromkeys(warnings)), rejected=tuple(acc.rejected),
         sources=_sources(table, rel, v, support, gpus), index_check=index_check, release=rel.version,
-        unconfirmed=_doubtful(rel, v),
+        unconfirmed=_doubtful(rel, v), kernels_inferred=bool(gpus and info.get("inferred")),
     )
 
 
@@ -422,7 +451,7 @@ def choose_variant(table: Any, torch_version: Union[str, SpecifierSet, None], dr
                    gpu_ccs: Iterable[Optional[str]], python: Optional[str], glibc: Optional[str],
                    arch: str = "x86_64", *, available: Optional[Availability] = None,
                    require_direct: bool = False, ways_out: bool = True,
-                   cudas: Optional[Iterable[str]] = None) -> Choice:
+                   cudas: Optional[Iterable[str]] = None, require_known_kernels: bool = False) -> Choice:
     """The torch release and wheel variant for a Linux machine, with reasons and ways out.
 
     ``torch_version``: None (newest), a version ("2.7", "2.7.1") or a specifier (">=2.4,<2.6").
@@ -431,6 +460,7 @@ def choose_variant(table: Any, torch_version: Union[str, SpecifierSet, None], dr
     ``gpu_ccs``: ["8.6", "9.0"] (None for a GPU of unknown capability); empty: CPU wheels.
     ``python``: "3.12" or "3.13t" (None: any); ``glibc``: "2.35" (None: unknown).
     ``cudas``: only variants of these CUDA lines (``("12.8", "12.9")``: toolkits a repository has).
+    ``require_known_kernels``: only variants whose arch list (for ``arch``) the table confirms.
 
     >>> choose_variant(t, None, "570.133.20", ["12.0"], "3.12", "2.39").label
     'torch 2.11.0+cu128'
@@ -454,7 +484,7 @@ def choose_variant(table: Any, torch_version: Union[str, SpecifierSet, None], dr
     if ccs and not eff:
         return Choice("no-fit", python=python, warnings=("no driver branch in the table runs these GPUs",))
     inp = _Inputs(spec, eff, ccs, python, glibc, arch, require_direct,
-                  tuple(cudas) if cudas is not None else None)
+                  tuple(cudas) if cudas is not None else None, require_known_kernels)
     choice = _choose(table, inp, available)
     if needed:
         choice = replace(choice, driver_needed=needed, driver_assumed=assumed,
@@ -509,6 +539,12 @@ def _with_ways_out(table: Any, choice: Choice, inp: _Inputs, available: Optional
         if direct.ok:
             ways.append(WayOut("direct", f"{direct.label} runs on driver {inp.driver} directly, "
                                          "without minor-version compatibility", direct.torch, direct.variant))
+    if choice.ok and choice.kernels_inferred:
+        known = choose_variant(table, inp.spec, inp.driver or choice.driver_assumed, gpus, inp.python, inp.glibc,
+                               inp.arch, available=available, require_known_kernels=True, ways_out=False)
+        if known.ok and (known.torch, known.variant) != (choice.torch, choice.variant):
+            ways.append(WayOut("confirmed-kernels", f"{known.label} is the newest torch whose kernel list for these "
+                                                    "GPUs envdoctor's table confirms", known.torch, known.variant))
     if inp.python and inp.driver:
         any_python = choose_variant(table, inp.spec, inp.driver, gpus, None, inp.glibc, inp.arch,
                                     available=None, ways_out=False)

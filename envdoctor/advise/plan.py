@@ -195,7 +195,7 @@ def _ways(m: Machine, table: Any, choice: Choice, pip_for: Any) -> Tuple[Way, ..
             cmds = tuple(c for c in commands.driver_install(m.facts.system, w.branch, _open_modules(m)))
             if pip_for and w.torch:
                 cmds += pip_for(w.torch, w.variant)
-        elif w.kind in ("works-today", "direct") and pip_for and w.torch:
+        elif w.kind in ("works-today", "direct", "confirmed-kernels") and pip_for and w.torch:
             cmds = pip_for(w.torch, w.variant)
         out.append(Way(w.kind, w.text, cmds, w.torch, w.variant, w.branch))
     return tuple(out)
@@ -466,6 +466,8 @@ def choose_image(table: Any, driver: str, m: Machine, spec: Optional[SpecifierSe
 
     Data-center GPUs may run newer images on the branches the release notes list (forward
     compatibility through the image's cuda-compat); any other GPU only at the image's minimum branch.
+    An image whose CUDA predates or dropped a GPU's architecture, or whose ``min_cc`` (the lowest
+    compute capability its notes support) is above a GPU's, is skipped.
     """
     gpus = m.nvidia
     dc = bool(gpus) and all(g.datacenter for g in gpus)
@@ -477,12 +479,18 @@ def choose_image(table: Any, driver: str, m: Machine, spec: Optional[SpecifierSe
         why = None
         for g in gpus:
             arch = table.architecture(g.cc) if g.cc else None
-            if arch is None or cuda is None:
-                continue
-            if _ver(arch.first_cuda) and cuda < _ver(arch.first_cuda):
+            what = f"{arch.name} (compute {g.cc})" if arch else f"compute {g.cc}"
+            if arch is not None and cuda is not None and _ver(arch.first_cuda) and cuda < _ver(arch.first_cuda):
                 why = f"CUDA {r.cuda} predates {arch.name} (compute {g.cc}, first CUDA {arch.first_cuda})"
-            elif arch.dropped_cuda and _ver(arch.dropped_cuda) and cuda >= _ver(arch.dropped_cuda):
+            elif (arch is not None and cuda is not None and arch.dropped_cuda and _ver(arch.dropped_cuda)
+                  and cuda >= _ver(arch.dropped_cuda)):
                 why = f"CUDA {r.cuda} no longer supports {arch.name} (compute {g.cc})"
+            elif _below_min_cc(r, g.cc):
+                why = (f"it supports compute capability {r.min_cc} and later"
+                       f"{'' if r.confirmed('min_cc') else ' (per envdoctor table, unconfirmed)'}; "
+                       f"{what} is below that")
+            if why:
+                break
         if why is None and spec is not None:
             tv = _ver(r.torch)
             if tv is None or not spec.contains(Version(tv.base_version), prereleases=True):
@@ -500,8 +508,9 @@ def choose_image(table: Any, driver: str, m: Machine, spec: Optional[SpecifierSe
     if newer:
         warnings.append(f"newer NGC tags the table does not confirm: {', '.join(newer)} "
                         "(check NVIDIA's release notes before using them)")
-    if pick.unconfirmed or pick.unconfirmed_fields:
-        fields = ", ".join(pick.unconfirmed_fields) or "the whole row"
+    doubtful = [f for f in pick.unconfirmed_fields if f != "min_cc"]    # min_cc: its own warning below
+    if pick.unconfirmed or doubtful:
+        fields = ", ".join(doubtful) if not pick.unconfirmed else "the whole row"
         warnings.append(f"envdoctor's row for NGC {pick.tag} is not verified against NVIDIA's support matrix "
                         f"({fields})")
     fc = _ver(driver) is not None and _ver(driver) < _ver(pick.min_driver)
@@ -510,9 +519,13 @@ def choose_image(table: Any, driver: str, m: Machine, spec: Optional[SpecifierSe
                         f"GPU runs it on driver {driver} in forward-compatibility mode (the image's cuda-compat "
                         "libraries); GeForce and workstation GPUs cannot")
     old = [g for g in gpus if g.cc and _ver(g.cc) and _ver(g.cc) < Version("7.5")]
-    if old:
+    if old and not pick.min_cc:
         warnings.append(f"check the NGC {pick.tag} release notes for the minimum compute capability: "
                         f"{', '.join(f'{g.name} (compute {g.cc})' for g in old)} may be below it")
+    elif old and not pick.confirmed("min_cc"):
+        warnings.append(f"envdoctor's table gives NGC {pick.tag} a minimum compute capability of {pick.min_cc}, "
+                        f"unconfirmed: check the release notes' GPU requirements for "
+                        f"{', '.join(f'{g.name} (compute {g.cc})' for g in old)}")
     if fc:
         compat = "forward-compat"
     else:
@@ -523,6 +536,12 @@ def choose_image(table: Any, driver: str, m: Machine, spec: Optional[SpecifierSe
     image = Image(pick.image, pick.tag, pick.torch, pick.cuda, fc, bool(pick.unconfirmed), pick.source,
                   compat if compat in ("direct", "minor-version", "forward-compat") else "direct")
     return image, warnings, rejected
+
+
+def _below_min_cc(release: Any, cc: Optional[str]) -> bool:
+    """The GPU's compute capability is below the image's ``min_cc`` (False when either is unknown)."""
+    need, have = _ver(getattr(release, "min_cc", None)), _ver(cc)
+    return need is not None and have is not None and have < need
 
 
 def _ver(text: Optional[str]) -> Optional[Version]:

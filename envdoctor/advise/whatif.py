@@ -29,6 +29,7 @@ AREAS = ("system", "gpu", "driver", "python", "conda", "docker", "toolkits")
 
 _AMD = re.compile(r"^(amd\b|radeon|instinct|mi\s?\d{2,3}[a-z]*\b|rx\s?\d{3,4}|w\d{4}\b)", re.I)
 _CC_TEXT = re.compile(r"^(\d{1,2}\.\d|sm_\d{2,3}[af]?|compute_\d{2,3}[af]?)$", re.I)
+#: Fallback for GPUs the table does not know (the table's ``datacenter`` flag decides for the rest).
 #: Names NVIDIA sells outside the data centre; cuda-compat (forward compatibility) is refused there.
 _CONSUMER = re.compile(r"geforce|titan|quadro|\brtx\b(?! pro 6000 blackwell server)|\bgtx\b|\bmx\d", re.I)
 _DATACENTER = re.compile(
@@ -152,12 +153,28 @@ def python_series(version: Optional[str], abi_tag: Optional[str] = None) -> Opti
     return f"{m['major']}.{m['minor']}{free}"
 
 
-def is_datacenter(name: Optional[str]) -> Optional[bool]:
+def is_datacenter(name: Optional[str], table: Any = None, pci_id: Optional[str] = None) -> Optional[bool]:
     """``"NVIDIA H200"`` -> True, ``"NVIDIA GeForce RTX 4090"`` -> False, unknown -> None.
 
-    Forward compatibility (cuda-compat) works on data-center GPUs only (NVIDIA's forward
-    compatibility page); GeForce and workstation boards refuse it with error 804.
+    Forward compatibility (cuda-compat) works on NVIDIA data-center GPUs and select NGC-Server-Ready
+    RTX boards only (https://docs.nvidia.com/deploy/cuda-compatibility/forward-compatibility.html);
+    GeForce and workstation boards refuse it with error 804. A GPU the table knows (by name, else
+    by PCI device id) answers with its row's ``datacenter`` flag (None where the row marks that flag
+    unconfirmed); only a GPU the table does not know falls back to the name heuristic.
     """
+    model = None
+    if table is not None:
+        if name:
+            model = table.gpu(name)
+        if model is None and pci_id:
+            model = table.gpu_by_pci(pci_id)
+    if model is not None and hasattr(model, "is_datacenter"):
+        return model.is_datacenter()
+    return _datacenter_by_name(name)
+
+
+def _datacenter_by_name(name: Optional[str]) -> Optional[bool]:
+    """The name heuristic for GPUs outside the table."""
     if not name:
         return None
     if _CONSUMER.search(name):
@@ -189,9 +206,7 @@ def parse_gpu(text: str, table: Any) -> Gpu:
     if model is None:
         raise WhatIfError(f"--gpu {s!r}: unknown GPU; give its compute capability instead "
                           "(e.g. --gpu 8.6 or --gpu sm_120)")
-    dc = getattr(model, "datacenter", None)
-    return Gpu(model.name, model.cc, datacenter=dc if dc is not None else is_datacenter(model.name),
-               source="--gpu")
+    return Gpu(model.name, model.cc, datacenter=is_datacenter(model.name, table), source="--gpu")
 
 
 def parse_os(text: str) -> Tuple[str, str]:
@@ -235,20 +250,26 @@ def parse_arch(text: str) -> str:
 def gpus_from_facts(facts: Facts, table: Any) -> Tuple[Gpu, ...]:
     """The NVIDIA GPUs the driver reports, else those on the PCI bus (a GPU without a driver)."""
     out = []
+    pci_ids = {_bus(d.address): d.device_id for d in facts.pci.devices if d.address and d.device_id}
     for g in facts.driver.gpus:
         cc = g.compute_capability
         model = table.gpu(g.name) if (table is not None and g.name) else None
         if not cc and model is not None:
             cc = model.cc
-        dc = getattr(model, "datacenter", None)
-        out.append(Gpu(g.name, cc, datacenter=dc if dc is not None else is_datacenter(g.name),
-                       source=g.source or "driver"))
+        pci_id = pci_ids.get(_bus(g.pci_bus_id)) if g.pci_bus_id else None
+        out.append(Gpu(g.name, cc, datacenter=is_datacenter(g.name, table, pci_id), source=g.source or "driver"))
     if out:
         return tuple(out)
     for d in facts.pci.devices:
-        out.append(Gpu(d.name, d.compute_capability, datacenter=is_datacenter(d.name),
+        out.append(Gpu(d.name, d.compute_capability, datacenter=is_datacenter(d.name, table, d.device_id),
                        source=f"PCI {d.address}"))
     return tuple(out)
+
+
+def _bus(address: str) -> str:
+    """``"00000000:00:06.0"`` (nvidia-smi) and ``"0000:00:06.0"`` (sysfs) -> ``"00:06.0"``."""
+    s = address.strip().lower()
+    return s.split(":", 1)[1] if s.count(":") == 2 else s
 
 
 def machine_from_facts(facts: Facts, table: Any, origin: str = "this machine",
@@ -286,6 +307,9 @@ def apply_overrides(machine: Machine, o: Overrides, table: Any) -> Machine:
         facts = dataclasses.replace(facts, python=dataclasses.replace(facts.python, glibc=None))
         known.add("system")
         given.append(f"OS {system.os_name} (--os)")
+        if system.glibc and not o.glibc:
+            doubt = "" if distro.confirmed("glibc") else ", unconfirmed"
+            given.append(f"glibc {system.glibc} ({system.os_name}'s, from envdoctor's table{doubt})")
     if o.arch:
         system = dataclasses.replace(system, arch=parse_arch(o.arch))
         given.append(f"CPU {system.arch} (--arch)")

@@ -23,7 +23,14 @@ class _Sourced:
     unconfirmed_fields: Tuple[str, ...]
 
     def confirmed(self, name: Optional[str] = None) -> bool:
-        """``row.confirmed()``: the row as a whole; ``row.confirmed("tf32_tflops")``: that field."""
+        """``row.confirmed()``: the row as a whole; ``row.confirmed("tf32_tflops")``: that field.
+
+        A field with its own source (``glibc`` with ``glibc_source``, ``datacenter`` with
+        ``datacenter_source``) was checked against that source on its own: only
+        ``unconfirmed_fields`` makes it doubtful, not the row-wide ``unconfirmed``.
+        """
+        if name is not None and getattr(self, f"{name}_source", None):
+            return name not in self.unconfirmed_fields
         if self.unconfirmed:
             return False
         return name is None or name not in self.unconfirmed_fields
@@ -138,14 +145,9 @@ class GpuModel(_Sourced):
     note: Optional[str] = None
 
     def is_datacenter(self) -> Optional[bool]:
-        """True/False from the ``datacenter`` flag; None when the row marks that flag unconfirmed.
-
-        The flag has its own source (``datacenter_source``), so a whole-row ``unconfirmed`` (which
-        is about the datasheet figures) does not make it doubtful; only ``unconfirmed_fields`` does.
-        """
-        if "datacenter" in self.unconfirmed_fields:
-            return None
-        return bool(self.datacenter)
+        """True/False from the ``datacenter`` flag; None when the table does not confirm it (a
+        workstation RTX board that may be one of NVIDIA's unnamed "NGC Server Ready" SKUs)."""
+        return bool(self.datacenter) if self.confirmed("datacenter") else None
 
     @property
     def fp32_nontensor_tflops(self) -> Optional[float]:
