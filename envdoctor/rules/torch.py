@@ -201,7 +201,12 @@ def _choose(facts: Facts, table: Any) -> Optional[Choice]:
 
 
 def _caveat(choice: Choice) -> str:
-    return " (envdoctor's table marks that build unconfirmed)" if choice.unconfirmed else ""
+    if choice.unconfirmed:
+        return " (envdoctor's table marks that build unconfirmed)"
+    if getattr(choice, "kernels_inferred", False):
+        return (" (its kernel list is inferred in envdoctor's table, not read from the build: "
+                "check torch.cuda.get_arch_list() after installing)")
+    return ""
 
 
 def _reinstall(facts: Facts, choice: Choice) -> Tuple[str, ...]:
