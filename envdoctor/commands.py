@@ -48,6 +48,20 @@ def driver_install(system: SystemFacts, branch: Optional[str], open_modules: boo
 
     ``open_modules``: Turing and newer take the open kernel modules (required for Blackwell and
     Grace Hopper); Maxwell, Pascal and Volta need the proprietary flavour.
+
+    RHEL family and Fedora (NVIDIA's repository), as NVIDIA's Driver Installation Guide writes it
+    (https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/kernel-modules.html, Table
+    "Open GPU kernel module installation", and its "Version locking" page; R580 and later guides):
+    the meta package is unversioned (``nvidia-open``, ``cuda-drivers`` for the proprietary
+    modules) and the branch is held another way:
+
+    - RHEL/Rocky/Alma/Oracle 8 and 9, Amazon Linux 2023: a DNF module stream,
+      ``dnf module enable nvidia-driver:580-open`` then ``dnf install nvidia-open`` (the proprietary
+      stream is ``580-dkms`` with ``cuda-drivers``: NVIDIA/yum-packaging-dkms-nvidia README, streams
+      ``XXX-dkms`` and ``XXX-open``); without a branch ``open-dkms`` / ``latest-dkms``.
+    - RHEL 10 and Fedora (no modularity): ``dnf versionlock`` on ``*nvidia*580*`` (the
+      python3-dnf-plugin-versionlock plugin on DNF 4; built into DNF 5, Fedora 41+, as
+      ``versionlock add``), then the unversioned package.
     """
     if system.wsl:
         return ("# WSL2: install or upgrade the NVIDIA driver on Windows, not inside WSL",
@@ -57,6 +71,10 @@ def driver_install(system: SystemFacts, branch: Optional[str], open_modules: boo
             pkg = f"nvidia-driver-{branch}-open" if open_modules else f"nvidia-driver-{branch}"
             return ("sudo apt-get update", f"sudo apt-get install -y {pkg}", "sudo reboot")
         return ("sudo apt-get update", "sudo ubuntu-drivers install", "sudo reboot")
+    if family(system) == "rhel":
+        steps = nvidia_repo_install(system, ())
+        if steps:
+            return steps[:-1] + _dnf_driver(system, branch, open_modules) + ("sudo reboot",)
     pkg = "nvidia-open" if open_modules else "cuda-drivers"
     if branch:
         pkg = f"{pkg}-{branch}"
@@ -64,6 +82,32 @@ def driver_install(system: SystemFacts, branch: Optional[str], open_modules: boo
     if steps:
         return steps + ("sudo reboot",)
     return (f"# install the NVIDIA driver {branch or ''} for your distribution: {DRIVER_GUIDE}".replace("  ", " "),)
+
+
+def _rhel_major(system: SystemFacts) -> Optional[int]:
+    try:
+        return int((system.os_version or "").split(".")[0])
+    except ValueError:
+        return None
+
+
+def _dnf_driver(system: SystemFacts, branch: Optional[str], open_modules: bool) -> Tuple[str, ...]:
+    """The dnf commands that install the driver meta package, held to ``branch`` the way NVIDIA's
+    guide says for this release (see :func:`driver_install`)."""
+    pkg = "nvidia-open" if open_modules else "cuda-drivers"
+    modular = (system.os_id == "amzn" and (system.os_version or "").startswith("2023")) or (
+        system.os_id != "fedora" and system.os_id != "amzn" and (_rhel_major(system) or 0) in (8, 9))
+    if modular:
+        stream = (f"{branch}-open" if open_modules else f"{branch}-dkms") if branch else \
+            ("open-dkms" if open_modules else "latest-dkms")
+        return (f"sudo dnf module enable -y nvidia-driver:{stream}", f"sudo dnf install -y {pkg}")
+    if not branch:
+        return (f"sudo dnf install -y {pkg}",)
+    lock = f"'*nvidia*{branch}*'"
+    if _fedora_dnf5(system):
+        return (f"sudo dnf versionlock add {lock}", f"sudo dnf install -y {pkg}")
+    return ("sudo dnf install -y python3-dnf-plugin-versionlock", f"sudo dnf versionlock {lock}",
+            f"sudo dnf install -y {pkg}")
 
 
 def _fedora_dnf5(system: SystemFacts) -> bool:

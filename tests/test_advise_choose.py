@@ -275,3 +275,96 @@ def test_index_failure_falls_back_to_the_table_and_says_so():
     c = choose(None, "570.133.20", ["12.0"], available=fake_index(None))
     assert c.label == "torch 2.11.0+cu128"
     assert c.index_check.startswith("failed: cannot resolve host")
+
+
+# --- nothing fits, GPU or not: "no-fit" with the real reason (user-acceptance review) --------------
+
+def _ways(c):
+    return {w.kind: w for w in c.ways_out}
+
+
+def test_no_gpu_and_no_release_matching_the_spec_is_no_fit_not_cpu_without_a_torch():
+    # Was: Choice("cpu", torch=None) -> "Install no torch from None", exit 0. The newest release the
+    # table confirms is 2.13 (its newest patch 2.13.0); 2.14 is a release candidate, unconfirmed.
+    c = choose(">=9", None, [], python="3.11", glibc="2.36")
+    assert c.status == "no-fit" and c.torch is None and not c.ok
+    way = _ways(c)["torch-spec"]
+    assert way.text.startswith("no torch release matches '>=9'; the newest envdoctor knows is 2.13.0")
+    assert (way.torch, way.variant) == ("2.13.0", "cpu")
+
+
+def test_no_gpu_and_a_patch_that_never_existed_names_the_patches_of_its_minor():
+    # torch 2.1 had 2.1.0, 2.1.1 and 2.1.2 (torchvision 0.16.0-0.16.2); there was no 2.1.5.
+    c = choose("2.1.5", None, [], python="3.11", glibc="2.36")
+    assert c.status == "no-fit"
+    way = _ways(c)["torch-spec"]
+    assert "no torch 2.1.5 in envdoctor's table: torch 2.1 has 2.1.0, 2.1.1, 2.1.2" in way.text
+    assert (way.torch, way.variant) == ("2.1.2", "cpu")
+
+
+def test_no_gpu_torch_1_13_on_python_3_11_names_python_3_10():
+    # torch 1.13 shipped cp37-cp310 wheels; Python 3.11 wheels arrived with 2.0.
+    c = choose("1.13", None, [], python="3.11", glibc="2.36")
+    assert c.status == "no-fit"
+    way = _ways(c)["older-python"]
+    assert way.text == ("torch 1.13 has no wheels for Python 3.11 (it has 3.7-3.10); "
+                        "Python 3.10 would allow torch 1.13.1+cpu")
+    assert _ways(c)["works-today"].torch == "2.13.0"
+
+
+def test_no_gpu_python_3_15_has_no_wheels_yet_and_3_14_does():
+    # torch 2.13 wheels: cp310-cp314 (+cp314t); no release has cp315.
+    c = choose(None, None, [], python="3.15", glibc="2.36")
+    assert c.status == "no-fit"
+    assert [w.text for w in c.ways_out] == ["Python 3.15 has no torch wheels yet; 3.14 does (torch 2.13.0+cpu)"]
+
+
+def test_no_gpu_python_2_7_has_no_torch_wheels_at_all():
+    c = choose(None, None, [], python="2.7", glibc="2.36")
+    assert c.status == "no-fit"
+    assert [w.text for w in c.ways_out] == ["Python 2.7 has no torch wheels; Python 3.12 would allow torch 2.13.0+cpu"]
+
+
+UBUNTU_1804_CUDA_LINES = ("10.2", "11.0", "11.1", "11.2", "11.3", "11.4", "11.5", "11.6", "11.7", "11.8",
+                          "12.0", "12.1")
+
+
+def test_other_roads_do_not_blame_python_when_nvcc_is_the_limit():
+    # Was: "Python 3.12 instead of 3.11 would allow torch 2.13.0+cu126", yet 2.13 has cp311 wheels.
+    # With a system nvcc from NVIDIA's ubuntu1804 repository (newest toolkit line 12.1), torch's CUDA
+    # must be one of its lines: cu118 ends with 2.7 (2.7.1), cu121 with 2.5; 2.13 needs cu126+.
+    c = choose(None, "535.104.05", ["8.6"], python="3.11", glibc="2.35", cudas=UBUNTU_1804_CUDA_LINES)
+    assert c.label == "torch 2.7.1+cu118"
+    kinds = _ways(c)
+    assert "newer-python" not in kinds and "older-python" not in kinds
+    assert "up to CUDA 12.1" in kinds["without-nvcc"].text and kinds["without-nvcc"].torch == "2.13.0"
+    # the driver upgrade opens nothing within the repository's CUDA lines, so it is not offered
+    assert "upgrade-driver" not in kinds
+
+
+def test_other_roads_name_glibc_and_nvcc_on_ubuntu_18_04():
+    # Ubuntu 18.04: glibc 2.27; torch 2.7+ wheels are manylinux_2_28 (glibc 2.28).
+    c = choose(None, "535.104.05", ["8.6"], python="3.11", glibc="2.27", cudas=UBUNTU_1804_CUDA_LINES)
+    assert c.label == "torch 2.6.0+cu118"
+    kinds = _ways(c)
+    assert "newer-python" not in kinds
+    assert kinds["newer-glibc"].text.startswith("glibc 2.27 holds torch at 2.6.0: torch 2.7.1+cu118 needs glibc 2.28")
+    assert kinds["limits"].text.startswith("glibc 2.27 and the CUDA toolkits NVIDIA's repository has")
+    assert "Python" not in kinds["limits"].text and kinds["limits"].torch == "2.13.0"
+
+
+def test_python_is_named_when_it_is_the_limit():
+    # Python 3.8: the last torch with cp38 wheels is 2.4 (2.4.1).
+    c = choose(None, "580.95.05", ["8.9"], python="3.8")
+    assert c.torch == "2.4.1"
+    assert _ways(c)["newer-python"].text.startswith("Python 3.12 instead of 3.8 would allow torch 2.13.0+")
+
+
+def test_minor_version_warning_on_driver_470_leaves_out_cuda_11_0_history():
+    # The CUDA 11.x minor-version notes also say 11.0 shipped with 450.36/450.51: true, but nothing
+    # that fails for an 11.8 wheel on R470.
+    c = choose(None, "470.82.01", ["6.1"], python="3.10")
+    assert c.compatibility == "minor-version" and c.cuda == "11.8"
+    mvc = [w for w in c.warnings if "minor-version compatibility" in w]
+    assert mvc and "cudaErrorCallRequiresNewerDriver" in mvc[0]
+    assert not any("CUDA 11.0 itself" in w for w in c.warnings)

@@ -7,9 +7,9 @@ from packaging.version import Version
 
 from envdoctor.advise.plan import choose_image, recommend
 from envdoctor.advise.whatif import (Overrides, WhatIfError, apply_overrides, blank_machine, is_datacenter,
-                                     machine_from_facts, parse_gpu)
+                                     machine_from_facts, parse_gpu, read_driver)
 from envdoctor.facts import (DockerFacts, DriverFacts, Facts, GpuInfo, PciDevice, PciFacts, SystemFacts,
-                             TargetPython)
+                             TargetPython, TorchFacts)
 from envdoctor.render.plan import plan_document, render_script, render_text
 from envdoctor.table import load_table
 
@@ -364,3 +364,153 @@ def test_json_document_and_text_agree():
     doc = plan_document(p)
     assert doc["schema"] == "envdoctor.plan/1" and doc["commands"] == list(p.commands)
     assert "torch 2.13.0+cu130" in render_text(p)
+
+
+# --- user-acceptance review ---------------------------------------------------------------------
+
+def test_no_gpu_and_nothing_fits_prints_no_step_with_torch_none():
+    # Was: "Install no torch from None ... pip install torch==None --index-url None", status "cpu".
+    for o in (dict(torch=">=9"), dict(torch="2.1.5"), dict(python_version="3.15"), dict(python_version="2.7")):
+        torch = o.pop("torch", None)
+        p = whatif(torch=torch, no_gpu=True, os="ubuntu:24.04", **{"python_version": "3.12", **o})
+        assert p.status == "no-fit" and not p.ok and p.steps == ()
+        text, script = render_text(p), render_script(p)
+        assert "None" not in text and "None" not in script
+        assert p.ways_out and "nothing fits as the machine is; see the ways out" in text
+        assert plan_document(p)["torch"] is None and plan_document(p)["status"] == "no-fit"
+
+
+def test_a_cpu_choice_without_a_torch_never_becomes_a_step():
+    # The renderer's last guard: a choice that says "cpu" but names no torch is no plan.
+    from envdoctor.advise.choose import Choice
+    from envdoctor.advise.plan import _never_torch_none, Plan
+
+    p = _never_torch_none(Plan("system", "cpu", Choice("cpu"), steps=(), python="python3"))
+    assert p.status == "no-fit" and not p.ok
+
+
+def test_docker_without_a_gpu_gives_a_real_way_out_and_no_unrelated_turned_down_lines():
+    # Was: "see the ways out" with none, plus "Turned down: torch 2.14.0 cpu" (an unconfirmed release
+    # passed over for the confirmed 2.13.0+cpu, which fits).
+    p = whatif(route="docker", no_gpu=True, os="ubuntu:24.04")
+    assert p.status == "no-fit"
+    assert [w.text for w in p.ways_out] == [
+        "NGC images need an NVIDIA GPU: use --route system for the CPU wheels (torch 2.13.0+cpu)"]
+    assert p.ways_out[0].commands == ("envdoctor recommend --route system",)
+    text = render_text(p)
+    assert "Turned down" not in text and "torch 2.14.0" not in text
+
+
+def test_bare_driver_branch_580_is_read_as_the_r580_branch():
+    # CUDA 13.0 GA needs 580.65.06 (release notes, Table 3); a bare 580 used to be 580.0, "older".
+    assert read_driver("580", T) == ("580.65.06", "--driver 580: read as the R580 branch (580.65.06 or newer)")
+    assert read_driver("570", T)[0] == "570.26"            # CUDA 12.8 GA
+    assert read_driver("470", T)[0] == "470.42.01"         # CUDA 11.4 GA
+    assert read_driver("580.95.05", T) == ("580.95.05", None)
+    p = whatif(**ubuntu(driver="580", gpus=("RTX 4090",)))
+    assert p.choice.label == "torch 2.13.0+cu130" and p.choice.compatibility == "direct"
+    assert "--driver 580: read as the R580 branch (580.65.06 or newer)" in render_text(p)
+
+
+@pytest.mark.parametrize("name, cc, nvml", [
+    ("GTX 1080", "6.1", "NVIDIA GeForce GTX 1080"), ("GTX 1070", "6.1", "NVIDIA GeForce GTX 1070"),
+    ("GTX 1060", "6.1", "NVIDIA GeForce GTX 1060 6GB"), ("RTX 2060", "7.5", "NVIDIA GeForce RTX 2060"),
+    ("RTX 2070 Super", "7.5", "NVIDIA GeForce RTX 2070 SUPER"), ("RTX 2080", "7.5", "NVIDIA GeForce RTX 2080"),
+    ("RTX 3070", "8.6", "NVIDIA GeForce RTX 3070"), ("RTX 3060 Ti", "8.6", "NVIDIA GeForce RTX 3060 Ti"),
+    ("RTX 4070 Ti", "8.9", "NVIDIA GeForce RTX 4070 Ti"), ("RTX A4000", "8.6", "NVIDIA RTX A4000"),
+    ("RTX A5000", "8.6", "NVIDIA RTX A5000"), ("Tesla P100", "6.0", "Tesla P100-PCIE-16GB"),
+    ("L40", "8.9", "NVIDIA L40"),
+])
+def test_common_gpus_are_known(name, cc, nvml):
+    # Compute capabilities from NVIDIA's CUDA GPU lists (developer.nvidia.com/cuda-gpus, /cuda-legacy-gpus).
+    g = parse_gpu(name, T)
+    assert (g.name, g.cc, g.inferred) == (nvml, cc, None)
+
+
+def test_gtx_1080_on_driver_470_gets_a_plan():
+    # Was: exit 2 "unknown GPU". R470 runs CUDA 11.8 by minor-version compatibility; cu118 wheels keep sm_60.
+    p = whatif(os="ubuntu:20.04", python_version="3.10", gpus=("GTX 1080",), driver="470")
+    assert p.ok and p.choice.variant == "cu118"
+
+
+@pytest.mark.parametrize("name, cc, series", [
+    ("GeForce GTX 1050 Ti", "6.1", "GTX 10xx"), ("GTX 1660 SUPER", "7.5", "GTX 16xx"),
+    ("RTX 2060 12GB", "7.5", "RTX 20xx"), ("RTX 3050", "8.6", "RTX 30xx"), ("RTX 4060 Ti", "8.9", "RTX 40xx"),
+    ("RTX 5070 Ti", "12.0", "RTX 50xx"),
+    ("RTX 2050", "8.6", "RTX 2050 (GA107)"),                 # pci.ids: GA107 [GeForce RTX 2050]
+    ("RTX 3050 A Laptop GPU", "8.9", "RTX 3050 A (AD106/AD107)"),
+])
+def test_gpu_not_in_the_table_takes_its_series_compute_capability_marked_inferred(name, cc, series):
+    g = parse_gpu(name, T)
+    assert (g.cc, g.inferred) == (cc, series)
+    p = whatif(os="ubuntu:24.04", python_version="3.12", gpus=(name,), driver="580.95.05")
+    assert any("inferred from its name" in w for w in p.warnings)
+
+
+@pytest.mark.parametrize("name", ["RTX 2000 Ada Generation", "Quadro RTX 4000", "RTX PRO 4000 Blackwell"])
+def test_workstation_names_are_not_read_as_geforce_series(name):
+    with pytest.raises(WhatIfError):
+        parse_gpu(name, T)
+
+
+def test_unknown_gpu_error_suggests_the_near_names():
+    with pytest.raises(WhatIfError, match=r"did you mean GTX 1080 Ti\?"):
+        parse_gpu("GTX 1800 Ti", T)
+
+
+@pytest.mark.parametrize("os_", ["windows:11", "windows:10", "win11:23h2", "windows"])
+def test_windows_is_refused_in_one_line(os_):
+    with pytest.raises(WhatIfError, match="envdoctor plans Linux machines") as info:
+        apply_overrides(blank_machine(), Overrides(os=os_), T)
+    assert "\n" not in str(info.value)
+
+
+def test_rhel_venv_note_names_no_debian_package():
+    # RHEL family: venv and ensurepip come with python3.11 itself; python3.11-venv is Debian's name.
+    p = whatif(os="rhel:9", python_version="3.11", driver="none", gpus=("H100",))
+    venv = [st for st in p.steps if st.title.startswith("Create a virtual environment")][0]
+    assert "python3.11-venv" not in venv.note and "sudo dnf install -y python3.11" in venv.note
+    assert "sudo dnf module enable -y nvidia-driver:580-open" in p.commands
+    assert "sudo dnf install -y nvidia-open" in p.commands and "sudo dnf install -y nvidia-open-580" not in p.commands
+
+
+def _with_torch(version, cuda=None, venv=True):
+    facts = Facts(system=SystemFacts(platform="linux", arch="x86_64", os_id="ubuntu", os_version="24.04",
+                                     os_like=("debian",), glibc="2.39"),
+                  python=TargetPython(executable="/home/u/venv/bin/python", version="3.12.3", abi_tag="cp312",
+                                      venv=venv, glibc="2.39"),
+                  torch=TorchFacts(installed=True, version=version, cuda=cuda))
+    return machine_from_facts(facts, T)
+
+
+def test_already_installed_build_leaves_only_the_verify_step():
+    # Was: "Install torch 2.13.0+cpu" into an interpreter that already had it.
+    p = recommend(_with_torch("2.13.0+cpu"), T)
+    assert p.ok and p.installed and p.choice.label == "torch 2.13.0+cpu"
+    assert [st.title for st in p.steps] == ["Verify"]
+    assert p.commands == ("envdoctor check --python /home/u/venv/bin/python",
+                          "envdoctor bench --python /home/u/venv/bin/python")
+    assert "already installed" in render_text(p) and "nothing to install" in render_text(p)
+    assert plan_document(p)["already_installed"] is True
+
+
+def test_another_build_of_the_same_version_is_still_installed():
+    for version, cuda in (("2.13.0+cu130", "13.0"), ("2.12.1+cpu", None), ("2.13.0", None)):
+        p = recommend(_with_torch(version, cuda), T)
+        assert not p.installed and any(" -m pip install torch==2.13.0" in c for c in p.commands)
+
+
+def test_credentials_in_the_index_base_stay_in_the_environment_variable():
+    # Was: --index-url http://u:***@host/whl/cu130, which cannot run. The secret is never printed.
+    m = apply_overrides(blank_machine(), Overrides(**ubuntu(driver="580.95.05", gpus=("H100",))), T)
+    p = recommend(m, T, index_base="http://u:pw@host/whl", index_env="ENVDOCTOR_INDEX_URL")
+    assert pip_lines(p) == ['~/venvs/torch/bin/python -m pip install torch==2.13.0+cu130 torchvision==0.28.0 '
+                            '--index-url "$ENVDOCTOR_INDEX_URL/cu130"']
+    assert not any("u:pw" in c or "***" in c for c in p.commands)
+    assert p.index_url == "http://u:pw@host/whl/cu130" and p.index_env == "ENVDOCTOR_INDEX_URL"
+    given = recommend(m, T, index_base="http://u:pw@host/whl", index_env="ENVDOCTOR_INDEX_URL",
+                      index_export="http://u:***@host/whl")
+    export = "export ENVDOCTOR_INDEX_URL='http://u:***@host/whl'  # set it to your mirror URL with its credentials"
+    i = given.commands.index(export)
+    assert "$ENVDOCTOR_INDEX_URL/cu130" in given.commands[i + 1] and ":pw@" not in "".join(given.commands)
+    assert 'case "$ENVDOCTOR_INDEX_URL" in *"***"*)' in render_script(given)

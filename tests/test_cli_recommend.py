@@ -196,3 +196,104 @@ def test_unreachable_index_falls_back_to_the_table(tmp_path, no_probe):
         ], env={"ENVDOCTOR_CACHE_DIR": str(tmp_path / "cache")})
     doc = json.loads(r.output)
     assert doc["torch"] == "2.11.0" and doc["index_check"].startswith("failed: ")
+
+
+# --- user-acceptance review ---------------------------------------------------------------------
+
+NO_GPU = ["--no-gpu", "--os", "ubuntu:24.04", "--python-version", "3.12"]
+
+
+@pytest.mark.parametrize("args, way", [
+    (["--torch", ">=9"], "no torch release matches '>=9'; the newest envdoctor knows is 2.13.0"),
+    (["--torch", "2.1.5"], "no torch 2.1.5 in envdoctor's table: torch 2.1 has 2.1.0, 2.1.1, 2.1.2"),
+    (["--torch", "1.13"], "torch 1.13 has no wheels for Python 3.12 (it has 3.7-3.10)"),
+    (["--python-version", "3.15"], "Python 3.15 has no torch wheels yet; 3.14 does"),
+    (["--python-version", "2.7"], "Python 2.7 has no torch wheels"),
+])
+def test_no_gpu_and_nothing_fits_exits_1_with_ways_out_not_a_torch_none_plan(args, way, no_probe):
+    r = run("--offline", *NO_GPU, *args)
+    assert r.exit_code == 1, r.output
+    assert "None" not in r.output and "Install no torch" not in r.output
+    assert "nothing fits as the machine is; see the ways out" in r.output and way in r.output
+    doc = json.loads(run("--offline", "--json", *NO_GPU, *args).output)
+    assert (doc["status"], doc["torch"], doc["commands"]) == ("no-fit", None, [])
+
+
+def test_bare_driver_branch_is_read_as_that_branch_not_580_0(no_probe):
+    # Was: "CUDA 13.0 needs driver 580.65.06 ...; driver 580 is older" and cu126.
+    r = run("--offline", "--json", "--gpu", "RTX 4090", "--driver", "580", "--os", "ubuntu:24.04",
+            "--python-version", "3.12")
+    doc = json.loads(r.output)
+    assert (doc["torch"], doc["variant"], doc["compatibility"]) == ("2.13.0", "cu130", "direct")
+    assert doc["machine"]["driver"] == "580.65.06"
+    assert "--driver 580: read as the R580 branch (580.65.06 or newer)" in doc["machine"]["given"]
+
+
+def test_docker_route_without_a_gpu_names_a_way_out(tmp_path):
+    ctx = cpu_box(tmp_path)
+    r = CliRunner().invoke(cli, ["recommend", "--offline", "--route", "docker", "--root", str(ctx.root)],
+                           env=dict(ctx.env))
+    assert r.exit_code == 1
+    assert "NGC images need an NVIDIA GPU: use --route system for the CPU wheels" in r.output
+    assert "Turned down" not in r.output
+
+
+def test_gtx_1080_with_a_bare_470_is_known(no_probe):
+    r = run("--offline", "--gpu", "GTX 1080", "--driver", "470", "--os", "ubuntu:20.04", "--python-version", "3.10")
+    assert r.exit_code == 0, r.output
+    assert "NVIDIA GeForce GTX 1080 (cc 6.1)" in r.output
+    assert "CUDA 11.0 itself" not in r.output       # the minor-version warning keeps to the chosen build
+
+
+def test_unknown_gpu_suggests_near_names_in_one_line(no_probe):
+    r = run("--offline", "--gpu", "GTX 1800 Ti", "--driver", "535.104.05", "--os", "ubuntu:22.04",
+            "--python-version", "3.10")
+    assert r.exit_code == 2
+    assert "did you mean GTX 1080 Ti?" in r.output and len(r.output.strip().splitlines()) == 1
+
+
+def test_windows_is_refused_in_one_line(no_probe):
+    r = run("--offline", "--os", "windows:11", "--no-gpu", "--python-version", "3.12")
+    assert r.exit_code == 2
+    assert r.output.strip().splitlines() == [
+        "envdoctor recommend: --os windows:11: envdoctor plans Linux machines (and macOS, CPU/MPS) only; "
+        "on Windows, plan for the WSL2 distribution instead (e.g. --os ubuntu:24.04)"]
+
+
+def test_index_url_credentials_from_the_environment_are_never_printed(tmp_path, no_probe):
+    # Was: --index-url http://u:***@host/whl/cu130 in the plan and in --script: it cannot run.
+    script = tmp_path / "install.sh"
+    env = {"ENVDOCTOR_INDEX_URL": "http://u:pw@host/whl"}
+    r = run("--offline", "--gpu", "H100", "--driver", "580.95.05", "--os", "ubuntu:24.04", "--python-version",
+            "3.12", "--script", str(script), env=env)
+    assert r.exit_code == 0, r.output
+    for text in (r.output, script.read_text()):
+        assert '--index-url "$ENVDOCTOR_INDEX_URL/cu130"' in text
+        assert "u:pw" not in text and "u:***@host/whl/cu130" not in text
+        assert "export ENVDOCTOR_INDEX_URL" not in text          # it is already set
+
+
+def test_index_url_credentials_from_the_flag_get_an_export_line_first(tmp_path, no_probe):
+    script = tmp_path / "install.sh"
+    r = run("--offline", "--index-url", "http://u:pw@host/whl", "--gpu", "H100", "--driver", "580.95.05",
+            "--os", "ubuntu:24.04", "--python-version", "3.12", "--script", str(script))
+    assert r.exit_code == 0, r.output
+    text = script.read_text()
+    export = "export ENVDOCTOR_INDEX_URL='http://u:***@host/whl'  # set it to your mirror URL with its credentials"
+    assert export in text and export in r.output and "u:pw" not in text + r.output
+    assert text.index(export) < text.index('--index-url "$ENVDOCTOR_INDEX_URL/cu130"')
+
+
+def test_torch_already_installed_is_noticed(tmp_path):
+    # Was: "Install torch 2.13.0+cpu" into an interpreter that already had 2.13.0+cpu.
+    import sys
+
+    from tests.faketorch import make_torch
+
+    site = make_torch(tmp_path, version="2.13.0+cpu")
+    r = CliRunner().invoke(cli, ["recommend", "--offline", "--json", "--python", sys.executable, "--no-gpu"],
+                           env={"PYTHONPATH": str(site)})
+    doc = json.loads(r.output)
+    assert r.exit_code == 0 and doc["already_installed"] is True and doc["python"] == sys.executable
+    assert [s["title"] for s in doc["steps"]] == ["Verify"]
+    assert not any(" -m pip install " in c for c in doc["commands"])

@@ -24,6 +24,17 @@ def test_torch_2_7():
     assert "source:" in r.output and "[unconfirmed]" in r.output     # cu118/cu126 lists were inferred
 
 
+def test_torch_2_7_marks_the_inferred_arch_lists_field_by_field():
+    # 2.7 cu118/cu126: wheels confirmed, arch_list in unconfirmed_fields; cu128's list is confirmed.
+    lines = run("torch", "2.7").output.splitlines()
+    arch = [x.strip() for x in lines if x.strip().startswith("arch list:")]
+    assert arch == ["arch list: sm_37 sm_50 sm_60 sm_70 sm_75 sm_80 sm_86 sm_90 [unconfirmed]",
+                    "arch list: sm_50 sm_60 sm_70 sm_75 sm_80 sm_86 sm_90 [unconfirmed]",
+                    "arch list: sm_75 sm_80 sm_86 sm_90 sm_100 sm_120 compute_120"]
+    lines = run("torch", "2.13").output.splitlines()
+    assert "aarch64:   sm_80 sm_90 sm_100 sm_110 sm_120 [unconfirmed]" in [x.strip() for x in lines]
+
+
 def test_cuda_12_8_shows_driver_and_source():
     r = run("cuda", "12.8")
     assert r.exit_code == 0

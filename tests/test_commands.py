@@ -23,7 +23,37 @@ def test_driver_elsewhere_comes_from_nvidias_repository():
         "sudo apt-get update", "sudo apt-get install -y nvidia-open", "sudo reboot")
     assert commands.driver_install(ROCKY, "580", open_modules=False)[0] == \
         f"sudo dnf config-manager --add-repo {REPO}/rhel9/x86_64/cuda-rhel9.repo"
-    assert commands.driver_install(ROCKY, "580", open_modules=False)[-2] == "sudo dnf install -y cuda-drivers-580"
+
+
+# NVIDIA Driver Installation Guide (R580 and later), "Kernel Modules", Table "Open GPU kernel module
+# installation": RHEL/Rocky/Alma/Oracle 8/9 and Amazon Linux 2023 hold a branch with the DNF module
+# stream, `dnf module enable nvidia-driver:580-open` then `dnf install nvidia-open` (latest:
+# `nvidia-driver:open-dkms`); RHEL 10 and Fedora use `dnf versionlock \*nvidia\*580\*` and the
+# unversioned package. The proprietary streams are XXX-dkms / latest-dkms with cuda-drivers
+# (NVIDIA/yum-packaging-dkms-nvidia README). No branch-suffixed `nvidia-open-580` on dnf.
+
+def test_rhel_9_pins_the_branch_with_the_module_stream_not_a_package_suffix():
+    assert commands.driver_install(ROCKY, "580") == (
+        f"sudo dnf config-manager --add-repo {REPO}/rhel9/x86_64/cuda-rhel9.repo", "sudo dnf clean expire-cache",
+        "sudo dnf module enable -y nvidia-driver:580-open", "sudo dnf install -y nvidia-open", "sudo reboot")
+    assert commands.driver_install(ROCKY, "580", open_modules=False)[2:] == (
+        "sudo dnf module enable -y nvidia-driver:580-dkms", "sudo dnf install -y cuda-drivers", "sudo reboot")
+    assert commands.driver_install(ROCKY, None)[2:4] == (
+        "sudo dnf module enable -y nvidia-driver:open-dkms", "sudo dnf install -y nvidia-open")
+    amazon = SystemFacts(os_id="amzn", os_version="2023", arch="x86_64")
+    assert "sudo dnf module enable -y nvidia-driver:580-open" in commands.driver_install(amazon, "580")
+    assert not any("nvidia-open-580" in c or "cuda-drivers-580" in c
+                   for s in (ROCKY, amazon) for c in commands.driver_install(s, "580"))
+
+
+def test_rhel_10_and_fedora_pin_the_branch_with_versionlock():
+    rhel10 = SystemFacts(os_id="rhel", os_version="10.0", arch="x86_64")
+    assert commands.driver_install(rhel10, "580")[2:] == (
+        "sudo dnf install -y python3-dnf-plugin-versionlock", "sudo dnf versionlock '*nvidia*580*'",
+        "sudo dnf install -y nvidia-open", "sudo reboot")
+    assert commands.driver_install(FEDORA, "580")[2:] == (   # dnf5: versionlock is built in, "add"
+        "sudo dnf versionlock add '*nvidia*580*'", "sudo dnf install -y nvidia-open", "sudo reboot")
+    assert commands.driver_install(FEDORA, None)[2:] == ("sudo dnf install -y nvidia-open", "sudo reboot")
 
 
 def test_fedora_41_takes_the_dnf5_form():

@@ -175,6 +175,58 @@ def test_unknown_models_map_to_their_architecture_by_device_id_range(t):
     assert t.arch_for_pci("not an id") is None
 
 
+@pytest.mark.parametrize("query, name, cc, pci", [
+    # pci.ids at pciutils/pciids@c1c12547; compute capability from NVIDIA's CUDA GPU lists
+    ("GTX 1080", "NVIDIA GeForce GTX 1080", "6.1", ("0x1b80",)),                    # GP104 [GeForce GTX 1080]
+    ("GTX 1070", "NVIDIA GeForce GTX 1070", "6.1", ("0x1b81",)),
+    ("GTX 1060", "NVIDIA GeForce GTX 1060 6GB", "6.1", ("0x1b83", "0x1c03", "0x1c06")),
+    ("GTX 1060 3GB", "NVIDIA GeForce GTX 1060 3GB", "6.1", ("0x1b84", "0x1c02")),
+    ("RTX 2060", "NVIDIA GeForce RTX 2060", "7.5", ("0x1e89", "0x1f08")),
+    ("RTX 2060 SUPER", "NVIDIA GeForce RTX 2060 SUPER", "7.5", ("0x1f06", "0x1f42", "0x1f47")),
+    ("RTX 2070", "NVIDIA GeForce RTX 2070", "7.5", ("0x1f02", "0x1f07")),
+    ("RTX 2070 SUPER", "NVIDIA GeForce RTX 2070 SUPER", "7.5", ("0x1e84", "0x1ec2", "0x1ec7")),
+    ("RTX 2080", "NVIDIA GeForce RTX 2080", "7.5", ("0x1e82", "0x1e87")),
+    ("RTX 2080 SUPER", "NVIDIA GeForce RTX 2080 SUPER", "7.5", ("0x1e81",)),
+    ("RTX 3070", "NVIDIA GeForce RTX 3070", "8.6", ("0x2484", "0x2488")),
+    ("RTX 4070 Ti", "NVIDIA GeForce RTX 4070 Ti", "8.9", ("0x2782",)),
+    ("RTX A4000", "NVIDIA RTX A4000", "8.6", ("0x24b0",)),
+    ("RTX A5000", "NVIDIA RTX A5000", "8.6", ("0x2231",)),
+    ("P100", "Tesla P100-PCIE-16GB", "6.0", ("0x15f8",)),
+    ("Tesla P100-SXM2-16GB", "Tesla P100-SXM2-16GB", "6.0", ("0x15f9",)),
+    ("L40", "NVIDIA L40", "8.9", ("0x26b5",)),                                     # AD102GL [L40]
+])
+def test_common_gpus_the_review_found_missing(t, query, name, cc, pci):
+    g = t.gpu(query)
+    assert (g.name, g.cc, g.pci_ids) == (name, cc, pci)
+    assert all(t.gpu_by_pci(p) is g for p in pci)
+
+
+def test_new_rows_mark_third_party_memory_and_the_data_center_flag(t):
+    assert not t.gpu("GTX 1080").confirmed("memory_gib")     # board size from third-party listings
+    assert t.gpu("GTX 1060 3GB").confirmed("memory_gib")     # the size is in the name
+    assert t.gpu("P100").is_datacenter() is True and t.gpu("L40").is_datacenter() is True   # GPU Operator list
+    assert t.gpu("RTX A4000").is_datacenter() is None        # workstation board, like the RTX A6000
+    assert t.gpu("RTX 3070").is_datacenter() is False
+
+
+@pytest.mark.parametrize("name, expected", [
+    ("GeForce GTX 1050 Ti", ("6.1", "GTX 10xx")), ("GTX 1650", ("7.5", "GTX 16xx")),
+    ("NVIDIA GeForce RTX 2060 12GB", ("7.5", "RTX 20xx")), ("RTX 3070 Ti Laptop GPU", ("8.6", "RTX 30xx")),
+    ("RTX 4090 D", ("8.9", "RTX 40xx")), ("RTX 5060", ("12.0", "RTX 50xx")),
+    ("RTX 2050", ("8.6", "RTX 2050 (GA107)")), ("RTX 3050 A Laptop GPU", ("8.9", "RTX 3050 A (AD106/AD107)")),
+    ("RTX 2000 Ada Generation", None), ("Quadro RTX 4000", None), ("RTX A2000", None), ("GTX 980", None),
+    ("RTX PRO 6000", None), ("H20", None),
+])
+def test_cc_from_a_geforce_series_name(t, name, expected):
+    assert t.cc_from_name(name) == expected
+
+
+def test_gpu_suggestions_for_a_typo(t):
+    assert t.gpu_suggestions("GTX 1800 Ti") == ("GTX 1080 Ti",)
+    assert t.gpu_suggestions("RTX 3090 Tii")[0] == "RTX 3090 Ti"
+    assert t.gpu_suggestions("nothing like a gpu") == ()
+
+
 # --- torch releases (pytorch build scripts, issues quoting get_arch_list()) ---------------------
 
 def test_volta_in_cu128_of_2_8_but_not_of_2_11(t):

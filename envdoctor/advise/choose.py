@@ -68,8 +68,12 @@ class WayOut:
     last branch that still runs a retired GPU), "works-today" (the newest torch that works with
     today's driver, outside the request), "direct" (a torch the driver runs without minor-version
     compatibility), "confirmed-kernels" (the newest torch whose kernel list for these GPUs the
-    table confirms, when the choice's is inferred), "newer-python" (what another Python would
-    allow), "cpu".
+    table confirms, when the choice's is inferred), "newer-python" / "older-python" (what another
+    Python would allow, when the Python is what holds torch back), "newer-glibc" (the machine's glibc
+    holds torch back), "without-nvcc" (the CUDA toolkits NVIDIA's repository has for the distribution
+    hold torch back, with ``--with-nvcc``), "limits" (several of these only together), "torch-spec"
+    (nothing in the table matches ``--torch``), "route" (another route; the docker route without a
+    GPU), "cpu".
     """
 
     kind: str
@@ -219,6 +223,7 @@ class _Inputs:
     require_direct: bool = False
     cudas: Optional[Tuple[str, ...]] = None     # only these CUDA lines ("12.8"): --with-nvcc
     require_known_kernels: bool = False         # only variants whose arch list the table confirms
+    spec_text: Optional[str] = None             # --torch as the user wrote it (">=9", "2.1.5")
 
 
 def _releases(table: Any, spec: Optional[SpecifierSet]) -> List[Tuple[Any, str, Any]]:
@@ -372,7 +377,9 @@ def _choose(table: Any, inp: _Inputs, available: Optional[Availability]) -> Choi
     gpus = list(inp.ccs)
     index_check = _index_state(acc.index_states, available)
     if picked is None:
-        return Choice("no-fit" if gpus else "cpu", compatibility="none", python=inp.python,
+        # Nothing within the request: "no-fit" with or without GPUs (a GPU-less machine gets no
+        # "cpu" choice without a torch to install); the ways out say why and what would fit.
+        return Choice("no-fit", compatibility="none", python=inp.python,
                       rejected=tuple(acc.rejected), warnings=tuple(acc.warnings), index_check=index_check)
     rel, version, patch, v, info = picked
     var = table.variant(v.name)
@@ -400,7 +407,8 @@ def _choose(table: Any, inp: _Inputs, available: Optional[Availability]) -> Choi
                             "kernels for the GPU are not checked")
         if support.kind == "minor-version":
             warnings.append(f"CUDA {v.cuda} runs on driver {inp.driver} only by minor-version compatibility: "
-                            + "; ".join(support.limitations or ("newer CUDA features may fail",)))
+                            + "; ".join(relevant_limitations(support.limitations, v.cuda)
+                                        or ("newer CUDA features may fail",)))
         if any("PTX" in k for _, k in info["kernels"]):
             warnings.append("a GPU gets PTX only: the first CUDA call JIT-compiles kernels (slow start)")
     if inp.python:
@@ -422,6 +430,24 @@ def _choose(table: Any, inp: _Inputs, available: Optional[Availability]) -> Choi
         sources=_sources(table, rel, v, support, gpus), index_check=index_check, release=rel.version,
         unconfirmed=_doubtful(rel, v), kernels_inferred=bool(gpus and info.get("inferred")),
     )
+
+
+def relevant_limitations(limitations: Sequence[str], cuda: Optional[str]) -> Tuple[str, ...]:
+    """The minor-version-compatibility limitations that matter for a build of ``cuda``: a line
+    about another CUDA release ("CUDA 11.0 itself shipped with 450.36/450.51 drivers; ...") is
+    history of that release, not something that fails for an 11.8 wheel, so it is left out.
+
+    >>> relevant_limitations(("APIs ... fail", "CUDA 11.0 itself shipped with 450.36/450.51 drivers"), "11.8")
+    ('APIs ... fail',)
+    """
+    line = ".".join(str(cuda or "").split(".")[:2])
+    out = []
+    for text in limitations:
+        named = {m for m in re.findall(r"\bCUDA (\d+\.\d+)\b", text)}
+        if named and line not in named:
+            continue
+        out.append(text)
+    return tuple(out)
 
 
 def _index_state(states: Sequence[str], available: Optional[Availability]) -> str:
@@ -466,8 +492,12 @@ def choose_variant(table: Any, torch_version: Union[str, SpecifierSet, None], dr
     'torch 2.11.0+cu128'
     """
     spec = parse_torch_spec(torch_version)
+    spec_text = (torch_version.strip() if isinstance(torch_version, str) else
+                 str(torch_version) if torch_version is not None else None)
     ccs = tuple(gpu_ccs)
     arch = _ARCH.get((arch or "x86_64").lower(), arch)
+    cudas_t = tuple(cudas) if cudas is not None else None
+    base = _Inputs(spec, driver, ccs, python, glibc, arch, cudas=cudas_t, spec_text=spec_text)
     needed = assumed = None
     if ccs and not driver:
         needed = recommended_branch(table, ccs)
@@ -479,12 +509,10 @@ def choose_variant(table: Any, torch_version: Union[str, SpecifierSet, None], dr
             choice = Choice("no-fit", python=python, warnings=tuple(problems),
                             rejected=tuple(Rejected(f"driver {eff}", p) for p in problems),
                             index_check="offline-table" if available is None else "live")
-            return _with_ways_out(table, choice, _Inputs(spec, driver, ccs, python, glibc, arch),
-                                  available) if ways_out else choice
+            return _with_ways_out(table, choice, base, available) if ways_out else choice
     if ccs and not eff:
         return Choice("no-fit", python=python, warnings=("no driver branch in the table runs these GPUs",))
-    inp = _Inputs(spec, eff, ccs, python, glibc, arch, require_direct,
-                  tuple(cudas) if cudas is not None else None, require_known_kernels)
+    inp = _Inputs(spec, eff, ccs, python, glibc, arch, require_direct, cudas_t, require_known_kernels, spec_text)
     choice = _choose(table, inp, available)
     if needed:
         choice = replace(choice, driver_needed=needed, driver_assumed=assumed,
@@ -492,7 +520,7 @@ def choose_variant(table: Any, torch_version: Union[str, SpecifierSet, None], dr
                          + choice.reasons)
     if not ways_out:
         return choice
-    return _with_ways_out(table, choice, _Inputs(spec, driver, ccs, python, glibc, arch), available)
+    return _with_ways_out(table, choice, base, available)
 
 
 def _newer(a: Choice, b: Choice) -> bool:
@@ -505,59 +533,195 @@ def _newer(a: Choice, b: Choice) -> bool:
     return va > vb or (va == vb and a.compatibility == "direct" and b.compatibility != "direct")
 
 
+def _retry(table: Any, inp: _Inputs, available: Optional[Availability], **change: Any) -> Choice:
+    """The choice again with some inputs changed (``python=None``: any Python), without ways out."""
+    keys = ("spec", "driver", "ccs", "python", "glibc", "arch", "cudas", "require_direct", "require_known_kernels")
+    a = {k: getattr(inp, k) for k in keys}
+    a["require_direct"] = a["require_known_kernels"] = False
+    a.update(change)
+    return choose_variant(table, a["spec"], a["driver"], a["ccs"], a["python"], a["glibc"], a["arch"],
+                          available=available, require_direct=a["require_direct"], ways_out=False,
+                          cudas=a["cudas"], require_known_kernels=a["require_known_kernels"])
+
+
+def _newer_torch(a: Choice, b: Choice) -> bool:
+    """``a`` installs a newer torch than ``b`` (or ``b`` installs none)."""
+    return a.ok and bool(a.torch) and (not b.ok or not b.torch or Version(a.torch) > Version(b.torch))
+
+
+def _pyv(series: str) -> Version:
+    return Version(series.rstrip("t"))
+
+
 def _with_ways_out(table: Any, choice: Choice, inp: _Inputs, available: Optional[Availability]) -> Choice:
-    """Add the other roads: a driver upgrade, the newest torch that works today, a direct fit."""
+    """Add the other roads: a driver upgrade, the newest torch that works today, a direct fit, and
+    the limit that holds torch back (the request, the Python, glibc, the CUDA toolkits for nvcc)."""
     gpus = list(inp.ccs)
-    if not gpus:
-        return choice
     ways: List[WayOut] = []
-    branch = recommended_branch(table, gpus)
+    spec_way = _spec_way(table, choice, inp, available)
+    if spec_way is not None:
+        ways.append(spec_way)
+    branch = recommended_branch(table, gpus) if gpus else None
     have = _branch(inp.driver)
     if branch and inp.driver and have is not None and int(branch) < have and choice.status == "no-fit":
-        fixed = choose_variant(table, inp.spec, branch_driver(table, branch), gpus, inp.python, inp.glibc,
-                               inp.arch, available=available, ways_out=False)
+        fixed = _retry(table, inp, available, driver=branch_driver(table, branch))
         if fixed.ok:
             ways.append(WayOut("install-driver", f"install driver branch {branch}, the last that runs these GPUs: "
                                                  f"then {fixed.label}", fixed.torch, fixed.variant, branch))
     if branch and inp.driver and (have is None or int(branch) > have):
-        better = choose_variant(table, inp.spec, branch_driver(table, branch), gpus, inp.python, inp.glibc,
-                                inp.arch, available=available, ways_out=False)
+        better = _retry(table, inp, available, driver=branch_driver(table, branch))
         if _newer(better, choice):
             ways.append(WayOut("upgrade-driver",
                                f"upgrade the driver to branch {branch}: then {better.label} "
                                f"({'runs directly' if better.compatibility == 'direct' else better.compatibility})",
                                better.torch, better.variant, branch))
-    if choice.status == "no-fit" and inp.spec is not None and inp.driver:
-        today = choose_variant(table, None, inp.driver, gpus, inp.python, inp.glibc, inp.arch,
-                               available=available, ways_out=False)
+    if choice.status == "no-fit" and inp.spec is not None and spec_way is None and (inp.driver or not gpus):
+        today = _retry(table, inp, available, spec=None)
         if today.ok:
-            ways.append(WayOut("works-today", f"the newest torch that works with today's driver {inp.driver}: {today.label}",
+            what = f"today's driver {inp.driver}" if gpus else "this machine"
+            ways.append(WayOut("works-today", f"the newest torch that works with {what}: {today.label}",
                                today.torch, today.variant))
-    if choice.ok and choice.compatibility == "minor-version" and inp.driver:
-        direct = choose_variant(table, inp.spec, inp.driver, gpus, inp.python, inp.glibc, inp.arch,
-                                available=available, require_direct=True, ways_out=False)
+    if gpus and choice.ok and choice.compatibility == "minor-version" and inp.driver:
+        direct = _retry(table, inp, available, require_direct=True)
         if direct.ok:
             ways.append(WayOut("direct", f"{direct.label} runs on driver {inp.driver} directly, "
                                          "without minor-version compatibility", direct.torch, direct.variant))
-    if choice.ok and choice.kernels_inferred:
-        known = choose_variant(table, inp.spec, inp.driver or choice.driver_assumed, gpus, inp.python, inp.glibc,
-                               inp.arch, available=available, require_known_kernels=True, ways_out=False)
+    if gpus and choice.ok and choice.kernels_inferred:
+        known = _retry(table, inp, available, driver=inp.driver or choice.driver_assumed, require_known_kernels=True)
         if known.ok and (known.torch, known.variant) != (choice.torch, choice.variant):
             ways.append(WayOut("confirmed-kernels", f"{known.label} is the newest torch whose kernel list for these "
                                                     "GPUs envdoctor's table confirms", known.torch, known.variant))
-    if inp.python and inp.driver:
-        any_python = choose_variant(table, inp.spec, inp.driver, gpus, None, inp.glibc, inp.arch,
-                                    available=None, ways_out=False)
-        if any_python.ok and (not choice.ok or Version(any_python.torch) > Version(choice.torch)):
-            rel = table.torch(any_python.release or any_python.torch)
-            plain = [p for p in getattr(rel, "pythons", ()) if not p.endswith("t")]
-            py = "3.12" if "3.12" in plain else (max(plain, key=Version) if plain else None)
-            if py:
-                ways.append(WayOut("newer-python", f"Python {py} instead of {inp.python} would allow "
-                                                   f"{any_python.label}", any_python.torch, any_python.variant))
-    if choice.status == "no-fit":
-        ways.append(WayOut("cpu", "CPU-only wheels run anywhere (no GPU): --index-url .../whl/cpu"))
+    if inp.driver or not gpus:
+        ways += _limit_ways(table, choice, inp)
+    if choice.status == "no-fit" and gpus:
+        cpu = _retry(table, inp, None, ccs=(), driver=None)
+        if cpu.ok:          # not where the Python or glibc has no CPU wheels either
+            ways.append(WayOut("cpu", f"CPU-only wheels run anywhere (no GPU): --index-url .../whl/cpu ({cpu.label})",
+                               cpu.torch, cpu.variant))
     return replace(choice, ways_out=tuple(ways))
+
+
+def _spec_way(table: Any, choice: Choice, inp: _Inputs, available: Optional[Availability]) -> Optional[WayOut]:
+    """``--torch`` matches nothing in the table: say so, and what does exist."""
+    if inp.spec is None or choice.ok or _releases(table, inp.spec):
+        return None
+    asked = inp.spec_text or str(inp.spec)
+    confirmed = [r for r in table.torch_releases if not getattr(r, "unconfirmed", False)]
+    newest = confirmed[-1] if confirmed else (table.torch_releases[-1] if table.torch_releases else None)
+    newest_v = (newest.patches[-1].version if getattr(newest, "patches", None) else newest.version) if newest else None
+    exact = re.fullmatch(r"\s*(?:==)?\s*(\d+)\.(\d+)\.(\d+)\s*", asked)
+    rel = table.torch(f"{exact.group(1)}.{exact.group(2)}") if exact else None
+    if rel is not None:
+        minor = f"{exact.group(1)}.{exact.group(2)}"
+        patches = [p.version for p in getattr(rel, "patches", ())] or [rel.version]
+        alt = _retry(table, inp, available, spec=parse_torch_spec(minor))
+        text = (f"no torch {asked.strip().lstrip('=')} in envdoctor's table: torch {minor} has "
+                f"{', '.join(patches)}" + (f"; --torch {minor} gives {alt.label}" if alt.ok else ""))
+        return WayOut("torch-spec", text, alt.torch if alt.ok else None, alt.variant if alt.ok else None)
+    alt = _retry(table, inp, available, spec=None)
+    text = f"no torch release matches '{asked}'; the newest envdoctor knows is {newest_v or 'none'}"
+    if newest is not None and newest is not table.torch_releases[-1]:
+        text += f" ({table.torch_releases[-1].version} is in its table, unconfirmed)"
+    if alt.ok:
+        text += f"; without --torch: {alt.label}"
+    return WayOut("torch-spec", text, alt.torch if alt.ok else None, alt.variant if alt.ok else None)
+
+
+def _limit_ways(table: Any, choice: Choice, inp: _Inputs) -> List[WayOut]:
+    """Which of the machine's own limits holds torch back: relax one at a time (the Python, glibc,
+    the CUDA toolkit lines for nvcc) and name it only where that alone gives a newer torch; if none
+    does alone but all together do, name them together. Other machines are not asked live."""
+    out: List[WayOut] = []
+    best = choice
+    py_way = _python_way(table, choice, inp)
+    if py_way is not None:
+        out.append(py_way)
+        best = replace(choice, status="ok", torch=py_way.torch, variant=py_way.variant)
+    if inp.glibc:
+        lifted = _retry(table, inp, None, glibc=None)
+        if _newer_torch(lifted, choice) and _glibc_ok(inp.glibc, _need_glibc(table, lifted)) is False:
+            need, tag = _need_glibc(table, lifted), _manylinux(table, lifted)
+            at = f"at {choice.torch}" if choice.ok and choice.torch else "back"
+            out.append(WayOut("newer-glibc", f"glibc {inp.glibc} holds torch {at}: {lifted.label} needs glibc "
+                                             f"{need} ({tag} wheels); a distribution with glibc {need} or newer "
+                                             "would allow it", lifted.torch, lifted.variant))
+            best = lifted
+    if inp.cudas is not None:
+        lifted = _retry(table, inp, None, cudas=None)
+        if _newer_torch(lifted, choice):
+            top = max(inp.cudas, key=Version) if inp.cudas else "none"
+            out.append(WayOut("without-nvcc", f"--with-nvcc holds torch at {choice.label[len('torch '):]}: "
+                                              "NVIDIA's CUDA repository "
+                                              f"for this distribution has toolkits up to CUDA {top}, and "
+                                              f"{lifted.label} needs CUDA {lifted.cuda}; without a system nvcc "
+                                              "(or with conda's cuda-nvcc: --route conda --with-nvcc) it fits",
+                              lifted.torch, lifted.variant))
+            if _newer_torch(lifted, best):
+                best = lifted
+    names = {"python": f"Python {inp.python}", "glibc": f"glibc {inp.glibc}",
+             "cudas": "the CUDA toolkits NVIDIA's repository has for this distribution (--with-nvcc)"}
+    held = [k for k in ("python", "glibc", "cudas") if (getattr(inp, k) is not None if k == "cudas" else getattr(inp, k))]
+    if len(held) >= 2:
+        lifted = _retry(table, inp, None, **{k: None for k in held})
+        if _newer_torch(lifted, best):
+            # name only the limits that matter: keeping one of them must cost the lifted torch
+            needed = [k for k in held
+                      if _newer_torch(lifted, _retry(table, inp, None, **{x: None for x in held if x != k}))]
+            if len(needed) >= 2:
+                what = [names[k] for k in needed]
+                at = f"at {choice.label[len('torch '):]}" if choice.ok and choice.torch else "back"
+                out.append(WayOut("limits", f"{', '.join(what[:-1])} and {what[-1]} together hold torch {at}: "
+                                            f"with them lifted (a newer distribution), {lifted.label}",
+                                  lifted.torch, lifted.variant))
+    return out
+
+
+def _python_way(table: Any, choice: Choice, inp: _Inputs) -> Optional[WayOut]:
+    """Another Python, when the Python (and nothing else) is what holds torch back."""
+    if not inp.python:
+        return None
+    lifted = _retry(table, inp, None, python=None)
+    if not _newer_torch(lifted, choice):
+        return None
+    rel = table.torch(lifted.release or lifted.torch)
+    if rel is None or inp.python in rel.pythons:
+        return None          # the Python is not what holds torch back
+    free = inp.python.endswith("t")
+    same_kind = [p for p in rel.pythons if p.endswith("t") == free] or list(rel.pythons)
+    want = _pyv(inp.python)
+    everything = {p for r in table.torch_releases for p in r.pythons}
+    if want > max(_pyv(p) for p in same_kind):
+        py = max(same_kind, key=_pyv)
+    else:
+        py = (f"3.12{'t' if free else ''}" if f"3.12{'t' if free else ''}" in same_kind else
+              min((p for p in same_kind if _pyv(p) > want), key=_pyv, default=max(same_kind, key=_pyv)))
+    check = _retry(table, inp, None, python=py)
+    if not _newer_torch(check, choice):
+        return None
+    kind = "newer-python" if _pyv(py) > want else "older-python"
+    if want > max(_pyv(p) for p in everything):
+        text = f"Python {inp.python} has no torch wheels yet; {py} does ({check.label})"
+    elif want < min(_pyv(p) for p in everything):
+        text = f"Python {inp.python} has no torch wheels; Python {py} would allow {check.label}"
+    elif inp.spec is not None and not choice.ok:
+        plain = [p for p in rel.pythons if not p.endswith("t")] or list(rel.pythons)
+        text = (f"torch {rel.minor} has no wheels for Python {inp.python} (it has {plain[0]}-{plain[-1]}); "
+                f"Python {py} would allow {check.label}")
+    else:
+        text = f"Python {py} instead of {inp.python} would allow {check.label}"
+    return WayOut(kind, text, check.torch, check.variant)
+
+
+def _need_glibc(table: Any, c: Choice) -> Optional[str]:
+    rel = table.torch(c.release or c.torch) if c.torch else None
+    v = rel.variant(c.variant) if rel is not None and c.variant else None
+    return (getattr(v, "glibc", None) or getattr(rel, "glibc", None)) if rel is not None else None
+
+
+def _manylinux(table: Any, c: Choice) -> Optional[str]:
+    rel = table.torch(c.release or c.torch) if c.torch else None
+    v = rel.variant(c.variant) if rel is not None and c.variant else None
+    return (getattr(v, "manylinux", None) or getattr(rel, "manylinux", None)) if rel is not None else None
 
 
 # --- special machines -------------------------------------------------------------------------------

@@ -87,6 +87,8 @@ class Plan:
     sources: Tuple[str, ...] = ()
     index_check: str = "offline-table"
     machine: Optional[Machine] = None
+    installed: bool = False                 # the chosen build is already in the target Python: nothing to install
+    index_env: Optional[str] = None         # commands read the index base from this variable (it holds credentials)
 
     @property
     def ok(self) -> bool:
@@ -118,11 +120,20 @@ class Plan:
 
 def recommend(m: Machine, table: Any, route: Optional[str] = None, torch_spec: Optional[str] = None,
               with_nvcc: bool = False, available: Optional[Availability] = None,
-              index_base: Optional[str] = None) -> Plan:
-    """The route (chosen unless given), the torch choice, and the commands for it."""
+              index_base: Optional[str] = None, index_env: Optional[str] = None,
+              index_export: Optional[str] = None) -> Plan:
+    """The route (chosen unless given), the torch choice, and the commands for it.
+
+    ``index_env``: the commands read the index base from this environment variable
+    (``--index-url "$ENVDOCTOR_INDEX_URL/cu130"``) instead of spelling it out: the base holds
+    credentials, which envdoctor never prints (a masked URL would not run). ``index_export``: the
+    base came from ``--index-url``, not from that variable, so the plan first sets the variable;
+    this is the masked URL to show in that line, with a comment to put the real one in.
+    """
     spec = parse_torch_spec(torch_spec)
     decision = choose_route(m, table, route, with_nvcc)
-    base = (index_base or getattr(table, "index_base", "") or "https://download.pytorch.org/whl").rstrip("/")
+    real_base = (index_base or getattr(table, "index_base", "") or "https://download.pytorch.org/whl").rstrip("/")
+    base = f"${index_env}" if index_env else real_base
     if m.platform == "darwin":
         choice = choose_macos(table, spec, m.python)
     elif m.amd and not m.nvidia:
@@ -132,12 +143,16 @@ def recommend(m: Machine, table: Any, route: Optional[str] = None, torch_spec: O
         args = (table, spec, m.driver, [g.cc for g in m.nvidia], m.python if system else None, m.glibc, m.arch)
         choice = choose_variant(*args, available=available if system else None)
         distro = distro_row(m, table) if (system and with_nvcc and m.nvidia and not m.facts.system.wsl) else None
-        if distro is not None and choice.ok and choice.cuda and _line(choice.cuda) not in distro.cuda_lines:
+        if distro is not None and choice.ok and choice.cuda:
+            # Always chosen within the repository's CUDA lines, so that the ways out (a driver
+            # upgrade, another Python, a newer glibc) stay within them too.
             matched = choose_variant(*args, available=available, cudas=distro.cuda_lines)
-            if matched.ok:
+            if matched.ok and _line(choice.cuda) not in distro.cuda_lines:
                 choice = replace(matched, reasons=matched.reasons + (
                     f"--with-nvcc: CUDA {_line(matched.cuda)} is the newest line that both a torch wheel and "
                     f"NVIDIA's {distro.repo_dir} repository have (torch's extensions need nvcc of the same CUDA)",))
+            elif matched.ok:
+                choice = matched
     build = {"system": _system, "conda": _conda, "docker": _docker}[decision.route]
     plan = build(m, table, choice, decision, spec, with_nvcc, base)
     extra = []
@@ -146,7 +161,52 @@ def recommend(m: Machine, table: Any, route: Optional[str] = None, torch_spec: O
     unknown_gpu = [g.name or g.source for g in m.nvidia if not g.cc]
     if unknown_gpu:
         extra.append(f"compute capability unknown for {', '.join(unknown_gpu)}: kernels not checked")
-    return replace(plan, warnings=tuple(dict.fromkeys(plan.warnings + tuple(extra))), machine=m)
+    for g in m.nvidia:
+        if g.inferred and g.cc:
+            arch = table.architecture(g.cc)
+            extra.append(f"{g.name} is not in envdoctor's table: compute capability {g.cc}"
+                         f"{' (' + arch.name + ')' if arch else ''} is inferred from its name ({g.inferred} series); "
+                         f"give --gpu with the real compute capability if that is wrong")
+    plan = replace(plan, warnings=tuple(dict.fromkeys(plan.warnings + tuple(extra))), machine=m)
+    if index_env:
+        plan = _with_index_env(plan, index_env, index_export, real_base)
+    return _never_torch_none(plan)
+
+
+def _with_index_env(plan: Plan, name: str, export: Optional[str], real_base: str) -> Plan:
+    """Commands that take the index base from ``$name``; the JSON ``index_url`` keeps the real URL
+    (masked on output like every URL with credentials). When the base came from ``--index-url``,
+    the steps (and each way out) that use the variable start by setting it."""
+    ref = f"${name}"
+    uses = any(ref in c for c in plan.commands) or any(ref in c for w in plan.ways_out for c in w.commands)
+    if not uses:
+        return plan
+    line = f"export {name}='{export}'  # set it to your mirror URL with its credentials" if export else None
+    steps = plan.steps
+    at = next((i for i, st in enumerate(steps) if any(ref in c for c in st.commands)), None)
+    if line and at is not None:      # right before its first use: after a reboot, in a script's second part
+        steps = steps[:at] + (Step(f"Point {name} at your wheel mirror (envdoctor does not print its "
+                                   "credentials)", (line,)),) + steps[at:]
+    ways = tuple(replace(w, commands=_export_before(w.commands, ref, line)) if line else w for w in plan.ways_out)
+    index_url = plan.index_url
+    if index_url and index_url.startswith(f'"{ref}'):
+        index_url = real_base + index_url[len(ref) + 1:].rstrip('"')
+    return replace(plan, steps=steps, ways_out=ways, index_url=index_url, index_env=name)
+
+
+def _export_before(cmds: Tuple[str, ...], ref: str, line: str) -> Tuple[str, ...]:
+    """``line`` right before the first command that reads ``ref`` (after any reboot)."""
+    at = next((i for i, c in enumerate(cmds) if ref in c), None)
+    return cmds if at is None else cmds[:at] + (line,) + cmds[at:]
+
+
+def _never_torch_none(plan: Plan) -> Plan:
+    """A plan that would install "torch None" is no plan: nothing fits (never print such a step)."""
+    if plan.ok and plan.route != "docker" and not plan.torch:
+        return replace(plan, status="no-fit", steps=(), alternatives=(),
+                       warnings=("nothing fits: no torch wheel within the request runs on this machine as it is",)
+                       + plan.warnings)
+    return plan
 
 
 # --- shared pieces -----------------------------------------------------------------------------
@@ -195,7 +255,7 @@ def _ways(m: Machine, table: Any, choice: Choice, pip_for: Any) -> Tuple[Way, ..
             cmds = tuple(c for c in commands.driver_install(m.facts.system, w.branch, _open_modules(m)))
             if pip_for and w.torch:
                 cmds += pip_for(w.torch, w.variant)
-        elif w.kind in ("works-today", "direct", "confirmed-kernels") and pip_for and w.torch:
+        elif w.kind in ("works-today", "direct", "confirmed-kernels", "torch-spec", "cpu") and pip_for and w.torch:
             cmds = pip_for(w.torch, w.variant)
         out.append(Way(w.kind, w.text, cmds, w.torch, w.variant, w.branch))
     return tuple(out)
@@ -222,9 +282,12 @@ def _pip_specs(choice: Choice) -> List[str]:
 
 
 def _index_for(choice: Choice, base: str) -> Optional[str]:
-    if choice.variant == "pypi":
+    """``https://download.pytorch.org/whl/cu130``; a base read from a variable is quoted for the
+    shell: ``"$ENVDOCTOR_INDEX_URL/cu130"``."""
+    if choice.variant == "pypi" or not choice.variant:
         return None
-    return f"{base}/{choice.variant}" if choice.variant else None
+    url = f"{base}/{choice.variant}"
+    return f'"{url}"' if base.startswith("$") else url
 
 
 def _target_python(m: Machine) -> Tuple[List[Step], str]:
@@ -235,10 +298,26 @@ def _target_python(m: Machine) -> Tuple[List[Step], str]:
         return [], exe
     base = exe or (f"python{m.python.rstrip('t')}" if m.python else "python3")
     series = m.python.rstrip("t") if m.python else "3"
-    note = ("a virtual environment keeps torch apart from the system's Python (Debian and Ubuntu "
-            "refuse pip installs into it: externally-managed-environment); if venv fails with "
-            f"'ensurepip is not available', install python{series}-venv first")
-    return [Step(f"Create a virtual environment at {VENV}", (f"{base} -m venv {VENV}",), note)], f"{VENV}/bin/python"
+    return [Step(f"Create a virtual environment at {VENV}", (f"{base} -m venv {VENV}",),
+                 _venv_note(m, series))], f"{VENV}/bin/python"
+
+
+def _venv_note(m: Machine, series: str) -> str:
+    """Where the venv module comes from on this distribution: a package of its own on Debian and
+    Ubuntu (python3.X-venv), part of the Python package itself on the RHEL family and Fedora."""
+    fam = commands.family(m.facts.system)
+    if fam == "debian":
+        return ("a virtual environment keeps torch apart from the system's Python (Debian and Ubuntu "
+                "refuse pip installs into it: externally-managed-environment); if venv fails with "
+                f"'ensurepip is not available', install python{series}-venv first")
+    if fam == "rhel":
+        pkg = "python3" if series == "3" else f"python{series}"
+        return ("a virtual environment keeps torch apart from the system's Python (dnf owns that one); "
+                f"venv and ensurepip come with the {pkg} package itself here (no separate -venv package): "
+                f"if python{series} is missing, sudo dnf install -y {pkg}")
+    return ("a virtual environment keeps torch apart from the system's Python; if venv fails with "
+            f"'ensurepip is not available', install your distribution's venv support for Python {series} "
+            f"(Debian/Ubuntu: python{series}-venv)")
 
 
 def _toolkit_step(m: Machine, table: Any, choice: Choice) -> Tuple[List[Step], List[str]]:
@@ -295,8 +374,9 @@ def _system(m: Machine, table: Any, choice: Choice, decision: RouteDecision, spe
         make_env = () if choice.ok else tuple(c for s in env_steps for c in s.commands)
         return make_env + (_pip_line(target, _companions(table, torch, variant), base),)
 
-    if not choice.ok:
-        return Plan("system", choice.status, choice, (), decision.reasons, decision.rejected, tuple(warnings),
+    if not choice.ok or not choice.torch:
+        status = choice.status if not choice.ok else "no-fit"
+        return Plan("system", status, choice, (), decision.reasons, decision.rejected, tuple(warnings),
                     ways_out=_ways(m, table, choice, pip_for), sources=choice.sources,
                     index_check=choice.index_check, python=target)
     driver_steps, w = _driver_step(m, table, choice)
@@ -306,6 +386,15 @@ def _system(m: Machine, table: Any, choice: Choice, decision: RouteDecision, spe
         tk, w = _toolkit_step(m, table, choice)
         steps += tk
         warnings += w
+    have = installed_build(m, choice)
+    if have is not None:
+        exe = m.python_exe or target
+        steps.append(_verify(exe))
+        return Plan("system", choice.status, choice, tuple(steps),
+                    decision.reasons + (f"already installed: nothing to install ({exe} has {have})",),
+                    decision.rejected, tuple(dict.fromkeys(warnings)), (), _ways(m, table, choice, pip_for),
+                    index_url=_index_for(choice, base) if choice.variant != "pypi" else choice.index_url,
+                    python=exe, sources=choice.sources, index_check=choice.index_check, installed=True)
     steps += env_steps
     index = _index_for(choice, base)
     specs = " ".join(_pip_specs(choice))
@@ -319,6 +408,29 @@ def _system(m: Machine, table: Any, choice: Choice, decision: RouteDecision, spe
                 tuple(dict.fromkeys(warnings)), tuple(alternatives), _ways(m, table, choice, pip_for),
                 index_url=index if choice.variant != "pypi" else choice.index_url, python=target,
                 sources=choice.sources + _distro_source(m, table, with_nvcc), index_check=choice.index_check)
+
+
+def installed_build(m: Machine, choice: Choice) -> Optional[str]:
+    """The target Python already has the chosen build: ``"torch 2.13.0+cpu, read from its
+    metadata"``; None otherwise. The version must match, and so must the build: its local label
+    (``+cpu``, ``+cu130``), or the CUDA version torch reports. A bare ``2.13.0`` without either
+    (a PyPI wheel, only its metadata read) is not taken as a match: pip then reinstalls, which is safe.
+    """
+    t = m.facts.torch
+    if not (t.installed and t.version and choice.torch and m.python_exe):
+        return None
+    try:
+        v = Version(t.version)
+    except InvalidVersion:
+        return None
+    if v.public != Version(choice.torch).public:
+        return None
+    label = v.local
+    if not label and t.cuda:
+        label = "cu" + "".join(t.cuda.split(".")[:2])
+    if not label or label != choice.variant:
+        return None
+    return f"torch {t.version}"
 
 
 def _companions(table: Any, torch: str, variant: Optional[str]) -> Choice:
@@ -562,10 +674,12 @@ def _docker(m: Machine, table: Any, choice: Choice, decision: RouteDecision, spe
     warnings: List[str] = []
     steps: List[Step] = []
     if not m.nvidia:
-        warnings.append("no NVIDIA GPU: the docker route runs NGC images on NVIDIA GPUs; "
-                        "use --route system for CPU wheels")
+        warnings.append("no NVIDIA GPU: the docker route runs NGC images on NVIDIA GPUs")
+        cpu = f" ({choice.label})" if choice.ok and choice.torch else ""
+        way = Way("route", f"NGC images need an NVIDIA GPU: use --route system for the CPU wheels{cpu}",
+                  ("envdoctor recommend --route system",), choice.torch, choice.variant)
         return Plan("docker", "no-fit", choice, (), decision.reasons, decision.rejected, tuple(warnings),
-                    sources=choice.sources)
+                    ways_out=(way,), sources=choice.sources)
     driver = m.driver
     if not driver:
         branch = choice.driver_needed or recommended_branch(table, [g.cc for g in m.nvidia])

@@ -35,6 +35,9 @@ _CONSUMER = re.compile(r"geforce|titan|quadro|\brtx\b(?! pro 6000 blackwell serv
 _DATACENTER = re.compile(
     r"tesla|\b(a100|a800|a30|a40|a10g?|a16|a2|l4|l40s?|l20|h100|h200|h800|h20|gh200|b200|b300|gb200|"
     r"gb300|t4|v100|p100|p40|p4|k80|k40)\b", re.I)
+_WINDOWS = re.compile(r"^(windows|win\d*|microsoft)\b", re.I)
+_NOT_WINDOWS = ("--os {text}: envdoctor plans Linux machines (and macOS, CPU/MPS) only; on Windows, "
+                "plan for the WSL2 distribution instead (e.g. --os ubuntu:24.04)")
 _OS = re.compile(r"^(?P<id>[a-z][a-z0-9._-]*):(?P<version>[0-9][0-9a-z._-]*)$", re.I)
 _PY = re.compile(r"^(?P<major>\d)\.(?P<minor>\d{1,2})(?:\.\d+)?(?P<t>t?)$")
 _ARCH = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "aarch64", "arm64": "aarch64"}
@@ -55,6 +58,7 @@ class Gpu:
     vendor: str = "nvidia"                  # "nvidia" | "amd"
     datacenter: Optional[bool] = None       # may host cuda-compat (forward compatibility)
     source: str = ""                        # "--gpu", "nvml", "nvidia-smi", "PCI 0000:01:00.0"
+    inferred: Optional[str] = None          # "GTX 10xx": cc inferred from the name's series, not a table row
 
 
 @dataclass(frozen=True)
@@ -188,7 +192,12 @@ def _all_amd(names: Iterable[str]) -> bool:
 
 
 def parse_gpu(text: str, table: Any) -> Gpu:
-    """``"RTX 3090 Ti"``, ``"H100"``, ``"8.6"``, ``"sm_120"`` or ``"MI300X"`` -> :class:`Gpu`."""
+    """``"RTX 3090 Ti"``, ``"H100"``, ``"8.6"``, ``"sm_120"`` or ``"MI300X"`` -> :class:`Gpu`.
+
+    A GeForce name the table has no row for takes its series' compute capability
+    (``Table.cc_from_name``: "GTX 1050 Ti" -> 6.1, Pascal), marked ``inferred``; anything else
+    unknown is an error that names the closest models the table has.
+    """
     from envdoctor.table import norm_cc
 
     s = text.strip()
@@ -204,16 +213,38 @@ def parse_gpu(text: str, table: Any) -> Gpu:
         return Gpu(f"compute capability {cc}" + (f" ({arch.name})" if arch else ""), cc, source="--gpu")
     model = table.gpu(s) if table is not None else None
     if model is None:
-        raise WhatIfError(f"--gpu {s!r}: unknown GPU; give its compute capability instead "
+        guess = table.cc_from_name(s) if table is not None else None
+        if guess is not None:
+            cc, series = guess
+            return Gpu(s, cc, datacenter=is_datacenter(s, table), source="--gpu", inferred=series)
+        near = table.gpu_suggestions(s) if table is not None else ()
+        hint = f"did you mean {' or '.join(near)}? Or give" if near else "give"
+        raise WhatIfError(f"--gpu {s!r}: unknown GPU; {hint} its compute capability instead "
                           "(e.g. --gpu 8.6 or --gpu sm_120)")
     return Gpu(model.name, model.cc, datacenter=is_datacenter(model.name, table), source="--gpu")
 
 
+def gpu_label(g: Gpu, table: Any = None) -> str:
+    """``"NVIDIA GeForce RTX 3090 (cc 8.6)"``; an inferred one says so:
+    ``"GTX 1050 Ti (cc 6.1, Pascal, inferred from the name: GTX 10xx)"``."""
+    if not g.cc:
+        return f"{g.name}"
+    if g.inferred:
+        arch = table.architecture(g.cc) if table is not None else None
+        return f"{g.name} (cc {g.cc}{', ' + arch.name if arch else ''}, inferred from the name: {g.inferred})"
+    return f"{g.name} (cc {g.cc})"
+
+
 def parse_os(text: str) -> Tuple[str, str]:
-    """``"ubuntu:22.04"`` -> ``("ubuntu", "22.04")``."""
+    """``"ubuntu:22.04"`` -> ``("ubuntu", "22.04")``. Windows is refused: envdoctor plans Linux
+    machines (and macOS, CPU/MPS); its commands (apt, dnf, venv paths) would be wrong there."""
     m = _OS.match(text.strip())
     if not m:
+        if _WINDOWS.match(text.strip()):
+            raise WhatIfError(_NOT_WINDOWS.format(text=text.strip()))
         raise WhatIfError(f"--os {text!r}: expected ID:VERSION as in /etc/os-release (ubuntu:22.04, debian:12, rhel:9)")
+    if _WINDOWS.match(m["id"]):
+        raise WhatIfError(_NOT_WINDOWS.format(text=text.strip()))
     return m["id"].lower(), m["version"]
 
 
@@ -225,7 +256,8 @@ def parse_python(text: str) -> str:
 
 
 def parse_driver(text: str) -> Optional[str]:
-    """``"570.133.20"`` -> itself; ``"none"`` -> None (no driver installed)."""
+    """``"570.133.20"`` -> itself; ``"none"`` -> None (no driver installed); a bare branch
+    ``"580"`` stays ``"580"`` (:func:`read_driver` turns it into a version with the table)."""
     s = text.strip()
     if s.lower() in ("none", "no", "0"):
         return None
@@ -233,9 +265,40 @@ def parse_driver(text: str) -> Optional[str]:
         v = Version(s)
     except InvalidVersion:
         raise WhatIfError(f"--driver {text!r}: expected a driver version such as 570.133.20, or 'none'") from None
-    if v.release[0] < 100 or v.local or v.pre or v.dev:
+    if v.release[0] < 100 or v.local or v.pre or v.dev or v.post or v.epoch:
         raise WhatIfError(f"--driver {text!r}: a driver version looks like 570.133.20 (not a CUDA version)")
     return s
+
+
+def read_driver(text: str, table: Any) -> Tuple[Optional[str], Optional[str]]:
+    """(the driver version to plan for, a note when it was read from a bare branch).
+
+    ``"570.133.20"`` -> ``("570.133.20", None)``. A bare branch number (``"580"``) is what users
+    type for "the R580 driver"; as a version it would be 580.0, older than every real 580 driver.
+    It is read as the branch's first driver the table knows: the lowest Linux driver floor of a CUDA
+    release (GA or update) inside that branch (580 -> 580.65.06, the CUDA 13.0 GA floor), so the
+    plan holds for any driver of the branch. A branch no CUDA floor falls in stays ``"N.0"``.
+
+    >>> read_driver("580", load_table())
+    ('580.65.06', '--driver 580: read as the R580 branch (580.65.06 or newer)')
+    """
+    version = parse_driver(text)
+    if version is None or len(Version(version).release) > 1:
+        return version, None
+    branch = Version(version).release[0]
+    floors = [r.min_driver_linux for r in getattr(table, "cuda_releases", ())
+              if getattr(r, "kind", "ga") in ("ga", "update") and _major(r.min_driver_linux) == branch]
+    if floors:
+        first = min(floors, key=Version)
+        return first, f"--driver {text.strip()}: read as the R{branch} branch ({first} or newer)"
+    return f"{branch}.0", f"--driver {text.strip()}: read as the R{branch} branch (any {branch} driver)"
+
+
+def _major(version: Optional[str]) -> Optional[int]:
+    try:
+        return Version(version).release[0] if version else None
+    except InvalidVersion:
+        return None
 
 
 def parse_arch(text: str) -> str:
@@ -254,10 +317,16 @@ def gpus_from_facts(facts: Facts, table: Any) -> Tuple[Gpu, ...]:
     for g in facts.driver.gpus:
         cc = g.compute_capability
         model = table.gpu(g.name) if (table is not None and g.name) else None
+        inferred = None
         if not cc and model is not None:
             cc = model.cc
+        elif not cc and table is not None and g.name:
+            guess = table.cc_from_name(g.name)
+            if guess is not None:
+                cc, inferred = guess
         pci_id = pci_ids.get(_bus(g.pci_bus_id)) if g.pci_bus_id else None
-        out.append(Gpu(g.name, cc, datacenter=is_datacenter(g.name, table, pci_id), source=g.source or "driver"))
+        out.append(Gpu(g.name, cc, datacenter=is_datacenter(g.name, table, pci_id), source=g.source or "driver",
+                       inferred=inferred))
     if out:
         return tuple(out)
     for d in facts.pci.devices:
@@ -346,11 +415,11 @@ def apply_overrides(machine: Machine, o: Overrides, table: Any) -> Machine:
     elif o.gpus:
         gpus = tuple(parse_gpu(g, table) for g in o.gpus)
         known.add("gpu")
-        given.append("GPU " + ", ".join(f"{g.name}" + (f" (cc {g.cc})" if g.cc else "") for g in gpus) + " (--gpu)")
+        given.append("GPU " + ", ".join(gpu_label(g, table) for g in gpus) + " (--gpu)")
 
     driver = facts.driver
     if o.driver:
-        version = parse_driver(o.driver)
+        version, read_as = read_driver(o.driver, table)
         if version is None:
             driver = DriverFacts()
             given.append("no NVIDIA driver (--driver none)")
@@ -358,7 +427,7 @@ def apply_overrides(machine: Machine, o: Overrides, table: Any) -> Machine:
             driver = DriverFacts(driver_version=version, kernel_module_version=version,
                                  userspace_version=version, sources={"driver_version": "--driver"},
                                  gpus=driver.gpus)
-            given.append(f"driver {version} (--driver)")
+            given.append(read_as or f"driver {version} (--driver)")
         known.add("driver")
     if o.gpus or o.driver or o.no_gpu:
         nvidia = [g for g in gpus if g.vendor == "nvidia"]

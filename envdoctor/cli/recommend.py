@@ -84,12 +84,17 @@ def recommend(route: Optional[str], torch_spec: Optional[str], python: Optional[
     table = _table()
     overrides = Overrides(driver, gpus, no_gpu, python_version, os_, arch, glibc)
     try:
+        if os_:
+            from envdoctor.advise.whatif import parse_os
+
+            parse_os(os_)           # refuse Windows (and a malformed ID:VERSION) before probing anything
         machine = _machine(table, overrides, route, from_report, python, timeout, root, debug)
         machine = apply_overrides(machine, overrides, table)
     except WhatIfError as exc:
-        raise click.UsageError(str(exc)) from None
+        _fail(str(exc))
     available = None if offline else _availability(machine, index_url, timeout)
-    plan = make_plan(machine, table, route, torch_spec, with_nvcc, available, index_url)
+    env_name, export = _index_env(index_url)
+    plan = make_plan(machine, table, route, torch_spec, with_nvcc, available, index_url, env_name, export)
     if as_json:
         click.echo(mask_text(render_json.dumps(plan_document(plan))))
     else:
@@ -103,6 +108,24 @@ def recommend(route: Optional[str], torch_spec: Optional[str], python: Optional[
             _fail(f"cannot write {script}: {exc.strerror or exc}")
         click.echo(f"envdoctor recommend: wrote {script} (review it, then run: bash {script})", err=True)
     sys.exit(0 if plan.ok else 1)
+
+
+INDEX_ENV = "ENVDOCTOR_INDEX_URL"
+
+
+def _index_env(index_url: Optional[str]) -> Tuple[Optional[str], Optional[str]]:
+    """(variable the printed commands read the index base from, masked URL for an export line).
+
+    A base with credentials (``http://user:pw@host/whl``) is never printed: masked, the commands
+    would not run. So they read it from ENVDOCTOR_INDEX_URL; when it came from --index-url rather
+    than that variable, the plan starts by setting it (masked, with a comment to fill it in)."""
+    from envdoctor.redact import mask_url
+
+    if not index_url or mask_url(index_url) == index_url:
+        return None, None
+    source = click.get_current_context().get_parameter_source("index_url")
+    from_env = source is not None and source.name == "ENVIRONMENT"
+    return INDEX_ENV, (None if from_env else mask_url(index_url))
 
 
 def _table() -> Any:
@@ -142,10 +165,43 @@ def _machine(table: Any, overrides: Any, route: Optional[str], from_report: Opti
     if overrides.complete(route):  # only --python needs reading
         skip += [a for a in AREAS if a != "python"]
     facts = enrich(collect(ctx, skip=skip, debug=debug), table)
+    facts = _with_installed_torch(ctx, facts)
     known = None
     if overrides.complete(route):
         known = ["python"]
     return machine_from_facts(facts, table, known=known)
+
+
+#: Reads torch's version from the target's package metadata: no ``import torch`` (slow, may crash).
+_TORCH_DIST = ("import json\ntry:\n    from importlib import metadata\n    v = metadata.version('torch')\n"
+               "except Exception:\n    v = None\nprint(json.dumps({'envdoctor_torch_dist': v}))\n")
+
+
+def _with_installed_torch(ctx: Any, facts: Any) -> Any:
+    """The torch the target Python has, from its metadata, when the (skipped) torch probe did not
+    say: ``TorchFacts(installed=True, version="2.13.0+cpu")``. Lets the plan notice that the build
+    it would install is already there. Anything unexpected leaves the facts as they are."""
+    import dataclasses
+    import json
+
+    exe = facts.python.executable
+    if facts.torch.installed or not exe:
+        return facts
+    ran = ctx.run([exe, "-c", _TORCH_DIST], timeout=min(ctx.timeout, 20.0))
+    if ran.error is not None:
+        return facts
+    for line in reversed(ran.stdout.splitlines()):
+        try:
+            data = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(data, dict) and "envdoctor_torch_dist" in data:
+            version = data["envdoctor_torch_dist"]
+            if isinstance(version, str) and version:
+                return dataclasses.replace(facts, torch=dataclasses.replace(facts.torch, installed=True,
+                                                                            version=version))
+            break
+    return facts
 
 
 def _availability(machine: Any, index_url: Optional[str], timeout: float) -> Any:

@@ -72,6 +72,12 @@ def _mark(row: Any, field: Optional[str] = None) -> str:
     return f" {UNCONFIRMED}" if not row.confirmed(field) else ""
 
 
+def _field_mark(row: Any, field: str) -> str:
+    """``[unconfirmed]`` after a field the row doubts on its own (``unconfirmed_fields``); a row
+    doubted as a whole carries the mark on its head line already."""
+    return f" {UNCONFIRMED}" if row.confirmed() and not row.confirmed(field) else ""
+
+
 def _provenance(row: Any, indent: str = "  ") -> List[str]:
     out = [f"{indent}source:  {row.source}", f"{indent}checked: {row.checked}"]
     if getattr(row, "unconfirmed_fields", ()):
@@ -200,9 +206,13 @@ def torch_cmd(version: Optional[str], as_json: bool) -> None:
                 head += f" CUDA {idx.cuda:<5} driver >= {idx.min_driver_linux}"
             out.append(head + f"  [{', '.join(v.platforms)}]{_mark(v)}")
             if v.arch_list:
-                out.append(f"      arch list: {' '.join(v.arch_list)}")
+                out.append(f"      arch list: {' '.join(v.arch_list)}{_field_mark(v, 'arch_list')}")
             if v.arch_list_aarch64:
-                out.append(f"      aarch64:   {' '.join(v.arch_list_aarch64)}")
+                out.append(f"      aarch64:   {' '.join(v.arch_list_aarch64)}{_field_mark(v, 'arch_list_aarch64')}")
+            shown = {"arch_list", "arch_list_aarch64"}
+            other = [f for f in getattr(v, "unconfirmed_fields", ()) if f not in shown]
+            if other and v.confirmed():
+                out.append(f"      unconfirmed fields: {', '.join(other)}")
             if idx is not None:
                 out.append(f"      index:     {idx.index_url}")
             if v.source:

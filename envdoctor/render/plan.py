@@ -3,7 +3,8 @@
 The text is declared unstable; the JSON keys below are the contract:
 ``schema, route, status, torch, torchvision, torchaudio, variant, cuda, index_url, image, python,
 commands, steps, warnings, reasons, rejected [{route, reason}], compatibility, sources,
-index_check, ways_out [{kind, text, commands, ...}], alternatives, machine``.
+index_check, ways_out [{kind, text, commands, ...}], alternatives, machine``, and (added later, so
+older readers may ignore them) ``already_installed`` and ``index_env``.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional
 
 from envdoctor import __version__
+from envdoctor.advise.choose import Rejected
 from envdoctor.advise.plan import SCHEMA, Plan, Step
 from envdoctor.render.text import Style
 
@@ -32,7 +34,9 @@ def headline(plan: Plan) -> str:
         how = " in forward-compatibility mode" if plan.image.forward_compat else ""
         return f"docker route: {plan.image.image} (torch {plan.image.torch}, CUDA {plan.image.cuda}){how}"
     if not plan.ok:
-        return f"{plan.route} route: nothing fits as the machine is; see the ways out"
+        return f"{plan.route} route: nothing fits as the machine is" + ("; see the ways out" if plan.ways_out else "")
+    if plan.installed:
+        return f"{plan.route} route: {c.label} is already installed in {plan.python}: nothing to install"
     if plan.status == "cpu":
         return f"{plan.route} route: {c.label} (no NVIDIA GPU: CPU wheels)"
     if plan.status == "macos":
@@ -84,16 +88,35 @@ def render_text(plan: Plan, color: bool = False) -> str:
         for w in plan.ways_out:
             out.append(f"  - {w.text}")
             out += [f"       {st(x, 'dim')}" if x.lstrip().startswith("#") else f"     $ {x}" for x in w.commands]
-    if not plan.ok and c.rejected:
+    turned = _turned_down(plan)
+    if turned:
         out.append("")
         out.append(st("Turned down:", "bold"))
-        out += [f"  - {r.what}: {r.reason}" for r in c.rejected[:10]]
-        if len(c.rejected) > 10:
-            out.append(f"  ... and {len(c.rejected) - 10} more (--json lists them all)")
+        out += [f"  - {r.what}: {r.reason}" for r in turned[:10]]
+        if len(turned) > 10:
+            out.append(f"  ... and {len(turned) - 10} more (--json lists them all)")
     if plan.sources:
         out.append("")
         out.append(st("Sources: " + "; ".join(dict.fromkeys(plan.sources)), "dim"))
     return "\n".join(out) + "\n"
+
+
+def _turned_down(plan: Plan) -> List[Any]:
+    """The builds worth showing when nothing fits: only when the torch choice itself failed (not
+    when the route did, as docker without a GPU), and without the doubtful builds that were passed
+    over for a confirmed one and then looked at again (their real reason, if any, is listed too)."""
+    c = plan.choice
+    if plan.ok or c.status != "no-fit":
+        return []
+    rows = [r for r in c.rejected if "checked again only if nothing confirmed fits" not in r.reason]
+    out: List[Any] = []
+    python = [r for r in rows if r.reason.startswith("no wheels for Python ")]
+    if len(python) > 2:         # one line for "this Python has no wheels" across the releases
+        first, last = python[-1].what.split()[-1], python[0].what.split()[-1]
+        reason = python[0].reason.split(" (it has")[0]
+        out.append(Rejected(f"torch {first} to {last} ({len(python)} releases)", reason))
+        rows = [r for r in rows if r not in python]
+    return out + rows
 
 
 def _step(step: Step) -> Dict[str, Any]:
@@ -136,6 +159,8 @@ def plan_document(plan: Plan) -> Dict[str, Any]:
         "sources": list(dict.fromkeys(plan.sources)),
         "index_check": plan.index_check,
         "machine": _machine(m),
+        "already_installed": plan.installed,
+        "index_env": plan.index_env,
     }
 
 
@@ -170,6 +195,8 @@ def render_script(plan: Plan, source: str = "envdoctor recommend") -> str:
         lines.append("")
     if not plan.steps:
         lines.append("# no commands: nothing fits as the machine is")
+        lines.append('echo "envdoctor: nothing fits as the machine is; see the ways out in this file" >&2')
+        lines.append("exit 1")
         for w in plan.ways_out:
             lines.append(f"# way out: {w.text}")
             lines += [f"#   {x}" for x in w.commands]
@@ -187,6 +214,9 @@ def render_script(plan: Plan, source: str = "envdoctor recommend") -> str:
         if step.note:
             body.append(f"{indent}#    {step.note}")
         body += [f"{indent}{c}" for c in step.commands]
+        if plan.index_env and any(c.startswith(f"export {plan.index_env}=") for c in step.commands):
+            body.append(f'{indent}case "${plan.index_env}" in *"***"*) echo "set {plan.index_env} to your mirror URL '
+                        f'with its credentials (line above), then run this again" >&2; exit 1;; esac')
         body.append("")
     if split is not None:
         lines.append('if [ "${1:-}" != "--after-reboot" ]; then')

@@ -17,6 +17,19 @@ from envdoctor.table.rows import (
 
 _PREFIXES = ("nvidia ", "geforce ", "tesla ")
 
+#: GeForce series -> compute capability, for names the table has no row for (``t.cc_from_name``).
+#: Keyed by (prefix, the first two digits of the model number). Exceptions within a series come
+#: first: the RTX 2050 is an Ampere GA107 and the "RTX 3050 A" laptop GPUs are Ada AD106/AD107
+#: (pci.ids: 0x25a9/0x25ad/0x25ed and 0x2822/0x28a3/0x28e3).
+_SERIES_EXCEPTIONS = ((re.compile(r"^rtx 2050\b"), "8.6", "RTX 2050 (GA107)"),
+                      (re.compile(r"^rtx 3050 a\b"), "8.9", "RTX 3050 A (AD106/AD107)"))
+_SERIES = {("gtx", "10"): ("6.1", "GTX 10xx"), ("gtx", "16"): ("7.5", "GTX 16xx"),
+           ("rtx", "20"): ("7.5", "RTX 20xx"), ("rtx", "30"): ("8.6", "RTX 30xx"),
+           ("rtx", "40"): ("8.9", "RTX 40xx"), ("rtx", "50"): ("12.0", "RTX 50xx")}
+#: A GeForce model number: two series digits, then a tier 10-90 (so "RTX 2000 Ada", "RTX 4000",
+#: "RTX A4000" and "RTX PRO 6000", all workstation boards of other generations, never match).
+_SERIES_NAME = re.compile(r"^(gtx|rtx) ?(\d{2})([1-9]0)(?: (?:ti|super|d|ti super|mobile|laptop gpu|max q|\d+gb)\b.*)?$")
+
 
 def norm_gpu_name(name: str) -> str:
     """``"NVIDIA GeForce RTX 3090 Ti"`` -> ``"rtx 3090 ti"``; ``"A100-SXM4-80GB"`` -> ``"a100 sxm4 80gb"``."""
@@ -142,6 +155,37 @@ class Table:
                 if key in {norm_gpu_name(x) for x in (g.name,) + g.aliases}:
                     return g
         return None
+
+    def cc_from_name(self, name: str) -> Optional[Tuple[str, str]]:
+        """The compute capability a GeForce name implies, for models the table has no row for:
+        ``t.cc_from_name("GeForce GTX 1050 Ti")`` -> ``("6.1", "GTX 10xx")``. Series: GTX 10xx 6.1,
+        GTX 16xx and RTX 20xx 7.5, RTX 30xx 8.6, RTX 40xx 8.9, RTX 50xx 12.0 (the RTX 2050 is
+        Ampere, the RTX 3050 A laptop GPUs Ada). None for anything else. The answer is inferred
+        from the name, not a table row: callers say so."""
+        key = norm_gpu_name(name)
+        for pattern, cc, label in _SERIES_EXCEPTIONS:
+            if pattern.match(key):
+                return (cc, label) if self.architecture(cc) else None
+        m = _SERIES_NAME.match(key)
+        if not m:
+            return None
+        hit = _SERIES.get((m.group(1), m.group(2)))
+        if hit is None or self.architecture(hit[0]) is None:
+            return None
+        return hit
+
+    def gpu_suggestions(self, name: str, n: int = 3) -> Tuple[str, ...]:
+        """Names in the table close to ``name`` (``"GTX 1800 Ti"`` -> ``("GTX 1080 Ti", ...)``),
+        each as its shortest alias, for a "did you mean" hint."""
+        import difflib
+
+        shown: Dict[str, str] = {}
+        for g in self.gpus:
+            label = min((a for a in g.aliases if not a[:1].isdigit()), key=len, default=g.name)
+            for x in (g.name,) + g.aliases:
+                shown.setdefault(norm_gpu_name(x), label)
+        hits = difflib.get_close_matches(norm_gpu_name(name), list(shown), n=n * 3, cutoff=0.75)
+        return tuple(dict.fromkeys(shown[h] for h in hits))[:n]
 
     def gpu_by_pci(self, device_id: str) -> Optional[GpuModel]:
         """``t.gpu_by_pci("0x2335")`` -> the H200; None for an id no model in the table has."""
