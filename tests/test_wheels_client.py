@@ -242,7 +242,10 @@ def test_listing_from_table_when_offline_and_uncached(index):
     assert listing.source == "table" and listing.exists is True
     assert listing.versions == ("2.1.0", "2.4.1") and listing.compatible == ("2.4.1",)
     unknown = index(offline=True).variant("cu999", "torch", CP312)
-    assert listing_from_table(FAKE_TABLE, unknown, CP312) is unknown
+    unknown_offline = listing_from_table(FAKE_TABLE, unknown, CP312)
+    assert unknown_offline.source == "none" and unknown_offline.exists is None
+    assert unknown_offline.error == ("offline: not in the cache, and envdoctor's table knows no variant cu999 "
+                                     "(run without --offline to ask the index)")
     cpu = index(offline=True).variant("cpu", "torch", CP312)
     assert listing_from_table(FAKE_TABLE, cpu, CP312).compatible == ("2.4.1", "2.8.0")
     mac = Target.for_python("3.12", platform="macosx_14_0_arm64")

@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Iterable, Optional, Sequence, Tuple
 
 from packaging.utils import canonicalize_name
@@ -114,7 +115,9 @@ def listing_from_table(table: Any, listing: VariantListing, target: Target) -> V
               if getattr(v, "name", None) == listing.variant]
     known = {getattr(v, "name", None) for v in getattr(table, "variants", ())}
     if not builds and listing.variant not in known:
-        return listing
+        return dataclasses.replace(listing, error=(
+            f"offline: not in the cache, and envdoctor's table knows no variant {listing.variant} "
+            "(run without --offline to ask the index)"))
     major_minor = ".".join(target.python.split(".")[:2])
     py = major_minor + ("t" if target.short.endswith("t") else "")
     versions = sorted({p for r, _ in builds for p in _patches(r)}, key=_v)
