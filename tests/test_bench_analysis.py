@@ -171,3 +171,22 @@ def test_chart_groups_sizes_on_a_log_scale():
 
 def test_format_rate_keeps_three_significant_digits():
     assert [format_rate(x) for x in (633.64, 51.23, 1.234, 0.1053, None)] == ["633.6", "51.2", "1.23", "0.105", "-"]
+
+
+def test_two_real_h200s_are_siblings_and_a_slow_one_is_flagged():
+    """`bench --device all` on two H200s (tests/fixtures/h200x2-bench): 641/644 fp16, 660/673 bf16."""
+    import dataclasses
+    import json
+    from pathlib import Path
+
+    from envdoctor.bench.analysis import siblings
+    from envdoctor.facts.bench import BenchResult
+    from envdoctor.facts.serde import from_data
+
+    doc = json.loads((Path(__file__).parent / "fixtures/h200x2-bench/bench-fp16-bf16-8192.json").read_text())
+    result = from_data(BenchResult, {k: v for k, v in doc.items() if k != "schema"})
+    assert len(result.devices) == 2 and siblings(result.devices, result.points) == ()
+    slow = tuple(dataclasses.replace(p, tflops=p.tflops * 0.85) if p.device == 1 else p for p in result.points)
+    flagged = siblings(result.devices, slow)
+    assert len(flagged) == 2 and all(f.startswith("GPU 1 (NVIDIA H200)") for f in flagged)
+    assert "below its siblings' median" in flagged[0]

@@ -287,7 +287,9 @@ def explain(device: BenchDevice, points: Sequence[BenchPoint]) -> List[str]:
 
 def siblings(devices: Sequence[BenchDevice], points: Sequence[BenchPoint],
              tolerance: float = SIBLING_TOLERANCE) -> Tuple[str, ...]:
-    """GPUs more than ``tolerance`` slower than the median of all at their largest common points."""
+    """GPUs more than ``tolerance`` slower than the median of their siblings (the other GPUs) at
+    the largest common points. With two GPUs the sibling is the other one: a median that counted
+    the slow GPU itself would hide a 15% gap."""
     gpus = [d for d in devices if d.kind == "cuda" and not d.error]
     if len(gpus) < 2:
         return ()
@@ -301,10 +303,13 @@ def siblings(devices: Sequence[BenchDevice], points: Sequence[BenchPoint],
                   if p.dtype == dtype and p.n == n and p.status == "ok" and p.tflops}
         if len(by_dev) < 2:
             continue
-        med = statistics.median(by_dev.values())
         for d in gpus:
             value = by_dev.get(d.index)
-            if value is not None and value < (1.0 - tolerance) * med:
+            others = [v for i, v in by_dev.items() if i != d.index]
+            if value is None or not others:
+                continue
+            med = statistics.median(others)
+            if value < (1.0 - tolerance) * med:
                 flagged.append(f"GPU {d.index} ({d.name}): {dtype} n={n} runs {value:.1f} TFLOP/s, "
                                f"{100 * (1 - value / med):.0f}% below its siblings' median of {med:.1f}")
     return tuple(flagged)
