@@ -4,6 +4,7 @@ Tests never touch the internet: ``--offline``, or a local index server on 127.0.
 """
 
 import json
+from pathlib import Path
 import os
 import stat
 
@@ -297,3 +298,17 @@ def test_torch_already_installed_is_noticed(tmp_path):
     assert r.exit_code == 0 and doc["already_installed"] is True and doc["python"] == sys.executable
     assert [s["title"] for s in doc["steps"]] == ["Verify"]
     assert not any(" -m pip install " in c for c in doc["commands"])
+
+
+def test_probed_machine_checks_the_live_index_with_its_best_manylinux_tag(tmp_path):
+    """A probed interpreter's tag list starts with plain linux_x86_64; recommend used that one tag and
+    so turned down every manylinux_2_28 wheel on a real index ("nothing fits", exit 1)."""
+    report = Path(__file__).parent / "fixtures/h200-driver580-cuda13/envdoctor-check.json"
+    with IndexServer() as server:
+        base = server.url()
+        r = CliRunner().invoke(cli, ["recommend", "--json", "--from", str(report), "--index-url", base],
+                               env={"ENVDOCTOR_CACHE_DIR": str(tmp_path / "cache")})
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.output)
+    # the fixture index holds cu130 wheels 2.9.0-2.11.0 for cp312 manylinux_2_28_x86_64
+    assert (doc["torch"], doc["variant"], doc["index_check"]) == ("2.11.0", "cu130", "live")

@@ -218,9 +218,12 @@ def _availability(machine: Any, index_url: Optional[str], timeout: float) -> Any
             if not python:
                 state["target"] = None
             else:
+                # the best manylinux tag the interpreter accepts: its tag list starts with the
+                # plain linux_<arch>, which no wheel on the index carries
                 tags = machine.facts.python.platform_tags
+                best = next((t for t in tags if t.startswith("manylinux_")), None)
                 glibc = machine.glibc
-                platform = (tags[0] if tags and not machine.given else
+                platform = (best if best and not machine.given else
                             f"manylinux_{glibc.replace('.', '_')}_{machine.arch}" if glibc else
                             f"manylinux_2_28_{machine.arch}")
                 try:
