@@ -95,10 +95,11 @@ def test_nvidia_smi_without_any_gpu():
 
 
 def test_container_without_gpu_access():
-    base = Facts(system=replace(UBUNTU, container="docker", container_evidence="/.dockerenv exists"))
+    host_gpu = PciFacts(devices=HEALTHY.pci.devices, source="/sys/bus/pci/devices")
+    base = Facts(system=replace(UBUNTU, container="docker", container_evidence="/.dockerenv exists"), pci=host_gpu)
     (f,) = rules.container_without_gpu(base, TABLE)
     assert f.code == "ED105" and f.severity == "warning" and f.fix[0].startswith("docker run --gpus all")
-    asked = replace(base, driver=DriverFacts(nvidia_visible_devices="all"))
+    asked = replace(base, pci=PciFacts(source="/sys/bus/pci/devices"), driver=DriverFacts(nvidia_visible_devices="all"))
     assert next(iter(rules.container_without_gpu(asked, TABLE))).severity == "error"
     assert list(rules.container_without_gpu(replace(HEALTHY, system=base.system), TABLE)) == []
 
@@ -148,6 +149,15 @@ def test_no_gpu_at_all_is_info_outside_containers():
     assert codes(Facts(system=UBUNTU, pci=PciFacts(source="/sys/bus/pci/devices"))) == ["ED112"]
 
 
+def test_cpu_only_container_is_not_told_it_lacks_gpu_access():
+    """This CI container (no NVIDIA device on its PCI bus, nothing asked for) got ED105: a false alarm."""
+    cpu = Facts(system=replace(UBUNTU, container="docker", container_evidence="/.dockerenv exists"),
+                pci=PciFacts(source="/sys/bus/pci/devices"))
+    assert codes(cpu) == ["ED112"]
+    unread = replace(cpu, pci=PciFacts())
+    assert codes(unread) == []
+
+
 def test_rules_survive_a_missing_table():
     assert codes(HEALTHY, table=None) == []
 
@@ -162,3 +172,13 @@ def test_checks_of_a_skipped_area_stay_quiet():
     assert "ED204" in [f.code for f in evaluate(cpu_torch, load_table())]
     skipped = replace(cpu_torch, skipped=("torch", "toolkits"))
     assert not [f for f in evaluate(skipped, load_table()) if f.code.startswith(("ED2", "ED3"))]
+
+
+def test_gpu_without_driver_gets_the_branch_recommend_plans_for():
+    """ED101 said `ubuntu-drivers install` while recommend planned R580 for the same RTX 3090."""
+    from envdoctor.table import load_table
+
+    facts = no_driver_facts()
+    facts = replace(facts, pci=PciFacts(devices=(replace(facts.pci.devices[0], compute_capability="8.6"),)))
+    (f,) = rules.no_driver(facts, load_table())
+    assert f.fix == ("sudo apt-get update", "sudo apt-get install -y nvidia-driver-580-open", "sudo reboot")

@@ -75,17 +75,20 @@ def no_driver(facts: Facts, table: object) -> Iterable[Finding]:
 
 
 def _branch_for(facts: Facts, table: object) -> Tuple[Optional[str], bool]:
-    """The driver branch to install for these GPUs and whether they take the open modules."""
-    branch: Optional[str] = None
-    open_modules = True
-    for _, cc in _gpu_ccs(facts):
-        t = _cc_tuple(cc)
-        if t and t < (7, 5):
-            open_modules = False  # the open kernel modules support Turing and newer only
-        arch = _architecture(table, cc)
-        last = getattr(arch, "last_driver_branch", None)
-        if last:
-            branch = str(last) if branch is None else str(min(int(branch), int(last)))
+    """The driver branch to install for these GPUs (the one ``recommend`` plans for: the newest
+    long-term branch, or the last one of a retired GPU) and whether they take the open modules."""
+    from envdoctor.advise.choose import recommended_branch
+
+    ccs = [cc for _, cc in _gpu_ccs(facts)]
+    # the open kernel modules support Turing (7.5) and newer only
+    open_modules = not any(t is not None and t < (7, 5) for t in map(_cc_tuple, ccs))
+    branch = None
+    if table is not None and hasattr(table, "driver_branches"):
+        branch = recommended_branch(table, ccs)
+    else:  # no table: only the last branch of a retired GPU is certain
+        lasts = [getattr(_architecture(table, cc), "last_driver_branch", None) for cc in ccs]
+        lasts = [int(x) for x in lasts if x]
+        branch = str(min(lasts)) if lasts else None
     return branch, open_modules
 
 
@@ -179,6 +182,8 @@ def container_without_gpu(facts: Facts, table: object) -> Iterable[Finding]:
         return
     visible = d.nvidia_visible_devices
     asked = visible not in (None, "", "void", "none")
+    if not (asked or d.smi_path or facts.pci.devices):
+        return  # a CPU-only container on a host whose PCI bus shows no NVIDIA GPU: nothing is wrong
     severity = "error" if (asked or d.smi_path) else "warning"
     evidence = [f"inside a {s.container} container ({s.container_evidence})", "no /dev/nvidia* device nodes"]
     if visible is not None:
@@ -319,10 +324,10 @@ def sources_disagree(facts: Facts, table: object) -> Iterable[Finding]:
 def no_gpu(facts: Facts, table: object) -> Iterable[Finding]:
     """ED112: no NVIDIA GPU anywhere: say so, so the CPU wheel is a choice and not an accident."""
     d = facts.driver
-    if facts.pci.devices or d.gpus or d.kernel_module_version or d.mismatch or facts.system.container:
+    if facts.pci.devices or d.gpus or d.kernel_module_version or d.mismatch or d.dev_nodes:
         return
-    if facts.pci.error:
-        return
+    if facts.pci.error or not facts.pci.source:
+        return  # the bus could not be read: no claim
     yield Finding(
         "ED112", "info", "No NVIDIA GPU on this machine: torch will run on the CPU",
         evidence=(f"no NVIDIA display/3D controller in {facts.pci.source or '/sys/bus/pci/devices'}",),
