@@ -482,7 +482,7 @@ def _docker(before: Facts, after: Facts, out: _Out) -> None:
     if a.daemon == "ok":
         if "nvidia" in b.runtimes and "nvidia" not in a.runtimes:
             broken.append(f"the nvidia runtime is no longer registered with docker (runtimes now: {', '.join(a.runtimes) or 'none'})")
-            fix += ["sudo nvidia-ctk runtime configure --runtime=docker", "sudo systemctl restart docker"]
+            fix += list(commands.configure_docker(bool(a.rootless))[:-1])
         if b.cdi_devices and not a.cdi_devices:
             broken.append("docker no longer discovers CDI GPUs (" + ", ".join(b.cdi_devices[:3]) + " in the baseline)")
     if b.cdi_specs and not a.cdi_specs:
@@ -494,10 +494,9 @@ def _docker(before: Facts, after: Facts, out: _Out) -> None:
                         ("nvidia-container-runtime", b.nvidia_container_runtime, a.nvidia_container_runtime)):
         if x and not y:
             broken.append(f"{label} was at {x}; it is not found now")
-            if "sudo apt-get install -y nvidia-container-toolkit" not in fix:
-                fix.append("sudo apt-get install -y nvidia-container-toolkit   # or dnf, per the install guide")
+            fix += list(commands.install_container_toolkit(after.system))
     if broken:
-        fix.append("docker run --rm --gpus all ubuntu nvidia-smi   # the check that containers get the GPU")
+        fix.append(f"{commands.DOCKER_GPU_TEST}   # the check that containers get the GPU")
         out.add(Finding("ED709", "error", "The NVIDIA Container Toolkit no longer works as in the baseline",
                         evidence=tuple(broken), fix=tuple(dict.fromkeys(fix)), reference=REF_CONTAINER,
                         area="docker"))

@@ -383,3 +383,15 @@ def test_small_compute_bound_point_slower_on_a_rerun_is_only_a_change():
     assert codes(v.changes) == ["ED728"]
     big = compare(B, B, before_bench=bench(640.0), after_bench=bench(540.0))
     assert codes(big.regressions) == ["ED712"]  # n=8192 fills the GPU: still a regression
+
+
+def test_container_toolkit_removed_on_rhel_gets_the_dnf_install():
+    """ED709 printed `sudo apt-get install -y nvidia-container-toolkit   # or dnf` on every distribution."""
+    from envdoctor.facts import SystemFacts
+
+    rocky = SystemFacts(os_id="rocky", os_version="9.4", os_like=("rhel", "centos", "fedora"), arch="x86_64")
+    base = with_all_areas(after(docker=DOCKER_OK, system=rocky))
+    gone = dataclasses.replace(DOCKER_OK, nvidia_ctk=None, nvidia_ctk_version=None)
+    (r,) = compare(base, after(base, docker=gone)).regressions
+    assert "sudo dnf install -y nvidia-container-toolkit" in r.fix
+    assert not any("apt-get" in f for f in r.fix)
