@@ -15,13 +15,14 @@ import os
 import shutil
 import signal
 import subprocess
+import threading
 import time
 from dataclasses import dataclass
-from typing import Mapping, Optional, Sequence
+from typing import IO, Mapping, Optional, Sequence
 
 from envdoctor.facts.base import ProbeError
 
-#: Output beyond this many bytes per stream is cut (a runaway tool cannot fill memory).
+#: Output beyond this many bytes per stream is read and dropped (a runaway tool cannot fill memory).
 MAX_OUTPUT = 4 * 1024 * 1024
 
 
@@ -92,15 +93,21 @@ def run(
         return Ran(argv, None, "", "", 0.0, ProbeError("permission", f"{argv[0]}: {exc.strerror}", shown))
     except OSError as exc:
         return Ran(argv, None, "", "", 0.0, ProbeError("not_found", f"{argv[0]}: {exc.strerror or exc}", shown))
+    readers = [_Reader(proc.stdout), _Reader(proc.stderr)]
+    if stdin is not None:  # in a thread: a program that never reads must not block envdoctor
+        threading.Thread(target=_feed, args=(proc.stdin, stdin.encode()), daemon=True).start()
     try:
-        out, err = proc.communicate(stdin.encode() if stdin is not None else None, timeout=timeout)
+        proc.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
         _kill_group(proc)
-        out, err = proc.communicate()
+        _reap(proc)
+        out, err = (r.result(grace=1.0) for r in readers)
         return Ran(
             argv, None, _decode(out), _decode(err), time.monotonic() - started,
             ProbeError("timeout", f"{argv[0]} did not answer in {timeout:g} s", shown),
         )
+    # a grandchild that left the process group may hold the pipes open: wait for them only briefly
+    out, err = (r.result(grace=2.0) for r in readers)
     seconds = time.monotonic() - started
     stdout, stderr = _decode(out), _decode(err)
     code = proc.returncode
@@ -114,6 +121,52 @@ def run(
         return Ran(argv, code, stdout, stderr, seconds,
                    ProbeError("exit_status", f"{argv[0]} exited with status {code}: {detail}", shown))
     return Ran(argv, code, stdout, stderr, seconds)
+
+
+class _Reader:
+    """Drain one pipe in a thread, keeping at most MAX_OUTPUT bytes (the rest is read and dropped,
+    so a chatty program never blocks on a full pipe and never fills envdoctor's memory)."""
+
+    def __init__(self, pipe: Optional[IO[bytes]]) -> None:
+        self.chunks: list = []
+        self.size = 0
+        self.thread = threading.Thread(target=self._drain, args=(pipe,), daemon=True)
+        self.thread.start()
+
+    def _drain(self, pipe: Optional[IO[bytes]]) -> None:
+        if pipe is None:
+            return
+        try:
+            while True:
+                chunk = pipe.read1(65536) if hasattr(pipe, "read1") else pipe.read(65536)
+                if not chunk:
+                    break
+                if self.size < MAX_OUTPUT:
+                    self.chunks.append(chunk[: MAX_OUTPUT - self.size])
+                    self.size += len(self.chunks[-1])
+        except (OSError, ValueError):
+            pass
+
+    def result(self, grace: float) -> bytes:
+        self.thread.join(grace)
+        return b"".join(self.chunks)
+
+
+def _feed(pipe: Optional[IO[bytes]], data: bytes) -> None:
+    if pipe is None:
+        return
+    try:
+        pipe.write(data)
+        pipe.close()
+    except (OSError, ValueError):  # the program exited without reading all of its input
+        pass
+
+
+def _reap(proc: subprocess.Popen) -> None:
+    try:
+        proc.wait(timeout=2.0)
+    except subprocess.TimeoutExpired:  # unkillable (D state): leave it, report the timeout
+        pass
 
 
 def _kill_group(proc: subprocess.Popen) -> None:

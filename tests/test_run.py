@@ -43,3 +43,30 @@ def test_undecodable_bytes_are_replaced(tmp_path):
     b = FakeBin(tmp_path)
     b.add_script("tool", r"printf 'ok\377\376\n'")
     assert run(["tool"], env=b.env()).stdout.startswith("ok\ufffd")
+
+
+def test_output_is_capped_while_it_is_read(tmp_path, monkeypatch):
+    import envdoctor.run as runner
+
+    monkeypatch.setattr(runner, "MAX_OUTPUT", 1000)
+    b = FakeBin(tmp_path)
+    b.add_script("chatty", "head -c 5000000 /dev/zero | tr '\\\\0' x")
+    r = run(["chatty"], env=b.env())
+    assert r.ok and len(r.stdout) == 1000
+
+
+def test_a_grandchild_holding_the_pipe_does_not_hang_the_runner(tmp_path):
+    """After the program exits, an escaped background process keeps stdout open: wait only briefly."""
+    import time
+
+    b = FakeBin(tmp_path)
+    b.add_script("daemonizes", "setsid sleep 30 & echo started")
+    started = time.monotonic()
+    r = run(["daemonizes"], env=b.env(), timeout=20)
+    assert r.ok and r.stdout.startswith("started") and time.monotonic() - started < 10
+
+
+def test_stdin_is_passed(tmp_path):
+    b = FakeBin(tmp_path)
+    b.add_script("reader", "cat")
+    assert run(["reader"], env=b.env(), stdin="hello").stdout == "hello"
