@@ -91,7 +91,8 @@ def test_without_torch_does_not_import_it(tmp_path):
                           with_torch=False)
     assert time.monotonic() - started < 10
     assert python.version is not None and python.error is None
-    assert torch.installed is False and torch.error is None
+    # the version comes from the package metadata; nothing of the build is known without the import
+    assert torch.installed is True and torch.version and torch.error is None and torch.cuda is None
 
 
 def test_missing_interpreter():

@@ -165,43 +165,10 @@ def _machine(table: Any, overrides: Any, route: Optional[str], from_report: Opti
     if overrides.complete(route):  # only --python needs reading
         skip += [a for a in AREAS if a != "python"]
     facts = enrich(collect(ctx, skip=skip, debug=debug), table)
-    facts = _with_installed_torch(ctx, facts)
     known = None
     if overrides.complete(route):
         known = ["python"]
     return machine_from_facts(facts, table, known=known)
-
-
-#: Reads torch's version from the target's package metadata: no ``import torch`` (slow, may crash).
-_TORCH_DIST = ("import json\ntry:\n    from importlib import metadata\n    v = metadata.version('torch')\n"
-               "except Exception:\n    v = None\nprint(json.dumps({'envdoctor_torch_dist': v}))\n")
-
-
-def _with_installed_torch(ctx: Any, facts: Any) -> Any:
-    """The torch the target Python has, from its metadata, when the (skipped) torch probe did not
-    say: ``TorchFacts(installed=True, version="2.13.0+cpu")``. Lets the plan notice that the build
-    it would install is already there. Anything unexpected leaves the facts as they are."""
-    import dataclasses
-    import json
-
-    exe = facts.python.executable
-    if facts.torch.installed or not exe:
-        return facts
-    ran = ctx.run([exe, "-c", _TORCH_DIST], timeout=min(ctx.timeout, 20.0))
-    if ran.error is not None:
-        return facts
-    for line in reversed(ran.stdout.splitlines()):
-        try:
-            data = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(data, dict) and "envdoctor_torch_dist" in data:
-            version = data["envdoctor_torch_dist"]
-            if isinstance(version, str) and version:
-                return dataclasses.replace(facts, torch=dataclasses.replace(facts.torch, installed=True,
-                                                                            version=version))
-            break
-    return facts
 
 
 def _availability(machine: Any, index_url: Optional[str], timeout: float) -> Any:

@@ -84,8 +84,9 @@ def interpret(ran: Ran, exe: str, chosen_by: str, with_torch: bool = True) -> Tu
             python = target_python(out.python, real, f"{chosen_by}, through the launcher {exe}")
         else:
             python = target_python(out.python, exe, chosen_by)
-    if not with_torch:
-        return python, TorchFacts()
+    if not with_torch:  # torch not imported: only what its metadata says (version, no build facts)
+        dist = ((out.python or {}).get("distributions") or {}).get("torch")
+        return python, TorchFacts(installed=bool(dist), version=dist if isinstance(dist, str) else None)
     torch = torch_facts(out.torch, out.python)
     if failure is not None or out.torch is None:
         torch = _replace(torch, error=failure or ProbeError(
