@@ -5,7 +5,7 @@ Rules and the advisor both build their fixes here, so a command is written in on
 
 from __future__ import annotations
 
-from typing import Optional, Sequence, Tuple
+from typing import Any, Iterable, Optional, Sequence, Tuple
 
 from envdoctor.facts.system import SystemFacts
 
@@ -30,21 +30,82 @@ def repo_arch(system: SystemFacts) -> str:
     return "sbsa" if system.arch in ("aarch64", "arm64") else "x86_64"
 
 
-def repo_dir(system: SystemFacts) -> Optional[str]:
-    """``ubuntu2404``, ``debian12``, ``rhel9``: the distro folder of NVIDIA's CUDA repository."""
+#: os-release IDs whose repository folder is guessed when no table is given (``table=None``):
+#: ubuntu2404, debian12, rhel9 (Rocky, Alma by major), fedora41. Anything else needs the table.
+_GUESSED = {"ubuntu": "ubuntu", "debian": "debian", "rhel": "rhel", "rocky": "rhel", "almalinux": "rhel",
+            "fedora": "fedora"}
+
+
+def repository(system: SystemFacts, table: Any = None) -> Optional[Tuple[str, str]]:
+    """(folder, package manager) of NVIDIA's CUDA repository for this distribution, e.g.
+    ``("rhel9", "dnf")`` for Oracle Linux 9.6; None where NVIDIA's repository does not serve it.
+
+    With a table, its ``Distro`` row decides (``table.distro(id, version)``, which knows the
+    ``also_ids`` of derivatives: Rocky, Alma and Oracle Linux use rhelN; SLES 15.6 uses sles15).
+    Without one, only the well-known ids are guessed (``_GUESSED``). WSL: ``wsl-ubuntu`` (apt).
+    """
+    if system.wsl:
+        return "wsl-ubuntu", "apt"
     if not system.os_id or not system.os_version:
         return None
-    os_id = {"rocky": "rhel", "almalinux": "rhel", "centos": "rhel"}.get(system.os_id, system.os_id)
+    if table is not None:
+        row = table.distro(system.os_id, system.os_version)
+        if row is None:
+            return None
+        manager = row.package_manager or {"debian": "apt", "suse": "zypper"}.get(row.family, "dnf")
+        return row.repo_dir, manager
+    base = _GUESSED.get(system.os_id)
+    if base is None:
+        return None
     version = system.os_version
-    if os_id == "rhel":
+    if base in ("rhel", "debian"):
         version = version.split(".")[0]
-    elif os_id == "debian":
-        version = version.split(".")[0]
-    return f"{os_id}{version.replace('.', '')}"
+    return f"{base}{version.replace('.', '')}", "apt" if base in ("ubuntu", "debian") else "dnf"
 
 
-def driver_install(system: SystemFacts, branch: Optional[str], open_modules: bool = True) -> Tuple[str, ...]:
+def repo_dir(system: SystemFacts, table: Any = None) -> Optional[str]:
+    """``ubuntu2404``, ``debian12``, ``rhel9``: the distro folder of NVIDIA's CUDA repository (None
+    where it serves none); see :func:`repository`."""
+    repo = repository(system, table)
+    return repo[0] if repo else None
+
+
+def open_modules(ccs: Iterable[Optional[str]]) -> bool:
+    """Open kernel modules or proprietary: Turing (7.5) and newer take the open modules (required
+    for Blackwell and Grace Hopper); Maxwell, Pascal and Volta (below 7.5) need the proprietary
+    flavour. A GPU of unknown or unreadable compute capability does not decide.
+
+    >>> open_modules(["8.6", "9.0"]), open_modules(["8.6", "7.0"]), open_modules([None])
+    (True, False, True)
+    """
+    for cc in ccs:
+        try:
+            major, minor = (int(x) for x in (cc or "99.0").split(".")[:2])
+        except ValueError:
+            continue
+        if (major, minor) < (7, 5):
+            return False
+    return True
+
+
+def conda_nvcc_install(flavor: Optional[str], release: str, cuda_home: bool = False) -> Tuple[str, ...]:
+    """nvcc of CUDA ``release`` ("12.6") from conda-forge into the active env, with ``flavor``
+    ("conda", "mamba", "micromamba"; None: conda); ``cuda_home``: then point CUDA_HOME at the env.
+
+    >>> conda_nvcc_install("micromamba", "12.6")
+    ('micromamba install -c conda-forge cuda-nvcc=12.6',)
+    """
+    cmds: Tuple[str, ...] = (f"{flavor or 'conda'} install -c conda-forge cuda-nvcc={release}",)
+    return cmds + (('export CUDA_HOME="$CONDA_PREFIX"',) if cuda_home else ())
+
+
+def driver_install(system: SystemFacts, branch: Optional[str], open_modules: bool = True,
+                   table: Any = None) -> Tuple[str, ...]:
     """Install the NVIDIA driver ``branch`` ("580") for this distribution, then reboot.
+
+    ``table``: the compatibility table, whose ``Distro`` row gives NVIDIA's repository folder, the
+    package manager and the driver packages (a branch-pinned ``nvidia-open-580`` only where the
+    family's ``driver_packages`` list ``nvidia-open-{branch}``); without it, see :func:`repository`.
 
     ``open_modules``: Turing and newer take the open kernel modules (required for Blackwell and
     Grace Hopper); Maxwell, Pascal and Volta need the proprietary flavour.
@@ -71,16 +132,22 @@ def driver_install(system: SystemFacts, branch: Optional[str], open_modules: boo
             pkg = f"nvidia-driver-{branch}-open" if open_modules else f"nvidia-driver-{branch}"
             return ("sudo apt-get update", f"sudo apt-get install -y {pkg}", "sudo reboot")
         return ("sudo apt-get update", "sudo ubuntu-drivers install", "sudo reboot")
-    if family(system) == "rhel":
-        steps = nvidia_repo_install(system, ())
-        if steps:
-            return steps[:-1] + _dnf_driver(system, branch, open_modules) + ("sudo reboot",)
+    repo = repository(system, table)
+    if repo is not None and repo[1] == "dnf":
+        steps = nvidia_repo_install(system, (), *repo)
+        return steps[:-1] + _dnf_driver(system, branch, open_modules) + ("sudo reboot",)
     pkg = "nvidia-open" if open_modules else "cuda-drivers"
+    note: Tuple[str, ...] = ()
     if branch:
-        pkg = f"{pkg}-{branch}"
-    steps = nvidia_repo_install(system, (pkg,))
+        row = table.distro(system.os_id, system.os_version) if table is not None and repo else None
+        if row is None or f"{pkg}-{{branch}}" in row.driver_packages:
+            pkg = f"{pkg}-{branch}"
+        else:
+            note = (f"# envdoctor's table lists no branch-pinned {pkg} package for {row.repo_dir}: "
+                    f"this installs NVIDIA's newest branch, not {branch} specifically",)
+    steps = nvidia_repo_install(system, (pkg,), *repo) if repo else ()
     if steps:
-        return steps + ("sudo reboot",)
+        return note + steps + ("sudo reboot",)
     return (f"# install the NVIDIA driver {branch or ''} for your distribution: {DRIVER_GUIDE}".replace("  ", " "),)
 
 
@@ -119,38 +186,39 @@ def _fedora_dnf5(system: SystemFacts) -> bool:
 
 
 def nvidia_repo_install(system: SystemFacts, packages: Sequence[str], rdir: Optional[str] = None,
-                        manager: Optional[str] = None) -> Tuple[str, ...]:
+                        manager: Optional[str] = None, table: Any = None) -> Tuple[str, ...]:
     """Add NVIDIA's CUDA repository for this distribution and install ``packages`` from it.
 
-    ``rdir``/``manager`` default to what the distribution implies ("ubuntu2404", "apt"); () when
-    the distribution is not one NVIDIA's repository knows how to serve.
+    ``rdir``/``manager`` default to :func:`repository` (the table's ``Distro`` row, or the guess
+    for the well-known ids without a table); () when NVIDIA's repository does not serve it.
 
     >>> nvidia_repo_install(SystemFacts(os_id="debian", os_version="12"), ("cuda-toolkit-12-8",))[-1]
     'sudo apt-get install -y cuda-toolkit-12-8'
     """
-    rdir = rdir or ("wsl-ubuntu" if system.wsl else repo_dir(system))
-    manager = manager or {"debian": "apt", "rhel": "dnf", "suse": "zypper"}.get(
-        "debian" if system.wsl else family(system) or "")
     if not rdir or not manager:
-        return ()
-    repo = f"{NVIDIA_REPO}/{rdir}/{'x86_64' if system.wsl else repo_arch(system)}"
+        repo = repository(system, table)
+        if repo is None:
+            return ()
+        rdir, manager = rdir or repo[0], manager or repo[1]
+    repo_url = f"{NVIDIA_REPO}/{rdir}/{'x86_64' if system.wsl else repo_arch(system)}"
     names = " ".join(packages)
     if manager == "apt":
-        return (f"wget {repo}/cuda-keyring_1.1-1_all.deb", "sudo dpkg -i cuda-keyring_1.1-1_all.deb",
+        return (f"wget {repo_url}/cuda-keyring_1.1-1_all.deb", "sudo dpkg -i cuda-keyring_1.1-1_all.deb",
                 "sudo apt-get update", f"sudo apt-get install -y {names}")
     if manager == "zypper":
-        return (f"sudo zypper addrepo {repo}/cuda-{rdir}.repo", "sudo zypper refresh",
+        return (f"sudo zypper addrepo {repo_url}/cuda-{rdir}.repo", "sudo zypper refresh",
                 f"sudo zypper install -y {names}")
-    add = (f"sudo dnf config-manager addrepo --from-repofile={repo}/cuda-{rdir}.repo" if _fedora_dnf5(system)
-           else f"sudo dnf config-manager --add-repo {repo}/cuda-{rdir}.repo")
+    add = (f"sudo dnf config-manager addrepo --from-repofile={repo_url}/cuda-{rdir}.repo" if _fedora_dnf5(system)
+           else f"sudo dnf config-manager --add-repo {repo_url}/cuda-{rdir}.repo")
     return (add, "sudo dnf clean expire-cache", f"sudo dnf install -y {names}")
 
 
-def cuda_toolkit_install(system: SystemFacts, release: str) -> Tuple[str, ...]:
+def cuda_toolkit_install(system: SystemFacts, release: str, table: Any = None) -> Tuple[str, ...]:
     """The CUDA ``release`` toolkit ("12.8", i.e. cuda-toolkit-12-8) from NVIDIA's repository, then
-    CUDA_HOME and PATH pointed at it. Toolkit only: never a driver (right for WSL and containers too)."""
+    CUDA_HOME and PATH pointed at it. Toolkit only: never a driver (right for WSL and containers too).
+    ``table``: as in :func:`driver_install`."""
     root = f"/usr/local/cuda-{release}"
-    steps = nvidia_repo_install(system, (f"cuda-toolkit-{release.replace('.', '-')}",))
+    steps = nvidia_repo_install(system, (f"cuda-toolkit-{release.replace('.', '-')}",), table=table)
     if not steps:
         steps = (f"# install the CUDA {release} toolkit for your distribution: "
                  "https://developer.nvidia.com/cuda-toolkit-archive",)

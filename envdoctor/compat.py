@@ -76,6 +76,7 @@ class DriverSupport:
     needed: str                         # the minimum driver for direct support ("" when unknown)
     floor: Optional[str]                # the MVC floor of that CUDA major
     limitations: Tuple[str, ...] = ()
+    note: Optional[str] = None          # a caveat on the answer (a Linux minimum standing in for Windows)
 
     @property
     def ok(self) -> bool:
@@ -84,7 +85,12 @@ class DriverSupport:
 
 def driver_support(table: Table, driver: str, cuda: str, os: str = "linux") -> DriverSupport:
     """``driver_support(t, "535.104.05", "12.8")`` -> minor-version (12.8 needs 570.26; the 12.x
-    floor is 525.60.13). ``cuda`` may be "12.8", "12.8.1" or a variant name ("cu128")."""
+    floor is 525.60.13). ``cuda`` may be "12.8", "12.8.1" or a variant name ("cu128").
+
+    ``os="windows"`` for a Windows driver, which is also the driver under WSL2 (12.8 needs 570.65
+    there). NVIDIA's table gives no Windows minimum for 13.x ("N/A"): the Linux minimum (same branch
+    numbering) then stands in, and ``note`` says so.
+    """
     try:
         have = Version(driver)
     except InvalidVersion:
@@ -96,10 +102,29 @@ def driver_support(table: Table, driver: str, cuda: str, os: str = "linux") -> D
     floor = None
     if mc is not None:
         floor = mc.min_driver_linux if os == "linux" else mc.min_driver_windows
+    note = None
+    if os != "linux" and not needed:
+        needed = table.min_driver(cuda, os="linux")
+        floor = floor or (mc.min_driver_linux if mc is not None else None)
+        if needed:
+            note = (f"envdoctor's table has no Windows driver minimum for CUDA {cuda_version}; "
+                    f"the Linux one ({needed}) stands in")
     if not needed:
         return DriverSupport("unknown", "", floor)
     if have >= Version(needed):
-        return DriverSupport("direct", needed, floor)
+        return DriverSupport("direct", needed, floor, note=note)
     if floor and have >= Version(floor):
-        return DriverSupport("minor-version", needed, floor, mc.limitations if mc else ())
-    return DriverSupport("none", needed, floor)
+        return DriverSupport("minor-version", needed, floor, mc.limitations if mc else (), note)
+    return DriverSupport("none", needed, floor, note=note)
+
+
+def variant_tag(cuda: Optional[str]) -> str:
+    """The wheel variant of a CUDA version (``torch.version.cuda``): "12.8" and "12.8.1" -> "cu128";
+    None or "" -> "cpu".
+
+    >>> variant_tag("12.8"), variant_tag("13.0.1"), variant_tag(None)
+    ('cu128', 'cu130', 'cpu')
+    """
+    if not cuda:
+        return "cpu"
+    return "cu" + "".join(cuda.strip().split(".")[:2])

@@ -368,3 +368,19 @@ def test_minor_version_warning_on_driver_470_leaves_out_cuda_11_0_history():
     mvc = [w for w in c.warnings if "minor-version compatibility" in w]
     assert mvc and "cudaErrorCallRequiresNewerDriver" in mvc[0]
     assert not any("CUDA 11.0 itself" in w for w in c.warnings)
+
+
+def test_wsl2_windows_driver_is_held_to_the_windows_minimums():
+    # Windows driver 560.70 under WSL2: CUDA 12.6 needs 560.76 on Windows (560.28.03 on Linux)
+    linux = choose_variant(T, "2.8", "560.70", ["8.9"], "3.12", "2.35")
+    assert (linux.label, linux.compatibility) == ("torch 2.8.0+cu126", "direct")
+    win = choose_variant(T, "2.8", "560.70", ["8.9"], "3.12", "2.35", os="windows")
+    assert (win.label, win.compatibility) == ("torch 2.8.0+cu129", "minor-version")   # no 2.8 build runs directly
+    assert "driver 560.70 runs CUDA 12.9 by minor-version compatibility (CUDA 12.9 needs 576.02)" in win.reasons
+    # the ways out keep the Windows minimums: a retry under os="windows" still finds no direct fit
+    assert not any(w.kind == "direct" for w in win.ways_out)
+    c = choose_variant(T, "2.8", "566.36", ["8.9"], "3.12", "2.35", os="windows", require_direct=True)
+    assert c.label == "torch 2.8.0+cu126"             # 566.36 >= 560.76; cu128 needs 570.65
+    c = choose_variant(T, None, "581.57", ["8.9"], "3.12", "2.35", os="windows")
+    assert c.variant == "cu130" and ("envdoctor's table has no Windows driver minimum for CUDA 13.0; "
+                                     "the Linux one (580.65.06) stands in") in c.warnings

@@ -514,3 +514,17 @@ def test_credentials_in_the_index_base_stay_in_the_environment_variable():
     i = given.commands.index(export)
     assert "$ENVDOCTOR_INDEX_URL/cu130" in given.commands[i + 1] and ":pw@" not in "".join(given.commands)
     assert 'case "$ENVDOCTOR_INDEX_URL" in *"***"*)' in render_script(given)
+
+
+def test_wsl2_plan_holds_the_windows_driver_to_the_windows_minimums():
+    # Windows driver 560.70 under WSL2: CUDA 12.6 needs 560.76 on Windows (560.28.03 on Linux)
+    def plan(wsl):
+        facts = Facts(system=SystemFacts(os_id="ubuntu", os_version="22.04", arch="x86_64", glibc="2.35", wsl=wsl),
+                      driver=DriverFacts(driver_version="560.70", gpus=(GpuInfo(0, "NVIDIA GeForce RTX 4090", "8.9"),)),
+                      python=TargetPython(executable="/srv/proj/.venv/bin/python", version="3.12.3", venv=True))
+        return recommend(machine_from_facts(facts, T), T, None, "2.8")
+    linux, wsl = plan(None), plan("wsl2")
+    assert (linux.choice.variant, linux.choice.compatibility) == ("cu126", "direct")
+    assert (wsl.choice.variant, wsl.choice.compatibility) == ("cu129", "minor-version")
+    up = next(w for w in wsl.ways_out if w.kind == "upgrade-driver")
+    assert up.commands[0] == "# WSL2: install or upgrade the NVIDIA driver on Windows, not inside WSL"

@@ -2,6 +2,9 @@
 
 from envdoctor import commands
 from envdoctor.facts import SystemFacts
+from envdoctor.table import load_table
+
+T = load_table()
 
 UBUNTU = SystemFacts(os_id="ubuntu", os_version="24.04", os_like=("debian",), arch="x86_64")
 DEBIAN = SystemFacts(os_id="debian", os_version="12", arch="x86_64")
@@ -41,9 +44,9 @@ def test_rhel_9_pins_the_branch_with_the_module_stream_not_a_package_suffix():
     assert commands.driver_install(ROCKY, None)[2:4] == (
         "sudo dnf module enable -y nvidia-driver:open-dkms", "sudo dnf install -y nvidia-open")
     amazon = SystemFacts(os_id="amzn", os_version="2023", arch="x86_64")
-    assert "sudo dnf module enable -y nvidia-driver:580-open" in commands.driver_install(amazon, "580")
+    assert "sudo dnf module enable -y nvidia-driver:580-open" in commands.driver_install(amazon, "580", table=T)
     assert not any("nvidia-open-580" in c or "cuda-drivers-580" in c
-                   for s in (ROCKY, amazon) for c in commands.driver_install(s, "580"))
+                   for s in (ROCKY, amazon) for c in commands.driver_install(s, "580", table=T))
 
 
 def test_rhel_10_and_fedora_pin_the_branch_with_versionlock():
@@ -62,8 +65,8 @@ def test_fedora_41_takes_the_dnf5_form():
 
 
 def test_toolkit_on_suse_arm_and_in_wsl():
-    assert commands.cuda_toolkit_install(SLES, "12.8")[:3] == (
-        f"sudo zypper addrepo {REPO}/sles156/sbsa/cuda-sles156.repo", "sudo zypper refresh",
+    assert commands.cuda_toolkit_install(SLES, "12.8", table=T)[:3] == (
+        f"sudo zypper addrepo {REPO}/sles15/sbsa/cuda-sles15.repo", "sudo zypper refresh",
         "sudo zypper install -y cuda-toolkit-12-8")
     wsl = SystemFacts(os_id="ubuntu", os_version="22.04", os_like=("debian",), arch="x86_64", wsl="wsl2")
     steps = commands.cuda_toolkit_install(wsl, "12.8")
@@ -85,3 +88,64 @@ def test_container_toolkit_and_docker_configuration():
     assert commands.configure_docker() == ("sudo nvidia-ctk runtime configure --runtime=docker",
                                            "sudo systemctl restart docker", "docker run --rm --gpus all ubuntu nvidia-smi")
     assert commands.configure_docker(rootless=True)[1] == "systemctl --user restart docker"
+
+
+# NVIDIA's repository folders (https://developer.download.nvidia.com/compute/cuda/repos/): one per
+# major release (sles15, opensuse15, rhel9), taken from data/distros.toml, whose rows name the
+# derivatives that share one (also_ids: Oracle Linux 9 uses rhel9).
+
+def test_repository_folder_comes_from_the_table_row():
+    leap = SystemFacts(os_id="opensuse-leap", os_version="15.6", os_like=("suse", "opensuse"), arch="x86_64")
+    ol = SystemFacts(os_id="ol", os_version="9.6", os_like=("fedora",), arch="x86_64")
+    sles = SystemFacts(os_id="sles", os_version="15.6", arch="x86_64")
+    assert commands.repository(sles, T) == ("sles15", "zypper")
+    assert commands.nvidia_repo_install(sles, ("cuda-toolkit-12-8",), table=T)[0] == \
+        f"sudo zypper addrepo {REPO}/sles15/x86_64/cuda-sles15.repo"
+    assert commands.nvidia_repo_install(leap, ("cuda-toolkit-12-8",), table=T)[0] == \
+        f"sudo zypper addrepo {REPO}/opensuse15/x86_64/cuda-opensuse15.repo"
+    assert commands.driver_install(ol, "580", table=T) == (
+        f"sudo dnf config-manager --add-repo {REPO}/rhel9/x86_64/cuda-rhel9.repo", "sudo dnf clean expire-cache",
+        "sudo dnf module enable -y nvidia-driver:580-open", "sudo dnf install -y nvidia-open", "sudo reboot")
+    assert commands.cuda_toolkit_install(ROCKY, "12.8", table=T)[0] == \
+        f"sudo dnf config-manager --add-repo {REPO}/rhel9/x86_64/cuda-rhel9.repo"
+
+
+def test_distributions_nvidia_does_not_serve_get_the_guide_not_a_made_up_url():
+    mint = SystemFacts(os_id="linuxmint", os_version="22", os_like=("ubuntu", "debian"), arch="x86_64")
+    pop = SystemFacts(os_id="pop", os_version="22.04", os_like=("ubuntu", "debian"), arch="x86_64")
+    for s in (mint, pop):
+        for table in (T, None):
+            assert commands.nvidia_repo_install(s, ("cuda-toolkit-12-8",), table=table) == ()
+            assert commands.driver_install(s, "580", table=table) == (
+                f"# install the NVIDIA driver 580 for your distribution: {commands.DRIVER_GUIDE}",)
+            assert commands.cuda_toolkit_install(s, "12.8", table=table)[0].startswith("# install the CUDA 12.8 toolkit")
+    ubuntu2504 = SystemFacts(os_id="ubuntu", os_version="25.04", arch="x86_64")   # no row: no repository
+    assert commands.repository(ubuntu2504, T) is None and commands.repository(ubuntu2504) == ("ubuntu2504", "apt")
+
+
+def test_without_a_table_only_the_well_known_ids_are_guessed():
+    assert commands.repository(ROCKY) == ("rhel9", "dnf")
+    assert commands.repository(SystemFacts(os_id="almalinux", os_version="8.10")) == ("rhel8", "dnf")
+    assert commands.repository(DEBIAN) == ("debian12", "apt") and commands.repository(FEDORA) == ("fedora41", "dnf")
+    for os_id, version in (("sles", "15.6"), ("opensuse-leap", "15.6"), ("ol", "9.6"), ("amzn", "2023")):
+        assert commands.repository(SystemFacts(os_id=os_id, os_version=version)) is None
+
+
+def test_branch_pinned_driver_package_only_where_the_table_lists_one():
+    # debian family: driver_packages has nvidia-open-{branch}; suse: only the unversioned names
+    assert commands.driver_install(DEBIAN, "580", table=T)[-2:] == ("sudo apt-get install -y nvidia-open-580", "sudo reboot")
+    sles = SystemFacts(os_id="sles", os_version="15.6", arch="x86_64")
+    steps = commands.driver_install(sles, "580", table=T)
+    assert steps[0].startswith("# envdoctor's table lists no branch-pinned nvidia-open package for sles15")
+    assert steps[-2:] == ("sudo zypper install -y nvidia-open", "sudo reboot")
+
+
+def test_open_or_proprietary_kernel_modules():
+    assert commands.open_modules(["7.5", "12.0"]) and commands.open_modules([]) and commands.open_modules([None, "8.6"])
+    assert not commands.open_modules(["8.6", "7.0"]) and not commands.open_modules(["6.1"])
+
+
+def test_conda_nvcc_install():
+    assert commands.conda_nvcc_install(None, "12.9") == ("conda install -c conda-forge cuda-nvcc=12.9",)
+    assert commands.conda_nvcc_install("micromamba", "12.6", cuda_home=True) == (
+        "micromamba install -c conda-forge cuda-nvcc=12.6", 'export CUDA_HOME="$CONDA_PREFIX"')

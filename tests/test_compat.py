@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from envdoctor.compat import DriverSupport, KernelSupport, driver_support, kernel_support
+from envdoctor.compat import DriverSupport, KernelSupport, driver_support, kernel_support, variant_tag
 from envdoctor.table import load_table
 
 CU126 = ["sm_50", "sm_60", "sm_70", "sm_75", "sm_80", "sm_86", "sm_90"]          # torch 2.8 cu126
@@ -78,3 +78,28 @@ def test_driver_unknown_cuda_and_bad_driver(t):
     assert driver_support(t, "580.65.06", "13.9").kind == "unknown"
     with pytest.raises(ValueError):
         driver_support(t, "five-eighty", "12.8")
+
+
+# WSL2 runs the Windows driver: NVIDIA Table 3 gives CUDA 12.8 GA 570.26 (Linux) / 570.65
+# (Windows), and Table 2 the 12.x minor-version floor 525.60.13 / 527.41. For 13.x the Windows
+# column says N/A: the Linux minimum stands in, with a note.
+
+def test_windows_driver_is_held_to_the_windows_minimums(t):
+    win = driver_support(t, "566.36", "cu128", os="windows")
+    assert (win.kind, win.needed, win.floor, win.note) == ("minor-version", "570.65", "527.41", None)
+    linux = driver_support(t, "566.36", "cu128")
+    assert (linux.kind, linux.needed, linux.floor) == ("minor-version", "570.26", "525.60.13")
+    assert driver_support(t, "560.70", "12.6").kind == "direct"                    # Linux 12.6: 560.28.03
+    assert driver_support(t, "560.70", "12.6", os="windows").kind == "minor-version"   # Windows: 560.76
+
+
+def test_windows_without_a_minimum_in_the_table_borrows_the_linux_one(t):
+    s = driver_support(t, "581.57", "cu130", os="windows")
+    assert (s.kind, s.needed) == ("direct", "580.65.06")
+    assert s.note == "envdoctor's table has no Windows driver minimum for CUDA 13.0; the Linux one (580.65.06) stands in"
+    assert driver_support(t, "581.57", "cu130").note is None
+
+
+def test_variant_tag():
+    assert variant_tag("12.8") == "cu128" and variant_tag("12.8.1") == "cu128" and variant_tag("13.0") == "cu130"
+    assert variant_tag("11.8.89") == "cu118" and variant_tag(None) == "cpu" and variant_tag("") == "cpu"

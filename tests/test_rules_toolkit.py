@@ -12,6 +12,7 @@ from envdoctor.facts.system import SystemFacts
 from envdoctor.facts.toolkit import Toolkit, ToolkitFacts
 from envdoctor.findings import Finding
 from envdoctor.rules import toolkit as rules
+from envdoctor.table import load_table
 
 UBUNTU = SystemFacts(os_id="ubuntu", os_version="24.04", os_like=("debian",), arch="x86_64")
 T128 = Toolkit("/usr/local/cuda-12.8", "/usr/local/cuda-12.8/bin/nvcc", "12.8.93", "12.8",
@@ -31,8 +32,8 @@ def home(*toolkits, root="/usr/local/cuda", ext="/usr/local/cuda-12.8", rule="CU
                         extension_rule=rule, extension_status=status, extension_toolkit=ext, **kw)
 
 
-def found(facts: Facts, code: str) -> List[Finding]:
-    return [f for rule in rules.RULES for f in rule(facts, None) if f.code == code]
+def found(facts: Facts, code: str, table: object = None) -> List[Finding]:
+    return [f for rule in rules.RULES for f in rule(facts, table) if f.code == code]
 
 
 # ED301 / ED302 -----------------------------------------------------------------------------------
@@ -83,10 +84,26 @@ def test_ed302_fix_on_rhel_and_suse():
                          "https://developer.download.nvidia.com/compute/cuda/repos/rhel9/x86_64/cuda-rhel9.repo",
                          "sudo dnf clean expire-cache", "sudo dnf install -y cuda-toolkit-12-6")
     sles = SystemFacts(os_id="sles", os_version="15.6", os_like=("suse",), arch="x86_64")
+    (f,) = found(Facts(system=sles, torch=torch("12.6"), toolkits=home(T128)), "ED302", load_table())
+    assert f.fix[:3] == ("sudo zypper addrepo https://developer.download.nvidia.com/compute/cuda/repos/sles15/x86_64/"
+                         "cuda-sles15.repo", "sudo zypper refresh", "sudo zypper install -y cuda-toolkit-12-6")
+    # without the table SLES is not guessed (its folder is sles15, not sles156): the guide instead
     (f,) = found(Facts(system=sles, torch=torch("12.6"), toolkits=home(T128)), "ED302")
-    assert f.fix[-3] == "sudo zypper install -y cuda-toolkit-12-6"
+    assert f.fix[0].startswith("# install the CUDA 12.6 toolkit")
     (f,) = found(Facts(system=SystemFacts(os_id="arch"), torch=torch("12.6"), toolkits=home(T128)), "ED302")
     assert f.fix[0].startswith("# install the CUDA 12.6 toolkit")
+
+
+def test_ed309_fix_takes_the_repository_folder_from_the_table():
+    # Oracle Linux 9 uses rhel9 (data/distros.toml also_ids); Linux Mint has no NVIDIA repository
+    ol = SystemFacts(os_id="ol", os_version="9.6", os_like=("fedora",), arch="x86_64")
+    (f,) = found(Facts(system=ol, torch=torch("12.8")), "ED309", load_table())
+    assert f.fix[0] == ("sudo dnf config-manager --add-repo "
+                        "https://developer.download.nvidia.com/compute/cuda/repos/rhel9/x86_64/cuda-rhel9.repo")
+    mint = SystemFacts(os_id="linuxmint", os_version="22", os_like=("ubuntu", "debian"), arch="x86_64")
+    (f,) = found(Facts(system=mint, torch=torch("12.8")), "ED309", load_table())
+    assert f.fix == ("# install the CUDA 12.8 toolkit for your distribution: https://developer.nvidia.com/cuda-toolkit-archive",
+                     "export CUDA_HOME=/usr/local/cuda-12.8", 'export PATH="/usr/local/cuda-12.8/bin:$PATH"')
 
 
 # ED303 -------------------------------------------------------------------------------------------

@@ -719,3 +719,19 @@ def test_ed201_quiet_when_the_target_is_not_a_python_at_all():
                   torch=TorchFacts(error=err))
     codes = [f.code for rule in torch_rules.RULES for f in rule(facts, None)]
     assert codes == ["ED200"]
+
+
+def test_ed205_under_wsl2_uses_the_windows_driver_minimums():
+    # WSL2: the driver is the Windows one (566.36), held to NVIDIA's Windows column: CUDA 12.8 needs
+    # 570.65 there (570.26 on Linux), and the 12.x minor-version floor is 527.41 (525.60.13)
+    from envdoctor.table import load_table
+    real = load_table()
+    base = machine(built("2.8.0+cu128", "12.8", CU128_ARCH), gpus=[RTX4090], driver="566.36", driver_cuda="12.7")
+    wsl = replace(base, system=SystemFacts(wsl="wsl2"))
+    finding = one(wsl, "ED205", real)
+    assert finding.severity == "warning"
+    assert "CUDA 12.8 needs driver >= 570.65 on Windows (WSL2 uses the Windows driver) (envdoctor table)" in finding.evidence
+    assert "minor-version compatibility for CUDA 12.x needs driver >= 527.41" in finding.evidence
+    linux = one(base, "ED205", real)
+    assert "CUDA 12.8 needs driver >= 570.26 (envdoctor table)" in linux.evidence
+    assert "minor-version compatibility for CUDA 12.x needs driver >= 525.60.13" in linux.evidence

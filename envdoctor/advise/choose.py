@@ -224,6 +224,7 @@ class _Inputs:
     cudas: Optional[Tuple[str, ...]] = None     # only these CUDA lines ("12.8"): --with-nvcc
     require_known_kernels: bool = False         # only variants whose arch list the table confirms
     spec_text: Optional[str] = None             # --torch as the user wrote it (">=9", "2.1.5")
+    os: str = "linux"                           # whose driver minimums apply: "windows" under WSL2
 
 
 def _releases(table: Any, spec: Optional[SpecifierSet]) -> List[Tuple[Any, str, Any]]:
@@ -309,7 +310,7 @@ def _evaluate(table: Any, rel: Any, version: str, v: Any, inp: _Inputs, acc: _Ac
                 acc.reject(what, f"no kernels for compute {cc} (it has {', '.join(arch_list)})")
                 return None
             kernels.append((cc, f"{ks.via} {'cubin' if ks.kind == 'cubin' else 'PTX, JIT-compiled at first use'}"))
-    support = driver_support(table, inp.driver, v.cuda) if inp.driver else None
+    support = driver_support(table, inp.driver, v.cuda, os=inp.os) if inp.driver else None
     if support is None or not support.ok:
         need = support.needed if support else "?"
         floor = f" (minor-version floor {support.floor})" if support and support.floor else ""
@@ -405,6 +406,8 @@ def _choose(table: Any, inp: _Inputs, available: Optional[Availability]) -> Choi
         elif all(inp.ccs):
             warnings.append(f"the table has no {inp.arch} arch list for torch {version} {v.name}; "
                             "kernels for the GPU are not checked")
+        if support.note:
+            warnings.append(support.note)
         if support.kind == "minor-version":
             warnings.append(f"CUDA {v.cuda} runs on driver {inp.driver} only by minor-version compatibility: "
                             + "; ".join(relevant_limitations(support.limitations, v.cuda)
@@ -477,7 +480,8 @@ def choose_variant(table: Any, torch_version: Union[str, SpecifierSet, None], dr
                    gpu_ccs: Iterable[Optional[str]], python: Optional[str], glibc: Optional[str],
                    arch: str = "x86_64", *, available: Optional[Availability] = None,
                    require_direct: bool = False, ways_out: bool = True,
-                   cudas: Optional[Iterable[str]] = None, require_known_kernels: bool = False) -> Choice:
+                   cudas: Optional[Iterable[str]] = None, require_known_kernels: bool = False,
+                   os: str = "linux") -> Choice:
     """The torch release and wheel variant for a Linux machine, with reasons and ways out.
 
     ``torch_version``: None (newest), a version ("2.7", "2.7.1") or a specifier (">=2.4,<2.6").
@@ -487,6 +491,8 @@ def choose_variant(table: Any, torch_version: Union[str, SpecifierSet, None], dr
     ``python``: "3.12" or "3.13t" (None: any); ``glibc``: "2.35" (None: unknown).
     ``cudas``: only variants of these CUDA lines (``("12.8", "12.9")``: toolkits a repository has).
     ``require_known_kernels``: only variants whose arch list (for ``arch``) the table confirms.
+    ``os``: whose driver minimums ``driver`` is held to: "linux", or "windows" for the Windows
+    driver that serves WSL2 (CUDA 12.8 needs 570.26 on Linux, 570.65 on Windows).
 
     >>> choose_variant(t, None, "570.133.20", ["12.0"], "3.12", "2.39").label
     'torch 2.11.0+cu128'
@@ -497,7 +503,7 @@ def choose_variant(table: Any, torch_version: Union[str, SpecifierSet, None], dr
     ccs = tuple(gpu_ccs)
     arch = _ARCH.get((arch or "x86_64").lower(), arch)
     cudas_t = tuple(cudas) if cudas is not None else None
-    base = _Inputs(spec, driver, ccs, python, glibc, arch, cudas=cudas_t, spec_text=spec_text)
+    base = _Inputs(spec, driver, ccs, python, glibc, arch, cudas=cudas_t, spec_text=spec_text, os=os)
     needed = assumed = None
     if ccs and not driver:
         needed = recommended_branch(table, ccs)
@@ -512,7 +518,7 @@ def choose_variant(table: Any, torch_version: Union[str, SpecifierSet, None], dr
             return _with_ways_out(table, choice, base, available) if ways_out else choice
     if ccs and not eff:
         return Choice("no-fit", python=python, warnings=("no driver branch in the table runs these GPUs",))
-    inp = _Inputs(spec, eff, ccs, python, glibc, arch, require_direct, cudas_t, require_known_kernels, spec_text)
+    inp = _Inputs(spec, eff, ccs, python, glibc, arch, require_direct, cudas_t, require_known_kernels, spec_text, os)
     choice = _choose(table, inp, available)
     if needed:
         choice = replace(choice, driver_needed=needed, driver_assumed=assumed,
@@ -535,13 +541,13 @@ def _newer(a: Choice, b: Choice) -> bool:
 
 def _retry(table: Any, inp: _Inputs, available: Optional[Availability], **change: Any) -> Choice:
     """The choice again with some inputs changed (``python=None``: any Python), without ways out."""
-    keys = ("spec", "driver", "ccs", "python", "glibc", "arch", "cudas", "require_direct", "require_known_kernels")
+    keys = ("spec", "driver", "ccs", "python", "glibc", "arch", "cudas", "require_direct", "require_known_kernels", "os")
     a = {k: getattr(inp, k) for k in keys}
     a["require_direct"] = a["require_known_kernels"] = False
     a.update(change)
     return choose_variant(table, a["spec"], a["driver"], a["ccs"], a["python"], a["glibc"], a["arch"],
                           available=available, require_direct=a["require_direct"], ways_out=False,
-                          cudas=a["cudas"], require_known_kernels=a["require_known_kernels"])
+                          cudas=a["cudas"], require_known_kernels=a["require_known_kernels"], os=a["os"])
 
 
 def _newer_torch(a: Choice, b: Choice) -> bool:

@@ -19,7 +19,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from envdoctor import commands
-from envdoctor.compat import driver_support
+from envdoctor.compat import driver_support, variant_tag
 from envdoctor.advise.choose import (Availability, Choice, branch_driver, choose_amd,
                                      choose_macos, choose_variant, parse_torch_spec, recommended_branch)
 from envdoctor.advise.routes import RouteDecision, RouteRejection, choose_route, distro_row, nvidia_runtime
@@ -141,12 +141,12 @@ def recommend(m: Machine, table: Any, route: Optional[str] = None, torch_spec: O
     else:
         system = decision.route == "system"
         args = (table, spec, m.driver, [g.cc for g in m.nvidia], m.python if system else None, m.glibc, m.arch)
-        choice = choose_variant(*args, available=available if system else None)
+        choice = choose_variant(*args, available=available if system else None, os=_driver_os(m))
         distro = distro_row(m, table) if (system and with_nvcc and m.nvidia and not m.facts.system.wsl) else None
         if distro is not None and choice.ok and choice.cuda:
             # Always chosen within the repository's CUDA lines, so that the ways out (a driver
             # upgrade, another Python, a newer glibc) stay within them too.
-            matched = choose_variant(*args, available=available, cudas=distro.cuda_lines)
+            matched = choose_variant(*args, available=available, cudas=distro.cuda_lines, os=_driver_os(m))
             if matched.ok and _line(choice.cuda) not in distro.cuda_lines:
                 choice = replace(matched, reasons=matched.reasons + (
                     f"--with-nvcc: CUDA {_line(matched.cuda)} is the newest line that both a torch wheel and "
@@ -213,14 +213,12 @@ def _never_torch_none(plan: Plan) -> Plan:
 
 def _open_modules(m: Machine) -> bool:
     """Turing and newer take the open kernel modules; Maxwell, Pascal and Volta need the proprietary ones."""
-    for g in m.nvidia:
-        try:
-            major, minor = (int(x) for x in (g.cc or "99.0").split(".")[:2])
-        except ValueError:
-            continue
-        if (major, minor) < (7, 5):
-            return False
-    return True
+    return commands.open_modules(g.cc for g in m.nvidia)
+
+
+def _driver_os(m: Machine) -> str:
+    """Whose driver minimums apply: under WSL2 the driver is the Windows one."""
+    return "windows" if m.facts.system.wsl == "wsl2" else "linux"
 
 
 def _driver_step(m: Machine, table: Any, choice: Choice) -> Tuple[List[Step], List[str]]:
@@ -231,7 +229,7 @@ def _driver_step(m: Machine, table: Any, choice: Choice) -> Tuple[List[Step], Li
     if m.facts.system.container:
         return [], [f"no NVIDIA driver visible inside this {m.facts.system.container} container: install driver "
                     f"branch {branch} on the host and start the container with --gpus all"]
-    cmds = commands.driver_install(m.facts.system, branch, _open_modules(m))
+    cmds = commands.driver_install(m.facts.system, branch, _open_modules(m), table)
     flavor = "open kernel modules" if _open_modules(m) else "proprietary kernel modules"
     return [Step(f"Install the NVIDIA driver, branch {branch} ({flavor}), then reboot", cmds)], []
 
@@ -252,7 +250,7 @@ def _ways(m: Machine, table: Any, choice: Choice, pip_for: Any) -> Tuple[Way, ..
     for w in choice.ways_out:
         cmds: Tuple[str, ...] = ()
         if w.kind in ("upgrade-driver", "install-driver") and w.branch:
-            cmds = tuple(c for c in commands.driver_install(m.facts.system, w.branch, _open_modules(m)))
+            cmds = commands.driver_install(m.facts.system, w.branch, _open_modules(m), table)
             if pip_for and w.torch:
                 cmds += pip_for(w.torch, w.variant)
         elif w.kind in ("works-today", "direct", "confirmed-kernels", "torch-spec", "cpu") and pip_for and w.torch:
@@ -328,7 +326,7 @@ def _toolkit_step(m: Machine, table: Any, choice: Choice) -> Tuple[List[Step], L
     line = f"{major}.{minor}"
     system = m.facts.system
     if system.wsl:
-        cmds = commands.nvidia_repo_install(system, (f"cuda-toolkit-{major}-{minor}",))
+        cmds = commands.nvidia_repo_install(system, (f"cuda-toolkit-{major}-{minor}",), table=table)
         return [Step(f"CUDA toolkit {line} (nvcc) from NVIDIA's WSL repository", cmds + _cuda_path(line),
                      "WSL: install the toolkit only (cuda-toolkit-X-Y), never a driver, inside WSL")], []
     distro = distro_row(m, table)
@@ -427,7 +425,7 @@ def installed_build(m: Machine, choice: Choice) -> Optional[str]:
         return None
     label = v.local
     if not label and t.cuda:
-        label = "cu" + "".join(t.cuda.split(".")[:2])
+        label = variant_tag(t.cuda)
     if not label or label != choice.variant:
         return None
     return f"torch {t.version}"
@@ -642,7 +640,7 @@ def choose_image(table: Any, driver: str, m: Machine, spec: Optional[SpecifierSe
         compat = "forward-compat"
     else:
         try:
-            compat = driver_support(table, driver, pick.cuda).kind
+            compat = driver_support(table, driver, pick.cuda, os=_driver_os(m)).kind
         except ValueError:
             compat = "direct"
     image = Image(pick.image, pick.tag, pick.torch, pick.cuda, fc, bool(pick.unconfirmed), pick.source,
@@ -749,4 +747,4 @@ def _docker_upgrade(m: Machine, table: Any, image: Image, spec: Optional[Specifi
         return ()
     return (Way("upgrade-driver", f"upgrade the driver to branch {branch}: then {better.image} "
                                   f"(torch {better.torch}, CUDA {better.cuda})",
-                commands.driver_install(m.facts.system, branch, _open_modules(m)), branch=branch),)
+                commands.driver_install(m.facts.system, branch, _open_modules(m), table), branch=branch),)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from typing import Dict, Iterator, List, Optional, Tuple
 
+from envdoctor import commands
 from envdoctor.facts import Facts
 from envdoctor.facts.conda import CondaPackage
 from envdoctor.findings import Finding
@@ -66,11 +67,10 @@ def runtime_without_nvcc(facts: Facts, table: object) -> Iterator[Finding]:
     cuda, evidence = env_cuda(facts)
     if cuda is None:
         return
-    exe = c.flavor or "conda"
     yield Finding(
         "ED401", "info", f"The conda env has the CUDA {cuda} runtime but no nvcc",
         evidence=(_where(facts), *evidence, f"no cuda-nvcc package and no {c.active_prefix}/bin/nvcc"),
-        fix=(f"{exe} install -c conda-forge cuda-nvcc={cuda}",), reference=REF_CONDA_CUDA, area="conda",
+        fix=commands.conda_nvcc_install(c.flavor, cuda), reference=REF_CONDA_CUDA, area="conda",
         explanation="Running torch needs only the runtime. Building from source (DeepSpeed ops, apex, "
                     "flash-attn, custom kernels) needs nvcc of the same CUDA release; installed into the env it "
                     "becomes the nvcc on PATH, and torch builds with it when CUDA_HOME is not set.",

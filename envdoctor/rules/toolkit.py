@@ -48,12 +48,12 @@ def _describe(tk: Toolkit) -> str:
     return f"{tk.root}: CUDA {tk.version or tk.release or 'unknown'} ({tk.version_source or 'version unknown'})"
 
 
-def toolkit_install(facts: Facts, release: str) -> Tuple[str, ...]:
-    """Install the CUDA ``release`` toolkit ("12.8") and point CUDA_HOME at it."""
-    exe = facts.conda.flavor or "conda"
+def toolkit_install(facts: Facts, release: str, table: object = None) -> Tuple[str, ...]:
+    """Install the CUDA ``release`` toolkit ("12.8") and point CUDA_HOME at it (NVIDIA's repository
+    as the table's row for this distribution names it)."""
     if facts.conda.active_prefix:
-        return (f"{exe} install -c conda-forge cuda-nvcc={release}", 'export CUDA_HOME="$CONDA_PREFIX"')
-    return commands.cuda_toolkit_install(facts.system, release)
+        return commands.conda_nvcc_install(facts.conda.flavor, release, cuda_home=True)
+    return commands.cuda_toolkit_install(facts.system, release, table)
 
 
 def _use(root: str) -> Tuple[str, ...]:
@@ -72,7 +72,7 @@ def nvcc_matches_torch(facts: Facts, table: object) -> Iterator[Finding]:
     major = want.release[0] != have.release[0]
     wanted = major_minor(torch_cuda) or torch_cuda
     match = next((t for t in facts.toolkits.toolkits if t.release == wanted), None)
-    fix = _use(match.root) if match else toolkit_install(facts, wanted)
+    fix = _use(match.root) if match else toolkit_install(facts, wanted, table)
     yield Finding(
         "ED301" if major else "ED302", "error" if major else "warning",
         f"nvcc {tk.release} does not match torch's CUDA {torch_cuda}: CUDA extension builds "
@@ -167,7 +167,7 @@ def extension_root_broken(facts: Facts, table: object) -> Iterator[Finding]:
         yield Finding(
             "ED306", "warning", f"{t.extension_rule}={t.extension_root} has no bin/nvcc",
             evidence=(_where(facts), f"{t.extension_root}/bin/nvcc: not found"),
-            fix=_use(target.root) if target else toolkit_install(facts, wanted) if wanted else (f"unset {t.extension_rule}",),
+            fix=_use(target.root) if target else toolkit_install(facts, wanted, table) if wanted else (f"unset {t.extension_rule}",),
             reference=REF_EXT, area="toolkit",
             explanation="torch raises \"nvcc not found at '<CUDA_HOME>/bin/nvcc'\" when it builds a CUDA extension; "
                         "this folder is a CUDA runtime without the compiler.",
@@ -213,7 +213,7 @@ def no_toolkit(facts: Facts, table: object) -> Iterator[Finding]:
         "ED309", "info", "No CUDA toolkit (nvcc): CUDA extensions cannot be built here",
         evidence=(f"torch {facts.torch.version} is built for CUDA {facts.torch.cuda}",
                   "no nvcc on PATH, in CUDA_HOME/CUDA_PATH, /usr/local/cuda* or /opt/cuda*"),
-        fix=toolkit_install(facts, _wanted(facts) or facts.torch.cuda), reference=REF_INSTALL, area="toolkit",
+        fix=toolkit_install(facts, _wanted(facts) or facts.torch.cuda, table), reference=REF_INSTALL, area="toolkit",
         explanation="torch itself does not need nvcc (its wheels carry the CUDA runtime). Install a toolkit only to "
                     "build packages from source: flash-attn, apex, DeepSpeed ops, custom kernels.",
     )

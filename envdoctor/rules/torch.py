@@ -31,7 +31,7 @@ from packaging.version import InvalidVersion, Version
 
 from envdoctor.advise.choose import Choice, choose_variant
 from envdoctor.advise.whatif import python_series
-from envdoctor.compat import driver_support, kernel_support
+from envdoctor.compat import driver_support, kernel_support, variant_tag
 from envdoctor.facts import Facts
 from envdoctor.findings import Finding
 
@@ -107,11 +107,6 @@ def _local(text: Optional[str]) -> Optional[str]:
     return v.local if v else None
 
 
-def _cuda_tag(cuda: Optional[str]) -> str:
-    """torch.version.cuda -> the variant name: "12.8" -> "cu128"; None -> "cpu"."""
-    return "cu" + cuda.replace(".", "") if cuda else "cpu"
-
-
 def _py(facts: Facts) -> str:
     return shlex.quote(facts.python.executable or "python3")
 
@@ -151,11 +146,16 @@ def _companion(rel: Any, package: str, torch_version: str) -> Optional[str]:
     return None
 
 
+def _driver_os(facts: Facts) -> str:
+    """Whose driver minimums apply: under WSL2 the driver is the Windows one."""
+    return "windows" if facts.system.wsl == "wsl2" else "linux"
+
+
 def _driver_support(table: Any, driver: Optional[str], driver_cuda: Optional[str],
-                    cuda: str) -> Tuple[Optional[str], Any]:
+                    cuda: str, driver_os: str = "linux") -> Tuple[Optional[str], Any]:
     """("direct" | "minor-version" | "none" | None, the DriverSupport answer or None)."""
     if driver and table is not None:
-        answer = _lookup(driver_support, table, driver=driver, cuda=cuda)
+        answer = _lookup(driver_support, table, driver=driver, cuda=cuda, os=driver_os)
         if answer is not None and answer.kind != "unknown":
             return answer.kind, answer
     have, need = _version(driver_cuda), _version(cuda)
@@ -191,12 +191,14 @@ def _choose(facts: Facts, table: Any) -> Optional[Choice]:
     A driver known only by the CUDA version it reports stands for the lowest driver of that CUDA."""
     t, d, p = facts.torch, facts.driver, facts.python
     pin = _pin(table, t.version) if table is not None else None
-    driver = d.driver_version or (_lookup(table.min_driver, d.driver_cuda) if d.driver_cuda else None)
+    os_name = _driver_os(facts)
+    driver = d.driver_version or ((_lookup(table.min_driver, d.driver_cuda, os=os_name)
+                                   or _lookup(table.min_driver, d.driver_cuda)) if d.driver_cuda else None)
     if pin is None or not driver:
         return None
     ccs = [g.cc for g in _gpus(facts)] or [None]          # a GPU of unknown capability: kernels unchecked
     choice = _lookup(choose_variant, table, pin, driver, ccs, python_series(p.version, p.abi_tag),
-                     p.glibc or facts.system.glibc, _arch(facts), ways_out=False)
+                     p.glibc or facts.system.glibc, _arch(facts), ways_out=False, os=os_name)
     return choice if choice is not None and choice.status == "ok" else None
 
 
@@ -391,16 +393,19 @@ def cuda_newer_than_driver(facts: Facts, table: Any) -> Iterator[Finding]:
     d = facts.driver
     if not _inspected(facts) or not t.cuda or not (d.driver_version or d.driver_cuda):
         return
-    kind, answer = _driver_support(table, d.driver_version, d.driver_cuda, t.cuda)
+    kind, answer = _driver_support(table, d.driver_version, d.driver_cuda, t.cuda, _driver_os(facts))
     if kind not in ("none", "minor-version"):
         return
     needed = getattr(answer, "needed", None)
     if needed is None and table is not None:
-        needed = _lookup(table.min_driver, t.cuda)
+        needed = _lookup(table.min_driver, t.cuda, os=_driver_os(facts)) or _lookup(table.min_driver, t.cuda)
     floor = getattr(answer, "floor", None)
     evidence = [f"{_torch_evidence(facts)} (torch.version.cuda)", _driver_evidence(facts) or ""]
     if needed:
-        evidence.append(f"CUDA {t.cuda} needs driver >= {needed} (envdoctor table)")
+        on = " on Windows (WSL2 uses the Windows driver)" if _driver_os(facts) == "windows" else ""
+        evidence.append(f"CUDA {t.cuda} needs driver >= {needed}{on} (envdoctor table)")
+        if getattr(answer, "note", None):
+            evidence.append(answer.note)
     if floor:
         evidence.append(f"minor-version compatibility for CUDA {t.cuda.split('.')[0]}.x needs driver >= {floor}")
     if t.cuda_error:
@@ -408,7 +413,7 @@ def cuda_newer_than_driver(facts: Facts, table: Any) -> Iterator[Finding]:
     choice = _choose(facts, table)
     # a build the driver runs at all helps when this one cannot start; under minor-version
     # compatibility only a build the driver runs directly is an improvement
-    if (choice is not None and choice.variant != _cuda_tag(t.cuda)
+    if (choice is not None and choice.variant != variant_tag(t.cuda)
             and (kind == "none" or choice.compatibility == "direct")):
         fix: Tuple[str, ...] = _reinstall(facts, choice)
         how = " (by minor-version compatibility)" if choice.compatibility != "direct" else ""
@@ -457,7 +462,7 @@ def no_kernels_for_gpu(facts: Facts, table: Any) -> Iterator[Finding]:
     if not missing and not ptx_only:
         return
     choice = _choose(facts, table)
-    fix = _reinstall(facts, choice) if choice and choice.variant != _cuda_tag(t.cuda) else (RECOMMEND,)
+    fix = _reinstall(facts, choice) if choice and choice.variant != variant_tag(t.cuda) else (RECOMMEND,)
     arch = f"torch {t.version} has kernels for {' '.join(t.arch_list)} (torch.cuda.get_arch_list())"
     other = (f"the {choice.variant} build of torch {_release(t.version)} has them{_caveat(choice)}"
              if fix != (RECOMMEND,) else "no build of this torch release in envdoctor's table has "
@@ -509,7 +514,7 @@ def cuda_unavailable(facts: Facts, table: Any) -> Iterator[Finding]:
     if (not _inspected(facts) or not t.cuda or t.cuda_available is not False
             or not _gpu_machine(facts) or not d.driver_version):
         return
-    kind, _ = _driver_support(table, d.driver_version, d.driver_cuda, t.cuda)
+    kind, _ = _driver_support(table, d.driver_version, d.driver_cuda, t.cuda, _driver_os(facts))
     if kind == "none":
         return   # ED205 explains it
     evidence = [f"{_torch_evidence(facts)}: torch.cuda.is_available() is False",
@@ -560,7 +565,7 @@ def companion_mismatch(facts: Facts, table: Any) -> Iterator[Finding]:
     if not _inspected(facts) or not t.version:
         return
     rel = _torch_release(table, t.version)
-    torch_tag = _cuda_tag(t.cuda) if not t.hip else (_local(t.version) or "rocm")
+    torch_tag = variant_tag(t.cuda) if not t.hip else (_local(t.version) or "rocm")
     for package, installed in (("torchvision", t.torchvision), ("torchaudio", t.torchaudio)):
         if not installed or _version(installed) is None:
             continue
