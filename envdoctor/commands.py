@@ -48,7 +48,7 @@ def repository(system: SystemFacts, table: Any = None) -> Optional[Tuple[str, st
         return "wsl-ubuntu", "apt"
     if not system.os_id or not system.os_version:
         return None
-    if table is not None:
+    if table is not None and hasattr(table, "distro"):
         row = table.distro(system.os_id, system.os_version)
         if row is None:
             return None
@@ -139,7 +139,8 @@ def driver_install(system: SystemFacts, branch: Optional[str], open_modules: boo
     pkg = "nvidia-open" if open_modules else "cuda-drivers"
     note: Tuple[str, ...] = ()
     if branch:
-        row = table.distro(system.os_id, system.os_version) if table is not None and repo else None
+        row = (table.distro(system.os_id, system.os_version)
+               if hasattr(table, "distro") and repo else None)
         if row is None or f"{pkg}-{{branch}}" in row.driver_packages:
             pkg = f"{pkg}-{branch}"
         else:

@@ -66,7 +66,7 @@ def no_driver(facts: Facts, table: object) -> Iterable[Finding]:
     if any(d.kernel_driver == "vfio-pci" for d in facts.pci.devices):
         evidence.append("the GPU is bound to vfio-pci (reserved for passing through to a virtual machine)")
     branch, open_modules = _branch_for(facts, table)
-    fix.extend(commands.driver_install(s, branch, open_modules))
+    fix.extend(commands.driver_install(s, branch, open_modules, table=table))
     yield Finding(
         "ED101", "error", "NVIDIA GPU found on the PCI bus, but no NVIDIA driver is loaded",
         evidence=tuple(evidence), fix=tuple(dict.fromkeys(fix)), reference=REF_INSTALL, area="driver",
@@ -80,8 +80,7 @@ def _branch_for(facts: Facts, table: object) -> Tuple[Optional[str], bool]:
     from envdoctor.advise.choose import recommended_branch
 
     ccs = [cc for _, cc in _gpu_ccs(facts)]
-    # the open kernel modules support Turing (7.5) and newer only
-    open_modules = not any(t is not None and t < (7, 5) for t in map(_cc_tuple, ccs))
+    open_modules = commands.open_modules(ccs)
     branch = None
     if table is not None and hasattr(table, "driver_branches"):
         branch = recommended_branch(table, ccs)
@@ -276,7 +275,7 @@ def architecture_support(facts: Facts, table: object) -> Iterable[Finding]:
                 "ED108", "error", f"Driver branch {major} no longer supports {label} ({name}, {cc})",
                 evidence=(f"driver {d.driver_version}", f"{name} is supported up to branch R{last} "
                           f"({getattr(arch, 'source', 'envdoctor table')})"),
-                fix=commands.driver_install(facts.system, str(last), open_modules=False),
+                fix=commands.driver_install(facts.system, str(last), open_modules=False, table=table),
                 reference=REF_ARCH, area="driver",
                 explanation=f"Install the R{last} branch, the last one for {name}.",
             )
@@ -285,7 +284,7 @@ def architecture_support(facts: Facts, table: object) -> Iterable[Finding]:
                 "ED109", "error", f"Driver {d.driver_version} is too old for {label} ({name}, {cc})",
                 evidence=(f"driver {d.driver_version}", f"{name} needs branch R{first} or newer "
                           f"({getattr(arch, 'source', 'envdoctor table')})"),
-                fix=commands.driver_install(facts.system, None, open_modules=True),
+                fix=commands.driver_install(facts.system, None, open_modules=True, table=table),
                 reference=REF_ARCH, area="driver",
             )
         t = _cc_tuple(cc)
@@ -294,7 +293,8 @@ def architecture_support(facts: Facts, table: object) -> Iterable[Finding]:
                 "ED110", "error", f"The open kernel module does not drive {label} ({name})",
                 evidence=("/proc/driver/nvidia/version: NVIDIA UNIX Open Kernel Module",
                           "the open modules support Turing (7.5) and newer only"),
-                fix=commands.driver_install(facts.system, str(last) if last else None, open_modules=False),
+                fix=commands.driver_install(facts.system, str(last) if last else None, open_modules=False,
+                                            table=table),
                 reference=REF_OPEN, area="driver",
             )
         elif t and d.kernel_module_flavor == "proprietary" and t >= (10, 0):
@@ -302,7 +302,7 @@ def architecture_support(facts: Facts, table: object) -> Iterable[Finding]:
                 "ED110", "error", f"{label} ({name}) needs the open kernel module",
                 evidence=("/proc/driver/nvidia/version: the proprietary kernel module is loaded",
                           "Blackwell GPUs are supported only by the open kernel modules"),
-                fix=commands.driver_install(facts.system, None, open_modules=True),
+                fix=commands.driver_install(facts.system, None, open_modules=True, table=table),
                 reference=REF_OPEN, area="driver",
             )
 

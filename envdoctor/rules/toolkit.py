@@ -140,8 +140,8 @@ def _builds_cuda_extensions(facts: Facts) -> bool:
 
     A CPU-only torch leaves ``torch.utils.cpp_extension.CUDA_HOME`` at None (2.13.0+cpu, seen here).
     """
-    if facts.torch.installed and facts.torch.version:
-        return bool(facts.torch.cuda)
+    if facts.torch.installed and facts.torch.version and "torch" not in facts.skipped:
+        return bool(facts.torch.cuda)  # (with --skip torch only the version is known, not the build)
     return bool(facts.driver.gpus or facts.pci.devices)
 
 
