@@ -40,12 +40,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable, List, Optional, Tuple
 
-from packaging.version import InvalidVersion, Version
-
 from envdoctor import commands
 from envdoctor.facts import Facts
 from envdoctor.facts.gpu import DriverFacts, GpuInfo
 from envdoctor.findings import Finding
+from envdoctor.parse import release, version_key
 
 DEFAULT_TOLERANCE = 10.0
 #: A GPU whose memory dropped by more than this fraction changed (a driver may reserve a few MiB more).
@@ -93,19 +92,10 @@ class _Out:
 
 # --- small helpers --------------------------------------------------------------------------------
 
-def _version(text: Optional[str]) -> Optional[Version]:
-    """``Version("580.159.4")`` from "580.159.04"; None when missing or not a version."""
-    if not text:
-        return None
-    try:
-        return Version(str(text).split("+")[0])
-    except InvalidVersion:
-        return None
-
 
 def _lower(a: Optional[str], b: Optional[str]) -> bool:
     """a < b as versions; False when either is unknown."""
-    va, vb = _version(a), _version(b)
+    va, vb = release(a), release(b)
     return va is not None and vb is not None and va < vb
 
 
@@ -337,7 +327,7 @@ def _driver_change(before: Facts, after: Facts, out: _Out) -> None:
     if then == now and (a.mismatch or b.driver_cuda == a.driver_cuda or not a.driver_cuda):
         out.unchanged.append(f"driver {now}" + (f" (CUDA {a.driver_cuda})" if a.driver_cuda else ""))
         return
-    vb, va = _version(then), _version(now)
+    vb, va = release(then), release(now)
     direction = "upgrade" if vb and va and va > vb else ("downgrade" if vb and va and va < vb else "change")
     state = ", installed; loads at the next reboot" if a.mismatch else ""
     title = f"Driver {then} -> {now} ({direction}{state})" if then != now else f"Driver CUDA {b.driver_cuda} -> {a.driver_cuda}"
@@ -562,7 +552,7 @@ def _toolkits(before: Facts, after: Facts, out: _Out) -> None:
         out.add(Finding("ED723", "info", "CUDA toolkits changed: " + changes[0], evidence=tuple(changes[1:]),
                         area="toolkit"))
     if not broken and not changes:
-        releases = sorted({t.release or t.version or "?" for t in a.toolkits})
+        releases = sorted({t.release or t.version or "?" for t in a.toolkits}, key=version_key)
         out.unchanged.append("CUDA toolkits: " + (", ".join(releases) if releases else "none"))
 
 

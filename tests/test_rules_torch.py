@@ -735,3 +735,15 @@ def test_ed205_under_wsl2_uses_the_windows_driver_minimums():
     linux = one(base, "ED205", real)
     assert "CUDA 12.8 needs driver >= 570.26 (envdoctor table)" in linux.evidence
     assert "minor-version compatibility for CUDA 12.x needs driver >= 525.60.13" in linux.evidence
+
+
+def test_ed206_for_a_v100_nvidia_smi_lists_without_compute_cap_on_driver_470():
+    """nvidia-smi before R510 has no compute_cap: the GPU was dropped and its kernels never checked."""
+    from envdoctor.table import load_table
+    v100 = GpuInfo(index=0, name="Tesla V100-SXM2-16GB", source="nvidia-smi")
+    f = machine(built("2.7.1+cu118", "11.8", ("sm_80", "sm_86", "sm_90")), gpus=[v100],
+                driver="470.256.02", driver_cuda="11.4")
+    finding = one(f, "ED206", table=load_table())
+    assert finding.title == "torch 2.7.1+cu118 has no kernels for compute capability 7.0"
+    assert finding.evidence[0] == ("GPU 0 (Tesla V100-SXM2-16GB): compute capability 7.0 "
+                                   "(nvidia-smi; compute capability from envdoctor table)")

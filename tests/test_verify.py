@@ -395,3 +395,12 @@ def test_container_toolkit_removed_on_rhel_gets_the_dnf_install():
     (r,) = compare(base, after(base, docker=gone)).regressions
     assert "sudo dnf install -y nvidia-container-toolkit" in r.fix
     assert not any("apt-get" in f for f in r.fix)
+
+
+def test_unchanged_toolkits_list_cuda_12_10_after_12_9():
+    """Release strings were sorted as text: "12.10" came before "12.9"."""
+    tks = tuple(Toolkit(f"/usr/local/cuda-{r}", f"/usr/local/cuda-{r}/bin/nvcc", f"{r}.0", r)
+                for r in ("12.9", "12.10", "11.8"))
+    base = with_all_areas(after(toolkits=ToolkitFacts(toolkits=tks)))
+    v = compare(base, base)
+    assert "CUDA toolkits: 11.8, 12.9, 12.10" in v.unchanged

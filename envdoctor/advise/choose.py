@@ -30,6 +30,8 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from envdoctor.compat import driver_support, kernel_support
+from envdoctor.parse import major
+from envdoctor.parse import version as _version
 
 PYPI_SIMPLE = "https://pypi.org/simple"
 _OPS = re.compile(r"[<>=!~]")
@@ -149,24 +151,16 @@ def parse_torch_spec(text: Union[str, SpecifierSet, None]) -> Optional[Specifier
     return SpecifierSet(f"=={'.'.join(str(x) for x in v.release)}.*")
 
 
-def _v(text: Optional[str]) -> Optional[Version]:
-    try:
-        return Version(str(text)) if text else None
-    except InvalidVersion:
-        return None
-
-
 def _branch(driver: Optional[str]) -> Optional[int]:
-    v = _v(driver)
-    return v.release[0] if v else None
+    return major(driver)
 
 
 def _cuda_version(cuda: Optional[str]) -> Version:
-    return _v(cuda) or Version("0")
+    return _version(cuda) or Version("0")
 
 
 def _glibc_ok(have: Optional[str], need: Optional[str]) -> Optional[bool]:
-    h, n = _v(have), _v(need)
+    h, n = _version(have), _version(need)
     if h is None or n is None:
         return None
     return h >= n

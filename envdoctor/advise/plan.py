@@ -24,6 +24,7 @@ from envdoctor.advise.choose import (Availability, Choice, branch_driver, choose
                                      choose_macos, choose_variant, parse_torch_spec, recommended_branch)
 from envdoctor.advise.routes import RouteDecision, RouteRejection, choose_route, distro_row, nvidia_runtime
 from envdoctor.advise.whatif import Machine
+from envdoctor.parse import version
 
 SCHEMA = "envdoctor.plan/1"
 CONDA_ENV = "torch"
@@ -585,15 +586,15 @@ def choose_image(table: Any, driver: str, m: Machine, spec: Optional[SpecifierSe
     rejected: List[str] = []
     fits = []
     for r in candidates:
-        cuda = _ver(r.cuda)
+        cuda = version(r.cuda)
         why = None
         for g in gpus:
             arch = table.architecture(g.cc) if g.cc else None
             what = f"{arch.name} (compute {g.cc})" if arch else f"compute {g.cc}"
-            if arch is not None and cuda is not None and _ver(arch.first_cuda) and cuda < _ver(arch.first_cuda):
+            if arch is not None and cuda is not None and version(arch.first_cuda) and cuda < version(arch.first_cuda):
                 why = f"CUDA {r.cuda} predates {arch.name} (compute {g.cc}, first CUDA {arch.first_cuda})"
-            elif (arch is not None and cuda is not None and arch.dropped_cuda and _ver(arch.dropped_cuda)
-                  and cuda >= _ver(arch.dropped_cuda)):
+            elif (arch is not None and cuda is not None and arch.dropped_cuda and version(arch.dropped_cuda)
+                  and cuda >= version(arch.dropped_cuda)):
                 why = f"CUDA {r.cuda} no longer supports {arch.name} (compute {g.cc})"
             elif _below_min_cc(r, g.cc):
                 why = (f"it supports compute capability {r.min_cc} and later"
@@ -602,7 +603,7 @@ def choose_image(table: Any, driver: str, m: Machine, spec: Optional[SpecifierSe
             if why:
                 break
         if why is None and spec is not None:
-            tv = _ver(r.torch)
+            tv = version(r.torch)
             if tv is None or not spec.contains(Version(tv.base_version), prereleases=True):
                 why = f"its torch {r.torch} is outside --torch {spec}"
         if why:
@@ -623,12 +624,12 @@ def choose_image(table: Any, driver: str, m: Machine, spec: Optional[SpecifierSe
         fields = ", ".join(doubtful) if not pick.unconfirmed else "the whole row"
         warnings.append(f"envdoctor's row for NGC {pick.tag} is not verified against NVIDIA's support matrix "
                         f"({fields})")
-    fc = _ver(driver) is not None and _ver(driver) < _ver(pick.min_driver)
+    fc = version(driver) is not None and version(driver) < version(pick.min_driver)
     if fc:
         warnings.append(f"NGC {pick.tag} (CUDA {pick.cuda}) wants driver branch {pick.min_driver}; this data-center "
                         f"GPU runs it on driver {driver} in forward-compatibility mode (the image's cuda-compat "
                         "libraries); GeForce and workstation GPUs cannot")
-    old = [g for g in gpus if g.cc and _ver(g.cc) and _ver(g.cc) < Version("7.5")]
+    old = [g for g in gpus if g.cc and version(g.cc) and version(g.cc) < Version("7.5")]
     if old and not pick.min_cc:
         warnings.append(f"check the NGC {pick.tag} release notes for the minimum compute capability: "
                         f"{', '.join(f'{g.name} (compute {g.cc})' for g in old)} may be below it")
@@ -650,15 +651,8 @@ def choose_image(table: Any, driver: str, m: Machine, spec: Optional[SpecifierSe
 
 def _below_min_cc(release: Any, cc: Optional[str]) -> bool:
     """The GPU's compute capability is below the image's ``min_cc`` (False when either is unknown)."""
-    need, have = _ver(getattr(release, "min_cc", None)), _ver(cc)
+    need, have = version(getattr(release, "min_cc", None)), version(cc)
     return need is not None and have is not None and have < need
-
-
-def _ver(text: Optional[str]) -> Optional[Version]:
-    try:
-        return Version(str(text)) if text else None
-    except InvalidVersion:
-        return None
 
 
 def _toolkit_commands(m: Machine) -> Tuple[Tuple[str, ...], Tuple[str, ...]]:
@@ -739,7 +733,7 @@ def _docker(m: Machine, table: Any, choice: Choice, decision: RouteDecision, spe
 def _docker_upgrade(m: Machine, table: Any, image: Image, spec: Optional[SpecifierSet]) -> Tuple[Way, ...]:
     """A driver upgrade that would open a newer NGC image."""
     branch = recommended_branch(table, [g.cc for g in m.nvidia])
-    have = _ver(m.driver)
+    have = version(m.driver)
     if not branch or have is None or int(branch) <= have.release[0]:
         return ()
     better, _, _ = choose_image(table, branch_driver(table, branch), m, spec)

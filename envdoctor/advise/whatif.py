@@ -23,6 +23,8 @@ from envdoctor.facts import Facts
 from envdoctor.facts.gpu import DriverFacts, GpuInfo, PciDevice, PciFacts
 from envdoctor.facts.python import TargetPython
 from envdoctor.facts.system import SystemFacts
+from envdoctor.parse import major
+from envdoctor.gpus import PCI, machine_gpus
 
 #: Areas a plan may depend on. ``known`` holds those that were read (probe, report) or given.
 AREAS = ("system", "gpu", "driver", "python", "conda", "docker", "toolkits")
@@ -287,18 +289,11 @@ def read_driver(text: str, table: Any) -> Tuple[Optional[str], Optional[str]]:
         return version, None
     branch = Version(version).release[0]
     floors = [r.min_driver_linux for r in getattr(table, "cuda_releases", ())
-              if getattr(r, "kind", "ga") in ("ga", "update") and _major(r.min_driver_linux) == branch]
+              if getattr(r, "kind", "ga") in ("ga", "update") and major(r.min_driver_linux) == branch]
     if floors:
         first = min(floors, key=Version)
         return first, f"--driver {text.strip()}: read as the R{branch} branch ({first} or newer)"
     return f"{branch}.0", f"--driver {text.strip()}: read as the R{branch} branch (any {branch} driver)"
-
-
-def _major(version: Optional[str]) -> Optional[int]:
-    try:
-        return Version(version).release[0] if version else None
-    except InvalidVersion:
-        return None
 
 
 def parse_arch(text: str) -> str:
@@ -311,34 +306,10 @@ def parse_arch(text: str) -> str:
 # --- facts -> machine --------------------------------------------------------------------------
 
 def gpus_from_facts(facts: Facts, table: Any) -> Tuple[Gpu, ...]:
-    """The NVIDIA GPUs the driver reports, else those on the PCI bus (a GPU without a driver)."""
-    out = []
-    pci_ids = {_bus(d.address): d.device_id for d in facts.pci.devices if d.address and d.device_id}
-    for g in facts.driver.gpus:
-        cc = g.compute_capability
-        model = table.gpu(g.name) if (table is not None and g.name) else None
-        inferred = None
-        if not cc and model is not None:
-            cc = model.cc
-        elif not cc and table is not None and g.name:
-            guess = table.cc_from_name(g.name)
-            if guess is not None:
-                cc, inferred = guess
-        pci_id = pci_ids.get(_bus(g.pci_bus_id)) if g.pci_bus_id else None
-        out.append(Gpu(g.name, cc, datacenter=is_datacenter(g.name, table, pci_id), source=g.source or "driver",
-                       inferred=inferred))
-    if out:
-        return tuple(out)
-    for d in facts.pci.devices:
-        out.append(Gpu(d.name, d.compute_capability, datacenter=is_datacenter(d.name, table, d.device_id),
-                       source=f"PCI {d.address}"))
-    return tuple(out)
-
-
-def _bus(address: str) -> str:
-    """``"00000000:00:06.0"`` (nvidia-smi) and ``"0000:00:06.0"`` (sysfs) -> ``"00:06.0"``."""
-    s = address.strip().lower()
-    return s.split(":", 1)[1] if s.count(":") == 2 else s
+    """The GPUs of :func:`envdoctor.gpus.machine_gpus` (the driver's, else torch's, else the PCI bus's)."""
+    return tuple(Gpu(g.name, g.cc, datacenter=is_datacenter(g.name, table, g.pci_id),
+                     source=f"PCI {g.address}" if g.kind == PCI else g.source, inferred=g.inferred)
+                 for g in machine_gpus(facts, table))
 
 
 def machine_from_facts(facts: Facts, table: Any, origin: str = "this machine",

@@ -21,6 +21,7 @@ from typing import Any, Callable, List, Optional, Sequence
 import click
 
 from envdoctor.cli.common import EXIT_ERRORS, EXIT_INTERNAL
+from envdoctor.parse import version_key
 
 JSON_VERSION = "1"
 UNCONFIRMED = "[unconfirmed]"
@@ -146,7 +147,7 @@ def cuda_cmd(version: Optional[str], as_json: bool) -> None:
         return
     row = t.cuda(version)
     if row is None:
-        _missing("CUDA release", version, sorted({r.minor for r in t.cuda_releases}, key=lambda s: tuple(map(int, s.split(".")))))
+        _missing("CUDA release", version, sorted({r.minor for r in t.cuda_releases}, key=version_key))
     mc = t.minor_compat(row.major)
 
     def lines() -> List[str]:

@@ -14,6 +14,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from envdoctor.facts.base import ProbeError
 from envdoctor.facts.gpu import DriverFacts, GpuInfo
+from envdoctor.parse import major_minor
 from envdoctor.parse import nvidia_smi as smi
 from envdoctor.parse.nvidia_proc import parse_library_version, parse_module_version, parse_proc_version
 from envdoctor.probes.context import Context
@@ -148,7 +149,7 @@ def probe(ctx: Context) -> DriverFacts:
         e is not None and smi.is_mismatch(e.message) for e in (nv.error, s["error"])
     ) or smi.is_mismatch(s["text"])
     mismatch = mismatch_text or bool(
-        module_version and userspace and _major_minor(module_version) != _major_minor(userspace))
+        module_version and userspace and (major_minor(module_version) or module_version) != (major_minor(userspace) or userspace))
     dev_nodes = tuple(f"/dev/{n}" for n in ctx.listdir("/dev") if n.startswith("nvidia"))
     return DriverFacts(
         kernel_module_version=module_version,
@@ -171,7 +172,3 @@ def probe(ctx: Context) -> DriverFacts:
         error=module_err,
     )
 
-
-def _major_minor(version: str) -> Tuple[str, ...]:
-    """Compare ``580.159.04`` with ``580.159`` (NVML's short form) on the first two parts."""
-    return tuple(version.split(".")[:2])

@@ -13,6 +13,7 @@ from typing import Iterator, List, Tuple
 from envdoctor import commands
 from envdoctor.facts import Facts
 from envdoctor.findings import Finding
+from envdoctor.gpus import DRIVER, PCI, machine_gpus
 
 REF_TOOLKIT = commands.CONTAINER_TOOLKIT_GUIDE
 REF_CDI = "https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/cdi-support.html"
@@ -30,11 +31,16 @@ def configure_docker(facts: Facts) -> Tuple[str, ...]:
     return commands.configure_docker(bool(facts.docker.rootless))
 
 
-def _gpus(facts: Facts) -> List[str]:
-    out = [f"GPU {g.index}: {g.name or g.uuid or '?'} ({g.source or 'driver'})" for g in facts.driver.gpus]
-    if not out:
-        out = [f"PCI {d.address}: {d.name or 'NVIDIA ' + d.device_id} ({facts.pci.source or 'PCI bus'})"
-               for d in facts.pci.devices]
+def _gpus(facts: Facts, table: object) -> List[str]:
+    """One evidence line per GPU of :func:`envdoctor.gpus.machine_gpus`."""
+    out = []
+    for g in machine_gpus(facts, table):
+        if g.kind == PCI:
+            out.append(f"PCI {g.address}: {g.name or 'NVIDIA ' + str(g.pci_id)} ({facts.pci.source or 'PCI bus'})")
+        elif g.kind == DRIVER:
+            out.append(f"GPU {g.index}: {g.name or g.uuid or '?'} ({g.source})")
+        else:
+            out.append(f"cuda:{g.index}: {g.name or g.uuid or '?'} ({g.source})")
     return out
 
 
@@ -91,7 +97,7 @@ def no_container_toolkit(facts: Facts, table: object) -> Iterator[Finding]:
     """ED503: GPU + running daemon, no nvidia runtime, no CDI spec, no nvidia-ctk (install it);
     ED504: nvidia-ctk is installed but Docker is not configured for it."""
     d = facts.docker
-    gpus = _gpus(facts)
+    gpus = _gpus(facts, table)
     if d.daemon != "ok" or not gpus or "nvidia" in d.runtimes or _nvidia_cdi(facts):
         return
     evidence = [_docker(facts), *gpus,
@@ -118,7 +124,7 @@ def no_container_toolkit(facts: Facts, table: object) -> Iterator[Finding]:
 def docker_too_old(facts: Facts, table: object) -> Iterator[Finding]:
     """ED505: Docker < 19.03 has no --gpus."""
     d = facts.docker
-    if d.gpus_flag_supported is not False or not _gpus(facts):
+    if d.gpus_flag_supported is not False or not _gpus(facts, table):
         return
     yield Finding(
         "ED505", "error", f"Docker {d.server_version or d.client_version} is older than 19.03: no `docker run --gpus`",
@@ -133,7 +139,7 @@ def docker_too_old(facts: Facts, table: object) -> Iterator[Finding]:
 def podman_without_cdi(facts: Facts, table: object) -> Iterator[Finding]:
     """ED507: podman on a GPU machine without an NVIDIA CDI spec."""
     d = facts.docker
-    gpus = _gpus(facts)
+    gpus = _gpus(facts, table)
     if not d.podman or not gpus or _nvidia_cdi(facts):
         return
     fix: Tuple[str, ...] = () if d.nvidia_ctk else install_container_toolkit(facts)

@@ -7,6 +7,8 @@ from typing import Iterable, List, Optional, Tuple
 from envdoctor import commands
 from envdoctor.facts import Facts
 from envdoctor.findings import Finding
+from envdoctor.gpus import PCI, machine_gpus
+from envdoctor.parse import major
 
 REF_MISMATCH = "https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/index.html"
 REF_INSTALL = commands.DRIVER_GUIDE
@@ -17,13 +19,6 @@ REF_ARCH = "https://docs.nvidia.com/datacenter/tesla/drivers/cuda-toolkit-driver
 REF_OPEN = "https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/kernel-modules.html"
 
 
-def _major(version: Optional[str]) -> Optional[int]:
-    try:
-        return int(str(version).split(".")[0])
-    except (TypeError, ValueError):
-        return None
-
-
 def _cc_tuple(cc: Optional[str]) -> Optional[Tuple[int, int]]:
     try:
         major, minor = str(cc).split(".")[:2]
@@ -32,12 +27,10 @@ def _cc_tuple(cc: Optional[str]) -> Optional[Tuple[int, int]]:
         return None
 
 
-def _gpu_ccs(facts: Facts) -> List[Tuple[str, str]]:
-    """(label, compute capability) of every GPU: from the driver, else from the PCI bus."""
-    out = [(g.name or f"GPU {g.index}", g.compute_capability) for g in facts.driver.gpus if g.compute_capability]
-    if not out:
-        out = [(d.name or d.device_id, d.compute_capability) for d in facts.pci.devices if d.compute_capability]
-    return out  # type: ignore[return-value]
+def _gpu_ccs(facts: Facts, table: object) -> List[Tuple[str, str]]:
+    """(label, compute capability) of every GPU whose capability is known (:func:`machine_gpus`)."""
+    return [(g.name or (g.pci_id if g.kind == PCI else f"GPU {g.index}"), g.cc)  # type: ignore[misc]
+            for g in machine_gpus(facts, table) if g.cc]
 
 
 def _driver_gone(facts: Facts) -> bool:
@@ -79,7 +72,7 @@ def _branch_for(facts: Facts, table: object) -> Tuple[Optional[str], bool]:
     long-term branch, or the last one of a retired GPU) and whether they take the open modules."""
     from envdoctor.advise.choose import recommended_branch
 
-    ccs = [cc for _, cc in _gpu_ccs(facts)]
+    ccs = [cc for _, cc in _gpu_ccs(facts, table)]
     open_modules = commands.open_modules(ccs)
     branch = None
     if table is not None and hasattr(table, "driver_branches"):
@@ -262,24 +255,24 @@ def visible_devices(facts: Facts, table: object) -> Iterable[Finding]:
 def architecture_support(facts: Facts, table: object) -> Iterable[Finding]:
     """ED108: driver branch too new for the GPU; ED109: too old; ED110: wrong kernel-module flavour."""
     d = facts.driver
-    major = _major(d.driver_version)
-    if major is None:
+    branch = major(d.driver_version)
+    if branch is None:
         return
-    for label, cc in _gpu_ccs(facts):
+    for label, cc in _gpu_ccs(facts, table):
         arch = _architecture(table, cc)
         name = getattr(arch, "name", None) or f"compute capability {cc}"
-        last = _major(getattr(arch, "last_driver_branch", None))
-        first = _major(getattr(arch, "min_driver_branch", None))
-        if last is not None and major > last:
+        last = major(getattr(arch, "last_driver_branch", None))
+        first = major(getattr(arch, "min_driver_branch", None))
+        if last is not None and branch > last:
             yield Finding(
-                "ED108", "error", f"Driver branch {major} no longer supports {label} ({name}, {cc})",
+                "ED108", "error", f"Driver branch {branch} no longer supports {label} ({name}, {cc})",
                 evidence=(f"driver {d.driver_version}", f"{name} is supported up to branch R{last} "
                           f"({getattr(arch, 'source', 'envdoctor table')})"),
                 fix=commands.driver_install(facts.system, str(last), open_modules=False, table=table),
                 reference=REF_ARCH, area="driver",
                 explanation=f"Install the R{last} branch, the last one for {name}.",
             )
-        elif first is not None and major < first:
+        elif first is not None and branch < first:
             yield Finding(
                 "ED109", "error", f"Driver {d.driver_version} is too old for {label} ({name}, {cc})",
                 evidence=(f"driver {d.driver_version}", f"{name} needs branch R{first} or newer "

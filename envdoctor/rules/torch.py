@@ -24,16 +24,16 @@ from __future__ import annotations
 import os
 import re
 import shlex
-from dataclasses import dataclass
 from typing import Any, Iterator, List, Optional, Tuple
 
-from packaging.version import InvalidVersion, Version
 
 from envdoctor.advise.choose import Choice, choose_variant
 from envdoctor.advise.whatif import python_series
 from envdoctor.compat import driver_support, kernel_support, variant_tag
 from envdoctor.facts import Facts
 from envdoctor.findings import Finding
+from envdoctor.gpus import MachineGpu, machine_gpus
+from envdoctor.parse import version
 
 REF_INSTALL = "https://pytorch.org/get-started/locally/"
 REF_COMPAT = "https://docs.nvidia.com/deploy/cuda-compatibility/"
@@ -50,13 +50,6 @@ WHEEL_LIBRARIES = ("libcudart", "libcudnn", "libcublas", "libcufft", "libcurand"
 
 # --- helpers ---------------------------------------------------------------------------------
 
-@dataclass(frozen=True)
-class _Gpu:
-    label: str          # "GPU 0 (NVIDIA GeForce RTX 5090)"
-    cc: str             # "12.0"
-    source: str         # "nvidia-smi", "torch.cuda.get_device_properties", "PCI id + envdoctor table"
-
-
 def _inspected(facts: Facts) -> bool:
     """torch was inspected and the child answered (rules other than ED200-ED202 need this)."""
     t = facts.torch
@@ -67,43 +60,26 @@ def _gpu_machine(facts: Facts) -> bool:
     return bool(facts.driver.gpus or facts.pci.devices or facts.torch.devices)
 
 
-def _gpus(facts: Facts) -> List[_Gpu]:
-    """The GPUs with a known compute capability, from the driver, else torch, else the PCI bus."""
-    out = [_Gpu(f"GPU {g.index} ({g.name or 'unknown'})", g.compute_capability, g.source or "driver")
-           for g in facts.driver.gpus if g.compute_capability]
-    if not out:
-        out = [_Gpu(f"cuda:{d.index} ({d.name or 'unknown'})", d.capability,
-                    "torch.cuda.get_device_properties")
-               for d in facts.torch.devices if d.capability]
-    if not out:
-        out = [_Gpu(f"{p.address} ({p.name or p.device_id})", p.compute_capability,
-                    f"PCI id {p.device_id} + envdoctor table")
-               for p in facts.pci.devices if p.compute_capability]
-    return out
-
-
-def _version(text: Optional[str]) -> Optional[Version]:
-    try:
-        return Version(text) if text else None
-    except InvalidVersion:
-        return None
+def _gpus(facts: Facts, table: Any) -> List[MachineGpu]:
+    """The machine's GPUs with a known compute capability (:func:`envdoctor.gpus.machine_gpus`)."""
+    return [g for g in machine_gpus(facts, table) if g.cc]
 
 
 def _base(text: Optional[str]) -> Optional[str]:
     """ "2.13.0+cpu" -> "2.13.0"."""
-    v = _version(text)
+    v = version(text)
     return v.base_version if v else None
 
 
 def _release(text: Optional[str]) -> Optional[str]:
     """ "2.13.0+cpu" -> "2.13"."""
-    v = _version(text)
+    v = version(text)
     return f"{v.major}.{v.minor}" if v else None
 
 
 def _local(text: Optional[str]) -> Optional[str]:
     """ "0.26.0+cu130" -> "cu130"; None without a local label."""
-    v = _version(text)
+    v = version(text)
     return v.local if v else None
 
 
@@ -158,7 +134,7 @@ def _driver_support(table: Any, driver: Optional[str], driver_cuda: Optional[str
         answer = _lookup(driver_support, table, driver=driver, cuda=cuda, os=driver_os)
         if answer is not None and answer.kind != "unknown":
             return answer.kind, answer
-    have, need = _version(driver_cuda), _version(cuda)
+    have, need = version(driver_cuda), version(cuda)
     if have is None or need is None:
         return None, None
     if need.major > have.major:
@@ -196,7 +172,7 @@ def _choose(facts: Facts, table: Any) -> Optional[Choice]:
                                    or _lookup(table.min_driver, d.driver_cuda)) if d.driver_cuda else None)
     if pin is None or not driver:
         return None
-    ccs = [g.cc for g in _gpus(facts)] or [None]          # a GPU of unknown capability: kernels unchecked
+    ccs = [g.cc for g in _gpus(facts, table)] or [None]          # a GPU of unknown capability: kernels unchecked
     choice = _lookup(choose_variant, table, pin, driver, ccs, python_series(p.version, p.abi_tag),
                      p.glibc or facts.system.glibc, _arch(facts), ways_out=False, os=os_name)
     return choice if choice is not None and choice.status == "ok" else None
@@ -360,9 +336,9 @@ def cpu_only_build(facts: Facts, table: Any) -> Iterator[Finding]:
     if not _inspected(facts) or t.cuda or t.hip or not _gpu_machine(facts):
         return
     choice = _choose(facts, table) if t.installer != "conda" else None
-    gpus = _gpus(facts)
+    gpus = _gpus(facts, table)
     evidence = [f"{_torch_evidence(facts)}: torch.version.cuda is None"]
-    evidence += [f"{g.label}, compute capability {g.cc} ({g.source})" for g in gpus[:4]]
+    evidence += [f"{g.label}, compute capability {g.cc} ({g.where})" for g in gpus[:4]]
     if not gpus:
         evidence.append(f"{len(facts.pci.devices) or len(facts.driver.gpus)} NVIDIA GPU(s) found")
     drv = _driver_evidence(facts)
@@ -451,7 +427,7 @@ def no_kernels_for_gpu(facts: Facts, table: Any) -> Iterator[Finding]:
     if not _inspected(facts) or not t.cuda or not t.arch_list:
         return
     missing, ptx_only = [], []
-    for g in _gpus(facts):
+    for g in _gpus(facts, table):
         answer = _lookup(kernel_support, t.arch_list, g.cc)
         if answer is None:
             continue
@@ -468,10 +444,10 @@ def no_kernels_for_gpu(facts: Facts, table: Any) -> Iterator[Finding]:
              if fix != (RECOMMEND,) else "no build of this torch release in envdoctor's table has "
              "them for this driver; envdoctor recommend picks a release that does")
     if missing:
-        ccs = sorted({g.cc for g in missing}, key=_version)
+        ccs = sorted({g.cc for g in missing}, key=version)
         yield Finding(
             "ED206", "error", f"torch {t.version} has no kernels for compute capability {', '.join(ccs)}",
-            evidence=tuple([f"{g.label}: compute capability {g.cc} ({g.source})" for g in missing] + [arch]),
+            evidence=tuple([f"{g.label}: compute capability {g.cc} ({g.where})" for g in missing] + [arch]),
             fix=fix, reference=REF_BINARY, area="torch",
             explanation="CUDA kernels run on a GPU only when built for its major architecture at the "
                         "same or a lower minor (sm_80 runs on 8.6, not on 9.0), or as PTX of a lower "
@@ -482,7 +458,7 @@ def no_kernels_for_gpu(facts: Facts, table: Any) -> Iterator[Finding]:
         yield Finding(
             "ED206", "warning", f"torch {t.version} runs on compute capability "
             f"{', '.join(sorted({g.cc for g, _ in ptx_only}))} only through PTX JIT compilation",
-            evidence=tuple([f"{g.label}: compute capability {g.cc} ({g.source}); only {via} PTX fits"
+            evidence=tuple([f"{g.label}: compute capability {g.cc} ({g.where}); only {via} PTX fits"
                             for g, via in ptx_only] + [arch]),
             fix=fix, reference=REF_BINARY, area="torch",
             explanation="The driver compiles the PTX at first use (slow start, cached in "
@@ -567,7 +543,7 @@ def companion_mismatch(facts: Facts, table: Any) -> Iterator[Finding]:
     rel = _torch_release(table, t.version)
     torch_tag = variant_tag(t.cuda) if not t.hip else (_local(t.version) or "rocm")
     for package, installed in (("torchvision", t.torchvision), ("torchaudio", t.torchaudio)):
-        if not installed or _version(installed) is None:
+        if not installed or version(installed) is None:
             continue
         paired = _companion(rel, package, t.version)
         if paired and _base(installed) != _base(paired):

@@ -7,8 +7,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, Optional, Tuple, Union
 
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
+from envdoctor.parse import version as _version
 from envdoctor.table import load, validate
 from envdoctor.table.rows import (
     Architecture, ChipFamily, CudaRelease, Distro, DriverBranch, GpuModel, MinorCompat, Mirror,
@@ -71,13 +72,6 @@ def norm_cc(cc: Union[str, Tuple[int, int]]) -> Optional[str]:
     if re.fullmatch(r"\d{2,3}", s):
         return f"{s[:-1]}.{s[-1]}"
     return None
-
-
-def _version(text: str) -> Optional[Version]:
-    try:
-        return Version(text)
-    except (InvalidVersion, TypeError):
-        return None
 
 
 @dataclass(frozen=True)

@@ -10,8 +10,9 @@ import dataclasses
 from typing import Any, Iterable, Optional, Sequence, Tuple
 
 from packaging.utils import canonicalize_name
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
+from envdoctor.parse import version
 from envdoctor.redact import mask_text
 from envdoctor.wheels.client import IndexClient
 from envdoctor.wheels.listing import VariantListing
@@ -179,10 +180,8 @@ def upstream_newer(table: Any, client: IndexClient, variant: str = "cpu") -> Tup
 
 
 def _v(text: Optional[str]) -> Version:
-    try:
-        return Version(text or "0")
-    except InvalidVersion:
-        return Version("0")
+    """Version 0 for what is not a version, so that listings sort without raising."""
+    return version(text) or Version("0")
 
 
 def _ago(seconds: float) -> str:

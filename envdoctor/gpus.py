@@ -1,0 +1,107 @@
+"""Which NVIDIA GPUs the machine has, and their compute capabilities. Pure: facts (and table) in.
+
+One answer for every rule and the advisor, in this order:
+
+1. the GPUs the driver reports (NVML, else nvidia-smi); a missing compute capability (nvidia-smi
+   before R510 has no ``compute_cap``) is filled from the table by name, else from the PCI device
+   at the same bus address, else from a torch device of the same UUID or name, else inferred from
+   a GeForce series name (``inferred`` says which series);
+2. else the devices torch sees (``torch.cuda.get_device_properties``);
+3. else the NVIDIA devices on the PCI bus (compute capability from the table, see ``inspect.enrich``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Optional, Tuple
+
+from envdoctor.facts import Facts
+
+DRIVER, TORCH, PCI = "driver", "torch", "pci"
+
+
+@dataclass(frozen=True)
+class MachineGpu:
+    """``MachineGpu("GPU 0 (Tesla V100-SXM2-16GB)", "7.0", "nvidia-smi", kind="driver", ...)``."""
+
+    label: str                      # "GPU 0 (NVIDIA H200)", "cuda:0 (NVIDIA H200)", "0000:00:06.0 (GH100 [H200])"
+    cc: Optional[str]               # "9.0"; None when nothing tells
+    source: str                     # "nvml", "nvidia-smi", "torch.cuda.get_device_properties", "PCI id 0x2335 + envdoctor table"
+    kind: str = DRIVER              # "driver" | "torch" | "pci"
+    name: Optional[str] = None      # "NVIDIA H200", "GH100 [H200 SXM 141GB]"
+    index: Optional[int] = None     # the driver's or torch's index; None for a PCI device
+    address: Optional[str] = None   # PCI address: "00000000:00:06.0" (driver), "0000:00:06.0" (PCI)
+    pci_id: Optional[str] = None    # "0x2335"
+    uuid: Optional[str] = None
+    cc_source: Optional[str] = None  # where a cc the driver did not give came from: "envdoctor table", ...
+    inferred: Optional[str] = None  # "GTX 10xx": cc inferred from the name's series, not a table row
+
+    @property
+    def where(self) -> str:
+        """The source, and where the compute capability came from when the source lacked it:
+        ``"nvidia-smi; compute capability from envdoctor table"``."""
+        return f"{self.source}; compute capability from {self.cc_source}" if self.cc_source else self.source
+
+
+def bus(address: str) -> str:
+    """``"00000000:00:06.0"`` (nvidia-smi) and ``"0000:00:06.0"`` (sysfs) -> ``"00:06.0"``."""
+    s = address.strip().lower()
+    return s.split(":", 1)[1] if s.count(":") == 2 else s
+
+
+def _call(table: Any, method: str, *args: Any) -> Any:
+    fn = getattr(table, method, None) if table is not None else None
+    if fn is None:
+        return None
+    try:
+        return fn(*args)
+    except Exception:  # a partial or fake table: no answer, never a crash
+        return None
+
+
+def _fill_cc(g: Any, facts: Facts, table: Any) -> Tuple[Optional[str], Optional[str], Optional[str], Optional[str]]:
+    """(cc, where it came from, inferred series, PCI id) of a driver GPU."""
+    pci = next((d for d in facts.pci.devices if d.address and g.pci_bus_id and bus(d.address) == bus(g.pci_bus_id)),
+               None)
+    pci_id = pci.device_id if pci is not None else None
+    if g.compute_capability:
+        return g.compute_capability, None, None, pci_id
+    model = _call(table, "gpu", g.name) if g.name else None
+    if getattr(model, "cc", None):
+        return model.cc, "envdoctor table", None, pci_id
+    if pci is not None and pci.compute_capability:
+        return pci.compute_capability, f"PCI id {pci.device_id} + envdoctor table", None, pci_id
+    if pci_id:
+        model = _call(table, "gpu_by_pci", pci_id)
+        if getattr(model, "cc", None):
+            return model.cc, f"PCI id {pci_id} + envdoctor table", None, pci_id
+    for d in facts.torch.devices:
+        if d.capability and ((g.uuid and d.uuid == g.uuid) or (g.name and d.name == g.name)):
+            return d.capability, "torch.cuda.get_device_properties", None, pci_id
+    guess = _call(table, "cc_from_name", g.name) if g.name else None
+    if guess:
+        return guess[0], f"envdoctor's {guess[1]} series rule", guess[1], pci_id
+    return None, None, None, pci_id
+
+
+def machine_gpus(facts: Facts, table: Any = None) -> Tuple[MachineGpu, ...]:
+    """The machine's NVIDIA GPUs: the driver's, else torch's, else the PCI bus's (see the module)."""
+    out = []
+    for g in facts.driver.gpus:
+        cc, cc_source, inferred, pci_id = _fill_cc(g, facts, table)
+        out.append(MachineGpu(f"GPU {g.index} ({g.name or 'unknown'})", cc, g.source or "driver", DRIVER,
+                              g.name, g.index, g.pci_bus_id, pci_id, g.uuid, cc_source, inferred))
+    if out:
+        return tuple(out)
+    for d in facts.torch.devices:
+        out.append(MachineGpu(f"cuda:{d.index} ({d.name or 'unknown'})", d.capability,
+                              "torch.cuda.get_device_properties", TORCH, d.name, d.index, uuid=d.uuid))
+    if out:
+        return tuple(out)
+    for p in facts.pci.devices:
+        cc = p.compute_capability
+        if not cc:
+            cc = getattr(_call(table, "gpu_by_pci", p.device_id), "cc", None)
+        out.append(MachineGpu(f"{p.address} ({p.name or p.device_id})", cc, f"PCI id {p.device_id} + envdoctor table",
+                              PCI, p.name, None, p.address, p.device_id))
+    return tuple(out)
