@@ -9,10 +9,6 @@ from envdoctor.probes.docker import probe
 from tests.fakes import FakeBin, recorded
 
 
-def hermetic(fb: FakeBin, **extra: str) -> dict:
-    return fb.env(hermetic=True, **extra)
-
-
 CPU = "cpu-nvcc13-docker-client"
 D29 = "public-docker29-nvidia-cdi"
 TEXTS = "public-container-cli-texts"
@@ -36,7 +32,7 @@ def docker(fb, version, info=None, **extra):
 def run(tmp_path, fb, timeout=5.0):
     root = tmp_path / "root"
     root.mkdir(exist_ok=True)
-    return probe(Context(root=root, env=hermetic(fb), timeout=timeout))
+    return probe(Context(root=root, env=fb.env(hermetic=True), timeout=timeout))
 
 
 def test_this_machine_client_without_daemon(tmp_path):
