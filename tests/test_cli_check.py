@@ -82,6 +82,8 @@ def test_machine_without_gpu(tmp_path):
     assert r.exit_code == 0 and "no NVIDIA display/3D controller" in r.output
     assert "ED112 info: No NVIDIA GPU on this machine: torch will run on the CPU" in r.output
     assert "ED105" not in r.output  # nothing to pass through: the PCI bus shows no NVIDIA GPU
+    # a machine that still needs torch must not read a bare "no problems found"
+    assert "Verdict: no problems found; 1 note(s) above say what comes next." in r.output
 
 
 def test_a_crashing_probe_exits_3_and_keeps_the_rest(tmp_path, monkeypatch):

@@ -223,7 +223,10 @@ def verdict(findings: Tuple[Finding, ...], style: Style) -> str:
     if errors:
         return style(f"Verdict: {errors} error(s), {warnings} warning(s): fix the errors above, then run envdoctor check again.", "error")
     if warnings:
-        return style(f"Verdict: no errors, {warnings} warning(s): it works, with the caveats above.", "warning")
+        return style(f"Verdict: no errors, {warnings} warning(s): read the caveats above.", "warning")
+    notes = sum(f.severity == "info" for f in findings)
+    if notes:
+        return style(f"Verdict: no problems found; {notes} note(s) above say what comes next.", "ok")
     return style("Verdict: no problems found.", "ok")
 
 

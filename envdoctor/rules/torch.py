@@ -322,9 +322,10 @@ def torch_missing(facts: Facts, table: Any) -> Iterator[Finding]:
         "ED203", "info", f"torch is not installed in the target Python{where}",
         evidence=(f"no torch package in {facts.python.executable} ({facts.python.chosen_by})",),
         fix=(RECOMMEND,), reference=REF_INSTALL, area="torch",
-        explanation="envdoctor recommend picks a torch build for this GPU and driver, by route "
-                    "(pip wheels, conda or an NGC container). If torch lives in another "
-                    "interpreter, run envdoctor check --python PATH.",
+        explanation=("envdoctor recommend picks a torch build for this GPU and driver, by route "
+                     "(pip wheels, conda or an NGC container)." if _gpu_machine(facts) else
+                     "envdoctor recommend gives the command for the CPU wheels.")
+                    + " If torch lives in another interpreter, run envdoctor check --python PATH.",
     )
 
 
