@@ -145,12 +145,13 @@ def _machine(table: Any, overrides: Any, route: Optional[str], from_report: Opti
     from envdoctor.inspect import enrich
 
     if from_report is not None:
+        from envdoctor.inputs import InputError, read_input
         from envdoctor.render.json import ReportError, parse_report
 
         try:
-            text = from_report.read_text(encoding="utf-8", errors="replace")
-        except OSError as exc:
-            _fail(f"--from {from_report}: cannot read it ({exc.strerror or exc})")
+            text = read_input(from_report)
+        except InputError as exc:
+            _fail(f"--from {from_report}: cannot read it ({exc.reason})")
         try:
             facts, _, _ = parse_report(text, str(from_report))
         except ReportError as exc:
