@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from envdoctor.documents import document
 from envdoctor.table import (
     Architecture,
     ChipFamily,
@@ -19,7 +20,7 @@ from envdoctor.table import (
     Variant,
 )
 
-SCHEMA = "envdoctor.table/1"
+SCHEMA = document("table").schema      # "envdoctor.table/1"
 #: the document's older marker, kept for the scripts that read it
 JSON_VERSION = "1"
 UNCONFIRMED = "[unconfirmed]"

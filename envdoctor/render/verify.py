@@ -7,6 +7,7 @@ import datetime
 from typing import Any
 
 from envdoctor import __version__
+from envdoctor.documents import document
 from envdoctor.facts import Facts
 from envdoctor.facts.bench import BenchResult
 from envdoctor.facts.serde import to_data
@@ -16,7 +17,7 @@ from envdoctor.render.text import Style
 from envdoctor.snapshot import Snapshot, describe
 from envdoctor.verify import Verification
 
-SCHEMA = "envdoctor.verify/1"
+SCHEMA = document("verify").schema     # "envdoctor.verify/1"
 
 
 def when(iso: str | None) -> str:
