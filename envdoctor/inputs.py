@@ -13,17 +13,13 @@ from __future__ import annotations
 
 import errno
 import os
-import stat
 from pathlib import Path
 
+from envdoctor.atomic import what_it_is
 from envdoctor.parse.jsontext import MAX_CHARS
 
 #: The most bytes read from one input file (the JSON reader takes no more characters either).
 MAX_BYTES = MAX_CHARS
-
-_KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISCHR, "a character device"),
-          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
-
 
 class InputError(ValueError):
     """A file named on the command line cannot be used. ``str()`` is one line that names the file;
@@ -38,13 +34,6 @@ class InputError(ValueError):
 
 def _size(n: int) -> str:
     return f"{n / 1024 / 1024:.0f} MiB" if n >= 1024 * 1024 else f"{n} bytes"
-
-
-def what_it_is(mode: int) -> str | None:
-    """``"a named pipe (FIFO)"`` for a FIFO's ``st_mode``; None for a regular file."""
-    if stat.S_ISREG(mode):
-        return None
-    return next((name for test, name in _KINDS if test(mode)), "not a regular file")
 
 
 def _refuse_special(path: str | Path, mode: int) -> None:
@@ -101,4 +90,4 @@ def read_input(path: str | Path, max_bytes: int = MAX_BYTES) -> str:
         raise InputError(path, "is not a text file (not UTF-8)") from None
 
 
-__all__ = ["MAX_BYTES", "InputError", "read_input", "what_it_is"]
+__all__ = ["MAX_BYTES", "InputError", "read_input"]

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from envdoctor import __version__
-from envdoctor.atomic import user_dir, write_atomic
+from envdoctor.atomic import user_dir, what_it_is, write_atomic
 from envdoctor.documents import DocumentError, dumps, read_document
 from envdoctor.facts import Facts
 from envdoctor.facts.bench import BenchResult
@@ -121,18 +121,18 @@ def snapshot_files(directory: Path) -> tuple[Path, ...]:
     except OSError:
         return ()
     files = [directory / n for n in names if n.endswith(SUFFIX) and not n.startswith(".")]
-    return tuple(sorted((p for p in files if p.is_file()), key=_order))
+    return tuple(sorted((p for p in files if os.path.isfile(p)), key=_order))
 
 
 def latest(directory: Path) -> Path | None:
     """The file ``latest`` names; else (pointer missing, damaged or dangling) the newest file; else None."""
     try:
-        name = (directory / LATEST).read_text(encoding="utf-8").strip()
-    except (OSError, UnicodeDecodeError):
+        name = read_input(directory / LATEST, max_bytes=4096).strip()
+    except InputError:
         name = ""
     if name and "/" not in name and os.sep not in name and name not in (".", ".."):
         target = directory / name
-        if target.is_file():
+        if os.path.isfile(target):
             return target
     files = snapshot_files(directory)
     return files[-1] if files else None
@@ -163,7 +163,11 @@ def save(doc: dict[str, Any], directory: Path, moment: datetime.datetime | None 
     pointer moves only after the snapshot is complete, so a crash leaves the old ``latest`` valid.
     """
     moment = moment or utc_now()
-    directory.mkdir(parents=True, exist_ok=True)
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise SnapshotError(f"cannot create the snapshot folder {directory}: {exc.strerror or exc} "
+                            "(ENVDOCTOR_STATE_DIR or XDG_STATE_HOME choose another, or use -o FILE)") from None
     n = 1
     while os.path.lexists(directory / file_name(moment, n)):
         n += 1
@@ -176,12 +180,33 @@ def save(doc: dict[str, Any], directory: Path, moment: datetime.datetime | None 
     return path
 
 
-def write_to(doc: dict[str, Any], path: Path, force: bool = False) -> Path:
-    """``snapshot -o FILE``: exactly there, atomically; an existing FILE only with ``force``."""
-    if path.is_dir():
+def check_target(path: Path, force: bool = False) -> None:
+    """SnapshotError when ``snapshot -o path`` cannot write there (checked before the inspection
+    too, so nobody waits for a write that must fail): a folder, an existing file without
+    ``force``, anything but a regular file even with it, a folder that cannot be written."""
+    if os.path.isdir(path):
         raise SnapshotError(f"{path} is a folder; give a file name, e.g. {path / 'before-upgrade.json'}")
     if os.path.lexists(path) and not force:
         raise SnapshotError(f"{path} already exists; choose another name or pass --force to replace it")
+    try:
+        kind = what_it_is(os.stat(path).st_mode)
+    except OSError:
+        kind = None
+    if kind is not None:
+        raise SnapshotError(f"cannot write {path}: it is {kind}, not a regular file (envdoctor replaces only "
+                            "regular files)")
+    parent = path.parent
+    while not os.path.lexists(parent) and parent != parent.parent:
+        parent = parent.parent                 # the folder that would hold the new folders
+    if not os.path.isdir(parent):
+        raise SnapshotError(f"cannot write {path}: {parent} is not a folder")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise SnapshotError(f"cannot write {path}: permission denied in {parent}")
+
+
+def write_to(doc: dict[str, Any], path: Path, force: bool = False) -> Path:
+    """``snapshot -o FILE``: exactly there, atomically; an existing FILE only with ``force``."""
+    check_target(path, force)
     try:
         return write_atomic(path, dumps(doc) + "\n")
     except OSError as exc:

@@ -25,17 +25,18 @@ from envdoctor.cli.common import (
     timeout_option,
     use_color,
 )
+from envdoctor.documents import dumps
 from envdoctor.facts import Facts
 from envdoctor.inspect import inspect
 from envdoctor.probes import SKIPPABLE, internal_failures
 from envdoctor.redact import mask_text
-from envdoctor.render import json as render_json
 from envdoctor.render.snapshot import list_lines, saved_lines
 from envdoctor.render.verify import SCHEMA as VERIFY_SCHEMA
 from envdoctor.render.verify import render_verification, verify_document
 from envdoctor.snapshot import (
     HOW,
     SnapshotError,
+    check_target,
     iso,
     latest,
     list_snapshots,
@@ -127,10 +128,11 @@ def snapshot(output: Path | None, force: bool, with_bench: bool, list_them: bool
         return
     if force and not output:
         raise click.UsageError("--force goes with -o FILE (snapshots in the folder are never overwritten)")
-    if output is not None and output.is_dir():
-        _usage_exit(f"{output} is a folder; give a file name, e.g. {output / 'before-upgrade.json'}")
-    if output is not None and output.exists() and not force:
-        _usage_exit(f"{output} already exists; choose another name or pass --force to replace it")
+    if output is not None:
+        try:
+            check_target(output, force)
+        except SnapshotError as exc:
+            _usage_exit(str(exc))
     ctx = make_context(python, timeout, root)
     result = inspect(ctx, skip=skip, debug=debug)
     facts, findings = result.facts, result.findings
@@ -160,6 +162,8 @@ def _print_bench(bench: Any) -> None:
 
 
 def _print_list(directory: Path) -> None:
+    if os.path.isdir(directory) and not os.access(directory, os.R_OK | os.X_OK):
+        _usage_exit(f"cannot read the snapshot folder {directory}: permission denied")
     for line in list_lines(directory, list_snapshots(directory)):
         click.echo(line)
 
@@ -231,7 +235,7 @@ def verify(baseline: Path | None, with_bench: bool, tolerance: float, as_json: b
     if as_json:
         doc = verify_document(base, facts, verification, warnings, bench, tolerance if with_bench else None, code,
                               created_at=iso(utc_now()))
-        click.echo(render_json.dumps(doc))
+        click.echo(dumps(doc))
     else:
         for line in warnings:
             click.echo(f"envdoctor: warning: {mask_text(line)}", err=True)
