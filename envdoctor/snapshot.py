@@ -180,6 +180,26 @@ def save(doc: dict[str, Any], directory: Path, moment: datetime.datetime | None 
     return path
 
 
+def _unwritable(folder: Path) -> str | None:
+    """Why files cannot be made in ``folder`` (created first when missing), or None."""
+    existing = folder
+    while not os.path.lexists(existing) and existing != existing.parent:
+        existing = existing.parent             # the folder that would hold the new folders
+    if not os.path.isdir(existing):
+        return f"{existing} is not a folder"
+    if not os.access(existing, os.W_OK | os.X_OK):
+        return f"permission denied in {existing}"
+    return None
+
+
+def check_store(directory: Path) -> None:
+    """SnapshotError when snapshots cannot be saved in ``directory`` (checked before the inspection)."""
+    why = _unwritable(directory)
+    if why:
+        raise SnapshotError(f"cannot save snapshots in {directory}: {why} (ENVDOCTOR_STATE_DIR or XDG_STATE_HOME "
+                            "choose another folder, or use -o FILE)")
+
+
 def check_target(path: Path, force: bool = False) -> None:
     """SnapshotError when ``snapshot -o path`` cannot write there (checked before the inspection
     too, so nobody waits for a write that must fail): a folder, an existing file without
@@ -195,13 +215,9 @@ def check_target(path: Path, force: bool = False) -> None:
     if kind is not None:
         raise SnapshotError(f"cannot write {path}: it is {kind}, not a regular file (envdoctor replaces only "
                             "regular files)")
-    parent = path.parent
-    while not os.path.lexists(parent) and parent != parent.parent:
-        parent = parent.parent                 # the folder that would hold the new folders
-    if not os.path.isdir(parent):
-        raise SnapshotError(f"cannot write {path}: {parent} is not a folder")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise SnapshotError(f"cannot write {path}: permission denied in {parent}")
+    why = _unwritable(path.parent)
+    if why:
+        raise SnapshotError(f"cannot write {path}: {why}")
 
 
 def write_to(doc: dict[str, Any], path: Path, force: bool = False) -> Path:

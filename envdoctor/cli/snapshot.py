@@ -36,6 +36,7 @@ from envdoctor.render.verify import render_verification, verify_document
 from envdoctor.snapshot import (
     HOW,
     SnapshotError,
+    check_store,
     check_target,
     iso,
     latest,
@@ -128,11 +129,13 @@ def snapshot(output: Path | None, force: bool, with_bench: bool, list_them: bool
         return
     if force and not output:
         raise click.UsageError("--force goes with -o FILE (snapshots in the folder are never overwritten)")
-    if output is not None:
-        try:
+    try:                       # before the inspection: nobody waits for a write that must fail
+        if output is not None:
             check_target(output, force)
-        except SnapshotError as exc:
-            _usage_exit(str(exc))
+        else:
+            check_store(directory)
+    except SnapshotError as exc:
+        _usage_exit(str(exc))
     ctx = make_context(python, timeout, root)
     result = inspect(ctx, skip=skip, debug=debug)
     facts, findings = result.facts, result.findings
