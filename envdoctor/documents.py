@@ -7,10 +7,10 @@ are stable within a version; new keys may be added. A change that removes a key 
 meaning is a new version: a new row's ``schema``, a new schema file, and a migration from the old
 version where envdoctor still reads it (``Document.migrations``).
 
-Adding a document kind is one row in ``DOCUMENTS`` and one schema file; the tests validate what
-envdoctor emits against it, and fail for a kind without one::
-
-    Document("fit", "envdoctor.fit/1", "fit-1.json", "fit estimate", "envdoctor fit --json")
+Adding a document kind is one row in ``DOCUMENTS`` (kind, schema name ``envdoctor.<kind>/<n>``,
+schema file ``<kind>-<n>.json``, the noun its messages use, the command that prints it) and that
+one schema file. The tests validate what envdoctor emits against it, and fail for a schema name
+in the code without a row, or a row without its file.
 
 Reading one back (``verify --baseline``, ``recommend --from``)::
 
