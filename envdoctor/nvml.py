@@ -157,6 +157,20 @@ def _cpu_affinity(nv: Any, h: Any) -> List[int]:
     return cpus
 
 
+def _numa_node(nv: Any, h: Any) -> int:
+    """The host NUMA node nearest the GPU (``nvidia-smi topo -m``'s "NUMA Affinity"), from the
+    memory-affinity mask; ``nvmlDeviceGetNumaNodeId`` is another thing (GPUs that are NUMA nodes)."""
+    masks = nv.nvmlDeviceGetMemoryAffinity(h, 1, 0)          # 0: NVML_AFFINITY_SCOPE_NODE
+    nodes = [w * 64 + b for w, mask in enumerate(list(masks)) for b in range(64) if int(mask) >> b & 1]
+    if not nodes:
+        raise _Unsupported()
+    return nodes[0]
+
+
+#: NVML's NVLink version numbers (NVML_NVLINK_VERSION_*) are not the generations: 6 is NVLink 4.0.
+NVLINK_GENERATIONS = {1: "1.0", 2: "2.0", 3: "2.2", 4: "3.0", 5: "3.1", 6: "4.0", 7: "5.0", 8: "6.0"}
+
+
 def _nvlinks(nv: Any, h: Any) -> List[Dict[str, Any]]:
     """Every NVLink the GPU has: active or not, version, the PCI bus of the other end, errors."""
     links: List[Dict[str, Any]] = []
@@ -168,7 +182,9 @@ def _nvlinks(nv: Any, h: Any) -> List[Dict[str, Any]]:
                 break
             raise
         entry: Dict[str, Any] = {"link": link, "active": active}
-        entry["version"] = _int(_optional(nv, "nvmlDeviceGetNvLinkVersion", h, link))
+        version = _int(_optional(nv, "nvmlDeviceGetNvLinkVersion", h, link))
+        entry["version"] = version
+        entry["generation"] = NVLINK_GENERATIONS.get(version) if version is not None else None
         remote = _optional(nv, "nvmlDeviceGetNvLinkRemotePciInfo", h, link)
         entry["remote_bus_id"] = text(remote.busId) if remote is not None else None
         errors = {}
@@ -182,9 +198,17 @@ def _nvlinks(nv: Any, h: Any) -> List[Dict[str, Any]]:
 
 
 def _fabric(nv: Any, h: Any) -> Dict[str, Any]:
-    """NVSwitch fabric state on HGX boards (Fabric Manager): state and status of the GPU's probe."""
-    info = nv.c_nvmlGpuFabricInfo_t()
-    nv.nvmlDeviceGetGpuFabricInfo(h, ctypes.byref(info))
+    """NVSwitch fabric state on HGX boards (Fabric Manager): state and status of the GPU's probe.
+
+    The struct is the caller's, passed by reference; the versioned call where the binding has it
+    (its legacy struct has the wrong layout in nvidia-ml-py 12.550-13.590).
+    """
+    if hasattr(nv, "nvmlDeviceGetGpuFabricInfoV") and hasattr(nv, "c_nvmlGpuFabricInfoV_t"):
+        info = nv.c_nvmlGpuFabricInfoV_t()
+        nv.nvmlDeviceGetGpuFabricInfoV(h, ctypes.byref(info))
+    else:
+        info = nv.c_nvmlGpuFabricInfo_t()
+        nv.nvmlDeviceGetGpuFabricInfo(h, ctypes.byref(info))
     states = {0: "not_supported", 1: "not_started", 2: "in_progress", 3: "completed"}
     state = states.get(int(info.state), str(int(info.state)))
     if state == "not_supported":
@@ -213,7 +237,8 @@ FIELDS: Dict[str, Callable[[Any, Any], Any]] = {
     "ecc_mode": lambda nv, h: _pair_of_modes(lambda: nv.nvmlDeviceGetEccMode(h)),
     "mig_mode": lambda nv, h: _pair_of_modes(lambda: nv.nvmlDeviceGetMigMode(h)),
     "pcie": _pcie,
-    "numa_node": lambda nv, h: int(nv.nvmlDeviceGetNumaNodeId(h)),
+    "numa_node": _numa_node,
+    "gpu_numa_id": lambda nv, h: int(nv.nvmlDeviceGetNumaNodeId(h)),
     "cpu_affinity": _cpu_affinity,
     "nvlinks": _nvlinks,
     "fabric": _fabric,

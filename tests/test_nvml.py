@@ -25,15 +25,17 @@ def test_h200_identity_and_links():
         assert s.ok and s.count == 1
         assert s.system().values == {"driver_version": "580.159.04", "cuda_version": "13.0",
                                      "nvml_version": "13.580.159.04"}
-        r = s.read(0, IDENTITY + ("pcie", "numa_node", "cpu_affinity", "nvlinks", "temperature_thresholds"))
+        r = s.read(0, IDENTITY + ("pcie", "numa_node", "gpu_numa_id", "cpu_affinity", "nvlinks",
+                                  "temperature_thresholds"))
     assert r.values["name"] == "NVIDIA H200" and r.values["compute_capability"] == "9.0"
     assert r.values["pci"] == {"bus_id": "00000000:00:06.0", "device_id": "0x2335"}
     assert r.values["memory"]["total"] == 150754820096 and r.values["power_limit_w"] == 700.0
     assert r.values["pcie"] == {"gen": 5, "width": 16, "max_gen": 5, "max_width": 16, "gpu_max_gen": 5}
     assert r.values["cpu_affinity"] == list(range(16))                     # nvidia-smi topo -m: 0-15
     assert r.values["temperature_thresholds"]["slowdown"] == 89
+    assert r.values["numa_node"] == 0                                       # nvidia-smi topo -m: NUMA Affinity 0
     # what the H200 does not have is an answer, not a failure
-    assert r.errors == {"numa_node": NOT_SUPPORTED, "nvlinks": NOT_SUPPORTED}
+    assert r.errors == {"gpu_numa_id": NOT_SUPPORTED, "nvlinks": NOT_SUPPORTED}
 
 
 def test_every_field_answers_or_says_why():
@@ -129,3 +131,17 @@ def test_nvml_is_imported_in_one_module_only():
     importers = [p for p in root.rglob("*.py")
                  if re.search(r"^\s*(import pynvml|from pynvml)", p.read_text(), re.M)]
     assert [p.name for p in importers] == ["nvml.py"]
+
+
+def test_nvlinks_of_an_nvswitch_gpu_with_one_link_down():
+    """An HGX H100/H200 GPU has 18 NVLink 4.0 links (NVML reports version 6); link 3 is down here."""
+    nv = FakeNvml.recorded(H200)
+    for link in range(18):
+        nv.set(0, f"nvmlDeviceGetNvLinkState:{link}", 0 if link == 3 else 1)
+        nv.set(0, f"nvmlDeviceGetNvLinkVersion:{link}", 6)
+        nv.set(0, f"nvmlDeviceGetNvLinkRemotePciInfo:{link}", {"busId": "00000000:05:00.0"})
+    nv.set(0, "nvmlDeviceGetNvLinkState:18", {"error": 2})                  # past the last link
+    with Session(nv) as s:
+        links = s.read(0, ("nvlinks",)).values["nvlinks"]
+    assert len(links) == 18 and [x["link"] for x in links if not x["active"]] == [3]
+    assert links[0]["generation"] == "4.0" and links[0]["remote_bus_id"] == "00000000:05:00.0"
