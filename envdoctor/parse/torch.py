@@ -23,6 +23,7 @@ import re
 from typing import Any, Dict, Optional, Tuple
 
 from envdoctor.facts.python import LoadedLibrary, TargetPython, TorchDevice, TorchFacts
+from envdoctor.parse import MAX_VERSION_PART
 
 _LEGACY = {17: "manylinux2014", 12: "manylinux2010", 5: "manylinux1"}
 _LEGACY_2014_ARCHS = frozenset({"x86_64", "i686", "aarch64", "armv7l", "ppc64", "ppc64le", "s390x"})
@@ -38,8 +39,10 @@ def parse_glibc(libc: Optional[str]) -> Optional[str]:
     """
     if not libc:
         return None
-    m = re.fullmatch(r"glibc (\d+)\.(\d+)(?:\.\d+)?", libc.strip())
-    return f"{m.group(1)}.{m.group(2)}" if m else None
+    m = re.fullmatch(r"glibc (\d{1,6})\.(\d{1,6})(?:\.\d{1,6})?", libc.strip()[:100])
+    if not m or int(m.group(2)) > MAX_VERSION_PART:
+        return None
+    return f"{m.group(1)}.{m.group(2)}"
 
 
 def platform_tag(platform: Optional[str], is_64bit: bool = True) -> Optional[str]:
@@ -71,8 +74,8 @@ def linux_platform_tags(glibc: Optional[str], platform: Optional[str]) -> Tuple[
     arch = platform[len("linux_"):]
     archs = ["armv8l", "armv7l"] if arch == "armv8l" else [arch]
     tags = [f"linux_{a}" for a in archs]
-    version = re.fullmatch(r"2\.(\d+)", glibc or "")
-    if version is None:
+    version = re.fullmatch(r"2\.(\d{1,6})", glibc or "")
+    if version is None or int(version.group(1)) > MAX_VERSION_PART:
         return tuple(tags)
     newest = int(version.group(1))
     for a in archs:
