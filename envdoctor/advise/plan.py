@@ -20,8 +20,11 @@ from packaging.version import InvalidVersion, Version
 
 from envdoctor import commands
 from envdoctor.compat import driver_support, variant_tag
-from envdoctor.advise.choose import (Availability, Choice, branch_driver, choose_amd,
-                                     choose_macos, choose_variant, parse_torch_spec, recommended_branch)
+from envdoctor.advise.choice import Choice
+from envdoctor.advise.choose import choose_variant
+from envdoctor.advise.drivers import branch_driver, recommended_branch
+from envdoctor.advise.macos_amd import choose_amd, choose_macos
+from envdoctor.advise.request import Availability, parse_torch_spec
 from envdoctor.advise.routes import RouteDecision, RouteRejection, choose_route, distro_row, nvidia_runtime
 from envdoctor.advise.whatif import Machine
 from envdoctor.parse import version

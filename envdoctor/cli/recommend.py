@@ -69,7 +69,7 @@ def recommend(route: Optional[str], torch_spec: Optional[str], python: Optional[
 
     Exit status: 0 a plan, 1 nothing fits as the machine is, 2 usage error, 3 envdoctor failed.
     """
-    from envdoctor.advise.choose import SpecError, parse_torch_spec
+    from envdoctor.advise.request import SpecError, parse_torch_spec
     from envdoctor.advise.plan import recommend as make_plan
     from envdoctor.advise.whatif import Overrides, WhatIfError, apply_overrides
     from envdoctor.render import json as render_json
@@ -141,7 +141,7 @@ def _table() -> Any:
 def _machine(table: Any, overrides: Any, route: Optional[str], from_report: Optional[Path],
              python: Optional[str], timeout: float, root: Optional[Path], debug: bool) -> Any:
     """The facts to plan from: a saved report, nothing (the what-if options say it all), or a probe."""
-    from envdoctor.advise.whatif import blank_machine, machine_from_facts
+    from envdoctor.advise.machine import blank_machine, machine_from_facts
     from envdoctor.inspect import enrich
 
     if from_report is not None:
@@ -173,7 +173,7 @@ def _machine(table: Any, overrides: Any, route: Optional[str], from_report: Opti
 
 def _availability(machine: Any, index_url: Optional[str], timeout: float) -> Any:
     """``available(variant, version)`` asking the live index for the machine's Python and platform."""
-    from envdoctor.advise.choose import IndexAnswer
+    from envdoctor.advise.request import IndexAnswer
 
     state: dict = {}
 

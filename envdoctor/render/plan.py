@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional
 
 from envdoctor import __version__
-from envdoctor.advise.choose import Rejected
+from envdoctor.advise.choice import Rejected
 from envdoctor.advise.plan import SCHEMA, Plan, Step
 from envdoctor.render.text import Style
 
