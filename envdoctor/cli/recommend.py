@@ -70,7 +70,7 @@ def recommend(route: Optional[str], torch_spec: Optional[str], python: Optional[
     Exit status: 0 a plan, 1 nothing fits as the machine is, 2 usage error, 3 envdoctor failed.
     """
     from envdoctor.advise.request import SpecError, parse_torch_spec
-    from envdoctor.advise.plan import recommend as make_plan
+    from envdoctor.advise.recommend import recommend as make_plan
     from envdoctor.advise.whatif import Overrides, WhatIfError, apply_overrides
     from envdoctor.render import json as render_json
     from envdoctor.render.plan import plan_document, render_script, render_text
