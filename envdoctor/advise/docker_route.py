@@ -116,4 +116,4 @@ def _upgrade(m: Machine, table: Table, image: Image, spec: SpecifierSet | None) 
         return ()
     return (Way("upgrade-driver", f"upgrade the driver to branch {branch}: then {better.image} "
                                   f"(torch {better.torch}, CUDA {better.cuda})",
-                commands.driver_install(m.facts.system, branch, open_modules(m), table), branch=branch),)
+                commands.driver_install(m.facts.system, branch, open_modules(m, table), table), branch=branch),)

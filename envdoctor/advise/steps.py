@@ -24,7 +24,7 @@ NOTHING_FITS = "nothing fits: no torch wheel within the request runs on this mac
 CHECK_TORCH = 'python -c "import torch; print(torch.__version__, torch.version.cuda, torch.cuda.is_available())"'
 
 
-def open_modules(m: Machine) -> bool:
+def open_modules(m: Machine, table: Table) -> bool:
     """Turing and newer take the open kernel modules; Maxwell, Pascal and Volta need the proprietary ones."""
     return commands.open_modules(g.cc for g in m.nvidia)
 
@@ -37,8 +37,8 @@ def driver_step(m: Machine, table: Table, choice: Choice) -> tuple[list[Step], l
     if m.facts.system.container:
         return [], [f"no NVIDIA driver visible inside this {m.facts.system.container} container: install driver "
                     f"branch {branch} on the host and start the container with --gpus all"]
-    cmds = commands.driver_install(m.facts.system, branch, open_modules(m), table)
-    flavor = "open kernel modules" if open_modules(m) else "proprietary kernel modules"
+    cmds = commands.driver_install(m.facts.system, branch, open_modules(m, table), table)
+    flavor = "open kernel modules" if open_modules(m, table) else "proprietary kernel modules"
     return [Step(f"Install the NVIDIA driver, branch {branch} ({flavor}), then reboot", cmds)], []
 
 
@@ -53,7 +53,7 @@ def ways(m: Machine, table: Table, choice: Choice, pip_for: PipFor | None) -> tu
     for w in choice.ways_out:
         cmds: tuple[str, ...] = ()
         if w.kind in ("upgrade-driver", "install-driver") and w.branch:
-            cmds = commands.driver_install(m.facts.system, w.branch, open_modules(m), table)
+            cmds = commands.driver_install(m.facts.system, w.branch, open_modules(m, table), table)
             if pip_for and w.torch:
                 cmds += pip_for(w.torch, w.variant)
         elif w.kind in ("works-today", "direct", "confirmed-kernels", "torch-spec", "cpu") and pip_for and w.torch:
