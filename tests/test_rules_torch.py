@@ -34,6 +34,13 @@ class FakeTorchVariant:
     platforms: Tuple[str, ...] = ("linux_x86_64", "win_amd64")
     unconfirmed: bool = False
     arch_list_aarch64: Tuple[str, ...] = ()
+    manylinux: Optional[str] = None
+    glibc: Optional[str] = None
+    source: Optional[str] = None
+    unconfirmed_fields: Tuple[str, ...] = ()
+
+    def confirmed(self, name=None):
+        return not self.unconfirmed and (name is None or name not in self.unconfirmed_fields)
 
 
 @dataclass(frozen=True)
@@ -71,6 +78,7 @@ class FakeVariant:
     index_url: str
     min_driver_linux: Optional[str] = None
     kind: str = "cuda"
+    source: str = ""
 
 
 @dataclass(frozen=True)
@@ -79,6 +87,7 @@ class FakeMinorCompat:
     min_driver_linux: str
     min_driver_windows: Optional[str] = None
     limitations: Tuple[str, ...] = LIMITS
+    source: str = ""
 
 
 CU126_ARCH = ("sm_50", "sm_60", "sm_70", "sm_75", "sm_80", "sm_86", "sm_90")
