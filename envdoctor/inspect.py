@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
-from typing import Any, Iterable, Optional, Tuple
+from dataclasses import dataclass, field
+from typing import Any, Dict, Iterable, Optional, Tuple
 
 from envdoctor.facts import Facts
 from envdoctor.facts.gpu import PciFacts
@@ -27,6 +28,8 @@ class Inspection:
     facts: Facts
     findings: Tuple[Finding, ...]
     table_error: Optional[str] = None
+    #: wall seconds of the steps besides the probes (``facts.probe_seconds``): "table", "findings"
+    seconds: Dict[str, float] = field(default_factory=dict)
 
 
 def load_table_or_error() -> Tuple[Any, Optional[str]]:
@@ -87,12 +90,21 @@ def findings_for(facts: Facts, table: Any, table_error: Optional[str],
     return sort_findings(found)
 
 
+def _timed_table() -> Tuple[Any, Optional[str], float]:
+    started = time.monotonic()
+    table, error = load_table_or_error()
+    return table, error, time.monotonic() - started
+
+
 def inspect(ctx: Context, skip: Iterable[str] = (), suppress: Iterable[str] = (),
             debug: bool = False) -> Inspection:
     # Parsing the table is CPU work and the probes mostly wait on child processes: overlap them.
     with ThreadPoolExecutor(max_workers=1) as pool:
-        loading = pool.submit(load_table_or_error)
+        loading = pool.submit(_timed_table)
         collected = collect(ctx, skip=skip, debug=debug)
-        table, table_error = loading.result()
+        table, table_error, table_seconds = loading.result()
+    started = time.monotonic()
     facts = enrich(collected, table)
-    return Inspection(facts, findings_for(facts, table, table_error, suppress), table_error)
+    findings = findings_for(facts, table, table_error, suppress)
+    seconds = {"table": round(table_seconds, 3), "findings": round(time.monotonic() - started, 3)}
+    return Inspection(facts, findings, table_error, seconds)

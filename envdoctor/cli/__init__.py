@@ -13,6 +13,7 @@ from typing import Dict, List, Optional
 import click
 
 from envdoctor import __version__
+from envdoctor.cli.common import color_option
 
 #: command name -> "module:function" under envdoctor.cli
 COMMANDS: Dict[str, str] = {
@@ -36,11 +37,16 @@ class LazyGroup(click.Group):
             return None
         module_name, attr = target.split(":")
         module = importlib.import_module(f"envdoctor.cli.{module_name}")
-        return getattr(module, attr)
+        command: click.Command = getattr(module, attr)
+        if not any(p.name == "color" for p in command.params):
+            # every command takes --color, after its name as well as before it
+            color_option(command)
+        return command
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="envdoctor")
+@color_option
 def cli() -> None:
     """Doctor and install advisor for PyTorch on NVIDIA GPU machines.
 

@@ -10,16 +10,18 @@ from typing import Optional, Tuple
 import click
 
 from envdoctor.cli.common import (EXIT_INTERNAL, debug_option, guarded, make_context, python_option,
-                                  root_option, timeout_option, use_color)
+                                  root_option, timeout_option, use_color, verbosity, verbosity_options)
 from envdoctor.facts import Facts
 from envdoctor.findings import exit_code
-from envdoctor.inspect import inspect
+from envdoctor.inspect import Inspection, inspect
 from envdoctor.probes import SKIPPABLE, internal_failures
 from envdoctor.probes.context import Context
 from envdoctor.redact import Redactor, mask_text
 from envdoctor.render import json as render_json
 from envdoctor.render import markdown as render_markdown
 from envdoctor.render import text as render_text
+from envdoctor.render.sources import sources_lines
+from envdoctor.render.style import Style
 
 
 def _codes(values: Tuple[str, ...]) -> Tuple[str, ...]:
@@ -46,6 +48,7 @@ def redactor_for(facts: Facts) -> Redactor:
 @click.option("--suppress", multiple=True, metavar="CODE", callback=lambda c, p, v: _codes(v),
               help="Hide a finding by its code, e.g. ED305 (repeatable).")
 @click.option("--bench", "with_bench", is_flag=True, help="Also run a short matmul benchmark.")
+@verbosity_options
 @debug_option
 @root_option
 @guarded
@@ -71,7 +74,7 @@ def check(python: Optional[str], timeout: float, as_json: bool, markdown: bool, 
         click.echo(render_json.dumps(render_json.report_document(facts, findings, extra, redactor)))
     else:
         out = (render_markdown.render(facts, findings) if markdown
-               else render_text.render(facts, findings, color=use_color() and not redact))
+               else _text(result, color=use_color() and not redact))
         out = mask_text(out + bench_text)
         click.echo(redactor.text(out) if redactor else out, nl=False)
     broken = internal_failures(facts)
@@ -79,6 +82,18 @@ def check(python: Optional[str], timeout: float, as_json: bool, markdown: bool, 
         click.echo(f"envdoctor: could not inspect {', '.join(broken)} (a bug; run with --debug)", err=True)
         sys.exit(EXIT_INTERNAL)
     sys.exit(exit_code(findings))
+
+
+def _text(result: Inspection, color: bool) -> str:
+    """The text report: with ``-q`` only the findings and the verdict, with ``-v`` also the sources
+    and timings."""
+    style = Style(color)
+    level = verbosity()
+    if level < 0:
+        lines = render_text.finding_lines(result.findings, style)
+        return "\n".join(lines + [render_text.verdict(result.findings, style)]) + "\n"
+    extra = sources_lines(result.facts, result.seconds, style) if level > 0 else ()
+    return render_text.render(result.facts, result.findings, color=color, extra=extra)
 
 
 def _short_bench(facts: Facts, ctx: Context) -> Tuple[Optional[dict], str]:
