@@ -24,6 +24,7 @@ COMMANDS: Dict[str, str] = {
     "table": "table:table",
     "snapshot": "snapshot:snapshot",
     "verify": "snapshot:verify",
+    "explain": "explain:explain",
 }
 
 
@@ -57,6 +58,7 @@ def cli() -> None:
     envdoctor bench        matmul TFLOP/s: are the Tensor Cores delivering?
     envdoctor snapshot / verify   prove a driver upgrade broke nothing
     envdoctor table torch 2.7     the compatibility table, each fact with its source
+    envdoctor explain ED205       what a finding code means; without a code, all of them
     """
 
 
