@@ -50,7 +50,7 @@ def main() -> None:
         "check --skip torch": envdoctor + ["check", "--python", args.python, "--skip", "torch"],
         "check (full)": envdoctor + ["check", "--python", args.python],
     }
-    for name, argv in commands.items():  # one warm-up each: page cache, .pyc files
+    for argv in commands.values():  # one warm-up each: page cache, .pyc files
         timed(argv, env)
     times: Dict[str, List[float]] = {name: [] for name in commands}
     for _ in range(args.rounds):

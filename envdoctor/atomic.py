@@ -36,7 +36,7 @@ def write_atomic(path: Union[str, Path], data: Union[str, bytes], mode: int = 0o
     return path
 
 
-def user_dir(kind: str, env: "os._Environ[str] | dict | None" = None) -> Path:
+def user_dir(kind: str, env: os._Environ[str] | dict | None = None) -> Path:
     """``$XDG_<KIND>_HOME/envdoctor`` (kind: "cache", "state"), else the XDG default under ~.
 
     ``ENVDOCTOR_CACHE_DIR`` / ``ENVDOCTOR_STATE_DIR`` override.

@@ -52,11 +52,11 @@ def enrich(facts: Facts, table: Any) -> Facts:
         return facts
     devices = []
     for dev in facts.pci.devices:
-        model = _safe(lambda: table.gpu_by_pci(dev.device_id))
-        arch = _safe(lambda: table.arch_for_pci(dev.device_id))
+        model = _safe(table, "gpu_by_pci", dev.device_id)
+        arch = _safe(table, "arch_for_pci", dev.device_id)
         cc = getattr(model, "cc", None) or getattr(arch, "cc", None)
         if cc and arch is None:
-            arch = _safe(lambda: table.architecture(cc))
+            arch = _safe(table, "architecture", cc)
         name, source = dev.name, dev.name_source
         if not name and model is not None:
             name, source = model.name, "envdoctor table"
@@ -68,9 +68,10 @@ def enrich(facts: Facts, table: Any) -> Facts:
     return dataclasses.replace(facts, pci=pci)
 
 
-def _safe(call: Any) -> Any:
+def _safe(table: Any, lookup: str, key: str) -> Any:
+    """``table.<lookup>(key)``, or None when the table raises (a broken row must not stop the report)."""
     try:
-        return call()
+        return getattr(table, lookup)(key)
     except Exception:
         log.debug("table lookup failed", exc_info=True)
         return None

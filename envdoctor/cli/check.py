@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import sys
 from pathlib import Path
-from typing import Optional, Tuple
+from typing import Any, Dict, Optional, Tuple
 
 import click
 
@@ -103,5 +103,6 @@ def _short_bench(facts: Facts, ctx: Context) -> Tuple[Optional[dict], str]:
     from envdoctor.render.bench import render_bench_text
 
     python = facts.python.executable or sys.executable
-    result = run_bench(python, env=ctx.env, chosen_by=facts.python.chosen_by, **QUICK)
+    quick: Dict[str, Any] = dict(QUICK)   # the QUICK preset's values are the keyword arguments' types
+    result = run_bench(python, env=ctx.env, chosen_by=facts.python.chosen_by, **quick)
     return to_data(result), "\n" + render_bench_text(result)

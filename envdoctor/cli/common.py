@@ -57,7 +57,7 @@ def check_index_url(ctx: click.Context, param: click.Parameter, value: Optional[
     return value.strip().rstrip("/")
 
 
-def make_context(python: Optional[str], timeout: float, root: Optional[Path]) -> "Context":
+def make_context(python: Optional[str], timeout: float, root: Optional[Path]) -> Context:
     from envdoctor.probes.context import Context
 
     return Context(

@@ -149,7 +149,8 @@ def probe(ctx: Context) -> DriverFacts:
         e is not None and smi.is_mismatch(e.message) for e in (nv.error, s["error"])
     ) or smi.is_mismatch(s["text"])
     mismatch = mismatch_text or bool(
-        module_version and userspace and (major_minor(module_version) or module_version) != (major_minor(userspace) or userspace))
+        module_version and userspace
+        and (major_minor(module_version) or module_version) != (major_minor(userspace) or userspace))
     dev_nodes = tuple(f"/dev/{n}" for n in ctx.listdir("/dev") if n.startswith("nvidia"))
     return DriverFacts(
         kernel_module_version=module_version,
