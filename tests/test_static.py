@@ -63,6 +63,7 @@ MYPY_PATHS = (
     "envdoctor/probes/conda.py",
     "envdoctor/probes/context.py",
     "envdoctor/probes/docker.py",
+    "envdoctor/probes/driver.py",
     "envdoctor/probes/pci.py",
     "envdoctor/probes/system.py",
     "envdoctor/render/text.py",
