@@ -18,7 +18,7 @@ from envdoctor.facts.gpu import PciFacts
 from envdoctor.findings import Finding, sort_findings
 from envdoctor.probes import collect
 from envdoctor.probes.context import Context
-from envdoctor.rules import evaluate
+from envdoctor.rules import all_rules, evaluate
 
 log = logging.getLogger(__name__)
 
@@ -91,17 +91,21 @@ def findings_for(facts: Facts, table: Any, table_error: Optional[str],
     return sort_findings(found)
 
 
-def _timed_table() -> Tuple[Any, Optional[str], float]:
+def _prepare(skip: Iterable[str]) -> Tuple[Any, Optional[str], float]:
+    """The table, and the modules of the checks that will run (imported now, not after the probes)."""
     started = time.monotonic()
     table, error = load_table_or_error()
-    return table, error, time.monotonic() - started
+    took = time.monotonic() - started
+    all_rules(skip)
+    return table, error, took
 
 
 def inspect(ctx: Context, skip: Iterable[str] = (), suppress: Iterable[str] = (),
             debug: bool = False) -> Inspection:
     # Parsing the table is CPU work and the probes mostly wait on child processes: overlap them.
+    skip = tuple(skip)
     with ThreadPoolExecutor(max_workers=1) as pool:
-        loading = pool.submit(_timed_table)
+        loading = pool.submit(_prepare, skip)
         collected = collect(ctx, skip=skip, debug=debug)
         table, table_error, table_seconds = loading.result()
     started = time.monotonic()

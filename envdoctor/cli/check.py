@@ -17,11 +17,6 @@ from envdoctor.inspect import Inspection, inspect
 from envdoctor.probes import SKIPPABLE, internal_failures
 from envdoctor.probes.context import Context
 from envdoctor.redact import Redactor, mask_text
-from envdoctor.render import json as render_json
-from envdoctor.render import markdown as render_markdown
-from envdoctor.render import text as render_text
-from envdoctor.render.sources import sources_lines
-from envdoctor.render.style import Style
 
 
 def _codes(values: Tuple[str, ...]) -> Tuple[str, ...]:
@@ -69,12 +64,19 @@ def check(python: Optional[str], timeout: float, as_json: bool, markdown: bool, 
     if with_bench:
         bench_doc, bench_text = _short_bench(facts, ctx)
     redactor = redactor_for(facts) if redact else None
+    # the renderers load only for the format asked (imports are a good part of check's time)
     if as_json:
+        from envdoctor.render import json as render_json
+
         extra = {"bench": bench_doc} if with_bench else None
         click.echo(render_json.dumps(render_json.report_document(facts, findings, extra, redactor)))
     else:
-        out = (render_markdown.render(facts, findings) if markdown
-               else _text(result, color=use_color() and not redact))
+        if markdown:
+            from envdoctor.render import markdown as render_markdown
+
+            out = render_markdown.render(facts, findings)
+        else:
+            out = _text(result, color=use_color() and not redact)
         out = mask_text(out + bench_text)
         click.echo(redactor.text(out) if redactor else out, nl=False)
     broken = internal_failures(facts)
@@ -87,6 +89,10 @@ def check(python: Optional[str], timeout: float, as_json: bool, markdown: bool, 
 def _text(result: Inspection, color: bool) -> str:
     """The text report: with ``-q`` only the findings and the verdict, with ``-v`` also the sources
     and timings."""
+    from envdoctor.render import text as render_text
+    from envdoctor.render.sources import sources_lines
+    from envdoctor.render.style import Style
+
     style = Style(color)
     level = verbosity()
     if level < 0:

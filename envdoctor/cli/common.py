@@ -6,7 +6,6 @@ import functools
 import logging
 import os
 import sys
-import traceback
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
@@ -84,6 +83,8 @@ def guarded(f: Callable) -> Callable:
             raise
         except Exception as exc:
             if debug:
+                import traceback
+
                 traceback.print_exc()
             click.echo(f"envdoctor: internal error: {type(exc).__name__}: {exc} "
                        "(run with --debug for the traceback, and please report it)", err=True)
