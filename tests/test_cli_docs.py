@@ -46,3 +46,15 @@ def test_completion_of_commands_options_and_choices():
 def test_completion_script_is_generated():
     r = CliRunner().invoke(cli, [], env={"_ENVDOCTOR_COMPLETE": "bash_source"}, prog_name="envdoctor")
     assert "_envdoctor_completion()" in r.output and "complete -o nosort -F _envdoctor_completion envdoctor" in r.output
+
+
+def test_help_lists_every_command_without_importing_them():
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom envdoctor.cli import main\ntry:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+            "print(sorted(m for m in sys.modules if m.startswith('envdoctor.cli.')))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert r.stdout.strip().splitlines()[-1] == "['envdoctor.cli.common']"
+    for name in COMMANDS:
+        assert re.search(rf"^  {name} +\S", r.stdout, re.M), name
