@@ -9,8 +9,9 @@ from typing import Any, Dict, Optional, Tuple
 
 import click
 
-from envdoctor.cli.common import (EXIT_INTERNAL, debug_option, guarded, make_context, python_option,
-                                  root_option, timeout_option, use_color, verbosity, verbosity_options)
+from envdoctor.cli.common import (EXIT_INTERNAL, color_option, debug_option, guarded, make_context,
+                                  python_option, root_option, timeout_option, use_color, verbosity,
+                                  verbosity_options)
 from envdoctor.facts import Facts
 from envdoctor.findings import exit_code
 from envdoctor.inspect import Inspection, inspect
@@ -44,6 +45,7 @@ def redactor_for(facts: Facts) -> Redactor:
               help="Hide a finding by its code, e.g. ED305 (repeatable).")
 @click.option("--bench", "with_bench", is_flag=True, help="Also run a short matmul benchmark.")
 @verbosity_options
+@color_option
 @debug_option
 @root_option
 @guarded

@@ -14,7 +14,7 @@ from typing import List, Tuple
 
 import click
 
-from envdoctor.cli.common import use_color
+from envdoctor.cli.common import color_option, use_color
 from envdoctor.codes import CODES, RANGES, Code, lookup, range_of
 from envdoctor.render.style import Style
 
@@ -65,6 +65,7 @@ def _known(ctx: click.Context, param: click.Parameter, values: Tuple[str, ...]) 
 
 @click.command("explain")
 @click.argument("codes", nargs=-1, metavar="[CODE]...", callback=_known)
+@color_option
 @click.option("--list", "as_list", is_flag=True, help="List every finding code (the default without CODE).")
 def explain(codes: Tuple[Code, ...], as_list: bool) -> None:
     """What a finding CODE means (ED205: title, area, severity, meaning, fix, reference).
