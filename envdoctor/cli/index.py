@@ -21,7 +21,7 @@ from typing import Any, List, Optional, Sequence, Tuple
 
 import click
 
-from envdoctor.cli.common import EXIT_USAGE, check_index_url, debug_option, guarded
+from envdoctor.cli.common import EXIT_USAGE, check_index_url, color_option, debug_option, guarded
 from envdoctor.documents import document, dumps
 from envdoctor.redact import mask_text
 from envdoctor.wheels import (
@@ -109,6 +109,7 @@ def _target(python: Optional[str], python_version: Optional[str], platform: Opti
               envvar="ENVDOCTOR_INDEX_RETRIES")
 @click.option("--backoff", type=click.FloatRange(min=0), default=0.3, hidden=True,
               envvar="ENVDOCTOR_INDEX_BACKOFF")
+@color_option
 @debug_option
 @guarded
 def index(variants: Tuple[str, ...], all_: bool, package: str, python: Optional[str],

@@ -60,7 +60,7 @@ class Target:
     # -- constructors ------------------------------------------------------------------------
 
     @classmethod
-    def current(cls) -> "Target":
+    def current(cls) -> Target:
         """envdoctor's own interpreter, as pip would see it (``packaging.tags.sys_tags()``)."""
         tags = tuple(_tags.sys_tags())
         interp = _tags.interpreter_name() + _tags.interpreter_version()
@@ -70,7 +70,7 @@ class Target:
                    f"envdoctor's own Python, {sys.executable}")
 
     @classmethod
-    def for_python(cls, version: str, platform: Optional[str] = None) -> "Target":
+    def for_python(cls, version: str, platform: Optional[str] = None) -> Target:
         """CPython ``version`` ("3.12", "3.13t" for free-threaded) on ``platform``.
 
         ``platform`` is the best tag the machine accepts ("manylinux_2_28_x86_64"); older
@@ -87,7 +87,7 @@ class Target:
                             f"CPython {version} on {where}")
 
     @classmethod
-    def from_interpreter(cls, path: str, timeout: float = 10.0) -> "Target":
+    def from_interpreter(cls, path: str, timeout: float = 10.0) -> Target:
         """Ask the interpreter at ``path`` (in a child process) for its version, ABI and libc."""
         from envdoctor.child import run_child
 
@@ -101,13 +101,13 @@ class Target:
 
     @classmethod
     def _cpython(cls, python: str, pyver: Tuple[int, int], abi: str, platforms: Sequence[str],
-                 description: str) -> "Target":
+                 description: str) -> Target:
         interp = f"cp{pyver[0]}{pyver[1]}"
         tags = list(_tags.cpython_tags(pyver, abis=[abi], platforms=platforms))
         tags += _tags.compatible_tags(pyver, interp, platforms)
         return cls(python, interp, tuple(platforms), tuple(tags), description)
 
-    def with_platform(self, platform: str) -> "Target":
+    def with_platform(self, platform: str) -> Target:
         """The same interpreter and ABI on another platform (``--python PATH --platform TAG``)."""
         platforms = expand_platform(platform)
         pairs = _unique_pairs((t.interpreter, t.abi) for t in self.tags if t.platform != "any")
