@@ -59,7 +59,7 @@ REF_CDI = "https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/lat
 #: finding codes of ``check`` that a verify finding already reports (check code -> verify code)
 COVERED = {"ED102": "ED701", "ED103": "ED704"}
 #: --skip area -> Finding.area values it hides
-_FINDING_AREAS = {"torch": ("torch",), "toolkits": ("toolkit",), "conda": ("conda",), "docker": ("docker",)}
+_FINDING_AREAS = {"torch": ("torch",), "toolkits": ("toolkits",), "conda": ("conda",), "docker": ("docker",)}
 
 
 @dataclass(frozen=True)
@@ -547,10 +547,10 @@ def _toolkits(before: Facts, after: Facts, out: _Out) -> None:
         out.add(Finding("ED710", "error", "nvcc / the CUDA toolkit no longer works as in the baseline",
                         evidence=tuple(broken),
                         fix=("nvcc --version", "ls -l /usr/local/cuda /usr/local/cuda-*/bin/nvcc",
-                             "envdoctor check   # the full diagnosis"), area="toolkit"))
+                             "envdoctor check   # the full diagnosis"), area="toolkits"))
     if changes:
         out.add(Finding("ED723", "info", "CUDA toolkits changed: " + changes[0], evidence=tuple(changes[1:]),
-                        area="toolkit"))
+                        area="toolkits"))
     if not broken and not changes:
         releases = sorted({t.release or t.version or "?" for t in a.toolkits}, key=version_key)
         out.unchanged.append("CUDA toolkits: " + (", ".join(releases) if releases else "none"))

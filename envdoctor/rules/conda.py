@@ -10,6 +10,7 @@ from envdoctor.facts import Facts
 from envdoctor.facts.conda import CondaPackage
 from envdoctor.findings import Finding
 from envdoctor.parse import loose_version, major_minor
+from envdoctor.table import Table
 
 REF_CONDA_CUDA = "https://conda-forge.org/docs/user/tipsandtricks/#installing-cuda-enabled-packages-like-tensorflow-and-pytorch"
 REF_RETIRED = "https://github.com/pytorch/pytorch/issues/138506"
@@ -57,7 +58,7 @@ def _where(facts: Facts) -> str:
             f"({c.packages_source or c.source or c.flavor or 'conda'})")
 
 
-def runtime_without_nvcc(facts: Facts, table: object) -> Iterator[Finding]:
+def runtime_without_nvcc(facts: Facts, table: Optional[Table]) -> Iterator[Finding]:
     """ED401: the env has a CUDA runtime but no nvcc to build extensions with."""
     c, pk = facts.conda, _pkgs(facts)
     if not c.active_prefix or not c.packages or "cuda-nvcc" in pk:
@@ -77,7 +78,7 @@ def runtime_without_nvcc(facts: Facts, table: object) -> Iterator[Finding]:
     )
 
 
-def retired_pytorch_channel(facts: Facts, table: object) -> Iterator[Finding]:
+def retired_pytorch_channel(facts: Facts, table: Optional[Table]) -> Iterator[Finding]:
     """ED402: pytorch from the `pytorch` channel, which publishes nothing after 2.5."""
     pk = _pkgs(facts)
     retired = [p for p in facts.conda.packages if p.channel == "pytorch" and p.name in ("pytorch", "pytorch-cuda")]
@@ -99,7 +100,7 @@ def retired_pytorch_channel(facts: Facts, table: object) -> Iterator[Finding]:
     )
 
 
-def env_cuda_too_new(facts: Facts, table: object) -> Iterator[Finding]:
+def env_cuda_too_new(facts: Facts, table: Optional[Table]) -> Iterator[Finding]:
     """ED403: the env's CUDA major is newer than the driver supports."""
     c = facts.conda
     driver_cuda = facts.driver.driver_cuda or c.virtual_cuda
@@ -126,7 +127,7 @@ def env_cuda_too_new(facts: Facts, table: object) -> Iterator[Finding]:
     )
 
 
-def pip_torch_over_conda(facts: Facts, table: object) -> Iterator[Finding]:
+def pip_torch_over_conda(facts: Facts, table: Optional[Table]) -> Iterator[Finding]:
     """ED404: torch from PyPI installed over a conda pytorch in the same env."""
     pk = _pkgs(facts)
     conda_torch, pip_torch = pk.get("pytorch"), pk.get("torch")

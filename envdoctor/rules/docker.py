@@ -8,12 +8,13 @@ restart of Docker; CDI specs with ``nvidia-ctk cdi generate`` (toolkit >= 1.12).
 
 from __future__ import annotations
 
-from typing import Iterator, List, Tuple
+from typing import Iterator, List, Optional, Tuple
 
 from envdoctor import commands
 from envdoctor.facts import Facts
 from envdoctor.findings import Finding
 from envdoctor.gpus import DRIVER, PCI, machine_gpus
+from envdoctor.table import Table
 
 REF_TOOLKIT = commands.CONTAINER_TOOLKIT_GUIDE
 REF_CDI = "https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/cdi-support.html"
@@ -31,7 +32,7 @@ def configure_docker(facts: Facts) -> Tuple[str, ...]:
     return commands.configure_docker(bool(facts.docker.rootless))
 
 
-def _gpus(facts: Facts, table: object) -> List[str]:
+def _gpus(facts: Facts, table: Optional[Table]) -> List[str]:
     """One evidence line per GPU of :func:`envdoctor.gpus.machine_gpus`."""
     out = []
     for g in machine_gpus(facts, table):
@@ -54,7 +55,7 @@ def _docker(facts: Facts) -> str:
     return f"docker {d.client_version or '?'} at {d.client}" + (f", daemon {d.server_version}" if d.server_version else "")
 
 
-def daemon_unreachable(facts: Facts, table: object) -> Iterator[Finding]:
+def daemon_unreachable(facts: Facts, table: Optional[Table]) -> Iterator[Finding]:
     """ED501: the daemon is not running; ED502: permission denied on its socket; ED506: another error."""
     d = facts.docker
     if not d.client or d.daemon in (None, "ok"):
@@ -93,7 +94,7 @@ def daemon_unreachable(facts: Facts, table: object) -> Iterator[Finding]:
         )
 
 
-def no_container_toolkit(facts: Facts, table: object) -> Iterator[Finding]:
+def no_container_toolkit(facts: Facts, table: Optional[Table]) -> Iterator[Finding]:
     """ED503: GPU + running daemon, no nvidia runtime, no CDI spec, no nvidia-ctk (install it);
     ED504: nvidia-ctk is installed but Docker is not configured for it."""
     d = facts.docker
@@ -121,7 +122,7 @@ def no_container_toolkit(facts: Facts, table: object) -> Iterator[Finding]:
         )
 
 
-def docker_too_old(facts: Facts, table: object) -> Iterator[Finding]:
+def docker_too_old(facts: Facts, table: Optional[Table]) -> Iterator[Finding]:
     """ED505: Docker < 19.03 has no --gpus."""
     d = facts.docker
     if d.gpus_flag_supported is not False or not _gpus(facts, table):
@@ -136,7 +137,7 @@ def docker_too_old(facts: Facts, table: object) -> Iterator[Finding]:
     )
 
 
-def podman_without_cdi(facts: Facts, table: object) -> Iterator[Finding]:
+def podman_without_cdi(facts: Facts, table: Optional[Table]) -> Iterator[Finding]:
     """ED507: podman on a GPU machine without an NVIDIA CDI spec."""
     d = facts.docker
     gpus = _gpus(facts, table)

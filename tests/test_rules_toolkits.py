@@ -11,7 +11,7 @@ from envdoctor.facts.python import TorchFacts
 from envdoctor.facts.system import SystemFacts
 from envdoctor.facts.toolkit import Toolkit, ToolkitFacts
 from envdoctor.findings import Finding
-from envdoctor.rules import toolkit as rules
+from envdoctor.rules import toolkits as rules
 from envdoctor.table import load_table
 
 UBUNTU = SystemFacts(os_id="ubuntu", os_version="24.04", os_like=("debian",), arch="x86_64")
@@ -222,4 +222,4 @@ def test_every_finding_has_a_reference_and_area():
     facts = Facts(system=UBUNTU, torch=torch("13.0"), toolkits=home(T128, T121, nvcc_on_path="/usr/local/cuda-12.1/bin/nvcc"))
     findings = [f for rule in rules.RULES for f in rule(facts, None)]
     assert {f.code for f in findings} == {"ED301", "ED304"}
-    assert all(f.reference and f.area == "toolkit" and f.fix for f in findings)
+    assert all(f.reference and f.area == "toolkits" and f.fix for f in findings)
