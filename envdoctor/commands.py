@@ -5,9 +5,12 @@ Rules and the advisor both build their fixes here, so a command is written in on
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Optional, Sequence, Tuple
 
 from envdoctor.facts.system import SystemFacts
+
+if TYPE_CHECKING:
+    from envdoctor.table import Table
 
 NVIDIA_REPO = "https://developer.download.nvidia.com/compute/cuda/repos"
 DRIVER_GUIDE = "https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/index.html"
@@ -36,7 +39,7 @@ _GUESSED = {"ubuntu": "ubuntu", "debian": "debian", "rhel": "rhel", "rocky": "rh
             "fedora": "fedora"}
 
 
-def repository(system: SystemFacts, table: Any = None) -> Optional[Tuple[str, str]]:
+def repository(system: SystemFacts, table: Optional[Table] = None) -> Optional[Tuple[str, str]]:
     """(folder, package manager) of NVIDIA's CUDA repository for this distribution, e.g.
     ``("rhel9", "dnf")`` for Oracle Linux 9.6; None where NVIDIA's repository does not serve it.
 
@@ -48,7 +51,7 @@ def repository(system: SystemFacts, table: Any = None) -> Optional[Tuple[str, st
         return "wsl-ubuntu", "apt"
     if not system.os_id or not system.os_version:
         return None
-    if table is not None and hasattr(table, "distro"):
+    if table is not None:
         row = table.distro(system.os_id, system.os_version)
         if row is None:
             return None
@@ -63,29 +66,11 @@ def repository(system: SystemFacts, table: Any = None) -> Optional[Tuple[str, st
     return f"{base}{version.replace('.', '')}", "apt" if base in ("ubuntu", "debian") else "dnf"
 
 
-def repo_dir(system: SystemFacts, table: Any = None) -> Optional[str]:
+def repo_dir(system: SystemFacts, table: Optional[Table] = None) -> Optional[str]:
     """``ubuntu2404``, ``debian12``, ``rhel9``: the distro folder of NVIDIA's CUDA repository (None
     where it serves none); see :func:`repository`."""
     repo = repository(system, table)
     return repo[0] if repo else None
-
-
-def open_modules(ccs: Iterable[Optional[str]]) -> bool:
-    """Open kernel modules or proprietary: Turing (7.5) and newer take the open modules (required
-    for Blackwell and Grace Hopper); Maxwell, Pascal and Volta (below 7.5) need the proprietary
-    flavour. A GPU of unknown or unreadable compute capability does not decide.
-
-    >>> open_modules(["8.6", "9.0"]), open_modules(["8.6", "7.0"]), open_modules([None])
-    (True, False, True)
-    """
-    for cc in ccs:
-        try:
-            major, minor = (int(x) for x in (cc or "99.0").split(".")[:2])
-        except ValueError:
-            continue
-        if (major, minor) < (7, 5):
-            return False
-    return True
 
 
 def conda_nvcc_install(flavor: Optional[str], release: str, cuda_home: bool = False) -> Tuple[str, ...]:
@@ -100,15 +85,16 @@ def conda_nvcc_install(flavor: Optional[str], release: str, cuda_home: bool = Fa
 
 
 def driver_install(system: SystemFacts, branch: Optional[str], open_modules: bool = True,
-                   table: Any = None) -> Tuple[str, ...]:
+                   table: Optional[Table] = None) -> Tuple[str, ...]:
     """Install the NVIDIA driver ``branch`` ("580") for this distribution, then reboot.
 
     ``table``: the compatibility table, whose ``Distro`` row gives NVIDIA's repository folder, the
     package manager and the driver packages (a branch-pinned ``nvidia-open-580`` only where the
     family's ``driver_packages`` list ``nvidia-open-{branch}``); without it, see :func:`repository`.
 
-    ``open_modules``: Turing and newer take the open kernel modules (required for Blackwell and
-    Grace Hopper); Maxwell, Pascal and Volta need the proprietary flavour.
+    ``open_modules``: the open kernel modules or the proprietary ones (:func:`envdoctor.compat.open_modules`
+    decides from the architectures' ``kernel_modules`` rows: Maxwell, Pascal and Volta need the
+    proprietary flavour).
 
     RHEL family and Fedora (NVIDIA's repository), as NVIDIA's Driver Installation Guide writes it
     (https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/kernel-modules.html, Table
@@ -139,8 +125,8 @@ def driver_install(system: SystemFacts, branch: Optional[str], open_modules: boo
     pkg = "nvidia-open" if open_modules else "cuda-drivers"
     note: Tuple[str, ...] = ()
     if branch:
-        row = (table.distro(system.os_id, system.os_version)
-               if hasattr(table, "distro") and repo else None)
+        row = (table.distro(system.os_id or "", system.os_version or "")
+               if table is not None and repo else None)
         if row is None or f"{pkg}-{{branch}}" in row.driver_packages:
             pkg = f"{pkg}-{branch}"
         else:
@@ -187,7 +173,7 @@ def _fedora_dnf5(system: SystemFacts) -> bool:
 
 
 def nvidia_repo_install(system: SystemFacts, packages: Sequence[str], rdir: Optional[str] = None,
-                        manager: Optional[str] = None, table: Any = None) -> Tuple[str, ...]:
+                        manager: Optional[str] = None, table: Optional[Table] = None) -> Tuple[str, ...]:
     """Add NVIDIA's CUDA repository for this distribution and install ``packages`` from it.
 
     ``rdir``/``manager`` default to :func:`repository` (the table's ``Distro`` row, or the guess
@@ -214,7 +200,7 @@ def nvidia_repo_install(system: SystemFacts, packages: Sequence[str], rdir: Opti
     return (add, "sudo dnf clean expire-cache", f"sudo dnf install -y {names}")
 
 
-def cuda_toolkit_install(system: SystemFacts, release: str, table: Any = None) -> Tuple[str, ...]:
+def cuda_toolkit_install(system: SystemFacts, release: str, table: Optional[Table] = None) -> Tuple[str, ...]:
     """The CUDA ``release`` toolkit ("12.8", i.e. cuda-toolkit-12-8) from NVIDIA's repository, then
     CUDA_HOME and PATH pointed at it. Toolkit only: never a driver (right for WSL and containers too).
     ``table``: as in :func:`driver_install`."""

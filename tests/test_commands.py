@@ -140,11 +140,6 @@ def test_branch_pinned_driver_package_only_where_the_table_lists_one():
     assert steps[-2:] == ("sudo zypper install -y nvidia-open", "sudo reboot")
 
 
-def test_open_or_proprietary_kernel_modules():
-    assert commands.open_modules(["7.5", "12.0"]) and commands.open_modules([]) and commands.open_modules([None, "8.6"])
-    assert not commands.open_modules(["8.6", "7.0"]) and not commands.open_modules(["6.1"])
-
-
 def test_conda_nvcc_install():
     assert commands.conda_nvcc_install(None, "12.9") == ("conda install -c conda-forge cuda-nvcc=12.9",)
     assert commands.conda_nvcc_install("micromamba", "12.6", cuda_home=True) == (

@@ -1,12 +1,12 @@
 """ED1xx: each finding fires on the state it names and stays quiet on a healthy machine."""
 
 from dataclasses import replace
-from types import SimpleNamespace
 
 import pytest
 
 from envdoctor.facts import DriverFacts, Facts, GpuInfo, PciDevice, PciFacts, ProbeError, SystemFacts
 from envdoctor.rules import driver as rules
+from tests.tables import table
 
 UBUNTU = SystemFacts(os_id="ubuntu", os_version="24.04", os_like=("debian",), arch="x86_64")
 H200_GPU = GpuInfo(0, "NVIDIA H200", "GPU-c7d3a8fe-462a-58ba-1a7b-0c6231496ec4", "9.0", 143771, source="nvml")
@@ -19,13 +19,9 @@ HEALTHY = Facts(
                        driver_cuda="13.0", gpus=(H200_GPU,), smi_path="/usr/bin/nvidia-smi",
                        smi_gpus=(replace(H200_GPU, source="nvidia-smi"),), dev_nodes=("/dev/nvidia0",)),
 )
-ARCH = {
-    "3.5": SimpleNamespace(name="Kepler", last_driver_branch="470", min_driver_branch=None, source="matrix"),
-    "6.1": SimpleNamespace(name="Pascal", last_driver_branch="580", min_driver_branch=None, source="matrix"),
-    "9.0": SimpleNamespace(name="Hopper", last_driver_branch=None, min_driver_branch="520", source="matrix"),
-    "12.0": SimpleNamespace(name="Blackwell", last_driver_branch=None, min_driver_branch="570", source="matrix"),
-}
-TABLE = SimpleNamespace(architecture=ARCH.get)
+#: Kepler (last branch R470), Pascal (R580), Hopper (from R520), Blackwell 12.0 (from R570, open
+#: modules only); no [[branch]] rows, and only Debian 12 of NVIDIA's repositories.
+TABLE = table("four-archs")
 
 
 def codes(facts, table=TABLE):

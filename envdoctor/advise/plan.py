@@ -19,7 +19,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from envdoctor import commands
-from envdoctor.compat import driver_support, variant_tag
+from envdoctor.compat import driver_support, open_modules, variant_tag
 from envdoctor.advise.choose import (Availability, Choice, branch_driver, choose_amd,
                                      choose_macos, choose_variant, parse_torch_spec, recommended_branch)
 from envdoctor.advise.routes import RouteDecision, RouteRejection, choose_route, distro_row, nvidia_runtime
@@ -212,9 +212,9 @@ def _never_torch_none(plan: Plan) -> Plan:
 
 # --- shared pieces -----------------------------------------------------------------------------
 
-def _open_modules(m: Machine) -> bool:
+def _open_modules(m: Machine, table: Any) -> bool:
     """Turing and newer take the open kernel modules; Maxwell, Pascal and Volta need the proprietary ones."""
-    return commands.open_modules(g.cc for g in m.nvidia)
+    return open_modules(table, [g.cc for g in m.nvidia])
 
 
 def _driver_os(m: Machine) -> str:
@@ -230,8 +230,8 @@ def _driver_step(m: Machine, table: Any, choice: Choice) -> Tuple[List[Step], Li
     if m.facts.system.container:
         return [], [f"no NVIDIA driver visible inside this {m.facts.system.container} container: install driver "
                     f"branch {branch} on the host and start the container with --gpus all"]
-    cmds = commands.driver_install(m.facts.system, branch, _open_modules(m), table)
-    flavor = "open kernel modules" if _open_modules(m) else "proprietary kernel modules"
+    cmds = commands.driver_install(m.facts.system, branch, _open_modules(m, table), table)
+    flavor = "open kernel modules" if _open_modules(m, table) else "proprietary kernel modules"
     return [Step(f"Install the NVIDIA driver, branch {branch} ({flavor}), then reboot", cmds)], []
 
 
@@ -251,7 +251,7 @@ def _ways(m: Machine, table: Any, choice: Choice, pip_for: Any) -> Tuple[Way, ..
     for w in choice.ways_out:
         cmds: Tuple[str, ...] = ()
         if w.kind in ("upgrade-driver", "install-driver") and w.branch:
-            cmds = commands.driver_install(m.facts.system, w.branch, _open_modules(m), table)
+            cmds = commands.driver_install(m.facts.system, w.branch, _open_modules(m, table), table)
             if pip_for and w.torch:
                 cmds += pip_for(w.torch, w.variant)
         elif w.kind in ("works-today", "direct", "confirmed-kernels", "torch-spec", "cpu") and pip_for and w.torch:
@@ -741,4 +741,4 @@ def _docker_upgrade(m: Machine, table: Any, image: Image, spec: Optional[Specifi
         return ()
     return (Way("upgrade-driver", f"upgrade the driver to branch {branch}: then {better.image} "
                                   f"(torch {better.torch}, CUDA {better.cuda})",
-                commands.driver_install(m.facts.system, branch, _open_modules(m), table), branch=branch),)
+                commands.driver_install(m.facts.system, branch, _open_modules(m, table), table), branch=branch),)

@@ -4,32 +4,25 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Dict, Optional, Tuple, Union
+from typing import Any, Dict, Mapping, Optional, Tuple, Union
 
 from packaging.version import Version
 
 from envdoctor.parse import version as _version
 from envdoctor.table import load, validate
+from envdoctor.table.schema import Doc, parse_toml
+from envdoctor.table.source import FILES, DataDir, read_files
 from envdoctor.table.rows import (
-    Architecture, ChipFamily, CudaRelease, Distro, DriverBranch, GpuModel, MinorCompat, Mirror,
-    NgcRelease, TorchRelease, Variant,
+    CUDA_VARIANT, Architecture, ChipFamily, CudaRelease, Distro, DriverBranch, GpuModel, GpuSeries, MinorCompat,
+    Mirror, NgcRelease, TorchRelease, Variant,
 )
 
 _PREFIXES = ("nvidia ", "geforce ", "tesla ")
 
-#: GeForce series -> compute capability, for names the table has no row for (``t.cc_from_name``).
-#: Keyed by (prefix, the first two digits of the model number). Exceptions within a series come
-#: first: the RTX 2050 is an Ampere GA107 and the "RTX 3050 A" laptop GPUs are Ada AD106/AD107
-#: (pci.ids: 0x25a9/0x25ad/0x25ed and 0x2822/0x28a3/0x28e3).
-_SERIES_EXCEPTIONS = ((re.compile(r"^rtx 2050\b"), "8.6", "RTX 2050 (GA107)"),
-                      (re.compile(r"^rtx 3050 a\b"), "8.9", "RTX 3050 A (AD106/AD107)"))
-_SERIES = {("gtx", "10"): ("6.1", "GTX 10xx"), ("gtx", "16"): ("7.5", "GTX 16xx"),
-           ("rtx", "20"): ("7.5", "RTX 20xx"), ("rtx", "30"): ("8.6", "RTX 30xx"),
-           ("rtx", "40"): ("8.9", "RTX 40xx"), ("rtx", "50"): ("12.0", "RTX 50xx")}
-#: A GeForce model number: two series digits, then a tier 10-90 (so "RTX 2000 Ada", "RTX 4000",
-#: "RTX A4000" and "RTX PRO 6000", all workstation boards of other generations, never match).
-_SERIES_NAME = re.compile(r"^(gtx|rtx) ?(\d{2})([1-9]0)(?: (?:ti|super|d|ti super|mobile|laptop gpu|max q|\d+gb)\b.*)?$")
+#: How GeForce model names are written (the series and their compute capabilities are rows of
+#: ``gpus.toml``): two series digits, then a tier 10-90, then an optional variant word. "RTX 2000
+#: Ada", "RTX 4000", "RTX A4000" and "RTX PRO 6000", workstation boards, never match.
+_GEFORCE_NAME = re.compile(r"^(gtx|rtx) ?(\d{2})([1-9]0)(?: (?:ti|super|d|ti super|mobile|laptop gpu|max q|\d+gb)\b.*)?$")
 
 
 def norm_gpu_name(name: str) -> str:
@@ -78,13 +71,14 @@ def norm_cc(cc: Union[str, Tuple[int, int]]) -> Optional[str]:
 class Table:
     """The compatibility table. Build it with :func:`envdoctor.table.load_table`."""
 
-    directory: Path
+    directory: DataDir                    # where the files were read: a Path, or a folder in a zip
     cuda_releases: Tuple[CudaRelease, ...]
     minor_compats: Tuple[MinorCompat, ...]
     driver_branches: Tuple[DriverBranch, ...]
     architectures: Tuple[Architecture, ...]
     gpus: Tuple[GpuModel, ...]
     chip_families: Tuple[ChipFamily, ...]
+    gpu_series: Tuple[GpuSeries, ...]
     torch_releases: Tuple[TorchRelease, ...]
     variants: Tuple[Variant, ...]
     index_base: str
@@ -107,7 +101,7 @@ class Table:
 
     def min_driver(self, cuda: str, os: str = "linux") -> Optional[str]:
         """``t.min_driver("12.8")`` -> ``"570.26"``; also takes a variant: ``t.min_driver("cu128")``."""
-        if re.fullmatch(r"cu\d{3}", cuda):
+        if CUDA_VARIANT.match(cuda):
             var = self.variant(cuda)
             if var is None:
                 return None
@@ -152,21 +146,20 @@ class Table:
 
     def cc_from_name(self, name: str) -> Optional[Tuple[str, str]]:
         """The compute capability a GeForce name implies, for models the table has no row for:
-        ``t.cc_from_name("GeForce GTX 1050 Ti")`` -> ``("6.1", "GTX 10xx")``. Series: GTX 10xx 6.1,
-        GTX 16xx and RTX 20xx 7.5, RTX 30xx 8.6, RTX 40xx 8.9, RTX 50xx 12.0 (the RTX 2050 is
-        Ampere, the RTX 3050 A laptop GPUs Ada). None for anything else. The answer is inferred
-        from the name, not a table row: callers say so."""
-        key = norm_gpu_name(name)
-        for pattern, cc, label in _SERIES_EXCEPTIONS:
-            if pattern.match(key):
-                return (cc, label) if self.architecture(cc) else None
-        m = _SERIES_NAME.match(key)
+        ``t.cc_from_name("GeForce GTX 1050 Ti")`` -> ``("6.1", "GTX 10xx")``, from the
+        ``[[series]]`` rows of ``gpus.toml`` (a model row such as "rtx 2050", an Ampere chip in the
+        RTX 20 series, wins over its series). None for anything else. The answer is inferred from
+        the name, not a row of that model: callers say so."""
+        key = re.sub(r"^(gtx|rtx)(?=\d)", r"\1 ", norm_gpu_name(name))
+        for row in self.gpu_series:
+            if row.is_model and (key == row.match or key.startswith(row.match + " ")):
+                return row.cc, row.label
+        m = _GEFORCE_NAME.match(key)
         if not m:
             return None
-        hit = _SERIES.get((m.group(1), m.group(2)))
-        if hit is None or self.architecture(hit[0]) is None:
-            return None
-        return hit
+        series = f"{m.group(1)} {m.group(2)}"
+        row = next((r for r in self.gpu_series if not r.is_model and r.match == series), None)
+        return (row.cc, row.label) if row is not None else None
 
     def gpu_suggestions(self, name: str, n: int = 3) -> Tuple[str, ...]:
         """Names in the table close to ``name`` (``"GTX 1800 Ti"`` -> ``("GTX 1080 Ti", ...)``),
@@ -263,23 +256,36 @@ class Table:
         return None
 
 
-def build(directory: Path) -> Table:
-    """Load every file of ``directory``, check each row and the table as a whole."""
-    d = directory
-    cuda_releases, compat, branches = load.load_cuda(d / "cuda.toml")
+def build(directory: DataDir) -> Table:
+    """Read, parse and check every file of ``directory`` (no cache: ``load_table()`` has one)."""
+    return build_docs(directory, parse_docs(directory.name, read_files(directory)))
+
+
+def parse_docs(dirname: str, files: Mapping[str, Optional[bytes]]) -> Dict[str, Dict[str, Any]]:
+    """The TOML documents of the data files (``dirname`` names the folder in errors)."""
+    return {name: parse_toml(f"{dirname}/{name}", files.get(name)) for name in FILES}
+
+
+def build_docs(directory: DataDir, docs: Mapping[str, Dict[str, Any]]) -> Table:
+    """Check each row of the parsed documents and the table as a whole; the sorted Table."""
+    d = directory.name
+
+    def doc(name: str) -> Doc:
+        return Doc(f"{d}/{name}", docs[name])
+
+    cuda_releases, compat, branches = load.load_cuda(doc("cuda.toml"))
     validate.check_cuda(d, cuda_releases, compat)
     cuda_releases = tuple(sorted(cuda_releases, key=lambda r: Version(r.version)))
-    archs = tuple(sorted(load.load_architectures(d / "architectures.toml"),
-                         key=lambda a: tuple(int(x) for x in a.cc.split("."))))
+    archs = tuple(sorted(load.load_architectures(doc("architectures.toml")), key=lambda a: a.cc_tuple))
     validate.check_architectures(d, archs)
     by_cc = {a.cc: a for a in archs}
-    gpus, families = load.load_gpus(d / "gpus.toml")
-    validate.check_gpus(d, gpus, families, by_cc, norm_gpu_name)
-    base, raw_variants, mirrors = load.load_indexes(d / "indexes.toml")
+    gpus, families, series = load.load_gpus(doc("gpus.toml"))
+    validate.check_gpus(d, gpus, families, series, by_cc, norm_gpu_name)
+    base, raw_variants, mirrors = load.load_indexes(doc("indexes.toml"))
     ga: Dict[str, CudaRelease] = {r.minor: r for r in cuda_releases if r.kind == "ga"}
     variants = []
-    for v in raw_variants:
-        v = dict(v)
+    for raw in raw_variants:
+        v = dict(raw)
         v.pop("_where")
         if v["kind"] == "cuda":
             row = ga.get(v["cuda"])
@@ -288,20 +294,21 @@ def build(directory: Path) -> Table:
         variants.append(Variant(**v))
     validate.check_variants(d, variants)
     by_variant = {v.name: v for v in variants}
-    torch = load.load_torch(d / "torch.toml", {v.name: v.cuda for v in variants})
+    torch = load.load_torch(doc("torch.toml"), {v.name: v.cuda for v in variants})
     validate.check_torch(d, torch, by_variant, by_cc)
-    ngc = load.load_ngc(d / "ngc.toml")
+    ngc = load.load_ngc(doc("ngc.toml"))
     validate.check_ngc(d, ngc, by_cc)
-    distros = load.load_distros(d / "distros.toml")
+    distros = load.load_distros(doc("distros.toml"))
     validate.check_distros(d, distros, ga.keys() | {r.minor for r in cuda_releases})
     return Table(
-        directory=d,
+        directory=directory,
         cuda_releases=cuda_releases,
         minor_compats=tuple(sorted(compat, key=lambda c: c.major)),
         driver_branches=tuple(sorted(branches, key=lambda b: Version(b.branch))),
         architectures=archs,
         gpus=gpus,
         chip_families=families,
+        gpu_series=series,
         torch_releases=tuple(sorted(torch, key=lambda r: Version(r.version))),
         variants=tuple(variants),
         index_base=base,

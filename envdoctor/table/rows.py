@@ -6,14 +6,33 @@ row could not be verified) and ``unconfirmed_fields`` (single fields that could 
 
 >>> CudaRelease("12.8.0", "570.26", "570.65", source="https://docs.nvidia.com/...", checked="2026-11-29").minor
 '12.8'
+
+The closed sets of strings a row field takes are the ``Literal`` types below; the loader checks a
+value against them (``typing.get_args``), so a new value is added here once.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
-from typing import Optional, Tuple
+from typing import Literal, Optional, Tuple
 
 from packaging.version import Version
+
+CudaKind = Literal["ga", "update", "rc", "preview"]
+Designation = Literal["LTSB", "PB", "NFB"]          # long-term, production, new-feature branch
+KernelModules = Literal["proprietary", "either", "open"]
+VariantKind = Literal["cuda", "cpu", "rocm", "xpu"]
+CondaStory = Literal["pytorch-channel", "conda-forge"]
+MirrorKind = Literal["pep503", "find-links", "conda"]
+DistroFamily = Literal["debian", "rhel", "fedora", "suse", "amazon"]
+PackageManager = Literal["apt", "dnf", "zypper"]
+
+#: A directory name of the wheel index: ``cu128``, ``cu92`` (torch < 1.8), ``cpu``, ``xpu``,
+#: ``rocm6.3``, ``rocm5.4.2``. The one pattern for the table and the index client.
+VARIANT_NAME = re.compile(r"^(cpu|xpu|cu\d{2,3}|rocm\d+(?:\.\d+){0,2})$")
+#: A CUDA variant: ``cu128``.
+CUDA_VARIANT = re.compile(r"^cu\d{2,3}$")
 
 
 class _Sourced:
@@ -46,7 +65,7 @@ class CudaRelease(_Sourced):
     source: str = ""
     checked: str = ""
     unconfirmed: bool = False
-    kind: str = "ga"                      # ga | update | rc | preview
+    kind: CudaKind = "ga"
     label: str = ""                       # "12.8 Update 1", as NVIDIA names it
     unconfirmed_fields: Tuple[str, ...] = ()
     note: Optional[str] = None
@@ -83,7 +102,7 @@ class DriverBranch(_Sourced):
     """A data-center driver branch: R535 is the CUDA 12 long-term branch."""
 
     branch: str                           # "535"
-    designation: str                      # LTSB | PB | NFB
+    designation: Designation
     cuda_major: int                       # highest CUDA major without the forward-compat package
     end_of_life: Optional[str]            # "2026-06"
     source: str = ""
@@ -109,6 +128,8 @@ class Architecture(_Sourced):
     checked: str = ""
     unconfirmed: bool = False
     jetson: bool = False
+    kernel_modules: KernelModules = "either"   # which flavour of NVIDIA's kernel modules drives it
+    kernel_modules_source: Optional[str] = None
     unconfirmed_fields: Tuple[str, ...] = ()
     note: Optional[str] = None
 
@@ -116,6 +137,26 @@ class Architecture(_Sourced):
     def cc_tuple(self) -> Tuple[int, int]:
         major, minor = self.cc.split(".")
         return int(major), int(minor)
+
+
+@dataclass(frozen=True)
+class GpuSeries(_Sourced):
+    """What a GeForce name implies when no model row names it: "rtx 40" (RTX 40xx) is 8.9; a
+    model row like "rtx 2050" (an Ampere chip in the RTX 20 series) wins over its series."""
+
+    label: str                            # "RTX 40xx", "RTX 2050 (GA107)"
+    match: str                            # "rtx 40" (a series), "rtx 2050" or "rtx 3050 a" (a model)
+    cc: str                               # "8.9"
+    source: str = ""
+    checked: str = ""
+    unconfirmed: bool = False
+    unconfirmed_fields: Tuple[str, ...] = ()
+    note: Optional[str] = None
+
+    @property
+    def is_model(self) -> bool:
+        """ "rtx 2050" names one model (four digits); "rtx 40" a whole series (two)."""
+        return len(self.match.split()[1]) == 4
 
 
 @dataclass(frozen=True)
@@ -208,7 +249,7 @@ class TorchRelease(_Sourced):
     glibc: str                            # "2.28"
     torchvision: Optional[str]            # of the first patch
     torchaudio: Optional[str]
-    conda: str                            # "pytorch-channel" | "conda-forge"
+    conda: CondaStory
     pytorch_cuda: Tuple[str, ...]         # pytorch-cuda=X versions on -c pytorch -c nvidia (1.13-2.5)
     source: str = ""
     checked: str = ""
@@ -240,7 +281,7 @@ class Variant(_Sourced):
     cuda: Optional[str]                   # "12.8"
     index_url: str                        # "https://download.pytorch.org/whl/cu128"
     min_driver_linux: Optional[str]       # "570.26" (the CUDA GA's own floor)
-    kind: str                             # cuda | cpu | rocm | xpu
+    kind: VariantKind
     source: str = ""
     checked: str = ""
     unconfirmed: bool = False
@@ -257,7 +298,7 @@ class Mirror(_Sourced):
     source: str = ""
     checked: str = ""
     unconfirmed: bool = False
-    kind: str = "pep503"                  # pep503 | find-links | conda
+    kind: MirrorKind = "pep503"
     unconfirmed_fields: Tuple[str, ...] = ()
 
 
@@ -290,7 +331,7 @@ class Distro(_Sourced):
 
     id: str                               # "ubuntu" (os-release ID)
     version: str                          # "22.04"
-    family: str                           # debian | rhel | fedora | suse | amazon
+    family: DistroFamily
     repo_dir: str                         # "ubuntu2204"
     cuda_lines: Tuple[str, ...]           # ("11.7", ..., "13.2")
     toolkit_package: str                  # "cuda-toolkit-{major}-{minor}"
@@ -298,7 +339,7 @@ class Distro(_Sourced):
     source: str = ""
     checked: str = ""
     unconfirmed: bool = False
-    package_manager: str = ""             # apt | dnf | zypper
+    package_manager: Optional[PackageManager] = None
     distro_driver_packages: Tuple[str, ...] = ()   # Ubuntu archive: "nvidia-driver-{branch}", ...
     also_ids: Tuple[str, ...] = ()        # ("rocky", "almalinux", "ol")
     keyring_package: Optional[str] = None

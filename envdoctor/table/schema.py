@@ -9,15 +9,9 @@ from __future__ import annotations
 
 import re
 import sys
-from pathlib import Path
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from packaging.version import InvalidVersion, Version
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on Python < 3.11 only
-    import tomli as tomllib
 
 
 class TableError(ValueError):
@@ -37,47 +31,55 @@ COMMON: Spec = {
 _CHECKED = re.compile(r"^\d{4}-\d{2}(-\d{2})?$")
 
 
-def read_toml(path: Path) -> Dict[str, Any]:
+class Doc:
+    """One parsed data file and how errors name it: ``Doc("data/cuda.toml", {...})``."""
+
+    def __init__(self, label: str, data: Dict[str, Any]) -> None:
+        self.label, self.data = label, data
+
+
+def parse_toml(label: str, raw: Optional[bytes]) -> Dict[str, Any]:
+    """The TOML document of a data file's bytes (None: the file is missing), as plain data."""
+    if raw is None:
+        raise TableError(f"{label}: file missing")
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - exercised on Python < 3.11 only
+        import tomli as tomllib
     try:
-        with open(path, "rb") as fh:
-            return tomllib.load(fh)
-    except FileNotFoundError:
-        raise TableError(f"{label(path)}: file missing") from None
+        return tomllib.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise TableError(f"{label}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     except tomllib.TOMLDecodeError as exc:
-        raise TableError(f"{label(path)}: not valid TOML: {exc}") from None
-
-
-def label(path: Path) -> str:
-    """How errors name a data file: ``data/cuda.toml``."""
-    return f"{path.parent.name}/{path.name}"
+        raise TableError(f"{label}: not valid TOML: {exc}") from None
 
 
 class Where:
     """Where a value sits, for error messages: file, section, row id."""
 
-    def __init__(self, path: Path, section: str, row: str) -> None:
-        self.path, self.section, self.row = path, section, row
+    def __init__(self, label: str, section: str, row: str) -> None:
+        self.label, self.section, self.row = label, section, row
 
     def fail(self, problem: str) -> TableError:
-        return TableError(f"{label(self.path)}: [[{self.section}]] {self.row}: {problem}")
+        return TableError(f"{self.label}: [[{self.section}]] {self.row}: {problem}")
 
 
-def rows(path: Path, doc: Mapping[str, Any], section: str, key: Optional[str]) -> List[Tuple[Where, Dict]]:
+def rows(doc: Doc, section: str, key: Optional[str]) -> List[Tuple[Where, Dict[str, Any]]]:
     """The ``[[section]]`` array of a document, each row with its :class:`Where`."""
-    items = doc.get(section, [])
+    items = doc.data.get(section, [])
     if not isinstance(items, list) or not all(isinstance(r, dict) for r in items):
-        raise TableError(f"{label(path)}: '{section}' must be an array of tables ([[{section}]])")
+        raise TableError(f"{doc.label}: '{section}' must be an array of tables ([[{section}]])")
     out = []
     for i, raw in enumerate(items):
         ident = str(raw.get(key)) if key and key in raw else f"#{i + 1}"
-        out.append((Where(path, section, ident), raw))
+        out.append((Where(doc.label, section, ident), raw))
     return out
 
 
-def check_top(path: Path, doc: Mapping[str, Any], allowed: Tuple[str, ...]) -> None:
-    for k in doc:
+def check_top(doc: Doc, allowed: Tuple[str, ...]) -> None:
+    for k in doc.data:
         if k not in allowed:
-            raise TableError(f"{label(path)}: unknown top-level key '{k}' (expected: {', '.join(allowed)})")
+            raise TableError(f"{doc.label}: unknown top-level key '{k}' (expected: {', '.join(allowed)})")
 
 
 def fields(where: Where, raw: Mapping[str, Any], spec: Spec, common: bool = True) -> Dict[str, Any]:
@@ -110,6 +112,12 @@ def check_unconfirmed_fields(where: Where, names: Tuple[str, ...], cls: type) ->
     for n in names:
         if n not in known:
             raise where.fail(f"field 'unconfirmed_fields': {n!r} is not a field of this row")
+
+
+def one_of(where: Where, name: str, value: Optional[str], allowed: Tuple[str, ...]) -> None:
+    """A field of a closed set (the ``Literal`` of its row field): anything else is an error."""
+    if value is not None and value not in allowed:
+        raise where.fail(f"field '{name}': {value!r} is not one of {', '.join(allowed)}")
 
 
 def version(where: Where, name: str, value: Optional[str]) -> Optional[Version]:

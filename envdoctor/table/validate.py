@@ -7,13 +7,13 @@ Each check raises :class:`TableError` with one line naming file, row and field.
 from __future__ import annotations
 
 import re
-from pathlib import Path
-from typing import Dict, Iterable, Optional, Sequence, Tuple
+from typing import Callable, Dict, Iterable, Optional, Sequence, Tuple
 
 from packaging.version import Version
 
 from envdoctor.table.rows import (
-    Architecture, ChipFamily, CudaRelease, Distro, GpuModel, MinorCompat, NgcRelease, TorchRelease, Variant,
+    Architecture, ChipFamily, CudaRelease, Distro, GpuModel, GpuSeries, MinorCompat, NgcRelease, TorchRelease,
+    Variant,
 )
 from envdoctor.table.schema import TableError
 
@@ -29,11 +29,12 @@ def parse_arch(entry: str) -> Optional[Tuple[str, Tuple[int, int], str]]:
     return kind, (int(digits[:-1]), int(digits[-1])), suffix
 
 
-def _err(directory: Path, file: str, section: str, row: str, problem: str) -> TableError:
-    return TableError(f"{directory.name}/{file}: [[{section}]] {row}: {problem}")
+def _err(directory: str, file: str, section: str, row: str, problem: str) -> TableError:
+    """``directory`` is the data folder's name, as errors show it: ``data/cuda.toml: ...``."""
+    return TableError(f"{directory}/{file}: [[{section}]] {row}: {problem}")
 
 
-def _dupes(directory: Path, file: str, section: str, keys: Iterable[str], what: str) -> None:
+def _dupes(directory: str, file: str, section: str, keys: Iterable[str], what: str) -> None:
     seen = set()
     for k in keys:
         if k in seen:
@@ -41,7 +42,7 @@ def _dupes(directory: Path, file: str, section: str, keys: Iterable[str], what: 
         seen.add(k)
 
 
-def check_cuda(d: Path, releases: Sequence[CudaRelease], compat: Sequence[MinorCompat]) -> None:
+def check_cuda(d: str, releases: Sequence[CudaRelease], compat: Sequence[MinorCompat]) -> None:
     _dupes(d, "cuda.toml", "release", (str(Version(r.version)) for r in releases), "CUDA version")
     _dupes(d, "cuda.toml", "minor_compat", (str(c.major) for c in compat), "CUDA major")
     ordered = sorted(releases, key=lambda r: Version(r.version))
@@ -68,7 +69,7 @@ def check_cuda(d: Path, releases: Sequence[CudaRelease], compat: Sequence[MinorC
             raise _err(d, "cuda.toml", "minor_compat", str(c.major), f"no CUDA {c.major}.x release in the table")
 
 
-def check_architectures(d: Path, archs: Sequence[Architecture]) -> None:
+def check_architectures(d: str, archs: Sequence[Architecture]) -> None:
     _dupes(d, "architectures.toml", "architecture", (a.cc for a in archs), "compute capability")
     for a in archs:
         if a.dropped_cuda and Version(a.dropped_cuda) <= Version(a.first_cuda):
@@ -76,8 +77,8 @@ def check_architectures(d: Path, archs: Sequence[Architecture]) -> None:
                        f"field 'dropped_cuda': {a.dropped_cuda} is not after first_cuda {a.first_cuda}")
 
 
-def check_gpus(d: Path, gpus: Sequence[GpuModel], families: Sequence[ChipFamily], known_cc: Dict[str, Architecture],
-               norm) -> None:
+def check_gpus(d: str, gpus: Sequence[GpuModel], families: Sequence[ChipFamily], series: Sequence[GpuSeries],
+               known_cc: Dict[str, Architecture], norm: Callable[[str], str]) -> None:
     seen: Dict[str, str] = {}
     pci: Dict[str, str] = {}
     for g in gpus:
@@ -102,9 +103,13 @@ def check_gpus(d: Path, gpus: Sequence[GpuModel], families: Sequence[ChipFamily]
         if lo2 <= hi1:
             raise _err(d, "gpus.toml", "family", c2,
                        f"field 'pci_ranges': {lo2:#06x}-{hi2:#06x} overlaps {c1} {lo1:#06x}-{hi1:#06x}")
+    _dupes(d, "gpus.toml", "series", (s.match for s in series), "match")
+    for s in series:
+        if s.cc not in known_cc:
+            raise _err(d, "gpus.toml", "series", s.match, f"field 'cc': {s.cc} is not a known architecture")
 
 
-def check_variants(d: Path, variants: Sequence[Variant]) -> None:
+def check_variants(d: str, variants: Sequence[Variant]) -> None:
     _dupes(d, "indexes.toml", "variant", (v.name for v in variants), "variant")
     for v in variants:
         if v.kind == "cuda" and not v.min_driver_linux:
@@ -112,7 +117,7 @@ def check_variants(d: Path, variants: Sequence[Variant]) -> None:
                        f"no driver floor: CUDA {v.cuda} has no ga row in cuda.toml and no min_driver_linux is given")
 
 
-def check_torch(d: Path, releases: Sequence[TorchRelease], variants: Dict[str, Variant],
+def check_torch(d: str, releases: Sequence[TorchRelease], variants: Dict[str, Variant],
                 known_cc: Dict[str, Architecture]) -> None:
     _dupes(d, "torch.toml", "release", (str(Version(r.version)) for r in releases), "torch version")
     _dupes(d, "torch.toml", "release", (p.version for r in releases for p in r.patches), "patch release")
@@ -144,14 +149,14 @@ def check_torch(d: Path, releases: Sequence[TorchRelease], variants: Dict[str, V
                                    f"field '{field_name}': {entry} is not a known architecture (cc {cc})")
 
 
-def check_ngc(d: Path, releases: Sequence[NgcRelease], known_cc: Optional[Dict[str, Architecture]] = None) -> None:
+def check_ngc(d: str, releases: Sequence[NgcRelease], known_cc: Optional[Dict[str, Architecture]] = None) -> None:
     _dupes(d, "ngc.toml", "release", (r.tag for r in releases), "tag")
     for r in releases:
         if r.min_cc is not None and known_cc is not None and r.min_cc not in known_cc:
             raise _err(d, "ngc.toml", "release", r.tag, f"field 'min_cc': {r.min_cc} is not a known architecture")
 
 
-def check_distros(d: Path, distros: Sequence[Distro], cuda_minors: Iterable[str]) -> None:
+def check_distros(d: str, distros: Sequence[Distro], cuda_minors: Iterable[str]) -> None:
     _dupes(d, "distros.toml", "distro", (f"{x.id} {x.version}" for x in distros), "distribution")
     _dupes(d, "distros.toml", "distro", (x.repo_dir for x in distros), "repo_dir")
     minors = set(cuda_minors)
