@@ -104,12 +104,13 @@ H200 = gpu("NVIDIA H200", "9.0")
 def h200_torch(recording: str = "torch-child.txt") -> TorchFacts:
     """torch 2.11.0+cu130 on the H200, as torch_child.py reported it there
     (tests/fixtures/h200-driver580-cuda13/torch-child*.txt), through the probe's own parser."""
+    from envdoctor.child import from_ran
     from envdoctor.probes.python import interpret
     from envdoctor.run import Ran
     from tests.fakes import recorded
 
     ran = Ran(("/opt/torch/.venv/bin/python", "-"), 0, recorded("h200-driver580-cuda13", recording), "", 3.6)
-    return interpret(ran, "/opt/torch/.venv/bin/python", "python3 on PATH")[1]
+    return interpret(from_ran("torch_probe.py", "python3", ran), "/opt/torch/.venv/bin/python", "python3 on PATH")[1]
 
 
 def h200(recording: str = "torch-child.txt", **env: str) -> Facts:

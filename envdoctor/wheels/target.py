@@ -9,7 +9,6 @@ True
 
 from __future__ import annotations
 
-import json
 import platform as _platform
 import re
 import sys
@@ -88,16 +87,15 @@ class Target:
     @classmethod
     def from_interpreter(cls, path: str, timeout: float = 10.0) -> "Target":
         """Ask the interpreter at ``path`` (in a child process) for its version, ABI and libc."""
-        from envdoctor.run import run
+        from envdoctor.child import run_child
 
-        ran = run([path, "-I", "-c", PROBE_SCRIPT], timeout=timeout)
-        if not ran.ok:
-            raise TargetError(f"could not run {path}: {ran.error}")
-        try:
-            info = json.loads(ran.stdout.strip().splitlines()[-1])
-        except (ValueError, IndexError):
-            raise TargetError(f"{path} did not print its interpreter details") from None
-        return target_from_probe(info, path)
+        child = run_child("interpreter.py", python=path, timeout=timeout, isolated=True,
+                          what="the interpreter check")
+        if child.cause is not None:
+            raise TargetError(f"could not run {path}: {child.cause.message}")
+        if child.result is None:
+            raise TargetError(f"{path} did not print its interpreter details")
+        return target_from_probe(child.result, path)
 
     @classmethod
     def _cpython(cls, python: str, pyver: Tuple[int, int], abi: str, platforms: Sequence[str],
@@ -195,33 +193,8 @@ def _unique(items: Iterable[str]) -> Tuple[str, ...]:
     return tuple(dict.fromkeys(items))
 
 
-#: Run with ``python -I -c`` in the target interpreter; standard library only, prints one JSON line.
-PROBE_SCRIPT = r"""
-import json, os, platform, struct, sys, sysconfig
-libc = platform.libc_ver()
-try:
-    confstr = os.confstr("CS_GNU_LIBC_VERSION")
-except (AttributeError, OSError, ValueError):
-    confstr = None
-print(json.dumps({
-    "version": list(sys.version_info[:3]),
-    "implementation": sys.implementation.name,
-    "cache_tag": sys.implementation.cache_tag,
-    "abiflags": getattr(sys, "abiflags", None),
-    "gil_disabled": bool(sysconfig.get_config_var("Py_GIL_DISABLED")),
-    "soabi": sysconfig.get_config_var("SOABI"),
-    "libc": [libc[0], libc[1]],
-    "confstr": confstr,
-    "machine": platform.machine(),
-    "bits": struct.calcsize("P") * 8,
-    "platform": sysconfig.get_platform(),
-    "mac_ver": platform.mac_ver()[0],
-}))
-"""
-
-
 def target_from_probe(info: dict, path: str) -> Target:
-    """Build the :class:`Target` from what :data:`PROBE_SCRIPT` printed (pure).
+    """Build the :class:`Target` from what ``envdoctor/child/interpreter.py`` answered (pure).
 
     >>> target_from_probe({"version": [3, 12, 3], "implementation": "cpython", "abiflags": "",
     ...     "libc": ["glibc", "2.39"], "machine": "x86_64", "bits": 64,
