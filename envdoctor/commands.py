@@ -8,6 +8,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Optional, Sequence, Tuple
 
 from envdoctor.facts.system import SystemFacts
+from envdoctor.parse import major
+from envdoctor.parse.platforms import cpu_arch
 
 if TYPE_CHECKING:
     from envdoctor.table import Table
@@ -30,7 +32,7 @@ def family(system: SystemFacts) -> Optional[str]:
 
 def repo_arch(system: SystemFacts) -> str:
     """NVIDIA's repository folder for the CPU: x86_64, or sbsa for 64-bit Arm servers."""
-    return "sbsa" if system.arch in ("aarch64", "arm64") else "x86_64"
+    return "sbsa" if cpu_arch(system.arch) == "aarch64" else "x86_64"
 
 
 #: os-release IDs whose repository folder is guessed when no table is given (``table=None``):
@@ -62,7 +64,7 @@ def repository(system: SystemFacts, table: Optional[Table] = None) -> Optional[T
         return None
     version = system.os_version
     if base in ("rhel", "debian"):
-        version = version.split(".")[0]
+        version = str(major(version) or version)
     return f"{base}{version.replace('.', '')}", "apt" if base in ("ubuntu", "debian") else "dnf"
 
 
@@ -139,10 +141,7 @@ def driver_install(system: SystemFacts, branch: Optional[str], open_modules: boo
 
 
 def _rhel_major(system: SystemFacts) -> Optional[int]:
-    try:
-        return int((system.os_version or "").split(".")[0])
-    except ValueError:
-        return None
+    return major(system.os_version)
 
 
 def _dnf_driver(system: SystemFacts, branch: Optional[str], open_modules: bool) -> Tuple[str, ...]:
@@ -166,10 +165,7 @@ def _dnf_driver(system: SystemFacts, branch: Optional[str], open_modules: bool) 
 
 def _fedora_dnf5(system: SystemFacts) -> bool:
     """Fedora 41 moved to dnf5, whose config-manager takes ``addrepo --from-repofile=``."""
-    try:
-        return system.os_id == "fedora" and int((system.os_version or "0").split(".")[0]) >= 41
-    except ValueError:
-        return False
+    return system.os_id == "fedora" and (major(system.os_version) or 0) >= 41
 
 
 def nvidia_repo_install(system: SystemFacts, packages: Sequence[str], rdir: Optional[str] = None,

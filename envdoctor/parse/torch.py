@@ -10,11 +10,10 @@ A real answer from the CPU development machine (torch 2.13.0+cpu)::
                "count": 0, "arch_flags": null, "import_seconds": 0.866, ...}}
 
 Platform tags are built here, host-side, from the glibc and platform the child reports (the target
-interpreter need not have ``packaging``), with ``packaging.tags`` semantics for glibc Linux:
-``linux_<arch>`` then ``manylinux_2_<N>_<arch>`` from the interpreter's glibc down to 2_17 (2_5 on
-x86_64/i686), each legacy alias (``manylinux2014``, ``manylinux2010``, ``manylinux1``) right after
-its ``manylinux_2_X`` tag. Not covered: musllinux (no glibc: only ``linux_<arch>``), the ABI
-checks packaging makes for 32-bit ARM, and macOS/Windows (the one sysconfig tag).
+interpreter need not have ``packaging``), in ``packaging.tags`` order by
+:func:`envdoctor.parse.platforms.linux_tags`. Not covered: musllinux (no glibc: only
+``linux_<arch>``), the ABI checks packaging makes for 32-bit ARM, and macOS/Windows (the one
+sysconfig tag).
 """
 
 from __future__ import annotations
@@ -23,9 +22,7 @@ import re
 from typing import Any, Dict, Optional, Tuple
 
 from envdoctor.facts.python import LoadedLibrary, TargetPython, TorchDevice, TorchFacts
-
-_LEGACY = {17: "manylinux2014", 12: "manylinux2010", 5: "manylinux1"}
-_LEGACY_2014_ARCHS = frozenset({"x86_64", "i686", "aarch64", "armv7l", "ppc64", "ppc64le", "s390x"})
+from envdoctor.parse.platforms import linux_tags
 
 
 def parse_glibc(libc: Optional[str]) -> Optional[str]:
@@ -57,32 +54,22 @@ def platform_tag(platform: Optional[str], is_64bit: bool = True) -> Optional[str
 
 
 def linux_platform_tags(glibc: Optional[str], platform: Optional[str]) -> Tuple[str, ...]:
-    """The platform tags a glibc Linux interpreter accepts, most specific first.
+    """The platform tags a glibc Linux interpreter accepts, most specific first (manylinux tags,
+    newest first, then ``linux_<arch>``, as packaging orders them).
 
-    >>> linux_platform_tags("2.28", "linux_aarch64")[:3]
-    ('linux_aarch64', 'manylinux_2_28_aarch64', 'manylinux_2_27_aarch64')
+    >>> linux_platform_tags("2.28", "linux_aarch64")[:2]
+    ('manylinux_2_28_aarch64', 'manylinux_2_27_aarch64')
     >>> linux_platform_tags("2.17", "linux_aarch64")[-2:]
-    ('manylinux_2_17_aarch64', 'manylinux2014_aarch64')
+    ('manylinux2014_aarch64', 'linux_aarch64')
     """
     if not platform:
         return ()
     if not platform.startswith("linux_"):
         return (platform,)
     arch = platform[len("linux_"):]
-    archs = ["armv8l", "armv7l"] if arch == "armv8l" else [arch]
-    tags = [f"linux_{a}" for a in archs]
     version = re.fullmatch(r"2\.(\d+)", glibc or "")
-    if version is None:
-        return tuple(tags)
-    newest = int(version.group(1))
-    for a in archs:
-        oldest = 5 if a in ("x86_64", "i686") else 17
-        for minor in range(newest, oldest - 1, -1):
-            tags.append(f"manylinux_2_{minor}_{a}")
-            legacy = _LEGACY.get(minor)
-            if legacy and (a in _LEGACY_2014_ARCHS if minor == 17 else a in ("x86_64", "i686")):
-                tags.append(f"{legacy}_{a}")
-    return tuple(tags)
+    return linux_tags((2, int(version.group(1))) if version else None,
+                      ("armv8l", "armv7l") if arch == "armv8l" else (arch,))
 
 
 def interpreter_tags(py: Dict[str, Any]) -> Tuple[Optional[str], Optional[str]]:

@@ -8,6 +8,7 @@ from typing import Any, Dict, Mapping, Optional, Tuple, Union
 
 from packaging.version import Version
 
+from envdoctor.parse import major as _major
 from envdoctor.parse import version as _version
 from envdoctor.table import load, validate
 from envdoctor.table.schema import Doc, parse_toml
@@ -113,16 +114,13 @@ class Table:
 
     def minor_compat(self, major: Union[int, str]) -> Optional[MinorCompat]:
         """``t.minor_compat(12)``: floor 525.60.13 and what does not work under it."""
-        try:
-            m = int(str(major).split(".")[0])
-        except ValueError:
-            return None
-        return next((c for c in self.minor_compats if c.major == m), None)
+        m = _major(str(major))
+        return next((c for c in self.minor_compats if c.major == m), None) if m is not None else None
 
     def driver_branch(self, driver_or_branch: str) -> Optional[DriverBranch]:
         """The data-center branch row of ``"535.104.05"`` or ``"535"``."""
-        branch = driver_or_branch.split(".")[0]
-        return next((b for b in self.driver_branches if b.branch == branch), None)
+        branch = _major(driver_or_branch)
+        return next((b for b in self.driver_branches if b.branch == str(branch)), None)
 
     # --- architectures and GPUs -------------------------------------------------------------
 
@@ -251,7 +249,7 @@ class Table:
         for x in self.distros:
             if key != x.id and key not in x.also_ids:
                 continue
-            if ver == x.version or ("." not in x.version and ver.split(".")[0] == x.version):
+            if ver == x.version or ("." not in x.version and str(_major(ver)) == x.version):
                 return x
         return None
 
