@@ -60,7 +60,7 @@ def _convert(tp: Any, value: Any, where: str) -> Any:
             except DataError:
                 continue
         raise DataError(f"{where}: {value!r} does not fit {tp}")
-    if dataclasses.is_dataclass(tp):
+    if dataclasses.is_dataclass(tp) and isinstance(tp, type):
         if not isinstance(value, dict):
             raise DataError(f"{where}: expected an object, got {type(value).__name__}")
         hints = _hints(tp)

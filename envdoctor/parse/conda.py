@@ -19,13 +19,12 @@ libmamba (``libmamba/src/api/info.cpp``) prints spaced keys and ``name=version=b
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Optional, Tuple
 
 from envdoctor.facts.conda import CondaPackage
-from envdoctor.parse import ParseError
+from envdoctor.parse import ParseError, jsontext
 
 #: Packages of the active environment that decide what CUDA it runs and builds with.
 CUDA_PACKAGES = (
@@ -52,7 +51,7 @@ class CondaInfo:
 
 def _json(text: str, what: str) -> Any:
     try:
-        return json.loads(text)
+        return jsontext.loads(text)
     except ValueError:
         start = (text or "").strip()[:60]
         raise CondaParseError(f"{what} is not JSON: {start!r}" if start else f"{what} printed nothing") from None
@@ -122,7 +121,7 @@ def parse_error(text: str) -> Optional[str]:
     """The message of conda's JSON error (``{"exception_name": "EnvironmentLocationNotFound",
     "message": "Not a conda environment: /x", ...}``), or None when ``text`` is not one."""
     try:
-        data = json.loads(text)
+        data = jsontext.loads(text)
     except ValueError:
         return None
     if isinstance(data, dict) and (data.get("message") or data.get("error")):

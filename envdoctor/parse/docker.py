@@ -16,12 +16,11 @@ JSON on stdout, the error on stderr, exit status 1)::
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
-from typing import Any, Optional, Tuple
+from typing import Any, Dict, Optional, Tuple
 
-from envdoctor.parse import ParseError
+from envdoctor.parse import ParseError, jsontext
 
 
 class DockerParseError(ParseError):
@@ -51,7 +50,7 @@ def _first_json(text: str, what: str) -> dict:
     for line in (text or "").splitlines():
         if line.lstrip().startswith("{"):
             try:
-                data = json.loads(line)
+                data = jsontext.loads(line)
             except ValueError:
                 raise DockerParseError(f"{what}: truncated or broken JSON: {line.strip()[:60]!r}") from None
             if isinstance(data, dict):
@@ -64,11 +63,14 @@ def _str(value: Any) -> Optional[str]:
     return value if isinstance(value, str) and value else None
 
 
+def _dict(value: Any) -> Dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
 def parse_version_json(text: str) -> DockerVersion:
     data = _first_json(text, "docker version")
-    client = data.get("Client") if isinstance(data.get("Client"), dict) else {}
-    server = data.get("Server") if isinstance(data.get("Server"), dict) else {}
-    platform = server.get("Platform") if isinstance(server.get("Platform"), dict) else {}
+    client, server = _dict(data.get("Client")), _dict(data.get("Server"))
+    platform = _dict(server.get("Platform"))
     names = [_str(platform.get("Name")) or ""]
     names += [str(c.get("Name")) for c in server.get("Components") or () if isinstance(c, dict)]
     return DockerVersion(_str(client.get("Version")), _str(server.get("Version")), _str(platform.get("Name")),
@@ -77,7 +79,7 @@ def parse_version_json(text: str) -> DockerVersion:
 
 def parse_info_json(text: str) -> DockerInfo:
     data = _first_json(text, "docker info")
-    runtimes = data.get("Runtimes") if isinstance(data.get("Runtimes"), dict) else {}
+    runtimes = _dict(data.get("Runtimes"))
     devices = []
     for dev in data.get("DiscoveredDevices") or ():
         if isinstance(dev, dict) and dev.get("Source") == "cdi" and _str(dev.get("ID")):

@@ -12,12 +12,11 @@
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from typing import Optional, Tuple
 
-from envdoctor.parse import ParseError, major_minor
+from envdoctor.parse import ParseError, jsontext, major_minor
 
 
 class NvccParseError(ParseError):
@@ -51,7 +50,7 @@ def parse_version_json(text: str) -> Tuple[str, str]:
     the number ``nvcc --version`` prints), the SDK's otherwise; the release from the SDK's.
     """
     try:
-        data = json.loads(text)
+        data = jsontext.loads(text)
         sdk = data["cuda"]["version"]
     except (ValueError, KeyError, TypeError):
         raise NvccParseError("version.json has no cuda.version") from None

@@ -165,7 +165,7 @@ def _pick(paths: Tuple[str, ...], stem: str) -> Optional[str]:
     """The main library among the mapped ones: ``libcudnn.so.9`` before ``libcudnn_graph.so.9``."""
     named = [p for p in paths if p.rsplit("/", 1)[-1].startswith(stem)]
     main = [p for p in named if p.rsplit("/", 1)[-1].startswith(stem + ".so")]
-    return (main or named or [None])[0]
+    return (main or named)[0] if (main or named) else None
 
 
 def _device(raw: Dict[str, Any], fallback_index: int) -> TorchDevice:

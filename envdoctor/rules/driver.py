@@ -7,7 +7,7 @@ from typing import Iterable, List, Optional, Tuple
 from envdoctor import commands
 from envdoctor.compat import open_modules
 from envdoctor.facts import Facts
-from envdoctor.findings import Finding
+from envdoctor.findings import Finding, Severity
 from envdoctor.gpus import PCI, machine_gpus
 from envdoctor.parse import major
 from envdoctor.table import Architecture, Table
@@ -163,7 +163,7 @@ def container_without_gpu(facts: Facts, table: Optional[Table]) -> Iterable[Find
     asked = visible not in (None, "", "void", "none")
     if not (asked or d.smi_path or facts.pci.devices):
         return  # a CPU-only container on a host whose PCI bus shows no NVIDIA GPU: nothing is wrong
-    severity = "error" if (asked or d.smi_path) else "warning"
+    severity: Severity = "error" if (asked or d.smi_path) else "warning"
     evidence = [f"inside a {s.container} container ({s.container_evidence})", "no /dev/nvidia* device nodes"]
     if visible is not None:
         evidence.append(f"NVIDIA_VISIBLE_DEVICES={visible}")

@@ -11,6 +11,8 @@ from __future__ import annotations
 import posixpath
 from typing import Iterator, Optional, Tuple
 
+from packaging.version import Version
+
 from envdoctor import commands
 from envdoctor.facts import Facts
 from envdoctor.facts.toolkit import Toolkit
@@ -114,7 +116,7 @@ def _best(facts: Facts) -> Optional[Toolkit]:
     torch_cuda = major_minor(facts.torch.cuda) if facts.torch.installed else None
     return (next((tk for tk in tks if torch_cuda and tk.release == torch_cuda), None)
             or _toolkit_of_nvcc(facts, facts.toolkits.nvcc_on_path)
-            or max(tks, key=lambda tk: loose_version(tk.release) or loose_version("0"), default=None))
+            or max(tks, key=lambda tk: loose_version(tk.release) or Version("0"), default=None))
 
 
 def cuda_home_vs_path(facts: Facts, table: Optional[Table]) -> Iterator[Finding]:

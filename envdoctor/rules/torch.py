@@ -30,9 +30,9 @@ from envdoctor.advise.choose import Choice, choose_variant
 from envdoctor.advise.whatif import python_series
 from envdoctor.compat import DriverOs, DriverSupport, driver_os, driver_support, kernel_support, variant_tag
 from envdoctor.facts import Facts
-from envdoctor.findings import Finding
+from envdoctor.findings import Finding, Severity
 from envdoctor.gpus import MachineGpu, machine_gpus
-from envdoctor.parse import major, version
+from envdoctor.parse import major, version, version_key
 from envdoctor.table import Table, TorchRelease
 
 REF_INSTALL = "https://pytorch.org/get-started/locally/"
@@ -166,7 +166,7 @@ def _choose(facts: Facts, table: Optional[Table]) -> Optional[Choice]:
     ccs: List[Optional[str]] = [g.cc for g in _gpus(facts, table)] or [None]   # unknown capability: kernels unchecked
     try:
         choice = choose_variant(table, pin, driver, ccs, python_series(p.version, p.abi_tag),
-                                p.glibc or facts.system.glibc, _arch(facts), ways_out=False, os=os_name)
+                                p.glibc or facts.system.glibc, _arch(facts) or "x86_64", ways_out=False, os=os_name)
     except (LookupError, ValueError):      # an input the advisor cannot read: no fix offered
         return None
     return choice if choice.status == "ok" else None
@@ -241,7 +241,7 @@ def torch_check_failed(facts: Facts, table: Optional[Table]) -> Iterator[Finding
         return  # the interpreter itself did not run (not a Python at all): ED200 says it
     py = _py(facts)
     internal = t.error.message.startswith("envdoctor's")
-    severity = "error" if t.error.kind in ("crashed", "exit_status") and not internal else "warning"
+    severity: Severity = "error" if t.error.kind in ("crashed", "exit_status") and not internal else "warning"
     where = f" during {t.stage}" if t.stage else ""
     titles = {
         "crashed": f"Python crashed{where} while envdoctor inspected torch",
@@ -435,13 +435,14 @@ def no_kernels_for_gpu(facts: Facts, table: Optional[Table]) -> Iterator[Finding
     if not missing and not ptx_only:
         return
     choice = _choose(facts, table)
-    fix = _reinstall(facts, choice) if choice and choice.variant != variant_tag(t.cuda) else (RECOMMEND,)
+    better = choice if choice is not None and choice.variant != variant_tag(t.cuda) else None
+    fix = _reinstall(facts, better) if better is not None else (RECOMMEND,)
     arch = f"torch {t.version} has kernels for {' '.join(t.arch_list)} (torch.cuda.get_arch_list())"
-    other = (f"the {choice.variant} build of torch {_release(t.version)} has them{_caveat(choice)}"
-             if fix != (RECOMMEND,) else "no build of this torch release in envdoctor's table has "
+    other = (f"the {better.variant} build of torch {_release(t.version)} has them{_caveat(better)}"
+             if better is not None else "no build of this torch release in envdoctor's table has "
              "them for this driver; envdoctor recommend picks a release that does")
     if missing:
-        ccs = sorted({g.cc for g in missing}, key=version)
+        ccs = sorted({str(g.cc) for g in missing}, key=version_key)
         yield Finding(
             "ED206", "error", f"torch {t.version} has no kernels for compute capability {', '.join(ccs)}",
             evidence=tuple([f"{g.label}: compute capability {g.cc} ({g.where})" for g in missing] + [arch]),
@@ -454,7 +455,7 @@ def no_kernels_for_gpu(facts: Facts, table: Optional[Table]) -> Iterator[Finding
     if ptx_only:
         yield Finding(
             "ED206", "warning", f"torch {t.version} runs on compute capability "
-            f"{', '.join(sorted({g.cc for g, _ in ptx_only}))} only through PTX JIT compilation",
+            f"{', '.join(sorted({str(g.cc) for g, _ in ptx_only}))} only through PTX JIT compilation",
             evidence=tuple([f"{g.label}: compute capability {g.cc} ({g.where}); only {via} PTX fits"
                             for g, via in ptx_only] + [arch]),
             fix=fix, reference=REF_BINARY, area="torch",
@@ -562,7 +563,7 @@ def companion_mismatch(facts: Facts, table: Optional[Table]) -> Iterator[Finding
         if tag is None or tag == torch_tag:
             continue
         same_major = tag.startswith("cu") and torch_tag.startswith("cu") and tag[2:-1] == torch_tag[2:-1]
-        severity = "warning" if same_major or tag == "cpu" else "error"
+        severity: Severity = "warning" if same_major or tag == "cpu" else "error"
         yield Finding(
             "ED210", severity, f"{package} was built for {tag}, torch for {torch_tag}",
             evidence=(f"{package} {installed} (package metadata)", _torch_evidence(facts)),
@@ -596,9 +597,9 @@ def ld_library_path_shadows(facts: Facts, table: Optional[Table]) -> Iterator[Fi
     if not shadowed:
         return
     entries = [e for e in (facts.system.env.get("LD_LIBRARY_PATH") or t.ld_library_path or "").split(":") if e]
-    bad = []
+    bad: List[str] = []
     for lib in shadowed:
-        if lib.via_ld_library_path not in bad:
+        if lib.via_ld_library_path and lib.via_ld_library_path not in bad:
             bad.append(lib.via_ld_library_path)
     keep = [e for e in entries if e not in bad]
     fix = ("unset LD_LIBRARY_PATH",) if not keep else (f"export LD_LIBRARY_PATH={shlex.quote(':'.join(keep))}",)

@@ -150,9 +150,10 @@ def load_torch(doc: Doc, cuda_of: Dict[str, Any]) -> Tuple[TorchRelease, ...]:
         for i, p in enumerate(v.pop("patches")):
             pw = Where(where.label, "release", f"{where.row} patch #{i + 1}")
             pv = fields(pw, p, {"version": "str", "torchvision": "str?", "torchaudio": "str?"}, common=False)
-            for name in ("version", "torchvision", "torchaudio"):
+            for name in ("torchvision", "torchaudio"):
                 version(pw, name, pv[name])
-            if version(pw, "version", pv["version"]).release[:2] != rv.release[:2]:
+            pver = version(pw, "version", pv["version"])
+            if pver is None or rv is None or pver.release[:2] != rv.release[:2]:
                 raise pw.fail(f"field 'version': {pv['version']} is not a patch of {v['version']}")
             patches.append(TorchPatch(pv["version"], pv["torchvision"], pv["torchaudio"]))
         if not patches:

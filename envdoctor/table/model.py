@@ -156,8 +156,8 @@ class Table:
         if not m:
             return None
         series = f"{m.group(1)} {m.group(2)}"
-        row = next((r for r in self.gpu_series if not r.is_model and r.match == series), None)
-        return (row.cc, row.label) if row is not None else None
+        hit = next((r for r in self.gpu_series if not r.is_model and r.match == series), None)
+        return (hit.cc, hit.label) if hit is not None else None
 
     def gpu_suggestions(self, name: str, n: int = 3) -> Tuple[str, ...]:
         """Names in the table close to ``name`` (``"GTX 1800 Ti"`` -> ``("GTX 1080 Ti", ...)``),

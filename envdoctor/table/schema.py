@@ -162,10 +162,12 @@ def _strs(where: Where, k: str, v: Any) -> Tuple[str, ...]:
 
 def _ranges(where: Where, k: str, v: Any) -> Tuple[Tuple[int, int], ...]:
     out = []
-    for pair in v if isinstance(v, list) else [None]:
+    for pair in v if isinstance(v, list) else [v]:
         try:
+            if not isinstance(pair, list) or len(pair) != 2 or not all(isinstance(x, str) for x in pair):
+                raise ValueError(pair)
             lo, hi = (int(x, 16) for x in pair)
-        except (TypeError, ValueError):
+        except ValueError:
             raise where.fail(f"field '{k}' must be a list of [\"0xLOW\", \"0xHIGH\"] pairs, not {pair!r}") from None
         if lo > hi:
             raise where.fail(f"field '{k}': range {pair!r} runs backwards")
