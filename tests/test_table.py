@@ -514,6 +514,14 @@ BROKEN = [
      ["distros.toml", "ubuntu2204", "unknown field 'glibc_sources'"]),
     ("distros.toml", 'glibc = "2.35"\nglibc_source = ', 'glibc = "2.35"\nnote_x = ',
      ["distros.toml", "ubuntu2204", "unknown field 'note_x'"]),
+    ("architectures.toml", 'kernel_modules = "either"', 'kernel_modules = "both"',
+     ["architectures.toml", "7.5", "'kernel_modules'", "'both' is not one of proprietary, either, open"]),
+    ("architectures.toml", 'kernel_modules = "either"\nkernel_modules_source', 'kernel_modules = "either"\nx_source',
+     ["architectures.toml", "7.5", "unknown field 'x_source'"]),
+    ("gpus.toml", 'match = "rtx 40"', 'match = "rtx 4"', ["gpus.toml", "[[series]] rtx 4", "'match'"]),
+    ("gpus.toml", 'match = "rtx 40"', 'match = "rtx 30"', ["gpus.toml", "[[series]] rtx 30", "duplicate match"]),
+    ("gpus.toml", 'match = "rtx 50"\ncc = "12.0"', 'match = "rtx 50"\ncc = "12.5"',
+     ["gpus.toml", "rtx 50", "12.5 is not a known architecture"]),
 ]
 
 

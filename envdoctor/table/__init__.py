@@ -18,18 +18,17 @@ once per process, through a cache of the parsed files keyed by their bytes
 from __future__ import annotations
 
 import functools
-import logging
 from pathlib import Path
 from typing import Optional, Union
 
 from envdoctor.table import cache
-from envdoctor.table.model import Table, build, build_docs, norm_cc, norm_gpu_name, norm_pci, parse_docs
+from envdoctor.table.model import Table, build, norm_cc, norm_gpu_name, norm_pci
 from envdoctor.table.rows import (
     Architecture, ChipFamily, CudaRelease, Distro, DriverBranch, GpuModel, GpuSeries, MinorCompat, Mirror,
     NgcRelease, TorchPatch, TorchRelease, TorchVariant, Variant,
 )
 from envdoctor.table.schema import TableError
-from envdoctor.table.source import DATA_ENV, DataDir, data_directory, read_files
+from envdoctor.table.source import DATA_ENV, DataDir, data_directory
 
 __all__ = [
     "load_table", "data_directory", "DATA_ENV", "DataDir", "Table", "TableError", "Architecture", "ChipFamily",
@@ -37,27 +36,11 @@ __all__ = [
     "TorchPatch", "TorchRelease", "TorchVariant", "Variant", "norm_cc", "norm_gpu_name", "norm_pci",
 ]
 
-log = logging.getLogger(__name__)
-
 
 @functools.lru_cache(maxsize=4)
 def _default(where: str) -> Table:
-    """The table of the default folder (``where`` is its name, the key of this per-process memo)."""
-    directory = data_directory()
-    files = read_files(directory)
-    folder = cache.cache_dir()
-    entry = folder / f"{cache.key(files)}.json" if folder is not None else None
-    docs = cache.read(entry) if entry is not None else None
-    if docs is not None:
-        try:
-            return build_docs(directory, docs)
-        except Exception:  # an entry that parses but is not what the files say: never trusted
-            log.debug("table cache entry %s does not load; parsing the files", entry, exc_info=True)
-    docs = parse_docs(directory.name, files)
-    table = build_docs(directory, docs)
-    if entry is not None:
-        cache.write(entry, docs)
-    return table
+    """The table of the default folder (``where`` names it: the key of this per-process memo)."""
+    return cache.load(data_directory(), cache.cache_dir())
 
 
 def load_table(directory: Optional[Union[str, Path, DataDir]] = None) -> Table:

@@ -25,7 +25,8 @@ from typing import Any, Dict, Mapping, Optional
 
 from envdoctor.atomic import user_dir, write_atomic
 from envdoctor.parse.jsontext import JsonError, loads_object
-from envdoctor.table.source import FILES
+from envdoctor.table.model import Table, build_docs, parse_docs
+from envdoctor.table.source import FILES, DataDir, read_files
 
 log = logging.getLogger(__name__)
 
@@ -102,3 +103,20 @@ def write(path: Path, docs: Docs) -> None:
                 old.unlink()
     except OSError as exc:
         log.debug("table cache not written: %s", exc)
+
+
+def load(directory: DataDir, folder: Optional[Path]) -> Table:
+    """The table of ``directory``, through the cache entry under ``folder`` (None: no cache)."""
+    files = read_files(directory)
+    entry = folder / f"{key(files)}.json" if folder is not None else None
+    docs = read(entry) if entry is not None else None
+    if docs is not None:
+        try:
+            return build_docs(directory, docs)
+        except Exception:  # an entry that parses but is not what the files say: never trusted
+            log.debug("table cache entry %s does not load; parsing the files", entry, exc_info=True)
+    docs = parse_docs(directory.name, files)
+    table = build_docs(directory, docs)
+    if entry is not None:
+        write(entry, docs)
+    return table
