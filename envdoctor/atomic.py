@@ -6,7 +6,6 @@
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 from typing import Union
 
@@ -16,6 +15,8 @@ def write_atomic(path: Union[str, Path], data: Union[str, bytes], mode: int = 0o
 
     The rename is atomic on POSIX: readers see the old file or the new one, never a part.
     """
+    import tempfile  # here: a read-only run (check) need not import it
+
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     raw = data.encode("utf-8") if isinstance(data, str) else data

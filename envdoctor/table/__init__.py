@@ -24,8 +24,20 @@ from typing import Optional, Union
 from envdoctor.table import cache
 from envdoctor.table.model import Table, build, norm_cc, norm_gpu_name, norm_pci
 from envdoctor.table.rows import (
-    Architecture, ChipFamily, CudaRelease, Distro, DriverBranch, GpuModel, GpuSeries, MinorCompat, Mirror,
-    NgcRelease, TorchPatch, TorchRelease, TorchVariant, Variant,
+    Architecture,
+    ChipFamily,
+    CudaRelease,
+    Distro,
+    DriverBranch,
+    GpuModel,
+    GpuSeries,
+    MinorCompat,
+    Mirror,
+    NgcRelease,
+    TorchPatch,
+    TorchRelease,
+    TorchVariant,
+    Variant,
 )
 from envdoctor.table.schema import TableError
 from envdoctor.table.source import DATA_ENV, DataDir, data_directory

@@ -10,12 +10,40 @@ import re
 from typing import Any, Dict, List, Tuple, get_args
 
 from envdoctor.table.rows import (
-    VARIANT_NAME, Architecture, ChipFamily, CondaStory, CudaKind, CudaRelease, Designation, Distro,
-    DistroFamily, DriverBranch, GpuModel, GpuSeries, KernelModules, MinorCompat, Mirror, MirrorKind,
-    NgcRelease, PackageManager, TorchPatch, TorchRelease, TorchVariant, Variant, VariantKind,
+    VARIANT_NAME,
+    Architecture,
+    ChipFamily,
+    CondaStory,
+    CudaKind,
+    CudaRelease,
+    Designation,
+    Distro,
+    DistroFamily,
+    DriverBranch,
+    GpuModel,
+    GpuSeries,
+    KernelModules,
+    MinorCompat,
+    Mirror,
+    MirrorKind,
+    NgcRelease,
+    PackageManager,
+    TorchPatch,
+    TorchRelease,
+    TorchVariant,
+    Variant,
+    VariantKind,
 )
 from envdoctor.table.schema import (
-    Doc, TableError, Where, check_top, check_unconfirmed_fields, fields, one_of, rows, version,
+    Doc,
+    TableError,
+    Where,
+    check_top,
+    check_unconfirmed_fields,
+    fields,
+    one_of,
+    rows,
+    version,
 )
 
 _CC = re.compile(r"^\d{1,2}\.\d$")

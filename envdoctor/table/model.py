@@ -6,17 +6,26 @@ import re
 from dataclasses import dataclass
 from typing import Any, Dict, Mapping, Optional, Tuple, Union
 
-from packaging.version import Version
-
 from envdoctor.parse import major as _major
 from envdoctor.parse import version as _version
 from envdoctor.table import load, validate
-from envdoctor.table.schema import Doc, parse_toml
-from envdoctor.table.source import FILES, DataDir, read_files
 from envdoctor.table.rows import (
-    CUDA_VARIANT, Architecture, ChipFamily, CudaRelease, Distro, DriverBranch, GpuModel, GpuSeries, MinorCompat,
-    Mirror, NgcRelease, TorchRelease, Variant,
+    CUDA_VARIANT,
+    Architecture,
+    ChipFamily,
+    CudaRelease,
+    Distro,
+    DriverBranch,
+    GpuModel,
+    GpuSeries,
+    MinorCompat,
+    Mirror,
+    NgcRelease,
+    TorchRelease,
+    Variant,
 )
+from envdoctor.table.schema import Doc, parse_toml, parse_version
+from envdoctor.table.source import FILES, DataDir, read_files
 
 _PREFIXES = ("nvidia ", "geforce ", "tesla ")
 
@@ -95,7 +104,7 @@ class Table:
         if v is None or len(v.release) < 2:
             return None
         if len(v.release) >= 3:
-            return next((r for r in self.cuda_releases if Version(r.version) == v), None)
+            return next((r for r in self.cuda_releases if parse_version(r.version) == v), None)
         minor = f"{v.release[0]}.{v.release[1]}"
         rows = [r for r in self.cuda_releases if r.minor == minor]
         return next((r for r in rows if r.kind == "ga"), rows[0] if rows else None)
@@ -202,7 +211,7 @@ class Table:
         if v is None:
             return None
         key = v.release[:2]
-        row = next((r for r in self.torch_releases if Version(r.version).release[:2] == key), None)
+        row = next((r for r in self.torch_releases if parse_version(r.version).release[:2] == key), None)
         if row is None or len(v.release) < 3 or v.is_prerelease or v.is_devrelease:
             return row
         return row if row.patch(v.base_version) else None
@@ -233,12 +242,12 @@ class Table:
         """NGC releases a driver runs: its branch is at least the release's minimum, or (on a
         data-center GPU) it is one of the release's forward-compatible branches at or above the
         listed version. ``t.ngc_for_driver("535.104", datacenter=True)``."""
-        d = Version(driver)
+        d = parse_version(driver)
         out = []
         for r in self.ngc_releases:
-            if d >= Version(r.min_driver):
+            if d >= parse_version(r.min_driver):
                 out.append(r)
-            elif datacenter and any(d.release[0] == Version(b).release[0] and d >= Version(b)
+            elif datacenter and any(d.release[0] == parse_version(b).release[0] and d >= parse_version(b)
                                     for b in r.forward_compat_branches):
                 out.append(r)
         return tuple(out)
@@ -273,7 +282,7 @@ def build_docs(directory: DataDir, docs: Mapping[str, Dict[str, Any]]) -> Table:
 
     cuda_releases, compat, branches = load.load_cuda(doc("cuda.toml"))
     validate.check_cuda(d, cuda_releases, compat)
-    cuda_releases = tuple(sorted(cuda_releases, key=lambda r: Version(r.version)))
+    cuda_releases = tuple(sorted(cuda_releases, key=lambda r: parse_version(r.version)))
     archs = tuple(sorted(load.load_architectures(doc("architectures.toml")), key=lambda a: a.cc_tuple))
     validate.check_architectures(d, archs)
     by_cc = {a.cc: a for a in archs}
@@ -302,15 +311,15 @@ def build_docs(directory: DataDir, docs: Mapping[str, Dict[str, Any]]) -> Table:
         directory=directory,
         cuda_releases=cuda_releases,
         minor_compats=tuple(sorted(compat, key=lambda c: c.major)),
-        driver_branches=tuple(sorted(branches, key=lambda b: Version(b.branch))),
+        driver_branches=tuple(sorted(branches, key=lambda b: parse_version(b.branch))),
         architectures=archs,
         gpus=gpus,
         chip_families=families,
         gpu_series=series,
-        torch_releases=tuple(sorted(torch, key=lambda r: Version(r.version))),
+        torch_releases=tuple(sorted(torch, key=lambda r: parse_version(r.version))),
         variants=tuple(variants),
         index_base=base,
         mirrors=mirrors,
-        ngc_releases=tuple(sorted(ngc, key=lambda r: Version(r.tag))),
+        ngc_releases=tuple(sorted(ngc, key=lambda r: parse_version(r.tag))),
         distros=distros,
     )

@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal, Optional, Tuple
 
-from packaging.version import Version
+from envdoctor.table.schema import parse_version
 
 CudaKind = Literal["ga", "update", "rc", "preview"]
 Designation = Literal["LTSB", "PB", "NFB"]          # long-term, production, new-feature branch
@@ -73,12 +73,12 @@ class CudaRelease(_Sourced):
     @property
     def minor(self) -> str:
         """ "12.8" for "12.8.1"."""
-        major, minor = Version(self.version).release[:2]
+        major, minor = parse_version(self.version).release[:2]
         return f"{major}.{minor}"
 
     @property
     def major(self) -> int:
-        return Version(self.version).release[0]
+        return parse_version(self.version).release[0]
 
 
 @dataclass(frozen=True)
@@ -262,7 +262,7 @@ class TorchRelease(_Sourced):
 
     @property
     def minor(self) -> str:
-        major, minor = Version(self.version).release[:2]
+        major, minor = parse_version(self.version).release[:2]
         return f"{major}.{minor}"
 
     def variant(self, name: str) -> Optional[TorchVariant]:
@@ -270,7 +270,7 @@ class TorchRelease(_Sourced):
         return next((v for v in self.variants if v.name == name), None)
 
     def patch(self, version: str) -> Optional[TorchPatch]:
-        return next((p for p in self.patches if Version(p.version) == Version(version)), None)
+        return next((p for p in self.patches if parse_version(p.version) == parse_version(version)), None)
 
 
 @dataclass(frozen=True)
@@ -350,7 +350,7 @@ class Distro(_Sourced):
 
     def toolkit_package_for(self, cuda: str) -> str:
         """``"cuda-toolkit-12-8"`` for ``"12.8"`` (or ``"12.8.1"``)."""
-        major, minor = Version(cuda).release[:2]
+        major, minor = parse_version(cuda).release[:2]
         return self.toolkit_package.format(major=major, minor=minor)
 
     def repo_url(self, arch: str = "x86_64") -> str:

@@ -7,9 +7,10 @@ Every error is a :class:`TableError` whose message is one line naming file, row 
 
 from __future__ import annotations
 
+import functools
 import re
 import sys
-from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, FrozenSet, List, Mapping, Optional, Tuple
 
 from packaging.version import InvalidVersion, Version
 
@@ -82,22 +83,36 @@ def check_top(doc: Doc, allowed: Tuple[str, ...]) -> None:
             raise TableError(f"{doc.label}: unknown top-level key '{k}' (expected: {', '.join(allowed)})")
 
 
+#: (name, optional, checker, default) per field of a spec, worked out once per distinct spec.
+_Compiled = Tuple[Tuple[str, bool, Callable[["Where", str, Any], Any], Any], ...]
+_COMPILED: Dict[Tuple[Tuple[str, str], ...], Tuple[_Compiled, FrozenSet[str]]] = {}
+
+
+def _compile(spec: Spec, common: bool) -> Tuple[_Compiled, FrozenSet[str]]:
+    full = dict(COMMON, **spec) if common else dict(spec)
+    key = tuple(full.items())
+    hit = _COMPILED.get(key)
+    if hit is None:
+        compiled = tuple((k, kind.endswith("?"), _CHECKERS[kind.rstrip("?")], _DEFAULTS.get(kind.rstrip("?")))
+                         for k, kind in full.items())
+        hit = _COMPILED[key] = (compiled, frozenset(full))
+    return hit
+
+
 def fields(where: Where, raw: Mapping[str, Any], spec: Spec, common: bool = True) -> Dict[str, Any]:
     """Check ``raw`` against ``spec`` (plus the common fields) and return it with defaults filled."""
-    full = dict(COMMON, **spec) if common else dict(spec)
+    compiled, known = _compile(spec, common)
     for k in raw:
-        if k not in full:
+        if k not in known:
             raise where.fail(f"unknown field '{k}'")
     out: Dict[str, Any] = {}
-    for k, kind in full.items():
-        optional = kind.endswith("?")
-        base = kind.rstrip("?")
+    for k, optional, check, default in compiled:
         if k not in raw:
             if not optional:
                 raise where.fail(f"missing field '{k}'")
-            out[k] = _DEFAULTS.get(base)
+            out[k] = default
             continue
-        out[k] = _CHECKERS[base](where, k, raw[k])
+        out[k] = check(where, k, raw[k])
     if common or "checked" in out:
         checked = out.get("checked")
         if checked is not None and not _CHECKED.match(checked):
@@ -120,13 +135,20 @@ def one_of(where: Where, name: str, value: Optional[str], allowed: Tuple[str, ..
         raise where.fail(f"field '{name}': {value!r} is not one of {', '.join(allowed)}")
 
 
+@functools.lru_cache(maxsize=4096)
+def parse_version(text: str) -> Version:
+    """``Version(text)``, remembered: the table repeats the same driver and CUDA versions often.
+    Raises InvalidVersion like ``Version``."""
+    return Version(text)
+
+
 def version(where: Where, name: str, value: Optional[str]) -> Optional[Version]:
     """Parse a version field; an unparsable one is an error naming the field."""
     if value is None:
         return None
     try:
-        return Version(value)
-    except InvalidVersion:
+        return parse_version(value)
+    except (InvalidVersion, TypeError):
         raise where.fail(f"field '{name}': {value!r} is not a version") from None
 
 

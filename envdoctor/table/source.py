@@ -1,8 +1,9 @@
 """Where the data files of the table come from, and reading them as bytes.
 
-The bundled ``data/`` is read through :mod:`importlib.resources`, so it works from an installed
-wheel (``envdoctor/data/*.toml``), from a checkout (``<checkout>/data``) and from inside a zip
-archive (a zipapp build). ``ENVDOCTOR_DATA`` points the default table at another folder::
+The bundled ``data/`` is read from an installed wheel (``envdoctor/data/*.toml``), from a
+checkout (``<checkout>/data``) and, through :mod:`importlib.resources`, from inside a zip archive
+(a zipapp build): everything is read as bytes through the small :class:`DataDir` interface that
+both a :class:`~pathlib.Path` and a zip Traversable have. ``ENVDOCTOR_DATA`` points the default table at another folder::
 
     ENVDOCTOR_DATA=/path/to/a/copy/of/data envdoctor check
 
@@ -13,7 +14,6 @@ never changes what the tests see).
 from __future__ import annotations
 
 import os
-from importlib import resources
 from pathlib import Path
 from typing import Dict, Iterator, Mapping, Optional, Protocol, Tuple
 
@@ -44,23 +44,24 @@ class DataDir(Protocol):
 
 def data_directory(environ: Optional[Mapping[str, str]] = None) -> DataDir:
     """The folder the default table is read from: ``$ENVDOCTOR_DATA`` when set, else
-    ``envdoctor/data`` as a package resource (an installed wheel, a zipapp; pyproject
-    force-includes ``data/`` there), else ``<checkout>/data``."""
+    ``envdoctor/data`` (an installed wheel: pyproject force-includes ``data/`` there), else
+    ``<checkout>/data``; inside a zip archive (a zipapp) ``envdoctor/data`` as a package resource."""
     env = os.environ if environ is None else environ
     override = env.get(DATA_ENV)
     if override:
         return Path(override).expanduser()
-    candidates: Tuple[DataDir, ...] = ()
-    try:
-        candidates += (resources.files("envdoctor").joinpath("data"),)
-    except (ModuleNotFoundError, TypeError):  # pragma: no cover - envdoctor is always a package
-        pass
-    package = Path(__file__).resolve().parent.parent
-    candidates += (package.parent / "data",)
+    here = Path(__file__)
+    if here.is_file():   # a real folder: plain paths (importlib.resources costs ~30 ms to import)
+        package = here.resolve().parent.parent
+        candidates: Tuple[DataDir, ...] = (package / "data", package.parent / "data")
+    else:                # inside an archive: only the import system can read it
+        from importlib import resources
+
+        candidates = (resources.files("envdoctor").joinpath("data"),)
     for candidate in candidates:
         if candidate.joinpath("cuda.toml").is_file():
             return candidate
-    raise TableError(f"no data directory with cuda.toml at {package / 'data'} or {package.parent / 'data'}")
+    raise TableError(f"no data directory with cuda.toml in {' or '.join(str(c) for c in candidates)}")
 
 
 def read_files(directory: DataDir) -> Dict[str, Optional[bytes]]:

@@ -9,13 +9,19 @@ from __future__ import annotations
 import re
 from typing import Callable, Dict, Iterable, Optional, Sequence, Tuple
 
-from packaging.version import Version
-
 from envdoctor.table.rows import (
-    Architecture, ChipFamily, CudaRelease, Distro, GpuModel, GpuSeries, MinorCompat, NgcRelease, TorchRelease,
+    Architecture,
+    ChipFamily,
+    CudaRelease,
+    Distro,
+    GpuModel,
+    GpuSeries,
+    MinorCompat,
+    NgcRelease,
+    TorchRelease,
     Variant,
 )
-from envdoctor.table.schema import TableError
+from envdoctor.table.schema import TableError, parse_version
 
 _ARCH = re.compile(r"^(sm|compute)_(\d{2,3})([af]?)$")
 
@@ -43,16 +49,16 @@ def _dupes(directory: str, file: str, section: str, keys: Iterable[str], what: s
 
 
 def check_cuda(d: str, releases: Sequence[CudaRelease], compat: Sequence[MinorCompat]) -> None:
-    _dupes(d, "cuda.toml", "release", (str(Version(r.version)) for r in releases), "CUDA version")
+    _dupes(d, "cuda.toml", "release", (str(parse_version(r.version)) for r in releases), "CUDA version")
     _dupes(d, "cuda.toml", "minor_compat", (str(c.major) for c in compat), "CUDA major")
-    ordered = sorted(releases, key=lambda r: Version(r.version))
+    ordered = sorted(releases, key=lambda r: parse_version(r.version))
     for os_field in ("min_driver_linux", "min_driver_windows"):
         prev: Optional[CudaRelease] = None
         for r in ordered:
             value = getattr(r, os_field)
             if value is None:
                 continue
-            if prev is not None and Version(value) < Version(getattr(prev, os_field)):
+            if prev is not None and parse_version(value) < parse_version(getattr(prev, os_field)):
                 raise _err(d, "cuda.toml", "release", r.version,
                            f"field '{os_field}': {value} is below {getattr(prev, os_field)} of CUDA {prev.version} "
                            "(driver floors never decrease with newer CUDA)")
@@ -72,7 +78,7 @@ def check_cuda(d: str, releases: Sequence[CudaRelease], compat: Sequence[MinorCo
 def check_architectures(d: str, archs: Sequence[Architecture]) -> None:
     _dupes(d, "architectures.toml", "architecture", (a.cc for a in archs), "compute capability")
     for a in archs:
-        if a.dropped_cuda and Version(a.dropped_cuda) <= Version(a.first_cuda):
+        if a.dropped_cuda and parse_version(a.dropped_cuda) <= parse_version(a.first_cuda):
             raise _err(d, "architectures.toml", "architecture", a.cc,
                        f"field 'dropped_cuda': {a.dropped_cuda} is not after first_cuda {a.first_cuda}")
 
@@ -119,7 +125,7 @@ def check_variants(d: str, variants: Sequence[Variant]) -> None:
 
 def check_torch(d: str, releases: Sequence[TorchRelease], variants: Dict[str, Variant],
                 known_cc: Dict[str, Architecture]) -> None:
-    _dupes(d, "torch.toml", "release", (str(Version(r.version)) for r in releases), "torch version")
+    _dupes(d, "torch.toml", "release", (str(parse_version(r.version)) for r in releases), "torch version")
     _dupes(d, "torch.toml", "release", (p.version for r in releases for p in r.patches), "patch release")
     for r in releases:
         _dupes(d, "torch.toml", "release.variant", (f"{r.version} {v.name}" for v in r.variants), "variant")
