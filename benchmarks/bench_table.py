@@ -21,7 +21,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-from typing import Dict, List
 
 CASES = {
     "parse": "from envdoctor.table import build, data_directory; build(data_directory())",
@@ -31,7 +30,7 @@ CASES = {
 TIMED = "import time; t0 = time.perf_counter(); {code}; print(time.perf_counter() - t0)"
 
 
-def run(code: str, env: Dict[str, str]) -> float:
+def run(code: str, env: dict[str, str]) -> float:
     out = subprocess.run([sys.executable, "-c", TIMED.format(code=code)], capture_output=True, text=True,
                          env=env, check=True)
     return float(out.stdout.strip())
@@ -45,7 +44,7 @@ def main() -> None:
     env.pop("ENVDOCTOR_DATA", None)
     has_cache = subprocess.run([sys.executable, "-c", "import envdoctor.table.cache"], env=env,
                                capture_output=True).returncode == 0
-    times: Dict[str, List[float]] = {}
+    times: dict[str, list[float]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for _ in range(args.rounds):
             times.setdefault("parse", []).append(run(CASES["parse"], env))

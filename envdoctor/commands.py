@@ -5,7 +5,8 @@ Rules and the advisor both build their fixes here, so a command is written in on
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Optional, Sequence, Tuple
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Optional
 
 from envdoctor.facts.system import SystemFacts
 from envdoctor.parse import major
@@ -41,7 +42,7 @@ _GUESSED = {"ubuntu": "ubuntu", "debian": "debian", "rhel": "rhel", "rocky": "rh
             "fedora": "fedora"}
 
 
-def repository(system: SystemFacts, table: Optional[Table] = None) -> Optional[Tuple[str, str]]:
+def repository(system: SystemFacts, table: Optional[Table] = None) -> Optional[tuple[str, str]]:
     """(folder, package manager) of NVIDIA's CUDA repository for this distribution, e.g.
     ``("rhel9", "dnf")`` for Oracle Linux 9.6; None where NVIDIA's repository does not serve it.
 
@@ -75,19 +76,19 @@ def repo_dir(system: SystemFacts, table: Optional[Table] = None) -> Optional[str
     return repo[0] if repo else None
 
 
-def conda_nvcc_install(flavor: Optional[str], release: str, cuda_home: bool = False) -> Tuple[str, ...]:
+def conda_nvcc_install(flavor: Optional[str], release: str, cuda_home: bool = False) -> tuple[str, ...]:
     """nvcc of CUDA ``release`` ("12.6") from conda-forge into the active env, with ``flavor``
     ("conda", "mamba", "micromamba"; None: conda); ``cuda_home``: then point CUDA_HOME at the env.
 
     >>> conda_nvcc_install("micromamba", "12.6")
     ('micromamba install -c conda-forge cuda-nvcc=12.6',)
     """
-    cmds: Tuple[str, ...] = (f"{flavor or 'conda'} install -c conda-forge cuda-nvcc={release}",)
+    cmds: tuple[str, ...] = (f"{flavor or 'conda'} install -c conda-forge cuda-nvcc={release}",)
     return cmds + (('export CUDA_HOME="$CONDA_PREFIX"',) if cuda_home else ())
 
 
 def driver_install(system: SystemFacts, branch: Optional[str], open_modules: bool = True,
-                   table: Optional[Table] = None) -> Tuple[str, ...]:
+                   table: Optional[Table] = None) -> tuple[str, ...]:
     """Install the NVIDIA driver ``branch`` ("580") for this distribution, then reboot.
 
     ``table``: the compatibility table, whose ``Distro`` row gives NVIDIA's repository folder, the
@@ -125,7 +126,7 @@ def driver_install(system: SystemFacts, branch: Optional[str], open_modules: boo
         steps = nvidia_repo_install(system, (), *repo)
         return steps[:-1] + _dnf_driver(system, branch, open_modules) + ("sudo reboot",)
     pkg = "nvidia-open" if open_modules else "cuda-drivers"
-    note: Tuple[str, ...] = ()
+    note: tuple[str, ...] = ()
     if branch:
         row = (table.distro(system.os_id or "", system.os_version or "")
                if table is not None and repo else None)
@@ -144,7 +145,7 @@ def _rhel_major(system: SystemFacts) -> Optional[int]:
     return major(system.os_version)
 
 
-def _dnf_driver(system: SystemFacts, branch: Optional[str], open_modules: bool) -> Tuple[str, ...]:
+def _dnf_driver(system: SystemFacts, branch: Optional[str], open_modules: bool) -> tuple[str, ...]:
     """The dnf commands that install the driver meta package, held to ``branch`` the way NVIDIA's
     guide says for this release (see :func:`driver_install`)."""
     pkg = "nvidia-open" if open_modules else "cuda-drivers"
@@ -169,7 +170,7 @@ def _fedora_dnf5(system: SystemFacts) -> bool:
 
 
 def nvidia_repo_install(system: SystemFacts, packages: Sequence[str], rdir: Optional[str] = None,
-                        manager: Optional[str] = None, table: Optional[Table] = None) -> Tuple[str, ...]:
+                        manager: Optional[str] = None, table: Optional[Table] = None) -> tuple[str, ...]:
     """Add NVIDIA's CUDA repository for this distribution and install ``packages`` from it.
 
     ``rdir``/``manager`` default to :func:`repository` (the table's ``Distro`` row, or the guess
@@ -196,7 +197,7 @@ def nvidia_repo_install(system: SystemFacts, packages: Sequence[str], rdir: Opti
     return (add, "sudo dnf clean expire-cache", f"sudo dnf install -y {names}")
 
 
-def cuda_toolkit_install(system: SystemFacts, release: str, table: Optional[Table] = None) -> Tuple[str, ...]:
+def cuda_toolkit_install(system: SystemFacts, release: str, table: Optional[Table] = None) -> tuple[str, ...]:
     """The CUDA ``release`` toolkit ("12.8", i.e. cuda-toolkit-12-8) from NVIDIA's repository, then
     CUDA_HOME and PATH pointed at it. Toolkit only: never a driver (right for WSL and containers too).
     ``table``: as in :func:`driver_install`."""
@@ -214,7 +215,7 @@ _LIBNC_KEYRING = "/usr/share/keyrings/nvidia-container-toolkit-keyring.gpg"
 DOCKER_GPU_TEST = "docker run --rm --gpus all ubuntu nvidia-smi"
 
 
-def install_container_toolkit(system: SystemFacts) -> Tuple[str, ...]:
+def install_container_toolkit(system: SystemFacts) -> tuple[str, ...]:
     """Add NVIDIA's libnvidia-container repository and install nvidia-container-toolkit."""
     fam = family(system)
     if fam == "debian":
@@ -233,7 +234,7 @@ def install_container_toolkit(system: SystemFacts) -> Tuple[str, ...]:
     return (f"# add NVIDIA's container toolkit repository for your distribution: {CONTAINER_TOOLKIT_GUIDE}",)
 
 
-def configure_docker(rootless: bool = False) -> Tuple[str, ...]:
+def configure_docker(rootless: bool = False) -> tuple[str, ...]:
     """Register the nvidia runtime with docker, restart it, and try a GPU container."""
     if rootless:
         return ("nvidia-ctk runtime configure --runtime=docker --config=$HOME/.config/docker/daemon.json",
@@ -242,7 +243,7 @@ def configure_docker(rootless: bool = False) -> Tuple[str, ...]:
     return ("sudo nvidia-ctk runtime configure --runtime=docker", "sudo systemctl restart docker", DOCKER_GPU_TEST)
 
 
-def reload_modules() -> Tuple[str, ...]:
+def reload_modules() -> tuple[str, ...]:
     """Load the new kernel module without a reboot (stops the display and every GPU user)."""
     return (
         "sudo reboot",
@@ -253,7 +254,7 @@ def reload_modules() -> Tuple[str, ...]:
     )
 
 
-def blacklist_nouveau(system: SystemFacts) -> Tuple[str, ...]:
+def blacklist_nouveau(system: SystemFacts) -> tuple[str, ...]:
     regen = "sudo dracut -f" if family(system) == "rhel" else "sudo update-initramfs -u"
     return (
         "printf 'blacklist nouveau\\noptions nouveau modeset=0\\n' | sudo tee /etc/modprobe.d/blacklist-nouveau.conf",

@@ -9,8 +9,9 @@ KernelSupport(kind='cubin', via='sm_120')
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable, Literal, Optional, Tuple
+from typing import Literal, Optional
 
 from packaging.version import InvalidVersion, Version
 
@@ -46,8 +47,8 @@ def kernel_support(arch_list: Iterable[str], cc: str) -> KernelSupport:
     if key is None:
         raise ValueError(f"not a compute capability: {cc!r}")
     major, minor = (int(x) for x in key.split("."))
-    best_cubin: Optional[Tuple[Tuple[int, int], str]] = None
-    best_ptx: Optional[Tuple[Tuple[int, int], str]] = None
+    best_cubin: Optional[tuple[tuple[int, int], str]] = None
+    best_ptx: Optional[tuple[tuple[int, int], str]] = None
     for entry in arch_list:
         parsed = parse_arch(entry.strip().lower())
         if parsed is None:
@@ -80,7 +81,7 @@ class DriverSupport:
     kind: Literal["direct", "minor-version", "none", "unknown"]
     needed: str                         # the minimum driver for direct support ("" when unknown)
     floor: Optional[str]                # the MVC floor of that CUDA major
-    limitations: Tuple[str, ...] = ()
+    limitations: tuple[str, ...] = ()
     note: Optional[str] = None          # a caveat on the answer (a Linux minimum standing in for Windows)
 
     @property

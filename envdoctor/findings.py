@@ -8,19 +8,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable, Literal, Optional, Tuple, get_args
+from typing import Literal, Optional, get_args
 
 #: "error": it will not work; "warning": it works with a caveat; "info": worth knowing.
 Severity = Literal["error", "warning", "info"]
-SEVERITIES: Tuple[Severity, ...] = get_args(Severity)
+SEVERITIES: tuple[Severity, ...] = get_args(Severity)
 _RANK = {s: i for i, s in enumerate(SEVERITIES)}
 
 #: What a finding is about. The areas a user may skip (``--skip``) carry the name of their part of
 #: ``Facts`` ("toolkits", "conda", "docker", "torch"), so a skipped area hides its findings by name.
 Area = Literal["system", "gpu", "driver", "container", "toolkits", "conda", "docker", "torch", "bench",
                "verify", "envdoctor"]
-AREAS: Tuple[Area, ...] = get_args(Area)
+AREAS: tuple[Area, ...] = get_args(Area)
 
 
 @dataclass(frozen=True)
@@ -28,8 +29,8 @@ class Finding:
     code: str                         # "ED102": stable, searchable, suppressible
     severity: Severity
     title: str                        # one line: what is wrong
-    evidence: Tuple[str, ...] = ()    # the facts that show it, each with its source
-    fix: Tuple[str, ...] = ()         # exact commands, in order (never run by envdoctor)
+    evidence: tuple[str, ...] = ()    # the facts that show it, each with its source
+    fix: tuple[str, ...] = ()         # exact commands, in order (never run by envdoctor)
     reference: Optional[str] = None   # a public URL that explains it
     area: Optional[Area] = None
     explanation: Optional[str] = None  # a sentence or two on why / what else to know
@@ -39,7 +40,7 @@ class Finding:
             raise ValueError(f"unknown severity {self.severity!r}")
 
 
-def sort_findings(findings: Iterable[Finding]) -> Tuple[Finding, ...]:
+def sort_findings(findings: Iterable[Finding]) -> tuple[Finding, ...]:
     """Errors first, then warnings, then info; by code within a severity."""
     return tuple(sorted(findings, key=lambda f: (_RANK[f.severity], f.code)))
 

@@ -13,7 +13,7 @@ One answer for every rule and the advisor, in this order:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, Optional, Tuple
+from typing import Literal, Optional
 
 from envdoctor.facts import Facts, GpuInfo
 from envdoctor.table import Table
@@ -31,7 +31,8 @@ class MachineGpu:
 
     label: str                      # "GPU 0 (NVIDIA H200)", "cuda:0 (NVIDIA H200)", "0000:00:06.0 (GH100 [H200])"
     cc: Optional[str]               # "9.0"; None when nothing tells
-    source: str                     # "nvml", "nvidia-smi", "torch.cuda.get_device_properties", "PCI id 0x2335 + envdoctor table"
+    source: str                     # "nvml", "nvidia-smi", "torch.cuda.get_device_properties",
+                                    # "PCI id 0x2335 + envdoctor table"
     kind: GpuKind = DRIVER
     name: Optional[str] = None      # "NVIDIA H200", "GH100 [H200 SXM 141GB]"
     index: Optional[int] = None     # the driver's or torch's index; None for a PCI device
@@ -55,7 +56,7 @@ def bus(address: str) -> str:
 
 
 def _fill_cc(g: GpuInfo, facts: Facts,
-             table: Optional[Table]) -> Tuple[Optional[str], Optional[str], Optional[str], Optional[str]]:
+             table: Optional[Table]) -> tuple[Optional[str], Optional[str], Optional[str], Optional[str]]:
     """(cc, where it came from, inferred series, PCI id) of a driver GPU."""
     pci = next((d for d in facts.pci.devices if d.address and g.pci_bus_id and bus(d.address) == bus(g.pci_bus_id)),
                None)
@@ -79,7 +80,7 @@ def _fill_cc(g: GpuInfo, facts: Facts,
     return None, None, None, pci_id
 
 
-def machine_gpus(facts: Facts, table: Optional[Table] = None) -> Tuple[MachineGpu, ...]:
+def machine_gpus(facts: Facts, table: Optional[Table] = None) -> tuple[MachineGpu, ...]:
     """The machine's NVIDIA GPUs: the driver's, else torch's, else the PCI bus's (see the module)."""
     out = []
     for g in facts.driver.gpus:

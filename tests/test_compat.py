@@ -7,7 +7,13 @@ from __future__ import annotations
 import pytest
 
 from envdoctor.compat import (
-    DriverSupport, KernelSupport, driver_os, driver_support, kernel_support, open_modules, variant_tag,
+    DriverSupport,
+    KernelSupport,
+    driver_os,
+    driver_support,
+    kernel_support,
+    open_modules,
+    variant_tag,
 )
 from envdoctor.facts.system import SystemFacts
 from envdoctor.table import load_table
@@ -99,7 +105,8 @@ def test_windows_driver_is_held_to_the_windows_minimums(t):
 def test_windows_without_a_minimum_in_the_table_borrows_the_linux_one(t):
     s = driver_support(t, "581.57", "cu130", os="windows")
     assert (s.kind, s.needed) == ("direct", "580.65.06")
-    assert s.note == "envdoctor's table has no Windows driver minimum for CUDA 13.0; the Linux one (580.65.06) stands in"
+    assert s.note == ("envdoctor's table has no Windows driver minimum for CUDA 13.0; "
+                      "the Linux one (580.65.06) stands in")
     assert driver_support(t, "581.57", "cu130").note is None
 
 

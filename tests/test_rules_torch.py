@@ -9,7 +9,7 @@ the frozen copy of ``data/``.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Dict, List, Optional
+from typing import Optional
 
 import pytest
 
@@ -34,7 +34,7 @@ MIRROR = "https://mirror.example.org/whl"
 TABLE = table("torch-small")
 
 
-def with_torch_2_9(tmp_path, variants: Dict[str, tuple]):
+def with_torch_2_9(tmp_path, variants: dict[str, tuple]):
     """torch-small plus a torch 2.9.0 release with these CUDA variants (name -> arch list)."""
     block = ('[[release]]\nversion = "2.9.0"\npythons = ["3.10", "3.11", "3.12", "3.13"]\npypi_default = "cu128"\n'
              'manylinux = "manylinux_2_28"\nglibc = "2.28"\nconda = "conda-forge"\n'
@@ -58,7 +58,7 @@ def gpu(name, cc, index=0):
 
 
 def machine(torch: TorchFacts, gpus=(), driver: Optional[str] = "570.86.15", driver_cuda: Optional[str] = "12.8",
-            pci=(), env: Optional[Dict[str, str]] = None, python: Optional[TargetPython] = None,
+            pci=(), env: Optional[dict[str, str]] = None, python: Optional[TargetPython] = None,
             skipped=()) -> Facts:
     return Facts(
         torch=torch,
@@ -78,11 +78,11 @@ def built(version: str, cuda: Optional[str], arch=(), available=True, **kw) -> T
                       cuda_available=available, **kw)
 
 
-def findings(facts, table=TABLE) -> List:
+def findings(facts, table=TABLE) -> list:
     return [f for rule in RULES for f in rule(facts, table)]
 
 
-def codes(facts, table=TABLE) -> List[str]:
+def codes(facts, table=TABLE) -> list[str]:
     return [f.code for f in findings(facts, table)]
 
 
@@ -169,7 +169,8 @@ def test_ed200_quiet_when_python_runs():
 
 def test_ed201_segfault_on_import():
     t = TorchFacts(installed=True, version="2.8.0+cu128", stage="import torch",
-                   stderr_tail="Fatal Python error: Segmentation fault\n\nCurrent thread:\n  File \"torch/__init__.py\", line 11",
+                   stderr_tail="Fatal Python error: Segmentation fault\n\nCurrent thread:\n"
+                               "  File \"torch/__init__.py\", line 11",
                    error=ProbeError("crashed", f"{PY} was killed by SIGSEGV during import torch"))
     f = machine(t, gpus=[A100])
     assert codes(f) == ["ED201"]
@@ -183,7 +184,8 @@ def test_ed201_segfault_on_import():
 
 def test_ed201_hang_is_a_warning():
     t = TorchFacts(installed=True, version="2.8.0+cu128", stage="torch.cuda.is_available()",
-                   error=ProbeError("timeout", f"{PY} did not finish the torch check in 60 s during torch.cuda.is_available()"))
+                   error=ProbeError("timeout", f"{PY} did not finish the torch check in 60 s during "
+                                               "torch.cuda.is_available()"))
     finding = one(machine(t, gpus=[A100]), "ED201")
     assert finding.severity == "warning"
     assert finding.title == "The torch check did not finish during torch.cuda.is_available()"
@@ -420,7 +422,8 @@ def test_ed207_error_804():
     f = machine(t, gpus=[RTX4090])
     assert codes(f) == ["ED207"]
     finding = one(f, "ED207")
-    assert finding.evidence[1] == "torch.cuda.init(): CUDA error: forward compatibility was attempted on non supported HW"
+    assert finding.evidence[1] == ("torch.cuda.init(): CUDA error: forward compatibility was attempted on "
+                                   "non supported HW")
     assert "cuda-compat" in finding.explanation
     assert finding.fix == (f"{PY} -c 'import torch; torch.cuda.init()'   # shows the full CUDA error",)
 
@@ -527,8 +530,8 @@ def test_ed211_only_entry_means_unset_and_version_error_means_error():
 def test_ed211_quiet_when_the_shipped_copy_is_loaded():
     assert codes(h200()) == []
     # a driver library through LD_LIBRARY_PATH is not a shadowed wheel library
-    t = replace(_shadowed(), libraries=(LoadedLibrary("/usr/local/nvidia/lib64/libcuda.so.1", "/usr/local/nvidia/lib64"),
-                                        LoadedLibrary(f"{SITE}/nvidia/cudnn/lib/libcudnn.so.9")))
+    libcuda = LoadedLibrary("/usr/local/nvidia/lib64/libcuda.so.1", "/usr/local/nvidia/lib64")
+    t = replace(_shadowed(), libraries=(libcuda, LoadedLibrary(f"{SITE}/nvidia/cudnn/lib/libcudnn.so.9")))
     assert codes(machine(t, gpus=[RTX4090])) == []
 
 
@@ -600,7 +603,8 @@ def test_real_h200_with_every_gpu_hidden(real_table):
     finding = one(f, "ED207", real_table)
     assert finding.evidence[1] == "torch.cuda.init(): No CUDA GPUs are available"
     assert finding.fix == ("unset CUDA_VISIBLE_DEVICES",
-                           "/opt/torch/.venv/bin/python -c 'import torch; torch.cuda.init()'   # shows the full CUDA error")
+                           "/opt/torch/.venv/bin/python -c 'import torch; torch.cuda.init()'   "
+                           "# shows the full CUDA error")
 
 
 def test_ed201_quiet_when_the_target_is_not_a_python_at_all():
@@ -625,7 +629,8 @@ def test_ed205_under_wsl2_uses_the_windows_driver_minimums():
     wsl = replace(base, system=SystemFacts(wsl="wsl2"))
     finding = one(wsl, "ED205", real)
     assert finding.severity == "warning"
-    assert "CUDA 12.8 needs driver >= 570.65 on Windows (WSL2 uses the Windows driver) (envdoctor table)" in finding.evidence
+    assert ("CUDA 12.8 needs driver >= 570.65 on Windows (WSL2 uses the Windows driver) (envdoctor table)"
+            in finding.evidence)
     assert "minor-version compatibility for CUDA 12.x needs driver >= 527.41" in finding.evidence
     linux = one(base, "ED205", real)
     assert "CUDA 12.8 needs driver >= 570.26 (envdoctor table)" in linux.evidence

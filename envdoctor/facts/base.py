@@ -7,11 +7,11 @@ the thing is simply not there), failed (``error`` set: it should have been reada
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, Optional, Tuple, get_args
+from typing import Literal, Optional, get_args
 
 #: The kinds of failure a probe reports.
 ErrorKind = Literal["not_found", "timeout", "exit_status", "unparseable", "permission", "crashed", "unavailable"]
-ERROR_KINDS: Tuple[ErrorKind, ...] = get_args(ErrorKind)
+ERROR_KINDS: tuple[ErrorKind, ...] = get_args(ErrorKind)
 
 
 @dataclass(frozen=True)

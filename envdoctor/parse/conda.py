@@ -20,8 +20,9 @@ libmamba (``libmamba/src/api/info.cpp``) prints spaced keys and ``name=version=b
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable, Optional, Tuple
+from typing import Any, Optional
 
 from envdoctor.facts.conda import CondaPackage
 from envdoctor.parse import ParseError, jsontext
@@ -45,7 +46,7 @@ class CondaInfo:
     base_prefix: Optional[str] = None
     active_prefix: Optional[str] = None
     active_name: Optional[str] = None
-    channels: Tuple[str, ...] = ()
+    channels: tuple[str, ...] = ()
     virtual_cuda: Optional[str] = None
 
 
@@ -67,7 +68,7 @@ def channel_name(url: str) -> str:
     return url
 
 
-def _dedupe(items: Iterable[str]) -> Tuple[str, ...]:
+def _dedupe(items: Iterable[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(i for i in items if i))
 
 
@@ -100,7 +101,7 @@ def parse_info(text: str) -> CondaInfo:
     raise CondaParseError("conda info --json has neither conda's nor libmamba's keys")
 
 
-def parse_list(text: str, names: Iterable[str] = CUDA_PACKAGES) -> Tuple[CondaPackage, ...]:
+def parse_list(text: str, names: Iterable[str] = CUDA_PACKAGES) -> tuple[CondaPackage, ...]:
     """``conda list --json`` -> the packages named in ``names``, in the order listed."""
     data = _json(text, "conda list --json")
     if not isinstance(data, list):

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Optional
 
 from envdoctor.parse import ParseError, jsontext
 
@@ -38,10 +38,10 @@ class DockerVersion:
 @dataclass(frozen=True)
 class DockerInfo:
     server_version: Optional[str] = None
-    runtimes: Tuple[str, ...] = ()
+    runtimes: tuple[str, ...] = ()
     default_runtime: Optional[str] = None
-    cdi_spec_dirs: Tuple[str, ...] = ()
-    cdi_devices: Tuple[str, ...] = ()     # "nvidia.com/gpu=0"
+    cdi_spec_dirs: tuple[str, ...] = ()
+    cdi_devices: tuple[str, ...] = ()     # "nvidia.com/gpu=0"
     rootless: bool = False
 
 
@@ -63,7 +63,7 @@ def _str(value: Any) -> Optional[str]:
     return value if isinstance(value, str) and value else None
 
 
-def _dict(value: Any) -> Dict[str, Any]:
+def _dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
@@ -101,7 +101,7 @@ _DENIED = re.compile(r"permission denied while trying to connect to the docker",
 _SOCKET = re.compile(r"(unix://\S+?\.sock|tcp://[\w.:\[\]-]+|npipe://\S+)")
 
 
-def classify_daemon_error(text: str) -> Tuple[str, Optional[str]]:
+def classify_daemon_error(text: str) -> tuple[str, Optional[str]]:
     """(state, socket) of the daemon from the client's error.
 
     ``Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker daemon

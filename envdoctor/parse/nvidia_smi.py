@@ -12,7 +12,7 @@ from __future__ import annotations
 import csv
 import io
 import re
-from typing import Dict, List, Optional, Tuple
+from typing import Optional
 
 from envdoctor.facts.gpu import GpuInfo
 
@@ -44,7 +44,7 @@ def _num(value: Optional[str], kind: type) -> Optional[float]:
         return None
 
 
-def parse_query_gpu(text: str) -> Tuple[GpuInfo, ...]:
+def parse_query_gpu(text: str) -> tuple[GpuInfo, ...]:
     """Parse ``--query-gpu=... --format=csv`` (with its header line) into GPUs.
 
     >>> parse_query_gpu("index, name\\n0, NVIDIA H200\\n")[0].name
@@ -59,11 +59,11 @@ def parse_query_gpu(text: str) -> Tuple[GpuInfo, ...]:
     header = [re.sub(r"\s*\[.*\]$", "", h.strip()) for h in rows[0]]
     if "index" not in header:
         raise SmiParseError(f"nvidia-smi printed no CSV header: {lines[0][:80]!r}")
-    gpus: List[GpuInfo] = []
+    gpus: list[GpuInfo] = []
     for row in rows[1:]:
         if len(row) != len(header):
             raise SmiParseError(f"nvidia-smi printed a row of {len(row)} fields for {len(header)} columns")
-        rec: Dict[str, Optional[str]] = {h: _clean(v) for h, v in zip(header, row)}
+        rec: dict[str, Optional[str]] = {h: _clean(v) for h, v in zip(header, row)}
         index = _num(rec.get("index"), int)
         if index is None:
             raise SmiParseError(f"nvidia-smi printed a GPU index that is not a number: {row[0]!r}")
@@ -95,7 +95,7 @@ def query_driver_version(text: str) -> Optional[str]:
     return _clean(rows[1][header.index("driver_version")])
 
 
-def parse_version(text: str) -> Dict[str, str]:
+def parse_version(text: str) -> dict[str, str]:
     """``nvidia-smi --version`` (R525 and newer)::
 
         NVIDIA-SMI version  : 580.159.04
@@ -107,7 +107,7 @@ def parse_version(text: str) -> Dict[str, str]:
     """
     keys = {"nvidia-smi version": "smi", "nvml version": "nvml", "driver version": "driver",
             "cuda version": "cuda"}
-    out: Dict[str, str] = {}
+    out: dict[str, str] = {}
     for line in text.splitlines():
         if ":" not in line:
             continue
@@ -123,7 +123,7 @@ def parse_version(text: str) -> Dict[str, str]:
 _BANNER = re.compile(r"Driver Version:\s*(?P<driver>[\d.]+)\s+CUDA Version:\s*(?P<cuda>[\d.]+|N/A)")
 
 
-def parse_banner(text: str) -> Dict[str, str]:
+def parse_banner(text: str) -> dict[str, str]:
     """The header of plain ``nvidia-smi``: ``| NVIDIA-SMI 580.159.04  Driver Version: 580.159.04
     CUDA Version: 13.0 |`` -> {"driver": "580.159.04", "cuda": "13.0"}."""
     m = _BANNER.search(text)

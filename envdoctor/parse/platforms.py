@@ -13,12 +13,13 @@ to 2_17 (2_5 on x86_64/i686), each legacy alias (``manylinux2014``, ``manylinux2
 
 from __future__ import annotations
 
-from typing import Dict, Iterable, List, Optional, Tuple
+from collections.abc import Iterable
+from typing import Optional
 
 #: Names a CPU goes by (``platform.machine()`` on Windows and macOS, Docker's names) -> the Linux one.
 _ARCH_ALIASES = {"amd64": "x86_64", "arm64": "aarch64"}
 #: The legacy manylinux names of glibc 2.17, 2.12 and 2.5 (PEP 599, 571, 513).
-LEGACY_MANYLINUX: Dict[Tuple[int, int], str] = {(2, 17): "manylinux2014", (2, 12): "manylinux2010",
+LEGACY_MANYLINUX: dict[tuple[int, int], str] = {(2, 17): "manylinux2014", (2, 12): "manylinux2010",
                                                 (2, 5): "manylinux1"}
 #: manylinux2014 exists for these architectures; manylinux2010 and manylinux1 only for x86_64/i686.
 _LEGACY_2014_ARCHS = frozenset({"x86_64", "i686", "aarch64", "armv7l", "ppc64", "ppc64le", "s390x"})
@@ -33,17 +34,17 @@ def cpu_arch(name: Optional[str]) -> Optional[str]:
     return _ARCH_ALIASES.get(key, key)
 
 
-def manylinux_tags(glibc: Tuple[int, int], arch: str) -> Tuple[str, ...]:
+def manylinux_tags(glibc: tuple[int, int], arch: str) -> tuple[str, ...]:
     """The manylinux tags glibc ``glibc`` accepts on ``arch``, newest first, then ``linux_<arch>``."""
     return linux_tags(glibc, (arch,))
 
 
-def linux_tags(glibc: Optional[Tuple[int, int]], archs: Iterable[str]) -> Tuple[str, ...]:
+def linux_tags(glibc: Optional[tuple[int, int]], archs: Iterable[str]) -> tuple[str, ...]:
     """:func:`manylinux_tags` for several architectures (``("armv8l", "armv7l")``: a 32-bit Python on
     64-bit Arm), all their manylinux tags first, as packaging orders them; without a glibc (musl,
     unknown) only the ``linux_<arch>`` tags."""
     archs = tuple(archs)
-    tags: List[str] = []
+    tags: list[str] = []
     if glibc is not None and glibc[0] == 2:
         for arch in archs:
             floor = 5 if arch in ("x86_64", "i686") else 17

@@ -19,7 +19,7 @@ sysconfig tag).
 from __future__ import annotations
 
 import re
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Optional
 
 from envdoctor.facts.python import LoadedLibrary, TargetPython, TorchDevice, TorchFacts
 from envdoctor.parse.platforms import linux_tags
@@ -53,7 +53,7 @@ def platform_tag(platform: Optional[str], is_64bit: bool = True) -> Optional[str
     return tag
 
 
-def linux_platform_tags(glibc: Optional[str], platform: Optional[str]) -> Tuple[str, ...]:
+def linux_platform_tags(glibc: Optional[str], platform: Optional[str]) -> tuple[str, ...]:
     """The platform tags a glibc Linux interpreter accepts, most specific first (manylinux tags,
     newest first, then ``linux_<arch>``, as packaging orders them).
 
@@ -72,7 +72,7 @@ def linux_platform_tags(glibc: Optional[str], platform: Optional[str]) -> Tuple[
                       ("armv8l", "armv7l") if arch == "armv8l" else (arch,))
 
 
-def interpreter_tags(py: Dict[str, Any]) -> Tuple[Optional[str], Optional[str]]:
+def interpreter_tags(py: dict[str, Any]) -> tuple[Optional[str], Optional[str]]:
     """(interpreter tag, ABI tag) from the child's sysconfig values, as packaging.tags makes them.
 
     >>> interpreter_tags({"implementation": "cpython", "py_version_nodot": "313",
@@ -105,7 +105,7 @@ def interpreter_tags(py: Dict[str, Any]) -> Tuple[Optional[str], Optional[str]]:
     return interp, abi
 
 
-def target_python(py: Dict[str, Any], executable: Optional[str] = None,
+def target_python(py: dict[str, Any], executable: Optional[str] = None,
                   chosen_by: Optional[str] = None) -> TargetPython:
     """The child's ``python`` object -> TargetPython."""
     interp, abi = interpreter_tags(py)
@@ -161,14 +161,14 @@ def nccl_version(raw: Any) -> Optional[str]:
     return None
 
 
-def _pick(paths: Tuple[str, ...], stem: str) -> Optional[str]:
+def _pick(paths: tuple[str, ...], stem: str) -> Optional[str]:
     """The main library among the mapped ones: ``libcudnn.so.9`` before ``libcudnn_graph.so.9``."""
     named = [p for p in paths if p.rsplit("/", 1)[-1].startswith(stem)]
     main = [p for p in named if p.rsplit("/", 1)[-1].startswith(stem + ".so")]
     return (main or named)[0] if (main or named) else None
 
 
-def _device(raw: Dict[str, Any], fallback_index: int) -> TorchDevice:
+def _device(raw: dict[str, Any], fallback_index: int) -> TorchDevice:
     cap = raw.get("capability")
     capability = None
     if isinstance(cap, (list, tuple)) and len(cap) == 2 and all(isinstance(x, int) for x in cap):
@@ -186,7 +186,7 @@ def _device(raw: Dict[str, Any], fallback_index: int) -> TorchDevice:
     )
 
 
-def torch_facts(data: Optional[Dict[str, Any]], python: Optional[Dict[str, Any]] = None) -> TorchFacts:
+def torch_facts(data: Optional[dict[str, Any]], python: Optional[dict[str, Any]] = None) -> TorchFacts:
     """The child's ``torch`` object (and the ``python`` one, for the package metadata) -> TorchFacts.
 
     torchvision/torchaudio versions, and torch's own version when the import failed, come from

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import importlib
 import logging
-from typing import Callable, Iterable, List, Optional, Tuple
+from collections.abc import Iterable
+from typing import Callable, Optional
 
 from envdoctor.facts import Facts
 from envdoctor.findings import Finding, sort_findings
@@ -34,8 +35,8 @@ def _broken_module(name: str, exc: Exception) -> Rule:
     return broken
 
 
-def all_rules(skipped: Iterable[str] = ()) -> Tuple[Rule, ...]:
-    rules: List[Rule] = []
+def all_rules(skipped: Iterable[str] = ()) -> tuple[Rule, ...]:
+    rules: list[Rule] = []
     skip = set(skipped)
     for name in MODULES:
         if name in skip:
@@ -49,10 +50,10 @@ def all_rules(skipped: Iterable[str] = ()) -> Tuple[Rule, ...]:
     return tuple(rules)
 
 
-def evaluate(facts: Facts, table: Optional[Table], suppress: Iterable[str] = ()) -> Tuple[Finding, ...]:
+def evaluate(facts: Facts, table: Optional[Table], suppress: Iterable[str] = ()) -> tuple[Finding, ...]:
     """Every finding for ``facts``, errors first. A rule that raises becomes finding ED900."""
     suppressed = {code.upper() for code in suppress}
-    found: List[Finding] = []
+    found: list[Finding] = []
     for rule in all_rules(facts.skipped):
         try:
             found.extend(rule(facts, table))

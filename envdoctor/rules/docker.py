@@ -8,7 +8,8 @@ restart of Docker; CDI specs with ``nvidia-ctk cdi generate`` (toolkit >= 1.12).
 
 from __future__ import annotations
 
-from typing import Iterator, List, Optional, Tuple
+from collections.abc import Iterator
+from typing import Optional
 
 from envdoctor import commands
 from envdoctor.facts import Facts
@@ -24,15 +25,15 @@ REF_INSTALL = "https://docs.docker.com/engine/install/"
 TEST = commands.DOCKER_GPU_TEST
 
 
-def install_container_toolkit(facts: Facts) -> Tuple[str, ...]:
+def install_container_toolkit(facts: Facts) -> tuple[str, ...]:
     return commands.install_container_toolkit(facts.system)
 
 
-def configure_docker(facts: Facts) -> Tuple[str, ...]:
+def configure_docker(facts: Facts) -> tuple[str, ...]:
     return commands.configure_docker(bool(facts.docker.rootless))
 
 
-def _gpus(facts: Facts, table: Optional[Table]) -> List[str]:
+def _gpus(facts: Facts, table: Optional[Table]) -> list[str]:
     """One evidence line per GPU of :func:`envdoctor.gpus.machine_gpus`."""
     out = []
     for g in machine_gpus(facts, table):
@@ -47,12 +48,14 @@ def _gpus(facts: Facts, table: Optional[Table]) -> List[str]:
 
 def _nvidia_cdi(facts: Facts) -> bool:
     d = facts.docker
-    return any("nvidia" in s.rsplit("/", 1)[-1] for s in d.cdi_specs) or any(x.startswith("nvidia.com/") for x in d.cdi_devices)
+    return (any("nvidia" in s.rsplit("/", 1)[-1] for s in d.cdi_specs)
+            or any(x.startswith("nvidia.com/") for x in d.cdi_devices))
 
 
 def _docker(facts: Facts) -> str:
     d = facts.docker
-    return f"docker {d.client_version or '?'} at {d.client}" + (f", daemon {d.server_version}" if d.server_version else "")
+    daemon = f", daemon {d.server_version}" if d.server_version else ""
+    return f"docker {d.client_version or '?'} at {d.client}{daemon}"
 
 
 def daemon_unreachable(facts: Facts, table: Optional[Table]) -> Iterator[Finding]:
@@ -66,8 +69,10 @@ def daemon_unreachable(facts: Facts, table: Optional[Table]) -> Iterator[Finding
         inside = facts.system.container
         yield Finding(
             "ED501", "info" if inside else "warning",
-            "The docker client is installed but no Docker daemon is running" + (f" (inside {inside})" if inside else ""),
-            evidence=evidence + ((f"this is a {inside} container ({facts.system.container_evidence})",) if inside else ()),
+            "The docker client is installed but no Docker daemon is running"
+            + (f" (inside {inside})" if inside else ""),
+            evidence=evidence
+            + ((f"this is a {inside} container ({facts.system.container_evidence})",) if inside else ()),
             fix=("# on the host, start this container with: -v /var/run/docker.sock:/var/run/docker.sock",) if inside
             else ("systemctl --user start docker",) if rootless
             else ("sudo systemctl start docker", "sudo systemctl enable docker   # start it at boot too"),
@@ -88,7 +93,8 @@ def daemon_unreachable(facts: Facts, table: Optional[Table]) -> Iterator[Finding
         yield Finding(
             "ED506", "warning", "The Docker daemon does not answer properly",
             evidence=evidence, reference=REF_DAEMON, area="docker",
-            fix=("sudo systemctl status docker", "sudo journalctl -u docker --since '15 min ago'", "sudo systemctl restart docker"),
+            fix=("sudo systemctl status docker", "sudo journalctl -u docker --since '15 min ago'",
+                 "sudo systemctl restart docker"),
             explanation="The client reached no working daemon: it is hung, starting, or DOCKER_HOST / the docker "
                         "context points elsewhere (docker context ls).",
         )
@@ -143,7 +149,7 @@ def podman_without_cdi(facts: Facts, table: Optional[Table]) -> Iterator[Finding
     gpus = _gpus(facts, table)
     if not d.podman or not gpus or _nvidia_cdi(facts):
         return
-    fix: Tuple[str, ...] = () if d.nvidia_ctk else install_container_toolkit(facts)
+    fix: tuple[str, ...] = () if d.nvidia_ctk else install_container_toolkit(facts)
     yield Finding(
         "ED507", "warning", "podman is installed but has no CDI spec for the NVIDIA GPU",
         evidence=(f"podman {d.podman_version or '?'} at {d.podman}", *gpus,

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Iterable, List, Optional, Tuple
+from collections.abc import Iterable
+from typing import Optional
 
 from envdoctor import commands
 from envdoctor.compat import open_modules
@@ -21,7 +22,7 @@ REF_ARCH = "https://docs.nvidia.com/datacenter/tesla/drivers/cuda-toolkit-driver
 REF_OPEN = "https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/kernel-modules.html"
 
 
-def _gpu_ccs(facts: Facts, table: Optional[Table]) -> List[Tuple[str, str]]:
+def _gpu_ccs(facts: Facts, table: Optional[Table]) -> list[tuple[str, str]]:
     """(label, compute capability) of every GPU whose capability is known (:func:`machine_gpus`)."""
     return [(g.name or (str(g.pci_id) if g.kind == PCI else f"GPU {g.index}"), g.cc)
             for g in machine_gpus(facts, table) if g.cc]
@@ -40,7 +41,7 @@ def no_driver(facts: Facts, table: Optional[Table]) -> Iterable[Finding]:
     evidence = [f"PCI {d.address}: {d.name or 'NVIDIA device ' + d.device_id} "
                 f"(kernel driver in use: {d.kernel_driver or 'none'})" for d in facts.pci.devices]
     evidence.append("no NVIDIA kernel module loaded (/sys/module/nvidia and /proc/driver/nvidia absent)")
-    fix: List[str] = []
+    fix: list[str] = []
     why = "The NVIDIA driver is not installed, or it is installed and its kernel module did not load."
     if s.nouveau_loaded or any(d.kernel_driver == "nouveau" for d in facts.pci.devices):
         evidence.append("nouveau (the open-source driver) is loaded and holds the GPU (/proc/modules)")
@@ -61,13 +62,13 @@ def no_driver(facts: Facts, table: Optional[Table]) -> Iterable[Finding]:
     )
 
 
-def _branch_for(facts: Facts, table: Optional[Table]) -> Tuple[Optional[str], bool]:
+def _branch_for(facts: Facts, table: Optional[Table]) -> tuple[Optional[str], bool]:
     """The driver branch to install for these GPUs (the one ``recommend`` plans for: the newest
     long-term branch, or the last one of a retired GPU) and whether they take the open modules.
     Without a table: no branch (the distribution's default driver), open modules."""
     from envdoctor.advise.choose import recommended_branch
 
-    ccs: List[Optional[str]] = [cc for _, cc in _gpu_ccs(facts, table)]
+    ccs: list[Optional[str]] = [cc for _, cc in _gpu_ccs(facts, table)]
     branch = recommended_branch(table, ccs) if table is not None else None
     return branch, open_modules(table, ccs)
 
@@ -115,7 +116,7 @@ def smi_or_nvml_failing(facts: Facts, table: Optional[Table]) -> Iterable[Findin
     if _driver_gone(facts) and facts.pci.devices and not facts.system.container:
         return  # ED101 says it better
     both = not d.gpus
-    fix: Tuple[str, ...]
+    fix: tuple[str, ...]
     text = " ".join(failures)
     if "Unknown Error" in text and facts.system.container:
         fix = ("# inside a container: the host reset its device cgroups (systemctl daemon-reload);",
@@ -170,7 +171,8 @@ def container_without_gpu(facts: Facts, table: Optional[Table]) -> Iterable[Find
     fix = {
         "docker": ("docker run --gpus all ...            # NVIDIA Container Toolkit with Docker >= 19.03",
                    "docker run --device nvidia.com/gpu=all ...   # or through CDI"),
-        "podman": ("podman run --device nvidia.com/gpu=all ...   # CDI: sudo nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml",),
+        "podman": ("podman run --device nvidia.com/gpu=all ...   "
+                   "# CDI: sudo nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml",),
         "kubernetes": ("# request the GPU in the pod spec: resources: {limits: {nvidia.com/gpu: 1}}",
                        "# and install the NVIDIA device plugin or GPU Operator on the cluster"),
         "apptainer": ("apptainer exec --nv IMAGE ...",),
@@ -209,7 +211,7 @@ def wsl_driver(facts: Facts, table: Optional[Table]) -> Iterable[Finding]:
         )
 
 
-def _visible_hides_all(value: str, count: int, uuids: List[str]) -> bool:
+def _visible_hides_all(value: str, count: int, uuids: list[str]) -> bool:
     entries = [e.strip() for e in value.split(",")]
     if value.strip() in ("", "-1", "none", "NoDevFiles"):
         return True

@@ -9,7 +9,8 @@ source) compile with ``$CUDA_HOME/bin/nvcc`` and ``$CUDA_HOME/include``; ``CUDA_
 from __future__ import annotations
 
 import posixpath
-from typing import Iterator, Optional, Tuple
+from collections.abc import Iterator
+from typing import Optional
 
 from packaging.version import Version
 
@@ -51,7 +52,7 @@ def _describe(tk: Toolkit) -> str:
     return f"{tk.root}: CUDA {tk.version or tk.release or 'unknown'} ({tk.version_source or 'version unknown'})"
 
 
-def toolkit_install(facts: Facts, release: str, table: Optional[Table] = None) -> Tuple[str, ...]:
+def toolkit_install(facts: Facts, release: str, table: Optional[Table] = None) -> tuple[str, ...]:
     """Install the CUDA ``release`` toolkit ("12.8") and point CUDA_HOME at it (NVIDIA's repository
     as the table's row for this distribution names it)."""
     if facts.conda.active_prefix:
@@ -59,7 +60,7 @@ def toolkit_install(facts: Facts, release: str, table: Optional[Table] = None) -
     return commands.cuda_toolkit_install(facts.system, release, table)
 
 
-def _use(root: str) -> Tuple[str, ...]:
+def _use(root: str) -> tuple[str, ...]:
     return (f"export CUDA_HOME={root}", f'export PATH="{root}/bin:$PATH"')
 
 
@@ -128,7 +129,8 @@ def cuda_home_vs_path(facts: Facts, table: Optional[Table]) -> Iterator[Finding]
     if home is None or on_path is None or home.root == on_path.root or home.release == on_path.release:
         return
     yield Finding(
-        "ED304", "warning", f"{t.extension_rule} uses CUDA {home.release}, but the nvcc on PATH is CUDA {on_path.release}",
+        "ED304", "warning",
+        f"{t.extension_rule} uses CUDA {home.release}, but the nvcc on PATH is CUDA {on_path.release}",
         evidence=(f"${t.extension_rule}={t.extension_root} -> {_describe(home)}",
                   f"first nvcc on PATH: {t.nvcc_on_path} -> {_describe(on_path)}"),
         fix=(f'export PATH="{home.root}/bin:$PATH"',), reference=REF_EXT, area="toolkits",
@@ -157,8 +159,10 @@ def extension_root_broken(facts: Facts, table: Optional[Table]) -> Iterator[Find
     target = _toolkit(facts, t.extension_toolkit) or _best(facts)
     if t.extension_status == "no_headers":
         yield Finding(
-            "ED305", "warning", f"CUDA extension builds would use {t.extension_root}, which is not a CUDA toolkit folder",
-            evidence=(_where(facts), f"{t.extension_root}/bin/nvcc exists, {t.extension_root}/include/cuda_runtime.h does not")
+            "ED305", "warning",
+            f"CUDA extension builds would use {t.extension_root}, which is not a CUDA toolkit folder",
+            evidence=(_where(facts),
+                      f"{t.extension_root}/bin/nvcc exists, {t.extension_root}/include/cuda_runtime.h does not")
             + ((f"that nvcc belongs to {_describe(target)}",) if target else ()),
             fix=_use(target.root)[:1] if target else (), reference=REF_EXT, area="toolkits",
             explanation="torch adds $CUDA_HOME/include and $CUDA_HOME/lib64 to every CUDA extension build; with a "
@@ -170,7 +174,8 @@ def extension_root_broken(facts: Facts, table: Optional[Table]) -> Iterator[Find
         yield Finding(
             "ED306", "warning", f"{t.extension_rule}={t.extension_root} has no bin/nvcc",
             evidence=(_where(facts), f"{t.extension_root}/bin/nvcc: not found"),
-            fix=_use(target.root) if target else toolkit_install(facts, wanted, table) if wanted else (f"unset {t.extension_rule}",),
+            fix=(_use(target.root) if target else toolkit_install(facts, wanted, table) if wanted
+                 else (f"unset {t.extension_rule}",)),
             reference=REF_EXT, area="toolkits",
             explanation="torch raises \"nvcc not found at '<CUDA_HOME>/bin/nvcc'\" when it builds a CUDA extension; "
                         "this folder is a CUDA runtime without the compiler.",

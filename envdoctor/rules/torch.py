@@ -24,7 +24,8 @@ from __future__ import annotations
 import os
 import re
 import shlex
-from typing import Iterator, List, Optional, Tuple
+from collections.abc import Iterator
+from typing import Optional
 
 from envdoctor.advise.choose import Choice, choose_variant
 from envdoctor.advise.whatif import python_series
@@ -60,7 +61,7 @@ def _gpu_machine(facts: Facts) -> bool:
     return bool(facts.driver.gpus or facts.pci.devices or facts.torch.devices)
 
 
-def _gpus(facts: Facts, table: Optional[Table]) -> List[MachineGpu]:
+def _gpus(facts: Facts, table: Optional[Table]) -> list[MachineGpu]:
     """The machine's GPUs with a known compute capability (:func:`envdoctor.gpus.machine_gpus`)."""
     return [g for g in machine_gpus(facts, table) if g.cc]
 
@@ -114,7 +115,7 @@ def _companion(rel: Optional[TorchRelease], package: str, torch_version: str) ->
 
 
 def _driver_support(table: Optional[Table], driver: Optional[str], driver_cuda: Optional[str],
-                    cuda: str, os_name: DriverOs = "linux") -> Tuple[Optional[str], Optional[DriverSupport]]:
+                    cuda: str, os_name: DriverOs = "linux") -> tuple[Optional[str], Optional[DriverSupport]]:
     """("direct" | "minor-version" | "none" | None, the DriverSupport answer or None)."""
     if driver and table is not None:
         try:
@@ -163,7 +164,7 @@ def _choose(facts: Facts, table: Optional[Table]) -> Optional[Choice]:
                                   if d.driver_cuda else None)
     if pin is None or not driver:
         return None
-    ccs: List[Optional[str]] = [g.cc for g in _gpus(facts, table)] or [None]   # unknown capability: kernels unchecked
+    ccs: list[Optional[str]] = [g.cc for g in _gpus(facts, table)] or [None]   # unknown capability: kernels unchecked
     try:
         choice = choose_variant(table, pin, driver, ccs, python_series(p.version, p.abi_tag),
                                 p.glibc or facts.system.glibc, _arch(facts) or "x86_64", ways_out=False, os=os_name)
@@ -181,7 +182,7 @@ def _caveat(choice: Choice) -> str:
     return ""
 
 
-def _reinstall(facts: Facts, choice: Choice) -> Tuple[str, ...]:
+def _reinstall(facts: Facts, choice: Choice) -> tuple[str, ...]:
     """The installed torch release again, in the chosen variant, with the companions it has."""
     t = facts.torch
     base = _base(t.version)
@@ -351,7 +352,8 @@ def cpu_only_build(facts: Facts, table: Optional[Table]) -> Iterator[Finding]:
                        "driver and GPU (or the driver is unknown); envdoctor recommend works out "
                        "a release and route.")
         if t.installer == "conda":
-            explanation = "torch came from conda; install a CUDA build in that environment (envdoctor recommend shows how)."
+            explanation = ("torch came from conda; install a CUDA build in that environment "
+                           "(envdoctor recommend shows how).")
     yield Finding(
         "ED204", "error", "torch is a CPU-only build on a machine with an NVIDIA GPU",
         evidence=tuple(evidence), fix=fix, reference=REF_INSTALL, area="torch", explanation=explanation,
@@ -387,7 +389,7 @@ def cuda_newer_than_driver(facts: Facts, table: Optional[Table]) -> Iterator[Fin
     # compatibility only a build the driver runs directly is an improvement
     if (choice is not None and choice.variant != variant_tag(t.cuda)
             and (kind == "none" or choice.compatibility == "direct")):
-        fix: Tuple[str, ...] = _reinstall(facts, choice)
+        fix: tuple[str, ...] = _reinstall(facts, choice)
         how = " (by minor-version compatibility)" if choice.compatibility != "direct" else ""
         alt = (f", or install the {choice.variant} build of torch {_release(t.version)}, which this "
                f"driver runs{how}, with the command below{_caveat(choice)}")
@@ -494,12 +496,13 @@ def cuda_unavailable(facts: Facts, table: Optional[Table]) -> Iterator[Finding]:
     evidence = [f"{_torch_evidence(facts)}: torch.cuda.is_available() is False",
                 f"torch.cuda.init(): {t.cuda_error}" if t.cuda_error else "torch gave no error text",
                 _driver_evidence(facts) or ""]
-    visible = d.cuda_visible_devices if d.cuda_visible_devices is not None else facts.system.env.get("CUDA_VISIBLE_DEVICES")
+    visible = (d.cuda_visible_devices if d.cuda_visible_devices is not None
+               else facts.system.env.get("CUDA_VISIBLE_DEVICES"))
     if visible is not None:
         evidence.append(f"CUDA_VISIBLE_DEVICES={visible!r} (environment)")
     evidence += [w for w in t.warnings if "CUDA" in w and w not in evidence][:2]
     hint = next((h for key, h in _CUDA_ERROR_HINTS if t.cuda_error and key in t.cuda_error), None)
-    fix: Tuple[str, ...] = (f"{_py(facts)} -c 'import torch; torch.cuda.init()'   # shows the full CUDA error",)
+    fix: tuple[str, ...] = (f"{_py(facts)} -c 'import torch; torch.cuda.init()'   # shows the full CUDA error",)
     if visible is not None and (visible.strip() in ("", "-1", "none", "NoDevFiles")
                                 or "No CUDA GPUs are available" in (t.cuda_error or "")):
         fix = ("unset CUDA_VISIBLE_DEVICES",) + fix
@@ -597,7 +600,7 @@ def ld_library_path_shadows(facts: Facts, table: Optional[Table]) -> Iterator[Fi
     if not shadowed:
         return
     entries = [e for e in (facts.system.env.get("LD_LIBRARY_PATH") or t.ld_library_path or "").split(":") if e]
-    bad: List[str] = []
+    bad: list[str] = []
     for lib in shadowed:
         if lib.via_ld_library_path and lib.via_ld_library_path not in bad:
             bad.append(lib.via_ld_library_path)

@@ -20,8 +20,9 @@ import json
 import logging
 import os
 import stat
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Dict, Mapping, Optional
+from typing import Any, Optional
 
 from envdoctor.atomic import user_dir, write_atomic
 from envdoctor.parse.jsontext import JsonError, loads_object
@@ -35,7 +36,7 @@ FORMAT = "envdoctor-table-cache/1"
 #: Larger entries are not read (the parsed data/ is about 0.2 MB).
 MAX_BYTES = 8 * 1024 * 1024
 
-Docs = Dict[str, Dict[str, Any]]
+Docs = dict[str, dict[str, Any]]
 
 
 def cache_dir(env: Optional[Mapping[str, str]] = None) -> Optional[Path]:

@@ -7,7 +7,7 @@ Cross-file checks (driver floors rise, every variant has an index, every arch is
 from __future__ import annotations
 
 import re
-from typing import Any, Dict, List, Tuple, get_args
+from typing import Any, get_args
 
 from envdoctor.table.rows import (
     VARIANT_NAME,
@@ -54,12 +54,12 @@ _SERIES = re.compile(r"^(gtx|rtx) (\d{2}|\d{4})( [a-z]+)?$")
 _PRECISIONS = ("fp64", "tf32", "bf16", "fp16", "fp8", "fp6", "fp4", "int8", "int4")
 
 
-def _row(cls: type, where: Where, values: Dict[str, Any]) -> Any:
+def _row(cls: type, where: Where, values: dict[str, Any]) -> Any:
     check_unconfirmed_fields(where, values.get("unconfirmed_fields", ()), cls)
     return cls(**values)
 
 
-def load_cuda(doc: Doc) -> Tuple[Tuple[CudaRelease, ...], Tuple[MinorCompat, ...], Tuple[DriverBranch, ...]]:
+def load_cuda(doc: Doc) -> tuple[tuple[CudaRelease, ...], tuple[MinorCompat, ...], tuple[DriverBranch, ...]]:
     check_top(doc, ("release", "minor_compat", "branch"))
     releases = []
     for where, raw in rows(doc, "release", "version"):
@@ -87,7 +87,7 @@ def load_cuda(doc: Doc) -> Tuple[Tuple[CudaRelease, ...], Tuple[MinorCompat, ...
     return tuple(releases), tuple(compat), tuple(branches)
 
 
-def load_architectures(doc: Doc) -> Tuple[Architecture, ...]:
+def load_architectures(doc: Doc) -> tuple[Architecture, ...]:
     check_top(doc, ("architecture",))
     out = []
     for where, raw in rows(doc, "architecture", "cc"):
@@ -109,7 +109,7 @@ def load_architectures(doc: Doc) -> Tuple[Architecture, ...]:
     return tuple(out)
 
 
-def load_gpus(doc: Doc) -> Tuple[Tuple[GpuModel, ...], Tuple[ChipFamily, ...], Tuple[GpuSeries, ...]]:
+def load_gpus(doc: Doc) -> tuple[tuple[GpuModel, ...], tuple[ChipFamily, ...], tuple[GpuSeries, ...]]:
     check_top(doc, ("gpu", "family", "series"))
     gpus = []
     for where, raw in rows(doc, "gpu", "name"):
@@ -146,7 +146,7 @@ def load_gpus(doc: Doc) -> Tuple[Tuple[GpuModel, ...], Tuple[ChipFamily, ...], T
     return tuple(gpus), tuple(families), tuple(series)
 
 
-def _torch_variant(where: Where, raw: Dict, cuda_of: Dict[str, Any]) -> TorchVariant:
+def _torch_variant(where: Where, raw: dict, cuda_of: dict[str, Any]) -> TorchVariant:
     v = fields(where, raw, {"name": "str", "arch_list": "strs?", "arch_list_aarch64": "strs?",
                            "platforms": "strs", "manylinux": "str?", "glibc": "str?",
                            "source": "str?", "checked": "str?"})
@@ -157,7 +157,7 @@ def _torch_variant(where: Where, raw: Dict, cuda_of: Dict[str, Any]) -> TorchVar
     return _row(TorchVariant, where, v)
 
 
-def load_torch(doc: Doc, cuda_of: Dict[str, Any]) -> Tuple[TorchRelease, ...]:
+def load_torch(doc: Doc, cuda_of: dict[str, Any]) -> tuple[TorchRelease, ...]:
     check_top(doc, ("release",))
     out = []
     for where, raw in rows(doc, "release", "version"):
@@ -196,13 +196,13 @@ def load_torch(doc: Doc, cuda_of: Dict[str, Any]) -> Tuple[TorchRelease, ...]:
     return tuple(out)
 
 
-def load_indexes(doc: Doc) -> Tuple[str, Tuple[Dict[str, Any], ...], Tuple[Mirror, ...]]:
+def load_indexes(doc: Doc) -> tuple[str, tuple[dict[str, Any], ...], tuple[Mirror, ...]]:
     """The index base URL, the variant rows (as dicts: their driver floor is filled in later) and mirrors."""
     check_top(doc, ("base", "source", "checked", "note", "variant", "mirror"))
     base = doc.data.get("base")
     if not isinstance(base, str) or not base.startswith("https://"):
         raise TableError(f"{doc.label}: 'base' must be an https URL, not {base!r}")
-    variants: List[Dict[str, Any]] = []
+    variants: list[dict[str, Any]] = []
     for where, raw in rows(doc, "variant", "name"):
         v = fields(where, raw, {"name": "str", "kind": "str", "cuda": "str?", "index_url": "str",
                                "min_driver_linux": "str?", "min_driver_windows": "str?"})
@@ -225,7 +225,7 @@ def load_indexes(doc: Doc) -> Tuple[str, Tuple[Dict[str, Any], ...], Tuple[Mirro
     return base, tuple(variants), tuple(mirrors)
 
 
-def load_ngc(doc: Doc) -> Tuple[NgcRelease, ...]:
+def load_ngc(doc: Doc) -> tuple[NgcRelease, ...]:
     check_top(doc, ("release",))
     out = []
     for where, raw in rows(doc, "release", "tag"):
@@ -244,9 +244,9 @@ def load_ngc(doc: Doc) -> Tuple[NgcRelease, ...]:
     return tuple(out)
 
 
-def load_distros(doc: Doc) -> Tuple[Distro, ...]:
+def load_distros(doc: Doc) -> tuple[Distro, ...]:
     check_top(doc, ("family", "distro"))
-    families: Dict[str, Dict[str, Any]] = {}
+    families: dict[str, dict[str, Any]] = {}
     for where, raw in rows(doc, "family", "name"):
         v = fields(where, raw, {"name": "str", "package_manager": "str", "toolkit_package": "str",
                                "driver_packages": "strs", "keyring_package": "str?", "keyring_url": "str?"})

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Dict, Mapping, Optional, Tuple, Union
+from typing import Any, Optional, Union
 
 from envdoctor.parse import major as _major
 from envdoctor.parse import version as _version
@@ -32,7 +33,8 @@ _PREFIXES = ("nvidia ", "geforce ", "tesla ")
 #: How GeForce model names are written (the series and their compute capabilities are rows of
 #: ``gpus.toml``): two series digits, then a tier 10-90, then an optional variant word. "RTX 2000
 #: Ada", "RTX 4000", "RTX A4000" and "RTX PRO 6000", workstation boards, never match.
-_GEFORCE_NAME = re.compile(r"^(gtx|rtx) ?(\d{2})([1-9]0)(?: (?:ti|super|d|ti super|mobile|laptop gpu|max q|\d+gb)\b.*)?$")
+_GEFORCE_NAME = re.compile(r"^(gtx|rtx) ?(\d{2})([1-9]0)"
+                           r"(?: (?:ti|super|d|ti super|mobile|laptop gpu|max q|\d+gb)\b.*)?$")
 
 
 def norm_gpu_name(name: str) -> str:
@@ -62,7 +64,7 @@ def norm_pci(device_id: str) -> Optional[int]:
     return int(s, 16)
 
 
-def norm_cc(cc: Union[str, Tuple[int, int]]) -> Optional[str]:
+def norm_cc(cc: Union[str, tuple[int, int]]) -> Optional[str]:
     """``"8.6"``, ``(8, 6)``, ``"sm_86"``, ``"sm_90a"``, ``"compute_120"`` or ``"86"`` -> ``"8.6"``."""
     if isinstance(cc, tuple):
         return f"{cc[0]}.{cc[1]}"
@@ -82,19 +84,19 @@ class Table:
     """The compatibility table. Build it with :func:`envdoctor.table.load_table`."""
 
     directory: DataDir                    # where the files were read: a Path, or a folder in a zip
-    cuda_releases: Tuple[CudaRelease, ...]
-    minor_compats: Tuple[MinorCompat, ...]
-    driver_branches: Tuple[DriverBranch, ...]
-    architectures: Tuple[Architecture, ...]
-    gpus: Tuple[GpuModel, ...]
-    chip_families: Tuple[ChipFamily, ...]
-    gpu_series: Tuple[GpuSeries, ...]
-    torch_releases: Tuple[TorchRelease, ...]
-    variants: Tuple[Variant, ...]
+    cuda_releases: tuple[CudaRelease, ...]
+    minor_compats: tuple[MinorCompat, ...]
+    driver_branches: tuple[DriverBranch, ...]
+    architectures: tuple[Architecture, ...]
+    gpus: tuple[GpuModel, ...]
+    chip_families: tuple[ChipFamily, ...]
+    gpu_series: tuple[GpuSeries, ...]
+    torch_releases: tuple[TorchRelease, ...]
+    variants: tuple[Variant, ...]
     index_base: str
-    mirrors: Tuple[Mirror, ...]
-    ngc_releases: Tuple[NgcRelease, ...]
-    distros: Tuple[Distro, ...]
+    mirrors: tuple[Mirror, ...]
+    ngc_releases: tuple[NgcRelease, ...]
+    distros: tuple[Distro, ...]
 
     # --- CUDA and drivers -------------------------------------------------------------------
 
@@ -133,7 +135,7 @@ class Table:
 
     # --- architectures and GPUs -------------------------------------------------------------
 
-    def architecture(self, cc: Union[str, Tuple[int, int]]) -> Optional[Architecture]:
+    def architecture(self, cc: Union[str, tuple[int, int]]) -> Optional[Architecture]:
         """``t.architecture("8.6")`` (also ``"sm_86"``, ``(8, 6)``) -> Ampere; None if unknown."""
         key = norm_cc(cc)
         return next((a for a in self.architectures if a.cc == key), None)
@@ -151,7 +153,7 @@ class Table:
                     return g
         return None
 
-    def cc_from_name(self, name: str) -> Optional[Tuple[str, str]]:
+    def cc_from_name(self, name: str) -> Optional[tuple[str, str]]:
         """The compute capability a GeForce name implies, for models the table has no row for:
         ``t.cc_from_name("GeForce GTX 1050 Ti")`` -> ``("6.1", "GTX 10xx")``, from the
         ``[[series]]`` rows of ``gpus.toml`` (a model row such as "rtx 2050", an Ampere chip in the
@@ -168,12 +170,12 @@ class Table:
         hit = next((r for r in self.gpu_series if not r.is_model and r.match == series), None)
         return (hit.cc, hit.label) if hit is not None else None
 
-    def gpu_suggestions(self, name: str, n: int = 3) -> Tuple[str, ...]:
+    def gpu_suggestions(self, name: str, n: int = 3) -> tuple[str, ...]:
         """Names in the table close to ``name`` (``"GTX 1800 Ti"`` -> ``("GTX 1080 Ti", ...)``),
         each as its shortest alias, for a "did you mean" hint."""
         import difflib
 
-        shown: Dict[str, str] = {}
+        shown: dict[str, str] = {}
         for g in self.gpus:
             label = min((a for a in g.aliases if not a[:1].isdigit()), key=len, default=g.name)
             for x in (g.name,) + g.aliases:
@@ -238,7 +240,7 @@ class Table:
         m = re.search(r"(\d{2}\.\d{2})", tag)
         return next((r for r in self.ngc_releases if m and r.tag == m.group(1)), None)
 
-    def ngc_for_driver(self, driver: str, datacenter: bool = False) -> Tuple[NgcRelease, ...]:
+    def ngc_for_driver(self, driver: str, datacenter: bool = False) -> tuple[NgcRelease, ...]:
         """NGC releases a driver runs: its branch is at least the release's minimum, or (on a
         data-center GPU) it is one of the release's forward-compatible branches at or above the
         listed version. ``t.ngc_for_driver("535.104", datacenter=True)``."""
@@ -268,12 +270,12 @@ def build(directory: DataDir) -> Table:
     return build_docs(directory, parse_docs(directory.name, read_files(directory)))
 
 
-def parse_docs(dirname: str, files: Mapping[str, Optional[bytes]]) -> Dict[str, Dict[str, Any]]:
+def parse_docs(dirname: str, files: Mapping[str, Optional[bytes]]) -> dict[str, dict[str, Any]]:
     """The TOML documents of the data files (``dirname`` names the folder in errors)."""
     return {name: parse_toml(f"{dirname}/{name}", files.get(name)) for name in FILES}
 
 
-def build_docs(directory: DataDir, docs: Mapping[str, Dict[str, Any]]) -> Table:
+def build_docs(directory: DataDir, docs: Mapping[str, dict[str, Any]]) -> Table:
     """Check each row of the parsed documents and the table as a whole; the sorted Table."""
     d = directory.name
 
@@ -289,7 +291,7 @@ def build_docs(directory: DataDir, docs: Mapping[str, Dict[str, Any]]) -> Table:
     gpus, families, series = load.load_gpus(doc("gpus.toml"))
     validate.check_gpus(d, gpus, families, series, by_cc, norm_gpu_name)
     base, raw_variants, mirrors = load.load_indexes(doc("indexes.toml"))
-    ga: Dict[str, CudaRelease] = {r.minor: r for r in cuda_releases if r.kind == "ga"}
+    ga: dict[str, CudaRelease] = {r.minor: r for r in cuda_releases if r.kind == "ga"}
     variants = []
     for raw in raw_variants:
         v = dict(raw)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Literal, Optional, Tuple
+from typing import Literal, Optional
 
 from envdoctor.table.schema import parse_version
 
@@ -39,7 +39,7 @@ class _Sourced:
     """Mixin: whether the row, or one field of it, is confirmed against its source."""
 
     unconfirmed: bool
-    unconfirmed_fields: Tuple[str, ...]
+    unconfirmed_fields: tuple[str, ...]
 
     def confirmed(self, name: Optional[str] = None) -> bool:
         """``row.confirmed()``: the row as a whole; ``row.confirmed("tf32_tflops")``: that field.
@@ -67,7 +67,7 @@ class CudaRelease(_Sourced):
     unconfirmed: bool = False
     kind: CudaKind = "ga"
     label: str = ""                       # "12.8 Update 1", as NVIDIA names it
-    unconfirmed_fields: Tuple[str, ...] = ()
+    unconfirmed_fields: tuple[str, ...] = ()
     note: Optional[str] = None
 
     @property
@@ -88,12 +88,12 @@ class MinorCompat(_Sourced):
     major: int                            # 12
     min_driver_linux: str                 # "525.60.13"
     min_driver_windows: Optional[str]
-    limitations: Tuple[str, ...]          # what does not work below a release's own driver
+    limitations: tuple[str, ...]          # what does not work below a release's own driver
     source: str = ""
     checked: str = ""
     unconfirmed: bool = False
     below_driver: Optional[str] = None    # "580": the MVC row's upper bound (newer drivers: backward compat)
-    unconfirmed_fields: Tuple[str, ...] = ()
+    unconfirmed_fields: tuple[str, ...] = ()
     note: Optional[str] = None
 
 
@@ -108,7 +108,7 @@ class DriverBranch(_Sourced):
     source: str = ""
     checked: str = ""
     unconfirmed: bool = False
-    unconfirmed_fields: Tuple[str, ...] = ()
+    unconfirmed_fields: tuple[str, ...] = ()
     note: Optional[str] = None
 
 
@@ -123,18 +123,18 @@ class Architecture(_Sourced):
     dropped_cuda: Optional[str]           # "13.0" for Maxwell/Pascal/Volta
     min_driver_branch: Optional[str]      # "455": branch of first_cuda's minimum driver
     last_driver_branch: Optional[str]     # "580": last branch for a retired architecture
-    tensor_cores: Tuple[str, ...]         # ("tf32", "bf16", "fp16", "int8", "int4")
+    tensor_cores: tuple[str, ...]         # ("tf32", "bf16", "fp16", "int8", "int4")
     source: str = ""
     checked: str = ""
     unconfirmed: bool = False
     jetson: bool = False
     kernel_modules: KernelModules = "either"   # which flavour of NVIDIA's kernel modules drives it
     kernel_modules_source: Optional[str] = None
-    unconfirmed_fields: Tuple[str, ...] = ()
+    unconfirmed_fields: tuple[str, ...] = ()
     note: Optional[str] = None
 
     @property
-    def cc_tuple(self) -> Tuple[int, int]:
+    def cc_tuple(self) -> tuple[int, int]:
         major, minor = self.cc.split(".")
         return int(major), int(minor)
 
@@ -150,7 +150,7 @@ class GpuSeries(_Sourced):
     source: str = ""
     checked: str = ""
     unconfirmed: bool = False
-    unconfirmed_fields: Tuple[str, ...] = ()
+    unconfirmed_fields: tuple[str, ...] = ()
     note: Optional[str] = None
 
     @property
@@ -164,8 +164,8 @@ class GpuModel(_Sourced):
     """A GPU model with dense datasheet peaks in TFLOP/s (tensor-core rates for tf32/fp16/bf16)."""
 
     name: str                             # "NVIDIA H200", as NVML reports it
-    aliases: Tuple[str, ...]              # ("H200", "H200 SXM", ...)
-    pci_ids: Tuple[str, ...]              # ("0x2335",)
+    aliases: tuple[str, ...]              # ("H200", "H200 SXM", ...)
+    pci_ids: tuple[str, ...]              # ("0x2335",)
     cc: str                               # "9.0"
     memory_gib: Optional[float]           # 141.0, as the datasheet writes it
     bandwidth_gbs: Optional[float]        # 4800.0
@@ -182,7 +182,7 @@ class GpuModel(_Sourced):
     pci_source: Optional[str] = None
     datacenter: bool = False              # an NVIDIA data-center GPU: may run forward compatibility (cuda-compat)
     datacenter_source: Optional[str] = None   # where NVIDIA lists the model as a data-center GPU
-    unconfirmed_fields: Tuple[str, ...] = ()
+    unconfirmed_fields: tuple[str, ...] = ()
     note: Optional[str] = None
 
     def is_datacenter(self) -> Optional[bool]:
@@ -201,11 +201,11 @@ class ChipFamily(_Sourced):
 
     chip: str                             # "GH100"
     cc: str
-    pci_ranges: Tuple[Tuple[int, int], ...]
+    pci_ranges: tuple[tuple[int, int], ...]
     source: str = ""
     checked: str = ""
     unconfirmed: bool = False
-    unconfirmed_fields: Tuple[str, ...] = ()
+    unconfirmed_fields: tuple[str, ...] = ()
     note: Optional[str] = None
 
     def contains(self, device_id: int) -> bool:
@@ -218,15 +218,15 @@ class TorchVariant(_Sourced):
 
     name: str                             # "cu128"
     cuda: Optional[str]                   # "12.8"; None for cpu/rocm/xpu
-    arch_list: Tuple[str, ...]            # ("sm_70", ..., "sm_120"), "compute_XY" = PTX
-    platforms: Tuple[str, ...]            # ("linux_x86_64", "linux_aarch64", "win_amd64")
+    arch_list: tuple[str, ...]            # ("sm_70", ..., "sm_120"), "compute_XY" = PTX
+    platforms: tuple[str, ...]            # ("linux_x86_64", "linux_aarch64", "win_amd64")
     unconfirmed: bool = False
-    arch_list_aarch64: Tuple[str, ...] = ()
+    arch_list_aarch64: tuple[str, ...] = ()
     manylinux: Optional[str] = None       # overrides the release's tag (2.6 cu126)
     glibc: Optional[str] = None
     source: Optional[str] = None
     checked: Optional[str] = None
-    unconfirmed_fields: Tuple[str, ...] = ()
+    unconfirmed_fields: tuple[str, ...] = ()
     note: Optional[str] = None
 
 
@@ -242,22 +242,22 @@ class TorchRelease(_Sourced):
     """A torch minor release ("2.8.0" and its patches) with its wheel variants."""
 
     version: str                          # "2.8.0"
-    pythons: Tuple[str, ...]              # ("3.9", ..., "3.13", "3.13t")
-    variants: Tuple[TorchVariant, ...]
+    pythons: tuple[str, ...]              # ("3.9", ..., "3.13", "3.13t")
+    variants: tuple[TorchVariant, ...]
     pypi_default: str                     # "cu128"
     manylinux: str                        # "manylinux_2_28"
     glibc: str                            # "2.28"
     torchvision: Optional[str]            # of the first patch
     torchaudio: Optional[str]
     conda: CondaStory
-    pytorch_cuda: Tuple[str, ...]         # pytorch-cuda=X versions on -c pytorch -c nvidia (1.13-2.5)
+    pytorch_cuda: tuple[str, ...]         # pytorch-cuda=X versions on -c pytorch -c nvidia (1.13-2.5)
     source: str = ""
     checked: str = ""
     unconfirmed: bool = False
-    patches: Tuple[TorchPatch, ...] = ()
-    conda_cudatoolkit: Tuple[str, ...] = ()
+    patches: tuple[TorchPatch, ...] = ()
+    conda_cudatoolkit: tuple[str, ...] = ()
     released: Optional[str] = None
-    unconfirmed_fields: Tuple[str, ...] = ()
+    unconfirmed_fields: tuple[str, ...] = ()
     note: Optional[str] = None
 
     @property
@@ -286,7 +286,7 @@ class Variant(_Sourced):
     checked: str = ""
     unconfirmed: bool = False
     min_driver_windows: Optional[str] = None
-    unconfirmed_fields: Tuple[str, ...] = ()
+    unconfirmed_fields: tuple[str, ...] = ()
     note: Optional[str] = None
 
 
@@ -299,7 +299,7 @@ class Mirror(_Sourced):
     checked: str = ""
     unconfirmed: bool = False
     kind: MirrorKind = "pep503"
-    unconfirmed_fields: Tuple[str, ...] = ()
+    unconfirmed_fields: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -312,12 +312,12 @@ class NgcRelease(_Sourced):
     ubuntu: Optional[str]                 # "24.04"
     python: Optional[str]                 # "3.12"
     min_driver: str                       # "570": the branch the notes require
-    forward_compat_branches: Tuple[str, ...]   # ("470.57", "525.85", "535.86", "545.23")
+    forward_compat_branches: tuple[str, ...]   # ("470.57", "525.85", "535.86", "545.23")
     source: str = ""
     checked: str = ""
     unconfirmed: bool = False
     min_cc: Optional[str] = None          # "7.5": the lowest compute capability the notes support
-    unconfirmed_fields: Tuple[str, ...] = ()
+    unconfirmed_fields: tuple[str, ...] = ()
     note: Optional[str] = None
 
     @property
@@ -333,19 +333,19 @@ class Distro(_Sourced):
     version: str                          # "22.04"
     family: DistroFamily
     repo_dir: str                         # "ubuntu2204"
-    cuda_lines: Tuple[str, ...]           # ("11.7", ..., "13.2")
+    cuda_lines: tuple[str, ...]           # ("11.7", ..., "13.2")
     toolkit_package: str                  # "cuda-toolkit-{major}-{minor}"
-    driver_packages: Tuple[str, ...]      # ("cuda-drivers", "nvidia-open", ...)
+    driver_packages: tuple[str, ...]      # ("cuda-drivers", "nvidia-open", ...)
     source: str = ""
     checked: str = ""
     unconfirmed: bool = False
     package_manager: Optional[PackageManager] = None
-    distro_driver_packages: Tuple[str, ...] = ()   # Ubuntu archive: "nvidia-driver-{branch}", ...
-    also_ids: Tuple[str, ...] = ()        # ("rocky", "almalinux", "ol")
+    distro_driver_packages: tuple[str, ...] = ()   # Ubuntu archive: "nvidia-driver-{branch}", ...
+    also_ids: tuple[str, ...] = ()        # ("rocky", "almalinux", "ol")
     keyring_package: Optional[str] = None
     glibc: Optional[str] = None           # "2.35": the release's glibc (None: varies by point release)
     glibc_source: Optional[str] = None
-    unconfirmed_fields: Tuple[str, ...] = ()
+    unconfirmed_fields: tuple[str, ...] = ()
     note: Optional[str] = None
 
     def toolkit_package_for(self, cuda: str) -> str:
@@ -358,6 +358,6 @@ class Distro(_Sourced):
 
 
 # Field names each kind of row may mark in unconfirmed_fields.
-def field_names(cls: type) -> Tuple[str, ...]:
+def field_names(cls: type) -> tuple[str, ...]:
     return tuple(f for f in cls.__dataclass_fields__)  # type: ignore[attr-defined]
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 import functools
 import re
 import sys
-from typing import Any, Callable, Dict, FrozenSet, List, Mapping, Optional, Tuple
+from collections.abc import Mapping
+from typing import Any, Callable, Optional
 
 from packaging.version import InvalidVersion, Version
 
@@ -20,7 +21,7 @@ class TableError(ValueError):
 
 
 #: field kinds: "str", "str?", "bool", "int", "float?", "strs", "ranges", "tables"
-Spec = Dict[str, str]
+Spec = dict[str, str]
 
 COMMON: Spec = {
     "source": "str",
@@ -35,11 +36,11 @@ _CHECKED = re.compile(r"^\d{4}-\d{2}(-\d{2})?$")
 class Doc:
     """One parsed data file and how errors name it: ``Doc("data/cuda.toml", {...})``."""
 
-    def __init__(self, label: str, data: Dict[str, Any]) -> None:
+    def __init__(self, label: str, data: dict[str, Any]) -> None:
         self.label, self.data = label, data
 
 
-def parse_toml(label: str, raw: Optional[bytes]) -> Dict[str, Any]:
+def parse_toml(label: str, raw: Optional[bytes]) -> dict[str, Any]:
     """The TOML document of a data file's bytes (None: the file is missing), as plain data."""
     if raw is None:
         raise TableError(f"{label}: file missing")
@@ -65,7 +66,7 @@ class Where:
         return TableError(f"{self.label}: [[{self.section}]] {self.row}: {problem}")
 
 
-def rows(doc: Doc, section: str, key: Optional[str]) -> List[Tuple[Where, Dict[str, Any]]]:
+def rows(doc: Doc, section: str, key: Optional[str]) -> list[tuple[Where, dict[str, Any]]]:
     """The ``[[section]]`` array of a document, each row with its :class:`Where`."""
     items = doc.data.get(section, [])
     if not isinstance(items, list) or not all(isinstance(r, dict) for r in items):
@@ -77,18 +78,18 @@ def rows(doc: Doc, section: str, key: Optional[str]) -> List[Tuple[Where, Dict[s
     return out
 
 
-def check_top(doc: Doc, allowed: Tuple[str, ...]) -> None:
+def check_top(doc: Doc, allowed: tuple[str, ...]) -> None:
     for k in doc.data:
         if k not in allowed:
             raise TableError(f"{doc.label}: unknown top-level key '{k}' (expected: {', '.join(allowed)})")
 
 
 #: (name, optional, checker, default) per field of a spec, worked out once per distinct spec.
-_Compiled = Tuple[Tuple[str, bool, Callable[["Where", str, Any], Any], Any], ...]
-_COMPILED: Dict[Tuple[Tuple[str, str], ...], Tuple[_Compiled, FrozenSet[str]]] = {}
+_Compiled = tuple[tuple[str, bool, Callable[["Where", str, Any], Any], Any], ...]
+_COMPILED: dict[tuple[tuple[str, str], ...], tuple[_Compiled, frozenset[str]]] = {}
 
 
-def _compile(spec: Spec, common: bool) -> Tuple[_Compiled, FrozenSet[str]]:
+def _compile(spec: Spec, common: bool) -> tuple[_Compiled, frozenset[str]]:
     full = dict(COMMON, **spec) if common else dict(spec)
     key = tuple(full.items())
     hit = _COMPILED.get(key)
@@ -99,13 +100,13 @@ def _compile(spec: Spec, common: bool) -> Tuple[_Compiled, FrozenSet[str]]:
     return hit
 
 
-def fields(where: Where, raw: Mapping[str, Any], spec: Spec, common: bool = True) -> Dict[str, Any]:
+def fields(where: Where, raw: Mapping[str, Any], spec: Spec, common: bool = True) -> dict[str, Any]:
     """Check ``raw`` against ``spec`` (plus the common fields) and return it with defaults filled."""
     compiled, known = _compile(spec, common)
     for k in raw:
         if k not in known:
             raise where.fail(f"unknown field '{k}'")
-    out: Dict[str, Any] = {}
+    out: dict[str, Any] = {}
     for k, optional, check, default in compiled:
         if k not in raw:
             if not optional:
@@ -122,14 +123,14 @@ def fields(where: Where, raw: Mapping[str, Any], spec: Spec, common: bool = True
     return out
 
 
-def check_unconfirmed_fields(where: Where, names: Tuple[str, ...], cls: type) -> None:
+def check_unconfirmed_fields(where: Where, names: tuple[str, ...], cls: type) -> None:
     known = cls.__dataclass_fields__  # type: ignore[attr-defined]
     for n in names:
         if n not in known:
             raise where.fail(f"field 'unconfirmed_fields': {n!r} is not a field of this row")
 
 
-def one_of(where: Where, name: str, value: Optional[str], allowed: Tuple[str, ...]) -> None:
+def one_of(where: Where, name: str, value: Optional[str], allowed: tuple[str, ...]) -> None:
     """A field of a closed set (the ``Literal`` of its row field): anything else is an error."""
     if value is not None and value not in allowed:
         raise where.fail(f"field '{name}': {value!r} is not one of {', '.join(allowed)}")
@@ -176,13 +177,13 @@ def _float(where: Where, k: str, v: Any) -> float:
     return float(v)
 
 
-def _strs(where: Where, k: str, v: Any) -> Tuple[str, ...]:
+def _strs(where: Where, k: str, v: Any) -> tuple[str, ...]:
     if not isinstance(v, list) or not all(isinstance(x, str) and x for x in v):
         raise where.fail(f"field '{k}' must be a list of strings, not {v!r}")
     return tuple(v)
 
 
-def _ranges(where: Where, k: str, v: Any) -> Tuple[Tuple[int, int], ...]:
+def _ranges(where: Where, k: str, v: Any) -> tuple[tuple[int, int], ...]:
     out = []
     for pair in v if isinstance(v, list) else [v]:
         try:
@@ -197,14 +198,14 @@ def _ranges(where: Where, k: str, v: Any) -> Tuple[Tuple[int, int], ...]:
     return tuple(out)
 
 
-def _tables(where: Where, k: str, v: Any) -> List[Dict]:
+def _tables(where: Where, k: str, v: Any) -> list[dict]:
     if not isinstance(v, list) or not all(isinstance(x, dict) for x in v):
         raise where.fail(f"field '{k}' must be a list of tables, not {v!r}")
     return v
 
 
-_CHECKERS: Dict[str, Callable[[Where, str, Any], Any]] = {
+_CHECKERS: dict[str, Callable[[Where, str, Any], Any]] = {
     "str": _str, "bool": _bool, "int": _int, "float": _float, "strs": _strs,
     "ranges": _ranges, "tables": _tables,
 }
-_DEFAULTS: Dict[str, Any] = {"strs": (), "bool": False, "tables": []}
+_DEFAULTS: dict[str, Any] = {"strs": (), "bool": False, "tables": []}

@@ -3,7 +3,8 @@
 The bundled ``data/`` is read from an installed wheel (``envdoctor/data/*.toml``), from a
 checkout (``<checkout>/data``) and, through :mod:`importlib.resources`, from inside a zip archive
 (a zipapp build): everything is read as bytes through the small :class:`DataDir` interface that
-both a :class:`~pathlib.Path` and a zip Traversable have. ``ENVDOCTOR_DATA`` points the default table at another folder::
+both a :class:`~pathlib.Path` and a zip Traversable have. ``ENVDOCTOR_DATA`` points the default
+table at another folder::
 
     ENVDOCTOR_DATA=/path/to/a/copy/of/data envdoctor check
 
@@ -14,8 +15,9 @@ never changes what the tests see).
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Dict, Iterator, Mapping, Optional, Protocol, Tuple
+from typing import Optional, Protocol
 
 from envdoctor.table.schema import TableError
 
@@ -33,11 +35,11 @@ class DataDir(Protocol):
     @property
     def name(self) -> str: ...
 
-    def joinpath(self, *child: str) -> "DataDir": ...
+    def joinpath(self, *child: str) -> DataDir: ...
 
     def is_file(self) -> bool: ...
 
-    def iterdir(self) -> Iterator["DataDir"]: ...
+    def iterdir(self) -> Iterator[DataDir]: ...
 
     def read_bytes(self) -> bytes: ...
 
@@ -53,7 +55,7 @@ def data_directory(environ: Optional[Mapping[str, str]] = None) -> DataDir:
     here = Path(__file__)
     if here.is_file():   # a real folder: plain paths (importlib.resources costs ~30 ms to import)
         package = here.resolve().parent.parent
-        candidates: Tuple[DataDir, ...] = (package / "data", package.parent / "data")
+        candidates: tuple[DataDir, ...] = (package / "data", package.parent / "data")
     else:                # inside an archive: only the import system can read it
         from importlib import resources
 
@@ -64,10 +66,10 @@ def data_directory(environ: Optional[Mapping[str, str]] = None) -> DataDir:
     raise TableError(f"no data directory with cuda.toml in {' or '.join(str(c) for c in candidates)}")
 
 
-def read_files(directory: DataDir) -> Dict[str, Optional[bytes]]:
+def read_files(directory: DataDir) -> dict[str, Optional[bytes]]:
     """The bytes of every data file of ``directory``; None for a file that is missing. A file
     that exists but cannot be read is a :class:`TableError` naming it."""
-    out: Dict[str, Optional[bytes]] = {}
+    out: dict[str, Optional[bytes]] = {}
     for name in FILES:
         try:
             out[name] = directory.joinpath(name).read_bytes()

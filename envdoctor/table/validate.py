@@ -7,7 +7,8 @@ Each check raises :class:`TableError` with one line naming file, row and field.
 from __future__ import annotations
 
 import re
-from typing import Callable, Dict, Iterable, Optional, Sequence, Tuple
+from collections.abc import Iterable, Sequence
+from typing import Callable, Optional
 
 from envdoctor.table.rows import (
     Architecture,
@@ -26,7 +27,7 @@ from envdoctor.table.schema import TableError, parse_version
 _ARCH = re.compile(r"^(sm|compute)_(\d{2,3})([af]?)$")
 
 
-def parse_arch(entry: str) -> Optional[Tuple[str, Tuple[int, int], str]]:
+def parse_arch(entry: str) -> Optional[tuple[str, tuple[int, int], str]]:
     """``"sm_90a"`` -> ``("sm", (9, 0), "a")``; ``"compute_120"`` -> ``("compute", (12, 0), "")``."""
     m = _ARCH.match(entry)
     if not m:
@@ -84,9 +85,9 @@ def check_architectures(d: str, archs: Sequence[Architecture]) -> None:
 
 
 def check_gpus(d: str, gpus: Sequence[GpuModel], families: Sequence[ChipFamily], series: Sequence[GpuSeries],
-               known_cc: Dict[str, Architecture], norm: Callable[[str], str]) -> None:
-    seen: Dict[str, str] = {}
-    pci: Dict[str, str] = {}
+               known_cc: dict[str, Architecture], norm: Callable[[str], str]) -> None:
+    seen: dict[str, str] = {}
+    pci: dict[str, str] = {}
     for g in gpus:
         if g.cc not in known_cc:
             raise _err(d, "gpus.toml", "gpu", g.name, f"field 'cc': {g.cc} is not a known architecture")
@@ -123,8 +124,8 @@ def check_variants(d: str, variants: Sequence[Variant]) -> None:
                        f"no driver floor: CUDA {v.cuda} has no ga row in cuda.toml and no min_driver_linux is given")
 
 
-def check_torch(d: str, releases: Sequence[TorchRelease], variants: Dict[str, Variant],
-                known_cc: Dict[str, Architecture]) -> None:
+def check_torch(d: str, releases: Sequence[TorchRelease], variants: dict[str, Variant],
+                known_cc: dict[str, Architecture]) -> None:
     _dupes(d, "torch.toml", "release", (str(parse_version(r.version)) for r in releases), "torch version")
     _dupes(d, "torch.toml", "release", (p.version for r in releases for p in r.patches), "patch release")
     for r in releases:
@@ -155,7 +156,7 @@ def check_torch(d: str, releases: Sequence[TorchRelease], variants: Dict[str, Va
                                    f"field '{field_name}': {entry} is not a known architecture (cc {cc})")
 
 
-def check_ngc(d: str, releases: Sequence[NgcRelease], known_cc: Optional[Dict[str, Architecture]] = None) -> None:
+def check_ngc(d: str, releases: Sequence[NgcRelease], known_cc: Optional[dict[str, Architecture]] = None) -> None:
     _dupes(d, "ngc.toml", "release", (r.tag for r in releases), "tag")
     for r in releases:
         if r.min_cc is not None and known_cc is not None and r.min_cc not in known_cc:
