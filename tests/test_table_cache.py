@@ -13,6 +13,7 @@ import sys
 import zipfile
 from pathlib import Path
 
+import packaging
 import pytest
 
 import envdoctor
@@ -151,11 +152,12 @@ def test_the_bundled_data_is_read_from_inside_a_zipped_envdoctor(tmp_path):
             z.write(f, f"envdoctor/{f.relative_to(package)}")
         for f in FROZEN.glob("*.toml"):
             z.write(f, f"envdoctor/data/{f.name}")
-    code = ("import sys; sys.path.insert(0, sys.argv[1]); from envdoctor.table import load_table, data_directory; "
+    code = ("import sys; sys.path[:0] = sys.argv[1:]; from envdoctor.table import load_table, data_directory; "
             "t = load_table(); print(t.min_driver('12.8'), type(data_directory()).__name__, t.directory.name)")
+    dependencies = str(Path(packaging.__file__).parent.parent)        # packaging (and tomli) for the archive
     env = {k: v for k, v in os.environ.items() if k != "ENVDOCTOR_DATA"}
     env["ENVDOCTOR_CACHE_DIR"] = str(tmp_path / "cache")
-    ran = subprocess.run([sys.executable, "-I", "-c", code, str(archive)], capture_output=True, text=True,
+    ran = subprocess.run([sys.executable, "-I", "-c", code, str(archive), dependencies], capture_output=True, text=True,
                          env=env, timeout=60, cwd=tmp_path)
     assert ran.returncode == 0, ran.stderr
     floor, kind, name = ran.stdout.split()
