@@ -22,6 +22,7 @@ import re
 from typing import Any, Optional
 
 from envdoctor.facts.python import LoadedLibrary, TargetPython, TorchDevice, TorchFacts
+from envdoctor.parse import MAX_VERSION_PART
 from envdoctor.parse.platforms import linux_tags
 
 
@@ -35,8 +36,10 @@ def parse_glibc(libc: Optional[str]) -> Optional[str]:
     """
     if not libc:
         return None
-    m = re.fullmatch(r"glibc (\d+)\.(\d+)(?:\.\d+)?", libc.strip())
-    return f"{m.group(1)}.{m.group(2)}" if m else None
+    m = re.fullmatch(r"glibc (\d{1,6})\.(\d{1,6})(?:\.\d{1,6})?", libc.strip()[:100])
+    if not m or int(m.group(2)) > MAX_VERSION_PART:
+        return None
+    return f"{m.group(1)}.{m.group(2)}"
 
 
 def platform_tag(platform: Optional[str], is_64bit: bool = True) -> Optional[str]:
@@ -67,8 +70,9 @@ def linux_platform_tags(glibc: Optional[str], platform: Optional[str]) -> tuple[
     if not platform.startswith("linux_"):
         return (platform,)
     arch = platform[len("linux_"):]
-    version = re.fullmatch(r"2\.(\d+)", glibc or "")
-    return linux_tags((2, int(version.group(1))) if version else None,
+    version = re.fullmatch(r"2\.(\d{1,6})", glibc or "")
+    minor = int(version.group(1)) if version else None
+    return linux_tags((2, minor) if minor is not None and minor <= MAX_VERSION_PART else None,
                       ("armv8l", "armv7l") if arch == "armv8l" else (arch,))
 
 

@@ -20,6 +20,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.tags import Tag
 from packaging.version import InvalidVersion, Version
 
+from envdoctor.parse import MAX_VERSION_PART
 from envdoctor.parse.platforms import LEGACY_MANYLINUX, cpu_arch, manylinux_tags
 
 
@@ -144,6 +145,10 @@ def expand_platform(platform: str) -> Tuple[str, ...]:
     platform = platform.strip().lower().replace("-", "_").replace(".", "_")
     if not _PLATFORM_TAG.match(platform):
         raise TargetError(f"not a platform tag: {platform!r} (e.g. manylinux_2_28_x86_64)")
+    numbered = _MANYLINUX.match(platform) or _MUSLLINUX.match(platform) or _MACOSX.match(platform)
+    if numbered and max(len(numbered["major"]), len(numbered["minor"])) > 2:
+        raise TargetError(f"not a platform tag envdoctor can use: {platform[:60]!r} "
+                          f"(version {numbered['major'][:12]}.{numbered['minor'][:12]} is out of range)")
     legacy = _MANYLINUX_LEGACY.match(platform)
     if legacy:
         glibc = {v: k for k, v in LEGACY_MANYLINUX.items()}[legacy["name"]]
@@ -188,7 +193,9 @@ def target_from_probe(info: dict, path: str) -> Target:
         version = tuple(int(x) for x in info["version"][:3])
         pyver = (version[0], version[1])
         impl = str(info.get("implementation") or "cpython")
-    except (KeyError, TypeError, ValueError):
+        if len(version) < 2 or max(version) > MAX_VERSION_PART or min(version) < 0:
+            raise ValueError("version out of range")
+    except (KeyError, TypeError, ValueError, IndexError):
         raise TargetError(f"{path} printed interpreter details envdoctor cannot read") from None
     python = ".".join(str(x) for x in version)
     platforms = _probe_platforms(info)
