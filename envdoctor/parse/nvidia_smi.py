@@ -66,7 +66,7 @@ def _header(cell: str) -> str:
     return cell
 
 
-def _csv_rows(lines: List[str]) -> List[List[str]]:
+def _csv_rows(lines: list[str]) -> list[list[str]]:
     if any(len(line) > MAX_FIELD * 16 for line in lines):
         raise SmiParseError(f"nvidia-smi printed a line of more than {MAX_FIELD * 16} characters")
     try:
