@@ -66,7 +66,7 @@ def _branch_for(facts: Facts, table: Optional[Table]) -> tuple[Optional[str], bo
     """The driver branch to install for these GPUs (the one ``recommend`` plans for: the newest
     long-term branch, or the last one of a retired GPU) and whether they take the open modules.
     Without a table: no branch (the distribution's default driver), open modules."""
-    from envdoctor.advise.choose import recommended_branch
+    from envdoctor.advise.drivers import recommended_branch
 
     ccs: list[Optional[str]] = [cc for _, cc in _gpu_ccs(facts, table)]
     branch = recommended_branch(table, ccs) if table is not None else None

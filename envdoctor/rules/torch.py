@@ -27,8 +27,9 @@ import shlex
 from collections.abc import Iterator
 from typing import Optional
 
-from envdoctor.advise.choose import Choice, choose_variant
-from envdoctor.advise.whatif import python_series
+from envdoctor.advise.choice import Choice
+from envdoctor.advise.choose import choose_variant
+from envdoctor.advise.machine import python_series
 from envdoctor.compat import DriverOs, DriverSupport, driver_os, driver_support, kernel_support, variant_tag
 from envdoctor.facts import Facts
 from envdoctor.findings import Finding, Severity
