@@ -12,7 +12,6 @@ from __future__ import annotations
 import errno
 import os
 import stat
-import tempfile
 from pathlib import Path
 
 _KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISCHR, "a character device"),
@@ -50,6 +49,8 @@ def write_atomic(path: str | Path, data: str | bytes, mode: int = 0o644) -> Path
     that holds anything but a regular file raises :class:`NotRegularFileError` (an OSError) and
     is left as it was; so do the folder's own errors (PermissionError, ...).
     """
+    import tempfile  # here: a read-only run (check) need not import it
+
     path = Path(path)
     _refuse_special(path)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from envdoctor import commands
+from envdoctor import commands, compat
 from envdoctor.advise.choice import Choice
 from envdoctor.advise.drivers import recommended_branch
 from envdoctor.advise.machine import Machine
@@ -26,7 +26,7 @@ CHECK_TORCH = 'python -c "import torch; print(torch.__version__, torch.version.c
 
 def open_modules(m: Machine, table: Table) -> bool:
     """Turing and newer take the open kernel modules; Maxwell, Pascal and Volta need the proprietary ones."""
-    return commands.open_modules(g.cc for g in m.nvidia)
+    return compat.open_modules(table, [g.cc for g in m.nvidia])
 
 
 def driver_step(m: Machine, table: Table, choice: Choice) -> tuple[list[Step], list[str]]:

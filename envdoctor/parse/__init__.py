@@ -8,7 +8,7 @@ input the parser was written against.
 from __future__ import annotations
 
 import re
-from typing import Optional, Tuple
+from typing import Optional
 
 from packaging.version import InvalidVersion, Version
 
@@ -79,7 +79,7 @@ def major(text: object) -> Optional[int]:
     return v.release[0] if v is not None else None
 
 
-def version_key(text: object) -> Tuple[bool, Version, str]:
+def version_key(text: object) -> tuple[bool, Version, str]:
     """A sort key that orders version strings as versions: "12.9" < "12.10"; garbage ("?") last."""
     v = version(text)
     return (v is None, v if v is not None else Version("0"), str(text))

@@ -20,8 +20,9 @@ libmamba (``libmamba/src/api/info.cpp``) prints spaced keys and ``name=version=b
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Dict, Iterable, List, Optional, Tuple
+from typing import Any, Optional
 
 from envdoctor.facts.conda import CondaPackage
 from envdoctor.parse import ParseError
@@ -46,7 +47,7 @@ class CondaInfo:
     base_prefix: Optional[str] = None
     active_prefix: Optional[str] = None
     active_name: Optional[str] = None
-    channels: Tuple[str, ...] = ()
+    channels: tuple[str, ...] = ()
     virtual_cuda: Optional[str] = None
 
 
@@ -61,14 +62,14 @@ def _json(text: str, what: str) -> Any:
         raise CondaParseError(f"{what} is not JSON envdoctor can read ({exc}): {start!r}") from None
 
 
-def _strings(data: Dict[str, Any], key: str, what: str) -> List[str]:
+def _strings(data: dict[str, Any], key: str, what: str) -> list[str]:
     try:
         return [x for x in get_list(data, key) if isinstance(x, str)]
     except JsonError as exc:
         raise CondaParseError(f"{what}: {exc}") from None
 
 
-def _text(data: Dict[str, Any], key: str) -> Optional[str]:
+def _text(data: dict[str, Any], key: str) -> Optional[str]:
     value = data.get(key)
     return value if isinstance(value, str) else None
 
@@ -83,7 +84,7 @@ def channel_name(url: str) -> str:
     return url
 
 
-def _dedupe(items: Iterable[str]) -> Tuple[str, ...]:
+def _dedupe(items: Iterable[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(i for i in items if i))
 
 
@@ -122,7 +123,7 @@ def parse_info(text: str) -> CondaInfo:
     raise CondaParseError("conda info --json has neither conda's nor libmamba's keys")
 
 
-def parse_list(text: str, names: Iterable[str] = CUDA_PACKAGES) -> Tuple[CondaPackage, ...]:
+def parse_list(text: str, names: Iterable[str] = CUDA_PACKAGES) -> tuple[CondaPackage, ...]:
     """``conda list --json`` -> the packages named in ``names``, in the order listed."""
     data = _json(text, "conda list --json")
     if not isinstance(data, list):

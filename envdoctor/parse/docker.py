@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Optional
 
 from envdoctor.parse import ParseError
 from envdoctor.parse.jsontext import JsonError, loads
@@ -40,10 +40,10 @@ class DockerVersion:
 @dataclass(frozen=True)
 class DockerInfo:
     server_version: Optional[str] = None
-    runtimes: Tuple[str, ...] = ()
+    runtimes: tuple[str, ...] = ()
     default_runtime: Optional[str] = None
-    cdi_spec_dirs: Tuple[str, ...] = ()
-    cdi_devices: Tuple[str, ...] = ()     # "nvidia.com/gpu=0"
+    cdi_spec_dirs: tuple[str, ...] = ()
+    cdi_devices: tuple[str, ...] = ()     # "nvidia.com/gpu=0"
     rootless: bool = False
 
 
@@ -65,7 +65,11 @@ def _str(value: Any) -> Optional[str]:
     return value if isinstance(value, str) and value else None
 
 
-def _items(data: Dict[str, Any], key: str) -> List[Any]:
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _items(data: dict[str, Any], key: str) -> list[Any]:
     """``data[key]`` when it is a list, else nothing (a daemon of another version may differ)."""
     value = data.get(key)
     return value if isinstance(value, list) else []
@@ -73,9 +77,8 @@ def _items(data: Dict[str, Any], key: str) -> List[Any]:
 
 def parse_version_json(text: str) -> DockerVersion:
     data = _first_json(text, "docker version")
-    client = data.get("Client") if isinstance(data.get("Client"), dict) else {}
-    server = data.get("Server") if isinstance(data.get("Server"), dict) else {}
-    platform = server.get("Platform") if isinstance(server.get("Platform"), dict) else {}
+    client, server = _dict(data.get("Client")), _dict(data.get("Server"))
+    platform = _dict(server.get("Platform"))
     names = [_str(platform.get("Name")) or ""]
     names += [str(c.get("Name"))[:100] for c in _items(server, "Components") if isinstance(c, dict)]
     return DockerVersion(_str(client.get("Version")), _str(server.get("Version")), _str(platform.get("Name")),
@@ -84,7 +87,7 @@ def parse_version_json(text: str) -> DockerVersion:
 
 def parse_info_json(text: str) -> DockerInfo:
     data = _first_json(text, "docker info")
-    runtimes = data.get("Runtimes") if isinstance(data.get("Runtimes"), dict) else {}
+    runtimes = _dict(data.get("Runtimes"))
     devices = []
     for dev in _items(data, "DiscoveredDevices"):
         if isinstance(dev, dict) and dev.get("Source") == "cdi" and _str(dev.get("ID")):
@@ -107,7 +110,7 @@ _DENIED = re.compile(r"permission denied while trying to connect to the docker",
 _SOCKET_SCHEMES = ("unix://", "tcp://", "npipe://", "ssh://", "fd://")
 
 
-def classify_daemon_error(text: str) -> Tuple[str, Optional[str]]:
+def classify_daemon_error(text: str) -> tuple[str, Optional[str]]:
     """(state, socket) of the daemon from the client's error.
 
     ``Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker daemon

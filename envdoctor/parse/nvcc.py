@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Optional, Tuple
+from typing import Optional
 
 from envdoctor.parse import ParseError, major_minor
 from envdoctor.parse.jsontext import JsonError, get_dict, get_str, loads_object
@@ -43,7 +43,7 @@ def parse_nvcc_version(text: str) -> NvccVersion:
     return NvccVersion(match.group(1), match.group(2))
 
 
-def parse_version_json(text: str) -> Tuple[str, str]:
+def parse_version_json(text: str) -> tuple[str, str]:
     """A toolkit's ``version.json`` -> (version, release).
 
     ``{"cuda": {"name": "CUDA SDK", "version": "11.8.20220929"}, "cuda_nvcc": {"name": "CUDA NVCC",
@@ -64,7 +64,7 @@ def parse_version_json(text: str) -> Tuple[str, str]:
     return (nvcc if isinstance(nvcc, str) and major_minor(nvcc) == release else sdk), release
 
 
-def parse_version_txt(text: str) -> Tuple[str, str]:
+def parse_version_txt(text: str) -> tuple[str, str]:
     """``CUDA Version 10.2.89`` (toolkits up to 11.0) -> ("10.2.89", "10.2")."""
     match = re.search(r"CUDA Version (\d+\.\d+(?:\.\d+)*)", text or "")
     if not match:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import csv
 import io
 import re
-from typing import Dict, List, Optional, Tuple
+from typing import Optional
 
 from envdoctor.facts.gpu import GpuInfo
 from envdoctor.parse import ParseError
@@ -66,7 +66,7 @@ def _header(cell: str) -> str:
     return cell
 
 
-def _csv_rows(lines: List[str]) -> List[List[str]]:
+def _csv_rows(lines: list[str]) -> list[list[str]]:
     if any(len(line) > MAX_FIELD * 16 for line in lines):
         raise SmiParseError(f"nvidia-smi printed a line of more than {MAX_FIELD * 16} characters")
     try:
@@ -78,7 +78,7 @@ def _csv_rows(lines: List[str]) -> List[List[str]]:
     return rows
 
 
-def parse_query_gpu(text: str) -> Tuple[GpuInfo, ...]:
+def parse_query_gpu(text: str) -> tuple[GpuInfo, ...]:
     """Parse ``--query-gpu=... --format=csv`` (with its header line) into GPUs.
 
     >>> parse_query_gpu("index, name\\n0, NVIDIA H200\\n")[0].name
@@ -93,11 +93,11 @@ def parse_query_gpu(text: str) -> Tuple[GpuInfo, ...]:
     header = [_header(h) for h in rows[0]]
     if "index" not in header:
         raise SmiParseError(f"nvidia-smi printed no CSV header: {lines[0][:80]!r}")
-    gpus: List[GpuInfo] = []
+    gpus: list[GpuInfo] = []
     for row in rows[1:]:
         if len(row) != len(header):
             raise SmiParseError(f"nvidia-smi printed a row of {len(row)} fields for {len(header)} columns")
-        rec: Dict[str, Optional[str]] = {h: _clean(v) for h, v in zip(header, row)}
+        rec: dict[str, Optional[str]] = {h: _clean(v) for h, v in zip(header, row)}
         index = _num(rec.get("index"), int)
         if index is None:
             raise SmiParseError(f"nvidia-smi printed a GPU index that is not a number: {row[0]!r}")
@@ -132,7 +132,7 @@ def query_driver_version(text: str) -> Optional[str]:
     return _clean(rows[1][header.index("driver_version")])
 
 
-def parse_version(text: str) -> Dict[str, str]:
+def parse_version(text: str) -> dict[str, str]:
     """``nvidia-smi --version`` (R525 and newer)::
 
         NVIDIA-SMI version  : 580.159.04
@@ -144,7 +144,7 @@ def parse_version(text: str) -> Dict[str, str]:
     """
     keys = {"nvidia-smi version": "smi", "nvml version": "nvml", "driver version": "driver",
             "cuda version": "cuda"}
-    out: Dict[str, str] = {}
+    out: dict[str, str] = {}
     for line in text.splitlines():
         if ":" not in line:
             continue
@@ -160,7 +160,7 @@ def parse_version(text: str) -> Dict[str, str]:
 _BANNER = re.compile(r"Driver Version:\s*(?P<driver>[\d.]+)\s+CUDA Version:\s*(?P<cuda>[\d.]+|N/A)")
 
 
-def parse_banner(text: str) -> Dict[str, str]:
+def parse_banner(text: str) -> dict[str, str]:
     """The header of plain ``nvidia-smi``: ``| NVIDIA-SMI 580.159.04  Driver Version: 580.159.04
     CUDA Version: 13.0 |`` -> {"driver": "580.159.04", "cuda": "13.0"}."""
     m = _BANNER.search(text)

@@ -11,7 +11,7 @@ from envdoctor.verify.pair import Outcome, Pair, not_inspected
 #: finding codes of ``check`` that a verify finding already reports (check code -> verify code)
 COVERED = {"ED102": "ED701", "ED103": "ED704"}
 #: --skip area -> Finding.area values it hides
-FINDING_AREAS = {"torch": ("torch",), "toolkits": ("toolkit",), "conda": ("conda",), "docker": ("docker",)}
+FINDING_AREAS = {"torch": ("torch",), "toolkits": ("toolkits",), "conda": ("conda",), "docker": ("docker",)}
 
 
 def _hidden_areas(pair: Pair) -> set[str]:

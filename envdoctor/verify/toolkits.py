@@ -40,10 +40,10 @@ def toolkits(pair: Pair) -> Iterator[Outcome]:
         yield Finding("ED710", "error", "nvcc / the CUDA toolkit no longer works as in the baseline",
                       evidence=tuple(broken),
                       fix=("nvcc --version", "ls -l /usr/local/cuda /usr/local/cuda-*/bin/nvcc",
-                           "envdoctor check   # the full diagnosis"), area="toolkit")
+                           "envdoctor check   # the full diagnosis"), area="toolkits")
     if changes:
         yield Finding("ED723", "info", "CUDA toolkits changed: " + changes[0], evidence=tuple(changes[1:]),
-                      area="toolkit")
+                      area="toolkits")
     if not broken and not changes:
         releases = sorted({t.release or t.version or "?" for t in a.toolkits}, key=version_key)
         yield Same("CUDA toolkits: " + (", ".join(releases) if releases else "none"))

@@ -28,12 +28,11 @@ from urllib.parse import unquote, urljoin, urlsplit, urlunsplit
 
 from envdoctor.parse.jsontext import JsonError, loads
 from envdoctor.redact import mask_url
+from envdoctor.table.rows import VARIANT_NAME
 
 #: What a PEP 691 client sends: JSON preferred, HTML accepted.
 ACCEPT = "application/vnd.pypi.simple.v1+json, text/html;q=0.1"
 
-#: Sub-directory names that are wheel variants on download.pytorch.org (and its mirrors).
-VARIANT_NAME = re.compile(r"^(cpu|xpu|cu\d{2,3}|rocm\d+(?:\.\d+){0,2})$")
 
 
 class PageError(ValueError):

@@ -13,7 +13,7 @@ import platform as _platform
 import re
 import sys
 from dataclasses import dataclass, field
-from typing import FrozenSet, Iterable, List, Optional, Sequence, Tuple
+from typing import FrozenSet, Iterable, Optional, Sequence, Tuple
 
 from packaging import tags as _tags
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
@@ -21,16 +21,12 @@ from packaging.tags import Tag
 from packaging.version import InvalidVersion, Version
 
 from envdoctor.parse import MAX_VERSION_PART
+from envdoctor.parse.platforms import LEGACY_MANYLINUX, cpu_arch, manylinux_tags
 
 
 class TargetError(ValueError):
     """The target interpreter or the requested Python/platform could not be used (one line)."""
 
-
-#: Lowest glibc minor for which manylinux_2_<minor> tags exist, per architecture (PEP 600).
-_GLIBC_FLOOR = {"x86_64": 5, "i686": 5}
-_LEGACY_MANYLINUX = {(2, 17): "manylinux2014", (2, 12): "manylinux2010", (2, 5): "manylinux1"}
-_LEGACY_ARCHS = {"x86_64", "i686", "aarch64", "armv7l", "ppc64", "ppc64le", "s390x"}
 
 _VERSION = re.compile(r"^(?P<major>\d)\.(?P<minor>\d{1,2})(?P<t>t?)$")
 _MANYLINUX = re.compile(r"^manylinux_(?P<major>\d+)_(?P<minor>\d+)_(?P<arch>.+)$")
@@ -155,11 +151,11 @@ def expand_platform(platform: str) -> Tuple[str, ...]:
                           f"(version {numbered['major'][:12]}.{numbered['minor'][:12]} is out of range)")
     legacy = _MANYLINUX_LEGACY.match(platform)
     if legacy:
-        glibc = {v: k for k, v in _LEGACY_MANYLINUX.items()}[legacy["name"]]
-        return manylinux_platforms(glibc, legacy["arch"])
+        glibc = {v: k for k, v in LEGACY_MANYLINUX.items()}[legacy["name"]]
+        return manylinux_tags(glibc, legacy["arch"])
     m = _MANYLINUX.match(platform)
     if m:
-        return manylinux_platforms((int(m["major"]), int(m["minor"])), m["arch"])
+        return manylinux_tags((int(m["major"]), int(m["minor"])), m["arch"])
     m = _MUSLLINUX.match(platform)
     if m:
         arch = m["arch"]
@@ -169,20 +165,6 @@ def expand_platform(platform: str) -> Tuple[str, ...]:
     if m:
         return tuple(_tags.mac_platforms((int(m["major"]), int(m["minor"])), m["arch"]))
     return (platform,)
-
-
-def manylinux_platforms(glibc: Tuple[int, int], arch: str) -> Tuple[str, ...]:
-    """manylinux tags for glibc ``glibc`` on ``arch``, newest first, then ``linux_<arch>``."""
-    out: List[str] = []
-    if glibc[0] == 2:
-        floor = _GLIBC_FLOOR.get(arch, 17)
-        for minor in range(glibc[1], floor - 1, -1):
-            out.append(f"manylinux_2_{minor}_{arch}")
-            legacy = _LEGACY_MANYLINUX.get((2, minor))
-            if legacy and arch in _LEGACY_ARCHS:
-                out.append(f"{legacy}_{arch}")
-    out.append(f"linux_{arch}")
-    return tuple(out)
 
 
 def _current_platforms() -> Tuple[str, ...]:
@@ -238,11 +220,11 @@ def _probe_platforms(info: dict) -> Tuple[str, ...]:
     plat = str(info.get("platform") or "")
     machine = str(info.get("machine") or "").lower()
     if plat.startswith("linux"):
-        arch = {"amd64": "x86_64", "arm64": "aarch64"}.get(machine, machine) or "x86_64"
+        arch = cpu_arch(machine) or "x86_64"
         if info.get("bits") == 32:
             arch = {"x86_64": "i686", "aarch64": "armv7l"}.get(arch, arch)
         glibc = _glibc(info)
-        return manylinux_platforms(glibc, arch) if glibc else (f"linux_{arch}",)
+        return manylinux_tags(glibc, arch) if glibc else (f"linux_{arch}",)
     if plat.startswith("macosx"):
         mac = str(info.get("mac_ver") or "")
         parts = [int(p) for p in mac.split(".")[:2] if p.isdigit()] or [11, 0]
