@@ -222,7 +222,7 @@ FIELDS: Dict[str, Callable[[Any, Any], Any]] = {
     "uuid": lambda nv, h: text(nv.nvmlDeviceGetUUID(h)),
     "serial": lambda nv, h: text(nv.nvmlDeviceGetSerial(h)),
     "pci": _pci,
-    "compute_capability": lambda nv, h: "%d.%d" % tuple(nv.nvmlDeviceGetCudaComputeCapability(h)),
+    "compute_capability": lambda nv, h: "{}.{}".format(*nv.nvmlDeviceGetCudaComputeCapability(h)),
     "vbios": lambda nv, h: text(nv.nvmlDeviceGetVbiosVersion(h)),
     "memory": _memory,
     # limits
@@ -365,7 +365,7 @@ class Session:
                 self._handles.append(None)
                 self._handle_errors[i] = _why(nv, exc)
 
-    def __enter__(self) -> "Session":
+    def __enter__(self) -> Session:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -432,7 +432,7 @@ class Session:
                 errors[name] = _why(self.nv, exc)
         return Reading(index, values, errors, now)
 
-    def watch_xid(self, indices: Optional[Sequence[int]] = None) -> "XidWatch":
+    def watch_xid(self, indices: Optional[Sequence[int]] = None) -> XidWatch:
         return XidWatch(self, range(self.count) if indices is None else indices)
 
 

@@ -28,7 +28,7 @@ import time
 from dataclasses import dataclass
 from typing import IO, Callable, List, Mapping, Optional, Sequence
 
-from envdoctor.facts.base import ProbeError
+from envdoctor.facts.base import ErrorKind, ProbeError
 
 #: Output beyond this many bytes per stream is read and dropped (a runaway tool cannot fill memory).
 MAX_OUTPUT = 4 * 1024 * 1024
@@ -162,7 +162,7 @@ def run(
             "idle": f"{argv[0]} printed nothing for {idle_timeout or 0:g} s and was stopped",
             "stopped": f"{argv[0]} was stopped on request",
         }[why]
-        kind = "interrupted" if why == "stopped" else "timeout"
+        kind: ErrorKind = "interrupted" if why == "stopped" else "timeout"
         return Ran(argv, proc.returncode if why == "stopped" else None, _decode(out), _decode(err),
                    time.monotonic() - started, ProbeError(kind, message, shown))
     # a grandchild that left the process group may hold the pipes open: wait for them only briefly
@@ -182,7 +182,7 @@ def run(
     return Ran(argv, code, stdout, stderr, seconds)
 
 
-def _wait(proc: subprocess.Popen, out: "_Reader", started: float, timeout: float,
+def _wait(proc: subprocess.Popen, out: _Reader, started: float, timeout: float,
           idle_timeout: Optional[float], stop: Optional[threading.Event]) -> Optional[str]:
     """None when the program exited by itself; else "timeout", "idle" or "stopped"."""
     if idle_timeout is None and stop is None:

@@ -42,7 +42,7 @@ class Handle:
 class RecordedError(pynvml.NVMLError):
     """pynvml's error with the text a real driver printed (pynvml asks the library for it)."""
 
-    def __new__(cls, value: int, message: str) -> "RecordedError":
+    def __new__(cls, value: int, message: str) -> RecordedError:
         obj = Exception.__new__(cls)
         obj.value = value
         return obj
@@ -67,7 +67,7 @@ class FakeNvml:
         self._handles = [Handle(i) for i in range(len(self.recording.get("gpus", [])))]
 
     @classmethod
-    def recorded(cls, machine: str, gpus: Optional[int] = None, **kw: Any) -> "FakeNvml":
+    def recorded(cls, machine: str, gpus: Optional[int] = None, **kw: Any) -> FakeNvml:
         """The recording of ``machine``; ``gpus=N`` repeats its first GPU N times (new UUIDs)."""
         data = json.loads((FIXTURES / machine / "nvml.json").read_text())
         if gpus is not None:
