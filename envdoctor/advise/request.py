@@ -63,12 +63,14 @@ class Request:
 
 
 def parse_torch_spec(text: str | SpecifierSet | None) -> SpecifierSet | None:
-    """``"2.1"`` -> ``==2.1.*``; ``"2.7.1"`` -> ``==2.7.1``; ``">=2.4,<2.6"`` as written; None -> None."""
+    """``"2.1"`` -> ``==2.1.*``; ``"2.7.1"`` -> ``==2.7.1``; ``">=2.4,<2.6"`` as written; None -> None.
+    An empty or blank text is a :class:`SpecError` (it is not "no --torch")."""
     if text is None or isinstance(text, SpecifierSet):
         return text
     s = text.strip()
     if not s:
-        return None
+        raise SpecError("--torch is empty: give a torch version or a PEP 440 specifier (2.7, 2.7.1, '>=2.4,<2.6'), "
+                        "or leave it out for the newest that works")
     if _OPS.search(s):
         try:
             return SpecifierSet(s)

@@ -1,0 +1,99 @@
+"""``recommend`` refuses a value it cannot plan with, in one line and exit 2, before probing anything.
+
+Was (issue 12): ``--python /nonexistent`` planned for that path (exit 0); an empty ``--python``,
+``--torch``, ``--driver``, ``--os`` (and ``--python-version``, ``--glibc``, ``--from``, ``--script``)
+was silently dropped, or read as "." (this folder); ``--python`` with ``--from`` or
+``--python-version`` was silently overruled.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+from click.testing import CliRunner
+
+from envdoctor.cli import cli
+
+WHATIF = ["--offline", "--gpu", "H100", "--driver", "580.95.05", "--os", "ubuntu:24.04"]
+
+
+@pytest.fixture
+def no_probe(monkeypatch):
+    """Fail the test if anything reads this machine."""
+    import envdoctor.probes as probes
+
+    def boom(*a, **k):
+        raise AssertionError("recommend probed the machine")
+    monkeypatch.setattr(probes, "collect", boom)
+
+
+def one_line_exit_2(args, expected):
+    r = CliRunner().invoke(cli, ["recommend", *args])
+    assert r.exit_code == 2, r.output
+    assert r.output.strip().splitlines() == [f"envdoctor recommend: {expected}"], r.output
+    return r
+
+
+@pytest.mark.parametrize("option, expected", [
+    ("--python", "--python is empty: give the interpreter to plan for (e.g. /opt/venv/bin/python), "
+                 "or leave it out for python3 on PATH"),
+    ("--torch", "--torch is empty: give a torch version or a PEP 440 specifier (2.7, 2.7.1, '>=2.4,<2.6'), "
+                "or leave it out for the newest that works"),
+    ("--driver", "--driver is empty: give a driver version (570.133.20, or a branch such as 580), "
+                 "or 'none' for no driver"),
+    ("--os", "--os is empty: give ID:VERSION as in /etc/os-release (ubuntu:22.04, debian:12, rhel:9; "
+             "a rolling release as arch:rolling)"),
+    ("--python-version", "--python-version is empty: give X.Y (3.12, or 3.13t for free-threaded)"),
+    ("--glibc", "--glibc is empty: give a version such as 2.35 (ldd --version prints it)"),
+    ("--from", "--from is empty: give a report saved by `envdoctor check --json`"),
+    ("--script", "--script is empty: give the file to write the commands to (e.g. install.sh)"),
+])
+@pytest.mark.parametrize("blank", ["", "  "], ids=["empty", "blank"])
+def test_empty_option_is_refused_not_silently_ignored(option, expected, blank, no_probe):
+    one_line_exit_2([*WHATIF, "--python-version", "3.12", f"{option}={blank}"]
+                    if option not in ("--python", "--python-version") else [*WHATIF, f"{option}={blank}"],
+                    expected)
+
+
+def test_nonexistent_python_is_exit_2_not_a_plan_for_that_path(no_probe):
+    one_line_exit_2([*WHATIF, "--python", "/nonexistent/bin/python3"],
+                    "--python /nonexistent/bin/python3: no such file; give an interpreter that runs (e.g. "
+                    "/opt/venv/bin/python), or leave --python out to plan for python3 on PATH (or a new virtual "
+                    "environment)")
+
+
+@pytest.mark.parametrize("make, why", [
+    (lambda tmp: tmp, "is a folder"),
+    (lambda tmp: (tmp / "python3").write_text("#!/bin/sh\n") and tmp / "python3", "not executable"),
+    (lambda tmp: "no-such-python-anywhere", "not found on PATH"),
+], ids=["folder", "not executable", "name not on PATH"])
+def test_python_that_cannot_be_run_is_exit_2(tmp_path, make, why, no_probe):
+    target = str(make(tmp_path))
+    r = one_line_exit_2([*WHATIF, "--python", target],
+                        f"--python {target}: {why}; give an interpreter that runs (e.g. /opt/venv/bin/python), or "
+                        "leave --python out to plan for python3 on PATH (or a new virtual environment)")
+    assert "Commands" not in r.output
+
+
+def test_python_that_runs_but_is_not_a_python_is_exit_2(tmp_path):
+    fake = tmp_path / "python3"
+    fake.write_text("#!/bin/sh\nexit 0\n")
+    fake.chmod(0o755)
+    r = CliRunner().invoke(cli, ["recommend", *WHATIF, "--python", str(fake)])
+    assert r.exit_code == 2, r.output
+    assert r.output.strip().splitlines() == [
+        f"envdoctor recommend: --python {fake}: {fake} exited with status 0 without printing envdoctor's result"]
+
+
+def test_python_with_from_is_a_contradiction_not_silently_ignored(tmp_path, no_probe):
+    one_line_exit_2(["--offline", "--from", str(tmp_path / "r.json"), "--python", sys.executable],
+                    f"--python and --from contradict each other: --from plans for the machine of "
+                    f"{tmp_path / 'r.json'} and its Python; leave one out")
+
+
+def test_python_with_python_version_is_a_contradiction_not_silently_ignored(no_probe):
+    one_line_exit_2([*WHATIF, "--python", sys.executable, "--python-version", "3.12"],
+                    "--python and --python-version contradict each other: --python plans for that interpreter "
+                    "(its version is read from it), --python-version for a Python of that version you have not "
+                    "made yet; leave one out")
