@@ -97,3 +97,84 @@ def test_python_with_python_version_is_a_contradiction_not_silently_ignored(no_p
                     "--python and --python-version contradict each other: --python plans for that interpreter "
                     "(its version is read from it), --python-version for a Python of that version you have not "
                     "made yet; leave one out")
+
+
+# --- values the table does not know: accepted, and said so ---------------------------------------------
+
+def plan_json(*args):
+    import json
+
+    r = CliRunner().invoke(cli, ["recommend", "--offline", "--json", "--python-version", "3.12", *args])
+    assert r.exit_code == 0, r.output
+    return json.loads(r.output)
+
+
+def test_rolling_release_os_is_accepted_and_the_plan_says_what_it_lacks(no_probe):
+    # Was: "--os 'arch:rolling': expected ID:VERSION" although it has that form.
+    doc = plan_json("--gpu", "H100", "--driver", "none", "--os", "arch:rolling")
+    assert doc["route"] == "system" and (doc["torch"], doc["variant"]) == ("2.13.0", "cu130")
+    assert ("--os arch:rolling: not a distribution in envdoctor's table; NVIDIA's CUDA repository has no packages "
+            "for it: pip wheels still work (they carry their own CUDA runtime); the NVIDIA driver comes from the "
+            "distribution's own packages, which envdoctor does not spell out") in doc["warnings"]
+    assert "glibc unknown: torch 2.13.0 cu130 wheels need glibc 2.28 or newer" in doc["warnings"]
+    # no NVIDIA repository line is invented for it: the driver step is a pointer to the guide
+    assert not any("developer.download.nvidia.com" in c for c in doc["commands"])
+
+
+def test_rolling_release_with_a_driver_says_nothing_about_installing_one(no_probe):
+    doc = plan_json("--gpu", "H100", "--driver", "580.95.05", "--os", "arch:rolling", "--glibc", "2.42")
+    [line] = [w for w in doc["warnings"] if w.startswith("--os arch:rolling")]
+    assert line.endswith("pip wheels still work (they carry their own CUDA runtime)")
+    assert not any(w.startswith("glibc unknown") for w in doc["warnings"])
+
+
+def test_unknown_release_of_a_known_distribution_is_said_not_silently_accepted(no_probe):
+    # Was: --os ubuntu:99.04 planned without a word (glibc unknown, NVIDIA's repository assumed absent).
+    doc = plan_json("--gpu", "H100", "--driver", "580.95.05", "--os", "ubuntu:99.04")
+    assert ("--os ubuntu:99.04: envdoctor's table does not know this ubuntu release (it knows 18.04, 20.04, "
+            "22.04, 24.04), so NVIDIA's CUDA repository is taken not to serve it: pip wheels still work (they "
+            "carry their own CUDA runtime)") in doc["warnings"]
+
+
+def test_known_release_gets_no_such_warning(no_probe):
+    doc = plan_json("--gpu", "H100", "--driver", "580.95.05", "--os", "ubuntu:24.04")
+    assert not any("envdoctor's table does not know" in w for w in doc["warnings"])
+
+
+def test_driver_newer_than_the_table_is_said_not_silently_accepted(no_probe):
+    # Was: --driver 9999.99 accepted without a word.
+    doc = plan_json("--gpu", "H100", "--driver", "9999.99", "--os", "ubuntu:24.04")
+    assert ("--driver 9999.99: newer than any driver envdoctor's table knows (its newest branch is R620); assumed "
+            "to run every CUDA release the table lists (up to 13.3.1) directly, and every GPU an R620 driver runs"
+            ) in doc["warnings"]
+    assert doc["compatibility"] == "direct"
+
+
+def test_a_driver_of_a_known_branch_gets_no_such_warning(no_probe):
+    doc = plan_json("--gpu", "H100", "--driver", "620.10", "--os", "ubuntu:24.04")
+    assert not any("newer than any driver" in w for w in doc["warnings"])
+
+
+def test_headline_without_a_driver_does_not_say_the_driver_runs_it(no_probe):
+    r = CliRunner().invoke(cli, ["recommend", "--offline", "--gpu", "RTX 4090", "--driver", "none",
+                                 "--os", "ubuntu:24.04", "--python-version", "3.12"])
+    assert r.output.splitlines()[0] == ("envdoctor recommend: system route: torch 2.13.0+cu130 "
+                                        "(CUDA 13.0, once driver branch 580 is installed)")
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("arch:rolling", ("arch", "rolling")), ("debian:sid", ("debian", "sid")),
+    ("opensuse-tumbleweed:20260101", ("opensuse-tumbleweed", "20260101")), ("Ubuntu:24.04", ("ubuntu", "24.04")),
+])
+def test_os_versions_that_are_words(text, expected):
+    from envdoctor.advise.whatif import parse_os
+
+    assert parse_os(text) == expected
+
+
+@pytest.mark.parametrize("text", ["arch", "arch:", ":rolling", "arch:-x", "arch:roll ing"])
+def test_os_without_the_id_version_form_is_still_refused(text):
+    from envdoctor.advise.whatif import WhatIfError, parse_os
+
+    with pytest.raises(WhatIfError, match="ID:VERSION"):
+        parse_os(text)

@@ -31,7 +31,9 @@ _NOT_WINDOWS = ("--os {text}: envdoctor plans Linux machines (and macOS, CPU/MPS
                 "plan for the WSL2 distribution instead (e.g. --os ubuntu:24.04)")
 _OS_HINT = ("give ID:VERSION as in /etc/os-release (ubuntu:22.04, debian:12, rhel:9; "
             "a rolling release as arch:rolling)")
-_OS = re.compile(r"^(?P<id>[a-z][a-z0-9._-]*):(?P<version>[0-9][0-9a-z._-]*)$", re.I)
+#: ID:VERSION; a version may be a word where the distribution has no numbered releases (arch:rolling,
+#: debian:sid, opensuse-tumbleweed:20260101).
+_OS = re.compile(r"^(?P<id>[a-z][a-z0-9._-]*):(?P<version>[0-9a-z][0-9a-z._-]*)$", re.I)
 #: os-release ID_LIKE of a distribution family (commands.family reads it).
 _FAMILY_LIKE = {"debian": ("debian",), "rhel": ("rhel", "fedora"), "fedora": ("fedora",),
                 "suse": ("suse", "opensuse"), "amazon": ("fedora",)}
@@ -138,8 +140,10 @@ def gpu_label(g: Gpu, table: Table | None = None) -> str:
 
 
 def parse_os(text: str) -> tuple[str, str]:
-    """``"ubuntu:22.04"`` -> ``("ubuntu", "22.04")``. Windows is refused: envdoctor plans Linux
-    machines (and macOS, CPU/MPS); its commands (apt, dnf, venv paths) would be wrong there."""
+    """``"ubuntu:22.04"`` -> ``("ubuntu", "22.04")``; ``"arch:rolling"`` -> ``("arch", "rolling")`` (a
+    distribution the table does not know is planned for all the same: the plan says what that leaves
+    out). Windows is refused: envdoctor plans Linux machines (and macOS, CPU/MPS); its commands (apt,
+    dnf, venv paths) would be wrong there."""
     s = _not_empty("--os", text, _OS_HINT)
     m = _OS.match(s)
     if not m:

@@ -45,6 +45,8 @@ def headline(plan: Plan) -> str:
         return f"{plan.route} route: {c.label} from PyPI (CPU and MPS)"
     if plan.route == "conda":
         return f"conda route: torch {c.torch} ({plan.conda})"
+    if c.driver_needed:
+        return f"{plan.route} route: {c.label} (CUDA {c.cuda}, once driver branch {c.driver_needed} is installed)"
     return f"{plan.route} route: {c.label} (CUDA {c.cuda}, {_HOW.get(c.compatibility, c.compatibility)})"
 
 
