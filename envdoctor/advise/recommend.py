@@ -20,7 +20,7 @@ from envdoctor.advise.docker_route import docker_plan
 from envdoctor.advise.machine import Machine
 from envdoctor.advise.macos_amd import choose_amd, choose_macos
 from envdoctor.advise.plan import Plan, Step
-from envdoctor.advise.request import Availability, parse_torch_spec
+from envdoctor.advise.request import Availability, parse_torch_spec, spec_variant
 from envdoctor.advise.routes import Route, RouteDecision, choose_route, distro_row
 from envdoctor.advise.steps import NOTHING_FITS
 from envdoctor.advise.system_route import system_plan
@@ -56,6 +56,9 @@ def recommend(m: Machine, table: Table, route: Route | None = None, torch_spec: 
         plan = docker_plan(m, table, choice, decision, spec, with_nvcc)
     extra = _gpu_warnings(m, table) + _os_warnings(m, table) + _driver_warnings(m, table)
     plan = replace(plan, warnings=tuple(dict.fromkeys(plan.warnings + extra)), machine=m)
+    asked = spec_variant(torch_spec)
+    if asked and not (plan.route == "system" and choice.variant_asked):
+        plan = replace(plan, warnings=plan.warnings + (_variant_not_used(m, plan.route, torch_spec, asked),))
     if index_env:
         plan = _with_index_env(plan, index_env, index_export, real_base)
     return _never_torch_none(plan)
@@ -74,13 +77,13 @@ def _choice(m: Machine, table: Table, decision: RouteDecision, torch_spec: str |
     system = decision.route == "system"
     ccs = [g.cc for g in m.nvidia]
     python = m.python if system else None
-    choice = choose_variant(table, spec, m.driver, ccs, python, m.glibc, m.arch,
+    choice = choose_variant(table, torch_spec, m.driver, ccs, python, m.glibc, m.arch,
                             available=available if system else None, os=m.driver_os)
     distro = distro_row(m, table) if (system and with_nvcc and m.nvidia and not m.facts.system.wsl) else None
     if distro is not None and choice.ok and choice.cuda:
         # Always chosen within the repository's CUDA lines, so that the ways out (a driver
         # upgrade, another Python, a newer glibc) stay within them too.
-        matched = choose_variant(table, spec, m.driver, ccs, python, m.glibc, m.arch, available=available,
+        matched = choose_variant(table, torch_spec, m.driver, ccs, python, m.glibc, m.arch, available=available,
                                  cudas=distro.cuda_lines, os=m.driver_os)
         if matched.ok and major_minor(choice.cuda) not in distro.cuda_lines:
             return replace(matched, reasons=matched.reasons + (
@@ -89,6 +92,19 @@ def _choice(m: Machine, table: Table, decision: RouteDecision, torch_spec: str |
         if matched.ok:
             return matched
     return choice
+
+
+def _variant_not_used(m: Machine, route: Route, torch_spec: str | None, asked: str) -> str:
+    """``--torch 2.7.1+cu118`` where no pip wheel variant is chosen: say the label is not used."""
+    if m.platform == "darwin":
+        why = "macOS has one torch wheel (PyPI's), without CUDA variants"
+    elif m.amd and not m.nvidia:
+        why = "envdoctor plans NVIDIA installs only (AMD: PyTorch's ROCm wheels)"
+    elif route == "conda":
+        why = "the conda route installs conda-forge's build, whose CUDA the plan chooses (cuda-version)"
+    else:
+        why = "the docker route runs an NGC image, which brings its own CUDA"
+    return f"--torch {(torch_spec or '').strip()}: the +{asked} wheel variant is not used here: {why}"
 
 
 def _gpu_warnings(m: Machine, table: Table) -> tuple[str, ...]:

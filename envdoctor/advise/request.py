@@ -5,6 +5,8 @@ any Python), so every limit of the machine and of the user's request travels in 
 
 >>> str(parse_torch_spec("2.7")), str(parse_torch_spec("2.7.1")), parse_torch_spec(None)
 ('==2.7.*', '==2.7.1', None)
+>>> str(parse_torch_spec("2.7.1+cu118")), spec_variant("2.7.1+cu118"), spec_variant("==2.7.1+cu118")
+('==2.7.1', 'cu118', 'cu118')
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 _OPS = re.compile(r"[<>=!~]")
+#: A local version label in --torch: the wheel variant ("2.7.1+cu118", "==2.7.1+cu118").
+_LOCAL = re.compile(r"\+([A-Za-z0-9.]+)\s*(?=,|$)")
 _NOT_A_SPEC = "--torch {text!r}: not a version or a PEP 440 specifier (e.g. 2.7, '>=2.4,<2.6')"
 
 #: Whose driver minimums apply: "windows" for the Windows driver that serves WSL2.
@@ -60,6 +64,7 @@ class Request:
     require_known_kernels: bool = False     # only variants whose arch list the table confirms
     spec_text: str | None = None            # --torch as the user wrote it (">=9", "2.1.5")
     os: DriverOs = "linux"
+    variant: str | None = None              # the wheel variant --torch names ("2.7.1+cu118" -> "cu118")
 
 
 def parse_torch_spec(text: str | SpecifierSet | None) -> SpecifierSet | None:
@@ -71,6 +76,8 @@ def parse_torch_spec(text: str | SpecifierSet | None) -> SpecifierSet | None:
     if not s:
         raise SpecError("--torch is empty: give a torch version or a PEP 440 specifier (2.7, 2.7.1, '>=2.4,<2.6'), "
                         "or leave it out for the newest that works")
+    variant = spec_variant(s)
+    s = _LOCAL.sub("", s) if variant else s
     if _OPS.search(s):
         try:
             return SpecifierSet(s)
@@ -83,6 +90,17 @@ def parse_torch_spec(text: str | SpecifierSet | None) -> SpecifierSet | None:
     if len(v.release) >= 3 and not s.endswith("*"):
         return SpecifierSet(f"=={v.public}")
     return SpecifierSet(f"=={'.'.join(str(x) for x in v.release)}.*")
+
+
+def spec_variant(text: str | SpecifierSet | None) -> str | None:
+    """The wheel variant a ``--torch`` text names with a local label: ``"2.7.1+cu118"`` -> ``"cu118"``;
+    None without one. Two different labels (``"==2.7.0+cu118,==2.7.1+cu126"``) are a :class:`SpecError`."""
+    if not isinstance(text, str):
+        return None
+    labels = {m.lower() for m in _LOCAL.findall(text.strip())}
+    if len(labels) > 1:
+        raise SpecError(f"--torch {text!r}: names more than one wheel variant ({', '.join(sorted(labels))})")
+    return labels.pop() if labels else None
 
 
 def spec_text(text: str | SpecifierSet | None) -> str | None:

@@ -88,7 +88,7 @@ def recommend(route: Route | None, torch_spec: str | None, python: str | None, a
     Exit status: 0 a plan, 1 nothing fits as the machine is, 2 usage error, 3 envdoctor failed.
     """
     from envdoctor.advise.recommend import recommend as make_plan
-    from envdoctor.advise.request import SpecError, parse_torch_spec
+    from envdoctor.advise.request import SpecError, parse_torch_spec, spec_variant
     from envdoctor.advise.whatif import Overrides, WhatIfError, apply_overrides
     from envdoctor.render import json as render_json
     from envdoctor.render.plan import plan_document, render_script, render_text
@@ -104,6 +104,11 @@ def recommend(route: Route | None, torch_spec: str | None, python: str | None, a
     if python is not None:
         _check_python(python, from_report, python_version)
     table = _table()
+    asked = spec_variant(torch_spec)
+    if asked and table.variant(asked) is None:
+        known = ", ".join(v.name for v in table.variants if v.kind in ("cuda", "cpu"))
+        _fail(f"--torch {torch_spec.strip() if torch_spec else ''}: envdoctor's table knows no wheel variant "
+              f"{asked} (it knows {known})")
     overrides = Overrides(driver, gpus, no_gpu, python_version, os_, arch, glibc)
     try:
         overrides.check()           # refuse Windows, an empty or malformed value, before probing anything

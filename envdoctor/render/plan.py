@@ -4,7 +4,8 @@ The text is declared unstable; the JSON keys below are the contract:
 ``schema, route, status, torch, torchvision, torchaudio, variant, cuda, index_url, image, python,
 commands, steps, warnings, reasons, rejected [{route, reason}], compatibility, sources,
 index_check, ways_out [{kind, text, commands, ...}], alternatives, machine``, and (added later, so
-older readers may ignore them) ``already_installed`` and ``index_env``.
+older readers may ignore them) ``already_installed``, ``index_env``, ``variant_asked`` (the wheel
+variant ``--torch 2.7.1+cu118`` names) and ``variant_changed`` (why another one was chosen).
 """
 
 from __future__ import annotations
@@ -164,6 +165,8 @@ def plan_document(plan: Plan) -> dict[str, Any]:
         "machine": _machine(m),
         "already_installed": plan.installed,
         "index_env": plan.index_env,
+        "variant_asked": c.variant_asked,
+        "variant_changed": c.variant_changed,
     }
 
 
