@@ -79,7 +79,7 @@ class Choice:
     unconfirmed: bool = False               # the chosen release or variant is unconfirmed in the table
     kernels_inferred: bool = False          # the kernel check used an arch list the table infers
     variant_asked: str | None = None        # the wheel variant --torch named ("2.7.1+cu118" -> "cu118")
-    variant_changed: str | None = None      # why another variant was chosen (None: as asked, or none asked)
+    variant_changed: str | None = None      # why the asked one was not chosen (None: it was, or none asked)
 
     @property
     def ok(self) -> bool:

@@ -112,8 +112,7 @@ def _choose(table: Table, req: Request, available: Availability | None) -> Choic
     if req.variant:
         c = _first(table, req, available, True, turned, only=req.variant)
         if c is None:
-            changed = (f"--torch {req.spec_text}: {req.variant} was asked for, but "
-                       f"{_not_asked(table, req, turned)}")
+            changed = _not_asked(table, req, turned)
     asked = c is not None
     relaxed = False
     if c is None:
@@ -132,8 +131,8 @@ def _choose(table: Table, req: Request, available: Availability | None) -> Choic
     warnings: list[str] = []
     reasons: list[str] = []
     if changed:
-        changed += f"; planned {v.name} instead"
-        warnings.append(changed)
+        warnings.append(f"--torch {req.spec_text}: {req.variant} was asked for, but {changed}; "
+                        f"planned {v.name} instead")
     if asked:
         reasons.append(f"wheel variant {v.name}, as --torch {req.spec_text} asks")
     if asked and doubtful(rel, v):
