@@ -16,6 +16,7 @@ from packaging.version import Version
 from envdoctor.advise.choice import Choice
 from envdoctor.advise.choose import choose_variant
 from envdoctor.advise.conda_route import conda_plan
+from envdoctor.advise.current import changes, current_build
 from envdoctor.advise.docker_route import docker_plan
 from envdoctor.advise.machine import Machine
 from envdoctor.advise.macos_amd import choose_amd, choose_macos
@@ -61,7 +62,19 @@ def recommend(m: Machine, table: Table, route: Route | None = None, torch_spec: 
         plan = replace(plan, warnings=plan.warnings + (_variant_not_used(m, plan.route, torch_spec, asked),))
     if index_env:
         plan = _with_index_env(plan, index_env, index_export, real_base)
-    return _never_torch_none(plan)
+    return _with_current(_never_torch_none(plan), m, table)
+
+
+def _with_current(plan: Plan, m: Machine, table: Table) -> Plan:
+    """The plan with the target Python's torch as it is now: what the steps change in it, and
+    whether they are optional (that build works, or by the table should)."""
+    cur = current_build(m, table)
+    if cur is None:
+        return plan
+    if plan.installed or plan.route != "system" or plan.python != cur.python or not plan.ok or not plan.steps:
+        return replace(plan, current=cur)
+    diff = changes(cur, plan.choice, table)
+    return replace(plan, current=cur, changes=diff, optional=cur.fine and bool(diff))
 
 
 def _choice(m: Machine, table: Table, decision: RouteDecision, torch_spec: str | None, with_nvcc: bool,
