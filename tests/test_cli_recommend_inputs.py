@@ -9,6 +9,7 @@ was silently dropped, or read as "." (this folder); ``--python`` with ``--from``
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -178,3 +179,45 @@ def test_os_without_the_id_version_form_is_still_refused(text):
 
     with pytest.raises(WhatIfError, match="ID:VERSION"):
         parse_os(text)
+
+
+# --- --from with a damaged report -----------------------------------------------------------------------
+
+REPORT_FIXTURE = Path(__file__).parent / "fixtures/h200-driver580-cuda13/envdoctor-check.json"
+
+
+def edited_report(tmp_path, edit):
+    import json
+
+    doc = json.loads(REPORT_FIXTURE.read_text())
+    edit(doc)
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def test_report_message_names_the_option_and_the_file_once(tmp_path, no_probe):
+    # Was: "--from: /x/r.json holds a value ..." next to "--from /x/r.json: cannot read it (...)".
+    path = edited_report(tmp_path, lambda d: d["facts"]["driver"].update(driver_version="banana"))
+    one_line_exit_2(["--offline", "--from", str(path)],
+                    f"--from {path}: holds a value no probe writes: facts.driver.driver_version is 'banana', "
+                    "not a driver version like 580.159.04")
+
+
+def test_report_without_facts_is_exit_2_not_a_plan_for_a_blank_machine(tmp_path, no_probe):
+    # Was: exit 0 with a plan for "no NVIDIA GPU: CPU wheels" (every area defaulted to absent).
+    path = edited_report(tmp_path, lambda d: d.pop("facts"))
+    one_line_exit_2(["--offline", "--from", str(path)],
+                    f"--from {path}: holds no facts, so there is no machine to plan for; save a report with "
+                    "`envdoctor check --json > report.json`")
+
+
+def test_an_area_the_report_does_not_hold_is_unknown_not_absent(tmp_path, no_probe):
+    import json
+
+    path = edited_report(tmp_path, lambda d: [d["facts"].pop(k) for k in ("docker", "conda")])
+    r = CliRunner().invoke(cli, ["recommend", "--offline", "--json", "--from", str(path)])
+    doc = json.loads(r.output)
+    assert {x["route"]: x["reason"] for x in doc["rejected"]} == {
+        "conda": "conda was not inspected (not in the report)",
+        "docker": "docker was not inspected (not in the report)"}

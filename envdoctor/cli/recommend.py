@@ -202,9 +202,15 @@ def _table() -> Table:
               "reinstall envdoctor", EXIT_INTERNAL)
 
 
+#: The key of a report's ``facts`` that holds each area the advisor knows of (advise.machine.AREAS).
+_REPORT_KEY = {"system": "system", "gpu": "pci", "driver": "driver", "python": "python", "conda": "conda",
+               "docker": "docker", "toolkits": "toolkits"}
+
+
 def _machine(table: Table, overrides: Overrides, route: Route | None, from_report: Path | None,
              python: str | None, timeout: float, root: Path | None, debug: bool) -> Machine:
     """The facts to plan from: a saved report, nothing (the what-if options say it all), or a probe."""
+    from envdoctor.advise.machine import AREAS as PLAN_AREAS
     from envdoctor.advise.machine import blank_machine, machine_from_facts
     from envdoctor.inspect import enrich
 
@@ -217,10 +223,17 @@ def _machine(table: Table, overrides: Overrides, route: Route | None, from_repor
         except InputError as exc:
             _fail(f"--from {from_report}: cannot read it ({exc.reason})")
         try:
-            facts, _, _ = parse_report(text, str(from_report))
-        except ReportError as exc:
-            _fail(f"--from: {exc}")
-        return machine_from_facts(enrich(facts, table), table, origin=f"report {from_report}")
+            facts, _, doc = parse_report(text, str(from_report))
+        except ReportError as exc:       # "r.json holds a value no probe writes: ..." -> "--from r.json: holds ..."
+            why = str(exc)
+            _fail(f"--from {from_report}: {why.removeprefix(f'{from_report} ')}")
+        data = doc.get("facts")
+        if not isinstance(data, dict) or not data:
+            _fail(f"--from {from_report}: holds no facts, so there is no machine to plan for; save a report "
+                  "with `envdoctor check --json > report.json`")
+        # an area the report does not hold was not inspected: not "absent" (no driver, no docker)
+        known = [a for a in PLAN_AREAS if a not in facts.skipped and _REPORT_KEY[a] in data]
+        return machine_from_facts(enrich(facts, table), table, origin=f"report {from_report}", known=known)
     if overrides.complete(route) and not python:
         return blank_machine()
     from envdoctor.probes import AREAS, collect
@@ -234,10 +247,7 @@ def _machine(table: Table, overrides: Overrides, route: Route | None, from_repor
     if python is not None and p.error is not None and not p.version:
         # it ran, but said nothing a plan can use (not a Python, a crash, a hang)
         _fail(p.error.message if "(--python)" in p.error.message else f"--python {python}: {p.error.message}")
-    known = None
-    if overrides.complete(route):
-        known = ["python"]
-    return machine_from_facts(facts, table, known=known)
+    return machine_from_facts(facts, table, known=["python"] if overrides.complete(route) else None)
 
 
 def _availability(machine: Machine, index_url: str | None, timeout: float) -> Availability:
