@@ -221,3 +221,28 @@ def test_an_area_the_report_does_not_hold_is_unknown_not_absent(tmp_path, no_pro
     assert {x["route"]: x["reason"] for x in doc["rejected"]} == {
         "conda": "conda was not inspected (not in the report)",
         "docker": "docker was not inspected (not in the report)"}
+
+
+# --- values too long or too large to be what they claim --------------------------------------------------
+
+@pytest.mark.parametrize("option, value", [
+    ("--driver", "5" * 5000), ("--torch", "2." + "1" * 5000), ("--python-version", "3." + "1" * 5000),
+    ("--os", "ubuntu:" + "2" * 5000), ("--gpu", "A" * 5000), ("--glibc", "2." + "1" * 5000),
+])
+def test_a_5000_character_value_is_exit_2_not_an_internal_error(option, value, no_probe):
+    # Was: --driver/--torch of 5,000 digits: "internal error: ValueError: Exceeds the limit (4300 digits)",
+    # exit 3; --os ubuntu:222...: a plan; the messages quoted all 5,000 characters.
+    r = CliRunner().invoke(cli, ["recommend", *WHATIF, "--python-version", "3.12", option, value])
+    assert r.exit_code == 2, r.output[:300]
+    [line] = r.output.strip().splitlines()
+    assert line == (f"envdoctor recommend: {option} {value[:40]!r}... ({len(value)} characters): too long to be "
+                    "a value envdoctor reads (at most 100 characters)")
+
+
+@pytest.mark.parametrize("option, value, expected", [
+    ("--glibc", "2.150000000", "--glibc '2.150000000': a glibc version looks like 2.35 (glibc 2.x releases)"),
+    ("--driver", "580." + "5" * 20, f"--driver '580.{'5' * 20}': a driver version looks like 570.133.20 (at most "
+                                    "four parts of at most four digits)"),
+])
+def test_numbers_no_real_value_has_are_refused(option, value, expected, no_probe):
+    one_line_exit_2([*WHATIF, "--python-version", "3.12", option, value], expected)

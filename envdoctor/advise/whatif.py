@@ -19,11 +19,16 @@ from dataclasses import dataclass
 from packaging.version import InvalidVersion, Version
 
 from envdoctor.advise.machine import ARCHES, Gpu, Machine, is_datacenter, python_series
+from envdoctor.advise.request import MAX_VALUE, shown, too_long
 from envdoctor.facts.gpu import DriverFacts, GpuInfo, PciDevice, PciFacts
 from envdoctor.facts.python import TargetPython
 from envdoctor.parse import major
 from envdoctor.table import Table, norm_cc
 
+#: As a report holds it (envdoctor.report): "2.35"; two digits of major, three of minor at most.
+_GLIBC = re.compile(r"[0-9]{1,2}\.[0-9]{1,3}")
+#: As a report holds it: "580.159.04".
+_DRIVER = re.compile(r"[0-9]{1,4}(\.[0-9]{1,4}){0,3}")
 _AMD = re.compile(r"^(amd\b|radeon|instinct|mi\s?\d{2,3}[a-z]*\b|rx\s?\d{3,4}|w\d{4}\b)", re.I)
 _CC_TEXT = re.compile(r"^(\d{1,2}\.\d|sm_\d{2,3}[af]?|compute_\d{2,3}[af]?)$", re.I)
 _WINDOWS = re.compile(r"^(windows|win\d*|microsoft)\b", re.I)
@@ -85,10 +90,13 @@ class Overrides:
 
 
 def _not_empty(option: str, text: str, hint: str) -> str:
-    """``text`` stripped; an empty or blank value is refused (it used to be silently ignored)."""
+    """``text`` stripped; an empty or blank value is refused (it used to be silently ignored), and so
+    is one too long to be a value (a 5,000-digit "version" would only reach a parser's limits)."""
     s = text.strip()
     if not s:
         raise WhatIfError(f"{option} is empty: {hint}")
+    if len(s) > MAX_VALUE:
+        raise WhatIfError(too_long(option, s))
     return s
 
 
@@ -107,6 +115,8 @@ def parse_gpu(text: str, table: Table) -> Gpu:
     s = text.strip()
     if not s:
         raise WhatIfError("--gpu needs a GPU name or a compute capability (e.g. 'RTX 3090 Ti', 8.6, sm_120)")
+    if len(s) > MAX_VALUE:
+        raise WhatIfError(too_long("--gpu", s))
     if _AMD.match(s):
         return Gpu(s, None, vendor="amd", source="--gpu")
     if _CC_TEXT.match(s):
@@ -123,7 +133,7 @@ def parse_gpu(text: str, table: Table) -> Gpu:
             return Gpu(s, cc, datacenter=is_datacenter(s, table), source="--gpu", inferred=series)
         near = table.gpu_suggestions(s)
         hint = f"did you mean {' or '.join(near)}? Or give" if near else "give"
-        raise WhatIfError(f"--gpu {s!r}: unknown GPU; {hint} its compute capability instead "
+        raise WhatIfError(f"--gpu {shown(s)}: unknown GPU; {hint} its compute capability instead "
                           "(e.g. --gpu 8.6 or --gpu sm_120)")
     return Gpu(model.name, model.cc, datacenter=is_datacenter(model.name, table), source="--gpu")
 
@@ -149,7 +159,7 @@ def parse_os(text: str) -> tuple[str, str]:
     if not m:
         if _WINDOWS.match(s):
             raise WhatIfError(_NOT_WINDOWS.format(text=s))
-        raise WhatIfError(f"--os {text!r}: expected {_OS_HINT[5:]}")
+        raise WhatIfError(f"--os {shown(text)}: expected {_OS_HINT[5:]}")
     if _WINDOWS.match(m["id"]):
         raise WhatIfError(_NOT_WINDOWS.format(text=text.strip()))
     return m["id"].lower(), m["version"]
@@ -158,7 +168,7 @@ def parse_os(text: str) -> tuple[str, str]:
 def parse_python(text: str) -> str:
     series = python_series(_not_empty("--python-version", text, "give X.Y (3.12, or 3.13t for free-threaded)"))
     if series is None:
-        raise WhatIfError(f"--python-version {text!r}: expected X.Y (3.12, or 3.13t for free-threaded)")
+        raise WhatIfError(f"--python-version {shown(text)}: expected X.Y (3.12, or 3.13t for free-threaded)")
     return series
 
 
@@ -172,9 +182,13 @@ def parse_driver(text: str) -> str | None:
     try:
         v = Version(s)
     except InvalidVersion:
-        raise WhatIfError(f"--driver {text!r}: expected a driver version such as 570.133.20, or 'none'") from None
+        raise WhatIfError(f"--driver {shown(text)}: expected a driver version such as 570.133.20, "
+                          "or 'none'") from None
     if v.release[0] < 100 or v.local or v.pre or v.dev or v.post or v.epoch:
-        raise WhatIfError(f"--driver {text!r}: a driver version looks like 570.133.20 (not a CUDA version)")
+        raise WhatIfError(f"--driver {shown(text)}: a driver version looks like 570.133.20 (not a CUDA version)")
+    if not _DRIVER.fullmatch(s):
+        raise WhatIfError(f"--driver {shown(text)}: a driver version looks like 570.133.20 (at most four "
+                          "parts of at most four digits)")
     return s
 
 
@@ -208,14 +222,16 @@ def parse_glibc(text: str) -> str:
     try:
         Version(s)
     except InvalidVersion:
-        raise WhatIfError(f"--glibc {text!r}: expected a version such as 2.35") from None
+        raise WhatIfError(f"--glibc {shown(text)}: expected a version such as 2.35") from None
+    if not _GLIBC.fullmatch(s):
+        raise WhatIfError(f"--glibc {shown(text)}: a glibc version looks like 2.35 (glibc 2.x releases)")
     return s
 
 
 def parse_arch(text: str) -> str:
     arch = ARCHES.get(_not_empty("--arch", text, "give x86_64 or aarch64").lower())
     if arch is None:
-        raise WhatIfError(f"--arch {text!r}: expected x86_64 or aarch64")
+        raise WhatIfError(f"--arch {shown(text)}: expected x86_64 or aarch64")
     return arch
 
 
