@@ -40,7 +40,8 @@ def test_working_torch_on_the_h200_is_said_to_work_and_the_upgrade_is_optional()
     lines = text.splitlines()
     assert lines[0] == ("envdoctor recommend: system route: torch 2.11.0+cu130 already works here; upgrading to "
                         "torch 2.13.0+cu130 is optional")
-    assert lines[2] == (f"  now: torch 2.11.0+cu130 in {VENV} works (report {REPORT}: imported, CUDA available, "
+    assert lines[1] == f"  planned for: report {REPORT}"
+    assert lines[2] == (f"  now: torch 2.11.0+cu130 in {VENV} works (the report: imported, CUDA available, "
                         "a tiny CUDA operation ran); nothing needs to change")
     assert ("The upgrade would change:\n"
             "  - torch 2.11.0+cu130 -> 2.13.0+cu130 (same variant cu130, CUDA 13.0)\n"

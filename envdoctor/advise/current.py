@@ -164,8 +164,8 @@ def _failure(m: Machine) -> str | None:
 
 
 def _whose(m: Machine) -> str:
-    """``"report r.json"``: where the evidence of a run comes from."""
-    return m.origin if m.origin != "this machine" else "envdoctor check"
+    """Where the evidence of a run comes from: "the report" (the plan's "planned for" line names it)."""
+    return "the report" if m.origin.startswith("report ") else "envdoctor check"
 
 
 def _variant(table: Table, version: str, cuda: str | None, arch: str) -> str | None:
