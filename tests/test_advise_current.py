@@ -159,3 +159,15 @@ def test_metadata_only_build_on_a_probed_machine(tmp_path):
     assert [(c["package"], c["now"], c["then"]) for c in doc["changes"]] == [
         ("torch", "2.11.0+cpu", "2.13.0"), ("torchvision", "0.26.0+cpu", "0.28.0")]
     assert doc["upgrade_optional"] is True
+
+
+def test_the_chosen_build_installed_but_broken_is_not_nothing_to_install(tmp_path):
+    # Was: "already installed: nothing to install" for a build whose tiny CUDA operation failed.
+    report = edited_report(tmp_path, version="2.13.0+cu130", torchvision="0.28.0", torchaudio=None,
+                           tiny_op="CUDA error: an illegal memory access was encountered")
+    lines = recommend("--from", str(report), json_out=False).splitlines()
+    assert lines[0] == (f"envdoctor recommend: system route: torch 2.13.0+cu130, the build to use, is installed in "
+                        f"{VENV} but does not work here (see `now:`)")
+    assert lines[2] == (f"  now: torch 2.13.0+cu130 in {VENV} does not work here (a tiny CUDA operation failed: CUDA "
+                        f"error: an illegal memory access was encountered); `envdoctor check --python {VENV}` says "
+                        "why and how to fix it")

@@ -42,9 +42,12 @@ def headline(plan: Plan) -> str:
         return f"docker route: {plan.image.image} (torch {plan.image.torch}, CUDA {plan.image.cuda}){mode}"
     if not plan.ok:
         return f"{plan.route} route: nothing fits as the machine is" + ("; see the ways out" if plan.ways_out else "")
+    cur = plan.current
+    if plan.installed and cur is not None and cur.state == "broken":
+        return (f"{plan.route} route: {c.label}, the build to use, is installed in {plan.python} but does not work "
+                "here (see `now:`)")
     if plan.installed:
         return f"{plan.route} route: {c.label} is already installed in {plan.python}: nothing to install"
-    cur = plan.current
     if plan.optional and cur is not None:
         now = "already works here" if cur.state == "works" else "is installed and should work here"
         return f"{plan.route} route: {cur.label} {now}; upgrading to {c.label} is optional"
@@ -138,6 +141,8 @@ def now_text(plan: Plan) -> str | None:
     else:
         text = f"{where} ({cur.evidence})"
     if plan.installed:
+        if cur.state == "broken":
+            return text + f"; `envdoctor check --python {cur.python}` says why and how to fix it"
         return text
     if cur.fine and (plan.optional or inplace):
         return text + "; nothing needs to change"
