@@ -128,3 +128,15 @@ def test_asked_variant_on_a_route_without_pip_wheels_is_said_unused(route, why):
 def test_without_a_label_nothing_changes():
     c = choose_variant(T, "2.7.1", "580.95.05", ["9.0"], "3.12", "2.39")
     assert (c.variant, c.variant_asked, c.variant_changed) == ("cu128", None, None)
+
+
+@pytest.mark.parametrize("machine, code, why", [
+    (["--os", "macos:14", "--no-gpu"], 0, "macOS has one torch wheel (PyPI's), without CUDA variants"),
+    (["--os", "ubuntu:22.04", "--gpu", "MI300X"], 1,
+     "envdoctor plans NVIDIA installs only (AMD: PyTorch's ROCm wheels)"),
+])
+def test_asked_variant_on_macos_or_amd_is_said_unused(machine, code, why):
+    r = CliRunner().invoke(cli, ["recommend", "--offline", "--json", "--python-version", "3.12", *machine,
+                                 "--torch", "2.7.1+cu118"])
+    assert r.exit_code == code, r.output
+    assert f"--torch 2.7.1+cu118: the +cu118 wheel variant is not used here: {why}" in json.loads(r.output)["warnings"]
