@@ -78,6 +78,8 @@ class Choice:
     release: str | None = field(default=None, compare=False)   # "2.13.0": the table row used
     unconfirmed: bool = False               # the chosen release or variant is unconfirmed in the table
     kernels_inferred: bool = False          # the kernel check used an arch list the table infers
+    variant_asked: str | None = None        # the wheel variant --torch named ("2.7.1+cu118" -> "cu118")
+    variant_changed: str | None = None      # why the asked one was not chosen (None: it was, or none asked)
 
     @property
     def ok(self) -> bool:

@@ -32,7 +32,7 @@ from envdoctor.advise.choice import Choice
 from envdoctor.advise.drivers import recommended_branch
 from envdoctor.advise.machine import cpu_arch
 from envdoctor.advise.pick import pick
-from envdoctor.advise.request import Availability, DriverOs, Request, parse_torch_spec, spec_text
+from envdoctor.advise.request import Availability, DriverOs, Request, parse_torch_spec, spec_text, spec_variant
 from envdoctor.advise.waysout import with_ways_out
 from envdoctor.table import Table
 
@@ -47,7 +47,8 @@ def choose_variant(table: Table, torch_version: str | SpecifierSet | None, drive
                    os: DriverOs = "linux") -> Choice:
     """The torch release and wheel variant for a Linux machine, with reasons and ways out.
 
-    ``torch_version``: None (newest), a version ("2.7", "2.7.1") or a specifier (">=2.4,<2.6").
+    ``torch_version``: None (newest), a version ("2.7", "2.7.1") or a specifier (">=2.4,<2.6"); a
+    local label names the wheel variant ("2.7.1+cu118"): chosen where it works, else the plan says why not.
     ``driver``: "580.95.05"; None with GPUs means no driver is installed yet: the choice is made
     for the branch :func:`recommended_branch` names, and ``driver_needed`` says so.
     ``gpu_ccs``: ["8.6", "9.0"] (None for a GPU of unknown capability); empty: CPU wheels.
@@ -59,6 +60,6 @@ def choose_variant(table: Table, torch_version: str | SpecifierSet | None, drive
     """
     req = Request(parse_torch_spec(torch_version), driver, tuple(gpu_ccs), python, glibc, cpu_arch(arch),
                   require_direct, tuple(cudas) if cudas is not None else None, require_known_kernels,
-                  spec_text(torch_version), os)
+                  spec_text(torch_version), os, spec_variant(torch_version))
     choice = pick(table, req, available)
     return with_ways_out(table, choice, req, available) if ways_out else choice

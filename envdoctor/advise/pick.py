@@ -57,8 +57,9 @@ def pick(table: Table, req: Request, available: Availability | None) -> Choice:
 
 
 def _first(table: Table, req: Request, available: Availability | None, allow_doubtful: bool,
-           turned: Turned) -> _Candidate | None:
-    """The newest release's best variant that fits (and that the index has, when asked)."""
+           turned: Turned, only: str | None = None) -> _Candidate | None:
+    """The newest release's best variant that fits (and that the index has, when asked);
+    ``only``: that variant and no other (the one ``--torch 2.7.1+cu118`` names)."""
     want_cpu = not req.ccs
     for rel, version, patch in releases(table, req.spec):
         if req.python and req.python not in rel.pythons:
@@ -66,6 +67,8 @@ def _first(table: Table, req: Request, available: Availability | None, allow_dou
             continue
         ranked = []
         for v in rel.variants:
+            if only is not None and v.name != only:
+                continue
             var = table.variant(v.name)
             kind = var.kind if var is not None else ("cuda" if v.cuda else v.name)
             if want_cpu != (kind == "cpu") or kind not in ("cuda", "cpu"):
@@ -97,10 +100,23 @@ def _first(table: Table, req: Request, available: Availability | None, allow_dou
 
 
 def _choose(table: Table, req: Request, available: Availability | None) -> Choice:
-    """The choice for a request whose driver is settled (given, or assumed for the branch to install)."""
+    """The choice for a request whose driver is settled (given, or assumed for the branch to install).
+
+    A variant named in ``--torch`` (``req.variant``) is taken in the newest release within the
+    specifier where it works (an unconfirmed one too: it was asked for by name); where it works in
+    none, the usual choice is made and ``variant_changed`` says why the asked one was not.
+    """
     turned = Turned()
-    c = _first(table, req, available, False, turned)
+    c = None
+    changed = None
+    if req.variant:
+        c = _first(table, req, available, True, turned, only=req.variant)
+        if c is None:
+            changed = _not_asked(table, req, turned)
+    asked = c is not None
     relaxed = False
+    if c is None:
+        c = _first(table, req, available, False, turned)
     if c is None:
         c = _first(table, req, available, True, turned)
         relaxed = c is not None
@@ -114,7 +130,15 @@ def _choose(table: Table, req: Request, available: Availability | None) -> Choic
     var = table.variant(v.name)
     warnings: list[str] = []
     reasons: list[str] = []
-    if relaxed:
+    if changed:
+        warnings.append(f"--torch {req.spec_text}: {req.variant} was asked for, but {changed}; "
+                        f"planned {v.name} instead")
+    if asked:
+        reasons.append(f"wheel variant {v.name}, as --torch {req.spec_text} asks")
+    if asked and doubtful(rel, v):
+        warnings.append(f"envdoctor's table does not confirm torch {version} {v.name} (asked for with --torch "
+                        f"{req.spec_text}); check the index before relying on it")
+    elif relaxed:
         warnings.append(f"envdoctor's table does not confirm torch {version} {v.name}; "
                         "nothing confirmed fits, so check the index before relying on it")
     if req.ccs and support is not None:
@@ -126,7 +150,7 @@ def _choose(table: Table, req: Request, available: Availability | None) -> Choic
     need_glibc = v.glibc or rel.glibc
     if req.glibc is None and need_glibc and Version(need_glibc) > Version("2.17"):
         warnings.append(f"glibc unknown: torch {version} {v.name} wheels need glibc {need_glibc} or newer")
-    if v.unconfirmed and not relaxed:
+    if v.unconfirmed and not relaxed and not (asked and doubtful(rel, v)):
         warnings.append(f"envdoctor's table marks torch {version} {v.name} unconfirmed "
                         "(whether these wheels are on the index, or how they were built, is inferred)")
     compatibility: Compatibility = "none"
@@ -142,7 +166,36 @@ def _choose(table: Table, req: Request, available: Availability | None) -> Choic
         warnings=tuple(dict.fromkeys(warnings)), rejected=tuple(turned.rejected),
         sources=_sources(table, rel, v, support, req.ccs), index_check=index_check, release=rel.version,
         unconfirmed=doubtful(rel, v), kernels_inferred=bool(req.ccs and c.fit.inferred),
+        variant_asked=req.variant, variant_changed=changed,
     )
+
+
+def _not_asked(table: Table, req: Request, turned: Turned) -> str:
+    """Why the variant ``--torch`` names works in no release within it: the newest release's reason
+    (``"torch 2.7.1 cu118: no kernels for compute 12.0 (it has sm_37, ..., sm_90)"``)."""
+    want = req.variant or ""
+    var = table.variant(want)
+    rows = releases(table, req.spec)
+    if var is None:
+        return f"envdoctor's table knows no wheel variant {want}"
+    if req.ccs and var.kind == "cpu":
+        return ("CPU wheels would leave the NVIDIA GPUs unused (for CPU wheels, plan with --no-gpu)")
+    if var.kind in ("rocm", "xpu"):
+        return f"{want} wheels are for {'AMD' if var.kind == 'rocm' else 'Intel'} GPUs"
+    if not req.ccs and var.kind == "cuda":
+        return "there is no NVIDIA GPU here: CPU wheels do the same work, without the CUDA libraries (GBs)"
+    for rel, version, _ in rows:
+        if rel.variant(want) is None:
+            continue
+        why = next((r.reason for r in turned.rejected if r.what == f"torch {version} {want}"), None)
+        if why:
+            return f"torch {version}+{want} does not fit here: {why}"
+    having = [version for rel, version, _ in rows if rel.variant(want) is not None]
+    if not having:
+        newest = rows[0][1] if rows else None
+        return (f"torch {newest} has no {want} wheels" if len(rows) == 1 else
+                f"no torch within it has {want} wheels") if newest else f"no torch within it has {want} wheels"
+    return f"no torch within it has {want} wheels that fit here"
 
 
 def _gpu_notes(req: Request, c: _Candidate, support: DriverSupport) -> tuple[list[str], list[str]]:
@@ -157,7 +210,9 @@ def _gpu_notes(req: Request, c: _Candidate, support: DriverSupport) -> tuple[lis
                        + (" (in the arch list the table infers)" if c.fit.inferred else ""))
         if c.fit.inferred:
             warnings.append(f"the kernel list of torch {c.version} {v.name} is inferred in envdoctor's table "
-                            "(its wheels are confirmed, its arch list is not): kernels for "
+                            + ("(its wheels are confirmed, its arch list is not)" if not doubtful(c.release, v)
+                               else "(like the wheels themselves)")
+                            + ": kernels for "
                             + ", ".join(f"compute {cc} ({k.split()[0]})" for cc, k in kernels)
                             + " are expected, not confirmed; after installing, "
                             "torch.cuda.get_arch_list() shows the real list")

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from envdoctor.advise.choice import Choice, Status, WayKind
+from envdoctor.advise.current import Change, Current
 from envdoctor.advise.machine import Machine
 from envdoctor.advise.routes import Route, RouteRejection
 
@@ -75,6 +76,9 @@ class Plan:
     machine: Machine | None = None
     installed: bool = False                 # the chosen build is already in the target Python: nothing to install
     index_env: str | None = None            # commands read the index base from this variable (it holds credentials)
+    current: Current | None = None          # the torch the target Python has now, and whether it works
+    changes: tuple[Change, ...] = ()        # what the steps change in that Python (torch, torchvision, ...)
+    optional: bool = False                  # the current build works (or should): the steps are an upgrade
 
     @property
     def ok(self) -> bool:

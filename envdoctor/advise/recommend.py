@@ -11,18 +11,21 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from packaging.version import Version
+
 from envdoctor.advise.choice import Choice
 from envdoctor.advise.choose import choose_variant
 from envdoctor.advise.conda_route import conda_plan
+from envdoctor.advise.current import changes, current_build
 from envdoctor.advise.docker_route import docker_plan
 from envdoctor.advise.machine import Machine
 from envdoctor.advise.macos_amd import choose_amd, choose_macos
 from envdoctor.advise.plan import Plan, Step
-from envdoctor.advise.request import Availability, parse_torch_spec
+from envdoctor.advise.request import Availability, parse_torch_spec, spec_variant
 from envdoctor.advise.routes import Route, RouteDecision, choose_route, distro_row
 from envdoctor.advise.steps import NOTHING_FITS
 from envdoctor.advise.system_route import system_plan
-from envdoctor.parse import major_minor
+from envdoctor.parse import major, major_minor, version_key
 from envdoctor.table import Table
 
 DEFAULT_INDEX = "https://download.pytorch.org/whl"
@@ -52,10 +55,26 @@ def recommend(m: Machine, table: Table, route: Route | None = None, torch_spec: 
         plan = conda_plan(m, table, choice, decision, with_nvcc)
     else:
         plan = docker_plan(m, table, choice, decision, spec, with_nvcc)
-    plan = replace(plan, warnings=tuple(dict.fromkeys(plan.warnings + _gpu_warnings(m, table))), machine=m)
+    extra = _gpu_warnings(m, table) + _os_warnings(m, table) + _driver_warnings(m, table)
+    plan = replace(plan, warnings=tuple(dict.fromkeys(plan.warnings + extra)), machine=m)
+    asked = spec_variant(torch_spec)
+    if asked and not (plan.route == "system" and choice.variant_asked):
+        plan = replace(plan, warnings=plan.warnings + (_variant_not_used(m, plan.route, torch_spec, asked),))
     if index_env:
         plan = _with_index_env(plan, index_env, index_export, real_base)
-    return _never_torch_none(plan)
+    return _with_current(_never_torch_none(plan), m, table)
+
+
+def _with_current(plan: Plan, m: Machine, table: Table) -> Plan:
+    """The plan with the target Python's torch as it is now: what the steps change in it, and
+    whether they are optional (that build works, or by the table should)."""
+    cur = current_build(m, table)
+    if cur is None:
+        return plan
+    if plan.installed or plan.route != "system" or plan.python != cur.python or not plan.ok or not plan.steps:
+        return replace(plan, current=cur)
+    diff = changes(cur, plan.choice, table)
+    return replace(plan, current=cur, changes=diff, optional=cur.fine and bool(diff))
 
 
 def _choice(m: Machine, table: Table, decision: RouteDecision, torch_spec: str | None, with_nvcc: bool,
@@ -71,13 +90,13 @@ def _choice(m: Machine, table: Table, decision: RouteDecision, torch_spec: str |
     system = decision.route == "system"
     ccs = [g.cc for g in m.nvidia]
     python = m.python if system else None
-    choice = choose_variant(table, spec, m.driver, ccs, python, m.glibc, m.arch,
+    choice = choose_variant(table, torch_spec, m.driver, ccs, python, m.glibc, m.arch,
                             available=available if system else None, os=m.driver_os)
     distro = distro_row(m, table) if (system and with_nvcc and m.nvidia and not m.facts.system.wsl) else None
     if distro is not None and choice.ok and choice.cuda:
         # Always chosen within the repository's CUDA lines, so that the ways out (a driver
         # upgrade, another Python, a newer glibc) stay within them too.
-        matched = choose_variant(table, spec, m.driver, ccs, python, m.glibc, m.arch, available=available,
+        matched = choose_variant(table, torch_spec, m.driver, ccs, python, m.glibc, m.arch, available=available,
                                  cudas=distro.cuda_lines, os=m.driver_os)
         if matched.ok and major_minor(choice.cuda) not in distro.cuda_lines:
             return replace(matched, reasons=matched.reasons + (
@@ -86,6 +105,19 @@ def _choice(m: Machine, table: Table, decision: RouteDecision, torch_spec: str |
         if matched.ok:
             return matched
     return choice
+
+
+def _variant_not_used(m: Machine, route: Route, torch_spec: str | None, asked: str) -> str:
+    """``--torch 2.7.1+cu118`` where no pip wheel variant is chosen: say the label is not used."""
+    if m.platform == "darwin":
+        why = "macOS has one torch wheel (PyPI's), without CUDA variants"
+    elif m.amd and not m.nvidia:
+        why = "envdoctor plans NVIDIA installs only (AMD: PyTorch's ROCm wheels)"
+    elif route == "conda":
+        why = "the conda route installs conda-forge's build, whose CUDA the plan chooses (cuda-version)"
+    else:
+        why = "the docker route runs an NGC image, which brings its own CUDA"
+    return f"--torch {(torch_spec or '').strip()}: the +{asked} wheel variant is not used here: {why}"
 
 
 def _gpu_warnings(m: Machine, table: Table) -> tuple[str, ...]:
@@ -103,6 +135,46 @@ def _gpu_warnings(m: Machine, table: Table) -> tuple[str, ...]:
                          f"{' (' + arch.name + ')' if arch else ''} is inferred from its name ({g.inferred} series); "
                          f"give --gpu with the real compute capability if that is wrong")
     return tuple(extra)
+
+
+def _os_warnings(m: Machine, table: Table) -> tuple[str, ...]:
+    """A Linux distribution (or release) the table does not know: what the plan assumes for it.
+
+    The table's distributions are the ones NVIDIA's CUDA repository serves, each with its glibc;
+    for any other (``--os ubuntu:99.04``, ``--os arch:rolling``, a probed Arch Linux) the plan still
+    installs pip wheels; the glibc check (its own warning) and NVIDIA's packages are what it lacks.
+    """
+    s = m.facts.system
+    if m.platform == "darwin" or not m.os_id or s.wsl or distro_row(m, table) is not None:
+        return ()
+    what_if = any(g.endswith("(--os)") for g in m.given)
+    label = f"--os {m.os_id}:{m.os_version}" if what_if else f"{m.os_label} (this machine's OS)"
+    releases = sorted((d.version for d in table.distros if d.id == m.os_id), key=version_key)
+    if releases:
+        head = (f"{label}: envdoctor's table does not know this {m.os_id} release (it knows "
+                f"{', '.join(releases)}), so NVIDIA's CUDA repository is taken not to serve it")
+    else:
+        head = f"{label}: not a distribution in envdoctor's table; NVIDIA's CUDA repository has no packages for it"
+    text = head + ": pip wheels still work (they carry their own CUDA runtime)"
+    if m.nvidia and not m.driver and "driver" in m.known and m.os_id != "ubuntu":
+        text += "; the NVIDIA driver comes from the distribution's own packages, which envdoctor does not spell out"
+    return (text,)
+
+
+def _driver_warnings(m: Machine, table: Table) -> tuple[str, ...]:
+    """A driver newer than every branch and CUDA minimum in the table: what the plan assumes for it."""
+    have = major(m.driver)
+    known = [major(r.min_driver_linux) for r in table.cuda_releases] + [int(b.branch) for b in table.driver_branches]
+    newest = max((k for k in known if k is not None), default=None)
+    if have is None or newest is None or have <= newest:
+        return ()
+    cudas = [r.version for r in table.cuda_releases if r.kind in ("ga", "update")]
+    top = max(cudas, key=Version) if cudas else None
+    given = m.facts.driver.sources.get("driver_version") == "--driver"
+    label = f"--driver {m.driver}" if given else f"driver {m.driver}"
+    return (f"{label}: newer than any driver envdoctor's table knows (its newest branch is R{newest}); assumed "
+            f"to run every CUDA release the table lists{f' (up to {top})' if top else ''} directly, and every "
+            f"GPU an R{newest} driver runs",)
 
 
 def _with_index_env(plan: Plan, name: str, export: str | None, real_base: str) -> Plan:

@@ -5,6 +5,8 @@ any Python), so every limit of the machine and of the user's request travels in 
 
 >>> str(parse_torch_spec("2.7")), str(parse_torch_spec("2.7.1")), parse_torch_spec(None)
 ('==2.7.*', '==2.7.1', None)
+>>> str(parse_torch_spec("2.7.1+cu118")), spec_variant("2.7.1+cu118"), spec_variant("==2.7.1+cu118")
+('==2.7.1', 'cu118', 'cu118')
 """
 
 from __future__ import annotations
@@ -18,7 +20,12 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 _OPS = re.compile(r"[<>=!~]")
-_NOT_A_SPEC = "--torch {text!r}: not a version or a PEP 440 specifier (e.g. 2.7, '>=2.4,<2.6')"
+#: A local version label in --torch: the wheel variant ("2.7.1+cu118", "==2.7.1+cu118").
+_LOCAL = re.compile(r"\+([A-Za-z0-9.]+)\s*(?=,|$)")
+_NOT_A_SPEC = "--torch {text}: not a version or a PEP 440 specifier (e.g. 2.7, '>=2.4,<2.6')"
+#: The longest option value read: a GPU name, a specifier, an ID:VERSION are far shorter; a longer
+#: one is refused before it reaches a parser (a 5,000-digit number is not a version).
+MAX_VALUE = 100
 
 #: Whose driver minimums apply: "windows" for the Windows driver that serves WSL2.
 DriverOs = Literal["linux", "windows"]
@@ -60,27 +67,58 @@ class Request:
     require_known_kernels: bool = False     # only variants whose arch list the table confirms
     spec_text: str | None = None            # --torch as the user wrote it (">=9", "2.1.5")
     os: DriverOs = "linux"
+    variant: str | None = None              # the wheel variant --torch names ("2.7.1+cu118" -> "cu118")
 
 
 def parse_torch_spec(text: str | SpecifierSet | None) -> SpecifierSet | None:
-    """``"2.1"`` -> ``==2.1.*``; ``"2.7.1"`` -> ``==2.7.1``; ``">=2.4,<2.6"`` as written; None -> None."""
+    """``"2.1"`` -> ``==2.1.*``; ``"2.7.1"`` -> ``==2.7.1``; ``">=2.4,<2.6"`` as written; None -> None.
+    An empty or blank text is a :class:`SpecError` (it is not "no --torch")."""
     if text is None or isinstance(text, SpecifierSet):
         return text
     s = text.strip()
+    if len(s) > MAX_VALUE:
+        raise SpecError(too_long("--torch", s))
     if not s:
-        return None
+        raise SpecError("--torch is empty: give a torch version or a PEP 440 specifier (2.7, 2.7.1, '>=2.4,<2.6'), "
+                        "or leave it out for the newest that works")
+    variant = spec_variant(s)
+    s = _LOCAL.sub("", s) if variant else s
     if _OPS.search(s):
         try:
             return SpecifierSet(s)
         except InvalidSpecifier:
-            raise SpecError(_NOT_A_SPEC.format(text=text)) from None
+            raise SpecError(_NOT_A_SPEC.format(text=shown(text))) from None
     try:
         v = Version(re.sub(r"\.\*$", "", s))
     except InvalidVersion:
-        raise SpecError(_NOT_A_SPEC.format(text=text)) from None
+        raise SpecError(_NOT_A_SPEC.format(text=shown(text))) from None
     if len(v.release) >= 3 and not s.endswith("*"):
         return SpecifierSet(f"=={v.public}")
     return SpecifierSet(f"=={'.'.join(str(x) for x in v.release)}.*")
+
+
+def spec_variant(text: str | SpecifierSet | None) -> str | None:
+    """The wheel variant a ``--torch`` text names with a local label: ``"2.7.1+cu118"`` -> ``"cu118"``;
+    None without one. Two different labels (``"==2.7.0+cu118,==2.7.1+cu126"``) are a :class:`SpecError`."""
+    if not isinstance(text, str):
+        return None
+    labels = {m.lower() for m in _LOCAL.findall(text.strip())}
+    if len(labels) > 1:
+        raise SpecError(f"--torch {shown(text)}: names more than one wheel variant ({', '.join(sorted(labels))})")
+    return labels.pop() if labels else None
+
+
+def shown(text: str, limit: int = 40) -> str:
+    """An option value as a message quotes it: ``'banana'``; a long one cut (``'3.1111…' (5002 characters)``)."""
+    s = text.strip()
+    if len(s) <= limit:
+        return repr(s)
+    return f"{s[:limit]!r}... ({len(s)} characters)"
+
+
+def too_long(option: str, text: str) -> str:
+    """The message for a value longer than :data:`MAX_VALUE`."""
+    return f"{option} {shown(text)}: too long to be a value envdoctor reads (at most {MAX_VALUE} characters)"
 
 
 def spec_text(text: str | SpecifierSet | None) -> str | None:

@@ -64,11 +64,16 @@ def nvidia_runtime(m: Machine) -> bool:
             or any("nvidia" in s.rsplit("/", 1)[-1] for s in d.cdi_specs))
 
 
+def _unread(m: Machine) -> str:
+    """Why an area is not known: a what-if plan reads nothing; a report may not hold that area."""
+    return "not in the report" if m.origin.startswith("report ") else "what-if plan"
+
+
 def docker_state(m: Machine) -> RouteState:
     if m.platform == "darwin":
         return RouteState("no", "macOS: Docker Desktop has no NVIDIA GPU access")
     if "docker" not in m.known:
-        return RouteState("unknown", "docker was not inspected (what-if plan)")
+        return RouteState("unknown", f"docker was not inspected ({_unread(m)})")
     d = m.facts.docker
     if m.facts.system.container:
         return RouteState("no", f"envdoctor runs inside a {m.facts.system.container} container; "
@@ -96,7 +101,7 @@ def docker_state(m: Machine) -> RouteState:
 
 def conda_state(m: Machine) -> RouteState:
     if "conda" not in m.known:
-        return RouteState("unknown", "conda was not inspected (what-if plan)")
+        return RouteState("unknown", f"conda was not inspected ({_unread(m)})")
     c = m.facts.conda
     if not c.exe:
         return RouteState("no", "no conda, mamba or micromamba found (Miniforge would bring one)")

@@ -80,6 +80,8 @@ def installed_build(m: Machine, choice: Choice) -> str | None:
     metadata"``; None otherwise. The version must match, and so must the build: its local label
     (``+cpu``, ``+cu130``), or the CUDA version torch reports. A bare ``2.13.0`` without either
     (a PyPI wheel, only its metadata read) is not taken as a match: pip then reinstalls, which is safe.
+    An installed torchvision or torchaudio of another release than the table pairs is not a match
+    either: the install line then puts the paired one in.
     """
     t = m.facts.torch
     if not (t.installed and t.version and choice.torch and m.python_exe):
@@ -95,7 +97,17 @@ def installed_build(m: Machine, choice: Choice) -> str | None:
         label = variant_tag(t.cuda)
     if not label or label != choice.variant:
         return None
+    for have, paired in ((t.torchvision, choice.torchvision), (t.torchaudio, choice.torchaudio)):
+        if have and paired and _public(have) != _public(paired):
+            return None         # a companion of another release: the install line replaces it
     return f"torch {t.version}"
+
+
+def _public(version: str) -> str:
+    try:
+        return Version(version).public
+    except InvalidVersion:
+        return version
 
 
 def _pip_specs(choice: Choice) -> list[str]:

@@ -19,17 +19,26 @@ from dataclasses import dataclass
 from packaging.version import InvalidVersion, Version
 
 from envdoctor.advise.machine import ARCHES, Gpu, Machine, is_datacenter, python_series
+from envdoctor.advise.request import MAX_VALUE, shown, too_long
 from envdoctor.facts.gpu import DriverFacts, GpuInfo, PciDevice, PciFacts
 from envdoctor.facts.python import TargetPython
 from envdoctor.parse import major
 from envdoctor.table import Table, norm_cc
 
+#: As a report holds it (envdoctor.report): "2.35"; two digits of major, three of minor at most.
+_GLIBC = re.compile(r"[0-9]{1,2}\.[0-9]{1,3}")
+#: As a report holds it: "580.159.04".
+_DRIVER = re.compile(r"[0-9]{1,4}(\.[0-9]{1,4}){0,3}")
 _AMD = re.compile(r"^(amd\b|radeon|instinct|mi\s?\d{2,3}[a-z]*\b|rx\s?\d{3,4}|w\d{4}\b)", re.I)
 _CC_TEXT = re.compile(r"^(\d{1,2}\.\d|sm_\d{2,3}[af]?|compute_\d{2,3}[af]?)$", re.I)
 _WINDOWS = re.compile(r"^(windows|win\d*|microsoft)\b", re.I)
 _NOT_WINDOWS = ("--os {text}: envdoctor plans Linux machines (and macOS, CPU/MPS) only; on Windows, "
                 "plan for the WSL2 distribution instead (e.g. --os ubuntu:24.04)")
-_OS = re.compile(r"^(?P<id>[a-z][a-z0-9._-]*):(?P<version>[0-9][0-9a-z._-]*)$", re.I)
+_OS_HINT = ("give ID:VERSION as in /etc/os-release (ubuntu:22.04, debian:12, rhel:9; "
+            "a rolling release as arch:rolling)")
+#: ID:VERSION; a version may be a word where the distribution has no numbered releases (arch:rolling,
+#: debian:sid, opensuse-tumbleweed:20260101).
+_OS = re.compile(r"^(?P<id>[a-z][a-z0-9._-]*):(?P<version>[0-9a-z][0-9a-z._-]*)$", re.I)
 #: os-release ID_LIKE of a distribution family (commands.family reads it).
 _FAMILY_LIKE = {"debian": ("debian",), "rhel": ("rhel", "fedora"), "fedora": ("fedora",),
                 "suse": ("suse", "opensuse"), "amazon": ("fedora",)}
@@ -52,15 +61,43 @@ class Overrides:
     glibc: str | None = None
 
     def any(self) -> bool:
-        return bool(self.driver or self.gpus or self.no_gpu or self.python_version or self.os
-                    or self.arch or self.glibc)
+        """Some value was given (an empty one too: :meth:`check` refuses it)."""
+        return bool(self.gpus or self.no_gpu) or any(
+            x is not None for x in (self.driver, self.python_version, self.os, self.arch, self.glibc))
 
     def complete(self, route: str | None = None) -> bool:
         """True when these alone describe the machine well enough to plan: nothing to probe."""
         gpu = self.no_gpu or bool(self.gpus)
-        driver = self.no_gpu or bool(self.driver) or _all_amd(self.gpus)
-        python = bool(self.python_version) or route in ("conda", "docker")
-        return gpu and driver and python and bool(self.os)
+        driver = self.no_gpu or self.driver is not None or _all_amd(self.gpus)
+        python = self.python_version is not None or route in ("conda", "docker")
+        return gpu and driver and python and self.os is not None
+
+    def check(self) -> None:
+        """Refuse a malformed value (an empty one included) before anything is probed; the GPU
+        names need the table and are checked by :func:`apply_overrides`."""
+        if self.os is not None:
+            parse_os(self.os)
+        if self.driver is not None:
+            parse_driver(self.driver)
+        if self.python_version is not None:
+            parse_python(self.python_version)
+        if self.arch is not None:
+            parse_arch(self.arch)
+        if self.glibc is not None:
+            parse_glibc(self.glibc)
+        if self.no_gpu and self.gpus:
+            raise WhatIfError("--no-gpu and --gpu contradict each other")
+
+
+def _not_empty(option: str, text: str, hint: str) -> str:
+    """``text`` stripped; an empty or blank value is refused (it used to be silently ignored), and so
+    is one too long to be a value (a 5,000-digit "version" would only reach a parser's limits)."""
+    s = text.strip()
+    if not s:
+        raise WhatIfError(f"{option} is empty: {hint}")
+    if len(s) > MAX_VALUE:
+        raise WhatIfError(too_long(option, s))
+    return s
 
 
 def _all_amd(names: Iterable[str]) -> bool:
@@ -78,6 +115,8 @@ def parse_gpu(text: str, table: Table) -> Gpu:
     s = text.strip()
     if not s:
         raise WhatIfError("--gpu needs a GPU name or a compute capability (e.g. 'RTX 3090 Ti', 8.6, sm_120)")
+    if len(s) > MAX_VALUE:
+        raise WhatIfError(too_long("--gpu", s))
     if _AMD.match(s):
         return Gpu(s, None, vendor="amd", source="--gpu")
     if _CC_TEXT.match(s):
@@ -94,7 +133,7 @@ def parse_gpu(text: str, table: Table) -> Gpu:
             return Gpu(s, cc, datacenter=is_datacenter(s, table), source="--gpu", inferred=series)
         near = table.gpu_suggestions(s)
         hint = f"did you mean {' or '.join(near)}? Or give" if near else "give"
-        raise WhatIfError(f"--gpu {s!r}: unknown GPU; {hint} its compute capability instead "
+        raise WhatIfError(f"--gpu {shown(s)}: unknown GPU; {hint} its compute capability instead "
                           "(e.g. --gpu 8.6 or --gpu sm_120)")
     return Gpu(model.name, model.cc, datacenter=is_datacenter(model.name, table), source="--gpu")
 
@@ -111,37 +150,45 @@ def gpu_label(g: Gpu, table: Table | None = None) -> str:
 
 
 def parse_os(text: str) -> tuple[str, str]:
-    """``"ubuntu:22.04"`` -> ``("ubuntu", "22.04")``. Windows is refused: envdoctor plans Linux
-    machines (and macOS, CPU/MPS); its commands (apt, dnf, venv paths) would be wrong there."""
-    m = _OS.match(text.strip())
+    """``"ubuntu:22.04"`` -> ``("ubuntu", "22.04")``; ``"arch:rolling"`` -> ``("arch", "rolling")`` (a
+    distribution the table does not know is planned for all the same: the plan says what that leaves
+    out). Windows is refused: envdoctor plans Linux machines (and macOS, CPU/MPS); its commands (apt,
+    dnf, venv paths) would be wrong there."""
+    s = _not_empty("--os", text, _OS_HINT)
+    m = _OS.match(s)
     if not m:
-        if _WINDOWS.match(text.strip()):
-            raise WhatIfError(_NOT_WINDOWS.format(text=text.strip()))
-        raise WhatIfError(f"--os {text!r}: expected ID:VERSION as in /etc/os-release (ubuntu:22.04, debian:12, rhel:9)")
+        if _WINDOWS.match(s):
+            raise WhatIfError(_NOT_WINDOWS.format(text=s))
+        raise WhatIfError(f"--os {shown(text)}: expected {_OS_HINT[5:]}")
     if _WINDOWS.match(m["id"]):
         raise WhatIfError(_NOT_WINDOWS.format(text=text.strip()))
     return m["id"].lower(), m["version"]
 
 
 def parse_python(text: str) -> str:
-    series = python_series(text)
+    series = python_series(_not_empty("--python-version", text, "give X.Y (3.12, or 3.13t for free-threaded)"))
     if series is None:
-        raise WhatIfError(f"--python-version {text!r}: expected X.Y (3.12, or 3.13t for free-threaded)")
+        raise WhatIfError(f"--python-version {shown(text)}: expected X.Y (3.12, or 3.13t for free-threaded)")
     return series
 
 
 def parse_driver(text: str) -> str | None:
     """``"570.133.20"`` -> itself; ``"none"`` -> None (no driver installed); a bare branch
     ``"580"`` stays ``"580"`` (:func:`read_driver` turns it into a version with the table)."""
-    s = text.strip()
+    s = _not_empty("--driver", text, "give a driver version (570.133.20, or a branch such as 580), "
+                                     "or 'none' for no driver")
     if s.lower() in ("none", "no", "0"):
         return None
     try:
         v = Version(s)
     except InvalidVersion:
-        raise WhatIfError(f"--driver {text!r}: expected a driver version such as 570.133.20, or 'none'") from None
+        raise WhatIfError(f"--driver {shown(text)}: expected a driver version such as 570.133.20, "
+                          "or 'none'") from None
     if v.release[0] < 100 or v.local or v.pre or v.dev or v.post or v.epoch:
-        raise WhatIfError(f"--driver {text!r}: a driver version looks like 570.133.20 (not a CUDA version)")
+        raise WhatIfError(f"--driver {shown(text)}: a driver version looks like 570.133.20 (not a CUDA version)")
+    if not _DRIVER.fullmatch(s):
+        raise WhatIfError(f"--driver {shown(text)}: a driver version looks like 570.133.20 (at most four "
+                          "parts of at most four digits)")
     return s
 
 
@@ -169,10 +216,22 @@ def read_driver(text: str, table: Table) -> tuple[str | None, str | None]:
     return f"{branch}.0", f"--driver {text.strip()}: read as the R{branch} branch (any {branch} driver)"
 
 
+def parse_glibc(text: str) -> str:
+    """``"2.35"`` -> itself; anything that is not a version is refused."""
+    s = _not_empty("--glibc", text, "give a version such as 2.35 (ldd --version prints it)")
+    try:
+        Version(s)
+    except InvalidVersion:
+        raise WhatIfError(f"--glibc {shown(text)}: expected a version such as 2.35") from None
+    if not _GLIBC.fullmatch(s):
+        raise WhatIfError(f"--glibc {shown(text)}: a glibc version looks like 2.35 (glibc 2.x releases)")
+    return s
+
+
 def parse_arch(text: str) -> str:
-    arch = ARCHES.get(text.strip().lower())
+    arch = ARCHES.get(_not_empty("--arch", text, "give x86_64 or aarch64").lower())
     if arch is None:
-        raise WhatIfError(f"--arch {text!r}: expected x86_64 or aarch64")
+        raise WhatIfError(f"--arch {shown(text)}: expected x86_64 or aarch64")
     return arch
 
 
@@ -182,7 +241,7 @@ def apply_overrides(machine: Machine, o: Overrides, table: Table) -> Machine:
         return machine
     facts, gpus, known, given = machine.facts, machine.gpus, set(machine.known), list(machine.given)
     system = facts.system
-    if o.os:
+    if o.os is not None:
         os_id, version = parse_os(o.os)
         distro = table.distro(os_id, version)
         if os_id in ("macos", "darwin", "osx"):
@@ -197,26 +256,22 @@ def apply_overrides(machine: Machine, o: Overrides, table: Table) -> Machine:
         facts = dataclasses.replace(facts, python=dataclasses.replace(facts.python, glibc=None))
         known.add("system")
         given.append(f"OS {system.os_name} (--os)")
-        if distro is not None and system.glibc and not o.glibc:
+        if distro is not None and system.glibc and o.glibc is None:
             doubt = "" if distro.confirmed("glibc") else ", unconfirmed"
             given.append(f"glibc {system.glibc} ({system.os_name}'s, from envdoctor's table{doubt})")
-    if o.arch:
+    if o.arch is not None:
         system = dataclasses.replace(system, arch=parse_arch(o.arch))
         given.append(f"CPU {system.arch} (--arch)")
         known.add("system")
-    if o.glibc:
-        try:
-            Version(o.glibc)
-        except InvalidVersion:
-            raise WhatIfError(f"--glibc {o.glibc!r}: expected a version such as 2.35") from None
-        system = dataclasses.replace(system, glibc=o.glibc)
+    if o.glibc is not None:
+        system = dataclasses.replace(system, glibc=parse_glibc(o.glibc))
         facts = dataclasses.replace(facts, python=dataclasses.replace(facts.python, glibc=None))
-        given.append(f"glibc {o.glibc} (--glibc)")
+        given.append(f"glibc {system.glibc} (--glibc)")
     if system.platform == "darwin" and system.arch is None:
         system = dataclasses.replace(system, arch="arm64")
     facts = dataclasses.replace(facts, system=system)
 
-    if o.python_version:
+    if o.python_version is not None:
         series = parse_python(o.python_version)
         version = series.rstrip("t")
         abi = f"cp{version.replace('.', '')}" + ("t" if series.endswith("t") else "")
@@ -230,7 +285,7 @@ def apply_overrides(machine: Machine, o: Overrides, table: Table) -> Machine:
             raise WhatIfError("--no-gpu and --gpu contradict each other")
         gpus = ()
         facts = dataclasses.replace(facts, pci=PciFacts(source="--no-gpu"),
-                                    driver=DriverFacts() if not o.driver else facts.driver)
+                                    driver=DriverFacts() if o.driver is None else facts.driver)
         known.update(("gpu", "driver"))
         given.append("no GPU (--no-gpu)")
     elif o.gpus:
@@ -239,7 +294,7 @@ def apply_overrides(machine: Machine, o: Overrides, table: Table) -> Machine:
         given.append("GPU " + ", ".join(gpu_label(g, table) for g in gpus) + " (--gpu)")
 
     driver = facts.driver
-    if o.driver:
+    if o.driver is not None:
         planned, read_as = read_driver(o.driver, table)
         if planned is None:
             driver = DriverFacts()
@@ -250,7 +305,7 @@ def apply_overrides(machine: Machine, o: Overrides, table: Table) -> Machine:
                                  gpus=driver.gpus)
             given.append(read_as or f"driver {planned} (--driver)")
         known.add("driver")
-    if o.gpus or o.driver or o.no_gpu:
+    if o.gpus or o.driver is not None or o.no_gpu:
         nvidia = [g for g in gpus if g.vendor == "nvidia"]
         if o.gpus or o.no_gpu:
             infos = tuple(GpuInfo(i, g.name, g.cc, source=g.source) for i, g in enumerate(nvidia))

@@ -48,7 +48,7 @@ def _fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
                    "Default: the newest that works here.")
 @python_option
 @click.option("--json", "as_json", is_flag=True, help='Print the versioned JSON plan ("envdoctor.plan/1").')
-@click.option("--script", "script", type=click.Path(dir_okay=False, path_type=Path), default=None,
+@click.option("--script", "script_arg", type=click.Path(dir_okay=False), default=None,
               metavar="FILE", help="Also write the commands as a shell script (set -e, comments) to review.")
 @click.option("--force", is_flag=True, help="Let --script overwrite an existing file.")
 @click.option("--with-nvcc", is_flag=True, help="Also install nvcc (the CUDA toolkit matching torch's CUDA).")
@@ -66,16 +66,16 @@ def _fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
 @click.option("--arch", type=click.Choice(["x86_64", "aarch64", "amd64", "arm64"]), default=None,
               help="What if: this CPU architecture.")
 @click.option("--glibc", metavar="X.Y", default=None, help="What if: this glibc (2.27 on Ubuntu 18.04).")
-@click.option("--from", "from_report", type=click.Path(dir_okay=False, path_type=Path), default=None,
+@click.option("--from", "from_arg", type=click.Path(dir_okay=False), default=None,
               metavar="REPORT.json", help="Plan for the machine of a report saved by `envdoctor check --json`.")
 @timeout_option
 @debug_option
 @root_option
 @guarded
 def recommend(route: Route | None, torch_spec: str | None, python: str | None, as_json: bool,
-              script: Path | None, force: bool, with_nvcc: bool, offline: bool, index_url: str | None,
+              script_arg: str | None, force: bool, with_nvcc: bool, offline: bool, index_url: str | None,
               driver: str | None, gpus: tuple[str, ...], no_gpu: bool, python_version: str | None,
-              os_: str | None, arch: str | None, glibc: str | None, from_report: Path | None,
+              os_: str | None, arch: str | None, glibc: str | None, from_arg: str | None,
               timeout: float, debug: bool, root: Path | None) -> None:
     """Say which route, torch and wheel to install here, as exact commands.
 
@@ -88,22 +88,30 @@ def recommend(route: Route | None, torch_spec: str | None, python: str | None, a
     Exit status: 0 a plan, 1 nothing fits as the machine is, 2 usage error, 3 envdoctor failed.
     """
     from envdoctor.advise.recommend import recommend as make_plan
-    from envdoctor.advise.request import SpecError, parse_torch_spec
-    from envdoctor.advise.whatif import Overrides, WhatIfError, apply_overrides, parse_os
+    from envdoctor.advise.request import SpecError, parse_torch_spec, spec_variant
+    from envdoctor.advise.whatif import Overrides, WhatIfError, apply_overrides
     from envdoctor.render import json as render_json
     from envdoctor.render.plan import plan_document, render_script, render_text
 
+    script = _path("--script", script_arg, "give the file to write the commands to (e.g. install.sh)")
+    from_report = _path("--from", from_arg, "give a report saved by `envdoctor check --json`")
     if script is not None and script.exists() and not force:
         _fail(f"{script} exists; pass --force to overwrite it")
     try:
         parse_torch_spec(torch_spec)
     except SpecError as exc:
-        raise click.UsageError(str(exc)) from None
+        _fail(str(exc))
+    if python is not None:
+        _check_python(python, from_report, python_version)
     table = _table()
+    asked = spec_variant(torch_spec)
+    if asked and table.variant(asked) is None:
+        known = ", ".join(v.name for v in table.variants if v.kind in ("cuda", "cpu"))
+        _fail(f"--torch {torch_spec.strip() if torch_spec else ''}: envdoctor's table knows no wheel variant "
+              f"{asked} (it knows {known})")
     overrides = Overrides(driver, gpus, no_gpu, python_version, os_, arch, glibc)
     try:
-        if os_:
-            parse_os(os_)           # refuse Windows (and a malformed ID:VERSION) before probing anything
+        overrides.check()           # refuse Windows, an empty or malformed value, before probing anything
         machine = _machine(table, overrides, route, from_report, python, timeout, root, debug)
         machine = apply_overrides(machine, overrides, table)
     except WhatIfError as exc:
@@ -127,6 +135,46 @@ def recommend(route: Route | None, torch_spec: str | None, python: str | None, a
 
 
 INDEX_ENV = "ENVDOCTOR_INDEX_URL"
+
+
+def _path(option: str, value: str | None, hint: str) -> Path | None:
+    """A file option's path; an empty one is refused (Click would read "" as ".", this folder)."""
+    if value is None:
+        return None
+    if not value.strip():
+        _fail(f"{option} is empty: {hint}")
+    return Path(value)
+
+
+def _check_python(python: str, from_report: Path | None, python_version: str | None) -> None:
+    """``--python`` must name an interpreter that can be run, and it must not be overruled."""
+    import os
+
+    from envdoctor.child import find_python
+
+    if not python.strip():
+        _fail("--python is empty: give the interpreter to plan for (e.g. /opt/venv/bin/python), "
+              "or leave it out for python3 on PATH")
+    if from_report is not None:
+        _fail(f"--python and --from contradict each other: --from plans for the machine of {from_report} "
+              "and its Python; leave one out")
+    if python_version is not None:
+        _fail("--python and --python-version contradict each other: --python plans for that interpreter "
+              "(its version is read from it), --python-version for a Python of that version you have not "
+              "made yet; leave one out")
+    found, _ = find_python(python, os.environ)
+    if found is not None:
+        return
+    if os.sep not in python:
+        why = "not found on PATH"
+    elif not os.path.exists(python):
+        why = "no such file"
+    elif os.path.isdir(python):
+        why = "is a folder"
+    else:
+        why = "not executable"
+    _fail(f"--python {python}: {why}; give an interpreter that runs (e.g. /opt/venv/bin/python), or leave "
+          "--python out to plan for python3 on PATH (or a new virtual environment)")
 
 
 def _index_env(index_url: str | None) -> tuple[str | None, str | None]:
@@ -154,9 +202,15 @@ def _table() -> Table:
               "reinstall envdoctor", EXIT_INTERNAL)
 
 
+#: The key of a report's ``facts`` that holds each area the advisor knows of (advise.machine.AREAS).
+_REPORT_KEY = {"system": "system", "gpu": "pci", "driver": "driver", "python": "python", "conda": "conda",
+               "docker": "docker", "toolkits": "toolkits"}
+
+
 def _machine(table: Table, overrides: Overrides, route: Route | None, from_report: Path | None,
              python: str | None, timeout: float, root: Path | None, debug: bool) -> Machine:
     """The facts to plan from: a saved report, nothing (the what-if options say it all), or a probe."""
+    from envdoctor.advise.machine import AREAS as PLAN_AREAS
     from envdoctor.advise.machine import blank_machine, machine_from_facts
     from envdoctor.inspect import enrich
 
@@ -169,10 +223,17 @@ def _machine(table: Table, overrides: Overrides, route: Route | None, from_repor
         except InputError as exc:
             _fail(f"--from {from_report}: cannot read it ({exc.reason})")
         try:
-            facts, _, _ = parse_report(text, str(from_report))
-        except ReportError as exc:
-            _fail(f"--from: {exc}")
-        return machine_from_facts(enrich(facts, table), table, origin=f"report {from_report}")
+            facts, _, doc = parse_report(text, str(from_report))
+        except ReportError as exc:       # "r.json holds a value no probe writes: ..." -> "--from r.json: holds ..."
+            why = str(exc)
+            _fail(f"--from {from_report}: {why.removeprefix(f'{from_report} ')}")
+        data = doc.get("facts")
+        if not isinstance(data, dict) or not data:
+            _fail(f"--from {from_report}: holds no facts, so there is no machine to plan for; save a report "
+                  "with `envdoctor check --json > report.json`")
+        # an area the report does not hold was not inspected: not "absent" (no driver, no docker)
+        known = [a for a in PLAN_AREAS if a not in facts.skipped and _REPORT_KEY[a] in data]
+        return machine_from_facts(enrich(facts, table), table, origin=f"report {from_report}", known=known)
     if overrides.complete(route) and not python:
         return blank_machine()
     from envdoctor.probes import AREAS, collect
@@ -182,10 +243,11 @@ def _machine(table: Table, overrides: Overrides, route: Route | None, from_repor
     if overrides.complete(route):  # only --python needs reading
         skip += [a for a in AREAS if a != "python"]
     facts = enrich(collect(ctx, skip=skip, debug=debug), table)
-    known = None
-    if overrides.complete(route):
-        known = ["python"]
-    return machine_from_facts(facts, table, known=known)
+    p = facts.python
+    if python is not None and p.error is not None and not p.version:
+        # it ran, but said nothing a plan can use (not a Python, a crash, a hang)
+        _fail(p.error.message if "(--python)" in p.error.message else f"--python {python}: {p.error.message}")
+    return machine_from_facts(facts, table, known=["python"] if overrides.complete(route) else None)
 
 
 def _availability(machine: Machine, index_url: str | None, timeout: float) -> Availability:

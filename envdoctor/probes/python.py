@@ -90,8 +90,11 @@ def interpret(child: ChildRun, exe: str, chosen_by: str, with_torch: bool = True
             python = target_python(py, exe, chosen_by)
     if not with_torch:  # torch not imported: only what its metadata says (version, no build facts)
         dist = (py or {}).get("distributions") or {}
-        version = dist.get("torch") if isinstance(dist, dict) else None
-        return python, TorchFacts(installed=bool(version), version=version if isinstance(version, str) else None)
+        dist = dist if isinstance(dist, dict) else {}
+        version, vision, audio = (dist.get(n) for n in ("torch", "torchvision", "torchaudio"))
+        return python, TorchFacts(installed=bool(version), version=version if isinstance(version, str) else None,
+                                  torchvision=vision if isinstance(vision, str) and version else None,
+                                  torchaudio=audio if isinstance(audio, str) and version else None)
     torch = torch_facts(torch_data, py)
     if error is not None or torch_data is None:
         torch = dataclasses.replace(torch, error=error or ProbeError(

@@ -4,7 +4,11 @@ The text is declared unstable; the JSON keys below are the contract:
 ``schema, route, status, torch, torchvision, torchaudio, variant, cuda, index_url, image, python,
 commands, steps, warnings, reasons, rejected [{route, reason}], compatibility, sources,
 index_check, ways_out [{kind, text, commands, ...}], alternatives, machine``, and (added later, so
-older readers may ignore them) ``already_installed`` and ``index_env``.
+older readers may ignore them) ``already_installed``, ``index_env``, ``variant_asked`` (the wheel
+variant ``--torch 2.7.1+cu118`` names), ``variant_changed`` (why another one was chosen),
+``current`` (the target Python's torch now: ``state`` works / expected / broken / unfit / unknown,
+with its ``evidence``), ``changes`` [{package, now, then, note}] and ``upgrade_optional`` (the
+current build works, so the steps are an upgrade, not a fix).
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from typing import Any
 
 from envdoctor import __version__
 from envdoctor.advise.choice import Rejected
+from envdoctor.advise.current import Change
 from envdoctor.advise.machine import Machine
 from envdoctor.advise.plan import SCHEMA, Plan, Step
 from envdoctor.render.text import Style
@@ -37,14 +42,23 @@ def headline(plan: Plan) -> str:
         return f"docker route: {plan.image.image} (torch {plan.image.torch}, CUDA {plan.image.cuda}){mode}"
     if not plan.ok:
         return f"{plan.route} route: nothing fits as the machine is" + ("; see the ways out" if plan.ways_out else "")
+    cur = plan.current
+    if plan.installed and cur is not None and cur.state == "broken":
+        return (f"{plan.route} route: {c.label}, the build to use, is installed in {plan.python} but does not work "
+                "here (see `now:`)")
     if plan.installed:
         return f"{plan.route} route: {c.label} is already installed in {plan.python}: nothing to install"
+    if plan.optional and cur is not None:
+        now = "already works here" if cur.state == "works" else "is installed and should work here"
+        return f"{plan.route} route: {cur.label} {now}; upgrading to {c.label} is optional"
     if plan.status == "cpu":
         return f"{plan.route} route: {c.label} (no NVIDIA GPU: CPU wheels)"
     if plan.status == "macos":
         return f"{plan.route} route: {c.label} from PyPI (CPU and MPS)"
     if plan.route == "conda":
         return f"conda route: torch {c.torch} ({plan.conda})"
+    if c.driver_needed:
+        return f"{plan.route} route: {c.label} (CUDA {c.cuda}, once driver branch {c.driver_needed} is installed)"
     return f"{plan.route} route: {c.label} (CUDA {c.cuda}, {_HOW.get(c.compatibility, c.compatibility)})"
 
 
@@ -57,6 +71,9 @@ def render_text(plan: Plan, color: bool = False) -> str:
             out.append(f"  planned for: {m.origin}; " + "; ".join(m.given))
         elif m.origin != "this machine":
             out.append(f"  planned for: {m.origin}")
+    now = now_text(plan)
+    if now:
+        out.append(f"  now: {now}")
     out.append("")
     out.append(st(f"Why {plan.route}:", "bold"))
     out += [f"  - {r}" for r in plan.reasons]
@@ -68,9 +85,14 @@ def render_text(plan: Plan, color: bool = False) -> str:
         out.append(st(f"Why {c.label}" + (f" ({_index_text(plan.index_check)})" if plan.route == "system" else "")
                       + ":", "bold"))
         out += [f"  - {r}" for r in c.reasons]
+    if plan.changes:
+        out.append("")
+        out.append(st("The upgrade would change:" if plan.optional else "The install changes:", "bold"))
+        out += [f"  - {_change(x)}" for x in plan.changes]
     if plan.steps:
         out.append("")
-        out.append(st("Commands, in order (printed, not run):", "bold"))
+        out.append(st("Commands for the optional upgrade, in order (printed, not run):" if plan.optional
+                      else "Commands, in order (printed, not run):", "bold"))
         for i, step in enumerate(plan.steps, 1):
             out.append(f"  {i}. {step.title}")
             for cmd in step.commands:
@@ -100,6 +122,52 @@ def render_text(plan: Plan, color: bool = False) -> str:
         out.append("")
         out.append(st("Sources: " + "; ".join(dict.fromkeys(plan.sources)), "dim"))
     return "\n".join(out) + "\n"
+
+
+def now_text(plan: Plan) -> str | None:
+    """One line on the target Python's torch as it is: ``"torch 2.11.0+cu130 in /opt/venv/bin/python
+    works (imported (report r.json): CUDA available, a tiny CUDA operation ran); nothing needs to change"``."""
+    cur = plan.current
+    if cur is None:
+        return None
+    where = f"{cur.label} in {cur.python}"
+    inplace = plan.route == "system" and plan.python == cur.python
+    if cur.state == "works":
+        text = f"{where} works ({cur.evidence})"
+    elif cur.state == "expected":
+        text = f"{where} should work ({cur.evidence})"
+    elif cur.state in ("broken", "unfit"):
+        text = f"{where} does not work here ({cur.evidence})"
+    else:
+        text = f"{where} ({cur.evidence})"
+    if plan.installed:
+        if cur.state == "broken":
+            return text + f"; `envdoctor check --python {cur.python}` says why and how to fix it"
+        return text
+    if cur.fine and (plan.optional or inplace):
+        return text + "; nothing needs to change"
+    if not inplace and (plan.ok or plan.route == "docker"):
+        where = "runs torch in a container" if plan.route == "docker" else f"installs into {plan.python}"
+        return text + f"; this plan {where} and leaves it as it is"
+    if cur.state in ("broken", "unfit") and inplace and plan.ok:
+        return text + "; the plan replaces it"
+    return text
+
+
+def _change(x: Change) -> str:
+    """``"torch 2.11.0+cu130 -> 2.13.0+cu130 (same variant, cu130 (CUDA 13.0))"``."""
+    if x.then is None:
+        return f"{x.package} {x.now} is {x.note}"
+    now = x.now or "(none)"
+    return f"{x.package} {now} -> {x.then}" + (f" ({x.note})" if x.note else "")
+
+
+def _current(plan: Plan) -> dict[str, Any] | None:
+    cur = plan.current
+    if cur is None:
+        return None
+    return {"python": cur.python, "torch": cur.torch, "variant": cur.variant, "torchvision": cur.torchvision,
+            "torchaudio": cur.torchaudio, "state": cur.state, "evidence": cur.evidence, "text": now_text(plan)}
 
 
 def _turned_down(plan: Plan) -> list[Rejected]:
@@ -162,6 +230,11 @@ def plan_document(plan: Plan) -> dict[str, Any]:
         "machine": _machine(m),
         "already_installed": plan.installed,
         "index_env": plan.index_env,
+        "variant_asked": c.variant_asked,
+        "variant_changed": c.variant_changed,
+        "current": _current(plan),
+        "changes": [{"package": x.package, "now": x.now, "then": x.then, "note": x.note} for x in plan.changes],
+        "upgrade_optional": plan.optional,
     }
 
 
@@ -190,6 +263,9 @@ def render_script(plan: Plan, source: str = "envdoctor recommend") -> str:
              f"# {source}: {headline(plan)}",
              f"# written by envdoctor {__version__} for review; nothing here has been run.",
              "set -e", ""]
+    now = now_text(plan)
+    if now:
+        lines += [f"# now: {now}", ""]
     for w in plan.warnings:
         lines.append(f"# warning: {w}")
     if plan.warnings:
