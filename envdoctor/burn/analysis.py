@@ -24,10 +24,11 @@ WARMUP_SHARE = 0.1
 WARMUP_MIN_S = 1.0
 
 
-def sample(values: Mapping[str, Any], t: float, names: Any = None) -> Sample:
+def sample(values: Mapping[str, Any], t: float, names: Any = None, faults: Any = None) -> Sample:
     """A :class:`Sample` from one NVML reading's values (``envdoctor.nvml.SAMPLE`` fields).
 
-    ``names`` turns the reasons mask into names (``Health.reason_names``)."""
+    ``names`` turns the reasons mask into names, ``faults`` into the names that are not benign
+    (``Health.reason_names``, ``Health.fault_reasons``)."""
     mask = values.get("reasons_mask")
     return Sample(
         t=t,
@@ -38,6 +39,7 @@ def sample(values: Mapping[str, Any], t: float, names: Any = None) -> Sample:
         mem_clock_mhz=values.get("mem_clock_mhz"),
         reasons_mask=mask,
         reasons=tuple(names(mask)) if names is not None and mask is not None else (),
+        fault=bool(faults(mask)) if faults is not None and mask is not None else False,
         utilization_pct=values.get("utilization_pct"),
         energy_j=_round(values.get("energy_j"), 3),
     )
@@ -133,9 +135,8 @@ def under_load(samples: Sequence[Sample], phases: Sequence[Phase]) -> List[Sampl
     return [s for s in samples if start <= s.t <= end]
 
 
-def summarize(gpu: BurnGpu, fault_reasons: Any) -> Summary:
-    """Temperatures, power, clocks, energy and reasons of one GPU; ``fault_reasons(mask)`` names
-    the reasons that are not benign (``Health.fault_reasons``)."""
+def summarize(gpu: BurnGpu) -> Summary:
+    """Temperatures, power, clocks, energy and reasons of one GPU."""
     loaded = under_load(gpu.samples, gpu.phases)
     start, end = load_window(gpu.phases)
     temps = [s.temperature_c for s in loaded if s.temperature_c is not None]
@@ -155,7 +156,7 @@ def summarize(gpu: BurnGpu, fault_reasons: Any) -> Summary:
             reasons[r] = reasons.get(r, 0) + 1
         if s.reasons_mask is not None:
             masked += 1
-            faults += bool(fault_reasons(s.reasons_mask))
+            faults += s.fault
     return Summary(
         load_s=round(end - start, 3) if start is not None and end is not None else None,
         samples=len(loaded),
@@ -171,6 +172,7 @@ def summarize(gpu: BurnGpu, fault_reasons: Any) -> Summary:
         utilization_median_pct=_median(util),
         energy_j=round(energy[-1] - energy[0], 1) if len(energy) >= 2 else None,
         reasons=reasons,
+        fault_samples=faults,
         fault_share=round(faults / masked, 4) if masked else None,
     )
 

@@ -203,7 +203,8 @@ def attach(gpu: BurnGpu, watch: Watch, nvml_index: Optional[int], health: Health
         return gpu
     ident = watch.identity[nvml_index].values if nvml_index < len(watch.identity) else {}
     limits = ident.get("temperature_thresholds") or {}
-    samples = tuple(analysis.sample(r.values, r.time, health.reason_names) for r in watch.readings(nvml_index))
+    samples = tuple(analysis.sample(r.values, r.time, health.reason_names, health.fault_reasons)
+                    for r in watch.readings(nvml_index))
     start = _counters(watch.start_counters, nvml_index)
     end = _counters(watch.end_counters, nvml_index)
     xids = tuple(_xid(x, health) for x in watch.xids if x.gpu == nvml_index)
@@ -213,7 +214,7 @@ def attach(gpu: BurnGpu, watch: Watch, nvml_index: Optional[int], health: Health
                   shutdown_c=limits.get("shutdown"), gpu_max_c=limits.get("gpu_max"), mem_max_c=limits.get("mem_max"),
                   samples=samples, counters_start=start, counters_end=end,
                   counter_deltas=analysis.delta(start, end), xids=xids)
-    return replace(gpu, summary=analysis.summarize(gpu, health.fault_reasons))
+    return replace(gpu, summary=analysis.summarize(gpu))
 
 
 def _counters(readings: Sequence[Reading], index: int) -> Any:
@@ -346,9 +347,8 @@ def assemble(result: BurnResult, runs: Sequence[ChildRun], watch: Watch, health:
 
 # --- the PNG ---------------------------------------------------------------------------------
 
-def plot_spec(result: BurnResult, path: str, health: Optional[Health] = None) -> Dict[str, Any]:
+def plot_spec(result: BurnResult, path: str) -> Dict[str, Any]:
     """What child/burn_plot.py draws: per GPU, time series of rate, temperature, power and clock."""
-    health = health or load_health()
     t0 = min((s.t for g in result.gpus for s in g.samples), default=None)
     if t0 is None:
         t0 = min((i.start for g in result.gpus for p in g.phases for i in p.intervals), default=0.0)
@@ -364,7 +364,7 @@ def plot_spec(result: BurnResult, path: str, health: Optional[Health] = None) ->
                                    if s.memory_temperature_c is not None],
             "power": [[round(s.t - t0, 3), s.power_w] for s in g.samples if s.power_w is not None],
             "sm_clock": [[round(s.t - t0, 3), s.sm_clock_mhz] for s in g.samples if s.sm_clock_mhz is not None],
-            "throttled": [round(s.t - t0, 3) for s in g.samples if health.fault_reasons(s.reasons_mask)],
+            "throttled": [round(s.t - t0, 3) for s in g.samples if s.fault],
             "power_limit_w": g.power_limit_w,
             "slowdown_c": g.slowdown_c,
             "verdict": g.verdict,

@@ -289,18 +289,19 @@ def throttling(g: BurnGpu, result: BurnResult, health: Health) -> Iterable[Findi
     if s is None or s.fault_share is None or not s.samples:
         return
     faulty = {r: n for r, n in s.reasons.items() if r in _fault_names(health, s.reasons)}
-    count = max(faulty.values()) if faulty else 0
-    if s.fault_share > FAULT_SHARE and count >= FAULT_MIN_SAMPLES:
+    if s.fault_share > FAULT_SHARE and s.fault_samples >= FAULT_MIN_SAMPLES:
         shown = ", ".join(f"{r} in {n} of {s.samples} samples" for r, n in sorted(faulty.items()))
         known = [health.reason(r) for r in sorted(faulty)]
         meanings = [f"{r.name}: {r.meaning}" for r in known if r is not None]
         yield _finding("ED812", "error", f"{_who(g)}: clocks held back ({', '.join(sorted(faulty))}) in "
                        f"{100 * s.fault_share:.0f}% of the samples under load", (shown,) + tuple(meanings),
-                       ("nvidia-smi -q -d PERFORMANCE,TEMPERATURE", "check fans, airflow and power cables"), REASONS_DOC)
+                       ("nvidia-smi -q -d PERFORMANCE,TEMPERATURE", "check fans, airflow and power cables"),
+                       REASONS_DOC)
     d = g.counter_deltas
-    if d is not None and d.thermal_violation_ns and s.load_s and d.thermal_violation_ns / 1e9 > THERMAL_SHARE * s.load_s:
-        yield _finding("ED823", "warning", f"{_who(g)}: {d.thermal_violation_ns / 1e9:.1f} s of thermal violation "
-                       "during the run", (f"NVML thermal violation time +{d.thermal_violation_ns / 1e9:.1f} s over a "
+    thermal_s = (d.thermal_violation_ns or 0) / 1e9 if d is not None else 0.0
+    if s.load_s and thermal_s > THERMAL_SHARE * s.load_s:
+        yield _finding("ED823", "warning", f"{_who(g)}: {thermal_s:.1f} s of thermal violation "
+                       "during the run", (f"NVML thermal violation time +{thermal_s:.1f} s over a "
                                           f"{s.load_s:.0f} s load",), ("nvidia-smi -q -d PERFORMANCE",))
 
 

@@ -121,6 +121,7 @@ class Sample:
     mem_clock_mhz: Optional[int] = None
     reasons_mask: Optional[int] = None            # clock-event (throttle) reasons, NVML's bits
     reasons: Tuple[str, ...] = ()                 # the same, by name ("sw_power_cap", ...)
+    fault: bool = False                           # a reason other than idle, the power cap or a setting
     utilization_pct: Optional[int] = None
     energy_j: Optional[float] = None              # the GPU's energy counter since the driver loaded
 
@@ -190,7 +191,8 @@ class Summary:
     utilization_median_pct: Optional[float] = None
     energy_j: Optional[float] = None       # used over the whole run (first to last sample)
     reasons: Dict[str, int] = field(default_factory=dict)   # reason -> samples under load that show it
-    fault_share: Optional[float] = None    # share of the samples under load with a fault reason
+    fault_samples: int = 0                 # samples under load with a fault reason
+    fault_share: Optional[float] = None    # their share of the samples under load
 
 
 @dataclass(frozen=True)
