@@ -153,7 +153,7 @@ def load_health_file(path: Path) -> Tuple[Tuple[Reason, ...], Tuple[Expected, ..
         v = fields(where, raw, {"name": "str", "nvml": "str", "bit": "int", "class": "str", "meaning": "str"})
         bit = v["bit"]
         if bit <= 0 or bit & (bit - 1):
-            raise where.fail(f"field 'bit': {bit!r} is not a single bit")
+            raise where.fail(f"field 'bit': {bit:#x} is not a single bit")
         if bit in bits:
             raise where.fail(f"bit {bit:#x} is also {bits[bit]!r}")
         if v["class"] not in REASON_CLASSES:
