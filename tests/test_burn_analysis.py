@@ -33,7 +33,8 @@ def test_counters_sum_the_errors_of_active_nvlinks_only():
              {"link": 1, "active": True, "errors": {"replay": 0, "recovery": 2, "crc_flit": 0, "crc_data": None}},
              {"link": 2, "active": False, "errors": {"replay": 9, "recovery": 9, "crc_flit": 9, "crc_data": 9}}]
     c = analysis.counters({"nvlinks": links})
-    assert (c.nvlink_active, c.nvlink_replay, c.nvlink_recovery, c.nvlink_crc_flit, c.nvlink_crc_data) == (2, 1, 2, 5, 2)
+    got = (c.nvlink_active, c.nvlink_replay, c.nvlink_recovery, c.nvlink_crc_flit, c.nvlink_crc_data)
+    assert got == (2, 1, 2, 5, 2)
 
 
 def test_delta_is_unknown_where_either_end_is():

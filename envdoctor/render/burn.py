@@ -66,7 +66,8 @@ def _memtest_line(g: BurnGpu) -> Optional[str]:
         return f"  memory {m.status}: {m.error}" if m.error else f"  memory {m.status}"
     patterns = sorted({p.pattern for p in m.passes})
     result = f"{m.mismatches:,} WRONG words" if m.mismatches else "no wrong word"
-    line = f"  memory {size}, {len(m.passes)} passes in {m.seconds:.1f} s ({', '.join(patterns)}): {result}"
+    passes = f"{len(m.passes)} pass" + ("" if len(m.passes) == 1 else "es")
+    line = f"  memory {size}, {passes} in {m.seconds:.1f} s ({', '.join(patterns)}): {result}"
     if m.status == "failed" and m.error:
         line += f" [failed: {m.error}]"
     return line + (f"; {m.note}" if m.note else "")
@@ -185,8 +186,9 @@ def render_burn_text(result: BurnResult, color: bool = False, chart_width: int =
         out.append(_c(f"error: {result.error.message}", "31", color))
         return "\n".join(out) + "\n"
     asked = ", ".join(result.dtypes) if result.dtypes else "the default dtypes"
-    out.append(f"{result.seconds:g} s of load per device ({asked}), then a memory test of at most "
-               f"{result.memtest_s:g} s" + ("; stopped early" if result.interrupted else ""))
+    memtest = f", then a memory test of at most {result.memtest_s:g} s" if result.memtest_s else ""
+    out.append(f"{result.seconds:g} s of load per device ({asked}){memtest}"
+               + ("; stopped early" if result.interrupted else ""))
     for g in result.gpus:
         out.append("")
         out.extend(_gpu_lines(g, color, chart_width, ascii_only))
