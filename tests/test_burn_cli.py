@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
+import signal
+import subprocess
 import sys
+import time
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -98,3 +103,30 @@ def test_plot_refuses_a_directory_at_once_and_never_replaces_a_symlink(tmp_path,
              "--plot", str(tmp_path / "out.png"))
     assert "exists and is not a regular file" in r.stderr
     assert (tmp_path / "out.png").is_symlink() and (tmp_path / "target.png").read_text() == "keep me"
+
+
+def test_sigterm_to_envdoctor_stops_the_children_and_reports_what_ran(tmp_path):
+    pidfile = tmp_path / "child.pid"
+    py = fake_target(tmp_path, {"*": healthy_steps(0, rates=[660.0] * 300, each=0.1)})
+    # the fake writes its pid first, so the test can check it is gone afterwards
+    exe = tmp_path / "python3"
+    exe.write_text(exe.read_text().replace("sys.stdin.read()\n", f"sys.stdin.read()\nopen({str(pidfile)!r}, 'w')"
+                                           ".write(str(os.getpid()))\n", 1))
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).parent.parent))
+    proc = subprocess.Popen([sys.executable, "-m", "envdoctor", "burn", "--python", py, "--seconds", "60",
+                             "--device", "0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    deadline = time.monotonic() + 20
+    while not pidfile.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=20)
+    assert "stopped early" in out and "ED826" in out, out + err
+    pid = int(pidfile.read_text())
+    time.sleep(0.2)
+    try:
+        os.kill(pid, 0)
+        alive = True
+    except ProcessLookupError:
+        alive = False
+    assert not alive

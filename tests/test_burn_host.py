@@ -110,3 +110,9 @@ def test_a_cpu_only_torch_on_a_gpu_machine_is_not_burned_on_the_cpu(tmp_path):
     assert r.gpus == () and r.error.kind == "unavailable"
     assert r.error.message == ("torch 2.13.0+cpu is a CPU-only build, but NVML sees 2 GPU(s): a CPU burn would "
                                "say nothing about them")
+
+
+def test_cuda_visible_devices_that_hides_every_gpu_is_a_usage_error(tmp_path):
+    r = run_burn(fake_target(tmp_path, {"*": [("hang",)]}), seconds=5.0, nvml=two_h200s(),
+                 env={"PATH": "/usr/bin:/bin", "CUDA_VISIBLE_DEVICES": ""})
+    assert r.error.command == "--device" and "CUDA_VISIBLE_DEVICES='' hides all 2 GPU(s)" in r.error.message

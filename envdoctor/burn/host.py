@@ -283,6 +283,11 @@ def run_burn(
     watch = Watch(every, nvml, health)
     watch.start()
     visible = visible_gpus(watch.count, environ)
+    if watch.count and not visible:
+        watch.stop()
+        return replace(base, error=ProbeError("unavailable", f"CUDA_VISIBLE_DEVICES="
+                                              f"{environ.get('CUDA_VISIBLE_DEVICES')!r} hides all {watch.count} "
+                                              "GPU(s) NVML sees: unset it or name the GPUs to burn", "--device"))
     if device == "all":
         targets: List[Any] = list(range(visible)) if visible else ["auto"]
     else:

@@ -7,14 +7,16 @@ gpu-burn, which exits 0 then); 2 usage, or a target that cannot run the load (no
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
+import signal
 import sys
 import tempfile
 import threading
 import time
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 import click
 
@@ -193,8 +195,9 @@ def burn(python: Optional[str], seconds: float, device: str, dtypes: Tuple[Tuple
     flat = tuple(dict.fromkeys(d for group in dtypes for d in group))
     progress = Progress(sys.stderr, seconds)
     sys.stderr.write(f"burn: {seconds:g} s per GPU in {target}; Ctrl-C stops and reports what ran\n")
-    result = run_burn(target, seconds, device, flat, chosen_by=chosen_by, idle_timeout=hang_timeout, size=size,
-                      memtest_s=memtest_seconds, on_event=progress)
+    with _term_as_interrupt():
+        result = run_burn(target, seconds, device, flat, chosen_by=chosen_by, idle_timeout=hang_timeout, size=size,
+                          memtest_s=memtest_seconds, on_event=progress)
     progress.end()
     ascii_only = not _utf8(sys.stdout)
     plot_lines = _plot(result, plot, target, ascii_only) if plot and result.gpus else []
@@ -209,6 +212,24 @@ def burn(python: Optional[str], seconds: float, device: str, dtypes: Tuple[Tuple
     for line in plot_lines:
         click.echo(("envdoctor burn: " if line.startswith(("plot", "no plot")) else "") + line, err=True)
     sys.exit(exit_code(result))
+
+
+@contextlib.contextmanager
+def _term_as_interrupt() -> Iterator[None]:
+    """SIGTERM (a scheduler's time limit, ``kill``) stops the children as Ctrl-C does, instead of
+    leaving them burning in their own sessions until their timeout."""
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    try:
+        previous = signal.signal(signal.SIGTERM, interrupt)
+    except ValueError:          # not the main thread
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _utf8(stream: Any) -> bool:
