@@ -4,7 +4,7 @@ The host builds from the streamed events, not only from the final answer, so a c
 or hangs half-way still leaves the intervals, phases and memory passes it finished::
 
     >>> gpu = from_child(run)                                          # doctest: +SKIP
-    >>> gpu.child.state, [p.status for p in gpu.phases]
+    >>> gpu.child.state, [p.status for p in gpu.phases]   # doctest: +SKIP
     ('hung', ['ok', 'missing'])
 """
 

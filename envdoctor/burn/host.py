@@ -1,7 +1,7 @@
 """Run ``envdoctor burn``: one child per GPU in the target interpreter, NVML watched meanwhile.
 
 >>> r = run_burn("/opt/torch/.venv/bin/python3", seconds=60)         # doctest: +SKIP
->>> [(g.index, g.verdict, g.phases[0].sustained_tflops) for g in r.gpus]
+>>> [(g.index, g.verdict, g.phases[0].sustained_tflops) for g in r.gpus]   # doctest: +SKIP
 [(0, 'OK', 659.4)]
 
 envdoctor's own process reads NVML (:mod:`envdoctor.nvml`): identity, thresholds and counters

@@ -5,7 +5,7 @@ verdict ("NONE") unless its products were wrong. Every rule reads only the resul
 (:class:`envdoctor.table.health.Health`); :func:`judge` applies them all::
 
     >>> judged = judge(result, load_health())                     # doctest: +SKIP
-    >>> judged.gpus[0].verdict, [f.code for f in judged.gpus[0].findings]
+    >>> judged.gpus[0].verdict, [f.code for f in judged.gpus[0].findings]   # doctest: +SKIP
     ('FAULTY', ['ED807'])
 """
 
