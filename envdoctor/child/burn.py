@@ -306,7 +306,8 @@ def memtest(torch, dev, cuda, budget_s, fraction, cpu_bytes, seed):
         elems = chunk // 4
         if target < (16 << 20):
             out["status"] = "skipped"
-            out["error"] = "only %d MiB could be tested" % max(0, target >> 20)
+            out["error"] = ("only %d MiB of %d MiB GPU memory is free" % (free >> 20, total >> 20) if cuda
+                            else "%d MiB is too little to test" % (target >> 20))
             return out
         if target < chunk:
             chunk = target - target % 4096
