@@ -84,6 +84,11 @@ def main() -> int:
     env = dict(os.environ)
     env["PYTHONPATH"] = str(ROOT) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     envdoctor = args.envdoctor.split() if args.envdoctor else [sys.executable, "-m", "envdoctor"]
+    check = subprocess.run(envdoctor + ["--version"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                           text=True)
+    if check.returncode != 0:     # envdoctor's own dependencies (click, packaging, nvidia-ml-py) missing
+        print(f"{' '.join(envdoctor)} does not run: {check.stderr.strip().splitlines()[-1:]}", file=sys.stderr)
+        return 2
     out = Path(args.out) if args.out else None
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)

@@ -185,7 +185,7 @@ def burn(python: Optional[str], seconds: float, device: str, dtypes: Tuple[Tuple
     reasons, ECC, remapped rows, PCIe/NVLink errors, Xid events). Per GPU: OK or FAULTY, with
     the reasons as findings ED800-ED829.
     \b
-    envdoctor burn                          every GPU, 60 s, about 75 s in all
+    envdoctor burn                          every GPU, 60 s, about 70 s in all
     envdoctor burn --device 1 --seconds 600 --plot burn.png
     envdoctor burn --json > burn.json
     """
