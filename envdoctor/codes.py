@@ -50,8 +50,7 @@ RANGES: Tuple[CodeRange, ...] = (
     CodeRange(700, 749, "verify", "after a change, against a snapshot: ED701-ED719 regressions (errors), "
               "ED720-ED749 changes (info)"),
     CodeRange(750, 799, "fleet", "many nodes: the node or GPU that differs from the others", reserved=True),
-    CodeRange(800, 839, "burn", "sustained load: per-GPU health verdicts (miscompares, ECC, throttling, Xid)",
-              reserved=True),
+    CodeRange(800, 839, "burn", "sustained load: per-GPU health verdicts (miscompares, ECC, throttling, Xid)"),
     CodeRange(840, 869, "links", "PCIe and NVLink links and the topology (degraded width or generation, links down)",
               reserved=True),
     CodeRange(870, 899, "comms", "collectives through torch.distributed: bus bandwidth against the expected",
@@ -77,6 +76,7 @@ NVIDIA_OPEN_MODULES = "https://docs.nvidia.com/datacenter/tesla/driver-installat
 NVIDIA_ARCH_MATRIX = ("https://docs.nvidia.com/datacenter/tesla/drivers/"
                       "cuda-toolkit-driver-and-architecture-matrix.html")
 NVIDIA_WSL = "https://docs.nvidia.com/cuda/wsl-user-guide/index.html"
+XID_CATALOG = "https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html"
 CUDA_ENV_VARS = "https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#env-vars"
 CUDA_BINARY_COMPAT = "https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#binary-compatibility"
 CUDA_COMPAT = "https://docs.nvidia.com/deploy/cuda-compatibility/"
@@ -427,6 +427,127 @@ _CODES: Tuple[Code, ...] = (
          "to run: a change, not a regression.",
          "Nothing to fix; compare the large sizes."),
     # --- ED9xx: envdoctor itself -------------------------------------------------------------------
+    # burn (envdoctor/burn/rules.py): sustained load on every GPU
+    Code("ED800", "A product differed from the first one", "burn", ("error",),
+         "The same inputs went through the same cuBLAS call on one stream, which NVIDIA documents to give "
+         "bit-identical results, yet a result differed (on the CPU: by more than floating-point summation in "
+         "another order can explain). The GPU computes wrong answers under load.",
+         "Take it out of service, rerun burn to see whether it repeats, then run NVIDIA's field diagnostics or "
+         "ask for a replacement."),
+    Code("ED801", "The first product is wrong against float64", "burn", ("error",),
+         "The first product of the load was compared with the same product in float64 on a slice and is off by "
+         "more than the dtype allows (or holds NaN/Inf). Every later product was compared with a wrong "
+         "reference. Rerun; if it repeats, the GPU (or the torch/cuBLAS build) computes wrongly.",
+         "The finding names what was seen and where; act on its evidence and rerun envdoctor burn."),
+    Code("ED802", "The memory pattern test read back wrong words", "burn", ("error",),
+         "Words written to GPU memory with a known pattern read back different. This is a memory fault (or an "
+         "uncorrected ECC error).",
+         "Check the ECC and remapped-row counters, reset the GPU and rerun."),
+    Code("ED803", "Uncorrected ECC errors during the run", "burn", ("error",),
+         "The GPU's volatile uncorrected ECC count (or rows remapped for uncorrectable errors) grew during the "
+         "load. Data on the GPU may have been corrupted.",
+         "Drain the GPU, reset it (nvidia-smi -r) so the row is remapped, and rerun burn; replace it if errors "
+         "recur."),
+    Code("ED804", "Uncorrected ECC errors since the driver loaded", "burn", ("error",),
+         "The GPU reports uncorrected ECC errors from before this run (the volatile count since the driver "
+         "loaded). A reset clears the count and applies pending row remaps; rerun burn after it.",
+         "The finding names what was seen and where; act on its evidence and rerun envdoctor burn."),
+    Code("ED805", "A row remap is pending", "burn", ("error",),
+         "The GPU found a bad memory row and has a remap waiting for the next GPU reset. Until then the row is "
+         "unprotected.",
+         "Reset the GPU (nvidia-smi -r, no processes on it) and rerun burn."),
+    Code("ED806", "A row remap failed", "burn", ("error",),
+         "The GPU could not remap a bad memory row (its remap table is full or the remap failed). NVIDIA's "
+         "guidance is to have the GPU serviced (RMA).",
+         "The finding names what was seen and where; act on its evidence and rerun envdoctor burn."),
+    Code("ED807", "A critical Xid during the run", "burn", ("error",),
+         "NVML delivered an Xid that NVIDIA's catalog says needs a GPU reset, a reboot, or service. The "
+         "finding names the code, its meaning and what to do.",
+         "The finding names what was seen and where; act on its evidence and rerun envdoctor burn.", (XID_CATALOG,)),
+    Code("ED808", "An Xid during the run", "burn", ("warning", "info",),
+         "NVML delivered an Xid that is usually an application or driver event rather than a hardware fault. "
+         "During envdoctor's own known-good load it is worth a look: its meaning and action are in the "
+         "finding.",
+         "The finding names what was seen and where; act on its evidence and rerun envdoctor burn.", (XID_CATALOG,)),
+    Code("ED809", "Sustained throughput below 90% of the model's figure", "burn", ("error",),
+         "The median product rate after the warm-up is under 0.9x the sustained rate recorded for this GPU "
+         "model at its power limit (data/health.toml).",
+         "Look at the clocks, power and clock-event reasons of the run: a power limit set lower, poor cooling, "
+         "or a GPU that is slow."),
+    Code("ED810", "Sustained throughput below the model's figure, which does not apply fully", "burn", ("warning",),
+         "The rate is under 0.9x the recorded figure, but that figure is unconfirmed or was measured at a "
+         "higher power limit than this GPU has, so this is a warning, not a fault.",
+         "The finding names what was seen and where; act on its evidence and rerun envdoctor burn."),
+    Code("ED811", "Slower than the machine's other GPUs", "burn", ("error",),
+         "The sustained rate of this GPU is more than 5% below the median of the other GPUs of the machine "
+         "under the same load. DCGM's diagnostics once passed an A100 running at a third of its siblings' "
+         "speed (NVIDIA/DCGM#122); compare its clocks, power and temperature with theirs.",
+         "The finding names what was seen and where; act on its evidence and rerun envdoctor burn."),
+    Code("ED812", "Clocks held back by temperature, power brake or a hardware slowdown", "burn", ("error",),
+         "In more than 5% of the samples under load NVML reported a clock-event reason other than idle or the "
+         "software power cap: thermal slowdown, hardware slowdown or the power brake.",
+         "Check cooling (fans, airflow, heatsink contact) and power delivery."),
+    Code("ED813", "The GPU reached its slowdown temperature", "burn", ("error",),
+         "The GPU temperature reached the threshold at which it slows itself down (NVML's slowdown threshold). "
+         "Under a sustained load a healthy, well-cooled GPU stays well below it.",
+         "The finding names what was seen and where; act on its evidence and rerun envdoctor burn."),
+    Code("ED814", "The GPU memory reached its maximum temperature", "burn", ("error",),
+         "The memory temperature reached NVML's maximum memory operating temperature.",
+         "Check cooling."),
+    Code("ED815", "The GPU came close to its slowdown temperature", "burn", ("warning",),
+         "The temperature came within 5 C of the slowdown threshold: the cooling has little margin left.",
+         "The finding names what was seen and where; act on its evidence and rerun envdoctor burn."),
+    Code("ED816", "The GPU's burn process hung", "burn", ("error",),
+         "The child process that loads this GPU printed nothing for longer than the idle limit (a product or a "
+         "synchronisation that never returns) and was stopped. A hung GPU often shows an Xid in the kernel log "
+         "(sudo dmesg | grep -i xid); reset the GPU or reboot.",
+         "The finding names what was seen and where; act on its evidence and rerun envdoctor burn."),
+    Code("ED817", "The GPU's burn process died", "burn", ("error",),
+         "The child process that loads this GPU crashed, exited or failed before it finished (the finding "
+         "names the signal or the error and the step). The other GPUs are reported as usual.",
+         "The finding names what was seen and where; act on its evidence and rerun envdoctor burn."),
+    Code("ED818", "The load failed with an error", "burn", ("error",),
+         "A product, a compare or the memory test raised an error (for example a CUDA error: an illegal "
+         "address or an uncorrectable ECC error). The GPU could not complete the load.",
+         "The finding names what was seen and where; act on its evidence and rerun envdoctor burn."),
+    Code("ED819", "Not enough free GPU memory", "burn", ("warning",),
+         "The load or the memory test could not allocate what it needed: another process holds GPU memory.",
+         "Stop it and rerun burn for a full test."),
+    Code("ED820", "Corrected ECC errors during the run", "burn", ("warning",),
+         "ECC corrected errors during the load. A few are normal over a GPU's life; a steady stream points at "
+         "a memory row going bad (watch for remaps).",
+         "The finding names what was seen and where; act on its evidence and rerun envdoctor burn."),
+    Code("ED821", "PCIe replays during the run", "burn", ("warning",),
+         "The GPU's PCIe replay counter grew: packets were resent on the link. DCGM's PCIe test tolerates up "
+         "to 80 under heavy traffic; during burn the link is nearly idle.",
+         "Check seating and risers."),
+    Code("ED822", "NVLink errors during the run", "burn", ("warning",),
+         "NVLink recovery events, or more than 100 CRC errors, during the load (DCGM's limits).",
+         "Check the NVLink bridge or the NVSwitch fabric."),
+    Code("ED823", "Thermal violation time during the run", "burn", ("warning",),
+         "NVML counted time in which the clocks were held back for temperature during the load.",
+         "The finding names what was seen and where; act on its evidence and rerun envdoctor burn."),
+    Code("ED824", "NVML is not readable: GPU health was not watched", "burn", ("warning",),
+         "The load ran on the GPU but envdoctor could not read NVML, so temperatures, clocks, throttle "
+         "reasons, ECC and Xids are unknown and no health verdict beyond correctness is given.",
+         "The finding names what was seen and where; act on its evidence and rerun envdoctor burn."),
+    Code("ED825", "Xid events were not watched", "burn", ("info",),
+         "NVML refused the Xid event set (older driver or permissions): Xids during the run would not be seen.",
+         "Look at the kernel log instead: sudo dmesg | grep -i xid."),
+    Code("ED826", "The run was stopped before its time", "burn", ("info",),
+         "Ctrl-C (or a stop) ended the load early: the verdict covers what ran.",
+         "The finding names what was seen and where; act on its evidence and rerun envdoctor burn."),
+    Code("ED827", "Too short for a throughput verdict", "burn", ("info",),
+         "A dtype's load ran for less than 3 s, too short for a sustained figure to mean much.",
+         "The finding names what was seen and where; act on its evidence and rerun envdoctor burn."),
+    Code("ED828", "CPU run: no GPU-health verdict", "burn", ("info",),
+         "No GPU was usable, so the load ran on the CPU with small products. It still checks that repeated "
+         "products agree, but says nothing about a GPU (no Tensor Cores, clocks or ECC).",
+         "The finding names what was seen and where; act on its evidence and rerun envdoctor burn."),
+    Code("ED829", "An Xid on a GPU that was not burned", "burn", ("warning",),
+         "NVML delivered an Xid for a GPU outside --device during the run.",
+         "The finding names what was seen and where; act on its evidence and rerun envdoctor burn.", (XID_CATALOG,)),
+
     Code("ED900", "One of envdoctor's checks failed", "envdoctor", ("warning",),
          "A check raised an exception: a bug in envdoctor, not a problem of the machine. The other checks ran.",
          "Run envdoctor check --debug for the traceback and report it."),
@@ -442,6 +563,12 @@ CODES: Dict[str, Code] = {c.code: c for c in _CODES}
 def lookup(code: str) -> Optional[Code]:
     """The registry entry of ``code`` ("ed205" and " ED205 " are accepted); None if unknown."""
     return CODES.get(code.strip().upper())
+
+
+def meaning(code: str) -> str:
+    """The registry's explanation of ``code``: what a finding's ``explanation`` says by default."""
+    entry = CODES[code]
+    return entry.meaning + (" " + entry.fix if entry.fix else "")
 
 
 def range_of(code: str) -> Optional[CodeRange]:

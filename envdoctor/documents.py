@@ -115,6 +115,7 @@ DOCUMENTS: tuple[Document, ...] = (
     Document("verify", "envdoctor.verify/1", "verify-1.json", "verify result", "envdoctor verify --json"),
     Document("table", "envdoctor.table/1", "table-1.json", "table answer", "envdoctor table KIND [KEY] --json"),
     Document("index", "envdoctor.index/1", "index-1.json", "index answer", "envdoctor index --json"),
+    Document("burn", "envdoctor.burn/1", "burn-1.json", "burn result", "envdoctor burn --json"),
 )
 _BY_KIND = {d.kind: d for d in DOCUMENTS}
 _VERSION = re.compile(r"[0-9]{1,6}")

@@ -283,3 +283,28 @@ def test_dumps_is_the_one_writer():
     text = documents.dumps({"schema": "envdoctor.table/1", "name": "GeForce RTX 5090 \u2265 570"})
     assert text == '{\n  "schema": "envdoctor.table/1",\n  "name": "GeForce RTX 5090 \u2265 570"\n}'
     assert Path(documents.__file__).name == "documents.py"
+
+
+# --- schemas generated from the documents' dataclasses (tools/make_schema.py) -----------------------
+
+def _make_schema():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("make_schema", ROOT / "tools" / "make_schema.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("kind", sorted(_make_schema().GENERATED))
+def test_generated_schemas_are_current(kind):
+    """A field added to the dataclass without `python tools/make_schema.py KIND` fails here."""
+    maker = _make_schema()
+    row = next(d for d in DOCUMENTS if d.kind == kind)
+    assert (ROOT / "envdoctor" / "schemas" / row.file).read_text() == maker.text_for(kind)
+
+
+def test_burn_json_of_a_cpu_run(tmp_path):
+    r = invoke("burn", "--seconds", "5", "--json", env={"HOME": str(tmp_path)})
+    assert r.exit_code == 0, r.output
+    validate(json.loads(r.stdout), "burn")

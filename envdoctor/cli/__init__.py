@@ -25,6 +25,7 @@ COMMANDS: Dict[str, str] = {
     "snapshot": "snapshot:snapshot",
     "verify": "snapshot:verify",
     "explain": "explain:explain",
+    "burn": "burn:burn",
 }
 
 
@@ -39,6 +40,7 @@ SUMMARIES: Dict[str, str] = {
     "snapshot": "Save this machine's report, to compare against after a change.",
     "verify": "Compare this machine with a snapshot: did anything regress?",
     "explain": "What a finding code means; without a code, every code.",
+    "burn": "Sustained load on every GPU: correctness, thermals, power, throttling, ECC and Xid.",
 }
 
 

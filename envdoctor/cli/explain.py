@@ -31,8 +31,9 @@ def explain_lines(entry: Code, style: Style) -> List[str]:
     lines = [style(f"{entry.code}  {entry.title}", "bold"),
              f"  area       {entry.area}{span}",
              f"  severity   {' or '.join(entry.severities)}",
-             "", style("What it means", "bold"), *_wrap(entry.meaning),
-             "", style("Fix", "bold"), *_wrap(entry.fix)]
+             "", style("What it means", "bold"), *_wrap(entry.meaning)]
+    if entry.fix:
+        lines += ["", style("Fix", "bold"), *_wrap(entry.fix)]
     if entry.references:
         lines += ["", style("Reference", "bold"), *(f"  {url}" for url in entry.references)]
     return lines

@@ -19,7 +19,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Optional, Protocol
 
-from envdoctor.table.schema import TableError
+from envdoctor.table.schema import Doc, TableError, parse_toml
 
 #: Names the default table at another folder of ``*.toml`` files (a copy of ``data/``).
 DATA_ENV = "ENVDOCTOR_DATA"
@@ -78,3 +78,19 @@ def read_files(directory: DataDir) -> dict[str, Optional[bytes]]:
         except OSError as exc:
             raise TableError(f"{directory.name}/{name}: cannot be read: {exc.strerror or exc}") from None
     return out
+
+
+def read_doc(name: str, directory: Optional[DataDir] = None) -> Doc:
+    """One more data file (beside the table's own): ``read_doc("xid.toml")`` reads it from the
+    default data folder (``$ENVDOCTOR_DATA``, the package, or a zip archive), parsed, as a
+    :class:`~envdoctor.table.schema.Doc`; TableError when missing or broken."""
+    folder = directory if directory is not None else data_directory()
+    label = f"{folder.name}/{name}"
+    try:
+        raw: Optional[bytes] = folder.joinpath(name).read_bytes()
+    except (FileNotFoundError, NotADirectoryError, KeyError):
+        raw = None
+    except OSError as exc:
+        raise TableError(f"{label}: cannot be read: {exc.strerror or exc}") from None
+    return Doc(label, parse_toml(label, raw))
+

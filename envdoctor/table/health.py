@@ -1,0 +1,191 @@
+"""What ``envdoctor burn`` judges a GPU by: Xid codes, clock-event reasons, expected sustained rates.
+
+``data/xid.toml`` and ``data/health.toml`` are read against a schema (the helpers of
+:mod:`envdoctor.table.schema`), every row with its source and the date it was checked::
+
+    >>> h = load_health()
+    >>> h.xid(79).severity, h.xid(79).meaning
+    ('critical', 'GPU has fallen off the bus (no longer reachable over PCIe)')
+    >>> h.reason_names(0x44), h.fault_reasons(0x44)
+    (('sw_power_cap', 'hw_thermal'), ('hw_thermal',))
+    >>> h.expected("NVIDIA H200", "bf16", 8192).sustained_tflops
+    660.0
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Dict, Optional, Tuple
+
+from envdoctor.table.schema import Doc, TableError, Where, check_top, check_unconfirmed_fields, fields, rows
+from envdoctor.table.source import DataDir, read_doc
+
+XID_SEVERITIES = ("critical", "warning", "app", "info")
+REASON_CLASSES = ("benign", "fault")
+#: the dtypes burn loads (kept here so the table does not import the burn package)
+BURN_DTYPES = ("bf16", "fp16", "tf32", "fp32", "fp64")
+
+
+@dataclass(frozen=True)
+class Xid:
+    """One Xid code: ``Xid(79, ..., severity="critical", ...)``."""
+
+    code: int
+    mnemonic: str
+    meaning: str
+    severity: str                       # "critical", "warning", "app", "info"
+    action: str
+    source: str
+    checked: str
+    nvidia_immediate: Optional[str] = None
+    nvidia_investigatory: Optional[str] = None
+    azure_fails: bool = False
+    k8s_app_error: bool = False
+    gcm_noncritical: bool = False
+    unconfirmed: bool = False
+    unconfirmed_fields: Tuple[str, ...] = ()
+    note: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class Reason:
+    """One clock-event reason bit, e.g. ``hw_thermal`` (0x40, class "fault")."""
+
+    name: str
+    nvml: str
+    bit: int
+    kind: str                           # "benign" or "fault" (``class`` in the file)
+    meaning: str
+    source: str
+    checked: str
+    unconfirmed: bool = False
+    unconfirmed_fields: Tuple[str, ...] = ()
+    note: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class Expected:
+    """The sustained rate of ``dtype`` n x n products on a GPU model, at a power limit."""
+
+    gpu: str
+    dtype: str
+    n: int
+    sustained_tflops: float
+    power_limit_w: Optional[float]
+    source: str
+    checked: str
+    unconfirmed: bool = False
+    unconfirmed_fields: Tuple[str, ...] = ()
+    note: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class Health:
+    xids: Tuple[Xid, ...]
+    reasons: Tuple[Reason, ...]
+    rates: Tuple[Expected, ...]
+
+    def xid(self, code: int) -> Optional[Xid]:
+        return next((x for x in self.xids if x.code == code), None)
+
+    def reason_names(self, mask: Optional[int]) -> Tuple[str, ...]:
+        """The set bits of ``mask`` by name, in bit order; a bit not in the table as ``bit_0x800``."""
+        if not mask:
+            return ()
+        known = {r.bit: r.name for r in self.reasons}
+        return tuple(known.get(1 << b, f"bit_{1 << b:#x}") for b in range(64) if mask >> b & 1)
+
+    def fault_reasons(self, mask: Optional[int]) -> Tuple[str, ...]:
+        """The reasons of ``mask`` that are not benign (unknown bits included)."""
+        benign = {r.name for r in self.reasons if r.kind == "benign"}
+        return tuple(n for n in self.reason_names(mask) if n not in benign)
+
+    def reason(self, name: str) -> Optional[Reason]:
+        return next((r for r in self.reasons if r.name == name), None)
+
+    def expected(self, gpu: str, dtype: str, n: int) -> Optional[Expected]:
+        """The row for this GPU name (as NVML or torch reports it), dtype and size, or None."""
+        key = _norm(gpu)
+        return next((e for e in self.rates if _norm(e.gpu) == key and e.dtype == dtype and e.n == n), None)
+
+
+def _norm(name: str) -> str:
+    return " ".join(name.lower().replace("-", " ").split())
+
+
+def load_xids(doc: Doc) -> Tuple[Xid, ...]:
+    check_top(doc, ("xid",))
+    out: Dict[int, Xid] = {}
+    for where, raw in rows(doc, "xid", "code"):
+        raw = dict(raw)
+        buckets = {k: raw.pop(k) for k in ("nvidia_immediate", "nvidia_investigatory") if k in raw}
+        for k, b in buckets.items():   # the catalog leaves some buckets empty: "" is allowed here
+            if not isinstance(b, str):
+                raise where.fail(f"field '{k}' must be a string, not {b!r}")
+        v = fields(where, raw, {"code": "int", "mnemonic": "str", "meaning": "str", "severity": "str",
+                                "action": "str", "azure_fails": "bool?", "k8s_app_error": "bool?",
+                                "gcm_noncritical": "bool?"})
+        if v["severity"] not in XID_SEVERITIES:
+            raise where.fail(f"field 'severity': {v['severity']!r} is not one of {', '.join(XID_SEVERITIES)}")
+        if v["code"] in out:
+            raise where.fail(f"duplicate Xid {v['code']}")
+        v.update({k: b or None for k, b in buckets.items()})
+        out[v["code"]] = _row(Xid, where, v)
+    return tuple(out[k] for k in sorted(out))
+
+
+def load_health_file(doc: Doc) -> Tuple[Tuple[Reason, ...], Tuple[Expected, ...]]:
+    check_top(doc, ("reason", "expected"))
+    reasons = []
+    bits: Dict[int, str] = {}
+    for where, raw in rows(doc, "reason", "name"):
+        v = fields(where, raw, {"name": "str", "nvml": "str", "bit": "int", "class": "str", "meaning": "str"})
+        bit = v["bit"]
+        if bit <= 0 or bit & (bit - 1):
+            raise where.fail(f"field 'bit': {bit:#x} is not a single bit")
+        if bit in bits:
+            raise where.fail(f"bit {bit:#x} is also {bits[bit]!r}")
+        if v["class"] not in REASON_CLASSES:
+            raise where.fail(f"field 'class': {v['class']!r} is not one of {', '.join(REASON_CLASSES)}")
+        bits[bit] = v["name"]
+        v["kind"] = v.pop("class")
+        reasons.append(_row(Reason, where, v))
+    names = [r.name for r in reasons]
+    if len(set(names)) != len(names):
+        raise TableError(f"{doc.label}: a [[reason]] name appears twice")
+    rates = []
+    seen = set()
+    for where, raw in rows(doc, "expected", "gpu"):
+        v = fields(where, raw, {"gpu": "str", "dtype": "str", "n": "int", "sustained_tflops": "float",
+                                "power_limit_w": "float?"})
+        if v["dtype"] not in BURN_DTYPES:
+            raise where.fail(f"field 'dtype': {v['dtype']!r} is not one of {', '.join(BURN_DTYPES)}")
+        key = (_norm(v["gpu"]), v["dtype"], v["n"])
+        if key in seen:
+            raise where.fail(f"a second row for {v['gpu']} {v['dtype']} n={v['n']}")
+        seen.add(key)
+        rates.append(_row(Expected, where, v))
+    return tuple(reasons), tuple(rates)
+
+
+def _row(cls: Any, where: Where, values: Dict[str, Any]) -> Any:
+    check_unconfirmed_fields(where, values.get("unconfirmed_fields", ()), cls)
+    return cls(**values)
+
+
+def build_health(directory: Optional[DataDir] = None) -> Health:
+    xids = load_xids(read_doc("xid.toml", directory))
+    reasons, rates = load_health_file(read_doc("health.toml", directory))
+    return Health(xids, reasons, rates)
+
+
+@functools.lru_cache(maxsize=1)
+def _default() -> Health:
+    return build_health()
+
+
+def load_health(directory: Optional[Path] = None) -> Health:
+    """The bundled tables (loaded once), or a fresh load of ``directory``; TableError when broken."""
+    return _default() if directory is None else build_health(Path(directory))

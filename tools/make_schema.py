@@ -1,0 +1,114 @@
+"""Write the JSON Schema of a document whose model is a frozen dataclass, from its type hints.
+
+    python tools/make_schema.py burn       # writes envdoctor/schemas/burn-1.json
+
+The schema says what the dataclasses say and no more: each field's JSON type (``Optional[int]``
+is an integer or null, ``Tuple[X, ...]`` an array of X, ``Dict[str, X]`` an object of X, a
+``Literal`` its values), every field required (``to_data`` writes them all), nested dataclasses
+as ``$defs``. tests/test_documents.py regenerates each one and fails when the file on disk is
+out of date, so a new field is one dataclass line and one run of this script.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+import typing
+from pathlib import Path
+from typing import Any, Dict, Tuple
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+#: document kind -> (the dataclass of the whole document, its "schema" value, title, who prints it)
+GENERATED: Dict[str, Tuple[str, str, str]] = {
+    "burn": ("envdoctor.facts.burn:BurnResult", "envdoctor burn result", "envdoctor burn --json"),
+}
+
+
+def _load(target: str) -> Any:
+    module, _, name = target.partition(":")
+    return getattr(__import__(module, fromlist=[name]), name)
+
+
+def _type(tp: Any, defs: Dict[str, Any]) -> Dict[str, Any]:
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if tp is Any:
+        return {}
+    if origin is typing.Union:
+        options = [_type(a, defs) for a in args if a is not type(None)]
+        schema = options[0] if len(options) == 1 else {"anyOf": options}
+        if type(None) in args:
+            if set(schema) == {"type"}:
+                kinds = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
+                return {"type": kinds + ["null"]}
+            return {"anyOf": [schema, {"type": "null"}]}
+        return schema
+    if origin is typing.Literal:
+        return {"enum": list(args)}
+    if dataclasses.is_dataclass(tp):
+        name = tp.__name__
+        if name not in defs:
+            defs[name] = {}            # a placeholder first: recursive models terminate
+            defs[name] = _object(tp, defs)
+        return {"$ref": f"#/$defs/{name}"}
+    if origin in (tuple, list):
+        item = args[0] if args else Any
+        return {"type": "array", "items": _type(item, defs)}
+    if origin is dict:
+        return {"type": "object", "additionalProperties": _type(args[1] if len(args) == 2 else Any, defs)}
+    return {bool: {"type": "boolean"}, int: {"type": "integer"}, float: {"type": "number"},
+            str: {"type": "string"}}.get(tp, {})
+
+
+def _object(cls: Any, defs: Dict[str, Any]) -> Dict[str, Any]:
+    hints = typing.get_type_hints(cls)
+    props = {f.name: _type(hints[f.name], defs) for f in dataclasses.fields(cls)}
+    doc = (cls.__doc__ or "").strip().splitlines()
+    out: Dict[str, Any] = {"type": "object", "required": list(props), "properties": props}
+    if doc:
+        out["description"] = doc[0]
+    return out
+
+
+def schema_for(kind: str) -> Dict[str, Any]:
+    from envdoctor.documents import DOCUMENTS
+
+    target, title, emitted_by = GENERATED[kind]
+    row = next(d for d in DOCUMENTS if d.kind == kind)
+    defs: Dict[str, Any] = {}
+    top = _object(_load(target), defs)
+    top["properties"]["schema"] = {"const": row.schema}
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": f"https://envdoctor.invalid/schemas/{row.file}",
+        "title": f"{title}, schema {row.schema}",
+        "description": f"Printed by `{emitted_by}`; generated from {target} by tools/make_schema.py "
+                       "(do not edit by hand). Keys are stable within the schema version; new keys may be added.",
+        **{k: v for k, v in top.items() if k != "description"},
+        "$defs": dict(sorted(defs.items())),
+    }
+
+
+def text_for(kind: str) -> str:
+    return json.dumps(schema_for(kind), indent=1) + "\n"
+
+
+def main(argv: list) -> int:
+    from envdoctor.documents import DOCUMENTS
+
+    kinds = argv[1:] or list(GENERATED)
+    for kind in kinds:
+        if kind not in GENERATED:
+            print(f"no generated schema for {kind!r}; these are: {', '.join(GENERATED)}", file=sys.stderr)
+            return 2
+        row = next(d for d in DOCUMENTS if d.kind == kind)
+        path = ROOT / "envdoctor" / "schemas" / row.file
+        path.write_text(text_for(kind))
+        print(f"wrote {path.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
