@@ -157,7 +157,7 @@ def _spec(data: Mapping[str, Any], where: str, name: Optional[str]) -> ModelSpec
             raise ConfigError(f"{where}: this config {_MIXED_LAYERS}")
         extra = dict(experts=need("num_experts"), experts_per_token=need("num_experts_per_tok"),
                      expert_intermediate=need("moe_intermediate_size"),
-                     shared_expert_intermediate=opt_int("shared_expert_intermediate_size", 0) or 0)
+                     shared_expert_intermediate=jt.get_int(data, "shared_expert_intermediate_size") or 0)
     if family in ("qwen2",):
         extra["attention_bias"] = True      # Qwen2Attention: q/k/v projections always have a bias
     elif family != "bert":
