@@ -13,8 +13,8 @@ Needs torch and transformers in the running interpreter (not envdoctor dependenc
 Dropout is off in the GPT-2, BERT and T5 configs here: on the CPU, SDPA with dropout falls back to
 the math kernel (which keeps the s x s probabilities), unlike CUDA's flash kernel. The masks
 themselves were checked with dropout on and eager attention (the CPU keeps them in the input
-dtype, CUDA's fused dropout as bool). CPU differs from CUDA in SDPA kernels (the CPU flash kernel keeps the same q, k, v, output and
-log-sum-exp) and in autocast's op lists, so the autocast rows are indicative only.
+dtype, CUDA's fused dropout as bool). CPU differs from CUDA in SDPA kernels (the CPU flash kernel
+keeps the same q, k, v, output and log-sum-exp) and in autocast's op lists, so the autocast rows are indicative only.
 """
 
 from __future__ import annotations
@@ -89,7 +89,7 @@ def build(family: str, layers: int, dtype: torch.dtype, attention: str) -> torch
     cfg = dict(TINY[family])
     key = {"gpt2": "n_layer", "t5": "num_layers"}.get(family, "num_hidden_layers")
     cfg[key] = layers
-    config = transformers.AutoConfig.for_model(**cfg)
+    config = transformers.AutoConfig.for_model(**cfg)  # type: ignore[arg-type]
     config._attn_implementation = attention
     model = transformers.AutoModelForCausalLM.from_config(config) if family not in ("bert", "t5") else (
         transformers.AutoModelForMaskedLM.from_config(config) if family == "bert"

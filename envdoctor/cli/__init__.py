@@ -23,6 +23,7 @@ COMMANDS: Dict[str, str] = {
     "table": "table:table",
     "snapshot": "snapshot:snapshot",
     "verify": "snapshot:verify",
+    "fit": "fit:fit",
 }
 
 
@@ -51,6 +52,7 @@ def cli() -> None:
     envdoctor bench        matmul TFLOP/s: are the Tensor Cores delivering?
     envdoctor snapshot / verify   prove a driver upgrade broke nothing
     envdoctor table torch 2.7     the compatibility table, each fact with its source
+    envdoctor fit Llama-3.1-8B --train --gpu H200   will it fit, term by term
     """
 
 

@@ -21,13 +21,14 @@ Sizes are elements per token; ``bytes_each`` is the element size in the run's pr
 ...                  intermediate=128, layers=2, heads=4, kv_heads=2, head_dim=16, vocab=100)
 >>> p = Precision(act=2, resid=2, autocast=False)
 >>> layer_bytes_per_token(layer_saved(spec, p, seq=32, attention="sdpa", trainable_linears=True))
-2448.0
+2456
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Iterable, List, Literal, Optional, Sequence, Tuple
+from typing import Literal
 
 from envdoctor.fit.spec import ModelSpec
 
@@ -53,7 +54,7 @@ class Saved:
     name: str
     per_token: float
     bytes_each: float
-    savers: Tuple[str, ...]
+    savers: tuple[str, ...]
 
     @property
     def bytes_per_token(self) -> float:
@@ -72,7 +73,7 @@ class _Layer:
         self.trainable = trainable_linears
         self.lora = set(lora)
         self.rank = lora_rank
-        self.items: List[Saved] = []
+        self.items: list[Saved] = []
 
     def add(self, name: str, per_token: float, bytes_each: float, *savers: str) -> None:
         active = tuple(s for s in savers if not s.startswith("linear:") or self.trainable)
@@ -130,7 +131,7 @@ def effective_attention(spec: ModelSpec, attention: Attention) -> Attention:
 
 def layer_saved(spec: ModelSpec, p: Precision, seq: int, attention: Attention, trainable_linears: bool,
                 lora: Sequence[str] = (), lora_rank: int = 0, cross_attention: bool = False,
-                dropout: Optional[bool] = None) -> Tuple[Saved, ...]:
+                dropout: bool | None = None) -> tuple[Saved, ...]:
     """The tensors one block of ``spec`` keeps per token at sequence length ``seq``.
 
     ``trainable_linears``: the block's linear weights need gradients (full fine-tuning);

@@ -6,7 +6,7 @@ one :class:`ConfigError` naming the field:
 >>> spec_from_text('{"architectures": ["LlamaForCausalLM"], "hidden_size": 4096}', "config.json")
 Traceback (most recent call last):
 ...
-envdoctor.fit.config.ConfigError: config.json: field 'num_hidden_layers' is missing (LlamaForCausalLM needs it)
+envdoctor.fit.config.ConfigError: config.json: field 'num_attention_heads' is missing (LlamaForCausalLM needs it)
 
 Field names differ per family (GPT-2 ``n_embd``/``n_layer``/``n_head``, T5 ``d_model``/``d_ff``/
 ``num_layers``); defaults are those of transformers 5.x's config classes (``tie_word_embeddings``
@@ -17,7 +17,8 @@ A multimodal config with the language model under ``text_config`` is read from t
 
 from __future__ import annotations
 
-from typing import Any, Dict, Mapping, Optional, Tuple
+from collections.abc import Mapping
+from typing import Any
 
 from envdoctor.fit.spec import Family, ModelSpec
 from envdoctor.parse import ParseError
@@ -32,7 +33,7 @@ class ConfigError(ParseError):
 
 
 #: ``architectures[0]`` (or ``model_type``) -> family
-ARCHITECTURES: Dict[str, Family] = {
+ARCHITECTURES: dict[str, Family] = {
     "LlamaForCausalLM": "llama", "MistralForCausalLM": "mistral", "Qwen2ForCausalLM": "qwen2",
     "Qwen3ForCausalLM": "qwen3", "MixtralForCausalLM": "mixtral", "Qwen2MoeForCausalLM": "qwen2_moe",
     "Qwen3MoeForCausalLM": "qwen3_moe", "GemmaForCausalLM": "gemma", "Gemma2ForCausalLM": "gemma2",
@@ -40,7 +41,7 @@ ARCHITECTURES: Dict[str, Family] = {
     "BertForMaskedLM": "bert", "BertModel": "bert", "BertForPreTraining": "bert",
     "BertForSequenceClassification": "bert", "T5ForConditionalGeneration": "t5", "T5Model": "t5",
 }
-MODEL_TYPES: Dict[str, Family] = {
+MODEL_TYPES: dict[str, Family] = {
     "llama": "llama", "mistral": "mistral", "qwen2": "qwen2", "qwen3": "qwen3", "mixtral": "mixtral",
     "qwen2_moe": "qwen2_moe", "qwen3_moe": "qwen3_moe", "gemma": "gemma", "gemma2": "gemma2", "phi3": "phi3",
     "gpt2": "gpt2", "bert": "bert", "t5": "t5",
@@ -59,7 +60,7 @@ def spec_from_text(text: str, where: str) -> ModelSpec:
     return spec_from_config(data, where)
 
 
-def spec_from_config(data: Mapping[str, Any], where: str, name: Optional[str] = None) -> ModelSpec:
+def spec_from_config(data: Mapping[str, Any], where: str, name: str | None = None) -> ModelSpec:
     """A decoded config object -> ModelSpec; ConfigError naming the missing or wrong field."""
     if not isinstance(data, Mapping):
         raise ConfigError(f"{where}: not a JSON object")
@@ -69,7 +70,7 @@ def spec_from_config(data: Mapping[str, Any], where: str, name: Optional[str] = 
         raise ConfigError(f"{where}: {exc}") from None
 
 
-def _family(data: Mapping[str, Any], where: str) -> Tuple[Family, str]:
+def _family(data: Mapping[str, Any], where: str) -> tuple[Family, str]:
     archs = jt.get_list(data, "architectures")
     arch = archs[0] if archs and isinstance(archs[0], str) else None
     model_type = jt.get_str(data, "model_type")
@@ -85,7 +86,7 @@ def _family(data: Mapping[str, Any], where: str) -> Tuple[Family, str]:
     raise ConfigError(f"{where}: architecture {named!r} is not one fit knows (known: {known})")
 
 
-def _spec(data: Mapping[str, Any], where: str, name: Optional[str]) -> ModelSpec:
+def _spec(data: Mapping[str, Any], where: str, name: str | None) -> ModelSpec:
     text_config = jt.get_dict(data, "text_config")
     if text_config and "hidden_size" not in data and "n_embd" not in data and "d_model" not in data:
         inner = dict(text_config)
@@ -103,7 +104,7 @@ def _spec(data: Mapping[str, Any], where: str, name: Optional[str]) -> ModelSpec
             raise ConfigError(f"{where}: field {key!r} must be a positive integer, not {value}")
         return value
 
-    def opt_int(key: str, default: Optional[int] = None) -> Optional[int]:
+    def opt_int(key: str, default: int | None = None) -> int | None:
         value = jt.get_int(data, key, default)
         if value is not None and value <= 0:
             raise ConfigError(f"{where}: field {key!r} must be a positive integer, not {value}")
@@ -115,7 +116,7 @@ def _spec(data: Mapping[str, Any], where: str, name: Optional[str]) -> ModelSpec
 
     tie = jt.get_bool(data, "tie_word_embeddings", family in _TIED_BY_DEFAULT)
     dtype = jt.get_str(data, "torch_dtype") or jt.get_str(data, "dtype")
-    common: Dict[str, Any] = dict(name=name or where, architecture=arch, family=family, dtype=dtype,
+    common: dict[str, Any] = dict(name=name or where, architecture=arch, family=family, dtype=dtype,
                                   tie_embeddings=bool(tie), source=where)
     if family == "gpt2":
         h, heads = need("n_embd"), need("n_head")
@@ -136,7 +137,8 @@ def _spec(data: Mapping[str, Any], where: str, name: Optional[str]) -> ModelSpec
                          decoder_layers=opt_int("num_decoder_layers") or layers, heads=heads, kv_heads=heads,
                          head_dim=opt_int("d_kv", 64) or 64, vocab=need("vocab_size"), max_positions=None,
                          relative_buckets=opt_int("relative_attention_num_buckets", 32) or 32,
-                         attention_dropout=opt_float("dropout_rate", 0.1), hidden_dropout=opt_float("dropout_rate", 0.1),
+                         attention_dropout=opt_float("dropout_rate", 0.1),
+                         hidden_dropout=opt_float("dropout_rate", 0.1),
                          **common)
     h, heads = need("hidden_size"), need("num_attention_heads")
     kv_heads = opt_int("num_key_value_heads") or heads
@@ -144,7 +146,7 @@ def _spec(data: Mapping[str, Any], where: str, name: Optional[str]) -> ModelSpec
         raise ConfigError(f"{where}: num_attention_heads {heads} is not a multiple of num_key_value_heads {kv_heads}")
     head_dim = opt_int("head_dim") or _divide(h, heads, where, "hidden_size", "num_attention_heads")
     layers = need("num_hidden_layers")
-    extra: Dict[str, Any] = {}
+    extra: dict[str, Any] = {}
     if family == "bert":
         extra = dict(type_vocab=opt_int("type_vocab_size", 2) or 2, attention_bias=True, mlp_bias=True,
                      attention_dropout=opt_float("attention_probs_dropout_prob", 0.1),
@@ -172,7 +174,8 @@ def _spec(data: Mapping[str, Any], where: str, name: Optional[str]) -> ModelSpec
                      else (opt_int("intermediate_size") or 0), layers=layers, heads=heads, kv_heads=kv_heads,
                      head_dim=head_dim, vocab=need("vocab_size"),
                      max_positions=opt_int("max_position_embeddings"),
-                     sliding_window=opt_int("sliding_window") if jt.get_bool(data, "use_sliding_window", True) else None,
+                     sliding_window=(opt_int("sliding_window") if jt.get_bool(data, "use_sliding_window", True)
+                                     else None),
                      **extra, **common)
 
 

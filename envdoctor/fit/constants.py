@@ -11,9 +11,10 @@ Each constant there carries ``source`` and ``checked``; this module reads them i
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, Optional
+from typing import Any
 
 from envdoctor.table import TableError, data_directory
 from envdoctor.table.schema import Where, check_top, fields, read_toml, rows
@@ -34,7 +35,7 @@ class Constants:
     lora_adapter_bytes: int = 4               # PEFT keeps adapters in fp32 (autocast_adapter_dtype=True)
 
 
-_NAMES = {
+_NAMES: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "cuda_context_mib": ("context_bytes", lambda v: int(v * MIB)),
     "cublas_mib": ("cublas_bytes", lambda v: int(v * MIB)),
     "allocator_reserve_fraction": ("allocator_reserve", float),
@@ -49,7 +50,7 @@ def read_constants(path: Path) -> Constants:
     """Constants from one ``fit.toml``; TableError naming the row when it is broken."""
     doc = read_toml(path)
     check_top(path, doc, ("constant",))
-    values: Dict[str, Any] = {}
+    values: dict[str, Any] = {}
     for where, raw in rows(path, doc, "constant", "name"):
         v = fields(where, raw, {"name": "str", "value": "float", "unit": "str"})
         if v["name"] not in _NAMES:
@@ -67,7 +68,7 @@ def _default() -> Constants:
     return read_constants(data_directory() / "fit.toml")
 
 
-def load_constants(path: Optional[Path] = None) -> Constants:
+def load_constants(path: Path | None = None) -> Constants:
     """The bundled constants (cached), or those of ``path``."""
     return _default() if path is None else read_constants(path)
 

@@ -23,10 +23,11 @@ top of what is allocated. Each :class:`Term` carries its formula and the numbers
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Dict, List, Literal, Optional, Sequence, Tuple
+from typing import Any, Literal
 
-from envdoctor.fit.activations import Precision, effective_attention, layer_bytes_per_token, layer_saved
+from envdoctor.fit.activations import Precision, Saved, effective_attention, layer_bytes_per_token, layer_saved
 from envdoctor.fit.constants import Constants
 from envdoctor.fit.params import Weight, inventory, largest_layer_params, matmul_params, total_params
 from envdoctor.fit.spec import ModelSpec
@@ -48,14 +49,14 @@ class Term:
     name: TermName
     bytes: int
     formula: str
-    inputs: Tuple[Tuple[str, Value], ...] = ()
+    inputs: tuple[tuple[str, Value], ...] = ()
     note: str = ""
 
 
 @dataclass(frozen=True)
 class Phase:
     name: str
-    terms: Tuple[Term, ...]
+    terms: tuple[Term, ...]
 
     @property
     def bytes(self) -> int:
@@ -81,16 +82,18 @@ class Flops:
 class Estimate:
     spec: ModelSpec
     workload: Workload
-    phases: Tuple[Phase, ...]
+    phases: tuple[Phase, ...]
     peak_phase: str
     peak_bytes: int            # one GPU, context and allocator reserve included
     params_total: int
     params_trainable: int
     flops: Flops
-    notes: Tuple[str, ...]
+    notes: tuple[str, ...]
+    #: per kind of block ("layer", "encoder layer", "decoder layer"): the tensors it keeps for backward
+    activation_detail: tuple[tuple[str, tuple[Saved, ...]], ...] = ()
 
     @property
-    def terms(self) -> Tuple[Term, ...]:
+    def terms(self) -> tuple[Term, ...]:
         return next(p.terms for p in self.phases if p.name == self.peak_phase)
 
     def term(self, name: str) -> Term:
@@ -109,7 +112,7 @@ class _Run:
     zero_layout: bool          # ZeRO with --amp: DeepSpeed's half params + half grads + fp32 master (ZeRO §3.1)
     trainable: int
     grad_bytes: int
-    lora_linears: Tuple[Weight, ...]
+    lora_linears: tuple[Weight, ...]
     lora_params: int
 
 
@@ -121,7 +124,7 @@ def estimate(spec: ModelSpec, w: Workload, const: Constants) -> Estimate:
     weights = inventory(spec)
     n_total = total_params(weights)
     run = _run(spec, w, weights, const)
-    notes: List[str] = []
+    notes: list[str] = []
     if w.attention != effective_attention(spec, w.attention):
         notes.append(f"{spec.architecture}: counted with eager attention (transformers 5 has no flash path for it)")
     if spec.sliding_window and w.mode == "infer":
@@ -140,10 +143,23 @@ def estimate(spec: ModelSpec, w: Workload, const: Constants) -> Estimate:
     peak = max(finished, key=lambda p: p.bytes)
     return Estimate(spec=spec, workload=w, phases=finished, peak_phase=peak.name, peak_bytes=peak.bytes,
                     params_total=n_total, params_trainable=run.trainable, flops=flops(spec, w, weights),
-                    notes=tuple(notes))
+                    notes=tuple(notes), activation_detail=_detail(spec, w, run) if w.train else ())
 
 
-def _run(spec: ModelSpec, w: Workload, weights: Tuple[Weight, ...], const: Constants) -> _Run:
+def _detail(spec: ModelSpec, w: Workload, run: _Run) -> tuple[tuple[str, tuple[Saved, ...]], ...]:
+    lora = [x.name for x in run.lora_linears]
+    full = not w.lora_rank
+
+    def one(cross: bool) -> tuple[Saved, ...]:
+        return layer_saved(spec, run.prec, w.seq, w.attention, trainable_linears=full, lora=lora,
+                           lora_rank=w.lora_rank, cross_attention=cross)
+
+    if spec.decoder_layers:
+        return (("encoder layer", one(False)), ("decoder layer", one(True)))
+    return (("layer", one(False)),)
+
+
+def _run(spec: ModelSpec, w: Workload, weights: tuple[Weight, ...], const: Constants) -> _Run:
     wb = DTYPE_BYTES[w.dtype]
     autocast = bool(w.amp) and w.dtype == "fp32"
     zero_layout = w.train and w.zero >= 1 and autocast
@@ -161,21 +177,21 @@ def _run(spec: ModelSpec, w: Workload, weights: Tuple[Weight, ...], const: Const
                 lora_linears, lora_params)
 
 
-def _lora_linears(weights: Tuple[Weight, ...], w: Workload) -> Tuple[Weight, ...]:
+def _lora_linears(weights: tuple[Weight, ...], w: Workload) -> tuple[Weight, ...]:
     block = [x for x in weights if x.kind == "linear" and x.block]
     if w.lora_targets:
         return tuple(x for x in block if x.name in w.lora_targets or x.name.split(".")[-1] in w.lora_targets)
     return tuple(x for x in block if x.name not in _NOT_LORA)
 
 
-def lora_target_names(spec: ModelSpec) -> Tuple[str, ...]:
+def lora_target_names(spec: ModelSpec) -> tuple[str, ...]:
     """The names ``--lora-targets`` accepts for ``spec`` (the linears of its blocks)."""
     return tuple(x.name for x in inventory(spec) if x.kind == "linear" and x.block)
 
 
 # --- terms ------------------------------------------------------------------------------------
 
-def _constant_terms(const: Constants) -> Tuple[Term, ...]:
+def _constant_terms(const: Constants) -> tuple[Term, ...]:
     return (Term("context", const.context_bytes + const.cublas_bytes,
                  "CUDA context + cuBLAS workspace (measured once, H200)",
                  (("cuda_context_bytes", const.context_bytes), ("cublas_bytes", const.cublas_bytes))),)
@@ -188,11 +204,11 @@ def _reserve(phase: Phase, const: Constants) -> Term:
                 (("allocated_bytes", allocated), ("fraction", const.allocator_reserve)))
 
 
-def _weights_term(spec: ModelSpec, w: Workload, weights: Tuple[Weight, ...], run: _Run,
+def _weights_term(spec: ModelSpec, w: Workload, weights: tuple[Weight, ...], run: _Run,
                   const: Constants) -> Term:
     n = total_params(weights)
     shard = w.gpus if w.zero == 3 else 1
-    inputs: List[Tuple[str, Value]] = [("params", n)]
+    inputs: list[tuple[str, Value]] = [("params", n)]
     if w.quant:
         quantised = sum(x.numel for x in weights if x.kind in ("linear", "expert") and x.block)
         per = const.nf4_bytes_per_param if w.quant == "int4" else const.int8_bytes_per_param
@@ -200,11 +216,13 @@ def _weights_term(spec: ModelSpec, w: Workload, weights: Tuple[Weight, ...], run
         inputs += [("quantised_params", quantised), ("bytes_per_quantised_param", round(per, 5)),
                    ("other_params_bytes_each", run.weight_bytes)]
         formula = (f"quantised block linears x {per:.4f} B ({w.quant}"
-                   f"{', NF4 + double-quant constants' if w.quant == 'int4' else ''}) + the rest x {run.weight_bytes:g} B")
+                   f"{', NF4 + double-quant constants' if w.quant == 'int4' else ''})"
+                   f" + the rest x {run.weight_bytes:g} B")
     else:
         base = n * run.weight_bytes
         inputs.append(("bytes_each", run.weight_bytes))
-        formula = f"params x {run.weight_bytes:g} B ({'bf16/fp16 copy of the ZeRO layout' if run.zero_layout else w.dtype})"
+        what = "bf16/fp16 copy of the ZeRO layout" if run.zero_layout else w.dtype
+        formula = f"params x {run.weight_bytes:g} B ({what})"
     if shard > 1:
         base /= shard
         inputs.append(("zero3_shards", shard))
@@ -217,8 +235,8 @@ def _weights_term(spec: ModelSpec, w: Workload, weights: Tuple[Weight, ...], run
     return Term("weights", int(base), formula, tuple(inputs))
 
 
-def _state_bytes(w: Workload, weights: Tuple[Weight, ...], run: _Run, const: Constants) -> Tuple[float, str,
-                                                                                                  List[Tuple[str, Value]]]:
+def _state_bytes(w: Workload, weights: tuple[Weight, ...], run: _Run,
+                 const: Constants) -> tuple[float, str, list[tuple[str, Value]]]:
     """Optimizer bytes for all trainable params (unsharded), the formula, the inputs."""
     p_bytes = run.grad_bytes    # the trainable params' own dtype (states follow it: torch zeros_like(p))
     n = run.trainable
@@ -229,11 +247,13 @@ def _state_bytes(w: Workload, weights: Tuple[Weight, ...], run: _Run, const: Con
             ("trainable", n), ("state_bytes", p_bytes)]
     if w.optimizer == "adamw8bit":
         per = const.adam8bit_bytes_per_param + (4 if run.zero_layout else 0)
-        return per * n, f"params x {per:g} B (two 8-bit states + block absmax{', + fp32 master' if run.zero_layout else ''})", [
+        master = ", + fp32 master" if run.zero_layout else ""
+        return per * n, f"params x {per:g} B (two 8-bit states + block absmax{master})", [
             ("trainable", n)]
     if w.optimizer == "sgd":
         per = (4 + 4) if run.zero_layout else p_bytes
-        return float(per * n), f"params x {per} B (one momentum buffer{', + fp32 master' if run.zero_layout else ''})", [
+        master = ", + fp32 master" if run.zero_layout else ""
+        return float(per * n), f"params x {per} B (one momentum buffer{master})", [
             ("trainable", n)]
     # adafactor: factored second moment, fp32: rows + cols per matrix, numel per vector
     trainable_w = _trainable_weights(weights, w, run)
@@ -246,7 +266,7 @@ def _state_bytes(w: Workload, weights: Tuple[Weight, ...], run: _Run, const: Con
         ("trainable", n), ("matrices", len(trainable_w))]
 
 
-def _trainable_weights(weights: Tuple[Weight, ...], w: Workload, run: _Run) -> List[Weight]:
+def _trainable_weights(weights: tuple[Weight, ...], w: Workload, run: _Run) -> list[Weight]:
     if w.lora_rank:
         out = []
         for x in run.lora_linears:
@@ -256,8 +276,8 @@ def _trainable_weights(weights: Tuple[Weight, ...], w: Workload, run: _Run) -> L
     return list(weights)
 
 
-def _train_phases(spec: ModelSpec, w: Workload, weights: Tuple[Weight, ...], run: _Run, const: Constants,
-                  notes: List[str]) -> Tuple[Phase, ...]:
+def _train_phases(spec: ModelSpec, w: Workload, weights: tuple[Weight, ...], run: _Run, const: Constants,
+                  notes: list[str]) -> tuple[Phase, ...]:
     b, s, A = w.batch, w.seq, run.prec.act
     tokens = b * s
     weights_t = _weights_term(spec, w, weights, run, const)
@@ -272,7 +292,7 @@ def _train_phases(spec: ModelSpec, w: Workload, weights: Tuple[Weight, ...], run
                      f"trainable params x {run.grad_bytes} B" + (f" / {grad_shard} GPUs (ZeRO-{w.zero})"
                                                                  if grad_shard > 1 else ""),
                      (("trainable", run.trainable), ("bytes_each", run.grad_bytes)))
-    extra: List[Term] = []
+    extra: list[Term] = []
     if run.prec.autocast:
         n_mm = matmul_params(weights) + (spec.vocab * spec.hidden if spec.tie_embeddings else 0)
         extra.append(Term("autocast_copies", n_mm * 2,
@@ -326,7 +346,7 @@ def _train_phases(spec: ModelSpec, w: Workload, weights: Tuple[Weight, ...], run
     return (loss_phase, layer_phase, step_phase)
 
 
-def _activations(spec: ModelSpec, w: Workload, run: _Run) -> Tuple[Dict[str, Any], List[Tuple[str, Value]], float]:
+def _activations(spec: ModelSpec, w: Workload, run: _Run) -> tuple[dict[str, Any], list[tuple[str, Value]], float]:
     """Total saved activation bytes, the per-layer inputs, and the largest layer's bytes per token."""
     b, s = w.batch, w.seq
     lora_names = [x.name for x in run.lora_linears]
@@ -347,18 +367,18 @@ def _activations(spec: ModelSpec, w: Workload, run: _Run) -> Tuple[Dict[str, Any
         outside_pt += 3 * A * spec.hidden
     if spec.family == "t5":
         outside_pt += R * spec.hidden     # the encoder output, input of every cross-attention k and v
-    inputs: List[Tuple[str, Value]] = [(f"{name}_bytes_per_token", round(pt, 2)) for name, _, pt in kinds]
+    inputs: list[tuple[str, Value]] = [(f"{name}_bytes_per_token", round(pt, 2)) for name, _, pt in kinds]
     inputs += [(f"{name}s", n) for name, n, _ in kinds]
     inputs.append(("outside_blocks_bytes_per_token", outside_pt))
     if w.grad_checkpointing:
         stored = sum(n for _, n, _ in kinds) * R * spec.hidden
-        total = b * s * (stored + outside_pt)
+        total: float = b * s * (stored + outside_pt)
         formula = ("b*s x (layers x h x R: each layer's input, kept by torch.utils.checkpoint + final norm "
                    "and head input); the recomputed layer is in the layer working set")
     else:
         total = b * s * (sum(n * pt for _, n, pt in kinds) + outside_pt)
         formula = ("b*s x (layers x bytes per token per layer + final norm and head input); per layer: the "
-                   "tensors autograd keeps (see activations_detail)")
+                   "tensors autograd keeps (listed in the JSON's activation_detail)")
     return {"total": total, "formula": formula}, inputs, layer_max
 
 
@@ -381,7 +401,7 @@ def _layer_backward_working(spec: ModelSpec, w: Workload, run: _Run, layer_max: 
     return working
 
 
-def _step_temporaries(w: Workload, weights: Tuple[Weight, ...], run: _Run, shard: int) -> Term:
+def _step_temporaries(w: Workload, weights: tuple[Weight, ...], run: _Run, shard: int) -> Term:
     if w.optimizer == "adamw_foreach" and not run.zero_layout:
         n = run.trainable
         return Term("optimizer_step", int(n * run.grad_bytes / shard),
@@ -390,7 +410,8 @@ def _step_temporaries(w: Workload, weights: Tuple[Weight, ...], run: _Run, shard
                     note="fused=True (HF Trainer's adamw_torch_fused) avoids it")
     if w.optimizer == "adafactor":
         big = max((x.rows * x.cols for x in _trainable_weights(weights, w, run)), default=0)
-        return Term("optimizer_step", big * 4 * 3, "Adafactor works one parameter at a time: ~3 fp32 copies of the largest",
+        return Term("optimizer_step", big * 4 * 3,
+                    "Adafactor works one parameter at a time: ~3 fp32 copies of the largest",
                     (("largest_param", big),))
     return Term("optimizer_step", 0, f"{w.optimizer}: no step-wide temporary copy", ())
 
@@ -403,8 +424,8 @@ def kv_bytes_per_token(spec: ModelSpec, kv_bytes: float) -> float:
     return 2 * layers * spec.kv_heads * spec.head_dim * kv_bytes
 
 
-def _infer_phases(spec: ModelSpec, w: Workload, weights: Tuple[Weight, ...], run: _Run,
-                  const: Constants) -> Tuple[Phase, ...]:
+def _infer_phases(spec: ModelSpec, w: Workload, weights: tuple[Weight, ...], run: _Run,
+                  const: Constants) -> tuple[Phase, ...]:
     b, s, new, A, R = w.batch, w.seq, w.new_tokens, run.prec.act, run.prec.resid
     weights_t = _weights_term(spec, w, weights, run, const)
     kvb = DTYPE_BYTES[w.kv_dtype] if w.kv_dtype else A
@@ -461,7 +482,7 @@ def _infer_phases(spec: ModelSpec, w: Workload, weights: Tuple[Weight, ...], run
 
 # --- FLOPs ------------------------------------------------------------------------------------
 
-def flops(spec: ModelSpec, w: Workload, weights: Optional[Sequence[Weight]] = None) -> Flops:
+def flops(spec: ModelSpec, w: Workload, weights: Sequence[Weight] | None = None) -> Flops:
     """PaLM (arXiv:2204.02311 App. B) / nanoGPT: training 6N + 12·L·H·Q·T per token, N the matmul
     parameters a token runs through (MoE: its top-k experts), T the sequence length; forward only
     2N + 4·L·H·Q·T. The causal variant halves the attention term (Megatron, FlashAttention)."""
@@ -479,5 +500,6 @@ def flops(spec: ModelSpec, w: Workload, weights: Optional[Sequence[Weight]] = No
     embed = sum(x.numel for x in ws if x.kind == "embedding")
     return Flops(convention="PaLM/nanoGPT: 6N + 12*L*H*Q*T per training token (2N + 4*L*H*Q*T forward), "
                  "N = matmul parameters (embedding lookups left out, as torchtitan does)",
-                 n_matmul=n, n_all=n + embed - (spec.vocab * spec.hidden if spec.tie_embeddings else 0), per_token=per + attn, per_token_causal=per + causal,
+                 n_matmul=n, n_all=n + embed - (spec.vocab * spec.hidden if spec.tie_embeddings else 0),
+                 per_token=per + attn, per_token_causal=per + causal,
                  per_step=(per + attn) * tokens, per_step_causal=(per + causal) * tokens, tokens_per_step=tokens)

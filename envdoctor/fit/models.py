@@ -14,7 +14,7 @@ import functools
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any
 
 from envdoctor.fit.config import ConfigError, spec_from_config
 from envdoctor.fit.spec import ModelSpec
@@ -28,21 +28,21 @@ _META = {"name": "str", "aliases": "strs?", "architecture": "str", "confirmed_fr
 @dataclass(frozen=True)
 class BundledModel:
     name: str
-    aliases: Tuple[str, ...]
+    aliases: tuple[str, ...]
     spec: ModelSpec
     source: str
-    confirmed_from: Optional[str]
+    confirmed_from: str | None
     checked: str
     unconfirmed: bool
-    unconfirmed_fields: Tuple[str, ...]
-    note: Optional[str]
+    unconfirmed_fields: tuple[str, ...]
+    note: str | None
 
 
 @dataclass(frozen=True)
 class ModelTable:
-    models: Tuple[BundledModel, ...]
+    models: tuple[BundledModel, ...]
 
-    def find(self, name: str) -> Optional[BundledModel]:
+    def find(self, name: str) -> BundledModel | None:
         """By name or alias, case-insensitively; an ``org/Name`` Hub id matches by its last part."""
         key = _key(name)
         tail = _key(name.rsplit("/", 1)[-1])
@@ -52,7 +52,7 @@ class ModelTable:
                 return m
         return None
 
-    def suggest(self, name: str, n: int = 3) -> List[str]:
+    def suggest(self, name: str, n: int = 3) -> list[str]:
         """The closest bundled names to a miss."""
         names = {_key(m.name): m.name for m in self.models}
         for m in self.models:
@@ -70,8 +70,8 @@ def read_models(path: Path) -> ModelTable:
     """Load and check one models.toml; TableError naming file, row and field when it is broken."""
     doc = read_toml(path)
     check_top(path, doc, ("model",))
-    out: List[BundledModel] = []
-    seen: Dict[str, str] = {}
+    out: list[BundledModel] = []
+    seen: dict[str, str] = {}
     for where, raw in rows(path, doc, "model", "name"):
         if not isinstance(raw.get("config"), dict):
             raise where.fail("missing table 'config' (the config.json fields)")
@@ -82,7 +82,7 @@ def read_models(path: Path) -> ModelTable:
         if not v["confirmed_from"] and not v["unconfirmed"]:
             raise where.fail("no 'confirmed_from': name the stored copy the values were checked against, "
                              "or mark the row unconfirmed = true")
-        config: Dict[str, Any] = dict(raw["config"])
+        config: dict[str, Any] = dict(raw["config"])
         for f in v["unconfirmed_fields"]:
             if f not in config:
                 raise where.fail(f"field 'unconfirmed_fields': {f!r} is not in [model.config]")
@@ -114,6 +114,6 @@ def _default() -> ModelTable:
     return read_models(data_directory() / "models.toml")
 
 
-def bundled_models(path: Optional[Path] = None) -> ModelTable:
+def bundled_models(path: Path | None = None) -> ModelTable:
     """The bundled table (loaded once), or a fresh load of ``path``."""
     return _default() if path is None else read_models(path)

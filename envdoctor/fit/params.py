@@ -14,7 +14,7 @@ the LoRA adapters (which linears of the blocks), the autocast weight copies and 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import List, Literal, Tuple
+from typing import Literal
 
 from envdoctor.fit.spec import ModelSpec
 
@@ -42,16 +42,16 @@ class Weight:
         return self.rows * self.cols * self.count
 
 
-def total_params(weights: Tuple[Weight, ...]) -> int:
+def total_params(weights: tuple[Weight, ...]) -> int:
     return sum(w.numel for w in weights)
 
 
-def matmul_params(weights: Tuple[Weight, ...], active_only: bool = False) -> int:
+def matmul_params(weights: tuple[Weight, ...], active_only: bool = False) -> int:
     """Weights used in a matrix product (linears, experts and the output head, tied or not)."""
     return int(sum(w.numel * (w.active if active_only else 1.0) for w in weights if w.kind in ("linear", "expert")))
 
 
-def largest_layer_params(spec: ModelSpec, weights: Tuple[Weight, ...]) -> int:
+def largest_layer_params(spec: ModelSpec, weights: tuple[Weight, ...]) -> int:
     """The biggest single module ZeRO-3 gathers at once: one block, or the embedding/head."""
     per_block = sum(w.numel for w in weights if w.block) // max(1, spec.total_layers)
     outside = max((w.numel for w in weights if not w.block), default=0)
@@ -62,14 +62,14 @@ def _vec(name: str, n: int, count: int, block: bool = True) -> Weight:
     return Weight(name, n, 1, count, "vector", block)
 
 
-def _lin(name: str, d_out: int, d_in: int, count: int, bias: bool = False) -> List[Weight]:
+def _lin(name: str, d_out: int, d_in: int, count: int, bias: bool = False) -> list[Weight]:
     out = [Weight(name, d_out, d_in, count, "linear")]
     if bias:
         out.append(_vec(f"{name}.bias", d_out, count))
     return out
 
 
-def inventory(spec: ModelSpec) -> Tuple[Weight, ...]:
+def inventory(spec: ModelSpec) -> tuple[Weight, ...]:
     """All weights of ``spec``'s model (the ``...ForCausalLM`` / ``ForMaskedLM`` /
     ``ForConditionalGeneration`` class of its family)."""
     if spec.family == "gpt2":
@@ -81,9 +81,9 @@ def inventory(spec: ModelSpec) -> Tuple[Weight, ...]:
     return _decoder(spec)
 
 
-def _decoder(spec: ModelSpec) -> Tuple[Weight, ...]:
+def _decoder(spec: ModelSpec) -> tuple[Weight, ...]:
     h, q, kv, L, t = spec.hidden, spec.q_dim, spec.kv_dim, spec.layers, spec.traits
-    w: List[Weight] = []
+    w: list[Weight] = []
     if t.fused_qkv:
         w += _lin("qkv_proj", q + 2 * kv, h, L, spec.attention_bias)
     else:
@@ -122,9 +122,9 @@ def _head(spec: ModelSpec) -> Weight:
     return Weight("lm_head", spec.vocab, spec.hidden, 0 if spec.tie_embeddings else 1, "linear", block=False)
 
 
-def _gpt2(spec: ModelSpec) -> Tuple[Weight, ...]:
+def _gpt2(spec: ModelSpec) -> tuple[Weight, ...]:
     h, f, L = spec.hidden, spec.intermediate, spec.layers
-    w: List[Weight] = [_vec("ln_1+ln_2 (weight, bias)", h, 4 * L)]
+    w: list[Weight] = [_vec("ln_1+ln_2 (weight, bias)", h, 4 * L)]
     w += _lin("attn.c_attn", 3 * h, h, L, True) + _lin("attn.c_proj", h, h, L, True)
     w += _lin("mlp.c_fc", f, h, L, True) + _lin("mlp.c_proj", h, f, L, True)
     w.append(Weight("wte", spec.vocab, h, 1, "embedding", block=False))
@@ -134,11 +134,11 @@ def _gpt2(spec: ModelSpec) -> Tuple[Weight, ...]:
     return tuple(w)
 
 
-def _bert(spec: ModelSpec) -> Tuple[Weight, ...]:
+def _bert(spec: ModelSpec) -> tuple[Weight, ...]:
     """BertForMaskedLM: no pooler; the MLM head has a transform (dense + LayerNorm) and a tied
     decoder with its own bias."""
     h, f, L = spec.hidden, spec.intermediate, spec.layers
-    w: List[Weight] = []
+    w: list[Weight] = []
     for name in ("query", "key", "value", "attention.output.dense"):
         w += _lin(name, h, h, L, True)
     w += _lin("intermediate.dense", f, h, L, True) + _lin("output.dense", h, f, L, True)
@@ -154,11 +154,11 @@ def _bert(spec: ModelSpec) -> Tuple[Weight, ...]:
     return tuple(w)
 
 
-def _t5(spec: ModelSpec) -> Tuple[Weight, ...]:
+def _t5(spec: ModelSpec) -> tuple[Weight, ...]:
     """T5ForConditionalGeneration (t5-small/base/large: ReLU MLP, shared tied embedding)."""
     d, f, inner = spec.hidden, spec.intermediate, spec.q_dim
     Le, Ld = spec.layers, spec.decoder_layers
-    w: List[Weight] = []
+    w: list[Weight] = []
     for stack, n, attns in (("encoder", Le, 1), ("decoder", Ld, 2)):
         w.append(Weight(f"{stack}.attention q,k,v", inner, d, 3 * n * attns, "linear"))
         w.append(Weight(f"{stack}.attention o", d, inner, n * attns, "linear"))

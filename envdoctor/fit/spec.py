@@ -15,7 +15,7 @@ on it (see :mod:`envdoctor.fit.activations`).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, Literal, Optional
+from typing import Literal
 
 Family = Literal["llama", "qwen2", "qwen3", "mistral", "mixtral", "qwen2_moe", "qwen3_moe", "gemma",
                  "gemma2", "phi3", "gpt2", "bert", "t5"]
@@ -44,7 +44,7 @@ class Traits:
     logit_softcap: bool = False
 
 
-TRAITS: Dict[str, Traits] = {
+TRAITS: dict[str, Traits] = {
     "llama": Traits("decoder", "rms", True, "silu"),
     "mistral": Traits("decoder", "rms", True, "silu"),
     "qwen2": Traits("decoder", "rms", True, "silu"),
@@ -82,9 +82,9 @@ class ModelSpec:
     kv_heads: int
     head_dim: int
     vocab: int
-    max_positions: Optional[int] = None
+    max_positions: int | None = None
     tie_embeddings: bool = False
-    dtype: Optional[str] = None           # torch_dtype of the checkpoint ("bfloat16"), informative
+    dtype: str | None = None           # torch_dtype of the checkpoint ("bfloat16"), informative
     experts: int = 0
     experts_per_token: int = 0
     expert_intermediate: int = 0
@@ -96,7 +96,7 @@ class ModelSpec:
     hidden_dropout: float = 0.0
     type_vocab: int = 0                   # BERT token types
     relative_buckets: int = 0             # T5 relative attention buckets
-    sliding_window: Optional[int] = None
+    sliding_window: int | None = None
     source: str = ""                      # where the shape came from: a path or "bundled: <name>"
 
     @property

@@ -7,7 +7,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import List, Literal, Optional, Tuple
+from typing import Literal
 
 from envdoctor.fit.spec import ModelSpec
 
@@ -39,27 +39,27 @@ class Workload:
     seq: int = 2048
     new_tokens: int = 0
     dtype: Dtype = "bf16"
-    amp: Optional[Amp] = None
-    quant: Optional[Quant] = None
-    kv_dtype: Optional[KvDtype] = None
+    amp: Amp | None = None
+    quant: Quant | None = None
+    kv_dtype: KvDtype | None = None
     optimizer: Optimizer = "adamw"
     grad_checkpointing: bool = False
     lora_rank: int = 0
-    lora_targets: Tuple[str, ...] = ()
+    lora_targets: tuple[str, ...] = ()
     zero: int = 0
     gpus: int = 1
     attention: Attention = "sdpa"
 
-    def with_(self, **changes: object) -> "Workload":
+    def with_(self, **changes: object) -> Workload:
         return replace(self, **changes)  # type: ignore[arg-type]
 
     @property
     def train(self) -> bool:
         return self.mode == "train"
 
-    def problems(self, spec: Optional[ModelSpec]) -> List[str]:
+    def problems(self, spec: ModelSpec | None) -> list[str]:
         """Usage problems, one line each (empty: the workload can be estimated)."""
-        out: List[str] = []
+        out: list[str] = []
         for flag, value, lo, hi in (("--batch", self.batch, 1, MAX_BATCH), ("--seq", self.seq, 1, MAX_SEQ),
                                     ("--new-tokens", self.new_tokens, 0, MAX_SEQ), ("--gpus", self.gpus, 1, MAX_GPUS),
                                     ("--zero", self.zero, 0, 3)):
@@ -92,8 +92,8 @@ class Workload:
             out += self._model_problems(spec)
         return out
 
-    def _model_problems(self, spec: ModelSpec) -> List[str]:
-        out: List[str] = []
+    def _model_problems(self, spec: ModelSpec) -> list[str]:
+        out: list[str] = []
         length = self.seq + self.new_tokens
         if spec.traits.learned_positions and spec.max_positions and length > spec.max_positions:
             out.append(f"{spec.name} has {spec.max_positions} learned positions; --seq + --new-tokens "
