@@ -59,7 +59,8 @@ def _table_gpus() -> list:
 @click.option("--infer", "mode", flag_value="infer", default=True, help="Inference with generate (the default).")
 @click.option("--train", "mode", flag_value="train", help="One training step.")
 @click.option("--batch", type=int, default=1, show_default=True, help="Sequences per GPU (the micro-batch).")
-@click.option("--seq", type=int, default=2048, show_default=True, help="Tokens per sequence (the prompt for --infer).")
+@click.option("--seq", type=int, default=None,
+              help="Tokens per sequence, the prompt for --infer (default 2048, or the model's learned positions).")
 @click.option("--new-tokens", type=int, default=None,
               help="Tokens to generate with --infer (default 256; 0 for encoders).")
 @click.option("--dtype", type=click.Choice(_DTYPES), default=None,
@@ -88,7 +89,7 @@ def _table_gpus() -> list:
 @click.option("--json", "as_json", is_flag=True, help='Print the versioned JSON document ("envdoctor.fit/1").')
 @debug_option
 @guarded
-def fit(model: str | None, mode: str, batch: int, seq: int, new_tokens: int | None, dtype: str | None,
+def fit(model: str | None, mode: str, batch: int, seq: int | None, new_tokens: int | None, dtype: str | None,
         amp: str | None, quant: str | None, kv_dtype: str | None, optimizer: str, grad_checkpointing: bool,
         lora_rank: int, lora_targets: str | None, zero: int, n_gpus: int, attention: str,
         gpu_names: tuple[str, ...], sizes: tuple[str, ...], list_models: bool, as_json: bool, debug: bool) -> None:
@@ -134,6 +135,10 @@ def fit(model: str | None, mode: str, batch: int, seq: int, new_tokens: int | No
             _fail(f"--lora-targets {bad[0]!r} is not a linear of {spec.name}'s blocks (known: {', '.join(known)})")
     if new_tokens is None:
         new_tokens = 0 if mode == "train" or spec.kind == "encoder" else 256
+    if seq is None:
+        seq = 2048
+        if spec.traits.learned_positions and spec.max_positions:
+            seq = min(seq, spec.max_positions - new_tokens)
     w = Workload(mode=mode, batch=batch, seq=seq, new_tokens=new_tokens,  # type: ignore[arg-type]
                  dtype=dtype or ("fp32" if amp else default_dtype(spec)),  # type: ignore[arg-type]
                  amp=amp, quant=quant, kv_dtype=kv_dtype,  # type: ignore[arg-type]

@@ -129,7 +129,8 @@ def fit_document(report: FitReport, model_extra: dict[str, Any] | None = None) -
         "term_details": [_term_data(t) for t in est.terms],
         "activation_detail": {kind: [{"tensor": x.name, "bytes_per_token": x.bytes_per_token, "kept_by": list(x.savers)}
                                      for x in saved] for kind, saved in est.activation_detail},
-        "phases": [{"name": p.name, "bytes": p.bytes, "terms": {t.name: t.bytes for t in p.terms}} for p in est.phases],
+        "phases": [{"name": p.name, "bytes": p.bytes, "terms": {t.name: t.bytes for t in p.terms},
+                    "term_details": [_term_data(t) for t in p.terms]} for p in est.phases],
         "flops": {"convention": f.convention, "n_matmul_params": f.n_matmul, "n_params_with_embeddings": f.n_all,
                   "per_token": f.per_token, "per_token_causal": f.per_token_causal, "per_step": f.per_step,
                   "per_step_causal": f.per_step_causal, "tokens_per_step": f.tokens_per_step},
