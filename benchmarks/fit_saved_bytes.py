@@ -126,8 +126,38 @@ def main() -> int:
                     layers = 1
                 rows.append(f"{family:8} {label:14} {attention:5} measured {measured:8.1f} B/token/layer  "
                             f"predicted {predicted / layers:8.1f}  ratio {predicted / measured:5.3f}")
+    rows += lora_rows()
     print("\n".join(rows))
     return 0
+
+
+def lora_rows() -> list:
+    """LoRA r=8 through PEFT (when installed): frozen base, fp32 adapters."""
+    try:
+        import peft
+    except ImportError:
+        return ["(peft not installed: LoRA rows skipped)"]
+    out = []
+    targets = {"gpt2": (["c_attn", "c_proj", "c_fc"], ["attn.c_attn", "attn.c_proj", "mlp.c_fc", "mlp.c_proj"]),
+               "mixtral": (["q_proj", "k_proj", "v_proj", "o_proj"], ["q_proj", "k_proj", "v_proj", "o_proj"]),
+               "llama": ("all-linear", ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"])}
+    for family, (peft_targets, names) in targets.items():
+        for label, dtype in (("bf16", torch.bfloat16), ("fp32", torch.float32)):
+            got = []
+            for layers in (1, 2):
+                model = peft.get_peft_model(build(family, layers, dtype, "sdpa"),
+                                            peft.LoraConfig(r=8, target_modules=peft_targets, lora_dropout=0.0))
+                got.append(saved_bytes(model, family, False))
+            measured = (got[1] - got[0]) / (B * S)
+            cfg = dict(TINY[family])
+            cfg[{"gpt2": "n_layer"}.get(family, "num_hidden_layers")] = 1
+            spec = spec_from_config(cfg, "tiny")
+            act = 2 if dtype == torch.bfloat16 else 4
+            p = Precision(act=act, resid=act, autocast=False, mask=act)
+            predicted = layer_bytes_per_token(layer_saved(spec, p, S, "sdpa", False, lora=names, lora_rank=8))
+            out.append(f"{family:8} {label + '+lora8':14} sdpa  measured {measured:8.1f} B/token/layer  "
+                       f"predicted {predicted:8.1f}  ratio {predicted / measured:5.3f}")
+    return out
 
 
 if __name__ == "__main__":

@@ -60,9 +60,10 @@ def test_llama_layer_keeps_these_bytes_per_token():
 def test_frozen_linears_keep_no_inputs_and_lora_keeps_fp32_copies():
     bf16 = Precision(act=2, resid=2, autocast=False)
     frozen = layer_bytes_per_token(layer_saved(TINY, bf16, 32, "sdpa", trainable_linears=False))
-    # without the linears' inputs: each norm keeps 388 (no output), attention keeps q, k, v, out, lse (400),
-    # the MLP keeps gate, act, up (768): 388 + 400 + 388 + 768
-    assert frozen == 388 + 400 + 388 + 768
+    # frozen weights: each norm keeps only its fp32 input copy and rsqrt (260; the normalised input is kept for
+    # the norm weight's gradient, the output for the linears'), attention keeps q, k, v, out, lse (400),
+    # the MLP keeps gate, act, up (768): 260 + 400 + 260 + 768
+    assert frozen == 260 + 400 + 260 + 768
     lora = layer_bytes_per_token(layer_saved(TINY, bf16, 32, "sdpa", False, lora=["q_proj"], lora_rank=8))
     assert lora == frozen + 64 * 4 + 8 * 4      # PEFT casts q_proj's input to fp32 (64 x 4) + the rank-8 middle
 

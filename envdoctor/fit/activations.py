@@ -76,22 +76,24 @@ class _Layer:
         self.items: list[Saved] = []
 
     def add(self, name: str, per_token: float, bytes_each: float, *savers: str) -> None:
-        active = tuple(s for s in savers if not s.startswith("linear:") or self.trainable)
+        # a linear keeps its input, and a norm its normalised input, only for its weight's gradient
+        active = tuple(s for s in savers if not s.startswith(("linear:", "weight:")) or self.trainable)
         if active:
             self.items.append(Saved(name, per_token, bytes_each, active))
 
-    def linear_input(self, name: str, per_token: float, bytes_each: float, consumers: Sequence[str]) -> None:
+    def linear_input(self, name: str, per_token: float, bytes_each: float, consumers: Sequence[str],
+                     also: Sequence[str] = ()) -> None:
         """The input of ``consumers`` (linears), plus what LoRA adapters on them keep (PEFT casts
         the input to the adapter's fp32, so a bf16 input is copied; an fp32 one is shared)."""
-        self.add(name, per_token, bytes_each, *(f"linear:{c}" for c in consumers))
-        for c in consumers:
-            if c in self.lora:
-                if bytes_each == 4 and not self.p.autocast:
-                    self.add(f"{name} (kept by lora {c})", per_token, 4, f"lora:{c}")
-                else:
-                    self.add(f"lora {c}: input cast to the adapter dtype", per_token,
-                             self.p.act if self.p.autocast else 4, f"lora:{c}")
-                self.add(f"lora {c}: rank-r middle", self.rank, self.p.act if self.p.autocast else 4, f"lora:{c}")
+        adapted = [c for c in consumers if c in self.lora]
+        shared = bytes_each == 4 and not self.p.autocast     # an fp32 input needs no cast: lora_A keeps it
+        self.add(name, per_token, bytes_each, *also, *(f"linear:{c}" for c in consumers),
+                 *(f"lora:{c}" for c in adapted if shared))
+        for c in adapted:
+            if not shared:
+                self.add(f"lora {c}: input cast to the adapter dtype", per_token,
+                         self.p.act if self.p.autocast else 4, f"lora:{c}")
+            self.add(f"lora {c}: rank-r middle", self.rank, self.p.act if self.p.autocast else 4, f"lora:{c}")
 
     def norm(self, name: str, kind: str, h: int, consumers: Sequence[str]) -> None:
         """A norm and the inputs it hands to ``consumers`` (empty: its output goes into a residual add)."""
@@ -102,13 +104,13 @@ class _Layer:
             if kind == "rms_t5" and p.resid != 4:   # T5LayerNorm multiplies the input itself by rsqrt
                 self.add(f"{name}: input", h, p.resid, "norm")
             self.add(f"{name}: rsqrt (fp32, one per token)", 1, 4, "norm")
-            self.add(f"{name}: normalised, before the weight", h, p.resid, "norm")
+            self.add(f"{name}: normalised, before the weight", h, p.resid, "weight:norm")
             out_bytes = p.resid
         elif kind == "rms_gemma":
             # _norm(x.float()) * (1 + weight.float()): fp32 input and fp32 normalised are kept
             self.add(f"{name}: fp32 copy of the input", h, 4, "norm")
             self.add(f"{name}: rsqrt (fp32, one per token)", 1, 4, "norm")
-            self.add(f"{name}: fp32 normalised", h, 4, "norm")
+            self.add(f"{name}: fp32 normalised", h, 4, "weight:norm")
             out_bytes = p.resid
         else:   # F.layer_norm keeps its input (fp32 under autocast, which runs layer_norm in fp32)
             self.add(f"{name}: input", h, 4 if p.autocast else p.resid, "layernorm")
@@ -176,7 +178,7 @@ def _self_attention(lay: _Layer, spec: ModelSpec, seq: int, attention: Attention
         for name, d in (("q_norm", q), ("k_norm", kv)):
             lay.add(f"{name}: fp32 copy", d, 4, "norm")
             lay.add(f"{name}: rsqrt (fp32, one per head)", d // spec.head_dim, 4, "norm")
-            lay.add(f"{name}: normalised", d, A, "norm")
+            lay.add(f"{name}: normalised", d, A, "weight:norm")
     _attention_core(lay, spec, seq, attention, attn_drop)
 
 
@@ -197,15 +199,16 @@ def _attention_core(lay: _Layer, spec: ModelSpec, seq: int, attention: Attention
         lay.add(f"{prefix}{'k after RoPE' if t.rope else 'k'}", rep, A, "attention")
         lay.add(f"{prefix}v", rep, A, "attention")
     if attention == "sdpa":
-        lay.add(f"{prefix}attention output", q, A, "attention", f"linear:{out_proj}")
+        lay.linear_input(f"{prefix}attention output", q, A, [out_proj], also=["attention"])
         lay.add(f"{prefix}log-sum-exp (fp32, per head)", a, 4, "attention")
         if t.fused_qkv and t.rope:      # Phi-3 (measured on the CPU): o_proj gets its own copy
-            lay.add("attention output copy for o_proj", q, A, f"linear:{out_proj}")
+            lay.add("attention output copy for o_proj", q, A, f"linear:{out_proj}")   # CPU-measured
         return
     # eager: softmax output (fp32 for the Llama family and T5, else the activation dtype) ...
     if t.logit_softcap:                 # Gemma 2: tanh(scores / cap) * cap, tanh keeps its output
         lay.add(f"{prefix}tanh of the capped scores", a * seq, A, "tanh")
-    soft = 4 if t.eager_softmax_fp32 or lay.p.autocast else A   # autocast runs softmax in fp32
+    # under autocast a decoder's fp32 causal mask (or T5's fp32 position bias) promotes the scores to fp32
+    soft = 4 if t.eager_softmax_fp32 or (lay.p.autocast and spec.kind != "encoder") else A
     lay.add(f"{prefix}softmax output (s x s per head)", a * seq, soft, "softmax")
     if attn_drop:
         lay.add(f"{prefix}attention dropout mask", a * seq, lay.p.mask, "dropout")
@@ -213,7 +216,7 @@ def _attention_core(lay: _Layer, spec: ModelSpec, seq: int, attention: Attention
     elif soft != A:
         lay.add(f"{prefix}attention probabilities cast back", a * seq, A, "matmul")
     # ... and the (batch, heads, seq, d) output transposed into a contiguous copy for the out-projection
-    lay.add(f"{prefix}attention output (contiguous)", q, A, f"linear:{out_proj}")
+    lay.linear_input(f"{prefix}attention output (contiguous)", q, A, [out_proj])
 
 
 def _mlp(lay: _Layer, spec: ModelSpec, seq: int) -> None:
@@ -229,11 +232,14 @@ def _mlp(lay: _Layer, spec: ModelSpec, seq: int) -> None:
         lay.add("router probabilities (fp32)", e, 4, "router")
         lay.add("routing indices and weights (int64, fp32)", 40 * k + 4, 1, "router")
         # per token and chosen expert: its gathered input, gate_up output, act, product, weighted output
+        # the gathered inputs and the products feed the experts' matmuls; measured on the CPU they are kept
+        # even with the experts frozen (bf16), so they count always; the outputs are multiplied by the
+        # router's weights (kept only when the router trains)
         lay.add("experts: gathered inputs", k * h, A, "experts")
-        lay.add("experts: gate_up outputs", k * 2 * fe, A, "experts")
-        lay.add("experts: activation outputs", k * fe, A, "experts")
+        lay.add("experts: gate_up outputs", k * 2 * fe, A, "act", "mul")
+        lay.add("experts: activation outputs", k * fe, A, "mul")
         lay.add("experts: products", k * fe, A, "experts")
-        lay.add("experts: outputs (weighted by the router)", k * h, A, "experts")
+        lay.add("experts: outputs (weighted by the router)", k * h, A, "linear:router")
         if spec.shared_expert_intermediate:
             fs = spec.shared_expert_intermediate
             _gated(lay, fs, "shared_expert.gate_proj", "shared_expert.down_proj", prefix="shared expert ")
