@@ -138,7 +138,7 @@ def lora_rows() -> list:
     except ImportError:
         return ["(peft not installed: LoRA rows skipped)"]
     out = []
-    targets = {"gpt2": (["c_attn", "c_proj", "c_fc"], ["attn.c_attn", "attn.c_proj", "mlp.c_fc", "mlp.c_proj"]),
+    targets: dict = {"gpt2": (["c_attn", "c_proj", "c_fc"], ["attn.c_attn", "attn.c_proj", "mlp.c_fc", "mlp.c_proj"]),
                "mixtral": (["q_proj", "k_proj", "v_proj", "o_proj"], ["q_proj", "k_proj", "v_proj", "o_proj"]),
                "llama": ("all-linear", ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"])}
     for family, (peft_targets, names) in targets.items():
