@@ -116,6 +116,7 @@ DOCUMENTS: tuple[Document, ...] = (
     Document("table", "envdoctor.table/1", "table-1.json", "table answer", "envdoctor table KIND [KEY] --json"),
     Document("index", "envdoctor.index/1", "index-1.json", "index answer", "envdoctor index --json"),
     Document("burn", "envdoctor.burn/1", "burn-1.json", "burn result", "envdoctor burn --json"),
+    Document("fit", "envdoctor.fit/1", "fit-1.json", "fit estimate", "envdoctor fit --json"),
 )
 _BY_KIND = {d.kind: d for d in DOCUMENTS}
 _VERSION = re.compile(r"[0-9]{1,6}")

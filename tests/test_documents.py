@@ -308,3 +308,9 @@ def test_burn_json_of_a_cpu_run(tmp_path):
     r = invoke("burn", "--seconds", "5", "--json", env={"HOME": str(tmp_path)})
     assert r.exit_code == 0, r.output
     validate(json.loads(r.stdout), "burn")
+
+
+def test_fit_json_of_a_bundled_model():
+    r = invoke("fit", "Llama-3.1-8B", "--train", "--gpu", "H200", "--json")
+    assert r.exit_code in (0, 1), r.output
+    validate(json.loads(r.stdout), "fit")

@@ -26,6 +26,7 @@ COMMANDS: Dict[str, str] = {
     "verify": "snapshot:verify",
     "explain": "explain:explain",
     "burn": "burn:burn",
+    "fit": "fit:fit",
 }
 
 
@@ -41,6 +42,7 @@ SUMMARIES: Dict[str, str] = {
     "verify": "Compare this machine with a snapshot: did anything regress?",
     "explain": "What a finding code means; without a code, every code.",
     "burn": "Sustained load on every GPU: correctness, thermals, power, throttling, ECC and Xid.",
+    "fit": "Will this model fit on these GPUs, for inference or training: the peak, term by term.",
 }
 
 
@@ -83,6 +85,7 @@ def cli() -> None:
     envdoctor recommend --route conda   the commands that install a working torch
     envdoctor snapshot, later: verify   prove a driver upgrade broke nothing
     envdoctor explain ED205             what a finding code means
+    envdoctor fit Llama-3.1-8B --train --gpu H200   will it fit, term by term
     """
 
 

@@ -1,0 +1,80 @@
+"""The measured and documented constants of the estimate, from ``data/fit.toml``.
+
+Each constant there carries ``source`` and ``checked``; this module reads them into one frozen
+:class:`Constants` the pure estimate takes as a parameter (tests pass their own).
+
+>>> c = load_constants()
+>>> c.context_bytes // 2**20, c.cublas_bytes // 2**20
+(529, 188)
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from envdoctor.table import TableError
+from envdoctor.table.schema import Doc, Where, check_top, fields, rows
+from envdoctor.table.source import read_doc
+
+MIB = 2**20
+
+
+@dataclass(frozen=True)
+class Constants:
+    """Values the formulas need that come from measurement or from a library's defaults."""
+
+    context_bytes: int = 529 * MIB            # CUDA context after the first allocation (H200, torch 2.11+cu130)
+    cublas_bytes: int = 188 * MIB             # more after the first bf16 matmul (cuBLAS handle, workspace, kernels)
+    allocator_reserve: float = 0.06           # reserved above allocated at the peak
+    nf4_bytes_per_param: float = 0.5 + 8 / 64 / 8 + 32 / (64 * 256) / 8   # NF4 + double quantisation (QLoRA)
+    int8_bytes_per_param: float = 1.0         # LLM.int8 weights (per-row fp32 scales not counted)
+    adam8bit_bytes_per_param: float = 2 + 2 * 4 / 256   # two 8-bit states + an fp32 absmax per 256-block each
+    lora_adapter_bytes: int = 4               # PEFT keeps adapters in fp32 (autocast_adapter_dtype=True)
+
+
+_NAMES: dict[str, tuple[str, Callable[[Any], Any]]] = {
+    "cuda_context_mib": ("context_bytes", lambda v: int(v * MIB)),
+    "cublas_mib": ("cublas_bytes", lambda v: int(v * MIB)),
+    "allocator_reserve_fraction": ("allocator_reserve", float),
+    "nf4_double_quant_bits_per_param": ("nf4_bytes_per_param", lambda v: float(v) / 8),
+    "int8_bytes_per_param": ("int8_bytes_per_param", float),
+    "adam8bit_bytes_per_param": ("adam8bit_bytes_per_param", float),
+    "lora_adapter_bytes": ("lora_adapter_bytes", int),
+}
+
+
+def read_constants(path: Path) -> Constants:
+    """Constants from one ``fit.toml``; TableError naming the row when it is broken."""
+    return constants_of(read_doc(path.name, path.parent))
+
+
+def constants_of(doc: Doc) -> Constants:
+    check_top(doc, ("constant",))
+    values: dict[str, Any] = {}
+    for where, raw in rows(doc, "constant", "name"):
+        v = fields(where, raw, {"name": "str", "value": "float", "unit": "str"})
+        if v["name"] not in _NAMES:
+            raise where.fail(f"unknown constant {v['name']!r} (known: {', '.join(_NAMES)})")
+        attr, convert = _NAMES[v["name"]]
+        values[attr] = convert(v["value"])
+    missing = [n for n, (attr, _) in _NAMES.items() if attr not in values]
+    if missing:
+        raise Where(doc.label, "constant", "-").fail(f"missing constants: {', '.join(missing)}")
+    return Constants(**values)
+
+
+@functools.lru_cache(maxsize=1)
+def _default() -> Constants:
+    return constants_of(read_doc("fit.toml"))
+
+
+def load_constants(path: Path | None = None) -> Constants:
+    """The bundled constants (cached), or those of ``path``."""
+    return _default() if path is None else read_constants(path)
+
+
+__all__ = ["Constants", "load_constants", "read_constants", "TableError", "MIB"]

@@ -1,0 +1,505 @@
+"""The pure estimate: (model shape, workload, constants) -> peak memory of one GPU, term by term.
+
+The peak is the largest of a few moments ("phases") of a step, each the sum of what is alive then:
+
+- training: the loss backward (all activations kept, the fp32 log-softmax and its gradients),
+  the backward of the last layer (the head's gradient and one layer's backward temporaries, plus
+  one layer's recomputed activations with gradient checkpointing), the optimizer step (all
+  gradients, and the foreach AdamW's temporary copy of one state);
+- inference (``generate``): the prefill (KV cache of the prompt and one layer's working set),
+  and the last generated token (the full KV cache and the cache's concatenation copy).
+
+Every phase adds the CUDA context and cuBLAS workspace, and the caching allocator's reserve on
+top of what is allocated. Each :class:`Term` carries its formula and the numbers that went in.
+
+>>> from envdoctor.fit.spec import ModelSpec
+>>> from envdoctor.fit.constants import Constants
+>>> spec = ModelSpec(name="tiny", architecture="LlamaForCausalLM", family="llama", hidden=64,
+...                  intermediate=128, layers=2, heads=4, kv_heads=2, head_dim=16, vocab=100)
+>>> e = estimate(spec, Workload(mode="infer", batch=1, seq=10, dtype="fp32"), Constants())
+>>> e.term("weights").bytes            # 86,848 parameters x 4 bytes
+347392
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from envdoctor.fit.activations import Precision, Saved, effective_attention, layer_bytes_per_token, layer_saved
+from envdoctor.fit.constants import Constants
+from envdoctor.fit.params import Weight, inventory, largest_layer_params, matmul_params, total_params
+from envdoctor.fit.spec import ModelSpec
+from envdoctor.fit.workload import DTYPE_BYTES, Workload
+
+TermName = Literal["weights", "gradients", "optimizer", "optimizer_step", "activations", "layer_working",
+                   "logits", "kv_cache", "autocast_copies", "zero_gathered", "ddp_buckets", "context",
+                   "allocator_reserve"]
+Value = Any     # int, float, str or bool: what a term's inputs hold
+
+#: linears LoRA leaves alone by default: the MoE router and Qwen's shared-expert gate
+_NOT_LORA = ("router", "shared_expert_gate")
+
+
+@dataclass(frozen=True)
+class Term:
+    """``bytes`` of one kind of memory, ``formula`` in words and symbols, ``inputs`` its numbers."""
+
+    name: TermName
+    bytes: int
+    formula: str
+    inputs: tuple[tuple[str, Value], ...] = ()
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Phase:
+    name: str
+    terms: tuple[Term, ...]
+
+    @property
+    def bytes(self) -> int:
+        return sum(t.bytes for t in self.terms)
+
+
+@dataclass(frozen=True)
+class Flops:
+    """Model FLOPs (no recompute) per token and per step, PaLM/nanoGPT convention (6N + 12·L·H·Q·T
+    for training, 2N + 4·L·H·Q·T forward), and the causal variant (attention halved)."""
+
+    convention: str
+    n_matmul: int              # N: active matmul parameters (the head included, embedding lookups not)
+    n_all: int                 # every parameter a token touches (embeddings too): nanoGPT's N for tied GPT-2
+    per_token: float
+    per_token_causal: float
+    per_step: float
+    per_step_causal: float
+    tokens_per_step: int
+
+
+@dataclass(frozen=True)
+class Estimate:
+    spec: ModelSpec
+    workload: Workload
+    phases: tuple[Phase, ...]
+    peak_phase: str
+    peak_bytes: int            # one GPU, context and allocator reserve included
+    params_total: int
+    params_trainable: int
+    flops: Flops
+    notes: tuple[str, ...]
+    #: per kind of block ("layer", "encoder layer", "decoder layer"): the tensors it keeps for backward
+    activation_detail: tuple[tuple[str, tuple[Saved, ...]], ...] = ()
+
+    @property
+    def terms(self) -> tuple[Term, ...]:
+        return next(p.terms for p in self.phases if p.name == self.peak_phase)
+
+    def term(self, name: str) -> Term:
+        for t in self.terms:
+            if t.name == name:
+                return t
+        return Term(name, 0, "not part of the peak")   # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class _Run:
+    """The precision and trainable set derived from the workload."""
+
+    prec: Precision
+    weight_bytes: float
+    zero_layout: bool          # ZeRO with --amp: DeepSpeed's half params + half grads + fp32 master (ZeRO §3.1)
+    trainable: int
+    grad_bytes: int
+    lora_linears: tuple[Weight, ...]
+    lora_params: int
+
+
+def estimate(spec: ModelSpec, w: Workload, const: Constants) -> Estimate:
+    """The estimate for one GPU. Raises ValueError when ``w.problems(spec)`` is not empty."""
+    problems = w.problems(spec)
+    if problems:
+        raise ValueError(problems[0])
+    weights = inventory(spec)
+    n_total = total_params(weights)
+    run = _run(spec, w, weights, const)
+    notes: list[str] = []
+    if w.attention != effective_attention(spec, w.attention):
+        notes.append(f"{spec.architecture}: counted with eager attention (transformers 5 has no flash path for it)")
+    if spec.sliding_window and w.mode == "infer":
+        notes.append(f"sliding window {spec.sliding_window}: the KV cache is counted at full length (an upper bound)")
+    if spec.max_positions and not spec.traits.learned_positions and w.seq + w.new_tokens > spec.max_positions:
+        notes.append(f"--seq + --new-tokens exceeds max_position_embeddings {spec.max_positions}")
+    if spec.traits.moe and w.lora_rank:
+        notes.append("LoRA on MoE: the experts are 3-D parameters in transformers 5, not nn.Linear, so the "
+                     "adapters go on attention (and shared-expert) linears only")
+    const_terms = _constant_terms(const)
+    if w.train:
+        phases = _train_phases(spec, w, weights, run, const, notes)
+    else:
+        phases = _infer_phases(spec, w, weights, run, const)
+    finished = tuple(Phase(p.name, p.terms + const_terms + (_reserve(p, const),)) for p in phases)
+    peak = max(finished, key=lambda p: p.bytes)
+    return Estimate(spec=spec, workload=w, phases=finished, peak_phase=peak.name, peak_bytes=peak.bytes,
+                    params_total=n_total, params_trainable=run.trainable, flops=flops(spec, w, weights),
+                    notes=tuple(notes), activation_detail=_detail(spec, w, run) if w.train else ())
+
+
+def _detail(spec: ModelSpec, w: Workload, run: _Run) -> tuple[tuple[str, tuple[Saved, ...]], ...]:
+    lora = [x.name for x in run.lora_linears]
+    full = not w.lora_rank
+
+    def one(cross: bool) -> tuple[Saved, ...]:
+        return layer_saved(spec, run.prec, w.seq, w.attention, trainable_linears=full, lora=lora,
+                           lora_rank=w.lora_rank, cross_attention=cross)
+
+    if spec.decoder_layers:
+        return (("encoder layer", one(False)), ("decoder layer", one(True)))
+    return (("layer", one(False)),)
+
+
+def _run(spec: ModelSpec, w: Workload, weights: tuple[Weight, ...], const: Constants) -> _Run:
+    wb = DTYPE_BYTES[w.dtype]
+    autocast = bool(w.amp) and w.dtype == "fp32"
+    zero_layout = w.train and w.zero >= 1 and autocast
+    if zero_layout or w.quant:
+        autocast = False
+    act = 2 if autocast or wb == 2 or zero_layout else 4
+    resid = 2 if zero_layout else wb
+    lora_linears = _lora_linears(weights, w) if w.lora_rank else ()
+    lora_params = sum(w.lora_rank * (lw.rows + lw.cols) * lw.count for lw in lora_linears)
+    n_total = total_params(weights)
+    trainable = lora_params if w.lora_rank else (n_total if w.train else 0)
+    grad_bytes = const.lora_adapter_bytes if w.lora_rank else (2 if zero_layout else wb)
+    weight_bytes = 2.0 if zero_layout else float(wb)
+    return _Run(Precision(act, resid, autocast), weight_bytes, zero_layout, trainable, grad_bytes,
+                lora_linears, lora_params)
+
+
+def _lora_linears(weights: tuple[Weight, ...], w: Workload) -> tuple[Weight, ...]:
+    block = [x for x in weights if x.kind == "linear" and x.block]
+    if w.lora_targets:
+        return tuple(x for x in block if x.name in w.lora_targets or x.name.split(".")[-1] in w.lora_targets)
+    return tuple(x for x in block if x.name not in _NOT_LORA)
+
+
+def lora_target_names(spec: ModelSpec) -> tuple[str, ...]:
+    """The names ``--lora-targets`` accepts for ``spec`` (the linears of its blocks)."""
+    return tuple(x.name for x in inventory(spec) if x.kind == "linear" and x.block)
+
+
+# --- terms ------------------------------------------------------------------------------------
+
+def _constant_terms(const: Constants) -> tuple[Term, ...]:
+    return (Term("context", const.context_bytes + const.cublas_bytes,
+                 "CUDA context + cuBLAS workspace (measured once, H200)",
+                 (("cuda_context_bytes", const.context_bytes), ("cublas_bytes", const.cublas_bytes))),)
+
+
+def _reserve(phase: Phase, const: Constants) -> Term:
+    allocated = sum(t.bytes for t in phase.terms if t.name != "context")
+    return Term("allocator_reserve", int(allocated * const.allocator_reserve),
+                "caching allocator's reserve above allocated = fraction x allocated",
+                (("allocated_bytes", allocated), ("fraction", const.allocator_reserve)))
+
+
+def _weights_term(spec: ModelSpec, w: Workload, weights: tuple[Weight, ...], run: _Run,
+                  const: Constants) -> Term:
+    n = total_params(weights)
+    shard = w.gpus if w.zero == 3 else 1
+    inputs: list[tuple[str, Value]] = [("params", n)]
+    if w.quant:
+        quantised = sum(x.numel for x in weights if x.kind in ("linear", "expert") and x.block)
+        per = const.nf4_bytes_per_param if w.quant == "int4" else const.int8_bytes_per_param
+        base = quantised * per + (n - quantised) * run.weight_bytes
+        inputs += [("quantised_params", quantised), ("bytes_per_quantised_param", round(per, 5)),
+                   ("other_params_bytes_each", run.weight_bytes)]
+        formula = (f"quantised block linears x {per:.4f} B ({w.quant}"
+                   f"{', NF4 + double-quant constants' if w.quant == 'int4' else ''})"
+                   f" + the rest x {run.weight_bytes:g} B")
+    else:
+        base = n * run.weight_bytes
+        inputs.append(("bytes_each", run.weight_bytes))
+        what = "bf16/fp16 copy of the ZeRO layout" if run.zero_layout else w.dtype
+        formula = f"params x {run.weight_bytes:g} B ({what})"
+    if shard > 1:
+        base /= shard
+        inputs.append(("zero3_shards", shard))
+        formula += f" / {shard} GPUs (ZeRO-3)"
+    if run.lora_params:
+        base += run.lora_params * const.lora_adapter_bytes
+        inputs += [("lora_params", run.lora_params), ("lora_bytes_each", const.lora_adapter_bytes),
+                   ("lora_rank", w.lora_rank), ("lora_linears", ",".join(sorted({x.name for x in run.lora_linears})))]
+        formula += " + LoRA adapters r*(d_in + d_out) per adapted linear x 4 B (PEFT keeps them fp32)"
+    return Term("weights", int(base), formula, tuple(inputs))
+
+
+def _state_bytes(w: Workload, weights: tuple[Weight, ...], run: _Run,
+                 const: Constants) -> tuple[float, str, list[tuple[str, Value]]]:
+    """Optimizer bytes for all trainable params (unsharded), the formula, the inputs."""
+    p_bytes = run.grad_bytes    # the trainable params' own dtype (states follow it: torch zeros_like(p))
+    n = run.trainable
+    if w.optimizer in ("adamw", "adamw_foreach"):
+        if run.zero_layout:
+            return 12.0 * n, "params x 12 B (fp32 master, momentum, variance: ZeRO §3.1, K=12)", [("trainable", n)]
+        return 2.0 * p_bytes * n, f"params x 2 states x {p_bytes} B (AdamW exp_avg, exp_avg_sq = zeros_like(param))", [
+            ("trainable", n), ("state_bytes", p_bytes)]
+    if w.optimizer == "adamw8bit":
+        per = const.adam8bit_bytes_per_param + (4 if run.zero_layout else 0)
+        master = ", + fp32 master" if run.zero_layout else ""
+        return per * n, f"params x {per:g} B (two 8-bit states + block absmax{master})", [
+            ("trainable", n)]
+    if w.optimizer == "sgd":
+        per = (4 + 4) if run.zero_layout else p_bytes
+        master = ", + fp32 master" if run.zero_layout else ""
+        return float(per * n), f"params x {per} B (one momentum buffer{master})", [
+            ("trainable", n)]
+    # adafactor: factored second moment, fp32: rows + cols per matrix, numel per vector
+    trainable_w = _trainable_weights(weights, w, run)
+    states = 0
+    for x in trainable_w:
+        states += ((x.rows + x.cols) if x.rows > 1 and x.cols > 1 else x.rows * x.cols) * x.count * 4
+    if run.zero_layout:
+        states += 4 * n
+    return float(states), "sum over matrices of (rows + cols) x 4 B, vectors numel x 4 B (Adafactor, factored)", [
+        ("trainable", n), ("matrices", len(trainable_w))]
+
+
+def _trainable_weights(weights: tuple[Weight, ...], w: Workload, run: _Run) -> list[Weight]:
+    if w.lora_rank:
+        out = []
+        for x in run.lora_linears:
+            out.append(Weight(f"{x.name}.lora_A", w.lora_rank, x.cols, x.count, "linear"))
+            out.append(Weight(f"{x.name}.lora_B", x.rows, w.lora_rank, x.count, "linear"))
+        return out
+    return list(weights)
+
+
+def _train_phases(spec: ModelSpec, w: Workload, weights: tuple[Weight, ...], run: _Run, const: Constants,
+                  notes: list[str]) -> tuple[Phase, ...]:
+    b, s, A = w.batch, w.seq, run.prec.act
+    tokens = b * s
+    weights_t = _weights_term(spec, w, weights, run, const)
+    opt_bytes, opt_formula, opt_inputs = _state_bytes(w, weights, run, const)
+    opt_shard = w.gpus if w.zero >= 1 else 1
+    optimizer = Term("optimizer", int(opt_bytes / opt_shard),
+                     opt_formula + (f" / {opt_shard} GPUs (ZeRO-{w.zero})" if opt_shard > 1 else ""),
+                     tuple(opt_inputs) + (("optimizer", w.optimizer),))
+    grad_shard = w.gpus if w.zero >= 2 else 1
+    grads_all = run.trainable * run.grad_bytes
+    gradients = Term("gradients", int(grads_all / grad_shard),
+                     f"trainable params x {run.grad_bytes} B" + (f" / {grad_shard} GPUs (ZeRO-{w.zero})"
+                                                                 if grad_shard > 1 else ""),
+                     (("trainable", run.trainable), ("bytes_each", run.grad_bytes)))
+    extra: list[Term] = []
+    if run.prec.autocast:
+        n_mm = matmul_params(weights) + (spec.vocab * spec.hidden if spec.tie_embeddings else 0)
+        extra.append(Term("autocast_copies", n_mm * 2,
+                          "autocast's bf16/fp16 copy of every matmul weight, kept for backward = matmul params x 2 B",
+                          (("matmul_params", n_mm),)))
+    if w.zero == 3:
+        ll = largest_layer_params(spec, weights)
+        extra.append(Term("zero_gathered", int(2 * ll * run.weight_bytes),
+                          "ZeRO-3 gathers a layer at a time, with one prefetched = 2 x largest layer x bytes",
+                          (("largest_layer_params", ll), ("bytes_each", run.weight_bytes))))
+        notes.append("ZeRO/FSDP communication buckets and NCCL buffers are not counted")
+    if w.gpus > 1 and w.zero == 0:
+        extra.append(Term("ddp_buckets", grads_all,
+                          "DDP's gradient buckets, a second copy of the gradients (gradient_as_bucket_view=False)",
+                          (("gradient_bytes", grads_all),)))
+        notes.append("NCCL buffers are not counted")
+
+    acts, per_layer, layer_max = _activations(spec, w, run)
+    per_layer_inputs = tuple((k, v) for k, v in per_layer)
+    activations = Term("activations", int(acts["total"]), acts["formula"], per_layer_inputs + (
+        ("batch", b), ("seq", s), ("attention", effective_attention(spec, w.attention)),
+        ("grad_checkpointing", w.grad_checkpointing), ("act_bytes", A), ("resid_bytes", run.prec.resid),
+        ("autocast", run.prec.autocast)))
+
+    V = spec.vocab
+    E = tokens * V
+    upcast = 4 if A != 4 else 0
+    loss_elem = max(A + upcast + 4, 12, 4 + (A if A != 4 else 0))
+    softcap = A if spec.traits.logit_softcap else 0
+    logits = Term("logits", (loss_elem + softcap) * E,
+                  f"logits b*s*V x {loss_elem + softcap} B: log-softmax output kept in fp32 (4) + its gradient (4) "
+                  "+ the gradient of the upcast logits (4) during the loss backward (transformers ForCausalLMLoss "
+                  "upcasts logits.float(); cross_entropy = log_softmax + nll_loss)"
+                  + (" + tanh of the soft-capped logits (A)" if softcap else ""),
+                  (("batch", b), ("seq", s), ("vocab", V), ("bytes_per_logit", loss_elem + softcap)))
+    head_trainable = not w.lora_rank
+    head_grad = spec.vocab * spec.hidden * run.grad_bytes if head_trainable else 0
+    working_pt = _layer_backward_working(spec, w, run, layer_max)
+    working = Term("layer_working", int(max(A * E, working_pt * tokens)),
+                   "the larger of dlogits (b*s*V x A) and one layer's backward temporaries"
+                   + (" + one layer's recomputed activations" if w.grad_checkpointing else ""),
+                   (("dlogits_bytes", A * E), ("layer_working_bytes_per_token", working_pt)))
+    head_grads = Term("gradients", int(head_grad / grad_shard), "the head's gradient, computed first: V x h x bytes",
+                      (("vocab", V), ("hidden", spec.hidden), ("bytes_each", run.grad_bytes)))
+    step_tmp = _step_temporaries(w, weights, run, opt_shard)
+    loss_phase = Phase("loss backward", (weights_t, optimizer, activations, logits, *extra))
+    layer_phase = Phase("backward of the last layer", (weights_t, optimizer, activations, head_grads, working,
+                                                       *extra))
+    step_extra = tuple(t for t in extra if t.name == "ddp_buckets")
+    step_phase = Phase("optimizer step", (weights_t, gradients, optimizer, step_tmp, *step_extra))
+    return (loss_phase, layer_phase, step_phase)
+
+
+def _activations(spec: ModelSpec, w: Workload, run: _Run) -> tuple[dict[str, Any], list[tuple[str, Value]], float]:
+    """Total saved activation bytes, the per-layer inputs, and the largest layer's bytes per token."""
+    b, s = w.batch, w.seq
+    lora_names = [x.name for x in run.lora_linears]
+    full = w.train and not w.lora_rank
+
+    def per_token(cross: bool = False) -> float:
+        return layer_bytes_per_token(layer_saved(spec, run.prec, s, w.attention, trainable_linears=full,
+                                                 lora=lora_names, lora_rank=w.lora_rank, cross_attention=cross))
+
+    kinds = [("layer", spec.layers, per_token())]
+    if spec.decoder_layers:
+        kinds = [("encoder layer", spec.layers, per_token()), ("decoder layer", spec.decoder_layers, per_token(True))]
+    layer_max = max(pt for _, _, pt in kinds)
+    R, A = run.prec.resid, run.prec.act
+    # outside the blocks: the final norm and the head's input (the MLM head's transform for BERT)
+    outside_pt = 4 * spec.hidden + 4 + R * spec.hidden + (A * spec.hidden if full else 0)
+    if spec.family == "bert":
+        outside_pt += 3 * A * spec.hidden
+    if spec.family == "t5":
+        outside_pt += R * spec.hidden     # the encoder output, input of every cross-attention k and v
+    inputs: list[tuple[str, Value]] = [(f"{name}_bytes_per_token", round(pt, 2)) for name, _, pt in kinds]
+    inputs += [(f"{name}s", n) for name, n, _ in kinds]
+    inputs.append(("outside_blocks_bytes_per_token", outside_pt))
+    if w.grad_checkpointing:
+        stored = sum(n for _, n, _ in kinds) * R * spec.hidden
+        total: float = b * s * (stored + outside_pt)
+        formula = ("b*s x (layers x h x R: each layer's input, kept by torch.utils.checkpoint + final norm "
+                   "and head input); the recomputed layer is in the layer working set")
+    else:
+        total = b * s * (sum(n * pt for _, n, pt in kinds) + outside_pt)
+        formula = ("b*s x (layers x bytes per token per layer + final norm and head input); per layer: the "
+                   "tensors autograd keeps (listed in the JSON's activation_detail)")
+    return {"total": total, "formula": formula}, inputs, layer_max
+
+
+def _layer_backward_working(spec: ModelSpec, w: Workload, run: _Run, layer_max: float) -> float:
+    """Bytes per token alive inside one layer's backward besides what is kept: the gradients of the
+    MLP's f-wide tensors (about three at once), or of the eager s x s scores."""
+    A = run.prec.act
+    t = spec.traits
+    if t.moe:
+        mlp = 3 * A * spec.expert_intermediate * spec.experts_per_token / max(1, spec.experts) + 2 * A * spec.hidden
+    else:
+        mlp = (3 if t.gated_mlp else 2) * A * spec.intermediate
+    if effective_attention(spec, w.attention) == "eager":
+        attn = (2 * A + 4) * spec.heads * w.seq
+    else:
+        attn = 3 * A * spec.q_dim
+    working = max(mlp, attn)
+    if w.grad_checkpointing:
+        working += layer_max
+    return working
+
+
+def _step_temporaries(w: Workload, weights: tuple[Weight, ...], run: _Run, shard: int) -> Term:
+    if w.optimizer == "adamw_foreach" and not run.zero_layout:
+        n = run.trainable
+        return Term("optimizer_step", int(n * run.grad_bytes / shard),
+                    "foreach AdamW (torch.optim.AdamW's default on CUDA): _foreach_sqrt(exp_avg_sqs) copies one "
+                    "state = params x state bytes", (("trainable", n), ("state_bytes", run.grad_bytes)),
+                    note="fused=True (HF Trainer's adamw_torch_fused) avoids it")
+    if w.optimizer == "adafactor":
+        big = max((x.rows * x.cols for x in _trainable_weights(weights, w, run)), default=0)
+        return Term("optimizer_step", big * 4 * 3,
+                    "Adafactor works one parameter at a time: ~3 fp32 copies of the largest",
+                    (("largest_param", big),))
+    return Term("optimizer_step", 0, f"{w.optimizer}: no step-wide temporary copy", ())
+
+
+# --- inference --------------------------------------------------------------------------------
+
+def kv_bytes_per_token(spec: ModelSpec, kv_bytes: float) -> float:
+    """Bytes of KV cache per generated/prompt token of one sequence: 2 x L x n_kv x d_head x bytes."""
+    layers = spec.decoder_layers if spec.kind == "encoder-decoder" else spec.layers
+    return 2 * layers * spec.kv_heads * spec.head_dim * kv_bytes
+
+
+def _infer_phases(spec: ModelSpec, w: Workload, weights: tuple[Weight, ...], run: _Run,
+                  const: Constants) -> tuple[Phase, ...]:
+    b, s, new, A, R = w.batch, w.seq, w.new_tokens, run.prec.act, run.prec.resid
+    weights_t = _weights_term(spec, w, weights, run, const)
+    kvb = DTYPE_BYTES[w.kv_dtype] if w.kv_dtype else A
+    per_tok = kv_bytes_per_token(spec, kvb)
+    attention = effective_attention(spec, w.attention)
+
+    def kv(length: int, cross: int) -> Term:
+        if spec.kind == "encoder":
+            return Term("kv_cache", 0, f"{spec.architecture} is an encoder: no KV cache", ())
+        total = b * length * per_tok + b * cross * per_tok
+        formula = "2 x layers x n_kv x d_head x bytes x batch x tokens"
+        if cross:
+            formula += " (+ the cross-attention cache of the encoder tokens)"
+        return Term("kv_cache", int(total), formula, (
+            ("layers", spec.decoder_layers or spec.layers), ("kv_heads", spec.kv_heads), ("head_dim", spec.head_dim),
+            ("kv_bytes", kvb), ("batch", b), ("tokens", length), ("cross_tokens", cross)))
+
+    t = spec.traits
+    f = spec.intermediate
+    if t.moe:
+        mlp = A * (2 * spec.hidden + 3 * spec.expert_intermediate * spec.experts_per_token / max(1, spec.experts))
+    else:
+        mlp = A * (3 if t.gated_mlp else 2) * f
+    if attention == "eager":
+        soft = (A + 8) if t.eager_softmax_fp32 else 2 * A
+        attn = A * 3 * spec.q_dim + (soft + (A if t.logit_softcap else 0)) * spec.heads * s
+        mask = b * s * s * R
+    else:
+        attn = A * (2 * spec.q_dim + 2 * spec.kv_dim)
+        mask = 0
+    working_pt = 2 * R * spec.hidden + max(mlp, attn)
+    prefill_work = Term("layer_working", int(b * s * working_pt + mask),
+                        "one layer's working set over the prompt: b*s x (hidden + residual + max(MLP, attention))"
+                        + (" + the eager causal mask b*s*s x R" if mask else ""),
+                        (("bytes_per_token", working_pt), ("mask_bytes", mask), ("attention", attention)))
+    if spec.kind == "encoder":
+        logits = Term("logits", b * s * spec.vocab * A, "one forward: logits b*s*V x A", (
+            ("batch", b), ("seq", s), ("vocab", spec.vocab)))
+        return (Phase("forward", (weights_t, prefill_work, logits, kv(0, 0))),)
+    last = Term("logits", b * spec.vocab * (A + 8),
+                "generate keeps the last position's logits: b x V x (A + fp32 copy + processed)",
+                (("batch", b), ("vocab", spec.vocab)))
+    cross = s if spec.kind == "encoder-decoder" else 0
+    prompt = 0 if spec.kind == "encoder-decoder" else s
+    layers = spec.decoder_layers or spec.layers
+    cat = Term("layer_working", int(b * (prompt + new) * per_tok / max(1, layers)),
+               "DynamicCache grows by torch.cat: one layer's K and V are copied at full length",
+               (("layers", layers),))
+    phases = [Phase("prefill", (weights_t, kv(prompt, cross), prefill_work, last))]
+    if new:
+        phases.append(Phase("last generated token", (weights_t, kv(prompt + new, cross), cat, last)))
+    return tuple(phases)
+
+
+# --- FLOPs ------------------------------------------------------------------------------------
+
+def flops(spec: ModelSpec, w: Workload, weights: Sequence[Weight] | None = None) -> Flops:
+    """PaLM (arXiv:2204.02311 App. B) / nanoGPT: training 6N + 12·L·H·Q·T per token, N the matmul
+    parameters a token runs through (MoE: its top-k experts), T the sequence length; forward only
+    2N + 4·L·H·Q·T. The causal variant halves the attention term (Megatron, FlashAttention)."""
+    ws = tuple(weights) if weights is not None else inventory(spec)
+    n = matmul_params(ws, active_only=True) + (spec.vocab * spec.hidden if spec.tie_embeddings else 0)
+    attn_layers = spec.layers + 2 * spec.decoder_layers      # T5 decoder: self + cross attention
+    T = w.seq + (w.new_tokens if not w.train else 0)
+    hq = spec.q_dim
+    if w.train:
+        per, attn = 6.0 * n, 12.0 * attn_layers * hq * T
+    else:
+        per, attn = 2.0 * n, 4.0 * attn_layers * hq * T
+    causal = attn if spec.kind == "encoder" else attn / 2
+    tokens = w.batch * (w.seq + (0 if w.train else w.new_tokens))
+    embed = sum(x.numel for x in ws if x.kind == "embedding")
+    return Flops(convention="PaLM/nanoGPT: 6N + 12*L*H*Q*T per training token (2N + 4*L*H*Q*T forward), "
+                 "N = matmul parameters (embedding lookups left out, as torchtitan does)",
+                 n_matmul=n, n_all=n + embed - (spec.vocab * spec.hidden if spec.tie_embeddings else 0),
+                 per_token=per + attn, per_token_causal=per + causal,
+                 per_step=(per + attn) * tokens, per_step_causal=(per + causal) * tokens, tokens_per_step=tokens)

@@ -1,0 +1,110 @@
+"""What the user wants to run: the options of ``envdoctor fit`` as one frozen value, with limits.
+
+>>> Workload(mode="train", batch=0).problems(None)
+['--batch must be between 1 and 65536 (got 0)']
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Literal
+
+from envdoctor.fit.spec import ModelSpec
+
+Mode = Literal["train", "infer"]
+Dtype = Literal["fp32", "bf16", "fp16"]
+Amp = Literal["bf16", "fp16"]
+Quant = Literal["int8", "int4"]
+KvDtype = Literal["fp32", "bf16", "fp16", "int8"]
+#: adamw: fused (HF Trainer's default on torch >= 2.8); adamw_foreach: torch.optim.AdamW's own default
+Optimizer = Literal["adamw", "adamw_foreach", "adamw8bit", "sgd", "adafactor"]
+Attention = Literal["sdpa", "eager"]
+
+DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "int8": 1}
+TORCH_DTYPES = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}
+
+MAX_BATCH = 65536
+MAX_SEQ = 1 << 20          # 1,048,576 tokens: the longest contexts of released models
+MAX_GPUS = 4096
+MAX_LORA_RANK = 4096
+
+
+@dataclass(frozen=True)
+class Workload:
+    """``batch`` is per GPU (the micro-batch); ``seq`` the prompt or training length; ``gpus`` the
+    data-parallel degree for ``zero`` (0: plain DDP when gpus > 1)."""
+
+    mode: Mode = "train"
+    batch: int = 1
+    seq: int = 2048
+    new_tokens: int = 0
+    dtype: Dtype = "bf16"
+    amp: Amp | None = None
+    quant: Quant | None = None
+    kv_dtype: KvDtype | None = None
+    optimizer: Optimizer = "adamw"
+    grad_checkpointing: bool = False
+    lora_rank: int = 0
+    lora_targets: tuple[str, ...] = ()
+    zero: int = 0
+    gpus: int = 1
+    attention: Attention = "sdpa"
+
+    def with_(self, **changes: object) -> Workload:
+        return replace(self, **changes)  # type: ignore[arg-type]
+
+    @property
+    def train(self) -> bool:
+        return self.mode == "train"
+
+    def problems(self, spec: ModelSpec | None) -> list[str]:
+        """Usage problems, one line each (empty: the workload can be estimated)."""
+        out: list[str] = []
+        for flag, value, lo, hi in (("--batch", self.batch, 1, MAX_BATCH), ("--seq", self.seq, 1, MAX_SEQ),
+                                    ("--new-tokens", self.new_tokens, 0, MAX_SEQ), ("--gpus", self.gpus, 1, MAX_GPUS),
+                                    ("--zero", self.zero, 0, 3)):
+            if not lo <= value <= hi:
+                out.append(f"{flag} must be between {lo} and {hi} (got {value})")
+        if self.lora_rank and not 1 <= self.lora_rank <= MAX_LORA_RANK:
+            out.append(f"--lora must be between 1 and {MAX_LORA_RANK} (got {self.lora_rank})")
+        if self.train:
+            if self.new_tokens:
+                out.append("--new-tokens is for --infer (generation); training has no new tokens")
+            if self.quant and not self.lora_rank:
+                out.append("--quant in training needs --lora R (QLoRA: frozen quantised base, trained adapters)")
+            if self.kv_dtype:
+                out.append("--kv-dtype is for --infer (the KV cache)")
+        else:
+            for flag, on in (("--lora", self.lora_rank), ("--zero", self.zero), ("--grad-checkpointing",
+                             self.grad_checkpointing), ("--amp", self.amp)):
+                if on:
+                    out.append(f"{flag} is for --train")
+            if self.optimizer != "adamw":
+                out.append("--optimizer is for --train")
+        if self.zero and self.gpus < 2:
+            out.append(f"--zero {self.zero} shards over --gpus N; give N of 2 or more")
+        if self.amp and self.dtype != "fp32":
+            out.append(f"--amp {self.amp} runs fp32 weights under autocast; use it with --dtype fp32 "
+                       f"(or --dtype {self.amp} alone for pure {self.amp} weights)")
+        if self.lora_targets and not self.lora_rank:
+            out.append("--lora-targets needs --lora R")
+        if spec is not None:
+            out += self._model_problems(spec)
+        return out
+
+    def _model_problems(self, spec: ModelSpec) -> list[str]:
+        out: list[str] = []
+        length = self.seq + self.new_tokens
+        if spec.traits.learned_positions and spec.max_positions and length > spec.max_positions:
+            out.append(f"{spec.name} has {spec.max_positions} learned positions; --seq + --new-tokens "
+                       f"is {length}")
+        if spec.kind == "encoder" and self.new_tokens:
+            out.append(f"{spec.name} is an encoder ({spec.architecture}): it does not generate, so "
+                       "--new-tokens and the KV cache do not apply")
+        return out
+
+
+def default_dtype(spec: ModelSpec) -> Dtype:
+    """transformers 5 loads the checkpoint's dtype by default (``dtype="auto"``); fp32 when unknown."""
+    name = TORCH_DTYPES.get((spec.dtype or "").lower())
+    return name if name in ("fp32", "bf16", "fp16") else "fp32"  # type: ignore[return-value]

@@ -1,0 +1,106 @@
+"""``envdoctor fit`` through Click's CliRunner: text, --json, verdicts, exit codes, bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from envdoctor.cli import cli
+
+FIX = Path(__file__).parent / "fixtures" / "hf-configs"
+
+
+def run(*args: str):
+    return CliRunner().invoke(cli, ["fit", *args])
+
+
+def test_bundled_model_inference_text_fits_an_h200():
+    r = run("Llama-3.1-8B", "--gpu", "H200")
+    assert r.exit_code == 0, r.output
+    assert "envdoctor fit Llama-3.1-8B (LlamaForCausalLM, 8.03B parameters)" in r.output
+    assert "inference, batch 1, 2048-token prompt + 256 new tokens, bf16 weights" in r.output
+    assert "weights                  14.96 GiB  params x 2 B (bf16)" in r.output    # 8,030,261,248 x 2 B
+    assert "KV cache" in r.output and "CUDA context + cuBLAS" in r.output
+    assert "NVIDIA H200" in r.output and "fits," in r.output
+    assert "largest --batch" in r.output
+
+
+def test_training_that_does_not_fit_lists_ways_and_exits_1():
+    r = run("Llama-3.1-8B", "--train", "--gpu", "RTX 4090")
+    assert r.exit_code == 1, r.output
+    assert "does not fit by" in r.output
+    assert "Ways to fit NVIDIA GeForce RTX 4090" in r.output
+    assert "--quant int4 --lora 16" in r.output and "--zero 3 --gpus" in r.output
+
+
+def test_json_document_has_peak_terms_and_inputs():
+    r = run(str(FIX / "qwen2.5-7b.json"), "--train", "--dtype", "fp32", "--amp", "bf16", "--batch", "2",
+            "--seq", "1024", "--grad-checkpointing", "--memory", "80GiB", "--json")
+    assert r.exit_code in (0, 1), r.output
+    doc = json.loads(r.output)
+    assert doc["schema"] == "envdoctor.fit/1"
+    assert doc["peak_bytes"] == sum(doc["terms"].values())
+    assert doc["model"]["architecture"] == "Qwen2ForCausalLM" and doc["model"]["params_total"] > 7e9
+    assert doc["workload"]["amp"] == "bf16" and doc["workload"]["grad_checkpointing"] is True
+    details = {t["name"]: t for t in doc["term_details"]}
+    assert details["weights"]["inputs"]["bytes_each"] == 4
+    assert doc["peak_phase"] == "optimizer step"            # 16 B/param dominates with checkpointing
+    loss = next(p for p in doc["phases"] if p["name"] == "loss backward")
+    acts = next(t for t in loss["term_details"] if t["name"] == "activations")
+    assert acts["inputs"]["batch"] == 2 and acts["inputs"]["grad_checkpointing"] is True
+    assert doc["gpus"][0]["total_bytes"] == 80 * 2**30
+    assert doc["activation_detail"]["layer"][0]["tensor"].startswith("attention norm")
+    assert doc["flops"]["tokens_per_step"] == 2048
+
+
+def test_no_gpu_given_says_how_to_get_a_verdict():
+    r = run("gpt2", "--seq", "512")
+    assert r.exit_code == 0
+    assert "No GPU given: add --gpu NAME" in r.output
+
+
+def test_list_shows_the_bundled_models():
+    r = run("--list")
+    assert r.exit_code == 0
+    assert "Mixtral-8x7B-v0.1" in r.output and "t5-small" in r.output
+    assert "(unconfirmed: max_position_embeddings)" in r.output
+
+
+@pytest.mark.parametrize("args,message", [
+    (["gpt2", "--batch", "0"], "--batch must be between 1 and 65536 (got 0)"),
+    (["Llama-3.1-8B", "--seq", "1000000000"], "--seq must be between 1 and 1048576 (got 1000000000)"),
+    (["gpt2", "--seq", "2000"], "gpt2 has 1024 learned positions"),
+    (["lama-3.1-8b"], "did you mean: Llama-3.1-8B"),
+    ([str(FIX / "llava-1.5-7b.json")], "field 'hidden_size' is missing"),
+    ([str(FIX / "gemma-3-4b-it.json")], "architecture 'gemma3' is not one fit knows"),
+    (["gpt2", "--gpu", "no such gpu"], "--gpu 'no such gpu': not in the table"),
+    (["gpt2", "--memory", "lots"], "--memory: 'lots' is not a size"),
+    (["gpt2", "--train", "--quant", "int4"], "--quant in training needs --lora R"),
+    (["gpt2", "--train", "--lora", "8", "--lora-targets", "q_proj"], "--lora-targets 'q_proj' is not a linear"),
+    (["bert-base-uncased", "--new-tokens", "4"], "is an encoder"),
+    ([], "give MODEL"),
+])
+def test_bad_input_is_one_line_and_exit_2(args, message):
+    r = run(*args)
+    assert r.exit_code == 2, r.output
+    assert message in r.output
+    assert "Traceback" not in r.output
+
+
+def test_a_config_that_is_not_json(tmp_path):
+    p = tmp_path / "config.json"
+    p.write_text("{not json")
+    r = run(str(p))
+    assert r.exit_code == 2
+    assert f"envdoctor fit: {p}: not valid JSON" in r.output
+
+
+def test_every_bundled_model_answers():
+    from envdoctor.fit.models import bundled_models
+    for m in bundled_models().models:
+        r = run(m.name, "--seq", "512", "--json")
+        assert r.exit_code == 0, (m.name, r.output)
+        assert json.loads(r.output)["peak_bytes"] > 0

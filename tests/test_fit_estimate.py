@@ -1,0 +1,227 @@
+"""The estimate's formulas against arithmetic done by hand (written out here, not the code's output)."""
+
+from __future__ import annotations
+
+import pytest
+
+from envdoctor.fit.activations import Precision, layer_bytes_per_token, layer_saved
+from envdoctor.fit.constants import Constants
+from envdoctor.fit.estimate import estimate, kv_bytes_per_token
+from envdoctor.fit.models import bundled_models
+from envdoctor.fit.spec import ModelSpec
+from envdoctor.fit.verdict import Gpu, fit_report
+from envdoctor.fit.workload import Workload
+
+# h=64, f=128, 2 layers, 4 heads of 16, 2 kv heads, vocab 100, untied: 86,848 parameters
+# (embed 6400 + head 6400 + 2 x (q 4096 + k 2048 + v 2048 + o 4096 + MLP 3*64*128 + norms 128) + final norm 64)
+TINY = ModelSpec(name="tiny", architecture="LlamaForCausalLM", family="llama", hidden=64, intermediate=128, layers=2,
+                 heads=4, kv_heads=2, head_dim=16, vocab=100)
+N = 6400 + 6400 + 2 * (4096 + 2048 + 2048 + 4096 + 3 * 64 * 128 + 128) + 64
+C = Constants(context_bytes=1000, cublas_bytes=24, allocator_reserve=0.5)   # round numbers for the sums
+CONTEXT = 1024
+
+
+def test_tiny_parameter_count():
+    assert N == 86_848
+    assert estimate(TINY, Workload(mode="infer", new_tokens=0, dtype="fp32"), C).params_total == N
+
+
+def test_inference_fp32_prefill_by_hand():
+    e = estimate(TINY, Workload(mode="infer", batch=1, seq=10, new_tokens=0, dtype="fp32"), C)
+    weights = N * 4
+    kv = 2 * 2 * 2 * 16 * 4 * 10                   # 2 x layers x kv heads x head_dim x 4 B x 10 tokens
+    working = 10 * (2 * 4 * 64 + 4 * 3 * 128)      # hidden + residual, then the MLP's gate, up and product
+    logits = 100 * (4 + 8)                         # last position only: V x (fp32 + fp32 copy + processed)
+    allocated = weights + kv + working + logits
+    assert e.peak_phase == "prefill"
+    assert [t.bytes for t in e.terms] == [weights, kv, working, logits, CONTEXT, int(allocated * 0.5)]
+    assert e.peak_bytes == allocated + CONTEXT + int(allocated * 0.5)
+
+
+def test_llama_layer_keeps_these_bytes_per_token():
+    # bf16, SDPA: each RMSNorm keeps an fp32 copy (64*4) + rsqrt (4) + normalised (64*2) + output (64*2) = 516;
+    # attention: q 64*2 + k 32*2 + v 32*2 + output 64*2 + log-sum-exp 4 heads*4 = 400;
+    # SwiGLU: gate, act, up, product, 128*2 each = 1024. Total 516 + 400 + 516 + 1024 = 2456.
+    bf16 = Precision(act=2, resid=2, autocast=False)
+    assert layer_bytes_per_token(layer_saved(TINY, bf16, 32, "sdpa", True)) == 2456
+    # fp32: the fp32 copy is the input itself (256 + 4), normalised 256, output 256 = 772 per norm;
+    # attention 4 x (64 + 32 + 32 + 64) + 16 = 784; MLP 4 x 128 x 4 = 2048. Total 772*2 + 784 + 2048 = 4376.
+    fp32 = Precision(act=4, resid=4, autocast=False)
+    assert layer_bytes_per_token(layer_saved(TINY, fp32, 32, "sdpa", True)) == 4376
+    # autocast (fp32 weights, bf16 matmuls): norms keep fp32 input 256 + rsqrt 4 + fp32 normalised 256 and one
+    # bf16 cast per linear they feed (3 x 128 for q/k/v, 2 x 128 for gate/up): 900 + 772; attention 400; MLP 1024.
+    auto = Precision(act=2, resid=4, autocast=True)
+    assert layer_bytes_per_token(layer_saved(TINY, auto, 32, "sdpa", True)) == 900 + 400 + 772 + 1024
+    # eager bf16 at s=32: q 128, k and v repeated to 4 heads 128 each, softmax fp32 4*32*4 = 512, probabilities
+    # cast back 4*32*2 = 256, contiguous output 128: 1280 instead of SDPA's 400.
+    assert layer_bytes_per_token(layer_saved(TINY, bf16, 32, "eager", True)) == 2456 - 400 + 1280
+
+
+def test_frozen_linears_keep_no_inputs_and_lora_keeps_fp32_copies():
+    bf16 = Precision(act=2, resid=2, autocast=False)
+    frozen = layer_bytes_per_token(layer_saved(TINY, bf16, 32, "sdpa", trainable_linears=False))
+    # frozen weights: each norm keeps only its fp32 input copy and rsqrt (260; the normalised input is kept for
+    # the norm weight's gradient, the output for the linears'), attention keeps q, k, v, out, lse (400),
+    # the MLP keeps gate, act, up (768): 260 + 400 + 260 + 768
+    assert frozen == 260 + 400 + 260 + 768
+    lora = layer_bytes_per_token(layer_saved(TINY, bf16, 32, "sdpa", False, lora=["q_proj"], lora_rank=8))
+    assert lora == frozen + 64 * 4 + 8 * 4      # PEFT casts q_proj's input to fp32 (64 x 4) + the rank-8 middle
+
+
+def test_training_bf16_adamw_by_hand():
+    w = Workload(mode="train", batch=2, seq=8, dtype="bf16")
+    e = estimate(TINY, w, C)
+    weights, grads, states = N * 2, N * 2, N * 2 * 2            # torch AdamW states are zeros_like(param)
+    acts = 2 * 8 * (2 * 2456 + (4 * 64 + 4 + 2 * 64 + 2 * 64))  # layers + final norm and head input
+    logits = 2 * 8 * 100 * 12                                   # fp32 log-softmax + its grad + upcast grad
+    phases = {p.name: p for p in e.phases}
+    loss = weights + states + acts + logits
+    last_layer = weights + states + acts + 100 * 64 * 2 + 16 * 3 * 2 * 128   # head grad + 3 f-wide grads
+    step = weights + grads + states                             # fused AdamW: no step-wide copy
+    for name, allocated in (("loss backward", loss), ("backward of the last layer", last_layer),
+                            ("optimizer step", step)):
+        assert phases[name].bytes == allocated + CONTEXT + int(allocated * 0.5), name
+    assert e.peak_phase == "optimizer step"
+
+
+def test_amp_fp32_adamw_is_16_bytes_per_parameter_plus_foreach_copy():
+    amp = estimate(TINY, Workload(mode="train", dtype="fp32", amp="bf16", seq=8), C)
+    step = {t.name: t.bytes for t in next(p for p in amp.phases if p.name == "optimizer step").terms}
+    assert step["weights"] + step["gradients"] + step["optimizer"] == 16 * N      # 4 + 4 + 8
+    assert step["optimizer_step"] == 0
+    foreach = estimate(TINY, Workload(mode="train", dtype="fp32", amp="bf16", seq=8, optimizer="adamw_foreach"), C)
+    step = {t.name: t.bytes for t in next(p for p in foreach.phases if p.name == "optimizer step").terms}
+    assert step["optimizer_step"] == 4 * N                      # _foreach_sqrt copies exp_avg_sq
+    loss = {t.name: t.bytes for t in amp.phases[0].terms}
+    # autocast keeps a bf16 copy of every matmul weight: 2 x (q,k,v,o 12288 + MLP 24576) + head 6400
+    assert loss["autocast_copies"] == 2 * (2 * (12288 + 24576) + 6400)
+
+
+@pytest.mark.parametrize("optimizer,per_param", [("sgd", 2), ("adamw8bit", 2 + 2 * 4 / 256)])
+def test_other_optimizers(optimizer, per_param):
+    e = estimate(TINY, Workload(mode="train", seq=8, optimizer=optimizer), C)
+    assert e.phases[-1].terms[2].bytes == int(N * per_param)
+
+
+def test_adafactor_factors_the_matrices():
+    e = estimate(TINY, Workload(mode="train", seq=8, optimizer="adafactor"), C)
+    per_layer = (64 + 64) + (32 + 64) + (32 + 64) + (64 + 64) + 2 * (128 + 64) + (64 + 128) + 2 * 64  # norms: numel
+    expected = 4 * (2 * per_layer + (100 + 64) + 64 + (100 + 64))   # + embedding, final norm, head
+    assert next(t for t in e.phases[-1].terms if t.name == "optimizer").bytes == expected
+
+
+def test_lora_trains_only_the_adapters():
+    e = estimate(TINY, Workload(mode="train", seq=8, lora_rank=4), C)
+    # r x (d_in + d_out) on q (64,64), k (64,32), v (64,32), o (64,64), gate/up (64,128), down (128,64)
+    per_layer = 4 * (128 + 96 + 96 + 128 + 192 + 192 + 192)
+    assert e.params_trainable == 2 * per_layer == 8192
+    step = {t.name: t.bytes for t in e.phases[-1].terms}
+    assert step["weights"] == N * 2 + 8192 * 4        # frozen bf16 base + fp32 adapters
+    assert step["gradients"] == 8192 * 4 and step["optimizer"] == 8192 * 8
+
+
+def test_zero3_shards_model_states_and_gathers_a_layer():
+    e = estimate(TINY, Workload(mode="train", seq=8, zero=3, gpus=4), C)
+    step = {t.name: t.bytes for t in e.phases[-1].terms}
+    assert step["weights"] == N * 2 // 4 and step["gradients"] == N * 2 // 4 and step["optimizer"] == N * 4 // 4
+    loss = {t.name: t.bytes for t in e.phases[0].terms}
+    assert loss["zero_gathered"] == 2 * 36992 * 2     # two blocks of 36,992 parameters in bf16
+
+
+def test_zero_with_amp_uses_the_zero_paper_layout():
+    # ZeRO §3.1: 2 (half params) + 2 (half grads) + 12 (fp32 master, momentum, variance); stage 1 shards the 12
+    e = estimate(TINY, Workload(mode="train", seq=8, dtype="fp32", amp="bf16", zero=1, gpus=8), C)
+    step = {t.name: t.bytes for t in e.phases[-1].terms}
+    assert (step["weights"], step["gradients"], step["optimizer"]) == (2 * N, 2 * N, 12 * N // 8)
+
+
+def test_ddp_keeps_a_second_copy_of_the_gradients():
+    e = estimate(TINY, Workload(mode="train", seq=8, gpus=2), C)
+    assert {t.name: t.bytes for t in e.phases[-1].terms}["ddp_buckets"] == N * 2
+
+
+def test_kv_cache_llama_3_1_8b():
+    spec = bundled_models().find("Llama-3.1-8B").spec
+    assert kv_bytes_per_token(spec, 2) == 2 * 32 * 8 * 128 * 2 == 131072       # 128 KiB per token
+    e = estimate(spec, Workload(mode="infer", batch=2, seq=1000, new_tokens=24), Constants())
+    last = {t.name: t.bytes for t in e.phases[-1].terms}
+    assert last["kv_cache"] == 2 * 1024 * 131072
+
+
+def test_t5_inference_caches_new_tokens_and_the_encoder():
+    spec = bundled_models().find("t5-small").spec
+    e = estimate(spec, Workload(mode="infer", batch=1, seq=100, new_tokens=10, dtype="fp32"), Constants())
+    last = {t.name: t.bytes for t in e.phases[-1].terms}
+    per_token = 2 * 6 * 8 * 64 * 4                    # decoder layers x heads x d_kv x fp32
+    assert last["kv_cache"] == per_token * (10 + 100)  # self-attention cache + cross-attention cache
+
+
+def test_flops_llama_3_1_8b_at_8192():
+    spec = bundled_models().find("Llama-3.1-8B").spec
+    f = estimate(spec, Workload(mode="train", seq=8192), Constants()).flops
+    # matmul parameters: the 32 blocks' linears and the head (the input embedding is a lookup, norms no matmul)
+    n = 32 * (4096 * 4096 * 2 + 4096 * 1024 * 2 + 3 * 4096 * 14336) + 128256 * 4096
+    assert f.n_matmul == n == 7_504_658_432
+    assert f.per_token == 6 * n + 12 * 32 * 4096 * 8192 == 57_912_852_480
+    assert f.per_token_causal == 6 * n + 6 * 32 * 4096 * 8192
+    assert f.per_step == f.per_token * 8192
+
+
+def test_qlora_weights():
+    spec = bundled_models().find("Llama-3.1-8B").spec
+    c = Constants()
+    e = estimate(spec, Workload(mode="train", seq=512, quant="int4", lora_rank=16), c)
+    quantised = 32 * (4096 * 4096 * 2 + 4096 * 1024 * 2 + 3 * 4096 * 14336)
+    lora = 32 * 16 * ((4096 + 4096) * 2 + (4096 + 1024) * 2 + (4096 + 14336) * 3)
+    rest = 8_030_261_248 - quantised
+    expected = int(quantised * (0.5 + 8 / 64 / 8 + 32 / (64 * 256) / 8) + rest * 2 + lora * 4)
+    assert e.term("weights").bytes == expected
+
+
+@pytest.mark.parametrize("changes,message", [
+    (dict(batch=0), "--batch must be between 1 and 65536 (got 0)"),
+    (dict(seq=10**9), "--seq must be between 1 and 1048576 (got 1000000000)"),
+    (dict(mode="train", quant="int4"), "--quant in training needs --lora R"),
+    (dict(mode="train", zero=3), "--zero 3 shards over --gpus N"),
+    (dict(mode="train", amp="bf16"), "use it with --dtype fp32"),
+    (dict(mode="infer", lora_rank=8), "--lora is for --train"),
+])
+def test_usage_problems(changes, message):
+    w = Workload(**{"mode": "infer", **changes})
+    assert any(message in p for p in w.problems(TINY))
+    with pytest.raises(ValueError):
+        estimate(TINY, w, C)
+
+
+def test_learned_positions_and_encoders_limit_the_workload():
+    gpt2 = bundled_models().find("gpt2").spec
+    assert "gpt2 has 1024 learned positions" in Workload(mode="infer", seq=1000, new_tokens=100).problems(gpt2)[0]
+    bert = bundled_models().find("bert-base-uncased").spec
+    assert "is an encoder" in Workload(mode="infer", seq=128, new_tokens=5).problems(bert)[0]
+
+
+def test_verdicts_ways_and_limits():
+    spec = bundled_models().find("Llama-3.1-8B").spec
+    w = Workload(mode="train", batch=1, seq=2048)
+    small, big = Gpu("24 GiB card", 24 * 2**30, "given"), Gpu("141 GiB card", 141 * 2**30, "given")
+    r = fit_report(spec, w, [big, small], [big], Constants())
+    assert [v.fits for v in r.verdicts] == [True, False]
+    assert r.verdicts[0].spare_bytes == big.total_bytes - r.estimate.peak_bytes
+    assert r.ways_for == small
+    ways = {x.flags: x for x in r.ways}
+    assert not ways["--grad-checkpointing"].fits         # activations are not what fills 24 GiB here
+    assert ways["--quant int4 --lora 16"].peak_bytes < ways["--lora 16"].peak_bytes < r.estimate.peak_bytes
+    assert ways['--gpu "141 GiB card"'].fits
+    zero = next(x for x in r.ways if x.flags.startswith("--zero 3"))
+    assert zero.fits and zero.peak_bytes <= small.total_bytes
+    assert r.max_batch is None                            # not even one sequence on 24 GiB
+
+
+def test_largest_batch_is_the_boundary():
+    spec = bundled_models().find("Qwen2.5-0.5B").spec
+    gpu = Gpu("8 GiB", 8 * 2**30, "given")
+    w = Workload(mode="train", batch=1, seq=1024)
+    r = fit_report(spec, w, [gpu], [], Constants())
+    assert r.max_batch is not None
+    assert estimate(spec, w.with_(batch=r.max_batch), Constants()).peak_bytes <= gpu.total_bytes
+    assert estimate(spec, w.with_(batch=r.max_batch + 1), Constants()).peak_bytes > gpu.total_bytes
