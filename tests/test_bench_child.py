@@ -90,7 +90,8 @@ def test_child_refuses_a_gpu_that_does_not_exist_on_a_cpu_torch_by_running_on_th
     assert child.result["devices"][0]["kind"] == "cpu"
 
 
-@pytest.mark.parametrize("name", ["_prelude.py", SCRIPT, "plot.py", "torch_probe.py"])
+@pytest.mark.parametrize("name", ["_prelude.py", SCRIPT, "plot.py", "torch_probe.py", "_bench_common.py",
+                                  "_bench_matmul.py", "_bench_memory.py", "_bench_models.py", "_bench_layers.py"])
 def test_child_source_stays_python38_and_torch_free_at_import(name):
     src = _resource(name)
     ast.parse(src, feature_version=(3, 8))       # a SyntaxError here breaks old target Pythons

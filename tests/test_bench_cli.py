@@ -93,7 +93,9 @@ def test_dtypes_and_sizes_reach_the_child(tmp_path):
         "--size", "1024,4096", "--budget", "2", "--device", "all")
     config = json.loads(log.read_text())
     assert config.pop("dump_after") > 0     # faulthandler shows a hang's stack before the timeout
-    assert config == {"dtypes": ["fp16", "bf16"], "sizes": [512, 1024, 4096], "budget": 2.0, "device": "all"}
+    memory = [1 << k for k in (16, 18, 20, 22, 24, 25, 26, 27, 28)]       # 64Ki to 256Mi fp32 elements
+    assert config == {"suites": ["matmul", "memory"], "dtypes": ["fp16", "bf16"], "sizes": [512, 1024, 4096],
+                      "budget": 2.0, "device": "all", "memory": {"sizes": memory, "budget": 0.667}}
 
 
 @needs_torch
