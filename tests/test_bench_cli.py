@@ -6,11 +6,11 @@ import json
 import sys
 
 import pytest
-from tests.fakes import cli_runner
 
 from envdoctor.cli.bench import bench
 from envdoctor.facts.bench import BenchResult
 from envdoctor.facts.serde import from_data
+from tests.fakes import cli_runner
 from tests.test_bench_child import needs_torch
 from tests.test_bench_fakes import fake_python, recorded_run, replay
 

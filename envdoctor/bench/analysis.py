@@ -341,7 +341,7 @@ def analyze(result: BenchResult) -> BenchResult:
         layer_points.extend(lay)
         if "layers" in result.suites:
             checks = [c for c in result.flop_checks if c.device == d.index]
-            reference = any(p.device == d.index for p in result.reference_points)
+            reference = [p for p in result.reference_points if p.device == d.index and p.tflops]
             verdicts.append(layers.layers_verdict(d, lay, checks, reference))
     known = set(by_index)
     memory_points.extend(p for p in result.memory_points if p.device not in known)

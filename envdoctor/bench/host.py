@@ -20,6 +20,8 @@ from datetime import datetime, timezone
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from envdoctor.bench import analysis
+from envdoctor.bench.findings import bench_findings
+from envdoctor.bench.memory import elements_label
 from envdoctor.child import ChildRun, find_python, run_child
 from envdoctor.facts.base import ProbeError
 from envdoctor.facts.bench import (
@@ -363,7 +365,8 @@ def run_bench(
         result = build_result({"schema": CHILD_SCHEMA, "suites": list(suites), **partial}, **kw, **common)
     except DataError:
         result = BenchResult(**common, suites=suites)
-    return replace(result, error=_run_error(child, python), verdicts=())
+    result = replace(result, error=_run_error(child, python), verdicts=())
+    return replace(result, findings=bench_findings(result))   # none from verdicts on unfinished suites
 
 
 def _run_error(child: ChildRun, python: str) -> ProbeError:
@@ -390,26 +393,62 @@ def describe(point: Mapping[str, Any]) -> str:
 # --- the PNG ---------------------------------------------------------------------------------
 
 def plot_spec(result: BenchResult, path: str) -> Dict[str, Any]:
-    """What child/plot.py draws: per dtype (and GPU, with several) the (n, TFLOP/s) points."""
+    """What child/plot.py draws: one panel per suite that measured something (matmul TFLOP/s by n
+    and dtype, with the datasheet peaks; memory GB/s by size with the L2-resident sizes shaded;
+    the layers' fwd and fwd+bwd TFLOP/s at their largest shape, against the matmul rate)."""
     many = len(result.devices) > 1
+    panels: List[Dict[str, Any]] = []
     series: Dict[str, List[List[float]]] = {}
-    peaks: Dict[str, float] = {}
     for p in result.points:
         if p.status == "ok" and p.tflops:
             key = f"GPU {p.device} {p.dtype}" if many else p.dtype
             series.setdefault(key, []).append([p.n, p.tflops])
-    if not many and result.devices:
-        peaks = dict(result.devices[0].peaks)
+    first = result.devices[0] if result.devices else None
+    if series:
+        panels.append({"kind": "lines", "title": "matmul", "series": series,
+                       "hlines": dict(first.peaks) if (first is not None and not many) else {},
+                       "xlabel": "n (n x n @ n x n)", "ylabel": "TFLOP/s (dashed: datasheet dense peak)"})
+    mem: Dict[str, List[List[float]]] = {}
+    for m in result.memory_points:
+        if m.status == "ok" and m.gbs:
+            mem.setdefault(f"GPU {m.device} {m.op}" if many else m.op, []).append([m.n, m.gbs])
+    if mem:
+        sheet = first.bandwidth_gbs if (first is not None and first.kind == "cuda") else None
+        l2 = first.l2_bytes if (first is not None and first.kind == "cuda") else None
+        panels.append({"kind": "lines", "title": "memory (fp32 vectors)", "series": mem,
+                       "hlines": {"datasheet": sheet} if sheet else {},
+                       "xmax_shade": (l2 / 8.0) if l2 else None, "shade_label": "L2-resident",
+                       "xticklabels": {str(m.n): elements_label(m.n) for m in result.memory_points},
+                       "xlabel": "fp32 elements per buffer", "ylabel": "GB/s (read + written)"})
+    lay = [p for p in result.layer_points if p.status == "ok" and p.tflops and (not many or p.device == 0)]
+    if lay:
+        dtype = "bf16" if any(p.dtype == "bf16" for p in lay) else lay[0].dtype
+        lay = [p for p in lay if p.dtype == dtype]
+        cats: List[str] = []
+        values: Dict[str, List[Optional[float]]] = {"fwd": [], "fwd+bwd": []}
+        for layer in dict.fromkeys(p.layer for p in lay):
+            big = max((p for p in lay if p.layer == layer), key=lambda p: p.batch * p.seq)
+            for attn in ("eager", "sdpa"):
+                pick = {p.mode: p.tflops for p in lay if p.layer == layer and p.attention == attn
+                        and p.batch == big.batch and p.seq == big.seq}
+                if pick:
+                    cats.append(f"{layer} {attn} b={big.batch} s={big.seq}")
+                    for mode in values:
+                        values[mode].append(pick.get(mode))
+        rate = first.matmul_rates.get(dtype) if first is not None else None
+        panels.append({"kind": "bars", "title": f"transformer layers ({dtype}, analytic FLOPs)", "categories": cats,
+                       "series": values, "vline": rate, "vline_label": f"{dtype} matmul, this run",
+                       "xlabel": "TFLOP/s", "ylabel": ""})
     names = sorted({d.name or "?" for d in result.devices})
     title = ", ".join(names) + (f", torch {result.torch_version}" if result.torch_version else "")
-    return {"path": str(path), "title": title, "series": series, "peaks": peaks}
+    return {"path": str(path), "title": title, "panels": panels}
 
 
 def write_plot(result: BenchResult, path: str, python: str, env: Optional[Mapping[str, str]] = None,
                timeout: float = 60.0) -> Tuple[bool, str]:
     """Draw ``result`` to ``path`` with the target's matplotlib: (written, one line saying so)."""
     spec = plot_spec(result, os.path.abspath(path))
-    if not spec["series"]:
+    if not spec["panels"]:
         return False, "no plot written: no point was measured"
     child = run_child("plot.py", spec, python=python, timeout=timeout, env=env, what="the plot")
     if child.ok:

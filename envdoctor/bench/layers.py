@@ -21,13 +21,21 @@ from dataclasses import replace
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from envdoctor.bench.attribution import attribute
+from envdoctor.bench.chart import format_rate
 from envdoctor.bench.memory import rate_label, size_label
-from envdoctor.facts.bench import LAYER_TITLES, BenchDevice, FlopCheck, LayerPoint, NvmlSample, Verdict
+from envdoctor.facts.bench import LAYER_TITLES, BenchDevice, BenchPoint, FlopCheck, LayerPoint, NvmlSample, Verdict
 
 #: Launches taking at least this share of a call's time: the CPU issuing kernels sets the pace.
 LAUNCH_BOUND = 0.8
 #: Eager layers must agree with FlopCounterMode within this (the counts are the same products).
 EAGER_TOLERANCE = 0.005
+#: Products, memory traffic and launches explaining less than this share of a call: "overhead".
+EXPLAINED = 0.5
+
+
+def _tf(x: Optional[float]) -> str:
+    """TFLOP/s in a sentence: 522, 47.3, 0.021."""
+    return f"{x:.0f}" if x is not None and x >= 100 else format_rate(x)
 
 
 def _pct(x: Optional[float]) -> str:
@@ -55,18 +63,24 @@ def analyze_layer_point(p: LayerPoint, device: BenchDevice, bandwidth: Optional[
         return p
     if launch is not None and launch >= LAUNCH_BOUND:
         kind = "launch"
+    elif sum(known.values()) < EXPLAINED:
+        kind = "overhead"
     else:
         kind = max((k for k in known if k != "launch"), key=lambda k: known[k], default="launch")
     parts = []
     if mm is not None:
-        parts.append(f"products {_pct(mm)} of the time at the {rate:.0f} TFLOP/s matmul rate")
+        parts.append(f"products {_pct(mm)} of the time at the {_tf(rate)} TFLOP/s matmul rate")
     if mem is not None and bandwidth:
         parts.append(f"other operations {_pct(mem)} ({size_label(p.other_bytes or 0)} at the {bandwidth_from} "
                      f"{rate_label(bandwidth)})")
     if launch is not None:
-        parts.append(f"launches {_pct(launch)} ({p.ops} kernels x {device.launch_us:.1f} us)")
+        kernels = f"{p.ops} kernels x {device.launch_us:.1f} us"
+        parts.append(f"launches ({kernels}) as long as the call itself" if launch >= 1.0
+                     else f"launches {_pct(launch)} ({kernels})")
     rest = 1.0 - sum(v for k, v in known.items() if k != "launch")
-    if mm is not None and mem is not None and rest > 0.15 and kind != "launch":
+    if kind == "overhead":
+        parts.append("the rest is the cost of issuing many small operations (Python, the dispatcher)")
+    elif mm is not None and mem is not None and rest > 0.15 and kind != "launch":
         parts.append(f"{_pct(rest)} left to kernels slower than a large product (attention, small tiles)")
     return replace(p, matmul_share=mm, memory_share=mem, launch_share=launch, bound=kind, bound_why="; ".join(parts))
 
@@ -96,24 +110,25 @@ def explain_layer(layer: str, points: Sequence[LayerPoint], device: BenchDevice)
     kernel = f" ({main.kernel})" if main.attention == "sdpa" and main.kernel else ""
     attn = "SDPA" if main.attention == "sdpa" else "eager attention"
     text = (f"{LAYER_TITLES.get(layer, layer)}, {dtype} b={b} s={s}: {attn}{kernel} {main.mode} "
-            f"{main.tflops:.0f} TFLOP/s, {_pct(main.of_matmul)} of the matmul rate")
+            f"{_tf(main.tflops)} TFLOP/s, {_pct(main.of_matmul)} of the matmul rate")
     why = []
     if main.memory_share is not None:
-        why.append(f"the operations besides the products take {_pct(main.memory_share)} of its time at the "
-                   "memory's speed")
+        why.append(f"its other operations (norms, activations, adds, copies: {size_label(main.other_bytes or 0)}) "
+                   f"take {_pct(main.memory_share)} of its time at the memory's speed")
     eager = _find(mine, attention="eager", mode=main.mode, batch=b, seq=s) if main.attention == "sdpa" else None
     if eager is not None and eager.tflops:
         heads = device.layer_dims.get(layer, {}).get("heads")
         scores = f"{b}x{heads}x{s}x{s} " if heads else ""
         extra = (eager.other_bytes or 0) - (main.other_bytes or 0)
         moved = f": its softmax over the {scores}scores moves {size_label(extra)} more a call" if extra > 0 else ""
-        why.append(f"eager attention reaches {eager.tflops:.0f} ({_pct(eager.of_matmul)}){moved}")
+        why.append(f"eager attention reaches {_tf(eager.tflops)} ({_pct(eager.of_matmul)}){moved}")
     small = min(mine, key=_shape)
     if _shape(small) < _shape(big):
         twin = _find(mine, attention=main.attention, mode=main.mode, batch=small.batch, seq=small.seq) or small
         cause = ("launch-bound: the CPU issues its kernels slower than the GPU runs them"
                  if twin.bound == "launch" else f"{twin.batch * twin.seq} tokens a call fill the GPU less")
-        why.append(f"at b={twin.batch} s={twin.seq} {twin.tflops:.0f} TFLOP/s ({_pct(twin.of_matmul)}): {cause}")
+        why.append(f"at b={twin.batch} s={twin.seq} {_tf(twin.tflops)} TFLOP/s ({_pct(twin.of_matmul)}): "
+                   f"{cause}")
     return text + ("; " + "; ".join(why) if why else "")
 
 
@@ -159,7 +174,7 @@ def flop_lines(checks: Sequence[FlopCheck]) -> List[str]:
 
 
 def layers_verdict(device: BenchDevice, points: Sequence[LayerPoint], checks: Sequence[FlopCheck],
-                   reference: bool) -> Verdict:
+                   reference: Sequence[BenchPoint] = ()) -> Verdict:
     """A summary line per device (no judgement), the explanation per layer, the FLOP check."""
     i = device.index
     ok = [p for p in points if p.status == "ok" and p.tflops]
@@ -169,9 +184,10 @@ def layers_verdict(device: BenchDevice, points: Sequence[LayerPoint], checks: Se
         line = explain_layer(layer, points, device)
         if line:
             why.append(line)
-    if reference:
-        why.append("the matmul rates come from one short product at n=8192 (n=512 on the CPU) per dtype, run "
-                   "because the matmul suite was not asked for")
+    for ref in reference:
+        floor = 2048 if device.kind == "cuda" else 256
+        why.append(f"the {ref.dtype} matmul rate ({_tf(ref.tflops)} TFLOP/s) comes from one short product at "
+                   f"n={ref.n} run for the layers: the matmul suite did not measure {ref.dtype} at n >= {floor}")
     why.extend(flop_lines(checks))
     if wrong:
         p = wrong[0]
@@ -180,8 +196,8 @@ def layers_verdict(device: BenchDevice, points: Sequence[LayerPoint], checks: Se
     if not ok:
         return Verdict(i, "none", "Layers: no point was measured", tuple(why), suite="layers")
     best = max(ok, key=lambda p: p.tflops or 0.0)
-    rates = ", ".join(f"{d} {r:.0f}" for d, r in sorted(device.matmul_rates.items()))
-    line = (f"Layers: up to {best.tflops:.0f} TFLOP/s ({best.layer} {best.dtype} {best.attention} {best.mode} "
+    rates = ", ".join(f"{d} {_tf(r)}" for d, r in sorted(device.matmul_rates.items()))
+    line = (f"Layers: up to {_tf(best.tflops)} TFLOP/s ({best.layer} {best.dtype} {best.attention} {best.mode} "
             f"b={best.batch} s={best.seq}), {_pct(best.of_matmul)} of the matmul rate measured in this run"
             + (f" ({rates} TFLOP/s)" if rates else ""))
     return Verdict(i, "none", line, tuple(why), suite="layers")

@@ -14,7 +14,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from envdoctor.bench.chart import chart, format_rate, log_bars
 from envdoctor.bench.memory import elements_label, size_label
-from envdoctor.facts.bench import BenchDevice, BenchPoint, BenchResult, LayerPoint, MemoryPoint, Verdict
+from envdoctor.facts.bench import SUITES, BenchDevice, BenchPoint, BenchResult, LayerPoint, MemoryPoint, Verdict
 
 _STATE_COLOR = {"confirmed": "32", "not_delivering": "31", "absent": "33", "none": "33", "below": "33"}
 
@@ -136,9 +136,10 @@ _LAYER_NAMES = {"bert": "bert", "gpt2": "gpt2", "t5_encoder": "t5-enc", "t5_deco
 
 def _layers_section(d: BenchDevice, points: List[LayerPoint], color: bool) -> List[str]:
     """One row per (layer, dtype, attention, b, s), fwd and fwd+bwd side by side."""
-    rates = ", ".join(f"{k} {v:.0f}" for k, v in sorted(d.matmul_rates.items()))
+    rates = ", ".join(f"{k} {format_rate(v)}" for k, v in sorted(d.matmul_rates.items()))
+    tf32 = "" if d.kind != "cuda" or d.tf32_default is None else f"; TF32 matmul {'on' if d.tf32_default else 'off'}"
     out = ["transformer layers (TFLOP/s from the analytic FLOPs; %mm: of the matmul rate measured in this run"
-           + (f", {rates} TFLOP/s" if rates else "") + ")"]
+           + (f", {rates} TFLOP/s" if rates else "") + tf32 + ")"]
     head = ("layer", "dtype", "attention", "kernel", "b", "s", "fwd", "%mm", "fwd+bwd", "%mm", "%sheet",
             "bound", "MHz", "W")
     rows: List[Tuple[str, ...]] = []
@@ -185,7 +186,7 @@ def render_bench_text(result: BenchResult, color: bool = False, chart_width: int
     out: List[str] = []
     target = f"{result.python} ({result.chosen_by})" if result.chosen_by else (result.python or "?")
     out.append(f"envdoctor bench in {target}")
-    if result.error is not None and not result.points:
+    if result.error is not None and not (result.points or result.memory_points or result.layer_points):
         out.append(_c(f"error: {result.error.message}", "31", color))
         return "\n".join(out) + "\n"
     verdicts = {(v.device, v.suite): v for v in result.verdicts}
@@ -238,11 +239,12 @@ def render_bench_text(result: BenchResult, color: bool = False, chart_width: int
     if result.layer_points:
         out.append("note: layers: bound = the largest share of a call's time: compute (the products at the "
                    "matmul rate), memory (the other operations' bytes at the measured bandwidth), launch "
-                   "(kernels x one launch); fwd runs under no_grad; docs/bench.md has the FLOP formulas")
+                   "(kernels x one launch), overhead (those three explain under half of it); fwd runs under "
+                   "no_grad; docs/bench.md has the FLOP formulas")
     for f in result.findings:
         out.append(_c(f"{f.code} {f.severity}: {f.title}", "31" if f.severity == "error" else "33", color))
         out.extend(f"  {e}" for e in f.evidence)
-    per_suite = (" (" + ", ".join(f"{k} {v:.1f} s" for k, v in result.suite_s.items()) + ")"
+    per_suite = (" (" + ", ".join(f"{k} {result.suite_s[k]:.1f} s" for k in SUITES if k in result.suite_s) + ")"
                  if len(result.suite_s) > 1 else "")
     timing = [f"{name} {v:.1f} s{per_suite if name == 'measurement' else ''}"
               for name, v in (("torch import", result.import_s), ("CUDA start", result.init_s),
