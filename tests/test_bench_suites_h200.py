@@ -120,6 +120,16 @@ def test_flop_counter_lines_eager_agrees_and_sdpa_recompute_is_shown_apart():
     assert "gpt2 +1.3%" in sdpa and sdpa.startswith("FLOP count, SDPA (flash) fwd+bwd: FlopCounterMode counts more")
 
 
+def test_layers_without_the_matmul_suite_say_where_their_rate_comes_from():
+    doc = recording()["result"]
+    ref = dict(doc["points"][-1], reference=True)               # bf16 n=8192, 658.5 TFLOP/s
+    doc.update(suites=["layers"], points=[], reference_points=[ref])
+    v = verdict(analysed(doc), "layers")
+    assert ("the bf16 matmul rate (658 TFLOP/s) comes from one short product at n=8192 run for the layers: "
+            "the matmul suite was not asked for") in v.why
+    assert [x.suite for x in analysed(doc).verdicts] == ["layers"]
+
+
 def test_flop_counter_blind_to_a_kernel_is_said_so():
     doc = recording()["result"]
     for c in doc["flop_checks"]:

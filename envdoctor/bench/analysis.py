@@ -342,7 +342,7 @@ def analyze(result: BenchResult) -> BenchResult:
         if "layers" in result.suites:
             checks = [c for c in result.flop_checks if c.device == d.index]
             reference = [p for p in result.reference_points if p.device == d.index and p.tflops]
-            verdicts.append(layers.layers_verdict(d, lay, checks, reference))
+            verdicts.append(layers.layers_verdict(d, lay, checks, reference, "matmul" in result.suites))
     known = set(by_index)
     memory_points.extend(p for p in result.memory_points if p.device not in known)
     layer_points.extend(p for p in result.layer_points if p.device not in known)

@@ -174,7 +174,7 @@ def flop_lines(checks: Sequence[FlopCheck]) -> List[str]:
 
 
 def layers_verdict(device: BenchDevice, points: Sequence[LayerPoint], checks: Sequence[FlopCheck],
-                   reference: Sequence[BenchPoint] = ()) -> Verdict:
+                   reference: Sequence[BenchPoint] = (), matmul_ran: bool = True) -> Verdict:
     """A summary line per device (no judgement), the explanation per layer, the FLOP check."""
     i = device.index
     ok = [p for p in points if p.status == "ok" and p.tflops]
@@ -186,8 +186,10 @@ def layers_verdict(device: BenchDevice, points: Sequence[LayerPoint], checks: Se
             why.append(line)
     for ref in reference:
         floor = 2048 if device.kind == "cuda" else 256
+        cause = (f"the matmul suite did not measure {ref.dtype} at n >= {floor}" if matmul_ran
+                 else "the matmul suite was not asked for")
         why.append(f"the {ref.dtype} matmul rate ({_tf(ref.tflops)} TFLOP/s) comes from one short product at "
-                   f"n={ref.n} run for the layers: the matmul suite did not measure {ref.dtype} at n >= {floor}")
+                   f"n={ref.n} run for the layers: {cause}")
     why.extend(flop_lines(checks))
     if wrong:
         p = wrong[0]
