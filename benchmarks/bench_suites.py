@@ -22,6 +22,9 @@ and on a CPU machine, tiny (a few layers of width 32, small vectors), to try it 
 
     PYTHONPATH=. python3 benchmarks/bench_suites.py --tiny --out /tmp/bench-suites
 
+With ``--default-run`` it first times the default ``envdoctor bench`` (matmul and memory,
+``default.json``), about 15 s more.
+
 Files: ``ours-1.json`` (envdoctor's document, and the raw child output and NVML samples),
 ``plan.json`` (the points handed to the classic method), ``classic.json``, ``tables.txt`` (what
 is printed), ``summary.json`` (targets and wall times).
@@ -161,13 +164,13 @@ def ours_tiny(raw_path: str) -> Dict[str, Any]:
     return to_data(r)
 
 
-def run_ours(out: Path, name: str, tiny: bool) -> Dict[str, Any]:
+def run_ours(out: Path, name: str, tiny: bool, suites: str = "all") -> Dict[str, Any]:
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     raw = out / f"{name}.raw.tmp"
     if tiny:
         argv = [sys.executable, __file__, "--ours-tiny", str(raw)]
     else:
-        argv = [sys.executable, "-m", "envdoctor", "bench", "--python", sys.executable, "--suite", "all",
+        argv = [sys.executable, "-m", "envdoctor", "bench", "--python", sys.executable, "--suite", suites,
                 "--json", "--raw-out", str(raw)]
     t0 = time.perf_counter()
     proc = subprocess.run(argv, stdout=subprocess.PIPE, env=env, cwd=str(ROOT))
@@ -345,6 +348,8 @@ def main(argv: Optional[List[str]] = None) -> int:
                     "0.05 s with --tiny)")
     ap.add_argument("--ours-runs", type=int, default=1, help="envdoctor runs before the classic one (default 1)")
     ap.add_argument("--tiny", action="store_true", help="tiny sizes and layers, for a CPU machine")
+    ap.add_argument("--default-run", action="store_true", help="first time the default run (matmul,memory), "
+                    "against the 11 s of the matmul-only default before the suites")
     ap.add_argument("--classic", metavar="PLAN", help="(internal) run the classic method on PLAN, print JSON")
     ap.add_argument("--ours-tiny", metavar="RAW", help="(internal) the tiny envdoctor run, print its JSON")
     args = ap.parse_args(argv)
@@ -357,9 +362,16 @@ def main(argv: Optional[List[str]] = None) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     mrt = args.min_run_time or (0.05 if args.tiny else 1.5)
+    default = run_ours(out, "default", False, "matmul,memory") if args.default_run and not args.tiny else None
     ours = [run_ours(out, f"ours-{i + 1}", args.tiny) for i in range(max(1, args.ours_runs))]
     cls = run_classic(out, plan_of(ours[0]), mrt, args.tiny)
     text, summary = tables(ours, cls)
+    if default is not None:
+        r = default.get("result") or {}
+        text += (f"default run (matmul,memory): {default['wall_s']:.1f} s wall end to end, exit "
+                 f"{default['returncode']} (child: import {r.get('import_s')} s, measurement {r.get('measure_s')} s: "
+                 + ", ".join(f"{k} {v:.1f} s" for k, v in (r.get("suite_s") or {}).items()) + ")\n")
+        summary["default_run_wall_s"] = default["wall_s"]
     (out / "tables.txt").write_text(text)
     (out / "summary.json").write_text(json.dumps(summary, indent=1))
     print(text)
