@@ -78,6 +78,7 @@ def test_missing_gpu_index_is_a_usage_error(tmp_path):
     (("--device", "gpu0"), "give a GPU index"),
     (("--budget", "0"), "--budget"),
     (("--python", "/nonexistent/python3"), "--python /nonexistent/python3: not found"),
+    (("--suite", "gpu"), "choose from matmul, memory, layers or all"),
 ])
 def test_usage_errors_exit_2(args, message):
     r = run(*args)
@@ -109,3 +110,14 @@ def test_cpu_torch_for_real_with_plot_request(tmp_path):
         assert png.exists() and f"plot written to {png}" in r.stderr
     else:
         assert "no plot written: matplotlib is not installed in" in r.stderr and not png.exists()
+
+
+def test_suite_all_reaches_the_child_with_the_scaled_budgets(tmp_path):
+    log = tmp_path / "argv.txt"
+    python = tmp_path / "python3"
+    python.write_text(f'#!/bin/sh\necho "$2" > {log}\necho notjson\n')
+    python.chmod(0o755)
+    run("--python", str(python), "--suite", "layers", "--suite", "all", "--dtype", "bf16", "--budget", "3")
+    config = json.loads(log.read_text())
+    assert config["suites"] == ["matmul", "memory", "layers"]
+    assert config["memory"]["budget"] == 1.0 and config["layers"] == {"budget": 3.5, "dtypes": ["bf16"]}
