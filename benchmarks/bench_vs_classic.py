@@ -4,7 +4,9 @@ The classic method times ``a @ b`` with ``torch.utils.benchmark.Timer(...).block
 min_run_time=3)`` per point and takes the median. This script runs, as separate processes of the
 interpreter that runs it (which must have torch):
 
-1. ``envdoctor bench --json`` (wall-clocked end to end: torch import and CUDA start included);
+1. ``envdoctor bench --json`` (wall-clocked end to end: torch import and CUDA start included;
+   since issue 14 the default run also has the memory suite, so the wall time includes it, and
+   the tables compare the matmul points; ``bench_suites.py`` compares every suite);
 2. the classic method for the same dtypes and sizes (``--classic`` re-runs this file);
 3. ``envdoctor bench --json`` again, on the now warm GPU;
 

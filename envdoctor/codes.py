@@ -43,8 +43,7 @@ RANGES: Tuple[CodeRange, ...] = (
     CodeRange(300, 399, "toolkits", "CUDA toolkits (nvcc) and the toolkit CUDA extension builds use"),
     CodeRange(400, 499, "conda", "the active conda environment's CUDA packages"),
     CodeRange(500, 599, "docker", "docker, podman and the NVIDIA Container Toolkit"),
-    CodeRange(600, 629, "bench", "measured speed against the expected figures (matmul, bandwidth, layers)",
-              reserved=True),
+    CodeRange(600, 629, "bench", "measured speed against the expected figures (matmul, bandwidth, layers)"),
     CodeRange(630, 699, "fit", "will a model fit: memory estimates against the GPUs, and their measured error",
               reserved=True),
     CodeRange(700, 749, "verify", "after a change, against a snapshot: ED701-ED719 regressions (errors), "
@@ -342,6 +341,52 @@ _CODES: Tuple[Code, ...] = (
          "Generate the spec with nvidia-ctk cdi generate (again after every driver upgrade).",
          (CTK_CDI,)),
     # --- ED7xx: verify against a snapshot --------------------------------------------------------------
+    # bench (envdoctor/bench/findings.py): matmul, memory bandwidth, layers
+    Code("ED600", "Tensor Cores not delivering", "bench", ("error",),
+         "fp16 matrix products run no faster than the GPU's fp32 units allow: torch runs on the CPU, the fp16 "
+         "kernels do not use the Tensor Cores (a torch or cuBLAS older than the GPU), or the GPU is throttled. "
+         "The verdict's lines say which.",
+         "Run `envdoctor check` for the torch build and the GPU it sees; install a torch built for this GPU "
+         "(`envdoctor recommend`), then rerun envdoctor bench."),
+    Code("ED601", "A matrix product failed or computed a wrong result", "bench", ("error",),
+         "A matmul point raised an error or its result differs from float64 beyond the dtype's bound. A wrong "
+         "result at any speed is a fault of the GPU, its memory, the driver or the library.",
+         "Rerun envdoctor bench; if it repeats, run `envdoctor burn` and `nvidia-smi -q -d ECC,ROW_REMAPPER`."),
+    Code("ED602", "A GPU is slower than its siblings", "bench", ("error",),
+         "With --device all, one GPU's matmul rate is more than 10% under the median of the others at the same "
+         "size.",
+         "Look at its clocks, power limit and throttle reasons in the report, and at its cooling; then run "
+         "`envdoctor burn --device all`."),
+    Code("ED605", "GPU memory bandwidth far below the datasheet", "bench", ("error",),
+         "The best copy or a * 1.2 over buffers well past the L2 reached less than 65% of the datasheet "
+         "bandwidth. HBM GPUs deliver 85-92% of it.",
+         "Look for another process on the GPU (`nvidia-smi`), a memory clock held low (`nvidia-smi -q -d "
+         "CLOCK`), or a fault."),
+    Code("ED606", "GPU memory bandwidth below the datasheet", "bench", ("warning",),
+         "The best copy or a * 1.2 past the L2 reached 65-80% of the datasheet bandwidth, under the usual "
+         "85-92%. It can be the load of another process, a memory clock below its maximum, or ECC on a GDDR "
+         "card; compare with a second run and with the machine's other GPUs.",
+         "Read the finding's evidence (the points, clocks and power of the run) and rerun envdoctor bench."),
+    Code("ED607", "A memory-bandwidth point failed or wrote wrong data", "bench", ("error",),
+         "A copy or a * 1.2 raised an error other than running out of memory, or its output differs from what "
+         "it computes. Wrong data from a plain copy points at the GPU or its memory: rerun, then `envdoctor "
+         "burn` and `nvidia-smi -q -d ECC,ROW_REMAPPER`.",
+         "Read the finding's evidence (the points, clocks and power of the run) and rerun envdoctor bench."),
+    Code("ED610", "scaled_dot_product_attention runs the math kernel on this GPU", "bench", ("warning",),
+         "SDPA fell back to its unfused math path for fp16/bf16, which materialises the s x s scores like "
+         "eager attention: a torch built without the flash and memory-efficient kernels, those kernels "
+         "switched off (torch.backends.cuda.enable_flash_sdp(False)), or inputs they refuse. Training and "
+         "inference run slower and use more memory than they could.",
+         "Read the finding's evidence (the points, clocks and power of the run) and rerun envdoctor bench."),
+    Code("ED611", "A transformer layer failed or gave NaN/Inf", "bench", ("error",),
+         "A layer point raised an error other than running out of memory, or its output (or its input's "
+         "gradient) holds NaN or Inf with inputs and weights that cannot overflow. Rerun; if it stays, the "
+         "kernel or the GPU computes wrongly: `envdoctor burn`, and report the torch version.",
+         "Read the finding's evidence (the points, clocks and power of the run) and rerun envdoctor bench."),
+    Code("ED612", "Layer points skipped: not enough GPU memory", "bench", ("info",),
+         "Some layer points ran out of memory and were skipped (the rest were measured).",
+         "Free the GPU of other processes, or read the skipped shapes as too large for this GPU."),
+
     Code("ED701", "Driver upgraded without a reboot (since the snapshot)", "driver", ("error",),
          "The new driver is installed and the old kernel module still runs; nvidia-smi, NVML, containers and "
          "CUDA fail until the reboot, so the GPU and torch comparisons wait for it.",

@@ -6,11 +6,11 @@ import json
 import sys
 
 import pytest
-from tests.fakes import cli_runner
 
 from envdoctor.cli.bench import bench
 from envdoctor.facts.bench import BenchResult
 from envdoctor.facts.serde import from_data
+from tests.fakes import cli_runner
 from tests.test_bench_child import needs_torch
 from tests.test_bench_fakes import fake_python, recorded_run, replay
 
@@ -78,6 +78,7 @@ def test_missing_gpu_index_is_a_usage_error(tmp_path):
     (("--device", "gpu0"), "give a GPU index"),
     (("--budget", "0"), "--budget"),
     (("--python", "/nonexistent/python3"), "--python /nonexistent/python3: not found"),
+    (("--suite", "gpu"), "choose from matmul, memory, layers or all"),
 ])
 def test_usage_errors_exit_2(args, message):
     r = run(*args)
@@ -93,7 +94,9 @@ def test_dtypes_and_sizes_reach_the_child(tmp_path):
         "--size", "1024,4096", "--budget", "2", "--device", "all")
     config = json.loads(log.read_text())
     assert config.pop("dump_after") > 0     # faulthandler shows a hang's stack before the timeout
-    assert config == {"dtypes": ["fp16", "bf16"], "sizes": [512, 1024, 4096], "budget": 2.0, "device": "all"}
+    memory = [1 << k for k in (16, 18, 20, 22, 24, 25, 26, 27, 28)]       # 64Ki to 256Mi fp32 elements
+    assert config == {"suites": ["matmul", "memory"], "dtypes": ["fp16", "bf16"], "sizes": [512, 1024, 4096],
+                      "budget": 2.0, "device": "all", "memory": {"sizes": memory, "budget": 0.667}}
 
 
 @needs_torch
@@ -107,3 +110,14 @@ def test_cpu_torch_for_real_with_plot_request(tmp_path):
         assert png.exists() and f"plot written to {png}" in r.stderr
     else:
         assert "no plot written: matplotlib is not installed in" in r.stderr and not png.exists()
+
+
+def test_suite_all_reaches_the_child_with_the_scaled_budgets(tmp_path):
+    log = tmp_path / "argv.txt"
+    python = tmp_path / "python3"
+    python.write_text(f'#!/bin/sh\necho "$2" > {log}\necho notjson\n')
+    python.chmod(0o755)
+    run("--python", str(python), "--suite", "layers", "--suite", "all", "--dtype", "bf16", "--budget", "3")
+    config = json.loads(log.read_text())
+    assert config["suites"] == ["matmul", "memory", "layers"]
+    assert config["memory"]["budget"] == 1.0 and config["layers"] == {"budget": 3.5, "dtypes": ["bf16"]}

@@ -163,7 +163,7 @@ def test_child_exit_status_gives_its_last_line(tmp_path):
     python = fake_python(tmp_path, stderr='  File "child.py", line 1\nSyntaxError: invalid syntax\n', rc=1)
     r = run_bench(python, nvml=FakeNvml(gpus=0))
     assert r.error.kind == "exit_status" and "SyntaxError: invalid syntax" in r.error.message
-    assert r.error.message.endswith("is probably too old for envdoctor's bench_matmul.py)")
+    assert r.error.message.endswith("is probably too old for envdoctor's bench.py)")
 
 
 def test_child_reports_no_torch(tmp_path):

@@ -128,10 +128,10 @@ def test_an_exit_status_gives_the_last_line_and_a_syntax_error_hints_at_an_old_p
     fake.write_text("#!/bin/sh\ncat > /dev/null\necho '  File \"<stdin>\", line 3' >&2\n"
                     "echo 'SyntaxError: invalid syntax' >&2\nexit 1\n")
     fake.chmod(0o755)
-    r = run_child("bench_matmul.py", python=str(fake), timeout=5)
+    r = run_child("bench.py", python=str(fake), timeout=5)
     assert r.error.kind == "exit_status" and r.error.message.endswith(
         "exited with status 1: SyntaxError: invalid syntax (" + str(fake) + " is probably too old for "
-        "envdoctor's bench_matmul.py)")
+        "envdoctor's bench.py)")
 
 
 def test_decode_line_takes_only_protocol_lines():
@@ -174,7 +174,7 @@ def test_every_script_of_the_folder_defines_main_and_parses_on_python_38():
 
     folder = os.path.join(os.path.dirname(envdoctor.__file__), "child")
     names = [n for n in os.listdir(folder) if n.endswith(".py") and not n.startswith("_")]
-    assert "torch_probe.py" in names and "bench_matmul.py" in names
+    assert "torch_probe.py" in names and "bench.py" in names
     for name in names:
         if name == "__main__.py":
             continue

@@ -1,7 +1,10 @@
-"""``envdoctor bench``: matrix-product TFLOP/s in the target interpreter, and what they mean.
+"""``envdoctor bench``: matmul TFLOP/s, memory bandwidth and transformer layers in the target
+interpreter, and what they mean (docs/bench.md).
 
-``host.run_bench`` runs ``child.py`` in the target Python and samples NVML; ``analysis`` is pure
-(verdict, bound, efficiency, regressions); ``chart`` draws the terminal chart; the text report is
+``host.run_bench`` runs ``envdoctor/child/bench.py`` in the target Python (one child for the
+asked suites) and samples NVML; the analysis is pure: ``analysis`` (matmul: verdict, bound,
+efficiency, regressions; it calls the others), ``memory``, ``layers``, ``attribution`` (NVML per
+point), ``findings`` (ED600-ED629); ``chart`` draws the terminal charts; the text report is
 ``envdoctor.render.bench.render_bench_text``.
 """
 

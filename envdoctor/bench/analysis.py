@@ -1,5 +1,6 @@
 """Pure analysis of a benchmark: datasheet efficiency, what bounds each point, the Tensor Core
-verdict, slow siblings, and regressions against a baseline.
+verdict, slow siblings, and regressions against a baseline; :func:`analyze` also runs the memory
+and layers analyses (``bench/memory.py``, ``bench/layers.py``) and the findings.
 
 Nothing here reads the machine or the table; the host attaches the datasheet rates to each
 :class:`BenchDevice` first (``datasheet(model)``), then calls :func:`analyze`.
@@ -14,11 +15,23 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import replace
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from envdoctor.bench import layers, memory
+from envdoctor.bench.attribution import attribute
+from envdoctor.bench.findings import bench_findings
 from envdoctor.facts.bench import (
-    BenchDevice, BenchPoint, BenchResult, NvmlSample, Regression, Verdict,
+    BenchDevice,
+    BenchPoint,
+    BenchResult,
+    LayerPoint,
+    MemoryPoint,
+    NvmlSample,
+    Regression,
+    Verdict,
 )
+
+__all__ = ["analyze", "attribute", "bound", "compare_bench", "datasheet", "decode_reasons", "verdict"]
 
 #: NVML clock-event ("throttle") reason bits, as nvml.h defines them, and envdoctor's names.
 REASON_BITS: Tuple[Tuple[int, str], ...] = (
@@ -125,36 +138,6 @@ def bound(point: BenchPoint, device: BenchDevice) -> Tuple[Optional[str], Option
     return kind, why
 
 
-def _median(values: Sequence[float]) -> Optional[float]:
-    return statistics.median(values) if values else None
-
-
-def attribute(point: BenchPoint, samples: Iterable[NvmlSample], nvml_index: Optional[int]) -> BenchPoint:
-    """The median clock, power and temperature, and every reason, sampled during the point."""
-    if nvml_index is None or point.started is None or point.ended is None:
-        return point
-    mine = [s for s in samples if s.gpu == nvml_index and point.started <= s.t <= point.ended]
-    if not mine:
-        return replace(point, samples=0)
-    clocks = [s.sm_clock_mhz for s in mine if s.sm_clock_mhz is not None]
-    power = [s.power_w for s in mine if s.power_w is not None]
-    temps = [s.temperature_c for s in mine if s.temperature_c is not None]
-    reasons: List[str] = []
-    for s in mine:
-        reasons.extend(r for r in s.reasons if r not in reasons)
-    clock = _median(clocks)
-    temp = _median(temps)
-    pw = _median(power)
-    return replace(
-        point,
-        sm_clock_mhz=int(round(clock)) if clock is not None else None,
-        power_w=round(pw, 1) if pw is not None else None,
-        temperature_c=int(round(temp)) if temp is not None else None,
-        reasons=tuple(reasons),
-        samples=len(mine),
-    )
-
-
 def analyze_point(point: BenchPoint, device: BenchDevice, samples: Sequence[NvmlSample] = ()) -> BenchPoint:
     """Peak, efficiency, bound and the NVML context of one point."""
     point = attribute(point, samples, device.nvml_index)
@@ -181,8 +164,8 @@ def _cc(device: BenchDevice) -> Optional[Tuple[int, int]]:
 
 
 def _throttle_story(points: Sequence[BenchPoint], device: BenchDevice) -> List[str]:
-    why = []
-    reasons = []
+    why: List[str] = []
+    reasons: List[str] = []
     for p in points:
         reasons.extend(r for r in p.reasons if r in THROTTLING and r not in reasons)
     if reasons:
@@ -316,7 +299,8 @@ def siblings(devices: Sequence[BenchDevice], points: Sequence[BenchPoint],
 
 
 def analyze(result: BenchResult) -> BenchResult:
-    """Fill every point's analysis, the verdicts, the slow siblings and the explanations."""
+    """Fill every point's analysis, the verdicts of the suites that ran, the slow siblings, the
+    explanations and the findings."""
     by_index = {d.index: d for d in result.devices}
     points = tuple(
         analyze_point(p, by_index[p.device], result.samples) if p.device in by_index else p
@@ -324,14 +308,17 @@ def analyze(result: BenchResult) -> BenchResult:
     )
     verdicts = []
     notes = list(result.notes)
+    memory_points: List[MemoryPoint] = []
+    layer_points: List[LayerPoint] = []
     for d in result.devices:
         mine = [p for p in points if p.device == d.index]
         if d.error:
             continue
-        verdicts.append(verdict(d, mine, torch_version=result.torch_version,
-                                nvml_gpus=result.nvml_gpus, cuda_error=result.cuda_error))
         prefix = f"GPU {d.index}: " if len(result.devices) > 1 else ""
-        notes.extend(prefix + n for n in explain(d, mine))
+        if "matmul" in result.suites:
+            verdicts.append(verdict(d, mine, torch_version=result.torch_version,
+                                    nvml_gpus=result.nvml_gpus, cuda_error=result.cuda_error))
+            notes.extend(prefix + n for n in explain(d, mine))
         for p in mine:
             if p.dtype == "fp32" and (p.tf32 or (p.status == "wrong" and p.rel_error is not None
                                                   and p.rel_error < 5e-3)):
@@ -341,8 +328,27 @@ def analyze(result: BenchResult) -> BenchResult:
                 break
         if d.peaks_unconfirmed and d.peaks:
             notes.append(f"{prefix}the datasheet rates for {d.model} are unconfirmed in envdoctor's table")
-    return replace(result, points=points, verdicts=tuple(verdicts),
-                   outliers=siblings(result.devices, points), notes=tuple(notes))
+        mem = [memory.analyze_memory_point(p, d, result.samples) for p in result.memory_points if p.device == d.index]
+        memory_points.extend(mem)
+        if "memory" in result.suites:
+            verdicts.append(memory.memory_verdict(d, mem))
+            l2 = memory.l2_note(d, mem)
+            if l2:
+                notes.append(prefix + l2)
+        bandwidth, source = layers.bandwidth_for_layers(d, memory.measured_bandwidth(d, mem))
+        lay = [layers.analyze_layer_point(p, d, bandwidth, source, result.samples)
+               for p in result.layer_points if p.device == d.index]
+        layer_points.extend(lay)
+        if "layers" in result.suites:
+            checks = [c for c in result.flop_checks if c.device == d.index]
+            reference = [p for p in result.reference_points if p.device == d.index and p.tflops]
+            verdicts.append(layers.layers_verdict(d, lay, checks, reference, "matmul" in result.suites))
+    known = set(by_index)
+    memory_points.extend(p for p in result.memory_points if p.device not in known)
+    layer_points.extend(p for p in result.layer_points if p.device not in known)
+    analysed = replace(result, points=points, verdicts=tuple(verdicts), outliers=siblings(result.devices, points),
+                       notes=tuple(notes), memory_points=tuple(memory_points), layer_points=tuple(layer_points))
+    return replace(analysed, findings=bench_findings(analysed))
 
 
 # --- regressions -----------------------------------------------------------------------------

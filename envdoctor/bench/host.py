@@ -3,11 +3,13 @@
 >>> r = run_bench("/opt/torch/.venv/bin/python3")          # doctest: +SKIP
 >>> r.points[-1].dtype, round(r.points[-1].tflops), r.verdicts[0].line
 ('bf16', 659, 'Tensor Cores confirmed: fp16 runs 12.4x fp32')
+>>> r = run_bench("/opt/torch/.venv/bin/python3", suites=("matmul", "memory"))   # doctest: +SKIP
 
-The child (``envdoctor/child/bench_matmul.py``) goes through the one child protocol
-(:mod:`envdoctor.child`): it emits one ``point`` event per point, so the host shows progress
-and keeps the finished points of a child that later crashes or hangs. NVML is read through
-:mod:`envdoctor.nvml` in envdoctor's own process while the child runs.
+The child (``envdoctor/child/bench.py``, with the suites' parts it names) goes through the one
+child protocol (:mod:`envdoctor.child`): one child runs every suite asked for, so torch is
+imported once. It emits one ``point`` event per point (with its ``suite``), so the host shows
+progress and keeps the finished points of a child that later crashes or hangs. NVML is read
+through :mod:`envdoctor.nvml` in envdoctor's own process while the child runs.
 """
 
 from __future__ import annotations
@@ -18,38 +20,55 @@ from datetime import datetime, timezone
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from envdoctor.bench import analysis
+from envdoctor.bench.findings import bench_findings
+from envdoctor.bench.memory import elements_label
 from envdoctor.child import ChildRun, find_python, run_child
 from envdoctor.facts.base import ProbeError
 from envdoctor.facts.bench import (
     DEFAULT_BUDGET,
     DEFAULT_SIZES,
     DTYPES,
+    MEMORY_SIZES,
+    SUITE_BUDGET,
     BenchDevice,
     BenchPoint,
     BenchResult,
+    FlopCheck,
+    LayerPoint,
+    MemoryPoint,
     NvmlSample,
 )
 from envdoctor.facts.serde import DataError, from_data, to_data
 from envdoctor.nvml import Reading, Session
 from envdoctor.nvml import Sampler as NvmlSampler
 
-SCRIPT = "bench_matmul.py"
+SCRIPT = "bench.py"
 CHILD_SCHEMA = "envdoctor.bench.child/1"
 #: Seconds allowed beyond the measurement budget: torch import, CUDA start, allocations.
 STARTUP_ALLOWANCE = 120.0
+#: More for the layers suite per device: building the layers, the FlopCounterMode checks.
+LAYERS_ALLOWANCE = 60.0
 SAMPLE_INTERVAL = 0.05
 #: A short run for ``envdoctor check --bench``: one compute-bound size, about 1 s of measurement.
 QUICK = {"dtypes": ("fp32", "fp16"), "sizes": (4096,), "budget": 1.0}
+#: The point type of each suite's events ("reference": the layers suite's own short product).
+POINT_TYPES: Dict[str, Any] = {"matmul": BenchPoint, "memory": MemoryPoint, "layers": LayerPoint,
+                               "reference": BenchPoint}
+#: Where each suite's points go in the child's document and in BenchResult.
+POINT_KEYS = {"matmul": "points", "memory": "memory_points", "layers": "layer_points",
+              "reference": "reference_points"}
 
 
 @dataclass(frozen=True)
 class Progress:
-    """What the progress callback receives: ``done`` of ``total`` points, the last one finished."""
+    """What the progress callback receives: ``done`` of ``total`` points, the last one finished
+    (a BenchPoint, MemoryPoint or LayerPoint; ``suite`` says which)."""
 
     done: int
     total: int
-    point: Optional[BenchPoint] = None
+    point: Optional[Any] = None
     message: str = ""
+    suite: str = "matmul"
 
 
 def resolve_python(explicit: Optional[str], env: Optional[Mapping[str, str]] = None) -> Tuple[Optional[str], str]:
@@ -60,9 +79,9 @@ def resolve_python(explicit: Optional[str], env: Optional[Mapping[str, str]] = N
 # --- NVML sampling ---------------------------------------------------------------------------
 
 #: What a bench sample holds (``NvmlSample``).
-SAMPLE_FIELDS = ("sm_clock_mhz", "power_w", "temperature_c", "reasons_mask")
+SAMPLE_FIELDS = ("sm_clock_mhz", "mem_clock_mhz", "power_w", "temperature_c", "reasons_mask")
 #: Identity of each GPU, to match torch's devices with NVML's.
-GPU_FIELDS = ("uuid", "pci", "name", "max_sm_clock_mhz", "power_limit_w")
+GPU_FIELDS = ("uuid", "pci", "name", "max_sm_clock_mhz", "max_mem_clock_mhz", "power_limit_w")
 
 
 class Sampler:
@@ -95,6 +114,7 @@ class Sampler:
         for r in session.read_all(GPU_FIELDS):
             self.gpus.append({"uuid": r.values.get("uuid"), "pci_bus_id": (r.values.get("pci") or {}).get("bus_id"),
                               "name": r.values.get("name"), "max_sm_clock_mhz": r.values.get("max_sm_clock_mhz"),
+                              "max_mem_clock_mhz": r.values.get("max_mem_clock_mhz"),
                               "power_limit_w": r.values.get("power_limit_w")})
         self._sampler = NvmlSampler(session, SAMPLE_FIELDS, self.interval)
         return self._sampler.start()
@@ -113,7 +133,8 @@ def _sample(r: Reading) -> NvmlSample:
     mask = r.values.get("reasons_mask")
     return NvmlSample(t=r.time, gpu=r.index, sm_clock_mhz=r.values.get("sm_clock_mhz"),
                       power_w=r.values.get("power_w"), temperature_c=r.values.get("temperature_c"),
-                      reasons=analysis.decode_reasons(mask), reasons_mask=mask)
+                      reasons=analysis.decode_reasons(mask), reasons_mask=mask,
+                      mem_clock_mhz=r.values.get("mem_clock_mhz"))
 
 
 # --- datasheet -------------------------------------------------------------------------------
@@ -171,15 +192,27 @@ def build_result(doc: Dict[str, Any], *, samples: Sequence[NvmlSample] = (),
             extra: Dict[str, Any] = {"nvml_index": nvml_index}
             if nvml_index is not None:
                 g = gpus[nvml_index]
-                extra.update(max_sm_clock_mhz=g.get("max_sm_clock_mhz"), power_limit_w=g.get("power_limit_w"))
+                extra.update(max_sm_clock_mhz=g.get("max_sm_clock_mhz"), power_limit_w=g.get("power_limit_w"),
+                             max_mem_clock_mhz=g.get("max_mem_clock_mhz"))
             model = lookup(d.name)
             extra.update(analysis.datasheet(model))
             d = replace(d, **extra)
         devices.append(d)
     points = tuple(from_data(BenchPoint, p, f"points[{i}]") for i, p in enumerate(doc.get("points") or []))
+    suites = tuple(str(x) for x in doc.get("suites") or ("matmul",))
+    more: Dict[str, Any] = {}
+    for suite in ("memory", "layers", "reference"):
+        key = POINT_KEYS[suite]
+        more[key] = tuple(from_data(POINT_TYPES[suite], p, f"{key}[{i}]") for i, p in enumerate(doc.get(key) or []))
+    more["flop_checks"] = tuple(from_data(FlopCheck, c, f"flop_checks[{i}]")
+                                for i, c in enumerate(doc.get("flop_checks") or []))
+    suite_s = doc.get("suite_s")
+    more["suite_s"] = {str(k): float(v) for k, v in suite_s.items()
+                       if isinstance(v, (int, float))} if isinstance(suite_s, dict) else {}
     notes = [str(n) for n in doc.get("notes") or []]
     if any(d.kind == "cpu" for d in devices):
-        notes.append("no GPU usable by torch: fp32 measured on the CPU")
+        notes.append("no GPU usable by torch: fp32 measured on the CPU" if "matmul" in suites
+                     else "no GPU usable by torch: the suites ran on the CPU")
     elif any(p.dtype in ("fp32", "tf32") for p in points):
         notes.append("fp32 measured with TF32 off, tf32 with TF32 on "
                      "(torch.backends.cuda.matmul, read back during each point)")
@@ -199,6 +232,8 @@ def build_result(doc: Dict[str, Any], *, samples: Sequence[NvmlSample] = (),
         sampling=sampling,
         notes=tuple(notes),
         error=_child_error(error) if error else None,
+        suites=suites,
+        **more,
         **fields,
     )
     return analysis.analyze(result)
@@ -220,8 +255,16 @@ def _child_error(error: Dict[str, Any], python: str = "the target Python") -> Pr
     return ProbeError(kind, template.format(python=python, message=error.get("message", "")), command)
 
 
-def _points_from_events(events: Sequence[Dict[str, Any]]) -> List[Dict[str, Any]]:
-    return [e["point"] for e in events if e.get("kind") == "point" and isinstance(e.get("point"), dict)]
+def _points_from_events(events: Sequence[Dict[str, Any]], suite: str = "matmul") -> List[Dict[str, Any]]:
+    """The points of ``suite`` the child streamed (an event without a suite is a matmul point)."""
+    return [e["point"] for e in events if e.get("kind") == "point" and isinstance(e.get("point"), dict)
+            and e.get("suite", "matmul") == suite]
+
+
+def suite_budgets(budget: float) -> Dict[str, float]:
+    """Seconds of measurement per device of each suite: --budget is the matmul suite's, the others
+    scale with it (``suite_budgets(6.0) == {"matmul": 6.0, "memory": 2.0, "layers": 7.0}``)."""
+    return {k: round(v * budget / DEFAULT_BUDGET, 3) for k, v in SUITE_BUDGET.items()}
 
 
 def run_bench(
@@ -234,28 +277,46 @@ def run_bench(
     timeout: Optional[float] = None,
     progress: Optional[Callable[[Progress], None]] = None,
     *,
+    suites: Sequence[str] = ("matmul",),
+    memory_sizes: Sequence[int] = MEMORY_SIZES,
+    layers: Optional[Mapping[str, Any]] = None,
     chosen_by: Optional[str] = None,
     nvml: Any = None,
     sample_interval: float = SAMPLE_INTERVAL,
     lookup: Callable[[Optional[str]], Any] = lookup_model,
     raw: Optional[Dict[str, Any]] = None,
 ) -> BenchResult:
-    """Benchmark ``a @ b`` in the interpreter ``python``; never raises for a bad target.
+    """Benchmark the ``suites`` ("matmul", "memory", "layers") in the interpreter ``python``;
+    never raises for a bad target.
 
-    ``device``: "0", "1", ... or "all". ``timeout`` defaults to the budget per device plus two
-    minutes for torch import and CUDA start. ``raw``, when a dict, receives the child's stdout,
-    stderr and the samples as they came (for recording fixtures).
+    ``device``: "0", "1", ... or "all". ``budget`` is the matmul suite's seconds per device; the
+    memory and layers suites take shares that scale with it (:func:`suite_budgets`). ``layers``
+    adds to the layers suite's child config (names, shapes, dims, attentions, modes: for tests and
+    benchmarks). ``timeout`` defaults to three times the budgets per device plus two minutes for
+    torch import and CUDA start (and one more per device for the layers). ``raw``, when a dict,
+    receives the child's events, result, stderr and the samples as they came (for fixtures).
     """
     created = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    suites = tuple(s for s in ("matmul", "memory", "layers") if s in suites) or ("matmul",)
+    budgets = suite_budgets(budget)
     common: Dict[str, Any] = dict(python=python, chosen_by=chosen_by, dtypes=tuple(dtypes),
                                   sizes=tuple(sizes), budget_s=float(budget), created_at=created)
+    if "memory" in suites:
+        common.update(memory_sizes=tuple(int(n) for n in memory_sizes), memory_budget_s=budgets["memory"])
+    if "layers" in suites:
+        common["layers_budget_s"] = budgets["layers"]
     sampler = Sampler(sample_interval, nvml)
     sampler.start()
     if timeout is None:
         gpus = max(1, len(sampler.gpus)) if device == "all" else 1
-        timeout = STARTUP_ALLOWANCE + 3 * budget * gpus
-    config = {"dtypes": list(dtypes), "sizes": [int(n) for n in sizes], "budget": float(budget),
-              "device": str(device)}
+        per_gpu = 3 * sum(budgets[s] for s in suites) + (LAYERS_ALLOWANCE if "layers" in suites else 0.0)
+        timeout = STARTUP_ALLOWANCE + per_gpu * gpus
+    config: Dict[str, Any] = {"suites": list(suites), "dtypes": list(dtypes), "sizes": [int(n) for n in sizes],
+                              "budget": float(budget), "device": str(device)}
+    if "memory" in suites:
+        config["memory"] = {"sizes": [int(n) for n in memory_sizes], "budget": budgets["memory"]}
+    if "layers" in suites:
+        config["layers"] = {"budget": budgets["layers"], "dtypes": list(dtypes), **(layers or {})}
     state = {"done": 0, "total": 0}
 
     def on_event(event: Dict[str, Any]) -> None:
@@ -265,12 +326,14 @@ def run_bench(
             state["total"] = int(event.get("points") or 0)
             progress(Progress(0, state["total"], None, "measuring"))
         elif event.get("kind") == "point":
-            state["done"] += 1
+            suite = str(event.get("suite") or "matmul")
+            if suite != "reference":
+                state["done"] += 1
             try:
-                point = from_data(BenchPoint, event["point"])
+                point = from_data(POINT_TYPES.get(suite, BenchPoint), event["point"])
             except (DataError, KeyError):
                 point = None
-            progress(Progress(state["done"], max(state["total"], state["done"]), point))
+            progress(Progress(state["done"], max(state["total"], state["done"]), point, suite=suite))
 
     if progress is not None:
         progress(Progress(0, 0, None, f"starting {python}"))
@@ -288,19 +351,22 @@ def run_bench(
         try:
             result = build_result(doc, **kw, **common)
         except DataError as exc:
-            return BenchResult(**common, error=ProbeError("unparseable", f"the benchmark child's output "
-                                                          f"does not fit: {exc}"))
+            return BenchResult(**common, suites=suites, error=ProbeError(
+                "unparseable", f"the benchmark child's output does not fit: {exc}"))
         if result.error is not None:
             result = replace(result, error=_child_error(doc["error"], python))
         return result
     # No document: a crash, a hang, or output that is not ours. Keep the points already streamed.
-    partial = {"points": _points_from_events(child.events),
-               "devices": next((e.get("devices") for e in child.events if e.get("kind") == "plan"), [])}
+    partial: Dict[str, Any] = {key: _points_from_events(child.events, suite) for suite, key in POINT_KEYS.items()}
+    partial["flop_checks"] = [e["check"] for e in child.events
+                              if e.get("kind") == "flop_check" and isinstance(e.get("check"), dict)]
+    partial["devices"] = next((e.get("devices") for e in child.events if e.get("kind") == "plan"), [])
     try:
-        result = build_result({"schema": CHILD_SCHEMA, **partial}, **kw, **common)
+        result = build_result({"schema": CHILD_SCHEMA, "suites": list(suites), **partial}, **kw, **common)
     except DataError:
-        result = BenchResult(**common)
-    return replace(result, error=_run_error(child, python), verdicts=())
+        result = BenchResult(**common, suites=suites)
+    result = replace(result, error=_run_error(child, python), verdicts=())
+    return replace(result, findings=bench_findings(result))   # none from verdicts on unfinished suites
 
 
 def _run_error(child: ChildRun, python: str) -> ProbeError:
@@ -308,36 +374,81 @@ def _run_error(child: ChildRun, python: str) -> ProbeError:
     error = child.error or ProbeError("unparseable", "the benchmark child printed no result")
     if child.result is not None:
         return ProbeError("unparseable", "the benchmark child printed a result that is not the bench's")
-    points = _points_from_events(child.events)
+    points = [e["point"] for e in child.events if e.get("kind") == "point" and isinstance(e.get("point"), dict)]
     if error.kind == "timeout" and points:
-        last = points[-1]
-        error = replace(error, message=f"{error.message} (last finished: {last.get('dtype')} n={last.get('n')})")
+        error = replace(error, message=f"{error.message} (last finished: {describe(points[-1])})")
     return error
+
+
+def describe(point: Mapping[str, Any]) -> str:
+    """A point of any suite in a few words: "fp16 n=8192", "copy n=268435456", "llama bf16 sdpa fwd b=2 s=2048"."""
+    if "layer" in point:
+        return (f"{point.get('layer')} {point.get('dtype')} {point.get('attention')} {point.get('mode')} "
+                f"b={point.get('batch')} s={point.get('seq')}")
+    if "op" in point:
+        return f"{point.get('op')} n={point.get('n')}"
+    return f"{point.get('dtype')} n={point.get('n')}"
 
 
 # --- the PNG ---------------------------------------------------------------------------------
 
 def plot_spec(result: BenchResult, path: str) -> Dict[str, Any]:
-    """What child/plot.py draws: per dtype (and GPU, with several) the (n, TFLOP/s) points."""
+    """What child/plot.py draws: one panel per suite that measured something (matmul TFLOP/s by n
+    and dtype, with the datasheet peaks; memory GB/s by size with the L2-resident sizes shaded;
+    the layers' fwd and fwd+bwd TFLOP/s at their largest shape, against the matmul rate)."""
     many = len(result.devices) > 1
+    panels: List[Dict[str, Any]] = []
     series: Dict[str, List[List[float]]] = {}
-    peaks: Dict[str, float] = {}
     for p in result.points:
         if p.status == "ok" and p.tflops:
             key = f"GPU {p.device} {p.dtype}" if many else p.dtype
             series.setdefault(key, []).append([p.n, p.tflops])
-    if not many and result.devices:
-        peaks = dict(result.devices[0].peaks)
+    first = result.devices[0] if result.devices else None
+    if series:
+        panels.append({"kind": "lines", "title": "matmul", "series": series,
+                       "hlines": dict(first.peaks) if (first is not None and not many) else {},
+                       "xlabel": "n (n x n @ n x n)", "ylabel": "TFLOP/s (dashed: datasheet dense peak)"})
+    mem: Dict[str, List[List[float]]] = {}
+    for m in result.memory_points:
+        if m.status == "ok" and m.gbs:
+            mem.setdefault(f"GPU {m.device} {m.op}" if many else m.op, []).append([m.n, m.gbs])
+    if mem:
+        sheet = first.bandwidth_gbs if (first is not None and first.kind == "cuda") else None
+        l2 = first.l2_bytes if (first is not None and first.kind == "cuda") else None
+        panels.append({"kind": "lines", "title": "memory (fp32 vectors)", "series": mem,
+                       "hlines": {"datasheet": sheet} if sheet else {},
+                       "xmax_shade": (l2 / 8.0) if l2 else None, "shade_label": "L2-resident",
+                       "xticklabels": {str(m.n): elements_label(m.n) for m in result.memory_points},
+                       "xlabel": "fp32 elements per buffer", "ylabel": "GB/s (read + written)"})
+    lay = [p for p in result.layer_points if p.status == "ok" and p.tflops and (not many or p.device == 0)]
+    if lay:
+        dtype = "bf16" if any(p.dtype == "bf16" for p in lay) else lay[0].dtype
+        lay = [p for p in lay if p.dtype == dtype]
+        cats: List[str] = []
+        values: Dict[str, List[Optional[float]]] = {"fwd": [], "fwd+bwd": []}
+        for layer in dict.fromkeys(p.layer for p in lay):
+            big = max((p for p in lay if p.layer == layer), key=lambda p: p.batch * p.seq)
+            for attn in ("eager", "sdpa"):
+                pick = {p.mode: p.tflops for p in lay if p.layer == layer and p.attention == attn
+                        and p.batch == big.batch and p.seq == big.seq}
+                if pick:
+                    cats.append(f"{layer} {attn} b={big.batch} s={big.seq}")
+                    for mode in values:
+                        values[mode].append(pick.get(mode))
+        rate = first.matmul_rates.get(dtype) if first is not None else None
+        panels.append({"kind": "bars", "title": f"transformer layers ({dtype}, analytic FLOPs)", "categories": cats,
+                       "series": values, "vline": rate, "vline_label": f"{dtype} matmul, this run",
+                       "xlabel": "TFLOP/s", "ylabel": ""})
     names = sorted({d.name or "?" for d in result.devices})
     title = ", ".join(names) + (f", torch {result.torch_version}" if result.torch_version else "")
-    return {"path": str(path), "title": title, "series": series, "peaks": peaks}
+    return {"path": str(path), "title": title, "panels": panels}
 
 
 def write_plot(result: BenchResult, path: str, python: str, env: Optional[Mapping[str, str]] = None,
                timeout: float = 60.0) -> Tuple[bool, str]:
     """Draw ``result`` to ``path`` with the target's matplotlib: (written, one line saying so)."""
     spec = plot_spec(result, os.path.abspath(path))
-    if not spec["series"]:
+    if not spec["panels"]:
         return False, "no plot written: no point was measured"
     child = run_child("plot.py", spec, python=python, timeout=timeout, env=env, what="the plot")
     if child.ok:

@@ -1,7 +1,7 @@
 """The one protocol for scripts run inside the *target* interpreter (its torch, its CUDA).
 
 envdoctor never imports torch. What needs torch (or just the target's own view of itself) is a
-script in this folder: ``torch_probe.py`` (``check``), ``bench_*.py``, ``plot.py``,
+script in this folder: ``torch_probe.py`` (``check``), ``bench.py``, ``plot.py``,
 ``interpreter.py`` (wheel tags) and the others. :func:`run_child` is the one place that starts
 one: it sends ``_prelude.py`` + the script + ``_envdoctor_run(main)`` to ``PYTHON - CONFIG`` on
 stdin, bounds it (timeout, silence, output size, Ctrl-C), streams its protocol lines through the
@@ -92,9 +92,29 @@ def find_python(explicit: Optional[str], env: Optional[Mapping[str, str]] = None
     return sys.executable, "envdoctor's own"
 
 
+#: A script that needs other files of this folder names them on a line of its own, e.g.
+#: ``# envdoctor child uses: _bench_common.py _bench_matmul.py``: they are sent before it, in that order.
+USES = "# envdoctor child uses:"
+
+
+def uses(text: str) -> Tuple[str, ...]:
+    """The parts a script names on its ``# envdoctor child uses:`` line (among its first 60 lines).
+
+    >>> uses("'''Doc.'''\\n# envdoctor child uses: _bench_common.py _bench_matmul.py\\nimport os\\n")
+    ('_bench_common.py', '_bench_matmul.py')
+    """
+    for line in text.splitlines()[:60]:
+        if line.startswith(USES):
+            return tuple(line[len(USES):].split())
+    return ()
+
+
 def script_text(name: str) -> str:
-    """The full program sent to the target: prelude, script, the call of its ``main``."""
-    return "".join((_resource("_prelude.py"), "\n", _resource(name), "\n_envdoctor_run(main)\n"))
+    """The full program sent to the target: prelude, the parts the script uses, the script, the
+    call of its ``main``."""
+    text = _resource(name)
+    parts = [_resource(part) + "\n" for part in uses(text)]
+    return "".join([_resource("_prelude.py"), "\n"] + parts + [text, "\n_envdoctor_run(main)\n"])
 
 
 def _resource(name: str) -> str:
