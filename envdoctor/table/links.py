@@ -16,7 +16,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, Literal, Optional, Tuple
+from typing import Any, Dict, Literal, Optional, Tuple
 
 from envdoctor.table.schema import TableError, Where, check_top, check_unconfirmed_fields, fields, read_toml, rows
 
@@ -165,7 +165,7 @@ class LinkTable:
         return None
 
 
-def _row(cls: type, where: Where, values: Dict) -> object:
+def _row(cls: type, where: Where, values: Dict[str, Any]) -> Any:
     check_unconfirmed_fields(where, values.get("unconfirmed_fields", ()), cls)
     return cls(**values)
 
@@ -224,7 +224,7 @@ def load(path: Path) -> LinkTable:
         if v["collective"] not in COLLECTIVES or v["nvls"] not in ("on", "off", "n/a"):
             raise where.fail(f"collective {v['collective']!r} / nvls {v['nvls']!r} unknown")
         published.append(_row(Published, where, v))
-    return LinkTable(tuple(pcie), tuple(nvlink), tuple(gpus), tuple(achievable), tuple(published))  # type: ignore[arg-type]
+    return LinkTable(tuple(pcie), tuple(nvlink), tuple(gpus), tuple(achievable), tuple(published))
 
 
 def _data_file() -> Path:
