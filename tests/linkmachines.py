@@ -161,3 +161,14 @@ def pci_tree(gpus: int, gen: int = 5, width: int = 16, port: Optional[Dict[int, 
         links[f"/sys/bus/pci/devices/{address}"] = f"../../../devices/pci0000:00/{up}/{address}"
         links[f"/sys/bus/pci/devices/{up}"] = f"../../../devices/pci0000:00/{up}"
     return files, links
+
+
+def context(tmp_path: Any, nv: LinkNvml, gpus: int, **tree: Any) -> Any:
+    """A probe Context: ``nv`` for NVML, a /sys tree of ``pci_tree(gpus, **tree)``, an empty PATH."""
+    from envdoctor.probes.context import Context
+    from tests.fakes import FakeBin
+    from tests.machines import write_tree
+
+    files, symlinks = pci_tree(gpus, **tree)
+    root = write_tree(tmp_path / "root", files, symlinks)
+    return Context(root=root, env=FakeBin(tmp_path).env(hermetic=True), timeout=5.0, nvml=nv)

@@ -2,19 +2,11 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from envdoctor.probes import links
 from envdoctor.probes.context import Context
 from tests.fakes import FakeBin, recorded
-from tests.linkmachines import bridged_quad, nv4_bridge, nvswitch, pci_tree, pcie_pair
+from tests.linkmachines import bridged_quad, context, nv4_bridge, nvswitch, pci_tree, pcie_pair
 from tests.machines import FakeNvml, h200, write_tree
-
-
-def _ctx(tmp_path: Path, nv, gpus: int, **tree) -> Context:
-    files, symlinks = pci_tree(gpus, **tree)
-    root = write_tree(tmp_path / "root", files, symlinks)
-    return Context(root=root, env=FakeBin(tmp_path).env(hermetic=True), timeout=5.0, nvml=nv)
 
 
 def test_h200_one_gpu_pcie_numa_and_no_nvlink(tmp_path):
@@ -31,7 +23,7 @@ def test_h200_one_gpu_pcie_numa_and_no_nvlink(tmp_path):
 
 
 def test_eight_gpus_on_nvswitch(tmp_path):
-    f = links.probe(_ctx(tmp_path, nvswitch(8), 8))
+    f = links.probe(context(tmp_path, nvswitch(8), 8))
     assert len(f.gpus) == 8 and len(f.pairs) == 28
     assert {p.path for p in f.pairs} == {"NV18"} and {p.nvlink_via for p in f.pairs} == {"switch"}
     assert f.pair(0, 3).pcie_path == "NODE" and f.pair(3, 4).pcie_path == "SYS"
@@ -47,13 +39,13 @@ def test_eight_gpus_on_nvswitch(tmp_path):
 def test_a_link_down_on_one_nvswitch_gpu_lowers_its_pairs(tmp_path):
     nv = nvswitch(4)
     nv.links(2, 18, 6, None, 2, down=(3, 11))
-    f = links.probe(_ctx(tmp_path, nv, 4))
+    f = links.probe(context(tmp_path, nv, 4))
     assert f.gpus[2].active_nvlinks == 16
     assert f.pair(2, 0).path == "NV16" and f.pair(0, 1).path == "NV18"
 
 
 def test_pcie_pair_without_nvlink(tmp_path):
-    f = links.probe(_ctx(tmp_path, pcie_pair("PHB", "not supported"), 2, gen=4))
+    f = links.probe(context(tmp_path, pcie_pair("PHB", "not supported"), 2, gen=4))
     (p,) = f.pairs
     assert (p.path, p.pcie_path, p.nvlinks) == ("PHB", "PHB", 0)
     assert (p.p2p_read, p.p2p_write) == ("not supported", "not supported")
@@ -61,7 +53,7 @@ def test_pcie_pair_without_nvlink(tmp_path):
 
 
 def test_nv4_bridge_pair(tmp_path):
-    f = links.probe(_ctx(tmp_path, nv4_bridge(), 2, gen=4))
+    f = links.probe(context(tmp_path, nv4_bridge(), 2, gen=4))
     (p,) = f.pairs
     assert (p.path, p.pcie_path, p.nvlinks, p.nvlink_via) == ("NV4", "PHB", 4, "direct")
     assert [x.remote_gpu for x in f.gpus[0].nvlinks] == [1, 1, 1, 1]
@@ -69,7 +61,7 @@ def test_nv4_bridge_pair(tmp_path):
 
 
 def test_four_bridged_a100_pairs_across_sockets(tmp_path):
-    f = links.probe(_ctx(tmp_path, bridged_quad(), 4, gen=4))
+    f = links.probe(context(tmp_path, bridged_quad(), 4, gen=4))
     assert f.pair(0, 1).path == f.pair(2, 3).path == "NV12"
     assert f.pair(0, 2).path == "SYS" and f.pair(1, 2).path == "SYS" and f.pair(0, 2).nvlinks == 0
     assert [g.numa_node for g in f.gpus] == [0, 0, 1, 1]
@@ -81,7 +73,7 @@ def test_a_gpu_in_a_gen3_x8_slot_shows_both_ends(tmp_path):
     nv.set(1, "nvmlDeviceGetCurrPcieLinkGeneration", 3)
     nv.set(1, "nvmlDeviceGetMaxPcieLinkWidth", 8)
     nv.set(1, "nvmlDeviceGetCurrPcieLinkWidth", 8)
-    f = links.probe(_ctx(tmp_path, nv, 2, gen=4, port={1: (3, 8)}, link={1: (3, 8)}))
+    f = links.probe(context(tmp_path, nv, 2, gen=4, port={1: (3, 8)}, link={1: (3, 8)}))
     p = f.gpus[1].pcie
     assert (p.gen, p.width, p.max_gen, p.max_width, p.gpu_max_gen) == (3, 8, 3, 8, 4)
     assert (p.sysfs_gen, p.sysfs_width, p.sysfs_max_gen, p.sysfs_max_width) == (3, 8, 4, 16)

@@ -16,7 +16,7 @@ from envdoctor.findings import Finding, sort_findings
 
 log = logging.getLogger(__name__)
 
-MODULES = ("driver", "torch", "toolkit", "conda", "docker")
+MODULES = ("driver", "torch", "toolkit", "conda", "docker", "links")
 #: The area of Facts each module reads; its checks are left out when that area was skipped.
 AREA = {"torch": "torch", "toolkit": "toolkits", "conda": "conda", "docker": "docker"}
 
