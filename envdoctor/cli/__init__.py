@@ -23,6 +23,7 @@ COMMANDS: Dict[str, str] = {
     "table": "table:table",
     "snapshot": "snapshot:snapshot",
     "verify": "snapshot:verify",
+    "topo": "topo:topo",
 }
 
 
@@ -49,6 +50,7 @@ def cli() -> None:
     envdoctor recommend    which route, torch and wheel to install, as exact commands
     envdoctor index cu128  does that wheel index exist, what does it hold for this Python
     envdoctor bench        matmul TFLOP/s: are the Tensor Cores delivering?
+    envdoctor topo         GPU links (PCIe, NVLink, NUMA) with each path's expected peak
     envdoctor snapshot / verify   prove a driver upgrade broke nothing
     envdoctor table torch 2.7     the compatibility table, each fact with its source
     """

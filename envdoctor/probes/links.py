@@ -20,8 +20,10 @@ import threading
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from envdoctor.facts.base import ProbeError
+from envdoctor.facts.gpu import GpuInfo
 from envdoctor.facts.links import GpuLinks, GpuPair, LinksFacts, NvLink, PcieLink
 from envdoctor.nvml import NOT_SUPPORTED, Reading, Session
+from envdoctor.parse.nvidia_smi import QUERY_FIELDS, parse_query_gpu
 from envdoctor.parse.nvidia_topo import TopoMatrix, TopoParseError, parse_topo
 from envdoctor.probes.context import Context
 
@@ -230,18 +232,23 @@ def _nvidia_pci(ctx: Context) -> List[str]:
     return sorted(found)
 
 
-def from_topo(ctx: Context, m: TopoMatrix) -> LinksFacts:
-    """Facts from ``nvidia-smi topo -m`` (pairs, NUMA, CPUs) and sysfs (PCIe, if the GPUs are there)."""
+def from_topo(ctx: Context, m: TopoMatrix, smi_gpus: Sequence[GpuInfo] = ()) -> LinksFacts:
+    """Facts from ``nvidia-smi topo -m`` (pairs, NUMA, CPUs), ``nvidia-smi --query-gpu`` (names and
+    buses) and sysfs (PCIe). Without the query, GPU i is the i-th NVIDIA controller in bus order."""
     names = m.gpus
+    known = {g.index: g for g in smi_gpus}
     addresses = _nvidia_pci(ctx)
     aligned = len(addresses) == len(names)
     gpus = []
     for i, name in enumerate(names):
         row = m.rows[name]
-        address = addresses[i] if aligned else None
+        info = known.get(i)
+        address = pci_address(info.pci_bus_id) if info and info.pci_bus_id else (addresses[i] if aligned else None)
         sysfs = sysfs_link(ctx, address)
         numa = _int_text(row.numa_affinity) if row.numa_affinity and row.numa_affinity.isdigit() else None
-        gpus.append(GpuLinks(index=i, bus_id=address, pcie=PcieLink(source="sysfs" if sysfs else "", **sysfs),
+        gpus.append(GpuLinks(index=i, name=info.name if info else None, uuid=info.uuid if info else None,
+                             bus_id=(info.pci_bus_id if info and info.pci_bus_id else address),
+                             pcie=PcieLink(source="sysfs" if sysfs else "", **sysfs),
                              numa_node=numa, numa_source="nvidia-smi topo -m" if numa is not None else None,
                              cpu_affinity=row.cpu_affinity, nvlink_error="nvidia-smi topo -m does not list links"))
     pairs = []
@@ -261,8 +268,13 @@ def _smi_fallback(ctx: Context, why: ProbeError) -> LinksFacts:
     if ran.error is not None:
         return LinksFacts(error=ProbeError(ran.error.kind, f"{why.message}; nvidia-smi topo -m: {ran.error.message}",
                                            "nvidia-smi topo -m"))
+    query = ctx.run([smi, "--query-gpu=" + ",".join(QUERY_FIELDS), "--format=csv,nounits"])
     try:
-        return from_topo(ctx, parse_topo(ran.stdout))
+        smi_gpus = parse_query_gpu(query.stdout) if query.error is None else ()
+    except ValueError:                      # SmiParseError: nvidia-smi printed nothing usable
+        smi_gpus = ()
+    try:
+        return from_topo(ctx, parse_topo(ran.stdout), smi_gpus)
     except TopoParseError as exc:
         return LinksFacts(error=ProbeError("unparseable", f"{why.message}; nvidia-smi topo -m: {exc}",
                                            "nvidia-smi topo -m"))
