@@ -40,6 +40,9 @@ if False:  # for readers and linters: these come from _prelude.py, which envdoct
 CHILD_SCHEMA = "envdoctor.comms.child/1"
 ELEMENT = 4                      # float32
 CHECK_SLICE = 1 << 24            # elements compared at once when counting wrong ones
+#: Reported as the rank saw them (envdoctor passes them through and never sets them).
+REPORTED_ENV = ("NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST", "NVSHMEM_DISABLE_NVLS", "NCCL_ALGO",
+                "NCCL_PROTO", "NCCL_P2P_DISABLE", "NCCL_SHM_DISABLE", "NCCL_IB_DISABLE")
 
 
 def env_int(name, default=None):
@@ -342,7 +345,8 @@ def main(cfg):
     backend = cfg.get("backend", "nccl")
     out = {"schema": CHILD_SCHEMA, "rank": rank, "world_size": n, "local_rank": local, "backend": backend,
            "host": socket.gethostname(), "python_version": "%d.%d.%d" % sys.version_info[:3],
-           "points": [], "pairs": [], "host_copies": None, "notes": []}
+           "points": [], "pairs": [], "host_copies": None, "notes": [],
+           "env": dict((k, os.environ[k]) for k in REPORTED_ENV if k in os.environ)}
     stage("import torch")
     t0 = time.perf_counter()
     try:

@@ -24,6 +24,7 @@ COMMANDS: Dict[str, str] = {
     "snapshot": "snapshot:snapshot",
     "verify": "snapshot:verify",
     "topo": "topo:topo",
+    "comms": "comms:comms",
 }
 
 
@@ -51,6 +52,7 @@ def cli() -> None:
     envdoctor index cu128  does that wheel index exist, what does it hold for this Python
     envdoctor bench        matmul TFLOP/s: are the Tensor Cores delivering?
     envdoctor topo         GPU links (PCIe, NVLink, NUMA) with each path's expected peak
+    envdoctor comms        NCCL collectives: bus bandwidth, correctness, the slow link
     envdoctor snapshot / verify   prove a driver upgrade broke nothing
     envdoctor table torch 2.7     the compatibility table, each fact with its source
     """

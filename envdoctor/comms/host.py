@@ -140,11 +140,12 @@ def run_comms(opts: CommsOptions, python: str, env: Optional[Mapping[str, str]] 
     links = read_links(env, nvml) if opts.backend != "gloo" else LinksFacts()
     nvml_gpus = len(links.gpus)
     backend = opts.backend
-    if backend == "auto":
-        backend = "nccl" if nvml_gpus else "gloo"
     notes: List[str] = []
     if launch is not None:
+        backend = ("nccl" if nvml_gpus else "gloo") if backend == "auto" else backend
         return _launched(opts, python, env, launch, backend, links, common, progress, stop)
+    if backend == "auto":          # no GPU: say so (and ask torch), rather than measure CPU processes unasked
+        backend = "nccl"
     if backend == "nccl":
         count, visible = visible_gpus(env, nvml_gpus)
         if nvml_gpus == 0:
@@ -257,3 +258,30 @@ def _launched(opts: CommsOptions, python: str, env: Dict[str, str], launch: Laun
     result = _finish(runs, [launch.rank], backend, launch.kind, world, links, nccl, note, env, common)
     return replace(result, error=result.error or _run_error(runs, interrupted))
 
+
+
+def plot_spec(result: CommsResult, path: str) -> Dict[str, Any]:
+    """What child/comms_plot.py draws: busbw per size and collective, the expected peak."""
+    series: Dict[str, List[List[float]]] = {}
+    for p in result.points:
+        if p.status == "ok" and p.busbw_gbps is not None:
+            series.setdefault(p.collective, []).append([p.bytes, p.busbw_gbps])
+    devices = sorted({x.device for x in result.ranks if x.device})
+    title = f"{result.world_size} rank(s): " + ", ".join(devices) + (
+        f", NCCL {result.nccl_version}" if result.nccl_version else "")
+    return {"path": os.path.abspath(path), "title": title, "series": series, "peak": result.expected.peak_gbps}
+
+
+def write_plot(result: CommsResult, path: str, python: str, env: Optional[Mapping[str, str]] = None) -> str:
+    """Draw ``result`` with the target's matplotlib; one line saying what happened."""
+    from envdoctor.child import run_child
+
+    spec = plot_spec(result, path)
+    if not spec["series"]:
+        return "no plot written: no bandwidth was measured"
+    child = run_child("comms_plot.py", spec, python=python, timeout=60.0, env=env, what="the plot")
+    if child.ok:
+        return f"plot written to {path}"
+    if (child.failure or {}).get("kind") == "no_matplotlib":
+        return f"no plot written: matplotlib is not installed in {python} ({python} -m pip install matplotlib)"
+    return f"no plot written: {child.error.message if child.error else 'no answer'}"

@@ -96,8 +96,10 @@ def algbw_gbps(s_bytes: int, seconds: float) -> Optional[float]:
 
 
 def busbw_gbps(collective: str, s_bytes: int, seconds: float, n: int) -> Optional[float]:
-    alg = algbw_gbps(s_bytes, seconds)
-    return None if alg is None else round(alg * busbw_factor(collective, n), 3)
+    """algbw x nccl-tests' factor (from the unrounded algbw)."""
+    if seconds <= 0:
+        return None
+    return round(s_bytes / seconds / 1e9 * busbw_factor(collective, n), 3)
 
 
 def human_bytes(n: int) -> str:

@@ -5,7 +5,7 @@ Rank 0's answer carries the figures of every rank (times averaged and maximised,
 summed over ranks in the child), so one answer is enough; where rank 0 gave none, its streamed
 ``point`` and ``pair`` events stand in. A rank that stopped talking was *hung*, one that exited or
 was killed without saying why *died*, one that reported an error (a collective that timed out or
-lost its peer) *failed*: the hung and dead ones are named as the cause.
+lost its peer) *failed* (envdoctor.rules.comms names the hung and dead ones as the cause).
 """
 
 from __future__ import annotations
@@ -21,9 +21,10 @@ from envdoctor.probes.links import pci_address
 from envdoctor.table.links import LinkTable
 from envdoctor.topology import Topology
 
-#: What the ranks' environment said about NVLS and NCCL, reported as it was (never set by envdoctor).
+#: What the ranks' environment said about NVLS and NCCL, reported as it was (never set by envdoctor);
+#: the child reports the same names as it saw them, which is what the result shows when it answered.
 REPORTED_ENV = ("NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST", "NVSHMEM_DISABLE_NVLS", "NCCL_ALGO",
-                "NCCL_PROTO", "NCCL_P2P_DISABLE", "NCCL_SHM_DISABLE", "NCCL_IB_DISABLE", "NCCL_DEBUG")
+                "NCCL_PROTO", "NCCL_P2P_DISABLE", "NCCL_SHM_DISABLE", "NCCL_IB_DISABLE")
 
 
 def outcome(rank: int, run: ChildRun) -> RankOutcome:
@@ -52,15 +53,6 @@ def outcome(rank: int, run: ChildRun) -> RankOutcome:
         return RankOutcome(status="failed", message="NCCL's watchdog ended it: a collective timed out "
                            "(a peer never joined)", **common)
     return RankOutcome(status="died", message=err.message if err else "no answer", **common)
-
-
-def culprits(ranks: Sequence[RankOutcome]) -> Tuple[RankOutcome, ...]:
-    """The ranks that caused a failure: hung or dead ones; else the ones that failed first."""
-    bad = [r for r in ranks if r.status in ("hung", "died")]
-    if bad:
-        return tuple(bad)
-    failed = [r for r in ranks if r.status == "failed"]
-    return tuple(sorted(failed, key=lambda r: r.seconds or 0.0)[:1]) if failed else ()
 
 
 def _main(runs: Sequence[ChildRun]) -> Tuple[Optional[Dict[str, Any]], List[Dict[str, Any]], List[Dict[str, Any]]]:
@@ -103,9 +95,11 @@ def expected_for(gpus: Sequence[int], world: int, hosts: int, links: LinksFacts,
         return Expected(note="NVML did not report the links between these GPUs")
     fraction = table.fraction(path.kind)
     achievable = round(path.gbps * fraction.fraction, 3) if fraction else None
+    names = {g.name for g in links.gpus if g.index in set(gpus)}
     return Expected(peak_gbps=path.gbps, path=path.path, basis=path.basis, kind=path.kind,
                     achievable_fraction=fraction.fraction if fraction else None, achievable_gbps=achievable,
-                    confirmed=path.confirmed and bool(fraction and fraction.confirmed()))
+                    confirmed=path.confirmed and bool(fraction and fraction.confirmed()),
+                    gpu_name=names.pop() if len(names) == 1 else None)
 
 
 def _ratio(value: Optional[float], peak: Optional[float]) -> Optional[float]:
@@ -156,7 +150,8 @@ def build(runs: Sequence[ChildRun], *, backend: str, launcher: str, world: int, 
         backend=backend, launcher=launcher, world_size=world, hosts=hosts,
         torch_version=info.get("torch_version"),
         nccl_version=info.get("nccl_version") or (nccl.version if nccl else None),
-        nccl_env={k: env[k] for k in REPORTED_ENV if k in env},
+        nccl_env=dict(info["env"]) if isinstance(info.get("env"), dict) else {k: env[k] for k in REPORTED_ENV
+                                                                               if k in env},
         nvls_available=nccl.nvls_available if nccl else None, nvls_used=nvls_used,
         transports=nccl.transports if nccl else (), nccl_log=nccl_log_note,
         points=tuple(points), pairs=tuple(pairs), host_copies=copies, host_copy_note=copy_note,

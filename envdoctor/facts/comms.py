@@ -87,6 +87,7 @@ class Expected:
     published_gbps: Optional[float] = None   # a published figure of the same setup, if any
     published_source: Optional[str] = None
     confirmed: bool = True
+    gpu_name: Optional[str] = None           # the model of the GPUs used, when they are all one model
     note: Optional[str] = None
 
 
