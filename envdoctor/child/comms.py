@@ -28,6 +28,7 @@ count of wrong elements where they differ); the counts are summed over ranks.
 """
 
 import datetime
+import inspect
 import json
 import os
 import socket
@@ -250,12 +251,20 @@ def one_point(cfg, r, collective, size, index):
 
 
 def mover(r, buf, src, dst):
-    """One copy of ``buf`` from rank src to rank dst, for the two ranks concerned."""
+    """One copy of ``buf`` from rank src to rank dst, for the two ranks concerned. Batched P2P ops
+    reuse the group's NCCL communicator; plain send/recv would create one per pair of ranks
+    (H-Huang in pytorch/pytorch#160342), a second or so each on 8 GPUs."""
+    d = r.dist
+
     def move():
         if r.rank == src:
-            r.dist.send(buf, dst)
+            ops = [d.P2POp(d.isend, buf, dst)]
         elif r.rank == dst:
-            r.dist.recv(buf, src)
+            ops = [d.P2POp(d.irecv, buf, src)]
+        else:
+            return
+        for req in d.batch_isend_irecv(ops):
+            req.wait()
     return move
 
 
@@ -384,8 +393,12 @@ def main(cfg):
     timeout = datetime.timedelta(seconds=float(cfg.get("timeout_s", 30)))
     stage("init_process_group", backend=backend, world_size=n)
     t1 = time.perf_counter()
+    extra = {}
+    if backend == "nccl" and "device_id" in inspect.signature(dist.init_process_group).parameters:
+        extra["device_id"] = device            # eager init: NCCL's communicator is made here, once
     try:
-        dist.init_process_group(backend=backend, init_method="env://", rank=rank, world_size=n, timeout=timeout)
+        dist.init_process_group(backend=backend, init_method="env://", rank=rank, world_size=n, timeout=timeout,
+                                **extra)
     except Exception as exc:
         raise Failure("init_failed", "rank %d of %d could not join the group at %s:%s: %s"
                       % (rank, n, os.environ.get("MASTER_ADDR"), os.environ.get("MASTER_PORT"),
