@@ -169,3 +169,19 @@ def test_skipped_sizes(tmp_path):
     r = _result(tmp_path, [ok_run(run)] * 8)
     assert replace(r.points[0], reason=None).status == "skipped"
     assert "ED880" in {f.code for f in verdicts(r)}
+
+
+def test_published_figure_and_the_text_report(tmp_path):
+    from envdoctor.render.comms import comms_document, render_comms_text
+
+    env = {"NCCL_NVLS_ENABLE": "0"}
+    r = _result(tmp_path, [ok_run(answer(i, 8, BUSBW, env=env)) for i in range(8)], env=env)
+    assert r.expected.published_gbps == 367.2 and [x.gpu for x in r.ranks] == list(range(8))
+    text = render_comms_text(r, verdicts(r))
+    assert "links: the slowest path between them is NV18, 450 GB/s each way" in text
+    assert "NVLS: NCCL_NVLS_ENABLE=0 (from the environment), multicast not available, not used" in text
+    row = next(line for line in text.splitlines() if line.strip().startswith("all_reduce"))
+    assert row.split() == ["all_reduce", "1", "GiB", "20", "5338.2", "201.14", "352.00", "78%", "Ring/Simple", "ok"]
+    doc = comms_document(r, verdicts(r))
+    assert doc["schema"] == "envdoctor.comms/1" and doc["summary"]["exit_code"] == 0
+    assert doc["points"][0]["busbw_gbps"] == 352.0 and doc["expected"]["published_gbps"] == 367.2

@@ -10,6 +10,7 @@ lost its peer) *failed* (envdoctor.rules.comms names the hung and dead ones as t
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from envdoctor.child import ChildRun
@@ -145,6 +146,11 @@ def build(runs: Sequence[ChildRun], *, backend: str, launcher: str, world: int, 
     copies, copy_note = _host_copies((answer or {}).get("host_copies"), mapping.get(0), top)
     info = answer or {}
     nvls_used = nccl.nvls_used if nccl and nccl.tuning else None
+    outcomes = tuple(replace(o, gpu=mapping.get(o.rank)) for o in outcomes)
+    published = table.published_for(expected.gpu_name, world, "all_reduce", "on" if nvls_used else "off")
+    if published is not None and expected.peak_gbps:
+        expected = replace(expected, published_gbps=published.busbw_gbps,
+                           published_source=f"{published.tool}; {published.source}")
     notes = [str(n) for r in runs if r.result for n in (r.result.get("notes") or [])]
     return CommsResult(
         backend=backend, launcher=launcher, world_size=world, hosts=hosts,

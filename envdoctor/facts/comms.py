@@ -84,7 +84,7 @@ class Expected:
     kind: Optional[str] = None               # nvlink or pcie
     achievable_fraction: Optional[float] = None
     achievable_gbps: Optional[float] = None
-    published_gbps: Optional[float] = None   # a published figure of the same setup, if any
+    published_gbps: Optional[float] = None   # a published all-reduce figure of the same setup, if any
     published_source: Optional[str] = None
     confirmed: bool = True
     gpu_name: Optional[str] = None           # the model of the GPUs used, when they are all one model

@@ -38,6 +38,9 @@ def _header(r: CommsResult) -> List[str]:
         unconfirmed = " (rate unconfirmed)" if not e.confirmed else ""
         lines.append(f"  links: the slowest path between them is {e.path}, {e.peak_gbps:g} GB/s each way "
                      f"({e.basis}){unconfirmed}{achievable}")
+        if e.published_gbps:
+            lines.append(f"  published all_reduce busbw for this setup: {e.published_gbps:g} GB/s "
+                         f"({e.published_source})")
     elif e.note:
         lines.append(f"  links: {e.note}")
     if r.backend == "nccl":
@@ -78,7 +81,8 @@ def pair_lines(r: CommsResult) -> List[str]:
     n = r.world_size
     grid: Dict[tuple, str] = {(p.src, p.dst): (_f(p.gbps, 1) + ("!" if p.wrong else "")) for p in r.pairs}
     width = max([len(v) for v in grid.values()] + [5])
-    out = [f"GPU pairs: one-way copy, GB/s (rows send, columns receive; {human_bytes(r.pairs[0].bytes)} per copy)"]
+    what = "GPU pairs" if r.backend == "nccl" else "Pairs of ranks"
+    out = [f"{what}: one-way copy, GB/s (rows send, columns receive; {human_bytes(r.pairs[0].bytes)} per copy)"]
     out.append("  " + "src\\dst".ljust(8) + "".join(f"rank {j}".rjust(width + 3) for j in range(n)))
     for i in range(n):
         out.append("  " + f"rank {i}".ljust(8) + "".join(
