@@ -362,8 +362,9 @@ def main(cfg):
         import torch
         import torch.distributed as dist
     except ImportError as exc:
-        kind = "no_torch" if getattr(exc, "name", None) == "torch" else "import_failed"
-        raise Failure(kind, first_line(exc)) from None
+        if getattr(exc, "name", None) == "torch":
+            raise Failure("no_torch", "torch is not installed in %s" % sys.executable) from None
+        raise Failure("import_failed", "import torch fails in %s: %s" % (sys.executable, first_line(exc))) from None
     out["import_s"] = round(time.perf_counter() - t0, 3)
     out["torch_version"] = torch.__version__
     out["torch_cuda"] = getattr(torch.version, "cuda", None)
