@@ -11,7 +11,9 @@ import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 
+import jsonschema
 import pytest
 
 from envdoctor.comms.host import CommsOptions, run_comms
@@ -20,6 +22,7 @@ from envdoctor.rules.comms import verdicts
 
 pytest.importorskip("torch")
 
+SCHEMA = json.loads((Path(__file__).parent.parent / "envdoctor/schemas/comms-1.json").read_text())
 MACHINE = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
 
 
@@ -78,6 +81,7 @@ def test_cli_without_a_gpu_says_there_is_nothing_to_measure():
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     doc = json.loads(out.stdout)
+    jsonschema.validate(doc, SCHEMA)
     assert doc["schema"] == "envdoctor.comms/1" and doc["backend"] == "gloo" and doc["world_size"] == 1
     assert doc["host_copy_note"] == "no GPU: nothing to measure between host and GPU"
     assert [f["code"] for f in doc["findings"]] == ["ED881"] and doc["points"] == []
@@ -93,6 +97,7 @@ def test_two_ranks_started_by_a_launcher_rank_0_reports():
     outs = [p.communicate(timeout=120) for p in procs]
     assert [p.returncode for p in procs] == [0, 0], outs
     doc = json.loads(outs[0][0])
+    jsonschema.validate(doc, SCHEMA)
     assert (doc["launcher"], doc["world_size"], doc["ranks"][0]["rank"]) == ("env", 2, 0)
     assert doc["points"][0]["wrong"] == 0 and doc["points"][0]["busbw_gbps"] > 0
     assert outs[1][0] == "" and "rank 1 of 2: ok (rank 0 reports)" in outs[1][1]

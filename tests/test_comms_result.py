@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from pathlib import Path
 from typing import Any, Dict, List, Optional
+
+import jsonschema
 
 from envdoctor.child import from_ran
 from envdoctor.comms.result import build
@@ -182,6 +185,7 @@ def test_published_figure_and_the_text_report(tmp_path):
     assert "NVLS: NCCL_NVLS_ENABLE=0 (from the environment), multicast not available, not used" in text
     row = next(line for line in text.splitlines() if line.strip().startswith("all_reduce"))
     assert row.split() == ["all_reduce", "1", "GiB", "20", "5338.2", "201.14", "352.00", "78%", "Ring/Simple", "ok"]
-    doc = comms_document(r, verdicts(r))
+    doc = json.loads(json.dumps(comms_document(r, verdicts(r))))
+    jsonschema.validate(doc, json.loads((Path(__file__).parent.parent / "envdoctor/schemas/comms-1.json").read_text()))
     assert doc["schema"] == "envdoctor.comms/1" and doc["summary"]["exit_code"] == 0
     assert doc["points"][0]["busbw_gbps"] == 352.0 and doc["expected"]["published_gbps"] == 367.2

@@ -4,7 +4,9 @@ of ``envdoctor check``."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
+import jsonschema
 from click.testing import CliRunner
 
 from envdoctor.cli import cli
@@ -18,6 +20,7 @@ from tests.fakes import FakeBin, recorded
 from tests.linkmachines import context, nv4_bridge, nvswitch, pci_tree
 from tests.machines import SMI_QUERY_ARGS, h200, write_tree
 
+SCHEMA = json.loads((Path(__file__).parent.parent / "envdoctor/schemas/topo-1.json").read_text())
 H200_QUERY_HEAD = recorded("h200-driver580-cuda13", "nvidia-smi-query-nounits.txt").splitlines()[0]
 
 
@@ -44,6 +47,7 @@ def test_topo_on_the_h200(tmp_path):
     assert "one GPU: nothing links it to another GPU here" in r.output
     assert "GPU 0  NVIDIA H200  00000000:00:06.0" in r.output and "node 0 (nvidia-smi topo -m), CPUs 0-15" in r.output
     doc = json.loads(_topo(ctx.root, dict(ctx.env), "--json").output)
+    jsonschema.validate(doc, SCHEMA)
     assert doc["schema"] == "envdoctor.topo/1" and doc["source"] == "nvidia-smi topo -m" and doc["pairs"] == []
     assert doc["gpus"][0]["numa_node"] == 0 and doc["summary"]["exit_code"] == 0
 
@@ -58,6 +62,7 @@ def test_topo_of_eight_gpus_from_nvidia_smi_when_nvml_is_missing(tmp_path):
     assert "NV18   450 GB/s  18 NVLink 4.0 links x 25 GB/s" in r.output
     assert "ED851 info: The GPUs sit on 2 NUMA nodes" in r.output
     doc = json.loads(_topo(root, env, "--json").output)
+    jsonschema.validate(doc, SCHEMA)
     assert len(doc["pairs"]) == 28 and doc["pairs"][0]["peak"] == {
         "kind": "nvlink", "gbps": 450.0, "basis": "18 NVLink 4.0 links x 25 GB/s", "confirmed": True}
     assert doc["gpus"][3]["pcie_peak"]["gbps"] == 63.02 and doc["gpus"][3]["name"] == "NVIDIA H200"
@@ -108,6 +113,7 @@ def test_an_idle_link_is_explained_not_flagged(tmp_path):
 def test_document_keys(tmp_path):
     lf = links.probe(context(tmp_path, nvswitch(2), 2))
     doc = topo_document(lf, expected(lf, load_links()), [], envdoctor_version="0", collected_at="now")
+    jsonschema.validate(json.loads(json.dumps(doc)), SCHEMA)
     assert set(doc) == {"schema", "envdoctor_version", "collected_at", "source", "error", "gpus", "pairs",
                         "findings", "summary"}
     assert {"index", "name", "bus_id", "pcie", "pcie_peak", "numa_node", "cpu_affinity", "nvlinks",
