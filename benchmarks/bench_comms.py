@@ -51,7 +51,7 @@ def run_envdoctor(envdoctor: List[str], python: str, extra: List[str],
                   env: Dict[str, str]) -> Tuple[Dict[str, Any], float]:
     started = time.perf_counter()
     proc = subprocess.run(envdoctor + ["comms", "--python", python, "--json"] + extra, env=env,
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                          capture_output=True, text=True)
     took = time.perf_counter() - started
     if proc.returncode not in (0, 1) or not proc.stdout.strip():
         raise SystemExit(f"envdoctor comms {' '.join(extra)} exited with {proc.returncode}:\n{proc.stderr[-3000:]}")

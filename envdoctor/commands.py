@@ -5,9 +5,15 @@ Rules and the advisor both build their fixes here, so a command is written in on
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Optional, Sequence, Tuple
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Optional
 
 from envdoctor.facts.system import SystemFacts
+from envdoctor.parse import major
+from envdoctor.parse.platforms import cpu_arch
+
+if TYPE_CHECKING:
+    from envdoctor.table import Table
 
 NVIDIA_REPO = "https://developer.download.nvidia.com/compute/cuda/repos"
 DRIVER_GUIDE = "https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/index.html"
@@ -27,7 +33,7 @@ def family(system: SystemFacts) -> Optional[str]:
 
 def repo_arch(system: SystemFacts) -> str:
     """NVIDIA's repository folder for the CPU: x86_64, or sbsa for 64-bit Arm servers."""
-    return "sbsa" if system.arch in ("aarch64", "arm64") else "x86_64"
+    return "sbsa" if cpu_arch(system.arch) == "aarch64" else "x86_64"
 
 
 #: os-release IDs whose repository folder is guessed when no table is given (``table=None``):
@@ -36,7 +42,7 @@ _GUESSED = {"ubuntu": "ubuntu", "debian": "debian", "rhel": "rhel", "rocky": "rh
             "fedora": "fedora"}
 
 
-def repository(system: SystemFacts, table: Any = None) -> Optional[Tuple[str, str]]:
+def repository(system: SystemFacts, table: Optional[Table] = None) -> Optional[tuple[str, str]]:
     """(folder, package manager) of NVIDIA's CUDA repository for this distribution, e.g.
     ``("rhel9", "dnf")`` for Oracle Linux 9.6; None where NVIDIA's repository does not serve it.
 
@@ -48,7 +54,7 @@ def repository(system: SystemFacts, table: Any = None) -> Optional[Tuple[str, st
         return "wsl-ubuntu", "apt"
     if not system.os_id or not system.os_version:
         return None
-    if table is not None and hasattr(table, "distro"):
+    if table is not None:
         row = table.distro(system.os_id, system.os_version)
         if row is None:
             return None
@@ -59,56 +65,39 @@ def repository(system: SystemFacts, table: Any = None) -> Optional[Tuple[str, st
         return None
     version = system.os_version
     if base in ("rhel", "debian"):
-        version = version.split(".")[0]
+        version = str(major(version) or version)
     return f"{base}{version.replace('.', '')}", "apt" if base in ("ubuntu", "debian") else "dnf"
 
 
-def repo_dir(system: SystemFacts, table: Any = None) -> Optional[str]:
+def repo_dir(system: SystemFacts, table: Optional[Table] = None) -> Optional[str]:
     """``ubuntu2404``, ``debian12``, ``rhel9``: the distro folder of NVIDIA's CUDA repository (None
     where it serves none); see :func:`repository`."""
     repo = repository(system, table)
     return repo[0] if repo else None
 
 
-def open_modules(ccs: Iterable[Optional[str]]) -> bool:
-    """Open kernel modules or proprietary: Turing (7.5) and newer take the open modules (required
-    for Blackwell and Grace Hopper); Maxwell, Pascal and Volta (below 7.5) need the proprietary
-    flavour. A GPU of unknown or unreadable compute capability does not decide.
-
-    >>> open_modules(["8.6", "9.0"]), open_modules(["8.6", "7.0"]), open_modules([None])
-    (True, False, True)
-    """
-    for cc in ccs:
-        try:
-            major, minor = (int(x) for x in (cc or "99.0").split(".")[:2])
-        except ValueError:
-            continue
-        if (major, minor) < (7, 5):
-            return False
-    return True
-
-
-def conda_nvcc_install(flavor: Optional[str], release: str, cuda_home: bool = False) -> Tuple[str, ...]:
+def conda_nvcc_install(flavor: Optional[str], release: str, cuda_home: bool = False) -> tuple[str, ...]:
     """nvcc of CUDA ``release`` ("12.6") from conda-forge into the active env, with ``flavor``
     ("conda", "mamba", "micromamba"; None: conda); ``cuda_home``: then point CUDA_HOME at the env.
 
     >>> conda_nvcc_install("micromamba", "12.6")
     ('micromamba install -c conda-forge cuda-nvcc=12.6',)
     """
-    cmds: Tuple[str, ...] = (f"{flavor or 'conda'} install -c conda-forge cuda-nvcc={release}",)
+    cmds: tuple[str, ...] = (f"{flavor or 'conda'} install -c conda-forge cuda-nvcc={release}",)
     return cmds + (('export CUDA_HOME="$CONDA_PREFIX"',) if cuda_home else ())
 
 
 def driver_install(system: SystemFacts, branch: Optional[str], open_modules: bool = True,
-                   table: Any = None) -> Tuple[str, ...]:
+                   table: Optional[Table] = None) -> tuple[str, ...]:
     """Install the NVIDIA driver ``branch`` ("580") for this distribution, then reboot.
 
     ``table``: the compatibility table, whose ``Distro`` row gives NVIDIA's repository folder, the
     package manager and the driver packages (a branch-pinned ``nvidia-open-580`` only where the
     family's ``driver_packages`` list ``nvidia-open-{branch}``); without it, see :func:`repository`.
 
-    ``open_modules``: Turing and newer take the open kernel modules (required for Blackwell and
-    Grace Hopper); Maxwell, Pascal and Volta need the proprietary flavour.
+    ``open_modules``: the open kernel modules or the proprietary ones (:func:`envdoctor.compat.open_modules`
+    decides from the architectures' ``kernel_modules`` rows: Maxwell, Pascal and Volta need the
+    proprietary flavour).
 
     RHEL family and Fedora (NVIDIA's repository), as NVIDIA's Driver Installation Guide writes it
     (https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/kernel-modules.html, Table
@@ -137,10 +126,10 @@ def driver_install(system: SystemFacts, branch: Optional[str], open_modules: boo
         steps = nvidia_repo_install(system, (), *repo)
         return steps[:-1] + _dnf_driver(system, branch, open_modules) + ("sudo reboot",)
     pkg = "nvidia-open" if open_modules else "cuda-drivers"
-    note: Tuple[str, ...] = ()
+    note: tuple[str, ...] = ()
     if branch:
-        row = (table.distro(system.os_id, system.os_version)
-               if hasattr(table, "distro") and repo else None)
+        row = (table.distro(system.os_id or "", system.os_version or "")
+               if table is not None and repo else None)
         if row is None or f"{pkg}-{{branch}}" in row.driver_packages:
             pkg = f"{pkg}-{branch}"
         else:
@@ -153,13 +142,10 @@ def driver_install(system: SystemFacts, branch: Optional[str], open_modules: boo
 
 
 def _rhel_major(system: SystemFacts) -> Optional[int]:
-    try:
-        return int((system.os_version or "").split(".")[0])
-    except ValueError:
-        return None
+    return major(system.os_version)
 
 
-def _dnf_driver(system: SystemFacts, branch: Optional[str], open_modules: bool) -> Tuple[str, ...]:
+def _dnf_driver(system: SystemFacts, branch: Optional[str], open_modules: bool) -> tuple[str, ...]:
     """The dnf commands that install the driver meta package, held to ``branch`` the way NVIDIA's
     guide says for this release (see :func:`driver_install`)."""
     pkg = "nvidia-open" if open_modules else "cuda-drivers"
@@ -180,14 +166,11 @@ def _dnf_driver(system: SystemFacts, branch: Optional[str], open_modules: bool) 
 
 def _fedora_dnf5(system: SystemFacts) -> bool:
     """Fedora 41 moved to dnf5, whose config-manager takes ``addrepo --from-repofile=``."""
-    try:
-        return system.os_id == "fedora" and int((system.os_version or "0").split(".")[0]) >= 41
-    except ValueError:
-        return False
+    return system.os_id == "fedora" and (major(system.os_version) or 0) >= 41
 
 
 def nvidia_repo_install(system: SystemFacts, packages: Sequence[str], rdir: Optional[str] = None,
-                        manager: Optional[str] = None, table: Any = None) -> Tuple[str, ...]:
+                        manager: Optional[str] = None, table: Optional[Table] = None) -> tuple[str, ...]:
     """Add NVIDIA's CUDA repository for this distribution and install ``packages`` from it.
 
     ``rdir``/``manager`` default to :func:`repository` (the table's ``Distro`` row, or the guess
@@ -214,7 +197,7 @@ def nvidia_repo_install(system: SystemFacts, packages: Sequence[str], rdir: Opti
     return (add, "sudo dnf clean expire-cache", f"sudo dnf install -y {names}")
 
 
-def cuda_toolkit_install(system: SystemFacts, release: str, table: Any = None) -> Tuple[str, ...]:
+def cuda_toolkit_install(system: SystemFacts, release: str, table: Optional[Table] = None) -> tuple[str, ...]:
     """The CUDA ``release`` toolkit ("12.8", i.e. cuda-toolkit-12-8) from NVIDIA's repository, then
     CUDA_HOME and PATH pointed at it. Toolkit only: never a driver (right for WSL and containers too).
     ``table``: as in :func:`driver_install`."""
@@ -232,7 +215,7 @@ _LIBNC_KEYRING = "/usr/share/keyrings/nvidia-container-toolkit-keyring.gpg"
 DOCKER_GPU_TEST = "docker run --rm --gpus all ubuntu nvidia-smi"
 
 
-def install_container_toolkit(system: SystemFacts) -> Tuple[str, ...]:
+def install_container_toolkit(system: SystemFacts) -> tuple[str, ...]:
     """Add NVIDIA's libnvidia-container repository and install nvidia-container-toolkit."""
     fam = family(system)
     if fam == "debian":
@@ -251,7 +234,7 @@ def install_container_toolkit(system: SystemFacts) -> Tuple[str, ...]:
     return (f"# add NVIDIA's container toolkit repository for your distribution: {CONTAINER_TOOLKIT_GUIDE}",)
 
 
-def configure_docker(rootless: bool = False) -> Tuple[str, ...]:
+def configure_docker(rootless: bool = False) -> tuple[str, ...]:
     """Register the nvidia runtime with docker, restart it, and try a GPU container."""
     if rootless:
         return ("nvidia-ctk runtime configure --runtime=docker --config=$HOME/.config/docker/daemon.json",
@@ -260,7 +243,7 @@ def configure_docker(rootless: bool = False) -> Tuple[str, ...]:
     return ("sudo nvidia-ctk runtime configure --runtime=docker", "sudo systemctl restart docker", DOCKER_GPU_TEST)
 
 
-def reload_modules() -> Tuple[str, ...]:
+def reload_modules() -> tuple[str, ...]:
     """Load the new kernel module without a reboot (stops the display and every GPU user)."""
     return (
         "sudo reboot",
@@ -271,7 +254,7 @@ def reload_modules() -> Tuple[str, ...]:
     )
 
 
-def blacklist_nouveau(system: SystemFacts) -> Tuple[str, ...]:
+def blacklist_nouveau(system: SystemFacts) -> tuple[str, ...]:
     regen = "sudo dracut -f" if family(system) == "rhel" else "sudo update-initramfs -u"
     return (
         "printf 'blacklist nouveau\\noptions nouveau modeset=0\\n' | sudo tee /etc/modprobe.d/blacklist-nouveau.conf",

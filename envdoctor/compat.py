@@ -9,20 +9,26 @@ KernelSupport(kind='cubin', via='sm_120')
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable, Optional, Tuple
+from typing import Literal, Optional
 
 from packaging.version import InvalidVersion, Version
 
+from envdoctor.facts.system import SystemFacts
+from envdoctor.parse import major, major_minor
 from envdoctor.table import Table, norm_cc
 from envdoctor.table.validate import parse_arch
+
+#: Whose driver minimums apply: a Linux driver, or the Windows driver (which also serves WSL2).
+DriverOs = Literal["linux", "windows"]
 
 
 @dataclass(frozen=True)
 class KernelSupport:
     """How a GPU gets kernels from an arch list: a matching cubin (SASS), PTX it JIT-compiles, or none."""
 
-    kind: str               # "cubin" | "ptx" | "none"
+    kind: Literal["cubin", "ptx", "none"]
     via: Optional[str]      # the entry used: "sm_86", "compute_120"; None for "none"
 
     @property
@@ -41,8 +47,8 @@ def kernel_support(arch_list: Iterable[str], cc: str) -> KernelSupport:
     if key is None:
         raise ValueError(f"not a compute capability: {cc!r}")
     major, minor = (int(x) for x in key.split("."))
-    best_cubin: Optional[Tuple[Tuple[int, int], str]] = None
-    best_ptx: Optional[Tuple[Tuple[int, int], str]] = None
+    best_cubin: Optional[tuple[tuple[int, int], str]] = None
+    best_ptx: Optional[tuple[tuple[int, int], str]] = None
     for entry in arch_list:
         parsed = parse_arch(entry.strip().lower())
         if parsed is None:
@@ -72,10 +78,10 @@ class DriverSupport:
     "unknown" (the CUDA version is not in the table).
     """
 
-    kind: str
+    kind: Literal["direct", "minor-version", "none", "unknown"]
     needed: str                         # the minimum driver for direct support ("" when unknown)
     floor: Optional[str]                # the MVC floor of that CUDA major
-    limitations: Tuple[str, ...] = ()
+    limitations: tuple[str, ...] = ()
     note: Optional[str] = None          # a caveat on the answer (a Linux minimum standing in for Windows)
 
     @property
@@ -83,7 +89,16 @@ class DriverSupport:
         return self.kind in ("direct", "minor-version")
 
 
-def driver_support(table: Table, driver: str, cuda: str, os: str = "linux") -> DriverSupport:
+def driver_os(system: SystemFacts) -> DriverOs:
+    """Whose driver minimums apply: under WSL2 the driver is the Windows one.
+
+    >>> driver_os(SystemFacts(wsl="wsl2")), driver_os(SystemFacts())
+    ('windows', 'linux')
+    """
+    return "windows" if system.wsl == "wsl2" else "linux"
+
+
+def driver_support(table: Table, driver: str, cuda: str, os: DriverOs = "linux") -> DriverSupport:
     """``driver_support(t, "535.104.05", "12.8")`` -> minor-version (12.8 needs 570.26; the 12.x
     floor is 525.60.13). ``cuda`` may be "12.8", "12.8.1" or a variant name ("cu128").
 
@@ -98,7 +113,8 @@ def driver_support(table: Table, driver: str, cuda: str, os: str = "linux") -> D
     needed = table.min_driver(cuda, os=os)
     var = table.variant(cuda) if cuda.startswith("cu") else None
     cuda_version = var.cuda if var is not None else cuda
-    mc = table.minor_compat(cuda_version.split(".")[0]) if cuda_version else None
+    cuda_major = major(cuda_version)
+    mc = table.minor_compat(cuda_major) if cuda_major is not None else None
     floor = None
     if mc is not None:
         floor = mc.min_driver_linux if os == "linux" else mc.min_driver_windows
@@ -118,6 +134,22 @@ def driver_support(table: Table, driver: str, cuda: str, os: str = "linux") -> D
     return DriverSupport("none", needed, floor, note=note)
 
 
+def open_modules(table: Optional[Table], ccs: Iterable[Optional[str]]) -> bool:
+    """Open kernel modules (True) or proprietary (False) for a machine with GPUs of these compute
+    capabilities: open unless one of them is an architecture whose ``kernel_modules`` row says
+    "proprietary" (Maxwell, Pascal and Volta: the open modules need the GSP, first in Turing).
+    A GPU of unknown or unreadable capability, or one the table does not know, does not decide.
+
+    >>> open_modules(t, ["8.6", "9.0"]), open_modules(t, ["8.6", "7.0"]), open_modules(t, [None])
+    (True, False, True)
+    """
+    for cc in ccs:
+        arch = table.architecture(cc) if table is not None and cc else None
+        if arch is not None and arch.kernel_modules == "proprietary":
+            return False
+    return True
+
+
 def variant_tag(cuda: Optional[str]) -> str:
     """The wheel variant of a CUDA version (``torch.version.cuda``): "12.8" and "12.8.1" -> "cu128";
     None or "" -> "cpu".
@@ -127,4 +159,4 @@ def variant_tag(cuda: Optional[str]) -> str:
     """
     if not cuda:
         return "cpu"
-    return "cu" + "".join(cuda.strip().split(".")[:2])
+    return "cu" + (major_minor(cuda) or cuda.strip()).replace(".", "")

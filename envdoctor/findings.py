@@ -2,27 +2,37 @@
 
 >>> Finding("ED102", "error", "Driver upgraded without a reboot",
 ...         evidence=("kernel module 570.133.20", "user-space library 580.159.04"),
-...         fix=("sudo reboot",), reference="https://docs.nvidia.com/...")
+...         fix=("sudo reboot",), reference="https://docs.nvidia.com/...").severity
+'error'
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable, Optional, Tuple
+from typing import Literal, Optional, get_args
 
-SEVERITIES = ("error", "warning", "info")
+#: "error": it will not work; "warning": it works with a caveat; "info": worth knowing.
+Severity = Literal["error", "warning", "info"]
+SEVERITIES: tuple[Severity, ...] = get_args(Severity)
 _RANK = {s: i for i, s in enumerate(SEVERITIES)}
+
+#: What a finding is about. The areas a user may skip (``--skip``) carry the name of their part of
+#: ``Facts`` ("toolkits", "conda", "docker", "torch"), so a skipped area hides its findings by name.
+Area = Literal["system", "gpu", "driver", "container", "toolkits", "conda", "docker", "torch", "bench",
+               "verify", "links", "comms", "envdoctor"]
+AREAS: tuple[Area, ...] = get_args(Area)
 
 
 @dataclass(frozen=True)
 class Finding:
     code: str                         # "ED102": stable, searchable, suppressible
-    severity: str                     # "error" (it will not work), "warning", "info"
+    severity: Severity
     title: str                        # one line: what is wrong
-    evidence: Tuple[str, ...] = ()    # the facts that show it, each with its source
-    fix: Tuple[str, ...] = ()         # exact commands, in order (never run by envdoctor)
+    evidence: tuple[str, ...] = ()    # the facts that show it, each with its source
+    fix: tuple[str, ...] = ()         # exact commands, in order (never run by envdoctor)
     reference: Optional[str] = None   # a public URL that explains it
-    area: Optional[str] = None        # "driver", "gpu", "torch", "toolkit", "conda", "docker", ...
+    area: Optional[Area] = None
     explanation: Optional[str] = None  # a sentence or two on why / what else to know
 
     def __post_init__(self) -> None:
@@ -30,7 +40,7 @@ class Finding:
             raise ValueError(f"unknown severity {self.severity!r}")
 
 
-def sort_findings(findings: Iterable[Finding]) -> Tuple[Finding, ...]:
+def sort_findings(findings: Iterable[Finding]) -> tuple[Finding, ...]:
     """Errors first, then warnings, then info; by code within a severity."""
     return tuple(sorted(findings, key=lambda f: (_RANK[f.severity], f.code)))
 

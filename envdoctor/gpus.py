@@ -13,11 +13,16 @@ One answer for every rule and the advisor, in this order:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Optional, Tuple
+from typing import Literal, Optional
 
-from envdoctor.facts import Facts
+from envdoctor.facts import Facts, GpuInfo
+from envdoctor.table import Table
 
-DRIVER, TORCH, PCI = "driver", "torch", "pci"
+#: Who reported the GPU: the driver (NVML or nvidia-smi), torch, or only the PCI bus.
+GpuKind = Literal["driver", "torch", "pci"]
+DRIVER: GpuKind = "driver"
+TORCH: GpuKind = "torch"
+PCI: GpuKind = "pci"
 
 
 @dataclass(frozen=True)
@@ -26,8 +31,9 @@ class MachineGpu:
 
     label: str                      # "GPU 0 (NVIDIA H200)", "cuda:0 (NVIDIA H200)", "0000:00:06.0 (GH100 [H200])"
     cc: Optional[str]               # "9.0"; None when nothing tells
-    source: str                     # "nvml", "nvidia-smi", "torch.cuda.get_device_properties", "PCI id 0x2335 + envdoctor table"
-    kind: str = DRIVER              # "driver" | "torch" | "pci"
+    source: str                     # "nvml", "nvidia-smi", "torch.cuda.get_device_properties",
+                                    # "PCI id 0x2335 + envdoctor table"
+    kind: GpuKind = DRIVER
     name: Optional[str] = None      # "NVIDIA H200", "GH100 [H200 SXM 141GB]"
     index: Optional[int] = None     # the driver's or torch's index; None for a PCI device
     address: Optional[str] = None   # PCI address: "00000000:00:06.0" (driver), "0000:00:06.0" (PCI)
@@ -49,42 +55,32 @@ def bus(address: str) -> str:
     return s.split(":", 1)[1] if s.count(":") == 2 else s
 
 
-def _call(table: Any, method: str, *args: Any) -> Any:
-    fn = getattr(table, method, None) if table is not None else None
-    if fn is None:
-        return None
-    try:
-        return fn(*args)
-    except Exception:  # a partial or fake table: no answer, never a crash
-        return None
-
-
-def _fill_cc(g: Any, facts: Facts, table: Any) -> Tuple[Optional[str], Optional[str], Optional[str], Optional[str]]:
+def _fill_cc(g: GpuInfo, facts: Facts,
+             table: Optional[Table]) -> tuple[Optional[str], Optional[str], Optional[str], Optional[str]]:
     """(cc, where it came from, inferred series, PCI id) of a driver GPU."""
     pci = next((d for d in facts.pci.devices if d.address and g.pci_bus_id and bus(d.address) == bus(g.pci_bus_id)),
                None)
     pci_id = pci.device_id if pci is not None else None
     if g.compute_capability:
         return g.compute_capability, None, None, pci_id
-    model = _call(table, "gpu", g.name) if g.name else None
-    if getattr(model, "cc", None):
+    model = table.gpu(g.name) if table is not None and g.name else None
+    if model is not None:
         return model.cc, "envdoctor table", None, pci_id
     if pci is not None and pci.compute_capability:
         return pci.compute_capability, f"PCI id {pci.device_id} + envdoctor table", None, pci_id
-    if pci_id:
-        model = _call(table, "gpu_by_pci", pci_id)
-        if getattr(model, "cc", None):
-            return model.cc, f"PCI id {pci_id} + envdoctor table", None, pci_id
+    model = table.gpu_by_pci(pci_id) if table is not None and pci_id else None
+    if model is not None:
+        return model.cc, f"PCI id {pci_id} + envdoctor table", None, pci_id
     for d in facts.torch.devices:
         if d.capability and ((g.uuid and d.uuid == g.uuid) or (g.name and d.name == g.name)):
             return d.capability, "torch.cuda.get_device_properties", None, pci_id
-    guess = _call(table, "cc_from_name", g.name) if g.name else None
+    guess = table.cc_from_name(g.name) if table is not None and g.name else None
     if guess:
         return guess[0], f"envdoctor's {guess[1]} series rule", guess[1], pci_id
     return None, None, None, pci_id
 
 
-def machine_gpus(facts: Facts, table: Any = None) -> Tuple[MachineGpu, ...]:
+def machine_gpus(facts: Facts, table: Optional[Table] = None) -> tuple[MachineGpu, ...]:
     """The machine's NVIDIA GPUs: the driver's, else torch's, else the PCI bus's (see the module)."""
     out = []
     for g in facts.driver.gpus:
@@ -100,8 +96,9 @@ def machine_gpus(facts: Facts, table: Any = None) -> Tuple[MachineGpu, ...]:
         return tuple(out)
     for p in facts.pci.devices:
         cc = p.compute_capability
-        if not cc:
-            cc = getattr(_call(table, "gpu_by_pci", p.device_id), "cc", None)
+        model = table.gpu_by_pci(p.device_id) if table is not None and not cc else None
+        if model is not None:
+            cc = model.cc
         out.append(MachineGpu(f"{p.address} ({p.name or p.device_id})", cc, f"PCI id {p.device_id} + envdoctor table",
                               PCI, p.name, None, p.address, p.device_id))
     return tuple(out)

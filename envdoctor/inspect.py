@@ -8,16 +8,17 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
-from typing import Any, Iterable, Optional, Tuple
+from dataclasses import dataclass, field
+from typing import Any, Dict, Iterable, Optional, Tuple
 
 from envdoctor.facts import Facts
 from envdoctor.facts.gpu import PciFacts
 from envdoctor.findings import Finding, sort_findings
 from envdoctor.probes import collect
 from envdoctor.probes.context import Context
-from envdoctor.rules import evaluate
+from envdoctor.rules import all_rules, evaluate
 
 log = logging.getLogger(__name__)
 
@@ -27,6 +28,8 @@ class Inspection:
     facts: Facts
     findings: Tuple[Finding, ...]
     table_error: Optional[str] = None
+    #: wall seconds of the steps besides the probes (``facts.probe_seconds``): "table", "findings"
+    seconds: Dict[str, float] = field(default_factory=dict)
 
 
 def load_table_or_error() -> Tuple[Any, Optional[str]]:
@@ -49,11 +52,11 @@ def enrich(facts: Facts, table: Any) -> Facts:
         return facts
     devices = []
     for dev in facts.pci.devices:
-        model = _safe(lambda: table.gpu_by_pci(dev.device_id))
-        arch = _safe(lambda: table.arch_for_pci(dev.device_id))
+        model = _safe(table, "gpu_by_pci", dev.device_id)
+        arch = _safe(table, "arch_for_pci", dev.device_id)
         cc = getattr(model, "cc", None) or getattr(arch, "cc", None)
         if cc and arch is None:
-            arch = _safe(lambda: table.architecture(cc))
+            arch = _safe(table, "architecture", cc)
         name, source = dev.name, dev.name_source
         if not name and model is not None:
             name, source = model.name, "envdoctor table"
@@ -65,9 +68,10 @@ def enrich(facts: Facts, table: Any) -> Facts:
     return dataclasses.replace(facts, pci=pci)
 
 
-def _safe(call: Any) -> Any:
+def _safe(table: Any, lookup: str, key: str) -> Any:
+    """``table.<lookup>(key)``, or None when the table raises (a broken row must not stop the report)."""
     try:
-        return call()
+        return getattr(table, lookup)(key)
     except Exception:
         log.debug("table lookup failed", exc_info=True)
         return None
@@ -87,12 +91,25 @@ def findings_for(facts: Facts, table: Any, table_error: Optional[str],
     return sort_findings(found)
 
 
+def _prepare(skip: Iterable[str]) -> Tuple[Any, Optional[str], float]:
+    """The table, and the modules of the checks that will run (imported now, not after the probes)."""
+    started = time.monotonic()
+    table, error = load_table_or_error()
+    took = time.monotonic() - started
+    all_rules(skip)
+    return table, error, took
+
+
 def inspect(ctx: Context, skip: Iterable[str] = (), suppress: Iterable[str] = (),
             debug: bool = False) -> Inspection:
     # Parsing the table is CPU work and the probes mostly wait on child processes: overlap them.
+    skip = tuple(skip)
     with ThreadPoolExecutor(max_workers=1) as pool:
-        loading = pool.submit(load_table_or_error)
+        loading = pool.submit(_prepare, skip)
         collected = collect(ctx, skip=skip, debug=debug)
-        table, table_error = loading.result()
+        table, table_error, table_seconds = loading.result()
+    started = time.monotonic()
     facts = enrich(collected, table)
-    return Inspection(facts, findings_for(facts, table, table_error, suppress), table_error)
+    findings = findings_for(facts, table, table_error, suppress)
+    seconds = {"table": round(table_seconds, 3), "findings": round(time.monotonic() - started, 3)}
+    return Inspection(facts, findings, table_error, seconds)

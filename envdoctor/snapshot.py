@@ -13,32 +13,37 @@ name of the newest (a file, not a symlink, so it survives copying and odd filesy
     2026-11-29T17-30-05Z-2.json      # a second snapshot in the same second
     latest                           # "2026-11-29T17-30-05Z-2.json\\n"
 
->>> path = save(doc, store_dir())          # writes the file, then moves the pointer
->>> load(latest(store_dir())).facts.driver.driver_version
-'580.159.04'
+Writing one and reading the newest back::
+
+    path = save(doc, store_dir())             # writes the file, then moves the pointer
+    load(latest(store_dir())).facts.driver.driver_version     # '580.159.04'
+
+The JSON Schema of the file is ``envdoctor/schemas/snapshot-1.json`` (``envdoctor.documents``).
 """
 
 from __future__ import annotations
 
 import datetime
-import json
 import os
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterable, Mapping, Optional, Tuple
+from typing import Any
 
 from envdoctor import __version__
-from envdoctor.atomic import user_dir, write_atomic
+from envdoctor.atomic import user_dir, what_it_is, write_atomic
+from envdoctor.documents import DocumentError, dumps, read_document
 from envdoctor.facts import Facts
 from envdoctor.facts.bench import BenchResult
 from envdoctor.facts.serde import DataError, from_data, to_data
 from envdoctor.findings import Finding
-from envdoctor.render.json import SCHEMA, ReportError, dumps, parse_report, report_document
+from envdoctor.inputs import InputError, read_input
+from envdoctor.render.json import report_document
+from envdoctor.report import decode
 
 LATEST = "latest"
 SUFFIX = ".json"
-FAMILY = "envdoctor.report/"
 #: How to take a baseline, for the messages that need one.
 HOW = "envdoctor snapshot"
 
@@ -55,13 +60,13 @@ class Snapshot:
 
     path: Path
     facts: Facts
-    findings: Tuple[Finding, ...]
-    doc: Dict[str, Any]
-    created: Optional[str] = None              # "2026-11-29T17:30:05Z"
-    host: Optional[str] = None                 # the host name it was taken on
-    bench: Optional[BenchResult] = None
-    bench_error: Optional[str] = None          # the "bench" section is there but unreadable
-    migrated_from: Optional[str] = None        # "envdoctor.report/0" when read through a migration
+    findings: tuple[Finding, ...]
+    doc: dict[str, Any]
+    created: str | None = None              # "2026-11-29T17:30:05Z"
+    host: str | None = None                 # the host name it was taken on
+    bench: BenchResult | None = None
+    bench_error: str | None = None          # the "bench" section is there but unreadable
+    migrated_from: str | None = None        # "envdoctor.report/0" when read through a migration
 
 
 @dataclass(frozen=True)
@@ -70,19 +75,19 @@ class SnapshotInfo:
 
     name: str
     path: Path
-    created: Optional[str] = None
-    driver: Optional[str] = None
-    torch: Optional[str] = None
-    gpus: Tuple[str, ...] = ()
+    created: str | None = None
+    driver: str | None = None
+    torch: str | None = None
+    gpus: tuple[str, ...] = ()
     bench: bool = False
     latest: bool = False
-    skipped: Tuple[str, ...] = ()              # areas not inspected ("torch")
-    error: Optional[str] = None                # unreadable: why
+    skipped: tuple[str, ...] = ()              # areas not inspected ("torch")
+    error: str | None = None                # unreadable: why
 
 
 # --- where ---------------------------------------------------------------------------------------
 
-def store_dir(env: Optional[Mapping[str, str]] = None) -> Path:
+def store_dir(env: Mapping[str, str] | None = None) -> Path:
     """``$ENVDOCTOR_STATE_DIR`` or ``$XDG_STATE_HOME/envdoctor`` or ``~/.local/state/envdoctor``, + ``/snapshots``."""
     return user_dir("state", dict(env) if env is not None else None) / "snapshots"
 
@@ -102,32 +107,32 @@ def file_name(moment: datetime.datetime, n: int = 1) -> str:
     return f"{stem}{SUFFIX}" if n <= 1 else f"{stem}-{n}{SUFFIX}"
 
 
-def _order(path: Path) -> Tuple[str, int, str]:
+def _order(path: Path) -> tuple[str, int, str]:
     m = _NAME.match(path.name)
     if m:
         return m.group(1), int(m.group(2) or 1), path.name
     return "", 0, path.name   # other names sort first (oldest)
 
 
-def snapshot_files(directory: Path) -> Tuple[Path, ...]:
+def snapshot_files(directory: Path) -> tuple[Path, ...]:
     """The ``*.json`` files of the store, oldest first (by the time in their name)."""
     try:
         names = os.listdir(directory)
     except OSError:
         return ()
     files = [directory / n for n in names if n.endswith(SUFFIX) and not n.startswith(".")]
-    return tuple(sorted((p for p in files if p.is_file()), key=_order))
+    return tuple(sorted((p for p in files if os.path.isfile(p)), key=_order))
 
 
-def latest(directory: Path) -> Optional[Path]:
+def latest(directory: Path) -> Path | None:
     """The file ``latest`` names; else (pointer missing, damaged or dangling) the newest file; else None."""
     try:
-        name = (directory / LATEST).read_text(encoding="utf-8").strip()
-    except (OSError, UnicodeDecodeError):
+        name = read_input(directory / LATEST, max_bytes=4096).strip()
+    except InputError:
         name = ""
     if name and "/" not in name and os.sep not in name and name not in (".", ".."):
         target = directory / name
-        if target.is_file():
+        if os.path.isfile(target):
             return target
     files = snapshot_files(directory)
     return files[-1] if files else None
@@ -135,13 +140,13 @@ def latest(directory: Path) -> Optional[Path]:
 
 # --- writing -------------------------------------------------------------------------------------
 
-def snapshot_document(facts: Facts, findings: Iterable[Finding], bench: Optional[BenchResult] = None,
-                      created: Optional[str] = None) -> Dict[str, Any]:
+def snapshot_document(facts: Facts, findings: Iterable[Finding], bench: BenchResult | None = None,
+                      created: str | None = None) -> dict[str, Any]:
     """The report of ``check --json`` plus ``"snapshot"`` (host, created, version) and ``"bench"``.
 
     Secrets are masked by ``report_document``; the host name stays (verify needs it).
     """
-    extra: Dict[str, Any] = {"snapshot": {
+    extra: dict[str, Any] = {"snapshot": {
         "host": facts.system.hostname,
         "created": created or iso(utc_now()),
         "envdoctor_version": __version__,
@@ -151,14 +156,18 @@ def snapshot_document(facts: Facts, findings: Iterable[Finding], bench: Optional
     return report_document(facts, findings, extra)
 
 
-def save(doc: Dict[str, Any], directory: Path, moment: Optional[datetime.datetime] = None) -> Path:
+def save(doc: dict[str, Any], directory: Path, moment: datetime.datetime | None = None) -> Path:
     """Write ``doc`` as a new file of the store, then point ``latest`` at it; return the file.
 
     Never overwrites: a name already taken gets ``-2``, ``-3``... Both writes are atomic, and the
     pointer moves only after the snapshot is complete, so a crash leaves the old ``latest`` valid.
     """
     moment = moment or utc_now()
-    directory.mkdir(parents=True, exist_ok=True)
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise SnapshotError(f"cannot create the snapshot folder {directory}: {exc.strerror or exc} "
+                            "(ENVDOCTOR_STATE_DIR or XDG_STATE_HOME choose another, or use -o FILE)") from None
     n = 1
     while os.path.lexists(directory / file_name(moment, n)):
         n += 1
@@ -171,12 +180,49 @@ def save(doc: Dict[str, Any], directory: Path, moment: Optional[datetime.datetim
     return path
 
 
-def write_to(doc: Dict[str, Any], path: Path, force: bool = False) -> Path:
-    """``snapshot -o FILE``: exactly there, atomically; an existing FILE only with ``force``."""
-    if path.is_dir():
+def _unwritable(folder: Path) -> str | None:
+    """Why files cannot be made in ``folder`` (created first when missing), or None."""
+    existing = folder
+    while not os.path.lexists(existing) and existing != existing.parent:
+        existing = existing.parent             # the folder that would hold the new folders
+    if not os.path.isdir(existing):
+        return f"{existing} is not a folder"
+    if not os.access(existing, os.W_OK | os.X_OK):
+        return f"permission denied in {existing}"
+    return None
+
+
+def check_store(directory: Path) -> None:
+    """SnapshotError when snapshots cannot be saved in ``directory`` (checked before the inspection)."""
+    why = _unwritable(directory)
+    if why:
+        raise SnapshotError(f"cannot save snapshots in {directory}: {why} (ENVDOCTOR_STATE_DIR or XDG_STATE_HOME "
+                            "choose another folder, or use -o FILE)")
+
+
+def check_target(path: Path, force: bool = False) -> None:
+    """SnapshotError when ``snapshot -o path`` cannot write there (checked before the inspection
+    too, so nobody waits for a write that must fail): a folder, an existing file without
+    ``force``, anything but a regular file even with it, a folder that cannot be written."""
+    if os.path.isdir(path):
         raise SnapshotError(f"{path} is a folder; give a file name, e.g. {path / 'before-upgrade.json'}")
     if os.path.lexists(path) and not force:
         raise SnapshotError(f"{path} already exists; choose another name or pass --force to replace it")
+    try:
+        kind = what_it_is(os.stat(path).st_mode)
+    except OSError:
+        kind = None
+    if kind is not None:
+        raise SnapshotError(f"cannot write {path}: it is {kind}, not a regular file (envdoctor replaces only "
+                            "regular files)")
+    why = _unwritable(path.parent)
+    if why:
+        raise SnapshotError(f"cannot write {path}: {why}")
+
+
+def write_to(doc: dict[str, Any], path: Path, force: bool = False) -> Path:
+    """``snapshot -o FILE``: exactly there, atomically; an existing FILE only with ``force``."""
+    check_target(path, force)
     try:
         return write_atomic(path, dumps(doc) + "\n")
     except OSError as exc:
@@ -185,112 +231,29 @@ def write_to(doc: Dict[str, Any], path: Path, force: bool = False) -> Path:
 
 # --- reading -------------------------------------------------------------------------------------
 
-def _from_0(doc: Dict[str, Any]) -> Dict[str, Any]:
-    """``envdoctor.report/0``, the pre-release development format, to ``/1``.
-
-    /0 had no summary, called the findings ``problems`` and kept ``host`` and ``created`` at the
-    top level::
-
-        {"schema": "envdoctor.report/0", "host": "gpu-01", "created": "2026-11-01T09:00:00Z",
-         "envdoctor_version": "0.0.3", "facts": {...}, "problems": [{"code": "ED102", ...}]}
-    """
-    problems = doc.get("problems") or []
-    if not isinstance(problems, list):
-        raise ReportError("'problems' is not a list")
-    findings = [p for p in problems if isinstance(p, dict)]
-    severities = [f.get("severity") for f in findings]
-    out = {k: v for k, v in doc.items() if k not in ("problems", "host", "created")}
-    out.update({
-        "schema": SCHEMA,
-        "collected_at": doc.get("created"),
-        "summary": {"errors": severities.count("error"), "warnings": severities.count("warning"),
-                    "info": severities.count("info"),
-                    "exit_code": 1 if "error" in severities else 0},
-        "findings": findings,
-        "snapshot": {"host": doc.get("host"), "created": doc.get("created"),
-                     "envdoctor_version": doc.get("envdoctor_version")},
-    })
-    return out
-
-
-#: schema -> function turning a document of that schema into one of the next; applied in a chain
-#: until the document is ``SCHEMA``. Add one entry per schema version ever released.
-MIGRATIONS: Dict[str, Callable[[Dict[str, Any]], Dict[str, Any]]] = {
-    "envdoctor.report/0": _from_0,
-}
-
-
-def _version(schema: str) -> Optional[int]:
-    tail = schema[len(FAMILY):] if schema.startswith(FAMILY) else ""
-    return int(tail) if tail.isdigit() else None
-
-
-def migrate(doc: Dict[str, Any], source: str) -> Tuple[Dict[str, Any], Optional[str]]:
-    """(document of ``SCHEMA``, the schema it was written in when not that); SnapshotError if unknown."""
-    schema = doc.get("schema")
-    if not isinstance(schema, str):
-        raise SnapshotError(f"{source} is not an envdoctor report (no 'schema' key); take a baseline with: {HOW}")
-    original = schema
-    if not schema.startswith(FAMILY):
-        kind = schema.split("/")[0] if schema.startswith("envdoctor.") else None
-        what = f"an {kind} document" if kind else f"a document of schema {schema!r}"
-        raise SnapshotError(f"{source} is {what}, not a report or snapshot; take a baseline with: {HOW}")
-    current, have = _version(SCHEMA), _version(schema)
-    if have is not None and current is not None and have > current:
-        raise SnapshotError(f"{source} was written by a newer envdoctor (schema {schema}); this one reads "
-                            f"{SCHEMA} and older: pip install -U envdoctor, or take a new baseline with: {HOW}")
-    seen = set()
-    while schema != SCHEMA:
-        step = MIGRATIONS.get(schema)
-        if step is None or schema in seen:
-            raise SnapshotError(f"{source} has schema {schema!r}, which this envdoctor cannot read; "
-                                f"take a new baseline with: {HOW}")
-        seen.add(schema)
-        try:
-            doc = step(doc)
-        except (ReportError, KeyError, TypeError, ValueError) as exc:
-            raise SnapshotError(f"{source} (schema {schema}) cannot be converted: {exc}") from None
-        schema = doc.get("schema")  # type: ignore[assignment]
-    return doc, (original if original != SCHEMA else None)
-
-
 def read_text(path: Path) -> str:
-    """The file's text, or SnapshotError saying in one line why it cannot be read."""
+    """The file's text (``envdoctor.inputs.read_input``: a regular file, bounded), or SnapshotError."""
     try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise SnapshotError(f"{path} does not exist; take a baseline with: {HOW}") from None
-    except IsADirectoryError:
-        raise SnapshotError(f"{path} is a folder, not a snapshot file") from None
-    except PermissionError:
-        raise SnapshotError(f"cannot read {path}: permission denied") from None
-    except OSError as exc:
-        raise SnapshotError(f"cannot read {path}: {exc.strerror or exc}") from None
-    if not raw.strip():
+        text = read_input(path)
+    except InputError as exc:
+        hint = f"; take a baseline with: {HOW}" if exc.reason.startswith("does not exist") else ""
+        raise SnapshotError(f"{exc}{hint}") from None
+    if not text.strip():
         raise SnapshotError(f"{path} is empty (an interrupted copy?); take a new baseline with: {HOW}")
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise SnapshotError(f"{path} is not a text file, so not an envdoctor snapshot") from None
+    return text
 
 
 def parse(text: str, path: Path) -> Snapshot:
     """A Snapshot from the text of a report or snapshot file (migrated when older)."""
     source = str(path)
     try:
-        doc = json.loads(text)
-    except ValueError as exc:
-        line = getattr(exc, "lineno", "?")
-        raise SnapshotError(f"{source} is not valid JSON (cut short or damaged near line {line}); "
-                            f"take a new baseline with: {HOW}") from None
-    if not isinstance(doc, dict):
-        raise SnapshotError(f"{source} is not an envdoctor report (not a JSON object); take a baseline with: {HOW}")
-    doc, migrated_from = migrate(doc, source)
-    try:
-        facts, findings, doc = parse_report(json.dumps(doc), source)
-    except ReportError as exc:
-        raise SnapshotError(str(exc)) from None
-    meta = doc.get("snapshot") if isinstance(doc.get("snapshot"), dict) else {}
+        loaded = read_document(text, "snapshot", source)
+        facts, findings = decode(loaded.data, source)
+    except DocumentError as exc:
+        raise SnapshotError(f"{exc}; take a new baseline with: {HOW}") from None
+    doc = loaded.data
+    meta = doc.get("snapshot")
+    meta = meta if isinstance(meta, dict) else {}
     bench, bench_error = None, None
     if doc.get("bench") is not None:
         try:
@@ -301,11 +264,11 @@ def parse(text: str, path: Path) -> Snapshot:
         path=path, facts=facts, findings=findings, doc=doc,
         created=_text(meta.get("created")) or facts.collected_at,
         host=_text(meta.get("host")) or facts.system.hostname,
-        bench=bench, bench_error=bench_error, migrated_from=migrated_from,
+        bench=bench, bench_error=bench_error, migrated_from=loaded.migrated_from,
     )
 
 
-def _text(value: Any) -> Optional[str]:
+def _text(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
@@ -314,14 +277,14 @@ def load(path: Path) -> Snapshot:
     return parse(read_text(path), path)
 
 
-def describe(snap: Snapshot) -> Tuple[Optional[str], Optional[str], Tuple[str, ...]]:
+def describe(snap: Snapshot) -> tuple[str | None, str | None, tuple[str, ...]]:
     """(driver, torch, GPU names) of a snapshot, for one-line summaries."""
     d, t = snap.facts.driver, snap.facts.torch
     driver = d.driver_version or d.userspace_version or d.kernel_module_version
     return driver, t.version, tuple(g.name or f"GPU {g.index}" for g in d.gpus)
 
 
-def list_snapshots(directory: Path) -> Tuple[SnapshotInfo, ...]:
+def list_snapshots(directory: Path) -> tuple[SnapshotInfo, ...]:
     """Every snapshot of the store, oldest first; unreadable ones are listed with the reason."""
     newest = latest(directory)
     out = []

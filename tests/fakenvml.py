@@ -132,9 +132,12 @@ class FakeNvml:
             self.calls.append(name)
             gpu = self.recording["gpus"][handle.index]
             if name in ("nvmlDeviceGetTopologyCommonAncestor", "nvmlDeviceGetP2PStatus"):
-                args = args[1:]                    # the second handle
-                if name == "nvmlDeviceGetP2PStatus" and args:
-                    args = (args[0][0] if isinstance(args[0], tuple) else args[0],)
+                other = args[0].index                # the second handle: its index is part of the key
+                rest = tuple(a[0] if isinstance(a, tuple) else a for a in args[1:])
+                key = name + ":" + ",".join(str(a) for a in (other,) + rest)
+                if key in gpu:
+                    return self._answer(gpu, key, ())
+                args = rest
             if name == "nvmlDeviceGetFieldValues":
                 args = tuple(args[0])
             if name == "nvmlDeviceGetGpuFabricInfo":

@@ -62,7 +62,7 @@ class IndexServer:
 
     # -- lifecycle ---------------------------------------------------------------------------
 
-    def start(self) -> "IndexServer":
+    def start(self) -> IndexServer:
         handler = type("Handler", (_Handler,), {"index": self})
         self._httpd = _Server(("127.0.0.1", 0), handler)
         self._httpd.daemon_threads = True
@@ -77,7 +77,7 @@ class IndexServer:
             self._httpd.server_close()
             self._httpd = None
 
-    def __enter__(self) -> "IndexServer":
+    def __enter__(self) -> IndexServer:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:

@@ -5,7 +5,9 @@ README there); the "after" machines change one thing each, the way an upgrade wo
 """
 
 import json
+import os
 import socket
+import stat
 import sys
 from pathlib import Path
 
@@ -218,7 +220,8 @@ def test_slower_bench(tmp_path, monkeypatch):
     ctx = h200(tmp_path)
     r = run(ctx, "verify", "--baseline", str(path), "--bench", *FAST)
     assert r.exit_code == 1, r.output
-    assert "✗ ED712 Bench slower: GPU 0 (NVIDIA H200) bf16 n=8192: 640.0 -> 540.0 TFLOP/s (-15.6%, tolerance 10%)" in r.output
+    assert ("✗ ED712 Bench slower: GPU 0 (NVIDIA H200) bf16 n=8192: 640.0 -> 540.0 TFLOP/s (-15.6%, tolerance 10%)"
+            in r.output)
     assert "- SM clock 1980 -> 1650 MHz (max 1980)" in r.output
     assert calls[0]["dtypes"] == ("bf16",) and calls[0]["sizes"] == (8192,) and calls[0]["budget"] == 2.0
     assert calls[0]["device"] == "0"
@@ -313,3 +316,63 @@ def test_usage_errors(tmp_path):
     ctx = h200(tmp_path)
     assert run(ctx, "verify", "--tolerance", "-5").exit_code == 2
     assert run(ctx, "snapshot", "--list", "-o", str(tmp_path / "x.json")).exit_code == 2
+
+
+# --- files and folders that cannot be written: one line, exit 2, nothing replaced ------------------
+
+def test_snapshot_onto_a_fifo_with_force_is_refused(tmp_path):
+    target = tmp_path / "pipe"
+    os.mkfifo(target)
+    r = run(h200(tmp_path), "snapshot", "-o", str(target), "--force", *FAST)
+    one_line_exit_2(r, f"cannot write {target}: it is a named pipe (FIFO), not a regular file")
+    assert stat.S_ISFIFO(os.lstat(target).st_mode)
+
+
+def test_snapshot_onto_dev_null_with_force_is_refused():
+    """As root the temp-file-and-rename write replaced the character device with a regular file."""
+    before = os.lstat("/dev/null")
+    r = CliRunner().invoke(cli, ["snapshot", "-o", "/dev/null", "--force", *FAST])
+    one_line_exit_2(r, "cannot write /dev/null: it is a character device, not a regular file")
+    assert stat.S_ISCHR(os.lstat("/dev/null").st_mode) and os.lstat("/dev/null").st_rdev == before.st_rdev
+
+
+def test_snapshot_into_a_folder_under_a_file_is_one_line(tmp_path):
+    (tmp_path / "notes.txt").write_text("x")
+    r = run(h200(tmp_path), "snapshot", "-o", str(tmp_path / "notes.txt" / "before.json"), *FAST)
+    notes = tmp_path / "notes.txt"
+    one_line_exit_2(r, f"cannot write {notes / 'before.json'}: {notes} is not a folder")
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into any folder")
+def test_snapshot_into_a_folder_the_user_cannot_write_is_one_line(tmp_path):
+    locked = tmp_path / "locked"
+    locked.mkdir(mode=0o555)
+    r = run(h200(tmp_path), "snapshot", "-o", str(locked / "before.json"), *FAST)
+    one_line_exit_2(r, f"permission denied in {locked}")
+
+
+def test_snapshot_with_a_home_that_is_a_file_is_one_line(tmp_path, monkeypatch):
+    monkeypatch.delenv("ENVDOCTOR_STATE_DIR")
+    monkeypatch.delenv("XDG_STATE_HOME", raising=False)
+    home = tmp_path / "home-is-a-file"
+    home.write_text("")
+    ctx = h200(tmp_path)
+    r = run(ctx, "snapshot", *FAST, env=dict(ctx.env, HOME=str(home)))
+    one_line_exit_2(r, f"cannot save snapshots in {home}/.local/state/envdoctor/snapshots: {home} is not a folder")
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into any folder")
+def test_snapshot_with_an_unwritable_state_folder_is_one_line(tmp_path, monkeypatch):
+    state = tmp_path / "state"
+    state.mkdir(mode=0o555)
+    r = run(h200(tmp_path), "snapshot", *FAST)
+    one_line_exit_2(r, f"permission denied in {state}")
+
+
+def test_save_into_an_unusable_store_is_a_snapshot_error(tmp_path):
+    """The check before the inspection aside, save() itself turns the folder's failure into one line."""
+    from envdoctor.snapshot import SnapshotError, save
+
+    (tmp_path / "f").write_text("")
+    with pytest.raises(SnapshotError, match="cannot create the snapshot folder .*Not a directory"):
+        save({}, tmp_path / "f" / "snapshots")

@@ -6,7 +6,16 @@ from __future__ import annotations
 
 import pytest
 
-from envdoctor.compat import DriverSupport, KernelSupport, driver_support, kernel_support, variant_tag
+from envdoctor.compat import (
+    DriverSupport,
+    KernelSupport,
+    driver_os,
+    driver_support,
+    kernel_support,
+    open_modules,
+    variant_tag,
+)
+from envdoctor.facts.system import SystemFacts
 from envdoctor.table import load_table
 
 CU126 = ["sm_50", "sm_60", "sm_70", "sm_75", "sm_80", "sm_86", "sm_90"]          # torch 2.8 cu126
@@ -96,10 +105,25 @@ def test_windows_driver_is_held_to_the_windows_minimums(t):
 def test_windows_without_a_minimum_in_the_table_borrows_the_linux_one(t):
     s = driver_support(t, "581.57", "cu130", os="windows")
     assert (s.kind, s.needed) == ("direct", "580.65.06")
-    assert s.note == "envdoctor's table has no Windows driver minimum for CUDA 13.0; the Linux one (580.65.06) stands in"
+    assert s.note == ("envdoctor's table has no Windows driver minimum for CUDA 13.0; "
+                      "the Linux one (580.65.06) stands in")
     assert driver_support(t, "581.57", "cu130").note is None
 
 
 def test_variant_tag():
     assert variant_tag("12.8") == "cu128" and variant_tag("12.8.1") == "cu128" and variant_tag("13.0") == "cu130"
     assert variant_tag("11.8.89") == "cu118" and variant_tag(None) == "cpu" and variant_tag("") == "cpu"
+
+
+def test_open_or_proprietary_kernel_modules():
+    # architectures.toml kernel_modules: Turing and newer "either" or "open", Maxwell/Pascal/Volta "proprietary"
+    t = load_table()
+    assert open_modules(t, ["7.5", "12.0"]) and open_modules(t, []) and open_modules(t, [None, "8.6"])
+    assert not open_modules(t, ["8.6", "7.0"]) and not open_modules(t, ["6.1"])
+    assert open_modules(t, ["9.9"])                  # an architecture the table does not know does not decide
+    assert open_modules(None, ["6.1"])               # no table: nothing decides, NVIDIA's default (open)
+
+
+def test_driver_os_is_windows_only_under_wsl2():
+    assert driver_os(SystemFacts(wsl="wsl2")) == "windows"
+    assert driver_os(SystemFacts(wsl="wsl1")) == driver_os(SystemFacts()) == "linux"

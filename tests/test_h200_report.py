@@ -6,23 +6,21 @@ machine itself said (no finding), and planning from it must pick a build that dr
 """
 
 import json
-from pathlib import Path
 
-import jsonschema
 from click.testing import CliRunner
 
 from envdoctor.cli import cli
-from envdoctor.render.json import parse_report
+from envdoctor.report import parse_report
 from envdoctor.rules import evaluate
 from envdoctor.table import load_table
+from tests.documents import validate
 from tests.fakes import FIXTURES
 
 REPORT = FIXTURES / "h200-driver580-cuda13" / "envdoctor-check.json"
-SCHEMA = json.loads((Path(__file__).parent.parent / "envdoctor/schemas/report-1.json").read_text())
 
 
 def test_recorded_report_follows_the_schema_and_reads_back():
-    jsonschema.validate(json.loads(REPORT.read_text()), SCHEMA)
+    validate(json.loads(REPORT.read_text()), "report")
     facts, findings, _ = parse_report(REPORT.read_text())
     assert findings == ()
     assert facts.driver.driver_version == "580.159.04" and facts.driver.driver_cuda == "13.0"
@@ -40,6 +38,7 @@ def test_recommend_from_the_recorded_report():
     r = CliRunner().invoke(cli, ["recommend", "--from", str(REPORT), "--offline", "--json"])
     assert r.exit_code == 0, r.output
     plan = json.loads(r.output)
+    validate(plan, "plan")
     assert plan["schema"] == "envdoctor.plan/1" and plan["compatibility"] == "direct"
     assert plan["variant"].startswith("cu13")          # driver 580 runs CUDA 13.x directly
     assert plan["commands"][0].startswith("/opt/torch/.venv/bin/python3 -m pip install torch==")

@@ -16,7 +16,8 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-DATA = Path(__file__).parent.parent / "data"
+DATA = Path(__file__).parent / "tables" / "frozen-2026-12-01"
+REAL = Path(__file__).parent.parent / "data"
 
 
 def test_rates_per_generation_and_path():
@@ -79,3 +80,8 @@ def test_a_broken_copy_names_file_row_and_field(tmp_path, old, new, words):
     with pytest.raises(TableError) as err:
         load_links(_broken(tmp_path, old, new))
     assert "data/links.toml" in str(err.value) and words in str(err.value)
+
+
+def test_the_real_data_loads_too():
+    """The frozen copy (tests/tables/frozen-2026-12-01) is what the tests read; data/links.toml must load."""
+    assert load_links(REAL / "links.toml").gpu("NVIDIA H200").nvlink_links == 18

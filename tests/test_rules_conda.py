@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import List
-
 from envdoctor.facts import Facts
 from envdoctor.facts.conda import CondaFacts, CondaPackage
 from envdoctor.facts.gpu import DriverFacts
@@ -30,7 +28,7 @@ def env(*packages, flavor="conda", **kw):
                       packages=packages, packages_source=f"{flavor} list --json --prefix {DL}", **kw)
 
 
-def found(facts: Facts, code: str) -> List[Finding]:
+def found(facts: Facts, code: str) -> list[Finding]:
     return [f for rule in rules.RULES for f in rule(facts, None) if f.code == code]
 
 
@@ -102,7 +100,8 @@ def test_ed403_quiet():
     assert not found(same_major, "ED403")  # CUDA minor-version compatibility
     assert not found(Facts(conda=env(CV129, PT_CF129)), "ED403")  # no driver CUDA known
     covered = Facts(conda=env(CV129, PT_CF129), driver=DriverFacts(driver_cuda="11.4"),
-                    torch=TorchFacts(installed=True, version="2.8.0", cuda="12.9"), python=TargetPython(prefix=DL + "/"))
+                    torch=TorchFacts(installed=True, version="2.8.0", cuda="12.9"),
+                    python=TargetPython(prefix=DL + "/"))
     assert not found(covered, "ED403")  # the target Python is this env: ED205 says it
 
 

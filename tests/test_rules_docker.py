@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import List
-
 from envdoctor.facts import Facts
 from envdoctor.facts.docker import DockerFacts
 from envdoctor.facts.gpu import DriverFacts, GpuInfo, PciDevice, PciFacts
@@ -30,7 +28,7 @@ CONFIGURE = ("sudo nvidia-ctk runtime configure --runtime=docker", "sudo systemc
              "docker run --rm --gpus all ubuntu nvidia-smi")
 
 
-def found(facts: Facts, code: str) -> List[Finding]:
+def found(facts: Facts, code: str) -> list[Finding]:
     return [f for rule in rules.RULES for f in rule(facts, None) if f.code == code]
 
 
@@ -41,7 +39,8 @@ def down(daemon, error, socket="unix:///var/run/docker.sock"):
 
 NOT_RUNNING = "Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker daemon running?"
 DENIED = ('permission denied while trying to connect to the Docker daemon socket at unix:///var/run/docker.sock: '
-          'Get "http://%2Fvar%2Frun%2Fdocker.sock/v1.24/version": dial unix /var/run/docker.sock: connect: permission denied')
+          'Get "http://%2Fvar%2Frun%2Fdocker.sock/v1.24/version": '
+          'dial unix /var/run/docker.sock: connect: permission denied')
 
 
 # ED501 / ED502 / ED506 ---------------------------------------------------------------------------
@@ -95,7 +94,8 @@ def test_ed503_on_rhel_suse_and_an_unknown_distro_with_only_a_pci_gpu():
                    source="/sys/bus/pci/devices")
     fedora = SystemFacts(os_id="fedora", os_version="41")
     (f,) = found(Facts(system=fedora, pci=pci, docker=DockerFacts(**UP)), "ED503")
-    assert f.fix[:2] == ("curl -s -L https://nvidia.github.io/libnvidia-container/stable/rpm/nvidia-container-toolkit.repo | "
+    assert f.fix[:2] == ("curl -s -L "
+                         "https://nvidia.github.io/libnvidia-container/stable/rpm/nvidia-container-toolkit.repo | "
                          "sudo tee /etc/yum.repos.d/nvidia-container-toolkit.repo",
                          "sudo dnf install -y nvidia-container-toolkit")
     assert "PCI 0000:00:06.0: GH100 [H200 SXM 141GB] (/sys/bus/pci/devices)" in f.evidence

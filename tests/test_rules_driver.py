@@ -1,12 +1,12 @@
 """ED1xx: each finding fires on the state it names and stays quiet on a healthy machine."""
 
 from dataclasses import replace
-from types import SimpleNamespace
 
 import pytest
 
 from envdoctor.facts import DriverFacts, Facts, GpuInfo, PciDevice, PciFacts, ProbeError, SystemFacts
 from envdoctor.rules import driver as rules
+from tests.tables import table
 
 UBUNTU = SystemFacts(os_id="ubuntu", os_version="24.04", os_like=("debian",), arch="x86_64")
 H200_GPU = GpuInfo(0, "NVIDIA H200", "GPU-c7d3a8fe-462a-58ba-1a7b-0c6231496ec4", "9.0", 143771, source="nvml")
@@ -19,13 +19,10 @@ HEALTHY = Facts(
                        driver_cuda="13.0", gpus=(H200_GPU,), smi_path="/usr/bin/nvidia-smi",
                        smi_gpus=(replace(H200_GPU, source="nvidia-smi"),), dev_nodes=("/dev/nvidia0",)),
 )
-ARCH = {
-    "3.5": SimpleNamespace(name="Kepler", last_driver_branch="470", min_driver_branch=None, source="matrix"),
-    "6.1": SimpleNamespace(name="Pascal", last_driver_branch="580", min_driver_branch=None, source="matrix"),
-    "9.0": SimpleNamespace(name="Hopper", last_driver_branch=None, min_driver_branch="520", source="matrix"),
-    "12.0": SimpleNamespace(name="Blackwell", last_driver_branch=None, min_driver_branch="570", source="matrix"),
-}
-TABLE = SimpleNamespace(architecture=ARCH.get)
+#: Kepler (last branch R470), Pascal (R580), Hopper (from R520), Blackwell 12.0 (from R570, open
+#: modules only); no [[branch]] rows, and only Debian 12 of NVIDIA's repositories.
+TABLE = table("four-archs")
+LIBNVML = "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so"
 
 
 def codes(facts, table=TABLE):
@@ -65,9 +62,10 @@ def test_gpu_without_driver_pascal_takes_the_last_proprietary_branch_on_debian()
 
 
 def test_mismatch_after_upgrade():
+    err = ProbeError("exit_status", "nvidia-smi: Failed to initialize NVML: Driver/library version mismatch")
     facts = replace(HEALTHY, driver=replace(HEALTHY.driver, userspace_version="590.44.01", mismatch=True, gpus=(),
-                                            smi_error=ProbeError("exit_status", "nvidia-smi: Failed to initialize NVML: Driver/library version mismatch"),
-                                            sources={"userspace_version": "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.590.44.01"}))
+                                            smi_error=err,
+                                            sources={"userspace_version": LIBNVML + ".590.44.01"}))
     assert codes(facts) == ["ED102"]
     (f,) = rules.mismatch(facts, TABLE)
     assert f.fix[0] == "sudo reboot" and "sudo rmmod nvidia_uvm nvidia_drm nvidia_modeset nvidia" in f.fix
@@ -75,7 +73,8 @@ def test_mismatch_after_upgrade():
 
 
 def test_nvidia_smi_failing_with_its_real_message():
-    err = ProbeError("exit_status", "nvidia-smi: NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.")
+    err = ProbeError("exit_status", "nvidia-smi: NVIDIA-SMI has failed because it couldn't communicate with the "
+                                    "NVIDIA driver.")
     facts = replace(HEALTHY, driver=replace(HEALTHY.driver, gpus=(), smi_gpus=(), smi_error=err,
                                             nvml_error=ProbeError("unavailable", "NVML: Driver Not Loaded")))
     (f,) = rules.smi_or_nvml_failing(facts, TABLE)
@@ -83,14 +82,16 @@ def test_nvidia_smi_failing_with_its_real_message():
 
 
 def test_one_failing_source_is_a_warning():
-    facts = replace(HEALTHY, driver=replace(HEALTHY.driver, smi_error=ProbeError("timeout", "nvidia-smi did not answer in 10 s")))
+    err = ProbeError("timeout", "nvidia-smi did not answer in 10 s")
+    facts = replace(HEALTHY, driver=replace(HEALTHY.driver, smi_error=err))
     (f,) = rules.smi_or_nvml_failing(facts, TABLE)
     assert f.severity == "warning"
 
 
 def test_nvidia_smi_without_any_gpu():
+    err = ProbeError("exit_status", "nvidia-smi: No devices were found")
     facts = Facts(system=UBUNTU, driver=DriverFacts(smi_path="/usr/bin/nvidia-smi", kernel_module_version="580.159.04",
-                                                    smi_error=ProbeError("exit_status", "nvidia-smi: No devices were found")))
+                                                    smi_error=err))
     assert "ED104" in codes(facts)
 
 
@@ -107,9 +108,10 @@ def test_container_without_gpu_access():
 def test_wsl2_with_a_linux_driver_inside_and_wsl1():
     facts = replace(HEALTHY, system=replace(UBUNTU, wsl="wsl2"), pci=PciFacts(),
                     driver=replace(HEALTHY.driver, kernel_module_version=None,
-                                   sources={"userspace_version": "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.550.54.14"}))
+                                   sources={"userspace_version": LIBNVML + ".550.54.14"}))
     assert codes(facts) == ["ED106"]
-    fine = replace(facts, driver=replace(facts.driver, sources={"userspace_version": "/usr/lib/wsl/lib/libnvidia-ml.so.1"}))
+    wsl = {"userspace_version": "/usr/lib/wsl/lib/libnvidia-ml.so.1"}
+    fine = replace(facts, driver=replace(facts.driver, sources=wsl))
     assert "ED106" not in codes(fine)
     assert "ED106" in codes(replace(Facts(), system=replace(UBUNTU, wsl="wsl1")))
 
@@ -122,12 +124,13 @@ def test_cuda_visible_devices(value, fires):
 
 
 def test_kepler_on_a_new_branch_and_blackwell_on_an_old_one():
-    kepler = replace(HEALTHY, driver=replace(HEALTHY.driver, kernel_module_flavor="proprietary", driver_version="535.104.05",
-                                             gpus=(replace(H200_GPU, name="Tesla K80", compute_capability="3.5"),)))
+    k80 = replace(H200_GPU, name="Tesla K80", compute_capability="3.5")
+    kepler = replace(HEALTHY, driver=replace(HEALTHY.driver, kernel_module_flavor="proprietary",
+                                             driver_version="535.104.05", gpus=(k80,)))
     (f,) = [f for f in rules.architecture_support(kepler, TABLE)]
     assert f.code == "ED108" and "R470" in f.evidence[1] and "sudo apt-get install -y nvidia-driver-470" in f.fix
-    blackwell = replace(HEALTHY, driver=replace(HEALTHY.driver, driver_version="560.35.03",
-                                                gpus=(replace(H200_GPU, name="NVIDIA GeForce RTX 5090", compute_capability="12.0"),)))
+    rtx5090 = replace(H200_GPU, name="NVIDIA GeForce RTX 5090", compute_capability="12.0")
+    blackwell = replace(HEALTHY, driver=replace(HEALTHY.driver, driver_version="560.35.03", gpus=(rtx5090,)))
     assert [f.code for f in rules.architecture_support(blackwell, TABLE)] == ["ED109"]
     assert list(rules.architecture_support(HEALTHY, TABLE)) == []
 
@@ -163,9 +166,8 @@ def test_rules_survive_a_missing_table():
 
 
 def test_checks_of_a_skipped_area_stay_quiet():
-    from envdoctor.rules import evaluate
     from envdoctor.facts import TorchFacts
-
+    from envdoctor.rules import evaluate
     from envdoctor.table import load_table
 
     cpu_torch = replace(HEALTHY, torch=TorchFacts(installed=True, version="2.13.0+cpu"))

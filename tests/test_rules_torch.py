@@ -1,14 +1,15 @@
 """ED2xx: each finding fires on the machine it describes and stays quiet on its neighbour.
 
-Expected answers are written by hand. Most tests use a small fake table (same methods as
-``envdoctor.table.Table``, with an index URL on a mirror so the tests show the table's URL is used);
-the last ones use the real table.
+Expected answers are written by hand. Most tests use the small table ``tests/tables/torch-small``
+(four torch releases, every index URL on a mirror so the tests show the table's URL is used, no
+driver branches on the architectures: the driver is taken to run every GPU); the last ones use
+the frozen copy of ``data/``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from typing import Dict, List, Optional, Tuple
+from dataclasses import replace
+from typing import Optional
 
 import pytest
 
@@ -19,137 +20,33 @@ from envdoctor.facts.python import LoadedLibrary, TargetPython, TorchDevice, Tor
 from envdoctor.facts.system import SystemFacts
 from envdoctor.parse.torch import nccl_version
 from envdoctor.rules.torch import RULES
+from tests.tables import HERE, table, with_rows
 
-# --- a small table --------------------------------------------------------------------------------
+# --- the small table (tests/tables/torch-small) ---------------------------------------------------
 
 LIMITS = ("PTX built by a newer 12.x toolkit than the driver cannot be JIT-compiled",
           "APIs introduced after the driver's own CUDA version fail with cudaErrorCallRequiresNewerDriver")
-
-
-@dataclass(frozen=True)
-class FakeTorchVariant:
-    name: str
-    cuda: Optional[str]
-    arch_list: Tuple[str, ...]
-    platforms: Tuple[str, ...] = ("linux_x86_64", "win_amd64")
-    unconfirmed: bool = False
-    arch_list_aarch64: Tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class FakePatch:
-    version: str
-    torchvision: Optional[str]
-    torchaudio: Optional[str]
-
-
-@dataclass(frozen=True)
-class FakeRelease:
-    version: str
-    variants: Tuple[FakeTorchVariant, ...]
-    pypi_default: str
-    patches: Tuple[FakePatch, ...]
-    torchvision: Optional[str] = None
-    torchaudio: Optional[str] = None
-    pythons: Tuple[str, ...] = ("3.10", "3.11", "3.12", "3.13")
-    manylinux: str = "manylinux_2_28"
-    glibc: str = "2.28"
-    source: str = "fake table"
-    unconfirmed: bool = False
-
-    def variant(self, name):
-        return next((v for v in self.variants if v.name == name), None)
-
-    def patch(self, version):
-        return next((p for p in self.patches if p.version == version), None)
-
-
-@dataclass(frozen=True)
-class FakeVariant:
-    name: str
-    cuda: Optional[str]
-    index_url: str
-    min_driver_linux: Optional[str] = None
-    kind: str = "cuda"
-
-
-@dataclass(frozen=True)
-class FakeMinorCompat:
-    major: int
-    min_driver_linux: str
-    min_driver_windows: Optional[str] = None
-    limitations: Tuple[str, ...] = LIMITS
-
-
 CU126_ARCH = ("sm_50", "sm_60", "sm_70", "sm_75", "sm_80", "sm_86", "sm_90")
 CU128_ARCH = ("sm_70", "sm_75", "sm_80", "sm_86", "sm_90", "sm_100", "sm_120")
 CU118_ARCH = ("sm_37", "sm_50", "sm_60", "sm_70", "sm_75", "sm_80", "sm_86", "sm_90")
 CU130_ARCH = ("sm_75", "sm_80", "sm_86", "sm_90", "sm_100", "sm_120")
-
-
-def _cpu():
-    return FakeTorchVariant("cpu", None, ())
-
-
-RELEASES = {
-    "2.7": FakeRelease("2.7.0", (_cpu(), FakeTorchVariant("cu118", "11.8", CU118_ARCH),
-                                 FakeTorchVariant("cu126", "12.6", CU126_ARCH),
-                                 FakeTorchVariant("cu128", "12.8", ("sm_75",) + CU128_ARCH[2:])),
-                       "cu126", (FakePatch("2.7.0", "0.22.0", "2.7.0"), FakePatch("2.7.1", "0.22.1", "2.7.1"))),
-    "2.8": FakeRelease("2.8.0", (_cpu(), FakeTorchVariant("cu126", "12.6", CU126_ARCH),
-                                 FakeTorchVariant("cu128", "12.8", CU128_ARCH),
-                                 FakeTorchVariant("cu129", "12.9", CU128_ARCH)),
-                       "cu128", (FakePatch("2.8.0", "0.23.0", "2.8.0"),)),
-    "2.11": FakeRelease("2.11.0", (_cpu(), FakeTorchVariant("cu126", "12.6", CU126_ARCH),
-                                   FakeTorchVariant("cu128", "12.8", ("sm_75",) + CU128_ARCH[2:]),
-                                   FakeTorchVariant("cu130", "13.0", CU130_ARCH)),
-                        "cu130", (FakePatch("2.11.0", "0.26.0", "2.11.0"),)),
-    "2.12": FakeRelease("2.12.0", (_cpu(), FakeTorchVariant("cu130", "13.0", CU130_ARCH)),
-                        "cu130", (FakePatch("2.12.0", "0.27.0", None),)),
-}
-CUDA = {"cu118": "11.8", "cu126": "12.6", "cu128": "12.8", "cu129": "12.9", "cu130": "13.0", "cpu": None}
-MIN_DRIVER = {"11.8": "520.61.05", "12.2": "535.54.03", "12.6": "560.28.03", "12.8": "570.26",
-              "12.9": "575.51.03", "13.0": "580.65.06"}
-FLOORS = {11: "450.80.02", 12: "525.60.13", 13: "580.65.06"}
 MIRROR = "https://mirror.example.org/whl"
+TABLE = table("torch-small")
 
 
-class FakeTable:
-    """What the rules and ``advise.choose.choose_variant`` ask of ``envdoctor.table.Table``."""
+def with_torch_2_9(tmp_path, variants: dict[str, tuple]):
+    """torch-small plus a torch 2.9.0 release with these CUDA variants (name -> arch list)."""
+    block = ('[[release]]\nversion = "2.9.0"\npythons = ["3.10", "3.11", "3.12", "3.13"]\npypi_default = "cu128"\n'
+             'manylinux = "manylinux_2_28"\nglibc = "2.28"\nconda = "conda-forge"\n'
+             'patches = [{ version = "2.9.0", torchvision = "0.24.0", torchaudio = "2.9.0" }]\n'
+             'source = "tests/test_rules_torch.py"\nchecked = "2026-12-01"\n\n'
+             '[[release.variant]]\nname = "cpu"\nplatforms = ["linux_x86_64"]\n')
+    for name, archs in variants.items():
+        listed = ", ".join(f'"{a}"' for a in archs)
+        block += f'\n[[release.variant]]\nname = "{name}"\narch_list = [{listed}]\nplatforms = ["linux_x86_64"]\n'
 
-    driver_branches = ()
-    cuda_releases = ()
+    return table(str(with_rows(HERE / "torch-small", tmp_path, torch=block)))
 
-    @property
-    def torch_releases(self):
-        return tuple(sorted(RELEASES.values(), key=lambda r: tuple(int(x) for x in r.version.split("."))))
-
-    def torch(self, version):
-        return RELEASES.get(version)
-
-    def variant(self, name):
-        if name not in CUDA:
-            return None
-        return FakeVariant(name, CUDA[name], f"{MIRROR}/{name}", MIN_DRIVER.get(CUDA[name] or ""),
-                           kind="cuda" if CUDA[name] else "cpu")
-
-    def architecture(self, cc):
-        return None            # no architecture rows: the driver is taken to run every GPU
-
-    def cuda(self, version):
-        return None
-
-    def min_driver(self, cuda, os="linux"):
-        if cuda.startswith("cu"):
-            cuda = CUDA.get(cuda) or ""
-        return MIN_DRIVER.get(".".join(cuda.split(".")[:2]))
-
-    def minor_compat(self, major):
-        major = int(major)
-        return FakeMinorCompat(major, FLOORS[major]) if major in FLOORS else None
-
-
-TABLE = FakeTable()
 
 # --- machines ---------------------------------------------------------------------------------------
 
@@ -161,7 +58,7 @@ def gpu(name, cc, index=0):
 
 
 def machine(torch: TorchFacts, gpus=(), driver: Optional[str] = "570.86.15", driver_cuda: Optional[str] = "12.8",
-            pci=(), env: Optional[Dict[str, str]] = None, python: Optional[TargetPython] = None,
+            pci=(), env: Optional[dict[str, str]] = None, python: Optional[TargetPython] = None,
             skipped=()) -> Facts:
     return Facts(
         torch=torch,
@@ -181,11 +78,11 @@ def built(version: str, cuda: Optional[str], arch=(), available=True, **kw) -> T
                       cuda_available=available, **kw)
 
 
-def findings(facts, table=TABLE) -> List:
+def findings(facts, table=TABLE) -> list:
     return [f for rule in RULES for f in rule(facts, table)]
 
 
-def codes(facts, table=TABLE) -> List[str]:
+def codes(facts, table=TABLE) -> list[str]:
     return [f.code for f in findings(facts, table)]
 
 
@@ -272,7 +169,8 @@ def test_ed200_quiet_when_python_runs():
 
 def test_ed201_segfault_on_import():
     t = TorchFacts(installed=True, version="2.8.0+cu128", stage="import torch",
-                   stderr_tail="Fatal Python error: Segmentation fault\n\nCurrent thread:\n  File \"torch/__init__.py\", line 11",
+                   stderr_tail="Fatal Python error: Segmentation fault\n\nCurrent thread:\n"
+                               "  File \"torch/__init__.py\", line 11",
                    error=ProbeError("crashed", f"{PY} was killed by SIGSEGV during import torch"))
     f = machine(t, gpus=[A100])
     assert codes(f) == ["ED201"]
@@ -286,7 +184,8 @@ def test_ed201_segfault_on_import():
 
 def test_ed201_hang_is_a_warning():
     t = TorchFacts(installed=True, version="2.8.0+cu128", stage="torch.cuda.is_available()",
-                   error=ProbeError("timeout", f"{PY} did not finish the torch check in 60 s during torch.cuda.is_available()"))
+                   error=ProbeError("timeout", f"{PY} did not finish the torch check in 60 s during "
+                                               "torch.cuda.is_available()"))
     finding = one(machine(t, gpus=[A100]), "ED201")
     assert finding.severity == "warning"
     assert finding.title == "The torch check did not finish during torch.cuda.is_available()"
@@ -397,24 +296,21 @@ def test_ed204_gpu_of_unknown_capability_gets_a_build_unchecked_for_kernels():
 PTX_ONLY = ("sm_80", "compute_80")
 
 
-def test_choice_prefers_cubin_by_minor_version_compatibility_to_ptx(monkeypatch):
+def test_choice_prefers_cubin_by_minor_version_compatibility_to_ptx(tmp_path):
     # H200 on 560: cu126 (direct, but only PTX for 9.0) or cu128 (sm_90 cubin, by minor-version
     # compatibility); the advisor takes the cubin
-    monkeypatch.setitem(RELEASES, "2.9", FakeRelease("2.9.0", (
-        _cpu(), FakeTorchVariant("cu126", "12.6", PTX_ONLY), FakeTorchVariant("cu128", "12.8", CU128_ARCH)),
-        "cu128", (FakePatch("2.9.0", "0.24.0", "2.9.0"),)))
+    t = with_torch_2_9(tmp_path, {"cu126": PTX_ONLY, "cu128": CU128_ARCH})
     f = machine(built("2.9.0+cpu", None, available=False), gpus=[H200], driver="560.35.03", driver_cuda="12.6")
-    finding = one(f, "ED204")
+    finding = one(f, "ED204", t)
     assert finding.fix == (f"{PY} -m pip install --force-reinstall torch==2.9.0 --index-url {MIRROR}/cu128",)
     assert "by minor-version compatibility" in finding.explanation
 
 
-def test_choice_never_leans_on_ptx_under_minor_version_compatibility(monkeypatch):
+def test_choice_never_leans_on_ptx_under_minor_version_compatibility(tmp_path):
     # minor-version compatibility cannot JIT-compile PTX newer than the driver: no fit, recommend
-    monkeypatch.setitem(RELEASES, "2.9", FakeRelease("2.9.0", (_cpu(), FakeTorchVariant("cu128", "12.8", PTX_ONLY)),
-                                                     "cu128", (FakePatch("2.9.0", "0.24.0", "2.9.0"),)))
+    t = with_torch_2_9(tmp_path, {"cu128": PTX_ONLY})
     f = machine(built("2.9.0+cpu", None, available=False), gpus=[H200], driver="535.104.05", driver_cuda="12.2")
-    assert one(f, "ED204").fix == ("envdoctor recommend",)
+    assert one(f, "ED204", t).fix == ("envdoctor recommend",)
 
 
 def test_ed204_quiet_on_cpu_machine_and_on_cuda_builds():
@@ -526,7 +422,8 @@ def test_ed207_error_804():
     f = machine(t, gpus=[RTX4090])
     assert codes(f) == ["ED207"]
     finding = one(f, "ED207")
-    assert finding.evidence[1] == "torch.cuda.init(): CUDA error: forward compatibility was attempted on non supported HW"
+    assert finding.evidence[1] == ("torch.cuda.init(): CUDA error: forward compatibility was attempted on "
+                                   "non supported HW")
     assert "cuda-compat" in finding.explanation
     assert finding.fix == (f"{PY} -c 'import torch; torch.cuda.init()'   # shows the full CUDA error",)
 
@@ -633,8 +530,8 @@ def test_ed211_only_entry_means_unset_and_version_error_means_error():
 def test_ed211_quiet_when_the_shipped_copy_is_loaded():
     assert codes(h200()) == []
     # a driver library through LD_LIBRARY_PATH is not a shadowed wheel library
-    t = replace(_shadowed(), libraries=(LoadedLibrary("/usr/local/nvidia/lib64/libcuda.so.1", "/usr/local/nvidia/lib64"),
-                                        LoadedLibrary(f"{SITE}/nvidia/cudnn/lib/libcudnn.so.9")))
+    libcuda = LoadedLibrary("/usr/local/nvidia/lib64/libcuda.so.1", "/usr/local/nvidia/lib64")
+    t = replace(_shadowed(), libraries=(libcuda, LoadedLibrary(f"{SITE}/nvidia/cudnn/lib/libcudnn.so.9")))
     assert codes(machine(t, gpus=[RTX4090])) == []
 
 
@@ -706,7 +603,8 @@ def test_real_h200_with_every_gpu_hidden(real_table):
     finding = one(f, "ED207", real_table)
     assert finding.evidence[1] == "torch.cuda.init(): No CUDA GPUs are available"
     assert finding.fix == ("unset CUDA_VISIBLE_DEVICES",
-                           "/opt/torch/.venv/bin/python -c 'import torch; torch.cuda.init()'   # shows the full CUDA error")
+                           "/opt/torch/.venv/bin/python -c 'import torch; torch.cuda.init()'   "
+                           "# shows the full CUDA error")
 
 
 def test_ed201_quiet_when_the_target_is_not_a_python_at_all():
@@ -731,7 +629,8 @@ def test_ed205_under_wsl2_uses_the_windows_driver_minimums():
     wsl = replace(base, system=SystemFacts(wsl="wsl2"))
     finding = one(wsl, "ED205", real)
     assert finding.severity == "warning"
-    assert "CUDA 12.8 needs driver >= 570.65 on Windows (WSL2 uses the Windows driver) (envdoctor table)" in finding.evidence
+    assert ("CUDA 12.8 needs driver >= 570.65 on Windows (WSL2 uses the Windows driver) (envdoctor table)"
+            in finding.evidence)
     assert "minor-version compatibility for CUDA 12.x needs driver >= 527.41" in finding.evidence
     linux = one(base, "ED205", real)
     assert "CUDA 12.8 needs driver >= 570.26 (envdoctor table)" in linux.evidence

@@ -215,3 +215,18 @@ def test_list_marks_latest_and_unreadable(tmp_path):
     assert [i.latest for i in infos] == [False, False, True] and infos[-1].path == newest
     assert infos[0].driver == "580.159.04" and infos[0].gpus == ("NVIDIA H200",)
     assert infos[1].error and "not valid JSON" in infos[1].error
+
+
+def test_a_fifo_named_latest_does_not_block(tmp_path):
+    newest = store.save({}, tmp_path, T0)
+    (tmp_path / "latest").unlink()
+    os.mkfifo(tmp_path / "latest")
+    assert store.latest(tmp_path) == newest              # the pointer is skipped, not read
+    with pytest.raises(SnapshotError, match="named pipe"):
+        store.save({}, tmp_path, T0 + datetime.timedelta(hours=1))   # and never replaced by a file
+
+
+def test_a_fifo_as_baseline_is_refused_unread(tmp_path):
+    os.mkfifo(tmp_path / "b.json")
+    with pytest.raises(SnapshotError, match="is a named pipe \\(FIFO\\), not a regular file"):
+        store.load(tmp_path / "b.json")

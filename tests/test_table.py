@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from envdoctor.table import Table, TableError, data_directory, load_table
 from envdoctor.compat import kernel_support
+from envdoctor.table import Table, TableError, data_directory, load_table
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -460,7 +460,8 @@ BROKEN = [
     ("cuda.toml", 'min_driver_linux = "570.26"', 'min_drver_linux = "570.26"',
      ["data/cuda.toml", "12.8.0", "unknown field 'min_drver_linux'"]),
     ("cuda.toml", 'version = "12.8.0"\nkind = "ga"\nlabel = "12.8 GA"\nmin_driver_linux = "570.26"\n',
-     'version = "12.8.0"\nkind = "ga"\nlabel = "12.8 GA"\n', ["cuda.toml", "12.8.0", "missing field 'min_driver_linux'"]),
+     'version = "12.8.0"\nkind = "ga"\nlabel = "12.8 GA"\n',
+     ["cuda.toml", "12.8.0", "missing field 'min_driver_linux'"]),
     ("cuda.toml", 'version = "12.8.1"', 'version = "12.8.x"', ["cuda.toml", "12.8.x", "'version'", "not a version"]),
     ("cuda.toml", 'version = "12.8.1"', 'version = "12.8.0"', ["cuda.toml", "duplicate CUDA version '12.8.0'"]),
     ("cuda.toml", 'min_driver_linux = "570.124.06"', 'min_driver_linux = "560.1"',
@@ -479,7 +480,8 @@ BROKEN = [
     ("gpus.toml", 'pci_ids = ["0x2204"]', 'pci_ids = ["2204"]', ["gpus.toml", "pci_ids", "'2204'"]),
     ("gpus.toml", 'pci_ranges = [["0x2300", "0x23ff"]]', 'pci_ranges = [["0x2200", "0x23ff"]]',
      ["gpus.toml", "pci_ranges", "overlaps"]),
-    ("gpus.toml", 'cc = "9.0"\npci_ranges', 'cc = "9.5"\npci_ranges', ["gpus.toml", "GH100", "9.5", "not a known architecture"]),
+    ("gpus.toml", 'cc = "9.0"\npci_ranges', 'cc = "9.5"\npci_ranges',
+     ["gpus.toml", "GH100", "9.5", "not a known architecture"]),
     ("torch.toml", '"sm_70", "sm_75", "sm_80", "sm_86", "sm_90", "sm_100", "sm_120"]',
      '"sm_70", "sm_75", "sm_80", "sm_86", "sm_90", "sm_99", "sm_120"]',
      ["torch.toml", "2.8.0 cu128", "sm_99", "not a known architecture"]),
@@ -487,7 +489,8 @@ BROKEN = [
     ("torch.toml", 'pypi_default = "cu128"', 'pypi_default = "cu999"', ["torch.toml", "2.8.0", "pypi_default"]),
     ("torch.toml", '{ version = "2.7.1"', '{ version = "2.6.1"', ["torch.toml", "2.7.0", "not a patch of 2.7.0"]),
     ("torch.toml", 'pythons = ["3.9", "3.10"', 'pythons = ["3.9", "py3.10"', ["torch.toml", "py3.10"]),
-    ("torch.toml", 'name = "cu126"\narch_list', 'name = "cu126"\narchs = []\narch_list', ["torch.toml", "unknown field 'archs'"]),
+    ("torch.toml", 'name = "cu126"\narch_list', 'name = "cu126"\narchs = []\narch_list',
+     ["torch.toml", "unknown field 'archs'"]),
     ("indexes.toml", 'name = "cu128"\nkind = "cuda"\ncuda = "12.8"', 'name = "cu128"\nkind = "cuda"\ncuda = "12.7"',
      ["indexes.toml", "cu128", "no driver floor"]),
     ("indexes.toml", 'index_url = "https://download.pytorch.org/whl/cu126"', 'index_url = "ftp://example.org/cu126"',
@@ -502,8 +505,9 @@ BROKEN = [
     ("ngc.toml", '\n[[release]]\ntag = "22.03"', '\n[[release]\ntag = "22.03"', ["ngc.toml", "not valid TOML"]),
     ("gpus.toml", 'datacenter = true\ndatacenter_source', 'datacenter = "yes"\ndatacenter_source',
      ["gpus.toml", "Tesla V100-SXM2-16GB", "'datacenter' must be true or false"]),
-    ("gpus.toml", 'datacenter = true\ndatacenter_source = "NVIDIA/cloud-native-docs@006900536f9a52a6d7875ff9db45dcf68b526eda'
-                  ':gpu-operator/platform-support.rst"\n', 'datacenter = true\n',
+    ("gpus.toml", 'datacenter = true\ndatacenter_source = "NVIDIA/cloud-native-docs@'
+                  '006900536f9a52a6d7875ff9db45dcf68b526eda:gpu-operator/platform-support.rst"\n',
+     'datacenter = true\n',
      ["gpus.toml", "Tesla V100-SXM2-16GB", "'datacenter_source' is missing"]),
     ("gpus.toml", 'datacenter = true\ndatacenter_source', 'datacenter_flag = true\ndatacenter_source',
      ["gpus.toml", "unknown field 'datacenter_flag'"]),
@@ -514,6 +518,14 @@ BROKEN = [
      ["distros.toml", "ubuntu2204", "unknown field 'glibc_sources'"]),
     ("distros.toml", 'glibc = "2.35"\nglibc_source = ', 'glibc = "2.35"\nnote_x = ',
      ["distros.toml", "ubuntu2204", "unknown field 'note_x'"]),
+    ("architectures.toml", 'kernel_modules = "either"', 'kernel_modules = "both"',
+     ["architectures.toml", "7.5", "'kernel_modules'", "'both' is not one of proprietary, either, open"]),
+    ("architectures.toml", 'kernel_modules = "either"\nkernel_modules_source', 'kernel_modules = "either"\nx_source',
+     ["architectures.toml", "7.5", "unknown field 'x_source'"]),
+    ("gpus.toml", 'match = "rtx 40"', 'match = "rtx 4"', ["gpus.toml", "[[series]] rtx 4", "'match'"]),
+    ("gpus.toml", 'match = "rtx 40"', 'match = "rtx 30"', ["gpus.toml", "[[series]] rtx 30", "duplicate match"]),
+    ("gpus.toml", 'match = "rtx 50"\ncc = "12.0"', 'match = "rtx 50"\ncc = "12.5"',
+     ["gpus.toml", "rtx 50", "12.5 is not a known architecture"]),
 ]
 
 

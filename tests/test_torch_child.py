@@ -112,19 +112,19 @@ def test_target_python_from_child():
     assert (p.version, p.implementation, p.interpreter_tag, p.abi_tag, p.pip, p.venv, p.conda_env) == (
         "3.12.3", "cpython", "cp312", "cp312", "24.0", True, False)
     assert (p.platform, p.glibc, p.prefix) == ("linux_x86_64", "2.39", "/opt/torch/.venv")
-    assert p.platform_tags[:3] == ("linux_x86_64", "manylinux_2_39_x86_64", "manylinux_2_38_x86_64")
-    assert p.platform_tags[-3:] == ("manylinux_2_6_x86_64", "manylinux_2_5_x86_64", "manylinux1_x86_64")
+    assert p.platform_tags[:2] == ("manylinux_2_39_x86_64", "manylinux_2_38_x86_64")   # packaging's order
+    assert p.platform_tags[-3:] == ("manylinux_2_5_x86_64", "manylinux1_x86_64", "linux_x86_64")
     assert len(p.platform_tags) == 1 + 35 + 3
 
 
 def test_platform_tags_aarch64_glibc_2_28():
     assert linux_platform_tags("2.28", "linux_aarch64") == (
-        "linux_aarch64",
         "manylinux_2_28_aarch64", "manylinux_2_27_aarch64", "manylinux_2_26_aarch64",
         "manylinux_2_25_aarch64", "manylinux_2_24_aarch64", "manylinux_2_23_aarch64",
         "manylinux_2_22_aarch64", "manylinux_2_21_aarch64", "manylinux_2_20_aarch64",
         "manylinux_2_19_aarch64", "manylinux_2_18_aarch64", "manylinux_2_17_aarch64",
         "manylinux2014_aarch64",
+        "linux_aarch64",
     )
 
 
@@ -132,7 +132,7 @@ def test_platform_tags_without_glibc_and_off_linux():
     assert linux_platform_tags(None, "linux_x86_64") == ("linux_x86_64",)          # musl
     assert linux_platform_tags(None, "macosx_14_0_arm64") == ("macosx_14_0_arm64",)
     assert linux_platform_tags("2.12", "linux_i686")[-4:] == (
-        "manylinux_2_7_i686", "manylinux_2_6_i686", "manylinux_2_5_i686", "manylinux1_i686")
+        "manylinux_2_6_i686", "manylinux_2_5_i686", "manylinux1_i686", "linux_i686")
     assert "manylinux2010_i686" in linux_platform_tags("2.12", "linux_i686")
     assert platform_tag("linux-aarch64", is_64bit=False) == "linux_armv8l"
     assert parse_glibc("glibc 2.39") == "2.39" and parse_glibc("musl 1.2") is None
@@ -199,7 +199,7 @@ def test_facts_survive_the_json_report():
     back = from_data(Facts, json.loads(json.dumps(to_data(facts))))
     assert back == facts
     assert back.torch.libraries[0].path.endswith("libcudnn_graph.so.9")
-    assert back.python.platform_tags[1] == "manylinux_2_39_x86_64"
+    assert back.python.platform_tags[0] == "manylinux_2_39_x86_64"
 
 
 def test_pip_version_on_python_37_without_importlib_metadata():

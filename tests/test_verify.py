@@ -65,7 +65,8 @@ def test_upgrade_without_reboot_is_one_regression_and_the_driver_change():
     r = v.regressions[0]
     assert "kernel module 580.159.04 still loaded (/sys/module/nvidia/version)" in r.evidence
     assert mismatch.message in r.evidence and r.fix[0] == "sudo reboot"
-    assert [f.title for f in v.changes] == ["Driver 580.159.04 -> 590.44.01 (upgrade, installed; loads at the next reboot)"]
+    assert [f.title for f in v.changes] == [
+        "Driver 580.159.04 -> 590.44.01 (upgrade, installed; loads at the next reboot)"]
     assert any("not until the reboot" in n for n in v.not_compared)
     assert v.exit_code == 1
 
@@ -167,7 +168,8 @@ def test_driver_cuda_lower_already_in_the_baseline_is_not_new():
 
 @pytest.mark.parametrize("change, code, title", [
     (dict(installed=False, version=None), "ED706", "torch is no longer installed in /opt/torch/.venv/bin/python3"),
-    (dict(import_error="ImportError: libcudnn.so.9: cannot open shared object file"), "ED706", "torch no longer imports"),
+    (dict(import_error="ImportError: libcudnn.so.9: cannot open shared object file"), "ED706",
+     "torch no longer imports"),
     (dict(error=ProbeError("timeout", "import torch did not finish in 60 s")), "ED706",
      "torch's check fails now in /opt/torch/.venv/bin/python3"),
     (dict(cuda_available=False, device_count=0, tiny_op=None,
@@ -257,7 +259,8 @@ def test_nvcc_failing_now_and_toolkit_changes():
     assert codes(v.regressions) == ["ED710"]
     removed = compare(base, after(base, toolkits=ToolkitFacts()))
     assert removed.regressions == ()
-    assert [f.title for f in removed.changes] == ["CUDA toolkits changed: CUDA toolkit /usr/local/cuda-13.0 (13.0) removed"]
+    assert [f.title for f in removed.changes] == [
+        "CUDA toolkits changed: CUDA toolkit /usr/local/cuda-13.0 (13.0) removed"]
 
 
 def test_conda_failing_and_changing():
@@ -295,7 +298,8 @@ def test_bench_within_tolerance_is_unchanged():
     v = compare(B, B, before_bench=bench(640.0), after_bench=bench(600.0), tolerance_pct=10)
     assert v.regressions == ()
     assert "bench: 1 of 1 point(s) within 10% of the baseline" in v.unchanged
-    assert codes(compare(B, B, before_bench=bench(640.0), after_bench=bench(600.0), tolerance_pct=5).regressions) == ["ED712"]
+    stricter = compare(B, B, before_bench=bench(640.0), after_bench=bench(600.0), tolerance_pct=5)
+    assert codes(stricter.regressions) == ["ED712"]
 
 
 def test_slower_launch_bound_point_is_only_a_change():
@@ -312,7 +316,8 @@ def test_slower_launch_bound_point_is_only_a_change():
 def test_failed_point_is_a_regression():
     failed = dataclasses.replace(bench(640.0).points[0], status="failed", tflops=None, error="CUDA out of memory")
     v = compare(B, B, before_bench=bench(640.0), after_bench=dataclasses.replace(bench(640.0), points=(failed,)))
-    assert [f.title for f in v.regressions] == ["Bench point fails now: GPU 0 (NVIDIA H200) bf16 n=8192 (was 640.0 TFLOP/s)"]
+    assert [f.title for f in v.regressions] == [
+        "Bench point fails now: GPU 0 (NVIDIA H200) bf16 n=8192 (was 640.0 TFLOP/s)"]
 
 
 def test_bench_that_no_longer_runs():
@@ -404,3 +409,20 @@ def test_unchanged_toolkits_list_cuda_12_10_after_12_9():
     base = with_all_areas(after(toolkits=ToolkitFacts(toolkits=tks)))
     v = compare(base, base)
     assert "CUDA toolkits: 11.8, 12.9, 12.10" in v.unchanged
+
+
+# --- the registry of checks ---------------------------------------------------------------------
+
+def test_every_code_of_the_table_comes_from_a_registered_check():
+    """A check written but left out of CHECKS (or the table) fails here."""
+    import inspect
+    import re
+
+    import envdoctor.verify as verify
+    from envdoctor.verify.findings import new_and_resolved
+
+    listed = set(re.findall(r"^(ED7\d\d) ", verify.__doc__, re.M))
+    sources = "".join(inspect.getsource(check) for check in verify.CHECKS + (new_and_resolved,))
+    emitted = set(re.findall(r'"(ED7\d\d)"', sources))
+    assert listed == emitted and len(listed) == 22
+

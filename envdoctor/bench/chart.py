@@ -13,9 +13,10 @@ import math
 from typing import List, Optional, Sequence
 
 from envdoctor.facts.bench import DTYPES, BenchPoint
+from envdoctor.render.style import paint
 
 _EIGHTHS = " ▏▎▍▌▋▊▉█"
-_COLORS = {"fp32": "34", "tf32": "36", "fp16": "32", "bf16": "35"}
+_COLORS = {"fp32": "blue", "tf32": "cyan", "fp16": "green", "bf16": "magenta"}
 
 
 def _bar(cells: float, ascii_only: bool) -> str:
@@ -52,8 +53,7 @@ def chart(points: Sequence[BenchPoint], width: int = 40, color: bool = False,
             cells = math.log10(p.tflops / lo) / decades * width   # type: ignore[operator]
             bar = _bar(cells, ascii_only)
             pad = " " * (width - len(bar) + 2)
-            if color:
-                bar = f"\x1b[{_COLORS.get(p.dtype, '0')}m{bar}\x1b[0m"
+            bar = paint(bar, _COLORS.get(p.dtype, ""), color)
             name = f"n={n}" if i == 0 else ""
             lines.append(f"{name:<8}{p.dtype:<12}{bar}{pad}{format_rate(p.tflops):>{value_w}}")
     return lines

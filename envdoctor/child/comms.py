@@ -113,7 +113,7 @@ def check(result, values):
     return wrong
 
 
-class Clock(object):
+class Clock:
     def __init__(self, torch, cuda):
         self.torch = torch
         self.cuda = cuda
@@ -135,7 +135,7 @@ class Clock(object):
         return b - a
 
 
-class Rank(object):
+class Rank:
     def __init__(self, torch, dist, device, cuda, rank, n):
         self.torch, self.dist, self.device, self.cuda = torch, dist, device, cuda
         self.rank, self.n = rank, n
@@ -212,13 +212,13 @@ def one_point(cfg, r, collective, size, index):
     need = needed_bytes(collective, size, n)
     short = 1.0 if free is not None and need > 0.9 * free else 0.0
     if r.agree([short])[0]:
-        point.update(status="skipped", reason="needs %.1f GiB per GPU; one GPU has less free" % (need / 2.0 ** 30))
+        point.update(status="skipped", reason=f"needs {need / 2.0 ** 30:.1f} GiB per GPU; one GPU has less free")
         return point
     fault = injected(cfg, r.rank, {"collective": collective, "size_index": index})
     if fault == "hang":
         hang_here()
     if fault == "die":
-        sys.stderr.write("envdoctor comms: rank %d dies here (injected)\n" % r.rank)
+        sys.stderr.write(f"envdoctor comms: rank {r.rank} dies here (injected)\n")
         sys.stderr.flush()
         os._exit(17)
     inp = torch.zeros(inp_count, dtype=torch.float32, device=r.device)
@@ -337,7 +337,7 @@ def device_info(torch, index):
     info = {"index": index, "name": p.name}
     bus = None
     try:
-        bus = "%04x:%02x:%02x.0" % (int(p.pci_domain_id), int(p.pci_bus_id), int(p.pci_device_id))
+        bus = f"{int(p.pci_domain_id):04x}:{int(p.pci_bus_id):02x}:{int(p.pci_device_id):02x}.0"
     except Exception:
         bus = None
     info["pci_bus_id"] = bus
@@ -353,7 +353,7 @@ def main(cfg):
     local = env_int("LOCAL_RANK", 0)
     backend = cfg.get("backend", "nccl")
     out = {"schema": CHILD_SCHEMA, "rank": rank, "world_size": n, "local_rank": local, "backend": backend,
-           "host": socket.gethostname(), "python_version": "%d.%d.%d" % sys.version_info[:3],
+           "host": socket.gethostname(), "python_version": ".".join(map(str, sys.version_info[:3])),
            "points": [], "pairs": [], "host_copies": None, "notes": [],
            "env": dict((k, os.environ[k]) for k in REPORTED_ENV if k in os.environ)}
     stage("import torch")
@@ -363,8 +363,8 @@ def main(cfg):
         import torch.distributed as dist
     except ImportError as exc:
         if getattr(exc, "name", None) == "torch":
-            raise Failure("no_torch", "torch is not installed in %s" % sys.executable) from None
-        raise Failure("import_failed", "import torch fails in %s: %s" % (sys.executable, first_line(exc))) from None
+            raise Failure("no_torch", f"torch is not installed in {sys.executable}") from None
+        raise Failure("import_failed", f"import torch fails in {sys.executable}: {first_line(exc)}") from None
     out["import_s"] = round(time.perf_counter() - t0, 3)
     out["torch_version"] = torch.__version__
     out["torch_cuda"] = getattr(torch.version, "cuda", None)
@@ -375,12 +375,12 @@ def main(cfg):
         out["notes"].append("torch.cuda.is_available() failed: " + first_line(exc))
     if backend == "nccl":
         if not cuda:
-            raise Failure("no_cuda", "torch %s in %s sees no CUDA GPU, so NCCL cannot run; --backend gloo "
-                          "measures collectives between CPU processes" % (torch.__version__, sys.executable))
+            raise Failure("no_cuda", f"torch {torch.__version__} in {sys.executable} sees no CUDA GPU, so NCCL "
+                          "cannot run; --backend gloo measures collectives between CPU processes")
         index = int(cfg.get("device_index", local))
         count = torch.cuda.device_count()
         if not 0 <= index < count:
-            raise Failure("bad_device", "rank %d was given GPU %d; torch sees %d" % (rank, index, count))
+            raise Failure("bad_device", f"rank {rank} was given GPU {index}; torch sees {count}")
         torch.cuda.set_device(index)
         device = torch.device("cuda", index)
         out["device"] = device_info(torch, index)
@@ -401,16 +401,15 @@ def main(cfg):
         dist.init_process_group(backend=backend, init_method="env://", rank=rank, world_size=n, timeout=timeout,
                                 **extra)
     except Exception as exc:
-        raise Failure("init_failed", "rank %d of %d could not join the group at %s:%s: %s"
-                      % (rank, n, os.environ.get("MASTER_ADDR"), os.environ.get("MASTER_PORT"),
-                         first_line(exc))) from None
+        where = f"{os.environ.get('MASTER_ADDR')}:{os.environ.get('MASTER_PORT')}"
+        raise Failure("init_failed", f"rank {rank} of {n} could not join the group at {where}: "
+                      f"{first_line(exc)}") from None
     r = Rank(torch, dist, device, cuda and backend == "nccl", rank, n)
     stage("first collective")
     try:
         r.agree([0.0])
     except Exception as exc:
-        raise Failure("init_failed", "rank %d: the first collective failed: %s"
-                      % (rank, first_line(exc))) from None
+        raise Failure("init_failed", f"rank {rank}: the first collective failed: {first_line(exc)}") from None
     out["init_s"] = round(time.perf_counter() - t1, 3)
     me = {"rank": rank, "local_rank": local, "host": out["host"], "device": out["device"]}
     try:
@@ -425,15 +424,14 @@ def main(cfg):
     for collective in collectives:
         for index, size in enumerate(sizes):
             if STOP.is_set():
-                out["notes"].append("stopped before %s %d bytes" % (collective, size))
+                out["notes"].append(f"stopped before {collective} {size} bytes")
                 break
-            stage("%s %d bytes" % (collective, size), collective=collective, bytes=size)
+            stage(f"{collective} {size} bytes", collective=collective, bytes=size)
             try:
                 point = one_point(cfg, r, collective, size, index)
             except Exception as exc:
-                raise Failure("collective_failed", "rank %d: %s of %d bytes failed: %s"
-                              % (rank, collective, size, first_line(exc)), collective=collective,
-                              bytes=size) from None
+                raise Failure("collective_failed", f"rank {rank}: {collective} of {size} bytes failed: "
+                              f"{first_line(exc)}", collective=collective, bytes=size) from None
             emit("point", point=point)
             out["points"].append(point)
     if cfg.get("pairs") and n > 1 and not STOP.is_set():
@@ -441,7 +439,7 @@ def main(cfg):
         try:
             out["pairs"] = pair_matrix(cfg, r, int(cfg.get("pair_bytes", 256 << 20)))
         except Exception as exc:
-            raise Failure("collective_failed", "rank %d: the pair test failed: %s" % (rank, first_line(exc)),
+            raise Failure("collective_failed", f"rank {rank}: the pair test failed: {first_line(exc)}",
                           collective="send/recv") from None
     if cfg.get("host_copies"):
         stage("host copies")

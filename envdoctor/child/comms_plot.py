@@ -15,7 +15,7 @@ if False:  # for readers and linters: this comes from _prelude.py, which envdoct
 def label(n):
     for unit, size in (("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)):
         if n >= size:
-            return "%g%s" % (n / float(size), unit)
+            return f"{n / float(size):g}{unit}"
     return str(n)
 
 

@@ -13,6 +13,7 @@ from typing import Dict, List, Optional
 import click
 
 from envdoctor import __version__
+from envdoctor.cli.common import color_option
 
 #: command name -> "module:function" under envdoctor.cli
 COMMANDS: Dict[str, str] = {
@@ -23,12 +24,40 @@ COMMANDS: Dict[str, str] = {
     "table": "table:table",
     "snapshot": "snapshot:snapshot",
     "verify": "snapshot:verify",
+    "explain": "explain:explain",
     "topo": "topo:topo",
     "comms": "comms:comms",
 }
 
 
+#: command name -> the line ``envdoctor --help`` shows for it, so that the help does not import
+#: every command's module to ask (a command without a line here is imported for its own).
+SUMMARIES: Dict[str, str] = {
+    "check": "What is installed, what is broken, how to fix it.",
+    "recommend": "Which route, torch and wheel to install, as exact commands.",
+    "index": "Does a wheel index exist, and what does it hold for this Python.",
+    "bench": "Matmul TFLOP/s: are the Tensor Cores delivering?",
+    "table": "The compatibility table, each fact with its public source.",
+    "snapshot": "Save this machine's report, to compare against after a change.",
+    "verify": "Compare this machine with a snapshot: did anything regress?",
+    "explain": "What a finding code means; without a code, every code.",
+    "topo": "GPU links (PCIe, NVLink, NUMA) with each path's expected peak.",
+    "comms": "NCCL collectives: bus bandwidth, correctness, the slow link.",
+}
+
+
 class LazyGroup(click.Group):
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = []
+        for name in self.list_commands(ctx):
+            summary = SUMMARIES.get(name)
+            if summary is None:
+                command = self.get_command(ctx, name)
+                summary = command.get_short_help_str() if command is not None else ""
+            rows.append((name, summary))
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
     def list_commands(self, ctx: click.Context) -> List[str]:
         return list(COMMANDS)
 
@@ -38,23 +67,24 @@ class LazyGroup(click.Group):
             return None
         module_name, attr = target.split(":")
         module = importlib.import_module(f"envdoctor.cli.{module_name}")
-        return getattr(module, attr)
+        command: click.Command = getattr(module, attr)
+        if not any(p.name == "color" for p in command.params):
+            # every command takes --color, after its name as well as before it
+            color_option(command)
+        return command
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="envdoctor")
+@color_option
 def cli() -> None:
     """Doctor and install advisor for PyTorch on NVIDIA GPU machines.
 
     \b
-    envdoctor check        what is installed, what is broken, how to fix it
-    envdoctor recommend    which route, torch and wheel to install, as exact commands
-    envdoctor index cu128  does that wheel index exist, what does it hold for this Python
-    envdoctor bench        matmul TFLOP/s: are the Tensor Cores delivering?
-    envdoctor topo         GPU links (PCIe, NVLink, NUMA) with each path's expected peak
-    envdoctor comms        NCCL collectives: bus bandwidth, correctness, the slow link
-    envdoctor snapshot / verify   prove a driver upgrade broke nothing
-    envdoctor table torch 2.7     the compatibility table, each fact with its source
+    envdoctor check                     what is broken here, and the fix
+    envdoctor recommend --route conda   the commands that install a working torch
+    envdoctor snapshot, later: verify   prove a driver upgrade broke nothing
+    envdoctor explain ED205             what a finding code means
     """
 
 

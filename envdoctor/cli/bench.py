@@ -19,6 +19,7 @@ from envdoctor.bench.host import Progress, resolve_python, run_bench, write_plot
 from envdoctor.cli.common import (
     EXIT_ERRORS, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, debug_option, guarded, python_option, use_color,
 )
+from envdoctor.documents import dumps
 from envdoctor.facts.bench import DEFAULT_BUDGET, DEFAULT_SIZES, DTYPES, BenchResult
 from envdoctor.facts.serde import to_data
 from envdoctor.render.bench import render_bench_text
@@ -163,7 +164,7 @@ def bench(python: Optional[str], dtypes: Tuple[Tuple[str, ...], ...], sizes: Tup
             plot_line = "no plot written: no point was measured"
     failure = _failure_line(result)
     if as_json:
-        click.echo(json.dumps(to_data(result), indent=1))
+        click.echo(dumps(to_data(result)))
     elif failure and not result.points:
         pass
     else:

@@ -5,21 +5,19 @@ from __future__ import annotations
 import re
 import sys
 from pathlib import Path
-from typing import Optional, Tuple
+from typing import Any, Dict, Optional, Tuple
 
 import click
 
-from envdoctor.cli.common import (EXIT_INTERNAL, debug_option, guarded, make_context, python_option,
-                                  root_option, timeout_option, use_color)
+from envdoctor.cli.common import (EXIT_INTERNAL, color_option, debug_option, guarded, make_context,
+                                  python_option, root_option, timeout_option, use_color, verbosity,
+                                  verbosity_options)
 from envdoctor.facts import Facts
 from envdoctor.findings import exit_code
-from envdoctor.inspect import inspect
+from envdoctor.inspect import Inspection, inspect
 from envdoctor.probes import SKIPPABLE, internal_failures
 from envdoctor.probes.context import Context
 from envdoctor.redact import Redactor, mask_text
-from envdoctor.render import json as render_json
-from envdoctor.render import markdown as render_markdown
-from envdoctor.render import text as render_text
 
 
 def _codes(values: Tuple[str, ...]) -> Tuple[str, ...]:
@@ -46,6 +44,8 @@ def redactor_for(facts: Facts) -> Redactor:
 @click.option("--suppress", multiple=True, metavar="CODE", callback=lambda c, p, v: _codes(v),
               help="Hide a finding by its code, e.g. ED305 (repeatable).")
 @click.option("--bench", "with_bench", is_flag=True, help="Also run a short matmul benchmark.")
+@verbosity_options
+@color_option
 @debug_option
 @root_option
 @guarded
@@ -66,12 +66,19 @@ def check(python: Optional[str], timeout: float, as_json: bool, markdown: bool, 
     if with_bench:
         bench_doc, bench_text = _short_bench(facts, ctx)
     redactor = redactor_for(facts) if redact else None
+    # the renderers load only for the format asked (imports are a good part of check's time)
     if as_json:
+        from envdoctor.render import json as render_json
+
         extra = {"bench": bench_doc} if with_bench else None
         click.echo(render_json.dumps(render_json.report_document(facts, findings, extra, redactor)))
     else:
-        out = (render_markdown.render(facts, findings) if markdown
-               else render_text.render(facts, findings, color=use_color() and not redact))
+        if markdown:
+            from envdoctor.render import markdown as render_markdown
+
+            out = render_markdown.render(facts, findings)
+        else:
+            out = _text(result, color=use_color() and not redact)
         out = mask_text(out + bench_text)
         click.echo(redactor.text(out) if redactor else out, nl=False)
     broken = internal_failures(facts)
@@ -81,6 +88,22 @@ def check(python: Optional[str], timeout: float, as_json: bool, markdown: bool, 
     sys.exit(exit_code(findings))
 
 
+def _text(result: Inspection, color: bool) -> str:
+    """The text report: with ``-q`` only the findings and the verdict, with ``-v`` also the sources
+    and timings."""
+    from envdoctor.render import text as render_text
+    from envdoctor.render.sources import sources_lines
+    from envdoctor.render.style import Style
+
+    style = Style(color)
+    level = verbosity()
+    if level < 0:
+        lines = render_text.finding_lines(result.findings, style)
+        return "\n".join(lines + [render_text.verdict(result.findings, style)]) + "\n"
+    extra = sources_lines(result.facts, result.seconds, style) if level > 0 else ()
+    return render_text.render(result.facts, result.findings, color=color, extra=extra)
+
+
 def _short_bench(facts: Facts, ctx: Context) -> Tuple[Optional[dict], str]:
     """The short benchmark of ``check --bench`` (fp32 and fp16 at one size; ``envdoctor bench`` is the full one)."""
     from envdoctor.bench import QUICK, run_bench
@@ -88,5 +111,6 @@ def _short_bench(facts: Facts, ctx: Context) -> Tuple[Optional[dict], str]:
     from envdoctor.render.bench import render_bench_text
 
     python = facts.python.executable or sys.executable
-    result = run_bench(python, env=ctx.env, chosen_by=facts.python.chosen_by, **QUICK)
+    quick: Dict[str, Any] = dict(QUICK)   # the QUICK preset's values are the keyword arguments' types
+    result = run_bench(python, env=ctx.env, chosen_by=facts.python.chosen_by, **quick)
     return to_data(result), "\n" + render_bench_text(result)

@@ -6,13 +6,13 @@ import functools
 import logging
 import os
 import sys
-import traceback
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 import click
 
-from envdoctor.probes.context import Context
+if TYPE_CHECKING:
+    from envdoctor.probes.context import Context
 
 #: Exit codes of every command.
 EXIT_OK, EXIT_ERRORS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
@@ -57,6 +57,8 @@ def check_index_url(ctx: click.Context, param: click.Parameter, value: Optional[
 
 
 def make_context(python: Optional[str], timeout: float, root: Optional[Path]) -> Context:
+    from envdoctor.probes.context import Context
+
     return Context(
         root=root or Path("/"),
         env=dict(os.environ),
@@ -81,6 +83,8 @@ def guarded(f: Callable) -> Callable:
             raise
         except Exception as exc:
             if debug:
+                import traceback
+
                 traceback.print_exc()
             click.echo(f"envdoctor: internal error: {type(exc).__name__}: {exc} "
                        "(run with --debug for the traceback, and please report it)", err=True)
@@ -89,9 +93,65 @@ def guarded(f: Callable) -> Callable:
     return wrapper
 
 
+#: Where ``--color`` keeps its value for the whole command line (``ctx.meta`` is shared by the
+#: group's context and the command's).
+COLOR_KEY = "envdoctor.color"
+VERBOSITY_KEY = "envdoctor.verbosity"
+
+
+def _set_color(ctx: click.Context, param: click.Parameter, value: Optional[str]) -> None:
+    """``--color`` on the group or on a command: the later one wins, an absent one changes nothing.
+
+    Where the flag or the environment decides, Click is told too (``ctx.color``), so that
+    ``click.echo`` keeps the colour in a pipe (``always``, ``FORCE_COLOR``) or strips it on a
+    terminal (``never``, ``NO_COLOR``).
+    """
+    from envdoctor.render.style import color_choice
+
+    mode = value if value is not None else ctx.meta.get(COLOR_KEY)
+    ctx.meta[COLOR_KEY] = mode
+    ctx.color = color_choice(mode, os.environ)
+
+
+def color_option(f: Callable) -> Callable:
+    return click.option(
+        "--color", type=click.Choice(["auto", "always", "never"]), default=None, expose_value=False,
+        is_eager=True, callback=_set_color,
+        help="Colour the text: auto (a terminal, unless NO_COLOR or TERM=dumb; FORCE_COLOR forces it), "
+             "always or never.",
+    )(f)
+
+
 def use_color(stream: Any = None) -> bool:
-    """Colours only on a terminal and never with NO_COLOR set (https://no-color.org)."""
-    if "NO_COLOR" in os.environ:
-        return False
+    """Whether to colour what goes to ``stream`` (default stdout): ``--color``, then ``NO_COLOR``,
+    ``FORCE_COLOR``, ``TERM=dumb``, then whether the stream is a terminal (``render.style``)."""
+    from envdoctor.render.style import color_enabled
+
+    ctx = click.get_current_context(silent=True)
+    mode = ctx.meta.get(COLOR_KEY) if ctx is not None else None
     stream = stream or sys.stdout
-    return bool(getattr(stream, "isatty", lambda: False)())
+    return color_enabled(mode, os.environ, bool(getattr(stream, "isatty", lambda: False)()))
+
+
+def _set_verbosity(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    if not value:
+        return
+    level = -1 if param.name == "quiet" else 1
+    if ctx.meta.get(VERBOSITY_KEY, 0) not in (0, level):
+        raise click.UsageError("choose one of -q/--quiet and -v/--verbose")
+    ctx.meta[VERBOSITY_KEY] = level
+
+
+def verbosity_options(f: Callable) -> Callable:
+    """``-q/--quiet`` (only the findings and the verdict) and ``-v/--verbose`` (also where each
+    fact came from and how long each probe took); read them with :func:`verbosity`."""
+    f = click.option("-v", "--verbose", is_flag=True, expose_value=False, callback=_set_verbosity,
+                     help="Also show where each fact came from and how long each probe took.")(f)
+    return click.option("-q", "--quiet", is_flag=True, expose_value=False, callback=_set_verbosity,
+                        help="Show only the findings and the verdict.")(f)
+
+
+def verbosity() -> int:
+    """-1 with ``--quiet``, 1 with ``--verbose``, 0 otherwise."""
+    ctx = click.get_current_context(silent=True)
+    return int(ctx.meta.get(VERBOSITY_KEY, 0)) if ctx is not None else 0

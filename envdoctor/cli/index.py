@@ -14,7 +14,6 @@ could not be read (network failure, a page that is not an index).
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 import sys
@@ -22,7 +21,8 @@ from typing import Any, List, Optional, Sequence, Tuple
 
 import click
 
-from envdoctor.cli.common import EXIT_USAGE, check_index_url, debug_option, guarded
+from envdoctor.cli.common import EXIT_USAGE, check_index_url, color_option, debug_option, guarded
+from envdoctor.documents import document, dumps
 from envdoctor.redact import mask_text
 from envdoctor.wheels import (
     FALLBACK_BASE, IndexClient, Target, TargetError, VariantListing, best, check_variant_name,
@@ -31,7 +31,8 @@ from envdoctor.wheels import (
 from envdoctor.wheels.report import EXIT_NETWORK, provenance
 
 log = logging.getLogger(__name__)
-JSON_VERSION = "1"
+SCHEMA = document("index").schema     # "envdoctor.index/1", envdoctor/schemas/index-1.json
+JSON_VERSION = "1"                 # the document's older marker, kept for the scripts that read it
 
 
 def _load_table() -> Optional[Any]:
@@ -108,6 +109,7 @@ def _target(python: Optional[str], python_version: Optional[str], platform: Opti
               envvar="ENVDOCTOR_INDEX_RETRIES")
 @click.option("--backoff", type=click.FloatRange(min=0), default=0.3, hidden=True,
               envvar="ENVDOCTOR_INDEX_BACKOFF")
+@color_option
 @debug_option
 @guarded
 def index(variants: Tuple[str, ...], all_: bool, package: str, python: Optional[str],
@@ -151,8 +153,7 @@ def index(variants: Tuple[str, ...], all_: bool, package: str, python: Optional[
             winner = best(client.variants(others, package, target)) if others else None
     code = exit_code(listings, any_is_enough=all_)
     if as_json:
-        click.echo(mask_text(json.dumps(_document(client, package, target, offline, listings,
-                                                  winner, code), indent=2)))
+        click.echo(mask_text(dumps(_document(client, package, target, offline, listings, winner, code))))
     else:
         for line in _text(client, package, target, offline, listings, winner, table is None):
             click.echo(mask_text(line))
@@ -193,6 +194,7 @@ def _document(client: IndexClient, package: str, target: Target, offline: bool,
               listings: Sequence[VariantListing], winner: Optional[VariantListing],
               code: int) -> dict:
     return {
+        "schema": SCHEMA,
         "version": JSON_VERSION,
         "index_url": client.shown_base,
         "package": package,

@@ -7,30 +7,48 @@
 
 from __future__ import annotations
 
-import datetime
 import os
 import sys
 from pathlib import Path
-from typing import Any, Dict, List, NoReturn, Optional, Tuple
+from typing import Any, NoReturn
 
 import click
 
-from envdoctor import __version__
-from envdoctor.cli.common import (EXIT_INTERNAL, EXIT_USAGE, debug_option, guarded, make_context,
-                                  python_option, root_option, timeout_option, use_color)
+from envdoctor.cli.common import (
+    EXIT_INTERNAL,
+    EXIT_USAGE,
+    debug_option,
+    guarded,
+    make_context,
+    python_option,
+    root_option,
+    timeout_option,
+    use_color,
+)
+from envdoctor.documents import dumps
 from envdoctor.facts import Facts
-from envdoctor.facts.serde import to_data
-from envdoctor.findings import Finding
 from envdoctor.inspect import inspect
 from envdoctor.probes import SKIPPABLE, internal_failures
-from envdoctor.redact import mask_data, mask_text
-from envdoctor.render import json as render_json
-from envdoctor.render.text import Style
-from envdoctor.snapshot import (HOW, Snapshot, SnapshotError, describe, latest, list_snapshots, load, save,
-                                snapshot_document, store_dir, utc_now, write_to)
-from envdoctor.verify import DEFAULT_TOLERANCE, Verification, compare, machine_differences
-
-VERIFY_SCHEMA = "envdoctor.verify/1"
+from envdoctor.redact import mask_text
+from envdoctor.render.snapshot import list_lines, saved_lines
+from envdoctor.render.verify import SCHEMA as VERIFY_SCHEMA
+from envdoctor.render.verify import render_verification, verify_document
+from envdoctor.snapshot import (
+    HOW,
+    SnapshotError,
+    check_store,
+    check_target,
+    iso,
+    latest,
+    list_snapshots,
+    load,
+    save,
+    snapshot_document,
+    store_dir,
+    utc_now,
+    write_to,
+)
+from envdoctor.verify import DEFAULT_TOLERANCE, compare, machine_differences
 
 skip_option = click.option(
     "--skip", multiple=True, type=click.Choice(SKIPPABLE),
@@ -50,20 +68,7 @@ def _internal_exit(facts: Facts, what: str) -> None:
         sys.exit(EXIT_INTERNAL)
 
 
-def _when(iso: Optional[str]) -> str:
-    """``2026-11-29T17:30:05Z`` -> ``2026-11-29 17:30:05 UTC``."""
-    if not iso:
-        return "unknown time"
-    try:
-        moment = datetime.datetime.fromisoformat(iso.replace("Z", "+00:00"))
-    except ValueError:
-        return iso
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=datetime.timezone.utc)
-    return moment.astimezone(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
-
-
-def _bench_python(facts: Facts, explicit: Optional[str], env: Dict[str, str]) -> Tuple[Optional[str], str]:
+def _bench_python(facts: Facts, explicit: str | None, env: dict[str, str]) -> tuple[str | None, str]:
     if facts.python.executable and not explicit:
         return facts.python.executable, facts.python.chosen_by or "python3 on PATH"
     from envdoctor.bench.host import resolve_python
@@ -71,7 +76,7 @@ def _bench_python(facts: Facts, explicit: Optional[str], env: Dict[str, str]) ->
     return resolve_python(explicit, env)
 
 
-def _run_bench(python: Optional[str], chosen_by: str, env: Dict[str, str], like: Any = None) -> Any:
+def _run_bench(python: str | None, chosen_by: str, env: dict[str, str], like: Any = None) -> Any:
     """The bench (``envdoctor.bench.host.run_bench``); with ``like``, the baseline's dtypes, sizes and budget."""
     from envdoctor.bench.host import run_bench
     from envdoctor.facts.base import ProbeError
@@ -79,7 +84,7 @@ def _run_bench(python: Optional[str], chosen_by: str, env: Dict[str, str], like:
 
     if not python:
         return BenchResult(error=ProbeError("not_found", "no target Python to run the benchmark in (--python)"))
-    kwargs: Dict[str, Any] = {"env": env, "chosen_by": chosen_by}
+    kwargs: dict[str, Any] = {"env": env, "chosen_by": chosen_by}
     if like is not None:
         if like.dtypes:
             kwargs["dtypes"] = tuple(like.dtypes)
@@ -107,8 +112,8 @@ def _run_bench(python: Optional[str], chosen_by: str, env: Dict[str, str], like:
 @debug_option
 @root_option
 @guarded
-def snapshot(output: Optional[Path], force: bool, with_bench: bool, list_them: bool, python: Optional[str],
-             timeout: float, skip: Tuple[str, ...], debug: bool, root: Optional[Path]) -> None:
+def snapshot(output: Path | None, force: bool, with_bench: bool, list_them: bool, python: str | None,
+             timeout: float, skip: tuple[str, ...], debug: bool, root: Path | None) -> None:
     """Save this machine's full report, to compare against after an upgrade (envdoctor verify).
 
     Snapshots go to ~/.local/state/envdoctor/snapshots/ (ENVDOCTOR_STATE_DIR or XDG_STATE_HOME move
@@ -124,10 +129,13 @@ def snapshot(output: Optional[Path], force: bool, with_bench: bool, list_them: b
         return
     if force and not output:
         raise click.UsageError("--force goes with -o FILE (snapshots in the folder are never overwritten)")
-    if output is not None and output.is_dir():
-        _usage_exit(f"{output} is a folder; give a file name, e.g. {output / 'before-upgrade.json'}")
-    if output is not None and output.exists() and not force:
-        _usage_exit(f"{output} already exists; choose another name or pass --force to replace it")
+    try:                       # before the inspection: nobody waits for a write that must fail
+        if output is not None:
+            check_target(output, force)
+        else:
+            check_store(directory)
+    except SnapshotError as exc:
+        _usage_exit(str(exc))
     ctx = make_context(python, timeout, root)
     result = inspect(ctx, skip=skip, debug=debug)
     facts, findings = result.facts, result.findings
@@ -138,30 +146,13 @@ def snapshot(output: Optional[Path], force: bool, with_bench: bool, list_them: b
         bench = _run_bench(exe, chosen_by, ctx.env)
         _print_bench(bench)
     moment = utc_now()
-    doc = snapshot_document(facts, findings, bench, created=moment.strftime("%Y-%m-%dT%H:%M:%SZ"))
+    doc = snapshot_document(facts, findings, bench, created=iso(moment))
     try:
         path = write_to(doc, output, force) if output else save(doc, directory, moment)
     except SnapshotError as exc:
         _usage_exit(str(exc))
-    driver, torch_version, gpus = describe(Snapshot(path, facts, findings, doc))
-    where = "" if output else " (latest)"
-    click.echo(f"Snapshot saved: {path}{where}")
-    torch_text = torch_version or ("not inspected" if "torch" in facts.skipped else "none")
-    click.echo(f"  driver {driver or 'none'}, torch {torch_text}, {_gpu_summary(gpus)}"
-               + (f", bench {len(bench.points)} point(s)" if bench is not None else ""))
-    errors = [f for f in findings if f.severity == "error"]
-    if errors:
-        click.echo(f"  note: it records {len(errors)} error finding(s) ({', '.join(f.code for f in errors)}); "
-                   "verify compares against this state (envdoctor check shows them)")
-    click.echo("After the upgrade (and the reboot), run: envdoctor verify"
-               + (f" --baseline {path}" if output else "") + (" --bench" if bench is not None else ""))
-
-
-def _gpu_summary(gpus: Tuple[str, ...]) -> str:
-    if not gpus:
-        return "no GPU listed"
-    names = sorted(set(gpus))
-    return ", ".join(f"{gpus.count(n)}x {n}" for n in names)
+    for line in saved_lines(path, facts, findings, doc, bench, in_store=output is None):
+        click.echo(line)
 
 
 def _print_bench(bench: Any) -> None:
@@ -174,20 +165,10 @@ def _print_bench(bench: Any) -> None:
 
 
 def _print_list(directory: Path) -> None:
-    infos = list_snapshots(directory)
-    if not infos:
-        click.echo(f"No snapshots in {directory}. Take one with: {HOW}")
-        return
-    click.echo(f"Snapshots in {directory}:")
-    for info in infos:
-        mark = "  <- latest" if info.latest else ""
-        if info.error:
-            click.echo(f"  {info.name}  unreadable: {info.error}{mark}")
-            continue
-        bench = ", bench" if info.bench else ""
-        torch_text = info.torch or ("not inspected" if "torch" in info.skipped else "none")
-        click.echo(f"  {info.name}  {_when(info.created)}  driver {info.driver or 'none'}  "
-                   f"torch {torch_text}  {_gpu_summary(info.gpus)}{bench}{mark}")
+    if os.path.isdir(directory) and not os.access(directory, os.R_OK | os.X_OK):
+        _usage_exit(f"cannot read the snapshot folder {directory}: permission denied")
+    for line in list_lines(directory, list_snapshots(directory)):
+        click.echo(line)
 
 
 # --- verify --------------------------------------------------------------------------------------
@@ -207,8 +188,8 @@ def _print_list(directory: Path) -> None:
 @debug_option
 @root_option
 @guarded
-def verify(baseline: Optional[Path], with_bench: bool, tolerance: float, as_json: bool, force: bool,
-           python: Optional[str], timeout: float, skip: Tuple[str, ...], debug: bool, root: Optional[Path]) -> None:
+def verify(baseline: Path | None, with_bench: bool, tolerance: float, as_json: bool, force: bool,
+           python: str | None, timeout: float, skip: tuple[str, ...], debug: bool, root: Path | None) -> None:
     """Inspect this machine again and compare it with a snapshot taken before an upgrade.
 
     Regressions first (a reboot is needed, a GPU is gone, torch no longer sees CUDA, the container
@@ -252,15 +233,12 @@ def verify(baseline: Optional[Path], with_bench: bool, tolerance: float, as_json
     if with_bench:
         exe, chosen_by = _bench_python(facts, target, ctx.env)
         bench = _run_bench(exe, chosen_by, ctx.env, like=base.bench)
-    verification = compare(base.facts, facts, base.findings, findings,
-                           base.bench if with_bench else None, bench, tolerance)
-    if base.bench is not None and not with_bench:
-        verification = Verification(verification.regressions, verification.changes, verification.unchanged,
-                                    verification.not_compared + ("bench: the baseline has one; add --bench to compare",))
+    verification = compare(base.facts, facts, base.findings, findings, base.bench, bench, tolerance)
     code = EXIT_INTERNAL if internal_failures(facts) else verification.exit_code
     if as_json:
-        doc = verify_document(base, facts, verification, warnings, bench, tolerance if with_bench else None, code)
-        click.echo(render_json.dumps(doc))
+        doc = verify_document(base, facts, verification, warnings, bench, tolerance if with_bench else None, code,
+                              created_at=iso(utc_now()))
+        click.echo(dumps(doc))
     else:
         for line in warnings:
             click.echo(f"envdoctor: warning: {mask_text(line)}", err=True)
@@ -269,74 +247,3 @@ def verify(baseline: Optional[Path], with_bench: bool, tolerance: float, as_json
         click.echo(f"envdoctor: could not inspect {', '.join(internal_failures(facts))} "
                    "(a bug; run with --debug)", err=True)
     sys.exit(code)
-
-
-def _header(base: Snapshot) -> str:
-    driver, torch_version, _ = describe(base)
-    return (f"Verify against {base.path} (taken {_when(base.created)}, driver {driver or 'none'}, "
-            f"torch {torch_version or ('not inspected' if 'torch' in base.facts.skipped else 'none')})")
-
-
-def _finding_lines(f: Finding, mark: str, kind: str, style: Style) -> List[str]:
-    lines = [style(f"  {mark} {f.code} {f.title}", kind)]
-    if f.explanation and kind == "error":
-        lines.append(f"      {f.explanation}")
-    lines.extend(style(f"      - {e}", "dim") for e in f.evidence)
-    if f.fix:
-        lines.extend(f"      {c}" if c.startswith("#") else f"      $ {c}" for c in f.fix)
-    if f.reference and kind == "error":
-        lines.append(style(f"      see {f.reference}", "dim"))
-    return lines
-
-
-def render_verification(base: Snapshot, v: Verification, color: bool = False) -> str:
-    """The human text: header, regressions (✗), changes (•), unchanged, not compared, result."""
-    style = Style(color)
-    out = [style(_header(base), "bold"), ""]
-    if v.regressions:
-        out.append(style("Regressions", "bold"))
-        for f in v.regressions:
-            out.extend(_finding_lines(f, "✗", "error", style))
-        out.append("")
-    if v.changes:
-        out.append(style("Changes", "bold"))
-        for f in v.changes:
-            out.extend(_finding_lines(f, "•", "info", style))
-        out.append("")
-    if v.unchanged:
-        out.append(style("Unchanged: ", "bold") + "; ".join(v.unchanged))
-    if v.not_compared:
-        out.append(style("Not compared: ", "bold") + "; ".join(v.not_compared))
-    out.append("")
-    n, c = len(v.regressions), len(v.changes)
-    if n:
-        out.append(style(f"Result: {n} regression(s), {c} change(s). Fix the regressions above, "
-                         "then run envdoctor verify again.", "error"))
-    else:
-        out.append(style("Result: no regressions" + (f"; {c} change(s) listed above." if c else "."), "ok"))
-    return "\n".join(out) + "\n"
-
-
-def verify_document(base: Snapshot, facts: Facts, v: Verification, warnings: List[str], bench: Any,
-                    tolerance: Optional[float], code: int) -> Dict[str, Any]:
-    """The ``envdoctor.verify/1`` document: keys stable within the version, new keys may be added."""
-    driver, torch_version, gpus = describe(base)
-    now = describe(Snapshot(base.path, facts, (), {}))
-    doc: Dict[str, Any] = {
-        "schema": VERIFY_SCHEMA,
-        "envdoctor_version": __version__,
-        "created_at": utc_now().strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "baseline": {"path": str(base.path), "created": base.created, "host": base.host,
-                     "schema": base.doc.get("schema"), "migrated_from": base.migrated_from,
-                     "driver": driver, "torch": torch_version, "gpus": list(gpus)},
-        "current": {"collected_at": facts.collected_at, "host": facts.system.hostname,
-                    "driver": now[0], "torch": now[1], "gpus": list(now[2])},
-        "warnings": warnings,
-        "regressions": [to_data(f) for f in v.regressions],
-        "changes": [to_data(f) for f in v.changes],
-        "unchanged": list(v.unchanged),
-        "not_compared": list(v.not_compared),
-        "bench": ({"tolerance_pct": tolerance, "current": to_data(bench)} if bench is not None else None),
-        "exit_code": code,
-    }
-    return mask_data(doc)

@@ -41,7 +41,7 @@ def outcome(rank: int, run: ChildRun) -> RankOutcome:
     if run.ok:
         return RankOutcome(status="ok", **common)
     err = run.error
-    if err is not None and err.kind == "interrupted":
+    if err is not None and str(err.kind) == "interrupted":       # run.py's kind for a child asked to stop
         return RankOutcome(status="stopped", message=err.message, **common)
     if run.failure is not None:
         message = str(run.failure.get("message") or run.failure.get("kind"))

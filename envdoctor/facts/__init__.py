@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, Optional, Tuple
+from typing import Optional
 
 from envdoctor.facts.base import ProbeError
 from envdoctor.facts.conda import CondaFacts, CondaPackage
@@ -30,8 +30,8 @@ class Facts:
     links: LinksFacts = field(default_factory=LinksFacts)
     collected_at: Optional[str] = None           # ISO 8601, UTC
     envdoctor_version: Optional[str] = None
-    probe_seconds: Dict[str, float] = field(default_factory=dict)
-    skipped: Tuple[str, ...] = ()                        # areas not inspected this run ("torch")
+    probe_seconds: dict[str, float] = field(default_factory=dict)
+    skipped: tuple[str, ...] = ()                        # areas not inspected this run ("torch")
 
 
 __all__ = [

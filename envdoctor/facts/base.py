@@ -7,20 +7,22 @@ the thing is simply not there), failed (``error`` set: it should have been reada
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import Literal, Optional, get_args
 
 #: The kinds of failure a probe reports.
-ERROR_KINDS = ("not_found", "timeout", "exit_status", "unparseable", "permission", "crashed", "unavailable")
+ErrorKind = Literal["not_found", "timeout", "exit_status", "unparseable", "permission", "crashed", "unavailable"]
+ERROR_KINDS: tuple[ErrorKind, ...] = get_args(ErrorKind)
 
 
 @dataclass(frozen=True)
 class ProbeError:
     """Why a fact could not be read, in one line a person can act on.
 
-    >>> ProbeError("timeout", "nvidia-smi did not answer in 10 s", "nvidia-smi --query-gpu=...")
+    >>> str(ProbeError("timeout", "nvidia-smi did not answer in 10 s", "nvidia-smi --query-gpu=..."))
+    'nvidia-smi did not answer in 10 s'
     """
 
-    kind: str
+    kind: ErrorKind
     message: str
     command: Optional[str] = None
 

@@ -13,7 +13,7 @@ peak, efficiency, bound, verdict). Saved with ``serde.to_data`` and reloaded wit
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, Optional, Tuple
+from typing import Optional
 
 from envdoctor.facts.base import ProbeError
 
@@ -21,9 +21,9 @@ from envdoctor.facts.base import ProbeError
 SCHEMA = "envdoctor.bench/1"
 
 #: dtype name -> bytes per element ("tf32" is fp32 storage, computed on the Tensor Cores).
-ITEMSIZE: Dict[str, int] = {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2}
-DTYPES: Tuple[str, ...] = ("fp32", "tf32", "fp16", "bf16")
-DEFAULT_SIZES: Tuple[int, ...] = (128, 512, 2048, 8192)
+ITEMSIZE: dict[str, int] = {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2}
+DTYPES: tuple[str, ...] = ("fp32", "tf32", "fp16", "bf16")
+DEFAULT_SIZES: tuple[int, ...] = (128, 512, 2048, 8192)
 #: Seconds of measurement per device by default (torch import and CUDA start come on top).
 DEFAULT_BUDGET = 6.0
 
@@ -41,7 +41,7 @@ class NvmlSample:
     sm_clock_mhz: Optional[int] = None
     power_w: Optional[float] = None
     temperature_c: Optional[int] = None
-    reasons: Tuple[str, ...] = ()
+    reasons: tuple[str, ...] = ()
     reasons_mask: Optional[int] = None
 
 
@@ -58,12 +58,12 @@ class BenchDevice:
     uuid: Optional[str] = None                 # "GPU-c7d3a8fe-..."
     pci_bus_id: Optional[str] = None
     launch_us: Optional[float] = None          # measured cost of one tiny product, queue full
-    skipped: Dict[str, str] = field(default_factory=dict)   # dtype -> why it was not measured
+    skipped: dict[str, str] = field(default_factory=dict)   # dtype -> why it was not measured
     nvml_index: Optional[int] = None
     max_sm_clock_mhz: Optional[int] = None
     power_limit_w: Optional[float] = None
     model: Optional[str] = None                # the table row matched: "NVIDIA H200"
-    peaks: Dict[str, float] = field(default_factory=dict)  # dtype -> datasheet dense TFLOP/s
+    peaks: dict[str, float] = field(default_factory=dict)  # dtype -> datasheet dense TFLOP/s
     bandwidth_gbs: Optional[float] = None
     peaks_unconfirmed: bool = False
     peaks_source: Optional[str] = None
@@ -88,7 +88,7 @@ class BenchPoint:
     ms: Optional[float] = None                 # median time per product
     burst_tflops: Optional[float] = None
     best_tflops: Optional[float] = None
-    repeats_ms: Tuple[float, ...] = ()
+    repeats_ms: tuple[float, ...] = ()
     launches: int = 0                          # products per timed repeat
     warmup: int = 0                            # products run before timing
     rel_error: Optional[float] = None          # ||c - ref|| / ||ref|| on a slice, ref in float64
@@ -105,7 +105,7 @@ class BenchPoint:
     sm_clock_mhz: Optional[int] = None         # median of the samples taken during the point
     power_w: Optional[float] = None
     temperature_c: Optional[int] = None
-    reasons: Tuple[str, ...] = ()              # throttle reasons seen during the point
+    reasons: tuple[str, ...] = ()              # throttle reasons seen during the point
     samples: int = 0
 
     @property
@@ -129,7 +129,7 @@ class Verdict:
     device: int
     state: str
     line: str                                  # "Tensor Cores confirmed: fp16 runs 12.4x fp32"
-    why: Tuple[str, ...] = ()
+    why: tuple[str, ...] = ()
     ratio: Optional[float] = None              # measured fp16 / fp32 at the largest size
 
 
@@ -143,7 +143,7 @@ class Regression:
     baseline_tflops: Optional[float]
     current_tflops: Optional[float]            # None: the point failed or is missing now
     change_pct: Optional[float]                # -14.2 means 14.2% slower
-    context: Tuple[str, ...] = ()              # clocks, power and throttling then and now
+    context: tuple[str, ...] = ()              # clocks, power and throttling then and now
 
 
 @dataclass(frozen=True)
@@ -158,23 +158,23 @@ class BenchResult:
     torch_cuda: Optional[str] = None           # "13.0"; None on a CPU-only build
     cuda_error: Optional[str] = None           # why torch could not use a GPU
     nvml_gpus: Optional[int] = None            # GPUs NVML sees (None: NVML not readable)
-    dtypes: Tuple[str, ...] = ()
-    sizes: Tuple[int, ...] = ()
+    dtypes: tuple[str, ...] = ()
+    sizes: tuple[int, ...] = ()
     budget_s: Optional[float] = None           # measurement seconds per device
     import_s: Optional[float] = None           # import torch in the child
     init_s: Optional[float] = None             # CUDA start in the child
     measure_s: Optional[float] = None
     wall_s: Optional[float] = None             # the child from start to exit, as the host saw it
-    devices: Tuple[BenchDevice, ...] = ()
-    points: Tuple[BenchPoint, ...] = ()
-    samples: Tuple[NvmlSample, ...] = ()
+    devices: tuple[BenchDevice, ...] = ()
+    points: tuple[BenchPoint, ...] = ()
+    samples: tuple[NvmlSample, ...] = ()
     sampling: Optional[str] = None             # "nvml every 50 ms (instant power)", or why none
-    verdicts: Tuple[Verdict, ...] = ()
-    outliers: Tuple[str, ...] = ()             # --device all: GPUs slower than their siblings
-    notes: Tuple[str, ...] = ()
+    verdicts: tuple[Verdict, ...] = ()
+    outliers: tuple[str, ...] = ()             # --device all: GPUs slower than their siblings
+    notes: tuple[str, ...] = ()
     created_at: Optional[str] = None           # ISO 8601, UTC
     error: Optional[ProbeError] = None         # the run as a whole failed (no torch, hang, crash)
 
     @property
-    def failed_points(self) -> Tuple[BenchPoint, ...]:
+    def failed_points(self) -> tuple[BenchPoint, ...]:
         return tuple(p for p in self.points if p.status != "ok")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional, Tuple
+from typing import Optional
 
 from envdoctor.facts.base import ProbeError
 
@@ -28,8 +28,8 @@ class CondaFacts:
     base_prefix: Optional[str] = None
     active_prefix: Optional[str] = None        # $CONDA_PREFIX
     active_name: Optional[str] = None          # $CONDA_DEFAULT_ENV
-    channels: Tuple[str, ...] = ()             # names: ("conda-forge",), ("pytorch", "nvidia", "pkgs/main")
+    channels: tuple[str, ...] = ()             # names: ("conda-forge",), ("pytorch", "nvidia", "pkgs/main")
     virtual_cuda: Optional[str] = None         # the __cuda virtual package, "13.0"
-    packages: Tuple[CondaPackage, ...] = ()    # CUDA-relevant packages of the active env
+    packages: tuple[CondaPackage, ...] = ()    # CUDA-relevant packages of the active env
     packages_source: Optional[str] = None      # "conda list --json --prefix /home/ada/miniforge3/envs/dl"
     error: Optional[ProbeError] = None

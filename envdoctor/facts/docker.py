@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional, Tuple
+from typing import Optional
 
 from envdoctor.facts.base import ProbeError
 
@@ -17,11 +17,11 @@ class DockerFacts:
     daemon_socket: Optional[str] = None        # "unix:///var/run/docker.sock" (from the error)
     rootless: Optional[bool] = None            # docker info SecurityOptions has name=rootless
     server_version: Optional[str] = None
-    runtimes: Tuple[str, ...] = ()             # ("io.containerd.runc.v2", "nvidia", "runc")
+    runtimes: tuple[str, ...] = ()             # ("io.containerd.runc.v2", "nvidia", "runc")
     default_runtime: Optional[str] = None
-    cdi_spec_dirs: Tuple[str, ...] = ()        # from docker info
-    cdi_specs: Tuple[str, ...] = ()            # spec files found: /etc/cdi/nvidia.yaml
-    cdi_devices: Tuple[str, ...] = ()          # docker info DiscoveredDevices: "nvidia.com/gpu=0"
+    cdi_spec_dirs: tuple[str, ...] = ()        # from docker info
+    cdi_specs: tuple[str, ...] = ()            # spec files found: /etc/cdi/nvidia.yaml
+    cdi_devices: tuple[str, ...] = ()          # docker info DiscoveredDevices: "nvidia.com/gpu=0"
     gpus_flag_supported: Optional[bool] = None # Docker >= 19.03
     podman: Optional[str] = None
     podman_version: Optional[str] = None

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, Optional, Tuple
+from typing import Optional
 
 from envdoctor.facts.base import ProbeError
 
@@ -27,7 +27,7 @@ class PciDevice:
 
 @dataclass(frozen=True)
 class PciFacts:
-    devices: Tuple[PciDevice, ...] = ()
+    devices: tuple[PciDevice, ...] = ()
     source: Optional[str] = None       # "/sys/bus/pci/devices"
     error: Optional[ProbeError] = None
 
@@ -64,14 +64,14 @@ class DriverFacts:
     driver_version: Optional[str] = None          # the best answer of all sources
     driver_cuda: Optional[str] = None             # "13.0": the highest CUDA this driver supports
     nvml_version: Optional[str] = None
-    gpus: Tuple[GpuInfo, ...] = ()
-    sources: Dict[str, str] = field(default_factory=dict)  # fact name -> source that answered
+    gpus: tuple[GpuInfo, ...] = ()
+    sources: dict[str, str] = field(default_factory=dict)  # fact name -> source that answered
     nvml_error: Optional[ProbeError] = None
     smi_path: Optional[str] = None
     smi_error: Optional[ProbeError] = None
-    smi_gpus: Tuple[GpuInfo, ...] = ()            # nvidia-smi's own view, for the cross-check
+    smi_gpus: tuple[GpuInfo, ...] = ()            # nvidia-smi's own view, for the cross-check
     mismatch: bool = False                        # kernel module != user-space library
     cuda_visible_devices: Optional[str] = None
     nvidia_visible_devices: Optional[str] = None
-    dev_nodes: Tuple[str, ...] = ()               # /dev/nvidia0, /dev/nvidiactl, ... present
+    dev_nodes: tuple[str, ...] = ()               # /dev/nvidia0, /dev/nvidiactl, ... present
     error: Optional[ProbeError] = None

@@ -7,7 +7,7 @@ so they describe *that* interpreter, not the one running envdoctor.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional, Tuple
+from typing import Optional
 
 from envdoctor.facts.base import ProbeError
 
@@ -22,7 +22,7 @@ class TargetPython:
     implementation: Optional[str] = None       # "cpython"
     interpreter_tag: Optional[str] = None      # "cp312"
     abi_tag: Optional[str] = None              # "cp312"
-    platform_tags: Tuple[str, ...] = ()        # ("manylinux_2_39_x86_64", ..., "linux_x86_64")
+    platform_tags: tuple[str, ...] = ()        # ("manylinux_2_39_x86_64", ..., "linux_x86_64")
     pip: Optional[str] = None                  # pip's version, None when absent
     venv: bool = False
     conda_env: bool = False
@@ -74,11 +74,11 @@ class TorchFacts:
     cudnn_error: Optional[str] = None          # torch.backends.cudnn.version() raised (version mismatch)
     nccl_version: Optional[str] = None         # "2.28.9"
     nccl_path: Optional[str] = None
-    arch_list: Tuple[str, ...] = ()            # ("sm_75", ..., "sm_120"): compiled in, even without a driver
+    arch_list: tuple[str, ...] = ()            # ("sm_75", ..., "sm_120"): compiled in, even without a driver
     cuda_available: Optional[bool] = None
     cuda_error: Optional[str] = None           # the exact text when is_available() is False
     device_count: Optional[int] = None
-    devices: Tuple[TorchDevice, ...] = ()
+    devices: tuple[TorchDevice, ...] = ()
     tiny_op: Optional[str] = None              # "ok", or the error of the tiny CUDA operation
     torchvision: Optional[str] = None          # "0.26.0+cu130"
     torchaudio: Optional[str] = None
@@ -87,10 +87,10 @@ class TorchFacts:
     stderr_tail: Optional[str] = None          # what the child printed on stderr, cut
     location: Optional[str] = None             # the torch package folder (".../site-packages/torch")
     installer: Optional[str] = None            # the dist-info's INSTALLER: "pip", "uv", "conda"
-    libraries: Tuple[LoadedLibrary, ...] = ()  # CUDA libraries mapped after CUDA init
-    bundled_libraries: Tuple[str, ...] = ()    # CUDA libraries shipped with the wheel (nvidia/*/lib, torch/lib)
+    libraries: tuple[LoadedLibrary, ...] = ()  # CUDA libraries mapped after CUDA init
+    bundled_libraries: tuple[str, ...] = ()    # CUDA libraries shipped with the wheel (nvidia/*/lib, torch/lib)
     ld_library_path: Optional[str] = None      # LD_LIBRARY_PATH as the child saw it
-    warnings: Tuple[str, ...] = ()             # Python warnings torch emitted ("UserWarning: CUDA initialization: ...")
-    unreadable: Tuple[str, ...] = ()           # fields the child could not read, with the exception
+    warnings: tuple[str, ...] = ()             # Python warnings torch emitted ("UserWarning: CUDA initialization: ...")
+    unreadable: tuple[str, ...] = ()           # fields the child could not read, with the exception
     stage: Optional[str] = None                # the last step the child began ("import torch", "tiny op", ...)
     error: Optional[ProbeError] = None

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import typing
-from typing import Any, Dict, Type, TypeVar
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 
@@ -30,16 +30,16 @@ def to_data(obj: Any) -> Any:
     return obj
 
 
-_HINTS: Dict[type, Dict[str, Any]] = {}
+_HINTS: dict[type, dict[str, Any]] = {}
 
 
-def _hints(cls: type) -> Dict[str, Any]:
+def _hints(cls: type) -> dict[str, Any]:
     if cls not in _HINTS:
         _HINTS[cls] = typing.get_type_hints(cls)
     return _HINTS[cls]
 
 
-def from_data(cls: Type[T], data: Any, where: str = "") -> T:
+def from_data(cls: type[T], data: Any, where: str = "") -> T:
     """Rebuild ``cls`` (a dataclass) from ``to_data`` output; raise DataError on a wrong shape."""
     return _convert(cls, data, where or cls.__name__)
 
@@ -60,7 +60,7 @@ def _convert(tp: Any, value: Any, where: str) -> Any:
             except DataError:
                 continue
         raise DataError(f"{where}: {value!r} does not fit {tp}")
-    if dataclasses.is_dataclass(tp):
+    if dataclasses.is_dataclass(tp) and isinstance(tp, type):
         if not isinstance(value, dict):
             raise DataError(f"{where}: expected an object, got {type(value).__name__}")
         hints = _hints(tp)
@@ -72,12 +72,12 @@ def _convert(tp: Any, value: Any, where: str) -> Any:
             return tp(**kwargs)
         except TypeError as exc:
             raise DataError(f"{where}: {exc}") from None
-    if origin in (tuple, typing.Tuple):
+    if origin in (tuple, tuple):
         if not isinstance(value, (list, tuple)):
             raise DataError(f"{where}: expected a list, got {type(value).__name__}")
         item = args[0] if args else Any
         return tuple(_convert(item, v, f"{where}[{i}]") for i, v in enumerate(value))
-    if origin in (dict, typing.Dict):
+    if origin in (dict, dict):
         if not isinstance(value, dict):
             raise DataError(f"{where}: expected an object, got {type(value).__name__}")
         vt = args[1] if len(args) == 2 else Any

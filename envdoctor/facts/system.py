@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, Optional, Tuple
+from typing import Optional
 
 from envdoctor.facts.base import ProbeError
 
@@ -15,7 +15,7 @@ class SystemFacts:
     os_id: Optional[str] = None             # "ubuntu", "debian", "rhel", "darwin"
     os_version: Optional[str] = None        # "24.04"
     os_name: Optional[str] = None           # "Ubuntu 24.04.3 LTS"
-    os_like: Tuple[str, ...] = ()           # ("debian",)
+    os_like: tuple[str, ...] = ()           # ("debian",)
     os_codename: Optional[str] = None       # "noble"
     platform: str = "linux"                 # sys.platform of envdoctor's interpreter
     kernel: Optional[str] = None            # "6.18.44-fc-v657-gpu"
@@ -32,5 +32,5 @@ class SystemFacts:
     nouveau_loaded: Optional[bool] = None   # None: could not tell
     secure_boot: Optional[bool] = None      # None: not readable
     secure_boot_source: Optional[str] = None
-    env: Dict[str, str] = field(default_factory=dict)  # relevant variables, secrets masked
+    env: dict[str, str] = field(default_factory=dict)  # relevant variables, secrets masked
     error: Optional[ProbeError] = None

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional, Tuple
+from typing import Optional
 
 from envdoctor.facts.base import ProbeError
 
@@ -17,8 +17,8 @@ class Toolkit:
     version: Optional[str] = None              # "13.0.88" (nvcc V..., or version.json)
     release: Optional[str] = None              # "13.0"
     version_source: Optional[str] = None       # "/usr/local/cuda-13.0/bin/nvcc --version" or ".../version.json"
-    found_via: Tuple[str, ...] = ()            # ("PATH", "CUDA_HOME", "/usr/local/cuda", "conda")
-    aliases: Tuple[str, ...] = ()              # other paths that lead here: "/usr/local/cuda", "/usr/local/bin/nvcc"
+    found_via: tuple[str, ...] = ()            # ("PATH", "CUDA_HOME", "/usr/local/cuda", "conda")
+    aliases: tuple[str, ...] = ()              # other paths that lead here: "/usr/local/cuda", "/usr/local/bin/nvcc"
     error: Optional[ProbeError] = None         # nvcc failed (hung, crashed, printed garbage)
 
 
@@ -31,7 +31,7 @@ class ToolkitFacts:
     the first ``nvcc`` on PATH, symlinks *not* resolved; else ``/usr/local/cuda`` when it exists.
     """
 
-    toolkits: Tuple[Toolkit, ...] = ()
+    toolkits: tuple[Toolkit, ...] = ()
     cuda_home: Optional[str] = None            # $CUDA_HOME as set
     cuda_path: Optional[str] = None            # $CUDA_PATH as set
     nvcc_on_path: Optional[str] = None         # first nvcc on PATH
@@ -41,5 +41,5 @@ class ToolkitFacts:
     #: "no_nvcc" (no bin/nvcc in it); "no_headers" (bin/nvcc but no include/cuda_runtime.h)
     extension_status: Optional[str] = None
     extension_toolkit: Optional[str] = None    # root of the entry in ``toolkits`` it compiles with
-    path_nvccs: Tuple[str, ...] = ()           # every nvcc on PATH, in PATH order
+    path_nvccs: tuple[str, ...] = ()           # every nvcc on PATH, in PATH order
     error: Optional[ProbeError] = None

@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any, Dict, List, Mapping, Optional
+from collections.abc import Mapping
+from typing import Any, Optional
 
 from envdoctor.parse import ParseError
 
@@ -99,7 +100,7 @@ def _check_depth(value: Any, limit: int) -> None:
         stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
 
 
-def loads_object(text: str, what: str = "JSON", **limits: int) -> Dict[str, Any]:
+def loads_object(text: str, what: str = "JSON", **limits: int) -> dict[str, Any]:
     """:func:`loads` that also requires an object at the top: ``what`` names it in the error."""
     value = loads(text, **limits)
     if not isinstance(value, dict):
@@ -163,7 +164,7 @@ def get_bool(data: Mapping[str, Any], key: str, default: Optional[bool] = None,
     return value
 
 
-def get_list(data: Mapping[str, Any], key: str, where: str = "") -> List[Any]:
+def get_list(data: Mapping[str, Any], key: str, where: str = "") -> list[Any]:
     """``data[key]`` when a list, ``[]`` when missing or null; JsonError otherwise."""
     value = _get(data, key, where)
     if value is None:
@@ -173,7 +174,7 @@ def get_list(data: Mapping[str, Any], key: str, where: str = "") -> List[Any]:
     return value
 
 
-def get_dict(data: Mapping[str, Any], key: str, where: str = "") -> Dict[str, Any]:
+def get_dict(data: Mapping[str, Any], key: str, where: str = "") -> dict[str, Any]:
     """``data[key]`` when an object, ``{}`` when missing or null; JsonError otherwise."""
     value = _get(data, key, where)
     if value is None:
@@ -183,7 +184,7 @@ def get_dict(data: Mapping[str, Any], key: str, where: str = "") -> Dict[str, An
     return value
 
 
-def str_list(data: Mapping[str, Any], key: str, where: str = "") -> List[str]:
+def str_list(data: Mapping[str, Any], key: str, where: str = "") -> list[str]:
     """A list of strings; JsonError when any item is not one."""
     items = get_list(data, key, where)
     for i, item in enumerate(items):

@@ -12,12 +12,12 @@
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
-from typing import Optional, Tuple
+from typing import Optional
 
 from envdoctor.parse import ParseError, major_minor
+from envdoctor.parse.jsontext import JsonError, get_dict, get_str, loads_object
 
 
 class NvccParseError(ParseError):
@@ -43,7 +43,7 @@ def parse_nvcc_version(text: str) -> NvccVersion:
     return NvccVersion(match.group(1), match.group(2))
 
 
-def parse_version_json(text: str) -> Tuple[str, str]:
+def parse_version_json(text: str) -> tuple[str, str]:
     """A toolkit's ``version.json`` -> (version, release).
 
     ``{"cuda": {"name": "CUDA SDK", "version": "11.8.20220929"}, "cuda_nvcc": {"name": "CUDA NVCC",
@@ -51,10 +51,12 @@ def parse_version_json(text: str) -> Tuple[str, str]:
     the number ``nvcc --version`` prints), the SDK's otherwise; the release from the SDK's.
     """
     try:
-        data = json.loads(text)
-        sdk = data["cuda"]["version"]
-    except (ValueError, KeyError, TypeError):
-        raise NvccParseError("version.json has no cuda.version") from None
+        data = loads_object(text, "version.json")
+        sdk = get_str(get_dict(data, "cuda"), "version", where="cuda")
+    except JsonError as exc:
+        raise NvccParseError(f"version.json cannot be read: {exc}") from None
+    if sdk is None:
+        raise NvccParseError("version.json has no cuda.version")
     release = major_minor(sdk) if isinstance(sdk, str) else None
     if release is None:
         raise NvccParseError(f"version.json: cuda.version {sdk!r} is not a version")
@@ -62,7 +64,7 @@ def parse_version_json(text: str) -> Tuple[str, str]:
     return (nvcc if isinstance(nvcc, str) and major_minor(nvcc) == release else sdk), release
 
 
-def parse_version_txt(text: str) -> Tuple[str, str]:
+def parse_version_txt(text: str) -> tuple[str, str]:
     """``CUDA Version 10.2.89`` (toolkits up to 11.0) -> ("10.2.89", "10.2")."""
     match = re.search(r"CUDA Version (\d+\.\d+(?:\.\d+)*)", text or "")
     if not match:

@@ -3,24 +3,30 @@
 from __future__ import annotations
 
 import re
-from typing import Dict, Optional, Tuple
+from typing import Optional
 
-_NVRM = re.compile(r"NVRM version:\s*(?P<what>.*?)\s+(?P<version>\d+\.\d+(?:\.\d+)?)\s")
+_VERSION = re.compile(r"\d{1,6}\.\d{1,6}(?:\.\d{1,6})?")
 
 
-def parse_proc_version(text: str) -> Tuple[Optional[str], Optional[str]]:
+def parse_proc_version(text: str) -> tuple[Optional[str], Optional[str]]:
     """``/proc/driver/nvidia/version`` -> (version, flavor).
 
-    >>> parse_proc_version("NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  Release Build  (nixbld@)")
+    >>> parse_proc_version("NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  "
+    ...                    "Release Build  (nixbld@)")
     ('580.159.04', 'open')
     >>> parse_proc_version("NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.90.07  Fri May 31 09:35:42 UTC 2024")
     ('550.90.07', 'proprietary')
     """
-    m = _NVRM.search(text + " ")
-    if not m:
+    at = text.find("NVRM version:")
+    if at < 0:
         return None, None
-    flavor = "open" if "Open Kernel Module" in m.group("what") else "proprietary"
-    return m.group("version"), flavor
+    line = text[at + len("NVRM version:"):].split("\n", 1)[0][:1000]
+    words = line.split()
+    for i, word in enumerate(words):
+        if _VERSION.fullmatch(word):
+            flavor = "open" if "Open Kernel Module" in " ".join(words[:i]) else "proprietary"
+            return word, flavor
+    return None, None
 
 
 def parse_module_version(text: str) -> Optional[str]:
@@ -29,14 +35,14 @@ def parse_module_version(text: str) -> Optional[str]:
     return value if re.fullmatch(r"\d+\.\d+(\.\d+)?", value) else None
 
 
-def parse_gpu_information(text: str) -> Dict[str, str]:
+def parse_gpu_information(text: str) -> dict[str, str]:
     """``/proc/driver/nvidia/gpus/0000:00:06.0/information``::
 
         Model: 		 NVIDIA H200
         GPU UUID: 	 GPU-c7d3a8fe-462a-58ba-1a7b-0c6231496ec4
         Bus Location: 	 0000:00:06.0
     """
-    out: Dict[str, str] = {}
+    out: dict[str, str] = {}
     for line in text.splitlines():
         key, sep, value = line.partition(":")
         if sep and value.strip():

@@ -12,9 +12,10 @@ from __future__ import annotations
 import csv
 import io
 import re
-from typing import Dict, List, Optional, Tuple
+from typing import Optional
 
 from envdoctor.facts.gpu import GpuInfo
+from envdoctor.parse import ParseError
 
 #: The fields asked of nvidia-smi. compute_cap needs a driver of about R510 or newer.
 QUERY_FIELDS = ("index", "name", "uuid", "driver_version", "compute_cap", "memory.total",
@@ -23,8 +24,13 @@ QUERY_FIELDS = ("index", "name", "uuid", "driver_version", "compute_cap", "memor
 _NOT_AVAILABLE = {"", "[n/a]", "n/a", "[not supported]", "not supported", "[unknown error]"}
 
 
-class SmiParseError(ValueError):
+class SmiParseError(ParseError):
     """nvidia-smi printed something that is not what was asked for."""
+
+
+#: A field longer than this is not a value nvidia-smi prints (csv's own limit is 131072).
+MAX_FIELD = 4096
+_UNITS = (" MiB", " MHz", " W", " %", "MiB", "MHz", "W", "%")
 
 
 def _clean(value: str) -> Optional[str]:
@@ -32,19 +38,47 @@ def _clean(value: str) -> Optional[str]:
     if value.lower() in _NOT_AVAILABLE:
         return None
     # units are present when the output was not asked with nounits: "143771 MiB", "700.00 W"
-    return re.sub(r"\s*(MiB|MHz|W|%)$", "", value)
+    for unit in _UNITS:
+        if value.endswith(unit) and value[: -len(unit)][-1:].isdigit():
+            return value[: -len(unit)].rstrip()
+    return value
 
 
 def _num(value: Optional[str], kind: type) -> Optional[float]:
     if value is None:
         return None
+    if len(value) > 40:          # no measurement has 40 digits; int() refuses 4,300 anyway
+        return None
     try:
-        return kind(float(value)) if kind is int else float(value)
-    except ValueError:
+        number = float(value)
+        if number != number or number in (float("inf"), float("-inf")):
+            return None
+        return kind(number) if kind is int else number
+    except (ValueError, OverflowError):
         return None
 
 
-def parse_query_gpu(text: str) -> Tuple[GpuInfo, ...]:
+def _header(cell: str) -> str:
+    """``memory.total [MiB]`` -> ``memory.total`` (a slice, not a backtracking regex)."""
+    cell = cell.strip()
+    if cell.endswith("]") and "[" in cell:
+        cell = cell[: cell.index("[")].rstrip()
+    return cell
+
+
+def _csv_rows(lines: list[str]) -> list[list[str]]:
+    if any(len(line) > MAX_FIELD * 16 for line in lines):
+        raise SmiParseError(f"nvidia-smi printed a line of more than {MAX_FIELD * 16} characters")
+    try:
+        rows = list(csv.reader(io.StringIO("\n".join(lines)), skipinitialspace=True))
+    except csv.Error as exc:
+        raise SmiParseError(f"nvidia-smi printed CSV that cannot be read ({exc})") from None
+    if any(len(cell) > MAX_FIELD for row in rows for cell in row):
+        raise SmiParseError(f"nvidia-smi printed a field of more than {MAX_FIELD} characters")
+    return rows
+
+
+def parse_query_gpu(text: str) -> tuple[GpuInfo, ...]:
     """Parse ``--query-gpu=... --format=csv`` (with its header line) into GPUs.
 
     >>> parse_query_gpu("index, name\\n0, NVIDIA H200\\n")[0].name
@@ -55,15 +89,15 @@ def parse_query_gpu(text: str) -> Tuple[GpuInfo, ...]:
         raise SmiParseError("nvidia-smi printed nothing")
     if "\x00" in text:
         raise SmiParseError("nvidia-smi printed binary data, not CSV")
-    rows = list(csv.reader(io.StringIO("\n".join(lines)), skipinitialspace=True))
-    header = [re.sub(r"\s*\[.*\]$", "", h.strip()) for h in rows[0]]
+    rows = _csv_rows(lines)
+    header = [_header(h) for h in rows[0]]
     if "index" not in header:
         raise SmiParseError(f"nvidia-smi printed no CSV header: {lines[0][:80]!r}")
-    gpus: List[GpuInfo] = []
+    gpus: list[GpuInfo] = []
     for row in rows[1:]:
         if len(row) != len(header):
             raise SmiParseError(f"nvidia-smi printed a row of {len(row)} fields for {len(header)} columns")
-        rec: Dict[str, Optional[str]] = {h: _clean(v) for h, v in zip(header, row)}
+        rec: dict[str, Optional[str]] = {h: _clean(v) for h, v in zip(header, row)}
         index = _num(rec.get("index"), int)
         if index is None:
             raise SmiParseError(f"nvidia-smi printed a GPU index that is not a number: {row[0]!r}")
@@ -88,14 +122,17 @@ def query_driver_version(text: str) -> Optional[str]:
     lines = [ln for ln in text.splitlines() if ln.strip()]
     if len(lines) < 2 or "\x00" in text:
         return None
-    rows = list(csv.reader(io.StringIO("\n".join(lines)), skipinitialspace=True))
-    header = [re.sub(r"\s*\[.*\]$", "", h.strip()) for h in rows[0]]
-    if "driver_version" not in header:
+    try:
+        rows = _csv_rows(lines)
+    except SmiParseError:
+        return None
+    header = [_header(h) for h in rows[0]]
+    if "driver_version" not in header or len(rows[1]) != len(header):
         return None
     return _clean(rows[1][header.index("driver_version")])
 
 
-def parse_version(text: str) -> Dict[str, str]:
+def parse_version(text: str) -> dict[str, str]:
     """``nvidia-smi --version`` (R525 and newer)::
 
         NVIDIA-SMI version  : 580.159.04
@@ -107,7 +144,7 @@ def parse_version(text: str) -> Dict[str, str]:
     """
     keys = {"nvidia-smi version": "smi", "nvml version": "nvml", "driver version": "driver",
             "cuda version": "cuda"}
-    out: Dict[str, str] = {}
+    out: dict[str, str] = {}
     for line in text.splitlines():
         if ":" not in line:
             continue
@@ -123,7 +160,7 @@ def parse_version(text: str) -> Dict[str, str]:
 _BANNER = re.compile(r"Driver Version:\s*(?P<driver>[\d.]+)\s+CUDA Version:\s*(?P<cuda>[\d.]+|N/A)")
 
 
-def parse_banner(text: str) -> Dict[str, str]:
+def parse_banner(text: str) -> dict[str, str]:
     """The header of plain ``nvidia-smi``: ``| NVIDIA-SMI 580.159.04  Driver Version: 580.159.04
     CUDA Version: 13.0 |`` -> {"driver": "580.159.04", "cuda": "13.0"}."""
     m = _BANNER.search(text)

@@ -3,17 +3,15 @@
 The file lists vendors at column 0 and their devices after one tab::
 
     10de  NVIDIA Corporation
-    	2335  GH100 [H200 SXM 141GB]
+    \t2335  GH100 [H200 SXM 141GB]
 """
 
 from __future__ import annotations
 
-from typing import Dict
 
-
-def nvidia_devices(text: str) -> Dict[str, str]:
+def nvidia_devices(text: str) -> dict[str, str]:
     """All devices of vendor 10de: {"0x2335": "GH100 [H200 SXM 141GB]"}."""
-    out: Dict[str, str] = {}
+    out: dict[str, str] = {}
     inside = False
     for line in text.splitlines():
         if not line or line.startswith("#"):

@@ -10,22 +10,20 @@ A real answer from the CPU development machine (torch 2.13.0+cpu)::
                "count": 0, "arch_flags": null, "import_seconds": 0.866, ...}}
 
 Platform tags are built here, host-side, from the glibc and platform the child reports (the target
-interpreter need not have ``packaging``), with ``packaging.tags`` semantics for glibc Linux:
-``linux_<arch>`` then ``manylinux_2_<N>_<arch>`` from the interpreter's glibc down to 2_17 (2_5 on
-x86_64/i686), each legacy alias (``manylinux2014``, ``manylinux2010``, ``manylinux1``) right after
-its ``manylinux_2_X`` tag. Not covered: musllinux (no glibc: only ``linux_<arch>``), the ABI
-checks packaging makes for 32-bit ARM, and macOS/Windows (the one sysconfig tag).
+interpreter need not have ``packaging``), in ``packaging.tags`` order by
+:func:`envdoctor.parse.platforms.linux_tags`. Not covered: musllinux (no glibc: only
+``linux_<arch>``), the ABI checks packaging makes for 32-bit ARM, and macOS/Windows (the one
+sysconfig tag).
 """
 
 from __future__ import annotations
 
 import re
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Optional
 
 from envdoctor.facts.python import LoadedLibrary, TargetPython, TorchDevice, TorchFacts
-
-_LEGACY = {17: "manylinux2014", 12: "manylinux2010", 5: "manylinux1"}
-_LEGACY_2014_ARCHS = frozenset({"x86_64", "i686", "aarch64", "armv7l", "ppc64", "ppc64le", "s390x"})
+from envdoctor.parse import MAX_VERSION_PART
+from envdoctor.parse.platforms import linux_tags
 
 
 def parse_glibc(libc: Optional[str]) -> Optional[str]:
@@ -38,8 +36,10 @@ def parse_glibc(libc: Optional[str]) -> Optional[str]:
     """
     if not libc:
         return None
-    m = re.fullmatch(r"glibc (\d+)\.(\d+)(?:\.\d+)?", libc.strip())
-    return f"{m.group(1)}.{m.group(2)}" if m else None
+    m = re.fullmatch(r"glibc (\d{1,6})\.(\d{1,6})(?:\.\d{1,6})?", libc.strip()[:100])
+    if not m or int(m.group(2)) > MAX_VERSION_PART:
+        return None
+    return f"{m.group(1)}.{m.group(2)}"
 
 
 def platform_tag(platform: Optional[str], is_64bit: bool = True) -> Optional[str]:
@@ -56,36 +56,27 @@ def platform_tag(platform: Optional[str], is_64bit: bool = True) -> Optional[str
     return tag
 
 
-def linux_platform_tags(glibc: Optional[str], platform: Optional[str]) -> Tuple[str, ...]:
-    """The platform tags a glibc Linux interpreter accepts, most specific first.
+def linux_platform_tags(glibc: Optional[str], platform: Optional[str]) -> tuple[str, ...]:
+    """The platform tags a glibc Linux interpreter accepts, most specific first (manylinux tags,
+    newest first, then ``linux_<arch>``, as packaging orders them).
 
-    >>> linux_platform_tags("2.28", "linux_aarch64")[:3]
-    ('linux_aarch64', 'manylinux_2_28_aarch64', 'manylinux_2_27_aarch64')
+    >>> linux_platform_tags("2.28", "linux_aarch64")[:2]
+    ('manylinux_2_28_aarch64', 'manylinux_2_27_aarch64')
     >>> linux_platform_tags("2.17", "linux_aarch64")[-2:]
-    ('manylinux_2_17_aarch64', 'manylinux2014_aarch64')
+    ('manylinux2014_aarch64', 'linux_aarch64')
     """
     if not platform:
         return ()
     if not platform.startswith("linux_"):
         return (platform,)
     arch = platform[len("linux_"):]
-    archs = ["armv8l", "armv7l"] if arch == "armv8l" else [arch]
-    tags = [f"linux_{a}" for a in archs]
-    version = re.fullmatch(r"2\.(\d+)", glibc or "")
-    if version is None:
-        return tuple(tags)
-    newest = int(version.group(1))
-    for a in archs:
-        oldest = 5 if a in ("x86_64", "i686") else 17
-        for minor in range(newest, oldest - 1, -1):
-            tags.append(f"manylinux_2_{minor}_{a}")
-            legacy = _LEGACY.get(minor)
-            if legacy and (a in _LEGACY_2014_ARCHS if minor == 17 else a in ("x86_64", "i686")):
-                tags.append(f"{legacy}_{a}")
-    return tuple(tags)
+    version = re.fullmatch(r"2\.(\d{1,6})", glibc or "")
+    minor = int(version.group(1)) if version else None
+    return linux_tags((2, minor) if minor is not None and minor <= MAX_VERSION_PART else None,
+                      ("armv8l", "armv7l") if arch == "armv8l" else (arch,))
 
 
-def interpreter_tags(py: Dict[str, Any]) -> Tuple[Optional[str], Optional[str]]:
+def interpreter_tags(py: dict[str, Any]) -> tuple[Optional[str], Optional[str]]:
     """(interpreter tag, ABI tag) from the child's sysconfig values, as packaging.tags makes them.
 
     >>> interpreter_tags({"implementation": "cpython", "py_version_nodot": "313",
@@ -118,7 +109,7 @@ def interpreter_tags(py: Dict[str, Any]) -> Tuple[Optional[str], Optional[str]]:
     return interp, abi
 
 
-def target_python(py: Dict[str, Any], executable: Optional[str] = None,
+def target_python(py: dict[str, Any], executable: Optional[str] = None,
                   chosen_by: Optional[str] = None) -> TargetPython:
     """The child's ``python`` object -> TargetPython."""
     interp, abi = interpreter_tags(py)
@@ -174,14 +165,14 @@ def nccl_version(raw: Any) -> Optional[str]:
     return None
 
 
-def _pick(paths: Tuple[str, ...], stem: str) -> Optional[str]:
+def _pick(paths: tuple[str, ...], stem: str) -> Optional[str]:
     """The main library among the mapped ones: ``libcudnn.so.9`` before ``libcudnn_graph.so.9``."""
     named = [p for p in paths if p.rsplit("/", 1)[-1].startswith(stem)]
     main = [p for p in named if p.rsplit("/", 1)[-1].startswith(stem + ".so")]
-    return (main or named or [None])[0]
+    return (main or named)[0] if (main or named) else None
 
 
-def _device(raw: Dict[str, Any], fallback_index: int) -> TorchDevice:
+def _device(raw: dict[str, Any], fallback_index: int) -> TorchDevice:
     cap = raw.get("capability")
     capability = None
     if isinstance(cap, (list, tuple)) and len(cap) == 2 and all(isinstance(x, int) for x in cap):
@@ -199,7 +190,7 @@ def _device(raw: Dict[str, Any], fallback_index: int) -> TorchDevice:
     )
 
 
-def torch_facts(data: Optional[Dict[str, Any]], python: Optional[Dict[str, Any]] = None) -> TorchFacts:
+def torch_facts(data: Optional[dict[str, Any]], python: Optional[dict[str, Any]] = None) -> TorchFacts:
     """The child's ``torch`` object (and the ``python`` one, for the package metadata) -> TorchFacts.
 
     torchvision/torchaudio versions, and torch's own version when the import failed, come from

@@ -1,8 +1,7 @@
 """Read the machine: every probe concurrently, each bounded by its own timeout, none raising.
 
->>> facts = collect(Context())          # the real machine
->>> facts.driver.driver_version
-'580.159.04'
+    facts = collect(Context())          # the real machine
+    facts.driver.driver_version         # '580.159.04' on the H200
 """
 
 from __future__ import annotations

@@ -56,7 +56,7 @@ def _failed(ran: Ran, shown: str) -> ProbeError:
 def probe(ctx: Context) -> CondaFacts:
     ran: Optional[Ran] = None
     exe = via = None
-    for exe, via in _candidates(ctx):
+    for exe, via in _candidates(ctx):  # noqa: B007 - the pair tried last is the one reported
         ran = ctx.run([exe, "info", "--json"], timeout=ctx.conda_timeout)
         if not (ran.error and ran.error.kind == "not_found"):
             break

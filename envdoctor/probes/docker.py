@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 from concurrent.futures import ThreadPoolExecutor
-from typing import Callable, Dict, Optional, Tuple
+from typing import Callable, Dict, Iterable, Optional, Tuple, cast
 
 from packaging.version import Version
 
@@ -30,7 +30,8 @@ GPUS_FLAG = Version("19.03")  # docker run --gpus
 JSON = "{{json .}}"
 
 
-def _tool_version(ctx: Context, exe: Optional[str], parse: Callable[[str], str]) -> Tuple[Optional[str], Optional[ProbeError]]:
+def _tool_version(ctx: Context, exe: Optional[str],
+                  parse: Callable[[str], str]) -> Tuple[Optional[str], Optional[ProbeError]]:
     if exe is None:
         return None, None
     ran = ctx.run([exe, "--version"])
@@ -92,7 +93,8 @@ def probe(ctx: Context) -> DockerFacts:
         client = loose_version(str(fields["client_version"]))
         if client is not None:  # no daemon answered: the client alone decides
             fields["gpus_flag_supported"] = client >= GPUS_FLAG
-    dirs = tuple(dict.fromkeys(tuple(fields.get("cdi_spec_dirs") or ()) + CDI_DIRS))  # type: ignore[operator]
+    listed = tuple(cast(Iterable[str], fields.get("cdi_spec_dirs") or ()))
+    dirs = tuple(dict.fromkeys(listed + CDI_DIRS))
     specs = tuple(f"{d}/{name}" for d in dirs for name in ctx.listdir(d)
                   if name.endswith((".yaml", ".yml", ".json")))
     if fields.get("error") is None:

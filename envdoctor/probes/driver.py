@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import Any, Dict, List, Optional, Tuple
+import time
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from envdoctor.facts.base import ProbeError
 from envdoctor.facts.gpu import DriverFacts, GpuInfo
@@ -66,8 +67,9 @@ def _smi_path(ctx: Context) -> Optional[str]:
     return str(wsl) if wsl.exists() else None
 
 
-def _read_smi(ctx: Context, path: str, need_cuda: bool) -> Dict[str, Any]:
-    """Ask nvidia-smi; returns gpus, driver, cuda, error, raw text."""
+def _read_smi(ctx: Context, path: str, need_cuda: Callable[[], bool]) -> Dict[str, Any]:
+    """Ask nvidia-smi; returns gpus, driver, cuda, error, raw text. ``need_cuda()`` is asked once the
+    query has answered: whether the driver's CUDA must come from ``nvidia-smi --version`` too."""
     out: Dict[str, Any] = {"gpus": (), "driver": None, "cuda": None, "error": None, "text": ""}
     fields = list(smi.QUERY_FIELDS)
     ran = ctx.run([path, "--query-gpu=" + ",".join(fields), "--format=csv,nounits"])
@@ -88,7 +90,7 @@ def _read_smi(ctx: Context, path: str, need_cuda: bool) -> Dict[str, Any]:
         else:
             out["error"] = ProbeError("unparseable", f"nvidia-smi --query-gpu: {exc}", " ".join(ran.argv))
         return out
-    if need_cuda:
+    if need_cuda():
         ver = ctx.run([path, "--version"])
         try:
             parsed = smi.parse_version(ver.stdout) if ver.ok else smi.parse_banner(ctx.run([path]).stdout)
@@ -107,27 +109,35 @@ def _smi_message(text: str) -> Optional[str]:
     return None
 
 
-def _nvml_with_timeout(ctx: Context) -> NvmlView:
-    """NVML calls can block in the kernel; never let them hang the report."""
+def _start_nvml(ctx: Context) -> Callable[[], NvmlView]:
+    """Read NVML in a thread of its own, so nvidia-smi runs meanwhile; the function returned waits
+    for the answer until ``ctx.timeout`` after the start (NVML calls can block in the kernel;
+    they never hang the report)."""
+    if ctx.nvml is None and str(ctx.root) != "/":
+        skipped = NvmlView(error=ProbeError("unavailable", "NVML not consulted when reading another root"))
+        return lambda: skipped
     box: List[NvmlView] = []
     worker = threading.Thread(target=lambda: box.append(read_nvml(ctx.nvml)), daemon=True)
+    deadline = time.monotonic() + ctx.timeout
     worker.start()
-    worker.join(ctx.timeout)
-    if not box:
-        return NvmlView(error=ProbeError("timeout", f"NVML did not answer in {ctx.timeout:g} s"))
-    return box[0]
+
+    def wait() -> NvmlView:
+        worker.join(max(0.0, deadline - time.monotonic()))
+        if not box:
+            return NvmlView(error=ProbeError("timeout", f"NVML did not answer in {ctx.timeout:g} s"))
+        return box[0]
+
+    return wait
 
 
 def probe(ctx: Context) -> DriverFacts:
+    nvml = _start_nvml(ctx)
     module_version, module_source, flavor, module_err = _kernel_module(ctx)
     lib_version, lib_path = _library_version(ctx)
-    if ctx.nvml is None and str(ctx.root) != "/":
-        nv = NvmlView(error=ProbeError("unavailable", "NVML not consulted when reading another root"))
-    else:
-        nv = _nvml_with_timeout(ctx)
     smi_path = _smi_path(ctx)
-    s = _read_smi(ctx, smi_path, need_cuda=nv.cuda is None) if smi_path else {
+    s: Dict[str, Any] = _read_smi(ctx, smi_path, need_cuda=lambda: nvml().cuda is None) if smi_path else {
         "gpus": (), "driver": None, "cuda": None, "error": None, "text": ""}
+    nv = nvml()
     sources: Dict[str, str] = {}
     if module_version:
         sources["kernel_module_version"] = module_source or ""
@@ -149,7 +159,8 @@ def probe(ctx: Context) -> DriverFacts:
         e is not None and smi.is_mismatch(e.message) for e in (nv.error, s["error"])
     ) or smi.is_mismatch(s["text"])
     mismatch = mismatch_text or bool(
-        module_version and userspace and (major_minor(module_version) or module_version) != (major_minor(userspace) or userspace))
+        module_version and userspace
+        and (major_minor(module_version) or module_version) != (major_minor(userspace) or userspace))
     dev_nodes = tuple(f"/dev/{n}" for n in ctx.listdir("/dev") if n.startswith("nvidia"))
     return DriverFacts(
         kernel_module_version=module_version,

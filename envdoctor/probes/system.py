@@ -148,5 +148,5 @@ def probe(ctx: Context) -> SystemFacts:
         secure_boot=secure_boot,
         secure_boot_source=sb_source,
         env=env,
-        **info,  # type: ignore[arg-type]
+        **info,
     )

@@ -19,7 +19,8 @@ from typing import Dict, List, Optional, Tuple
 
 from envdoctor.facts.base import ProbeError
 from envdoctor.facts.toolkit import Toolkit, ToolkitFacts
-from envdoctor.parse.nvcc import NvccParseError, parse_dryrun_bin, parse_nvcc_version, parse_version_json, parse_version_txt
+from envdoctor.parse.nvcc import (NvccParseError, parse_dryrun_bin, parse_nvcc_version, parse_version_json,
+                                  parse_version_txt)
 from envdoctor.probes.context import Context
 
 DRYRUN = ("-dryrun", "-E", "-x", "cu", "/dev/null")
@@ -111,7 +112,8 @@ def probe(ctx: Context) -> ToolkitFacts:
     found: Dict[str, dict] = {}       # root -> {"via", "aliases", "nvcc", "error"}
     by_nvcc: Dict[str, Tuple[str, Optional[ProbeError]]] = {}  # an nvcc as found -> (its root, error)
 
-    def add(root: str, via: str, alias: Optional[str], nvcc: Optional[str] = None, err: Optional[ProbeError] = None) -> None:
+    def add(root: str, via: str, alias: Optional[str], nvcc: Optional[str] = None,
+            err: Optional[ProbeError] = None) -> None:
         entry = found.setdefault(root, {"via": [], "aliases": [], "nvcc": None, "error": None})
         entry["via"] += [via] if via not in entry["via"] else []
         entry["aliases"] += [alias] if alias and alias != root and alias not in entry["aliases"] else []

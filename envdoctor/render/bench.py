@@ -14,12 +14,9 @@ from typing import List, Optional
 
 from envdoctor.bench.chart import chart, format_rate
 from envdoctor.facts.bench import BenchDevice, BenchPoint, BenchResult
+from envdoctor.render.style import paint
 
-_STATE_COLOR = {"confirmed": "32", "not_delivering": "31", "absent": "33", "none": "33"}
-
-
-def _c(text: str, code: str, color: bool) -> str:
-    return f"\x1b[{code}m{text}\x1b[0m" if color else text
+_STATE_KIND = {"confirmed": "ok", "not_delivering": "error", "absent": "warning", "none": "warning"}
 
 
 def _num(x: Optional[float], fmt: str = ".1f") -> str:
@@ -65,7 +62,7 @@ def _table(points: List[BenchPoint], color: bool) -> List[str]:
     for p, r in zip(points, rows):
         text = line(r)
         if p.status != "ok":
-            text = _c(text, "31", color)
+            text = paint(text, "error", color)
         out.append(text)
     return out
 
@@ -77,14 +74,14 @@ def render_bench_text(result: BenchResult, color: bool = False, chart_width: int
     target = f"{result.python} ({result.chosen_by})" if result.chosen_by else (result.python or "?")
     out.append(f"envdoctor bench in {target}")
     if result.error is not None and not result.points:
-        out.append(_c(f"error: {result.error.message}", "31", color))
+        out.append(paint(f"error: {result.error.message}", "error", color))
         return "\n".join(out) + "\n"
     verdicts = {v.device: v for v in result.verdicts}
     for d in result.devices:
         out.append("")
-        out.append(_c(_device_title(d, result), "1", color))
+        out.append(paint(_device_title(d, result), "bold", color))
         if d.error:
-            out.append(_c(f"  could not be measured: {d.error}", "31", color))
+            out.append(paint(f"  could not be measured: {d.error}", "error", color))
             continue
         mine = [p for p in result.points if p.device == d.index]
         if d.model and d.peaks:
@@ -105,14 +102,14 @@ def render_bench_text(result: BenchResult, color: bool = False, chart_width: int
             out.append(f"skipped {what}: {why}")
         for p in mine:
             if p.status != "ok":
-                out.append(_c(f"{p.dtype} n={p.n} {p.status.upper()}: {p.error}", "31", color))
+                out.append(paint(f"{p.dtype} n={p.n} {p.status.upper()}: {p.error}", "error", color))
         v = verdicts.get(d.index)
         if v is not None:
             out.append("")
-            out.append(_c(v.line, _STATE_COLOR.get(v.state, "0"), color))
+            out.append(paint(v.line, _STATE_KIND.get(v.state, ""), color))
             out.extend(f"  {w}" for w in v.why)
     for o in result.outliers:
-        out.append(_c(f"slow GPU: {o}", "31", color))
+        out.append(paint(f"slow GPU: {o}", "error", color))
     if result.notes:
         out.append("")
         out.extend(f"note: {n}" for n in result.notes)
@@ -129,5 +126,5 @@ def render_bench_text(result: BenchResult, color: bool = False, chart_width: int
     if result.sampling:
         out.append(result.sampling)
     if result.error is not None:
-        out.append(_c(f"error: {result.error.message}", "31", color))
+        out.append(paint(f"error: {result.error.message}", "error", color))
     return "\n".join(out) + "\n"

@@ -120,7 +120,8 @@ def rank_lines(r: CommsResult) -> List[str]:
 
 
 def render_comms_text(r: CommsResult, findings: Iterable[Finding], color: bool = False) -> str:
-    from envdoctor.render.text import Style, finding_lines, verdict
+    from envdoctor.render.style import Style
+    from envdoctor.render.text import finding_lines, verdict
 
     style = Style(color)
     findings = tuple(findings)
@@ -147,7 +148,7 @@ def render_comms_text(r: CommsResult, findings: Iterable[Finding], color: bool =
 def comms_document(r: CommsResult, findings: Iterable[Finding]) -> Dict[str, Any]:
     """``envdoctor.comms/1``: the result's fields, its findings and a summary."""
     findings = tuple(findings)
-    doc = to_data(r)
+    doc: Dict[str, Any] = to_data(r)
     doc["findings"] = [to_data(f) for f in findings]
     doc["summary"] = {"errors": sum(f.severity == "error" for f in findings),
                       "warnings": sum(f.severity == "warning" for f in findings),

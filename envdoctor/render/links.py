@@ -122,7 +122,8 @@ def matrix_lines(lf: LinksFacts, top: Topology) -> List[str]:
 
 
 def render_topo_text(lf: LinksFacts, top: Topology, findings: Iterable[Finding], color: bool = False) -> str:
-    from envdoctor.render.text import Style, finding_lines, verdict
+    from envdoctor.render.style import Style
+    from envdoctor.render.text import finding_lines, verdict
 
     style = Style(color)
     findings = tuple(findings)

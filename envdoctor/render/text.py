@@ -1,6 +1,6 @@
 """Human text: grouped by area, one line per fact, a mark per finding, a closing verdict.
 
-Declared unstable: scripts use ``--json``. Colours only when asked (a terminal without NO_COLOR).
+Declared unstable: scripts use ``--json``. Colours only when asked (``render.style`` decides).
 """
 
 from __future__ import annotations
@@ -11,19 +11,9 @@ from envdoctor.facts import Facts
 from envdoctor.facts.base import ProbeError
 from envdoctor.findings import Finding
 from envdoctor.render.links import links_rows
+from envdoctor.render.style import Style
 
-_COLORS = {"error": "31", "warning": "33", "info": "36", "ok": "32", "dim": "2", "bold": "1"}
 MARKS = {"error": "✗", "warning": "!", "info": "i"}
-
-
-class Style:
-    def __init__(self, color: bool) -> None:
-        self.color = color
-
-    def __call__(self, text: str, kind: str) -> str:
-        if not self.color or kind not in _COLORS:
-            return text
-        return f"\033[{_COLORS[kind]}m{text}\033[0m"
 
 
 Row = Tuple[str, str]
@@ -232,7 +222,9 @@ def verdict(findings: Tuple[Finding, ...], style: Style) -> str:
     return style("Verdict: no problems found.", "ok")
 
 
-def render(facts: Facts, findings: Tuple[Finding, ...], color: bool = False) -> str:
+def render(facts: Facts, findings: Tuple[Finding, ...], color: bool = False,
+           extra: Iterable[str] = ()) -> str:
+    """The report; ``extra`` lines (a section of their own, e.g. ``check -v``) go before the findings."""
     style = Style(color)
     out: List[str] = []
     for title, rows_of in SECTIONS:
@@ -243,6 +235,9 @@ def render(facts: Facts, findings: Tuple[Finding, ...], color: bool = False) -> 
         width = max((len(k) for k, _ in rows), default=0)
         out.extend(f"  {k.ljust(width)}  {v}" for k, v in rows)
         out.append("")
+    extra = list(extra)
+    if extra:
+        out.extend(extra + [""])
     out.append(style("Findings", "bold"))
     out.extend(finding_lines(findings, style) or ["  none"])
     out.append("")

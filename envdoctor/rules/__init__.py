@@ -1,40 +1,45 @@
 """Pure checks: Facts x Table -> Findings. Rules never read the machine.
 
-Each module below exposes ``RULES``, a tuple of functions ``rule(facts, table) -> Iterable[Finding]``.
-Codes by area: ED1xx driver, GPU, system and container; ED2xx torch; ED3xx CUDA toolkits;
-ED4xx conda; ED5xx docker and the NVIDIA Container Toolkit; ED9xx envdoctor itself.
+Each module below exposes ``RULES``, a tuple of functions ``rule(facts, table) -> Iterable[Finding]``;
+``table`` is None when the compatibility table could not be loaded (finding ED901 says so), and a
+rule that needs it then stays quiet. Codes by area: ED1xx driver, GPU, system and container; ED2xx
+torch; ED3xx CUDA toolkits; ED4xx conda; ED5xx docker and the NVIDIA Container Toolkit; ED9xx
+envdoctor itself.
 """
 
 from __future__ import annotations
 
 import importlib
 import logging
-from typing import Callable, Iterable, List, Tuple
+from collections.abc import Iterable
+from typing import Callable, Optional
 
 from envdoctor.facts import Facts
 from envdoctor.findings import Finding, sort_findings
+from envdoctor.table import Table
 
 log = logging.getLogger(__name__)
 
-MODULES = ("driver", "torch", "toolkit", "conda", "docker", "links")
-#: The area of Facts each module reads; its checks are left out when that area was skipped.
-AREA = {"torch": "torch", "toolkit": "toolkits", "conda": "conda", "docker": "docker"}
+#: One module per area, named as the area: the checks of a skippable area (torch, toolkits,
+#: conda, docker: ``--skip``) are left out when that area was skipped.
+MODULES = ("driver", "torch", "toolkits", "conda", "docker", "links")
 
-Rule = Callable[[Facts, object], Iterable[Finding]]
+Rule = Callable[[Facts, Optional[Table]], Iterable[Finding]]
 
 
 def _broken_module(name: str, exc: Exception) -> Rule:
-    def broken(facts: Facts, table: object) -> Iterable[Finding]:
+    def broken(facts: Facts, table: Optional[Table]) -> Iterable[Finding]:
         raise RuntimeError(f"the {name} checks could not be loaded: {type(exc).__name__}: {exc}")
 
     broken.__name__ = f"{name}_checks"
     return broken
 
 
-def all_rules(skipped: Iterable[str] = ()) -> Tuple[Rule, ...]:
-    rules: List[Rule] = []
+def all_rules(skipped: Iterable[str] = ()) -> tuple[Rule, ...]:
+    rules: list[Rule] = []
+    skip = set(skipped)
     for name in MODULES:
-        if AREA.get(name) in set(skipped):
+        if name in skip:
             continue
         try:
             module = importlib.import_module(f"envdoctor.rules.{name}")
@@ -45,10 +50,10 @@ def all_rules(skipped: Iterable[str] = ()) -> Tuple[Rule, ...]:
     return tuple(rules)
 
 
-def evaluate(facts: Facts, table: object, suppress: Iterable[str] = ()) -> Tuple[Finding, ...]:
+def evaluate(facts: Facts, table: Optional[Table], suppress: Iterable[str] = ()) -> tuple[Finding, ...]:
     """Every finding for ``facts``, errors first. A rule that raises becomes finding ED900."""
     suppressed = {code.upper() for code in suppress}
-    found: List[Finding] = []
+    found: list[Finding] = []
     for rule in all_rules(facts.skipped):
         try:
             found.extend(rule(facts, table))

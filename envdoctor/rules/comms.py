@@ -14,9 +14,10 @@ from __future__ import annotations
 from statistics import median
 from typing import Dict, Iterator, List, Optional, Tuple
 
+from envdoctor.codes import CODES
 from envdoctor.comms.plan import human_bytes
 from envdoctor.facts.comms import CommsPoint, CommsResult, RankOutcome
-from envdoctor.findings import Finding, sort_findings
+from envdoctor.findings import Finding, Severity, sort_findings
 from envdoctor.table.links import LinkTable, load_links
 
 #: Smallest message a bandwidth verdict is drawn from.
@@ -25,45 +26,9 @@ FAR_BELOW, BELOW = 0.5, 0.8
 REF_NCCL_TESTS = "https://github.com/NVIDIA/nccl-tests/blob/master/doc/PERFORMANCE.md"
 REF_NCCL_TROUBLE = "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html"
 
-CODES: Dict[str, Tuple[str, str]] = {
-    "ED870": ("Bus bandwidth far below what the links should carry",
-              "At large messages a collective reached less than half of the expected figure (a published one "
-              "for this setup, else ~80% of the slowest path's peak): NCCL is not using NVLink or P2P, a link "
-              "is degraded, or the GPUs are busy or throttled."),
-    "ED871": ("Bus bandwidth below what the links should carry",
-              "At large messages a collective reached 50-80% of the expected figure: a slower path than "
-              "expected, a down-trained PCIe link, NCCL settings in the environment, or other load."),
-    "ED872": ("A collective returned a wrong result",
-              "After timing, every rank put known values in its input and the output did not hold the expected "
-              "sum or concatenation: a GPU, link or NCCL fault that silently corrupts training."),
-    "ED873": ("A rank failed",
-              "A rank stopped answering (hung) or died during the run; the others then failed waiting for it. "
-              "The rank named is the one to look at (its GPU, its link, its log)."),
-    "ED874": ("The ranks could not run",
-              "No rank measured anything: the target Python has no torch or no CUDA, a GPU index is wrong, or "
-              "the ranks could not meet (the rendezvous port, the firewall, a launcher's variables)."),
-    "ED875": ("One GPU pair is much slower than the others",
-              "A one-way copy between two GPUs ran at less than half of the other pairs of the same kind of path "
-              "(or of its link's expected rate): that link, bridge or slot is the slow one."),
-    "ED876": ("Host <-> GPU copies far below the PCIe link",
-              "Pinned copies between host memory and the GPU reached less than half of what the GPU's PCIe link "
-              "carries: a down-trained link, a shared switch, or memory on the far NUMA node."),
-    "ED877": ("One GPU: nothing to measure between GPUs",
-              "With a single rank no byte crosses a link between GPUs (nccl-tests' factors are 0); the host<->GPU "
-              "copies are measured instead."),
-    "ED878": ("NVLink SHARP (NVLS) state",
-              "NVLS lets the NVSwitch reduce, raising all-reduce busbw above the wire rate (~480 vs ~370 GB/s on 8 "
-              "H100/H200). It is on where NCCL_NVLS_ENABLE allows and the fabric supports multicast; envdoctor "
-              "never changes NCCL_NVLS_ENABLE and compares with the figure for the state it found."),
-    "ED879": ("NCCL went through host memory between GPUs",
-              "NCCL connected some GPUs of this node through shared host memory (SHM) instead of P2P or NVLink: "
-              "P2P is disabled (NCCL_P2P_DISABLE, ACS/IOMMU, GeForce) and every byte crosses the CPU."),
-    "ED880": ("Sizes skipped: not enough GPU memory",
-              "A size needs more free GPU memory than one GPU had; it was left out on every rank."),
-    "ED881": ("No GPU: nothing to measure",
-              "Neither NVML nor the target's torch sees a GPU, so there is nothing to measure between GPUs or "
-              "between host and GPU; --backend gloo --nproc N measures collectives between CPU processes."),
-}
+def _meaning(code: str) -> str:
+    """What the code means in general (envdoctor/codes.py), the finding's explanation."""
+    return CODES[code].meaning
 
 
 def culprits(ranks: Tuple[RankOutcome, ...]) -> Tuple[RankOutcome, ...]:
@@ -106,7 +71,8 @@ def bandwidth(r: CommsResult, table: LinkTable) -> Iterator[Finding]:
                  f"({published.tool}; {published.source})" if published else
                  f"~{e.achievable_fraction:.0%} of the {e.peak_gbps:g} GB/s peak of {e.path} ({e.basis}; "
                  "data/links.toml)")
-        severity, code = ("error", "ED870") if ratio < FAR_BELOW else ("warning", "ED871")
+        severity: Severity = "error" if ratio < FAR_BELOW else "warning"
+        code = "ED870" if ratio < FAR_BELOW else "ED871"
         yield Finding(code, severity, f"{collective} reached {p.busbw_gbps:g} GB/s busbw at {human_bytes(p.bytes)}: "
                       f"{ratio:.0%} of the {reference:g} GB/s expected",
                       evidence=(f"{collective}, {r.world_size} ranks, {human_bytes(p.bytes)}: busbw {p.busbw_gbps:g} "
@@ -118,7 +84,7 @@ def bandwidth(r: CommsResult, table: LinkTable) -> Iterator[Finding]:
                            "envdoctor comms --json   # \"transports\": P2P, SHM or NET between the GPUs",
                            "nvidia-smi -q -d PERFORMANCE   # clocks held back while it runs (power, heat)",
                            "env | grep ^NCCL_   # a setting that forces a slower path (NCCL_P2P_DISABLE, NCCL_ALGO)"),
-                      reference=REF_NCCL_TESTS, area="comms", explanation=CODES[code][1])
+                      reference=REF_NCCL_TESTS, area="comms", explanation=_meaning(code))
 
 
 def wrong_results(r: CommsResult, table: LinkTable) -> Iterator[Finding]:
@@ -131,7 +97,7 @@ def wrong_results(r: CommsResult, table: LinkTable) -> Iterator[Finding]:
                       fix=("envdoctor burn --device all   # a GPU that computes wrong under load",
                            "nvidia-smi -q -d ECC   # memory errors",
                            "NCCL_ALGO=Ring NCCL_PROTO=Simple envdoctor comms   # does one algorithm give it"),
-                      reference=REF_NCCL_TROUBLE, area="comms", explanation=CODES["ED872"][1])
+                      reference=REF_NCCL_TROUBLE, area="comms", explanation=_meaning("ED872"))
 
 
 def failed_ranks(r: CommsResult, table: LinkTable) -> Iterator[Finding]:
@@ -151,7 +117,7 @@ def failed_ranks(r: CommsResult, table: LinkTable) -> Iterator[Finding]:
                         "NCCL_DEBUG=WARN NCCL_DEBUG_FILE=/tmp/nccl.%h.%p.log envdoctor comms   # NCCL's own account")
                        if r.backend == "nccl" else
                        ("envdoctor comms --backend gloo --nproc 2 --json   # each rank's stage and message",)),
-                  reference=REF_NCCL_TROUBLE, area="comms", explanation=CODES["ED873"][1])
+                  reference=REF_NCCL_TROUBLE, area="comms", explanation=_meaning("ED873"))
 
 
 def could_not_run(r: CommsResult, table: LinkTable) -> Iterator[Finding]:
@@ -163,7 +129,7 @@ def could_not_run(r: CommsResult, table: LinkTable) -> Iterator[Finding]:
                                  + (f": {x.message}" if x.message else "") for x in r.ranks[:8]),
                   fix=("envdoctor check   # torch and CUDA in the target Python",
                        "envdoctor comms --backend gloo --nproc 2   # do processes meet at all on this machine"),
-                  area="comms", explanation=CODES["ED874"][1])
+                  area="comms", explanation=_meaning("ED874"))
 
 
 def slow_pair(r: CommsResult, table: LinkTable) -> Iterator[Finding]:
@@ -190,7 +156,7 @@ def slow_pair(r: CommsResult, table: LinkTable) -> Iterator[Finding]:
                       evidence=tuple(evidence[:12]),
                       fix=("envdoctor topo   # the path and the links of those GPUs",
                            "# re-seat the NVLink bridge or the card; check the slot's PCIe generation and width"),
-                      area="comms", explanation=CODES["ED875"][1])
+                      area="comms", explanation=_meaning("ED875"))
 
 
 def slow_host_copies(r: CommsResult, table: LinkTable) -> Iterator[Finding]:
@@ -203,7 +169,7 @@ def slow_host_copies(r: CommsResult, table: LinkTable) -> Iterator[Finding]:
                                      "data/links.toml)" for c in slow),
                       fix=("envdoctor topo   # the link's generation and width, and its NUMA node",
                            "numactl --cpunodebind=N --membind=N envdoctor comms   # N: the GPU's NUMA node"),
-                      area="comms", explanation=CODES["ED876"][1])
+                      area="comms", explanation=_meaning("ED876"))
 
 
 def single_gpu(r: CommsResult, table: LinkTable) -> Iterator[Finding]:
@@ -213,7 +179,7 @@ def single_gpu(r: CommsResult, table: LinkTable) -> Iterator[Finding]:
         yield Finding("ED877", "info", "One GPU: nothing to measure between GPUs"
                       + (f"; host copies {copies}" if copies else ""),
                       evidence=("nccl-tests' bus-bandwidth factors are 0 with one rank",),
-                      area="comms", explanation=CODES["ED877"][1])
+                      area="comms", explanation=_meaning("ED877"))
 
 
 def nvls(r: CommsResult, table: LinkTable) -> Iterator[Finding]:
@@ -226,13 +192,13 @@ def nvls(r: CommsResult, table: LinkTable) -> Iterator[Finding]:
                       evidence=("NCCL's TUNING log: Algo NVLS",)
                       + ((f"NCCL_NVLS_ENABLE={setting}",) if setting else ()),
                       reference="https://github.com/NVIDIA/nccl-tests/issues/212", area="comms",
-                      explanation=CODES["ED878"][1])
+                      explanation=_meaning("ED878"))
     elif setting == "0" and r.expected.path and r.expected.kind == "nvlink" and "NVSwitch" in (r.expected.basis or ""):
         yield Finding("ED878", "info", "NVLS is off (NCCL_NVLS_ENABLE=0 in the environment): all-reduce runs as a ring",
                       evidence=("NCCL_NVLS_ENABLE=0, as the environment set it (envdoctor never changes it)",
                                 f"the GPUs meet through NVSwitch ({r.expected.basis})"),
                       reference="https://github.com/NVIDIA/nccl-tests/issues/212", area="comms",
-                      explanation=CODES["ED878"][1])
+                      explanation=_meaning("ED878"))
 
 
 def through_host(r: CommsResult, table: LinkTable) -> Iterator[Finding]:
@@ -243,7 +209,7 @@ def through_host(r: CommsResult, table: LinkTable) -> Iterator[Finding]:
                       + ((f"NCCL_P2P_DISABLE={r.nccl_env['NCCL_P2P_DISABLE']}",) if "NCCL_P2P_DISABLE" in r.nccl_env
                          else ()),
                       fix=("envdoctor topo   # P2P support between the GPUs (ACS, IOMMU)",),
-                      reference=REF_NCCL_TROUBLE, area="comms", explanation=CODES["ED879"][1])
+                      reference=REF_NCCL_TROUBLE, area="comms", explanation=_meaning("ED879"))
 
 
 def skipped_sizes(r: CommsResult, table: LinkTable) -> Iterator[Finding]:
@@ -253,7 +219,7 @@ def skipped_sizes(r: CommsResult, table: LinkTable) -> Iterator[Finding]:
         yield Finding("ED880", "warning", f"{len(skipped)} size(s) skipped: not enough free GPU memory",
                       evidence=tuple(f"{p.collective} {human_bytes(p.bytes)}: {p.reason}" for p in skipped[:8]),
                       fix=("nvidia-smi   # what else holds GPU memory", "envdoctor comms --sizes 1M..1G"),
-                      area="comms", explanation=CODES["ED880"][1])
+                      area="comms", explanation=_meaning("ED880"))
 
 
 def no_gpu(r: CommsResult, table: LinkTable) -> Iterator[Finding]:
@@ -262,7 +228,7 @@ def no_gpu(r: CommsResult, table: LinkTable) -> Iterator[Finding]:
         yield Finding("ED881", "info", "No GPU: nothing to measure between GPUs or between host and GPU",
                       evidence=(r.host_copy_note,) + tuple(r.notes[:2]),
                       fix=("envdoctor comms --backend gloo --nproc 2   # collectives between CPU processes",),
-                      area="comms", explanation=CODES["ED881"][1])
+                      area="comms", explanation=_meaning("ED881"))
 
 
 RULES = (bandwidth, wrong_results, failed_ranks, could_not_run, slow_pair, slow_host_copies, single_gpu, nvls,

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import re
-from typing import Dict, Iterator, List, Optional, Tuple
+from collections.abc import Iterator
+from typing import Optional
 
 from envdoctor import commands
 from envdoctor.facts import Facts
 from envdoctor.facts.conda import CondaPackage
 from envdoctor.findings import Finding
 from envdoctor.parse import loose_version, major_minor
+from envdoctor.table import Table
 
 REF_CONDA_CUDA = "https://conda-forge.org/docs/user/tipsandtricks/#installing-cuda-enabled-packages-like-tensorflow-and-pytorch"
 REF_RETIRED = "https://github.com/pytorch/pytorch/issues/138506"
@@ -21,7 +23,7 @@ _CF_BUILD = re.compile(r"^cuda(\d{2})(\d)_")
 _PT_BUILD = re.compile(r"_cuda(\d+\.\d+)_")
 
 
-def _pkgs(facts: Facts) -> Dict[str, CondaPackage]:
+def _pkgs(facts: Facts) -> dict[str, CondaPackage]:
     return {p.name: p for p in facts.conda.packages}
 
 
@@ -40,7 +42,7 @@ def torch_build_cuda(p: Optional[CondaPackage]) -> Optional[str]:
     return m.group(1) if m else None
 
 
-def env_cuda(facts: Facts) -> Tuple[Optional[str], List[str]]:
+def env_cuda(facts: Facts) -> tuple[Optional[str], list[str]]:
     """(X.Y, evidence) of the env's CUDA line: cuda-version, else pytorch-cuda, cudatoolkit,
     cuda-runtime, cuda-cudart, else the pytorch build."""
     pk = _pkgs(facts)
@@ -57,7 +59,7 @@ def _where(facts: Facts) -> str:
             f"({c.packages_source or c.source or c.flavor or 'conda'})")
 
 
-def runtime_without_nvcc(facts: Facts, table: object) -> Iterator[Finding]:
+def runtime_without_nvcc(facts: Facts, table: Optional[Table]) -> Iterator[Finding]:
     """ED401: the env has a CUDA runtime but no nvcc to build extensions with."""
     c, pk = facts.conda, _pkgs(facts)
     if not c.active_prefix or not c.packages or "cuda-nvcc" in pk:
@@ -77,7 +79,7 @@ def runtime_without_nvcc(facts: Facts, table: object) -> Iterator[Finding]:
     )
 
 
-def retired_pytorch_channel(facts: Facts, table: object) -> Iterator[Finding]:
+def retired_pytorch_channel(facts: Facts, table: Optional[Table]) -> Iterator[Finding]:
     """ED402: pytorch from the `pytorch` channel, which publishes nothing after 2.5."""
     pk = _pkgs(facts)
     retired = [p for p in facts.conda.packages if p.channel == "pytorch" and p.name in ("pytorch", "pytorch-cuda")]
@@ -99,7 +101,7 @@ def retired_pytorch_channel(facts: Facts, table: object) -> Iterator[Finding]:
     )
 
 
-def env_cuda_too_new(facts: Facts, table: object) -> Iterator[Finding]:
+def env_cuda_too_new(facts: Facts, table: Optional[Table]) -> Iterator[Finding]:
     """ED403: the env's CUDA major is newer than the driver supports."""
     c = facts.conda
     driver_cuda = facts.driver.driver_cuda or c.virtual_cuda
@@ -119,26 +121,30 @@ def env_cuda_too_new(facts: Facts, table: object) -> Iterator[Finding]:
         "ED403", "error", f"The conda env needs CUDA {cuda}, the driver supports only CUDA {driver_cuda}",
         evidence=(_where(facts), *evidence, f"driver supports CUDA {driver_cuda} ({source})"),
         fix=("# upgrade the NVIDIA driver (see the driver findings), or move the env to the driver's CUDA line:",
-             f'{exe} install -c conda-forge "cuda-version<={have.release[0]}.{have.release[1] if len(have.release) > 1 else 0}"'),
+             f'{exe} install -c conda-forge '
+             f'"cuda-version<={have.release[0]}.{have.release[1] if len(have.release) > 1 else 0}"'),
         reference=REF_CONDA_CUDA, area="conda",
         explanation=f"A CUDA {need.release[0]}.x runtime does not run on a driver of CUDA {have.release[0]}.x: "
                     "torch.cuda.is_available() is False and CUDA calls fail with 'driver too old'.",
     )
 
 
-def pip_torch_over_conda(facts: Facts, table: object) -> Iterator[Finding]:
+def pip_torch_over_conda(facts: Facts, table: Optional[Table]) -> Iterator[Finding]:
     """ED404: torch from PyPI installed over a conda pytorch in the same env."""
     pk = _pkgs(facts)
     conda_torch, pip_torch = pk.get("pytorch"), pk.get("torch")
     if conda_torch is None or pip_torch is None or pip_torch.channel != "pypi" or conda_torch.channel == "pypi":
         return
-    pip_names = [p.name for p in facts.conda.packages if p.channel == "pypi" and p.name in ("torch", "torchvision", "torchaudio")]
-    conda_names = [p.name for p in facts.conda.packages if p.channel != "pypi" and p.name in ("pytorch", "torchvision", "torchaudio")]
+    packages = facts.conda.packages
+    pip_names = [p.name for p in packages if p.channel == "pypi" and p.name in ("torch", "torchvision", "torchaudio")]
+    conda_names = [p.name for p in packages
+                   if p.channel != "pypi" and p.name in ("pytorch", "torchvision", "torchaudio")]
     exe = facts.conda.flavor or "conda"
     yield Finding(
         "ED404", "warning", "Two torch installs in one conda env: conda's pytorch and pip's torch",
         evidence=(_where(facts), _shown(conda_torch), _shown(pip_torch)),
-        fix=(f"python -m pip uninstall -y {' '.join(pip_names)}", f"{exe} install --force-reinstall {' '.join(conda_names)}"),
+        fix=(f"python -m pip uninstall -y {' '.join(pip_names)}",
+             f"{exe} install --force-reinstall {' '.join(conda_names)}"),
         reference=REF_MIXED, area="conda",
         explanation="Both write site-packages/torch; whichever was installed last overwrote part of the other, and "
                     "conda still believes its own files are there. Keep one: the commands keep conda's (or remove "

@@ -8,12 +8,14 @@ restart of Docker; CDI specs with ``nvidia-ctk cdi generate`` (toolkit >= 1.12).
 
 from __future__ import annotations
 
-from typing import Iterator, List, Tuple
+from collections.abc import Iterator
+from typing import Optional
 
 from envdoctor import commands
 from envdoctor.facts import Facts
 from envdoctor.findings import Finding
 from envdoctor.gpus import DRIVER, PCI, machine_gpus
+from envdoctor.table import Table
 
 REF_TOOLKIT = commands.CONTAINER_TOOLKIT_GUIDE
 REF_CDI = "https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/cdi-support.html"
@@ -23,15 +25,15 @@ REF_INSTALL = "https://docs.docker.com/engine/install/"
 TEST = commands.DOCKER_GPU_TEST
 
 
-def install_container_toolkit(facts: Facts) -> Tuple[str, ...]:
+def install_container_toolkit(facts: Facts) -> tuple[str, ...]:
     return commands.install_container_toolkit(facts.system)
 
 
-def configure_docker(facts: Facts) -> Tuple[str, ...]:
+def configure_docker(facts: Facts) -> tuple[str, ...]:
     return commands.configure_docker(bool(facts.docker.rootless))
 
 
-def _gpus(facts: Facts, table: object) -> List[str]:
+def _gpus(facts: Facts, table: Optional[Table]) -> list[str]:
     """One evidence line per GPU of :func:`envdoctor.gpus.machine_gpus`."""
     out = []
     for g in machine_gpus(facts, table):
@@ -46,15 +48,17 @@ def _gpus(facts: Facts, table: object) -> List[str]:
 
 def _nvidia_cdi(facts: Facts) -> bool:
     d = facts.docker
-    return any("nvidia" in s.rsplit("/", 1)[-1] for s in d.cdi_specs) or any(x.startswith("nvidia.com/") for x in d.cdi_devices)
+    return (any("nvidia" in s.rsplit("/", 1)[-1] for s in d.cdi_specs)
+            or any(x.startswith("nvidia.com/") for x in d.cdi_devices))
 
 
 def _docker(facts: Facts) -> str:
     d = facts.docker
-    return f"docker {d.client_version or '?'} at {d.client}" + (f", daemon {d.server_version}" if d.server_version else "")
+    daemon = f", daemon {d.server_version}" if d.server_version else ""
+    return f"docker {d.client_version or '?'} at {d.client}{daemon}"
 
 
-def daemon_unreachable(facts: Facts, table: object) -> Iterator[Finding]:
+def daemon_unreachable(facts: Facts, table: Optional[Table]) -> Iterator[Finding]:
     """ED501: the daemon is not running; ED502: permission denied on its socket; ED506: another error."""
     d = facts.docker
     if not d.client or d.daemon in (None, "ok"):
@@ -65,8 +69,10 @@ def daemon_unreachable(facts: Facts, table: object) -> Iterator[Finding]:
         inside = facts.system.container
         yield Finding(
             "ED501", "info" if inside else "warning",
-            "The docker client is installed but no Docker daemon is running" + (f" (inside {inside})" if inside else ""),
-            evidence=evidence + ((f"this is a {inside} container ({facts.system.container_evidence})",) if inside else ()),
+            "The docker client is installed but no Docker daemon is running"
+            + (f" (inside {inside})" if inside else ""),
+            evidence=evidence
+            + ((f"this is a {inside} container ({facts.system.container_evidence})",) if inside else ()),
             fix=("# on the host, start this container with: -v /var/run/docker.sock:/var/run/docker.sock",) if inside
             else ("systemctl --user start docker",) if rootless
             else ("sudo systemctl start docker", "sudo systemctl enable docker   # start it at boot too"),
@@ -87,13 +93,14 @@ def daemon_unreachable(facts: Facts, table: object) -> Iterator[Finding]:
         yield Finding(
             "ED506", "warning", "The Docker daemon does not answer properly",
             evidence=evidence, reference=REF_DAEMON, area="docker",
-            fix=("sudo systemctl status docker", "sudo journalctl -u docker --since '15 min ago'", "sudo systemctl restart docker"),
+            fix=("sudo systemctl status docker", "sudo journalctl -u docker --since '15 min ago'",
+                 "sudo systemctl restart docker"),
             explanation="The client reached no working daemon: it is hung, starting, or DOCKER_HOST / the docker "
                         "context points elsewhere (docker context ls).",
         )
 
 
-def no_container_toolkit(facts: Facts, table: object) -> Iterator[Finding]:
+def no_container_toolkit(facts: Facts, table: Optional[Table]) -> Iterator[Finding]:
     """ED503: GPU + running daemon, no nvidia runtime, no CDI spec, no nvidia-ctk (install it);
     ED504: nvidia-ctk is installed but Docker is not configured for it."""
     d = facts.docker
@@ -121,7 +128,7 @@ def no_container_toolkit(facts: Facts, table: object) -> Iterator[Finding]:
         )
 
 
-def docker_too_old(facts: Facts, table: object) -> Iterator[Finding]:
+def docker_too_old(facts: Facts, table: Optional[Table]) -> Iterator[Finding]:
     """ED505: Docker < 19.03 has no --gpus."""
     d = facts.docker
     if d.gpus_flag_supported is not False or not _gpus(facts, table):
@@ -136,13 +143,13 @@ def docker_too_old(facts: Facts, table: object) -> Iterator[Finding]:
     )
 
 
-def podman_without_cdi(facts: Facts, table: object) -> Iterator[Finding]:
+def podman_without_cdi(facts: Facts, table: Optional[Table]) -> Iterator[Finding]:
     """ED507: podman on a GPU machine without an NVIDIA CDI spec."""
     d = facts.docker
     gpus = _gpus(facts, table)
     if not d.podman or not gpus or _nvidia_cdi(facts):
         return
-    fix: Tuple[str, ...] = () if d.nvidia_ctk else install_container_toolkit(facts)
+    fix: tuple[str, ...] = () if d.nvidia_ctk else install_container_toolkit(facts)
     yield Finding(
         "ED507", "warning", "podman is installed but has no CDI spec for the NVIDIA GPU",
         evidence=(f"podman {d.podman_version or '?'} at {d.podman}", *gpus,

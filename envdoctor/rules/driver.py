@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Iterable, List, Optional, Tuple
+from collections.abc import Iterable
+from typing import Optional
 
 from envdoctor import commands
+from envdoctor.compat import open_modules
 from envdoctor.facts import Facts
-from envdoctor.findings import Finding
+from envdoctor.findings import Finding, Severity
 from envdoctor.gpus import PCI, machine_gpus
 from envdoctor.parse import major
+from envdoctor.table import Architecture, Table
 
 REF_MISMATCH = "https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/index.html"
 REF_INSTALL = commands.DRIVER_GUIDE
@@ -19,17 +22,9 @@ REF_ARCH = "https://docs.nvidia.com/datacenter/tesla/drivers/cuda-toolkit-driver
 REF_OPEN = "https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/kernel-modules.html"
 
 
-def _cc_tuple(cc: Optional[str]) -> Optional[Tuple[int, int]]:
-    try:
-        major, minor = str(cc).split(".")[:2]
-        return int(major), int(minor)
-    except (TypeError, ValueError):
-        return None
-
-
-def _gpu_ccs(facts: Facts, table: object) -> List[Tuple[str, str]]:
+def _gpu_ccs(facts: Facts, table: Optional[Table]) -> list[tuple[str, str]]:
     """(label, compute capability) of every GPU whose capability is known (:func:`machine_gpus`)."""
-    return [(g.name or (g.pci_id if g.kind == PCI else f"GPU {g.index}"), g.cc)  # type: ignore[misc]
+    return [(g.name or (str(g.pci_id) if g.kind == PCI else f"GPU {g.index}"), g.cc)
             for g in machine_gpus(facts, table) if g.cc]
 
 
@@ -38,7 +33,7 @@ def _driver_gone(facts: Facts) -> bool:
     return not d.kernel_module_version and not d.gpus and not d.mismatch
 
 
-def no_driver(facts: Facts, table: object) -> Iterable[Finding]:
+def no_driver(facts: Facts, table: Optional[Table]) -> Iterable[Finding]:
     """ED101: an NVIDIA GPU sits on the PCI bus but no NVIDIA kernel module is loaded."""
     if not facts.pci.devices or not _driver_gone(facts) or facts.system.container or facts.system.wsl:
         return
@@ -46,7 +41,7 @@ def no_driver(facts: Facts, table: object) -> Iterable[Finding]:
     evidence = [f"PCI {d.address}: {d.name or 'NVIDIA device ' + d.device_id} "
                 f"(kernel driver in use: {d.kernel_driver or 'none'})" for d in facts.pci.devices]
     evidence.append("no NVIDIA kernel module loaded (/sys/module/nvidia and /proc/driver/nvidia absent)")
-    fix: List[str] = []
+    fix: list[str] = []
     why = "The NVIDIA driver is not installed, or it is installed and its kernel module did not load."
     if s.nouveau_loaded or any(d.kernel_driver == "nouveau" for d in facts.pci.devices):
         evidence.append("nouveau (the open-source driver) is loaded and holds the GPU (/proc/modules)")
@@ -67,29 +62,22 @@ def no_driver(facts: Facts, table: object) -> Iterable[Finding]:
     )
 
 
-def _branch_for(facts: Facts, table: object) -> Tuple[Optional[str], bool]:
+def _branch_for(facts: Facts, table: Optional[Table]) -> tuple[Optional[str], bool]:
     """The driver branch to install for these GPUs (the one ``recommend`` plans for: the newest
-    long-term branch, or the last one of a retired GPU) and whether they take the open modules."""
-    from envdoctor.advise.choose import recommended_branch
+    long-term branch, or the last one of a retired GPU) and whether they take the open modules.
+    Without a table: no branch (the distribution's default driver), open modules."""
+    from envdoctor.advise.drivers import recommended_branch
 
-    ccs = [cc for _, cc in _gpu_ccs(facts, table)]
-    open_modules = commands.open_modules(ccs)
-    branch = None
-    if table is not None and hasattr(table, "driver_branches"):
-        branch = recommended_branch(table, ccs)
-    else:  # no table: only the last branch of a retired GPU is certain
-        lasts = [getattr(_architecture(table, cc), "last_driver_branch", None) for cc in ccs]
-        lasts = [int(x) for x in lasts if x]
-        branch = str(min(lasts)) if lasts else None
-    return branch, open_modules
+    ccs: list[Optional[str]] = [cc for _, cc in _gpu_ccs(facts, table)]
+    branch = recommended_branch(table, ccs) if table is not None else None
+    return branch, open_modules(table, ccs)
 
 
-def _architecture(table: object, cc: Optional[str]) -> object:
-    lookup = getattr(table, "architecture", None)
-    return lookup(cc) if (lookup and cc) else None
+def _architecture(table: Optional[Table], cc: Optional[str]) -> Optional[Architecture]:
+    return table.architecture(cc) if table is not None and cc else None
 
 
-def mismatch(facts: Facts, table: object) -> Iterable[Finding]:
+def mismatch(facts: Facts, table: Optional[Table]) -> Iterable[Finding]:
     """ED102: the loaded kernel module and the installed user-space driver differ (no reboot yet)."""
     d = facts.driver
     if not d.mismatch:
@@ -111,7 +99,7 @@ def mismatch(facts: Facts, table: object) -> Iterable[Finding]:
     )
 
 
-def smi_or_nvml_failing(facts: Facts, table: object) -> Iterable[Finding]:
+def smi_or_nvml_failing(facts: Facts, table: Optional[Table]) -> Iterable[Finding]:
     """ED103: nvidia-smi or NVML fails while a driver is there (mismatch and no-driver excluded)."""
     d = facts.driver
     if d.mismatch or facts.system.wsl == "wsl1":
@@ -128,7 +116,7 @@ def smi_or_nvml_failing(facts: Facts, table: object) -> Iterable[Finding]:
     if _driver_gone(facts) and facts.pci.devices and not facts.system.container:
         return  # ED101 says it better
     both = not d.gpus
-    fix: Tuple[str, ...]
+    fix: tuple[str, ...]
     text = " ".join(failures)
     if "Unknown Error" in text and facts.system.container:
         fix = ("# inside a container: the host reset its device cgroups (systemctl daemon-reload);",
@@ -149,7 +137,7 @@ def smi_or_nvml_failing(facts: Facts, table: object) -> Iterable[Finding]:
     )
 
 
-def smi_without_gpu(facts: Facts, table: object) -> Iterable[Finding]:
+def smi_without_gpu(facts: Facts, table: Optional[Table]) -> Iterable[Finding]:
     """ED104: nvidia-smi is installed but there is no NVIDIA GPU to drive."""
     d = facts.driver
     no_devices = any(e is not None and "No devices" in e.message for e in (d.smi_error, d.nvml_error))
@@ -167,7 +155,7 @@ def smi_without_gpu(facts: Facts, table: object) -> Iterable[Finding]:
     )
 
 
-def container_without_gpu(facts: Facts, table: object) -> Iterable[Finding]:
+def container_without_gpu(facts: Facts, table: Optional[Table]) -> Iterable[Finding]:
     """ED105: inside a container with no NVIDIA device nodes."""
     s, d = facts.system, facts.driver
     if not s.container or d.gpus or d.dev_nodes or d.mismatch:
@@ -176,14 +164,15 @@ def container_without_gpu(facts: Facts, table: object) -> Iterable[Finding]:
     asked = visible not in (None, "", "void", "none")
     if not (asked or d.smi_path or facts.pci.devices):
         return  # a CPU-only container on a host whose PCI bus shows no NVIDIA GPU: nothing is wrong
-    severity = "error" if (asked or d.smi_path) else "warning"
+    severity: Severity = "error" if (asked or d.smi_path) else "warning"
     evidence = [f"inside a {s.container} container ({s.container_evidence})", "no /dev/nvidia* device nodes"]
     if visible is not None:
         evidence.append(f"NVIDIA_VISIBLE_DEVICES={visible}")
     fix = {
         "docker": ("docker run --gpus all ...            # NVIDIA Container Toolkit with Docker >= 19.03",
                    "docker run --device nvidia.com/gpu=all ...   # or through CDI"),
-        "podman": ("podman run --device nvidia.com/gpu=all ...   # CDI: sudo nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml",),
+        "podman": ("podman run --device nvidia.com/gpu=all ...   "
+                   "# CDI: sudo nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml",),
         "kubernetes": ("# request the GPU in the pod spec: resources: {limits: {nvidia.com/gpu: 1}}",
                        "# and install the NVIDIA device plugin or GPU Operator on the cluster"),
         "apptainer": ("apptainer exec --nv IMAGE ...",),
@@ -196,7 +185,7 @@ def container_without_gpu(facts: Facts, table: object) -> Iterable[Finding]:
     )
 
 
-def wsl_driver(facts: Facts, table: object) -> Iterable[Finding]:
+def wsl_driver(facts: Facts, table: Optional[Table]) -> Iterable[Finding]:
     """ED106: a Linux driver installed inside WSL2, or WSL1 (which has no GPU support)."""
     s, d = facts.system, facts.driver
     if s.wsl == "wsl1":
@@ -222,7 +211,7 @@ def wsl_driver(facts: Facts, table: object) -> Iterable[Finding]:
         )
 
 
-def _visible_hides_all(value: str, count: int, uuids: List[str]) -> bool:
+def _visible_hides_all(value: str, count: int, uuids: list[str]) -> bool:
     entries = [e.strip() for e in value.split(",")]
     if value.strip() in ("", "-1", "none", "NoDevFiles"):
         return True
@@ -235,7 +224,7 @@ def _visible_hides_all(value: str, count: int, uuids: List[str]) -> bool:
     return True
 
 
-def visible_devices(facts: Facts, table: object) -> Iterable[Finding]:
+def visible_devices(facts: Facts, table: Optional[Table]) -> Iterable[Finding]:
     """ED107: CUDA_VISIBLE_DEVICES hides every GPU the driver sees."""
     d = facts.driver
     value = d.cuda_visible_devices
@@ -252,7 +241,7 @@ def visible_devices(facts: Facts, table: object) -> Iterable[Finding]:
         )
 
 
-def architecture_support(facts: Facts, table: object) -> Iterable[Finding]:
+def architecture_support(facts: Facts, table: Optional[Table]) -> Iterable[Finding]:
     """ED108: driver branch too new for the GPU; ED109: too old; ED110: wrong kernel-module flavour."""
     d = facts.driver
     branch = major(d.driver_version)
@@ -260,47 +249,55 @@ def architecture_support(facts: Facts, table: object) -> Iterable[Finding]:
         return
     for label, cc in _gpu_ccs(facts, table):
         arch = _architecture(table, cc)
-        name = getattr(arch, "name", None) or f"compute capability {cc}"
-        last = major(getattr(arch, "last_driver_branch", None))
-        first = major(getattr(arch, "min_driver_branch", None))
+        if arch is None:
+            continue            # no row: nothing is known about its driver support
+        name = arch.name
+        last, first = major(arch.last_driver_branch), major(arch.min_driver_branch)
         if last is not None and branch > last:
             yield Finding(
                 "ED108", "error", f"Driver branch {branch} no longer supports {label} ({name}, {cc})",
-                evidence=(f"driver {d.driver_version}", f"{name} is supported up to branch R{last} "
-                          f"({getattr(arch, 'source', 'envdoctor table')})"),
-                fix=commands.driver_install(facts.system, str(last), open_modules=False, table=table),
+                evidence=(f"driver {d.driver_version}", f"{name} is supported up to branch R{last} ({arch.source})"),
+                fix=commands.driver_install(facts.system, str(last), open_modules(table, [cc]), table=table),
                 reference=REF_ARCH, area="driver",
                 explanation=f"Install the R{last} branch, the last one for {name}.",
             )
         elif first is not None and branch < first:
             yield Finding(
                 "ED109", "error", f"Driver {d.driver_version} is too old for {label} ({name}, {cc})",
-                evidence=(f"driver {d.driver_version}", f"{name} needs branch R{first} or newer "
-                          f"({getattr(arch, 'source', 'envdoctor table')})"),
+                evidence=(f"driver {d.driver_version}", f"{name} needs branch R{first} or newer ({arch.source})"),
                 fix=commands.driver_install(facts.system, None, open_modules=True, table=table),
                 reference=REF_ARCH, area="driver",
             )
-        t = _cc_tuple(cc)
-        if t and d.kernel_module_flavor == "open" and t < (7, 5):
-            yield Finding(
-                "ED110", "error", f"The open kernel module does not drive {label} ({name})",
-                evidence=("/proc/driver/nvidia/version: NVIDIA UNIX Open Kernel Module",
-                          "the open modules support Turing (7.5) and newer only"),
-                fix=commands.driver_install(facts.system, str(last) if last else None, open_modules=False,
-                                            table=table),
-                reference=REF_OPEN, area="driver",
-            )
-        elif t and d.kernel_module_flavor == "proprietary" and t >= (10, 0):
-            yield Finding(
-                "ED110", "error", f"{label} ({name}) needs the open kernel module",
-                evidence=("/proc/driver/nvidia/version: the proprietary kernel module is loaded",
-                          "Blackwell GPUs are supported only by the open kernel modules"),
-                fix=commands.driver_install(facts.system, None, open_modules=True, table=table),
-                reference=REF_OPEN, area="driver",
-            )
+        yield from _kernel_module_flavor(facts, table, label, cc, arch, last)
 
 
-def sources_disagree(facts: Facts, table: object) -> Iterable[Finding]:
+def _kernel_module_flavor(facts: Facts, table: Optional[Table], label: str, cc: str, arch: Architecture,
+                          last: Optional[int]) -> Iterable[Finding]:
+    """ED110: the loaded kernel module flavour cannot drive the GPU (the architecture's
+    ``kernel_modules`` row: "proprietary" for Maxwell, Pascal, Volta; "open" for Blackwell)."""
+    flavor = facts.driver.kernel_module_flavor
+    doubt = "" if arch.confirmed("kernel_modules") else ", unconfirmed"
+    where = f"envdoctor table: {arch.kernel_modules_source}{doubt}"
+    if flavor == "open" and arch.kernel_modules == "proprietary":
+        yield Finding(
+            "ED110", "error", f"The open kernel module does not drive {label} ({arch.name})",
+            evidence=("/proc/driver/nvidia/version: NVIDIA UNIX Open Kernel Module",
+                      f"{arch.name} ({cc}) needs the proprietary kernel modules ({where})"),
+            fix=commands.driver_install(facts.system, str(last) if last else None, open_modules=False,
+                                        table=table),
+            reference=REF_OPEN, area="driver",
+        )
+    elif flavor == "proprietary" and arch.kernel_modules == "open":
+        yield Finding(
+            "ED110", "error", f"{label} ({arch.name}) needs the open kernel module",
+            evidence=("/proc/driver/nvidia/version: the proprietary kernel module is loaded",
+                      f"{arch.name} ({cc}) is supported only by the open kernel modules ({where})"),
+            fix=commands.driver_install(facts.system, None, open_modules=True, table=table),
+            reference=REF_OPEN, area="driver",
+        )
+
+
+def sources_disagree(facts: Facts, table: Optional[Table]) -> Iterable[Finding]:
     """ED111: NVML and nvidia-smi count a different number of GPUs."""
     d = facts.driver
     nvml = [g for g in d.gpus if g.source == "nvml"]
@@ -314,7 +311,7 @@ def sources_disagree(facts: Facts, table: object) -> Iterable[Finding]:
         )
 
 
-def no_gpu(facts: Facts, table: object) -> Iterable[Finding]:
+def no_gpu(facts: Facts, table: Optional[Table]) -> Iterable[Finding]:
     """ED112: no NVIDIA GPU anywhere: say so, so the CPU wheel is a choice and not an accident."""
     d = facts.driver
     if facts.pci.devices or d.gpus or d.kernel_module_version or d.mismatch or d.dev_nodes:

@@ -18,9 +18,10 @@ from __future__ import annotations
 
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
+from envdoctor.codes import CODES
 from envdoctor.facts import Facts
 from envdoctor.facts.links import GpuLinks, LinksFacts
-from envdoctor.findings import Finding
+from envdoctor.findings import Finding, Severity
 from envdoctor.table.links import LinkTable, load_links
 from envdoctor.topology import BUSY_PCT
 
@@ -31,45 +32,9 @@ REF_MIG = "https://docs.nvidia.com/datacenter/tesla/mig-user-guide/index.html"
 REF_PERSISTENCE = "https://docs.nvidia.com/deploy/driver-persistence/index.html"
 REF_NVLINK_ERRORS = "https://docs.nvidia.com/deploy/nvml-api/group__NvLink.html"
 
-CODES: Dict[str, Tuple[str, str]] = {
-    "ED840": ("PCIe link limited below the GPU's generation by its slot",
-              "NVML's maximum for this GPU in this slot (or the bridge port above it in sysfs) is a lower PCIe "
-              "generation than the GPU supports: the slot, a riser, or the BIOS's link-speed setting holds it back. "
-              "Every host<->GPU copy, and GPU<->GPU traffic without NVLink, runs at the lower rate."),
-    "ED841": ("PCIe link narrower than the GPU's",
-              "The slot allows fewer lanes than the GPU has (x8 of x16): it is wired narrower, or a riser or a "
-              "bifurcation setting splits it. This is NVML's maximum for the GPU in this slot (or the bridge port "
-              "in sysfs), not the current width, so it is not idle power saving."),
-    "ED842": ("PCIe link running below its maximum under load",
-              "The GPU was busy when read and its link ran at a lower generation or width than it trains at: a "
-              "marginal link (riser, seating, signal) that down-trained."),
-    "ED845": ("NVLink links down",
-              "Some or all NVLinks of a GPU that has them are inactive: traffic to its peers falls back to PCIe "
-              "(or to the remaining links). On SXM boards this is a hardware or Fabric Manager fault; on bridged "
-              "cards a missing or loose bridge."),
-    "ED846": ("NVLink error counters are not zero",
-              "Replays, recoveries or CRC errors were counted on active NVLinks since the driver loaded: a "
-              "degrading link that slows collectives and can precede Xid 74 (the link taken offline)."),
-    "ED847": ("NVSwitch fabric not ready (Fabric Manager)",
-              "On an NVSwitch board the GPU's fabric registration has not completed or failed: until Fabric "
-              "Manager finishes, CUDA and NCCL cannot use NVLink between the GPUs."),
-    "ED850": ("No peer-to-peer access between GPUs",
-              "NVML reports that GPUs cannot read or write each other's memory: NCCL stages traffic through host "
-              "memory. On servers PCI ACS or the IOMMU usually blocks it; GeForce drivers do not enable P2P over "
-              "PCIe at all."),
-    "ED851": ("GPUs sit on different NUMA nodes",
-              "The GPUs are attached to different CPU sockets: traffic between GPUs of different nodes crosses the "
-              "CPU interconnect (SYS), and a process pinned to one node feeds the other node's GPUs through it."),
-    "ED855": ("MIG mode is on",
-              "The GPU is partitioned into MIG instances: torch sees one instance per process, not the whole GPU, "
-              "and NCCL cannot join MIG instances with P2P or NVLink."),
-    "ED856": ("ECC is off on a data-center GPU",
-              "ECC protects memory from silent bit flips; data-center GPUs ship with it on. With it off, "
-              "corrupted training runs go undetected and the row-remapping counters stay blind."),
-    "ED857": ("Persistence mode is off",
-              "Without persistence the driver tears the GPU down when the last client exits and sets it up again "
-              "for the next one: every CUDA start and nvidia-smi call is slower."),
-}
+def _meaning(code: str) -> str:
+    """What the code means in general (envdoctor/codes.py), the finding's explanation."""
+    return CODES[code].meaning
 
 
 def _links(facts: Facts) -> LinksFacts:
@@ -123,7 +88,7 @@ def slot_limits_generation(facts: Facts, table: Any, links: Optional[LinkTable] 
             evidence.append(f"{gbps_now:g} GB/s each way instead of {gbps_full:g} (data/links.toml)")
         yield Finding("ED840", "warning", f"GPU {g.index}'s PCIe link is held to Gen{allowed}; the GPU supports "
                       f"Gen{capable}", evidence=tuple(evidence), fix=_pcie_fix(g, capable), reference=REF_PCIE,
-                      area="links", explanation=CODES["ED840"][1])
+                      area="links", explanation=_meaning("ED840"))
 
 
 def link_narrower(facts: Facts, table: Any, links: Optional[LinkTable] = None) -> Iterator[Finding]:
@@ -152,7 +117,7 @@ def link_narrower(facts: Facts, table: Any, links: Optional[LinkTable] = None) -
                             f"{lt.pcie_gbps(gen, capable or allowed) or '?'} at Gen{gen} (data/links.toml)")
         yield Finding("ED841", "warning", f"GPU {g.index}'s PCIe link is x{narrow}, narrower than the GPU's "
                       f"x{capable or allowed}", evidence=tuple(evidence), fix=_pcie_fix(g, gen),
-                      reference=REF_PCIE, area="links", explanation=CODES["ED841"][1])
+                      reference=REF_PCIE, area="links", explanation=_meaning("ED841"))
 
 
 def down_trained_under_load(facts: Facts, table: Any) -> Iterator[Finding]:
@@ -167,7 +132,7 @@ def down_trained_under_load(facts: Facts, table: Any) -> Iterator[Finding]:
                           evidence=(f"{_label(g)}: {g.utilization_pct}% busy when read, link Gen{p.gen} "
                                     f"x{p.width} of Gen{p.max_gen} x{p.max_width} (NVML)",),
                           fix=_pcie_fix(g, p.max_gen), reference=REF_PCIE, area="links",
-                          explanation=CODES["ED842"][1])
+                          explanation=_meaning("ED842"))
 
 
 def nvlink_down(facts: Facts, table: Any, links: Optional[LinkTable] = None) -> Iterator[Finding]:
@@ -192,9 +157,9 @@ def nvlink_down(facts: Facts, table: Any, links: Optional[LinkTable] = None) -> 
                           evidence=tuple(evidence),
                           fix=("# fit an NVLink bridge between two cards of the same model (same slot spacing), "
                                "then reboot", f"nvidia-smi nvlink -s -i {g.index}   # each link's state"),
-                          area="links", explanation=CODES["ED845"][1])
+                          area="links", explanation=_meaning("ED845"))
             continue
-        severity = "error" if form == "sxm" and active == 0 else "warning"
+        severity: Severity = "error" if form == "sxm" and active == 0 else "warning"
         fix: List[str] = [f"nvidia-smi nvlink -s -i {g.index}   # each link's state and speed"]
         if form == "sxm":
             fix += ["sudo systemctl status nvidia-fabricmanager   # NVSwitch boards need Fabric Manager",
@@ -203,7 +168,7 @@ def nvlink_down(facts: Facts, table: Any, links: Optional[LinkTable] = None) -> 
             fix += ["# re-seat the NVLink bridge (power off first), then reboot"]
         yield Finding("ED845", severity, f"GPU {g.index}: {expected - active} of {expected} NVLinks are down",
                       evidence=tuple(evidence), fix=tuple(fix), reference=REF_NVLINK_ERRORS, area="links",
-                      explanation=CODES["ED845"][1])
+                      explanation=_meaning("ED845"))
 
 
 def nvlink_errors(facts: Facts, table: Any) -> Iterator[Finding]:
@@ -220,7 +185,7 @@ def nvlink_errors(facts: Facts, table: Any) -> Iterator[Finding]:
                           fix=(f"nvidia-smi nvlink -e -i {g.index}   # the counters per link",
                                "# run envdoctor comms and read again: counters that grow under load mean a "
                                "failing link (re-seat the bridge, or service for SXM boards)"),
-                          reference=REF_NVLINK_ERRORS, area="links", explanation=CODES["ED846"][1])
+                          reference=REF_NVLINK_ERRORS, area="links", explanation=_meaning("ED846"))
 
 
 def fabric_not_ready(facts: Facts, table: Any) -> Iterator[Finding]:
@@ -236,7 +201,7 @@ def fabric_not_ready(facts: Facts, table: Any) -> Iterator[Finding]:
                   fix=("sudo systemctl status nvidia-fabricmanager",
                        "sudo systemctl enable --now nvidia-fabricmanager   # its version must match the driver's",
                        "sudo journalctl -u nvidia-fabricmanager -b   # why it failed"),
-                  reference=REF_FABRIC, area="links", explanation=CODES["ED847"][1])
+                  reference=REF_FABRIC, area="links", explanation=_meaning("ED847"))
 
 
 def no_p2p(facts: Facts, table: Any) -> Iterator[Finding]:
@@ -255,7 +220,7 @@ def no_p2p(facts: Facts, table: Any) -> Iterator[Finding]:
                       "host memory", evidence=evidence,
                       fix=("# GeForce drivers do not enable P2P over PCIe; an NVLink bridge (RTX 3090/3090 Ti) "
                            "gives P2P over NVLink",),
-                      reference=REF_ACS, area="links", explanation=CODES["ED850"][1])
+                      reference=REF_ACS, area="links", explanation=_meaning("ED850"))
         return
     yield Finding("ED850", "warning", f"No peer-to-peer access between {len(pairs)} GPU pair(s): NCCL goes "
                   "through host memory", evidence=evidence,
@@ -264,7 +229,7 @@ def no_p2p(facts: Facts, table: Any) -> Iterator[Finding]:
                        "# disable ACS in the BIOS (or for those bridges with setpci), as NCCL's guide describes",
                        "cat /proc/cmdline   # with intel_iommu=on / amd_iommu=on, add iommu=pt and reboot",
                        "# in a VM, P2P needs the hypervisor to pass the GPUs through with it enabled"),
-                  reference=REF_ACS, area="links", explanation=CODES["ED850"][1])
+                  reference=REF_ACS, area="links", explanation=_meaning("ED850"))
 
 
 def numa_split(facts: Facts, table: Any) -> Iterator[Finding]:
@@ -286,7 +251,7 @@ def numa_split(facts: Facts, table: Any) -> Iterator[Finding]:
                        f"GPUs {', '.join(map(str, nodes[first]))}",
                        "# with one process per GPU, bind each rank to its GPU's node; a job that needs GPUs of both "
                        "nodes pays the CPU interconnect between them (SYS in envdoctor topo)"),
-                  area="links", explanation=CODES["ED851"][1])
+                  area="links", explanation=_meaning("ED851"))
 
 
 def _visible_mig(facts: Facts) -> bool:
@@ -306,12 +271,12 @@ def mig_on(facts: Facts, table: Any) -> Iterator[Finding]:
                                     + (", pending off" if g.mig_pending is False else "") + " (NVML)",),
                           fix=(f"sudo nvidia-smi -i {g.index} -mig 0   # whole-GPU jobs; stop its processes first",
                                f"sudo nvidia-smi -i {g.index} -r   # reset the GPU so the change takes effect"),
-                          reference=REF_MIG, area="links", explanation=CODES["ED855"][1])
+                          reference=REF_MIG, area="links", explanation=_meaning("ED855"))
         elif g.mig_mode is False and g.mig_pending:
             yield Finding("ED855", "info", f"GPU {g.index}: MIG mode is pending on (after a GPU reset)",
                           evidence=(f"{_label(g)}: MIG current off, pending on (NVML)",),
                           fix=(f"sudo nvidia-smi -i {g.index} -r   # or reboot",), reference=REF_MIG, area="links",
-                          explanation=CODES["ED855"][1])
+                          explanation=_meaning("ED855"))
 
 
 def _datacenter(table: Any, name: Optional[str]) -> bool:
@@ -334,7 +299,7 @@ def ecc_off(facts: Facts, table: Any) -> Iterator[Finding]:
                           evidence=(f"{_label(g)}: ECC current off, pending {'on' if g.ecc_pending else 'off'} "
                                     "(NVML)", f"{g.name} is a data-center GPU (data/gpus.toml)"),
                           fix=() if g.ecc_pending else (f"sudo nvidia-smi -i {g.index} -e 1", "sudo reboot"),
-                          area="links", explanation=CODES["ED856"][1])
+                          area="links", explanation=_meaning("ED856"))
 
 
 def persistence_off(facts: Facts, table: Any) -> Iterator[Finding]:
@@ -345,7 +310,7 @@ def persistence_off(facts: Facts, table: Any) -> Iterator[Finding]:
                       evidence=tuple(f"{_label(g)}: persistence mode off (NVML)" for g in off[:8]),
                       fix=("sudo systemctl enable --now nvidia-persistenced   # NVIDIA's recommended way",
                            "# or, until the next reboot: sudo nvidia-smi -pm 1"),
-                      reference=REF_PERSISTENCE, area="links", explanation=CODES["ED857"][1])
+                      reference=REF_PERSISTENCE, area="links", explanation=_meaning("ED857"))
 
 
 RULES = (slot_limits_generation, link_narrower, down_trained_under_load, nvlink_down, nvlink_errors,

@@ -24,16 +24,18 @@ from __future__ import annotations
 import os
 import re
 import shlex
-from typing import Any, Iterator, List, Optional, Tuple
+from collections.abc import Iterator
+from typing import Optional
 
-
-from envdoctor.advise.choose import Choice, choose_variant
-from envdoctor.advise.whatif import python_series
-from envdoctor.compat import driver_support, kernel_support, variant_tag
+from envdoctor.advise.choice import Choice
+from envdoctor.advise.choose import choose_variant
+from envdoctor.advise.machine import python_series
+from envdoctor.compat import DriverOs, DriverSupport, driver_os, driver_support, kernel_support, variant_tag
 from envdoctor.facts import Facts
-from envdoctor.findings import Finding
+from envdoctor.findings import Finding, Severity
 from envdoctor.gpus import MachineGpu, machine_gpus
-from envdoctor.parse import version
+from envdoctor.parse import major, version, version_key
+from envdoctor.table import Table, TorchRelease
 
 REF_INSTALL = "https://pytorch.org/get-started/locally/"
 REF_COMPAT = "https://docs.nvidia.com/deploy/cuda-compatibility/"
@@ -60,7 +62,7 @@ def _gpu_machine(facts: Facts) -> bool:
     return bool(facts.driver.gpus or facts.pci.devices or facts.torch.devices)
 
 
-def _gpus(facts: Facts, table: Any) -> List[MachineGpu]:
+def _gpus(facts: Facts, table: Optional[Table]) -> list[MachineGpu]:
     """The machine's GPUs with a known compute capability (:func:`envdoctor.gpus.machine_gpus`)."""
     return [g for g in machine_gpus(facts, table) if g.cc]
 
@@ -87,51 +89,40 @@ def _py(facts: Facts) -> str:
     return shlex.quote(facts.python.executable or "python3")
 
 
-def _lookup(fn: Any, *args: Any, **kwargs: Any) -> Any:
-    """A table answer, or None where the table does not know."""
-    try:
-        return fn(*args, **kwargs)
-    except (LookupError, ValueError):
-        return None
-
-
-def _torch_release(table: Any, version: Optional[str]) -> Any:
+def _torch_release(table: Optional[Table], version: Optional[str]) -> Optional[TorchRelease]:
     release = _release(version)
     if table is None or release is None:
         return None
-    return _lookup(table.torch, release)
+    return table.torch(release)
 
 
-def _index_url(table: Any, name: str) -> str:
-    variant = _lookup(table.variant, name) if table is not None else None
-    url = getattr(variant, "index_url", None)
-    return url or f"https://download.pytorch.org/whl/{name}"
+def _index_url(table: Optional[Table], name: str) -> str:
+    variant = table.variant(name) if table is not None else None
+    return variant.index_url if variant is not None else f"https://download.pytorch.org/whl/{name}"
 
 
-def _companion(rel: Any, package: str, torch_version: str) -> Optional[str]:
+def _companion(rel: Optional[TorchRelease], package: str, torch_version: str) -> Optional[str]:
     """The torchvision/torchaudio version the table pairs with this torch patch release; None
     where the table does not know the patch or no such package was released (torchaudio >= 2.12)."""
     base = _base(torch_version)
     if rel is None or base is None:
         return None
-    patch = _lookup(rel.patch, base)
+    patch = rel.patch(base)
     if patch is not None:
-        return getattr(patch, package, None)
+        return patch.torchvision if package == "torchvision" else patch.torchaudio
     if _base(rel.version) == base:
-        return getattr(rel, package, None)
+        return rel.torchvision if package == "torchvision" else rel.torchaudio
     return None
 
 
-def _driver_os(facts: Facts) -> str:
-    """Whose driver minimums apply: under WSL2 the driver is the Windows one."""
-    return "windows" if facts.system.wsl == "wsl2" else "linux"
-
-
-def _driver_support(table: Any, driver: Optional[str], driver_cuda: Optional[str],
-                    cuda: str, driver_os: str = "linux") -> Tuple[Optional[str], Any]:
+def _driver_support(table: Optional[Table], driver: Optional[str], driver_cuda: Optional[str],
+                    cuda: str, os_name: DriverOs = "linux") -> tuple[Optional[str], Optional[DriverSupport]]:
     """("direct" | "minor-version" | "none" | None, the DriverSupport answer or None)."""
     if driver and table is not None:
-        answer = _lookup(driver_support, table, driver=driver, cuda=cuda, os=driver_os)
+        try:
+            answer = driver_support(table, driver=driver, cuda=cuda, os=os_name)
+        except ValueError:        # a driver version that is not a version
+            answer = None
         if answer is not None and answer.kind != "unknown":
             return answer.kind, answer
     have, need = version(driver_cuda), version(cuda)
@@ -144,14 +135,14 @@ def _driver_support(table: Any, driver: Optional[str], driver_cuda: Optional[str
     return "direct", None
 
 
-def _pin(table: Any, version: Optional[str]) -> Optional[str]:
+def _pin(table: Optional[Table], version: Optional[str]) -> Optional[str]:
     """What to ask ``choose_variant`` for: the installed patch ("2.11.0" of "2.11.0+cu130"); where
     the table knows the release but not that patch, the release ("2.11": its rows hold the variants)."""
     rel = _torch_release(table, version)
     base = _base(version)
     if rel is None or base is None:
         return None
-    known = {p.version for p in getattr(rel, "patches", ()) or ()} | {_base(rel.version)}
+    known = {p.version for p in rel.patches} | {_base(rel.version)}
     return base if base in known else _release(version)
 
 
@@ -161,33 +152,38 @@ def _arch(facts: Facts) -> Optional[str]:
     return plat[len("linux_"):] if plat.startswith("linux_") else facts.system.arch
 
 
-def _choose(facts: Facts, table: Any) -> Optional[Choice]:
+def _choose(facts: Facts, table: Optional[Table]) -> Optional[Choice]:
     """The advisor's variant for reinstalling the installed torch release on this driver and these
     GPUs; None where the driver is unknown or nothing fits (the fix is then ``envdoctor recommend``).
     A driver known only by the CUDA version it reports stands for the lowest driver of that CUDA."""
     t, d, p = facts.torch, facts.driver, facts.python
-    pin = _pin(table, t.version) if table is not None else None
-    os_name = _driver_os(facts)
-    driver = d.driver_version or ((_lookup(table.min_driver, d.driver_cuda, os=os_name)
-                                   or _lookup(table.min_driver, d.driver_cuda)) if d.driver_cuda else None)
+    if table is None:
+        return None
+    pin = _pin(table, t.version)
+    os_name = driver_os(facts.system)
+    driver = d.driver_version or ((table.min_driver(d.driver_cuda, os=os_name) or table.min_driver(d.driver_cuda))
+                                  if d.driver_cuda else None)
     if pin is None or not driver:
         return None
-    ccs = [g.cc for g in _gpus(facts, table)] or [None]          # a GPU of unknown capability: kernels unchecked
-    choice = _lookup(choose_variant, table, pin, driver, ccs, python_series(p.version, p.abi_tag),
-                     p.glibc or facts.system.glibc, _arch(facts), ways_out=False, os=os_name)
-    return choice if choice is not None and choice.status == "ok" else None
+    ccs: list[Optional[str]] = [g.cc for g in _gpus(facts, table)] or [None]   # unknown capability: kernels unchecked
+    try:
+        choice = choose_variant(table, pin, driver, ccs, python_series(p.version, p.abi_tag),
+                                p.glibc or facts.system.glibc, _arch(facts) or "x86_64", ways_out=False, os=os_name)
+    except (LookupError, ValueError):      # an input the advisor cannot read: no fix offered
+        return None
+    return choice if choice.status == "ok" else None
 
 
 def _caveat(choice: Choice) -> str:
     if choice.unconfirmed:
         return " (envdoctor's table marks that build unconfirmed)"
-    if getattr(choice, "kernels_inferred", False):
+    if choice.kernels_inferred:
         return (" (its kernel list is inferred in envdoctor's table, not read from the build: "
                 "check torch.cuda.get_arch_list() after installing)")
     return ""
 
 
-def _reinstall(facts: Facts, choice: Choice) -> Tuple[str, ...]:
+def _reinstall(facts: Facts, choice: Choice) -> tuple[str, ...]:
     """The installed torch release again, in the chosen variant, with the companions it has."""
     t = facts.torch
     base = _base(t.version)
@@ -222,7 +218,7 @@ def _driver_evidence(facts: Facts) -> Optional[str]:
 
 # --- ED200-ED203: can torch be inspected at all -----------------------------------------------
 
-def target_python_unusable(facts: Facts, table: Any) -> Iterator[Finding]:
+def target_python_unusable(facts: Facts, table: Optional[Table]) -> Iterator[Finding]:
     """ED200: the interpreter envdoctor was told (or found) to inspect cannot be run."""
     p = facts.python
     if p.error is None:
@@ -237,7 +233,7 @@ def target_python_unusable(facts: Facts, table: Any) -> Iterator[Finding]:
     )
 
 
-def torch_check_failed(facts: Facts, table: Any) -> Iterator[Finding]:
+def torch_check_failed(facts: Facts, table: Optional[Table]) -> Iterator[Finding]:
     """ED201: the child crashed, hung, exited non-zero or printed no result."""
     t = facts.torch
     if "torch" in facts.skipped or t.error is None or t.error.kind not in (
@@ -247,7 +243,7 @@ def torch_check_failed(facts: Facts, table: Any) -> Iterator[Finding]:
         return  # the interpreter itself did not run (not a Python at all): ED200 says it
     py = _py(facts)
     internal = t.error.message.startswith("envdoctor's")
-    severity = "error" if t.error.kind in ("crashed", "exit_status") and not internal else "warning"
+    severity: Severity = "error" if t.error.kind in ("crashed", "exit_status") and not internal else "warning"
     where = f" during {t.stage}" if t.stage else ""
     titles = {
         "crashed": f"Python crashed{where} while envdoctor inspected torch",
@@ -278,7 +274,7 @@ def torch_check_failed(facts: Facts, table: Any) -> Iterator[Finding]:
     )
 
 
-def torch_import_error(facts: Facts, table: Any) -> Iterator[Finding]:
+def torch_import_error(facts: Facts, table: Optional[Table]) -> Iterator[Finding]:
     """ED202: torch is installed but ``import torch`` raises."""
     t = facts.torch
     if "torch" in facts.skipped or t.error is not None or not t.import_error:
@@ -310,7 +306,7 @@ def torch_import_error(facts: Facts, table: Any) -> Iterator[Finding]:
     )
 
 
-def torch_missing(facts: Facts, table: Any) -> Iterator[Finding]:
+def torch_missing(facts: Facts, table: Optional[Table]) -> Iterator[Finding]:
     """ED203: no torch in the target Python (on a GPU machine or not: the verdict must not read
     "it works" when there is no torch at all)."""
     t = facts.torch
@@ -331,7 +327,7 @@ def torch_missing(facts: Facts, table: Any) -> Iterator[Finding]:
 
 # --- ED204-ED208: the build against the GPU and the driver ------------------------------------
 
-def cpu_only_build(facts: Facts, table: Any) -> Iterator[Finding]:
+def cpu_only_build(facts: Facts, table: Optional[Table]) -> Iterator[Finding]:
     """ED204: a CPU-only torch on a machine with an NVIDIA GPU."""
     t = facts.torch
     if not _inspected(facts) or t.cuda or t.hip or not _gpu_machine(facts):
@@ -357,34 +353,36 @@ def cpu_only_build(facts: Facts, table: Any) -> Iterator[Finding]:
                        "driver and GPU (or the driver is unknown); envdoctor recommend works out "
                        "a release and route.")
         if t.installer == "conda":
-            explanation = "torch came from conda; install a CUDA build in that environment (envdoctor recommend shows how)."
+            explanation = ("torch came from conda; install a CUDA build in that environment "
+                           "(envdoctor recommend shows how).")
     yield Finding(
         "ED204", "error", "torch is a CPU-only build on a machine with an NVIDIA GPU",
         evidence=tuple(evidence), fix=fix, reference=REF_INSTALL, area="torch", explanation=explanation,
     )
 
 
-def cuda_newer_than_driver(facts: Facts, table: Any) -> Iterator[Finding]:
+def cuda_newer_than_driver(facts: Facts, table: Optional[Table]) -> Iterator[Finding]:
     """ED205: torch's CUDA runtime needs a newer driver than the one loaded."""
     t = facts.torch
     d = facts.driver
     if not _inspected(facts) or not t.cuda or not (d.driver_version or d.driver_cuda):
         return
-    kind, answer = _driver_support(table, d.driver_version, d.driver_cuda, t.cuda, _driver_os(facts))
+    os_name = driver_os(facts.system)
+    kind, answer = _driver_support(table, d.driver_version, d.driver_cuda, t.cuda, os_name)
     if kind not in ("none", "minor-version"):
         return
-    needed = getattr(answer, "needed", None)
+    needed = answer.needed if answer is not None else None
     if needed is None and table is not None:
-        needed = _lookup(table.min_driver, t.cuda, os=_driver_os(facts)) or _lookup(table.min_driver, t.cuda)
-    floor = getattr(answer, "floor", None)
+        needed = table.min_driver(t.cuda, os=os_name) or table.min_driver(t.cuda)
+    floor = answer.floor if answer is not None else None
     evidence = [f"{_torch_evidence(facts)} (torch.version.cuda)", _driver_evidence(facts) or ""]
     if needed:
-        on = " on Windows (WSL2 uses the Windows driver)" if _driver_os(facts) == "windows" else ""
+        on = " on Windows (WSL2 uses the Windows driver)" if os_name == "windows" else ""
         evidence.append(f"CUDA {t.cuda} needs driver >= {needed}{on} (envdoctor table)")
-        if getattr(answer, "note", None):
+        if answer is not None and answer.note:
             evidence.append(answer.note)
     if floor:
-        evidence.append(f"minor-version compatibility for CUDA {t.cuda.split('.')[0]}.x needs driver >= {floor}")
+        evidence.append(f"minor-version compatibility for CUDA {major(t.cuda)}.x needs driver >= {floor}")
     if t.cuda_error:
         evidence.append(f"torch.cuda.init(): {t.cuda_error}")
     choice = _choose(facts, table)
@@ -392,7 +390,7 @@ def cuda_newer_than_driver(facts: Facts, table: Any) -> Iterator[Finding]:
     # compatibility only a build the driver runs directly is an improvement
     if (choice is not None and choice.variant != variant_tag(t.cuda)
             and (kind == "none" or choice.compatibility == "direct")):
-        fix: Tuple[str, ...] = _reinstall(facts, choice)
+        fix: tuple[str, ...] = _reinstall(facts, choice)
         how = " (by minor-version compatibility)" if choice.compatibility != "direct" else ""
         alt = (f", or install the {choice.variant} build of torch {_release(t.version)}, which this "
                f"driver runs{how}, with the command below{_caveat(choice)}")
@@ -408,10 +406,10 @@ def cuda_newer_than_driver(facts: Facts, table: Any) -> Iterator[Finding]:
                         f"insufficient\"). Fix: {upgrade}{alt}.",
         )
         return
-    limits = tuple(getattr(answer, "limitations", ()) or ())
+    limits = answer.limitations if answer is not None else ()
     if not limits and table is not None:
-        mc = _lookup(table.minor_compat, int(t.cuda.split(".")[0]))
-        limits = tuple(getattr(mc, "limitations", ()) or ())
+        mc = table.minor_compat(t.cuda)
+        limits = mc.limitations if mc is not None else ()
     still = "; ".join(limits) if limits else (
         "PTX newer than the driver cannot be JIT-compiled and APIs newer than the driver fail")
     yield Finding(
@@ -422,15 +420,16 @@ def cuda_newer_than_driver(facts: Facts, table: Any) -> Iterator[Finding]:
     )
 
 
-def no_kernels_for_gpu(facts: Facts, table: Any) -> Iterator[Finding]:
+def no_kernels_for_gpu(facts: Facts, table: Optional[Table]) -> Iterator[Finding]:
     """ED206: the build's arch list has no cubin for a GPU's compute capability."""
     t = facts.torch
     if not _inspected(facts) or not t.cuda or not t.arch_list:
         return
     missing, ptx_only = [], []
     for g in _gpus(facts, table):
-        answer = _lookup(kernel_support, t.arch_list, g.cc)
-        if answer is None:
+        try:
+            answer = kernel_support(t.arch_list, g.cc or "")
+        except ValueError:            # a compute capability that is not one
             continue
         if answer.kind == "none":
             missing.append(g)
@@ -439,13 +438,14 @@ def no_kernels_for_gpu(facts: Facts, table: Any) -> Iterator[Finding]:
     if not missing and not ptx_only:
         return
     choice = _choose(facts, table)
-    fix = _reinstall(facts, choice) if choice and choice.variant != variant_tag(t.cuda) else (RECOMMEND,)
+    better = choice if choice is not None and choice.variant != variant_tag(t.cuda) else None
+    fix = _reinstall(facts, better) if better is not None else (RECOMMEND,)
     arch = f"torch {t.version} has kernels for {' '.join(t.arch_list)} (torch.cuda.get_arch_list())"
-    other = (f"the {choice.variant} build of torch {_release(t.version)} has them{_caveat(choice)}"
-             if fix != (RECOMMEND,) else "no build of this torch release in envdoctor's table has "
+    other = (f"the {better.variant} build of torch {_release(t.version)} has them{_caveat(better)}"
+             if better is not None else "no build of this torch release in envdoctor's table has "
              "them for this driver; envdoctor recommend picks a release that does")
     if missing:
-        ccs = sorted({g.cc for g in missing}, key=version)
+        ccs = sorted({str(g.cc) for g in missing}, key=version_key)
         yield Finding(
             "ED206", "error", f"torch {t.version} has no kernels for compute capability {', '.join(ccs)}",
             evidence=tuple([f"{g.label}: compute capability {g.cc} ({g.where})" for g in missing] + [arch]),
@@ -458,7 +458,7 @@ def no_kernels_for_gpu(facts: Facts, table: Any) -> Iterator[Finding]:
     if ptx_only:
         yield Finding(
             "ED206", "warning", f"torch {t.version} runs on compute capability "
-            f"{', '.join(sorted({g.cc for g, _ in ptx_only}))} only through PTX JIT compilation",
+            f"{', '.join(sorted({str(g.cc) for g, _ in ptx_only}))} only through PTX JIT compilation",
             evidence=tuple([f"{g.label}: compute capability {g.cc} ({g.where}); only {via} PTX fits"
                             for g, via in ptx_only] + [arch]),
             fix=fix, reference=REF_BINARY, area="torch",
@@ -484,25 +484,26 @@ _CUDA_ERROR_HINTS = (
 )
 
 
-def cuda_unavailable(facts: Facts, table: Any) -> Iterator[Finding]:
+def cuda_unavailable(facts: Facts, table: Optional[Table]) -> Iterator[Finding]:
     """ED207: a CUDA build and a working driver, yet is_available() is False."""
     t = facts.torch
     d = facts.driver
     if (not _inspected(facts) or not t.cuda or t.cuda_available is not False
             or not _gpu_machine(facts) or not d.driver_version):
         return
-    kind, _ = _driver_support(table, d.driver_version, d.driver_cuda, t.cuda, _driver_os(facts))
+    kind, _ = _driver_support(table, d.driver_version, d.driver_cuda, t.cuda, driver_os(facts.system))
     if kind == "none":
         return   # ED205 explains it
     evidence = [f"{_torch_evidence(facts)}: torch.cuda.is_available() is False",
                 f"torch.cuda.init(): {t.cuda_error}" if t.cuda_error else "torch gave no error text",
                 _driver_evidence(facts) or ""]
-    visible = d.cuda_visible_devices if d.cuda_visible_devices is not None else facts.system.env.get("CUDA_VISIBLE_DEVICES")
+    visible = (d.cuda_visible_devices if d.cuda_visible_devices is not None
+               else facts.system.env.get("CUDA_VISIBLE_DEVICES"))
     if visible is not None:
         evidence.append(f"CUDA_VISIBLE_DEVICES={visible!r} (environment)")
     evidence += [w for w in t.warnings if "CUDA" in w and w not in evidence][:2]
     hint = next((h for key, h in _CUDA_ERROR_HINTS if t.cuda_error and key in t.cuda_error), None)
-    fix: Tuple[str, ...] = (f"{_py(facts)} -c 'import torch; torch.cuda.init()'   # shows the full CUDA error",)
+    fix: tuple[str, ...] = (f"{_py(facts)} -c 'import torch; torch.cuda.init()'   # shows the full CUDA error",)
     if visible is not None and (visible.strip() in ("", "-1", "none", "NoDevFiles")
                                 or "No CUDA GPUs are available" in (t.cuda_error or "")):
         fix = ("unset CUDA_VISIBLE_DEVICES",) + fix
@@ -514,7 +515,7 @@ def cuda_unavailable(facts: Facts, table: Any) -> Iterator[Finding]:
     )
 
 
-def tiny_op_failed(facts: Facts, table: Any) -> Iterator[Finding]:
+def tiny_op_failed(facts: Facts, table: Optional[Table]) -> Iterator[Finding]:
     """ED208: ``(torch.ones(8, device='cuda') * 2).sum()`` failed."""
     t = facts.torch
     if not _inspected(facts) or not t.tiny_op or t.tiny_op == "ok":
@@ -536,7 +537,7 @@ def tiny_op_failed(facts: Facts, table: Any) -> Iterator[Finding]:
 
 # --- ED209-ED211: the rest of the install ------------------------------------------------------
 
-def companion_mismatch(facts: Facts, table: Any) -> Iterator[Finding]:
+def companion_mismatch(facts: Facts, table: Optional[Table]) -> Iterator[Finding]:
     """ED209 (another torch release) and ED210 (another CUDA) for torchvision and torchaudio."""
     t = facts.torch
     if not _inspected(facts) or not t.version:
@@ -562,11 +563,11 @@ def companion_mismatch(facts: Facts, table: Any) -> Iterator[Finding]:
             continue
         tag = _local(installed)
         if tag is None and rel is not None and _release(installed) and paired:
-            tag = getattr(rel, "pypi_default", None)       # a plain PyPI wheel: the release's default
+            tag = rel.pypi_default                       # a plain PyPI wheel: the release's default
         if tag is None or tag == torch_tag:
             continue
         same_major = tag.startswith("cu") and torch_tag.startswith("cu") and tag[2:-1] == torch_tag[2:-1]
-        severity = "warning" if same_major or tag == "cpu" else "error"
+        severity: Severity = "warning" if same_major or tag == "cpu" else "error"
         yield Finding(
             "ED210", severity, f"{package} was built for {tag}, torch for {torch_tag}",
             evidence=(f"{package} {installed} (package metadata)", _torch_evidence(facts)),
@@ -587,7 +588,7 @@ def _stem(path: str) -> str:
     return os.path.basename(path).split(".so", 1)[0]
 
 
-def ld_library_path_shadows(facts: Facts, table: Any) -> Iterator[Finding]:
+def ld_library_path_shadows(facts: Facts, table: Optional[Table]) -> Iterator[Finding]:
     """ED211: CUDA libraries loaded from LD_LIBRARY_PATH instead of the copies the wheel ships."""
     t = facts.torch
     if not _inspected(facts) or not t.libraries or not t.bundled_libraries:
@@ -600,9 +601,9 @@ def ld_library_path_shadows(facts: Facts, table: Any) -> Iterator[Finding]:
     if not shadowed:
         return
     entries = [e for e in (facts.system.env.get("LD_LIBRARY_PATH") or t.ld_library_path or "").split(":") if e]
-    bad = []
+    bad: list[str] = []
     for lib in shadowed:
-        if lib.via_ld_library_path not in bad:
+        if lib.via_ld_library_path and lib.via_ld_library_path not in bad:
             bad.append(lib.via_ld_library_path)
     keep = [e for e in entries if e not in bad]
     fix = ("unset LD_LIBRARY_PATH",) if not keep else (f"export LD_LIBRARY_PATH={shlex.quote(':'.join(keep))}",)

@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, Literal, Optional, Tuple
 
-from envdoctor.table.schema import TableError, Where, check_top, check_unconfirmed_fields, fields, read_toml, rows
+from envdoctor.table.schema import Doc, TableError, Where, check_top, check_unconfirmed_fields, fields, parse_toml, rows
+from envdoctor.table.source import data_directory
 
 NvlinkForm = Literal["sxm", "bridge", "none", "c2c"]
 PathKind = Literal["nvlink", "pcie", "host_copy"]
@@ -171,28 +172,37 @@ def _row(cls: type, where: Where, values: Dict[str, Any]) -> Any:
 
 
 def load(path: Path) -> LinkTable:
-    """Read and check ``data/links.toml``; :class:`TableError` names the file, row and field."""
-    doc = read_toml(path)
-    check_top(path, doc, ("pcie", "nvlink", "gpu", "achievable", "published"))
+    """Read and check a ``links.toml``; :class:`TableError` names the file, row and field."""
+    try:
+        raw: Optional[bytes] = Path(path).read_bytes()
+    except FileNotFoundError:
+        raw = None
+    return parse(f"{Path(path).parent.name}/{Path(path).name}", raw)
+
+
+def parse(label: str, raw: Optional[bytes]) -> LinkTable:
+    """The table of a ``links.toml``'s bytes (None: the file is missing)."""
+    doc = Doc(label, parse_toml(label, raw))
+    check_top(doc, ("pcie", "nvlink", "gpu", "achievable", "published"))
     pcie = []
-    for where, raw in rows(path, doc, "pcie", "gen"):
-        v = fields(where, raw, {"gen": "int", "gts": "float", "encoding": "str", "lane_gbps": "float",
+    for where, row in rows(doc, "pcie", "gen"):
+        v = fields(where, row, {"gen": "int", "gts": "float", "encoding": "str", "lane_gbps": "float",
                                 "x16_gbps": "float"})
         if abs(v["lane_gbps"] * 16 - v["x16_gbps"]) > 0.05:
             raise where.fail(f"field 'x16_gbps': {v['x16_gbps']} is not 16 x lane_gbps ({v['lane_gbps']})")
         pcie.append(_row(PcieRate, where, v))
     gens = [r.gen for r in pcie]
     if gens != sorted(set(gens)):
-        raise TableError(f"{path.parent.name}/{path.name}: [[pcie]] generations must rise without repeats: {gens}")
+        raise TableError(f"{label}: [[pcie]] generations must rise without repeats: {gens}")
     nvlink = []
-    for where, raw in rows(path, doc, "nvlink", "generation"):
-        v = fields(where, raw, {"generation": "str", "nvml_version": "int", "per_link_gbps": "float",
+    for where, row in rows(doc, "nvlink", "generation"):
+        v = fields(where, row, {"generation": "str", "nvml_version": "int", "per_link_gbps": "float",
                                 "max_links": "int"})
         nvlink.append(_row(NvlinkRate, where, v))
     known_generations = {r.generation for r in nvlink}
     gpus = []
-    for where, raw in rows(path, doc, "gpu", "name"):
-        v = fields(where, raw, {"name": "str", "nvlink_generation": "str?", "nvlink_links": "int",
+    for where, row in rows(doc, "gpu", "name"):
+        v = fields(where, row, {"name": "str", "nvlink_generation": "str?", "nvlink_links": "int",
                                 "nvlink_form": "str", "nvlink_per_link_gbps": "float?", "pcie_gen": "int",
                                 "pcie_width": "int"})
         if v["nvlink_form"] not in FORMS:
@@ -207,17 +217,17 @@ def load(path: Path) -> LinkTable:
         gpus.append(_row(GpuLinkSpec, where, v))
     names = [g.name for g in gpus]
     if len(names) != len(set(names)):
-        raise TableError(f"{path.parent.name}/{path.name}: [[gpu]] names repeat")
+        raise TableError(f"{label}: [[gpu]] names repeat")
     achievable = []
-    for where, raw in rows(path, doc, "achievable", "kind"):
-        v = fields(where, raw, {"kind": "str", "fraction": "float"})
+    for where, row in rows(doc, "achievable", "kind"):
+        v = fields(where, row, {"kind": "str", "fraction": "float"})
         if v["kind"] not in KINDS or not 0 < v["fraction"] <= 1:
             raise where.fail(f"kind {v['kind']!r} / fraction {v['fraction']} "
                              f"(kinds: {', '.join(KINDS)}; 0 < fraction <= 1)")
         achievable.append(_row(Achievable, where, v))
     published = []
-    for where, raw in rows(path, doc, "published", "gpu"):
-        v = fields(where, raw, {"gpu": "str", "gpus": "int", "collective": "str", "nvls": "str",
+    for where, row in rows(doc, "published", "gpu"):
+        v = fields(where, row, {"gpu": "str", "gpus": "int", "collective": "str", "nvls": "str",
                                 "size_bytes": "int", "busbw_gbps": "float", "tool": "str"})
         if v["gpu"] not in names:
             raise where.fail(f"field 'gpu': {v['gpu']!r} has no [[gpu]] row")
@@ -227,19 +237,20 @@ def load(path: Path) -> LinkTable:
     return LinkTable(tuple(pcie), tuple(nvlink), tuple(gpus), tuple(achievable), tuple(published))
 
 
-def _data_file() -> Path:
-    package = Path(__file__).resolve().parent.parent
-    for candidate in (package / "data" / "links.toml", package.parent / "data" / "links.toml"):
-        if candidate.is_file():
-            return candidate
-    raise TableError(f"no links.toml in {package / 'data'} or {package.parent / 'data'}")
-
-
-@functools.lru_cache(maxsize=1)
-def _default() -> LinkTable:
-    return load(_data_file())
+@functools.lru_cache(maxsize=4)
+def _default(where: str) -> LinkTable:
+    """``links.toml`` of the data folder the main table uses (``$ENVDOCTOR_DATA``, the wheel's, the
+    checkout's, or a zip archive's); ``where`` names that folder, the key of this memo."""
+    folder = data_directory()
+    try:
+        raw: Optional[bytes] = folder.joinpath("links.toml").read_bytes()
+    except (FileNotFoundError, NotADirectoryError, KeyError):
+        raw = None
+    except OSError as exc:
+        raise TableError(f"{folder.name}/links.toml: cannot be read: {exc.strerror or exc}") from None
+    return parse(f"{folder.name}/links.toml", raw)
 
 
 def load_links(path: Optional[Path] = None) -> LinkTable:
     """The bundled table (loaded once), or a fresh load of ``path`` (tests point it at broken copies)."""
-    return _default() if path is None else load(Path(path))
+    return _default(str(data_directory())) if path is None else load(Path(path))

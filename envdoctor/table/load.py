@@ -7,70 +7,94 @@ Cross-file checks (driver floors rise, every variant has an index, every arch is
 from __future__ import annotations
 
 import re
-from pathlib import Path
-from typing import Any, Dict, List, Tuple
+from typing import Any, get_args
 
 from envdoctor.table.rows import (
-    Architecture, ChipFamily, CudaRelease, Distro, DriverBranch, GpuModel, MinorCompat, Mirror,
-    NgcRelease, TorchPatch, TorchRelease, TorchVariant, Variant,
+    VARIANT_NAME,
+    Architecture,
+    ChipFamily,
+    CondaStory,
+    CudaKind,
+    CudaRelease,
+    Designation,
+    Distro,
+    DistroFamily,
+    DriverBranch,
+    GpuModel,
+    GpuSeries,
+    KernelModules,
+    MinorCompat,
+    Mirror,
+    MirrorKind,
+    NgcRelease,
+    PackageManager,
+    TorchPatch,
+    TorchRelease,
+    TorchVariant,
+    Variant,
+    VariantKind,
 )
 from envdoctor.table.schema import (
-    TableError, Where, check_top, check_unconfirmed_fields, fields, read_toml, rows, version,
+    Doc,
+    TableError,
+    Where,
+    check_top,
+    check_unconfirmed_fields,
+    fields,
+    one_of,
+    rows,
+    version,
 )
-
-FILES = ("cuda.toml", "architectures.toml", "gpus.toml", "torch.toml", "indexes.toml", "ngc.toml",
-         "distros.toml")
 
 _CC = re.compile(r"^\d{1,2}\.\d$")
 _PCI = re.compile(r"^0x[0-9a-f]{4}$")
 _PYTHON = re.compile(r"^3\.\d{1,2}t?$")
 _GLIBC = re.compile(r"^2\.\d{1,2}$")
-_VARIANT = re.compile(r"^(cpu|xpu|cu\d{3}|rocm\d+(\.\d+){1,2})$")
+_SERIES = re.compile(r"^(gtx|rtx) (\d{2}|\d{4})( [a-z]+)?$")
 _PRECISIONS = ("fp64", "tf32", "bf16", "fp16", "fp8", "fp6", "fp4", "int8", "int4")
 
 
-def _row(cls: type, where: Where, values: Dict[str, Any]) -> Any:
+def _row(cls: type, where: Where, values: dict[str, Any]) -> Any:
     check_unconfirmed_fields(where, values.get("unconfirmed_fields", ()), cls)
     return cls(**values)
 
 
-def load_cuda(path: Path) -> Tuple[Tuple[CudaRelease, ...], Tuple[MinorCompat, ...], Tuple[DriverBranch, ...]]:
-    doc = read_toml(path)
-    check_top(path, doc, ("release", "minor_compat", "branch"))
+def load_cuda(doc: Doc) -> tuple[tuple[CudaRelease, ...], tuple[MinorCompat, ...], tuple[DriverBranch, ...]]:
+    check_top(doc, ("release", "minor_compat", "branch"))
     releases = []
-    for where, raw in rows(path, doc, "release", "version"):
+    for where, raw in rows(doc, "release", "version"):
         v = fields(where, raw, {"version": "str", "kind": "str", "label": "str?",
                                "min_driver_linux": "str", "min_driver_windows": "str?"})
         for name in ("version", "min_driver_linux", "min_driver_windows"):
             version(where, name, v[name])
-        if v["kind"] not in ("ga", "update", "rc", "preview"):
-            raise where.fail(f"field 'kind': {v['kind']!r} is not one of ga, update, rc, preview")
+        one_of(where, "kind", v["kind"], get_args(CudaKind))
         v["label"] = v["label"] or v["version"]
         releases.append(_row(CudaRelease, where, v))
     compat = []
-    for where, raw in rows(path, doc, "minor_compat", "major"):
+    for where, raw in rows(doc, "minor_compat", "major"):
         v = fields(where, raw, {"major": "int", "min_driver_linux": "str", "min_driver_windows": "str?",
                                "below_driver": "str?", "limitations": "strs"})
         for name in ("min_driver_linux", "min_driver_windows", "below_driver"):
             version(where, name, v[name])
         compat.append(_row(MinorCompat, where, v))
     branches = []
-    for where, raw in rows(path, doc, "branch", "branch"):
+    for where, raw in rows(doc, "branch", "branch"):
         v = fields(where, raw, {"branch": "str", "designation": "str", "cuda_major": "int",
                                "end_of_life": "str?"})
         version(where, "branch", v["branch"])
+        one_of(where, "designation", v["designation"], get_args(Designation))
         branches.append(_row(DriverBranch, where, v))
     return tuple(releases), tuple(compat), tuple(branches)
 
 
-def load_architectures(path: Path) -> Tuple[Architecture, ...]:
-    doc = read_toml(path)
-    check_top(path, doc, ("architecture",))
+def load_architectures(doc: Doc) -> tuple[Architecture, ...]:
+    check_top(doc, ("architecture",))
     out = []
-    for where, raw in rows(path, doc, "architecture", "cc"):
+    for where, raw in rows(doc, "architecture", "cc"):
         v = fields(where, raw, {"cc": "str", "name": "str", "first_cuda": "str", "dropped_cuda": "str?",
                                "min_driver_branch": "str?", "last_driver_branch": "str?",
-                               "tensor_cores": "strs", "jetson": "bool?"})
+                               "tensor_cores": "strs", "jetson": "bool?", "kernel_modules": "str",
+                               "kernel_modules_source": "str"})
         if not _CC.match(v["cc"]):
             raise where.fail(f"field 'cc': {v['cc']!r} is not a compute capability like 8.6")
         for name in ("first_cuda", "dropped_cuda", "min_driver_branch", "last_driver_branch"):
@@ -78,17 +102,17 @@ def load_architectures(path: Path) -> Tuple[Architecture, ...]:
         bad = [p for p in v["tensor_cores"] if p not in _PRECISIONS]
         if bad:
             raise where.fail(f"field 'tensor_cores': unknown precision {bad[0]!r} (known: {', '.join(_PRECISIONS)})")
+        one_of(where, "kernel_modules", v["kernel_modules"], get_args(KernelModules))
         major, minor = v["cc"].split(".")
         v["sm"] = f"sm_{major}{minor}"
         out.append(_row(Architecture, where, v))
     return tuple(out)
 
 
-def load_gpus(path: Path) -> Tuple[Tuple[GpuModel, ...], Tuple[ChipFamily, ...]]:
-    doc = read_toml(path)
-    check_top(path, doc, ("gpu", "family"))
+def load_gpus(doc: Doc) -> tuple[tuple[GpuModel, ...], tuple[ChipFamily, ...], tuple[GpuSeries, ...]]:
+    check_top(doc, ("gpu", "family", "series"))
     gpus = []
-    for where, raw in rows(path, doc, "gpu", "name"):
+    for where, raw in rows(doc, "gpu", "name"):
         v = fields(where, raw, {
             "name": "str", "aliases": "strs", "pci_ids": "strs", "cc": "str",
             "memory_gib": "float?", "bandwidth_gbs": "float?", "fp32_tflops": "float?",
@@ -105,30 +129,38 @@ def load_gpus(path: Path) -> Tuple[Tuple[GpuModel, ...], Tuple[ChipFamily, ...]]
                 raise where.fail(f"field 'pci_ids': {pid!r} is not a device id like 0x2335")
         gpus.append(_row(GpuModel, where, v))
     families = []
-    for where, raw in rows(path, doc, "family", "chip"):
+    for where, raw in rows(doc, "family", "chip"):
         v = fields(where, raw, {"chip": "str", "cc": "str", "pci_ranges": "ranges"})
         if not _CC.match(v["cc"]):
             raise where.fail(f"field 'cc': {v['cc']!r} is not a compute capability like 8.6")
         families.append(_row(ChipFamily, where, v))
-    return tuple(gpus), tuple(families)
+    series = []
+    for where, raw in rows(doc, "series", "match"):
+        v = fields(where, raw, {"label": "str", "match": "str", "cc": "str"})
+        if not _SERIES.match(v["match"]):
+            raise where.fail(f"field 'match': {v['match']!r} is not a GeForce series like \"rtx 40\" "
+                             "or a model like \"rtx 2050\"")
+        if not _CC.match(v["cc"]):
+            raise where.fail(f"field 'cc': {v['cc']!r} is not a compute capability like 8.6")
+        series.append(_row(GpuSeries, where, v))
+    return tuple(gpus), tuple(families), tuple(series)
 
 
-def _torch_variant(where: Where, raw: Dict, cuda_of: Dict[str, Any]) -> TorchVariant:
+def _torch_variant(where: Where, raw: dict, cuda_of: dict[str, Any]) -> TorchVariant:
     v = fields(where, raw, {"name": "str", "arch_list": "strs?", "arch_list_aarch64": "strs?",
                            "platforms": "strs", "manylinux": "str?", "glibc": "str?",
                            "source": "str?", "checked": "str?"})
-    if not _VARIANT.match(v["name"]):
+    if not VARIANT_NAME.match(v["name"]):
         raise where.fail(f"variant {v['name']!r} is not a variant name like cu128, cpu, rocm6.3, xpu")
     version(where, "glibc", v["glibc"])
     v["cuda"] = cuda_of.get(v["name"])
     return _row(TorchVariant, where, v)
 
 
-def load_torch(path: Path, cuda_of: Dict[str, Any]) -> Tuple[TorchRelease, ...]:
-    doc = read_toml(path)
-    check_top(path, doc, ("release",))
+def load_torch(doc: Doc, cuda_of: dict[str, Any]) -> tuple[TorchRelease, ...]:
+    check_top(doc, ("release",))
     out = []
-    for where, raw in rows(path, doc, "release", "version"):
+    for where, raw in rows(doc, "release", "version"):
         v = fields(where, raw, {
             "version": "str", "released": "str?", "pythons": "strs", "pypi_default": "str",
             "manylinux": "str", "glibc": "str", "conda": "str", "pytorch_cuda": "strs?",
@@ -141,22 +173,22 @@ def load_torch(path: Path, cuda_of: Dict[str, Any]) -> Tuple[TorchRelease, ...]:
         for name in ("pytorch_cuda", "conda_cudatoolkit"):
             for x in v[name]:
                 version(where, name, x)
-        if v["conda"] not in ("pytorch-channel", "conda-forge"):
-            raise where.fail(f"field 'conda': {v['conda']!r} is not pytorch-channel or conda-forge")
+        one_of(where, "conda", v["conda"], get_args(CondaStory))
         patches = []
         for i, p in enumerate(v.pop("patches")):
-            pw = Where(where.path, "release", f"{where.row} patch #{i + 1}")
+            pw = Where(where.label, "release", f"{where.row} patch #{i + 1}")
             pv = fields(pw, p, {"version": "str", "torchvision": "str?", "torchaudio": "str?"}, common=False)
-            for name in ("version", "torchvision", "torchaudio"):
+            for name in ("torchvision", "torchaudio"):
                 version(pw, name, pv[name])
-            if version(pw, "version", pv["version"]).release[:2] != rv.release[:2]:
+            pver = version(pw, "version", pv["version"])
+            if pver is None or rv is None or pver.release[:2] != rv.release[:2]:
                 raise pw.fail(f"field 'version': {pv['version']} is not a patch of {v['version']}")
             patches.append(TorchPatch(pv["version"], pv["torchvision"], pv["torchaudio"]))
         if not patches:
             raise where.fail("field 'patches' must list at least the first release")
         variants = []
         for raw_v in v.pop("variant"):
-            vw = Where(where.path, "release.variant", f"{where.row} {raw_v.get('name', '?')}")
+            vw = Where(where.label, "release.variant", f"{where.row} {raw_v.get('name', '?')}")
             variants.append(_torch_variant(vw, raw_v, cuda_of))
         v.update(patches=tuple(patches), variants=tuple(variants),
                  torchvision=patches[0].torchvision, torchaudio=patches[0].torchaudio)
@@ -164,21 +196,19 @@ def load_torch(path: Path, cuda_of: Dict[str, Any]) -> Tuple[TorchRelease, ...]:
     return tuple(out)
 
 
-def load_indexes(path: Path) -> Tuple[str, Tuple[Dict[str, Any], ...], Tuple[Mirror, ...]]:
+def load_indexes(doc: Doc) -> tuple[str, tuple[dict[str, Any], ...], tuple[Mirror, ...]]:
     """The index base URL, the variant rows (as dicts: their driver floor is filled in later) and mirrors."""
-    doc = read_toml(path)
-    check_top(path, doc, ("base", "source", "checked", "note", "variant", "mirror"))
-    base = doc.get("base")
+    check_top(doc, ("base", "source", "checked", "note", "variant", "mirror"))
+    base = doc.data.get("base")
     if not isinstance(base, str) or not base.startswith("https://"):
-        raise TableError(f"{path.parent.name}/{path.name}: 'base' must be an https URL, not {base!r}")
-    variants: List[Dict[str, Any]] = []
-    for where, raw in rows(path, doc, "variant", "name"):
+        raise TableError(f"{doc.label}: 'base' must be an https URL, not {base!r}")
+    variants: list[dict[str, Any]] = []
+    for where, raw in rows(doc, "variant", "name"):
         v = fields(where, raw, {"name": "str", "kind": "str", "cuda": "str?", "index_url": "str",
                                "min_driver_linux": "str?", "min_driver_windows": "str?"})
-        if not _VARIANT.match(v["name"]):
+        if not VARIANT_NAME.match(v["name"]):
             raise where.fail(f"field 'name': {v['name']!r} is not a variant name like cu128, cpu, rocm6.3, xpu")
-        if v["kind"] not in ("cuda", "cpu", "rocm", "xpu"):
-            raise where.fail(f"field 'kind': {v['kind']!r} is not one of cuda, cpu, rocm, xpu")
+        one_of(where, "kind", v["kind"], get_args(VariantKind))
         if v["kind"] == "cuda" and not v["cuda"]:
             raise where.fail("missing field 'cuda' (a cuda variant needs its CUDA version)")
         for name in ("cuda", "min_driver_linux", "min_driver_windows"):
@@ -188,19 +218,17 @@ def load_indexes(path: Path) -> Tuple[str, Tuple[Dict[str, Any], ...], Tuple[Mir
         check_unconfirmed_fields(where, v["unconfirmed_fields"], Variant)
         variants.append(dict(v, _where=where))
     mirrors = []
-    for where, raw in rows(path, doc, "mirror", "name"):
+    for where, raw in rows(doc, "mirror", "name"):
         v = fields(where, raw, {"name": "str", "url": "str", "kind": "str"})
-        if v["kind"] not in ("pep503", "find-links", "conda"):
-            raise where.fail(f"field 'kind': {v['kind']!r} is not one of pep503, find-links, conda")
+        one_of(where, "kind", v["kind"], get_args(MirrorKind))
         mirrors.append(_row(Mirror, where, v))
     return base, tuple(variants), tuple(mirrors)
 
 
-def load_ngc(path: Path) -> Tuple[NgcRelease, ...]:
-    doc = read_toml(path)
-    check_top(path, doc, ("release",))
+def load_ngc(doc: Doc) -> tuple[NgcRelease, ...]:
+    check_top(doc, ("release",))
     out = []
-    for where, raw in rows(path, doc, "release", "tag"):
+    for where, raw in rows(doc, "release", "tag"):
         v = fields(where, raw, {"tag": "str", "torch": "str", "cuda": "str", "ubuntu": "str?",
                                "python": "str?", "min_driver": "str", "forward_compat_branches": "strs",
                                "min_cc": "str?"})
@@ -216,20 +244,20 @@ def load_ngc(path: Path) -> Tuple[NgcRelease, ...]:
     return tuple(out)
 
 
-def load_distros(path: Path) -> Tuple[Distro, ...]:
-    doc = read_toml(path)
-    check_top(path, doc, ("family", "distro"))
-    families: Dict[str, Dict[str, Any]] = {}
-    for where, raw in rows(path, doc, "family", "name"):
+def load_distros(doc: Doc) -> tuple[Distro, ...]:
+    check_top(doc, ("family", "distro"))
+    families: dict[str, dict[str, Any]] = {}
+    for where, raw in rows(doc, "family", "name"):
         v = fields(where, raw, {"name": "str", "package_manager": "str", "toolkit_package": "str",
                                "driver_packages": "strs", "keyring_package": "str?", "keyring_url": "str?"})
+        one_of(where, "package_manager", v["package_manager"], get_args(PackageManager))
         if "{major}" not in v["toolkit_package"] or "{minor}" not in v["toolkit_package"]:
             raise where.fail("field 'toolkit_package' must contain {major} and {minor}")
         if v["name"] in families:
             raise where.fail(f"duplicate family {v['name']!r}")
         families[v["name"]] = v
     out = []
-    for where, raw in rows(path, doc, "distro", "repo_dir"):
+    for where, raw in rows(doc, "distro", "repo_dir"):
         v = fields(where, raw, {"id": "str", "version": "str", "family": "str", "repo_dir": "str",
                                "cuda_lines": "strs", "also_ids": "strs?", "distro_driver_packages": "strs?",
                                "glibc": "str?", "glibc_source": "str?"})
@@ -237,6 +265,7 @@ def load_distros(path: Path) -> Tuple[Distro, ...]:
             raise where.fail(f"field 'glibc': {v['glibc']!r} is not a glibc version like 2.35")
         if v["glibc"] is not None and not v["glibc_source"]:
             raise where.fail("field 'glibc' is given but 'glibc_source' is missing (where the version was read)")
+        one_of(where, "family", v["family"], get_args(DistroFamily))
         fam = families.get(v["family"])
         if fam is None:
             raise where.fail(f"field 'family': {v['family']!r} is not a [[family]] of this file")

@@ -3,33 +3,38 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Dict, Optional, Tuple, Union
+from typing import Any, Optional, Union
 
-from packaging.version import Version
-
+from envdoctor.parse import major as _major
 from envdoctor.parse import version as _version
 from envdoctor.table import load, validate
 from envdoctor.table.rows import (
-    Architecture, ChipFamily, CudaRelease, Distro, DriverBranch, GpuModel, MinorCompat, Mirror,
-    NgcRelease, TorchRelease, Variant,
+    CUDA_VARIANT,
+    Architecture,
+    ChipFamily,
+    CudaRelease,
+    Distro,
+    DriverBranch,
+    GpuModel,
+    GpuSeries,
+    MinorCompat,
+    Mirror,
+    NgcRelease,
+    TorchRelease,
+    Variant,
 )
+from envdoctor.table.schema import Doc, parse_toml, parse_version
+from envdoctor.table.source import FILES, DataDir, read_files
 
 _PREFIXES = ("nvidia ", "geforce ", "tesla ")
 
-#: GeForce series -> compute capability, for names the table has no row for (``t.cc_from_name``).
-#: Keyed by (prefix, the first two digits of the model number). Exceptions within a series come
-#: first: the RTX 2050 is an Ampere GA107 and the "RTX 3050 A" laptop GPUs are Ada AD106/AD107
-#: (pci.ids: 0x25a9/0x25ad/0x25ed and 0x2822/0x28a3/0x28e3).
-_SERIES_EXCEPTIONS = ((re.compile(r"^rtx 2050\b"), "8.6", "RTX 2050 (GA107)"),
-                      (re.compile(r"^rtx 3050 a\b"), "8.9", "RTX 3050 A (AD106/AD107)"))
-_SERIES = {("gtx", "10"): ("6.1", "GTX 10xx"), ("gtx", "16"): ("7.5", "GTX 16xx"),
-           ("rtx", "20"): ("7.5", "RTX 20xx"), ("rtx", "30"): ("8.6", "RTX 30xx"),
-           ("rtx", "40"): ("8.9", "RTX 40xx"), ("rtx", "50"): ("12.0", "RTX 50xx")}
-#: A GeForce model number: two series digits, then a tier 10-90 (so "RTX 2000 Ada", "RTX 4000",
-#: "RTX A4000" and "RTX PRO 6000", all workstation boards of other generations, never match).
-_SERIES_NAME = re.compile(r"^(gtx|rtx) ?(\d{2})([1-9]0)(?: (?:ti|super|d|ti super|mobile|laptop gpu|max q|\d+gb)\b.*)?$")
+#: How GeForce model names are written (the series and their compute capabilities are rows of
+#: ``gpus.toml``): two series digits, then a tier 10-90, then an optional variant word. "RTX 2000
+#: Ada", "RTX 4000", "RTX A4000" and "RTX PRO 6000", workstation boards, never match.
+_GEFORCE_NAME = re.compile(r"^(gtx|rtx) ?(\d{2})([1-9]0)"
+                           r"(?: (?:ti|super|d|ti super|mobile|laptop gpu|max q|\d+gb)\b.*)?$")
 
 
 def norm_gpu_name(name: str) -> str:
@@ -59,7 +64,7 @@ def norm_pci(device_id: str) -> Optional[int]:
     return int(s, 16)
 
 
-def norm_cc(cc: Union[str, Tuple[int, int]]) -> Optional[str]:
+def norm_cc(cc: Union[str, tuple[int, int]]) -> Optional[str]:
     """``"8.6"``, ``(8, 6)``, ``"sm_86"``, ``"sm_90a"``, ``"compute_120"`` or ``"86"`` -> ``"8.6"``."""
     if isinstance(cc, tuple):
         return f"{cc[0]}.{cc[1]}"
@@ -78,19 +83,20 @@ def norm_cc(cc: Union[str, Tuple[int, int]]) -> Optional[str]:
 class Table:
     """The compatibility table. Build it with :func:`envdoctor.table.load_table`."""
 
-    directory: Path
-    cuda_releases: Tuple[CudaRelease, ...]
-    minor_compats: Tuple[MinorCompat, ...]
-    driver_branches: Tuple[DriverBranch, ...]
-    architectures: Tuple[Architecture, ...]
-    gpus: Tuple[GpuModel, ...]
-    chip_families: Tuple[ChipFamily, ...]
-    torch_releases: Tuple[TorchRelease, ...]
-    variants: Tuple[Variant, ...]
+    directory: DataDir                    # where the files were read: a Path, or a folder in a zip
+    cuda_releases: tuple[CudaRelease, ...]
+    minor_compats: tuple[MinorCompat, ...]
+    driver_branches: tuple[DriverBranch, ...]
+    architectures: tuple[Architecture, ...]
+    gpus: tuple[GpuModel, ...]
+    chip_families: tuple[ChipFamily, ...]
+    gpu_series: tuple[GpuSeries, ...]
+    torch_releases: tuple[TorchRelease, ...]
+    variants: tuple[Variant, ...]
     index_base: str
-    mirrors: Tuple[Mirror, ...]
-    ngc_releases: Tuple[NgcRelease, ...]
-    distros: Tuple[Distro, ...]
+    mirrors: tuple[Mirror, ...]
+    ngc_releases: tuple[NgcRelease, ...]
+    distros: tuple[Distro, ...]
 
     # --- CUDA and drivers -------------------------------------------------------------------
 
@@ -100,14 +106,14 @@ class Table:
         if v is None or len(v.release) < 2:
             return None
         if len(v.release) >= 3:
-            return next((r for r in self.cuda_releases if Version(r.version) == v), None)
+            return next((r for r in self.cuda_releases if parse_version(r.version) == v), None)
         minor = f"{v.release[0]}.{v.release[1]}"
         rows = [r for r in self.cuda_releases if r.minor == minor]
         return next((r for r in rows if r.kind == "ga"), rows[0] if rows else None)
 
     def min_driver(self, cuda: str, os: str = "linux") -> Optional[str]:
         """``t.min_driver("12.8")`` -> ``"570.26"``; also takes a variant: ``t.min_driver("cu128")``."""
-        if re.fullmatch(r"cu\d{3}", cuda):
+        if CUDA_VARIANT.match(cuda):
             var = self.variant(cuda)
             if var is None:
                 return None
@@ -119,20 +125,17 @@ class Table:
 
     def minor_compat(self, major: Union[int, str]) -> Optional[MinorCompat]:
         """``t.minor_compat(12)``: floor 525.60.13 and what does not work under it."""
-        try:
-            m = int(str(major).split(".")[0])
-        except ValueError:
-            return None
-        return next((c for c in self.minor_compats if c.major == m), None)
+        m = _major(str(major))
+        return next((c for c in self.minor_compats if c.major == m), None) if m is not None else None
 
     def driver_branch(self, driver_or_branch: str) -> Optional[DriverBranch]:
         """The data-center branch row of ``"535.104.05"`` or ``"535"``."""
-        branch = driver_or_branch.split(".")[0]
-        return next((b for b in self.driver_branches if b.branch == branch), None)
+        branch = _major(driver_or_branch)
+        return next((b for b in self.driver_branches if b.branch == str(branch)), None)
 
     # --- architectures and GPUs -------------------------------------------------------------
 
-    def architecture(self, cc: Union[str, Tuple[int, int]]) -> Optional[Architecture]:
+    def architecture(self, cc: Union[str, tuple[int, int]]) -> Optional[Architecture]:
         """``t.architecture("8.6")`` (also ``"sm_86"``, ``(8, 6)``) -> Ampere; None if unknown."""
         key = norm_cc(cc)
         return next((a for a in self.architectures if a.cc == key), None)
@@ -150,30 +153,29 @@ class Table:
                     return g
         return None
 
-    def cc_from_name(self, name: str) -> Optional[Tuple[str, str]]:
+    def cc_from_name(self, name: str) -> Optional[tuple[str, str]]:
         """The compute capability a GeForce name implies, for models the table has no row for:
-        ``t.cc_from_name("GeForce GTX 1050 Ti")`` -> ``("6.1", "GTX 10xx")``. Series: GTX 10xx 6.1,
-        GTX 16xx and RTX 20xx 7.5, RTX 30xx 8.6, RTX 40xx 8.9, RTX 50xx 12.0 (the RTX 2050 is
-        Ampere, the RTX 3050 A laptop GPUs Ada). None for anything else. The answer is inferred
-        from the name, not a table row: callers say so."""
-        key = norm_gpu_name(name)
-        for pattern, cc, label in _SERIES_EXCEPTIONS:
-            if pattern.match(key):
-                return (cc, label) if self.architecture(cc) else None
-        m = _SERIES_NAME.match(key)
+        ``t.cc_from_name("GeForce GTX 1050 Ti")`` -> ``("6.1", "GTX 10xx")``, from the
+        ``[[series]]`` rows of ``gpus.toml`` (a model row such as "rtx 2050", an Ampere chip in the
+        RTX 20 series, wins over its series). None for anything else. The answer is inferred from
+        the name, not a row of that model: callers say so."""
+        key = re.sub(r"^(gtx|rtx)(?=\d)", r"\1 ", norm_gpu_name(name))
+        for row in self.gpu_series:
+            if row.is_model and (key == row.match or key.startswith(row.match + " ")):
+                return row.cc, row.label
+        m = _GEFORCE_NAME.match(key)
         if not m:
             return None
-        hit = _SERIES.get((m.group(1), m.group(2)))
-        if hit is None or self.architecture(hit[0]) is None:
-            return None
-        return hit
+        series = f"{m.group(1)} {m.group(2)}"
+        hit = next((r for r in self.gpu_series if not r.is_model and r.match == series), None)
+        return (hit.cc, hit.label) if hit is not None else None
 
-    def gpu_suggestions(self, name: str, n: int = 3) -> Tuple[str, ...]:
+    def gpu_suggestions(self, name: str, n: int = 3) -> tuple[str, ...]:
         """Names in the table close to ``name`` (``"GTX 1800 Ti"`` -> ``("GTX 1080 Ti", ...)``),
         each as its shortest alias, for a "did you mean" hint."""
         import difflib
 
-        shown: Dict[str, str] = {}
+        shown: dict[str, str] = {}
         for g in self.gpus:
             label = min((a for a in g.aliases if not a[:1].isdigit()), key=len, default=g.name)
             for x in (g.name,) + g.aliases:
@@ -211,7 +213,7 @@ class Table:
         if v is None:
             return None
         key = v.release[:2]
-        row = next((r for r in self.torch_releases if Version(r.version).release[:2] == key), None)
+        row = next((r for r in self.torch_releases if parse_version(r.version).release[:2] == key), None)
         if row is None or len(v.release) < 3 or v.is_prerelease or v.is_devrelease:
             return row
         return row if row.patch(v.base_version) else None
@@ -238,16 +240,16 @@ class Table:
         m = re.search(r"(\d{2}\.\d{2})", tag)
         return next((r for r in self.ngc_releases if m and r.tag == m.group(1)), None)
 
-    def ngc_for_driver(self, driver: str, datacenter: bool = False) -> Tuple[NgcRelease, ...]:
+    def ngc_for_driver(self, driver: str, datacenter: bool = False) -> tuple[NgcRelease, ...]:
         """NGC releases a driver runs: its branch is at least the release's minimum, or (on a
         data-center GPU) it is one of the release's forward-compatible branches at or above the
         listed version. ``t.ngc_for_driver("535.104", datacenter=True)``."""
-        d = Version(driver)
+        d = parse_version(driver)
         out = []
         for r in self.ngc_releases:
-            if d >= Version(r.min_driver):
+            if d >= parse_version(r.min_driver):
                 out.append(r)
-            elif datacenter and any(d.release[0] == Version(b).release[0] and d >= Version(b)
+            elif datacenter and any(d.release[0] == parse_version(b).release[0] and d >= parse_version(b)
                                     for b in r.forward_compat_branches):
                 out.append(r)
         return tuple(out)
@@ -258,28 +260,41 @@ class Table:
         for x in self.distros:
             if key != x.id and key not in x.also_ids:
                 continue
-            if ver == x.version or ("." not in x.version and ver.split(".")[0] == x.version):
+            if ver == x.version or ("." not in x.version and str(_major(ver)) == x.version):
                 return x
         return None
 
 
-def build(directory: Path) -> Table:
-    """Load every file of ``directory``, check each row and the table as a whole."""
-    d = directory
-    cuda_releases, compat, branches = load.load_cuda(d / "cuda.toml")
+def build(directory: DataDir) -> Table:
+    """Read, parse and check every file of ``directory`` (no cache: ``load_table()`` has one)."""
+    return build_docs(directory, parse_docs(directory.name, read_files(directory)))
+
+
+def parse_docs(dirname: str, files: Mapping[str, Optional[bytes]]) -> dict[str, dict[str, Any]]:
+    """The TOML documents of the data files (``dirname`` names the folder in errors)."""
+    return {name: parse_toml(f"{dirname}/{name}", files.get(name)) for name in FILES}
+
+
+def build_docs(directory: DataDir, docs: Mapping[str, dict[str, Any]]) -> Table:
+    """Check each row of the parsed documents and the table as a whole; the sorted Table."""
+    d = directory.name
+
+    def doc(name: str) -> Doc:
+        return Doc(f"{d}/{name}", docs[name])
+
+    cuda_releases, compat, branches = load.load_cuda(doc("cuda.toml"))
     validate.check_cuda(d, cuda_releases, compat)
-    cuda_releases = tuple(sorted(cuda_releases, key=lambda r: Version(r.version)))
-    archs = tuple(sorted(load.load_architectures(d / "architectures.toml"),
-                         key=lambda a: tuple(int(x) for x in a.cc.split("."))))
+    cuda_releases = tuple(sorted(cuda_releases, key=lambda r: parse_version(r.version)))
+    archs = tuple(sorted(load.load_architectures(doc("architectures.toml")), key=lambda a: a.cc_tuple))
     validate.check_architectures(d, archs)
     by_cc = {a.cc: a for a in archs}
-    gpus, families = load.load_gpus(d / "gpus.toml")
-    validate.check_gpus(d, gpus, families, by_cc, norm_gpu_name)
-    base, raw_variants, mirrors = load.load_indexes(d / "indexes.toml")
-    ga: Dict[str, CudaRelease] = {r.minor: r for r in cuda_releases if r.kind == "ga"}
+    gpus, families, series = load.load_gpus(doc("gpus.toml"))
+    validate.check_gpus(d, gpus, families, series, by_cc, norm_gpu_name)
+    base, raw_variants, mirrors = load.load_indexes(doc("indexes.toml"))
+    ga: dict[str, CudaRelease] = {r.minor: r for r in cuda_releases if r.kind == "ga"}
     variants = []
-    for v in raw_variants:
-        v = dict(v)
+    for raw in raw_variants:
+        v = dict(raw)
         v.pop("_where")
         if v["kind"] == "cuda":
             row = ga.get(v["cuda"])
@@ -288,24 +303,25 @@ def build(directory: Path) -> Table:
         variants.append(Variant(**v))
     validate.check_variants(d, variants)
     by_variant = {v.name: v for v in variants}
-    torch = load.load_torch(d / "torch.toml", {v.name: v.cuda for v in variants})
+    torch = load.load_torch(doc("torch.toml"), {v.name: v.cuda for v in variants})
     validate.check_torch(d, torch, by_variant, by_cc)
-    ngc = load.load_ngc(d / "ngc.toml")
+    ngc = load.load_ngc(doc("ngc.toml"))
     validate.check_ngc(d, ngc, by_cc)
-    distros = load.load_distros(d / "distros.toml")
+    distros = load.load_distros(doc("distros.toml"))
     validate.check_distros(d, distros, ga.keys() | {r.minor for r in cuda_releases})
     return Table(
-        directory=d,
+        directory=directory,
         cuda_releases=cuda_releases,
         minor_compats=tuple(sorted(compat, key=lambda c: c.major)),
-        driver_branches=tuple(sorted(branches, key=lambda b: Version(b.branch))),
+        driver_branches=tuple(sorted(branches, key=lambda b: parse_version(b.branch))),
         architectures=archs,
         gpus=gpus,
         chip_families=families,
-        torch_releases=tuple(sorted(torch, key=lambda r: Version(r.version))),
+        gpu_series=series,
+        torch_releases=tuple(sorted(torch, key=lambda r: parse_version(r.version))),
         variants=tuple(variants),
         index_base=base,
         mirrors=mirrors,
-        ngc_releases=tuple(sorted(ngc, key=lambda r: Version(r.tag))),
+        ngc_releases=tuple(sorted(ngc, key=lambda r: parse_version(r.tag))),
         distros=distros,
     )

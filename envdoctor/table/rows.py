@@ -6,21 +6,40 @@ row could not be verified) and ``unconfirmed_fields`` (single fields that could 
 
 >>> CudaRelease("12.8.0", "570.26", "570.65", source="https://docs.nvidia.com/...", checked="2026-11-29").minor
 '12.8'
+
+The closed sets of strings a row field takes are the ``Literal`` types below; the loader checks a
+value against them (``typing.get_args``), so a new value is added here once.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
-from typing import Optional, Tuple
+from typing import Literal, Optional
 
-from packaging.version import Version
+from envdoctor.table.schema import parse_version
+
+CudaKind = Literal["ga", "update", "rc", "preview"]
+Designation = Literal["LTSB", "PB", "NFB"]          # long-term, production, new-feature branch
+KernelModules = Literal["proprietary", "either", "open"]
+VariantKind = Literal["cuda", "cpu", "rocm", "xpu"]
+CondaStory = Literal["pytorch-channel", "conda-forge"]
+MirrorKind = Literal["pep503", "find-links", "conda"]
+DistroFamily = Literal["debian", "rhel", "fedora", "suse", "amazon"]
+PackageManager = Literal["apt", "dnf", "zypper"]
+
+#: A directory name of the wheel index: ``cu128``, ``cu92`` (torch < 1.8), ``cpu``, ``xpu``,
+#: ``rocm6.3``, ``rocm5.4.2``. The one pattern for the table and the index client.
+VARIANT_NAME = re.compile(r"^(cpu|xpu|cu\d{2,3}|rocm\d+(?:\.\d+){0,2})$")
+#: A CUDA variant: ``cu128``.
+CUDA_VARIANT = re.compile(r"^cu\d{2,3}$")
 
 
 class _Sourced:
     """Mixin: whether the row, or one field of it, is confirmed against its source."""
 
     unconfirmed: bool
-    unconfirmed_fields: Tuple[str, ...]
+    unconfirmed_fields: tuple[str, ...]
 
     def confirmed(self, name: Optional[str] = None) -> bool:
         """``row.confirmed()``: the row as a whole; ``row.confirmed("tf32_tflops")``: that field.
@@ -46,20 +65,20 @@ class CudaRelease(_Sourced):
     source: str = ""
     checked: str = ""
     unconfirmed: bool = False
-    kind: str = "ga"                      # ga | update | rc | preview
+    kind: CudaKind = "ga"
     label: str = ""                       # "12.8 Update 1", as NVIDIA names it
-    unconfirmed_fields: Tuple[str, ...] = ()
+    unconfirmed_fields: tuple[str, ...] = ()
     note: Optional[str] = None
 
     @property
     def minor(self) -> str:
         """ "12.8" for "12.8.1"."""
-        major, minor = Version(self.version).release[:2]
+        major, minor = parse_version(self.version).release[:2]
         return f"{major}.{minor}"
 
     @property
     def major(self) -> int:
-        return Version(self.version).release[0]
+        return parse_version(self.version).release[0]
 
 
 @dataclass(frozen=True)
@@ -69,12 +88,12 @@ class MinorCompat(_Sourced):
     major: int                            # 12
     min_driver_linux: str                 # "525.60.13"
     min_driver_windows: Optional[str]
-    limitations: Tuple[str, ...]          # what does not work below a release's own driver
+    limitations: tuple[str, ...]          # what does not work below a release's own driver
     source: str = ""
     checked: str = ""
     unconfirmed: bool = False
     below_driver: Optional[str] = None    # "580": the MVC row's upper bound (newer drivers: backward compat)
-    unconfirmed_fields: Tuple[str, ...] = ()
+    unconfirmed_fields: tuple[str, ...] = ()
     note: Optional[str] = None
 
 
@@ -83,13 +102,13 @@ class DriverBranch(_Sourced):
     """A data-center driver branch: R535 is the CUDA 12 long-term branch."""
 
     branch: str                           # "535"
-    designation: str                      # LTSB | PB | NFB
+    designation: Designation
     cuda_major: int                       # highest CUDA major without the forward-compat package
     end_of_life: Optional[str]            # "2026-06"
     source: str = ""
     checked: str = ""
     unconfirmed: bool = False
-    unconfirmed_fields: Tuple[str, ...] = ()
+    unconfirmed_fields: tuple[str, ...] = ()
     note: Optional[str] = None
 
 
@@ -104,18 +123,40 @@ class Architecture(_Sourced):
     dropped_cuda: Optional[str]           # "13.0" for Maxwell/Pascal/Volta
     min_driver_branch: Optional[str]      # "455": branch of first_cuda's minimum driver
     last_driver_branch: Optional[str]     # "580": last branch for a retired architecture
-    tensor_cores: Tuple[str, ...]         # ("tf32", "bf16", "fp16", "int8", "int4")
+    tensor_cores: tuple[str, ...]         # ("tf32", "bf16", "fp16", "int8", "int4")
     source: str = ""
     checked: str = ""
     unconfirmed: bool = False
     jetson: bool = False
-    unconfirmed_fields: Tuple[str, ...] = ()
+    kernel_modules: KernelModules = "either"   # which flavour of NVIDIA's kernel modules drives it
+    kernel_modules_source: Optional[str] = None
+    unconfirmed_fields: tuple[str, ...] = ()
     note: Optional[str] = None
 
     @property
-    def cc_tuple(self) -> Tuple[int, int]:
+    def cc_tuple(self) -> tuple[int, int]:
         major, minor = self.cc.split(".")
         return int(major), int(minor)
+
+
+@dataclass(frozen=True)
+class GpuSeries(_Sourced):
+    """What a GeForce name implies when no model row names it: "rtx 40" (RTX 40xx) is 8.9; a
+    model row like "rtx 2050" (an Ampere chip in the RTX 20 series) wins over its series."""
+
+    label: str                            # "RTX 40xx", "RTX 2050 (GA107)"
+    match: str                            # "rtx 40" (a series), "rtx 2050" or "rtx 3050 a" (a model)
+    cc: str                               # "8.9"
+    source: str = ""
+    checked: str = ""
+    unconfirmed: bool = False
+    unconfirmed_fields: tuple[str, ...] = ()
+    note: Optional[str] = None
+
+    @property
+    def is_model(self) -> bool:
+        """ "rtx 2050" names one model (four digits); "rtx 40" a whole series (two)."""
+        return len(self.match.split()[1]) == 4
 
 
 @dataclass(frozen=True)
@@ -123,8 +164,8 @@ class GpuModel(_Sourced):
     """A GPU model with dense datasheet peaks in TFLOP/s (tensor-core rates for tf32/fp16/bf16)."""
 
     name: str                             # "NVIDIA H200", as NVML reports it
-    aliases: Tuple[str, ...]              # ("H200", "H200 SXM", ...)
-    pci_ids: Tuple[str, ...]              # ("0x2335",)
+    aliases: tuple[str, ...]              # ("H200", "H200 SXM", ...)
+    pci_ids: tuple[str, ...]              # ("0x2335",)
     cc: str                               # "9.0"
     memory_gib: Optional[float]           # 141.0, as the datasheet writes it
     bandwidth_gbs: Optional[float]        # 4800.0
@@ -141,7 +182,7 @@ class GpuModel(_Sourced):
     pci_source: Optional[str] = None
     datacenter: bool = False              # an NVIDIA data-center GPU: may run forward compatibility (cuda-compat)
     datacenter_source: Optional[str] = None   # where NVIDIA lists the model as a data-center GPU
-    unconfirmed_fields: Tuple[str, ...] = ()
+    unconfirmed_fields: tuple[str, ...] = ()
     note: Optional[str] = None
 
     def is_datacenter(self) -> Optional[bool]:
@@ -160,11 +201,11 @@ class ChipFamily(_Sourced):
 
     chip: str                             # "GH100"
     cc: str
-    pci_ranges: Tuple[Tuple[int, int], ...]
+    pci_ranges: tuple[tuple[int, int], ...]
     source: str = ""
     checked: str = ""
     unconfirmed: bool = False
-    unconfirmed_fields: Tuple[str, ...] = ()
+    unconfirmed_fields: tuple[str, ...] = ()
     note: Optional[str] = None
 
     def contains(self, device_id: int) -> bool:
@@ -177,15 +218,15 @@ class TorchVariant(_Sourced):
 
     name: str                             # "cu128"
     cuda: Optional[str]                   # "12.8"; None for cpu/rocm/xpu
-    arch_list: Tuple[str, ...]            # ("sm_70", ..., "sm_120"), "compute_XY" = PTX
-    platforms: Tuple[str, ...]            # ("linux_x86_64", "linux_aarch64", "win_amd64")
+    arch_list: tuple[str, ...]            # ("sm_70", ..., "sm_120"), "compute_XY" = PTX
+    platforms: tuple[str, ...]            # ("linux_x86_64", "linux_aarch64", "win_amd64")
     unconfirmed: bool = False
-    arch_list_aarch64: Tuple[str, ...] = ()
+    arch_list_aarch64: tuple[str, ...] = ()
     manylinux: Optional[str] = None       # overrides the release's tag (2.6 cu126)
     glibc: Optional[str] = None
     source: Optional[str] = None
     checked: Optional[str] = None
-    unconfirmed_fields: Tuple[str, ...] = ()
+    unconfirmed_fields: tuple[str, ...] = ()
     note: Optional[str] = None
 
 
@@ -201,27 +242,27 @@ class TorchRelease(_Sourced):
     """A torch minor release ("2.8.0" and its patches) with its wheel variants."""
 
     version: str                          # "2.8.0"
-    pythons: Tuple[str, ...]              # ("3.9", ..., "3.13", "3.13t")
-    variants: Tuple[TorchVariant, ...]
+    pythons: tuple[str, ...]              # ("3.9", ..., "3.13", "3.13t")
+    variants: tuple[TorchVariant, ...]
     pypi_default: str                     # "cu128"
     manylinux: str                        # "manylinux_2_28"
     glibc: str                            # "2.28"
     torchvision: Optional[str]            # of the first patch
     torchaudio: Optional[str]
-    conda: str                            # "pytorch-channel" | "conda-forge"
-    pytorch_cuda: Tuple[str, ...]         # pytorch-cuda=X versions on -c pytorch -c nvidia (1.13-2.5)
+    conda: CondaStory
+    pytorch_cuda: tuple[str, ...]         # pytorch-cuda=X versions on -c pytorch -c nvidia (1.13-2.5)
     source: str = ""
     checked: str = ""
     unconfirmed: bool = False
-    patches: Tuple[TorchPatch, ...] = ()
-    conda_cudatoolkit: Tuple[str, ...] = ()
+    patches: tuple[TorchPatch, ...] = ()
+    conda_cudatoolkit: tuple[str, ...] = ()
     released: Optional[str] = None
-    unconfirmed_fields: Tuple[str, ...] = ()
+    unconfirmed_fields: tuple[str, ...] = ()
     note: Optional[str] = None
 
     @property
     def minor(self) -> str:
-        major, minor = Version(self.version).release[:2]
+        major, minor = parse_version(self.version).release[:2]
         return f"{major}.{minor}"
 
     def variant(self, name: str) -> Optional[TorchVariant]:
@@ -229,7 +270,7 @@ class TorchRelease(_Sourced):
         return next((v for v in self.variants if v.name == name), None)
 
     def patch(self, version: str) -> Optional[TorchPatch]:
-        return next((p for p in self.patches if Version(p.version) == Version(version)), None)
+        return next((p for p in self.patches if parse_version(p.version) == parse_version(version)), None)
 
 
 @dataclass(frozen=True)
@@ -240,12 +281,12 @@ class Variant(_Sourced):
     cuda: Optional[str]                   # "12.8"
     index_url: str                        # "https://download.pytorch.org/whl/cu128"
     min_driver_linux: Optional[str]       # "570.26" (the CUDA GA's own floor)
-    kind: str                             # cuda | cpu | rocm | xpu
+    kind: VariantKind
     source: str = ""
     checked: str = ""
     unconfirmed: bool = False
     min_driver_windows: Optional[str] = None
-    unconfirmed_fields: Tuple[str, ...] = ()
+    unconfirmed_fields: tuple[str, ...] = ()
     note: Optional[str] = None
 
 
@@ -257,8 +298,8 @@ class Mirror(_Sourced):
     source: str = ""
     checked: str = ""
     unconfirmed: bool = False
-    kind: str = "pep503"                  # pep503 | find-links | conda
-    unconfirmed_fields: Tuple[str, ...] = ()
+    kind: MirrorKind = "pep503"
+    unconfirmed_fields: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -271,12 +312,12 @@ class NgcRelease(_Sourced):
     ubuntu: Optional[str]                 # "24.04"
     python: Optional[str]                 # "3.12"
     min_driver: str                       # "570": the branch the notes require
-    forward_compat_branches: Tuple[str, ...]   # ("470.57", "525.85", "535.86", "545.23")
+    forward_compat_branches: tuple[str, ...]   # ("470.57", "525.85", "535.86", "545.23")
     source: str = ""
     checked: str = ""
     unconfirmed: bool = False
     min_cc: Optional[str] = None          # "7.5": the lowest compute capability the notes support
-    unconfirmed_fields: Tuple[str, ...] = ()
+    unconfirmed_fields: tuple[str, ...] = ()
     note: Optional[str] = None
 
     @property
@@ -290,26 +331,26 @@ class Distro(_Sourced):
 
     id: str                               # "ubuntu" (os-release ID)
     version: str                          # "22.04"
-    family: str                           # debian | rhel | fedora | suse | amazon
+    family: DistroFamily
     repo_dir: str                         # "ubuntu2204"
-    cuda_lines: Tuple[str, ...]           # ("11.7", ..., "13.2")
+    cuda_lines: tuple[str, ...]           # ("11.7", ..., "13.2")
     toolkit_package: str                  # "cuda-toolkit-{major}-{minor}"
-    driver_packages: Tuple[str, ...]      # ("cuda-drivers", "nvidia-open", ...)
+    driver_packages: tuple[str, ...]      # ("cuda-drivers", "nvidia-open", ...)
     source: str = ""
     checked: str = ""
     unconfirmed: bool = False
-    package_manager: str = ""             # apt | dnf | zypper
-    distro_driver_packages: Tuple[str, ...] = ()   # Ubuntu archive: "nvidia-driver-{branch}", ...
-    also_ids: Tuple[str, ...] = ()        # ("rocky", "almalinux", "ol")
+    package_manager: Optional[PackageManager] = None
+    distro_driver_packages: tuple[str, ...] = ()   # Ubuntu archive: "nvidia-driver-{branch}", ...
+    also_ids: tuple[str, ...] = ()        # ("rocky", "almalinux", "ol")
     keyring_package: Optional[str] = None
     glibc: Optional[str] = None           # "2.35": the release's glibc (None: varies by point release)
     glibc_source: Optional[str] = None
-    unconfirmed_fields: Tuple[str, ...] = ()
+    unconfirmed_fields: tuple[str, ...] = ()
     note: Optional[str] = None
 
     def toolkit_package_for(self, cuda: str) -> str:
         """``"cuda-toolkit-12-8"`` for ``"12.8"`` (or ``"12.8.1"``)."""
-        major, minor = Version(cuda).release[:2]
+        major, minor = parse_version(cuda).release[:2]
         return self.toolkit_package.format(major=major, minor=minor)
 
     def repo_url(self, arch: str = "x86_64") -> str:
@@ -317,6 +358,6 @@ class Distro(_Sourced):
 
 
 # Field names each kind of row may mark in unconfirmed_fields.
-def field_names(cls: type) -> Tuple[str, ...]:
+def field_names(cls: type) -> tuple[str, ...]:
     return tuple(f for f in cls.__dataclass_fields__)  # type: ignore[attr-defined]
 

@@ -7,17 +7,13 @@ Every error is a :class:`TableError` whose message is one line naming file, row 
 
 from __future__ import annotations
 
+import functools
 import re
 import sys
-from pathlib import Path
-from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
+from collections.abc import Mapping
+from typing import Any, Callable, Optional
 
 from packaging.version import InvalidVersion, Version
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on Python < 3.11 only
-    import tomli as tomllib
 
 
 class TableError(ValueError):
@@ -25,7 +21,7 @@ class TableError(ValueError):
 
 
 #: field kinds: "str", "str?", "bool", "int", "float?", "strs", "ranges", "tables"
-Spec = Dict[str, str]
+Spec = dict[str, str]
 
 COMMON: Spec = {
     "source": "str",
@@ -37,65 +33,87 @@ COMMON: Spec = {
 _CHECKED = re.compile(r"^\d{4}-\d{2}(-\d{2})?$")
 
 
-def read_toml(path: Path) -> Dict[str, Any]:
+class Doc:
+    """One parsed data file and how errors name it: ``Doc("data/cuda.toml", {...})``."""
+
+    def __init__(self, label: str, data: dict[str, Any]) -> None:
+        self.label, self.data = label, data
+
+
+def parse_toml(label: str, raw: Optional[bytes]) -> dict[str, Any]:
+    """The TOML document of a data file's bytes (None: the file is missing), as plain data."""
+    if raw is None:
+        raise TableError(f"{label}: file missing")
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - exercised on Python < 3.11 only
+        import tomli as tomllib
     try:
-        with open(path, "rb") as fh:
-            return tomllib.load(fh)
-    except FileNotFoundError:
-        raise TableError(f"{label(path)}: file missing") from None
+        return tomllib.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise TableError(f"{label}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     except tomllib.TOMLDecodeError as exc:
-        raise TableError(f"{label(path)}: not valid TOML: {exc}") from None
-
-
-def label(path: Path) -> str:
-    """How errors name a data file: ``data/cuda.toml``."""
-    return f"{path.parent.name}/{path.name}"
+        raise TableError(f"{label}: not valid TOML: {exc}") from None
 
 
 class Where:
     """Where a value sits, for error messages: file, section, row id."""
 
-    def __init__(self, path: Path, section: str, row: str) -> None:
-        self.path, self.section, self.row = path, section, row
+    def __init__(self, label: str, section: str, row: str) -> None:
+        self.label, self.section, self.row = label, section, row
 
     def fail(self, problem: str) -> TableError:
-        return TableError(f"{label(self.path)}: [[{self.section}]] {self.row}: {problem}")
+        return TableError(f"{self.label}: [[{self.section}]] {self.row}: {problem}")
 
 
-def rows(path: Path, doc: Mapping[str, Any], section: str, key: Optional[str]) -> List[Tuple[Where, Dict]]:
+def rows(doc: Doc, section: str, key: Optional[str]) -> list[tuple[Where, dict[str, Any]]]:
     """The ``[[section]]`` array of a document, each row with its :class:`Where`."""
-    items = doc.get(section, [])
+    items = doc.data.get(section, [])
     if not isinstance(items, list) or not all(isinstance(r, dict) for r in items):
-        raise TableError(f"{label(path)}: '{section}' must be an array of tables ([[{section}]])")
+        raise TableError(f"{doc.label}: '{section}' must be an array of tables ([[{section}]])")
     out = []
     for i, raw in enumerate(items):
         ident = str(raw.get(key)) if key and key in raw else f"#{i + 1}"
-        out.append((Where(path, section, ident), raw))
+        out.append((Where(doc.label, section, ident), raw))
     return out
 
 
-def check_top(path: Path, doc: Mapping[str, Any], allowed: Tuple[str, ...]) -> None:
-    for k in doc:
+def check_top(doc: Doc, allowed: tuple[str, ...]) -> None:
+    for k in doc.data:
         if k not in allowed:
-            raise TableError(f"{label(path)}: unknown top-level key '{k}' (expected: {', '.join(allowed)})")
+            raise TableError(f"{doc.label}: unknown top-level key '{k}' (expected: {', '.join(allowed)})")
 
 
-def fields(where: Where, raw: Mapping[str, Any], spec: Spec, common: bool = True) -> Dict[str, Any]:
-    """Check ``raw`` against ``spec`` (plus the common fields) and return it with defaults filled."""
+#: (name, optional, checker, default) per field of a spec, worked out once per distinct spec.
+_Compiled = tuple[tuple[str, bool, Callable[["Where", str, Any], Any], Any], ...]
+_COMPILED: dict[tuple[tuple[str, str], ...], tuple[_Compiled, frozenset[str]]] = {}
+
+
+def _compile(spec: Spec, common: bool) -> tuple[_Compiled, frozenset[str]]:
     full = dict(COMMON, **spec) if common else dict(spec)
+    key = tuple(full.items())
+    hit = _COMPILED.get(key)
+    if hit is None:
+        compiled = tuple((k, kind.endswith("?"), _CHECKERS[kind.rstrip("?")], _DEFAULTS.get(kind.rstrip("?")))
+                         for k, kind in full.items())
+        hit = _COMPILED[key] = (compiled, frozenset(full))
+    return hit
+
+
+def fields(where: Where, raw: Mapping[str, Any], spec: Spec, common: bool = True) -> dict[str, Any]:
+    """Check ``raw`` against ``spec`` (plus the common fields) and return it with defaults filled."""
+    compiled, known = _compile(spec, common)
     for k in raw:
-        if k not in full:
+        if k not in known:
             raise where.fail(f"unknown field '{k}'")
-    out: Dict[str, Any] = {}
-    for k, kind in full.items():
-        optional = kind.endswith("?")
-        base = kind.rstrip("?")
+    out: dict[str, Any] = {}
+    for k, optional, check, default in compiled:
         if k not in raw:
             if not optional:
                 raise where.fail(f"missing field '{k}'")
-            out[k] = _DEFAULTS.get(base)
+            out[k] = default
             continue
-        out[k] = _CHECKERS[base](where, k, raw[k])
+        out[k] = check(where, k, raw[k])
     if common or "checked" in out:
         checked = out.get("checked")
         if checked is not None and not _CHECKED.match(checked):
@@ -105,11 +123,24 @@ def fields(where: Where, raw: Mapping[str, Any], spec: Spec, common: bool = True
     return out
 
 
-def check_unconfirmed_fields(where: Where, names: Tuple[str, ...], cls: type) -> None:
+def check_unconfirmed_fields(where: Where, names: tuple[str, ...], cls: type) -> None:
     known = cls.__dataclass_fields__  # type: ignore[attr-defined]
     for n in names:
         if n not in known:
             raise where.fail(f"field 'unconfirmed_fields': {n!r} is not a field of this row")
+
+
+def one_of(where: Where, name: str, value: Optional[str], allowed: tuple[str, ...]) -> None:
+    """A field of a closed set (the ``Literal`` of its row field): anything else is an error."""
+    if value is not None and value not in allowed:
+        raise where.fail(f"field '{name}': {value!r} is not one of {', '.join(allowed)}")
+
+
+@functools.lru_cache(maxsize=4096)
+def parse_version(text: str) -> Version:
+    """``Version(text)``, remembered: the table repeats the same driver and CUDA versions often.
+    Raises InvalidVersion like ``Version``."""
+    return Version(text)
 
 
 def version(where: Where, name: str, value: Optional[str]) -> Optional[Version]:
@@ -117,8 +148,8 @@ def version(where: Where, name: str, value: Optional[str]) -> Optional[Version]:
     if value is None:
         return None
     try:
-        return Version(value)
-    except InvalidVersion:
+        return parse_version(value)
+    except (InvalidVersion, TypeError):
         raise where.fail(f"field '{name}': {value!r} is not a version") from None
 
 
@@ -146,18 +177,20 @@ def _float(where: Where, k: str, v: Any) -> float:
     return float(v)
 
 
-def _strs(where: Where, k: str, v: Any) -> Tuple[str, ...]:
+def _strs(where: Where, k: str, v: Any) -> tuple[str, ...]:
     if not isinstance(v, list) or not all(isinstance(x, str) and x for x in v):
         raise where.fail(f"field '{k}' must be a list of strings, not {v!r}")
     return tuple(v)
 
 
-def _ranges(where: Where, k: str, v: Any) -> Tuple[Tuple[int, int], ...]:
+def _ranges(where: Where, k: str, v: Any) -> tuple[tuple[int, int], ...]:
     out = []
-    for pair in v if isinstance(v, list) else [None]:
+    for pair in v if isinstance(v, list) else [v]:
         try:
+            if not isinstance(pair, list) or len(pair) != 2 or not all(isinstance(x, str) for x in pair):
+                raise ValueError(pair)
             lo, hi = (int(x, 16) for x in pair)
-        except (TypeError, ValueError):
+        except ValueError:
             raise where.fail(f"field '{k}' must be a list of [\"0xLOW\", \"0xHIGH\"] pairs, not {pair!r}") from None
         if lo > hi:
             raise where.fail(f"field '{k}': range {pair!r} runs backwards")
@@ -165,14 +198,14 @@ def _ranges(where: Where, k: str, v: Any) -> Tuple[Tuple[int, int], ...]:
     return tuple(out)
 
 
-def _tables(where: Where, k: str, v: Any) -> List[Dict]:
+def _tables(where: Where, k: str, v: Any) -> list[dict]:
     if not isinstance(v, list) or not all(isinstance(x, dict) for x in v):
         raise where.fail(f"field '{k}' must be a list of tables, not {v!r}")
     return v
 
 
-_CHECKERS: Dict[str, Callable[[Where, str, Any], Any]] = {
+_CHECKERS: dict[str, Callable[[Where, str, Any], Any]] = {
     "str": _str, "bool": _bool, "int": _int, "float": _float, "strs": _strs,
     "ranges": _ranges, "tables": _tables,
 }
-_DEFAULTS: Dict[str, Any] = {"strs": (), "bool": False, "tables": []}
+_DEFAULTS: dict[str, Any] = {"strs": (), "bool": False, "tables": []}

@@ -7,20 +7,27 @@ Each check raises :class:`TableError` with one line naming file, row and field.
 from __future__ import annotations
 
 import re
-from pathlib import Path
-from typing import Dict, Iterable, Optional, Sequence, Tuple
-
-from packaging.version import Version
+from collections.abc import Iterable, Sequence
+from typing import Callable, Optional
 
 from envdoctor.table.rows import (
-    Architecture, ChipFamily, CudaRelease, Distro, GpuModel, MinorCompat, NgcRelease, TorchRelease, Variant,
+    Architecture,
+    ChipFamily,
+    CudaRelease,
+    Distro,
+    GpuModel,
+    GpuSeries,
+    MinorCompat,
+    NgcRelease,
+    TorchRelease,
+    Variant,
 )
-from envdoctor.table.schema import TableError
+from envdoctor.table.schema import TableError, parse_version
 
 _ARCH = re.compile(r"^(sm|compute)_(\d{2,3})([af]?)$")
 
 
-def parse_arch(entry: str) -> Optional[Tuple[str, Tuple[int, int], str]]:
+def parse_arch(entry: str) -> Optional[tuple[str, tuple[int, int], str]]:
     """``"sm_90a"`` -> ``("sm", (9, 0), "a")``; ``"compute_120"`` -> ``("compute", (12, 0), "")``."""
     m = _ARCH.match(entry)
     if not m:
@@ -29,11 +36,12 @@ def parse_arch(entry: str) -> Optional[Tuple[str, Tuple[int, int], str]]:
     return kind, (int(digits[:-1]), int(digits[-1])), suffix
 
 
-def _err(directory: Path, file: str, section: str, row: str, problem: str) -> TableError:
-    return TableError(f"{directory.name}/{file}: [[{section}]] {row}: {problem}")
+def _err(directory: str, file: str, section: str, row: str, problem: str) -> TableError:
+    """``directory`` is the data folder's name, as errors show it: ``data/cuda.toml: ...``."""
+    return TableError(f"{directory}/{file}: [[{section}]] {row}: {problem}")
 
 
-def _dupes(directory: Path, file: str, section: str, keys: Iterable[str], what: str) -> None:
+def _dupes(directory: str, file: str, section: str, keys: Iterable[str], what: str) -> None:
     seen = set()
     for k in keys:
         if k in seen:
@@ -41,17 +49,17 @@ def _dupes(directory: Path, file: str, section: str, keys: Iterable[str], what: 
         seen.add(k)
 
 
-def check_cuda(d: Path, releases: Sequence[CudaRelease], compat: Sequence[MinorCompat]) -> None:
-    _dupes(d, "cuda.toml", "release", (str(Version(r.version)) for r in releases), "CUDA version")
+def check_cuda(d: str, releases: Sequence[CudaRelease], compat: Sequence[MinorCompat]) -> None:
+    _dupes(d, "cuda.toml", "release", (str(parse_version(r.version)) for r in releases), "CUDA version")
     _dupes(d, "cuda.toml", "minor_compat", (str(c.major) for c in compat), "CUDA major")
-    ordered = sorted(releases, key=lambda r: Version(r.version))
+    ordered = sorted(releases, key=lambda r: parse_version(r.version))
     for os_field in ("min_driver_linux", "min_driver_windows"):
         prev: Optional[CudaRelease] = None
         for r in ordered:
             value = getattr(r, os_field)
             if value is None:
                 continue
-            if prev is not None and Version(value) < Version(getattr(prev, os_field)):
+            if prev is not None and parse_version(value) < parse_version(getattr(prev, os_field)):
                 raise _err(d, "cuda.toml", "release", r.version,
                            f"field '{os_field}': {value} is below {getattr(prev, os_field)} of CUDA {prev.version} "
                            "(driver floors never decrease with newer CUDA)")
@@ -68,18 +76,18 @@ def check_cuda(d: Path, releases: Sequence[CudaRelease], compat: Sequence[MinorC
             raise _err(d, "cuda.toml", "minor_compat", str(c.major), f"no CUDA {c.major}.x release in the table")
 
 
-def check_architectures(d: Path, archs: Sequence[Architecture]) -> None:
+def check_architectures(d: str, archs: Sequence[Architecture]) -> None:
     _dupes(d, "architectures.toml", "architecture", (a.cc for a in archs), "compute capability")
     for a in archs:
-        if a.dropped_cuda and Version(a.dropped_cuda) <= Version(a.first_cuda):
+        if a.dropped_cuda and parse_version(a.dropped_cuda) <= parse_version(a.first_cuda):
             raise _err(d, "architectures.toml", "architecture", a.cc,
                        f"field 'dropped_cuda': {a.dropped_cuda} is not after first_cuda {a.first_cuda}")
 
 
-def check_gpus(d: Path, gpus: Sequence[GpuModel], families: Sequence[ChipFamily], known_cc: Dict[str, Architecture],
-               norm) -> None:
-    seen: Dict[str, str] = {}
-    pci: Dict[str, str] = {}
+def check_gpus(d: str, gpus: Sequence[GpuModel], families: Sequence[ChipFamily], series: Sequence[GpuSeries],
+               known_cc: dict[str, Architecture], norm: Callable[[str], str]) -> None:
+    seen: dict[str, str] = {}
+    pci: dict[str, str] = {}
     for g in gpus:
         if g.cc not in known_cc:
             raise _err(d, "gpus.toml", "gpu", g.name, f"field 'cc': {g.cc} is not a known architecture")
@@ -102,9 +110,13 @@ def check_gpus(d: Path, gpus: Sequence[GpuModel], families: Sequence[ChipFamily]
         if lo2 <= hi1:
             raise _err(d, "gpus.toml", "family", c2,
                        f"field 'pci_ranges': {lo2:#06x}-{hi2:#06x} overlaps {c1} {lo1:#06x}-{hi1:#06x}")
+    _dupes(d, "gpus.toml", "series", (s.match for s in series), "match")
+    for s in series:
+        if s.cc not in known_cc:
+            raise _err(d, "gpus.toml", "series", s.match, f"field 'cc': {s.cc} is not a known architecture")
 
 
-def check_variants(d: Path, variants: Sequence[Variant]) -> None:
+def check_variants(d: str, variants: Sequence[Variant]) -> None:
     _dupes(d, "indexes.toml", "variant", (v.name for v in variants), "variant")
     for v in variants:
         if v.kind == "cuda" and not v.min_driver_linux:
@@ -112,9 +124,9 @@ def check_variants(d: Path, variants: Sequence[Variant]) -> None:
                        f"no driver floor: CUDA {v.cuda} has no ga row in cuda.toml and no min_driver_linux is given")
 
 
-def check_torch(d: Path, releases: Sequence[TorchRelease], variants: Dict[str, Variant],
-                known_cc: Dict[str, Architecture]) -> None:
-    _dupes(d, "torch.toml", "release", (str(Version(r.version)) for r in releases), "torch version")
+def check_torch(d: str, releases: Sequence[TorchRelease], variants: dict[str, Variant],
+                known_cc: dict[str, Architecture]) -> None:
+    _dupes(d, "torch.toml", "release", (str(parse_version(r.version)) for r in releases), "torch version")
     _dupes(d, "torch.toml", "release", (p.version for r in releases for p in r.patches), "patch release")
     for r in releases:
         _dupes(d, "torch.toml", "release.variant", (f"{r.version} {v.name}" for v in r.variants), "variant")
@@ -144,14 +156,14 @@ def check_torch(d: Path, releases: Sequence[TorchRelease], variants: Dict[str, V
                                    f"field '{field_name}': {entry} is not a known architecture (cc {cc})")
 
 
-def check_ngc(d: Path, releases: Sequence[NgcRelease], known_cc: Optional[Dict[str, Architecture]] = None) -> None:
+def check_ngc(d: str, releases: Sequence[NgcRelease], known_cc: Optional[dict[str, Architecture]] = None) -> None:
     _dupes(d, "ngc.toml", "release", (r.tag for r in releases), "tag")
     for r in releases:
         if r.min_cc is not None and known_cc is not None and r.min_cc not in known_cc:
             raise _err(d, "ngc.toml", "release", r.tag, f"field 'min_cc': {r.min_cc} is not a known architecture")
 
 
-def check_distros(d: Path, distros: Sequence[Distro], cuda_minors: Iterable[str]) -> None:
+def check_distros(d: str, distros: Sequence[Distro], cuda_minors: Iterable[str]) -> None:
     _dupes(d, "distros.toml", "distro", (f"{x.id} {x.version}" for x in distros), "distribution")
     _dupes(d, "distros.toml", "distro", (x.repo_dir for x in distros), "repo_dir")
     minors = set(cuda_minors)

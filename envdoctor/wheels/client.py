@@ -112,7 +112,7 @@ class IndexClient:
         self.max_workers = max(1, max_workers)
         self.cache = PageCache(cache_dir if cache_dir is not None else default_cache_dir()) \
             if cache else None
-        self._session: Optional["requests.Session"] = None
+        self._session: Optional[requests.Session] = None
         self._lock = threading.Lock()
 
     @property
@@ -249,7 +249,7 @@ class IndexClient:
                                         last_modified=resp.headers.get("Last-Modified")))
         return Fetched(status=status, page=page)
 
-    def session(self) -> "requests.Session":
+    def session(self) -> requests.Session:
         """The shared session, made on first use (so a fully cached run never imports requests)."""
         with self._lock:
             if self._session is None:
@@ -262,7 +262,7 @@ class IndexClient:
                 self._session.close()
                 self._session = None
 
-    def __enter__(self) -> "IndexClient":
+    def __enter__(self) -> IndexClient:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -289,7 +289,7 @@ class IndexClient:
         return _failed(base, root, _http_error(root.status, base.url))
 
 
-def _make_session(retries: int, backoff: float, pool: int) -> "requests.Session":
+def _make_session(retries: int, backoff: float, pool: int) -> requests.Session:
     import requests
     from requests.adapters import HTTPAdapter
     from urllib3.util.retry import Retry
@@ -308,7 +308,7 @@ def _make_session(retries: int, backoff: float, pool: int) -> "requests.Session"
     return session
 
 
-def _read_bounded(resp: "requests.Response") -> bytes:
+def _read_bounded(resp: requests.Response) -> bytes:
     chunks: List[bytes] = []
     size = 0
     for chunk in resp.iter_content(256 * 1024):

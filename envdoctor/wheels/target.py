@@ -13,22 +13,20 @@ import platform as _platform
 import re
 import sys
 from dataclasses import dataclass, field
-from typing import FrozenSet, Iterable, List, Optional, Sequence, Tuple
+from typing import FrozenSet, Iterable, Optional, Sequence, Tuple
 
 from packaging import tags as _tags
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.tags import Tag
 from packaging.version import InvalidVersion, Version
 
+from envdoctor.parse import MAX_VERSION_PART
+from envdoctor.parse.platforms import LEGACY_MANYLINUX, cpu_arch, manylinux_tags
+
 
 class TargetError(ValueError):
     """The target interpreter or the requested Python/platform could not be used (one line)."""
 
-
-#: Lowest glibc minor for which manylinux_2_<minor> tags exist, per architecture (PEP 600).
-_GLIBC_FLOOR = {"x86_64": 5, "i686": 5}
-_LEGACY_MANYLINUX = {(2, 17): "manylinux2014", (2, 12): "manylinux2010", (2, 5): "manylinux1"}
-_LEGACY_ARCHS = {"x86_64", "i686", "aarch64", "armv7l", "ppc64", "ppc64le", "s390x"}
 
 _VERSION = re.compile(r"^(?P<major>\d)\.(?P<minor>\d{1,2})(?P<t>t?)$")
 _MANYLINUX = re.compile(r"^manylinux_(?P<major>\d+)_(?P<minor>\d+)_(?P<arch>.+)$")
@@ -58,7 +56,7 @@ class Target:
     # -- constructors ------------------------------------------------------------------------
 
     @classmethod
-    def current(cls) -> "Target":
+    def current(cls) -> Target:
         """envdoctor's own interpreter, as pip would see it (``packaging.tags.sys_tags()``)."""
         tags = tuple(_tags.sys_tags())
         interp = _tags.interpreter_name() + _tags.interpreter_version()
@@ -68,7 +66,7 @@ class Target:
                    f"envdoctor's own Python, {sys.executable}")
 
     @classmethod
-    def for_python(cls, version: str, platform: Optional[str] = None) -> "Target":
+    def for_python(cls, version: str, platform: Optional[str] = None) -> Target:
         """CPython ``version`` ("3.12", "3.13t" for free-threaded) on ``platform``.
 
         ``platform`` is the best tag the machine accepts ("manylinux_2_28_x86_64"); older
@@ -85,7 +83,7 @@ class Target:
                             f"CPython {version} on {where}")
 
     @classmethod
-    def from_interpreter(cls, path: str, timeout: float = 10.0) -> "Target":
+    def from_interpreter(cls, path: str, timeout: float = 10.0) -> Target:
         """Ask the interpreter at ``path`` (in a child process) for its version, ABI and libc."""
         from envdoctor.child import run_child
 
@@ -99,13 +97,13 @@ class Target:
 
     @classmethod
     def _cpython(cls, python: str, pyver: Tuple[int, int], abi: str, platforms: Sequence[str],
-                 description: str) -> "Target":
+                 description: str) -> Target:
         interp = f"cp{pyver[0]}{pyver[1]}"
         tags = list(_tags.cpython_tags(pyver, abis=[abi], platforms=platforms))
         tags += _tags.compatible_tags(pyver, interp, platforms)
         return cls(python, interp, tuple(platforms), tuple(tags), description)
 
-    def with_platform(self, platform: str) -> "Target":
+    def with_platform(self, platform: str) -> Target:
         """The same interpreter and ABI on another platform (``--python PATH --platform TAG``)."""
         platforms = expand_platform(platform)
         pairs = _unique_pairs((t.interpreter, t.abi) for t in self.tags if t.platform != "any")
@@ -147,13 +145,17 @@ def expand_platform(platform: str) -> Tuple[str, ...]:
     platform = platform.strip().lower().replace("-", "_").replace(".", "_")
     if not _PLATFORM_TAG.match(platform):
         raise TargetError(f"not a platform tag: {platform!r} (e.g. manylinux_2_28_x86_64)")
+    numbered = _MANYLINUX.match(platform) or _MUSLLINUX.match(platform) or _MACOSX.match(platform)
+    if numbered and max(len(numbered["major"]), len(numbered["minor"])) > 2:
+        raise TargetError(f"not a platform tag envdoctor can use: {platform[:60]!r} "
+                          f"(version {numbered['major'][:12]}.{numbered['minor'][:12]} is out of range)")
     legacy = _MANYLINUX_LEGACY.match(platform)
     if legacy:
-        glibc = {v: k for k, v in _LEGACY_MANYLINUX.items()}[legacy["name"]]
-        return manylinux_platforms(glibc, legacy["arch"])
+        glibc = {v: k for k, v in LEGACY_MANYLINUX.items()}[legacy["name"]]
+        return manylinux_tags(glibc, legacy["arch"])
     m = _MANYLINUX.match(platform)
     if m:
-        return manylinux_platforms((int(m["major"]), int(m["minor"])), m["arch"])
+        return manylinux_tags((int(m["major"]), int(m["minor"])), m["arch"])
     m = _MUSLLINUX.match(platform)
     if m:
         arch = m["arch"]
@@ -163,20 +165,6 @@ def expand_platform(platform: str) -> Tuple[str, ...]:
     if m:
         return tuple(_tags.mac_platforms((int(m["major"]), int(m["minor"])), m["arch"]))
     return (platform,)
-
-
-def manylinux_platforms(glibc: Tuple[int, int], arch: str) -> Tuple[str, ...]:
-    """manylinux tags for glibc ``glibc`` on ``arch``, newest first, then ``linux_<arch>``."""
-    out: List[str] = []
-    if glibc[0] == 2:
-        floor = _GLIBC_FLOOR.get(arch, 17)
-        for minor in range(glibc[1], floor - 1, -1):
-            out.append(f"manylinux_2_{minor}_{arch}")
-            legacy = _LEGACY_MANYLINUX.get((2, minor))
-            if legacy and arch in _LEGACY_ARCHS:
-                out.append(f"{legacy}_{arch}")
-    out.append(f"linux_{arch}")
-    return tuple(out)
 
 
 def _current_platforms() -> Tuple[str, ...]:
@@ -205,7 +193,9 @@ def target_from_probe(info: dict, path: str) -> Target:
         version = tuple(int(x) for x in info["version"][:3])
         pyver = (version[0], version[1])
         impl = str(info.get("implementation") or "cpython")
-    except (KeyError, TypeError, ValueError):
+        if len(version) < 2 or max(version) > MAX_VERSION_PART or min(version) < 0:
+            raise ValueError("version out of range")
+    except (KeyError, TypeError, ValueError, IndexError):
         raise TargetError(f"{path} printed interpreter details envdoctor cannot read") from None
     python = ".".join(str(x) for x in version)
     platforms = _probe_platforms(info)
@@ -230,11 +220,11 @@ def _probe_platforms(info: dict) -> Tuple[str, ...]:
     plat = str(info.get("platform") or "")
     machine = str(info.get("machine") or "").lower()
     if plat.startswith("linux"):
-        arch = {"amd64": "x86_64", "arm64": "aarch64"}.get(machine, machine) or "x86_64"
+        arch = cpu_arch(machine) or "x86_64"
         if info.get("bits") == 32:
             arch = {"x86_64": "i686", "aarch64": "armv7l"}.get(arch, arch)
         glibc = _glibc(info)
-        return manylinux_platforms(glibc, arch) if glibc else (f"linux_{arch}",)
+        return manylinux_tags(glibc, arch) if glibc else (f"linux_{arch}",)
     if plat.startswith("macosx"):
         mac = str(info.get("mac_ver") or "")
         parts = [int(p) for p in mac.split(".")[:2] if p.isdigit()] or [11, 0]

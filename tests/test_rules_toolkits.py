@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import List
-
 from envdoctor.facts import Facts
 from envdoctor.facts.base import ProbeError
 from envdoctor.facts.conda import CondaFacts
@@ -11,7 +9,7 @@ from envdoctor.facts.python import TorchFacts
 from envdoctor.facts.system import SystemFacts
 from envdoctor.facts.toolkit import Toolkit, ToolkitFacts
 from envdoctor.findings import Finding
-from envdoctor.rules import toolkit as rules
+from envdoctor.rules import toolkits as rules
 from envdoctor.table import load_table
 
 UBUNTU = SystemFacts(os_id="ubuntu", os_version="24.04", os_like=("debian",), arch="x86_64")
@@ -20,7 +18,8 @@ T128 = Toolkit("/usr/local/cuda-12.8", "/usr/local/cuda-12.8/bin/nvcc", "12.8.93
 T121 = Toolkit("/usr/local/cuda-12.1", "/usr/local/cuda-12.1/bin/nvcc", "12.1.105", "12.1",
                "/usr/local/cuda-12.1/bin/nvcc --version", ("PATH", "/usr/local/cuda*"))
 T130 = Toolkit("/usr/local/cuda-13.0", "/usr/local/cuda-13.0/bin/nvcc", "13.0.88", "13.0",
-               "/usr/local/cuda-13.0/bin/nvcc --version", ("PATH", "/usr/local/cuda*"), ("/usr/local/bin/nvcc", "/usr/local/cuda"))
+               "/usr/local/cuda-13.0/bin/nvcc --version", ("PATH", "/usr/local/cuda*"),
+               ("/usr/local/bin/nvcc", "/usr/local/cuda"))
 
 
 def torch(cuda="12.8", version=None):
@@ -32,7 +31,7 @@ def home(*toolkits, root="/usr/local/cuda", ext="/usr/local/cuda-12.8", rule="CU
                         extension_rule=rule, extension_status=status, extension_toolkit=ext, **kw)
 
 
-def found(facts: Facts, code: str, table: object = None) -> List[Finding]:
+def found(facts: Facts, code: str, table: object = None) -> list[Finding]:
     return [f for rule in rules.RULES for f in rule(facts, table) if f.code == code]
 
 
@@ -124,7 +123,8 @@ def test_ed303_with_no_toolkit_at_all_unsets_it():
 
 def test_ed303_quiet():
     assert not found(Facts(toolkits=home(T128)), "ED303")
-    assert not found(Facts(toolkits=home(root="/usr/local/cuda", ext=None, rule="/usr/local/cuda", status="missing")), "ED303")
+    missing = home(root="/usr/local/cuda", ext=None, rule="/usr/local/cuda", status="missing")
+    assert not found(Facts(toolkits=missing), "ED303")
 
 
 # ED304 -------------------------------------------------------------------------------------------
@@ -147,8 +147,9 @@ def test_ed304_quiet_with_one_toolkit_or_the_same_one():
 
 def test_ed305_this_machine_wrapper_nvcc_in_usr_local_bin():
     facts = Facts(torch=torch("13.0"), toolkits=ToolkitFacts(
-        toolkits=(T130,), nvcc_on_path="/usr/local/bin/nvcc", extension_root="/usr/local", extension_rule="nvcc on PATH",
-        extension_status="no_headers", extension_toolkit="/usr/local/cuda-13.0", path_nvccs=("/usr/local/bin/nvcc",)))
+        toolkits=(T130,), nvcc_on_path="/usr/local/bin/nvcc", extension_root="/usr/local",
+        extension_rule="nvcc on PATH", extension_status="no_headers", extension_toolkit="/usr/local/cuda-13.0",
+        path_nvccs=("/usr/local/bin/nvcc",)))
     (f,) = found(facts, "ED305")
     assert f.severity == "warning" and f.fix == ("export CUDA_HOME=/usr/local/cuda-13.0",)
     assert any("/usr/local/include/cuda_runtime.h does not" in e for e in f.evidence)
@@ -166,7 +167,8 @@ def test_ed306_cuda_home_is_a_runtime_without_nvcc():
 
 def test_ed307_empty_cuda_path():
     facts = Facts(torch=torch("12.8"),
-                  toolkits=ToolkitFacts(cuda_path="", extension_root="", extension_rule="CUDA_PATH", extension_status="empty"))
+                  toolkits=ToolkitFacts(cuda_path="", extension_root="", extension_rule="CUDA_PATH",
+                                        extension_status="empty"))
     (f,) = found(facts, "ED307")
     assert f.fix == ("unset CUDA_PATH",)
 
@@ -176,8 +178,9 @@ def test_ed305_quiet_for_a_cpu_only_torch_on_the_ci_machine():
     its cpp_extension.CUDA_HOME is None, so the warning was noise."""
     cpu = TorchFacts(installed=True, version="2.13.0+cpu", cuda=None)
     facts = Facts(torch=cpu, toolkits=ToolkitFacts(
-        toolkits=(T130,), nvcc_on_path="/usr/local/bin/nvcc", extension_root="/usr/local", extension_rule="nvcc on PATH",
-        extension_status="no_headers", extension_toolkit="/usr/local/cuda-13.0", path_nvccs=("/usr/local/bin/nvcc",)))
+        toolkits=(T130,), nvcc_on_path="/usr/local/bin/nvcc", extension_root="/usr/local",
+        extension_rule="nvcc on PATH", extension_status="no_headers", extension_toolkit="/usr/local/cuda-13.0",
+        path_nvccs=("/usr/local/bin/nvcc",)))
     assert not found(facts, "ED305")
 
 
@@ -219,7 +222,8 @@ def test_wsl_uses_the_wsl_ubuntu_repository():
 
 
 def test_every_finding_has_a_reference_and_area():
-    facts = Facts(system=UBUNTU, torch=torch("13.0"), toolkits=home(T128, T121, nvcc_on_path="/usr/local/cuda-12.1/bin/nvcc"))
+    facts = Facts(system=UBUNTU, torch=torch("13.0"),
+                  toolkits=home(T128, T121, nvcc_on_path="/usr/local/cuda-12.1/bin/nvcc"))
     findings = [f for rule in rules.RULES for f in rule(facts, None)]
     assert {f.code for f in findings} == {"ED301", "ED304"}
-    assert all(f.reference and f.area == "toolkit" and f.fix for f in findings)
+    assert all(f.reference and f.area == "toolkits" and f.fix for f in findings)

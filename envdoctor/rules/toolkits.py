@@ -9,13 +9,17 @@ source) compile with ``$CUDA_HOME/bin/nvcc`` and ``$CUDA_HOME/include``; ``CUDA_
 from __future__ import annotations
 
 import posixpath
-from typing import Iterator, Optional, Tuple
+from collections.abc import Iterator
+from typing import Optional
+
+from packaging.version import Version
 
 from envdoctor import commands
 from envdoctor.facts import Facts
 from envdoctor.facts.toolkit import Toolkit
 from envdoctor.findings import Finding
 from envdoctor.parse import loose_version, major_minor
+from envdoctor.table import Table
 
 REF_EXT = "https://pytorch.org/docs/stable/cpp_extension.html"
 REF_INSTALL = "https://docs.nvidia.com/cuda/cuda-installation-guide-linux/"
@@ -48,7 +52,7 @@ def _describe(tk: Toolkit) -> str:
     return f"{tk.root}: CUDA {tk.version or tk.release or 'unknown'} ({tk.version_source or 'version unknown'})"
 
 
-def toolkit_install(facts: Facts, release: str, table: object = None) -> Tuple[str, ...]:
+def toolkit_install(facts: Facts, release: str, table: Optional[Table] = None) -> tuple[str, ...]:
     """Install the CUDA ``release`` toolkit ("12.8") and point CUDA_HOME at it (NVIDIA's repository
     as the table's row for this distribution names it)."""
     if facts.conda.active_prefix:
@@ -56,11 +60,11 @@ def toolkit_install(facts: Facts, release: str, table: object = None) -> Tuple[s
     return commands.cuda_toolkit_install(facts.system, release, table)
 
 
-def _use(root: str) -> Tuple[str, ...]:
+def _use(root: str) -> tuple[str, ...]:
     return (f"export CUDA_HOME={root}", f'export PATH="{root}/bin:$PATH"')
 
 
-def nvcc_matches_torch(facts: Facts, table: object) -> Iterator[Finding]:
+def nvcc_matches_torch(facts: Facts, table: Optional[Table]) -> Iterator[Finding]:
     """ED301 (major differs, error) / ED302 (minor differs, warning): nvcc vs torch.version.cuda."""
     torch_cuda = facts.torch.cuda if facts.torch.installed else None
     tk = _toolkit(facts, facts.toolkits.extension_toolkit)
@@ -79,7 +83,7 @@ def nvcc_matches_torch(facts: Facts, table: object) -> Iterator[Finding]:
         + ("will fail" if major else "may misbehave"),
         evidence=(f"torch {facts.torch.version}: torch.version.cuda = {torch_cuda} (target Python)", _where(facts),
                   _describe(tk)) + ((f"a matching toolkit is installed: {_describe(match)}",) if match else ()),
-        fix=fix, reference=REF_EXT, area="toolkit",
+        fix=fix, reference=REF_EXT, area="toolkits",
         explanation=("torch.utils.cpp_extension raises when nvcc's major version differs from the one torch was "
                      "built with" if major else "torch.utils.cpp_extension only warns on a minor difference, but "
                      "kernels built with another CUDA minor can fail to load or link")
@@ -89,7 +93,7 @@ def nvcc_matches_torch(facts: Facts, table: object) -> Iterator[Finding]:
     )
 
 
-def cuda_home_missing(facts: Facts, table: object) -> Iterator[Finding]:
+def cuda_home_missing(facts: Facts, table: Optional[Table]) -> Iterator[Finding]:
     """ED303: CUDA_HOME (or CUDA_PATH) names a folder that does not exist."""
     t = facts.toolkits
     if t.extension_status != "missing" or t.extension_rule not in ("CUDA_HOME", "CUDA_PATH"):
@@ -101,7 +105,7 @@ def cuda_home_missing(facts: Facts, table: object) -> Iterator[Finding]:
         + tuple(f"installed: {_describe(tk)}" for tk in t.toolkits),
         fix=(f"grep -n {t.extension_rule} ~/.bashrc ~/.profile ~/.bash_profile /etc/environment   # where it is set",)
         + (_use(target.root) if target else (f"unset {t.extension_rule}",)),
-        reference=REF_EXT, area="toolkit",
+        reference=REF_EXT, area="toolkits",
         explanation="CUDA extension builds and tools that read it (CMake, Triton, DeepSpeed) fail with "
                     "'nvcc not found' or missing headers. Fix the line that sets it, not just this shell.",
     )
@@ -113,10 +117,10 @@ def _best(facts: Facts) -> Optional[Toolkit]:
     torch_cuda = major_minor(facts.torch.cuda) if facts.torch.installed else None
     return (next((tk for tk in tks if torch_cuda and tk.release == torch_cuda), None)
             or _toolkit_of_nvcc(facts, facts.toolkits.nvcc_on_path)
-            or max(tks, key=lambda tk: loose_version(tk.release) or loose_version("0"), default=None))
+            or max(tks, key=lambda tk: loose_version(tk.release) or Version("0"), default=None))
 
 
-def cuda_home_vs_path(facts: Facts, table: object) -> Iterator[Finding]:
+def cuda_home_vs_path(facts: Facts, table: Optional[Table]) -> Iterator[Finding]:
     """ED304: CUDA_HOME names one toolkit, the nvcc on PATH belongs to another of another release."""
     t = facts.toolkits
     if len(t.toolkits) < 2 or t.extension_rule not in ("CUDA_HOME", "CUDA_PATH") or t.extension_status != "ok":
@@ -125,10 +129,11 @@ def cuda_home_vs_path(facts: Facts, table: object) -> Iterator[Finding]:
     if home is None or on_path is None or home.root == on_path.root or home.release == on_path.release:
         return
     yield Finding(
-        "ED304", "warning", f"{t.extension_rule} uses CUDA {home.release}, but the nvcc on PATH is CUDA {on_path.release}",
+        "ED304", "warning",
+        f"{t.extension_rule} uses CUDA {home.release}, but the nvcc on PATH is CUDA {on_path.release}",
         evidence=(f"${t.extension_rule}={t.extension_root} -> {_describe(home)}",
                   f"first nvcc on PATH: {t.nvcc_on_path} -> {_describe(on_path)}"),
-        fix=(f'export PATH="{home.root}/bin:$PATH"',), reference=REF_EXT, area="toolkit",
+        fix=(f'export PATH="{home.root}/bin:$PATH"',), reference=REF_EXT, area="toolkits",
         explanation="torch extensions compile with $CUDA_HOME/bin/nvcc, while CMake, Triton and Makefiles take the "
                     "nvcc on PATH: one project then mixes headers and compilers of two CUDA releases. Put the "
                     "toolkit you want first on PATH (or change CUDA_HOME to the other one).",
@@ -145,7 +150,7 @@ def _builds_cuda_extensions(facts: Facts) -> bool:
     return bool(facts.driver.gpus or facts.pci.devices)
 
 
-def extension_root_broken(facts: Facts, table: object) -> Iterator[Finding]:
+def extension_root_broken(facts: Facts, table: Optional[Table]) -> Iterator[Finding]:
     """ED305: the build root has nvcc but no CUDA headers; ED306: CUDA_HOME has no bin/nvcc;
     ED307: CUDA_HOME/CUDA_PATH set to an empty string. Quiet where no CUDA extension is built."""
     t = facts.toolkits
@@ -154,10 +159,12 @@ def extension_root_broken(facts: Facts, table: object) -> Iterator[Finding]:
     target = _toolkit(facts, t.extension_toolkit) or _best(facts)
     if t.extension_status == "no_headers":
         yield Finding(
-            "ED305", "warning", f"CUDA extension builds would use {t.extension_root}, which is not a CUDA toolkit folder",
-            evidence=(_where(facts), f"{t.extension_root}/bin/nvcc exists, {t.extension_root}/include/cuda_runtime.h does not")
+            "ED305", "warning",
+            f"CUDA extension builds would use {t.extension_root}, which is not a CUDA toolkit folder",
+            evidence=(_where(facts),
+                      f"{t.extension_root}/bin/nvcc exists, {t.extension_root}/include/cuda_runtime.h does not")
             + ((f"that nvcc belongs to {_describe(target)}",) if target else ()),
-            fix=_use(target.root)[:1] if target else (), reference=REF_EXT, area="toolkit",
+            fix=_use(target.root)[:1] if target else (), reference=REF_EXT, area="toolkits",
             explanation="torch adds $CUDA_HOME/include and $CUDA_HOME/lib64 to every CUDA extension build; with a "
                         "wrapper nvcc outside the toolkit those hold no CUDA headers or libcudart, so C++ sources "
                         "that include CUDA headers and the final link fail. Setting CUDA_HOME names the real toolkit.",
@@ -167,8 +174,9 @@ def extension_root_broken(facts: Facts, table: object) -> Iterator[Finding]:
         yield Finding(
             "ED306", "warning", f"{t.extension_rule}={t.extension_root} has no bin/nvcc",
             evidence=(_where(facts), f"{t.extension_root}/bin/nvcc: not found"),
-            fix=_use(target.root) if target else toolkit_install(facts, wanted, table) if wanted else (f"unset {t.extension_rule}",),
-            reference=REF_EXT, area="toolkit",
+            fix=(_use(target.root) if target else toolkit_install(facts, wanted, table) if wanted
+                 else (f"unset {t.extension_rule}",)),
+            reference=REF_EXT, area="toolkits",
             explanation="torch raises \"nvcc not found at '<CUDA_HOME>/bin/nvcc'\" when it builds a CUDA extension; "
                         "this folder is a CUDA runtime without the compiler.",
         )
@@ -177,7 +185,7 @@ def extension_root_broken(facts: Facts, table: object) -> Iterator[Finding]:
             "ED307", "warning", f"{t.extension_rule} is set to an empty string",
             evidence=(f"${t.extension_rule}='' (environment)",),
             fix=(f"unset {t.extension_rule}",) + (_use(target.root)[:1] if target else ()),
-            reference=REF_EXT, area="toolkit",
+            reference=REF_EXT, area="toolkits",
             explanation="torch.utils.cpp_extension takes the empty value as CUDA_HOME and does not look for nvcc, "
                         "so every CUDA extension build stops with 'CUDA was not found on the system'.",
         )
@@ -188,7 +196,7 @@ def _wanted(facts: Facts) -> Optional[str]:
     return major_minor(facts.torch.cuda) if facts.torch.installed else None
 
 
-def nvcc_failed(facts: Facts, table: object) -> Iterator[Finding]:
+def nvcc_failed(facts: Facts, table: Optional[Table]) -> Iterator[Finding]:
     """ED308: an nvcc that hangs, crashes or prints garbage."""
     for tk in facts.toolkits.toolkits:
         if tk.error is None or tk.error.kind == "not_found":
@@ -197,13 +205,13 @@ def nvcc_failed(facts: Facts, table: object) -> Iterator[Finding]:
             "ED308", "warning", f"nvcc of {tk.root} does not work: {tk.error.message}",
             evidence=(f"{tk.error.command or tk.nvcc}: {tk.error.message}",)
             + ((f"version {tk.version} read from {tk.version_source} instead",) if tk.version else ()),
-            fix=(f"{tk.nvcc or tk.root + '/bin/nvcc'} --version",), reference=REF_INSTALL, area="toolkit",
+            fix=(f"{tk.nvcc or tk.root + '/bin/nvcc'} --version",), reference=REF_INSTALL, area="toolkits",
             explanation="Run it by hand to see the error; a toolkit copied from another machine or half removed "
                         "by a package manager behaves like this. Reinstall that toolkit or remove it from PATH.",
         )
 
 
-def no_toolkit(facts: Facts, table: object) -> Iterator[Finding]:
+def no_toolkit(facts: Facts, table: Optional[Table]) -> Iterator[Finding]:
     """ED309: torch has CUDA but there is no nvcc at all (outside conda, which ED401 covers)."""
     if not (facts.torch.installed and facts.torch.cuda) or facts.conda.active_prefix:
         return
@@ -213,7 +221,7 @@ def no_toolkit(facts: Facts, table: object) -> Iterator[Finding]:
         "ED309", "info", "No CUDA toolkit (nvcc): CUDA extensions cannot be built here",
         evidence=(f"torch {facts.torch.version} is built for CUDA {facts.torch.cuda}",
                   "no nvcc on PATH, in CUDA_HOME/CUDA_PATH, /usr/local/cuda* or /opt/cuda*"),
-        fix=toolkit_install(facts, _wanted(facts) or facts.torch.cuda, table), reference=REF_INSTALL, area="toolkit",
+        fix=toolkit_install(facts, _wanted(facts) or facts.torch.cuda, table), reference=REF_INSTALL, area="toolkits",
         explanation="torch itself does not need nvcc (its wheels carry the CUDA runtime). Install a toolkit only to "
                     "build packages from source: flash-attn, apex, DeepSpeed ops, custom kernels.",
     )

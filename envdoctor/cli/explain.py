@@ -1,0 +1,79 @@
+"""``envdoctor explain``: what a finding code means, and the list of every code.
+
+    $ envdoctor explain ED205
+    ED205  torch's CUDA is newer than the driver runs
+      area       torch (ED200-ED299: torch in the target Python: ...)
+      severity   error or warning
+    ...
+"""
+
+from __future__ import annotations
+
+import textwrap
+from typing import List, Tuple
+
+import click
+
+from envdoctor.cli.common import color_option, use_color
+from envdoctor.codes import CODES, RANGES, Code, lookup, range_of
+from envdoctor.render.style import Style
+
+WIDTH = 96
+
+
+def _wrap(text: str) -> List[str]:
+    return textwrap.wrap(text, WIDTH, initial_indent="  ", subsequent_indent="  ", break_on_hyphens=False)
+
+
+def explain_lines(entry: Code, style: Style) -> List[str]:
+    where = range_of(entry.code)
+    span = f" (ED{where.first}-ED{where.last}: {where.covers})" if where else ""
+    lines = [style(f"{entry.code}  {entry.title}", "bold"),
+             f"  area       {entry.area}{span}",
+             f"  severity   {' or '.join(entry.severities)}",
+             "", style("What it means", "bold"), *_wrap(entry.meaning),
+             "", style("Fix", "bold"), *_wrap(entry.fix)]
+    if entry.references:
+        lines += ["", style("Reference", "bold"), *(f"  {url}" for url in entry.references)]
+    return lines
+
+
+def list_lines(style: Style) -> List[str]:
+    lines = [style(f"{'code':<7}{'severity':<17}{'area':<11}title", "bold")]
+    for entry in CODES.values():
+        lines.append(f"{entry.code:<7}{'/'.join(entry.severities):<17}{entry.area:<11}{entry.title}")
+    lines += ["", style("Ranges", "bold")]
+    for r in RANGES:
+        mark = "  (reserved: no code yet)" if r.reserved else ""
+        lines.append(f"ED{r.first}-ED{r.last}  {r.name}: {r.covers}{mark}")
+    lines += ["", "envdoctor explain CODE says more about one code."]
+    return lines
+
+
+def _known(ctx: click.Context, param: click.Parameter, values: Tuple[str, ...]) -> Tuple[Code, ...]:
+    entries = []
+    for value in values:
+        entry = lookup(value)
+        if entry is None:
+            where = range_of(value)
+            why = (f"no finding has this code (ED{where.first}-ED{where.last} are {where.name} codes)"
+                   if where else "finding codes look like ED205")
+            raise click.BadParameter(f"{value}: {why}; envdoctor explain --list shows every code")
+        entries.append(entry)
+    return tuple(entries)
+
+
+@click.command("explain")
+@click.argument("codes", nargs=-1, metavar="[CODE]...", callback=_known)
+@color_option
+@click.option("--list", "as_list", is_flag=True, help="List every finding code (the default without CODE).")
+def explain(codes: Tuple[Code, ...], as_list: bool) -> None:
+    """What a finding CODE means (ED205: title, area, severity, meaning, fix, reference).
+
+    Without a CODE, or with --list, every code envdoctor emits and the ranges they come from.
+    """
+    style = Style(use_color())
+    if as_list or not codes:
+        click.echo("\n".join(list_lines(style)))
+        return
+    click.echo("\n\n".join("\n".join(explain_lines(entry, style)) for entry in codes))

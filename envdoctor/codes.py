@@ -1,0 +1,587 @@
+"""Every finding code envdoctor emits, in one registry: title, area, severities, meaning, fix, references.
+
+``envdoctor explain ED205`` prints one entry and ``envdoctor explain`` lists them all. The code
+that emits a finding writes its own title, evidence and exact commands for the machine at hand;
+this registry says what the code means in general, so people can look it up, search for it and
+suppress it knowingly. tests/test_codes.py checks that every code in the source is here (with the
+same area, severities and references) and that every code here is emitted somewhere.
+
+>>> lookup("ED205").title
+"torch's CUDA is newer than the driver runs"
+>>> range_of("ED751").name
+'fleet'
+
+Ranges (``RANGES``) are fixed; a new capability takes codes from its own range and adds them
+here in the same change.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Dict, Literal, Optional, Tuple
+
+Severity = Literal["error", "warning", "info"]
+
+CODE_PATTERN = re.compile(r"ED\d{3}")
+
+
+@dataclass(frozen=True)
+class CodeRange:
+    """``ED{first}``..``ED{last}``: the codes of one area of envdoctor."""
+
+    first: int
+    last: int
+    name: str          # "driver", "torch", ..., "fleet"
+    covers: str        # what its findings are about
+    reserved: bool = False  # no code emitted yet: the range is kept for the capability named
+
+
+RANGES: Tuple[CodeRange, ...] = (
+    CodeRange(100, 199, "driver", "the NVIDIA driver, the GPUs, WSL and container access to the GPU"),
+    CodeRange(200, 299, "torch", "torch in the target Python: can it import, does its build fit the GPU and driver"),
+    CodeRange(300, 399, "toolkit", "CUDA toolkits (nvcc) and the toolkit CUDA extension builds use"),
+    CodeRange(400, 499, "conda", "the active conda environment's CUDA packages"),
+    CodeRange(500, 599, "docker", "docker, podman and the NVIDIA Container Toolkit"),
+    CodeRange(600, 629, "bench", "measured speed against the expected figures (matmul, bandwidth, layers)",
+              reserved=True),
+    CodeRange(630, 699, "fit", "will a model fit: memory estimates against the GPUs, and their measured error",
+              reserved=True),
+    CodeRange(700, 749, "verify", "after a change, against a snapshot: ED701-ED719 regressions (errors), "
+              "ED720-ED749 changes (info)"),
+    CodeRange(750, 799, "fleet", "many nodes: the node or GPU that differs from the others", reserved=True),
+    CodeRange(800, 839, "burn", "sustained load: per-GPU health verdicts (miscompares, ECC, throttling, Xid)",
+              reserved=True),
+    CodeRange(840, 869, "links", "PCIe and NVLink links and the topology (degraded width or generation, links down)"),
+    CodeRange(870, 899, "comms", "collectives through torch.distributed: bus bandwidth against the expected"),
+    CodeRange(900, 999, "envdoctor", "envdoctor itself: a check or a data file that failed"),
+)
+
+
+@dataclass(frozen=True)
+class Code:
+    code: str                          # "ED205"
+    title: str                         # one line, general (the finding's own title is specific)
+    area: str                          # the Finding.area the code is emitted with
+    severities: Tuple[Severity, ...]   # the severities it is emitted with, the usual one first
+    meaning: str                       # what it means and why it matters
+    fix: str                           # the pattern of the fix (the finding prints the exact commands)
+    references: Tuple[str, ...] = ()   # public pages that explain it
+
+
+# --- references (the same URLs the findings carry) ---------------------------------------------
+NVIDIA_DRIVER_GUIDE = "https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/index.html"
+NVIDIA_OPEN_MODULES = "https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/kernel-modules.html"
+NVIDIA_ARCH_MATRIX = ("https://docs.nvidia.com/datacenter/tesla/drivers/"
+                      "cuda-toolkit-driver-and-architecture-matrix.html")
+NVIDIA_WSL = "https://docs.nvidia.com/cuda/wsl-user-guide/index.html"
+CUDA_ENV_VARS = "https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#env-vars"
+NVML_DEVICE_QUERIES = "https://docs.nvidia.com/deploy/nvml-api/group__nvmlDeviceQueries.html"
+NVML_NVLINK = "https://docs.nvidia.com/deploy/nvml-api/group__NvLink.html"
+FABRIC_MANAGER = "https://docs.nvidia.com/datacenter/tesla/fabric-manager-user-guide/index.html"
+NCCL_TROUBLESHOOTING = "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html"
+NCCL_ACS = NCCL_TROUBLESHOOTING + "#pci-access-control-services-acs"
+MIG_GUIDE = "https://docs.nvidia.com/datacenter/tesla/mig-user-guide/index.html"
+DRIVER_PERSISTENCE = "https://docs.nvidia.com/deploy/driver-persistence/index.html"
+NCCL_TESTS_PERFORMANCE = "https://github.com/NVIDIA/nccl-tests/blob/master/doc/PERFORMANCE.md"
+NCCL_TESTS_NVLS = "https://github.com/NVIDIA/nccl-tests/issues/212"
+CUDA_BINARY_COMPAT = "https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#binary-compatibility"
+CUDA_COMPAT = "https://docs.nvidia.com/deploy/cuda-compatibility/"
+CUDA_MINOR_COMPAT = "https://docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html"
+CUDA_INSTALL_LINUX = "https://docs.nvidia.com/cuda/cuda-installation-guide-linux/"
+XID_ERRORS = "https://docs.nvidia.com/deploy/xid-errors/index.html"
+CTK_USER_GUIDE = "https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/user-guide.html"
+CTK_INSTALL = "https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/install-guide.html"
+CTK_CDI = "https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/cdi-support.html"
+TORCH_INSTALL = "https://pytorch.org/get-started/locally/"
+TORCH_CPP_EXTENSION = "https://pytorch.org/docs/stable/cpp_extension.html"
+TORCHVISION_INSTALL = "https://github.com/pytorch/vision#installation"
+LD_SO = "https://man7.org/linux/man-pages/man8/ld.so.8.html"
+CONDA_FORGE_CUDA = ("https://conda-forge.org/docs/user/tipsandtricks/"
+                    "#installing-cuda-enabled-packages-like-tensorflow-and-pytorch")
+PYTORCH_CONDA_RETIRED = "https://github.com/pytorch/pytorch/issues/138506"
+CONDA_PIP_MIXED = "https://www.anaconda.com/blog/using-pip-in-a-conda-environment"
+DOCKER_DAEMON = "https://docs.docker.com/engine/daemon/start/"
+DOCKER_POSTINSTALL = "https://docs.docker.com/engine/install/linux-postinstall/"
+
+
+_CODES: Tuple[Code, ...] = (
+    # --- ED1xx: driver, GPU, WSL, container access ---------------------------------------------
+    Code("ED101", "NVIDIA GPU on the PCI bus, but no NVIDIA driver loaded", "driver", ("error",),
+         "The PCI bus shows an NVIDIA display or 3D controller, yet no NVIDIA kernel module is loaded: "
+         "nothing can use the GPU. Either no driver is installed, or its module did not load (nouveau "
+         "holds the card, Secure Boot refused the unsigned module, the card is bound to vfio-pci).",
+         "Install the driver branch envdoctor recommend plans for these GPUs (open or proprietary "
+         "modules as the GPU needs); blacklist nouveau or enroll the DKMS key first where that is the cause.",
+         (NVIDIA_DRIVER_GUIDE,)),
+    Code("ED102", "Driver upgraded without a reboot: kernel module and user-space driver differ", "driver",
+         ("error",),
+         "The loaded kernel module is one driver version and the installed user-space libraries another. "
+         "Until the new module loads, NVML, nvidia-smi and every CUDA program fail with "
+         "'Driver/library version mismatch'.",
+         "Reboot (or unload and reload the nvidia modules when nothing uses the GPU); hold the driver "
+         "packages to stop unattended upgrades.",
+         (NVIDIA_DRIVER_GUIDE,)),
+    Code("ED103", "nvidia-smi or NVML cannot read the driver", "driver", ("error", "warning"),
+         "A driver is there, but nvidia-smi or NVML fails (an error when neither answers, a warning when "
+         "one still does): the module is not loaded, a GPU hangs, or a container lost its device cgroups.",
+         "Read the error text: load the module (modprobe, dkms status), look for Xid errors in the kernel "
+         "log, or restart the container; the finding names the commands.",
+         (NVIDIA_DRIVER_GUIDE,)),
+    Code("ED104", "nvidia-smi is installed but no NVIDIA GPU is present", "gpu", ("warning",),
+         "The driver's tools are installed, but the PCI bus shows no NVIDIA GPU: the card is not seated or "
+         "powered, or the VM's instance type has none.",
+         "Check the card (lspci -nn) or the instance type.",
+         (NVIDIA_DRIVER_GUIDE,)),
+    Code("ED105", "This container has no access to an NVIDIA GPU", "container", ("error", "warning"),
+         "envdoctor runs in a container that has no /dev/nvidia* device nodes although a GPU was asked for "
+         "(NVIDIA_VISIBLE_DEVICES, nvidia-smi present) or is on the host's PCI bus.",
+         "Start the container with the GPU passed through: docker run --gpus all, a CDI device "
+         "(--device nvidia.com/gpu=all), a Kubernetes GPU request, apptainer --nv.",
+         (CTK_USER_GUIDE,)),
+    Code("ED106", "WSL: no GPU under WSL1, or a Linux driver installed inside WSL2", "driver", ("error",),
+         "WSL1 has no GPU support. Under WSL2 the Windows driver provides libcuda and NVML in "
+         "/usr/lib/wsl/lib; a Linux NVIDIA driver installed inside the distribution shadows them.",
+         "Move the distribution to WSL2 (wsl --set-version), or remove the Linux driver packages inside WSL2 "
+         "and restart WSL.",
+         (NVIDIA_WSL,)),
+    Code("ED107", "CUDA_VISIBLE_DEVICES hides every GPU", "gpu", ("error",),
+         "CUDA_VISIBLE_DEVICES is empty, -1, or names indices or UUIDs the driver does not have; CUDA stops at "
+         "the first invalid entry, so programs see no GPU.",
+         "Unset it, or list GPUs that exist (by index or UUID).",
+         (CUDA_ENV_VARS,)),
+    Code("ED108", "The driver branch no longer supports this GPU", "driver", ("error",),
+         "The GPU's architecture was dropped by driver branches after its last one; this driver is newer.",
+         "Install the last branch that supports the GPU (the finding names it).",
+         (NVIDIA_ARCH_MATRIX,)),
+    Code("ED109", "The driver is too old for this GPU", "driver", ("error",),
+         "The GPU's architecture needs a newer driver branch than the one installed.",
+         "Install a driver branch that supports the GPU.",
+         (NVIDIA_ARCH_MATRIX,)),
+    Code("ED110", "Wrong kernel-module flavour for this GPU (open or proprietary)", "driver", ("error",),
+         "The open kernel modules drive Turing (7.5) and newer only; Blackwell GPUs are driven only by the "
+         "open modules. The loaded flavour does not fit the GPU.",
+         "Install the driver with the other flavour of kernel modules.",
+         (NVIDIA_OPEN_MODULES,)),
+    Code("ED111", "NVML and nvidia-smi disagree on the number of GPUs", "gpu", ("warning",),
+         "One source lists a GPU the other does not: a GPU fell off the bus (Xid 79) or is excluded.",
+         "Compare nvidia-smi -L with the kernel log (Xid errors).",
+         (NVIDIA_DRIVER_GUIDE,)),
+    Code("ED112", "No NVIDIA GPU on this machine: torch will run on the CPU", "gpu", ("info",),
+         "The PCI bus shows no NVIDIA GPU and no driver is loaded. Said so that a CPU wheel is a choice, "
+         "not an accident.",
+         "Nothing to fix on a CPU machine; envdoctor recommend gives the CPU wheels."),
+    # --- ED2xx: torch in the target Python -----------------------------------------------------------
+    Code("ED200", "The target Python could not be inspected", "torch", ("error", "warning"),
+         "The interpreter envdoctor was told (--python: an error) or found on PATH (a warning) does not run, "
+         "is not Python, or is older than 3.8.",
+         "Point --python at the interpreter your code runs with.",
+         (TORCH_INSTALL,)),
+    Code("ED201", "The torch check crashed, hung, exited with an error or printed no result", "torch",
+         ("error", "warning"),
+         "The child process that imports torch in the target Python did not finish its report: killed by a "
+         "signal, past its timeout, a non-zero exit, or output envdoctor cannot read. Programs importing "
+         "torch there will likely fail the same way.",
+         "Rerun the step the finding names with python -X faulthandler to see where it stops; a mismatched "
+         "CUDA library on LD_LIBRARY_PATH or a half-upgraded install are the usual causes.",
+         (TORCH_INSTALL,)),
+    Code("ED202", "import torch fails in the target Python", "torch", ("error",),
+         "torch is installed, but importing it raises: a CUDA library it links against is missing, a symbol "
+         "is undefined (another library version was loaded), or the install is broken.",
+         "Reinstall the same torch build from its index (--force-reinstall); remove LD_LIBRARY_PATH entries "
+         "that bring other CUDA libraries.",
+         (TORCH_INSTALL,)),
+    Code("ED203", "torch is not installed in the target Python", "torch", ("info",),
+         "The target Python has no torch package. A note, not a problem: the verdict says so rather than "
+         "'it works'.",
+         "envdoctor recommend gives the install commands; envdoctor check --python PATH inspects another "
+         "interpreter.",
+         (TORCH_INSTALL,)),
+    Code("ED204", "torch is a CPU-only build on a machine with an NVIDIA GPU", "torch", ("error",),
+         "torch.version.cuda is None although the machine has an NVIDIA GPU: the CPU wheel was installed, "
+         "usually by a plain pip install from an index without CUDA builds.",
+         "Reinstall torch from the CUDA variant index envdoctor picks for this driver and GPU.",
+         (TORCH_INSTALL,)),
+    Code("ED205", "torch's CUDA is newer than the driver runs", "torch", ("error", "warning"),
+         "The CUDA runtime torch was built with needs a newer driver. Below the minor-version floor CUDA "
+         "cannot start (an error: 'CUDA driver version is insufficient'); above it, it runs by minor-version "
+         "compatibility only, and PTX JIT and newer APIs fail (a warning).",
+         "Upgrade the NVIDIA driver to the version the finding names, or install the torch build for an "
+         "older CUDA that this driver runs.",
+         (CUDA_COMPAT, CUDA_MINOR_COMPAT)),
+    Code("ED206", "The torch build has no kernels for the GPU's compute capability", "torch",
+         ("error", "warning"),
+         "Kernels run on a GPU only when built for its architecture (same major, same or lower minor) or as "
+         "PTX of a lower capability. With neither, GPU work fails with 'no kernel image is available' (an "
+         "error); with PTX only, the driver JIT-compiles at first use (a warning).",
+         "Install a torch build whose arch list includes the GPU (the finding names the variant).",
+         (CUDA_BINARY_COMPAT,)),
+    Code("ED207", "torch cannot use the GPU: torch.cuda.is_available() is False", "torch", ("error",),
+         "A CUDA build and a driver that fit each other, yet CUDA does not start in torch: no device nodes, "
+         "CUDA_VISIBLE_DEVICES, stale cuda-compat libraries or a mixed driver install.",
+         "Read the CUDA error text (torch.cuda.init() prints it); the finding maps the common ones to their fix.",
+         (TORCH_INSTALL,)),
+    Code("ED208", "A tiny CUDA operation failed in torch", "torch", ("error",),
+         "(torch.ones(8, device='cuda') * 2).sum() failed: no kernels for the GPU, its memory taken by other "
+         "processes, or a GPU in an error state.",
+         "Run the operation by hand to see the error; see ED206 for builds without kernels.",
+         (CUDA_BINARY_COMPAT,)),
+    Code("ED209", "torchvision or torchaudio belong to another torch release", "torch", ("error",),
+         "Their compiled operators are built against one torch release; with another they fail to load "
+         "('operator torchvision::nms does not exist') or crash.",
+         "Install the version that pairs with the installed torch, from the same index, with --no-deps.",
+         (TORCHVISION_INSTALL,)),
+    Code("ED210", "torchvision or torchaudio were built for another CUDA (or the CPU) than torch", "torch",
+         ("error", "warning"),
+         "A companion package of another CUDA major refuses to load (an error); another minor or a CPU build "
+         "loads but is not the tested pair, and a CPU build has no CUDA kernels (a warning).",
+         "Reinstall the companion from torch's own variant index with --no-deps.",
+         (TORCHVISION_INSTALL,)),
+    Code("ED211", "LD_LIBRARY_PATH makes torch load CUDA libraries other than its wheel's", "torch",
+         ("warning", "error"),
+         "The loader searches LD_LIBRARY_PATH before the paths torch's wheel records, so a system CUDA or "
+         "cuDNN of another version replaces the tested one (an error when cuDNN then fails).",
+         "Remove the folders the finding names from LD_LIBRARY_PATH where it is set.",
+         (LD_SO,)),
+    # --- ED3xx: CUDA toolkits ------------------------------------------------------------------------
+    Code("ED301", "nvcc's CUDA major differs from torch's: CUDA extension builds fail", "toolkit", ("error",),
+         "torch.utils.cpp_extension raises when the nvcc it would use has another CUDA major version than "
+         "torch was built with.",
+         "Point CUDA_HOME and PATH at a toolkit of torch's CUDA release, or install one.",
+         (TORCH_CPP_EXTENSION,)),
+    Code("ED302", "nvcc's CUDA minor differs from torch's: CUDA extension builds may misbehave", "toolkit",
+         ("warning",),
+         "torch only warns on a minor difference, but kernels built with another CUDA minor can fail to load "
+         "or link.",
+         "Point CUDA_HOME and PATH at a toolkit of torch's CUDA release, or install one.",
+         (TORCH_CPP_EXTENSION,)),
+    Code("ED303", "CUDA_HOME or CUDA_PATH names a folder that does not exist", "toolkit", ("error",),
+         "Extension builds and tools that read it (CMake, Triton, DeepSpeed) fail with 'nvcc not found' or "
+         "missing headers.",
+         "Fix the line that sets it (shell profile, /etc/environment) to an installed toolkit, or unset it.",
+         (TORCH_CPP_EXTENSION,)),
+    Code("ED304", "CUDA_HOME and the nvcc on PATH are different CUDA releases", "toolkit", ("warning",),
+         "torch extensions compile with $CUDA_HOME/bin/nvcc, CMake, Triton and Makefiles with the nvcc on "
+         "PATH: one project mixes headers and compilers of two releases.",
+         "Put the toolkit you want first on PATH, or change CUDA_HOME to the other one.",
+         (TORCH_CPP_EXTENSION,)),
+    Code("ED305", "CUDA extension builds would use a folder that is not a CUDA toolkit", "toolkit",
+         ("warning",),
+         "The folder has bin/nvcc (a wrapper) but no include/cuda_runtime.h: sources that include CUDA "
+         "headers and the final link fail.",
+         "Set CUDA_HOME to the real toolkit.",
+         (TORCH_CPP_EXTENSION,)),
+    Code("ED306", "CUDA_HOME or CUDA_PATH has no bin/nvcc", "toolkit", ("warning",),
+         "The folder is a CUDA runtime without the compiler; torch raises \"nvcc not found\" when it builds "
+         "a CUDA extension.",
+         "Point CUDA_HOME at a toolkit with nvcc, install one, or unset it.",
+         (TORCH_CPP_EXTENSION,)),
+    Code("ED307", "CUDA_HOME or CUDA_PATH is set to an empty string", "toolkit", ("warning",),
+         "torch.utils.cpp_extension takes the empty value and does not look for nvcc, so every CUDA extension "
+         "build stops with 'CUDA was not found on the system'.",
+         "Unset the variable (or set it to a toolkit).",
+         (TORCH_CPP_EXTENSION,)),
+    Code("ED308", "An nvcc that hangs, crashes or prints garbage", "toolkit", ("warning",),
+         "nvcc --version of a toolkit does not work: a toolkit copied from another machine or half removed "
+         "by a package manager.",
+         "Run it by hand to see the error; reinstall that toolkit or remove it from PATH.",
+         (CUDA_INSTALL_LINUX,)),
+    Code("ED309", "No CUDA toolkit (nvcc): CUDA extensions cannot be built here", "toolkit", ("info",),
+         "torch has CUDA, but no nvcc is installed. torch itself does not need one (its wheels carry the "
+         "runtime); building from source (flash-attn, apex, DeepSpeed ops) does.",
+         "Install the toolkit of torch's CUDA release only if you build CUDA extensions.",
+         (CUDA_INSTALL_LINUX,)),
+    # --- ED4xx: conda ---------------------------------------------------------------------------------
+    Code("ED401", "The conda env has a CUDA runtime but no nvcc", "conda", ("info",),
+         "Running torch needs only the runtime; building from source needs nvcc of the same CUDA release.",
+         "Install cuda-nvcc of the env's CUDA release into the env (conda-forge).",
+         (CONDA_FORGE_CUDA,)),
+    Code("ED402", "torch comes from the retired `pytorch` conda channel", "conda", ("warning",),
+         "PyTorch stopped publishing to its Anaconda channel after 2.5: the env can get no newer torch and "
+         "mixes channels with conda-forge.",
+         "Create a new env from conda-forge (pytorch-gpu) and reinstall your packages there.",
+         (PYTORCH_CONDA_RETIRED,)),
+    Code("ED403", "The conda env needs a newer CUDA than the driver supports", "conda", ("error",),
+         "The env's CUDA major is newer than the driver's CUDA: torch.cuda.is_available() is False and CUDA "
+         "calls fail with 'driver too old'.",
+         "Upgrade the driver, or pin the env to the driver's CUDA line (cuda-version<=X.Y).",
+         (CONDA_FORGE_CUDA,)),
+    Code("ED404", "Two torch installs in one conda env: conda's pytorch and pip's torch", "conda",
+         ("warning",),
+         "Both write site-packages/torch; the last one overwrote part of the other, and conda still believes "
+         "its own files are there.",
+         "Keep one: uninstall pip's torch and force-reinstall conda's (or the reverse).",
+         (CONDA_PIP_MIXED,)),
+    # --- ED5xx: docker, podman, the NVIDIA Container Toolkit ------------------------------------------
+    Code("ED501", "The docker client is installed but no Docker daemon is running", "docker",
+         ("warning", "info"),
+         "docker commands cannot run containers. Inside a container (info) there is no daemon of its own; "
+         "the host's can be used through its socket.",
+         "Start the daemon (systemctl start docker, or --user for rootless), or mount the host's socket.",
+         (DOCKER_DAEMON,)),
+    Code("ED502", "Permission denied on the Docker daemon's socket", "docker", ("warning",),
+         "The user is not in the docker group (which is equivalent to root on the machine).",
+         "Add the user to the docker group and log in again (or newgrp docker).",
+         (DOCKER_POSTINSTALL,)),
+    Code("ED503", "Docker cannot give containers the GPU: the NVIDIA Container Toolkit is not installed",
+         "docker", ("error",),
+         "docker run --gpus all fails with 'could not select device driver \"\" with capabilities: [[gpu]]': "
+         "no nvidia runtime, no CDI spec, no nvidia-ctk.",
+         "Install the NVIDIA Container Toolkit from NVIDIA's repository, configure Docker's runtime, restart "
+         "Docker.",
+         (CTK_INSTALL,)),
+    Code("ED504", "The NVIDIA Container Toolkit is installed, but Docker is not configured to use it",
+         "docker", ("warning",),
+         "Docker's daemon.json lacks the nvidia runtime (it is lost when Docker is reinstalled).",
+         "nvidia-ctk runtime configure --runtime=docker, then restart Docker.",
+         (CTK_INSTALL,)),
+    Code("ED505", "Docker is older than 19.03: no docker run --gpus", "docker", ("error",),
+         "Before 19.03 GPUs needed the nvidia-docker2 wrapper, which NVIDIA no longer maintains.",
+         "Upgrade Docker Engine from Docker's repository, then install and configure the container toolkit.",
+         (CTK_INSTALL,)),
+    Code("ED506", "The Docker daemon does not answer properly", "docker", ("warning",),
+         "The client reached no working daemon: it is hung or starting, or DOCKER_HOST or the docker context "
+         "points elsewhere.",
+         "Check the daemon's status and log, restart it, and check docker context ls.",
+         (DOCKER_DAEMON,)),
+    Code("ED507", "podman is installed but has no CDI spec for the NVIDIA GPU", "docker", ("warning",),
+         "podman takes GPUs through CDI; without a spec no container gets the GPU.",
+         "Generate the spec with nvidia-ctk cdi generate (again after every driver upgrade).",
+         (CTK_CDI,)),
+    # --- ED7xx: verify against a snapshot --------------------------------------------------------------
+    Code("ED701", "Driver upgraded without a reboot (since the snapshot)", "driver", ("error",),
+         "The new driver is installed and the old kernel module still runs; nvidia-smi, NVML, containers and "
+         "CUDA fail until the reboot, so the GPU and torch comparisons wait for it.",
+         "Reboot, then run envdoctor verify again.",
+         (NVIDIA_DRIVER_GUIDE,)),
+    Code("ED702", "A GPU of the snapshot is missing", "gpu", ("error",),
+         "The driver lists fewer GPUs (or a UUID is gone): a GPU that fell off the bus (Xid 79) is invisible "
+         "to CUDA, containers and torch.",
+         "Look for Xid errors in the kernel log; a GPU that fell off the bus returns after a reset or a reboot.",
+         (XID_ERRORS,)),
+    Code("ED703", "A GPU changed since the snapshot", "gpu", ("error",),
+         "Its name, compute capability, or memory (down by more than 1%) changed: MIG mode, retired or "
+         "remapped memory rows, or another board.",
+         "nvidia-smi -q: product name, UUID, memory, retired pages, MIG mode.",
+         (XID_ERRORS,)),
+    Code("ED704", "nvidia-smi or NVML fails now, or the driver is gone", "driver", ("error",),
+         "They worked in the snapshot. Often the kernel changed and the module was not built for it, or a "
+         "container lost its device cgroups.",
+         "dkms status for the running kernel, the kernel log, modprobe nvidia; restart the container.",
+         (NVIDIA_DRIVER_GUIDE,)),
+    Code("ED705", "The driver's CUDA is now older than torch's CUDA", "driver", ("error",),
+         "After the change the driver supports an older CUDA than torch was built for: CUDA fails to start or "
+         "kernels fail to load.",
+         "envdoctor recommend: a torch build for this driver, or the driver this torch needs.",
+         (CUDA_COMPAT,)),
+    Code("ED706", "torch no longer imports (or is gone, or its check fails)", "torch", ("error",),
+         "torch imported in the snapshot and does not now.",
+         "Import it by hand to see the error; envdoctor check gives the full diagnosis."),
+    Code("ED707", "torch no longer sees the GPUs (or sees fewer)", "torch", ("error",),
+         "torch.cuda.is_available() was True and is False now, or it counts fewer devices: a driver update "
+         "without a reboot, a driver older than torch's CUDA, a container without its device nodes.",
+         "nvidia-smi, then envdoctor check for why CUDA does not start."),
+    Code("ED708", "The tiny CUDA operation fails now", "torch", ("error",),
+         "CUDA starts but a kernel cannot run: a driver too old for torch's CUDA, an architecture the build "
+         "lacks, or a GPU in an error state.",
+         "envdoctor check, and the kernel log for Xid errors."),
+    Code("ED709", "The NVIDIA Container Toolkit no longer works as in the snapshot", "docker", ("error",),
+         "The daemon, the nvidia runtime, the CDI spec or the toolkit's programs are gone or fail.",
+         "Start the daemon, configure the runtime again, regenerate the CDI spec, or reinstall the toolkit; "
+         "then docker run --rm --gpus all ubuntu nvidia-smi.",
+         (CTK_INSTALL,)),
+    Code("ED710", "nvcc or the CUDA toolkit no longer works as in the snapshot", "toolkit", ("error",),
+         "An nvcc fails now, or CUDA extension builds would now use a folder that is missing or broken.",
+         "nvcc --version, the /usr/local/cuda links, then envdoctor check."),
+    Code("ED711", "conda fails now (it worked in the snapshot)", "conda", ("error",),
+         "conda info or conda list no longer answers.",
+         "Run conda info to see the error."),
+    Code("ED712", "A bench point is slower than the snapshot by more than the tolerance, or fails", "bench",
+         ("error",),
+         "A compute-bound matmul point measures slower than the snapshot beyond --tolerance, fails, or the "
+         "benchmark no longer runs.",
+         "Check clocks, power limit, temperature and throttle reasons, then bench again on an idle GPU."),
+    Code("ED713", "A new error finding that the snapshot did not have", "verify", ("error",),
+         "envdoctor check reports an error code now that it did not report when the snapshot was taken; the "
+         "finding carries that code's evidence, fix and area.",
+         "Follow the fix of the original code (envdoctor explain CODE)."),
+    Code("ED720", "The driver version changed", "driver", ("info",),
+         "Expected after a driver update; a CDI spec names the driver's files by version.",
+         "Regenerate the CDI spec where one is used (unless nvidia-cdi-refresh does it)."),
+    Code("ED721", "GPUs added, or memory reported slightly differently", "gpu", ("info",),
+         "More GPUs than in the snapshot, or a driver update reserves a little more or less memory.",
+         "Nothing to fix."),
+    Code("ED722", "torch changed (version, CUDA, cuDNN, NCCL, torchvision, torchaudio)", "torch", ("info",),
+         "The torch install differs from the snapshot.",
+         "Nothing to fix if the change was intended."),
+    Code("ED723", "CUDA toolkits changed", "toolkit", ("info",),
+         "Toolkits added or removed, their versions, or which nvcc is first on PATH.",
+         "Nothing to fix if the change was intended."),
+    Code("ED724", "conda changed", "conda", ("info",),
+         "Its version, the __cuda virtual package (it follows the driver), the active env or its CUDA packages.",
+         "Nothing to fix if the change was intended."),
+    Code("ED725", "Docker or container toolkit versions changed", "docker", ("info",),
+         "docker, nvidia-ctk, nvidia-container-cli or podman versions, or docker's runtimes.",
+         "Nothing to fix if the change was intended."),
+    Code("ED726", "The OS, kernel or glibc changed", "system", ("info",),
+         "A new kernel needs the nvidia module built for it (DKMS).",
+         "Nothing to fix if the driver still loads."),
+    Code("ED727", "An error of the snapshot is fixed now", "verify", ("info",),
+         "An error finding of the snapshot is not reported any more.",
+         "Nothing to fix."),
+    Code("ED728", "A bench point is slower at a small, launch-bound size", "bench", ("info",),
+         "Small products measure how fast the CPU issues them more than the GPU, and vary by a third from run "
+         "to run: a change, not a regression.",
+         "Nothing to fix; compare the large sizes."),
+    # --- ED840-ED869: GPU links and topology (envdoctor/rules/links.py) ----------------------------
+    Code('ED840', "PCIe link limited below the GPU's generation by its slot", 'links', ('warning',),
+         "NVML's maximum for this GPU in this slot (or the bridge port above it in sysfs) is a lower PCIe "
+         "generation than the GPU supports: the slot, a riser, or the BIOS's link-speed setting holds it back. "
+         'Every host<->GPU copy, and GPU<->GPU traffic without NVLink, runs at the lower rate.',
+         "Move the card to a CPU-attached x16 slot of its generation, replace the riser, or set the slot's link "
+         'speed to Auto in the BIOS; read again under load.',
+         (NVML_DEVICE_QUERIES,)),
+    Code('ED841', "PCIe link narrower than the GPU's", 'links', ('warning',),
+         'The slot allows fewer lanes than the GPU has (x8 of x16): it is wired narrower, or a riser or a '
+         "bifurcation setting splits it. This is NVML's maximum for the GPU in this slot (or the bridge port in "
+         'sysfs), not the current width, so it is not idle power saving.',
+         'Use a slot wired x16, undo the bifurcation setting, or replace the riser.',
+         (NVML_DEVICE_QUERIES,)),
+    Code('ED842', 'PCIe link running below its maximum under load', 'links', ('warning',),
+         'The GPU was busy when read and its link ran at a lower generation or width than it trains at: a '
+         'marginal link (riser, seating, signal) that down-trained.',
+         "Re-seat the card or replace the riser; check lspci's LnkSta under load.",
+         (NVML_DEVICE_QUERIES,)),
+    Code('ED845', 'NVLink links down', 'links', ('warning', 'error', 'info'),
+         'Some or all NVLinks of a GPU that has them are inactive: traffic to its peers falls back to PCIe (or '
+         'to the remaining links). On SXM boards this is a hardware or Fabric Manager fault; on bridged cards a '
+         'missing or loose bridge.',
+         'SXM boards: check Fabric Manager, then service; bridged cards: fit or re-seat the bridge.',
+         (NVML_NVLINK,)),
+    Code('ED846', 'NVLink error counters are not zero', 'links', ('warning',),
+         'Replays, recoveries or CRC errors were counted on active NVLinks since the driver loaded: a degrading '
+         'link that slows collectives and can precede Xid 74 (the link taken offline).',
+         'Watch whether the counters grow under load (envdoctor comms); re-seat the bridge, or service the '
+         'board.',
+         (NVML_NVLINK,)),
+    Code('ED847', 'NVSwitch fabric not ready (Fabric Manager)', 'links', ('error',),
+         "On an NVSwitch board the GPU's fabric registration has not completed or failed: until Fabric Manager "
+         'finishes, CUDA and NCCL cannot use NVLink between the GPUs.',
+         "Start nvidia-fabricmanager (its version matching the driver's) and read its log.",
+         (FABRIC_MANAGER,)),
+    Code('ED850', 'No peer-to-peer access between GPUs', 'links', ('warning', 'info'),
+         "NVML reports that GPUs cannot read or write each other's memory: NCCL stages traffic through host "
+         'memory. On servers PCI ACS or the IOMMU usually blocks it; GeForce drivers do not enable P2P over '
+         'PCIe at all.',
+         'Disable PCI ACS on the bridges above the GPUs and set iommu=pt; GeForce cards need an NVLink bridge '
+         'for P2P.',
+         (NCCL_ACS,)),
+    Code('ED851', 'GPUs sit on different NUMA nodes', 'links', ('info',),
+         'The GPUs are attached to different CPU sockets: traffic between GPUs of different nodes crosses the '
+         "CPU interconnect (SYS), and a process pinned to one node feeds the other node's GPUs through it.",
+         "Bind each process to its GPU's NUMA node (numactl --cpunodebind --membind).",
+         ()),
+    Code('ED855', 'MIG mode is on', 'links', ('warning', 'info'),
+         'The GPU is partitioned into MIG instances: torch sees one instance per process, not the whole GPU, '
+         'and NCCL cannot join MIG instances with P2P or NVLink.',
+         'nvidia-smi -mig 0 and a GPU reset for whole-GPU jobs; nothing to do where MIG instances are intended.',
+         (MIG_GUIDE,)),
+    Code('ED856', 'ECC is off on a data-center GPU', 'links', ('warning',),
+         'ECC protects memory from silent bit flips; data-center GPUs ship with it on. With it off, corrupted '
+         'training runs go undetected and the row-remapping counters stay blind.',
+         'nvidia-smi -e 1, then reboot.',
+         ()),
+    Code('ED857', 'Persistence mode is off', 'links', ('info',),
+         'Without persistence the driver tears the GPU down when the last client exits and sets it up again for '
+         'the next one: every CUDA start and nvidia-smi call is slower.',
+         'systemctl enable --now nvidia-persistenced.',
+         (DRIVER_PERSISTENCE,)),
+    # --- ED870-ED899: collectives (envdoctor/rules/comms.py) ---------------------------------------
+    Code('ED870', 'Bus bandwidth far below what the links should carry', 'comms', ('error',),
+         'At large messages a collective reached less than half of the expected figure (a published one for '
+         "this setup, else ~80% of the slowest path's peak): NCCL is not using NVLink or P2P, a link is "
+         'degraded, or the GPUs are busy or throttled.',
+         'envdoctor topo for a degraded link or missing P2P; NCCL settings in the environment; the clocks under '
+         'load.',
+         (NCCL_TESTS_PERFORMANCE,)),
+    Code('ED871', 'Bus bandwidth below what the links should carry', 'comms', ('warning',),
+         'At large messages a collective reached 50-80% of the expected figure: a slower path than expected, a '
+         'down-trained PCIe link, NCCL settings in the environment, or other load.',
+         'envdoctor topo; NCCL settings in the environment; other load on the GPUs.',
+         (NCCL_TESTS_PERFORMANCE,)),
+    Code('ED872', 'A collective returned a wrong result', 'comms', ('error',),
+         'After timing, every rank put known values in its input and the output did not hold the expected sum '
+         'or concatenation: a GPU, link or NCCL fault that silently corrupts training.',
+         'envdoctor burn on the GPUs and their ECC counters; another NCCL algorithm narrows it down.',
+         (NCCL_TROUBLESHOOTING,)),
+    Code('ED873', 'A rank failed', 'comms', ('error',),
+         'A rank stopped answering (hung) or died during the run; the others then failed waiting for it. The '
+         'rank named is the one to look at (its GPU, its link, its log).',
+         "Look at the named rank's GPU (nvidia-smi, Xid in the kernel log) and NCCL's own log.",
+         (NCCL_TROUBLESHOOTING,)),
+    Code('ED874', 'The ranks could not run', 'comms', ('error',),
+         'No rank measured anything: the target Python has no torch or no CUDA, a GPU index is wrong, or the '
+         "ranks could not meet (the rendezvous port, the firewall, a launcher's variables).",
+         'envdoctor check for torch and CUDA in the target Python; envdoctor comms --backend gloo to see '
+         'whether processes meet.',
+         ()),
+    Code('ED875', 'One GPU pair is much slower than the others', 'comms', ('warning',),
+         'A one-way copy between two GPUs ran at less than half of the other pairs of the same kind of path (or '
+         "of its link's expected rate): that link, bridge or slot is the slow one.",
+         'envdoctor topo for those GPUs; re-seat the bridge or the card, check the slot.',
+         ()),
+    Code('ED876', 'Host <-> GPU copies far below the PCIe link', 'comms', ('warning',),
+         "Pinned copies between host memory and the GPU reached less than half of what the GPU's PCIe link "
+         'carries: a down-trained link, a shared switch, or memory on the far NUMA node.',
+         "envdoctor topo for the link and its NUMA node; run bound to the GPU's node.",
+         ()),
+    Code('ED877', 'One GPU: nothing to measure between GPUs', 'comms', ('info',),
+         "With a single rank no byte crosses a link between GPUs (nccl-tests' factors are 0); the host<->GPU "
+         'copies are measured instead.',
+         'Nothing to fix.',
+         ()),
+    Code('ED878', 'NVLink SHARP (NVLS) state', 'comms', ('info',),
+         'NVLS lets the NVSwitch reduce, raising all-reduce busbw above the wire rate (~480 vs ~370 GB/s on 8 '
+         'H100/H200). It is on where NCCL_NVLS_ENABLE allows and the fabric supports multicast; envdoctor never '
+         'changes NCCL_NVLS_ENABLE and compares with the figure for the state it found.',
+         'Nothing to fix: the verdict uses the figure for the NVLS state found.',
+         (NCCL_TESTS_NVLS,)),
+    Code('ED879', 'NCCL went through host memory between GPUs', 'comms', ('warning',),
+         'NCCL connected some GPUs of this node through shared host memory (SHM) instead of P2P or NVLink: P2P '
+         'is disabled (NCCL_P2P_DISABLE, ACS/IOMMU, GeForce) and every byte crosses the CPU.',
+         'envdoctor topo for P2P support; unset NCCL_P2P_DISABLE.',
+         (NCCL_TROUBLESHOOTING,)),
+    Code('ED880', 'Sizes skipped: not enough GPU memory', 'comms', ('warning',),
+         'A size needs more free GPU memory than one GPU had; it was left out on every rank.',
+         'Free GPU memory, or measure smaller sizes (--sizes).',
+         ()),
+    Code('ED881', 'No GPU: nothing to measure', 'comms', ('info',),
+         "Neither NVML nor the target's torch sees a GPU, so there is nothing to measure between GPUs or "
+         'between host and GPU; --backend gloo --nproc N measures collectives between CPU processes.',
+         'Nothing to measure; envdoctor comms --backend gloo --nproc N measures CPU processes.',
+         ()),
+    # --- ED9xx: envdoctor itself -------------------------------------------------------------------
+    Code("ED900", "One of envdoctor's checks failed", "envdoctor", ("warning",),
+         "A check raised an exception: a bug in envdoctor, not a problem of the machine. The other checks ran.",
+         "Run envdoctor check --debug for the traceback and report it."),
+    Code("ED901", "envdoctor's compatibility table could not be loaded", "envdoctor", ("warning",),
+         "The bundled data/*.toml files are missing or broken; checks that need the table (driver floors, GPU "
+         "architectures) were skipped.",
+         "Reinstall envdoctor (pip install --force-reinstall envdoctor) to restore the data files."),
+)
+
+CODES: Dict[str, Code] = {c.code: c for c in _CODES}
+
+
+def lookup(code: str) -> Optional[Code]:
+    """The registry entry of ``code`` ("ed205" and " ED205 " are accepted); None if unknown."""
+    return CODES.get(code.strip().upper())
+
+
+def range_of(code: str) -> Optional[CodeRange]:
+    """The range ``code`` falls in (known or not); None for something that is not a code."""
+    text = code.strip().upper()
+    if not CODE_PATTERN.fullmatch(text):
+        return None
+    number = int(text[2:])
+    return next((r for r in RANGES if r.first <= number <= r.last), None)

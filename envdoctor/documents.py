@@ -1,0 +1,213 @@
+"""Every JSON document envdoctor writes, in one registry: its kind, its ``schema`` name, its JSON
+Schema under ``envdoctor/schemas/``, and the one writer (:func:`dumps`) and reader
+(:func:`read_document`) of them all.
+
+A document names its own kind and version in its ``"schema"`` key (``"envdoctor.plan/1"``). Keys
+are stable within a version; new keys may be added. A change that removes a key or changes its
+meaning is a new version: a new row's ``schema``, a new schema file, and a migration from the old
+version where envdoctor still reads it (``Document.migrations``).
+
+Adding a document kind is one row in ``DOCUMENTS`` (kind, schema name ``envdoctor.<kind>/<n>``,
+schema file ``<kind>-<n>.json``, the noun its messages use, the command that prints it) and that
+one schema file. The tests validate what envdoctor emits against it, and fail for a schema name
+in the code without a row, or a row without its file.
+
+Reading one back (``verify --baseline``, ``recommend --from``)::
+
+    read_document(text, "report", "before.json").data["facts"]
+    read_document('{"schema": "envdoctor.bench/1"}', "report", "b.json")
+    # DocumentError: b.json is an envdoctor.bench document, not a report or snapshot
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from envdoctor.parse.jsontext import JsonError, loads
+
+Migration = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+class DocumentError(ValueError):
+    """A document envdoctor cannot use: not JSON, bigger or deeper than the reader allows, not the
+    kind asked for, a version this envdoctor cannot read, or values of the wrong shape. The message
+    is one line that names the source and says which."""
+
+
+@dataclass(frozen=True)
+class Document:
+    """One kind of document: ``Document("plan", "envdoctor.plan/1", "plan-1.json", "plan", ...)``."""
+
+    kind: str                  # "report": the name the code asks for
+    schema: str                # "envdoctor.report/1": the value of the document's "schema" key
+    file: str                  # "report-1.json": its JSON Schema, in envdoctor/schemas/
+    noun: str                  # "report": "... is not an envdoctor report"
+    emitted_by: str            # "envdoctor check --json": where a person meets it
+    accepts: str = ""          # "a report or snapshot": "... is an envdoctor.bench document, not <accepts>"
+    #: older schema name -> function turning such a document into one of the next version
+    migrations: Mapping[str, Migration] = field(default_factory=dict)
+
+    @property
+    def family(self) -> str:
+        """``envdoctor.report``: the schema name without its version."""
+        return self.schema.rpartition("/")[0]
+
+    @property
+    def version(self) -> int:
+        return int(self.schema.rpartition("/")[2])
+
+
+@dataclass(frozen=True)
+class Loaded:
+    """A document read back: its data (migrated to the current version) and where it came from."""
+
+    kind: str
+    data: dict[str, Any]
+    migrated_from: str | None = None     # "envdoctor.report/0" when read through a migration
+
+
+# --- migrations ---------------------------------------------------------------------------------------
+
+def _report_from_0(doc: dict[str, Any]) -> dict[str, Any]:
+    """``envdoctor.report/0``, the pre-release development format, to ``/1``.
+
+    /0 had no summary, called the findings ``problems`` and kept ``host`` and ``created`` at the
+    top level::
+
+        {"schema": "envdoctor.report/0", "host": "gpu-01", "created": "2026-11-01T09:00:00Z",
+         "envdoctor_version": "0.0.3", "facts": {...}, "problems": [{"code": "ED102", ...}]}
+    """
+    problems = doc.get("problems") or []
+    if not isinstance(problems, list):
+        raise DocumentError("'problems' is not a list")
+    findings = [p for p in problems if isinstance(p, dict)]
+    severities = [f.get("severity") for f in findings]
+    out = {k: v for k, v in doc.items() if k not in ("problems", "host", "created")}
+    out.update({
+        "schema": "envdoctor.report/1",
+        "collected_at": doc.get("created"),
+        "summary": {"errors": severities.count("error"), "warnings": severities.count("warning"),
+                    "info": severities.count("info"),
+                    "exit_code": 1 if "error" in severities else 0},
+        "findings": findings,
+        "snapshot": {"host": doc.get("host"), "created": doc.get("created"),
+                     "envdoctor_version": doc.get("envdoctor_version")},
+    })
+    return out
+
+
+_REPORT_MIGRATIONS: Mapping[str, Migration] = {"envdoctor.report/0": _report_from_0}
+
+#: Every document envdoctor writes. A snapshot is a report with two more keys, so it shares the
+#: report's schema name (and its reader) and has a schema file of its own.
+DOCUMENTS: tuple[Document, ...] = (
+    Document("report", "envdoctor.report/1", "report-1.json", "report", "envdoctor check --json",
+             accepts="a report or snapshot", migrations=_REPORT_MIGRATIONS),
+    Document("snapshot", "envdoctor.report/1", "snapshot-1.json", "report",
+             "envdoctor snapshot (a report plus 'snapshot' and, with --bench, 'bench')",
+             accepts="a report or snapshot", migrations=_REPORT_MIGRATIONS),
+    Document("plan", "envdoctor.plan/1", "plan-1.json", "plan", "envdoctor recommend --json"),
+    Document("bench", "envdoctor.bench/1", "bench-1.json", "bench result", "envdoctor bench --json"),
+    Document("verify", "envdoctor.verify/1", "verify-1.json", "verify result", "envdoctor verify --json"),
+    Document("table", "envdoctor.table/1", "table-1.json", "table answer", "envdoctor table KIND [KEY] --json"),
+    Document("index", "envdoctor.index/1", "index-1.json", "index answer", "envdoctor index --json"),
+    Document("topo", "envdoctor.topo/1", "topo-1.json", "topology", "envdoctor topo --json"),
+    Document("comms", "envdoctor.comms/1", "comms-1.json", "comms result", "envdoctor comms --json"),
+)
+_BY_KIND = {d.kind: d for d in DOCUMENTS}
+_VERSION = re.compile(r"[0-9]{1,6}")
+
+
+def document(kind: str) -> Document:
+    """The registry row of ``kind``; KeyError for a kind there is none of (a bug of the caller)."""
+    return _BY_KIND[kind]
+
+
+def schema(kind: str) -> dict[str, Any]:
+    """The JSON Schema of ``kind`` (read from the package, so it works from a wheel or a zipapp)."""
+    from importlib.resources import files
+
+    text = (files("envdoctor") / "schemas" / document(kind).file).read_text(encoding="utf-8")
+    return dict(json.loads(text))
+
+
+def dumps(doc: Mapping[str, Any]) -> str:
+    """The one way envdoctor prints or writes a document: indented, keys in their order, UTF-8 as is."""
+    return json.dumps(doc, indent=2, sort_keys=False, ensure_ascii=False)
+
+
+# --- reading -------------------------------------------------------------------------------------------
+
+def _parse(text: str, row: Document, source: str) -> dict[str, Any]:
+    try:
+        data = loads(text)
+    except JsonError as exc:
+        message = str(exc)
+        if message.startswith("not valid JSON"):
+            line = re.search(r"at line (\d+)", message)
+            raise DocumentError(f"{source} is not valid JSON (cut short or damaged near line "
+                                f"{line.group(1) if line else '?'})") from None
+        raise DocumentError(f"{source} cannot be read as JSON: {message}") from None
+    if not isinstance(data, dict):
+        raise DocumentError(f"{source} is not an envdoctor {row.noun} (not a JSON object)")
+    return data
+
+
+def _refuse_other(schema_name: str, row: Document, source: str) -> None:
+    """DocumentError unless ``schema_name`` is of ``row``'s family."""
+    family = schema_name.rpartition("/")[0]
+    if family == row.family:
+        return
+    accepts = row.accepts or f"an envdoctor {row.noun}"
+    if schema_name.startswith("envdoctor."):
+        raise DocumentError(f"{source} is an {family or schema_name} document, not {accepts}")
+    raise DocumentError(f"{source} is a document of schema {schema_name!r}, not {accepts}")
+
+
+def _migrate(data: dict[str, Any], row: Document, source: str) -> tuple[dict[str, Any], str | None]:
+    original = name = data["schema"]
+    tail = name.rpartition("/")[2]
+    if _VERSION.fullmatch(tail) and int(tail) > row.version:
+        raise DocumentError(f"{source} was written by a newer envdoctor (schema {name}); this envdoctor reads "
+                            f"{row.schema} and older: pip install -U envdoctor")
+    seen = set()
+    while name != row.schema:
+        step = row.migrations.get(name)
+        if step is None or name in seen:
+            raise DocumentError(f"{source} has schema {name!r}, which this envdoctor cannot read "
+                                f"(it reads {row.schema})")
+        seen.add(name)
+        try:
+            data = step(data)
+        except (DocumentError, KeyError, TypeError, ValueError) as exc:
+            raise DocumentError(f"{source} (schema {name}) cannot be converted: {exc}") from None
+        name = data.get("schema")
+        if not isinstance(name, str):
+            raise DocumentError(f"{source} (schema {original}) cannot be converted: no schema after a step")
+    return data, (original if original != row.schema else None)
+
+
+def read_document(text: str, kind: str, source: str) -> Loaded:
+    """The document of ``kind`` in ``text`` (read from ``source``, named in messages), migrated to
+    the version this envdoctor writes.
+
+    Only :class:`DocumentError` is raised, with one line that names ``source``: not JSON, too big
+    or too deep (the bounded reader ``envdoctor.parse.jsontext``), not an object, no ``schema``
+    key, another kind, a newer version, or a version there is no migration from. The caller then
+    decodes the data it needs (``envdoctor.report.parse_report`` for reports) and checks values.
+    """
+    row = document(kind)
+    data = _parse(text, row, source)
+    name = data.get("schema")
+    if not isinstance(name, str):
+        raise DocumentError(f"{source} is not an envdoctor {row.noun} (no 'schema' key)")
+    _refuse_other(name, row, source)
+    data, migrated_from = _migrate(data, row, source)
+    return Loaded(kind, data, migrated_from)
+
+
+__all__ = ["DOCUMENTS", "Document", "DocumentError", "Loaded", "document", "dumps", "read_document", "schema"]
