@@ -157,9 +157,10 @@ def comms(python: Optional[str], collectives: Tuple[str, ...], sizes: Optional[s
                    f"{mine.status if mine else 'no answer'} (rank 0 reports)", err=True)
         sys.exit(EXIT_OK if mine is not None and mine.status == "ok" else EXIT_ERRORS)
     if as_json:
+        from envdoctor.documents import dumps
         from envdoctor.redact import mask_data
 
-        click.echo(json.dumps(mask_data(comms_document(result, findings)), indent=1))
+        click.echo(dumps(mask_data(comms_document(result, findings))))
     else:
         click.echo(render_comms_text(result, findings, color=use_color()), nl=False)
     if plot:

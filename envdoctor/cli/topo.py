@@ -7,7 +7,6 @@ or no GPU could be read; 2 usage; 3 envdoctor itself failed.
 from __future__ import annotations
 
 import datetime
-import json
 import sys
 from pathlib import Path
 from typing import Any, Optional
@@ -25,6 +24,7 @@ from envdoctor.cli.common import (
     timeout_option,
     use_color,
 )
+from envdoctor.documents import dumps
 from envdoctor.facts import Facts
 from envdoctor.facts.gpu import DriverFacts
 from envdoctor.findings import exit_code, sort_findings
@@ -73,7 +73,7 @@ def topo(timeout: float, as_json: bool, debug: bool, root: Optional[Path]) -> No
     if as_json:
         now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
         doc = topo_document(lf, top, findings, envdoctor_version=__version__, collected_at=now)
-        click.echo(json.dumps(mask_data(doc), indent=1))
+        click.echo(dumps(mask_data(doc)))
     else:
         click.echo(render_topo_text(lf, top, findings, color=use_color()), nl=False)
     if not lf.gpus:
