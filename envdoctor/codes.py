@@ -50,10 +50,8 @@ RANGES: Tuple[CodeRange, ...] = (
               "ED720-ED749 changes (info)"),
     CodeRange(750, 799, "fleet", "many nodes: the node or GPU that differs from the others", reserved=True),
     CodeRange(800, 839, "burn", "sustained load: per-GPU health verdicts (miscompares, ECC, throttling, Xid)"),
-    CodeRange(840, 869, "links", "PCIe and NVLink links and the topology (degraded width or generation, links down)",
-              reserved=True),
-    CodeRange(870, 899, "comms", "collectives through torch.distributed: bus bandwidth against the expected",
-              reserved=True),
+    CodeRange(840, 869, "links", "PCIe and NVLink links and the topology (degraded width or generation, links down)"),
+    CodeRange(870, 899, "comms", "collectives through torch.distributed: bus bandwidth against the expected"),
     CodeRange(900, 999, "envdoctor", "envdoctor itself: a check or a data file that failed"),
 )
 
@@ -77,6 +75,15 @@ NVIDIA_ARCH_MATRIX = ("https://docs.nvidia.com/datacenter/tesla/drivers/"
 NVIDIA_WSL = "https://docs.nvidia.com/cuda/wsl-user-guide/index.html"
 XID_CATALOG = "https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html"
 CUDA_ENV_VARS = "https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#env-vars"
+NVML_DEVICE_QUERIES = "https://docs.nvidia.com/deploy/nvml-api/group__nvmlDeviceQueries.html"
+NVML_NVLINK = "https://docs.nvidia.com/deploy/nvml-api/group__NvLink.html"
+FABRIC_MANAGER = "https://docs.nvidia.com/datacenter/tesla/fabric-manager-user-guide/index.html"
+NCCL_TROUBLESHOOTING = "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html"
+NCCL_ACS = NCCL_TROUBLESHOOTING + "#pci-access-control-services-acs"
+MIG_GUIDE = "https://docs.nvidia.com/datacenter/tesla/mig-user-guide/index.html"
+DRIVER_PERSISTENCE = "https://docs.nvidia.com/deploy/driver-persistence/index.html"
+NCCL_TESTS_PERFORMANCE = "https://github.com/NVIDIA/nccl-tests/blob/master/doc/PERFORMANCE.md"
+NCCL_TESTS_NVLS = "https://github.com/NVIDIA/nccl-tests/issues/212"
 CUDA_BINARY_COMPAT = "https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#binary-compatibility"
 CUDA_COMPAT = "https://docs.nvidia.com/deploy/cuda-compatibility/"
 CUDA_MINOR_COMPAT = "https://docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html"
@@ -471,6 +478,133 @@ _CODES: Tuple[Code, ...] = (
          "Small products measure how fast the CPU issues them more than the GPU, and vary by a third from run "
          "to run: a change, not a regression.",
          "Nothing to fix; compare the large sizes."),
+    # --- ED840-ED869: GPU links and topology (envdoctor/rules/links.py) ----------------------------
+    Code('ED840', "PCIe link limited below the GPU's generation by its slot", 'links', ('warning',),
+         "NVML's maximum for this GPU in this slot (or the bridge port above it in sysfs) is a lower PCIe "
+         "generation than the GPU supports: the slot, a riser, or the BIOS's link-speed setting holds it back. "
+         'Every host<->GPU copy, and GPU<->GPU traffic without NVLink, runs at the lower rate.',
+         "Move the card to a CPU-attached x16 slot of its generation, replace the riser, or set the slot's link "
+         'speed to Auto in the BIOS; read again under load.',
+         (NVML_DEVICE_QUERIES,)),
+    Code('ED841', "PCIe link narrower than the GPU's", 'links', ('warning',),
+         'The slot allows fewer lanes than the GPU has (x8 of x16): it is wired narrower, or a riser or a '
+         "bifurcation setting splits it. This is NVML's maximum for the GPU in this slot (or the bridge port in "
+         'sysfs), not the current width, so it is not idle power saving.',
+         'Use a slot wired x16, undo the bifurcation setting, or replace the riser.',
+         (NVML_DEVICE_QUERIES,)),
+    Code('ED842', 'PCIe link running below its maximum under load', 'links', ('warning',),
+         'The GPU was busy when read and its link ran at a lower generation or width than it trains at: a '
+         'marginal link (riser, seating, signal) that down-trained.',
+         "Re-seat the card or replace the riser; check lspci's LnkSta under load.",
+         (NVML_DEVICE_QUERIES,)),
+    Code('ED845', 'NVLink links down', 'links', ('warning', 'error', 'info'),
+         'Some or all NVLinks of a GPU that has them are inactive: traffic to its peers falls back to PCIe (or '
+         'to the remaining links). On SXM boards this is a hardware or Fabric Manager fault; on bridged cards a '
+         'missing or loose bridge.',
+         'SXM boards: check Fabric Manager, then service; bridged cards: fit or re-seat the bridge.',
+         (NVML_NVLINK,)),
+    Code('ED846', 'NVLink error counters are not zero', 'links', ('warning',),
+         'Replays, recoveries or CRC errors were counted on active NVLinks since the driver loaded: a degrading '
+         'link that slows collectives and can precede Xid 74 (the link taken offline).',
+         'Watch whether the counters grow under load (envdoctor comms); re-seat the bridge, or service the '
+         'board.',
+         (NVML_NVLINK,)),
+    Code('ED847', 'NVSwitch fabric not ready (Fabric Manager)', 'links', ('error',),
+         "On an NVSwitch board the GPU's fabric registration has not completed or failed: until Fabric Manager "
+         'finishes, CUDA and NCCL cannot use NVLink between the GPUs.',
+         "Start nvidia-fabricmanager (its version matching the driver's) and read its log.",
+         (FABRIC_MANAGER,)),
+    Code('ED850', 'No peer-to-peer access between GPUs', 'links', ('warning', 'info'),
+         "NVML reports that GPUs cannot read or write each other's memory: NCCL stages traffic through host "
+         'memory. On servers PCI ACS or the IOMMU usually blocks it; GeForce drivers do not enable P2P over '
+         'PCIe at all.',
+         'Disable PCI ACS on the bridges above the GPUs and set iommu=pt; GeForce cards need an NVLink bridge '
+         'for P2P.',
+         (NCCL_ACS,)),
+    Code('ED851', 'GPUs sit on different NUMA nodes', 'links', ('info',),
+         'The GPUs are attached to different CPU sockets: traffic between GPUs of different nodes crosses the '
+         "CPU interconnect (SYS), and a process pinned to one node feeds the other node's GPUs through it.",
+         "Bind each process to its GPU's NUMA node (numactl --cpunodebind --membind).",
+         ()),
+    Code('ED855', 'MIG mode is on', 'links', ('warning', 'info'),
+         'The GPU is partitioned into MIG instances: torch sees one instance per process, not the whole GPU, '
+         'and NCCL cannot join MIG instances with P2P or NVLink.',
+         'nvidia-smi -mig 0 and a GPU reset for whole-GPU jobs; nothing to do where MIG instances are intended.',
+         (MIG_GUIDE,)),
+    Code('ED856', 'ECC is off on a data-center GPU', 'links', ('warning',),
+         'ECC protects memory from silent bit flips; data-center GPUs ship with it on. With it off, corrupted '
+         'training runs go undetected and the row-remapping counters stay blind.',
+         'nvidia-smi -e 1, then reboot.',
+         ()),
+    Code('ED857', 'Persistence mode is off', 'links', ('info',),
+         'Without persistence the driver tears the GPU down when the last client exits and sets it up again for '
+         'the next one: every CUDA start and nvidia-smi call is slower.',
+         'systemctl enable --now nvidia-persistenced.',
+         (DRIVER_PERSISTENCE,)),
+    # --- ED870-ED899: collectives (envdoctor/rules/comms.py) ---------------------------------------
+    Code('ED870', 'Bus bandwidth far below what the links should carry', 'comms', ('error',),
+         'At large messages a collective reached less than half of the expected figure (a published one for '
+         "this setup, else ~80% of the slowest path's peak): NCCL is not using NVLink or P2P, a link is "
+         'degraded, or the GPUs are busy or throttled.',
+         'envdoctor topo for a degraded link or missing P2P; NCCL settings in the environment; the clocks under '
+         'load.',
+         (NCCL_TESTS_PERFORMANCE,)),
+    Code('ED871', 'Bus bandwidth below what the links should carry', 'comms', ('warning',),
+         'At large messages a collective reached 50-80% of the expected figure: a slower path than expected, a '
+         'down-trained PCIe link, NCCL settings in the environment, or other load.',
+         'envdoctor topo; NCCL settings in the environment; other load on the GPUs.',
+         (NCCL_TESTS_PERFORMANCE,)),
+    Code('ED872', 'A collective returned a wrong result', 'comms', ('error',),
+         'After timing, every rank put known values in its input and the output did not hold the expected sum '
+         'or concatenation: a GPU, link or NCCL fault that silently corrupts training.',
+         'envdoctor burn on the GPUs and their ECC counters; another NCCL algorithm narrows it down.',
+         (NCCL_TROUBLESHOOTING,)),
+    Code('ED873', 'A rank failed', 'comms', ('error',),
+         'A rank stopped answering (hung) or died during the run; the others then failed waiting for it. The '
+         'rank named is the one to look at (its GPU, its link, its log).',
+         "Look at the named rank's GPU (nvidia-smi, Xid in the kernel log) and NCCL's own log.",
+         (NCCL_TROUBLESHOOTING,)),
+    Code('ED874', 'The ranks could not run', 'comms', ('error',),
+         'No rank measured anything: the target Python has no torch or no CUDA, a GPU index is wrong, or the '
+         "ranks could not meet (the rendezvous port, the firewall, a launcher's variables).",
+         'envdoctor check for torch and CUDA in the target Python; envdoctor comms --backend gloo to see '
+         'whether processes meet.',
+         ()),
+    Code('ED875', 'One GPU pair is much slower than the others', 'comms', ('warning',),
+         'A one-way copy between two GPUs ran at less than half of the other pairs of the same kind of path (or '
+         "of its link's expected rate): that link, bridge or slot is the slow one.",
+         'envdoctor topo for those GPUs; re-seat the bridge or the card, check the slot.',
+         ()),
+    Code('ED876', 'Host <-> GPU copies far below the PCIe link', 'comms', ('warning',),
+         "Pinned copies between host memory and the GPU reached less than half of what the GPU's PCIe link "
+         'carries: a down-trained link, a shared switch, or memory on the far NUMA node.',
+         "envdoctor topo for the link and its NUMA node; run bound to the GPU's node.",
+         ()),
+    Code('ED877', 'One GPU: nothing to measure between GPUs', 'comms', ('info',),
+         "With a single rank no byte crosses a link between GPUs (nccl-tests' factors are 0); the host<->GPU "
+         'copies are measured instead.',
+         'Nothing to fix.',
+         ()),
+    Code('ED878', 'NVLink SHARP (NVLS) state', 'comms', ('info',),
+         'NVLS lets the NVSwitch reduce, raising all-reduce busbw above the wire rate (~480 vs ~370 GB/s on 8 '
+         'H100/H200). It is on where NCCL_NVLS_ENABLE allows and the fabric supports multicast; envdoctor never '
+         'changes NCCL_NVLS_ENABLE and compares with the figure for the state it found.',
+         'Nothing to fix: the verdict uses the figure for the NVLS state found.',
+         (NCCL_TESTS_NVLS,)),
+    Code('ED879', 'NCCL went through host memory between GPUs', 'comms', ('warning',),
+         'NCCL connected some GPUs of this node through shared host memory (SHM) instead of P2P or NVLink: P2P '
+         'is disabled (NCCL_P2P_DISABLE, ACS/IOMMU, GeForce) and every byte crosses the CPU.',
+         'envdoctor topo for P2P support; unset NCCL_P2P_DISABLE.',
+         (NCCL_TROUBLESHOOTING,)),
+    Code('ED880', 'Sizes skipped: not enough GPU memory', 'comms', ('warning',),
+         'A size needs more free GPU memory than one GPU had; it was left out on every rank.',
+         'Free GPU memory, or measure smaller sizes (--sizes).',
+         ()),
+    Code('ED881', 'No GPU: nothing to measure', 'comms', ('info',),
+         "Neither NVML nor the target's torch sees a GPU, so there is nothing to measure between GPUs or "
+         'between host and GPU; --backend gloo --nproc N measures collectives between CPU processes.',
+         'Nothing to measure; envdoctor comms --backend gloo --nproc N measures CPU processes.',
+         ()),
     # --- ED9xx: envdoctor itself -------------------------------------------------------------------
     # burn (envdoctor/burn/rules.py): sustained load on every GPU
     Code("ED800", "A product differed from the first one", "burn", ("error",),

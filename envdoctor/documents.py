@@ -117,6 +117,8 @@ DOCUMENTS: tuple[Document, ...] = (
     Document("index", "envdoctor.index/1", "index-1.json", "index answer", "envdoctor index --json"),
     Document("burn", "envdoctor.burn/1", "burn-1.json", "burn result", "envdoctor burn --json"),
     Document("fit", "envdoctor.fit/1", "fit-1.json", "fit estimate", "envdoctor fit --json"),
+    Document("topo", "envdoctor.topo/1", "topo-1.json", "topology", "envdoctor topo --json"),
+    Document("comms", "envdoctor.comms/1", "comms-1.json", "comms result", "envdoctor comms --json"),
 )
 _BY_KIND = {d.kind: d for d in DOCUMENTS}
 _VERSION = re.compile(r"[0-9]{1,6}")

@@ -172,7 +172,7 @@ NVLINK_GENERATIONS = {1: "1.0", 2: "2.0", 3: "2.2", 4: "3.0", 5: "3.1", 6: "4.0"
 
 
 def _nvlinks(nv: Any, h: Any) -> List[Dict[str, Any]]:
-    """Every NVLink the GPU has: active or not, version, the PCI bus of the other end, errors."""
+    """Every NVLink the GPU has: active or not, version, the other end (PCI bus, GPU or switch), errors."""
     links: List[Dict[str, Any]] = []
     for link in range(int(getattr(nv, "NVML_NVLINK_MAX_LINKS", 18))):
         try:
@@ -187,6 +187,8 @@ def _nvlinks(nv: Any, h: Any) -> List[Dict[str, Any]]:
         entry["generation"] = NVLINK_GENERATIONS.get(version) if version is not None else None
         remote = _optional(nv, "nvmlDeviceGetNvLinkRemotePciInfo", h, link)
         entry["remote_bus_id"] = text(remote.busId) if remote is not None else None
+        kind = _int(_optional(nv, "nvmlDeviceGetNvLinkRemoteDeviceType", h, link))   # 0 GPU, 1 IBM NPU, 2 switch
+        entry["remote_type"] = {0: "gpu", 1: "ibmnpu", 2: "switch"}.get(kind) if kind is not None else None
         errors = {}
         for name, counter in (("replay", 0), ("recovery", 1), ("crc_flit", 2), ("crc_data", 3)):
             errors[name] = _int(_optional(nv, "nvmlDeviceGetNvLinkErrorCounter", h, link, counter))

@@ -85,6 +85,7 @@ def h200_smi(bin: FakeBin, query: Optional[str] = None, rc: int = 0, stderr: str
     bin.add("nvidia-smi", stdout=recorded(H200, "nvidia-smi.txt"), by_args={
         SMI_QUERY_ARGS: (recorded(H200, "nvidia-smi-query.txt") if query is None else query, stderr, rc),
         "--version": (recorded(H200, "nvidia-smi-version.txt"), "", 0),
+        "topo -m": (recorded(H200, "nvidia-smi-topo.txt"), "", 0),
     })
 
 

@@ -74,6 +74,21 @@ MYPY_PATHS = (
     "envdoctor/wheels/report.py",
     "envdoctor/wheels/target.py",
     "tools/build_pyz.py",
+    # GPU links and collectives (issue 16)
+    "envdoctor/table/links.py",
+    "envdoctor/parse/nvidia_topo.py",
+    "envdoctor/parse/nccl_log.py",
+    "envdoctor/facts/links.py",
+    "envdoctor/facts/comms.py",
+    "envdoctor/probes/links.py",
+    "envdoctor/topology.py",
+    "envdoctor/rules/links.py",
+    "envdoctor/rules/comms.py",
+    "envdoctor/render/links.py",
+    "envdoctor/render/comms.py",
+    "envdoctor/cli/topo.py",
+    "envdoctor/cli/comms.py",
+    "envdoctor/comms",
 )
 
 

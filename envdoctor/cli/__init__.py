@@ -27,6 +27,8 @@ COMMANDS: Dict[str, str] = {
     "explain": "explain:explain",
     "burn": "burn:burn",
     "fit": "fit:fit",
+    "topo": "topo:topo",
+    "comms": "comms:comms",
 }
 
 
@@ -43,6 +45,8 @@ SUMMARIES: Dict[str, str] = {
     "explain": "What a finding code means; without a code, every code.",
     "burn": "Sustained load on every GPU: correctness, thermals, power, throttling, ECC and Xid.",
     "fit": "Will this model fit on these GPUs, for inference or training: the peak, term by term.",
+    "topo": "GPU links (PCIe, NVLink, NUMA) with each path's expected peak.",
+    "comms": "NCCL collectives: bus bandwidth, correctness, the slow link.",
 }
 
 

@@ -9,6 +9,7 @@ from envdoctor.facts.base import ProbeError
 from envdoctor.facts.conda import CondaFacts, CondaPackage
 from envdoctor.facts.docker import DockerFacts
 from envdoctor.facts.gpu import DriverFacts, GpuInfo, PciDevice, PciFacts
+from envdoctor.facts.links import LinksFacts
 from envdoctor.facts.python import LoadedLibrary, TargetPython, TorchDevice, TorchFacts
 from envdoctor.facts.system import SystemFacts
 from envdoctor.facts.toolkit import Toolkit, ToolkitFacts
@@ -26,6 +27,7 @@ class Facts:
     docker: DockerFacts = field(default_factory=DockerFacts)
     python: TargetPython = field(default_factory=TargetPython)
     torch: TorchFacts = field(default_factory=TorchFacts)
+    links: LinksFacts = field(default_factory=LinksFacts)
     collected_at: Optional[str] = None           # ISO 8601, UTC
     envdoctor_version: Optional[str] = None
     probe_seconds: dict[str, float] = field(default_factory=dict)

@@ -31,6 +31,7 @@ AREAS: Dict[str, str] = {
     "conda": "conda",
     "docker": "docker",
     "python": "python",
+    "links": "links",
 }
 
 #: Areas a user may leave out with ``--skip``.

@@ -10,6 +10,7 @@ from typing import Iterable, List, Optional, Tuple
 from envdoctor.facts import Facts
 from envdoctor.facts.base import ProbeError
 from envdoctor.findings import Finding
+from envdoctor.render.links import links_rows
 from envdoctor.render.style import Style
 
 MARKS = {"error": "✗", "warning": "!", "info": "i"}
@@ -181,7 +182,8 @@ def python_rows(f: Facts) -> List[Row]:
     return rows
 
 
-SECTIONS = (("System", system_rows), ("GPU and driver", gpu_rows), ("CUDA toolkits", toolkit_rows),
+SECTIONS = (("System", system_rows), ("GPU and driver", gpu_rows), ("GPU links", links_rows),
+            ("CUDA toolkits", toolkit_rows),
             ("Conda", conda_rows), ("Docker and the NVIDIA Container Toolkit", docker_rows),
             ("Python and torch", python_rows))
 

@@ -1,0 +1,132 @@
+"""``envdoctor topo`` through Click, the topo renderers on realistic NVML answers, and the links section
+of ``envdoctor check``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jsonschema
+from click.testing import CliRunner
+
+from envdoctor.cli import cli
+from envdoctor.probes import links
+from envdoctor.render.links import render_topo_text, topo_document
+from envdoctor.rules.links import RULES
+from envdoctor.table import load_table
+from envdoctor.table.links import load_links
+from envdoctor.topology import expected
+from tests.fakes import FakeBin, recorded
+from tests.linkmachines import context, nv4_bridge, nvswitch, pci_tree
+from tests.machines import SMI_QUERY_ARGS, h200, write_tree
+
+SCHEMA = json.loads((Path(__file__).parent.parent / "envdoctor/schemas/topo-1.json").read_text())
+H200_QUERY_HEAD = recorded("h200-driver580-cuda13", "nvidia-smi-query-nounits.txt").splitlines()[0]
+
+
+def _eight_h200_root(tmp_path):
+    files, symlinks = pci_tree(8)
+    root = write_tree(tmp_path / "root", files, symlinks)
+    query = "\n".join([H200_QUERY_HEAD] + [
+        f"{i}, NVIDIA H200, GPU-00000000-0000-0000-0000-0000000000{i:02d}, 580.159.04, 9.0, 143771, "
+        f"00000000:{0x18 + 0x10 * i:02X}:00.0, 16539240423{i:02d}, 700.00, 1980" for i in range(8)]) + "\n"
+    bin = FakeBin(tmp_path)
+    bin.add("nvidia-smi", by_args={"topo -m": (recorded("public-nvidia-smi-topo", "nvswitch-8gpu-nv18.txt"), "", 0),
+                                   SMI_QUERY_ARGS: (query, "", 0)})
+    return root, bin.env(hermetic=True)
+
+
+def _topo(root, env, *args):
+    return CliRunner().invoke(cli, ["topo", "--root", str(root), *args], env=env, catch_exceptions=False)
+
+
+def test_topo_on_the_h200(tmp_path):
+    ctx = h200(tmp_path)
+    r = _topo(ctx.root, dict(ctx.env))
+    assert r.exit_code == 0, r.output
+    assert "one GPU: nothing links it to another GPU here" in r.output
+    assert "GPU 0  NVIDIA H200  00000000:00:06.0" in r.output and "node 0 (nvidia-smi topo -m), CPUs 0-15" in r.output
+    doc = json.loads(_topo(ctx.root, dict(ctx.env), "--json").output)
+    jsonschema.validate(doc, SCHEMA)
+    assert doc["schema"] == "envdoctor.topo/1" and doc["source"] == "nvidia-smi topo -m" and doc["pairs"] == []
+    assert doc["gpus"][0]["numa_node"] == 0 and doc["summary"]["exit_code"] == 0
+
+
+def test_topo_of_eight_gpus_from_nvidia_smi_when_nvml_is_missing(tmp_path):
+    root, env = _eight_h200_root(tmp_path)
+    r = _topo(root, env)
+    assert r.exit_code == 0, r.output
+    lines = r.output.splitlines()
+    assert lines[3].split() == ["GPU1", "NV18", "450", "X", "NV18", "450", "NV18", "450", "NV18", "450", "NV18",
+                                "450", "NV18", "450", "NV18", "450", "0-55,112-167", "0"]
+    assert "NV18   450 GB/s  18 NVLink 4.0 links x 25 GB/s" in r.output
+    assert "ED851 info: The GPUs sit on 2 NUMA nodes" in r.output
+    doc = json.loads(_topo(root, env, "--json").output)
+    jsonschema.validate(doc, SCHEMA)
+    assert len(doc["pairs"]) == 28 and doc["pairs"][0]["peak"] == {
+        "kind": "nvlink", "gbps": 450.0, "basis": "18 NVLink 4.0 links x 25 GB/s", "confirmed": True}
+    assert doc["gpus"][3]["pcie_peak"]["gbps"] == 63.02 and doc["gpus"][3]["name"] == "NVIDIA H200"
+
+
+def test_topo_without_any_driver_says_so_and_exits_1(tmp_path):
+    r = _topo(tmp_path, FakeBin(tmp_path).env(hermetic=True))
+    assert r.exit_code == 1
+    assert r.output.startswith("GPU links: no NVIDIA GPU found")
+
+
+def _render(tmp_path, nv, gpus, **tree):
+    lf = links.probe(context(tmp_path, nv, gpus, **tree))
+    findings = [f for rule in RULES for f in rule(_facts(lf), load_table())]
+    return lf, render_topo_text(lf, expected(lf, load_links()), findings)
+
+
+def _facts(lf):
+    from envdoctor.facts import Facts
+    return Facts(links=lf)
+
+
+def test_text_of_an_nvswitch_node_with_a_link_down(tmp_path):
+    nv = nvswitch(4)
+    nv.links(1, 18, 6, None, 2, down=(7,))
+    _, text = _render(tmp_path, nv, 4)
+    assert "GPU0  X         NV17 425  NV18 450  NV18 450" in text
+    assert "NV17   425 GB/s  17 NVLink 4.0 links x 25 GB/s through NVSwitch" in text
+    assert "NVLink  17/18 active, NVLink 4.0, to switch" in text
+    assert "Modes   ECC on, MIG off, persistence on, fabric completed" in text
+    assert "ED845 warning: GPU 1: 1 of 18 NVLinks are down" in text
+
+
+def test_text_of_an_nv4_bridge_pair_marks_the_unconfirmed_rate(tmp_path):
+    _, text = _render(tmp_path, nv4_bridge(), 2, gen=4)
+    assert "NV4     56 GB/s  4 NVLink 3.1 links x 14.0625 GB/s  (rate unconfirmed)" in text
+    assert "NVLink  4/4 active, NVLink 3.1, to GPU 1" in text
+
+
+def test_an_idle_link_is_explained_not_flagged(tmp_path):
+    nv = nv4_bridge()
+    nv.set(0, "nvmlDeviceGetCurrPcieLinkGeneration", 1)
+    _, text = _render(tmp_path, nv, 2, gen=4)
+    assert "the current link is lower because the GPU is idle (power saving), not a fault" in text
+    assert "Verdict: no problems found." in text
+
+
+def test_document_keys(tmp_path):
+    lf = links.probe(context(tmp_path, nvswitch(2), 2))
+    doc = topo_document(lf, expected(lf, load_links()), [], envdoctor_version="0", collected_at="now")
+    jsonschema.validate(json.loads(json.dumps(doc)), SCHEMA)
+    assert set(doc) == {"schema", "envdoctor_version", "collected_at", "source", "error", "gpus", "pairs",
+                        "findings", "summary"}
+    assert {"index", "name", "bus_id", "pcie", "pcie_peak", "numa_node", "cpu_affinity", "nvlinks",
+            "active_nvlinks", "fabric_state", "mig_mode", "ecc_mode", "persistence_mode"} <= set(doc["gpus"][0])
+    assert {"a", "b", "path", "pcie_path", "nvlinks", "nvlink_via", "p2p_read", "p2p_write", "p2p_nvlink",
+            "peak"} <= set(doc["pairs"][0])
+
+
+def test_check_shows_the_links_section(tmp_path):
+    ctx = h200(tmp_path)
+    r = CliRunner().invoke(cli, ["check", "--root", str(ctx.root), "--skip", "torch", "--skip", "conda",
+                                 "--skip", "docker", "--skip", "toolkits"], env=dict(ctx.env), catch_exceptions=False)
+    assert r.exit_code == 0, r.output
+    out = " ".join(r.output.split())
+    assert "GPU links GPU 0 PCIe not reported" in out
+    assert "GPU 0 host NUMA node 0, CPUs 0-15" in out and "Source nvidia-smi topo -m" in out
