@@ -41,7 +41,8 @@ for d in /sys/bus/pci/devices/*; do
     readlink "$d/driver" > "$dst/driver.link" 2>/dev/null
   fi
 done
-rec "$R/raw/torch-child.txt" "$PY" envdoctor/probes/torch_child.py
+"$PY" -m envdoctor.child torch_probe.py > /tmp/torch_probe_program.py
+rec "$R/raw/torch-child.txt" "$PY" /tmp/torch_probe_program.py "{}"
 
 # --- envdoctor itself ---
 start=$(date +%s.%N)

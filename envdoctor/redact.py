@@ -12,18 +12,53 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 MASK = "***"
 
-#: Variable names whose values are secrets.
-_SECRET_NAME = re.compile(r"(TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|ACCESS_?KEY|CREDENTIAL|AUTH)", re.I)
+#: Words that mark a variable name as holding a secret: HF_TOKEN, WANDB_API_KEY, CONDA_PASS,
+#: NVIDIA_LICENSE_KEY, CUDA_PRIVATE_KEY, TORCH_SESSION_COOKIE, NGC_CLI_API_KEY, AWS_SECRET_ACCESS_KEY...
+#: A name is split at "_", "-" and "."; any of these words, or one containing TOKEN, SECRET or PASSWORD
+#: ("GITHUBTOKEN"), marks it. PWD and OLDPWD are the working directory, not passwords.
+_SECRET_WORDS = frozenset({
+    "TOKEN", "TOKENS", "SECRET", "SECRETS", "PASSWORD", "PASSWD", "PASS", "PASSPHRASE", "PW", "KEY", "KEYS",
+    "APIKEY", "ACCESSKEY", "PRIVATE", "CREDENTIAL", "CREDENTIALS", "CREDS", "AUTH", "AUTHORIZATION", "COOKIE",
+    "COOKIES", "SESSION", "SIGNATURE", "PAT", "JWT", "BEARER", "OTP", "SALT", "DSN",
+})
+_SECRET_PARTS = ("TOKEN", "SECRET", "PASSWORD", "PASSWD", "APIKEY", "CREDENTIAL")
 _SECRET_QUERY = re.compile(r"(token|secret|password|passwd|key|auth|signature|sig|credential)", re.I)
-_URL = re.compile(r"[a-zA-Z][a-zA-Z0-9+.-]*://[^\s'\"<>]+")
+#: Credentials by their shape, wherever they appear (prefix-anchored, bounded: linear time).
+_TOKEN_SHAPES = re.compile(
+    r"(?<![A-Za-z0-9_])(?:"
+    r"gh[pousr]_[A-Za-z0-9]{30,255}|github_pat_[A-Za-z0-9_]{40,255}|"   # GitHub
+    r"hf_[A-Za-z0-9]{30,255}|"                                           # Hugging Face
+    r"(?:AKIA|ASIA)[0-9A-Z]{16}|"                                        # AWS access key id
+    r"sk-(?:proj-|ant-)?[A-Za-z0-9_-]{20,255}|"                         # OpenAI / Anthropic style
+    r"xox[abprs]-[A-Za-z0-9-]{10,255}|"                                  # Slack
+    r"glpat-[A-Za-z0-9_-]{20,255}|"                                      # GitLab
+    r"eyJ[A-Za-z0-9_-]{8,2048}\.[A-Za-z0-9_-]{8,2048}\.[A-Za-z0-9_-]{8,2048}"  # a JWT
+    r")")
+#: "Authorization: Bearer <token>", "password=hunter2", "api_key: abc123": the value goes.
+_BEARER = re.compile(r"(?i)\b(bearer|basic)(\s+)([A-Za-z0-9._~+/=-]{16,1024})")
+_ASSIGNED = re.compile(r"(?i)\b(token|api[_-]?key|password|passwd|secret)(\s*[=:]\s*\"?)([^\s\"',;]{4,1024})")
+#: Where a URL may start: the scheme is at most this long ("git+https" is 9).
+_SCHEME_MAX = 32
+_SCHEME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-")
+_URL_END = frozenset(" \t\r\n\"<>`")
+
+
+def is_secret_name(name: str) -> bool:
+    """``HF_TOKEN``, ``CONDA_PASS``, ``NVIDIA_LICENSE_KEY`` -> True; ``CUDA_HOME``, ``PWD`` -> False."""
+    upper = name.upper()
+    words = re.split(r"[_\-.]+", upper)
+    return any(w in _SECRET_WORDS for w in words) or any(p in upper for p in _SECRET_PARTS)
 
 
 def mask_url(url: str) -> str:
-    """Hide the password of ``user:password@host`` and secret-looking query values."""
+    """Hide the password of ``user:password@host`` and secret-looking query values.
+
+    A URL too broken to split (``http://[::1/whl``) still has its user part masked.
+    """
     try:
         parts = urlsplit(url)
     except ValueError:
-        return url
+        return _mask_userinfo_only(url)
     netloc = parts.netloc
     if "@" in netloc:
         userinfo, host = netloc.rsplit("@", 1)
@@ -42,9 +77,89 @@ def mask_url(url: str) -> str:
     return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 
 
+def _mask_userinfo_only(url: str) -> str:
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        return url
+    authority_end = len(rest)
+    for ch in "/?#":
+        k = rest.find(ch)
+        if k >= 0:
+            authority_end = min(authority_end, k)
+    authority = rest[:authority_end]
+    if "@" not in authority:
+        return url
+    userinfo, host = authority.rsplit("@", 1)
+    user = userinfo.split(":", 1)[0] + ":" if ":" in userinfo else ""
+    return f"{scheme}://{user}{MASK}@{host}{rest[authority_end:]}"
+
+
 def mask_text(text: str) -> str:
-    """Mask every URL with credentials inside free text."""
-    return _URL.sub(lambda m: mask_url(m.group(0)), text)
+    """Mask credentials inside free text: every URL's password and secret query values, conda
+    token channels (``/t/<token>/``), and values shaped like known tokens. Linear in the text.
+
+    >>> mask_text("export UV_INDEX_URL='https://me:pa'ss@mirror/simple'")
+    "export UV_INDEX_URL='https://me:***@mirror/simple'"
+    >>> mask_text("channel https://conda.anaconda.org/t/tk-1234abcd/nvidia ok")
+    'channel https://conda.anaconda.org/t/***/nvidia ok'
+    """
+    if "://" in text:
+        text = _mask_urls(text)
+    if _maybe_token(text):
+        text = _TOKEN_SHAPES.sub(MASK, text)
+        text = _BEARER.sub(lambda m: m.group(1) + m.group(2) + MASK, text)
+        text = _ASSIGNED.sub(lambda m: m.group(1) + m.group(2) + MASK, text)
+    return text
+
+
+def _maybe_token(text: str) -> bool:
+    lowered = text.lower()
+    return any(p in text for p in ("_", "AKIA", "ASIA", "sk-", "xox", "eyJ", "glpat-")) or \
+        any(w in lowered for w in ("bearer", "basic", "token", "key", "pass", "secret"))
+
+
+def _mask_urls(text: str) -> str:
+    out = []
+    i = 0
+    while True:
+        j = text.find("://", i)
+        if j < 0:
+            break
+        start = j
+        while start > i and j - start < _SCHEME_MAX and text[start - 1] in _SCHEME_CHARS:
+            start -= 1
+        while start < j and not text[start].isalpha():   # a scheme starts with a letter
+            start += 1
+        end = j + 3
+        while end < len(text) and text[end] not in _URL_END:
+            end += 1
+        if start == j:          # "://" with no scheme before it: not a URL
+            out.append(text[i:end])
+            i = end
+            continue
+        url = text[start:end]
+        quote = ""
+        opened = text[start - 1] if start > 0 else ""
+        if len(url) > 1 and (opened, url[-1]) in (("'", "'"), ("(", ")"), ("[", "]")):
+            url, quote = url[:-1], url[-1]        # the quote or bracket that holds the URL
+        out.append(text[i:start])
+        out.append(_mask_token_path(mask_url(url)) + quote)
+        i = end
+    out.append(text[i:])
+    return "".join(out)
+
+
+def _mask_token_path(url: str) -> str:
+    """anaconda.org token channels carry the token as a path segment: ``/t/<token>/channel``."""
+    k = url.find("/t/")
+    if k < 0:
+        return url
+    rest = url[k + 3:]
+    seg_end = rest.find("/")
+    token = rest if seg_end < 0 else rest[:seg_end]
+    if not token or token == MASK:
+        return url
+    return url[:k + 3] + MASK + ("" if seg_end < 0 else rest[seg_end:])
 
 
 def mask_data(obj: Any) -> Any:
@@ -59,7 +174,7 @@ def mask_data(obj: Any) -> Any:
 
 
 def mask_env(name: str, value: str) -> str:
-    if _SECRET_NAME.search(name):
+    if is_secret_name(name):
         return MASK
     return mask_text(value)
 

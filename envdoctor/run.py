@@ -1,12 +1,20 @@
 """The one way envdoctor runs an external command.
 
-Every probe goes through :func:`run`: an argv list (never a shell), a timeout, output bounded and
-decoded with errors replaced. It never raises; a missing program, a hang, a crash or a non-zero
-exit comes back as a :class:`Ran` whose ``error`` says what happened.
+Every probe and every child script goes through :func:`run`: an argv list (never a shell), a
+timeout, output bounded and decoded with errors replaced. It never raises for the program's sake;
+a missing program, a hang, a crash or a non-zero exit comes back as a :class:`Ran` whose
+``error`` says what happened. On the H200::
 
->>> r = run(["nvidia-smi", "--version"], timeout=10)
->>> r.ok, r.stdout.splitlines()[0]
-(True, 'NVIDIA-SMI version  : 580.159.04')
+    >>> r = run(["nvidia-smi", "--version"], timeout=10)     # doctest: +SKIP
+    >>> r.ok, r.stdout.splitlines()[0]
+    (True, 'NVIDIA-SMI version  : 580.159.04')
+
+It can also stream: ``on_line`` gets each line of standard output as it arrives (the child
+protocol of :mod:`envdoctor.child` reads progress that way), ``idle_timeout`` ends a program
+that has printed nothing for that long, and ``stop`` (a :class:`threading.Event`) ends it on
+request (Ctrl-C in envdoctor, another GPU's failure): first SIGTERM, so a child can report what
+it did, then SIGKILL after ``grace`` seconds. A Ctrl-C while waiting ends the program the same
+way and is raised again.
 """
 
 from __future__ import annotations
@@ -18,12 +26,16 @@ import subprocess
 import threading
 import time
 from dataclasses import dataclass
-from typing import IO, Mapping, Optional, Sequence
+from typing import IO, Callable, List, Mapping, Optional, Sequence
 
 from envdoctor.facts.base import ProbeError
 
 #: Output beyond this many bytes per stream is read and dropped (a runaway tool cannot fill memory).
 MAX_OUTPUT = 4 * 1024 * 1024
+#: A streamed line longer than this is cut there (the rest of it is read and dropped).
+MAX_LINE = 1024 * 1024
+#: How often the waiting loop looks at ``stop`` and the idle clock.
+_POLL = 0.05
 
 
 @dataclass(frozen=True)
@@ -48,9 +60,41 @@ class Ran:
 
 
 def which(name: str, env: Mapping[str, str] | None = None) -> Optional[str]:
-    """Resolve ``name`` on the PATH of ``env`` (the probe's environment), not envdoctor's own."""
+    """Resolve ``name`` on the PATH of ``env`` (the probe's environment), not envdoctor's own.
+
+    A folder on PATH that cannot be read is passed over, as the shell does.
+    """
     path = (env if env is not None else os.environ).get("PATH", os.defpath)
-    return shutil.which(name, path=path)
+    try:
+        return shutil.which(name, path=path)
+    except OSError:   # an unreadable PATH entry on some Pythons
+        for folder in path.split(os.pathsep):
+            candidate = os.path.join(folder or ".", name)
+            try:
+                if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+                    return candidate
+            except OSError:
+                continue
+        return None
+
+
+def _missing(name: str, exe: Optional[str], env: Mapping[str, str]) -> str:
+    """Why ``name`` cannot be run: not there at all, or something on PATH that is not a program.
+
+    >>> _missing("nvidia-smi", None, {"PATH": "/nonexistent"})
+    'nvidia-smi: not found'
+    """
+    candidates = [exe] if exe else [os.path.join(folder or ".", name)
+                                    for folder in env.get("PATH", os.defpath).split(os.pathsep)]
+    for candidate in candidates:
+        try:
+            if os.path.isdir(candidate):
+                return f"{name}: not installed ({candidate} is a directory, not a program)"
+            if os.path.isfile(candidate) and not os.access(candidate, os.X_OK):
+                return f"{name}: not installed ({candidate} is not executable: chmod +x it or remove it)"
+        except OSError:
+            continue
+    return f"{name}: not found"
 
 
 def _decode(data: bytes | None) -> str:
@@ -66,18 +110,22 @@ def run(
     env: Mapping[str, str] | None = None,
     stdin: str | None = None,
     cwd: str | None = None,
+    on_line: Callable[[str], None] | None = None,
+    idle_timeout: float | None = None,
+    stop: threading.Event | None = None,
+    grace: float = 3.0,
 ) -> Ran:
     """Run ``argv`` with ``env`` (default: envdoctor's environment) and return what happened.
 
-    The program is looked up on ``env['PATH']``. The child gets its own process group so a
-    timeout kills whatever it started too.
+    The program is looked up on ``env['PATH']``. It gets its own process group, so a timeout or
+    a stop ends whatever it started too. ``on_line`` is called from a reader thread.
     """
     argv = tuple(str(a) for a in argv)
     environ = dict(os.environ if env is None else env)
     shown = " ".join(argv)
     exe = argv[0] if os.sep in argv[0] else which(argv[0], environ)
-    if exe is None or not os.path.exists(exe):
-        return Ran(argv, None, "", "", 0.0, ProbeError("not_found", f"{argv[0]}: not found", shown))
+    if exe is None or not os.path.exists(exe) or os.path.isdir(exe):
+        return Ran(argv, None, "", "", 0.0, ProbeError("not_found", _missing(argv[0], exe, environ), shown))
     started = time.monotonic()
     try:
         proc = subprocess.Popen(
@@ -93,19 +141,30 @@ def run(
         return Ran(argv, None, "", "", 0.0, ProbeError("permission", f"{argv[0]}: {exc.strerror}", shown))
     except OSError as exc:
         return Ran(argv, None, "", "", 0.0, ProbeError("not_found", f"{argv[0]}: {exc.strerror or exc}", shown))
-    readers = [_Reader(proc.stdout), _Reader(proc.stderr)]
+    out_reader = _Reader(proc.stdout, on_line)
+    readers = [out_reader, _Reader(proc.stderr)]
     if stdin is not None:  # in a thread: a program that never reads must not block envdoctor
         threading.Thread(target=_feed, args=(proc.stdin, stdin.encode()), daemon=True).start()
     try:
-        proc.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        _kill_group(proc)
-        _reap(proc)
+        why = _wait(proc, out_reader, started, timeout, idle_timeout, stop)
+    except KeyboardInterrupt:
+        _end(proc, grace)
+        raise
+    if why is not None:
+        if why == "stopped":
+            _end(proc, grace)
+        else:
+            _kill_group(proc)
+            _reap(proc)
         out, err = (r.result(grace=1.0) for r in readers)
-        return Ran(
-            argv, None, _decode(out), _decode(err), time.monotonic() - started,
-            ProbeError("timeout", f"{argv[0]} did not answer in {timeout:g} s", shown),
-        )
+        message = {
+            "timeout": f"{argv[0]} did not answer in {timeout:g} s",
+            "idle": f"{argv[0]} printed nothing for {idle_timeout or 0:g} s and was stopped",
+            "stopped": f"{argv[0]} was stopped on request",
+        }[why]
+        kind = "interrupted" if why == "stopped" else "timeout"
+        return Ran(argv, proc.returncode if why == "stopped" else None, _decode(out), _decode(err),
+                   time.monotonic() - started, ProbeError(kind, message, shown))
     # a grandchild that left the process group may hold the pipes open: wait for them only briefly
     out, err = (r.result(grace=2.0) for r in readers)
     seconds = time.monotonic() - started
@@ -117,21 +176,59 @@ def run(
                    ProbeError("crashed", f"{argv[0]} was killed by {name}", shown))
     if code != 0:
         last = (stderr.strip() or stdout.strip()).splitlines()
-        detail = last[-1] if last else "no output"
+        detail = last[-1][:500] if last else "no output"
         return Ran(argv, code, stdout, stderr, seconds,
                    ProbeError("exit_status", f"{argv[0]} exited with status {code}: {detail}", shown))
     return Ran(argv, code, stdout, stderr, seconds)
 
 
+def _wait(proc: subprocess.Popen, out: "_Reader", started: float, timeout: float,
+          idle_timeout: Optional[float], stop: Optional[threading.Event]) -> Optional[str]:
+    """None when the program exited by itself; else "timeout", "idle" or "stopped"."""
+    if idle_timeout is None and stop is None:
+        try:
+            proc.wait(timeout=timeout)
+            return None
+        except subprocess.TimeoutExpired:
+            return "timeout"
+    deadline = started + timeout
+    while True:
+        now = time.monotonic()
+        if now >= deadline:
+            return "timeout"
+        try:
+            proc.wait(timeout=min(_POLL, deadline - now))
+            return None
+        except subprocess.TimeoutExpired:
+            pass
+        if stop is not None and stop.is_set():
+            return "stopped"
+        if idle_timeout is not None and time.monotonic() - out.last_output(started) > idle_timeout:
+            return "idle"
+
+
 class _Reader:
     """Drain one pipe in a thread, keeping at most MAX_OUTPUT bytes (the rest is read and dropped,
-    so a chatty program never blocks on a full pipe and never fills envdoctor's memory)."""
+    so a chatty program never blocks on a full pipe and never fills envdoctor's memory).
+    With ``on_line``, each line (cut at MAX_LINE) is also handed over as it arrives."""
 
-    def __init__(self, pipe: Optional[IO[bytes]]) -> None:
-        self.chunks: list = []
+    def __init__(self, pipe: Optional[IO[bytes]], on_line: Optional[Callable[[str], None]] = None) -> None:
+        self.chunks: List[bytes] = []
         self.size = 0
-        self.thread = threading.Thread(target=self._drain, args=(pipe,), daemon=True)
+        self._last: Optional[float] = None
+        self.on_line = on_line
+        target = self._lines if on_line is not None else self._drain
+        self.thread = threading.Thread(target=target, args=(pipe,), daemon=True)
         self.thread.start()
+
+    def last_output(self, default: float) -> float:
+        return self._last if self._last is not None else default
+
+    def _keep(self, chunk: bytes) -> None:
+        self._last = time.monotonic()
+        if self.size < MAX_OUTPUT:
+            self.chunks.append(chunk[: MAX_OUTPUT - self.size])
+            self.size += len(self.chunks[-1])
 
     def _drain(self, pipe: Optional[IO[bytes]]) -> None:
         if pipe is None:
@@ -141,10 +238,32 @@ class _Reader:
                 chunk = pipe.read1(65536) if hasattr(pipe, "read1") else pipe.read(65536)
                 if not chunk:
                     break
-                if self.size < MAX_OUTPUT:
-                    self.chunks.append(chunk[: MAX_OUTPUT - self.size])
-                    self.size += len(self.chunks[-1])
+                self._keep(chunk)
         except (OSError, ValueError):
+            pass
+
+    def _lines(self, pipe: Optional[IO[bytes]]) -> None:
+        if pipe is None:
+            return
+        cut = False   # inside an over-long line: drop until its newline
+        try:
+            while True:
+                raw = pipe.readline(MAX_LINE + 1)
+                if not raw:
+                    break
+                self._keep(raw)
+                complete = raw.endswith(b"\n")
+                if not cut:
+                    self._deliver(raw[:MAX_LINE].decode("utf-8", errors="replace").rstrip("\r\n"))
+                cut = not complete
+        except (OSError, ValueError):
+            pass
+
+    def _deliver(self, line: str) -> None:
+        assert self.on_line is not None
+        try:
+            self.on_line(line)
+        except Exception:  # noqa: BLE001 - a broken progress display must not stop the reading
             pass
 
     def result(self, grace: float) -> bytes:
@@ -169,11 +288,28 @@ def _reap(proc: subprocess.Popen) -> None:
         pass
 
 
-def _kill_group(proc: subprocess.Popen) -> None:
+def _signal_group(proc: subprocess.Popen, sig: int) -> None:
     try:
-        os.killpg(proc.pid, signal.SIGKILL)
+        os.killpg(proc.pid, sig)
     except (ProcessLookupError, PermissionError):
-        proc.kill()
+        try:
+            proc.send_signal(sig)
+        except (ProcessLookupError, OSError):
+            pass
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    _signal_group(proc, signal.SIGKILL)
+
+
+def _end(proc: subprocess.Popen, grace: float) -> None:
+    """SIGTERM (the child may report what it did), then SIGKILL after ``grace`` seconds."""
+    _signal_group(proc, signal.SIGTERM)
+    try:
+        proc.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        _kill_group(proc)
+        _reap(proc)
 
 
 def _signal_name(number: int) -> str:

@@ -13,6 +13,7 @@ from typing import Dict, Optional
 
 from envdoctor.parse.nvidia_smi import QUERY_FIELDS
 from envdoctor.probes.context import Context
+from tests.fakenvml import FakeNvml as _RecordedNvml
 from tests.fakes import FIXTURES, FakeBin, recorded
 
 H200 = "h200-driver580-cuda13"
@@ -38,70 +39,18 @@ def write_tree(root: Path, files: Dict[str, str], links: Optional[Dict[str, str]
     return root
 
 
-class FakeNvml:
-    """Replays what pynvml said on the H200 (tests/fixtures/h200-driver580-cuda13/pynvml.txt)."""
-
-    NVML_CLOCK_SM = 1
-    NVML_ERROR_LIBRARY_NOT_FOUND = 12
-    NVML_ERROR_DRIVER_NOT_LOADED = 9
-    NVML_ERROR_NO_PERMISSION = 4
-
-    class NVMLError(Exception):
-        def __init__(self, value: int, text: str) -> None:
-            super().__init__(text)
-            self.value = value
+class FakeNvml(_RecordedNvml):
+    """The H200's recorded NVML answers (tests/fixtures/h200-driver580-cuda13/nvml.json), with no
+    serial (as on the machine the driver tests were written for); ``fail=(code, text)`` makes
+    nvmlInit fail as a real driver does, ``hang`` makes it sleep 30 s."""
 
     def __init__(self, fail: Optional[tuple] = None, gpus: int = 1, hang: bool = False) -> None:
-        self.fail, self.count, self.hang = fail, gpus, hang
-
-    def nvmlInit(self) -> None:
-        if self.hang:
-            import time
-            time.sleep(30)
-        if self.fail:
-            raise self.NVMLError(*self.fail)
-
-    def nvmlShutdown(self) -> None:
-        pass
-
-    def nvmlSystemGetDriverVersion(self) -> str:
-        return "580.159.04"
-
-    def nvmlSystemGetCudaDriverVersion(self) -> int:
-        return 13000
-
-    def nvmlSystemGetNVMLVersion(self) -> str:
-        return "13.580.159.04"
-
-    def nvmlDeviceGetCount(self) -> int:
-        return self.count
-
-    def nvmlDeviceGetHandleByIndex(self, i: int) -> int:
-        return i
-
-    def nvmlDeviceGetName(self, h: int) -> str:
-        return "NVIDIA H200"
-
-    def nvmlDeviceGetUUID(self, h: int) -> str:
-        return "GPU-c7d3a8fe-462a-58ba-1a7b-0c6231496ec4"
-
-    def nvmlDeviceGetCudaComputeCapability(self, h: int) -> tuple:
-        return (9, 0)
-
-    def nvmlDeviceGetMemoryInfo(self, h: int) -> object:
-        return type("Mem", (), {"total": 150754820096})()
-
-    def nvmlDeviceGetPciInfo(self, h: int) -> object:
-        return type("Pci", (), {"busId": "00000000:00:06.0"})()
-
-    def nvmlDeviceGetSerial(self, h: int) -> str:
-        raise self.NVMLError(3, "Not Supported")
-
-    def nvmlDeviceGetEnforcedPowerLimit(self, h: int) -> int:
-        return 700000
-
-    def nvmlDeviceGetMaxClockInfo(self, h: int, clock: int) -> int:
-        return 1980
+        recorded = _RecordedNvml.recorded(H200, gpus=gpus)
+        super().__init__(recorded.recording, init_error=fail, hang=30.0 if hang else 0.0)
+        for i in range(gpus):
+            self.set(i, "nvmlDeviceGetSerial", {"error": 3})
+        if gpus == 1:
+            self.set(0, "nvmlDeviceGetUUID", "GPU-c7d3a8fe-462a-58ba-1a7b-0c6231496ec4")
 
 
 def h200_pci() -> Dict[str, str]:

@@ -7,7 +7,8 @@ check the table too. Offline throughout: ``available`` is a fake where the live 
 import pytest
 from packaging.specifiers import SpecifierSet
 
-from envdoctor.advise.choose import IndexAnswer, SpecError, choose_variant, parse_torch_spec
+from envdoctor.advise.choose import choose_variant
+from envdoctor.advise.request import IndexAnswer, SpecError, parse_torch_spec
 from envdoctor.table import load_table
 
 T = load_table()

@@ -5,11 +5,21 @@ import dataclasses
 import pytest
 from packaging.version import Version
 
-from envdoctor.advise.plan import choose_image, recommend
-from envdoctor.advise.whatif import (Overrides, WhatIfError, apply_overrides, blank_machine, is_datacenter,
-                                     machine_from_facts, parse_gpu, read_driver)
-from envdoctor.facts import (DockerFacts, DriverFacts, Facts, GpuInfo, PciDevice, PciFacts, SystemFacts,
-                             TargetPython, TorchFacts)
+from envdoctor.advise.image import choose_image
+from envdoctor.advise.machine import blank_machine, is_datacenter, machine_from_facts
+from envdoctor.advise.recommend import recommend
+from envdoctor.advise.whatif import Overrides, WhatIfError, apply_overrides, parse_gpu, read_driver
+from envdoctor.facts import (
+    DockerFacts,
+    DriverFacts,
+    Facts,
+    GpuInfo,
+    PciDevice,
+    PciFacts,
+    SystemFacts,
+    TargetPython,
+    TorchFacts,
+)
 from envdoctor.render.plan import plan_document, render_script, render_text
 from envdoctor.table import load_table
 
@@ -382,8 +392,9 @@ def test_no_gpu_and_nothing_fits_prints_no_step_with_torch_none():
 
 def test_a_cpu_choice_without_a_torch_never_becomes_a_step():
     # The renderer's last guard: a choice that says "cpu" but names no torch is no plan.
-    from envdoctor.advise.choose import Choice
-    from envdoctor.advise.plan import _never_torch_none, Plan
+    from envdoctor.advise.choice import Choice
+    from envdoctor.advise.plan import Plan
+    from envdoctor.advise.recommend import _never_torch_none
 
     p = _never_torch_none(Plan("system", "cpu", Choice("cpu"), steps=(), python="python3"))
     assert p.status == "no-fit" and not p.ok

@@ -2,10 +2,19 @@
 
 import dataclasses
 
+from envdoctor.advise.machine import Machine, machine_from_facts
 from envdoctor.advise.routes import choose_route
-from envdoctor.advise.whatif import Machine, machine_from_facts
-from envdoctor.facts import (CondaFacts, DockerFacts, DriverFacts, Facts, GpuInfo, PciDevice, PciFacts,
-                             SystemFacts, TargetPython)
+from envdoctor.facts import (
+    CondaFacts,
+    DockerFacts,
+    DriverFacts,
+    Facts,
+    GpuInfo,
+    PciDevice,
+    PciFacts,
+    SystemFacts,
+    TargetPython,
+)
 from envdoctor.table import load_table
 
 T = load_table()
@@ -17,7 +26,7 @@ DOCKER_PLAIN = dataclasses.replace(DOCKER_READY, runtimes=("io.containerd.runc.v
 
 
 def machine(*, system=None, driver="580.95.05", gpus=(("NVIDIA H200", "9.0"),), python=None,
-            conda=CondaFacts(), docker=DockerFacts()) -> Machine:
+            conda=None, docker=None) -> Machine:
     pci = PciFacts(devices=tuple(PciDevice(f"0000:0{i}:00.0", "0x10de", "0x2335", "0x030200", name=n,
                                            compute_capability=cc) for i, (n, cc) in enumerate(gpus)))
     facts = Facts(
@@ -27,7 +36,7 @@ def machine(*, system=None, driver="580.95.05", gpus=(("NVIDIA H200", "9.0"),), 
         driver=DriverFacts(driver_version=driver, gpus=tuple(GpuInfo(i, n, cc) for i, (n, cc) in enumerate(gpus)))
         if driver else DriverFacts(),
         python=python or TargetPython(executable="/usr/bin/python3", version="3.12.3"),
-        conda=conda, docker=docker)
+        conda=CondaFacts() if conda is None else conda, docker=DockerFacts() if docker is None else docker)
     return machine_from_facts(facts, T)
 
 

@@ -4,15 +4,13 @@ budget), and the target-interpreter failures: no torch, a wrong result."""
 from __future__ import annotations
 
 import ast
-import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-from envdoctor.bench.child import EVENT_PREFIX
-from envdoctor.bench.host import CHILD, run_bench
+from envdoctor.bench.host import SCRIPT, run_bench
+from envdoctor.child import _resource, run_child
 from envdoctor.cli.bench import exit_code
 from tests.test_bench_fakes import FakeNvml
 
@@ -23,9 +21,9 @@ needs_torch = pytest.mark.skipif(not HAS_TORCH, reason="torch is not installed i
 @needs_torch
 def test_child_times_fp32_on_the_cpu_and_checks_the_result():
     cfg = {"dtypes": ["fp32", "fp16"], "sizes": [32, 96], "budget": 0.2, "device": "0"}
-    ran = subprocess.run([sys.executable, str(CHILD), json.dumps(cfg)], capture_output=True, text=True, timeout=120)
-    doc = json.loads(ran.stdout)
-    assert ran.returncode == 0 and doc["error"] is None and doc["torch_version"]
+    child = run_child(SCRIPT, cfg, python=sys.executable, timeout=120)
+    doc = child.result
+    assert child.ok and child.returncode == 0 and doc["error"] is None and doc["torch_version"]
     (dev,) = doc["devices"]
     assert dev["kind"] == "cpu" and dev["skipped"] == {"fp16": "the CPU run measures fp32 only"}
     assert dev["launch_us"] > 0
@@ -33,9 +31,7 @@ def test_child_times_fp32_on_the_cpu_and_checks_the_result():
     for p in doc["points"]:
         assert p["rel_error"] < 1e-5 and p["tflops"] > 0 and 5 <= len(p["repeats_ms"]) <= 40
         assert p["started"] < p["ended"] and p["launches"] >= 1
-    events = [json.loads(line[len(EVENT_PREFIX):]) for line in ran.stderr.splitlines()
-              if line.startswith(EVENT_PREFIX)]
-    assert [e["event"] for e in events] == ["plan", "point", "point"] and events[0]["points"] == 2
+    assert [e["kind"] for e in child.events] == ["plan", "point", "point"] and child.events[0]["points"] == 2
 
 
 @needs_torch
@@ -90,11 +86,12 @@ def test_child_refuses_a_gpu_that_does_not_exist_on_a_cpu_torch_by_running_on_th
     if not HAS_TORCH:
         pytest.skip("no torch")
     cfg = {"dtypes": ["fp32"], "sizes": [16], "budget": 0.05, "device": "3"}
-    ran = subprocess.run([sys.executable, str(CHILD), json.dumps(cfg)], capture_output=True, text=True, timeout=120)
-    assert json.loads(ran.stdout)["devices"][0]["kind"] == "cpu"
+    child = run_child(SCRIPT, cfg, python=sys.executable, timeout=120)
+    assert child.result["devices"][0]["kind"] == "cpu"
 
 
-def test_child_source_stays_python38_and_torch_free_at_import():
-    src = Path(CHILD).read_text()
+@pytest.mark.parametrize("name", ["_prelude.py", SCRIPT, "plot.py", "torch_probe.py"])
+def test_child_source_stays_python38_and_torch_free_at_import(name):
+    src = _resource(name)
     ast.parse(src, feature_version=(3, 8))       # a SyntaxError here breaks old target Pythons
     assert "\nimport torch" not in src and "from __future__" not in src

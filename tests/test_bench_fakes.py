@@ -9,9 +9,9 @@ import types
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
-from envdoctor.bench.child import EVENT_PREFIX
 from envdoctor.facts.bench import NvmlSample
 from envdoctor.facts.serde import from_data
+from tests.fakenvml import FakeNvml as _RecordedNvml
 
 H200_BENCH = Path(__file__).parent / "fixtures" / "h200-bench"
 
@@ -32,22 +32,38 @@ def samples(raw: Dict[str, Any]) -> List[NvmlSample]:
     return [from_data(NvmlSample, s) for s in raw["samples"]]
 
 
+def protocol_line(kind: str, **fields: Any) -> str:
+    return json.dumps({"envdoctor_child": 2, "kind": kind, **fields})
+
+
+def child_doc(raw: Dict[str, Any]) -> Dict[str, Any]:
+    """The bench child's document in a recording (recorded as its whole stdout, before protocol 2)."""
+    return json.loads(raw["stdout"])
+
+
 def fake_python(tmp: Path, *, stdout: str = "", events: Optional[List[Dict[str, Any]]] = None,
-                stderr: str = "", rc: int = 0, hang: bool = False, signal: Optional[int] = None,
-                name: str = "python3") -> str:
-    """An executable that answers like the benchmark child: events on stderr, stdout, exit."""
+                result: Optional[Dict[str, Any]] = None, stderr: str = "", rc: int = 0, hang: bool = False,
+                signal: Optional[int] = None, name: str = "python3") -> str:
+    """An executable that answers like a child: protocol lines (the events, then the result) and any
+    other ``stdout`` on stdout, ``stderr`` on stderr, then an exit. Recorded events name their kind
+    "event" (protocol 1): they are written as protocol-2 lines with the same fields."""
     tmp.mkdir(parents=True, exist_ok=True)
     out = tmp / f"{name}.stdout"
     err = tmp / f"{name}.stderr"
-    out.write_text(stdout)
-    lines = [EVENT_PREFIX + json.dumps(e) for e in events or []]
-    err.write_text("".join(line + "\n" for line in lines) + stderr)
-    body = ["#!/bin/sh", f"cat {shlex.quote(str(err))} >&2"]
+    lines = []
+    for e in events or []:
+        fields = {k: v for k, v in e.items() if k not in ("event", "kind")}
+        lines.append(protocol_line(e.get("kind") or e["event"], **fields))
+    out.write_text("".join(line + "\n" for line in lines) + stdout)
+    tail = tmp / f"{name}.result"
+    tail.write_text(protocol_line("result", result=result) + "\n" if result is not None else "")
+    err.write_text(stderr)
+    body = ["#!/bin/sh", "cat > /dev/null", f"cat {shlex.quote(str(err))} >&2", f"cat {shlex.quote(str(out))}"]
     if hang:
         body.append("exec sleep 60")
     if signal is not None:
         body.append(f"kill -{signal} $$")
-    body += [f"cat {shlex.quote(str(out))}", f"exit {rc}"]
+    body += [f"cat {shlex.quote(str(tail))}", f"exit {rc}"]
     exe = tmp / name
     exe.write_text("\n".join(body) + "\n")
     exe.chmod(exe.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
@@ -55,61 +71,23 @@ def fake_python(tmp: Path, *, stdout: str = "", events: Optional[List[Dict[str, 
 
 
 def replay(tmp: Path, raw: Dict[str, Any], **kw: Any) -> str:
-    """A fake target Python that prints exactly what the H200 child printed."""
-    return fake_python(tmp, stdout=raw["stdout"], events=raw["events"], stderr=raw["stderr"], **kw)
+    """A fake target Python that answers what the H200 child answered (its events, then its document)."""
+    return fake_python(tmp, events=raw["events"], result=child_doc(raw), stderr=raw["stderr"], **kw)
 
 
-class FakeNvml:
-    """Just enough of pynvml: ``gpus`` GPUs, each at a fixed clock, power and throttle mask."""
-
-    NVML_CLOCK_SM = 1
-    NVML_TEMPERATURE_GPU = 0
-    NVML_FI_DEV_POWER_INSTANT = 186
+class FakeNvml(_RecordedNvml):
+    """The H200's recorded NVML answers, ``gpus`` of them, each at a fixed clock, power and throttle
+    mask; ``fail`` makes nvmlInit fail with that text."""
 
     def __init__(self, gpus: int = 1, clock: int = 1410, power_mw: int = 699000, mask: int = 0x4,
-                 fail: Optional[Exception] = None) -> None:
-        self.gpus, self.clock, self.power_mw, self.mask, self.fail = gpus, clock, power_mw, mask, fail
-
-    def nvmlInit(self) -> None:
-        if self.fail:
-            raise self.fail
-
-    def nvmlShutdown(self) -> None:
-        pass
-
-    def nvmlDeviceGetCount(self) -> int:
-        return self.gpus
-
-    def nvmlDeviceGetHandleByIndex(self, i: int) -> int:
-        return i
-
-    def nvmlDeviceGetUUID(self, h: int) -> str:
-        return f"GPU-f07bb63c-cd2e-fe8d-534a-d4b919fe973{h}"
-
-    def nvmlDeviceGetPciInfo(self, h: int) -> Any:
-        return types.SimpleNamespace(busId=f"00000000:00:0{6 + h}.0".encode())
-
-    def nvmlDeviceGetName(self, h: int) -> str:
-        return "NVIDIA H200"
-
-    def nvmlDeviceGetMaxClockInfo(self, h: int, kind: int) -> int:
-        return 1980
-
-    def nvmlDeviceGetEnforcedPowerLimit(self, h: int) -> int:
-        return 700000
-
-    def nvmlDeviceGetClockInfo(self, h: int, kind: int) -> int:
-        return self.clock
-
-    def nvmlDeviceGetTemperature(self, h: int, kind: int) -> int:
-        return 61
-
-    def nvmlDeviceGetCurrentClocksEventReasons(self, h: int) -> int:
-        return self.mask
-
-    def nvmlDeviceGetPowerUsage(self, h: int) -> int:
-        return self.power_mw
-
-    def nvmlDeviceGetFieldValues(self, h: int, ids: List[int]) -> List[Any]:
-        value = types.SimpleNamespace(uiVal=self.power_mw)
-        return [types.SimpleNamespace(nvmlReturn=0, valueType=1, value=value)]
+                 fail: Optional[str] = None) -> None:
+        recorded = _RecordedNvml.recorded("h200-driver580-cuda13", gpus=gpus)
+        super().__init__(recorded.recording, init_error=(999, fail) if fail else None)
+        for i in range(gpus):
+            self.set(i, "nvmlDeviceGetUUID", f"GPU-f07bb63c-cd2e-fe8d-534a-d4b919fe973{i}")
+            self.set(i, "nvmlDeviceGetClockInfo:1", clock)
+            self.set(i, "nvmlDeviceGetTemperature:0", 61)
+            self.set(i, "nvmlDeviceGetCurrentClocksEventReasons", mask)
+            self.set(i, "nvmlDeviceGetPowerUsage", power_mw)
+            self.set(i, "nvmlDeviceGetFieldValues:186",
+                     [{"nvmlReturn": 0, "valueType": 1, "value": {"uiVal": power_mw}}])

@@ -4,9 +4,9 @@ Tests never touch the internet: ``--offline``, or a local index server on 127.0.
 """
 
 import json
-from pathlib import Path
 import os
 import stat
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -134,7 +134,8 @@ def test_os_what_if_uses_that_distributions_glibc(no_probe):
     assert doc["machine"]["glibc"] == "2.27"
     assert Version(doc["torch"]) < Version("2.7")
     assert (doc["torch"], doc["variant"]) == ("2.6.0", "cu124")
-    assert any(b["what"].startswith("torch 2.7.1 ") and "need glibc 2.28" in b["reason"] for b in doc["rejected_builds"])
+    assert any(b["what"].startswith("torch 2.7.1 ") and "need glibc 2.28" in b["reason"]
+               for b in doc["rejected_builds"])
 
 
 def test_amd_exits_1_and_names_rocm(no_probe):

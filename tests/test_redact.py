@@ -25,3 +25,39 @@ def test_short_host_name_is_not_replaced_inside_words():
 def test_uuids_and_serials():
     r = Redactor(None, None, None, serials=["1653924042383"])
     assert r.text("GPU-06a5f464-881f-ab0f-b623-dcb0180a7d38 serial 1653924042383") == "GPU-<uuid> serial <serial>"
+
+
+def test_a_password_with_a_quote_in_an_index_url_is_masked_whole():
+    """The URL pattern stopped at the quote and left "ss@mirror" behind."""
+    assert mask_text("UV_INDEX_URL='https://me:pa'ss@mirror.example/simple'") == \
+        "UV_INDEX_URL='https://me:***@mirror.example/simple'"
+
+
+def test_credentials_in_docker_host_are_masked():
+    assert mask_env("DOCKER_HOST", "tcp://admin:hunter2@10.0.0.5:2376") == "tcp://admin:***@10.0.0.5:2376"
+
+
+def test_conda_token_channels_are_masked():
+    assert mask_text("channels: https://conda.anaconda.org/t/tk-83f2e9a0c1/nvidia") == \
+        "channels: https://conda.anaconda.org/t/***/nvidia"
+
+
+def test_secret_variable_names_that_were_missed():
+    for name in ("NVIDIA_LICENSE_KEY", "CUDA_PRIVATE_KEY", "CONDA_PASS", "TORCH_SESSION_COOKIE", "NGC_CLI_API_KEY",
+                 "WANDB_API_KEY", "GITHUBTOKEN", "MY_APP_SECRETS", "PIP_PASSWORD", "DB_DSN"):
+        assert mask_env(name, "value123") == "***", name
+    for name in ("PWD", "OLDPWD", "CUDA_HOME", "PATH", "PYTORCH_CUDA_ALLOC_CONF", "KEYRING_BACKEND", "NCCL_SOCKET_IFNAME"):
+        assert mask_env(name, "/x") == "/x", name
+
+
+def test_values_shaped_like_credentials_are_masked_wherever_they_are():
+    assert mask_text("export TOKEN_FILE=x; echo hf_abcdefghijklmnopqrstuvwxyzABCDEF12") == \
+        "export TOKEN_FILE=x; echo ***"
+    assert mask_text("ghp_" + "a" * 36 + " and AKIAIOSFODNN7EXAMPLE") == "*** and ***"
+    assert mask_text("curl -H 'Authorization: Bearer abcdefghijklmnop1234'") == "curl -H 'Authorization: Bearer ***'"
+    assert mask_text("--password=hunter2 --api_key: abc123") == "--password=*** --api_key: ***"
+    assert mask_text("the token sequence length is 4096") == "the token sequence length is 4096"
+
+
+def test_an_unsplittable_url_still_has_its_password_masked():
+    assert mask_url("http://user:pw@[::1/whl") == "http://user:***@[::1/whl"

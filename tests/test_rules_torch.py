@@ -34,6 +34,13 @@ class FakeTorchVariant:
     platforms: Tuple[str, ...] = ("linux_x86_64", "win_amd64")
     unconfirmed: bool = False
     arch_list_aarch64: Tuple[str, ...] = ()
+    manylinux: Optional[str] = None
+    glibc: Optional[str] = None
+    source: Optional[str] = None
+    unconfirmed_fields: Tuple[str, ...] = ()
+
+    def confirmed(self, name=None):
+        return not self.unconfirmed and (name is None or name not in self.unconfirmed_fields)
 
 
 @dataclass(frozen=True)
@@ -71,6 +78,7 @@ class FakeVariant:
     index_url: str
     min_driver_linux: Optional[str] = None
     kind: str = "cuda"
+    source: str = ""
 
 
 @dataclass(frozen=True)
@@ -79,6 +87,7 @@ class FakeMinorCompat:
     min_driver_linux: str
     min_driver_windows: Optional[str] = None
     limitations: Tuple[str, ...] = LIMITS
+    source: str = ""
 
 
 CU126_ARCH = ("sm_50", "sm_60", "sm_70", "sm_75", "sm_80", "sm_86", "sm_90")
@@ -207,12 +216,13 @@ H200 = gpu("NVIDIA H200", "9.0")
 def h200_torch(recording: str = "torch-child.txt") -> TorchFacts:
     """torch 2.11.0+cu130 on the H200, as torch_child.py reported it there
     (tests/fixtures/h200-driver580-cuda13/torch-child*.txt), through the probe's own parser."""
+    from envdoctor.child import from_ran
     from envdoctor.probes.python import interpret
     from envdoctor.run import Ran
     from tests.fakes import recorded
 
     ran = Ran(("/opt/torch/.venv/bin/python", "-"), 0, recorded("h200-driver580-cuda13", recording), "", 3.6)
-    return interpret(ran, "/opt/torch/.venv/bin/python", "python3 on PATH")[1]
+    return interpret(from_ran("torch_probe.py", "python3", ran), "/opt/torch/.venv/bin/python", "python3 on PATH")[1]
 
 
 def h200(recording: str = "torch-child.txt", **env: str) -> Facts:

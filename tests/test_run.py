@@ -70,3 +70,61 @@ def test_stdin_is_passed(tmp_path):
     b = FakeBin(tmp_path)
     b.add_script("reader", "cat")
     assert run(["reader"], env=b.env(), stdin="hello").stdout == "hello"
+
+
+def test_a_directory_named_like_the_tool_is_said_to_be_one(tmp_path):
+    (tmp_path / "bin" / "nvidia-smi").mkdir(parents=True)
+    r = run(["nvidia-smi"], env={"PATH": str(tmp_path / "bin")})
+    assert r.error.kind == "not_found"
+    assert r.error.message == f"nvidia-smi: not installed ({tmp_path}/bin/nvidia-smi is a directory, not a program)"
+
+
+def test_a_non_executable_file_named_like_the_tool_is_said_to_be_one(tmp_path):
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "docker").write_text("#!/bin/sh\n")
+    r = run(["docker", "info"], env={"PATH": str(tmp_path / "bin")})
+    assert r.error.kind == "not_found" and "is not executable" in r.error.message
+
+
+def test_lines_are_streamed_as_they_come_and_kept(tmp_path):
+    b = FakeBin(tmp_path)
+    b.add_script("talker", "echo one; echo two; printf three")
+    seen = []
+    r = run(["talker"], env=b.env(), on_line=seen.append)
+    assert seen == ["one", "two", "three"] and r.stdout == "one\ntwo\nthree"
+
+
+def test_an_over_long_streamed_line_is_cut(tmp_path, monkeypatch):
+    import envdoctor.run as runner
+
+    monkeypatch.setattr(runner, "MAX_LINE", 100)
+    b = FakeBin(tmp_path)
+    b.add_script("long", "yes x | head -c 2000 | tr -d '\\n'; echo; echo after")
+    seen = []
+    run(["long"], env=b.env(), on_line=seen.append)
+    assert seen == ["x" * 100, "after"]
+
+
+def test_a_silent_program_is_ended_by_the_idle_timeout(tmp_path):
+    b = FakeBin(tmp_path)
+    b.add_script("quiet", "echo hello; exec sleep 30")
+    r = run(["quiet"], env=b.env(), timeout=20, idle_timeout=0.5, on_line=lambda line: None)
+    assert r.error.kind == "timeout" and "printed nothing for 0.5 s" in r.error.message
+    assert r.seconds < 5 and r.stdout == "hello\n"
+
+
+def test_stop_sends_sigterm_first_so_the_program_can_answer(tmp_path):
+    import threading
+
+    b = FakeBin(tmp_path)
+    b.add_script("polite", "trap 'echo bye; exit 0' TERM; echo started; while :; do sleep 0.1; done")
+    stop = threading.Event()
+    seen = []
+
+    def on_line(line):
+        seen.append(line)
+        stop.set()
+
+    r = run(["polite"], env=b.env(), timeout=20, on_line=on_line, stop=stop)
+    assert r.error.kind == "interrupted" and "stopped on request" in r.error.message
+    assert "bye" in r.stdout and r.seconds < 5

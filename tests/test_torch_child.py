@@ -3,39 +3,36 @@
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 
 import pytest
 
+from envdoctor.child import from_ran, run_child
 from envdoctor.parse.torch import (
     cudnn_version, interpreter_tags, linux_platform_tags, nccl_version, parse_glibc, platform_tag,
-    read_child_output, target_python, torch_facts,
+    target_python, torch_facts,
 )
-from envdoctor.probes.python import CHILD
+from envdoctor.run import Ran
 from tests.faketorch import find_python, gpu, make_torch, torch_env
 
 OLD_PYTHONS = ["3.8", "3.9"]
 
 
-def _lines(stdout: str):
-    return [json.loads(line) for line in stdout.splitlines()]
+def probe_child(python=sys.executable, **kw):
+    return run_child("torch_probe.py", kw.pop("config", {}), python=python, timeout=60, **kw)
 
 
 # --- the script itself ---------------------------------------------------------------------------
 
-def test_standalone_run_prints_json_last(tmp_path):
+def test_the_child_reports_python_first_then_stages_then_the_answer(tmp_path):
     site = make_torch(tmp_path, version="2.8.0+cu128", cuda="12.8", arch_flags="sm_80 sm_90",
                       devices=[gpu("NVIDIA H100 80GB HBM3", 9, 0)], cudnn=91002, nccl=[2, 27, 3])
-    ran = subprocess.run([sys.executable, str(CHILD)], capture_output=True, text=True, timeout=60,
-                         env=torch_env(site), cwd=tmp_path)
-    assert ran.returncode == 0
-    lines = _lines(ran.stdout)       # every stdout line is one JSON object
-    assert [x["result"] for x in lines][0] == "python"
-    assert lines[-1]["result"] == "success"
-    assert {x["stage"] for x in lines if x["result"] == "stage"} >= {
+    child = probe_child(env=torch_env(site))
+    assert child.ok and child.returncode == 0 and child.other == ()   # stdout held only protocol lines
+    assert child.events[0]["kind"] == "python"
+    assert {e["stage"] for e in child.of_kind("stage")} >= {
         "import torch", "torch.cuda.is_available()", "tiny CUDA operation", "/proc/self/maps"}
-    t = lines[-1]["torch"]
+    t = child.result["torch"]
     assert (t["version"], t["cuda"], t["arch_flags"], t["available"], t["count"], t["tiny_op"]) == (
         "2.8.0+cu128", "12.8", "sm_80 sm_90", True, 1, "ok")
     assert t["devices"][0]["capability"] == [9, 0] and t["nccl"] == [2, 27, 3] and t["cudnn"] == 91002
@@ -48,24 +45,19 @@ def test_runs_on_old_pythons(tmp_path, version):
         pytest.skip(f"no Python {version} on this machine")
     site = make_torch(tmp_path, version="2.4.1+cu118", cuda="11.8", arch_flags="sm_37 sm_90",
                       devices=[gpu("Tesla K80", 3, 7)], init_warnings=["old GPU"], torchvision="0.19.1+cu118")
-    ran = subprocess.run([exe, "-", "--dump-after", "50"], input=CHILD.read_text(), capture_output=True,
-                         text=True, timeout=60, env=torch_env(site))
-    assert ran.returncode == 0, ran.stderr
-    last = _lines(ran.stdout)[-1]
-    assert last["result"] == "success"
-    assert last["python"]["version"].startswith(version + ".")
-    assert last["python"]["distributions"] == {"torch": "2.4.1+cu118", "torchvision": "0.19.1+cu118",
-                                               "torchaudio": None}
-    assert last["torch"]["devices"][0]["capability"] == [3, 7]
-    assert last["torch"]["warnings"] == ["UserWarning: old GPU"]
+    child = probe_child(exe, env=torch_env(site))
+    assert child.ok, child.error
+    assert child.result["python"]["version"].startswith(version + ".")
+    assert child.result["python"]["distributions"] == {"torch": "2.4.1+cu118", "torchvision": "0.19.1+cu118",
+                                                       "torchaudio": None}
+    assert child.result["torch"]["devices"][0]["capability"] == [3, 7]
+    assert child.result["torch"]["warnings"] == ["UserWarning: old GPU"]
 
 
-def test_no_torch_flag_skips_torch(tmp_path):
+def test_torch_false_skips_torch(tmp_path):
     site = make_torch(tmp_path, on_import="segfault")
-    ran = subprocess.run([sys.executable, "-", "--no-torch"], input=CHILD.read_text(),
-                         capture_output=True, text=True, timeout=60, env=torch_env(site))
-    assert ran.returncode == 0
-    assert _lines(ran.stdout)[-1]["torch"] == {"installed": False}
+    child = probe_child(config={"torch": False}, env=torch_env(site))
+    assert child.ok and child.result["torch"] == {"installed": False}
 
 
 def test_local_torch_folder_does_not_shadow(tmp_path):
@@ -73,41 +65,49 @@ def test_local_torch_folder_does_not_shadow(tmp_path):
     (tmp_path / "cwd" / "torch").mkdir(parents=True)
     (tmp_path / "cwd" / "torch" / "__init__.py").write_text("raise SystemExit('source tree imported')\n")
     site = make_torch(tmp_path / "fake", version="2.8.0+cpu", cuda=None)
-    ran = subprocess.run([sys.executable, "-"], input=CHILD.read_text(), capture_output=True,
-                         text=True, timeout=60, cwd=tmp_path / "cwd", env=torch_env(site))
-    assert _lines(ran.stdout)[-1]["torch"]["version"] == "2.8.0+cpu"
+    child = probe_child(env=torch_env(site), cwd=str(tmp_path / "cwd"))
+    assert child.result["torch"]["version"] == "2.8.0+cpu"
 
 
-# --- parsers ---------------------------------------------------------------------------------------
+# --- reading what it printed ------------------------------------------------------------------------
 
-PY_LINE = ('{"envdoctor_child": 1, "result": "python", "python": {"version": "3.12.3", '
+PY_LINE = ('{"envdoctor_child": 2, "kind": "python", "python": {"version": "3.12.3", '
            '"implementation": "cpython", "py_version_nodot": "312", "soabi": "cpython-312-x86_64-linux-gnu", '
            '"platform": "linux-x86_64", "maxsize_64bit": true, "libc": "glibc 2.39", '
            '"prefix": "/opt/torch/.venv", "base_prefix": "/usr", "conda_meta": false, "pip": "24.0", '
            '"distributions": {"torch": "2.11.0+cu130", "torchvision": "0.26.0+cu130", "torchaudio": null}, '
            '"torch_installer": "uv"}}')
-STAGE_LINE = ('{"envdoctor_child": 1, "result": "stage", "stage": "torch.cuda.is_available()", '
+STAGE_LINE = ('{"envdoctor_child": 2, "kind": "stage", "stage": "torch.cuda.is_available()", '
               '"torch": {"installed": true, "version": "2.11.0+cu130", "cuda": "13.0"}}')
 
 
-def test_read_child_output_after_a_crash():
-    out = read_child_output(PY_LINE + "\n" + STAGE_LINE + "\n")
-    assert out.python["version"] == "3.12.3"
-    assert out.stage == "torch.cuda.is_available()"
-    assert out.result is None
-    assert out.torch == {"installed": True, "version": "2.11.0+cu130", "cuda": "13.0"}
+def replayed(stdout, returncode=0):
+    return from_ran("torch_probe.py", "python3", Ran(("python3", "-"), returncode, stdout, "", 1.0))
 
 
-def test_read_child_output_ignores_foreign_lines():
-    out = read_child_output("hello\n" + PY_LINE + "\n{not json\n" + '{"result": "success"}\n'
-                            + '{"envdoctor_child": 1, "result": "success", "torch": {"installed": false}}\n')
-    assert out.result == "success" and out.stage is None
-    assert out.other == ("hello", "{not json", '{"result": "success"}')
-    assert out.torch == {"installed": False}
+def test_a_crash_keeps_the_stage_and_the_facts_so_far():
+    child = replayed(PY_LINE + "\n" + STAGE_LINE + "\n")
+    assert child.result is None and child.stage == "torch.cuda.is_available()"
+    assert child.events[0]["python"]["version"] == "3.12.3"
+    assert child.of_kind("stage")[-1]["torch"] == {"installed": True, "version": "2.11.0+cu130", "cuda": "13.0"}
+
+
+def test_foreign_lines_are_kept_apart():
+    child = replayed("hello\n" + PY_LINE + "\n{not json\n" + '{"kind": "result"}\n'
+                     + '{"envdoctor_child": 2, "kind": "result", "result": {"torch": {"installed": false}}}\n')
+    assert child.ok and child.stage is None
+    assert child.other == ("hello", "{not json", '{"kind": "result"}')
+    assert child.result == {"torch": {"installed": False}}
+
+
+def test_a_deep_or_huge_line_is_a_foreign_line_not_a_crash():
+    deep = '{"envdoctor_child": 2, "kind": "stage", "x": ' + "[" * 100000 + "]" * 100000 + "}"
+    child = replayed(PY_LINE + "\n" + deep + "\n")
+    assert child.result is None and child.error.kind == "unparseable" and len(child.events) == 1
 
 
 def test_target_python_from_child():
-    py = read_child_output(PY_LINE).python
+    py = replayed(PY_LINE).events[0]["python"]
     p = target_python(py, "/opt/torch/.venv/bin/python", "python3 on PATH")
     assert (p.version, p.implementation, p.interpreter_tag, p.abi_tag, p.pip, p.venv, p.conda_env) == (
         "3.12.3", "cpython", "cp312", "cp312", "24.0", True, False)
@@ -193,8 +193,8 @@ def test_facts_survive_the_json_report():
     from tests.fakes import recorded
 
     stdout = recorded("h200-driver580-cuda13", "torch-child.txt")
-    python, torch = interpret(Ran(("python3", "-"), 0, stdout, "", 3.6), "/opt/torch/.venv/bin/python",
-                              "python3 on PATH")
+    child = from_ran("torch_probe.py", "python3", Ran(("python3", "-"), 0, stdout, "", 3.6))
+    python, torch = interpret(child, "/opt/torch/.venv/bin/python", "python3 on PATH")
     facts = Facts(python=python, torch=torch)
     back = from_data(Facts, json.loads(json.dumps(to_data(facts))))
     assert back == facts
@@ -207,6 +207,5 @@ def test_pip_version_on_python_37_without_importlib_metadata():
     exe = find_python("3.7")
     if exe is None:
         pytest.skip("no Python 3.7 on this machine")
-    out = subprocess.run([exe, "-"], input=CHILD.read_text(), capture_output=True, text=True, timeout=60)
-    first = json.loads(out.stdout.splitlines()[0])
-    assert first["python"]["pip"] not in (None, "unknown")
+    child = probe_child(exe)
+    assert child.events[0]["python"]["pip"] not in (None, "unknown")

@@ -1,21 +1,16 @@
 """The install advisor: which route, torch and wheel, as exact commands. Pure; never runs them.
 
->>> from envdoctor.advise import choose_variant, recommend
->>> choose_variant(load_table(), None, "570.133.20", ["12.0"], "3.12", "2.39", "x86_64").label
-'torch 2.11.0+cu128'
+Import the module that holds what you need (this package imports nothing itself, so the torch
+rules, which need only :mod:`~envdoctor.advise.choose`, do not load the route builders):
 
-Modules: ``choose`` (torch release + wheel variant), ``routes`` (system / conda / docker),
-``plan`` (the commands per route), ``whatif`` (the machine: probed, from a report, or overridden).
+- choosing torch: ``choose`` (``choose_variant``, the entry point), ``request`` (the frozen
+  ``Request``, ``--torch`` specifiers, the live index answer), ``fit`` (one variant on one machine),
+  ``pick`` (one choice), ``waysout`` (what would make a better torch possible), ``drivers`` (the
+  driver branch to install), ``macos_amd`` (machines without CUDA), ``choice`` (``Choice``,
+  ``WayOut``, ``Rejected``);
+- the machine: ``machine`` (``Machine``, ``Gpu``, facts -> machine), ``whatif`` (the what-if
+  overrides and their parsers);
+- the plan: ``recommend`` (the entry point), ``routes`` (system / conda / docker, with reasons),
+  ``plan`` (``Plan``, ``Step``, ``Way``, ``Image``), ``steps`` (steps every route shares),
+  ``system_route``, ``conda_route``, ``docker_route`` (each route's commands), ``image`` (the NGC image).
 """
-
-from envdoctor.advise.choose import (Choice, IndexAnswer, Rejected, SpecError, WayOut, choose_variant,
-                                     parse_torch_spec, recommended_branch)
-from envdoctor.advise.plan import Plan, Step, recommend
-from envdoctor.advise.routes import RouteDecision, choose_route
-from envdoctor.advise.whatif import Machine, Overrides, WhatIfError, apply_overrides, machine_from_facts
-
-__all__ = [
-    "Choice", "IndexAnswer", "Machine", "Overrides", "Plan", "Rejected", "RouteDecision", "SpecError",
-    "Step", "WayOut", "WhatIfError", "apply_overrides", "choose_route", "choose_variant",
-    "machine_from_facts", "parse_torch_spec", "recommend", "recommended_branch",
-]

@@ -19,11 +19,16 @@ distribution is not served by NVIDIA's repository while nvcc or a driver from it
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Dict, Optional, Tuple
+from typing import Literal
 
-from envdoctor.advise.whatif import Machine
+from envdoctor.advise.machine import Machine
+from envdoctor.table import Distro, Table
 
-ROUTES = ("system", "conda", "docker")
+Route = Literal["system", "conda", "docker"]
+ROUTES: tuple[Route, ...] = ("system", "conda", "docker")
+
+#: "ok", "setup" (works after a setup step the plan includes), "no" (cannot), "unknown" (not inspected)
+State = Literal["ok", "setup", "no", "unknown"]
 
 
 @dataclass(frozen=True)
@@ -31,24 +36,24 @@ class RouteState:
     """Can a route work here: "ok", "setup" (works after a setup step the plan includes),
     "no" (it cannot, see ``text``) or "unknown" (that area was not inspected)."""
 
-    state: str
+    state: State
     text: str
 
 
 @dataclass(frozen=True)
 class RouteRejection:
-    route: str
+    route: Route
     reason: str
 
 
 @dataclass(frozen=True)
 class RouteDecision:
-    route: str
-    reasons: Tuple[str, ...]
-    rejected: Tuple[RouteRejection, ...]
-    states: Tuple[Tuple[str, RouteState], ...] = ()
+    route: Route
+    reasons: tuple[str, ...]
+    rejected: tuple[RouteRejection, ...]
+    states: tuple[tuple[Route, RouteState], ...] = ()
 
-    def state(self, route: str) -> Optional[RouteState]:
+    def state(self, route: Route) -> RouteState | None:
         return dict(self.states).get(route)
 
 
@@ -110,13 +115,14 @@ def active_env(m: Machine) -> bool:
     return active or (p.conda_env and bool(p.prefix) and p.prefix != c.base_prefix)
 
 
-def distro_row(m: Machine, table: Any) -> Any:
-    if not m.os_id or not m.os_version or table is None:
+def distro_row(m: Machine, table: Table) -> Distro | None:
+    """The table's row for the machine's distribution (NVIDIA's CUDA repository serves it); None if not."""
+    if not m.os_id or not m.os_version:
         return None
     return table.distro(m.os_id, m.os_version)
 
 
-def system_state(m: Machine, table: Any, with_nvcc: bool) -> RouteState:
+def system_state(m: Machine, table: Table, with_nvcc: bool) -> RouteState:
     if m.platform == "darwin":
         return RouteState("ok", "macOS: pip installs PyPI's torch wheel")
     served = distro_row(m, table) is not None
@@ -133,15 +139,17 @@ def system_state(m: Machine, table: Any, with_nvcc: bool) -> RouteState:
     return RouteState("ok", "pip wheels carry their own CUDA runtime: no CUDA toolkit needed")
 
 
-def choose_route(m: Machine, table: Any, requested: Optional[str] = None, with_nvcc: bool = False) -> RouteDecision:
+def choose_route(m: Machine, table: Table, requested: Route | None = None, with_nvcc: bool = False
+                 ) -> RouteDecision:
     """The route to take, why, and one line for each route not taken."""
-    states: Dict[str, RouteState] = {
+    states: dict[Route, RouteState] = {
         "system": system_state(m, table, with_nvcc),
         "conda": conda_state(m),
         "docker": docker_state(m),
     }
     usable = {r for r, s in states.items() if s.state in ("ok", "setup")}
-    reasons: Tuple[str, ...]
+    reasons: tuple[str, ...]
+    route: Route
     if requested:
         route = requested
         reasons = (f"asked for with --route {requested}",)
@@ -157,7 +165,8 @@ def choose_route(m: Machine, table: Any, requested: Optional[str] = None, with_n
     return RouteDecision(route, reasons, rejected, tuple(states.items()))
 
 
-def _default(m: Machine, states: Dict[str, RouteState], usable: set, with_nvcc: bool) -> Tuple[str, str]:
+def _default(m: Machine, states: dict[Route, RouteState], usable: set[Route], with_nvcc: bool
+             ) -> tuple[Route, str]:
     if m.platform == "darwin":
         return "system", "macOS: pip installs PyPI's torch wheel (CPU and Apple's MPS backend)"
     if m.amd and not m.nvidia:
@@ -178,14 +187,15 @@ def _default(m: Machine, states: Dict[str, RouteState], usable: set, with_nvcc: 
                           "(good for performance work and reproducible runs)")
     if "system" in usable:
         return "system", states["system"].text
-    for route in ("conda", "docker"):
+    fallbacks: tuple[Route, ...] = ("conda", "docker")
+    for route in fallbacks:
         if route in usable:
             return route, f"the system route cannot work here ({states['system'].text}); {states[route].text}"
     return "system", f"no route is clearly usable; pip wheels are the simplest start ({states['system'].text})"
 
 
-def _why_not(route: str, chosen: str, states: Dict[str, RouteState], m: Machine, with_nvcc: bool,
-             requested: Optional[str] = None) -> str:
+def _why_not(route: Route, chosen: Route, states: dict[Route, RouteState], m: Machine, with_nvcc: bool,
+             requested: Route | None = None) -> str:
     s = states[route]
     if s.state in ("no", "unknown"):
         return s.text

@@ -1,40 +1,40 @@
 """Run the benchmark child in the target interpreter, sample NVML meanwhile, build a BenchResult.
 
->>> r = run_bench("/opt/torch/.venv/bin/python3")          # the H200: about 11 s
+>>> r = run_bench("/opt/torch/.venv/bin/python3")          # doctest: +SKIP
 >>> r.points[-1].dtype, round(r.points[-1].tflops), r.verdicts[0].line
 ('bf16', 659, 'Tensor Cores confirmed: fp16 runs 12.4x fp32')
 
-The child streams one event line per point on stderr (``child.EVENT_PREFIX``), so the host shows
-progress and keeps the finished points of a child that later crashes or hangs. envdoctor's one
-runner (``envdoctor.run.run``) waits for the whole output, so this module has a small streaming
-variant with the same rules: argv list, own process group, timeout that kills the group, bounded
-output decoded with errors replaced, never raises.
+The child (``envdoctor/child/bench_matmul.py``) goes through the one child protocol
+(:mod:`envdoctor.child`): it emits one ``point`` event per point, so the host shows progress
+and keeps the finished points of a child that later crashes or hangs. NVML is read through
+:mod:`envdoctor.nvml` in envdoctor's own process while the child runs.
 """
 
 from __future__ import annotations
 
-import json
 import os
-import signal
-import subprocess
-import sys
-import threading
-import time
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from envdoctor.bench import analysis
-from envdoctor.bench.child import CHILD_SCHEMA, EVENT_PREFIX
+from envdoctor.child import ChildRun, find_python, run_child
 from envdoctor.facts.base import ProbeError
 from envdoctor.facts.bench import (
-    DEFAULT_BUDGET, DEFAULT_SIZES, DTYPES, BenchDevice, BenchPoint, BenchResult, NvmlSample,
+    DEFAULT_BUDGET,
+    DEFAULT_SIZES,
+    DTYPES,
+    BenchDevice,
+    BenchPoint,
+    BenchResult,
+    NvmlSample,
 )
 from envdoctor.facts.serde import DataError, from_data, to_data
-from envdoctor.run import MAX_OUTPUT, which
+from envdoctor.nvml import Reading, Session
+from envdoctor.nvml import Sampler as NvmlSampler
 
-CHILD = Path(__file__).with_name("child.py")
+SCRIPT = "bench_matmul.py"
+CHILD_SCHEMA = "envdoctor.bench.child/1"
 #: Seconds allowed beyond the measurement budget: torch import, CUDA start, allocations.
 STARTUP_ALLOWANCE = 120.0
 SAMPLE_INTERVAL = 0.05
@@ -52,117 +52,21 @@ class Progress:
     message: str = ""
 
 
-# --- the target interpreter ------------------------------------------------------------------
-
 def resolve_python(explicit: Optional[str], env: Optional[Mapping[str, str]] = None) -> Tuple[Optional[str], str]:
-    """(path or None, chosen_by): ``--python`` else python3/python on PATH else envdoctor's own.
-
-    The same rule as the ``python`` probe; kept here so that bench does not depend on it.
-    """
-    env = os.environ if env is None else env
-    if explicit:
-        if os.sep in explicit:
-            ok = os.path.isfile(explicit) and os.access(explicit, os.X_OK)
-            return (explicit if ok else None), "--python"
-        return which(explicit, env), "--python"
-    for name in ("python3", "python"):
-        found = which(name, env)
-        if found:
-            return found, f"{name} on PATH"
-    return sys.executable, "envdoctor's own"
-
-
-# --- streaming runner ------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class Streamed:
-    returncode: Optional[int]
-    stdout: str
-    stderr: str                      # the lines that were not events
-    events: Tuple[Dict[str, Any], ...]
-    seconds: float
-    error: Optional[ProbeError] = None
-
-
-def stream(argv: Sequence[str], *, timeout: float, env: Optional[Mapping[str, str]] = None,
-           on_event: Optional[Callable[[Dict[str, Any]], None]] = None) -> Streamed:
-    """Run ``argv``; call ``on_event`` for each event line on stderr as it arrives."""
-    argv = tuple(str(a) for a in argv)
-    shown = " ".join(argv)
-    environ = dict(os.environ if env is None else env)
-    started = time.monotonic()
-    try:
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, env=environ, start_new_session=True)
-    except PermissionError as exc:
-        return Streamed(None, "", "", (), 0.0, ProbeError("permission", f"{argv[0]}: {exc.strerror}", shown))
-    except OSError as exc:
-        return Streamed(None, "", "", (), 0.0, ProbeError("not_found", f"{argv[0]}: {exc.strerror or exc}", shown))
-    out_chunks: List[bytes] = []
-    err_lines: List[str] = []
-    events: List[Dict[str, Any]] = []
-
-    def read_out() -> None:
-        size = 0
-        for chunk in iter(lambda: proc.stdout.read(65536), b""):
-            if size < MAX_OUTPUT:
-                out_chunks.append(chunk)
-            size += len(chunk)
-
-    def read_err() -> None:
-        size = 0
-        for raw in iter(proc.stderr.readline, b""):
-            line = raw.decode("utf-8", errors="replace").rstrip("\n")
-            if line.startswith(EVENT_PREFIX):
-                try:
-                    event = json.loads(line[len(EVENT_PREFIX):])
-                except ValueError:
-                    event = None
-                if isinstance(event, dict):
-                    events.append(event)
-                    if on_event is not None:
-                        try:
-                            on_event(event)
-                        except Exception:   # a broken progress display must not stop the run
-                            pass
-                    continue
-            size += len(raw)
-            if size < MAX_OUTPUT:
-                err_lines.append(line)
-
-    readers = [threading.Thread(target=read_out, daemon=True), threading.Thread(target=read_err, daemon=True)]
-    for t in readers:
-        t.start()
-    error = None
-    try:
-        proc.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            proc.kill()
-        proc.wait()
-        error = ProbeError("timeout", f"the benchmark did not finish in {timeout:g} s", shown)
-    for t in readers:
-        t.join(timeout=5)
-    seconds = time.monotonic() - started
-    stdout = b"".join(out_chunks)[:MAX_OUTPUT].decode("utf-8", errors="replace")
-    stderr = "\n".join(err_lines)
-    code = proc.returncode
-    if error is None and code is not None and code < 0:
-        try:
-            name = signal.Signals(-code).name
-        except ValueError:
-            name = f"signal {-code}"
-        error = ProbeError("crashed", f"the benchmark child was killed by {name}", shown)
-    return Streamed(None if error and error.kind == "timeout" else code, stdout, stderr,
-                    tuple(events), seconds, error)
+    """(path or None, chosen_by): ``--python`` else python3/python on PATH else envdoctor's own."""
+    return find_python(explicit, env)
 
 
 # --- NVML sampling ---------------------------------------------------------------------------
 
+#: What a bench sample holds (``NvmlSample``).
+SAMPLE_FIELDS = ("sm_clock_mhz", "power_w", "temperature_c", "reasons_mask")
+#: Identity of each GPU, to match torch's devices with NVML's.
+GPU_FIELDS = ("uuid", "pci", "name", "max_sm_clock_mhz", "power_limit_w")
+
+
 class Sampler:
-    """Reads every GPU through NVML every ``interval`` seconds in a thread of envdoctor's process.
+    """NVML readings of every GPU every ``interval`` seconds while the child runs.
 
     ``nvml`` is the pynvml module (tests pass a fake). ``status`` says what was sampled, or why
     nothing was: no nvidia-ml-py, no driver, no GPU.
@@ -174,107 +78,42 @@ class Sampler:
         self.gpus: List[Dict[str, Any]] = []   # per NVML index: uuid, bus id, name, max clock, limit
         self.status = ""
         self._nvml = nvml
-        self._handles: List[Any] = []
-        self._stop = threading.Event()
-        self._thread: Optional[threading.Thread] = None
-        self._instant = True
+        self._session: Optional[Session] = None
+        self._sampler: Optional[NvmlSampler] = None
 
     def start(self) -> bool:
-        nv = self._nvml
-        if nv is None:
-            try:
-                import pynvml as nv  # type: ignore
-            except ImportError:
-                self.status = "no NVML samples: nvidia-ml-py (pynvml) is not installed with envdoctor"
-                return False
-        try:
-            nv.nvmlInit()
-            count = nv.nvmlDeviceGetCount()
-            self._handles = [nv.nvmlDeviceGetHandleByIndex(i) for i in range(count)]
-        except Exception as exc:
-            self.status = f"no NVML samples: NVML did not start ({_nvml_text(exc)})"
+        session = Session(self._nvml)
+        if session.error is not None:
+            self.status = (f"no NVML samples: {session.error.message}" if session.error.kind == "not_found"
+                           else f"no NVML samples: NVML did not start ({session.error.message})")
             return False
-        self._nvml = nv
-        if not self._handles:
+        if session.count == 0:
             self.status = "no NVML samples: NVML sees no GPU"
+            session.close()
             return False
-        for h in self._handles:
-            self.gpus.append({
-                "uuid": _try(lambda: _text(nv.nvmlDeviceGetUUID(h))),
-                "pci_bus_id": _try(lambda: _text(nv.nvmlDeviceGetPciInfo(h).busId)),
-                "name": _try(lambda: _text(nv.nvmlDeviceGetName(h))),
-                "max_sm_clock_mhz": _try(lambda: int(nv.nvmlDeviceGetMaxClockInfo(h, nv.NVML_CLOCK_SM))),
-                "power_limit_w": _try(lambda: nv.nvmlDeviceGetEnforcedPowerLimit(h) / 1000.0),
-            })
-        self.sample()
-        self._thread = threading.Thread(target=self._loop, daemon=True)
-        self._thread.start()
-        return True
-
-    def _power(self, h: Any) -> Optional[float]:
-        nv = self._nvml
-        if self._instant:
-            field = getattr(nv, "NVML_FI_DEV_POWER_INSTANT", None)
-            try:
-                v = nv.nvmlDeviceGetFieldValues(h, [field])[0]
-                if field is not None and v.nvmlReturn == 0:
-                    return _field_value(v) / 1000.0
-            except Exception:
-                pass
-            self._instant = False
-        return _try(lambda: nv.nvmlDeviceGetPowerUsage(h) / 1000.0)
-
-    def sample(self) -> None:
-        nv = self._nvml
-        t = time.time()
-        for i, h in enumerate(self._handles):
-            mask = _try(lambda: int(nv.nvmlDeviceGetCurrentClocksEventReasons(h)))
-            if mask is None:
-                mask = _try(lambda: int(nv.nvmlDeviceGetCurrentClocksThrottleReasons(h)))
-            self.samples.append(NvmlSample(
-                t=t, gpu=i,
-                sm_clock_mhz=_try(lambda: int(nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_SM))),
-                power_w=self._power(h),
-                temperature_c=_try(lambda: int(nv.nvmlDeviceGetTemperature(h, nv.NVML_TEMPERATURE_GPU))),
-                reasons=analysis.decode_reasons(mask),
-                reasons_mask=mask,
-            ))
-
-    def _loop(self) -> None:
-        while not self._stop.wait(self.interval):
-            self.sample()
+        self._session = session
+        for r in session.read_all(GPU_FIELDS):
+            self.gpus.append({"uuid": r.values.get("uuid"), "pci_bus_id": (r.values.get("pci") or {}).get("bus_id"),
+                              "name": r.values.get("name"), "max_sm_clock_mhz": r.values.get("max_sm_clock_mhz"),
+                              "power_limit_w": r.values.get("power_limit_w")})
+        self._sampler = NvmlSampler(session, SAMPLE_FIELDS, self.interval)
+        return self._sampler.start()
 
     def stop(self) -> None:
-        if self._thread is not None:
-            self._stop.set()
-            self._thread.join(timeout=2)
-            self.sample()
-            count = len(self._handles)
-            kind = "instant power" if self._instant else "power averaged by the driver"
-            self.status = (f"NVML: {len(self.samples)} samples of {count} GPU(s) every "
-                           f"{self.interval * 1000:.0f} ms ({kind})")
-            _try(self._nvml.nvmlShutdown)
+        if self._sampler is None or self._session is None:
+            return
+        self._sampler.stop()
+        self.samples = [_sample(r) for r in self._sampler.readings]
+        self.status = (f"NVML: {len(self.samples)} samples of {self._session.count} GPU(s) every "
+                       f"{self.interval * 1000:.0f} ms ({self._sampler.power_kind})")
+        self._session.close()
 
 
-def _try(fn: Callable[[], Any]) -> Any:
-    try:
-        return fn()
-    except Exception:
-        return None
-
-
-def _text(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
-
-
-def _nvml_text(exc: Exception) -> str:
-    return str(exc) or type(exc).__name__
-
-
-def _field_value(v: Any) -> float:
-    # nvmlValueType_t: 0 double, 1 uint, 2 ulong, 3 ulonglong, 4 slonglong, 5 sint, 6 ushort
-    name = {0: "dVal", 1: "uiVal", 2: "ulVal", 3: "ullVal", 4: "sllVal", 5: "siVal", 6: "usVal"}
-    return float(getattr(v.value, name.get(int(v.valueType), "uiVal")))
+def _sample(r: Reading) -> NvmlSample:
+    mask = r.values.get("reasons_mask")
+    return NvmlSample(t=r.time, gpu=r.index, sm_clock_mhz=r.values.get("sm_clock_mhz"),
+                      power_w=r.values.get("power_w"), temperature_c=r.values.get("temperature_c"),
+                      reasons=analysis.decode_reasons(mask), reasons_mask=mask)
 
 
 # --- datasheet -------------------------------------------------------------------------------
@@ -313,17 +152,6 @@ def _bus(text: str) -> str:
         return f"{domain:04x}:{int(parts[-2], 16):02x}:{parts[-1]}"
     except (ValueError, IndexError):
         return text.strip().lower()
-
-
-def parse_child(stdout: str) -> Dict[str, Any]:
-    """The child's JSON document (the last line of stdout that parses); ValueError otherwise."""
-    for line in reversed(stdout.strip().splitlines()):
-        line = line.strip()
-        if line.startswith("{"):
-            doc = json.loads(line)
-            if isinstance(doc, dict) and doc.get("schema") == CHILD_SCHEMA:
-                return doc
-    raise ValueError("no envdoctor.bench.child JSON on stdout")
 
 
 def build_result(doc: Dict[str, Any], *, samples: Sequence[NvmlSample] = (),
@@ -393,7 +221,7 @@ def _child_error(error: Dict[str, Any], python: str = "the target Python") -> Pr
 
 
 def _points_from_events(events: Sequence[Dict[str, Any]]) -> List[Dict[str, Any]]:
-    return [e["point"] for e in events if e.get("event") == "point" and isinstance(e.get("point"), dict)]
+    return [e["point"] for e in events if e.get("kind") == "point" and isinstance(e.get("point"), dict)]
 
 
 def run_bench(
@@ -433,10 +261,10 @@ def run_bench(
     def on_event(event: Dict[str, Any]) -> None:
         if progress is None:
             return
-        if event.get("event") == "plan":
+        if event.get("kind") == "plan":
             state["total"] = int(event.get("points") or 0)
             progress(Progress(0, state["total"], None, "measuring"))
-        elif event.get("event") == "point":
+        elif event.get("kind") == "point":
             state["done"] += 1
             try:
                 point = from_data(BenchPoint, event["point"])
@@ -446,20 +274,17 @@ def run_bench(
 
     if progress is not None:
         progress(Progress(0, 0, None, f"starting {python}"))
-    ran = stream([python, str(CHILD), json.dumps(config)], timeout=timeout, env=env, on_event=on_event)
+    child = run_child(SCRIPT, config, python=python, timeout=timeout, env=env, on_event=on_event,
+                      what="the benchmark")
     sampler.stop()
-    common["wall_s"] = round(ran.seconds, 3)
+    common["wall_s"] = round(child.seconds, 3)
     if raw is not None:
-        raw.update(argv=[python, "child.py", json.dumps(config)], stdout=ran.stdout, stderr=ran.stderr,
-                   events=list(ran.events), returncode=ran.returncode, seconds=ran.seconds,
-                   samples=to_data(sampler.samples), gpus=sampler.gpus,
-                   sampling=sampler.status)
-    kw = dict(samples=sampler.samples, gpus=sampler.gpus, sampling=sampler.status, lookup=lookup)
-    try:
-        doc = parse_child(ran.stdout)
-    except ValueError:
-        doc = None
-    if doc is not None and ran.error is None:
+        raw.update(config=config, result=child.result, events=list(child.events), stderr=child.stderr,
+                   returncode=child.returncode, seconds=child.seconds, samples=to_data(sampler.samples),
+                   gpus=sampler.gpus, sampling=sampler.status)
+    kw: Dict[str, Any] = dict(samples=sampler.samples, gpus=sampler.gpus, sampling=sampler.status, lookup=lookup)
+    doc = child.result
+    if doc is not None and doc.get("schema") == CHILD_SCHEMA:
         try:
             result = build_result(doc, **kw, **common)
         except DataError as exc:
@@ -469,35 +294,31 @@ def run_bench(
             result = replace(result, error=_child_error(doc["error"], python))
         return result
     # No document: a crash, a hang, or output that is not ours. Keep the points already streamed.
-    if ran.error is not None:
-        error = ran.error
-        last = ran.events[-1].get("point") if ran.events else None
-        if error.kind == "timeout" and isinstance(last, dict):
-            error = replace(error, message=f"{error.message} (last finished: {last.get('dtype')} n={last.get('n')})")
-    elif ran.returncode:
-        tail = ran.stderr.strip().splitlines()
-        last = tail[-1] if tail else "no output"
-        if last.startswith("SyntaxError"):
-            last += f" ({python} is probably older than Python 3.8)"
-        error = ProbeError("exit_status", f"the benchmark child exited with status {ran.returncode}: {last}")
-    else:
-        error = ProbeError("unparseable", "the benchmark child printed no result")
-    partial = {"points": _points_from_events(ran.events),
-               "devices": next((e.get("devices") for e in ran.events if e.get("event") == "plan"), [])}
+    partial = {"points": _points_from_events(child.events),
+               "devices": next((e.get("devices") for e in child.events if e.get("kind") == "plan"), [])}
     try:
         result = build_result({"schema": CHILD_SCHEMA, **partial}, **kw, **common)
     except DataError:
         result = BenchResult(**common)
-    return replace(result, error=error, verdicts=())
+    return replace(result, error=_run_error(child, python), verdicts=())
+
+
+def _run_error(child: ChildRun, python: str) -> ProbeError:
+    """Why the benchmark gave no document, in the bench's own words."""
+    error = child.error or ProbeError("unparseable", "the benchmark child printed no result")
+    if child.result is not None:
+        return ProbeError("unparseable", "the benchmark child printed a result that is not the bench's")
+    points = _points_from_events(child.events)
+    if error.kind == "timeout" and points:
+        last = points[-1]
+        error = replace(error, message=f"{error.message} (last finished: {last.get('dtype')} n={last.get('n')})")
+    return error
 
 
 # --- the PNG ---------------------------------------------------------------------------------
 
-PLOT_CHILD = Path(__file__).with_name("plot_child.py")
-
-
 def plot_spec(result: BenchResult, path: str) -> Dict[str, Any]:
-    """What plot_child.py draws: per dtype (and GPU, with several) the (n, TFLOP/s) points."""
+    """What child/plot.py draws: per dtype (and GPU, with several) the (n, TFLOP/s) points."""
     many = len(result.devices) > 1
     series: Dict[str, List[List[float]]] = {}
     peaks: Dict[str, float] = {}
@@ -515,19 +336,13 @@ def plot_spec(result: BenchResult, path: str) -> Dict[str, Any]:
 def write_plot(result: BenchResult, path: str, python: str, env: Optional[Mapping[str, str]] = None,
                timeout: float = 60.0) -> Tuple[bool, str]:
     """Draw ``result`` to ``path`` with the target's matplotlib: (written, one line saying so)."""
-    from envdoctor.run import run
-
     spec = plot_spec(result, os.path.abspath(path))
     if not spec["series"]:
         return False, "no plot written: no point was measured"
-    ran = run([python, str(PLOT_CHILD)], timeout=timeout, env=env, stdin=json.dumps(spec))
-    try:
-        answer = json.loads(ran.stdout.strip().splitlines()[-1])
-    except (ValueError, IndexError):
-        answer = {"ok": False, "kind": "failed", "message": ran.error.message if ran.error else "no answer"}
-    if answer.get("ok"):
+    child = run_child("plot.py", spec, python=python, timeout=timeout, env=env, what="the plot")
+    if child.ok:
         return True, f"plot written to {path}"
-    if answer.get("kind") == "no_matplotlib":
+    if (child.failure or {}).get("kind") == "no_matplotlib":
         return False, (f"no plot written: matplotlib is not installed in {python} "
                        f"({python} -m pip install matplotlib)")
-    return False, f"no plot written: {answer.get('message')}"
+    return False, f"no plot written: {child.error.message if child.error else 'no answer'}"

@@ -8,16 +8,34 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any, Optional, Tuple
+from typing import TYPE_CHECKING, NoReturn
 
 import click
 
-from envdoctor.cli.common import (EXIT_INTERNAL, EXIT_USAGE, check_index_url, debug_option, guarded, make_context,
-                                  python_option, root_option, timeout_option, use_color)
+from envdoctor.cli.common import (
+    EXIT_INTERNAL,
+    EXIT_USAGE,
+    check_index_url,
+    debug_option,
+    guarded,
+    make_context,
+    python_option,
+    root_option,
+    timeout_option,
+    use_color,
+)
 from envdoctor.redact import mask_text
 
+if TYPE_CHECKING:
+    from envdoctor.advise.machine import Machine
+    from envdoctor.advise.request import Availability
+    from envdoctor.advise.routes import Route
+    from envdoctor.advise.whatif import Overrides
+    from envdoctor.table import Table
+    from envdoctor.wheels import IndexClient, Target
 
-def _fail(message: str, code: int = EXIT_USAGE) -> None:
+
+def _fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
     click.echo(f"envdoctor recommend: {mask_text(message)}", err=True)
     sys.exit(code)
 
@@ -54,11 +72,11 @@ def _fail(message: str, code: int = EXIT_USAGE) -> None:
 @debug_option
 @root_option
 @guarded
-def recommend(route: Optional[str], torch_spec: Optional[str], python: Optional[str], as_json: bool,
-              script: Optional[Path], force: bool, with_nvcc: bool, offline: bool, index_url: Optional[str],
-              driver: Optional[str], gpus: Tuple[str, ...], no_gpu: bool, python_version: Optional[str],
-              os_: Optional[str], arch: Optional[str], glibc: Optional[str], from_report: Optional[Path],
-              timeout: float, debug: bool, root: Optional[Path]) -> None:
+def recommend(route: Route | None, torch_spec: str | None, python: str | None, as_json: bool,
+              script: Path | None, force: bool, with_nvcc: bool, offline: bool, index_url: str | None,
+              driver: str | None, gpus: tuple[str, ...], no_gpu: bool, python_version: str | None,
+              os_: str | None, arch: str | None, glibc: str | None, from_report: Path | None,
+              timeout: float, debug: bool, root: Path | None) -> None:
     """Say which route, torch and wheel to install here, as exact commands.
 
     \b
@@ -69,9 +87,9 @@ def recommend(route: Optional[str], torch_spec: Optional[str], python: Optional[
 
     Exit status: 0 a plan, 1 nothing fits as the machine is, 2 usage error, 3 envdoctor failed.
     """
-    from envdoctor.advise.choose import SpecError, parse_torch_spec
-    from envdoctor.advise.plan import recommend as make_plan
-    from envdoctor.advise.whatif import Overrides, WhatIfError, apply_overrides
+    from envdoctor.advise.recommend import recommend as make_plan
+    from envdoctor.advise.request import SpecError, parse_torch_spec
+    from envdoctor.advise.whatif import Overrides, WhatIfError, apply_overrides, parse_os
     from envdoctor.render import json as render_json
     from envdoctor.render.plan import plan_document, render_script, render_text
 
@@ -85,8 +103,6 @@ def recommend(route: Optional[str], torch_spec: Optional[str], python: Optional[
     overrides = Overrides(driver, gpus, no_gpu, python_version, os_, arch, glibc)
     try:
         if os_:
-            from envdoctor.advise.whatif import parse_os
-
             parse_os(os_)           # refuse Windows (and a malformed ID:VERSION) before probing anything
         machine = _machine(table, overrides, route, from_report, python, timeout, root, debug)
         machine = apply_overrides(machine, overrides, table)
@@ -113,7 +129,7 @@ def recommend(route: Optional[str], torch_spec: Optional[str], python: Optional[
 INDEX_ENV = "ENVDOCTOR_INDEX_URL"
 
 
-def _index_env(index_url: Optional[str]) -> Tuple[Optional[str], Optional[str]]:
+def _index_env(index_url: str | None) -> tuple[str | None, str | None]:
     """(variable the printed commands read the index base from, masked URL for an export line).
 
     A base with credentials (``http://user:pw@host/whl``) is never printed: masked, the commands
@@ -128,7 +144,7 @@ def _index_env(index_url: Optional[str]) -> Tuple[Optional[str], Optional[str]]:
     return INDEX_ENV, (None if from_env else mask_url(index_url))
 
 
-def _table() -> Any:
+def _table() -> Table:
     try:
         from envdoctor.table import load_table
 
@@ -138,10 +154,10 @@ def _table() -> Any:
               "reinstall envdoctor", EXIT_INTERNAL)
 
 
-def _machine(table: Any, overrides: Any, route: Optional[str], from_report: Optional[Path],
-             python: Optional[str], timeout: float, root: Optional[Path], debug: bool) -> Any:
+def _machine(table: Table, overrides: Overrides, route: Route | None, from_report: Path | None,
+             python: str | None, timeout: float, root: Path | None, debug: bool) -> Machine:
     """The facts to plan from: a saved report, nothing (the what-if options say it all), or a probe."""
-    from envdoctor.advise.whatif import blank_machine, machine_from_facts
+    from envdoctor.advise.machine import blank_machine, machine_from_facts
     from envdoctor.inspect import enrich
 
     if from_report is not None:
@@ -172,46 +188,25 @@ def _machine(table: Any, overrides: Any, route: Optional[str], from_report: Opti
     return machine_from_facts(facts, table, known=known)
 
 
-def _availability(machine: Any, index_url: Optional[str], timeout: float) -> Any:
-    """``available(variant, version)`` asking the live index for the machine's Python and platform."""
-    from envdoctor.advise.choose import IndexAnswer
+def _availability(machine: Machine, index_url: str | None, timeout: float) -> Availability:
+    """``available(variant, version)`` asking the live index for the machine's Python and platform
+    (the wheel-index client is imported and built at the first question)."""
+    from envdoctor.advise.request import IndexAnswer
 
-    state: dict = {}
-
-    def target() -> Any:
-        if "target" not in state:
-            from envdoctor.wheels import Target, TargetError
-
-            python = machine.python
-            if not python:
-                state["target"] = None
-            else:
-                # the best manylinux tag the interpreter accepts: its tag list starts with the
-                # plain linux_<arch>, which no wheel on the index carries
-                tags = machine.facts.python.platform_tags
-                best = next((t for t in tags if t.startswith("manylinux_")), None)
-                glibc = machine.glibc
-                platform = (best if best and not machine.given else
-                            f"manylinux_{glibc.replace('.', '_')}_{machine.arch}" if glibc else
-                            f"manylinux_2_28_{machine.arch}")
-                try:
-                    state["target"] = Target.for_python(python, platform)
-                except TargetError:
-                    state["target"] = None
-        return state["target"]
-
-    def client() -> Any:
-        if "client" not in state:
-            from envdoctor.wheels import IndexClient
-
-            state["client"] = IndexClient(base_url=index_url, timeout=timeout)
-        return state["client"]
+    targets: list[Target | None] = []
+    clients: list[IndexClient] = []
 
     def available(variant: str, version: str) -> IndexAnswer:
-        t = target()
+        if not targets:
+            targets.append(_target(machine))
+        t = targets[0]
         if t is None:
             return IndexAnswer(None, "the target Python version is not known")
-        listing = client().variant(variant, "torch", t)
+        if not clients:
+            from envdoctor.wheels import IndexClient
+
+            clients.append(IndexClient(base_url=index_url, timeout=timeout))
+        listing = clients[0].variant(variant, "torch", t)
         if listing.exists is None:
             return IndexAnswer(None, listing.error or f"{listing.url} did not answer")
         if not listing.exists:
@@ -224,3 +219,24 @@ def _availability(machine: Any, index_url: Optional[str], timeout: float) -> Any
         return IndexAnswer(False, f"{listing.url} has no torch {version} wheel for {t.short} {t.platforms[0]}")
 
     return available
+
+
+def _target(machine: Machine) -> Target | None:
+    """The wheel tags of the machine's Python; None when its version is not known."""
+    from envdoctor.wheels import Target, TargetError
+
+    python = machine.python
+    if not python:
+        return None
+    # the best manylinux tag the interpreter accepts: its tag list starts with the
+    # plain linux_<arch>, which no wheel on the index carries
+    tags = machine.facts.python.platform_tags
+    best = next((t for t in tags if t.startswith("manylinux_")), None)
+    glibc = machine.glibc
+    platform = (best if best and not machine.given else
+                f"manylinux_{glibc.replace('.', '_')}_{machine.arch}" if glibc else
+                f"manylinux_2_28_{machine.arch}")
+    try:
+        return Target.for_python(python, platform)
+    except TargetError:
+        return None

@@ -1,6 +1,6 @@
 """What ``envdoctor bench`` measured: matrix-product rates per device, dtype and size.
 
-The child process (``envdoctor/bench/child.py``, run by the target interpreter) fills the
+The child process (``envdoctor/child/bench_matmul.py``, run by the target interpreter) fills the
 measurement fields; the host adds the NVML samples it took meanwhile and the analysis (datasheet
 peak, efficiency, bound, verdict). Saved with ``serde.to_data`` and reloaded with
 ``serde.from_data(BenchResult, data)`` by ``snapshot --bench`` / ``verify --bench``.

@@ -1,6 +1,6 @@
 """Facts about the target Python and the torch installed in it.
 
-Both come from one child process of the target interpreter (``envdoctor/probes/torch_child.py``),
+Both come from one child process of the target interpreter (``envdoctor/child/torch_probe.py``),
 so they describe *that* interpreter, not the one running envdoctor.
 """
 

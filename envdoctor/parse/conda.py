@@ -19,13 +19,13 @@ libmamba (``libmamba/src/api/info.cpp``) prints spaced keys and ``name=version=b
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
-from typing import Any, Iterable, Optional, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from envdoctor.facts.conda import CondaPackage
 from envdoctor.parse import ParseError
+from envdoctor.parse.jsontext import JsonError, get_list, loads
 
 #: Packages of the active environment that decide what CUDA it runs and builds with.
 CUDA_PACKAGES = (
@@ -51,11 +51,26 @@ class CondaInfo:
 
 
 def _json(text: str, what: str) -> Any:
+    """Through the one bounded JSON reader; its error becomes conda's, with the reason."""
+    if not (text or "").strip():
+        raise CondaParseError(f"{what} printed nothing")
     try:
-        return json.loads(text)
-    except ValueError:
-        start = (text or "").strip()[:60]
-        raise CondaParseError(f"{what} is not JSON: {start!r}" if start else f"{what} printed nothing") from None
+        return loads(text)
+    except JsonError as exc:
+        start = text.strip()[:60]
+        raise CondaParseError(f"{what} is not JSON envdoctor can read ({exc}): {start!r}") from None
+
+
+def _strings(data: Dict[str, Any], key: str, what: str) -> List[str]:
+    try:
+        return [x for x in get_list(data, key) if isinstance(x, str)]
+    except JsonError as exc:
+        raise CondaParseError(f"{what}: {exc}") from None
+
+
+def _text(data: Dict[str, Any], key: str) -> Optional[str]:
+    value = data.get(key)
+    return value if isinstance(value, str) else None
 
 
 def channel_name(url: str) -> str:
@@ -77,26 +92,32 @@ def parse_info(text: str) -> CondaInfo:
     data = _json(text, "conda info --json")
     if not isinstance(data, dict):
         raise CondaParseError("conda info --json did not print an object")
+    what = "conda info --json"
     if "conda_version" in data or "root_prefix" in data:
-        cuda = next((v[1] for v in data.get("virtual_pkgs") or ()
-                     if isinstance(v, list) and len(v) >= 2 and v[0] == "__cuda"), None)
+        try:
+            virtual_pkgs = get_list(data, "virtual_pkgs")
+        except JsonError as exc:
+            raise CondaParseError(f"{what}: {exc}") from None
+        cuda = next((v[1] for v in virtual_pkgs
+                     if isinstance(v, list) and len(v) >= 2 and v[0] == "__cuda" and isinstance(v[1], str)), None)
         return CondaInfo(
-            version=data.get("conda_version"), base_prefix=data.get("root_prefix"),
-            active_prefix=data.get("active_prefix"), active_name=data.get("active_prefix_name"),
-            channels=_dedupe(channel_name(c) for c in data.get("channels") or () if isinstance(c, str)),
+            version=_text(data, "conda_version"), base_prefix=_text(data, "root_prefix"),
+            active_prefix=_text(data, "active_prefix"), active_name=_text(data, "active_prefix_name"),
+            channels=_dedupe(channel_name(c) for c in _strings(data, "channels", what)),
             virtual_cuda=cuda)
     if "libmamba version" in data or "base environment" in data:
-        version = next((v for k, v in data.items() if k.endswith("mamba version") and k != "libmamba version"),
-                       data.get("libmamba version"))
-        virtual = [str(v).split("=") for v in data.get("virtual packages") or ()]
+        version = next((v for k, v in data.items()
+                        if k.endswith("mamba version") and k != "libmamba version" and isinstance(v, str)),
+                       _text(data, "libmamba version"))
+        virtual = [v.split("=") for v in _strings(data, "virtual packages", what)]
         cuda = next((v[1] for v in virtual if len(v) >= 2 and v[0] == "__cuda"), None)
-        name = re.sub(r" \((active|not env|not found)\)$", "", str(data.get("environment") or "")) or None
-        location = data.get("env location")
+        name = re.sub(r" \((active|not env|not found)\)$", "", _text(data, "environment") or "") or None
+        location = _text(data, "env location")
         return CondaInfo(
-            version=version, base_prefix=data.get("base environment"),
+            version=version, base_prefix=_text(data, "base environment"),
             active_prefix=location if location not in (None, "-") else None,
             active_name=None if name == "None" else name,
-            channels=_dedupe(channel_name(c) for c in data.get("channels") or () if isinstance(c, str)),
+            channels=_dedupe(channel_name(c) for c in _strings(data, "channels", what)),
             virtual_cuda=cuda)
     raise CondaParseError("conda info --json has neither conda's nor libmamba's keys")
 
@@ -113,7 +134,9 @@ def parse_list(text: str, names: Iterable[str] = CUDA_PACKAGES) -> Tuple[CondaPa
             raise CondaParseError(f"conda list --json: a row without a name: {str(row)[:60]!r}")
         if row["name"] in wanted:
             channel = row.get("channel")
-            out.append(CondaPackage(row["name"], str(row.get("version", "")), row.get("build_string"),
+            version, build = row.get("version", ""), row.get("build_string")
+            out.append(CondaPackage(row["name"], version if isinstance(version, str) else str(version)[:40],
+                                    build if isinstance(build, str) else None,
                                     channel_name(channel) if isinstance(channel, str) else None))
     return tuple(out)
 
@@ -122,9 +145,10 @@ def parse_error(text: str) -> Optional[str]:
     """The message of conda's JSON error (``{"exception_name": "EnvironmentLocationNotFound",
     "message": "Not a conda environment: /x", ...}``), or None when ``text`` is not one."""
     try:
-        data = json.loads(text)
-    except ValueError:
+        data = loads(text)
+    except JsonError:
         return None
     if isinstance(data, dict) and (data.get("message") or data.get("error")):
-        return str(data.get("message") or data.get("error")).strip().splitlines()[0]
+        lines = str(data.get("message") or data.get("error")).strip().splitlines()
+        return lines[0][:500] if lines else None
     return None

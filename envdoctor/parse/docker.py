@@ -16,12 +16,13 @@ JSON on stdout, the error on stderr, exit status 1)::
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
-from typing import Any, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from envdoctor.parse import ParseError
+from envdoctor.parse.jsontext import JsonError, loads
+from envdoctor.redact import mask_url
 
 
 class DockerParseError(ParseError):
@@ -51,9 +52,9 @@ def _first_json(text: str, what: str) -> dict:
     for line in (text or "").splitlines():
         if line.lstrip().startswith("{"):
             try:
-                data = json.loads(line)
-            except ValueError:
-                raise DockerParseError(f"{what}: truncated or broken JSON: {line.strip()[:60]!r}") from None
+                data = loads(line)
+            except JsonError as exc:
+                raise DockerParseError(f"{what}: JSON envdoctor cannot read ({exc}): {line.strip()[:60]!r}") from None
             if isinstance(data, dict):
                 return data
     start = (text or "").strip()[:60]
@@ -64,13 +65,19 @@ def _str(value: Any) -> Optional[str]:
     return value if isinstance(value, str) and value else None
 
 
+def _items(data: Dict[str, Any], key: str) -> List[Any]:
+    """``data[key]`` when it is a list, else nothing (a daemon of another version may differ)."""
+    value = data.get(key)
+    return value if isinstance(value, list) else []
+
+
 def parse_version_json(text: str) -> DockerVersion:
     data = _first_json(text, "docker version")
     client = data.get("Client") if isinstance(data.get("Client"), dict) else {}
     server = data.get("Server") if isinstance(data.get("Server"), dict) else {}
     platform = server.get("Platform") if isinstance(server.get("Platform"), dict) else {}
     names = [_str(platform.get("Name")) or ""]
-    names += [str(c.get("Name")) for c in server.get("Components") or () if isinstance(c, dict)]
+    names += [str(c.get("Name"))[:100] for c in _items(server, "Components") if isinstance(c, dict)]
     return DockerVersion(_str(client.get("Version")), _str(server.get("Version")), _str(platform.get("Name")),
                          any("podman" in n.lower() for n in names))
 
@@ -79,15 +86,15 @@ def parse_info_json(text: str) -> DockerInfo:
     data = _first_json(text, "docker info")
     runtimes = data.get("Runtimes") if isinstance(data.get("Runtimes"), dict) else {}
     devices = []
-    for dev in data.get("DiscoveredDevices") or ():
+    for dev in _items(data, "DiscoveredDevices"):
         if isinstance(dev, dict) and dev.get("Source") == "cdi" and _str(dev.get("ID")):
             devices.append(dev["ID"])
-    security = [s for s in data.get("SecurityOptions") or () if isinstance(s, str)]
+    security = [s for s in _items(data, "SecurityOptions") if isinstance(s, str)]
     return DockerInfo(
         server_version=_str(data.get("ServerVersion")),
         runtimes=tuple(sorted(str(k) for k in runtimes)),
         default_runtime=_str(data.get("DefaultRuntime")),
-        cdi_spec_dirs=tuple(d for d in data.get("CDISpecDirs") or () if isinstance(d, str)),
+        cdi_spec_dirs=tuple(d for d in _items(data, "CDISpecDirs") if isinstance(d, str)),
         cdi_devices=tuple(devices),
         rootless=any("name=rootless" in s for s in security),
     )
@@ -96,7 +103,8 @@ def parse_info_json(text: str) -> DockerInfo:
 _NOT_RUNNING = re.compile(r"Cannot connect to the Docker daemon|Is the docker daemon running|"
                           r"failed to connect to the docker API|if the daemon is running", re.I)
 _DENIED = re.compile(r"permission denied while trying to connect to the docker", re.I)
-_SOCKET = re.compile(r"(unix://\S+?\.sock|tcp://[\w.:\[\]-]+|npipe://\S+)")
+#: The daemon's address in the client's error: the first word with one of these schemes.
+_SOCKET_SCHEMES = ("unix://", "tcp://", "npipe://", "ssh://", "fd://")
 
 
 def classify_daemon_error(text: str) -> Tuple[str, Optional[str]]:
@@ -108,13 +116,30 @@ def classify_daemon_error(text: str) -> Tuple[str, Optional[str]]:
     dial unix /var/run/docker.sock: connect: permission denied`` -> ("permission_denied", ...);
     anything else -> ("error", socket or None).
     """
-    socket = _SOCKET.search(text or "")
-    where = socket.group(1).rstrip(".:") if socket else None
+    text = (text or "")[:65536]
+    where = _socket(text)
     if _DENIED.search(text or ""):
         return "permission_denied", where
     if _NOT_RUNNING.search(text or ""):
         return "not_running", where
     return "error", where
+
+
+def _socket(text: str) -> Optional[str]:
+    """``... daemon at unix:///var/run/docker.sock. Is the ...`` -> ``unix:///var/run/docker.sock``.
+    Word by word (linear; a lazy regex rescans from every ``unix://``)."""
+    for word in text.split():
+        for scheme in _SOCKET_SCHEMES:
+            k = word.find(scheme)
+            if k < 0:
+                continue
+            address = word[k:].strip("\"'`")
+            if scheme == "unix://" and ".sock" in address:
+                address = address[: address.index(".sock") + len(".sock")]
+            address = address.rstrip(".:,;")
+            if len(address) > len(scheme):
+                return mask_url(address)
+    return None
 
 
 def _version_after(pattern: str, text: str, what: str) -> str:

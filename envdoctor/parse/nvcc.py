@@ -12,12 +12,12 @@
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from typing import Optional, Tuple
 
 from envdoctor.parse import ParseError, major_minor
+from envdoctor.parse.jsontext import JsonError, get_dict, get_str, loads_object
 
 
 class NvccParseError(ParseError):
@@ -51,10 +51,12 @@ def parse_version_json(text: str) -> Tuple[str, str]:
     the number ``nvcc --version`` prints), the SDK's otherwise; the release from the SDK's.
     """
     try:
-        data = json.loads(text)
-        sdk = data["cuda"]["version"]
-    except (ValueError, KeyError, TypeError):
-        raise NvccParseError("version.json has no cuda.version") from None
+        data = loads_object(text, "version.json")
+        sdk = get_str(get_dict(data, "cuda"), "version", where="cuda")
+    except JsonError as exc:
+        raise NvccParseError(f"version.json cannot be read: {exc}") from None
+    if sdk is None:
+        raise NvccParseError("version.json has no cuda.version")
     release = major_minor(sdk) if isinstance(sdk, str) else None
     if release is None:
         raise NvccParseError(f"version.json: cuda.version {sdk!r} is not a version")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Dict, Optional, Tuple
 
-_NVRM = re.compile(r"NVRM version:\s*(?P<what>.*?)\s+(?P<version>\d+\.\d+(?:\.\d+)?)\s")
+_VERSION = re.compile(r"\d{1,6}\.\d{1,6}(?:\.\d{1,6})?")
 
 
 def parse_proc_version(text: str) -> Tuple[Optional[str], Optional[str]]:
@@ -16,11 +16,16 @@ def parse_proc_version(text: str) -> Tuple[Optional[str], Optional[str]]:
     >>> parse_proc_version("NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.90.07  Fri May 31 09:35:42 UTC 2024")
     ('550.90.07', 'proprietary')
     """
-    m = _NVRM.search(text + " ")
-    if not m:
+    at = text.find("NVRM version:")
+    if at < 0:
         return None, None
-    flavor = "open" if "Open Kernel Module" in m.group("what") else "proprietary"
-    return m.group("version"), flavor
+    line = text[at + len("NVRM version:"):].split("\n", 1)[0][:1000]
+    words = line.split()
+    for i, word in enumerate(words):
+        if _VERSION.fullmatch(word):
+            flavor = "open" if "Open Kernel Module" in " ".join(words[:i]) else "proprietary"
+            return word, flavor
+    return None, None
 
 
 def parse_module_version(text: str) -> Optional[str]:

@@ -15,6 +15,7 @@ import re
 from typing import Dict, List, Optional, Tuple
 
 from envdoctor.facts.gpu import GpuInfo
+from envdoctor.parse import ParseError
 
 #: The fields asked of nvidia-smi. compute_cap needs a driver of about R510 or newer.
 QUERY_FIELDS = ("index", "name", "uuid", "driver_version", "compute_cap", "memory.total",
@@ -23,8 +24,13 @@ QUERY_FIELDS = ("index", "name", "uuid", "driver_version", "compute_cap", "memor
 _NOT_AVAILABLE = {"", "[n/a]", "n/a", "[not supported]", "not supported", "[unknown error]"}
 
 
-class SmiParseError(ValueError):
+class SmiParseError(ParseError):
     """nvidia-smi printed something that is not what was asked for."""
+
+
+#: A field longer than this is not a value nvidia-smi prints (csv's own limit is 131072).
+MAX_FIELD = 4096
+_UNITS = (" MiB", " MHz", " W", " %", "MiB", "MHz", "W", "%")
 
 
 def _clean(value: str) -> Optional[str]:
@@ -32,16 +38,44 @@ def _clean(value: str) -> Optional[str]:
     if value.lower() in _NOT_AVAILABLE:
         return None
     # units are present when the output was not asked with nounits: "143771 MiB", "700.00 W"
-    return re.sub(r"\s*(MiB|MHz|W|%)$", "", value)
+    for unit in _UNITS:
+        if value.endswith(unit) and value[: -len(unit)][-1:].isdigit():
+            return value[: -len(unit)].rstrip()
+    return value
 
 
 def _num(value: Optional[str], kind: type) -> Optional[float]:
     if value is None:
         return None
-    try:
-        return kind(float(value)) if kind is int else float(value)
-    except ValueError:
+    if len(value) > 40:          # no measurement has 40 digits; int() refuses 4,300 anyway
         return None
+    try:
+        number = float(value)
+        if number != number or number in (float("inf"), float("-inf")):
+            return None
+        return kind(number) if kind is int else number
+    except (ValueError, OverflowError):
+        return None
+
+
+def _header(cell: str) -> str:
+    """``memory.total [MiB]`` -> ``memory.total`` (a slice, not a backtracking regex)."""
+    cell = cell.strip()
+    if cell.endswith("]") and "[" in cell:
+        cell = cell[: cell.index("[")].rstrip()
+    return cell
+
+
+def _csv_rows(lines: List[str]) -> List[List[str]]:
+    if any(len(line) > MAX_FIELD * 16 for line in lines):
+        raise SmiParseError(f"nvidia-smi printed a line of more than {MAX_FIELD * 16} characters")
+    try:
+        rows = list(csv.reader(io.StringIO("\n".join(lines)), skipinitialspace=True))
+    except csv.Error as exc:
+        raise SmiParseError(f"nvidia-smi printed CSV that cannot be read ({exc})") from None
+    if any(len(cell) > MAX_FIELD for row in rows for cell in row):
+        raise SmiParseError(f"nvidia-smi printed a field of more than {MAX_FIELD} characters")
+    return rows
 
 
 def parse_query_gpu(text: str) -> Tuple[GpuInfo, ...]:
@@ -55,8 +89,8 @@ def parse_query_gpu(text: str) -> Tuple[GpuInfo, ...]:
         raise SmiParseError("nvidia-smi printed nothing")
     if "\x00" in text:
         raise SmiParseError("nvidia-smi printed binary data, not CSV")
-    rows = list(csv.reader(io.StringIO("\n".join(lines)), skipinitialspace=True))
-    header = [re.sub(r"\s*\[.*\]$", "", h.strip()) for h in rows[0]]
+    rows = _csv_rows(lines)
+    header = [_header(h) for h in rows[0]]
     if "index" not in header:
         raise SmiParseError(f"nvidia-smi printed no CSV header: {lines[0][:80]!r}")
     gpus: List[GpuInfo] = []
@@ -88,9 +122,12 @@ def query_driver_version(text: str) -> Optional[str]:
     lines = [ln for ln in text.splitlines() if ln.strip()]
     if len(lines) < 2 or "\x00" in text:
         return None
-    rows = list(csv.reader(io.StringIO("\n".join(lines)), skipinitialspace=True))
-    header = [re.sub(r"\s*\[.*\]$", "", h.strip()) for h in rows[0]]
-    if "driver_version" not in header:
+    try:
+        rows = _csv_rows(lines)
+    except SmiParseError:
+        return None
+    header = [_header(h) for h in rows[0]]
+    if "driver_version" not in header or len(rows[1]) != len(header):
         return None
     return _clean(rows[1][header.index("driver_version")])
 

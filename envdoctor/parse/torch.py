@@ -1,10 +1,8 @@
-"""Pure parsers of what ``envdoctor/probes/torch_child.py`` prints: JSON lines -> facts.
+"""Pure parsers of what ``envdoctor/child/torch_probe.py`` answers: its JSON -> facts.
 
-The child writes one JSON object per line (see its docstring); the last line is the whole
-answer. A real line from the CPU development machine (torch 2.13.0+cpu)::
+A real answer from the CPU development machine (torch 2.13.0+cpu)::
 
-    {"envdoctor_child": 1, "result": "success",
-     "python": {"version": "3.11.7", "implementation": "cpython", "soabi": "cpython-311-x86_64-linux-gnu",
+    {"python": {"version": "3.11.7", "implementation": "cpython", "soabi": "cpython-311-x86_64-linux-gnu",
                 "platform": "linux-x86_64", "libc": "glibc 2.36", "maxsize_64bit": true,
                 "prefix": "/src/envdoctor/.venv", "base_prefix": "/root/.pyenv/versions/3.11.7",
                 "pip": "23.2.1", "distributions": {"torch": "2.13.0+cpu", ...}, ...},
@@ -21,83 +19,14 @@ checks packaging makes for 32-bit ARM, and macOS/Windows (the one sysconfig tag)
 
 from __future__ import annotations
 
-import json
 import re
-from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, Optional, Tuple
 
 from envdoctor.facts.python import LoadedLibrary, TargetPython, TorchDevice, TorchFacts
-
-PROTOCOL_KEY = "envdoctor_child"
+from envdoctor.parse import MAX_VERSION_PART
 
 _LEGACY = {17: "manylinux2014", 12: "manylinux2010", 5: "manylinux1"}
 _LEGACY_2014_ARCHS = frozenset({"x86_64", "i686", "aarch64", "armv7l", "ppc64", "ppc64le", "s390x"})
-
-
-@dataclass(frozen=True)
-class ChildOutput:
-    """The protocol lines of one run of the child, sorted out.
-
-    ``python``: the interpreter facts (from the first line, or the last line when it came);
-    ``torch``: the torch facts from the last line, else the most recent ``stage`` line;
-    ``stage``: the step the child was in when it stopped (None when it finished);
-    ``result``: "success", "error" (the child itself failed), or None (no last line);
-    ``other``: stdout lines that are not protocol lines, as printed.
-    """
-
-    python: Optional[Dict[str, Any]] = None
-    torch: Optional[Dict[str, Any]] = None
-    stage: Optional[str] = None
-    result: Optional[str] = None
-    message: Optional[str] = None
-    other: Tuple[str, ...] = ()
-    error_kind: Optional[str] = None      # "child_failure" or "unsupported_python"
-
-
-def read_child_output(stdout: str) -> ChildOutput:
-    """Sort the child's stdout into its protocol lines; never raises.
-
-    >>> read_child_output('{"envdoctor_child": 1, "result": "python", "python": {"version": "3.8.18"}}\\n')
-    ChildOutput(python={'version': '3.8.18'}, torch=None, stage=None, result=None, message=None, other=(), error_kind=None)
-    """
-    python = torch = None
-    stage = result = message = error_kind = None
-    other: List[str] = []
-    for line in stdout.splitlines():
-        data = _protocol_line(line)
-        if data is None:
-            if line.strip():
-                other.append(line)
-            continue
-        kind = data.get("result")
-        if isinstance(data.get("python"), dict):
-            python = data["python"]
-        if kind == "stage":
-            stage = data.get("stage") if isinstance(data.get("stage"), str) else None
-            if isinstance(data.get("torch"), dict):
-                torch = data["torch"]
-        elif kind in ("success", "error"):
-            result = kind
-            stage = None
-            if isinstance(data.get("torch"), dict):
-                torch = data["torch"]
-            if kind == "error":
-                message = str(data.get("message") or "")
-                error_kind = str(data.get("kind") or "child_failure")
-    return ChildOutput(python, torch, stage, result, message, tuple(other), error_kind)
-
-
-def _protocol_line(line: str) -> Optional[Dict[str, Any]]:
-    line = line.strip()
-    if not line.startswith("{"):
-        return None
-    try:
-        data = json.loads(line)
-    except ValueError:
-        return None
-    if isinstance(data, dict) and data.get(PROTOCOL_KEY) == 1:
-        return data
-    return None
 
 
 def parse_glibc(libc: Optional[str]) -> Optional[str]:
@@ -110,8 +39,10 @@ def parse_glibc(libc: Optional[str]) -> Optional[str]:
     """
     if not libc:
         return None
-    m = re.fullmatch(r"glibc (\d+)\.(\d+)(?:\.\d+)?", libc.strip())
-    return f"{m.group(1)}.{m.group(2)}" if m else None
+    m = re.fullmatch(r"glibc (\d{1,6})\.(\d{1,6})(?:\.\d{1,6})?", libc.strip()[:100])
+    if not m or int(m.group(2)) > MAX_VERSION_PART:
+        return None
+    return f"{m.group(1)}.{m.group(2)}"
 
 
 def platform_tag(platform: Optional[str], is_64bit: bool = True) -> Optional[str]:
@@ -143,8 +74,8 @@ def linux_platform_tags(glibc: Optional[str], platform: Optional[str]) -> Tuple[
     arch = platform[len("linux_"):]
     archs = ["armv8l", "armv7l"] if arch == "armv8l" else [arch]
     tags = [f"linux_{a}" for a in archs]
-    version = re.fullmatch(r"2\.(\d+)", glibc or "")
-    if version is None:
+    version = re.fullmatch(r"2\.(\d{1,6})", glibc or "")
+    if version is None or int(version.group(1)) > MAX_VERSION_PART:
         return tuple(tags)
     newest = int(version.group(1))
     for a in archs:

@@ -55,8 +55,12 @@ class Context:
         except OSError:
             return ()
 
-    def run(self, argv: Sequence[str], timeout: Optional[float] = None, stdin: Optional[str] = None) -> Ran:
-        return run(argv, timeout=self.timeout if timeout is None else timeout, env=self.env, stdin=stdin)
+    def run(self, argv: Sequence[str], timeout: Optional[float] = None, stdin: Optional[str] = None,
+            **streaming: Any) -> Ran:
+        """:func:`envdoctor.run.run` in this context's environment (``streaming``: on_line, stop, ...)."""
+        streaming.pop("env", None)
+        return run(argv, timeout=self.timeout if timeout is None else timeout, env=self.env, stdin=stdin,
+                   **streaming)
 
     def which(self, name: str) -> Optional[str]:
         return which(name, self.env)

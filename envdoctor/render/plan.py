@@ -9,14 +9,16 @@ older readers may ignore them) ``already_installed`` and ``index_env``.
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional
+from typing import Any
 
 from envdoctor import __version__
-from envdoctor.advise.choose import Rejected
+from envdoctor.advise.choice import Rejected
+from envdoctor.advise.machine import Machine
 from envdoctor.advise.plan import SCHEMA, Plan, Step
 from envdoctor.render.text import Style
 
 _INDEX = {"live": "index: checked live", "offline-table": "index: envdoctor's table, no live check"}
+_HOW = {"direct": "the driver runs it directly", "minor-version": "by minor-version compatibility"}
 
 
 def _index_text(state: str) -> str:
@@ -31,8 +33,8 @@ def headline(plan: Plan) -> str:
     if plan.status == "amd":
         return f"{plan.route} route: AMD GPU, outside what envdoctor advises"
     if plan.route == "docker" and plan.image:
-        how = " in forward-compatibility mode" if plan.image.forward_compat else ""
-        return f"docker route: {plan.image.image} (torch {plan.image.torch}, CUDA {plan.image.cuda}){how}"
+        mode = " in forward-compatibility mode" if plan.image.forward_compat else ""
+        return f"docker route: {plan.image.image} (torch {plan.image.torch}, CUDA {plan.image.cuda}){mode}"
     if not plan.ok:
         return f"{plan.route} route: nothing fits as the machine is" + ("; see the ways out" if plan.ways_out else "")
     if plan.installed:
@@ -41,15 +43,14 @@ def headline(plan: Plan) -> str:
         return f"{plan.route} route: {c.label} (no NVIDIA GPU: CPU wheels)"
     if plan.status == "macos":
         return f"{plan.route} route: {c.label} from PyPI (CPU and MPS)"
-    how = {"direct": "the driver runs it directly", "minor-version": "by minor-version compatibility"}
     if plan.route == "conda":
         return f"conda route: torch {c.torch} ({plan.conda})"
-    return f"{plan.route} route: {c.label} (CUDA {c.cuda}, {how.get(c.compatibility, c.compatibility)})"
+    return f"{plan.route} route: {c.label} (CUDA {c.cuda}, {_HOW.get(c.compatibility, c.compatibility)})"
 
 
 def render_text(plan: Plan, color: bool = False) -> str:
     st = Style(color)
-    out: List[str] = [st(f"envdoctor recommend: {headline(plan)}", "bold")]
+    out: list[str] = [st(f"envdoctor recommend: {headline(plan)}", "bold")]
     m = plan.machine
     if m is not None:
         if m.given:
@@ -101,7 +102,7 @@ def render_text(plan: Plan, color: bool = False) -> str:
     return "\n".join(out) + "\n"
 
 
-def _turned_down(plan: Plan) -> List[Any]:
+def _turned_down(plan: Plan) -> list[Rejected]:
     """The builds worth showing when nothing fits: only when the torch choice itself failed (not
     when the route did, as docker without a GPU), and without the doubtful builds that were passed
     over for a confirmed one and then looked at again (their real reason, if any, is listed too)."""
@@ -109,7 +110,7 @@ def _turned_down(plan: Plan) -> List[Any]:
     if plan.ok or c.status != "no-fit":
         return []
     rows = [r for r in c.rejected if "checked again only if nothing confirmed fits" not in r.reason]
-    out: List[Any] = []
+    out: list[Rejected] = []
     python = [r for r in rows if r.reason.startswith("no wheels for Python ")]
     if len(python) > 2:         # one line for "this Python has no wheels" across the releases
         first, last = python[-1].what.split()[-1], python[0].what.split()[-1]
@@ -119,11 +120,11 @@ def _turned_down(plan: Plan) -> List[Any]:
     return out + rows
 
 
-def _step(step: Step) -> Dict[str, Any]:
+def _step(step: Step) -> dict[str, Any]:
     return {"title": step.title, "commands": list(step.commands), "note": step.note}
 
 
-def plan_document(plan: Plan) -> Dict[str, Any]:
+def plan_document(plan: Plan) -> dict[str, Any]:
     """The versioned JSON document (``"schema": "envdoctor.plan/1"``)."""
     c = plan.choice
     m = plan.machine
@@ -164,7 +165,7 @@ def plan_document(plan: Plan) -> Dict[str, Any]:
     }
 
 
-def _machine(m: Any) -> Optional[Dict[str, Any]]:
+def _machine(m: Machine | None) -> dict[str, Any] | None:
     if m is None:
         return None
     return {
@@ -197,12 +198,12 @@ def render_script(plan: Plan, source: str = "envdoctor recommend") -> str:
         lines.append("# no commands: nothing fits as the machine is")
         lines.append('echo "envdoctor: nothing fits as the machine is; see the ways out in this file" >&2')
         lines.append("exit 1")
-        for w in plan.ways_out:
-            lines.append(f"# way out: {w.text}")
-            lines += [f"#   {x}" for x in w.commands]
+        for way in plan.ways_out:
+            lines.append(f"# way out: {way.text}")
+            lines += [f"#   {x}" for x in way.commands]
         return "\n".join(lines) + "\n"
     split = next((i for i, s in enumerate(plan.steps) if "sudo reboot" in s.commands), None)
-    body: List[str] = []
+    body: list[str] = []
     for i, step in enumerate(plan.steps, 1):
         if split is not None and i - 1 == split:
             body.append(f"  # {i}. {step.title}")

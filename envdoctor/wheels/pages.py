@@ -20,13 +20,13 @@ A package page on download.pytorch.org (``<base>/cu128/torch/``) looks like::
 from __future__ import annotations
 
 import html
-import json
 import posixpath
 import re
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple, Union
 from urllib.parse import unquote, urljoin, urlsplit, urlunsplit
 
+from envdoctor.parse.jsontext import JsonError, loads
 from envdoctor.redact import mask_url
 
 #: What a PEP 691 client sends: JSON preferred, HTML accepted.
@@ -85,9 +85,31 @@ def parse_page(text: str, url: str, content_type: Optional[str]) -> Page:
 #: ">=3.9,<4"``), unquoted parts may not, so a stray quote cannot make the scan quadratic.
 _TAG = re.compile(r"""<(/?)([a-zA-Z][a-zA-Z0-9:-]*)((?:[^<>"']|"[^"]*"|'[^']*')*)>""")
 _ATTR = re.compile(r"""([^\s=/>"']+)(?:\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>"']+)))?""")
-_COMMENT = re.compile(r"<!--.*?-->", re.S)
 _INNER_TAG = re.compile(r"<[^>]*>")
 _STRUCTURE = {"html", "body", "head", "h1", "title", "pre", "br", "p", "table", "div", "hr"}
+
+
+def strip_comments(text: str) -> Tuple[str, bool]:
+    """(the text without ``<!-- ... -->`` comments, whether a comment was left open). Linear: a
+    regex ``<!--.*?-->`` rescans the rest of the page from every unclosed ``<!--``.
+
+    >>> strip_comments("<a>x</a><!-- c --><b>")
+    ('<a>x</a><b>', False)
+    >>> strip_comments("<a>x</a><!-- cut")
+    ('<a>x</a>', True)
+    """
+    parts: List[str] = []
+    i = 0
+    while True:
+        j = text.find("<!--", i)
+        if j < 0:
+            parts.append(text[i:])
+            return "".join(parts), False
+        parts.append(text[i:j])
+        k = text.find("-->", j + 4)
+        if k < 0:
+            return "".join(parts), True
+        i = k + 3
 
 
 def _attrs(raw: str) -> Dict[str, Optional[str]]:
@@ -101,14 +123,15 @@ def _attrs(raw: str) -> Dict[str, Optional[str]]:
 
 def _anchors(text: str) -> Tuple[List[Tuple[Dict[str, Optional[str]], str]], Optional[str],
                                  Dict[str, str], int]:
-    """(anchors with their text, <base href>, <meta name=content>, structure tags seen)."""
+    """(anchors with their text, <base href>, <meta name=content>, structure tags seen) of a page
+    whose comments are already stripped."""
     anchors: List[Tuple[Dict[str, Optional[str]], str]] = []
     base: Optional[str] = None
     meta: Dict[str, str] = {}
     structure = 0
     open_attrs: Optional[Dict[str, Optional[str]]] = None
     open_at = 0
-    for m in _TAG.finditer(_COMMENT.sub("", text)):
+    for m in _TAG.finditer(text):
         end, name = m.group(1), m.group(2).lower()
         if name == "a" and open_attrs is not None:           # </a>, or an <a> left open
             anchors.append((open_attrs, m.string[open_at:m.start()]))
@@ -133,8 +156,9 @@ def _anchors(text: str) -> Tuple[List[Tuple[Dict[str, Optional[str]], str]], Opt
 def parse_html(text: str, url: str) -> Page:
     """Parse a PEP 503 page. Links are resolved against ``url`` (the URL after redirects)."""
     _check_text(text)
-    if "<" in text:
-        _check_complete(text)
+    text, open_comment = strip_comments(text)
+    if "<" in text or open_comment:
+        _check_complete(text, open_comment)
     anchors, base_href, meta, structure = _anchors(text)
     if not anchors and not structure:
         raise PageError("not an index page (no HTML and no links)")
@@ -168,12 +192,15 @@ def _check_text(text: str) -> None:
         raise PageError("not an index page (not text)")
 
 
-def _check_complete(text: str) -> None:
-    """A page cut off in transit: an ``<html>`` without ``</html>``, or ending inside a tag."""
+def _check_complete(text: str, open_comment: bool = False) -> None:
+    """A page cut off in transit: an ``<html>`` without ``</html>``, or ending inside a tag or a
+    comment. ``text`` is without its comments."""
     lowered = text.lower()
-    tail = re.sub(r"(<!--.*?-->\s*)+$", "", text.rstrip(), flags=re.S).rstrip()
+    tail = text.rstrip()
     if "<html" in lowered and "</html>" not in lowered:
         raise PageError("not a complete index page (truncated: no </html>)")
+    if open_comment:
+        raise PageError("not a complete index page (truncated inside a comment)")
     if tail and not tail.endswith(">"):
         raise PageError("not a complete index page (truncated inside a tag)")
 
@@ -232,9 +259,9 @@ def _attr_true(attrs: Dict[str, Optional[str]], name: str) -> bool:
 def parse_json(text: str, url: str) -> Page:
     """Parse a PEP 691 page (``application/vnd.pypi.simple.v1+json``)."""
     try:
-        data = json.loads(text)
-    except ValueError as exc:
-        raise PageError(f"not an index page (JSON does not parse: {exc.args[0][:60]})") from None
+        data = loads(text)
+    except JsonError as exc:
+        raise PageError(f"not an index page (JSON does not parse: {str(exc)[:80]})") from None
     if not isinstance(data, dict) or not isinstance(data.get("meta"), dict):
         raise PageError("not an index page (JSON without 'meta')")
     api = str(data["meta"].get("api-version", ""))
@@ -242,24 +269,28 @@ def parse_json(text: str, url: str) -> Page:
         raise PageError(f"unsupported simple API version {api or '(none)'} (envdoctor reads 1.x)")
     if isinstance(data.get("files"), list):
         files = tuple(_json_file(f, url) for f in data["files"]
-                      if isinstance(f, dict) and f.get("filename"))
+                      if isinstance(f, dict) and isinstance(f.get("filename"), str) and f["filename"])
         return Page(mask_url(url), "json", files, (), api)
     if isinstance(data.get("projects"), list):
-        names = tuple(str(p["name"]) for p in data["projects"] if isinstance(p, dict) and p.get("name"))
+        names = tuple(p["name"] for p in data["projects"] if isinstance(p, dict) and isinstance(p.get("name"), str)
+                      and p["name"])
         return Page(mask_url(url), "json", (), names, api)
     raise PageError("not an index page (JSON with neither 'files' nor 'projects')")
 
 
 def _json_file(f: Dict[str, object], url: str) -> FileLink:
-    hashes = f.get("hashes") if isinstance(f.get("hashes"), dict) else {}
+    raw_hashes = f.get("hashes")
+    hashes: Dict[str, object] = raw_hashes if isinstance(raw_hashes, dict) else {}
     yanked: Union[bool, str, None] = f.get("yanked")  # type: ignore[assignment]
     meta = f.get("core-metadata", f.get("dist-info-metadata", False))
-    absolute = _Resolver(url)(str(f.get("url") or f["filename"]).partition("#")[0])
+    link = f.get("url") if isinstance(f.get("url"), str) and f.get("url") else f["filename"]
+    absolute = _Resolver(url)(str(link).partition("#")[0])
     return FileLink(
         filename=str(f["filename"]),
         url=absolute,
-        hashes=tuple(sorted((str(k), str(v)) for k, v in hashes.items())),  # type: ignore[union-attr]
-        requires_python=str(f["requires-python"]) if f.get("requires-python") else None,
+        hashes=tuple(sorted((str(k), str(v)[:200]) for k, v in hashes.items() if isinstance(v, str))),
+        requires_python=f["requires-python"] if isinstance(f.get("requires-python"), str) and f["requires-python"]
+        else None,
         core_metadata=bool(meta),
         yanked=(yanked if isinstance(yanked, str) else "") if yanked else None,
     )

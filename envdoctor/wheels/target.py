@@ -9,7 +9,6 @@ True
 
 from __future__ import annotations
 
-import json
 import platform as _platform
 import re
 import sys
@@ -20,6 +19,8 @@ from packaging import tags as _tags
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.tags import Tag
 from packaging.version import InvalidVersion, Version
+
+from envdoctor.parse import MAX_VERSION_PART
 
 
 class TargetError(ValueError):
@@ -88,16 +89,15 @@ class Target:
     @classmethod
     def from_interpreter(cls, path: str, timeout: float = 10.0) -> "Target":
         """Ask the interpreter at ``path`` (in a child process) for its version, ABI and libc."""
-        from envdoctor.run import run
+        from envdoctor.child import run_child
 
-        ran = run([path, "-I", "-c", PROBE_SCRIPT], timeout=timeout)
-        if not ran.ok:
-            raise TargetError(f"could not run {path}: {ran.error}")
-        try:
-            info = json.loads(ran.stdout.strip().splitlines()[-1])
-        except (ValueError, IndexError):
-            raise TargetError(f"{path} did not print its interpreter details") from None
-        return target_from_probe(info, path)
+        child = run_child("interpreter.py", python=path, timeout=timeout, isolated=True,
+                          what="the interpreter check")
+        if child.cause is not None:
+            raise TargetError(f"could not run {path}: {child.cause.message}")
+        if child.result is None:
+            raise TargetError(f"{path} did not print its interpreter details")
+        return target_from_probe(child.result, path)
 
     @classmethod
     def _cpython(cls, python: str, pyver: Tuple[int, int], abi: str, platforms: Sequence[str],
@@ -149,6 +149,10 @@ def expand_platform(platform: str) -> Tuple[str, ...]:
     platform = platform.strip().lower().replace("-", "_").replace(".", "_")
     if not _PLATFORM_TAG.match(platform):
         raise TargetError(f"not a platform tag: {platform!r} (e.g. manylinux_2_28_x86_64)")
+    numbered = _MANYLINUX.match(platform) or _MUSLLINUX.match(platform) or _MACOSX.match(platform)
+    if numbered and max(len(numbered["major"]), len(numbered["minor"])) > 2:
+        raise TargetError(f"not a platform tag envdoctor can use: {platform[:60]!r} "
+                          f"(version {numbered['major'][:12]}.{numbered['minor'][:12]} is out of range)")
     legacy = _MANYLINUX_LEGACY.match(platform)
     if legacy:
         glibc = {v: k for k, v in _LEGACY_MANYLINUX.items()}[legacy["name"]]
@@ -195,33 +199,8 @@ def _unique(items: Iterable[str]) -> Tuple[str, ...]:
     return tuple(dict.fromkeys(items))
 
 
-#: Run with ``python -I -c`` in the target interpreter; standard library only, prints one JSON line.
-PROBE_SCRIPT = r"""
-import json, os, platform, struct, sys, sysconfig
-libc = platform.libc_ver()
-try:
-    confstr = os.confstr("CS_GNU_LIBC_VERSION")
-except (AttributeError, OSError, ValueError):
-    confstr = None
-print(json.dumps({
-    "version": list(sys.version_info[:3]),
-    "implementation": sys.implementation.name,
-    "cache_tag": sys.implementation.cache_tag,
-    "abiflags": getattr(sys, "abiflags", None),
-    "gil_disabled": bool(sysconfig.get_config_var("Py_GIL_DISABLED")),
-    "soabi": sysconfig.get_config_var("SOABI"),
-    "libc": [libc[0], libc[1]],
-    "confstr": confstr,
-    "machine": platform.machine(),
-    "bits": struct.calcsize("P") * 8,
-    "platform": sysconfig.get_platform(),
-    "mac_ver": platform.mac_ver()[0],
-}))
-"""
-
-
 def target_from_probe(info: dict, path: str) -> Target:
-    """Build the :class:`Target` from what :data:`PROBE_SCRIPT` printed (pure).
+    """Build the :class:`Target` from what ``envdoctor/child/interpreter.py`` answered (pure).
 
     >>> target_from_probe({"version": [3, 12, 3], "implementation": "cpython", "abiflags": "",
     ...     "libc": ["glibc", "2.39"], "machine": "x86_64", "bits": 64,
@@ -232,7 +211,9 @@ def target_from_probe(info: dict, path: str) -> Target:
         version = tuple(int(x) for x in info["version"][:3])
         pyver = (version[0], version[1])
         impl = str(info.get("implementation") or "cpython")
-    except (KeyError, TypeError, ValueError):
+        if len(version) < 2 or max(version) > MAX_VERSION_PART or min(version) < 0:
+            raise ValueError("version out of range")
+    except (KeyError, TypeError, ValueError, IndexError):
         raise TargetError(f"{path} printed interpreter details envdoctor cannot read") from None
     python = ".".join(str(x) for x in version)
     platforms = _probe_platforms(info)

@@ -1,6 +1,6 @@
 """Fake ``torch`` packages that imitate GPU builds, written into a folder put on PYTHONPATH.
 
-Each fake implements just what ``envdoctor/probes/torch_child.py`` touches, driven by a spec
+Each fake implements just what ``envdoctor/child/torch_probe.py`` touches, driven by a spec
 (stored as JSON next to the package), so a test states the machine it imitates in one dict:
 
 >>> site = make_torch(tmp_path, version="2.7.1+cu118", cuda="11.8", arch_flags="sm_50 sm_90",

@@ -1,29 +1,27 @@
-"""Draw the benchmark as a PNG in the target interpreter, with its matplotlib.
+"""Draw the benchmark as a PNG in the target interpreter, with its matplotlib (run by envdoctor.child).
 
-Run by envdoctor as ``PYTHON plot_child.py`` with JSON on stdin, standard library and matplotlib
-only, Python 3.8+::
+Standard library and matplotlib only, Python 3.8+. Config::
 
     {"path": "bench.png", "title": "NVIDIA H200, torch 2.11.0+cu130",
      "series": {"fp16": [[128, 1.2], [8192, 640.0]]}, "peaks": {"fp16": 989.4}}
 
-Prints one JSON line: {"ok": true} or {"ok": false, "kind": "no_matplotlib", "message": ...}.
+Answers ``{"path": ...}``, or fails with kind ``no_matplotlib``.
 """
 
-import json
-import sys
+if False:  # for readers and linters: this comes from _prelude.py, which envdoctor sends first
+    from envdoctor.child._prelude import Failure
 
 COLORS = {"fp32": "tab:blue", "tf32": "tab:cyan", "fp16": "tab:green", "bf16": "tab:purple"}
 
 
-def main():
-    spec = json.loads(sys.stdin.read())
+def main(spec):
     try:
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
         import matplotlib.ticker
     except ImportError as exc:
-        return {"ok": False, "kind": "no_matplotlib", "message": str(exc)}
+        raise Failure("no_matplotlib", str(exc)) from None
     fig, ax = plt.subplots(figsize=(7, 4.5), dpi=120)
     for dtype, pts in spec.get("series", {}).items():
         pts = sorted(pts)
@@ -49,12 +47,4 @@ def main():
     ax.legend()
     fig.tight_layout()
     fig.savefig(spec["path"])
-    return {"ok": True}
-
-
-if __name__ == "__main__":
-    try:
-        result = main()
-    except Exception as exc:
-        result = {"ok": False, "kind": "failed", "message": "%s: %s" % (type(exc).__name__, exc)}
-    sys.stdout.write(json.dumps(result) + "\n")
+    return {"path": spec["path"]}

@@ -1,23 +1,10 @@
-"""Report the interpreter running this script and its torch, as JSON lines on stdout.
+"""The target Python and its torch, for ``envdoctor check`` (run by envdoctor.child).
 
-envdoctor runs this file inside the *target* interpreter (``python - < torch_child.py``); it also
-runs standalone: ``python torch_child.py [--no-torch] [--dump-after SECONDS]``. It uses only the
-standard library and torch, runs on Python 3.8+ (and still reports the version on 3.6/3.7), and
-never imports torchvision or torchaudio (their versions come from the package metadata).
-
-Every line it writes to stdout is one JSON object with ``"envdoctor_child": 1``; ``result`` says
-what the line is::
-
-    {"envdoctor_child": 1, "result": "python", "python": {...}}      before torch is touched
-    {"envdoctor_child": 1, "result": "stage", "stage": "import torch", "torch": {...}}
-    {"envdoctor_child": 1, "result": "success", "python": {...}, "torch": {...}}   always last
-
-A ``stage`` line is written before each step that may crash or hang, with everything learned so
-far, so a segfault in ``import torch`` or a hang in CUDA init still leaves the Python facts and the
-step it died in. A failure of this script itself ends with ``"result": "error"`` and a ``message``.
-Anything else that writes to stdout (torch, a C library) is sent to stderr instead, so stdout
-carries only these lines. ``faulthandler`` prints the Python stack to stderr on a fatal signal, and
-(with ``--dump-after``) when the script is still running that many seconds later.
+Standard library and torch only; runs on Python 3.8+ and still reports the version on older ones.
+Never imports torchvision or torchaudio (their versions come from the package metadata).
+Events: ``python`` (the Python facts, before torch is touched), a ``stage`` before each step that
+may crash or hang (with the torch facts so far), then the result ``{"python": ..., "torch": ...}``.
+Config: ``{"torch": false}`` reads only the Python facts.
 
 The torch part, on the H200 (torch 2.11.0+cu130), looks like::
 
@@ -27,14 +14,14 @@ The torch part, on the H200 (torch 2.11.0+cu130), looks like::
      "capability": [9, 0], "memory": 150109880320, "sms": 132, "uuid": "c7d3a8fe-..."}], ...}
 """
 
-import json
 import os
 import sys
 import time
 import warnings
 
-PROTOCOL = 1
-TEXT_LIMIT = 2000
+if False:  # for readers and linters: these come from _prelude.py, which envdoctor sends first
+    from envdoctor.child._prelude import Failure, _text, emit, stage
+
 #: Library file names worth reporting from /proc/self/maps (driver: libcuda, libnvidia-*).
 LIBRARY_PREFIXES = (
     "libcuda.", "libcudart", "libcudnn", "libcublas", "libcufft", "libcurand", "libcusparse",
@@ -49,32 +36,8 @@ except NameError:  # Python 2, which only gets as far as saying its version
     NOISE = (DeprecationWarning,)
 
 
-def _text(value, limit=TEXT_LIMIT):
-    s = str(value)
-    return s if len(s) <= limit else s[:limit] + " [cut]"
-
-
 def _exc(exc):
     return _text("%s: %s" % (type(exc).__name__, exc))
-
-
-class Reporter(object):
-    """Writes protocol lines to a private copy of stdout; fd 1 is pointed at stderr."""
-
-    def __init__(self):
-        try:
-            fd = os.dup(1)
-            os.dup2(2, 1)
-            self.out = os.fdopen(fd, "w")
-            sys.stdout = sys.stderr
-        except OSError:
-            self.out = sys.stdout
-
-    def emit(self, result, **fields):
-        line = {"envdoctor_child": PROTOCOL, "result": result}
-        line.update(fields)
-        self.out.write(json.dumps(line, sort_keys=True, default=str) + "\n")
-        self.out.flush()
 
 
 def _dist_info_version(name):
@@ -157,15 +120,14 @@ def python_facts():
 class TorchReport(object):
     """The torch facts, filled step by step; ``stage`` writes what is known before a risky step."""
 
-    def __init__(self, reporter):
-        self.reporter = reporter
+    def __init__(self):
         self.data = {"installed": True, "unreadable": []}
         self.caught = []
 
     def stage(self, name):
         self.data["stage"] = name
         self.data["warnings"] = self.warnings()
-        self.reporter.emit("stage", stage=name, torch=self.data)
+        stage(name, torch=self.data)
 
     def attempt(self, label, fn, default=None):
         """``fn()``, or ``default`` with the exception noted under ``unreadable``."""
@@ -352,63 +314,24 @@ def _tiny_ops(torch, devices):
     return "ok"
 
 
-def main(argv):
-    faulthandler_on = False
-    try:
-        import faulthandler
-
-        faulthandler.enable()
-        faulthandler_on = True
-    except Exception:
-        pass
-    with_torch = "--no-torch" not in argv
-    if faulthandler_on and "--dump-after" in argv:
-        try:
-            seconds = float(argv[argv.index("--dump-after") + 1])
-            faulthandler.dump_traceback_later(seconds, exit=False)
-        except (IndexError, ValueError):
-            pass
-    # The folder of the script (or the current one, for stdin) must not shadow an installed torch.
-    here = globals().get("__file__")
-    shadowing = ("", os.getcwd()) + ((os.path.dirname(os.path.abspath(here)),) if here else ())
-    if sys.path and sys.path[0] in shadowing:
-        del sys.path[0]
-    reporter = Reporter()
-    py = None
+def main(config):
     if sys.version_info < (3, 6):
         version = "%d.%d.%d" % tuple(sys.version_info[:3])
-        reporter.emit("error", kind="unsupported_python", message="Python %s is too old" % version,
+        raise Failure("unsupported_python", "Python %s is too old" % version,
                       python={"version": version, "executable": sys.executable})
-        sys.stdout.flush()
-        os._exit(0)
-    try:
-        py = python_facts()
-        reporter.emit("python", python=py)
-        torch = {"installed": False}
-        if with_torch:
-            import importlib.util
+    py = python_facts()
+    emit("python", python=py)
+    torch = {"installed": False}
+    if config.get("torch", True):
+        import importlib.util
 
-            if importlib.util.find_spec("torch") is not None:
-                report = TorchReport(reporter)
-                with warnings.catch_warnings(record=True) as caught:
-                    warnings.simplefilter("always")
-                    report.caught = caught
-                    torch_facts(report)
-                    report.data["warnings"] = report.warnings()
-                report.data.pop("stage", None)
-                torch = report.data
-        reporter.emit("success", python=py, torch=torch)
-    except Exception as exc:
-        import traceback
-
-        reporter.emit("error", kind="child_failure", message=_exc(exc),
-                      traceback=_text(traceback.format_exc(), 4000), python=py)
-    sys.stderr.flush()
-    if faulthandler_on:
-        faulthandler.cancel_dump_traceback_later()
-    # Skip interpreter teardown: CUDA contexts are slow to destroy and some crash on exit.
-    os._exit(0)
-
-
-if __name__ == "__main__":
-    main(sys.argv[1:])
+        if importlib.util.find_spec("torch") is not None:
+            report = TorchReport()
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                report.caught = caught
+                torch_facts(report)
+                report.data["warnings"] = report.warnings()
+            report.data.pop("stage", None)
+            torch = report.data
+    return {"python": py, "torch": torch}

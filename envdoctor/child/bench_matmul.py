@@ -1,32 +1,32 @@
-"""Time ``a @ b`` in the target interpreter and print one JSON object on stdout.
+"""Time ``a @ b`` in the target interpreter (run by envdoctor.child for ``envdoctor bench``).
 
-Run by envdoctor as ``PYTHON child.py CONFIG_JSON``; standard library and torch only, Python 3.8+,
-never imported by envdoctor itself. CONFIG_JSON, e.g.::
+Standard library and torch only, Python 3.8+, never imported by envdoctor itself. Config, e.g.::
 
     {"dtypes": ["fp32", "tf32", "fp16", "bf16"], "sizes": [128, 512, 2048, 8192],
      "budget": 6.0, "device": "0"}
 
-While it runs, it prints one line per event on stderr, for the host's progress display and so
-that a child killed half-way still leaves the points it finished::
+While it runs it emits a ``plan`` event, then one ``point`` event per point, for the host's
+progress display and so that a child killed half-way still leaves the points it finished::
 
-    @envdoctor-bench {"event": "plan", "points": 16, "t": 1764412345.12}
-    @envdoctor-bench {"event": "point", "point": {"device": 0, "dtype": "fp16", "n": 8192, ...}}
+    {"envdoctor_child": 2, "kind": "plan", "points": 16, "devices": [...], "t": 1764412345.12}
+    {"envdoctor_child": 2, "kind": "point", "point": {"device": 0, "dtype": "fp16", "n": 8192, ...}}
 
 Method, per point: fresh random inputs; one product into a NaN-filled output, checked against
 float64 on a slice; a short calibration that also warms up; then back-to-back repeats of K
 products ``a @ b`` each, timed with CUDA events and the queue kept full (no synchronisation
-between repeats); then one more checked product while the GPU is hot. ``tflops`` is from the median repeat after the first
-quarter of them (the warm-up); ``burst_tflops`` from the first repeat.
+between repeats); then one more checked product while the GPU is hot. ``tflops`` is from the
+median repeat after the first quarter of them (the warm-up); ``burst_tflops`` from the first repeat.
 """
 
-import json
 import math
 import os
 import sys
 import time
 
+if False:  # for readers and linters: these come from _prelude.py, which envdoctor sends first
+    from envdoctor.child._prelude import emit, first_line
+
 CHILD_SCHEMA = "envdoctor.bench.child/1"
-EVENT_PREFIX = "@envdoctor-bench "
 
 ITEMSIZE = {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2}
 # ||c - ref|| / ||ref|| allowed per dtype, ref computed in float64 from the same (rounded) inputs.
@@ -38,18 +38,6 @@ MIN_REPEATS = 5
 SETTLE_FRACTION = 0.25    # leading repeats treated as warm-up for the median
 CALIBRATE_S = 0.002       # calibration grows its batch until it takes this long
 MAX_ONE_PRODUCT_S = 3.0   # a size whose one product would take longer is skipped
-
-
-def emit(event, **fields):
-    fields["event"] = event
-    fields["t"] = time.time()
-    sys.stderr.write(EVENT_PREFIX + json.dumps(fields, allow_nan=False) + "\n")
-    sys.stderr.flush()
-
-
-def first_line(exc):
-    text = str(exc).strip().splitlines()
-    return "%s: %s" % (type(exc).__name__, text[0] if text else "")
 
 
 def finite(x):
@@ -275,16 +263,11 @@ def bench_device(torch, device, info, dtypes, sizes, budget, out_points):
             emit("point", point=point)
 
 
-def main(argv):
+def main(cfg):
     started = time.time()
     out = {"schema": CHILD_SCHEMA, "python": sys.executable,
            "python_version": "%d.%d.%d" % sys.version_info[:3], "points": [], "devices": [],
            "notes": [], "error": None}
-    try:
-        cfg = json.loads(argv[1]) if len(argv) > 1 else {}
-    except ValueError as exc:
-        out["error"] = {"kind": "usage", "message": "bad configuration: %s" % exc}
-        return out
     dtypes = cfg.get("dtypes") or ["fp32", "tf32", "fp16", "bf16"]
     sizes = cfg.get("sizes") or [128, 512, 2048, 8192]
     budget = float(cfg.get("budget") or 6.0)
@@ -370,17 +353,3 @@ def main(argv):
     out["started"] = started
     out["ended"] = time.time()
     return out
-
-
-def run(argv):
-    try:
-        out = main(argv)
-    except Exception as exc:   # a bug here must still come back as JSON, not a traceback
-        out = {"schema": CHILD_SCHEMA, "error": {"kind": "internal", "message": first_line(exc)}}
-    sys.stdout.write(json.dumps(out, allow_nan=False) + "\n")
-    sys.stdout.flush()
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(run(sys.argv))
