@@ -23,6 +23,7 @@ COMMANDS: Dict[str, str] = {
     "table": "table:table",
     "snapshot": "snapshot:snapshot",
     "verify": "snapshot:verify",
+    "fleet": "fleet:fleet",
 }
 
 
