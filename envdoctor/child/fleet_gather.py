@@ -13,7 +13,7 @@ report as envdoctor wrote it)::
 2. rank 0 waits up to ``join_timeout`` seconds for every rank, then sets the ``plan``: ``group``
    when all joined, else ``store`` with the ranks that did;
 3. ``group``: all ranks form a gloo process group (every pair connects, as a job's NCCL will have
-   to) with ``join_timeout`` as its timeout, and ``gather_object`` brings every payload to rank 0;
+   to) with ``join_timeout`` as its timeout, and ``gather`` brings every payload to rank 0;
    ``store``, or when the group fails: each joined rank puts its payload in the store;
 4. rank 0 writes each payload to ``out_dir/rank-<N>.json`` and answers with who joined, who is
    missing and how the payloads travelled; the others answer how they sent theirs.
@@ -70,7 +70,18 @@ def _wait_for(store, keys, deadline, what, world):
         time.sleep(0.05)
 
 
+def _bytes(tensor, size):
+    """The first ``size`` bytes of a CPU uint8 tensor, without numpy (``tensor.numpy()`` needs it)."""
+    import ctypes
+
+    return ctypes.string_at(tensor.data_ptr(), size)
+
+
 def _gather_group(dist, store, cfg, payload, timeout):
+    """Every rank's payload at rank 0 through a gloo process group: the lengths first, then the
+    bytes padded to the longest. (``gather_object`` would do the same, but it turns the tensors
+    back into bytes with ``tensor.numpy()``, and torch runs without numpy.)"""
+    import torch
     from datetime import timedelta
 
     rank, world = int(cfg["rank"]), int(cfg["world_size"])
@@ -78,10 +89,23 @@ def _gather_group(dist, store, cfg, payload, timeout):
     dist.init_process_group("gloo", store=dist.PrefixStore("pg/", store), rank=rank, world_size=world,
                             timeout=timedelta(seconds=timeout))
     try:
-        stage("gather_object")
-        gathered = [None] * world if rank == 0 else None
-        dist.gather_object(payload, gathered, dst=0)
-        return gathered
+        stage("gather the payloads")
+        data = payload.encode("utf-8")
+        size = torch.tensor([len(data)], dtype=torch.int64)
+        sizes = [torch.zeros(1, dtype=torch.int64) for _ in range(world)] if rank == 0 else None
+        dist.gather(size, sizes, dst=0)
+        longest = torch.zeros(1, dtype=torch.int64)
+        if rank == 0:
+            longest[0] = max(int(t[0]) for t in sizes)
+        dist.broadcast(longest, src=0)
+        mine = torch.zeros(int(longest[0]), dtype=torch.uint8)
+        if data:
+            mine[: len(data)] = torch.frombuffer(bytearray(data), dtype=torch.uint8)
+        buffers = [torch.zeros(int(longest[0]), dtype=torch.uint8) for _ in range(world)] if rank == 0 else None
+        dist.gather(mine, buffers, dst=0)
+        if rank != 0:
+            return None
+        return [_bytes(b, int(n[0])).decode("utf-8") for b, n in zip(buffers, sizes)]
     finally:
         try:
             dist.destroy_process_group()

@@ -191,15 +191,16 @@ def _gather(with_bench: bool, join_timeout: float, slow_pct: float, fmt: str, ou
     try:
         run = g.carry(r, mine.text, target, join_timeout, os.environ, work, on_event=progress)
         if r.rank != 0:
+            # on stderr: the launcher merges every rank's stdout, which holds rank 0's report alone
             if run.ok:
                 seconds = float((run.result or {}).get("seconds", {}).get("total", run.seconds))
                 click.echo(rank_line(r.rank, r.world_size, mine.host, f"{r.master_addr}:{r.master_port}",
-                                     str((run.result or {}).get("transport", "gloo")), seconds))
+                                     str((run.result or {}).get("transport", "gloo")), seconds), err=True)
             else:
                 # never a non-zero exit here: torchrun would stop rank 0 while it still waits for the others
                 message = run.error.message if run.error else "failed"
                 click.echo(mask_text(f"envdoctor fleet: rank {r.rank} of {r.world_size} ({mine.host}) could not "
-                                     f"send its report to rank 0 at {r.master_addr}:{r.master_port}: {message}"))
+                                     f"send its report to rank 0 at {r.master_addr}:{r.master_port}: {message}"), err=True)
             sys.exit(0)
         if not run.ok:
             message = run.error.message if run.error else "failed"

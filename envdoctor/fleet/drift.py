@@ -131,6 +131,8 @@ class Spec:
     #: no finding of its own where the node has none of it and also deviates on one of these
     #: (no GPUs: "GPU models none" says nothing "GPUs 0" did not)
     absent_covered_by: Tuple[str, ...] = ()
+    #: in a tie, none of it is the target (errors of a node's own check: none is better)
+    tie_to_none: bool = False
 
 
 SPECS: Tuple[Spec, ...] = (
@@ -161,7 +163,7 @@ SPECS: Tuple[Spec, ...] = (
 )
 SPEC_BY_KEY = {s.key: s for s in SPECS}
 #: The row of the node's own check errors (its findings are ED771, by code, not by majority).
-OWN_ERRORS = Spec("check.errors", "errors of its own check", "error", "ED771")
+OWN_ERRORS = Spec("check.errors", "errors of its own check", "error", "ED771", tie_to_none=True)
 
 
 @dataclass(frozen=True)
@@ -260,6 +262,8 @@ def majority(spec: Spec, values: Iterable[Value]) -> Tuple[Value, int, bool]:
     counts = Counter(values)
     top = max(counts.values())
     leaders = [v for v, c in counts.items() if c == top]
+    if spec.tie_to_none and None in leaders:
+        return None, top, len(leaders) > 1
     best = max(leaders, key=lambda v: _rank(spec, v))
     return best, top, len(leaders) > 1
 
@@ -498,7 +502,7 @@ def absent(nodes: Sequence[NodeFacts]) -> List[NodeFinding]:
             why = node.notes[0] if node.notes else "it did not join"
             out.append(NodeFinding(node.name, Finding(
                 "ED780", "error", f"{node.name}: did not report ({why})", evidence=node.notes,
-                fix=fixes.missing(node, node.info.get("how", "")), reference=REFERENCE, area="fleet",
+                fix=fixes.missing(node, node.info.get("master")), reference=REFERENCE, area="fleet",
                 explanation=CODES["ED780"][1])))
         for path, reason in node.unreadable:
             out.append(NodeFinding(node.name, Finding(

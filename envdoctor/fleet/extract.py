@@ -133,7 +133,8 @@ class Builder:
         gpus = tuple(GpuFacts(**{k: v for k, v in g.items() if k in names})
                      for g in sorted(self.gpus, key=lambda g: g["index"]))
         return NodeFacts(name, source, tuple(d.source for d in node.documents), dict(self.values), gpus,
-                         node.status, node.rank, self.system, self.python, self.check_errors, dict(self.info),
+                         node.status, node.rank, self.system, self.python, self.check_errors,
+                         dict(node.info, **self.info),
                          tuple(node.notes) + tuple(self.notes), kinds, node.unreadable, tuple(self.serials))
 
 

@@ -168,8 +168,14 @@ def slow(node: NodeFacts, gpus: Iterable[Tuple[GpuFacts, str]]) -> Tuple[str, ..
     return tuple(dict.fromkeys(lines))
 
 
-def missing(node: NodeFacts, how: str) -> Tuple[str, ...]:
-    return (f"envdoctor check   # on {node.name}: does it run there at all?", how)
+def missing(node: NodeFacts, master: Optional[str]) -> Tuple[str, ...]:
+    """What to try on a node that did not join: does envdoctor run there, can it reach rank 0."""
+    lines = [f"envdoctor check   # on {node.name}: does it run there at all?"]
+    if master and ":" in master:
+        host, port = master.rsplit(":", 1)
+        lines.append(f"nc -zv {shlex.quote(host)} {port}   # from {node.name}: can it reach rank 0's store?")
+    lines.append("envdoctor fleet --gather --join-timeout 300   # a slow node (bench, a cold disk) may need longer")
+    return tuple(lines)
 
 
 def unreadable(path: str) -> Tuple[str, ...]:

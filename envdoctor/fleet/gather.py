@@ -140,7 +140,8 @@ def collect(r: Rendezvous, run: ChildRun) -> Tuple[List[NodeInput], GatherInfo]:
             why = ("joined after rank 0 stopped waiting" if rank in late else
                    "joined but its report never came" if rank in joined else
                    f"did not join rank 0 at {master} within the join timeout")
-            inputs.append(NodeInput((), fallback, "missing", rank, notes=(why,), problem=why))
+            inputs.append(NodeInput((), fallback, "missing", rank, notes=(why,), problem=why,
+                                    info={"master": master}))
             continue
         try:
             data = loads_object(read_input(path), f"the payload of rank {rank}")

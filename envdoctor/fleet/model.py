@@ -100,3 +100,5 @@ class NodeInput:
     unreadable: Tuple[Tuple[str, str], ...] = ()
     #: for a node of a gather that did not report: the one line saying why
     problem: Optional[str] = None
+    #: shown with the node, never compared (a gather adds rank 0's address)
+    info: Mapping[str, str] = field(default_factory=dict)
