@@ -18,7 +18,7 @@ from envdoctor.cli import cli
 from envdoctor.fleet.drift import CODES
 from envdoctor.fleet.merge import merge, merge_files
 from envdoctor.fleet.model import Document, NodeInput
-from envdoctor.render.fleet import fleet_document, render_html, render_markdown, render_text
+from envdoctor.render.fleet import render_html, render_markdown, render_text
 from envdoctor.table import load_table
 from tests import fleetdocs as fd
 

@@ -81,8 +81,9 @@ def _gather_group(dist, store, cfg, payload, timeout):
     """Every rank's payload at rank 0 through a gloo process group: the lengths first, then the
     bytes padded to the longest. (``gather_object`` would do the same, but it turns the tensors
     back into bytes with ``tensor.numpy()``, and torch runs without numpy.)"""
-    import torch
     from datetime import timedelta
+
+    import torch
 
     rank, world = int(cfg["rank"]), int(cfg["world_size"])
     stage("gloo process group", world_size=world)

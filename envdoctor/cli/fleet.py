@@ -199,8 +199,9 @@ def _gather(with_bench: bool, join_timeout: float, slow_pct: float, fmt: str, ou
             else:
                 # never a non-zero exit here: torchrun would stop rank 0 while it still waits for the others
                 message = run.error.message if run.error else "failed"
-                click.echo(mask_text(f"envdoctor fleet: rank {r.rank} of {r.world_size} ({mine.host}) could not "
-                                     f"send its report to rank 0 at {r.master_addr}:{r.master_port}: {message}"), err=True)
+                line = (f"envdoctor fleet: rank {r.rank} of {r.world_size} ({mine.host}) could not send its report "
+                        f"to rank 0 at {r.master_addr}:{r.master_port}: {message}")
+                click.echo(mask_text(line), err=True)
             sys.exit(0)
         if not run.ok:
             message = run.error.message if run.error else "failed"

@@ -94,7 +94,8 @@ def analyze(results: Sequence[Measured], fraction: float = SLOW_FRACTION) -> Ana
     slow_set = {(m.a, m.b) for m in slow}
     nodes = tuple(sorted(n for n, ms in pairs_of.items()
                          if len(ms) >= 2 and all((m.a, m.b) in slow_set for m in ms)))
-    links, unclear = [], []
+    links: List[Pair] = []
+    unclear: List[Pair] = []
     for m in slow:
         if m.a in nodes or m.b in nodes:
             continue
