@@ -10,6 +10,7 @@ marked; sortable by any column; a filter for deviating nodes) and the findings p
 from __future__ import annotations
 
 import html
+import textwrap
 from collections import defaultdict
 from typing import Any, Dict, List
 
@@ -142,8 +143,8 @@ def render_text(fleet: Fleet, color: bool = False) -> str:
     d = fleet.drift
     out = [style(headline(fleet), "bold"), ""]
     if d.rows:
-        width = max(len(r.label) for r in d.rows) + 2
-        ref = max(len(_reference(r)) for r in d.rows) + 2
+        width = max([len(r.label) for r in d.rows] + [len("What differs")]) + 2
+        ref = max([len(_reference(r)) for r in d.rows] + [len("fleet")]) + 2
         out.append(style(f"  {'What differs'.ljust(width)}{'fleet'.ljust(ref)}deviating", "dim"))
         for r in d.rows:
             out.append("  " + style(r.label.ljust(width), r.severity) + _reference(r).ljust(ref) + _deviating(r))
@@ -151,7 +152,8 @@ def render_text(fleet: Fleet, color: bool = False) -> str:
         out.append("  Nothing differs between the nodes that reported.")
     if d.same:
         same = ", ".join(f"{r.label} {show(r.majority)}" for r in d.same)
-        out += ["", f"  The same on every node: {same}"]
+        out += [""] + textwrap.wrap(f"The same on every node: {same}", 100, initial_indent="  ",
+                                    subsequent_indent="    ", break_on_hyphens=False)
     out += ["", style("  Nodes", "dim")]
     verdicts = sorted(d.verdicts, key=lambda v: (_VERDICT_ORDER[v.verdict], v.node))
     width = max((len(v.node) for v in verdicts), default=4)
