@@ -103,7 +103,8 @@ def test_a_rank_that_never_joins_is_named_after_the_timeout_and_the_others_are_r
     missing = next(n for n in doc["nodes"] if n["rank"] == 3)
     assert (missing["name"], missing["status"], missing["codes"]) == ("n4 (rank 3)", "missing", ["ED780"])
     f = next(f for f in doc["findings"] if f["code"] == "ED780")
-    assert f["title"] == f"n4 (rank 3): did not report (did not join rank 0 at 127.0.0.1:{port} within the join timeout)"
+    assert f["title"] == (f"n4 (rank 3): did not report (did not join rank 0 at 127.0.0.1:{port} within the join "
+                          "timeout)")
     assert f"nc -zv 127.0.0.1 {port}   # from n4 (rank 3): can it reach rank 0's store?" in f["fix"]
     # the three that joined are still compared, named by Slurm's node list
     assert [n["name"] for n in doc["nodes"][:3]] == ["localhost (rank 0)", "n2 (rank 1)", "n3 (rank 2)"]
