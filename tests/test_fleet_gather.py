@@ -148,6 +148,20 @@ def test_collect_turns_payload_files_into_nodes_and_names_the_one_that_sent_noth
     assert [n.name for n in fleet.drift.nodes] == ["gpu1 (rank 0)", "gpu2 (rank 1)", "gpu3 (rank 2)"]
 
 
+def test_envdoctor_node_names_the_node_over_its_host_name(tmp_path):
+    """A Kubernetes pod's host name is the pod's: ENVDOCTOR_NODE (spec.nodeName) names it."""
+    r = rendezvous({"RANK": "0", "WORLD_SIZE": "1", "MASTER_ADDR": "127.0.0.1"})
+    env = {gather.REPORT_ENV: str(fd.write(tmp_path, fd.host(fd.h200(), "fleet-0"))), gather.NODE_ENV: "gpu-node-17"}
+    mine = gather.local(r, env, inspect_node=None)
+    path = tmp_path / "rank-0.json"
+    path.write_text(mine.text)
+    run = ChildRun("fleet_gather.py", sys.executable, result={"transport": "gloo", "joined": [0],
+                                                              "files": {"0": str(path)}})
+    inputs, _ = gather.collect(r, run)
+    fleet, _ = merge(inputs, mode="gather")
+    assert [(n.name, n.name_source) for n in fleet.drift.nodes] == [("gpu-node-17", "node key")]
+
+
 def test_a_payload_whose_report_is_broken_is_an_unreadable_node(tmp_path):
     r = rendezvous({"RANK": "0", "WORLD_SIZE": "1", "MASTER_ADDR": "127.0.0.1"})
     path = tmp_path / "rank-0.json"

@@ -11,7 +11,8 @@ reads it back through ``envdoctor.documents`` like any file::
     {"payload": 1, "rank": 3, "host": "gpu10", "documents": {"report": "{\\"schema\\": ...}"},
      "health": {"gpus": [...], "error": null}, "inspect_s": 4.8}
 
-``ENVDOCTOR_FLEET_REPORT`` (for tests and demos only) replaces this rank's inspection with a
+``ENVDOCTOR_NODE`` names the node where its host name is no good name (a Kubernetes pod's host
+name is the pod's). ``ENVDOCTOR_FLEET_REPORT`` (for tests and demos only) replaces this rank's inspection with a
 recorded report: a path, a path with ``{rank}`` in it, or paths separated by ``:`` of which rank
 N takes the N-th. No NVML reading and no bench are added then.
 """
@@ -37,6 +38,9 @@ from envdoctor.inputs import InputError, read_input
 from envdoctor.parse.jsontext import JsonError, loads_object
 
 REPORT_ENV = "ENVDOCTOR_FLEET_REPORT"
+#: The node's name where its host name is no good one (a Kubernetes pod: the downward API's
+#: spec.nodeName); it wins over the host name, like a document's ``node`` key.
+NODE_ENV = "ENVDOCTOR_NODE"
 PAYLOAD_VERSION = 1
 #: NVML fields of the health reading.
 HEALTH_FIELDS = ("uuid", "ecc_mode", "ecc_corrected", "ecc_uncorrected", "remapped_rows")
@@ -81,10 +85,10 @@ def health(nv: Any = None) -> Dict[str, Any]:
 
 
 def payload(rank: int, host: str, documents: Mapping[str, str], health_data: Optional[Dict[str, Any]],
-            inspect_s: float) -> str:
+            inspect_s: float, node: Optional[str] = None) -> str:
     """This rank's payload as the text the child carries."""
-    return json.dumps({"payload": PAYLOAD_VERSION, "rank": rank, "host": host, "documents": dict(documents),
-                       "health": health_data, "inspect_s": round(inspect_s, 3)})
+    return json.dumps({"payload": PAYLOAD_VERSION, "rank": rank, "host": host, "node": node,
+                       "documents": dict(documents), "health": health_data, "inspect_s": round(inspect_s, 3)})
 
 
 def carry(r: Rendezvous, text: str, python: str, join_timeout: float, env: Mapping[str, str],
@@ -150,7 +154,11 @@ def collect(r: Rendezvous, run: ChildRun) -> Tuple[List[NodeInput], GatherInfo]:
             continue
         docs, problems = _documents(rank, data, source)
         status: Status = "reported" if docs else "unreadable"
-        inputs.append(NodeInput(tuple(docs), fallback, status, rank,
+        node = data.get("node")
+        names: Tuple[Tuple[str, NameSource], ...] = fallback
+        if isinstance(node, str) and node.strip():
+            names = ((node.strip()[:200], "node key"),) + fallback
+        inputs.append(NodeInput(tuple(docs), names, status, rank,
                                 unreadable=tuple((source, p) for p in problems)))
     seconds = {k: float(v) for k, v in (result.get("seconds") or {}).items() if isinstance(v, (int, float))}
     transport: Literal["gloo", "store", "none"] = "none"
@@ -179,20 +187,21 @@ def local(r: Rendezvous, env: Mapping[str, str], inspect_node: Any, bench: Any =
     report (a callable returning the report document) with ``bench()``'s document and NVML health."""
     started = time.perf_counter()
     host = socket.gethostname()
+    node = env.get(NODE_ENV, "").strip() or None
     path = recorded_report(env, r.rank)
     if path is not None:
         try:
             documents = {"report": read_input(Path(path))}
         except InputError as exc:
             raise GatherError(f"{REPORT_ENV}: {exc}") from None
-        return Local(payload(r.rank, host, documents, None, time.perf_counter() - started), host,
+        return Local(payload(r.rank, host, documents, None, time.perf_counter() - started, node), host,
                      time.perf_counter() - started)
     report = inspect_node()
     documents = {"report": dumps(report)}
     if bench is not None:
         documents["bench"] = dumps(bench())
     data = health(nv)
-    return Local(payload(r.rank, host, documents, data, time.perf_counter() - started), host,
+    return Local(payload(r.rank, host, documents, data, time.perf_counter() - started, node), host,
                  time.perf_counter() - started)
 
 
@@ -200,5 +209,5 @@ def workdir() -> str:
     return tempfile.mkdtemp(prefix="envdoctor-fleet-")
 
 
-__all__ = ["GatherError", "Local", "REPORT_ENV", "carry", "collect", "health", "local", "payload",
+__all__ = ["GatherError", "Local", "NODE_ENV", "REPORT_ENV", "carry", "collect", "health", "local", "payload",
            "recorded_report", "workdir"]

@@ -57,7 +57,8 @@ def fleet_document(fleet: Fleet) -> Dict[str, Any]:
             "name": n.name, "name_source": n.name_source, "status": n.status, "verdict": v.verdict,
             "codes": list(v.codes), "deviates_on": list(v.what), "rank": n.rank, "sources": list(n.sources),
             "kinds": list(n.kinds), "info": dict(n.info), "facts": dict(n.values),
-            "gpus": [to_data(g) for g in n.gpus], "notes": list(n.notes),
+            "gpus": [{k: v for k, v in to_data(g).items() if v is not None and v != {}} for g in n.gpus],
+            "notes": list(n.notes),
             "unreadable": [{"path": p, "reason": r} for p, r in n.unreadable],
         })
     gather = None
