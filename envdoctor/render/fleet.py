@@ -233,7 +233,7 @@ function sortBy(th) {
   function key(row) { var c = row.cells[col]; return c.dataset.k || c.textContent; }
   rows.sort(function (x, y) {
     var a = key(x), b = key(y), n = parseFloat(a), m = parseFloat(b);
-    var r = (!isNaN(n) && !isNaN(m) && n !== m) ? n - m : a.localeCompare(b);
+    var r = (!isNaN(n) && !isNaN(m) && n !== m) ? n - m : a.localeCompare(b, undefined, {numeric: true});
     return asc ? r : -r;
   });
   rows.forEach(function (r) { body.appendChild(r); });
