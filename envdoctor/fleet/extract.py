@@ -275,7 +275,7 @@ def _health(data: Dict[str, Any], b: Builder) -> None:
     """``{"gpus": [{"index": 0, "uuid": "GPU-...", "ecc_mode": {"current": 1, "pending": 1},
     "ecc_corrected": 0, "ecc_uncorrected": 0, "remapped_rows": {"correctable": 0, "uncorrectable": 0,
     "pending": 0, "failure": 0}}], "error": null}``"""
-    if data.get("error"):
+    if data.get("error") and b.values.get("driver.version"):      # a node without a driver: nothing to say
         b.notes.append(f"its NVML health reading failed: {str(data['error'])[:200]}")
     for g in _list(data, "gpus"):
         if not isinstance(g, dict):
