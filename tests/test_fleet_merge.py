@@ -241,6 +241,15 @@ def test_redact_names_nodes_node_01_and_masks_hosts_serials_and_uuids(drifted):
     assert "gpu-03" not in text
 
 
+def test_redact_of_nodes_that_share_a_host_name_masks_it_without_naming_one_of_them(tmp_path):
+    """Both H200 recordings call themselves 'vm': it becomes <host>, not one node's label."""
+    fd.write(tmp_path / "h200a", fd.h200())
+    fd.write(tmp_path / "h200b", fd.driver(fd.h200_docs(), "570.133.20", "12.8"))
+    fleet, redactor = merge_files([str(tmp_path)], redact_names=True)
+    assert [n.name for n in fleet.drift.nodes] == ["node-01", "node-02"]
+    assert redactor.text("vm h200a h200b/check.json root /root/x") == "<host> node-01 node-02/check.json <user> ~/x"
+
+
 def test_secrets_in_reports_are_masked_in_every_output(tmp_path):
     leaky = fd.host(fd.h200(), "gpu-02")
     leaky["findings"] = [{"code": "ED205", "severity": "error", "title": "torch's CUDA is newer than the driver runs",

@@ -8,9 +8,11 @@
 from __future__ import annotations
 
 import dataclasses
+import re
+from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, Dict, List, Literal, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Literal, Mapping, Optional, Sequence, Tuple
 
 from envdoctor.fleet.drift import SLOW_FRACTION, Drift, analyze
 from envdoctor.fleet.extract import ExtractError, extract
@@ -110,29 +112,71 @@ def node_facts(inputs: Sequence[NodeInput]) -> Tuple[List[NodeFacts], List[str]]
     return facts, notes
 
 
+class NodeRedactor(Redactor):
+    """``--redact`` for many nodes at once: GPU UUIDs as :class:`Redactor` masks them, home folders,
+    then every node name, host name, user and serial in one pass over the text (a thousand nodes'
+    names are a thousand words: one regular expression each would make the pass quadratic).
+
+    A word is replaced where it stands alone (not inside a longer name: ``gpu-1`` stays in
+    ``gpu-10``), also before a dot (``gpu-07.json``, ``gpu-07.cluster.local``).
+
+    >>> NodeRedactor(["/home/ana"], {"gpu-07": "node-01", "ana": "<user>"}).text(
+    ...     "gpu-07.json by ana in /home/ana/r; gpu-070 GPU-06a5f464-881f-ab0f-b623-dcb0180a7d38")
+    'node-01.json by <user> in ~/r; gpu-070 GPU-<uuid>'
+    """
+
+    _TOKEN = re.compile(r"[\w-]+(?:\.[\w-]+)*")
+
+    def __init__(self, homes: Sequence[str], words: Mapping[str, str]) -> None:
+        super().__init__(None, None, None)
+        self.homes = sorted(set(h for h in homes if h not in ("", "/")), key=len, reverse=True)
+        self.words = {w: label for w, label in words.items() if w}
+        self.pairs = [(h, "~") for h in self.homes] + list(self.words.items())
+        #: names that are no single token ("n4 (rank 3)"): few, each replaced on its own
+        self.odd = [(w, label) for w, label in self.words.items() if not self._TOKEN.fullmatch(w)]
+
+    def _swap(self, match: "re.Match[str]") -> str:
+        token = match.group(0)
+        parts = token.split(".")
+        for k in range(len(parts), 0, -1):
+            head = ".".join(parts[:k])
+            label = self.words.get(head)
+            if label is not None:
+                return label + token[len(head):]
+        return token
+
+    def text(self, text: str) -> str:
+        text = self._UUID.sub(lambda m: (m.group(1) or "") + "<uuid>", text)
+        for home in self.homes:
+            text = text.replace(home, "~")
+        for word, label in self.odd:
+            text = re.sub(rf"(?<![\w-]){re.escape(word)}(?![\w-])", label, text)
+        return self._TOKEN.sub(self._swap, text)
+
+
 def redact(nodes: Sequence[NodeFacts]) -> Tuple[List[NodeFacts], Redactor]:
     """``--redact``: node-01, node-02, ... for the names (in the order of the sorted names), and a
     Redactor for every host name, user, home folder, GPU serial and UUID in the output."""
     width = max(2, len(str(len(nodes))))
     order = sorted(range(len(nodes)), key=lambda i: nodes[i].name)
     labels = {nodes[i].name: f"node-{k + 1:0{width}d}" for k, i in enumerate(order)}
-    redactor = Redactor(None, None, None)
-    homes, words = [], []
+    homes: List[str] = []
+    words: Dict[str, str] = {}
+    hosts = Counter(n.system.hostname for n in nodes if n.system is not None and n.system.hostname)
     for node in nodes:
-        label = labels[node.name]
         system = node.system
-        if system is not None and system.home and system.home not in ("/", ""):
-            homes.append((system.home, "~"))
-        words.append((node.name, label))
-        if system is not None and system.hostname and system.hostname not in ANONYMOUS_HOSTS:
-            words.append((system.hostname, label))
-        if system is not None and system.user and len(system.user) >= 2:
-            words.append((system.user, "<user>"))
-        words.extend((s, "<serial>") for s in node.serials)
-    # longest first, so that "gpu-1" does not take a bite out of "gpu-10"; homes before words
-    redactor.pairs = homes + sorted(set(words), key=lambda p: -len(p[0]))
+        words.update((s, "<serial>") for s in node.serials)
+        if system is not None:
+            if system.home:
+                homes.append(system.home)
+            if system.user and len(system.user) >= 2:
+                words[system.user] = "<user>"
+            if system.hostname and system.hostname not in ANONYMOUS_HOSTS:
+                # a host name several nodes share ("vm") names none of them
+                words[system.hostname] = labels[node.name] if hosts[system.hostname] == 1 else "<host>"
+    words.update(labels)                      # the nodes' own names last: they win
     renamed = [dataclasses.replace(n, name=labels[n.name]) for n in nodes]
-    return renamed, redactor
+    return renamed, NodeRedactor(homes, words)
 
 
 def merge(inputs: Sequence[NodeInput], *, mode: Literal["files", "gather"] = "files", table: Any = None,
@@ -157,4 +201,4 @@ def merge_files(paths: Sequence[str], **kwargs: Any) -> Tuple[Fleet, Optional[Re
     return merge(group(docs, skipped), skipped=skipped, **kwargs)
 
 
-__all__ = ["Fleet", "GatherInfo", "merge", "merge_files", "node_facts", "redact", "unique_names"]
+__all__ = ["Fleet", "GatherInfo", "NodeRedactor", "merge", "merge_files", "node_facts", "redact", "unique_names"]
