@@ -134,6 +134,8 @@ def test_a_gpu_ten_percent_slow_is_named_against_the_median_of_its_model(tmp_pat
     assert f.title == "n3: GPU 1 at 600.0 TFLOP/s, 9% below the fleet's median 659.8 for NVIDIA H200"
     assert f.evidence[0] == "GPU 1 (GPU-001c6456-6a10-5e91-4ca3-451b2c6bba48): 600.0 TFLOP/s at bf16@8192"
     assert "envdoctor bench --device 1 --dtype bf16 --size 8192   # measure it again" in f.fix
+    n3 = next(n for n in fleet.drift.nodes if n.name == "n3")
+    assert n3.sources == (str(tmp_path / "n3" / "check.json"), str(tmp_path / "n3" / "bench.json"))  # report first
     measured = row(fleet, "measured.tflops:NVIDIA H200")
     assert measured.values["n3"] == 600.0 and measured.majority == 659.8
     assert measured.note == "bf16@8192, slowest GPU of each node"

@@ -104,6 +104,7 @@ class Builder:
         self.check_errors: Tuple[Finding, ...] = ()
         self.hostname: Optional[str] = None
         self.serials: List[str] = []
+        self.sources: List[str] = []           # in the order read: the report first
 
     def set(self, key: str, value: Value) -> None:
         """Set a fact unless an earlier document (the report) already did."""
@@ -132,7 +133,8 @@ class Builder:
         names = {f.name for f in dataclasses.fields(GpuFacts)}
         gpus = tuple(GpuFacts(**{k: v for k, v in g.items() if k in names})
                      for g in sorted(self.gpus, key=lambda g: g["index"]))
-        return NodeFacts(name, source, tuple(d.source for d in node.documents), dict(self.values), gpus,
+        sources = tuple(dict.fromkeys(self.sources + [d.source for d in node.documents]))
+        return NodeFacts(name, source, sources, dict(self.values), gpus,
                          node.status, node.rank, self.system, self.python, self.check_errors,
                          dict(node.info, **self.info),
                          tuple(node.notes) + tuple(self.notes), kinds, node.unreadable, tuple(self.serials))
@@ -316,6 +318,7 @@ def extract(node: NodeInput) -> Tuple[Builder, Tuple[str, ...]]:
             b.notes.append(f"{doc.source}: an envdoctor {doc.kind} document; this envdoctor does not compare "
                            f"{doc.kind} results across nodes yet")
             continue
+        b.sources.append(doc.source)
         try:
             fn(doc.data, b)
         except ExtractError as exc:
