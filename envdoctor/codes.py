@@ -48,7 +48,7 @@ RANGES: Tuple[CodeRange, ...] = (
               reserved=True),
     CodeRange(700, 749, "verify", "after a change, against a snapshot: ED701-ED719 regressions (errors), "
               "ED720-ED749 changes (info)"),
-    CodeRange(750, 799, "fleet", "many nodes: the node or GPU that differs from the others", reserved=True),
+    CodeRange(750, 799, "fleet", "many nodes: the node or GPU that differs from the others"),
     CodeRange(800, 839, "burn", "sustained load: per-GPU health verdicts (miscompares, ECC, throttling, Xid)"),
     CodeRange(840, 869, "links", "PCIe and NVLink links and the topology (degraded width or generation, links down)"),
     CodeRange(870, 899, "comms", "collectives through torch.distributed: bus bandwidth against the expected"),
@@ -606,6 +606,126 @@ _CODES: Tuple[Code, ...] = (
          'Nothing to measure; envdoctor comms --backend gloo --nproc N measures CPU processes.',
          ()),
     # --- ED9xx: envdoctor itself -------------------------------------------------------------------
+    # fleet (envdoctor/fleet/drift.py): a node that differs from the others
+    Code("ED751", "A node runs another driver branch than the fleet", "fleet", ("error",),
+         "The driver branch (580, 570) decides the highest CUDA the node runs and how the GPUs behave; a job "
+         "spread over nodes of different branches fails or differs on some of them.",
+         "Install the fleet's branch (the commands are for the node's distribution) and reboot."),
+    Code("ED752", "A node runs another driver version of the fleet's branch", "fleet", ("warning",),
+         "Same branch, another release: usually harmless, but bug fixes differ.",
+         "Upgrade it with the others."),
+    Code("ED753", "A node's driver supports another CUDA than the fleet's", "fleet", ("error",),
+         "Programs built for the newer CUDA fail on the node whose driver supports less "
+         "(cudaErrorInsufficientDriver).",
+         "Upgrade its driver."),
+    Code("ED754", "A node's loaded kernel module differs from the fleet's driver", "fleet", ("warning",),
+         "The kernel module in memory is not the version the others run (often a driver upgraded without a "
+         "reboot); reboot or reload the module.",
+         "Bring the node in line with the fleet: the finding gives the node's value, the majority's and the "
+         "commands for that node."),
+    Code("ED755", "A node uses the other kernel-module flavour (open or proprietary)", "fleet", ("warning",),
+         "The open and proprietary modules of one branch behave alike for CUDA, but support, GSP firmware and "
+         "bugs differ; install the flavour the others run.",
+         "Bring the node in line with the fleet: the finding gives the node's value, the majority's and the "
+         "commands for that node."),
+    Code("ED756", "A node has another number of GPUs than the fleet", "fleet", ("error",),
+         "A GPU is missing (fallen off the bus, Xid 79, not passed through to the VM, disabled) or the node is "
+         "another type; a job asking for every GPU fails there.",
+         "Bring the node in line with the fleet: the finding gives the node's value, the majority's and the "
+         "commands for that node."),
+    Code("ED757", "A node has other GPU models than the fleet", "fleet", ("error",),
+         "A job tuned for one model (memory, speed, kernels) runs unevenly on another; schedule it apart.",
+         "Bring the node in line with the fleet: the finding gives the node's value, the majority's and the "
+         "commands for that node."),
+    Code("ED758", "A GPU's power limit differs from the fleet's for its model", "fleet", ("warning",),
+         "A lower power limit makes that GPU, and every collective waiting for it, slower; set the limit the "
+         "others run.",
+         "Bring the node in line with the fleet: the finding gives the node's value, the majority's and the "
+         "commands for that node."),
+    Code("ED759", "A GPU's max SM clock differs from the fleet's for its model", "fleet", ("warning",),
+         "Another VBIOS or board: it may run slower than the others.",
+         "Bring the node in line with the fleet: the finding gives the node's value, the majority's and the "
+         "commands for that node."),
+    Code("ED760", "A node's ECC mode differs from the fleet's", "fleet", ("warning",),
+         "ECC off frees memory and hides memory errors; ECC on costs a little. Keep the fleet alike.",
+         "Bring the node in line with the fleet: the finding gives the node's value, the majority's and the "
+         "commands for that node."),
+    Code("ED761", "A node runs another torch build than the fleet", "fleet", ("error",),
+         "Another torch release or CUDA variant gives other kernels, numerics and NCCL; a job spread over the "
+         "nodes may hang or fail.",
+         "Install the fleet's build."),
+    Code("ED762", "A node's torch is built for another CUDA than the fleet's", "fleet", ("error",),
+         "The torch wheel's CUDA variant differs; install the fleet's.",
+         "Bring the node in line with the fleet: the finding gives the node's value, the majority's and the "
+         "commands for that node."),
+    Code("ED763", "torch cannot use the GPUs on a node where the fleet's can", "fleet", ("error",),
+         "The node's torch is a CPU build, or CUDA fails there (driver, container, visible devices); its own "
+         "check says which.",
+         "Bring the node in line with the fleet: the finding gives the node's value, the majority's and the "
+         "commands for that node."),
+    Code("ED764", "A node's torch loads another cuDNN than the fleet's", "fleet", ("warning",),
+         "Convolution and attention kernels differ, and so may speed and numerics.",
+         "Bring the node in line with the fleet: the finding gives the node's value, the majority's and the "
+         "commands for that node."),
+    Code("ED765", "A node's torch loads another NCCL than the fleet's", "fleet", ("error",),
+         "NCCL's versions talk to each other only within limits: a collective across nodes with different "
+         "NCCLs may hang or fail. Load the fleet's.",
+         "Bring the node in line with the fleet: the finding gives the node's value, the majority's and the "
+         "commands for that node."),
+    Code("ED766", "A node runs another Python than the fleet", "fleet", ("warning",),
+         "Wheels and pickled objects differ between Python versions.",
+         "Bring the node in line with the fleet: the finding gives the node's value, the majority's and the "
+         "commands for that node."),
+    Code("ED767", "A node has other CUDA toolkits (nvcc) than the fleet", "fleet", ("warning",),
+         "Extensions built on that node (JIT or pip builds) use another nvcc.",
+         "Bring the node in line with the fleet: the finding gives the node's value, the majority's and the "
+         "commands for that node."),
+    Code("ED768", "A node has another NVIDIA Container Toolkit than the fleet", "fleet", ("warning",),
+         "Containers get the GPUs another way (or not at all) on that node.",
+         "Bring the node in line with the fleet: the finding gives the node's value, the majority's and the "
+         "commands for that node."),
+    Code("ED769", "A node runs another operating system than the fleet", "fleet", ("warning",),
+         "Libraries, the driver packaging and the glibc differ.",
+         "Bring the node in line with the fleet: the finding gives the node's value, the majority's and the "
+         "commands for that node."),
+    Code("ED770", "A node runs another Linux kernel than the fleet", "fleet", ("info",),
+         "Usually harmless; a DKMS driver module must be built for each kernel.",
+         "Bring the node in line with the fleet: the finding gives the node's value, the majority's and the "
+         "commands for that node."),
+    Code("ED771", "A node's own check found errors the others do not have", "fleet", ("error",),
+         "envdoctor check on the node reported errors (each with its own code and fix); the fix of each is "
+         "repeated here.",
+         "Bring the node in line with the fleet: the finding gives the node's value, the majority's and the "
+         "commands for that node."),
+    Code("ED772", "A GPU has uncorrected ECC errors", "fleet", ("error",),
+         "Memory errors ECC could not correct: results on that GPU may be wrong, and the driver may have "
+         "killed processes (Xid 48, 94, 95).",
+         "Drain the node, reset the GPU, and watch whether they return."),
+    Code("ED773", "A GPU has row remaps pending or failed", "fleet", ("error",),
+         "Pending remaps take effect at the next GPU reset; a failed remap means the memory cannot be "
+         "repaired: the GPU needs service.",
+         "Bring the node in line with the fleet: the finding gives the node's value, the majority's and the "
+         "commands for that node."),
+    Code("ED774", "A GPU reports corrected ECC errors where the fleet has none", "fleet", ("warning",),
+         "Corrected errors cost nothing now but often come before uncorrected ones; watch the GPU.",
+         "Bring the node in line with the fleet: the finding gives the node's value, the majority's and the "
+         "commands for that node."),
+    Code("ED775", "A GPU is more than 5% slower than the fleet's median for its model", "fleet", ("error",),
+         "Measured matmul TFLOP/s at the same point (dtype and size) as the other GPUs of the same model; a "
+         "slow GPU (power cap, thermal throttling, a clock lock, a degraded board) holds back every collective "
+         "of a job.",
+         "Look at its clock-event reasons and measure it again."),
+    Code("ED780", "A node did not report", "fleet", ("error",),
+         "In a gather: the node never joined rank 0 within --join-timeout (not started, hung, cannot reach "
+         "rank 0's address and port) or joined too late; the others are reported without it.",
+         "Bring the node in line with the fleet: the finding gives the node's value, the majority's and the "
+         "commands for that node."),
+    Code("ED781", "A node's document could not be read", "fleet", ("error",),
+         "The file is not an envdoctor document, is cut short, or holds values no probe writes; the node is "
+         "named and left out of the comparison.",
+         "Bring the node in line with the fleet: the finding gives the node's value, the majority's and the "
+         "commands for that node."),
+
     # burn (envdoctor/burn/rules.py): sustained load on every GPU
     Code("ED800", "A product differed from the first one", "burn", ("error",),
          "The same inputs went through the same cuBLAS call on one stream, which NVIDIA documents to give "

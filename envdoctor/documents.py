@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -36,6 +36,15 @@ class DocumentError(ValueError):
     """A document envdoctor cannot use: not JSON, bigger or deeper than the reader allows, not the
     kind asked for, a version this envdoctor cannot read, or values of the wrong shape. The message
     is one line that names the source and says which."""
+
+
+class OtherKindError(DocumentError):
+    """The text is a document of another kind than the ones asked for (``schema`` names it): a
+    reader of many files (``fleet DIR``) may pass over it where a broken file is an error."""
+
+    def __init__(self, message: str, schema: str) -> None:
+        super().__init__(message)
+        self.schema = schema
 
 
 @dataclass(frozen=True)
@@ -119,6 +128,8 @@ DOCUMENTS: tuple[Document, ...] = (
     Document("fit", "envdoctor.fit/1", "fit-1.json", "fit estimate", "envdoctor fit --json"),
     Document("topo", "envdoctor.topo/1", "topo-1.json", "topology", "envdoctor topo --json"),
     Document("comms", "envdoctor.comms/1", "comms-1.json", "comms result", "envdoctor comms --json"),
+    Document("fleet", "envdoctor.fleet/1", "fleet-1.json", "fleet report",
+             "envdoctor fleet REPORT.json... --json, envdoctor fleet --gather --json"),
 )
 _BY_KIND = {d.kind: d for d in DOCUMENTS}
 _VERSION = re.compile(r"[0-9]{1,6}")
@@ -166,8 +177,8 @@ def _refuse_other(schema_name: str, row: Document, source: str) -> None:
         return
     accepts = row.accepts or f"an envdoctor {row.noun}"
     if schema_name.startswith("envdoctor."):
-        raise DocumentError(f"{source} is an {family or schema_name} document, not {accepts}")
-    raise DocumentError(f"{source} is a document of schema {schema_name!r}, not {accepts}")
+        raise OtherKindError(f"{source} is an {family or schema_name} document, not {accepts}", schema_name)
+    raise OtherKindError(f"{source} is a document of schema {schema_name!r}, not {accepts}", schema_name)
 
 
 def _migrate(data: dict[str, Any], row: Document, source: str) -> tuple[dict[str, Any], str | None]:
@@ -212,4 +223,29 @@ def read_document(text: str, kind: str, source: str) -> Loaded:
     return Loaded(kind, data, migrated_from)
 
 
-__all__ = ["DOCUMENTS", "Document", "DocumentError", "Loaded", "document", "dumps", "read_document", "schema"]
+def read_any(text: str, kinds: Sequence[str], source: str) -> Loaded:
+    """The document in ``text`` if it is of one of ``kinds`` (the first whose family matches its
+    ``schema``: "report" before "snapshot"), read as :func:`read_document` reads it; JSON is
+    parsed once. :class:`OtherKindError` for a document of another kind, :class:`DocumentError`
+    for anything else::
+
+        read_any(text, ("report", "bench"), "n1/bench.json").kind     # "bench"
+    """
+    rows = [document(k) for k in kinds]
+    nouns = list(dict.fromkeys(r.noun for r in rows))
+    noun = nouns[0] if len(nouns) == 1 else ", ".join(nouns[:-1]) + " or " + nouns[-1]
+    data = _parse(text, rows[0], source)
+    name = data.get("schema")
+    if not isinstance(name, str):
+        raise DocumentError(f"{source} is not an envdoctor {noun} (no 'schema' key)")
+    family = name.rpartition("/")[0]
+    row = next((r for r in rows if r.family == family), None)
+    if row is None:
+        what = f"an {family} document" if name.startswith("envdoctor.") else f"a document of schema {name!r}"
+        raise OtherKindError(f"{source} is {what}, not an envdoctor {noun}", name)
+    data, migrated_from = _migrate(data, row, source)
+    return Loaded(row.kind, data, migrated_from)
+
+
+__all__ = ["DOCUMENTS", "Document", "DocumentError", "Loaded", "OtherKindError", "document", "dumps", "read_any",
+           "read_document", "schema"]

@@ -29,6 +29,7 @@ COMMANDS: Dict[str, str] = {
     "fit": "fit:fit",
     "topo": "topo:topo",
     "comms": "comms:comms",
+    "fleet": "fleet:fleet",
 }
 
 
@@ -47,6 +48,7 @@ SUMMARIES: Dict[str, str] = {
     "fit": "Will this model fit on these GPUs, for inference or training: the peak, term by term.",
     "topo": "GPU links (PCIe, NVLink, NUMA) with each path's expected peak.",
     "comms": "NCCL collectives: bus bandwidth, correctness, the slow link.",
+    "fleet": "Many nodes: merge their reports (or gather them through a launcher) and name the odd one.",
 }
 
 

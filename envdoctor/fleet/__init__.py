@@ -1,0 +1,12 @@
+"""``envdoctor fleet``: many nodes' reports merged, and the node that differs named.
+
+- ``load``: files, folders and globs -> documents grouped by node (:class:`model.NodeInput`);
+- ``extract``: one function per document kind turns a node's documents into comparable facts
+  (:class:`model.NodeFacts`);
+- ``drift``: pure rules over all nodes: the majority of each fact, the nodes that deviate, slow
+  GPUs, health counters; findings ED750-ED799 with the fix per node (``fixes``); a verdict per node;
+- ``merge``: the whole pipeline, for files and for a gather;
+- ``launcher``, ``nodelist``: the rendezvous from torchrun's, Slurm's and Open MPI's variables;
+- ``gather``: the host side of ``fleet --gather`` (the child is ``envdoctor/child/fleet_gather.py``);
+- ``pairs``: the pairing schedule of a pairwise pass and the slowest-pair analysis.
+"""
