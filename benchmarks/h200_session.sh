@@ -89,6 +89,19 @@ burn)
   tail -n 40 "$W/bench-burn.txt" >> "$SUMMARY"
   ;;
 fit)
+  # check's start-up again, compiled as an installed package is (the image sets PYTHONDONTWRITEBYTECODE=1,
+  # so a checkout on PYTHONPATH is compiled again on every run; pip compiles at install)
+  if [ -f .device/base-390b2f0.tar.gz ]; then
+    mkdir -p /tmp/base && tar -xzf .device/base-390b2f0.tar.gz -C /tmp/base
+    "$PY" -m compileall -q /tmp/base/envdoctor >/dev/null 2>&1
+    BASE="--baseline /tmp/base"
+  else
+    BASE=""
+  fi
+  "$PY" -m compileall -q envdoctor >/dev/null 2>&1
+  timed bench_check rec "$W/bench-check.txt" "$PY" benchmarks/bench_check.py --skip-torch-only \
+      --rounds "$ROUNDS" --breakdown --python "$PYPATH" $BASE --json "$W/bench-check.json"
+  tail -n 18 "$W/bench-check.txt" >> "$SUMMARY"
   if [ -n "${TINY:-}" ]; then
     timed fit_accuracy rec "$W/bench-fit.txt" "$PY" benchmarks/bench_fit_accuracy.py --tiny --out "$W/fit"
   else

@@ -76,6 +76,8 @@ class Recorder:
                     shown = tuple(args[0])
                 if name in ("nvmlDeviceGetGpuFabricInfo", "nvmlDeviceGetGpuFabricInfoV"):
                     shown = ()
+                if name == "nvmlDeviceRegisterEvents":
+                    shown = ()                                      # the event set is this run's own
                 return self._call(self.gpus[gpu], name, real, (h,) + args, shown, fabric="Fabric" in name)
             return device_call
         return real
@@ -109,8 +111,13 @@ def main() -> int:
                     s.pair(i, j, PAIR_FIELDS)
         watch = s.watch_xid()
         watch.close()
+    try:
+        from importlib.metadata import version
+        binding = version("nvidia-ml-py")
+    except Exception:  # noqa: BLE001 - only for the note
+        binding = "?"
     doc = {"_about": f"recorded by benchmarks/record_nvml.py on {datetime.date.today()} "
-                     f"(nvidia-ml-py {getattr(pynvml, '__version__', '?')}); replayed by tests/fakenvml.py",
+                     f"(nvidia-ml-py {binding}); replayed by tests/fakenvml.py",
            "system": rec.system, "gpus": rec.gpus}
     json.dump(doc, sys.stdout, indent=1, sort_keys=True)
     print()

@@ -67,9 +67,9 @@ class FakeNvml:
         self._handles = [Handle(i) for i in range(len(self.recording.get("gpus", [])))]
 
     @classmethod
-    def recorded(cls, machine: str, gpus: Optional[int] = None, **kw: Any) -> FakeNvml:
-        """The recording of ``machine``; ``gpus=N`` repeats its first GPU N times (new UUIDs)."""
-        data = json.loads((FIXTURES / machine / "nvml.json").read_text())
+    def recorded(cls, machine: str, gpus: Optional[int] = None, name: str = "nvml.json", **kw: Any) -> FakeNvml:
+        """The recording ``name`` of ``machine``; ``gpus=N`` repeats its first GPU N times (new UUIDs)."""
+        data = json.loads((FIXTURES / machine / name).read_text())
         if gpus is not None:
             first = data["gpus"][0]
             data["gpus"] = []

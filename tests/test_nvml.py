@@ -145,3 +145,19 @@ def test_nvlinks_of_an_nvswitch_gpu_with_one_link_down():
         links = s.read(0, ("nvlinks",)).values["nvlinks"]
     assert len(links) == 18 and [x["link"] for x in links if not x["active"]] == [3]
     assert links[0]["generation"] == "4.0" and links[0]["remote_bus_id"] == "00000000:05:00.0"
+
+
+def test_the_real_h200_recording_replays_to_what_nvidia_smi_said():
+    """benchmarks/record_nvml.py on the H200 (idle), against nvidia-smi -q and topo -m of that machine."""
+    with Session(FakeNvml.recorded("h200-driver580-cuda13", name="nvml-recorded.json")) as s:
+        r = s.read(0, FIELDS)
+    v = r.values
+    assert (v["name"], v["compute_capability"], v["power_limit_w"], v["max_sm_clock_mhz"]) == ("NVIDIA H200", "9.0",
+                                                                                               700.0, 1980)
+    assert v["pcie"] == {"gen": 5, "width": 16, "max_gen": 5, "max_width": 16, "gpu_max_gen": 5}
+    assert v["numa_node"] == 0 and v["cpu_affinity"] == list(range(16))       # topo -m: 0-15, NUMA 0
+    assert v["temperature_thresholds"] == {"shutdown": 95, "slowdown": 89, "mem_max": 95, "gpu_max": 87}
+    assert v["ecc_mode"] == {"current": 1, "pending": 1} and v["mig_mode"] == {"current": 0, "pending": 0}
+    assert v["remapped_rows"] == {"correctable": 0, "uncorrectable": 0, "pending": 0, "failure": 0}
+    assert v["reasons_mask"] == 1 and v["sm_clock_mhz"] == 345                  # idle: GpuIdle, 345 MHz
+    assert r.errors["nvlinks"] == NOT_SUPPORTED and r.errors["fabric"] == NOT_SUPPORTED

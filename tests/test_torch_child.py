@@ -209,3 +209,23 @@ def test_pip_version_on_python_37_without_importlib_metadata():
         pytest.skip("no Python 3.7 on this machine")
     child = probe_child(exe)
     assert child.events[0]["python"]["pip"] not in (None, "unknown")
+
+
+def test_the_protocol_2_recording_gives_the_facts_of_the_converted_protocol_1_one():
+    """torch-child.txt was recorded in protocol 1 and rewritten; torch-child-protocol2.txt is the
+    child of today recorded on another instance of the same H200 image: the facts agree."""
+    from envdoctor.probes.python import interpret
+    from tests.fakes import recorded
+
+    def facts(name):
+        child = from_ran("torch_probe.py", "python3", Ran(("python3", "-"), 0,
+                                                          recorded("h200-driver580-cuda13", name), "", 4.0))
+        return interpret(child, "/opt/torch/.venv/bin/python3", "python3 on PATH")
+
+    (py1, t1), (py2, t2) = facts("torch-child.txt"), facts("torch-child-protocol2.txt")
+    assert t2.error is None and py2.error is None
+    for field in ("version", "cuda", "cudnn_version", "nccl_version", "arch_list", "cuda_available", "tiny_op",
+                  "torchvision", "torchaudio"):
+        assert getattr(t1, field) == getattr(t2, field), field
+    assert (py1.version, py1.platform_tags[:2]) == (py2.version, py2.platform_tags[:2])
+    assert t2.devices[0].name == "NVIDIA H200" and t2.devices[0].capability == "9.0"

@@ -65,9 +65,12 @@ def _progress(stream: Any) -> Any:
             t = q.get("time_s")
             bus = plan.busbw_gbps(q["collective"], int(q["bytes"]), float(t), state["world"]) \
                 if isinstance(t, (int, float)) and q.get("collective") else None
+            if state["world"] <= 1 and isinstance(t, (int, float)):
+                shown = f"{t * 1e6:.1f} us (one rank: no bandwidth)"
+            else:
+                shown = f"busbw {bus:g} GB/s" if bus is not None else str(q.get("status"))
             text = (f"comms: [{state['done']}/{state['total']}] {q.get('collective')} "
-                    f"{plan.human_bytes(int(q.get('bytes') or 0))}: "
-                    + (f"busbw {bus:g} GB/s" if bus is not None else str(q.get("status"))))
+                    f"{plan.human_bytes(int(q.get('bytes') or 0))}: " + shown)
         elif kind == "pair":
             q = e.get("pair") or {}
             text = f"comms: pair {q.get('src')} -> {q.get('dst')}"

@@ -23,15 +23,17 @@ log = logging.getLogger(__name__)
 
 #: area -> module under envdoctor.probes with ``probe(ctx)``. The "python" module answers both
 #: the "python" and "torch" areas (one child process of the target interpreter).
+#: Ordered by how long each waits on something outside envdoctor: the target interpreter's child
+#: first, so it starts before the probes that only read files take the interpreter's time.
 AREAS: Dict[str, str] = {
-    "system": "system",
-    "pci": "pci",
+    "python": "python",
     "driver": "driver",
     "toolkits": "toolkit",
     "conda": "conda",
     "docker": "docker",
-    "python": "python",
     "links": "links",
+    "system": "system",
+    "pci": "pci",
 }
 
 #: Areas a user may leave out with ``--skip``.

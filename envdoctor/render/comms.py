@@ -65,8 +65,10 @@ def table_lines(r: CommsResult) -> List[str]:
         if p.status != "ok":
             rows.append((p.collective, human_bytes(p.bytes), "-", "-", "-", "-", "-", "-", p.status))
             continue
-        rows.append((p.collective, human_bytes(p.bytes), str(p.iters), _f(p.time_us, 1), _f(p.algbw_gbps),
-                     _f(p.busbw_gbps), f"{p.ratio:.0%}" if p.ratio is not None else "-",
+        alone = r.world_size <= 1     # one rank moves no byte: size/time is not a bandwidth
+        rows.append((p.collective, human_bytes(p.bytes), str(p.iters), _f(p.time_us, 1),
+                     "-" if alone else _f(p.algbw_gbps), "-" if alone else _f(p.busbw_gbps),
+                     f"{p.ratio:.0%}" if p.ratio is not None else "-",
                      f"{p.algo}/{p.proto}" if p.algo else "-",
                      "ok" if p.wrong == 0 else (f"{p.wrong} wrong" if p.wrong else "-")))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
@@ -131,8 +133,12 @@ def render_comms_text(r: CommsResult, findings: Iterable[Finding], color: bool =
     if r.points:
         out.append("")
         out.extend(table_lines(r))
-        out.append("  size: nccl-tests' S (all_gather: the output, reduce_scatter: the input); busbw = algbw x "
-                   "2(n-1)/n for all_reduce, (n-1)/n for the others; 'of peak': busbw / the slowest path's peak")
+        if r.world_size <= 1:
+            out.append("  one rank: no byte crosses a link, so no bandwidth is shown; the times are NCCL's own cost "
+                       "of a call (all_gather, reduce_scatter and all_to_all copy within the GPU's memory)")
+        else:
+            out.append("  size: nccl-tests' S (all_gather: the output, reduce_scatter: the input); busbw = algbw x "
+                       "2(n-1)/n for all_reduce, (n-1)/n for the others; 'of peak': busbw / the slowest path's peak")
     for block in (pair_lines(r), host_lines(r), rank_lines(r), [f"note: {n}" for n in r.notes]):
         if block:
             out.append("")
