@@ -95,6 +95,7 @@ CTK_CDI = "https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/lat
 TORCH_INSTALL = "https://pytorch.org/get-started/locally/"
 TORCH_CPP_EXTENSION = "https://pytorch.org/docs/stable/cpp_extension.html"
 TORCHVISION_INSTALL = "https://github.com/pytorch/vision#installation"
+TORCHAUDIO_COMPAT = "https://docs.pytorch.org/audio/2.11.0/installation.html#compatibility-matrix"
 LD_SO = "https://man7.org/linux/man-pages/man8/ld.so.8.html"
 CONDA_FORGE_CUDA = ("https://conda-forge.org/docs/user/tipsandtricks/"
                     "#installing-cuda-enabled-packages-like-tensorflow-and-pytorch")
@@ -226,16 +227,18 @@ _CODES: Tuple[Code, ...] = (
          "Run the operation by hand to see the error; see ED206 for builds without kernels.",
          (CUDA_BINARY_COMPAT,)),
     Code("ED209", "torchvision or torchaudio belong to another torch release", "torch", ("error",),
-         "Their compiled operators are built against one torch release; with another they fail to load "
-         "('operator torchvision::nms does not exist') or crash.",
+         "Their compiled parts are built against one torch release; with another they fail to load "
+         "(torchvision: 'operator torchvision::nms does not exist'; torchaudio: 'libtorchaudio.so: undefined "
+         "symbol') or crash. torchaudio 2.11 and later are built against torch's stable ABI and also work "
+         "with later torch releases.",
          "Install the version that pairs with the installed torch, from the same index, with --no-deps.",
-         (TORCHVISION_INSTALL,)),
+         (TORCHVISION_INSTALL, TORCHAUDIO_COMPAT)),
     Code("ED210", "torchvision or torchaudio were built for another CUDA (or the CPU) than torch", "torch",
          ("error", "warning"),
          "A companion package of another CUDA major refuses to load (an error); another minor or a CPU build "
          "loads but is not the tested pair, and a CPU build has no CUDA kernels (a warning).",
          "Reinstall the companion from torch's own variant index with --no-deps.",
-         (TORCHVISION_INSTALL,)),
+         (TORCHVISION_INSTALL, TORCHAUDIO_COMPAT)),
     Code("ED211", "LD_LIBRARY_PATH makes torch load CUDA libraries other than its wheel's", "torch",
          ("warning", "error"),
          "The loader searches LD_LIBRARY_PATH before the paths torch's wheel records, so a system CUDA or "

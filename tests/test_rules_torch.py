@@ -647,3 +647,17 @@ def test_ed206_for_a_v100_nvidia_smi_lists_without_compute_cap_on_driver_470():
     assert finding.title == "torch 2.7.1+cu118 has no kernels for compute capability 7.0"
     assert finding.evidence[0] == ("GPU 0 (Tesla V100-SXM2-16GB): compute capability 7.0 "
                                    "(nvidia-smi; compute capability from envdoctor table)")
+
+
+def test_ed209_for_torchaudio_says_torchaudio_not_torchvision():
+    """ED209 for a torchaudio of another release gave torchvision's text (operator torchvision::nms)
+    and torchvision's page."""
+    t = built("2.8.0+cu128", "12.8", CU128_ARCH, torchaudio="2.7.1+cu128")
+    finding = one(machine(t, gpus=[RTX4090]), "ED209")
+    assert finding.title == "torchaudio 2.7.1+cu128 does not belong to torch 2.8.0+cu128"
+    assert "torchvision" not in finding.explanation and "libtorchaudio.so" in finding.explanation
+    assert finding.reference == "https://docs.pytorch.org/audio/2.11.0/installation.html#compatibility-matrix"
+    assert finding.fix == (f"{PY} -m pip install --force-reinstall --no-deps torchaudio==2.8.0 "
+                           f"--index-url {MIRROR}/cu128",)
+    cpu_audio = built("2.8.0+cu128", "12.8", CU128_ARCH, torchaudio="2.8.0+cpu")
+    assert one(machine(cpu_audio, gpus=[RTX4090]), "ED210").reference == finding.reference

@@ -42,6 +42,16 @@ REF_COMPAT = "https://docs.nvidia.com/deploy/cuda-compatibility/"
 REF_MINOR = "https://docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html"
 REF_BINARY = "https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#binary-compatibility"
 REF_VISION = "https://github.com/pytorch/vision#installation"
+REF_AUDIO = "https://docs.pytorch.org/audio/2.11.0/installation.html#compatibility-matrix"
+#: Each companion's own compatibility page and what a mismatched build of it does.
+_COMPANION_REF = {"torchvision": REF_VISION, "torchaudio": REF_AUDIO}
+_COMPANION_BREAKS = {
+    "torchvision": "torchvision's compiled operators are built against one torch release; with another "
+                   "they fail to load (\"operator torchvision::nms does not exist\") or crash.",
+    "torchaudio": "torchaudio's extension (libtorchaudio.so) is linked against one torch release; with "
+                  "another, import torchaudio fails (\"libtorchaudio.so: undefined symbol\"). From 2.11 on, "
+                  "torchaudio is built against torch's stable ABI and also works with later torch releases.",
+}
 REF_LDSO = "https://man7.org/linux/man-pages/man8/ld.so.8.html"
 RECOMMEND = "envdoctor recommend"
 #: Libraries a torch wheel ships (nvidia-* packages or torch/lib); not the driver's (libcuda, libnvidia-*).
@@ -548,6 +558,7 @@ def companion_mismatch(facts: Facts, table: Optional[Table]) -> Iterator[Finding
         if not installed or version(installed) is None:
             continue
         paired = _companion(rel, package, t.version)
+        ref = _COMPANION_REF[package]
         if paired and _base(installed) != _base(paired):
             yield Finding(
                 "ED209", "error", f"{package} {installed} does not belong to torch {t.version}",
@@ -555,10 +566,7 @@ def companion_mismatch(facts: Facts, table: Optional[Table]) -> Iterator[Finding
                           f"torch {_base(t.version)} pairs with {package} {paired} (envdoctor table)"),
                 fix=(f"{_py(facts)} -m pip install --force-reinstall --no-deps {package}=={paired} "
                      f"--index-url {_index_url(table, torch_tag)}",),
-                reference=REF_VISION, area="torch",
-                explanation=f"{package}'s compiled operators are built against one torch release; "
-                            "with another they fail to load (\"operator torchvision::nms does not exist\") "
-                            "or crash.",
+                reference=ref, area="torch", explanation=_COMPANION_BREAKS[package],
             )
             continue
         tag = _local(installed)
@@ -573,7 +581,7 @@ def companion_mismatch(facts: Facts, table: Optional[Table]) -> Iterator[Finding
             evidence=(f"{package} {installed} (package metadata)", _torch_evidence(facts)),
             fix=(f"{_py(facts)} -m pip install --force-reinstall --no-deps {package}=={_base(installed)} "
                  f"--index-url {_index_url(table, torch_tag)}",),
-            reference=REF_VISION, area="torch",
+            reference=ref, area="torch",
             explanation=("The CPU build has no CUDA kernels for its operators, so they fail on GPU tensors."
                          if tag == "cpu" else
                          f"{package} loads, but it is not the pair the release was built and tested as."
