@@ -76,14 +76,20 @@ def repo_dir(system: SystemFacts, table: Optional[Table] = None) -> Optional[str
     return repo[0] if repo else None
 
 
-def conda_nvcc_install(flavor: Optional[str], release: str, cuda_home: bool = False) -> tuple[str, ...]:
+def conda_nvcc_install(flavor: Optional[str], release: str, cuda_home: bool = False,
+                       with_cuda_version: bool = False) -> tuple[str, ...]:
     """nvcc of CUDA ``release`` ("12.6") from conda-forge into the active env, with ``flavor``
-    ("conda", "mamba", "micromamba"; None: conda); ``cuda_home``: then point CUDA_HOME at the env.
+    ("conda", "mamba", "micromamba"; None: conda); ``cuda_home``: then point CUDA_HOME at the env;
+    ``with_cuda_version``: move the env's cuda-version pin to ``release`` in the same command (an
+    env whose cuda-version names another release cannot take that nvcc otherwise).
 
     >>> conda_nvcc_install("micromamba", "12.6")
     ('micromamba install -c conda-forge cuda-nvcc=12.6',)
+    >>> conda_nvcc_install(None, "12.1", with_cuda_version=True)
+    ('conda install -c conda-forge cuda-nvcc=12.1 cuda-version=12.1',)
     """
-    cmds: tuple[str, ...] = (f"{flavor or 'conda'} install -c conda-forge cuda-nvcc={release}",)
+    pin = f" cuda-version={release}" if with_cuda_version else ""
+    cmds: tuple[str, ...] = (f"{flavor or 'conda'} install -c conda-forge cuda-nvcc={release}{pin}",)
     return cmds + (('export CUDA_HOME="$CONDA_PREFIX"',) if cuda_home else ())
 
 
