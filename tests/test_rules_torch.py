@@ -268,6 +268,30 @@ def test_ed204_without_pip_installs_it_first():
                            f"{PY} -m pip install --force-reinstall torch==2.8.0 --index-url {MIRROR}/cu128")
 
 
+def test_ed204_reinstall_into_an_externally_managed_python_makes_a_venv_first():
+    """ED204 said `/usr/bin/python3 -m pip install --force-reinstall ...` for Ubuntu's own Python,
+    which pip refuses (PEP 668: externally-managed-environment); recommend makes a venv first."""
+    system = TargetPython(executable="/usr/bin/python3", chosen_by="python3 on PATH", version="3.12.3",
+                          pip="24.0", platform="linux_x86_64", prefix="/usr", venv=False)
+    t = built("2.8.0+cpu", None, available=False, torchvision="0.23.0+cpu")
+    f = replace(machine(t, gpus=[RTX4090], python=system),
+                system=SystemFacts(os_id="ubuntu", os_version="24.04", os_like=("debian",)))
+    finding = one(f, "ED204")
+    assert finding.fix == ("/usr/bin/python3 -m venv ~/venvs/torch",
+                           f"~/venvs/torch/bin/python -m pip install torch==2.8.0 torchvision==0.23.0 "
+                           f"--index-url {MIRROR}/cu128")
+    assert "PEP 668" in finding.explanation and "sudo apt-get install -y python3.12-venv" in finding.explanation
+    # the siblings that pip into the target: ED209 installs torch and its pair into the new venv
+    vision = built("2.8.0+cu128", "12.8", CU128_ARCH, torchvision="0.22.1+cu128")
+    assert one(replace(machine(vision, gpus=[RTX4090], python=system)), "ED209").fix == (
+        "/usr/bin/python3 -m venv ~/venvs/torch",
+        f"~/venvs/torch/bin/python -m pip install torch==2.8.0 torchvision==0.23.0 --index-url {MIRROR}/cu128")
+    # a venv or a conda env is installed into directly
+    for inside in (replace(system, venv=True, prefix="/opt/venv"), replace(system, conda_env=True, prefix="/opt/conda")):
+        assert one(machine(t, gpus=[RTX4090], python=inside), "ED204").fix[0].startswith(
+            "/usr/bin/python3 -m pip install --force-reinstall torch==2.8.0")
+
+
 def test_ed204_unknown_release_falls_back_to_recommend():
     finding = one(machine(built("2.99.0+cpu", None, available=False), gpus=[RTX4090]), "ED204")
     assert finding.fix == ("envdoctor recommend",)
