@@ -80,6 +80,7 @@ NVML_NVLINK = "https://docs.nvidia.com/deploy/nvml-api/group__NvLink.html"
 FABRIC_MANAGER = "https://docs.nvidia.com/datacenter/tesla/fabric-manager-user-guide/index.html"
 NCCL_TROUBLESHOOTING = "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html"
 NCCL_ACS = NCCL_TROUBLESHOOTING + "#pci-access-control-services-acs"
+LINUX_VFIO = "https://docs.kernel.org/driver-api/vfio.html"
 MIG_GUIDE = "https://docs.nvidia.com/datacenter/tesla/mig-user-guide/index.html"
 DRIVER_PERSISTENCE = "https://docs.nvidia.com/deploy/driver-persistence/index.html"
 NCCL_TESTS_PERFORMANCE = "https://github.com/NVIDIA/nccl-tests/blob/master/doc/PERFORMANCE.md"
@@ -109,10 +110,16 @@ _CODES: Tuple[Code, ...] = (
     # --- ED1xx: driver, GPU, WSL, container access ---------------------------------------------
     Code("ED101", "NVIDIA GPU on the PCI bus, but no NVIDIA driver loaded", "driver", ("error",),
          "The PCI bus shows an NVIDIA display or 3D controller, yet no NVIDIA kernel module is loaded: "
-         "nothing can use the GPU. Either no driver is installed, or its module did not load (nouveau "
-         "holds the card, Secure Boot refused the unsigned module, the card is bound to vfio-pci).",
-         "Install the driver branch envdoctor recommend plans for these GPUs (open or proprietary "
-         "modules as the GPU needs); blacklist nouveau or enroll the DKMS key first where that is the cause.",
+         "nothing can use the GPU. Either no driver is installed, or its user-space part is installed and "
+         "the kernel module did not load: it was not built for the running kernel (a kernel update without "
+         "that kernel's headers), Secure Boot refused it (its signing key is not enrolled), or nouveau holds "
+         "the card. GPUs bound to vfio-pci are ED113, not this.",
+         "No driver: install the branch envdoctor recommend plans for these GPUs (open or proprietary modules "
+         "as the GPU needs), with the running kernel's headers; with Secure Boot, enroll the key DKMS signed "
+         "the module with after the install (Ubuntu: update-secureboot-policy --enroll-key; elsewhere "
+         "mokutil --import /var/lib/dkms/mok.pub), then reboot. Driver installed, module missing: dkms status, "
+         "the headers for uname -r, sudo dkms autoinstall, sudo modprobe nvidia, the kernel log (sudo dmesg), "
+         "and the key enrolment under Secure Boot; no reinstall. Blacklist nouveau first where it holds the GPU.",
          (NVIDIA_DRIVER_GUIDE,)),
     Code("ED102", "Driver upgraded without a reboot: kernel module and user-space driver differ", "driver",
          ("error",),
@@ -171,6 +178,13 @@ _CODES: Tuple[Code, ...] = (
          "The PCI bus shows no NVIDIA GPU and no driver is loaded. Said so that a CPU wheel is a choice, "
          "not an accident.",
          "Nothing to fix on a CPU machine; envdoctor recommend gives the CPU wheels."),
+    Code("ED113", "NVIDIA GPU bound to vfio-pci: passed through to a virtual machine", "gpu", ("info",),
+         "vfio-pci, not a GPU driver, holds the device: it is reserved for a virtual machine, which drives it "
+         "with its own NVIDIA driver. Nothing on this host can use it meanwhile, and installing a driver here "
+         "changes nothing.",
+         "Use the GPU inside the VM (run envdoctor there); to use it on the host, remove its id from "
+         "vfio-pci.ids= (kernel command line or /etc/modprobe.d) and reboot.",
+         (LINUX_VFIO,)),
     # --- ED2xx: torch in the target Python -----------------------------------------------------------
     Code("ED200", "The target Python could not be inspected", "torch", ("error", "warning"),
          "The interpreter envdoctor was told (--python: an error) or found on PATH (a warning) does not run, "
