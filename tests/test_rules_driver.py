@@ -271,3 +271,50 @@ def test_gpu_without_driver_gets_the_branch_recommend_plans_for():
     facts = replace(facts, pci=PciFacts(devices=(replace(facts.pci.devices[0], compute_capability="8.6"),)))
     (f,) = rules.no_driver(facts, load_table())   # the frozen table names no kernel headers: none installed
     assert f.fix == ("sudo apt-get update", "sudo apt-get install -y nvidia-driver-580-open", "sudo reboot")
+
+
+DOCKER = replace(UBUNTU, container="docker", container_evidence="/.dockerenv exists")
+
+
+def test_inside_a_container_module_dkms_and_reboot_fixes_are_for_the_host():
+    """Inside a container ED102 said `sudo reboot` and `sudo rmmod ...`, ED103 `sudo modprobe nvidia`
+    and `dkms status`, ED108 an apt-get install of the driver: none of them can run there."""
+    err = ProbeError("exit_status", "nvidia-smi: Failed to initialize NVML: Driver/library version mismatch")
+    mismatch = replace(HEALTHY, system=DOCKER, driver=replace(HEALTHY.driver, userspace_version="590.44.01",
+                                                              mismatch=True, gpus=(), smi_error=err))
+    (f,) = rules.mismatch(mismatch, TABLE)
+    assert f.fix[0] == "# on the host: sudo reboot" and f.fix[-1] == "# then restart this container"
+    assert all(c.startswith("#") for c in f.fix)
+    lost = ProbeError("exit_status", "nvidia-smi: NVIDIA-SMI has failed because it couldn't communicate with the "
+                                     "NVIDIA driver.")
+    gone = replace(HEALTHY, system=DOCKER, driver=replace(HEALTHY.driver, gpus=(), smi_gpus=(), smi_error=lost))
+    (f,) = rules.smi_or_nvml_failing(gone, TABLE)
+    assert f.fix == ("lsmod | grep nvidia", "# on the host: sudo modprobe nvidia", "# on the host: dkms status",
+                     "# on the host: sudo dmesg | grep -iE 'nvrm|nvidia' | tail -20", "# then restart this container")
+    k80 = replace(H200_GPU, name="Tesla K80", compute_capability="3.5")
+    kepler = replace(HEALTHY, system=DOCKER, driver=replace(HEALTHY.driver, kernel_module_flavor="proprietary",
+                                                            driver_version="535.104.05", gpus=(k80,)))
+    (f,) = rules.architecture_support(kepler, TABLE)
+    assert f.code == "ED108" and f.fix == (
+        "# on the host: install the NVIDIA driver R470 with the proprietary kernel modules (this container's "
+        "distribution is not the host's: envdoctor check run on the host prints the commands)",
+        "# then restart this container, so it gets the new driver's libraries")
+
+
+def test_wsl2_driver_fixes_name_the_windows_driver_and_remove_only_the_linux_one():
+    """ED106 removed 'libnvidia-*' inside WSL2, which takes the container toolkit's libnvidia-container
+    with it; ED103 under WSL2 said `sudo modprobe nvidia`, which WSL2 has no module for."""
+    wsl = replace(HEALTHY, system=replace(UBUNTU, wsl="wsl2"), pci=PciFacts(),
+                  driver=replace(HEALTHY.driver, kernel_module_version=None,
+                                 sources={"userspace_version": LIBNVML + ".550.54.14"}))
+    (f,) = rules.wsl_driver(wsl, TABLE)
+    assert f.fix[0] == ('sudo apt-get remove --purge "$(dpkg -S /usr/lib/x86_64-linux-gnu/libnvidia-ml.so.550.54.14 '
+                        '| cut -d: -f1)"   # the package of that library, and the driver packages that need it')
+    assert "libnvidia-*" not in " ".join(f.fix)
+    lost = ProbeError("exit_status", "nvidia-smi: NVIDIA-SMI has failed because it couldn't communicate with the "
+                                     "NVIDIA driver.")
+    broken = replace(HEALTHY, system=replace(UBUNTU, wsl="wsl2"), pci=PciFacts(),
+                     driver=replace(HEALTHY.driver, kernel_module_version=None, gpus=(), smi_gpus=(), smi_error=lost,
+                                    smi_path="/usr/lib/wsl/lib/nvidia-smi"))
+    (f,) = rules.smi_or_nvml_failing(broken, TABLE)
+    assert not any("modprobe" in c or "dkms" in c for c in f.fix) and "wsl --shutdown" in f.fix[-1]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Iterable
 from typing import Optional
 
@@ -162,7 +163,8 @@ def mismatch(facts: Facts, table: Optional[Table]) -> Iterable[Finding]:
             evidence.append(err.message)
     yield Finding(
         "ED102", "error", "Driver upgraded without a reboot: kernel module and user-space driver differ",
-        evidence=tuple(evidence), fix=commands.reload_modules(), reference=REF_MISMATCH, area="driver",
+        evidence=tuple(evidence), fix=commands.on_host(facts.system, commands.reload_modules()),
+        reference=REF_MISMATCH, area="driver",
         explanation="Until the new module is loaded, NVML, nvidia-smi and every CUDA program fail with "
                     "'Driver/library version mismatch'. To stop silent upgrades, hold the driver "
                     "packages (sudo apt-mark hold 'nvidia-*' or dnf versionlock).",
@@ -188,17 +190,23 @@ def smi_or_nvml_failing(facts: Facts, table: Optional[Table]) -> Iterable[Findin
     both = not d.gpus
     fix: tuple[str, ...]
     text = " ".join(failures)
-    if "Unknown Error" in text and facts.system.container:
+    s = facts.system
+    if "Unknown Error" in text and s.container:
         fix = ("# inside a container: the host reset its device cgroups (systemctl daemon-reload);",
                "# restart the container, and on the host use CDI or set no-cgroups as the container toolkit guide says")
+    elif s.wsl == "wsl2" and ("couldn't communicate" in text or "Driver Not Loaded" in text):
+        fix = ("ls -l /usr/lib/wsl/lib/   # libcuda.so, libnvidia-ml.so.1 and nvidia-smi come from the Windows driver",
+               "# in Windows: update the NVIDIA driver, then in PowerShell: wsl --shutdown, and start the "
+               "distribution again")
     elif "couldn't communicate" in text or "Driver Not Loaded" in text:
-        fix = ("lsmod | grep nvidia || sudo modprobe nvidia", "dkms status",
-               "sudo dmesg | grep -iE 'nvrm|nvidia' | tail -20")
+        fix = ("lsmod | grep nvidia",) + commands.on_host(s, (
+            "sudo modprobe nvidia", "dkms status", "sudo dmesg | grep -iE 'nvrm|nvidia' | tail -20"))
     elif d.smi_error and d.smi_error.kind == "timeout":
-        fix = ("sudo dmesg | grep -iE 'nvrm|xid' | tail -20   # a hung GPU logs Xid errors",
-               "nvidia-smi -q | head -40")
+        fix = commands.on_host(s, ("sudo dmesg | grep -iE 'nvrm|xid' | tail -20   # a hung GPU logs Xid errors",),
+                               restart=False) + ("nvidia-smi -q | head -40",)
     else:
-        fix = ("nvidia-smi", "sudo dmesg | grep -iE 'nvrm|nvidia' | tail -20")
+        fix = ("nvidia-smi",) + commands.on_host(s, ("sudo dmesg | grep -iE 'nvrm|nvidia' | tail -20",),
+                                                 restart=False)
     yield Finding(
         "ED103", "error" if both else "warning",
         "nvidia-smi / NVML cannot read the driver" if both else "One source of driver facts fails",
@@ -274,11 +282,27 @@ def wsl_driver(facts: Facts, table: Optional[Table]) -> Iterable[Finding]:
             "ED106", "error", "A Linux NVIDIA driver is installed inside WSL2",
             evidence=(f"driver library at {inside}" if inside else f"kernel module {d.kernel_module_version}",
                       "under WSL2 the Windows driver provides libcuda and NVML in /usr/lib/wsl/lib"),
-            fix=("sudo apt-get remove --purge 'nvidia-driver-*' 'libnvidia-*'   # keeps /usr/lib/wsl/lib",
-                 "# then in Windows: wsl --shutdown, and start the distribution again"),
+            fix=_remove_linux_driver(facts, inside) + (
+                "# then in Windows PowerShell: wsl --shutdown, and start the distribution again",),
             reference=REF_WSL, area="driver",
             explanation="The Linux driver's libraries shadow the ones WSL2 maps in from Windows.",
         )
+
+
+def _remove_linux_driver(facts: Facts, library: str) -> tuple[str, ...]:
+    """Remove the package that installed the Linux driver's NVML library inside WSL2 (the package
+    manager takes the driver packages that need it along); never libnvidia-container*, which the
+    NVIDIA Container Toolkit needs there too."""
+    fam = commands.family(facts.system)
+    if library.startswith("/") and fam == "debian":
+        return (f"sudo apt-get remove --purge \"$(dpkg -S {shlex.quote(library)} | cut -d: -f1)\"   "
+                "# the package of that library, and the driver packages that need it",)
+    if library.startswith("/") and fam in ("rhel", "suse"):
+        manager = "zypper remove" if fam == "suse" else "dnf remove"
+        return (f"sudo {manager} \"$(rpm -qf --qf '%{{NAME}}' {shlex.quote(library)})\"   "
+                "# the package of that library, and the driver packages that need it",)
+    return ("dpkg -l 'nvidia-driver-*' 'libnvidia-compute-*' 'cuda-drivers*' 2>/dev/null | grep ^ii   "
+            "# the Linux driver's packages: remove those (not libnvidia-container*, the container toolkit's)",)
 
 
 def _visible_hides_all(value: str, count: int, uuids: list[str]) -> bool:
@@ -375,7 +399,8 @@ def sources_disagree(facts: Facts, table: Optional[Table]) -> Iterable[Finding]:
         yield Finding(
             "ED111", "warning", "NVML and nvidia-smi disagree on the number of GPUs",
             evidence=(f"NVML: {len(nvml)} GPU(s)", f"nvidia-smi: {len(d.smi_gpus)} GPU(s)"),
-            fix=("nvidia-smi -L", "sudo dmesg | grep -iE 'nvrm|xid' | tail -20"),
+            fix=("nvidia-smi -L",) + commands.on_host(facts.system, ("sudo dmesg | grep -iE 'nvrm|xid' | tail -20",),
+                                                      restart=False),
             reference=REF_INSTALL, area="gpu",
             explanation="A GPU that fell off the bus (Xid 79) or is excluded shows in one and not the other.",
         )
