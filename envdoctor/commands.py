@@ -215,6 +215,14 @@ def cuda_toolkit_install(system: SystemFacts, release: str, table: Optional[Tabl
     ``table``: as in :func:`driver_install`."""
     root = f"/usr/local/cuda-{release}"
     steps = nvidia_repo_install(system, (f"cuda-toolkit-{release.replace('.', '-')}",), table=table)
+    row = table.distro(system.os_id, system.os_version) if table is not None and system.os_id and \
+        system.os_version and not system.wsl else None
+    if steps and row is not None and row.cuda_lines and release not in row.cuda_lines:
+        doubt = " (unconfirmed)" if not row.confirmed("cuda_lines") else ""
+        steps = (f"# envdoctor's table{doubt} lists no CUDA {release} in NVIDIA's {row.repo_dir} repository "
+                 f"(it has {row.cuda_lines[0]} to {row.cuda_lines[-1]}): if the package is missing, take the "
+                 f"{release} runfile (sh cuda_{release}.*_linux.run --silent --toolkit) from "
+                 "https://developer.nvidia.com/cuda-toolkit-archive",) + steps
     if not steps:
         steps = (f"# install the CUDA {release} toolkit for your distribution: "
                  "https://developer.nvidia.com/cuda-toolkit-archive",)

@@ -186,7 +186,7 @@ def test_container_without_gpu_access():
     host_gpu = PciFacts(devices=HEALTHY.pci.devices, source="/sys/bus/pci/devices")
     base = Facts(system=replace(UBUNTU, container="docker", container_evidence="/.dockerenv exists"), pci=host_gpu)
     (f,) = rules.container_without_gpu(base, TABLE)
-    assert f.code == "ED105" and f.severity == "warning" and f.fix[0].startswith("docker run --gpus all")
+    assert f.code == "ED105" and f.severity == "warning" and f.fix[0].startswith("# on the host: docker run --gpus all")
     asked = replace(base, pci=PciFacts(source="/sys/bus/pci/devices"), driver=DriverFacts(nvidia_visible_devices="all"))
     assert next(iter(rules.container_without_gpu(asked, TABLE))).severity == "error"
     assert list(rules.container_without_gpu(replace(HEALTHY, system=base.system), TABLE)) == []

@@ -255,6 +255,7 @@ def container_without_gpu(facts: Facts, table: Optional[Table]) -> Iterable[Find
                        "# and install the NVIDIA device plugin or GPU Operator on the cluster"),
         "apptainer": ("apptainer exec --nv IMAGE ...",),
     }.get(s.container or "", ("# start the container with the GPU passed through (e.g. docker run --gpus all)",))
+    fix = commands.on_host(s, fix, restart=False)
     yield Finding(
         "ED105", severity, "This container has no access to an NVIDIA GPU",
         evidence=tuple(evidence), fix=fix, reference=REF_CONTAINER, area="container",
@@ -359,7 +360,7 @@ def architecture_support(facts: Facts, table: Optional[Table]) -> Iterable[Findi
             yield Finding(
                 "ED109", "error", f"Driver {d.driver_version} is too old for {label} ({name}, {cc})",
                 evidence=(f"driver {d.driver_version}", f"{name} needs branch R{first} or newer ({arch.source})"),
-                fix=commands.driver_install(facts.system, None, open_modules=True, table=table),
+                fix=commands.driver_install(facts.system, None, open_modules(table, [cc]), table=table),
                 reference=REF_ARCH, area="driver",
             )
         yield from _kernel_module_flavor(facts, table, label, cc, arch, last)
