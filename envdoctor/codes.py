@@ -127,13 +127,15 @@ _CODES: Tuple[Code, ...] = (
          "Until the new module loads, NVML, nvidia-smi and every CUDA program fail with "
          "'Driver/library version mismatch'.",
          "Reboot (or unload and reload the nvidia modules when nothing uses the GPU); hold the driver "
-         "packages to stop unattended upgrades.",
+         "packages to stop unattended upgrades. Inside a container all of this is done on the host, then "
+         "the container is restarted.",
          (NVIDIA_DRIVER_GUIDE,)),
     Code("ED103", "nvidia-smi or NVML cannot read the driver", "driver", ("error", "warning"),
          "A driver is there, but nvidia-smi or NVML fails (an error when neither answers, a warning when "
          "one still does): the module is not loaded, a GPU hangs, or a container lost its device cgroups.",
          "Read the error text: load the module (modprobe, dkms status), look for Xid errors in the kernel "
-         "log, or restart the container; the finding names the commands.",
+         "log, or restart the container; the finding names the commands (for the host when envdoctor runs "
+         "in a container; under WSL2, the Windows driver and wsl --shutdown).",
          (NVIDIA_DRIVER_GUIDE,)),
     Code("ED104", "nvidia-smi is installed but no NVIDIA GPU is present", "gpu", ("warning",),
          "The driver's tools are installed, but the PCI bus shows no NVIDIA GPU: the card is not seated or "
@@ -149,7 +151,8 @@ _CODES: Tuple[Code, ...] = (
     Code("ED106", "WSL: no GPU under WSL1, or a Linux driver installed inside WSL2", "driver", ("error",),
          "WSL1 has no GPU support. Under WSL2 the Windows driver provides libcuda and NVML in "
          "/usr/lib/wsl/lib; a Linux NVIDIA driver installed inside the distribution shadows them.",
-         "Move the distribution to WSL2 (wsl --set-version), or remove the Linux driver packages inside WSL2 "
+         "Move the distribution to WSL2 (wsl --set-version), or remove the package that installed the Linux "
+         "driver's NVML inside WSL2 (the driver packages that need it go with it; libnvidia-container stays) "
          "and restart WSL.",
          (NVIDIA_WSL,)),
     Code("ED107", "CUDA_VISIBLE_DEVICES hides every GPU", "gpu", ("error",),
@@ -214,7 +217,9 @@ _CODES: Tuple[Code, ...] = (
     Code("ED204", "torch is a CPU-only build on a machine with an NVIDIA GPU", "torch", ("error",),
          "torch.version.cuda is None although the machine has an NVIDIA GPU: the CPU wheel was installed, "
          "usually by a plain pip install from an index without CUDA builds.",
-         "Reinstall torch from the CUDA variant index envdoctor picks for this driver and GPU.",
+         "Reinstall torch from the CUDA variant index envdoctor picks for this driver and GPU; into a new "
+         "virtual environment first when the target Python is neither a venv nor a conda env (a "
+         "distribution's Python refuses pip installs: PEP 668), as envdoctor recommend does.",
          (TORCH_INSTALL,)),
     Code("ED205", "torch's CUDA is newer than the driver runs", "torch", ("error", "warning"),
          "The CUDA runtime torch was built with needs a newer driver. Below the minor-version floor CUDA "
@@ -309,8 +314,10 @@ _CODES: Tuple[Code, ...] = (
          (CUDA_INSTALL_LINUX,)),
     # --- ED4xx: conda ---------------------------------------------------------------------------------
     Code("ED401", "The conda env has a CUDA runtime but no nvcc", "conda", ("info",),
-         "Running torch needs only the runtime; building from source needs nvcc of the same CUDA release.",
-         "Install cuda-nvcc of the env's CUDA release into the env (conda-forge).",
+         "Running torch needs only the runtime; building from source needs nvcc of torch's CUDA release.",
+         "Install cuda-nvcc of torch's CUDA release into the env (conda-forge; torch.version.cuda when the "
+         "target Python is the env, else the pytorch build, else pytorch-cuda), moving a cuda-version pin of "
+         "another release with it.",
          (CONDA_FORGE_CUDA,)),
     Code("ED402", "torch comes from the retired `pytorch` conda channel", "conda", ("warning",),
          "PyTorch stopped publishing to its Anaconda channel after 2.5: the env can get no newer torch and "
@@ -337,7 +344,8 @@ _CODES: Tuple[Code, ...] = (
          (DOCKER_DAEMON,)),
     Code("ED502", "Permission denied on the Docker daemon's socket", "docker", ("warning",),
          "The user is not in the docker group (which is equivalent to root on the machine).",
-         "Add the user to the docker group and log in again (or newgrp docker).",
+         "Add the user to the docker group and log in again (or newgrp docker); inside a container, start it "
+         "with --group-add of the socket's group id.",
          (DOCKER_POSTINSTALL,)),
     Code("ED503", "Docker cannot give containers the GPU: the NVIDIA Container Toolkit is not installed",
          "docker", ("error",),
