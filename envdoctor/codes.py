@@ -80,6 +80,7 @@ NVML_NVLINK = "https://docs.nvidia.com/deploy/nvml-api/group__NvLink.html"
 FABRIC_MANAGER = "https://docs.nvidia.com/datacenter/tesla/fabric-manager-user-guide/index.html"
 NCCL_TROUBLESHOOTING = "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html"
 NCCL_ACS = NCCL_TROUBLESHOOTING + "#pci-access-control-services-acs"
+LINUX_VFIO = "https://docs.kernel.org/driver-api/vfio.html"
 MIG_GUIDE = "https://docs.nvidia.com/datacenter/tesla/mig-user-guide/index.html"
 DRIVER_PERSISTENCE = "https://docs.nvidia.com/deploy/driver-persistence/index.html"
 NCCL_TESTS_PERFORMANCE = "https://github.com/NVIDIA/nccl-tests/blob/master/doc/PERFORMANCE.md"
@@ -95,6 +96,7 @@ CTK_CDI = "https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/lat
 TORCH_INSTALL = "https://pytorch.org/get-started/locally/"
 TORCH_CPP_EXTENSION = "https://pytorch.org/docs/stable/cpp_extension.html"
 TORCHVISION_INSTALL = "https://github.com/pytorch/vision#installation"
+TORCHAUDIO_COMPAT = "https://docs.pytorch.org/audio/2.11.0/installation.html#compatibility-matrix"
 LD_SO = "https://man7.org/linux/man-pages/man8/ld.so.8.html"
 CONDA_FORGE_CUDA = ("https://conda-forge.org/docs/user/tipsandtricks/"
                     "#installing-cuda-enabled-packages-like-tensorflow-and-pytorch")
@@ -108,10 +110,16 @@ _CODES: Tuple[Code, ...] = (
     # --- ED1xx: driver, GPU, WSL, container access ---------------------------------------------
     Code("ED101", "NVIDIA GPU on the PCI bus, but no NVIDIA driver loaded", "driver", ("error",),
          "The PCI bus shows an NVIDIA display or 3D controller, yet no NVIDIA kernel module is loaded: "
-         "nothing can use the GPU. Either no driver is installed, or its module did not load (nouveau "
-         "holds the card, Secure Boot refused the unsigned module, the card is bound to vfio-pci).",
-         "Install the driver branch envdoctor recommend plans for these GPUs (open or proprietary "
-         "modules as the GPU needs); blacklist nouveau or enroll the DKMS key first where that is the cause.",
+         "nothing can use the GPU. Either no driver is installed, or its user-space part is installed and "
+         "the kernel module did not load: it was not built for the running kernel (a kernel update without "
+         "that kernel's headers), Secure Boot refused it (its signing key is not enrolled), or nouveau holds "
+         "the card. GPUs bound to vfio-pci are ED113, not this.",
+         "No driver: install the branch envdoctor recommend plans for these GPUs (open or proprietary modules "
+         "as the GPU needs), with the running kernel's headers; with Secure Boot, enroll the key DKMS signed "
+         "the module with after the install (Ubuntu: update-secureboot-policy --enroll-key; elsewhere "
+         "mokutil --import /var/lib/dkms/mok.pub), then reboot. Driver installed, module missing: dkms status, "
+         "the headers for uname -r, sudo dkms autoinstall, sudo modprobe nvidia, the kernel log (sudo dmesg), "
+         "and the key enrolment under Secure Boot; no reinstall. Blacklist nouveau first where it holds the GPU.",
          (NVIDIA_DRIVER_GUIDE,)),
     Code("ED102", "Driver upgraded without a reboot: kernel module and user-space driver differ", "driver",
          ("error",),
@@ -119,13 +127,15 @@ _CODES: Tuple[Code, ...] = (
          "Until the new module loads, NVML, nvidia-smi and every CUDA program fail with "
          "'Driver/library version mismatch'.",
          "Reboot (or unload and reload the nvidia modules when nothing uses the GPU); hold the driver "
-         "packages to stop unattended upgrades.",
+         "packages to stop unattended upgrades. Inside a container all of this is done on the host, then "
+         "the container is restarted.",
          (NVIDIA_DRIVER_GUIDE,)),
     Code("ED103", "nvidia-smi or NVML cannot read the driver", "driver", ("error", "warning"),
          "A driver is there, but nvidia-smi or NVML fails (an error when neither answers, a warning when "
          "one still does): the module is not loaded, a GPU hangs, or a container lost its device cgroups.",
          "Read the error text: load the module (modprobe, dkms status), look for Xid errors in the kernel "
-         "log, or restart the container; the finding names the commands.",
+         "log, or restart the container; the finding names the commands (for the host when envdoctor runs "
+         "in a container; under WSL2, the Windows driver and wsl --shutdown).",
          (NVIDIA_DRIVER_GUIDE,)),
     Code("ED104", "nvidia-smi is installed but no NVIDIA GPU is present", "gpu", ("warning",),
          "The driver's tools are installed, but the PCI bus shows no NVIDIA GPU: the card is not seated or "
@@ -141,7 +151,8 @@ _CODES: Tuple[Code, ...] = (
     Code("ED106", "WSL: no GPU under WSL1, or a Linux driver installed inside WSL2", "driver", ("error",),
          "WSL1 has no GPU support. Under WSL2 the Windows driver provides libcuda and NVML in "
          "/usr/lib/wsl/lib; a Linux NVIDIA driver installed inside the distribution shadows them.",
-         "Move the distribution to WSL2 (wsl --set-version), or remove the Linux driver packages inside WSL2 "
+         "Move the distribution to WSL2 (wsl --set-version), or remove the package that installed the Linux "
+         "driver's NVML inside WSL2 (the driver packages that need it go with it; libnvidia-container stays) "
          "and restart WSL.",
          (NVIDIA_WSL,)),
     Code("ED107", "CUDA_VISIBLE_DEVICES hides every GPU", "gpu", ("error",),
@@ -170,6 +181,13 @@ _CODES: Tuple[Code, ...] = (
          "The PCI bus shows no NVIDIA GPU and no driver is loaded. Said so that a CPU wheel is a choice, "
          "not an accident.",
          "Nothing to fix on a CPU machine; envdoctor recommend gives the CPU wheels."),
+    Code("ED113", "NVIDIA GPU bound to vfio-pci: passed through to a virtual machine", "gpu", ("info",),
+         "vfio-pci, not a GPU driver, holds the device: it is reserved for a virtual machine, which drives it "
+         "with its own NVIDIA driver. Nothing on this host can use it meanwhile, and installing a driver here "
+         "changes nothing.",
+         "Use the GPU inside the VM (run envdoctor there); to use it on the host, remove its id from "
+         "vfio-pci.ids= (kernel command line or /etc/modprobe.d) and reboot.",
+         (LINUX_VFIO,)),
     # --- ED2xx: torch in the target Python -----------------------------------------------------------
     Code("ED200", "The target Python could not be inspected", "torch", ("error", "warning"),
          "The interpreter envdoctor was told (--python: an error) or found on PATH (a warning) does not run, "
@@ -199,7 +217,9 @@ _CODES: Tuple[Code, ...] = (
     Code("ED204", "torch is a CPU-only build on a machine with an NVIDIA GPU", "torch", ("error",),
          "torch.version.cuda is None although the machine has an NVIDIA GPU: the CPU wheel was installed, "
          "usually by a plain pip install from an index without CUDA builds.",
-         "Reinstall torch from the CUDA variant index envdoctor picks for this driver and GPU.",
+         "Reinstall torch from the CUDA variant index envdoctor picks for this driver and GPU; into a new "
+         "virtual environment first when the target Python is neither a venv nor a conda env (a "
+         "distribution's Python refuses pip installs: PEP 668), as envdoctor recommend does.",
          (TORCH_INSTALL,)),
     Code("ED205", "torch's CUDA is newer than the driver runs", "torch", ("error", "warning"),
          "The CUDA runtime torch was built with needs a newer driver. Below the minor-version floor CUDA "
@@ -226,16 +246,18 @@ _CODES: Tuple[Code, ...] = (
          "Run the operation by hand to see the error; see ED206 for builds without kernels.",
          (CUDA_BINARY_COMPAT,)),
     Code("ED209", "torchvision or torchaudio belong to another torch release", "torch", ("error",),
-         "Their compiled operators are built against one torch release; with another they fail to load "
-         "('operator torchvision::nms does not exist') or crash.",
+         "Their compiled parts are built against one torch release; with another they fail to load "
+         "(torchvision: 'operator torchvision::nms does not exist'; torchaudio: 'libtorchaudio.so: undefined "
+         "symbol') or crash. torchaudio 2.11 and later are built against torch's stable ABI and also work "
+         "with later torch releases.",
          "Install the version that pairs with the installed torch, from the same index, with --no-deps.",
-         (TORCHVISION_INSTALL,)),
+         (TORCHVISION_INSTALL, TORCHAUDIO_COMPAT)),
     Code("ED210", "torchvision or torchaudio were built for another CUDA (or the CPU) than torch", "torch",
          ("error", "warning"),
          "A companion package of another CUDA major refuses to load (an error); another minor or a CPU build "
          "loads but is not the tested pair, and a CPU build has no CUDA kernels (a warning).",
          "Reinstall the companion from torch's own variant index with --no-deps.",
-         (TORCHVISION_INSTALL,)),
+         (TORCHVISION_INSTALL, TORCHAUDIO_COMPAT)),
     Code("ED211", "LD_LIBRARY_PATH makes torch load CUDA libraries other than its wheel's", "torch",
          ("warning", "error"),
          "The loader searches LD_LIBRARY_PATH before the paths torch's wheel records, so a system CUDA or "
@@ -292,8 +314,10 @@ _CODES: Tuple[Code, ...] = (
          (CUDA_INSTALL_LINUX,)),
     # --- ED4xx: conda ---------------------------------------------------------------------------------
     Code("ED401", "The conda env has a CUDA runtime but no nvcc", "conda", ("info",),
-         "Running torch needs only the runtime; building from source needs nvcc of the same CUDA release.",
-         "Install cuda-nvcc of the env's CUDA release into the env (conda-forge).",
+         "Running torch needs only the runtime; building from source needs nvcc of torch's CUDA release.",
+         "Install cuda-nvcc of torch's CUDA release into the env (conda-forge; torch.version.cuda when the "
+         "target Python is the env, else the pytorch build, else pytorch-cuda), moving a cuda-version pin of "
+         "another release with it.",
          (CONDA_FORGE_CUDA,)),
     Code("ED402", "torch comes from the retired `pytorch` conda channel", "conda", ("warning",),
          "PyTorch stopped publishing to its Anaconda channel after 2.5: the env can get no newer torch and "
@@ -320,7 +344,8 @@ _CODES: Tuple[Code, ...] = (
          (DOCKER_DAEMON,)),
     Code("ED502", "Permission denied on the Docker daemon's socket", "docker", ("warning",),
          "The user is not in the docker group (which is equivalent to root on the machine).",
-         "Add the user to the docker group and log in again (or newgrp docker).",
+         "Add the user to the docker group and log in again (or newgrp docker); inside a container, start it "
+         "with --group-add of the socket's group id.",
          (DOCKER_POSTINSTALL,)),
     Code("ED503", "Docker cannot give containers the GPU: the NVIDIA Container Toolkit is not installed",
          "docker", ("error",),

@@ -9,11 +9,11 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Optional
 
 from envdoctor.facts.system import SystemFacts
-from envdoctor.parse import major
+from envdoctor.parse import major, version_key
 from envdoctor.parse.platforms import cpu_arch
 
 if TYPE_CHECKING:
-    from envdoctor.table import Table
+    from envdoctor.table import Distro, Table
 
 NVIDIA_REPO = "https://developer.download.nvidia.com/compute/cuda/repos"
 DRIVER_GUIDE = "https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/index.html"
@@ -76,14 +76,20 @@ def repo_dir(system: SystemFacts, table: Optional[Table] = None) -> Optional[str
     return repo[0] if repo else None
 
 
-def conda_nvcc_install(flavor: Optional[str], release: str, cuda_home: bool = False) -> tuple[str, ...]:
+def conda_nvcc_install(flavor: Optional[str], release: str, cuda_home: bool = False,
+                       with_cuda_version: bool = False) -> tuple[str, ...]:
     """nvcc of CUDA ``release`` ("12.6") from conda-forge into the active env, with ``flavor``
-    ("conda", "mamba", "micromamba"; None: conda); ``cuda_home``: then point CUDA_HOME at the env.
+    ("conda", "mamba", "micromamba"; None: conda); ``cuda_home``: then point CUDA_HOME at the env;
+    ``with_cuda_version``: move the env's cuda-version pin to ``release`` in the same command (an
+    env whose cuda-version names another release cannot take that nvcc otherwise).
 
     >>> conda_nvcc_install("micromamba", "12.6")
     ('micromamba install -c conda-forge cuda-nvcc=12.6',)
+    >>> conda_nvcc_install(None, "12.1", with_cuda_version=True)
+    ('conda install -c conda-forge cuda-nvcc=12.1 cuda-version=12.1',)
     """
-    cmds: tuple[str, ...] = (f"{flavor or 'conda'} install -c conda-forge cuda-nvcc={release}",)
+    pin = f" cuda-version={release}" if with_cuda_version else ""
+    cmds: tuple[str, ...] = (f"{flavor or 'conda'} install -c conda-forge cuda-nvcc={release}{pin}",)
     return cmds + (('export CUDA_HOME="$CONDA_PREFIX"',) if cuda_home else ())
 
 
@@ -116,6 +122,12 @@ def driver_install(system: SystemFacts, branch: Optional[str], open_modules: boo
     if system.wsl:
         return ("# WSL2: install or upgrade the NVIDIA driver on Windows, not inside WSL",
                 "# https://docs.nvidia.com/cuda/wsl-user-guide/index.html")
+    if system.container:
+        flavour = "open" if open_modules else "proprietary"
+        which = f"the NVIDIA driver R{branch}" if branch else "the NVIDIA driver"
+        return (f"# on the host: install {which} with the {flavour} kernel modules (this container's "
+                f"distribution is not the host's: envdoctor check run on the host prints the commands)",
+                "# then restart this container, so it gets the new driver's libraries")
     if system.os_id == "ubuntu":
         if branch:
             pkg = f"nvidia-driver-{branch}-open" if open_modules else f"nvidia-driver-{branch}"
@@ -203,6 +215,14 @@ def cuda_toolkit_install(system: SystemFacts, release: str, table: Optional[Tabl
     ``table``: as in :func:`driver_install`."""
     root = f"/usr/local/cuda-{release}"
     steps = nvidia_repo_install(system, (f"cuda-toolkit-{release.replace('.', '-')}",), table=table)
+    row = table.distro(system.os_id, system.os_version) if table is not None and system.os_id and \
+        system.os_version and not system.wsl else None
+    if steps and row is not None and row.cuda_lines and release not in row.cuda_lines:
+        doubt = " (unconfirmed)" if not row.confirmed("cuda_lines") else ""
+        steps = (f"# envdoctor's table{doubt} lists no CUDA {release} in NVIDIA's {row.repo_dir} repository "
+                 f"(it has {row.cuda_lines[0]} to {row.cuda_lines[-1]}): if the package is missing, take the "
+                 f"{release} runfile (sh cuda_{release}.*_linux.run --silent --toolkit) from "
+                 "https://developer.nvidia.com/cuda-toolkit-archive",) + steps
     if not steps:
         steps = (f"# install the CUDA {release} toolkit for your distribution: "
                  "https://developer.nvidia.com/cuda-toolkit-archive",)
@@ -241,6 +261,84 @@ def configure_docker(rootless: bool = False) -> tuple[str, ...]:
                 "systemctl --user restart docker",
                 "sudo nvidia-ctk config --set nvidia-container-cli.no-cgroups --in-place", DOCKER_GPU_TEST)
     return ("sudo nvidia-ctk runtime configure --runtime=docker", "sudo systemctl restart docker", DOCKER_GPU_TEST)
+
+
+def on_host(system: SystemFacts, cmds: Sequence[str], restart: bool = True) -> tuple[str, ...]:
+    """``cmds`` as they are, or, inside a container, as ``# on the host: ...`` lines: kernel
+    modules, dkms, the kernel log, systemd services and reboots belong to the host, not to a
+    container (which then needs a restart to see the change, with ``restart``).
+
+    >>> on_host(SystemFacts(container="docker"), ("sudo modprobe nvidia",))
+    ('# on the host: sudo modprobe nvidia', '# then restart this container')
+    """
+    if not system.container:
+        return tuple(cmds)
+    out = tuple(c if c.startswith("#") else f"# on the host: {c}" for c in cmds)
+    return out + (("# then restart this container",) if restart else ())
+
+
+def distro_of(system: SystemFacts, table: Optional[Table]) -> Optional[Distro]:
+    """The table's row for this distribution: its own (id and version, or an ``also_ids``), else
+    the newest row of the same id (a release the table does not list yet), else of the first
+    ID_LIKE id that has rows (Pop!_OS and Linux Mint: ``ubuntu``)."""
+    if table is None or not system.os_id:
+        return None
+    own = table.distro(system.os_id, system.os_version or "")
+    if own is not None:
+        return own
+    for name in (system.os_id, *system.os_like):
+        rows = [d for d in table.distros if name in (d.id, *d.also_ids)]
+        if rows:
+            return max(rows, key=lambda d: version_key(d.version))
+    return None
+
+
+_INSTALL = {"apt": "apt-get install -y", "dnf": "dnf install -y", "zypper": "zypper install -y"}
+
+
+def kernel_headers_install(system: SystemFacts, table: Optional[Table]) -> str:
+    """The command that installs the running kernel's headers (DKMS builds the module against
+    them), from the distribution's row: ``sudo apt-get install -y linux-headers-$(uname -r)``."""
+    row = distro_of(system, table)
+    if row is None or not row.kernel_headers:
+        return "# install the headers of the running kernel (uname -r) for your distribution"
+    manager = row.package_manager or {"debian": "apt", "suse": "zypper"}.get(row.family, "dnf")
+    doubt = "" if row.confirmed("kernel_headers") else "   # package names unconfirmed in envdoctor's table"
+    return f"sudo {_INSTALL[manager]} {row.kernel_headers}{doubt}"
+
+
+def mok_enroll(system: SystemFacts, table: Optional[Table]) -> tuple[str, ...]:
+    """Queue the key DKMS signed the nvidia module with for enrolment, then reboot into the MOK
+    manager. DKMS makes the key when it first builds a module, so this comes after the driver's
+    install (Ubuntu: ``update-secureboot-policy --enroll-key`` for /var/lib/shim-signed/mok/MOK.der;
+    elsewhere ``mokutil --import /var/lib/dkms/mok.pub``: the row's ``dkms_mok``)."""
+    row = distro_of(system, table)
+    if row is None or not row.dkms_mok:
+        line = ("# enroll the key DKMS signs modules with (mok_certificate in /etc/dkms/framework.conf; "
+                "dkms 3 defaults to /var/lib/dkms/mok.pub): sudo mokutil --import <that file>")
+    else:
+        doubt = "; the path is unconfirmed in envdoctor's table" if not row.confirmed("dkms_mok") else ""
+        command = row.mok_enroll() or ""
+        what = "" if row.dkms_mok in command else f"queues {row.dkms_mok}; "
+        line = f"sudo {command}   # {what}asks for a one-time password{doubt}"
+    return (line, "sudo reboot   # at the blue MOK manager screen: Enroll MOK, Continue, Yes, the password")
+
+
+def load_module(system: SystemFacts, table: Optional[Table], secure_boot: Optional[bool]) -> tuple[str, ...]:
+    """The driver is installed but its kernel module is not loaded: look at DKMS, build the module
+    for the running kernel against its headers, load it, read the kernel's reason, and, with
+    Secure Boot, enroll the key the module was signed with. Inside a container: on the host."""
+    cmds = ["dkms status   # is an nvidia module built and installed for the running kernel (uname -r)?",
+            kernel_headers_install(system, table),
+            "sudo dkms autoinstall   # builds the module for the running kernel",
+            "sudo modprobe nvidia && nvidia-smi",
+            "sudo dmesg | grep -i nvidia | tail -20   # the kernel's reason when modprobe fails"]
+    if secure_boot is not False:
+        when = ("Secure Boot is on" if secure_boot else
+                "if modprobe says 'Key was rejected by service', Secure Boot is on")
+        cmds.append(f"# {when}: the module loads once the key it was signed with is enrolled")
+        cmds.extend(mok_enroll(system, table))
+    return on_host(system, cmds)
 
 
 def reload_modules() -> tuple[str, ...]:

@@ -5,17 +5,19 @@ One answer for every rule and the advisor, in this order:
 1. the GPUs the driver reports (NVML, else nvidia-smi); a missing compute capability (nvidia-smi
    before R510 has no ``compute_cap``) is filled from the table by name, else from the PCI device
    at the same bus address, else from a torch device of the same UUID or name, else inferred from
-   a GeForce series name (``inferred`` says which series);
+   a GeForce series name (``inferred`` says which series). :func:`with_table_ccs` writes the
+   table's answer into the facts themselves (``inspect.enrich``), so the report shows it too;
 2. else the devices torch sees (``torch.cuda.get_device_properties``);
 3. else the NVIDIA devices on the PCI bus (compute capability from the table, see ``inspect.enrich``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Literal, Optional
 
-from envdoctor.facts import Facts, GpuInfo
+from envdoctor.facts import Facts, GpuInfo, PciDevice
 from envdoctor.table import Table
 
 #: Who reported the GPU: the driver (NVML or nvidia-smi), torch, or only the PCI bus.
@@ -55,22 +57,58 @@ def bus(address: str) -> str:
     return s.split(":", 1)[1] if s.count(":") == 2 else s
 
 
+def cc_key(index: int) -> str:
+    """The ``DriverFacts.sources`` key naming where GPU ``index``'s compute capability came from
+    when the driver did not report it: ``"gpus[0].compute_capability"``."""
+    return f"gpus[{index}].compute_capability"
+
+
+def _table_cc(g: GpuInfo, pci: Optional[PciDevice], table: Optional[Table]) -> tuple[Optional[str], Optional[str]]:
+    """(cc, where) from the table: by the driver's name, else by the PCI id at the same bus address."""
+    model = table.gpu(g.name) if table is not None and g.name else None
+    if model is not None:
+        return model.cc, "envdoctor table"
+    if pci is not None and pci.compute_capability:
+        return pci.compute_capability, f"PCI id {pci.device_id} + envdoctor table"
+    model = table.gpu_by_pci(pci.device_id) if table is not None and pci is not None else None
+    if model is not None and pci is not None:
+        return model.cc, f"PCI id {pci.device_id} + envdoctor table"
+    return None, None
+
+
+def _pci_of(g: GpuInfo, facts: Facts) -> Optional[PciDevice]:
+    return next((d for d in facts.pci.devices if d.address and g.pci_bus_id and bus(d.address) == bus(g.pci_bus_id)),
+                None)
+
+
+def with_table_ccs(facts: Facts, table: Optional[Table]) -> Facts:
+    """``facts`` with the compute capability of each driver GPU that lacks one (nvidia-smi before
+    R510 has no ``compute_cap`` column) filled from the table, by name or by the PCI id at the same
+    bus address; ``driver.sources[cc_key(i)]`` says where it came from. Pure; unknown GPUs stay
+    empty (a GeForce series guess or torch's answer is not written into the driver's facts)."""
+    d = facts.driver
+    if table is None or all(g.compute_capability for g in d.gpus):
+        return facts
+    gpus, sources = [], dict(d.sources)
+    for g in d.gpus:
+        cc, where = (None, None) if g.compute_capability else _table_cc(g, _pci_of(g, facts), table)
+        if cc and where:
+            g = dataclasses.replace(g, compute_capability=cc)
+            sources[cc_key(g.index)] = where
+        gpus.append(g)
+    return dataclasses.replace(facts, driver=dataclasses.replace(d, gpus=tuple(gpus), sources=sources))
+
+
 def _fill_cc(g: GpuInfo, facts: Facts,
              table: Optional[Table]) -> tuple[Optional[str], Optional[str], Optional[str], Optional[str]]:
     """(cc, where it came from, inferred series, PCI id) of a driver GPU."""
-    pci = next((d for d in facts.pci.devices if d.address and g.pci_bus_id and bus(d.address) == bus(g.pci_bus_id)),
-               None)
+    pci = _pci_of(g, facts)
     pci_id = pci.device_id if pci is not None else None
     if g.compute_capability:
-        return g.compute_capability, None, None, pci_id
-    model = table.gpu(g.name) if table is not None and g.name else None
-    if model is not None:
-        return model.cc, "envdoctor table", None, pci_id
-    if pci is not None and pci.compute_capability:
-        return pci.compute_capability, f"PCI id {pci.device_id} + envdoctor table", None, pci_id
-    model = table.gpu_by_pci(pci_id) if table is not None and pci_id else None
-    if model is not None:
-        return model.cc, f"PCI id {pci_id} + envdoctor table", None, pci_id
+        return g.compute_capability, facts.driver.sources.get(cc_key(g.index)), None, pci_id
+    cc, where = _table_cc(g, pci, table)
+    if cc:
+        return cc, where, None, pci_id
     for d in facts.torch.devices:
         if d.capability and ((g.uuid and d.uuid == g.uuid) or (g.name and d.name == g.name)):
             return d.capability, "torch.cuda.get_device_properties", None, pci_id

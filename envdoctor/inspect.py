@@ -16,6 +16,7 @@ from typing import Any, Dict, Iterable, Optional, Tuple
 from envdoctor.facts import Facts
 from envdoctor.facts.gpu import PciFacts
 from envdoctor.findings import Finding, sort_findings
+from envdoctor.gpus import with_table_ccs
 from envdoctor.probes import collect
 from envdoctor.probes.context import Context
 from envdoctor.rules import all_rules, evaluate
@@ -44,11 +45,23 @@ def load_table_or_error() -> Tuple[Any, Optional[str]]:
 
 
 def enrich(facts: Facts, table: Any) -> Facts:
-    """Fill what the table knows about each PCI device (name, compute capability, architecture).
+    """Fill what the table knows about each PCI device (name, compute capability, architecture),
+    then the compute capability of a driver GPU that did not report one (``gpus.with_table_ccs``).
 
     Pure: facts and table in, new facts out. A name from the system's pci.ids is kept.
     """
-    if table is None or not facts.pci.devices:
+    if table is None:
+        return facts
+    facts = _enrich_pci(facts, table)
+    try:
+        return with_table_ccs(facts, table)
+    except Exception:  # a broken row must not stop the report
+        log.debug("table lookup failed", exc_info=True)
+        return facts
+
+
+def _enrich_pci(facts: Facts, table: Any) -> Facts:
+    if not facts.pci.devices:
         return facts
     devices = []
     for dev in facts.pci.devices:

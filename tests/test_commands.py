@@ -147,3 +147,17 @@ def test_conda_nvcc_install():
     assert commands.conda_nvcc_install(None, "12.9") == ("conda install -c conda-forge cuda-nvcc=12.9",)
     assert commands.conda_nvcc_install("micromamba", "12.6", cuda_home=True) == (
         "micromamba install -c conda-forge cuda-nvcc=12.6", 'export CUDA_HOME="$CONDA_PREFIX"')
+
+
+def test_toolkit_of_a_cuda_line_the_repository_lacks_says_so_before_the_install():
+    """ED301/ED309 printed `apt-get install -y cuda-toolkit-12-1` for Ubuntu 24.04, whose NVIDIA
+    repository starts at 12.5 (data/distros.toml, frozen copy): apt finds no such package."""
+    from envdoctor.facts.system import SystemFacts
+    from envdoctor.table import load_table
+
+    noble = SystemFacts(os_id="ubuntu", os_version="24.04", os_like=("debian",), arch="x86_64")
+    steps = commands.cuda_toolkit_install(noble, "12.1", table=load_table())
+    assert steps[0].startswith("# envdoctor's table (unconfirmed) lists no CUDA 12.1 in NVIDIA's ubuntu2404 "
+                               "repository (it has 12.5 to 13.2)")
+    assert "sudo apt-get install -y cuda-toolkit-12-1" in steps
+    assert not commands.cuda_toolkit_install(noble, "12.8", table=load_table())[0].startswith("#")

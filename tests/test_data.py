@@ -106,3 +106,15 @@ def test_a_new_release_and_a_new_gpu_are_one_row_each(tmp_path, real):
     facts = Facts(driver=DriverFacts(gpus=(GpuInfo(0, "NVIDIA Testing Board T9", source="nvidia-smi"),)))
     (machine,) = machine_gpus(facts, grown)
     assert (machine.cc, machine.cc_source) == ("12.0", "envdoctor table")
+
+
+def test_every_distribution_names_its_kernel_headers_and_the_key_dkms_signs_with(real):
+    """What ED101 prints when the module does not load, or Secure Boot refuses it (dkms's prepare_mok)."""
+    for d in real.distros:
+        assert d.kernel_headers and d.kernel_headers_source and d.kernel_headers_checked, d.repo_dir
+        assert d.dkms_mok and d.dkms_mok_source and d.dkms_mok_checked, d.repo_dir
+    assert real.distro("ubuntu", "24.04").mok_enroll() == "update-secureboot-policy --enroll-key"
+    assert real.distro("ubuntu", "22.04").dkms_mok == "/var/lib/shim-signed/mok/MOK.der"
+    assert real.distro("debian", "12").mok_enroll() == "mokutil --import /var/lib/dkms/mok.pub"
+    assert real.distro("rhel", "9").dkms_mok == "/var/lib/dkms/mok.pub"
+    assert real.distro("debian", "13").kernel_headers == "linux-headers-$(uname -r)"

@@ -55,3 +55,24 @@ def test_torch_devices_then_pci_devices_when_the_driver_lists_none():
 def test_a_table_that_does_not_know_the_model_leaves_the_cc_unknown():
     # four-archs has no GPU models and no GeForce series: nothing names the V100's capability
     assert machine_gpus(facts([V100_SMI_470]), table("four-archs"))[0].cc is None
+
+
+def test_nvidia_smi_before_r510_leaves_no_empty_capability_in_the_report():
+    """An R470 nvidia-smi (no compute_cap column) left driver.gpus[0].compute_capability empty in
+    check's report and text although the table knows the V100 (only the rules filled it)."""
+    from envdoctor.gpus import cc_key, with_table_ccs
+    from envdoctor.inspect import enrich
+
+    filled = enrich(facts([V100_SMI_470]), TABLE)
+    (g,) = filled.driver.gpus
+    assert g.compute_capability == "7.0" and filled.driver.sources[cc_key(0)] == "envdoctor table"
+    (m,) = machine_gpus(filled, TABLE)   # the rules still say where the capability came from
+    assert m.where == "nvidia-smi; compute capability from envdoctor table"
+    # by the PCI id at the same bus address when the name is unknown to the table
+    smi = GpuInfo(index=0, name="Some Future GPU", pci_bus_id="00000000:00:1E.0", source="nvidia-smi")
+    pci = PciDevice("0000:00:1e.0", "0x10de", "0x1db1", "0x030200")
+    (g,) = with_table_ccs(facts([smi], pci=[pci]), TABLE).driver.gpus
+    assert g.compute_capability == "7.0"
+    # a GeForce series guess is not written into the driver's facts
+    guess = GpuInfo(index=0, name="NVIDIA GeForce GTX 1050 Ti", source="nvidia-smi")
+    assert with_table_ccs(facts([guess]), TABLE).driver.gpus[0].compute_capability is None

@@ -123,3 +123,21 @@ def test_every_finding_names_the_env():
     findings = [f for rule in rules.RULES for f in rule(facts, None)]
     assert {f.code for f in findings} == {"ED401", "ED402", "ED403", "ED404"}
     assert all(f.area == "conda" and f.reference and any(DL in e for e in f.evidence) for f in findings)
+
+
+def test_ed401_in_a_mixed_env_proposes_torchs_cuda_not_cuda_version():
+    """cuda-runtime 12.1, pytorch-cuda 12.1 and cuda-version 12.4 (tests/fixtures/public-conda24-...):
+    ED401 proposed cuda-nvcc=12.4, which does not match torch's 12.1."""
+    runtime = CondaPackage("cuda-runtime", "12.1.0", "0", "nvidia")
+    cv124 = CondaPackage("cuda-version", "12.4", "h3060b56_3", "conda-forge")
+    (f,) = found(Facts(conda=env(runtime, cv124, PT_RETIRED, PT_CUDA)), "ED401")
+    assert f.title == "The conda env has the CUDA 12.1 runtime but no nvcc"
+    assert f.fix == ("conda install -c conda-forge cuda-nvcc=12.1 cuda-version=12.1",)
+    assert "pytorch 2.2.2 py3.10_cuda12.1_cudnn8.9.2_0 (pytorch)" in f.evidence
+    assert "cuda-version 12.4 h3060b56_3 (conda-forge)" in f.evidence
+    # a pip torch over it (the target Python is this env): torch.version.cuda is what runs
+    pip_torch = TorchFacts(installed=True, version="2.5.1", cuda="12.4")
+    here = Facts(conda=env(runtime, cv124, PT_RETIRED, PT_CUDA), torch=pip_torch,
+                 python=TargetPython(executable=f"{DL}/bin/python", prefix=DL))
+    (f,) = found(here, "ED401")
+    assert f.fix == ("conda install -c conda-forge cuda-nvcc=12.4",)

@@ -158,3 +158,26 @@ def test_ed507_quiet():
 
 def test_nothing_when_docker_is_absent():
     assert [f for rule in rules.RULES for f in rule(Facts(driver=H200, system=UBUNTU), None)] == []
+
+
+DOCKER_INSIDE = SystemFacts(os_id="ubuntu", os_version="22.04", os_like=("debian",), user="root",
+                            container="docker", container_evidence="/.dockerenv exists")
+
+
+def test_inside_a_container_the_toolkit_and_the_daemon_are_the_hosts():
+    """With the host's socket mounted into a container, ED503 installed the container toolkit with the
+    container's apt and restarted Docker with systemctl; ED502 added the user to the docker group."""
+    (f,) = found(Facts(system=DOCKER_INSIDE, driver=H200, docker=DockerFacts(**UP)), "ED503")
+    assert all(c.startswith("#") for c in f.fix)
+    assert f.fix[0].startswith("# on the host, where the Docker daemon runs: install the NVIDIA Container Toolkit")
+    assert "# on the host: sudo nvidia-ctk runtime configure --runtime=docker" in f.fix
+    (f,) = found(Facts(system=DOCKER_INSIDE, docker=down("permission_denied", DENIED)), "ED502")
+    assert f.fix == ("stat -c '%g' /var/run/docker.sock   # the group id that owns the host's socket",
+                     "# on the host: start this container with --group-add <that id>")
+
+
+def test_ed501_under_wsl2_names_docker_desktops_integration():
+    wsl = SystemFacts(os_id="ubuntu", os_version="24.04", os_like=("debian",), wsl="wsl2")
+    (f,) = found(Facts(system=wsl, docker=down("not_running", NOT_RUNNING)), "ED501")
+    assert f.fix[0] == "# Docker Desktop: Settings > Resources > WSL integration, turned on for this distribution"
+    assert not any(c.startswith("sudo systemctl") for c in f.fix)

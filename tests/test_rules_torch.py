@@ -268,6 +268,30 @@ def test_ed204_without_pip_installs_it_first():
                            f"{PY} -m pip install --force-reinstall torch==2.8.0 --index-url {MIRROR}/cu128")
 
 
+def test_ed204_reinstall_into_an_externally_managed_python_makes_a_venv_first():
+    """ED204 said `/usr/bin/python3 -m pip install --force-reinstall ...` for Ubuntu's own Python,
+    which pip refuses (PEP 668: externally-managed-environment); recommend makes a venv first."""
+    system = TargetPython(executable="/usr/bin/python3", chosen_by="python3 on PATH", version="3.12.3",
+                          pip="24.0", platform="linux_x86_64", prefix="/usr", venv=False)
+    t = built("2.8.0+cpu", None, available=False, torchvision="0.23.0+cpu")
+    f = replace(machine(t, gpus=[RTX4090], python=system),
+                system=SystemFacts(os_id="ubuntu", os_version="24.04", os_like=("debian",)))
+    finding = one(f, "ED204")
+    assert finding.fix == ("/usr/bin/python3 -m venv ~/venvs/torch",
+                           f"~/venvs/torch/bin/python -m pip install torch==2.8.0 torchvision==0.23.0 "
+                           f"--index-url {MIRROR}/cu128")
+    assert "PEP 668" in finding.explanation and "sudo apt-get install -y python3.12-venv" in finding.explanation
+    # the siblings that pip into the target: ED209 installs torch and its pair into the new venv
+    vision = built("2.8.0+cu128", "12.8", CU128_ARCH, torchvision="0.22.1+cu128")
+    assert one(replace(machine(vision, gpus=[RTX4090], python=system)), "ED209").fix == (
+        "/usr/bin/python3 -m venv ~/venvs/torch",
+        f"~/venvs/torch/bin/python -m pip install torch==2.8.0 torchvision==0.23.0 --index-url {MIRROR}/cu128")
+    # a venv or a conda env is installed into directly
+    for inside in (replace(system, venv=True, prefix="/opt/venv"), replace(system, conda_env=True, prefix="/opt/conda")):
+        assert one(machine(t, gpus=[RTX4090], python=inside), "ED204").fix[0].startswith(
+            "/usr/bin/python3 -m pip install --force-reinstall torch==2.8.0")
+
+
 def test_ed204_unknown_release_falls_back_to_recommend():
     finding = one(machine(built("2.99.0+cpu", None, available=False), gpus=[RTX4090]), "ED204")
     assert finding.fix == ("envdoctor recommend",)
@@ -647,3 +671,17 @@ def test_ed206_for_a_v100_nvidia_smi_lists_without_compute_cap_on_driver_470():
     assert finding.title == "torch 2.7.1+cu118 has no kernels for compute capability 7.0"
     assert finding.evidence[0] == ("GPU 0 (Tesla V100-SXM2-16GB): compute capability 7.0 "
                                    "(nvidia-smi; compute capability from envdoctor table)")
+
+
+def test_ed209_for_torchaudio_says_torchaudio_not_torchvision():
+    """ED209 for a torchaudio of another release gave torchvision's text (operator torchvision::nms)
+    and torchvision's page."""
+    t = built("2.8.0+cu128", "12.8", CU128_ARCH, torchaudio="2.7.1+cu128")
+    finding = one(machine(t, gpus=[RTX4090]), "ED209")
+    assert finding.title == "torchaudio 2.7.1+cu128 does not belong to torch 2.8.0+cu128"
+    assert "torchvision" not in finding.explanation and "libtorchaudio.so" in finding.explanation
+    assert finding.reference == "https://docs.pytorch.org/audio/2.11.0/installation.html#compatibility-matrix"
+    assert finding.fix == (f"{PY} -m pip install --force-reinstall --no-deps torchaudio==2.8.0 "
+                           f"--index-url {MIRROR}/cu128",)
+    cpu_audio = built("2.8.0+cu128", "12.8", CU128_ARCH, torchaudio="2.8.0+cpu")
+    assert one(machine(cpu_audio, gpus=[RTX4090]), "ED210").reference == finding.reference

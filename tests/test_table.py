@@ -564,3 +564,35 @@ def test_missing_file_is_an_error(tmp_path):
     (d / "ngc.toml").unlink()
     with pytest.raises(TableError, match="data/ngc.toml: file missing"):
         load_table(d)
+
+
+def test_distro_kernel_headers_and_dkms_key_come_from_the_family_unless_the_row_gives_its_own():
+    from tests.tables import table
+
+    t = table("four-archs")
+    debian, ubuntu, rocky = t.distro("debian", "12"), t.distro("ubuntu", "24.04"), t.distro("rocky", "9.4")
+    assert (debian.kernel_headers, debian.dkms_mok, debian.mok_enroll()) == (
+        "linux-headers-$(uname -r)", "/var/lib/dkms/mok.pub", "mokutil --import /var/lib/dkms/mok.pub")
+    assert (ubuntu.kernel_headers, ubuntu.dkms_mok, ubuntu.mok_enroll()) == (
+        "linux-headers-$(uname -r)", "/var/lib/shim-signed/mok/MOK.der", "update-secureboot-policy --enroll-key")
+    assert rocky.kernel_headers == "kernel-devel-matched kernel-headers"
+    assert not rocky.confirmed("kernel_headers") and rocky.confirmed("dkms_mok")   # the family's doubt follows
+
+
+@pytest.mark.parametrize("old, new, words", [
+    ('dkms_mok_checked = "2026-12-01"\nsource', 'source', ["[[family]] debian", "'dkms_mok_checked'"]),
+    ('dkms_mok = "/var/lib/shim-signed/mok/MOK.der"\n', 'dkms_mok = "MOK.der"\n', ["ubuntu2404", "absolute path"]),
+    ('dkms_mok = "/var/lib/shim-signed/mok/MOK.der"\n', '', ["ubuntu2404", "'dkms_mok' is missing"]),
+    ('unconfirmed_fields = ["kernel_headers"]', 'unconfirmed_fields = ["toolkit_package"]',
+     ["[[family]] rhel", "'toolkit_package'"]),
+])
+def test_a_sourced_distro_fact_without_its_source_date_or_value_is_refused(tmp_path, old, new, words):
+    from tests.tables import HERE, copy_of
+
+    d = copy_of(HERE / "four-archs", tmp_path)
+    text = (d / "distros.toml").read_text()
+    assert old in text
+    (d / "distros.toml").write_text(text.replace(old, new, 1))
+    with pytest.raises(TableError) as info:
+        load_table(d)
+    assert all(w in str(info.value) for w in words), str(info.value)

@@ -74,7 +74,9 @@ def _secure_boot(ctx: Context) -> Tuple[Optional[bool], Optional[str]]:
     except FileNotFoundError:
         if ctx.exists("/sys/firmware/efi"):
             return None, None
-        if ctx.exists("/sys/firmware"):
+        # an empty /sys/firmware is a mask (Docker and podman mount an empty tmpfs over it), not a
+        # machine booted without UEFI, whose /sys/firmware still holds acpi, dmi, memmap: unknown
+        if ctx.listdir("/sys/firmware"):
             return False, "no /sys/firmware/efi: not booted through UEFI"
         return None, None
     except OSError:

@@ -9,12 +9,15 @@ envdoctor itself.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import logging
+import re
 from collections.abc import Iterable
 from typing import Callable, Optional
 
 from envdoctor.facts import Facts
+from envdoctor.facts.system import SystemFacts
 from envdoctor.findings import Finding, sort_findings
 from envdoctor.table import Table
 
@@ -50,6 +53,25 @@ def all_rules(skipped: Iterable[str] = ()) -> tuple[Rule, ...]:
     return tuple(rules)
 
 
+#: ``sudo`` where a command starts: at the line's start or after a pipe or a shell list operator.
+_SUDO = re.compile(r"(^|\|\s*|&&\s*|\|\|\s*|;\s*)sudo\s+")
+
+
+def as_user(finding: Finding, system: SystemFacts) -> Finding:
+    """``finding`` with ``sudo`` dropped from its commands when envdoctor runs as root: root needs
+    none, and a container's root often has no sudo at all ("sudo: command not found"). Comment
+    lines keep theirs: "# on the host: sudo reboot" is for the host's user."""
+    if system.user != "root" or not finding.fix:
+        return finding
+    fix = tuple(line if line.lstrip().startswith("#") else _strip_sudo(line) for line in finding.fix)
+    return finding if fix == finding.fix else dataclasses.replace(finding, fix=fix)
+
+
+def _strip_sudo(line: str) -> str:
+    command, sep, comment = line.partition("   #")    # the fix's own note stays as written
+    return _SUDO.sub(lambda m: m.group(1), command) + sep + comment
+
+
 def evaluate(facts: Facts, table: Optional[Table], suppress: Iterable[str] = ()) -> tuple[Finding, ...]:
     """Every finding for ``facts``, errors first. A rule that raises becomes finding ED900."""
     suppressed = {code.upper() for code in suppress}
@@ -65,4 +87,4 @@ def evaluate(facts: Facts, table: Optional[Table], suppress: Iterable[str] = ())
                 fix=("envdoctor check --debug   # shows the traceback; please report it",),
                 area="envdoctor",
             ))
-    return sort_findings(f for f in found if f.code not in suppressed)
+    return sort_findings(as_user(f, facts.system) for f in found if f.code not in suppressed)

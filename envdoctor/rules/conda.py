@@ -53,6 +53,29 @@ def env_cuda(facts: Facts) -> tuple[Optional[str], list[str]]:
     return cuda, ([_shown(pk["pytorch"])] if cuda else [])
 
 
+def _is_target(facts: Facts) -> bool:
+    """The target Python (whose torch was inspected) lives in the active env."""
+    p, c = facts.python, facts.conda
+    return bool(p.prefix and c.active_prefix and p.prefix.rstrip("/") == c.active_prefix.rstrip("/"))
+
+
+def torch_cuda(facts: Facts) -> tuple[Optional[str], list[str]]:
+    """(X.Y, evidence) of the CUDA torch in this env runs: torch.version.cuda when the target Python
+    is this env (a pip torch may have replaced conda's), else the pytorch package's build string,
+    else pytorch-cuda; (None, []) without a CUDA torch."""
+    t, pk = facts.torch, _pkgs(facts)
+    if _is_target(facts) and t.installed and t.cuda and "torch" not in facts.skipped:
+        cuda = major_minor(t.cuda)
+        if cuda:
+            return cuda, [f"torch {t.version}: torch.version.cuda = {t.cuda} (target Python {facts.python.executable})"]
+    built = torch_build_cuda(pk.get("pytorch"))
+    if built:
+        return built, [_shown(pk["pytorch"])]
+    if "pytorch-cuda" in pk and major_minor(pk["pytorch-cuda"].version):
+        return major_minor(pk["pytorch-cuda"].version), [_shown(pk["pytorch-cuda"])]
+    return None, []
+
+
 def _where(facts: Facts) -> str:
     c = facts.conda
     return (f"active env {c.active_name or '?'} at {c.active_prefix} "
@@ -66,16 +89,25 @@ def runtime_without_nvcc(facts: Facts, table: Optional[Table]) -> Iterator[Findi
         return
     if any("conda" in tk.found_via for tk in facts.toolkits.toolkits):
         return
-    cuda, evidence = env_cuda(facts)
+    cuda, evidence = torch_cuda(facts)
+    line, line_evidence = env_cuda(facts)
+    cuda = cuda or line
     if cuda is None:
         return
+    evidence = evidence + [e for e in line_evidence if e not in evidence]
+    pinned = pk.get("cuda-version")
+    repin = pinned is not None and major_minor(pinned.version) not in (None, cuda)
+    why = (f" cuda-version {pinned.version} pins the env's CUDA packages to {major_minor(pinned.version)}, "
+           f"so the command moves it to torch's {cuda} with nvcc (the solver says what else would have to change)."
+           if repin and pinned is not None else "")
     yield Finding(
         "ED401", "info", f"The conda env has the CUDA {cuda} runtime but no nvcc",
         evidence=(_where(facts), *evidence, f"no cuda-nvcc package and no {c.active_prefix}/bin/nvcc"),
-        fix=commands.conda_nvcc_install(c.flavor, cuda), reference=REF_CONDA_CUDA, area="conda",
+        fix=commands.conda_nvcc_install(c.flavor, cuda, with_cuda_version=repin), reference=REF_CONDA_CUDA,
+        area="conda",
         explanation="Running torch needs only the runtime. Building from source (DeepSpeed ops, apex, "
-                    "flash-attn, custom kernels) needs nvcc of the same CUDA release; installed into the env it "
-                    "becomes the nvcc on PATH, and torch builds with it when CUDA_HOME is not set.",
+                    "flash-attn, custom kernels) needs nvcc of torch's CUDA release; installed into the env it "
+                    "becomes the nvcc on PATH, and torch builds with it when CUDA_HOME is not set." + why,
     )
 
 
@@ -112,8 +144,7 @@ def env_cuda_too_new(facts: Facts, table: Optional[Table]) -> Iterator[Finding]:
     have, need = loose_version(driver_cuda), loose_version(cuda)
     if not c.active_prefix or have is None or need is None or need.release[0] <= have.release[0]:
         return
-    p = facts.python
-    if facts.torch.installed and facts.torch.cuda and p.prefix and p.prefix.rstrip("/") == c.active_prefix.rstrip("/"):
+    if facts.torch.installed and facts.torch.cuda and _is_target(facts):
         return  # the target Python is this env: the torch rules (ED205) already say it
     source = "nvidia-smi / NVML" if facts.driver.driver_cuda else f"__cuda virtual package ({c.source})"
     exe = c.flavor or "conda"

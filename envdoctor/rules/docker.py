@@ -26,11 +26,16 @@ TEST = commands.DOCKER_GPU_TEST
 
 
 def install_container_toolkit(facts: Facts) -> tuple[str, ...]:
+    """The toolkit's install for this distribution; inside a container, a line for the host (where
+    the Docker daemon runs), whose distribution this container does not know."""
+    if facts.system.container:
+        return ("# on the host, where the Docker daemon runs: install the NVIDIA Container Toolkit "
+                f"(envdoctor check run on the host prints the commands for its distribution; {REF_TOOLKIT})",)
     return commands.install_container_toolkit(facts.system)
 
 
 def configure_docker(facts: Facts) -> tuple[str, ...]:
-    return commands.configure_docker(bool(facts.docker.rootless))
+    return commands.on_host(facts.system, commands.configure_docker(bool(facts.docker.rootless)), restart=False)
 
 
 def _gpus(facts: Facts, table: Optional[Table]) -> list[str]:
@@ -75,16 +80,22 @@ def daemon_unreachable(facts: Facts, table: Optional[Table]) -> Iterator[Finding
             + ((f"this is a {inside} container ({facts.system.container_evidence})",) if inside else ()),
             fix=("# on the host, start this container with: -v /var/run/docker.sock:/var/run/docker.sock",) if inside
             else ("systemctl --user start docker",) if rootless
+            else ("# Docker Desktop: Settings > Resources > WSL integration, turned on for this distribution",
+                  "sudo service docker start   # Docker Engine inside WSL2 (systemctl once systemd=true is in "
+                  "/etc/wsl.conf)") if facts.system.wsl
             else ("sudo systemctl start docker", "sudo systemctl enable docker   # start it at boot too"),
             reference=REF_DAEMON, area="docker",
             explanation=("A container has no Docker daemon of its own; it can use the host's through its socket."
                          if inside else "Start the daemon; if it fails, `sudo journalctl -u docker` says why."),
         )
     elif d.daemon == "permission_denied":
+        sock = (d.daemon_socket or "/var/run/docker.sock").removeprefix("unix://")
         yield Finding(
             "ED502", "warning", "You may not use the Docker daemon: permission denied on its socket",
             evidence=evidence + ((f"user {facts.system.user}",) if facts.system.user else ()),
-            fix=('sudo usermod -aG docker "$USER"', "newgrp docker   # or log out and back in", "docker info"),
+            fix=(f"stat -c '%g' {sock}   # the group id that owns the host's socket",
+                 "# on the host: start this container with --group-add <that id>") if facts.system.container
+            else ('sudo usermod -aG docker "$USER"', "newgrp docker   # or log out and back in", "docker info"),
             reference=REF_POSTINSTALL, area="docker",
             explanation="Members of the docker group may use the daemon without sudo (this is equivalent to root "
                         "on this machine). The new group applies to new logins, hence newgrp or a fresh login.",
@@ -93,8 +104,9 @@ def daemon_unreachable(facts: Facts, table: Optional[Table]) -> Iterator[Finding
         yield Finding(
             "ED506", "warning", "The Docker daemon does not answer properly",
             evidence=evidence, reference=REF_DAEMON, area="docker",
-            fix=("sudo systemctl status docker", "sudo journalctl -u docker --since '15 min ago'",
-                 "sudo systemctl restart docker"),
+            fix=commands.on_host(facts.system, ("sudo systemctl status docker",
+                                                "sudo journalctl -u docker --since '15 min ago'",
+                                                "sudo systemctl restart docker"), restart=False),
             explanation="The client reached no working daemon: it is hung, starting, or DOCKER_HOST / the docker "
                         "context points elsewhere (docker context ls).",
         )
@@ -155,8 +167,9 @@ def podman_without_cdi(facts: Facts, table: Optional[Table]) -> Iterator[Finding
         evidence=(f"podman {d.podman_version or '?'} at {d.podman}", *gpus,
                   f"no NVIDIA CDI spec in {', '.join(d.cdi_spec_dirs or ('/etc/cdi', '/var/run/cdi'))}",
                   f"nvidia-ctk: {d.nvidia_ctk or 'not on PATH'}"),
-        fix=fix + ("sudo nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml", "nvidia-ctk cdi list",
-                   "podman run --rm --device nvidia.com/gpu=all ubuntu nvidia-smi -L"),
+        fix=fix + commands.on_host(facts.system, ("sudo nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml",),
+                                   restart=False)
+        + ("nvidia-ctk cdi list", "podman run --rm --device nvidia.com/gpu=all ubuntu nvidia-smi -L"),
         reference=REF_CDI, area="docker",
         explanation="podman takes GPUs through CDI. Generate the spec again after every driver upgrade "
                     "(toolkit >= 1.18 ships the nvidia-cdi-refresh service that does it).",

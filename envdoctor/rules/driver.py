@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Iterable
 from typing import Optional
 
 from envdoctor import commands
 from envdoctor.compat import open_modules
-from envdoctor.facts import Facts
+from envdoctor.facts import Facts, PciDevice
 from envdoctor.findings import Finding, Severity
 from envdoctor.gpus import PCI, machine_gpus
 from envdoctor.parse import major
@@ -20,6 +21,9 @@ REF_WSL = "https://docs.nvidia.com/cuda/wsl-user-guide/index.html"
 REF_VISIBLE = "https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#env-vars"
 REF_ARCH = "https://docs.nvidia.com/datacenter/tesla/drivers/cuda-toolkit-driver-and-architecture-matrix.html"
 REF_OPEN = "https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/kernel-modules.html"
+REF_VFIO = "https://docs.kernel.org/driver-api/vfio.html"
+#: The kernel driver that reserves a PCI device for passing through to a virtual machine.
+VFIO = "vfio-pci"
 
 
 def _gpu_ccs(facts: Facts, table: Optional[Table]) -> list[tuple[str, str]]:
@@ -33,32 +37,99 @@ def _driver_gone(facts: Facts) -> bool:
     return not d.kernel_module_version and not d.gpus and not d.mismatch
 
 
+def _userspace(facts: Facts) -> Optional[str]:
+    """How the installed user-space driver shows itself while no kernel module is loaded; None
+    when there is none (no libnvidia-ml, no nvidia-smi)."""
+    d = facts.driver
+    if d.userspace_version:
+        return f"user-space driver {d.userspace_version} installed ({d.sources.get('userspace_version') or 'library'})"
+    if d.smi_path:
+        return f"nvidia-smi installed at {d.smi_path}"
+    if d.nvml_error is not None and "Driver Not Loaded" in d.nvml_error.message:
+        return f"the NVML library libnvidia-ml.so.1 is installed ({d.nvml_error.message})"
+    return None
+
+
+def _pci_line(d: PciDevice) -> str:
+    return f"PCI {d.address}: {d.name or 'NVIDIA device ' + d.device_id} (kernel driver in use: {d.kernel_driver or 'none'})"
+
+
 def no_driver(facts: Facts, table: Optional[Table]) -> Iterable[Finding]:
-    """ED101: an NVIDIA GPU sits on the PCI bus but no NVIDIA kernel module is loaded."""
+    """ED101: an NVIDIA GPU sits on the PCI bus but no NVIDIA kernel module is loaded: the driver
+    is not installed (install it), or it is and its module did not load (build and load the
+    module: no reinstall). GPUs bound to vfio-pci are left to ED113."""
     if not facts.pci.devices or not _driver_gone(facts) or facts.system.container or facts.system.wsl:
         return
+    devices = [d for d in facts.pci.devices if d.kernel_driver != VFIO]
+    if not devices:
+        return  # every NVIDIA GPU is passed through to a virtual machine (ED113)
     s = facts.system
-    evidence = [f"PCI {d.address}: {d.name or 'NVIDIA device ' + d.device_id} "
-                f"(kernel driver in use: {d.kernel_driver or 'none'})" for d in facts.pci.devices]
+    evidence = [_pci_line(d) for d in devices]
     evidence.append("no NVIDIA kernel module loaded (/sys/module/nvidia and /proc/driver/nvidia absent)")
+    installed = _userspace(facts)
+    if installed:
+        evidence.append(installed)
     fix: list[str] = []
-    why = "The NVIDIA driver is not installed, or it is installed and its kernel module did not load."
-    if s.nouveau_loaded or any(d.kernel_driver == "nouveau" for d in facts.pci.devices):
+    nouveau = bool(s.nouveau_loaded or any(d.kernel_driver == "nouveau" for d in devices))
+    if nouveau:
         evidence.append("nouveau (the open-source driver) is loaded and holds the GPU (/proc/modules)")
-        fix.extend(commands.blacklist_nouveau(s)[:-1])
-        why = "nouveau holds the GPU, so the NVIDIA module cannot take it."
     if s.secure_boot:
-        evidence.append(f"Secure Boot is enabled ({s.secure_boot_source}): an unsigned nvidia module is refused")
-        fix.append("# Secure Boot: enroll the DKMS signing key, then choose 'Enroll MOK' at the next boot")
-        fix.append("sudo mokutil --import /var/lib/dkms/mok.pub")
-    if any(d.kernel_driver == "vfio-pci" for d in facts.pci.devices):
-        evidence.append("the GPU is bound to vfio-pci (reserved for passing through to a virtual machine)")
-    branch, open_modules = _branch_for(facts, table)
-    fix.extend(commands.driver_install(s, branch, open_modules, table=table))
+        evidence.append(f"Secure Boot is enabled ({s.secure_boot_source}): the kernel loads only modules "
+                        "signed with an enrolled key")
+    if installed:
+        title = "The NVIDIA driver is installed, but its kernel module is not loaded"
+        if nouveau:
+            fix.extend(commands.blacklist_nouveau(s))
+            why = "nouveau holds the GPU, so the NVIDIA module cannot take it: blacklist nouveau and reboot."
+        else:
+            fix.extend(commands.load_module(s, table, s.secure_boot))
+            why = ("The driver's libraries are installed; its kernel module is what is missing. Usually it was "
+                   "not built for the running kernel (a kernel update without that kernel's headers, so DKMS "
+                   "could not rebuild it), Secure Boot refused it, or it failed to load (the kernel log says "
+                   "why). Reinstalling the driver does not change any of these.")
+    else:
+        title = "NVIDIA GPU found on the PCI bus, but no NVIDIA driver is installed"
+        if nouveau:
+            fix.extend(commands.blacklist_nouveau(s)[:-1])
+        branch, flavour = _branch_for(facts, table)
+        install = list(commands.driver_install(s, branch, flavour, table=table))
+        headers = commands.kernel_headers_install(s, table)
+        if len(install) >= 2 and install[-1] == "sudo reboot" and not headers.startswith("#"):
+            # DKMS builds the module against the running kernel's headers; a package manager left
+            # alone may install the newest kernel's instead (NVIDIA's pre-installation actions)
+            install.insert(len(install) - 2, headers)
+        if s.secure_boot and install and install[-1] == "sudo reboot":
+            install = install[:-1] + ["# Secure Boot: if DKMS built the module (dkms status lists nvidia), it "
+                                      "signed it with its own key; queue that key for the next boot:",
+                                      *commands.mok_enroll(s, table)]
+        fix.extend(install)
+        why = ("No NVIDIA driver is installed (no libnvidia-ml, no nvidia-smi)"
+               + ("; nouveau holds the GPU meanwhile, so it is blacklisted first." if nouveau else "."))
+    passed = [d for d in facts.pci.devices if d.kernel_driver == VFIO]
+    if passed:
+        evidence.append(f"{len(passed)} more bound to vfio-pci, for a virtual machine (ED113)")
     yield Finding(
-        "ED101", "error", "NVIDIA GPU found on the PCI bus, but no NVIDIA driver is loaded",
+        "ED101", "error", title,
         evidence=tuple(evidence), fix=tuple(dict.fromkeys(fix)), reference=REF_INSTALL, area="driver",
         explanation=why,
+    )
+
+
+def passed_through(facts: Facts, table: Optional[Table]) -> Iterable[Finding]:
+    """ED113: NVIDIA GPUs bound to vfio-pci are reserved for a virtual machine: not a missing driver."""
+    vfio = [d for d in facts.pci.devices if d.kernel_driver == VFIO]
+    if not vfio or facts.system.container:
+        return
+    yield Finding(
+        "ED113", "info", f"{len(vfio)} NVIDIA GPU(s) bound to vfio-pci: passed through to a virtual machine",
+        evidence=tuple(_pci_line(d) for d in vfio),
+        fix=(f"lspci -nnk -s {vfio[0].address}   # 'Kernel driver in use: vfio-pci'",
+             "grep -rn vfio /etc/modprobe.d /etc/default/grub /proc/cmdline   # where vfio-pci is told to take it",
+             "# to use the GPU on this host instead: remove its id from vfio-pci.ids= there, then reboot"),
+        reference=REF_VFIO, area="gpu",
+        explanation="vfio-pci holds the GPU on purpose, so that a virtual machine can drive it with its own NVIDIA "
+                    "driver; installing the driver here changes nothing while it is bound. Inside that VM, run "
+                    "envdoctor there.",
     )
 
 
@@ -92,7 +163,8 @@ def mismatch(facts: Facts, table: Optional[Table]) -> Iterable[Finding]:
             evidence.append(err.message)
     yield Finding(
         "ED102", "error", "Driver upgraded without a reboot: kernel module and user-space driver differ",
-        evidence=tuple(evidence), fix=commands.reload_modules(), reference=REF_MISMATCH, area="driver",
+        evidence=tuple(evidence), fix=commands.on_host(facts.system, commands.reload_modules()),
+        reference=REF_MISMATCH, area="driver",
         explanation="Until the new module is loaded, NVML, nvidia-smi and every CUDA program fail with "
                     "'Driver/library version mismatch'. To stop silent upgrades, hold the driver "
                     "packages (sudo apt-mark hold 'nvidia-*' or dnf versionlock).",
@@ -118,17 +190,23 @@ def smi_or_nvml_failing(facts: Facts, table: Optional[Table]) -> Iterable[Findin
     both = not d.gpus
     fix: tuple[str, ...]
     text = " ".join(failures)
-    if "Unknown Error" in text and facts.system.container:
+    s = facts.system
+    if "Unknown Error" in text and s.container:
         fix = ("# inside a container: the host reset its device cgroups (systemctl daemon-reload);",
                "# restart the container, and on the host use CDI or set no-cgroups as the container toolkit guide says")
+    elif s.wsl == "wsl2" and ("couldn't communicate" in text or "Driver Not Loaded" in text):
+        fix = ("ls -l /usr/lib/wsl/lib/   # libcuda.so, libnvidia-ml.so.1 and nvidia-smi come from the Windows driver",
+               "# in Windows: update the NVIDIA driver, then in PowerShell: wsl --shutdown, and start the "
+               "distribution again")
     elif "couldn't communicate" in text or "Driver Not Loaded" in text:
-        fix = ("lsmod | grep nvidia || sudo modprobe nvidia", "dkms status",
-               "sudo dmesg | grep -iE 'nvrm|nvidia' | tail -20")
+        fix = ("lsmod | grep nvidia",) + commands.on_host(s, (
+            "sudo modprobe nvidia", "dkms status", "sudo dmesg | grep -iE 'nvrm|nvidia' | tail -20"))
     elif d.smi_error and d.smi_error.kind == "timeout":
-        fix = ("sudo dmesg | grep -iE 'nvrm|xid' | tail -20   # a hung GPU logs Xid errors",
-               "nvidia-smi -q | head -40")
+        fix = commands.on_host(s, ("sudo dmesg | grep -iE 'nvrm|xid' | tail -20   # a hung GPU logs Xid errors",),
+                               restart=False) + ("nvidia-smi -q | head -40",)
     else:
-        fix = ("nvidia-smi", "sudo dmesg | grep -iE 'nvrm|nvidia' | tail -20")
+        fix = ("nvidia-smi",) + commands.on_host(s, ("sudo dmesg | grep -iE 'nvrm|nvidia' | tail -20",),
+                                                 restart=False)
     yield Finding(
         "ED103", "error" if both else "warning",
         "nvidia-smi / NVML cannot read the driver" if both else "One source of driver facts fails",
@@ -177,6 +255,7 @@ def container_without_gpu(facts: Facts, table: Optional[Table]) -> Iterable[Find
                        "# and install the NVIDIA device plugin or GPU Operator on the cluster"),
         "apptainer": ("apptainer exec --nv IMAGE ...",),
     }.get(s.container or "", ("# start the container with the GPU passed through (e.g. docker run --gpus all)",))
+    fix = commands.on_host(s, fix, restart=False)
     yield Finding(
         "ED105", severity, "This container has no access to an NVIDIA GPU",
         evidence=tuple(evidence), fix=fix, reference=REF_CONTAINER, area="container",
@@ -204,11 +283,27 @@ def wsl_driver(facts: Facts, table: Optional[Table]) -> Iterable[Finding]:
             "ED106", "error", "A Linux NVIDIA driver is installed inside WSL2",
             evidence=(f"driver library at {inside}" if inside else f"kernel module {d.kernel_module_version}",
                       "under WSL2 the Windows driver provides libcuda and NVML in /usr/lib/wsl/lib"),
-            fix=("sudo apt-get remove --purge 'nvidia-driver-*' 'libnvidia-*'   # keeps /usr/lib/wsl/lib",
-                 "# then in Windows: wsl --shutdown, and start the distribution again"),
+            fix=_remove_linux_driver(facts, inside) + (
+                "# then in Windows PowerShell: wsl --shutdown, and start the distribution again",),
             reference=REF_WSL, area="driver",
             explanation="The Linux driver's libraries shadow the ones WSL2 maps in from Windows.",
         )
+
+
+def _remove_linux_driver(facts: Facts, library: str) -> tuple[str, ...]:
+    """Remove the package that installed the Linux driver's NVML library inside WSL2 (the package
+    manager takes the driver packages that need it along); never libnvidia-container*, which the
+    NVIDIA Container Toolkit needs there too."""
+    fam = commands.family(facts.system)
+    if library.startswith("/") and fam == "debian":
+        return (f"sudo apt-get remove --purge \"$(dpkg -S {shlex.quote(library)} | cut -d: -f1)\"   "
+                "# the package of that library, and the driver packages that need it",)
+    if library.startswith("/") and fam in ("rhel", "suse"):
+        manager = "zypper remove" if fam == "suse" else "dnf remove"
+        return (f"sudo {manager} \"$(rpm -qf --qf '%{{NAME}}' {shlex.quote(library)})\"   "
+                "# the package of that library, and the driver packages that need it",)
+    return ("dpkg -l 'nvidia-driver-*' 'libnvidia-compute-*' 'cuda-drivers*' 2>/dev/null | grep ^ii   "
+            "# the Linux driver's packages: remove those (not libnvidia-container*, the container toolkit's)",)
 
 
 def _visible_hides_all(value: str, count: int, uuids: list[str]) -> bool:
@@ -265,7 +360,7 @@ def architecture_support(facts: Facts, table: Optional[Table]) -> Iterable[Findi
             yield Finding(
                 "ED109", "error", f"Driver {d.driver_version} is too old for {label} ({name}, {cc})",
                 evidence=(f"driver {d.driver_version}", f"{name} needs branch R{first} or newer ({arch.source})"),
-                fix=commands.driver_install(facts.system, None, open_modules=True, table=table),
+                fix=commands.driver_install(facts.system, None, open_modules(table, [cc]), table=table),
                 reference=REF_ARCH, area="driver",
             )
         yield from _kernel_module_flavor(facts, table, label, cc, arch, last)
@@ -305,7 +400,8 @@ def sources_disagree(facts: Facts, table: Optional[Table]) -> Iterable[Finding]:
         yield Finding(
             "ED111", "warning", "NVML and nvidia-smi disagree on the number of GPUs",
             evidence=(f"NVML: {len(nvml)} GPU(s)", f"nvidia-smi: {len(d.smi_gpus)} GPU(s)"),
-            fix=("nvidia-smi -L", "sudo dmesg | grep -iE 'nvrm|xid' | tail -20"),
+            fix=("nvidia-smi -L",) + commands.on_host(facts.system, ("sudo dmesg | grep -iE 'nvrm|xid' | tail -20",),
+                                                      restart=False),
             reference=REF_INSTALL, area="gpu",
             explanation="A GPU that fell off the bus (Xid 79) or is excluded shows in one and not the other.",
         )
@@ -325,5 +421,5 @@ def no_gpu(facts: Facts, table: Optional[Table]) -> Iterable[Finding]:
     )
 
 
-RULES = (no_driver, mismatch, smi_or_nvml_failing, smi_without_gpu, container_without_gpu, wsl_driver,
+RULES = (no_driver, passed_through, mismatch, smi_or_nvml_failing, smi_without_gpu, container_without_gpu, wsl_driver,
          visible_devices, architecture_support, sources_disagree, no_gpu)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
+from envdoctor import commands
 from envdoctor.codes import CODES
 from envdoctor.facts import Facts
 from envdoctor.facts.links import GpuLinks, LinksFacts
@@ -162,8 +163,9 @@ def nvlink_down(facts: Facts, table: Any, links: Optional[LinkTable] = None) -> 
         severity: Severity = "error" if form == "sxm" and active == 0 else "warning"
         fix: List[str] = [f"nvidia-smi nvlink -s -i {g.index}   # each link's state and speed"]
         if form == "sxm":
-            fix += ["sudo systemctl status nvidia-fabricmanager   # NVSwitch boards need Fabric Manager",
-                    "# if links stay down after a reboot: the baseboard needs service (report the GPU's serial)"]
+            fix += list(commands.on_host(facts.system, (
+                "sudo systemctl status nvidia-fabricmanager   # NVSwitch boards need Fabric Manager",), restart=False))
+            fix += ["# if links stay down after a reboot: the baseboard needs service (report the GPU's serial)"]
         else:
             fix += ["# re-seat the NVLink bridge (power off first), then reboot"]
         yield Finding("ED845", severity, f"GPU {g.index}: {expected - active} of {expected} NVLinks are down",
@@ -198,9 +200,10 @@ def fabric_not_ready(facts: Facts, table: Any) -> Iterator[Finding]:
                      + (f", status {g.fabric_status}" if g.fabric_status else "") + " (NVML)" for g in bad)
     yield Finding("ED847", "error", f"NVSwitch fabric is not ready on {len(bad)} GPU(s): NVLink unusable",
                   evidence=evidence,
-                  fix=("sudo systemctl status nvidia-fabricmanager",
-                       "sudo systemctl enable --now nvidia-fabricmanager   # its version must match the driver's",
-                       "sudo journalctl -u nvidia-fabricmanager -b   # why it failed"),
+                  fix=commands.on_host(facts.system, (
+                      "sudo systemctl status nvidia-fabricmanager",
+                      "sudo systemctl enable --now nvidia-fabricmanager   # its version must match the driver's",
+                      "sudo journalctl -u nvidia-fabricmanager -b   # why it failed"), restart=False),
                   reference=REF_FABRIC, area="links", explanation=_meaning("ED847"))
 
 
@@ -269,13 +272,15 @@ def mig_on(facts: Facts, table: Any) -> Iterator[Finding]:
                                                                if expected else ": the whole GPU is not available"),
                           evidence=(f"{_label(g)}: MIG mode on"
                                     + (", pending off" if g.mig_pending is False else "") + " (NVML)",),
-                          fix=(f"sudo nvidia-smi -i {g.index} -mig 0   # whole-GPU jobs; stop its processes first",
-                               f"sudo nvidia-smi -i {g.index} -r   # reset the GPU so the change takes effect"),
+                          fix=commands.on_host(facts.system, (
+                              f"sudo nvidia-smi -i {g.index} -mig 0   # whole-GPU jobs; stop its processes first",
+                              f"sudo nvidia-smi -i {g.index} -r   # reset the GPU so the change takes effect")),
                           reference=REF_MIG, area="links", explanation=_meaning("ED855"))
         elif g.mig_mode is False and g.mig_pending:
             yield Finding("ED855", "info", f"GPU {g.index}: MIG mode is pending on (after a GPU reset)",
                           evidence=(f"{_label(g)}: MIG current off, pending on (NVML)",),
-                          fix=(f"sudo nvidia-smi -i {g.index} -r   # or reboot",), reference=REF_MIG, area="links",
+                          fix=commands.on_host(facts.system, (f"sudo nvidia-smi -i {g.index} -r   # or reboot",)),
+                          reference=REF_MIG, area="links",
                           explanation=_meaning("ED855"))
 
 
@@ -298,7 +303,8 @@ def ecc_off(facts: Facts, table: Any) -> Iterator[Finding]:
             yield Finding("ED856", "warning", f"ECC is off on GPU {g.index}, a data-center GPU{pending}",
                           evidence=(f"{_label(g)}: ECC current off, pending {'on' if g.ecc_pending else 'off'} "
                                     "(NVML)", f"{g.name} is a data-center GPU (data/gpus.toml)"),
-                          fix=() if g.ecc_pending else (f"sudo nvidia-smi -i {g.index} -e 1", "sudo reboot"),
+                          fix=() if g.ecc_pending else commands.on_host(
+                              facts.system, (f"sudo nvidia-smi -i {g.index} -e 1", "sudo reboot")),
                           area="links", explanation=_meaning("ED856"))
 
 
@@ -308,8 +314,9 @@ def persistence_off(facts: Facts, table: Any) -> Iterator[Finding]:
     if off:
         yield Finding("ED857", "info", f"Persistence mode is off on {len(off)} GPU(s)",
                       evidence=tuple(f"{_label(g)}: persistence mode off (NVML)" for g in off[:8]),
-                      fix=("sudo systemctl enable --now nvidia-persistenced   # NVIDIA's recommended way",
-                           "# or, until the next reboot: sudo nvidia-smi -pm 1"),
+                      fix=commands.on_host(facts.system, (
+                          "sudo systemctl enable --now nvidia-persistenced   # NVIDIA's recommended way",
+                          "# or, until the next reboot: sudo nvidia-smi -pm 1"), restart=False),
                       reference=REF_PERSISTENCE, area="links", explanation=_meaning("ED857"))
 
 

@@ -27,9 +27,11 @@ import shlex
 from collections.abc import Iterator
 from typing import Optional
 
+from envdoctor import commands
 from envdoctor.advise.choice import Choice
 from envdoctor.advise.choose import choose_variant
 from envdoctor.advise.machine import python_series
+from envdoctor.advise.system_route import VENV
 from envdoctor.compat import DriverOs, DriverSupport, driver_os, driver_support, kernel_support, variant_tag
 from envdoctor.facts import Facts
 from envdoctor.findings import Finding, Severity
@@ -42,6 +44,16 @@ REF_COMPAT = "https://docs.nvidia.com/deploy/cuda-compatibility/"
 REF_MINOR = "https://docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html"
 REF_BINARY = "https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#binary-compatibility"
 REF_VISION = "https://github.com/pytorch/vision#installation"
+REF_AUDIO = "https://docs.pytorch.org/audio/2.11.0/installation.html#compatibility-matrix"
+#: Each companion's own compatibility page and what a mismatched build of it does.
+_COMPANION_REF = {"torchvision": REF_VISION, "torchaudio": REF_AUDIO}
+_COMPANION_BREAKS = {
+    "torchvision": "torchvision's compiled operators are built against one torch release; with another "
+                   "they fail to load (\"operator torchvision::nms does not exist\") or crash.",
+    "torchaudio": "torchaudio's extension (libtorchaudio.so) is linked against one torch release; with "
+                  "another, import torchaudio fails (\"libtorchaudio.so: undefined symbol\"). From 2.11 on, "
+                  "torchaudio is built against torch's stable ABI and also works with later torch releases.",
+}
 REF_LDSO = "https://man7.org/linux/man-pages/man8/ld.so.8.html"
 RECOMMEND = "envdoctor recommend"
 #: Libraries a torch wheel ships (nvidia-* packages or torch/lib); not the driver's (libcuda, libnvidia-*).
@@ -183,6 +195,42 @@ def _caveat(choice: Choice) -> str:
     return ""
 
 
+def system_python(facts: Facts) -> bool:
+    """The target Python is known to be neither a virtual environment nor a conda env (its
+    ``sys.prefix`` equals ``sys.base_prefix``): a distribution's Python refuses pip installs (PEP 668,
+    "externally-managed-environment") and mixes them with its own packages, so fixes go into a new
+    virtual environment first, as ``envdoctor recommend`` plans. Unknown (no prefix): not claimed."""
+    p = facts.python
+    return p.error is None and bool(p.prefix) and not p.venv and not p.conda_env
+
+
+def _venv_note(facts: Facts) -> str:
+    """Why the fix makes a virtual environment, and the one package venv may need first."""
+    p = facts.python
+    series = ".".join((p.version or "").split(".")[:2]) or "3"
+    need = (f" (if venv says 'ensurepip is not available': sudo apt-get install -y python{series}-venv)"
+            if commands.family(facts.system) == "debian" else "")
+    return (f" {p.executable} is not a virtual environment (sys.prefix {p.prefix}): pip refuses or mixes "
+            f"installs into a distribution's Python (PEP 668), so the commands install into a new virtual "
+            f"environment at {VENV}, as envdoctor recommend does{need}; run your code with {VENV}/bin/python.")
+
+
+def _pip(facts: Facts, specs: list[str], index: Optional[str], force: bool = True,
+         no_deps: bool = False) -> tuple[str, ...]:
+    """``pip install`` of ``specs`` into the target Python (``--force-reinstall``, optionally
+    ``--no-deps``), or, for a system Python (:func:`system_python`), into a new virtual environment
+    made from it, where the whole set is installed and nothing is forced."""
+    where = f" --index-url {index}" if index else ""
+    if system_python(facts):
+        return (f"{_py(facts)} -m venv {VENV}", f"{VENV}/bin/python -m pip install {' '.join(specs)}{where}")
+    lines = []
+    if facts.python.error is None and facts.python.version and not facts.python.pip:
+        lines.append(f"{_py(facts)} -m ensurepip --upgrade")
+    flags = (" --force-reinstall" if force else "") + (" --no-deps" if no_deps else "")
+    lines.append(f"{_py(facts)} -m pip install{flags} {' '.join(specs)}{where}")
+    return tuple(lines)
+
+
 def _reinstall(facts: Facts, choice: Choice) -> tuple[str, ...]:
     """The installed torch release again, in the chosen variant, with the companions it has."""
     t = facts.torch
@@ -193,12 +241,7 @@ def _reinstall(facts: Facts, choice: Choice) -> tuple[str, ...]:
                                            ("torchaudio", t.torchaudio, choice.torchaudio)):
             if installed and paired:
                 specs.append(f"{package}=={paired}")
-    index = choice.index_url or f"https://download.pytorch.org/whl/{choice.variant}"
-    lines = []
-    if facts.python.error is None and facts.python.version and not facts.python.pip:
-        lines.append(f"{_py(facts)} -m ensurepip --upgrade")
-    lines.append(f"{_py(facts)} -m pip install --force-reinstall {' '.join(specs)} --index-url {index}")
-    return tuple(lines)
+    return _pip(facts, specs, choice.index_url or f"https://download.pytorch.org/whl/{choice.variant}")
 
 
 def _torch_evidence(facts: Facts) -> str:
@@ -292,12 +335,13 @@ def torch_import_error(facts: Facts, table: Optional[Table]) -> Iterator[Finding
     else:
         explanation = "The torch install in this interpreter is broken; reinstall it."
     if base and local and (local.startswith("cu") or local == "cpu"):
-        fix = (f"{_py(facts)} -m pip install --force-reinstall torch=={base} "
-               f"--index-url {_index_url(table, local)}",)
+        fix = _pip(facts, [f"torch=={base}"], _index_url(table, local))
     elif base:
-        fix = (f"{_py(facts)} -m pip install --force-reinstall torch=={base}",)
+        fix = _pip(facts, [f"torch=={base}"], None)
     else:
         fix = (RECOMMEND,)
+    if base and system_python(facts):
+        explanation += _venv_note(facts)
     yield Finding(
         "ED202", "error", "import torch fails in the target Python",
         evidence=(f"{text} (import torch in {facts.python.executable})",
@@ -346,7 +390,7 @@ def cpu_only_build(facts: Facts, table: Optional[Table]) -> Iterator[Finding]:
         how = " by minor-version compatibility" if choice.compatibility != "direct" else ""
         explanation = (f"{choice.variant} is the CUDA build of torch {_release(t.version)} that envdoctor "
                        f"picks for this machine: the driver runs it{how} and it has kernels for the "
-                       f"GPU{_caveat(choice)}.")
+                       f"GPU{_caveat(choice)}." + (_venv_note(facts) if system_python(facts) else ""))
     else:
         fix = (RECOMMEND,)
         explanation = ("envdoctor's table has no CUDA build of this torch release that fits this "
@@ -548,17 +592,15 @@ def companion_mismatch(facts: Facts, table: Optional[Table]) -> Iterator[Finding
         if not installed or version(installed) is None:
             continue
         paired = _companion(rel, package, t.version)
+        ref = _COMPANION_REF[package]
         if paired and _base(installed) != _base(paired):
             yield Finding(
                 "ED209", "error", f"{package} {installed} does not belong to torch {t.version}",
                 evidence=(f"{package} {installed} (package metadata)", _torch_evidence(facts),
                           f"torch {_base(t.version)} pairs with {package} {paired} (envdoctor table)"),
-                fix=(f"{_py(facts)} -m pip install --force-reinstall --no-deps {package}=={paired} "
-                     f"--index-url {_index_url(table, torch_tag)}",),
-                reference=REF_VISION, area="torch",
-                explanation=f"{package}'s compiled operators are built against one torch release; "
-                            "with another they fail to load (\"operator torchvision::nms does not exist\") "
-                            "or crash.",
+                fix=_companion_fix(facts, table, package, paired, torch_tag),
+                reference=ref, area="torch",
+                explanation=_COMPANION_BREAKS[package] + (_venv_note(facts) if system_python(facts) else ""),
             )
             continue
         tag = _local(installed)
@@ -571,9 +613,8 @@ def companion_mismatch(facts: Facts, table: Optional[Table]) -> Iterator[Finding
         yield Finding(
             "ED210", severity, f"{package} was built for {tag}, torch for {torch_tag}",
             evidence=(f"{package} {installed} (package metadata)", _torch_evidence(facts)),
-            fix=(f"{_py(facts)} -m pip install --force-reinstall --no-deps {package}=={_base(installed)} "
-                 f"--index-url {_index_url(table, torch_tag)}",),
-            reference=REF_VISION, area="torch",
+            fix=_companion_fix(facts, table, package, _base(installed) or installed, torch_tag),
+            reference=ref, area="torch",
             explanation=("The CPU build has no CUDA kernels for its operators, so they fail on GPU tensors."
                          if tag == "cpu" else
                          f"{package} loads, but it is not the pair the release was built and tested as."
@@ -581,6 +622,16 @@ def companion_mismatch(facts: Facts, table: Optional[Table]) -> Iterator[Finding
                          f"{package}'s compiled operators need the CUDA major version torch has; with "
                          "another they refuse to load or cannot find their CUDA libraries."),
         )
+
+
+def _companion_fix(facts: Facts, table: Optional[Table], package: str, wanted: str, torch_tag: str) -> tuple[str, ...]:
+    """``package==wanted`` from torch's own variant index, without touching torch (``--no-deps``);
+    into a new virtual environment, torch and the package together, for a system Python."""
+    t = facts.torch
+    index = _index_url(table, torch_tag)
+    if system_python(facts) and _base(t.version):
+        return _pip(facts, [f"torch=={_base(t.version)}", f"{package}=={wanted}"], index)
+    return _pip(facts, [f"{package}=={wanted}"], index, no_deps=True)
 
 
 def _stem(path: str) -> str:

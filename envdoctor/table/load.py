@@ -244,12 +244,53 @@ def load_ngc(doc: Doc) -> tuple[NgcRelease, ...]:
     return tuple(out)
 
 
+#: Facts a [[family]] row gives its distributions and a [[distro]] row may give for itself, each
+#: with its own ``<name>_source`` and ``<name>_checked`` (and, for dkms_mok, the enrol command).
+_OWN_SOURCED: dict[str, tuple[str, ...]] = {"kernel_headers": (), "dkms_mok": ("dkms_mok_enroll",)}
+_SOURCED_SPEC: dict[str, str] = {
+    k: "str?" for name, extra in _OWN_SOURCED.items() for k in (name, f"{name}_source", f"{name}_checked", *extra)}
+_DATE = re.compile(r"^\d{4}-\d{2}(-\d{2})?$")
+
+
+def _check_sourced(where: Where, v: dict[str, Any]) -> None:
+    """A sourced fact comes with where it was read and when; a MOK certificate is an absolute path."""
+    for name, extra in _OWN_SOURCED.items():
+        given = [k for k in (name, *extra) if v[k] is not None]
+        if not given:
+            continue
+        if v[name] is None:
+            raise where.fail(f"field {given[0]!r} is given but {name!r} is missing")
+        if not v[f"{name}_source"] or not v[f"{name}_checked"]:
+            raise where.fail(f"field {name!r} needs '{name}_source' and '{name}_checked' (where and when it was read)")
+        if not _DATE.match(v[f"{name}_checked"]):
+            raise where.fail(f"field '{name}_checked': {v[f'{name}_checked']!r} is not a date like 2026-12-01")
+    if v["dkms_mok"] is not None and not v["dkms_mok"].startswith("/"):
+        raise where.fail(f"field 'dkms_mok': {v['dkms_mok']!r} is not an absolute path")
+
+
+def _inherit(v: dict[str, Any], fam: dict[str, Any]) -> None:
+    """The family's sourced facts for a distribution row that gives none of its own (with the
+    family's doubt about them: its ``unconfirmed_fields`` among them)."""
+    for name, extra in _OWN_SOURCED.items():
+        if v[name] is not None or fam[name] is None:
+            continue
+        for k in (name, f"{name}_source", f"{name}_checked", *extra):
+            v[k] = fam[k]
+        if name in fam["unconfirmed_fields"] and name not in v["unconfirmed_fields"]:
+            v["unconfirmed_fields"] = (*v["unconfirmed_fields"], name)
+
+
 def load_distros(doc: Doc) -> tuple[Distro, ...]:
     check_top(doc, ("family", "distro"))
     families: dict[str, dict[str, Any]] = {}
     for where, raw in rows(doc, "family", "name"):
         v = fields(where, raw, {"name": "str", "package_manager": "str", "toolkit_package": "str",
-                               "driver_packages": "strs", "keyring_package": "str?", "keyring_url": "str?"})
+                               "driver_packages": "strs", "keyring_package": "str?", "keyring_url": "str?",
+                               **_SOURCED_SPEC})
+        _check_sourced(where, v)
+        bad = [n for n in v["unconfirmed_fields"] if n not in _OWN_SOURCED]
+        if bad:
+            raise where.fail(f"field 'unconfirmed_fields': {bad[0]!r} is not a field a family gives its rows")
         one_of(where, "package_manager", v["package_manager"], get_args(PackageManager))
         if "{major}" not in v["toolkit_package"] or "{minor}" not in v["toolkit_package"]:
             raise where.fail("field 'toolkit_package' must contain {major} and {minor}")
@@ -260,7 +301,8 @@ def load_distros(doc: Doc) -> tuple[Distro, ...]:
     for where, raw in rows(doc, "distro", "repo_dir"):
         v = fields(where, raw, {"id": "str", "version": "str", "family": "str", "repo_dir": "str",
                                "cuda_lines": "strs", "also_ids": "strs?", "distro_driver_packages": "strs?",
-                               "glibc": "str?", "glibc_source": "str?"})
+                               "glibc": "str?", "glibc_source": "str?", **_SOURCED_SPEC})
+        _check_sourced(where, v)
         if v["glibc"] is not None and not _GLIBC.match(v["glibc"]):
             raise where.fail(f"field 'glibc': {v['glibc']!r} is not a glibc version like 2.35")
         if v["glibc"] is not None and not v["glibc_source"]:
@@ -273,6 +315,7 @@ def load_distros(doc: Doc) -> tuple[Distro, ...]:
             version(where, "cuda_lines", line)
         v.update(toolkit_package=fam["toolkit_package"], driver_packages=fam["driver_packages"],
                  package_manager=fam["package_manager"], keyring_package=fam["keyring_package"])
+        _inherit(v, fam)
         v["unconfirmed"] = v["unconfirmed"] or fam["unconfirmed"]
         out.append(_row(Distro, where, v))
     return tuple(out)

@@ -345,6 +345,18 @@ class Distro(_Sourced):
     keyring_package: Optional[str] = None
     glibc: Optional[str] = None           # "2.35": the release's glibc (None: varies by point release)
     glibc_source: Optional[str] = None
+    #: the packages that hold the running kernel's headers, as the package manager's arguments:
+    #: "linux-headers-$(uname -r)" (the family's, unless the row gives its own)
+    kernel_headers: Optional[str] = None
+    kernel_headers_source: Optional[str] = None
+    kernel_headers_checked: Optional[str] = None
+    #: the certificate DKMS signs modules with for Secure Boot ("/var/lib/dkms/mok.pub"; Ubuntu:
+    #: "/var/lib/shim-signed/mok/MOK.der"), created when it first builds a module, and the command
+    #: that enrolls it without sudo (None: "mokutil --import <dkms_mok>")
+    dkms_mok: Optional[str] = None
+    dkms_mok_enroll: Optional[str] = None
+    dkms_mok_source: Optional[str] = None
+    dkms_mok_checked: Optional[str] = None
     unconfirmed_fields: tuple[str, ...] = ()
     note: Optional[str] = None
 
@@ -355,6 +367,12 @@ class Distro(_Sourced):
 
     def repo_url(self, arch: str = "x86_64") -> str:
         return f"https://developer.download.nvidia.com/compute/cuda/repos/{self.repo_dir}/{arch}/"
+
+    def mok_enroll(self) -> Optional[str]:
+        """The command (without sudo) that queues :attr:`dkms_mok` for enrolment at the next boot."""
+        if not self.dkms_mok:
+            return None
+        return self.dkms_mok_enroll or f"mokutil --import {self.dkms_mok}"
 
 
 # Field names each kind of row may mark in unconfirmed_fields.
