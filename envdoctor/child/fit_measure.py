@@ -296,7 +296,8 @@ def train(torch, model, cfg, mem, clock, dev, builder, res, phases):
             res["notes"].append("%d timed step(s) instead of %d: the time budget ran out" % (len(times), want))
             break
         if measure:
-            mem.register(params + list(model.buffers()) + [ids] + list(opt_state_tensors(torch, opt)))
+            mem.register(list(model.parameters()) + list(model.buffers()) + [ids]
+                         + list(opt_state_tensors(torch, opt)))
         track = mem.tracking() if measure else _null()
         with track:
             if measure:
