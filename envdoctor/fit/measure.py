@@ -112,7 +112,9 @@ def measurement_of(child: ChildRun, interrupted: bool, by_uuid: Mapping[str, int
         return Measurement("stopped", f"stopped by Ctrl-C{where}", seconds=child.seconds)
     if child.result is None:
         message = child.error.message if child.error is not None else f"the child printed no result{where}"
-        return Measurement("failed", message, seconds=child.seconds)
+        if (child.failure or {}).get("kind") == "no_torch":
+            message = f"torch is not installed in {child.python} (give --python the interpreter that has it)"
+        return Measurement("failed", message, python=child.python, seconds=child.seconds)
     doc = child.result
     device = doc.get("device") if isinstance(doc.get("device"), dict) else {}
     uuid = device.get("uuid") if isinstance(device.get("uuid"), str) else None
