@@ -477,7 +477,7 @@ def main(cfg):
         import torch
     except ImportError as exc:
         kind = "no_torch" if getattr(exc, "name", None) == "torch" else "import_failed"
-        raise Failure(kind, first_line(exc))
+        raise Failure(kind, first_line(exc)) from None
     out["import_s"] = round(time.perf_counter() - t, 3)
     out["torch_version"] = torch.__version__
     out["torch_cuda"] = getattr(torch.version, "cuda", None)

@@ -109,14 +109,15 @@ def measurement_of(child: ChildRun, interrupted: bool, by_uuid: Mapping[str, int
     """The Measurement of a finished (or failed, or stopped) child; pure."""
     where = f" during {child.stage}" if child.stage else ""
     if interrupted or (child.error is not None and child.error.kind == "interrupted"):
-        return Measurement("stopped", f"stopped by Ctrl-C{where}", seconds=child.seconds)
+        return Measurement("stopped", f"stopped (Ctrl-C or a stop request){where}", seconds=child.seconds)
     if child.result is None:
         message = child.error.message if child.error is not None else f"the child printed no result{where}"
         if (child.failure or {}).get("kind") == "no_torch":
             message = f"torch is not installed in {child.python} (give --python the interpreter that has it)"
         return Measurement("failed", message, python=child.python, seconds=child.seconds)
-    doc = child.result
-    device = doc.get("device") if isinstance(doc.get("device"), dict) else {}
+    doc: dict[str, Any] = child.result
+    raw_device = doc.get("device")
+    device: dict[str, Any] = raw_device if isinstance(raw_device, dict) else {}
     uuid = device.get("uuid") if isinstance(device.get("uuid"), str) else None
     try:
         m = measurement_from_child(doc, _matched(by_uuid, only, uuid), child.seconds)

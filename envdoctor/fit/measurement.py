@@ -27,7 +27,7 @@ On the CPU the peak is the largest sum of live tensor bytes (no reserve, no cont
 from __future__ import annotations
 
 import statistics
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -128,7 +128,7 @@ def _dict(data: Mapping[str, Any], key: str) -> Mapping[str, Any]:
     return v if isinstance(v, Mapping) else {}
 
 
-def _max(values: list[int | None]) -> int | None:
+def _max(values: Sequence[int | None]) -> int | None:
     known = [v for v in values if v is not None]
     return max(known) if known else None
 
@@ -165,8 +165,8 @@ def measurement_from_child(doc: Mapping[str, Any], nvml_free_before: int | None 
     phases = _phases(doc.get("phases"))
     measured = [p for p in phases if p.name != "build"]
     oom = _dict(doc, "oom")
-    max_alloc = _max([p.peak_allocated for p in measured] + [_int(oom, "peak_allocated")])
-    max_res = _max([p.peak_reserved for p in measured] + [_int(oom, "peak_reserved")])
+    max_alloc = _max([*(p.peak_allocated for p in measured), _int(oom, "peak_allocated")])
+    max_res = _max([*(p.peak_reserved for p in measured), _int(oom, "peak_reserved")])
     total = _int(mem, "cuda_total") or _int(device, "memory_bytes")
     context = context_init = other = None
     how = None

@@ -235,7 +235,8 @@ def render_measurement_text(m: Measurement, cmp: Comparison | None, findings: tu
                      + (f"; counting causal attention as half: {' / '.join(causal)}" if causal else ""))
         lines.append("  MFU convention: " + mfu.convention)
     elif m.matmul is not None and m.matmul.status != "ok":
-        lines.append(f"  matmul peak {m.matmul.dtype} n={m.matmul.n}: {m.matmul.status} {m.matmul.error or ''}".rstrip())
+        mm = m.matmul
+        lines.append(f"  matmul peak {mm.dtype} n={mm.n}: {mm.status} {mm.error or ''}".rstrip())
     lines += [f"  note: {n}" for n in m.notes]
     for f in findings:
         lines.append(f"{f.code} {f.severity}: {f.title}")
