@@ -71,13 +71,16 @@ def cpu_problem(est: Estimate) -> str | None:
 
 
 def child_config(spec: ModelSpec, raw: Mapping[str, Any], est: Estimate, cpu: bool = False, builder: str = "auto",
-                 seed: int = 0, timed_steps: int = TIMED_STEPS, budget_s: float | None = None) -> dict[str, Any]:
+                 seed: int = 0, timed_steps: int = TIMED_STEPS, budget_s: float | None = None,
+                 matmul: bool = True) -> dict[str, Any]:
+    """``matmul``: run the matmul point for the MFU's measured peak (a benchmark of many runs does it once)."""
     w = est.workload
     dtype = compute_dtype(est)
+    point = {"dtype": "fp32" if cpu else dtype, "n": MATMUL_N_CPU if cpu else MATMUL_N,
+             "budget": MATMUL_BUDGET_S_CPU if cpu else MATMUL_BUDGET_S}
     return {"model": child_model(spec, raw), "workload": child_workload(spec, w), "device": "cpu" if cpu else "cuda",
             "builder": builder, "seed": seed, "timed_steps": timed_steps, "budget_s": budget_s,
-            "matmul": {"dtype": "fp32" if cpu else dtype, "n": MATMUL_N_CPU if cpu else MATMUL_N,
-                       "budget": MATMUL_BUDGET_S_CPU if cpu else MATMUL_BUDGET_S}}
+            "matmul": point if matmul else None}
 
 
 def free_before(nvml: Any = None) -> tuple[dict[str, int], int | None, str | None]:
@@ -132,12 +135,13 @@ def run_measure(spec: ModelSpec, raw: Mapping[str, Any], est: Estimate, python: 
                 builder: str = "auto", timeout: float | None = None, seed: int = 0, timed_steps: int = TIMED_STEPS,
                 nvml: Any = None, env: Mapping[str, str] | None = None,
                 on_event: Callable[[dict[str, Any]], None] | None = None,
-                stop: threading.Event | None = None) -> Measurement:
+                stop: threading.Event | None = None, matmul: bool = True) -> Measurement:
     """Measure ``est``'s workload for ``spec`` (built from ``raw``, its config.json object) in ``python``.
 
     Never raises for the child's sake: every outcome is a Measurement (see the module docstring)."""
     limit = timeout if timeout is not None else measure_timeout(est, cpu, timed_steps)
-    config = child_config(spec, raw, est, cpu, builder, seed, timed_steps, budget_s=max(10.0, limit * 0.3))
+    config = child_config(spec, raw, est, cpu, builder, seed, timed_steps, budget_s=max(10.0, limit * 0.3),
+                          matmul=matmul)
     by_uuid: dict[str, int] = {}
     only: int | None = None
     note: str | None = None
