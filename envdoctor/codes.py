@@ -44,8 +44,7 @@ RANGES: Tuple[CodeRange, ...] = (
     CodeRange(400, 499, "conda", "the active conda environment's CUDA packages"),
     CodeRange(500, 599, "docker", "docker, podman and the NVIDIA Container Toolkit"),
     CodeRange(600, 629, "bench", "measured speed against the expected figures (matmul, bandwidth, layers)"),
-    CodeRange(630, 699, "fit", "will a model fit: memory estimates against the GPUs, and their measured error",
-              reserved=True),
+    CodeRange(630, 699, "fit", "will a model fit: memory estimates against the GPUs, and their measured error"),
     CodeRange(700, 749, "verify", "after a change, against a snapshot: ED701-ED719 regressions (errors), "
               "ED720-ED749 changes (info)"),
     CodeRange(750, 799, "fleet", "many nodes: the node or GPU that differs from the others"),
@@ -418,6 +417,48 @@ _CODES: Tuple[Code, ...] = (
     Code("ED612", "Layer points skipped: not enough GPU memory", "bench", ("info",),
          "Some layer points ran out of memory and were skipped (the rest were measured).",
          "Free the GPU of other processes, or read the skipped shapes as too large for this GPU."),
+
+    # fit --measure (envdoctor/fit/findings.py): the estimate against a real run
+    Code("ED630", "The estimate missed the measured peak by more than its target", "fit", ("warning",),
+         "envdoctor fit --measure ran the workload and the estimated peak (reserved + context) is more than 10% "
+         "above the measured one or more than 5% below it, the target fit is held to. The term and phase rows "
+         "of the report show where the estimate and the run part; a run with other processes on the GPU, an "
+         "allocator setting (PYTORCH_CUDA_ALLOC_CONF) or a model variant fit does not model can explain it.",
+         "Read the per-term rows; rerun on an idle GPU; report the config and both numbers if it repeats."),
+    Code("ED631", "Out of memory in the measurement, although the estimate said it fits", "fit", ("error",),
+         "The measured run ran out of GPU memory while the estimated peak fits this GPU: the estimate is too "
+         "low for this workload, or something else held the memory (another process, a fragmented cache).",
+         "Treat the estimate as too low here: take one of the ways to fit it lists, and report the config."),
+    Code("ED632", "Out of memory in the measurement, as the estimate said", "fit", ("info",),
+         "The estimate said the workload does not fit this GPU and the run did run out of memory: the verdict "
+         "is confirmed. The peak reached before the failure is a lower bound of what it needs.",
+         "Use one of the ways to fit that envdoctor fit lists, and measure again."),
+    Code("ED633", "The estimate said it does not fit, but the measurement ran", "fit", ("warning",),
+         "The estimated peak is above this GPU's memory, yet the measured run completed: the estimate is too "
+         "high for this workload (the per-term rows show where).",
+         "Read the per-term rows and report the config."),
+    Code("ED634", "This measurement cannot be made in the target Python", "fit", ("warning",),
+         "The workload needs a package the target interpreter does not have (peft for LoRA, bitsandbytes for "
+         "int8/int4 weights or 8-bit AdamW, transformers for a model the reference decoder does not build). "
+         "envdoctor never guesses a measurement: the estimate stands alone.",
+         "Install the package named in the evidence into the target environment, or measure another workload."),
+    Code("ED635", "The measurement failed", "fit", ("error",),
+         "The measuring child did not report: torch is missing, it crashed, printed something else, or did "
+         "not finish in its time bound (a hung GPU, a model far slower than expected).",
+         "Read the evidence (the step it was in); run envdoctor check; give --timeout more seconds if it was "
+         "only slow."),
+    Code("ED636", "Measured on the CPU: tensor bytes only", "fit", ("info",),
+         "With --cpu the workload ran on the CPU with torch's CPU allocator, which keeps no statistics: the "
+         "peak is the largest sum of live tensors, compared with the estimate without its allocator reserve "
+         "and CUDA context. It checks the activation and state terms, not a GPU's memory.",
+         "Measure on a GPU for the peak a GPU would see."),
+    Code("ED637", "Another process held GPU memory during the measurement", "fit", ("info",),
+         "More than 1 GiB of the GPU was in use before the measuring child started. The context measurement "
+         "leaves it out, but the allocator had less room and the timing may share the GPU.",
+         "Measure again on an idle GPU (nvidia-smi lists the processes) for the cleanest numbers."),
+    Code("ED638", "The measurement was stopped before it finished", "fit", ("info",),
+         "Ctrl-C (or a stop) ended the measuring child; the estimate is reported alone.",
+         "Run envdoctor fit --measure again."),
 
     Code("ED701", "Driver upgraded without a reboot (since the snapshot)", "driver", ("error",),
          "The new driver is installed and the old kernel module still runs; nvidia-smi, NVML, containers and "

@@ -89,6 +89,10 @@ MYPY_PATHS = (
     "envdoctor/cli/topo.py",
     "envdoctor/cli/comms.py",
     "envdoctor/comms",
+    # fit and fit --measure (issue 13)
+    "envdoctor/fit",
+    "envdoctor/cli/fit.py",
+    "envdoctor/render/fit.py",
 )
 
 

@@ -1,16 +1,19 @@
 """``envdoctor fit``: will this model fit on these GPUs, for inference or training.
 
-Exit codes: 0 it fits every GPU given (or none was given); 1 it does not fit one of them;
-2 usage or an unusable config (one line naming the field or the limit); 3 envdoctor itself failed.
+Exit codes: 0 it fits every GPU given (or none was given); 1 it does not fit one of them, or
+``--measure`` gave an error finding (out of memory where the estimate fits, a failed measurement);
+2 usage or an unusable config (one line naming the field or the limit; ``--measure`` without a GPU
+and without ``--cpu``); 3 envdoctor itself failed.
 """
 
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 import click
 
-from envdoctor.cli.common import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, debug_option, guarded
+from envdoctor.cli.common import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, debug_option, guarded, python_option
 
 _DTYPES = ("fp32", "bf16", "fp16")
 _OPTIMIZERS = ("adamw", "adamw-foreach", "adamw8bit", "sgd", "adafactor")
@@ -84,6 +87,16 @@ def _table_gpus() -> list:
               help="Judge against this GPU from the table (repeatable).")
 @click.option("--memory", "sizes", multiple=True, metavar="SIZE",
               help="Judge against this much memory: 24GiB, 80GB (repeatable).")
+@click.option("--measure", is_flag=True,
+              help="Also run it in the target Python on its first GPU (random weights, nothing downloaded) and "
+                   "print the measurement beside the estimate.")
+@click.option("--cpu", is_flag=True, help="--measure on the CPU instead (tiny configs only; tensor bytes, labelled).")
+@click.option("--builder", type=click.Choice(("auto", "transformers", "reference")), default="auto",
+              show_default=True, help="--measure: transformers' model, or envdoctor's plain-torch reference decoder "
+              "(Llama-style decoders; auto: transformers where installed).")
+@python_option
+@click.option("--timeout", type=click.FloatRange(min=1), default=None, metavar="SECONDS",
+              help="--measure: seconds the measurement may take (default: from the model's size and FLOPs).")
 @click.option("--list", "list_models", is_flag=True, help="List the bundled models and exit.")
 @click.option("--json", "as_json", is_flag=True, help='Print the versioned JSON document ("envdoctor.fit/1").')
 @debug_option
@@ -91,7 +104,8 @@ def _table_gpus() -> list:
 def fit(model: str | None, mode: str, batch: int, seq: int | None, new_tokens: int | None, dtype: str | None,
         amp: str | None, quant: str | None, kv_dtype: str | None, optimizer: str, grad_checkpointing: bool,
         lora_rank: int, lora_targets: str | None, zero: int, n_gpus: int, attention: str,
-        gpu_names: tuple[str, ...], sizes: tuple[str, ...], list_models: bool, as_json: bool, debug: bool) -> None:
+        gpu_names: tuple[str, ...], sizes: tuple[str, ...], measure: bool, cpu: bool, builder: str,
+        python: str | None, timeout: float | None, list_models: bool, as_json: bool, debug: bool) -> None:
     """Will MODEL fit: the peak memory per GPU, term by term, and what would make it fit.
 
     \b
@@ -101,12 +115,13 @@ def fit(model: str | None, mode: str, batch: int, seq: int | None, new_tokens: i
     envdoctor fit Llama-3.1-8B --gpu "RTX 4090"
     envdoctor fit ./config.json --train --batch 4 --seq 4096 --lora 16 --gpu H200
     envdoctor fit Qwen2.5-7B --train --dtype fp32 --amp bf16 --zero 3 --gpus 8 --memory 80GiB --json
+    envdoctor fit Llama-3.2-1B --train --seq 4096 --measure      (runs it on this machine's GPU)
     """
     from envdoctor.fit.config import ConfigError
     from envdoctor.fit.constants import load_constants
     from envdoctor.fit.estimate import lora_target_names
     from envdoctor.fit.models import bundled_models
-    from envdoctor.fit.resolve import resolve_model
+    from envdoctor.fit.resolve import resolve_model_config
     from envdoctor.fit.verdict import fit_report
     from envdoctor.documents import dumps
     from envdoctor.fit.workload import Workload, default_dtype
@@ -122,7 +137,7 @@ def fit(model: str | None, mode: str, batch: int, seq: int | None, new_tokens: i
         _fail("give MODEL: a config.json, a directory holding one, or a bundled name (--list shows them)")
         return
     try:
-        spec = resolve_model(model)
+        spec, raw = resolve_model_config(model)
     except ConfigError as exc:
         _fail(str(exc))
         return
@@ -148,10 +163,66 @@ def fit(model: str | None, mode: str, batch: int, seq: int | None, new_tokens: i
     problems: list[str] = w.problems(spec)
     if problems:
         _fail(problems[0])
+    if cpu and not measure:
+        _fail("--cpu goes with --measure (it measures on the CPU)")
+    if measure and (w.gpus > 1 or w.zero):
+        _fail(f"--measure runs on one GPU, so it cannot measure --zero {w.zero} over --gpus {w.gpus}; "
+              "measure the one-GPU run (without --zero and --gpus) and read the sharded estimate alone")
     gpus = _gpus(gpu_names, sizes)
     report = fit_report(spec, w, gpus, _table_gpus(), load_constants())
+    failed = any(not v.fits for v in report.verdicts)
+    section, text = None, ""
+    if measure:
+        section, text, measured_error = _measure(spec, raw, report, cpu, builder, python, timeout)
+        failed = failed or measured_error
     if as_json:
-        click.echo(dumps(fit_document(report)))
+        click.echo(dumps(fit_document(report, measurement=section)))
     else:
-        click.echo(render_fit_text(report), nl=False)
-    sys.exit(EXIT_ERRORS if any(not v.fits for v in report.verdicts) else EXIT_OK)
+        click.echo(render_fit_text(report) + text, nl=False)
+    sys.exit(EXIT_ERRORS if failed else EXIT_OK)
+
+
+def _measure(spec: Any, raw: dict, report: Any, cpu: bool, builder: str, python: str | None,
+             timeout: float | None) -> tuple[dict, str, bool]:
+    """Run the measurement: (its document section, its text, whether a finding is an error)."""
+    from envdoctor.child import find_python
+    from envdoctor.fit.compare import compare
+    from envdoctor.fit.findings import measure_findings
+    from envdoctor.fit.measure import cpu_problem, run_measure
+    from envdoctor.render.fit import measurement_data, render_measurement_text
+    from envdoctor.table import load_table
+
+    est = report.estimate
+    target, _ = find_python(python)
+    if target is None:
+        _fail(f"--python {python}: not found or not executable")
+        raise AssertionError
+    if cpu:
+        problem = cpu_problem(est)
+        if problem:
+            _fail(problem)
+    tty = bool(getattr(sys.stderr, "isatty", lambda: False)())
+
+    def progress(event: dict) -> None:
+        if event.get("kind") == "stage":
+            text = f"fit --measure: {event.get('stage')}"
+            sys.stderr.write(("\r\x1b[K" + text) if tty else text + "\n")
+            sys.stderr.flush()
+
+    m = run_measure(spec, raw, est, target, cpu=cpu, builder=builder, timeout=timeout, on_event=progress)
+    if tty:
+        sys.stderr.write("\r\x1b[K")
+    if m.status == "no_gpu":
+        _fail(f"--measure needs a GPU: {m.message}; add --cpu to measure a tiny config on the CPU (labelled as such)")
+    cmp = None
+    if m.status in ("measured", "oom"):
+        gpu_model = None
+        if m.device_name and not m.cpu:
+            try:
+                gpu_model = load_table().gpu(m.device_name)
+            except Exception:   # noqa: BLE001 - a broken table leaves the MFU without its datasheet peak
+                gpu_model = None
+        cmp = compare(est, m, gpu_model)
+    findings = measure_findings(est, m, cmp)
+    return (measurement_data(m, cmp, findings), render_measurement_text(m, cmp, findings),
+            any(f.severity == "error" for f in findings))

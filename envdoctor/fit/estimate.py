@@ -184,6 +184,12 @@ def _lora_linears(weights: tuple[Weight, ...], w: Workload) -> tuple[Weight, ...
     return tuple(x for x in block if x.name not in _NOT_LORA)
 
 
+def lora_linears(spec: ModelSpec, w: Workload) -> tuple[str, ...]:
+    """The names of the linears ``w``'s LoRA adapts (``--lora-targets``, else every linear of the
+    blocks but the MoE router and Qwen's shared-expert gate), as the estimate counts them."""
+    return tuple(x.name for x in _lora_linears(inventory(spec), w))
+
+
 def lora_target_names(spec: ModelSpec) -> tuple[str, ...]:
     """The names ``--lora-targets`` accepts for ``spec`` (the linears of its blocks)."""
     return tuple(x.name for x in inventory(spec) if x.kind == "linear" and x.block)

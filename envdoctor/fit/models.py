@@ -12,7 +12,7 @@ from __future__ import annotations
 import difflib
 import functools
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +37,8 @@ class BundledModel:
     unconfirmed: bool
     unconfirmed_fields: tuple[str, ...]
     note: str | None
+    #: the config.json fields of the row (with ``architectures``), as ``--measure`` hands them to transformers
+    config: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
 
 
 @dataclass(frozen=True)
@@ -105,7 +107,7 @@ def models_of(doc: Doc) -> ModelTable:
             seen[k] = v["name"]
         out.append(BundledModel(name=v["name"], aliases=tuple(v["aliases"]), spec=spec, source=v["source"],
                                 confirmed_from=v["confirmed_from"], checked=v["checked"], unconfirmed=v["unconfirmed"],
-                                unconfirmed_fields=v["unconfirmed_fields"], note=v["note"]))
+                                unconfirmed_fields=v["unconfirmed_fields"], note=v["note"], config=config))
     return ModelTable(tuple(out))
 
 

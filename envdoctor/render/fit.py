@@ -8,7 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from envdoctor.facts.serde import to_data
+from envdoctor.findings import Finding
+from envdoctor.fit.compare import TARGET_OVER, TARGET_UNDER, Comparison, Row
 from envdoctor.fit.estimate import Term
+from envdoctor.fit.measurement import Measurement
 from envdoctor.fit.verdict import FitReport
 from envdoctor.fit.workload import Workload
 
@@ -103,7 +107,16 @@ def _term_data(t: Term) -> dict[str, Any]:
     return out
 
 
-def fit_document(report: FitReport, model_extra: dict[str, Any] | None = None) -> dict[str, Any]:
+def fit_document(report: FitReport, model_extra: dict[str, Any] | None = None,
+                 measurement: dict[str, Any] | None = None) -> dict[str, Any]:
+    """``envdoctor.fit/1``; ``measurement`` (from :func:`measurement_data`) is added under its key when given."""
+    doc = _fit_document(report, model_extra)
+    if measurement is not None:
+        doc["measurement"] = measurement
+    return doc
+
+
+def _fit_document(report: FitReport, model_extra: dict[str, Any] | None = None) -> dict[str, Any]:
     est = report.estimate
     spec, w = est.spec, est.workload
     f = est.flops
@@ -142,4 +155,124 @@ def fit_document(report: FitReport, model_extra: dict[str, Any] | None = None) -
         "max_seq": report.max_seq,
         "limits_for": report.limit_gpu.name if report.limit_gpu else None,
         "notes": list(est.notes),
+    }
+
+
+# --- --measure ---------------------------------------------------------------------------------
+
+def _pct(x: float | None) -> str:
+    return "" if x is None else f"{x * 100:+.1f}%"
+
+
+def _size(n: int | None) -> str:
+    if n is None:
+        return "-"
+    return gib(n) if abs(n) >= GIB else f"{n / 2**20:.2f} MiB"
+
+
+def _rate(tflops: float) -> str:
+    return f"{tflops:.1f} TFLOP/s" if tflops >= 1 else f"{tflops * 1000:.2f} GFLOP/s"
+
+
+def _state_line(m: Measurement) -> str:
+    if m.status == "measured":
+        return ""
+    if m.status == "oom":
+        return f"  out of memory during {m.oom_phase or 'the run'}: {m.message or ''}".rstrip()
+    words = {"unavailable": "not measured", "failed": "the measurement failed", "stopped": "stopped",
+             "no_gpu": "no GPU"}
+    return f"  {words.get(m.status, m.status)}: {m.message or ''}".rstrip()
+
+
+def render_measurement_text(m: Measurement, cmp: Comparison | None, findings: tuple[Finding, ...]) -> str:
+    """The ``--measure`` section: the estimate beside the measurement, the time, the MFU, the findings."""
+    if m.cpu:
+        head = ("Measured on the CPU (a tiny config, clearly not a GPU: live tensor bytes, no allocator reserve "
+                "or CUDA context)")
+    elif m.device_name:
+        head = (f"Measured on {m.device_name} (GPU {m.device_index if m.device_index is not None else 0}"
+                + (f", {gib(m.device_total_bytes)}" if m.device_total_bytes else "") + ")")
+    else:
+        head = "Measurement"
+    lib = [f"torch {m.torch_version}"] if m.torch_version else []
+    lib += [f"{k} {v}" for k, v in m.versions if k in ("transformers", "peft", "bitsandbytes")]
+    if m.builder:
+        lib.append("built with transformers" if m.builder == "transformers"
+                   else "built as envdoctor's reference decoder (no transformers)")
+    lines = ["", head + (", " + ", ".join(lib) if lib else "") + (", random weights" if m.builder else "")]
+    state = _state_line(m)
+    if state:
+        lines.append(state)
+    if cmp is not None:
+        rows = [cmp.peak, *cmp.rows, *cmp.phases]
+        width = max(len(r.label) for r in rows)
+        lines.append(f"  {'':<{width}}  {'estimate':>11}  {'measured':>11}  error")
+        for r in rows:
+            lines.append(f"  {r.label:<{width}}  {_size(r.estimate):>11}  {_size(r.measured):>11}  {_pct(r.error)}")
+        if cmp.error is not None:
+            verdict = "within" if cmp.within_target else "outside"
+            lines.append(f"  the estimate's error {_pct(cmp.error)} of the measured peak: {verdict} its target "
+                         f"({TARGET_UNDER * 100:+.0f}% to {TARGET_OVER * 100:+.0f}%)")
+    if m.context_how:
+        lines.append(f"  context = {m.context_how}")
+    if m.step_s:
+        times = f" (median of {len(m.step_times)})" if len(m.step_times) > 1 else ""
+        what = "step" if m.phases and any(p.name == "optimizer step" for p in m.phases) else "call"
+        rate = f", {m.tokens_per_s:,.0f} tokens/s" if m.tokens_per_s else ""
+        loss = f", loss {m.loss:.3f}" if m.loss is not None else ""
+        lines.append(f"  {what} {m.step_s:.4g} s{times}{rate}{loss}")
+    mfu = cmp.mfu if cmp is not None else None
+    if mfu is not None:
+        parts = []
+        if mfu.mfu_datasheet is not None:
+            parts.append(f"{mfu.mfu_datasheet * 100:.1f}% of the datasheet {mfu.dtype} {mfu.datasheet_tflops:.1f} "
+                         f"TFLOP/s" + (" (unconfirmed)" if mfu.datasheet_unconfirmed else ""))
+        if mfu.mfu_matmul is not None:
+            parts.append(f"{mfu.mfu_matmul * 100:.1f}% of the {mfu.dtype} matmul measured now "
+                         f"({_rate(mfu.matmul_tflops or 0)}, n={mfu.matmul_n})")
+        causal = [f"{x * 100:.1f}%" for x in (mfu.mfu_datasheet_causal, mfu.mfu_matmul_causal) if x is not None]
+        lines.append(f"  model FLOPs {_rate(mfu.achieved_tflops)}" + (": " + ", ".join(parts) if parts else "")
+                     + (f"; counting causal attention as half: {' / '.join(causal)}" if causal else ""))
+        lines.append("  MFU convention: " + mfu.convention)
+    elif m.matmul is not None and m.matmul.status != "ok":
+        mm = m.matmul
+        lines.append(f"  matmul peak {mm.dtype} n={mm.n}: {mm.status} {mm.error or ''}".rstrip())
+    lines += [f"  note: {n}" for n in m.notes]
+    for f in findings:
+        lines.append(f"{f.code} {f.severity}: {f.title}")
+        lines += [f"  {e}" for e in f.evidence]
+    return "\n".join(lines) + "\n"
+
+
+def _row_data(r: Row) -> dict[str, Any]:
+    out: dict[str, Any] = {"name": r.name, "label": r.label, "estimate": r.estimate, "measured": r.measured,
+                           "error": r.error}
+    if r.note:
+        out["note"] = r.note
+    return out
+
+
+def measurement_data(m: Measurement, cmp: Comparison | None, findings: tuple[Finding, ...]) -> dict[str, Any]:
+    """The ``measurement`` key of ``envdoctor.fit/1``."""
+    comparison = None
+    if cmp is not None:
+        comparison = {"basis": cmp.basis, "error": cmp.error, "within_target": cmp.within_target,
+                      "target": {"under": TARGET_UNDER, "over": TARGET_OVER},
+                      "estimate_fits_device": cmp.estimate_fits_device, "peak": _row_data(cmp.peak),
+                      "rows": [_row_data(r) for r in cmp.rows], "phases": [_row_data(r) for r in cmp.phases]}
+    return {
+        "status": m.status, "message": m.message,
+        "device": {"kind": m.device_kind, "name": m.device_name, "index": m.device_index, "uuid": m.device_uuid,
+                   "total_bytes": m.device_total_bytes},
+        "builder": m.builder, "python": m.python, "torch_version": m.torch_version, "versions": dict(m.versions),
+        "tf32": m.tf32, "peak_bytes": m.peak_bytes, "peak_basis": m.peak_basis, "max_allocated": m.max_allocated,
+        "max_reserved": m.max_reserved, "context_bytes": m.context_bytes, "context_how": m.context_how,
+        "context_init_bytes": m.context_init_bytes, "other_bytes": m.other_bytes,
+        "phases": [to_data(p) for p in m.phases], "terms": dict(m.terms), "oom_phase": m.oom_phase,
+        "step_s": m.step_s, "step_times": list(m.step_times), "tokens_per_step": m.tokens_per_step,
+        "tokens_per_s": m.tokens_per_s, "loss": m.loss, "params": m.params, "trainable_params": m.trainable_params,
+        "matmul": to_data(m.matmul) if m.matmul is not None else None,
+        "comparison": comparison, "mfu": to_data(cmp.mfu) if cmp is not None and cmp.mfu is not None else None,
+        "findings": [to_data(f) for f in findings], "alloc_conf": m.alloc_conf, "notes": list(m.notes),
+        "seconds": m.seconds,
     }
