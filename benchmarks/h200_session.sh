@@ -3,13 +3,14 @@
 #
 #   OUT=/tmp/out bash benchmarks/h200_session.sh record     # fixtures, check/topo/comms, check timing, bench suites
 #   OUT=/tmp/out bash benchmarks/h200_session.sh burn       # 5 default burns (60 s) and their spread
-#   OUT=/tmp/out bash benchmarks/h200_session.sh fit        # fit --measure accuracy, fleet --gather, examples
+#   OUT=/tmp/out bash benchmarks/h200_session.sh fit        # fit --measure accuracy over 26 configurations
+#   OUT=/tmp/out bash benchmarks/h200_session.sh final      # check's start-up compiled, fleet --gather, plots
 #   TINY=1 ...                                              # the same on a CPU machine, small (a dry run)
 #
 # Runs from a checkout with the machine's python3 (the one that holds torch; PYTHON overrides).
 # Each stage writes $OUT/<stage>.tar.gz and $OUT/<stage>-summary.txt (at most 8 files come back).
 set -u
-STAGE=${1:?stage: record, burn or fit}
+STAGE=${1:?stage: record, burn, fit or final}
 OUT=${OUT:-/tmp/envdoctor-session}
 W=$OUT/$STAGE
 mkdir -p "$W"
@@ -89,6 +90,14 @@ burn)
   tail -n 40 "$W/bench-burn.txt" >> "$SUMMARY"
   ;;
 fit)
+  if [ -n "${TINY:-}" ]; then
+    timed fit_accuracy rec "$W/bench-fit.txt" "$PY" benchmarks/bench_fit_accuracy.py --cpu --python "$PYPATH" --out "$W/fit"
+  else
+    timed fit_accuracy rec "$W/bench-fit.txt" "$PY" benchmarks/bench_fit_accuracy.py --deadline 470 --python "$PYPATH" --out "$W/fit"
+  fi
+  tail -n 45 "$W/bench-fit.txt" >> "$SUMMARY"
+  ;;
+final)
   # check's start-up again, compiled as an installed package is (the image sets PYTHONDONTWRITEBYTECODE=1,
   # so a checkout on PYTHONPATH is compiled again on every run; pip compiles at install)
   if [ -f .device/base-390b2f0.tar.gz ]; then
@@ -102,18 +111,16 @@ fit)
   timed bench_check rec "$W/bench-check.txt" "$PY" benchmarks/bench_check.py --skip-torch-only \
       --rounds "$ROUNDS" --breakdown --python "$PYPATH" $BASE --json "$W/bench-check.json"
   tail -n 18 "$W/bench-check.txt" >> "$SUMMARY"
-  if [ -n "${TINY:-}" ]; then
-    timed fit_accuracy rec "$W/bench-fit.txt" "$PY" benchmarks/bench_fit_accuracy.py --tiny --out "$W/fit"
-  else
-    timed fit_accuracy rec "$W/bench-fit.txt" "$PY" benchmarks/bench_fit_accuracy.py --deadline 420 --out "$W/fit"
-  fi
   timed fleet_gather rec "$W/fleet.txt" "$PY" -m torch.distributed.run --standalone --nproc-per-node 1 -m envdoctor fleet --gather --bench --json
-  rec "$W/burn-plot.txt" $ED burn --seconds 10 --plot "$W/burn.png"
-  rec "$W/bench-plot.txt" $ED bench --suite matmul,memory --plot "$W/bench.png"
-  tail -n 40 "$W/bench-fit.txt" >> "$SUMMARY"
+  timed burn_plot rec "$W/burn-plot.txt" $ED burn --seconds 10 --plot "$W/burn.png"
+  timed bench_plot rec "$W/bench-plot.txt" $ED bench --suite matmul,memory --plot "$W/bench.png"
+  if [ -n "${QUICK_SUITES:-}" ]; then
+    timed bench_suites_quick rec "$W/bench-suites-quick.txt" "$PY" benchmarks/bench_suites.py --quick --out "$W/suites"
+    tail -n 30 "$W/bench-suites-quick.txt" >> "$SUMMARY"
+  fi
   ;;
 *)
-  echo "unknown stage $STAGE (record, burn, fit)" >&2; exit 2;;
+  echo "unknown stage $STAGE (record, burn, fit, final)" >&2; exit 2;;
 esac
 
 tar -C "$OUT" -czf "$OUT/$STAGE.tar.gz" "$STAGE" && rm -rf "$W"
