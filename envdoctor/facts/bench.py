@@ -213,6 +213,8 @@ class LayerPoint:
     repeats_ms: Tuple[float, ...] = ()
     launches: int = 0
     warmup: int = 0
+    issue_ms: Optional[float] = None           # the CPU's time to issue one call onto an idle queue (GPU)
+    heat_ms: Optional[float] = None            # calls run untimed right before the repeats (power cap)
     kernel: Optional[str] = None
     kernel_how: Optional[str] = None
     kernel_choice: Optional[str] = None        # torch._fused_sdp_choice, where it differs from what ran
