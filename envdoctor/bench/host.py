@@ -263,7 +263,7 @@ def _points_from_events(events: Sequence[Dict[str, Any]], suite: str = "matmul")
 
 def suite_budgets(budget: float) -> Dict[str, float]:
     """Seconds of measurement per device of each suite: --budget is the matmul suite's, the others
-    scale with it (``suite_budgets(6.0) == {"matmul": 6.0, "memory": 2.0, "layers": 7.0}``)."""
+    scale with it (``suite_budgets(6.0) == {"matmul": 6.0, "memory": 2.0, "layers": 5.0}``)."""
     return {k: round(v * budget / DEFAULT_BUDGET, 3) for k, v in SUITE_BUDGET.items()}
 
 

@@ -34,7 +34,7 @@ Suite = Literal["matmul", "memory", "layers"]
 SUITES: Tuple[Suite, ...] = ("matmul", "memory", "layers")
 DEFAULT_SUITES: Tuple[Suite, ...] = ("matmul", "memory")
 #: Seconds of measurement per device of the other suites at the default budget; they scale with --budget.
-SUITE_BUDGET: Dict[str, float] = {"matmul": DEFAULT_BUDGET, "memory": 2.0, "layers": 7.0}
+SUITE_BUDGET: Dict[str, float] = {"matmul": DEFAULT_BUDGET, "memory": 2.0, "layers": 5.0}
 #: fp32 elements per buffer of the memory suite: 64Ki (256 KiB) to 256Mi (1 GiB, 2 GiB moved a call).
 MEMORY_SIZES: Tuple[int, ...] = tuple(1 << k for k in (16, 18, 20, 22, 24, 25, 26, 27, 28))
 MemoryOp = Literal["mul", "copy"]
