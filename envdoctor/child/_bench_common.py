@@ -138,7 +138,7 @@ def _time_repeats(clock, fn, budget_s, heat, extra):
         extra["issue_ms"] = min(issue)
     per_s = max(per / 1000.0, 1e-9)
     heat_s = float(heat(per) or 0.0) if heat is not None else 0.0
-    heat_calls = int(heat_s / per_s) if heat_s > 0 else 0
+    heat_calls = int(min(heat_s / per_s, 100000)) if heat_s > 0 else 0
     for _ in range(heat_calls):   # no synchronisation after it: the repeats follow with no gap
         fn()
     warm += heat_calls
