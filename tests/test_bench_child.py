@@ -100,3 +100,103 @@ def test_child_source_stays_python38_and_torch_free_at_import(name):
     src = _resource(name)
     ast.parse(src, feature_version=(3, 8))       # a SyntaxError here breaks old target Pythons
     assert "\nimport torch" not in src and "from __future__" not in src
+
+
+class _WallClock:
+    """A stand-in for the child's Clock that claims a GPU (cuda=True) and times with perf_counter,
+    so that the GPU-only branches of time_repeats run on the CPU."""
+
+    cuda = True
+
+    def mark(self):
+        import time
+        return time.perf_counter()
+
+    def sync(self):
+        pass
+
+    def ms(self, a, b):
+        return (b - a) * 1000.0
+
+
+def _timing_part():
+    space = {}
+    exec(compile(_resource("_bench_common.py"), "_bench_common.py", "exec"), space)
+    return space
+
+
+def test_time_repeats_heats_without_a_gap_reads_the_issue_time_and_keeps_the_collector_off():
+    import gc
+    import time
+
+    seen = []
+
+    def fn():                      # 0.2 ms of CPU work: on this fake GPU, issue time = call time
+        seen.append(gc.isenabled())
+        end = time.perf_counter() + 0.0002
+        while time.perf_counter() < end:
+            pass
+
+    extra = {}
+    times, launches, warm = _timing_part()["time_repeats"](_WallClock(), fn, 0.02, lambda per_ms: 0.01, extra)
+    assert gc.isenabled() and not any(seen)            # off while timing, back on after
+    # the fastest issue of one call is at least the 0.2 ms of work (timings on a loaded box vary up)
+    assert extra["issue_ms"] >= 0.2 and extra["burst_ms"] >= 0.2
+    # 10 ms of heat: as many calls as fit at the calibrated ms per call, run before the repeats
+    heat_calls = int(10.0 / extra["burst_ms"])
+    assert heat_calls >= 1 and extra["heat_ms"] == pytest.approx(heat_calls * extra["burst_ms"])
+    assert len(seen) == warm - 1 + len(times) * launches   # warm counts one call more than it ran (as before)
+    assert warm - 1 >= heat_calls + 1
+
+
+def test_time_repeats_on_the_cpu_has_no_issue_time_and_no_heat_unless_asked():
+    extra = {}
+
+    class Cpu(_WallClock):
+        cuda = False
+
+    _timing_part()["time_repeats"](Cpu(), lambda: sum(range(200)), 0.005, None, extra)
+    assert "issue_ms" not in extra and extra["heat_ms"] == 0.0
+
+
+@needs_torch
+def test_fwd_bwd_gradients_are_fresh_each_call_not_accumulated():
+    # A training step's backward runs after zero_grad(set_to_none=True): each timed call must
+    # write its gradients afresh, not add them to the last call's (an extra pass over every weight).
+    import torch
+
+    space = {"first_line": str}
+    exec(compile(_resource("_bench_models.py"), "_bench_models.py", "exec"), space)
+    layer = space["build_layer"](torch, "gpt2", {"h": 16, "heads": 2, "ffn": 32}, torch.float64, "cpu")
+    x, ctx = space["point_inputs"](torch, layer, 1, 8, "cpu", True)
+    dy = torch.randn(x.shape, dtype=x.dtype)
+    fn = space["pass_fn"](torch, layer, "eager", "fwd+bwd", x, ctx, dy)
+    fn()
+    once = (x.grad.clone(), layer["params"]["w1"].grad.clone())
+    fn()
+    assert torch.equal(x.grad, once[0]) and torch.equal(layer["params"]["w1"].grad, once[1])
+
+
+@needs_torch
+def test_the_counting_mode_does_not_import_dynamo():
+    # FlopCounterMode's mode imported torch._dynamo on its first call (805 modules, 3 s here),
+    # once per child; the layers' counting mode must not.
+    script = (
+        "import sys, torch\n"
+        "space = {'first_line': str}\n"
+        "for name in ('_bench_models.py', '_bench_layers.py'):\n"
+        "    exec(compile(open(name).read(), name, 'exec'), space)\n"
+        "layer = space['build_layer'](torch, 'bert', {'h': 16, 'heads': 2, 'ffn': 32}, torch.float32, 'cpu')\n"
+        "x, ctx = space['point_inputs'](torch, layer, 1, 8, 'cpu', False)\n"
+        "fn = space['pass_fn'](torch, layer, 'eager', 'fwd', x, ctx, None)\n"
+        "stats = space['op_profile'](torch, fn, space['flop_formulas'](torch))\n"
+        "print(stats['counted_flops'], space['analytic_flops']('bert', layer['dims'], 1, 8), "
+        "'torch._dynamo' in sys.modules)\n"
+    )
+    from envdoctor.child import __file__ as child_init
+
+    folder = os.path.dirname(child_init)
+    out = subprocess.run([sys.executable, "-c", script], cwd=folder, capture_output=True, text=True, env=ONE_THREAD)
+    assert out.returncode == 0, out.stderr
+    # 8Th^2 + 4bs^2h + 4Thf at h=16, f=32, b=1, s=8 (T=8): 16384 + 4096 + 16384
+    assert out.stdout.split() == ["36864.0", "36864.0", "False"]

@@ -120,4 +120,4 @@ def test_suite_all_reaches_the_child_with_the_scaled_budgets(tmp_path):
     run("--python", str(python), "--suite", "layers", "--suite", "all", "--dtype", "bf16", "--budget", "3")
     config = json.loads(log.read_text())
     assert config["suites"] == ["matmul", "memory", "layers"]
-    assert config["memory"]["budget"] == 1.0 and config["layers"] == {"budget": 3.5, "dtypes": ["bf16"]}
+    assert config["memory"]["budget"] == 1.0 and config["layers"] == {"budget": 2.5, "dtypes": ["bf16"]}

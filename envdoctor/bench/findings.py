@@ -16,12 +16,12 @@ from typing import List, Tuple
 
 from envdoctor import codes
 from envdoctor.facts.bench import BenchResult, LayerPoint
-from envdoctor.findings import Finding, sort_findings
+from envdoctor.findings import Finding, Severity, sort_findings
 
 #: code -> (title, what it means and what to do). The lead wires these into envdoctor/codes.py.
 
 
-def _finding(code: str, severity: str, evidence: List[str], fix: Tuple[str, ...] = ()) -> Finding:
+def _finding(code: str, severity: Severity, evidence: List[str], fix: Tuple[str, ...] = ()) -> Finding:
     entry = codes.CODES[code]
     return Finding(code, severity, entry.title, tuple(evidence[:6]), fix, area="bench",
                    explanation=codes.meaning(code))

@@ -23,7 +23,7 @@ from envdoctor.bench import analysis
 from envdoctor.bench.findings import bench_findings
 from envdoctor.bench.memory import elements_label
 from envdoctor.child import ChildRun, find_python, run_child
-from envdoctor.facts.base import ProbeError
+from envdoctor.facts.base import ErrorKind, ProbeError
 from envdoctor.facts.bench import (
     DEFAULT_BUDGET,
     DEFAULT_SIZES,
@@ -239,7 +239,7 @@ def build_result(doc: Dict[str, Any], *, samples: Sequence[NvmlSample] = (),
     return analysis.analyze(result)
 
 
-_CHILD_ERRORS = {
+_CHILD_ERRORS: Dict[str, Tuple[ErrorKind, str]] = {
     "no_torch": ("not_found", "torch is not installed in {python}"),
     "import_failed": ("crashed", "import torch fails in {python}: {message}"),
     "python_too_old": ("unavailable", "{python}: {message}; envdoctor bench needs Python 3.8 or later"),
@@ -250,7 +250,8 @@ _CHILD_ERRORS = {
 
 
 def _child_error(error: Dict[str, Any], python: str = "the target Python") -> ProbeError:
-    kind, template = _CHILD_ERRORS.get(str(error.get("kind")), ("crashed", "{message}"))
+    crashed: Tuple[ErrorKind, str] = ("crashed", "{message}")
+    kind, template = _CHILD_ERRORS.get(str(error.get("kind")), crashed)
     command = "--device" if error.get("kind") == "bad_device" else None
     return ProbeError(kind, template.format(python=python, message=error.get("message", "")), command)
 
@@ -263,7 +264,7 @@ def _points_from_events(events: Sequence[Dict[str, Any]], suite: str = "matmul")
 
 def suite_budgets(budget: float) -> Dict[str, float]:
     """Seconds of measurement per device of each suite: --budget is the matmul suite's, the others
-    scale with it (``suite_budgets(6.0) == {"matmul": 6.0, "memory": 2.0, "layers": 7.0}``)."""
+    scale with it (``suite_budgets(6.0) == {"matmul": 6.0, "memory": 2.0, "layers": 5.0}``)."""
     return {k: round(v * budget / DEFAULT_BUDGET, 3) for k, v in SUITE_BUDGET.items()}
 
 

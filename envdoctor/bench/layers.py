@@ -4,8 +4,14 @@ the datasheet, where each call's time goes, a short explanation per layer, and F
 Where the time of one call goes, from what its counted call did (``ops``, ``other_bytes``):
 the products at the matmul rate of this run (``matmul_share``), the bytes of every other
 operation (norms, softmax, GELU, residual adds, copies) at the bandwidth measured by the memory
-suite, else the datasheet's (``memory_share``), and one launch cost per kernel
-(``launch_share``). Their sum below 1 leaves time to kernels slower than a large product.
+suite, else the datasheet's (``memory_share``), and the CPU's time to issue the call
+(``launch_share``): measured by the child where it could (``issue_ms``, a GPU), else one launch
+cost per kernel. Their sum below 1 leaves time to kernels slower than a large product.
+
+The bound: ``launch`` when issuing the call takes the CPU at least ``LAUNCH_BOUND`` of the
+call's time (the GPU waits for Python: such a point times the CPU, not the GPU); otherwise the
+larger of compute and memory. Without a measured issue time, the estimate's largest share, or
+``overhead`` where the estimates explain less than ``EXPLAINED`` of the call.
 
 >>> dev = BenchDevice(0, launch_us=6.0, matmul_rates={"bf16": 650.0}, bandwidth_gbs=4800.0)
 >>> p = LayerPoint(0, "gpt2", "bf16", "sdpa", "fwd+bwd", 16, 1024, flops=4.08e12, ms=10.85,
@@ -13,6 +19,10 @@ suite, else the datasheet's (``memory_share``), and one launch cost per kernel
 >>> q = analyze_layer_point(p, dev, 4200.0, "measured")
 >>> round(q.of_matmul, 2), round(q.matmul_share, 2), round(q.memory_share, 2), q.bound
 (0.58, 0.58, 0.26, 'compute')
+>>> small = replace(p, batch=4, seq=128, flops=3.9e10, ms=1.83, tflops=21.6, issue_ms=1.79)
+>>> q = analyze_layer_point(small, dev, 4200.0, "measured")
+>>> q.bound, round(q.launch_share, 2)
+('launch', 0.98)
 """
 
 from __future__ import annotations
@@ -56,28 +66,39 @@ def analyze_layer_point(p: LayerPoint, device: BenchDevice, bandwidth: Optional[
     t = p.ms / 1000.0
     mm = p.flops / (rate * 1e12) / t if rate else None
     mem = p.other_bytes / (bandwidth * 1e9) / t if (bandwidth and p.other_bytes is not None) else None
-    launch = p.ops * device.launch_us / 1e6 / t if (device.launch_us and p.ops) else None
+    issued = p.issue_ms is not None and p.issue_ms > 0
+    if issued:
+        launch: Optional[float] = (p.issue_ms or 0.0) / p.ms
+    else:
+        launch = p.ops * device.launch_us / 1e6 / t if (device.launch_us and p.ops) else None
     shares = {"compute": mm, "memory": mem, "launch": launch}
     known = {k: v for k, v in shares.items() if v is not None}
     if not known:
         return p
+    gpu = {k: v for k, v in known.items() if k != "launch"}
     if launch is not None and launch >= LAUNCH_BOUND:
         kind = "launch"
+    elif issued:
+        kind = max(gpu, key=lambda k: gpu[k], default="launch")
     elif sum(known.values()) < EXPLAINED:
         kind = "overhead"
     else:
-        kind = max((k for k in known if k != "launch"), key=lambda k: known[k], default="launch")
+        kind = max(known, key=lambda k: known[k])
     parts = []
     if mm is not None:
         parts.append(f"products {_pct(mm)} of the time at the {_tf(rate)} TFLOP/s matmul rate")
     if mem is not None and bandwidth:
         parts.append(f"other operations {_pct(mem)} ({size_label(p.other_bytes or 0)} at the {bandwidth_from} "
                      f"{rate_label(bandwidth)})")
-    if launch is not None:
+    if launch is not None and issued:
+        kernels = f" ({p.ops} kernels)" if p.ops else ""
+        parts.append(f"the CPU takes {p.issue_ms:.3g} ms to issue one call{kernels}, {_pct(launch)} of its "
+                     f"{p.ms:.3g} ms" + (": the GPU waits for Python" if kind == "launch" else ""))
+    elif launch is not None:
         kernels = f"{p.ops} kernels x {device.launch_us:.1f} us"
         parts.append(f"launches ({kernels}) as long as the call itself" if launch >= 1.0
                      else f"launches {_pct(launch)} ({kernels})")
-    rest = 1.0 - sum(v for k, v in known.items() if k != "launch")
+    rest = 1.0 - sum(gpu.values())
     if kind == "overhead":
         parts.append("the rest is the cost of issuing many small operations (Python, the dispatcher)")
     elif mm is not None and mem is not None and rest > 0.15 and kind != "launch":
@@ -125,8 +146,9 @@ def explain_layer(layer: str, points: Sequence[LayerPoint], device: BenchDevice)
     small = min(mine, key=_shape)
     if _shape(small) < _shape(big):
         twin = _find(mine, attention=main.attention, mode=main.mode, batch=small.batch, seq=small.seq) or small
+        cpu_bound = twin.bound in ("launch", "overhead")
         cause = ("launch-bound: the CPU issues its kernels slower than the GPU runs them"
-                 if twin.bound == "launch" else f"{twin.batch * twin.seq} tokens a call fill the GPU less")
+                 if cpu_bound else f"{twin.batch * twin.seq} tokens a call fill the GPU less")
         why.append(f"at b={twin.batch} s={twin.seq} {_tf(twin.tflops)} TFLOP/s ({_pct(twin.of_matmul)}): "
                    f"{cause}")
     return text + ("; " + "; ".join(why) if why else "")

@@ -6,9 +6,17 @@ names this file on its ``# envdoctor child uses:`` line, so it is sent before it
 Timing, for every suite: a short calibration that also warms up (the batch of calls grows until
 it takes ``CALIBRATE_S``), then back-to-back repeats of K calls each, timed with CUDA events and
 the queue kept full (no synchronisation between repeats), or ``perf_counter`` on the CPU. The
-figure of a point is the median repeat after the first quarter of them (the warm-up).
+figure of a point is the median repeat after the first quarter of them (the warm-up). Python's
+garbage collector is off meanwhile, as timeit has it.
+
+Two more things, for the suites that ask (the layers): the calibration also reads how long the
+CPU takes to issue one call onto an idle queue (``issue_ms``: the call is launch-bound when that
+is about its whole time), and a *heat*, calls run back to back and untimed right before the
+repeats, with no gap, so that a power-capped GPU has set its clocks before anything is timed (on
+the H200 a compute-dense call runs 5-12% faster for its first 50-100 ms after a pause).
 """
 
+import gc
 import math
 import time
 
@@ -85,25 +93,56 @@ class Clock:
         return (b - a) * 1000.0
 
 
-def time_batch(clock, fn, k):
+def time_batch(clock, fn, k, issue=None):
+    """ms per call of a batch of k calls; ``issue`` (a list) receives the CPU's ms per call to
+    issue them, which on a GPU is the launch cost alone while the queue has room."""
     start = clock.mark()
+    t0 = time.perf_counter()
     for _ in range(k):
         fn()
+    if issue is not None:
+        issue.append((time.perf_counter() - t0) * 1000.0 / k)
     end = clock.mark()
     clock.sync()
     return clock.ms(start, end) / k
 
 
-def time_repeats(clock, fn, budget_s):
-    """(times per call in ms of each repeat, calls per repeat, calls run before timing)."""
-    k, warm = 1, 1
-    per = time_batch(clock, fn, k)
+def time_repeats(clock, fn, budget_s, heat=None, extra=None):
+    """(times per call in ms of each repeat, calls per repeat, calls run before timing).
+
+    ``heat(per_ms)`` -> seconds to run ``fn`` back to back between the calibration and the
+    repeats, given the calibrated ms per call (0: none). ``extra`` (a dict) receives
+    ``burst_ms`` (per call in the calibration's last batch, before any heat), ``heat_ms`` (the
+    heat's GPU time, about) and, on a GPU, ``issue_ms`` (the fastest CPU time to issue one call
+    seen in the calibration, whose batches start on an idle queue).
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _time_repeats(clock, fn, budget_s, heat, extra if extra is not None else {})
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _time_repeats(clock, fn, budget_s, heat, extra):
+    k, warm, issue = 1, 1, []
+    per = time_batch(clock, fn, k, issue)
     warm += k
     while per * k < CALIBRATE_S * 1000.0 and k < 100000:
         k *= 4
-        per = time_batch(clock, fn, k)
+        per = time_batch(clock, fn, k, issue)
         warm += k
+    extra["burst_ms"] = per
+    if clock.cuda:
+        extra["issue_ms"] = min(issue)
     per_s = max(per / 1000.0, 1e-9)
+    heat_s = float(heat(per) or 0.0) if heat is not None else 0.0
+    heat_calls = int(min(heat_s / per_s, 100000)) if heat_s > 0 else 0
+    for _ in range(heat_calls):   # no synchronisation after it: the repeats follow with no gap
+        fn()
+    warm += heat_calls
+    extra["heat_ms"] = heat_calls * per
     repeats = int(max(MIN_REPEATS, min(REPEATS, budget_s / per_s)))
     launches = int(max(1, budget_s / repeats / per_s))
     marks = [clock.mark()]

@@ -7,12 +7,14 @@ GPU (fp32 on the CPU), eager and SDPA attention, ``fwd`` and ``fwd+bwd``, at the
 Per point: a first call, checked for NaN/Inf, that also shows which attention kernel ran (the
 autograd node of the SDPA output, and ``torch._fused_sdp_choice``, the dispatcher's own choice);
 one call under a counting dispatch mode (kernels launched, bytes through the non-matmul
-operations); then the timed repeats (``_bench_common.time_repeats``). ``fwd`` runs under
-``torch.no_grad()``; ``fwd+bwd`` is ``layer(x).backward(dy)``. A point that runs out of memory is
-skipped with the reason. Once per layer and attention, ``FlopCounterMode`` counts one call at the
-first shape (``flop_check`` events). The matmul rates the host compares with come from the matmul
-suite of the same run or, where it did not run, from one short product per dtype
-(``reference`` points).
+operations, and FLOPs by FlopCounterMode's own formulas); then the timed repeats
+(``_bench_common.time_repeats``), on a GPU after a heat of ``HEAT_S`` for a call that runs at
+``HEAT_SHARE`` of the matmul rate or more (such a call is the one a power cap slows). ``fwd``
+runs under ``torch.no_grad()``; ``fwd+bwd`` is ``layer(x).backward(dy)`` with the gradients set
+to None before it. A point that runs out of memory is skipped with the reason. Per layer and
+attention the counted FLOPs of the first shape's two points, beside the analytic count, make a
+``flop_check`` event. The matmul rates the host compares with come from the matmul suite of the
+same run or, where it did not run, from one short product per dtype (``reference`` points).
 """
 
 import time
@@ -48,6 +50,12 @@ CPU_SHAPES = dict((name, [[1, 128]]) for name in LAYERS)
 MAX_ONE_PASS_S = 3.0       # a point whose one call would take longer is skipped
 LAYER_EFFICIENCY = 0.4     # for that estimate: a layer runs at about this share of the matmul rate
 REFERENCE_BUDGET_S = 0.3   # the matmul run for the peak when the matmul suite did not run
+# The heat before a compute-dense point's repeats. On the H200 (700 W cap) such a call ran 5-12%
+# faster for its first 50-100 ms after the pause of a point's set-up, then the clocks settled
+# (docs/benchmarks.md, the layers against the classic method). The calibration comes first,
+# so the repeats start about 90 ms into the load.
+HEAT_S = 0.08
+HEAT_SHARE = 0.3           # heat a call whose calibrated rate is at least this share of the matmul rate
 NO_KERNEL = ("empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "detach", "alias",
              "lift_fresh", "_local_scalar_dense", "sym_size", "sym_stride", "is_same_size",
              "_has_compatible_shallow_copy_type", "_to_copy_noop")
@@ -68,32 +76,69 @@ def _tensors(torch, obj, out):
     return out
 
 
-def op_profile(torch, fn):
+def flop_formulas(torch):
+    """FlopCounterMode's formulas (``torch.utils.flop_counter.flop_registry``: op -> FLOPs), or None."""
+    try:
+        from torch.utils import flop_counter
+    except Exception:
+        return None
+    table = getattr(flop_counter, "flop_registry", None)
+    return table if isinstance(table, dict) else None
+
+
+def op_profile(torch, fn, formulas=None):
     """One call of ``fn`` under a counting dispatch mode: {"ops": kernels launched (about: every
     operation that is not a view), "matmul_ops": of them products and attention kernels,
-    "other_bytes": bytes read and written by all the others (norms, softmax, GELU, adds, copies)}."""
+    "other_bytes": bytes read and written by all the others (norms, softmax, GELU, adds, copies),
+    and with ``formulas`` (:func:`flop_formulas`) "counted_flops", or "flops_error" where a
+    formula failed}.
+
+    FlopCounterMode counts the same way, op by op from the same table. Its own mode is not used:
+    torch (2.6 and later) wraps every dispatch mode's ``__torch_dispatch__`` in
+    ``torch._disable_dynamo``, whose first call imports torch._dynamo (about 800 modules, 2-3 s).
+    That wrapper looks for the function it would build in the ``__dynamo_disable`` attribute of
+    the wrapped function first; set to the function itself, nothing is imported. A torch
+    without the wrapper ignores the attribute.
+    """
     from torch.utils._python_dispatch import TorchDispatchMode
 
     stats = {"ops": 0, "matmul_ops": 0, "other_bytes": 0}
+    flops = {"n": 0.0, "error": None}
 
     def nbytes(obj):
         return sum(t.numel() * t.element_size() for t in _tensors(torch, obj, []))
 
-    class Count(TorchDispatchMode):
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            out = func(*args, **(kwargs or {}))
-            name = func.overloadpacket.__name__
-            if getattr(func, "is_view", False) or name in NO_KERNEL:
-                return out
-            stats["ops"] += 1
-            if name in MATMUL_OPS or "attention" in name:
-                stats["matmul_ops"] += 1
-            else:
-                stats["other_bytes"] += nbytes(args) + nbytes(kwargs or {}) + nbytes(out)
+    def dispatch(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        out = func(*args, **kwargs)
+        name = func.overloadpacket.__name__
+        if getattr(func, "is_view", False) or name in NO_KERNEL:
             return out
+        stats["ops"] += 1
+        if name in MATMUL_OPS or "attention" in name:
+            stats["matmul_ops"] += 1
+        else:
+            stats["other_bytes"] += nbytes(args) + nbytes(kwargs) + nbytes(out)
+        formula = formulas.get(func.overloadpacket) if formulas is not None else None
+        if formula is not None and flops["error"] is None:
+            try:
+                flops["n"] += float(formula(*args, out_val=out, **kwargs))
+            except Exception as exc:   # sdpa_flop_count asserts on GQA shapes (torch 2.11)
+                flops["error"] = first_line(exc)
+        return out
+
+    setattr(dispatch, "__dynamo_disable", dispatch)
+
+    class Count(TorchDispatchMode):
+        __torch_dispatch__ = dispatch
 
     with Count():
         fn()
+    if formulas is not None:
+        if flops["error"] is None:
+            stats["counted_flops"] = flops["n"]
+        else:
+            stats["flops_error"] = flops["error"]
     return stats
 
 
@@ -117,36 +162,35 @@ def kernel_info(attn, probe):
     return info
 
 
-def flop_check(torch, layer, attn, b, s, device):
-    """FlopCounterMode's count of one forward and one forward+backward, beside the analytic count."""
+def flop_record(layer, attn, b, s, fwd, fwd_bwd):
+    """The counted FLOPs of one layer's ``fwd`` and ``fwd+bwd`` points (dicts) at one shape,
+    beside the analytic count: a ``flop_check`` event."""
     name = layer["name"]
-    fwd = analytic_flops(name, layer["dims"], b, s)
-    rec = {"layer": name, "attention": attn, "batch": b, "seq": s, "analytic_fwd": fwd,
-           "analytic_fwd_bwd": 3.0 * fwd, "attention_fwd": attention_flops(name, layer["dims"], b, s)}
-    try:
-        from torch.utils.flop_counter import FlopCounterMode
-        for mode, key in (("fwd", "counted_fwd"), ("fwd+bwd", "counted_fwd_bwd")):
-            x, ctx = point_inputs(torch, layer, b, s, device, mode == "fwd+bwd")
-            dy = torch.randn(x.shape, device=device, dtype=x.dtype) if mode == "fwd+bwd" else None
-            probe = []
-            fn = pass_fn(torch, layer, attn, mode, x, ctx, dy, probe)
-            with FlopCounterMode(display=False) as counter:
-                fn()
-            rec[key] = float(counter.get_total_flops())
-            if attn == "sdpa" and mode == "fwd+bwd":
-                rec["kernel"] = kernel_info(attn, probe)["kernel"]
-    except Exception as exc:
-        rec["error"] = first_line(exc)
+    analytic = analytic_flops(name, layer["dims"], b, s)
+    rec = {"layer": name, "attention": attn, "batch": b, "seq": s, "analytic_fwd": analytic,
+           "analytic_fwd_bwd": 3.0 * analytic, "attention_fwd": attention_flops(name, layer["dims"], b, s)}
+    for point, key in ((fwd, "counted_fwd"), (fwd_bwd, "counted_fwd_bwd")):
+        if point.get("counted_flops") is not None:
+            rec[key] = point["counted_flops"]
+        elif "error" not in rec:
+            rec["error"] = (point.get("flops_error") or point.get("profile_error") or point.get("error")
+                            or "this torch has no torch.utils.flop_counter.flop_registry")
+    if attn == "sdpa" and fwd_bwd.get("kernel"):
+        rec["kernel"] = fwd_bwd["kernel"]
     return rec
 
 
 # --- the suite ---------------------------------------------------------------------------------
 
-def sdpa_setup(torch, device, dtype):
-    """Which keywords this torch's scaled_dot_product_attention takes (scale: 2.1, enable_gqa: 2.5)."""
+def sdpa_setup(torch):
+    """Which keywords this torch's scaled_dot_product_attention takes (scale: 2.1, enable_gqa: 2.5).
+
+    Asked on the CPU: a keyword is this torch's, whatever the device, and a tiny call on the GPU
+    would make cuDNN build (and compile) an attention graph that no point uses.
+    """
     F = torch.nn.functional
-    q = torch.zeros(1, 2, 4, 8, device=device, dtype=dtype)
-    kv = torch.zeros(1, 1, 4, 8, device=device, dtype=dtype)
+    q = torch.zeros(1, 2, 4, 8)
+    kv = torch.zeros(1, 1, 4, 8)
     for key, args, kw in (("scale", (q, q, q), {"scale": 1.0}), ("enable_gqa", (q, kv, kv), {"enable_gqa": True})):
         try:
             F.scaled_dot_product_attention(*args, **kw)
@@ -233,7 +277,18 @@ def matmul_rates(torch, device, clock, tf32, dtypes, points, refs):
     return rates
 
 
-def layer_point(torch, device, clock, tf32, layer, dtype_name, attn, mode, b, s, share, rate):
+def heat_for(flops, rate, cuda):
+    """The heat a point gets, as a function of its calibrated ms per call (see HEAT_S)."""
+    def heat(per_ms):
+        if not cuda:
+            return 0.0
+        if rate and flops / (max(per_ms, 1e-9) / 1000.0) / 1e12 < HEAT_SHARE * rate:
+            return 0.0
+        return HEAT_S
+    return heat
+
+
+def layer_point(torch, device, clock, tf32, layer, dtype_name, attn, mode, b, s, share, rate, formulas=None):
     name = layer["name"]
     flops = analytic_flops(name, layer["dims"], b, s) * (3.0 if mode == "fwd+bwd" else 1.0)
     point = {"device": device.index or 0, "layer": name, "dtype": dtype_name, "attention": attn, "mode": mode,
@@ -256,15 +311,19 @@ def layer_point(torch, device, clock, tf32, layer, dtype_name, attn, mode, b, s,
         point.update(kernel_info(attn, probe))
         fn = pass_fn(torch, layer, attn, mode, x, ctx, dy)
         try:
-            point.update(op_profile(torch, fn))
+            point.update(op_profile(torch, fn, formulas))
         except Exception as exc:
             point["profile_error"] = first_line(exc)
-        times, launches, warm = time_repeats(clock, fn, share)
+        extra = {}
+        times, launches, warm = time_repeats(clock, fn, share, heat_for(flops, rate, clock.cuda), extra)
         med = settled_median(times)
         point.update(ms=med, tflops=flops / (med / 1000.0) / 1e12,
-                     burst_tflops=flops / (times[0] / 1000.0) / 1e12,
+                     burst_tflops=flops / (extra["burst_ms"] / 1000.0) / 1e12,
                      best_tflops=flops / (min(times) / 1000.0) / 1e12,
-                     repeats_ms=[round(t, 6) for t in times], launches=launches, warmup=warm + 2)
+                     repeats_ms=[round(t, 6) for t in times], launches=launches, warmup=warm + 2,
+                     heat_ms=round(extra["heat_ms"], 3))
+        if "issue_ms" in extra:
+            point["issue_ms"] = round(extra["issue_ms"], 6)
         if clock.cuda:
             point["tf32"] = tf32.get()
         if not finite:
@@ -291,18 +350,25 @@ def layers_device(torch, device, info, cfg, matmul_points, out):
     modes = cfg.get("modes") or list(MODES)
     rates = matmul_rates(torch, device, clock, tf32, dtypes, matmul_points, out["reference_points"])
     info["matmul_rates"] = rates
-    sdpa_setup(torch, device, getattr(torch, TORCH_DTYPES[dtypes[0]]))
+    t = time.perf_counter()
+    sdpa_setup(torch)
     info["sdpa"] = sdpa_state(torch)
+    setup = {"sdpa_setup": round(time.perf_counter() - t, 3)}
+    info["layers_setup_s"] = setup
+    formulas = flop_formulas(torch) if cfg.get("flop_check", True) else None
     total = len(dtypes) * sum(len(shapes) for _, _, shapes in layers) * len(attentions) * len(modes)
-    share = float(cfg.get("budget") or 7.0) / max(1, total)
+    share = float(cfg.get("budget") or 5.0) / max(1, total)
     for name, dims, shapes in layers:
         for i, dtype_name in enumerate(dtypes):
             layer, error = None, None
+            t = time.perf_counter()
             try:
                 layer = build_layer(torch, name, dims, getattr(torch, TORCH_DTYPES[dtype_name]), device)
+                clock.sync()
             except Exception as exc:
                 error = {"status": "ok"}
                 point_failure(error, exc)
+            setup["build %s %s" % (name, dtype_name)] = round(time.perf_counter() - t, 3)
             if layer is None:
                 release(torch, clock.cuda)
                 for b, s in shapes:
@@ -316,19 +382,20 @@ def layers_device(torch, device, info, cfg, matmul_points, out):
                             out["layer_points"].append(point)
                             emit("point", suite="layers", point=point)
                 continue
-            if i == 0 and cfg.get("flop_check", True):
-                b, s = shapes[0]
+            check = i == 0 and cfg.get("flop_check", True) and "fwd" in modes and "fwd+bwd" in modes
+            for j, (b, s) in enumerate(shapes):
                 for attn in attentions:
-                    rec = flop_check(torch, layer, attn, b, s, device)
-                    rec.update(device=device.index or 0, dtype=dtype_name)
-                    out["flop_checks"].append(rec)
-                    emit("flop_check", check=rec)
-            for b, s in shapes:
-                for attn in attentions:
+                    done = {}
                     for mode in modes:
                         point = layer_point(torch, device, clock, tf32, layer, dtype_name, attn, mode, b, s,
-                                            share, rates.get(dtype_name))
+                                            share, rates.get(dtype_name), formulas)
+                        done[mode] = point
                         out["layer_points"].append(point)
                         emit("point", suite="layers", point=point)
+                    if check and j == 0:
+                        rec = flop_record(layer, attn, b, s, done["fwd"], done["fwd+bwd"])
+                        rec.update(device=device.index or 0, dtype=dtype_name)
+                        out["flop_checks"].append(rec)
+                        emit("flop_check", check=rec)
             layer = None
             release(torch, clock.cuda)

@@ -265,15 +265,24 @@ def point_inputs(torch, layer, b, s, device, grad):
 
 
 def pass_fn(torch, layer, attn, mode, x, ctx, dy, probe=None):
-    """The call a point times: the forward under no_grad, or forward then backward from ``dy``."""
+    """The call a point times: the forward under no_grad, or forward then backward from ``dy``.
+
+    Before each backward every gradient is set to None, as ``zero_grad(set_to_none=True)`` (the
+    default since torch 2.0) leaves them before a training step's: the backward then writes
+    fresh gradients, with no accumulation pass over every weight.
+    """
     forward = layer["forward"]
     if mode == "fwd":
         def fwd():
             with torch.no_grad():
                 return forward(x, ctx, attn, probe)
         return fwd
+    leaves = [t for t in list(layer["params"].values()) + [x] + list(ctx.values())
+              if getattr(t, "requires_grad", False)]
 
     def fwd_bwd():
+        for t in leaves:
+            t.grad = None
         y = forward(x, ctx, attn, probe)
         y.backward(dy)
         return y

@@ -5,7 +5,7 @@ Standard library and torch only, Python 3.8+, never imported by envdoctor itself
     {"suites": ["matmul", "memory"], "dtypes": ["fp32", "tf32", "fp16", "bf16"],
      "sizes": [128, 512, 2048, 8192], "budget": 6.0, "device": "0",
      "memory": {"sizes": [65536, 262144], "budget": 2.0},
-     "layers": {"budget": 7.0, "dtypes": ["fp16", "bf16"], "names": ["bert", "llama"]}}
+     "layers": {"budget": 5.0, "dtypes": ["fp16", "bf16"], "names": ["bert", "llama"]}}
 
 One child runs every suite asked for, one device after the other: torch is imported and CUDA
 started once (3 to 5 s on the H200, more than the memory suite takes), and the layers suite

@@ -34,7 +34,7 @@ Suite = Literal["matmul", "memory", "layers"]
 SUITES: Tuple[Suite, ...] = ("matmul", "memory", "layers")
 DEFAULT_SUITES: Tuple[Suite, ...] = ("matmul", "memory")
 #: Seconds of measurement per device of the other suites at the default budget; they scale with --budget.
-SUITE_BUDGET: Dict[str, float] = {"matmul": DEFAULT_BUDGET, "memory": 2.0, "layers": 7.0}
+SUITE_BUDGET: Dict[str, float] = {"matmul": DEFAULT_BUDGET, "memory": 2.0, "layers": 5.0}
 #: fp32 elements per buffer of the memory suite: 64Ki (256 KiB) to 256Mi (1 GiB, 2 GiB moved a call).
 MEMORY_SIZES: Tuple[int, ...] = tuple(1 << k for k in (16, 18, 20, 22, 24, 25, 26, 27, 28))
 MemoryOp = Literal["mul", "copy"]
@@ -213,6 +213,8 @@ class LayerPoint:
     repeats_ms: Tuple[float, ...] = ()
     launches: int = 0
     warmup: int = 0
+    issue_ms: Optional[float] = None           # the CPU's time to issue one call onto an idle queue (GPU)
+    heat_ms: Optional[float] = None            # calls run untimed right before the repeats (power cap)
     kernel: Optional[str] = None
     kernel_how: Optional[str] = None
     kernel_choice: Optional[str] = None        # torch._fused_sdp_choice, where it differs from what ran

@@ -235,10 +235,12 @@ def render_bench_text(result: BenchResult, color: bool = False, chart_width: int
         out.append("note: bound = what limits the point: launch (the CPU issuing products), memory "
                    "(bytes over bandwidth), compute (FLOPs over the peak); eff = TFLOP/s / datasheet")
     if result.layer_points:
-        out.append("note: layers: bound = the largest share of a call's time: compute (the products at the "
-                   "matmul rate), memory (the other operations' bytes at the measured bandwidth), launch "
-                   "(kernels x one launch), overhead (those three explain under half of it); fwd runs under "
-                   "no_grad; docs/bench.md has the FLOP formulas")
+        out.append("note: layers: bound = what sets a call's time: launch (the CPU takes 80% of it or more to "
+                   "issue the call, measured where the child could, else kernels x one launch: such a point "
+                   "times the CPU), else the larger of compute (the products at the matmul rate) and memory "
+                   "(the other operations' bytes at the measured bandwidth), overhead (the estimates explain "
+                   "under half of it); fwd runs under no_grad, fwd+bwd with the gradients set to None first; "
+                   "docs/bench.md has the FLOP formulas")
     for f in result.findings:
         out.append(paint(f"{f.code} {f.severity}: {f.title}", "error" if f.severity == "error" else "warning", color))
         out.extend(f"  {e}" for e in f.evidence)
