@@ -28,7 +28,18 @@ def python_option(f: Callable) -> Callable:
 def timeout_option(f: Callable) -> Callable:
     return click.option(
         "--timeout", type=click.FloatRange(min=0.1), default=10.0, show_default=True,
-        help="Seconds each external command may take.",
+        help="Seconds each external command may take (nvidia-smi, conda, docker, nvcc, the target Python).",
+    )(f)
+
+
+#: The default bound of the child that imports torch (a first import from a cold disk takes 20 s and more).
+TORCH_TIMEOUT = 60.0
+
+
+def torch_timeout_option(f: Callable) -> Callable:
+    return click.option(
+        "--torch-timeout", type=click.FloatRange(min=0.1), default=TORCH_TIMEOUT, show_default=True,
+        help="Seconds the target Python may take to import torch and answer (CUDA init included).",
     )(f)
 
 
@@ -80,15 +91,17 @@ def check_index_url(ctx: click.Context, param: click.Parameter, value: Optional[
     return url.rstrip("/")
 
 
-def make_context(python: Optional[str], timeout: float, root: Optional[Path]) -> Context:
+def make_context(python: Optional[str], timeout: float, root: Optional[Path],
+                 torch_timeout: float = TORCH_TIMEOUT) -> Context:
+    """The probes' context: ``timeout`` bounds every external command (``--timeout``, no floor),
+    ``torch_timeout`` the child that imports torch (``--torch-timeout``)."""
     from envdoctor.probes.context import Context
 
     return Context(
         root=root or Path("/"),
         env=dict(os.environ),
         timeout=timeout,
-        conda_timeout=max(timeout * 3, 30.0),
-        torch_timeout=max(timeout * 6, 60.0),
+        torch_timeout=torch_timeout,
         python=python,
     )
 

@@ -12,15 +12,16 @@ from pathlib import Path
 from typing import Any, Dict, Optional, Sequence, Tuple
 
 from envdoctor.facts.base import ProbeError
-from envdoctor.run import Ran, run, which
+from envdoctor.run import Ran, not_a_program, run, which
 
 
 @dataclass(frozen=True)
 class Context:
     root: Path = Path("/")
     env: Dict[str, str] = field(default_factory=lambda: dict(os.environ))
+    #: seconds every external command may take (``--timeout``): nvidia-smi, conda, docker, nvcc, ...
     timeout: float = 10.0
-    conda_timeout: float = 30.0
+    #: seconds the child that imports torch may take (``--torch-timeout``; a cold first import is slow)
     torch_timeout: float = 60.0
     python: Optional[str] = None          # --python PATH
     #: NVML binding to use: None = ``pynvml`` on the real root, not consulted under another root;
@@ -64,3 +65,13 @@ class Context:
 
     def which(self, name: str) -> Optional[str]:
         return which(name, self.env)
+
+    def locate(self, name: str) -> Tuple[Optional[str], Optional[ProbeError]]:
+        """(path, None) for a program on PATH; (None, error) when something named ``name`` is
+        there but is not a program ("nvcc: not installed (/opt/x/nvcc is a directory, not a
+        program)"); (None, None) when nothing is."""
+        found = self.which(name)
+        if found:
+            return found, None
+        why = not_a_program(name, self.env)
+        return None, (ProbeError("not_found", why, name) if why else None)

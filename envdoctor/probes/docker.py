@@ -24,6 +24,7 @@ from envdoctor.parse.docker import (DockerParseError, classify_daemon_error, par
                                     parse_nvidia_container_cli_version, parse_nvidia_ctk_version,
                                     parse_podman_version, parse_version_json)
 from envdoctor.probes.context import Context
+from envdoctor.probes.reasons import stderr_reason, unreadable
 
 CDI_DIRS = ("/etc/cdi", "/var/run/cdi")
 GPUS_FLAG = Version("19.03")  # docker run --gpus
@@ -40,7 +41,7 @@ def _tool_version(ctx: Context, exe: Optional[str],
     try:
         return parse(ran.stdout + ran.stderr), None
     except DockerParseError as exc:
-        return None, ProbeError("unparseable", str(exc), f"{exe} --version")
+        return None, unreadable(f"{exe} --version", ran, str(exc))
 
 
 def _daemon(ctx: Context, docker: str) -> Dict[str, object]:
@@ -53,10 +54,16 @@ def _daemon(ctx: Context, docker: str) -> Dict[str, object]:
     try:
         version = parse_version_json(ran.stdout)
     except DockerParseError as exc:
-        return {"error": ProbeError("unparseable", str(exc), shown)}
+        reason = stderr_reason(ran.stderr)
+        if reason is None:
+            return {"error": unreadable("docker version", ran, str(exc), shown)}
+        # no client JSON (an older client, a wrapper) but stderr says why: the daemon's state from it
+        state, socket = classify_daemon_error(reason)
+        return {"daemon": state, "daemon_error": reason, "daemon_socket": socket,
+                "error": None if state != "error" else unreadable("docker version", ran, str(exc), shown)}
     out: Dict[str, object] = {"client_version": version.client}
     if version.server is None:
-        message = next((ln.strip() for ln in ran.stderr.splitlines() if ln.strip()), None) or "no server answered"
+        message = stderr_reason(ran.stderr) or "no server answered"
         state, socket = classify_daemon_error(message)
         out.update(daemon=state, daemon_error=message, daemon_socket=socket)
         return out
@@ -72,7 +79,7 @@ def _daemon(ctx: Context, docker: str) -> Dict[str, object]:
     try:
         info = parse_info_json(info_ran.stdout)
     except DockerParseError as exc:
-        out["error"] = ProbeError("unparseable", str(exc), shown)
+        out["error"] = unreadable("docker info", info_ran, str(exc), shown)
         return out
     out.update(runtimes=info.runtimes, default_runtime=info.default_runtime, rootless=info.rootless,
                cdi_spec_dirs=info.cdi_spec_dirs, cdi_devices=info.cdi_devices)
@@ -80,8 +87,8 @@ def _daemon(ctx: Context, docker: str) -> Dict[str, object]:
 
 
 def probe(ctx: Context) -> DockerFacts:
-    docker, podman = ctx.which("docker"), ctx.which("podman")
-    ctk, cli = ctx.which("nvidia-ctk"), ctx.which("nvidia-container-cli")
+    (docker, not_program), (podman, podman_np) = ctx.locate("docker"), ctx.locate("podman")
+    (ctk, ctk_np), (cli, cli_np) = ctx.locate("nvidia-ctk"), ctx.locate("nvidia-container-cli")
     with ThreadPoolExecutor(max_workers=4) as pool:
         daemon = pool.submit(_daemon, ctx, docker) if docker else None
         side = [pool.submit(_tool_version, ctx, exe, parse) for exe, parse in (
@@ -98,7 +105,7 @@ def probe(ctx: Context) -> DockerFacts:
     specs = tuple(f"{d}/{name}" for d in dirs for name in ctx.listdir(d)
                   if name.endswith((".yaml", ".yml", ".json")))
     if fields.get("error") is None:
-        fields["error"] = podman_err or ctk_err or cli_err
+        fields["error"] = not_program or podman_err or ctk_err or cli_err or podman_np or ctk_np or cli_np
     return DockerFacts(
         client=docker, podman=podman, podman_version=podman_v, nvidia_ctk=ctk, nvidia_ctk_version=ctk_v,
         nvidia_container_cli=cli, nvidia_container_cli_version=cli_v,

@@ -25,8 +25,6 @@ from envdoctor.parse.torch import target_python, torch_facts
 from envdoctor.probes.context import Context
 
 SCRIPT = "torch_probe.py"
-#: Timeout for the Python-only run (``with_torch=False``): no torch import to wait for.
-PYTHON_ONLY_TIMEOUT = 15.0
 
 
 def choose_python(ctx: Context) -> Tuple[str, str]:
@@ -37,7 +35,8 @@ def choose_python(ctx: Context) -> Tuple[str, str]:
 
 def probe(ctx: Context, with_torch: bool = True) -> Tuple[TargetPython, TorchFacts]:
     exe, chosen_by = choose_python(ctx)
-    timeout = ctx.torch_timeout if with_torch else min(ctx.torch_timeout, PYTHON_ONLY_TIMEOUT)
+    # importing torch has its own bound (--torch-timeout); without it the child is like any command
+    timeout = ctx.torch_timeout if with_torch else ctx.timeout
     child = run_child(SCRIPT, {"torch": with_torch}, python=exe, timeout=timeout, what="the torch check",
                       runner=ctx.run)
     return interpret(child, exe, chosen_by, with_torch)
