@@ -16,6 +16,23 @@ if TYPE_CHECKING:
 
 #: Exit codes of every command.
 EXIT_OK, EXIT_ERRORS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
+#: The output's reader went away (``envdoctor index --all | head -1``): 128 + SIGPIPE, as the
+#: shell reports a program that SIGPIPE ended.
+EXIT_PIPE = 141
+#: Ctrl-C: 128 + SIGINT, as the shell reports it.
+EXIT_INTERRUPTED = 130
+
+
+def closed_pipe() -> None:
+    """Leave quietly when standard output is a pipe whose reader has gone: no traceback, no
+    "Exception ignored" at exit (standard output points at /dev/null from here on)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):   # no file descriptor (a test's captured stream)
+        pass
+    sys.exit(EXIT_PIPE)
 
 
 def python_option(f: Callable) -> Callable:
@@ -118,6 +135,11 @@ def guarded(f: Callable) -> Callable:
             return f(*args, **kwargs)
         except (click.exceptions.Exit, click.ClickException, click.Abort, SystemExit):
             raise
+        except BrokenPipeError:
+            closed_pipe()
+        except KeyboardInterrupt:        # Click would say "Aborted!" and exit 1, the code of findings
+            click.echo("envdoctor: interrupted", err=True)
+            sys.exit(EXIT_INTERRUPTED)
         except Exception as exc:
             if debug:
                 import traceback

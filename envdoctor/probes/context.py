@@ -7,6 +7,7 @@ recorded files and ``env['PATH']`` at fake executables; on a real machine both a
 from __future__ import annotations
 
 import os
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, Optional, Sequence, Tuple
@@ -27,6 +28,8 @@ class Context:
     #: NVML binding to use: None = ``pynvml`` on the real root, not consulted under another root;
     #: tests pass an object with the pynvml functions that replays recorded values.
     nvml: Any = None
+    #: set on Ctrl-C: every command a probe runs is ended (SIGTERM, then SIGKILL), not waited for
+    stop: threading.Event = field(default_factory=threading.Event, compare=False, repr=False)
 
     def path(self, absolute: str) -> Path:
         """``/sys/module/nvidia/version`` under this context's root."""
@@ -60,6 +63,8 @@ class Context:
             **streaming: Any) -> Ran:
         """:func:`envdoctor.run.run` in this context's environment (``streaming``: on_line, stop, ...)."""
         streaming.pop("env", None)
+        if streaming.get("stop") is None:
+            streaming["stop"] = self.stop
         return run(argv, timeout=self.timeout if timeout is None else timeout, env=self.env, stdin=stdin,
                    **streaming)
 
