@@ -210,3 +210,22 @@ def test_unreadable_folder_on_path_does_not_crash_the_toolkit_probe(tmp_path, mo
     (tk,) = facts.toolkits
     assert tk.root == "/usr/local/cuda-12.8" and tk.version == "12.8.93" and facts.error is None
     assert facts.extension_status == "missing"
+
+
+def test_docker_version_of_100_kb_is_no_version(tmp_path):
+    fb = FakeBin(tmp_path)
+    fb.add("docker", by_args={VERSION: ('{"Client":{"Version":"' + "x" * 100_000 + '"},"Server":null}\n',
+                                        "Cannot connect to the Docker daemon at unix:///var/run/docker.sock. "
+                                        "Is the docker daemon running?\n", 1)}, rc=99)
+    facts = docker.probe(_ctx(tmp_path, fb))
+    assert facts.client_version is None and facts.daemon == "not_running"
+
+
+def test_podman_failure_is_shown_as_podman_not_docker(tmp_path):
+    fb = FakeBin(tmp_path)
+    podman = fb.add("podman", stdout="y\n" * 10)
+    facts = docker.probe(_ctx(tmp_path, fb))
+    rows = docker_rows(Facts(docker=facts))
+    assert rows[0] == ("podman", f"failed: {podman} --version printed output envdoctor cannot read "
+                                 "(podman --version printed no version: 'y')")
+    assert ("docker", "not installed") in rows

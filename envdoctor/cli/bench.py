@@ -247,8 +247,13 @@ def bench(python: Optional[str], suites: Tuple[Tuple[str, ...], ...], dtypes: Tu
     if getattr(sys.stderr, "isatty", lambda: False)():
         sys.stderr.write("\r\x1b[K")     # clear the progress line (points may have been skipped)
     if raw_out and raw is not None:
-        with open(raw_out, "w") as fh:
-            json.dump(raw, fh)
+        from envdoctor.atomic import write_atomic
+
+        try:
+            write_atomic(raw_out, json.dumps(raw))
+        except OSError as exc:
+            click.echo(f"envdoctor bench: --raw-out {raw_out}: {exc.strerror or exc}", err=True)
+            sys.exit(EXIT_USAGE)
     plot_line = None
     if plot:
         if result.points or result.memory_points or result.layer_points:

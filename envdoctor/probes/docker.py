@@ -12,6 +12,7 @@ and ``/var/run/cdi``.
 from __future__ import annotations
 
 import dataclasses
+import re
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Dict, Iterable, Optional, Tuple, cast
 
@@ -29,6 +30,15 @@ from envdoctor.probes.reasons import stderr_reason, unreadable
 CDI_DIRS = ("/etc/cdi", "/var/run/cdi")
 GPUS_FLAG = Version("19.03")  # docker run --gpus
 JSON = "{{json .}}"
+
+
+#: What a docker or podman version looks like: "28.2.2", "20.10.24+dfsg1", "5.0.2-dev", "4.9.3~rc1".
+_VERSION_TEXT = re.compile(r"[0-9][\w.+~-]{0,63}")
+
+
+def _version_text(value: Optional[str]) -> Optional[str]:
+    """A version as docker printed it, or None for what is no version (a 100 KB string, a sentence)."""
+    return value if value is not None and _VERSION_TEXT.fullmatch(value) else None
 
 
 def _tool_version(ctx: Context, exe: Optional[str],
@@ -61,14 +71,14 @@ def _daemon(ctx: Context, docker: str) -> Dict[str, object]:
         state, socket = classify_daemon_error(reason)
         return {"daemon": state, "daemon_error": reason, "daemon_socket": socket,
                 "error": None if state != "error" else unreadable("docker version", ran, str(exc), shown)}
-    out: Dict[str, object] = {"client_version": version.client}
+    out: Dict[str, object] = {"client_version": _version_text(version.client)}
     if version.server is None:
         message = stderr_reason(ran.stderr) or "no server answered"
         state, socket = classify_daemon_error(message)
         out.update(daemon=state, daemon_error=message, daemon_socket=socket)
         return out
-    out.update(daemon="ok", server_version=version.server)
-    client, server = loose_version(version.client), loose_version(version.server)
+    out.update(daemon="ok", server_version=_version_text(version.server))
+    client, server = loose_version(_version_text(version.client)), loose_version(_version_text(version.server))
     if client is not None and server is not None:
         out["gpus_flag_supported"] = client >= GPUS_FLAG and (version.podman_server or server >= GPUS_FLAG)
     shown = f"{docker} info --format '{JSON}'"

@@ -35,13 +35,18 @@ def _absent(label: str, e: Optional[ProbeError]) -> str:
     return e.message[len(label) + 2:] if e.message.startswith(f"{label}: ") else e.message
 
 
+#: Programs an area's error may be about, besides the area's own (docker's: podman, the toolkit's tools).
+_TOOLS = ("docker", "podman", "nvidia-ctk", "nvidia-container-cli", "conda", "mamba", "micromamba", "nvcc")
+
+
 def _error_row(label: str, e: ProbeError) -> Row:
-    """An area's error as a row; a program that is not one is named by its own name:
-    ("podman", "not installed (/opt/bin/podman is a directory, not a program)")."""
+    """An area's error as a row, named by the program it is about: ("podman", "not installed
+    (/opt/bin/podman is a directory, not a program)"), ("podman", "failed: ...")."""
     tool, sep, rest = e.message.partition(": ")
     if e.kind == "not_found" and sep and rest.startswith("not installed (") and " " not in tool:
         return tool, rest
-    return label, _err(e)
+    ran = (e.command or "").split(" ", 1)[0].rsplit("/", 1)[-1]
+    return (ran if ran in _TOOLS else label), _err(e)
 
 
 def _gib(mib: Optional[int]) -> str:
