@@ -38,3 +38,11 @@ def test_index_python_is_bounded_by_the_timeout_without_a_floor(tmp_path):
                             env={"ENVDOCTOR_CACHE_DIR": str(tmp_path / "cache")})
     assert time.monotonic() - started < 6        # was: at least 10 s whatever --timeout said
     assert r.exit_code == 1 and "did not answer in 1 s" in r.stderr, r.stderr
+
+
+def test_a_100_kb_cuda_visible_devices_is_one_short_line_in_the_text():
+    from envdoctor.facts import DriverFacts, Facts
+    from envdoctor.render.text import gpu_rows
+
+    rows = dict(gpu_rows(Facts(driver=DriverFacts(cuda_visible_devices="0," * 50_000))))
+    assert rows["CUDA_VISIBLE_DEVICES"] == "'" + "0," * 99 + "0... (100002 characters)"

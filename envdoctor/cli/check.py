@@ -128,5 +128,7 @@ def _short_bench(facts: Facts, ctx: Context) -> Tuple[Optional[dict], str]:
 
     python = facts.python.executable or sys.executable
     quick: Dict[str, Any] = dict(QUICK)   # the QUICK preset's values are the keyword arguments' types
-    result = run_bench(python, env=ctx.env, chosen_by=facts.python.chosen_by, **quick)
+    # bounded like the torch check: the import, then a few seconds of measurement
+    result = run_bench(python, env=ctx.env, chosen_by=facts.python.chosen_by,
+                       timeout=ctx.torch_timeout + 10 * float(quick["budget"]), **quick)
     return to_data(result), "\n" + render_bench_text(result)

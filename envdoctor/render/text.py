@@ -49,6 +49,11 @@ def _error_row(label: str, e: ProbeError) -> Row:
     return (ran if ran in _TOOLS else label), _err(e)
 
 
+def _cut(text: str, limit: int = 200) -> str:
+    """A value as set, or its start when it is longer than a line can show (the JSON keeps it whole)."""
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
+
+
 def _gib(mib: Optional[int]) -> str:
     return f"{mib / 1024:.0f} GiB" if mib else "? GiB"
 
@@ -103,9 +108,9 @@ def gpu_rows(f: Facts) -> List[Row]:
     else:
         rows.append(("nvidia-smi", _absent("nvidia-smi", d.smi_error)))
     if d.cuda_visible_devices is not None:
-        rows.append(("CUDA_VISIBLE_DEVICES", repr(d.cuda_visible_devices)))
+        rows.append(("CUDA_VISIBLE_DEVICES", _cut(repr(d.cuda_visible_devices))))
     if d.nvidia_visible_devices is not None:
-        rows.append(("NVIDIA_VISIBLE_DEVICES", d.nvidia_visible_devices))
+        rows.append(("NVIDIA_VISIBLE_DEVICES", _cut(d.nvidia_visible_devices)))
     return rows
 
 
