@@ -86,9 +86,9 @@ _REASON = re.compile(r"error|denied|cannot|can't|could not|couldn't|failed|refus
 MAX_REASON = 300
 
 
-def stderr_reason(stderr: str) -> Optional[str]:
+def stderr_reason(stderr: str, named_only: bool = False) -> Optional[str]:
     """The line of ``stderr`` that says why: the first one naming an error, else the last line
-    (a Python traceback's last line).
+    (a Python traceback's last line); with ``named_only``, None when no line names an error.
 
     >>> stderr_reason("Client:\\nERROR: Got permission denied while trying to connect\\nerrors pretty printing info")
     'ERROR: Got permission denied while trying to connect'
@@ -99,6 +99,8 @@ def stderr_reason(stderr: str) -> Optional[str]:
     named = [line for line in lines if _REASON.search(line[:1000])]
     # a Python traceback's reason is its last line; elsewhere the first line that names an error
     traceback = any(line.startswith("Traceback (most recent call last)") for line in lines)
+    if named_only and not (named or traceback):
+        return None       # only output, no reason (a program's chatter sent to stderr)
     pick = lines[-1] if traceback or not named else named[0]
     return pick if len(pick) <= MAX_REASON else pick[:MAX_REASON] + " [...]"
 

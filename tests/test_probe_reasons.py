@@ -229,3 +229,15 @@ def test_podman_failure_is_shown_as_podman_not_docker(tmp_path):
     assert rows[0] == ("podman", f"failed: {podman} --version printed output envdoctor cannot read "
                                  "(podman --version printed no version: 'y')")
     assert ("docker", "not installed") in rows
+
+
+def test_target_python_printing_garbage_gives_the_reason_on_its_stderr(tmp_path):
+    from envdoctor.probes.python import probe as python_probe
+
+    fb = FakeBin(tmp_path)
+    exe = fb.add_script("python3", 'echo "wrapper v2"; echo "Fatal Python error: init_fs_encoding: failed to get '
+                                   'the Python codec of the filesystem encoding" >&2; cat >/dev/null; exit 0')
+    python, torch = python_probe(Context(python=str(exe), env=fb.env()))
+    assert python.error.message == (
+        f"{exe} printed no envdoctor result; its stdout began with: wrapper v2; its standard error says: "
+        "Fatal Python error: init_fs_encoding: failed to get the Python codec of the filesystem encoding")

@@ -64,7 +64,7 @@ def _daemon(ctx: Context, docker: str) -> Dict[str, object]:
     try:
         version = parse_version_json(ran.stdout)
     except DockerParseError as exc:
-        reason = stderr_reason(ran.stderr)
+        reason = stderr_reason(ran.stderr, named_only=True)
         if reason is None:
             return {"error": unreadable("docker version", ran, str(exc), shown)}
         # no client JSON (an older client, a wrapper) but stderr says why: the daemon's state from it

@@ -23,6 +23,7 @@ from envdoctor.facts.base import ProbeError
 from envdoctor.facts.python import TargetPython, TorchFacts
 from envdoctor.parse.torch import target_python, torch_facts
 from envdoctor.probes.context import Context
+from envdoctor.probes.reasons import stderr_reason
 
 SCRIPT = "torch_probe.py"
 
@@ -77,6 +78,10 @@ def interpret(child: ChildRun, exe: str, chosen_by: str, with_torch: bool = True
                 TorchFacts(error=ProbeError("unavailable", f"not inspected: {err.message}", command)))
     if error is not None and child.failure is not None:
         error = ProbeError("crashed", f"envdoctor's torch check failed inside {exe}: {error.message}", command)
+    elif error is not None and error.kind == "unparseable":
+        reason = stderr_reason(child.stderr, named_only=True)   # "Fatal Python error: ...", a library's complaint
+        if reason:
+            error = dataclasses.replace(error, message=f"{error.message}; its standard error says: {reason}")
     if py is None:
         python = TargetPython(executable=exe, chosen_by=chosen_by,
                               error=error or ProbeError("unparseable", "no Python facts", command))

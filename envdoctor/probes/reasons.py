@@ -37,7 +37,7 @@ def unreadable(tool: str, ran: Ran, why: str, command: Optional[str] = None) -> 
     With a reason on standard error, that reason; else "TOOL printed output envdoctor cannot read (WHY)".
     """
     shown = command or " ".join(ran.argv)
-    reason = stderr_reason(ran.stderr)
+    reason = stderr_reason(ran.stderr, named_only=True)
     if reason:
         return ProbeError(reason_kind(reason, ran.returncode), f"{tool}: {reason}", shown)
     why = why[len(f"{tool} printed "):] if why.startswith(f"{tool} printed ") else why
