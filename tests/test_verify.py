@@ -438,3 +438,15 @@ def test_every_code_of_the_table_comes_from_a_registered_check():
     emitted = set(re.findall(r'"(ED7\d\d)"', sources))
     assert listed == emitted and len(listed) == 22
 
+
+
+def test_nvidia_smi_replaced_by_a_directory_says_so():
+    """Issue 12 sibling: a directory named nvidia-smi on PATH is not "not found"."""
+    from envdoctor.facts.base import ProbeError
+
+    base = after(B, driver=dataclasses.replace(B.driver, smi_path="/usr/bin/nvidia-smi", smi_error=None))
+    now = after(B, driver=dataclasses.replace(B.driver, smi_path=None, smi_error=ProbeError(
+        "not_found", "nvidia-smi: not installed (/usr/bin/nvidia-smi is a directory, not a program)", "nvidia-smi")))
+    v = compare(base, now)
+    assert any("nvidia-smi was at /usr/bin/nvidia-smi; nvidia-smi: not installed (/usr/bin/nvidia-smi is a "
+               "directory, not a program)" in e for f in v.regressions for e in f.evidence), v.regressions
