@@ -162,6 +162,9 @@ def run(
     argv = tuple(str(a) for a in argv)
     environ = dict(os.environ if env is None else env)
     shown = " ".join(argv)
+    if any("\x00" in a for a in argv):   # a path read from a tool's JSON: no program takes it
+        return Ran(argv, None, "", "", 0.0, ProbeError("unavailable", f"{argv[0][:200]}: an argument holds a NUL "
+                                                       "character (from a tool's output?); not run", shown[:500]))
     exe = argv[0] if os.sep in argv[0] else which(argv[0], environ)
     if exe is None or not os.path.exists(exe) or os.path.isdir(exe):
         return Ran(argv, None, "", "", 0.0, ProbeError("not_found", _missing(argv[0], exe, environ), shown))

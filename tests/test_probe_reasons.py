@@ -241,3 +241,20 @@ def test_target_python_printing_garbage_gives_the_reason_on_its_stderr(tmp_path)
     assert python.error.message == (
         f"{exe} printed no envdoctor result; its stdout began with: wrapper v2; its standard error says: "
         "Fatal Python error: init_fs_encoding: failed to get the Python codec of the filesystem encoding")
+
+
+def test_a_nul_in_a_path_a_tool_printed_is_no_crash(tmp_path):
+    """A wrapper nvcc whose -dryrun names a folder with a NUL in it; conda naming a prefix with one."""
+    fb = FakeBin(tmp_path)
+    wrapper = tmp_path / "root/opt/w/bin/nvcc"      # the toolkit probe reads PATH under the root
+    wrapper.parent.mkdir(parents=True)
+    wrapper.write_text('#!/bin/sh\ncase "$*" in *dryrun*) printf "#\\$ _HERE_=/opt/cu\\000da/bin\\n" >&2;; '
+                       '*) echo "Cuda compilation tools, release 12.8, V12.8.93";; esac\n')
+    wrapper.chmod(0o755)
+    env = {**fb.env(), "PATH": f"/opt/w/bin:{fb.env()['PATH']}"}
+    facts = toolkit.probe(Context(root=tmp_path / "root", env=env, timeout=5))
+    assert facts.toolkits and facts.toolkits[0].version == "12.8.93"
+    fb.add("conda", stdout='{"conda_version": "25.5.1", "root_prefix": "/opt/conda", '
+                           '"active_prefix": "/opt/conda/envs/a\\u0000b", "channels": [], "virtual_pkgs": []}\n')
+    facts = conda.probe(_ctx(tmp_path, fb))
+    assert facts.version == "25.5.1" and "NUL" in facts.error.message

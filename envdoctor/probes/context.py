@@ -49,14 +49,19 @@ class Context:
             return None, ProbeError("permission", f"{absolute}: permission denied")
         except OSError as exc:
             return None, ProbeError("unavailable", f"{absolute}: {exc.strerror or exc}")
+        except ValueError:   # a NUL in a path that came from a tool's output: no such file
+            return None, None
 
     def exists(self, absolute: str) -> bool:
-        return os.path.lexists(self.path(absolute))
+        try:
+            return os.path.lexists(self.path(absolute))
+        except ValueError:
+            return False
 
     def listdir(self, absolute: str) -> Tuple[str, ...]:
         try:
             return tuple(sorted(os.listdir(self.path(absolute))))
-        except OSError:
+        except (OSError, ValueError):
             return ()
 
     def run(self, argv: Sequence[str], timeout: Optional[float] = None, stdin: Optional[str] = None,

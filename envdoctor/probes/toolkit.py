@@ -38,7 +38,7 @@ def resolve(ctx: Context, path: str) -> str:
         step = posixpath.join(done, part)
         try:
             target = os.readlink(ctx.path(step))
-        except OSError:
+        except (OSError, ValueError):   # not a link (or a NUL in a path nvcc printed)
             done = step
             continue
         hops += 1
@@ -54,7 +54,7 @@ def _exists(ctx: Context, path: str) -> bool:
     on the way that this user cannot read hides what is below it (as it does for the shell)."""
     try:
         return ctx.path(resolve(ctx, path)).exists()
-    except OSError:   # PermissionError: pathlib raises it where the folder above is unreadable
+    except (OSError, ValueError):   # PermissionError where the folder above is unreadable; a NUL
         return False
 
 
@@ -63,7 +63,7 @@ def _file(ctx: Context, path: str) -> bool:
     p = ctx.path(resolve(ctx, path))
     try:
         return p.is_file() and os.access(p, os.X_OK)
-    except OSError:
+    except (OSError, ValueError):
         return False
 
 
@@ -75,7 +75,7 @@ def _not_a_program(ctx: Context, path: str) -> Optional[str]:
             return f"nvcc: not installed ({path} is a directory, not a program)"
         if p.is_file() and not os.access(p, os.X_OK):
             return f"nvcc: not installed ({path} is not executable: chmod +x it or remove it)"
-    except OSError:
+    except (OSError, ValueError):
         pass
     return None
 
