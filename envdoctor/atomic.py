@@ -42,12 +42,13 @@ def _refuse_special(path: Path) -> None:
                                             "regular files)", str(path))
 
 
-def write_atomic(path: str | Path, data: str | bytes, mode: int = 0o644) -> Path:
+def write_atomic(path: str | Path, data: str | bytes, mode: int = 0o644, sync: bool = True) -> Path:
     """Write ``data`` to a temporary file beside ``path``, fsync it, then rename it into place.
 
     The rename is atomic on POSIX: readers see the old file or the new one, never a part. A path
     that holds anything but a regular file raises :class:`NotRegularFileError` (an OSError) and
-    is left as it was; so do the folder's own errors (PermissionError, ...).
+    is left as it was; so do the folder's own errors (PermissionError, ...). ``sync=False`` skips
+    the fsync, for a file whose loss in a crash costs nothing (a cache entry: it is fetched again).
     """
     import tempfile  # here: a read-only run (check) need not import it
 
@@ -60,7 +61,8 @@ def write_atomic(path: str | Path, data: str | bytes, mode: int = 0o644) -> Path
         with os.fdopen(fd, "wb") as fh:
             fh.write(raw)
             fh.flush()
-            os.fsync(fh.fileno())
+            if sync:
+                os.fsync(fh.fileno())
         os.chmod(tmp, mode)
         _refuse_special(path)                 # appeared while the data was written
         os.replace(tmp, path)

@@ -920,6 +920,12 @@ _CODES: Tuple[Code, ...] = (
          "The bundled data/*.toml files are missing or broken; checks that need the table (driver floors, GPU "
          "architectures) were skipped.",
          "Reinstall envdoctor (pip install --force-reinstall envdoctor) to restore the data files."),
+    Code("ED902", "envdoctor could not read part of the machine", "envdoctor", ("warning",),
+         "A probe failed (a command hung, exited with an error, printed what envdoctor cannot read, or a file "
+         "could not be read) and no other finding covers it, so that part of the report is missing: nothing "
+         "is known about it, not even that it is fine.",
+         "Run the command the evidence names by hand to see what it says; envdoctor check -v shows where "
+         "each fact came from."),
 )
 
 CODES: Dict[str, Code] = {c.code: c for c in _CODES}

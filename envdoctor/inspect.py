@@ -11,9 +11,10 @@ import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterable, Optional, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from envdoctor.facts import Facts
+from envdoctor.facts.base import ProbeError
 from envdoctor.facts.gpu import PciFacts
 from envdoctor.findings import Finding, sort_findings
 from envdoctor.gpus import with_table_ccs
@@ -31,6 +32,8 @@ class Inspection:
     table_error: Optional[str] = None
     #: wall seconds of the steps besides the probes (``facts.probe_seconds``): "table", "findings"
     seconds: Dict[str, float] = field(default_factory=dict)
+    #: findings hidden by ``--suppress`` (the report lists them as suppressed)
+    suppressed: Tuple[Finding, ...] = ()
 
 
 def load_table_or_error() -> Tuple[Any, Optional[str]]:
@@ -90,9 +93,68 @@ def _safe(table: Any, lookup: str, key: str) -> Any:
         return None
 
 
+#: A failure of these kinds is a part of the machine that should have been read and was not
+#: ("not_found" is a program that is not there, "unavailable" a source not consulted here).
+FAILED_KINDS = ("timeout", "exit_status", "unparseable", "permission", "crashed", "interrupted")
+
+#: facts area -> (what it is called, the finding areas whose findings already speak for its failure)
+_PROBED: Dict[str, Tuple[str, Tuple[str, ...]]] = {
+    "system": ("the system", ("system",)),
+    "pci": ("the PCI bus", ("gpu", "driver")),
+    "driver": ("the driver", ("driver", "gpu")),
+    "toolkits": ("the CUDA toolkits", ("toolkits",)),
+    "conda": ("conda", ("conda",)),
+    "docker": ("docker", ("docker", "container")),
+    "python": ("the target Python", ("torch",)),
+    "torch": ("torch", ("torch",)),
+    "links": ("the GPU links", ("links",)),
+}
+
+
+def _area_errors(facts: Facts, area: str) -> List[ProbeError]:
+    value = getattr(facts, area)
+    errors = [getattr(value, "error", None)]
+    if area == "driver":
+        errors += [facts.driver.smi_error, facts.driver.nvml_error]
+    if area == "toolkits":
+        errors += [tk.error for tk in facts.toolkits.toolkits]
+    return [e for e in errors if isinstance(e, ProbeError) and e.kind in FAILED_KINDS]
+
+
+def probe_failures(facts: Facts, findings: Iterable[Finding]) -> Tuple[Finding, ...]:
+    """ED902 for each area whose probe failed and that no warning or error finding speaks for, so
+    that a report with a hole in it never ends in "no problems found"."""
+    covered = {f.area for f in findings if f.severity in ("error", "warning")}
+    out = []
+    for area, (name, areas) in _PROBED.items():
+        if area in facts.skipped:
+            continue
+        errors = _area_errors(facts, area)
+        if not errors or covered.intersection(areas):
+            continue
+        commands = tuple(dict.fromkeys(e.command for e in errors if e.command))
+        out.append(Finding(
+            "ED902", "warning", f"envdoctor could not read {name}: this part of the report is missing",
+            evidence=tuple(dict.fromkeys(e.message for e in errors)),
+            fix=tuple(f"{c}   # run it by hand to see what it says" for c in commands[:3])
+            or ("envdoctor check -v   # where each fact came from",),
+            area="envdoctor",
+            explanation="A command or file envdoctor reads failed; the findings above do not cover it, "
+                        "so nothing is known about it (not even that it is fine).",
+        ))
+    return tuple(out)
+
+
 def findings_for(facts: Facts, table: Any, table_error: Optional[str],
                  suppress: Iterable[str] = ()) -> Tuple[Finding, ...]:
-    found = list(evaluate(facts, table, suppress))
+    """Every finding of ``facts``, without the codes in ``suppress``."""
+    return split_findings(facts, table, table_error, suppress)[0]
+
+
+def split_findings(facts: Facts, table: Any, table_error: Optional[str],
+                   suppress: Iterable[str] = ()) -> Tuple[Tuple[Finding, ...], Tuple[Finding, ...]]:
+    """(the findings shown, the findings ``suppress`` hides), each sorted."""
+    found = list(evaluate(facts, table))
     if table_error:
         found.append(Finding(
             "ED901", "warning", "envdoctor's compatibility table could not be loaded",
@@ -101,7 +163,10 @@ def findings_for(facts: Facts, table: Any, table_error: Optional[str],
             area="envdoctor",
             explanation="Checks that need the table (driver floors, GPU architectures) were skipped.",
         ))
-    return sort_findings(found)
+    found.extend(probe_failures(facts, found))
+    hidden = {code.strip().upper() for code in suppress}
+    return (sort_findings(f for f in found if f.code not in hidden),
+            sort_findings(f for f in found if f.code in hidden))
 
 
 def _prepare(skip: Iterable[str]) -> Tuple[Any, Optional[str], float]:
@@ -123,6 +188,6 @@ def inspect(ctx: Context, skip: Iterable[str] = (), suppress: Iterable[str] = ()
         table, table_error, table_seconds = loading.result()
     started = time.monotonic()
     facts = enrich(collected, table)
-    findings = findings_for(facts, table, table_error, suppress)
+    findings, suppressed = split_findings(facts, table, table_error, suppress)
     seconds = {"table": round(table_seconds, 3), "findings": round(time.monotonic() - started, 3)}
-    return Inspection(facts, findings, table_error, seconds)
+    return Inspection(facts, findings, table_error, seconds, suppressed)

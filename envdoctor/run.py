@@ -20,6 +20,7 @@ way and is raised again.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -78,11 +79,40 @@ def which(name: str, env: Mapping[str, str] | None = None) -> Optional[str]:
         return None
 
 
-def _missing(name: str, exe: Optional[str], env: Mapping[str, str]) -> str:
-    """Why ``name`` cannot be run: not there at all, or something on PATH that is not a program.
+#: A line of standard error that gives a reason (looked for in the first 200 lines).
+_REASON = re.compile(r"error|denied|cannot|can't|could not|couldn't|failed|refused|not found|no such|"
+                     r"permission|not permitted|unable|invalid|fatal|killed|timed? ?out", re.I)
+#: The longest reason kept (a tool may print a whole page on one line).
+MAX_REASON = 300
 
-    >>> _missing("nvidia-smi", None, {"PATH": "/nonexistent"})
-    'nvidia-smi: not found'
+
+def stderr_reason(stderr: str, named_only: bool = False) -> Optional[str]:
+    """The line of ``stderr`` that says why: the first one naming an error, else the last line
+    (a Python traceback's last line); with ``named_only``, None when no line names an error.
+
+    >>> stderr_reason("Client:\\nERROR: Got permission denied while trying to connect\\nerrors pretty printing info")
+    'ERROR: Got permission denied while trying to connect'
+    """
+    lines = [line.strip() for line in stderr[:65536].splitlines()[:200] if line.strip()]
+    if not lines:
+        return None
+    named = [line for line in lines if _REASON.search(line[:1000])]
+    # a Python traceback's reason is its last line; elsewhere the first line that names an error
+    traceback = any(line.startswith("Traceback (most recent call last)") for line in lines)
+    if named_only and not (named or traceback):
+        return None       # only output, no reason (a program's chatter sent to stderr)
+    pick = lines[-1] if traceback or not named else named[0]
+    return pick if len(pick) <= MAX_REASON else pick[:MAX_REASON] + " [...]"
+
+
+def not_a_program(name: str, env: Mapping[str, str], exe: Optional[str] = None) -> Optional[str]:
+    """Why something named ``name`` on PATH (or ``exe``) cannot be run, when it is there but is not
+    a program; None when nothing of that name is there at all.
+
+    >>> not_a_program("nvidia-smi", {"PATH": "/"}) is None
+    True
+    >>> not_a_program("tmp", {"PATH": "/"})
+    'tmp: not installed (/tmp is a directory, not a program)'
     """
     candidates = [exe] if exe else [os.path.join(folder or ".", name)
                                     for folder in env.get("PATH", os.defpath).split(os.pathsep)]
@@ -94,7 +124,16 @@ def _missing(name: str, exe: Optional[str], env: Mapping[str, str]) -> str:
                 return f"{name}: not installed ({candidate} is not executable: chmod +x it or remove it)"
         except OSError:
             continue
-    return f"{name}: not found"
+    return None
+
+
+def _missing(name: str, exe: Optional[str], env: Mapping[str, str]) -> str:
+    """Why ``name`` cannot be run: not there at all, or something on PATH that is not a program.
+
+    >>> _missing("nvidia-smi", None, {"PATH": "/nonexistent"})
+    'nvidia-smi: not found'
+    """
+    return not_a_program(name, env, exe) or f"{name}: not found"
 
 
 def _decode(data: bytes | None) -> str:
@@ -123,6 +162,9 @@ def run(
     argv = tuple(str(a) for a in argv)
     environ = dict(os.environ if env is None else env)
     shown = " ".join(argv)
+    if any("\x00" in a for a in argv):   # a path read from a tool's JSON: no program takes it
+        return Ran(argv, None, "", "", 0.0, ProbeError("unavailable", f"{argv[0][:200]}: an argument holds a NUL "
+                                                       "character (from a tool's output?); not run", shown[:500]))
     exe = argv[0] if os.sep in argv[0] else which(argv[0], environ)
     if exe is None or not os.path.exists(exe) or os.path.isdir(exe):
         return Ran(argv, None, "", "", 0.0, ProbeError("not_found", _missing(argv[0], exe, environ), shown))
@@ -175,8 +217,7 @@ def run(
         return Ran(argv, code, stdout, stderr, seconds,
                    ProbeError("crashed", f"{argv[0]} was killed by {name}", shown))
     if code != 0:
-        last = (stderr.strip() or stdout.strip()).splitlines()
-        detail = last[-1][:500] if last else "no output"
+        detail = stderr_reason(stderr) or stderr_reason(stdout) or "no output"
         return Ran(argv, code, stdout, stderr, seconds,
                    ProbeError("exit_status", f"{argv[0]} exited with status {code}: {detail}", shown))
     return Ran(argv, code, stdout, stderr, seconds)

@@ -16,6 +16,8 @@ behaviour, so one server covers every failure mode:
     /auth/...       needs basic auth ada:s3cret (401 otherwise)
     /autoindex/whl/ a directory listing of the variants (a plain mirror)
     /noetag/...     no ETag / Last-Modified headers
+    /drip/...       the headers at once, then the page one byte every ``drip`` seconds
+    /driphead/...   even the status line and headers one byte every ``drip`` seconds
 
 It also answers absolute-form requests (``GET http://host/whl/... HTTP/1.1``), so it can stand in
 for an HTTP proxy.
@@ -37,7 +39,7 @@ from urllib.parse import urlsplit
 
 FIXTURE_ROOT = Path(__file__).parent / "fixtures" / "pytorch-index"
 MODES = {"pep691", "flaky", "down", "slow", "garbage", "badjson", "truncated", "cut", "moved",
-         "loop", "s3", "auth", "autoindex", "noetag"}
+         "loop", "s3", "auth", "autoindex", "noetag", "drip", "driphead"}
 LAST_MODIFIED = "Fri, 01 Aug 2025 00:00:00 GMT"
 JSON_TYPE = "application/vnd.pypi.simple.v1+json"
 USER, PASSWORD = "ada", "s3cret"
@@ -48,8 +50,9 @@ class IndexServer:
     (path, headers) of every request; ``latency`` delays every answer (seconds)."""
 
     def __init__(self, root: Path = FIXTURE_ROOT, latency: float = 0.0, slow: float = 2.0,
-                 flaky_failures: int = 1) -> None:
+                 flaky_failures: int = 1, drip: float = 0.5) -> None:
         self.root = Path(root)
+        self.drip = drip
         self.latency = latency
         self.slow = slow
         self.flaky_failures = flaky_failures
@@ -118,6 +121,13 @@ class IndexServer:
 class _Server(ThreadingHTTPServer):
     request_queue_size = 128          # the default backlog of 5 drops bursts of 40 connections
 
+    def handle_error(self, request: object, client_address: object) -> None:
+        import sys
+
+        if isinstance(sys.exc_info()[1], (ConnectionResetError, BrokenPipeError)):
+            return                    # a client that gave up (a deadline, a refused page): not a server bug
+        super().handle_error(request, client_address)  # type: ignore[arg-type]
+
 
 class _Handler(BaseHTTPRequestHandler):
     index: IndexServer
@@ -176,6 +186,8 @@ class _Handler(BaseHTTPRequestHandler):
             return self._send(200, body[: len(body) // 2], ctype)
         if mode == "cut":
             return self._send(200, body, ctype, cut=True)
+        if mode in ("drip", "driphead"):
+            return self._drip(body, ctype, headers_too=mode == "driphead")
         headers = {"Vary": "Accept"}
         if mode != "noetag":
             etag = '"' + hashlib.sha1(body).hexdigest() + '"'
@@ -183,6 +195,23 @@ class _Handler(BaseHTTPRequestHandler):
             if self.headers.get("If-None-Match") == etag:
                 return self._send(304, b"", None, headers)
         return self._send(200, body, ctype, headers)
+
+    def _drip(self, body: bytes, ctype: str, headers_too: bool) -> None:
+        """One byte every ``drip`` seconds: of the page, or of the whole answer (``headers_too``)."""
+        head = (f"HTTP/1.1 200 OK\r\nContent-Type: {ctype}\r\nContent-Length: {len(body)}\r\n"
+                "Connection: close\r\n\r\n").encode()
+        self.close_connection = True
+        data = head + body if headers_too else body
+        try:
+            if not headers_too:
+                self.wfile.write(head)
+                self.wfile.flush()
+            for i in range(len(data)):
+                self.wfile.write(data[i:i + 1])
+                self.wfile.flush()
+                time.sleep(self.index.drip)
+        except OSError:   # the client gave up and closed the connection
+            pass
 
     def _authorized(self) -> bool:
         expected = base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode()

@@ -59,9 +59,50 @@ def test_hang_is_one_line_and_exit_1(tmp_path):
     assert "did not finish the benchmark in 1 s" in r.stderr
 
 
-def test_garbage_from_the_child_is_exit_3(tmp_path):
+def test_garbage_from_the_target_is_exit_1_as_the_docs_say(tmp_path):
+    """Issue 12: a target printing garbage was exit 3 ("a bug"); bench's docs promise 1 for a run that failed."""
     r = run("--python", fake_python(tmp_path, stdout="Segmentation fault?\n"))
-    assert r.exit_code == 3 and "printed no envdoctor result" in r.stderr
+    assert r.exit_code == 1 and "printed no envdoctor result" in r.stderr
+    assert "writes to standard output or ends the process early" in r.stderr
+
+
+def test_partial_json_from_the_target_is_exit_1(tmp_path):
+    cut = '{"envdoctor_child": 2, "kind": "result", "result": {"schema": "envdoctor.bench.child/1", "poi\n'
+    r = run("--python", fake_python(tmp_path, stdout=cut))
+    assert r.exit_code == 1 and "printed no envdoctor result" in r.stderr
+
+
+def test_envdoctors_own_script_failing_is_exit_3(tmp_path):
+    doc = {"schema": "envdoctor.bench.child/1", "error": {"kind": "internal", "message": "KeyError: 'sizes'"}}
+    r = run("--python", fake_python(tmp_path, result=doc))
+    assert r.exit_code == 3 and "the benchmark child failed: KeyError: 'sizes'" in r.stderr
+    assert "a bug in envdoctor's benchmark script" in r.stderr
+
+
+CPU_PLAN = {"kind": "plan", "points": 4, "devices": [{"index": 0, "kind": "cpu", "name": "x86_64",
+                                                      "multiprocessors": 2}]}
+
+
+def test_timeout_on_the_cpu_does_not_blame_a_gpu(tmp_path):
+    """Issue 12: ``bench --timeout 1`` on a CPU said "the GPU may be hung"."""
+    r = run("--python", fake_python(tmp_path, events=[CPU_PLAN], hang=True), "--timeout", "1")
+    assert r.exit_code == 1 and "GPU may be hung" not in r.stderr
+    assert "the run on the CPU was too slow for the timeout" in r.stderr
+
+
+def test_timeout_before_the_measurement_says_so(tmp_path):
+    r = run("--python", fake_python(tmp_path, hang=True), "--timeout", "1")
+    assert "GPU may be hung" not in r.stderr and "did not get as far as the measurement" in r.stderr
+
+
+def test_device_option_on_a_cpu_machine_is_said_not_to_apply(tmp_path):
+    """Issue 12: ``bench --device 5`` on a CPU machine ran without a word."""
+    raw = recorded_run("nocuda")
+    python = replay(tmp_path, raw)
+    r = run("--python", python, "--size", "512", "--device", "5")
+    assert (f"envdoctor bench: --device 5 does not apply: torch in {python} sees no GPU, "
+            "so the benchmark ran on the CPU") in r.stderr
+    assert "does not apply" not in run("--python", python, "--size", "512").stderr   # the default says nothing
 
 
 def test_missing_gpu_index_is_a_usage_error(tmp_path):

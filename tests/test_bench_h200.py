@@ -154,9 +154,10 @@ def test_crashed_child_says_which_signal(tmp_path):
     assert len(r.points) == 1 and r.sampling == "no NVML samples: NVML sees no GPU"
 
 
-def test_child_that_prints_garbage_is_an_envdoctor_failure(tmp_path):
+def test_child_that_prints_garbage_is_the_targets_failure_exit_1(tmp_path):
+    """Issue 12: was exit 3 ("a bug"); bench's docs promise 1 for a run that failed in the target."""
     r = run_bench(fake_python(tmp_path, stdout="hello\n"), nvml=FakeNvml(gpus=0))
-    assert r.error.kind == "unparseable" and exit_code(r) == 3
+    assert r.error.kind == "unparseable" and exit_code(r) == 1
 
 
 def test_child_exit_status_gives_its_last_line(tmp_path):

@@ -8,6 +8,7 @@ import pytest
 
 DOCTEST_MODULES = (
     "envdoctor.codes",
+    "envdoctor.probes.reasons",
     "envdoctor.render.style",
 )
 

@@ -22,7 +22,7 @@ NOT_AN_ENV = json.dumps({
 
 
 def ctx(env, timeout=5.0):
-    return Context(root=env.pop("_root"), env=env, timeout=timeout, conda_timeout=timeout)
+    return Context(root=env.pop("_root"), env=env, timeout=timeout)
 
 
 def fake_conda(tmp_path, name="conda", info=None, listed=None, **extra):

@@ -294,6 +294,18 @@ def test_slower_bench_is_a_regression_with_clock_context():
     assert any("sw_power_cap" in e for e in r.evidence)
 
 
+def test_cpu_bench_is_labelled_as_the_cpu_with_enough_digits():
+    """Issue 12: ``verify --bench`` printed "GPU 0 (x86_64)" and "0.1 -> 0.0 TFLOP/s" for a CPU."""
+    def cpu(tflops):
+        return BenchResult(dtypes=("fp32",), sizes=(2048,), budget_s=2.0,
+                           devices=(BenchDevice(0, kind="cpu", name="x86_64"),),
+                           points=(BenchPoint(0, "fp32", 2048, tflops=tflops),))
+    v = compare(B, B, before_bench=cpu(0.105), after_bench=cpu(0.041))
+    (r,) = v.regressions
+    assert r.title == "Bench slower: CPU (x86_64) fp32 n=2048: 0.105 -> 0.041 TFLOP/s (-61.0%, tolerance 10%)"
+    assert r.fix == ("envdoctor bench   # measure again with nothing else running (the CPU is shared)",)
+
+
 def test_bench_within_tolerance_is_unchanged():
     v = compare(B, B, before_bench=bench(640.0), after_bench=bench(600.0), tolerance_pct=10)
     assert v.regressions == ()
@@ -426,3 +438,15 @@ def test_every_code_of_the_table_comes_from_a_registered_check():
     emitted = set(re.findall(r'"(ED7\d\d)"', sources))
     assert listed == emitted and len(listed) == 22
 
+
+
+def test_nvidia_smi_replaced_by_a_directory_says_so():
+    """Issue 12 sibling: a directory named nvidia-smi on PATH is not "not found"."""
+    from envdoctor.facts.base import ProbeError
+
+    base = after(B, driver=dataclasses.replace(B.driver, smi_path="/usr/bin/nvidia-smi", smi_error=None))
+    now = after(B, driver=dataclasses.replace(B.driver, smi_path=None, smi_error=ProbeError(
+        "not_found", "nvidia-smi: not installed (/usr/bin/nvidia-smi is a directory, not a program)", "nvidia-smi")))
+    v = compare(base, now)
+    assert any("nvidia-smi was at /usr/bin/nvidia-smi; nvidia-smi: not installed (/usr/bin/nvidia-smi is a "
+               "directory, not a program)" in e for f in v.regressions for e in f.evidence), v.regressions

@@ -13,7 +13,7 @@ from typing import Dict, List, Optional
 import click
 
 from envdoctor import __version__
-from envdoctor.cli.common import color_option
+from envdoctor.cli.common import EXIT_INTERRUPTED, closed_pipe, color_option
 
 #: command name -> "module:function" under envdoctor.cli
 COMMANDS: Dict[str, str] = {
@@ -101,4 +101,6 @@ def main(argv: Optional[List[str]] = None) -> None:
         cli.main(args=argv, prog_name="envdoctor", standalone_mode=True)
     except KeyboardInterrupt:
         click.echo("envdoctor: interrupted", err=True)
-        sys.exit(130)
+        sys.exit(EXIT_INTERRUPTED)
+    except BrokenPipeError:            # the reader of the output went away (| head), outside a command
+        closed_pipe()

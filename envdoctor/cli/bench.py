@@ -140,14 +140,18 @@ def _point_line(p: Progress) -> str:
     return f"{where}{dev}{what}{q.dtype} n={q.n}: {rate}"
 
 
+#: How bench/host.py words a failure of envdoctor's own benchmark script in the target (a bug).
+_OWN_SCRIPT_FAILED = "the benchmark child failed:"
+
+
 def exit_code(result: BenchResult) -> int:
     """0 ok; 1 a wrong or failed point, a verdict not delivering (Tensor Cores, HBM, a layer), a slow
-    GPU, an error finding, or the run failed in the target; 3 envdoctor could not read what the
-    child printed."""
+    GPU, an error finding, or the run failed in the target (no torch, a crash, a hang, output that
+    is not the benchmark's: garbage or cut-off JSON); 3 envdoctor's own benchmark script failed."""
     if result.error is not None:
         if result.error.command == "--device":
             return EXIT_USAGE
-        return EXIT_INTERNAL if result.error.kind == "unparseable" else EXIT_ERRORS
+        return EXIT_INTERNAL if result.error.message.startswith(_OWN_SCRIPT_FAILED) else EXIT_ERRORS
     if result.broken_points or result.outliers:
         return EXIT_ERRORS
     if any(v.state == "not_delivering" for v in result.verdicts):
@@ -157,16 +161,39 @@ def exit_code(result: BenchResult) -> int:
     return EXIT_OK
 
 
+def _on_cpu(result: BenchResult) -> bool:
+    return bool(result.devices) and all(d.kind == "cpu" for d in result.devices)
+
+
 def _failure_line(result: BenchResult) -> Optional[str]:
     e = result.error
     if e is None:
         return None
+    timeout = "the GPU may be hung or busy: try `nvidia-smi`, a smaller --size or a larger --timeout"
+    if _on_cpu(result):
+        timeout = ("the run on the CPU was too slow for the timeout (a CPU measures about a hundredth of a GPU): "
+                   "give it a larger --timeout, or a smaller --size and --budget")
+    elif not result.devices:
+        timeout = ("it did not get as far as the measurement (torch import and start-up take seconds, "
+                   "more on a cold disk): give it a larger --timeout")
     hint = {
         "not_found": "install torch there (see `envdoctor recommend`) or point --python at one that has it",
-        "timeout": "the GPU may be hung or busy: try `nvidia-smi`, a smaller --size or a larger --timeout",
+        "timeout": timeout,
         "crashed": "run `envdoctor check` to see why torch fails in this interpreter",
+        "unparseable": "something in this interpreter writes to standard output or ends the process early; "
+                       "`envdoctor check --python` it to see what",
     }.get(e.kind)
+    if e.message.startswith(_OWN_SCRIPT_FAILED):
+        hint = "a bug in envdoctor's benchmark script: please report it with the output of --debug"
     return f"envdoctor bench: {e.message}" + (f" ({hint})" if hint else "")
+
+
+def _device_note(result: BenchResult, device: str, asked: bool) -> Optional[str]:
+    """A --device given for a run that found no GPU: it did not apply, say so."""
+    if not asked or not _on_cpu(result):
+        return None
+    return (f"envdoctor bench: --device {device} does not apply: torch in {result.python} sees no GPU, "
+            "so the benchmark ran on the CPU")
 
 
 @click.command("bench")
@@ -220,8 +247,13 @@ def bench(python: Optional[str], suites: Tuple[Tuple[str, ...], ...], dtypes: Tu
     if getattr(sys.stderr, "isatty", lambda: False)():
         sys.stderr.write("\r\x1b[K")     # clear the progress line (points may have been skipped)
     if raw_out and raw is not None:
-        with open(raw_out, "w") as fh:
-            json.dump(raw, fh)
+        from envdoctor.atomic import write_atomic
+
+        try:
+            write_atomic(raw_out, json.dumps(raw))
+        except OSError as exc:
+            click.echo(f"envdoctor bench: --raw-out {raw_out}: {exc.strerror or exc}", err=True)
+            sys.exit(EXIT_USAGE)
     plot_line = None
     if plot:
         if result.points or result.memory_points or result.layer_points:
@@ -229,6 +261,10 @@ def bench(python: Optional[str], suites: Tuple[Tuple[str, ...], ...], dtypes: Tu
         else:
             plot_line = "no plot written: no point was measured"
     failure = _failure_line(result)
+    source = click.get_current_context().get_parameter_source("device")
+    note = _device_note(result, device, source is not None and source.name != "DEFAULT")
+    if note:
+        click.echo(note, err=True)
     if as_json:
         click.echo(dumps(to_data(result)))
     elif failure and not (result.points or result.memory_points or result.layer_points):

@@ -10,8 +10,8 @@ from typing import Any, Dict, Optional, Tuple
 import click
 
 from envdoctor.cli.common import (EXIT_INTERNAL, color_option, debug_option, guarded, make_context,
-                                  python_option, root_option, timeout_option, use_color, verbosity,
-                                  verbosity_options)
+                                  python_option, root_option, timeout_option, torch_timeout_option, use_color,
+                                  verbosity, verbosity_options)
 from envdoctor.facts import Facts
 from envdoctor.findings import exit_code
 from envdoctor.inspect import Inspection, inspect
@@ -21,10 +21,20 @@ from envdoctor.redact import Redactor, mask_text
 
 
 def _codes(values: Tuple[str, ...]) -> Tuple[str, ...]:
-    bad = [v for v in values if not re.fullmatch(r"ED\d{3}", v.strip().upper())]
+    """``--suppress`` values: codes of the registry (``envdoctor explain`` lists them); a comma
+    list is several. Anything else is a usage error (exit 2), so a typo never hides nothing."""
+    from envdoctor.codes import lookup
+
+    given = [v.strip() for value in values for v in value.split(",") if v.strip()]
+    bad = [v for v in given if not re.fullmatch(r"ED\d{3}", v.upper())]
+    codes = [v.upper() for v in given]
     if bad:
-        raise click.BadParameter(f"{', '.join(bad)}: finding codes look like ED305", param_hint="--suppress")
-    return tuple(v.strip().upper() for v in values)
+        raise click.BadParameter(f"{', '.join(bad[:5])}: finding codes look like ED305", param_hint="--suppress")
+    unknown = [c for c in codes if lookup(c) is None]
+    if unknown:
+        raise click.BadParameter(f"{', '.join(unknown[:5])}: no such finding code (envdoctor explain lists them)",
+                                 param_hint="--suppress")
+    return tuple(dict.fromkeys(codes))
 
 
 def redactor_for(facts: Facts) -> Redactor:
@@ -36,6 +46,7 @@ def redactor_for(facts: Facts) -> Redactor:
 @click.command()
 @python_option
 @timeout_option
+@torch_timeout_option
 @click.option("--json", "as_json", is_flag=True, help="Print the versioned JSON report (envdoctor.report/1).")
 @click.option("--markdown", is_flag=True, help="Print a Markdown block to paste into a bug report.")
 @click.option("--redact", is_flag=True, help="Mask host name, user name, home paths, GPU UUIDs and serials.")
@@ -49,7 +60,7 @@ def redactor_for(facts: Facts) -> Redactor:
 @debug_option
 @root_option
 @guarded
-def check(python: Optional[str], timeout: float, as_json: bool, markdown: bool, redact: bool,
+def check(python: Optional[str], timeout: float, torch_timeout: float, as_json: bool, markdown: bool, redact: bool,
           skip: Tuple[str, ...], suppress: Tuple[str, ...], with_bench: bool, debug: bool,
           root: Optional[Path]) -> None:
     """Inspect this machine and say what is broken and how to fix it.
@@ -58,7 +69,7 @@ def check(python: Optional[str], timeout: float, as_json: bool, markdown: bool, 
     """
     if as_json and markdown:
         raise click.UsageError("choose one of --json and --markdown")
-    ctx = make_context(python, timeout, root)
+    ctx = make_context(python, timeout, root, torch_timeout)
     result = inspect(ctx, skip=skip, suppress=suppress, debug=debug)
     facts, findings = result.facts, result.findings
     bench_doc = None
@@ -70,8 +81,12 @@ def check(python: Optional[str], timeout: float, as_json: bool, markdown: bool, 
     if as_json:
         from envdoctor.render import json as render_json
 
-        extra = {"bench": bench_doc} if with_bench else None
-        click.echo(render_json.dumps(render_json.report_document(facts, findings, extra, redactor)))
+        extra: Dict[str, Any] = {"bench": bench_doc} if with_bench else {}
+        if suppress:
+            from envdoctor.facts.serde import to_data
+
+            extra["suppressed"] = {"codes": list(suppress), "findings": [to_data(f) for f in result.suppressed]}
+        click.echo(render_json.dumps(render_json.report_document(facts, findings, extra or None, redactor)))
     else:
         if markdown:
             from envdoctor.render import markdown as render_markdown
@@ -98,10 +113,11 @@ def _text(result: Inspection, color: bool) -> str:
     style = Style(color)
     level = verbosity()
     if level < 0:
-        lines = render_text.finding_lines(result.findings, style)
+        lines = (render_text.finding_lines(result.findings, style)
+                 + render_text.suppressed_line(result.suppressed, style))
         return "\n".join(lines + [render_text.verdict(result.findings, style)]) + "\n"
     extra = sources_lines(result.facts, result.seconds, style) if level > 0 else ()
-    return render_text.render(result.facts, result.findings, color=color, extra=extra)
+    return render_text.render(result.facts, result.findings, color=color, extra=extra, suppressed=result.suppressed)
 
 
 def _short_bench(facts: Facts, ctx: Context) -> Tuple[Optional[dict], str]:
@@ -112,5 +128,7 @@ def _short_bench(facts: Facts, ctx: Context) -> Tuple[Optional[dict], str]:
 
     python = facts.python.executable or sys.executable
     quick: Dict[str, Any] = dict(QUICK)   # the QUICK preset's values are the keyword arguments' types
-    result = run_bench(python, env=ctx.env, chosen_by=facts.python.chosen_by, **quick)
+    # bounded like the torch check: the import, then a few seconds of measurement
+    result = run_bench(python, env=ctx.env, chosen_by=facts.python.chosen_by,
+                       timeout=ctx.torch_timeout + 10 * float(quick["budget"]), **quick)
     return to_data(result), "\n" + render_bench_text(result)

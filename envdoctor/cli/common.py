@@ -16,6 +16,23 @@ if TYPE_CHECKING:
 
 #: Exit codes of every command.
 EXIT_OK, EXIT_ERRORS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
+#: The output's reader went away (``envdoctor index --all | head -1``): 128 + SIGPIPE, as the
+#: shell reports a program that SIGPIPE ended.
+EXIT_PIPE = 141
+#: Ctrl-C: 128 + SIGINT, as the shell reports it.
+EXIT_INTERRUPTED = 130
+
+
+def closed_pipe() -> None:
+    """Leave quietly when standard output is a pipe whose reader has gone: no traceback, no
+    "Exception ignored" at exit (standard output points at /dev/null from here on)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):   # no file descriptor (a test's captured stream)
+        pass
+    sys.exit(EXIT_PIPE)
 
 
 def python_option(f: Callable) -> Callable:
@@ -28,7 +45,18 @@ def python_option(f: Callable) -> Callable:
 def timeout_option(f: Callable) -> Callable:
     return click.option(
         "--timeout", type=click.FloatRange(min=0.1), default=10.0, show_default=True,
-        help="Seconds each external command may take.",
+        help="Seconds each external command may take (nvidia-smi, conda, docker, nvcc, the target Python).",
+    )(f)
+
+
+#: The default bound of the child that imports torch (a first import from a cold disk takes 20 s and more).
+TORCH_TIMEOUT = 60.0
+
+
+def torch_timeout_option(f: Callable) -> Callable:
+    return click.option(
+        "--torch-timeout", type=click.FloatRange(min=0.1), default=TORCH_TIMEOUT, show_default=True,
+        help="Seconds the target Python may take to import torch and answer (CUDA init included).",
     )(f)
 
 
@@ -80,15 +108,17 @@ def check_index_url(ctx: click.Context, param: click.Parameter, value: Optional[
     return url.rstrip("/")
 
 
-def make_context(python: Optional[str], timeout: float, root: Optional[Path]) -> Context:
+def make_context(python: Optional[str], timeout: float, root: Optional[Path],
+                 torch_timeout: float = TORCH_TIMEOUT) -> Context:
+    """The probes' context: ``timeout`` bounds every external command (``--timeout``, no floor),
+    ``torch_timeout`` the child that imports torch (``--torch-timeout``)."""
     from envdoctor.probes.context import Context
 
     return Context(
         root=root or Path("/"),
         env=dict(os.environ),
         timeout=timeout,
-        conda_timeout=max(timeout * 3, 30.0),
-        torch_timeout=max(timeout * 6, 60.0),
+        torch_timeout=torch_timeout,
         python=python,
     )
 
@@ -105,6 +135,11 @@ def guarded(f: Callable) -> Callable:
             return f(*args, **kwargs)
         except (click.exceptions.Exit, click.ClickException, click.Abort, SystemExit):
             raise
+        except BrokenPipeError:
+            closed_pipe()
+        except KeyboardInterrupt:        # Click would say "Aborted!" and exit 1, the code of findings
+            click.echo("envdoctor: interrupted", err=True)
+            sys.exit(EXIT_INTERRUPTED)
         except Exception as exc:
             if debug:
                 import traceback

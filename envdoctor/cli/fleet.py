@@ -19,6 +19,7 @@ from envdoctor.cli.common import (
     python_option,
     root_option,
     timeout_option,
+    torch_timeout_option,
     use_color,
 )
 from envdoctor.redact import Redactor, mask_data, mask_text
@@ -89,12 +90,13 @@ def _table() -> Any:
               help="Name the nodes node-01, node-02, ...; mask host and user names, home paths, GPU UUIDs and serials.")
 @python_option
 @timeout_option
+@torch_timeout_option
 @debug_option
 @root_option
 @guarded
 def fleet(paths: Tuple[str, ...], gather: bool, with_bench: bool, join_timeout: float, slow_pct: float,
           as_json: bool, markdown: bool, as_html: bool, output: Optional[Path], redact: bool, python: Optional[str],
-          timeout: float, debug: bool, root: Optional[Path]) -> None:
+          timeout: float, torch_timeout: float, debug: bool, root: Optional[Path]) -> None:
     """Merge reports of many nodes and name the nodes that differ.
 
     \b
@@ -114,7 +116,7 @@ def fleet(paths: Tuple[str, ...], gather: bool, with_bench: bool, join_timeout: 
     if gather:
         if paths:
             raise click.UsageError("--gather inspects this node; it takes no report files")
-        _gather(with_bench, join_timeout, slow_pct, fmt, output, redact, python, timeout, root)
+        _gather(with_bench, join_timeout, slow_pct, fmt, output, redact, python, timeout, root, torch_timeout)
         return
     if with_bench:
         raise click.UsageError("--bench goes with --gather (merged files carry their own bench results)")
@@ -138,7 +140,7 @@ def fleet(paths: Tuple[str, ...], gather: bool, with_bench: bool, join_timeout: 
 
 
 def _gather(with_bench: bool, join_timeout: float, slow_pct: float, fmt: str, output: Optional[Path], redact: bool,
-            python: Optional[str], timeout: float, root: Optional[Path]) -> None:
+            python: Optional[str], timeout: float, root: Optional[Path], torch_timeout: float) -> None:
     from envdoctor.child import find_python
     from envdoctor.fleet import gather as g
     from envdoctor.fleet.launcher import LauncherError, rendezvous
@@ -158,7 +160,7 @@ def _gather(with_bench: bool, join_timeout: float, slow_pct: float, fmt: str, ou
     if target is None:
         _fail(f"--python {python}: no such interpreter")
         return
-    ctx = make_context(python, timeout, root)
+    ctx = make_context(python, timeout, root, torch_timeout)
 
     def inspect_node() -> Dict[str, Any]:
         from envdoctor.inspect import inspect

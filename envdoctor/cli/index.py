@@ -72,7 +72,7 @@ def _target(python: Optional[str], python_version: Optional[str], platform: Opti
             timeout: float) -> Target:
     try:
         if python:
-            target = Target.from_interpreter(python, timeout=max(timeout, 10.0))
+            target = Target.from_interpreter(python, timeout=timeout)
             return target.with_platform(platform) if platform else target
         if python_version or platform:
             version = python_version or "{}.{}".format(*sys.version_info[:2])
@@ -102,7 +102,7 @@ def _target(python: Optional[str], python_version: Optional[str], platform: Opti
 @click.option("--refresh", is_flag=True, help="Ignore the cache and ask the index again.")
 @click.option("--json", "as_json", is_flag=True, help="Print a versioned JSON document.")
 @click.option("--timeout", type=click.FloatRange(min=0.1), default=10.0, show_default=True,
-              help="Seconds each request may take.")
+              help="Seconds each request may take, all of it (and --python's interpreter to answer).")
 @click.option("--ttl", type=click.FloatRange(min=0), default=3600.0, hidden=True,
               envvar="ENVDOCTOR_INDEX_TTL")
 @click.option("--retries", type=click.IntRange(min=0), default=2, hidden=True,

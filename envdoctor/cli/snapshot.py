@@ -23,6 +23,7 @@ from envdoctor.cli.common import (
     python_option,
     root_option,
     timeout_option,
+    torch_timeout_option,
     use_color,
 )
 from envdoctor.documents import dumps
@@ -108,12 +109,13 @@ def _run_bench(python: str | None, chosen_by: str, env: dict[str, str], like: An
 @click.option("--list", "list_them", is_flag=True, help="List the saved snapshots and exit.")
 @python_option
 @timeout_option
+@torch_timeout_option
 @skip_option
 @debug_option
 @root_option
 @guarded
 def snapshot(output: Path | None, force: bool, with_bench: bool, list_them: bool, python: str | None,
-             timeout: float, skip: tuple[str, ...], debug: bool, root: Path | None) -> None:
+             timeout: float, torch_timeout: float, skip: tuple[str, ...], debug: bool, root: Path | None) -> None:
     """Save this machine's full report, to compare against after an upgrade (envdoctor verify).
 
     Snapshots go to ~/.local/state/envdoctor/snapshots/ (ENVDOCTOR_STATE_DIR or XDG_STATE_HOME move
@@ -136,7 +138,7 @@ def snapshot(output: Path | None, force: bool, with_bench: bool, list_them: bool
             check_store(directory)
     except SnapshotError as exc:
         _usage_exit(str(exc))
-    ctx = make_context(python, timeout, root)
+    ctx = make_context(python, timeout, root, torch_timeout)
     result = inspect(ctx, skip=skip, debug=debug)
     facts, findings = result.facts, result.findings
     _internal_exit(facts, "; no snapshot written")
@@ -184,12 +186,14 @@ def _print_list(directory: Path) -> None:
 @click.option("--force", is_flag=True, help="Compare even when the baseline looks like another machine's.")
 @python_option
 @timeout_option
+@torch_timeout_option
 @skip_option
 @debug_option
 @root_option
 @guarded
 def verify(baseline: Path | None, with_bench: bool, tolerance: float, as_json: bool, force: bool,
-           python: str | None, timeout: float, skip: tuple[str, ...], debug: bool, root: Path | None) -> None:
+           python: str | None, timeout: float, torch_timeout: float, skip: tuple[str, ...], debug: bool,
+           root: Path | None) -> None:
     """Inspect this machine again and compare it with a snapshot taken before an upgrade.
 
     Regressions first (a reboot is needed, a GPU is gone, torch no longer sees CUDA, the container
@@ -218,7 +222,7 @@ def verify(baseline: Path | None, with_bench: bool, tolerance: float, as_json: b
     target = python
     if target is None and base.facts.python.executable and os.path.isfile(base.facts.python.executable):
         target = base.facts.python.executable
-    ctx = make_context(target, timeout, root)
+    ctx = make_context(target, timeout, root, torch_timeout)
     result = inspect(ctx, skip=skip, debug=debug)
     facts, findings = result.facts, result.findings
     reasons, notes = machine_differences(base.facts, facts, base.host)

@@ -50,7 +50,8 @@ def _emit(kind: str, key: str | None, result: Any, lines: Callable[[], list[str]
 
 def _missing(kind: str, key: str, known: Sequence[str]) -> NoReturn:
     shown = ", ".join(known[:24]) + (", ..." if len(known) > 24 else "")
-    click.echo(f"envdoctor: no {kind} {key!r} in the table (known: {shown})", err=True)
+    asked = key if len(key) <= 80 else key[:80] + f"... ({len(key)} characters)"
+    click.echo(f"envdoctor: no {kind} {asked!r} in the table (known: {shown})", err=True)
     sys.exit(EXIT_ERRORS)
 
 
@@ -60,7 +61,8 @@ def _missing(kind: str, key: str, known: Sequence[str]) -> NoReturn:
 @click.option("--variant", default="cpu", show_default=True, help="Index variant read by --stale.")
 @click.option("--index-url", metavar="URL", default=None, callback=check_index_url,
               help="Wheel index base (default: the official one).")
-@click.option("--timeout", type=click.FloatRange(min=0.1), default=10.0, show_default=True)
+@click.option("--timeout", type=click.FloatRange(min=0.1), default=10.0, show_default=True,
+              help="With --stale: seconds each index request may take, all of it.")
 @click.pass_context
 def table(ctx: click.Context, stale: bool, variant: str, index_url: str | None, timeout: float) -> None:
     """Look up the bundled compatibility table (each fact with its source)."""

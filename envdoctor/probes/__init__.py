@@ -11,7 +11,7 @@ import datetime
 import importlib
 import logging
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Callable, Dict, Iterable, Tuple
 
 from envdoctor import __version__
@@ -59,6 +59,16 @@ def _failed(area: str, exc: BaseException) -> Any:
     return dataclasses.replace(default, error=err)
 
 
+def _result(future: Future[Tuple[str, Any, float]], ctx: Context) -> Tuple[str, Any, float]:
+    """The probe's answer; on Ctrl-C the commands of every probe are stopped before it goes on
+    (a probe waiting on a hung conda would otherwise hold the exit until its timeout)."""
+    try:
+        return future.result()
+    except KeyboardInterrupt:
+        ctx.stop.set()
+        raise
+
+
 def collect(ctx: Context, skip: Iterable[str] = (), debug: bool = False) -> Facts:
     """Run every probe not in ``skip`` concurrently and gather their facts."""
     skip = frozenset(skip)
@@ -70,7 +80,7 @@ def collect(ctx: Context, skip: Iterable[str] = (), debug: bool = False) -> Fact
         futures = {area: pool.submit(_run_probe, area, ctx, skip) for area in areas}
         for area, future in futures.items():
             try:
-                _, result, took = future.result()
+                _, result, took = _result(future, ctx)
             except Exception as exc:  # a bug in envdoctor: report it, keep the rest
                 if debug:
                     log.exception("probe %s failed", area)

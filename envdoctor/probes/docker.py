@@ -12,6 +12,7 @@ and ``/var/run/cdi``.
 from __future__ import annotations
 
 import dataclasses
+import re
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Dict, Iterable, Optional, Tuple, cast
 
@@ -24,10 +25,20 @@ from envdoctor.parse.docker import (DockerParseError, classify_daemon_error, par
                                     parse_nvidia_container_cli_version, parse_nvidia_ctk_version,
                                     parse_podman_version, parse_version_json)
 from envdoctor.probes.context import Context
+from envdoctor.probes.reasons import stderr_reason, unreadable
 
 CDI_DIRS = ("/etc/cdi", "/var/run/cdi")
 GPUS_FLAG = Version("19.03")  # docker run --gpus
 JSON = "{{json .}}"
+
+
+#: What a docker or podman version looks like: "28.2.2", "20.10.24+dfsg1", "5.0.2-dev", "4.9.3~rc1".
+_VERSION_TEXT = re.compile(r"[0-9][\w.+~-]{0,63}")
+
+
+def _version_text(value: Optional[str]) -> Optional[str]:
+    """A version as docker printed it, or None for what is no version (a 100 KB string, a sentence)."""
+    return value if value is not None and _VERSION_TEXT.fullmatch(value) else None
 
 
 def _tool_version(ctx: Context, exe: Optional[str],
@@ -40,7 +51,7 @@ def _tool_version(ctx: Context, exe: Optional[str],
     try:
         return parse(ran.stdout + ran.stderr), None
     except DockerParseError as exc:
-        return None, ProbeError("unparseable", str(exc), f"{exe} --version")
+        return None, unreadable(f"{exe} --version", ran, str(exc))
 
 
 def _daemon(ctx: Context, docker: str) -> Dict[str, object]:
@@ -53,15 +64,21 @@ def _daemon(ctx: Context, docker: str) -> Dict[str, object]:
     try:
         version = parse_version_json(ran.stdout)
     except DockerParseError as exc:
-        return {"error": ProbeError("unparseable", str(exc), shown)}
-    out: Dict[str, object] = {"client_version": version.client}
+        reason = stderr_reason(ran.stderr, named_only=True)
+        if reason is None:
+            return {"error": unreadable("docker version", ran, str(exc), shown)}
+        # no client JSON (an older client, a wrapper) but stderr says why: the daemon's state from it
+        state, socket = classify_daemon_error(reason)
+        return {"daemon": state, "daemon_error": reason, "daemon_socket": socket,
+                "error": None if state != "error" else unreadable("docker version", ran, str(exc), shown)}
+    out: Dict[str, object] = {"client_version": _version_text(version.client)}
     if version.server is None:
-        message = next((ln.strip() for ln in ran.stderr.splitlines() if ln.strip()), None) or "no server answered"
+        message = stderr_reason(ran.stderr) or "no server answered"
         state, socket = classify_daemon_error(message)
         out.update(daemon=state, daemon_error=message, daemon_socket=socket)
         return out
-    out.update(daemon="ok", server_version=version.server)
-    client, server = loose_version(version.client), loose_version(version.server)
+    out.update(daemon="ok", server_version=_version_text(version.server))
+    client, server = loose_version(_version_text(version.client)), loose_version(_version_text(version.server))
     if client is not None and server is not None:
         out["gpus_flag_supported"] = client >= GPUS_FLAG and (version.podman_server or server >= GPUS_FLAG)
     shown = f"{docker} info --format '{JSON}'"
@@ -72,7 +89,7 @@ def _daemon(ctx: Context, docker: str) -> Dict[str, object]:
     try:
         info = parse_info_json(info_ran.stdout)
     except DockerParseError as exc:
-        out["error"] = ProbeError("unparseable", str(exc), shown)
+        out["error"] = unreadable("docker info", info_ran, str(exc), shown)
         return out
     out.update(runtimes=info.runtimes, default_runtime=info.default_runtime, rootless=info.rootless,
                cdi_spec_dirs=info.cdi_spec_dirs, cdi_devices=info.cdi_devices)
@@ -80,8 +97,8 @@ def _daemon(ctx: Context, docker: str) -> Dict[str, object]:
 
 
 def probe(ctx: Context) -> DockerFacts:
-    docker, podman = ctx.which("docker"), ctx.which("podman")
-    ctk, cli = ctx.which("nvidia-ctk"), ctx.which("nvidia-container-cli")
+    (docker, not_program), (podman, podman_np) = ctx.locate("docker"), ctx.locate("podman")
+    (ctk, ctk_np), (cli, cli_np) = ctx.locate("nvidia-ctk"), ctx.locate("nvidia-container-cli")
     with ThreadPoolExecutor(max_workers=4) as pool:
         daemon = pool.submit(_daemon, ctx, docker) if docker else None
         side = [pool.submit(_tool_version, ctx, exe, parse) for exe, parse in (
@@ -98,7 +115,7 @@ def probe(ctx: Context) -> DockerFacts:
     specs = tuple(f"{d}/{name}" for d in dirs for name in ctx.listdir(d)
                   if name.endswith((".yaml", ".yml", ".json")))
     if fields.get("error") is None:
-        fields["error"] = podman_err or ctk_err or cli_err
+        fields["error"] = not_program or podman_err or ctk_err or cli_err or podman_np or ctk_np or cli_np
     return DockerFacts(
         client=docker, podman=podman, podman_version=podman_v, nvidia_ctk=ctk, nvidia_ctk_version=ctk_v,
         nvidia_container_cli=cli, nvidia_container_cli_version=cli_v,

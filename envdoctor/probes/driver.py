@@ -20,8 +20,11 @@ from envdoctor.parse import nvidia_smi as smi
 from envdoctor.parse.nvidia_proc import parse_library_version, parse_module_version, parse_proc_version
 from envdoctor.probes.context import Context
 from envdoctor.probes.nvml import NvmlView, read_nvml
+from envdoctor.probes.reasons import MAX_REASON, unreadable
 
 WSL_LIB = "/usr/lib/wsl/lib"
+#: How much of nvidia-smi's output the text checks (mismatch, no devices, library version) read.
+MAX_TEXT = 65536
 #: Folders where distributions, NVIDIA's runfile, containers and WSL put libnvidia-ml.so.<version>.
 LIB_DIRS = ("/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib",
             "/usr/local/nvidia/lib64", "/usr/local/nvidia/lib", "/run/nvidia/driver/usr/lib64", WSL_LIB)
@@ -59,12 +62,19 @@ def _library_version(ctx: Context) -> Tuple[Optional[str], Optional[str]]:
     return None, None
 
 
-def _smi_path(ctx: Context) -> Optional[str]:
-    found = ctx.which("nvidia-smi")
+def _smi_path(ctx: Context) -> Tuple[Optional[str], Optional[ProbeError]]:
+    """nvidia-smi on PATH, else WSL's; else (None, why) when something named nvidia-smi on PATH is
+    not a program (a directory, a file without the execute bit)."""
+    found, not_program = ctx.locate("nvidia-smi")
     if found:
-        return found
+        return found, None
     wsl = ctx.path(f"{WSL_LIB}/nvidia-smi")
-    return str(wsl) if wsl.exists() else None
+    try:
+        if wsl.is_file():
+            return str(wsl), None
+    except OSError:   # an unreadable folder on the way
+        pass
+    return None, not_program
 
 
 def _read_smi(ctx: Context, path: str, need_cuda: Callable[[], bool]) -> Dict[str, Any]:
@@ -76,19 +86,19 @@ def _read_smi(ctx: Context, path: str, need_cuda: Callable[[], bool]) -> Dict[st
     if ran.returncode and "compute_cap" in ran.output and "not a valid field" in ran.output:
         fields.remove("compute_cap")  # drivers before about R510
         ran = ctx.run([path, "--query-gpu=" + ",".join(fields), "--format=csv,nounits"])
-    out["text"] = ran.output
+    out["text"] = ran.output[:MAX_TEXT]
     if ran.error:
-        out["error"] = ProbeError(ran.error.kind, _smi_message(ran.output) or ran.error.message,
-                                  ran.error.command)
+        own = _smi_message(ran.output) if ran.error.kind == "exit_status" else None
+        out["error"] = ProbeError(ran.error.kind, own or ran.error.message, ran.error.command)
         return out
     try:
         out["gpus"] = smi.parse_query_gpu(ran.stdout)
         out["driver"] = smi.query_driver_version(ran.stdout)
     except smi.SmiParseError as exc:
-        if smi.is_no_devices(ran.output):
+        if smi.is_no_devices(ran.output[:MAX_TEXT]):
             out["error"] = ProbeError("exit_status", "nvidia-smi: No devices were found")
         else:
-            out["error"] = ProbeError("unparseable", f"nvidia-smi --query-gpu: {exc}", " ".join(ran.argv))
+            out["error"] = unreadable("nvidia-smi", ran, str(exc), "nvidia-smi --query-gpu")
         return out
     if need_cuda():
         ver = ctx.run([path, "--version"])
@@ -101,11 +111,11 @@ def _read_smi(ctx: Context, path: str, need_cuda: Callable[[], bool]) -> Dict[st
 
 
 def _smi_message(text: str) -> Optional[str]:
-    """The first line of nvidia-smi's own complaint, as it printed it."""
-    for line in text.splitlines():
+    """The first line of nvidia-smi's own complaint, as it printed it (cut at MAX_REASON)."""
+    for line in text[:65536].splitlines():
         line = line.strip()
         if line:
-            return f"nvidia-smi: {line}"
+            return f"nvidia-smi: {line if len(line) <= MAX_REASON else line[:MAX_REASON] + ' [...]'}"
     return None
 
 
@@ -134,9 +144,9 @@ def probe(ctx: Context) -> DriverFacts:
     nvml = _start_nvml(ctx)
     module_version, module_source, flavor, module_err = _kernel_module(ctx)
     lib_version, lib_path = _library_version(ctx)
-    smi_path = _smi_path(ctx)
+    smi_path, not_program = _smi_path(ctx)
     s: Dict[str, Any] = _read_smi(ctx, smi_path, need_cuda=lambda: nvml().cuda is None) if smi_path else {
-        "gpus": (), "driver": None, "cuda": None, "error": None, "text": ""}
+        "gpus": (), "driver": None, "cuda": None, "error": not_program, "text": ""}
     nv = nvml()
     sources: Dict[str, str] = {}
     if module_version:

@@ -26,6 +26,7 @@ from envdoctor.nvml import NOT_SUPPORTED, Reading, Session
 from envdoctor.parse.nvidia_smi import QUERY_FIELDS, parse_query_gpu
 from envdoctor.parse.nvidia_topo import TopoMatrix, TopoParseError, parse_topo
 from envdoctor.probes.context import Context
+from envdoctor.probes.reasons import unreadable
 
 SYS_PCI = "/sys/bus/pci/devices"
 GPU_FIELDS = ("name", "uuid", "pci", "pcie", "utilization_pct", "numa_node", "cpu_affinity", "nvlinks", "fabric",
@@ -261,7 +262,9 @@ def from_topo(ctx: Context, m: TopoMatrix, smi_gpus: Sequence[GpuInfo] = ()) -> 
 
 
 def _smi_fallback(ctx: Context, why: ProbeError) -> LinksFacts:
-    smi = ctx.which("nvidia-smi")
+    smi, not_program = ctx.locate("nvidia-smi")
+    if not_program is not None:
+        return LinksFacts(error=dataclasses.replace(why, message=f"{why.message}; {not_program.message}"))
     if not smi:
         return LinksFacts(error=why) if why.kind != "unavailable" else LinksFacts()
     ran = ctx.run([smi, "topo", "-m"])
@@ -276,8 +279,8 @@ def _smi_fallback(ctx: Context, why: ProbeError) -> LinksFacts:
     try:
         return from_topo(ctx, parse_topo(ran.stdout), smi_gpus)
     except TopoParseError as exc:
-        return LinksFacts(error=ProbeError("unparseable", f"{why.message}; nvidia-smi topo -m: {exc}",
-                                           "nvidia-smi topo -m"))
+        said = unreadable("nvidia-smi topo -m", ran, str(exc))
+        return LinksFacts(error=ProbeError(said.kind, f"{why.message}; {said.message}", "nvidia-smi topo -m"))
 
 
 def probe(ctx: Context) -> LinksFacts:

@@ -23,10 +23,9 @@ from envdoctor.facts.base import ProbeError
 from envdoctor.facts.python import TargetPython, TorchFacts
 from envdoctor.parse.torch import target_python, torch_facts
 from envdoctor.probes.context import Context
+from envdoctor.probes.reasons import stderr_reason
 
 SCRIPT = "torch_probe.py"
-#: Timeout for the Python-only run (``with_torch=False``): no torch import to wait for.
-PYTHON_ONLY_TIMEOUT = 15.0
 
 
 def choose_python(ctx: Context) -> Tuple[str, str]:
@@ -37,7 +36,8 @@ def choose_python(ctx: Context) -> Tuple[str, str]:
 
 def probe(ctx: Context, with_torch: bool = True) -> Tuple[TargetPython, TorchFacts]:
     exe, chosen_by = choose_python(ctx)
-    timeout = ctx.torch_timeout if with_torch else min(ctx.torch_timeout, PYTHON_ONLY_TIMEOUT)
+    # importing torch has its own bound (--torch-timeout); without it the child is like any command
+    timeout = ctx.torch_timeout if with_torch else ctx.timeout
     child = run_child(SCRIPT, {"torch": with_torch}, python=exe, timeout=timeout, what="the torch check",
                       runner=ctx.run)
     return interpret(child, exe, chosen_by, with_torch)
@@ -78,6 +78,10 @@ def interpret(child: ChildRun, exe: str, chosen_by: str, with_torch: bool = True
                 TorchFacts(error=ProbeError("unavailable", f"not inspected: {err.message}", command)))
     if error is not None and child.failure is not None:
         error = ProbeError("crashed", f"envdoctor's torch check failed inside {exe}: {error.message}", command)
+    elif error is not None and error.kind == "unparseable":
+        reason = stderr_reason(child.stderr, named_only=True)   # "Fatal Python error: ...", a library's complaint
+        if reason:
+            error = dataclasses.replace(error, message=f"{error.message}; its standard error says: {reason}")
     if py is None:
         python = TargetPython(executable=exe, chosen_by=chosen_by,
                               error=error or ProbeError("unparseable", "no Python facts", command))

@@ -22,6 +22,7 @@ from envdoctor.facts.toolkit import Toolkit, ToolkitFacts
 from envdoctor.parse.nvcc import (NvccParseError, parse_dryrun_bin, parse_nvcc_version, parse_version_json,
                                   parse_version_txt)
 from envdoctor.probes.context import Context
+from envdoctor.probes.reasons import unreadable
 
 DRYRUN = ("-dryrun", "-E", "-x", "cu", "/dev/null")
 
@@ -37,7 +38,7 @@ def resolve(ctx: Context, path: str) -> str:
         step = posixpath.join(done, part)
         try:
             target = os.readlink(ctx.path(step))
-        except OSError:
+        except (OSError, ValueError):   # not a link (or a NUL in a path nvcc printed)
             done = step
             continue
         hops += 1
@@ -49,13 +50,34 @@ def resolve(ctx: Context, path: str) -> str:
 
 
 def _exists(ctx: Context, path: str) -> bool:
-    """Whether ``path`` exists, its links followed inside ``ctx.root`` (never out of it)."""
-    return ctx.path(resolve(ctx, path)).exists()
+    """Whether ``path`` exists, its links followed inside ``ctx.root`` (never out of it). A folder
+    on the way that this user cannot read hides what is below it (as it does for the shell)."""
+    try:
+        return ctx.path(resolve(ctx, path)).exists()
+    except (OSError, ValueError):   # PermissionError where the folder above is unreadable; a NUL
+        return False
 
 
 def _file(ctx: Context, path: str) -> bool:
+    """Whether ``path`` is a program (a file with the execute bit), links followed inside the root."""
     p = ctx.path(resolve(ctx, path))
-    return p.is_file() and os.access(p, os.X_OK)
+    try:
+        return p.is_file() and os.access(p, os.X_OK)
+    except (OSError, ValueError):
+        return False
+
+
+def _not_a_program(ctx: Context, path: str) -> Optional[str]:
+    """Why ``path`` (an ``nvcc`` on PATH) is not a program, when something is there."""
+    p = ctx.path(resolve(ctx, path))
+    try:
+        if p.is_dir():
+            return f"nvcc: not installed ({path} is a directory, not a program)"
+        if p.is_file() and not os.access(p, os.X_OK):
+            return f"nvcc: not installed ({path} is not executable: chmod +x it or remove it)"
+    except (OSError, ValueError):
+        pass
+    return None
 
 
 def _has_headers(ctx: Context, root: str) -> bool:
@@ -75,7 +97,7 @@ def _root_of_nvcc(ctx: Context, nvcc: str) -> Tuple[str, Optional[ProbeError]]:
     try:
         return resolve(ctx, posixpath.dirname(parse_dryrun_bin(ran.stdout + "\n" + ran.stderr))), None
     except NvccParseError as exc:
-        err = ran.error or ProbeError("unparseable", f"{nvcc}: {exc}", ran.error and ran.error.command)
+        err = ran.error or unreadable(nvcc, ran, str(exc), f"{nvcc} {' '.join(DRYRUN)}")
         return posixpath.dirname(posixpath.dirname(nvcc)), err
 
 
@@ -92,7 +114,7 @@ def _version(ctx: Context, root: str, nvcc: Optional[str], prior: Optional[Probe
                 parsed = parse_nvcc_version(ran.stdout + ran.stderr)
                 version, release, source = parsed.version or parsed.release, parsed.release, f"{nvcc} --version"
         except NvccParseError as exc:
-            error = ProbeError("unparseable", str(exc), f"{nvcc} --version")
+            error = unreadable(nvcc, ran, str(exc), f"{nvcc} --version")
     for name, parser in (("version.json", parse_version_json), ("version.txt", parse_version_txt)):
         if version:
             break
@@ -129,11 +151,14 @@ def probe(ctx: Context) -> ToolkitFacts:
         add(root, via, nvcc if wrapper else real_above, nvcc if wrapper else None, err)
 
     path_nvccs: List[str] = []
+    not_program: Optional[str] = None
     for entry in env.get("PATH", "").split(os.pathsep):
         nvcc = posixpath.join(posixpath.normpath(entry), "nvcc") if entry.startswith("/") else None
         if nvcc and nvcc not in path_nvccs and _file(ctx, nvcc):
             path_nvccs.append(nvcc)
             add_nvcc(nvcc, "PATH")
+        elif nvcc and not path_nvccs and not_program is None:
+            not_program = _not_a_program(ctx, nvcc)
     prefix = env.get("CONDA_PREFIX")
     if prefix and _file(ctx, f"{prefix.rstrip('/')}/bin/nvcc"):
         add_nvcc(f"{prefix.rstrip('/')}/bin/nvcc", "conda")
@@ -165,6 +190,8 @@ def probe(ctx: Context) -> ToolkitFacts:
         toolkits = tuple(pool.map(measure, sorted(found.items())))
 
     home = env.get("CUDA_HOME") or env.get("CUDA_PATH")
+    ext: Optional[str]
+    rule: Optional[str]
     if home is not None:
         ext, rule = home, ("CUDA_HOME" if env.get("CUDA_HOME") else "CUDA_PATH")
     elif path_nvccs:
@@ -185,4 +212,5 @@ def probe(ctx: Context) -> ToolkitFacts:
         toolkits=toolkits, cuda_home=env.get("CUDA_HOME"), cuda_path=env.get("CUDA_PATH"),
         nvcc_on_path=path_nvccs[0] if path_nvccs else None, extension_root=ext, extension_rule=rule,
         extension_status=status, extension_toolkit=ext_toolkit, path_nvccs=tuple(path_nvccs),
+        error=ProbeError("not_found", not_program, "nvcc") if not_program and not path_nvccs else None,
     )

@@ -5,6 +5,7 @@ Declared unstable: scripts use ``--json``. Colours only when asked (``render.sty
 
 from __future__ import annotations
 
+import re
 from typing import Iterable, List, Optional, Tuple
 
 from envdoctor.facts import Facts
@@ -20,7 +21,37 @@ Row = Tuple[str, str]
 
 
 def _err(e: Optional[ProbeError]) -> str:
-    return f"failed: {e.message}" if e else ""
+    """``failed: WHY``; a program that is not there is said as the probe said it ("docker: not
+    installed (/opt/bin/docker is a directory, not a program)")."""
+    if e is None:
+        return ""
+    return e.message if e.kind == "not_found" else f"failed: {e.message}"
+
+
+def _absent(label: str, e: Optional[ProbeError]) -> str:
+    """"not installed", or the probe's sentence why, without the label it starts with."""
+    if e is None:
+        return "not installed"
+    return e.message[len(label) + 2:] if e.message.startswith(f"{label}: ") else e.message
+
+
+#: Programs an area's error may be about, besides the area's own (docker's: podman, the toolkit's tools).
+_TOOLS = ("docker", "podman", "nvidia-ctk", "nvidia-container-cli", "conda", "mamba", "micromamba", "nvcc")
+
+
+def _error_row(label: str, e: ProbeError) -> Row:
+    """An area's error as a row, named by the program it is about: ("podman", "not installed
+    (/opt/bin/podman is a directory, not a program)"), ("podman", "failed: ...")."""
+    tool, sep, rest = e.message.partition(": ")
+    if e.kind == "not_found" and sep and rest.startswith("not installed (") and " " not in tool:
+        return tool, rest
+    ran = (e.command or "").split(" ", 1)[0].rsplit("/", 1)[-1]
+    return (ran if ran in _TOOLS else label), _err(e)
+
+
+def _cut(text: str, limit: int = 200) -> str:
+    """A value as set, or its start when it is longer than a line can show (the JSON keeps it whole)."""
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
 
 
 def _gib(mib: Optional[int]) -> str:
@@ -72,14 +103,14 @@ def gpu_rows(f: Facts) -> List[Row]:
             g.name, f"compute {g.compute_capability}" if g.compute_capability else None,
             _gib(g.memory_total_mib), g.pci_bus_id, g.uuid, f"via {g.source}") if x)))
     rows.append(("NVML", _err(d.nvml_error) if d.nvml_error else f"ok{' ' + d.nvml_version if d.nvml_version else ''}"))
-    if d.smi_path or d.smi_error:
+    if d.smi_path:
         rows.append(("nvidia-smi", f"{d.smi_path}" + (f": {_err(d.smi_error)}" if d.smi_error else ": ok")))
     else:
-        rows.append(("nvidia-smi", "not installed"))
+        rows.append(("nvidia-smi", _absent("nvidia-smi", d.smi_error)))
     if d.cuda_visible_devices is not None:
-        rows.append(("CUDA_VISIBLE_DEVICES", repr(d.cuda_visible_devices)))
+        rows.append(("CUDA_VISIBLE_DEVICES", _cut(repr(d.cuda_visible_devices))))
     if d.nvidia_visible_devices is not None:
-        rows.append(("NVIDIA_VISIBLE_DEVICES", d.nvidia_visible_devices))
+        rows.append(("NVIDIA_VISIBLE_DEVICES", _cut(d.nvidia_visible_devices)))
     return rows
 
 
@@ -87,7 +118,7 @@ def toolkit_rows(f: Facts) -> List[Row]:
     t = f.toolkits
     rows: List[Row] = []
     if t.error:
-        rows.append(("nvcc", _err(t.error)))
+        rows.append(_error_row("nvcc", t.error))
     for k in t.toolkits:
         used = "  <- CUDA extension builds use this" if t.extension_root and k.root == t.extension_root else ""
         version = k.version or (_err(k.error) if k.error else "version unknown")
@@ -102,7 +133,7 @@ def toolkit_rows(f: Facts) -> List[Row]:
 def conda_rows(f: Facts) -> List[Row]:
     c = f.conda
     if c.error:
-        return [("conda", _err(c.error))]
+        return [_error_row("conda", c.error)]
     if not c.exe:
         return [("conda", "not installed")]
     rows = [(c.flavor or "conda", f"{c.version or '?'} at {c.exe}")]
@@ -119,7 +150,7 @@ def docker_rows(f: Facts) -> List[Row]:
     k = f.docker
     rows: List[Row] = []
     if k.error:
-        rows.append(("docker", _err(k.error)))
+        rows.append(_error_row("docker", k.error))
     if k.client:
         rows.append(("docker", f"client {k.client_version or '?'} at {k.client}"))
         daemon = {"ok": f"running, server {k.server_version or '?'}", None: "not checked"}.get(
@@ -127,7 +158,7 @@ def docker_rows(f: Facts) -> List[Row]:
         rows.append(("Daemon", daemon))
         if k.runtimes:
             rows.append(("Runtimes", ", ".join(k.runtimes) + (f" (default {k.default_runtime})" if k.default_runtime else "")))
-    elif not k.error:
+    elif not any(label == "docker" for label, _ in rows):
         rows.append(("docker", "not installed"))
     if k.podman:
         rows.append(("podman", f"{k.podman_version or '?'} at {k.podman}"))
@@ -142,6 +173,23 @@ def docker_rows(f: Facts) -> List[Row]:
     return rows
 
 
+def _torch_failure(e: ProbeError, stage: Optional[str], python: Optional[str]) -> str:
+    """What happened to the torch check, after "installed (2.11.0+cu130), but ": "import torch
+    crashed: SIGSEGV during import torch", "import torch did not finish: ... in 60 s ..."."""
+    step = stage or "the torch check"
+    detail = e.message
+    for prefix in (f"{python} was killed by ", f"{python} "):
+        if python and detail.startswith(prefix):
+            detail = detail[len(prefix):]
+            break
+    if e.kind == "timeout":   # "did not finish the torch check in 60 s during import torch"
+        limit = re.search(r"\bin (\d[\d.]*) s\b", detail)
+        return f"{step} did not finish in {limit.group(1) if limit else '?'} s (--torch-timeout gives it longer)"
+    what = {"crashed": "crashed", "exit_status": "exited with an error", "interrupted": "was stopped"}.get(
+        e.kind, "failed")
+    return f"{step} {what}: {detail}"
+
+
 def python_rows(f: Facts) -> List[Row]:
     p, t = f.python, f.torch
     rows: List[Row] = []
@@ -153,6 +201,9 @@ def python_rows(f: Facts) -> List[Row]:
         rows.append(("pip", p.pip or "absent"))
     if "torch" in f.skipped:
         rows.append(("torch", "not inspected (--skip torch)"))
+        return rows
+    if t.error and t.installed and t.version:   # the check did not finish: only the package metadata is known
+        rows.append(("torch", f"installed ({t.version}), but {_torch_failure(t.error, t.stage, p.executable)}"))
         return rows
     if t.error:
         rows.append(("torch", _err(t.error)))
@@ -222,8 +273,14 @@ def verdict(findings: Tuple[Finding, ...], style: Style) -> str:
     return style("Verdict: no problems found.", "ok")
 
 
+def suppressed_line(suppressed: Iterable[Finding], style: Style) -> List[str]:
+    """One line naming the findings ``--suppress`` hid, so that they are hidden knowingly."""
+    hidden = [f"{f.code} ({f.severity})" for f in suppressed]
+    return [style(f"  suppressed (--suppress): {', '.join(hidden)}", "dim")] if hidden else []
+
+
 def render(facts: Facts, findings: Tuple[Finding, ...], color: bool = False,
-           extra: Iterable[str] = ()) -> str:
+           extra: Iterable[str] = (), suppressed: Tuple[Finding, ...] = ()) -> str:
     """The report; ``extra`` lines (a section of their own, e.g. ``check -v``) go before the findings."""
     style = Style(color)
     out: List[str] = []
@@ -240,6 +297,7 @@ def render(facts: Facts, findings: Tuple[Finding, ...], color: bool = False,
         out.extend(extra + [""])
     out.append(style("Findings", "bold"))
     out.extend(finding_lines(findings, style) or ["  none"])
+    out.extend(suppressed_line(suppressed, style))
     out.append("")
     out.append(verdict(findings, style))
     return "\n".join(out) + "\n"

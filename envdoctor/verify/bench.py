@@ -41,9 +41,24 @@ def bench(pair: Pair) -> Iterator[Outcome]:
     if not base_ok:
         yield NotCompared("bench: the baseline has no measured point")
         return
+    from envdoctor.bench.chart import format_rate   # 0.105, 1.23, 51.2: a CPU's rate keeps its digits
+
     names = {d.index: d.name for d in list(before.devices) + list(after.devices) if d.name}
-    fix = ("nvidia-smi -q -d PERFORMANCE,CLOCK,POWER,TEMPERATURE   # throttle reasons, clocks, power limit",
-           "envdoctor bench   # measure again on an idle GPU")
+    cpu = {d.index for d in list(before.devices) + list(after.devices) if d.kind == "cpu"}
+
+    def label(device: int) -> str:
+        """"GPU 0 (NVIDIA H200)", or "CPU (x86_64)" for a run without a GPU."""
+        name = f" ({names[device]})" if device in names else ""
+        return f"CPU{name}" if device in cpu else f"GPU {device}{name}"
+
+    def rate(tflops: float | None) -> str:
+        return format_rate(tflops)
+
+    fix: tuple[str, ...] = (
+        "nvidia-smi -q -d PERFORMANCE,CLOCK,POWER,TEMPERATURE   # throttle reasons, clocks, power limit",
+        "envdoctor bench   # measure again on an idle GPU")
+    if cpu and not any(d.kind != "cpu" for d in after.devices):
+        fix = ("envdoctor bench   # measure again with nothing else running (the CPU is shared)",)
     now_ok = [p for p in after.points if p.status == "ok" and p.tflops]
     if after.error is not None and not now_ok:
         yield Finding("ED712", "error", "The benchmark no longer runs",
@@ -57,16 +72,16 @@ def bench(pair: Pair) -> Iterator[Outcome]:
     launch_bound: list[str] = []
     slow = 0
     for r in compare_bench(before, after, tolerance_pct):
-        where = f"GPU {r.device}" + (f" ({names[r.device]})" if r.device in names else "")
+        where = label(r.device)
         if r.current_tflops is None:
-            title = f"Bench point fails now: {where} {r.dtype} n={r.n} (was {r.baseline_tflops:.1f} TFLOP/s)"
+            title = f"Bench point fails now: {where} {r.dtype} n={r.n} (was {rate(r.baseline_tflops)} TFLOP/s)"
         elif not all(_steady(p, sms.get(r.device)) for p in points.get((r.device, r.dtype, r.n), ())):
-            launch_bound.append(f"{where} {r.dtype} n={r.n}: {r.baseline_tflops:.1f} -> {r.current_tflops:.1f} "
+            launch_bound.append(f"{where} {r.dtype} n={r.n}: {rate(r.baseline_tflops)} -> {rate(r.current_tflops)} "
                                 f"TFLOP/s ({r.change_pct:+.1f}%)")
             continue
         else:
-            title = (f"Bench slower: {where} {r.dtype} n={r.n}: {r.baseline_tflops:.1f} -> {r.current_tflops:.1f} "
-                     f"TFLOP/s ({r.change_pct:+.1f}%, tolerance {tolerance_pct:g}%)")
+            title = (f"Bench slower: {where} {r.dtype} n={r.n}: {rate(r.baseline_tflops)} -> "
+                     f"{rate(r.current_tflops)} TFLOP/s ({r.change_pct:+.1f}%, tolerance {tolerance_pct:g}%)")
         slow += 1
         yield Finding("ED712", "error", title, evidence=tuple(r.context), fix=fix, area="bench")
     if launch_bound:

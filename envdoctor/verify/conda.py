@@ -21,7 +21,8 @@ def conda(pair: Pair) -> Iterator[Outcome]:
         return
     changes = []
     if b.exe and not a.exe:
-        changes.append(f"{b.flavor or 'conda'} at {b.exe} is not found now")
+        changes.append(f"{b.flavor or 'conda'} at {b.exe} is not found now"
+                       + (f" ({a.error.message})" if a.error is not None else ""))
     elif a.exe and not b.exe:
         changes.append(f"{a.flavor or 'conda'} found now at {a.exe}")
     if b.version and a.version and b.version != a.version:

@@ -22,7 +22,9 @@ def container_toolkit(pair: Pair) -> Iterator[Outcome]:
     broken: list[str] = []
     fix: list[str] = []
     if b.client and not a.client:
-        broken.append(f"docker was at {b.client}; it is not found now")
+        said = a.error.message if a.error is not None else ""
+        now = said if said.startswith("docker: ") else "it is not found now"
+        broken.append(f"docker was at {b.client}; {now}")
     elif b.daemon == "ok" and a.daemon != "ok":
         broken.append(f"the docker daemon answered in the baseline; now: {a.daemon or 'unknown'}"
                       + (f" ({a.daemon_error})" if a.daemon_error else ""))

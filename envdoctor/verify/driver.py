@@ -56,8 +56,9 @@ def answers(pair: Pair) -> Iterator[Outcome]:
     if _nvml_ok(b) and a.nvml_error is not None and "No devices" not in a.nvml_error.message:
         failures.append(f"NVML: worked in the baseline, now: {a.nvml_error.message}")
     if _smi_ok(b):
-        if not a.smi_path:
-            failures.append(f"nvidia-smi was at {b.smi_path}; it is not found now")
+        if not a.smi_path:   # "not found", or what is there now: "... is a directory, not a program"
+            now = a.smi_error.message if a.smi_error is not None else "it is not found now"
+            failures.append(f"nvidia-smi was at {b.smi_path}; {now}")
         elif a.smi_error is not None and "No devices" not in a.smi_error.message:
             failures.append(f"nvidia-smi: worked in the baseline, now: {a.smi_error.message}")
     gone = bool(driver_of(b)) and not driver_of(a)

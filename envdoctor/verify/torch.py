@@ -81,9 +81,13 @@ def torch_works(pair: Pair) -> Iterator[Outcome]:
     changes = []
     if bt.version != at.version:
         changes.append(f"torch {bt.version or 'not installed'} -> {at.version or 'not installed'}")
+    # the build's CUDA, cuDNN and NCCL are known only where import torch finished (not from the metadata)
+    built = (bt.error is None and at.error is None and not bt.import_error and not at.import_error)
     for label, x, y in (("CUDA", bt.cuda, at.cuda), ("cuDNN", bt.cudnn_version, at.cudnn_version),
                         ("NCCL", bt.nccl_version, at.nccl_version), ("torchvision", bt.torchvision, at.torchvision),
                         ("torchaudio", bt.torchaudio, at.torchaudio)):
+        if label in ("CUDA", "cuDNN", "NCCL") and not built:
+            continue
         if x != y and (x or y):
             changes.append(f"{label} {x or 'none'} -> {y or 'none'}")
     if not was_ok and imports_now and at.installed:

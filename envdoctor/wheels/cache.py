@@ -15,13 +15,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional
 
-from envdoctor.atomic import user_dir
+from envdoctor.atomic import user_dir, write_atomic
 from envdoctor.redact import mask_url
 from envdoctor.wheels.pages import FileLink, Page
 
@@ -69,34 +68,18 @@ class PageCache:
             return None
 
     def put(self, url: str, entry: CachedPage) -> bool:
-        """Write atomically (temp file in the same folder, then rename); False if it failed."""
+        """Write atomically (envdoctor.atomic: temp file in the same folder, then rename); False if it failed."""
         data: Dict[str, Any] = {
             "format": _FORMAT, "url": mask_url(entry.url), "status": entry.status,
             "fetched_at": entry.fetched_at, "etag": entry.etag,
             "last_modified": entry.last_modified,
             "page": _page_to(entry.page) if entry.page else None,
         }
-        path = self.path_for(url)
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=str(path.parent))
-            try:
-                with os.fdopen(fd, "w", encoding="utf-8") as f:
-                    f.write(json.dumps(data, separators=(",", ":")))
-                os.replace(tmp, path)   # no fsync: a lost cache entry is only a refetch
-            except BaseException:
-                _unlink(tmp)
-                raise
+        try:   # no fsync: a lost cache entry is only a refetch
+            write_atomic(self.path_for(url), json.dumps(data, separators=(",", ":")), sync=False)
         except OSError:
             return False
         return True
-
-
-def _unlink(path: str) -> None:
-    try:
-        os.unlink(path)
-    except OSError:
-        pass
 
 
 def _page_to(page: Page) -> Dict[str, Any]:

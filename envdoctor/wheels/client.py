@@ -18,7 +18,9 @@ import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Sequence, Tuple
+from urllib.parse import urlsplit
 
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
@@ -38,8 +40,10 @@ log = logging.getLogger(__name__)
 
 #: Used only when neither ``--index-url``/``ENVDOCTOR_INDEX_URL`` nor the table gives a base.
 FALLBACK_BASE = "https://download.pytorch.org/whl"
-#: A page larger than this is refused (the biggest real page, ``whl/torch/``, is a few MB).
-MAX_PAGE_BYTES = 64 * 1024 * 1024
+#: A page larger than this is refused (the pages envdoctor reads, ``whl/<variant>/torch/``, are a
+#: few hundred KB; the biggest of the whole index, ``whl/torch/``, a few MB). Parsing is linear:
+#: a page of this size takes a few seconds, once (each listing is kept for the client's lifetime).
+MAX_PAGE_BYTES = 16 * 1024 * 1024
 #: Statuses worth remembering: the page, or the fact that there is no such page.
 _CACHEABLE = {200, 403, 404, 410}
 _MISSING = {403, 404, 410}
@@ -84,8 +88,9 @@ class IndexClient:
     """A client for one index base (download.pytorch.org/whl or a mirror).
 
     One ``requests.Session`` (connection reuse, proxies from the environment, urllib3 ``Retry``
-    with backoff on connection errors and 5xx), a timeout per request, and a disk cache with a
-    TTL and ETag/Last-Modified revalidation.
+    with backoff on connection errors and 5xx), ``timeout`` for each whole request (connect,
+    headers, body, its retries and redirects: a server that drips the page is cut off), and a disk
+    cache with a TTL and ETag/Last-Modified revalidation.
     """
 
     def __init__(
@@ -110,10 +115,12 @@ class IndexClient:
         self.retries = retries
         self.backoff = backoff
         self.max_workers = max(1, max_workers)
-        self.cache = PageCache(cache_dir if cache_dir is not None else default_cache_dir()) \
+        self.cache = PageCache(Path(cache_dir) if cache_dir is not None else default_cache_dir()) \
             if cache else None
         self._session: Optional[requests.Session] = None
         self._lock = threading.Lock()
+        #: (variant, package, target) -> its listing: a page is read and analysed once per client
+        self._listings: Dict[Tuple[str, str, Target], VariantListing] = {}
 
     @property
     def shown_base(self) -> str:
@@ -126,12 +133,25 @@ class IndexClient:
 
     def variant(self, variant: str, package: str = "torch",
                 target: Optional[Target] = None) -> VariantListing:
-        """What ``<base>/<variant>/<package>/`` holds for ``target`` (default: this interpreter)."""
+        """What ``<base>/<variant>/<package>/`` holds for ``target`` (default: this interpreter).
+
+        Asked again for the same variant, package and target, the first answer is returned.
+        """
         target = target or Target.current()
         name = check_variant_name(variant)
+        key = (name, canonicalize_name(package), target)
+        with self._lock:
+            known = self._listings.get(key)
+        if known is not None:
+            return known
+        listing = self._variant(name, key[1], target)
+        with self._lock:
+            self._listings.setdefault(key, listing)
+        return listing
+
+    def _variant(self, name: str, project: str, target: Target) -> VariantListing:
         index_url = f"{self.base_url}/{name}"
         shown = mask_url(index_url)
-        project = canonicalize_name(package)
         base = VariantListing(name, shown, package=project, offline=self.offline)
         page = self.fetch(f"{index_url}/{project}/")
         if page.error:
@@ -190,7 +210,7 @@ class IndexClient:
             wanted = Version(version).public
         except InvalidVersion:
             return False
-        return any(Version(v).public == wanted for v in listing.compatible)
+        return wanted in listing.compatible   # already public versions, normalised by analyze()
 
     # -- HTTP + cache ------------------------------------------------------------------------
 
@@ -205,22 +225,30 @@ class IndexClient:
             return _from_entry(entry)
         headers = {"Accept": ACCEPT, "User-Agent": f"envdoctor/{__version__}"}
         revalidate = entry is not None and not self.refresh and entry.page is not None
-        if revalidate:
+        if revalidate and entry is not None:
             if entry.etag:
                 headers["If-None-Match"] = entry.etag
             if entry.last_modified:
                 headers["If-Modified-Since"] = entry.last_modified
         import requests
 
+        from envdoctor.wheels.deadline import Deadline
+
+        session = self.session()
+        answered = False
         try:
-            resp = self.session().get(url, headers=headers, timeout=(self.timeout, self.timeout),
-                                      stream=True, allow_redirects=True)
-            try:
-                raw = _read_bounded(resp)
-            finally:
-                resp.close()
+            with Deadline(self.timeout) as deadline:
+                resp = session.get(url, headers=headers, timeout=(self.timeout, self.timeout),
+                                   stream=True, allow_redirects=True)
+                answered = True
+                try:
+                    raw = _read_bounded(resp)
+                finally:
+                    resp.close()
         except (requests.RequestException, PageTooLarge) as exc:
-            message = describe_exception(exc, url, self.timeout)
+            timed_out = isinstance(exc, requests.Timeout)
+            message = (describe_exception(exc, url, self.timeout) if timed_out or not deadline.expired
+                       else _too_slow(url, self.timeout, answered))
             log.debug("GET %s failed", mask_url(url), exc_info=True)
             if entry is not None:
                 return _from_entry(entry, note=f"{message}; answered from the cache")
@@ -291,8 +319,9 @@ class IndexClient:
 
 def _make_session(retries: int, backoff: float, pool: int) -> requests.Session:
     import requests
-    from requests.adapters import HTTPAdapter
     from urllib3.util.retry import Retry
+
+    from envdoctor.wheels.deadline import DeadlineAdapter
 
     # a read timeout is retried at most once: a hung server should not cost 3 x the timeout
     retry = Retry(total=retries, connect=retries, read=min(retries, 1), status=retries,
@@ -302,21 +331,42 @@ def _make_session(retries: int, backoff: float, pool: int) -> requests.Session:
     session = requests.Session()
     session.trust_env = True                       # HTTP(S)_PROXY, NO_PROXY, .netrc, CA bundle
     session.max_redirects = 10
-    adapter = HTTPAdapter(max_retries=retry, pool_connections=4, pool_maxsize=max(pool, 4))
+    adapter = DeadlineAdapter(max_retries=retry, pool_connections=4, pool_maxsize=max(pool, 4))
     session.mount("https://", adapter)
     session.mount("http://", adapter)
     return session
 
 
 def _read_bounded(resp: requests.Response) -> bytes:
+    """The body, refused beyond MAX_PAGE_BYTES (at once when Content-Length says so)."""
+    declared = resp.headers.get("Content-Length", "")
+    if declared.isdigit() and len(declared) < 20 and int(declared) > MAX_PAGE_BYTES:
+        raise PageTooLarge(_too_large(int(declared)))
     chunks: List[bytes] = []
     size = 0
     for chunk in resp.iter_content(256 * 1024):
         size += len(chunk)
         if size > MAX_PAGE_BYTES:
-            raise PageTooLarge(f"page larger than {MAX_PAGE_BYTES // (1024 * 1024)} MB")
+            raise PageTooLarge(_too_large(None))
         chunks.append(chunk)
     return b"".join(chunks)
+
+
+def _too_large(size: Optional[int]) -> str:
+    limit = MAX_PAGE_BYTES // (1024 * 1024)
+    what = f"a page of {size / (1024 * 1024):.0f} MiB" if size is not None else f"a page larger than {limit} MiB"
+    return (f"{what}: envdoctor reads index pages up to {limit} MiB (a wheel index page is a few hundred KB; "
+            "is this URL an index?)")
+
+
+def _too_slow(url: str, timeout: float, answered: bool) -> str:
+    """The whole request ran past its deadline: before the headers came, or during the page."""
+    parts = urlsplit(url)
+    where = f"{parts.hostname or '?'}:{parts.port}" if parts.port else (parts.hostname or "?")
+    if not answered:
+        return f"{where} did not answer within {timeout:g} s ({mask_url(url)})"
+    return (f"{where} did not send the whole page within {timeout:g} s (a stalled or very slow server; "
+            f"--timeout gives it longer) ({mask_url(url)})")
 
 
 def _decode(raw: bytes, content_type: Optional[str]) -> str:

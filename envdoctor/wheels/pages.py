@@ -284,12 +284,12 @@ def _json_file(f: Dict[str, object], url: str) -> FileLink:
     meta = f.get("core-metadata", f.get("dist-info-metadata", False))
     link = f.get("url") if isinstance(f.get("url"), str) and f.get("url") else f["filename"]
     absolute = _Resolver(url)(str(link).partition("#")[0])
+    requires = f.get("requires-python")
     return FileLink(
         filename=str(f["filename"]),
         url=absolute,
         hashes=tuple(sorted((str(k), str(v)[:200]) for k, v in hashes.items() if isinstance(v, str))),
-        requires_python=f["requires-python"] if isinstance(f.get("requires-python"), str) and f["requires-python"]
-        else None,
+        requires_python=requires if isinstance(requires, str) and requires else None,
         core_metadata=bool(meta),
         yanked=(yanked if isinstance(yanked, str) else "") if yanked else None,
     )
