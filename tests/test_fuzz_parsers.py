@@ -22,7 +22,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from envdoctor.parse import ParseError, conda, docker, jsontext, nvcc, nvidia_proc, nvidia_smi, torch
+from envdoctor.parse import ParseError, compiler, conda, cpuinfo, docker, jsontext, nvcc, nvidia_proc, nvidia_smi, torch
 from envdoctor.redact import mask_text, mask_url
 from envdoctor.wheels import pages, target
 
@@ -36,7 +36,8 @@ FIXTURES = Path(__file__).parent / "fixtures"
 PIECES = ["<!--", "-->", "<a href=", '"', "'", "[", "]", "{", "}", "unix://", "tcp://", "://", " ", "\t",
           "\n", "NVRM version:", "index,", "Driver Version:", "CUDA Version:", "release ", "V12.8.93",
           "9" * 20, "2.", "manylinux_2_", "glibc 2.", "@", ":", "/t/", "token=", "Bearer ", "\x00", "\ufffd",
-          "<html>", "</html>", "#sha256=", ".whl", "-", "_", "\\", "e400", "NaN", "Infinity"]
+          "<html>", "</html>", "#sha256=", ".whl", "-", "_", "\\", "e400", "NaN", "Infinity",
+          "  - GCC ", "CPU capability usage:", "processor\t: ", "model name\t: ", "gcc (", "version "]
 
 
 def _recorded_texts() -> list:
@@ -93,6 +94,9 @@ CASES = [
     Case("nvcc.parse_dryrun_bin", nvcc.parse_dryrun_bin, (nvcc.NvccParseError,)),
     Case("conda.parse_error", conda.parse_error),
     Case("torch.parse_glibc", torch.parse_glibc),
+    Case("torch.build_config", torch.build_config),
+    Case("cpuinfo.parse_cpuinfo", cpuinfo.parse_cpuinfo),
+    Case("compiler.parse_gcc_version", compiler.parse_gcc_version),
     Case("torch.linux_platform_tags", lambda t: torch.linux_platform_tags(t[:40], "linux_x86_64")),
     Case("jsontext.loads", jsontext.loads, (jsontext.JsonError,)),
     Case("redact.mask_text", mask_text),

@@ -89,6 +89,11 @@ MYPY_PATHS = (
     "envdoctor/cli/topo.py",
     "envdoctor/cli/comms.py",
     "envdoctor/comms",
+    # collect_env parity, other interpreters, the configured index (issue 12)
+    "envdoctor/parse/cpuinfo.py",
+    "envdoctor/parse/compiler.py",
+    "envdoctor/parse/torch.py",
+    "envdoctor/probes/python.py",
 )
 
 

@@ -6,7 +6,7 @@ so they describe *that* interpreter, not the one running envdoctor.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Optional
 
 from envdoctor.facts.base import ProbeError
@@ -29,6 +29,9 @@ class TargetPython:
     prefix: Optional[str] = None
     platform: Optional[str] = None             # "linux_x86_64" (sysconfig.get_platform(), as a tag)
     glibc: Optional[str] = None                # "2.39" as the target interpreter sees it; None on musl
+    #: versions of the packages a bug report lists (numpy, triton, pytorch-triton, nvidia-*, torch*),
+    #: by normalized name: {"numpy": "2.5.2", "nvidia-nccl-cu13": "2.28.9", "triton": "3.6.0"}
+    packages: dict[str, str] = field(default_factory=dict)
     error: Optional[ProbeError] = None
 
 
@@ -69,6 +72,9 @@ class TorchFacts:
     cuda: Optional[str] = None                 # torch.version.cuda, "13.0"; None on CPU builds
     hip: Optional[str] = None
     git: Optional[str] = None
+    debug_build: Optional[bool] = None         # torch.version.debug
+    compiler: Optional[str] = None             # what torch was built with: "GCC 13.3" (torch.__config__.show())
+    cpu_capability: Optional[str] = None       # the CPU kernels torch uses: "AVX2", "AVX512", "DEFAULT"
     cudnn_version: Optional[str] = None        # "9.19.0" (the cuDNN torch loaded)
     cudnn_path: Optional[str] = None           # the file it came from
     cudnn_error: Optional[str] = None          # torch.backends.cudnn.version() raised (version mismatch)

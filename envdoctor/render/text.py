@@ -39,6 +39,10 @@ def system_rows(f: Facts) -> List[Row]:
         rows.append(("nouveau", "loaded"))
     if s.secure_boot is not None:
         rows.append(("Secure Boot", f"{'enabled' if s.secure_boot else 'off'} ({s.secure_boot_source})"))
+    if s.cpu_model or s.cpu_count:
+        rows.append(("CPU", ", ".join(x for x in (s.cpu_model, s.cpu_count and f"{s.cpu_count} logical CPUs") if x)))
+    if s.gcc or s.gcc_error:
+        rows.append(("GCC", s.gcc or _err(s.gcc_error)))
     rows.append(("envdoctor", f"{f.envdoctor_version} on Python {s.python} ({s.python_executable})"))
     return rows
 
@@ -163,6 +167,10 @@ def python_rows(f: Facts) -> List[Row]:
     if t.installed and t.version:
         build = f"CUDA {t.cuda}" if t.cuda else (f"ROCm/HIP {t.hip}" if t.hip else "CPU-only build")
         rows.append(("torch", f"{t.version} ({build})" + (f", imported in {t.import_seconds:.1f} s" if t.import_seconds else "")))
+        built = ", ".join(x for x in (t.compiler and f"built with {t.compiler}", t.debug_build and "a debug build",
+                                      t.cpu_capability and f"CPU kernels {t.cpu_capability}") if x)
+        if built:
+            rows.append(("torch build", built))
         if t.arch_list:
             rows.append(("Kernels for", " ".join(t.arch_list)))
         if t.cudnn_version:
@@ -179,16 +187,47 @@ def python_rows(f: Facts) -> List[Row]:
         for name, version in (("torchvision", t.torchvision), ("torchaudio", t.torchaudio)):
             if version:
                 rows.append((name, version))
+    rows.extend(package_rows(p.packages))
     return rows
+
+
+#: Shown elsewhere in the section (the torch rows), so not repeated among the packages.
+_SHOWN = ("torch", "torchvision", "torchaudio")
+
+
+def package_rows(packages: dict[str, str]) -> List[Row]:
+    """The target's numpy/triton/torch*/nvidia-* versions: one row, and one for nvidia-* (their prefix cut).
+
+    >>> package_rows({"numpy": "2.5.2", "nvidia-nccl-cu13": "2.28.9", "torch": "2.11.0", "triton": "3.6.0"})
+    [('Packages', 'numpy 2.5.2, triton 3.6.0'), ('nvidia-*', 'nccl-cu13 2.28.9')]
+    """
+    plain = [f"{n} {v}" for n, v in sorted(packages.items()) if not n.startswith("nvidia-") and n not in _SHOWN]
+    nvidia = [f"{n[len('nvidia-'):]} {v}" for n, v in sorted(packages.items()) if n.startswith("nvidia-")]
+    rows: List[Row] = []
+    if plain:
+        rows.append(("Packages", ", ".join(plain)))
+    if nvidia:
+        rows.append(("nvidia-*", ", ".join(nvidia)))
+    return rows
+
+
+def env_rows(f: Facts) -> List[Row]:
+    """The variables that change how torch, CUDA and NCCL behave (probes/system.py BEHAVIOUR_ENV)."""
+    shown = {"CUDA_VISIBLE_DEVICES": f.driver.cuda_visible_devices, "NVIDIA_VISIBLE_DEVICES": f.driver.nvidia_visible_devices}
+    return [(name, value if value else repr(value)) for name, value in sorted(f.system.torch_env.items())
+            if shown.get(name) is None]         # those two are in the GPU section when the driver probe read them
 
 
 SECTIONS = (("System", system_rows), ("GPU and driver", gpu_rows), ("GPU links", links_rows),
             ("CUDA toolkits", toolkit_rows),
             ("Conda", conda_rows), ("Docker and the NVIDIA Container Toolkit", docker_rows),
-            ("Python and torch", python_rows))
+            ("Python and torch", python_rows),
+            ("Environment that changes torch, CUDA and NCCL", env_rows))
 
 
 def _skipped(f: Facts, title: str) -> bool:
+    if title == "Environment that changes torch, CUDA and NCCL":
+        return not f.system.torch_env      # a section only when one of the variables is set
     area = {"CUDA toolkits": "toolkits", "Conda": "conda", "Docker and the NVIDIA Container Toolkit": "docker"}
     return area.get(title) in f.skipped
 
