@@ -94,6 +94,7 @@ MYPY_PATHS = (
     "envdoctor/parse/compiler.py",
     "envdoctor/parse/torch.py",
     "envdoctor/probes/python.py",
+    "envdoctor/probes/interpreters.py",
 )
 
 

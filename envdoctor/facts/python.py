@@ -59,6 +59,17 @@ class LoadedLibrary:
 
 
 @dataclass(frozen=True)
+class TorchElsewhere:
+    """Another interpreter of the machine that has torch (found by ``probes/interpreters.py`` when
+    the target has none): ``TorchElsewhere("/opt/torch/.venv/bin/python", "2.11.0+cu130", "venv")``."""
+
+    python: str
+    version: str
+    kind: str = "venv"                         # "venv", "conda env", "pyenv", "uv", "uv tool", "system"
+    prefix: Optional[str] = None               # "/opt/torch/.venv"
+
+
+@dataclass(frozen=True)
 class TorchFacts:
     """What ``import torch`` says in the target interpreter, run in a child process.
 
@@ -99,4 +110,7 @@ class TorchFacts:
     warnings: tuple[str, ...] = ()             # Python warnings torch emitted ("UserWarning: CUDA initialization: ...")
     unreadable: tuple[str, ...] = ()           # fields the child could not read, with the exception
     stage: Optional[str] = None                # the last step the child began ("import torch", "tiny op", ...)
+    #: when torch is not installed in the target: the interpreters of the machine that have it
+    elsewhere: tuple[TorchElsewhere, ...] = ()
+    elsewhere_cut: bool = False                # the scan stopped at its count or time bound
     error: Optional[ProbeError] = None

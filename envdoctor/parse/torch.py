@@ -177,6 +177,22 @@ def build_config(text: Optional[str]) -> tuple[Optional[str], Optional[str]]:
     return (compiler.group(1) if compiler else None), (capability.group(1) if capability else None)
 
 
+_VERSION_PY = re.compile(r"""^__version__\s*(?::\s*str\s*)?=\s*['"]([0-9][0-9A-Za-z.+_-]{0,63})['"][ \t]*$""", re.M)
+
+
+def torch_version_py(text: str) -> Optional[str]:
+    """The ``__version__`` line of an installed ``torch/version.py``, read as text (never imported).
+
+    >>> torch_version_py("from typing import Optional\\n\\n__all__ = ['__version__', 'debug']\\n"
+    ...                  "__version__ = '2.13.0+cpu'\\ndebug = False\\ncuda: Optional[str] = None\\n")
+    '2.13.0+cpu'
+    >>> torch_version_py("__version__ = get_version()") is None
+    True
+    """
+    m = _VERSION_PY.search(text[:65536])
+    return m.group(1) if m else None
+
+
 def cudnn_version(raw: Any) -> Optional[str]:
     """``torch.backends.cudnn.version()`` -> "major.minor.patch" (cuDNN 9 counts in 10000s).
 

@@ -163,7 +163,10 @@ def python_rows(f: Facts) -> List[Row]:
     if t.import_error:
         rows.append(("torch", f"installed but import fails: {t.import_error}"))
     elif not t.installed and not t.error:
-        rows.append(("torch", "not installed"))
+        rows.append(("torch", (f"not installed in {p.executable}" if p.executable and t.elsewhere else "not installed")
+                     + elsewhere_text(f)))
+    elif not t.installed and t.elsewhere:
+        rows.append(("torch elsewhere", elsewhere_text(f).removeprefix("; ")))
     if t.installed and t.version:
         build = f"CUDA {t.cuda}" if t.cuda else (f"ROCm/HIP {t.hip}" if t.hip else "CPU-only build")
         rows.append(("torch", f"{t.version} ({build})" + (f", imported in {t.import_seconds:.1f} s" if t.import_seconds else "")))
@@ -189,6 +192,16 @@ def python_rows(f: Facts) -> List[Row]:
                 rows.append((name, version))
     rows.extend(package_rows(p.packages))
     return rows
+
+
+def elsewhere_text(f: Facts) -> str:
+    """"; these have it: /opt/torch/.venv/bin/python (2.11.0+cu130, venv) -- use --python PATH", or ""."""
+    t = f.torch
+    if not t.elsewhere:
+        return ""
+    where = ", ".join(f"{e.python} ({e.version}, {e.kind})" for e in t.elsewhere)
+    more = " and maybe more (the scan stopped at its bound)" if t.elsewhere_cut else ""
+    return f"; these have it: {where}{more} -- use --python PATH"
 
 
 #: Shown elsewhere in the section (the torch rows), so not repeated among the packages.
