@@ -95,6 +95,8 @@ MYPY_PATHS = (
     "envdoctor/parse/torch.py",
     "envdoctor/probes/python.py",
     "envdoctor/probes/interpreters.py",
+    "envdoctor/parse/indexconf.py",
+    "envdoctor/probes/indexconf.py",
 )
 
 

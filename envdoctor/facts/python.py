@@ -7,9 +7,39 @@ so they describe *that* interpreter, not the one running envdoctor.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Literal, Optional
 
 from envdoctor.facts.base import ProbeError
+
+#: How a configured index is used: instead of PyPI, in addition to it, or as a folder of links.
+Role = Literal["index", "extra", "find-links"]
+Tool = Literal["pip", "uv"]
+
+
+@dataclass(frozen=True)
+class ConfiguredIndex:
+    """A package index the user's pip or uv is configured with (``probes/indexconf.py``), URL masked:
+    ``ConfiguredIndex("https://mirror.example/pytorch/whl/cu128", "index", "pip", "PIP_INDEX_URL")``."""
+
+    url: str
+    role: Role                                 # "index" (instead of PyPI), "extra", "find-links"
+    tool: Tool                                 # "pip", "uv"
+    source: str                                # "PIP_INDEX_URL", "/etc/pip.conf [global]", "uv.toml [[index]] pytorch"
+    name: Optional[str] = None                 # uv's index name
+    explicit: bool = False                     # uv: only for the packages pinned to it
+    torch_pinned: bool = False                 # uv: [tool.uv.sources] pins torch to it
+
+
+@dataclass(frozen=True)
+class IndexConfig:
+    """What pip and uv are configured to install from, and through which proxy."""
+
+    indexes: tuple[ConfiguredIndex, ...] = ()
+    torch_base: Optional[str] = None           # the torch wheel base those imply ("https://mirror/whl"), masked
+    torch_base_source: Optional[str] = None    # "PIP_INDEX_URL: https://mirror/whl/cu128"
+    proxies: dict[str, str] = field(default_factory=dict)   # {"HTTPS_PROXY": "http://proxy:3128"}, masked
+    files: tuple[str, ...] = ()                # the configuration files read
+    problems: tuple[str, ...] = ()             # files pip or uv would refuse, one line each
 
 
 @dataclass(frozen=True)
@@ -32,6 +62,7 @@ class TargetPython:
     #: versions of the packages a bug report lists (numpy, triton, pytorch-triton, nvidia-*, torch*),
     #: by normalized name: {"numpy": "2.5.2", "nvidia-nccl-cu13": "2.28.9", "triton": "3.6.0"}
     packages: dict[str, str] = field(default_factory=dict)
+    index_config: IndexConfig = field(default_factory=IndexConfig)
     error: Optional[ProbeError] = None
 
 

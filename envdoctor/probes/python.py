@@ -5,7 +5,9 @@ The interpreter is ``--python`` (``ctx.python``), else the first ``python3`` the
 the child protocol: the Python facts come first (before torch is touched), a stage line before
 each risky step, the whole answer last. So a segfault in ``import torch``, a hang in CUDA init or
 a non-zero exit still leaves the Python facts, and torch is imported once. When the target has no
-torch, ``probes/interpreters.py`` names the interpreters of the machine that have it (a file scan).
+torch, ``probes/interpreters.py`` names the interpreters of the machine that have it (a file scan);
+``probes/indexconf.py`` adds the indexes its pip and uv are configured with (the site pip.conf is
+the target's own).
 
 >>> python, torch = probe(Context())                        # doctest: +SKIP
 >>> python.version, torch.version, torch.cuda_available
@@ -24,6 +26,7 @@ from envdoctor.facts.base import ProbeError
 from envdoctor.facts.python import TargetPython, TorchFacts
 from envdoctor.parse.torch import target_python, torch_facts
 from envdoctor.probes.context import Context
+from envdoctor.probes.indexconf import index_config
 from envdoctor.probes.interpreters import scan
 
 SCRIPT = "torch_probe.py"
@@ -43,6 +46,7 @@ def probe(ctx: Context, with_torch: bool = True) -> Tuple[TargetPython, TorchFac
     child = run_child(SCRIPT, {"torch": with_torch}, python=exe, timeout=timeout, what="the torch check",
                       runner=ctx.run)
     python, torch = interpret(child, exe, chosen_by, with_torch)
+    python = dataclasses.replace(python, index_config=index_config(ctx, python.prefix))
     if with_torch and not torch.installed:
         torch = with_elsewhere(ctx, python, torch)
     return python, torch

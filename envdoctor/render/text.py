@@ -9,6 +9,7 @@ from typing import Iterable, List, Optional, Tuple
 
 from envdoctor.facts import Facts
 from envdoctor.facts.base import ProbeError
+from envdoctor.facts.python import IndexConfig
 from envdoctor.findings import Finding
 from envdoctor.render.links import links_rows
 from envdoctor.render.style import Style
@@ -191,6 +192,32 @@ def python_rows(f: Facts) -> List[Row]:
             if version:
                 rows.append((name, version))
     rows.extend(package_rows(p.packages))
+    rows.extend(index_rows(p.index_config))
+    return rows
+
+
+def index_rows(c: IndexConfig, shown: int = 6) -> List[Row]:
+    """What pip and uv install from (URLs masked by the probe), the torch base envdoctor uses, the proxy.
+
+    >>> from envdoctor.facts.python import ConfiguredIndex
+    >>> index_rows(IndexConfig(indexes=(ConfiguredIndex("https://m/whl/cu128", "index", "pip", "PIP_INDEX_URL"),),
+    ...                        torch_base="https://m/whl", torch_base_source="PIP_INDEX_URL: https://m/whl/cu128",
+    ...                        proxies={"HTTPS_PROXY": "http://proxy:3128"}))
+    [('Indexes', 'pip index https://m/whl/cu128 (PIP_INDEX_URL)'), ('Torch index base', \
+'https://m/whl (from PIP_INDEX_URL: https://m/whl/cu128): index and recommend use it'), \
+('Proxy', 'HTTPS_PROXY=http://proxy:3128')]
+    """
+    rows: List[Row] = []
+    items = [f"{i.tool} {i.role} {i.url or '(none)'} ({i.source}{', explicit' if i.explicit else ''}"
+             f"{', torch pinned to it' if i.torch_pinned else ''})" for i in c.indexes]
+    if items:
+        more = f"; and {len(items) - shown} more" if len(items) > shown else ""
+        rows.append(("Indexes", "; ".join(items[:shown]) + more))
+    if c.torch_base:
+        rows.append(("Torch index base", f"{c.torch_base} (from {c.torch_base_source}): index and recommend use it"))
+    if c.proxies:
+        rows.append(("Proxy", ", ".join(f"{k}={v}" for k, v in c.proxies.items())))
+    rows.extend(("Config problem", problem) for problem in c.problems)
     return rows
 
 
