@@ -63,7 +63,7 @@ def main() -> None:
             env["PYTHONPATH"] = str(site) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
         programs = {rev: program(rev) for rev in args.rev}
         times: dict[str, list[float]] = {rev: [] for rev in args.rev}
-        for rev, text in programs.items():      # one warm-up each
+        for text in programs.values():      # one warm-up each
             subprocess.run([args.python, "-", config], input=text, text=True, capture_output=True, env=env, check=True)
         for _ in range(args.rounds):
             for rev, text in programs.items():
