@@ -160,7 +160,22 @@ def test_bad_toml_is_one_line():
     with pytest.raises(IndexConfigError, match="uv.toml: not valid TOML"):
         parse_uv_config("[[index]\n", "uv.toml")
     with pytest.raises(IndexConfigError, match="nested too deeply|not valid TOML"):
-        parse_uv_config("a = " + "[" * 100000 + "]" * 100000, "uv.toml")
+        parse_uv_config("a = " + "[" * 50000 + "]" * 50000, "uv.toml")
+    with pytest.raises(IndexConfigError, match="larger than 128 KiB"):
+        parse_uv_config("#" * 200000, "uv.toml")
+
+
+def test_a_uv_toml_of_deeply_dotted_keys_is_refused_not_parsed_for_seconds():
+    """The fuzz run's find: tomllib took 2.9 s on a 95 kB key 'V12.8.93V12.8.93...' (quadratic in its parts)."""
+    import time
+
+    started = time.monotonic()
+    with pytest.raises(IndexConfigError, match="line 1: a key of more than 16 dotted parts"):
+        parse_uv_config("V12.8.93" * 12000, "uv.toml")
+    assert time.monotonic() - started < 0.5
+    # dots inside strings are no key parts: a URL or a long version list stays readable
+    assert parse_uv_config('v = "' + "1." * 500 + '"\nurl = \'https://a.b.c.d.e.f.g.h.i.j.k.l.m.n.o.p.q.r/whl\'\n')["url"] \
+        == "https://a.b.c.d.e.f.g.h.i.j.k.l.m.n.o.p.q.r/whl"
 
 
 def test_uv_finds_the_nearest_project_then_the_users_then_the_systems(tmp_path):

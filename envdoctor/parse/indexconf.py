@@ -171,8 +171,7 @@ def parse_uv_config(text: str, where: str = "uv.toml", pyproject: bool = False) 
     >>> parse_uv_config('[project]\\nname = "x"\\n', pyproject=True) is None
     True
     """
-    if len(text) > MAX_BYTES * 4:
-        raise IndexConfigError(f"{where}: larger than {MAX_BYTES * 4 // 1024} KiB")
+    _check_toml_shape(text, where)
     if sys.version_info >= (3, 11):
         import tomllib
     else:  # pragma: no cover - exercised on Python < 3.11 only
@@ -188,6 +187,24 @@ def parse_uv_config(text: str, where: str = "uv.toml", pyproject: bool = False) 
         uv = tool.get("uv") if isinstance(tool, dict) else None
         return uv if isinstance(uv, dict) else None
     return data
+
+
+#: Dotted parts a line of a uv.toml may hold outside its strings: tomllib is quadratic in the parts
+#: of one dotted key ("a.a.a...": 4,000 parts take 0.4 s), and a real uv setting has a handful.
+MAX_DOTS = 16
+#: tomllib reads about 300 kB/s of dotted keys on one core: a larger file is refused, not parsed.
+MAX_TOML_BYTES = 128 * 1024
+_QUOTED = re.compile(r'"(?:[^"\\\n]|\\.)*"|\'[^\'\n]*\'')
+
+
+def _check_toml_shape(text: str, where: str) -> None:
+    """Refuse what would make tomllib slow: a file over MAX_TOML_BYTES, a line with a key of too many parts."""
+    if len(text) > MAX_TOML_BYTES:
+        raise IndexConfigError(f"{where}: larger than {MAX_TOML_BYTES // 1024} KiB; a uv configuration (or a "
+                               "pyproject.toml) holds a few screens")
+    for n, line in enumerate(text.splitlines(), 1):
+        if line.count(".") > MAX_DOTS and _QUOTED.sub("", line).count(".") > MAX_DOTS:
+            raise IndexConfigError(f"{where}: line {n}: a key of more than {MAX_DOTS} dotted parts")
 
 
 def uv_indexes(settings: Mapping[str, Any], where: str) -> list[IndexSetting]:

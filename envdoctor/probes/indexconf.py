@@ -129,7 +129,7 @@ def _has_tool_uv(ctx: Context, path: str) -> bool:
 def _text(ctx: Context, path: str) -> Optional[str]:
     if not _is_file(ctx, path):
         return None
-    text, _ = ctx.read(path, limit=MAX_BYTES * 4 + 1)
+    text, _ = ctx.read(path, limit=MAX_BYTES + 1)
     return text
 
 
