@@ -118,3 +118,73 @@ def test_every_distribution_names_its_kernel_headers_and_the_key_dkms_signs_with
     assert real.distro("debian", "12").mok_enroll() == "mokutil --import /var/lib/dkms/mok.pub"
     assert real.distro("rhel", "9").dkms_mok == "/var/lib/dkms/mok.pub"
     assert real.distro("debian", "13").kernel_headers == "linux-headers-$(uname -r)"
+
+
+# --- cards still common in labs and old clouds (issue 12) ------------------------------------------
+
+@pytest.mark.parametrize("name, pci, cc, memory", [
+    ("Tesla K80", "0x102d", "3.7", 12.0),          # one of the board's two GPUs
+    ("Tesla K40m", "10de:1024", "3.5", 12.0),      # the K40c's id finds the K40 row
+    ("Tesla M40", "0x17fd", "5.2", 12.0),
+    ("Tesla M60", "0x13f2", "5.2", 8.0),
+    ("Tesla P4", "0x1bb3", "6.1", 8.0),
+    ("Tesla P40", "0x1b38", "6.1", 24.0),
+    ("NVIDIA GeForce GTX 1050 Ti", "0x1c82", "6.1", 4.0),
+    ("NVIDIA GeForce GTX 1070 Ti", "0x1b82", "6.1", 8.0),
+    ("Quadro P4000", "0x1bb1", "6.1", 8.0),
+    ("Quadro RTX 6000", "0x1e36", "7.5", 24.0),
+    ("Quadro GV100", "0x1dba", "7.0", 32.0),
+    ("NVIDIA TITAN Xp", "0x1b02", "6.1", 12.0),
+    ("NVIDIA TITAN RTX", "0x1e02", "7.5", 24.0),
+    ("NVIDIA RTX A2000 12GB", "0x2571", "8.6", 12.0),
+    ("NVIDIA RTX A4500", "0x2232", "8.6", 20.0),
+])
+def test_old_lab_and_cloud_cards_are_known_by_name_and_pci_id(real, name, pci, cc, memory):
+    by_name, by_pci = real.gpu(name), real.gpu_by_pci(pci)
+    assert by_name is not None and by_name is by_pci
+    assert (by_name.cc, by_name.memory_gib) == (cc, memory)
+    assert by_name.pci_source and by_name.source
+
+
+def test_old_cards_answer_to_the_short_names_people_type(real):
+    assert real.gpu("K80").name == "Tesla K80" and real.gpu("P40").name == "Tesla P40"
+    assert real.gpu("Tesla K40c").name == "Tesla K40m"           # NVML names the boards differently
+    assert real.gpu("M40 24GB").memory_gib == 24.0 and real.gpu("M40").memory_gib == 12.0
+    assert real.gpu("Quadro RTX 8000").memory_gib == 48.0
+
+
+def test_figures_not_read_in_an_nvidia_document_are_marked(real):
+    k80 = real.gpu("K80")
+    assert {"memory_gib", "bandwidth_gbs", "fp32_tflops"} <= set(k80.unconfirmed_fields)
+    assert k80.is_datacenter() is None                            # a Tesla, but no NVIDIA list read says so
+    assert real.gpu("P40").is_datacenter() is True
+
+
+def test_a_pci_id_two_quadro_models_share_maps_to_no_model_but_to_turing(real):
+    """0x1e30 is "Quadro RTX 6000/8000" in pci.ids: no row claims it, the chip family gives 7.5."""
+    assert real.gpu_by_pci("0x1e30") is None
+    assert real.arch_for_pci("0x1e30").cc == "7.5"
+    assert real.arch_for_pci("0x1180").name == "Kepler"           # a GK104 no model row names
+
+
+def test_k80_through_an_old_nvidia_smi_gets_its_capability_from_the_table(real):
+    """R470 (the last branch for Kepler) predates nvidia-smi's compute_cap: the name finds sm_37."""
+    facts = Facts(driver=DriverFacts(driver_version="470.256.02", gpus=(
+        GpuInfo(0, "Tesla K80", source="nvidia-smi"), GpuInfo(1, "Tesla K80", source="nvidia-smi"))))
+    assert [(g.cc, g.cc_source) for g in machine_gpus(facts, real)] == [("3.7", "envdoctor table")] * 2
+
+
+def test_a_k80_with_torch_2_8_has_no_kernels_for_sm_37(real):
+    from envdoctor.facts import TargetPython, TorchFacts
+    from envdoctor.rules.torch import RULES
+
+    arch = real.torch("2.8.0").variant("cu126").arch_list
+    torch = TorchFacts(installed=True, version="2.8.0+cu126", cuda="12.6", arch_list=arch, cuda_available=True)
+    facts = Facts(torch=torch, python=TargetPython(executable="/opt/venv/bin/python", version="3.12.3", pip="24.0",
+                                                   platform="linux_x86_64"),
+                  driver=DriverFacts(driver_version="470.256.02", driver_cuda="11.4",
+                                     gpus=(GpuInfo(0, "Tesla K80", source="nvidia-smi"),)))
+    found = [f for rule in RULES for f in rule(facts, real) if f.code == "ED206"]
+    assert len(found) == 1
+    assert found[0].title == "torch 2.8.0+cu126 has no kernels for compute capability 3.7"
+    assert found[0].evidence[0].startswith("GPU 0 (Tesla K80): compute capability 3.7")

@@ -22,7 +22,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from envdoctor.parse import ParseError, conda, docker, jsontext, nvcc, nvidia_proc, nvidia_smi, torch
+from envdoctor.parse import (
+    ParseError, compiler, conda, cpuinfo, docker, indexconf, jsontext, nvcc, nvidia_proc, nvidia_smi, torch,
+)
 from envdoctor.redact import mask_text, mask_url
 from envdoctor.wheels import pages, target
 
@@ -36,7 +38,9 @@ FIXTURES = Path(__file__).parent / "fixtures"
 PIECES = ["<!--", "-->", "<a href=", '"', "'", "[", "]", "{", "}", "unix://", "tcp://", "://", " ", "\t",
           "\n", "NVRM version:", "index,", "Driver Version:", "CUDA Version:", "release ", "V12.8.93",
           "9" * 20, "2.", "manylinux_2_", "glibc 2.", "@", ":", "/t/", "token=", "Bearer ", "\x00", "\ufffd",
-          "<html>", "</html>", "#sha256=", ".whl", "-", "_", "\\", "e400", "NaN", "Infinity"]
+          "<html>", "</html>", "#sha256=", ".whl", "-", "_", "\\", "e400", "NaN", "Infinity",
+          "  - GCC ", "CPU capability usage:", "processor\t: ", "model name\t: ", "gcc (", "version ",
+          "[global]", "index-url = ", "[[tool.uv.index]]", "url = ", "/whl/cu128", "=", "__version__ = '"]
 
 
 def _recorded_texts() -> list:
@@ -93,6 +97,16 @@ CASES = [
     Case("nvcc.parse_dryrun_bin", nvcc.parse_dryrun_bin, (nvcc.NvccParseError,)),
     Case("conda.parse_error", conda.parse_error),
     Case("torch.parse_glibc", torch.parse_glibc),
+    Case("torch.build_config", torch.build_config),
+    Case("cpuinfo.parse_cpuinfo", cpuinfo.parse_cpuinfo),
+    Case("compiler.parse_gcc_version", compiler.parse_gcc_version),
+    Case("torch.torch_version_py", torch.torch_version_py),
+    Case("indexconf.parse_pip_config", indexconf.parse_pip_config, (indexconf.IndexConfigError,)),
+    Case("indexconf.parse_uv_config", indexconf.parse_uv_config, (indexconf.IndexConfigError,)),
+    Case("indexconf.parse_uv_config(pyproject)", lambda t: indexconf.parse_uv_config(t, pyproject=True),
+         (indexconf.IndexConfigError,)),
+    Case("indexconf.torch_base", indexconf.torch_base),
+    Case("indexconf.uv_env_indexes", lambda t: indexconf.uv_env_indexes({"UV_INDEX": t, "UV_DEFAULT_INDEX": t})),
     Case("torch.linux_platform_tags", lambda t: torch.linux_platform_tags(t[:40], "linux_x86_64")),
     Case("jsontext.loads", jsontext.loads, (jsontext.JsonError,)),
     Case("redact.mask_text", mask_text),

@@ -99,6 +99,14 @@ MYPY_PATHS = (
     "envdoctor/fit",
     "envdoctor/cli/fit.py",
     "envdoctor/render/fit.py",
+    # collect_env parity, other interpreters, the configured index (issue 12)
+    "envdoctor/parse/cpuinfo.py",
+    "envdoctor/parse/compiler.py",
+    "envdoctor/parse/torch.py",
+    "envdoctor/probes/python.py",
+    "envdoctor/probes/interpreters.py",
+    "envdoctor/parse/indexconf.py",
+    "envdoctor/probes/indexconf.py",
 )
 
 

@@ -1,7 +1,9 @@
 """The target Python and its torch, for ``envdoctor check`` (run by envdoctor.child).
 
 Standard library and torch only; runs on Python 3.8+ and still reports the version on older ones.
-Never imports torchvision or torchaudio (their versions come from the package metadata).
+Never imports torchvision or torchaudio: their versions, and those of the packages a bug report
+lists (numpy, triton, nvidia-*, ...: ``PACKAGE_NAMES``/``PACKAGE_PREFIXES``), come from the
+dist-info folder names, read in one pass over sys.path (``installed_distributions``).
 Events: ``python`` (the Python facts, before torch is touched), a ``stage`` before each step that
 may crash or hang (with the torch facts so far), then the result ``{"python": ..., "torch": ...}``.
 Config: ``{"torch": false}`` reads only the Python facts.
@@ -40,42 +42,95 @@ def _exc(exc):
     return _text("%s: %s" % (type(exc).__name__, exc))
 
 
-def _dist_info_version(name):
-    """Python 3.7 and older have no importlib.metadata: read the dist-info folder names."""
-    import os
+#: Packages reported with their versions, as torch.utils.collect_env lists them for a bug report:
+#: a normalized name (PEP 503) equal to one of NAMES or starting with one of PREFIXES.
+PACKAGE_NAMES = ("numpy", "triton", "optree", "mkl", "intel-openmp", "cupy", "jax", "jaxlib")
+PACKAGE_PREFIXES = ("torch", "pytorch-", "nvidia-", "triton-", "cuda-", "cupy-", "onnx", "jax-")
+MAX_PACKAGES = 300
+MAX_FOLDERS = 64
+_SEPARATORS = "-_."
 
-    prefix = name.replace("-", "_").lower() + "-"
-    for folder in sys.path:
-        try:
-            entries = os.listdir(folder or ".")
-        except OSError:
+
+def _normalize(name):
+    """PEP 503: "Typing_Extensions" -> "typing-extensions"."""
+    out = []
+    for ch in name.lower():
+        if ch in _SEPARATORS:
+            if not out or out[-1] != "-":
+                out.append("-")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def _split_info(entry):
+    """``torch-2.8.0+cu128.dist-info`` -> ("torch", "2.8.0+cu128"); ``foo-1.0-py3.8.egg-info`` ->
+    ("foo", "1.0"); None for anything else. Installers write a wheel's dist-info folder as
+    ``{name}-{version}`` with "-" in the name escaped, so the first "-" ends the name."""
+    for suffix in (".dist-info", ".egg-info"):
+        if entry.endswith(suffix):
+            stem = entry[: -len(suffix)]
+            break
+    else:
+        return None
+    if "-" not in stem:
+        return None
+    name, version = stem.split("-", 1)
+    if suffix == ".egg-info" and "-py" in version:
+        version = version.split("-py", 1)[0]
+    if not name or not version:
+        return None
+    return _normalize(name), version
+
+
+def installed_distributions(path=None):
+    """{normalized name: (version, dist-info folder)} in ONE pass over the folders of sys.path (the
+    folder names only: no METADATA read), first found wins, as importlib.metadata finds them."""
+    found = {}
+    seen = set()
+    for folder in (sys.path if path is None else path)[:MAX_FOLDERS * 4]:
+        folder = folder or "."
+        if folder in seen or len(seen) >= MAX_FOLDERS:
             continue
-        for entry in entries:
-            low = entry.lower()
-            if low.startswith(prefix) and low.endswith((".dist-info", ".egg-info")):
-                return entry[len(prefix):].rsplit(".", 1)[0]
-    return None
+        seen.add(folder)
+        try:
+            entries = os.listdir(folder)
+        except (OSError, TypeError, ValueError):
+            continue
+        for entry in sorted(entries):
+            split = _split_info(entry)
+            if split is not None and split[0] not in found:
+                found[split[0]] = (split[1], os.path.join(folder, entry))
+    return found
 
 
 def _metadata_version(name):
+    """importlib.metadata's answer, for a distribution the folder names did not give (an egg-info
+    folder without a version: a source checkout installed in develop mode)."""
     try:
         from importlib import metadata
     except ImportError:  # Python 3.7 and older
-        return _dist_info_version(name)
+        return None
     try:
         return metadata.version(name)
     except Exception:
         return None
 
 
-def _installer(name):
-    try:
-        from importlib import metadata
+def _wanted(name):
+    return name in PACKAGE_NAMES or name.startswith(PACKAGE_PREFIXES)
 
-        text = metadata.distribution(name).read_text("INSTALLER")
-    except Exception:
+
+def _installer(info):
+    """The INSTALLER file of a dist-info folder ("pip", "uv", "conda"), or None."""
+    if info is None:
         return None
-    return (text or "").strip() or None
+    try:
+        with open(os.path.join(info[1], "INSTALLER")) as fh:
+            text = fh.read(200)
+    except (OSError, UnicodeDecodeError):
+        return None
+    return text.strip() or None
 
 
 def python_facts():
@@ -93,6 +148,10 @@ def python_facts():
         has_pip = importlib.util.find_spec("pip") is not None
     except Exception:
         has_pip = False
+    dists = installed_distributions()
+    packages = dict((name, dists[name][0]) for name in sorted(dists) if _wanted(name))
+    if len(packages) > MAX_PACKAGES:
+        packages = dict(sorted(packages.items())[:MAX_PACKAGES])
     return {
         "executable": sys.executable,
         "version": platform.python_version(),
@@ -109,11 +168,13 @@ def python_facts():
         "prefix": prefix,
         "base_prefix": base,
         "conda_meta": os.path.isdir(os.path.join(prefix, "conda-meta")),
-        "pip": (_metadata_version("pip") or "unknown") if has_pip else None,
-        "distributions": {
-            name: _metadata_version(name) for name in ("torch", "torchvision", "torchaudio")
-        },
-        "torch_installer": _installer("torch"),
+        "pip": ((dists.get("pip") or ("unknown",))[0]) if has_pip else None,
+        "distributions": dict(
+            (name, dists[name][0] if name in dists else _metadata_version(name))
+            for name in ("torch", "torchvision", "torchaudio")
+        ),
+        "packages": packages,
+        "torch_installer": _installer(dists.get("torch")),
     }
 
 
@@ -219,6 +280,11 @@ def torch_facts(report):
     d["cuda"] = getattr(version, "cuda", None)
     d["hip"] = getattr(version, "hip", None)
     d["git"] = getattr(version, "git_version", None)
+    d["debug"] = getattr(version, "debug", None)
+    config = getattr(torch, "__config__", None)
+    if config is not None and hasattr(config, "show"):
+        # "PyTorch built with:\n  - GCC 13.3\n  - ... CPU capability usage: AVX2 ...": parsed host-side
+        d["build_config"] = report.attempt("torch.__config__.show()", lambda: _text(config.show(), 8000))
     gpu_build = bool(d["cuda"] or d["hip"])
     # The compiled-in list, which torch.cuda.get_arch_list() hides when CUDA is not available.
     flags = getattr(getattr(torch, "_C", None), "_cuda_getArchFlags", None)

@@ -23,6 +23,7 @@ import click
 
 from envdoctor.cli.common import EXIT_USAGE, check_index_url, color_option, debug_option, guarded
 from envdoctor.documents import document, dumps
+from envdoctor.facts.python import IndexConfig
 from envdoctor.redact import mask_text
 from envdoctor.wheels import (
     FALLBACK_BASE, IndexClient, Target, TargetError, VariantListing, best, check_variant_name,
@@ -135,7 +136,7 @@ def index(variants: Tuple[str, ...], all_: bool, package: str, python: Optional[
         hint = f" (known: {', '.join(known)})" if known else ""
         raise click.UsageError(f"name one or more variants, e.g. cu128 cpu, or use --all{hint}")
     target = _target(python, python_version, platform, timeout)
-    base = index_url or (str(table.index_base).rstrip("/") if table is not None else FALLBACK_BASE)
+    base, base_source, configured = _base(index_url, table)
     with IndexClient(base, ttl=ttl, offline=offline, refresh=refresh, timeout=timeout,
                      retries=retries, backoff=backoff) as client:
         if all_:
@@ -153,11 +154,50 @@ def index(variants: Tuple[str, ...], all_: bool, package: str, python: Optional[
             winner = best(client.variants(others, package, target)) if others else None
     code = exit_code(listings, any_is_enough=all_)
     if as_json:
-        click.echo(mask_text(dumps(_document(client, package, target, offline, listings, winner, code))))
+        doc = _document(client, package, target, offline, listings, winner, code)
+        doc.update(_configured_keys(base_source, configured))
+        click.echo(mask_text(dumps(doc)))
     else:
-        for line in _text(client, package, target, offline, listings, winner, table is None):
+        lines = _text(client, package, target, offline, listings, winner, table is None)
+        lines[1:1] = _configured_lines(base_source, configured)
+        for line in lines:
             click.echo(mask_text(line))
     sys.exit(code)
+
+
+def _base(index_url: Optional[str], table: Optional[Any]) -> Tuple[str, str, IndexConfig]:
+    """(base, where it comes from, the pip/uv configuration read) -- ``--index-url`` (or
+    ENVDOCTOR_INDEX_URL), else the torch index the user's pip/uv is configured with, else the table's."""
+    from envdoctor.probes.context import Context
+    from envdoctor.probes.indexconf import index_config
+    from envdoctor.wheels import default_choice
+
+    configured = index_config(Context())
+    if index_url:
+        given = click.get_current_context().get_parameter_source("index_url")
+        from_env = given is not None and given.name == "ENVIRONMENT"
+        return index_url, ("ENVDOCTOR_INDEX_URL" if from_env else "--index-url"), configured
+    if table is None and configured.torch_base_source is None:   # default_choice would load the broken table again
+        return FALLBACK_BASE, "envdoctor's built-in default", configured
+    base, source = default_choice()
+    return base, source, configured
+
+
+def _configured_lines(base_source: str, configured: IndexConfig) -> List[str]:
+    """Where the base comes from when the user's configuration chose it; the proxy requests will use."""
+    lines = []
+    if base_source.startswith("your pip/uv configuration"):
+        lines.append(f"  base from {base_source}; --index-url overrides it")
+    for name, value in configured.proxies.items():
+        lines.append(f"  proxy: {name}={value}")
+    return lines
+
+
+def _configured_keys(base_source: str, configured: IndexConfig) -> dict:
+    return {"index_source": base_source,
+            "configured_indexes": [{"url": i.url, "role": i.role, "tool": i.tool, "source": i.source}
+                                   for i in configured.indexes],
+            "proxies": dict(configured.proxies)}
 
 
 def _text(client: IndexClient, package: str, target: Target, offline: bool,

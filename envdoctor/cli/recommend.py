@@ -116,6 +116,9 @@ def recommend(route: Route | None, torch_spec: str | None, python: str | None, a
         machine = apply_overrides(machine, overrides, table)
     except WhatIfError as exc:
         _fail(str(exc))
+    configured = None
+    if index_url is None and from_report is None:     # the user's pip/uv index, not another machine's
+        index_url, configured = _configured_index()
     available = None if offline else _availability(machine, index_url, timeout)
     env_name, export = _index_env(index_url)
     plan = make_plan(machine, table, route, torch_spec, with_nvcc, available, index_url, env_name, export)
@@ -123,6 +126,8 @@ def recommend(route: Route | None, torch_spec: str | None, python: str | None, a
         click.echo(mask_text(render_json.dumps(plan_document(plan))))
     else:
         click.echo(mask_text(render_text(plan, color=use_color())), nl=False)
+    if configured is not None:
+        click.echo(f"envdoctor recommend: {mask_text(configured)}; --index-url overrides it", err=True)
     if script is not None:
         from envdoctor.atomic import write_atomic
 
@@ -175,6 +180,17 @@ def _check_python(python: str, from_report: Path | None, python_version: str | N
         why = "not executable"
     _fail(f"--python {python}: {why}; give an interpreter that runs (e.g. /opt/venv/bin/python), or leave "
           "--python out to plan for python3 on PATH (or a new virtual environment)")
+
+
+def _configured_index() -> tuple[str | None, str | None]:
+    """(base, a line saying where it comes from) of the torch index the user's pip/uv is configured
+    with (``envdoctor.wheels.default_choice``); (None, None) when they name none."""
+    from envdoctor.wheels import default_choice
+
+    base, source = default_choice()
+    if not source.startswith("your pip/uv configuration"):
+        return None, None
+    return base, f"the wheel index base {base} comes from {source}"
 
 
 def _index_env(index_url: str | None) -> tuple[str | None, str | None]:

@@ -10,7 +10,7 @@ from envdoctor.facts.conda import CondaFacts, CondaPackage
 from envdoctor.facts.docker import DockerFacts
 from envdoctor.facts.gpu import DriverFacts, GpuInfo, PciDevice, PciFacts
 from envdoctor.facts.links import LinksFacts
-from envdoctor.facts.python import LoadedLibrary, TargetPython, TorchDevice, TorchFacts
+from envdoctor.facts.python import LoadedLibrary, TargetPython, TorchDevice, TorchElsewhere, TorchFacts
 from envdoctor.facts.system import SystemFacts
 from envdoctor.facts.toolkit import Toolkit, ToolkitFacts
 
@@ -37,5 +37,5 @@ class Facts:
 __all__ = [
     "CondaFacts", "CondaPackage", "DockerFacts", "DriverFacts", "Facts", "GpuInfo", "LoadedLibrary", "PciDevice",
     "PciFacts", "ProbeError", "SystemFacts", "TargetPython", "Toolkit", "ToolkitFacts",
-    "TorchDevice", "TorchFacts",
+    "TorchDevice", "TorchElsewhere", "TorchFacts",
 ]

@@ -6,10 +6,40 @@ so they describe *that* interpreter, not the one running envdoctor.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Optional
+from dataclasses import dataclass, field
+from typing import Literal, Optional
 
 from envdoctor.facts.base import ProbeError
+
+#: How a configured index is used: instead of PyPI, in addition to it, or as a folder of links.
+Role = Literal["index", "extra", "find-links"]
+Tool = Literal["pip", "uv"]
+
+
+@dataclass(frozen=True)
+class ConfiguredIndex:
+    """A package index the user's pip or uv is configured with (``probes/indexconf.py``), URL masked:
+    ``ConfiguredIndex("https://mirror.example/pytorch/whl/cu128", "index", "pip", "PIP_INDEX_URL")``."""
+
+    url: str
+    role: Role                                 # "index" (instead of PyPI), "extra", "find-links"
+    tool: Tool                                 # "pip", "uv"
+    source: str                                # "PIP_INDEX_URL", "/etc/pip.conf [global]", "uv.toml [[index]] pytorch"
+    name: Optional[str] = None                 # uv's index name
+    explicit: bool = False                     # uv: only for the packages pinned to it
+    torch_pinned: bool = False                 # uv: [tool.uv.sources] pins torch to it
+
+
+@dataclass(frozen=True)
+class IndexConfig:
+    """What pip and uv are configured to install from, and through which proxy."""
+
+    indexes: tuple[ConfiguredIndex, ...] = ()
+    torch_base: Optional[str] = None           # the torch wheel base those imply ("https://mirror/whl"), masked
+    torch_base_source: Optional[str] = None    # "PIP_INDEX_URL: https://mirror/whl/cu128"
+    proxies: dict[str, str] = field(default_factory=dict)   # {"HTTPS_PROXY": "http://proxy:3128"}, masked
+    files: tuple[str, ...] = ()                # the configuration files read
+    problems: tuple[str, ...] = ()             # files pip or uv would refuse, one line each
 
 
 @dataclass(frozen=True)
@@ -29,6 +59,10 @@ class TargetPython:
     prefix: Optional[str] = None
     platform: Optional[str] = None             # "linux_x86_64" (sysconfig.get_platform(), as a tag)
     glibc: Optional[str] = None                # "2.39" as the target interpreter sees it; None on musl
+    #: versions of the packages a bug report lists (numpy, triton, pytorch-triton, nvidia-*, torch*),
+    #: by normalized name: {"numpy": "2.5.2", "nvidia-nccl-cu13": "2.28.9", "triton": "3.6.0"}
+    packages: dict[str, str] = field(default_factory=dict)
+    index_config: IndexConfig = field(default_factory=IndexConfig)
     error: Optional[ProbeError] = None
 
 
@@ -56,6 +90,17 @@ class LoadedLibrary:
 
 
 @dataclass(frozen=True)
+class TorchElsewhere:
+    """Another interpreter of the machine that has torch (found by ``probes/interpreters.py`` when
+    the target has none): ``TorchElsewhere("/opt/torch/.venv/bin/python", "2.11.0+cu130", "venv")``."""
+
+    python: str
+    version: str
+    kind: str = "venv"                         # "venv", "conda env", "pyenv", "uv", "uv tool", "system"
+    prefix: Optional[str] = None               # "/opt/torch/.venv"
+
+
+@dataclass(frozen=True)
 class TorchFacts:
     """What ``import torch`` says in the target interpreter, run in a child process.
 
@@ -69,6 +114,9 @@ class TorchFacts:
     cuda: Optional[str] = None                 # torch.version.cuda, "13.0"; None on CPU builds
     hip: Optional[str] = None
     git: Optional[str] = None
+    debug_build: Optional[bool] = None         # torch.version.debug
+    compiler: Optional[str] = None             # what torch was built with: "GCC 13.3" (torch.__config__.show())
+    cpu_capability: Optional[str] = None       # the CPU kernels torch uses: "AVX2", "AVX512", "DEFAULT"
     cudnn_version: Optional[str] = None        # "9.19.0" (the cuDNN torch loaded)
     cudnn_path: Optional[str] = None           # the file it came from
     cudnn_error: Optional[str] = None          # torch.backends.cudnn.version() raised (version mismatch)
@@ -93,4 +141,7 @@ class TorchFacts:
     warnings: tuple[str, ...] = ()             # Python warnings torch emitted ("UserWarning: CUDA initialization: ...")
     unreadable: tuple[str, ...] = ()           # fields the child could not read, with the exception
     stage: Optional[str] = None                # the last step the child began ("import torch", "tiny op", ...)
+    #: when torch is not installed in the target: the interpreters of the machine that have it
+    elsewhere: tuple[TorchElsewhere, ...] = ()
+    elsewhere_cut: bool = False                # the scan stopped at its count or time bound
     error: Optional[ProbeError] = None

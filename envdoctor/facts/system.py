@@ -1,4 +1,5 @@
-"""Facts about the operating system, the container and the interpreter running envdoctor."""
+"""Facts about the operating system, the container, the CPU, the system compiler and the interpreter
+running envdoctor."""
 
 from __future__ import annotations
 
@@ -33,4 +34,12 @@ class SystemFacts:
     secure_boot: Optional[bool] = None      # None: not readable
     secure_boot_source: Optional[str] = None
     env: dict[str, str] = field(default_factory=dict)  # relevant variables, secrets masked
+    #: the variables that change how torch/CUDA/NCCL behave (probes/system.py BEHAVIOUR_ENV), as set:
+    #: {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True", "NCCL_DEBUG": "INFO"}
+    torch_env: dict[str, str] = field(default_factory=dict)
+    cpu_model: Optional[str] = None         # "Intel(R) Xeon(R) Processor" (/proc/cpuinfo)
+    cpu_count: Optional[int] = None         # logical CPUs listed in /proc/cpuinfo
+    gcc: Optional[str] = None               # "gcc (Ubuntu 13.3.0-6ubuntu2~24.04.1) 13.3.0": gcc --version, first line
+    gcc_version: Optional[str] = None       # "13.3.0"
+    gcc_error: Optional[ProbeError] = None  # gcc on PATH but it failed or hung
     error: Optional[ProbeError] = None

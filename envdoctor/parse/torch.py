@@ -131,7 +131,66 @@ def target_python(py: dict[str, Any], executable: Optional[str] = None,
         prefix=prefix,
         platform=plat,
         glibc=glibc,
+        packages=packages(py.get("packages")),
     )
+
+
+#: Bounds on what the child may send: packages kept, and the length of a name or a version.
+MAX_PACKAGES = 300
+_PACKAGE_NAME = re.compile(r"[a-z0-9][a-z0-9-]{0,99}")
+_COMPILER = re.compile(r"^[ \t]*-[ \t]*((?:GCC|clang|Clang|MSVC|Apple clang)[ \t]+[0-9][0-9.]{0,30})[ \t]*$", re.M)
+_CPU_CAPABILITY = re.compile(r"^[ \t]*-[ \t]*CPU capability usage:[ \t]*([A-Za-z0-9_]{1,32})[ \t]*$", re.M)
+
+
+def packages(raw: Any) -> dict[str, str]:
+    """The child's ``packages`` ({normalized name: version}) kept if well formed, at most MAX_PACKAGES.
+
+    >>> packages({"numpy": "2.5.2", "nvidia-nccl-cu13": "2.28.9", "Bad Name": "1", "triton": 3})
+    {'numpy': '2.5.2', 'nvidia-nccl-cu13': '2.28.9'}
+    """
+    if not isinstance(raw, dict):
+        return {}
+    out: dict[str, str] = {}
+    for name, version in raw.items():
+        if len(out) >= MAX_PACKAGES:
+            break
+        if isinstance(name, str) and isinstance(version, str) and _PACKAGE_NAME.fullmatch(name) \
+                and 0 < len(version) <= 64 and version.isprintable():
+            out[name] = version
+    return dict(sorted(out.items()))
+
+
+def build_config(text: Optional[str]) -> tuple[Optional[str], Optional[str]]:
+    """``torch.__config__.show()`` -> (the compiler torch was built with, the CPU capability it uses).
+
+    >>> build_config("PyTorch built with:\\n  - GCC 13.3\\n  - C++ Version: 202002\\n"
+    ...              "  - CPU capability usage: AVX2\\n  - Build settings: BLAS_INFO=mkl, ...")
+    ('GCC 13.3', 'AVX2')
+    >>> build_config(None)
+    (None, None)
+    """
+    if not isinstance(text, str) or not text:
+        return None, None
+    text = text[:20000]
+    compiler = _COMPILER.search(text)
+    capability = _CPU_CAPABILITY.search(text)
+    return (compiler.group(1) if compiler else None), (capability.group(1) if capability else None)
+
+
+_VERSION_PY = re.compile(r"""^__version__\s*(?::\s*str\s*)?=\s*['"]([0-9][0-9A-Za-z.+_-]{0,63})['"][ \t]*$""", re.M)
+
+
+def torch_version_py(text: str) -> Optional[str]:
+    """The ``__version__`` line of an installed ``torch/version.py``, read as text (never imported).
+
+    >>> torch_version_py("from typing import Optional\\n\\n__all__ = ['__version__', 'debug']\\n"
+    ...                  "__version__ = '2.13.0+cpu'\\ndebug = False\\ncuda: Optional[str] = None\\n")
+    '2.13.0+cpu'
+    >>> torch_version_py("__version__ = get_version()") is None
+    True
+    """
+    m = _VERSION_PY.search(text[:65536])
+    return m.group(1) if m else None
 
 
 def cudnn_version(raw: Any) -> Optional[str]:
@@ -206,12 +265,16 @@ def torch_facts(data: Optional[dict[str, Any]], python: Optional[dict[str, Any]]
     paths = tuple(lib.path for lib in libraries)
     devices = tuple(_device(d, i) for i, d in enumerate(data.get("devices") or ()) if isinstance(d, dict))
     arch = data.get("arch_flags")
+    compiler, cpu_capability = build_config(data.get("build_config"))
     return TorchFacts(
         installed=installed,
         version=_str(data.get("version")) or (_str(dists.get("torch")) if installed else None),
         cuda=_str(data.get("cuda")),
         hip=_str(data.get("hip")),
         git=_str(data.get("git")),
+        debug_build=data["debug"] if isinstance(data.get("debug"), bool) else None,
+        compiler=compiler,
+        cpu_capability=cpu_capability,
         cudnn_version=cudnn_version(data.get("cudnn")),
         cudnn_path=_pick(paths, "libcudnn"),
         cudnn_error=_str(data.get("cudnn_error")),

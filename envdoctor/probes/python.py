@@ -4,7 +4,10 @@ The interpreter is ``--python`` (``ctx.python``), else the first ``python3`` the
 ``ctx.env['PATH']``, else envdoctor's own. ``envdoctor/child/torch_probe.py`` runs in it through
 the child protocol: the Python facts come first (before torch is touched), a stage line before
 each risky step, the whole answer last. So a segfault in ``import torch``, a hang in CUDA init or
-a non-zero exit still leaves the Python facts, and torch is imported once.
+a non-zero exit still leaves the Python facts, and torch is imported once. When the target has no
+torch, ``probes/interpreters.py`` names the interpreters of the machine that have it (a file scan);
+``probes/indexconf.py`` adds the indexes its pip and uv are configured with (the site pip.conf is
+the target's own).
 
 >>> python, torch = probe(Context())                        # doctest: +SKIP
 >>> python.version, torch.version, torch.cuda_available
@@ -24,6 +27,8 @@ from envdoctor.facts.python import TargetPython, TorchFacts
 from envdoctor.parse.torch import target_python, torch_facts
 from envdoctor.probes.context import Context
 from envdoctor.probes.reasons import stderr_reason
+from envdoctor.probes.indexconf import index_config
+from envdoctor.probes.interpreters import scan
 
 SCRIPT = "torch_probe.py"
 
@@ -40,7 +45,17 @@ def probe(ctx: Context, with_torch: bool = True) -> Tuple[TargetPython, TorchFac
     timeout = ctx.torch_timeout if with_torch else ctx.timeout
     child = run_child(SCRIPT, {"torch": with_torch}, python=exe, timeout=timeout, what="the torch check",
                       runner=ctx.run)
-    return interpret(child, exe, chosen_by, with_torch)
+    python, torch = interpret(child, exe, chosen_by, with_torch)
+    python = dataclasses.replace(python, index_config=index_config(ctx, python.prefix))
+    if with_torch and not torch.installed:
+        torch = with_elsewhere(ctx, python, torch)
+    return python, torch
+
+
+def with_elsewhere(ctx: Context, python: TargetPython, torch: TorchFacts) -> TorchFacts:
+    """The torch facts of a target without torch, with the machine's interpreters that have it."""
+    found, cut = scan(ctx, exclude=python.prefix)
+    return dataclasses.replace(torch, elsewhere=found, elsewhere_cut=cut) if found or cut else torch
 
 
 def _sorted_out(child: ChildRun) -> Tuple[Optional[Dict[str, Any]], Optional[Dict[str, Any]]]:

@@ -1,6 +1,8 @@
-"""The operating system, the container, WSL, nouveau and Secure Boot.
+"""The operating system, the container, WSL, nouveau, Secure Boot, the CPU, the system GCC and the
+environment variables that change how torch, CUDA and NCCL behave.
 
-Cheap files only (``/etc/os-release``, ``/proc/version``, ``/.dockerenv``, efivars); no command.
+Cheap files (``/etc/os-release``, ``/proc/version``, ``/proc/cpuinfo``, ``/.dockerenv``, efivars) and
+one command, ``gcc --version`` (bounded by ``GCC_TIMEOUT``), for a bug report's "GCC version".
 """
 
 from __future__ import annotations
@@ -15,7 +17,11 @@ from typing import Dict, Optional, Tuple
 
 import distro
 
+from envdoctor.facts.base import ProbeError
 from envdoctor.facts.system import SystemFacts
+from envdoctor.parse.compiler import parse_gcc_version
+from envdoctor.parse.cpuinfo import LIMIT as CPUINFO_LIMIT
+from envdoctor.parse.cpuinfo import parse_cpuinfo
 from envdoctor.probes.context import Context
 from envdoctor.redact import mask_env
 
@@ -25,6 +31,36 @@ _RELEVANT_ENV = re.compile(
     r"PYTHONPATH|PYTORCH_\w*|TORCH_\w*|PIP_\w*INDEX\w*|UV_\w*INDEX\w*|UV_TORCH_BACKEND|ENVDOCTOR_\w*|"
     r"DOCKER_HOST|HIP_VISIBLE_DEVICES|ROCR_VISIBLE_DEVICES|XLA_\w*|HF_\w*TOKEN\w*)$"
 )
+
+#: The variables that change what torch, CUDA, cuBLAS, NCCL, Triton and the CPU thread pools do, shown
+#: in ``check`` and its Markdown (torch.utils.collect_env shows only the allocator and module-loading
+#: ones). Names here, or starting with one of BEHAVIOUR_PREFIXES; values masked like every output.
+BEHAVIOUR_ENV = (
+    # which GPUs, in which order
+    "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "NVIDIA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES",
+    "ROCR_VISIBLE_DEVICES",
+    # the CUDA driver and runtime
+    "CUDA_LAUNCH_BLOCKING", "CUDA_MODULE_LOADING", "CUDA_CACHE_DISABLE", "CUDA_CACHE_PATH",
+    "CUDA_CACHE_MAXSIZE", "CUDA_FORCE_PTX_JIT", "CUDA_DISABLE_PTX_JIT", "CUDA_DEVICE_MAX_CONNECTIONS",
+    "CUDA_AUTO_BOOST", "CUDA_MPS_PIPE_DIRECTORY", "CUDA_MPS_LOG_DIRECTORY", "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE",
+    "NVIDIA_DRIVER_CAPABILITIES", "NVIDIA_TF32_OVERRIDE",
+    # math libraries
+    "CUBLAS_WORKSPACE_CONFIG", "CUBLASLT_WORKSPACE_SIZE", "CUBLAS_LOGINFO_DBG", "CUBLASLT_LOG_LEVEL",
+    "CUDNN_LOGINFO_DBG", "CUDNN_LOGLEVEL_DBG", "CUDNN_LOGDEST_DBG",
+    # CPU thread pools
+    "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS", "OMP_PROC_BIND",
+    "OMP_PLACES", "KMP_AFFINITY", "KMP_BLOCKTIME", "MKL_THREADING_LAYER",
+    # loading
+    "LD_PRELOAD",
+)
+#: torch's own (TORCH_CUDA_ARCH_LIST, TORCH_ALLOW_TF32_CUBLAS_OVERRIDE, TORCH_NCCL_*, TORCH_LOGS,
+#: TORCHINDUCTOR_*, PYTORCH_CUDA_ALLOC_CONF, PYTORCH_NVML_BASED_CUDA_CHECK, ...), NCCL's, Triton's.
+BEHAVIOUR_PREFIXES = ("TORCH_", "TORCHINDUCTOR_", "TORCHDYNAMO_", "PYTORCH_", "NCCL_", "TRITON_")
+#: At most this many variables, each value cut to VALUE_LIMIT characters.
+MAX_BEHAVIOUR_ENV = 100
+VALUE_LIMIT = 500
+#: ``gcc --version`` may take this long (a wrapper such as ccache or a network home can be slow).
+GCC_TIMEOUT = 5.0
 
 _SECURE_BOOT_VAR = "/sys/firmware/efi/efivars/SecureBoot-8be4df61-93ca-11d2-aa0d-e0a6c3b5ba5e"
 
@@ -122,11 +158,51 @@ def _user(env: Dict[str, str]) -> Optional[str]:
         return None
 
 
+def behaviour_env(env: Dict[str, str]) -> Dict[str, str]:
+    """The variables of ``BEHAVIOUR_ENV`` and ``BEHAVIOUR_PREFIXES`` that are set, sorted, masked.
+
+    >>> behaviour_env({"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True", "HOME": "/root",
+    ...                "NCCL_DEBUG": "INFO", "TORCH_SECRET_TOKEN": "abc", "OMP_NUM_THREADS": "8"})
+    {'NCCL_DEBUG': 'INFO', 'OMP_NUM_THREADS': '8', 'PYTORCH_CUDA_ALLOC_CONF': 'expandable_segments:True', \
+'TORCH_SECRET_TOKEN': '***'}
+    """
+    names = sorted(k for k in env if k in BEHAVIOUR_ENV or k.startswith(BEHAVIOUR_PREFIXES))
+    out = {}
+    for name in names[:MAX_BEHAVIOUR_ENV]:
+        value = env[name]
+        if len(value) > VALUE_LIMIT:
+            value = value[:VALUE_LIMIT] + " [cut]"
+        out[name] = mask_env(name, value)
+    return out
+
+
+def _cpu(ctx: Context) -> Tuple[Optional[str], Optional[int]]:
+    text, _ = ctx.read("/proc/cpuinfo", limit=CPUINFO_LIMIT)
+    return parse_cpuinfo(text) if text else (None, None)
+
+
+def _gcc(ctx: Context) -> Tuple[Optional[str], Optional[str], Optional[ProbeError]]:
+    """(first line, version, error) of ``gcc --version``; all None when there is no gcc on PATH."""
+    exe = ctx.which("gcc")
+    if exe is None:
+        return None, None, None
+    ran = ctx.run([exe, "--version"], timeout=min(ctx.timeout, GCC_TIMEOUT))
+    if ran.error is not None:
+        return None, None, ran.error
+    line, version = parse_gcc_version(ran.stdout)
+    if line is None:
+        return None, None, ProbeError("unparseable", f"{exe} --version printed no compiler version",
+                                      f"{exe} --version")
+    return line, version, None
+
+
 def probe(ctx: Context) -> SystemFacts:
     proc_version, _ = ctx.read("/proc/version")
     kernel, _ = ctx.read("/proc/sys/kernel/osrelease")
     container, evidence = detect_container(ctx)
     secure_boot, sb_source = _secure_boot(ctx)
+    cpu_model, cpu_count = _cpu(ctx)
+    gcc, gcc_version, gcc_error = _gcc(ctx)
     env = {k: mask_env(k, v) for k, v in sorted(ctx.env.items()) if _RELEVANT_ENV.match(k)}
     info = _os_release(ctx) if sys.platform.startswith("linux") or str(ctx.root) != "/" else {
         "os_id": "darwin" if sys.platform == "darwin" else sys.platform,
@@ -150,5 +226,11 @@ def probe(ctx: Context) -> SystemFacts:
         secure_boot=secure_boot,
         secure_boot_source=sb_source,
         env=env,
+        torch_env=behaviour_env(ctx.env),
+        cpu_model=cpu_model,
+        cpu_count=cpu_count,
+        gcc=gcc,
+        gcc_version=gcc_version,
+        gcc_error=gcc_error,
         **info,
     )

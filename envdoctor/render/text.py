@@ -10,6 +10,7 @@ from typing import Iterable, List, Optional, Tuple
 
 from envdoctor.facts import Facts
 from envdoctor.facts.base import ProbeError
+from envdoctor.facts.python import IndexConfig
 from envdoctor.findings import Finding
 from envdoctor.render.links import links_rows
 from envdoctor.render.style import Style
@@ -70,6 +71,10 @@ def system_rows(f: Facts) -> List[Row]:
         rows.append(("nouveau", "loaded"))
     if s.secure_boot is not None:
         rows.append(("Secure Boot", f"{'enabled' if s.secure_boot else 'off'} ({s.secure_boot_source})"))
+    if s.cpu_model or s.cpu_count:
+        rows.append(("CPU", ", ".join(x for x in (s.cpu_model, s.cpu_count and f"{s.cpu_count} logical CPUs") if x)))
+    if s.gcc or s.gcc_error:
+        rows.append(("GCC", s.gcc or _err(s.gcc_error)))
     rows.append(("envdoctor", f"{f.envdoctor_version} on Python {s.python} ({s.python_executable})"))
     return rows
 
@@ -210,10 +215,17 @@ def python_rows(f: Facts) -> List[Row]:
     if t.import_error:
         rows.append(("torch", f"installed but import fails: {t.import_error}"))
     elif not t.installed and not t.error:
-        rows.append(("torch", "not installed"))
+        rows.append(("torch", (f"not installed in {p.executable}" if p.executable and t.elsewhere else "not installed")
+                     + elsewhere_text(f)))
+    elif not t.installed and t.elsewhere:
+        rows.append(("torch elsewhere", elsewhere_text(f).removeprefix("; ")))
     if t.installed and t.version:
         build = f"CUDA {t.cuda}" if t.cuda else (f"ROCm/HIP {t.hip}" if t.hip else "CPU-only build")
         rows.append(("torch", f"{t.version} ({build})" + (f", imported in {t.import_seconds:.1f} s" if t.import_seconds else "")))
+        built = ", ".join(x for x in (t.compiler and f"built with {t.compiler}", t.debug_build and "a debug build",
+                                      t.cpu_capability and f"CPU kernels {t.cpu_capability}") if x)
+        if built:
+            rows.append(("torch build", built))
         if t.arch_list:
             rows.append(("Kernels for", " ".join(t.arch_list)))
         if t.cudnn_version:
@@ -230,16 +242,83 @@ def python_rows(f: Facts) -> List[Row]:
         for name, version in (("torchvision", t.torchvision), ("torchaudio", t.torchaudio)):
             if version:
                 rows.append((name, version))
+    rows.extend(package_rows(p.packages))
+    rows.extend(index_rows(p.index_config))
     return rows
+
+
+def index_rows(c: IndexConfig, shown: int = 6) -> List[Row]:
+    """What pip and uv install from (URLs masked by the probe), the torch base envdoctor uses, the proxy.
+
+    >>> from envdoctor.facts.python import ConfiguredIndex
+    >>> index_rows(IndexConfig(indexes=(ConfiguredIndex("https://m/whl/cu128", "index", "pip", "PIP_INDEX_URL"),),
+    ...                        torch_base="https://m/whl", torch_base_source="PIP_INDEX_URL: https://m/whl/cu128",
+    ...                        proxies={"HTTPS_PROXY": "http://proxy:3128"}))
+    [('Indexes', 'pip index https://m/whl/cu128 (PIP_INDEX_URL)'), ('Torch index base', \
+'https://m/whl (from PIP_INDEX_URL: https://m/whl/cu128): index and recommend use it'), \
+('Proxy', 'HTTPS_PROXY=http://proxy:3128')]
+    """
+    rows: List[Row] = []
+    items = [f"{i.tool} {i.role} {i.url or '(none)'} ({i.source}{', explicit' if i.explicit else ''}"
+             f"{', torch pinned to it' if i.torch_pinned else ''})" for i in c.indexes]
+    if items:
+        more = f"; and {len(items) - shown} more" if len(items) > shown else ""
+        rows.append(("Indexes", "; ".join(items[:shown]) + more))
+    if c.torch_base:
+        rows.append(("Torch index base", f"{c.torch_base} (from {c.torch_base_source}): index and recommend use it"))
+    if c.proxies:
+        rows.append(("Proxy", ", ".join(f"{k}={v}" for k, v in c.proxies.items())))
+    rows.extend(("Config problem", problem) for problem in c.problems)
+    return rows
+
+
+def elsewhere_text(f: Facts) -> str:
+    """"; these have it: /opt/torch/.venv/bin/python (2.11.0+cu130, venv) -- use --python PATH", or ""."""
+    t = f.torch
+    if not t.elsewhere:
+        return ""
+    where = ", ".join(f"{e.python} ({e.version}, {e.kind})" for e in t.elsewhere)
+    more = " and maybe more (the scan stopped at its bound)" if t.elsewhere_cut else ""
+    return f"; these have it: {where}{more} -- use --python PATH"
+
+
+#: Shown elsewhere in the section (the torch rows), so not repeated among the packages.
+_SHOWN = ("torch", "torchvision", "torchaudio")
+
+
+def package_rows(packages: dict[str, str]) -> List[Row]:
+    """The target's numpy/triton/torch*/nvidia-* versions: one row, and one for nvidia-* (their prefix cut).
+
+    >>> package_rows({"numpy": "2.5.2", "nvidia-nccl-cu13": "2.28.9", "torch": "2.11.0", "triton": "3.6.0"})
+    [('Packages', 'numpy 2.5.2, triton 3.6.0'), ('nvidia-*', 'nccl-cu13 2.28.9')]
+    """
+    plain = [f"{n} {v}" for n, v in sorted(packages.items()) if not n.startswith("nvidia-") and n not in _SHOWN]
+    nvidia = [f"{n[len('nvidia-'):]} {v}" for n, v in sorted(packages.items()) if n.startswith("nvidia-")]
+    rows: List[Row] = []
+    if plain:
+        rows.append(("Packages", ", ".join(plain)))
+    if nvidia:
+        rows.append(("nvidia-*", ", ".join(nvidia)))
+    return rows
+
+
+def env_rows(f: Facts) -> List[Row]:
+    """The variables that change how torch, CUDA and NCCL behave (probes/system.py BEHAVIOUR_ENV)."""
+    shown = {"CUDA_VISIBLE_DEVICES": f.driver.cuda_visible_devices, "NVIDIA_VISIBLE_DEVICES": f.driver.nvidia_visible_devices}
+    return [(name, value if value else repr(value)) for name, value in sorted(f.system.torch_env.items())
+            if shown.get(name) is None]         # those two are in the GPU section when the driver probe read them
 
 
 SECTIONS = (("System", system_rows), ("GPU and driver", gpu_rows), ("GPU links", links_rows),
             ("CUDA toolkits", toolkit_rows),
             ("Conda", conda_rows), ("Docker and the NVIDIA Container Toolkit", docker_rows),
-            ("Python and torch", python_rows))
+            ("Python and torch", python_rows),
+            ("Environment that changes torch, CUDA and NCCL", env_rows))
 
 
 def _skipped(f: Facts, title: str) -> bool:
+    if title == "Environment that changes torch, CUDA and NCCL":
+        return not f.system.torch_env      # a section only when one of the variables is set
     area = {"CUDA toolkits": "toolkits", "Conda": "conda", "Docker and the NVIDIA Container Toolkit": "docker"}
     return area.get(title) in f.skipped
 

@@ -11,7 +11,7 @@ request in one line), ``client`` (HTTP, retries, concurrency), ``report`` (pure 
 """
 
 from envdoctor.wheels.cache import default_cache_dir
-from envdoctor.wheels.client import FALLBACK_BASE, IndexClient, check_variant_name, default_base
+from envdoctor.wheels.client import FALLBACK_BASE, IndexClient, check_variant_name, default_base, default_choice
 from envdoctor.wheels.listing import VariantListing, analyze
 from envdoctor.wheels.pages import PageError, parse_html, parse_json, parse_page
 from envdoctor.wheels.report import (
@@ -23,7 +23,7 @@ from envdoctor.wheels.target import Target, TargetError, expand_platform
 __all__ = [
     "EXIT_FOUND", "EXIT_NETWORK", "EXIT_NOT_FOUND", "FALLBACK_BASE", "IndexClient",
     "IndexUnavailable", "PageError", "Target", "TargetError", "VariantListing", "analyze",
-    "best", "check_variant_name", "default_base", "default_cache_dir", "exit_code",
+    "best", "check_variant_name", "default_base", "default_choice", "default_cache_dir", "exit_code",
     "expand_platform", "listing_from_table", "parse_html", "parse_json", "parse_page",
     "summary", "upstream_newer",
 ]

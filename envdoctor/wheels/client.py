@@ -50,17 +50,36 @@ _MISSING = {403, 404, 410}
 _VARIANT = re.compile(r"^[a-z0-9][a-z0-9._+-]*(/[a-z0-9][a-z0-9._+-]*)*$")
 
 
-def default_base(env: Optional[Dict[str, str]] = None) -> str:
-    """``ENVDOCTOR_INDEX_URL``, else the table's ``index_base``, else download.pytorch.org/whl."""
+def default_choice(env: Optional[Dict[str, str]] = None) -> Tuple[str, str]:
+    """(base, where it comes from) when the user gives no ``--index-url``: ``ENVDOCTOR_INDEX_URL``,
+    else the torch wheel index the user's pip or uv is configured with (``PIP_INDEX_URL``, pip.conf,
+    ``UV_INDEX``, uv.toml, ...: ``envdoctor.probes.indexconf``; only a URL shaped like
+    ``<base>/cu128`` or ``<base>/whl`` counts, a PyPI mirror does not), else the table's
+    ``index_base``, else download.pytorch.org/whl. The base is unmasked: mask it to show it."""
     env = dict(os.environ) if env is None else env
     if env.get("ENVDOCTOR_INDEX_URL"):
-        return env["ENVDOCTOR_INDEX_URL"].rstrip("/")
+        return env["ENVDOCTOR_INDEX_URL"].rstrip("/"), "ENVDOCTOR_INDEX_URL"
+    try:
+        from envdoctor.probes.context import Context
+        from envdoctor.probes.indexconf import configured_torch_base
+
+        configured = configured_torch_base(Context(env=env))
+    except Exception:  # noqa: BLE001 - an unreadable configuration must not stop the client
+        log.debug("pip/uv configuration not read", exc_info=True)
+        configured = None
+    if configured is not None:
+        return configured[0].rstrip("/"), f"your pip/uv configuration ({configured[1]})"
     try:
         from envdoctor.table import load_table  # written in parallel; may be absent
 
-        return str(load_table().index_base).rstrip("/")
+        return str(load_table().index_base).rstrip("/"), "envdoctor's table"
     except Exception:  # noqa: BLE001 - a missing or broken table must not stop the client
-        return FALLBACK_BASE
+        return FALLBACK_BASE, "envdoctor's built-in default"
+
+
+def default_base(env: Optional[Dict[str, str]] = None) -> str:
+    """The base of :func:`default_choice`."""
+    return default_choice(env)[0]
 
 
 def check_variant_name(name: str) -> str:

@@ -12,7 +12,9 @@ Each fake implements just what ``envdoctor/child/torch_probe.py`` touches, drive
 "import_error" (raises ImportError(import_error_text)). Other keys: ``init_error`` (the driver
 refuses, as torch.cuda.init() says it), ``init_warnings`` (warned on the first CUDA use),
 ``tiny_op_error``, ``cudnn``/``nccl``/``cudnn_error``, ``import_print`` (print() during import),
-``load_libraries`` (names dlopen()ed during import, found on LD_LIBRARY_PATH). The fakes use only the standard library,
+``load_libraries`` (names dlopen()ed during import, found on LD_LIBRARY_PATH), ``config_show`` (the text of
+``torch.__config__.show()``), ``debug`` (``torch.version.debug``), ``packages`` (name -> version: more
+dist-info folders next to torch, as ``make_torch`` writes them). The fakes use only the standard library,
 so they run on Python 3.8 too.
 """
 
@@ -69,6 +71,13 @@ class _C(object):
     pass
 
 
+if _SPEC.get("config_show") is not None:
+    class __config__(object):  # noqa: N801 - torch.__config__ is a module in the real torch
+        @staticmethod
+        def show():
+            return _SPEC["config_show"]
+
+
 if _SPEC.get("cuda") or _SPEC.get("hip"):
     _C._cuda_getArchFlags = staticmethod(lambda: _SPEC.get("arch_flags"))
 
@@ -105,6 +114,7 @@ __version__ = _SPEC["version"]
 cuda = _SPEC.get("cuda")
 hip = _SPEC.get("hip")
 git_version = _SPEC.get("git", "0000000000000000000000000000000000000000")
+debug = _SPEC.get("debug", False)
 '''
 
 TORCH_CUDA = r'''
@@ -234,6 +244,8 @@ def make_torch(base: Path, version: str = "2.7.1+cu118", cuda: Optional[str] = "
         _dist_info(site, "torchvision", torchvision)
     if torchaudio:
         _dist_info(site, "torchaudio", torchaudio)
+    for name, pkg_version in (spec.get("packages") or {}).items():
+        _dist_info(site, name, pkg_version)
     for rel, data in (bundled or {}).items():
         p = site / rel
         p.parent.mkdir(parents=True, exist_ok=True)
