@@ -93,7 +93,7 @@ fit)
   if [ -n "${TINY:-}" ]; then
     timed fit_accuracy rec "$W/bench-fit.txt" "$PY" benchmarks/bench_fit_accuracy.py --cpu --python "$PYPATH" --out "$W/fit"
   else
-    timed fit_accuracy rec "$W/bench-fit.txt" "$PY" benchmarks/bench_fit_accuracy.py --deadline 470 --python "$PYPATH" --out "$W/fit"
+    timed fit_accuracy rec "$W/bench-fit.txt" "$PY" benchmarks/bench_fit_accuracy.py --deadline "${FIT_DEADLINE:-470}" --python "$PYPATH" --out "$W/fit"
   fi
   tail -n 45 "$W/bench-fit.txt" >> "$SUMMARY"
   ;;
@@ -115,7 +115,7 @@ final)
   timed burn_plot rec "$W/burn-plot.txt" $ED burn --seconds 10 --plot "$W/burn.png"
   timed bench_plot rec "$W/bench-plot.txt" $ED bench --suite matmul,memory --plot "$W/bench.png"
   if [ -n "${QUICK_SUITES:-}" ]; then
-    timed bench_suites_quick rec "$W/bench-suites-quick.txt" "$PY" benchmarks/bench_suites.py --quick --out "$W/suites"
+    timed bench_suites_quick rec "$W/bench-suites-quick.txt" "$PY" benchmarks/bench_suites.py --quick ${TINY:+--tiny} --out "$W/suites"
     tail -n 30 "$W/bench-suites-quick.txt" >> "$SUMMARY"
   fi
   ;;

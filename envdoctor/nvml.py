@@ -344,7 +344,7 @@ class Session:
         self.nv: Any = nv
         if nv is None:
             try:
-                import pynvml  # type: ignore[import-untyped]  # the one place envdoctor imports it
+                import pynvml  # the one place envdoctor imports it
             except ImportError:
                 self.error = ProbeError("not_found", "the NVML binding (nvidia-ml-py) is not installed")
                 return

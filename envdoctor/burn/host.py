@@ -24,7 +24,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 from envdoctor import codes
 from envdoctor.burn import analysis, collect, rules
 from envdoctor.child import ChildRun, Job, run_child, run_children
-from envdoctor.facts.base import ProbeError
+from envdoctor.facts.base import ErrorKind, ProbeError
 from envdoctor.facts.burn import CPU_N, GPU_N, BurnGpu, BurnResult, Phase, XidSeen
 from envdoctor.findings import Finding
 from envdoctor.nvml import COUNTERS, SAMPLE, Reading, Sampler, Session, XidEvent, XidWatch
@@ -240,7 +240,7 @@ def _xid(x: XidEvent, health: Health) -> XidSeen:
     return XidSeen(x.time, x.xid, row.severity, row.meaning, row.action, row.mnemonic)
 
 
-_FAILURES = {
+_FAILURES: Dict[str, Tuple[ErrorKind, str]] = {
     "no_torch": ("not_found", "torch is not installed in {python}"),
     "import_failed": ("crashed", "import torch fails in {python}: {message}"),
     "python_too_old": ("unavailable", "{python}: {message}; envdoctor burn needs Python 3.8 or later"),

@@ -17,7 +17,7 @@ from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from envdoctor import codes
 from envdoctor.facts.burn import BurnGpu, BurnResult, Phase
-from envdoctor.findings import Finding, sort_findings
+from envdoctor.findings import Finding, Severity, sort_findings
 from envdoctor.table.health import Health
 
 #: below this share of the model's expected sustained rate a GPU is FAULTY
@@ -44,7 +44,7 @@ REASONS_DOC = "https://docs.nvidia.com/deploy/nvml-api/api/group__nvmlClocksEven
 
 
 
-def _finding(code: str, severity: str, title: str, evidence: Sequence[str] = (), fix: Sequence[str] = (),
+def _finding(code: str, severity: Severity, title: str, evidence: Sequence[str] = (), fix: Sequence[str] = (),
              reference: Optional[str] = None) -> Finding:
     return Finding(code, severity, title, tuple(evidence), tuple(fix), reference, "burn", codes.meaning(code))
 

@@ -41,7 +41,8 @@ def _hints(cls: type) -> dict[str, Any]:
 
 def from_data(cls: type[T], data: Any, where: str = "") -> T:
     """Rebuild ``cls`` (a dataclass) from ``to_data`` output; raise DataError on a wrong shape."""
-    return _convert(cls, data, where or cls.__name__)
+    converted: T = _convert(cls, data, where or cls.__name__)
+    return converted
 
 
 def _convert(tp: Any, value: Any, where: str) -> Any:

@@ -20,7 +20,8 @@ from envdoctor.facts.serde import to_data
 from envdoctor.fleet.drift import FactRow, NodeFinding, Verdict, names, show
 from envdoctor.fleet.merge import Fleet
 from envdoctor.render.markdown import _cell
-from envdoctor.render.text import MARKS, Style
+from envdoctor.render.style import Style
+from envdoctor.render.text import MARKS
 
 SCHEMA = document("fleet").schema       # "envdoctor.fleet/1"
 _VERDICT_ORDER = {"missing": 0, "unreadable": 1, "deviates": 2, "warning": 3, "ok": 4}

@@ -6,7 +6,8 @@ from typing import List, Tuple
 
 from envdoctor.facts import Facts
 from envdoctor.findings import Finding
-from envdoctor.render.text import SECTIONS, Style, _skipped, verdict
+from envdoctor.render.style import Style
+from envdoctor.render.text import SECTIONS, _skipped, verdict
 
 
 def _cell(text: str) -> str:

@@ -114,7 +114,7 @@ def torch_list(t: Table) -> list[str]:
 
 
 def torch_lines(row: TorchRelease, t: Table) -> list[str]:
-    conda = row.conda
+    conda: str = row.conda
     if row.pytorch_cuda:
         conda += f" (pytorch-cuda={'/'.join(row.pytorch_cuda)} -c pytorch -c nvidia)"
     elif row.conda_cudatoolkit:

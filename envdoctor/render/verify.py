@@ -4,7 +4,7 @@ scripts (the ``envdoctor.verify/1`` document). Renders a Verification; computes 
 from __future__ import annotations
 
 import datetime
-from typing import Any
+from typing import Any, Dict
 
 from envdoctor import __version__
 from envdoctor.documents import document
@@ -13,7 +13,7 @@ from envdoctor.facts.bench import BenchResult
 from envdoctor.facts.serde import to_data
 from envdoctor.findings import Finding
 from envdoctor.redact import mask_data
-from envdoctor.render.text import Style
+from envdoctor.render.style import Style
 from envdoctor.snapshot import Snapshot, describe
 from envdoctor.verify import Verification
 
@@ -103,4 +103,5 @@ def verify_document(base: Snapshot, facts: Facts, v: Verification, warnings: lis
         "bench": ({"tolerance_pct": tolerance, "current": to_data(bench)} if bench is not None else None),
         "exit_code": code,
     }
-    return mask_data(doc)
+    masked: Dict[str, Any] = mask_data(doc)
+    return masked

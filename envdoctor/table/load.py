@@ -154,7 +154,8 @@ def _torch_variant(where: Where, raw: dict, cuda_of: dict[str, Any]) -> TorchVar
         raise where.fail(f"variant {v['name']!r} is not a variant name like cu128, cpu, rocm6.3, xpu")
     version(where, "glibc", v["glibc"])
     v["cuda"] = cuda_of.get(v["name"])
-    return _row(TorchVariant, where, v)
+    variant: TorchVariant = _row(TorchVariant, where, v)
+    return variant
 
 
 def load_torch(doc: Doc, cuda_of: dict[str, Any]) -> tuple[TorchRelease, ...]:
