@@ -133,10 +133,10 @@ torch = [{ index = "pytorch-cu128", marker = "sys_platform == 'linux'" }]
 
 def test_pyproject_tool_uv_index_with_torch_pinned_to_it():
     settings = parse_uv_config(PYPROJECT, "pyproject.toml", pyproject=True)
-    (index,) = uv_indexes(settings, "/work/trainer/pyproject.toml")
+    (index,) = uv_indexes(settings, "/srv/trainer/pyproject.toml")
     assert (index.url, index.role, index.name, index.explicit, index.torch_pinned) == (
         "https://download.pytorch.org/whl/cu128", "extra", "pytorch-cu128", True, True)
-    assert index.source == "/work/trainer/pyproject.toml [[index]] pytorch-cu128"
+    assert index.source == "/srv/trainer/pyproject.toml [[index]] pytorch-cu128"
 
 
 def test_uv_toml_index_url_pip_table_and_junk_entries():
@@ -179,11 +179,11 @@ def test_a_uv_toml_of_deeply_dotted_keys_is_refused_not_parsed_for_seconds():
 
 
 def test_uv_finds_the_nearest_project_then_the_users_then_the_systems(tmp_path):
-    write(tmp_path, "/work/uv.toml", 'index-url = "https://w/simple"\n')
-    write(tmp_path, "/work/proj/pyproject.toml", '[project]\nname = "p"\n')         # no [tool.uv]: uv looks further up
+    write(tmp_path, "/srv/uv.toml", 'index-url = "https://w/simple"\n')
+    write(tmp_path, "/srv/proj/pyproject.toml", '[project]\nname = "p"\n')         # no [tool.uv]: uv looks further up
     write(tmp_path, "/etc/uv/uv.toml", 'index-url = "https://s/simple"\n')
-    ctx = ctx_of(tmp_path, PWD="/work/proj/src")
-    assert uv_config_files(ctx) == [("/work/uv.toml", False), (f"{HOME}/.config/uv/uv.toml", False),
+    ctx = ctx_of(tmp_path, PWD="/srv/proj/src")
+    assert uv_config_files(ctx) == [("/srv/uv.toml", False), (f"{HOME}/.config/uv/uv.toml", False),
                                     ("/etc/uv/uv.toml", False)]
     assert uv_config_files(ctx_of(tmp_path, UV_CONFIG_FILE="/srv/uv.toml")) == [("/srv/uv.toml", False)]
     assert uv_config_files(ctx_of(tmp_path, UV_NO_CONFIG="1")) == []
@@ -213,19 +213,19 @@ def test_which_urls_are_torch_wheel_indexes(url, base):
 def test_index_config_of_a_machine_masked_with_the_base_it_implies(tmp_path):
     write(tmp_path, "/etc/pip.conf", "[global]\nextra-index-url = https://pypi.example/simple\n")
     write(tmp_path, f"{HOME}/.config/pip/pip.conf", "[global]\nindex-url = https://ada:s3cr'et@mirror.example/pt/whl/cu128\n")
-    write(tmp_path, "/work/proj/pyproject.toml", PYPROJECT)
-    c = index_config(ctx_of(tmp_path, PWD="/work/proj", HTTPS_PROXY="http://ada:pw@proxy.example:3128",
+    write(tmp_path, "/srv/proj/pyproject.toml", PYPROJECT)
+    c = index_config(ctx_of(tmp_path, PWD="/srv/proj", HTTPS_PROXY="http://ada:pw@proxy.example:3128",
                             NO_PROXY="localhost,127.0.0.1"), prefix="/opt/venv")
     assert [(i.tool, i.role, i.url, i.source) for i in c.indexes] == [
         ("pip", "index", "https://ada:***@mirror.example/pt/whl/cu128", f"{HOME}/.config/pip/pip.conf [global]"),
         ("pip", "extra", "https://pypi.example/simple", "/etc/pip.conf [global]"),
-        ("uv", "extra", "https://download.pytorch.org/whl/cu128", "/work/proj/pyproject.toml [[index]] pytorch-cu128")]
+        ("uv", "extra", "https://download.pytorch.org/whl/cu128", "/srv/proj/pyproject.toml [[index]] pytorch-cu128")]
     # uv pins torch to its index: that is where torch comes from
     assert (c.torch_base, c.torch_base_source) == (
         "https://download.pytorch.org/whl",
-        "/work/proj/pyproject.toml [[index]] pytorch-cu128: https://download.pytorch.org/whl/cu128")
+        "/srv/proj/pyproject.toml [[index]] pytorch-cu128: https://download.pytorch.org/whl/cu128")
     assert c.proxies == {"HTTPS_PROXY": "http://ada:***@proxy.example:3128", "NO_PROXY": "localhost,127.0.0.1"}
-    assert c.files == ("/etc/pip.conf", f"{HOME}/.config/pip/pip.conf", "/work/proj/pyproject.toml")
+    assert c.files == ("/etc/pip.conf", f"{HOME}/.config/pip/pip.conf", "/srv/proj/pyproject.toml")
     assert "s3cr" not in json.dumps([i.url for i in c.indexes])
 
 

@@ -75,10 +75,10 @@ def test_the_target_itself_and_half_environments_are_left_out(tmp_path):
 
 
 def test_venvs_of_the_working_directory_and_virtualenvwrapper(tmp_path):
-    env_with_torch(tmp_path, "/work/proj/.venv", "2.10.0+cu128")
+    env_with_torch(tmp_path, "/srv/proj/.venv", "2.10.0+cu128")
     env_with_torch(tmp_path, "/srv/wrapped/dl", "2.3.1")
-    found, _ = scan(ctx_of(tmp_path, PWD="/work/proj", WORKON_HOME="/srv/wrapped"))
-    assert [e.python for e in found] == ["/work/proj/.venv/bin/python", "/srv/wrapped/dl/bin/python"]
+    found, _ = scan(ctx_of(tmp_path, PWD="/srv/proj", WORKON_HOME="/srv/wrapped"))
+    assert [e.python for e in found] == ["/srv/proj/.venv/bin/python", "/srv/wrapped/dl/bin/python"]
 
 
 def test_the_scan_stops_at_its_count(tmp_path):
