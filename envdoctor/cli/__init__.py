@@ -87,11 +87,18 @@ def cli() -> None:
     """Doctor and install advisor for PyTorch on NVIDIA GPU machines.
 
     \b
+    Is the install right?
     envdoctor check                     what is broken here, and the fix
     envdoctor recommend --route conda   the commands that install a working torch
     envdoctor snapshot, later: verify   prove a driver upgrade broke nothing
     envdoctor explain ED205             what a finding code means
+    \b
+    Does the machine deliver?
+    envdoctor bench --suite all         matmul, memory bandwidth, transformer layers
     envdoctor fit Llama-3.1-8B --train --gpu H200   will it fit, term by term
+    envdoctor burn                      60 s of load: OK or FAULTY per GPU
+    envdoctor topo; envdoctor comms     GPU links, NCCL bus bandwidth
+    torchrun ... -m envdoctor fleet --gather   every node, the odd one named
     """
 
 
