@@ -22,9 +22,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from envdoctor import documents, report
+from envdoctor.fit import config as fit_config
+from envdoctor.fleet import nodelist
 from envdoctor.parse import (
-    ParseError, compiler, conda, cpuinfo, docker, indexconf, jsontext, nvcc, nvidia_proc, nvidia_smi, torch,
+    ParseError, compiler, conda, cpuinfo, docker, indexconf, jsontext, nccl_log, nvcc, nvidia_proc, nvidia_smi,
+    nvidia_topo, pciids, torch,
 )
+from envdoctor.report import ReportError
 from envdoctor.redact import mask_text, mask_url
 from envdoctor.wheels import pages, target
 
@@ -114,6 +119,11 @@ CASES = [
     Case("pages.parse_html", lambda t: pages.parse_html(t, "https://download.pytorch.org/whl/cu128/torch/"),
          (pages.PageError,)),
     Case("target.expand_platform", target.expand_platform, (target.TargetError,)),
+    Case("nvidia_topo.parse_topo", nvidia_topo.parse_topo, (nvidia_topo.TopoParseError,)),
+    Case("nccl_log.parse_nccl_log", nccl_log.parse_nccl_log),
+    Case("pciids.nvidia_devices", pciids.nvidia_devices),
+    Case("nodelist.expand", nodelist.expand, (nodelist.NodelistError,)),
+    Case("fit.config.spec_from_text", lambda t: fit_config.spec_from_text(t, "config.json"), (fit_config.ConfigError,)),
 ]
 #: Parsers of JSON a tool prints: the bounded reader's errors are theirs to raise.
 JSON_CASES = [
@@ -124,6 +134,9 @@ JSON_CASES = [
     Case("conda.parse_list", conda.parse_list, (ParseError,)),
     Case("pages.parse_json", lambda t: pages.parse_json(t, "https://download.pytorch.org/whl/cu128/torch/"),
          (pages.PageError,)),
+    Case("documents.read_any", lambda t: documents.read_any(t, ("report", "snapshot", "bench", "burn"), "fuzz.json"),
+         (documents.DocumentError,)),
+    Case("report.parse_report", lambda t: report.parse_report(t, "fuzz.json"), (documents.DocumentError, ReportError)),
 ]
 
 
