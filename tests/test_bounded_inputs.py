@@ -13,7 +13,7 @@ from envdoctor.parse.docker import classify_daemon_error
 from envdoctor.parse.jsontext import JsonError, loads
 from envdoctor.parse.nvidia_proc import parse_proc_version
 from envdoctor.parse.nvidia_smi import SmiParseError, parse_query_gpu
-from envdoctor.parse.torch import linux_platform_tags, parse_glibc
+from envdoctor.parse.torch import linux_platform_tags, parse_glibc, target_python, torch_facts
 from envdoctor.redact import mask_text
 from envdoctor.wheels.pages import PageError, parse_html
 from envdoctor.wheels.target import TargetError, expand_platform, target_from_probe
@@ -110,3 +110,35 @@ def test_deep_or_huge_json_is_one_error(text):
 def test_conda_info_of_the_wrong_shape_is_condas_parse_error(text):
     with pytest.raises(CondaParseError):
         parse_info(text)
+
+
+# --- the torch child's answer with values of the wrong type (issue 12: "soabi": 5) ----------------
+
+PY = {"version": "3.11.2", "implementation": "cpython", "libc": "glibc 2.36", "platform": "linux-x86_64",
+      "soabi": "cpython-311-x86_64-linux-gnu"}
+
+
+@pytest.mark.parametrize("field, value", [("soabi", 5), ("implementation", ["cpython"]), ("version", [3, 2 ** 64, 7]),
+                                          ("py_version_nodot", 311), ("libc", {"glibc": 2}), ("prefix", 1.5)])
+def test_a_child_python_field_of_the_wrong_type_counts_as_absent(field, value):
+    """Was AttributeError ('int' object has no attribute 'startswith'): check exit 3."""
+    py = target_python(dict(PY, **{field: value}))
+    if field in ("version", "prefix", "implementation"):
+        assert getattr(py, field) is None          # never "[3, 18446744073709551616, 7]"
+    else:
+        assert py.version == "3.11.2"
+    assert py.abi_tag in (None, "cp311")
+
+
+@pytest.mark.parametrize("python", [{"distributions": 1}, {"distributions": [1]}, 7, None])
+def test_distributions_of_1_in_the_child_answer_is_no_package_metadata(python):
+    """Was AttributeError at torch_facts: check exit 3."""
+    facts = torch_facts({"installed": True, "version": "2.13.0+cpu", "libraries": 5, "devices": "x",
+                         "warnings": 3, "import_seconds": 10 ** 400}, python)
+    assert facts.installed and facts.version == "2.13.0+cpu"
+    assert facts.torchvision is None and facts.libraries == () and facts.devices == () and facts.warnings == ()
+    assert facts.import_seconds is None
+
+
+def test_a_torch_answer_that_is_not_an_object_is_not_installed():
+    assert torch_facts(5, {"distributions": {"torch": "2.13.0"}}).installed is False  # type: ignore[arg-type]

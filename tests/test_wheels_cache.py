@@ -147,3 +147,16 @@ def test_default_cache_dir():
     assert str(default_cache_dir({"ENVDOCTOR_CACHE_DIR": "/x/c", "XDG_CACHE_HOME": "/y"})) == "/x/c"
     assert str(default_cache_dir({"XDG_CACHE_HOME": "/y"})) == "/y/envdoctor"
     assert default_cache_dir({}).parts[-2:] == (".cache", "envdoctor")
+
+
+@pytest.mark.parametrize("content", ["9", "[" * 100000, '{"format": 2, "page": 7, "url": "u"}', '"text"',
+                                     '{"format": 2, "url": "u", "status": 200, "fetched_at": "x"}'])
+def test_a_cache_entry_of_9_or_deep_json_counts_as_missing(server, tmp_path, content):
+    """Was AttributeError ('int' has no .get) and RecursionError: exit 3 for index/recommend."""
+    client(server, tmp_path).variant("cu128", "torch", CP312)
+    files = list((tmp_path / "index").glob("*.json"))
+    assert files
+    for f in files:
+        f.write_text(content)
+    listing = client(server, tmp_path).variant("cu128", "torch", CP312)
+    assert listing.found and not listing.from_cache          # fetched again, as for a missing entry

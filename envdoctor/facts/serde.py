@@ -9,6 +9,7 @@ envdoctor still loads.
 from __future__ import annotations
 
 import dataclasses
+import math
 import typing
 from typing import Any, TypeVar
 
@@ -85,10 +86,27 @@ def _convert(tp: Any, value: Any, where: str) -> Any:
         return {str(k): _convert(vt, v, f"{where}.{k}") for k, v in value.items()}
     if tp is float:
         if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return float(value)
-        raise DataError(f"{where}: expected a number, got {value!r}")
+            try:
+                number = float(value)
+            except OverflowError:       # a 400-digit integer in a float field
+                raise DataError(f"{where}: the number {_short(value)} is too large") from None
+            if math.isfinite(number):
+                return number
+        raise DataError(f"{where}: expected a number, got {_short(value)}")
     if tp in (int, str, bool):
         if isinstance(value, tp) and not (tp is int and isinstance(value, bool)):
+            if tp is int and not -MAX_INT <= value <= MAX_INT:
+                raise DataError(f"{where}: the number {_short(value)} is too large")
             return value
-        raise DataError(f"{where}: expected {tp.__name__}, got {value!r}")
+        raise DataError(f"{where}: expected {tp.__name__}, got {_short(value)}")
     return value
+
+
+#: The largest integer a fact holds (bytes, counts, MiB): a signed 64-bit value.
+MAX_INT = 2 ** 63 - 1
+
+
+def _short(value: Any) -> str:
+    """A value as a message shows it: at most 40 characters of its repr."""
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."

@@ -86,13 +86,15 @@ def interpreter_tags(py: dict[str, Any]) -> tuple[Optional[str], Optional[str]]:
     ...                   "soabi": "pypy310-pp73-x86_64-linux-gnu"})
     ('pp310', 'pypy310_pp73')
     """
-    impl = py.get("implementation")
+    impl = _str(py.get("implementation"))
     short = {"cpython": "cp", "pypy": "pp", "ironpython": "ip", "jython": "jy"}.get(impl or "", impl)
-    nodot = py.get("py_version_nodot")
-    if not nodot and isinstance(py.get("version_info"), list) and len(py["version_info"]) >= 2:
-        nodot = f"{py['version_info'][0]}{py['version_info'][1]}"
+    nodot = _str(py.get("py_version_nodot"))
+    info = py.get("version_info")
+    if not nodot and isinstance(info, list) and len(info) >= 2 and all(_int(v) is not None for v in info[:2]) \
+            and 0 <= info[0] <= MAX_VERSION_PART and 0 <= info[1] <= MAX_VERSION_PART:
+        nodot = f"{info[0]}{info[1]}"
     interp = f"{short}{nodot}" if short and nodot else None
-    soabi = py.get("soabi") or ""
+    soabi = _str(py.get("soabi")) or ""
     abi: Optional[str]
     if soabi.startswith("cpython-"):
         abi = "cp" + soabi.split("-")[1]
@@ -111,7 +113,8 @@ def interpreter_tags(py: dict[str, Any]) -> tuple[Optional[str], Optional[str]]:
 
 def target_python(py: dict[str, Any], executable: Optional[str] = None,
                   chosen_by: Optional[str] = None) -> TargetPython:
-    """The child's ``python`` object -> TargetPython."""
+    """The child's ``python`` object -> TargetPython (a value of the wrong type counts as absent)."""
+    py = py if isinstance(py, dict) else {}
     interp, abi = interpreter_tags(py)
     glibc = parse_glibc(_str(py.get("libc")))
     plat = platform_tag(_str(py.get("platform")), bool(py.get("maxsize_64bit", True)))
@@ -255,15 +258,17 @@ def torch_facts(data: Optional[dict[str, Any]], python: Optional[dict[str, Any]]
     torchvision/torchaudio versions, and torch's own version when the import failed, come from
     the package metadata the child read without importing them.
     """
-    dists = (python or {}).get("distributions") or {}
-    data = data or {}
+    python = python if isinstance(python, dict) else {}
+    dists = python.get("distributions")
+    dists = dists if isinstance(dists, dict) else {}
+    data = data if isinstance(data, dict) else {}
     installed = bool(data.get("installed"))
     libraries = tuple(
-        LoadedLibrary(str(lib["path"]), _str(lib.get("via_ld_library_path")))
-        for lib in data.get("libraries") or () if isinstance(lib, dict) and lib.get("path")
+        LoadedLibrary(str(lib["path"])[:4096], _str(lib.get("via_ld_library_path")))
+        for lib in _list(data.get("libraries")) if isinstance(lib, dict) and _str(lib.get("path"))
     )
     paths = tuple(lib.path for lib in libraries)
-    devices = tuple(_device(d, i) for i, d in enumerate(data.get("devices") or ()) if isinstance(d, dict))
+    devices = tuple(_device(d, i) for i, d in enumerate(_list(data.get("devices"))) if isinstance(d, dict))
     arch = data.get("arch_flags")
     compiler, cpu_capability = build_config(data.get("build_config"))
     return TorchFacts(
@@ -280,7 +285,7 @@ def torch_facts(data: Optional[dict[str, Any]], python: Optional[dict[str, Any]]
         cudnn_error=_str(data.get("cudnn_error")),
         nccl_version=nccl_version(data.get("nccl")),
         nccl_path=_pick(paths, "libnccl"),
-        arch_list=tuple(arch.split()) if isinstance(arch, str) else tuple(str(a) for a in arch or ()),
+        arch_list=tuple(arch.split()) if isinstance(arch, str) else tuple(str(a) for a in _list(arch)),
         cuda_available=data["available"] if isinstance(data.get("available"), bool) else None,
         cuda_error=_str(data.get("cuda_error")),
         device_count=_int(data.get("count")),
@@ -289,22 +294,46 @@ def torch_facts(data: Optional[dict[str, Any]], python: Optional[dict[str, Any]]
         torchvision=_str(dists.get("torchvision")),
         torchaudio=_str(dists.get("torchaudio")),
         import_error=_str(data.get("import_error")),
-        import_seconds=data["import_seconds"] if isinstance(data.get("import_seconds"), (int, float)) else None,
+        import_seconds=_seconds(data.get("import_seconds")),
         location=_str(data.get("location")),
-        installer=_str((python or {}).get("torch_installer")),
+        installer=_str(python.get("torch_installer")),
         libraries=libraries,
-        bundled_libraries=tuple(str(p) for p in data.get("bundled") or ()),
+        bundled_libraries=tuple(str(p) for p in _list(data.get("bundled"))),
         ld_library_path=_str(data.get("ld_library_path")),
-        warnings=tuple(str(w) for w in data.get("warnings") or ()),
-        unreadable=tuple(str(w) for w in data.get("unreadable") or ()),
+        warnings=tuple(str(w) for w in _list(data.get("warnings"))),
+        unreadable=tuple(str(w) for w in _list(data.get("unreadable"))),
         stage=_str(data.get("stage")),
     )
 
 
+#: The longest text kept from one field of the child's answer (a path, an error message).
+MAX_FIELD_CHARS = 4096
+
+
 def _str(value: Any) -> Optional[str]:
-    if value is None or value == "":
+    """A text field of the child's answer: a string, cut to MAX_FIELD_CHARS; anything else is absent.
+
+    >>> _str("3.12.3"), _str([3, 2 ** 64, 7]), _str(5), _str("")
+    ('3.12.3', None, None, None)
+    """
+    if not isinstance(value, str) or value == "":
         return None
-    return str(value)
+    return value[:MAX_FIELD_CHARS]
+
+
+def _list(value: Any) -> list[Any]:
+    """A list field of the child's answer (at most 1000 items); anything else is empty."""
+    return value[:1000] if isinstance(value, list) else []
+
+
+def _seconds(value: Any) -> Optional[float]:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        seconds = float(value)
+    except OverflowError:
+        return None
+    return seconds if 0 <= seconds < 1e7 else None
 
 
 def _int(value: Any) -> Optional[int]:

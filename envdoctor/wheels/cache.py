@@ -21,10 +21,13 @@ from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional
 
 from envdoctor.atomic import user_dir, write_atomic
+from envdoctor.parse import jsontext
 from envdoctor.redact import mask_url
 from envdoctor.wheels.pages import FileLink, Page
 
 _FORMAT = 2
+#: A cached listing is at most a 16 MiB page, parsed: its JSON stays under this.
+_MAX_ENTRY_CHARS = 64 * 1024 * 1024
 
 
 def default_cache_dir(env: Optional[Mapping[str, str]] = None) -> Path:
@@ -58,14 +61,16 @@ class PageCache:
 
     def get(self, url: str) -> Optional[CachedPage]:
         try:
-            data = json.loads(self.path_for(url).read_text(encoding="utf-8"))
+            # a cache file is envdoctor's own, but anyone may have edited it: the bounded reader
+            data = jsontext.loads_object(self.path_for(url).read_text(encoding="utf-8"), "cache entry",
+                                         max_chars=_MAX_ENTRY_CHARS)
             if data.get("format") != _FORMAT:
                 return None
             page = _page_from(data["page"]) if data.get("page") else None
             return CachedPage(str(data["url"]), int(data["status"]), float(data["fetched_at"]),
                               page, data.get("etag"), data.get("last_modified"))
-        except (OSError, ValueError, TypeError, KeyError, IndexError):
-            return None
+        except (OSError, ValueError, TypeError, KeyError, IndexError, AttributeError):
+            return None     # JsonError is a ValueError; a wrong shape is a TypeError/AttributeError
 
     def put(self, url: str, entry: CachedPage) -> bool:
         """Write atomically (envdoctor.atomic: temp file in the same folder, then rename); False if it failed."""
