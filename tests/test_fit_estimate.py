@@ -78,9 +78,10 @@ def test_training_bf16_adamw_by_hand():
     loss = weights + states + acts + logits
     last_layer = weights + states + acts + 100 * 64 * 2 + 16 * 3 * 2 * 128   # head grad + 3 f-wide grads
     step = weights + grads + states                             # fused AdamW: no step-wide copy
-    for name, allocated in (("loss backward", loss), ("backward of the last layer", last_layer),
-                            ("optimizer step", step)):
-        assert phases[name].bytes == allocated + CONTEXT + int(allocated * 0.5), name
+    stranded = 2 * 8 * 100 * 2          # the freed bf16 logits' block, too small for the fp32 loss gradients
+    for name, allocated, extra in (("loss backward", loss, stranded), ("backward of the last layer", last_layer, 0),
+                                   ("optimizer step", step, 0)):
+        assert phases[name].bytes == allocated + CONTEXT + int(allocated * 0.5) + extra, name
     assert e.peak_phase == "optimizer step"
 
 

@@ -376,7 +376,7 @@ def _train_phases(spec: ModelSpec, w: Workload, weights: tuple[Weight, ...], run
     step_extra = tuple(t for t in extra if t.name == "ddp_buckets")
     step_phase = Phase("optimizer step", (weights_t, gradients, optimizer, step_tmp, *step_extra))
     build = _build_phase(spec, w, weights_t, run)
-    return (loss_phase, layer_phase, step_phase) + ((build,) if build else ())
+    return ((build,) if build else ()) + (loss_phase, layer_phase, step_phase)
 
 
 def _activations(spec: ModelSpec, w: Workload, run: _Run) -> tuple[dict[str, Any], list[tuple[str, Value]], float]:
@@ -498,7 +498,7 @@ def _infer_phases(spec: ModelSpec, w: Workload, weights: tuple[Weight, ...], run
         logits = Term("logits", b * s * spec.vocab * A, "one forward: logits b*s*V x A", (
             ("batch", b), ("seq", s), ("vocab", spec.vocab)))
         build = _build_phase(spec, w, weights_t, run)
-        return (Phase("forward", (weights_t, prefill_work, logits, kv(0, 0))),) + ((build,) if build else ())
+        return ((build,) if build else ()) + (Phase("forward", (weights_t, prefill_work, logits, kv(0, 0))),)
     last = Term("logits", b * spec.vocab * (A + 8),
                 "generate keeps the last position's logits: b x V x (A + fp32 copy + processed)",
                 (("batch", b), ("vocab", spec.vocab)))
@@ -512,7 +512,7 @@ def _infer_phases(spec: ModelSpec, w: Workload, weights: tuple[Weight, ...], run
     if new:
         phases.append(Phase("last generated token", (weights_t, kv(prompt + new, cross), cat, last)))
     build = _build_phase(spec, w, weights_t, run)
-    return tuple(phases) + ((build,) if build else ())
+    return ((build,) if build else ()) + tuple(phases)
 
 
 # --- FLOPs ------------------------------------------------------------------------------------
