@@ -22,6 +22,19 @@ C = Constants(context_bytes=1000, cublas_bytes=24, allocator_reserve=0.5)
 CONTEXT = 1024
 
 
+def test_llama_1b_long_context_miss_the_embedding_output_and_layer_input_stay_referenced():
+    e = estimate(TIED, Workload(mode="infer", batch=1, seq=10, new_tokens=0, dtype="bf16"), C)
+    prefill = _phase(e, "prefill")
+    working = next(t for t in prefill.terms if t.name == "layer_working")
+    # residual + normalised input (2 x 64 x 2), inputs_embeds + the layer's input (2 x 64 x 2), SwiGLU's
+    # act(gate), up and product (3 x 128 x 2), per token, x 10 tokens
+    assert working.bytes == 10 * (256 + 256 + 768)
+    one = dataclasses.replace(TIED, layers=1)            # one layer: its input is the embedding output
+    working = next(t for t in _phase(estimate(one, Workload(mode="infer", seq=10, new_tokens=0, dtype="bf16"), C),
+                                     "prefill").terms if t.name == "layer_working")
+    assert working.bytes == 10 * (256 + 128 + 768)
+
+
 def _phase(e, name):
     return next(p for p in e.phases if p.name == name)
 
@@ -48,10 +61,10 @@ def test_gpt2_infer_miss_the_tied_head_is_built_before_it_is_tied():
     build = _phase(e, "model build")
     weights, copy = N_TIED * 4, 100 * 64 * 4            # the head's own V x h fp32 weight, freed when tied
     assert [t.bytes for t in build.terms] == [weights, copy, CONTEXT, int((weights + copy) * 0.5)]
-    # the prefill holds kv 2x2x2x16x4x10 = 5120 + working 10x(2x4x64 + 4x3x128) = 20480 + logits 100x12 = 1200,
-    # 26,800 B beside the weights: more than the copy's 25,600, so the prefill is the peak here ...
+    # the prefill holds kv 2x2x2x16x4x10 = 5120 + working 10x(4x4x64 + 4x3x128) = 25,600 + logits 100x12 = 1200,
+    # 31,920 B beside the weights: more than the copy's 25,600, so the prefill is the peak here ...
     assert e.peak_phase == "prefill"
-    # ... and with a 1000-token vocabulary the copy (256,000) outgrows it (26,800 - 1200 + 12,000 = 37,600)
+    # ... and with a 1000-token vocabulary the copy (256,000) outgrows it (31,920 - 1200 + 12,000 = 42,720)
     big = dataclasses.replace(TIED, vocab=1000)
     e = estimate(big, Workload(mode="infer", batch=1, seq=10, new_tokens=0, dtype="fp32"), C)
     weights = (N_TIED + 900 * 64) * 4

@@ -489,11 +489,17 @@ def _infer_phases(spec: ModelSpec, w: Workload, weights: tuple[Weight, ...], run
     else:
         attn = A * (2 * spec.q_dim + 2 * spec.kv_dim)
         mask = 0
-    working_pt = 2 * R * spec.hidden + max(mlp, attn)
+    # held by Python references while a layer runs: the model's forward keeps the embedding output
+    # (``inputs_embeds``, then ``hidden_states = inputs_embeds``) and the layer loop keeps the layer's
+    # input (``hidden_states = layer(hidden_states)`` rebinds only when the layer returns)
+    held = (2 if spec.total_layers > 1 else 1) * R * spec.hidden
+    working_pt = 2 * R * spec.hidden + held + max(mlp, attn)
     prefill_work = Term("layer_working", int(b * s * working_pt + mask),
-                        "one layer's working set over the prompt: b*s x (hidden + residual + max(MLP, attention))"
+                        "one layer's working set over the prompt: b*s x (hidden + residual + the embedding output "
+                        "and the layer's input, still referenced + max(MLP, attention))"
                         + (" + the eager causal mask b*s*s x R" if mask else ""),
-                        (("bytes_per_token", working_pt), ("mask_bytes", mask), ("attention", attention)))
+                        (("bytes_per_token", working_pt), ("held_bytes_per_token", held), ("mask_bytes", mask),
+                         ("attention", attention)))
     if spec.kind == "encoder":
         logits = Term("logits", b * s * spec.vocab * A, "one forward: logits b*s*V x A", (
             ("batch", b), ("seq", s), ("vocab", spec.vocab)))
