@@ -26,7 +26,9 @@ Target (issue 13): every estimate within +-10% of the measured peak and never mo
 
 ``--cpu`` runs tiny configurations on the CPU (the reference decoder, or transformers where the
 target has it), to check the script here; ``--only TEXT`` runs the rows whose name contains it;
-``--list`` prints the rows.
+``--list`` prints the rows. ``--recompute JSON [JSON ...]`` measures nothing: it re-estimates the
+rows of recorded ``fit-accuracy.json`` files with the estimator as it is now and prints both
+estimates beside the recorded measurement (the measured peak does not depend on the estimator).
 """
 
 from __future__ import annotations
@@ -234,7 +236,12 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--only", default=None, help="rows whose name contains this text")
     ap.add_argument("--builder", default="auto", choices=("auto", "transformers", "reference"))
     ap.add_argument("--list", action="store_true", help="print the rows and exit")
+    ap.add_argument("--recompute", nargs="+", type=Path, default=None, metavar="JSON",
+                    help="re-estimate the rows of recorded fit-accuracy.json files; no measurement")
     args = ap.parse_args(argv)
+    if args.recompute:
+        print(recompute(args.recompute), end="")
+        return 0
     cases = [c for c in (CPU_CASES if args.cpu else GPU_CASES) if not args.only or args.only.lower() in c.name.lower()]
     if args.list:
         for c in cases:
@@ -291,6 +298,45 @@ def main(argv: Optional[List[str]] = None) -> int:
     write(args.out, rows, created, len(cases))
     print((args.out / "fit-accuracy.md").read_text())
     return 0
+
+
+def recompute(paths: List[Path]) -> str:
+    """Markdown: every measured row of ``paths`` (later files replace earlier rows of the same name), the
+    estimate recorded at the run and the estimate of the estimator now, against the same measured peak."""
+    by_name = {c.name: c for c in GPU_CASES + CPU_CASES}
+    recorded: Dict[str, Dict[str, Any]] = {}
+    for path in paths:
+        for r in json.loads(path.read_text())["rows"]:
+            if r.get("status") == "measured" or r["name"] not in recorded:
+                recorded[r["name"]] = r
+    const = load_constants()
+    lines = ["| # | configuration | measured GiB | estimate at the run GiB | error | estimate now GiB | error "
+             "| peak phase now |", "|---|---|---|---|---|---|---|---|"]
+    before: List[float] = []
+    after: List[float] = []
+    order = [c.name for c in GPU_CASES + CPU_CASES if c.name in recorded]
+    for i, name in enumerate(order, 1):
+        r, case = recorded[name], by_name[name]
+        measured = (r.get("measurement") or {}).get("peak_bytes")
+        spec, _ = model_of(case)
+        est = estimate(spec, case.workload, const)
+        if not measured or r.get("status") != "measured":
+            lines.append(f"| {i} | {name} | {r.get('status')} | {_gib(r.get('estimate_peak_bytes'))} | "
+                         f"| {_gib(est.peak_bytes)} | | {est.peak_phase} |")
+            continue
+        e0 = (r["estimate_peak_bytes"] - measured) / measured
+        e1 = (est.peak_bytes - measured) / measured
+        before.append(e0)
+        after.append(e1)
+        lines.append(f"| {i} | {name} | {_gib(measured)} | {_gib(r['estimate_peak_bytes'])} | {_pct(e0)} | "
+                     f"{_gib(est.peak_bytes)} | {_pct(e1)} | {est.peak_phase} |")
+
+    def met(errors: List[float]) -> str:
+        n = sum(1 for e in errors if -0.05 <= e <= 0.10)
+        return (f"{n} of {len(errors)} within -5%..+10% (from {_pct(min(errors))} to {_pct(max(errors))})"
+                if errors else "none compared")
+    lines += ["", f"At the run: {met(before)}. Now: {met(after)}."]
+    return "\n".join(lines) + "\n"
 
 
 def _gpu_model(name: Optional[str]) -> Any:

@@ -30,7 +30,9 @@ def test_inference_fp32_prefill_by_hand():
     e = estimate(TINY, Workload(mode="infer", batch=1, seq=10, new_tokens=0, dtype="fp32"), C)
     weights = N * 4
     kv = 2 * 2 * 2 * 16 * 4 * 10                   # 2 x layers x kv heads x head_dim x 4 B x 10 tokens
-    working = 10 * (2 * 4 * 64 + 4 * 3 * 128)      # hidden + residual, then the MLP's gate, up and product
+    # hidden + residual, the embedding output and the layer's input (still referenced), then the MLP's gate,
+    # up and product
+    working = 10 * (2 * 4 * 64 + 2 * 4 * 64 + 4 * 3 * 128)
     logits = 100 * (4 + 8)                         # last position only: V x (fp32 + fp32 copy + processed)
     allocated = weights + kv + working + logits
     assert e.peak_phase == "prefill"
@@ -78,9 +80,10 @@ def test_training_bf16_adamw_by_hand():
     loss = weights + states + acts + logits
     last_layer = weights + states + acts + 100 * 64 * 2 + 16 * 3 * 2 * 128   # head grad + 3 f-wide grads
     step = weights + grads + states                             # fused AdamW: no step-wide copy
-    for name, allocated in (("loss backward", loss), ("backward of the last layer", last_layer),
-                            ("optimizer step", step)):
-        assert phases[name].bytes == allocated + CONTEXT + int(allocated * 0.5), name
+    stranded = 2 * 8 * 100 * 2          # the freed bf16 logits' block, too small for the fp32 loss gradients
+    for name, allocated, extra in (("loss backward", loss, stranded), ("backward of the last layer", last_layer, 0),
+                                   ("optimizer step", step, 0)):
+        assert phases[name].bytes == allocated + CONTEXT + int(allocated * 0.5) + extra, name
     assert e.peak_phase == "optimizer step"
 
 

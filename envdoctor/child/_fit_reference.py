@@ -165,7 +165,8 @@ def build_reference(torch, shape, dtype, device, attention):
             return emb.cos().to(x.dtype), emb.sin().to(x.dtype)
 
         def hidden(self, ids, cache=None, offset=0):
-            x = self.embed_tokens(ids)
+            embeds = self.embed_tokens(ids)     # kept referenced through the layers, as transformers'
+            x = embeds                          # inputs_embeds is
             b, s = ids.shape
             positions = (torch.arange(s, device=ids.device) + offset).unsqueeze(0)
             cos, sin = self._rope(x, positions)

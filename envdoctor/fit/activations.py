@@ -39,12 +39,15 @@ Attention = Literal["sdpa", "eager"]
 class Precision:
     """Element sizes of one run: ``act`` (A), ``resid`` (R); ``autocast``: fp32 weights under
     torch.autocast, where each linear casts its own copy of its fp32 input. ``mask``: bytes of a
-    dropout mask element (CUDA's fused dropout keeps a bool mask; the CPU keeps one of the input dtype)."""
+    dropout mask element (CUDA's fused dropout keeps a bool mask; the CPU keeps one of the input dtype);
+    ``cuda``: autocast follows CUDA's op lists (False: the CPU's)."""
 
     act: int
     resid: int
     autocast: bool
     mask: int = 1
+    #: CUDA's autocast op lists (``pow`` runs in fp32 there, not on the CPU)
+    cuda: bool = True
 
 
 @dataclass(frozen=True)
@@ -248,6 +251,15 @@ def _mlp(lay: _Layer, spec: ModelSpec, seq: int) -> None:
     f = spec.intermediate
     if spec.family == "gpt2":
         lay.norm("MLP norm", t.norm, h, ["mlp.c_fc"])
+        if lay.p.autocast and lay.p.cuda:
+            # NewGELUActivation is Python: 0.5*x*(1+tanh(c*(x+0.044715*pow(x,3)))). pow is on CUDA
+            # autocast's fp32 list, so pow keeps an fp32 copy of x and everything after it is fp32
+            # (tanh's output, 1+tanh); only 0.5*x stays in A; c_proj keeps its own cast of the fp32 product
+            lay.add("gelu_new: c_fc output cast to fp32 for pow (autocast fp32 op)", f, 4, "gelu")
+            lay.add("gelu_new: tanh output and 1+tanh (fp32)", 2 * f, 4, "gelu")
+            lay.add("gelu_new: 0.5*x", f, A, "gelu")
+            lay.linear_input("gelu output cast for c_proj", f, A, ["mlp.c_proj"])
+            return
         lay.add("c_fc output", f, A, "gelu")
         # NewGELUActivation is Python: 0.5*x, tanh(...) and 1+tanh(...) are kept besides x
         lay.add("gelu_new: 0.5*x, tanh, 1+tanh", 3 * f, A, "gelu")

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from envdoctor.fit.estimate import Estimate
+from envdoctor.fit.estimate import Estimate, Phase
 from envdoctor.fit.measurement import Measurement
 
 TARGET_OVER = 0.10
@@ -92,10 +92,16 @@ def _row(name: str, label: str, estimate: int | None, measured: int | None, note
 
 
 def _allocated(est: Estimate, phase_names: tuple[str, ...] | None = None) -> int:
-    """What a phase (the largest of ``phase_names``, or the peak phase) allocates: context and reserve left out."""
-    wanted = (est.peak_phase,) if phase_names is None else phase_names
-    phases = [p for p in est.phases if p.name in wanted] or [p for p in est.phases if p.name == est.peak_phase]
-    return max(sum(t.bytes for t in p.terms if t.name not in ("context", "allocator_reserve")) for p in phases)
+    """What a phase (the largest of ``phase_names``, or of the workload's phases) allocates: context and
+    reserve left out. The model build is left out by default: the measured peak allocated is reset
+    after it (its blocks stay reserved, so the peak reserved + context does include it)."""
+    def alloc(p: Phase) -> int:
+        return sum(t.bytes for t in p.terms if t.name not in ("context", "allocator_reserve"))
+
+    if phase_names is None:
+        return max(alloc(p) for p in est.phases if p.name != "model build")
+    phases = [p for p in est.phases if p.name in phase_names] or [p for p in est.phases if p.name == est.peak_phase]
+    return max(alloc(p) for p in phases)
 
 
 def _term(est: Estimate, name: str, phase: str | None = None) -> int | None:

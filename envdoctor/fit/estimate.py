@@ -34,8 +34,8 @@ from envdoctor.fit.spec import ModelSpec
 from envdoctor.fit.workload import DTYPE_BYTES, Workload
 
 TermName = Literal["weights", "gradients", "optimizer", "optimizer_step", "activations", "layer_working",
-                   "logits", "kv_cache", "autocast_copies", "zero_gathered", "ddp_buckets", "context",
-                   "allocator_reserve"]
+                   "logits", "kv_cache", "autocast_copies", "zero_gathered", "ddp_buckets", "build_copy",
+                   "context", "allocator_reserve"]
 Value = Any     # int, float, str or bool: what a term's inputs hold
 
 #: linears LoRA leaves alone by default: the MoE router and Qwen's shared-expert gate
@@ -55,8 +55,12 @@ class Term:
 
 @dataclass(frozen=True)
 class Phase:
+    """``terms`` alive at one moment; ``stranded``: bytes of freed blocks the caching allocator
+    still holds and cannot hand to this moment's requests (they are too small), added to its reserve."""
+
     name: str
     terms: tuple[Term, ...]
+    stranded: int = 0
 
     @property
     def bytes(self) -> int:
@@ -139,7 +143,7 @@ def estimate(spec: ModelSpec, w: Workload, const: Constants) -> Estimate:
         phases = _train_phases(spec, w, weights, run, const, notes)
     else:
         phases = _infer_phases(spec, w, weights, run, const)
-    finished = tuple(Phase(p.name, p.terms + const_terms + (_reserve(p, const),)) for p in phases)
+    finished = tuple(Phase(p.name, p.terms + const_terms + (_reserve(p, const),), p.stranded) for p in phases)
     peak = max(finished, key=lambda p: p.bytes)
     return Estimate(spec=spec, workload=w, phases=finished, peak_phase=peak.name, peak_bytes=peak.bytes,
                     params_total=n_total, params_trainable=run.trainable, flops=flops(spec, w, weights),
@@ -205,9 +209,27 @@ def _constant_terms(const: Constants) -> tuple[Term, ...]:
 
 def _reserve(phase: Phase, const: Constants) -> Term:
     allocated = sum(t.bytes for t in phase.terms if t.name != "context")
-    return Term("allocator_reserve", int(allocated * const.allocator_reserve),
-                "caching allocator's reserve above allocated = fraction x allocated",
-                (("allocated_bytes", allocated), ("fraction", const.allocator_reserve)))
+    formula = "caching allocator's reserve above allocated = fraction x allocated"
+    inputs: tuple[tuple[str, Value], ...] = (("allocated_bytes", allocated), ("fraction", const.allocator_reserve))
+    if phase.stranded:
+        formula += (" + the freed low-precision logits' block, too small for the loss backward's fp32 "
+                    "requests (b*s*V x A)")
+        inputs += (("stranded_bytes", phase.stranded),)
+    return Term("allocator_reserve", int(allocated * const.allocator_reserve) + phase.stranded, formula, inputs)
+
+
+def _build_phase(spec: ModelSpec, w: Workload, weights_t: Term, run: _Run) -> Phase | None:
+    """Building the model from its config (``from_config``, what ``--measure`` does): a tied head is
+    created with its own weight, then tied to the embedding (its storage freed): for that moment
+    the weights + one V x h matrix are alive. None when the head is not tied or the weights are quantised."""
+    if not spec.tie_embeddings or w.quant:
+        return None
+    copy = spec.vocab * spec.hidden * run.weight_bytes
+    term = Term("build_copy", int(copy),
+                "the head's own weight before transformers ties it to the embedding: V x h x bytes",
+                (("vocab", spec.vocab), ("hidden", spec.hidden), ("bytes_each", run.weight_bytes)),
+                note="from_config (--measure); from_pretrained builds on the meta device and has no such copy")
+    return Phase("model build", (weights_t, term))
 
 
 def _weights_term(spec: ModelSpec, w: Workload, weights: tuple[Weight, ...], run: _Run,
@@ -344,12 +366,17 @@ def _train_phases(spec: ModelSpec, w: Workload, weights: tuple[Weight, ...], run
     head_grads = Term("gradients", int(head_grad / grad_shard), "the head's gradient, computed first: V x h x bytes",
                       (("vocab", V), ("hidden", spec.hidden), ("bytes_each", run.grad_bytes)))
     step_tmp = _step_temporaries(w, weights, run, opt_shard)
-    loss_phase = Phase("loss backward", (weights_t, optimizer, activations, logits, *extra))
+    # the logits in A bytes (bf16/fp16 weights, or the head under autocast) are freed after the forward;
+    # their block cannot hold the fp32 gradients of the loss backward (the allocator never merges
+    # separate segments), so it stays reserved beside them
+    stranded = A * E if A != 4 else 0
+    loss_phase = Phase("loss backward", (weights_t, optimizer, activations, logits, *extra), stranded)
     layer_phase = Phase("backward of the last layer", (weights_t, optimizer, activations, head_grads, working,
                                                        *extra))
     step_extra = tuple(t for t in extra if t.name == "ddp_buckets")
     step_phase = Phase("optimizer step", (weights_t, gradients, optimizer, step_tmp, *step_extra))
-    return (loss_phase, layer_phase, step_phase)
+    build = _build_phase(spec, w, weights_t, run)
+    return ((build,) if build else ()) + (loss_phase, layer_phase, step_phase)
 
 
 def _activations(spec: ModelSpec, w: Workload, run: _Run) -> tuple[dict[str, Any], list[tuple[str, Value]], float]:
@@ -462,15 +489,22 @@ def _infer_phases(spec: ModelSpec, w: Workload, weights: tuple[Weight, ...], run
     else:
         attn = A * (2 * spec.q_dim + 2 * spec.kv_dim)
         mask = 0
-    working_pt = 2 * R * spec.hidden + max(mlp, attn)
+    # held by Python references while a layer runs: the model's forward keeps the embedding output
+    # (``inputs_embeds``, then ``hidden_states = inputs_embeds``) and the layer loop keeps the layer's
+    # input (``hidden_states = layer(hidden_states)`` rebinds only when the layer returns)
+    held = (2 if spec.total_layers > 1 else 1) * R * spec.hidden
+    working_pt = 2 * R * spec.hidden + held + max(mlp, attn)
     prefill_work = Term("layer_working", int(b * s * working_pt + mask),
-                        "one layer's working set over the prompt: b*s x (hidden + residual + max(MLP, attention))"
+                        "one layer's working set over the prompt: b*s x (hidden + residual + the embedding output "
+                        "and the layer's input, still referenced + max(MLP, attention))"
                         + (" + the eager causal mask b*s*s x R" if mask else ""),
-                        (("bytes_per_token", working_pt), ("mask_bytes", mask), ("attention", attention)))
+                        (("bytes_per_token", working_pt), ("held_bytes_per_token", held), ("mask_bytes", mask),
+                         ("attention", attention)))
     if spec.kind == "encoder":
         logits = Term("logits", b * s * spec.vocab * A, "one forward: logits b*s*V x A", (
             ("batch", b), ("seq", s), ("vocab", spec.vocab)))
-        return (Phase("forward", (weights_t, prefill_work, logits, kv(0, 0))),)
+        build = _build_phase(spec, w, weights_t, run)
+        return ((build,) if build else ()) + (Phase("forward", (weights_t, prefill_work, logits, kv(0, 0))),)
     last = Term("logits", b * spec.vocab * (A + 8),
                 "generate keeps the last position's logits: b x V x (A + fp32 copy + processed)",
                 (("batch", b), ("vocab", spec.vocab)))
@@ -483,7 +517,8 @@ def _infer_phases(spec: ModelSpec, w: Workload, weights: tuple[Weight, ...], run
     phases = [Phase("prefill", (weights_t, kv(prompt, cross), prefill_work, last))]
     if new:
         phases.append(Phase("last generated token", (weights_t, kv(prompt + new, cross), cat, last)))
-    return tuple(phases)
+    build = _build_phase(spec, w, weights_t, run)
+    return ((build,) if build else ()) + tuple(phases)
 
 
 # --- FLOPs ------------------------------------------------------------------------------------

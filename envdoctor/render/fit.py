@@ -24,7 +24,8 @@ _LABELS = {
     "optimizer_step": "optimizer step temporaries", "activations": "activations",
     "layer_working": "layer working set", "logits": "logits and loss", "kv_cache": "KV cache",
     "autocast_copies": "autocast weight copies", "zero_gathered": "ZeRO-3 gathered layers",
-    "ddp_buckets": "DDP gradient buckets", "context": "CUDA context + cuBLAS", "allocator_reserve": "allocator reserve",
+    "ddp_buckets": "DDP gradient buckets", "build_copy": "tied head before tying (build)",
+    "context": "CUDA context + cuBLAS", "allocator_reserve": "allocator reserve",
 }
 
 
