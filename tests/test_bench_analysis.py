@@ -190,3 +190,14 @@ def test_two_real_h200s_are_siblings_and_a_slow_one_is_flagged():
     flagged = siblings(result.devices, slow)
     assert len(flagged) == 2 and all(f.startswith("GPU 1 (NVIDIA H200)") for f in flagged)
     assert "below its siblings' median" in flagged[0]
+
+
+def test_bench_matches_torch_device_to_nvml_by_bus_id_whatever_the_domain_width():
+    from envdoctor.bench.host import _match_nvml
+    from envdoctor.facts.bench import BenchDevice
+
+    gpus = [{"uuid": "GPU-AA", "pci_bus_id": "00000000:00:06.0"}, {"uuid": "GPU-BB", "pci_bus_id": "00000000:1A:00.0"}]
+    # the child prints the bus id as torch's "%08X:%02X:%02X.0"; NVML may give four domain digits
+    assert _match_nvml(BenchDevice(0, pci_bus_id="0000:1a:00.0"), gpus, 2) == 1
+    assert _match_nvml(BenchDevice(0, uuid="gpu-aa", pci_bus_id="0000:1a:00.0"), gpus, 2) == 0   # UUID first
+    assert _match_nvml(BenchDevice(0, pci_bus_id="garbage"), gpus, 2) is None

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from envdoctor.child import uses
+
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="needs torch (CPU is enough)")
 
 CHILD = Path(__file__).resolve().parent.parent / "envdoctor" / "child" / "burn.py"
@@ -42,6 +44,8 @@ def child():
     ns = {"__name__": "burn_child", "STOP": stop, "emit": lambda kind, **f: events.append((kind, f)),
           "stage": lambda name, **f: None, "first_line": lambda exc: f"{type(exc).__name__}: {exc}",
           "Failure": RuntimeError}
+    for part in uses(CHILD.read_text()):   # the parts run_child sends before the script
+        exec(compile((CHILD.parent / part).read_text(), part, "exec"), ns)
     exec(compile(CHILD.read_text(), str(CHILD), "exec"), ns)
     cuda = types.SimpleNamespace(Event=FakeEvent, synchronize=lambda *a: None, empty_cache=lambda: None,
                                  mem_get_info=lambda dev: (40 << 20, 80 << 20))

@@ -41,6 +41,7 @@ from envdoctor.facts.bench import (
 from envdoctor.facts.serde import DataError, from_data, to_data
 from envdoctor.nvml import Reading, Session
 from envdoctor.nvml import Sampler as NvmlSampler
+from envdoctor.probes.links import pci_address
 
 SCRIPT = "bench.py"
 CHILD_SCHEMA = "envdoctor.bench.child/1"
@@ -158,21 +159,12 @@ def _match_nvml(info: BenchDevice, gpus: Sequence[Dict[str, Any]], torch_count: 
         if info.uuid and g.get("uuid") and info.uuid.lower() == str(g["uuid"]).lower():
             return i
     for i, g in enumerate(gpus):
-        if info.pci_bus_id and g.get("pci_bus_id") and _bus(info.pci_bus_id) == _bus(g["pci_bus_id"]):
+        bus = pci_address(info.pci_bus_id)
+        if bus and bus == pci_address(g.get("pci_bus_id")):
             return i
     if len(gpus) == 1 and torch_count == 1:
         return 0
     return None
-
-
-def _bus(text: str) -> str:
-    """'00000000:00:06.0' and '0000:00:06.0' -> '0000:00:06.0'."""
-    parts = text.strip().lower().split(":")
-    try:
-        domain = int(parts[-3], 16) if len(parts) >= 3 else 0
-        return f"{domain:04x}:{int(parts[-2], 16):02x}:{parts[-1]}"
-    except (ValueError, IndexError):
-        return text.strip().lower()
 
 
 def build_result(doc: Dict[str, Any], *, samples: Sequence[NvmlSample] = (),

@@ -28,6 +28,7 @@ from envdoctor.facts.base import ErrorKind, ProbeError
 from envdoctor.facts.burn import CPU_N, GPU_N, BurnGpu, BurnResult, Phase, XidSeen
 from envdoctor.findings import Finding
 from envdoctor.nvml import COUNTERS, SAMPLE, Reading, Sampler, Session, XidEvent, XidWatch
+from envdoctor.probes.links import pci_address
 from envdoctor.table.health import Health, load_health
 
 SCRIPT = "burn.py"
@@ -169,17 +170,6 @@ class Watch:
         return [r for r in (self._sampler.readings if self._sampler else []) if r.index == nvml_index]
 
 
-def _norm_bus(text: Optional[str]) -> Optional[str]:
-    """'00000000:00:06.0' and '0000:00:06.0' -> '0000:00:06.0'."""
-    if not text:
-        return None
-    parts = text.strip().lower().split(":")
-    try:
-        return f"{int(parts[-3], 16) if len(parts) >= 3 else 0:04x}:{int(parts[-2], 16):02x}:{parts[-1]}"
-    except (ValueError, IndexError):
-        return text.strip().lower()
-
-
 def match_nvml(gpu: BurnGpu, identity: Sequence[Reading], visible_all: bool) -> Optional[int]:
     """Which NVML GPU a child's torch device is: by UUID, then PCI bus id, then the same index
     when torch sees every GPU NVML does."""
@@ -188,8 +178,8 @@ def match_nvml(gpu: BurnGpu, identity: Sequence[Reading], visible_all: bool) -> 
         if gpu.uuid and uuid and gpu.uuid.lower() == str(uuid).lower():
             return r.index
     for r in identity:
-        bus = (r.values.get("pci") or {}).get("bus_id")
-        if gpu.pci_bus_id and bus and _norm_bus(gpu.pci_bus_id) == _norm_bus(bus):
+        bus = pci_address(gpu.pci_bus_id)
+        if bus and bus == pci_address((r.values.get("pci") or {}).get("bus_id")):
             return r.index
     if visible_all and 0 <= gpu.index < len(identity):
         return gpu.index

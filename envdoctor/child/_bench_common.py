@@ -1,7 +1,9 @@
-"""What the bench suites share in the target interpreter: a part of ``bench.py`` (envdoctor.child).
+"""What the bench suites share in the target interpreter: a part of ``bench.py`` (envdoctor.child),
+whose TF32 switch (:class:`Tf32`), device record (:func:`device_info`) and timing ``burn.py`` and
+``fit_measure.py`` use too.
 
-Standard library and torch only, Python 3.8+, never imported by envdoctor itself. ``bench.py``
-names this file on its ``# envdoctor child uses:`` line, so it is sent before it.
+Standard library and torch only, Python 3.8+, never imported by envdoctor itself. Each script
+that needs it names this file on its ``# envdoctor child uses:`` line, so it is sent before it.
 
 Timing, for every suite: a short calibration that also warms up (the batch of calls grows until
 it takes ``CALIBRATE_S``), then back-to-back repeats of K calls each, timed with CUDA events and

@@ -29,12 +29,14 @@ address, its inverse, 0x55555555, 0xAAAAAAAA, seeded random words), then all rea
 counted where they differ. SIGTERM (the prelude's STOP) ends the load and skips the test; the
 child still answers with what it did.
 """
+# envdoctor child uses: _bench_common.py
 
 import math
 import sys
 import time
 
-if False:  # for readers and linters: these come from _prelude.py, which envdoctor sends first
+if False:  # for readers and linters: these come from the files sent before this one
+    from envdoctor.child._bench_common import Tf32, device_info
     from envdoctor.child._prelude import STOP, Failure, emit, first_line, stage
 
 CHILD_SCHEMA = "envdoctor.burn.child/1"
@@ -60,16 +62,6 @@ def int_view(torch, name):
     """The integer type of the same width, for a bitwise compare."""
     return {"bf16": torch.int16, "fp16": torch.int16, "tf32": torch.int32, "fp32": torch.int32,
             "fp64": torch.int64}[name]
-
-
-def set_tf32(torch, on):
-    """TF32 for float32 products on or off, through whichever switch this torch has; read back."""
-    m = torch.backends.cuda.matmul
-    if hasattr(m, "fp32_precision"):
-        m.fp32_precision = "tf32" if on else "ieee"
-        return m.fp32_precision == "tf32"
-    m.allow_tf32 = bool(on)
-    return bool(m.allow_tf32)
 
 
 def plan(info, wanted, fp64_ccs, cuda):
@@ -153,7 +145,9 @@ def run_phase(torch, dev, cuda, name, n, deadline, interval_s, seed):
     td = torch_dtype(torch, name)
     try:
         if cuda and name in ("fp32", "tf32"):
-            ph.d["tf32"] = set_tf32(torch, name == "tf32")
+            tf32 = Tf32(torch)
+            tf32.set(name == "tf32")
+            ph.d["tf32"] = tf32.get()
         g = torch.Generator(device=dev).manual_seed(seed)
         a = torch.randn(n, n, generator=g, device=dev, dtype=td)
         b = torch.randn(n, n, generator=g, device=dev, dtype=td)
@@ -381,19 +375,6 @@ def memtest(torch, dev, cuda, budget_s, fraction, cpu_bytes, seed):
                 pass
     out["seconds"] = round(time.time() - started, 3)
     return out
-
-
-def device_info(torch, index):
-    p = torch.cuda.get_device_properties(index)
-    info = {"index": index, "kind": "cuda", "name": p.name, "capability": "%d.%d" % (p.major, p.minor),
-            "multiprocessors": p.multi_processor_count, "memory_bytes": p.total_memory}
-    uuid = getattr(p, "uuid", None)
-    if uuid is not None:
-        text = str(uuid)
-        info["uuid"] = text if text.startswith(("GPU-", "MIG-")) else "GPU-" + text
-    if hasattr(p, "pci_bus_id") and hasattr(p, "pci_domain_id"):
-        info["pci_bus_id"] = "%08X:%02X:%02X.0" % (p.pci_domain_id, p.pci_bus_id, getattr(p, "pci_device_id", 0))
-    return info
 
 
 def no_cuda_reason(torch):

@@ -24,7 +24,9 @@ from envdoctor.cli.common import (
     EXIT_INTERNAL,
     EXIT_OK,
     EXIT_USAGE,
+    ChoiceList,
     debug_option,
+    gpu_index_or_all,
     guarded,
     python_option,
     use_color,
@@ -45,21 +47,6 @@ from envdoctor.facts.serde import to_data
 from envdoctor.render.bench import render_bench_text
 
 
-class DtypeList(click.ParamType):
-    """``fp32,fp16`` -> ("fp32", "fp16"); the option may also be repeated."""
-
-    name = "DTYPES"
-
-    def convert(self, value: Any, param: Any, ctx: Any) -> Tuple[str, ...]:
-        if isinstance(value, tuple):
-            return value
-        names = tuple(v.strip().lower() for v in str(value).split(",") if v.strip())
-        bad = [v for v in names if v not in DTYPES]
-        if bad or not names:
-            self.fail(f"{value!r}: choose from {', '.join(DTYPES)} (comma-separated)", param, ctx)
-        return names
-
-
 class SizeList(click.ParamType):
     """``2048`` or ``512,8192``: matrix sizes n, 1 to 65536."""
 
@@ -75,30 +62,6 @@ class SizeList(click.ParamType):
         if not sizes or any(not 1 <= n <= 65536 for n in sizes):
             self.fail(f"{value!r}: sizes go from 1 to 65536", param, ctx)
         return sizes
-
-
-class SuiteList(click.ParamType):
-    """``matmul,memory``, ``layers`` or ``all`` -> ("matmul", "memory"); the option may also be repeated."""
-
-    name = "SUITES"
-
-    def convert(self, value: Any, param: Any, ctx: Any) -> Tuple[str, ...]:
-        if isinstance(value, tuple):
-            return value
-        names = tuple(v.strip().lower() for v in str(value).split(",") if v.strip())
-        if "all" in names:
-            return SUITES
-        bad = [v for v in names if v not in SUITES]
-        if bad or not names:
-            self.fail(f"{value!r}: choose from {', '.join(SUITES)} or all (comma-separated)", param, ctx)
-        return names
-
-
-def _device(ctx: click.Context, param: Any, value: str) -> str:
-    value = value.strip().lower()
-    if value == "all" or (value.isdigit() and int(value) < 1024):
-        return str(int(value)) if value != "all" else value
-    raise click.BadParameter(f"{value!r}: give a GPU index (0, 1, ...) or 'all'")
 
 
 def _progress(stream: Any) -> Any:
@@ -198,9 +161,10 @@ def _device_note(result: BenchResult, device: str, asked: bool) -> Optional[str]
 
 @click.command("bench")
 @python_option
-@click.option("--suite", "suites", type=SuiteList(), multiple=True, metavar="matmul,memory,layers|all",
+@click.option("--suite", "suites", type=ChoiceList(SUITES, "SUITES", every="all"), multiple=True,
+              metavar="matmul,memory,layers|all",
               help="What to measure (default: matmul,memory). layers: BERT, GPT-2, T5 and Llama-style layers.")
-@click.option("--dtype", "dtypes", type=DtypeList(), multiple=True, metavar="fp32,tf32,fp16,bf16",
+@click.option("--dtype", "dtypes", type=ChoiceList(DTYPES, "DTYPES"), multiple=True, metavar="fp32,tf32,fp16,bf16",
               help="Precisions to measure (default: all four; bf16/tf32 only on compute capability 8.0+).")
 @click.option("--size", "sizes", type=SizeList(), multiple=True, metavar="N",
               help=f"Matrix size n, repeatable or comma-separated (default: {','.join(map(str, DEFAULT_SIZES))}).")
@@ -208,7 +172,7 @@ def _device_note(result: BenchResult, device: str, asked: bool) -> Optional[str]
               metavar="SECONDS", help="Seconds of matmul measurement per GPU, shared out over the points; the memory "
               f"and layers suites scale with it ({suite_budgets(DEFAULT_BUDGET)['memory']:g} and "
               f"{suite_budgets(DEFAULT_BUDGET)['layers']:g} s at the default).")
-@click.option("--device", default="0", show_default=True, callback=_device, metavar="N|all",
+@click.option("--device", default="0", show_default=True, callback=gpu_index_or_all, metavar="N|all",
               help="GPU index in the target's torch, or 'all' (then a GPU >10% slower than the others is flagged).")
 @click.option("--json", "as_json", is_flag=True, help='Print the versioned JSON document ("envdoctor.bench/1").')
 @click.option("--plot", type=click.Path(dir_okay=False), default=None, metavar="FILE.png",

@@ -26,7 +26,9 @@ from envdoctor.cli.common import (
     EXIT_INTERNAL,
     EXIT_OK,
     EXIT_USAGE,
+    ChoiceList,
     debug_option,
+    gpu_index_or_all,
     guarded,
     python_option,
     use_color,
@@ -36,30 +38,6 @@ from envdoctor.documents import dumps
 from envdoctor.facts.serde import to_data
 from envdoctor.redact import mask_data, mask_text
 from envdoctor.render.burn import chart_lines, render_burn_text, verdict_line
-
-
-class DtypeList(click.ParamType):
-    """``bf16,fp32`` -> ("bf16", "fp32"); the option may also be repeated."""
-
-    name = "DTYPES"
-
-    def convert(self, value: Any, param: Any, ctx: Any) -> Tuple[str, ...]:
-        if isinstance(value, tuple):
-            return value
-        names = tuple(v.strip().lower() for v in str(value).split(",") if v.strip())
-        bad = [v for v in names if v not in DTYPES]
-        if bad or not names:
-            self.fail(f"{value!r}: choose from {', '.join(DTYPES)} (comma-separated)", param, ctx)
-        return names
-
-
-def _device(ctx: click.Context, param: Any, value: str) -> str:
-    value = value.strip().lower()
-    if value == "all":
-        return value
-    if value.isdigit() and int(value) < 1024:
-        return str(int(value))
-    raise click.BadParameter(f"{value!r}: give a GPU index (0, 1, ...) or 'all'")
 
 
 class Progress:
@@ -160,9 +138,9 @@ def _plot(result: BurnResult, path: str, python: str, ascii_only: bool) -> List[
               show_default=True, metavar="SECONDS",
               help="Seconds of load per GPU (5 s to 24 h), shared out over the dtypes; the start and a memory "
                    "test of at most 10 s come on top.")
-@click.option("--device", default="all", show_default=True, callback=_device, metavar="N|all",
+@click.option("--device", default="all", show_default=True, callback=gpu_index_or_all, metavar="N|all",
               help="GPU index in the target's torch, or 'all' (one process per GPU).")
-@click.option("--dtype", "dtypes", type=DtypeList(), multiple=True, metavar="bf16,fp32",
+@click.option("--dtype", "dtypes", type=ChoiceList(DTYPES, "DTYPES"), multiple=True, metavar="bf16,fp32",
               help="Dtypes to load (bf16, fp16, tf32, fp32, fp64; default bf16 and fp32, plus fp64 on GPUs "
                    "whose Tensor Cores take it).")
 @click.option("--json", "as_json", is_flag=True, help='Print the versioned JSON document ("envdoctor.burn/1").')

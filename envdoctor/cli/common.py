@@ -7,7 +7,7 @@ import logging
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence, Tuple
 
 import click
 
@@ -214,3 +214,38 @@ def verbosity() -> int:
     """-1 with ``--quiet``, 1 with ``--verbose``, 0 otherwise."""
     ctx = click.get_current_context(silent=True)
     return int(ctx.meta.get(VERBOSITY_KEY, 0)) if ctx is not None else 0
+
+
+class ChoiceList(click.ParamType):
+    """A comma-separated list of names from a closed set: ``ChoiceList(("fp32", "fp16"), "DTYPES")``
+    turns ``"FP16, fp32,fp16"`` into ``("fp16", "fp32")`` (lower case, ``-`` read as ``_``, each
+    once, in the order given). With ``every="all"`` that word stands for all of ``choices``.
+    Anything else is a usage error (exit 2) that lists the choices; the option may also be repeated."""
+
+    def __init__(self, choices: Sequence[str], name: str, every: Optional[str] = None) -> None:
+        self.choices = tuple(choices)
+        self.name = name
+        self.every = every
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> Tuple[str, ...]:
+        if isinstance(value, tuple):
+            return value
+        names = tuple(dict.fromkeys(v.strip().lower().replace("-", "_") for v in str(value).split(",")
+                                    if v.strip()))
+        if self.every is not None and self.every in names:
+            return self.choices
+        bad = [v for v in names if v not in self.choices]
+        if bad or not names:
+            also = f" or {self.every}" if self.every is not None else ""
+            self.fail(f"{value!r}: choose from {', '.join(self.choices)}{also} (comma-separated)", param, ctx)
+        return names
+
+
+def gpu_index_or_all(ctx: click.Context, param: Any, value: str) -> str:
+    """Click callback of ``--device``: ``"all"``, or one GPU index below 1024 (``"01"`` -> ``"1"``)."""
+    value = value.strip().lower()
+    if value == "all":
+        return value
+    if value.isdigit() and int(value) < 1024:
+        return str(int(value))
+    raise click.BadParameter(f"{value!r}: give a GPU index (0, 1, ...) or 'all'")

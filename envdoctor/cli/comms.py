@@ -14,22 +14,17 @@ from typing import Any, Dict, Optional, Tuple
 
 import click
 
-from envdoctor.cli.common import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, debug_option, guarded, python_option, use_color
+from envdoctor.cli.common import (
+    EXIT_ERRORS,
+    EXIT_OK,
+    EXIT_USAGE,
+    ChoiceList,
+    debug_option,
+    guarded,
+    python_option,
+    use_color,
+)
 from envdoctor.comms import plan
-
-
-class Collectives(click.ParamType):
-    name = "COLLECTIVES"
-
-    def convert(self, value: Any, param: Any, ctx: Any) -> Tuple[str, ...]:
-        if isinstance(value, tuple):
-            return value
-        names = tuple(dict.fromkeys(v.strip().lower().replace("-", "_") for v in str(value).split(",")
-                                    if v.strip()))
-        bad = [n for n in names if n not in plan.COLLECTIVES]
-        if bad or not names:
-            self.fail(f"{value!r}: choose from {', '.join(plan.COLLECTIVES)} (comma-separated)", param, ctx)
-        return names
 
 
 def _devices(ctx: click.Context, param: Any, value: str) -> Optional[Tuple[int, ...]]:
@@ -84,7 +79,8 @@ def _progress(stream: Any) -> Any:
 
 @click.command("comms")
 @python_option
-@click.option("--collective", "collectives", type=Collectives(), default=",".join(plan.COLLECTIVES),
+@click.option("--collective", "collectives", type=ChoiceList(plan.COLLECTIVES, "COLLECTIVES"),
+              default=",".join(plan.COLLECTIVES),
               show_default=True, metavar="all_reduce,all_gather,...", help="Collectives to measure.")
 @click.option("--sizes", default=None, metavar="1M..4G",
               help=f"Sizes S: FROM..TO (times --factor), or a list 1M,16M,1G "

@@ -17,9 +17,9 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, Optional, Tuple
+from typing import Dict, Optional, Tuple
 
-from envdoctor.table.schema import Doc, TableError, Where, check_top, check_unconfirmed_fields, fields, rows
+from envdoctor.table.schema import Doc, TableError, check_top, fields, make_row, one_of, rows
 from envdoctor.table.source import DataDir, read_doc
 
 XID_SEVERITIES = ("critical", "warning", "app", "info")
@@ -127,12 +127,11 @@ def load_xids(doc: Doc) -> Tuple[Xid, ...]:
         v = fields(where, raw, {"code": "int", "mnemonic": "str", "meaning": "str", "severity": "str",
                                 "action": "str", "azure_fails": "bool?", "k8s_app_error": "bool?",
                                 "gcm_noncritical": "bool?"})
-        if v["severity"] not in XID_SEVERITIES:
-            raise where.fail(f"field 'severity': {v['severity']!r} is not one of {', '.join(XID_SEVERITIES)}")
+        one_of(where, "severity", v["severity"], XID_SEVERITIES)
         if v["code"] in out:
             raise where.fail(f"duplicate Xid {v['code']}")
         v.update({k: b or None for k, b in buckets.items()})
-        out[v["code"]] = _row(Xid, where, v)
+        out[v["code"]] = make_row(Xid, where, v)
     return tuple(out[k] for k in sorted(out))
 
 
@@ -147,11 +146,10 @@ def load_health_file(doc: Doc) -> Tuple[Tuple[Reason, ...], Tuple[Expected, ...]
             raise where.fail(f"field 'bit': {bit:#x} is not a single bit")
         if bit in bits:
             raise where.fail(f"bit {bit:#x} is also {bits[bit]!r}")
-        if v["class"] not in REASON_CLASSES:
-            raise where.fail(f"field 'class': {v['class']!r} is not one of {', '.join(REASON_CLASSES)}")
+        one_of(where, "class", v["class"], REASON_CLASSES)
         bits[bit] = v["name"]
         v["kind"] = v.pop("class")
-        reasons.append(_row(Reason, where, v))
+        reasons.append(make_row(Reason, where, v))
     names = [r.name for r in reasons]
     if len(set(names)) != len(names):
         raise TableError(f"{doc.label}: a [[reason]] name appears twice")
@@ -160,19 +158,13 @@ def load_health_file(doc: Doc) -> Tuple[Tuple[Reason, ...], Tuple[Expected, ...]
     for where, raw in rows(doc, "expected", "gpu"):
         v = fields(where, raw, {"gpu": "str", "dtype": "str", "n": "int", "sustained_tflops": "float",
                                 "power_limit_w": "float?"})
-        if v["dtype"] not in BURN_DTYPES:
-            raise where.fail(f"field 'dtype': {v['dtype']!r} is not one of {', '.join(BURN_DTYPES)}")
+        one_of(where, "dtype", v["dtype"], BURN_DTYPES)
         key = (_norm(v["gpu"]), v["dtype"], v["n"])
         if key in seen:
             raise where.fail(f"a second row for {v['gpu']} {v['dtype']} n={v['n']}")
         seen.add(key)
-        rates.append(_row(Expected, where, v))
+        rates.append(make_row(Expected, where, v))
     return tuple(reasons), tuple(rates)
-
-
-def _row(cls: Any, where: Where, values: Dict[str, Any]) -> Any:
-    check_unconfirmed_fields(where, values.get("unconfirmed_fields", ()), cls)
-    return cls(**values)
 
 
 def build_health(directory: Optional[DataDir] = None) -> Health:

@@ -16,10 +16,10 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, Literal, Optional, Tuple
+from typing import Literal, Optional, Tuple
 
-from envdoctor.table.schema import Doc, TableError, Where, check_top, check_unconfirmed_fields, fields, parse_toml, rows
-from envdoctor.table.source import data_directory
+from envdoctor.table.schema import Doc, TableError, check_top, fields, make_row, one_of, rows
+from envdoctor.table.source import data_directory, read_doc
 
 NvlinkForm = Literal["sxm", "bridge", "none", "c2c"]
 PathKind = Literal["nvlink", "pcie", "host_copy"]
@@ -166,23 +166,14 @@ class LinkTable:
         return None
 
 
-def _row(cls: type, where: Where, values: Dict[str, Any]) -> Any:
-    check_unconfirmed_fields(where, values.get("unconfirmed_fields", ()), cls)
-    return cls(**values)
-
-
 def load(path: Path) -> LinkTable:
     """Read and check a ``links.toml``; :class:`TableError` names the file, row and field."""
-    try:
-        raw: Optional[bytes] = Path(path).read_bytes()
-    except FileNotFoundError:
-        raw = None
-    return parse(f"{Path(path).parent.name}/{Path(path).name}", raw)
+    return parse_doc(read_doc(Path(path).name, Path(path).parent))
 
 
-def parse(label: str, raw: Optional[bytes]) -> LinkTable:
-    """The table of a ``links.toml``'s bytes (None: the file is missing)."""
-    doc = Doc(label, parse_toml(label, raw))
+def parse_doc(doc: Doc) -> LinkTable:
+    """The table of a parsed ``links.toml``."""
+    label = doc.label
     check_top(doc, ("pcie", "nvlink", "gpu", "achievable", "published"))
     pcie = []
     for where, row in rows(doc, "pcie", "gen"):
@@ -190,7 +181,7 @@ def parse(label: str, raw: Optional[bytes]) -> LinkTable:
                                 "x16_gbps": "float"})
         if abs(v["lane_gbps"] * 16 - v["x16_gbps"]) > 0.05:
             raise where.fail(f"field 'x16_gbps': {v['x16_gbps']} is not 16 x lane_gbps ({v['lane_gbps']})")
-        pcie.append(_row(PcieRate, where, v))
+        pcie.append(make_row(PcieRate, where, v))
     gens = [r.gen for r in pcie]
     if gens != sorted(set(gens)):
         raise TableError(f"{label}: [[pcie]] generations must rise without repeats: {gens}")
@@ -198,15 +189,14 @@ def parse(label: str, raw: Optional[bytes]) -> LinkTable:
     for where, row in rows(doc, "nvlink", "generation"):
         v = fields(where, row, {"generation": "str", "nvml_version": "int", "per_link_gbps": "float",
                                 "max_links": "int"})
-        nvlink.append(_row(NvlinkRate, where, v))
+        nvlink.append(make_row(NvlinkRate, where, v))
     known_generations = {r.generation for r in nvlink}
     gpus = []
     for where, row in rows(doc, "gpu", "name"):
         v = fields(where, row, {"name": "str", "nvlink_generation": "str?", "nvlink_links": "int",
                                 "nvlink_form": "str", "nvlink_per_link_gbps": "float?", "pcie_gen": "int",
                                 "pcie_width": "int"})
-        if v["nvlink_form"] not in FORMS:
-            raise where.fail(f"field 'nvlink_form': {v['nvlink_form']!r} is not one of {', '.join(FORMS)}")
+        one_of(where, "nvlink_form", v["nvlink_form"], FORMS)
         if v["nvlink_generation"] is not None and v["nvlink_generation"] not in known_generations:
             raise where.fail(f"field 'nvlink_generation': {v['nvlink_generation']!r} has no [[nvlink]] row")
         if (v["nvlink_generation"] is None) != (v["nvlink_links"] == 0):
@@ -214,7 +204,7 @@ def parse(label: str, raw: Optional[bytes]) -> LinkTable:
                              "or a generation without links)")
         if v["pcie_gen"] and v["pcie_gen"] not in gens:
             raise where.fail(f"field 'pcie_gen': {v['pcie_gen']} has no [[pcie]] row")
-        gpus.append(_row(GpuLinkSpec, where, v))
+        gpus.append(make_row(GpuLinkSpec, where, v))
     names = [g.name for g in gpus]
     if len(names) != len(set(names)):
         raise TableError(f"{label}: [[gpu]] names repeat")
@@ -224,7 +214,7 @@ def parse(label: str, raw: Optional[bytes]) -> LinkTable:
         if v["kind"] not in KINDS or not 0 < v["fraction"] <= 1:
             raise where.fail(f"kind {v['kind']!r} / fraction {v['fraction']} "
                              f"(kinds: {', '.join(KINDS)}; 0 < fraction <= 1)")
-        achievable.append(_row(Achievable, where, v))
+        achievable.append(make_row(Achievable, where, v))
     published = []
     for where, row in rows(doc, "published", "gpu"):
         v = fields(where, row, {"gpu": "str", "gpus": "int", "collective": "str", "nvls": "str",
@@ -233,7 +223,7 @@ def parse(label: str, raw: Optional[bytes]) -> LinkTable:
             raise where.fail(f"field 'gpu': {v['gpu']!r} has no [[gpu]] row")
         if v["collective"] not in COLLECTIVES or v["nvls"] not in ("on", "off", "n/a"):
             raise where.fail(f"collective {v['collective']!r} / nvls {v['nvls']!r} unknown")
-        published.append(_row(Published, where, v))
+        published.append(make_row(Published, where, v))
     return LinkTable(tuple(pcie), tuple(nvlink), tuple(gpus), tuple(achievable), tuple(published))
 
 
@@ -241,14 +231,7 @@ def parse(label: str, raw: Optional[bytes]) -> LinkTable:
 def _default(where: str) -> LinkTable:
     """``links.toml`` of the data folder the main table uses (``$ENVDOCTOR_DATA``, the wheel's, the
     checkout's, or a zip archive's); ``where`` names that folder, the key of this memo."""
-    folder = data_directory()
-    try:
-        raw: Optional[bytes] = folder.joinpath("links.toml").read_bytes()
-    except (FileNotFoundError, NotADirectoryError, KeyError):
-        raw = None
-    except OSError as exc:
-        raise TableError(f"{folder.name}/links.toml: cannot be read: {exc.strerror or exc}") from None
-    return parse(f"{folder.name}/links.toml", raw)
+    return parse_doc(read_doc("links.toml"))
 
 
 def load_links(path: Optional[Path] = None) -> LinkTable:

@@ -41,6 +41,7 @@ from envdoctor.table.schema import (
     check_top,
     check_unconfirmed_fields,
     fields,
+    make_row,
     one_of,
     rows,
     version,
@@ -54,11 +55,6 @@ _SERIES = re.compile(r"^(gtx|rtx) (\d{2}|\d{4})( [a-z]+)?$")
 _PRECISIONS = ("fp64", "tf32", "bf16", "fp16", "fp8", "fp6", "fp4", "int8", "int4")
 
 
-def _row(cls: type, where: Where, values: dict[str, Any]) -> Any:
-    check_unconfirmed_fields(where, values.get("unconfirmed_fields", ()), cls)
-    return cls(**values)
-
-
 def load_cuda(doc: Doc) -> tuple[tuple[CudaRelease, ...], tuple[MinorCompat, ...], tuple[DriverBranch, ...]]:
     check_top(doc, ("release", "minor_compat", "branch"))
     releases = []
@@ -69,21 +65,21 @@ def load_cuda(doc: Doc) -> tuple[tuple[CudaRelease, ...], tuple[MinorCompat, ...
             version(where, name, v[name])
         one_of(where, "kind", v["kind"], get_args(CudaKind))
         v["label"] = v["label"] or v["version"]
-        releases.append(_row(CudaRelease, where, v))
+        releases.append(make_row(CudaRelease, where, v))
     compat = []
     for where, raw in rows(doc, "minor_compat", "major"):
         v = fields(where, raw, {"major": "int", "min_driver_linux": "str", "min_driver_windows": "str?",
                                "below_driver": "str?", "limitations": "strs"})
         for name in ("min_driver_linux", "min_driver_windows", "below_driver"):
             version(where, name, v[name])
-        compat.append(_row(MinorCompat, where, v))
+        compat.append(make_row(MinorCompat, where, v))
     branches = []
     for where, raw in rows(doc, "branch", "branch"):
         v = fields(where, raw, {"branch": "str", "designation": "str", "cuda_major": "int",
                                "end_of_life": "str?"})
         version(where, "branch", v["branch"])
         one_of(where, "designation", v["designation"], get_args(Designation))
-        branches.append(_row(DriverBranch, where, v))
+        branches.append(make_row(DriverBranch, where, v))
     return tuple(releases), tuple(compat), tuple(branches)
 
 
@@ -105,7 +101,7 @@ def load_architectures(doc: Doc) -> tuple[Architecture, ...]:
         one_of(where, "kernel_modules", v["kernel_modules"], get_args(KernelModules))
         major, minor = v["cc"].split(".")
         v["sm"] = f"sm_{major}{minor}"
-        out.append(_row(Architecture, where, v))
+        out.append(make_row(Architecture, where, v))
     return tuple(out)
 
 
@@ -127,13 +123,13 @@ def load_gpus(doc: Doc) -> tuple[tuple[GpuModel, ...], tuple[ChipFamily, ...], t
         for pid in v["pci_ids"]:
             if not _PCI.match(pid):
                 raise where.fail(f"field 'pci_ids': {pid!r} is not a device id like 0x2335")
-        gpus.append(_row(GpuModel, where, v))
+        gpus.append(make_row(GpuModel, where, v))
     families = []
     for where, raw in rows(doc, "family", "chip"):
         v = fields(where, raw, {"chip": "str", "cc": "str", "pci_ranges": "ranges"})
         if not _CC.match(v["cc"]):
             raise where.fail(f"field 'cc': {v['cc']!r} is not a compute capability like 8.6")
-        families.append(_row(ChipFamily, where, v))
+        families.append(make_row(ChipFamily, where, v))
     series = []
     for where, raw in rows(doc, "series", "match"):
         v = fields(where, raw, {"label": "str", "match": "str", "cc": "str"})
@@ -142,7 +138,7 @@ def load_gpus(doc: Doc) -> tuple[tuple[GpuModel, ...], tuple[ChipFamily, ...], t
                              "or a model like \"rtx 2050\"")
         if not _CC.match(v["cc"]):
             raise where.fail(f"field 'cc': {v['cc']!r} is not a compute capability like 8.6")
-        series.append(_row(GpuSeries, where, v))
+        series.append(make_row(GpuSeries, where, v))
     return tuple(gpus), tuple(families), tuple(series)
 
 
@@ -154,7 +150,7 @@ def _torch_variant(where: Where, raw: dict, cuda_of: dict[str, Any]) -> TorchVar
         raise where.fail(f"variant {v['name']!r} is not a variant name like cu128, cpu, rocm6.3, xpu")
     version(where, "glibc", v["glibc"])
     v["cuda"] = cuda_of.get(v["name"])
-    variant: TorchVariant = _row(TorchVariant, where, v)
+    variant: TorchVariant = make_row(TorchVariant, where, v)
     return variant
 
 
@@ -193,7 +189,7 @@ def load_torch(doc: Doc, cuda_of: dict[str, Any]) -> tuple[TorchRelease, ...]:
             variants.append(_torch_variant(vw, raw_v, cuda_of))
         v.update(patches=tuple(patches), variants=tuple(variants),
                  torchvision=patches[0].torchvision, torchaudio=patches[0].torchaudio)
-        out.append(_row(TorchRelease, where, v))
+        out.append(make_row(TorchRelease, where, v))
     return tuple(out)
 
 
@@ -222,7 +218,7 @@ def load_indexes(doc: Doc) -> tuple[str, tuple[dict[str, Any], ...], tuple[Mirro
     for where, raw in rows(doc, "mirror", "name"):
         v = fields(where, raw, {"name": "str", "url": "str", "kind": "str"})
         one_of(where, "kind", v["kind"], get_args(MirrorKind))
-        mirrors.append(_row(Mirror, where, v))
+        mirrors.append(make_row(Mirror, where, v))
     return base, tuple(variants), tuple(mirrors)
 
 
@@ -241,7 +237,7 @@ def load_ngc(doc: Doc) -> tuple[NgcRelease, ...]:
             version(where, name, v[name])
         for b in v["forward_compat_branches"]:
             version(where, "forward_compat_branches", b)
-        out.append(_row(NgcRelease, where, v))
+        out.append(make_row(NgcRelease, where, v))
     return tuple(out)
 
 
@@ -318,5 +314,5 @@ def load_distros(doc: Doc) -> tuple[Distro, ...]:
                  package_manager=fam["package_manager"], keyring_package=fam["keyring_package"])
         _inherit(v, fam)
         v["unconfirmed"] = v["unconfirmed"] or fam["unconfirmed"]
-        out.append(_row(Distro, where, v))
+        out.append(make_row(Distro, where, v))
     return tuple(out)

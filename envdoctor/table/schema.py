@@ -130,6 +130,12 @@ def check_unconfirmed_fields(where: Where, names: tuple[str, ...], cls: type) ->
             raise where.fail(f"field 'unconfirmed_fields': {n!r} is not a field of this row")
 
 
+def make_row(cls: type, where: Where, values: dict[str, Any]) -> Any:
+    """The row ``cls(**values)`` of checked ``values``, once its ``unconfirmed_fields`` name fields it has."""
+    check_unconfirmed_fields(where, values.get("unconfirmed_fields", ()), cls)
+    return cls(**values)
+
+
 def one_of(where: Where, name: str, value: Optional[str], allowed: tuple[str, ...]) -> None:
     """A field of a closed set (the ``Literal`` of its row field): anything else is an error."""
     if value is not None and value not in allowed:
