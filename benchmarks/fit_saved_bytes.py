@@ -118,7 +118,7 @@ def main() -> int:
                 act = 2 if dtype == torch.bfloat16 or autocast else 4
                 # the CPU's dropout keeps its mask in the input dtype (CUDA's fused kernel: bool)
                 p = Precision(act=act, resid=2 if dtype == torch.bfloat16 else 4, autocast=autocast,
-                              mask=2 if dtype == torch.bfloat16 else 4)
+                              mask=2 if dtype == torch.bfloat16 else 4, cuda=False)   # the CPU's autocast lists
                 layers = 2 if family == "t5" else 1     # T5: one more encoder and one more decoder layer
                 predicted = layer_bytes_per_token(layer_saved(spec, p, S, attention, True))  # type: ignore[arg-type]
                 if family == "t5":
