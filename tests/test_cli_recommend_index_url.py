@@ -80,3 +80,26 @@ def test_good_index_urls_still_pass(url, kept):
     from envdoctor.cli.common import check_index_url
 
     assert check_index_url(None, None, url) == kept  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("variable", ["PIP_INDEX_URL", "UV_INDEX_URL", "UV_DEFAULT_INDEX"])
+def test_a_broken_index_url_in_pip_or_uv_configuration_is_said_not_a_traceback(variable, tmp_path):
+    """Was ValueError 'Invalid IPv6 URL', exit 3 (the audit of issue 12): the configured URL never
+    passed the check --index-url gets. Now it is named, masked, and the table's base is used."""
+    env = {variable: "http://u:pw1@[::1/whl/cu128", "ENVDOCTOR_CACHE_DIR": str(tmp_path / "cache"),
+           "HOME": str(tmp_path), "PIP_CONFIG_FILE": "/dev/null"}
+    r = CliRunner().invoke(cli, ["index", "cu128", "--offline"], env=env)
+    assert r.exit_code in (0, 1), r.output
+    assert r.exception is None or isinstance(r.exception, SystemExit)
+    assert f"{variable}: http://u:***@[::1/whl/cu128 is not a usable URL (Invalid IPv6 URL)" in r.output
+    assert "pw1" not in r.output and "Traceback" not in r.output
+    from envdoctor.wheels import default_choice
+
+    base, source = default_choice(env)
+    assert base == "https://download.pytorch.org/whl" and "is not a usable URL" in source
+
+
+def test_a_broken_envdoctor_index_url_names_the_variable_not_the_option():
+    r = CliRunner().invoke(cli, ["recommend", *NO_GPU], env={"ENVDOCTOR_INDEX_URL": "http://[::1/whl"})
+    assert r.exit_code == 2
+    assert _error_line(r.output).startswith("Error: ENVDOCTOR_INDEX_URL (the variable, not an option) is not a usable")

@@ -77,34 +77,16 @@ def check_index_url(ctx: click.Context, param: click.Parameter, value: Optional[
     (``http://[::1/whl``), a port outside 1-65535, a host name with a label over 63 characters
     (or over 253 in all). ``urllib.parse`` raises ``ValueError`` for the first two kinds of fault.
     """
-    from urllib.parse import urlsplit
-
-    from envdoctor.redact import mask_url
+    from envdoctor.wheels.client import url_problem
 
     if value is None:
         return None
     url = value.strip()
-    if not url:
-        raise click.BadParameter("empty: give an http(s) URL such as https://download.pytorch.org/whl")
-    shown = mask_url(url)
-    try:
-        parts = urlsplit(url)
-        host, port = parts.hostname, parts.port
-    except ValueError as exc:          # "Invalid IPv6 URL", "Port out of range 0-65535", ...
-        why = "the port must be a number from 1 to 65535" if "port" in str(exc).lower() else str(exc)
-        raise click.BadParameter(f"not a usable URL ({why}): {shown}") from None
-    if parts.scheme not in ("http", "https") or not host:
-        raise click.BadParameter(f"not an http(s) URL: {shown}")
-    if port == 0:
-        raise click.BadParameter(f"not a usable URL (the port must be a number from 1 to 65535): {shown}")
-    if not parts.netloc.rsplit("@", 1)[-1].startswith("["):   # a DNS name or an IPv4 address
-        try:
-            ascii_host = host.encode("idna")      # what the socket layer does: it refuses the same names
-        except UnicodeError:
-            ascii_host = b""
-        if not ascii_host or len(ascii_host) > 253:
-            raise click.BadParameter(f"not a usable host name (each dot-separated label 1-63 characters, "
-                                     f"253 in all): {shown}")
+    problem = url_problem(url)
+    if problem is not None:
+        if ctx.get_parameter_source(param.name or "") == click.core.ParameterSource.ENVIRONMENT:
+            raise click.UsageError(f"ENVDOCTOR_INDEX_URL (the variable, not an option) is {problem}", ctx)
+        raise click.BadParameter(problem)
     return url.rstrip("/")
 
 

@@ -188,6 +188,8 @@ def _configured_lines(base_source: str, configured: IndexConfig) -> List[str]:
     lines = []
     if base_source.startswith("your pip/uv configuration"):
         lines.append(f"  base from {base_source}; --index-url overrides it")
+    elif "; your pip/uv configuration's " in base_source:     # configured, but not a usable URL
+        lines.append("  " + base_source.split("; ", 1)[1] + "; the base above is used instead")
     for name, value in configured.proxies.items():
         lines.append(f"  proxy: {name}={value}")
     return lines

@@ -50,6 +50,41 @@ _MISSING = {403, 404, 410}
 _VARIANT = re.compile(r"^[a-z0-9][a-z0-9._+-]*(/[a-z0-9][a-z0-9._+-]*)*$")
 
 
+def url_problem(url: str) -> Optional[str]:
+    """Why ``url`` cannot be an index URL (one line, the URL masked), or None when it can.
+
+    Refused: empty, not http(s), no host, brackets that do not close (``http://[::1/whl``), a port
+    outside 1-65535, a host name with a label over 63 characters (or over 253 in all).
+    ``urllib.parse`` raises ``ValueError`` for the brackets and the port.
+
+    >>> url_problem("https://download.pytorch.org/whl") is None
+    True
+    >>> url_problem("http://u:secret@[::1/whl")
+    'not a usable URL (Invalid IPv6 URL): http://u:***@[::1/whl'
+    """
+    if not url:
+        return "empty: give an http(s) URL such as https://download.pytorch.org/whl"
+    shown = mask_url(url)
+    try:
+        parts = urlsplit(url)
+        host, port = parts.hostname, parts.port
+    except ValueError as exc:          # "Invalid IPv6 URL", "Port out of range 0-65535", ...
+        why = "the port must be a number from 1 to 65535" if "port" in str(exc).lower() else str(exc)
+        return f"not a usable URL ({why}): {shown}"
+    if parts.scheme not in ("http", "https") or not host:
+        return f"not an http(s) URL: {shown}"
+    if port == 0:
+        return f"not a usable URL (the port must be a number from 1 to 65535): {shown}"
+    if not parts.netloc.rsplit("@", 1)[-1].startswith("["):   # a DNS name or an IPv4 address
+        try:
+            ascii_host = host.encode("idna")      # what the socket layer does: it refuses the same names
+        except UnicodeError:
+            ascii_host = b""
+        if not ascii_host or len(ascii_host) > 253:
+            return f"not a usable host name (each dot-separated label 1-63 characters, 253 in all): {shown}"
+    return None
+
+
 def default_choice(env: Optional[Dict[str, str]] = None) -> Tuple[str, str]:
     """(base, where it comes from) when the user gives no ``--index-url``: ``ENVDOCTOR_INDEX_URL``,
     else the torch wheel index the user's pip or uv is configured with (``PIP_INDEX_URL``, pip.conf,
@@ -67,14 +102,19 @@ def default_choice(env: Optional[Dict[str, str]] = None) -> Tuple[str, str]:
     except Exception:  # noqa: BLE001 - an unreadable configuration must not stop the client
         log.debug("pip/uv configuration not read", exc_info=True)
         configured = None
+    unusable = ""
     if configured is not None:
-        return configured[0].rstrip("/"), f"your pip/uv configuration ({configured[1]})"
+        problem = url_problem(configured[0].strip())
+        if problem is None:
+            return configured[0].rstrip("/"), f"your pip/uv configuration ({configured[1]})"
+        # a broken URL in pip.conf or PIP_INDEX_URL is pip's problem to report; envdoctor says it and goes on
+        unusable = f"; your pip/uv configuration's {configured[1]} is {problem}"
     try:
         from envdoctor.table import load_table  # written in parallel; may be absent
 
-        return str(load_table().index_base).rstrip("/"), "envdoctor's table"
+        return str(load_table().index_base).rstrip("/"), "envdoctor's table" + unusable
     except Exception:  # noqa: BLE001 - a missing or broken table must not stop the client
-        return FALLBACK_BASE, "envdoctor's built-in default"
+        return FALLBACK_BASE, "envdoctor's built-in default" + unusable
 
 
 def default_base(env: Optional[Dict[str, str]] = None) -> str:
