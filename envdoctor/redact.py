@@ -102,9 +102,13 @@ def mask_text(text: str) -> str:
     "export UV_INDEX_URL='https://me:***@mirror/simple'"
     >>> mask_text("channel https://conda.anaconda.org/t/tk-1234abcd/nvidia ok")
     'channel https://conda.anaconda.org/t/***/nvidia ok'
+    >>> mask_text("channels: t/TOKABC-1234/pytorch, conda-forge")
+    'channels: t/***/pytorch, conda-forge'
     """
     if "://" in text:
         text = _mask_urls(text)
+    if "t/" in text:
+        text = _mask_short_token_channels(text)
     if _maybe_token(text):
         text = _TOKEN_SHAPES.sub(MASK, text)
         text = _BEARER.sub(lambda m: m.group(1) + m.group(2) + MASK, text)
@@ -144,6 +148,37 @@ def _mask_urls(text: str) -> str:
             url, quote = url[:-1], url[-1]        # the quote or bracket that holds the URL
         out.append(text[i:start])
         out.append(_mask_token_path(mask_url(url)) + quote)
+        i = end
+    out.append(text[i:])
+    return "".join(out)
+
+
+#: What may stand before the ``t/`` of a channel's short name (``t/<token>/pytorch``, as conda
+#: shows a token channel of anaconda.org): the start, white space, a quote, a bracket, a comma.
+_SHORT_BEFORE = frozenset(" \t\n'\"([{,=:")
+
+
+def _mask_short_token_channels(text: str) -> str:
+    """``t/<token>/channel`` at the start of a word -> ``t/***/channel``. Linear in the text."""
+    out = []
+    i = 0
+    while True:
+        k = text.find("t/", i)
+        if k < 0:
+            break
+        if k > 0 and text[k - 1] not in _SHORT_BEFORE:
+            out.append(text[i:k + 2])
+            i = k + 2
+            continue
+        end = k + 2
+        while end < len(text) and text[end] not in "/ \t\n'\",;)]}":
+            end += 1
+        token = text[k + 2:end]
+        out.append(text[i:k + 2])
+        if token and token != MASK and end < len(text) and text[end] == "/":
+            out.append(MASK)
+        else:
+            out.append(token)
         i = end
     out.append(text[i:])
     return "".join(out)

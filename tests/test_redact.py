@@ -1,6 +1,6 @@
 """Masking: secrets always, personal details with --redact."""
 
-from envdoctor.redact import Redactor, mask_env, mask_text, mask_url
+from envdoctor.redact import Redactor, mask_data, mask_env, mask_text, mask_url
 
 
 def test_urls_with_credentials_and_tokens():
@@ -40,6 +40,16 @@ def test_credentials_in_docker_host_are_masked():
 def test_conda_token_channels_are_masked():
     assert mask_text("channels: https://conda.anaconda.org/t/tk-83f2e9a0c1/nvidia") == \
         "channels: https://conda.anaconda.org/t/***/nvidia"
+
+
+def test_conda_token_channel_in_its_short_form_is_masked():
+    """Was shown whole in check's text, JSON, Markdown and the snapshot (the audit of issue 12):
+    conda shows a token channel of anaconda.org as ``t/<token>/pytorch``."""
+    assert mask_text("channels: t/TOKABC-1234-xyz987/pytorch, conda-forge") == "channels: t/***/pytorch, conda-forge"
+    assert mask_data({"channels": ["t/TOKABC-1234-xyz987/pytorch", "defaults"]}) == \
+        {"channels": ["t/***/pytorch", "defaults"]}
+    # what is not a channel's short name stays: a path inside a word, a "t/" at the end
+    assert mask_text("art/abc/def and just t/ok") == "art/abc/def and just t/ok"
 
 
 def test_secret_variable_names_that_were_missed():
