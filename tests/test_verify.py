@@ -304,6 +304,9 @@ def test_cpu_bench_is_labelled_as_the_cpu_with_enough_digits():
     (r,) = v.regressions
     assert r.title == "Bench slower: CPU (x86_64) fp32 n=2048: 0.105 -> 0.041 TFLOP/s (-61.0%, tolerance 10%)"
     assert r.fix == ("envdoctor bench   # measure again with nothing else running (the CPU is shared)",)
+    # the audit of issue 12: "0.053 -> 0.000 TFLOP/s" for a CPU run at a small size
+    (tiny,) = compare(B, B, before_bench=cpu(0.053), after_bench=cpu(0.000153)).regressions
+    assert "0.053 -> 0.000153 TFLOP/s" in tiny.title
 
 
 def test_bench_within_tolerance_is_unchanged():

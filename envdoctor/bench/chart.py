@@ -81,9 +81,17 @@ def log_bars(rows: Sequence[Tuple[str, str, float]], label: str, width: int = 40
 
 
 def format_rate(x: Optional[float]) -> str:
-    """TFLOP/s to three significant digits at most: 634.8, 51.2, 1.23, 0.105; None as '-'."""
+    """TFLOP/s to three significant digits at most: 634.8, 51.2, 1.23, 0.105, 0.000153; None as '-'.
+
+    >>> format_rate(0.000153), format_rate(0.0), format_rate(0.053)
+    ('0.000153', '0', '0.053')
+    """
     if x is None:
         return "-"
+    if 0 < abs(x) < 0.01:          # a CPU at a small size: keep three significant digits, never "0.000"
+        return f"{x:.3g}" if abs(x) >= 1e-4 else f"{x:.2e}"
+    if x == 0:
+        return "0"
     return f"{x:.1f}" if x >= 10 else f"{x:.2f}" if x >= 1 else f"{x:.3f}"
 
 
