@@ -13,6 +13,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from tests.fakes import FakeBin
 from tests.machines import cpu_box
 
@@ -33,6 +35,14 @@ def test_index_into_a_closed_pipe_exits_quietly(tmp_path):
     r = _with_closed_stdout(["index", "--all", "--offline"], env)
     assert r.returncode == 141, r.stderr
     assert "Traceback" not in r.stderr and "internal error" not in r.stderr and "Exception ignored" not in r.stderr
+
+
+@pytest.mark.parametrize("argv", [["explain"], ["explain", "ED101"], ["table"], ["--help"]])
+def test_explain_table_and_help_into_a_closed_pipe_are_141_not_1(argv, tmp_path):
+    """Click ends a write to a closed pipe with exit 1 (the audit of issue 12); the docs say 141."""
+    r = _with_closed_stdout(argv, {**os.environ, "ENVDOCTOR_CACHE_DIR": str(tmp_path / "cache")})
+    assert r.returncode == 141, r.stderr
+    assert "Traceback" not in r.stderr and "Exception ignored" not in r.stderr
 
 
 def test_check_into_a_closed_pipe_exits_quietly(tmp_path):

@@ -106,6 +106,12 @@ def main(argv: Optional[List[str]] = None) -> None:
     """Console entry point. Usage errors exit 2 (Click's own convention)."""
     try:
         cli.main(args=argv, prog_name="envdoctor", standalone_mode=True)
+    except SystemExit as done:
+        # Click ends a write to a closed pipe (``envdoctor explain | head -1``) with exit 1, after
+        # wrapping standard output in its (Pacify)FlushWrapper: that is the closed pipe, 141
+        if done.code == 1 and type(sys.stdout).__name__.lstrip("_") == "PacifyFlushWrapper":
+            closed_pipe()
+        raise
     except KeyboardInterrupt:
         click.echo("envdoctor: interrupted", err=True)
         sys.exit(EXIT_INTERRUPTED)
