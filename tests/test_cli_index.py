@@ -195,3 +195,20 @@ def test_offline_table_answer_lists_patches_and_leaves_out_unconfirmed(tmp_path)
     assert r.exit_code == 0, r.output
     assert "newest 2.5.1" in r.output                      # a patch release of the 2.5 row
     assert "pip install torch==2.14.0" not in r.output      # unconfirmed in the table
+
+
+def test_index_python_that_prints_garbage_is_exit_2_as_in_recommend(tmp_path):
+    """Was exit 1 (which means "no such index") for an interpreter that cannot answer (issue 12 audit)."""
+    import os
+
+    from click.testing import CliRunner
+
+    from envdoctor.cli import cli
+
+    bad = tmp_path / "python3"
+    bad.write_text("#!/bin/sh\necho garbage\n")
+    os.chmod(bad, 0o755)
+    r = CliRunner().invoke(cli, ["index", "cu128", "--python", str(bad), "--offline"],
+                           env={"ENVDOCTOR_CACHE_DIR": str(tmp_path / "cache")})
+    assert r.exit_code == 2, r.output
+    assert f"{bad} did not print its interpreter details" in r.output

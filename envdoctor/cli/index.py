@@ -80,8 +80,10 @@ def _target(python: Optional[str], python_version: Optional[str], platform: Opti
             return Target.for_python(version, platform)
         return Target.current()
     except TargetError as exc:
-        if python:
-            raise click.ClickException(mask_text(str(exc))) from None
+        if python:   # an interpreter that cannot answer is unusable input (2), as in recommend
+            error = click.ClickException(mask_text(str(exc)))
+            error.exit_code = 2
+            raise error from None
         raise click.UsageError(str(exc)) from None
 
 
