@@ -791,6 +791,33 @@ _CODES: Tuple[Code, ...] = (
          "named and left out of the comparison.",
          "Bring the node in line with the fleet: the finding gives the node's value, the majority's and the "
          "commands for that node."),
+    Code("ED782", "A node is slow with every partner in the pairwise comms pass", "fleet", ("error", "warning"),
+         "fleet --gather --comms paired the nodes twice (two rounds, the pairs of a round at once) and timed a "
+         "two-node all-reduce per pair: this node's pairs were all more than 5% below the median busbw of all "
+         "pairs while its partners were fine with others, so the node (its NIC, the GPU's PCIe path to it, its "
+         "CPU for gloo) holds back every collective it is in. An error over NCCL; a warning over gloo, whose "
+         "figure is TCP through the CPUs and not the path a job's NCCL takes.",
+         "On that node: envdoctor comms and envdoctor topo (PCIe width, the NIC nearest the GPU), ibstat for "
+         "the port state and rate."),
+    Code("ED783", "A link between two nodes is slow in the pairwise comms pass", "fleet", ("error", "warning"),
+         "One pair was more than 5% below the median busbw of all pairs while both of its nodes were fine with "
+         "their other partner: the path between them (a cable, a switch port, a route) is slow. A warning "
+         "where one of the two had no other partner (an odd count of nodes), so node and link cannot be told "
+         "apart, and over gloo.",
+         "Look at the ports of both nodes (ibstat) and the switch ports and cables between them."),
+    Code("ED784", "A node did not finish the comms phase", "fleet", ("error",),
+         "fleet --gather --comms gives every step of its comms phase (ready, the process group, the "
+         "all-reduce, each round of pairs) --join-timeout seconds; this node did not finish the first step "
+         "some node did not finish (it hung, failed, or waited on a partner that did). Its report is still "
+         "compared with the others'.",
+         "envdoctor comms on that node; NCCL_DEBUG=INFO shows where NCCL stops; raise --join-timeout where a "
+         "first connection is slow."),
+    Code("ED785", "A collective across the nodes gave wrong results", "fleet", ("error",),
+         "After the timing, every rank filled its buffer with known small integers and ran the all-reduce "
+         "once more; some elements of the result differed from the exact sum: data is corrupted on the way "
+         "(a GPU, a NIC, host memory).",
+         "Run envdoctor burn on the nodes of the pair with wrong results; take them out of service until it "
+         "is understood."),
 
     # burn (envdoctor/burn/rules.py): sustained load on every GPU
     Code("ED800", "A product differed from the first one", "burn", ("error",),

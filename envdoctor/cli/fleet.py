@@ -77,6 +77,9 @@ def _table() -> Any:
 @click.option("--gather", is_flag=True,
               help="Run on every node under torchrun, srun or mpirun: each inspects itself, rank 0 prints the fleet.")
 @click.option("--bench", "with_bench", is_flag=True, help="With --gather: each node also runs the quick matmul bench.")
+@click.option("--comms", "with_comms", is_flag=True,
+              help="With --gather: an all-reduce over every node and a pairwise pass that names a slow node or link "
+                   "(NCCL where every node has a GPU, else gloo).")
 @click.option("--join-timeout", type=click.FloatRange(min=1, max=3600), default=60.0, show_default=True,
               metavar="SECONDS", help="With --gather: how long rank 0 waits for the other ranks (and each step).")
 @click.option("--slow", "slow_pct", type=click.FloatRange(min=0.1, max=90), default=5.0, show_default=True,
@@ -94,7 +97,8 @@ def _table() -> Any:
 @debug_option
 @root_option
 @guarded
-def fleet(paths: Tuple[str, ...], gather: bool, with_bench: bool, join_timeout: float, slow_pct: float,
+def fleet(paths: Tuple[str, ...], gather: bool, with_bench: bool, with_comms: bool, join_timeout: float,
+          slow_pct: float,
           as_json: bool, markdown: bool, as_html: bool, output: Optional[Path], redact: bool, python: Optional[str],
           timeout: float, torch_timeout: float, debug: bool, root: Optional[Path]) -> None:
     """Merge reports of many nodes and name the nodes that differ.
@@ -103,23 +107,27 @@ def fleet(paths: Tuple[str, ...], gather: bool, with_bench: bool, join_timeout: 
     envdoctor fleet reports/                 one folder per node, or NODE.json files
     envdoctor fleet 'reports/*/check.json'   globs, files and folders mixed
     torchrun --nnodes N --nproc-per-node 1 ... -m envdoctor fleet --gather
-    srun -N N --ntasks-per-node=1 envdoctor fleet --gather [--bench]
+    srun -N N --ntasks-per-node=1 envdoctor fleet --gather [--bench] [--comms]
 
     Documents: check --json reports (and snapshots), bench --json results. A node is named by a
     'node' key in its documents, else its report's host name, else its folder or file name.
 
     Exit status: 0 no drift that matters, 1 a node deviates on something that matters (driver
     branch, GPU count or models, torch build or NCCL, ECC errors, a slow GPU, its own check's
-    errors, a node that did not report), 2 usage error or unusable input, 3 envdoctor failed.
+    errors, a node that did not report, with --comms a slow node or link over NCCL or a node that
+    did not finish), 2 usage error or unusable input, 3 envdoctor failed.
     """
     fmt = _format(as_json, markdown, as_html)
     if gather:
         if paths:
             raise click.UsageError("--gather inspects this node; it takes no report files")
-        _gather(with_bench, join_timeout, slow_pct, fmt, output, redact, python, timeout, root, torch_timeout)
+        _gather(with_bench, with_comms, join_timeout, slow_pct, fmt, output, redact, python, timeout, root,
+                torch_timeout)
         return
     if with_bench:
         raise click.UsageError("--bench goes with --gather (merged files carry their own bench results)")
+    if with_comms:
+        raise click.UsageError("--comms goes with --gather (it measures between the nodes of a gather)")
     if not paths:
         raise click.UsageError("name the reports to merge (files, folders or globs), or run with --gather "
                                "under a launcher")
@@ -139,8 +147,9 @@ def fleet(paths: Tuple[str, ...], gather: bool, with_bench: bool, join_timeout: 
     sys.exit(drift.exit_code)
 
 
-def _gather(with_bench: bool, join_timeout: float, slow_pct: float, fmt: str, output: Optional[Path], redact: bool,
-            python: Optional[str], timeout: float, root: Optional[Path], torch_timeout: float) -> None:
+def _gather(with_bench: bool, with_comms: bool, join_timeout: float, slow_pct: float, fmt: str,
+            output: Optional[Path], redact: bool, python: Optional[str], timeout: float, root: Optional[Path],
+            torch_timeout: float) -> None:
     from envdoctor.child import find_python
     from envdoctor.fleet import gather as g
     from envdoctor.fleet.launcher import LauncherError, rendezvous
@@ -177,6 +186,7 @@ def _gather(with_bench: bool, join_timeout: float, slow_pct: float, fmt: str, ou
         return dict(to_data(run_bench(target, env=ctx.env, chosen_by=how, device="all", **quick)))
 
     try:
+        comms = g.comms_config(r.world_size, join_timeout, os.environ) if with_comms else None
         mine = g.local(r, os.environ, inspect_node, bench if with_bench else None)
     except g.GatherError as exc:
         _fail(str(exc))
@@ -191,13 +201,19 @@ def _gather(with_bench: bool, join_timeout: float, slow_pct: float, fmt: str, ou
                        f"waiting up to {event.get('left_s')} s more", err=True)
 
     try:
-        run = g.carry(r, mine.text, target, join_timeout, os.environ, work, on_event=progress)
+        run = g.carry(r, mine.text, target, join_timeout, os.environ, work, on_event=progress, comms=comms)
         if r.rank != 0:
             # on stderr: the launcher merges every rank's stdout, which holds rank 0's report alone
             if run.ok:
                 seconds = float((run.result or {}).get("seconds", {}).get("total", run.seconds))
+                took = (run.result or {}).get("comms")
                 click.echo(rank_line(r.rank, r.world_size, mine.host, f"{r.master_addr}:{r.master_port}",
-                                     str((run.result or {}).get("transport", "gloo")), seconds), err=True)
+                                     str((run.result or {}).get("transport", "gloo")), seconds,
+                                     took.get("status") if isinstance(took, dict) else None), err=True)
+            elif (run.stage or "").startswith("comms"):
+                message = run.error.message if run.error else "failed"
+                click.echo(mask_text(f"envdoctor fleet: rank {r.rank} of {r.world_size} ({mine.host}) sent its report; "
+                                     f"the comms phase failed here: {message}"), err=True)
             else:
                 # never a non-zero exit here: torchrun would stop rank 0 while it still waits for the others
                 message = run.error.message if run.error else "failed"
@@ -205,13 +221,14 @@ def _gather(with_bench: bool, join_timeout: float, slow_pct: float, fmt: str, ou
                         f"to rank 0 at {r.master_addr}:{r.master_port}: {message}")
                 click.echo(mask_text(line), err=True)
             sys.exit(0)
-        if not run.ok:
+        if g.gathered(run) is None:
             message = run.error.message if run.error else "failed"
             _fail(f"rank 0 could not gather the reports: {message}")
         inputs, info = g.collect(r, run)
+        phase = g.comms_of(r, run) if with_comms else None
     finally:
         shutil.rmtree(work, ignore_errors=True)
     result, redactor = merge(inputs, mode="gather", table=_table(), gather=info, redact_names=redact,
-                             slow_fraction=slow_pct / 100)
+                             slow_fraction=slow_pct / 100, comms=phase)
     _output(_render(result, redactor, fmt), output)
     sys.exit(result.drift.exit_code)

@@ -8,5 +8,6 @@
 - ``merge``: the whole pipeline, for files and for a gather;
 - ``launcher``, ``nodelist``: the rendezvous from torchrun's, Slurm's and Open MPI's variables;
 - ``gather``: the host side of ``fleet --gather`` (the child is ``envdoctor/child/fleet_gather.py``);
-- ``pairs``: the pairing schedule of a pairwise pass and the slowest-pair analysis.
+- ``pairs``: the pairing schedule of a pairwise pass and the slowest-pair analysis;
+- ``comms``: ``fleet --gather --comms``: rank 0's comms answer read, the pairs analysed, ED782-ED785.
 """

@@ -472,8 +472,10 @@ def verdicts(nodes: Sequence[NodeFacts], findings: Sequence[NodeFinding], rows: 
     return out
 
 
-def analyze(nodes: Sequence[NodeFacts], table: Any = None, slow_fraction: float = SLOW_FRACTION) -> Drift:
-    """The fleet's rows, findings and verdicts for ``nodes`` (named uniquely already)."""
+def analyze(nodes: Sequence[NodeFacts], table: Any = None, slow_fraction: float = SLOW_FRACTION,
+            extra: Sequence[NodeFinding] = ()) -> Drift:
+    """The fleet's rows, findings and verdicts for ``nodes`` (named uniquely already); ``extra``:
+    findings made elsewhere about these nodes (the comms phase of a gather), counted in the verdicts."""
     reported = [n for n in nodes if n.status == "reported"]
     by_name = {n.name: n for n in nodes}
     rows: Dict[str, FactRow] = {}
@@ -485,7 +487,7 @@ def analyze(nodes: Sequence[NodeFacts], table: Any = None, slow_fraction: float 
     found = fact_findings(rows, by_name, ctx) + own_errors(rows.get(OWN_ERRORS.key), reported)
     found_health, health_rows = health(reported)
     found_slow, slow_rows = slow_gpus(reported, slow_fraction)
-    found += found_health + found_slow + absent(nodes)
+    found += found_health + found_slow + absent(nodes) + list(extra)
     order = {n.name: i for i, n in enumerate(nodes)}
     found.sort(key=lambda f: (order.get(f.node, 0), {"error": 0, "warning": 1, "info": 2}[f.finding.severity],
                               f.finding.code))

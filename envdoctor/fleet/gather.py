@@ -15,6 +15,12 @@ reads it back through ``envdoctor.documents`` like any file::
 name is the pod's). ``ENVDOCTOR_FLEET_REPORT`` (for tests and demos only) replaces this rank's inspection with a
 recorded report: a path, a path with ``{rank}`` in it, or paths separated by ``:`` of which rank
 N takes the N-th. No NVML reading and no bench are added then.
+
+With ``--comms`` the child also runs the comms phase (:func:`comms_config`); rank 0's answer then
+carries a ``comms`` key, read by :func:`comms_of`. ``ENVDOCTOR_FLEET_COMMS_DELAY`` (for tests and
+demos only, like ``ENVDOCTOR_FLEET_REPORT``) slows one rank's pair transfers: ``RANK:SECONDS``
+sleeps that long before each of its pairs' all-reduce calls (a slow node), ``RANK-PEER:SECONDS``
+only in the pair of the two (a slow link).
 """
 
 from __future__ import annotations
@@ -38,6 +44,7 @@ from envdoctor.inputs import InputError, read_input
 from envdoctor.parse.jsontext import JsonError, loads_object
 
 REPORT_ENV = "ENVDOCTOR_FLEET_REPORT"
+DELAY_ENV = "ENVDOCTOR_FLEET_COMMS_DELAY"
 #: The node's name where its host name is no good one (a Kubernetes pod: the downward API's
 #: spec.nodeName); it wins over the host name, like a document's ``node`` key.
 NODE_ENV = "ENVDOCTOR_NODE"
@@ -69,6 +76,65 @@ def recorded_report(env: Mapping[str, str], rank: int) -> Optional[str]:
     return paths[rank]
 
 
+def comms_delay(env: Mapping[str, str]) -> Optional[Dict[str, Any]]:
+    """``ENVDOCTOR_FLEET_COMMS_DELAY`` as the child's ``delay``; None where it is not set.
+
+    >>> comms_delay({"ENVDOCTOR_FLEET_COMMS_DELAY": "2:0.05"}), comms_delay({})
+    ({'rank': 2, 'peer': None, 'seconds': 0.05}, None)
+    >>> comms_delay({"ENVDOCTOR_FLEET_COMMS_DELAY": "1-3:0.2"})["peer"]
+    3
+    """
+    value = env.get(DELAY_ENV, "").strip()
+    if not value:
+        return None
+    who, _, seconds = value.partition(":")
+    rank, _, peer = who.partition("-")
+    try:
+        delay = {"rank": int(rank), "peer": int(peer) if peer else None, "seconds": float(seconds)}
+    except ValueError:
+        raise GatherError(f"{DELAY_ENV}={value!r}: give RANK:SECONDS or RANK-PEER:SECONDS (for tests and demos "
+                          "only)") from None
+    if not 0 <= float(delay["seconds"] or 0) <= 3600:
+        raise GatherError(f"{DELAY_ENV}={value!r}: the delay is 0 to 3600 seconds")
+    return delay
+
+
+def comms_config(world_size: int, join_timeout: float, env: Mapping[str, str]) -> Dict[str, Any]:
+    """The child's ``comms`` configuration: the rounds of the quick pass, the sizes per backend, the
+    step timeout (``--join-timeout``), and the test-only delay."""
+    from envdoctor.comms.plan import ITERS, POINT_BUDGET_S, WARMUP
+    from envdoctor.fleet.comms import BYTES
+    from envdoctor.fleet.pairs import quick
+
+    return {"rounds": [[list(p) for p in r] for r in quick(world_size)], "bytes": dict(BYTES),
+            "warmup": WARMUP, "iters": ITERS, "point_budget_s": POINT_BUDGET_S, "phase_timeout": join_timeout,
+            "delay": comms_delay(env)}
+
+
+def gathered(run: ChildRun) -> Optional[Dict[str, Any]]:
+    """Rank 0's gather answer: its result, or, where the comms phase took the child down after the
+    reports were in, the ``gathered`` event it emitted first."""
+    if run.result is not None:
+        return run.result
+    events = run.of_kind("gathered")
+    if events and isinstance(events[-1].get("result"), dict):
+        result: Dict[str, Any] = events[-1]["result"]
+        return result
+    return None
+
+
+def comms_of(r: Rendezvous, run: ChildRun) -> Any:
+    """Rank 0's comms phase as a :class:`envdoctor.fleet.comms.FleetComms` (None where it was not asked)."""
+    from envdoctor.fleet import comms
+
+    result = run.result
+    if result is None:
+        why = run.error.message if run.error else "rank 0's child ended without its answer"
+        return comms.failed(r.world_size, f"rank 0 during {run.stage or 'the comms phase'}: {why}")
+    data = result.get("comms")
+    return comms.read(data, r.world_size) if isinstance(data, dict) else None
+
+
 def health(nv: Any = None) -> Dict[str, Any]:
     """Every GPU's ECC mode, ECC counts and row remaps, from NVML (``nv``: a fake in tests)."""
     from envdoctor.nvml import Session
@@ -92,8 +158,10 @@ def payload(rank: int, host: str, documents: Mapping[str, str], health_data: Opt
 
 
 def carry(r: Rendezvous, text: str, python: str, join_timeout: float, env: Mapping[str, str],
-          workdir: str, on_event: Optional[Callable[[Dict[str, Any]], None]] = None) -> ChildRun:
-    """Run the child that carries ``text`` to rank 0 (and, on rank 0, collects every rank's)."""
+          workdir: str, on_event: Optional[Callable[[Dict[str, Any]], None]] = None,
+          comms: Optional[Dict[str, Any]] = None) -> ChildRun:
+    """Run the child that carries ``text`` to rank 0 (and, on rank 0, collects every rank's); with
+    ``comms`` (:func:`comms_config`) it runs the comms phase after."""
     payload_path = os.path.join(workdir, "payload.json")
     out_dir = os.path.join(workdir, "ranks")
     os.makedirs(out_dir, exist_ok=True)
@@ -105,9 +173,17 @@ def carry(r: Rendezvous, text: str, python: str, join_timeout: float, env: Mappi
     config = {"rank": r.rank, "world_size": r.world_size, "master_addr": r.master_addr,
               "master_port": r.master_port, "agent_store": r.agent_store, "run_id": r.run_id,
               "join_timeout": join_timeout, "payload": payload_path, "out_dir": out_dir}
+    timeout, idle = 3 * join_timeout + 120, join_timeout + 90
+    if comms is not None:
+        config["comms"] = comms
+        # ready, the group, the all-reduce, each round, the end: a step each; the ranks other than 0
+        # give a step twice as long before they stop (rank 0 names who hung)
+        steps = 3 + len(comms.get("rounds") or []) + 1
+        timeout += steps * (2 * join_timeout + 30)
+        idle = 2 * join_timeout + 90
     # torch's import comes first (silent), then the wait for the ranks (it says how many joined)
-    return run_child("fleet_gather.py", config, python=python, timeout=3 * join_timeout + 120,
-                     idle_timeout=join_timeout + 90, what="the gather", env=child_env, on_event=on_event)
+    return run_child("fleet_gather.py", config, python=python, timeout=timeout,
+                     idle_timeout=idle, what="the gather", env=child_env, on_event=on_event)
 
 
 def _documents(rank: int, data: Dict[str, Any], source: str) -> Tuple[List[Document], List[str]]:
@@ -129,7 +205,7 @@ def _documents(rank: int, data: Dict[str, Any], source: str) -> Tuple[List[Docum
 
 def collect(r: Rendezvous, run: ChildRun) -> Tuple[List[NodeInput], GatherInfo]:
     """Rank 0: every rank's payload as a node input (a missing rank as a missing node)."""
-    result: Dict[str, Any] = run.result or {}
+    result: Dict[str, Any] = gathered(run) or {}
     files: Dict[str, Any] = result["files"] if isinstance(result.get("files"), dict) else {}
     joined = [x for x in result.get("joined", []) if isinstance(x, int)]
     late = [x for x in result.get("late", []) if isinstance(x, int)]
@@ -209,5 +285,5 @@ def workdir() -> str:
     return tempfile.mkdtemp(prefix="envdoctor-fleet-")
 
 
-__all__ = ["GatherError", "Local", "NODE_ENV", "REPORT_ENV", "carry", "collect", "health", "local", "payload",
-           "recorded_report", "workdir"]
+__all__ = ["DELAY_ENV", "GatherError", "Local", "NODE_ENV", "REPORT_ENV", "carry", "collect", "comms_config",
+           "comms_delay", "comms_of", "gathered", "health", "local", "payload", "recorded_report", "workdir"]

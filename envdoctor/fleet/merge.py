@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Dict, List, Literal, Mapping, Optional, Sequence, Tuple
 
+from envdoctor.fleet import comms as fleet_comms
+from envdoctor.fleet.comms import FleetComms
 from envdoctor.fleet.drift import SLOW_FRACTION, Drift, analyze
 from envdoctor.fleet.extract import ExtractError, extract
 from envdoctor.fleet.load import ANONYMOUS_HOSTS, Skipped, expand_paths, group, read_files
@@ -46,6 +48,7 @@ class Fleet:
     skipped: Tuple[Skipped, ...] = ()          # documents of other kinds, passed over
     gather: Optional[GatherInfo] = None
     redacted: bool = False
+    comms: Optional[FleetComms] = None         # fleet --gather --comms: the all-reduce and the pairs
 
 
 def _candidates(node: NodeInput, hostname: Optional[str]) -> List[Tuple[str, NameSource]]:
@@ -181,17 +184,23 @@ def redact(nodes: Sequence[NodeFacts]) -> Tuple[List[NodeFacts], Redactor]:
 
 def merge(inputs: Sequence[NodeInput], *, mode: Literal["files", "gather"] = "files", table: Any = None,
           skipped: Sequence[Skipped] = (), gather: Optional[GatherInfo] = None, redact_names: bool = False,
-          slow_fraction: float = SLOW_FRACTION) -> Tuple[Fleet, Optional[Redactor]]:
+          slow_fraction: float = SLOW_FRACTION, comms: Optional[FleetComms] = None) -> Tuple[Fleet, Optional[Redactor]]:
     """The fleet of ``inputs``; with ``redact_names`` the nodes are node-01.. and the Redactor that
-    the renderers' output must go through is returned too."""
+    the renderers' output must go through is returned too. ``comms`` (a gather's comms phase) is
+    named with the nodes' names and its findings join the others."""
     nodes, notes = node_facts(inputs)
     redactor = None
     if redact_names:
         nodes, redactor = redact(nodes)
-    drift = analyze(nodes, table, slow_fraction)
+    extra = []
+    if comms is not None:
+        comms = fleet_comms.named(comms, {n.rank: n.name for n in nodes if n.rank is not None})
+        extra = fleet_comms.findings(comms)
+    drift = analyze(nodes, table, slow_fraction, extra)
     drift = dataclasses.replace(drift, notes=tuple(notes) + drift.notes)
     created = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-    return Fleet(drift, mode, created, tuple(s for s in skipped if not s.unreadable), gather, redact_names), redactor
+    return Fleet(drift, mode, created, tuple(s for s in skipped if not s.unreadable), gather, redact_names,
+                 comms), redactor
 
 
 def merge_files(paths: Sequence[str], **kwargs: Any) -> Tuple[Fleet, Optional[Redactor]]:

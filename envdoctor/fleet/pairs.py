@@ -11,9 +11,9 @@ partner) from a slow link (slow with one partner only); all ``n - 1`` rounds mea
 >>> quick(5)                  # node 0, then node 3, sits a round out
 [[(1, 4), (2, 3)], [(0, 4), (1, 2)]]
 
-:func:`analyze` takes the bus bandwidth each pair measured and names what is slow. Not wired yet:
-the measurement (a two-node NCCL all-reduce per pair) comes from the comms child of ``envdoctor
-comms`` when it lands; the schedule and the analysis are ready for it.
+:func:`analyze` takes the bus bandwidth each pair measured and names what is slow. ``fleet --gather
+--comms`` measures it (a two-rank all-reduce per pair, ``envdoctor/child/fleet_gather.py``) and
+reads the answer in ``envdoctor/fleet/comms.py``.
 """
 
 from __future__ import annotations

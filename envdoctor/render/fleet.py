@@ -9,14 +9,17 @@ marked; sortable by any column; a filter for deviating nodes) and the findings p
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import textwrap
 from collections import defaultdict
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
 from envdoctor import __version__
+from envdoctor.comms.plan import FACTOR_TEXT, human_bytes
 from envdoctor.documents import document
 from envdoctor.facts.serde import to_data
+from envdoctor.fleet.comms import FleetComms, PairFigure, Transfer, gbs
 from envdoctor.fleet.drift import FactRow, NodeFinding, Verdict, names, show
 from envdoctor.fleet.merge import Fleet
 from envdoctor.render.markdown import _cell
@@ -82,6 +85,32 @@ def fleet_document(fleet: Fleet) -> Dict[str, Any]:
         "notes": list(d.notes),
         "skipped": [{"path": s.path, "reason": s.reason} for s in fleet.skipped],
         "gather": gather,
+        "comms": comms_document(fleet.comms),
+    }
+
+
+def comms_document(c: Optional[FleetComms]) -> Optional[Dict[str, Any]]:
+    """The ``comms`` key of ``envdoctor.fleet/1``."""
+    if c is None:
+        return None
+
+    def tr(t: Optional[Transfer]) -> Optional[Dict[str, Any]]:
+        return None if t is None else dataclasses.asdict(t)
+
+    return {
+        "status": c.status, "backend": c.backend, "why": c.why, "bytes": c.bytes, "world_size": c.world_size,
+        "phase_timeout_s": c.phase_timeout_s, "all_reduce": tr(c.all_reduce), "rounds": c.rounds,
+        "pairs": [{"round": p.round, "a": p.a, "b": p.b, "a_node": p.a_name, "b_node": p.b_name, "status": p.status,
+                   "slow": p.blame or None, "transfer": tr(p.transfer)} for p in c.pairs],
+        "median_busbw_gbps": c.median_busbw_gbps,
+        "slow_nodes": [c.names.get(r, f"rank {r}") for r in c.slow_nodes],
+        "slow_links": [[c.names.get(a, f"rank {a}"), c.names.get(b, f"rank {b}")] for a, b in c.slow_links],
+        "unclear": [[c.names.get(a, f"rank {a}"), c.names.get(b, f"rank {b}")] for a, b in c.unclear],
+        "stalled": c.stalled,
+        "unfinished": [{"rank": u.rank, "node": u.name, "stage": u.stage, "error": u.error, "where": u.where,
+                        "in_collective": u.in_collective} for u in c.unfinished],
+        "error": c.error,
+        "devices": {str(k): v for k, v in sorted(c.devices.items())},
     }
 
 
@@ -138,6 +167,52 @@ def _verdict_line(v: Verdict, width: int) -> str:
     return f"  {v.node.ljust(width)}  {_VERDICT_WORD[v.verdict]:<10}  {detail}{codes}".rstrip()
 
 
+def comms_head(c: FleetComms) -> str:
+    """``Comms over gloo (rank 1 has no CUDA GPU), 1 MiB per all-reduce``."""
+    if c.backend is None:
+        return f"Comms: {c.status}" + (f" ({c.why})" if c.why else "")
+    size = f", {human_bytes(c.bytes)} per all-reduce" if c.bytes else ""
+    return f"Comms over {c.backend} ({c.why}){size}" if c.why else f"Comms over {c.backend}{size}"
+
+
+def _transfer(t: Transfer) -> str:
+    return (f"{t.time_s * 1e3:.3f} ms, algbw {gbs(t.algbw_gbps)} GB/s, busbw {gbs(t.busbw_gbps)} GB/s "
+            f"(x {FACTOR_TEXT['all_reduce']} = {t.busbw_factor:.3g}), {t.iters} calls after {t.warmup} warm-up, "
+            f"{t.wrong} wrong")
+
+
+def _blame(p: PairFigure) -> str:
+    return {"node": "slow: a node", "link": "slow: the link", "unclear": "slow: node or link", "": ""}[p.blame]
+
+
+def comms_lines(c: FleetComms) -> List[str]:
+    """The comms phase in lines of text (shared by text and Markdown)."""
+    out = []
+    if c.all_reduce is not None:
+        out.append(f"all-reduce over {c.all_reduce.ranks} nodes: {_transfer(c.all_reduce)}")
+    elif c.status == "ok":
+        out.append("all-reduce over every node: no figure came back")
+    if c.pairs:
+        median = (f", median busbw {gbs(c.median_busbw_gbps)} GB/s" if c.median_busbw_gbps is not None
+                  else ", no pair finished")
+        out.append(f"pairwise pass ({c.rounds} rounds, the pairs of a round at once){median}:")
+        for p in c.pairs:
+            figure = (f"busbw {gbs(p.transfer.busbw_gbps)} GB/s, {p.transfer.time_s * 1e3:.3f} ms"
+                      if p.transfer is not None else "did not finish")
+            out.append(f"  round {p.round}  {p.a_name} - {p.b_name}  {figure}  {_blame(p)}".rstrip())
+    if c.slow_nodes:
+        out.append("slow node: " + ", ".join(c.names.get(r, f"rank {r}") for r in c.slow_nodes))
+    if c.slow_links:
+        out.append("slow link: " + ", ".join(f"{c.names.get(a, a)} - {c.names.get(b, b)}" for a, b in c.slow_links))
+    if c.unfinished:
+        limit = f" within {c.phase_timeout_s:g} s" if c.phase_timeout_s else ""
+        out.append(f"did not finish '{c.stalled}'{limit}: "
+                   + ", ".join(f"{u.name} (at {u.stage or 'no step'})" for u in c.unfinished))
+    if c.error and not c.unfinished:
+        out.append(f"error: {c.error}")
+    return out
+
+
 # --- text ----------------------------------------------------------------------------------------------
 
 def render_text(fleet: Fleet, color: bool = False) -> str:
@@ -172,6 +247,8 @@ def render_text(fleet: Fleet, color: bool = False) -> str:
             out.append(style(f"  {MARKS[f.severity]} {f.code} {f.title}", f.severity))
             out += [style(f"      - {e}", "dim") for e in f.evidence]
             out += [f"      {c}" if c.startswith("#") else f"      $ {c}" for c in f.fix]
+    if fleet.comms is not None:
+        out += ["", style(f"  {comms_head(fleet.comms)}", "dim")] + [f"    {line}" for line in comms_lines(fleet.comms)]
     for note in d.notes + tuple(f"{s.path}: passed over ({s.reason})" for s in fleet.skipped):
         out.append(style(f"  note: {note}", "dim"))
     for n in d.nodes:
@@ -203,6 +280,18 @@ def render_markdown(fleet: Fleet) -> str:
             out += [f"  - {_cell(e)}" for e in f.evidence]
             if f.fix:
                 out += ["  ```sh"] + [f"  {c}" for c in f.fix] + ["  ```"]
+    if fleet.comms is not None:
+        c = fleet.comms
+        out += ["", f"**{_cell(comms_head(c))}**", ""]
+        if c.pairs:
+            out += ["| round | pair | busbw GB/s | time ms | |", "|---|---|---|---|---|"]
+            for p in c.pairs:
+                t = p.transfer
+                out.append(f"| {p.round} | {_cell(p.a_name)} - {_cell(p.b_name)} | "
+                           f"{gbs(t.busbw_gbps) if t else 'did not finish'} | "
+                           f"{f'{t.time_s * 1e3:.3f}' if t else ''} | {_blame(p)} |")
+            out.append("")
+        out += [f"- {_cell(line)}" for line in comms_lines(c) if not line.startswith("  round ")]
     notes = list(d.notes) + [f"{s.path}: passed over ({s.reason})" for s in fleet.skipped]
     if notes:
         out += [""] + [f"> {_cell(n)}" for n in notes]
@@ -315,6 +404,21 @@ def render_html(fleet: Fleet) -> str:
                     out.append(f'<p class="muted">{_e(f.explanation)}</p>')
                 out.append("</li>")
             out.append("</ul></details>")
+    if fleet.comms is not None:
+        c = fleet.comms
+        out.append(f"<h2>{_e(comms_head(c))}</h2>")
+        if c.pairs:
+            out.append('<table id="pairs"><thead><tr>' + "".join(f"{th}{h}</th>" for h in
+                       ("round", "pair", "busbw GB/s", "time ms", "")) + "</tr></thead><tbody>")
+            for p in c.pairs:
+                t = p.transfer
+                cls = ' class="error"' if p.blame else ""
+                out.append(f"<tr><td>{p.round}</td><td>{_e(p.a_name)} - {_e(p.b_name)}</td>"
+                           f"<td{cls}>{_e(gbs(t.busbw_gbps)) if t else 'did not finish'}</td>"
+                           f"<td>{f'{t.time_s * 1e3:.3f}' if t else ''}</td><td>{_e(_blame(p))}</td></tr>")
+            out.append("</tbody></table>")
+        out.append("<ul>" + "".join(f"<li>{_e(line)}</li>" for line in comms_lines(c)
+                                    if not line.startswith("  round ")) + "</ul>")
     notes = list(d.notes) + [f"{s_.path}: passed over ({s_.reason})" for s_ in fleet.skipped]
     notes += [f"{n.name}: {note}" for n in d.nodes for note in n.notes if n.status == "reported"]
     if notes:
@@ -323,13 +427,15 @@ def render_html(fleet: Fleet) -> str:
     return "\n".join(out) + "\n"
 
 
-def rank_line(rank: int, world: int, host: str, master: str, transport: str, seconds: float) -> str:
-    """The one line a rank other than 0 prints."""
+def rank_line(rank: int, world: int, host: str, master: str, transport: str, seconds: float,
+              comms: Optional[str] = None) -> str:
+    """The one line a rank other than 0 prints (``comms``: how its comms phase ended)."""
+    took = f"; its comms phase: {comms}" if comms else ""
     return (f"envdoctor fleet: rank {rank} of {world} ({host}) sent its report to rank 0 at {master} "
-            f"over {transport} in {seconds:.1f} s; rank 0 prints the fleet")
+            f"over {transport} in {seconds:.1f} s{took}; rank 0 prints the fleet")
 
 
-__all__ = ["SCHEMA", "closing", "fleet_document", "headline", "rank_line", "render_html", "render_markdown",
-           "render_text"]
+__all__ = ["SCHEMA", "closing", "comms_document", "comms_head", "comms_lines", "fleet_document", "headline",
+           "rank_line", "render_html", "render_markdown", "render_text"]
 
 
