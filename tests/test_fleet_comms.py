@@ -222,3 +222,15 @@ def test_the_comms_configuration_carries_the_quick_pass_and_the_sizes_per_backen
     assert cfg["rounds"] == [[[1, 4], [2, 3]], [[0, 4], [1, 2]]]     # node 0, then node 3, sits a round out
     assert cfg["bytes"] == {"nccl": 256 * MIB, "gloo": MIB} and cfg["phase_timeout"] == 30.0
     assert cfg["delay"] is None
+
+
+def test_one_node_says_there_is_no_bus_bandwidth_to_measure_not_busbw_0():
+    """Run on the H200 with one rank, the text read "all-reduce over 1 nodes: ... busbw 0 GB/s"."""
+    from envdoctor.fleet.comms import FleetComms, Transfer
+    from envdoctor.render.fleet import comms_lines
+
+    one = Transfer(bytes=1 << 20, iters=20, warmup=5, time_s=3.5e-5, time_max_s=3.5e-5, algbw_gbps=30.3,
+                   busbw_gbps=0.0, busbw_factor=0.0, wrong=0, ranks=1)
+    lines = comms_lines(FleetComms(status="ok", world_size=1, backend="gloo", all_reduce=one))
+    assert lines[0].startswith("all-reduce over 1 node: nothing travels between nodes")
+    assert not any("busbw 0" in line for line in lines)

@@ -188,7 +188,10 @@ def _blame(p: PairFigure) -> str:
 def comms_lines(c: FleetComms) -> List[str]:
     """The comms phase in lines of text (shared by text and Markdown)."""
     out = []
-    if c.all_reduce is not None:
+    if c.all_reduce is not None and c.all_reduce.ranks < 2:
+        out.append("all-reduce over 1 node: nothing travels between nodes, so there is no bus bandwidth "
+                   "to measure (launch one rank per node on 2 or more)")
+    elif c.all_reduce is not None:
         out.append(f"all-reduce over {c.all_reduce.ranks} nodes: {_transfer(c.all_reduce)}")
     elif c.status == "ok":
         out.append("all-reduce over every node: no figure came back")
