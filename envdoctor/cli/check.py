@@ -24,9 +24,11 @@ if TYPE_CHECKING:
 def _codes(values: Tuple[str, ...]) -> Tuple[str, ...]:
     """``--suppress`` values: codes of the registry (``envdoctor explain`` lists them); a comma
     list is several. Anything else is a usage error (exit 2), so a typo never hides nothing."""
+    given = [v.strip() for value in values for v in value.split(",") if v.strip()]
+    if not given:   # the registry loads only when there is something to look up
+        return ()
     from envdoctor.codes import lookup
 
-    given = [v.strip() for value in values for v in value.split(",") if v.strip()]
     bad = [v for v in given if not re.fullmatch(r"ED\d{3}", v.upper())]
     codes = [v.upper() for v in given]
     if bad:
