@@ -27,8 +27,6 @@ from envdoctor.facts.base import ProbeError
 from envdoctor.facts.python import TargetPython, TorchFacts
 from envdoctor.parse.torch import target_python, torch_facts
 from envdoctor.probes.context import Context
-from envdoctor.probes.indexconf import index_config
-from envdoctor.probes.interpreters import scan
 from envdoctor.probes.reasons import stderr_reason
 from envdoctor.run import Ran
 
@@ -79,6 +77,8 @@ def start(ctx: Context, with_torch: bool = True) -> Callable[[], Tuple[TargetPyt
         raise
 
     def wait() -> Tuple[TargetPython, TorchFacts]:
+        from envdoctor.probes.indexconf import index_config   # loaded while the child runs
+
         worker.join()
         if failure:
             raise failure[0]
@@ -93,6 +93,8 @@ def start(ctx: Context, with_torch: bool = True) -> Callable[[], Tuple[TargetPyt
 
 def with_elsewhere(ctx: Context, python: TargetPython, torch: TorchFacts) -> TorchFacts:
     """The torch facts of a target without torch, with the machine's interpreters that have it."""
+    from envdoctor.probes.interpreters import scan
+
     found, cut = scan(ctx, exclude=python.prefix)
     return dataclasses.replace(torch, elsewhere=found, elsewhere_cut=cut) if found or cut else torch
 
