@@ -18,7 +18,7 @@ from envdoctor.facts.base import ProbeError
 from envdoctor.facts.gpu import PciFacts
 from envdoctor.findings import Finding, sort_findings
 from envdoctor.gpus import with_table_ccs
-from envdoctor.probes import Probing, start
+from envdoctor.probes import Probing, collect
 from envdoctor.probes.context import Context
 from envdoctor.rules import all_rules, evaluate
 
@@ -184,10 +184,9 @@ def inspect(ctx: Context, skip: Iterable[str] = (), suppress: Iterable[str] = ()
     before it imports this module, so the target interpreter's child runs meanwhile)."""
     # Parsing the table is CPU work and the probes mostly wait on child processes: overlap them.
     skip = tuple(skip)
-    probing = probing or start(ctx, skip=skip, debug=debug)
     with ThreadPoolExecutor(max_workers=1) as pool:
         loading = pool.submit(_prepare, skip)
-        collected = probing.facts()
+        collected = probing.facts() if probing is not None else collect(ctx, skip=skip, debug=debug)
         table, table_error, table_seconds = loading.result()
     started = time.monotonic()
     facts = enrich(collected, table)
