@@ -14,7 +14,7 @@ import datetime
 import importlib
 import logging
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, Tuple
 
 from envdoctor import __version__
@@ -88,8 +88,11 @@ class Probing:
         # before the other probes' threads (and the caller's imports) take the interpreter lock
         self._python = _start_python(ctx, self.skip) if "python" in areas else None
         others = [a for a in areas if a != "python"]
-        self._pool = ThreadPoolExecutor(max_workers=max(1, len(others)))
-        self._futures = {area: self._pool.submit(_run_probe, area, ctx) for area in others}
+        self._pool = ThreadPoolExecutor(max_workers=len(areas) or 1)
+        self._futures: Dict[str, Future[Tuple[str, Any, float]]] = {}
+        if self._python is not None:   # waited for in a thread too: its seconds are its own
+            self._futures["python"] = self._pool.submit(self._python_result)
+        self._futures.update({area: self._pool.submit(_run_probe, area, ctx) for area in others})
 
     def _python_result(self) -> Tuple[str, Any, float]:
         assert self._python is not None
@@ -101,14 +104,10 @@ class Probing:
 
         values: Dict[str, Any] = {}
         seconds: Dict[str, float] = {}
-        waits: Dict[str, Callable[[], Tuple[str, Any, float]]] = {}
-        if self._python is not None:
-            waits["python"] = self._python_result
-        waits.update({area: future.result for area, future in self._futures.items()})
         try:
-            for area, wait in waits.items():
+            for area, future in self._futures.items():
                 try:
-                    _, result, took = _result(wait, self.ctx)
+                    _, result, took = _result(future.result, self.ctx)
                 except Exception as exc:  # a bug in envdoctor: report it, keep the rest
                     if self.debug:
                         log.exception("probe %s failed", area)
@@ -122,7 +121,8 @@ class Probing:
                 seconds[area] = round(took, 3)
         finally:
             self._pool.shutdown(wait=True)
-        seconds["total"] = round(time.monotonic() - self.started, 3)
+        # the span of the probes (facts() may be called later: check imports its checks meanwhile)
+        seconds["total"] = max(seconds.values(), default=round(time.monotonic() - self.started, 3))
         return Facts(
             collected_at=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             envdoctor_version=__version__,
