@@ -18,7 +18,7 @@ from envdoctor.facts.base import ProbeError
 from envdoctor.facts.gpu import PciFacts
 from envdoctor.findings import Finding, sort_findings
 from envdoctor.gpus import with_table_ccs
-from envdoctor.probes import collect
+from envdoctor.probes import Probing, collect
 from envdoctor.probes.context import Context
 from envdoctor.rules import all_rules, evaluate
 
@@ -179,12 +179,14 @@ def _prepare(skip: Iterable[str]) -> Tuple[Any, Optional[str], float]:
 
 
 def inspect(ctx: Context, skip: Iterable[str] = (), suppress: Iterable[str] = (),
-            debug: bool = False) -> Inspection:
+            debug: bool = False, probing: Optional[Probing] = None) -> Inspection:
+    """``probing``: the probes, already started with the same ``skip`` (``check`` starts them
+    before it imports this module, so the target interpreter's child runs meanwhile)."""
     # Parsing the table is CPU work and the probes mostly wait on child processes: overlap them.
     skip = tuple(skip)
     with ThreadPoolExecutor(max_workers=1) as pool:
         loading = pool.submit(_prepare, skip)
-        collected = collect(ctx, skip=skip, debug=debug)
+        collected = probing.facts() if probing is not None else collect(ctx, skip=skip, debug=debug)
         table, table_error, table_seconds = loading.result()
     started = time.monotonic()
     facts = enrich(collected, table)

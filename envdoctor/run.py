@@ -153,11 +153,13 @@ def run(
     idle_timeout: float | None = None,
     stop: threading.Event | None = None,
     grace: float = 3.0,
+    on_start: Callable[[], None] | None = None,
 ) -> Ran:
     """Run ``argv`` with ``env`` (default: envdoctor's environment) and return what happened.
 
     The program is looked up on ``env['PATH']``. It gets its own process group, so a timeout or
-    a stop ends whatever it started too. ``on_line`` is called from a reader thread.
+    a stop ends whatever it started too. ``on_line`` is called from a reader thread; ``on_start``
+    once the program is running (a caller waiting in another thread for the start goes on then).
     """
     argv = tuple(str(a) for a in argv)
     environ = dict(os.environ if env is None else env)
@@ -183,6 +185,8 @@ def run(
         return Ran(argv, None, "", "", 0.0, ProbeError("permission", f"{argv[0]}: {exc.strerror}", shown))
     except OSError as exc:
         return Ran(argv, None, "", "", 0.0, ProbeError("not_found", f"{argv[0]}: {exc.strerror or exc}", shown))
+    if on_start is not None:
+        on_start()
     out_reader = _Reader(proc.stdout, on_line)
     readers = [out_reader, _Reader(proc.stderr)]
     if stdin is not None:  # in a thread: a program that never reads must not block envdoctor
@@ -225,23 +229,29 @@ def run(
 
 def _wait(proc: subprocess.Popen, out: _Reader, started: float, timeout: float,
           idle_timeout: Optional[float], stop: Optional[threading.Event]) -> Optional[str]:
-    """None when the program exited by itself; else "timeout", "idle" or "stopped"."""
-    if idle_timeout is None and stop is None:
-        try:
-            proc.wait(timeout=timeout)
-            return None
-        except subprocess.TimeoutExpired:
-            return "timeout"
+    """None when the program exited by itself; else "timeout", "idle" or "stopped".
+
+    It waits on the end of the program's standard output, which comes when the program exits, so
+    the exit is seen at once (``Popen.wait(timeout)`` sleeps in steps up to 50 ms and sees it up to
+    that late); a program whose output stays open after it (a grandchild holds it) is polled."""
     deadline = started + timeout
     while True:
         now = time.monotonic()
         if now >= deadline:
             return "timeout"
-        try:
-            proc.wait(timeout=min(_POLL, deadline - now))
-            return None
-        except subprocess.TimeoutExpired:
-            pass
+        step = min(_POLL, deadline - now)
+        if out.thread.is_alive():
+            out.thread.join(step)
+            if proc.poll() is not None:
+                return None
+            if out.thread.is_alive():   # still open: the program runs (or a grandchild holds it)
+                step = 0.0
+        if step:
+            try:
+                proc.wait(timeout=step)
+                return None
+            except subprocess.TimeoutExpired:
+                pass
         if stop is not None and stop.is_set():
             return "stopped"
         if idle_timeout is not None and time.monotonic() - out.last_output(started) > idle_timeout:

@@ -1,5 +1,6 @@
 """``envdoctor check`` end to end through Click, on machines rebuilt from recorded output."""
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -108,3 +109,32 @@ def test_usage_errors_exit_2(tmp_path):
 def test_no_color_on_a_pipe_and_with_no_color(tmp_path):
     r = invoke(h200(tmp_path))
     assert "\x1b[" not in r.output
+
+
+def test_a_crash_in_starting_the_python_probe_exits_3_and_keeps_the_rest(tmp_path, monkeypatch):
+    import envdoctor.probes.python as python_probe
+
+    def boom(ctx, with_torch=True):
+        raise RuntimeError("simulated bug")
+
+    monkeypatch.setattr(python_probe, "start", boom)
+    r = invoke(h200(tmp_path))
+    assert r.exit_code == 3
+    assert "envdoctor's python probe failed (RuntimeError: simulated bug)" in r.output
+    assert "NVIDIA H200" in r.output
+
+
+def test_the_probes_started_before_checks_imports_still_give_every_fact(tmp_path):
+    """check starts the probes (the target Python's child first) before it loads the table, the
+    checks and the renderers; the report still holds the target Python, the indexes its pip is
+    configured with, and the system GCC."""
+    ctx = h200(tmp_path)
+    bin = FakeBin(tmp_path / "b")
+    bin.add("gcc", by_args={"--version": ("gcc (Fake 13.2.0-1) 13.2.0\nCopyright (C) 2023\n", "", 0)})
+    env = dict(ctx.env, PATH=f"{bin.dir}:{ctx.env['PATH']}", PIP_INDEX_URL="https://mirror.example/simple")
+    r = invoke(dataclasses.replace(ctx, env=env), "--json")
+    facts = json.loads(r.output)["facts"]
+    py = facts["python"]
+    assert py["chosen_by"] == "python3 on PATH" and py["error"] is None and py["version"].count(".") == 2
+    assert py["index_config"]["indexes"][0]["url"] == "https://mirror.example/simple"
+    assert facts["system"]["gcc"] == "gcc (Fake 13.2.0-1) 13.2.0" and facts["system"]["gcc_version"] == "13.2.0"

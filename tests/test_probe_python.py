@@ -292,3 +292,48 @@ def test_a_launcher_script_is_named_and_the_real_interpreter_reported(tmp_path):
     py, _ = probe(Context(env=bin.env(), timeout=30, torch_timeout=60), with_torch=False)
     assert os.path.realpath(py.executable) == os.path.realpath(sys.executable)
     assert py.chosen_by == f"python3 on PATH, through the launcher {bin.dir / 'python3'}"
+
+
+# --- what the child asks importlib.metadata (its import and search were most of the child's time) --
+
+_RECORD_METADATA = """\
+import sys
+
+class _Watch:
+    def find_spec(self, name, path=None, target=None):
+        if name == "importlib.metadata":
+            with open({marker!r}, "a") as fh:
+                fh.write(name + "\\n")
+        return None
+
+sys.meta_path.insert(0, _Watch())
+"""
+
+
+def _watched_env(tmp_path, site):
+    """The fake torch's environment, with a sitecustomize that notes an import of importlib.metadata."""
+    marker = tmp_path / "imported.txt"
+    (site / "sitecustomize.py").write_text(_RECORD_METADATA.format(marker=str(marker)))
+    return torch_env(site), marker
+
+
+def test_a_target_without_torchvision_is_not_searched_with_importlib_metadata(tmp_path):
+    site = make_torch(tmp_path, version="2.8.0+cu128", cuda="12.8")
+    env, marker = _watched_env(tmp_path, site)
+    python, torch = probe(Context(python=sys.executable, env=env), with_torch=False)
+    assert python.error is None and torch.version == "2.8.0+cu128"
+    assert torch.torchvision is None and torch.torchaudio is None
+    assert not marker.exists()
+
+
+def test_a_develop_install_without_a_version_in_its_folder_name_still_gets_its_version(tmp_path):
+    site = make_torch(tmp_path, version="2.8.0+cu128", cuda="12.8")
+    checkout = tmp_path / "vision"
+    (checkout / "torchvision.egg-info").mkdir(parents=True)
+    (checkout / "torchvision.egg-info" / "PKG-INFO").write_text(
+        "Metadata-Version: 2.1\nName: torchvision\nVersion: 0.24.0a0+git1234\n")
+    env, marker = _watched_env(tmp_path, site)
+    env["PYTHONPATH"] = f"{site}{os.pathsep}{checkout}"
+    python, torch = probe(Context(python=sys.executable, env=env), with_torch=False)
+    assert torch.version == "2.8.0+cu128" and torch.torchvision == "0.24.0a0+git1234"
+    assert marker.read_text() == "importlib.metadata\n"

@@ -22,9 +22,7 @@ import os
 import pkgutil
 import signal
 import sys
-import tempfile
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
@@ -209,6 +207,8 @@ def run_child(
     argv: List[str] = [python] + (["-I"] if isolated else []) + ["-"]
     tmp: Optional[str] = None
     if len(text) > INLINE_CONFIG:
+        import tempfile   # rare; not loaded before check's child starts
+
         fd, tmp = tempfile.mkstemp(prefix="envdoctor-child-", suffix=".json")
         with os.fdopen(fd, "w") as fh:
             fh.write(text)
@@ -321,6 +321,8 @@ def run_children(jobs: Sequence[Job], on_event: Optional[Callable[[int, Dict[str
         hook = (lambda e: on_event(i, e)) if on_event is not None else None
         return run_child(job.script, job.config, python=job.python, timeout=job.timeout, what=job.what,
                          env=job.env, on_event=hook, idle_timeout=job.idle_timeout, stop=stop)
+
+    from concurrent.futures import ThreadPoolExecutor
 
     pool = ThreadPoolExecutor(max_workers=max(1, len(jobs)))
     futures = [pool.submit(one, i, job) for i, job in enumerate(jobs)]

@@ -5,27 +5,30 @@ from __future__ import annotations
 import re
 import sys
 from pathlib import Path
-from typing import Any, Dict, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Optional, Tuple
 
 import click
 
 from envdoctor.cli.common import (EXIT_INTERNAL, color_option, debug_option, guarded, make_context,
                                   python_option, root_option, timeout_option, torch_timeout_option, use_color,
                                   verbosity, verbosity_options)
-from envdoctor.facts import Facts
-from envdoctor.findings import exit_code
-from envdoctor.inspect import Inspection, inspect
-from envdoctor.probes import SKIPPABLE, internal_failures
-from envdoctor.probes.context import Context
-from envdoctor.redact import Redactor, mask_text
+from envdoctor.probes import SKIPPABLE, internal_failures, start
+
+if TYPE_CHECKING:
+    from envdoctor.facts import Facts
+    from envdoctor.inspect import Inspection
+    from envdoctor.probes.context import Context
+    from envdoctor.redact import Redactor
 
 
 def _codes(values: Tuple[str, ...]) -> Tuple[str, ...]:
     """``--suppress`` values: codes of the registry (``envdoctor explain`` lists them); a comma
     list is several. Anything else is a usage error (exit 2), so a typo never hides nothing."""
+    given = [v.strip() for value in values for v in value.split(",") if v.strip()]
+    if not given:   # the registry loads only when there is something to look up
+        return ()
     from envdoctor.codes import lookup
 
-    given = [v.strip() for value in values for v in value.split(",") if v.strip()]
     bad = [v for v in given if not re.fullmatch(r"ED\d{3}", v.upper())]
     codes = [v.upper() for v in given]
     if bad:
@@ -38,6 +41,8 @@ def _codes(values: Tuple[str, ...]) -> Tuple[str, ...]:
 
 
 def redactor_for(facts: Facts) -> Redactor:
+    from envdoctor.redact import Redactor
+
     s = facts.system
     serials = [g.serial for g in facts.driver.gpus if g.serial]
     return Redactor(s.hostname, s.user, s.home, serials)
@@ -70,7 +75,14 @@ def check(python: Optional[str], timeout: float, torch_timeout: float, as_json: 
     if as_json and markdown:
         raise click.UsageError("choose one of --json and --markdown")
     ctx = make_context(python, timeout, root, torch_timeout)
-    result = inspect(ctx, skip=skip, suppress=suppress, debug=debug)
+    # the probes first (the target interpreter's child is running when start returns), then the
+    # imports of the table, the checks and the renderers, which the probes' waiting hides
+    probing = start(ctx, skip=skip, debug=debug)
+    from envdoctor.findings import exit_code
+    from envdoctor.inspect import inspect
+    from envdoctor.redact import mask_text
+
+    result = inspect(ctx, skip=skip, suppress=suppress, debug=debug, probing=probing)
     facts, findings = result.facts, result.findings
     bench_doc = None
     bench_text = ""

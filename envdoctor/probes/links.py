@@ -17,16 +17,18 @@ import dataclasses
 import os
 import re
 import threading
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 
 from envdoctor.facts.base import ProbeError
 from envdoctor.facts.gpu import GpuInfo
 from envdoctor.facts.links import GpuLinks, GpuPair, LinksFacts, NvLink, PcieLink
 from envdoctor.nvml import NOT_SUPPORTED, Reading, Session
 from envdoctor.parse.nvidia_smi import QUERY_FIELDS, parse_query_gpu
-from envdoctor.parse.nvidia_topo import TopoMatrix, TopoParseError, parse_topo
 from envdoctor.probes.context import Context
 from envdoctor.probes.reasons import unreadable
+
+if TYPE_CHECKING:
+    from envdoctor.parse.nvidia_topo import TopoMatrix
 
 SYS_PCI = "/sys/bus/pci/devices"
 GPU_FIELDS = ("name", "uuid", "pci", "pcie", "utilization_pct", "numa_node", "cpu_affinity", "nvlinks", "fabric",
@@ -262,6 +264,8 @@ def from_topo(ctx: Context, m: TopoMatrix, smi_gpus: Sequence[GpuInfo] = ()) -> 
 
 
 def _smi_fallback(ctx: Context, why: ProbeError) -> LinksFacts:
+    from envdoctor.parse.nvidia_topo import TopoParseError, parse_topo   # only without NVML
+
     smi, not_program = ctx.locate("nvidia-smi")
     if not_program is not None:
         return LinksFacts(error=dataclasses.replace(why, message=f"{why.message}; {not_program.message}"))

@@ -19,7 +19,8 @@ from __future__ import annotations
 import dataclasses
 import os
 import sys
-from typing import Any, Dict, Optional, Tuple
+import threading
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from envdoctor.child import ChildRun, find_python, run_child
 from envdoctor.facts.base import ProbeError
@@ -27,10 +28,11 @@ from envdoctor.facts.python import TargetPython, TorchFacts
 from envdoctor.parse.torch import target_python, torch_facts
 from envdoctor.probes.context import Context
 from envdoctor.probes.reasons import stderr_reason
-from envdoctor.probes.indexconf import index_config
-from envdoctor.probes.interpreters import scan
+from envdoctor.run import Ran
 
 SCRIPT = "torch_probe.py"
+#: ``start`` waits at most this long for the child's process to start (then it is waited for later).
+START_WAIT = 1.0
 
 
 def choose_python(ctx: Context) -> Tuple[str, str]:
@@ -40,20 +42,59 @@ def choose_python(ctx: Context) -> Tuple[str, str]:
 
 
 def probe(ctx: Context, with_torch: bool = True) -> Tuple[TargetPython, TorchFacts]:
+    return start(ctx, with_torch)()
+
+
+def start(ctx: Context, with_torch: bool = True) -> Callable[[], Tuple[TargetPython, TorchFacts]]:
+    """Start the child in a thread of its own and return once its process has started (or could
+    not be): the function returned waits for it and makes the facts. The child is the slowest
+    probe (a second interpreter's start), so it starts before envdoctor's own imports and probes."""
     exe, chosen_by = choose_python(ctx)
     # importing torch has its own bound (--torch-timeout); without it the child is like any command
     timeout = ctx.torch_timeout if with_torch else ctx.timeout
-    child = run_child(SCRIPT, {"torch": with_torch}, python=exe, timeout=timeout, what="the torch check",
-                      runner=ctx.run)
-    python, torch = interpret(child, exe, chosen_by, with_torch)
-    python = dataclasses.replace(python, index_config=index_config(ctx, python.prefix))
-    if with_torch and not torch.installed:
-        torch = with_elsewhere(ctx, python, torch)
-    return python, torch
+    running = threading.Event()
+    box: List[ChildRun] = []
+    failure: List[BaseException] = []
+
+    def runner(argv: Any, **kw: Any) -> Ran:
+        return ctx.run(argv, on_start=running.set, **kw)
+
+    def work() -> None:
+        try:
+            box.append(run_child(SCRIPT, {"torch": with_torch}, python=exe, timeout=timeout,
+                                 what="the torch check", runner=runner))
+        except BaseException as exc:  # noqa: BLE001 - raised again in the caller's thread
+            failure.append(exc)
+        finally:
+            running.set()
+
+    worker = threading.Thread(target=work, name="envdoctor-python", daemon=True)
+    worker.start()
+    try:
+        running.wait(START_WAIT)
+    except KeyboardInterrupt:
+        ctx.stop.set()
+        raise
+
+    def wait() -> Tuple[TargetPython, TorchFacts]:
+        from envdoctor.probes.indexconf import index_config   # loaded while the child runs
+
+        worker.join()
+        if failure:
+            raise failure[0]
+        python, torch = interpret(box[0], exe, chosen_by, with_torch)
+        python = dataclasses.replace(python, index_config=index_config(ctx, python.prefix))
+        if with_torch and not torch.installed:
+            torch = with_elsewhere(ctx, python, torch)
+        return python, torch
+
+    return wait
 
 
 def with_elsewhere(ctx: Context, python: TargetPython, torch: TorchFacts) -> TorchFacts:
     """The torch facts of a target without torch, with the machine's interpreters that have it."""
+    from envdoctor.probes.interpreters import scan
+
     found, cut = scan(ctx, exclude=python.prefix)
     return dataclasses.replace(torch, elsewhere=found, elsewhere_cut=cut) if found or cut else torch
 
