@@ -18,6 +18,7 @@ behaviour, so one server covers every failure mode:
     /noetag/...     no ETag / Last-Modified headers
     /drip/...       the headers at once, then the page one byte every ``drip`` seconds
     /driphead/...   even the status line and headers one byte every ``drip`` seconds
+    /dripnolength/... as /drip/, with no Content-Length (the body ends when the connection closes)
 
 It also answers absolute-form requests (``GET http://host/whl/... HTTP/1.1``), so it can stand in
 for an HTTP proxy.
@@ -39,7 +40,7 @@ from urllib.parse import urlsplit
 
 FIXTURE_ROOT = Path(__file__).parent / "fixtures" / "pytorch-index"
 MODES = {"pep691", "flaky", "down", "slow", "garbage", "badjson", "truncated", "cut", "moved",
-         "loop", "s3", "auth", "autoindex", "noetag", "drip", "driphead"}
+         "loop", "s3", "auth", "autoindex", "noetag", "drip", "driphead", "dripnolength"}
 LAST_MODIFIED = "Fri, 01 Aug 2025 00:00:00 GMT"
 JSON_TYPE = "application/vnd.pypi.simple.v1+json"
 USER, PASSWORD = "ada", "s3cret"
@@ -186,8 +187,8 @@ class _Handler(BaseHTTPRequestHandler):
             return self._send(200, body[: len(body) // 2], ctype)
         if mode == "cut":
             return self._send(200, body, ctype, cut=True)
-        if mode in ("drip", "driphead"):
-            return self._drip(body, ctype, headers_too=mode == "driphead")
+        if mode in ("drip", "driphead", "dripnolength"):
+            return self._drip(body, ctype, headers_too=mode == "driphead", length=mode != "dripnolength")
         headers = {"Vary": "Accept"}
         if mode != "noetag":
             etag = '"' + hashlib.sha1(body).hexdigest() + '"'
@@ -196,9 +197,10 @@ class _Handler(BaseHTTPRequestHandler):
                 return self._send(304, b"", None, headers)
         return self._send(200, body, ctype, headers)
 
-    def _drip(self, body: bytes, ctype: str, headers_too: bool) -> None:
+    def _drip(self, body: bytes, ctype: str, headers_too: bool, length: bool = True) -> None:
         """One byte every ``drip`` seconds: of the page, or of the whole answer (``headers_too``)."""
-        head = (f"HTTP/1.1 200 OK\r\nContent-Type: {ctype}\r\nContent-Length: {len(body)}\r\n"
+        size = f"Content-Length: {len(body)}\r\n" if length else ""
+        head = (f"HTTP/1.1 200 OK\r\nContent-Type: {ctype}\r\n{size}"
                 "Connection: close\r\n\r\n").encode()
         self.close_connection = True
         data = head + body if headers_too else body

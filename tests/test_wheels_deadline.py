@@ -39,6 +39,16 @@ def test_slow_drip_page_is_cut_off_at_the_timeout(server, tmp_path):
     assert "--timeout gives it longer" in listing.error
 
 
+def test_slow_drip_without_a_content_length_says_the_page_was_too_slow_not_truncated(server, tmp_path):
+    """The audit of issue 12: with no Content-Length the shut socket ends the body like an end of
+    file, and the cut page was reported as "not a complete index page (truncated inside a tag)"."""
+    listing = IndexClient(server.url("dripnolength"), cache_dir=tmp_path, timeout=1.5, retries=0,
+                          backoff=0).variant("cu121", "torch", CP312)
+    assert listing.exists is None
+    assert f"127.0.0.1:{server.port} did not send the whole page within 1.5 s" in listing.error
+    assert "truncated" not in listing.error
+
+
 def test_slow_drip_headers_are_cut_off_at_the_timeout(server, tmp_path):
     started = time.monotonic()
     listing = IndexClient(server.url("driphead"), cache_dir=tmp_path, timeout=1.5, retries=2,

@@ -312,6 +312,11 @@ class IndexClient:
             if entry is not None:
                 return _from_entry(entry, note=f"{message}; answered from the cache")
             return Fetched(error=message)
+        if deadline.expired:   # no Content-Length: the shut socket ended the body early, as an end of file would
+            message = _too_slow(url, self.timeout, answered)
+            if entry is not None:
+                return _from_entry(entry, note=f"{message}; answered from the cache")
+            return Fetched(error=message)
         now = time.time()
         if resp.status_code == 304 and entry is not None:
             fresh = replace(entry, fetched_at=now,
