@@ -69,6 +69,12 @@ def _check_variants(ctx: click.Context, param: click.Parameter, value: Sequence[
         raise click.BadParameter(str(exc)) from None
 
 
+class _Unusable(click.ClickException):
+    """An input that cannot be used (exit 2): said in one line, without the usage text."""
+
+    exit_code = 2
+
+
 def _target(python: Optional[str], python_version: Optional[str], platform: Optional[str],
             timeout: float) -> Target:
     try:
@@ -81,9 +87,7 @@ def _target(python: Optional[str], python_version: Optional[str], platform: Opti
         return Target.current()
     except TargetError as exc:
         if python:   # an interpreter that cannot answer is unusable input (2), as in recommend
-            error = click.ClickException(mask_text(str(exc)))
-            error.exit_code = 2
-            raise error from None
+            raise _Unusable(mask_text(str(exc))) from None
         raise click.UsageError(str(exc)) from None
 
 
