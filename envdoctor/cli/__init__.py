@@ -39,7 +39,7 @@ SUMMARIES: Dict[str, str] = {
     "check": "What is installed, what is broken, how to fix it.",
     "recommend": "Which route, torch and wheel to install, as exact commands.",
     "index": "Does a wheel index exist, and what does it hold for this Python.",
-    "bench": "Matmul TFLOP/s: are the Tensor Cores delivering?",
+    "bench": "Matmul TFLOP/s, memory bandwidth, transformer layers: does the GPU deliver?",
     "table": "The compatibility table, each fact with its public source.",
     "snapshot": "Save this machine's report, to compare against after a change.",
     "verify": "Compare this machine with a snapshot: did anything regress?",
