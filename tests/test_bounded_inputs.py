@@ -59,8 +59,8 @@ def test_daemon_error_of_repeated_unix_schemes_is_instant():
 
 
 def test_daemon_address_with_credentials_is_masked():
-    assert classify_daemon_error("error during connect: tcp://admin:hunter2@10.0.0.5:2376 refused")[1] == \
-        "tcp://admin:***@10.0.0.5:2376"
+    assert classify_daemon_error("error during connect: tcp://admin:hunter2@docker-host.example.com:2376 refused")[1] == \
+        "tcp://admin:***@docker-host.example.com:2376"
 
 
 def test_query_gpu_header_of_a_hundred_thousand_brackets_is_an_error_not_a_wait():

@@ -87,10 +87,10 @@ def test_inherited_rank_variables_are_replaced_when_envdoctor_starts_the_ranks()
 
 
 def test_under_a_launcher_the_rendezvous_passes_through():
-    base = {**MACHINE, "RANK": "1", "WORLD_SIZE": "2", "MASTER_ADDR": "10.0.0.1", "MASTER_PORT": "29500",
+    base = {**MACHINE, "RANK": "1", "WORLD_SIZE": "2", "MASTER_ADDR": "head-node.example.com", "MASTER_PORT": "29500",
             "TORCHELASTIC_RUN_ID": "abc", "TORCHELASTIC_USE_AGENT_STORE": "True"}
     env = launched_env(base, detect(base), None)
-    assert env["TORCHELASTIC_USE_AGENT_STORE"] == "True" and env["MASTER_ADDR"] == "10.0.0.1"
+    assert env["TORCHELASTIC_USE_AGENT_STORE"] == "True" and env["MASTER_ADDR"] == "head-node.example.com"
     assert all(env[n] == MACHINE[n] for n in PASSED_THROUGH)
 
 

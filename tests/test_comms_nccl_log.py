@@ -8,7 +8,7 @@ from __future__ import annotations
 from envdoctor.parse.nccl_log import parse_nccl_log
 
 LOG_2_28 = """\
-h200x8:48211:48211 [0] NCCL INFO Bootstrap: Using eth0:10.1.2.3<0>
+h200x8:48211:48211 [0] NCCL INFO Bootstrap: Using eth0:127.0.0.1<0>
 h200x8:48211:48211 [0] NCCL INFO NCCL version 2.28.9+cuda13.0
 h200x8:48211:48290 [0] NCCL INFO NVLS multicast support is not available on dev 0 (NVLS_NCHANNELS 0)
 h200x8:48211:48290 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM/read

@@ -85,9 +85,9 @@ def test_slurm_with_several_tasks_per_node_does_not_guess_their_hosts():
 
 def test_master_addr_and_port_win_over_what_slurm_gives():
     env = {"SLURM_PROCID": "0", "SLURM_NTASKS": "2", "SLURM_JOB_NODELIST": "gpu[01-02]", "SLURM_JOB_ID": "7",
-           "MASTER_ADDR": "10.0.0.5", "MASTER_PORT": "6000"}
+           "MASTER_ADDR": "head-node.example.com", "MASTER_PORT": "6000"}
     r = rendezvous(env)
-    assert (r.master_addr, r.master_port) == ("10.0.0.5", 6000)
+    assert (r.master_addr, r.master_port) == ("head-node.example.com", 6000)
 
 
 def test_openmpi_needs_master_addr_exported():

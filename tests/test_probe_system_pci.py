@@ -43,7 +43,7 @@ def test_nouveau_and_secure_boot_from_files(tmp_path):
 def test_container_kinds(tmp_path):
     root = write_tree(tmp_path / "r", {"/run/.containerenv": ""})
     assert system.detect_container(cpu_box(tmp_path).__class__(root=root, env={}))[0] == "podman"
-    assert system.detect_container(cpu_box(tmp_path).__class__(root=root, env={"KUBERNETES_SERVICE_HOST": "10.0.0.1"}))[0] == "kubernetes"
+    assert system.detect_container(cpu_box(tmp_path).__class__(root=root, env={"KUBERNETES_SERVICE_HOST": "kubernetes.default.svc"}))[0] == "kubernetes"
     assert system.detect_container(cpu_box(tmp_path).__class__(root=tmp_path / "empty", env={"APPTAINER_CONTAINER": "x.sif"}))[0] == "apptainer"
 
 

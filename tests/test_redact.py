@@ -34,7 +34,7 @@ def test_a_password_with_a_quote_in_an_index_url_is_masked_whole():
 
 
 def test_credentials_in_docker_host_are_masked():
-    assert mask_env("DOCKER_HOST", "tcp://admin:hunter2@10.0.0.5:2376") == "tcp://admin:***@10.0.0.5:2376"
+    assert mask_env("DOCKER_HOST", "tcp://admin:hunter2@docker-host.example.com:2376") == "tcp://admin:***@docker-host.example.com:2376"
 
 
 def test_conda_token_channels_are_masked():

@@ -104,8 +104,8 @@ def uv_config_files(ctx: Context) -> list[tuple[str, bool]]:
 def _upwards(start: Optional[str]) -> list[str]:
     """``/a/b`` -> ["/a/b", "/a", ""] (the last one is the root, written without its slash).
 
-    >>> _upwards("/work/proj/")
-    ['/work/proj', '/work', '']
+    >>> _upwards("/home/ada/proj/")
+    ['/home/ada/proj', '/home/ada', '/home', '']
     """
     if not start or not start.startswith("/"):
         return []
