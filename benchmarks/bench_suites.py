@@ -87,12 +87,18 @@ FULL_LAYER_POINTS = 80
 
 # --- the classic method (runs in a child with torch) ------------------------------------------
 
-def _classic_matmul() -> Any:
+def _vs_classic() -> Any:
+    """benchmarks/bench_vs_classic.py (the matmul comparison), loaded by path: its classic method
+    and its timed run are this script's too."""
     spec = importlib.util.spec_from_file_location("bench_vs_classic", HERE / "bench_vs_classic.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module.classic
+    return module
+
+
+def _classic_matmul() -> Any:
+    return _vs_classic().classic
 
 
 def _models() -> Dict[str, Any]:
@@ -216,18 +222,7 @@ def run_ours(out: Path, name: str, api: Optional[Dict[str, Any]] = None, suites:
     else:
         argv = [sys.executable, "-m", "envdoctor", "bench", "--python", sys.executable, "--suite", suites,
                 "--json", "--raw-out", str(raw)]
-    t0 = time.perf_counter()
-    proc = subprocess.run(argv, stdout=subprocess.PIPE, env=env, cwd=str(ROOT))
-    wall = time.perf_counter() - t0
-    doc: Dict[str, Any] = {"argv": argv, "wall_s": wall, "returncode": proc.returncode}
-    try:
-        doc["result"] = json.loads(proc.stdout)
-    except ValueError:
-        doc["stdout"] = proc.stdout.decode(errors="replace")
-    if raw.exists():
-        doc["raw"] = json.loads(raw.read_text())
-        raw.unlink()
-    (out / f"{name}.json").write_text(json.dumps(doc))
+    doc: Dict[str, Any] = _vs_classic().timed_run(argv, env, raw, out / f"{name}.json")
     return doc
 
 

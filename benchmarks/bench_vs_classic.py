@@ -77,10 +77,16 @@ def run_ours(out: Path, name: str, extra: List[str]) -> Dict[str, Any]:
     raw = out / f"{name}.raw.tmp"
     argv = [sys.executable, "-m", "envdoctor", "bench", "--python", sys.executable, "--json",
             "--raw-out", str(raw)] + extra
+    return timed_run(argv, env, raw, out / f"{name}.json")
+
+
+def timed_run(argv: List[str], env: Dict[str, str], raw: Path, record: Path) -> Dict[str, Any]:
+    """Run ``argv`` (an envdoctor bench that prints JSON and writes ``raw``), wall-clocked end to
+    end; its result, raw child output and exit status are written to ``record`` and returned."""
     t0 = time.perf_counter()
     proc = subprocess.run(argv, stdout=subprocess.PIPE, env=env, cwd=str(ROOT))
     wall = time.perf_counter() - t0
-    doc = {"argv": argv, "wall_s": wall, "returncode": proc.returncode}
+    doc: Dict[str, Any] = {"argv": argv, "wall_s": wall, "returncode": proc.returncode}
     try:
         doc["result"] = json.loads(proc.stdout)
     except ValueError:
@@ -88,7 +94,7 @@ def run_ours(out: Path, name: str, extra: List[str]) -> Dict[str, Any]:
     if raw.exists():
         doc["raw"] = json.loads(raw.read_text())
         raw.unlink()
-    (out / f"{name}.json").write_text(json.dumps(doc))
+    record.write_text(json.dumps(doc))
     return doc
 
 
