@@ -284,16 +284,24 @@ def elsewhere_text(f: Facts) -> str:
 
 #: Shown elsewhere in the section (the torch rows), so not repeated among the packages.
 _SHOWN = ("torch", "torchvision", "torchaudio")
+#: NVIDIA's packages that are not CUDA library wheels: the NVML bindings, the old index helper.
+_NOT_CUDA_WHEELS = ("nvidia-ml-py", "nvidia-pyindex")
 
 
 def package_rows(packages: dict[str, str]) -> List[Row]:
-    """The target's numpy/triton/torch*/nvidia-* versions: one row, and one for nvidia-* (their prefix cut).
+    """The target's numpy/triton/torch*/nvidia-* versions: one row, and one for the CUDA library
+    wheels (nvidia-*, their prefix cut); NVIDIA's packages that are not CUDA libraries (the NVML
+    binding) stay among the others, named in full.
 
-    >>> package_rows({"numpy": "2.5.2", "nvidia-nccl-cu13": "2.28.9", "torch": "2.11.0", "triton": "3.6.0"})
-    [('Packages', 'numpy 2.5.2, triton 3.6.0'), ('nvidia-*', 'nccl-cu13 2.28.9')]
+    >>> package_rows({"numpy": "2.5.2", "nvidia-nccl-cu13": "2.28.9", "torch": "2.11.0", "triton": "3.6.0",
+    ...               "nvidia-ml-py": "13.615.71"})
+    [('Packages', 'numpy 2.5.2, nvidia-ml-py 13.615.71, triton 3.6.0'), ('nvidia-*', 'nccl-cu13 2.28.9')]
     """
-    plain = [f"{n} {v}" for n, v in sorted(packages.items()) if not n.startswith("nvidia-") and n not in _SHOWN]
-    nvidia = [f"{n[len('nvidia-'):]} {v}" for n, v in sorted(packages.items()) if n.startswith("nvidia-")]
+    def cuda_wheel(name: str) -> bool:
+        return name.startswith("nvidia-") and not name.startswith(_NOT_CUDA_WHEELS)
+
+    plain = [f"{n} {v}" for n, v in sorted(packages.items()) if not cuda_wheel(n) and n not in _SHOWN]
+    nvidia = [f"{n[len('nvidia-'):]} {v}" for n, v in sorted(packages.items()) if cuda_wheel(n)]
     rows: List[Row] = []
     if plain:
         rows.append(("Packages", ", ".join(plain)))
