@@ -94,7 +94,9 @@ def exit_code(result: BurnResult) -> int:
     return EXIT_ERRORS if result.faulty else EXIT_OK
 
 
-def _failure_hint(result: BurnResult) -> Optional[str]:
+def _failure_hint(result: BurnResult, said: bool = False) -> Optional[str]:
+    """The line on stderr when the load could not run: the error and what to do, or only what to
+    do when the text report above has ``said`` the error already."""
     e = result.error
     if e is None:
         return None
@@ -103,6 +105,8 @@ def _failure_hint(result: BurnResult) -> Optional[str]:
         "crashed": "run `envdoctor check` to see why torch fails in this interpreter",
         "unavailable": "see `envdoctor check`" if e.command != "--device" else "see `nvidia-smi -L`",
     }.get(e.kind)
+    if said:
+        return f"envdoctor burn: {hint}" if hint else None
     return f"envdoctor burn: {e.message}" + (f" ({hint})" if hint else "")
 
 
@@ -184,7 +188,7 @@ def burn(python: Optional[str], seconds: float, device: str, dtypes: Tuple[Tuple
         sys.stderr.write(verdict_line(result) + "\n")
     else:
         click.echo(mask_text(render_burn_text(result, color=use_color(), ascii_only=ascii_only)), nl=False)
-    hint = _failure_hint(result)
+    hint = _failure_hint(result, said=not as_json)
     if hint:
         click.echo(hint, err=True)
     for line in plot_lines:
