@@ -85,3 +85,14 @@ def test_a_broken_copy_names_file_row_and_field(tmp_path, old, new, words):
 def test_the_real_data_loads_too():
     """The frozen copy (tests/tables/frozen-2026-12-01) is what the tests read; data/links.toml must load."""
     assert load_links(REAL / "links.toml").gpu("NVIDIA H200").nvlink_links == 18
+
+
+def test_health_and_link_rows_answer_to_the_names_the_gpu_table_answers_to():
+    """The review's find: "H200" or "NVIDIA_H200" found the gpus.toml row but not health.toml's or
+    links.toml's (each table normalised names its own way); one rule now (table/names.py)."""
+    from envdoctor.table.health import load_health
+    from envdoctor.table.links import load_links
+
+    links, health = load_links(), load_health()
+    assert links.gpu("H200") is links.gpu("NVIDIA H200") is links.gpu("nvidia_h200") is not None
+    assert health.expected("H200", "bf16", 8192) is health.expected("NVIDIA H200", "bf16", 8192) is not None

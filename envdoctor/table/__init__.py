@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Optional, Union
 
 from envdoctor.table import cache
-from envdoctor.table.model import Table, build, norm_cc, norm_gpu_name, norm_pci
+from envdoctor.table.model import Table, build, norm_cc, norm_pci
+from envdoctor.table.names import norm_gpu_name
 from envdoctor.table.rows import (
     Architecture,
     ChipFamily,

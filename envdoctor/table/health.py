@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, Optional, Tuple
 
+from envdoctor.table.names import norm_gpu_name
 from envdoctor.table.schema import Doc, TableError, check_top, fields, make_row, one_of, rows
 from envdoctor.table.source import DataDir, read_doc
 
@@ -107,12 +108,8 @@ class Health:
 
     def expected(self, gpu: str, dtype: str, n: int) -> Optional[Expected]:
         """The row for this GPU name (as NVML or torch reports it), dtype and size, or None."""
-        key = _norm(gpu)
-        return next((e for e in self.rates if _norm(e.gpu) == key and e.dtype == dtype and e.n == n), None)
-
-
-def _norm(name: str) -> str:
-    return " ".join(name.lower().replace("-", " ").split())
+        key = norm_gpu_name(gpu)
+        return next((e for e in self.rates if norm_gpu_name(e.gpu) == key and e.dtype == dtype and e.n == n), None)
 
 
 def load_xids(doc: Doc) -> Tuple[Xid, ...]:
@@ -159,7 +156,7 @@ def load_health_file(doc: Doc) -> Tuple[Tuple[Reason, ...], Tuple[Expected, ...]
         v = fields(where, raw, {"gpu": "str", "dtype": "str", "n": "int", "sustained_tflops": "float",
                                 "power_limit_w": "float?"})
         one_of(where, "dtype", v["dtype"], BURN_DTYPES)
-        key = (_norm(v["gpu"]), v["dtype"], v["n"])
+        key = (norm_gpu_name(v["gpu"]), v["dtype"], v["n"])
         if key in seen:
             raise where.fail(f"a second row for {v['gpu']} {v['dtype']} n={v['n']}")
         seen.add(key)

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Optional, Tuple
 
+from envdoctor.table.names import norm_gpu_name
 from envdoctor.table.schema import Doc, TableError, check_top, fields, make_row, one_of, rows
 from envdoctor.table.source import data_directory, read_doc
 
@@ -146,11 +147,11 @@ class LinkTable:
         return round(per * links, 3) if per and links else None
 
     def gpu(self, name: Optional[str]) -> Optional[GpuLinkSpec]:
-        """The row of a GPU model by its NVML name (case and blanks ignored)."""
+        """The row of a GPU model by its NVML name (compared as every table compares names)."""
         if not name:
             return None
-        key = " ".join(name.lower().split())
-        return next((g for g in self.gpus if " ".join(g.name.lower().split()) == key), None)
+        key = norm_gpu_name(name)
+        return next((g for g in self.gpus if norm_gpu_name(g.name) == key), None)
 
     def fraction(self, kind: str) -> Optional[Achievable]:
         return next((a for a in self.achievable if a.kind == kind), None)

@@ -25,28 +25,15 @@ from envdoctor.table.rows import (
     TorchRelease,
     Variant,
 )
+from envdoctor.table.names import norm_gpu_name
 from envdoctor.table.schema import Doc, parse_toml, parse_version
 from envdoctor.table.source import FILES, DataDir, read_files
-
-_PREFIXES = ("nvidia ", "geforce ", "tesla ")
 
 #: How GeForce model names are written (the series and their compute capabilities are rows of
 #: ``gpus.toml``): two series digits, then a tier 10-90, then an optional variant word. "RTX 2000
 #: Ada", "RTX 4000", "RTX A4000" and "RTX PRO 6000", workstation boards, never match.
 _GEFORCE_NAME = re.compile(r"^(gtx|rtx) ?(\d{2})([1-9]0)"
                            r"(?: (?:ti|super|d|ti super|mobile|laptop gpu|max q|\d+gb)\b.*)?$")
-
-
-def norm_gpu_name(name: str) -> str:
-    """``"NVIDIA GeForce RTX 3090 Ti"`` -> ``"rtx 3090 ti"``; ``"A100-SXM4-80GB"`` -> ``"a100 sxm4 80gb"``."""
-    s = " ".join(name.lower().replace("-", " ").replace("_", " ").split())
-    changed = True
-    while changed:
-        changed = False
-        for p in _PREFIXES:
-            if s.startswith(p):
-                s, changed = s[len(p):], True
-    return s
 
 
 def norm_pci(device_id: str) -> Optional[int]:
