@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from envdoctor.advise.request import DriverOs
+from envdoctor.compat import driver_os as _driver_os
 from envdoctor.facts import Facts
 from envdoctor.facts.system import SystemFacts
 from envdoctor.gpus import PCI, machine_gpus
@@ -70,7 +71,7 @@ class Machine:
     @property
     def driver_os(self) -> DriverOs:
         """Whose driver minimums apply: under WSL2 the driver is the Windows one."""
-        return "windows" if self.facts.system.wsl == "wsl2" else "linux"
+        return _driver_os(self.facts.system)
 
     @property
     def nvidia(self) -> tuple[Gpu, ...]:

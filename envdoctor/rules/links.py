@@ -39,7 +39,7 @@ def _meaning(code: str) -> str:
 
 
 def _links(facts: Facts) -> LinksFacts:
-    return getattr(facts, "links", None) or LinksFacts()
+    return facts.links
 
 
 def _label(g: GpuLinks) -> str:

@@ -36,7 +36,7 @@ from envdoctor.compat import DriverOs, DriverSupport, driver_os, driver_support,
 from envdoctor.facts import Facts
 from envdoctor.findings import Finding, Severity
 from envdoctor.gpus import MachineGpu, machine_gpus
-from envdoctor.parse import major, version, version_key
+from envdoctor.parse import major, major_minor, version, version_key
 from envdoctor.table import Table, TorchRelease
 
 REF_INSTALL = "https://pytorch.org/get-started/locally/"
@@ -207,7 +207,7 @@ def system_python(facts: Facts) -> bool:
 def _venv_note(facts: Facts) -> str:
     """Why the fix makes a virtual environment, and the one package venv may need first."""
     p = facts.python
-    series = ".".join((p.version or "").split(".")[:2]) or "3"
+    series = major_minor(p.version) or "3"
     need = (f" (if venv says 'ensurepip is not available': sudo apt-get install -y python{series}-venv)"
             if commands.family(facts.system) == "debian" else "")
     return (f" {p.executable} is not a virtual environment (sys.prefix {p.prefix}): pip refuses or mixes "

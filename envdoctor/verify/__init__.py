@@ -50,7 +50,7 @@ from envdoctor.facts.bench import BenchResult
 from envdoctor.findings import Finding
 from envdoctor.verify import bench, conda, docker, driver, gpus, system, toolkits, torch
 from envdoctor.verify.findings import COVERED, new_and_resolved
-from envdoctor.verify.machine import machine_differences, summary_line
+from envdoctor.verify.machine import machine_differences
 from envdoctor.verify.pair import DEFAULT_TOLERANCE, Check, NotCompared, Outcome, Pair, Same
 
 #: Every check, in the order its unchanged / not-compared lines are listed. Each is pure:
@@ -118,4 +118,4 @@ def compare(before: Facts, after: Facts, before_findings: Iterable[Finding] = ()
 
 
 __all__ = ["CHECKS", "COVERED", "DEFAULT_TOLERANCE", "Pair", "Verification", "compare", "machine_differences",
-           "summary_line", "verification"]
+           "verification"]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from envdoctor.facts import Facts
-from envdoctor.verify.pair import driver_of, real
+from envdoctor.verify.pair import real
 
 
 def machine_differences(before: Facts, after: Facts, before_host: str | None = None
@@ -34,7 +34,3 @@ def machine_differences(before: Facts, after: Facts, before_host: str | None = N
         return (f"taken on host '{host_then}', this is '{host_now}'",), ()
     return (), ()
 
-
-def summary_line(facts: Facts) -> tuple[str | None, str | None]:
-    """(driver, torch) of ``facts`` for headers: ("580.159.04", "2.11.0+cu130")."""
-    return driver_of(facts.driver), facts.torch.version
