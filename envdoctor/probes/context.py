@@ -16,6 +16,10 @@ from envdoctor.facts.base import ProbeError
 from envdoctor.run import Ran, not_a_program, run, which
 
 
+#: The default of ``--torch-timeout``: a cold first ``import torch`` of a CUDA build is slow.
+TORCH_TIMEOUT = 60.0
+
+
 @dataclass(frozen=True)
 class Context:
     root: Path = Path("/")
@@ -23,7 +27,7 @@ class Context:
     #: seconds every external command may take (``--timeout``): nvidia-smi, conda, docker, nvcc, ...
     timeout: float = 10.0
     #: seconds the child that imports torch may take (``--torch-timeout``; a cold first import is slow)
-    torch_timeout: float = 60.0
+    torch_timeout: float = TORCH_TIMEOUT
     python: Optional[str] = None          # --python PATH
     #: NVML binding to use: None = ``pynvml`` on the real root, not consulted under another root;
     #: tests pass an object with the pynvml functions that replays recorded values.

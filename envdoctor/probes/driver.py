@@ -112,7 +112,7 @@ def _read_smi(ctx: Context, path: str, need_cuda: Callable[[], bool]) -> Dict[st
 
 def _smi_message(text: str) -> Optional[str]:
     """The first line of nvidia-smi's own complaint, as it printed it (cut at MAX_REASON)."""
-    for line in text[:65536].splitlines():
+    for line in text[:MAX_TEXT].splitlines():
         line = line.strip()
         if line:
             return f"nvidia-smi: {line if len(line) <= MAX_REASON else line[:MAX_REASON] + ' [...]'}"
