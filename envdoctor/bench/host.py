@@ -14,7 +14,6 @@ through :mod:`envdoctor.nvml` in envdoctor's own process while the child runs.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
@@ -22,7 +21,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 from envdoctor.bench import analysis
 from envdoctor.bench.findings import bench_findings
 from envdoctor.bench.memory import elements_label
-from envdoctor.child import ChildRun, find_python, run_child
+from envdoctor.child import ChildRun, draw_plot, find_python, run_child
 from envdoctor.facts.base import ErrorKind, ProbeError
 from envdoctor.facts.bench import (
     DEFAULT_BUDGET,
@@ -440,13 +439,8 @@ def plot_spec(result: BenchResult, path: str) -> Dict[str, Any]:
 def write_plot(result: BenchResult, path: str, python: str, env: Optional[Mapping[str, str]] = None,
                timeout: float = 60.0) -> Tuple[bool, str]:
     """Draw ``result`` to ``path`` with the target's matplotlib: (written, one line saying so)."""
-    spec = plot_spec(result, os.path.abspath(path))
+    spec = plot_spec(result, path)
     if not spec["panels"]:
         return False, "no plot written: no point was measured"
-    child = run_child("plot.py", spec, python=python, timeout=timeout, env=env, what="the plot")
-    if child.ok:
-        return True, f"plot written to {path}"
-    if (child.failure or {}).get("kind") == "no_matplotlib":
-        return False, (f"no plot written: matplotlib is not installed in {python} "
-                       f"({python} -m pip install matplotlib)")
-    return False, f"no plot written: {child.error.message if child.error else 'no answer'}"
+    written, line, _ = draw_plot("plot.py", spec, python, env=env, timeout=timeout)
+    return written, line

@@ -23,7 +23,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from envdoctor import codes
 from envdoctor.burn import analysis, collect, rules
-from envdoctor.child import ChildRun, Job, run_child, run_children
+from envdoctor.child import ChildRun, Job, draw_plot, run_children
 from envdoctor.facts.base import ErrorKind, ProbeError
 from envdoctor.facts.burn import CPU_N, GPU_N, BurnGpu, BurnResult, Phase, XidSeen
 from envdoctor.findings import Finding
@@ -373,14 +373,7 @@ def write_plot(result: BurnResult, path: str, python: str, env: Optional[Mapping
                timeout: float = 60.0) -> Tuple[bool, str, Optional[str]]:
     """Draw ``result`` to ``path`` with the target's matplotlib: (written, a line saying so, the
     failure kind: "no_matplotlib" when the caller should show the terminal chart instead)."""
-    spec = plot_spec(result, os.path.abspath(path))
+    spec = plot_spec(result, path)
     if not any(g["rates"] or g["temperature"] for g in spec["gpus"]):
         return False, "no plot written: nothing was measured", None
-    child = run_child(PLOT_SCRIPT, spec, python=python, timeout=timeout, env=env, what="the plot")
-    if child.ok:
-        return True, f"plot written to {path}", None
-    kind = (child.failure or {}).get("kind")
-    if kind == "no_matplotlib":
-        return False, (f"no plot written: matplotlib is not installed in {python} "
-                       f"({python} -m pip install matplotlib)"), kind
-    return False, f"no plot written: {child.error.message if child.error else 'no answer'}", kind
+    return draw_plot(PLOT_SCRIPT, spec, python, env=env, timeout=timeout)

@@ -338,3 +338,41 @@ def run_children(jobs: Sequence[Job], on_event: Optional[Callable[[int, Dict[str
     runs = tuple(f.result() for f in futures)
     pool.shutdown(wait=True)
     return runs, interrupted
+
+
+def draw_plot(script: str, spec: Dict[str, Any], python: str, env: Optional[Mapping[str, str]] = None,
+              timeout: float = 60.0) -> Tuple[bool, str, Optional[str]]:
+    """Run a plot script (``plot.py``, ``burn_plot.py``, ``comms_plot.py``) on ``spec`` and put the
+    PNG at ``spec["path"]``: (written, one line saying so, the failure kind, e.g. "no_matplotlib").
+
+    The child draws into a private temporary folder; the file is then written atomically
+    (envdoctor.atomic), and a path that exists but is not a regular file (a link, a device, a
+    folder) is refused, as every file envdoctor writes.
+    """
+    import shutil
+    import tempfile
+
+    from envdoctor.atomic import write_atomic
+
+    shown = str(spec["path"])
+    dest = os.path.abspath(shown)
+    if os.path.islink(dest) or (os.path.lexists(dest) and not os.path.isfile(dest)):
+        return False, f"no plot written: {shown} exists and is not a regular file", "not_regular"
+    folder = tempfile.mkdtemp(prefix="envdoctor-plot-")
+    try:
+        tmp = os.path.join(folder, "plot.png")
+        child = run_child(script, dict(spec, path=tmp), python=python, timeout=timeout, env=env, what="the plot")
+        if child.ok and os.path.isfile(tmp):
+            with open(tmp, "rb") as fh:
+                write_atomic(dest, fh.read())
+            return True, f"plot written to {shown}", None
+        kind = (child.failure or {}).get("kind")
+        if kind == "no_matplotlib":
+            return False, (f"no plot written: matplotlib is not installed in {python} "
+                           f"({python} -m pip install matplotlib)"), kind
+        why = child.error.message if child.error else "no answer"
+        return False, f"no plot written: {why.replace(tmp, shown)}", kind
+    except OSError as exc:
+        return False, f"no plot written: {shown}: {exc.strerror or exc}", "os_error"
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)

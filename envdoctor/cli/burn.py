@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import signal
 import sys
-import tempfile
 import threading
 import time
 from typing import Any, Dict, Iterator, List, Optional, Tuple
@@ -111,29 +109,17 @@ def _failure_hint(result: BurnResult, said: bool = False) -> Optional[str]:
 
 
 def _plot(result: BurnResult, path: str, python: str, ascii_only: bool) -> List[str]:
-    """Write the PNG atomically (the child draws into a temporary folder); the terminal chart
-    instead where the target has no matplotlib."""
-    from envdoctor.atomic import write_atomic
-
-    dest = os.path.abspath(path)
-    if os.path.islink(dest) or (os.path.lexists(dest) and not os.path.isfile(dest)):
-        return [f"no plot written: {path} exists and is not a regular file"]
-    folder = tempfile.mkdtemp(prefix="envdoctor-plot-")
-    try:
-        tmp = os.path.join(folder, "burn.png")
-        ok, line, kind = write_plot(result, tmp, python)
-        if ok:
-            with open(tmp, "rb") as fh:
-                write_atomic(dest, fh.read())
-            return [f"plot written to {path}"]
-        lines = [line.replace(tmp, path)]
-        if kind == "no_matplotlib":
-            lines.append("the terminal chart instead:")
-            for g in result.gpus:
-                lines.extend(chart_lines(g, ascii_only=ascii_only))
-        return lines
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
+    """The PNG (envdoctor.child.draw_plot writes it atomically); the terminal chart instead where
+    the target has no matplotlib."""
+    ok, line, kind = write_plot(result, path, python)
+    if ok:
+        return [line]
+    lines = [line]
+    if kind == "no_matplotlib":
+        lines.append("the terminal chart instead:")
+        for g in result.gpus:
+            lines.extend(chart_lines(g, ascii_only=ascii_only))
+    return lines
 
 
 @click.command("burn")

@@ -274,14 +274,9 @@ def plot_spec(result: CommsResult, path: str) -> Dict[str, Any]:
 
 def write_plot(result: CommsResult, path: str, python: str, env: Optional[Mapping[str, str]] = None) -> str:
     """Draw ``result`` with the target's matplotlib; one line saying what happened."""
-    from envdoctor.child import run_child
+    from envdoctor.child import draw_plot
 
     spec = plot_spec(result, path)
     if not spec["series"]:
         return "no plot written: no bandwidth was measured"
-    child = run_child("comms_plot.py", spec, python=python, timeout=60.0, env=env, what="the plot")
-    if child.ok:
-        return f"plot written to {path}"
-    if (child.failure or {}).get("kind") == "no_matplotlib":
-        return f"no plot written: matplotlib is not installed in {python} ({python} -m pip install matplotlib)"
-    return f"no plot written: {child.error.message if child.error else 'no answer'}"
+    return draw_plot("comms_plot.py", dict(spec, path=path), python, env=env)[1]
