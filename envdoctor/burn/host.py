@@ -24,6 +24,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 from envdoctor import codes
 from envdoctor.burn import analysis, collect, rules
 from envdoctor.child import ChildRun, Job, draw_plot, run_children
+from envdoctor.parse.visible import visible_count
 from envdoctor.facts.base import ErrorKind, ProbeError
 from envdoctor.facts.burn import CPU_N, GPU_N, BurnGpu, BurnResult, Phase, XidSeen
 from envdoctor.findings import Finding
@@ -53,27 +54,6 @@ def memtest_seconds(seconds: float) -> float:
 def sample_interval(seconds: float) -> float:
     """1 s up to two hours of load; longer runs keep about 7200 samples per GPU."""
     return 1.0 if seconds <= 7200 else round(seconds / 7200, 1)
-
-
-def visible_gpus(nvml_count: int, env: Mapping[str, str]) -> int:
-    """How many GPUs torch will see: NVML's count, cut by ``CUDA_VISIBLE_DEVICES`` (CUDA reads it up
-    to the first entry that names no device; "" or "-1" hides them all).
-
-    >>> visible_gpus(8, {"CUDA_VISIBLE_DEVICES": "2,3"}), visible_gpus(8, {"CUDA_VISIBLE_DEVICES": "1,-1,2"})
-    (2, 1)
-    """
-    value = env.get("CUDA_VISIBLE_DEVICES")
-    if value is None:
-        return nvml_count
-    count = 0
-    for entry in value.split(","):
-        entry = entry.strip()
-        if not entry or entry.startswith("-"):
-            break
-        if entry.isdigit() and int(entry) >= nvml_count:
-            break
-        count += 1
-    return min(count, nvml_count)
 
 
 def fp64_capabilities() -> Tuple[str, ...]:
@@ -273,7 +253,7 @@ def run_burn(
     began = time.monotonic()
     watch = Watch(every, nvml, health)
     watch.start()
-    visible = visible_gpus(watch.count, environ)
+    visible = visible_count(environ.get("CUDA_VISIBLE_DEVICES"), watch.count)
     if watch.count and not visible:
         watch.stop()
         return replace(base, error=ProbeError("unavailable", f"CUDA_VISIBLE_DEVICES="

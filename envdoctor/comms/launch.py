@@ -25,6 +25,8 @@ import socket
 from dataclasses import dataclass
 from typing import Dict, Mapping, Optional, Tuple
 
+from envdoctor.parse.visible import visible_count
+
 #: Variables envdoctor must never set or change for the ranks (tested).
 PASSED_THROUGH = ("NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST", "NVSHMEM_DISABLE_NVLS")
 #: Rank variables envdoctor sets when it starts the ranks itself; inherited ones are replaced.
@@ -137,12 +139,4 @@ def nccl_logging(base: Mapping[str, str], log_dir: Optional[str]) -> Dict[str, s
 def visible_gpus(env: Mapping[str, str], nvml_count: int) -> Tuple[int, Optional[str]]:
     """How many GPUs the ranks' CUDA sees: NVML's count, cut by CUDA_VISIBLE_DEVICES (which NVML ignores)."""
     visible = env.get("CUDA_VISIBLE_DEVICES")
-    if visible is None:
-        return nvml_count, None
-    entries = [e.strip() for e in visible.split(",")]
-    count = 0
-    for e in entries:                     # CUDA stops at the first entry it cannot use
-        if not e or (e.lstrip("-").isdigit() and (int(e) < 0 or int(e) >= max(nvml_count, 1))):
-            break
-        count += 1
-    return min(count, nvml_count) if nvml_count else count, visible
+    return visible_count(visible, nvml_count), visible

@@ -12,6 +12,7 @@ from envdoctor.facts import Facts, PciDevice
 from envdoctor.findings import Finding, Severity
 from envdoctor.gpus import PCI, machine_gpus
 from envdoctor.parse import major
+from envdoctor.parse.visible import HIDES_ALL
 from envdoctor.table import Architecture, Table
 
 REF_MISMATCH = "https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/index.html"
@@ -308,7 +309,7 @@ def _remove_linux_driver(facts: Facts, library: str) -> tuple[str, ...]:
 
 def _visible_hides_all(value: str, count: int, uuids: list[str]) -> bool:
     entries = [e.strip() for e in value.split(",")]
-    if value.strip() in ("", "-1", "none", "NoDevFiles"):
+    if value.strip() in HIDES_ALL:
         return True
     for entry in entries:  # CUDA stops at the first invalid entry
         if entry.isdigit():

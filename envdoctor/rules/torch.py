@@ -37,6 +37,7 @@ from envdoctor.facts import Facts
 from envdoctor.findings import Finding, Severity
 from envdoctor.gpus import MachineGpu, machine_gpus
 from envdoctor.parse import major, major_minor, version, version_key
+from envdoctor.parse.visible import HIDES_ALL
 from envdoctor.table import Table, TorchRelease
 
 REF_INSTALL = "https://pytorch.org/get-started/locally/"
@@ -548,7 +549,7 @@ def cuda_unavailable(facts: Facts, table: Optional[Table]) -> Iterator[Finding]:
     evidence += [w for w in t.warnings if "CUDA" in w and w not in evidence][:2]
     hint = next((h for key, h in _CUDA_ERROR_HINTS if t.cuda_error and key in t.cuda_error), None)
     fix: tuple[str, ...] = (f"{_py(facts)} -c 'import torch; torch.cuda.init()'   # shows the full CUDA error",)
-    if visible is not None and (visible.strip() in ("", "-1", "none", "NoDevFiles")
+    if visible is not None and (visible.strip() in HIDES_ALL
                                 or "No CUDA GPUs are available" in (t.cuda_error or "")):
         fix = ("unset CUDA_VISIBLE_DEVICES",) + fix
     yield Finding(
