@@ -28,7 +28,7 @@ larger of compute and memory. Without a measured issue time, the estimate's larg
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 from envdoctor.bench.attribution import attribute
 from envdoctor.bench.chart import format_rate
@@ -234,14 +234,3 @@ def bandwidth_for_layers(device: BenchDevice, measured: Optional[float]) -> Tupl
     if device.kind == "cuda" and device.bandwidth_gbs:
         return device.bandwidth_gbs, "datasheet"
     return None, ""
-
-
-def sdpa_kernels(points: Sequence[LayerPoint]) -> Dict[str, str]:
-    """"dtype mode" -> the kernels the SDPA points ran, for the report's kernel line."""
-    out: Dict[str, List[str]] = {}
-    for p in points:
-        if p.attention == "sdpa" and p.kernel:
-            out.setdefault(f"{p.dtype} {p.mode}", [])
-            if p.kernel not in out[f"{p.dtype} {p.mode}"]:
-                out[f"{p.dtype} {p.mode}"].append(p.kernel)
-    return {k: "/".join(v) for k, v in out.items()}

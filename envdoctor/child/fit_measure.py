@@ -42,15 +42,6 @@ TORCH_DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
 OPTIONAL = ("transformers", "peft", "bitsandbytes", "accelerate")
 
 
-class OutOfMemory(Exception):
-    """Raised out of a step: the phase it happened in and the allocator's peak until then."""
-
-    def __init__(self, phase, message):
-        Exception.__init__(self, message)
-        self.phase = phase
-        self.message = message
-
-
 def package_version(name):
     """The installed version of ``name`` without importing it, or None."""
     try:
