@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence, Tuple
 
 import click
 
+from envdoctor.probes.context import TORCH_TIMEOUT  # the one default of --torch-timeout
+
 if TYPE_CHECKING:
     from envdoctor.probes.context import Context
 
@@ -49,8 +51,6 @@ def timeout_option(f: Callable) -> Callable:
     )(f)
 
 
-#: The default bound of the child that imports torch (a first import from a cold disk takes 20 s and more).
-TORCH_TIMEOUT = 60.0
 
 
 def torch_timeout_option(f: Callable) -> Callable:
