@@ -90,8 +90,9 @@ def find_python(explicit: Optional[str], env: Optional[Mapping[str, str]] = None
     return sys.executable, "envdoctor's own"
 
 
-#: A script that needs other files of this folder names them on a line of its own, e.g.
+#: A script that needs other files names them on a line of its own, e.g.
 #: ``# envdoctor child uses: _bench_common.py _bench_matmul.py``: they are sent before it, in that order.
+#: A bare name is a file of this folder; ``bench/target/matmul.py`` is a path under the package.
 USES = "# envdoctor child uses:"
 
 
@@ -116,9 +117,18 @@ def script_text(name: str) -> str:
 
 
 def _resource(name: str) -> str:
-    data = pkgutil.get_data(__name__, name)
+    """A script's text: a bare name is a file of this folder (``_bench_common.py``), a name with a
+    slash is a path under the envdoctor package (``diag/target/gpu.py``: a plugin's own script).
+
+    >>> _resource("_prelude.py").startswith("# -- envdoctor child protocol")
+    True
+    """
+    package, relative = ("envdoctor", name) if "/" in name else (__name__, name)
+    if relative.startswith("/") or ".." in relative.split("/"):
+        raise FileNotFoundError(f"{name}: not a script of envdoctor")
+    data = pkgutil.get_data(package, relative)
     if data is None:   # pragma: no cover - a broken installation
-        raise FileNotFoundError(f"envdoctor/child/{name} is missing from this installation")
+        raise FileNotFoundError(f"envdoctor/{relative if package == 'envdoctor' else 'child/' + name} is missing from this installation")
     return data.decode("utf-8")
 
 
