@@ -71,7 +71,7 @@ def test_frozen_linears_keep_no_inputs_and_lora_keeps_fp32_copies():
 
 
 def test_training_bf16_adamw_by_hand():
-    w = Workload(mode="train", batch=2, seq=8, dtype="bf16")
+    w = Workload(mode="train", batch=2, seq=8, dtype="bf16", loop="trainer")
     e = estimate(TINY, w, C)
     weights, grads, states = N * 2, N * 2, N * 2 * 2            # torch AdamW states are zeros_like(param)
     acts = 2 * 8 * (2 * 2456 + (4 * 64 + 4 + 2 * 64 + 2 * 64))  # layers + final norm and head input
@@ -228,3 +228,18 @@ def test_largest_batch_is_the_boundary():
     assert r.max_batch is not None
     assert estimate(spec, w.with_(batch=r.max_batch), Constants()).peak_bytes <= gpu.total_bytes
     assert estimate(spec, w.with_(batch=r.max_batch + 1), Constants()).peak_bytes > gpu.total_bytes
+
+
+@pytest.mark.parametrize("dtype, amp, A", [("fp32", None, 4), ("bf16", None, 2), ("fp32", "bf16", 2)])
+def test_the_custom_loop_holds_the_logits_in_every_training_moment_and_strands_none(dtype, amp, A):
+    """outputs.logits (b*s*V x A, the head's output dtype) alive in the loss backward, the last layer's
+    backward and the step; the trainer loop has no such term, and strands the A = 2 block instead."""
+    w = Workload(mode="train", batch=2, seq=8, dtype=dtype, amp=amp)
+    custom, trainer = estimate(TINY, w.with_(loop="custom"), C), estimate(TINY, w.with_(loop="trainer"), C)
+    held = 2 * 8 * 100 * A
+    for name in ("loss backward", "backward of the last layer", "optimizer step"):
+        c = next(p for p in custom.phases if p.name == name)
+        t = next(p for p in trainer.phases if p.name == name)
+        assert [x.bytes for x in c.terms if x.name == "held_logits"] == [held]
+        assert not [x for x in t.terms if x.name == "held_logits"]
+        assert c.stranded == 0 and t.stranded == (held if name == "loss backward" and A == 2 else 0)

@@ -45,7 +45,7 @@ def _phase(e, name):
     ("fp32", None, 0),                      # fp32 logits: .float() is the same tensor, its block is reused
 ])
 def test_qwen_0_5b_train_miss_the_loss_strands_the_low_precision_logits_block(dtype, amp, stranded):
-    e = estimate(TIED, Workload(mode="train", batch=2, seq=8, dtype=dtype, amp=amp), C)
+    e = estimate(TIED, Workload(mode="train", batch=2, seq=8, dtype=dtype, amp=amp, loop="trainer"), C)
     loss = _phase(e, "loss backward")
     reserve = next(t for t in loss.terms if t.name == "allocator_reserve")
     allocated = sum(t.bytes for t in loss.terms if t.name not in ("context", "allocator_reserve"))

@@ -36,7 +36,7 @@ def est_of(name: str, w: Workload):
     return estimate(bundled_models().find(name).spec, w, load_constants())
 
 
-LLAMA8B_TRAIN = Workload(mode="train", batch=1, seq=4096, dtype="bf16")
+LLAMA8B_TRAIN = Workload(mode="train", batch=1, seq=4096, dtype="bf16", loop="trainer")
 
 
 def test_context_is_nvml_free_before_minus_cuda_free_at_the_end_minus_reserved():

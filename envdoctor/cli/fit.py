@@ -83,6 +83,9 @@ def _table_gpus() -> list:
 @click.option("--zero", type=int, default=0, show_default=True, help="--train: ZeRO stage 0-3 (FSDP full shard = 3).")
 @click.option("--gpus", "n_gpus", type=int, default=1, show_default=True, help="Data-parallel GPUs for --zero.")
 @click.option("--attention", type=click.Choice(("sdpa", "eager")), default="sdpa", show_default=True)
+@click.option("--loop", type=click.Choice(("custom", "trainer")), default="custom", show_default=True,
+              help="--train: custom keeps outputs.logits through backward (outputs = model(**batch); "
+                   "outputs.loss.backward(), the examples' loop); trainer frees them first (HF Trainer).")
 @click.option("--gpu", "gpu_names", multiple=True, metavar="NAME",
               help="Judge against this GPU from the table (repeatable).")
 @click.option("--memory", "sizes", multiple=True, metavar="SIZE",
@@ -103,7 +106,7 @@ def _table_gpus() -> list:
 @guarded
 def fit(model: str | None, mode: str, batch: int, seq: int | None, new_tokens: int | None, dtype: str | None,
         amp: str | None, quant: str | None, kv_dtype: str | None, optimizer: str, grad_checkpointing: bool,
-        lora_rank: int, lora_targets: str | None, zero: int, n_gpus: int, attention: str,
+        lora_rank: int, lora_targets: str | None, zero: int, n_gpus: int, attention: str, loop: str,
         gpu_names: tuple[str, ...], sizes: tuple[str, ...], measure: bool, cpu: bool, builder: str,
         python: str | None, timeout: float | None, list_models: bool, as_json: bool, debug: bool) -> None:
     """Will MODEL fit: the peak memory per GPU, term by term, and what would make it fit.
@@ -159,7 +162,7 @@ def fit(model: str | None, mode: str, batch: int, seq: int | None, new_tokens: i
                  amp=amp, quant=quant, kv_dtype=kv_dtype,  # type: ignore[arg-type]
                  optimizer=optimizer.replace("-", "_"),  # type: ignore[arg-type]
                  grad_checkpointing=grad_checkpointing, lora_rank=lora_rank, lora_targets=targets,
-                 zero=zero, gpus=n_gpus, attention=attention)  # type: ignore[arg-type]
+                 zero=zero, gpus=n_gpus, attention=attention, loop=loop)  # type: ignore[arg-type]
     problems: list[str] = w.problems(spec)
     if problems:
         _fail(problems[0])

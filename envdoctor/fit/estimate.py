@@ -34,7 +34,7 @@ from envdoctor.fit.spec import ModelSpec
 from envdoctor.fit.workload import DTYPE_BYTES, Workload
 
 TermName = Literal["weights", "gradients", "optimizer", "optimizer_step", "activations", "layer_working",
-                   "logits", "kv_cache", "autocast_copies", "zero_gathered", "ddp_buckets", "build_copy",
+                   "logits", "held_logits", "kv_cache", "autocast_copies", "zero_gathered", "ddp_buckets", "build_copy",
                    "context", "allocator_reserve"]
 Value = Any     # int, float, str or bool: what a term's inputs hold
 
@@ -370,11 +370,20 @@ def _train_phases(spec: ModelSpec, w: Workload, weights: tuple[Weight, ...], run
     # their block cannot hold the fp32 gradients of the loss backward (the allocator never merges
     # separate segments), so it stays reserved beside them
     stranded = A * E if A != 4 else 0
-    loss_phase = Phase("loss backward", (weights_t, optimizer, activations, logits, *extra), stranded)
+    held: tuple[Term, ...] = ()
+    if w.loop == "custom":
+        # the examples' loop holds outputs (its logits, in the head's output dtype A) from the forward
+        # through the backward and the step; in A = 2 bytes that block is the one the trainer loop strands
+        held = (Term("held_logits", A * E,
+                     "custom loop: outputs.logits held through backward and the step (outputs = model(**batch); "
+                     "outputs.loss.backward()) = b*s*V x A",
+                     (("batch", b), ("seq", s), ("vocab", V), ("act_bytes", A), ("loop", w.loop))),)
+        stranded = 0
+    loss_phase = Phase("loss backward", (weights_t, optimizer, activations, logits, *held, *extra), stranded)
     layer_phase = Phase("backward of the last layer", (weights_t, optimizer, activations, head_grads, working,
-                                                       *extra))
+                                                       *held, *extra))
     step_extra = tuple(t for t in extra if t.name == "ddp_buckets")
-    step_phase = Phase("optimizer step", (weights_t, gradients, optimizer, step_tmp, *step_extra))
+    step_phase = Phase("optimizer step", (weights_t, gradients, optimizer, step_tmp, *held, *step_extra))
     build = _build_phase(spec, w, weights_t, run)
     return ((build,) if build else ()) + (loss_phase, layer_phase, step_phase)
 

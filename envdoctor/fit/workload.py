@@ -19,6 +19,10 @@ KvDtype = Literal["fp32", "bf16", "fp16", "int8"]
 #: adamw: fused (HF Trainer's default on torch >= 2.8); adamw_foreach: torch.optim.AdamW's own default
 Optimizer = Literal["adamw", "adamw_foreach", "adamw8bit", "sgd", "adafactor"]
 Attention = Literal["sdpa", "eager"]
+#: custom: ``outputs = model(**batch); loss = outputs.loss; loss.backward()`` (the examples' and
+#: accelerate's loop) keeps ``outputs.logits`` through backward and into the next forward;
+#: trainer: HF Trainer's ``compute_loss`` returns the loss only, so the logits are freed first
+Loop = Literal["custom", "trainer"]
 
 DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "int8": 1}
 TORCH_DTYPES = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}
@@ -49,6 +53,7 @@ class Workload:
     zero: int = 0
     gpus: int = 1
     attention: Attention = "sdpa"
+    loop: Loop = "custom"
 
     def with_(self, **changes: object) -> Workload:
         return replace(self, **changes)  # type: ignore[arg-type]

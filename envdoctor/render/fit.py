@@ -22,7 +22,8 @@ GIB = 2**30
 _LABELS = {
     "weights": "weights", "gradients": "gradients", "optimizer": "optimizer states",
     "optimizer_step": "optimizer step temporaries", "activations": "activations",
-    "layer_working": "layer working set", "logits": "logits and loss", "kv_cache": "KV cache",
+    "layer_working": "layer working set", "logits": "logits and loss",
+    "held_logits": "logits the loop holds", "kv_cache": "KV cache",
     "autocast_copies": "autocast weight copies", "zero_gathered": "ZeRO-3 gathered layers",
     "ddp_buckets": "DDP gradient buckets", "build_copy": "tied head before tying (build)",
     "context": "CUDA context + cuBLAS", "allocator_reserve": "allocator reserve",
@@ -51,6 +52,8 @@ def _workload_line(w: Workload) -> str:
             parts.append(f"LoRA r={w.lora_rank}")
         if w.grad_checkpointing:
             parts.append("gradient checkpointing")
+        parts.append("custom loop (outputs.logits kept through backward)" if w.loop == "custom"
+                     else "HF Trainer loop (logits freed before backward)")
         if w.zero or w.gpus > 1:
             parts.append(f"ZeRO-{w.zero} over {w.gpus} GPUs" if w.zero else f"DDP over {w.gpus} GPUs")
     parts.append(f"{w.attention} attention")
@@ -136,7 +139,8 @@ def _fit_document(report: FitReport, model_extra: dict[str, Any] | None = None) 
         "workload": {"mode": w.mode, "batch": w.batch, "seq": w.seq, "new_tokens": w.new_tokens, "dtype": w.dtype,
                      "amp": w.amp, "quant": w.quant, "kv_dtype": w.kv_dtype, "optimizer": w.optimizer,
                      "grad_checkpointing": w.grad_checkpointing, "lora_rank": w.lora_rank,
-                     "lora_targets": list(w.lora_targets), "zero": w.zero, "gpus": w.gpus, "attention": w.attention},
+                     "lora_targets": list(w.lora_targets), "zero": w.zero, "gpus": w.gpus, "attention": w.attention,
+                     "loop": w.loop},
         "peak_bytes": est.peak_bytes,
         "peak_phase": est.peak_phase,
         "terms": {t.name: t.bytes for t in est.terms},
