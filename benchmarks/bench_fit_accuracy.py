@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import threading
 import time
@@ -75,6 +76,8 @@ class Case:
     why: str = ""
     #: config.json fields replaced (the held-out set's small MoE shapes)
     config: Tuple[Tuple[str, Any], ...] = ()
+    #: PYTORCH_CUDA_ALLOC_CONF for the child ("" leaves the environment's)
+    alloc_conf: str = ""
 
 
 def W(mode: str = "train", **kw: Any) -> Workload:
@@ -189,6 +192,20 @@ HELDOUT_CASES = (
          H(seq=16384, dtype="bf16", grad_checkpointing=True, loop="trainer"), why="long context"),
     Case("H24 Qwen2.5-0.5B infer bf16 b8 s8192+32", "Qwen2.5-0.5B",
          H("infer", batch=8, seq=8192, new_tokens=32, dtype="bf16")),
+)
+
+#: in-sample configurations run another way, for tuning the loop and allocator terms (not held out:
+#: each is a row of GPU_CASES with the custom loop or expandable segments)
+EXTRA_CASES = (
+    Case("gpt2 train fp32 b8 s1024 custom loop", "gpt2", H(batch=8, seq=1024, dtype="fp32", loop="custom")),
+    Case("Qwen2.5-0.5B train bf16 b4 s2048 custom loop", "Qwen2.5-0.5B", H(batch=4, seq=2048, dtype="bf16",
+                                                                            loop="custom")),
+    Case("Qwen2.5-0.5B train bf16 b4 s2048 expandable", "Qwen2.5-0.5B", W(batch=4, seq=2048, dtype="bf16"),
+         alloc_conf="expandable_segments:True"),
+    Case("Llama-3.2-1B train bf16 ckpt b2 s8192 expandable", "Llama-3.2-1B",
+         W(batch=2, seq=8192, dtype="bf16", grad_checkpointing=True), alloc_conf="expandable_segments:True"),
+    Case("Llama-3.2-1B train bf16 ckpt b2 s8192 custom loop", "Llama-3.2-1B",
+         H(batch=2, seq=8192, dtype="bf16", grad_checkpointing=True, loop="custom")),
 )
 
 _TINY = {"hidden_size": 64, "intermediate_size": 160, "num_hidden_layers": 2, "num_attention_heads": 4,
@@ -308,8 +325,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--out", type=Path, default=Path("fit-accuracy"), help="folder for the JSON and Markdown")
     ap.add_argument("--deadline", type=float, default=DEADLINE_S, help="seconds for all rows (default %(default)s)")
     ap.add_argument("--cpu", action="store_true", help="tiny configurations on the CPU")
-    ap.add_argument("--set", dest="which", choices=("in-sample", "held-out"), default="in-sample",
-                    help="the GPU rows: the 26 the estimator was tuned on, or the held-out set (docs/fit.md)")
+    ap.add_argument("--set", dest="which", choices=("in-sample", "held-out", "extras"), default="in-sample",
+                    help="the GPU rows: the 26 the estimator was tuned on, the held-out set (docs/fit.md), or "
+                         "in-sample configurations with the custom loop or expandable segments")
     ap.add_argument("--only", default=None, help="rows whose name contains this text")
     ap.add_argument("--builder", default="auto", choices=("auto", "transformers", "reference"))
     ap.add_argument("--list", action="store_true", help="print the rows and exit")
@@ -319,7 +337,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     if args.recompute:
         print(recompute(args.recompute), end="")
         return 0
-    pool = CPU_CASES if args.cpu else (HELDOUT_CASES if args.which == "held-out" else GPU_CASES)
+    pool = CPU_CASES if args.cpu else {"held-out": HELDOUT_CASES, "extras": EXTRA_CASES}.get(args.which, GPU_CASES)
     stem = "fit-heldout" if args.which == "held-out" and not args.cpu else "fit-accuracy"
     cases = [c for c in pool if not args.only or args.only.lower() in c.name.lower()]
     if args.list:
@@ -353,8 +371,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         print(f"[{i}/{len(cases)}] {case.name} (up to {limit:.0f} s)", file=sys.stderr, flush=True)
         t = time.monotonic()
         try:
+            env = dict(os.environ, PYTORCH_CUDA_ALLOC_CONF=case.alloc_conf) if case.alloc_conf else None
             m = run_measure(spec, raw, est, python, cpu=args.cpu, builder=args.builder, timeout=limit,
-                            timed_steps=TIMED_STEPS, matmul=dtype not in matmul_seen, stop=stop)
+                            timed_steps=TIMED_STEPS, matmul=dtype not in matmul_seen, stop=stop, env=env)
         except KeyboardInterrupt:
             stop.set()
             rows.append(dict(row, status="stopped", message="Ctrl-C"))
@@ -382,7 +401,7 @@ def main(argv: Optional[List[str]] = None) -> int:
 def recompute(paths: List[Path]) -> str:
     """Markdown: every measured row of ``paths`` (later files replace earlier rows of the same name), the
     estimate recorded at the run and the estimate of the estimator now, against the same measured peak."""
-    by_name = {c.name: c for c in GPU_CASES + HELDOUT_CASES + CPU_CASES}
+    by_name = {c.name: c for c in GPU_CASES + HELDOUT_CASES + EXTRA_CASES + CPU_CASES}
     recorded: Dict[str, Dict[str, Any]] = {}
     for path in paths:
         for r in json.loads(path.read_text())["rows"]:
@@ -393,7 +412,7 @@ def recompute(paths: List[Path]) -> str:
              "| peak phase now |", "|---|---|---|---|---|---|---|---|"]
     before: List[float] = []
     after: List[float] = []
-    order = [c.name for c in GPU_CASES + HELDOUT_CASES + CPU_CASES if c.name in recorded]
+    order = [c.name for c in GPU_CASES + HELDOUT_CASES + EXTRA_CASES + CPU_CASES if c.name in recorded]
     for i, name in enumerate(order, 1):
         r, case = recorded[name], by_name[name]
         measured = (r.get("measurement") or {}).get("peak_bytes")
