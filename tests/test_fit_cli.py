@@ -104,3 +104,52 @@ def test_every_bundled_model_answers():
         r = run(m.name, "--seq", "512", "--json")
         assert r.exit_code == 0, (m.name, r.output)
         assert json.loads(r.output)["peak_bytes"] > 0
+
+
+_LLAMA = {"architectures": ["LlamaForCausalLM"], "hidden_size": 64, "intermediate_size": 128,
+          "num_hidden_layers": 2, "num_attention_heads": 4, "vocab_size": 1000}
+
+
+@pytest.mark.parametrize("field, value, message", [
+    ("vocab_size", int("9" * 400), "field 'vocab_size' is a 400-digit number; fit takes at most 16,777,216"),
+    ("hidden_size", int("9" * 400), "field 'hidden_size' is a 400-digit number; fit takes at most 1,048,576"),
+    ("num_hidden_layers", 10**9, "field 'num_hidden_layers' is 1000000000; fit takes at most 16,384"),
+    ("attention_dropout", int("9" * 400), "field 'attention_dropout' is a probability between 0 and 1"),
+    ("attention_dropout", 1.5, "field 'attention_dropout' is a probability between 0 and 1, not 1.5"),
+])
+def test_hostile_fit_config_numbers_are_one_line_and_exit_2(tmp_path, field, value, message):
+    """Issue 27: a 400-digit vocab_size or hidden_size gave OverflowError (exit 3); each integer field
+    has a bound and the refusal names it."""
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps(dict(_LLAMA, **{field: value})))
+    for extra in ((), ("--train",)):
+        r = run(str(p), *extra)
+        assert r.exit_code == 2, r.output
+        assert message in r.output and len(r.output.strip().splitlines()) == 1
+        assert "Traceback" not in r.output and "internal error" not in r.output
+
+
+@pytest.mark.parametrize("model, message", [
+    ("a" * 300, "(300 characters) is not a file, a directory or a bundled model"),
+    ("a" * 5000, "MODEL is 5,000 characters long"),
+    ("/tmp/" + "b" * 300 + "/config.json", "is not a file, a directory or a bundled model"),
+])
+def test_hostile_fit_model_names_are_one_line_and_exit_2(model, message):
+    """Issue 27: a name past the file-name limit gave OSError (ENAMETOOLONG), exit 3."""
+    r = run(model)
+    assert r.exit_code == 2, r.output
+    assert message in r.output and len(r.output.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("size, message", [
+    ("999999999999999999999999999999", "a GPU's memory is between 1 byte and 1 PiB"),
+    ("9" * 400, "is not a size like 24GiB"),
+    ("\u0663GiB", "is not a size like 24GiB"),       # an Arabic-Indic digit: only ASCII digits are numbers
+    ("inf", "is not a size like 24GiB"),
+    ("nan", "is not a size like 24GiB"),
+])
+def test_hostile_fit_memory_sizes_are_one_line_and_exit_2(size, message):
+    """Issue 27: --memory 999999999999999999999999999999 gave OverflowError (float infinity to int)."""
+    r = run("gpt2", "--memory", size)
+    assert r.exit_code == 2, r.output
+    assert message in r.output and "Traceback" not in r.output
