@@ -24,36 +24,47 @@ def _fail(message: str) -> None:
     sys.exit(EXIT_USAGE)
 
 
-def _gpus(names: tuple[str, ...], sizes: tuple[str, ...]) -> list:
-    """The GPUs to judge against: ``--gpu`` names from the table, ``--memory`` sizes. (The
-    machine's own GPUs come in here too once the probes are wired: a list of Gpu values.)"""
+def _gpus(names: tuple[str, ...], sizes: tuple[str, ...], ecc: str | None, local: bool) -> tuple[list, str]:
+    """The GPUs to judge against and a line saying which memory figure was used: ``--gpu`` names
+    from the table (their usable memory, data/fit.toml), ``--memory`` sizes, and with neither this
+    machine's GPUs (NVML free memory) when NVML answers."""
     from envdoctor.fit.units import parse_size
+    from envdoctor.fit.usable import load_usable, local_gpus, usable_gpu
     from envdoctor.fit.verdict import Gpu
     from envdoctor.table import load_table
 
     out = []
     table = load_table()
     for name in names:
+        if len(name) > 200:
+            _fail(f"--gpu: a name of {len(name)} characters is no GPU's name (`envdoctor table gpus` lists them)")
         g = table.gpu(name)
         if g is None:
-            _fail(f"--gpu {name!r}: not in the table (`envdoctor table gpus` lists them)")
+            _fail(f"--gpu {name[:80]!r}: not in the table (`envdoctor table gpus` lists them)")
             raise AssertionError   # unreachable; keeps mypy's flow analysis happy
         if not g.memory_gib:
             _fail(f"--gpu {name!r}: the table has no memory figure for {g.name}; give --memory")
-        out.append(Gpu(g.name, int(float(g.memory_gib or 0) * 2**30), "table, datasheet"))
+        out.append(usable_gpu(g.name, g.memory_gib, g.cc, bool(g.is_datacenter()), load_usable(), ecc))
     for size in sizes:
         try:
             out.append(Gpu(f"--memory {size}", parse_size(size), "given"))
         except ValueError as exc:
             _fail(f"--memory: {exc}")
-    return out
+    if out or not local:
+        return out, ""
+    found, why = local_gpus()
+    if not found:
+        return [], f"(this machine: {why})" if why else ""
+    return found, "Judged against this machine's GPUs (NVML free memory now; --gpu NAME or --memory SIZE for others)."
 
 
 def _table_gpus() -> list:
-    from envdoctor.fit.verdict import Gpu
+    from envdoctor.fit.usable import load_usable, usable_gpu
     from envdoctor.table import load_table
 
-    return [Gpu(g.name, int(g.memory_gib * 2**30), "table, datasheet") for g in load_table().gpus if g.memory_gib]
+    rows = load_usable()
+    return [usable_gpu(g.name, g.memory_gib, g.cc, bool(g.is_datacenter()), rows) for g in load_table().gpus
+            if g.memory_gib]
 
 
 @click.command("fit")
@@ -90,6 +101,10 @@ def _table_gpus() -> list:
               help="Judge against this GPU from the table (repeatable).")
 @click.option("--memory", "sizes", multiple=True, metavar="SIZE",
               help="Judge against this much memory: 24GiB, 80GB (repeatable).")
+@click.option("--ecc", type=click.Choice(("on", "off")), default=None,
+              help="--gpu: judge against the usable memory with ECC on or off where they differ (default: on).")
+@click.option("--local/--no-local", default=True, show_default=True,
+              help="With no --gpu and no --memory, judge against this machine's GPUs (NVML free memory).")
 @click.option("--measure", is_flag=True,
               help="Also run it in the target Python on its first GPU (random weights, nothing downloaded) and "
                    "print the measurement beside the estimate.")
@@ -107,7 +122,8 @@ def _table_gpus() -> list:
 def fit(model: str | None, mode: str, batch: int, seq: int | None, new_tokens: int | None, dtype: str | None,
         amp: str | None, quant: str | None, kv_dtype: str | None, optimizer: str, grad_checkpointing: bool,
         lora_rank: int, lora_targets: str | None, zero: int, n_gpus: int, attention: str, loop: str,
-        gpu_names: tuple[str, ...], sizes: tuple[str, ...], measure: bool, cpu: bool, builder: str,
+        gpu_names: tuple[str, ...], sizes: tuple[str, ...], ecc: str | None, local: bool, measure: bool, cpu: bool,
+        builder: str,
         python: str | None, timeout: float | None, list_models: bool, as_json: bool, debug: bool) -> None:
     """Will MODEL fit: the peak memory per GPU, term by term, and what would make it fit.
 
@@ -171,7 +187,7 @@ def fit(model: str | None, mode: str, batch: int, seq: int | None, new_tokens: i
     if measure and (w.gpus > 1 or w.zero):
         _fail(f"--measure runs on one GPU, so it cannot measure --zero {w.zero} over --gpus {w.gpus}; "
               "measure the one-GPU run (without --zero and --gpus) and read the sharded estimate alone")
-    gpus = _gpus(gpu_names, sizes)
+    gpus, judged = _gpus(gpu_names, sizes, ecc, local)
     report = fit_report(spec, w, gpus, _table_gpus(), load_constants())
     failed = any(not v.fits for v in report.verdicts)
     section, text = None, ""
@@ -181,7 +197,7 @@ def fit(model: str | None, mode: str, batch: int, seq: int | None, new_tokens: i
     if as_json:
         click.echo(dumps(fit_document(report, measurement=section)))
     else:
-        click.echo(render_fit_text(report) + text, nl=False)
+        click.echo(render_fit_text(report, judged=judged) + text, nl=False)
     sys.exit(EXIT_ERRORS if failed else EXIT_OK)
 
 

@@ -53,7 +53,7 @@ def read_constants(path: Path) -> Constants:
 
 
 def constants_of(doc: Doc) -> Constants:
-    check_top(doc, ("constant",))
+    check_top(doc, ("constant", "usable"))
     values: dict[str, Any] = {}
     for where, raw in rows(doc, "constant", "name"):
         v = fields(where, raw, {"name": "str", "value": "float", "unit": "str"})

@@ -60,7 +60,7 @@ def _workload_line(w: Workload) -> str:
     return ", ".join(parts)
 
 
-def render_fit_text(report: FitReport, list_ways: bool = True) -> str:
+def render_fit_text(report: FitReport, list_ways: bool = True, judged: str = "") -> str:
     est = report.estimate
     spec, w = est.spec, est.workload
     trained = (f", {est.params_trainable / 1e6:.1f}M trained"
@@ -82,11 +82,18 @@ def render_fit_text(report: FitReport, list_ways: bool = True) -> str:
     if report.verdicts:
         lines += ["", "GPU verdicts:"]
         name_w = max(len(v.gpu.name) for v in report.verdicts)
+        if judged:
+            lines.append("  " + judged)
         for v in report.verdicts:
-            state = (f"fits, {gib(v.spare_bytes)} spare" if v.fits else f"does not fit by {gib(-v.spare_bytes)}")
-            lines.append(f"  {v.gpu.name:<{name_w}}  {gib(v.gpu.total_bytes):>11} ({v.gpu.source})  {state}")
+            if v.problem:
+                state = f"cannot run it: {v.problem}"
+            else:
+                state = (f"fits, {gib(v.spare_bytes)} spare" if v.fits else f"does not fit by {gib(-v.spare_bytes)}")
+            lines.append(f"  {v.gpu.name:<{name_w}}  {gib(v.gpu.total_bytes):>11} usable  {state}")
+            lines.append(f"  {'':<{name_w}}  {'':>11} ({v.gpu.source})")
     else:
-        lines += ["", "No GPU given: add --gpu NAME (from the table) or --memory SIZE for a verdict."]
+        lines += ["", "No GPU given: add --gpu NAME (from the table) or --memory SIZE for a verdict."
+                  + (f" {judged}" if judged else "")]
     if list_ways and report.ways and report.ways_for:
         lines += ["", f"Ways to fit {report.ways_for.name} ({gib(report.ways_for.total_bytes)}):"]
         flag_w = max(len(x.flags) for x in report.ways)
@@ -153,7 +160,7 @@ def _fit_document(report: FitReport, model_extra: dict[str, Any] | None = None) 
                   "per_token": f.per_token, "per_token_causal": f.per_token_causal, "per_step": f.per_step,
                   "per_step_causal": f.per_step_causal, "tokens_per_step": f.tokens_per_step},
         "gpus": [{"name": v.gpu.name, "total_bytes": v.gpu.total_bytes, "source": v.gpu.source, "fits": v.fits,
-                  "spare_bytes": v.spare_bytes} for v in report.verdicts],
+                  "spare_bytes": v.spare_bytes, "cc": v.gpu.cc, "problem": v.problem} for v in report.verdicts],
         "ways_for": report.ways_for.name if report.ways_for else None,
         "ways": [{"label": x.label, "flags": x.flags, "peak_bytes": x.peak_bytes, "fits": x.fits} for x in report.ways],
         "max_batch": report.max_batch,
