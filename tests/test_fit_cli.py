@@ -153,3 +153,17 @@ def test_hostile_fit_memory_sizes_are_one_line_and_exit_2(size, message):
     r = run("gpt2", "--memory", size)
     assert r.exit_code == 2, r.output
     assert message in r.output and "Traceback" not in r.output
+
+
+def test_alloc_conf_comes_from_the_option_or_the_environment_and_is_said():
+    r = run("gpt2", "--train", "--batch", "2", "--seq", "256", "--json")
+    base = json.loads(r.output)
+    assert base["workload"]["alloc_conf"] is None and base["peak_high_bytes"] > base["peak_bytes"]
+    r = CliRunner().invoke(cli, ["fit", "gpt2", "--train", "--batch", "2", "--seq", "256", "--json"],
+                           env={"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"})
+    doc = json.loads(r.output)
+    assert doc["workload"]["alloc_conf"] == "expandable_segments:True" and doc["peak_bytes"] < base["peak_bytes"]
+    text = run("gpt2", "--train", "--batch", "2", "--seq", "256", "--alloc-conf", "expandable_segments:True").output
+    assert "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True" in text and "verdicts use the upper edge" in text
+    bad = run("gpt2", "--alloc-conf", "expandable_segments:\x00True")
+    assert bad.exit_code == 2 and "not a setting like expandable_segments:True" in bad.output

@@ -8,6 +8,7 @@ and without ``--cpu``); 3 envdoctor itself failed.
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Any
 
@@ -101,6 +102,9 @@ def _table_gpus() -> list:
               help="Judge against this GPU from the table (repeatable).")
 @click.option("--memory", "sizes", multiple=True, metavar="SIZE",
               help="Judge against this much memory: 24GiB, 80GB (repeatable).")
+@click.option("--alloc-conf", default=None, metavar="CONF",
+              help="PYTORCH_CUDA_ALLOC_CONF the job runs with (default: this shell's); expandable_segments:True "
+                   "changes the allocator reserve.")
 @click.option("--ecc", type=click.Choice(("on", "off")), default=None,
               help="--gpu: judge against the usable memory with ECC on or off where they differ (default: on).")
 @click.option("--local/--no-local", default=True, show_default=True,
@@ -122,8 +126,8 @@ def _table_gpus() -> list:
 def fit(model: str | None, mode: str, batch: int, seq: int | None, new_tokens: int | None, dtype: str | None,
         amp: str | None, quant: str | None, kv_dtype: str | None, optimizer: str, grad_checkpointing: bool,
         lora_rank: int, lora_targets: str | None, zero: int, n_gpus: int, attention: str, loop: str,
-        gpu_names: tuple[str, ...], sizes: tuple[str, ...], ecc: str | None, local: bool, measure: bool, cpu: bool,
-        builder: str,
+        gpu_names: tuple[str, ...], sizes: tuple[str, ...], alloc_conf: str | None, ecc: str | None, local: bool,
+        measure: bool, cpu: bool, builder: str,
         python: str | None, timeout: float | None, list_models: bool, as_json: bool, debug: bool) -> None:
     """Will MODEL fit: the peak memory per GPU, term by term, and what would make it fit.
 
@@ -173,12 +177,17 @@ def fit(model: str | None, mode: str, batch: int, seq: int | None, new_tokens: i
         seq = 2048
         if spec.traits.learned_positions and spec.max_positions:
             seq = min(seq, spec.max_positions - new_tokens)
+    if alloc_conf is None:
+        alloc_conf = os.environ.get("PYTORCH_CUDA_ALLOC_CONF") or os.environ.get("PYTORCH_ALLOC_CONF") or ""
+    if len(alloc_conf) > 1000 or any(not (c.isascii() and c.isprintable()) for c in alloc_conf):
+        _fail("--alloc-conf (or PYTORCH_CUDA_ALLOC_CONF) is not a setting like expandable_segments:True")
     w = Workload(mode=mode, batch=batch, seq=seq, new_tokens=new_tokens,  # type: ignore[arg-type]
                  dtype=dtype or ("fp32" if amp else default_dtype(spec)),  # type: ignore[arg-type]
                  amp=amp, quant=quant, kv_dtype=kv_dtype,  # type: ignore[arg-type]
                  optimizer=optimizer.replace("-", "_"),  # type: ignore[arg-type]
                  grad_checkpointing=grad_checkpointing, lora_rank=lora_rank, lora_targets=targets,
-                 zero=zero, gpus=n_gpus, attention=attention, loop=loop)  # type: ignore[arg-type]
+                 zero=zero, gpus=n_gpus, attention=attention, loop=loop,  # type: ignore[arg-type]
+                 alloc_conf=alloc_conf.strip())
     problems: list[str] = w.problems(spec)
     if problems:
         _fail(problems[0])

@@ -61,10 +61,17 @@ class Phase:
     name: str
     terms: tuple[Term, ...]
     stranded: int = 0
+    #: the allocator reserve's band at this moment (low, high); (0, 0) before the reserve is added
+    reserve_band: tuple[int, int] = (0, 0)
 
     @property
     def bytes(self) -> int:
         return sum(t.bytes for t in self.terms)
+
+    def edge(self, high: bool) -> int:
+        """The phase's bytes with the reserve at the band's upper (or lower) edge."""
+        reserve = sum(t.bytes for t in self.terms if t.name == "allocator_reserve")
+        return self.bytes - reserve + self.reserve_band[1 if high else 0]
 
 
 @dataclass(frozen=True)
@@ -88,13 +95,16 @@ class Estimate:
     workload: Workload
     phases: tuple[Phase, ...]
     peak_phase: str
-    peak_bytes: int            # one GPU, context and allocator reserve included
+    peak_bytes: int            # one GPU, context and allocator reserve included (the model's point)
     params_total: int
     params_trainable: int
     flops: Flops
     notes: tuple[str, ...]
     #: per kind of block ("layer", "encoder layer", "decoder layer"): the tensors it keeps for backward
     activation_detail: tuple[tuple[str, tuple[Saved, ...]], ...] = ()
+    #: the peak with the allocator reserve at its band's edges; verdicts use the upper one
+    peak_low_bytes: int = 0
+    peak_high_bytes: int = 0
 
     @property
     def terms(self) -> tuple[Term, ...]:
@@ -143,11 +153,19 @@ def estimate(spec: ModelSpec, w: Workload, const: Constants) -> Estimate:
         phases = _train_phases(spec, w, weights, run, const, notes)
     else:
         phases = _infer_phases(spec, w, weights, run, const)
-    finished = tuple(Phase(p.name, p.terms + const_terms + (_reserve(p, const),), p.stranded) for p in phases)
+    finished = []
+    for p in phases:
+        reserve, band = _reserve(p, w, const, spec.traits.moe)
+        finished.append(Phase(p.name, p.terms + const_terms + (reserve,), p.stranded, band))
     peak = max(finished, key=lambda p: p.bytes)
-    return Estimate(spec=spec, workload=w, phases=finished, peak_phase=peak.name, peak_bytes=peak.bytes,
+    if _expandable(w.alloc_conf):
+        notes.append("expandable_segments: the reserve is the default allocator's model halved, stranded blocks "
+                     "none (unmeasured here; the band's upper edge is the default allocator's point)")
+    return Estimate(spec=spec, workload=w, phases=tuple(finished), peak_phase=peak.name, peak_bytes=peak.bytes,
                     params_total=n_total, params_trainable=run.trainable, flops=flops(spec, w, weights),
-                    notes=tuple(notes), activation_detail=_detail(spec, w, run) if w.train else ())
+                    notes=tuple(notes), activation_detail=_detail(spec, w, run) if w.train else (),
+                    peak_low_bytes=max(p.edge(False) for p in finished),
+                    peak_high_bytes=max(p.edge(True) for p in finished))
 
 
 def _detail(spec: ModelSpec, w: Workload, run: _Run) -> tuple[tuple[str, tuple[Saved, ...]], ...]:
@@ -207,15 +225,60 @@ def _constant_terms(const: Constants) -> tuple[Term, ...]:
                  (("cuda_context_bytes", const.context_bytes), ("cublas_bytes", const.cublas_bytes))),)
 
 
-def _reserve(phase: Phase, const: Constants) -> Term:
+#: what stays allocated across steps in the same blocks (the model, its states, DDP's buckets): the
+#: caching allocator does not fragment it; the rest of a moment (activations, logits, gradients, the
+#: KV cache, temporaries) is allocated and freed every step and is what leaves free blocks unusable
+_PERSISTENT = ("weights", "optimizer", "ddp_buckets", "zero_gathered", "context")
+
+
+def _expandable(alloc_conf: str) -> bool:
+    """``expandable_segments:True`` in a PYTORCH_CUDA_ALLOC_CONF-style string."""
+    for part in alloc_conf.replace(" ", "").lower().split(","):
+        key, _, value = part.partition(":")
+        if key == "expandable_segments" and value in ("true", "1"):
+            return True
+    return False
+
+
+def _reserve(phase: Phase, w: Workload, const: Constants, moe: bool = False) -> tuple[Term, tuple[int, int]]:
+    """The caching allocator's reserve above allocated at one moment, and its band (low, high).
+
+    torch's CUDACachingAllocator (c10/cuda/CUDACachingAllocator.cpp) rounds every request to 512 B,
+    packs requests up to 1 MiB into 2 MiB segments and those up to 10 MiB into 20 MiB ones, gives a
+    larger request its own segment rounded to 2 MiB, reuses a freed block for a request that fits it
+    (best fit, splitting) and never merges separate segments. So what is kept across steps costs
+    about nothing; what is allocated and freed every step (``transient``) leaves blocks of the wrong
+    size behind; a freed low-precision logits block next to the loss's fp32 requests is the largest
+    such block (``stranded``). Model: segments + f x transient + s x stranded, the constants fitted
+    on the in-sample H200 rows (docs/fit.md); the band scales the variable part."""
+    transient = sum(t.bytes for t in phase.terms if t.name not in _PERSISTENT)
+    f = const.allocator_transient_train if w.train else const.allocator_transient_infer
+    s = const.allocator_stranded_factor
+    expandable = _expandable(w.alloc_conf)
+    variable = f * transient + s * phase.stranded
+    point_var = f * transient / 2 if expandable else variable
+    seg = const.allocator_segments_bytes
+    point = int(seg + point_var)
     allocated = sum(t.bytes for t in phase.terms if t.name != "context")
-    formula = "caching allocator's reserve above allocated = fraction x allocated"
-    inputs: tuple[tuple[str, Value], ...] = (("allocated_bytes", allocated), ("fraction", const.allocator_reserve))
-    if phase.stranded:
-        formula += (" + the freed low-precision logits' block, too small for the loss backward's fp32 "
-                    "requests (b*s*V x A)")
-        inputs += (("stranded_bytes", phase.stranded),)
-    return Term("allocator_reserve", int(allocated * const.allocator_reserve) + phase.stranded, formula, inputs)
+    low = int(seg + (0.0 if expandable else const.allocator_band_low * variable))
+    # the upper edge: the band's multiple, at least a floor share of everything allocated (a moment whose
+    # own transient is small, the optimizer step or a weight-bound prefill, still inherits the reserve
+    # an earlier moment of the step left behind)
+    # the floor is training's: there the step's later moments inherit what the backward left reserved;
+    # a weight-bound inference reserves 0.1-2% (in-sample rows 21-25) and the model covers it
+    floor = (const.allocator_floor_moe if moe else const.allocator_floor) if w.train else 0.0
+    high = int(seg + max(variable if expandable else const.allocator_band_high * variable, floor * allocated))
+    formula = (f"segments + f x transient + s x stranded (torch's caching allocator model; band "
+               f"{low / 2**30:.2f}..{high / 2**30:.2f} GiB, the verdict uses the upper edge)")
+    if expandable:
+        formula = ("expandable_segments: segments + f/2 x transient, no stranded block (unmeasured; band up to "
+                   "the default allocator's point)")
+    inputs: tuple[tuple[str, Value], ...] = (
+        ("transient_bytes", transient), ("f", f), ("stranded_bytes", phase.stranded), ("s", s),
+        ("segments_bytes", seg), ("reserve_low_bytes", low), ("reserve_high_bytes", high),
+        ("floor", floor),
+        ("alloc_conf", w.alloc_conf or "default"))
+    return Term("allocator_reserve", point, formula, inputs), (low, high)
 
 
 def _build_phase(spec: ModelSpec, w: Workload, weights_t: Term, run: _Run) -> Phase | None:
@@ -488,7 +551,11 @@ def _infer_phases(spec: ModelSpec, w: Workload, weights: tuple[Weight, ...], run
     t = spec.traits
     f = spec.intermediate
     if t.moe:
-        mlp = A * (2 * spec.hidden + 3 * spec.expert_intermediate * spec.experts_per_token / max(1, spec.experts))
+        # every routed token at once (transformers 5's experts run grouped, not one expert at a time):
+        # the gathered input and the output (2h) and gate, up and their product (3 f_e) per chosen expert;
+        # in-sample H200 rows 24 and 25 (Mixtral, Qwen3-MoE prefill) allocated 0.83 and 0.24 GiB more
+        # than the one-expert-at-a-time count, which this is
+        mlp = A * spec.experts_per_token * (2 * spec.hidden + 3 * spec.expert_intermediate)
     else:
         mlp = A * (3 if t.gated_mlp else 2) * f
     if attention == "eager":

@@ -113,12 +113,16 @@ def fit_report(spec: ModelSpec, w: Workload, gpus: Sequence[Gpu], table_gpus: Se
 
 
 def _verdict(g: Gpu, est: Estimate, w: Workload) -> Verdict:
+    """Judged with the allocator reserve at its band's upper edge (a "fits" must not OOM)."""
     problem = dtype_problem(g, w.dtype, w.amp)
-    return Verdict(g, est.peak_bytes <= g.total_bytes and problem is None, g.total_bytes - est.peak_bytes, problem)
+    need = est.peak_high_bytes or est.peak_bytes
+    return Verdict(g, need <= g.total_bytes and problem is None, g.total_bytes - need, problem)
 
 
 def _peak(spec: ModelSpec, w: Workload, const: Constants) -> int:
-    return estimate(spec, w, const).peak_bytes
+    """The peak a way or a largest batch is judged by: the band's upper edge."""
+    e = estimate(spec, w, const)
+    return e.peak_high_bytes or e.peak_bytes
 
 
 def _largest(peak: Callable[[int], int], lo: int, hi: int, limit: int) -> int | None:

@@ -54,6 +54,8 @@ class Workload:
     gpus: int = 1
     attention: Attention = "sdpa"
     loop: Loop = "custom"
+    #: PYTORCH_CUDA_ALLOC_CONF as the job will run (``expandable_segments:True`` changes the reserve)
+    alloc_conf: str = ""
 
     def with_(self, **changes: object) -> Workload:
         return replace(self, **changes)  # type: ignore[arg-type]

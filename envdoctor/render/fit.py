@@ -57,6 +57,8 @@ def _workload_line(w: Workload) -> str:
         if w.zero or w.gpus > 1:
             parts.append(f"ZeRO-{w.zero} over {w.gpus} GPUs" if w.zero else f"DDP over {w.gpus} GPUs")
     parts.append(f"{w.attention} attention")
+    if w.alloc_conf:
+        parts.append(f"PYTORCH_CUDA_ALLOC_CONF={w.alloc_conf}")
     return ", ".join(parts)
 
 
@@ -68,7 +70,9 @@ def render_fit_text(report: FitReport, list_ways: bool = True, judged: str = "")
     lines = [f"envdoctor fit {spec.name} ({spec.architecture}, {est.params_total / 1e9:.2f}B parameters{trained})"]
     if spec.source and spec.source != spec.name:
         lines.append(f"  from {spec.source}")
-    lines += ["  " + _workload_line(w), "", f"Peak per GPU: {gib(est.peak_bytes)} (at the {est.peak_phase})"]
+    lines += ["  " + _workload_line(w), "", f"Peak per GPU: {gib(est.peak_bytes)} (at the {est.peak_phase}); "
+              f"with the allocator's band {gib(est.peak_low_bytes)} to {gib(est.peak_high_bytes)}, "
+              "verdicts use the upper edge"]
     width = max(len(_LABELS[t.name]) for t in est.terms)
     for t in est.terms:
         lines.append(f"  {_LABELS[t.name]:<{width}}  {gib(t.bytes):>11}  {t.formula}")
@@ -147,8 +151,10 @@ def _fit_document(report: FitReport, model_extra: dict[str, Any] | None = None) 
                      "amp": w.amp, "quant": w.quant, "kv_dtype": w.kv_dtype, "optimizer": w.optimizer,
                      "grad_checkpointing": w.grad_checkpointing, "lora_rank": w.lora_rank,
                      "lora_targets": list(w.lora_targets), "zero": w.zero, "gpus": w.gpus, "attention": w.attention,
-                     "loop": w.loop},
+                     "loop": w.loop, "alloc_conf": w.alloc_conf or None},
         "peak_bytes": est.peak_bytes,
+        "peak_low_bytes": est.peak_low_bytes,
+        "peak_high_bytes": est.peak_high_bytes,
         "peak_phase": est.peak_phase,
         "terms": {t.name: t.bytes for t in est.terms},
         "term_details": [_term_data(t) for t in est.terms],
