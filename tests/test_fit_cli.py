@@ -167,3 +167,27 @@ def test_alloc_conf_comes_from_the_option_or_the_environment_and_is_said():
     assert "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True" in text and "verdicts use the upper edge" in text
     bad = run("gpt2", "--alloc-conf", "expandable_segments:\x00True")
     assert bad.exit_code == 2 and "not a setting like expandable_segments:True" in bad.output
+
+
+@pytest.mark.parametrize("args, message", [
+    (["Llama-3.1-70B", "--gpus", "2"], "--gpus 2 needs a strategy: --tp 2"),
+    (["gpt2", "--train", "--gpus", "4"], "--gpus 4 needs a strategy: --ddp (replicas), --zero 1|2|3 or --fsdp"),
+    (["gpt2", "--train", "--fsdp", "--zero", "1", "--gpus", "2"], "--fsdp is ZeRO-3's layout"),
+    (["Llama-3.1-70B", "--tp", "3"], "64 attention heads do not split over 3 GPUs"),
+    (["Llama-3.1-70B", "--tp", "2", "--gpus", "4"], "data parallel over tensor-parallel groups is not modelled"),
+    (["gpt2", "--train", "--tp", "2"], "--tp is modelled for --infer only"),
+])
+def test_multi_gpu_strategies_are_asked_for(args, message):
+    r = run(*args)
+    assert r.exit_code == 2, r.output
+    assert message in r.output and len(r.output.strip().splitlines()) == 1
+
+
+def test_fsdp_is_zero3_and_tp_answers_a_70b_inference_on_two_h200s():
+    fsdp = json.loads(run("Llama-3.1-8B", "--train", "--fsdp", "--gpus", "8", "--json").output)
+    zero = json.loads(run("Llama-3.1-8B", "--train", "--zero", "3", "--gpus", "8", "--json").output)
+    assert fsdp["peak_bytes"] == zero["peak_bytes"] and fsdp["workload"]["zero"] == 3
+    r = run("Llama-3.1-70B", "--seq", "4096", "--tp", "2", "--memory", "139GiB", "--json")
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.output)
+    assert doc["workload"]["tp"] == 2 and doc["workload"]["gpus"] == 2 and doc["gpus"][0]["fits"]

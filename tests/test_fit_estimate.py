@@ -8,6 +8,7 @@ from envdoctor.fit.activations import Precision, layer_bytes_per_token, layer_sa
 from envdoctor.fit.constants import Constants, load_constants
 from envdoctor.fit.estimate import estimate, kv_bytes_per_token
 from envdoctor.fit.models import bundled_models
+from envdoctor.fit.params import inventory
 from envdoctor.fit.spec import ModelSpec
 from envdoctor.fit.verdict import Gpu, fit_report
 from envdoctor.fit.workload import Workload
@@ -148,7 +149,7 @@ def test_zero_with_amp_uses_the_zero_paper_layout():
 
 
 def test_ddp_keeps_a_second_copy_of_the_gradients():
-    e = estimate(TINY, Workload(mode="train", seq=8, gpus=2), C)
+    e = estimate(TINY, Workload(mode="train", seq=8, gpus=2, ddp=True), C)
     assert {t.name: t.bytes for t in e.phases[-1].terms}["ddp_buckets"] == N * 2
 
 
@@ -287,3 +288,46 @@ def test_the_training_upper_edge_has_a_floor_of_what_is_allocated():
     step = next(p for p in e.phases if p.name == "optimizer step")
     allocated = sum(t.bytes for t in step.terms if t.name not in ("context", "allocator_reserve"))
     assert step.reserve_band[1] >= int(const.allocator_floor * allocated)
+
+
+def test_gpus_without_a_strategy_is_refused_with_the_choices():
+    """Issue 28 §4: `--gpus 2` was silently ignored for inference."""
+    train = Workload(mode="train", gpus=2).problems(TINY)
+    assert train and "--ddp" in train[0] and "--fsdp" in train[0] and "--tp 2" in train[0]
+    infer = Workload(mode="infer", gpus=2).problems(TINY)
+    assert infer and "--tp 2" in infer[0]
+    assert not Workload(mode="train", gpus=2, ddp=True).problems(TINY)
+    assert not Workload(mode="infer", gpus=2, tp=2).problems(TINY)
+    assert "give one strategy" in " ".join(Workload(mode="train", gpus=2, ddp=True, zero=3).problems(TINY))
+    assert "--infer only" in " ".join(Workload(mode="train", gpus=2, tp=2).problems(TINY))
+    assert "do not split" in " ".join(Workload(mode="infer", gpus=8, tp=8).problems(TINY))   # 4 heads
+
+
+def test_tensor_parallel_inference_splits_weights_kv_heads_and_the_layer_working_set():
+    spec = bundled_models().find("Llama-3.1-70B").spec
+    const = load_constants()
+    w = Workload(mode="infer", seq=4096, new_tokens=256, dtype="bf16")
+    one, two = estimate(spec, w, const), estimate(spec, w.with_(tp=2, gpus=2), const)
+    # linears and the vocabulary-parallel embedding/head split; the norms (161 x 8192) are replicated
+    norms = sum(x.numel for x in inventory(spec) if x.kind == "vector")
+    assert two.term("weights").bytes == int(one.term("weights").bytes * ((one.params_total - norms) / 2 + norms)
+                                            / one.params_total)
+    assert two.term("kv_cache").bytes == one.term("kv_cache").bytes // 2     # 8 KV heads: 4 per GPU
+    eight = estimate(spec, w.with_(tp=8, gpus=8), const)
+    assert eight.term("kv_cache").bytes == one.term("kv_cache").bytes // 8   # one KV head per GPU
+    sixteen = estimate(spec, w.with_(tp=16, gpus=16), const)
+    assert sixteen.term("kv_cache").bytes == eight.term("kv_cache").bytes    # fewer KV heads than GPUs: replicated
+    assert two.term("layer_working").bytes < one.term("layer_working").bytes
+    assert any("NCCL" in n for n in two.notes)
+    # a 70B inference on 2 H200s with TP is answerable, and fits
+    assert two.peak_high_bytes < int(139.8 * 2**30)
+
+
+def test_ways_include_pure_bf16_8bit_adamw_and_adafactor():
+    """Issue 28: a 7B AMP fine-tune on an H100 never suggested bf16 or 8-bit AdamW."""
+    spec = bundled_models().find("Mistral-7B-v0.3").spec
+    w = Workload(mode="train", seq=2048, dtype="fp32", amp="bf16")
+    r = fit_report(spec, w, [Gpu("H100", int(79.11 * 2**30), "given", "9.0")], (), load_constants())
+    flags = {x.flags: x for x in r.ways}
+    assert {"--dtype bf16", "--optimizer adamw8bit", "--optimizer adafactor"} <= set(flags)
+    assert flags["--dtype bf16"].peak_bytes < r.estimate.peak_high_bytes

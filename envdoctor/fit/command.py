@@ -93,7 +93,12 @@ def _table_gpus() -> list:
 @click.option("--lora-targets", default=None, metavar="NAMES",
               help="Comma-separated linears to adapt (default: every linear of the blocks).")
 @click.option("--zero", type=int, default=0, show_default=True, help="--train: ZeRO stage 0-3 (FSDP full shard = 3).")
-@click.option("--gpus", "n_gpus", type=int, default=1, show_default=True, help="Data-parallel GPUs for --zero.")
+@click.option("--gpus", "n_gpus", type=int, default=1, show_default=True,
+              help="GPUs the job spreads over; give a strategy: --ddp, --zero K / --fsdp, or --tp N.")
+@click.option("--ddp", is_flag=True, help="--train: data parallel replicas over --gpus N (DDP's gradient buckets).")
+@click.option("--fsdp", is_flag=True, help="--train: FSDP full shard over --gpus N (counted as ZeRO-3).")
+@click.option("--tp", type=int, default=1, show_default=True,
+              help="--infer: tensor parallel over N GPUs (Megatron column/row splits; one GPU's share).")
 @click.option("--attention", type=click.Choice(("sdpa", "eager")), default="sdpa", show_default=True)
 @click.option("--loop", type=click.Choice(("custom", "trainer")), default="custom", show_default=True,
               help="--train: custom keeps outputs.logits through backward (outputs = model(**batch); "
@@ -125,7 +130,8 @@ def _table_gpus() -> list:
 @guarded
 def fit(model: str | None, mode: str, batch: int, seq: int | None, new_tokens: int | None, dtype: str | None,
         amp: str | None, quant: str | None, kv_dtype: str | None, optimizer: str, grad_checkpointing: bool,
-        lora_rank: int, lora_targets: str | None, zero: int, n_gpus: int, attention: str, loop: str,
+        lora_rank: int, lora_targets: str | None, zero: int, n_gpus: int, ddp: bool, fsdp: bool, tp: int,
+        attention: str, loop: str,
         gpu_names: tuple[str, ...], sizes: tuple[str, ...], alloc_conf: str | None, ecc: str | None, local: bool,
         measure: bool, cpu: bool, builder: str,
         python: str | None, timeout: float | None, list_models: bool, as_json: bool, debug: bool) -> None:
@@ -181,21 +187,28 @@ def fit(model: str | None, mode: str, batch: int, seq: int | None, new_tokens: i
         alloc_conf = os.environ.get("PYTORCH_CUDA_ALLOC_CONF") or os.environ.get("PYTORCH_ALLOC_CONF") or ""
     if len(alloc_conf) > 1000 or any(not (c.isascii() and c.isprintable()) for c in alloc_conf):
         _fail("--alloc-conf (or PYTORCH_CUDA_ALLOC_CONF) is not a setting like expandable_segments:True")
+    if fsdp:
+        if zero not in (0, 3):
+            _fail(f"--fsdp is ZeRO-3's layout (full shard); it does not go with --zero {zero}")
+        zero = 3
+    if tp > 1 and n_gpus == 1:
+        n_gpus = tp
     w = Workload(mode=mode, batch=batch, seq=seq, new_tokens=new_tokens,  # type: ignore[arg-type]
                  dtype=dtype or ("fp32" if amp else default_dtype(spec)),  # type: ignore[arg-type]
                  amp=amp, quant=quant, kv_dtype=kv_dtype,  # type: ignore[arg-type]
                  optimizer=optimizer.replace("-", "_"),  # type: ignore[arg-type]
                  grad_checkpointing=grad_checkpointing, lora_rank=lora_rank, lora_targets=targets,
                  zero=zero, gpus=n_gpus, attention=attention, loop=loop,  # type: ignore[arg-type]
-                 alloc_conf=alloc_conf.strip())
+                 alloc_conf=alloc_conf.strip(), ddp=ddp, tp=tp)
     problems: list[str] = w.problems(spec)
     if problems:
         _fail(problems[0])
     if cpu and not measure:
         _fail("--cpu goes with --measure (it measures on the CPU)")
     if measure and (w.gpus > 1 or w.zero):
-        _fail(f"--measure runs on one GPU, so it cannot measure --zero {w.zero} over --gpus {w.gpus}; "
-              "measure the one-GPU run (without --zero and --gpus) and read the sharded estimate alone")
+        what = f"--tp {w.tp}" if w.tp > 1 else (f"--zero {w.zero}" if w.zero else "--ddp")
+        _fail(f"--measure runs on one GPU, so it cannot measure {what} over --gpus {w.gpus}; "
+              "measure the one-GPU run (without --zero, --ddp, --tp and --gpus) and read the split estimate alone")
     gpus, judged = _gpus(gpu_names, sizes, ecc, local)
     report = fit_report(spec, w, gpus, _table_gpus(), load_constants())
     failed = any(not v.fits for v in report.verdicts)

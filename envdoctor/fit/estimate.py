@@ -148,6 +148,9 @@ def estimate(spec: ModelSpec, w: Workload, const: Constants) -> Estimate:
     if spec.traits.moe and w.lora_rank:
         notes.append("LoRA on MoE: the experts are 3-D parameters in transformers 5, not nn.Linear, so the "
                      "adapters go on attention (and shared-expert) linears only")
+    if w.tp > 1:
+        notes.append(f"tensor parallel over {w.tp} GPUs: one GPU's share; NCCL buffers and the all-reduce "
+                     "workspace are not counted")
     const_terms = _constant_terms(const)
     if w.train:
         phases = _train_phases(spec, w, weights, run, const, notes)
@@ -536,6 +539,9 @@ def _infer_phases(spec: ModelSpec, w: Workload, weights: tuple[Weight, ...], run
     kvb = DTYPE_BYTES[w.kv_dtype] if w.kv_dtype else A
     per_tok = kv_bytes_per_token(spec, kvb)
     attention = effective_attention(spec, w.attention)
+    tp = w.tp
+    if tp > 1:
+        weights_t, per_tok = _tensor_parallel(spec, weights, weights_t, per_tok, tp)
 
     def kv(length: int, cross: int) -> Term:
         if spec.kind == "encoder":
@@ -569,7 +575,9 @@ def _infer_phases(spec: ModelSpec, w: Workload, weights: tuple[Weight, ...], run
     # (``inputs_embeds``, then ``hidden_states = inputs_embeds``) and the layer loop keeps the layer's
     # input (``hidden_states = layer(hidden_states)`` rebinds only when the layer returns)
     held = (2 if spec.total_layers > 1 else 1) * R * spec.hidden
-    working_pt = 2 * R * spec.hidden + held + max(mlp, attn)
+    # tensor parallel: the MLP's f and the attention heads split, the residual stream is replicated
+    working_pt = 2 * R * spec.hidden + held + max(mlp, attn) / tp
+    mask = mask // tp
     prefill_work = Term("layer_working", int(b * s * working_pt + mask),
                         "one layer's working set over the prompt: b*s x (hidden + residual + the embedding output "
                         "and the layer's input, still referenced + max(MLP, attention))"
@@ -593,8 +601,27 @@ def _infer_phases(spec: ModelSpec, w: Workload, weights: tuple[Weight, ...], run
     phases = [Phase("prefill", (weights_t, kv(prompt, cross), prefill_work, last))]
     if new:
         phases.append(Phase("last generated token", (weights_t, kv(prompt + new, cross), cat, last)))
-    build = _build_phase(spec, w, weights_t, run)
+    build = _build_phase(spec, w, weights_t, run) if tp == 1 else None
     return ((build,) if build else ()) + tuple(phases)
+
+
+def _tensor_parallel(spec: ModelSpec, weights: tuple[Weight, ...], weights_t: Term, per_tok: float,
+                     tp: int) -> tuple[Term, float]:
+    """One GPU's share under Megatron-style tensor parallelism over ``tp`` GPUs: the linears (column
+    and row splits), the experts and the vocabulary-parallel embedding and head split, the norms are
+    replicated; the KV cache holds the GPU's KV heads (one each, replicated, when there are fewer
+    heads than GPUs, as vLLM does)."""
+    split = sum(x.numel for x in weights if x.kind in ("linear", "expert", "embedding"))
+    total = sum(x.numel for x in weights) or 1
+    share = (split / tp + (total - split)) / total
+    kv_share = max(1, spec.kv_heads // tp) / spec.kv_heads
+    term = Term("weights", int(weights_t.bytes * share),
+                weights_t.formula + f"; tensor parallel over {tp} GPUs: linears, experts, embedding and head / {tp}, "
+                "norms replicated",
+                weights_t.inputs + (("tp", tp), ("split_params", split), ("kv_heads_per_gpu",
+                                                                           max(1, spec.kv_heads // tp))),
+                note="NCCL buffers and the all-reduce workspace are not counted")
+    return term, per_tok * kv_share
 
 
 # --- FLOPs ------------------------------------------------------------------------------------

@@ -56,6 +56,8 @@ def _workload_line(w: Workload) -> str:
                      else "HF Trainer loop (logits freed before backward)")
         if w.zero or w.gpus > 1:
             parts.append(f"ZeRO-{w.zero} over {w.gpus} GPUs" if w.zero else f"DDP over {w.gpus} GPUs")
+    elif w.tp > 1:
+        parts.append(f"tensor parallel over {w.tp} GPUs (one GPU's share)")
     parts.append(f"{w.attention} attention")
     if w.alloc_conf:
         parts.append(f"PYTORCH_CUDA_ALLOC_CONF={w.alloc_conf}")
@@ -151,7 +153,7 @@ def _fit_document(report: FitReport, model_extra: dict[str, Any] | None = None) 
                      "amp": w.amp, "quant": w.quant, "kv_dtype": w.kv_dtype, "optimizer": w.optimizer,
                      "grad_checkpointing": w.grad_checkpointing, "lora_rank": w.lora_rank,
                      "lora_targets": list(w.lora_targets), "zero": w.zero, "gpus": w.gpus, "attention": w.attention,
-                     "loop": w.loop, "alloc_conf": w.alloc_conf or None},
+                     "loop": w.loop, "alloc_conf": w.alloc_conf or None, "tp": w.tp, "ddp": w.ddp},
         "peak_bytes": est.peak_bytes,
         "peak_low_bytes": est.peak_low_bytes,
         "peak_high_bytes": est.peak_high_bytes,

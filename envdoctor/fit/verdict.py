@@ -157,6 +157,12 @@ def _ways(spec: ModelSpec, w: Workload, gpu: Gpu, table_gpus: Sequence[Gpu], con
         consider("fp16 instead of bf16 (this GPU has no bf16)", "", fixed)
         w = fixed
     if w.train:
+        if w.amp and w.dtype == "fp32":
+            consider(f"pure {w.amp} weights (no fp32 copy; AdamW states follow the weights' dtype)",
+                     f"--dtype {w.amp}", w.with_(dtype=w.amp, amp=None))
+        if w.optimizer in ("adamw", "adamw_foreach"):
+            consider("8-bit AdamW (bitsandbytes)", "--optimizer adamw8bit", w.with_(optimizer="adamw8bit"))
+            consider("Adafactor (factored second moment)", "--optimizer adafactor", w.with_(optimizer="adafactor"))
         if not w.grad_checkpointing:
             consider("gradient checkpointing", "--grad-checkpointing", w.with_(grad_checkpointing=True))
         if not w.lora_rank:
@@ -173,6 +179,14 @@ def _ways(spec: ModelSpec, w: Workload, gpu: Gpu, table_gpus: Sequence[Gpu], con
                     consider(f"ZeRO-3 / FSDP over {n} GPUs", f"--zero 3 --gpus {n}", changed)
                     break
     else:
+        if w.tp == 1 and w.gpus == 1:
+            for n in (2, 4, 8):
+                changed = w.with_(tp=n, gpus=n)
+                if changed.problems(spec):
+                    continue
+                if _peak(spec, changed, const) <= limit:
+                    consider(f"tensor parallel over {n} GPUs (per GPU)", f"--tp {n}", changed)
+                    break
         for q in ("int8", "int4"):
             if w.quant != q and not (w.quant == "int4" and q == "int8"):
                 consider(f"{q} weights", f"--quant {q}", w.with_(quant=q))

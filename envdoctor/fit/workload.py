@@ -31,6 +31,7 @@ MAX_BATCH = 65536
 MAX_SEQ = 1 << 20          # 1,048,576 tokens: the longest contexts of released models
 MAX_GPUS = 4096
 MAX_LORA_RANK = 4096
+MAX_TP = 512
 
 
 @dataclass(frozen=True)
@@ -56,6 +57,10 @@ class Workload:
     loop: Loop = "custom"
     #: PYTORCH_CUDA_ALLOC_CONF as the job will run (``expandable_segments:True`` changes the reserve)
     alloc_conf: str = ""
+    #: the strategy over ``gpus``: ``ddp`` replicas, ``zero`` (FSDP full shard = ZeRO-3), or ``tp``
+    #: tensor parallel (Megatron column/row splits; --infer only)
+    ddp: bool = False
+    tp: int = 1
 
     def with_(self, **changes: object) -> Workload:
         return replace(self, **changes)  # type: ignore[arg-type]
@@ -90,6 +95,27 @@ class Workload:
                 out.append("--optimizer is for --train")
         if self.zero and self.gpus < 2:
             out.append(f"--zero {self.zero} shards over --gpus N; give N of 2 or more")
+        if not 1 <= self.tp <= MAX_TP:
+            out.append(f"--tp must be between 1 and {MAX_TP} (got {self.tp})")
+        strategies = [name for name, on in (("--ddp", self.ddp), (f"--zero {self.zero}", self.zero),
+                                            (f"--tp {self.tp}", self.tp > 1)) if on]
+        if self.gpus > 1 and not strategies:
+            out.append(f"--gpus {self.gpus} needs a strategy: " + (
+                "--ddp (replicas), --zero 1|2|3 or --fsdp (sharded states; FSDP full shard is ZeRO-3), "
+                f"or --tp {self.gpus} (tensor parallel, --infer)" if self.train else
+                f"--tp {self.gpus} (tensor parallel: each GPU holds 1/{self.gpus} of the weights and KV cache)"))
+        if len(strategies) > 1:
+            out.append(f"{' and '.join(strategies)}: give one strategy (combinations are not modelled)")
+        if self.tp > 1:
+            if self.train:
+                out.append("--tp is modelled for --infer only (training with tensor parallel: not yet); "
+                           "for training use --zero 3 / --fsdp or --ddp")
+            if self.gpus not in (1, self.tp):
+                out.append(f"--tp {self.tp} with --gpus {self.gpus}: data parallel over tensor-parallel groups "
+                           "is not modelled; give --gpus {self.tp} or leave --gpus out".replace("{self.tp}",
+                                                                                               str(self.tp)))
+        if self.ddp and self.gpus < 2:
+            out.append("--ddp replicates over --gpus N; give N of 2 or more")
         if self.amp and self.dtype != "fp32":
             out.append(f"--amp {self.amp} runs fp32 weights under autocast; use it with --dtype fp32 "
                        f"(or --dtype {self.amp} alone for pure {self.amp} weights)")
@@ -101,6 +127,11 @@ class Workload:
 
     def _model_problems(self, spec: ModelSpec) -> list[str]:
         out: list[str] = []
+        if self.tp > 1 and spec.heads % self.tp:
+            out.append(f"--tp {self.tp}: {spec.name}'s {spec.heads} attention heads do not split over "
+                       f"{self.tp} GPUs")
+        if self.tp > 1 and spec.kv_heads >= self.tp and spec.kv_heads % self.tp:
+            out.append(f"--tp {self.tp}: {spec.name}'s {spec.kv_heads} KV heads do not split over {self.tp} GPUs")
         length = self.seq + self.new_tokens
         if spec.traits.learned_positions and spec.max_positions and length > spec.max_positions:
             out.append(f"{spec.name} has {spec.max_positions} learned positions; --seq + --new-tokens "
