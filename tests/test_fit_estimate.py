@@ -331,3 +331,17 @@ def test_ways_include_pure_bf16_8bit_adamw_and_adafactor():
     flags = {x.flags: x for x in r.ways}
     assert {"--dtype bf16", "--optimizer adamw8bit", "--optimizer adafactor"} <= set(flags)
     assert flags["--dtype bf16"].peak_bytes < r.estimate.peak_high_bytes
+
+
+def test_device_map_auto_reports_the_fullest_gpu_of_a_balanced_layer_split():
+    spec = bundled_models().find("Llama-3.1-70B").spec
+    const = load_constants()
+    w = Workload(mode="infer", seq=4096, new_tokens=256, dtype="bf16")
+    one, split = estimate(spec, w, const), estimate(spec, w.with_(device_map=True, gpus=2), const)
+    block = sum(x.numel for x in inventory(spec) if x.block)
+    outside = one.params_total - block
+    assert split.term("weights").bytes == int(one.term("weights").bytes * (block / 2 + outside) / one.params_total)
+    assert split.term("kv_cache").bytes == one.term("kv_cache").bytes // 2
+    assert split.term("layer_working").bytes == one.term("layer_working").bytes     # whole where it runs
+    assert "--device-map auto" in Workload(mode="infer", gpus=2).problems(spec)[0]
+    assert "for --infer" in " ".join(Workload(mode="train", gpus=2, device_map=True).problems(spec))

@@ -97,6 +97,8 @@ def _table_gpus() -> list:
               help="GPUs the job spreads over; give a strategy: --ddp, --zero K / --fsdp, or --tp N.")
 @click.option("--ddp", is_flag=True, help="--train: data parallel replicas over --gpus N (DDP's gradient buckets).")
 @click.option("--fsdp", is_flag=True, help="--train: FSDP full shard over --gpus N (counted as ZeRO-3).")
+@click.option("--device-map", "device_map", type=click.Choice(("auto",)), default=None,
+              help="--infer: from_pretrained(device_map=\"auto\") over --gpus N (the fullest GPU is reported).")
 @click.option("--tp", type=int, default=1, show_default=True,
               help="--infer: tensor parallel over N GPUs (Megatron column/row splits; one GPU's share).")
 @click.option("--attention", type=click.Choice(("sdpa", "eager")), default="sdpa", show_default=True)
@@ -130,7 +132,8 @@ def _table_gpus() -> list:
 @guarded
 def fit(model: str | None, mode: str, batch: int, seq: int | None, new_tokens: int | None, dtype: str | None,
         amp: str | None, quant: str | None, kv_dtype: str | None, optimizer: str, grad_checkpointing: bool,
-        lora_rank: int, lora_targets: str | None, zero: int, n_gpus: int, ddp: bool, fsdp: bool, tp: int,
+        lora_rank: int, lora_targets: str | None, zero: int, n_gpus: int, ddp: bool, fsdp: bool,
+        device_map: str | None, tp: int,
         attention: str, loop: str,
         gpu_names: tuple[str, ...], sizes: tuple[str, ...], alloc_conf: str | None, ecc: str | None, local: bool,
         measure: bool, cpu: bool, builder: str,
@@ -199,14 +202,15 @@ def fit(model: str | None, mode: str, batch: int, seq: int | None, new_tokens: i
                  optimizer=optimizer.replace("-", "_"),  # type: ignore[arg-type]
                  grad_checkpointing=grad_checkpointing, lora_rank=lora_rank, lora_targets=targets,
                  zero=zero, gpus=n_gpus, attention=attention, loop=loop,  # type: ignore[arg-type]
-                 alloc_conf=alloc_conf.strip(), ddp=ddp, tp=tp)
+                 alloc_conf=alloc_conf.strip(), ddp=ddp, tp=tp, device_map=device_map == "auto")
     problems: list[str] = w.problems(spec)
     if problems:
         _fail(problems[0])
     if cpu and not measure:
         _fail("--cpu goes with --measure (it measures on the CPU)")
     if measure and (w.gpus > 1 or w.zero):
-        what = f"--tp {w.tp}" if w.tp > 1 else (f"--zero {w.zero}" if w.zero else "--ddp")
+        what = (f"--tp {w.tp}" if w.tp > 1 else "--device-map auto" if w.device_map
+                else f"--zero {w.zero}" if w.zero else "--ddp")
         _fail(f"--measure runs on one GPU, so it cannot measure {what} over --gpus {w.gpus}; "
               "measure the one-GPU run (without --zero, --ddp, --tp and --gpus) and read the split estimate alone")
     gpus, judged = _gpus(gpu_names, sizes, ecc, local)

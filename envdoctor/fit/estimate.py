@@ -151,6 +151,9 @@ def estimate(spec: ModelSpec, w: Workload, const: Constants) -> Estimate:
     if w.tp > 1:
         notes.append(f"tensor parallel over {w.tp} GPUs: one GPU's share; NCCL buffers and the all-reduce "
                      "workspace are not counted")
+    if w.device_map:
+        notes.append(f"device_map=\"auto\" over {w.gpus} GPUs: the fullest GPU (a balanced split assumed; "
+                     "accelerate's max_memory or an uneven split moves it)")
     const_terms = _constant_terms(const)
     if w.train:
         phases = _train_phases(spec, w, weights, run, const, notes)
@@ -542,6 +545,8 @@ def _infer_phases(spec: ModelSpec, w: Workload, weights: tuple[Weight, ...], run
     tp = w.tp
     if tp > 1:
         weights_t, per_tok = _tensor_parallel(spec, weights, weights_t, per_tok, tp)
+    if w.device_map:
+        weights_t, per_tok = _layer_split(spec, weights, weights_t, per_tok, w.gpus)
 
     def kv(length: int, cross: int) -> Term:
         if spec.kind == "encoder":
@@ -601,8 +606,24 @@ def _infer_phases(spec: ModelSpec, w: Workload, weights: tuple[Weight, ...], run
     phases = [Phase("prefill", (weights_t, kv(prompt, cross), prefill_work, last))]
     if new:
         phases.append(Phase("last generated token", (weights_t, kv(prompt + new, cross), cat, last)))
-    build = _build_phase(spec, w, weights_t, run) if tp == 1 else None
+    build = _build_phase(spec, w, weights_t, run) if tp == 1 and not w.device_map else None
     return ((build,) if build else ()) + tuple(phases)
+
+
+def _layer_split(spec: ModelSpec, weights: tuple[Weight, ...], weights_t: Term, per_tok: float,
+                 gpus: int) -> tuple[Term, float]:
+    """The fullest GPU of ``device_map="auto"`` (accelerate's balanced split of the blocks over
+    ``gpus``): 1/gpus of the blocks and of the KV cache, and every parameter outside the blocks
+    (embedding, head, final norm: the GPU that holds them, tied ones together); the layer working
+    set and the logits are whole on the GPU that runs them."""
+    block = sum(x.numel for x in weights if x.block)
+    total = sum(x.numel for x in weights) or 1
+    share = (block / gpus + (total - block)) / total
+    term = Term("weights", int(weights_t.bytes * share),
+                weights_t.formula + f"; device_map=\"auto\" over {gpus} GPUs: the fullest GPU, 1/{gpus} of the "
+                "blocks + the embedding, head and final norm",
+                weights_t.inputs + (("device_map_gpus", gpus), ("block_params", block)))
+    return term, per_tok / gpus
 
 
 def _tensor_parallel(spec: ModelSpec, weights: tuple[Weight, ...], weights_t: Term, per_tok: float,

@@ -58,6 +58,8 @@ def _workload_line(w: Workload) -> str:
             parts.append(f"ZeRO-{w.zero} over {w.gpus} GPUs" if w.zero else f"DDP over {w.gpus} GPUs")
     elif w.tp > 1:
         parts.append(f"tensor parallel over {w.tp} GPUs (one GPU's share)")
+    elif w.device_map:
+        parts.append(f"device_map=\"auto\" over {w.gpus} GPUs (the fullest GPU)")
     parts.append(f"{w.attention} attention")
     if w.alloc_conf:
         parts.append(f"PYTORCH_CUDA_ALLOC_CONF={w.alloc_conf}")
@@ -153,7 +155,8 @@ def _fit_document(report: FitReport, model_extra: dict[str, Any] | None = None) 
                      "amp": w.amp, "quant": w.quant, "kv_dtype": w.kv_dtype, "optimizer": w.optimizer,
                      "grad_checkpointing": w.grad_checkpointing, "lora_rank": w.lora_rank,
                      "lora_targets": list(w.lora_targets), "zero": w.zero, "gpus": w.gpus, "attention": w.attention,
-                     "loop": w.loop, "alloc_conf": w.alloc_conf or None, "tp": w.tp, "ddp": w.ddp},
+                     "loop": w.loop, "alloc_conf": w.alloc_conf or None, "tp": w.tp, "ddp": w.ddp,
+                     "device_map": "auto" if w.device_map else None},
         "peak_bytes": est.peak_bytes,
         "peak_low_bytes": est.peak_low_bytes,
         "peak_high_bytes": est.peak_high_bytes,

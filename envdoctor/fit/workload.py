@@ -61,6 +61,8 @@ class Workload:
     #: tensor parallel (Megatron column/row splits; --infer only)
     ddp: bool = False
     tp: int = 1
+    #: ``from_pretrained(device_map="auto")`` over ``gpus`` (accelerate's balanced split of the layers)
+    device_map: bool = False
 
     def with_(self, **changes: object) -> Workload:
         return replace(self, **changes)  # type: ignore[arg-type]
@@ -98,12 +100,14 @@ class Workload:
         if not 1 <= self.tp <= MAX_TP:
             out.append(f"--tp must be between 1 and {MAX_TP} (got {self.tp})")
         strategies = [name for name, on in (("--ddp", self.ddp), (f"--zero {self.zero}", self.zero),
-                                            (f"--tp {self.tp}", self.tp > 1)) if on]
+                                            (f"--tp {self.tp}", self.tp > 1), ("--device-map auto", self.device_map))
+                      if on]
         if self.gpus > 1 and not strategies:
             out.append(f"--gpus {self.gpus} needs a strategy: " + (
                 "--ddp (replicas), --zero 1|2|3 or --fsdp (sharded states; FSDP full shard is ZeRO-3), "
                 f"or --tp {self.gpus} (tensor parallel, --infer)" if self.train else
-                f"--tp {self.gpus} (tensor parallel: each GPU holds 1/{self.gpus} of the weights and KV cache)"))
+                f"--tp {self.gpus} (tensor parallel: each GPU holds 1/{self.gpus} of the weights and KV cache) "
+                "or --device-map auto (accelerate's split of the layers)"))
         if len(strategies) > 1:
             out.append(f"{' and '.join(strategies)}: give one strategy (combinations are not modelled)")
         if self.tp > 1:
@@ -114,6 +118,11 @@ class Workload:
                 out.append(f"--tp {self.tp} with --gpus {self.gpus}: data parallel over tensor-parallel groups "
                            "is not modelled; give --gpus {self.tp} or leave --gpus out".replace("{self.tp}",
                                                                                                str(self.tp)))
+        if self.device_map and self.train:
+            out.append("--device-map auto is for --infer (from_pretrained's layer split); for training use "
+                       "--zero 3 / --fsdp or --ddp")
+        if self.device_map and self.gpus < 2:
+            out.append("--device-map auto splits the layers over --gpus N; give N of 2 or more")
         if self.ddp and self.gpus < 2:
             out.append("--ddp replicates over --gpus N; give N of 2 or more")
         if self.amp and self.dtype != "fp32":
