@@ -345,3 +345,24 @@ def test_device_map_auto_reports_the_fullest_gpu_of_a_balanced_layer_split():
     assert split.term("layer_working").bytes == one.term("layer_working").bytes     # whole where it runs
     assert "--device-map auto" in Workload(mode="infer", gpus=2).problems(spec)[0]
     assert "for --infer" in " ".join(Workload(mode="train", gpus=2, device_map=True).problems(spec))
+
+
+def test_pipeline_stages_split_the_parameters_and_keep_one_micro_batch_of_all_layers_on_the_first():
+    spec = bundled_models().find("Llama-3.1-8B").spec
+    const = load_constants()
+    w = Workload(mode="train", seq=4096, dtype="bf16", loop="trainer")
+    one, pp = estimate(spec, w, const), estimate(spec, w.with_(pp=4, gpus=4), const)
+    names = {p.name for p in pp.phases}
+    assert "loss backward (first stage)" in names and "optimizer step (last stage)" in names
+    first = {t.name: t.bytes for t in next(p for p in pp.phases if p.name == "loss backward (first stage)").terms}
+    last = {t.name: t.bytes for t in next(p for p in pp.phases if p.name == "loss backward (last stage)").terms}
+    base = {t.name: t.bytes for t in next(p for p in one.phases if p.name == "loss backward").terms}
+    assert first["activations"] == base["activations"]             # 4 micro-batches x L/4 layers in flight
+    assert last["activations"] == base["activations"] // 4
+    assert first["logits"] == 0 and last["logits"] == base["logits"]
+    block = sum(x.numel for x in inventory(spec) if x.block)
+    emb = spec.vocab * spec.hidden
+    assert first["weights"] == int(base["weights"] * (block / 4 + emb) / one.params_total)
+    assert pp.peak_bytes < one.peak_bytes
+    assert "--pp is modelled for --train" in " ".join(Workload(mode="infer", pp=2, gpus=2).problems(spec))
+    assert not any(t.name == "ddp_buckets" for p in pp.phases for t in p.terms)

@@ -99,6 +99,8 @@ def _table_gpus() -> list:
 @click.option("--fsdp", is_flag=True, help="--train: FSDP full shard over --gpus N (counted as ZeRO-3).")
 @click.option("--device-map", "device_map", type=click.Choice(("auto",)), default=None,
               help="--infer: from_pretrained(device_map=\"auto\") over --gpus N (the fullest GPU is reported).")
+@click.option("--pp", type=int, default=1, show_default=True,
+              help="--train: pipeline stages over N GPUs (1F1B; --batch is the micro-batch).")
 @click.option("--tp", type=int, default=1, show_default=True,
               help="--infer: tensor parallel over N GPUs (Megatron column/row splits; one GPU's share).")
 @click.option("--attention", type=click.Choice(("sdpa", "eager")), default="sdpa", show_default=True)
@@ -133,7 +135,7 @@ def _table_gpus() -> list:
 def fit(model: str | None, mode: str, batch: int, seq: int | None, new_tokens: int | None, dtype: str | None,
         amp: str | None, quant: str | None, kv_dtype: str | None, optimizer: str, grad_checkpointing: bool,
         lora_rank: int, lora_targets: str | None, zero: int, n_gpus: int, ddp: bool, fsdp: bool,
-        device_map: str | None, tp: int,
+        device_map: str | None, pp: int, tp: int,
         attention: str, loop: str,
         gpu_names: tuple[str, ...], sizes: tuple[str, ...], alloc_conf: str | None, ecc: str | None, local: bool,
         measure: bool, cpu: bool, builder: str,
@@ -196,20 +198,23 @@ def fit(model: str | None, mode: str, batch: int, seq: int | None, new_tokens: i
         zero = 3
     if tp > 1 and n_gpus == 1:
         n_gpus = tp
+    if pp > 1 and n_gpus == 1:
+        n_gpus = pp
     w = Workload(mode=mode, batch=batch, seq=seq, new_tokens=new_tokens,  # type: ignore[arg-type]
                  dtype=dtype or ("fp32" if amp else default_dtype(spec)),  # type: ignore[arg-type]
                  amp=amp, quant=quant, kv_dtype=kv_dtype,  # type: ignore[arg-type]
                  optimizer=optimizer.replace("-", "_"),  # type: ignore[arg-type]
                  grad_checkpointing=grad_checkpointing, lora_rank=lora_rank, lora_targets=targets,
                  zero=zero, gpus=n_gpus, attention=attention, loop=loop,  # type: ignore[arg-type]
-                 alloc_conf=alloc_conf.strip(), ddp=ddp, tp=tp, device_map=device_map == "auto")
+                 alloc_conf=alloc_conf.strip(), ddp=ddp, tp=tp, device_map=device_map == "auto",
+                 pp=pp)
     problems: list[str] = w.problems(spec)
     if problems:
         _fail(problems[0])
     if cpu and not measure:
         _fail("--cpu goes with --measure (it measures on the CPU)")
     if measure and (w.gpus > 1 or w.zero):
-        what = (f"--tp {w.tp}" if w.tp > 1 else "--device-map auto" if w.device_map
+        what = (f"--tp {w.tp}" if w.tp > 1 else f"--pp {w.pp}" if w.pp > 1 else "--device-map auto" if w.device_map
                 else f"--zero {w.zero}" if w.zero else "--ddp")
         _fail(f"--measure runs on one GPU, so it cannot measure {what} over --gpus {w.gpus}; "
               "measure the one-GPU run (without --zero, --ddp, --tp and --gpus) and read the split estimate alone")

@@ -157,6 +157,10 @@ def estimate(spec: ModelSpec, w: Workload, const: Constants) -> Estimate:
     const_terms = _constant_terms(const)
     if w.train:
         phases = _train_phases(spec, w, weights, run, const, notes)
+        if w.pp > 1:
+            phases = _pipeline_stages(spec, weights, phases, w.pp)
+            notes.append(f"pipeline over {w.pp} stages (1F1B, --batch is the micro-batch): the fuller of the first "
+                         "and the last stage; NCCL buffers are not counted")
     else:
         phases = _infer_phases(spec, w, weights, run, const)
     finished = []
@@ -401,7 +405,7 @@ def _train_phases(spec: ModelSpec, w: Workload, weights: tuple[Weight, ...], run
                           "ZeRO-3 gathers a layer at a time, with one prefetched = 2 x largest layer x bytes",
                           (("largest_layer_params", ll), ("bytes_each", run.weight_bytes))))
         notes.append("ZeRO/FSDP communication buckets and NCCL buffers are not counted")
-    if w.gpus > 1 and w.zero == 0:
+    if w.ddp and w.gpus > 1 and w.zero == 0:
         extra.append(Term("ddp_buckets", grads_all,
                           "DDP's gradient buckets, a second copy of the gradients (gradient_as_bucket_view=False)",
                           (("gradient_bytes", grads_all),)))
@@ -608,6 +612,41 @@ def _infer_phases(spec: ModelSpec, w: Workload, weights: tuple[Weight, ...], run
         phases.append(Phase("last generated token", (weights_t, kv(prompt + new, cross), cat, last)))
     build = _build_phase(spec, w, weights_t, run) if tp == 1 and not w.device_map else None
     return ((build,) if build else ()) + tuple(phases)
+
+
+#: terms that follow the parameters a stage holds
+_PARAM_TERMS = ("weights", "optimizer", "gradients", "autocast_copies", "optimizer_step", "ddp_buckets")
+
+
+def _pipeline_stages(spec: ModelSpec, weights: tuple[Weight, ...], phases: Sequence[Phase],
+                     pp: int) -> tuple[Phase, ...]:
+    """Each training moment on the first and on the last of ``pp`` pipeline stages (1F1B: the first
+    stage holds ``pp`` micro-batches' activations of its L/pp layers, as much as one micro-batch of
+    all L; the last holds one, and the head, the logits and the loss). The first stage has the
+    embedding, the last the head and the final norm (a tied head is a copy there, as Megatron keeps)."""
+    block = sum(x.numel for x in weights if x.block)
+    total = sum(x.numel for x in weights) or 1
+    embedding = spec.vocab * spec.hidden
+    first = (block / pp + embedding) / total
+    last = (block / pp + embedding + (total - block - embedding if not spec.tie_embeddings else 0)) / total
+    out = []
+    for p in phases:
+        if p.name == "model build":
+            continue
+        for stage, share in (("first stage", first), ("last stage", last)):
+            terms = []
+            for t in p.terms:
+                scale = 1.0
+                if t.name in _PARAM_TERMS:
+                    scale = share
+                elif t.name in ("logits", "held_logits") and stage == "first stage":
+                    scale = 0.0
+                elif t.name == "activations" and stage == "last stage":
+                    scale = 1.0 / pp
+                terms.append(Term(t.name, int(t.bytes * scale), t.formula + (
+                    f"; {stage} of {pp}" if scale != 1.0 else ""), t.inputs + (("pp_stage", stage),), t.note))
+            out.append(Phase(f"{p.name} ({stage})", tuple(terms), p.stranded if stage == "last stage" else 0))
+    return tuple(out)
 
 
 def _layer_split(spec: ModelSpec, weights: tuple[Weight, ...], weights_t: Term, per_tok: float,

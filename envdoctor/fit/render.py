@@ -54,7 +54,9 @@ def _workload_line(w: Workload) -> str:
             parts.append("gradient checkpointing")
         parts.append("custom loop (outputs.logits kept through backward)" if w.loop == "custom"
                      else "HF Trainer loop (logits freed before backward)")
-        if w.zero or w.gpus > 1:
+        if w.pp > 1:
+            parts.append(f"pipeline over {w.pp} stages (1F1B, the fuller stage)")
+        elif w.zero or w.gpus > 1:
             parts.append(f"ZeRO-{w.zero} over {w.gpus} GPUs" if w.zero else f"DDP over {w.gpus} GPUs")
     elif w.tp > 1:
         parts.append(f"tensor parallel over {w.tp} GPUs (one GPU's share)")
@@ -156,7 +158,7 @@ def _fit_document(report: FitReport, model_extra: dict[str, Any] | None = None) 
                      "grad_checkpointing": w.grad_checkpointing, "lora_rank": w.lora_rank,
                      "lora_targets": list(w.lora_targets), "zero": w.zero, "gpus": w.gpus, "attention": w.attention,
                      "loop": w.loop, "alloc_conf": w.alloc_conf or None, "tp": w.tp, "ddp": w.ddp,
-                     "device_map": "auto" if w.device_map else None},
+                     "device_map": "auto" if w.device_map else None, "pp": w.pp},
         "peak_bytes": est.peak_bytes,
         "peak_low_bytes": est.peak_low_bytes,
         "peak_high_bytes": est.peak_high_bytes,

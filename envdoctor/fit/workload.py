@@ -63,6 +63,8 @@ class Workload:
     tp: int = 1
     #: ``from_pretrained(device_map="auto")`` over ``gpus`` (accelerate's balanced split of the layers)
     device_map: bool = False
+    #: pipeline stages (1F1B schedule, ``batch`` is the micro-batch; --train only)
+    pp: int = 1
 
     def with_(self, **changes: object) -> Workload:
         return replace(self, **changes)  # type: ignore[arg-type]
@@ -100,12 +102,12 @@ class Workload:
         if not 1 <= self.tp <= MAX_TP:
             out.append(f"--tp must be between 1 and {MAX_TP} (got {self.tp})")
         strategies = [name for name, on in (("--ddp", self.ddp), (f"--zero {self.zero}", self.zero),
-                                            (f"--tp {self.tp}", self.tp > 1), ("--device-map auto", self.device_map))
-                      if on]
+                                            (f"--tp {self.tp}", self.tp > 1), ("--device-map auto", self.device_map),
+                                            (f"--pp {self.pp}", self.pp > 1)) if on]
         if self.gpus > 1 and not strategies:
             out.append(f"--gpus {self.gpus} needs a strategy: " + (
                 "--ddp (replicas), --zero 1|2|3 or --fsdp (sharded states; FSDP full shard is ZeRO-3), "
-                f"or --tp {self.gpus} (tensor parallel, --infer)" if self.train else
+                f"--pp {self.gpus} (pipeline stages) or --tp {self.gpus} (tensor parallel, --infer)" if self.train else
                 f"--tp {self.gpus} (tensor parallel: each GPU holds 1/{self.gpus} of the weights and KV cache) "
                 "or --device-map auto (accelerate's split of the layers)"))
         if len(strategies) > 1:
@@ -118,6 +120,15 @@ class Workload:
                 out.append(f"--tp {self.tp} with --gpus {self.gpus}: data parallel over tensor-parallel groups "
                            "is not modelled; give --gpus {self.tp} or leave --gpus out".replace("{self.tp}",
                                                                                                str(self.tp)))
+        if not 1 <= self.pp <= MAX_TP:
+            out.append(f"--pp must be between 1 and {MAX_TP} (got {self.pp})")
+        if self.pp > 1:
+            if not self.train:
+                out.append("--pp is modelled for --train (1F1B pipeline stages); for inference use --tp N or "
+                           "--device-map auto")
+            if self.gpus not in (1, self.pp):
+                out.append(f"--pp {self.pp} with --gpus {self.gpus}: data parallel over pipelines is not modelled; "
+                           f"give --gpus {self.pp} or leave --gpus out")
         if self.device_map and self.train:
             out.append("--device-map auto is for --infer (from_pretrained's layer split); for training use "
                        "--zero 3 / --fsdp or --ddp")
@@ -136,6 +147,8 @@ class Workload:
 
     def _model_problems(self, spec: ModelSpec) -> list[str]:
         out: list[str] = []
+        if self.pp > 1 and self.pp > spec.total_layers:
+            out.append(f"--pp {self.pp}: {spec.name} has {spec.total_layers} layers, fewer than the stages")
         if self.tp > 1 and spec.heads % self.tp:
             out.append(f"--tp {self.tp}: {spec.name}'s {spec.heads} attention heads do not split over "
                        f"{self.tp} GPUs")
