@@ -24,6 +24,12 @@ the first child of each compute dtype and reused for the others (one point costs
 
 Target (issue 13): every estimate within +-10% of the measured peak and never more than 5% under.
 
+``--set held-out`` runs the held-out set of issue 28 instead (docs/fit.md, "Held-out set": 24
+configurations chosen before any run and never tuned on; files ``fit-heldout.json``/``.md``;
+target: at least 90% within -5%..+10%, none under by more than 10%); ``--set extras`` in-sample
+configurations with the custom loop or expandable segments, for tuning. Both sets recompute with
+``--recompute`` (the table then adds the allocator band's upper edge, which verdicts use).
+
 ``--cpu`` runs tiny configurations on the CPU (the reference decoder, or transformers where the
 target has it), to check the script here; ``--only TEXT`` runs the rows whose name contains it;
 ``--list`` prints the rows. ``--recompute JSON [JSON ...]`` measures nothing: it re-estimates the
