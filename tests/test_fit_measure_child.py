@@ -141,3 +141,11 @@ def test_the_custom_loop_keeps_the_logits_through_backward_and_the_trainer_loop_
     assert runs["custom"]["backward"] - runs["trainer"]["backward"] == logits
     assert runs["custom"]["forward"] - runs["trainer"]["forward"] == logits
     assert runs["custom"]["optimizer step"] - runs["trainer"]["optimizer step"] == logits
+
+
+def test_the_child_runs_with_the_allocator_setting_the_estimate_assumed():
+    w = Workload(mode="infer", batch=1, seq=16, new_tokens=2, dtype="fp32", alloc_conf="expandable_segments:True")
+    est, m = measured(w, matmul=False)
+    assert m.status == "measured", m.message
+    assert m.alloc_conf == "expandable_segments:True"
+    assert any("expandable_segments" in n for n in est.notes)
