@@ -2,7 +2,8 @@
 
 Exit codes: 0 it fits every GPU given (or none was given); 1 it does not fit one of them (judged
 at the allocator band's upper edge against the memory a process can allocate), a GPU cannot run
-the dtype (bf16 below sm_80), or ``--measure`` gave an error finding (out of memory where the estimate fits, a failed measurement);
+the dtype (bf16 below sm_80), or ``--measure`` gave an error finding (out of memory where the
+estimate fits, a failed measurement);
 2 usage or an unusable config (one line naming the field or the limit; ``--measure`` without a GPU
 and without ``--cpu``); 3 envdoctor itself failed.
 """

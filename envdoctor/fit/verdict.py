@@ -172,7 +172,7 @@ def _ways(spec: ModelSpec, w: Workload, gpu: Gpu, table_gpus: Sequence[Gpu], con
                      w.with_(quant="int4", lora_rank=w.lora_rank or 16))
         if w.zero != 3:
             for n in (2, 4, 8, 16, 32, 64):
-                changed = w.with_(zero=3, gpus=n)
+                changed = w.with_(zero=3, gpus=n, ddp=False, pp=1)
                 if changed.problems(spec):
                     break
                 if _peak(spec, changed, const) <= limit:
