@@ -563,7 +563,7 @@ _CODES: Tuple[Code, ...] = (
          'marginal link (riser, seating, signal) that down-trained.',
          "Re-seat the card or replace the riser; check lspci's LnkSta under load.",
          (NVML_DEVICE_QUERIES,)),
-    Code('ED845', 'NVLink links down', 'links', ('warning', 'error', 'info'),
+    Code('ED845', 'NVLink links down', 'links', ('error', 'info'),
          'Some or all NVLinks of a GPU that has them are inactive: traffic to its peers falls back to PCIe (or '
          'to the remaining links). On SXM boards this is a hardware or Fabric Manager fault; on bridged cards a '
          'missing or loose bridge.',
@@ -580,6 +580,11 @@ _CODES: Tuple[Code, ...] = (
          'finishes, CUDA and NCCL cannot use NVLink between the GPUs.',
          "Start nvidia-fabricmanager (its version matching the driver's) and read its log.",
          (FABRIC_MANAGER,)),
+    Code('ED848', 'GPU pairs with fewer NVLinks than the GPU model has (nvidia-smi topo -m)', 'links', ('error',),
+         'Read from nvidia-smi topo -m where NVML cannot list link states: on an NVSwitch board every pair '
+         'should show all of the GPU\'s links (H100/H200: NV18), on a mesh each GPU\'s pairs add up to them; a '
+         'pair with fewer (NV12) or none (SYS) means links or the fabric are down and collectives slow down.',
+         'Read the link states (nvidia-smi nvlink -s), check Fabric Manager, then service.', (NVML_NVLINK,)),
     Code('ED850', 'No peer-to-peer access between GPUs', 'links', ('warning', 'info'),
          "NVML reports that GPUs cannot read or write each other's memory: NCCL stages traffic through host "
          'memory. On servers PCI ACS or the IOMMU usually blocks it; GeForce drivers do not enable P2P over '

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from envdoctor.facts import Facts
-from envdoctor.facts.links import GpuLinks, LinksFacts
+from envdoctor.facts.links import PCIE_LEVELS, GpuLinks, LinksFacts
 from envdoctor.facts.serde import to_data
 from envdoctor.findings import Finding, exit_code
 from envdoctor.topology import Topology
@@ -121,6 +121,21 @@ def matrix_lines(lf: LinksFacts, top: Topology) -> List[str]:
     return out
 
 
+def nic_lines(lf: LinksFacts) -> List[str]:
+    """``NIC0  mlx5_0  PIX: GPU 0; NODE: GPU 1, 2, 3; SYS: GPU 4, 5, 6, 7``, nearest path first."""
+    width = max((len(n.name) for n in lf.nics), default=4)
+    dev = max((len(n.device or "") for n in lf.nics), default=0)
+    out = []
+    for n in lf.nics:
+        by_path: Dict[str, List[int]] = {}
+        for i, path in sorted(n.paths.items()):
+            by_path.setdefault(path, []).append(i)
+        order = sorted(by_path, key=lambda p: PCIE_LEVELS.index(p) if p in PCIE_LEVELS else -1)
+        text = "; ".join(f"{p}: GPU {', '.join(map(str, by_path[p]))}" for p in order)
+        out.append(f"{n.name.ljust(width)}  {(n.device or '').ljust(dev)}  {text}".rstrip())
+    return out
+
+
 def render_topo_text(lf: LinksFacts, top: Topology, findings: Iterable[Finding], color: bool = False) -> str:
     from envdoctor.render.style import Style
     from envdoctor.render.text import finding_lines, verdict
@@ -162,6 +177,10 @@ def render_topo_text(lf: LinksFacts, top: Topology, findings: Iterable[Finding],
         out.append(f"  Modes   {_modes(g)}")
         if g.errors:
             out.append("  Unread  " + "; ".join(f"{k}: {v}" for k, v in sorted(g.errors.items())))
+    if lf.nics:
+        out.append("")
+        out.append(style("NICs (path to each GPU; NCCL uses the nearest)", "bold"))
+        out.extend("  " + line for line in nic_lines(lf))
     out.append("")
     out.append(style("Findings", "bold"))
     out.extend(finding_lines(findings, style) or ["  none"])
@@ -195,6 +214,7 @@ def topo_document(lf: LinksFacts, top: Topology, findings: Iterable[Finding], *,
         "error": to_data(lf.error),
         "gpus": gpus,
         "pairs": pairs,
+        "nics": [to_data(n) for n in lf.nics],
         "findings": [to_data(f) for f in findings],
         "summary": {"errors": sum(f.severity == "error" for f in findings),
                     "warnings": sum(f.severity == "warning" for f in findings),
