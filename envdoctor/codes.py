@@ -676,6 +676,10 @@ _CODES: Tuple[Code, ...] = (
          'between host and GPU; --backend gloo --nproc N measures collectives between CPU processes.',
          'Nothing to measure; envdoctor comms --backend gloo --nproc N measures CPU processes.',
          ()),
+    Code("ED882", "The ranks answered but measured nothing", "comms", ("error",),
+         "Every rank ran and answered in the right form, yet no collective, pair copy or host copy was measured "
+         "(every size skipped, or an empty answer): nothing measured is never a healthy verdict.",
+         "Read each rank's answer (--json), give sizes that fit, check torch and CUDA in the target."),
     # --- ED9xx: envdoctor itself -------------------------------------------------------------------
     # fleet (envdoctor/fleet/drift.py): a node that differs from the others
     Code("ED751", "A node runs another driver branch than the fleet", "fleet", ("error",),

@@ -2,8 +2,9 @@
 bandwidth, a correctness check, GPU pair copies and a verdict against the links' expected peak.
 
 Exit codes: 0 no error finding; 1 a wrong result, a rank that failed, bandwidth far below the
-expected figure, or the ranks could not run; 2 usage (a bad size, GPU index or launcher
-environment); 3 envdoctor itself failed.
+expected figure, ranks that answered with nothing measured, or the ranks could not run; 2 usage (a
+bad size, GPU index or launcher environment) or no GPU for NCCL (nothing could be measured); 3
+envdoctor itself failed.
 """
 
 from __future__ import annotations
@@ -145,7 +146,7 @@ def comms(python: Optional[str], collectives: Tuple[str, ...], sizes: Optional[s
     result = run_comms(opts, target, progress=_progress(sys.stderr))
     if getattr(sys.stderr, "isatty", lambda: False)():
         sys.stderr.write("\r\x1b[K")
-    if result.error is not None and result.error.command in ("--devices", "launcher"):
+    if result.error is not None and result.error.command in ("--devices", "launcher", "no_gpu"):
         click.echo(f"envdoctor comms: {result.error.message}", err=True)
         sys.exit(EXIT_USAGE)
     findings = verdicts(result)
