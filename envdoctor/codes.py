@@ -948,6 +948,10 @@ _CODES: Tuple[Code, ...] = (
     Code("ED829", "An Xid on a GPU that was not burned", "burn", ("warning",),
          "NVML delivered an Xid for a GPU outside --device during the run.",
          "The finding names what was seen and where; act on its evidence and rerun envdoctor burn.", (XID_CATALOG,)),
+    Code("ED830", "The load answered but measured nothing", "burn", ("error",),
+         "The target answered in the burn child's form, but no product was computed and no memory tested on "
+         "any device: nothing measured is never a verdict, so the run failed.",
+         "Read the devices' answers (--json), then check torch and CUDA in the target."),
 
     Code("ED900", "One of envdoctor's checks failed", "envdoctor", ("warning",),
          "A check raised an exception: a bug in envdoctor, not a problem of the machine. The other checks ran.",

@@ -84,12 +84,15 @@ class Progress:
 
 
 def exit_code(result: BurnResult) -> int:
-    """0 all OK; 1 a device FAULTY; 2 a target that cannot run the load or a bad --device; 3 envdoctor failed."""
+    """0 all OK; 1 a device FAULTY or nothing measured; 2 a target that cannot run the load or a bad
+    --device; 3 envdoctor failed."""
     if result.error is not None:
         return EXIT_INTERNAL if result.error.kind == "unparseable" else EXIT_USAGE
     if not result.gpus:
         return EXIT_INTERNAL
-    return EXIT_ERRORS if result.faulty else EXIT_OK
+    if result.faulty or any(f.severity == "error" for f in result.findings):
+        return EXIT_ERRORS           # a FAULTY device, or a run that measured nothing (ED830)
+    return EXIT_OK
 
 
 def _failure_hint(result: BurnResult, said: bool = False) -> Optional[str]:
