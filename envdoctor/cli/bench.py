@@ -2,9 +2,10 @@
 interpreter, and are the Tensor Cores and the HBM delivering.
 
 Exit codes: 0 all points right and the verdicts fine (or no verdict due); 1 a point wrong or
-failed (a point skipped for lack of memory is not), Tensor Cores not delivering, the HBM far
-below its datasheet, a GPU slower than its siblings, an error finding, or the benchmark could not
-run in the target (no torch, a crash, a hang); 2 usage; 3 envdoctor itself failed.
+failed (a point skipped for lack of memory is not), no point measured at all, Tensor Cores not
+delivering, the HBM far below its datasheet, a GPU slower than its siblings, an error finding, or
+the benchmark could not run in the target (no torch, a crash, a hang); 2 usage, or --device N where
+torch sees no GPU; 3 envdoctor itself failed.
 """
 
 from __future__ import annotations
@@ -115,13 +116,18 @@ def exit_code(result: BenchResult) -> int:
         if result.error.command == "--device":
             return EXIT_USAGE
         return EXIT_INTERNAL if result.error.message.startswith(_OWN_SCRIPT_FAILED) else EXIT_ERRORS
-    if result.broken_points or result.outliers:
+    if result.broken_points or result.outliers or not measured(result):
         return EXIT_ERRORS
     if any(v.state == "not_delivering" for v in result.verdicts):
         return EXIT_ERRORS
     if any(f.severity == "error" for f in result.findings):
         return EXIT_ERRORS
     return EXIT_OK
+
+
+def measured(result: BenchResult) -> bool:
+    """Whether any point of any suite was measured: an answer with nothing in it is a failed run."""
+    return any(p.status == "ok" for p in (*result.points, *result.memory_points, *result.layer_points))
 
 
 def _on_cpu(result: BenchResult) -> bool:
@@ -131,6 +137,10 @@ def _on_cpu(result: BenchResult) -> bool:
 def _failure_line(result: BenchResult) -> Optional[str]:
     e = result.error
     if e is None:
+        if not measured(result):
+            return ("envdoctor bench: the target answered but measured nothing (no point of any suite)"
+                    + (f"; its notes: {'; '.join(result.notes[:2])}" if result.notes else "")
+                    + "; run `envdoctor check` on it")
         return None
     timeout = "the GPU may be hung or busy: try `nvidia-smi`, a smaller --size or a larger --timeout"
     if _on_cpu(result):
@@ -152,11 +162,12 @@ def _failure_line(result: BenchResult) -> Optional[str]:
 
 
 def _device_note(result: BenchResult, device: str, asked: bool) -> Optional[str]:
-    """A --device given for a run that found no GPU: it did not apply, say so."""
-    if not asked or not _on_cpu(result):
+    """A GPU index given (--device N) for a run that found no GPU: the run could not do what was asked
+    (exit 2, as burn's); ``all`` on a CPU-only torch measures the CPU."""
+    if not asked or not _on_cpu(result) or device == "all":
         return None
-    return (f"envdoctor bench: --device {device} does not apply: torch in {result.python} sees no GPU, "
-            "so the benchmark ran on the CPU")
+    return (f"envdoctor bench: --device {device}: torch in {result.python} sees no GPU (leave --device out to "
+            "measure the CPU, or see `envdoctor check`)")
 
 
 @click.command("bench")
@@ -227,8 +238,9 @@ def bench(python: Optional[str], suites: Tuple[Tuple[str, ...], ...], dtypes: Tu
     failure = _failure_line(result)
     source = click.get_current_context().get_parameter_source("device")
     note = _device_note(result, device, source is not None and source.name != "DEFAULT")
-    if note:
+    if note:                 # a GPU was asked for and there is none: a run that could not do what was asked
         click.echo(note, err=True)
+        sys.exit(EXIT_USAGE)
     if as_json:
         click.echo(dumps(to_data(result)))
     elif failure and not (result.points or result.memory_points or result.layer_points):
