@@ -55,6 +55,8 @@ REFERENCE_BUDGET_S = 0.3   # the matmul run for the peak when the matmul suite d
 # (docs/benchmarks.md, the layers against the classic method). The calibration comes first,
 # so the repeats start about 90 ms into the load.
 HEAT_S = 0.08
+SETUP_S = 0.3              # a GPU point's set-up (first call, profile, calibration) beyond its repeats
+CPU_SETUP_S = 0.1          # the same allowance on a CPU
 HEAT_SHARE = 0.3           # heat a call whose calibrated rate is at least this share of the matmul rate
 NO_KERNEL = ("empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "detach", "alias",
              "lift_fresh", "_local_scalar_dense", "sym_size", "sym_stride", "is_same_size",
@@ -337,6 +339,16 @@ def layer_point(torch, device, clock, tf32, layer, dtype_name, attn, mode, b, s,
     return point
 
 
+def over_budget(device, layer, dtype_name, attn, mode, b, s, budget):
+    """A point left out because the suite's budget was spent before it could start."""
+    flops = analytic_flops(layer["name"], layer["dims"], b, s) * (3.0 if mode == "fwd+bwd" else 1.0)
+    now = time.time()
+    return {"device": device.index or 0, "layer": layer["name"], "dtype": dtype_name, "attention": attn,
+            "mode": mode, "batch": b, "seq": s, "flops": flops, "status": "skipped",
+            "error": "the layers budget of %g s was spent (a larger --budget measures it)" % budget,
+            "started": now, "ended": now}
+
+
 def layers_device(torch, device, info, cfg, matmul_points, out):
     """The layers suite on one device; ``out`` receives layer_points, reference_points, flop_checks."""
     clock = Clock(torch, device)
@@ -357,7 +369,16 @@ def layers_device(torch, device, info, cfg, matmul_points, out):
     info["layers_setup_s"] = setup
     formulas = flop_formulas(torch) if cfg.get("flop_check", True) else None
     total = len(dtypes) * sum(len(shapes) for _, _, shapes in layers) * len(attentions) * len(modes)
-    share = float(cfg.get("budget") or 5.0) / max(1, total)
+    budget = float(cfg.get("budget") or 5.0)
+    share = budget / max(1, total)
+    # The budget bounds the suite's wall time, not only the repeats: a point's first call, profile
+    # and calibration cost several calls, which on a CPU (a call of 0.1-0.3 s) overran a 2 s budget
+    # 20-50x. No point starts once the budget and a set-up allowance per point are spent (GPU 0.3 s:
+    # the H200's 80 points took 28 s for a 7 s budget; CPU 0.1 s; ``setup_s`` in the config).
+    started = time.perf_counter()
+    setup_s = float(cfg.get("setup_s", SETUP_S if clock.cuda else CPU_SETUP_S))
+    deadline = started + budget + setup_s * total
+    state = {"left": total, "measured": 0}
     for name, dims, shapes in layers:
         for i, dtype_name in enumerate(dtypes):
             layer, error = None, None
@@ -387,12 +408,20 @@ def layers_device(torch, device, info, cfg, matmul_points, out):
                 for attn in attentions:
                     done = {}
                     for mode in modes:
-                        point = layer_point(torch, device, clock, tf32, layer, dtype_name, attn, mode, b, s,
-                                            share, rates.get(dtype_name), formulas)
+                        now = time.perf_counter()
+                        if state["measured"] and now > deadline:
+                            point = over_budget(device, layer, dtype_name, attn, mode, b, s, budget)
+                        else:
+                            mine = share if clock.cuda else min(share, max(0.0, deadline - now) / state["left"])
+                            point = layer_point(torch, device, clock, tf32, layer, dtype_name, attn, mode, b, s,
+                                                mine, rates.get(dtype_name), formulas)
+                            state["measured"] += 1
+                        state["left"] -= 1
                         done[mode] = point
                         out["layer_points"].append(point)
                         emit("point", suite="layers", point=point)
-                    if check and j == 0:
+                    spent = any("budget" in (done[m].get("error") or "") for m in done)
+                    if check and j == 0 and not spent:
                         rec = flop_record(layer, attn, b, s, done["fwd"], done["fwd+bwd"])
                         rec.update(device=device.index or 0, dtype=dtype_name)
                         out["flop_checks"].append(rec)
