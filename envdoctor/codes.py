@@ -417,6 +417,11 @@ _CODES: Tuple[Code, ...] = (
     Code("ED612", "Layer points skipped: not enough GPU memory", "bench", ("info",),
          "Some layer points ran out of memory and were skipped (the rest were measured).",
          "Free the GPU of other processes, or read the skipped shapes as too large for this GPU."),
+    Code("ED613", "Repeats disturbed by other load", "bench", ("warning",),
+         "A point's slowest repeat took several times its fastest: another program used the device while it "
+         "was timed, so its figure (the median) says nothing about the device, and a layer compared with it can "
+         "show more than 100% of the matmul rate.",
+         "Find what else runs (top, nvidia-smi) and run envdoctor bench again on an idle machine."),
 
     # fit --measure (envdoctor/fit/findings.py): the estimate against a real run
     Code("ED630", "The estimate missed the measured peak by more than its target", "fit", ("warning",),

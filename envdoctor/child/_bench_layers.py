@@ -290,13 +290,33 @@ def heat_for(flops, rate, cuda):
     return heat
 
 
-def layer_point(torch, device, clock, tf32, layer, dtype_name, attn, mode, b, s, share, rate, formulas=None):
+def fastest_rates(points, floor):
+    """dtype -> the fastest repeat's TFLOP/s of this run's matmul points (n >= ``floor``). The skip
+    estimate uses it: repeats disturbed by other load (a median of 0.00026 TFLOP/s beside a best
+    of 0.12) must not make every layer point "would take 65 s"."""
+    rates = {}
+    for p in points:
+        if p.get("status") != "ok" or p.get("n", 0) < floor:
+            continue
+        best = max(p.get("best_tflops") or 0.0, p.get("tflops") or 0.0)
+        if best > rates.get(p.get("dtype"), 0.0):
+            rates[p.get("dtype")] = best
+    return rates
+
+
+def call_estimate_s(flops, rate):
+    """Seconds one call of ``flops`` takes at LAYER_EFFICIENCY of ``rate`` TFLOP/s (None: no rate)."""
+    return flops / (rate * 1e12 * LAYER_EFFICIENCY) if rate else None
+
+
+def layer_point(torch, device, clock, tf32, layer, dtype_name, attn, mode, b, s, share, rate, formulas=None,
+                fastest=None):
     name = layer["name"]
     flops = analytic_flops(name, layer["dims"], b, s) * (3.0 if mode == "fwd+bwd" else 1.0)
     point = {"device": device.index or 0, "layer": name, "dtype": dtype_name, "attention": attn, "mode": mode,
              "batch": b, "seq": s, "flops": flops, "status": "ok", "started": time.time()}
-    if rate:
-        one = flops / (rate * 1e12 * LAYER_EFFICIENCY)
+    one = call_estimate_s(flops, max(rate or 0.0, fastest or 0.0))
+    if one is not None:
         if one > MAX_ONE_PASS_S:
             point.update(status="skipped", error="one call would take about %.0f s on this device" % one,
                          ended=time.time())
@@ -362,6 +382,7 @@ def layers_device(torch, device, info, cfg, matmul_points, out):
     modes = cfg.get("modes") or list(MODES)
     rates = matmul_rates(torch, device, clock, tf32, dtypes, matmul_points, out["reference_points"])
     info["matmul_rates"] = rates
+    fastest = fastest_rates(list(matmul_points) + list(out["reference_points"]), 2048 if clock.cuda else 256)
     t = time.perf_counter()
     sdpa_setup(torch)
     info["sdpa"] = sdpa_state(torch)
@@ -414,7 +435,7 @@ def layers_device(torch, device, info, cfg, matmul_points, out):
                         else:
                             mine = share if clock.cuda else min(share, max(0.0, deadline - now) / state["left"])
                             point = layer_point(torch, device, clock, tf32, layer, dtype_name, attn, mode, b, s,
-                                                mine, rates.get(dtype_name), formulas)
+                                                mine, rates.get(dtype_name), formulas, fastest.get(dtype_name))
                             state["measured"] += 1
                         state["left"] -= 1
                         done[mode] = point
