@@ -182,12 +182,13 @@ def test_ed201_segfault_on_import():
     assert finding.fix == (f"{PY} -X faulthandler -c 'import torch'",)
 
 
-def test_ed201_hang_is_a_warning():
+def test_ed201_torch_that_does_not_answer_in_time_is_an_error_not_a_warning():
+    """Issue 26: a torch that cannot be imported in time is unusable: nothing that uses it will work."""
     t = TorchFacts(installed=True, version="2.8.0+cu128", stage="torch.cuda.is_available()",
                    error=ProbeError("timeout", f"{PY} did not finish the torch check in 60 s during "
                                                "torch.cuda.is_available()"))
     finding = one(machine(t, gpus=[A100]), "ED201")
-    assert finding.severity == "warning"
+    assert finding.severity == "error"
     assert finding.title == "The torch check did not finish during torch.cuda.is_available()"
     assert finding.fix == (f"{PY} -X faulthandler -c 'import torch; print(torch.cuda.is_available())'",)
 

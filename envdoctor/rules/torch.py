@@ -287,7 +287,10 @@ def torch_check_failed(facts: Facts, table: Optional[Table]) -> Iterator[Finding
         return  # the interpreter itself did not run (not a Python at all): ED200 says it
     py = _py(facts)
     internal = t.error.message.startswith("envdoctor's")
-    severity: Severity = "error" if t.error.kind in ("crashed", "exit_status") and not internal else "warning"
+    # a torch that crashes, fails or does not answer within --torch-timeout is unusable: nothing
+    # that imports it will work (a slow first import is said in the explanation)
+    severity: Severity = "error" if t.error.kind in ("crashed", "exit_status", "timeout") and not internal \
+        else "warning"
     where = f" during {t.stage}" if t.stage else ""
     titles = {
         "crashed": f"Python crashed{where} while envdoctor inspected torch",
@@ -306,8 +309,9 @@ def torch_check_failed(facts: Facts, table: Optional[Table]) -> Iterator[Finding
         "crashed": "Programs that import torch in this interpreter will crash the same way; the "
                    "stack above shows where. A mismatched CUDA library on LD_LIBRARY_PATH or a "
                    "half-upgraded install are the usual causes.",
-        "timeout": "A first import after installing can be slow on a cold disk; a hang in CUDA init "
-                   "usually means the driver or a GPU is stuck (check nvidia-smi).",
+        "timeout": "Nothing that imports torch in this interpreter can run while it hangs. A first import "
+                   "after installing can be slow on a cold disk (--torch-timeout gives it longer); a hang in "
+                   "CUDA init usually means the driver or a GPU is stuck (check nvidia-smi).",
     }.get(t.error.kind, "Something in this interpreter writes to the output or ends the process early.")
     if internal:
         explanation = "This is a bug in envdoctor's torch check, not a problem of the machine; please report it."
