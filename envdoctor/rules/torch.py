@@ -187,6 +187,45 @@ def _choose(facts: Facts, table: Optional[Table]) -> Optional[Choice]:
     return choice if choice.status == "ok" else None
 
 
+def _retired(facts: Facts, table: Optional[Table], needed: Optional[str]) -> Optional[tuple[str, str, str]]:
+    """(architecture, compute capability, last branch) of a GPU whose last driver branch is older
+    than ``needed``'s (Kepler: R470 against CUDA 13.0's 580): no driver upgrade helps it."""
+    if table is None or not needed or major(needed) is None:
+        return None
+    for g in _gpus(facts, table):
+        arch = table.architecture(g.cc or "")
+        last = arch.last_driver_branch if arch is not None else None
+        if last and int(last) < (major(needed) or 0):
+            return arch.name if arch is not None else "this GPU", g.cc or "?", last
+    return None
+
+
+def _newest(facts: Facts, table: Optional[Table]) -> Optional[Choice]:
+    """The advisor's newest torch (any release) for this driver and these GPUs, as recommend picks it."""
+    d, p = facts.driver, facts.python
+    if table is None or not d.driver_version:
+        return None
+    ccs: list[Optional[str]] = [g.cc for g in _gpus(facts, table)] or [None]
+    try:
+        choice = choose_variant(table, None, d.driver_version, ccs, python_series(p.version, p.abi_tag),
+                                p.glibc or facts.system.glibc, _arch(facts) or "x86_64", ways_out=False,
+                                os=driver_os(facts.system))
+    except (LookupError, ValueError):
+        return None
+    return choice if choice.status == "ok" and choice.torch and choice.variant else None
+
+
+def _install_newest(facts: Facts, choice: Choice) -> tuple[str, ...]:
+    """``choice``'s torch (another release than the installed one), with the companions installed."""
+    t = facts.torch
+    specs = [f"torch=={choice.torch}"]
+    for package, installed, paired in (("torchvision", t.torchvision, choice.torchvision),
+                                       ("torchaudio", t.torchaudio, choice.torchaudio)):
+        if installed and paired:
+            specs.append(f"{package}=={paired}")
+    return _pip(facts, specs, choice.index_url or f"https://download.pytorch.org/whl/{choice.variant}")
+
+
 def _caveat(choice: Choice) -> str:
     if choice.unconfirmed:
         return " (envdoctor's table marks that build unconfirmed)"
@@ -446,6 +485,20 @@ def cuda_newer_than_driver(facts: Facts, table: Optional[Table]) -> Iterator[Fin
     else:
         fix, alt = (RECOMMEND,), ""
     upgrade = f"upgrade the NVIDIA driver to >= {needed}" if needed else "upgrade the NVIDIA driver"
+    retired = _retired(facts, table, needed)
+    if retired is not None:      # no driver this GPU runs reaches that CUDA: a torch it runs, or a newer GPU
+        arch_name, cc, last = retired
+        newest = _newest(facts, table)
+        upgrade = (f"R{last} is the last driver branch for {arch_name} (compute {cc}): no driver this GPU runs "
+                   f"supports CUDA {t.cuda}")
+        if newest is not None:
+            upgrade += (f"; install torch {newest.torch}+{newest.variant}, the newest torch this GPU and driver "
+                        f"{d.driver_version or d.driver_cuda} run (the command below), or move to a newer GPU")
+            fix = _install_newest(facts, newest) + (f"# or move to a newer GPU: {arch_name}'s drivers end at R{last}",)
+        else:
+            upgrade += "; envdoctor recommend shows what still runs on it, or move to a newer GPU"
+            fix = (RECOMMEND, f"# or move to a newer GPU: {arch_name}'s drivers end at R{last}")
+        alt = ""
     if kind == "none":
         yield Finding(
             "ED205", "error", f"torch needs CUDA {t.cuda}, which driver {d.driver_version or d.driver_cuda} cannot run",
