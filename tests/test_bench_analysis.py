@@ -12,7 +12,7 @@ import pytest
 
 from envdoctor.bench import analysis
 from envdoctor.bench.chart import chart, format_rate
-from envdoctor.facts.bench import BenchDevice, BenchPoint, BenchResult, NvmlSample
+from envdoctor.bench.facts import BenchDevice, BenchPoint, BenchResult, NvmlSample
 
 H200 = BenchDevice(0, name="NVIDIA H200", capability="9.0", multiprocessors=132, launch_us=10.0,
                    peaks={"fp32": 67.0, "tf32": 494.5, "fp16": 989.0, "bf16": 989.0},
@@ -180,7 +180,7 @@ def test_two_real_h200s_are_siblings_and_a_slow_one_is_flagged():
     from pathlib import Path
 
     from envdoctor.bench.analysis import siblings
-    from envdoctor.facts.bench import BenchResult
+    from envdoctor.bench.facts import BenchResult
     from envdoctor.facts.serde import from_data
 
     doc = json.loads((Path(__file__).parent / "fixtures/h200x2-bench/bench-fp16-bf16-8192.json").read_text())
@@ -194,7 +194,7 @@ def test_two_real_h200s_are_siblings_and_a_slow_one_is_flagged():
 
 def test_bench_matches_torch_device_to_nvml_by_bus_id_whatever_the_domain_width():
     from envdoctor.bench.host import _match_nvml
-    from envdoctor.facts.bench import BenchDevice
+    from envdoctor.bench.facts import BenchDevice
 
     gpus = [{"uuid": "GPU-AA", "pci_bus_id": "00000000:00:06.0"}, {"uuid": "GPU-BB", "pci_bus_id": "00000000:1A:00.0"}]
     # the child prints the bus id as torch's "%08X:%02X:%02X.0"; NVML may give four domain digits
@@ -210,7 +210,7 @@ CPU = BenchDevice(0, kind="cpu", name="CPU", matmul_rates={"fp32": 0.00026})
 
 def test_repeats_disturbed_by_other_load_are_flagged():
     """0.00026 TFLOP/s median beside a fastest repeat of 0.12: other load, said so (ED613)."""
-    from envdoctor.bench.findings import bench_findings
+    from envdoctor.bench.rules import bench_findings
 
     calm = BenchPoint(0, "fp32", 256, tflops=0.11, best_tflops=0.12, ms=0.30, repeats_ms=(0.28, 0.29, 0.30, 0.31, 0.33))
     hit = BenchPoint(0, "fp32", 512, tflops=0.00026, best_tflops=0.12, ms=1032.0,
@@ -225,7 +225,7 @@ def test_repeats_disturbed_by_other_load_are_flagged():
 
 def test_a_layer_above_100_percent_of_the_matmul_rate_gets_a_caveat():
     from envdoctor.bench.layers import layers_verdict
-    from envdoctor.facts.bench import LayerPoint
+    from envdoctor.bench.facts import LayerPoint
 
     p = LayerPoint(0, "bert", "fp32", "eager", "fwd", 1, 128, status="ok", flops=1e9, ms=5.0, tflops=0.002,
                    of_matmul=7.62)

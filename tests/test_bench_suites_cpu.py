@@ -12,9 +12,9 @@ import pytest
 
 from envdoctor.bench.host import run_bench
 from envdoctor.bench.memory import memory_verdict
-from envdoctor.cli.bench import exit_code
-from envdoctor.facts.bench import BenchDevice, MemoryPoint
-from envdoctor.render.bench import render_bench_text
+from envdoctor.bench.command import exit_code
+from envdoctor.bench.facts import BenchDevice, MemoryPoint
+from envdoctor.bench.render import render_bench_text
 from tests.test_bench_child import needs_torch
 from tests.test_bench_fakes import FakeNvml
 
@@ -111,7 +111,8 @@ def test_cpu_only_report_has_no_gpu_verdict(cpu_run):
     section = text.split("CPU memory bandwidth (")[1].split("\nnote:")[0]      # memory and layers
     assert "HBM" not in section and "datasheet" not in section and "%sheet" not in section
     assert "the fp32 matmul rate (" in section and "comes from one short product at n=512 run for the layers" in section
-    assert r.findings == () and exit_code(r) == 0
+    # ED613 (repeats disturbed by other load) is the truth on a busy shared CI machine; nothing else
+    assert [f.code for f in r.findings if f.code != "ED613"] == [] and exit_code(r) == 0
 
 
 def test_cpu_memory_verdict_text():

@@ -8,8 +8,8 @@ import pytest
 
 from envdoctor.facts import Facts
 from envdoctor.facts.gpu import DriverFacts
-from envdoctor.probes import links
-from envdoctor.rules import links as rules
+from envdoctor.links import probe as links
+from envdoctor.links import rules_topo as rules
 from envdoctor.table import load_table
 from envdoctor.findings import exit_code
 from tests.linkmachines import LinkNvml, bridged_quad, context, nv4_bridge, nvswitch, pcie_pair
