@@ -221,9 +221,10 @@ def pairs_below_design(facts: Facts, table: Any, links: Optional[LinkTable] = No
         if not bad:
             continue
         evidence = [f"GPU {p.a} <-> GPU {p.b}: {p.path} (nvidia-smi topo -m)" for p in bad[:12]]
+        sums = ", ".join(f"GPU {i}: {n}" for i, n in sorted(total.items()))
         evidence.append(f"{name}: {design} NVLinks per GPU by design (data/links.toml); "
-                        + ("the other pairs show NV" + str(design) + ": an NVSwitch board" if switched else
-                           "each GPU's pairs add up to " + ", ".join(f"GPU {i}: {n}" for i, n in sorted(total.items()))))
+                        + (f"the other pairs show NV{design}: an NVSwitch board" if switched else
+                           f"each GPU's pairs add up to {sums}"))
         yield Finding("ED848", "error", f"{len(bad)} GPU pair(s) have fewer NVLinks than {name} has ({design})",
                       evidence=tuple(evidence),
                       fix=("nvidia-smi nvlink -s   # each link's state (needs the driver's NVML)",)
