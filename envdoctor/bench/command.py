@@ -127,7 +127,8 @@ def exit_code(result: BenchResult) -> int:
 
 def measured(result: BenchResult) -> bool:
     """Whether any point of any suite was measured: an answer with nothing in it is a failed run."""
-    return any(p.status == "ok" for p in (*result.points, *result.memory_points, *result.layer_points))
+    points: Tuple[Any, ...] = (*result.points, *result.memory_points, *result.layer_points)
+    return any(p.status == "ok" for p in points)
 
 
 def _on_cpu(result: BenchResult) -> bool:
