@@ -373,6 +373,15 @@ _CODES: Tuple[Code, ...] = (
          (CTK_CDI,)),
     # --- ED7xx: verify against a snapshot --------------------------------------------------------------
     # bench (envdoctor/bench/rules.py): matmul, memory bandwidth, layers
+    Code("ED508", "The NVIDIA Container Toolkit has known container-escape CVEs", "docker", ("warning",),
+         "The installed toolkit is older than the release that fixes a container escape named in NVIDIA's security "
+         "bulletins (data/security.toml): a crafted image started with GPU access can reach the host.",
+         "Upgrade nvidia-container-toolkit (and libnvidia-container) to the fixed release, then restart Docker.",
+         ("https://nvidia.custhelp.com/app/answers/detail/a_id/5659",)),
+    Code("ED509", "A CDI spec was generated for another driver version than the loaded one", "docker", ("warning",),
+         "nvidia-ctk cdi generate names the driver's files by version; after a driver upgrade the spec points at "
+         "files that are gone, and containers started through CDI fail or get the old libraries.",
+         "sudo nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml (the spec's own path).", (CTK_CDI,)),
     Code("ED600", "Tensor Cores not delivering", "bench", ("error",),
          "fp16 matrix products run no faster than the GPU's fp32 units allow: torch runs on the CPU, the fp16 "
          "kernels do not use the Tensor Cores (a torch or cuBLAS older than the GPU), or the GPU is throttled. "
