@@ -212,7 +212,8 @@ def toolkit_security_fixes(facts: Facts, table: Optional[Table]) -> Iterator[Fin
     told = "nvidia-ctk --version" if d.nvidia_ctk_version else "nvidia-container-cli --version"
     evidence = [f"NVIDIA Container Toolkit {installed} ({told})"]
     evidence += [f"{', '.join(f.cves)}: fixed in {f.fixed} (NVIDIA bulletin {f.bulletin}, {f.date}): {f.summary}"
-                 + (" (unconfirmed in data/security.toml)" if f.unconfirmed else "") for f in missing]
+                 + (" (unconfirmed in data/security.toml)" if f.unconfirmed or "summary" in f.unconfirmed_fields
+                    else "") for f in missing]
     yield Finding(
         "ED508", "warning",
         f"NVIDIA Container Toolkit {installed} has known container-escape CVEs: {newest.fixed} or newer fixes them",
