@@ -187,3 +187,23 @@ def test_check_shows_the_links_section(tmp_path):
     out = " ".join(r.output.split())
     assert "GPU links GPU 0 PCIe not reported" in out
     assert "GPU 0 host NUMA node 0, CPUs 0-15" in out and "Source nvidia-smi topo -m" in out
+
+
+def test_a_4_gpu_a100_mesh_with_nv4_between_each_pair_is_healthy_not_ed848(tmp_path):
+    """HGX A100 4-GPU: no NVSwitch, 12 links each spread NV4 to three peers (ALCF Polaris' topo -m)."""
+    from envdoctor.facts import Facts
+    from envdoctor.facts.gpu import GpuInfo
+    from envdoctor.parse.nvidia_topo import parse_topo
+    from envdoctor.probes.context import Context
+
+    m = parse_topo(recorded("public-nvidia-smi-topo", "hgx-a100-4gpu-nv4.txt"))
+    names = tuple(GpuInfo(i, "NVIDIA A100-SXM4-40GB", f"GPU-{i}", source="nvidia-smi") for i in range(4))
+    lf = links.from_topo(Context(root=tmp_path, env={}, timeout=1.0), m, names)
+    codes = [f.code for rule in RULES for f in rule(Facts(links=lf), load_table())]
+    assert "ED848" not in codes
+    degraded = parse_topo(_with_cells(recorded("public-nvidia-smi-topo", "hgx-a100-4gpu-nv4.txt"), {(0, 1): "SYS"}))
+    lf = links.from_topo(Context(root=tmp_path, env={}, timeout=1.0), degraded, names)
+    (f,) = [f for rule in RULES for f in rule(Facts(links=lf), load_table()) if f.code == "ED848"]
+    assert f.title == "GPU 0, 1 reach(es) fewer NVLinks than NVIDIA A100-SXM4-40GB has (12)"
+    assert f.evidence[0] == "GPU 0 <-> GPU 1: SYS (nvidia-smi topo -m)"
+    assert "each GPU's pairs add up to GPU 0: 8, GPU 1: 8, GPU 2: 12, GPU 3: 12" in f.evidence[-1]

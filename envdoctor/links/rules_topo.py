@@ -212,21 +212,23 @@ def pairs_below_design(facts: Facts, table: Any, links: Optional[LinkTable] = No
         for p in own:
             for i in (p.a, p.b):
                 total[i] = total.get(i, 0) + p.nvlinks
+        short: List[int] = []
         if switched:
             bad = [p for p in own if p.nvlinks < design]
         else:        # a mesh: a pair may have none, but each GPU's pairs add up to the design
-            short = {i for i, n in total.items() if n < design}
-            bad = [p for p in own if p.a in short or p.b in short]
-            bad = [p for p in bad if p.nvlinks < design]
+            short = sorted(i for i, n in total.items() if n < design)
+            bad = sorted((p for p in own if (p.a in short or p.b in short) and p.nvlinks < design),
+                         key=lambda p: (p.nvlinks, p.a, p.b))
         if not bad:
             continue
         evidence = [f"GPU {p.a} <-> GPU {p.b}: {p.path} (nvidia-smi topo -m)" for p in bad[:12]]
+        title = (f"{len(bad)} GPU pair(s) have fewer NVLinks than {name} has ({design})" if switched else
+                 f"GPU {', '.join(map(str, short))} reach(es) fewer NVLinks than {name} has ({design})")
         sums = ", ".join(f"GPU {i}: {n}" for i, n in sorted(total.items()))
         evidence.append(f"{name}: {design} NVLinks per GPU by design (data/links.toml); "
                         + (f"the other pairs show NV{design}: an NVSwitch board" if switched else
                            f"each GPU's pairs add up to {sums}"))
-        yield Finding("ED848", "error", f"{len(bad)} GPU pair(s) have fewer NVLinks than {name} has ({design})",
-                      evidence=tuple(evidence),
+        yield Finding("ED848", "error", title, evidence=tuple(evidence),
                       fix=("nvidia-smi nvlink -s   # each link's state (needs the driver's NVML)",)
                       + commands.on_host(facts.system, (
                           "sudo systemctl status nvidia-fabricmanager   # NVSwitch boards need Fabric Manager",),
