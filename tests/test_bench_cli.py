@@ -177,3 +177,12 @@ def test_suite_all_reaches_the_child_with_the_scaled_budgets(tmp_path):
     config = json.loads(log.read_text())
     assert config["suites"] == ["matmul", "memory", "layers"]
     assert config["memory"]["budget"] == 1.0 and config["layers"] == {"budget": 2.5, "dtypes": ["bf16"]}
+
+
+@needs_torch
+def test_bench_device_99_on_the_real_cpu_torch_refuses_before_measuring(tmp_path):
+    """The child says at once that torch sees no GPU for --device 99 (no CPU run first)."""
+    r = run("--python", sys.executable, "--device", "99", "--size", "32", "--budget", "0.1")
+    assert r.exit_code == 2, r.output
+    assert r.stdout == "" and "bench: [" not in r.stderr                  # nothing was measured
+    assert "--device 99: torch " in r.stderr and "sees no GPU" in r.stderr

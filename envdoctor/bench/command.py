@@ -218,8 +218,11 @@ def bench(python: Optional[str], suites: Tuple[Tuple[str, ...], ...], dtypes: Tu
     flat_sizes = tuple(dict.fromkeys(n for group in sizes for n in group)) or DEFAULT_SIZES
     flat_suites = tuple(dict.fromkeys(x for group in suites for x in group)) or DEFAULT_SUITES
     raw: Optional[dict] = {} if raw_out else None
+    source = click.get_current_context().get_parameter_source("device")
+    asked = source is not None and source.name != "DEFAULT"
     result = run_bench(target, flat_dtypes, flat_sizes, budget, device, timeout=timeout,
-                       progress=_progress(sys.stderr), suites=flat_suites, chosen_by=chosen_by, raw=raw)
+                       progress=_progress(sys.stderr), suites=flat_suites, chosen_by=chosen_by, raw=raw,
+                       device_required=asked)
     if getattr(sys.stderr, "isatty", lambda: False)():
         sys.stderr.write("\r\x1b[K")     # clear the progress line (points may have been skipped)
     if raw_out and raw is not None:
@@ -237,8 +240,7 @@ def bench(python: Optional[str], suites: Tuple[Tuple[str, ...], ...], dtypes: Tu
         else:
             plot_line = "no plot written: no point was measured"
     failure = _failure_line(result)
-    source = click.get_current_context().get_parameter_source("device")
-    note = _device_note(result, device, source is not None and source.name != "DEFAULT")
+    note = _device_note(result, device, asked)
     if note:                 # a GPU was asked for and there is none: a run that could not do what was asked
         click.echo(note, err=True)
         sys.exit(EXIT_USAGE)
