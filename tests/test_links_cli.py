@@ -117,6 +117,17 @@ def test_nvml_facts_keep_the_nics_of_nvidia_smi_topo(tmp_path):
     assert (lf.nics[5].device, lf.nics[5].paths[5], lf.nics[5].nearest_gpus) == ("mlx5_5", "PIX", (5,))
 
 
+def test_check_shows_each_nic_with_its_nearest_gpus(tmp_path):
+    from envdoctor.facts import Facts
+    from envdoctor.links.render_topo import links_rows
+
+    root, env = _eight_h200_root(tmp_path)
+    from envdoctor.probes.context import Context
+    lf = links.probe(Context(root=root, env=env, timeout=5.0))
+    rows = dict(links_rows(Facts(links=lf)))
+    assert rows["NIC3 mlx5_3"] == "nearest GPU 3 (PIX)"
+
+
 def test_topo_fallback_of_the_older_driver_names_nics_by_their_device(tmp_path):
     from envdoctor.parse.nvidia_topo import parse_topo
     from envdoctor.probes.context import Context

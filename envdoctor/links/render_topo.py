@@ -92,6 +92,10 @@ def links_rows(f: Facts) -> List[Row]:
         p2p = f", P2P read {p.p2p_read}, write {p.p2p_write}" if p.p2p_read else ""
         rows.append((f"GPU {p.a} <-> GPU {p.b}", f"{p.path}" + (f" (PCIe {p.pcie_path})" if p.pcie_path and
                                                                  p.pcie_path != p.path else "") + p2p))
+    for n in lf.nics:
+        near = ", ".join(map(str, n.nearest_gpus))
+        rows.append((f"{n.name} {n.device}" if n.device and n.device != n.name else n.name,
+                     f"nearest GPU {near} ({n.paths.get(n.nearest_gpus[0], '?')})" if n.nearest_gpus else "?"))
     rows.append(("Source", lf.source or "?"))
     return rows
 
