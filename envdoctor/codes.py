@@ -103,6 +103,13 @@ PYTORCH_CONDA_RETIRED = "https://github.com/pytorch/pytorch/issues/138506"
 CONDA_PIP_MIXED = "https://www.anaconda.com/blog/using-pip-in-a-conda-environment"
 DOCKER_DAEMON = "https://docs.docker.com/engine/daemon/start/"
 DOCKER_POSTINSTALL = "https://docs.docker.com/engine/install/linux-postinstall/"
+REF_FLASH_ATTN = "https://github.com/Dao-AILab/flash-attention#installation-and-features"
+REF_TORCH_ABI = "https://pytorch.org/docs/stable/generated/torch.compiled_with_cxx11_abi.html"
+REF_XFORMERS = "https://github.com/facebookresearch/xformers#installing-xformers"
+REF_REQUIRES_DIST = "https://packaging.python.org/en/latest/specifications/core-metadata/#requires-dist-multiple-use"
+REF_DEEPSPEED = "https://www.deepspeed.ai/tutorials/advanced-install/"
+REF_APEX = "https://github.com/NVIDIA/apex#from-source"
+REF_NVCC_HOST = "https://docs.nvidia.com/cuda/cuda-installation-guide-linux/"
 
 
 _CODES: Tuple[Code, ...] = (
@@ -311,6 +318,65 @@ _CODES: Tuple[Code, ...] = (
          "runtime); building from source (flash-attn, apex, DeepSpeed ops) does.",
          "Install the toolkit of torch's CUDA release only if you build CUDA extensions.",
          (CUDA_INSTALL_LINUX,)),
+    # --- ED330-ED359: the libraries above torch (envdoctor/stack/, docs/stack.md) ----------------------
+    Code("ED330", "A library above torch does not load (its import fails, classified)", "stack", ("error",),
+         "Importing flash-attn, xformers, vLLM, bitsandbytes or another library above torch failed in a separate "
+         "process of the target Python, or (xFormers) it imported but said its C++/CUDA part did not load. The "
+         "exact error is classified: an undefined symbol of c10/at/torch (built for another torch release), a "
+         "symbol naming std::__cxx11 (built with the other C++ ABI: torch._C._GLIBCXX_USE_CXX11_ABI decides), a "
+         "libcudart.so.N of another CUDA major, a missing CUDA library, an architecture the kernels do not support, "
+         "a missing module or an old libstdc++.",
+         "Reinstall the build that matches the installed torch: flash-attn's prebuilt wheel for this torch, CUDA, "
+         "C++ ABI and Python (its GitHub release) or a source build with --no-build-isolation; xformers and vLLM "
+         "from the release that pins this torch, naming torch in the same command so it is not replaced.",
+         (REF_FLASH_ATTN, REF_TORCH_ABI, REF_XFORMERS)),
+    Code("ED331", "Importing a library above torch crashed the interpreter", "stack", ("error",),
+         "The import ended the process with a signal (SIGSEGV, SIGABRT): a C++/CUDA part built for another torch "
+         "or CUDA often crashes instead of raising. envdoctor imports each library in its own process, so the "
+         "rest of the check went on.",
+         "Run the import with python -X faulthandler to see the C stack, then reinstall the library's build for "
+         "this torch (the finding prints the command).", ()),
+    Code("ED332", "Importing a library above torch hung", "stack", ("error",),
+         "The import did not finish within the budget and was killed. Module code that waits on a GPU, a lock "
+         "file (a half-finished JIT build in ~/.cache/torch_extensions) or the network hangs this way.",
+         "Run python -X importtime -c 'import MODULE' with a timeout to see where it stops; remove a stale lock "
+         "under ~/.cache/torch_extensions.", ()),
+    Code("ED333", "A library's declared pins reject the installed torch", "stack", ("error",),
+         "The library's own metadata (Requires-Dist, read with packaging.requirements and its markers evaluated "
+         "for this Python) pins torch, or a library beside it, to a version that is not installed: vLLM and "
+         "xformers pin an exact torch. The next pip install of either replaces the other's torch, and a build for "
+         "another torch fails to load (ED330).",
+         "Install the library's release that pins the installed torch, naming torch in the same command, or move "
+         "torch to the pin from the index of its CUDA variant.", (REF_REQUIRES_DIST,)),
+    Code("ED334", "A library does not support this machine's GPU architecture", "stack", ("error", "warning"),
+         "The library's published minimum (or maximum) compute capability excludes the GPUs here: "
+         "FlashAttention-2 needs Ampere (8.0) or newer, FlashAttention-3 is Hopper (9.0) only, vLLM needs 7.0. "
+         "An error when every GPU is outside, a warning when some are.",
+         "Uninstall it or leave it unused (transformers: attn_implementation=\"sdpa\"); FlashAttention-3 off "
+         "Hopper: FlashAttention-2.", (REF_FLASH_ATTN,)),
+    Code("ED335", "DeepSpeed's ops belong to another torch or CUDA, or cannot be built", "stack", ("error", "warning"),
+         "deepspeed/git_version_info_installed.py (what ds_report reads) records the ops compiled in at install "
+         "time and the torch and CUDA they were compiled with; ops of another torch or CUDA fail to load. With no "
+         "op compiled in, DeepSpeed builds them at first use (JIT), which needs ninja.",
+         "Rebuild the ops for this torch (DS_BUILD_OPS=1 pip install deepspeed --no-build-isolation) or install "
+         "ninja for the JIT build; ds_report shows the result.", (REF_DEEPSPEED,)),
+    Code("ED336", "A known-bad install of a library above torch", "stack", ("error", "warning"),
+         "data/extensions.toml lists the install as wrong: PyPI's 'apex' is an unrelated package (NVIDIA Apex "
+         "is built from its repository), AutoGPTQ is archived in favour of GPTQModel.",
+         "The row's own fix: the command that installs the right package.", (REF_APEX,)),
+    Code("ED337", "A source build of a library above torch would fail or crawl here", "stack", ("warning",),
+         "A library that is compiled against torch (flash-attn, apex, mamba-ssm, causal-conv1d, DeepSpeed's ops) "
+         "is broken without a prebuilt wheel that fits, or was installed from source, and its rebuild would trip: "
+         "no nvcc or one of another CUDA major than torch, a GCC newer than that nvcc accepts "
+         "(crt/host_config.h), no ninja, MAX_JOBS unset (one job per CPU exhausts the RAM), TORCH_CUDA_ARCH_LIST "
+         "not set to these GPUs.",
+         "Install the nvcc of torch's CUDA and a GCC it accepts, pip install ninja, export MAX_JOBS and "
+         "TORCH_CUDA_ARCH_LIST as the finding prints, then pip install --no-build-isolation.", (REF_NVCC_HOST,)),
+    Code("ED338", "The check of the libraries above torch did not finish", "stack", ("warning",),
+         "The import checks were cut short (the torch check's time ran out, a process could not start) or "
+         "data/extensions.toml could not be read: some libraries were not judged, which is not the same as fine.",
+         "Run envdoctor check again with a larger --torch-timeout, or import the named module by hand.",
+         ()),
     # --- ED4xx: conda ---------------------------------------------------------------------------------
     Code("ED401", "The conda env has a CUDA runtime but no nvcc", "conda", ("info",),
          "Running torch needs only the runtime; building from source needs nvcc of torch's CUDA release.",

@@ -14,6 +14,7 @@ from envdoctor.facts.python import IndexConfig
 from envdoctor.findings import Finding
 from envdoctor.render.links import links_rows
 from envdoctor.render.style import Style
+from envdoctor.stack.render import extension_rows
 
 MARKS = {"error": "✗", "warning": "!", "info": "i"}
 
@@ -321,13 +322,15 @@ SECTIONS = (("System", system_rows), ("GPU and driver", gpu_rows), ("GPU links",
             ("CUDA toolkits", toolkit_rows),
             ("Conda", conda_rows), ("Docker and the NVIDIA Container Toolkit", docker_rows),
             ("Python and torch", python_rows),
+            ("Extensions above torch", extension_rows),
             ("Environment that changes torch, CUDA and NCCL", env_rows))
 
 
 def _skipped(f: Facts, title: str) -> bool:
     if title == "Environment that changes torch, CUDA and NCCL":
         return not f.system.torch_env      # a section only when one of the variables is set
-    area = {"CUDA toolkits": "toolkits", "Conda": "conda", "Docker and the NVIDIA Container Toolkit": "docker"}
+    area = {"CUDA toolkits": "toolkits", "Conda": "conda", "Docker and the NVIDIA Container Toolkit": "docker",
+            "Extensions above torch": "torch"}
     return area.get(title) in f.skipped
 
 

@@ -25,7 +25,9 @@ log = logging.getLogger(__name__)
 
 #: One module per area, named as the area: the checks of a skippable area (torch, toolkits,
 #: conda, docker: ``--skip``) are left out when that area was skipped.
-MODULES = ("driver", "torch", "toolkits", "conda", "docker", "links")
+MODULES = ("driver", "torch", "toolkits", "conda", "docker", "links", "stack")
+#: Areas whose checks live in a plugin's folder, and the area whose skip also skips them.
+PLUGIN_RULES = {"stack": ("envdoctor.stack.rules", "torch")}
 
 Rule = Callable[[Facts, Optional[Table]], Iterable[Finding]]
 
@@ -42,10 +44,11 @@ def all_rules(skipped: Iterable[str] = ()) -> tuple[Rule, ...]:
     rules: list[Rule] = []
     skip = set(skipped)
     for name in MODULES:
-        if name in skip:
+        plugin, skipped_with = PLUGIN_RULES.get(name, (f"envdoctor.rules.{name}", name))
+        if name in skip or skipped_with in skip:
             continue
         try:
-            module = importlib.import_module(f"envdoctor.rules.{name}")
+            module = importlib.import_module(plugin)
         except Exception as exc:  # a broken install: report it as a finding, keep the other checks
             rules.append(_broken_module(name, exc))
             continue
