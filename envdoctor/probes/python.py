@@ -53,11 +53,10 @@ def start(ctx: Context, with_torch: bool = True) -> Callable[[], Tuple[TargetPyt
     # importing torch has its own bound (--torch-timeout); without it the child is like any command
     timeout = ctx.torch_timeout if with_torch else ctx.timeout
     config: Dict[str, Any] = {"torch": with_torch}
-    if with_torch:   # the libraries above torch, each imported in a grandchild within their own budget
-        from envdoctor.stack.host import IMPORT_BUDGET, child_config
+    if with_torch:   # the libraries above torch, each imported in a grandchild, within the same bound
+        from envdoctor.stack.host import child_config
 
-        config["extensions"] = child_config(IMPORT_BUDGET)
-        timeout += IMPORT_BUDGET + 5
+        config["extensions"] = child_config(timeout)
     running = threading.Event()
     box: List[ChildRun] = []
     failure: List[BaseException] = []

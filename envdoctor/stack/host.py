@@ -43,14 +43,19 @@ CATALOG: Tuple[Tuple[str, Tuple[str, ...], Tuple[str, ...]], ...] = (
     ("causal-conv1d", ("causal-conv1d", "causal_conv1d"), ("causal_conv1d",)),
 )
 
-#: Seconds all imports together may take, on top of the torch check's own bound.
+#: The most seconds all imports together may take; never more than what is left of the torch
+#: check's own bound (``--torch-timeout``, which covers the whole child).
 IMPORT_BUDGET = 60.0
+#: Seconds kept at the end of the child's bound for its answer.
+MARGIN = 2.0
 
 
-def child_config(budget: float = IMPORT_BUDGET, imports: bool = True) -> Dict[str, Any]:
-    """The ``extensions`` part of the torch child's config."""
+def child_config(timeout: float, imports: bool = True) -> Dict[str, Any]:
+    """The ``extensions`` part of the torch child's config: the imports end ``deadline`` seconds
+    after the child started (its whole bound is ``timeout``)."""
     return {"catalog": [{"name": n, "dists": list(d), "modules": list(m)} for n, d, m in CATALOG],
-            "budget": budget, "imports": imports}
+            "budget": min(IMPORT_BUDGET, max(0.0, timeout - MARGIN)), "deadline": max(0.0, timeout - MARGIN),
+            "imports": imports}
 
 
 def _str(value: Any, limit: int = 4000) -> Optional[str]:

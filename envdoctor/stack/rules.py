@@ -374,7 +374,7 @@ def _needs_build(facts: Facts) -> List[Extension]:
             continue
         broken = _breakage(facts, e) is not None or (e.outcome is not None and e.outcome.ok is None)
         from_source = e.direct_url is not None and not e.direct_url.archive
-        if e.name == "flash-attn" and broken and flash_attn_wheel(facts, ext):
+        if e.name == "flash-attn" and broken and not from_source and flash_attn_wheel(facts, ext):
             continue
         if broken or from_source:
             out.append(e)
@@ -442,6 +442,10 @@ def check_unfinished(facts: Facts, table: Optional[Table]) -> Iterator[Finding]:
                       evidence=(stack.error,),
                       fix=("envdoctor check --torch-timeout 180   # more time for the imports",),
                       area="stack")
+    if stack.extensions and stack.imports_skipped and stack.imports_skipped.startswith("no time left"):
+        yield Finding("ED338", "warning", "the libraries above torch were found but not imported: no time was left",
+                      evidence=(stack.imports_skipped, ", ".join(e.name for e in stack.extensions)),
+                      fix=("envdoctor check --torch-timeout 180   # more time for the imports",), area="stack")
     if stack.extensions:
         _, error = _tables()
         if error:

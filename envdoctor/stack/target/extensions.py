@@ -19,6 +19,8 @@ import time
 if False:  # for readers and linters: these come from _prelude.py and torch_probe.py
     from envdoctor.child.torch_probe import _normalize, installed_distributions
 
+#: When the child started (this part is sent before the script): the imports end within its bound.
+STARTED = getattr(time, "monotonic", time.time)()   # Python 2 still says its version
 MARK = "@@envdoctor-extension@@"
 MAX_METADATA = 512 * 1024
 MAX_REQUIRES = 200
@@ -316,12 +318,16 @@ def extension_facts(config, torch_data):
         installed = torch_data.get("installed")
         out["imports_skipped"] = "torch does not import here" if installed else "torch is not installed"
     elif found:
-        budget = float(config.get("budget") or 60)
+        now = time.monotonic()
+        deadline = min(now + float(config.get("budget") or 60), STARTED + float(config.get("deadline") or 60))
         modules = []
         for item in found:
             for module in item["modules"][:1]:
                 if module not in modules:
                     modules.append(module)
-        out["imports"] = import_all(modules, time.monotonic() + budget)
+        if deadline - now < 1:
+            out["imports_skipped"] = "no time left within the torch check's bound (--torch-timeout)"
+        else:
+            out["imports"] = import_all(modules, deadline)
     out["seconds"] = round(time.monotonic() - started, 3)
     return out
