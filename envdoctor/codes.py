@@ -110,6 +110,9 @@ REF_REQUIRES_DIST = "https://packaging.python.org/en/latest/specifications/core-
 REF_DEEPSPEED = "https://www.deepspeed.ai/tutorials/advanced-install/"
 REF_APEX = "https://github.com/NVIDIA/apex#from-source"
 REF_NVCC_HOST = "https://docs.nvidia.com/cuda/cuda-installation-guide-linux/"
+REF_CUDA_COMPAT_DOC = "https://docs.nvidia.com/deploy/cuda-compatibility/"
+REF_NGC_PYTORCH = "https://docs.nvidia.com/deeplearning/frameworks/pytorch-release-notes/index.html"
+CTK_ENV_VARS = "https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/docker-specialized.html"
 
 
 _CODES: Tuple[Code, ...] = (
@@ -438,6 +441,50 @@ _CODES: Tuple[Code, ...] = (
          "Generate the spec with nvidia-ctk cdi generate (again after every driver upgrade).",
          (CTK_CDI,)),
     # --- ED7xx: verify against a snapshot --------------------------------------------------------------
+    # --- ED560-ED569: a Dockerfile, linted before the build (envdoctor/dockerfile/, docs/stack.md) -------
+    Code("ED560", "The image's CUDA is newer than the driver runs", "dockerfile", ("error", "warning"),
+         "The final stage's base image (nvidia/cuda:X, an NGC PyTorch release, pytorch/pytorch:...-cudaX) ships a "
+         "CUDA release that needs a newer driver than this host's (or --driver): the container starts, and CUDA "
+         "fails with 'the provided PTX was compiled with an unsupported toolchain' or 'CUDA driver version is "
+         "insufficient'. A warning where only minor-version compatibility covers it.",
+         "Upgrade the host's driver, or build FROM an image of a CUDA release the driver supports.",
+         (REF_CUDA_COMPAT_DOC,)),
+    Code("ED561", "torch installed from PyPI into a CUDA image, without the index of its CUDA", "dockerfile",
+         ("warning",),
+         "pip install torch without --index-url https://download.pytorch.org/whl/cuXYZ takes PyPI's wheel, built "
+         "for PyPI's default CUDA variant: a second CUDA stack beside the image's, and extensions compiled with "
+         "the image's nvcc against a torch of another CUDA.",
+         "Add --index-url https://download.pytorch.org/whl/cuXYZ of the image's CUDA (uv: --torch-backend).",
+         (TORCH_INSTALL,)),
+    Code("ED562", "torch reinstalled over the NGC PyTorch image's own build", "dockerfile", ("error",),
+         "NGC's PyTorch image ships its own torch (CUDA, cuDNN and the C++11 ABI of that release) and "
+         "transformer-engine, flash-attn and apex compiled against it; pip install torch replaces it and those "
+         "break (undefined symbols at import).",
+         "Drop torch from the install and constrain it to what the image ships (pip install -c a file of its "
+         "pip list --format=freeze).", (REF_NGC_PYTORCH,)),
+    Code("ED563", "A library's torch pin fights the image's torch", "dockerfile", ("error",),
+         "vLLM and xformers pin one torch release (data/extensions.toml); installing a release of them that pins "
+         "another torch than the image has replaces the image's torch, or fails to resolve under a constraint.",
+         "Install the release that pins the image's torch, or build FROM the project's own image (vLLM's).",
+         (REF_REQUIRES_DIST,)),
+    Code("ED564", "flash-attn compiled without nvcc, MAX_JOBS or --no-build-isolation", "dockerfile",
+         ("error", "warning"),
+         "pip install flash-attn compiles it when no wheel matches: a runtime image has no nvcc (error); without "
+         "MAX_JOBS ninja starts one nvcc per CPU and the build runs out of memory; without --no-build-isolation "
+         "pip builds in an environment without torch.",
+         "Build FROM a devel image, ENV MAX_JOBS=4 (or what the builder's RAM fits), pip install flash-attn "
+         "--no-build-isolation.", (REF_FLASH_ATTN,)),
+    Code("ED565", "NVIDIA_VISIBLE_DEVICES or NVIDIA_DRIVER_CAPABILITIES missing where the image needs them",
+         "dockerfile", ("warning",),
+         "NVIDIA's images set both; an image built on ubuntu or python that installs a GPU stack does not. Under "
+         "the nvidia runtime without --gpus, an unset NVIDIA_VISIBLE_DEVICES exposes no GPU, and an unset "
+         "NVIDIA_DRIVER_CAPABILITIES mounts only 'utility' (no libcuda); a value without 'compute' is the same.",
+         "ENV NVIDIA_VISIBLE_DEVICES=all and ENV NVIDIA_DRIVER_CAPABILITIES=compute,utility in the final stage.",
+         (CTK_ENV_VARS,)),
+    Code("ED566", "A base image envdoctor cannot judge", "dockerfile", ("info",),
+         "A FROM line uses an ARG without a value (give it with --build-arg), or names a release envdoctor's "
+         "tables do not hold: its CUDA and torch were not checked, which is not the same as fine.",
+         "envdoctor dockerfile --build-arg NAME=VALUE, as the build gets it.", ()),
     # bench (envdoctor/bench/findings.py): matmul, memory bandwidth, layers
     Code("ED600", "Tensor Cores not delivering", "bench", ("error",),
          "fp16 matrix products run no faster than the GPU's fp32 units allow: torch runs on the CPU, the fp16 "

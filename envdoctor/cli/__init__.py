@@ -15,7 +15,7 @@ import click
 from envdoctor import __version__
 from envdoctor.cli.common import EXIT_INTERRUPTED, closed_pipe, color_option
 
-#: command name -> "module:function" under envdoctor.cli
+#: command name -> "module:function" under envdoctor.cli (or a full module path, for a plugin's command)
 COMMANDS: Dict[str, str] = {
     "check": "check:check",
     "recommend": "recommend:recommend",
@@ -30,6 +30,7 @@ COMMANDS: Dict[str, str] = {
     "topo": "topo:topo",
     "comms": "comms:comms",
     "fleet": "fleet:fleet",
+    "dockerfile": "envdoctor.dockerfile.command:dockerfile",
 }
 
 
@@ -48,6 +49,7 @@ SUMMARIES: Dict[str, str] = {
     "fit": "Will this model fit on these GPUs, for inference or training: the peak, term by term.",
     "topo": "GPU links (PCIe, NVLink, NUMA) with each path's expected peak.",
     "comms": "NCCL collectives: bus bandwidth, correctness, the slow link.",
+    "dockerfile": "Lint a Dockerfile for the GPU stack: base image CUDA vs driver, torch index, pins, builds.",
     "fleet": "Many nodes: merge their reports (or gather them through a launcher) and name the odd one.",
 }
 
@@ -72,7 +74,8 @@ class LazyGroup(click.Group):
         if target is None:
             return None
         module_name, attr = target.split(":")
-        module = importlib.import_module(f"envdoctor.cli.{module_name}")
+        # a plugin's command is a full module path ("envdoctor.dockerfile.command")
+        module = importlib.import_module(module_name if "." in module_name else f"envdoctor.cli.{module_name}")
         command: click.Command = getattr(module, attr)
         if not any(p.name == "color" for p in command.params):
             # every command takes --color, after its name as well as before it
