@@ -113,6 +113,17 @@ class ImageRow:
 
 
 @dataclass(frozen=True)
+class AbiRow:
+    torch: str                        # "2.7": from this release on
+    cxx11abi: bool
+    source: str
+    checked: str
+    unconfirmed: bool = False
+    unconfirmed_fields: Tuple[str, ...] = ()
+    note: Optional[str] = None
+
+
+@dataclass(frozen=True)
 class Extensions:
     archs: Tuple[ArchRow, ...]
     pins: Tuple[PinRow, ...]
@@ -120,6 +131,7 @@ class Extensions:
     bad: Tuple[BadRow, ...]
     gccs: Tuple[GccRow, ...]
     images: Tuple[ImageRow, ...]
+    abis: Tuple[AbiRow, ...] = ()
 
     def arch(self, name: str) -> Optional[ArchRow]:
         return next((r for r in self.archs if r.name == name), None)
@@ -162,6 +174,15 @@ class Extensions:
         row = self.gcc_row(cuda)
         return row.max_gcc if row else None
 
+    def torch_abi(self, torch: str) -> Optional[AbiRow]:
+        """The row that applies to a torch release of download.pytorch.org ("2.8.0" -> the 2.7 row)."""
+        try:
+            want = Version(torch)
+        except InvalidVersion:
+            return None
+        rows = [r for r in self.abis if Version(r.torch) <= Version(want.base_version)]
+        return max(rows, key=lambda r: Version(r.torch), default=None)
+
     def image(self, name: str) -> Optional[ImageRow]:
         return next((r for r in self.images if r.name == name), None)
 
@@ -173,7 +194,7 @@ def _cc(where, name, value):  # type: ignore[no-untyped-def]
 
 
 def parse(doc: Doc) -> Extensions:
-    check_top(doc, ("arch", "pin", "wheel", "bad", "gcc", "image"))
+    check_top(doc, ("arch", "pin", "wheel", "bad", "gcc", "image", "abi"))
     archs = []
     for where, raw in rows(doc, "arch", "name"):
         v = fields(where, raw, {"name": "str", "min_cc": "str", "max_cc": "str?", "why": "str"})
@@ -226,7 +247,13 @@ def parse(doc: Doc) -> Extensions:
     for where, raw in rows(doc, "image", "name"):
         v = fields(where, raw, {"name": "str", "ships": "strs", "torch": "str", "cuda": "str"})
         images.append(make_row(ImageRow, where, v))
-    return Extensions(tuple(archs), tuple(pins), tuple(wheels), tuple(bad), tuple(ordered), tuple(images))
+    abis = []
+    for where, raw in rows(doc, "abi", "torch"):
+        v = fields(where, raw, {"torch": "str", "cxx11abi": "bool"})
+        version(where, "torch", v["torch"])
+        abis.append(make_row(AbiRow, where, v))
+    return Extensions(tuple(archs), tuple(pins), tuple(wheels), tuple(bad), tuple(ordered), tuple(images),
+                      tuple(abis))
 
 
 def build(directory: Optional[DataDir] = None) -> Extensions:
