@@ -164,3 +164,25 @@ def test_the_default_path_is_the_dockerfile_of_the_current_folder(tmp_path, monk
     monkeypatch.chdir(tmp_path)
     r = cli_runner().invoke(cli, ["dockerfile", "--driver", "580.65.06"])
     assert r.exit_code == 0 and "ED561 warning: line 2" in r.stdout
+
+
+def test_hostile_text_is_bounded_and_never_a_traceback():
+    import random
+
+    rng = random.Random(21)
+    alphabet = "FROM RUN ARG ENV ${}:-+\\`\"'<<EOF\n\t #=abc"
+    for _ in range(300):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 300)))
+        try:
+            d = parse(text)
+        except DockerfileError:
+            continue
+        assert d.stages                                         # parsed: at least one FROM
+    with pytest.raises(DockerfileError, match="larger than 1024 KiB"):
+        parse("FROM ubuntu\n" + "#" * (1024 * 1024))
+    with pytest.raises(DockerfileError, match="NUL bytes"):
+        parse("FROM ubuntu\x00\n")
+    d = parse("FROM ubuntu\r\nRUN echo a \\\r\n  b\r\n")         # CRLF files
+    assert d.instructions[1].args == "echo a b"
+    with pytest.raises(DockerfileError, match="a substitution grows past 65536 characters"):
+        parse("FROM ubuntu\nENV A=" + "x" * 60000 + "\nENV B=${A}${A}\n")

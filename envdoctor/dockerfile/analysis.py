@@ -165,14 +165,17 @@ def _pip_start(tokens: List[str]) -> Optional[Tuple[int, str]]:
 def pip_installs(text: str, scope: Optional[Dict[str, str]] = None) -> Tuple[PipInstall, ...]:
     """Every pip/uv pip install in a RUN line's shell text (its heredocs included), variables of
     ``scope`` (the ARG and ENV values the shell sees) substituted."""
-    from envdoctor.dockerfile.parse import expand
+    from envdoctor.dockerfile.parse import DockerfileError, expand
 
     out = []
     for command in _SEPARATORS.split(text):
         if "install" not in command or "pip" not in command:
             continue
         command = command.strip()
-        expanded = expand(command, scope or {}) if scope is not None else command
+        try:
+            expanded = expand(command, scope or {}) if scope is not None else command
+        except DockerfileError:   # a substitution past the bound: read the line as written
+            expanded = command
         tokens = _tokens(expanded)
         start = _pip_start(tokens)
         if start is None:

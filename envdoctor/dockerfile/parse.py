@@ -201,6 +201,8 @@ def _logical_lines(lines: List[str], escape: str, start: int) -> List[Tuple[int,
         joined = " ".join(p.strip() for p in parts if p.strip())
         last = min(i, n - 1)
         i += 1
+        if not joined:      # a lone continuation: nothing to run
+            continue
         bodies: List[str] = []
         docs = _HEREDOC.findall(joined) if joined.split(None, 1)[0].upper() in ("RUN", "COPY", "ADD") else []
         for strip, _quote, name in docs:
