@@ -124,7 +124,7 @@ def make_extension(site: Path, dist: str, version: str, module: str, requires: O
     info = site / f"{dist.replace('-', '_')}-{version}.dist-info"
     info.mkdir(parents=True, exist_ok=True)
     lines = requires if requires is not None else REQUIRES.get(f"{dist}-{version}", ())
-    metadata = [f"Metadata-Version: 2.1", f"Name: {dist}", f"Version: {version}"]
+    metadata = ["Metadata-Version: 2.1", f"Name: {dist}", f"Version: {version}"]
     metadata += [f"Requires-Dist: {r}" for r in lines]
     (info / "METADATA").write_text("\n".join(metadata) + "\n\nThe long description.\nRequires-Dist: not-a-header\n")
     if installer:

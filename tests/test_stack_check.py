@@ -73,7 +73,7 @@ def test_flash_attn_built_with_the_cxx11_abi_on_a_torch_without_it_gets_the_preb
     assert (f.code, f.severity) == ("ED330", "error")
     assert f.title == "flash-attn 2.8.3 does not load: built with the other C++ ABI (cxx11abi) than this torch"
     assert any("undefined symbol: _ZN3c105ErrorC2ENS_14SourceLocationENSt7__cxx11" in ev for ev in f.evidence)
-    py = "cp%d%d" % sys.version_info[:2]
+    py = "cp{}{}".format(*sys.version_info[:2])
     if sys.version_info[:2] in ((3, 9), (3, 10), (3, 11), (3, 12), (3, 13)):
         assert f.fix == (
             "pip install --no-deps --force-reinstall https://github.com/Dao-AILab/flash-attention/releases/download/"

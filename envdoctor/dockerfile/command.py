@@ -12,7 +12,7 @@ from typing import Dict, Optional, Tuple
 
 import click
 
-from envdoctor.cli.common import (EXIT_USAGE, color_option, debug_option, guarded, make_context, root_option,
+from envdoctor.clicore import (EXIT_USAGE, color_option, debug_option, guarded, make_context, root_option,
                                   timeout_option, use_color)
 
 

@@ -44,8 +44,8 @@ def document(path: str, d: Dockerfile, found: Tuple[Lint, ...], driver: Optional
 
 def render_text(path: str, d: Dockerfile, found: Tuple[Lint, ...], driver: Optional[str],
                 driver_source: Optional[str], table: Any, ext: Any, color: bool = False) -> str:
-    from envdoctor.render.style import Style
-    from envdoctor.render.text import finding_lines, verdict
+    from envdoctor.style import Style
+    from envdoctor.lines import finding_lines, verdict
 
     style = Style(color)
     out = [style(f"{path}: {len(d.stages)} stage(s), {len(d.instructions)} instructions", "bold")]

@@ -24,10 +24,12 @@ from envdoctor.table import Table
 log = logging.getLogger(__name__)
 
 #: One module per area, named as the area: the checks of a skippable area (torch, toolkits,
-#: conda, docker: ``--skip``) are left out when that area was skipped.
+#: conda, docker: ``--skip``) are left out when that area was skipped. A plugin's rules that
+#: check runs too are named by their module (area "links": ``envdoctor.links.rules_topo``).
 MODULES = ("driver", "torch", "toolkits", "conda", "docker", "links", "stack")
-#: Areas whose checks live in a plugin's folder, and the area whose skip also skips them.
-PLUGIN_RULES = {"stack": ("envdoctor.stack.rules", "torch")}
+PLUGIN_MODULES = {"links": "envdoctor.links.rules_topo", "stack": "envdoctor.stack.rules"}
+#: A plugin area left out with another one: the libraries above torch with torch.
+SKIPPED_WITH = {"stack": "torch"}
 
 Rule = Callable[[Facts, Optional[Table]], Iterable[Finding]]
 
@@ -44,11 +46,10 @@ def all_rules(skipped: Iterable[str] = ()) -> tuple[Rule, ...]:
     rules: list[Rule] = []
     skip = set(skipped)
     for name in MODULES:
-        plugin, skipped_with = PLUGIN_RULES.get(name, (f"envdoctor.rules.{name}", name))
-        if name in skip or skipped_with in skip:
+        if name in skip or SKIPPED_WITH.get(name) in skip:
             continue
         try:
-            module = importlib.import_module(plugin)
+            module = importlib.import_module(PLUGIN_MODULES.get(name, f"envdoctor.rules.{name}"))
         except Exception as exc:  # a broken install: report it as a finding, keep the other checks
             rules.append(_broken_module(name, exc))
             continue
