@@ -204,3 +204,20 @@ def test_check_json_and_text_show_the_extensions(tmp_path):
     text = cli_runner().invoke(cli, args, env={**ctx.env, **env}, catch_exceptions=False).output
     assert "Extensions above torch" in text and "flash-attn     2.8.3 (pip): does not load (ImportError)" in text
     assert "ED330 error: flash-attn 2.8.3 does not load: built for another torch release" in text
+
+
+@pytest.mark.parametrize("version", ["3.8", "3.9"])
+def test_the_extension_part_runs_on_old_pythons(tmp_path, version):
+    from tests.faketorch import find_python
+
+    exe = find_python(version)
+    if exe is None:
+        pytest.skip(f"no Python {version} on this machine")
+    site = make_torch(tmp_path, version="2.4.1+cu121", cuda="12.1", devices=[V100], cxx11_abi=False)
+    make_extension(site, "flash-attn", "2.6.3", "flash_attn", requires=["torch", "einops"],
+                   raises=ERRORS["fa2_torch"])
+    make_extension(site, "xformers", "0.0.28.post3", "xformers", on_import="segfault")
+    python, torch = probe(Context(env=torch_env(site), python=exe, torch_timeout=60))
+    assert python.version.startswith(version + ".")
+    found = {f.code for f in _findings(python, torch)}
+    assert {"ED330", "ED331", "ED333", "ED334"} <= found

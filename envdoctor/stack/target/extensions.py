@@ -238,9 +238,10 @@ def _collect(proc, out, err, seconds, timed_out):
     import json
 
     out.seek(0)
-    err.seek(0)
     stdout = out.read(256 * 1024).decode("utf-8", "replace")
-    stderr = err.read().decode("utf-8", "replace")
+    err.seek(0, 2)                       # only the end of what it printed on stderr (a library may print MBs)
+    err.seek(max(0, err.tell() - MAX_STDERR * 4))
+    stderr = err.read(MAX_STDERR * 4).decode("utf-8", "replace")
     out.close()
     err.close()
     result = {"returncode": proc.returncode, "seconds": round(seconds, 3)}
