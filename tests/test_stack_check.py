@@ -221,3 +221,14 @@ def test_the_extension_part_runs_on_old_pythons(tmp_path, version):
     assert python.version.startswith(version + ".")
     found = {f.code for f in _findings(python, torch)}
     assert {"ED330", "ED331", "ED333", "ED334"} <= found
+
+
+def test_flash_attn_3_is_imported_by_the_module_it_installs(tmp_path):
+    site = make_torch(tmp_path, version="2.8.0+cu128", cuda="12.8", devices=[gpu("NVIDIA A100-SXM4-80GB", 8, 0)])
+    make_extension(site, "flash-attn-3", "3.0.0b1", "flash_attn_3", requires=["torch"])
+    python, torch = _probe(site)
+    e = torch.extensions.get("flash-attn-3")
+    assert e.modules[0] == "flash_attn_3" and e.outcome.ok is True
+    (f,) = _findings(python, torch)
+    assert f.code == "ED334" and f.title == ("flash-attn-3 3.0.0b1 does not support 8.0 GPUs (needs compute "
+                                             "capability 9.0 only)")

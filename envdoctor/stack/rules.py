@@ -247,8 +247,9 @@ def crashed_or_hung(facts: Facts, table: Optional[Table]) -> Iterator[Finding]:
                           f"({signal_name(o.signal)})", evidence=(where,) + tuple(tail),
                           fix=(f"python -X faulthandler -c 'import {o.module}'   # the C stack of the crash",) + fix,
                           area="stack")
-        elif o.start_error or o.returncode not in (None, 0):
-            why = o.start_error or f"the interpreter exited with status {o.returncode} and no answer"
+        elif o.start_error or o.torch_error or o.returncode not in (None, 0):
+            why = o.start_error or (f"torch did not import in its process: {o.torch_error}" if o.torch_error else
+                                    f"the interpreter exited with status {o.returncode} and no answer")
             yield Finding("ED338", "warning", f"import {o.module} ({e.name}) could not be checked",
                           evidence=(why,), fix=(f"python -c 'import {o.module}'   # run it by hand",),
                           area="stack")
@@ -303,7 +304,8 @@ def arch_unsupported(facts: Facts, table: Optional[Table]) -> Iterator[Finding]:
         bad = unsupported_gpus(gpus, row.min_cc, row.max_cc)
         if not bad:
             continue
-        span = f"{row.min_cc}" + (f" to {row.max_cc}" if row.max_cc else " or newer")
+        upper = " only" if row.max_cc == row.min_cc else f" to {row.max_cc}" if row.max_cc else " or newer"
+        span = row.min_cc + upper
         fix: Tuple[str, ...]
         if e.name == "flash-attn-3":
             fix = (f"pip uninstall -y {e.dist}   # FlashAttention-3 is Hopper only",

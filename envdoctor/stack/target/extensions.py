@@ -291,6 +291,20 @@ def import_all(modules, deadline, env=None):
     return results
 
 
+def _importable(modules):
+    """The modules with the first one that is installed first (flash-attn 3 is flash_attn_interface in
+    older builds, flash_attn_3 in newer ones); a top-level find_spec imports nothing."""
+    import importlib.util
+
+    for i, name in enumerate(modules):
+        try:
+            if importlib.util.find_spec(name) is not None:
+                return [name] + modules[:i] + modules[i + 1:]
+        except (ImportError, ValueError):
+            continue
+    return modules
+
+
 def extension_facts(config, torch_data):
     """The answer's ``extensions`` part: every installed library of the catalog, its metadata and
     the outcome of its import. ``config``: {"catalog": [...], "budget": seconds, "imports": bool}."""
@@ -323,6 +337,7 @@ def extension_facts(config, torch_data):
         deadline = min(now + float(config.get("budget") or 60), STARTED + float(config.get("deadline") or 60))
         modules = []
         for item in found:
+            item["modules"] = _importable(item["modules"])
             for module in item["modules"][:1]:
                 if module not in modules:
                     modules.append(module)
