@@ -60,5 +60,6 @@ def render_text(path: str, d: Dockerfile, found: Tuple[Lint, ...], driver: Optio
     out.append(style("Findings", "bold"))
     out.extend(finding_lines([x.finding for x in found], style) or ["  none"])
     out.append("")
-    out.append(verdict(tuple(x.finding for x in found), style))
+    out.append(verdict(tuple(x.finding for x in found), style).replace(
+        "then run envdoctor check again", f"then run envdoctor dockerfile {path} again"))
     return mask_text("\n".join(out) + "\n")

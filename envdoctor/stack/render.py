@@ -60,6 +60,12 @@ def extension_rows(facts: Facts) -> List[Row]:
     for e in stack.extensions:
         label = e.name if e.name == e.dist else f"{e.name} ({e.dist})"
         rows.append((label, f"{e.version} ({_origin(e)}): {_outcome(e, stack)}"))
+        d = e.deepspeed
+        if d is not None and not d.unreadable:
+            built = [op for op, on in sorted(d.installed_ops.items()) if on]
+            with_ = "" if d.torch_version in (None, "0.0") else f" with torch {d.torch_version}, CUDA {d.cuda_version}"
+            rows.append(("  DeepSpeed ops", (f"compiled in: {', '.join(built)}{with_}" if built else
+                                            "none compiled in: built at first use (JIT, needs ninja)")))
     abi = stack.torch_cxx11_abi
     if abi is not None:
         rows.append(("torch C++ ABI", f"cxx11abi{'TRUE' if abi else 'FALSE'} (torch._C._GLIBCXX_USE_CXX11_ABI)"))
