@@ -95,3 +95,22 @@ def test_the_child_with_the_real_cpu_torch(tmp_path):
     assert stack.torch_cxx11_abi in (True, False)              # the real torch says which
     x = stack.get("xformers")
     assert x.outcome.ok is True and "xFormers can't load" in x.outcome.stderr
+
+
+def test_torchvision_of_another_torch():
+    # what this project's CPU box says of PyPI's torchvision beside torch 2.13.0 (its machine notes)
+    b = classify("RuntimeError", "operator torchvision::nms does not exist", torch_version="2.13.0+cpu")
+    assert b.kind == "other_torch" and "torchvision::nms" in b.detail
+
+
+def test_extension_facts_survive_a_saved_report():
+    from envdoctor.facts.python import TorchFacts
+    from envdoctor.facts.serde import from_data, to_data
+    from envdoctor.stack.host import interpret
+
+    stack = interpret({"installed": [{"name": "vllm", "dist": "vllm", "version": "0.11.0", "info": "/s/vllm.dist-info",
+                                      "requires": ["torch==2.8.0"], "modules": ["vllm"]}],
+                       "imports": {"vllm": {"returncode": -11, "seconds": 0.5}}, "torch_cxx11_abi": True})
+    torch = TorchFacts(installed=True, version="2.8.0+cu128", extensions=stack)
+    back = from_data(TorchFacts, to_data(torch))
+    assert back == torch and back.extensions.get("vllm").outcome.signal == 11

@@ -47,6 +47,7 @@ _VERSIONED = ("libcudart", "libcublas", "libcufft", "libcurand", "libcusparse", 
 _XFORMERS_BUILT = re.compile(r"xFormers was built for:\s*PyTorch (\S+) with CUDA (\d+) \(you have ([^)]+)\)")
 _BNB_BINARY = re.compile(r"libbitsandbytes_cuda(\d+)")
 _GLIBCXX = re.compile(r"(GLIBCXX_[\d.]+|CXXABI_[\d.]+)' not found")
+_OPERATOR = re.compile(r"operator (\w+::\w+) does not exist")
 _NO_MODULE = re.compile(r"No module named '([\w.]+)'")
 _ARCH = ("only supports Ampere", "no kernel image is available", "not supported on this GPU",
          "requires compute capability", "sm_90a", "Unsupported gpu architecture")
@@ -117,6 +118,10 @@ def classify(error_type: Optional[str], message: Optional[str], stderr: Optional
             return Breakage("other_torch", f"a function of torch it was linked against is not in this torch "
                             f"{torch_version or ''} (undefined symbol {symbol[:80]})".replace("  ", " "), symbol=symbol)
         return Breakage("other", f"undefined symbol {symbol[:80]}", symbol=symbol)
+    m = _OPERATOR.search(text)
+    if m:   # torchvision's (and others') registered operators belong to another torch release
+        return Breakage("other_torch", f"its compiled operators ({m.group(1)}) are not registered with this torch "
+                        f"{torch_version or ''}".rstrip())
     m = _GLIBCXX.search(text)
     if m:
         return Breakage("libstdcxx", f"{m.group(1)} is not in the libstdc++ this process loaded")
