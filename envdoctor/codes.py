@@ -485,6 +485,14 @@ _CODES: Tuple[Code, ...] = (
          "A FROM line uses an ARG without a value (give it with --build-arg), or names a release envdoctor's "
          "tables do not hold: its CUDA and torch were not checked, which is not the same as fine.",
          "envdoctor dockerfile --build-arg NAME=VALUE, as the build gets it.", ()),
+    Code("ED567", "A prebuilt flash-attn wheel for another torch, C++ ABI or CUDA than the image's", "dockerfile",
+         ("error",),
+         "flash-attn's release wheels are named for the torch, CUDA major and C++ ABI they were built against "
+         "(flash_attn-2.8.3+cu12torch2.8cxx11abiFALSE-cp312-...); NGC's torch is built with the C++11 ABI and "
+         "download.pytorch.org's from torch 2.7 on too. A wheel of another torch, ABI or CUDA installs, and its "
+         "import fails with an undefined symbol.",
+         "Install the wheel named for the image's torch, ABI and CUDA (the finding spells the file name).",
+         (REF_FLASH_ATTN,)),
     # bench (envdoctor/bench/rules.py): matmul, memory bandwidth, layers
     Code("ED600", "Tensor Cores not delivering", "bench", ("error",),
          "fp16 matrix products run no faster than the GPU's fp32 units allow: torch runs on the CPU, the fp16 "

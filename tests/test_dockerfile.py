@@ -186,3 +186,12 @@ def test_hostile_text_is_bounded_and_never_a_traceback():
     assert d.instructions[1].args == "echo a b"
     with pytest.raises(DockerfileError, match="a substitution grows past 65536 characters"):
         parse("FROM ubuntu\nENV A=" + "x" * 60000 + "\nENV B=${A}${A}\n")
+
+
+def test_a_flash_attn_wheel_of_pypis_torch_in_an_ngc_image():
+    code, found, doc = lint("ngc-flash-attn-wheel.Dockerfile", "--driver", "580.65.06")
+    assert (code, found) == (1, [("ED567", "error", 5)])
+    f = doc["findings"][0]
+    assert "built for torch 2.4; the image has torch 2.6.0a0+ecf3bae40a" in f["evidence"]
+    assert f["fix"][1].startswith("pip install --no-deps https://github.com/Dao-AILab/flash-attention/releases/download/"
+                                  "v2.7.4.post1/flash_attn-2.7.4.post1+cu12torch2.6cxx11abiTRUE-cp312-cp312-")

@@ -9,12 +9,14 @@
 | ED564 | flash-attn compiled without nvcc, MAX_JOBS or --no-build-isolation |
 | ED565 | NVIDIA_VISIBLE_DEVICES / NVIDIA_DRIVER_CAPABILITIES missing where the image needs them |
 | ED566 | a base image envdoctor cannot judge (unknown, or an ARG without a value) |
+| ED567 | a prebuilt flash-attn wheel for another torch, C++ ABI or CUDA than the image's |
 
 Each finding carries its line (``Lint.line``) and the exact change.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
@@ -289,6 +291,54 @@ def flash_attn_build(c: Context) -> Iterator[Lint]:
             evidence=(_where(c, ins),) + tuple(problems), fix=tuple(fix), reference=REF_FA, area="dockerfile"))
 
 
+_FA_WHEEL = re.compile(r"flash_attn-([0-9][\w.]*)\+cu(\d+)torch(\d+\.\d+)cxx11abi(TRUE|FALSE)-(cp\d+)-")
+
+
+def _image_abi(c: Context, base: BaseImage, torch: Optional[str], from_base: bool) -> Optional[bool]:
+    """The C++ ABI of the image's torch: NGC builds with the C++11 ABI; a wheel from download.pytorch.org
+    by the [[abi]] rows of its release."""
+    if base.kind == "ngc-pytorch" and from_base:
+        return True
+    row = c.ext.torch_abi(torch) if (c.ext is not None and torch) else None
+    return row.cxx11abi if row is not None else None
+
+
+def flash_attn_wheel_mismatch(c: Context) -> Iterator[Lint]:
+    """ED567: a prebuilt flash-attn wheel for another torch, C++ ABI or CUDA than the image's."""
+    from envdoctor.stack.analysis import torch_minor
+
+    torch_at = _torch_of(c)
+    for ins, p in _installs(c):
+        for loc in p.local:
+            name = loc.rsplit("/", 1)[-1]
+            m = _FA_WHEEL.search(name)
+            if m is None or ins.stage < 0:
+                continue
+            base = c.bases[ins.stage]
+            image_torch, src = torch_at.get(ins.line, (None, 0))
+            want_torch, want_abi, cu = m.group(3), m.group(4) == "TRUE", m.group(2)
+            problems, fixed = [], name
+            have = torch_minor(image_torch)
+            if have and have != want_torch:
+                problems.append(f"built for torch {want_torch}; the image has torch {image_torch}")
+                fixed = fixed.replace(f"torch{want_torch}", f"torch{have}")
+            abi = _image_abi(c, base, image_torch, src == 0)
+            if abi is not None and abi != want_abi:
+                problems.append(f"cxx11abi{m.group(4)}; the image's torch is built {'with' if abi else 'without'} "
+                                "the C++11 ABI (the import fails: undefined symbol ...__cxx11...)")
+                fixed = fixed.replace(f"cxx11abi{m.group(4)}", f"cxx11abi{'TRUE' if abi else 'FALSE'}")
+            if base.cuda and cu[:2] != base.cuda.split(".")[0]:
+                problems.append(f"built for CUDA {cu[:2]}; the image is CUDA {base.cuda}")
+            if not problems:
+                continue
+            yield Lint(ins.line, Finding(
+                "ED567", "error", f"line {ins.line}: the flash-attn wheel {m.group(1)} does not fit the image's torch",
+                evidence=(_where(c, ins),) + tuple(problems),
+                fix=(f"{'uv pip' if p.tool == 'uv' else 'pip'} install --no-deps {loc.replace(name, fixed)}"
+                     "   # the wheel of the image's torch, ABI and CUDA (check the release has it)",),
+                reference=REF_FA, area="dockerfile"))
+
+
 def nvidia_env_missing(c: Context) -> Iterator[Lint]:
     """ED565: a GPU image on a base that does not set NVIDIA_VISIBLE_DEVICES/NVIDIA_DRIVER_CAPABILITIES."""
     final = c.dockerfile.stages[-1]
@@ -335,7 +385,7 @@ def base_unknown(c: Context) -> Iterator[Lint]:
 
 
 RULES = (driver_too_old, torch_without_index, torch_over_ngc, pins_fight_torch, flash_attn_build,
-         nvidia_env_missing, base_unknown)
+         flash_attn_wheel_mismatch, nvidia_env_missing, base_unknown)
 
 
 def lint(d: Dockerfile, table: Any, ext: Any, driver: Optional[str], driver_source: Optional[str] = None,
