@@ -91,6 +91,10 @@ _what = _SPEC.get("on_import")
 if _what == "segfault":
     import signal as _signal
     _os.kill(_os.getpid(), _signal.SIGSEGV)
+elif _what == "exit":
+    _sys.stderr.write("fatal: libflash_attn.so: bad ELF header\n")
+    _sys.stderr.flush()
+    _os._exit(3)
 elif _what == "hang":
     import time as _time
     _time.sleep(600)
@@ -108,7 +112,7 @@ def make_extension(site: Path, dist: str, version: str, module: str, requires: O
     """Write the package ``module`` and the dist-info of ``dist`` ``version`` into ``site``.
 
     ``requires`` defaults to the recorded lines of ``REQUIRES["{dist}-{version}"]``; ``raises`` is an
-    entry of ``ERRORS``; ``on_import`` "segfault" or "hang"; ``files`` maps paths under the package
+    entry of ``ERRORS``; ``on_import`` "segfault", "exit" (a C library's exit(3)) or "hang"; ``files`` maps paths under the package
     folder to text (DeepSpeed's git_version_info_installed.py)."""
     site = Path(site)
     pkg = site / module

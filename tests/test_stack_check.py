@@ -232,3 +232,14 @@ def test_flash_attn_3_is_imported_by_the_module_it_installs(tmp_path):
     (f,) = _findings(python, torch)
     assert f.code == "ED334" and f.title == ("flash-attn-3 3.0.0b1 does not support 8.0 GPUs (needs compute "
                                              "capability 9.0 only)")
+
+
+def test_an_import_that_exits_the_interpreter_is_a_crash_not_silence(tmp_path):
+    site = make_torch(tmp_path, version="2.8.0+cu128", cuda="12.8", devices=[H200])
+    make_extension(site, "mamba-ssm", "2.2.4", "mamba_ssm", requires=["torch"], on_import="exit")
+    python, torch = _probe(site)
+    found = {f.code: f for f in _findings(python, torch)}
+    f = found["ED331"]
+    assert f.title.endswith("ended the interpreter before the import returned (exit status 3)")
+    assert set(found) == {"ED331", "ED337"}        # mamba-ssm is rebuilt from source here: what that needs
+    assert "fatal: libflash_attn.so: bad ELF header" in f.evidence

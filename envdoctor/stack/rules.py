@@ -241,17 +241,18 @@ def crashed_or_hung(facts: Facts, table: Optional[Table]) -> Iterator[Finding]:
                                     "the network in its module code"),
                           fix=(f"timeout 120 python -X importtime -c 'import {o.module}'   # where it stops",) + fix,
                           area="stack")
-        elif o.signal is not None:
-            tail = (o.stderr or "").strip().splitlines()[-3:]
-            yield Finding("ED331", "error", f"import {o.module} ({e.name} {e.version}) crashed the interpreter "
-                          f"({signal_name(o.signal)})", evidence=(where,) + tuple(tail),
-                          fix=(f"python -X faulthandler -c 'import {o.module}'   # the C stack of the crash",) + fix,
-                          area="stack")
-        elif o.start_error or o.torch_error or o.returncode not in (None, 0):
-            why = o.start_error or (f"torch did not import in its process: {o.torch_error}" if o.torch_error else
-                                    f"the interpreter exited with status {o.returncode} and no answer")
+        elif o.start_error or o.torch_error:
+            why = o.start_error or f"torch did not import in its process: {o.torch_error}"
             yield Finding("ED338", "warning", f"import {o.module} ({e.name}) could not be checked",
                           evidence=(why,), fix=(f"python -c 'import {o.module}'   # run it by hand",),
+                          area="stack")
+        else:   # a signal, or the process ended (os._exit, a C library's exit()) before the import returned
+            how = (f"crashed the interpreter ({signal_name(o.signal)})" if o.signal is not None else
+                   f"ended the interpreter before the import returned (exit status {o.returncode})")
+            tail = (o.stderr or "").strip().splitlines()[-3:]
+            yield Finding("ED331", "error", f"import {o.module} ({e.name} {e.version}) {how}",
+                          evidence=(where,) + tuple(tail),
+                          fix=(f"python -X faulthandler -c 'import {o.module}'   # the C stack of the crash",) + fix,
                           area="stack")
 
 
