@@ -258,6 +258,10 @@ def with_stack(plan: Plan, m: Any, table: Any, ext: Any, wants: Tuple[Want, ...]
     at = next((i for i, s in enumerate(body) if s.title == "Verify"), len(body))
     body[at:at] = steps
     alternatives = plan.alternatives
+    image = next((r.name for r in ext.images if r.name == f"vllm/vllm-openai:v{cand.releases.get('vllm')}"), None)
+    if "vllm" in names and image:
+        reasons.append(f"or no install at all: vLLM's own image {image} ships this stack "
+                       "(envdoctor recommend --with vllm --route docker)")
     if "vllm" in names and plan.route == "system":
         release = cand.releases.get("vllm")
         alternatives = alternatives + (f"uv pip install {'vllm==' + release if release else 'vllm'} "
