@@ -396,7 +396,9 @@ def source_build_blocked(facts: Facts, table: Optional[Table]) -> Iterator[Findi
     tk = next((t for t in facts.toolkits.toolkits if t.root == facts.toolkits.extension_toolkit), None)
     nvcc = tk.release if tk is not None else None
     torch_cuda = major_minor(facts.torch.cuda)
-    if nvcc is None:
+    if "toolkits" in facts.skipped:
+        pass    # not inspected (--skip toolkits): nothing is claimed about nvcc
+    elif nvcc is None:
         problems.append(f"no nvcc: torch's cpp_extension finds no CUDA toolkit (torch is CUDA {facts.torch.cuda})")
         fixes.append(f"# install the CUDA {torch_cuda} toolkit (envdoctor explain ED309), or: "
                      f"conda install -c nvidia cuda-nvcc={torch_cuda}")
