@@ -31,7 +31,7 @@ COMMANDS: Dict[str, str] = {
     "topo": "envdoctor.links.command_topo:topo",
     "comms": "envdoctor.links.command_comms:comms",
     "fleet": "envdoctor.fleet.command:fleet",
-    "dockerfile": "envdoctor.dockerfile.command:dockerfile",
+    "dockerfile": "dockerfile:dockerfile",
 }
 
 

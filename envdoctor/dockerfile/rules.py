@@ -1,4 +1,4 @@
-"""Findings ED560-ED569 for a Dockerfile (pure: the parsed file, the tables, a driver version).
+"""Findings ED560-ED567 for a Dockerfile (pure: the parsed file, the tables, a driver version).
 
 | code  | what |
 |---|---|
