@@ -94,3 +94,12 @@ def test_pins_that_cannot_agree_have_no_candidate():
     ext = load_extensions()
     assert candidates(parse_with("vllm==0.11.0,xformers==0.0.28.post3"), ext) == []
     assert [c.torch for c in candidates(parse_with("xformers"), ext)] == ["2.8.0", "2.7.1", "2.5.1"]
+
+
+def test_the_python_decides_the_release():
+    r = cli_runner().invoke(cli, ["recommend", "--gpu", "H100", "--driver", "580.95.05", "--os", "ubuntu:24.04",
+                                  "--python-version", "3.9", "--offline", "--with", "vllm", "--json"])
+    doc = json.loads(r.stdout)
+    assert r.exit_code == 0 and any("vllm==0.10.1.1 -c" in c for c in commands(doc))   # 0.11.0 has no cp39
+    r = cli_runner().invoke(cli, ["recommend", *H100[:-3], "--python-version", "3.8", "--offline", "--with", "vllm"])
+    assert r.exit_code == 1 and "has wheels for Python 3.8" in r.stderr

@@ -75,6 +75,16 @@ class Candidate:
     unconfirmed: Tuple[str, ...] = ()    # rows the choice rests on that are unconfirmed
     torchvision: Optional[str] = None
     torchaudio: Optional[str] = None
+    pythons: Tuple[str, ...] = ()        # the Pythons every pinned release has wheels for (empty: any)
+
+    def for_python(self, python: Optional[str]) -> bool:
+        return not self.pythons or python is None or python.rstrip("t") in self.pythons
+
+
+def _pythons(rows: List[Tuple[str, ...]]) -> Tuple[str, ...]:
+    sets = [set(p) for p in rows if p]
+    common = set.intersection(*sets) if sets else set()
+    return tuple(sorted(common, key=lambda v: version(v) or v))
 
 
 def _variants(cudas: List[Tuple[str, ...]]) -> Tuple[str, ...]:
@@ -95,6 +105,7 @@ def candidates(wants: Tuple[Want, ...], ext: Any) -> List[Candidate]:
         for row in rows:
             releases = {"vllm": row.version}
             cudas = [row.cuda]
+            pys = [row.pythons]
             unconfirmed = [f"vllm {row.version}"] if row.unconfirmed or row.unconfirmed_fields else []
             if "xformers" in names:
                 want_x = names["xformers"] or row.xformers
@@ -104,16 +115,18 @@ def candidates(wants: Tuple[Want, ...], ext: Any) -> List[Candidate]:
                     continue
                 releases["xformers"] = xrow.version
                 cudas.append(xrow.cuda)
+                pys.append(xrow.pythons)
                 if xrow.unconfirmed or xrow.unconfirmed_fields:
                     unconfirmed.append(f"xformers {xrow.version}")
             out.append(Candidate(row.torch, releases, _variants(cudas), tuple(unconfirmed), row.torchvision,
-                                 row.torchaudio))
+                                 row.torchaudio, _pythons(pys)))
         return out
     for xrow in ext.pins_of("xformers"):
         if names["xformers"] is not None and version(xrow.version) != version(names["xformers"]):
             continue
         out.append(Candidate(xrow.torch, {"xformers": xrow.version}, _variants([xrow.cuda]),
-                             (f"xformers {xrow.version}",) if xrow.unconfirmed or xrow.unconfirmed_fields else ()))
+                             (f"xformers {xrow.version}",) if xrow.unconfirmed or xrow.unconfirmed_fields else (),
+                             pythons=tuple(xrow.pythons)))
     return out
 
 

@@ -188,7 +188,12 @@ def _stack_plan(stack: tuple, machine: Machine, table: Table, route: Route | Non
 
     wants, cands, ext = stack
     first = None
-    for cand in cands:
+    fitting = [c for c in cands if c.for_python(machine.python)] if route != "docker" else cands
+    if not fitting:
+        pins = ", ".join(f"{n} {v}" for n, v in cands[0].releases.items())
+        _fail(f"--with: no release envdoctor knows ({pins} and older) has wheels for Python {machine.python}; "
+              "plan for another Python with --python-version", 1)
+    for cand in fitting:
         # the docker route runs an image with its own torch: the pins choose the image, not a wheel
         specs: list[str | None] = list(torch_specs(cand)) if route != "docker" else []
         for spec in specs or [torch_spec]:
