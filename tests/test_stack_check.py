@@ -204,6 +204,8 @@ def test_check_json_and_text_show_the_extensions(tmp_path):
     text = cli_runner().invoke(cli, args, env={**ctx.env, **env}, catch_exceptions=False).output
     assert "Extensions above torch" in text and "flash-attn     2.8.3 (pip): does not load (ImportError)" in text
     assert "ED330 error: flash-attn 2.8.3 does not load: built for another torch release" in text
+    md = cli_runner().invoke(cli, args + ["--markdown"], env={**ctx.env, **env}, catch_exceptions=False).output
+    assert "**Extensions above torch**" in md and "| flash-attn | 2.8.3 (pip): does not load (ImportError) |" in md
 
 
 @pytest.mark.parametrize("version", ["3.8", "3.9"])
