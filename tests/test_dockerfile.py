@@ -195,3 +195,12 @@ def test_a_flash_attn_wheel_of_pypis_torch_in_an_ngc_image():
     assert "built for torch 2.4; the image has torch 2.6.0a0+ecf3bae40a" in f["evidence"]
     assert f["fix"][1].startswith("pip install --no-deps https://github.com/Dao-AILab/flash-attention/releases/download/"
                                   "v2.7.4.post1/flash_attn-2.7.4.post1+cu12torch2.6cxx11abiTRUE-cp312-cp312-")
+
+
+def test_credentials_in_a_dockerfile_never_reach_the_output(tmp_path):
+    f = tmp_path / "Dockerfile"
+    f.write_text("FROM nvidia/cuda:12.4.1-runtime-ubuntu22.04\n"
+                 "RUN pip install torch --extra-index-url https://bob:s3cret@mirror.example/simple\n")
+    for extra in ([], ["--json"]):
+        r = cli_runner().invoke(cli, ["dockerfile", str(f), "--driver", "580.65.06", *extra])
+        assert r.exit_code == 0 and "s3cret" not in r.stdout and "https://bob:***@mirror.example" in r.stdout
