@@ -335,8 +335,8 @@ _CODES: Tuple[Code, ...] = (
          (REF_FLASH_ATTN, REF_TORCH_ABI, REF_XFORMERS)),
     Code("ED331", "Importing a library above torch crashed the interpreter", "stack", ("error",),
          "The import ended the process with a signal (SIGSEGV, SIGABRT), or a C library called exit() before the "
-         "import returned: a C++/CUDA part built for another torch or CUDA often crashes instead of raising. envdoctor imports each library in its own process, so the "
-         "rest of the check went on.",
+         "import returned: a C++/CUDA part built for another torch or CUDA often crashes instead of raising. "
+         "envdoctor imports each library in its own process, so the rest of the check went on.",
          "Run the import with python -X faulthandler to see the C stack, then reinstall the library's build for "
          "this torch (the finding prints the command).", ()),
     Code("ED332", "Importing a library above torch hung", "stack", ("error",),
