@@ -130,6 +130,8 @@ DOCUMENTS: tuple[Document, ...] = (
     Document("comms", "envdoctor.comms/1", "comms-1.json", "comms result", "envdoctor comms --json"),
     Document("fleet", "envdoctor.fleet/1", "fleet-1.json", "fleet report",
              "envdoctor fleet REPORT.json... --json, envdoctor fleet --gather --json"),
+    Document("dockerfile", "envdoctor.dockerfile/1", "dockerfile-1.json", "Dockerfile lint",
+             "envdoctor dockerfile [PATH] --json"),
 )
 _BY_KIND = {d.kind: d for d in DOCUMENTS}
 _VERSION = re.compile(r"[0-9]{1,6}")

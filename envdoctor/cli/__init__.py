@@ -31,6 +31,7 @@ COMMANDS: Dict[str, str] = {
     "topo": "envdoctor.links.command_topo:topo",
     "comms": "envdoctor.links.command_comms:comms",
     "fleet": "envdoctor.fleet.command:fleet",
+    "dockerfile": "dockerfile:dockerfile",
 }
 
 
@@ -49,6 +50,7 @@ SUMMARIES: Dict[str, str] = {
     "fit": "Will this model fit on these GPUs, for inference or training: the peak, term by term.",
     "topo": "GPU links (PCIe, NVLink, NUMA) with each path's expected peak.",
     "comms": "NCCL collectives: bus bandwidth, correctness, the slow link.",
+    "dockerfile": "Lint a Dockerfile for the GPU stack: base image CUDA vs driver, torch index, pins, builds.",
     "fleet": "Many nodes: merge their reports (or gather them through a launcher) and name the odd one.",
 }
 
