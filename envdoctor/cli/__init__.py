@@ -13,7 +13,7 @@ from typing import Dict, List, Optional
 import click
 
 from envdoctor import __version__
-from envdoctor.cli.common import EXIT_INTERRUPTED, closed_pipe, color_option
+from envdoctor.cli.common import EXIT_INTERRUPTED, closed_pipe, color_option, json_after_command
 
 #: command name -> "module:function" under envdoctor.cli
 COMMANDS: Dict[str, str] = {
@@ -30,6 +30,7 @@ COMMANDS: Dict[str, str] = {
     "topo": "topo:topo",
     "comms": "comms:comms",
     "fleet": "fleet:fleet",
+    "schema": "schema:schema",
 }
 
 
@@ -49,6 +50,7 @@ SUMMARIES: Dict[str, str] = {
     "topo": "GPU links (PCIe, NVLink, NUMA) with each path's expected peak.",
     "comms": "NCCL collectives: bus bandwidth, correctness, the slow link.",
     "fleet": "Many nodes: merge their reports (or gather them through a launcher) and name the odd one.",
+    "schema": "The JSON Schema of a document (report, plan, bench, ...), self-contained.",
 }
 
 
@@ -66,6 +68,10 @@ class LazyGroup(click.Group):
 
     def list_commands(self, ctx: click.Context) -> List[str]:
         return list(COMMANDS)
+
+    def parse_args(self, ctx: click.Context, args: List[str]) -> List[str]:
+        # ``envdoctor --json check``: every --json belongs to a command (cli.common.JsonGroup)
+        return super().parse_args(ctx, json_after_command(args, list(COMMANDS)))
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> Optional[click.Command]:
         target = COMMANDS.get(cmd_name)

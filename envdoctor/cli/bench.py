@@ -42,7 +42,7 @@ from envdoctor.facts.bench import (
     LayerPoint,
     MemoryPoint,
 )
-from envdoctor.documents import dumps
+from envdoctor.documents import dumps, stamp
 from envdoctor.facts.serde import to_data
 from envdoctor.render.bench import render_bench_text
 
@@ -230,7 +230,7 @@ def bench(python: Optional[str], suites: Tuple[Tuple[str, ...], ...], dtypes: Tu
     if note:
         click.echo(note, err=True)
     if as_json:
-        click.echo(dumps(to_data(result)))
+        click.echo(dumps(stamp(to_data(result), exit_code(result))))
     elif failure and not (result.points or result.memory_points or result.layer_points):
         pass
     else:

@@ -32,7 +32,7 @@ from envdoctor.cli.common import (
     use_color,
 )
 from envdoctor.facts.burn import DEFAULT_SECONDS, DTYPES, MAX_SECONDS, MIN_SECONDS, BurnResult
-from envdoctor.documents import dumps
+from envdoctor.documents import dumps, stamp
 from envdoctor.facts.serde import to_data
 from envdoctor.redact import mask_data, mask_text
 from envdoctor.render.burn import chart_lines, render_burn_text, verdict_line
@@ -170,7 +170,7 @@ def burn(python: Optional[str], seconds: float, device: str, dtypes: Tuple[Tuple
     ascii_only = not _utf8(sys.stdout)
     plot_lines = _plot(result, plot, target, ascii_only) if plot and result.gpus else []
     if as_json:
-        click.echo(dumps(mask_data(to_data(result))))
+        click.echo(dumps(stamp(mask_data(to_data(result)), exit_code(result))))
         sys.stderr.write(verdict_line(result) + "\n")
     else:
         click.echo(mask_text(render_burn_text(result, color=use_color(), ascii_only=ascii_only)), nl=False)

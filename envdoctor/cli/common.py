@@ -25,6 +25,27 @@ EXIT_PIPE = 141
 EXIT_INTERRUPTED = 130
 
 
+def json_after_command(args: Sequence[str], names: Sequence[str]) -> list:
+    """``args`` with a ``--json`` given before the (sub)command name moved after it, so that
+    ``envdoctor --json check`` and ``envdoctor table --json torch 2.7`` mean what they say::
+
+        json_after_command(["--json", "torch", "2.7"], ["torch", "cuda"])   # ["torch", "--json", "2.7"]
+    """
+    out = list(args)
+    at = next((i for i, a in enumerate(out) if a in names or a == "--"), None)
+    if at is None or out[at] == "--" or "--json" not in out[:at]:
+        return out
+    before = [a for a in out[:at] if a != "--json"]
+    return [*before, out[at], "--json", *out[at + 1:]]
+
+
+class JsonGroup(click.Group):
+    """A group whose ``--json`` may come before its subcommand's name (the subcommand takes it)."""
+
+    def parse_args(self, ctx: click.Context, args: list) -> list:
+        return super().parse_args(ctx, json_after_command(args, self.list_commands(ctx)))
+
+
 def closed_pipe() -> None:
     """Leave quietly when standard output is a pipe whose reader has gone: no traceback, no
     "Exception ignored" at exit (standard output points at /dev/null from here on)."""

@@ -156,10 +156,11 @@ def comms(python: Optional[str], collectives: Tuple[str, ...], sizes: Optional[s
                    f"{mine.status if mine else 'no answer'} (rank 0 reports)", err=True)
         sys.exit(EXIT_OK if mine is not None and mine.status == "ok" else EXIT_ERRORS)
     if as_json:
-        from envdoctor.documents import dumps
+        from envdoctor.documents import dumps, stamp
         from envdoctor.redact import mask_data
 
-        click.echo(dumps(mask_data(comms_document(result, findings))))
+        code = EXIT_ERRORS if any(f.severity == "error" for f in findings) else EXIT_OK
+        click.echo(dumps(stamp(mask_data(comms_document(result, findings)), code)))
     else:
         click.echo(render_comms_text(result, findings, color=use_color()), nl=False)
     if plot:

@@ -123,7 +123,7 @@ def fit(model: str | None, mode: str, batch: int, seq: int | None, new_tokens: i
     from envdoctor.fit.models import bundled_models
     from envdoctor.fit.resolve import resolve_model_config
     from envdoctor.fit.verdict import fit_report
-    from envdoctor.documents import dumps
+    from envdoctor.documents import dumps, stamp
     from envdoctor.fit.workload import Workload, default_dtype
     from envdoctor.render.fit import fit_document, render_fit_text
 
@@ -176,7 +176,7 @@ def fit(model: str | None, mode: str, batch: int, seq: int | None, new_tokens: i
         section, text, measured_error = _measure(spec, raw, report, cpu, builder, python, timeout)
         failed = failed or measured_error
     if as_json:
-        click.echo(dumps(fit_document(report, measurement=section)))
+        click.echo(dumps(stamp(fit_document(report, measurement=section), EXIT_ERRORS if failed else EXIT_OK)))
     else:
         click.echo(render_fit_text(report) + text, nl=False)
     sys.exit(EXIT_ERRORS if failed else EXIT_OK)

@@ -44,11 +44,12 @@ def _output(text: str, output: Optional[Path]) -> None:
 
 
 def _render(fleet: Any, redactor: Optional[Redactor], fmt: str) -> str:
-    from envdoctor.documents import dumps
+    from envdoctor.documents import dumps, stamp
     from envdoctor.render import fleet as render
 
     if fmt == "json":
         doc = mask_data(render.fleet_document(fleet))
+        doc = stamp(doc, doc["summary"]["exit_code"])
         return dumps(redactor.data(doc) if redactor else doc) + "\n"
     if fmt == "markdown":
         text = render.render_markdown(fleet)

@@ -90,6 +90,7 @@ def recommend(route: Route | None, torch_spec: str | None, python: str | None, a
     from envdoctor.advise.recommend import recommend as make_plan
     from envdoctor.advise.request import SpecError, parse_torch_spec, spec_variant
     from envdoctor.advise.whatif import Overrides, WhatIfError, apply_overrides
+    from envdoctor.documents import stamp
     from envdoctor.render import json as render_json
     from envdoctor.render.plan import plan_document, render_script, render_text
 
@@ -123,7 +124,7 @@ def recommend(route: Route | None, torch_spec: str | None, python: str | None, a
     env_name, export = _index_env(index_url)
     plan = make_plan(machine, table, route, torch_spec, with_nvcc, available, index_url, env_name, export)
     if as_json:
-        click.echo(mask_text(render_json.dumps(plan_document(plan))))
+        click.echo(mask_text(render_json.dumps(stamp(plan_document(plan), 0 if plan.ok else 1))))
     else:
         click.echo(mask_text(render_text(plan, color=use_color())), nl=False)
     if configured is not None:

@@ -26,7 +26,7 @@ from envdoctor.cli.common import (
     torch_timeout_option,
     use_color,
 )
-from envdoctor.documents import dumps
+from envdoctor.documents import dumps, stamp
 from envdoctor.facts import Facts
 from envdoctor.inspect import inspect
 from envdoctor.probes import SKIPPABLE, internal_failures
@@ -242,7 +242,7 @@ def verify(baseline: Path | None, with_bench: bool, tolerance: float, as_json: b
     if as_json:
         doc = verify_document(base, facts, verification, warnings, bench, tolerance if with_bench else None, code,
                               created_at=iso(utc_now()))
-        click.echo(dumps(doc))
+        click.echo(dumps(stamp(doc, code)))
     else:
         for line in warnings:
             click.echo(f"envdoctor: warning: {mask_text(line)}", err=True)

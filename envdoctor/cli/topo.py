@@ -24,7 +24,7 @@ from envdoctor.cli.common import (
     timeout_option,
     use_color,
 )
-from envdoctor.documents import dumps
+from envdoctor.documents import dumps, stamp
 from envdoctor.facts import Facts
 from envdoctor.facts.gpu import DriverFacts
 from envdoctor.findings import exit_code, sort_findings
@@ -72,8 +72,9 @@ def topo(timeout: float, as_json: bool, debug: bool, root: Optional[Path]) -> No
     top = expected(lf, load_links())
     if as_json:
         now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-        doc = topo_document(lf, top, findings, envdoctor_version=__version__, collected_at=now)
-        click.echo(dumps(mask_data(doc)))
+        doc = topo_document(lf, top, findings, envdoctor_version=__version__, created_at=now)
+        code = EXIT_ERRORS if not lf.gpus or exit_code(findings) else EXIT_OK
+        click.echo(dumps(stamp(mask_data(doc), code)))
     else:
         click.echo(render_topo_text(lf, top, findings, color=use_color()), nl=False)
     if not lf.gpus:
