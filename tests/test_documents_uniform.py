@@ -8,9 +8,7 @@ output, tests/machines.py), and checked against the schema as ``envdoctor schema
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import os
 import re
 import sys
 import jsonschema
@@ -21,12 +19,11 @@ from envdoctor.cli import cli
 from envdoctor.documents import DOCUMENTS, created_at, stamp
 from tests.documents import HEADER, ROOT
 from tests.machines import h200
+from tests.torchtest import needs_torch
 
 FAST = ["--skip", "torch", "--skip", "conda", "--skip", "docker", "--skip", "toolkits"]
 SNAPSHOT = ROOT / "tests/fixtures/snapshots/h200-580.json"
 H200_CHECK = ROOT / "tests/fixtures/h200-driver580-cuda13/envdoctor-check.json"
-NEEDS_TORCH = pytest.mark.skipif(importlib.util.find_spec("torch") is None and not os.environ.get(
-    "ENVDOCTOR_REQUIRE_TORCH"), reason="needs torch in the test interpreter (the CPU build does)")
 
 
 def invoke(*args, env=None):
@@ -124,7 +121,7 @@ def test_every_document_has_the_header_and_validates_plainly(kind, tmp_path, mon
     assert created_at(doc) == doc["created_at"]
 
 
-@NEEDS_TORCH
+@needs_torch
 @pytest.mark.parametrize("kind", sorted(TORCH_WRITERS))
 def test_the_torch_documents_have_the_header_and_validate_plainly(kind, tmp_path, monkeypatch):
     written(kind, TORCH_WRITERS[kind](tmp_path, monkeypatch))
