@@ -287,7 +287,8 @@ def table(headers: Sequence[str], rows: Iterable[Sequence[Any]], id: str = "", s
             if isinstance(c.text, (int, float)) and not isinstance(c.text, bool):
                 classes = (classes + " num").strip()
                 key = c.text if key is None else key
-            attrs = (f' class="{esc(classes)}"' if classes else "") + (f' data-k="{esc(key)}"' if key is not None else "")
+            attrs = f' class="{esc(classes)}"' if classes else ""
+            attrs += f' data-k="{esc(key)}"' if key is not None else ""
             out.append(f"<td{attrs}>{esc(fmt(c.text))}</td>")
         out.append("</tr>")
     out.append("</tbody></table>")
@@ -437,7 +438,8 @@ def svg_chart(c: Chart) -> str:
         out.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{top + h}" y2="{top + h + 4}" stroke="#57606a"/>'
                    f'<text x="{x:.1f}" y="{top + h + 16}" text-anchor="middle">{esc(label(t))}</text>')
     out.append(f'<text x="{left + w / 2}" y="{c.height - 6}" text-anchor="middle">{esc(c.x_label)}</text>'
-               f'<text transform="translate(14 {top + h / 2}) rotate(-90)" text-anchor="middle">{esc(c.y_label)}</text>')
+               f'<text transform="translate(14 {top + h / 2}) rotate(-90)" text-anchor="middle">'
+               f"{esc(c.y_label)}</text>")
     for r in c.refs:
         if not math.isfinite(r.value):
             continue

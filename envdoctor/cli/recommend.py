@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, NoReturn
 
 import click
 
+from envdoctor.cli.common import check_formats, emit_page, html_options, machine_redactor
 from envdoctor.cli.common import (
     EXIT_INTERNAL,
     EXIT_USAGE,
@@ -68,6 +69,7 @@ def _fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
 @click.option("--glibc", metavar="X.Y", default=None, help="What if: this glibc (2.27 on Ubuntu 18.04).")
 @click.option("--from", "from_arg", type=click.Path(dir_okay=False), default=None,
               metavar="REPORT.json", help="Plan for the machine of a report saved by `envdoctor check --json`.")
+@html_options
 @timeout_option
 @debug_option
 @root_option
@@ -76,7 +78,8 @@ def recommend(route: Route | None, torch_spec: str | None, python: str | None, a
               script_arg: str | None, force: bool, with_nvcc: bool, offline: bool, index_url: str | None,
               driver: str | None, gpus: tuple[str, ...], no_gpu: bool, python_version: str | None,
               os_: str | None, arch: str | None, glibc: str | None, from_arg: str | None,
-              timeout: float, debug: bool, root: Path | None) -> None:
+              timeout: float, debug: bool, root: Path | None, as_html: bool = False,
+              html_output: Path | None = None) -> None:
     """Say which route, torch and wheel to install here, as exact commands.
 
     \b
@@ -87,6 +90,7 @@ def recommend(route: Route | None, torch_spec: str | None, python: str | None, a
 
     Exit status: 0 a plan, 1 nothing fits as the machine is, 2 usage error, 3 envdoctor failed.
     """
+    check_formats(json=as_json, html=as_html)
     from envdoctor.advise.recommend import recommend as make_plan
     from envdoctor.advise.request import SpecError, parse_torch_spec, spec_variant
     from envdoctor.advise.whatif import Overrides, WhatIfError, apply_overrides
@@ -123,7 +127,12 @@ def recommend(route: Route | None, torch_spec: str | None, python: str | None, a
     available = None if offline else _availability(machine, index_url, timeout)
     env_name, export = _index_env(index_url)
     plan = make_plan(machine, table, route, torch_spec, with_nvcc, available, index_url, env_name, export)
-    if as_json:
+    if as_html:
+        from envdoctor.render.plan_page import plan_page
+
+        emit_page(plan_page(stamp(plan_document(plan), 0 if plan.ok else 1), machine_redactor()), html_output,
+                  "recommend")
+    elif as_json:
         click.echo(mask_text(render_json.dumps(stamp(plan_document(plan), 0 if plan.ok else 1))))
     else:
         click.echo(mask_text(render_text(plan, color=use_color())), nl=False)

@@ -32,7 +32,8 @@ def report_sections(doc: Mapping[str, Any]) -> List[str]:
     out = [section("System", kv([
         ("OS", sysf.get("os_name")), ("kernel", sysf.get("kernel")), ("arch", sysf.get("arch")),
         ("glibc", sysf.get("glibc")), ("host", sysf.get("hostname")), ("container", sysf.get("container")),
-        ("WSL", sysf.get("wsl")), ("Secure Boot", sysf.get("secure_boot")), ("nouveau loaded", sysf.get("nouveau_loaded")),
+        ("WSL", sysf.get("wsl")), ("Secure Boot", sysf.get("secure_boot")),
+        ("nouveau loaded", sysf.get("nouveau_loaded")),
     ]), id="system")]
     gpus = drv.get("gpus") or []
     out.append(section("Driver and GPUs", kv([
@@ -69,7 +70,8 @@ def report_sections(doc: Mapping[str, Any]) -> List[str]:
                                         ("error", (conda.get("error") or {}).get("message"))]), id="conda"))
     if dk.get("client") or dk.get("error"):
         out.append(section("Docker", kv([("client", dk.get("client_version")), ("server", dk.get("server_version")),
-                                         ("runtimes", dk.get("runtimes")), ("default runtime", dk.get("default_runtime")),
+                                         ("runtimes", dk.get("runtimes")),
+                                         ("default runtime", dk.get("default_runtime")),
                                          ("NVIDIA Container Toolkit", dk.get("nvidia_ctk_version")),
                                          ("error", (dk.get("error") or {}).get("message"))]), id="docker"))
     skipped = f.get("skipped") or []
