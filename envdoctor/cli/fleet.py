@@ -54,7 +54,11 @@ def _render(fleet: Any, redactor: Optional[Redactor], fmt: str) -> str:
     if fmt == "markdown":
         text = render.render_markdown(fleet)
     elif fmt == "html":
-        text = render.render_html(fleet)
+        from envdoctor.cli.common import machine_redactor
+        from envdoctor.fleet.page import fleet_page
+
+        doc = stamp(mask_data(render.fleet_document(fleet)), render.fleet_document(fleet)["summary"]["exit_code"])
+        text = fleet_page(redactor.data(doc) if redactor else doc, machine_redactor())
     else:
         text = render.render_text(fleet, color=use_color() and redactor is None)
     text = mask_text(text)
@@ -119,6 +123,7 @@ def fleet(paths: Tuple[str, ...], gather: bool, with_bench: bool, with_comms: bo
     did not finish), 2 usage error or unusable input, 3 envdoctor failed.
     """
     fmt = _format(as_json, markdown, as_html)
+    redact = redact or as_html        # a page is made to be passed on: always as --redact
     if gather:
         if paths:
             raise click.UsageError("--gather inspects this node; it takes no report files")
