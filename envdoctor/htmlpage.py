@@ -139,6 +139,9 @@ SCRIPT = r"""
     });
   }
   document.documentElement.setAttribute('data-ready', '1');
+  if (window.performance) {
+    document.documentElement.setAttribute('data-ready-ms', String(Math.round(performance.now())));
+  }
 })();
 """
 
@@ -151,7 +154,7 @@ def esc(value: Any) -> str:
 def embedded_json(doc: Any) -> str:
     """``doc`` as JSON that cannot end its ``<script>`` block: ``<``, ``>`` and ``&`` are written as
     ``\\u003c`` ... (they only occur inside JSON strings, where the escape means the same)."""
-    text = json.dumps(doc, indent=1, ensure_ascii=False)
+    text = json.dumps(doc, separators=(",", ":"), ensure_ascii=False)
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
