@@ -243,6 +243,11 @@ def items(lines: Iterable[Any], cls: str = "") -> str:
     return (f'<ul class="{cls}">' if cls else "<ul>") + "".join(shown) + "</ul>"
 
 
+def pct(value: Any) -> str:
+    """A fraction as a percentage: ``pct(0.6412)`` -> ``"64.1 %"``; "-" for none."""
+    return f"{float(value) * 100:.1f} %" if isinstance(value, (int, float)) and math.isfinite(value) else "-"
+
+
 def fmt(value: Any, digits: int = 3) -> str:
     """A cell's text: ``None`` -> "-", floats to ``digits`` significant places, lists joined."""
     if value is None or value == "":
@@ -252,7 +257,7 @@ def fmt(value: Any, digits: int = 3) -> str:
     if isinstance(value, float):
         if not math.isfinite(value):
             return str(value)
-        return f"{value:.{digits}g}" if abs(value) < 10 ** digits else f"{value:,.0f}"
+        return f"{value:.{digits}g}" if abs(value) < 10 ** digits else f"{value:.0f}"
     if isinstance(value, (list, tuple)):
         return ", ".join(fmt(v, digits) for v in value) or "-"
     if isinstance(value, dict):
@@ -402,7 +407,7 @@ def svg_chart(c: Chart) -> str:
     pts = [p for s in c.series for p in s.points if all(math.isfinite(v) for v in p)]
     if not pts:
         return para(f"{c.title}: nothing measured to draw.", "muted")
-    left, right, top, bottom = 62, 16, 24, 42
+    left, right, top, bottom = 62, 28, 24, 42
     w, h = c.width - left - right, c.height - top - bottom
     xs = [p[0] for p in pts if not c.log_x or p[0] > 0]
     ys = [p[1] for p in pts] + [r.value for r in c.refs if math.isfinite(r.value)]
@@ -504,5 +509,5 @@ def stacked_bar(title: str, parts: Sequence[tuple[str, float]], limit: Optional[
 
 
 __all__ = ["CSS", "Cell", "Chart", "PALETTE", "Ref", "SCRIPT", "Series", "VERDICTS", "commands", "embedded_json",
-           "esc", "findings", "fmt", "items", "kv", "page", "para", "redact_document", "section", "stacked_bar",
+           "esc", "findings", "fmt", "pct", "items", "kv", "page", "para", "redact_document", "section", "stacked_bar",
            "svg_chart", "table"]

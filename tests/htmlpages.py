@@ -87,6 +87,18 @@ def bench_replayed(tmp: Path) -> Page:
     return Page("bench-replayed", out, "points measured", code)
 
 
+def bench_suites(tmp: Path) -> Page:
+    """The H200's `bench --suite all` (matmul, memory bandwidth, layers) as bench's host side reads it."""
+    from envdoctor.bench.page import bench_page
+    from envdoctor.cli.bench import exit_code
+    from envdoctor.facts.serde import to_data
+    from tests.test_bench_suites_h200 import analysed
+
+    result = analysed()
+    return Page("bench-suites", bench_page(stamp(to_data(result), exit_code(result))), "points measured",
+                exit_code(result))
+
+
 def burn_h200(tmp: Path) -> Page:
     from envdoctor.burn.page import burn_page
     from envdoctor.burn.rules import judge
@@ -183,9 +195,10 @@ def verify_h200(tmp: Path) -> Page:
 PAGES: Dict[str, Callable[[Path], Page]] = {
     "check": check_h200, "check-mismatch": check_mismatch, "recommend": recommend_h200,
     "recommend-nothing-fits": recommend_nothing_fits, "bench": bench_h200x2, "bench-replayed": bench_replayed,
+    "bench-suites": bench_suites,
     "burn": burn_h200, "fit": fit_h200, "topo": topo_h200, "topo-8": topo_eight, "comms": comms_h200,
     "fleet": fleet_drifted, "fleet-comms-1rank": fleet_h200, "verify": verify_h200,
 }
 #: the pages written to docs/examples/h200/ (from the H200's own recordings and runs rebuilt from them)
-EXAMPLES = ("check", "recommend", "bench", "bench-replayed", "burn", "fit", "topo", "comms", "fleet-comms-1rank",
+EXAMPLES = ("check", "recommend", "bench", "bench-suites", "burn", "fit", "topo", "comms", "fleet-comms-1rank",
             "verify")

@@ -10,7 +10,7 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any, Dict, List, Optional, Tuple
 
-from envdoctor.htmlpage import (Cell, Chart, Ref, Series, findings, fmt, items, kv, page, para, redact_document,
+from envdoctor.htmlpage import (Cell, Chart, Ref, Series, findings, fmt, items, kv, page, para, pct, redact_document,
                                 section, svg_chart, table)
 from envdoctor.redact import Redactor
 
@@ -77,21 +77,21 @@ def bench_sections(doc: Mapping[str, Any]) -> List[str]:
              "W", "throttle"],
             [[p.get("device"), p.get("dtype"), p.get("n"),
               Cell(p.get("status"), "" if p.get("status") == "ok" else "error"), p.get("tflops"), p.get("burst_tflops"),
-              p.get("peak_tflops"), fmt(p.get("efficiency")), p.get("bound"), p.get("sm_clock_mhz"), p.get("power_w"),
+              p.get("peak_tflops"), pct(p.get("efficiency")), p.get("bound"), p.get("sm_clock_mhz"), p.get("power_w"),
               fmt(p.get("reasons"))] for p in points], id="points", sortable=True), id="matmul"))
     mem = [p for p in doc.get("memory_points") or () if isinstance(p, Mapping)]
     if mem:
         out.append(section("Memory points", table(
             ["device", "op", "bytes", "status", "GB/s", "datasheet", "of datasheet"],
             [[p.get("device"), p.get("op"), p.get("bytes"), p.get("status"), p.get("gbs"), p.get("datasheet_gbs"),
-              fmt(p.get("efficiency"))] for p in mem], id="memory-points", sortable=True), id="memory"))
+              pct(p.get("efficiency"))] for p in mem], id="memory-points", sortable=True), id="memory"))
     layers = [p for p in doc.get("layer_points") or () if isinstance(p, Mapping)]
     if layers:
         out.append(section("Layers", table(
             ["device", "layer", "dtype", "attention", "mode", "batch", "seq", "status", "TFLOP/s", "of matmul",
              "kernel"],
             [[p.get("device"), p.get("layer"), p.get("dtype"), p.get("attention"), p.get("mode"), p.get("batch"),
-              p.get("seq"), p.get("status"), p.get("tflops"), fmt(p.get("of_matmul")), p.get("kernel")]
+              p.get("seq"), p.get("status"), p.get("tflops"), pct(p.get("of_matmul")), p.get("kernel")]
              for p in layers], id="layer-points", sortable=True),
             para("A layer's rate against the matmul rate of the same run; above 100 % of it means the layer's "
                  "own products ran faster than the square matmul points, not a faster GPU.", "muted"), id="layers"))
