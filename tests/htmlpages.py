@@ -90,7 +90,7 @@ def bench_replayed(tmp: Path) -> Page:
 def bench_suites(tmp: Path) -> Page:
     """The H200's `bench --suite all` (matmul, memory bandwidth, layers) as bench's host side reads it."""
     from envdoctor.bench.page import bench_page
-    from envdoctor.cli.bench import exit_code
+    from envdoctor.bench.command import exit_code
     from envdoctor.facts.serde import to_data
     from tests.test_bench_suites_h200 import analysed
 
@@ -102,7 +102,7 @@ def bench_suites(tmp: Path) -> Page:
 def burn_h200(tmp: Path) -> Page:
     from envdoctor.burn.page import burn_page
     from envdoctor.burn.rules import judge
-    from envdoctor.cli.burn import exit_code
+    from envdoctor.burn.command import exit_code
     from envdoctor.facts.serde import to_data
     from envdoctor.table.health import load_health
     from tests.test_burn_fakes import h200_gpu, result_of
@@ -117,7 +117,7 @@ def fit_h200(tmp: Path) -> Page:
 
 
 def topo_h200(tmp: Path) -> Page:
-    from envdoctor.render.topo_page import topo_page
+    from envdoctor.links.page_topo import topo_page
 
     return Page("topo", topo_page(stamp(_recorded("topo"), 0)), "1 GPU, every link as expected", 0)
 
@@ -132,7 +132,7 @@ def topo_eight(tmp: Path) -> Page:
 
 
 def comms_h200(tmp: Path) -> Page:
-    from envdoctor.render.comms_page import comms_page
+    from envdoctor.links.page_comms import comms_page
 
     doc = _recorded("comms")
     return Page("comms", comms_page(stamp(doc, 0)), "every result right", 0)
@@ -163,11 +163,11 @@ def fleet_of(n: int, odd_every: int = 10) -> str:
     """The fleet page of ``n`` eight-GPU H200 nodes, every ``odd_every``-th one on driver 570."""
     import tests.fleetdocs as fd
     from envdoctor.documents import stamp as stamp_
-    from envdoctor.fleet.model import Document, NodeInput
+    from envdoctor.fleet.facts import Document, NodeInput
     from envdoctor.fleet.merge import merge
     from envdoctor.fleet.page import fleet_page
     from envdoctor.redact import mask_data
-    from envdoctor.render.fleet import fleet_document
+    from envdoctor.fleet.render import fleet_document
 
     base = fd.gpus(fd.h200(), 8)
     old = fd.driver(base, "570.133.20", "12.8")

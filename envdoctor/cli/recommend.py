@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, NoReturn
 
 import click
 
-from envdoctor.cli.common import check_formats, emit_page, html_options, machine_redactor
-from envdoctor.cli.common import (
+from envdoctor.clicore import check_formats, emit_page, html_options, machine_redactor
+from envdoctor.clicore import (
     EXIT_INTERNAL,
     EXIT_USAGE,
     check_index_url,

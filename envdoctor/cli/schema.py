@@ -15,7 +15,7 @@ import sys
 
 import click
 
-from envdoctor.cli.common import EXIT_USAGE
+from envdoctor.clicore import EXIT_USAGE
 from envdoctor.documents import DOCUMENTS, dumps, schema as schema_of
 
 
