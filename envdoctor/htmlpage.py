@@ -294,7 +294,7 @@ def table(headers: Sequence[str], rows: Iterable[Sequence[Any]], id: str = "", s
             key = c.key
             if isinstance(c.text, (int, float)) and not isinstance(c.text, bool):
                 classes = (classes + " num").strip()
-                key = c.text if key is None else key
+                key = c.text if key is None and sortable else key
             attrs = f' class="{esc(classes)}"' if classes else ""
             attrs += f' data-k="{esc(key)}"' if key is not None else ""
             out.append(f"<td{attrs}>{esc(fmt(c.text))}</td>")

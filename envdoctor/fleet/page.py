@@ -68,12 +68,14 @@ def _differs(rows: Sequence[Mapping[str, Any]]) -> str:
             + "".join(body) + "</tbody></table>")
 
 
-def _node_section(n: Mapping[str, Any], found: Sequence[Mapping[str, Any]]) -> str:
+def _node_section(n: Mapping[str, Any], found: Sequence[Mapping[str, Any]], same: Sequence[str]) -> str:
+    """The node's own section: its verdict, the facts not shared by every node (those are listed
+    once, under What differs), its GPUs and findings."""
     name = str(n.get("name"))
     gpus = [g for g in n.get("gpus") or () if isinstance(g, Mapping)]
     inner = [kv([("verdict", n.get("verdict")), ("status", n.get("status")), ("deviates on", n.get("deviates_on")),
                  ("sources", n.get("sources")), ("reported", n.get("kinds"))]),
-             kv(sorted((str(k), v) for k, v in (n.get("facts") or {}).items())),
+             kv(sorted((str(k), v) for k, v in (n.get("facts") or {}).items() if k not in same)),
              table(["GPU", "name", "memory MiB", "power limit W", "ECC corrected", "ECC uncorrected"],
                    [[g.get("index"), g.get("name"), g.get("memory_mib"), g.get("power_limit_w"),
                      g.get("ecc_corrected"), g.get("ecc_uncorrected")] for g in gpus]) if gpus else "",
@@ -127,8 +129,9 @@ def fleet_page(doc: Mapping[str, Any], machine: Optional[Redactor] = None) -> st
                 id="differs-section")]
     if isinstance(d.get("comms"), Mapping):
         body.append(_comms(d["comms"]))
-    body.append(section("Each node", *(_node_section(n, by_node.get(str(n.get("name")), [])) for n in nodes),
-                        id="each-node"))
+    shared = [str(x.get("key")) for x in same] if len(nodes) > 1 else []
+    body.append(section("Each node", *(_node_section(n, by_node.get(str(n.get("name")), []), shared)
+                                       for n in nodes), id="each-node"))
     if d.get("skipped"):
         body.append(section("Files passed over", table(["file", "why"], [[x.get("path"), x.get("reason")]
                                                                          for x in d["skipped"]]), id="skipped"))
