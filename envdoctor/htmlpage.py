@@ -47,6 +47,9 @@ table.kv th{text-align:right;font-weight:600}
 td.num{text-align:right;font-variant-numeric:tabular-nums}
 .error,td.error{background:#ffebe9}.warning,td.warning{background:#fff8c5}.info,td.info{background:#ddf4ff}
 td.drift{background:#ffd8b5;font-weight:600}
+tr.v-ok,tr.v-warning,tr.v-deviates,tr.v-missing,tr.v-unreadable{background:none}
+tr.v-deviates td:first-child,tr.v-missing td:first-child,tr.v-unreadable td:first-child{border-left:4px solid #cf222e}
+tr.v-warning td:first-child{border-left:4px solid #bf8700}tr.v-ok td:first-child{border-left:4px solid #1a7f37}
 .sev{font-weight:700;text-transform:uppercase;font-size:11px;padding:0 .35em;border-radius:3px}
 .sev-error{color:#fff;background:#cf222e}.sev-warning{color:#1f2328;background:#e3b341}
 .sev-info{color:#fff;background:#0969da}

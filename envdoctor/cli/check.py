@@ -96,8 +96,8 @@ def check(python: Optional[str], timeout: float, torch_timeout: float, as_json: 
         from envdoctor.render.check_page import check_page
 
         code = EXIT_INTERNAL if internal_failures(facts) else exit_code(findings)
-        doc = stamp(render_json.report_document(facts, findings, {"bench": bench_doc} if with_bench else None,
-                                                redactor_for(facts)), code)
+        # the page masks what --redact masks (check_page), root as a user name aside
+        doc = stamp(render_json.report_document(facts, findings, {"bench": bench_doc} if with_bench else None), code)
         emit_page(check_page(doc, machine_redactor()), html_output, "check")
     elif as_json:
         from envdoctor.render import json as render_json
