@@ -20,6 +20,7 @@ from envdoctor.htmlpage import Chart, Ref, Series, embedded_json, page, stacked_
 from tests.htmlcheck import check_page
 from tests.htmlpages import PAGES, fleet_of, H200
 from tests.documents import recorded
+from tests.torchtest import needs_torch
 
 
 
@@ -144,3 +145,19 @@ def test_examples_in_docs_are_pages(tmp_path):
     assert len(pages) >= 8
     for path in pages:
         check_page(path.read_text())
+
+
+@needs_torch
+@pytest.mark.parametrize("args, verdict", [
+    (["burn", "--seconds", "5"], "CPU NONE"),
+    (["comms"], "rank"),
+])
+def test_burn_and_comms_pages_of_a_real_cpu_run(args, verdict, tmp_path):
+    import sys
+
+    out = tmp_path / "page.html"
+    r = CliRunner().invoke(cli, [*args, "--python", sys.executable, "--html", "-o", str(out)],
+                           env={"HOME": str(tmp_path), "CUDA_VISIBLE_DEVICES": ""})
+    read = check_page(out.read_text())
+    assert read.document["summary"]["exit_code"] == r.exit_code
+    assert verdict in read.text
