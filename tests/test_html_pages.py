@@ -161,3 +161,30 @@ def test_burn_and_comms_pages_of_a_real_cpu_run(args, verdict, tmp_path):
     read = check_page(out.read_text())
     assert read.document["summary"]["exit_code"] == r.exit_code
     assert verdict in read.text
+
+
+RENDERERS = {
+    "report": "envdoctor.render.check_page:check_page", "plan": "envdoctor.render.plan_page:plan_page",
+    "verify": "envdoctor.render.verify_page:verify_page", "bench": "envdoctor.bench.page:bench_page",
+    "burn": "envdoctor.burn.page:burn_page", "fit": "envdoctor.fit.page:fit_page",
+    "topo": "envdoctor.links.page_topo:topo_page", "comms": "envdoctor.links.page_comms:comms_page",
+    "fleet": "envdoctor.fleet.page:fleet_page",
+}
+
+
+@pytest.mark.parametrize("kind", sorted(RENDERERS))
+@pytest.mark.parametrize("doc", [
+    {},                                                                   # a run that could not start
+    {"error": {"kind": "not_found", "message": "torch is not installed in /usr/bin/python3"}, "gpus": [],
+     "points": [], "nodes": [], "facts": {}, "findings": []},
+    {"gpus": [{"index": "x"}], "points": [{"tflops": None}], "nodes": [{"name": None}], "facts": [None],
+     "phases": "junk", "terms": {"weights": None}, "steps": [None], "findings": [{"code": None}]},
+], ids=["empty", "failed", "odd"])
+def test_a_page_of_a_document_with_little_or_odd_in_it_is_still_a_page(kind, doc):
+    import importlib
+
+    module, _, name = RENDERERS[kind].partition(":")
+    render = getattr(importlib.import_module(module), name)
+    html = render(stamp({"schema": f"envdoctor.{kind}/1", **doc}, 2))
+    read = check_page(html)
+    assert 'data-exit="2"' in html and "COULD NOT RUN" in read.text

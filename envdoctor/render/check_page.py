@@ -20,15 +20,19 @@ def _verdict(summary: Mapping[str, Any]) -> str:
     return ", ".join(said) + (": fix the errors first (each with its commands below)" if errors else "")
 
 
+def _obj(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
 def _message(error: Any) -> Any:
     return error.get("message") if isinstance(error, Mapping) else error
 
 
 def report_sections(doc: Mapping[str, Any]) -> List[str]:
     """The facts of a report as tables: system, GPUs and driver, torch, toolkits, conda, docker."""
-    f = doc.get("facts") or {}
-    sysf, drv, tor = f.get("system") or {}, f.get("driver") or {}, f.get("torch") or {}
-    py, tk, conda, dk = f.get("python") or {}, f.get("toolkits") or {}, f.get("conda") or {}, f.get("docker") or {}
+    f = _obj(doc.get("facts"))
+    sysf, drv, tor = _obj(f.get("system")), _obj(f.get("driver")), _obj(f.get("torch"))
+    py, tk, conda, dk = _obj(f.get("python")), _obj(f.get("toolkits")), _obj(f.get("conda")), _obj(f.get("docker"))
     out = [section("System", kv([
         ("OS", sysf.get("os_name")), ("kernel", sysf.get("kernel")), ("arch", sysf.get("arch")),
         ("glibc", sysf.get("glibc")), ("host", sysf.get("hostname")), ("container", sysf.get("container")),
@@ -41,7 +45,7 @@ def report_sections(doc: Mapping[str, Any]) -> List[str]:
         ("kernel module", f"{fmt(drv.get('kernel_module_version'))} ({fmt(drv.get('kernel_module_flavor'))})"),
         ("NVML", drv.get("nvml_version") or _message(drv.get("nvml_error"))),
         ("nvidia-smi", drv.get("smi_path") or _message(drv.get("smi_error"))),
-        ("CUDA_VISIBLE_DEVICES", drv.get("cuda_visible_devices")), ("error", (drv.get("error") or {}).get("message")),
+        ("CUDA_VISIBLE_DEVICES", drv.get("cuda_visible_devices")), ("error", _message(drv.get("error"))),
     ]), table(["GPU", "name", "compute capability", "memory MiB", "bus"],
               [[g.get("index"), g.get("name"), g.get("compute_capability"), g.get("memory_total_mib"),
                 g.get("pci_bus_id")] for g in gpus if isinstance(g, Mapping)]) if gpus else
@@ -53,7 +57,7 @@ def report_sections(doc: Mapping[str, Any]) -> List[str]:
         ("cuDNN", tor.get("cudnn_version")), ("NCCL", tor.get("nccl_version")), ("arch list", tor.get("arch_list")),
         ("CUDA available", tor.get("cuda_available")), ("tiny op on the GPU", tor.get("tiny_op")),
         ("import took (s)", tor.get("import_seconds")), ("installed by", tor.get("installer")),
-        ("import error", tor.get("import_error")), ("error", (tor.get("error") or {}).get("message")),
+        ("import error", tor.get("import_error")), ("error", _message(tor.get("error"))),
     ]), table(["device", "name", "capability", "memory bytes", "SMs"],
               [[d.get("index"), d.get("name"), d.get("capability"), d.get("memory_bytes"), d.get("multiprocessors")]
                for d in devices if isinstance(d, Mapping)]) if devices else "", id="torch"))
@@ -67,13 +71,13 @@ def report_sections(doc: Mapping[str, Any]) -> List[str]:
         out.append(section("conda", kv([("conda", conda.get("exe")), ("version", conda.get("version")),
                                         ("active env", conda.get("active_name") or conda.get("active_prefix")),
                                         ("channels", conda.get("channels")),
-                                        ("error", (conda.get("error") or {}).get("message"))]), id="conda"))
+                                        ("error", _message(conda.get("error")))]), id="conda"))
     if dk.get("client") or dk.get("error"):
         out.append(section("Docker", kv([("client", dk.get("client_version")), ("server", dk.get("server_version")),
                                          ("runtimes", dk.get("runtimes")),
                                          ("default runtime", dk.get("default_runtime")),
                                          ("NVIDIA Container Toolkit", dk.get("nvidia_ctk_version")),
-                                         ("error", (dk.get("error") or {}).get("message"))]), id="docker"))
+                                         ("error", _message(dk.get("error")))]), id="docker"))
     skipped = f.get("skipped") or []
     if skipped:
         out.append(para(f"Not checked (--skip): {', '.join(map(str, skipped))}.", "muted"))
@@ -85,7 +89,7 @@ def check_page(doc: Mapping[str, Any], machine: Optional[Redactor] = None, comma
     d = redact_document(doc, machine)
     summary = d.get("summary") or {}
     code = int(summary.get("exit_code") or 0)
-    host = ((d.get("facts") or {}).get("system") or {}).get("hostname") or ""
+    host = _obj(_obj(d.get("facts")).get("system")).get("hostname") or ""
     body = [section("Findings", findings(d.get("findings") or (), "No problems found."), id="findings"),
             *report_sections(d)]
     if isinstance(d.get("bench"), Mapping):
