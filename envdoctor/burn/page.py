@@ -64,8 +64,9 @@ def burn_charts(gpus: Sequence[Mapping[str, Any]]) -> List[str]:
                         tuple(Ref(v, f"slowdown {v:g} C") for v in sorted(slow)))),
         svg_chart(Chart("power", "seconds", "W", per_gpu("power_w"),
                         tuple(Ref(v, f"limit {v:g} W") for v in sorted(limits)))),
-        svg_chart(Chart("SM clock", "seconds", "MHz", per_gpu("sm_clock_mhz"),
-                        tuple(Ref(v, f"max {v:g} MHz") for v in sorted(maxclk)))),
+        svg_chart(Chart("clocks: SM (solid) and memory (dashed)", "seconds", "MHz", per_gpu("sm_clock_mhz") + tuple(
+            Series(f"{_gpu_name(g)} memory", _series(g, "mem_clock_mhz", t0), dashed=True) for g in gpus
+            if _series(g, "mem_clock_mhz", t0)), tuple(Ref(v, f"SM max {v:g} MHz") for v in sorted(maxclk)))),
     ]
 
 
