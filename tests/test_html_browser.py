@@ -83,3 +83,24 @@ def test_a_thousand_node_fleet_page_loads_within_the_bound(tmp_path):
     sorted_dom = open_page(path, "#sort=-driver").dom
     assert _rows(sorted_dom)[0][4].startswith("580") and _rows(sorted_dom)[-1][4].startswith("570")
     screenshot(path, tmp_path / "fleet-1000.png")
+
+
+def test_a_click_on_a_column_sorts_the_fleet_table_and_typing_filters_it(tmp_path):
+    """Through the DevTools protocol: the mouse clicks the GPUs heading, then again, then types."""
+    from tests.browser import Cdp
+
+    p = PAGES["fleet"](tmp_path)
+    path = tmp_path / "fleet.html"
+    path.write_text(p.html)
+    gpus = "Array.prototype.map.call(document.querySelectorAll('#nodes tbody tr'), function (r) " \
+           "{ return r.cells[3].textContent; })"
+    shown = "Array.prototype.filter.call(document.querySelectorAll('#nodes tbody tr'), function (r) " \
+            "{ return r.style.display !== 'none'; }).length"
+    with Cdp(path) as page:
+        assert page.evaluate(gpus) == ["8", "7", "8", "8", "8"]           # worst first: gpu-04 is second
+        page.click("#nodes thead th:nth-child(4)")
+        assert page.evaluate(gpus) == ["7", "8", "8", "8", "8"]
+        page.click("#nodes thead th:nth-child(4)")
+        assert page.evaluate(gpus) == ["8", "8", "8", "8", "7"]
+        page.type_into("input.filter", "2.10.0")
+        assert page.evaluate(shown) == 1
