@@ -80,7 +80,7 @@ class Cdp:
         self.path, self.size = path, (width, height)
         self.next_id = 0
 
-    def __enter__(self) -> "Cdp":
+    def __enter__(self) -> Cdp:
         exe = need_chromium()
         self.profile = tempfile.TemporaryDirectory(prefix="envdoctor-cdp-")
         to_browser_r, self.to_browser = os.pipe()
