@@ -20,7 +20,7 @@ import json
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Optional
 
 from envdoctor import __version__
@@ -375,7 +375,6 @@ class Chart:
     x_format: str = "g"          # "bytes" for sizes in bytes
     width: int = 640
     height: int = 280
-    extra: tuple[str, ...] = field(default=())
 
 
 def _ticks(lo: float, hi: float, n: int = 5) -> list[float]:
