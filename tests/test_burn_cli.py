@@ -21,7 +21,8 @@ from tests.test_burn_fakes import fake_target, healthy_steps
 #: The top-level keys of envdoctor.burn/1 (written down for the JSON Schema to come)
 TOP = {"schema", "python", "chosen_by", "python_version", "torch_version", "torch_cuda", "cpu_run", "seconds",
        "device", "dtypes", "memtest_s", "created_at", "wall_s", "interrupted", "sample_interval_s", "sampling",
-       "xid_watch", "gpus", "findings", "notes", "error"}
+       "xid_watch", "gpus", "findings", "notes", "error",
+       "envdoctor_version", "summary"}          # the header of every document (documents.stamp)
 
 
 @pytest.fixture

@@ -180,9 +180,9 @@ def test_an_idle_link_is_explained_not_flagged(tmp_path):
 
 def test_document_keys(tmp_path):
     lf = links.probe(context(tmp_path, nvswitch(2), 2))
-    doc = topo_document(lf, expected(lf, load_links()), [], envdoctor_version="0", collected_at="now")
+    doc = topo_document(lf, expected(lf, load_links()), [], envdoctor_version="0", created_at="now")
     jsonschema.validate(json.loads(json.dumps(doc)), SCHEMA)
-    assert set(doc) == {"schema", "envdoctor_version", "collected_at", "source", "error", "gpus", "pairs",
+    assert set(doc) == {"schema", "envdoctor_version", "created_at", "source", "error", "gpus", "pairs",
                         "nics", "findings", "summary"}
     assert {"index", "name", "bus_id", "pcie", "pcie_peak", "numa_node", "cpu_affinity", "nvlinks",
             "active_nvlinks", "fabric_state", "mig_mode", "ecc_mode", "persistence_mode"} <= set(doc["gpus"][0])

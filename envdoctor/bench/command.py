@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from pathlib import Path
 from typing import Any, Optional, Tuple
 
 import click
@@ -20,6 +21,7 @@ import click
 from envdoctor.bench.chart import format_rate
 from envdoctor.bench.host import Progress, describe, resolve_python, run_bench, suite_budgets, write_plot
 from envdoctor.bench.memory import rate_label
+from envdoctor.clicore import check_formats, emit_page, html_options, machine_redactor
 from envdoctor.clicore import (
     EXIT_ERRORS,
     EXIT_INTERNAL,
@@ -43,7 +45,7 @@ from envdoctor.bench.facts import (
     LayerPoint,
     MemoryPoint,
 )
-from envdoctor.documents import dumps
+from envdoctor.documents import dumps, stamp
 from envdoctor.facts.serde import to_data
 from envdoctor.bench.render import render_bench_text
 
@@ -192,11 +194,13 @@ def _device_note(result: BenchResult, device: str, asked: bool) -> Optional[str]
 @click.option("--timeout", type=click.FloatRange(min=1), default=None, metavar="SECONDS",
               help="Seconds the whole benchmark may take (default: 3x the budgets per GPU + 120).")
 @click.option("--raw-out", type=click.Path(dir_okay=False), default=None, hidden=True)
+@html_options
 @debug_option
 @guarded
 def bench(python: Optional[str], suites: Tuple[Tuple[str, ...], ...], dtypes: Tuple[Tuple[str, ...], ...],
           sizes: Tuple[Tuple[int, ...], ...], budget: float, device: str, as_json: bool, plot: Optional[str],
-          timeout: Optional[float], raw_out: Optional[str], debug: bool) -> None:
+          timeout: Optional[float], raw_out: Optional[str], debug: bool, as_html: bool = False,
+          html_output: Optional[Path] = None) -> None:
     """Time matrix products, memory bandwidth and transformer layers in the target Python's torch.
 
     \b
@@ -211,6 +215,7 @@ def bench(python: Optional[str], suites: Tuple[Tuple[str, ...], ...], dtypes: Tu
     envdoctor bench --suite layers --dtype bf16
     envdoctor bench --dtype fp16 --size 8192 --budget 2
     """
+    check_formats(json=as_json, html=as_html)
     target, chosen_by = resolve_python(python)
     if target is None:
         raise click.UsageError(f"--python {python}: not found or not executable")
@@ -244,8 +249,12 @@ def bench(python: Optional[str], suites: Tuple[Tuple[str, ...], ...], dtypes: Tu
     if note:                 # a GPU was asked for and there is none: a run that could not do what was asked
         click.echo(note, err=True)
         sys.exit(EXIT_USAGE)
-    if as_json:
-        click.echo(dumps(to_data(result)))
+    if as_html:
+        from envdoctor.bench.page import bench_page
+
+        emit_page(bench_page(stamp(to_data(result), exit_code(result)), machine_redactor()), html_output, "bench")
+    elif as_json:
+        click.echo(dumps(stamp(to_data(result), exit_code(result))))
     elif failure and not (result.points or result.memory_points or result.layer_points):
         pass
     else:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, NoReturn
 
 import click
 
+from envdoctor.clicore import check_formats, emit_page, html_options, machine_redactor
 from envdoctor.clicore import (
     EXIT_INTERNAL,
     EXIT_USAGE,
@@ -72,6 +73,7 @@ def _fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
 @click.option("--glibc", metavar="X.Y", default=None, help="What if: this glibc (2.27 on Ubuntu 18.04).")
 @click.option("--from", "from_arg", type=click.Path(dir_okay=False), default=None,
               metavar="REPORT.json", help="Plan for the machine of a report saved by `envdoctor check --json`.")
+@html_options
 @timeout_option
 @debug_option
 @root_option
@@ -80,7 +82,8 @@ def recommend(route: Route | None, torch_spec: str | None, python: str | None, a
               script_arg: str | None, force: bool, with_nvcc: bool, offline: bool, index_url: str | None,
               driver: str | None, gpus: tuple[str, ...], no_gpu: bool, python_version: str | None,
               os_: str | None, arch: str | None, glibc: str | None, from_arg: str | None,
-              timeout: float, debug: bool, root: Path | None, with_spec: str | None = None) -> None:
+              timeout: float, debug: bool, root: Path | None, with_spec: str | None = None,
+              as_html: bool = False, html_output: Path | None = None) -> None:
     """Say which route, torch and wheel to install here, as exact commands.
 
     \b
@@ -91,9 +94,11 @@ def recommend(route: Route | None, torch_spec: str | None, python: str | None, a
 
     Exit status: 0 a plan, 1 nothing fits as the machine is, 2 usage error, 3 envdoctor failed.
     """
+    check_formats(json=as_json, html=as_html)
     from envdoctor.advise.recommend import recommend as make_plan
     from envdoctor.advise.request import SpecError, parse_torch_spec, spec_variant
     from envdoctor.advise.whatif import Overrides, WhatIfError, apply_overrides
+    from envdoctor.documents import stamp
     from envdoctor.render import json as render_json
     from envdoctor.render.plan import plan_document, render_script, render_text
 
@@ -131,8 +136,13 @@ def recommend(route: Route | None, torch_spec: str | None, python: str | None, a
     else:
         plan = _stack_plan(stack, machine, table, route, torch_spec, with_nvcc, available, index_url, env_name,
                            export)
-    if as_json:
-        click.echo(mask_text(render_json.dumps(plan_document(plan))))
+    if as_html:
+        from envdoctor.render.plan_page import plan_page
+
+        emit_page(plan_page(stamp(plan_document(plan), 0 if plan.ok else 1), machine_redactor()), html_output,
+                  "recommend")
+    elif as_json:
+        click.echo(mask_text(render_json.dumps(stamp(plan_document(plan), 0 if plan.ok else 1))))
     else:
         click.echo(mask_text(render_text(plan, color=use_color())), nl=False)
     if configured is not None:

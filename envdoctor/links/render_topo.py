@@ -194,7 +194,7 @@ def render_topo_text(lf: LinksFacts, top: Topology, findings: Iterable[Finding],
 
 
 def topo_document(lf: LinksFacts, top: Topology, findings: Iterable[Finding], *, envdoctor_version: str,
-                  collected_at: str) -> Dict[str, Any]:
+                  created_at: str) -> Dict[str, Any]:
     """The ``envdoctor.topo/1`` document: facts per GPU and pair, each with its expected peak."""
     findings = tuple(findings)
     gpus = []
@@ -213,7 +213,7 @@ def topo_document(lf: LinksFacts, top: Topology, findings: Iterable[Finding], *,
     return {
         "schema": SCHEMA,
         "envdoctor_version": envdoctor_version,
-        "collected_at": collected_at,
+        "created_at": created_at,
         "source": lf.source,
         "error": to_data(lf.error),
         "gpus": gpus,
