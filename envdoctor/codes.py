@@ -103,6 +103,16 @@ PYTORCH_CONDA_RETIRED = "https://github.com/pytorch/pytorch/issues/138506"
 CONDA_PIP_MIXED = "https://www.anaconda.com/blog/using-pip-in-a-conda-environment"
 DOCKER_DAEMON = "https://docs.docker.com/engine/daemon/start/"
 DOCKER_POSTINSTALL = "https://docs.docker.com/engine/install/linux-postinstall/"
+REF_FLASH_ATTN = "https://github.com/Dao-AILab/flash-attention#installation-and-features"
+REF_TORCH_ABI = "https://pytorch.org/docs/stable/generated/torch.compiled_with_cxx11_abi.html"
+REF_XFORMERS = "https://github.com/facebookresearch/xformers#installing-xformers"
+REF_REQUIRES_DIST = "https://packaging.python.org/en/latest/specifications/core-metadata/#requires-dist-multiple-use"
+REF_DEEPSPEED = "https://www.deepspeed.ai/tutorials/advanced-install/"
+REF_APEX = "https://github.com/NVIDIA/apex#from-source"
+REF_NVCC_HOST = "https://docs.nvidia.com/cuda/cuda-installation-guide-linux/"
+REF_CUDA_COMPAT_DOC = "https://docs.nvidia.com/deploy/cuda-compatibility/"
+REF_NGC_PYTORCH = "https://docs.nvidia.com/deeplearning/frameworks/pytorch-release-notes/index.html"
+CTK_ENV_VARS = "https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/docker-specialized.html"
 
 
 _CODES: Tuple[Code, ...] = (
@@ -311,6 +321,65 @@ _CODES: Tuple[Code, ...] = (
          "runtime); building from source (flash-attn, apex, DeepSpeed ops) does.",
          "Install the toolkit of torch's CUDA release only if you build CUDA extensions.",
          (CUDA_INSTALL_LINUX,)),
+    # --- ED330-ED359: the libraries above torch (envdoctor/stack/, docs/stack.md) ----------------------
+    Code("ED330", "A library above torch does not load (its import fails, classified)", "stack", ("error",),
+         "Importing flash-attn, xformers, vLLM, bitsandbytes or another library above torch failed in a separate "
+         "process of the target Python, or (xFormers) it imported but said its C++/CUDA part did not load. The "
+         "exact error is classified: an undefined symbol of c10/at/torch (built for another torch release), a "
+         "symbol naming std::__cxx11 (built with the other C++ ABI: torch._C._GLIBCXX_USE_CXX11_ABI decides), a "
+         "libcudart.so.N of another CUDA major, a missing CUDA library, an architecture the kernels do not support, "
+         "a missing module or an old libstdc++.",
+         "Reinstall the build that matches the installed torch: flash-attn's prebuilt wheel for this torch, CUDA, "
+         "C++ ABI and Python (its GitHub release) or a source build with --no-build-isolation; xformers and vLLM "
+         "from the release that pins this torch, naming torch in the same command so it is not replaced.",
+         (REF_FLASH_ATTN, REF_TORCH_ABI, REF_XFORMERS)),
+    Code("ED331", "Importing a library above torch crashed the interpreter", "stack", ("error",),
+         "The import ended the process with a signal (SIGSEGV, SIGABRT), or a C library called exit() before the "
+         "import returned: a C++/CUDA part built for another torch or CUDA often crashes instead of raising. "
+         "envdoctor imports each library in its own process, so the rest of the check went on.",
+         "Run the import with python -X faulthandler to see the C stack, then reinstall the library's build for "
+         "this torch (the finding prints the command).", ()),
+    Code("ED332", "Importing a library above torch hung", "stack", ("error",),
+         "The import did not finish within the budget and was killed. Module code that waits on a GPU, a lock "
+         "file (a half-finished JIT build in ~/.cache/torch_extensions) or the network hangs this way.",
+         "Run python -X importtime -c 'import MODULE' with a timeout to see where it stops; remove a stale lock "
+         "under ~/.cache/torch_extensions.", ()),
+    Code("ED333", "A library's declared pins reject the installed torch", "stack", ("error",),
+         "The library's own metadata (Requires-Dist, read with packaging.requirements and its markers evaluated "
+         "for this Python) pins torch, or a library beside it, to a version that is not installed: vLLM and "
+         "xformers pin an exact torch. The next pip install of either replaces the other's torch, and a build for "
+         "another torch fails to load (ED330).",
+         "Install the library's release that pins the installed torch, naming torch in the same command, or move "
+         "torch to the pin from the index of its CUDA variant.", (REF_REQUIRES_DIST,)),
+    Code("ED334", "A library does not support this machine's GPU architecture", "stack", ("error", "warning"),
+         "The library's published minimum (or maximum) compute capability excludes the GPUs here: "
+         "FlashAttention-2 needs Ampere (8.0) or newer, FlashAttention-3 is Hopper (9.0) only, vLLM needs 7.0. "
+         "An error when every GPU is outside, a warning when some are.",
+         "Uninstall it or leave it unused (transformers: attn_implementation=\"sdpa\"); FlashAttention-3 off "
+         "Hopper: FlashAttention-2.", (REF_FLASH_ATTN,)),
+    Code("ED335", "DeepSpeed's ops belong to another torch or CUDA, or cannot be built", "stack", ("error", "warning"),
+         "deepspeed/git_version_info_installed.py (what ds_report reads) records the ops compiled in at install "
+         "time and the torch and CUDA they were compiled with; ops of another torch or CUDA fail to load. With no "
+         "op compiled in, DeepSpeed builds them at first use (JIT), which needs ninja.",
+         "Rebuild the ops for this torch (DS_BUILD_OPS=1 pip install deepspeed --no-build-isolation) or install "
+         "ninja for the JIT build; ds_report shows the result.", (REF_DEEPSPEED,)),
+    Code("ED336", "A known-bad install of a library above torch", "stack", ("error", "warning"),
+         "data/extensions.toml lists the install as wrong: PyPI's 'apex' is an unrelated package (NVIDIA Apex "
+         "is built from its repository), AutoGPTQ is archived in favour of GPTQModel.",
+         "The row's own fix: the command that installs the right package.", (REF_APEX,)),
+    Code("ED337", "A source build of a library above torch would fail or crawl here", "stack", ("warning",),
+         "A library that is compiled against torch (flash-attn, apex, mamba-ssm, causal-conv1d, DeepSpeed's ops) "
+         "is broken without a prebuilt wheel that fits, or was installed from source, and its rebuild would trip: "
+         "no nvcc or one of another CUDA major than torch, a GCC newer than that nvcc accepts "
+         "(crt/host_config.h), no ninja, MAX_JOBS unset (one job per CPU exhausts the RAM), TORCH_CUDA_ARCH_LIST "
+         "not set to these GPUs.",
+         "Install the nvcc of torch's CUDA and a GCC it accepts, pip install ninja, export MAX_JOBS and "
+         "TORCH_CUDA_ARCH_LIST as the finding prints, then pip install --no-build-isolation.", (REF_NVCC_HOST,)),
+    Code("ED338", "The check of the libraries above torch did not finish", "stack", ("warning",),
+         "The import checks were cut short (the torch check's time ran out, a process could not start) or "
+         "data/extensions.toml could not be read: some libraries were not judged, which is not the same as fine.",
+         "Run envdoctor check again with a larger --torch-timeout, or import the named module by hand.",
+         ()),
     # --- ED4xx: conda ---------------------------------------------------------------------------------
     Code("ED401", "The conda env has a CUDA runtime but no nvcc", "conda", ("info",),
          "Running torch needs only the runtime; building from source needs nvcc of torch's CUDA release.",
@@ -372,7 +441,68 @@ _CODES: Tuple[Code, ...] = (
          "Generate the spec with nvidia-ctk cdi generate (again after every driver upgrade).",
          (CTK_CDI,)),
     # --- ED7xx: verify against a snapshot --------------------------------------------------------------
+    # --- ED560-ED569: a Dockerfile, linted before the build (envdoctor/dockerfile/, docs/stack.md) -------
+    Code("ED560", "The image's CUDA is newer than the driver runs", "dockerfile", ("error", "warning"),
+         "The final stage's base image (nvidia/cuda:X, an NGC PyTorch release, pytorch/pytorch:...-cudaX) ships a "
+         "CUDA release that needs a newer driver than this host's (or --driver): the container starts, and CUDA "
+         "fails with 'the provided PTX was compiled with an unsupported toolchain' or 'CUDA driver version is "
+         "insufficient'. A warning where only minor-version compatibility covers it.",
+         "Upgrade the host's driver, or build FROM an image of a CUDA release the driver supports.",
+         (REF_CUDA_COMPAT_DOC,)),
+    Code("ED561", "torch installed from PyPI into a CUDA image, without the index of its CUDA", "dockerfile",
+         ("warning",),
+         "pip install torch without --index-url https://download.pytorch.org/whl/cuXYZ takes PyPI's wheel, built "
+         "for PyPI's default CUDA variant: a second CUDA stack beside the image's, and extensions compiled with "
+         "the image's nvcc against a torch of another CUDA.",
+         "Add --index-url https://download.pytorch.org/whl/cuXYZ of the image's CUDA (uv: --torch-backend).",
+         (TORCH_INSTALL,)),
+    Code("ED562", "torch reinstalled over the NGC PyTorch image's own build", "dockerfile", ("error",),
+         "NGC's PyTorch image ships its own torch (CUDA, cuDNN and the C++11 ABI of that release) and "
+         "transformer-engine, flash-attn and apex compiled against it; pip install torch replaces it and those "
+         "break (undefined symbols at import).",
+         "Drop torch from the install and constrain it to what the image ships (pip install -c a file of its "
+         "pip list --format=freeze).", (REF_NGC_PYTORCH,)),
+    Code("ED563", "A library's torch pin fights the image's torch", "dockerfile", ("error",),
+         "vLLM and xformers pin one torch release (data/extensions.toml); installing a release of them that pins "
+         "another torch than the image has replaces the image's torch, or fails to resolve under a constraint.",
+         "Install the release that pins the image's torch, or build FROM the project's own image (vLLM's).",
+         (REF_REQUIRES_DIST,)),
+    Code("ED564", "flash-attn compiled without nvcc, MAX_JOBS or --no-build-isolation", "dockerfile",
+         ("error", "warning"),
+         "pip install flash-attn compiles it when no wheel matches: a runtime image has no nvcc (error); without "
+         "MAX_JOBS ninja starts one nvcc per CPU and the build runs out of memory; without --no-build-isolation "
+         "pip builds in an environment without torch.",
+         "Build FROM a devel image, ENV MAX_JOBS=4 (or what the builder's RAM fits), pip install flash-attn "
+         "--no-build-isolation.", (REF_FLASH_ATTN,)),
+    Code("ED565", "NVIDIA_VISIBLE_DEVICES or NVIDIA_DRIVER_CAPABILITIES missing where the image needs them",
+         "dockerfile", ("warning",),
+         "NVIDIA's images set both; an image built on ubuntu or python that installs a GPU stack does not. Under "
+         "the nvidia runtime without --gpus, an unset NVIDIA_VISIBLE_DEVICES exposes no GPU, and an unset "
+         "NVIDIA_DRIVER_CAPABILITIES mounts only 'utility' (no libcuda); a value without 'compute' is the same.",
+         "ENV NVIDIA_VISIBLE_DEVICES=all and ENV NVIDIA_DRIVER_CAPABILITIES=compute,utility in the final stage.",
+         (CTK_ENV_VARS,)),
+    Code("ED566", "A base image envdoctor cannot judge", "dockerfile", ("info",),
+         "A FROM line uses an ARG without a value (give it with --build-arg), or names a release envdoctor's "
+         "tables do not hold: its CUDA and torch were not checked, which is not the same as fine.",
+         "envdoctor dockerfile --build-arg NAME=VALUE, as the build gets it.", ()),
+    Code("ED567", "A prebuilt flash-attn wheel for another torch, C++ ABI or CUDA than the image's", "dockerfile",
+         ("error",),
+         "flash-attn's release wheels are named for the torch, CUDA major and C++ ABI they were built against "
+         "(flash_attn-2.8.3+cu12torch2.8cxx11abiFALSE-cp312-...); NGC's torch is built with the C++11 ABI and "
+         "download.pytorch.org's from torch 2.7 on too. A wheel of another torch, ABI or CUDA installs, and its "
+         "import fails with an undefined symbol.",
+         "Install the wheel named for the image's torch, ABI and CUDA (the finding spells the file name).",
+         (REF_FLASH_ATTN,)),
     # bench (envdoctor/bench/rules.py): matmul, memory bandwidth, layers
+    Code("ED508", "The NVIDIA Container Toolkit has known container-escape CVEs", "docker", ("warning",),
+         "The installed toolkit is older than the release that fixes a container escape named in NVIDIA's security "
+         "bulletins (data/security.toml): a crafted image started with GPU access can reach the host.",
+         "Upgrade nvidia-container-toolkit (and libnvidia-container) to the fixed release, then restart Docker.",
+         ("https://nvidia.custhelp.com/app/answers/detail/a_id/5659",)),
+    Code("ED509", "A CDI spec was generated for another driver version than the loaded one", "docker", ("warning",),
+         "nvidia-ctk cdi generate names the driver's files by version; after a driver upgrade the spec points at "
+         "files that are gone, and containers started through CDI fail or get the old libraries.",
+         "sudo nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml (the spec's own path).", (CTK_CDI,)),
     Code("ED600", "Tensor Cores not delivering", "bench", ("error",),
          "fp16 matrix products run no faster than the GPU's fp32 units allow: torch runs on the CPU, the fp16 "
          "kernels do not use the Tensor Cores (a torch or cuBLAS older than the GPU), or the GPU is throttled. "
@@ -417,6 +547,11 @@ _CODES: Tuple[Code, ...] = (
     Code("ED612", "Layer points skipped: not enough GPU memory", "bench", ("info",),
          "Some layer points ran out of memory and were skipped (the rest were measured).",
          "Free the GPU of other processes, or read the skipped shapes as too large for this GPU."),
+    Code("ED613", "Repeats disturbed by other load", "bench", ("warning",),
+         "A point's slowest repeat took ten times its fastest or more: another program used the device while it "
+         "was timed, so its figure (the median) says nothing about the device, and a layer compared with it can "
+         "show more than 100% of the matmul rate.",
+         "Find what else runs (top, nvidia-smi) and run envdoctor bench again on an idle machine."),
 
     # fit --measure (envdoctor/fit/rules.py): the estimate against a real run
     Code("ED630", "The estimate missed the measured peak by more than its target", "fit", ("warning",),
@@ -563,7 +698,7 @@ _CODES: Tuple[Code, ...] = (
          'marginal link (riser, seating, signal) that down-trained.',
          "Re-seat the card or replace the riser; check lspci's LnkSta under load.",
          (NVML_DEVICE_QUERIES,)),
-    Code('ED845', 'NVLink links down', 'links', ('warning', 'error', 'info'),
+    Code('ED845', 'NVLink links down', 'links', ('error', 'info'),
          'Some or all NVLinks of a GPU that has them are inactive: traffic to its peers falls back to PCIe (or '
          'to the remaining links). On SXM boards this is a hardware or Fabric Manager fault; on bridged cards a '
          'missing or loose bridge.',
@@ -580,6 +715,11 @@ _CODES: Tuple[Code, ...] = (
          'finishes, CUDA and NCCL cannot use NVLink between the GPUs.',
          "Start nvidia-fabricmanager (its version matching the driver's) and read its log.",
          (FABRIC_MANAGER,)),
+    Code('ED848', 'GPU pairs with fewer NVLinks than the GPU model has (nvidia-smi topo -m)', 'links', ('error',),
+         'Read from nvidia-smi topo -m where NVML cannot list link states: on an NVSwitch board every pair '
+         'should show all of the GPU\'s links (H100/H200: NV18), on a mesh each GPU\'s pairs add up to them; a '
+         'pair with fewer (NV12) or none (SYS) means links or the fabric are down and collectives slow down.',
+         'Read the link states (nvidia-smi nvlink -s), check Fabric Manager, then service.', (NVML_NVLINK,)),
     Code('ED850', 'No peer-to-peer access between GPUs', 'links', ('warning', 'info'),
          "NVML reports that GPUs cannot read or write each other's memory: NCCL stages traffic through host "
          'memory. On servers PCI ACS or the IOMMU usually blocks it; GeForce drivers do not enable P2P over '
@@ -671,6 +811,10 @@ _CODES: Tuple[Code, ...] = (
          'between host and GPU; --backend gloo --nproc N measures collectives between CPU processes.',
          'Nothing to measure; envdoctor comms --backend gloo --nproc N measures CPU processes.',
          ()),
+    Code("ED882", "The ranks answered but measured nothing", "comms", ("error",),
+         "Every rank ran and answered in the right form, yet no collective, pair copy or host copy was measured "
+         "(every size skipped, or an empty answer): nothing measured is never a healthy verdict.",
+         "Read each rank's answer (--json), give sizes that fit, check torch and CUDA in the target."),
     # --- ED9xx: envdoctor itself -------------------------------------------------------------------
     # fleet (envdoctor/fleet/rules.py): a node that differs from the others
     Code("ED751", "A node runs another driver branch than the fleet", "fleet", ("error",),
@@ -939,6 +1083,10 @@ _CODES: Tuple[Code, ...] = (
     Code("ED829", "An Xid on a GPU that was not burned", "burn", ("warning",),
          "NVML delivered an Xid for a GPU outside --device during the run.",
          "The finding names what was seen and where; act on its evidence and rerun envdoctor burn.", (XID_CATALOG,)),
+    Code("ED830", "The load answered but measured nothing", "burn", ("error",),
+         "The target answered in the burn child's form, but no product was computed and no memory tested on "
+         "any device: nothing measured is never a verdict, so the run failed.",
+         "Read the devices' answers (--json), then check torch and CUDA in the target."),
 
     Code("ED900", "One of envdoctor's checks failed", "envdoctor", ("warning",),
          "A check raised an exception: a bug in envdoctor, not a problem of the machine. The other checks ran.",

@@ -15,6 +15,7 @@ from envdoctor.findings import Finding
 from envdoctor.lines import finding_lines, suppressed_line, verdict
 from envdoctor.links.render_topo import links_rows
 from envdoctor.style import Style
+from envdoctor.stack.render import extension_rows
 
 Row = Tuple[str, str]
 
@@ -319,13 +320,15 @@ SECTIONS = (("System", system_rows), ("GPU and driver", gpu_rows), ("GPU links",
             ("CUDA toolkits", toolkit_rows),
             ("Conda", conda_rows), ("Docker and the NVIDIA Container Toolkit", docker_rows),
             ("Python and torch", python_rows),
+            ("Extensions above torch", extension_rows),
             ("Environment that changes torch, CUDA and NCCL", env_rows))
 
 
 def _skipped(f: Facts, title: str) -> bool:
     if title == "Environment that changes torch, CUDA and NCCL":
         return not f.system.torch_env      # a section only when one of the variables is set
-    area = {"CUDA toolkits": "toolkits", "Conda": "conda", "Docker and the NVIDIA Container Toolkit": "docker"}
+    area = {"CUDA toolkits": "toolkits", "Conda": "conda", "Docker and the NVIDIA Container Toolkit": "docker",
+            "Extensions above torch": "torch"}
     return area.get(title) in f.skipped
 
 
