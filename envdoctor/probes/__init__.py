@@ -37,6 +37,8 @@ AREAS: Dict[str, str] = {
     "conda": "conda",
     "docker": "docker",
     "links": "links",
+    "gpu_state": "gpu_state",
+    "fabric": "fabric",
     "system": "system",
     "pci": "pci",
 }

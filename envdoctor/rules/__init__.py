@@ -25,7 +25,7 @@ log = logging.getLogger(__name__)
 
 #: One module per area, named as the area: the checks of a skippable area (torch, toolkits,
 #: conda, docker: ``--skip``) are left out when that area was skipped.
-MODULES = ("driver", "torch", "toolkits", "conda", "docker", "links")
+MODULES = ("driver", "torch", "toolkits", "conda", "docker", "links", "gpu_state", "fabric")
 
 Rule = Callable[[Facts, Optional[Table]], Iterable[Finding]]
 
