@@ -30,6 +30,7 @@ COMMANDS: Dict[str, str] = {
     "topo": "topo:topo",
     "comms": "comms:comms",
     "fleet": "fleet:fleet",
+    "diag": "envdoctor.diag.command:diag",
 }
 
 
@@ -49,6 +50,7 @@ SUMMARIES: Dict[str, str] = {
     "topo": "GPU links (PCIe, NVLink, NUMA) with each path's expected peak.",
     "comms": "NCCL collectives: bus bandwidth, correctness, the slow link.",
     "fleet": "Many nodes: merge their reports (or gather them through a launcher) and name the odd one.",
+    "diag": "May this node take a job? Levels 1-3 like DCGM's, PASS/WARN/FAIL per GPU and node.",
 }
 
 
@@ -72,7 +74,7 @@ class LazyGroup(click.Group):
         if target is None:
             return None
         module_name, attr = target.split(":")
-        module = importlib.import_module(f"envdoctor.cli.{module_name}")
+        module = importlib.import_module(module_name if "." in module_name else f"envdoctor.cli.{module_name}")
         command: click.Command = getattr(module, attr)
         if not any(p.name == "color" for p in command.params):
             # every command takes --color, after its name as well as before it

@@ -4,8 +4,9 @@ bench's matmul and HBM figures per device.
 >>> from envdoctor.facts.burn import BurnGpu, Phase, Sample
 >>> g = BurnGpu(0, power_limit_w=700.0, max_sm_clock_mhz=1980, phases=(Phase("bf16", 8192, started=0.0, ended=9.0),),
 ...             samples=tuple(Sample(float(t), power_w=699.0, sm_clock_mhz=1500) for t in range(10)))
->>> power_figures(g)
-{'power_median_w': 699.0, 'power_fraction': 0.9986, 'sm_clock_median_mhz': 1500.0, 'clock_fraction': 0.7576, 'samples': 10}
+>>> f = power_figures(g)
+>>> f["power_median_w"], f["power_fraction"], f["sm_clock_median_mhz"], f["clock_fraction"], f["samples"]
+(699.0, 0.9986, 1500.0, 0.7576, 10)
 """
 
 from __future__ import annotations

@@ -56,6 +56,19 @@ class GpuVerdict:
 
 
 @dataclass(frozen=True)
+class DiagSummary:
+    """What a script reads first: the verdict, the exit code, the tests by status."""
+
+    verdict: str = "PASS"
+    exit_code: int = 0
+    passed: int = 0
+    warned: int = 0
+    failed: int = 0
+    skipped: int = 0
+    no_threshold: int = 0
+
+
+@dataclass(frozen=True)
 class DiagResult:
     schema: str = SCHEMA
     created_at: Optional[str] = None
@@ -77,6 +90,7 @@ class DiagResult:
     wall_s: Optional[float] = None
     notes: Tuple[str, ...] = ()
     error: Optional[ProbeError] = None       # the run could not start (no GPU, no torch)
+    summary: DiagSummary = field(default_factory=DiagSummary)
 
 
 # --- data/diag.toml ---------------------------------------------------------------------------

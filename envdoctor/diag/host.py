@@ -104,8 +104,7 @@ def run_diag(level: int, python: str, device: str = "all", *, env: Optional[Mapp
     torch_count = int(answer.get("count") or 0) if answer else 0
     if nvml_count == 0 and _pci_gpus(facts) == 0 and torch_count == 0:
         why = state.error.message if state.error else "NVML sees no GPU"
-        err = ProbeError("unavailable", f"no GPU on this machine ({why}; no NVIDIA GPU on the PCI bus; torch sees "
-                         "none): nothing for diag to test")
+        err = ProbeError("unavailable", f"no GPU on this machine: {why}; none on the PCI bus; torch sees none")
         return _finish(replace(base, verdict="NO_GPU", error=err, tests=tuple(tests), findings=tuple(findings)),
                        state, stages, began)
     tests += rules.cuda_op_tests(answer, op_error.message if op_error else None, nvml_count, stages["cuda_op"])
@@ -186,4 +185,4 @@ def _finish(result: DiagResult, state: GpuStateFacts, stages: Dict[str, float], 
     if wall > result.budget_s and verdict in ("PASS", "WARN"):
         notes.append(f"took {wall:.0f} s, over the level's {result.budget_s:.0f} s")
     return replace(result, verdict=verdict, failed=failed, gpus=rules.gpu_verdicts(tests, gpus),
-                   stage_s=dict(stages), wall_s=wall, notes=tuple(notes))
+                   stage_s=dict(stages), wall_s=wall, notes=tuple(notes), summary=rules.summary(verdict, tests))

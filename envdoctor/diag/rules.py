@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from envdoctor.diag.analysis import hbm_figure, matmul_figure, power_figures
-from envdoctor.diag.facts import DiagTable, DiagTest, GpuVerdict
+from envdoctor.diag.facts import DiagSummary, DiagTable, DiagTest, GpuVerdict
 from envdoctor.facts.bench import BenchResult
 from envdoctor.facts.burn import BurnResult
 from envdoctor.facts.comms import CommsResult
@@ -292,3 +292,9 @@ def no_threshold(tests: Sequence[DiagTest]) -> Dict[str, int]:
         if t.status == "INFO":
             out[t.name] = out.get(t.name, 0) + 1
     return out
+
+
+def summary(verdict: str, tests: Sequence[DiagTest]) -> DiagSummary:
+    count = {s: sum(t.status == s for t in tests) for s in ("PASS", "WARN", "FAIL", "SKIP", "INFO")}
+    return DiagSummary(verdict, exit_status(verdict), count["PASS"], count["WARN"], count["FAIL"], count["SKIP"],
+                       count["INFO"])

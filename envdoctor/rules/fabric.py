@@ -12,11 +12,11 @@ NCCL variables' checks (NCCL then talks over sockets, which is a choice, not a f
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Iterator, List, Optional
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple
 
 from envdoctor.codes import CODES
 from envdoctor.facts import Facts
-from envdoctor.facts.fabric import FabricFacts
+from envdoctor.facts.fabric import FabricFacts, Placement
 from envdoctor.findings import Finding, Severity
 
 REF_NCCL_ENV = "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html"
@@ -98,7 +98,7 @@ def placement(f: FabricFacts) -> Iterator[Finding]:
     """ED866: a GPU whose nearest ACTIVE adapter is across the CPU link (SYS): its traffic between
     nodes crosses the inter-CPU link, and GPUDirect RDMA is slow or off there."""
     active = {a.name for a in f.adapters if any(p.state == "ACTIVE" for p in a.ports)}
-    best = {}
+    best: Dict[str, Tuple[int, Placement]] = {}
     for p in f.placements:
         if p.adapter in active:
             rank = _ORDER.index(p.path) if p.path in _ORDER else len(_ORDER)

@@ -118,7 +118,7 @@ def memory_health(g: GpuState) -> Iterator[Finding]:
     if g.remapped_failure:
         yield _f("ED165", "error", f"{_label(g)}: row remapping failed: the GPU needs service",
                  ["nvmlDeviceGetRemappedRows: failure"],
-                 ["nvidia-smi -q -d ROW_REMAPPER -i %d" % g.index, "# report it to the vendor (RMA)"], REF_REMAP)
+                 [f"nvidia-smi -q -d ROW_REMAPPER -i {g.index}", "# report it to the vendor (RMA)"], REF_REMAP)
     pending = [what for what, on in (("remapped rows", g.remapped_pending), ("retired pages", g.retired_pages_pending))
                if on]
     if pending:

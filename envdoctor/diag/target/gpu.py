@@ -56,9 +56,9 @@ def main(cfg):
     try:
         import torch
     except ImportError as exc:
-        raise Failure("no_torch", "torch is not installed in this Python (%s)" % first_line(exc))
+        raise Failure("no_torch", "torch is not installed in this Python (%s)" % first_line(exc)) from None
     except Exception as exc:
-        raise Failure("import_failed", first_line(exc))
+        raise Failure("import_failed", first_line(exc)) from None
     answer = {"torch_version": str(torch.__version__), "torch_cuda": getattr(torch.version, "cuda", None),
               "count": 0, "devices": []}
     stage("CUDA start")
