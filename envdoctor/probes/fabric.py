@@ -103,8 +103,11 @@ def placement(gpu: Tuple[str, ...], nic: Tuple[str, ...], gpu_numa: Optional[int
               nic_numa: Optional[int]) -> str:
     """The topo -m word for two devices' PCI chains (root complex first, the device last).
 
-    >>> placement(("pci0000:00", "0000:00:01.0", "0000:01:00.0", "0000:02:00.0", "0000:03:00.0"),
-    ...           ("pci0000:00", "0000:00:01.0", "0000:01:00.0", "0000:02:04.0", "0000:04:00.0"), 0, 0)
+    >>> sw = ("pci0000:00", "0000:00:01.0", "0000:01:00.0")       # a root port, a switch's upstream port
+    >>> placement(sw + ("0000:02:00.0", "0000:03:00.0"), sw + ("0000:02:04.0", "0000:04:00.0"), 0, 0)
+    'PIX'
+    >>> placement(sw + ("0000:02:00.0", "0000:03:00.0", "0000:04:00.0", "0000:05:00.0"),
+    ...           sw + ("0000:02:04.0", "0000:06:00.0"), 0, 0)
     'PXB'
     >>> placement(("pci0000:00", "0000:00:06.0"), ("pci0000:80", "0000:80:01.0", "0000:81:00.0"), 0, 1)
     'SYS'
@@ -115,6 +118,7 @@ def placement(gpu: Tuple[str, ...], nic: Tuple[str, ...], gpu_numa: Optional[int
             break
         common += 1
     if common >= 2:                       # a bridge below the root complex is shared
+        # one switch: each device one downstream port below the shared upstream port
         hops = (len(gpu) - 1 - common) + (len(nic) - 1 - common)
         return "PIX" if hops <= 2 else "PXB"
     if common == 1:
