@@ -32,6 +32,7 @@ from tests.documents import validate
 from tests.fakenvml import FakeNvml
 from tests.test_bench_suites_h200 import analysed
 from tests.test_burn_fakes import h200_gpu, result_of
+from tests.torchtest import needs_torch
 
 H = load_health()
 T = load_diag_table()
@@ -281,6 +282,7 @@ def test_a_cpu_box_gets_a_clear_no_gpu_verdict_exit_2_and_a_valid_document(monke
     assert "verdict: NO_GPU: no GPU on this machine" in r.stderr
 
 
+@needs_torch
 def test_nvml_sees_an_h200_but_torch_is_cpu_only_fails_the_cuda_op_and_skips_the_load(monkeypatch):
     fake = FakeNvml.recorded("h200-driver580-cuda13")
     fake.set(0, "nvmlDeviceGetComputeRunningProcesses", [{"pid": 999999, "usedGpuMemory": 1 << 30}])

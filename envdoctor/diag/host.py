@@ -98,14 +98,15 @@ def run_diag(level: int, python: str, device: str = "all", *, env: Optional[Mapp
     findings: List[Finding] = list(inspection.findings)
     tests: List[DiagTest] = rules.inspection_tests(inspection.findings, state, stages["check"])
     base = replace(base, state=state, fabric=fabric)
-    if op_error is not None and op_error.kind == "not_found":
-        return _finish(replace(base, verdict="ERROR", error=op_error, tests=tuple(tests), findings=tuple(findings)),
-                       state, stages, began)
     torch_count = int(answer.get("count") or 0) if answer else 0
     if nvml_count == 0 and _pci_gpus(facts) == 0 and torch_count == 0:
         why = state.error.message if state.error else "NVML sees no GPU"
-        err = ProbeError("unavailable", f"no GPU on this machine: {why}; none on the PCI bus; torch sees none")
+        err = ProbeError("unavailable", f"no GPU on this machine: {why}; none on the PCI bus; "
+                         + ("torch sees none" if answer else "no torch to ask"))
         return _finish(replace(base, verdict="NO_GPU", error=err, tests=tuple(tests), findings=tuple(findings)),
+                       state, stages, began)
+    if op_error is not None and op_error.kind == "not_found":
+        return _finish(replace(base, verdict="ERROR", error=op_error, tests=tuple(tests), findings=tuple(findings)),
                        state, stages, began)
     tests += rules.cuda_op_tests(answer, op_error.message if op_error else None, nvml_count, stages["cuda_op"])
     blocked = _blocked(tests)
