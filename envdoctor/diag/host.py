@@ -73,8 +73,9 @@ def run_diag(level: int, python: str, device: str = "all", *, env: Optional[Mapp
     environ = dict(os.environ if env is None else env)
     say = progress or (lambda line: None)
     table = table or load_diag_table()
+    node = environ.get("ENVDOCTOR_NODE") or socket.gethostname()     # a pod's host name is the pod's
     base = DiagResult(created_at=_now(), envdoctor_version=__version__, level=level, level_name=LEVELS[level],
-                      budget_s=BUDGETS[level], hostname=socket.gethostname(), python=python, device=device)
+                      budget_s=BUDGETS[level], hostname=node, python=python, device=device)
     ctx = Context(root=root or Path("/"), env=environ, timeout=timeout, torch_timeout=torch_timeout, python=python,
                   nvml=nvml)
     stages: Dict[str, float] = {}
