@@ -316,3 +316,28 @@ def test_the_text_names_every_test_its_figure_and_threshold():
     assert "  PASS  matmul           662.4 TFLOP/s (>= 600)" in text
     assert "  PASS  power            0.9" in text and "(>= 0.75, warn under 0.9)" in text
     assert text.splitlines()[-1] == "verdict: WARN: memtest (GPU 0) (node gpu-01, level 3)"
+
+
+def test_check_shows_each_gpus_live_state_and_topo_the_adapters(monkeypatch, tmp_path):
+    fake = FakeNvml.recorded("h200-driver580-cuda13")
+    fake.set(0, "nvmlDeviceGetComputeRunningProcesses", [{"pid": 999999, "usedGpuMemory": 2 << 30}])
+    monkeypatch.setitem(sys.modules, "pynvml", fake)
+    r = CliRunner().invoke(cli, ["check", "--skip", "torch", "--skip", "conda", "--skip", "docker", "--skip",
+                                 "toolkits"])
+    assert "GPU 0 now          1 process(es) (pid 999999 (not visible here) 2048 MiB), 0% busy" in r.output
+    assert "ED160 warning: GPU 0 (NVIDIA H200, 00000000:00:06.0) is in use by another process" in r.output
+    t = CliRunner().invoke(cli, ["topo", "--root", str(ib_root(tmp_path, "1: DOWN", "3: Disabled"))])
+    assert "fabric:\n  NIC mlx5_0 (0000:04:00.0, NUMA 0, fw 28.39.1002): port 1 DOWN 400 Gb/s InfiniBand\n" \
+           "    GPU 0000:03:00.0: PIX" in t.output
+
+
+def test_a_target_without_torch_could_not_start_exit_2(monkeypatch, tmp_path):
+    monkeypatch.setitem(sys.modules, "pynvml", FakeNvml.recorded("h200-driver580-cuda13"))
+    bare = tmp_path / "venv"
+    import venv
+
+    venv.create(bare, with_pip=False)
+    r = CliRunner().invoke(cli, ["diag", "--python", str(bare / "bin/python")])
+    assert r.exit_code == 2, r.output
+    assert "verdict: could not start:" in r.stdout and "torch is not installed" in r.stdout
+    assert "point --python at an interpreter with torch" in r.stderr

@@ -13,7 +13,7 @@ host another container's): it is kept, marked not visible, never dropped.
 from __future__ import annotations
 
 import threading
-from typing import Any, List, Optional, Tuple
+from typing import Any, List, Optional
 
 from envdoctor.facts.base import ProbeError
 from envdoctor.facts.gpu_state import COMPUTE_MODES, GpuProcess, GpuState, GpuStateFacts
@@ -106,14 +106,3 @@ def probe(ctx: Context) -> GpuStateFacts:
     if not box:
         return GpuStateFacts(error=ProbeError("timeout", f"NVML did not answer in {ctx.timeout:g} s"))
     return box[0]
-
-
-def summary(state: GpuState) -> Tuple[str, ...]:
-    """Short lines for the text report: ``GPU 0 NVIDIA H200: 0 processes, 0% busy, 4331/143771 MiB``."""
-    procs = ", ".join(f"{p.pid} {p.name or '(pid not visible here)'}"
-                      + (f" {p.used_mib} MiB" if p.used_mib is not None else "") for p in state.processes)
-    util = f"{state.utilization_pct}% busy" if state.utilization_pct is not None else "utilisation unknown"
-    mem = (f"{state.memory_used_mib}/{state.memory_total_mib} MiB used"
-           if state.memory_used_mib is not None else "memory unknown")
-    return (f"GPU {state.index} {state.name or '?'}: {len(state.processes)} process(es), {util}, {mem}, "
-            f"compute mode {state.compute_mode or '?'}" + (f"; {procs}" if procs else ""),)
