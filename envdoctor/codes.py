@@ -903,6 +903,12 @@ _CODES: Tuple[Code, ...] = (
          "(a GPU, a NIC, host memory).",
          "Run envdoctor burn on the nodes of the pair with wrong results; take them out of service until it "
          "is understood."),
+    Code("ED786", "Bandwidth between two nodes far below their adapters' rate", "fleet", ("warning",),
+         "In the pairwise pass over NCCL, a pair of nodes reached less than half of the rate of the slower "
+         "node's fastest active InfiniBand/RoCE port (its report's fabric facts): NCCL went over TCP sockets, "
+         "without GPUDirect RDMA, over a port that trained down, or across the CPU link.",
+         "Run envdoctor diag -r 1 on both nodes (ports, GPUDirect RDMA, NCCL variables), and the gather again "
+         "with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET to see NET/IB or NET/Socket."),
 
     # burn (envdoctor/burn/rules.py): sustained load on every GPU
     Code("ED800", "A product differed from the first one", "burn", ("error",),

@@ -341,3 +341,27 @@ def test_a_target_without_torch_could_not_start_exit_2(monkeypatch, tmp_path):
     assert r.exit_code == 2, r.output
     assert "verdict: could not start:" in r.stdout and "torch is not installed" in r.stdout
     assert "point --python at an interpreter with torch" in r.stderr
+
+
+def test_fleet_comms_pair_between_nodes_far_below_their_adapters_rate():
+    from envdoctor.fleet import comms
+    from envdoctor.fleet.merge import merge
+    from envdoctor.fleet.model import Document, NodeInput
+    from tests import fleetdocs as fd
+    from tests.test_fleet_comms import answer
+
+    def report(rate):
+        doc = fd.h200()
+        doc["facts"]["fabric"] = {"adapters": [{"name": "mlx5_0", "ports": [
+            {"port": 1, "state": "ACTIVE", "rate_gbps": rate, "link_layer": "InfiniBand"}]}]}
+        return doc
+
+    inputs = [NodeInput((Document("report", report(400.0), f"rank {r}"),), ((f"gpu{r + 1}", "node key"),),
+                        "reported", r) for r in range(4)]
+    # 256 MiB in 10 ms: 26.8 GB/s, over half of NDR's 50 GB/s; 20 ms: 13.4 GB/s, under it
+    fleet, _ = merge(inputs, mode="gather", comms=comms.read(answer([0.01, 0.02, 0.01, 0.01]), 4))
+    slow = [nf for nf in fleet.drift.findings if nf.finding.code == "ED786"]
+    assert [(nf.node, nf.finding.title) for nf in slow] == [
+        ("gpu2", "gpu2 - gpu3: 13.4 GB/s between the nodes, under 50% of the adapters' 50 GB/s (400 Gb/s)")]
+    gloo = comms.read(answer([0.01, 0.02, 0.01, 0.01], backend="gloo"), 4)
+    assert comms.against_adapters(comms.named(gloo, {}), {r: 50.0 for r in range(4)}) == []
