@@ -365,3 +365,15 @@ def test_fleet_comms_pair_between_nodes_far_below_their_adapters_rate():
         ("gpu2", "gpu2 - gpu3: 13.4 GB/s between the nodes, under 50% of the adapters' 50 GB/s (400 Gb/s)")]
     gloo = comms.read(answer([0.01, 0.02, 0.01, 0.01], backend="gloo"), 4)
     assert comms.against_adapters(comms.named(gloo, {}), {r: 50.0 for r in range(4)}) == []
+
+
+def test_envdoctors_own_child_on_the_gpu_is_not_another_job(nv, tmp_path):
+    me = os.getpid()
+    (tmp_path / "proc/5151").mkdir(parents=True)
+    (tmp_path / "proc/5151/comm").write_text("python3\n")
+    (tmp_path / "proc/5151/stat").write_text(f"5151 (python3) R {me} 5151 5151 0 -1 4194560 0 0\n")
+    nv.set(0, "nvmlDeviceGetComputeRunningProcesses", [{"pid": 5151, "usedGpuMemory": 500 << 20}])
+    nv.set(0, "nvmlDeviceGetUtilizationRates", {"gpu": 35, "memory": 1})
+    s = state(nv, tmp_path)
+    assert (s.gpus[0].processes, s.gpus[0].own_processes) == ((), 1)
+    assert state_findings(s, wanted=True) == []

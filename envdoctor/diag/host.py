@@ -1,7 +1,7 @@
 """Run ``envdoctor diag``: the existing parts through their Python APIs, one level after another.
 
 >>> r = run_diag(2, "/opt/torch/.venv/bin/python3")                        # doctest: +SKIP
->>> r.verdict, [(t.name, t.status) for t in r.tests][:4]
+>>> r.verdict, [(t.name, t.status) for t in r.tests][:4]                 # doctest: +SKIP
 ('PASS', [('check', 'PASS'), ('topo', 'PASS'), ('fabric', 'PASS'), ('state', 'PASS')])
 
 Level 1: check's inspection (driver, torch, container; topo's links; the fabric; the live GPU state:

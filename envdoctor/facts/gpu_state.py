@@ -40,6 +40,7 @@ class GpuState:
     memory_utilization_pct: Optional[int] = None
     processes: Tuple[GpuProcess, ...] = ()
     processes_error: Optional[str] = None    # why the process list could not be read
+    own_processes: int = 0                   # envdoctor's own children on the GPU (the torch probe), not counted
     compute_mode: Optional[str] = None       # default, exclusive_process, prohibited
     persistence_mode: Optional[bool] = None
     mig_mode: Optional[bool] = None          # current

@@ -6,14 +6,15 @@ pid that is not there belongs to another pid namespace (a container sees the hos
 host another container's): it is kept, marked not visible, never dropped.
 
     >>> facts = probe(Context())                          # doctest: +SKIP
-    >>> facts.gpus[0].compute_mode, facts.gpus[0].processes
+    >>> facts.gpus[0].compute_mode, facts.gpus[0].processes      # doctest: +SKIP
     ('default', ())
 """
 
 from __future__ import annotations
 
+import os
 import threading
-from typing import Any, List, Optional
+from typing import Any, List, Optional, Tuple
 
 from envdoctor.facts.base import ProbeError
 from envdoctor.facts.gpu_state import COMPUTE_MODES, GpuProcess, GpuState, GpuStateFacts
@@ -35,15 +36,29 @@ def parse_stat_state(text: Optional[str]) -> Optional[str]:
     return rest[0] if rest else None
 
 
-def process(ctx: Context, entry: Any) -> GpuProcess:
-    """One process of NVML's list, with what /proc under ``ctx.root`` says of it."""
+def parse_stat_ppid(text: Optional[str]) -> Optional[int]:
+    """The parent pid of a /proc/PID/stat line.
+
+    >>> parse_stat_ppid("4242 (python3 x) S 4100 4242 4242 0 -1 4194560 ...")
+    4100
+    """
+    if not text or ")" not in text:
+        return None
+    rest = text.rsplit(")", 1)[1].split()
+    return int(rest[1]) if len(rest) > 1 and rest[1].isdigit() else None
+
+
+def process(ctx: Context, entry: Any) -> Tuple[GpuProcess, bool]:
+    """One process of NVML's list, with what /proc under ``ctx.root`` says of it, and whether it
+    is envdoctor's own child (the torch probe, diag's tiny op: their context is not another job)."""
     pid = int(entry.get("pid", 0))
     used = entry.get("used")
     comm, _ = ctx.read(f"/proc/{pid}/comm", limit=4096)
     stat, _ = ctx.read(f"/proc/{pid}/stat", limit=4096)
     visible = comm is not None or stat is not None
+    own = parse_stat_ppid(stat) == os.getpid()
     return GpuProcess(pid, str(entry.get("kind") or "C"), int(used) // MIB if isinstance(used, int) else None,
-                      comm.strip() if comm else None, parse_stat_state(stat), visible)
+                      comm.strip() if comm else None, parse_stat_state(stat), visible), own
 
 
 def gpu_state(ctx: Context, r: Reading) -> GpuState:
@@ -53,14 +68,15 @@ def gpu_state(ctx: Context, r: Reading) -> GpuState:
     mig = v.get("mig_mode") or {}
     app = v.get("applications_clocks") or {}
     remapped = v.get("remapped_rows") or {}
-    procs = tuple(process(ctx, p) for p in (v.get("processes") or ()) if isinstance(p, dict))
+    seen = [process(ctx, p) for p in (v.get("processes") or ()) if isinstance(p, dict)]
+    procs = tuple(p for p, own in seen if not own)
     mode = v.get("compute_mode")
     return GpuState(
         index=r.index, name=v.get("name"), uuid=v.get("uuid"), bus_id=(v.get("pci") or {}).get("bus_id"),
         memory_used_mib=int(memory["used"]) // MIB if memory.get("used") is not None else None,
         memory_total_mib=int(memory["total"]) // MIB if memory.get("total") is not None else None,
         utilization_pct=v.get("utilization_pct"), memory_utilization_pct=v.get("memory_utilization_pct"),
-        processes=procs, processes_error=r.errors.get("processes"),
+        processes=procs, processes_error=r.errors.get("processes"), own_processes=len(seen) - len(procs),
         compute_mode=COMPUTE_MODES.get(mode, str(mode)) if mode is not None else None,
         persistence_mode=v.get("persistence_mode"),
         mig_mode=bool(mig["current"]) if "current" in mig else None,

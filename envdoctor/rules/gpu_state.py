@@ -66,7 +66,8 @@ def busy(g: GpuState, wanted: bool) -> Iterator[Finding]:
                   "# if the parent is gone or stuck, the memory comes back only with a GPU reset or a reboot:",
                   f"sudo nvidia-smi --gpu-reset -i {g.index}"])
     util = g.utilization_pct or 0
-    if live or util >= BUSY_PCT:
+    # envdoctor's own child (check's torch probe, diag's tiny op) may be what keeps the GPU busy
+    if live or (util >= BUSY_PCT and not g.own_processes):
         evidence = [_proc(p) for p in live]
         if not live:
             evidence.append("no process listed (another pid namespace, or NVML cannot list them here)")
