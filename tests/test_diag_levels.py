@@ -118,7 +118,7 @@ def test_level_2_on_the_recorded_h200_passes_every_test_with_its_figure(tmp_path
     assert figures["burn"] == 659.4
     copies = [(t["detail"][:3], t["figure"], t["threshold"]) for t in doc["tests"] if t["name"] == "host_copy"]
     assert copies == [("h2d", 55.393, 25.21), ("d2h", 55.285, 25.21)]
-    assert set(doc["stage_s"]) == {"check", "cuda_op", "bench", "burn", "comms"}
+    assert set(doc["stage_s"]) == {"state", "check", "cuda_op", "bench", "burn", "comms"}
     assert doc["gpus"][0]["name"] == "NVIDIA H200"
     assert s[("check", None)] == "PASS" and r.exit_code == 0 and doc["verdict"] == "PASS", r.output
     assert doc["summary"] == {"verdict": "PASS", "exit_code": 0, "passed": 11, "warned": 0, "failed": 0,

@@ -33,6 +33,7 @@ from envdoctor.facts.fabric import FabricFacts
 from envdoctor.facts.gpu_state import GpuStateFacts
 from envdoctor.findings import Finding
 from envdoctor.probes.context import TORCH_TIMEOUT, Context
+from envdoctor.rules.gpu_state import state_findings
 
 SCRIPT = "diag/target/gpu.py"
 #: what each level loads: burn seconds, memory-test seconds, bench matmul budget
@@ -80,6 +81,13 @@ def run_diag(level: int, python: str, device: str = "all", *, env: Optional[Mapp
                   nvml=nvml)
     stages: Dict[str, float] = {}
     say(f"level {level} ({LEVELS[level]}): check, topo, live state, fabric, a tiny CUDA op per GPU")
+    # the live state first, before any child of envdoctor holds a GPU context (in a container NVML
+    # names the host's pids, so envdoctor could not tell its own child from another job)
+    from envdoctor.probes import gpu_state as state_probe
+
+    t0 = time.monotonic()
+    state = state_probe.probe(ctx)
+    stages["state"] = round(time.monotonic() - t0, 3)
     box: Dict[str, Any] = {}
     worker = threading.Thread(target=lambda: box.update(op=tiny_ops(python, device, environ, torch_timeout + 30.0)),
                               name="envdoctor-diag-op", daemon=True)
@@ -87,16 +95,15 @@ def run_diag(level: int, python: str, device: str = "all", *, env: Optional[Mapp
     t0 = time.monotonic()
     from envdoctor.inspect import inspect
 
-    inspection = inspect(ctx, skip=SKIP)
+    inspection = inspect(ctx, skip=SKIP + ("gpu_state",))
     stages["check"] = round(time.monotonic() - t0, 3)
     worker.join()
     answer, op_error, op_s = box.get("op", (None, ProbeError("crashed", "the tiny CUDA op did not run"), 0.0))
     stages["cuda_op"] = round(op_s, 3)
     facts = inspection.facts
-    state = facts.gpu_state if isinstance(facts.gpu_state, GpuStateFacts) else GpuStateFacts()
     fabric = facts.fabric if isinstance(facts.fabric, FabricFacts) else FabricFacts()
     nvml_count = len(state.gpus)
-    findings: List[Finding] = list(inspection.findings)
+    findings: List[Finding] = list(inspection.findings) + state_findings(state, wanted=True)
     tests: List[DiagTest] = rules.inspection_tests(inspection.findings, state, stages["check"])
     base = replace(base, state=state, fabric=fabric)
     torch_count = int(answer.get("count") or 0) if answer else 0
