@@ -3,13 +3,13 @@
 # to the live-state reads (processes, MIG instances, applications clocks, retired pages) as a
 # recording for tests/fixtures. One device call: about 6 minutes on one H200.
 #
-#   OUT=/tmp/out bash benchmarks/h200_diag.sh        # writes $OUT/diag.tar.gz and $OUT/diag-summary.txt
+#   OUT=/tmp/out bash benchmarks/h200_diag.sh        # seven files in $OUT (a device call returns at most 8)
 #   LEVELS="1 2" ...                                 # fewer levels
 #
 # Runs from a checkout with the machine's python3 (the one that holds torch; PYTHON overrides).
 set -u
 OUT=${OUT:-/tmp/envdoctor-diag}
-W=$OUT/diag
+W=$OUT
 mkdir -p "$W"
 PY=${PYTHON:-python3}
 export PYTHONPATH=${PYTHONPATH:+$PYTHONPATH:}$(pwd)
@@ -20,14 +20,16 @@ if ! "$PY" -c "import click, packaging, distro, requests, pynvml" 2>/dev/null &&
   "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
     --target /tmp/envdoctor-site .whl/*.whl && export PYTHONPATH="$PYTHONPATH:/tmp/envdoctor-site"
 fi
-nvidia-smi > "$W/nvidia-smi.txt" 2>&1
+{ echo "\$ nvidia-smi"; nvidia-smi 2>&1; echo "[rc=$?]"; } > "$W/nvidia-smi.txt"
 for L in ${LEVELS:-1 2 3}; do
   t0=$(date +%s.%N)
-  "$PY" -m envdoctor diag -r "$L" --json > "$W/diag-r$L.json" 2> "$W/diag-r$L.stderr.txt"
+  echo "\$ envdoctor diag -r $L --json" >> "$W/diag-stderr.txt"
+  "$PY" -m envdoctor diag -r "$L" --json > "$W/diag-r$L.json" 2> >(tee -a "$W/diag-stderr.txt" >&2)
   rc=$?
+  sleep 0.2
   awk -v l="$L" -v a="$t0" -v b="$(date +%s.%N)" -v r="$rc" \
     'BEGIN {printf "diag -r %s  %7.1f s  rc=%s\n", l, b - a, r}' | tee -a "$SUMMARY"
-  grep '^verdict:' "$W/diag-r$L.stderr.txt" | tee -a "$SUMMARY"
+  tail -n 3 "$W/diag-stderr.txt" | grep '^verdict:' | tee -a "$SUMMARY"
 done
 # the live-state calls, answered as pynvml answers them (tests/fakenvml.py's recording format)
 "$PY" - > "$W/nvml-state.json" 2>&1 <<'PYEOF'
@@ -62,5 +64,5 @@ for i in range(nv.nvmlDeviceGetCount()):
 nv.nvmlShutdown()
 print(json.dumps({"gpus": gpus}, indent=1, default=str))
 PYEOF
-ls /sys/class/infiniband > "$W/sys-class-infiniband.txt" 2>&1
-tar czf "$OUT/diag.tar.gz" -C "$OUT" diag
+{ echo "\$ ls /sys/class/infiniband"; ls /sys/class/infiniband 2>&1; echo "\$ grep -E 'peermem|ib_core' /proc/modules";
+  grep -E 'peermem|ib_core' /proc/modules; echo "[rc=$?]"; } > "$W/fabric-files.txt" 2>&1

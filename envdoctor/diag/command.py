@@ -26,7 +26,7 @@ from envdoctor.cli.common import (
 @click.command("diag")
 @click.option("-r", "--level", type=click.IntRange(1, 3), default=1, show_default=True, metavar="1|2|3",
               help="1 quick (<= 15 s: check, topo, live state, fabric, a tiny CUDA op per GPU); 2 medium "
-                   "(<= 2 min: + bench, a 30 s burn, comms); 3 long (<= 15 min: + a 180 s burn, a 60 s memory "
+                   "(<= 2 min: + bench, a 30 s burn, comms); 3 long (<= 15 min: + a 160 s burn, a 50 s memory "
                    "test, targeted power, per-link verdicts).")
 @click.option("--device", default="all", show_default=True, callback=gpu_index_or_all, metavar="N|all",
               help="GPU index in the target's torch, or 'all'.")

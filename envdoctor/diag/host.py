@@ -7,7 +7,7 @@
 Level 1: check's inspection (driver, torch, container; topo's links; the fabric; the live GPU state:
 :func:`envdoctor.inspect.inspect`) while the tiny CUDA op runs in the target (``diag/target/gpu.py``).
 Level 2: bench (bf16 n=8192 and HBM), a 30 s burn with bit-exact compares and a short memory test,
-comms (host <-> GPU copies; among the GPUs when there are 2+). Level 3: a 180 s burn with a 60 s
+comms (host <-> GPU copies; among the GPUs when there are 2+). Level 3: a 160 s burn with a 50 s
 memory test (every pattern, several times over the free memory), targeted power from its samples,
 comms with the per-link verdicts. A level stops before loading a GPU that failed the level before
 it (no GPU, a tiny op that failed, a GPU another process holds).
@@ -38,7 +38,7 @@ from envdoctor.rules.gpu_state import state_findings
 SCRIPT = "diag/target/gpu.py"
 #: what each level loads: burn seconds, memory-test seconds, bench matmul budget
 LOADS = {2: {"burn_s": 30.0, "memtest_s": 3.0, "bench_s": 1.0},
-         3: {"burn_s": 180.0, "memtest_s": 60.0, "bench_s": 2.0}}
+         3: {"burn_s": 160.0, "memtest_s": 50.0, "bench_s": 2.0}}
 #: the areas of check diag leaves out: they say nothing about whether a job may run
 SKIP = ("conda", "docker", "toolkits")
 COMMS_SIZES = (1 << 20, 64 << 20, 256 << 20)
