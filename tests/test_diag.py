@@ -377,3 +377,14 @@ def test_envdoctors_own_child_on_the_gpu_is_not_another_job(nv, tmp_path):
     s = state(nv, tmp_path)
     assert (s.gpus[0].processes, s.gpus[0].own_processes) == ((), 1)
     assert state_findings(s, wanted=True) == []
+
+
+def test_the_recorded_h200_live_state_reads_say_it_is_free(nv):
+    recorded = json.loads((Path(__file__).parent / "fixtures/h200-diag/nvml-state.json").read_text())["gpus"][0]
+    for call, answer in recorded.items():
+        nv.set(0, call, answer)
+    g = state(nv).gpus[0]
+    assert (g.processes, g.processes_error, g.mig_devices, g.app_sm_clock_mhz, g.default_app_sm_clock_mhz) == (
+        (), None, 0, 1980, 1980)
+    assert g.retired_pages_pending is None and g.errors["retired_pages_pending"] == "not supported"
+    assert state_findings(state(nv), wanted=True) == []
