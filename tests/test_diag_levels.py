@@ -148,3 +148,26 @@ def test_wrong_products_in_the_burn_fail_the_node_naming_the_burn(tmp_path, nvml
     last = r.stdout.strip().splitlines()[-1]
     assert last.startswith("verdict: FAIL:") and "burn (GPU 0)" in last
     assert "ED800" in r.stdout
+
+
+def test_two_gpus_one_held_by_another_job_fails_that_gpu_only_and_loads_none(tmp_path, monkeypatch):
+    fake = FakeNvml.recorded("h200-driver580-cuda13", gpus=2)
+    fake.set(1, "nvmlDeviceGetComputeRunningProcesses", [{"pid": 999999, "usedGpuMemory": 60 << 30}])
+    monkeypatch.setitem(sys.modules, "pynvml", fake)
+    py = target(tmp_path, healthy_steps(0))
+    spec = json.loads((tmp_path / "spec.json").read_text())
+    spec["gpu"]["count"] = 2
+    spec["gpu"]["devices"].append(dict(spec["gpu"]["devices"][0], index=1))
+    (tmp_path / "spec.json").write_text(json.dumps(spec))
+    r = diag("-r", "2", "--json", "--python", py)
+    doc = json.loads(r.stdout)
+    assert r.exit_code == 1 and doc["failed"] == ["state (GPU 1)"], r.output
+    assert [(g["index"], g["verdict"], g["failed"]) for g in doc["gpus"]] == [(0, "PASS", []), (1, "FAIL", ["state"])]
+    assert [t["name"] for t in doc["tests"] if t["level"] == 2] == ["load"]      # nothing loaded
+    assert doc["notes"][0].startswith("levels 2-2 not run: GPU 1 is not free")
+
+
+def test_a_device_past_the_last_gpu_is_a_usage_error(tmp_path, nvml):
+    r = diag("--device", "3", "--python", target(tmp_path, healthy_steps(0)))
+    assert r.exit_code == 2 and "--device 3: GPU 3 does not exist: there are 1 GPU(s)" in r.stdout
+    assert "see `nvidia-smi -L`" in r.stderr

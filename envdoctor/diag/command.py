@@ -76,7 +76,8 @@ def diag(level: int, device: str, as_json: bool, python: Optional[str], debug: b
         click.echo(mask_text(render_diag_text(result, color=use_color(), verbose=verbosity() > 0)), nl=False)
     if result.verdict in ("NO_GPU", "ERROR") and result.error is not None:
         hint = ("point --python at an interpreter with torch (see `envdoctor recommend`)"
-                if result.error.kind == "not_found" else "run diag on a node with an NVIDIA GPU")
+                if result.error.kind == "not_found" else "see `nvidia-smi -L`" if result.error.command == "--device"
+                else "run diag on a node with an NVIDIA GPU")
         said = "" if as_json is False else f"{result.error.message} "
         click.echo(f"envdoctor diag: {said}({hint})" if said else f"envdoctor diag: {hint}", err=True)
     sys.exit(exit_status(result.verdict))

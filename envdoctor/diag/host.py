@@ -32,6 +32,7 @@ from envdoctor.facts.base import ProbeError
 from envdoctor.facts.fabric import FabricFacts
 from envdoctor.facts.gpu_state import GpuStateFacts
 from envdoctor.findings import Finding
+from envdoctor.parse.visible import visible_count
 from envdoctor.probes.context import TORCH_TIMEOUT, Context
 from envdoctor.rules.gpu_state import state_findings
 
@@ -88,6 +89,11 @@ def run_diag(level: int, python: str, device: str = "all", *, env: Optional[Mapp
     t0 = time.monotonic()
     state = state_probe.probe(ctx)
     stages["state"] = round(time.monotonic() - t0, 3)
+    visible = visible_count(environ.get("CUDA_VISIBLE_DEVICES"), len(state.gpus))
+    if device != "all" and state.gpus and int(device) >= visible:
+        seen = f"{visible} GPU(s)" + (" (CUDA_VISIBLE_DEVICES is set)" if visible != len(state.gpus) else "")
+        err = ProbeError("unavailable", f"--device {device}: GPU {device} does not exist: there are {seen}", "--device")
+        return _finish(replace(base, verdict="ERROR", error=err, state=state), state, stages, began)
     box: Dict[str, Any] = {}
     worker = threading.Thread(target=lambda: box.update(op=tiny_ops(python, device, environ, torch_timeout + 30.0)),
                               name="envdoctor-diag-op", daemon=True)
