@@ -13,23 +13,24 @@ from typing import Dict, List, Optional
 import click
 
 from envdoctor import __version__
-from envdoctor.cli.common import EXIT_INTERRUPTED, closed_pipe, color_option
+from envdoctor.clicore import EXIT_INTERRUPTED, closed_pipe, color_option
 
-#: command name -> "module:function" under envdoctor.cli
+#: command name -> "module:function": a bare module is one of envdoctor.cli, a dotted one a
+#: plugin's command (``envdoctor.bench.command``)
 COMMANDS: Dict[str, str] = {
     "check": "check:check",
     "recommend": "recommend:recommend",
     "index": "index:index",
-    "bench": "bench:bench",
+    "bench": "envdoctor.bench.command:bench",
     "table": "table:table",
     "snapshot": "snapshot:snapshot",
     "verify": "snapshot:verify",
     "explain": "explain:explain",
-    "burn": "burn:burn",
-    "fit": "fit:fit",
-    "topo": "topo:topo",
-    "comms": "comms:comms",
-    "fleet": "fleet:fleet",
+    "burn": "envdoctor.burn.command:burn",
+    "fit": "envdoctor.fit.command:fit",
+    "topo": "envdoctor.links.command_topo:topo",
+    "comms": "envdoctor.links.command_comms:comms",
+    "fleet": "envdoctor.fleet.command:fleet",
     "diag": "envdoctor.diag.command:diag",
 }
 

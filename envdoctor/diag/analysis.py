@@ -1,7 +1,7 @@
 """Pure figures diag takes from the parts' results: the targeted-power figures of a burn, the
 bench's matmul and HBM figures per device.
 
->>> from envdoctor.facts.burn import BurnGpu, Phase, Sample
+>>> from envdoctor.burn.facts import BurnGpu, Phase, Sample
 >>> g = BurnGpu(0, power_limit_w=700.0, max_sm_clock_mhz=1980, phases=(Phase("bf16", 8192, started=0.0, ended=9.0),),
 ...             samples=tuple(Sample(float(t), power_w=699.0, sm_clock_mhz=1500) for t in range(10)))
 >>> f = power_figures(g)
@@ -15,8 +15,8 @@ import statistics
 from typing import Any, Dict, Optional, Sequence
 
 from envdoctor.burn.analysis import under_load
-from envdoctor.facts.bench import BenchResult
-from envdoctor.facts.burn import BurnGpu
+from envdoctor.bench.facts import BenchResult
+from envdoctor.burn.facts import BurnGpu
 
 #: the dtype whose load drives a GPU to its power limit (Tensor Core products)
 POWER_DTYPES = ("bf16", "fp16")

@@ -12,7 +12,7 @@ from typing import Optional
 
 import click
 
-from envdoctor.cli.common import (
+from envdoctor.clicore import (
     debug_option,
     gpu_index_or_all,
     guarded,

@@ -151,8 +151,8 @@ def _load(level: int, python: str, device: str, env: Dict[str, str], nvml: Any, 
           stages: Dict[str, float], stop: Optional[threading.Event], gpus: int) -> Tuple[List[DiagTest], List[Finding]]:
     from envdoctor.bench.host import run_bench
     from envdoctor.burn.host import run_burn
-    from envdoctor.comms.host import CommsOptions, run_comms
-    from envdoctor.rules.comms import verdicts
+    from envdoctor.links.host import CommsOptions, run_comms
+    from envdoctor.links.rules_comms import verdicts
 
     load = LOADS[level]
     tests: List[DiagTest] = []

@@ -15,9 +15,9 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from envdoctor.diag.analysis import hbm_figure, matmul_figure, power_figures
 from envdoctor.diag.facts import DiagSummary, DiagTable, DiagTest, GpuVerdict
-from envdoctor.facts.bench import BenchResult
-from envdoctor.facts.burn import BurnResult
-from envdoctor.facts.comms import CommsResult
+from envdoctor.bench.facts import BenchResult
+from envdoctor.burn.facts import BurnResult
+from envdoctor.links.facts_comms import CommsResult
 from envdoctor.facts.gpu_state import GpuStateFacts
 from envdoctor.findings import Finding
 from envdoctor.rules.gpu_state import state_findings
@@ -26,7 +26,7 @@ from envdoctor.rules.gpu_state import state_findings
 MATMUL = ("bf16", 8192)
 #: the tiny op's fp32 bound against float64 (envdoctor bench's REF_BOUND for fp32)
 CUDA_OP_BOUND = 1e-4
-CUDA_OP_SOURCE = "envdoctor bench's fp32 bound against float64 (envdoctor/child/burn.py REF_BOUND)"
+CUDA_OP_SOURCE = "envdoctor bench's fp32 bound against float64 (envdoctor/burn/target/burn.py REF_BOUND)"
 SEVERITY_STATUS = {"error": "FAIL", "warning": "WARN", "info": "PASS"}
 _RANK = {"FAIL": 3, "WARN": 2, "PASS": 1, "INFO": 1, "SKIP": 0}
 

@@ -9,12 +9,12 @@ compared with float64 on the CPU (TF32 off), and ``(ones(8) * 2).sum() == 16``. 
 
 A torch without CUDA answers ``{"count": 0, "cuda_error": "..."}``; no torch is the error no_torch.
 """
-# envdoctor child uses: _bench_common.py
+# envdoctor child uses: _torch_common.py
 
 import time
 
 if False:  # for readers and linters: these come from the files sent before this one
-    from envdoctor.child._bench_common import device_info
+    from envdoctor.child._torch_common import device_info
     from envdoctor.child._prelude import Failure, emit, first_line, stage
 
 BOUND = 1e-4      # ||c - ref|| / ||ref|| for fp32 against float64 (envdoctor bench's bound)
