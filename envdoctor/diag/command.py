@@ -43,7 +43,7 @@ def diag(level: int, device: str, as_json: bool, python: Optional[str], debug: b
     failing test and prints the findings' fixes; envdoctor never runs them (docs/diag.md has the
     Slurm prolog/epilog and Kubernetes examples that drain a node on FAIL).
     \b
-    envdoctor diag                  level 1, about 10 s
+    envdoctor diag                  level 1 (7 s on an H200)
     envdoctor diag -r 2 --json      level 2 as envdoctor.diag/1
     """
     from envdoctor.child import find_python
