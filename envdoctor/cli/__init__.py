@@ -33,6 +33,7 @@ COMMANDS: Dict[str, str] = {
     "fleet": "envdoctor.fleet.command:fleet",
     "dockerfile": "dockerfile:dockerfile",
     "schema": "schema:schema",
+    "diag": "envdoctor.diag.command:diag",
 }
 
 
@@ -54,6 +55,7 @@ SUMMARIES: Dict[str, str] = {
     "dockerfile": "Lint a Dockerfile for the GPU stack: base image CUDA vs driver, torch index, pins, builds.",
     "fleet": "Many nodes: merge their reports (or gather them through a launcher) and name the odd one.",
     "schema": "The JSON Schema of a document (report, plan, bench, ...), self-contained.",
+    "diag": "May this node take a job? Levels 1-3 like DCGM's, PASS/WARN/FAIL per GPU and node.",
 }
 
 
