@@ -31,6 +31,7 @@ COMMANDS: Dict[str, str] = {
     "topo": "envdoctor.links.command_topo:topo",
     "comms": "envdoctor.links.command_comms:comms",
     "fleet": "envdoctor.fleet.command:fleet",
+    "profile": "envdoctor.profile.command:profile",
 }
 
 
@@ -50,6 +51,7 @@ SUMMARIES: Dict[str, str] = {
     "topo": "GPU links (PCIe, NVLink, NUMA) with each path's expected peak.",
     "comms": "NCCL collectives: bus bandwidth, correctness, the slow link.",
     "fleet": "Many nodes: merge their reports (or gather them through a launcher) and name the odd one.",
+    "profile": "Your own training script, unchanged: where each step's time goes, MFU, the fixes.",
 }
 
 
@@ -100,6 +102,7 @@ def cli() -> None:
     envdoctor burn                      60 s of load: OK or FAULTY per GPU
     envdoctor topo; envdoctor comms     GPU links, NCCL bus bandwidth
     torchrun ... -m envdoctor fleet --gather   every node, the odd one named
+    envdoctor profile -- python train.py   where your own step's time goes
     """
 
 
