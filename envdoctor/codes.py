@@ -51,7 +51,9 @@ RANGES: Tuple[CodeRange, ...] = (
     CodeRange(800, 839, "burn", "sustained load: per-GPU health verdicts (miscompares, ECC, throttling, Xid)"),
     CodeRange(840, 869, "links", "PCIe and NVLink links and the topology (degraded width or generation, links down)"),
     CodeRange(870, 899, "comms", "collectives through torch.distributed: bus bandwidth against the expected"),
-    CodeRange(900, 999, "envdoctor", "envdoctor itself: a check or a data file that failed"),
+    CodeRange(900, 939, "envdoctor", "envdoctor itself: a check or a data file that failed"),
+    CodeRange(940, 969, "profile", "the user's own training or inference step: where its time goes, and the fixes"),
+    CodeRange(970, 999, "envdoctor", "envdoctor itself (continued)", reserved=True),
 )
 
 
@@ -113,6 +115,13 @@ REF_NVCC_HOST = "https://docs.nvidia.com/cuda/cuda-installation-guide-linux/"
 REF_CUDA_COMPAT_DOC = "https://docs.nvidia.com/deploy/cuda-compatibility/"
 REF_NGC_PYTORCH = "https://docs.nvidia.com/deeplearning/frameworks/pytorch-release-notes/index.html"
 CTK_ENV_VARS = "https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/docker-specialized.html"
+PT_PROFILER = "https://docs.pytorch.org/docs/stable/profiler.html"
+PT_DATALOADER = "https://docs.pytorch.org/docs/stable/data.html#multi-process-data-loading"
+PT_TF32 = "https://docs.pytorch.org/docs/stable/notes/cuda.html#tensorfloat-32-tf32-on-ampere-and-later-devices"
+PT_OPTIM = "https://docs.pytorch.org/docs/stable/optim.html#algorithms"
+PT_DDP = "https://docs.pytorch.org/docs/stable/notes/ddp.html"
+PT_CUDA_GRAPHS = "https://docs.pytorch.org/docs/stable/notes/cuda.html#cuda-graphs"
+PT_SYNC_DEBUG = "https://docs.pytorch.org/docs/stable/generated/torch.cuda.set_sync_debug_mode.html"
 
 
 _CODES: Tuple[Code, ...] = (
@@ -1178,6 +1187,46 @@ _CODES: Tuple[Code, ...] = (
          "The target answered in the burn child's form, but no product was computed and no memory tested on "
          "any device: nothing measured is never a verdict, so the run failed.",
          "Read the devices' answers (--json), then check torch and CUDA in the target."),
+
+    # --- ED94x: profile, the user's own step -----------------------------------------------------
+    Code("ED940", "Input-bound: the step waits for its batches", "profile", ("warning",),
+         "The profiled steps spend 20% or more of their wall time inside DataLoader's __next__: the GPU (or "
+         "the model's compute) waits for the data, and nothing on the model side will make the step faster.",
+         "More DataLoader workers (num_workers up to the CPU cores per GPU), pin_memory=True, persistent_workers "
+         "and prefetch_factor; move per-sample work out of __getitem__.", (PT_DATALOADER,)),
+    Code("ED941", "Host syncs in the loop", "profile", ("warning", "info"),
+         "A call at the user's line (.item(), .tolist(), .cpu(), bool(tensor), torch.cuda.synchronize()) makes "
+         "the CPU wait for the GPU every step, so the CPU cannot queue the next kernels ahead: a warning when the "
+         "waits take 5% of the step or more on a GPU; on a CPU-only torch only a note (it would wait on a GPU).",
+         "Keep the value on the GPU (accumulate in a tensor) and read it every N steps or when logging; "
+         "torch.cuda.set_sync_debug_mode('warn') lists every sync.", (PT_SYNC_DEBUG,)),
+    Code("ED942", "fp32 matmuls without Tensor Cores", "profile", ("warning",),
+         "Half or more of the matmul time ran in fp32 on the CUDA cores, on a GPU whose Tensor Cores run TF32, "
+         "fp16 or bf16 several times faster.",
+         "torch.backends.cuda.matmul.allow_tf32 = True (or torch.set_float32_matmul_precision('high')), or bf16 "
+         "autocast.", (PT_TF32,)),
+    Code("ED943", "The optimizer step is not fused", "profile", ("warning",),
+         "Adam/AdamW/SGD/Adagrad on CUDA without fused=True, and its step takes 10% of the step or more: the "
+         "fused implementation does the whole update in a few kernels.",
+         "torch.optim.AdamW(params, ..., fused=True).", (PT_OPTIM,)),
+    Code("ED944", "Communication-bound", "profile", ("warning",),
+         "Collectives take 30% of the step or more and under half of them overlap computation: the ranks wait "
+         "for each other's gradients or shards.",
+         "DDP: larger buckets, no_sync() under gradient accumulation; FSDP/ZeRO-3 over PCIe: a lower stage or "
+         "hybrid sharding within the node; check the links with envdoctor topo.", (PT_DDP,)),
+    Code("ED945", "Launch-bound", "profile", ("warning",),
+         "The GPU is idle 30% of the step or more between kernels whose median is under 20 us: the CPU cannot "
+         "launch them fast enough.",
+         "torch.compile the model (fuses small kernels), mode='reduce-overhead' (CUDA graphs), or larger "
+         "batches.", (PT_CUDA_GRAPHS,)),
+    Code("ED946", "The GPU is idle with no cause envdoctor can name", "profile", ("info",),
+         "The GPU is idle 40% of the step or more and none of the other causes (input, syncs, launches, "
+         "communication) explains it.",
+         "Keep the trace (--trace DIR) and look at the gaps in Perfetto or HolisticTraceAnalysis.", (PT_PROFILER,)),
+    Code("ED948", "The profiler slowed the profiled steps", "profile", ("info",),
+         "The profiled steps took more than 10% longer than the same script's steps timed without the profiler: "
+         "the shares still hold, the absolute times are inflated.",
+         "Profile fewer steps, or read the shares.", (PT_PROFILER,)),
 
     Code("ED900", "One of envdoctor's checks failed", "envdoctor", ("warning",),
          "A check raised an exception: a bug in envdoctor, not a problem of the machine. The other checks ran.",
