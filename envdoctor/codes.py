@@ -51,7 +51,9 @@ RANGES: Tuple[CodeRange, ...] = (
     CodeRange(800, 839, "burn", "sustained load: per-GPU health verdicts (miscompares, ECC, throttling, Xid)"),
     CodeRange(840, 869, "links", "PCIe and NVLink links and the topology (degraded width or generation, links down)"),
     CodeRange(870, 899, "comms", "collectives through torch.distributed: bus bandwidth against the expected"),
-    CodeRange(900, 999, "envdoctor", "envdoctor itself: a check or a data file that failed"),
+    CodeRange(900, 939, "envdoctor", "envdoctor itself: a check or a data file that failed"),
+    CodeRange(940, 969, "profile", "the user's own training or inference step: where its time goes, and the fixes"),
+    CodeRange(970, 999, "envdoctor", "envdoctor itself (continued)", reserved=True),
 )
 
 
@@ -113,6 +115,13 @@ REF_NVCC_HOST = "https://docs.nvidia.com/cuda/cuda-installation-guide-linux/"
 REF_CUDA_COMPAT_DOC = "https://docs.nvidia.com/deploy/cuda-compatibility/"
 REF_NGC_PYTORCH = "https://docs.nvidia.com/deeplearning/frameworks/pytorch-release-notes/index.html"
 CTK_ENV_VARS = "https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/docker-specialized.html"
+PT_PROFILER = "https://docs.pytorch.org/docs/stable/profiler.html"
+PT_DATALOADER = "https://docs.pytorch.org/docs/stable/data.html#multi-process-data-loading"
+PT_TF32 = "https://docs.pytorch.org/docs/stable/notes/cuda.html#tensorfloat-32-tf32-on-ampere-and-later-devices"
+PT_OPTIM = "https://docs.pytorch.org/docs/stable/optim.html#algorithms"
+PT_DDP = "https://docs.pytorch.org/docs/stable/notes/ddp.html"
+PT_CUDA_GRAPHS = "https://docs.pytorch.org/docs/stable/notes/cuda.html#cuda-graphs"
+PT_SYNC_DEBUG = "https://docs.pytorch.org/docs/stable/generated/torch.cuda.set_sync_debug_mode.html"
 
 
 _CODES: Tuple[Code, ...] = (
@@ -197,6 +206,49 @@ _CODES: Tuple[Code, ...] = (
          "Use the GPU inside the VM (run envdoctor there); to use it on the host, remove its id from "
          "vfio-pci.ids= (kernel command line or /etc/modprobe.d) and reboot.",
          (LINUX_VFIO,)),
+    # --- ED160-ED169: the live state of each GPU (envdoctor/rules/gpu_state.py) -----------------------
+    Code("ED160", "A GPU is in use by another process", "gpu", ("warning", "error"),
+         "NVML lists processes with a context on the GPU, or the GPU is busy with none listed (a process of "
+         "another pid namespace). A job placed there shares its memory and compute: it runs slower, or fails "
+         "out of memory. check warns; diag, which asks whether a job may start, calls it an error.",
+         "Find the process (nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv), and end "
+         "it if it is stale; in a container, ask on the host.",
+         (NVML_DEVICE_QUERIES,)),
+    Code("ED161", "A zombie process holds a GPU", "gpu", ("error",),
+         "A process that has exited but was not reaped (state Z) still holds its GPU context and memory. Its "
+         "parent must reap it; if the parent is gone or stuck, only a GPU reset or a reboot frees the memory.",
+         "ps -o pid,ppid,stat,cmd -p PID; end the parent; else nvidia-smi --gpu-reset -i N with nothing "
+         "running, or reboot.",
+         (NVML_DEVICE_QUERIES,)),
+    Code("ED162", "The GPU's compute mode keeps a job out", "gpu", ("error", "info"),
+         "Exclusive-process mode lets one process have a context; a second one fails with 'all CUDA-capable "
+         "devices are busy or unavailable'. Prohibited lets none. Schedulers set exclusive mode on purpose: it is "
+         "a fault only where the GPU is already taken, or prohibited.",
+         "sudo nvidia-smi -i N -c DEFAULT where sharing is wanted; else end the process that holds it.",
+         ("https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#compute-modes",)),
+    Code("ED163", "The power limit is set below the default", "gpu", ("warning",),
+         "An operator (nvidia-smi -pl) or a tool lowered the enforced power limit: under load the clocks drop "
+         "and the GPU delivers less than its model should.",
+         "sudo nvidia-smi -i N -pl DEFAULT_W, unless the limit is wanted (a power budget).",
+         ("https://docs.nvidia.com/deploy/nvidia-smi/index.html",)),
+    Code("ED164", "The GPU's clocks are held below the default", "gpu", ("warning",),
+         "Applications clocks (nvidia-smi -ac) or locked clocks (-lgc) hold the SM clock below the default: "
+         "every kernel runs slower.",
+         "sudo nvidia-smi -i N -rac and -rgc, unless the setting is wanted.",
+         ("https://docs.nvidia.com/deploy/nvidia-smi/index.html",)),
+    Code("ED165", "Retired pages or remapped rows wait for a reset, or a remapping failed", "gpu",
+         ("warning", "error"),
+         "The GPU found bad memory and will stop using it after the next GPU reset (pending); until then the "
+         "bad cells stay in use. A failed remapping means it ran out of spare rows: the GPU needs service.",
+         "Pending: reset the GPU with nothing on it (nvidia-smi --gpu-reset -i N) or reboot. Failure: drain "
+         "the node and replace the GPU.",
+         ("https://docs.nvidia.com/deploy/a100-gpu-mem-error-mgmt/index.html",)),
+    Code("ED166", "MIG mode is pending a change, or on with no instance", "gpu", ("warning", "error"),
+         "The MIG mode set takes effect after a GPU reset, so what runs now differs from the configuration; "
+         "or MIG is on and no GPU instance exists, so no process can use the GPU.",
+         "Reset the GPU (nvidia-smi --gpu-reset -i N); or create instances (nvidia-smi mig -cgi ... -C), or "
+         "leave MIG mode (nvidia-smi -mig 0).",
+         (MIG_GUIDE,)),
     # --- ED2xx: torch in the target Python -----------------------------------------------------------
     Code("ED200", "The target Python could not be inspected", "torch", ("error", "warning"),
          "The interpreter envdoctor was told (--python: an error) or found on PATH (a warning) does not run, "
@@ -747,6 +799,48 @@ _CODES: Tuple[Code, ...] = (
          'the next one: every CUDA start and nvidia-smi call is slower.',
          'systemctl enable --now nvidia-persistenced.',
          (DRIVER_PERSISTENCE,)),
+    # --- ED860-ED867: the fabric between nodes (envdoctor/rules/fabric.py) ---------------------------
+    Code("ED860", "An InfiniBand/RoCE port is not ACTIVE", "links", ("error",),
+         "The port's state in /sys/class/infiniband is DOWN, INIT or ARMED: no traffic between nodes goes "
+         "through it. Up physically but INIT means no subnet manager configured it; DOWN is the cable, the "
+         "switch port or a disabled port.",
+         "ibstat DEV PORT; check the subnet manager (opensm or the switch's), the cable and the switch port.",
+         ("https://docs.kernel.org/infiniband/sysfs.html",)),
+    Code("ED861", "InfiniBand/RoCE without GPUDirect RDMA", "links", ("warning",),
+         "Adapters are active but neither nvidia_peermem is loaded nor the open kernel module's dma-buf path "
+         "available: NCCL stages traffic between nodes through host memory, at a fraction of the adapter's rate.",
+         "sudo modprobe nvidia-peermem (and load it at boot), or use the open kernel module with a kernel and "
+         "NCCL that support dma-buf.",
+         ("https://docs.nvidia.com/cuda/gpudirect-rdma/index.html",)),
+    Code("ED862", "NCCL_SOCKET_IFNAME names no interface of this node", "links", ("error",),
+         "NCCL picks its bootstrap and socket interfaces by this prefix list; when none matches, the process "
+         "group cannot start ('no socket interface found').",
+         "Name an interface of ip -br link, or unset the variable.",
+         ("https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html",)),
+    Code("ED863", "NCCL_IB_HCA names HCAs this node does not have", "links", ("error",),
+         "NCCL uses only the HCAs this list names; a name that matches no adapter leaves NCCL on fewer rails "
+         "than the node has, or on sockets.",
+         "Name adapters of ibv_devices, or unset the variable.",
+         ("https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html",)),
+    Code("ED864", "An NCCL variable forces a slower path", "links", ("warning",),
+         "NCCL_P2P_DISABLE, NCCL_IB_DISABLE or NCCL_SHM_DISABLE switch off a transport NCCL would use: GPU "
+         "peer copies, InfiniBand, or shared memory. Often left in a profile after a workaround.",
+         "Unset the variable unless it works around a known fault on this machine.",
+         ("https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html",)),
+    Code("ED865", "No NCCL net plugin found", "links", ("info",),
+         "NCCL's built-in IB verbs transport is used; SHARP (nccl-rdma-sharp-plugins) and AWS EFA "
+         "(aws-ofi-nccl) need their plugin.",
+         "Nothing for plain InfiniBand; install the fabric's plugin where it has one.",
+         ("https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html",)),
+    Code("ED866", "A GPU's nearest active adapter is across the CPU link", "links", ("info",),
+         "Its traffic between nodes crosses the inter-CPU link (topo -m: SYS), where GPUDirect RDMA is slow "
+         "or off.",
+         "Bind each rank to the adapter of its own NUMA node; check nvidia-smi topo -m.",
+         ("https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html",)),
+    Code("ED867", "An InfiniBand/RoCE port runs slower than the node's others", "links", ("warning",),
+         "One active port negotiated a lower rate than the other ports of the node: a cable or a switch port.",
+         "ibstat DEV PORT; reseat or replace the cable.",
+         ("https://docs.kernel.org/infiniband/sysfs.html",)),
     # --- ED870-ED899: collectives (envdoctor/links/rules_comms.py) ---------------------------------------
     Code('ED870', 'Bus bandwidth far below what the links should carry', 'comms', ('error',),
          'At large messages a collective reached less than half of the expected figure (a published one for '
@@ -962,6 +1056,12 @@ _CODES: Tuple[Code, ...] = (
          "(a GPU, a NIC, host memory).",
          "Run envdoctor burn on the nodes of the pair with wrong results; take them out of service until it "
          "is understood."),
+    Code("ED786", "Bandwidth between two nodes far below their adapters' rate", "fleet", ("warning",),
+         "In the pairwise pass over NCCL, a pair of nodes reached less than half of the rate of the slower "
+         "node's fastest active InfiniBand/RoCE port (its report's fabric facts): NCCL went over TCP sockets, "
+         "without GPUDirect RDMA, over a port that trained down, or across the CPU link.",
+         "Run envdoctor diag -r 1 on both nodes (ports, GPUDirect RDMA, NCCL variables), and the gather again "
+         "with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET to see NET/IB or NET/Socket."),
 
     # burn (envdoctor/burn/rules.py): sustained load on every GPU
     Code("ED800", "A product differed from the first one", "burn", ("error",),
@@ -1087,6 +1187,46 @@ _CODES: Tuple[Code, ...] = (
          "The target answered in the burn child's form, but no product was computed and no memory tested on "
          "any device: nothing measured is never a verdict, so the run failed.",
          "Read the devices' answers (--json), then check torch and CUDA in the target."),
+
+    # --- ED94x: profile, the user's own step -----------------------------------------------------
+    Code("ED940", "Input-bound: the step waits for its batches", "profile", ("warning",),
+         "The profiled steps spend 20% or more of their wall time inside DataLoader's __next__: the GPU (or "
+         "the model's compute) waits for the data, and nothing on the model side will make the step faster.",
+         "More DataLoader workers (num_workers up to the CPU cores per GPU), pin_memory=True, persistent_workers "
+         "and prefetch_factor; move per-sample work out of __getitem__.", (PT_DATALOADER,)),
+    Code("ED941", "Host syncs in the loop", "profile", ("warning", "info"),
+         "A call at the user's line (.item(), .tolist(), .cpu(), bool(tensor), torch.cuda.synchronize()) makes "
+         "the CPU wait for the GPU every step, so the CPU cannot queue the next kernels ahead: a warning when the "
+         "waits take 5% of the step or more on a GPU; on a CPU-only torch only a note (it would wait on a GPU).",
+         "Keep the value on the GPU (accumulate in a tensor) and read it every N steps or when logging; "
+         "torch.cuda.set_sync_debug_mode('warn') lists every sync.", (PT_SYNC_DEBUG,)),
+    Code("ED942", "fp32 matmuls without Tensor Cores", "profile", ("warning",),
+         "Half or more of the matmul time ran in fp32 on the CUDA cores, on a GPU whose Tensor Cores run TF32, "
+         "fp16 or bf16 several times faster.",
+         "torch.backends.cuda.matmul.allow_tf32 = True (or torch.set_float32_matmul_precision('high')), or bf16 "
+         "autocast.", (PT_TF32,)),
+    Code("ED943", "The optimizer step is not fused", "profile", ("warning",),
+         "Adam/AdamW/SGD/Adagrad on CUDA without fused=True, and its step takes 10% of the step or more: the "
+         "fused implementation does the whole update in a few kernels.",
+         "torch.optim.AdamW(params, ..., fused=True).", (PT_OPTIM,)),
+    Code("ED944", "Communication-bound", "profile", ("warning",),
+         "Collectives take 30% of the step or more and under half of them overlap computation: the ranks wait "
+         "for each other's gradients or shards.",
+         "DDP: larger buckets, no_sync() under gradient accumulation; FSDP/ZeRO-3 over PCIe: a lower stage or "
+         "hybrid sharding within the node; check the links with envdoctor topo.", (PT_DDP,)),
+    Code("ED945", "Launch-bound", "profile", ("warning",),
+         "The GPU is idle 30% of the step or more between kernels whose median is under 20 us: the CPU cannot "
+         "launch them fast enough.",
+         "torch.compile the model (fuses small kernels), mode='reduce-overhead' (CUDA graphs), or larger "
+         "batches.", (PT_CUDA_GRAPHS,)),
+    Code("ED946", "The GPU is idle with no cause envdoctor can name", "profile", ("info",),
+         "The GPU is idle 40% of the step or more and none of the other causes (input, syncs, launches, "
+         "communication) explains it.",
+         "Keep the trace (--trace DIR) and look at the gaps in Perfetto or HolisticTraceAnalysis.", (PT_PROFILER,)),
+    Code("ED948", "The profiler slowed the profiled steps", "profile", ("info",),
+         "The profiled steps took more than 10% longer than the same script's steps timed without the profiler: "
+         "the shares still hold, the absolute times are inflated.",
+         "Profile fewer steps, or read the shares.", (PT_PROFILER,)),
 
     Code("ED900", "One of envdoctor's checks failed", "envdoctor", ("warning",),
          "A check raised an exception: a bug in envdoctor, not a problem of the machine. The other checks ran.",

@@ -183,5 +183,5 @@ def test_every_code_is_registered_with_its_meaning():
 
     links = [c for c in CODES if range_of(c).name == "links"]
     assert links == ["ED840", "ED841", "ED842", "ED845", "ED846", "ED847", "ED848", "ED850", "ED851", "ED855", "ED856",
-                     "ED857"]
+                     "ED857", "ED860", "ED861", "ED862", "ED863", "ED864", "ED865", "ED866", "ED867"]
     assert all(CODES[c].area == "links" and len(CODES[c].meaning) > 40 for c in links)

@@ -33,6 +33,8 @@ COMMANDS: Dict[str, str] = {
     "fleet": "envdoctor.fleet.command:fleet",
     "dockerfile": "dockerfile:dockerfile",
     "schema": "schema:schema",
+    "diag": "envdoctor.diag.command:diag",
+    "profile": "envdoctor.profile.command:profile",
 }
 
 
@@ -54,6 +56,8 @@ SUMMARIES: Dict[str, str] = {
     "dockerfile": "Lint a Dockerfile for the GPU stack: base image CUDA vs driver, torch index, pins, builds.",
     "fleet": "Many nodes: merge their reports (or gather them through a launcher) and name the odd one.",
     "schema": "The JSON Schema of a document (report, plan, bench, ...), self-contained.",
+    "diag": "May this node take a job? Levels 1-3 like DCGM's, PASS/WARN/FAIL per GPU and node.",
+    "profile": "Your own training script, unchanged: where each step's time goes, MFU, the fixes.",
 }
 
 
@@ -108,6 +112,7 @@ def cli() -> None:
     envdoctor burn                      60 s of load: OK or FAULTY per GPU
     envdoctor topo; envdoctor comms     GPU links, NCCL bus bandwidth
     torchrun ... -m envdoctor fleet --gather   every node, the odd one named
+    envdoctor profile -- python train.py   where your own step's time goes
     """
 
 

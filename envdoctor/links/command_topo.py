@@ -86,6 +86,12 @@ def topo(timeout: float, as_json: bool, debug: bool, root: Optional[Path], as_ht
             click.echo(dumps(stamp(mask_data(doc), code)))
     else:
         click.echo(render_topo_text(lf, top, findings, color=use_color()), nl=False)
+        from envdoctor.probes import fabric as fabric_probe
+        from envdoctor.render.fabric import fabric_lines
+
+        nics = fabric_lines(fabric_probe.probe(ctx))      # the IB/RoCE adapters beside the GPUs
+        if nics:
+            click.echo("\n".join(["", "fabric:"] + ["  " + line for line in nics]))
     if not lf.gpus:
         if not (as_json or as_html):
             click.echo("envdoctor topo: no GPU could be read; `envdoctor check` says why", err=True)

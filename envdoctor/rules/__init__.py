@@ -26,7 +26,7 @@ log = logging.getLogger(__name__)
 #: One module per area, named as the area: the checks of a skippable area (torch, toolkits,
 #: conda, docker: ``--skip``) are left out when that area was skipped. A plugin's rules that
 #: check runs too are named by their module (area "links": ``envdoctor.links.rules_topo``).
-MODULES = ("driver", "torch", "toolkits", "conda", "docker", "links", "stack")
+MODULES = ("driver", "torch", "toolkits", "conda", "docker", "links", "gpu_state", "fabric", "stack")
 PLUGIN_MODULES = {"links": "envdoctor.links.rules_topo", "stack": "envdoctor.stack.rules"}
 #: A plugin area left out with another one: the libraries above torch with torch.
 SKIPPED_WITH = {"stack": "torch"}
