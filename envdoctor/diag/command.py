@@ -50,7 +50,7 @@ def diag(level: int, device: str, as_json: bool, python: Optional[str], debug: b
     from envdoctor.diag.host import run_diag
     from envdoctor.diag.render import render_diag_text, verdict_line
     from envdoctor.diag.rules import exit_status
-    from envdoctor.documents import dumps
+    from envdoctor.documents import dumps, stamp
     from envdoctor.facts.serde import to_data
     from envdoctor.redact import mask_data, mask_text
 
@@ -70,7 +70,7 @@ def diag(level: int, device: str, as_json: bool, python: Optional[str], debug: b
         stop.set()
         raise
     if as_json:
-        click.echo(dumps(mask_data(to_data(result))))
+        click.echo(dumps(mask_data(stamp(to_data(result), exit_status(result.verdict)))))
         sys.stderr.write(verdict_line(result) + "\n")
     else:
         click.echo(mask_text(render_diag_text(result, color=use_color(), verbose=verbosity() > 0)), nl=False)
