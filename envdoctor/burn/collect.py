@@ -16,6 +16,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from envdoctor.child import ChildRun
 from envdoctor.facts.burn import BurnGpu, ChildOutcome, Interval, MemPass, MemTest, Phase
 from envdoctor.facts.serde import DataError, from_data
+from envdoctor.parse.jsontext import opt_str
 
 #: child failures that are the target's, not a GPU's: the run as a whole cannot go on
 RUN_FAILURES = ("no_torch", "import_failed", "python_too_old", "bad_device", "no_cuda")
@@ -96,10 +97,10 @@ def from_child(run: ChildRun, index: int = 0) -> BurnGpu:
     return BurnGpu(
         index=int(device.get("index", index)) if isinstance(device.get("index", index), int) else index,
         kind=str(device.get("kind") or ("cpu" if not device else "cuda")),
-        name=_str(device.get("name")),
-        capability=_str(device.get("capability")),
-        uuid=_str(device.get("uuid")),
-        pci_bus_id=_str(device.get("pci_bus_id")),
+        name=opt_str(device.get("name")),
+        capability=opt_str(device.get("capability")),
+        uuid=opt_str(device.get("uuid")),
+        pci_bus_id=opt_str(device.get("pci_bus_id")),
         memory_bytes=device.get("memory_bytes") if isinstance(device.get("memory_bytes"), int) else None,
         multiprocessors=device.get("multiprocessors") if isinstance(device.get("multiprocessors"), int) else None,
         skipped={str(k): str(v) for k, v in (device.get("skipped") or {}).items()},
@@ -124,8 +125,6 @@ def _missing(dtype: str, n: int, its: List[Interval], device: Dict[str, Any]) ->
                  intervals=tuple(its))
 
 
-def _str(value: Any) -> Optional[str]:
-    return str(value) if isinstance(value, (str, int, float)) and str(value) else None
 
 
 def run_failure(runs: Tuple[ChildRun, ...]) -> Optional[Dict[str, Any]]:
