@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import importlib
 import sys
-from typing import Dict, List, Optional
+from typing import Any, Dict, List, Optional
 
 import click
 
@@ -67,6 +67,21 @@ class LazyGroup(click.Group):
     def list_commands(self, ctx: click.Context) -> List[str]:
         return list(COMMANDS)
 
+    # A usage error is one line ("Error: Invalid value for '--seconds': 'nan': give a number from 5
+    # to 86400 seconds"), not Click's usage, hint and blank line before it: the policy of exit 2.
+    def make_context(self, info_name: Optional[str], args: List[str], parent: Optional[click.Context] = None,
+                     **extra: Any) -> click.Context:
+        try:
+            return super().make_context(info_name, args, parent, **extra)
+        except click.UsageError as exc:
+            raise _one_line(exc) from None
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except click.UsageError as exc:
+            raise _one_line(exc) from None
+
     def get_command(self, ctx: click.Context, cmd_name: str) -> Optional[click.Command]:
         target = COMMANDS.get(cmd_name)
         if target is None:
@@ -78,6 +93,15 @@ class LazyGroup(click.Group):
             # every command takes --color, after its name as well as before it
             color_option(command)
         return command
+
+
+def _one_line(exc: click.UsageError) -> click.UsageError:
+    """``exc`` without its context, so that Click shows only its ``Error:`` line (the parameter it
+    names stays in the message)."""
+    if isinstance(exc, click.BadParameter) and exc.param_hint is None and exc.param is not None:
+        exc.param_hint = exc.param.get_error_hint(exc.ctx) if exc.ctx is not None else None
+    exc.ctx = None
+    return exc
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})

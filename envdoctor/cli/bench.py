@@ -25,10 +25,12 @@ from envdoctor.cli.common import (
     EXIT_OK,
     EXIT_USAGE,
     ChoiceList,
+    ascii_int,
     debug_option,
     gpu_index_or_all,
     guarded,
     python_option,
+    seconds,
     use_color,
 )
 from envdoctor.facts.bench import (
@@ -55,10 +57,11 @@ class SizeList(click.ParamType):
     def convert(self, value: Any, param: Any, ctx: Any) -> Tuple[int, ...]:
         if isinstance(value, tuple):
             return value
-        try:
-            sizes = tuple(int(v) for v in str(value).split(",") if v.strip())
-        except ValueError:
-            self.fail(f"{value!r} is not a whole number", param, ctx)
+        parts = [v for v in str(value).split(",") if v.strip()]
+        numbers = [ascii_int(v) for v in parts]
+        if any(n is None for n in numbers):
+            self.fail(f"{str(value)[:40]!r} is not a whole number (ASCII digits)", param, ctx)
+        sizes = tuple(n for n in numbers if n is not None)
         if not sizes or any(not 1 <= n <= 65536 for n in sizes):
             self.fail(f"{value!r}: sizes go from 1 to 65536", param, ctx)
         return sizes
@@ -168,7 +171,7 @@ def _device_note(result: BenchResult, device: str, asked: bool) -> Optional[str]
               help="Precisions to measure (default: all four; bf16/tf32 only on compute capability 8.0+).")
 @click.option("--size", "sizes", type=SizeList(), multiple=True, metavar="N",
               help=f"Matrix size n, repeatable or comma-separated (default: {','.join(map(str, DEFAULT_SIZES))}).")
-@click.option("--budget", type=click.FloatRange(min=0.05, max=3600), default=DEFAULT_BUDGET, show_default=True,
+@click.option("--budget", type=seconds(0.05, 3600), default=DEFAULT_BUDGET, show_default=True,
               metavar="SECONDS", help="Seconds of matmul measurement per GPU, shared out over the points; the memory "
               f"and layers suites scale with it ({suite_budgets(DEFAULT_BUDGET)['memory']:g} and "
               f"{suite_budgets(DEFAULT_BUDGET)['layers']:g} s at the default).")
@@ -177,7 +180,7 @@ def _device_note(result: BenchResult, device: str, asked: bool) -> Optional[str]
 @click.option("--json", "as_json", is_flag=True, help='Print the versioned JSON document ("envdoctor.bench/1").')
 @click.option("--plot", type=click.Path(dir_okay=False), default=None, metavar="FILE.png",
               help="Also draw a PNG, with matplotlib from the target environment.")
-@click.option("--timeout", type=click.FloatRange(min=1), default=None, metavar="SECONDS",
+@click.option("--timeout", type=seconds(1), default=None, metavar="SECONDS",
               help="Seconds the whole benchmark may take (default: 3x the budgets per GPU + 120).")
 @click.option("--raw-out", type=click.Path(dir_okay=False), default=None, hidden=True)
 @debug_option

@@ -19,9 +19,12 @@ from envdoctor.cli.common import (
     EXIT_OK,
     EXIT_USAGE,
     ChoiceList,
+    Number,
     debug_option,
+    gpu_indices,
     guarded,
     python_option,
+    seconds,
     use_color,
 )
 from envdoctor.comms import plan
@@ -32,12 +35,9 @@ def _devices(ctx: click.Context, param: Any, value: str) -> Optional[Tuple[int, 
     if text == "all":
         return None
     try:
-        devices = tuple(dict.fromkeys(int(v) for v in text.split(",") if v.strip()))
-    except ValueError:
-        raise click.BadParameter(f"{value!r}: give GPU indices (0,1,3) or 'all'") from None
-    if not devices or any(d < 0 for d in devices):
-        raise click.BadParameter(f"{value!r}: give GPU indices (0,1,3) or 'all'")
-    return devices
+        return gpu_indices(text)
+    except ValueError as exc:
+        raise click.BadParameter(f"{exc}: give GPU indices (0,1,3), each once, or 'all'") from None
 
 
 def _progress(stream: Any) -> Any:
@@ -85,22 +85,22 @@ def _progress(stream: Any) -> Any:
 @click.option("--sizes", default=None, metavar="1M..4G",
               help=f"Sizes S: FROM..TO (times --factor), or a list 1M,16M,1G "
                    f"(default: {plan.DEFAULT_SIZES} with NCCL, {plan.GLOO_SIZES} with gloo).")
-@click.option("--factor", type=click.IntRange(min=2, max=1024), default=plan.DEFAULT_FACTOR, show_default=True,
+@click.option("--factor", type=Number(2, 1024, integer=True), default=plan.DEFAULT_FACTOR, show_default=True,
               help="Step between sizes of a FROM..TO range.")
 @click.option("--devices", default="all", show_default=True, callback=_devices, metavar="all|0,1,...",
               help="GPUs (CUDA indices), one rank each.")
 @click.option("--backend", type=click.Choice(("auto", "nccl", "gloo")), default="auto", show_default=True,
               help="auto: NCCL on the GPUs, or gloo on the CPU where there is none.")
-@click.option("--nproc", type=click.IntRange(min=1, max=1024), default=None,
+@click.option("--nproc", type=Number(1, 1024, integer=True), default=None,
               help="Ranks to start (gloo: CPU processes, default 2; nccl: at most this many GPUs).")
 @click.option("--pairs/--no-pairs", default=True, show_default=True,
               help="Also copy between every pair of GPUs (which link is slow).")
-@click.option("--timeout", "timeout_s", type=click.FloatRange(min=1), default=30.0, show_default=True,
+@click.option("--timeout", "timeout_s", type=seconds(1), default=30.0, show_default=True,
               metavar="SECONDS", help="Time one collective (and joining the group) may take.")
 @click.option("--json", "as_json", is_flag=True, help='Print the versioned JSON document ("envdoctor.comms/1").')
 @click.option("--plot", type=click.Path(dir_okay=False), default=None, metavar="FILE.png",
               help="Also draw busbw per size, with matplotlib from the target environment.")
-@click.option("--idle-timeout", type=click.FloatRange(min=1), default=None, hidden=True)
+@click.option("--idle-timeout", type=seconds(1), default=None, hidden=True)
 @click.option("--inject", default=None, hidden=True, help="Tests only: a rank that hangs or dies (JSON).")
 @debug_option
 @guarded

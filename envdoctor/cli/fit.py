@@ -13,7 +13,7 @@ from typing import Any
 
 import click
 
-from envdoctor.cli.common import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, debug_option, guarded, python_option
+from envdoctor.cli.common import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, debug_option, guarded, python_option, seconds
 
 _DTYPES = ("fp32", "bf16", "fp16")
 _OPTIMIZERS = ("adamw", "adamw-foreach", "adamw8bit", "sgd", "adafactor")
@@ -95,7 +95,7 @@ def _table_gpus() -> list:
               show_default=True, help="--measure: transformers' model, or envdoctor's plain-torch reference decoder "
               "(Llama-style decoders; auto: transformers where installed).")
 @python_option
-@click.option("--timeout", type=click.FloatRange(min=1), default=None, metavar="SECONDS",
+@click.option("--timeout", type=seconds(1), default=None, metavar="SECONDS",
               help="--measure: seconds the measurement may take (default: from the model's size and FLOPs).")
 @click.option("--list", "list_models", is_flag=True, help="List the bundled models and exit.")
 @click.option("--json", "as_json", is_flag=True, help='Print the versioned JSON document ("envdoctor.fit/1").')

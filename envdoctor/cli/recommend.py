@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
@@ -38,6 +38,26 @@ if TYPE_CHECKING:
 def _fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
     click.echo(f"envdoctor recommend: {mask_text(message)}", err=True)
     sys.exit(code)
+
+
+def _unknown_torch(table: Table, spec: Any, text: str) -> str | None:
+    """The line refusing ``--torch`` when no torch release the table knows matches it (``9.9``),
+    naming the newest it knows; None when one matches."""
+    from packaging.version import InvalidVersion, Version
+
+    from envdoctor.advise.request import shown
+
+    known = []
+    for release in table.torch_releases:
+        for version in {release.version, *(p.version for p in release.patches)}:
+            try:
+                known.append(Version(version))
+            except InvalidVersion:
+                continue
+    if not known or any(spec.contains(v, prereleases=True) for v in known):
+        return None
+    return (f"--torch {shown(text)}: envdoctor knows no torch release matching it (the newest it knows is "
+            f"{max(known)}); give a known version, or leave --torch out for the newest that works")
 
 
 @click.command()
@@ -98,12 +118,16 @@ def recommend(route: Route | None, torch_spec: str | None, python: str | None, a
     if script is not None and script.exists() and not force:
         _fail(f"{script} exists; pass --force to overwrite it")
     try:
-        parse_torch_spec(torch_spec)
+        spec = parse_torch_spec(torch_spec)
     except SpecError as exc:
         _fail(str(exc))
     if python is not None:
         _check_python(python, from_report, python_version)
     table = _table()
+    if spec is not None and torch_spec is not None:
+        unknown = _unknown_torch(table, spec, torch_spec)
+        if unknown:
+            _fail(unknown)
     asked = spec_variant(torch_spec)
     if asked and table.variant(asked) is None:
         known = ", ".join(v.name for v in table.variants if v.kind in ("cuda", "cpu"))

@@ -17,6 +17,7 @@ import click
 from envdoctor.cli.common import (
     EXIT_INTERNAL,
     EXIT_USAGE,
+    Number,
     debug_option,
     guarded,
     make_context,
@@ -180,7 +181,7 @@ def _print_list(directory: Path) -> None:
               help="The snapshot (or check --json report) to compare with (default: the latest snapshot).")
 @click.option("--bench", "with_bench", is_flag=True,
               help="Run the benchmark again and compare it with the baseline's (snapshot --bench).")
-@click.option("--tolerance", type=click.FloatRange(0, 100), default=DEFAULT_TOLERANCE, show_default=True,
+@click.option("--tolerance", type=Number(0, 100, unit="%"), default=DEFAULT_TOLERANCE, show_default=True,
               metavar="PCT", help="With --bench: a point slower by more than this percentage regressed.")
 @click.option("--json", "as_json", is_flag=True, help=f"Print the versioned JSON result ({VERIFY_SCHEMA}).")
 @click.option("--force", is_flag=True, help="Compare even when the baseline looks like another machine's.")
