@@ -26,6 +26,7 @@ from envdoctor.cli.common import (
     EXIT_USAGE,
     ChoiceList,
     ascii_int,
+    check_visible_devices,
     debug_option,
     gpu_index_or_all,
     guarded,
@@ -202,6 +203,7 @@ def bench(python: Optional[str], suites: Tuple[Tuple[str, ...], ...], dtypes: Tu
     envdoctor bench --suite layers --dtype bf16
     envdoctor bench --dtype fp16 --size 8192 --budget 2
     """
+    check_visible_devices()
     target, chosen_by = resolve_python(python)
     if target is None:
         raise click.UsageError(f"--python {python}: not found or not executable")

@@ -26,6 +26,7 @@ from envdoctor.cli.common import (
     EXIT_USAGE,
     ChoiceList,
     Number,
+    check_visible_devices,
     debug_option,
     gpu_index_or_all,
     guarded,
@@ -159,6 +160,7 @@ def burn(python: Optional[str], seconds: float, device: str, dtypes: Tuple[Tuple
     envdoctor burn --device 1 --seconds 600 --plot burn.png
     envdoctor burn --json > burn.json
     """
+    check_visible_devices()
     target, chosen_by = find_python(python)
     if target is None:
         raise click.UsageError(f"--python {python}: not found or not executable")

@@ -324,6 +324,17 @@ def gpu_index_or_all(ctx: click.Context, param: Any, value: str) -> str:
                              "or 'all'")
 
 
+def check_visible_devices(env: Optional[Any] = None) -> None:
+    """A usage error (exit 2, one line naming the variable and its form) when CUDA_VISIBLE_DEVICES
+    holds something that is no GPU index or UUID (``"²"``, ``"٣"``, ``"999999999999"``)."""
+    from envdoctor.parse.visible import VisibleError, check_visible
+
+    try:
+        check_visible((os.environ if env is None else env).get("CUDA_VISIBLE_DEVICES"))
+    except VisibleError as exc:
+        raise click.UsageError(str(exc)) from None
+
+
 def gpu_indices(value: str) -> Tuple[int, ...]:
     """``"0,1,3"`` as GPU indices, each below 1024 and named once; ValueError (its message for the
     user) otherwise.

@@ -20,6 +20,7 @@ from envdoctor.cli.common import (
     EXIT_USAGE,
     ChoiceList,
     Number,
+    check_visible_devices,
     debug_option,
     gpu_indices,
     guarded,
@@ -127,6 +128,7 @@ def comms(python: Optional[str], collectives: Tuple[str, ...], sizes: Optional[s
     from envdoctor.render.comms import comms_document, render_comms_text
     from envdoctor.rules.comms import verdicts
 
+    check_visible_devices()
     target, _ = find_python(python)
     if target is None:
         raise click.UsageError(f"--python {python}: not found or not executable")
