@@ -29,6 +29,7 @@ from envdoctor.cli.common import (
     use_color,
 )
 from envdoctor.comms import plan
+from envdoctor.parse.jsontext import opt_float, opt_int, opt_str
 
 
 def _devices(ctx: click.Context, param: Any, value: str) -> Optional[Tuple[int, ...]]:
@@ -53,23 +54,25 @@ def _progress(stream: Any) -> Any:
         if kind == "stage" and e.get("stage") in ("import torch", "init_process_group"):
             text = f"comms: rank 0: {e['stage']}"
         elif kind == "plan":
-            state.update(total=int(e.get("points") or 0), world=int(e.get("world_size") or 1))
+            state.update(total=opt_int(e, "points", low=0, high=10 ** 6) or 0,
+                         world=opt_int(e, "world_size", low=1, high=1 << 20) or 1)
             text = f"comms: {state['world']} rank(s) ready, {state['total']} points"
         elif kind == "point":
-            q = e.get("point") or {}
+            q = e.get("point") if isinstance(e.get("point"), dict) else {}
             state["done"] += 1
-            t = q.get("time_s")
-            bus = plan.busbw_gbps(q["collective"], int(q["bytes"]), float(t), state["world"]) \
-                if isinstance(t, (int, float)) and q.get("collective") else None
-            if state["world"] <= 1 and isinstance(t, (int, float)):
+            t = opt_float(q, "time_s", low=0, high=86400)
+            size = opt_int(q, "bytes", low=0, high=2 ** 63 - 1) or 0
+            collective = opt_str(q, "collective", max_chars=32)
+            bus = plan.busbw_gbps(collective, size, t, state["world"]) \
+                if t is not None and collective in plan.COLLECTIVES else None
+            if state["world"] <= 1 and t is not None:
                 shown = f"{t * 1e6:.1f} us (one rank: no bandwidth)"
             else:
-                shown = f"busbw {bus:g} GB/s" if bus is not None else str(q.get("status"))
-            text = (f"comms: [{state['done']}/{state['total']}] {q.get('collective')} "
-                    f"{plan.human_bytes(int(q.get('bytes') or 0))}: " + shown)
+                shown = f"busbw {bus:g} GB/s" if bus is not None else str(opt_str(q, "status", max_chars=32))
+            text = f"comms: [{state['done']}/{state['total']}] {collective} {plan.human_bytes(size)}: " + shown
         elif kind == "pair":
-            q = e.get("pair") or {}
-            text = f"comms: pair {q.get('src')} -> {q.get('dst')}"
+            q = e.get("pair") if isinstance(e.get("pair"), dict) else {}
+            text = f"comms: pair {opt_int(q, 'src')} -> {opt_int(q, 'dst')}"
         else:
             return
         stream.write(("\r\x1b[K" + text) if tty else text + "\n")
