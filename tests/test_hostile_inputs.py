@@ -145,3 +145,15 @@ def test_device_of_superscript_arabic_or_huge_digits_is_one_line_exit_2(command,
     assert r.exit_code == 2, r.output
     assert r.output.strip().splitlines() == [f"Error: Invalid value for '--device': {value!r}: give a GPU index "
                                              "(0, 1, ... up to 1023) or 'all'"]
+
+
+# --- a comms child that hangs -----------------------------------------------------------------
+
+@pytest.mark.parametrize("timeout_s, bound", [(10.0, 40.0), (30.0, 60.0), (1.0, 31.0), (300.0, 330.0)])
+def test_comms_child_that_hangs_is_stopped_at_its_stated_bound_not_60_s(timeout_s, bound):
+    """Issue 27: with --timeout 10 a silent rank was stopped after 60 s; docs/links.md says --timeout + 30."""
+    from envdoctor.comms.host import CommsOptions, _limits, idle_bound
+
+    opts = CommsOptions(timeout_s=timeout_s)
+    assert idle_bound(opts) == bound
+    assert _limits(opts, (1 << 20,), ("all_reduce",), 2)[1] == bound
