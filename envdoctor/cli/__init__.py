@@ -7,6 +7,7 @@ exit code: 0 no error findings, 1 error findings, 2 usage error, 3 envdoctor its
 from __future__ import annotations
 
 import importlib
+import re
 import sys
 from typing import Any, Dict, List, Optional
 
@@ -97,9 +98,11 @@ class LazyGroup(click.Group):
 
 def _one_line(exc: click.UsageError) -> click.UsageError:
     """``exc`` without its context, so that Click shows only its ``Error:`` line (the parameter it
-    names stays in the message)."""
+    names stays in the message), and with any value of 80 or more characters in it cut short (a
+    5000-character value is not repeated back)."""
     if isinstance(exc, click.BadParameter) and exc.param_hint is None and exc.param is not None:
         exc.param_hint = exc.param.get_error_hint(exc.ctx) if exc.ctx is not None else None
+    exc.message = re.sub(r"\S{80,}", lambda m: f"{m.group()[:40]}... ({len(m.group())} characters)", exc.message)
     exc.ctx = None
     return exc
 

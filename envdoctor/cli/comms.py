@@ -8,7 +8,6 @@ environment); 3 envdoctor itself failed.
 
 from __future__ import annotations
 
-import json
 import sys
 from typing import Any, Dict, Optional, Tuple
 
@@ -29,7 +28,7 @@ from envdoctor.cli.common import (
     use_color,
 )
 from envdoctor.comms import plan
-from envdoctor.parse.jsontext import opt_float, opt_int, opt_str
+from envdoctor.parse.jsontext import JsonError, loads_object, opt_float, opt_int, opt_str
 
 
 def _devices(ctx: click.Context, param: Any, value: str) -> Optional[Tuple[int, ...]]:
@@ -142,9 +141,9 @@ def comms(python: Optional[str], collectives: Tuple[str, ...], sizes: Optional[s
     fault = None
     if inject:
         try:
-            fault = json.loads(inject)
-        except ValueError:
-            raise click.BadParameter("not JSON", param_hint="--inject") from None
+            fault = loads_object(inject, "--inject")
+        except JsonError as exc:
+            raise click.BadParameter(str(exc), param_hint="--inject") from None
     opts = CommsOptions(collectives=collectives, sizes=chosen, backend=backend, devices=devices, nproc=nproc,
                         pairs=pairs, timeout_s=timeout_s, idle_timeout_s=idle_timeout, inject=fault)
     result = run_comms(opts, target, progress=_progress(sys.stderr))
