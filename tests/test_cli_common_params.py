@@ -7,7 +7,7 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from envdoctor.cli.common import ChoiceList, Number, gpu_index_or_all, gpu_indices, python_option, seconds
+from envdoctor.cli.common import ChoiceList, FilePath, Number, gpu_index_or_all, gpu_indices, python_option, seconds
 
 
 @click.command()
@@ -110,3 +110,26 @@ def test_device_lists_refuse_a_gpu_named_twice_and_non_ascii_digits():
                       ("1,", "'' is not a GPU index"), ("1024", "'1024' is not a GPU index")):
         with pytest.raises(ValueError, match=re.escape(said)):
             gpu_indices(bad)
+
+
+@click.command()
+@click.option("-o", "--output", type=FilePath(dir_okay=False), default=None)
+def writes(output):
+    click.echo(repr(output))
+
+
+@pytest.mark.parametrize("value, said", [
+    ("a\0b", "a path cannot hold a NUL character"),
+    ("x" * 300, "a file name of 300 bytes (at most 255)"),
+    ("d/" * 3000, "a path of 6000 bytes (at most 4096)"),
+    (" ", "it is empty: give a path"),
+])
+def test_a_path_no_file_can_have_is_a_usage_error_not_a_value_error(value, said):
+    """A NUL made os.stat raise ValueError (a traceback); a 300-byte name ENAMETOOLONG (exit 3)."""
+    r = CliRunner().invoke(writes, ["-o", value])
+    assert r.exit_code == 2 and said in r.output, r.output
+    assert r.exception is None or isinstance(r.exception, SystemExit)
+
+
+def test_a_path_of_a_normal_name_passes():
+    assert CliRunner().invoke(writes, ["-o", "before-upgrade.json"]).output.strip() == "'before-upgrade.json'"

@@ -102,7 +102,8 @@ def _one_line(exc: click.UsageError) -> click.UsageError:
     5000-character value is not repeated back)."""
     if isinstance(exc, click.BadParameter) and exc.param_hint is None and exc.param is not None:
         exc.param_hint = exc.param.get_error_hint(exc.ctx) if exc.ctx is not None else None
-    exc.message = re.sub(r"\S{80,}", lambda m: f"{m.group()[:40]}... ({len(m.group())} characters)", exc.message)
+    setattr(exc, "message",  # noqa: B010 - Click declares it Final; a long value is cut once, here
+            re.sub(r"\S{80,}", lambda m: f"{m.group()[:40]}... ({len(m.group())} characters)", exc.message))
     exc.ctx = None
     return exc
 

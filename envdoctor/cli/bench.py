@@ -20,6 +20,7 @@ from envdoctor.bench.chart import format_rate
 from envdoctor.bench.host import Progress, describe, resolve_python, run_bench, suite_budgets, write_plot
 from envdoctor.bench.memory import rate_label
 from envdoctor.cli.common import (
+    FilePath,
     EXIT_ERRORS,
     EXIT_INTERNAL,
     EXIT_OK,
@@ -179,11 +180,11 @@ def _device_note(result: BenchResult, device: str, asked: bool) -> Optional[str]
 @click.option("--device", default="0", show_default=True, callback=gpu_index_or_all, metavar="N|all",
               help="GPU index in the target's torch, or 'all' (then a GPU >10% slower than the others is flagged).")
 @click.option("--json", "as_json", is_flag=True, help='Print the versioned JSON document ("envdoctor.bench/1").')
-@click.option("--plot", type=click.Path(dir_okay=False), default=None, metavar="FILE.png",
+@click.option("--plot", type=FilePath(dir_okay=False), default=None, metavar="FILE.png",
               help="Also draw a PNG, with matplotlib from the target environment.")
 @click.option("--timeout", type=seconds(1), default=None, metavar="SECONDS",
               help="Seconds the whole benchmark may take (default: 3x the budgets per GPU + 120).")
-@click.option("--raw-out", type=click.Path(dir_okay=False), default=None, hidden=True)
+@click.option("--raw-out", type=FilePath(dir_okay=False), default=None, hidden=True)
 @debug_option
 @guarded
 def bench(python: Optional[str], suites: Tuple[Tuple[str, ...], ...], dtypes: Tuple[Tuple[str, ...], ...],

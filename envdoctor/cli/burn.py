@@ -20,6 +20,7 @@ import click
 from envdoctor.burn.host import IDLE_TIMEOUT, run_burn, write_plot
 from envdoctor.child import find_python
 from envdoctor.cli.common import (
+    FilePath,
     EXIT_ERRORS,
     EXIT_INTERNAL,
     EXIT_OK,
@@ -137,7 +138,7 @@ def _plot(result: BurnResult, path: str, python: str, ascii_only: bool) -> List[
               help="Dtypes to load (bf16, fp16, tf32, fp32, fp64; default bf16 and fp32, plus fp64 on GPUs "
                    "whose Tensor Cores take it).")
 @click.option("--json", "as_json", is_flag=True, help='Print the versioned JSON document ("envdoctor.burn/1").')
-@click.option("--plot", type=click.Path(dir_okay=False), default=None, metavar="FILE.png",
+@click.option("--plot", type=FilePath(dir_okay=False), default=None, metavar="FILE.png",
               help="Also draw the time series as a PNG, with matplotlib from the target environment.")
 @click.option("--hang-timeout", type=seconds(1, 3600), default=IDLE_TIMEOUT, show_default=True,
               metavar="SECONDS", help="A GPU whose process prints nothing this long is hung (FAULTY).")

@@ -112,14 +112,51 @@ def seconds(low: float = 0.1, high: float = MAX_TIMEOUT) -> Number:
     return Number(low, high, unit="seconds")
 
 
+#: The longest file name (one component) and path Linux takes, in bytes (NAME_MAX, PATH_MAX).
+NAME_MAX, PATH_MAX = 255, 4096
+
+
+def path_problem(value: str) -> Optional[str]:
+    """Why no file can have this path (a NUL, an empty name, a name or path past the system's limit),
+    or None. An OSError or ValueError from ``os.stat`` would otherwise end the run as a bug.
+
+    >>> path_problem("reports/a.json"), path_problem("a\\0b"), path_problem("x" * 300)
+    (None, 'a path cannot hold a NUL character', 'a file name of 300 bytes (at most 255)')
+    """
+    if "\0" in value:
+        return "a path cannot hold a NUL character"
+    if not value.strip():
+        return "it is empty: give a path"
+    size = len(value.encode("utf-8", "surrogatepass"))
+    if size > PATH_MAX:
+        return f"a path of {size} bytes (at most {PATH_MAX})"
+    longest = max((len(part.encode("utf-8", "surrogatepass")) for part in value.split("/")), default=0)
+    if longest > NAME_MAX:
+        return f"a file name of {longest} bytes (at most {NAME_MAX})"
+    return None
+
+
+class FilePath(click.Path):
+    """``click.Path`` that first refuses what no file can be named (:func:`path_problem`): one line,
+    exit 2, where ``os.stat`` would raise ValueError (a NUL) or ENAMETOOLONG."""
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> Any:
+        if isinstance(value, str):
+            problem = path_problem(value)
+            if problem is not None:
+                self.fail(problem, param, ctx)
+        return super().convert(value, param, ctx)
+
+
 def _python_path(ctx: click.Context, param: click.Parameter, value: Optional[str]) -> Optional[str]:
     """``--python``: refused when empty, blank, or holding a NUL (no program has such a name)."""
     if value is None:
         return None
     if not value.strip():
         raise click.BadParameter("it is empty: give the path of a Python interpreter (or a name on PATH)")
-    if "\0" in value:
-        raise click.BadParameter("a path cannot hold a NUL character")
+    problem = path_problem(value)
+    if problem is not None:
+        raise click.BadParameter(problem)
     return value
 
 
@@ -150,7 +187,7 @@ def debug_option(f: Callable) -> Callable:
 
 def root_option(f: Callable) -> Callable:
     # For tests and for inspecting a mounted image: read /sys, /proc, /etc under this folder.
-    return click.option("--root", type=click.Path(file_okay=False, path_type=Path), default=None,
+    return click.option("--root", type=FilePath(file_okay=False, path_type=Path), default=None,
                         hidden=True, envvar="ENVDOCTOR_ROOT")(f)
 
 

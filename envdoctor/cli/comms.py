@@ -14,6 +14,7 @@ from typing import Any, Dict, Optional, Tuple
 import click
 
 from envdoctor.cli.common import (
+    FilePath,
     EXIT_ERRORS,
     EXIT_OK,
     EXIT_USAGE,
@@ -101,7 +102,7 @@ def _progress(stream: Any) -> Any:
 @click.option("--timeout", "timeout_s", type=seconds(1), default=30.0, show_default=True,
               metavar="SECONDS", help="Time one collective (and joining the group) may take.")
 @click.option("--json", "as_json", is_flag=True, help='Print the versioned JSON document ("envdoctor.comms/1").')
-@click.option("--plot", type=click.Path(dir_okay=False), default=None, metavar="FILE.png",
+@click.option("--plot", type=FilePath(dir_okay=False), default=None, metavar="FILE.png",
               help="Also draw busbw per size, with matplotlib from the target environment.")
 @click.option("--idle-timeout", type=seconds(1), default=None, hidden=True)
 @click.option("--inject", default=None, hidden=True, help="Tests only: a rank that hangs or dies (JSON).")

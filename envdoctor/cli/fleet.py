@@ -12,6 +12,7 @@ from typing import Any, Dict, Optional, Tuple
 import click
 
 from envdoctor.cli.common import (
+    FilePath,
     EXIT_USAGE,
     Number,
     debug_option,
@@ -89,7 +90,7 @@ def _table() -> Any:
 @click.option("--json", "as_json", is_flag=True, help="Print the versioned JSON document (envdoctor.fleet/1).")
 @click.option("--markdown", is_flag=True, help="Print Markdown (tables and findings).")
 @click.option("--html", "as_html", is_flag=True, help="Print a self-contained HTML page (sortable, no external files).")
-@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None, metavar="FILE",
+@click.option("-o", "--output", type=FilePath(dir_okay=False, path_type=Path), default=None, metavar="FILE",
               help="Write the output to FILE (atomically) instead of printing it.")
 @click.option("--redact", is_flag=True,
               help="Name the nodes node-01, node-02, ...; mask host and user names, home paths, GPU UUIDs and serials.")

@@ -22,6 +22,7 @@ from typing import Any, List, Optional, Sequence, Tuple
 import click
 
 from envdoctor.cli.common import (
+    FilePath,
     EXIT_USAGE,
     Number,
     check_index_url,
@@ -106,7 +107,7 @@ def _target(python: Optional[str], python_version: Optional[str], platform: Opti
 @click.option("--package", type=click.Choice(["torch", "torchvision", "torchaudio"]),
               default="torch", show_default=True, help="Package whose wheels are listed.")
 @click.option("--python", "python", metavar="PATH",
-              type=click.Path(exists=True, dir_okay=False),
+              type=FilePath(exists=True, dir_okay=False),
               help="Match wheels for this interpreter (default: envdoctor's own).")
 @click.option("--python-version", metavar="X.Y", help="Match wheels for CPython X.Y (3.13t: free-threaded).")
 @click.option("--platform", metavar="TAG",

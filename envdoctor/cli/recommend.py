@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import click
 
 from envdoctor.cli.common import (
+    FilePath,
     EXIT_INTERNAL,
     EXIT_USAGE,
     check_index_url,
@@ -68,7 +69,7 @@ def _unknown_torch(table: Table, spec: Any, text: str) -> str | None:
                    "Default: the newest that works here.")
 @python_option
 @click.option("--json", "as_json", is_flag=True, help='Print the versioned JSON plan ("envdoctor.plan/1").')
-@click.option("--script", "script_arg", type=click.Path(dir_okay=False), default=None,
+@click.option("--script", "script_arg", type=FilePath(dir_okay=False), default=None,
               metavar="FILE", help="Also write the commands as a shell script (set -e, comments) to review.")
 @click.option("--force", is_flag=True, help="Let --script overwrite an existing file.")
 @click.option("--with-nvcc", is_flag=True, help="Also install nvcc (the CUDA toolkit matching torch's CUDA).")
@@ -86,7 +87,7 @@ def _unknown_torch(table: Table, spec: Any, text: str) -> str | None:
 @click.option("--arch", type=click.Choice(["x86_64", "aarch64", "amd64", "arm64"]), default=None,
               help="What if: this CPU architecture.")
 @click.option("--glibc", metavar="X.Y", default=None, help="What if: this glibc (2.27 on Ubuntu 18.04).")
-@click.option("--from", "from_arg", type=click.Path(dir_okay=False), default=None,
+@click.option("--from", "from_arg", type=FilePath(dir_okay=False), default=None,
               metavar="REPORT.json", help="Plan for the machine of a report saved by `envdoctor check --json`.")
 @timeout_option
 @debug_option

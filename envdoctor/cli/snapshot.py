@@ -15,6 +15,7 @@ from typing import Any, NoReturn
 import click
 
 from envdoctor.cli.common import (
+    FilePath,
     EXIT_INTERNAL,
     EXIT_USAGE,
     Number,
@@ -103,7 +104,7 @@ def _run_bench(python: str | None, chosen_by: str, env: dict[str, str], like: An
 # --- snapshot ------------------------------------------------------------------------------------
 
 @click.command()
-@click.option("-o", "--output", type=click.Path(dir_okay=True, path_type=Path), default=None, metavar="FILE",
+@click.option("-o", "--output", type=FilePath(dir_okay=True, path_type=Path), default=None, metavar="FILE",
               help="Write the snapshot exactly there (not in the snapshot folder; 'latest' is not moved).")
 @click.option("--force", is_flag=True, help="With -o: replace FILE when it exists.")
 @click.option("--bench", "with_bench", is_flag=True, help="Also run the matmul benchmark and keep its results.")
@@ -177,7 +178,7 @@ def _print_list(directory: Path) -> None:
 # --- verify --------------------------------------------------------------------------------------
 
 @click.command()
-@click.option("--baseline", type=click.Path(path_type=Path), default=None, metavar="FILE",
+@click.option("--baseline", type=FilePath(path_type=Path), default=None, metavar="FILE",
               help="The snapshot (or check --json report) to compare with (default: the latest snapshot).")
 @click.option("--bench", "with_bench", is_flag=True,
               help="Run the benchmark again and compare it with the baseline's (snapshot --bench).")
