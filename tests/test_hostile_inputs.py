@@ -157,3 +157,36 @@ def test_comms_child_that_hangs_is_stopped_at_its_stated_bound_not_60_s(timeout_
     opts = CommsOptions(timeout_s=timeout_s)
     assert idle_bound(opts) == bound
     assert _limits(opts, (1 << 20,), ("all_reduce",), 2)[1] == bound
+
+
+# --- children that answer garbage ---------------------------------------------------------------
+
+_HOSTILE_CHILD = r"""#!/bin/sh
+cat > /dev/null
+echo 'garbage {"envdoctor_child": 2, "kind": "device"}'
+echo '{"envdoctor_child": 2, "kind": "device", "device": {"index": "x", "skipped": [1], "name": 5, "kind": []}}'
+echo '{"envdoctor_child": 2, "kind": "plan", "n": "big", "notes": 7, "points": "x", "world_size": [], "devices": 3}'
+echo '{"envdoctor_child": 2, "kind": "python", "python_version": 3, "torch_version": ["x"], "torch_cuda": {}}'
+echo '{"envdoctor_child": 2, "kind": "point", "point": {"collective": 5, "bytes": "1G", "time_s": "fast"}}'
+echo '{"envdoctor_child": 2, "kind": "interval", "interval": {"dtype": "\ud800", "start": "now", "tflops": 1e308}}'
+echo '{"envdoctor_child": 2, "kind": "stage", "stage": "caf\udce9 \u202e"}'
+printf '\377\376 not utf-8\n'
+exit 1
+"""
+
+
+@pytest.mark.parametrize("command", [["burn", "--seconds", "5"], ["bench"], ["comms", "--backend", "gloo",
+                                                                           "--nproc", "1"]])
+@pytest.mark.parametrize("as_json", [False, True], ids=["text", "json"])
+def test_child_of_wrongly_typed_lines_garbage_then_exit_1_is_a_failed_run_not_a_traceback(command, as_json, tmp_path):
+    """Issue 27: wrongly typed fields were a TypeError (exit 3); garbage then exit 1 a traceback in burn --json."""
+    python = tmp_path / "python3"
+    python.write_text(_HOSTILE_CHILD)
+    python.chmod(0o755)
+    r = CliRunner().invoke(cli, [*command, "--python", str(python), *(["--json"] if as_json else [])],
+                           env={"CUDA_VISIBLE_DEVICES": None})
+    assert r.exit_code in (1, 2), r.output
+    assert "Traceback" not in r.output and "internal error" not in r.output, r.output
+    r.stdout.encode("utf-8")
+    if as_json and r.exit_code == 1:
+        json.loads(r.stdout)
