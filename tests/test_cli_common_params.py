@@ -133,3 +133,16 @@ def test_a_path_no_file_can_have_is_a_usage_error_not_a_value_error(value, said)
 
 def test_a_path_of_a_normal_name_passes():
     assert CliRunner().invoke(writes, ["-o", "before-upgrade.json"]).output.strip() == "'before-upgrade.json'"
+
+
+def test_envdoctor_alone_still_shows_the_help_and_a_group_usage_error_is_one_line():
+    """The one-line usage error must not break Click's own "no arguments: the help" (a usage error too)."""
+    from envdoctor.cli import cli
+
+    r = CliRunner().invoke(cli, [])
+    assert r.exit_code == 2 and "[OPTIONS] COMMAND [ARGS]..." in r.output and "Doctor and install" in r.output
+    r = CliRunner().invoke(cli, ["--bogus"])
+    assert r.exit_code == 2 and r.output.strip().splitlines() == ["Error: No such option '--bogus'."], r.output
+    r = CliRunner().invoke(cli, ["burn", "--seconds", "nan"])
+    assert r.exit_code == 2 and r.output.strip().splitlines() == [
+        "Error: Invalid value for '--seconds': 'nan': give a number from 5 to 86400 seconds"], r.output

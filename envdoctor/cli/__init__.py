@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib
 import re
 import sys
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 import click
 
@@ -96,10 +96,16 @@ class LazyGroup(click.Group):
         return command
 
 
+#: Click 8.2's "no arguments: show the help" is a usage error that prints the help, not one line.
+_SHOWS_HELP: Tuple[type, ...] = tuple(t for t in (getattr(click.exceptions, "NoArgsIsHelpError", None),) if t)
+
+
 def _one_line(exc: click.UsageError) -> click.UsageError:
     """``exc`` without its context, so that Click shows only its ``Error:`` line (the parameter it
     names stays in the message), and with any value of 80 or more characters in it cut short (a
     5000-character value is not repeated back)."""
+    if isinstance(exc, _SHOWS_HELP):        # ``envdoctor`` alone: Click shows the help, which needs the context
+        return exc
     if isinstance(exc, click.BadParameter) and exc.param_hint is None and exc.param is not None:
         exc.param_hint = exc.param.get_error_hint(exc.ctx) if exc.ctx is not None else None
     setattr(exc, "message",  # noqa: B010 - Click declares it Final; a long value is cut once, here
