@@ -146,3 +146,14 @@ def test_envdoctor_alone_still_shows_the_help_and_a_group_usage_error_is_one_lin
     r = CliRunner().invoke(cli, ["burn", "--seconds", "nan"])
     assert r.exit_code == 2 and r.output.strip().splitlines() == [
         "Error: Invalid value for '--seconds': 'nan': give a number from 5 to 86400 seconds"], r.output
+
+
+@pytest.mark.parametrize("variable, value", [("ENVDOCTOR_INDEX_TTL", "nan"), ("ENVDOCTOR_INDEX_RETRIES", "\u0663"),
+                                             ("ENVDOCTOR_INDEX_BACKOFF", "-1")])
+def test_a_number_from_an_environment_variable_is_refused_in_the_variable_s_name(variable, value):
+    from envdoctor.cli import cli
+
+    r = CliRunner().invoke(cli, ["index", "--offline", "cu128"], env={variable: value})
+    assert r.exit_code == 2, r.output
+    assert r.output.strip().splitlines() == [f"Error: {variable} (the variable, not an option): {value!r}: give "
+                                             + r.output.split(": give ", 1)[1].strip()]

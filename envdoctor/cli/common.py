@@ -76,6 +76,10 @@ class Number(click.ParamType):
         self.low, self.high, self.integer, self.low_open, self.unit = low, high, integer, low_open, unit
         self.name = "integer" if integer else "number"
 
+    def fail(self, message: str, param: Any = None, ctx: Any = None) -> Any:
+        _refuse(message, param, ctx)
+        return super().fail(message, param, ctx)
+
     def describe(self) -> str:
         kind = "a whole number" if self.integer else "a number"
         low = f"above {self.low:g}" if self.low_open else f"from {self.low:g}"
@@ -105,6 +109,17 @@ class Number(click.ParamType):
 
     def __repr__(self) -> str:
         return f"Number({self.low!r}, {self.high!r})"
+
+
+def _refuse(message: str, param: Any, ctx: Any) -> None:
+    """A value that came from an environment variable (``ENVDOCTOR_INDEX_TTL=nan``) is refused in
+    the variable's name, not the option's (the user set no option)."""
+    name = getattr(param, "name", None)
+    envvar = getattr(param, "envvar", None)
+    if ctx is None or not name or not isinstance(envvar, str):
+        return
+    if ctx.get_parameter_source(name) == click.core.ParameterSource.ENVIRONMENT:
+        raise click.UsageError(f"{envvar} (the variable, not an option): {message}", ctx)
 
 
 def seconds(low: float = 0.1, high: float = MAX_TIMEOUT) -> Number:
@@ -144,6 +159,7 @@ class FilePath(click.Path):
         if isinstance(value, str):
             problem = path_problem(value)
             if problem is not None:
+                _refuse(problem, param, ctx)
                 self.fail(problem, param, ctx)
         return super().convert(value, param, ctx)
 
