@@ -39,7 +39,7 @@ def one_line_exit_2(args, expected):
 
 @pytest.mark.parametrize("blank", ["", "  "], ids=["empty", "blank"])
 def test_empty_python_is_refused_by_the_option_itself(blank, no_probe):
-    """Every command's --python refuses an empty value (cli.common), recommend's too."""
+    """Every command's --python refuses an empty value (clicore), recommend's too."""
     r = CliRunner().invoke(cli, ["recommend", *WHATIF, f"--python={blank}"])
     assert r.exit_code == 2, r.output
     assert r.output.strip().splitlines() == ["Error: Invalid value for '--python': it is empty: give the path of a "

@@ -88,7 +88,7 @@ def test_bench_child_answer_of_any_shape_is_a_result_that_encodes(doc: Dict[str,
     from envdoctor.bench.host import build_result
     from envdoctor.documents import dumps
     from envdoctor.facts.serde import DataError, to_data
-    from envdoctor.render.bench import render_bench_text
+    from envdoctor.bench.render import render_bench_text
 
     run = _run("bench.py", [_line("plan", points=3, devices=doc.get("devices")), "garbage {", _line("result", result=doc)])
     answer = run.result if run.result is not None else {}
@@ -129,10 +129,10 @@ BURN_LINES = _burn_lines()
 def test_burn_child_lines_of_any_shape_give_a_verdict_that_encodes(lines: List[Any], rc: int) -> None:
     from envdoctor.burn import collect, rules
     from envdoctor.documents import dumps
-    from envdoctor.facts.burn import BurnResult
+    from envdoctor.burn.facts import BurnResult
     from envdoctor.facts.serde import to_data
     from envdoctor.redact import mask_data
-    from envdoctor.render.burn import render_burn_text, verdict_line
+    from envdoctor.burn.render import render_burn_text, verdict_line
     from envdoctor.table.health import load_health
 
     text = [_line(str(e.get("kind")) if isinstance(e, dict) else "x",
@@ -161,14 +161,14 @@ COMMS_ANSWER = _comms_answer()
 @SETTINGS
 @given(answer=mutated(COMMS_ANSWER))
 def test_comms_rank_answer_of_any_shape_gives_verdicts_that_encode(answer: Dict[str, Any]) -> None:
-    from envdoctor.comms.result import build
+    from envdoctor.links.analysis_comms import build
     from envdoctor.documents import dumps
     from envdoctor.facts.links import LinksFacts
     from envdoctor.redact import mask_data
-    from envdoctor.render.comms import comms_document, render_comms_text
-    from envdoctor.rules.comms import verdicts
-    from envdoctor.table.links import load_links
-    from envdoctor.topology import expected
+    from envdoctor.links.render_comms import comms_document, render_comms_text
+    from envdoctor.links.rules_comms import verdicts
+    from envdoctor.links.table import load_links
+    from envdoctor.links.analysis_topo import expected
 
     table = load_links()
     links = LinksFacts()

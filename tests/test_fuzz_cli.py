@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from envdoctor.cli import COMMANDS, cli
-from envdoctor.cli.common import Number
+from envdoctor.clicore import Number
 
 EXAMPLES = int(os.environ.get("ENVDOCTOR_FUZZ_EXAMPLES", "12"))
 
@@ -36,7 +36,7 @@ HOSTILE = NUMBERS + ["x" * 5000, "a\x00b", "a\x1b[2Jb", "caf\u00e9", "\u05d0\u05
                      "0,0", "-", "--", "=", "~", "%s%n", "{}", "[]", "\t"]
 #: Numbers that no numeric option of envdoctor takes.
 NEVER_A_NUMBER = ["nan", "inf", "-inf", "-1", "1e309", "9" * 5000, "\u00b2", "\u0663", "\uff11"]
-#: Numeric options whose checks are their command's own, in the command (not cli.common.Number):
+#: Numeric options whose checks are their command's own, in the command (not clicore.Number):
 #: fit's, owned by the fit work; Click's INT reads "\u0663" as 3 there. fit's MODEL argument is
 #: checked by fit itself (its own tests of hostile names).
 OWN_CHECKS = {"fit"}
@@ -148,7 +148,7 @@ def test_every_numeric_option_refuses_nan_inf_negative_huge_and_non_ascii_digits
 
 @pytest.mark.parametrize("name", [n for n in COMMANDS if n not in OWN_CHECKS])
 def test_numeric_options_go_through_the_one_bounded_type(name):
-    """One home for the rule: every numeric option is a cli.common.Number (or seconds()) with both
+    """One home for the rule: every numeric option is a clicore.Number (or seconds()) with both
     bounds, so none is left to Click's FloatRange, which lets NaN through."""
     for option in _options(name):
         if _numeric(option):

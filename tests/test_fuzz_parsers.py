@@ -26,8 +26,8 @@ import click
 
 from envdoctor import documents, report
 from envdoctor.child import decode_line, from_ran
-from envdoctor.cli import common as cli_common
-from envdoctor.comms import plan as comms_plan
+from envdoctor import clicore
+from envdoctor.links import plan as comms_plan
 from envdoctor.fit import config as fit_config
 from envdoctor.fleet import nodelist
 from envdoctor.parse import (
@@ -134,10 +134,10 @@ CASES = [
     Case("visible.check_visible", visible.check_visible, (visible.VisibleError,)),
     Case("visible.visible_count", lambda t: visible.visible_count(t, 8)),
     Case("comms.plan.parse_sizes", comms_plan.parse_sizes, (comms_plan.SizeError,)),
-    Case("cli.common.ascii_int", cli_common.ascii_int),
-    Case("cli.common.gpu_indices", cli_common.gpu_indices, (ValueError,)),
-    Case("cli.common.path_problem", cli_common.path_problem),
-    Case("cli.common.Number", lambda t: cli_common.Number(0.1, 86400).convert(t, None, None), (click.BadParameter,)),
+    Case("clicore.ascii_int", clicore.ascii_int),
+    Case("clicore.gpu_indices", clicore.gpu_indices, (ValueError,)),
+    Case("clicore.path_problem", clicore.path_problem),
+    Case("clicore.Number", lambda t: clicore.Number(0.1, 86400).convert(t, None, None), (click.BadParameter,)),
 ]
 
 
@@ -148,10 +148,10 @@ def _burn_child(text: str) -> Any:
 
 
 def _comms_child(text: str) -> Any:
-    from envdoctor.comms.result import build
+    from envdoctor.links.analysis_comms import build
     from envdoctor.facts.links import LinksFacts
-    from envdoctor.table.links import load_links
-    from envdoctor.topology import expected
+    from envdoctor.links.table import load_links
+    from envdoctor.links.analysis_topo import expected
 
     runs = [from_ran("comms.py", "python3", Ran(("python3", "-"), 0, text, "", 1.0))]
     table, links = load_links(), LinksFacts()

@@ -83,7 +83,7 @@ def test_report_renderers_encode_hostile_strings(doc: Dict[str, Any]) -> None:
 def test_fleet_renderers_encode_hostile_strings_and_html_escapes_markup(docs: List[Dict[str, Any]],
                                                                          tmp_path_factory: Any) -> None:
     from envdoctor.fleet.merge import merge_files
-    from envdoctor.render.fleet import fleet_document, render_html, render_markdown, render_text
+    from envdoctor.fleet.render import fleet_document, render_html, render_markdown, render_text
 
     folder: Path = tmp_path_factory.mktemp("fleet")
     for i, doc in enumerate(docs):

@@ -44,7 +44,7 @@ def test_lenient_getters_agree_on_every_kind_of_value():
 
 def test_the_modules_that_had_their_own_getters_use_the_reader_s():
     root = Path(jsontext.__file__).parent.parent
-    for module in ("fit/measurement.py", "parse/torch.py", "parse/docker.py", "fleet/extract.py", "fleet/comms.py",
+    for module in ("fit/facts.py", "parse/torch.py", "parse/docker.py", "fleet/analysis.py", "fleet/comms.py",
                    "burn/collect.py"):
         text = (root / module).read_text()
         assert not re.search(r"^def _(int|float|str|num)\(", text, re.M), module
@@ -152,7 +152,7 @@ def test_device_of_superscript_arabic_or_huge_digits_is_one_line_exit_2(command,
 @pytest.mark.parametrize("timeout_s, bound", [(10.0, 40.0), (30.0, 60.0), (1.0, 31.0), (300.0, 330.0)])
 def test_comms_child_that_hangs_is_stopped_at_its_stated_bound_not_60_s(timeout_s, bound):
     """Issue 27: with --timeout 10 a silent rank was stopped after 60 s; docs/links.md says --timeout + 30."""
-    from envdoctor.comms.host import CommsOptions, _limits, idle_bound
+    from envdoctor.links.host import CommsOptions, _limits, idle_bound
 
     opts = CommsOptions(timeout_s=timeout_s)
     assert idle_bound(opts) == bound

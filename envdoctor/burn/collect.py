@@ -14,7 +14,7 @@ from dataclasses import replace
 from typing import Any, Dict, List, Optional, Tuple
 
 from envdoctor.child import ChildRun
-from envdoctor.facts.burn import BurnGpu, ChildOutcome, Interval, MemPass, MemTest, Phase
+from envdoctor.burn.facts import BurnGpu, ChildOutcome, Interval, MemPass, MemTest, Phase
 from envdoctor.facts.serde import DataError, from_data
 from envdoctor.parse.jsontext import opt_int, opt_str
 

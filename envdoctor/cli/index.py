@@ -21,9 +21,9 @@ from typing import Any, List, Optional, Sequence, Tuple
 
 import click
 
-from envdoctor.cli.common import (
-    FilePath,
+from envdoctor.clicore import (
     EXIT_USAGE,
+    FilePath,
     Number,
     check_index_url,
     color_option,

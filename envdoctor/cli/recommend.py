@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
-from envdoctor.cli.common import (
+from envdoctor.clicore import (
     FilePath,
     EXIT_INTERNAL,
     EXIT_USAGE,

@@ -1,0 +1,409 @@
+"""Options and helpers shared by the subcommands."""
+
+from __future__ import annotations
+
+import functools
+import logging
+import math
+import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence, Tuple
+
+import click
+
+from envdoctor.probes.context import TORCH_TIMEOUT  # the one default of --torch-timeout
+
+if TYPE_CHECKING:
+    from envdoctor.probes.context import Context
+
+#: Exit codes of every command.
+EXIT_OK, EXIT_ERRORS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
+#: The output's reader went away (``envdoctor index --all | head -1``): 128 + SIGPIPE, as the
+#: shell reports a program that SIGPIPE ended.
+EXIT_PIPE = 141
+#: Ctrl-C: 128 + SIGINT, as the shell reports it.
+EXIT_INTERRUPTED = 130
+
+
+def closed_pipe() -> None:
+    """Leave quietly when standard output is a pipe whose reader has gone: no traceback, no
+    "Exception ignored" at exit (standard output points at /dev/null from here on)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):   # no file descriptor (a test's captured stream)
+        pass
+    sys.exit(EXIT_PIPE)
+
+
+#: The longest text read as one number on the command line (more is not a number anyone typed).
+MAX_NUMBER_CHARS = 40
+#: The longest any timeout may be: a day.
+MAX_TIMEOUT = 86400.0
+
+
+def ascii_int(text: str) -> Optional[int]:
+    """``text`` as a non-negative integer when it is ASCII digits only (at most 18 of them, surrounding
+    blanks allowed), else None: ``"²"``, ``"٣"`` and ``"1e3"`` are not numbers here, although
+    Python's ``str.isdigit``, ``int`` and ``float`` take some of them.
+
+    >>> ascii_int(" 07 "), ascii_int("²"), ascii_int("٣"), ascii_int("-1"), ascii_int("9" * 19)
+    (7, None, None, None, None)
+    """
+    text = text.strip()
+    if not text or len(text) > 18 or not text.isascii() or not text.isdigit():
+        return None
+    return int(text)
+
+
+class Number(click.ParamType):
+    """A finite number within ``low``..``high`` (``low_open``: above ``low``), for every numeric
+    option: NaN, inf, a bound crossed, non-ASCII digits (``"٣"``, which ``float`` takes) and text
+    of more than 40 characters are a usage error (exit 2) that names the accepted range.
+
+    >>> Number(0.1, 86400, unit="s").convert("2.5", None, None), Number(1, 8, integer=True).convert("3", None, None)
+    (2.5, 3)
+    >>> Number(0.1, 86400, unit="s").convert("nan", None, None)
+    Traceback (most recent call last):
+    ...
+    click.exceptions.BadParameter: 'nan': give a number from 0.1 to 86400 s
+    """
+
+    def __init__(self, low: float, high: float, *, integer: bool = False, low_open: bool = False,
+                 unit: str = "") -> None:
+        self.low, self.high, self.integer, self.low_open, self.unit = low, high, integer, low_open, unit
+        self.name = "integer" if integer else "number"
+
+    def fail(self, message: str, param: Any = None, ctx: Any = None) -> Any:
+        _refuse(message, param, ctx)
+        return super().fail(message, param, ctx)
+
+    def describe(self) -> str:
+        kind = "a whole number" if self.integer else "a number"
+        low = f"above {self.low:g}" if self.low_open else f"from {self.low:g}"
+        return f"{kind} {low} to {self.high:g}" + (f" {self.unit}" if self.unit else "")
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> Any:
+        if isinstance(value, bool):
+            self.fail(f"{value!r}: give {self.describe()}", param, ctx)
+        if isinstance(value, (int, float)):
+            number: Any = value
+        else:
+            text = str(value).strip()
+            number = None
+            if text and len(text) <= MAX_NUMBER_CHARS and text.isascii():
+                try:
+                    number = int(text, 10) if self.integer else float(text)
+                except ValueError:
+                    number = None
+            if number is None:
+                self.fail(f"{str(value)[:MAX_NUMBER_CHARS]!r}: give {self.describe()}", param, ctx)
+        if isinstance(number, float) and not math.isfinite(number):
+            self.fail(f"{value!r}: give {self.describe()}", param, ctx)
+        too_low = number <= self.low if self.low_open else number < self.low
+        if too_low or number > self.high:
+            self.fail(f"{str(value)[:MAX_NUMBER_CHARS]!r}: give {self.describe()}", param, ctx)
+        return int(number) if self.integer else float(number)
+
+    def __repr__(self) -> str:
+        return f"Number({self.low!r}, {self.high!r})"
+
+
+def _refuse(message: str, param: Any, ctx: Any) -> None:
+    """A value that came from an environment variable (``ENVDOCTOR_INDEX_TTL=nan``) is refused in
+    the variable's name, not the option's (the user set no option)."""
+    name = getattr(param, "name", None)
+    envvar = getattr(param, "envvar", None)
+    if ctx is None or not name or not isinstance(envvar, str):
+        return
+    if ctx.get_parameter_source(name) == click.core.ParameterSource.ENVIRONMENT:
+        raise click.UsageError(f"{envvar} (the variable, not an option): {message}", ctx)
+
+
+def seconds(low: float = 0.1, high: float = MAX_TIMEOUT) -> Number:
+    """A duration option's type: seconds from ``low`` to ``high`` (default up to a day)."""
+    return Number(low, high, unit="seconds")
+
+
+#: The longest file name (one component) and path Linux takes, in bytes (NAME_MAX, PATH_MAX).
+NAME_MAX, PATH_MAX = 255, 4096
+
+
+def path_problem(value: str) -> Optional[str]:
+    """Why no file can have this path (a NUL, a name or path past the system's limit), or None (an
+    empty path is the command's to refuse, with its own hint). ``os.stat`` would raise ValueError
+    or OSError (ENAMETOOLONG) for these, and end the run as a bug.
+
+    >>> path_problem("reports/a.json"), path_problem("a\\0b"), path_problem("x" * 300)
+    (None, 'a path cannot hold a NUL character', 'a file name of 300 bytes (at most 255)')
+    """
+    if "\0" in value:
+        return "a path cannot hold a NUL character"
+    size = len(value.encode("utf-8", "surrogatepass"))
+    if size > PATH_MAX:
+        return f"a path of {size} bytes (at most {PATH_MAX})"
+    longest = max((len(part.encode("utf-8", "surrogatepass")) for part in value.split("/")), default=0)
+    if longest > NAME_MAX:
+        return f"a file name of {longest} bytes (at most {NAME_MAX})"
+    return None
+
+
+class FilePath(click.Path):
+    """``click.Path`` that first refuses what no file can be named (:func:`path_problem`): one line,
+    exit 2, where ``os.stat`` would raise ValueError (a NUL) or ENAMETOOLONG."""
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> Any:
+        if isinstance(value, str):
+            problem = path_problem(value)
+            if problem is not None:
+                _refuse(problem, param, ctx)
+                self.fail(problem, param, ctx)
+        return super().convert(value, param, ctx)
+
+
+def _python_path(ctx: click.Context, param: click.Parameter, value: Optional[str]) -> Optional[str]:
+    """``--python``: refused when empty, blank, or holding a NUL (no program has such a name)."""
+    if value is None:
+        return None
+    if not value.strip():
+        raise click.BadParameter("it is empty: give the path of a Python interpreter (or a name on PATH)")
+    problem = path_problem(value)
+    if problem is not None:
+        raise click.BadParameter(problem)
+    return value
+
+
+def python_option(f: Callable) -> Callable:
+    return click.option(
+        "--python", "python", metavar="PATH", default=None, callback=_python_path,
+        help="Target interpreter whose torch is inspected (default: python3 on PATH).",
+    )(f)
+
+
+def timeout_option(f: Callable) -> Callable:
+    return click.option(
+        "--timeout", type=seconds(), default=10.0, show_default=True,
+        help="Seconds each external command may take (nvidia-smi, conda, docker, nvcc, the target Python).",
+    )(f)
+
+
+def torch_timeout_option(f: Callable) -> Callable:
+    return click.option(
+        "--torch-timeout", type=seconds(), default=TORCH_TIMEOUT, show_default=True,
+        help="Seconds the target Python may take to import torch and answer (CUDA init included).",
+    )(f)
+
+
+def debug_option(f: Callable) -> Callable:
+    return click.option("--debug", is_flag=True, help="Show tracebacks of envdoctor's own failures.")(f)
+
+
+def root_option(f: Callable) -> Callable:
+    # For tests and for inspecting a mounted image: read /sys, /proc, /etc under this folder.
+    return click.option("--root", type=FilePath(file_okay=False, path_type=Path), default=None,
+                        hidden=True, envvar="ENVDOCTOR_ROOT")(f)
+
+
+def check_index_url(ctx: click.Context, param: click.Parameter, value: Optional[str]) -> Optional[str]:
+    """Click callback for ``--index-url``: an http(s) URL, without its trailing slash.
+
+    Refused (exit 2, the URL masked): not http(s), no host, brackets that do not close
+    (``http://[::1/whl``), a port outside 1-65535, a host name with a label over 63 characters
+    (or over 253 in all). ``urllib.parse`` raises ``ValueError`` for the first two kinds of fault.
+    """
+    from envdoctor.wheels.client import url_problem
+
+    if value is None:
+        return None
+    url = value.strip()
+    problem = url_problem(url)
+    if problem is not None:
+        if ctx.get_parameter_source(param.name or "") == click.core.ParameterSource.ENVIRONMENT:
+            raise click.UsageError(f"ENVDOCTOR_INDEX_URL (the variable, not an option) is {problem}", ctx)
+        raise click.BadParameter(problem)
+    return url.rstrip("/")
+
+
+def make_context(python: Optional[str], timeout: float, root: Optional[Path],
+                 torch_timeout: float = TORCH_TIMEOUT) -> Context:
+    """The probes' context: ``timeout`` bounds every external command (``--timeout``, no floor),
+    ``torch_timeout`` the child that imports torch (``--torch-timeout``)."""
+    from envdoctor.probes.context import Context
+
+    return Context(
+        root=root or Path("/"),
+        env=dict(os.environ),
+        timeout=timeout,
+        torch_timeout=torch_timeout,
+        python=python,
+    )
+
+
+def guarded(f: Callable) -> Callable:
+    """Turn an unexpected exception into one line and exit code 3 (traceback with --debug)."""
+
+    @functools.wraps(f)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        debug = bool(kwargs.get("debug"))
+        if debug:
+            logging.basicConfig(level=logging.DEBUG, format="envdoctor: %(name)s: %(message)s")
+        try:
+            return f(*args, **kwargs)
+        except (click.exceptions.Exit, click.ClickException, click.Abort, SystemExit):
+            raise
+        except BrokenPipeError:
+            closed_pipe()
+        except KeyboardInterrupt:        # Click would say "Aborted!" and exit 1, the code of findings
+            click.echo("envdoctor: interrupted", err=True)
+            sys.exit(EXIT_INTERRUPTED)
+        except Exception as exc:
+            if debug:
+                import traceback
+
+                traceback.print_exc()
+            click.echo(f"envdoctor: internal error: {type(exc).__name__}: {exc} "
+                       "(run with --debug for the traceback, and please report it)", err=True)
+            sys.exit(EXIT_INTERNAL)
+
+    return wrapper
+
+
+#: Where ``--color`` keeps its value for the whole command line (``ctx.meta`` is shared by the
+#: group's context and the command's).
+COLOR_KEY = "envdoctor.color"
+VERBOSITY_KEY = "envdoctor.verbosity"
+
+
+def _set_color(ctx: click.Context, param: click.Parameter, value: Optional[str]) -> None:
+    """``--color`` on the group or on a command: the later one wins, an absent one changes nothing.
+
+    Where the flag or the environment decides, Click is told too (``ctx.color``), so that
+    ``click.echo`` keeps the colour in a pipe (``always``, ``FORCE_COLOR``) or strips it on a
+    terminal (``never``, ``NO_COLOR``).
+    """
+    from envdoctor.style import color_choice
+
+    mode = value if value is not None else ctx.meta.get(COLOR_KEY)
+    ctx.meta[COLOR_KEY] = mode
+    ctx.color = color_choice(mode, os.environ)
+
+
+def color_option(f: Callable) -> Callable:
+    return click.option(
+        "--color", type=click.Choice(["auto", "always", "never"]), default=None, expose_value=False,
+        is_eager=True, callback=_set_color,
+        help="Colour the text: auto (a terminal, unless NO_COLOR or TERM=dumb; FORCE_COLOR forces it), "
+             "always or never.",
+    )(f)
+
+
+def use_color(stream: Any = None) -> bool:
+    """Whether to colour what goes to ``stream`` (default stdout): ``--color``, then ``NO_COLOR``,
+    ``FORCE_COLOR``, ``TERM=dumb``, then whether the stream is a terminal (``render.style``)."""
+    from envdoctor.style import color_enabled
+
+    ctx = click.get_current_context(silent=True)
+    mode = ctx.meta.get(COLOR_KEY) if ctx is not None else None
+    stream = stream or sys.stdout
+    return color_enabled(mode, os.environ, bool(getattr(stream, "isatty", lambda: False)()))
+
+
+def _set_verbosity(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    if not value:
+        return
+    level = -1 if param.name == "quiet" else 1
+    if ctx.meta.get(VERBOSITY_KEY, 0) not in (0, level):
+        raise click.UsageError("choose one of -q/--quiet and -v/--verbose")
+    ctx.meta[VERBOSITY_KEY] = level
+
+
+def verbosity_options(f: Callable) -> Callable:
+    """``-q/--quiet`` (only the findings and the verdict) and ``-v/--verbose`` (also where each
+    fact came from and how long each probe took); read them with :func:`verbosity`."""
+    f = click.option("-v", "--verbose", is_flag=True, expose_value=False, callback=_set_verbosity,
+                     help="Also show where each fact came from and how long each probe took.")(f)
+    return click.option("-q", "--quiet", is_flag=True, expose_value=False, callback=_set_verbosity,
+                        help="Show only the findings and the verdict.")(f)
+
+
+def verbosity() -> int:
+    """-1 with ``--quiet``, 1 with ``--verbose``, 0 otherwise."""
+    ctx = click.get_current_context(silent=True)
+    return int(ctx.meta.get(VERBOSITY_KEY, 0)) if ctx is not None else 0
+
+
+class ChoiceList(click.ParamType):
+    """A comma-separated list of names from a closed set: ``ChoiceList(("fp32", "fp16"), "DTYPES")``
+    turns ``"FP16, fp32,fp16"`` into ``("fp16", "fp32")`` (lower case, ``-`` read as ``_``, each
+    once, in the order given). With ``every="all"`` that word stands for all of ``choices``.
+    Anything else is a usage error (exit 2) that lists the choices; the option may also be repeated."""
+
+    def __init__(self, choices: Sequence[str], name: str, every: Optional[str] = None) -> None:
+        self.choices = tuple(choices)
+        self.name = name
+        self.every = every
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> Tuple[str, ...]:
+        if isinstance(value, tuple):
+            return value
+        names = tuple(dict.fromkeys(v.strip().lower().replace("-", "_") for v in str(value).split(",")
+                                    if v.strip()))
+        if self.every is not None and self.every in names:
+            return self.choices
+        bad = [v for v in names if v not in self.choices]
+        if bad or not names:
+            also = f" or {self.every}" if self.every is not None else ""
+            self.fail(f"{value!r}: choose from {', '.join(self.choices)}{also} (comma-separated)", param, ctx)
+        return names
+
+
+#: GPU indices go below this (NVML numbers at most a few dozen; CUDA_VISIBLE_DEVICES the same).
+MAX_GPUS = 1024
+
+
+def gpu_index_or_all(ctx: click.Context, param: Any, value: str) -> str:
+    """Click callback of ``--device``: ``"all"``, or one GPU index below 1024 (``"01"`` -> ``"1"``),
+    in ASCII digits (``"²"`` and ``"٣"`` are refused, although ``str.isdigit`` takes them)."""
+    value = value.strip().lower()
+    if value == "all":
+        return value
+    index = ascii_int(value)
+    if index is not None and index < MAX_GPUS:
+        return str(index)
+    raise click.BadParameter(f"{value[:MAX_NUMBER_CHARS]!r}: give a GPU index (0, 1, ... up to {MAX_GPUS - 1}) "
+                             "or 'all'")
+
+
+def check_visible_devices(env: Optional[Any] = None) -> None:
+    """A usage error (exit 2, one line naming the variable and its form) when CUDA_VISIBLE_DEVICES
+    holds something that is no GPU index or UUID (``"²"``, ``"٣"``, ``"999999999999"``)."""
+    from envdoctor.parse.visible import VisibleError, check_visible
+
+    try:
+        check_visible((os.environ if env is None else env).get("CUDA_VISIBLE_DEVICES"))
+    except VisibleError as exc:
+        raise click.UsageError(str(exc)) from None
+
+
+def gpu_indices(value: str) -> Tuple[int, ...]:
+    """``"0,1,3"`` as GPU indices, each below 1024 and named once; ValueError (its message for the
+    user) otherwise.
+
+    >>> gpu_indices("0, 1,3")
+    (0, 1, 3)
+    >>> gpu_indices("0,0")
+    Traceback (most recent call last):
+    ...
+    ValueError: GPU 0 is named twice
+    """
+    out: list = []
+    for part in value.split(","):
+        index = ascii_int(part)
+        if index is None or index >= MAX_GPUS:
+            raise ValueError(f"{part.strip()[:MAX_NUMBER_CHARS]!r} is not a GPU index (0 to {MAX_GPUS - 1})")
+        if index in out:
+            raise ValueError(f"GPU {index} is named twice")
+        out.append(index)
+    return tuple(out)
