@@ -160,9 +160,14 @@ def _comms_child(text: str) -> Any:
 
 
 def _protocol_lines(text: str) -> str:
-    """``text`` as the child protocol's lines: each line of it as a result, an event and itself."""
-    return "\n".join(f'{{"envdoctor_child": 2, "kind": "{k}", "{k}": {line}, "result": {line}}}'
-                     for line in text.splitlines()[:200] for k in ("result", "device", "point", "plan")) + "\n" + text
+    """``text`` as the child protocol's lines: each line of it as a result, an event and itself, cut
+    as the runner cuts a child's output (MAX_LINE a line, MAX_OUTPUT in all)."""
+    from envdoctor.run import MAX_LINE, MAX_OUTPUT
+
+    lines = [line[:MAX_LINE // 3] for line in text.splitlines()[:200]]
+    out = "\n".join(f'{{"envdoctor_child": 2, "kind": "{k}", "{k}": {line}, "result": {line}}}'
+                    for line in lines for k in ("result", "device", "point", "plan")) + "\n" + text
+    return "\n".join(line[:MAX_LINE] for line in out[:MAX_OUTPUT].splitlines())
 #: Parsers of JSON a tool prints: the bounded reader's errors are theirs to raise.
 JSON_CASES = [
     Case("docker.parse_version_json", docker.parse_version_json, (ParseError,)),
