@@ -159,3 +159,11 @@ def test_the_property_test_has_something_to_draw_for_every_command():
     assert len(COMMANDS) >= 13
     for name in COMMANDS:
         assert _params(name), name
+
+
+@pytest.mark.parametrize("name", list(COMMANDS))
+def test_every_numeric_default_is_within_its_own_range(name):
+    """A default outside its option's range would refuse every plain run of the command."""
+    for option in _options(name):
+        if isinstance(option.type, Number) and option.default is not None:
+            option.type.convert(option.default, option, None)
