@@ -58,10 +58,11 @@ def ascii_int(text: str) -> Optional[int]:
     return int(text)
 
 
-class Number(click.ParamType):
+class Number(click.FloatRange):
     """A finite number within ``low``..``high`` (``low_open``: above ``low``), for every numeric
     option: NaN, inf, a bound crossed, non-ASCII digits (``"٣"``, which ``float`` takes) and text
-    of more than 40 characters are a usage error (exit 2) that names the accepted range.
+    of more than 40 characters are a usage error (exit 2) that names the accepted range. It is a
+    FloatRange only for the range ``--help`` shows (``[1<=x<=3600]``); it converts on its own.
 
     >>> Number(0.1, 86400, unit="s").convert("2.5", None, None), Number(1, 8, integer=True).convert("3", None, None)
     (2.5, 3)
@@ -73,6 +74,7 @@ class Number(click.ParamType):
 
     def __init__(self, low: float, high: float, *, integer: bool = False, low_open: bool = False,
                  unit: str = "") -> None:
+        super().__init__(min=low, max=high, min_open=low_open)    # the range --help shows: [0.1<=x<=86400]
         self.low, self.high, self.integer, self.low_open, self.unit = low, high, integer, low_open, unit
         self.name = "integer" if integer else "number"
 
