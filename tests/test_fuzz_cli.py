@@ -167,3 +167,21 @@ def test_every_numeric_default_is_within_its_own_range(name):
     for option in _options(name):
         if isinstance(option.type, Number) and option.default is not None:
             option.type.convert(option.default, option, None)
+
+
+def _subcommands() -> List[Tuple[str, str]]:
+    out = []
+    for name in COMMANDS:
+        command = _command(name)
+        if isinstance(command, click.Group):
+            out.extend((name, sub) for sub in command.list_commands(click.Context(command)))
+    return out
+
+
+@pytest.mark.parametrize("name, sub", _subcommands())
+def test_every_subcommand_answers_or_refuses_a_hostile_argument(name, sub, sandbox):
+    """``table torch`` of a 5000-digit version raised int()'s ValueError (a traceback)."""
+    for value in ("9" * 5000, "9." * 3000, "nan", "\u0663.\u0663", "a\x00b", "x" * 5000, ""):
+        for extra in ([], ["--json"]):
+            r = _invoke(name, [sub, *extra, "--", value], sandbox)
+            _check(r, f"{name} {sub} {' '.join(extra)} {value[:40]!r}")
