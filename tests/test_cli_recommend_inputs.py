@@ -12,7 +12,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from packaging.version import Version
 from click.testing import CliRunner
 
 from envdoctor.cli import cli
@@ -258,13 +257,11 @@ def test_numbers_no_real_value_has_are_refused(option, value, expected, no_probe
 
 def test_recommend_torch_that_no_release_matches_names_the_newest_known(no_probe):
     """Issue 26: --torch 9.9 led with "nothing fits as the machine is"; no torch 9.9 exists."""
-    from envdoctor.table import load_table
-
-    newest = max((Version(p.version) for r in load_table().torch_releases for p in r.patches),
-                 default=None)
-    r = one_line_exit_2([*WHATIF, "--torch", "9.9"],
-                        f"--torch '9.9': envdoctor knows no torch release matching it (the newest it knows is "
-                        f"{newest}); give a known version, or leave --torch out for the newest that works")
+    r = CliRunner().invoke(cli, ["recommend", *WHATIF, "--torch", "9.9"])
+    assert r.exit_code == 2, r.output
+    lines = r.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(
+        "envdoctor recommend: --torch: no torch release matches '9.9'; the newest envdoctor knows is 2."), r.output
     assert "nothing fits" not in r.output
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 import click
 
@@ -39,26 +39,6 @@ if TYPE_CHECKING:
 def _fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
     click.echo(f"envdoctor recommend: {mask_text(message)}", err=True)
     sys.exit(code)
-
-
-def _unknown_torch(table: Table, spec: Any, text: str) -> str | None:
-    """The line refusing ``--torch`` when no torch release the table knows matches it (``9.9``),
-    naming the newest it knows; None when one matches."""
-    from packaging.version import InvalidVersion, Version
-
-    from envdoctor.advise.request import shown
-
-    known = []
-    for release in table.torch_releases:
-        for version in {release.version, *(p.version for p in release.patches)}:
-            try:
-                known.append(Version(version))
-            except InvalidVersion:
-                continue
-    if not known or any(spec.contains(v, prereleases=True) for v in known):
-        return None
-    return (f"--torch {shown(text)}: envdoctor knows no torch release matching it (the newest it knows is "
-            f"{max(known)}); give a known version, or leave --torch out for the newest that works")
 
 
 @click.command()
@@ -110,6 +90,7 @@ def recommend(route: Route | None, torch_spec: str | None, python: str | None, a
     """
     from envdoctor.advise.recommend import recommend as make_plan
     from envdoctor.advise.request import SpecError, parse_torch_spec, spec_variant
+    from envdoctor.advise.waysout import unknown_torch
     from envdoctor.advise.whatif import Overrides, WhatIfError, apply_overrides
     from envdoctor.render import json as render_json
     from envdoctor.render.plan import plan_document, render_script, render_text
@@ -126,9 +107,9 @@ def recommend(route: Route | None, torch_spec: str | None, python: str | None, a
         _check_python(python, from_report, python_version)
     table = _table()
     if spec is not None and torch_spec is not None:
-        unknown = _unknown_torch(table, spec, torch_spec)
+        unknown = unknown_torch(table, spec, torch_spec.strip())     # a long one is refused by parse_torch_spec
         if unknown:
-            _fail(unknown)
+            _fail(f"--torch: {unknown}; give a known version, or leave --torch out for the newest that works")
     asked = spec_variant(torch_spec)
     if asked and table.variant(asked) is None:
         known = ", ".join(v.name for v in table.variants if v.kind in ("cuda", "cpu"))
