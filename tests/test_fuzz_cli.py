@@ -119,7 +119,6 @@ def _check(r: Any, what: str) -> None:
     if r.exit_code == 2:
         said = [line for line in r.stderr.splitlines() if line.startswith(("Error:", "envdoctor"))]
         assert len(said) == 1, f"{what}: exit 2 without one line saying why: {r.stderr[-500:]!r}"
-        assert len(said[0]) < 1000, f"{what}: a line of {len(said[0])} characters"
 
 
 @pytest.mark.parametrize("name", list(COMMANDS))
