@@ -134,6 +134,27 @@ class Number(click.FloatRange):
         return f"Number({self.low!r}, {self.high!r})"
 
 
+class AsciiInt(click.ParamType):
+    """A whole number in ASCII digits (a sign allowed, at most 18 digits), for options whose range
+    their command checks itself (fit's, with its own messages): Click's ``int`` would read ``"٣"``
+    as 3 and take ``"²"`` to a ValueError.
+
+    >>> AsciiInt().convert(" -3 ", None, None)
+    -3
+    """
+
+    name = "integer"
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> Any:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        text = str(value).strip()
+        number = ascii_int(text[1:] if text[:1] in "+-" and len(text) > 1 else text)
+        if number is None:
+            self.fail(f"{str(value)[:MAX_NUMBER_CHARS]!r} is not a whole number (ASCII digits)", param, ctx)
+        return -number if text.startswith("-") else number
+
+
 def _refuse(message: str, param: Any, ctx: Any) -> None:
     """A value that came from an environment variable (``ENVDOCTOR_INDEX_TTL=nan``) is refused in
     the variable's name, not the option's (the user set no option)."""
