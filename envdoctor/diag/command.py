@@ -13,6 +13,7 @@ from typing import Optional
 import click
 
 from envdoctor.clicore import (
+    Number,
     debug_option,
     gpu_index_or_all,
     guarded,
@@ -24,7 +25,7 @@ from envdoctor.clicore import (
 
 
 @click.command("diag")
-@click.option("-r", "--level", type=click.IntRange(1, 3), default=1, show_default=True, metavar="1|2|3",
+@click.option("-r", "--level", type=Number(1, 3, integer=True), default=1, show_default=True, metavar="1|2|3",
               help="1 quick (<= 15 s: check, topo, live state, fabric, a tiny CUDA op per GPU); 2 medium "
                    "(<= 2 min: + bench, a 30 s burn, comms); 3 long (<= 15 min: + a 160 s burn, a 50 s memory "
                    "test, targeted power, per-link verdicts).")
