@@ -115,8 +115,9 @@ def measurement_of(child: ChildRun, interrupted: bool, by_uuid: Mapping[str, int
         return Measurement("stopped", f"stopped (Ctrl-C or a stop request){where}", seconds=child.seconds)
     if child.result is None:
         message = child.error.message if child.error is not None else f"the child printed no result{where}"
-        if (child.failure or {}).get("kind") == "no_torch":
-            message = f"torch is not installed in {child.python} (give --python the interpreter that has it)"
+        if (child.failure or {}).get("kind") == "no_torch":   # a run that cannot start: the command's exit 2
+            return Measurement("no_torch", f"torch is not installed in {child.python} (give --python the "
+                               "interpreter that has it)", python=child.python, seconds=child.seconds)
         return Measurement("failed", message, python=child.python, seconds=child.seconds)
     doc: dict[str, Any] = child.result
     raw_device = doc.get("device")

@@ -155,7 +155,7 @@ def comms(python: Optional[str], collectives: Tuple[str, ...], sizes: Optional[s
     result = run_comms(opts, target, progress=_progress(sys.stderr))
     if getattr(sys.stderr, "isatty", lambda: False)():
         sys.stderr.write("\r\x1b[K")
-    if result.error is not None and result.error.command in ("--devices", "launcher", "no_gpu"):
+    if result.error is not None and result.error.command in ("--devices", "launcher", "no_gpu", "no_torch"):
         click.echo(f"envdoctor comms: {result.error.message}", err=True)
         sys.exit(EXIT_USAGE)
     findings = verdicts(result)

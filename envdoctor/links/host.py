@@ -227,7 +227,11 @@ def _run_error(runs: Tuple[ChildRun, ...], interrupted: bool) -> Optional[ProbeE
     first = next((r for r in runs if r.failure and r.failure.get("kind") in ("no_torch", "import_failed", "no_cuda",
                                                                               "bad_device")), None)
     if first is not None and first.error is not None:
+        if (first.failure or {}).get("kind") == "no_torch":   # could not start: the command's exit 2
+            return ProbeError(first.error.kind, first.error.message, "no_torch")
         return first.error
+    if runs and all(r.error is not None and r.error.kind in ("not_found", "permission") for r in runs):
+        return ProbeError(runs[0].error.kind, runs[0].error.message, "no_torch")   # the Python cannot be run
     return None
 
 
