@@ -27,7 +27,7 @@ def _fail(message: str) -> None:
 def _gpus(names: tuple[str, ...], sizes: tuple[str, ...]) -> list:
     """The GPUs to judge against: ``--gpu`` names from the table, ``--memory`` sizes. (The
     machine's own GPUs come in here too once the probes are wired: a list of Gpu values.)"""
-    from envdoctor.fit.units import parse_size
+    from envdoctor.units import parse_size
     from envdoctor.fit.verdict import Gpu
     from envdoctor.table import load_table
 

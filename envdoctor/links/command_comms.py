@@ -25,6 +25,7 @@ from envdoctor.clicore import (
     use_color,
 )
 from envdoctor.links import plan
+from envdoctor.units import SizeError, format_bytes
 
 
 def _devices(ctx: click.Context, param: Any, value: str) -> Optional[Tuple[int, ...]]:
@@ -65,7 +66,7 @@ def _progress(stream: Any) -> Any:
             else:
                 shown = f"busbw {bus:g} GB/s" if bus is not None else str(q.get("status"))
             text = (f"comms: [{state['done']}/{state['total']}] {q.get('collective')} "
-                    f"{plan.human_bytes(int(q.get('bytes') or 0))}: " + shown)
+                    f"{format_bytes(int(q.get('bytes') or 0))}: " + shown)
         elif kind == "pair":
             q = e.get("pair") or {}
             text = f"comms: pair {q.get('src')} -> {q.get('dst')}"
@@ -132,7 +133,7 @@ def comms(python: Optional[str], collectives: Tuple[str, ...], sizes: Optional[s
         raise click.UsageError(f"--python {python}: not found or not executable")
     try:
         chosen = plan.parse_sizes(sizes, factor) if sizes else None
-    except plan.SizeError as exc:
+    except SizeError as exc:
         raise click.BadParameter(str(exc), param_hint="--sizes") from None
     fault = None
     if inject:
