@@ -18,7 +18,7 @@ from envdoctor.links.plan import algbw_gbps, busbw_gbps
 from envdoctor.links.facts_comms import CommsPoint, CommsResult, Expected, HostCopy, PairPoint, RankOutcome
 from envdoctor.facts.links import LinksFacts
 from envdoctor.parse.nccl_log import NcclLog
-from envdoctor.links.probe import pci_address
+from envdoctor.nvml import NvmlGpu, match_device
 from envdoctor.links.table import LinkTable
 from envdoctor.links.analysis_topo import Topology
 
@@ -70,14 +70,17 @@ def _main(runs: Sequence[ChildRun]) -> Tuple[Optional[Dict[str, Any]], List[Dict
 
 
 def gpu_indices(rank_devices: Sequence[Mapping[str, Any]], links: LinksFacts) -> Dict[int, int]:
-    """rank -> NVML index of its GPU, by PCI bus id (CUDA's order need not be NVML's)."""
-    by_bus = {pci_address(g.bus_id): g.index for g in links.gpus if pci_address(g.bus_id)}
+    """rank -> NVML index of its GPU, by UUID or PCI bus id (:func:`envdoctor.nvml.match_device`; CUDA's
+    order need not be NVML's, and each rank saw its own CUDA_VISIBLE_DEVICES, so no index is taken)."""
+    gpus = [NvmlGpu(g.index, g.uuid, g.bus_id, g.name) for g in links.gpus]
     out: Dict[int, int] = {}
     for info in rank_devices:
         device = info.get("device") or {}
-        bus = pci_address(device.get("pci_bus_id")) if isinstance(device, dict) else None
-        if bus in by_bus and isinstance(info.get("rank"), int):
-            out[int(info["rank"])] = by_bus[bus]
+        if not isinstance(device, dict) or not isinstance(info.get("rank"), int):
+            continue
+        index = match_device(device.get("uuid"), device.get("pci_bus_id"), None, gpus, {})
+        if index is not None:
+            out[int(info["rank"])] = index
     return out
 
 
