@@ -31,6 +31,30 @@ SETTLE_FRACTION = 0.25    # leading repeats treated as warm-up for the median
 CALIBRATE_S = 0.002       # calibration grows its batch until it takes this long
 
 
+#: envdoctor's dtype names -> torch's (tf32 is float32 with TF32 switched on: :class:`Tf32`).
+DTYPES = {"fp32": "float32", "tf32": "float32", "fp16": "float16", "bf16": "bfloat16", "fp64": "float64"}
+#: rows of a and columns of b that rel_error compares with the float64 product
+CHECK_SLICE = 64
+
+
+def torch_dtype(torch, name):
+    """torch's dtype of one of :data:`DTYPES`' names."""
+    return getattr(torch, DTYPES[name])
+
+
+def rel_error(torch, a, b, c, rows=CHECK_SLICE):
+    """||c - a @ b|| / ||a @ b|| over the first ``rows`` rows and columns, a @ b in float64; None
+    where a norm is not finite (NaN or Inf in the product; JSON carries no NaN)."""
+    s = min(rows, a.shape[0])
+    ref = a[:s].double() @ b[:, :s].double()
+    got = c[:s, :s].double()
+    den = float(torch.linalg.norm(ref))
+    num = float(torch.linalg.norm(got - ref))
+    if not (math.isfinite(num) and math.isfinite(den)):
+        return None
+    return num / den if den > 0 else num
+
+
 def finite(x):
     return x if (x is not None and math.isfinite(x)) else None
 
@@ -72,11 +96,12 @@ class Tf32:
 
 
 class Clock:
-    """Device-side timing: CUDA events on a GPU, perf_counter on the CPU."""
+    """Device-side timing: CUDA events on a GPU, perf_counter on the CPU (``device``: a torch.device
+    or its name)."""
 
     def __init__(self, torch, device):
         self.torch = torch
-        self.cuda = device.type == "cuda"
+        self.cuda = str(device).startswith("cuda")
 
     def mark(self):
         if self.cuda:
@@ -93,6 +118,9 @@ class Clock:
         if self.cuda:
             return a.elapsed_time(b)
         return (b - a) * 1000.0
+
+    def seconds(self, a, b):
+        return self.ms(a, b) / 1000.0
 
 
 def time_batch(clock, fn, k, issue=None):
@@ -211,7 +239,7 @@ def device_info(torch, index):
 
 def free_bytes(torch, device):
     """Free device memory now (cudaMemGetInfo), or None on the CPU or an old torch."""
-    if device.type != "cuda":
+    if not str(device).startswith("cuda"):
         return None
     try:
         return int(torch.cuda.mem_get_info(device)[0])

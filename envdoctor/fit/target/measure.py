@@ -31,14 +31,13 @@ import sys
 import time
 
 if False:  # for readers and linters: these come from the files sent before this one
-    from envdoctor.child._torch_common import Clock, Tf32, device_info, is_oom
+    from envdoctor.child._torch_common import Clock, Tf32, device_info, is_oom, torch_dtype
     from envdoctor.bench.target.matmul import measure
     from envdoctor.fit.target.memory import CudaMemory, distinct_bytes, make_cpu_memory
     from envdoctor.fit.target.reference import build_reference, reference_supported
     from envdoctor.child._prelude import STOP, Failure, emit, first_line, stage
 
 CHILD_SCHEMA = "envdoctor.fit.child/1"
-TORCH_DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
 OPTIONAL = ("transformers", "peft", "bitsandbytes", "accelerate")
 
 
@@ -258,7 +257,7 @@ def train(torch, model, cfg, mem, clock, dev, builder, res, phases):
     params = [p for p in model.parameters() if p.requires_grad]
     opt = make_optimizer(torch, w["optimizer"], params, dev)
     amp = w.get("amp")
-    amp_dtype = getattr(torch, TORCH_DTYPES[amp]) if amp else None
+    amp_dtype = torch_dtype(torch, amp) if amp else None
     scaler = None
     if amp == "fp16" and dev.type == "cuda":
         scaler = torch.amp.GradScaler("cuda") if hasattr(torch, "amp") and hasattr(torch.amp, "GradScaler") \
@@ -506,7 +505,7 @@ def main(cfg):
         return out
     torch.manual_seed(int(cfg.get("seed") or 0))
     w = cfg["workload"]
-    dtype = getattr(torch, TORCH_DTYPES[w["dtype"]])
+    dtype = torch_dtype(torch, w["dtype"])
     phases = Phases(mem)
     clock = Clock(torch, dev)
     measured = False
