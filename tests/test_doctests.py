@@ -12,6 +12,12 @@ DOCTEST_MODULES = (
     "envdoctor.style",
     "envdoctor.units",
     "envdoctor.launch",
+    "envdoctor.stack.analysis",
+    "envdoctor.stack.host",
+    "envdoctor.stack.table",
+    "envdoctor.dockerfile.parse",
+    "envdoctor.dockerfile.analysis",
+    "envdoctor.advise.stack",
 )
 
 
