@@ -3,8 +3,9 @@ one formatter, for every command (``fit --memory``, ``comms --sizes``, every rep
 
 The rules of :func:`parse_size`:
 
-- a number in ASCII digits, with an optional fraction (``1.5``), then a unit; spaces may stand
-  around and between them, the case of the unit does not matter;
+- a number in ASCII digits (at most 40, and 40 after the point), with an optional fraction
+  (``1.5``), then a unit; spaces may stand around and between them, the case of the unit does not
+  matter;
 - ``KiB``, ``MiB``, ``GiB``, ``TiB`` are powers of 1024 and ``KB``, ``MB``, ``GB``, ``TB`` powers of
   1000: ``1GB`` is 10^9 bytes and ``1GiB`` 2^30, everywhere;
 - ``K``, ``M``, ``G``, ``T`` alone are powers of 1024 (as nccl-tests' ``-b``/``-e`` and ``free -g``
@@ -16,7 +17,7 @@ The rules of :func:`parse_size`:
 >>> parse_size("24GiB"), parse_size("80GB"), parse_size("1.5 M"), parse_size("4096b")
 (25769803776, 80000000000, 1572864, 4096)
 
-:func:`format_bytes` writes binary units: the largest of B, KiB, MiB, GiB, TiB that the value
+:func:`format_bytes` writes binary units: the largest of B, KiB, MiB, GiB, TiB, PiB that the value
 reaches, a whole value without decimals and any other with ``places`` of them (or a fixed
 ``unit`` and always ``places`` decimals, for columns).
 
@@ -32,13 +33,13 @@ import re
 from fractions import Fraction
 from typing import Dict, Optional
 
-_BINARY = (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10), ("B", 1))
+_BINARY = (("PiB", 2**50), ("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10), ("B", 1))
 _UNITS: Dict[str, int] = {
     "b": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40,
     "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40,
     "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
 }
-_SIZE = re.compile(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([A-Za-z]*)\s*", re.ASCII)
+_SIZE = re.compile(r"\s*([0-9]{1,40}(?:\.[0-9]{1,40})?)\s*([A-Za-z]*)\s*", re.ASCII)
 
 #: The largest size envdoctor reads unless a caller says less: 1 PiB.
 MAX_SIZE = 2**50
@@ -58,7 +59,8 @@ def parse_size(text: str, low: int = 1, high: int = MAX_SIZE) -> int:
     """
     m = _SIZE.fullmatch(text or "")
     if not m or m.group(2).lower() not in _UNITS and m.group(2):
-        raise SizeError(f"{text!r} is not a size like 64KiB, 16M, 80GB or 24GiB")
+        shown = repr(text) if len(text or "") <= 40 else repr(text[:40]) + "..."
+        raise SizeError(f"{shown} is not a size like 64KiB, 16M, 80GB or 24GiB (ASCII digits, at most 40)")
     number, unit = m.group(1), m.group(2).lower()
     if not unit:
         raise SizeError(f"{text!r} has no unit: say {number}B (bytes), {number}KiB, {number}GB "
