@@ -287,7 +287,7 @@ def test_recommend_reads_pip_conf_under_its_root(tmp_path, monkeypatch):
     (tmp_path / "etc").mkdir()
     (tmp_path / "etc" / "pip.conf").write_text("[global]\nindex-url = https://mirror.example/torch/whl/cu128\n")
     for name in list(os.environ):
-        if name.startswith(("PIP_", "UV_", "ENVDOCTOR_INDEX", "XDG_")):
+        if name.startswith(("PIP_", "UV_", "XDG_")) or name == "ENVDOCTOR_INDEX_URL":
             monkeypatch.delenv(name)
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     base, line = _configured_index(tmp_path)

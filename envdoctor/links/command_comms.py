@@ -9,7 +9,6 @@ envdoctor itself failed.
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Any, Dict, Optional, Tuple
@@ -105,13 +104,12 @@ def _progress(stream: Any) -> Any:
 @click.option("--plot", type=click.Path(dir_okay=False), default=None, metavar="FILE.png",
               help="Also draw busbw per size, with matplotlib from the target environment.")
 @click.option("--idle-timeout", type=click.FloatRange(min=1), default=None, hidden=True)
-@click.option("--inject", default=None, hidden=True, help="Tests only: a rank that hangs or dies (JSON).")
 @html_options
 @debug_option
 @guarded
 def comms(python: Optional[str], collectives: Tuple[str, ...], sizes: Optional[str], factor: int,
           devices: Optional[Tuple[int, ...]], backend: str, nproc: Optional[int], pairs: bool, timeout_s: float,
-          as_json: bool, plot: Optional[str], idle_timeout: Optional[float], inject: Optional[str],
+          as_json: bool, plot: Optional[str], idle_timeout: Optional[float],
           debug: bool, as_html: bool = False, html_output: Optional[Path] = None) -> None:
     """Collectives between GPUs (NCCL) or CPU processes (gloo): bus bandwidth as nccl-tests counts it.
 
@@ -140,14 +138,8 @@ def comms(python: Optional[str], collectives: Tuple[str, ...], sizes: Optional[s
         chosen = plan.parse_sizes(sizes, factor) if sizes else None
     except SizeError as exc:
         raise click.BadParameter(str(exc), param_hint="--sizes") from None
-    fault = None
-    if inject:
-        try:
-            fault = json.loads(inject)
-        except ValueError:
-            raise click.BadParameter("not JSON", param_hint="--inject") from None
     opts = CommsOptions(collectives=collectives, sizes=chosen, backend=backend, devices=devices, nproc=nproc,
-                        pairs=pairs, timeout_s=timeout_s, idle_timeout_s=idle_timeout, inject=fault)
+                        pairs=pairs, timeout_s=timeout_s, idle_timeout_s=idle_timeout)
     result = run_comms(opts, target, progress=_progress(sys.stderr))
     if getattr(sys.stderr, "isatty", lambda: False)():
         sys.stderr.write("\r\x1b[K")
