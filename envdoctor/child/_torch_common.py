@@ -23,7 +23,7 @@ import math
 import time
 
 if False:  # for readers and linters: these come from _prelude.py, which envdoctor sends first
-    from envdoctor.child._prelude import first_line
+    from envdoctor.child._prelude import Failure, first_line, stage
 
 REPEATS = 40              # timed repeats per point, at most
 MIN_REPEATS = 5
@@ -53,6 +53,23 @@ def rel_error(torch, a, b, c, rows=CHECK_SLICE):
     if not (math.isfinite(num) and math.isfinite(den)):
         return None
     return num / den if den > 0 else num
+
+
+def import_torch(out):
+    """``import torch`` as the scripts do it: the stage named, the seconds, torch's version and CUDA
+    build written into ``out``; ``Failure("no_torch")`` where torch is not installed,
+    ``Failure("import_failed")`` for a broken install (which raises anything: OSError for a missing .so)."""
+    stage("import torch")
+    t0 = time.perf_counter()
+    try:
+        import torch
+    except Exception as exc:
+        missing = isinstance(exc, ImportError) and getattr(exc, "name", None) == "torch"
+        raise Failure("no_torch" if missing else "import_failed", first_line(exc)) from None
+    out["import_s"] = round(time.perf_counter() - t0, 3)
+    out["torch_version"] = torch.__version__
+    out["torch_cuda"] = getattr(torch.version, "cuda", None)
+    return torch
 
 
 def finite(x):

@@ -35,7 +35,7 @@ import sys
 import time
 
 if False:  # for readers and linters: these come from the files sent before this one
-    from envdoctor.child._torch_common import Tf32, device_info, rel_error, torch_dtype
+    from envdoctor.child._torch_common import Tf32, device_info, import_torch, rel_error, torch_dtype
     from envdoctor.child._prelude import STOP, Failure, emit, first_line, stage
 
 CHILD_SCHEMA = "envdoctor.burn.child/1"
@@ -377,18 +377,7 @@ def main(cfg):
     seconds = float(cfg.get("seconds") or 60.0)
     interval_s = float(cfg.get("interval") or 0.5)
     seed = int(cfg.get("seed") or 20261201)
-    stage("import torch")
-    t0 = time.perf_counter()
-    try:
-        import torch
-    except ImportError as exc:
-        kind = "no_torch" if getattr(exc, "name", None) == "torch" else "import_failed"
-        raise Failure(kind, first_line(exc)) from None
-    except Exception as exc:   # a broken install raises anything: OSError for a missing .so
-        raise Failure("import_failed", first_line(exc)) from None
-    out["import_s"] = round(time.perf_counter() - t0, 3)
-    out["torch_version"] = torch.__version__
-    out["torch_cuda"] = getattr(torch.version, "cuda", None)
+    torch = import_torch(out)
     emit("python", python_version=out["python_version"], torch_version=out["torch_version"],
          torch_cuda=out["torch_cuda"])
     stage("CUDA start")

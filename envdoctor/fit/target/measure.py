@@ -31,7 +31,7 @@ import sys
 import time
 
 if False:  # for readers and linters: these come from the files sent before this one
-    from envdoctor.child._torch_common import Clock, Tf32, device_info, is_oom, torch_dtype
+    from envdoctor.child._torch_common import Clock, Tf32, device_info, import_torch, is_oom, torch_dtype
     from envdoctor.bench.target.matmul import measure
     from envdoctor.fit.target.memory import CudaMemory, distinct_bytes, make_cpu_memory
     from envdoctor.fit.target.reference import build_reference, reference_supported
@@ -474,16 +474,7 @@ def main(cfg):
            "memory": {}, "timing": None, "notes": [], "matmul": None,
            "versions": dict((name, package_version(name)) for name in OPTIONAL),
            "alloc_conf": os.environ.get("PYTORCH_CUDA_ALLOC_CONF") or os.environ.get("PYTORCH_ALLOC_CONF")}
-    stage("import torch")
-    t = time.perf_counter()
-    try:
-        import torch
-    except ImportError as exc:
-        kind = "no_torch" if getattr(exc, "name", None) == "torch" else "import_failed"
-        raise Failure(kind, first_line(exc)) from None
-    out["import_s"] = round(time.perf_counter() - t, 3)
-    out["torch_version"] = torch.__version__
-    out["torch_cuda"] = getattr(torch.version, "cuda", None)
+    torch = import_torch(out)
     want_cpu = cfg.get("device") == "cpu"
     stage("CUDA init")
     t = time.perf_counter()
