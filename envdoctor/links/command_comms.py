@@ -29,8 +29,10 @@ from envdoctor.clicore import (
     guarded,
     python_option,
     seconds,
+    suppress_option,
     use_color,
 )
+from envdoctor.findings import split_suppressed
 from envdoctor.links import plan
 from envdoctor.parse.jsontext import opt_float, opt_int, opt_str
 from envdoctor.units import SizeError, format_bytes
@@ -109,12 +111,13 @@ def _progress(stream: Any) -> Any:
 @click.option("--plot", type=FilePath(dir_okay=False), default=None, metavar="FILE.png",
               help="Also draw busbw per size, with matplotlib from the target environment.")
 @click.option("--idle-timeout", type=seconds(1), default=None, hidden=True)
+@suppress_option
 @html_options
 @debug_option
 @guarded
 def comms(python: Optional[str], collectives: Tuple[str, ...], sizes: Optional[str], factor: int,
           devices: Optional[Tuple[int, ...]], backend: str, nproc: Optional[int], pairs: bool, timeout_s: float,
-          as_json: bool, plot: Optional[str], idle_timeout: Optional[float],
+          as_json: bool, plot: Optional[str], idle_timeout: Optional[float], suppress: Tuple[str, ...],
           debug: bool, as_html: bool = False, html_output: Optional[Path] = None) -> None:
     """Collectives between GPUs (NCCL) or CPU processes (gloo): bus bandwidth as nccl-tests counts it.
 
@@ -152,7 +155,7 @@ def comms(python: Optional[str], collectives: Tuple[str, ...], sizes: Optional[s
     if result.error is not None and result.error.command in ("--devices", "launcher", "no_gpu"):
         click.echo(f"envdoctor comms: {result.error.message}", err=True)
         sys.exit(EXIT_USAGE)
-    findings = verdicts(result)
+    findings, hidden = split_suppressed(verdicts(result), suppress)
     reporter = result.launcher == "envdoctor" or any(x.rank == 0 for x in result.ranks)
     if not reporter:
         mine = result.ranks[0] if result.ranks else None
@@ -172,7 +175,7 @@ def comms(python: Optional[str], collectives: Tuple[str, ...], sizes: Optional[s
         else:
             click.echo(dumps(doc))
     else:
-        click.echo(render_comms_text(result, findings, color=use_color()), nl=False)
+        click.echo(render_comms_text(result, findings, color=use_color(), suppressed=hidden), nl=False)
     if plot:
         click.echo(f"envdoctor comms: {write_plot(result, plot, target)}", err=True)
     sys.exit(EXIT_ERRORS if any(f.severity == "error" for f in findings) else EXIT_OK)

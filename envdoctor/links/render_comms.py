@@ -121,9 +121,10 @@ def rank_lines(r: CommsResult) -> List[str]:
     return out
 
 
-def render_comms_text(r: CommsResult, findings: Iterable[Finding], color: bool = False) -> str:
+def render_comms_text(r: CommsResult, findings: Iterable[Finding], color: bool = False,
+                      suppressed: Iterable[Finding] = ()) -> str:
     from envdoctor.style import Style
-    from envdoctor.lines import finding_lines, verdict
+    from envdoctor.lines import finding_lines, suppressed_line, verdict
 
     style = Style(color)
     findings = tuple(findings)
@@ -146,6 +147,7 @@ def render_comms_text(r: CommsResult, findings: Iterable[Finding], color: bool =
     out.append("")
     out.append(style("Findings", "bold"))
     out.extend(finding_lines(findings, style) or ["  none"])
+    out.extend(suppressed_line(suppressed, style))
     out.append("")
     out.append(verdict(findings, style).replace("envdoctor check", "envdoctor comms"))
     return "\n".join(out) + "\n"
