@@ -42,7 +42,7 @@ def _gpus(names: tuple[str, ...], sizes: tuple[str, ...], ecc: str | None, local
     """The GPUs to judge against and a line saying which memory figure was used: ``--gpu`` names
     from the table (their usable memory, data/fit.toml), ``--memory`` sizes, and with neither this
     machine's GPUs (NVML free memory) when NVML answers."""
-    from envdoctor.fit.units import parse_size
+    from envdoctor.units import parse_size
     from envdoctor.fit.usable import load_usable, local_gpus, usable_gpu
     from envdoctor.fit.verdict import Gpu
     from envdoctor.table import load_table
