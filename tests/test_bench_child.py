@@ -82,7 +82,7 @@ def test_python_without_torch(tmp_path):
     wrapper.chmod(0o755)
     r = run_bench(str(wrapper), nvml=FakeNvml(gpus=0))
     assert r.error.kind == "not_found" and r.error.message == f"torch is not installed in {wrapper}"
-    assert r.points == () and exit_code(r) == 1
+    assert r.points == () and exit_code(r) == 2      # a run that could not start
 
 
 def test_child_refuses_a_gpu_that_does_not_exist_on_a_cpu_torch_by_running_on_the_cpu():

@@ -171,7 +171,7 @@ def test_bench_json_of_a_target_without_torch(tmp_path):
     target.chmod(0o755)
     r = CliRunner().invoke(cli, ["bench", "--python", str(target), "--json"], catch_exceptions=False)
     doc = json.loads(r.stdout)
-    assert r.exit_code == 1 and doc["error"]["kind"] == "not_found" and doc["points"] == []
+    assert r.exit_code == 2 and doc["error"]["kind"] == "not_found" and doc["points"] == []
     validate(doc, "bench")
 
 
