@@ -254,6 +254,25 @@ def gpu_index_or_all(ctx: click.Context, param: Any, value: str) -> str:
     raise click.BadParameter(f"{value!r}: give a GPU index (0, 1, ...) or 'all'")
 
 
+def suppress_codes(ctx: Any, param: Any, values: Tuple[str, ...]) -> Tuple[str, ...]:
+    """Click callback of ``--suppress``: codes of the registry (``envdoctor explain`` lists them); a
+    comma list is several. Anything else is a usage error (exit 2), so a typo never hides nothing."""
+    from envdoctor.checks import bad_codes, suppressed_codes
+
+    codes = suppressed_codes(values)
+    problem = bad_codes(values) if codes else None   # the registry loads only when there is something to look up
+    if problem:
+        raise click.BadParameter(problem, param_hint="--suppress")
+    return codes
+
+
+def suppress_option(f: Callable) -> Callable:
+    """``--suppress CODE`` (repeatable) for every command that prints findings; the command hands the
+    codes to :func:`envdoctor.checks.split`."""
+    return click.option("--suppress", multiple=True, metavar="CODE", callback=suppress_codes,
+                        help="Hide a finding by its code, e.g. ED305 (repeatable).")(f)
+
+
 # --- --html and -o: one self-contained page per run (envdoctor/htmlpage.py) ---------------------------------
 
 def html_options(f: Callable) -> Callable:

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from envdoctor import checks
 from envdoctor.facts import Facts
 from envdoctor.facts.gpu import DriverFacts
 from envdoctor.links import probe as links
@@ -22,7 +23,7 @@ def _facts(tmp_path: Path, nv, gpus: int, driver=None, **tree) -> Facts:
 
 def _found(facts: Facts):
     table = load_table()
-    return [f for rule in rules.RULES for f in rule(facts, table)]
+    return checks.run(rules.RULES, facts, table)
 
 
 def _codes(facts: Facts):

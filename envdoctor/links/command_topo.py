@@ -9,12 +9,12 @@ from __future__ import annotations
 import datetime
 import sys
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Optional, Tuple
 
 import click
 
-from envdoctor import __version__
-from envdoctor.clicore import check_formats, emit_page, html_options, machine_redactor
+from envdoctor import __version__, checks
+from envdoctor.clicore import check_formats, emit_page, html_options, machine_redactor, suppress_option
 from envdoctor.clicore import (
     EXIT_ERRORS,
     EXIT_OK,
@@ -28,28 +28,30 @@ from envdoctor.clicore import (
 from envdoctor.documents import dumps, stamp
 from envdoctor.facts import Facts
 from envdoctor.facts.gpu import DriverFacts
-from envdoctor.findings import exit_code, sort_findings
+from envdoctor.findings import exit_code
 from envdoctor.redact import mask_data
 
 
-def _table() -> Any:
+def _table() -> Tuple[Any, Optional[str]]:
+    """The main table, or None and why it could not be loaded (finding ED901)."""
     from envdoctor.table import TableError, load_table
 
     try:
-        return load_table()
-    except TableError:
-        return None
+        return load_table(), None
+    except TableError as exc:
+        return None, str(exc)
 
 
 @click.command("topo")
 @timeout_option
 @click.option("--json", "as_json", is_flag=True, help='Print the versioned JSON document ("envdoctor.topo/1").')
+@suppress_option
 @html_options
 @debug_option
 @root_option
 @guarded
 def topo(timeout: float, as_json: bool, debug: bool, root: Optional[Path], as_html: bool = False,
-         html_output: Optional[Path] = None) -> None:
+         html_output: Optional[Path] = None, suppress: Tuple[str, ...] = ()) -> None:
     """GPU links: PCIe, NVLink, NUMA and the path between every pair of GPUs.
 
     \b
@@ -70,9 +72,13 @@ def topo(timeout: float, as_json: bool, debug: bool, root: Optional[Path], as_ht
     ctx = make_context(None, timeout, root)
     lf = links_probe.probe(ctx)
     facts = Facts(links=lf, driver=DriverFacts(cuda_visible_devices=ctx.env.get("CUDA_VISIBLE_DEVICES")))
-    table = _table()
-    findings = sort_findings(f for rule in RULES for f in rule(facts, table))
-    top = expected(lf, load_links())
+    table, table_error = _table()
+    links = load_links()
+    found = checks.run(RULES, facts, table, tables={"links": links})
+    if table_error:
+        found.append(checks.table_broken(table_error))
+    findings = checks.split(found, suppress).shown
+    top = expected(lf, links)
     check_formats(json=as_json, html=as_html)
     if as_json or as_html:
         now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
