@@ -273,6 +273,23 @@ def suppress_option(f: Callable) -> Callable:
                         help="Hide a finding by its code, e.g. ED305 (repeatable).")(f)
 
 
+def for_tests(name: str, low: float, high: float, whole: bool = False) -> Optional[float]:
+    """A number from the test-only environment variable ``name`` (docs/cli.md lists them), or
+    None when it is unset: the tests' switches stay out of the product's options. NaN, inf,
+    non-numbers and values outside [low, high] are a usage error naming the variable (exit 2)."""
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return None
+    try:
+        value = int(raw) if whole else float(raw)
+    except ValueError:
+        value = None
+    if value is None or value != value or not low <= value <= high:
+        kind = "a whole number" if whole else "a number"
+        raise click.UsageError(f"{name}={raw!r}: for tests only; give {kind} from {low:g} to {high:g}")
+    return value
+
+
 # --- --html and -o: one self-contained page per run (envdoctor/htmlpage.py) ---------------------------------
 
 def html_options(f: Callable) -> Callable:

@@ -10,6 +10,7 @@ envdoctor itself failed.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any, Dict, Optional, Tuple
@@ -28,6 +29,10 @@ from envdoctor.clicore import (
     use_color,
 )
 from envdoctor.links import plan
+
+#: For tests only (docs/cli.md): JSON {"rank", "kind": "wrong"|"hang"|"die", "collective"} makes that rank
+#: misbehave in the child, so a test sees the hang or death handled end to end.
+INJECT_ENV = "ENVDOCTOR_TEST_COMMS_INJECT"
 
 
 def _devices(ctx: click.Context, param: Any, value: str) -> Optional[Tuple[int, ...]]:
@@ -103,14 +108,14 @@ def _progress(stream: Any) -> Any:
 @click.option("--json", "as_json", is_flag=True, help='Print the versioned JSON document ("envdoctor.comms/1").')
 @click.option("--plot", type=click.Path(dir_okay=False), default=None, metavar="FILE.png",
               help="Also draw busbw per size, with matplotlib from the target environment.")
-@click.option("--idle-timeout", type=click.FloatRange(min=1), default=None, hidden=True)
-@click.option("--inject", default=None, hidden=True, help="Tests only: a rank that hangs or dies (JSON).")
+@click.option("--idle-timeout", type=click.FloatRange(min=1, max=3600), default=None, metavar="SECONDS",
+              help="A rank that prints nothing this long is hung (default: --timeout + 30, at least 60).")
 @html_options
 @debug_option
 @guarded
 def comms(python: Optional[str], collectives: Tuple[str, ...], sizes: Optional[str], factor: int,
           devices: Optional[Tuple[int, ...]], backend: str, nproc: Optional[int], pairs: bool, timeout_s: float,
-          as_json: bool, plot: Optional[str], idle_timeout: Optional[float], inject: Optional[str],
+          as_json: bool, plot: Optional[str], idle_timeout: Optional[float],
           debug: bool, as_html: bool = False, html_output: Optional[Path] = None) -> None:
     """Collectives between GPUs (NCCL) or CPU processes (gloo): bus bandwidth as nccl-tests counts it.
 
@@ -140,11 +145,15 @@ def comms(python: Optional[str], collectives: Tuple[str, ...], sizes: Optional[s
     except plan.SizeError as exc:
         raise click.BadParameter(str(exc), param_hint="--sizes") from None
     fault = None
+    inject = os.environ.get(INJECT_ENV)      # for tests only (docs/cli.md): a rank that hangs or dies
     if inject:
         try:
             fault = json.loads(inject)
         except ValueError:
-            raise click.BadParameter("not JSON", param_hint="--inject") from None
+            raise click.UsageError(f"{INJECT_ENV}: for tests only; not JSON: {inject[:80]!r}") from None
+        if not isinstance(fault, dict):
+            raise click.UsageError(f"{INJECT_ENV}: for tests only; give a JSON object like "
+                                   '{"rank": 1, "kind": "hang", "collective": "all_reduce"}')
     opts = CommsOptions(collectives=collectives, sizes=chosen, backend=backend, devices=devices, nproc=nproc,
                         pairs=pairs, timeout_s=timeout_s, idle_timeout_s=idle_timeout, inject=fault)
     result = run_comms(opts, target, progress=_progress(sys.stderr))
