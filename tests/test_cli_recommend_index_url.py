@@ -93,9 +93,12 @@ def test_a_broken_index_url_in_pip_or_uv_configuration_is_said_not_a_traceback(v
     assert r.exception is None or isinstance(r.exception, SystemExit)
     assert f"{variable}: http://u:***@[::1/whl/cu128 is not a usable URL (Invalid IPv6 URL)" in r.output
     assert "pw1" not in r.output and "Traceback" not in r.output
+    from envdoctor.probes.context import Context
+    from envdoctor.probes.indexconf import configured_torch_base
+    from envdoctor.table import load_table
     from envdoctor.wheels import default_choice
 
-    base, source = default_choice(env)
+    base, source = default_choice(env, configured_torch_base(Context(env=env)), load_table())
     assert base == "https://download.pytorch.org/whl" and "is not a usable URL" in source
 
 

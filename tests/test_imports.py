@@ -39,10 +39,7 @@ CORE_ELSEWHERE = {"envdoctor.probes.context"}
 
 #: Imports that still run up, each with the step that removes it; the test fails once one is gone,
 #: so that the entry goes too.
-KNOWN_UPWARD = {
-    # issue 25, step 3: the command hands the pip/uv configuration to default_choice
-    ("envdoctor.wheels.client", "envdoctor.probes.indexconf"),
-}
+KNOWN_UPWARD: set = set()
 
 #: The files of the shape: ``ROLE.py``, or ``ROLE_PART.py`` where a plugin has several (links:
 #: ``command_topo.py`` and ``command_comms.py``); and ``target/`` with the target scripts.

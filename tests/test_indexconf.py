@@ -32,6 +32,7 @@ from envdoctor.probes.indexconf import (
     uv_config_files,
 )
 from envdoctor.render import text
+from envdoctor.table import load_table
 from envdoctor.wheels import default_choice
 from tests.documents import validate
 from tests.fakes import cli_runner
@@ -262,13 +263,26 @@ def test_check_shows_indexes_base_and_proxy():
 
 # --- the default of index and recommend ------------------------------------------------------------------
 
+def _choice(env):
+    """default_choice the way the commands call it: the configuration read once, then handed in."""
+    ctx = Context(env=env)
+    return default_choice(env, configured_torch_base(ctx), load_table())
+
+
 def test_default_choice_order():
-    assert default_choice(dict(NO_FILES, ENVDOCTOR_INDEX_URL="https://e/whl/", PIP_INDEX_URL="https://p/whl/cu128")) == (
+    assert _choice(dict(NO_FILES, ENVDOCTOR_INDEX_URL="https://e/whl/", PIP_INDEX_URL="https://p/whl/cu128")) == (
         "https://e/whl", "ENVDOCTOR_INDEX_URL")
-    assert default_choice(dict(NO_FILES, PIP_INDEX_URL="https://p/whl/cu128")) == (
+    assert _choice(dict(NO_FILES, PIP_INDEX_URL="https://p/whl/cu128")) == (
         "https://p/whl", "your pip/uv configuration (PIP_INDEX_URL: https://p/whl/cu128)")
-    base, source = default_choice(dict(NO_FILES, PIP_INDEX_URL="https://pypi.example/simple"))
+    base, source = _choice(dict(NO_FILES, PIP_INDEX_URL="https://pypi.example/simple"))
     assert source == "envdoctor's table" and base == "https://download.pytorch.org/whl"
+    assert default_choice({}, None, None) == ("https://download.pytorch.org/whl", "envdoctor's built-in default")
+
+
+def test_default_choice_reads_nothing_itself():
+    """It used to build its own Context from os.environ (ignoring --root) and read pip/uv itself."""
+    assert default_choice(dict(NO_FILES, PIP_INDEX_URL="https://p/whl/cu128"), None, None)[1] == \
+        "envdoctor's built-in default"
 
 
 def test_index_uses_and_shows_the_configured_base_masked():
@@ -310,3 +324,22 @@ def test_recommend_without_configuration_is_unchanged():
                                        "--os", "ubuntu:24.04", "--python-version", "3.12"],
                                  env=CLEAN)
     assert "--index-url https://download.pytorch.org/whl/cu12" in result.stdout and "comes from" not in result.stderr
+
+
+def test_index_recommend_and_check_read_the_configuration_under_the_same_root(tmp_path):
+    """index and recommend read pip.conf under --root, as check's probe does; before, default_choice
+    read the real /etc/pip.conf (a Context of its own) and index had no --root at all."""
+    root = tmp_path / "root"
+    (root / "etc").mkdir(parents=True)
+    (root / "etc" / "pip.conf").write_text("[global]\nindex-url = https://rootmirror.example/pt/whl/cu126\n")
+    env = dict(CLEAN, PIP_CONFIG_FILE=None, HOME=str(tmp_path / "home"), XDG_CONFIG_DIRS="/etc/xdg")
+    shown = index_config(Context(root=root, env={k: v for k, v in env.items() if v is not None}))
+    assert shown.torch_base == "https://rootmirror.example/pt/whl"               # what check reports
+    result = cli_runner().invoke(cli, ["index", "cu128", "--offline", "--python-version", "3.12",
+                                       "--root", str(root)], env=env)
+    assert result.output.startswith("index: https://rootmirror.example/pt/whl "), result.output
+    assert "base from your pip/uv configuration (/etc/pip.conf" in result.output
+    result = cli_runner().invoke(cli, ["recommend", "--offline", "--gpu", "H100", "--driver", "570.133.20",
+                                       "--os", "ubuntu:24.04", "--python-version", "3.12", "--root", str(root)],
+                                 env=env)
+    assert "--index-url https://rootmirror.example/pt/whl/cu12" in result.stdout, result.output

@@ -17,16 +17,18 @@ from __future__ import annotations
 import logging
 import re
 import sys
+from pathlib import Path
 from typing import Any, List, Optional, Sequence, Tuple
 
 import click
 
-from envdoctor.clicore import EXIT_USAGE, check_index_url, color_option, debug_option, guarded
+from envdoctor.clicore import (EXIT_USAGE, check_index_url, color_option, debug_option, guarded, make_context,
+                               root_option)
 from envdoctor.documents import document, dumps, stamp
 from envdoctor.facts.python import IndexConfig
 from envdoctor.redact import mask_text
 from envdoctor.wheels import (
-    FALLBACK_BASE, IndexClient, Target, TargetError, VariantListing, best, check_variant_name,
+    IndexClient, Target, TargetError, VariantListing, best, check_variant_name,
     exit_code, listing_from_table, summary,
 )
 from envdoctor.wheels.report import EXIT_NETWORK, provenance
@@ -118,11 +120,12 @@ def _target(python: Optional[str], python_version: Optional[str], platform: Opti
               envvar="ENVDOCTOR_INDEX_BACKOFF")
 @color_option
 @debug_option
+@root_option
 @guarded
 def index(variants: Tuple[str, ...], all_: bool, package: str, python: Optional[str],
           python_version: Optional[str], platform: Optional[str], index_url: Optional[str],
           offline: bool, refresh: bool, as_json: bool, timeout: float, ttl: float, retries: int,
-          backoff: float, debug: bool) -> None:
+          backoff: float, debug: bool, root: Optional[Path] = None) -> None:
     """Does the wheel index for VARIANT (cu117, cu128, cpu, rocm6.2, ...) exist, and which
     PACKAGE versions have a wheel for the target Python?
 
@@ -142,7 +145,7 @@ def index(variants: Tuple[str, ...], all_: bool, package: str, python: Optional[
         hint = f" (known: {', '.join(known)})" if known else ""
         raise click.UsageError(f"name one or more variants, e.g. cu128 cpu, or use --all{hint}")
     target = _target(python, python_version, platform, timeout)
-    base, base_source, configured = _base(index_url, table)
+    base, base_source, configured = _base(index_url, table, root)
     with IndexClient(base, ttl=ttl, offline=offline, refresh=refresh, timeout=timeout,
                      retries=retries, backoff=backoff) as client:
         if all_:
@@ -171,21 +174,21 @@ def index(variants: Tuple[str, ...], all_: bool, package: str, python: Optional[
     sys.exit(code)
 
 
-def _base(index_url: Optional[str], table: Optional[Any]) -> Tuple[str, str, IndexConfig]:
+def _base(index_url: Optional[str], table: Optional[Any], root: Optional[Path]) -> Tuple[str, str, IndexConfig]:
     """(base, where it comes from, the pip/uv configuration read) -- ``--index-url`` (or
-    ENVDOCTOR_INDEX_URL), else the torch index the user's pip/uv is configured with, else the table's."""
-    from envdoctor.probes.context import Context
-    from envdoctor.probes.indexconf import index_config
+    ENVDOCTOR_INDEX_URL), else the torch index the user's pip/uv is configured with (read once,
+    under ``--root`` as check reads it), else the table's."""
+    from envdoctor.probes.indexconf import config_of, read_settings, torch_base_of
     from envdoctor.wheels import default_choice
 
-    configured = index_config(Context())
+    ctx = make_context(None, 10.0, root)
+    settings = read_settings(ctx)
+    configured = config_of(settings)
     if index_url:
         given = click.get_current_context().get_parameter_source("index_url")
         from_env = given is not None and given.name == "ENVIRONMENT"
         return index_url, ("ENVDOCTOR_INDEX_URL" if from_env else "--index-url"), configured
-    if table is None and configured.torch_base_source is None:   # default_choice would load the broken table again
-        return FALLBACK_BASE, "envdoctor's built-in default", configured
-    base, source = default_choice()
+    base, source = default_choice(ctx.env, torch_base_of(settings), table)
     return base, source, configured
 
 

@@ -197,7 +197,12 @@ def _fact(i: IndexSetting) -> ConfiguredIndex:
 
 def index_config(ctx: Context, prefix: Optional[str] = None) -> IndexConfig:
     """The facts: every configured index and proxy, masked; the torch base they imply."""
-    s = read_settings(ctx, prefix)
+    return config_of(read_settings(ctx, prefix))
+
+
+def config_of(s: Settings) -> IndexConfig:
+    """:func:`index_config` of settings already read (a command reads them once and also hands
+    :func:`torch_base_of` them to the wheel client)."""
     base = torch_base_of(s)
     return IndexConfig(
         indexes=tuple(_fact(i) for i in s.pip + s.uv),

@@ -19,7 +19,7 @@ import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 from urllib.parse import urlsplit
 
 from packaging.utils import canonicalize_name
@@ -85,23 +85,19 @@ def url_problem(url: str) -> Optional[str]:
     return None
 
 
-def default_choice(env: Optional[Dict[str, str]] = None) -> Tuple[str, str]:
-    """(base, where it comes from) when the user gives no ``--index-url``: ``ENVDOCTOR_INDEX_URL``,
-    else the torch wheel index the user's pip or uv is configured with (``PIP_INDEX_URL``, pip.conf,
-    ``UV_INDEX``, uv.toml, ...: ``envdoctor.probes.indexconf``; only a URL shaped like
-    ``<base>/cu128`` or ``<base>/whl`` counts, a PyPI mirror does not), else the table's
-    ``index_base``, else download.pytorch.org/whl. The base is unmasked: mask it to show it."""
-    env = dict(os.environ) if env is None else env
+def default_choice(env: Mapping[str, str], configured: Optional[Tuple[str, str]] = None,
+                   table: Any = None) -> Tuple[str, str]:
+    """(base, where it comes from) when the user gives no ``--index-url``: ``ENVDOCTOR_INDEX_URL`` of
+    ``env``, else ``configured``: (base, where) of the torch wheel index the user's pip or uv is
+    configured with, read once by the command (``envdoctor.probes.indexconf.torch_base_of``, under
+    its ``--root``; only a URL shaped like ``<base>/cu128`` or ``<base>/whl`` counts), else
+    ``table``'s ``index_base``, else download.pytorch.org/whl. The base is unmasked: mask it to show it.
+
+    >>> default_choice({}, ("https://m.example/whl", "PIP_INDEX_URL: https://m.example/whl/cu128"))[0]
+    'https://m.example/whl'
+    """
     if env.get("ENVDOCTOR_INDEX_URL"):
         return env["ENVDOCTOR_INDEX_URL"].rstrip("/"), "ENVDOCTOR_INDEX_URL"
-    try:
-        from envdoctor.probes.context import Context
-        from envdoctor.probes.indexconf import configured_torch_base
-
-        configured = configured_torch_base(Context(env=env))
-    except Exception:  # noqa: BLE001 - an unreadable configuration must not stop the client
-        log.debug("pip/uv configuration not read", exc_info=True)
-        configured = None
     unusable = ""
     if configured is not None:
         problem = url_problem(configured[0].strip())
@@ -109,17 +105,22 @@ def default_choice(env: Optional[Dict[str, str]] = None) -> Tuple[str, str]:
             return configured[0].rstrip("/"), f"your pip/uv configuration ({configured[1]})"
         # a broken URL in pip.conf or PIP_INDEX_URL is pip's problem to report; envdoctor says it and goes on
         unusable = f"; your pip/uv configuration's {configured[1]} is {problem}"
+    base = getattr(table, "index_base", None)
+    if base:
+        return str(base).rstrip("/"), "envdoctor's table" + unusable
+    return FALLBACK_BASE, "envdoctor's built-in default" + unusable
+
+
+def default_base(env: Optional[Mapping[str, str]] = None) -> str:
+    """The base an :class:`IndexClient` made without one uses: ``ENVDOCTOR_INDEX_URL``, else the
+    bundled table's (no pip/uv configuration: a command that wants it reads it and passes the base)."""
     try:
-        from envdoctor.table import load_table  # written in parallel; may be absent
+        from envdoctor.table import load_table
 
-        return str(load_table().index_base).rstrip("/"), "envdoctor's table" + unusable
+        table = load_table()
     except Exception:  # noqa: BLE001 - a missing or broken table must not stop the client
-        return FALLBACK_BASE, "envdoctor's built-in default" + unusable
-
-
-def default_base(env: Optional[Dict[str, str]] = None) -> str:
-    """The base of :func:`default_choice`."""
-    return default_choice(env)[0]
+        table = None
+    return default_choice(os.environ if env is None else env, None, table)[0]
 
 
 def check_variant_name(name: str) -> str:
