@@ -88,3 +88,17 @@ def test_topo_takes_suppress_like_check(tmp_path):
     assert [f["code"] for f in doc["findings"]] == ["ED851"]
     r = CliRunner().invoke(cli, ["topo", "--root", str(root), "--suppress", "ED9x"], env=env)
     assert r.exit_code == 2 and "finding codes look like ED305" in r.output
+
+
+def test_comms_verdicts_with_a_broken_links_toml_still_name_the_hung_rank(tmp_path, monkeypatch):
+    """Before: verdicts() loaded links.toml first and raised, so a broken file hid every comms
+    finding (ED900 exit 3); now it is one ED901 and the rules that need no table still speak."""
+    from tests.test_comms_result import _result, failed_run, hung_run
+    from envdoctor.links.rules_comms import verdicts
+
+    runs = [failed_run(i, 40.0 + i) for i in range(8)]
+    runs[3] = hung_run(3)
+    r = _result(tmp_path / "r", runs)
+    _broken_data(tmp_path, monkeypatch)
+    codes = [f.code for f in verdicts(r)]
+    assert "ED873" in codes and codes.count("ED901") == 1 and "ED900" not in codes

@@ -16,7 +16,8 @@ from typing import Any, Dict, Optional, Tuple
 
 import click
 
-from envdoctor.clicore import check_formats, emit_page, html_options, machine_redactor
+from envdoctor import checks
+from envdoctor.clicore import check_formats, emit_page, html_options, machine_redactor, suppress_option
 from envdoctor.clicore import (
     FilePath,
     EXIT_ERRORS,
@@ -114,13 +115,15 @@ def _progress(stream: Any) -> Any:
               help="Also draw busbw per size, with matplotlib from the target environment.")
 @click.option("--idle-timeout", type=seconds(1, 3600), default=None, metavar="SECONDS",
               help="A rank that prints nothing this long is hung (default: --timeout + 30, at least 60).")
+@suppress_option
 @html_options
 @debug_option
 @guarded
 def comms(python: Optional[str], collectives: Tuple[str, ...], sizes: Optional[str], factor: int,
           devices: Optional[Tuple[int, ...]], backend: str, nproc: Optional[int], pairs: bool, timeout_s: float,
           as_json: bool, plot: Optional[str], idle_timeout: Optional[float],
-          debug: bool, as_html: bool = False, html_output: Optional[Path] = None) -> None:
+          debug: bool, as_html: bool = False, html_output: Optional[Path] = None,
+          suppress: Tuple[str, ...] = ()) -> None:
     """Collectives between GPUs (NCCL) or CPU processes (gloo): bus bandwidth as nccl-tests counts it.
 
     \b
@@ -164,7 +167,7 @@ def comms(python: Optional[str], collectives: Tuple[str, ...], sizes: Optional[s
     if result.error is not None and result.error.command in ("--devices", "launcher", "no_gpu"):
         click.echo(f"envdoctor comms: {result.error.message}", err=True)
         sys.exit(EXIT_USAGE)
-    findings = verdicts(result)
+    findings = checks.split(verdicts(result), suppress).shown
     reporter = result.launcher == "envdoctor" or any(x.rank == 0 for x in result.ranks)
     if not reporter:
         mine = result.ranks[0] if result.ranks else None
