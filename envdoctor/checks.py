@@ -96,12 +96,22 @@ def run(rules: Iterable[Callable[..., Any]], subject: Any, table: Any = None,
                 found.append(table_broken(broken[name], f"data/{name}.toml"))
         if any(name in broken for name in wanted):
             continue
-        try:
-            found.extend(rule(subject, table, **{name: loaded[name] for name in wanted}))
-        except Exception as exc:  # a bug in a rule must not hide the other findings
-            log.debug("rule %s failed", rule_name(rule), exc_info=True)
-            found.append(crashed(rule, exc))
+        found.extend(call(rule, subject, table, **{name: loaded[name] for name in wanted}))
     return found
+
+
+def call(rule: Callable[..., Iterable[Any]], *args: Any, **kwargs: Any) -> List[Any]:
+    """What ``rule(*args, **kwargs)`` yields; when it raises, what it yielded so far and one ED900
+    naming it (a bug in one check must not hide the others). For checks of another shape than
+    :func:`run`'s (verify's ``check(pair)``)."""
+    out: List[Any] = []
+    try:
+        for item in rule(*args, **kwargs):
+            out.append(item)
+    except Exception as exc:  # noqa: BLE001 - reported as ED900, the traceback with --debug
+        log.debug("rule %s failed", rule_name(rule), exc_info=True)
+        out.append(crashed(rule, exc))
+    return out
 
 
 def suppressed_codes(values: Iterable[str]) -> Tuple[str, ...]:
