@@ -102,3 +102,17 @@ def test_comms_verdicts_with_a_broken_links_toml_still_name_the_hung_rank(tmp_pa
     _broken_data(tmp_path, monkeypatch)
     codes = [f.code for f in verdicts(r)]
     assert "ED873" in codes and codes.count("ED901") == 1 and "ED900" not in codes
+
+
+def test_one_nvml_session_for_the_driver_gpu_state_and_links_probes(tmp_path):
+    """Each of the three probes opened and shut down NVML on its own (three nvmlInit a check); one
+    session now, opened by the first probe and closed after the last."""
+    from envdoctor.probes import collect
+    from tests.machines import h200
+
+    ctx = h200(tmp_path)
+    facts = collect(ctx, skip=("torch", "python", "conda", "docker", "toolkits"))
+    nv = ctx.nvml
+    assert nv.calls.count("nvmlInit") == 1 and nv.calls.count("nvmlShutdown") == 1, nv.calls[:5]
+    assert nv.calls[-1] == "nvmlShutdown"
+    assert facts.driver.gpus and facts.links.gpus and facts.gpu_state.gpus     # each probe still read its part
