@@ -17,6 +17,7 @@ from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from envdoctor import codes
 from envdoctor.burn.facts import BurnGpu, BurnResult, Phase
+from envdoctor.codes import CODES
 from envdoctor.findings import Finding, Severity, sort_findings
 from envdoctor.table.health import Health
 
@@ -324,7 +325,7 @@ def run_findings(result: BurnResult) -> Iterable[Finding]:
         g.memtest is not None and g.memtest.bytes and g.memtest.status != "skipped" for g in result.gpus)
     explained = any(f.severity == "error" for g in result.gpus for f in g.findings)
     if result.gpus and not measured and not explained and not result.interrupted:
-        yield _finding("ED830", "error", "The load answered but measured nothing",
+        yield _finding("ED830", "error", CODES["ED830"].title,
                        (f"{len(result.gpus)} device answer(s) in the burn child's form, with no product computed "
                         "and no memory tested",) + tuple(f"{_who(g)}: {len(g.phases)} phase(s), memory test "
                                                        f"{g.memtest.status if g.memtest else 'none'}"
@@ -342,5 +343,5 @@ def run_findings(result: BurnResult) -> Iterable[Finding]:
         yield _finding("ED824", "warning", "NVML was not readable: temperatures, clocks, ECC and Xids not watched",
                        (result.sampling,), ("envdoctor check",))
     elif cuda and result.xid_watch and result.xid_watch.startswith("no Xid"):
-        yield _finding("ED825", "info", "Xid events were not watched", (result.xid_watch,),
+        yield _finding("ED825", "info", CODES["ED825"].title, (result.xid_watch,),
                        ("sudo dmesg | grep -i xid",))
