@@ -146,7 +146,13 @@ class Checked:
 
 def split(found: Iterable[Finding], suppress: Iterable[str] = ()) -> Checked:
     """The one place ``--suppress`` applies."""
-    hide = set(suppressed_codes(suppress))
     found = list(found)
-    return Checked(sort_findings(f for f in found if f.code not in hide),
-                   sort_findings(f for f in found if f.code in hide))
+    shown = kept(found, suppress)
+    return Checked(sort_findings(shown), sort_findings(f for f in found if f not in shown))
+
+
+def kept(items: Iterable[Any], suppress: Iterable[str] = (),
+         finding: Callable[[Any], Finding] = lambda item: item) -> List[Any]:
+    """``items`` (findings, or what holds one: ``finding(item)``) without the suppressed codes, in order."""
+    hide = set(suppressed_codes(suppress))
+    return [item for item in items if finding(item).code not in hide]

@@ -116,3 +116,27 @@ def test_one_nvml_session_for_the_driver_gpu_state_and_links_probes(tmp_path):
     assert nv.calls.count("nvmlInit") == 1 and nv.calls.count("nvmlShutdown") == 1, nv.calls[:5]
     assert nv.calls[-1] == "nvmlShutdown"
     assert facts.driver.gpus and facts.links.gpus and facts.gpu_state.gpus     # each probe still read its part
+
+
+#: Every command that prints findings, and an argument list that gets it past Click's parsing.
+FINDING_COMMANDS = ["check", "topo", "comms", "verify", "bench", "profile", "dockerfile"]
+
+
+def test_every_command_that_prints_findings_takes_suppress_validated_like_check():
+    """Only check had --suppress; now each of these takes it, and a typo is exit 2 before any work."""
+    for name in FINDING_COMMANDS:
+        extra = ["Dockerfile"] if name == "dockerfile" else ["--", "python", "x.py"] if name == "profile" else []
+        r = CliRunner().invoke(cli, [name, "--suppress", "ED99", *extra])
+        assert r.exit_code == 2 and "ED99: finding codes look like ED305" in r.output, (name, r.output)
+        r = CliRunner().invoke(cli, [name, "--suppress", "ED999", *extra])
+        assert r.exit_code == 2 and "ED999: no such finding code" in r.output, (name, r.output)
+
+
+def test_dockerfile_suppress_hides_the_finding_and_its_exit_code():
+    from tests.test_dockerfile import lint
+
+    code, found, _ = lint("vllm-style.Dockerfile", "--driver", "470.82.01")
+    errors = sorted({c for c, severity, _ in found if severity == "error"})
+    assert code == 1 and errors, found
+    code, hidden, _ = lint("vllm-style.Dockerfile", "--driver", "470.82.01", *[a for c in errors for a in ("--suppress", c)])
+    assert code == 0 and not {c for c, _, _ in hidden} & set(errors)
