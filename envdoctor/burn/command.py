@@ -20,7 +20,7 @@ import click
 
 from envdoctor.burn.host import IDLE_TIMEOUT, run_burn, write_plot
 from envdoctor.child import find_python
-from envdoctor.clicore import check_formats, emit_page, for_tests, html_options, machine_redactor
+from envdoctor.clicore import check_formats, emit_page, for_tests, html_options, machine_redactor, suppress_option
 from envdoctor.clicore import (
     FilePath,
     EXIT_ERRORS,
@@ -147,11 +147,12 @@ def _plot(result: BurnResult, path: str, python: str, ascii_only: bool) -> List[
               help="Also draw the time series as a PNG, with matplotlib from the target environment.")
 @click.option("--hang-timeout", type=seconds(1, 3600), default=IDLE_TIMEOUT, show_default=True,
               metavar="SECONDS", help="A GPU whose process prints nothing this long is hung (FAULTY).")
+@suppress_option
 @debug_option
 @guarded
 def burn(python: Optional[str], seconds: float, device: str, dtypes: Tuple[Tuple[str, ...], ...], as_json: bool,
          plot: Optional[str], hang_timeout: float, debug: bool, as_html: bool = False,
-         html_output: Optional[Path] = None) -> None:
+         html_output: Optional[Path] = None, suppress: Tuple[str, ...] = ()) -> None:
     """Load every GPU with repeated matrix products for SECONDS, check every result, watch NVML.
 
     \b
@@ -178,6 +179,10 @@ def burn(python: Optional[str], seconds: float, device: str, dtypes: Tuple[Tuple
     with _term_as_interrupt():
         result = run_burn(target, seconds, device, flat, chosen_by=chosen_by, idle_timeout=hang_timeout,
                           size=None if size is None else int(size), memtest_s=memtest_seconds, on_event=progress)
+    if suppress:
+        from envdoctor.burn.rules import suppressed
+
+        result = suppressed(result, suppress)
     progress.end()
     ascii_only = not _utf8(sys.stdout)
     plot_lines = _plot(result, plot, target, ascii_only) if plot and result.gpus else []
