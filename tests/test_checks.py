@@ -119,7 +119,7 @@ def test_one_nvml_session_for_the_driver_gpu_state_and_links_probes(tmp_path):
 
 
 #: Every command that prints findings, and an argument list that gets it past Click's parsing.
-FINDING_COMMANDS = ["check", "topo", "comms", "verify", "bench", "burn", "profile", "dockerfile"]
+FINDING_COMMANDS = ["check", "topo", "comms", "verify", "bench", "burn", "fit", "profile", "dockerfile"]
 
 
 def test_every_command_that_prints_findings_takes_suppress_validated_like_check():
