@@ -101,10 +101,9 @@ def test_a_broken_index_url_in_pip_or_uv_configuration_is_said_not_a_traceback(v
     assert "pw1" not in r.output and "Traceback" not in r.output
     from envdoctor.probes.context import Context
     from envdoctor.probes.indexconf import configured_torch_base
-    from envdoctor.table import load_table
     from envdoctor.wheels import default_choice
 
-    base, source = default_choice(env, configured_torch_base(Context(env=env)), load_table())
+    base, source = default_choice(env, configured_torch_base(Context(env=env)))
     assert base == "https://download.pytorch.org/whl" and "is not a usable URL" in source
 
 

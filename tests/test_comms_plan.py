@@ -7,7 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from envdoctor.links.target import common as child   # the timing and checks comms.py uses
-from envdoctor.links.plan import SizeError, algbw_gbps, busbw_factor, busbw_gbps, human_bytes, parse_size, parse_sizes
+from envdoctor.links.plan import algbw_gbps, busbw_factor, busbw_gbps, parse_size, parse_sizes
+from envdoctor.units import SizeError, format_bytes
 
 
 def test_sizes_as_nccl_tests_reads_them():
@@ -36,7 +37,7 @@ def test_bandwidths_by_hand():
     assert algbw_gbps(4 << 30, 0.02) == 214.748 and busbw_gbps("all_reduce", 4 << 30, 0.02, 8) == 375.81
     assert busbw_gbps("all_gather", 1 << 30, 0.005, 8) == 187.905           # 214.748 x 7/8
     assert algbw_gbps(1 << 20, 0.0) is None
-    assert human_bytes(1 << 20) == "1 MiB" and human_bytes(3 << 29) == "1.5 GiB" and human_bytes(100) == "100 B"
+    assert format_bytes(1 << 20) == "1 MiB" and format_bytes(3 << 29) == "1.5 GiB" and format_bytes(100) == "100 B"
 
 
 def test_what_s_is_per_collective():
@@ -64,16 +65,3 @@ def test_s_never_exceeds_the_request_and_splits_evenly(size, n):
         if collective != "all_reduce":
             assert max(inp, out) % n == 0 and s == 4 * max(inp, out)
 
-
-def test_inject_is_no_option_of_the_product_but_a_test_only_variable():
-    """``comms --inject`` was a hidden product option; tests reach the fault through the Python API
-    (tests/test_comms_gloo.py) or ENVDOCTOR_TEST_COMMS_INJECT, which must be a JSON object."""
-    from click.testing import CliRunner
-
-    from envdoctor.cli import cli
-
-    r = CliRunner().invoke(cli, ["comms", "--inject", '{"rank": 1}'])
-    assert r.exit_code == 2 and "No such option" in r.stderr
-    for bad in ("not json", "[1, 2]"):
-        r = CliRunner().invoke(cli, ["comms", "--backend", "gloo"], env={"ENVDOCTOR_TEST_COMMS_INJECT": bad})
-        assert r.exit_code == 2 and "ENVDOCTOR_TEST_COMMS_INJECT: for tests only" in r.stderr, r.output

@@ -38,7 +38,7 @@ from envdoctor.documents import document, dumps, stamp
 from envdoctor.facts.python import IndexConfig
 from envdoctor.redact import mask_text
 from envdoctor.wheels import (
-    IndexClient, Target, TargetError, VariantListing, best, check_variant_name,
+    FALLBACK_BASE, IndexClient, Target, TargetError, VariantListing, best, check_variant_name,
     exit_code, listing_from_table, summary,
 )
 from envdoctor.wheels.report import EXIT_NETWORK, provenance
@@ -188,17 +188,19 @@ def _base(index_url: Optional[str], table: Optional[Any], root: Optional[Path]) 
     """(base, where it comes from, the pip/uv configuration read) -- ``--index-url`` (or
     ENVDOCTOR_INDEX_URL), else the torch index the user's pip/uv is configured with (read once,
     under ``--root`` as check reads it), else the table's."""
-    from envdoctor.probes.indexconf import config_of, read_settings, torch_base_of
+    from envdoctor.probes.indexconf import read_index_config
     from envdoctor.wheels import default_choice
 
     ctx = make_context(None, 10.0, root)
-    settings = read_settings(ctx)
-    configured = config_of(settings)
+    env = ctx.env
+    configured, torch_base = read_index_config(ctx)       # read once, for both
     if index_url:
         given = click.get_current_context().get_parameter_source("index_url")
         from_env = given is not None and given.name == "ENVIRONMENT"
         return index_url, ("ENVDOCTOR_INDEX_URL" if from_env else "--index-url"), configured
-    base, source = default_choice(ctx.env, torch_base_of(settings), table)
+    if table is None and configured.torch_base_source is None:   # default_choice would load the broken table again
+        return FALLBACK_BASE, "envdoctor's built-in default", configured
+    base, source = default_choice(env, torch_base)
     return base, source, configured
 
 

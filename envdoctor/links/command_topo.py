@@ -14,7 +14,7 @@ from typing import Any, Optional, Tuple
 import click
 
 from envdoctor import __version__, checks
-from envdoctor.clicore import check_formats, emit_page, html_options, machine_redactor, suppress_option
+from envdoctor.clicore import check_formats, emit_page, html_options, machine_redactor
 from envdoctor.clicore import (
     EXIT_ERRORS,
     EXIT_OK,
@@ -22,6 +22,7 @@ from envdoctor.clicore import (
     guarded,
     make_context,
     root_option,
+    suppress_option,
     timeout_option,
     use_color,
 )
@@ -77,7 +78,8 @@ def topo(timeout: float, as_json: bool, debug: bool, root: Optional[Path], as_ht
     found = checks.run(RULES, facts, table, tables={"links": links})
     if table_error:
         found.append(checks.table_broken(table_error))
-    findings = checks.split(found, suppress).shown
+    done = checks.split(found, suppress)
+    findings, hidden = done.shown, done.hidden
     top = expected(lf, links)
     check_formats(json=as_json, html=as_html)
     if as_json or as_html:
@@ -91,7 +93,7 @@ def topo(timeout: float, as_json: bool, debug: bool, root: Optional[Path], as_ht
         else:
             click.echo(dumps(stamp(mask_data(doc), code)))
     else:
-        click.echo(render_topo_text(lf, top, findings, color=use_color()), nl=False)
+        click.echo(render_topo_text(lf, top, findings, color=use_color(), suppressed=hidden), nl=False)
         from envdoctor.probes import fabric as fabric_probe
         from envdoctor.render.fabric import fabric_lines
 

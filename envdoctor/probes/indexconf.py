@@ -197,12 +197,13 @@ def _fact(i: IndexSetting) -> ConfiguredIndex:
 
 def index_config(ctx: Context, prefix: Optional[str] = None) -> IndexConfig:
     """The facts: every configured index and proxy, masked; the torch base they imply."""
-    return config_of(read_settings(ctx, prefix))
+    return read_index_config(ctx, prefix)[0]
 
 
-def config_of(s: Settings) -> IndexConfig:
-    """:func:`index_config` of settings already read (a command reads them once and also hands
-    :func:`torch_base_of` them to the wheel client)."""
+def read_index_config(ctx: Context, prefix: Optional[str] = None) -> tuple[IndexConfig, Optional[tuple[str, str]]]:
+    """:func:`index_config` and :func:`configured_torch_base` from one read of the files: the facts
+    (masked) and the torch base unmasked, for ``wheels.client.default_choice``."""
+    s = read_settings(ctx, prefix)
     base = torch_base_of(s)
     return IndexConfig(
         indexes=tuple(_fact(i) for i in s.pip + s.uv),
@@ -211,4 +212,4 @@ def config_of(s: Settings) -> IndexConfig:
         proxies={k: mask_env(k, v) for k, v in s.proxies.items()},
         files=tuple(s.files),
         problems=tuple(s.problems),
-    )
+    ), base

@@ -19,7 +19,7 @@ import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Sequence, Tuple
 from urllib.parse import urlsplit
 
 from packaging.utils import canonicalize_name
@@ -85,17 +85,15 @@ def url_problem(url: str) -> Optional[str]:
     return None
 
 
-def default_choice(env: Mapping[str, str], configured: Optional[Tuple[str, str]] = None,
-                   table: Any = None) -> Tuple[str, str]:
-    """(base, where it comes from) when the user gives no ``--index-url``: ``ENVDOCTOR_INDEX_URL`` of
-    ``env``, else ``configured``: (base, where) of the torch wheel index the user's pip or uv is
-    configured with, read once by the command (``envdoctor.probes.indexconf.torch_base_of``, under
-    its ``--root``; only a URL shaped like ``<base>/cu128`` or ``<base>/whl`` counts), else
-    ``table``'s ``index_base``, else download.pytorch.org/whl. The base is unmasked: mask it to show it.
-
-    >>> default_choice({}, ("https://m.example/whl", "PIP_INDEX_URL: https://m.example/whl/cu128"))[0]
-    'https://m.example/whl'
-    """
+def default_choice(env: Optional[Dict[str, str]] = None,
+                   configured: Optional[Tuple[str, str]] = None) -> Tuple[str, str]:
+    """(base, where it comes from) when the user gives no ``--index-url``: ``ENVDOCTOR_INDEX_URL``,
+    else ``configured``, the torch wheel index the user's pip or uv is configured with and where it
+    is set, as the command read it (``envdoctor.probes.indexconf.configured_torch_base(ctx)``, with
+    the command's ``--root`` and environment; only a URL shaped like ``<base>/cu128`` or
+    ``<base>/whl`` counts, a PyPI mirror does not), else the table's ``index_base``, else
+    download.pytorch.org/whl. The base is unmasked: mask it to show it."""
+    env = dict(os.environ) if env is None else env
     if env.get("ENVDOCTOR_INDEX_URL"):
         return env["ENVDOCTOR_INDEX_URL"].rstrip("/"), "ENVDOCTOR_INDEX_URL"
     unusable = ""
@@ -105,22 +103,17 @@ def default_choice(env: Mapping[str, str], configured: Optional[Tuple[str, str]]
             return configured[0].rstrip("/"), f"your pip/uv configuration ({configured[1]})"
         # a broken URL in pip.conf or PIP_INDEX_URL is pip's problem to report; envdoctor says it and goes on
         unusable = f"; your pip/uv configuration's {configured[1]} is {problem}"
-    base = getattr(table, "index_base", None)
-    if base:
-        return str(base).rstrip("/"), "envdoctor's table" + unusable
-    return FALLBACK_BASE, "envdoctor's built-in default" + unusable
-
-
-def default_base(env: Optional[Mapping[str, str]] = None) -> str:
-    """The base an :class:`IndexClient` made without one uses: ``ENVDOCTOR_INDEX_URL``, else the
-    bundled table's (no pip/uv configuration: a command that wants it reads it and passes the base)."""
     try:
-        from envdoctor.table import load_table
+        from envdoctor.table import load_table  # written in parallel; may be absent
 
-        table = load_table()
+        return str(load_table().index_base).rstrip("/"), "envdoctor's table" + unusable
     except Exception:  # noqa: BLE001 - a missing or broken table must not stop the client
-        table = None
-    return default_choice(os.environ if env is None else env, None, table)[0]
+        return FALLBACK_BASE, "envdoctor's built-in default" + unusable
+
+
+def default_base(env: Optional[Dict[str, str]] = None) -> str:
+    """The base of :func:`default_choice`."""
+    return default_choice(env)[0]
 
 
 def check_variant_name(name: str) -> str:
