@@ -230,8 +230,9 @@ def _run_error(runs: Tuple[ChildRun, ...], interrupted: bool) -> Optional[ProbeE
         if (first.failure or {}).get("kind") == "no_torch":   # could not start: the command's exit 2
             return ProbeError(first.error.kind, first.error.message, "no_torch")
         return first.error
-    if runs and all(r.error is not None and r.error.kind in ("not_found", "permission") for r in runs):
-        return ProbeError(runs[0].error.kind, runs[0].error.message, "no_torch")   # the Python cannot be run
+    cannot = [r.error for r in runs if r.error is not None and r.error.kind in ("not_found", "permission")]
+    if runs and len(cannot) == len(runs):
+        return ProbeError(cannot[0].kind, cannot[0].message, "no_torch")   # the Python cannot be run
     return None
 
 
