@@ -156,3 +156,18 @@ def kept(items: Iterable[Any], suppress: Iterable[str] = (),
     """``items`` (findings, or what holds one: ``finding(item)``) without the suppressed codes, in order."""
     hide = set(suppressed_codes(suppress))
     return [item for item in items if finding(item).code not in hide]
+
+
+def split_suppressed(findings: Iterable[Finding],
+                     codes: Iterable[str]) -> Tuple[Tuple[Finding, ...], Tuple[Finding, ...]]:
+    """:func:`split` as a pair: (the findings shown, the findings ``--suppress CODE`` hides)."""
+    done = split(findings, codes)
+    return done.shown, done.hidden
+
+
+def run_rules(rules: Iterable[Callable[..., Iterable[Finding]]], *args: Any) -> List[Finding]:
+    """Each rule called with ``args`` through :func:`call` (rules of another shape than :func:`run`'s)."""
+    found: List[Finding] = []
+    for rule in rules:
+        found.extend(call(rule, *args))
+    return found

@@ -8,9 +8,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Literal, Optional, get_args
+from typing import Literal, Optional, get_args
 
 #: "error": it will not work; "warning": it works with a caveat; "info": worth knowing.
 Severity = Literal["error", "warning", "info"]
@@ -49,23 +49,3 @@ def exit_code(findings: Iterable[Finding]) -> int:
     """0 when nothing is an error, 1 otherwise (2 and 3 are the CLI's)."""
     return 1 if any(f.severity == "error" for f in findings) else 0
 
-
-def split_suppressed(findings: Iterable[Finding],
-                     codes: Iterable[str]) -> tuple[tuple[Finding, ...], tuple[Finding, ...]]:
-    """(the findings shown, the findings ``--suppress CODE`` hides), each sorted: the one place that
-    reads the codes (" ed305 " is ED305) is :func:`envdoctor.checks.split`; this is its pair form."""
-    from envdoctor.checks import split
-
-    done = split(findings, codes)
-    return done.shown, done.hidden
-
-
-def run_rules(rules: Iterable[Callable[..., Iterable[Finding]]], *args: Any) -> list[Finding]:
-    """Each rule called with ``args`` through the one runner's :func:`envdoctor.checks.call`: one
-    that raises is one ED900 naming it, and the others still run."""
-    from envdoctor.checks import call
-
-    found: list[Finding] = []
-    for rule in rules:
-        found.extend(call(rule, *args))
-    return found

@@ -236,7 +236,7 @@ def test_topo_takes_suppress_as_check_does(tmp_path):
 
 
 def test_one_runner_turns_a_crashing_rule_into_one_ed900_naming_it():
-    from envdoctor.findings import run_rules
+    from envdoctor.checks import run_rules
 
     def fine(x):
         return [Finding("ED840", "warning", "t", area="links")]
