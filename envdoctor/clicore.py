@@ -6,7 +6,6 @@ import functools
 import logging
 import math
 import os
-import re
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence, Tuple
@@ -454,6 +453,39 @@ def gpu_indices(value: str) -> Tuple[int, ...]:
     return tuple(out)
 
 
+def suppress_codes(ctx: Any, param: Any, values: Tuple[str, ...]) -> Tuple[str, ...]:
+    """Click callback of ``--suppress``: codes of the registry (``envdoctor explain`` lists them); a
+    comma list is several. Anything else is a usage error (exit 2), so a typo never hides nothing."""
+    from envdoctor.checks import bad_codes, suppressed_codes
+
+    codes = suppressed_codes(values)
+    problem = bad_codes(values) if codes else None   # the registry loads only when there is something to look up
+    if problem:
+        raise click.BadParameter(problem, param_hint="--suppress")
+    return codes
+
+
+def suppress_option(f: Callable) -> Callable:
+    """``--suppress CODE`` (repeatable) for every command that prints findings; the command hands the
+    codes to :func:`envdoctor.checks.split`."""
+    return click.option("--suppress", multiple=True, metavar="CODE", callback=suppress_codes,
+                        help="Hide a finding by its code, e.g. ED305 (repeatable).")(f)
+
+
+def for_tests(name: str, low: float, high: float, whole: bool = False) -> Optional[float]:
+    """A number from the test-only environment variable ``name`` (docs/cli.md lists them), or
+    None when it is unset: the tests' switches stay out of the product's options. What
+    :class:`Number` refuses (NaN, inf, out of [low, high]) is a usage error naming the variable."""
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return None
+    try:
+        value: float = Number(low, high, integer=whole).convert(raw, None, None)
+    except click.BadParameter as exc:
+        raise click.UsageError(f"{name}: for tests only; {exc.message}") from None
+    return value
+
+
 # --- --html and -o: one self-contained page per run (envdoctor/htmlpage.py) ---------------------------------
 
 def html_options(f: Callable) -> Callable:
@@ -505,29 +537,3 @@ def emit_page(text: str, output: Optional[Path], command: str) -> None:
         click.echo(f"envdoctor {command}: cannot write {output}: {exc.strerror or exc}", err=True)
         sys.exit(EXIT_USAGE)
     click.echo(f"envdoctor {command}: wrote {output}", err=True)
-
-
-def suppress_codes(values: Tuple[str, ...]) -> Tuple[str, ...]:
-    """``--suppress`` values: codes of the registry (``envdoctor explain`` lists them); a comma
-    list is several. Anything else is a usage error (exit 2), so a typo never hides nothing."""
-    given = [v.strip() for value in values for v in value.split(",") if v.strip()]
-    if not given:   # the registry loads only when there is something to look up
-        return ()
-    from envdoctor.codes import lookup
-
-    bad = [v for v in given if not re.fullmatch(r"ED\d{3}", v.upper())]
-    codes = [v.upper() for v in given]
-    if bad:
-        raise click.BadParameter(f"{', '.join(bad[:5])}: finding codes look like ED305", param_hint="--suppress")
-    unknown = [c for c in codes if lookup(c) is None]
-    if unknown:
-        raise click.BadParameter(f"{', '.join(unknown[:5])}: no such finding code (envdoctor explain lists them)",
-                                 param_hint="--suppress")
-    return tuple(dict.fromkeys(codes))
-
-
-def suppress_option(f: Callable) -> Callable:
-    """``--suppress CODE`` (repeatable, or a comma list), checked by :func:`suppress_codes`; a command
-    splits its findings with :func:`envdoctor.findings.split_suppressed`."""
-    return click.option("--suppress", multiple=True, metavar="CODE", callback=lambda c, p, v: suppress_codes(v),
-                        help="Hide a finding by its code, e.g. ED305 (repeatable).")(f)

@@ -16,11 +16,12 @@ from typing import Any, Dict, Iterable, List, Optional, Tuple
 from envdoctor.facts import Facts
 from envdoctor.facts.base import ProbeError
 from envdoctor.facts.gpu import PciFacts
-from envdoctor.findings import Finding, split_suppressed
+from envdoctor.findings import Finding
 from envdoctor.gpus import with_table_ccs
 from envdoctor.probes import Probing, collect
 from envdoctor.probes.context import Context
-from envdoctor.rules import all_rules, evaluate
+from envdoctor.rules import all_rules
+from envdoctor.rules import run as run_rules
 
 log = logging.getLogger(__name__)
 
@@ -154,17 +155,8 @@ def findings_for(facts: Facts, table: Any, table_error: Optional[str],
 def split_findings(facts: Facts, table: Any, table_error: Optional[str],
                    suppress: Iterable[str] = ()) -> Tuple[Tuple[Finding, ...], Tuple[Finding, ...]]:
     """(the findings shown, the findings ``suppress`` hides), each sorted."""
-    found = list(evaluate(facts, table))
-    if table_error:
-        found.append(Finding(
-            "ED901", "warning", "envdoctor's compatibility table could not be loaded",
-            evidence=(table_error,),
-            fix=("pip install --force-reinstall envdoctor   # restores the bundled data/ files",),
-            area="envdoctor",
-            explanation="Checks that need the table (driver floors, GPU architectures) were skipped.",
-        ))
-    found.extend(probe_failures(facts, found))
-    return split_suppressed(found, suppress)
+    done = run_rules(facts, table, suppress, table_error=table_error, more=lambda found: probe_failures(facts, found))
+    return done.shown, done.hidden
 
 
 def _prepare(skip: Iterable[str]) -> Tuple[Any, Optional[str], float]:

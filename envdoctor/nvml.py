@@ -21,13 +21,14 @@ Field names are the keys of :data:`FIELDS` (one GPU) and :data:`PAIR_FIELDS` (tw
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import functools
 import re
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 from envdoctor.facts.base import ProbeError
 from envdoctor.parse.visible import HIDES_ALL, visible_count
@@ -573,6 +574,42 @@ class Session:
 
     def watch_xid(self, indices: Optional[Sequence[int]] = None) -> XidWatch:
         return XidWatch(self, range(self.count) if indices is None else indices)
+
+
+class Shared:
+    """One NVML session for the probes of one inspection (driver, GPU state, links): the first
+    probe to ask opens it (``nvmlInit`` and the device handles, once), the others reuse it, and
+    the inspection closes it after the last. Each probe used to open and shut down its own.
+
+    >>> shared = Shared(nv)                                            # doctest: +SKIP
+    >>> with session_for(nv, shared) as s: ...                         # doctest: +SKIP
+    """
+
+    def __init__(self, nv: Any = None) -> None:
+        self.nv = nv
+        self._lock = threading.Lock()
+        self._session: Optional[Session] = None
+
+    def get(self) -> Session:
+        with self._lock:
+            if self._session is None:
+                self._session = Session(self.nv)
+            return self._session
+
+    def close(self) -> None:
+        with self._lock:
+            if self._session is not None:
+                self._session.close()
+
+
+@contextlib.contextmanager
+def session_for(nv: Any = None, shared: Optional[Shared] = None) -> Iterator[Session]:
+    """The inspection's shared session (left open for the next probe), or a session of its own."""
+    if shared is not None:
+        yield shared.get()
+        return
+    with Session(nv) as session:
+        yield session
 
 
 class XidWatch:

@@ -235,3 +235,22 @@ def test_cpu_run_gets_no_gpu_verdict_but_a_miscompare_is_still_faulty():
 def test_stopped_run_says_so():
     r = verdict(h200_gpu(child=ChildOutcome("stopped")), interrupted=True)
     assert r.gpus[0].verdict == "OK" and [f.code for f in r.findings] == ["ED826"]
+
+
+def test_suppress_hides_a_finding_and_the_verdict_follows_and_a_crashing_rule_is_one_ed900(monkeypatch):
+    """burn had no --suppress, and one raising rule ended the whole burn with exit 3."""
+    from envdoctor.burn import rules
+    from envdoctor.burn.rules import suppressed
+
+    g = h200_gpu()
+    p = replace(g.phases[0], mismatches=3, bad_products=1, first_bad_product=51234, status="miscompare")
+    r = verdict(replace(g, phases=(p,)))
+    hidden = suppressed(r, ["ed800"])
+    assert hidden.gpus[0].verdict == "OK" and codes(hidden.gpus[0]) == [] and not hidden.faulty
+
+    def broken(gpu, result, health):
+        raise ZeroDivisionError("no samples")
+
+    monkeypatch.setattr(rules, "RULES", (broken,) + rules.RULES)
+    g = verdict(h200_gpu()).gpus[0]
+    assert codes(g) == ["ED900"] and "broken: ZeroDivisionError: no samples" in g.findings[0].title

@@ -179,3 +179,25 @@ def test_explain_without_a_code_lists_every_code():
 def test_explain_unknown_code_is_a_usage_error(arg, says):
     r = CliRunner().invoke(cli, ["explain", arg])
     assert r.exit_code == 2 and says in r.output and "envdoctor explain --list" in r.output
+
+
+def test_no_rule_writes_a_title_of_the_registry_again():
+    """A title that is the registry's word for word comes from it (``CODES[code].title``): written
+    twice, the two drift apart. Before: 20 rules repeated theirs."""
+    import ast
+    from pathlib import Path
+
+    from envdoctor.codes import CODES
+
+    package = Path(__file__).resolve().parent.parent / "envdoctor"
+    repeated = []
+    for path in package.rglob("*.py"):
+        if path.name == "codes.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and len(node.args) >= 3 and isinstance(node.args[0], ast.Constant):
+                code, title = node.args[0].value, node.args[2]
+                if isinstance(code, str) and code in CODES and isinstance(title, ast.Constant) \
+                        and title.value == CODES[code].title:
+                    repeated.append(f"{path.relative_to(package)}:{node.lineno} {code}")
+    assert repeated == []

@@ -64,3 +64,4 @@ def test_s_never_exceeds_the_request_and_splits_evenly(size, n):
         assert s <= max(size, 4 * n) and s % 4 == 0
         if collective != "all_reduce":
             assert max(inp, out) % n == 0 and s == 4 * max(inp, out)
+

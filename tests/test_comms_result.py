@@ -215,7 +215,7 @@ def test_comms_takes_suppress_as_check_and_topo_do(tmp_path):
     from click.testing import CliRunner
 
     from envdoctor.cli import cli
-    from envdoctor.findings import split_suppressed
+    from envdoctor.checks import split_suppressed
     from envdoctor.links.render_comms import render_comms_text
 
     slow = {"all_reduce": 150.0, "all_gather": 250.0}

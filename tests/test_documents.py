@@ -305,6 +305,26 @@ def test_generated_schemas_are_current(kind):
     assert (ROOT / "envdoctor" / "schemas" / row.file).read_text() == maker.text_for(kind)
 
 
+def test_make_schema_check_mode_passes_on_the_tree_and_fails_with_a_diff_on_a_stale_schema(tmp_path):
+    """`python tools/make_schema.py --check`, the way CI runs it: exit 0 on the tree; a schema file
+    that lost a field of its type (an edit by hand, a field added without a run) is exit 1 and a diff."""
+    import shutil
+    import subprocess
+    import sys
+
+    tool = [sys.executable, str(ROOT / "tools" / "make_schema.py"), "--check"]
+    ok = subprocess.run(tool, capture_output=True, text=True, timeout=120)
+    assert ok.returncode == 0 and ok.stdout == "", ok.stdout + ok.stderr
+    stale = tmp_path / "schemas"
+    shutil.copytree(ROOT / "envdoctor" / "schemas", stale)
+    burn = json.loads((stale / "burn-1.json").read_text())
+    dropped = burn["required"].pop()
+    (stale / "burn-1.json").write_text(json.dumps(burn, indent=1) + "\n")
+    bad = subprocess.run(tool + ["--schemas", str(stale)], capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 1 and "burn-1.json (on disk)" in bad.stdout and f'+  "{dropped}"' in bad.stdout
+    assert "1 schema file(s) disagree" in bad.stderr and "diag-1.json" not in bad.stdout
+
+
 @needs_torch
 def test_burn_json_of_a_cpu_run(tmp_path):
     r = invoke("burn", "--seconds", "5", "--json", env={"HOME": str(tmp_path)})

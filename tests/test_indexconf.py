@@ -334,3 +334,22 @@ def test_recommend_without_configuration_is_unchanged():
                                        "--os", "ubuntu:24.04", "--python-version", "3.12"],
                                  env=CLEAN)
     assert "--index-url https://download.pytorch.org/whl/cu12" in result.stdout and "comes from" not in result.stderr
+
+
+def test_index_recommend_and_check_read_the_configuration_under_the_same_root(tmp_path):
+    """index and recommend read pip.conf under --root, as check's probe does; before, default_choice
+    read the real /etc/pip.conf (a Context of its own) and index had no --root at all."""
+    root = tmp_path / "root"
+    (root / "etc").mkdir(parents=True)
+    (root / "etc" / "pip.conf").write_text("[global]\nindex-url = https://rootmirror.example/pt/whl/cu126\n")
+    env = dict(CLEAN, PIP_CONFIG_FILE=None, HOME=str(tmp_path / "home"), XDG_CONFIG_DIRS="/etc/xdg")
+    shown = index_config(Context(root=root, env={k: v for k, v in env.items() if v is not None}))
+    assert shown.torch_base == "https://rootmirror.example/pt/whl"               # what check reports
+    result = cli_runner().invoke(cli, ["index", "cu128", "--offline", "--python-version", "3.12",
+                                       "--root", str(root)], env=env)
+    assert result.output.startswith("index: https://rootmirror.example/pt/whl "), result.output
+    assert "base from your pip/uv configuration (/etc/pip.conf" in result.output
+    result = cli_runner().invoke(cli, ["recommend", "--offline", "--gpu", "H100", "--driver", "570.133.20",
+                                       "--os", "ubuntu:24.04", "--python-version", "3.12", "--root", str(root)],
+                                 env=env)
+    assert "--index-url https://rootmirror.example/pt/whl/cu12" in result.stdout, result.output

@@ -9,6 +9,7 @@ from pathlib import Path
 import jsonschema
 from click.testing import CliRunner
 
+from envdoctor import checks
 from envdoctor.cli import cli
 from envdoctor.findings import Finding
 from envdoctor.links import probe as links
@@ -145,7 +146,7 @@ def test_topo_without_any_driver_says_so_and_exits_1(tmp_path):
 
 def _render(tmp_path, nv, gpus, **tree):
     lf = links.probe(context(tmp_path, nv, gpus, **tree))
-    findings = [f for rule in RULES for f in rule(_facts(lf), load_table())]
+    findings = checks.run(RULES, _facts(lf), load_table())
     return lf, render_topo_text(lf, expected(lf, load_links()), findings)
 
 
@@ -211,11 +212,11 @@ def test_a_4_gpu_a100_mesh_with_nv4_between_each_pair_is_healthy_not_ed848(tmp_p
     m = parse_topo(recorded("public-nvidia-smi-topo", "hgx-a100-4gpu-nv4.txt"))
     names = tuple(GpuInfo(i, "NVIDIA A100-SXM4-40GB", f"GPU-{i}", source="nvidia-smi") for i in range(4))
     lf = links.from_topo(Context(root=tmp_path, env={}, timeout=1.0), m, names)
-    codes = [f.code for rule in RULES for f in rule(Facts(links=lf), load_table())]
+    codes = [f.code for f in checks.run(RULES, Facts(links=lf), load_table())]
     assert "ED848" not in codes
     degraded = parse_topo(_with_cells(recorded("public-nvidia-smi-topo", "hgx-a100-4gpu-nv4.txt"), {(0, 1): "SYS"}))
     lf = links.from_topo(Context(root=tmp_path, env={}, timeout=1.0), degraded, names)
-    (f,) = [f for rule in RULES for f in rule(Facts(links=lf), load_table()) if f.code == "ED848"]
+    (f,) = [f for f in checks.run(RULES, Facts(links=lf), load_table()) if f.code == "ED848"]
     assert f.title == "GPU 0, 1 reach(es) fewer NVLinks than NVIDIA A100-SXM4-40GB has (12)"
     assert f.evidence[0] == "GPU 0 <-> GPU 1: SYS (nvidia-smi topo -m)"
     assert "each GPU's pairs add up to GPU 0: 8, GPU 1: 8, GPU 2: 12, GPU 3: 12" in f.evidence[-1]
@@ -235,7 +236,7 @@ def test_topo_takes_suppress_as_check_does(tmp_path):
 
 
 def test_one_runner_turns_a_crashing_rule_into_one_ed900_naming_it():
-    from envdoctor.findings import run_rules
+    from envdoctor.checks import run_rules
 
     def fine(x):
         return [Finding("ED840", "warning", "t", area="links")]
@@ -244,4 +245,4 @@ def test_one_runner_turns_a_crashing_rule_into_one_ed900_naming_it():
         raise KeyError("gpus")
 
     found = run_rules((broken, fine), None)
-    assert [f.code for f in found] == ["ED900", "ED840"] and "check broken failed: KeyError" in found[0].title
+    assert [f.code for f in found] == ["ED900", "ED840"] and "broken: KeyError" in found[0].title

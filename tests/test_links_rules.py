@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from envdoctor import checks
 from envdoctor.facts import Facts
 from envdoctor.facts.gpu import DriverFacts
 from envdoctor.links import probe as links
@@ -22,7 +23,7 @@ def _facts(tmp_path: Path, nv, gpus: int, driver=None, **tree) -> Facts:
 
 def _found(facts: Facts):
     table = load_table()
-    return [f for rule in rules.RULES for f in rule(facts, table)]
+    return checks.run(rules.RULES, facts, table)
 
 
 def _codes(facts: Facts):
@@ -194,12 +195,13 @@ def test_a_broken_links_table_is_one_finding_not_one_crash_per_rule(tmp_path, mo
     from envdoctor.links import table as links_table
     from envdoctor.rules import evaluate
 
-    broken = tmp_path / "data" / "links.toml"
-    broken.parent.mkdir()
-    shutil.copy(links_table.data_directory() / "links.toml", broken)
+    table, facts = load_table(), _facts(tmp_path, pcie_pair(), 2)
+    data = tmp_path / "data"
+    shutil.copytree(links_table.data_directory(), data)
+    broken = data / "links.toml"
     broken.write_text(broken.read_text().replace("x16_gbps = 63.02", "x16_gbps = 64.02", 1))
-    monkeypatch.setattr(rules, "load_links", lambda: links_table.load_links(broken))
-    found = evaluate(_facts(tmp_path, pcie_pair(), 2), load_table())
+    monkeypatch.setenv("ENVDOCTOR_DATA", str(data))      # the runner loads it once, from the data folder
+    found = evaluate(facts, table)
     assert [f.code for f in found if f.code in ("ED900", "ED901")] == ["ED901"]
     (f,) = [f for f in found if f.code == "ED901"]
     assert f.evidence[0].startswith("data/links.toml: ") and "x16_gbps" in f.evidence[0]

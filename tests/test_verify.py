@@ -471,3 +471,23 @@ def test_nvidia_smi_replaced_by_a_directory_says_so():
     v = compare(base, now)
     assert any("nvidia-smi was at /usr/bin/nvidia-smi; nvidia-smi: not installed (/usr/bin/nvidia-smi is a "
                "directory, not a program)" in e for f in v.regressions for e in f.evidence), v.regressions
+
+
+def test_suppress_hides_a_regression_and_a_crashing_check_is_one_ed900_naming_it(monkeypatch):
+    """verify had no --suppress and ran its checks bare: one raising check ended the command with
+    exit 3 and no comparison. Now both go through the one runner (envdoctor/checks.py)."""
+    import envdoctor.verify as verify
+
+    mismatch = ProbeError("exit_status", "nvidia-smi: Failed to initialize NVML: Driver/library version mismatch")
+    now = after(driver=driver(userspace_version="590.44.01", driver_version="580.159.04", driver_cuda=None,
+                              gpus=(), smi_gpus=(), smi_error=mismatch, mismatch=True))
+    v = compare(B, now, suppress=["ed701"])
+    assert "ED701" not in codes(v.regressions) and v.changes
+
+    def broken(pair):
+        raise ValueError("no such GPU")
+
+    monkeypatch.setattr(verify, "CHECKS", (broken,) + verify.CHECKS)
+    v = compare(B, B, BASE.findings, BASE.findings)
+    (ed900,) = [f for f in v.changes if f.code == "ED900"]
+    assert "broken: ValueError: no such GPU" in ed900.title and v.unchanged      # the other checks ran

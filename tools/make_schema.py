@@ -1,6 +1,7 @@
 """Write the JSON Schema of a document whose model is a frozen dataclass, from its type hints.
 
     python tools/make_schema.py burn       # writes envdoctor/schemas/burn-1.json
+    python tools/make_schema.py --check    # writes nothing; exit 1 and a diff where a file and its type disagree
 
 The schema says what the dataclasses say and no more: each field's JSON type (``Optional[int]``
 is an integer or null, ``Tuple[X, ...]`` an array of X, ``Dict[str, X]`` an object of X, a
@@ -12,6 +13,7 @@ out of date, so a new field is one dataclass line and one run of this script.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import json
 import sys
 import typing
@@ -96,18 +98,50 @@ def text_for(kind: str) -> str:
     return json.dumps(schema_for(kind), indent=1) + "\n"
 
 
-def main(argv: list) -> int:
+def check(kinds: list, folder: Path) -> list:
+    """The unified diffs of each schema file in ``folder`` that differs from what its type generates."""
     from envdoctor.documents import DOCUMENTS
 
-    kinds = argv[1:] or list(GENERATED)
+    diffs = []
+    for kind in kinds:
+        row = next(d for d in DOCUMENTS if d.kind == kind)
+        path = folder / row.file
+        on_disk = path.read_text() if path.is_file() else ""
+        wanted = text_for(kind)
+        if on_disk != wanted:
+            diffs.append("".join(difflib.unified_diff(on_disk.splitlines(True), wanted.splitlines(True),
+                                                      f"{path} (on disk)", f"{path} (from {GENERATED[kind][0]})")))
+    return diffs
+
+
+def main(argv: list) -> int:
+    args = list(argv[1:])
+    checking = "--check" in args
+    folder = ROOT / "envdoctor" / "schemas"
+    if "--schemas" in args:           # another folder (tests point it at a tampered copy)
+        at = args.index("--schemas")
+        folder = Path(args[at + 1])
+        del args[at:at + 2]
+    kinds = [a for a in args if a != "--check"] or list(GENERATED)
     for kind in kinds:
         if kind not in GENERATED:
             print(f"no generated schema for {kind!r}; these are: {', '.join(GENERATED)}", file=sys.stderr)
             return 2
+    if checking:
+        diffs = check(kinds, folder)
+        for diff in diffs:
+            sys.stdout.write(diff)
+        if diffs:
+            print(f"{len(diffs)} schema file(s) disagree with their types: run python tools/make_schema.py",
+                  file=sys.stderr)
+        return 1 if diffs else 0
+    from envdoctor.documents import DOCUMENTS
+
+    for kind in kinds:
         row = next(d for d in DOCUMENTS if d.kind == kind)
-        path = ROOT / "envdoctor" / "schemas" / row.file
+        path = folder / row.file
         path.write_text(text_for(kind))
-        print(f"wrote {path.relative_to(ROOT)}")
+        print(f"wrote {path}")
     return 0
 
 

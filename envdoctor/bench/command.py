@@ -10,6 +10,7 @@ torch sees no GPU; 3 envdoctor itself failed.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import sys
@@ -21,7 +22,8 @@ import click
 from envdoctor.bench.chart import format_rate
 from envdoctor.bench.host import Progress, describe, resolve_python, run_bench, suite_budgets, write_plot
 from envdoctor.bench.memory import rate_label
-from envdoctor.clicore import check_formats, emit_page, html_options, machine_redactor
+from envdoctor import checks
+from envdoctor.clicore import check_formats, emit_page, html_options, machine_redactor, suppress_option
 from envdoctor.clicore import (
     FilePath,
     EXIT_ERRORS,
@@ -202,12 +204,13 @@ def _device_note(result: BenchResult, device: str, asked: bool) -> Optional[str]
               help="Seconds the whole benchmark may take (default: 3x the budgets per GPU + 120).")
 @click.option("--raw-out", type=FilePath(dir_okay=False), default=None, hidden=True)
 @html_options
+@suppress_option
 @debug_option
 @guarded
 def bench(python: Optional[str], suites: Tuple[Tuple[str, ...], ...], dtypes: Tuple[Tuple[str, ...], ...],
           sizes: Tuple[Tuple[int, ...], ...], budget: float, device: str, as_json: bool, plot: Optional[str],
           timeout: Optional[float], raw_out: Optional[str], debug: bool, as_html: bool = False,
-          html_output: Optional[Path] = None) -> None:
+          html_output: Optional[Path] = None, suppress: Tuple[str, ...] = ()) -> None:
     """Time matrix products, memory bandwidth and transformer layers in the target Python's torch.
 
     \b
@@ -236,6 +239,8 @@ def bench(python: Optional[str], suites: Tuple[Tuple[str, ...], ...], dtypes: Tu
     result = run_bench(target, flat_dtypes, flat_sizes, budget, device, timeout=timeout,
                        progress=_progress(sys.stderr), suites=flat_suites, chosen_by=chosen_by, raw=raw,
                        device_required=asked)
+    if suppress:
+        result = dataclasses.replace(result, findings=checks.split(result.findings, suppress).shown)
     if getattr(sys.stderr, "isatty", lambda: False)():
         sys.stderr.write("\r\x1b[K")     # clear the progress line (points may have been skipped)
     if raw_out and raw is not None:

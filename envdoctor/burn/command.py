@@ -20,7 +20,7 @@ import click
 
 from envdoctor.burn.host import IDLE_TIMEOUT, run_burn, write_plot
 from envdoctor.child import find_python
-from envdoctor.clicore import check_formats, emit_page, html_options, machine_redactor
+from envdoctor.clicore import check_formats, emit_page, for_tests, html_options, machine_redactor, suppress_option
 from envdoctor.clicore import (
     FilePath,
     EXIT_ERRORS,
@@ -147,13 +147,12 @@ def _plot(result: BurnResult, path: str, python: str, ascii_only: bool) -> List[
               help="Also draw the time series as a PNG, with matplotlib from the target environment.")
 @click.option("--hang-timeout", type=seconds(1, 3600), default=IDLE_TIMEOUT, show_default=True,
               metavar="SECONDS", help="A GPU whose process prints nothing this long is hung (FAULTY).")
-@click.option("--memtest-seconds", type=seconds(0, 600), default=None, hidden=True)
+@suppress_option
 @debug_option
 @guarded
 def burn(python: Optional[str], seconds: float, device: str, dtypes: Tuple[Tuple[str, ...], ...], as_json: bool,
-         plot: Optional[str], hang_timeout: float, memtest_seconds: Optional[float],
-         debug: bool, as_html: bool = False,
-         html_output: Optional[Path] = None) -> None:
+         plot: Optional[str], hang_timeout: float, debug: bool, as_html: bool = False,
+         html_output: Optional[Path] = None, suppress: Tuple[str, ...] = ()) -> None:
     """Load every GPU with repeated matrix products for SECONDS, check every result, watch NVML.
 
     \b
@@ -168,6 +167,9 @@ def burn(python: Optional[str], seconds: float, device: str, dtypes: Tuple[Tuple
     """
     check_formats(json=as_json, html=as_html)
     check_visible_devices()
+    # for tests only (docs/cli.md): a small CPU matrix, a short memory test
+    size = for_tests("ENVDOCTOR_TEST_BURN_SIZE", 16, 32768, whole=True)
+    memtest_seconds = for_tests("ENVDOCTOR_TEST_BURN_MEMTEST_SECONDS", 0, 600)
     target, chosen_by = find_python(python)
     if target is None:
         raise click.UsageError(f"--python {python}: not found or not executable")
@@ -176,7 +178,11 @@ def burn(python: Optional[str], seconds: float, device: str, dtypes: Tuple[Tuple
     sys.stderr.write(f"burn: {seconds:g} s per GPU in {target}; Ctrl-C stops and reports what ran\n")
     with _term_as_interrupt():
         result = run_burn(target, seconds, device, flat, chosen_by=chosen_by, idle_timeout=hang_timeout,
-                          memtest_s=memtest_seconds, on_event=progress)
+                          size=None if size is None else int(size), memtest_s=memtest_seconds, on_event=progress)
+    if suppress:
+        from envdoctor.burn.rules import suppressed
+
+        result = suppressed(result, suppress)
     progress.end()
     ascii_only = not _utf8(sys.stdout)
     plot_lines = _plot(result, plot, target, ascii_only) if plot and result.gpus else []

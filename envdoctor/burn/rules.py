@@ -17,6 +17,8 @@ from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from envdoctor import codes
 from envdoctor.burn.facts import BurnGpu, BurnResult, Phase
+from envdoctor import checks
+from envdoctor.codes import CODES
 from envdoctor.findings import Finding, Severity, sort_findings
 from envdoctor.table.health import Health
 
@@ -303,19 +305,32 @@ RULES: Tuple[Rule, ...] = (miscompares, memory_test, load_errors, child_ended, e
 CPU_RULES: Tuple[Rule, ...] = (miscompares, memory_test, load_errors, child_ended)
 
 
+def _verdict(g: BurnGpu, found: Iterable[Finding]) -> str:
+    if any(f.severity == "error" for f in found):
+        return "FAULTY"
+    return "NONE" if g.kind == "cpu" else "OK"
+
+
 def judge(result: BurnResult, health: Health) -> BurnResult:
-    """The result with every GPU's findings and verdict, and the run's own findings."""
+    """The result with every GPU's findings and verdict, and the run's own findings. A rule that
+    raises is one ED900 naming it (:func:`envdoctor.checks.call`), the other rules still judge."""
     gpus = []
     for g in result.gpus:
         rules = CPU_RULES if g.kind == "cpu" else RULES
-        found = sort_findings(f for rule in rules for f in rule(g, result, health))
-        if any(f.severity == "error" for f in found):
-            verdict = "FAULTY"
-        else:
-            verdict = "NONE" if g.kind == "cpu" else "OK"
-        gpus.append(replace(g, findings=found, verdict=verdict))
+        found = sort_findings(f for rule in rules for f in checks.call(rule, g, result, health))
+        gpus.append(replace(g, findings=found, verdict=_verdict(g, found)))
     out = replace(result, gpus=tuple(gpus))
     return replace(out, findings=sort_findings(tuple(result.findings) + tuple(run_findings(out))))
+
+
+def suppressed(result: BurnResult, suppress: Iterable[str]) -> BurnResult:
+    """``result`` without the findings whose codes ``--suppress`` names; each GPU's verdict again
+    from the findings left (a suppressed error no longer makes a GPU FAULTY)."""
+    gpus = []
+    for g in result.gpus:
+        found = checks.split(g.findings, suppress).shown
+        gpus.append(replace(g, findings=found, verdict=_verdict(g, found)))
+    return replace(result, gpus=tuple(gpus), findings=checks.split(result.findings, suppress).shown)
 
 
 def run_findings(result: BurnResult) -> Iterable[Finding]:
@@ -324,7 +339,7 @@ def run_findings(result: BurnResult) -> Iterable[Finding]:
         g.memtest is not None and g.memtest.bytes and g.memtest.status != "skipped" for g in result.gpus)
     explained = any(f.severity == "error" for g in result.gpus for f in g.findings)
     if result.gpus and not measured and not explained and not result.interrupted:
-        yield _finding("ED830", "error", "The load answered but measured nothing",
+        yield _finding("ED830", "error", CODES["ED830"].title,
                        (f"{len(result.gpus)} device answer(s) in the burn child's form, with no product computed "
                         "and no memory tested",) + tuple(f"{_who(g)}: {len(g.phases)} phase(s), memory test "
                                                        f"{g.memtest.status if g.memtest else 'none'}"
@@ -342,5 +357,5 @@ def run_findings(result: BurnResult) -> Iterable[Finding]:
         yield _finding("ED824", "warning", "NVML was not readable: temperatures, clocks, ECC and Xids not watched",
                        (result.sampling,), ("envdoctor check",))
     elif cuda and result.xid_watch and result.xid_watch.startswith("no Xid"):
-        yield _finding("ED825", "info", "Xid events were not watched", (result.xid_watch,),
+        yield _finding("ED825", "info", CODES["ED825"].title, (result.xid_watch,),
                        ("sudo dmesg | grep -i xid",))

@@ -10,8 +10,8 @@ import click
 
 from envdoctor.clicore import (EXIT_INTERNAL, check_formats, color_option, debug_option, emit_page, guarded,
                                html_options, machine_redactor, make_context, python_option, root_option,
-                               suppress_option,
-                               timeout_option, torch_timeout_option, use_color, verbosity, verbosity_options)
+                               suppress_option, timeout_option, torch_timeout_option, use_color, verbosity,
+                               verbosity_options)
 from envdoctor.probes import SKIPPABLE, internal_failures, start
 
 if TYPE_CHECKING:

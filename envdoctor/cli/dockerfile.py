@@ -12,8 +12,9 @@ from typing import Dict, Optional, Tuple
 
 import click
 
+from envdoctor import checks
 from envdoctor.clicore import (EXIT_USAGE, color_option, debug_option, guarded, make_context, root_option,
-                                  timeout_option, use_color)
+                               suppress_option, timeout_option, use_color)
 
 
 def _fail(message: str) -> None:
@@ -51,9 +52,10 @@ def _host_driver(timeout: float, root: Optional[Path]) -> Tuple[Optional[str], s
 @color_option
 @debug_option
 @root_option
+@suppress_option
 @guarded
 def dockerfile(path: str, driver: Optional[str], build_args: Tuple[str, ...], as_json: bool, timeout: float,
-               debug: bool, root: Optional[Path]) -> None:
+               debug: bool, root: Optional[Path], suppress: Tuple[str, ...] = ()) -> None:
     """Lint a Dockerfile for the GPU stack: the base image's CUDA against the driver, torch from the
     right index, NGC's torch kept, extension pins, flash-attn builds, the NVIDIA variables.
 
@@ -92,7 +94,8 @@ def dockerfile(path: str, driver: Optional[str], build_args: Tuple[str, ...], as
         driver, driver_source = _host_driver(timeout, root)
     table, _ = load_table_or_error()
     ext, _ = try_load()
-    found = lint(parsed_file, table, ext, driver, driver_source, path=path)
+    found = tuple(checks.kept(lint(parsed_file, table, ext, driver, driver_source, path=path), suppress,
+                              lambda item: item.finding))
     if as_json:
         from envdoctor.documents import dumps
 

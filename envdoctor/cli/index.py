@@ -15,9 +15,9 @@ could not be read (network failure, a page that is not an index).
 from __future__ import annotations
 
 import logging
-import os
 import re
 import sys
+from pathlib import Path
 from typing import Any, List, Optional, Sequence, Tuple
 
 import click
@@ -30,6 +30,8 @@ from envdoctor.clicore import (
     color_option,
     debug_option,
     guarded,
+    make_context,
+    root_option,
     seconds,
 )
 from envdoctor.documents import document, dumps, stamp
@@ -128,11 +130,12 @@ def _target(python: Optional[str], python_version: Optional[str], platform: Opti
               envvar="ENVDOCTOR_INDEX_BACKOFF")
 @color_option
 @debug_option
+@root_option
 @guarded
 def index(variants: Tuple[str, ...], all_: bool, package: str, python: Optional[str],
           python_version: Optional[str], platform: Optional[str], index_url: Optional[str],
           offline: bool, refresh: bool, as_json: bool, timeout: float, ttl: float, retries: int,
-          backoff: float, debug: bool) -> None:
+          backoff: float, debug: bool, root: Optional[Path] = None) -> None:
     """Does the wheel index for VARIANT (cu117, cu128, cpu, rocm6.2, ...) exist, and which
     PACKAGE versions have a wheel for the target Python?
 
@@ -152,7 +155,7 @@ def index(variants: Tuple[str, ...], all_: bool, package: str, python: Optional[
         hint = f" (known: {', '.join(known)})" if known else ""
         raise click.UsageError(f"name one or more variants, e.g. cu128 cpu, or use --all{hint}")
     target = _target(python, python_version, platform, timeout)
-    base, base_source, configured = _base(index_url, table)
+    base, base_source, configured = _base(index_url, table, root)
     with IndexClient(base, ttl=ttl, offline=offline, refresh=refresh, timeout=timeout,
                      retries=retries, backoff=backoff) as client:
         if all_:
@@ -181,15 +184,16 @@ def index(variants: Tuple[str, ...], all_: bool, package: str, python: Optional[
     sys.exit(code)
 
 
-def _base(index_url: Optional[str], table: Optional[Any]) -> Tuple[str, str, IndexConfig]:
+def _base(index_url: Optional[str], table: Optional[Any], root: Optional[Path]) -> Tuple[str, str, IndexConfig]:
     """(base, where it comes from, the pip/uv configuration read) -- ``--index-url`` (or
-    ENVDOCTOR_INDEX_URL), else the torch index the user's pip/uv is configured with, else the table's."""
-    from envdoctor.probes.context import Context
+    ENVDOCTOR_INDEX_URL), else the torch index the user's pip/uv is configured with (read once,
+    under ``--root`` as check reads it), else the table's."""
     from envdoctor.probes.indexconf import read_index_config
     from envdoctor.wheels import default_choice
 
-    env = dict(os.environ)
-    configured, torch_base = read_index_config(Context(env=env))       # read once, for both
+    ctx = make_context(None, 10.0, root)
+    env = ctx.env
+    configured, torch_base = read_index_config(ctx)       # read once, for both
     if index_url:
         given = click.get_current_context().get_parameter_source("index_url")
         from_env = given is not None and given.name == "ENVIRONMENT"

@@ -14,7 +14,8 @@ from typing import Any, NoReturn
 
 import click
 
-from envdoctor.clicore import check_formats, emit_page, html_options, machine_redactor
+from envdoctor import checks
+from envdoctor.clicore import check_formats, emit_page, html_options, machine_redactor, suppress_option
 from envdoctor.clicore import (
     FilePath,
     EXIT_INTERNAL,
@@ -194,10 +195,12 @@ def _print_list(directory: Path) -> None:
 @html_options
 @debug_option
 @root_option
+@suppress_option
 @guarded
 def verify(baseline: Path | None, with_bench: bool, tolerance: float, as_json: bool, force: bool,
            python: str | None, timeout: float, torch_timeout: float, skip: tuple[str, ...], debug: bool,
-           root: Path | None, as_html: bool = False, html_output: Path | None = None) -> None:
+           root: Path | None, as_html: bool = False, html_output: Path | None = None,
+           suppress: tuple[str, ...] = ()) -> None:
     """Inspect this machine again and compare it with a snapshot taken before an upgrade.
 
     Regressions first (a reboot is needed, a GPU is gone, torch no longer sees CUDA, the container
@@ -228,7 +231,7 @@ def verify(baseline: Path | None, with_bench: bool, tolerance: float, as_json: b
     if target is None and base.facts.python.executable and os.path.isfile(base.facts.python.executable):
         target = base.facts.python.executable
     ctx = make_context(target, timeout, root, torch_timeout)
-    result = inspect(ctx, skip=skip, debug=debug)
+    result = inspect(ctx, skip=skip, suppress=suppress, debug=debug)
     facts, findings = result.facts, result.findings
     reasons, notes = machine_differences(base.facts, facts, base.host)
     if reasons and not force:
@@ -242,7 +245,8 @@ def verify(baseline: Path | None, with_bench: bool, tolerance: float, as_json: b
     if with_bench:
         exe, chosen_by = _bench_python(facts, target, ctx.env)
         bench = _run_bench(exe, chosen_by, ctx.env, like=base.bench)
-    verification = compare(base.facts, facts, base.findings, findings, base.bench, bench, tolerance)
+    before = checks.split(base.findings, suppress).shown      # a code hidden now was hidden then too
+    verification = compare(base.facts, facts, before, findings, base.bench, bench, tolerance, suppress)
     code = EXIT_INTERNAL if internal_failures(facts) else verification.exit_code
     if as_json or as_html:
         doc = verify_document(base, facts, verification, warnings, bench, tolerance if with_bench else None, code,

@@ -17,7 +17,8 @@ from typing import Any
 
 import click
 
-from envdoctor.clicore import check_formats, emit_page, html_options, machine_redactor
+from envdoctor import checks
+from envdoctor.clicore import check_formats, emit_page, html_options, machine_redactor, suppress_option
 from envdoctor.clicore import (
     EXIT_ERRORS,
     EXIT_OK,
@@ -145,6 +146,7 @@ def _table_gpus() -> list:
 @click.option("--list", "list_models", is_flag=True, help="List the bundled models and exit.")
 @click.option("--json", "as_json", is_flag=True, help='Print the versioned JSON document ("envdoctor.fit/1").')
 @html_options
+@suppress_option
 @debug_option
 @guarded
 def fit(model: str | None, mode: str, batch: int, seq: int | None, new_tokens: int | None, dtype: str | None,
@@ -155,7 +157,7 @@ def fit(model: str | None, mode: str, batch: int, seq: int | None, new_tokens: i
         gpu_names: tuple[str, ...], sizes: tuple[str, ...], alloc_conf: str | None, ecc: str | None, local: bool,
         measure: bool, cpu: bool, builder: str,
         python: str | None, timeout: float | None, list_models: bool, as_json: bool, debug: bool,
-        as_html: bool = False, html_output: Path | None = None) -> None:
+        as_html: bool = False, html_output: Path | None = None, suppress: tuple[str, ...] = ()) -> None:
     """Will MODEL fit: the peak memory per GPU, term by term, and what would make it fit.
 
     \b
@@ -240,7 +242,7 @@ def fit(model: str | None, mode: str, batch: int, seq: int | None, new_tokens: i
     failed = any(not v.fits for v in report.verdicts)
     section, text = None, ""
     if measure:
-        section, text, measured_error = _measure(spec, raw, report, cpu, builder, python, timeout)
+        section, text, measured_error = _measure(spec, raw, report, cpu, builder, python, timeout, suppress)
         failed = failed or measured_error
     if as_html:
         from envdoctor.fit.page import fit_page
@@ -255,7 +257,7 @@ def fit(model: str | None, mode: str, batch: int, seq: int | None, new_tokens: i
 
 
 def _measure(spec: Any, raw: dict, report: Any, cpu: bool, builder: str, python: str | None,
-             timeout: float | None) -> tuple[dict, str, bool]:
+             timeout: float | None, suppress: tuple[str, ...] = ()) -> tuple[dict, str, bool]:
     """Run the measurement: (its document section, its text, whether a finding is an error)."""
     from envdoctor.child import find_python
     from envdoctor.fit.analysis import compare
@@ -297,6 +299,6 @@ def _measure(spec: Any, raw: dict, report: Any, cpu: bool, builder: str, python:
             except Exception:   # noqa: BLE001 - a broken table leaves the MFU without its datasheet peak
                 gpu_model = None
         cmp = compare(est, m, gpu_model)
-    findings = measure_findings(est, m, cmp)
+    findings = checks.split(measure_findings(est, m, cmp), suppress).shown
     return (measurement_data(m, cmp, findings), render_measurement_text(m, cmp, findings),
             any(f.severity == "error" for f in findings))

@@ -32,7 +32,7 @@ from envdoctor.clicore import (
     suppress_option,
     use_color,
 )
-from envdoctor.findings import split_suppressed
+from envdoctor.checks import split_suppressed
 from envdoctor.links import plan
 from envdoctor.parse.jsontext import opt_float, opt_int, opt_str
 from envdoctor.units import SizeError, format_bytes

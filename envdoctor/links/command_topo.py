@@ -13,7 +13,7 @@ from typing import Any, Optional, Tuple
 
 import click
 
-from envdoctor import __version__
+from envdoctor import __version__, checks
 from envdoctor.clicore import check_formats, emit_page, html_options, machine_redactor
 from envdoctor.clicore import (
     EXIT_ERRORS,
@@ -29,17 +29,18 @@ from envdoctor.clicore import (
 from envdoctor.documents import dumps, stamp
 from envdoctor.facts import Facts
 from envdoctor.facts.gpu import DriverFacts
-from envdoctor.findings import exit_code, run_rules, split_suppressed
+from envdoctor.findings import exit_code
 from envdoctor.redact import mask_data
 
 
-def _table() -> Any:
+def _table() -> Tuple[Any, Optional[str]]:
+    """The main table, or None and why it could not be loaded (finding ED901)."""
     from envdoctor.table import TableError, load_table
 
     try:
-        return load_table()
-    except TableError:
-        return None
+        return load_table(), None
+    except TableError as exc:
+        return None, str(exc)
 
 
 @click.command("topo")
@@ -50,8 +51,8 @@ def _table() -> Any:
 @debug_option
 @root_option
 @guarded
-def topo(timeout: float, as_json: bool, suppress: Tuple[str, ...], debug: bool, root: Optional[Path],
-         as_html: bool = False, html_output: Optional[Path] = None) -> None:
+def topo(timeout: float, as_json: bool, debug: bool, root: Optional[Path], as_html: bool = False,
+         html_output: Optional[Path] = None, suppress: Tuple[str, ...] = ()) -> None:
     """GPU links: PCIe, NVLink, NUMA and the path between every pair of GPUs.
 
     \b
@@ -72,9 +73,14 @@ def topo(timeout: float, as_json: bool, suppress: Tuple[str, ...], debug: bool, 
     ctx = make_context(None, timeout, root)
     lf = links_probe.probe(ctx)
     facts = Facts(links=lf, driver=DriverFacts(cuda_visible_devices=ctx.env.get("CUDA_VISIBLE_DEVICES")))
-    table = _table()
-    findings, hidden = split_suppressed(run_rules(RULES, facts, table), suppress)
-    top = expected(lf, load_links())
+    table, table_error = _table()
+    links = load_links()
+    found = checks.run(RULES, facts, table, tables={"links": links})
+    if table_error:
+        found.append(checks.table_broken(table_error))
+    done = checks.split(found, suppress)
+    findings, hidden = done.shown, done.hidden
+    top = expected(lf, links)
     check_formats(json=as_json, html=as_html)
     if as_json or as_html:
         now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 from envdoctor.facts.base import ProbeError
 from envdoctor.facts.gpu import GpuInfo
 from envdoctor.facts.links import PCIE_LEVELS, GpuLinks, GpuPair, LinksFacts, NicLink, NvLink, PcieLink
-from envdoctor.nvml import NOT_SUPPORTED, PCI_ADDRESS, Reading, Session, pci_address
+from envdoctor.nvml import NOT_SUPPORTED, PCI_ADDRESS, Reading, Session, pci_address, session_for
 from envdoctor.parse.nvidia_smi import QUERY_FIELDS, parse_query_gpu
 from envdoctor.probes.context import Context
 from envdoctor.probes.reasons import unreadable
@@ -187,7 +187,7 @@ def _pairs(session: Session, gpus: Sequence[GpuLinks]) -> Tuple[GpuPair, ...]:
 
 def read_links(ctx: Context) -> LinksFacts:
     """Everything NVML (and sysfs) say about the links; ``ctx.nvml`` defaults to ``pynvml``."""
-    with Session(ctx.nvml) as session:
+    with session_for(ctx.nvml, ctx.nvml_shared) as session:
         if session.error is not None:
             return LinksFacts(error=session.error)
         gpus = resolve_remotes([_gpu(ctx, r) for r in session.read_all(GPU_FIELDS)])

@@ -12,13 +12,15 @@ so an all-reduce busbw above the wire rate is expected, not a measuring fault.
 from __future__ import annotations
 
 from statistics import median
-from typing import Dict, Iterator, List, Optional, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Tuple
 
+from envdoctor import checks
+from envdoctor.checks import needs
 from envdoctor.codes import CODES
 from envdoctor.units import format_bytes
 from envdoctor.links.facts_comms import CommsPoint, CommsResult, RankOutcome
 from envdoctor.findings import Finding, Severity, sort_findings
-from envdoctor.links.table import LinkTable, load_links
+from envdoctor.links.table import LinkTable
 
 #: Smallest message a bandwidth verdict is drawn from.
 VERDICT_BYTES = 64 << 20
@@ -51,7 +53,8 @@ def _largest(points: List[CommsPoint]) -> Optional[CommsPoint]:
     return max(ok, key=lambda p: p.bytes) if ok else None
 
 
-def bandwidth(r: CommsResult, table: LinkTable) -> Iterator[Finding]:
+@needs("links")
+def bandwidth(r: CommsResult, table: Any, links: LinkTable) -> Iterator[Finding]:
     """ED870/ED871: busbw at the largest size against the published or achievable figure."""
     e = r.expected
     if r.backend != "nccl" or r.world_size < 2 or not e.peak_gbps:
@@ -60,7 +63,7 @@ def bandwidth(r: CommsResult, table: LinkTable) -> Iterator[Finding]:
         p = _largest([q for q in r.points if q.collective == collective])
         if p is None or p.busbw_gbps is None:
             continue
-        published = table.published_for(e.gpu_name, r.world_size, collective, _nvls_state(r))
+        published = links.published_for(e.gpu_name, r.world_size, collective, _nvls_state(r))
         reference = published.busbw_gbps if published else e.achievable_gbps
         if not reference:
             continue
@@ -87,7 +90,7 @@ def bandwidth(r: CommsResult, table: LinkTable) -> Iterator[Finding]:
                       reference=REF_NCCL_TESTS, area="comms", explanation=_meaning(code))
 
 
-def wrong_results(r: CommsResult, table: LinkTable) -> Iterator[Finding]:
+def wrong_results(r: CommsResult, table: Any) -> Iterator[Finding]:
     """ED872: a checked collective or pair copy came back wrong."""
     bad = [f"{p.collective} at {format_bytes(p.bytes)}: {p.wrong} wrong element(s) over all ranks"
            for p in r.points if p.wrong]
@@ -100,7 +103,7 @@ def wrong_results(r: CommsResult, table: LinkTable) -> Iterator[Finding]:
                       reference=REF_NCCL_TROUBLE, area="comms", explanation=_meaning("ED872"))
 
 
-def failed_ranks(r: CommsResult, table: LinkTable) -> Iterator[Finding]:
+def failed_ranks(r: CommsResult, table: Any) -> Iterator[Finding]:
     """ED873: ranks that hung or died (named), with the ranks that failed waiting for them."""
     if not any(x.status in ("hung", "died", "failed") for x in r.ranks):
         return
@@ -120,7 +123,7 @@ def failed_ranks(r: CommsResult, table: LinkTable) -> Iterator[Finding]:
                   reference=REF_NCCL_TROUBLE, area="comms", explanation=_meaning("ED873"))
 
 
-def could_not_run(r: CommsResult, table: LinkTable) -> Iterator[Finding]:
+def could_not_run(r: CommsResult, table: Any) -> Iterator[Finding]:
     """ED874: nothing measured because the ranks could not start or meet."""
     if r.error is None or r.points or r.host_copies or (r.host_copy_note and r.error.command != "no_gpu"):
         return
@@ -132,7 +135,8 @@ def could_not_run(r: CommsResult, table: LinkTable) -> Iterator[Finding]:
                   area="comms", explanation=_meaning("ED874"))
 
 
-def slow_pair(r: CommsResult, table: LinkTable) -> Iterator[Finding]:
+@needs("links")
+def slow_pair(r: CommsResult, table: Any, links: LinkTable) -> Iterator[Finding]:
     """ED875: a GPU pair far below the others of its path kind, or below its link's achievable rate."""
     pairs = [p for p in r.pairs if p.gbps]
     if len(pairs) < 2:
@@ -141,7 +145,7 @@ def slow_pair(r: CommsResult, table: LinkTable) -> Iterator[Finding]:
     groups: Dict[Optional[str], List[float]] = {}
     for p in pairs:
         groups.setdefault(p.path, []).append(p.gbps or 0.0)
-    fraction = table.fraction("nvlink")
+    fraction = links.fraction("nvlink")
     for p in pairs:
         same = groups[p.path]
         typical = median(same) if len(same) >= 3 else None
@@ -159,9 +163,10 @@ def slow_pair(r: CommsResult, table: LinkTable) -> Iterator[Finding]:
                       area="comms", explanation=_meaning("ED875"))
 
 
-def slow_host_copies(r: CommsResult, table: LinkTable) -> Iterator[Finding]:
+@needs("links")
+def slow_host_copies(r: CommsResult, table: Any, links: LinkTable) -> Iterator[Finding]:
     """ED876: pinned host<->GPU copies below half of the PCIe link's achievable rate."""
-    fraction = table.fraction("host_copy")
+    fraction = links.fraction("host_copy")
     slow = [c for c in r.host_copies if c.ratio is not None and fraction and c.ratio < 0.5 * fraction.fraction]
     if slow:
         yield Finding("ED876", "warning", "Host <-> GPU copies reach less than half of the PCIe link",
@@ -172,7 +177,7 @@ def slow_host_copies(r: CommsResult, table: LinkTable) -> Iterator[Finding]:
                       area="comms", explanation=_meaning("ED876"))
 
 
-def single_gpu(r: CommsResult, table: LinkTable) -> Iterator[Finding]:
+def single_gpu(r: CommsResult, table: Any) -> Iterator[Finding]:
     """ED877: one GPU rank: nothing between GPUs (host copies instead)."""
     if r.backend == "nccl" and r.world_size == 1 and any(x.status == "ok" for x in r.ranks):
         copies = ", ".join(f"{c.direction} {c.gbps:g} GB/s" for c in r.host_copies if c.gbps)
@@ -182,7 +187,7 @@ def single_gpu(r: CommsResult, table: LinkTable) -> Iterator[Finding]:
                       area="comms", explanation=_meaning("ED877"))
 
 
-def nvls(r: CommsResult, table: LinkTable) -> Iterator[Finding]:
+def nvls(r: CommsResult, table: Any) -> Iterator[Finding]:
     """ED878: NVLS used (busbw above the wire is expected) or turned off by the environment on a switch node."""
     if r.backend != "nccl" or r.world_size < 2:
         return
@@ -201,7 +206,7 @@ def nvls(r: CommsResult, table: LinkTable) -> Iterator[Finding]:
                       explanation=_meaning("ED878"))
 
 
-def through_host(r: CommsResult, table: LinkTable) -> Iterator[Finding]:
+def through_host(r: CommsResult, table: Any) -> Iterator[Finding]:
     """ED879: NCCL's channels went through SHM between GPUs of one host."""
     if r.backend == "nccl" and len(r.hosts) <= 1 and any(t.startswith("SHM") for t in r.transports):
         yield Finding("ED879", "warning", "NCCL connected GPUs of this machine through host memory (SHM)",
@@ -212,7 +217,7 @@ def through_host(r: CommsResult, table: LinkTable) -> Iterator[Finding]:
                       reference=REF_NCCL_TROUBLE, area="comms", explanation=_meaning("ED879"))
 
 
-def skipped_sizes(r: CommsResult, table: LinkTable) -> Iterator[Finding]:
+def skipped_sizes(r: CommsResult, table: Any) -> Iterator[Finding]:
     """ED880: sizes left out for lack of GPU memory."""
     skipped = [p for p in r.points if p.status == "skipped"]
     if skipped:
@@ -222,7 +227,7 @@ def skipped_sizes(r: CommsResult, table: LinkTable) -> Iterator[Finding]:
                       area="comms", explanation=_meaning("ED880"))
 
 
-def no_gpu(r: CommsResult, table: LinkTable) -> Iterator[Finding]:
+def no_gpu(r: CommsResult, table: Any) -> Iterator[Finding]:
     """ED881: no GPU anywhere: nothing measured."""
     if r.host_copy_note and r.backend == "gloo" and r.world_size == 1 and r.error is None:
         yield Finding("ED881", "info", "No GPU: nothing to measure between GPUs or between host and GPU",
@@ -231,7 +236,7 @@ def no_gpu(r: CommsResult, table: LinkTable) -> Iterator[Finding]:
                       area="comms", explanation=_meaning("ED881"))
 
 
-def nothing_measured(r: CommsResult, table: LinkTable) -> Iterator[Finding]:
+def nothing_measured(r: CommsResult, table: Any) -> Iterator[Finding]:
     """ED882: the ranks answered (the right schema, status ok) but not one point, pair copy or host copy
     was measured: an empty answer is a failed run, never "all ok"."""
     if r.error is not None or not r.ranks or any(x.status != "ok" for x in r.ranks):
@@ -258,5 +263,6 @@ RULES = (bandwidth, wrong_results, failed_ranks, could_not_run, slow_pair, slow_
 
 
 def verdicts(r: CommsResult, table: Optional[LinkTable] = None) -> Tuple[Finding, ...]:
-    lt = table or load_links()
-    return sort_findings(f for rule in RULES for f in rule(r, lt))
+    """Every finding of ``r`` through the one check runner; ``table``: the link table already loaded
+    (None: the runner loads it; a broken one is one ED901 and the rules that need no table still run)."""
+    return sort_findings(checks.run(RULES, r, None, tables=None if table is None else {"links": table}))

@@ -19,11 +19,12 @@ from __future__ import annotations
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 from envdoctor import commands
+from envdoctor.checks import needs
 from envdoctor.codes import CODES
 from envdoctor.facts import Facts
 from envdoctor.facts.links import GpuLinks, LinksFacts
 from envdoctor.findings import Finding, Severity
-from envdoctor.links.table import LinkTable, load_links
+from envdoctor.links.table import LinkTable
 from envdoctor.links.analysis_topo import BUSY_PCT
 
 REF_PCIE = "https://docs.nvidia.com/deploy/nvml-api/group__nvmlDeviceQueries.html"
@@ -65,9 +66,10 @@ def _pcie_fix(g: GpuLinks, gen: Optional[int]) -> Tuple[str, ...]:
             "# then read again under load: envdoctor topo  (while envdoctor bench runs)")
 
 
-def slot_limits_generation(facts: Facts, table: Any, links: Optional[LinkTable] = None) -> Iterator[Finding]:
+@needs("links")
+def slot_limits_generation(facts: Facts, table: Any, links: LinkTable) -> Iterator[Finding]:
     """ED840: the most this GPU in this slot allows is a lower generation than the GPU supports."""
-    lt = links or load_links()
+    lt = links
     for g in _links(facts).gpus:
         p = g.pcie
         spec = _spec(lt, g)
@@ -92,9 +94,10 @@ def slot_limits_generation(facts: Facts, table: Any, links: Optional[LinkTable] 
                       area="links", explanation=_meaning("ED840"))
 
 
-def link_narrower(facts: Facts, table: Any, links: Optional[LinkTable] = None) -> Iterator[Finding]:
+@needs("links")
+def link_narrower(facts: Facts, table: Any, links: LinkTable) -> Iterator[Finding]:
     """ED841: fewer lanes than the GPU supports, in the slot or as trained."""
-    lt = links or load_links()
+    lt = links
     for g in _links(facts).gpus:
         p = g.pcie
         spec = _spec(lt, g)
@@ -136,9 +139,10 @@ def down_trained_under_load(facts: Facts, table: Any) -> Iterator[Finding]:
                           explanation=_meaning("ED842"))
 
 
-def nvlink_down(facts: Facts, table: Any, links: Optional[LinkTable] = None) -> Iterator[Finding]:
+@needs("links")
+def nvlink_down(facts: Facts, table: Any, links: LinkTable) -> Iterator[Finding]:
     """ED845: NVLinks inactive on a GPU that has them."""
-    lt = links or load_links()
+    lt = links
     for g in _links(facts).gpus:
         if not g.nvlinks:
             continue
@@ -190,12 +194,13 @@ def nvlink_errors(facts: Facts, table: Any) -> Iterator[Finding]:
                           reference=REF_NVLINK_ERRORS, area="links", explanation=_meaning("ED846"))
 
 
-def pairs_below_design(facts: Facts, table: Any, links: Optional[LinkTable] = None) -> Iterator[Finding]:
+@needs("links")
+def pairs_below_design(facts: Facts, table: Any, links: LinkTable) -> Iterator[Finding]:
     """ED848: ``nvidia-smi topo -m`` (no NVML link states) shows pairs with fewer NVLinks than the
     GPU model has: on an NVSwitch board every pair has all of them (H100/H200: NV18); on a mesh
     (DGX-1, HGX A100 4-GPU) a GPU's pairs add up to them. NV12 or SYS there is a degraded fabric."""
     lf = _links(facts)
-    lt = links or load_links()
+    lt = links
     pairs = [p for p in lf.pairs if p.source == "nvidia-smi topo -m"]
     by_index = {g.index: g for g in lf.gpus}
     for name in sorted({g.name for g in lf.gpus if g.name}):
@@ -373,27 +378,5 @@ def persistence_off(facts: Facts, table: Any) -> Iterator[Finding]:
                       reference=REF_PERSISTENCE, area="links", explanation=_meaning("ED857"))
 
 
-#: The rules that read data/links.toml; :func:`link_table_rules` hands them the table, loaded once.
-TABLE_RULES = (slot_limits_generation, link_narrower, nvlink_down, pairs_below_design)
-
-
-def link_table_rules(facts: Facts, table: Any) -> Iterator[Finding]:
-    """:data:`TABLE_RULES` with data/links.toml loaded once: a file that is missing or broken is one
-    ED901 that names it (each rule loading it for itself gave one ED900 "check failed" per rule)."""
-    if not _links(facts).gpus:
-        return
-    try:
-        lt = load_links()
-    except (OSError, ValueError) as exc:          # TableError and TOMLDecodeError are ValueErrors
-        code = CODES["ED901"]
-        yield Finding("ED901", "warning", code.title, evidence=(f"data/links.toml: {exc}",),
-                      fix=("pip install --force-reinstall envdoctor   # restores the bundled data/ files",),
-                      area="envdoctor", explanation="The link checks that compare with the table (PCIe "
-                                                    "generation and width, NVLinks up, pair bandwidth) were skipped.")
-        return
-    for rule in TABLE_RULES:
-        yield from rule(facts, table, lt)
-
-
-RULES = (link_table_rules, down_trained_under_load, nvlink_errors, fabric_not_ready, no_p2p, numa_split, mig_on,
-         ecc_off, persistence_off)
+RULES = (slot_limits_generation, link_narrower, down_trained_under_load, nvlink_down, nvlink_errors,
+         pairs_below_design, fabric_not_ready, no_p2p, numa_split, mig_on, ecc_off, persistence_off)

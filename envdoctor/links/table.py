@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Literal, Optional, Tuple
 
 from envdoctor.table.names import norm_gpu_name
-from envdoctor.table.schema import Doc, TableError, check_top, fields, make_row, one_of, rows
+from envdoctor.table.schema import Doc, TableError, check_top, fields, make_row, one_of, rows, spec_of
 from envdoctor.table.source import data_directory, read_doc
 
 NvlinkForm = Literal["sxm", "bridge", "none", "c2c"]
@@ -178,8 +178,7 @@ def parse_doc(doc: Doc) -> LinkTable:
     check_top(doc, ("pcie", "nvlink", "gpu", "achievable", "published"))
     pcie = []
     for where, row in rows(doc, "pcie", "gen"):
-        v = fields(where, row, {"gen": "int", "gts": "float", "encoding": "str", "lane_gbps": "float",
-                                "x16_gbps": "float"})
+        v = fields(where, row, spec_of(PcieRate))
         if abs(v["lane_gbps"] * 16 - v["x16_gbps"]) > 0.05:
             raise where.fail(f"field 'x16_gbps': {v['x16_gbps']} is not 16 x lane_gbps ({v['lane_gbps']})")
         pcie.append(make_row(PcieRate, where, v))
@@ -188,15 +187,12 @@ def parse_doc(doc: Doc) -> LinkTable:
         raise TableError(f"{label}: [[pcie]] generations must rise without repeats: {gens}")
     nvlink = []
     for where, row in rows(doc, "nvlink", "generation"):
-        v = fields(where, row, {"generation": "str", "nvml_version": "int", "per_link_gbps": "float",
-                                "max_links": "int"})
+        v = fields(where, row, spec_of(NvlinkRate))
         nvlink.append(make_row(NvlinkRate, where, v))
     known_generations = {r.generation for r in nvlink}
     gpus = []
     for where, row in rows(doc, "gpu", "name"):
-        v = fields(where, row, {"name": "str", "nvlink_generation": "str?", "nvlink_links": "int",
-                                "nvlink_form": "str", "nvlink_per_link_gbps": "float?", "pcie_gen": "int",
-                                "pcie_width": "int"})
+        v = fields(where, row, spec_of(GpuLinkSpec))
         one_of(where, "nvlink_form", v["nvlink_form"], FORMS)
         if v["nvlink_generation"] is not None and v["nvlink_generation"] not in known_generations:
             raise where.fail(f"field 'nvlink_generation': {v['nvlink_generation']!r} has no [[nvlink]] row")
@@ -211,15 +207,14 @@ def parse_doc(doc: Doc) -> LinkTable:
         raise TableError(f"{label}: [[gpu]] names repeat")
     achievable = []
     for where, row in rows(doc, "achievable", "kind"):
-        v = fields(where, row, {"kind": "str", "fraction": "float"})
+        v = fields(where, row, spec_of(Achievable))
         if v["kind"] not in KINDS or not 0 < v["fraction"] <= 1:
             raise where.fail(f"kind {v['kind']!r} / fraction {v['fraction']} "
                              f"(kinds: {', '.join(KINDS)}; 0 < fraction <= 1)")
         achievable.append(make_row(Achievable, where, v))
     published = []
     for where, row in rows(doc, "published", "gpu"):
-        v = fields(where, row, {"gpu": "str", "gpus": "int", "collective": "str", "nvls": "str",
-                                "size_bytes": "int", "busbw_gbps": "float", "tool": "str"})
+        v = fields(where, row, spec_of(Published))
         if v["gpu"] not in names:
             raise where.fail(f"field 'gpu': {v['gpu']!r} has no [[gpu]] row")
         if v["collective"] not in COLLECTIVES or v["nvls"] not in ("on", "off", "n/a"):

@@ -81,13 +81,26 @@ def _start_python(ctx: Context, skip: Iterable[str]) -> Callable[[], Any]:
         return failed
 
 
+#: The areas whose probes read NVML: they share one session (``envdoctor.nvml.Shared``).
+NVML_AREAS = frozenset({"driver", "gpu_state", "links"})
+
+
 class Probing:
     """The probes of one inspection, started; :meth:`facts` waits for them (once)."""
 
     def __init__(self, ctx: Context, skip: Iterable[str] = (), debug: bool = False) -> None:
-        self.ctx, self.skip, self.debug = ctx, frozenset(skip), debug
+        self.skip, self.debug = frozenset(skip), debug
         self.started = time.monotonic()
         areas = [a for a in AREAS if a not in self.skip]
+        self._nvml = None
+        if ctx.nvml_shared is None and len(NVML_AREAS.intersection(areas)) > 1 \
+                and not (ctx.nvml is None and str(ctx.root) != "/"):
+            from envdoctor.nvml import Shared
+
+            # one NVML session for the driver, GPU state and links probes, closed in facts()
+            self._nvml = Shared(ctx.nvml)
+            ctx = dataclasses.replace(ctx, nvml_shared=self._nvml)
+        self.ctx = ctx
         # the child of the target interpreter first, in this thread: its process is running
         # before the other probes' threads (and the caller's imports) take the interpreter lock
         self._python = _start_python(ctx, self.skip) if "python" in areas else None
@@ -125,6 +138,8 @@ class Probing:
                 seconds[area] = round(took, 3)
         finally:
             self._pool.shutdown(wait=True)
+            if self._nvml is not None:
+                self._nvml.close()
         # the span of the probes (facts() may be called later: check imports its checks meanwhile)
         seconds["total"] = max(seconds.values(), default=round(time.monotonic() - self.started, 3))
         return Facts(

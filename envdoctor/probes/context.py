@@ -34,6 +34,9 @@ class Context:
     nvml: Any = None
     #: set on Ctrl-C: every command a probe runs is ended (SIGTERM, then SIGKILL), not waited for
     stop: threading.Event = field(default_factory=threading.Event, compare=False, repr=False)
+    #: the one NVML session of an inspection (``envdoctor.nvml.Shared``), set by the probes' runner;
+    #: None: each probe opens its own
+    nvml_shared: Any = field(default=None, compare=False, repr=False)
 
     def path(self, absolute: str) -> Path:
         """``/sys/module/nvidia/version`` under this context's root."""

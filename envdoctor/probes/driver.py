@@ -127,7 +127,7 @@ def _start_nvml(ctx: Context) -> Callable[[], NvmlView]:
         skipped = NvmlView(error=ProbeError("unavailable", "NVML not consulted when reading another root"))
         return lambda: skipped
     box: List[NvmlView] = []
-    worker = threading.Thread(target=lambda: box.append(read_nvml(ctx.nvml)), daemon=True)
+    worker = threading.Thread(target=lambda: box.append(read_nvml(ctx.nvml, ctx.nvml_shared)), daemon=True)
     deadline = time.monotonic() + ctx.timeout
     worker.start()
 

@@ -18,7 +18,7 @@ from typing import Any, List, Optional, Tuple
 
 from envdoctor.facts.base import ProbeError
 from envdoctor.facts.gpu_state import COMPUTE_MODES, GpuProcess, GpuState, GpuStateFacts
-from envdoctor.nvml import STATE, Reading, Session
+from envdoctor.nvml import STATE, Reading, session_for
 from envdoctor.probes.context import Context
 
 MIB = 1024 * 1024
@@ -94,7 +94,7 @@ def gpu_state(ctx: Context, r: Reading) -> GpuState:
 
 
 def read_state(ctx: Context) -> GpuStateFacts:
-    with Session(ctx.nvml) as session:
+    with session_for(ctx.nvml, ctx.nvml_shared) as session:
         if session.error is not None:
             return GpuStateFacts(error=session.error)
         return GpuStateFacts(tuple(gpu_state(ctx, r) for r in session.read_all(STATE)), "nvml",

@@ -11,7 +11,7 @@ from typing import Any, Optional, Tuple
 
 from envdoctor.facts.base import ProbeError
 from envdoctor.facts.gpu import GpuInfo
-from envdoctor.nvml import IDENTITY, Reading, Session
+from envdoctor.nvml import IDENTITY, Reading, session_for
 
 
 @dataclass(frozen=True)
@@ -41,9 +41,10 @@ def gpu_info(r: Reading) -> GpuInfo:
     )
 
 
-def read_nvml(nv: Any = None) -> NvmlView:
-    """Everything NVML says about the driver and each GPU. ``nv`` defaults to ``pynvml``."""
-    with Session(nv) as session:
+def read_nvml(nv: Any = None, shared: Any = None) -> NvmlView:
+    """Everything NVML says about the driver and each GPU. ``nv`` defaults to ``pynvml``;
+    ``shared``: the inspection's one session (``envdoctor.nvml.Shared``)."""
+    with session_for(nv, shared) as session:
         if session.error is not None:
             return NvmlView(error=session.error)
         system = session.system().values

@@ -17,6 +17,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import click
 
+from envdoctor import checks
 from envdoctor.atomic import write_atomic
 from envdoctor.child import find_python
 from envdoctor.clicore import (
@@ -28,6 +29,7 @@ from envdoctor.clicore import (
     guarded,
     python_option,
     seconds,
+    suppress_option,
     use_color,
 )
 from envdoctor.documents import dumps
@@ -137,11 +139,12 @@ def _wait_for_ranks(folder: str, world: int, deadline: float) -> List[Dict[str, 
               help="An envdoctor bench --json document of this machine: the MFU against its measured matmul rate.")
 @click.option("--json", "as_json", is_flag=True, help="Print the envdoctor.profile/1 document.")
 @python_option
+@suppress_option
 @debug_option
 @guarded
 def profile(command: Tuple[str, ...], steps: int, warmup: int, steps_by: str, timeout: float,
             trace_dir: Optional[str], stop_after: bool, shapes: bool, bench_file: Optional[str], as_json: bool,
-            python: Optional[str], debug: bool) -> None:
+            python: Optional[str], debug: bool, suppress: Tuple[str, ...] = ()) -> None:
     """Profile your own training (or inference) script, unchanged: where each step's time goes.
 
     \b
@@ -190,6 +193,7 @@ def profile(command: Tuple[str, ...], steps: int, warmup: int, steps_by: str, ti
     if run.breakdown is not None:
         findings = rules(run.breakdown, run.syncs, (run.figures or {}).get("optimizer"),
                          run.target.get("capability"), bool(run.target.get("tf32_matmul")), run.times)
+        findings = checks.split(findings, suppress).shown
     code = EXIT_USAGE if problem(run) is not None else exit_code(findings)
     doc = document(run, through, findings, shown, code, rank, world)
     if trace_dir is not None and world > 1:

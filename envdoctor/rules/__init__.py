@@ -11,17 +11,16 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
-import logging
 import re
 from collections.abc import Iterable
-from typing import Callable, Optional
+from typing import Callable, Optional, Sequence
 
+from envdoctor import checks
+from envdoctor.checks import Checked
 from envdoctor.facts import Facts
 from envdoctor.facts.system import SystemFacts
-from envdoctor.findings import Finding, run_rules, sort_findings
+from envdoctor.findings import Finding
 from envdoctor.table import Table
-
-log = logging.getLogger(__name__)
 
 #: One module per area, named as the area: the checks of a skippable area (torch, toolkits,
 #: conda, docker: ``--skip``) are left out when that area was skipped. A plugin's rules that
@@ -31,7 +30,7 @@ PLUGIN_MODULES = {"links": "envdoctor.links.rules_topo", "stack": "envdoctor.sta
 #: A plugin area left out with another one: the libraries above torch with torch.
 SKIPPED_WITH = {"stack": "torch"}
 
-Rule = Callable[[Facts, Optional[Table]], Iterable[Finding]]
+Rule = Callable[..., Iterable[Finding]]
 
 
 def _broken_module(name: str, exc: Exception) -> Rule:
@@ -76,6 +75,19 @@ def _strip_sudo(line: str) -> str:
     return _SUDO.sub(lambda m: m.group(1), command) + sep + comment
 
 
-def evaluate(facts: Facts, table: Optional[Table]) -> tuple[Finding, ...]:
+def run(facts: Facts, table: Optional[Table], suppress: Iterable[str] = (), table_error: Optional[str] = None,
+        more: Optional[Callable[[Sequence[Finding]], Iterable[Finding]]] = None) -> Checked:
+    """check's findings through the one runner (:mod:`envdoctor.checks`): ``table_error`` (the main
+    table could not be loaded) is ED901, ``more(found)`` adds findings that depend on the others
+    (probe failures nothing else covers), then ``suppress`` splits off the codes a user hid."""
+    found = checks.run(all_rules(facts.skipped), facts, table)
+    if table_error:
+        found.append(checks.table_broken(table_error))
+    if more is not None:
+        found.extend(more(found))
+    return checks.split((as_user(f, facts.system) for f in found), suppress)
+
+
+def evaluate(facts: Facts, table: Optional[Table], suppress: Iterable[str] = ()) -> tuple[Finding, ...]:
     """Every finding for ``facts``, errors first. A rule that raises becomes finding ED900."""
-    return sort_findings(as_user(f, facts.system) for f in run_rules(all_rules(facts.skipped), facts, table))
+    return run(facts, table, suppress).shown

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from typing import Optional
 
 from envdoctor import commands
+from envdoctor.codes import CODES
 from envdoctor.facts import Facts
 from envdoctor.facts.conda import CondaPackage
 from envdoctor.findings import Finding
@@ -124,7 +125,7 @@ def retired_pytorch_channel(facts: Facts, table: Optional[Table]) -> Iterator[Fi
     if not retired:
         return
     yield Finding(
-        "ED402", "warning", "torch comes from the retired `pytorch` conda channel",
+        "ED402", "warning", CODES["ED402"].title,
         evidence=(_where(facts), *(_shown(p) for p in retired))
         + ((f"channels: {', '.join(facts.conda.channels)} ({facts.conda.source})",) if facts.conda.channels else ()),
         fix=_conda_forge_env(facts),
@@ -188,7 +189,7 @@ def pip_torch_over_conda(facts: Facts, table: Optional[Table]) -> Iterator[Findi
         explanation += ("Keep one: the commands keep conda's (or remove conda's with "
                         f"`{exe} remove {' '.join(conda_names)}` and keep pip's).")
     yield Finding(
-        "ED404", "warning", "Two torch installs in one conda env: conda's pytorch and pip's torch",
+        "ED404", "warning", CODES["ED404"].title,
         evidence=(_where(facts), _shown(conda_torch), _shown(pip_torch)), fix=fix, reference=REF_MIXED,
         area="conda", explanation=explanation,
     )

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from typing import Optional
 
 from envdoctor import commands
+from envdoctor.codes import CODES
 from envdoctor.facts import Facts
 from envdoctor.findings import Finding
 from envdoctor.gpus import DRIVER, PCI, machine_gpus
@@ -102,7 +103,7 @@ def daemon_unreachable(facts: Facts, table: Optional[Table]) -> Iterator[Finding
         )
     else:
         yield Finding(
-            "ED506", "warning", "The Docker daemon does not answer properly",
+            "ED506", "warning", CODES["ED506"].title,
             evidence=evidence, reference=REF_DAEMON, area="docker",
             fix=commands.on_host(facts.system, ("sudo systemctl status docker",
                                                 "sudo journalctl -u docker --since '15 min ago'",
@@ -124,7 +125,7 @@ def no_container_toolkit(facts: Facts, table: Optional[Table]) -> Iterator[Findi
                 f"no NVIDIA CDI spec in {', '.join(d.cdi_spec_dirs or ('/etc/cdi', '/var/run/cdi'))}"]
     if d.nvidia_ctk is None:
         yield Finding(
-            "ED503", "error", "Docker cannot give containers the GPU: the NVIDIA Container Toolkit is not installed",
+            "ED503", "error", CODES["ED503"].title,
             evidence=tuple(evidence + ["nvidia-ctk: not on PATH"]),
             fix=install_container_toolkit(facts) + configure_docker(facts), reference=REF_TOOLKIT, area="docker",
             explanation="`docker run --gpus all` fails with 'could not select device driver \"\" with capabilities: "
@@ -132,7 +133,7 @@ def no_container_toolkit(facts: Facts, table: Optional[Table]) -> Iterator[Findi
         )
     else:
         yield Finding(
-            "ED504", "warning", "The NVIDIA Container Toolkit is installed, but Docker is not configured to use it",
+            "ED504", "warning", CODES["ED504"].title,
             evidence=tuple(evidence + [f"nvidia-ctk {d.nvidia_ctk_version or '?'} at {d.nvidia_ctk}"]),
             fix=configure_docker(facts), reference=REF_TOOLKIT, area="docker",
             explanation="Docker's daemon.json lacks the nvidia runtime (it is lost when Docker is reinstalled): "
@@ -163,7 +164,7 @@ def podman_without_cdi(facts: Facts, table: Optional[Table]) -> Iterator[Finding
         return
     fix: tuple[str, ...] = () if d.nvidia_ctk else install_container_toolkit(facts)
     yield Finding(
-        "ED507", "warning", "podman is installed but has no CDI spec for the NVIDIA GPU",
+        "ED507", "warning", CODES["ED507"].title,
         evidence=(f"podman {d.podman_version or '?'} at {d.podman}", *gpus,
                   f"no NVIDIA CDI spec in {', '.join(d.cdi_spec_dirs or ('/etc/cdi', '/var/run/cdi'))}",
                   f"nvidia-ctk: {d.nvidia_ctk or 'not on PATH'}"),

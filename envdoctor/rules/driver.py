@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from typing import Optional
 
 from envdoctor import commands
+from envdoctor.codes import CODES
 from envdoctor.compat import open_modules
 from envdoctor.facts import Facts, PciDevice
 from envdoctor.facts.gpu import driver_in_effect
@@ -165,7 +166,7 @@ def mismatch(facts: Facts, table: Optional[Table]) -> Iterable[Finding]:
         if err and "mismatch" in err.message:
             evidence.append(err.message)
     yield Finding(
-        "ED102", "error", "Driver upgraded without a reboot: kernel module and user-space driver differ",
+        "ED102", "error", CODES["ED102"].title,
         evidence=tuple(evidence), fix=commands.on_host(facts.system, commands.reload_modules()),
         reference=REF_MISMATCH, area="driver",
         explanation="Until the new module is loaded, NVML, nvidia-smi and every CUDA program fail with "
@@ -227,7 +228,7 @@ def smi_without_gpu(facts: Facts, table: Optional[Table]) -> Iterable[Finding]:
     if not (no_devices or d.kernel_module_version):
         return
     yield Finding(
-        "ED104", "warning", "nvidia-smi is installed but no NVIDIA GPU is present",
+        "ED104", "warning", CODES["ED104"].title,
         evidence=(f"nvidia-smi at {d.smi_path}", "no NVIDIA display/3D controller on the PCI bus"),
         fix=("lspci -nn | grep -i nvidia   # is the card seated / passed through to this VM?",),
         reference=REF_INSTALL, area="gpu",
@@ -260,7 +261,7 @@ def container_without_gpu(facts: Facts, table: Optional[Table]) -> Iterable[Find
     }.get(s.container or "", ("# start the container with the GPU passed through (e.g. docker run --gpus all)",))
     fix = commands.on_host(s, fix, restart=False)
     yield Finding(
-        "ED105", severity, "This container has no access to an NVIDIA GPU",
+        "ED105", severity, CODES["ED105"].title,
         evidence=tuple(evidence), fix=fix, reference=REF_CONTAINER, area="container",
         explanation="Restart the container with the GPU passed through. If the host has no NVIDIA "
                     "GPU, this is expected and torch will run on the CPU.",
@@ -331,7 +332,7 @@ def visible_devices(facts: Facts, table: Optional[Table]) -> Iterable[Finding]:
     uuids = [g.uuid for g in d.gpus if g.uuid]
     if _visible_hides_all(value, len(d.gpus), uuids):
         yield Finding(
-            "ED107", "error", "CUDA_VISIBLE_DEVICES hides every GPU",
+            "ED107", "error", CODES["ED107"].title,
             evidence=(f"CUDA_VISIBLE_DEVICES={value!r}", f"the driver sees {len(d.gpus)} GPU(s): "
                       + ", ".join(f"{g.index}: {g.name}" for g in d.gpus)),
             fix=("unset CUDA_VISIBLE_DEVICES", "# or pick GPUs by index: export CUDA_VISIBLE_DEVICES=0"),
@@ -402,7 +403,7 @@ def sources_disagree(facts: Facts, table: Optional[Table]) -> Iterable[Finding]:
     nvml = [g for g in d.gpus if g.source == "nvml"]
     if nvml and d.smi_gpus and len(nvml) != len(d.smi_gpus):
         yield Finding(
-            "ED111", "warning", "NVML and nvidia-smi disagree on the number of GPUs",
+            "ED111", "warning", CODES["ED111"].title,
             evidence=(f"NVML: {len(nvml)} GPU(s)", f"nvidia-smi: {len(d.smi_gpus)} GPU(s)"),
             fix=("nvidia-smi -L",) + commands.on_host(facts.system, ("sudo dmesg | grep -iE 'nvrm|xid' | tail -20",),
                                                       restart=False),
@@ -422,7 +423,7 @@ def no_gpu(facts: Facts, table: Optional[Table]) -> Iterable[Finding]:
     # a torch that imports already runs on the CPU: recommend would change nothing, so send nobody there
     working = t.installed and t.error is None and not t.import_error and t.version is not None
     yield Finding(
-        "ED112", "info", "No NVIDIA GPU on this machine: torch will run on the CPU",
+        "ED112", "info", CODES["ED112"].title,
         evidence=(f"no NVIDIA display/3D controller in {facts.pci.source or '/sys/bus/pci/devices'}",)
         + ((f"torch {t.version} imports here and runs on the CPU",) if working else ()),
         fix=() if working else ("envdoctor recommend   # CPU wheels",), area="gpu",

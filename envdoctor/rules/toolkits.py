@@ -15,6 +15,7 @@ from typing import Optional
 from packaging.version import Version
 
 from envdoctor import commands
+from envdoctor.codes import CODES
 from envdoctor.facts import Facts
 from envdoctor.facts.toolkit import Toolkit
 from envdoctor.findings import Finding
@@ -218,7 +219,7 @@ def no_toolkit(facts: Facts, table: Optional[Table]) -> Iterator[Finding]:
     if any(tk.nvcc for tk in facts.toolkits.toolkits) or facts.toolkits.error:
         return
     yield Finding(
-        "ED309", "info", "No CUDA toolkit (nvcc): CUDA extensions cannot be built here",
+        "ED309", "info", CODES["ED309"].title,
         evidence=(f"torch {facts.torch.version} is built for CUDA {facts.torch.cuda}",
                   "no nvcc on PATH, in CUDA_HOME/CUDA_PATH, /usr/local/cuda* or /opt/cuda*"),
         fix=toolkit_install(facts, _wanted(facts) or facts.torch.cuda, table), reference=REF_INSTALL, area="toolkits",

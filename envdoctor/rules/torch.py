@@ -32,6 +32,7 @@ from envdoctor.advise.choice import Choice
 from envdoctor.advise.choose import choose_variant
 from envdoctor.advise.machine import python_series
 from envdoctor.advise.system_route import VENV
+from envdoctor.codes import CODES
 from envdoctor.compat import DriverOs, DriverSupport, driver_os, driver_support, kernel_support, variant_tag
 from envdoctor.facts import Facts
 from envdoctor.findings import Finding, Severity
@@ -387,7 +388,7 @@ def torch_import_error(facts: Facts, table: Optional[Table]) -> Iterator[Finding
     if base and system_python(facts):
         explanation += _venv_note(facts)
     yield Finding(
-        "ED202", "error", "import torch fails in the target Python",
+        "ED202", "error", CODES["ED202"].title,
         evidence=(f"{text} (import torch in {facts.python.executable})",
                   f"installed: torch {t.version or 'unknown version'} (package metadata)"),
         fix=fix, reference=REF_INSTALL, area="torch", explanation=explanation,
@@ -444,7 +445,7 @@ def cpu_only_build(facts: Facts, table: Optional[Table]) -> Iterator[Finding]:
             explanation = ("torch came from conda; install a CUDA build in that environment "
                            "(envdoctor recommend shows how).")
     yield Finding(
-        "ED204", "error", "torch is a CPU-only build on a machine with an NVIDIA GPU",
+        "ED204", "error", CODES["ED204"].title,
         evidence=tuple(evidence), fix=fix, reference=REF_INSTALL, area="torch", explanation=explanation,
     )
 
@@ -610,7 +611,7 @@ def cuda_unavailable(facts: Facts, table: Optional[Table]) -> Iterator[Finding]:
                                 or "No CUDA GPUs are available" in (t.cuda_error or "")):
         fix = ("unset CUDA_VISIBLE_DEVICES",) + fix
     yield Finding(
-        "ED207", "error", "torch cannot use the GPU: torch.cuda.is_available() is False",
+        "ED207", "error", CODES["ED207"].title,
         evidence=tuple(e for e in evidence if e), fix=fix,
         reference=REF_INSTALL, area="torch",
         explanation=hint or "The build and the driver fit each other, so the cause is in the error text above.",
@@ -630,7 +631,7 @@ def tiny_op_failed(facts: Facts, table: Optional[Table]) -> Iterator[Finding]:
     else:
         explanation = "CUDA started but cannot run work on this GPU; the error text says why."
     yield Finding(
-        "ED208", "error", "A tiny CUDA operation failed in torch",
+        "ED208", "error", CODES["ED208"].title,
         evidence=(f"(torch.ones(8, device='cuda') * 2).sum().item(): {t.tiny_op}", _torch_evidence(facts)),
         fix=(f"{_py(facts)} -c \"import torch; print((torch.ones(8, device='cuda') * 2).sum().item())\"",),
         reference=REF_BINARY, area="torch", explanation=explanation,

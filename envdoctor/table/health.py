@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Dict, Optional, Tuple
 
 from envdoctor.table.names import norm_gpu_name
-from envdoctor.table.schema import Doc, TableError, check_top, fields, make_row, one_of, rows
+from envdoctor.table.schema import Doc, TableError, check_top, fields, make_row, one_of, rows, spec_of
 from envdoctor.table.source import DataDir, read_doc
 
 XID_SEVERITIES = ("critical", "warning", "app", "info")
@@ -121,9 +121,7 @@ def load_xids(doc: Doc) -> Tuple[Xid, ...]:
         for k, b in buckets.items():   # the catalog leaves some buckets empty: "" is allowed here
             if not isinstance(b, str):
                 raise where.fail(f"field '{k}' must be a string, not {b!r}")
-        v = fields(where, raw, {"code": "int", "mnemonic": "str", "meaning": "str", "severity": "str",
-                                "action": "str", "azure_fails": "bool?", "k8s_app_error": "bool?",
-                                "gcm_noncritical": "bool?"})
+        v = fields(where, raw, spec_of(Xid, derived=("nvidia_immediate", "nvidia_investigatory")))
         one_of(where, "severity", v["severity"], XID_SEVERITIES)
         if v["code"] in out:
             raise where.fail(f"duplicate Xid {v['code']}")
@@ -137,7 +135,7 @@ def load_health_file(doc: Doc) -> Tuple[Tuple[Reason, ...], Tuple[Expected, ...]
     reasons = []
     bits: Dict[int, str] = {}
     for where, raw in rows(doc, "reason", "name"):
-        v = fields(where, raw, {"name": "str", "nvml": "str", "bit": "int", "class": "str", "meaning": "str"})
+        v = fields(where, raw, spec_of(Reason, renamed=(("kind", "class"),)))
         bit = v["bit"]
         if bit <= 0 or bit & (bit - 1):
             raise where.fail(f"field 'bit': {bit:#x} is not a single bit")
@@ -153,8 +151,7 @@ def load_health_file(doc: Doc) -> Tuple[Tuple[Reason, ...], Tuple[Expected, ...]
     rates = []
     seen = set()
     for where, raw in rows(doc, "expected", "gpu"):
-        v = fields(where, raw, {"gpu": "str", "dtype": "str", "n": "int", "sustained_tflops": "float",
-                                "power_limit_w": "float?"})
+        v = fields(where, raw, spec_of(Expected))
         one_of(where, "dtype", v["dtype"], BURN_DTYPES)
         key = (norm_gpu_name(v["gpu"]), v["dtype"], v["n"])
         if key in seen:

@@ -44,6 +44,7 @@ from envdoctor.table.schema import (
     make_row,
     one_of,
     rows,
+    spec_of,
     version,
 )
 
@@ -59,8 +60,7 @@ def load_cuda(doc: Doc) -> tuple[tuple[CudaRelease, ...], tuple[MinorCompat, ...
     check_top(doc, ("release", "minor_compat", "branch"))
     releases = []
     for where, raw in rows(doc, "release", "version"):
-        v = fields(where, raw, {"version": "str", "kind": "str", "label": "str?",
-                               "min_driver_linux": "str", "min_driver_windows": "str?"})
+        v = fields(where, raw, spec_of(CudaRelease, loose=("label",)))
         for name in ("version", "min_driver_linux", "min_driver_windows"):
             version(where, name, v[name])
         one_of(where, "kind", v["kind"], get_args(CudaKind))
@@ -68,15 +68,13 @@ def load_cuda(doc: Doc) -> tuple[tuple[CudaRelease, ...], tuple[MinorCompat, ...
         releases.append(make_row(CudaRelease, where, v))
     compat = []
     for where, raw in rows(doc, "minor_compat", "major"):
-        v = fields(where, raw, {"major": "int", "min_driver_linux": "str", "min_driver_windows": "str?",
-                               "below_driver": "str?", "limitations": "strs"})
+        v = fields(where, raw, spec_of(MinorCompat))
         for name in ("min_driver_linux", "min_driver_windows", "below_driver"):
             version(where, name, v[name])
         compat.append(make_row(MinorCompat, where, v))
     branches = []
     for where, raw in rows(doc, "branch", "branch"):
-        v = fields(where, raw, {"branch": "str", "designation": "str", "cuda_major": "int",
-                               "end_of_life": "str?"})
+        v = fields(where, raw, spec_of(DriverBranch))
         version(where, "branch", v["branch"])
         one_of(where, "designation", v["designation"], get_args(Designation))
         branches.append(make_row(DriverBranch, where, v))
@@ -87,10 +85,7 @@ def load_architectures(doc: Doc) -> tuple[Architecture, ...]:
     check_top(doc, ("architecture",))
     out = []
     for where, raw in rows(doc, "architecture", "cc"):
-        v = fields(where, raw, {"cc": "str", "name": "str", "first_cuda": "str", "dropped_cuda": "str?",
-                               "min_driver_branch": "str?", "last_driver_branch": "str?",
-                               "tensor_cores": "strs", "jetson": "bool?", "kernel_modules": "str",
-                               "kernel_modules_source": "str"})
+        v = fields(where, raw, spec_of(Architecture, derived=("sm",), strict=("kernel_modules_source",)))
         if not _CC.match(v["cc"]):
             raise where.fail(f"field 'cc': {v['cc']!r} is not a compute capability like 8.6")
         for name in ("first_cuda", "dropped_cuda", "min_driver_branch", "last_driver_branch"):
@@ -109,12 +104,7 @@ def load_gpus(doc: Doc) -> tuple[tuple[GpuModel, ...], tuple[ChipFamily, ...], t
     check_top(doc, ("gpu", "family", "series"))
     gpus = []
     for where, raw in rows(doc, "gpu", "name"):
-        v = fields(where, raw, {
-            "name": "str", "aliases": "strs", "pci_ids": "strs", "cc": "str",
-            "memory_gib": "float?", "bandwidth_gbs": "float?", "fp32_tflops": "float?",
-            "tf32_tflops": "float?", "fp16_tflops": "float?", "bf16_tflops": "float?",
-            "fp16_fp16acc_tflops": "float?", "fp8_tflops": "float?", "fp16_half_rate_accum": "bool",
-            "pci_source": "str?", "datacenter": "bool?", "datacenter_source": "str?"})
+        v = fields(where, raw, spec_of(GpuModel))
         if not _CC.match(v["cc"]):
             raise where.fail(f"field 'cc': {v['cc']!r} is not a compute capability like 8.6")
         if v["datacenter"] and not v["datacenter_source"]:
@@ -126,13 +116,13 @@ def load_gpus(doc: Doc) -> tuple[tuple[GpuModel, ...], tuple[ChipFamily, ...], t
         gpus.append(make_row(GpuModel, where, v))
     families = []
     for where, raw in rows(doc, "family", "chip"):
-        v = fields(where, raw, {"chip": "str", "cc": "str", "pci_ranges": "ranges"})
+        v = fields(where, raw, spec_of(ChipFamily))
         if not _CC.match(v["cc"]):
             raise where.fail(f"field 'cc': {v['cc']!r} is not a compute capability like 8.6")
         families.append(make_row(ChipFamily, where, v))
     series = []
     for where, raw in rows(doc, "series", "match"):
-        v = fields(where, raw, {"label": "str", "match": "str", "cc": "str"})
+        v = fields(where, raw, spec_of(GpuSeries))
         if not _SERIES.match(v["match"]):
             raise where.fail(f"field 'match': {v['match']!r} is not a GeForce series like \"rtx 40\" "
                              "or a model like \"rtx 2050\"")
@@ -143,9 +133,7 @@ def load_gpus(doc: Doc) -> tuple[tuple[GpuModel, ...], tuple[ChipFamily, ...], t
 
 
 def _torch_variant(where: Where, raw: dict, cuda_of: dict[str, Any]) -> TorchVariant:
-    v = fields(where, raw, {"name": "str", "arch_list": "strs?", "arch_list_aarch64": "strs?",
-                           "platforms": "strs", "manylinux": "str?", "glibc": "str?",
-                           "source": "str?", "checked": "str?"})
+    v = fields(where, raw, spec_of(TorchVariant, derived=("cuda",), loose=("arch_list",), keep=("source", "checked")))
     if not VARIANT_NAME.match(v["name"]):
         raise where.fail(f"variant {v['name']!r} is not a variant name like cu128, cpu, rocm6.3, xpu")
     version(where, "glibc", v["glibc"])
@@ -158,10 +146,8 @@ def load_torch(doc: Doc, cuda_of: dict[str, Any]) -> tuple[TorchRelease, ...]:
     check_top(doc, ("release",))
     out = []
     for where, raw in rows(doc, "release", "version"):
-        v = fields(where, raw, {
-            "version": "str", "released": "str?", "pythons": "strs", "pypi_default": "str",
-            "manylinux": "str", "glibc": "str", "conda": "str", "pytorch_cuda": "strs?",
-            "conda_cudatoolkit": "strs?", "patches": "tables", "variant": "tables"})
+        v = fields(where, raw, dict(spec_of(TorchRelease, derived=("variants", "torchvision", "torchaudio"),
+                                            loose=("pytorch_cuda",)), variant="tables"))
         rv = version(where, "version", v["version"])
         version(where, "glibc", v["glibc"])
         for py in v["pythons"]:
@@ -174,7 +160,7 @@ def load_torch(doc: Doc, cuda_of: dict[str, Any]) -> tuple[TorchRelease, ...]:
         patches = []
         for i, p in enumerate(v.pop("patches")):
             pw = Where(where.label, "release", f"{where.row} patch #{i + 1}")
-            pv = fields(pw, p, {"version": "str", "torchvision": "str?", "torchaudio": "str?"}, common=False)
+            pv = fields(pw, p, spec_of(TorchPatch), common=False)
             for name in ("torchvision", "torchaudio"):
                 version(pw, name, pv[name])
             pver = version(pw, "version", pv["version"])
@@ -201,8 +187,7 @@ def load_indexes(doc: Doc) -> tuple[str, tuple[dict[str, Any], ...], tuple[Mirro
         raise TableError(f"{doc.label}: 'base' must be an https URL, not {base!r}")
     variants: list[dict[str, Any]] = []
     for where, raw in rows(doc, "variant", "name"):
-        v = fields(where, raw, {"name": "str", "kind": "str", "cuda": "str?", "index_url": "str",
-                               "min_driver_linux": "str?", "min_driver_windows": "str?"})
+        v = fields(where, raw, spec_of(Variant))
         if not VARIANT_NAME.match(v["name"]):
             raise where.fail(f"field 'name': {v['name']!r} is not a variant name like cu128, cpu, rocm6.3, xpu")
         one_of(where, "kind", v["kind"], get_args(VariantKind))
@@ -216,7 +201,7 @@ def load_indexes(doc: Doc) -> tuple[str, tuple[dict[str, Any], ...], tuple[Mirro
         variants.append(dict(v, _where=where))
     mirrors = []
     for where, raw in rows(doc, "mirror", "name"):
-        v = fields(where, raw, {"name": "str", "url": "str", "kind": "str"})
+        v = fields(where, raw, spec_of(Mirror))
         one_of(where, "kind", v["kind"], get_args(MirrorKind))
         mirrors.append(make_row(Mirror, where, v))
     return base, tuple(variants), tuple(mirrors)
@@ -226,9 +211,7 @@ def load_ngc(doc: Doc) -> tuple[NgcRelease, ...]:
     check_top(doc, ("release",))
     out = []
     for where, raw in rows(doc, "release", "tag"):
-        v = fields(where, raw, {"tag": "str", "torch": "str", "cuda": "str", "ubuntu": "str?",
-                               "python": "str?", "min_driver": "str", "forward_compat_branches": "strs",
-                               "min_cc": "str?"})
+        v = fields(where, raw, spec_of(NgcRelease))
         if not re.match(r"^\d{2}\.\d{2}$", v["tag"]):
             raise where.fail(f"field 'tag': {v['tag']!r} is not a release tag like 25.01")
         if v["min_cc"] is not None and not _CC.match(v["min_cc"]):

@@ -100,6 +100,66 @@ def _compile(spec: Spec, common: bool) -> tuple[_Compiled, frozenset[str]]:
     return hit
 
 
+def _kind(tp: Any, has_default: bool) -> str:
+    """The field kind of a row field's type: ``Optional[str]`` -> "str?", ``Literal[...]`` -> "str",
+    ``tuple[str, ...]`` -> "strs", ``tuple[tuple[int, int], ...]`` -> "ranges"; a bool or a tuple
+    with a default may be left out of the file (False, ())."""
+    import typing
+
+    optional = False
+    if typing.get_origin(tp) is typing.Union:
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        optional, tp = len(args) < len(typing.get_args(tp)), args[0]
+    origin = typing.get_origin(tp)
+    if origin is typing.Literal:
+        base = "str"
+    elif origin is tuple:
+        item = typing.get_args(tp)[0]
+        base = "strs" if item is str else "ranges" if typing.get_origin(item) is tuple else "tables"
+    elif tp in (str, int, float, bool):
+        base = tp.__name__
+    else:
+        raise TypeError(f"no field kind for {tp!r}")
+    return base + ("?" if optional or (has_default and base in ("bool", "strs")) else "")
+
+
+@functools.cache
+def _row_spec(cls: type) -> tuple[tuple[str, str], ...]:
+    import dataclasses
+    import typing
+
+    hints = typing.get_type_hints(cls)
+    missing = dataclasses.MISSING
+    return tuple((f.name, _kind(hints[f.name], f.default is not missing or f.default_factory is not missing))
+                 for f in dataclasses.fields(cls))
+
+
+@functools.cache
+def spec_of(cls: type, derived: tuple[str, ...] = (), loose: tuple[str, ...] = (), strict: tuple[str, ...] = (),
+            keep: tuple[str, ...] = (), renamed: tuple[tuple[str, str], ...] = ()) -> Spec:
+    """The file's fields of row class ``cls``, from its dataclass fields and their types: one
+    declaration of a row. ``derived``: fields the loader fills (not in the file); ``loose``: may be
+    left out though the type is not Optional (the loader fills a default); ``strict``: must be given
+    though the type is Optional; ``keep``: common fields (source, checked, ...) whose own type counts;
+    ``renamed``: (field, its key in the file) where they differ. Remembered: do not change the dict.
+
+    >>> from envdoctor.table.rows import GpuSeries
+    >>> spec_of(GpuSeries)
+    {'label': 'str', 'match': 'str', 'cc': 'str'}
+    """
+    names = dict(renamed)
+    out: Spec = {}
+    for name, kind in _row_spec(cls):
+        if name in derived or (name in COMMON and name not in keep):
+            continue
+        if name in loose and not kind.endswith("?"):
+            kind += "?"
+        if name in strict:
+            kind = kind.rstrip("?")
+        out[names.get(name, name)] = kind
+    return out
+
+
 def fields(where: Where, raw: Mapping[str, Any], spec: Spec, common: bool = True) -> dict[str, Any]:
     """Check ``raw`` against ``spec`` (plus the common fields) and return it with defaults filled."""
     compiled, known = _compile(spec, common)

@@ -16,7 +16,7 @@ from typing import Optional, Tuple
 
 from packaging.version import InvalidVersion, Version
 
-from envdoctor.table.schema import Doc, TableError, check_top, fields, make_row, rows
+from envdoctor.table.schema import Doc, TableError, check_top, fields, make_row, rows, spec_of
 from envdoctor.table.source import DataDir, read_doc
 
 
@@ -41,8 +41,7 @@ def parse_fixes(doc: Doc) -> Tuple[ToolkitFix, ...]:
     check_top(doc, ("toolkit_fix",))
     out = []
     for where, raw in rows(doc, "toolkit_fix", "fixed"):
-        v = fields(where, raw, {"cves": "strs", "fixed": "str", "bulletin": "str", "date": "str",
-                                "escape": "bool", "summary": "str"})
+        v = fields(where, raw, spec_of(ToolkitFix))
         try:
             Version(v["fixed"])
         except InvalidVersion:

@@ -47,6 +47,7 @@ from dataclasses import dataclass
 
 from envdoctor.facts import Facts
 from envdoctor.bench.facts import BenchResult
+from envdoctor import checks
 from envdoctor.findings import Finding
 from envdoctor.verify import bench, conda, docker, driver, gpus, system, toolkits, torch
 from envdoctor.verify.findings import COVERED, new_and_resolved
@@ -86,10 +87,11 @@ class Verification:
         return 1 if self.regressions else 0
 
 
-def verification(outcomes: Iterable[Outcome]) -> Verification:
-    """Outcomes sorted into a Verification: findings by severity, then by code; lines in order."""
+def verification(outcomes: Iterable[Outcome], suppress: Iterable[str] = ()) -> Verification:
+    """Outcomes sorted into a Verification: findings by severity, then by code; lines in order.
+    Findings whose codes are in ``suppress`` (``--suppress``) are left out."""
     items = list(outcomes)
-    found = [o for o in items if isinstance(o, Finding)]
+    found = list(checks.split((o for o in items if isinstance(o, Finding)), suppress).shown)
     return Verification(
         regressions=tuple(sorted((f for f in found if f.severity == "error"), key=lambda f: f.code)),
         changes=tuple(sorted((f for f in found if f.severity != "error"), key=lambda f: f.code)),
@@ -100,21 +102,22 @@ def verification(outcomes: Iterable[Outcome]) -> Verification:
 
 def compare(before: Facts, after: Facts, before_findings: Iterable[Finding] = (),
             after_findings: Iterable[Finding] = (), before_bench: BenchResult | None = None,
-            after_bench: BenchResult | None = None, tolerance_pct: float = DEFAULT_TOLERANCE) -> Verification:
+            after_bench: BenchResult | None = None, tolerance_pct: float = DEFAULT_TOLERANCE,
+            suppress: Iterable[str] = ()) -> Verification:
     """Regressions and changes from ``before`` (the baseline) to ``after`` (the machine now).
 
     ``before_bench`` / ``after_bench`` are ``BenchResult``s; pass both to compare the bench
     (``envdoctor.bench.analysis.compare_bench`` with ``tolerance_pct``); the baseline's alone is
-    noted as not compared.
+    noted as not compared. A check that raises is one ED900 naming it (:func:`envdoctor.checks.call`).
     """
     pair = Pair(before, after, tuple(before_findings), tuple(after_findings), before_bench, after_bench,
                 tolerance_pct)
     outcomes: list[Outcome] = []
     for check in CHECKS:
-        outcomes.extend(check(pair))
+        outcomes.extend(checks.call(check, pair))
     reported = frozenset(o.code for o in outcomes if isinstance(o, Finding))
-    outcomes.extend(new_and_resolved(pair, reported))
-    return verification(outcomes)
+    outcomes.extend(checks.call(new_and_resolved, pair, reported))
+    return verification(outcomes, suppress)
 
 
 __all__ = ["CHECKS", "COVERED", "DEFAULT_TOLERANCE", "Pair", "Verification", "compare", "machine_differences",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from envdoctor.codes import CODES
 from envdoctor.findings import Finding
 from envdoctor.verify.pair import NotCompared, Outcome, Pair, Same, skip_reason
 
@@ -69,7 +70,7 @@ def torch_works(pair: Pair) -> Iterator[Outcome]:
             regressed = True
         elif bt.tiny_op == "ok" and at.cuda_available and at.tiny_op != "ok":
             yield Finding(
-                "ED708", "error", "The tiny CUDA operation fails now",
+                "ED708", "error", CODES["ED708"].title,
                 evidence=(f"torch.ones(1, device='cuda') ... .item(): {at.tiny_op or 'did not finish'}",)
                 + tuple(evidence_py),
                 fix=("envdoctor check   # the full diagnosis", "sudo dmesg | grep -iE 'nvrm|xid' | tail -20"),
