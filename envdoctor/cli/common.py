@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence, Tuple
 
 import click
 
+from envdoctor.escape import escape_streams
 from envdoctor.probes.context import TORCH_TIMEOUT  # the one default of --torch-timeout
 
 if TYPE_CHECKING:
@@ -111,6 +112,7 @@ def guarded(f: Callable) -> Callable:
     @functools.wraps(f)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         debug = bool(kwargs.get("debug"))
+        escape_streams(sys.stdout, sys.stderr)   # a byte that is not UTF-8 is shown escaped, not a crash
         if debug:
             logging.basicConfig(level=logging.DEBUG, format="envdoctor: %(name)s: %(message)s")
         try:
