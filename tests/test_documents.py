@@ -23,6 +23,7 @@ from envdoctor.facts.bench import BenchResult
 from envdoctor.facts.serde import from_data, to_data
 from tests.documents import ROOT, recorded, validate
 from tests.machines import SMI_MISMATCH, cpu_box, h200
+from tests.torchtest import needs_torch
 
 FAST = ["--skip", "torch", "--skip", "conda", "--skip", "docker", "--skip", "toolkits"]
 H200_REPORT = ROOT / "tests/fixtures/h200-driver580-cuda13/envdoctor-check.json"
@@ -304,6 +305,7 @@ def test_generated_schemas_are_current(kind):
     assert (ROOT / "envdoctor" / "schemas" / row.file).read_text() == maker.text_for(kind)
 
 
+@needs_torch
 def test_burn_json_of_a_cpu_run(tmp_path):
     r = invoke("burn", "--seconds", "5", "--json", env={"HOME": str(tmp_path)})
     assert r.exit_code == 0, r.output

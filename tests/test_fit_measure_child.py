@@ -26,6 +26,7 @@ from envdoctor.fit.estimate import estimate
 from envdoctor.fit.findings import measure_findings
 from envdoctor.fit.measure import run_measure
 from envdoctor.fit.workload import Workload
+from tests.torchtest import needs_torch
 
 TINY = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 64, "intermediate_size": 160,
         "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 1000}
@@ -41,6 +42,7 @@ def measured(w: Workload, **kw):
     return est, m
 
 
+@needs_torch
 def test_training_on_the_cpu_measures_each_term_and_the_estimate_agrees():
     est, m = measured(Workload(mode="train", batch=2, seq=64, dtype="fp32"))
     assert m.status == "measured", m.message
@@ -57,6 +59,7 @@ def test_training_on_the_cpu_measures_each_term_and_the_estimate_agrees():
     assert m.matmul is not None and m.matmul.status == "ok" and m.matmul.dtype == "fp32"
 
 
+@needs_torch
 def test_generation_on_the_cpu_measures_the_kv_cache():
     est, m = measured(Workload(mode="infer", batch=2, seq=32, new_tokens=4, dtype="fp32"))
     assert m.status == "measured", m.message
@@ -73,6 +76,7 @@ def _site(tmp_path: Path, body: str) -> dict:
     return env
 
 
+@needs_torch
 def test_out_of_memory_in_backward_is_a_result_naming_the_phase(tmp_path):
     env = _site(tmp_path, (
         "import torch, torch.autograd\n"
@@ -92,6 +96,7 @@ def test_out_of_memory_in_backward_is_a_result_naming_the_phase(tmp_path):
 
 
 @pytest.mark.skipif(importlib.util.find_spec("peft") is not None, reason="peft is installed here")
+@needs_torch
 def test_lora_without_peft_is_unavailable_not_guessed():
     est, m = measured(Workload(mode="train", batch=1, seq=16, dtype="fp32", lora_rank=4))
     assert m.status == "unavailable"
@@ -111,6 +116,7 @@ def test_a_hung_target_is_bounded(tmp_path):
     assert [f.code for f in measure_findings(est, m, None)] == ["ED635"]
 
 
+@needs_torch
 def test_a_stop_ends_the_child_and_says_so():
     est = estimate(SPEC, Workload(mode="train", batch=2, seq=64, dtype="fp32"), load_constants())
     stop = threading.Event()

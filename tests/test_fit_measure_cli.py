@@ -11,6 +11,7 @@ from click.testing import CliRunner
 
 from envdoctor.cli import cli
 from tests.documents import validate
+from tests.torchtest import needs_torch
 
 TINY = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 64, "intermediate_size": 160,
         "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 1000}
@@ -27,6 +28,7 @@ def run(*args: str):
     return CliRunner().invoke(cli, ["fit", *args])
 
 
+@needs_torch
 def test_measure_on_the_cpu_prints_the_estimate_beside_the_measurement(tiny):
     r = run(tiny, "--train", "--batch", "2", "--seq", "64", "--dtype", "fp32", "--measure", "--cpu",
             "--python", sys.executable)
@@ -39,6 +41,7 @@ def test_measure_on_the_cpu_prints_the_estimate_beside_the_measurement(tiny):
     assert "ED636 info: Measured on the CPU: tensor bytes only" in r.output
 
 
+@needs_torch
 def test_measure_json_follows_the_schema(tiny):
     r = run(tiny, "--infer", "--seq", "16", "--new-tokens", "2", "--dtype", "fp32", "--measure", "--cpu",
             "--python", sys.executable, "--json")
@@ -51,6 +54,7 @@ def test_measure_json_follows_the_schema(tiny):
     assert [f["code"] for f in m["findings"]] == ["ED636"]
 
 
+@needs_torch
 def test_measure_without_a_gpu_says_it_needs_one(tiny):
     r = run(tiny, "--train", "--seq", "16", "--dtype", "fp32", "--measure", "--python", sys.executable)
     assert r.exit_code == 2, r.output

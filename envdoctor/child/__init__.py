@@ -128,7 +128,8 @@ def _resource(name: str) -> str:
         raise FileNotFoundError(f"{name}: not a script of envdoctor")
     data = pkgutil.get_data(package, relative)
     if data is None:   # pragma: no cover - a broken installation
-        raise FileNotFoundError(f"envdoctor/{relative if package == 'envdoctor' else 'child/' + name} is missing from this installation")
+        where = relative if package == "envdoctor" else "child/" + name
+        raise FileNotFoundError(f"envdoctor/{where} is missing from this installation")
     return data.decode("utf-8")
 
 
