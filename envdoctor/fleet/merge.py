@@ -154,13 +154,13 @@ class NodeRedactor(Redactor):
         token's dotted parts are walked down a tree of the words' parts, so the work is linear in
         the token (joining every prefix of a 40,000-dot word was quadratic: 13.7 s)."""
         token = match.group(0)
-        node = self._tree
+        node: Optional[Dict[Any, Any]] = self._tree
         end = 0                 # where the part being walked starts
-        best = None
+        best: Optional[Tuple[str, int]] = None
         while True:
             dot = token.find(".", end)
             part = token[end:] if dot < 0 else token[end:dot]
-            node = node.get(part)   # type: ignore[assignment]
+            node = node.get(part) if node is not None else None
             if node is None:
                 break
             stop = len(token) if dot < 0 else dot
