@@ -133,7 +133,11 @@ def interpret(child: ChildRun, exe: str, chosen_by: str, with_torch: bool = True
         return (TargetPython(executable=exe, chosen_by=chosen_by, version=version, error=err),
                 TorchFacts(error=ProbeError("unavailable", f"not inspected: {err.message}", command)))
     if error is not None and child.failure is not None:
-        error = ProbeError("crashed", f"envdoctor's torch check failed inside {exe}: {error.message}", command)
+        # the target's own answer (whatever its kind: a Python that cannot run the check, a planted
+        # line): a problem of that interpreter for ED200, not envdoctor's bug (exit 3)
+        kind = str(failure_kind)[:40] if isinstance(failure_kind, str) else "error"
+        error = ProbeError("unavailable", f"the torch check inside {exe} answered an error ({kind}): "
+                           f"{error.message}", command)
     elif error is not None and error.kind == "unparseable":
         reason = stderr_reason(child.stderr, named_only=True)   # "Fatal Python error: ...", a library's complaint
         if reason:
