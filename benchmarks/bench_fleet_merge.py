@@ -35,7 +35,7 @@ sys.path.insert(0, str(ROOT))
 
 from envdoctor.documents import dumps  # noqa: E402
 from envdoctor.fleet.merge import merge_files  # noqa: E402
-from envdoctor.render.fleet import fleet_document, render_html, render_text  # noqa: E402
+from envdoctor.fleet.render import fleet_document, render_html, render_text  # noqa: E402
 from envdoctor.table import load_table  # noqa: E402
 
 

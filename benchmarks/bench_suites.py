@@ -9,7 +9,7 @@ torch):
    every suite), ``--ours-runs`` times;
 2. the classic method for exactly the points the first run measured (``--classic`` re-runs this
    file): ``a @ b`` per dtype and n; ``torch.mul(a, 1.2, out=c)`` and ``c.copy_(a)`` per size; and
-   each layer point's call (the same layer code, ``envdoctor/child/_bench_models.py``, the same
+   each layer point's call (the same layer code, ``envdoctor/bench/target/models.py``, the same
    inputs and ``pass_fn``: no_grad for fwd, gradients set to None before each backward), with
    ``stmt="fn()"``, after ``WARM_CALLS`` calls and a synchronisation. Without them the Timer's
    block-size estimate, its only warm-up, sees the first call of a shape build its cuDNN
@@ -103,9 +103,9 @@ def _classic_matmul() -> Any:
 
 def _models() -> Dict[str, Any]:
     """envdoctor's layer code, as the bench child has it (a part of the child: no imports of its own)."""
-    text = (ROOT / "envdoctor" / "child" / "_bench_models.py").read_text()
+    text = (ROOT / "envdoctor" / "bench" / "target" / "models.py").read_text()
     space: Dict[str, Any] = {"first_line": lambda exc: f"{type(exc).__name__}: {exc}"}
-    exec(compile(text, "_bench_models.py", "exec"), space)
+    exec(compile(text, "bench/target/models.py", "exec"), space)
     return space
 
 
@@ -536,7 +536,7 @@ def quick(out: Path, min_run_time: float, ours_runs: int, tiny: bool = False) ->
 def suite_share() -> float:
     """Seconds of the layers budget per point in the default --suite all run."""
     sys.path.insert(0, str(ROOT))
-    from envdoctor.facts.bench import SUITE_BUDGET
+    from envdoctor.bench.facts import SUITE_BUDGET
 
     return SUITE_BUDGET["layers"] / FULL_LAYER_POINTS
 

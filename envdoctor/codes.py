@@ -372,7 +372,7 @@ _CODES: Tuple[Code, ...] = (
          "Generate the spec with nvidia-ctk cdi generate (again after every driver upgrade).",
          (CTK_CDI,)),
     # --- ED7xx: verify against a snapshot --------------------------------------------------------------
-    # bench (envdoctor/bench/findings.py): matmul, memory bandwidth, layers
+    # bench (envdoctor/bench/rules.py): matmul, memory bandwidth, layers
     Code("ED600", "Tensor Cores not delivering", "bench", ("error",),
          "fp16 matrix products run no faster than the GPU's fp32 units allow: torch runs on the CPU, the fp16 "
          "kernels do not use the Tensor Cores (a torch or cuBLAS older than the GPU), or the GPU is throttled. "
@@ -418,7 +418,7 @@ _CODES: Tuple[Code, ...] = (
          "Some layer points ran out of memory and were skipped (the rest were measured).",
          "Free the GPU of other processes, or read the skipped shapes as too large for this GPU."),
 
-    # fit --measure (envdoctor/fit/findings.py): the estimate against a real run
+    # fit --measure (envdoctor/fit/rules.py): the estimate against a real run
     Code("ED630", "The estimate missed the measured peak by more than its target", "fit", ("warning",),
          "envdoctor fit --measure ran the workload and the estimated peak (reserved + context) is more than 10% "
          "above the measured one or more than 5% below it, the target fit is held to. The term and phase rows "
@@ -544,7 +544,7 @@ _CODES: Tuple[Code, ...] = (
          "Small products measure how fast the CPU issues them more than the GPU, and vary by a third from run "
          "to run: a change, not a regression.",
          "Nothing to fix; compare the large sizes."),
-    # --- ED840-ED869: GPU links and topology (envdoctor/rules/links.py) ----------------------------
+    # --- ED840-ED869: GPU links and topology (envdoctor/links/rules_topo.py) ----------------------------
     Code('ED840', "PCIe link limited below the GPU's generation by its slot", 'links', ('warning',),
          "NVML's maximum for this GPU in this slot (or the bridge port above it in sysfs) is a lower PCIe "
          "generation than the GPU supports: the slot, a riser, or the BIOS's link-speed setting holds it back. "
@@ -607,7 +607,7 @@ _CODES: Tuple[Code, ...] = (
          'the next one: every CUDA start and nvidia-smi call is slower.',
          'systemctl enable --now nvidia-persistenced.',
          (DRIVER_PERSISTENCE,)),
-    # --- ED870-ED899: collectives (envdoctor/rules/comms.py) ---------------------------------------
+    # --- ED870-ED899: collectives (envdoctor/links/rules_comms.py) ---------------------------------------
     Code('ED870', 'Bus bandwidth far below what the links should carry', 'comms', ('error',),
          'At large messages a collective reached less than half of the expected figure (a published one for '
          "this setup, else ~80% of the slowest path's peak): NCCL is not using NVLink or P2P, a link is "
@@ -672,7 +672,7 @@ _CODES: Tuple[Code, ...] = (
          'Nothing to measure; envdoctor comms --backend gloo --nproc N measures CPU processes.',
          ()),
     # --- ED9xx: envdoctor itself -------------------------------------------------------------------
-    # fleet (envdoctor/fleet/drift.py): a node that differs from the others
+    # fleet (envdoctor/fleet/rules.py): a node that differs from the others
     Code("ED751", "A node runs another driver branch than the fleet", "fleet", ("error",),
          "The driver branch (580, 570) decides the highest CUDA the node runs and how the GPUs behave; a job "
          "spread over nodes of different branches fails or differs on some of them.",

@@ -35,7 +35,7 @@ from envdoctor import __version__
 from envdoctor.atomic import user_dir, what_it_is, write_atomic
 from envdoctor.documents import DocumentError, dumps, read_document
 from envdoctor.facts import Facts
-from envdoctor.facts.bench import BenchResult
+from envdoctor.bench.facts import BenchResult
 from envdoctor.facts.serde import DataError, from_data, to_data
 from envdoctor.findings import Finding
 from envdoctor.inputs import InputError, read_input

@@ -12,7 +12,7 @@ import pytest
 
 from envdoctor.bench import analysis
 from envdoctor.bench.chart import chart, format_rate
-from envdoctor.facts.bench import BenchDevice, BenchPoint, BenchResult, NvmlSample
+from envdoctor.bench.facts import BenchDevice, BenchPoint, BenchResult, NvmlSample
 
 H200 = BenchDevice(0, name="NVIDIA H200", capability="9.0", multiprocessors=132, launch_us=10.0,
                    peaks={"fp32": 67.0, "tf32": 494.5, "fp16": 989.0, "bf16": 989.0},
@@ -180,7 +180,7 @@ def test_two_real_h200s_are_siblings_and_a_slow_one_is_flagged():
     from pathlib import Path
 
     from envdoctor.bench.analysis import siblings
-    from envdoctor.facts.bench import BenchResult
+    from envdoctor.bench.facts import BenchResult
     from envdoctor.facts.serde import from_data
 
     doc = json.loads((Path(__file__).parent / "fixtures/h200x2-bench/bench-fp16-bf16-8192.json").read_text())
@@ -194,7 +194,7 @@ def test_two_real_h200s_are_siblings_and_a_slow_one_is_flagged():
 
 def test_bench_matches_torch_device_to_nvml_by_bus_id_whatever_the_domain_width():
     from envdoctor.bench.host import _match_nvml
-    from envdoctor.facts.bench import BenchDevice
+    from envdoctor.bench.facts import BenchDevice
 
     gpus = [{"uuid": "GPU-AA", "pci_bus_id": "00000000:00:06.0"}, {"uuid": "GPU-BB", "pci_bus_id": "00000000:1A:00.0"}]
     # the child prints the bus id as torch's "%08X:%02X:%02X.0"; NVML may give four domain digits

@@ -12,7 +12,7 @@ import pytest
 
 from envdoctor.bench.host import SCRIPT, run_bench
 from envdoctor.child import _resource, run_child
-from envdoctor.cli.bench import exit_code
+from envdoctor.bench.command import exit_code
 from tests.test_bench_fakes import FakeNvml
 
 # One thread: on the shared two-core CI machine contended threads make a tiny product 100x slower now
@@ -94,8 +94,8 @@ def test_child_refuses_a_gpu_that_does_not_exist_on_a_cpu_torch_by_running_on_th
     assert child.result["devices"][0]["kind"] == "cpu"
 
 
-@pytest.mark.parametrize("name", ["_prelude.py", SCRIPT, "plot.py", "torch_probe.py", "_bench_common.py",
-                                  "_bench_matmul.py", "_bench_memory.py", "_bench_models.py", "_bench_layers.py"])
+@pytest.mark.parametrize("name", ["_prelude.py", SCRIPT, "plot.py", "torch_probe.py", "_torch_common.py",
+                                  "bench/target/matmul.py", "bench/target/memory.py", "bench/target/models.py", "bench/target/layers.py"])
 def test_child_source_stays_python38_and_torch_free_at_import(name):
     src = _resource(name)
     ast.parse(src, feature_version=(3, 8))       # a SyntaxError here breaks old target Pythons
@@ -121,7 +121,7 @@ class _WallClock:
 
 def _timing_part():
     space = {}
-    exec(compile(_resource("_bench_common.py"), "_bench_common.py", "exec"), space)
+    exec(compile(_resource("_torch_common.py"), "_torch_common.py", "exec"), space)
     return space
 
 
@@ -166,7 +166,7 @@ def test_fwd_bwd_gradients_are_fresh_each_call_not_accumulated():
     import torch
 
     space = {"first_line": str}
-    exec(compile(_resource("_bench_models.py"), "_bench_models.py", "exec"), space)
+    exec(compile(_resource("bench/target/models.py"), "bench/target/models.py", "exec"), space)
     layer = space["build_layer"](torch, "gpt2", {"h": 16, "heads": 2, "ffn": 32}, torch.float64, "cpu")
     x, ctx = space["point_inputs"](torch, layer, 1, 8, "cpu", True)
     dy = torch.randn(x.shape, dtype=x.dtype)
@@ -184,7 +184,7 @@ def test_the_counting_mode_does_not_import_dynamo():
     script = (
         "import sys, torch\n"
         "space = {'first_line': str}\n"
-        "for name in ('_bench_models.py', '_bench_layers.py'):\n"
+        "for name in ('envdoctor/bench/target/models.py', 'envdoctor/bench/target/layers.py'):\n"
         "    exec(compile(open(name).read(), name, 'exec'), space)\n"
         "layer = space['build_layer'](torch, 'bert', {'h': 16, 'heads': 2, 'ffn': 32}, torch.float32, 'cpu')\n"
         "x, ctx = space['point_inputs'](torch, layer, 1, 8, 'cpu', False)\n"
@@ -193,9 +193,9 @@ def test_the_counting_mode_does_not_import_dynamo():
         "print(stats['counted_flops'], space['analytic_flops']('bert', layer['dims'], 1, 8), "
         "'torch._dynamo' in sys.modules)\n"
     )
-    from envdoctor.child import __file__ as child_init
+    import envdoctor
 
-    folder = os.path.dirname(child_init)
+    folder = os.path.dirname(os.path.dirname(envdoctor.__file__))   # the names are paths from here
     out = subprocess.run([sys.executable, "-c", script], cwd=folder, capture_output=True, text=True, env=ONE_THREAD)
     assert out.returncode == 0, out.stderr
     # 8Th^2 + 4bs^2h + 4Thf at h=16, f=32, b=1, s=8 (T=8): 16384 + 4096 + 16384

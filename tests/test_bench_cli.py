@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
-from envdoctor.cli.bench import bench
-from envdoctor.facts.bench import BenchResult
+from envdoctor.bench.command import bench
+from envdoctor.bench.facts import BenchResult
 from envdoctor.facts.serde import from_data
 from tests.fakes import cli_runner
 from tests.test_bench_child import needs_torch

@@ -9,7 +9,7 @@ import types
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
-from envdoctor.facts.bench import NvmlSample
+from envdoctor.bench.facts import NvmlSample
 from envdoctor.facts.serde import from_data
 from tests.fakenvml import FakeNvml as _RecordedNvml
 

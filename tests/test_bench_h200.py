@@ -11,10 +11,10 @@ import time
 import pytest
 
 from envdoctor.bench.host import Sampler, build_result, run_bench
-from envdoctor.cli.bench import exit_code
-from envdoctor.facts.bench import SCHEMA, BenchResult
+from envdoctor.bench.command import exit_code
+from envdoctor.bench.facts import SCHEMA, BenchResult
 from envdoctor.facts.serde import from_data, to_data
-from envdoctor.render.bench import render_bench_text
+from envdoctor.bench.render import render_bench_text
 from tests.test_bench_fakes import H200_MODEL, FakeNvml, child_doc, fake_python, recorded_run, replay, samples
 
 
@@ -164,7 +164,7 @@ def test_child_exit_status_gives_its_last_line(tmp_path):
     python = fake_python(tmp_path, stderr='  File "child.py", line 1\nSyntaxError: invalid syntax\n', rc=1)
     r = run_bench(python, nvml=FakeNvml(gpus=0))
     assert r.error.kind == "exit_status" and "SyntaxError: invalid syntax" in r.error.message
-    assert r.error.message.endswith("is probably too old for envdoctor's bench.py)")
+    assert r.error.message.endswith("is probably too old for envdoctor's bench/target/bench.py)")
 
 
 def test_child_reports_no_torch(tmp_path):

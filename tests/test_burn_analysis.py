@@ -11,7 +11,7 @@ import pytest
 from envdoctor.burn import analysis
 from envdoctor.burn.host import match_nvml, memtest_seconds, sample_interval
 from envdoctor.parse.visible import visible_count
-from envdoctor.facts.burn import BurnGpu, Counters, Interval
+from envdoctor.burn.facts import BurnGpu, Counters, Interval
 from envdoctor.nvml import COUNTERS, Reading, Session
 from envdoctor.table import data_directory, load_table
 from envdoctor.table.health import load_health

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from envdoctor.burn import analysis
-from envdoctor.facts.burn import BurnGpu, BurnResult, ChildOutcome, Counters, Interval, MemPass, MemTest, Phase, Sample
+from envdoctor.burn.facts import BurnGpu, BurnResult, ChildOutcome, Counters, Interval, MemPass, MemTest, Phase, Sample
 from envdoctor.table.health import load_health
 
 RECORDING = Path(__file__).parent / "fixtures" / "h200-burn" / "burn-bf16-8192-150s.jsonl"

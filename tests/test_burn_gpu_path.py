@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from envdoctor.child import uses
+from envdoctor.child import _resource, uses
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="needs torch (CPU is enough)")
 
-CHILD = Path(__file__).resolve().parent.parent / "envdoctor" / "child" / "burn.py"
+CHILD = Path(__file__).resolve().parent.parent / "envdoctor" / "burn" / "target" / "burn.py"
 
 
 class FakeEvent:
@@ -45,7 +45,7 @@ def child():
           "stage": lambda name, **f: None, "first_line": lambda exc: f"{type(exc).__name__}: {exc}",
           "Failure": RuntimeError}
     for part in uses(CHILD.read_text()):   # the parts run_child sends before the script
-        exec(compile((CHILD.parent / part).read_text(), part, "exec"), ns)
+        exec(compile(_resource(part), part, "exec"), ns)
     exec(compile(CHILD.read_text(), str(CHILD), "exec"), ns)
     cuda = types.SimpleNamespace(Event=FakeEvent, synchronize=lambda *a: None, empty_cache=lambda: None,
                                  mem_get_info=lambda dev: (40 << 20, 80 << 20))

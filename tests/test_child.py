@@ -128,10 +128,10 @@ def test_an_exit_status_gives_the_last_line_and_a_syntax_error_hints_at_an_old_p
     fake.write_text("#!/bin/sh\ncat > /dev/null\necho '  File \"<stdin>\", line 3' >&2\n"
                     "echo 'SyntaxError: invalid syntax' >&2\nexit 1\n")
     fake.chmod(0o755)
-    r = run_child("bench.py", python=str(fake), timeout=5)
+    r = run_child("bench/target/bench.py", python=str(fake), timeout=5)
     assert r.error.kind == "exit_status" and r.error.message.endswith(
         "exited with status 1: SyntaxError: invalid syntax (" + str(fake) + " is probably too old for "
-        "envdoctor's bench.py)")
+        "envdoctor's bench/target/bench.py)")
 
 
 def test_decode_line_takes_only_protocol_lines():
@@ -166,17 +166,26 @@ def test_ctrl_c_stops_every_child_and_keeps_what_they_said(scripts):
     assert interrupted and [r.result for r in runs] == [{"gpu": 0}, {"gpu": 1}]
 
 
-def test_every_script_of_the_folder_defines_main_and_parses_on_python_38():
+def test_every_target_script_defines_main_and_every_part_parses_on_python_38():
+    """child/ and every plugin's target/ folder: a file that no ``# envdoctor child uses:`` line
+    names is a script and defines ``main``; every file parses on Python 3.8."""
     import ast
-    import pkgutil
+    import glob
 
     import envdoctor
-
-    folder = os.path.join(os.path.dirname(envdoctor.__file__), "child")
-    names = [n for n in os.listdir(folder) if n.endswith(".py") and not n.startswith("_")]
-    assert "torch_probe.py" in names and "bench.py" in names
-    for name in names:
-        if name == "__main__.py":
-            continue
-        tree = ast.parse(pkgutil.get_data("envdoctor.child", name).decode(), feature_version=(3, 8))
-        assert any(isinstance(n, ast.FunctionDef) and n.name == "main" for n in tree.body), name
+    from envdoctor.child import uses
+    base = os.path.dirname(envdoctor.__file__)
+    found = [os.path.relpath(p, base) for p in glob.glob(os.path.join(base, "*", "target", "*.py"))]
+    common = [n for n in os.listdir(os.path.join(base, "child")) if n.endswith(".py")
+              and n not in ("__init__.py", "__main__.py")]
+    texts = {n: child._resource(n) for n in found + common}
+    parts = {p for text in texts.values() for p in uses(text)}
+    assert parts and "bench/target/matmul.py" in parts and "_torch_common.py" in parts
+    assert parts <= set(texts) | {"_prelude.py"}, parts - set(texts)
+    scripts = [n for n in texts if n not in parts and not n.startswith("_")]
+    assert {"torch_probe.py", "bench/target/bench.py", "burn/target/burn.py", "fit/target/measure.py",
+            "fleet/target/gather.py", "links/target/comms.py"} <= set(scripts)
+    for name, text in texts.items():
+        tree = ast.parse(text, feature_version=(3, 8))
+        if name in scripts:
+            assert any(isinstance(n, ast.FunctionDef) and n.name == "main" for n in tree.body), name

@@ -1,11 +1,11 @@
-"""The shared Click parameters of cli/common.py: ChoiceList (bench --suite/--dtype, burn --dtype,
+"""The shared Click parameters of clicore.py: ChoiceList (bench --suite/--dtype, burn --dtype,
 comms --collective) and gpu_index_or_all (bench and burn --device)."""
 
 import click
 import pytest
 from click.testing import CliRunner
 
-from envdoctor.cli.common import ChoiceList, gpu_index_or_all
+from envdoctor.clicore import ChoiceList, gpu_index_or_all
 
 
 @click.command()

@@ -77,7 +77,7 @@ def test_broken_index_url_in_table_stale():
     ("http://mirror.example.com./whl", "http://mirror.example.com./whl"),  # a fully qualified name
 ])
 def test_good_index_urls_still_pass(url, kept):
-    from envdoctor.cli.common import check_index_url
+    from envdoctor.clicore import check_index_url
 
     assert check_index_url(None, None, url) == kept  # type: ignore[arg-type]
 

@@ -4,7 +4,7 @@ import pytest
 from click.testing import CliRunner
 
 from envdoctor.cli import COMMANDS, cli
-from envdoctor.render.style import Style, color_choice, color_enabled, paint
+from envdoctor.style import Style, color_choice, color_enabled, paint
 from tests.machines import h200
 
 FAST = ["--skip", "torch", "--skip", "conda", "--skip", "docker", "--skip", "toolkits"]

@@ -16,9 +16,9 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from envdoctor.comms.host import CommsOptions, run_comms
-from envdoctor.comms.launch import free_port
-from envdoctor.rules.comms import verdicts
+from envdoctor.links.host import CommsOptions, run_comms
+from envdoctor.launch import free_port
+from envdoctor.links.rules_comms import verdicts
 
 pytest.importorskip("torch")
 

@@ -1,10 +1,10 @@
-"""Launcher detection and the ranks' environment (envdoctor/comms/launch.py)."""
+"""Launcher detection and the ranks' environment (envdoctor/launch.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from envdoctor.comms.launch import (
+from envdoctor.launch import (
     PASSED_THROUGH,
     LaunchError,
     detect,

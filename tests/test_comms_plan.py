@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from envdoctor.child import _comms_common as child   # the timing and checks comms.py uses
-from envdoctor.comms.plan import SizeError, algbw_gbps, busbw_factor, busbw_gbps, human_bytes, parse_size, parse_sizes
+from envdoctor.links.target import common as child   # the timing and checks comms.py uses
+from envdoctor.links.plan import SizeError, algbw_gbps, busbw_factor, busbw_gbps, human_bytes, parse_size, parse_sizes
 
 
 def test_sizes_as_nccl_tests_reads_them():

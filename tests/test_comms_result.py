@@ -1,4 +1,4 @@
-"""From the ranks' answers to a result and its verdicts (envdoctor/comms/result.py, rules/comms.py), on
+"""From the ranks' answers to a result and its verdicts (envdoctor/links/analysis_comms.py, links/rules_comms.py), on
 answers shaped like the child's for 8 H200 on NVSwitch (tests/linkmachines.py) and one H200."""
 
 from __future__ import annotations
@@ -11,15 +11,15 @@ from typing import Any, Dict, List, Optional
 import jsonschema
 
 from envdoctor.child import from_ran
-from envdoctor.comms.result import build
+from envdoctor.links.analysis_comms import build
 from envdoctor.facts.base import ProbeError
-from envdoctor.facts.comms import HostCopy
+from envdoctor.links.facts_comms import HostCopy
 from envdoctor.parse.nccl_log import parse_nccl_log
-from envdoctor.probes import links
-from envdoctor.rules.comms import verdicts
+from envdoctor.links import probe as links
+from envdoctor.links.rules_comms import verdicts
 from envdoctor.run import Ran
-from envdoctor.table.links import load_links
-from envdoctor.topology import expected
+from envdoctor.links.table import load_links
+from envdoctor.links.analysis_topo import expected
 from tests.linkmachines import context, nvswitch
 from tests.machines import h200
 from tests.test_comms_nccl_log import LOG_2_28
@@ -56,20 +56,20 @@ def answer(rank: int, n: int, busbw: Dict[str, float], pairs: Optional[List[Dict
 
 
 def ok_run(result: Dict[str, Any]):
-    return from_ran("comms.py", "python3", Ran(("python3", "-"), 0, _line("result", result=result), "", 12.0))
+    return from_ran("links/target/comms.py", "python3", Ran(("python3", "-"), 0, _line("result", result=result), "", 12.0))
 
 
 def hung_run(rank: int):
     out = "\n".join([_line("plan", points=4, world_size=8, rank=rank, device=_device(rank)),
                      _line("stage", stage="all_reduce 1073741824 bytes")])
-    return from_ran("comms.py", "python3", Ran(("python3", "-"), None, out, "",
+    return from_ran("links/target/comms.py", "python3", Ran(("python3", "-"), None, out, "",
                                                 61.0, ProbeError("timeout", "python3 printed nothing for 60 s")))
 
 
 def failed_run(rank: int, seconds: float):
     out = _line("error", error={"kind": "collective_failed", "message": f"rank {rank}: all_reduce failed: "
                                 "DistBackendError: watchdog timeout"})
-    return from_ran("comms.py", "python3", Ran(("python3", "-"), 1, out, "", seconds,
+    return from_ran("links/target/comms.py", "python3", Ran(("python3", "-"), 1, out, "", seconds,
                                                 ProbeError("exit_status", "exited 1")))
 
 
@@ -175,7 +175,7 @@ def test_skipped_sizes(tmp_path):
 
 
 def test_published_figure_and_the_text_report(tmp_path):
-    from envdoctor.render.comms import comms_document, render_comms_text
+    from envdoctor.links.render_comms import comms_document, render_comms_text
 
     env = {"NCCL_NVLS_ENABLE": "0"}
     r = _result(tmp_path, [ok_run(answer(i, 8, BUSBW, env=env)) for i in range(8)], env=env)

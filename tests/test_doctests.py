@@ -9,7 +9,7 @@ import pytest
 DOCTEST_MODULES = (
     "envdoctor.codes",
     "envdoctor.probes.reasons",
-    "envdoctor.render.style",
+    "envdoctor.style",
 )
 
 

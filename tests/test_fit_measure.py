@@ -14,13 +14,13 @@ import pytest
 
 from envdoctor.child import ChildRun
 from envdoctor.facts.base import ProbeError
-from envdoctor.fit.compare import compare
+from envdoctor.fit.analysis import compare
 from envdoctor.fit.config import spec_from_config
 from envdoctor.fit.constants import load_constants
 from envdoctor.fit.estimate import estimate
-from envdoctor.fit.findings import measure_findings
-from envdoctor.fit.measure import cpu_problem, measure_timeout, measurement_of
-from envdoctor.fit.measurement import Measurement, MeasurementError, measurement_from_child
+from envdoctor.fit.rules import measure_findings
+from envdoctor.fit.host import cpu_problem, measure_timeout, measurement_of
+from envdoctor.fit.facts import Measurement, MeasurementError, measurement_from_child
 from envdoctor.fit.models import bundled_models
 from envdoctor.fit.workload import Workload
 
@@ -133,21 +133,21 @@ def test_unavailable_stopped_and_cpu_findings():
 
 
 def test_a_child_that_did_not_answer_is_a_failed_measurement_naming_the_step():
-    run = ChildRun("fit_measure.py", "/usr/bin/python3", stage="step 2: backward",
+    run = ChildRun("fit/target/measure.py", "/usr/bin/python3", stage="step 2: backward",
                    error=ProbeError("timeout", "/usr/bin/python3 did not finish the fit measurement in 30 s "
                                                "during step 2: backward"))
     m = measurement_of(run, False, {}, None, None)
     assert m.status == "failed" and "did not finish" in (m.message or "") and "step 2: backward" in m.message
-    no_torch = ChildRun("fit_measure.py", "/usr/bin/python3", failure={"kind": "no_torch"},
+    no_torch = ChildRun("fit/target/measure.py", "/usr/bin/python3", failure={"kind": "no_torch"},
                         error=ProbeError("unavailable", "ModuleNotFoundError: No module named 'torch'"))
     assert "torch is not installed in /usr/bin/python3" in (measurement_of(no_torch, False, {}, None, None).message
                                                             or "")
-    stopped = ChildRun("fit_measure.py", "p", error=ProbeError("interrupted", "stopped"), stage="CUDA init")
+    stopped = ChildRun("fit/target/measure.py", "p", error=ProbeError("interrupted", "stopped"), stage="CUDA init")
     assert measurement_of(stopped, False, {}, None, None).status == "stopped"
 
 
 def test_the_gpu_is_matched_to_nvml_by_uuid():
-    run = ChildRun("fit_measure.py", "p", result=doc("h200-train-synthetic.json"))
+    run = ChildRun("fit/target/measure.py", "p", result=doc("h200-train-synthetic.json"))
     by_uuid = {"gpu-0": 1, "gpu-5f1c0a2e-0000-0000-0000-000000000000": H200_FREE_BEFORE}
     assert measurement_of(run, False, by_uuid, None, None).context_bytes == 800_000_000
     assert measurement_of(run, False, {"gpu-other": 5}, None, None).context_bytes \

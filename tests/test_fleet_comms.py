@@ -15,11 +15,12 @@ import pytest
 
 from envdoctor.child import ChildRun
 from envdoctor.facts.base import ProbeError
-from envdoctor.fleet import comms, gather
+from envdoctor.fleet import comms
+from envdoctor.fleet import host as gather
 from envdoctor.fleet.launcher import rendezvous
-from envdoctor.fleet.model import Document, NodeInput
+from envdoctor.fleet.facts import Document, NodeInput
 from envdoctor.fleet.merge import merge
-from envdoctor.render.fleet import fleet_document, render_html, render_markdown, render_text
+from envdoctor.fleet.render import fleet_document, render_html, render_markdown, render_text
 from tests import fleetdocs as fd
 from tests.test_fleet_gather import env_with, needs_torch
 from tests.test_fleet_merge import validate
@@ -192,7 +193,7 @@ def test_when_rank_0s_child_dies_in_the_comms_phase_the_gathered_reports_are_sti
     path = tmp_path / "rank-0.json"
     path.write_text(gather.payload(0, "gpu1", {"report": json.dumps(fd.h200())}, None, 1.0))
     got = {"transport": "gloo", "joined": [0], "files": {"0": str(path)}}
-    run = ChildRun("fleet_gather.py", sys.executable, events=({"kind": "gathered", "result": got},),
+    run = ChildRun("fleet/target/gather.py", sys.executable, events=({"kind": "gathered", "result": got},),
                    error=ProbeError("crashed", "python3 was killed by SIGABRT during comms: round 1"),
                    stage="comms: round 1")
     inputs, info = gather.collect(r, run)
@@ -227,7 +228,7 @@ def test_the_comms_configuration_carries_the_quick_pass_and_the_sizes_per_backen
 def test_one_node_says_there_is_no_bus_bandwidth_to_measure_not_busbw_0():
     """Run on the H200 with one rank, the text read "all-reduce over 1 nodes: ... busbw 0 GB/s"."""
     from envdoctor.fleet.comms import FleetComms, Transfer
-    from envdoctor.render.fleet import comms_lines
+    from envdoctor.fleet.render import comms_lines
 
     one = Transfer(bytes=1 << 20, iters=20, warmup=5, time_s=3.5e-5, time_max_s=3.5e-5, algbw_gbps=30.3,
                    busbw_gbps=0.0, busbw_factor=0.0, wrong=0, ranks=1)

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from envdoctor.child import ChildRun
-from envdoctor.fleet import gather
+from envdoctor.fleet import host as gather
 from envdoctor.fleet.launcher import rendezvous
 from envdoctor.fleet.merge import merge
 from tests import fleetdocs as fd
@@ -137,7 +137,7 @@ def test_collect_turns_payload_files_into_nodes_and_names_the_one_that_sent_noth
         path = tmp_path / f"rank-{rank}.json"
         path.write_text(gather.payload(rank, f"gpu{rank + 1}", {"report": json.dumps(doc)}, None, 1.0))
         files[str(rank)] = str(path)
-    run = ChildRun("fleet_gather.py", sys.executable, result={
+    run = ChildRun("fleet/target/gather.py", sys.executable, result={
         "transport": "store", "joined": [0, 1, 2], "missing": [], "late": [], "files": files,
         "seconds": {"total": 4.2}, "group_error": "RuntimeError: Connection closed by peer"})
     inputs, info = gather.collect(r, run)
@@ -155,7 +155,7 @@ def test_envdoctor_node_names_the_node_over_its_host_name(tmp_path):
     mine = gather.local(r, env, inspect_node=None)
     path = tmp_path / "rank-0.json"
     path.write_text(mine.text)
-    run = ChildRun("fleet_gather.py", sys.executable, result={"transport": "gloo", "joined": [0],
+    run = ChildRun("fleet/target/gather.py", sys.executable, result={"transport": "gloo", "joined": [0],
                                                               "files": {"0": str(path)}})
     inputs, _ = gather.collect(r, run)
     fleet, _ = merge(inputs, mode="gather")
@@ -166,7 +166,7 @@ def test_a_payload_whose_report_is_broken_is_an_unreadable_node(tmp_path):
     r = rendezvous({"RANK": "0", "WORLD_SIZE": "1", "MASTER_ADDR": "127.0.0.1"})
     path = tmp_path / "rank-0.json"
     path.write_text(gather.payload(0, "gpu1", {"report": '{"schema": "envdoctor.report/9"}'}, None, 1.0))
-    run = ChildRun("fleet_gather.py", sys.executable, result={"transport": "gloo", "joined": [0],
+    run = ChildRun("fleet/target/gather.py", sys.executable, result={"transport": "gloo", "joined": [0],
                                                               "files": {"0": str(path)}})
     (node,), _ = gather.collect(r, run)
     assert node.status == "unreadable"

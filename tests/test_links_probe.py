@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from envdoctor.probes import links
+from envdoctor.links import probe as links
 from envdoctor.probes.context import Context
 from tests.fakes import FakeBin, recorded
 from tests.linkmachines import bridged_quad, context, nv4_bridge, nvswitch, pci_tree, pcie_pair

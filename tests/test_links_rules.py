@@ -8,8 +8,8 @@ import pytest
 
 from envdoctor.facts import Facts
 from envdoctor.facts.gpu import DriverFacts
-from envdoctor.probes import links
-from envdoctor.rules import links as rules
+from envdoctor.links import probe as links
+from envdoctor.links import rules_topo as rules
 from envdoctor.table import load_table
 from tests.linkmachines import LinkNvml, context, nv4_bridge, nvswitch, pcie_pair
 from tests.machines import h200

@@ -1,4 +1,4 @@
-"""data/links.toml and its loader (envdoctor/table/links.py): rates, lookups, and broken copies."""
+"""data/links.toml and its loader (envdoctor/links/table.py): rates, lookups, and broken copies."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from envdoctor.table.links import load_links
+from envdoctor.links.table import load_links
 from envdoctor.table.schema import TableError
 
 if sys.version_info >= (3, 11):
@@ -91,7 +91,7 @@ def test_health_and_link_rows_answer_to_the_names_the_gpu_table_answers_to():
     """The review's find: "H200" or "NVIDIA_H200" found the gpus.toml row but not health.toml's or
     links.toml's (each table normalised names its own way); one rule now (table/names.py)."""
     from envdoctor.table.health import load_health
-    from envdoctor.table.links import load_links
+    from envdoctor.links.table import load_links
 
     links, health = load_links(), load_health()
     assert links.gpu("H200") is links.gpu("NVIDIA H200") is links.gpu("nvidia_h200") is not None

@@ -1,10 +1,10 @@
-"""Expected peak of each PCIe link and GPU pair (envdoctor/topology.py) from the facts and data/links.toml."""
+"""Expected peak of each PCIe link and GPU pair (envdoctor/links/analysis_topo.py) from the facts and data/links.toml."""
 
 from __future__ import annotations
 
-from envdoctor.probes import links
-from envdoctor.table.links import load_links
-from envdoctor.topology import expected
+from envdoctor.links import probe as links
+from envdoctor.links.table import load_links
+from envdoctor.links.analysis_topo import expected
 from tests.linkmachines import bridged_quad, context, nv4_bridge, nvswitch, pcie_pair
 from tests.machines import h200
 

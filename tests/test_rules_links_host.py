@@ -7,8 +7,8 @@ from dataclasses import replace
 from envdoctor.facts import Facts
 from envdoctor.facts.gpu import DriverFacts
 from envdoctor.facts.system import SystemFacts
-from envdoctor.probes import links
-from envdoctor.rules import links as rules
+from envdoctor.links import probe as links
+from envdoctor.links import rules_topo as rules
 from envdoctor.table import load_table
 from tests.linkmachines import context, nvswitch
 

@@ -9,7 +9,7 @@ import pytest
 
 from envdoctor import snapshot as store
 from envdoctor.facts import Facts, SystemFacts
-from envdoctor.facts.bench import BenchPoint, BenchResult
+from envdoctor.bench.facts import BenchPoint, BenchResult
 from envdoctor.findings import Finding
 from envdoctor.snapshot import SnapshotError
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from envdoctor.facts import ProbeError
-from envdoctor.facts.bench import BenchDevice, BenchPoint, BenchResult
+from envdoctor.bench.facts import BenchDevice, BenchPoint, BenchResult
 from envdoctor.facts.conda import CondaFacts
 from envdoctor.facts.docker import DockerFacts
 from envdoctor.facts.gpu import GpuInfo

@@ -23,7 +23,7 @@ sys.path.insert(0, str(ROOT))
 
 #: document kind -> (the dataclass of the whole document, its "schema" value, title, who prints it)
 GENERATED: Dict[str, Tuple[str, str, str]] = {
-    "burn": ("envdoctor.facts.burn:BurnResult", "envdoctor burn result", "envdoctor burn --json"),
+    "burn": ("envdoctor.burn.facts:BurnResult", "envdoctor burn result", "envdoctor burn --json"),
 }
 
 

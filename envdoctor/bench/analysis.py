@@ -19,8 +19,8 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from envdoctor.bench import layers, memory
 from envdoctor.bench.attribution import attribute
-from envdoctor.bench.findings import bench_findings
-from envdoctor.facts.bench import (
+from envdoctor.bench.rules import bench_findings
+from envdoctor.bench.facts import (
     BenchDevice,
     BenchPoint,
     BenchResult,

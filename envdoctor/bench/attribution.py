@@ -1,7 +1,7 @@
 """The NVML samples taken during one point of any suite: median clocks, power, temperature, and
 every throttle reason seen (pure).
 
->>> from envdoctor.facts.bench import MemoryPoint, NvmlSample
+>>> from envdoctor.bench.facts import MemoryPoint, NvmlSample
 >>> p = MemoryPoint(0, "copy", 1 << 28, started=10.0, ended=10.2)
 >>> s = [NvmlSample(10.05, 0, 1980, 512.0, 44, (), 0, 3201), NvmlSample(10.15, 0, 1980, 530.0, 45, (), 0, 3201)]
 >>> q = attribute(p, s, 0)
@@ -15,7 +15,7 @@ import dataclasses
 import statistics
 from typing import Iterable, List, Optional, Sequence, TypeVar
 
-from envdoctor.facts.bench import NvmlSample
+from envdoctor.bench.facts import NvmlSample
 
 P = TypeVar("P")
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 import math
 from typing import Callable, List, Mapping, Optional, Sequence, Tuple
 
-from envdoctor.facts.bench import DTYPES, BenchPoint
-from envdoctor.render.style import paint
+from envdoctor.bench.facts import DTYPES, BenchPoint
+from envdoctor.style import paint
 
 _EIGHTHS = " ▏▎▍▌▋▊▉█"
 _COLORS = {"fp32": "blue", "tf32": "cyan", "fp16": "green", "bf16": "magenta", "mul": "yellow", "copy": "cyan"}

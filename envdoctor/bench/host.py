@@ -5,7 +5,7 @@
 ('bf16', 659, 'Tensor Cores confirmed: fp16 runs 12.4x fp32')
 >>> r = run_bench("/opt/torch/.venv/bin/python3", suites=("matmul", "memory"))   # doctest: +SKIP
 
-The child (``envdoctor/child/bench.py``, with the suites' parts it names) goes through the one
+The child (``envdoctor/bench/target/bench.py``, with the suites' parts it names) goes through the one
 child protocol (:mod:`envdoctor.child`): one child runs every suite asked for, so torch is
 imported once. It emits one ``point`` event per point (with its ``suite``), so the host shows
 progress and keeps the finished points of a child that later crashes or hangs. NVML is read
@@ -19,11 +19,11 @@ from datetime import datetime, timezone
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from envdoctor.bench import analysis
-from envdoctor.bench.findings import bench_findings
+from envdoctor.bench.rules import bench_findings
 from envdoctor.bench.memory import elements_label
 from envdoctor.child import ChildRun, draw_plot, find_python, run_child
 from envdoctor.facts.base import ErrorKind, ProbeError
-from envdoctor.facts.bench import (
+from envdoctor.bench.facts import (
     DEFAULT_BUDGET,
     DEFAULT_SIZES,
     DTYPES,
@@ -40,9 +40,9 @@ from envdoctor.facts.bench import (
 from envdoctor.facts.serde import DataError, from_data, to_data
 from envdoctor.nvml import Reading, Session
 from envdoctor.nvml import Sampler as NvmlSampler
-from envdoctor.probes.links import pci_address
+from envdoctor.links.probe import pci_address
 
-SCRIPT = "bench.py"
+SCRIPT = "bench/target/bench.py"
 CHILD_SCHEMA = "envdoctor.bench.child/1"
 #: Seconds allowed beyond the measurement budget: torch import, CUDA start, allocations.
 STARTUP_ALLOWANCE = 120.0

@@ -16,7 +16,7 @@ from dataclasses import replace
 from typing import List, Optional, Sequence
 
 from envdoctor.bench.attribution import attribute
-from envdoctor.facts.bench import BenchDevice, MemoryPoint, NvmlSample, Verdict
+from envdoctor.bench.facts import BenchDevice, MemoryPoint, NvmlSample, Verdict
 
 #: Sizes whose two buffers span at least this many L2 caches judge the HBM.
 L2_FACTOR = 4

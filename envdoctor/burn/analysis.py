@@ -17,7 +17,7 @@ import statistics
 from dataclasses import replace
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
-from envdoctor.facts.burn import BurnGpu, Counters, Interval, Phase, Sample, Summary
+from envdoctor.burn.facts import BurnGpu, Counters, Interval, Phase, Sample, Summary
 
 #: share of a dtype's load treated as warm-up, and its floor in seconds
 WARMUP_SHARE = 0.1

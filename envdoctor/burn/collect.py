@@ -14,7 +14,7 @@ from dataclasses import replace
 from typing import Any, Dict, List, Optional, Tuple
 
 from envdoctor.child import ChildRun
-from envdoctor.facts.burn import BurnGpu, ChildOutcome, Interval, MemPass, MemTest, Phase
+from envdoctor.burn.facts import BurnGpu, ChildOutcome, Interval, MemPass, MemTest, Phase
 from envdoctor.facts.serde import DataError, from_data
 
 #: child failures that are the target's, not a GPU's: the run as a whole cannot go on

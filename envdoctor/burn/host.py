@@ -6,7 +6,7 @@
 
 envdoctor's own process reads NVML (:mod:`envdoctor.nvml`): identity, thresholds and counters
 of every GPU at the start and at the end, a sample of every GPU every second, and Xid events in
-a thread waiting on NVML's event set. The children (``envdoctor/child/burn.py``) go through the
+a thread waiting on NVML's event set. The children (``envdoctor/burn/target/burn.py``) go through the
 one child protocol (:func:`envdoctor.child.run_children`), so a GPU whose child hangs or dies
 is FAULTY with the reason and the others are still reported; Ctrl-C asks every child to stop
 (SIGTERM) and they answer with what they did.
@@ -26,14 +26,14 @@ from envdoctor.burn import analysis, collect, rules
 from envdoctor.child import ChildRun, Job, draw_plot, run_children
 from envdoctor.parse.visible import visible_count
 from envdoctor.facts.base import ErrorKind, ProbeError
-from envdoctor.facts.burn import CPU_N, GPU_N, BurnGpu, BurnResult, Phase, XidSeen
+from envdoctor.burn.facts import CPU_N, GPU_N, BurnGpu, BurnResult, Phase, XidSeen
 from envdoctor.findings import Finding
 from envdoctor.nvml import COUNTERS, SAMPLE, Reading, Sampler, Session, XidEvent, XidWatch
-from envdoctor.probes.links import pci_address
+from envdoctor.links.probe import pci_address
 from envdoctor.table.health import Health, load_health
 
-SCRIPT = "burn.py"
-PLOT_SCRIPT = "burn_plot.py"
+SCRIPT = "burn/target/burn.py"
+PLOT_SCRIPT = "burn/target/plot.py"
 #: seconds a child may take beyond its load and memory test (torch import, CUDA start, a slow disk)
 STARTUP_ALLOWANCE = 120.0
 #: a child silent this long is hung (its load prints an interval about every INTERVAL seconds)
@@ -324,7 +324,7 @@ def assemble(result: BurnResult, runs: Sequence[ChildRun], watch: Watch, health:
 # --- the PNG ---------------------------------------------------------------------------------
 
 def plot_spec(result: BurnResult, path: str) -> Dict[str, Any]:
-    """What child/burn_plot.py draws: per GPU, time series of rate, temperature, power and clock."""
+    """What burn/target/plot.py draws: per GPU, time series of rate, temperature, power and clock."""
     t0 = min((s.t for g in result.gpus for s in g.samples), default=None)
     if t0 is None:
         t0 = min((i.start for g in result.gpus for p in g.phases for i in p.intervals), default=0.0)

@@ -16,7 +16,7 @@ from dataclasses import replace
 from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from envdoctor import codes
-from envdoctor.facts.burn import BurnGpu, BurnResult, Phase
+from envdoctor.burn.facts import BurnGpu, BurnResult, Phase
 from envdoctor.findings import Finding, Severity, sort_findings
 from envdoctor.table.health import Health
 

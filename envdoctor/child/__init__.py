@@ -91,21 +91,20 @@ def find_python(explicit: Optional[str], env: Optional[Mapping[str, str]] = None
 
 
 #: A script that needs other files names them on a line of its own, e.g.
-#: ``# envdoctor child uses: _bench_common.py _bench_matmul.py``: they are sent before it, in that order.
+#: ``# envdoctor child uses: _torch_common.py bench/target/matmul.py``: they are sent before it, in that order.
 #: A bare name is a file of this folder; ``bench/target/matmul.py`` is a path under the package.
 USES = "# envdoctor child uses:"
 
 
 def uses(text: str) -> Tuple[str, ...]:
-    """The parts a script names on its ``# envdoctor child uses:`` line (among its first 60 lines).
+    """The parts a script names on its ``# envdoctor child uses:`` lines (among its first 60 lines;
+    a long list may go on several such lines, read in order).
 
-    >>> uses("'''Doc.'''\\n# envdoctor child uses: _bench_common.py _bench_matmul.py\\nimport os\\n")
-    ('_bench_common.py', '_bench_matmul.py')
+    >>> uses("'''Doc.'''\\n# envdoctor child uses: _torch_common.py bench/target/matmul.py\\nimport os\\n")
+    ('_torch_common.py', 'bench/target/matmul.py')
     """
-    for line in text.splitlines()[:60]:
-        if line.startswith(USES):
-            return tuple(line[len(USES):].split())
-    return ()
+    return tuple(part for line in text.splitlines()[:60] if line.startswith(USES)
+                 for part in line[len(USES):].split())
 
 
 def script_text(name: str) -> str:
@@ -116,8 +115,18 @@ def script_text(name: str) -> str:
     return "".join([_resource("_prelude.py"), "\n"] + parts + [text, "\n_envdoctor_run(main)\n"])
 
 
+def script_path(name: str) -> str:
+    """Where a script lives in the source tree: ``envdoctor/child/NAME`` for a bare name, else
+    ``envdoctor/NAME`` (a plugin's own script).
+
+    >>> script_path("torch_probe.py"), script_path("bench/target/bench.py")
+    ('envdoctor/child/torch_probe.py', 'envdoctor/bench/target/bench.py')
+    """
+    return f"envdoctor/{name}" if "/" in name else f"envdoctor/child/{name}"
+
+
 def _resource(name: str) -> str:
-    """A script's text: a bare name is a file of this folder (``_bench_common.py``), a name with a
+    """A script's text: a bare name is a file of this folder (``_torch_common.py``), a name with a
     slash is a path under the envdoctor package (``diag/target/gpu.py``: a plugin's own script).
 
     >>> _resource("_prelude.py").startswith("# -- envdoctor child protocol")
@@ -128,8 +137,7 @@ def _resource(name: str) -> str:
         raise FileNotFoundError(f"{name}: not a script of envdoctor")
     data = pkgutil.get_data(package, relative)
     if data is None:   # pragma: no cover - a broken installation
-        where = relative if package == "envdoctor" else "child/" + name
-        raise FileNotFoundError(f"envdoctor/{where} is missing from this installation")
+        raise FileNotFoundError(f"{script_path(name)} is missing from this installation")
     return data.decode("utf-8")
 
 
@@ -254,7 +262,7 @@ def _outcome(script: str, python: str, what: str, ran: Ran, c: _Collector) -> Ch
     base = ChildRun(script, python, c.result, tuple(c.events), None, c.failure, c.stage, tuple(c.other),
                     _tail(ran.stderr), ran.returncode, ran.seconds, c.dropped, ran.error)
     where = f" during {c.stage}" if c.stage else ""
-    command = f"{python} - < envdoctor/child/{script}"
+    command = f"{python} - < {script_path(script)}"
     err = ran.error
     if err is not None and err.kind in ("not_found", "permission"):
         return replace(base, error=ProbeError(err.kind, f"the target Python {python} could not be run: "
@@ -353,7 +361,7 @@ def run_children(jobs: Sequence[Job], on_event: Optional[Callable[[int, Dict[str
 
 def draw_plot(script: str, spec: Dict[str, Any], python: str, env: Optional[Mapping[str, str]] = None,
               timeout: float = 60.0) -> Tuple[bool, str, Optional[str]]:
-    """Run a plot script (``plot.py``, ``burn_plot.py``, ``comms_plot.py``) on ``spec`` and put the
+    """Run a plot script (``plot.py``, ``burn/target/plot.py``, ``links/target/plot.py``) on ``spec`` and put the
     PNG at ``spec["path"]``: (written, one line saying so, the failure kind, e.g. "no_matplotlib").
 
     The child draws into a private temporary folder; the file is then written atomically

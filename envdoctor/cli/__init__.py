@@ -13,23 +13,24 @@ from typing import Dict, List, Optional
 import click
 
 from envdoctor import __version__
-from envdoctor.cli.common import EXIT_INTERRUPTED, closed_pipe, color_option
+from envdoctor.clicore import EXIT_INTERRUPTED, closed_pipe, color_option
 
-#: command name -> "module:function" under envdoctor.cli
+#: command name -> "module:function": a bare module is one of envdoctor.cli, a dotted one a
+#: plugin's command (``envdoctor.bench.command``)
 COMMANDS: Dict[str, str] = {
     "check": "check:check",
     "recommend": "recommend:recommend",
     "index": "index:index",
-    "bench": "bench:bench",
+    "bench": "envdoctor.bench.command:bench",
     "table": "table:table",
     "snapshot": "snapshot:snapshot",
     "verify": "snapshot:verify",
     "explain": "explain:explain",
-    "burn": "burn:burn",
-    "fit": "fit:fit",
-    "topo": "topo:topo",
-    "comms": "comms:comms",
-    "fleet": "fleet:fleet",
+    "burn": "envdoctor.burn.command:burn",
+    "fit": "envdoctor.fit.command:fit",
+    "topo": "envdoctor.links.command_topo:topo",
+    "comms": "envdoctor.links.command_comms:comms",
+    "fleet": "envdoctor.fleet.command:fleet",
 }
 
 
@@ -72,7 +73,7 @@ class LazyGroup(click.Group):
         if target is None:
             return None
         module_name, attr = target.split(":")
-        module = importlib.import_module(f"envdoctor.cli.{module_name}")
+        module = importlib.import_module(module_name if "." in module_name else f"envdoctor.cli.{module_name}")
         command: click.Command = getattr(module, attr)
         if not any(p.name == "color" for p in command.params):
             # every command takes --color, after its name as well as before it

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Dict, Optional, Tuple
 
 import click
 
-from envdoctor.cli.common import (EXIT_INTERNAL, color_option, debug_option, guarded, make_context,
+from envdoctor.clicore import (EXIT_INTERNAL, color_option, debug_option, guarded, make_context,
                                   python_option, root_option, timeout_option, torch_timeout_option, use_color,
                                   verbosity, verbosity_options)
 from envdoctor.probes import SKIPPABLE, internal_failures, start
@@ -118,16 +118,16 @@ def check(python: Optional[str], timeout: float, torch_timeout: float, as_json: 
 def _text(result: Inspection, color: bool) -> str:
     """The text report: with ``-q`` only the findings and the verdict, with ``-v`` also the sources
     and timings."""
+    from envdoctor.lines import finding_lines, suppressed_line, verdict
     from envdoctor.render import text as render_text
     from envdoctor.render.sources import sources_lines
-    from envdoctor.render.style import Style
+    from envdoctor.style import Style
 
     style = Style(color)
     level = verbosity()
     if level < 0:
-        lines = (render_text.finding_lines(result.findings, style)
-                 + render_text.suppressed_line(result.suppressed, style))
-        return "\n".join(lines + [render_text.verdict(result.findings, style)]) + "\n"
+        lines = finding_lines(result.findings, style) + suppressed_line(result.suppressed, style)
+        return "\n".join(lines + [verdict(result.findings, style)]) + "\n"
     extra = sources_lines(result.facts, result.seconds, style) if level > 0 else ()
     return render_text.render(result.facts, result.findings, color=color, extra=extra, suppressed=result.suppressed)
 
@@ -136,7 +136,7 @@ def _short_bench(facts: Facts, ctx: Context) -> Tuple[Optional[dict], str]:
     """The short benchmark of ``check --bench`` (fp32 and fp16 at one size; ``envdoctor bench`` is the full one)."""
     from envdoctor.bench import QUICK, run_bench
     from envdoctor.facts.serde import to_data
-    from envdoctor.render.bench import render_bench_text
+    from envdoctor.bench.render import render_bench_text
 
     python = facts.python.executable or sys.executable
     quick: Dict[str, Any] = dict(QUICK)   # the QUICK preset's values are the keyword arguments' types

@@ -14,9 +14,9 @@ from typing import List, Tuple
 
 import click
 
-from envdoctor.cli.common import color_option, use_color
+from envdoctor.clicore import color_option, use_color
 from envdoctor.codes import CODES, RANGES, Code, lookup, range_of
-from envdoctor.render.style import Style
+from envdoctor.style import Style
 
 WIDTH = 96
 

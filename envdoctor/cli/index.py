@@ -21,7 +21,7 @@ from typing import Any, List, Optional, Sequence, Tuple
 
 import click
 
-from envdoctor.cli.common import EXIT_USAGE, check_index_url, color_option, debug_option, guarded
+from envdoctor.clicore import EXIT_USAGE, check_index_url, color_option, debug_option, guarded
 from envdoctor.documents import document, dumps
 from envdoctor.facts.python import IndexConfig
 from envdoctor.redact import mask_text

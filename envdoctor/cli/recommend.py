@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, NoReturn
 
 import click
 
-from envdoctor.cli.common import (
+from envdoctor.clicore import (
     EXIT_INTERNAL,
     EXIT_USAGE,
     check_index_url,

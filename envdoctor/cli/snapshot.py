@@ -14,7 +14,7 @@ from typing import Any, NoReturn
 
 import click
 
-from envdoctor.cli.common import (
+from envdoctor.clicore import (
     EXIT_INTERNAL,
     EXIT_USAGE,
     debug_option,
@@ -81,7 +81,7 @@ def _run_bench(python: str | None, chosen_by: str, env: dict[str, str], like: An
     """The bench (``envdoctor.bench.host.run_bench``); with ``like``, the baseline's dtypes, sizes and budget."""
     from envdoctor.bench.host import run_bench
     from envdoctor.facts.base import ProbeError
-    from envdoctor.facts.bench import BenchResult
+    from envdoctor.bench.facts import BenchResult
 
     if not python:
         return BenchResult(error=ProbeError("not_found", "no target Python to run the benchmark in (--python)"))
@@ -159,7 +159,7 @@ def snapshot(output: Path | None, force: bool, with_bench: bool, list_them: bool
 
 def _print_bench(bench: Any) -> None:
     try:
-        from envdoctor.render.bench import render_bench_text
+        from envdoctor.bench.render import render_bench_text
 
         click.echo(render_bench_text(bench, color=use_color()), nl=False)
     except Exception as exc:  # the summary is a courtesy; the results are saved either way

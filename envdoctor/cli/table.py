@@ -20,7 +20,7 @@ from typing import Any, Callable, NoReturn
 
 import click
 
-from envdoctor.cli.common import EXIT_ERRORS, EXIT_INTERNAL, check_index_url
+from envdoctor.clicore import EXIT_ERRORS, EXIT_INTERNAL, check_index_url
 from envdoctor.documents import dumps
 from envdoctor.parse import version_key
 from envdoctor.render import table as show

@@ -1,9 +1,9 @@
 """``fleet --gather --comms``: rank 0's comms answer read, the pairwise pass analysed, its findings; pure.
 
-The child (``envdoctor/child/fleet_gather.py``) times one all-reduce over every rank and one per
+The child (``envdoctor/fleet/target/gather.py``) times one all-reduce over every rank and one per
 pair of the quick pass (:func:`envdoctor.fleet.pairs.quick`) with the code of ``envdoctor comms``
-(``_comms_common.py``) and answers with times; the bandwidths are computed here as nccl-tests
-counts them (``envdoctor.comms.plan``: algbw = S / t, busbw = algbw x 2(n-1)/n, so a pair's
+(``links/target/common.py``) and answers with times; the bandwidths are computed here as nccl-tests
+counts them (``envdoctor.links.plan``: algbw = S / t, busbw = algbw x 2(n-1)/n, so a pair's
 busbw is its algbw). :func:`analyze` then names a slow node (slow with every partner) or a slow
 link (slow with one) through :func:`envdoctor.fleet.pairs.analyze`::
 
@@ -23,10 +23,10 @@ from dataclasses import dataclass
 from typing import Any, List, Literal, Mapping, Optional, Tuple
 
 from envdoctor import codes
-from envdoctor.comms.plan import algbw_gbps, busbw_factor, busbw_gbps, human_bytes
+from envdoctor.links.plan import algbw_gbps, busbw_factor, busbw_gbps, human_bytes
 from envdoctor.findings import Finding, Severity
 from envdoctor.fleet import pairs
-from envdoctor.fleet.drift import REFERENCE, NodeFinding
+from envdoctor.fleet.rules import REFERENCE, NodeFinding
 
 Status = Literal["ok", "stalled", "failed", "skipped"]
 Backend = Literal["nccl", "gloo"]

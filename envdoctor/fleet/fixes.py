@@ -12,7 +12,7 @@ from typing import Any, Iterable, Optional, Tuple
 
 from envdoctor import commands
 from envdoctor.facts.system import SystemFacts
-from envdoctor.fleet.model import GpuFacts, NodeFacts, Value
+from envdoctor.fleet.facts import GpuFacts, NodeFacts, Value
 from envdoctor.parse import release
 
 #: What check prints when a GPU is missing or the driver and the bus disagree (rules/driver.py).

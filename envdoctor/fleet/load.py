@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from envdoctor.documents import DOCUMENTS, DocumentError, OtherKindError, read_any
-from envdoctor.fleet.model import Document, NameSource, NodeInput
+from envdoctor.fleet.facts import Document, NameSource, NodeInput
 from envdoctor.inputs import InputError, read_input
 
 #: Document kinds the fleet reads, of those envdoctor has (burn, comms and topo join when they land).

@@ -16,10 +16,10 @@ from typing import Any, Dict, List, Literal, Mapping, Optional, Sequence, Tuple
 
 from envdoctor.fleet import comms as fleet_comms
 from envdoctor.fleet.comms import FleetComms
-from envdoctor.fleet.drift import SLOW_FRACTION, Drift, analyze
-from envdoctor.fleet.extract import ExtractError, extract
+from envdoctor.fleet.rules import SLOW_FRACTION, Drift, analyze
+from envdoctor.fleet.analysis import ExtractError, extract
 from envdoctor.fleet.load import ANONYMOUS_HOSTS, Skipped, expand_paths, group, read_files
-from envdoctor.fleet.model import NameSource, NodeFacts, NodeInput
+from envdoctor.fleet.facts import NameSource, NodeFacts, NodeInput
 from envdoctor.redact import Redactor
 
 

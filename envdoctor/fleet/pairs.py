@@ -12,7 +12,7 @@ partner) from a slow link (slow with one partner only); all ``n - 1`` rounds mea
 [[(1, 4), (2, 3)], [(0, 4), (1, 2)]]
 
 :func:`analyze` takes the bus bandwidth each pair measured and names what is slow. ``fleet --gather
---comms`` measures it (a two-rank all-reduce per pair, ``envdoctor/child/fleet_gather.py``) and
+--comms`` measures it (a two-rank all-reduce per pair, ``envdoctor/fleet/target/gather.py``) and
 reads the answer in ``envdoctor/fleet/comms.py``.
 """
 

@@ -26,7 +26,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-#: area -> module under envdoctor.probes with ``probe(ctx)``. The "python" module answers both
+#: area -> module with ``probe(ctx)``: a bare name is a module of envdoctor.probes, a dotted one a
+#: plugin's probe (``envdoctor.links.probe``). The "python" module answers both
 #: the "python" and "torch" areas (one child process of the target interpreter).
 #: Ordered by how long each waits on something outside envdoctor: the target interpreter's child
 #: first, so it starts before the probes that only read files take the interpreter's time.
@@ -36,7 +37,7 @@ AREAS: Dict[str, str] = {
     "toolkits": "toolkit",
     "conda": "conda",
     "docker": "docker",
-    "links": "links",
+    "links": "envdoctor.links.probe",
     "system": "system",
     "pci": "pci",
 }
@@ -47,7 +48,8 @@ SKIPPABLE = ("torch", "conda", "docker", "toolkits")
 
 def _run_probe(area: str, ctx: Context) -> Tuple[str, Any, float]:
     started = time.monotonic()
-    module = importlib.import_module(f"envdoctor.probes.{AREAS[area]}")
+    name = AREAS[area]
+    module = importlib.import_module(name if "." in name else f"envdoctor.probes.{name}")
     probe: Callable[..., Any] = module.probe
     return area, probe(ctx), time.monotonic() - started
 

@@ -6,8 +6,9 @@ from typing import List, Tuple
 
 from envdoctor.facts import Facts
 from envdoctor.findings import Finding
-from envdoctor.render.style import Style
-from envdoctor.render.text import SECTIONS, _skipped, verdict
+from envdoctor.style import Style
+from envdoctor.lines import verdict
+from envdoctor.render.text import SECTIONS, _skipped
 
 
 def _cell(text: str) -> str:

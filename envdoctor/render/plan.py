@@ -20,7 +20,7 @@ from envdoctor.advise.choice import Rejected
 from envdoctor.advise.current import Change
 from envdoctor.advise.machine import Machine
 from envdoctor.advise.plan import SCHEMA, Plan, Step
-from envdoctor.render.style import Style
+from envdoctor.style import Style
 
 _INDEX = {"live": "index: checked live", "offline-table": "index: envdoctor's table, no live check"}
 _HOW = {"direct": "the driver runs it directly", "minor-version": "by minor-version compatibility"}

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from envdoctor.facts import Facts
-from envdoctor.facts.bench import BenchResult
+from envdoctor.bench.facts import BenchResult
 from envdoctor.findings import Finding
 from envdoctor.render.verify import when
 from envdoctor.snapshot import HOW, Snapshot, SnapshotInfo, describe

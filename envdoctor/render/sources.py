@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Dict, List, Mapping, Tuple
 
 from envdoctor.facts import Facts
-from envdoctor.render.style import Style
+from envdoctor.style import Style
 
 #: DriverFacts.sources keys, as a person reads them
 _DRIVER_FACTS = {"kernel_module_version": "kernel module", "userspace_version": "user-space driver",

@@ -12,11 +12,9 @@ from envdoctor.facts import Facts
 from envdoctor.facts.base import ProbeError
 from envdoctor.facts.python import IndexConfig
 from envdoctor.findings import Finding
-from envdoctor.render.links import links_rows
-from envdoctor.render.style import Style
-
-MARKS = {"error": "✗", "warning": "!", "info": "i"}
-
+from envdoctor.lines import finding_lines, suppressed_line, verdict
+from envdoctor.links.render_topo import links_rows
+from envdoctor.style import Style
 
 Row = Tuple[str, str]
 
@@ -329,41 +327,6 @@ def _skipped(f: Facts, title: str) -> bool:
         return not f.system.torch_env      # a section only when one of the variables is set
     area = {"CUDA toolkits": "toolkits", "Conda": "conda", "Docker and the NVIDIA Container Toolkit": "docker"}
     return area.get(title) in f.skipped
-
-
-def finding_lines(findings: Iterable[Finding], style: Style) -> List[str]:
-    lines: List[str] = []
-    for fd in findings:
-        lines.append(style(f"{MARKS[fd.severity]} {fd.code} {fd.severity}: {fd.title}", fd.severity))
-        if fd.explanation:
-            lines.append(f"    {fd.explanation}")
-        for ev in fd.evidence:
-            lines.append(style(f"    - {ev}", "dim"))
-        if fd.fix:
-            lines.append("    fix:")
-            lines.extend(f"      {cmd}" if cmd.startswith("#") else f"      $ {cmd}" for cmd in fd.fix)
-        if fd.reference:
-            lines.append(style(f"    see {fd.reference}", "dim"))
-    return lines
-
-
-def verdict(findings: Tuple[Finding, ...], style: Style) -> str:
-    errors = sum(f.severity == "error" for f in findings)
-    warnings = sum(f.severity == "warning" for f in findings)
-    if errors:
-        return style(f"Verdict: {errors} error(s), {warnings} warning(s): fix the errors above, then run envdoctor check again.", "error")
-    if warnings:
-        return style(f"Verdict: no errors, {warnings} warning(s): read the caveats above.", "warning")
-    notes = sum(f.severity == "info" for f in findings)
-    if notes:
-        return style(f"Verdict: no problems found; {notes} note(s) above say what comes next.", "ok")
-    return style("Verdict: no problems found.", "ok")
-
-
-def suppressed_line(suppressed: Iterable[Finding], style: Style) -> List[str]:
-    """One line naming the findings ``--suppress`` hid, so that they are hidden knowingly."""
-    hidden = [f"{f.code} ({f.severity})" for f in suppressed]
-    return [style(f"  suppressed (--suppress): {', '.join(hidden)}", "dim")] if hidden else []
 
 
 def render(facts: Facts, findings: Tuple[Finding, ...], color: bool = False,

@@ -9,11 +9,11 @@ from typing import Any, Dict
 from envdoctor import __version__
 from envdoctor.documents import document
 from envdoctor.facts import Facts
-from envdoctor.facts.bench import BenchResult
+from envdoctor.bench.facts import BenchResult
 from envdoctor.facts.serde import to_data
 from envdoctor.findings import Finding
 from envdoctor.redact import mask_data
-from envdoctor.render.style import Style
+from envdoctor.style import Style
 from envdoctor.snapshot import Snapshot, describe
 from envdoctor.verify import Verification
 

@@ -24,8 +24,10 @@ from envdoctor.table import Table
 log = logging.getLogger(__name__)
 
 #: One module per area, named as the area: the checks of a skippable area (torch, toolkits,
-#: conda, docker: ``--skip``) are left out when that area was skipped.
+#: conda, docker: ``--skip``) are left out when that area was skipped. A plugin's rules that
+#: check runs too are named by their module (area "links": ``envdoctor.links.rules_topo``).
 MODULES = ("driver", "torch", "toolkits", "conda", "docker", "links")
+PLUGIN_MODULES = {"links": "envdoctor.links.rules_topo"}
 
 Rule = Callable[[Facts, Optional[Table]], Iterable[Finding]]
 
@@ -45,7 +47,7 @@ def all_rules(skipped: Iterable[str] = ()) -> tuple[Rule, ...]:
         if name in skip:
             continue
         try:
-            module = importlib.import_module(f"envdoctor.rules.{name}")
+            module = importlib.import_module(PLUGIN_MODULES.get(name, f"envdoctor.rules.{name}"))
         except Exception as exc:  # a broken install: report it as a finding, keep the other checks
             rules.append(_broken_module(name, exc))
             continue

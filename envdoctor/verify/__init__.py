@@ -46,7 +46,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from envdoctor.facts import Facts
-from envdoctor.facts.bench import BenchResult
+from envdoctor.bench.facts import BenchResult
 from envdoctor.findings import Finding
 from envdoctor.verify import bench, conda, docker, driver, gpus, system, toolkits, torch
 from envdoctor.verify.findings import COVERED, new_and_resolved

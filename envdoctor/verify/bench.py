@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from envdoctor.facts.bench import BenchPoint
+from envdoctor.bench.facts import BenchPoint
 from envdoctor.findings import Finding
 from envdoctor.verify.pair import NotCompared, Outcome, Pair, Same
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Callable, Union
 
 from envdoctor.facts import Facts
-from envdoctor.facts.bench import BenchResult
+from envdoctor.bench.facts import BenchResult
 from envdoctor.facts.gpu import DriverFacts, GpuInfo
 from envdoctor.findings import Finding
 from envdoctor.parse import release

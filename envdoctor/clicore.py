@@ -1,0 +1,235 @@
+"""Options and helpers shared by the subcommands."""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence, Tuple
+
+import click
+
+from envdoctor.escape import escape_streams
+from envdoctor.probes.context import TORCH_TIMEOUT  # the one default of --torch-timeout
+
+if TYPE_CHECKING:
+    from envdoctor.probes.context import Context
+
+#: Exit codes of every command.
+EXIT_OK, EXIT_ERRORS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
+#: The output's reader went away (``envdoctor index --all | head -1``): 128 + SIGPIPE, as the
+#: shell reports a program that SIGPIPE ended.
+EXIT_PIPE = 141
+#: Ctrl-C: 128 + SIGINT, as the shell reports it.
+EXIT_INTERRUPTED = 130
+
+
+def closed_pipe() -> None:
+    """Leave quietly when standard output is a pipe whose reader has gone: no traceback, no
+    "Exception ignored" at exit (standard output points at /dev/null from here on)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):   # no file descriptor (a test's captured stream)
+        pass
+    sys.exit(EXIT_PIPE)
+
+
+def python_option(f: Callable) -> Callable:
+    return click.option(
+        "--python", "python", metavar="PATH", default=None,
+        help="Target interpreter whose torch is inspected (default: python3 on PATH).",
+    )(f)
+
+
+def timeout_option(f: Callable) -> Callable:
+    return click.option(
+        "--timeout", type=click.FloatRange(min=0.1), default=10.0, show_default=True,
+        help="Seconds each external command may take (nvidia-smi, conda, docker, nvcc, the target Python).",
+    )(f)
+
+
+
+
+def torch_timeout_option(f: Callable) -> Callable:
+    return click.option(
+        "--torch-timeout", type=click.FloatRange(min=0.1), default=TORCH_TIMEOUT, show_default=True,
+        help="Seconds the target Python may take to import torch and answer (CUDA init included).",
+    )(f)
+
+
+def debug_option(f: Callable) -> Callable:
+    return click.option("--debug", is_flag=True, help="Show tracebacks of envdoctor's own failures.")(f)
+
+
+def root_option(f: Callable) -> Callable:
+    # For tests and for inspecting a mounted image: read /sys, /proc, /etc under this folder.
+    return click.option("--root", type=click.Path(file_okay=False, path_type=Path), default=None,
+                        hidden=True, envvar="ENVDOCTOR_ROOT")(f)
+
+
+def check_index_url(ctx: click.Context, param: click.Parameter, value: Optional[str]) -> Optional[str]:
+    """Click callback for ``--index-url``: an http(s) URL, without its trailing slash.
+
+    Refused (exit 2, the URL masked): not http(s), no host, brackets that do not close
+    (``http://[::1/whl``), a port outside 1-65535, a host name with a label over 63 characters
+    (or over 253 in all). ``urllib.parse`` raises ``ValueError`` for the first two kinds of fault.
+    """
+    from envdoctor.wheels.client import url_problem
+
+    if value is None:
+        return None
+    url = value.strip()
+    problem = url_problem(url)
+    if problem is not None:
+        if ctx.get_parameter_source(param.name or "") == click.core.ParameterSource.ENVIRONMENT:
+            raise click.UsageError(f"ENVDOCTOR_INDEX_URL (the variable, not an option) is {problem}", ctx)
+        raise click.BadParameter(problem)
+    return url.rstrip("/")
+
+
+def make_context(python: Optional[str], timeout: float, root: Optional[Path],
+                 torch_timeout: float = TORCH_TIMEOUT) -> Context:
+    """The probes' context: ``timeout`` bounds every external command (``--timeout``, no floor),
+    ``torch_timeout`` the child that imports torch (``--torch-timeout``)."""
+    from envdoctor.probes.context import Context
+
+    return Context(
+        root=root or Path("/"),
+        env=dict(os.environ),
+        timeout=timeout,
+        torch_timeout=torch_timeout,
+        python=python,
+    )
+
+
+def guarded(f: Callable) -> Callable:
+    """Turn an unexpected exception into one line and exit code 3 (traceback with --debug)."""
+
+    @functools.wraps(f)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        debug = bool(kwargs.get("debug"))
+        escape_streams(sys.stdout, sys.stderr)   # a byte that is not UTF-8 is shown escaped, not a crash
+        if debug:
+            logging.basicConfig(level=logging.DEBUG, format="envdoctor: %(name)s: %(message)s")
+        try:
+            return f(*args, **kwargs)
+        except (click.exceptions.Exit, click.ClickException, click.Abort, SystemExit):
+            raise
+        except BrokenPipeError:
+            closed_pipe()
+        except KeyboardInterrupt:        # Click would say "Aborted!" and exit 1, the code of findings
+            click.echo("envdoctor: interrupted", err=True)
+            sys.exit(EXIT_INTERRUPTED)
+        except Exception as exc:
+            if debug:
+                import traceback
+
+                traceback.print_exc()
+            click.echo(f"envdoctor: internal error: {type(exc).__name__}: {exc} "
+                       "(run with --debug for the traceback, and please report it)", err=True)
+            sys.exit(EXIT_INTERNAL)
+
+    return wrapper
+
+
+#: Where ``--color`` keeps its value for the whole command line (``ctx.meta`` is shared by the
+#: group's context and the command's).
+COLOR_KEY = "envdoctor.color"
+VERBOSITY_KEY = "envdoctor.verbosity"
+
+
+def _set_color(ctx: click.Context, param: click.Parameter, value: Optional[str]) -> None:
+    """``--color`` on the group or on a command: the later one wins, an absent one changes nothing.
+
+    Where the flag or the environment decides, Click is told too (``ctx.color``), so that
+    ``click.echo`` keeps the colour in a pipe (``always``, ``FORCE_COLOR``) or strips it on a
+    terminal (``never``, ``NO_COLOR``).
+    """
+    from envdoctor.style import color_choice
+
+    mode = value if value is not None else ctx.meta.get(COLOR_KEY)
+    ctx.meta[COLOR_KEY] = mode
+    ctx.color = color_choice(mode, os.environ)
+
+
+def color_option(f: Callable) -> Callable:
+    return click.option(
+        "--color", type=click.Choice(["auto", "always", "never"]), default=None, expose_value=False,
+        is_eager=True, callback=_set_color,
+        help="Colour the text: auto (a terminal, unless NO_COLOR or TERM=dumb; FORCE_COLOR forces it), "
+             "always or never.",
+    )(f)
+
+
+def use_color(stream: Any = None) -> bool:
+    """Whether to colour what goes to ``stream`` (default stdout): ``--color``, then ``NO_COLOR``,
+    ``FORCE_COLOR``, ``TERM=dumb``, then whether the stream is a terminal (``render.style``)."""
+    from envdoctor.style import color_enabled
+
+    ctx = click.get_current_context(silent=True)
+    mode = ctx.meta.get(COLOR_KEY) if ctx is not None else None
+    stream = stream or sys.stdout
+    return color_enabled(mode, os.environ, bool(getattr(stream, "isatty", lambda: False)()))
+
+
+def _set_verbosity(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    if not value:
+        return
+    level = -1 if param.name == "quiet" else 1
+    if ctx.meta.get(VERBOSITY_KEY, 0) not in (0, level):
+        raise click.UsageError("choose one of -q/--quiet and -v/--verbose")
+    ctx.meta[VERBOSITY_KEY] = level
+
+
+def verbosity_options(f: Callable) -> Callable:
+    """``-q/--quiet`` (only the findings and the verdict) and ``-v/--verbose`` (also where each
+    fact came from and how long each probe took); read them with :func:`verbosity`."""
+    f = click.option("-v", "--verbose", is_flag=True, expose_value=False, callback=_set_verbosity,
+                     help="Also show where each fact came from and how long each probe took.")(f)
+    return click.option("-q", "--quiet", is_flag=True, expose_value=False, callback=_set_verbosity,
+                        help="Show only the findings and the verdict.")(f)
+
+
+def verbosity() -> int:
+    """-1 with ``--quiet``, 1 with ``--verbose``, 0 otherwise."""
+    ctx = click.get_current_context(silent=True)
+    return int(ctx.meta.get(VERBOSITY_KEY, 0)) if ctx is not None else 0
+
+
+class ChoiceList(click.ParamType):
+    """A comma-separated list of names from a closed set: ``ChoiceList(("fp32", "fp16"), "DTYPES")``
+    turns ``"FP16, fp32,fp16"`` into ``("fp16", "fp32")`` (lower case, ``-`` read as ``_``, each
+    once, in the order given). With ``every="all"`` that word stands for all of ``choices``.
+    Anything else is a usage error (exit 2) that lists the choices; the option may also be repeated."""
+
+    def __init__(self, choices: Sequence[str], name: str, every: Optional[str] = None) -> None:
+        self.choices = tuple(choices)
+        self.name = name
+        self.every = every
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> Tuple[str, ...]:
+        if isinstance(value, tuple):
+            return value
+        names = tuple(dict.fromkeys(v.strip().lower().replace("-", "_") for v in str(value).split(",")
+                                    if v.strip()))
+        if self.every is not None and self.every in names:
+            return self.choices
+        bad = [v for v in names if v not in self.choices]
+        if bad or not names:
+            also = f" or {self.every}" if self.every is not None else ""
+            self.fail(f"{value!r}: choose from {', '.join(self.choices)}{also} (comma-separated)", param, ctx)
+        return names
+
+
+def gpu_index_or_all(ctx: click.Context, param: Any, value: str) -> str:
+    """Click callback of ``--device``: ``"all"``, or one GPU index below 1024 (``"01"`` -> ``"1"``)."""
+    value = value.strip().lower()
+    if value == "all":
+        return value
+    if value.isdigit() and int(value) < 1024:
+        return str(int(value))
+    raise click.BadParameter(f"{value!r}: give a GPU index (0, 1, ...) or 'all'")

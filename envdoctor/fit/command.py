@@ -1,0 +1,228 @@
+"""``envdoctor fit``: will this model fit on these GPUs, for inference or training.
+
+Exit codes: 0 it fits every GPU given (or none was given); 1 it does not fit one of them, or
+``--measure`` gave an error finding (out of memory where the estimate fits, a failed measurement);
+2 usage or an unusable config (one line naming the field or the limit; ``--measure`` without a GPU
+and without ``--cpu``); 3 envdoctor itself failed.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+
+from envdoctor.clicore import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, debug_option, guarded, python_option
+
+_DTYPES = ("fp32", "bf16", "fp16")
+_OPTIMIZERS = ("adamw", "adamw-foreach", "adamw8bit", "sgd", "adafactor")
+
+
+def _fail(message: str) -> None:
+    click.echo(f"envdoctor fit: {message}", err=True)
+    sys.exit(EXIT_USAGE)
+
+
+def _gpus(names: tuple[str, ...], sizes: tuple[str, ...]) -> list:
+    """The GPUs to judge against: ``--gpu`` names from the table, ``--memory`` sizes. (The
+    machine's own GPUs come in here too once the probes are wired: a list of Gpu values.)"""
+    from envdoctor.fit.units import parse_size
+    from envdoctor.fit.verdict import Gpu
+    from envdoctor.table import load_table
+
+    out = []
+    table = load_table()
+    for name in names:
+        g = table.gpu(name)
+        if g is None:
+            _fail(f"--gpu {name!r}: not in the table (`envdoctor table gpus` lists them)")
+            raise AssertionError   # unreachable; keeps mypy's flow analysis happy
+        if not g.memory_gib:
+            _fail(f"--gpu {name!r}: the table has no memory figure for {g.name}; give --memory")
+        out.append(Gpu(g.name, int(float(g.memory_gib or 0) * 2**30), "table, datasheet"))
+    for size in sizes:
+        try:
+            out.append(Gpu(f"--memory {size}", parse_size(size), "given"))
+        except ValueError as exc:
+            _fail(f"--memory: {exc}")
+    return out
+
+
+def _table_gpus() -> list:
+    from envdoctor.fit.verdict import Gpu
+    from envdoctor.table import load_table
+
+    return [Gpu(g.name, int(g.memory_gib * 2**30), "table, datasheet") for g in load_table().gpus if g.memory_gib]
+
+
+@click.command("fit")
+@click.argument("model", required=False)
+@click.option("--infer", "mode", flag_value="infer", default=True, help="Inference with generate (the default).")
+@click.option("--train", "mode", flag_value="train", help="One training step.")
+@click.option("--batch", type=int, default=1, show_default=True, help="Sequences per GPU (the micro-batch).")
+@click.option("--seq", type=int, default=None,
+              help="Tokens per sequence, the prompt for --infer (default 2048, or the model's learned positions).")
+@click.option("--new-tokens", type=int, default=None,
+              help="Tokens to generate with --infer (default 256; 0 for encoders).")
+@click.option("--dtype", type=click.Choice(_DTYPES), default=None,
+              help="The weights' dtype (default: the checkpoint's torch_dtype, as transformers 5 loads it).")
+@click.option("--amp", type=click.Choice(("bf16", "fp16")), default=None, help="--train: fp32 weights under autocast.")
+@click.option("--quant", type=click.Choice(("int8", "int4")), default=None,
+              help="bitsandbytes weights (int4: NF4 + double quantisation; with --train it needs --lora: QLoRA).")
+@click.option("--kv-dtype", type=click.Choice(("fp32", "bf16", "fp16", "int8")), default=None,
+              help="--infer: the KV cache's dtype (default: the compute dtype).")
+@click.option("--optimizer", type=click.Choice(_OPTIMIZERS), default="adamw", show_default=True,
+              help="adamw is fused (HF Trainer's default on torch >= 2.8); adamw-foreach is torch.optim.AdamW's own "
+                   "default (one more state-sized copy at the step).")
+@click.option("--grad-checkpointing", is_flag=True, help="--train: recompute each layer in backward.")
+@click.option("--lora", "lora_rank", type=int, default=0, metavar="R",
+              help="--train: LoRA adapters of rank R, base frozen.")
+@click.option("--lora-targets", default=None, metavar="NAMES",
+              help="Comma-separated linears to adapt (default: every linear of the blocks).")
+@click.option("--zero", type=int, default=0, show_default=True, help="--train: ZeRO stage 0-3 (FSDP full shard = 3).")
+@click.option("--gpus", "n_gpus", type=int, default=1, show_default=True, help="Data-parallel GPUs for --zero.")
+@click.option("--attention", type=click.Choice(("sdpa", "eager")), default="sdpa", show_default=True)
+@click.option("--gpu", "gpu_names", multiple=True, metavar="NAME",
+              help="Judge against this GPU from the table (repeatable).")
+@click.option("--memory", "sizes", multiple=True, metavar="SIZE",
+              help="Judge against this much memory: 24GiB, 80GB (repeatable).")
+@click.option("--measure", is_flag=True,
+              help="Also run it in the target Python on its first GPU (random weights, nothing downloaded) and "
+                   "print the measurement beside the estimate.")
+@click.option("--cpu", is_flag=True, help="--measure on the CPU instead (tiny configs only; tensor bytes, labelled).")
+@click.option("--builder", type=click.Choice(("auto", "transformers", "reference")), default="auto",
+              show_default=True, help="--measure: transformers' model, or envdoctor's plain-torch reference decoder "
+              "(Llama-style decoders; auto: transformers where installed).")
+@python_option
+@click.option("--timeout", type=click.FloatRange(min=1), default=None, metavar="SECONDS",
+              help="--measure: seconds the measurement may take (default: from the model's size and FLOPs).")
+@click.option("--list", "list_models", is_flag=True, help="List the bundled models and exit.")
+@click.option("--json", "as_json", is_flag=True, help='Print the versioned JSON document ("envdoctor.fit/1").')
+@debug_option
+@guarded
+def fit(model: str | None, mode: str, batch: int, seq: int | None, new_tokens: int | None, dtype: str | None,
+        amp: str | None, quant: str | None, kv_dtype: str | None, optimizer: str, grad_checkpointing: bool,
+        lora_rank: int, lora_targets: str | None, zero: int, n_gpus: int, attention: str,
+        gpu_names: tuple[str, ...], sizes: tuple[str, ...], measure: bool, cpu: bool, builder: str,
+        python: str | None, timeout: float | None, list_models: bool, as_json: bool, debug: bool) -> None:
+    """Will MODEL fit: the peak memory per GPU, term by term, and what would make it fit.
+
+    \b
+    MODEL is a Hugging Face config.json, a directory holding one, or a bundled name (--list).
+    Nothing is downloaded; no GPU is needed.
+    \b
+    envdoctor fit Llama-3.1-8B --gpu "RTX 4090"
+    envdoctor fit ./config.json --train --batch 4 --seq 4096 --lora 16 --gpu H200
+    envdoctor fit Qwen2.5-7B --train --dtype fp32 --amp bf16 --zero 3 --gpus 8 --memory 80GiB --json
+    envdoctor fit Llama-3.2-1B --train --seq 4096 --measure      (runs it on this machine's GPU)
+    """
+    from envdoctor.fit.config import ConfigError
+    from envdoctor.fit.constants import load_constants
+    from envdoctor.fit.estimate import lora_target_names
+    from envdoctor.fit.models import bundled_models
+    from envdoctor.fit.resolve import resolve_model_config
+    from envdoctor.fit.verdict import fit_report
+    from envdoctor.documents import dumps
+    from envdoctor.fit.workload import Workload, default_dtype
+    from envdoctor.fit.render import fit_document, render_fit_text
+
+    if list_models:
+        for m in bundled_models().models:
+            flag = " (unconfirmed: " + ", ".join(m.unconfirmed_fields) + ")" if m.unconfirmed_fields else ""
+            flag = " (unconfirmed)" if m.unconfirmed else flag
+            click.echo(f"{m.name:26} {m.spec.architecture:28} {m.source}{flag}")
+        sys.exit(EXIT_OK)
+    if not model:
+        _fail("give MODEL: a config.json, a directory holding one, or a bundled name (--list shows them)")
+        return
+    try:
+        spec, raw = resolve_model_config(model)
+    except ConfigError as exc:
+        _fail(str(exc))
+        return
+    targets: tuple[str, ...] = ()
+    if lora_targets:
+        targets = tuple(t.strip() for t in lora_targets.split(",") if t.strip())
+        known = lora_target_names(spec)
+        bad = [t for t in targets if t not in known and not any(k.split(".")[-1] == t for k in known)]
+        if bad:
+            _fail(f"--lora-targets {bad[0]!r} is not a linear of {spec.name}'s blocks (known: {', '.join(known)})")
+    if new_tokens is None:
+        new_tokens = 0 if mode == "train" or spec.kind == "encoder" else 256
+    if seq is None:
+        seq = 2048
+        if spec.traits.learned_positions and spec.max_positions:
+            seq = min(seq, spec.max_positions - new_tokens)
+    w = Workload(mode=mode, batch=batch, seq=seq, new_tokens=new_tokens,  # type: ignore[arg-type]
+                 dtype=dtype or ("fp32" if amp else default_dtype(spec)),  # type: ignore[arg-type]
+                 amp=amp, quant=quant, kv_dtype=kv_dtype,  # type: ignore[arg-type]
+                 optimizer=optimizer.replace("-", "_"),  # type: ignore[arg-type]
+                 grad_checkpointing=grad_checkpointing, lora_rank=lora_rank, lora_targets=targets,
+                 zero=zero, gpus=n_gpus, attention=attention)  # type: ignore[arg-type]
+    problems: list[str] = w.problems(spec)
+    if problems:
+        _fail(problems[0])
+    if cpu and not measure:
+        _fail("--cpu goes with --measure (it measures on the CPU)")
+    if measure and (w.gpus > 1 or w.zero):
+        _fail(f"--measure runs on one GPU, so it cannot measure --zero {w.zero} over --gpus {w.gpus}; "
+              "measure the one-GPU run (without --zero and --gpus) and read the sharded estimate alone")
+    gpus = _gpus(gpu_names, sizes)
+    report = fit_report(spec, w, gpus, _table_gpus(), load_constants())
+    failed = any(not v.fits for v in report.verdicts)
+    section, text = None, ""
+    if measure:
+        section, text, measured_error = _measure(spec, raw, report, cpu, builder, python, timeout)
+        failed = failed or measured_error
+    if as_json:
+        click.echo(dumps(fit_document(report, measurement=section)))
+    else:
+        click.echo(render_fit_text(report) + text, nl=False)
+    sys.exit(EXIT_ERRORS if failed else EXIT_OK)
+
+
+def _measure(spec: Any, raw: dict, report: Any, cpu: bool, builder: str, python: str | None,
+             timeout: float | None) -> tuple[dict, str, bool]:
+    """Run the measurement: (its document section, its text, whether a finding is an error)."""
+    from envdoctor.child import find_python
+    from envdoctor.fit.analysis import compare
+    from envdoctor.fit.rules import measure_findings
+    from envdoctor.fit.host import cpu_problem, run_measure
+    from envdoctor.fit.render import measurement_data, render_measurement_text
+    from envdoctor.table import load_table
+
+    est = report.estimate
+    target, _ = find_python(python)
+    if target is None:
+        _fail(f"--python {python}: not found or not executable")
+        raise AssertionError
+    if cpu:
+        problem = cpu_problem(est)
+        if problem:
+            _fail(problem)
+    tty = bool(getattr(sys.stderr, "isatty", lambda: False)())
+
+    def progress(event: dict) -> None:
+        if event.get("kind") == "stage":
+            text = f"fit --measure: {event.get('stage')}"
+            sys.stderr.write(("\r\x1b[K" + text) if tty else text + "\n")
+            sys.stderr.flush()
+
+    m = run_measure(spec, raw, est, target, cpu=cpu, builder=builder, timeout=timeout, on_event=progress)
+    if tty:
+        sys.stderr.write("\r\x1b[K")
+    if m.status == "no_gpu":
+        _fail(f"--measure needs a GPU: {m.message}; add --cpu to measure a tiny config on the CPU (labelled as such)")
+    cmp = None
+    if m.status in ("measured", "oom"):
+        gpu_model = None
+        if m.device_name and not m.cpu:
+            try:
+                gpu_model = load_table().gpu(m.device_name)
+            except Exception:   # noqa: BLE001 - a broken table leaves the MFU without its datasheet peak
+                gpu_model = None
+        cmp = compare(est, m, gpu_model)
+    findings = measure_findings(est, m, cmp)
+    return (measurement_data(m, cmp, findings), render_measurement_text(m, cmp, findings),
+            any(f.severity == "error" for f in findings))

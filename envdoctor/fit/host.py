@@ -1,0 +1,155 @@
+"""``fit --measure``: run the workload in the target interpreter and read what it used.
+
+The host reads the GPU's free memory through NVML (:mod:`envdoctor.nvml`) before the child
+starts, runs ``envdoctor/fit/target/measure.py`` through the one child protocol
+(:mod:`envdoctor.child`) with a time bound derived from the model, and builds a
+:class:`~envdoctor.fit.facts.Measurement`. A child that hangs, crashes or is stopped with
+Ctrl-C comes back as a Measurement with that status, never as an exception::
+
+    >>> m = run_measure(spec, raw, est, "/opt/torch/.venv/bin/python3")      # doctest: +SKIP
+    >>> m.status, m.peak_bytes, m.context_bytes                                # doctest: +SKIP
+    ('measured', 86012723200, 748683264)
+
+The time bound (``measure_timeout``): 150 s to start (torch and transformers imports, CUDA
+start, the matmul point; 60 s on the CPU), 10 s per billion parameters to build the model, the
+FLOPs of every step it runs at a floor rate far below any working GPU (2 TFLOP/s; 1 GFLOP/s on
+the CPU), and 0.25 s per generated token. A run past it is a hang, reported as such.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any, Callable
+
+from envdoctor.child import ChildRun, Job, run_children
+from envdoctor.fit.childconfig import child_model, child_workload
+from envdoctor.fit.analysis import compute_dtype
+from envdoctor.fit.estimate import Estimate
+from envdoctor.fit.facts import Measurement, MeasurementError, measurement_from_child
+from envdoctor.fit.spec import ModelSpec
+from envdoctor.nvml import Session
+
+SCRIPT = "fit/target/measure.py"
+START_S = 150.0
+START_S_CPU = 60.0
+BUILD_S_PER_BILLION = 10.0
+FLOOR_FLOPS = 2e12
+FLOOR_FLOPS_CPU = 1e9
+TOKEN_S = 0.25
+TIMED_STEPS = 3
+#: --cpu takes tiny configs only: an estimated allocation and FLOPs per step at most these
+CPU_MAX_BYTES = 4 * 2**30
+CPU_MAX_FLOPS = 5e11
+#: the matmul point for the MFU's measured peak
+MATMUL_N, MATMUL_N_CPU = 8192, 512
+MATMUL_BUDGET_S, MATMUL_BUDGET_S_CPU = 1.0, 0.3
+#: the child never downloads: transformers and the Hub client are told so as well
+OFFLINE = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+
+
+def measure_timeout(est: Estimate, cpu: bool = False, timed_steps: int = TIMED_STEPS) -> float:
+    """Seconds the child may take for ``est``'s workload (module docstring)."""
+    w = est.workload
+    steps = (2 + timed_steps) if w.train else 2
+    rate = FLOOR_FLOPS_CPU if cpu else FLOOR_FLOPS
+    tokens = (w.new_tokens + 2) * TOKEN_S if not w.train else 0.0
+    start = START_S_CPU if cpu else START_S
+    return round(start + BUILD_S_PER_BILLION * est.params_total / 1e9 + steps * est.flops.per_step / rate + tokens, 1)
+
+
+def cpu_problem(est: Estimate) -> str | None:
+    """Why ``--cpu`` refuses this workload (too big for a CPU run), or None."""
+    allocated = sum(t.bytes for t in est.terms if t.name not in ("context", "allocator_reserve"))
+    if allocated > CPU_MAX_BYTES or est.flops.per_step > CPU_MAX_FLOPS:
+        return (f"--measure --cpu takes tiny configs only: this one allocates about {allocated / 2**30:.2f} GiB and "
+                f"{est.flops.per_step / 1e12:.2f} TFLOP per step (the limits are {CPU_MAX_BYTES / 2**30:.0f} GiB and "
+                f"{CPU_MAX_FLOPS / 1e12:.1f} TFLOP); measure on a GPU, or give a smaller --batch, --seq or config")
+    return None
+
+
+def child_config(spec: ModelSpec, raw: Mapping[str, Any], est: Estimate, cpu: bool = False, builder: str = "auto",
+                 seed: int = 0, timed_steps: int = TIMED_STEPS, budget_s: float | None = None,
+                 matmul: bool = True) -> dict[str, Any]:
+    """``matmul``: run the matmul point for the MFU's measured peak (a benchmark of many runs does it once)."""
+    w = est.workload
+    dtype = compute_dtype(est)
+    point = {"dtype": "fp32" if cpu else dtype, "n": MATMUL_N_CPU if cpu else MATMUL_N,
+             "budget": MATMUL_BUDGET_S_CPU if cpu else MATMUL_BUDGET_S}
+    return {"model": child_model(spec, raw), "workload": child_workload(spec, w), "device": "cpu" if cpu else "cuda",
+            "builder": builder, "seed": seed, "timed_steps": timed_steps, "budget_s": budget_s,
+            "matmul": point if matmul else None}
+
+
+def free_before(nvml: Any = None) -> tuple[dict[str, int], int | None, str | None]:
+    """(free bytes by GPU UUID, free bytes of GPU 0 when it is the only one, why not read) from NVML."""
+    session = Session(nvml)
+    if session.error is not None:
+        return {}, None, session.error.message
+    try:
+        readings = session.read_all(("uuid", "memory"))
+    finally:
+        session.close()
+    by_uuid: dict[str, int] = {}
+    for r in readings:
+        memory = r.values.get("memory")
+        if isinstance(memory, dict) and isinstance(r.values.get("uuid"), str):
+            by_uuid[str(r.values["uuid"]).lower()] = int(memory["free"])
+    only = next(iter(by_uuid.values())) if len(by_uuid) == 1 else None
+    return by_uuid, only, None if by_uuid else "NVML read no GPU memory"
+
+
+def _matched(by_uuid: Mapping[str, int], only: int | None, uuid: str | None) -> int | None:
+    if uuid and uuid.lower() in by_uuid:
+        return by_uuid[uuid.lower()]
+    return only
+
+
+def measurement_of(child: ChildRun, interrupted: bool, by_uuid: Mapping[str, int], only: int | None,
+                   nvml_note: str | None) -> Measurement:
+    """The Measurement of a finished (or failed, or stopped) child; pure."""
+    where = f" during {child.stage}" if child.stage else ""
+    if interrupted or (child.error is not None and child.error.kind == "interrupted"):
+        return Measurement("stopped", f"stopped (Ctrl-C or a stop request){where}", seconds=child.seconds)
+    if child.result is None:
+        message = child.error.message if child.error is not None else f"the child printed no result{where}"
+        if (child.failure or {}).get("kind") == "no_torch":
+            message = f"torch is not installed in {child.python} (give --python the interpreter that has it)"
+        return Measurement("failed", message, python=child.python, seconds=child.seconds)
+    doc: dict[str, Any] = child.result
+    raw_device = doc.get("device")
+    device: dict[str, Any] = raw_device if isinstance(raw_device, dict) else {}
+    uuid = device.get("uuid") if isinstance(device.get("uuid"), str) else None
+    try:
+        m = measurement_from_child(doc, _matched(by_uuid, only, uuid), child.seconds)
+    except MeasurementError as exc:
+        return Measurement("failed", f"the child's answer does not fit: {exc}", seconds=child.seconds)
+    if m.device_kind == "cuda" and nvml_note and m.context_how:
+        m = replace(m, notes=m.notes + (f"NVML: {nvml_note}",))
+    return m
+
+
+def run_measure(spec: ModelSpec, raw: Mapping[str, Any], est: Estimate, python: str, *, cpu: bool = False,
+                builder: str = "auto", timeout: float | None = None, seed: int = 0, timed_steps: int = TIMED_STEPS,
+                nvml: Any = None, env: Mapping[str, str] | None = None,
+                on_event: Callable[[dict[str, Any]], None] | None = None,
+                stop: threading.Event | None = None, matmul: bool = True) -> Measurement:
+    """Measure ``est``'s workload for ``spec`` (built from ``raw``, its config.json object) in ``python``.
+
+    Never raises for the child's sake: every outcome is a Measurement (see the module docstring)."""
+    limit = timeout if timeout is not None else measure_timeout(est, cpu, timed_steps)
+    config = child_config(spec, raw, est, cpu, builder, seed, timed_steps, budget_s=max(10.0, limit * 0.3),
+                          matmul=matmul)
+    by_uuid: dict[str, int] = {}
+    only: int | None = None
+    note: str | None = None
+    if not cpu:
+        by_uuid, only, note = free_before(nvml)
+    child_env = dict(os.environ if env is None else env)
+    child_env.update(OFFLINE)
+    job = Job(SCRIPT, config, python, limit, what="the fit measurement", env=child_env)
+    hook = (lambda _i, e: on_event(e)) if on_event is not None else None
+    runs, interrupted = run_children([job], on_event=hook, stop=stop)
+    return measurement_of(runs[0], interrupted, by_uuid, only, note)

@@ -1,0 +1,444 @@
+"""``envdoctor fleet`` for people (text, Markdown, a self-contained HTML page) and for scripts
+(the ``envdoctor.fleet/1`` document). Renders a :class:`envdoctor.fleet.merge.Fleet`; computes
+nothing. Secrets are masked in every output by the caller's last step (``mask_text``/``mask_data``).
+
+The HTML page has no external assets (inline CSS and a few lines of script): a table of the facts
+that differ, a node matrix (one row per node, one column per differing fact; deviating cells
+marked; sortable by any column; a filter for deviating nodes) and the findings per node.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import html
+import textwrap
+from collections import defaultdict
+from typing import Any, Dict, List, Optional
+
+from envdoctor import __version__
+from envdoctor.links.plan import FACTOR_TEXT, human_bytes
+from envdoctor.documents import document
+from envdoctor.facts.serde import to_data
+from envdoctor.fleet.comms import FleetComms, PairFigure, Transfer, gbs
+from envdoctor.fleet.rules import FactRow, NodeFinding, Verdict, names, show
+from envdoctor.fleet.merge import Fleet
+from envdoctor.render.markdown import _cell
+from envdoctor.style import Style
+from envdoctor.lines import MARKS
+
+SCHEMA = document("fleet").schema       # "envdoctor.fleet/1"
+_VERDICT_ORDER = {"missing": 0, "unreadable": 1, "deviates": 2, "warning": 3, "ok": 4}
+_VERDICT_WORD = {"ok": "ok", "warning": "warning", "deviates": "DEVIATES", "missing": "MISSING",
+                 "unreadable": "UNREADABLE"}
+
+
+# --- the document --------------------------------------------------------------------------------
+
+def _summary(fleet: Fleet) -> Dict[str, int]:
+    d = fleet.drift
+    kinds = [v.verdict for v in d.verdicts]
+    return {"nodes": len(d.nodes), "reported": sum(n.status == "reported" for n in d.nodes),
+            "ok": kinds.count("ok"), "warning": kinds.count("warning"), "deviating": kinds.count("deviates"),
+            "missing": kinds.count("missing"), "unreadable": kinds.count("unreadable"),
+            "errors": d.count("error"), "warnings": d.count("warning"), "info": d.count("info"),
+            "exit_code": d.exit_code}
+
+
+def _row(r: FactRow) -> Dict[str, Any]:
+    return {"key": r.key, "label": r.label, "severity": r.severity, "reference": r.reference,
+            "majority": r.majority, "count": r.count, "known": r.known, "tie": r.tie,
+            "deviating": list(r.deviating), "values": dict(r.values), "note": r.note}
+
+
+def fleet_document(fleet: Fleet) -> Dict[str, Any]:
+    """The ``envdoctor.fleet/1`` document (secrets not yet masked: the caller masks)."""
+    d = fleet.drift
+    verdicts = {v.node: v for v in d.verdicts}
+    nodes = []
+    for n in d.nodes:
+        v = verdicts[n.name]
+        nodes.append({
+            "name": n.name, "name_source": n.name_source, "status": n.status, "verdict": v.verdict,
+            "codes": list(v.codes), "deviates_on": list(v.what), "rank": n.rank, "sources": list(n.sources),
+            "kinds": list(n.kinds), "info": dict(n.info), "facts": dict(n.values),
+            "gpus": [{k: v for k, v in to_data(g).items() if v is not None and v != {}} for g in n.gpus],
+            "notes": list(n.notes),
+            "unreadable": [{"path": p, "reason": r} for p, r in n.unreadable],
+        })
+    gather = None
+    if fleet.gather is not None:
+        g = fleet.gather
+        gather = {"launcher": g.launcher, "world_size": g.world_size, "master": g.master, "transport": g.transport,
+                  "joined": list(g.joined), "missing": list(g.missing), "late": list(g.late),
+                  "seconds": dict(g.seconds), "error": g.error}
+    return {
+        "schema": SCHEMA,
+        "envdoctor_version": __version__,
+        "created_at": fleet.created_at,
+        "mode": fleet.mode,
+        "redacted": fleet.redacted,
+        "summary": _summary(fleet),
+        "nodes": nodes,
+        "facts": [_row(r) for r in d.rows],
+        "same": [{"key": r.key, "label": r.label, "value": r.majority, "known": r.known} for r in d.same],
+        "findings": [dict({"node": f.node}, **to_data(f.finding)) for f in d.findings],
+        "notes": list(d.notes),
+        "skipped": [{"path": s.path, "reason": s.reason} for s in fleet.skipped],
+        "gather": gather,
+        "comms": comms_document(fleet.comms),
+    }
+
+
+def comms_document(c: Optional[FleetComms]) -> Optional[Dict[str, Any]]:
+    """The ``comms`` key of ``envdoctor.fleet/1``."""
+    if c is None:
+        return None
+
+    def tr(t: Optional[Transfer]) -> Optional[Dict[str, Any]]:
+        return None if t is None else dataclasses.asdict(t)
+
+    return {
+        "status": c.status, "backend": c.backend, "why": c.why, "bytes": c.bytes, "world_size": c.world_size,
+        "phase_timeout_s": c.phase_timeout_s, "all_reduce": tr(c.all_reduce), "rounds": c.rounds,
+        "pairs": [{"round": p.round, "a": p.a, "b": p.b, "a_node": p.a_name, "b_node": p.b_name, "status": p.status,
+                   "slow": p.blame or None, "transfer": tr(p.transfer)} for p in c.pairs],
+        "median_busbw_gbps": c.median_busbw_gbps,
+        "slow_nodes": [c.names.get(r, f"rank {r}") for r in c.slow_nodes],
+        "slow_links": [[c.names.get(a, f"rank {a}"), c.names.get(b, f"rank {b}")] for a, b in c.slow_links],
+        "unclear": [[c.names.get(a, f"rank {a}"), c.names.get(b, f"rank {b}")] for a, b in c.unclear],
+        "stalled": c.stalled,
+        "unfinished": [{"rank": u.rank, "node": u.name, "stage": u.stage, "error": u.error, "where": u.where,
+                        "in_collective": u.in_collective} for u in c.unfinished],
+        "error": c.error,
+        "devices": {str(k): v for k, v in sorted(c.devices.items())},
+    }
+
+
+# --- shared wording -----------------------------------------------------------------------------------
+
+def _groups(r: FactRow) -> List[tuple]:
+    """(value, nodes) of the deviating nodes, the largest group first."""
+    by: Dict[Any, List[str]] = defaultdict(list)
+    for name in r.deviating:
+        by[r.values[name]].append(name)
+    return sorted(by.items(), key=lambda kv: (-len(kv[1]), show(kv[0])))
+
+
+def _reference(r: FactRow) -> str:
+    if r.reference == "median":
+        return f"median {show(r.majority)}" + (f" ({r.note.split(',')[0]})" if r.note else "")
+    if r.reference == "zero":
+        return "0"
+    tie = ", tie" if r.tie else ""
+    return f"{show(r.majority)} ({r.count} of {r.known}{tie})"
+
+
+def _deviating(r: FactRow, limit: int = 4) -> str:
+    return "; ".join(f"{show(value)}: {names(members, limit)}" for value, members in _groups(r))
+
+
+def headline(fleet: Fleet) -> str:
+    s = _summary(fleet)
+    parts = [f"{s['nodes']} node{'s' if s['nodes'] != 1 else ''}"]
+    for key, word in (("deviating", "deviate"), ("warning", "with warnings"), ("missing", "missing"),
+                      ("unreadable", "unreadable")):
+        if s[key]:
+            parts.append(f"{s[key]} {word}")
+    if fleet.gather is not None:
+        g = fleet.gather
+        parts.append(f"gathered by {g.launcher} over {'gloo' if g.transport == 'gloo' else 'the store'}")
+    return "envdoctor fleet: " + ", ".join(parts)
+
+
+def closing(fleet: Fleet) -> str:
+    d = fleet.drift
+    bad = [v.node for v in d.verdicts if v.verdict in ("deviates", "missing", "unreadable")]
+    if d.exit_code:
+        return f"Exit 1: {names(bad)} deviate{'s' if len(bad) == 1 else ''} on something that matters."
+    warned = [v.node for v in d.verdicts if v.verdict == "warning"]
+    if warned:
+        return f"Exit 0: no drift that matters; warnings on {names(warned)}."
+    return "Exit 0: the nodes agree on everything compared."
+
+
+def _verdict_line(v: Verdict, width: int) -> str:
+    detail = ", ".join(v.what[:4]) + (f" (+{len(v.what) - 4})" if len(v.what) > 4 else "")
+    codes = f" [{', '.join(v.codes)}]" if v.codes else ""
+    return f"  {v.node.ljust(width)}  {_VERDICT_WORD[v.verdict]:<10}  {detail}{codes}".rstrip()
+
+
+def comms_head(c: FleetComms) -> str:
+    """``Comms over gloo (rank 1 has no CUDA GPU), 1 MiB per all-reduce``."""
+    if c.backend is None:
+        return f"Comms: {c.status}" + (f" ({c.why})" if c.why else "")
+    size = f", {human_bytes(c.bytes)} per all-reduce" if c.bytes else ""
+    return f"Comms over {c.backend} ({c.why}){size}" if c.why else f"Comms over {c.backend}{size}"
+
+
+def _transfer(t: Transfer) -> str:
+    return (f"{t.time_s * 1e3:.3f} ms, algbw {gbs(t.algbw_gbps)} GB/s, busbw {gbs(t.busbw_gbps)} GB/s "
+            f"(x {FACTOR_TEXT['all_reduce']} = {t.busbw_factor:.3g}), {t.iters} calls after {t.warmup} warm-up, "
+            f"{t.wrong} wrong")
+
+
+def _blame(p: PairFigure) -> str:
+    return {"node": "slow: a node", "link": "slow: the link", "unclear": "slow: node or link", "": ""}[p.blame]
+
+
+def comms_lines(c: FleetComms) -> List[str]:
+    """The comms phase in lines of text (shared by text and Markdown)."""
+    out = []
+    if c.all_reduce is not None and c.all_reduce.ranks < 2:
+        out.append("all-reduce over 1 node: nothing travels between nodes, so there is no bus bandwidth "
+                   "to measure (launch one rank per node on 2 or more)")
+    elif c.all_reduce is not None:
+        out.append(f"all-reduce over {c.all_reduce.ranks} nodes: {_transfer(c.all_reduce)}")
+    elif c.status == "ok":
+        out.append("all-reduce over every node: no figure came back")
+    if c.pairs:
+        median = (f", median busbw {gbs(c.median_busbw_gbps)} GB/s" if c.median_busbw_gbps is not None
+                  else ", no pair finished")
+        out.append(f"pairwise pass ({c.rounds} rounds, the pairs of a round at once){median}:")
+        for p in c.pairs:
+            figure = (f"busbw {gbs(p.transfer.busbw_gbps)} GB/s, {p.transfer.time_s * 1e3:.3f} ms"
+                      if p.transfer is not None else "did not finish")
+            out.append(f"  round {p.round}  {p.a_name} - {p.b_name}  {figure}  {_blame(p)}".rstrip())
+    if c.slow_nodes:
+        out.append("slow node: " + ", ".join(c.names.get(r, f"rank {r}") for r in c.slow_nodes))
+    if c.slow_links:
+        out.append("slow link: " + ", ".join(f"{c.names.get(a, a)} - {c.names.get(b, b)}" for a, b in c.slow_links))
+    if c.unfinished:
+        limit = f" within {c.phase_timeout_s:g} s" if c.phase_timeout_s else ""
+        out.append(f"did not finish '{c.stalled}'{limit}: "
+                   + ", ".join(f"{u.name} (at {u.stage or 'no step'})" for u in c.unfinished))
+    if c.error and not c.unfinished:
+        out.append(f"error: {c.error}")
+    return out
+
+
+# --- text ----------------------------------------------------------------------------------------------
+
+def render_text(fleet: Fleet, color: bool = False) -> str:
+    style = Style(color)
+    d = fleet.drift
+    out = [style(headline(fleet), "bold"), ""]
+    if d.rows:
+        width = max([len(r.label) for r in d.rows] + [len("What differs")]) + 2
+        ref = max([len(_reference(r)) for r in d.rows] + [len("fleet")]) + 2
+        out.append(style(f"  {'What differs'.ljust(width)}{'fleet'.ljust(ref)}deviating", "dim"))
+        for r in d.rows:
+            out.append("  " + style(r.label.ljust(width), r.severity) + _reference(r).ljust(ref) + _deviating(r))
+    else:
+        out.append("  Nothing differs between the nodes that reported.")
+    if d.same:
+        same = ", ".join(f"{r.label} {show(r.majority)}" for r in d.same)
+        out += [""] + textwrap.wrap(f"The same on every node: {same}", 100, initial_indent="  ",
+                                    subsequent_indent="    ", break_on_hyphens=False)
+    out += ["", style("  Nodes", "dim")]
+    verdicts = sorted(d.verdicts, key=lambda v: (_VERDICT_ORDER[v.verdict], v.node))
+    width = max((len(v.node) for v in verdicts), default=4)
+    ok = [v.node for v in verdicts if v.verdict == "ok"]
+    for v in verdicts:
+        if v.verdict != "ok":
+            out.append(style(_verdict_line(v, width), "error" if v.verdict != "warning" else "warning"))
+    if ok:
+        out.append(style(f"  {len(ok)} ok: {names(ok, 12)}", "ok"))
+    if d.findings:
+        out += ["", style("  Findings", "dim")]
+        for nf in d.findings:
+            f = nf.finding
+            out.append(style(f"  {MARKS[f.severity]} {f.code} {f.title}", f.severity))
+            out += [style(f"      - {e}", "dim") for e in f.evidence]
+            out += [f"      {c}" if c.startswith("#") else f"      $ {c}" for c in f.fix]
+    if fleet.comms is not None:
+        out += ["", style(f"  {comms_head(fleet.comms)}", "dim")] + [f"    {line}" for line in comms_lines(fleet.comms)]
+    for note in d.notes + tuple(f"{s.path}: passed over ({s.reason})" for s in fleet.skipped):
+        out.append(style(f"  note: {note}", "dim"))
+    for n in d.nodes:
+        out += [style(f"  note: {n.name}: {note}", "dim") for note in n.notes if n.status == "reported"]
+    out += ["", closing(fleet)]
+    return "\n".join(out) + "\n"
+
+
+# --- Markdown ---------------------------------------------------------------------------------------
+
+def render_markdown(fleet: Fleet) -> str:
+    d = fleet.drift
+    out = [f"### {_cell(headline(fleet))}", ""]
+    if d.rows:
+        out += ["| what differs | fleet | deviating |", "|---|---|---|"]
+        out += [f"| {_cell(r.label)} | {_cell(_reference(r))} | {_cell(_deviating(r, 12))} |" for r in d.rows]
+    else:
+        out.append("Nothing differs between the nodes that reported.")
+    if d.same:
+        out += ["", "The same on every node: " + _cell(", ".join(f"{r.label} {show(r.majority)}" for r in d.same))]
+    out += ["", "| node | verdict | deviates on | codes |", "|---|---|---|---|"]
+    for v in sorted(d.verdicts, key=lambda v: (_VERDICT_ORDER[v.verdict], v.node)):
+        out.append(f"| {_cell(v.node)} | {v.verdict} | {_cell(', '.join(v.what))} | {', '.join(v.codes)} |")
+    if d.findings:
+        out += ["", "**Findings**", ""]
+        for nf in d.findings:
+            f = nf.finding
+            out.append(f"- **{f.code}** ({f.severity}) {_cell(f.title)}")
+            out += [f"  - {_cell(e)}" for e in f.evidence]
+            if f.fix:
+                out += ["  ```sh"] + [f"  {c}" for c in f.fix] + ["  ```"]
+    if fleet.comms is not None:
+        c = fleet.comms
+        out += ["", f"**{_cell(comms_head(c))}**", ""]
+        if c.pairs:
+            out += ["| round | pair | busbw GB/s | time ms | |", "|---|---|---|---|---|"]
+            for p in c.pairs:
+                t = p.transfer
+                out.append(f"| {p.round} | {_cell(p.a_name)} - {_cell(p.b_name)} | "
+                           f"{gbs(t.busbw_gbps) if t else 'did not finish'} | "
+                           f"{f'{t.time_s * 1e3:.3f}' if t else ''} | {_blame(p)} |")
+            out.append("")
+        out += [f"- {_cell(line)}" for line in comms_lines(c) if not line.startswith("  round ")]
+    notes = list(d.notes) + [f"{s.path}: passed over ({s.reason})" for s in fleet.skipped]
+    if notes:
+        out += [""] + [f"> {_cell(n)}" for n in notes]
+    out += ["", closing(fleet), "", f"<sub>envdoctor {__version__}, {fleet.created_at}</sub>"]
+    return "\n".join(out) + "\n"
+
+
+# --- HTML ---------------------------------------------------------------------------------------------
+
+_CSS = """
+body{font:14px/1.4 system-ui,-apple-system,Segoe UI,sans-serif;margin:1.5em;color:#1b1f24}
+h1{font-size:1.3em}h2{font-size:1.1em;margin-top:1.6em}
+table{border-collapse:collapse;margin:.4em 0}th,td{border:1px solid #d0d7de;padding:.25em .5em;text-align:left;
+vertical-align:top}th{background:#f6f8fa;cursor:pointer;white-space:nowrap;position:sticky;top:0}
+td.error{background:#ffd7d5}td.warning{background:#fff1c2}td.info{background:#ddf4ff}
+tr.v-deviates td:first-child,tr.v-missing td:first-child,tr.v-unreadable td:first-child{border-left:4px solid #cf222e}
+tr.v-warning td:first-child{border-left:4px solid #bf8700}tr.v-ok td:first-child{border-left:4px solid #1a7f37}
+.muted{color:#656d76}code,pre{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:12px}
+pre{background:#f6f8fa;padding:.5em;overflow-x:auto}details{margin:.3em 0}summary{cursor:pointer}
+.error-t{color:#cf222e}.warning-t{color:#9a6700}.info-t{color:#0969da}
+"""
+
+_JS = """
+function sortBy(th) {
+  var table = th.closest('table'), col = Array.prototype.indexOf.call(th.parentNode.children, th);
+  var body = table.tBodies[0], rows = Array.prototype.slice.call(body.rows);
+  var asc = th.dataset.asc !== '1';
+  th.dataset.asc = asc ? '1' : '0';
+  function key(row) { var c = row.cells[col]; return c.dataset.k || c.textContent; }
+  rows.sort(function (x, y) {
+    var a = key(x), b = key(y), n = parseFloat(a), m = parseFloat(b);
+    var r = (!isNaN(n) && !isNaN(m) && n !== m) ? n - m : a.localeCompare(b, undefined, {numeric: true});
+    return asc ? r : -r;
+  });
+  rows.forEach(function (r) { body.appendChild(r); });
+}
+function onlyDeviating(box) {
+  document.querySelectorAll('#nodes tbody tr').forEach(function (r) {
+    r.style.display = (box.checked && r.classList.contains('v-ok')) ? 'none' : '';
+  });
+}
+"""
+
+
+def _e(value: Any) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def render_html(fleet: Fleet) -> str:
+    d = fleet.drift
+    s = _summary(fleet)
+    verdicts = {v.node: v for v in d.verdicts}
+    by_node: Dict[str, List[NodeFinding]] = defaultdict(list)
+    for nf in d.findings:
+        by_node[nf.node].append(nf)
+    out = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
+           '<meta name="viewport" content="width=device-width, initial-scale=1">',
+           f"<title>{_e(headline(fleet))}</title><style>{_CSS}</style><script>{_JS}</script></head><body>",
+           f"<h1>{_e(headline(fleet))}</h1>",
+           f'<p>{_e(closing(fleet))} <span class="muted">errors {s["errors"]}, warnings {s["warnings"]}, '
+           f'info {s["info"]}; envdoctor {_e(__version__)}, {_e(fleet.created_at)}</span></p>']
+    out.append("<h2>What differs</h2>")
+    if d.rows:
+        out.append("<table><thead><tr><th>fact</th><th>fleet</th><th>deviating</th></tr></thead><tbody>")
+        for r in d.rows:
+            out.append(f'<tr><td class="{r.severity}">{_e(r.label)}</td><td>{_e(_reference(r))}</td>'
+                       f"<td>{_e(_deviating(r, 20))}</td></tr>")
+        out.append("</tbody></table>")
+    else:
+        out.append("<p>Nothing differs between the nodes that reported.</p>")
+    if d.same:
+        out.append('<p class="muted">The same on every node: '
+                   + _e(", ".join(f"{r.label} {show(r.majority)}" for r in d.same)) + "</p>")
+    out.append('<h2>Nodes</h2><label><input type="checkbox" onchange="onlyDeviating(this)"> only nodes that '
+               'deviate</label> <span class="muted">(click a column to sort)</span>')
+    th = '<th onclick="sortBy(this)">'
+    head = "".join(f"{th}{_e(r.label)}</th>" for r in d.rows)
+    out.append(f'<table id="nodes"><thead><tr>{th}node</th>{th}verdict</th>{head}{th}codes</th></tr></thead><tbody>')
+    for n in sorted(d.nodes, key=lambda n: (_VERDICT_ORDER[verdicts[n.name].verdict], n.name)):
+        v = verdicts[n.name]
+        cells = []
+        for r in d.rows:
+            if n.name not in r.values:
+                cells.append('<td class="muted">?</td>')
+                continue
+            cls = f' class="{r.severity}"' if n.name in r.deviating else ""
+            value = r.values[n.name]
+            key = f' data-k="{_e(value)}"' if isinstance(value, (int, float)) else ""
+            cells.append(f"<td{cls}{key}>{_e(show(value))}</td>")
+        out.append(f'<tr class="v-{v.verdict}"><td><a href="#n-{_e(n.name)}">{_e(n.name)}</a></td>'
+                   f'<td data-k="{_VERDICT_ORDER[v.verdict]}">{_e(v.verdict)}</td>{"".join(cells)}'
+                   f"<td>{_e(', '.join(v.codes))}</td></tr>")
+    out.append("</tbody></table>")
+    if d.findings:
+        out.append("<h2>Findings</h2>")
+        for n in d.nodes:
+            if n.name not in by_node:
+                continue
+            out.append(f'<details id="n-{_e(n.name)}" open><summary><b>{_e(n.name)}</b> '
+                       f"({_e(verdicts[n.name].verdict)}, {len(by_node[n.name])} finding"
+                       f"{'s' if len(by_node[n.name]) != 1 else ''})</summary><ul>")
+            for nf in by_node[n.name]:
+                f = nf.finding
+                out.append(f'<li><span class="{f.severity}-t"><b>{_e(f.code)}</b> {_e(f.severity)}</span> '
+                           f"{_e(f.title)}<ul>" + "".join(f"<li class=\"muted\">{_e(e)}</li>" for e in f.evidence)
+                           + "</ul>")
+                if f.fix:
+                    out.append("<pre>" + _e("\n".join(f.fix)) + "</pre>")
+                if f.explanation:
+                    out.append(f'<p class="muted">{_e(f.explanation)}</p>')
+                out.append("</li>")
+            out.append("</ul></details>")
+    if fleet.comms is not None:
+        c = fleet.comms
+        out.append(f"<h2>{_e(comms_head(c))}</h2>")
+        if c.pairs:
+            out.append('<table id="pairs"><thead><tr>' + "".join(f"{th}{h}</th>" for h in
+                       ("round", "pair", "busbw GB/s", "time ms", "")) + "</tr></thead><tbody>")
+            for p in c.pairs:
+                t = p.transfer
+                cls = ' class="error"' if p.blame else ""
+                out.append(f"<tr><td>{p.round}</td><td>{_e(p.a_name)} - {_e(p.b_name)}</td>"
+                           f"<td{cls}>{_e(gbs(t.busbw_gbps)) if t else 'did not finish'}</td>"
+                           f"<td>{f'{t.time_s * 1e3:.3f}' if t else ''}</td><td>{_e(_blame(p))}</td></tr>")
+            out.append("</tbody></table>")
+        out.append("<ul>" + "".join(f"<li>{_e(line)}</li>" for line in comms_lines(c)
+                                    if not line.startswith("  round ")) + "</ul>")
+    notes = list(d.notes) + [f"{s_.path}: passed over ({s_.reason})" for s_ in fleet.skipped]
+    notes += [f"{n.name}: {note}" for n in d.nodes for note in n.notes if n.status == "reported"]
+    if notes:
+        out.append("<h2>Notes</h2><ul>" + "".join(f"<li>{_e(x)}</li>" for x in notes) + "</ul>")
+    out.append("</body></html>")
+    return "\n".join(out) + "\n"
+
+
+def rank_line(rank: int, world: int, host: str, master: str, transport: str, seconds: float,
+              comms: Optional[str] = None) -> str:
+    """The one line a rank other than 0 prints (``comms``: how its comms phase ended)."""
+    took = f"; its comms phase: {comms}" if comms else ""
+    return (f"envdoctor fleet: rank {rank} of {world} ({host}) sent its report to rank 0 at {master} "
+            f"over {transport} in {seconds:.1f} s{took}; rank 0 prints the fleet")
+
+
+__all__ = ["SCHEMA", "closing", "comms_document", "comms_head", "comms_lines", "fleet_document", "headline",
+           "rank_line", "render_html", "render_markdown", "render_text"]
+
+

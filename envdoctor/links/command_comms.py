@@ -1,0 +1,167 @@
+"""``envdoctor comms``: NCCL (or gloo) collectives through torch.distributed, with nccl-tests' bus
+bandwidth, a correctness check, GPU pair copies and a verdict against the links' expected peak.
+
+Exit codes: 0 no error finding; 1 a wrong result, a rank that failed, bandwidth far below the
+expected figure, or the ranks could not run; 2 usage (a bad size, GPU index or launcher
+environment); 3 envdoctor itself failed.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any, Dict, Optional, Tuple
+
+import click
+
+from envdoctor.clicore import (
+    EXIT_ERRORS,
+    EXIT_OK,
+    EXIT_USAGE,
+    ChoiceList,
+    debug_option,
+    guarded,
+    python_option,
+    use_color,
+)
+from envdoctor.links import plan
+
+
+def _devices(ctx: click.Context, param: Any, value: str) -> Optional[Tuple[int, ...]]:
+    text = value.strip().lower()
+    if text == "all":
+        return None
+    try:
+        devices = tuple(dict.fromkeys(int(v) for v in text.split(",") if v.strip()))
+    except ValueError:
+        raise click.BadParameter(f"{value!r}: give GPU indices (0,1,3) or 'all'") from None
+    if not devices or any(d < 0 for d in devices):
+        raise click.BadParameter(f"{value!r}: give GPU indices (0,1,3) or 'all'")
+    return devices
+
+
+def _progress(stream: Any) -> Any:
+    tty = bool(getattr(stream, "isatty", lambda: False)())
+    state: Dict[str, Any] = {"done": 0, "total": 0, "world": 1}
+
+    def show(p: Any) -> None:
+        e = p.event
+        if p.rank != 0:
+            return
+        kind = e.get("kind")
+        if kind == "stage" and e.get("stage") in ("import torch", "init_process_group"):
+            text = f"comms: rank 0: {e['stage']}"
+        elif kind == "plan":
+            state.update(total=int(e.get("points") or 0), world=int(e.get("world_size") or 1))
+            text = f"comms: {state['world']} rank(s) ready, {state['total']} points"
+        elif kind == "point":
+            q = e.get("point") or {}
+            state["done"] += 1
+            t = q.get("time_s")
+            bus = plan.busbw_gbps(q["collective"], int(q["bytes"]), float(t), state["world"]) \
+                if isinstance(t, (int, float)) and q.get("collective") else None
+            if state["world"] <= 1 and isinstance(t, (int, float)):
+                shown = f"{t * 1e6:.1f} us (one rank: no bandwidth)"
+            else:
+                shown = f"busbw {bus:g} GB/s" if bus is not None else str(q.get("status"))
+            text = (f"comms: [{state['done']}/{state['total']}] {q.get('collective')} "
+                    f"{plan.human_bytes(int(q.get('bytes') or 0))}: " + shown)
+        elif kind == "pair":
+            q = e.get("pair") or {}
+            text = f"comms: pair {q.get('src')} -> {q.get('dst')}"
+        else:
+            return
+        stream.write(("\r\x1b[K" + text) if tty else text + "\n")
+        stream.flush()
+
+    return show
+
+
+@click.command("comms")
+@python_option
+@click.option("--collective", "collectives", type=ChoiceList(plan.COLLECTIVES, "COLLECTIVES"),
+              default=",".join(plan.COLLECTIVES),
+              show_default=True, metavar="all_reduce,all_gather,...", help="Collectives to measure.")
+@click.option("--sizes", default=None, metavar="1M..4G",
+              help=f"Sizes S: FROM..TO (times --factor), or a list 1M,16M,1G "
+                   f"(default: {plan.DEFAULT_SIZES} with NCCL, {plan.GLOO_SIZES} with gloo).")
+@click.option("--factor", type=click.IntRange(min=2, max=1024), default=plan.DEFAULT_FACTOR, show_default=True,
+              help="Step between sizes of a FROM..TO range.")
+@click.option("--devices", default="all", show_default=True, callback=_devices, metavar="all|0,1,...",
+              help="GPUs (CUDA indices), one rank each.")
+@click.option("--backend", type=click.Choice(("auto", "nccl", "gloo")), default="auto", show_default=True,
+              help="auto: NCCL on the GPUs, or gloo on the CPU where there is none.")
+@click.option("--nproc", type=click.IntRange(min=1, max=1024), default=None,
+              help="Ranks to start (gloo: CPU processes, default 2; nccl: at most this many GPUs).")
+@click.option("--pairs/--no-pairs", default=True, show_default=True,
+              help="Also copy between every pair of GPUs (which link is slow).")
+@click.option("--timeout", "timeout_s", type=click.FloatRange(min=1), default=30.0, show_default=True,
+              metavar="SECONDS", help="Time one collective (and joining the group) may take.")
+@click.option("--json", "as_json", is_flag=True, help='Print the versioned JSON document ("envdoctor.comms/1").')
+@click.option("--plot", type=click.Path(dir_okay=False), default=None, metavar="FILE.png",
+              help="Also draw busbw per size, with matplotlib from the target environment.")
+@click.option("--idle-timeout", type=click.FloatRange(min=1), default=None, hidden=True)
+@click.option("--inject", default=None, hidden=True, help="Tests only: a rank that hangs or dies (JSON).")
+@debug_option
+@guarded
+def comms(python: Optional[str], collectives: Tuple[str, ...], sizes: Optional[str], factor: int,
+          devices: Optional[Tuple[int, ...]], backend: str, nproc: Optional[int], pairs: bool, timeout_s: float,
+          as_json: bool, plot: Optional[str], idle_timeout: Optional[float], inject: Optional[str],
+          debug: bool) -> None:
+    """Collectives between GPUs (NCCL) or CPU processes (gloo): bus bandwidth as nccl-tests counts it.
+
+    \b
+    One rank per GPU, started by envdoctor, or one per process of torchrun/srun/mpirun (every
+    rank runs `envdoctor comms`, rank 0 reports). Per collective and size: time, algbw, busbw
+    (all_reduce x 2(n-1)/n, the others x (n-1)/n), a check of the result, the ratio to the
+    slowest link's expected peak, the algorithm NCCL chose and whether NVLS was used. One GPU:
+    host <-> GPU copy bandwidth instead.
+    \b
+    envdoctor comms
+    envdoctor comms --collective all_reduce --sizes 1G..4G --factor 2
+    envdoctor comms --backend gloo --nproc 4
+    torchrun --standalone --nproc-per-node 8 -m envdoctor comms
+    """
+    from envdoctor.child import find_python
+    from envdoctor.links.host import CommsOptions, run_comms, write_plot
+    from envdoctor.links.render_comms import comms_document, render_comms_text
+    from envdoctor.links.rules_comms import verdicts
+
+    target, _ = find_python(python)
+    if target is None:
+        raise click.UsageError(f"--python {python}: not found or not executable")
+    try:
+        chosen = plan.parse_sizes(sizes, factor) if sizes else None
+    except plan.SizeError as exc:
+        raise click.BadParameter(str(exc), param_hint="--sizes") from None
+    fault = None
+    if inject:
+        try:
+            fault = json.loads(inject)
+        except ValueError:
+            raise click.BadParameter("not JSON", param_hint="--inject") from None
+    opts = CommsOptions(collectives=collectives, sizes=chosen, backend=backend, devices=devices, nproc=nproc,
+                        pairs=pairs, timeout_s=timeout_s, idle_timeout_s=idle_timeout, inject=fault)
+    result = run_comms(opts, target, progress=_progress(sys.stderr))
+    if getattr(sys.stderr, "isatty", lambda: False)():
+        sys.stderr.write("\r\x1b[K")
+    if result.error is not None and result.error.command in ("--devices", "launcher"):
+        click.echo(f"envdoctor comms: {result.error.message}", err=True)
+        sys.exit(EXIT_USAGE)
+    findings = verdicts(result)
+    reporter = result.launcher == "envdoctor" or any(x.rank == 0 for x in result.ranks)
+    if not reporter:
+        mine = result.ranks[0] if result.ranks else None
+        click.echo(f"envdoctor comms: rank {mine.rank if mine else '?'} of {result.world_size}: "
+                   f"{mine.status if mine else 'no answer'} (rank 0 reports)", err=True)
+        sys.exit(EXIT_OK if mine is not None and mine.status == "ok" else EXIT_ERRORS)
+    if as_json:
+        from envdoctor.documents import dumps
+        from envdoctor.redact import mask_data
+
+        click.echo(dumps(mask_data(comms_document(result, findings))))
+    else:
+        click.echo(render_comms_text(result, findings, color=use_color()), nl=False)
+    if plot:
+        click.echo(f"envdoctor comms: {write_plot(result, plot, target)}", err=True)
+    sys.exit(EXIT_ERRORS if any(f.severity == "error" for f in findings) else EXIT_OK)
