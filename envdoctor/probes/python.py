@@ -147,7 +147,7 @@ def interpret(child: ChildRun, exe: str, chosen_by: str, with_torch: bool = True
                               error=error or ProbeError("unparseable", "no Python facts", command))
     else:
         real = py.get("executable")
-        if isinstance(real, str) and real and os.path.realpath(real) != os.path.realpath(exe):
+        if isinstance(real, str) and real and _other_file(real, exe):
             # a launcher (pyenv's shim is a shell script): name the interpreter that really ran
             python = target_python(py, real, f"{chosen_by}, through the launcher {exe}")
         else:
@@ -166,3 +166,16 @@ def interpret(child: ChildRun, exe: str, chosen_by: str, with_torch: bool = True
     if child.stderr:
         torch = dataclasses.replace(torch, stderr_tail=child.stderr)
     return python, torch
+
+
+def _other_file(real: str, exe: str) -> bool:
+    """Whether the interpreter that ran (``sys.executable`` as the child said) is another file
+    than ``exe``; False for a path no file can have (a NUL, a lone surrogate from a JSON escape).
+
+    >>> _other_file("/usr/bin/py\x00thon", "/usr/bin/python3"), _other_file("/x/python3.12", "/usr/bin/python3")
+    (False, True)
+    """
+    try:
+        return os.path.realpath(real) != os.path.realpath(exe)
+    except ValueError:     # "embedded null byte"; UnicodeEncodeError of a surrogate
+        return False
