@@ -66,10 +66,14 @@ class PageCache:
                                          max_chars=_MAX_ENTRY_CHARS)
             if data.get("format") != _FORMAT:
                 return None
+            fetched_at, status = data.get("fetched_at"), data.get("status")
+            if not _time_of_fetch(fetched_at) or type(status) is not int or not 100 <= status <= 599:
+                return None  # a 400-digit or future fetched_at (never stale), a status no server sends
             page = _page_from(data["page"]) if data.get("page") else None
-            return CachedPage(str(data["url"]), int(data["status"]), float(data["fetched_at"]),
-                              page, data.get("etag"), data.get("last_modified"))
-        except (OSError, ValueError, TypeError, KeyError, IndexError, AttributeError):
+            etag, modified = data.get("etag"), data.get("last_modified")
+            return CachedPage(str(data["url"]), status, float(fetched_at or 0), page,
+                              etag if isinstance(etag, str) else None, modified if isinstance(modified, str) else None)
+        except (OSError, ValueError, TypeError, KeyError, IndexError, AttributeError, ArithmeticError):
             return None     # JsonError is a ValueError; a wrong shape is a TypeError/AttributeError
 
     def put(self, url: str, entry: CachedPage) -> bool:
@@ -85,6 +89,21 @@ class PageCache:
         except OSError:
             return False
         return True
+
+
+#: A cache entry written this far in the future is no entry (a clock set back a little is fine).
+_FUTURE = 24 * 3600.0
+
+
+def _time_of_fetch(value: Any) -> bool:
+    """Whether ``value`` is a time a fetch could have had: a number from 1970 to a day from now.
+
+    >>> _time_of_fetch(1764600000.5), _time_of_fetch(10 ** 399), _time_of_fetch(True), _time_of_fetch("1")
+    (True, False, False, False)
+    """
+    if type(value) not in (int, float):
+        return False
+    return bool(0 <= value <= time.time() + _FUTURE)     # an int of 400 digits compares without a float
 
 
 def _page_to(page: Page) -> Dict[str, Any]:
