@@ -16,6 +16,12 @@ from envdoctor.wheels.cache import PageCache
 HUGE = "9" * 5000
 
 
+def entry(url: str, status: int, fetched_at: str) -> str:
+    """A cache entry's JSON with ``fetched_at`` written as given (a number json.dumps cannot write)."""
+    return ('{"format": 2, "url": "' + url + '", "status": ' + str(status) + ', "fetched_at": ' + fetched_at +
+            ', "etag": null, "last_modified": null, "page": null}')
+
+
 def test_a_uv_toml_with_an_integer_past_4300_digits_is_a_config_problem():
     with pytest.raises(IndexConfigError, match="uv.toml: not a uv configuration: a number of more digits"):
         parse_uv_config(f"[pip]\nconcurrent-downloads = {HUGE}\n")
@@ -57,8 +63,7 @@ def test_a_cache_entry_with_a_fetched_at_no_fetch_had_is_no_entry(tmp_path, fetc
     cache = PageCache(tmp_path)
     url = "https://download.pytorch.org/whl/cu128/torch/"
     cache.path_for(url).parent.mkdir(parents=True)
-    cache.path_for(url).write_text('{"format": 2, "url": "%s", "status": 200, "fetched_at": %s, "etag": null, '
-                                   '"last_modified": null, "page": null}' % (url, fetched_at))
+    cache.path_for(url).write_text(entry(url, 200, fetched_at))
     assert cache.get(url) is None
 
 
@@ -78,8 +83,7 @@ def test_index_of_a_cache_entry_with_a_400_digit_fetched_at_is_no_internal_error
     cache = PageCache(tmp_path / "cache")
     cache.directory.mkdir(parents=True)
     url = f"{FALLBACK_BASE}/cu128/torch/"
-    cache.path_for(url).write_text('{"format": 2, "url": "%s", "status": 404, "fetched_at": 1%s, "etag": null, '
-                                   '"last_modified": null, "page": null}' % (url, "0" * 399))
+    cache.path_for(url).write_text(entry(url, 404, "1" + "0" * 399))
     r = CliRunner().invoke(cli, ["index", "cu128", "--python-version", "3.12", "--platform", "manylinux_2_28_x86_64",
                                  "--offline"], env={"ENVDOCTOR_CACHE_DIR": str(tmp_path / "cache"),
                                                     "ENVDOCTOR_INDEX_URL": None})
