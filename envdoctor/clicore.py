@@ -233,3 +233,16 @@ def gpu_index_or_all(ctx: click.Context, param: Any, value: str) -> str:
     if value.isdigit() and int(value) < 1024:
         return str(int(value))
     raise click.BadParameter(f"{value!r}: give a GPU index (0, 1, ...) or 'all'")
+
+
+def plot_file(ctx: click.Context, param: Any, value: Optional[str]) -> Optional[str]:
+    """``--plot FILE.png``: its folder must exist (envdoctor makes no folder the user did not; the
+    PNG was drawn, then written into folders made for it). Said before anything is measured."""
+    if value is None:
+        return None
+    folder = os.path.dirname(os.path.abspath(value))
+    if not os.path.isdir(folder):
+        shown = os.path.dirname(value) or folder
+        raise click.BadParameter(f"the folder {shown} does not exist (create it, or name a file in a folder "
+                                 "that exists)")
+    return value

@@ -28,6 +28,7 @@ from envdoctor.clicore import (
     debug_option,
     gpu_index_or_all,
     guarded,
+    plot_file,
     python_option,
     use_color,
 )
@@ -175,7 +176,7 @@ def _device_note(result: BenchResult, device: str, asked: bool) -> Optional[str]
 @click.option("--device", default="0", show_default=True, callback=gpu_index_or_all, metavar="N|all",
               help="GPU index in the target's torch, or 'all' (then a GPU >10% slower than the others is flagged).")
 @click.option("--json", "as_json", is_flag=True, help='Print the versioned JSON document ("envdoctor.bench/1").')
-@click.option("--plot", type=click.Path(dir_okay=False), default=None, metavar="FILE.png",
+@click.option("--plot", type=click.Path(dir_okay=False), default=None, metavar="FILE.png", callback=plot_file,
               help="Also draw a PNG, with matplotlib from the target environment.")
 @click.option("--timeout", type=click.FloatRange(min=1), default=None, metavar="SECONDS",
               help="Seconds the whole benchmark may take (default: 3x the budgets per GPU + 120).")

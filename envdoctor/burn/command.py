@@ -28,6 +28,7 @@ from envdoctor.clicore import (
     debug_option,
     gpu_index_or_all,
     guarded,
+    plot_file,
     python_option,
     use_color,
 )
@@ -134,7 +135,7 @@ def _plot(result: BurnResult, path: str, python: str, ascii_only: bool) -> List[
               help="Dtypes to load (bf16, fp16, tf32, fp32, fp64; default bf16 and fp32, plus fp64 on GPUs "
                    "whose Tensor Cores take it).")
 @click.option("--json", "as_json", is_flag=True, help='Print the versioned JSON document ("envdoctor.burn/1").')
-@click.option("--plot", type=click.Path(dir_okay=False), default=None, metavar="FILE.png",
+@click.option("--plot", type=click.Path(dir_okay=False), default=None, metavar="FILE.png", callback=plot_file,
               help="Also draw the time series as a PNG, with matplotlib from the target environment.")
 @click.option("--hang-timeout", type=click.FloatRange(min=1, max=3600), default=IDLE_TIMEOUT, show_default=True,
               metavar="SECONDS", help="A GPU whose process prints nothing this long is hung (FAULTY).")

@@ -21,6 +21,7 @@ from envdoctor.clicore import (
     ChoiceList,
     debug_option,
     guarded,
+    plot_file,
     python_option,
     use_color,
 )
@@ -98,7 +99,7 @@ def _progress(stream: Any) -> Any:
 @click.option("--timeout", "timeout_s", type=click.FloatRange(min=1), default=30.0, show_default=True,
               metavar="SECONDS", help="Time one collective (and joining the group) may take.")
 @click.option("--json", "as_json", is_flag=True, help='Print the versioned JSON document ("envdoctor.comms/1").')
-@click.option("--plot", type=click.Path(dir_okay=False), default=None, metavar="FILE.png",
+@click.option("--plot", type=click.Path(dir_okay=False), default=None, metavar="FILE.png", callback=plot_file,
               help="Also draw busbw per size, with matplotlib from the target environment.")
 @click.option("--idle-timeout", type=click.FloatRange(min=1), default=None, hidden=True)
 @click.option("--inject", default=None, hidden=True, help="Tests only: a rank that hangs or dies (JSON).")
