@@ -56,3 +56,17 @@ def test_a_charset_that_is_no_text_encoding_is_no_listing():
         _decode(b"PGh0bWw+", "text/html; charset=base64")
     assert _decode(b"caf\xe9", "text/html; charset=nosuchcodec") == "caf\ufffd"
     assert _decode(b"caf\xe9", 'text/html; charset="latin-1"') == "caf\xe9"
+
+
+def test_a_cache_entry_of_a_url_with_a_byte_that_is_not_utf8_is_stored_and_read(tmp_path):
+    """The entry's file name hashed the URL's strict UTF-8 (UnicodeEncodeError on ``caf\\xe9``)."""
+    import time
+
+    from envdoctor.wheels.cache import CachedPage, PageCache
+
+    cache = PageCache(tmp_path)
+    url = "http://127.0.0.1:9/caf\udce9/whl/?token=s3cretval"
+    assert cache.put(url, CachedPage(url, 404, time.time()))
+    entry = cache.get(url)
+    assert entry is not None and entry.status == 404 and "s3cretval" not in entry.url
+    assert all("s3cretval" not in p.read_text() for p in tmp_path.rglob("*.json"))

@@ -57,7 +57,8 @@ class PageCache:
         self.directory = Path(directory) / "index"
 
     def path_for(self, url: str) -> Path:
-        return self.directory / (hashlib.sha256(url.encode("utf-8")).hexdigest() + ".json")
+        # surrogatepass: a URL with a byte that is not UTF-8 (from argv or a variable) has a name too
+        return self.directory / (hashlib.sha256(url.encode("utf-8", "surrogatepass")).hexdigest() + ".json")
 
     def get(self, url: str) -> Optional[CachedPage]:
         try:
