@@ -38,6 +38,8 @@ MAX_LINE = 1024 * 1024
 #: After the program exited, how long its pipes may stay open (a grandchild holds them) before
 #: the program's process group is ended; never past the timeout.
 _AFTER_EXIT = 2.0
+#: Output this recent means a pipe is still being read, not held open by a silent grandchild.
+_QUIET = 0.2
 #: After the group was killed, how long the pipes get to close (all of them together).
 _AFTER_KILL = 0.2
 #: How often the waiting loop looks at ``stop`` and the idle clock.
@@ -221,7 +223,7 @@ def run(
     # deadline (at most _AFTER_EXIT), then end the program's group (the grandchildren in it) and
     # take what was read; one that left the group keeps its pipe, but not envdoctor
     if any(r.thread.is_alive() for r in readers):
-        _collect(readers, min(deadline, time.monotonic() + _AFTER_EXIT))
+        _drain_after_exit(readers, deadline)
         if any(r.thread.is_alive() for r in readers):
             _kill_group(proc)
     out, err = _collect(readers, time.monotonic() + _AFTER_KILL)
@@ -237,6 +239,23 @@ def run(
         return Ran(argv, code, stdout, stderr, seconds,
                    ProbeError("exit_status", f"{argv[0]} exited with status {code}: {detail}", shown))
     return Ran(argv, code, stdout, stderr, seconds)
+
+
+def _drain_after_exit(readers: Sequence[_Reader], deadline: float) -> None:
+    """Wait for the pipes of a program that exited: until its deadline while they are silent (a
+    grandchild holds them), longer only while output still comes (what a child printed just
+    before its end is still being read), and never more than _AFTER_EXIT in all."""
+    now = time.monotonic()
+    hard = now + _AFTER_EXIT
+    soft = min(deadline, hard)
+    while now < hard:
+        alive = [r for r in readers if r.thread.is_alive()]
+        if not alive:
+            return
+        if now >= soft and all(now - r.last_output(0.0) > _QUIET for r in alive):
+            return
+        alive[0].thread.join(_POLL)
+        now = time.monotonic()
 
 
 def _collect(readers: Sequence[_Reader], until: float) -> List[bytes]:

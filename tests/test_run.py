@@ -157,3 +157,15 @@ def test_a_grandchild_holding_the_pipes_is_bounded_by_the_timeout_not_two_second
         time.sleep(0.05)
     else:
         raise AssertionError("the grandchild still runs")
+
+
+def test_output_still_coming_after_the_exit_is_read_before_the_group_is_ended(tmp_path):
+    """The deadline ends only silent pipes: a grandchild (or the last of a child's output) still
+    writing is read on, up to 2 s after the exit, then the group is ended."""
+    import time
+
+    b = FakeBin(tmp_path)
+    b.add_script("trickles", "(for i in 1 2 3 4 5 6; do echo line$i; sleep 0.1; done; sleep 30) & echo started")
+    started = time.monotonic()
+    r = run(["trickles"], env=b.env(), timeout=0.3)
+    assert r.ok and "line6" in r.stdout and time.monotonic() - started < 2.8
