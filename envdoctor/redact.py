@@ -103,9 +103,11 @@ def _userinfo(rest: str) -> int:
     if colon <= 0 or end == len(rest) or (rest[colon + 1:end].isdigit() and end - colon <= 6 and rest[end] == "/"):
         return -1     # no delimiter, or a port before the path: https://host:8080/pkg@1.0
     at = rest.find("@", end)
-    if at < 0 or not _HOST_START.match(rest, at + 1):
+    if at < 0:
         return -1
-    return at
+    slash = rest.find("/", at)
+    at = rest.rfind("@", at, slash if slash >= 0 else len(rest))    # an @ in the password too: the last
+    return at if _HOST_START.match(rest, at + 1) else -1
 
 
 def _mask_query(query: str) -> str:

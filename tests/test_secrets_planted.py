@@ -38,6 +38,7 @@ def test_index_url_passwords_holding_hash_question_mark_or_slash_are_masked():
     assert mask_url("https://ci:qu?est3pw@mirror.example/links") == "https://ci:***@mirror.example/links"
     assert mask_url("https://ci:sl/ash2pw@mirror.example/a@b") == "https://ci:***@mirror.example/a@b"
     assert mask_text("find-links = https://ci:sl/ash2pw@m/links ok") == "find-links = https://ci:***@m/links ok"
+    assert mask_url("https://ci:p#a@b@mirror.example/x") == "https://ci:***@mirror.example/x"   # an @ in it too
     # what has no user part stays as it is: an @ in a path, a port before the path
     assert mask_url("https://host/pkg@1.0") == "https://host/pkg@1.0"
     assert mask_url("https://host:8080/pkg@1.0") == "https://host:8080/pkg@1.0"
