@@ -179,7 +179,8 @@ class NodeRedactor(Redactor):
         for home in self.homes:
             text = text.replace(home, "~")
         for word, label in self.odd:
-            text = re.sub(rf"(?<![\w-]){re.escape(word)}(?![\w-])", label, text)
+            if word in text:    # a fast search first: a thousand odd names cost a thousand regex passes
+                text = re.sub(rf"(?<![\w-]){re.escape(word)}(?![\w-])", label, text)
         return self._TOKEN.sub(self._swap, text)
 
 
