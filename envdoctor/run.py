@@ -370,7 +370,7 @@ def _feed(pipe: Optional[IO[bytes]], data: bytes) -> None:
 
 def _reap(proc: subprocess.Popen) -> None:
     try:
-        proc.wait(timeout=2.0)
+        proc.wait(timeout=_AFTER_KILL * 2.5)   # SIGKILL ends it at once, unless it is in D state
     except subprocess.TimeoutExpired:  # unkillable (D state): leave it, report the timeout
         pass
 
