@@ -131,6 +131,7 @@ def _mask_query(query: str) -> str:
 _HOST_START = re.compile(r"[A-Za-z0-9\[]")
 #: Where a word ends for :func:`_mask_bare_userinfo` (the password may hold anything else).
 _WORD_END = frozenset(" \t\r\n'\"<>`@")
+_DIGESTS = ("sha256:", "sha384:", "sha512:")
 #: What may stand before the user name inside a word: ``proxy=u:pw@h``, ``(u:pw@h``.
 _USER_BEFORE = "=(,[{"
 
@@ -156,8 +157,8 @@ def _mask_bare_userinfo(text: str) -> str:
         prev = at + 1
         word = text[start:at]
         colon = word.find(":")
-        if colon < 0 or not _HOST_START.match(text, at + 1):
-            continue
+        if colon < 0 or not _HOST_START.match(text, at + 1) or text.startswith(_DIGESTS, at + 1):
+            continue    # no user:password, or an image's tag and digest (ubuntu:24.04@sha256:...)
         user, password = word[:colon], word[colon + 1:]
         cut = max(user.rfind(c) for c in _USER_BEFORE)
         user = user[cut + 1:]

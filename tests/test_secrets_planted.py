@@ -50,6 +50,7 @@ def test_proxy_urls_without_a_scheme_are_masked():
     assert mask_text("proxy = u:pr0xyconf@proxy:3128") == "proxy = u:***@proxy:3128"
     assert mask_url("u:pw@[::1]:3128") == "u:***@[::1]:3128"
     assert mask_text("git@github.com:org/repo and a:b") == "git@github.com:org/repo and a:b"
+    assert mask_text("ubuntu:24.04@sha256:0a1b2c") == "ubuntu:24.04@sha256:0a1b2c"     # an image digest
 
 
 def test_pwd_as_a_word_of_a_variable_name_is_a_password_but_the_shells_pwd_is_a_folder():
