@@ -123,6 +123,18 @@ def secret_beside_a_stray_byte(tmp: Path, server: IndexServer) -> Planted:
                         "PYTHONIOENCODING": "utf-8:strict"})
 
 
+def dotted_reports(tmp: Path, server: IndexServer) -> Planted:
+    from tests import fleetdocs as fd
+
+    odd = fd.host(fd.h200(), "gpu-02")
+    odd["findings"] = [{"code": "ED205", "severity": "error", "title": "x." * 40000 + "gpu-02",
+                        "evidence": [".".join("9" * 4 for _ in range(100_000))], "fix": [], "reference": None,
+                        "area": "torch", "explanation": None}]
+    fd.write(tmp / "a", fd.host(fd.h200(), "gpu-01"))
+    fd.write(tmp / "b", odd)
+    return Planted([str(tmp / "a"), str(tmp / "b")])
+
+
 @dataclass
 class Row:
     name: str
@@ -174,6 +186,8 @@ ROWS = [
     Row("index: a uv.toml with a 5,000-digit integer", ["index", "cu128", *CP312, "--offline"], huge_uv, (0, 1), 0),
     Row("index: a cache entry with a 400-digit fetched_at", ["index", "cu128", *CP312], huge_fetched_at, (0,), 0),
     Row("bench --plot into a folder that does not exist", ["bench"], missing_folder, (2,), -1),
+    Row("fleet --redact: a title of 40,000 dots and 500 kB of dotted version text", ["fleet", "--redact"],
+        dotted_reports, (0, 1), None, bound=10.0),
     Row("check --json: a secret query key beside a non-UTF-8 byte", ["check", *SKIP, "--json"],
         secret_beside_a_stray_byte, (0, 1), 0, absent=("qs3cretval", "pr0xyval", "c0ndapwdval")),
 ]
