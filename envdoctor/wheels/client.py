@@ -304,17 +304,18 @@ class IndexClient:
                     raw = _read_bounded(resp)
                 finally:
                     resp.close()
-        except ValueError as exc:   # requests' own split of a redirect's Location ("Invalid IPv6 URL"), an IDNA host
-            log.debug("GET %s failed", mask_url(url), exc_info=True)
-            message = f"{mask_url(url)}: {_not_a_listing(f'an answer envdoctor cannot follow ({exc})')}"
-            if entry is not None:
-                return _from_entry(entry, note=f"{message}; answered from the cache")
-            return Fetched(error=message)
         except (requests.RequestException, PageTooLarge) as exc:
             timed_out = isinstance(exc, requests.Timeout)
             message = (describe_exception(exc, url, self.timeout) if timed_out or not deadline.expired
                        else _too_slow(url, self.timeout, answered))
             log.debug("GET %s failed", mask_url(url), exc_info=True)
+            if entry is not None:
+                return _from_entry(entry, note=f"{message}; answered from the cache")
+            return Fetched(error=message)
+        except ValueError as exc:   # not requests' own (InvalidURL is one too): its split of a redirect's
+            # Location ("Invalid IPv6 URL"), a host IDNA refuses
+            log.debug("GET %s failed", mask_url(url), exc_info=True)
+            message = f"{mask_url(url)}: {_not_a_listing(f'an answer envdoctor cannot follow ({exc})')}"
             if entry is not None:
                 return _from_entry(entry, note=f"{message}; answered from the cache")
             return Fetched(error=message)
