@@ -210,7 +210,8 @@ def run(
         else:
             _kill_group(proc)
             _reap(proc)
-        out, err = _collect(readers, time.monotonic() + _AFTER_KILL)
+        _drain_after_exit(readers, time.monotonic() + _AFTER_KILL)   # what it printed last is still read
+        out, err = _collect(readers, time.monotonic())
         message = {
             "timeout": f"{argv[0]} did not answer in {timeout:g} s",
             "idle": f"{argv[0]} printed nothing for {idle_timeout or 0:g} s and was stopped",
