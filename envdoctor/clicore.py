@@ -26,6 +26,27 @@ EXIT_PIPE = 141
 EXIT_INTERRUPTED = 130
 
 
+def json_after_command(args: Sequence[str], names: Sequence[str]) -> list:
+    """``args`` with a ``--json`` given before the (sub)command name moved after it, so that
+    ``envdoctor --json check`` and ``envdoctor table --json torch 2.7`` mean what they say::
+
+        json_after_command(["--json", "torch", "2.7"], ["torch", "cuda"])   # ["torch", "--json", "2.7"]
+    """
+    out = list(args)
+    at = next((i for i, a in enumerate(out) if a in names or a == "--"), None)
+    if at is None or out[at] == "--" or "--json" not in out[:at]:
+        return out
+    before = [a for a in out[:at] if a != "--json"]
+    return [*before, out[at], "--json", *out[at + 1:]]
+
+
+class JsonGroup(click.Group):
+    """A group whose ``--json`` may come before its subcommand's name (the subcommand takes it)."""
+
+    def parse_args(self, ctx: click.Context, args: list) -> list:
+        return super().parse_args(ctx, json_after_command(args, self.list_commands(ctx)))
+
+
 def closed_pipe() -> None:
     """Leave quietly when standard output is a pipe whose reader has gone: no traceback, no
     "Exception ignored" at exit (standard output points at /dev/null from here on)."""
@@ -113,6 +134,7 @@ def guarded(f: Callable) -> Callable:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         debug = bool(kwargs.get("debug"))
         escape_streams(sys.stdout, sys.stderr)   # a byte that is not UTF-8 is shown escaped, not a crash
+        plot_file(kwargs.get("plot"))            # bench, burn, comms: before anything is measured
         if debug:
             logging.basicConfig(level=logging.DEBUG, format="envdoctor: %(name)s: %(message)s")
         try:
@@ -235,14 +257,67 @@ def gpu_index_or_all(ctx: click.Context, param: Any, value: str) -> str:
     raise click.BadParameter(f"{value!r}: give a GPU index (0, 1, ...) or 'all'")
 
 
-def plot_file(ctx: click.Context, param: Any, value: Optional[str]) -> Optional[str]:
-    """``--plot FILE.png``: its folder must exist (envdoctor makes no folder the user did not; the
-    PNG was drawn, then written into folders made for it). Said before anything is measured."""
-    if value is None:
-        return None
+# --- --html and -o: one self-contained page per run (envdoctor/htmlpage.py) ---------------------------------
+
+def html_options(f: Callable) -> Callable:
+    """``--html`` (a page beside --json) and ``-o FILE`` (write it atomically instead of printing it)."""
+    f = click.option("-o", "--output", "html_output", type=click.Path(dir_okay=False, path_type=Path), default=None,
+                     metavar="FILE", help="With --html: write the page to FILE (atomically) instead of printing it.")(f)
+    return click.option("--html", "as_html", is_flag=True,
+                        help="Print one self-contained HTML page (no network, no external files; the JSON "
+                             "document embedded; personal details masked as --redact does).")(f)
+
+
+def check_formats(**given: bool) -> None:
+    """A usage error for two formats at once (``--json --html``): one line naming them."""
+    chosen = [f"--{name.replace('_', '-')}" for name, on in given.items() if on]
+    if len(chosen) > 1:
+        raise click.UsageError(f"choose one of {', '.join(chosen)}")
+
+
+def machine_redactor() -> Any:
+    """The ``--redact`` of the machine envdoctor runs on (its host name, user and home), which every
+    page applies on top of what its document names."""
+    import getpass
+    import socket
+
+    from envdoctor.redact import Redactor
+
+    try:
+        user: Optional[str] = getpass.getuser()
+    except (KeyError, OSError):
+        user = None
+    home = os.environ.get("HOME")
+    return Redactor(socket.gethostname(), user if user != "root" else None, home)
+
+
+def emit_page(text: str, output: Optional[Path], command: str) -> None:
+    """Print the page, or write it to ``output`` atomically (never over anything but a regular file;
+    exit 2 with one line when it cannot be written)."""
+    if output is None:
+        click.echo(text, nl=False)
+        return
+    from envdoctor.atomic import write_atomic
+
+    if not output.parent.is_dir():
+        click.echo(f"envdoctor {command}: -o {output}: the folder {output.parent} does not exist", err=True)
+        sys.exit(EXIT_USAGE)
+    try:
+        write_atomic(output, text)
+    except OSError as exc:
+        click.echo(f"envdoctor {command}: cannot write {output}: {exc.strerror or exc}", err=True)
+        sys.exit(EXIT_USAGE)
+    click.echo(f"envdoctor {command}: wrote {output}", err=True)
+
+
+def plot_file(value: Optional[str]) -> None:
+    """``--plot FILE.png`` (bench, burn, comms; checked by :func:`guarded` before the command
+    runs): its folder must exist. envdoctor makes no folder the user did not name (the PNG was
+    drawn, then written into folders made for it), as for ``-o``."""
+    if not isinstance(value, str):
+        return
     folder = os.path.dirname(os.path.abspath(value))
     if not os.path.isdir(folder):
         shown = os.path.dirname(value) or folder
         raise click.BadParameter(f"the folder {shown} does not exist (create it, or name a file in a folder "
-                                 "that exists)")
-    return value
+                                 "that exists)", param_hint="'--plot'")

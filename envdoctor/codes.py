@@ -51,7 +51,9 @@ RANGES: Tuple[CodeRange, ...] = (
     CodeRange(800, 839, "burn", "sustained load: per-GPU health verdicts (miscompares, ECC, throttling, Xid)"),
     CodeRange(840, 869, "links", "PCIe and NVLink links and the topology (degraded width or generation, links down)"),
     CodeRange(870, 899, "comms", "collectives through torch.distributed: bus bandwidth against the expected"),
-    CodeRange(900, 999, "envdoctor", "envdoctor itself: a check or a data file that failed"),
+    CodeRange(900, 939, "envdoctor", "envdoctor itself: a check or a data file that failed"),
+    CodeRange(940, 969, "profile", "the user's own training or inference step: where its time goes, and the fixes"),
+    CodeRange(970, 999, "envdoctor", "envdoctor itself (continued)", reserved=True),
 )
 
 
@@ -103,6 +105,23 @@ PYTORCH_CONDA_RETIRED = "https://github.com/pytorch/pytorch/issues/138506"
 CONDA_PIP_MIXED = "https://www.anaconda.com/blog/using-pip-in-a-conda-environment"
 DOCKER_DAEMON = "https://docs.docker.com/engine/daemon/start/"
 DOCKER_POSTINSTALL = "https://docs.docker.com/engine/install/linux-postinstall/"
+REF_FLASH_ATTN = "https://github.com/Dao-AILab/flash-attention#installation-and-features"
+REF_TORCH_ABI = "https://pytorch.org/docs/stable/generated/torch.compiled_with_cxx11_abi.html"
+REF_XFORMERS = "https://github.com/facebookresearch/xformers#installing-xformers"
+REF_REQUIRES_DIST = "https://packaging.python.org/en/latest/specifications/core-metadata/#requires-dist-multiple-use"
+REF_DEEPSPEED = "https://www.deepspeed.ai/tutorials/advanced-install/"
+REF_APEX = "https://github.com/NVIDIA/apex#from-source"
+REF_NVCC_HOST = "https://docs.nvidia.com/cuda/cuda-installation-guide-linux/"
+REF_CUDA_COMPAT_DOC = "https://docs.nvidia.com/deploy/cuda-compatibility/"
+REF_NGC_PYTORCH = "https://docs.nvidia.com/deeplearning/frameworks/pytorch-release-notes/index.html"
+CTK_ENV_VARS = "https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/docker-specialized.html"
+PT_PROFILER = "https://docs.pytorch.org/docs/stable/profiler.html"
+PT_DATALOADER = "https://docs.pytorch.org/docs/stable/data.html#multi-process-data-loading"
+PT_TF32 = "https://docs.pytorch.org/docs/stable/notes/cuda.html#tensorfloat-32-tf32-on-ampere-and-later-devices"
+PT_OPTIM = "https://docs.pytorch.org/docs/stable/optim.html#algorithms"
+PT_DDP = "https://docs.pytorch.org/docs/stable/notes/ddp.html"
+PT_CUDA_GRAPHS = "https://docs.pytorch.org/docs/stable/notes/cuda.html#cuda-graphs"
+PT_SYNC_DEBUG = "https://docs.pytorch.org/docs/stable/generated/torch.cuda.set_sync_debug_mode.html"
 
 
 _CODES: Tuple[Code, ...] = (
@@ -187,6 +206,49 @@ _CODES: Tuple[Code, ...] = (
          "Use the GPU inside the VM (run envdoctor there); to use it on the host, remove its id from "
          "vfio-pci.ids= (kernel command line or /etc/modprobe.d) and reboot.",
          (LINUX_VFIO,)),
+    # --- ED160-ED169: the live state of each GPU (envdoctor/rules/gpu_state.py) -----------------------
+    Code("ED160", "A GPU is in use by another process", "gpu", ("warning", "error"),
+         "NVML lists processes with a context on the GPU, or the GPU is busy with none listed (a process of "
+         "another pid namespace). A job placed there shares its memory and compute: it runs slower, or fails "
+         "out of memory. check warns; diag, which asks whether a job may start, calls it an error.",
+         "Find the process (nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv), and end "
+         "it if it is stale; in a container, ask on the host.",
+         (NVML_DEVICE_QUERIES,)),
+    Code("ED161", "A zombie process holds a GPU", "gpu", ("error",),
+         "A process that has exited but was not reaped (state Z) still holds its GPU context and memory. Its "
+         "parent must reap it; if the parent is gone or stuck, only a GPU reset or a reboot frees the memory.",
+         "ps -o pid,ppid,stat,cmd -p PID; end the parent; else nvidia-smi --gpu-reset -i N with nothing "
+         "running, or reboot.",
+         (NVML_DEVICE_QUERIES,)),
+    Code("ED162", "The GPU's compute mode keeps a job out", "gpu", ("error", "info"),
+         "Exclusive-process mode lets one process have a context; a second one fails with 'all CUDA-capable "
+         "devices are busy or unavailable'. Prohibited lets none. Schedulers set exclusive mode on purpose: it is "
+         "a fault only where the GPU is already taken, or prohibited.",
+         "sudo nvidia-smi -i N -c DEFAULT where sharing is wanted; else end the process that holds it.",
+         ("https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#compute-modes",)),
+    Code("ED163", "The power limit is set below the default", "gpu", ("warning",),
+         "An operator (nvidia-smi -pl) or a tool lowered the enforced power limit: under load the clocks drop "
+         "and the GPU delivers less than its model should.",
+         "sudo nvidia-smi -i N -pl DEFAULT_W, unless the limit is wanted (a power budget).",
+         ("https://docs.nvidia.com/deploy/nvidia-smi/index.html",)),
+    Code("ED164", "The GPU's clocks are held below the default", "gpu", ("warning",),
+         "Applications clocks (nvidia-smi -ac) or locked clocks (-lgc) hold the SM clock below the default: "
+         "every kernel runs slower.",
+         "sudo nvidia-smi -i N -rac and -rgc, unless the setting is wanted.",
+         ("https://docs.nvidia.com/deploy/nvidia-smi/index.html",)),
+    Code("ED165", "Retired pages or remapped rows wait for a reset, or a remapping failed", "gpu",
+         ("warning", "error"),
+         "The GPU found bad memory and will stop using it after the next GPU reset (pending); until then the "
+         "bad cells stay in use. A failed remapping means it ran out of spare rows: the GPU needs service.",
+         "Pending: reset the GPU with nothing on it (nvidia-smi --gpu-reset -i N) or reboot. Failure: drain "
+         "the node and replace the GPU.",
+         ("https://docs.nvidia.com/deploy/a100-gpu-mem-error-mgmt/index.html",)),
+    Code("ED166", "MIG mode is pending a change, or on with no instance", "gpu", ("warning", "error"),
+         "The MIG mode set takes effect after a GPU reset, so what runs now differs from the configuration; "
+         "or MIG is on and no GPU instance exists, so no process can use the GPU.",
+         "Reset the GPU (nvidia-smi --gpu-reset -i N); or create instances (nvidia-smi mig -cgi ... -C), or "
+         "leave MIG mode (nvidia-smi -mig 0).",
+         (MIG_GUIDE,)),
     # --- ED2xx: torch in the target Python -----------------------------------------------------------
     Code("ED200", "The target Python could not be inspected", "torch", ("error", "warning"),
          "The interpreter envdoctor was told (--python: an error) or found on PATH (a warning) does not run, "
@@ -311,6 +373,65 @@ _CODES: Tuple[Code, ...] = (
          "runtime); building from source (flash-attn, apex, DeepSpeed ops) does.",
          "Install the toolkit of torch's CUDA release only if you build CUDA extensions.",
          (CUDA_INSTALL_LINUX,)),
+    # --- ED330-ED359: the libraries above torch (envdoctor/stack/, docs/stack.md) ----------------------
+    Code("ED330", "A library above torch does not load (its import fails, classified)", "stack", ("error",),
+         "Importing flash-attn, xformers, vLLM, bitsandbytes or another library above torch failed in a separate "
+         "process of the target Python, or (xFormers) it imported but said its C++/CUDA part did not load. The "
+         "exact error is classified: an undefined symbol of c10/at/torch (built for another torch release), a "
+         "symbol naming std::__cxx11 (built with the other C++ ABI: torch._C._GLIBCXX_USE_CXX11_ABI decides), a "
+         "libcudart.so.N of another CUDA major, a missing CUDA library, an architecture the kernels do not support, "
+         "a missing module or an old libstdc++.",
+         "Reinstall the build that matches the installed torch: flash-attn's prebuilt wheel for this torch, CUDA, "
+         "C++ ABI and Python (its GitHub release) or a source build with --no-build-isolation; xformers and vLLM "
+         "from the release that pins this torch, naming torch in the same command so it is not replaced.",
+         (REF_FLASH_ATTN, REF_TORCH_ABI, REF_XFORMERS)),
+    Code("ED331", "Importing a library above torch crashed the interpreter", "stack", ("error",),
+         "The import ended the process with a signal (SIGSEGV, SIGABRT), or a C library called exit() before the "
+         "import returned: a C++/CUDA part built for another torch or CUDA often crashes instead of raising. "
+         "envdoctor imports each library in its own process, so the rest of the check went on.",
+         "Run the import with python -X faulthandler to see the C stack, then reinstall the library's build for "
+         "this torch (the finding prints the command).", ()),
+    Code("ED332", "Importing a library above torch hung", "stack", ("error",),
+         "The import did not finish within the budget and was killed. Module code that waits on a GPU, a lock "
+         "file (a half-finished JIT build in ~/.cache/torch_extensions) or the network hangs this way.",
+         "Run python -X importtime -c 'import MODULE' with a timeout to see where it stops; remove a stale lock "
+         "under ~/.cache/torch_extensions.", ()),
+    Code("ED333", "A library's declared pins reject the installed torch", "stack", ("error",),
+         "The library's own metadata (Requires-Dist, read with packaging.requirements and its markers evaluated "
+         "for this Python) pins torch, or a library beside it, to a version that is not installed: vLLM and "
+         "xformers pin an exact torch. The next pip install of either replaces the other's torch, and a build for "
+         "another torch fails to load (ED330).",
+         "Install the library's release that pins the installed torch, naming torch in the same command, or move "
+         "torch to the pin from the index of its CUDA variant.", (REF_REQUIRES_DIST,)),
+    Code("ED334", "A library does not support this machine's GPU architecture", "stack", ("error", "warning"),
+         "The library's published minimum (or maximum) compute capability excludes the GPUs here: "
+         "FlashAttention-2 needs Ampere (8.0) or newer, FlashAttention-3 is Hopper (9.0) only, vLLM needs 7.0. "
+         "An error when every GPU is outside, a warning when some are.",
+         "Uninstall it or leave it unused (transformers: attn_implementation=\"sdpa\"); FlashAttention-3 off "
+         "Hopper: FlashAttention-2.", (REF_FLASH_ATTN,)),
+    Code("ED335", "DeepSpeed's ops belong to another torch or CUDA, or cannot be built", "stack", ("error", "warning"),
+         "deepspeed/git_version_info_installed.py (what ds_report reads) records the ops compiled in at install "
+         "time and the torch and CUDA they were compiled with; ops of another torch or CUDA fail to load. With no "
+         "op compiled in, DeepSpeed builds them at first use (JIT), which needs ninja.",
+         "Rebuild the ops for this torch (DS_BUILD_OPS=1 pip install deepspeed --no-build-isolation) or install "
+         "ninja for the JIT build; ds_report shows the result.", (REF_DEEPSPEED,)),
+    Code("ED336", "A known-bad install of a library above torch", "stack", ("error", "warning"),
+         "data/extensions.toml lists the install as wrong: PyPI's 'apex' is an unrelated package (NVIDIA Apex "
+         "is built from its repository), AutoGPTQ is archived in favour of GPTQModel.",
+         "The row's own fix: the command that installs the right package.", (REF_APEX,)),
+    Code("ED337", "A source build of a library above torch would fail or crawl here", "stack", ("warning",),
+         "A library that is compiled against torch (flash-attn, apex, mamba-ssm, causal-conv1d, DeepSpeed's ops) "
+         "is broken without a prebuilt wheel that fits, or was installed from source, and its rebuild would trip: "
+         "no nvcc or one of another CUDA major than torch, a GCC newer than that nvcc accepts "
+         "(crt/host_config.h), no ninja, MAX_JOBS unset (one job per CPU exhausts the RAM), TORCH_CUDA_ARCH_LIST "
+         "not set to these GPUs.",
+         "Install the nvcc of torch's CUDA and a GCC it accepts, pip install ninja, export MAX_JOBS and "
+         "TORCH_CUDA_ARCH_LIST as the finding prints, then pip install --no-build-isolation.", (REF_NVCC_HOST,)),
+    Code("ED338", "The check of the libraries above torch did not finish", "stack", ("warning",),
+         "The import checks were cut short (the torch check's time ran out, a process could not start) or "
+         "data/extensions.toml could not be read: some libraries were not judged, which is not the same as fine.",
+         "Run envdoctor check again with a larger --torch-timeout, or import the named module by hand.",
+         ()),
     # --- ED4xx: conda ---------------------------------------------------------------------------------
     Code("ED401", "The conda env has a CUDA runtime but no nvcc", "conda", ("info",),
          "Running torch needs only the runtime; building from source needs nvcc of torch's CUDA release.",
@@ -372,7 +493,68 @@ _CODES: Tuple[Code, ...] = (
          "Generate the spec with nvidia-ctk cdi generate (again after every driver upgrade).",
          (CTK_CDI,)),
     # --- ED7xx: verify against a snapshot --------------------------------------------------------------
+    # --- ED560-ED569: a Dockerfile, linted before the build (envdoctor/dockerfile/, docs/stack.md) -------
+    Code("ED560", "The image's CUDA is newer than the driver runs", "dockerfile", ("error", "warning"),
+         "The final stage's base image (nvidia/cuda:X, an NGC PyTorch release, pytorch/pytorch:...-cudaX) ships a "
+         "CUDA release that needs a newer driver than this host's (or --driver): the container starts, and CUDA "
+         "fails with 'the provided PTX was compiled with an unsupported toolchain' or 'CUDA driver version is "
+         "insufficient'. A warning where only minor-version compatibility covers it.",
+         "Upgrade the host's driver, or build FROM an image of a CUDA release the driver supports.",
+         (REF_CUDA_COMPAT_DOC,)),
+    Code("ED561", "torch installed from PyPI into a CUDA image, without the index of its CUDA", "dockerfile",
+         ("warning",),
+         "pip install torch without --index-url https://download.pytorch.org/whl/cuXYZ takes PyPI's wheel, built "
+         "for PyPI's default CUDA variant: a second CUDA stack beside the image's, and extensions compiled with "
+         "the image's nvcc against a torch of another CUDA.",
+         "Add --index-url https://download.pytorch.org/whl/cuXYZ of the image's CUDA (uv: --torch-backend).",
+         (TORCH_INSTALL,)),
+    Code("ED562", "torch reinstalled over the NGC PyTorch image's own build", "dockerfile", ("error",),
+         "NGC's PyTorch image ships its own torch (CUDA, cuDNN and the C++11 ABI of that release) and "
+         "transformer-engine, flash-attn and apex compiled against it; pip install torch replaces it and those "
+         "break (undefined symbols at import).",
+         "Drop torch from the install and constrain it to what the image ships (pip install -c a file of its "
+         "pip list --format=freeze).", (REF_NGC_PYTORCH,)),
+    Code("ED563", "A library's torch pin fights the image's torch", "dockerfile", ("error",),
+         "vLLM and xformers pin one torch release (data/extensions.toml); installing a release of them that pins "
+         "another torch than the image has replaces the image's torch, or fails to resolve under a constraint.",
+         "Install the release that pins the image's torch, or build FROM the project's own image (vLLM's).",
+         (REF_REQUIRES_DIST,)),
+    Code("ED564", "flash-attn compiled without nvcc, MAX_JOBS or --no-build-isolation", "dockerfile",
+         ("error", "warning"),
+         "pip install flash-attn compiles it when no wheel matches: a runtime image has no nvcc (error); without "
+         "MAX_JOBS ninja starts one nvcc per CPU and the build runs out of memory; without --no-build-isolation "
+         "pip builds in an environment without torch.",
+         "Build FROM a devel image, ENV MAX_JOBS=4 (or what the builder's RAM fits), pip install flash-attn "
+         "--no-build-isolation.", (REF_FLASH_ATTN,)),
+    Code("ED565", "NVIDIA_VISIBLE_DEVICES or NVIDIA_DRIVER_CAPABILITIES missing where the image needs them",
+         "dockerfile", ("warning",),
+         "NVIDIA's images set both; an image built on ubuntu or python that installs a GPU stack does not. Under "
+         "the nvidia runtime without --gpus, an unset NVIDIA_VISIBLE_DEVICES exposes no GPU, and an unset "
+         "NVIDIA_DRIVER_CAPABILITIES mounts only 'utility' (no libcuda); a value without 'compute' is the same.",
+         "ENV NVIDIA_VISIBLE_DEVICES=all and ENV NVIDIA_DRIVER_CAPABILITIES=compute,utility in the final stage.",
+         (CTK_ENV_VARS,)),
+    Code("ED566", "A base image envdoctor cannot judge", "dockerfile", ("info",),
+         "A FROM line uses an ARG without a value (give it with --build-arg), or names a release envdoctor's "
+         "tables do not hold: its CUDA and torch were not checked, which is not the same as fine.",
+         "envdoctor dockerfile --build-arg NAME=VALUE, as the build gets it.", ()),
+    Code("ED567", "A prebuilt flash-attn wheel for another torch, C++ ABI or CUDA than the image's", "dockerfile",
+         ("error",),
+         "flash-attn's release wheels are named for the torch, CUDA major and C++ ABI they were built against "
+         "(flash_attn-2.8.3+cu12torch2.8cxx11abiFALSE-cp312-...); NGC's torch is built with the C++11 ABI and "
+         "download.pytorch.org's from torch 2.7 on too. A wheel of another torch, ABI or CUDA installs, and its "
+         "import fails with an undefined symbol.",
+         "Install the wheel named for the image's torch, ABI and CUDA (the finding spells the file name).",
+         (REF_FLASH_ATTN,)),
     # bench (envdoctor/bench/rules.py): matmul, memory bandwidth, layers
+    Code("ED508", "The NVIDIA Container Toolkit has known container-escape CVEs", "docker", ("warning",),
+         "The installed toolkit is older than the release that fixes a container escape named in NVIDIA's security "
+         "bulletins (data/security.toml): a crafted image started with GPU access can reach the host.",
+         "Upgrade nvidia-container-toolkit (and libnvidia-container) to the fixed release, then restart Docker.",
+         ("https://nvidia.custhelp.com/app/answers/detail/a_id/5659",)),
+    Code("ED509", "A CDI spec was generated for another driver version than the loaded one", "docker", ("warning",),
+         "nvidia-ctk cdi generate names the driver's files by version; after a driver upgrade the spec points at "
+         "files that are gone, and containers started through CDI fail or get the old libraries.",
+         "sudo nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml (the spec's own path).", (CTK_CDI,)),
     Code("ED600", "Tensor Cores not delivering", "bench", ("error",),
          "fp16 matrix products run no faster than the GPU's fp32 units allow: torch runs on the CPU, the fp16 "
          "kernels do not use the Tensor Cores (a torch or cuBLAS older than the GPU), or the GPU is throttled. "
@@ -417,6 +599,11 @@ _CODES: Tuple[Code, ...] = (
     Code("ED612", "Layer points skipped: not enough GPU memory", "bench", ("info",),
          "Some layer points ran out of memory and were skipped (the rest were measured).",
          "Free the GPU of other processes, or read the skipped shapes as too large for this GPU."),
+    Code("ED613", "Repeats disturbed by other load", "bench", ("warning",),
+         "A point's slowest repeat took ten times its fastest or more: another program used the device while it "
+         "was timed, so its figure (the median) says nothing about the device, and a layer compared with it can "
+         "show more than 100% of the matmul rate.",
+         "Find what else runs (top, nvidia-smi) and run envdoctor bench again on an idle machine."),
 
     # fit --measure (envdoctor/fit/rules.py): the estimate against a real run
     Code("ED630", "The estimate missed the measured peak by more than its target", "fit", ("warning",),
@@ -563,7 +750,7 @@ _CODES: Tuple[Code, ...] = (
          'marginal link (riser, seating, signal) that down-trained.',
          "Re-seat the card or replace the riser; check lspci's LnkSta under load.",
          (NVML_DEVICE_QUERIES,)),
-    Code('ED845', 'NVLink links down', 'links', ('warning', 'error', 'info'),
+    Code('ED845', 'NVLink links down', 'links', ('error', 'info'),
          'Some or all NVLinks of a GPU that has them are inactive: traffic to its peers falls back to PCIe (or '
          'to the remaining links). On SXM boards this is a hardware or Fabric Manager fault; on bridged cards a '
          'missing or loose bridge.',
@@ -580,6 +767,11 @@ _CODES: Tuple[Code, ...] = (
          'finishes, CUDA and NCCL cannot use NVLink between the GPUs.',
          "Start nvidia-fabricmanager (its version matching the driver's) and read its log.",
          (FABRIC_MANAGER,)),
+    Code('ED848', 'GPU pairs with fewer NVLinks than the GPU model has (nvidia-smi topo -m)', 'links', ('error',),
+         'Read from nvidia-smi topo -m where NVML cannot list link states: on an NVSwitch board every pair '
+         'should show all of the GPU\'s links (H100/H200: NV18), on a mesh each GPU\'s pairs add up to them; a '
+         'pair with fewer (NV12) or none (SYS) means links or the fabric are down and collectives slow down.',
+         'Read the link states (nvidia-smi nvlink -s), check Fabric Manager, then service.', (NVML_NVLINK,)),
     Code('ED850', 'No peer-to-peer access between GPUs', 'links', ('warning', 'info'),
          "NVML reports that GPUs cannot read or write each other's memory: NCCL stages traffic through host "
          'memory. On servers PCI ACS or the IOMMU usually blocks it; GeForce drivers do not enable P2P over '
@@ -607,6 +799,48 @@ _CODES: Tuple[Code, ...] = (
          'the next one: every CUDA start and nvidia-smi call is slower.',
          'systemctl enable --now nvidia-persistenced.',
          (DRIVER_PERSISTENCE,)),
+    # --- ED860-ED867: the fabric between nodes (envdoctor/rules/fabric.py) ---------------------------
+    Code("ED860", "An InfiniBand/RoCE port is not ACTIVE", "links", ("error",),
+         "The port's state in /sys/class/infiniband is DOWN, INIT or ARMED: no traffic between nodes goes "
+         "through it. Up physically but INIT means no subnet manager configured it; DOWN is the cable, the "
+         "switch port or a disabled port.",
+         "ibstat DEV PORT; check the subnet manager (opensm or the switch's), the cable and the switch port.",
+         ("https://docs.kernel.org/infiniband/sysfs.html",)),
+    Code("ED861", "InfiniBand/RoCE without GPUDirect RDMA", "links", ("warning",),
+         "Adapters are active but neither nvidia_peermem is loaded nor the open kernel module's dma-buf path "
+         "available: NCCL stages traffic between nodes through host memory, at a fraction of the adapter's rate.",
+         "sudo modprobe nvidia-peermem (and load it at boot), or use the open kernel module with a kernel and "
+         "NCCL that support dma-buf.",
+         ("https://docs.nvidia.com/cuda/gpudirect-rdma/index.html",)),
+    Code("ED862", "NCCL_SOCKET_IFNAME names no interface of this node", "links", ("error",),
+         "NCCL picks its bootstrap and socket interfaces by this prefix list; when none matches, the process "
+         "group cannot start ('no socket interface found').",
+         "Name an interface of ip -br link, or unset the variable.",
+         ("https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html",)),
+    Code("ED863", "NCCL_IB_HCA names HCAs this node does not have", "links", ("error",),
+         "NCCL uses only the HCAs this list names; a name that matches no adapter leaves NCCL on fewer rails "
+         "than the node has, or on sockets.",
+         "Name adapters of ibv_devices, or unset the variable.",
+         ("https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html",)),
+    Code("ED864", "An NCCL variable forces a slower path", "links", ("warning",),
+         "NCCL_P2P_DISABLE, NCCL_IB_DISABLE or NCCL_SHM_DISABLE switch off a transport NCCL would use: GPU "
+         "peer copies, InfiniBand, or shared memory. Often left in a profile after a workaround.",
+         "Unset the variable unless it works around a known fault on this machine.",
+         ("https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html",)),
+    Code("ED865", "No NCCL net plugin found", "links", ("info",),
+         "NCCL's built-in IB verbs transport is used; SHARP (nccl-rdma-sharp-plugins) and AWS EFA "
+         "(aws-ofi-nccl) need their plugin.",
+         "Nothing for plain InfiniBand; install the fabric's plugin where it has one.",
+         ("https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html",)),
+    Code("ED866", "A GPU's nearest active adapter is across the CPU link", "links", ("info",),
+         "Its traffic between nodes crosses the inter-CPU link (topo -m: SYS), where GPUDirect RDMA is slow "
+         "or off.",
+         "Bind each rank to the adapter of its own NUMA node; check nvidia-smi topo -m.",
+         ("https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html",)),
+    Code("ED867", "An InfiniBand/RoCE port runs slower than the node's others", "links", ("warning",),
+         "One active port negotiated a lower rate than the other ports of the node: a cable or a switch port.",
+         "ibstat DEV PORT; reseat or replace the cable.",
+         ("https://docs.kernel.org/infiniband/sysfs.html",)),
     # --- ED870-ED899: collectives (envdoctor/links/rules_comms.py) ---------------------------------------
     Code('ED870', 'Bus bandwidth far below what the links should carry', 'comms', ('error',),
          'At large messages a collective reached less than half of the expected figure (a published one for '
@@ -671,6 +905,10 @@ _CODES: Tuple[Code, ...] = (
          'between host and GPU; --backend gloo --nproc N measures collectives between CPU processes.',
          'Nothing to measure; envdoctor comms --backend gloo --nproc N measures CPU processes.',
          ()),
+    Code("ED882", "The ranks answered but measured nothing", "comms", ("error",),
+         "Every rank ran and answered in the right form, yet no collective, pair copy or host copy was measured "
+         "(every size skipped, or an empty answer): nothing measured is never a healthy verdict.",
+         "Read each rank's answer (--json), give sizes that fit, check torch and CUDA in the target."),
     # --- ED9xx: envdoctor itself -------------------------------------------------------------------
     # fleet (envdoctor/fleet/rules.py): a node that differs from the others
     Code("ED751", "A node runs another driver branch than the fleet", "fleet", ("error",),
@@ -818,6 +1056,12 @@ _CODES: Tuple[Code, ...] = (
          "(a GPU, a NIC, host memory).",
          "Run envdoctor burn on the nodes of the pair with wrong results; take them out of service until it "
          "is understood."),
+    Code("ED786", "Bandwidth between two nodes far below their adapters' rate", "fleet", ("warning",),
+         "In the pairwise pass over NCCL, a pair of nodes reached less than half of the rate of the slower "
+         "node's fastest active InfiniBand/RoCE port (its report's fabric facts): NCCL went over TCP sockets, "
+         "without GPUDirect RDMA, over a port that trained down, or across the CPU link.",
+         "Run envdoctor diag -r 1 on both nodes (ports, GPUDirect RDMA, NCCL variables), and the gather again "
+         "with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET to see NET/IB or NET/Socket."),
 
     # burn (envdoctor/burn/rules.py): sustained load on every GPU
     Code("ED800", "A product differed from the first one", "burn", ("error",),
@@ -939,6 +1183,50 @@ _CODES: Tuple[Code, ...] = (
     Code("ED829", "An Xid on a GPU that was not burned", "burn", ("warning",),
          "NVML delivered an Xid for a GPU outside --device during the run.",
          "The finding names what was seen and where; act on its evidence and rerun envdoctor burn.", (XID_CATALOG,)),
+    Code("ED830", "The load answered but measured nothing", "burn", ("error",),
+         "The target answered in the burn child's form, but no product was computed and no memory tested on "
+         "any device: nothing measured is never a verdict, so the run failed.",
+         "Read the devices' answers (--json), then check torch and CUDA in the target."),
+
+    # --- ED94x: profile, the user's own step -----------------------------------------------------
+    Code("ED940", "Input-bound: the step waits for its batches", "profile", ("warning",),
+         "The profiled steps spend 20% or more of their wall time inside DataLoader's __next__: the GPU (or "
+         "the model's compute) waits for the data, and nothing on the model side will make the step faster.",
+         "More DataLoader workers (num_workers up to the CPU cores per GPU), pin_memory=True, persistent_workers "
+         "and prefetch_factor; move per-sample work out of __getitem__.", (PT_DATALOADER,)),
+    Code("ED941", "Host syncs in the loop", "profile", ("warning", "info"),
+         "A call at the user's line (.item(), .tolist(), .cpu(), bool(tensor), torch.cuda.synchronize()) makes "
+         "the CPU wait for the GPU every step, so the CPU cannot queue the next kernels ahead: a warning when the "
+         "waits take 5% of the step or more on a GPU; on a CPU-only torch only a note (it would wait on a GPU).",
+         "Keep the value on the GPU (accumulate in a tensor) and read it every N steps or when logging; "
+         "torch.cuda.set_sync_debug_mode('warn') lists every sync.", (PT_SYNC_DEBUG,)),
+    Code("ED942", "fp32 matmuls without Tensor Cores", "profile", ("warning",),
+         "Half or more of the matmul time ran in fp32 on the CUDA cores, on a GPU whose Tensor Cores run TF32, "
+         "fp16 or bf16 several times faster.",
+         "torch.backends.cuda.matmul.allow_tf32 = True (or torch.set_float32_matmul_precision('high')), or bf16 "
+         "autocast.", (PT_TF32,)),
+    Code("ED943", "The optimizer step is not fused", "profile", ("warning",),
+         "Adam/AdamW/SGD/Adagrad on CUDA without fused=True, and its step takes 10% of the step or more: the "
+         "fused implementation does the whole update in a few kernels.",
+         "torch.optim.AdamW(params, ..., fused=True).", (PT_OPTIM,)),
+    Code("ED944", "Communication-bound", "profile", ("warning",),
+         "Collectives take 30% of the step or more and under half of them overlap computation: the ranks wait "
+         "for each other's gradients or shards.",
+         "DDP: larger buckets, no_sync() under gradient accumulation; FSDP/ZeRO-3 over PCIe: a lower stage or "
+         "hybrid sharding within the node; check the links with envdoctor topo.", (PT_DDP,)),
+    Code("ED945", "Launch-bound", "profile", ("warning",),
+         "The GPU is idle 30% of the step or more between kernels whose median is under 20 us: the CPU cannot "
+         "launch them fast enough.",
+         "torch.compile the model (fuses small kernels), mode='reduce-overhead' (CUDA graphs), or larger "
+         "batches.", (PT_CUDA_GRAPHS,)),
+    Code("ED946", "The GPU is idle with no cause envdoctor can name", "profile", ("info",),
+         "The GPU is idle 40% of the step or more and none of the other causes (input, syncs, launches, "
+         "communication) explains it.",
+         "Keep the trace (--trace DIR) and look at the gaps in Perfetto or HolisticTraceAnalysis.", (PT_PROFILER,)),
+    Code("ED948", "The profiler slowed the profiled steps", "profile", ("info",),
+         "The profiled steps took more than 10% longer than the same script's steps timed without the profiler: "
+         "the shares still hold, the absolute times are inflated.",
+         "Profile fewer steps, or read the shares.", (PT_PROFILER,)),
 
     Code("ED900", "One of envdoctor's checks failed", "envdoctor", ("warning",),
          "A check raised an exception: a bug in envdoctor, not a problem of the machine. The other checks ran.",

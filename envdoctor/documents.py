@@ -25,7 +25,7 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from envdoctor.parse.jsontext import JsonError, loads
 
@@ -128,8 +128,12 @@ DOCUMENTS: tuple[Document, ...] = (
     Document("fit", "envdoctor.fit/1", "fit-1.json", "fit estimate", "envdoctor fit --json"),
     Document("topo", "envdoctor.topo/1", "topo-1.json", "topology", "envdoctor topo --json"),
     Document("comms", "envdoctor.comms/1", "comms-1.json", "comms result", "envdoctor comms --json"),
+    Document("diag", "envdoctor.diag/1", "diag-1.json", "diag result", "envdoctor diag --json"),
     Document("fleet", "envdoctor.fleet/1", "fleet-1.json", "fleet report",
              "envdoctor fleet REPORT.json... --json, envdoctor fleet --gather --json"),
+    Document("dockerfile", "envdoctor.dockerfile/1", "dockerfile-1.json", "Dockerfile lint",
+             "envdoctor dockerfile [PATH] --json"),
+    Document("explain", "envdoctor.explain/1", "explain-1.json", "list of finding codes", "envdoctor explain --json"),
 )
 _BY_KIND = {d.kind: d for d in DOCUMENTS}
 _VERSION = re.compile(r"[0-9]{1,6}")
@@ -140,12 +144,98 @@ def document(kind: str) -> Document:
     return _BY_KIND[kind]
 
 
-def schema(kind: str) -> dict[str, Any]:
-    """The JSON Schema of ``kind`` (read from the package, so it works from a wheel or a zipapp)."""
+def _schema_file(name: str) -> dict[str, Any]:
+    """One file of ``envdoctor/schemas/`` as written (read from the package, so it works from a
+    wheel or a zipapp)."""
     from importlib.resources import files
 
-    text = (files("envdoctor") / "schemas" / document(kind).file).read_text(encoding="utf-8")
-    return dict(json.loads(text))
+    return dict(json.loads((files("envdoctor") / "schemas" / name).read_text(encoding="utf-8")))
+
+
+def _refs(node: Any) -> Iterator[str]:
+    """Every ``$ref`` value under ``node``."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key == "$ref" and isinstance(value, str):
+                yield value
+            else:
+                yield from _refs(value)
+    elif isinstance(node, list):
+        for item in node:
+            yield from _refs(item)
+
+
+#: What every document carries besides its ``schema`` (see :func:`stamp`). Not required by the
+#: schemas, so that documents recorded before these keys existed still validate; every document
+#: envdoctor writes now has them (tests/test_documents.py checks that).
+HEADER: dict[str, Any] = {
+    "properties": {
+        "envdoctor_version": {"type": "string"},
+        "created_at": {"type": ["string", "null"], "description": "ISO 8601, UTC (older reports: collected_at)"},
+        "summary": {"type": "object",
+                    "properties": {"exit_code": {"type": "integer", "enum": [0, 1, 2, 3, 130, 141]}}},
+    },
+}
+
+
+def schema(kind: str) -> dict[str, Any]:
+    """The JSON Schema of ``kind``, self-contained: every other schema file its ``$ref``s reach
+    (``report-1.json#/$defs/error``) is embedded under ``$defs`` with its own ``$id``, so plain
+    ``jsonschema.validate(doc, schema(kind))`` resolves every reference offline, and the common
+    header (:data:`HEADER`) is added as one more ``allOf`` part. ``envdoctor schema KIND`` prints it."""
+    own = document(kind).file
+    top = _schema_file(own)
+    embedded: dict[str, dict[str, Any]] = {}
+    todo = [top]
+    while todo:
+        for ref in _refs(todo.pop()):
+            name = ref.partition("#")[0]
+            if name and name != own and name not in embedded:
+                embedded[name] = _schema_file(name)
+                todo.append(embedded[name])
+    for part in embedded.values():
+        part.pop("$schema", None)
+    if embedded:
+        top["$defs"] = {**top.get("$defs", {}), **{f"embedded:{name}": part for name, part in sorted(embedded.items())}}
+    top["allOf"] = [*top.get("allOf", ()), HEADER]
+    return top
+
+
+def now_utc() -> str:
+    """The ``created_at`` of a document written now: ``2026-12-01T18:59:02+00:00``."""
+    import datetime
+
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+
+
+def created_at(doc: Mapping[str, Any]) -> str | None:
+    """When ``doc`` was written: ``created_at``, or the ``collected_at`` of reports and topologies
+    written before the one name (a saved report still reads)."""
+    for key in ("created_at", "collected_at"):
+        value = doc.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
+def stamp(doc: Mapping[str, Any], exit_code: int) -> dict[str, Any]:
+    """``doc`` as every document is written: ``schema``, ``envdoctor_version``, ``created_at``
+    first (``collected_at`` renamed; now where it had neither), then its own keys, and
+    ``summary.exit_code`` set to the exit code of the command that prints it::
+
+        stamp({"schema": "envdoctor.fit/1", "model": "x"}, 1)
+        # {"schema": "envdoctor.fit/1", "envdoctor_version": "0.1.0", "created_at": "2026-...",
+        #  "model": "x", "summary": {"exit_code": 1}}
+    """
+    from envdoctor import __version__
+
+    out: dict[str, Any] = {"schema": doc.get("schema"),
+                           "envdoctor_version": doc.get("envdoctor_version") or __version__,
+                           "created_at": created_at(doc) or now_utc()}
+    out.update((k, v) for k, v in doc.items() if k not in out and k != "collected_at")
+    summary = out.get("summary")
+    out["summary"] = {**(summary if isinstance(summary, dict) else {}), "exit_code": exit_code}
+    return out
 
 
 def dumps(doc: Mapping[str, Any]) -> str:
@@ -250,5 +340,5 @@ def read_any(text: str, kinds: Sequence[str], source: str) -> Loaded:
     return Loaded(row.kind, data, migrated_from)
 
 
-__all__ = ["DOCUMENTS", "Document", "DocumentError", "Loaded", "OtherKindError", "document", "dumps", "read_any",
-           "read_document", "schema"]
+__all__ = ["DOCUMENTS", "HEADER", "Document", "DocumentError", "Loaded", "OtherKindError", "created_at", "document",
+           "dumps", "now_utc", "read_any", "read_document", "schema", "stamp"]

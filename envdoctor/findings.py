@@ -20,7 +20,7 @@ _RANK = {s: i for i, s in enumerate(SEVERITIES)}
 #: What a finding is about. The areas a user may skip (``--skip``) carry the name of their part of
 #: ``Facts`` ("toolkits", "conda", "docker", "torch"), so a skipped area hides its findings by name.
 Area = Literal["system", "gpu", "driver", "container", "toolkits", "conda", "docker", "torch", "bench",
-               "fit", "verify", "fleet", "burn", "links", "comms", "envdoctor"]
+               "fit", "verify", "fleet", "burn", "links", "comms", "profile", "envdoctor", "stack", "dockerfile"]
 AREAS: tuple[Area, ...] = get_args(Area)
 
 

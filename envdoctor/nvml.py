@@ -218,6 +218,51 @@ def _fabric(nv: Any, h: Any) -> Dict[str, Any]:
     return {"state": state, "status": int(info.status), "clique": int(info.cliqueId)}
 
 
+def _processes(nv: Any, h: Any) -> List[Dict[str, Any]]:
+    """Processes holding a context on the GPU (``nvidia-smi``'s Processes table): compute (C) and
+    graphics (G). ``used`` is None where the driver does not say (Windows WDDM, some containers)."""
+    out: List[Dict[str, Any]] = []
+    seen = set()
+    for kind, name in (("C", "nvmlDeviceGetComputeRunningProcesses"), ("G", "nvmlDeviceGetGraphicsRunningProcesses")):
+        try:
+            found = getattr(nv, name)(h)
+        except nv.NVMLError as exc:
+            if _code(exc) in _NOT_SUPPORTED_CODES and kind == "G":
+                continue
+            raise
+        for p in found or ():
+            pid = int(p.pid)
+            if (pid, kind) in seen:
+                continue
+            seen.add((pid, kind))
+            used = getattr(p, "usedGpuMemory", None)
+            # NVML_VALUE_NOT_AVAILABLE is (unsigned long long) -1
+            out.append({"pid": pid, "kind": kind,
+                        "used": None if used is None or int(used) >= (1 << 63) else int(used)})
+    return out
+
+
+def _mig_devices(nv: Any, h: Any) -> int:
+    """MIG instances that exist on a GPU in MIG mode (``nvidia-smi mig -lgi``'s count)."""
+    count = int(nv.nvmlDeviceGetMaxMigDeviceCount(h))
+    found = 0
+    for i in range(count):
+        if _optional(nv, "nvmlDeviceGetMigDeviceHandleByIndex", h, i) is not None:
+            found += 1
+    return found
+
+
+def _app_clocks(nv: Any, h: Any) -> Dict[str, Optional[int]]:
+    """The applications clocks set (``nvidia-smi -ac``) and their defaults, SM and memory."""
+    out = {"sm": _int(_optional(nv, "nvmlDeviceGetApplicationsClock", h, nv.NVML_CLOCK_SM)),
+           "mem": _int(_optional(nv, "nvmlDeviceGetApplicationsClock", h, nv.NVML_CLOCK_MEM)),
+           "default_sm": _int(_optional(nv, "nvmlDeviceGetDefaultApplicationsClock", h, nv.NVML_CLOCK_SM)),
+           "default_mem": _int(_optional(nv, "nvmlDeviceGetDefaultApplicationsClock", h, nv.NVML_CLOCK_MEM))}
+    if all(v is None for v in out.values()):
+        raise _Unsupported()
+    return out
+
+
 FIELDS: Dict[str, Callable[[Any, Any], Any]] = {
     # identity
     "name": lambda nv, h: text(nv.nvmlDeviceGetName(h)),
@@ -254,6 +299,12 @@ FIELDS: Dict[str, Callable[[Any, Any], Any]] = {
     "mem_clock_mhz": lambda nv, h: int(nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_MEM)),
     "reasons_mask": _reasons,
     "utilization_pct": lambda nv, h: int(nv.nvmlDeviceGetUtilizationRates(h).gpu),
+    "memory_utilization_pct": lambda nv, h: int(nv.nvmlDeviceGetUtilizationRates(h).memory),
+    # live state (check and diag): who holds the GPU, what an operator changed
+    "processes": _processes,
+    "mig_devices": _mig_devices,
+    "applications_clocks": _app_clocks,
+    "retired_pages_pending": lambda nv, h: bool(int(nv.nvmlDeviceGetRetiredPagesPendingStatus(h))),
     # counters (burn takes their change over the run)
     "ecc_corrected": lambda nv, h: _ecc(nv, h, 0),
     "ecc_uncorrected": lambda nv, h: _ecc(nv, h, 1),
@@ -268,6 +319,11 @@ IDENTITY = ("name", "uuid", "compute_capability", "memory", "pci", "serial", "po
 #: What a bench or burn sample holds.
 SAMPLE = ("sm_clock_mhz", "mem_clock_mhz", "power_w", "temperature_c", "memory_temperature_c", "reasons_mask",
           "utilization_pct", "energy_j")
+#: What the live state (``check`` and ``diag``) reads per GPU.
+STATE = ("name", "uuid", "pci", "memory", "utilization_pct", "memory_utilization_pct", "processes", "compute_mode",
+         "persistence_mode", "mig_mode", "mig_devices", "power_limit_w", "power_limits", "max_sm_clock_mhz",
+         "sm_clock_mhz", "applications_clocks", "reasons_mask", "retired_pages_pending", "remapped_rows",
+         "temperature_c")
 #: The counters whose change over a run matters.
 COUNTERS = ("ecc_corrected", "ecc_uncorrected", "remapped_rows", "pcie_replay", "power_violation_ns",
             "thermal_violation_ns")

@@ -2,32 +2,31 @@
 
 from __future__ import annotations
 
-import functools
 from pathlib import Path
 from typing import Any
 
 import jsonschema
-from referencing import Registry, Resource
 
 from envdoctor import documents
 
 ROOT = Path(__file__).parent.parent
-
-
-@functools.cache
-def registry() -> Registry:
-    """Every schema of envdoctor/schemas/ by its $id, so that one may refer to another."""
-    resources = []
-    for row in documents.DOCUMENTS:
-        schema = documents.schema(row.kind)
-        resources.append((schema["$id"], Resource.from_contents(schema)))
-    return Registry().with_resources(resources)
+#: what every document written now carries (documents.stamp)
+HEADER = ("schema", "envdoctor_version", "created_at", "summary")
 
 
 def validate(doc: dict[str, Any], kind: str) -> None:
-    """jsonschema.ValidationError unless ``doc`` follows the schema of ``kind`` and names it."""
-    jsonschema.Draft202012Validator(documents.schema(kind), registry=registry()).validate(doc)
+    """jsonschema.ValidationError unless ``doc`` follows the schema of ``kind`` and names it: plain
+    ``jsonschema.validate``, no registry (the schema is self-contained, as a stranger gets it)."""
+    jsonschema.validate(doc, documents.schema(kind))
     assert doc["schema"] == documents.document(kind).schema
+
+
+def validate_written(doc: dict[str, Any], kind: str, exit_code: int) -> None:
+    """``validate``, and the header every document written now carries, with the command's exit code."""
+    validate(doc, kind)
+    assert list(doc)[:3] == list(HEADER[:3]) and doc["created_at"] and doc["envdoctor_version"]
+    assert "collected_at" not in doc
+    assert doc["summary"]["exit_code"] == exit_code
 
 
 def recorded(path: Path) -> str:

@@ -201,3 +201,35 @@ def test_bench_matches_torch_device_to_nvml_by_bus_id_whatever_the_domain_width(
     assert _match_nvml(BenchDevice(0, pci_bus_id="0000:1a:00.0"), gpus, 2) == 1
     assert _match_nvml(BenchDevice(0, uuid="gpu-aa", pci_bus_id="0000:1a:00.0"), gpus, 2) == 0   # UUID first
     assert _match_nvml(BenchDevice(0, pci_bus_id="garbage"), gpus, 2) is None
+
+
+# --- issue 26: repeats disturbed by other load, a layer "above 100%" of the matmul rate ---------------
+
+CPU = BenchDevice(0, kind="cpu", name="CPU", matmul_rates={"fp32": 0.00026})
+
+
+def test_repeats_disturbed_by_other_load_are_flagged():
+    """0.00026 TFLOP/s median beside a fastest repeat of 0.12: other load, said so (ED613)."""
+    from envdoctor.bench.rules import bench_findings
+
+    calm = BenchPoint(0, "fp32", 256, tflops=0.11, best_tflops=0.12, ms=0.30, repeats_ms=(0.28, 0.29, 0.30, 0.31, 0.33))
+    hit = BenchPoint(0, "fp32", 512, tflops=0.00026, best_tflops=0.12, ms=1032.0,
+                     repeats_ms=(2.2, 950.0, 1032.0, 1100.0, 1210.0))
+    found = bench_findings(BenchResult(devices=(CPU,), points=(calm, hit)))
+    (f,) = [f for f in found if f.code == "ED613"]
+    assert f.severity == "warning"
+    assert f.evidence == ("CPU fp32 n=512: repeats from 2.2 to 1210 ms a call (550x apart): another program "
+                          "used the device meanwhile; its median 0.00026 TFLOP/s is not the device's",)
+    assert "ED613" not in {g.code for g in bench_findings(BenchResult(devices=(CPU,), points=(calm,)))}
+
+
+def test_a_layer_above_100_percent_of_the_matmul_rate_gets_a_caveat():
+    from envdoctor.bench.layers import layers_verdict
+    from envdoctor.bench.facts import LayerPoint
+
+    p = LayerPoint(0, "bert", "fp32", "eager", "fwd", 1, 128, status="ok", flops=1e9, ms=5.0, tflops=0.002,
+                   of_matmul=7.62)
+    v = layers_verdict(CPU, [p], [])
+    assert "762% of the matmul rate measured in this run" in v.line
+    assert ("above 100%: the matmul rate of this run is lower than the device reaches (other load while it "
+            "ran, or products too small to fill it), not a layer faster than its own products") in v.line

@@ -200,3 +200,16 @@ def test_the_counting_mode_does_not_import_dynamo():
     assert out.returncode == 0, out.stderr
     # 8Th^2 + 4bs^2h + 4Thf at h=16, f=32, b=1, s=8 (T=8): 16384 + 4096 + 16384
     assert out.stdout.split() == ["36864.0", "36864.0", "False"]
+
+
+def test_disturbed_matmul_repeats_do_not_drive_the_would_take_skips():
+    """Issue 26: a median of 0.00026 TFLOP/s beside a best of 0.12 made every layer "would take 65 s"."""
+    space: dict = {"first_line": str}
+    for part in ("bench/target/models.py", "bench/target/layers.py"):
+        exec(compile(_resource(part), part, "exec"), space)
+    disturbed = {"dtype": "fp32", "n": 512, "status": "ok", "tflops": 0.00026, "best_tflops": 0.12}
+    fastest = space["fastest_rates"]([disturbed, dict(disturbed, n=128, best_tflops=9.0)], 256)
+    assert fastest == {"fp32": 0.12}
+    flops = 3 * 2.7e9                                     # a small layer's fwd+bwd on the CPU
+    assert space["call_estimate_s"](flops, 0.00026) > space["MAX_ONE_PASS_S"]     # the median: skipped
+    assert space["call_estimate_s"](flops, fastest["fp32"]) < space["MAX_ONE_PASS_S"]

@@ -12,7 +12,7 @@ from envdoctor.bench.facts import BenchResult
 from envdoctor.facts.serde import from_data
 from tests.fakes import cli_runner
 from tests.test_bench_child import needs_torch
-from tests.test_bench_fakes import fake_python, recorded_run, replay
+from tests.test_bench_fakes import child_doc, fake_python, recorded_run, replay
 
 
 def run(*args: str, env=None):
@@ -95,14 +95,29 @@ def test_timeout_before_the_measurement_says_so(tmp_path):
     assert "GPU may be hung" not in r.stderr and "did not get as far as the measurement" in r.stderr
 
 
-def test_device_option_on_a_cpu_machine_is_said_not_to_apply(tmp_path):
-    """Issue 12: ``bench --device 5`` on a CPU machine ran without a word."""
+@pytest.mark.parametrize("device", ["99", "0"])
+def test_bench_device_99_on_a_cpu_only_torch_exits_2_as_burn_does(tmp_path, device):
+    """Issue 26: ``bench --device 99`` on a CPU-only torch ran on the CPU and exited 0 (burn exits 2)."""
     raw = recorded_run("nocuda")
     python = replay(tmp_path, raw)
-    r = run("--python", python, "--size", "512", "--device", "5")
-    assert (f"envdoctor bench: --device 5 does not apply: torch in {python} sees no GPU, "
-            "so the benchmark ran on the CPU") in r.stderr
-    assert "does not apply" not in run("--python", python, "--size", "512").stderr   # the default says nothing
+    r = run("--python", python, "--size", "512", "--device", device)
+    assert r.exit_code == 2, r.output
+    assert r.stdout == ""
+    assert r.stderr.strip().splitlines()[-1] == (
+        f"envdoctor bench: --device {device}: torch in {python} sees no GPU (leave --device out to "
+        "measure the CPU, or see `envdoctor check`)")
+    default = run("--python", python, "--size", "512")
+    assert default.exit_code == 0 and "--device" not in default.stderr   # the default measures the CPU
+
+
+def test_a_bench_answer_with_no_point_measured_is_a_failed_run(tmp_path):
+    """The right schema, nothing in it: never exit 0."""
+    doc = dict(child_doc(recorded_run("nocuda")), points=[])
+    r = run("--python", fake_python(tmp_path, result=doc), "--size", "512")
+    assert r.exit_code == 1, r.output
+    assert "envdoctor bench: the target answered but measured nothing (no point of any suite)" in r.stderr
+    js = run("--python", fake_python(tmp_path / "j", result=doc), "--size", "512", "--json")
+    assert js.exit_code == 1 and json.loads(js.stdout)["points"] == []
 
 
 def test_missing_gpu_index_is_a_usage_error(tmp_path):
@@ -162,3 +177,12 @@ def test_suite_all_reaches_the_child_with_the_scaled_budgets(tmp_path):
     config = json.loads(log.read_text())
     assert config["suites"] == ["matmul", "memory", "layers"]
     assert config["memory"]["budget"] == 1.0 and config["layers"] == {"budget": 2.5, "dtypes": ["bf16"]}
+
+
+@needs_torch
+def test_bench_device_99_on_the_real_cpu_torch_refuses_before_measuring(tmp_path):
+    """The child says at once that torch sees no GPU for --device 99 (no CPU run first)."""
+    r = run("--python", sys.executable, "--device", "99", "--size", "32", "--budget", "0.1")
+    assert r.exit_code == 2, r.output
+    assert r.stdout == "" and "bench: [" not in r.stderr                  # nothing was measured
+    assert "--device 99: torch " in r.stderr and "sees no GPU" in r.stderr

@@ -21,7 +21,8 @@ from tests.test_burn_fakes import fake_target, healthy_steps
 #: The top-level keys of envdoctor.burn/1 (written down for the JSON Schema to come)
 TOP = {"schema", "python", "chosen_by", "python_version", "torch_version", "torch_cuda", "cpu_run", "seconds",
        "device", "dtypes", "memtest_s", "created_at", "wall_s", "interrupted", "sample_interval_s", "sampling",
-       "xid_watch", "gpus", "findings", "notes", "error"}
+       "xid_watch", "gpus", "findings", "notes", "error",
+       "envdoctor_version", "summary"}          # the header of every document (documents.stamp)
 
 
 @pytest.fixture
@@ -130,3 +131,18 @@ def test_sigterm_to_envdoctor_stops_the_children_and_reports_what_ran(tmp_path):
     except ProcessLookupError:
         alive = False
     assert not alive
+
+
+def test_a_target_that_answers_with_nothing_measured_is_a_failed_run_not_cpu_none(tmp_path, nvml):
+    """The burn child's schema, but no device, no phase, no memory test: not "CPU NONE" and exit 0."""
+    empty = [("emit", "python", {"python_version": "3.12.3", "torch_version": "2.11.0+cu130", "torch_cuda": "13.0"}),
+             ("result", {"schema": "envdoctor.burn.child/1", "device": {}, "phases": [], "memtest": None,
+                         "notes": []}),
+             ("exit", 0)]
+    nvml.init_error = 12
+    py = fake_target(tmp_path, {"*": empty})
+    r = burn("--python", py, "--seconds", "5", "--memtest-seconds", "0.3")
+    assert r.exit_code == 1, r.output
+    assert "error ED830: The load answered but measured nothing" in r.stdout
+    doc = json.loads(burn("--python", py, "--seconds", "5", "--memtest-seconds", "0.3", "--json").stdout)
+    assert [f["code"] for f in doc["findings"] if f["severity"] == "error"] == ["ED830"]

@@ -127,8 +127,11 @@ def test_a_crash_in_starting_the_python_probe_exits_3_and_keeps_the_rest(tmp_pat
 def test_the_probes_started_before_checks_imports_still_give_every_fact(tmp_path):
     """check starts the probes (the target Python's child first) before it loads the table, the
     checks and the renderers; the report still holds the target Python, the indexes its pip is
-    configured with, and the system GCC."""
+    configured with, and the system GCC (the image's: under --root the host's gcc is not run)."""
     ctx = h200(tmp_path)
+    (ctx.root / "usr/lib/gcc/x86_64-linux-gnu/13").mkdir(parents=True)
+    (ctx.root / "usr/bin").mkdir(parents=True, exist_ok=True)
+    (ctx.root / "usr/bin/gcc").symlink_to("gcc-13")
     bin = FakeBin(tmp_path / "b")
     bin.add("gcc", by_args={"--version": ("gcc (Fake 13.2.0-1) 13.2.0\nCopyright (C) 2023\n", "", 0)})
     env = dict(ctx.env, PATH=f"{bin.dir}:{ctx.env['PATH']}", PIP_INDEX_URL="https://mirror.example/simple")
@@ -137,4 +140,5 @@ def test_the_probes_started_before_checks_imports_still_give_every_fact(tmp_path
     py = facts["python"]
     assert py["chosen_by"] == "python3 on PATH" and py["error"] is None and py["version"].count(".") == 2
     assert py["index_config"]["indexes"][0]["url"] == "https://mirror.example/simple"
-    assert facts["system"]["gcc"] == "gcc (Fake 13.2.0-1) 13.2.0" and facts["system"]["gcc_version"] == "13.2.0"
+    assert facts["system"]["gcc"] == "gcc 13 (/usr/lib/gcc/x86_64-linux-gnu/13 in the image; not run)"
+    assert facts["system"]["gcc_version"] == "13"

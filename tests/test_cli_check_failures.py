@@ -117,7 +117,7 @@ def test_import_torch_segfault_is_not_a_cpu_only_build(tmp_path):
     assert "CPU-only build" not in out and "no problems found" not in out and r.exit_code == 1
 
 
-def test_import_torch_hang_is_bounded_by_torch_timeout_and_is_a_warning(tmp_path):
+def test_import_torch_hanging_past_torch_timeout_is_an_error_exit_1(tmp_path):
     ctx, env = _torch_machine(tmp_path, "hang")
     started = time.monotonic()
     r = invoke(ctx, "--skip", "conda", "--skip", "docker", "--skip", "toolkits", "--python", sys.executable,
@@ -127,4 +127,5 @@ def test_import_torch_hang_is_bounded_by_torch_timeout_and_is_a_warning(tmp_path
     assert "torch installed (2.11.0+cu130), but import torch did not finish in 2 s (--torch-timeout gives it longer)" \
         in out
     assert "CPU-only build" not in out and "no problems found" not in out
-    assert "ED201 warning" in out and took < 15, took
+    assert "ED201 error" in out and took < 15, took
+    assert r.exit_code == 1

@@ -157,7 +157,7 @@ def test_upgrade_without_reboot(tmp_path):
     assert r.exit_code == 1, r.output
     out = r.output
     assert "✗ ED701 Driver upgraded without a reboot" in out
-    assert "$ sudo reboot" in out
+    assert "# on the host: sudo reboot" in out and "$ sudo reboot" not in out   # the H200 is a container
     assert "• ED720 Driver 580.159.04 -> 590.44.01 (upgrade, installed; loads at the next reboot)" in out
     assert "ED702" not in out and "ED704" not in out and "New problem ED102" not in out
     assert out.index("Regressions") < out.index("Changes") < out.index("Result: 1 regression(s)")

@@ -174,7 +174,7 @@ def test_explain_without_a_code_lists_every_code():
     assert CliRunner().invoke(cli, ["explain", "--list"]).output == r.output
 
 
-@pytest.mark.parametrize("arg, says", [("ED999", "ED900-ED999 are envdoctor codes"),
+@pytest.mark.parametrize("arg, says", [("ED999", "ED970-ED999 are envdoctor codes"),
                                        ("ED8", "finding codes look like ED205")])
 def test_explain_unknown_code_is_a_usage_error(arg, says):
     r = CliRunner().invoke(cli, ["explain", arg])

@@ -74,30 +74,38 @@ def _system(tmp_path, bin_: FakeBin, **env: str):
     return probe(Context(root=root, env=bin_.env(hermetic=True, **env), timeout=2))
 
 
+def _gcc(tmp_path, bin_: FakeBin):
+    """The probe's ``gcc --version`` on this machine (under another root the image's GCC is read
+    from its files instead: tests/test_probe_system_root.py)."""
+    from envdoctor.probes.system import _gcc as run_gcc
+
+    return run_gcc(Context(env=bin_.env(hermetic=True), timeout=2))
+
+
 def test_system_probe_reads_cpu_and_runs_gcc(tmp_path):
     bin_ = FakeBin(tmp_path)
     bin_.add("gcc", stdout=recorded(DEV, "gcc-version.txt"))
     s = _system(tmp_path, bin_)
     assert (s.cpu_model, s.cpu_count) == ("AMD EPYC", 2)
-    assert (s.gcc, s.gcc_version, s.gcc_error) == ("gcc (Debian 12.2.0-14+deb12u1) 12.2.0", "12.2.0", None)
+    assert _gcc(tmp_path, bin_) == ("gcc (Debian 12.2.0-14+deb12u1) 12.2.0", "12.2.0", None)
+    assert (s.gcc, s.gcc_version, s.gcc_error) == (None, None, None)     # the root has no GCC of its own
 
 
 def test_no_gcc_on_path_is_absent_not_an_error(tmp_path):
-    s = _system(tmp_path, FakeBin(tmp_path))
-    assert (s.gcc, s.gcc_version, s.gcc_error) == (None, None, None)
+    assert _gcc(tmp_path, FakeBin(tmp_path)) == (None, None, None)
 
 
 def test_a_hanging_gcc_is_bounded_and_named(tmp_path):
     bin_ = FakeBin(tmp_path)
     bin_.add("gcc", hang=True)
-    s = _system(tmp_path, bin_)
-    assert s.gcc is None and s.gcc_error is not None and s.gcc_error.kind == "timeout"
+    line, _, error = _gcc(tmp_path, bin_)
+    assert line is None and error is not None and error.kind == "timeout"
 
 
 def test_a_gcc_that_prints_no_version_is_unparseable(tmp_path):
     bin_ = FakeBin(tmp_path)
     bin_.add("gcc", stdout="hello\n")
-    assert _system(tmp_path, bin_).gcc_error.kind == "unparseable"
+    assert _gcc(tmp_path, bin_)[2].kind == "unparseable"
 
 
 # --- the environment that changes torch, CUDA and NCCL --------------------------------------------

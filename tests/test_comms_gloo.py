@@ -76,15 +76,22 @@ def test_a_rank_that_dies_is_named():
     assert f.title == "rank 0 (CPU) died during the run"
 
 
-def test_cli_without_a_gpu_says_there_is_nothing_to_measure():
-    out = subprocess.run([sys.executable, "-m", "envdoctor", "comms", "--json"], env=_env(CUDA_VISIBLE_DEVICES=""),
-                         capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0, out.stderr
-    doc = json.loads(out.stdout)
-    jsonschema.validate(doc, SCHEMA)
-    assert doc["schema"] == "envdoctor.comms/1" and doc["backend"] == "gloo" and doc["world_size"] == 1
-    assert doc["host_copy_note"] == "no GPU: nothing to measure between host and GPU"
-    assert [f["code"] for f in doc["findings"]] == ["ED881"] and doc["points"] == []
+@pytest.mark.parametrize("backend", ["nccl", "auto"])
+def test_comms_nccl_where_the_target_has_no_gpu_could_not_start_exit_2(backend):
+    """Nothing measured is not OK: no GPU for NCCL is a run that could not start, one line, exit 2."""
+    out = subprocess.run([sys.executable, "-m", "envdoctor", "comms", "--backend", backend, "--json"],
+                         env=_env(CUDA_VISIBLE_DEVICES=""), capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2, (out.stdout, out.stderr)
+    assert out.stdout == ""
+    (line,) = [x for x in out.stderr.splitlines() if x.startswith("envdoctor comms:")]   # the rest: progress
+    assert out.stderr.strip().splitlines()[-1] == line and line.startswith("envdoctor comms: no GPU for NCCL: ") and "--backend gloo --nproc 2" in line
+
+
+def test_no_gpu_result_says_why_nothing_was_measured():
+    r = run_comms(CommsOptions(backend="nccl"), sys.executable, _env(CUDA_VISIBLE_DEVICES=""))
+    assert r.error is not None and r.error.command == "no_gpu" and r.points == () and r.host_copies == ()
+    assert r.host_copy_note == "no GPU: nothing to measure between host and GPU"
+    assert [f.code for f in verdicts(r)] == ["ED874"]
 
 
 def test_two_ranks_started_by_a_launcher_rank_0_reports():

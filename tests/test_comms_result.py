@@ -189,3 +189,22 @@ def test_published_figure_and_the_text_report(tmp_path):
     jsonschema.validate(doc, json.loads((Path(__file__).parent.parent / "envdoctor/schemas/comms-1.json").read_text()))
     assert doc["schema"] == "envdoctor.comms/1" and doc["summary"]["exit_code"] == 0
     assert doc["points"][0]["busbw_gbps"] == 352.0 and doc["expected"]["published_gbps"] == 367.2
+
+
+def test_ranks_that_answer_with_nothing_measured_are_a_failed_run_not_all_ok(tmp_path):
+    """The right schema, every rank ok, no point, pair or host copy: not "all 8 ok", exit 0."""
+    from envdoctor.findings import exit_code
+
+    r = _result(tmp_path, [ok_run(answer(i, 8, {})) for i in range(8)])
+    found = verdicts(r)
+    assert [(f.code, f.severity) for f in found] == [("ED882", "error")]
+    assert found[0].title == "The 8 ranks answered but measured nothing"
+    assert exit_code(found) == 1
+
+
+def test_every_size_skipped_is_nothing_measured(tmp_path):
+    run = answer(0, 8, {})
+    run["points"] = [{"collective": "all_reduce", "bytes": 64 * GIB, "status": "skipped",
+                      "reason": "needs 128.0 GiB per GPU; one GPU has less free"}]
+    codes = {(f.code, f.severity) for f in verdicts(_result(tmp_path, [ok_run(run)] * 8))}
+    assert {("ED880", "warning"), ("ED882", "error")} <= codes

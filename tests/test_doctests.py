@@ -10,6 +10,12 @@ DOCTEST_MODULES = (
     "envdoctor.codes",
     "envdoctor.probes.reasons",
     "envdoctor.style",
+    "envdoctor.stack.analysis",
+    "envdoctor.stack.host",
+    "envdoctor.stack.table",
+    "envdoctor.dockerfile.parse",
+    "envdoctor.dockerfile.analysis",
+    "envdoctor.advise.stack",
 )
 
 

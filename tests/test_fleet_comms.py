@@ -144,7 +144,7 @@ def test_a_pair_slow_while_both_nodes_are_fine_with_others_is_a_slow_link_over_n
     assert "round 1  gpu2 - gpu3  busbw 13.4 GB/s, 20.000 ms  slow: the link" in text
     assert "slow link: gpu2 - gpu3" in text
     assert "| 1 | gpu2 - gpu3 | 13.4 | 20.000 | slow: the link |" in render_markdown(fleet)
-    assert '<td class="error">13.4</td>' in render_html(fleet)
+    assert '<td class="error">13.4</td>' in render_html(fleet)           # the slow pair, marked
     validate(fleet_document(fleet))
 
 

@@ -11,7 +11,8 @@ from envdoctor.facts.gpu import DriverFacts
 from envdoctor.links import probe as links
 from envdoctor.links import rules_topo as rules
 from envdoctor.table import load_table
-from tests.linkmachines import LinkNvml, context, nv4_bridge, nvswitch, pcie_pair
+from envdoctor.findings import exit_code
+from tests.linkmachines import LinkNvml, bridged_quad, context, nv4_bridge, nvswitch, pcie_pair
 from tests.machines import h200
 
 
@@ -32,10 +33,15 @@ def test_the_h200_has_no_links_finding(tmp_path):
     assert _found(Facts(links=links.probe(h200(tmp_path)))) == []
 
 
-def test_a_healthy_nvswitch_node_only_notes_its_two_numa_nodes(tmp_path):
-    (f,) = _found(_facts(tmp_path, nvswitch(8), 8))
+def test_ed851_does_not_say_gpu_traffic_crosses_sys_on_an_nvswitch_box_where_every_pair_is_nv18(tmp_path):
+    """Every pair NV18: GPU-to-GPU traffic never crosses the CPU interconnect, so no ED851."""
+    assert _found(_facts(tmp_path, nvswitch(8), 8)) == []
+
+
+def test_gpus_on_two_numa_nodes_joined_only_by_pcie_get_the_numa_note(tmp_path):
+    (f,) = _found(_facts(tmp_path, bridged_quad(), 4, gen=4))
     assert (f.code, f.severity) == ("ED851", "info")
-    assert f.evidence == ("NUMA node 0: GPU 0, 1, 2, 3 (CPUs 0-55)", "NUMA node 1: GPU 4, 5, 6, 7 (CPUs 56-111)")
+    assert f.evidence == ("NUMA node 0: GPU 0, 1 (CPUs 0-31)", "NUMA node 1: GPU 2, 3 (CPUs 32-63)")
     assert f.fix[0].startswith("numactl --cpunodebind=0 --membind=0")
 
 
@@ -44,8 +50,23 @@ def test_two_nvlinks_down_on_an_nvswitch_gpu(tmp_path):
     nv.links(2, 18, 6, None, 2, down=(3, 11))
     found = [f for f in _found(_facts(tmp_path, nv, 4)) if f.code == "ED845"]
     (f,) = found
-    assert f.severity == "warning" and f.title == "GPU 2: 2 of 18 NVLinks are down"
+    assert f.severity == "error" and f.title == "GPU 2: 2 of 18 NVLinks are down"
     assert "inactive: link 3, 11" in f.evidence
+
+
+def test_nvlinks_reported_down_by_nvml_are_an_error_and_exit_1(tmp_path):
+    """README: topo exits 1 for a link down; a degraded fabric is an error, not a warning with exit 0."""
+    nv = nvswitch(4)
+    nv.links(2, 18, 6, None, 2, down=(3,))
+    found = _found(_facts(tmp_path, nv, 4))
+    assert [(f.code, f.severity) for f in found if f.code == "ED845"] == [("ED845", "error")]
+    assert exit_code(found) == 1
+
+
+def test_a_bridge_link_down_on_bridged_cards_is_an_error(tmp_path):
+    nv = nv4_bridge()
+    nv.links(0, 4, 5, 1, 0, down=(2,))
+    assert ("ED845", "error") in _codes(_facts(tmp_path, nv, 2, gen=4))
 
 
 def test_every_nvlink_down_on_an_sxm_gpu_is_an_error(tmp_path):
@@ -161,6 +182,6 @@ def test_every_code_is_registered_with_its_meaning():
     from envdoctor.codes import CODES, range_of
 
     links = [c for c in CODES if range_of(c).name == "links"]
-    assert links == ["ED840", "ED841", "ED842", "ED845", "ED846", "ED847", "ED850", "ED851", "ED855", "ED856",
-                     "ED857"]
+    assert links == ["ED840", "ED841", "ED842", "ED845", "ED846", "ED847", "ED848", "ED850", "ED851", "ED855", "ED856",
+                     "ED857", "ED860", "ED861", "ED862", "ED863", "ED864", "ED865", "ED866", "ED867"]
     assert all(CODES[c].area == "links" and len(CODES[c].meaning) > 40 for c in links)

@@ -114,3 +114,21 @@ def test_garbage_never_raises_anything_but_a_parse_error(text):
         parse_topo(text)
     except TopoParseError:
         pass
+
+
+def test_a_header_with_every_column_glued_reads_as_the_usual_matrix():
+    """A newer nvidia-smi printed ``GPU0GPU1NIC0...CPU AffinityNUMA AffinityGPU NUMA ID`` (no separators)."""
+    m = parse_topo(recorded(PUBLIC, "glued-header-2gpu-4nic.txt"))
+    assert m.devices == ("GPU0", "GPU1", "NIC0", "NIC1", "NIC2", "NIC3")
+    assert m.link("GPU0", "GPU1") == "SYS" and m.link("GPU1", "NIC2") == "PHB"
+    assert (m.rows["GPU1"].cpu_affinity, m.rows["GPU1"].numa_affinity, m.rows["GPU1"].gpu_numa_id) == \
+        ("14-27,42-55", "1", None)
+    assert m.nics["NIC3"] == "rocep137s0f1" and m.rows["NIC0"].cpu_affinity is None
+
+
+def test_only_the_affinity_columns_glued_is_no_internal_error():
+    """``NUMA AffinityGPU NUMA ID`` between tab-separated GPU columns used to raise ValueError (exit 3)."""
+    text = "\tGPU0\tGPU1\tCPU Affinity\tNUMA AffinityGPU NUMA ID\nGPU0\t X \tNV4\t0-23\t0\t\tN/A\n" \
+           "GPU1\tNV4\t X \t0-23\t0\t\tN/A\n"
+    m = parse_topo(text)
+    assert m.nvlinks("GPU0", "GPU1") == 4 and m.rows["GPU1"].numa_affinity == "0"

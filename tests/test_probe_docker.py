@@ -144,3 +144,20 @@ def test_nvidia_container_cli_fails(tmp_path):
 def test_nothing_installed(tmp_path):
     facts = run(tmp_path, FakeBin(tmp_path))
     assert facts.client is None and facts.daemon is None and facts.error is None and facts.cdi_specs == ()
+
+
+def test_cdi_specs_are_read_for_the_driver_version_they_were_generated_for(tmp_path):
+    """The spec's driver version is in its libcuda.so.VERSION / libnvidia-ml.so.VERSION host paths
+    (tests/fixtures/public-docker29-nvidia-cdi/cdi-nvidia-yaml-t4-570.yaml, a real generated spec)."""
+    from envdoctor.probes.context import Context
+    from envdoctor.probes.docker import probe
+    from tests.fakes import FakeBin, recorded
+
+    root = tmp_path / "root"
+    (root / "etc/cdi").mkdir(parents=True)
+    (root / "etc/cdi/nvidia.yaml").write_text(recorded("public-docker29-nvidia-cdi", "cdi-nvidia-yaml-t4-570.yaml"))
+    (root / "var/run/cdi").mkdir(parents=True)
+    (root / "var/run/cdi/other.yaml").write_text("cdiVersion: 0.6.0\nkind: vendor.com/device\ndevices: []\n")
+    facts = probe(Context(root=root, env=FakeBin(tmp_path).env(hermetic=True), timeout=2.0))
+    assert facts.cdi_specs == ("/etc/cdi/nvidia.yaml", "/var/run/cdi/other.yaml")
+    assert facts.cdi_driver_versions == {"/etc/cdi/nvidia.yaml": "570.133.20"}

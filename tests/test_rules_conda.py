@@ -107,10 +107,22 @@ def test_ed403_quiet():
 
 # ED404 -------------------------------------------------------------------------------------------
 
-def test_ed404_pip_torch_over_conda_pytorch():
-    facts = Facts(conda=env(PT_RETIRED, PT_CUDA, PIP_TORCH, PIP_VISION))
+def test_ed404_pip_torch_over_conda_forge_pytorch_keeps_condas():
+    facts = Facts(conda=env(CV129, PT_CF129, PIP_TORCH, PIP_VISION))
     (f,) = found(facts, "ED404")
     assert f.fix == ("python -m pip uninstall -y torch torchvision", "conda install --force-reinstall pytorch")
+
+
+def test_ed404_does_not_reinstall_from_the_retired_channel_ed402_says_to_leave():
+    """Issue 26: ED402 said leave the `pytorch` channel, ED404 said `conda install --force-reinstall pytorch`
+    (from that channel). With a retired conda pytorch both say the same: a new conda-forge env."""
+    facts = Facts(conda=env(PT_RETIRED, PT_CUDA, PIP_TORCH, PIP_VISION))
+    (f,) = found(facts, "ED404")
+    (retired,) = found(facts, "ED402")
+    assert not any("--force-reinstall" in c for c in f.fix)
+    assert f.fix == retired.fix == ("conda create -n dl-cf -c conda-forge --override-channels python pytorch-gpu",
+                                    "conda activate dl-cf")
+    assert "retired `pytorch` channel (ED402)" in f.explanation
 
 
 def test_ed404_quiet():

@@ -181,3 +181,47 @@ def test_ed501_under_wsl2_names_docker_desktops_integration():
     (f,) = found(Facts(system=wsl, docker=down("not_running", NOT_RUNNING)), "ED501")
     assert f.fix[0] == "# Docker Desktop: Settings > Resources > WSL integration, turned on for this distribution"
     assert not any(c.startswith("sudo systemctl") for c in f.fix)
+
+
+# --- issue 26, section 5: the toolkit's security fixes and a CDI spec left from another driver -----
+
+def test_container_toolkit_1_13_1_is_below_the_release_fixing_the_container_escape_cves():
+    """1.13.1 (the recorded `nvidia-ctk --version` of a public machine) was not flagged; NVIDIA's
+    bulletins name every release up to 1.17.7 as affected by a container escape (data/security.toml)."""
+    facts = Facts(system=UBUNTU, driver=H200,
+                  docker=DockerFacts(**UP, nvidia_ctk="/usr/bin/nvidia-ctk", nvidia_ctk_version="1.13.1"))
+    (f,) = found(facts, "ED508")
+    assert f.severity == "warning"
+    assert f.title == "NVIDIA Container Toolkit 1.13.1 has known container-escape CVEs: 1.17.8 or newer fixes them"
+    assert f.reference == "https://nvidia.custhelp.com/app/answers/detail/a_id/5659"
+    assert ("CVE-2024-0132, CVE-2024-0133: fixed in 1.16.2 (NVIDIA bulletin "
+            "https://nvidia.custhelp.com/app/answers/detail/a_id/5582, 2024-09)") in " ".join(f.evidence)
+    assert any(e.startswith("CVE-2025-23266, CVE-2025-23267: fixed in 1.17.8") for e in f.evidence)
+    assert "sudo apt-get install --only-upgrade -y nvidia-container-toolkit nvidia-container-toolkit-base " \
+           "libnvidia-container-tools libnvidia-container1" in f.fix
+    assert f.fix[-1] == "nvidia-ctk --version   # 1.17.8 or newer"
+
+
+def test_a_toolkit_with_every_fix_or_only_the_cli_version_known():
+    fixed = Facts(system=UBUNTU, driver=H200, docker=DockerFacts(**UP, nvidia_ctk_version="1.17.8"))
+    assert found(fixed, "ED508") == []
+    cli_only = Facts(system=UBUNTU, driver=H200, docker=DockerFacts(**UP, nvidia_container_cli_version="1.17.5"))
+    (f,) = found(cli_only, "ED508")
+    assert f.title.startswith("NVIDIA Container Toolkit 1.17.5 has known") and len(f.evidence) == 2
+    assert found(Facts(system=UBUNTU, driver=H200, docker=DockerFacts(**UP)), "ED508") == []
+
+
+def test_a_cdi_spec_generated_for_another_driver_than_the_loaded_one():
+    """/etc/cdi/nvidia.yaml of driver 570.133.20 after an upgrade to 580.159.04: containers started with
+    --device nvidia.com/gpu=all ask for libraries that are gone."""
+    facts = Facts(system=UBUNTU, driver=H200,
+                  docker=DockerFacts(**UP, cdi_specs=("/etc/cdi/nvidia.yaml",),
+                                     cdi_driver_versions={"/etc/cdi/nvidia.yaml": "570.133.20"}))
+    (f,) = found(facts, "ED509")
+    assert f.severity == "warning"
+    assert f.title == "The CDI spec /etc/cdi/nvidia.yaml was generated for driver 570.133.20; 580.159.04 is loaded"
+    assert f.fix[0] == "sudo nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml"
+    same = Facts(system=UBUNTU, driver=H200,
+                 docker=DockerFacts(**UP, cdi_specs=("/etc/cdi/nvidia.yaml",),
+                                    cdi_driver_versions={"/etc/cdi/nvidia.yaml": "580.159.04"}))
+    assert found(same, "ED509") == []

@@ -182,12 +182,13 @@ def test_ed201_segfault_on_import():
     assert finding.fix == (f"{PY} -X faulthandler -c 'import torch'",)
 
 
-def test_ed201_hang_is_a_warning():
+def test_ed201_torch_that_does_not_answer_in_time_is_an_error_not_a_warning():
+    """Issue 26: a torch that cannot be imported in time is unusable: nothing that uses it will work."""
     t = TorchFacts(installed=True, version="2.8.0+cu128", stage="torch.cuda.is_available()",
                    error=ProbeError("timeout", f"{PY} did not finish the torch check in 60 s during "
                                                "torch.cuda.is_available()"))
     finding = one(machine(t, gpus=[A100]), "ED201")
-    assert finding.severity == "warning"
+    assert finding.severity == "error"
     assert finding.title == "The torch check did not finish during torch.cuda.is_available()"
     assert finding.fix == (f"{PY} -X faulthandler -c 'import torch; print(torch.cuda.is_available())'",)
 
@@ -685,3 +686,24 @@ def test_ed209_for_torchaudio_says_torchaudio_not_torchvision():
                            f"--index-url {MIRROR}/cu128",)
     cpu_audio = built("2.8.0+cu128", "12.8", CU128_ARCH, torchaudio="2.8.0+cpu")
     assert one(machine(cpu_audio, gpus=[RTX4090]), "ED210").reference == finding.reference
+
+
+def test_k80_on_r470_with_a_cu130_torch_is_not_told_to_upgrade_the_driver_past_keplers_last_branch():
+    """Issue 26: K80 + driver 470 + cu130 said "upgrade the driver to >= 580.65.06", a driver no
+    Kepler GPU runs (R470 is its last branch, data/gpus.toml). The fix is the newest torch that
+    Kepler and R470 run (what recommend picks), or a newer GPU."""
+    from envdoctor.table import load_table
+
+    real = load_table()
+    f = machine(built("2.10.0+cu130", "13.0", CU130_ARCH, available=False,
+                      cuda_error="CUDA driver version is insufficient for CUDA runtime version"),
+                gpus=[gpu("Tesla K80", "3.7")], driver="470.256.02", driver_cuda="11.4")
+    finding = one(f, "ED205", table=real)
+    assert finding.severity == "error"
+    assert "580" not in finding.explanation and "upgrade the NVIDIA driver" not in finding.explanation
+    assert ("R470 is the last driver branch for Kepler (compute 3.7): no driver this GPU runs supports CUDA 13.0"
+            in finding.explanation)
+    assert "torch 2.7.1+cu118, the newest torch this GPU and driver 470.256.02 run" in finding.explanation
+    assert finding.fix[-2:] == (
+        f"{PY} -m pip install --force-reinstall torch==2.7.1 --index-url https://download.pytorch.org/whl/cu118",
+        "# or move to a newer GPU: Kepler's drivers end at R470")

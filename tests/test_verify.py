@@ -45,6 +45,24 @@ def with_all_areas(facts):
     return dataclasses.replace(facts, skipped=())
 
 
+def test_ed701_inside_a_container_says_on_the_host_as_check_ed102_does():
+    """Issue 26: verify printed a bare `sudo reboot` inside a container; check's ED102 says
+    "# on the host: sudo reboot ... # then restart this container"."""
+    from envdoctor.facts.system import SystemFacts
+
+    mismatch = ProbeError("exit_status", "nvidia-smi: Failed to initialize NVML: Driver/library version mismatch")
+    now = after(driver=driver(userspace_version="590.44.01", driver_version="580.159.04", driver_cuda=None,
+                              gpus=(), smi_gpus=(), smi_error=mismatch, mismatch=True),
+                torch=torch(cuda_available=False, device_count=0, tiny_op=None))
+    now = dataclasses.replace(now, system=dataclasses.replace(now.system or SystemFacts(), container="docker"))
+    (r,) = compare(B, now).regressions
+    assert r.code == "ED701" and "sudo reboot" not in r.fix
+    assert r.fix[0] == "# on the host: sudo reboot" and "# then restart this container" in r.fix
+    assert all(c.startswith("#") or c.startswith("envdoctor ") for c in r.fix)
+    host = dataclasses.replace(now, system=dataclasses.replace(now.system, container=None))
+    assert compare(B, host).regressions[0].fix[0] == "sudo reboot"           # on the machine itself
+
+
 def test_same_machine_nothing_regressed():
     v = compare(B, B, BASE.findings, BASE.findings)
     assert v.regressions == () and v.changes == () and v.exit_code == 0
@@ -64,7 +82,7 @@ def test_upgrade_without_reboot_is_one_regression_and_the_driver_change():
     assert codes(v.regressions) == ["ED701"]
     r = v.regressions[0]
     assert "kernel module 580.159.04 still loaded (/sys/module/nvidia/version)" in r.evidence
-    assert mismatch.message in r.evidence and r.fix[0] == "sudo reboot"
+    assert mismatch.message in r.evidence and r.fix[0] == "# on the host: sudo reboot"   # B is a container
     assert [f.title for f in v.changes] == [
         "Driver 580.159.04 -> 590.44.01 (upgrade, installed; loads at the next reboot)"]
     assert any("not until the reboot" in n for n in v.not_compared)

@@ -24,6 +24,7 @@ sys.path.insert(0, str(ROOT))
 #: document kind -> (the dataclass of the whole document, its "schema" value, title, who prints it)
 GENERATED: Dict[str, Tuple[str, str, str]] = {
     "burn": ("envdoctor.burn.facts:BurnResult", "envdoctor burn result", "envdoctor burn --json"),
+    "diag": ("envdoctor.diag.facts:DiagResult", "envdoctor diag result", "envdoctor diag --json"),
 }
 
 

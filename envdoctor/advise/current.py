@@ -23,7 +23,7 @@ from packaging.version import InvalidVersion, Version
 from envdoctor.advise.choice import Choice
 from envdoctor.advise.choose import choose_variant
 from envdoctor.advise.machine import Machine
-from envdoctor.compat import variant_tag
+from envdoctor.compat import kernel_support, variant_tag
 from envdoctor.table import Table
 
 #: "works" (imported, CUDA ran), "expected" (metadata only; the table says it fits), "broken" (it was
@@ -160,6 +160,15 @@ def _failure(m: Machine) -> str | None:
         return f"it does not reach the GPU: {why}"
     if t.tiny_op != "ok":
         return f"a tiny CUDA operation failed: {t.tiny_op or 'it did not run'}"
+    if t.arch_list:        # the tiny operation ran on one GPU; a GPU without kernels still fails (ED206)
+        for g in m.nvidia:
+            try:
+                none = bool(g.cc) and kernel_support(t.arch_list, g.cc or "").kind == "none"
+            except ValueError:
+                continue
+            if none:
+                return (f"no kernels for {g.name or 'a GPU'} (compute {g.cc}): its arch list has "
+                        f"{' '.join(t.arch_list)}")
     return None
 
 

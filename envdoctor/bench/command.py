@@ -2,9 +2,10 @@
 interpreter, and are the Tensor Cores and the HBM delivering.
 
 Exit codes: 0 all points right and the verdicts fine (or no verdict due); 1 a point wrong or
-failed (a point skipped for lack of memory is not), Tensor Cores not delivering, the HBM far
-below its datasheet, a GPU slower than its siblings, an error finding, or the benchmark could not
-run in the target (no torch, a crash, a hang); 2 usage; 3 envdoctor itself failed.
+failed (a point skipped for lack of memory is not), no point measured at all, Tensor Cores not
+delivering, the HBM far below its datasheet, a GPU slower than its siblings, an error finding, or
+the benchmark could not run in the target (no torch, a crash, a hang); 2 usage, or --device N where
+torch sees no GPU; 3 envdoctor itself failed.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from pathlib import Path
 from typing import Any, Optional, Tuple
 
 import click
@@ -19,6 +21,7 @@ import click
 from envdoctor.bench.chart import format_rate
 from envdoctor.bench.host import Progress, describe, resolve_python, run_bench, suite_budgets, write_plot
 from envdoctor.bench.memory import rate_label
+from envdoctor.clicore import check_formats, emit_page, html_options, machine_redactor
 from envdoctor.clicore import (
     EXIT_ERRORS,
     EXIT_INTERNAL,
@@ -28,7 +31,6 @@ from envdoctor.clicore import (
     debug_option,
     gpu_index_or_all,
     guarded,
-    plot_file,
     python_option,
     use_color,
 )
@@ -43,7 +45,7 @@ from envdoctor.bench.facts import (
     LayerPoint,
     MemoryPoint,
 )
-from envdoctor.documents import dumps
+from envdoctor.documents import dumps, stamp
 from envdoctor.facts.serde import to_data
 from envdoctor.bench.render import render_bench_text
 
@@ -116,13 +118,19 @@ def exit_code(result: BenchResult) -> int:
         if result.error.command == "--device":
             return EXIT_USAGE
         return EXIT_INTERNAL if result.error.message.startswith(_OWN_SCRIPT_FAILED) else EXIT_ERRORS
-    if result.broken_points or result.outliers:
+    if result.broken_points or result.outliers or not measured(result):
         return EXIT_ERRORS
     if any(v.state == "not_delivering" for v in result.verdicts):
         return EXIT_ERRORS
     if any(f.severity == "error" for f in result.findings):
         return EXIT_ERRORS
     return EXIT_OK
+
+
+def measured(result: BenchResult) -> bool:
+    """Whether any point of any suite was measured: an answer with nothing in it is a failed run."""
+    points: Tuple[Any, ...] = (*result.points, *result.memory_points, *result.layer_points)
+    return any(p.status == "ok" for p in points)
 
 
 def _on_cpu(result: BenchResult) -> bool:
@@ -132,6 +140,10 @@ def _on_cpu(result: BenchResult) -> bool:
 def _failure_line(result: BenchResult) -> Optional[str]:
     e = result.error
     if e is None:
+        if not measured(result):
+            return ("envdoctor bench: the target answered but measured nothing (no point of any suite)"
+                    + (f"; its notes: {'; '.join(result.notes[:2])}" if result.notes else "")
+                    + "; run `envdoctor check` on it")
         return None
     timeout = "the GPU may be hung or busy: try `nvidia-smi`, a smaller --size or a larger --timeout"
     if _on_cpu(result):
@@ -153,11 +165,12 @@ def _failure_line(result: BenchResult) -> Optional[str]:
 
 
 def _device_note(result: BenchResult, device: str, asked: bool) -> Optional[str]:
-    """A --device given for a run that found no GPU: it did not apply, say so."""
-    if not asked or not _on_cpu(result):
+    """A GPU index given (--device N) for a run that found no GPU: the run could not do what was asked
+    (exit 2, as burn's); ``all`` on a CPU-only torch measures the CPU."""
+    if not asked or not _on_cpu(result) or device == "all":
         return None
-    return (f"envdoctor bench: --device {device} does not apply: torch in {result.python} sees no GPU, "
-            "so the benchmark ran on the CPU")
+    return (f"envdoctor bench: --device {device}: torch in {result.python} sees no GPU (leave --device out to "
+            "measure the CPU, or see `envdoctor check`)")
 
 
 @click.command("bench")
@@ -176,16 +189,18 @@ def _device_note(result: BenchResult, device: str, asked: bool) -> Optional[str]
 @click.option("--device", default="0", show_default=True, callback=gpu_index_or_all, metavar="N|all",
               help="GPU index in the target's torch, or 'all' (then a GPU >10% slower than the others is flagged).")
 @click.option("--json", "as_json", is_flag=True, help='Print the versioned JSON document ("envdoctor.bench/1").')
-@click.option("--plot", type=click.Path(dir_okay=False), default=None, metavar="FILE.png", callback=plot_file,
+@click.option("--plot", type=click.Path(dir_okay=False), default=None, metavar="FILE.png",
               help="Also draw a PNG, with matplotlib from the target environment.")
 @click.option("--timeout", type=click.FloatRange(min=1), default=None, metavar="SECONDS",
               help="Seconds the whole benchmark may take (default: 3x the budgets per GPU + 120).")
 @click.option("--raw-out", type=click.Path(dir_okay=False), default=None, hidden=True)
+@html_options
 @debug_option
 @guarded
 def bench(python: Optional[str], suites: Tuple[Tuple[str, ...], ...], dtypes: Tuple[Tuple[str, ...], ...],
           sizes: Tuple[Tuple[int, ...], ...], budget: float, device: str, as_json: bool, plot: Optional[str],
-          timeout: Optional[float], raw_out: Optional[str], debug: bool) -> None:
+          timeout: Optional[float], raw_out: Optional[str], debug: bool, as_html: bool = False,
+          html_output: Optional[Path] = None) -> None:
     """Time matrix products, memory bandwidth and transformer layers in the target Python's torch.
 
     \b
@@ -200,6 +215,7 @@ def bench(python: Optional[str], suites: Tuple[Tuple[str, ...], ...], dtypes: Tu
     envdoctor bench --suite layers --dtype bf16
     envdoctor bench --dtype fp16 --size 8192 --budget 2
     """
+    check_formats(json=as_json, html=as_html)
     target, chosen_by = resolve_python(python)
     if target is None:
         raise click.UsageError(f"--python {python}: not found or not executable")
@@ -207,8 +223,11 @@ def bench(python: Optional[str], suites: Tuple[Tuple[str, ...], ...], dtypes: Tu
     flat_sizes = tuple(dict.fromkeys(n for group in sizes for n in group)) or DEFAULT_SIZES
     flat_suites = tuple(dict.fromkeys(x for group in suites for x in group)) or DEFAULT_SUITES
     raw: Optional[dict] = {} if raw_out else None
+    source = click.get_current_context().get_parameter_source("device")
+    asked = source is not None and source.name != "DEFAULT"
     result = run_bench(target, flat_dtypes, flat_sizes, budget, device, timeout=timeout,
-                       progress=_progress(sys.stderr), suites=flat_suites, chosen_by=chosen_by, raw=raw)
+                       progress=_progress(sys.stderr), suites=flat_suites, chosen_by=chosen_by, raw=raw,
+                       device_required=asked)
     if getattr(sys.stderr, "isatty", lambda: False)():
         sys.stderr.write("\r\x1b[K")     # clear the progress line (points may have been skipped)
     if raw_out and raw is not None:
@@ -226,12 +245,16 @@ def bench(python: Optional[str], suites: Tuple[Tuple[str, ...], ...], dtypes: Tu
         else:
             plot_line = "no plot written: no point was measured"
     failure = _failure_line(result)
-    source = click.get_current_context().get_parameter_source("device")
-    note = _device_note(result, device, source is not None and source.name != "DEFAULT")
-    if note:
+    note = _device_note(result, device, asked)
+    if note:                 # a GPU was asked for and there is none: a run that could not do what was asked
         click.echo(note, err=True)
-    if as_json:
-        click.echo(dumps(to_data(result)))
+        sys.exit(EXIT_USAGE)
+    if as_html:
+        from envdoctor.bench.page import bench_page
+
+        emit_page(bench_page(stamp(to_data(result), exit_code(result)), machine_redactor()), html_output, "bench")
+    elif as_json:
+        click.echo(dumps(stamp(to_data(result), exit_code(result))))
     elif failure and not (result.points or result.memory_points or result.layer_points):
         pass
     else:

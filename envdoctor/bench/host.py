@@ -277,6 +277,7 @@ def run_bench(
     sample_interval: float = SAMPLE_INTERVAL,
     lookup: Callable[[Optional[str]], Any] = lookup_model,
     raw: Optional[Dict[str, Any]] = None,
+    device_required: bool = False,
 ) -> BenchResult:
     """Benchmark the ``suites`` ("matmul", "memory", "layers") in the interpreter ``python``;
     never raises for a bad target.
@@ -287,6 +288,8 @@ def run_bench(
     benchmarks). ``timeout`` defaults to three times the budgets per device plus two minutes for
     torch import and CUDA start (and one more per device for the layers). ``raw``, when a dict,
     receives the child's events, result, stderr and the samples as they came (for fixtures).
+    ``device_required``: the user named a GPU (``--device N``): a torch that sees no GPU is then a
+    bad device at once (exit 2), not a run on the CPU.
     """
     created = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     suites = tuple(s for s in ("matmul", "memory", "layers") if s in suites) or ("matmul",)
@@ -305,6 +308,8 @@ def run_bench(
         timeout = STARTUP_ALLOWANCE + per_gpu * gpus
     config: Dict[str, Any] = {"suites": list(suites), "dtypes": list(dtypes), "sizes": [int(n) for n in sizes],
                               "budget": float(budget), "device": str(device)}
+    if device_required and str(device) != "all":
+        config["device_required"] = True
     if "memory" in suites:
         config["memory"] = {"sizes": [int(n) for n in memory_sizes], "budget": budgets["memory"]}
     if "layers" in suites:

@@ -43,6 +43,11 @@ EAGER_TOLERANCE = 0.005
 EXPLAINED = 0.5
 
 
+#: What a layer "above 100%" of the matmul rate of its own run means.
+ABOVE_MATMUL = ("above 100%: the matmul rate of this run is lower than the device reaches (other load while it "
+                "ran, or products too small to fill it), not a layer faster than its own products")
+
+
 def _tf(x: Optional[float]) -> str:
     """TFLOP/s in a sentence: 522, 47.3, 0.021."""
     return f"{x:.0f}" if x is not None and x >= 100 else format_rate(x)
@@ -223,7 +228,8 @@ def layers_verdict(device: BenchDevice, points: Sequence[LayerPoint], checks: Se
     rates = ", ".join(f"{d} {_tf(r)}" for d, r in sorted(device.matmul_rates.items()))
     line = (f"Layers: up to {_tf(best.tflops)} TFLOP/s ({best.layer} {best.dtype} {best.attention} {best.mode} "
             f"b={best.batch} s={best.seq}), {_pct(best.of_matmul)} of the matmul rate measured in this run"
-            + (f" ({rates} TFLOP/s)" if rates else ""))
+            + (f" ({rates} TFLOP/s)" if rates else "")
+            + (f"; {ABOVE_MATMUL}" if best.of_matmul is not None and best.of_matmul > 1.0 else ""))
     return Verdict(i, "none", line, tuple(why), suite="layers")
 
 

@@ -164,6 +164,9 @@ def _layers_section(d: BenchDevice, points: List[LayerPoint], color: bool) -> Li
                      _num(main.power_w, ".0f")))
         broken.extend(p for p in modes.values() if p.status != "ok")
     out.extend(_columns(head, rows, (0, 1, 2, 3, 11)))
+    if any(p.of_matmul is not None and p.of_matmul > 1.0 for p in points):
+        from envdoctor.bench.layers import ABOVE_MATMUL
+        out.append(f"%mm {ABOVE_MATMUL}")
     for what, why in d.layers_skipped.items():
         out.append(f"skipped layers {what}: {why}")
     for p in broken:

@@ -11,6 +11,7 @@ import contextlib
 import os
 import signal
 import sys
+from pathlib import Path
 import threading
 import time
 from typing import Any, Dict, Iterator, List, Optional, Tuple
@@ -19,6 +20,7 @@ import click
 
 from envdoctor.burn.host import IDLE_TIMEOUT, run_burn, write_plot
 from envdoctor.child import find_python
+from envdoctor.clicore import check_formats, emit_page, html_options, machine_redactor
 from envdoctor.clicore import (
     EXIT_ERRORS,
     EXIT_INTERNAL,
@@ -28,12 +30,11 @@ from envdoctor.clicore import (
     debug_option,
     gpu_index_or_all,
     guarded,
-    plot_file,
     python_option,
     use_color,
 )
 from envdoctor.burn.facts import DEFAULT_SECONDS, DTYPES, MAX_SECONDS, MIN_SECONDS, BurnResult
-from envdoctor.documents import dumps
+from envdoctor.documents import dumps, stamp
 from envdoctor.facts.serde import to_data
 from envdoctor.redact import mask_data, mask_text
 from envdoctor.burn.render import chart_lines, render_burn_text, verdict_line
@@ -85,12 +86,15 @@ class Progress:
 
 
 def exit_code(result: BurnResult) -> int:
-    """0 all OK; 1 a device FAULTY; 2 a target that cannot run the load or a bad --device; 3 envdoctor failed."""
+    """0 all OK; 1 a device FAULTY or nothing measured; 2 a target that cannot run the load or a bad
+    --device; 3 envdoctor failed."""
     if result.error is not None:
         return EXIT_INTERNAL if result.error.kind == "unparseable" else EXIT_USAGE
     if not result.gpus:
         return EXIT_INTERNAL
-    return EXIT_ERRORS if result.faulty else EXIT_OK
+    if result.faulty or any(f.severity == "error" for f in result.findings):
+        return EXIT_ERRORS           # a FAULTY device, or a run that measured nothing (ED830)
+    return EXIT_OK
 
 
 def _failure_hint(result: BurnResult, said: bool = False) -> Optional[str]:
@@ -135,7 +139,8 @@ def _plot(result: BurnResult, path: str, python: str, ascii_only: bool) -> List[
               help="Dtypes to load (bf16, fp16, tf32, fp32, fp64; default bf16 and fp32, plus fp64 on GPUs "
                    "whose Tensor Cores take it).")
 @click.option("--json", "as_json", is_flag=True, help='Print the versioned JSON document ("envdoctor.burn/1").')
-@click.option("--plot", type=click.Path(dir_okay=False), default=None, metavar="FILE.png", callback=plot_file,
+@html_options
+@click.option("--plot", type=click.Path(dir_okay=False), default=None, metavar="FILE.png",
               help="Also draw the time series as a PNG, with matplotlib from the target environment.")
 @click.option("--hang-timeout", type=click.FloatRange(min=1, max=3600), default=IDLE_TIMEOUT, show_default=True,
               metavar="SECONDS", help="A GPU whose process prints nothing this long is hung (FAULTY).")
@@ -145,7 +150,8 @@ def _plot(result: BurnResult, path: str, python: str, ascii_only: bool) -> List[
 @guarded
 def burn(python: Optional[str], seconds: float, device: str, dtypes: Tuple[Tuple[str, ...], ...], as_json: bool,
          plot: Optional[str], hang_timeout: float, size: Optional[int], memtest_seconds: Optional[float],
-         debug: bool) -> None:
+         debug: bool, as_html: bool = False,
+         html_output: Optional[Path] = None) -> None:
     """Load every GPU with repeated matrix products for SECONDS, check every result, watch NVML.
 
     \b
@@ -158,6 +164,7 @@ def burn(python: Optional[str], seconds: float, device: str, dtypes: Tuple[Tuple
     envdoctor burn --device 1 --seconds 600 --plot burn.png
     envdoctor burn --json > burn.json
     """
+    check_formats(json=as_json, html=as_html)
     target, chosen_by = find_python(python)
     if target is None:
         raise click.UsageError(f"--python {python}: not found or not executable")
@@ -170,12 +177,18 @@ def burn(python: Optional[str], seconds: float, device: str, dtypes: Tuple[Tuple
     progress.end()
     ascii_only = not _utf8(sys.stdout)
     plot_lines = _plot(result, plot, target, ascii_only) if plot and result.gpus else []
-    if as_json:
-        click.echo(dumps(mask_data(to_data(result))))
+    if as_html:
+        from envdoctor.burn.page import burn_page
+
+        emit_page(burn_page(stamp(mask_data(to_data(result)), exit_code(result)), machine_redactor()), html_output,
+                  "burn")
+        sys.stderr.write(verdict_line(result) + "\n")
+    elif as_json:
+        click.echo(dumps(stamp(mask_data(to_data(result)), exit_code(result))))
         sys.stderr.write(verdict_line(result) + "\n")
     else:
         click.echo(mask_text(render_burn_text(result, color=use_color(), ascii_only=ascii_only)), nl=False)
-    hint = _failure_hint(result, said=not as_json)
+    hint = _failure_hint(result, said=not (as_json or as_html))
     if hint:
         click.echo(hint, err=True)
     for line in plot_lines:

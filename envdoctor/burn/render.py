@@ -209,7 +209,8 @@ def render_burn_text(result: BurnResult, color: bool = False, chart_width: int =
                  f"wall time {result.wall_s:.1f} s" if result.wall_s is not None else None):
         if line:
             out.append(line)
-    out.append(_c(verdict_line(result), "31" if result.faulty else "32", color))
+    failed = result.faulty or any(f.severity == "error" for f in result.findings)
+    out.append(_c(verdict_line(result), "31" if failed else "32", color))
     return "\n".join(out) + "\n"
 
 
@@ -222,6 +223,9 @@ def verdict_line(result: BurnResult) -> str:
         parts = [f"{_who(g)} ({', '.join(sorted({f.code for f in g.findings if f.severity == 'error'}))})"
                  for g in bad]
         return f"verdict: FAULTY: {'; '.join(parts)}"
+    empty = [f.code for f in result.findings if f.severity == "error"]
+    if empty:
+        return f"verdict: none: the run failed ({', '.join(empty)})"
     if result.cpu_run:
         return "verdict: CPU run, every product correct; no GPU verdict"
     return f"verdict: OK: every GPU ({len(result.gpus)}) passed"

@@ -320,6 +320,18 @@ def judge(result: BurnResult, health: Health) -> BurnResult:
 
 def run_findings(result: BurnResult) -> Iterable[Finding]:
     """Findings about the run as a whole: CPU run, stopped early, NVML or Xid watch missing."""
+    measured = any(p.products or p.intervals for g in result.gpus for p in g.phases) or any(
+        g.memtest is not None and g.memtest.bytes and g.memtest.status != "skipped" for g in result.gpus)
+    explained = any(f.severity == "error" for g in result.gpus for f in g.findings)
+    if result.gpus and not measured and not explained and not result.interrupted:
+        yield _finding("ED830", "error", "The load answered but measured nothing",
+                       (f"{len(result.gpus)} device answer(s) in the burn child's form, with no product computed "
+                        "and no memory tested",) + tuple(f"{_who(g)}: {len(g.phases)} phase(s), memory test "
+                                                       f"{g.memtest.status if g.memtest else 'none'}"
+                                                       for g in result.gpus[:4]),
+                       ("envdoctor burn --json   # each device's answer and notes",
+                        "envdoctor check   # torch and CUDA in the target Python"))
+        return
     if result.cpu_run:
         yield _finding("ED828", "info", "CPU run: the load ran on the CPU; no GPU-health or Tensor Core verdict",
                        ("torch sees no GPU and NVML reports none",))

@@ -6,7 +6,8 @@ lists (numpy, triton, nvidia-*, ...: ``PACKAGE_NAMES``/``PACKAGE_PREFIXES``), co
 dist-info folder names, read in one pass over sys.path (``installed_distributions``).
 Events: ``python`` (the Python facts, before torch is touched), a ``stage`` before each step that
 may crash or hang (with the torch facts so far), then the result ``{"python": ..., "torch": ...}``.
-Config: ``{"torch": false}`` reads only the Python facts.
+Config: ``{"torch": false}`` reads only the Python facts; ``{"extensions": {...}}`` also reads the
+libraries above torch (``stack/target/extensions.py``, named on the line below), after torch.
 
 The torch part, on the H200 (torch 2.11.0+cu130), looks like::
 
@@ -16,6 +17,7 @@ The torch part, on the H200 (torch 2.11.0+cu130), looks like::
      "capability": [9, 0], "memory": 150109880320, "sms": 132, "uuid": "c7d3a8fe-..."}], ...}
 """
 
+# envdoctor child uses: stack/target/extensions.py
 import os
 import sys
 import time
@@ -23,6 +25,7 @@ import warnings
 
 if False:  # for readers and linters: these come from _prelude.py, which envdoctor sends first
     from envdoctor.child._prelude import Failure, _text, emit, stage
+    from envdoctor.stack.target.extensions import extension_facts
 
 #: Library file names worth reporting from /proc/self/maps (driver: libcuda, libnvidia-*).
 LIBRARY_PREFIXES = (
@@ -414,4 +417,7 @@ def main(config):
                 report.data["warnings"] = report.warnings()
             report.data.pop("stage", None)
             torch = report.data
+    if config.get("extensions"):
+        stage("extensions", torch=torch)
+        return {"python": py, "torch": torch, "extensions": extension_facts(config["extensions"], torch)}
     return {"python": py, "torch": torch}

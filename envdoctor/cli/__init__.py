@@ -13,7 +13,7 @@ from typing import Dict, List, Optional
 import click
 
 from envdoctor import __version__
-from envdoctor.clicore import EXIT_INTERRUPTED, closed_pipe, color_option
+from envdoctor.clicore import EXIT_INTERRUPTED, closed_pipe, color_option, json_after_command
 
 #: command name -> "module:function": a bare module is one of envdoctor.cli, a dotted one a
 #: plugin's command (``envdoctor.bench.command``)
@@ -31,6 +31,10 @@ COMMANDS: Dict[str, str] = {
     "topo": "envdoctor.links.command_topo:topo",
     "comms": "envdoctor.links.command_comms:comms",
     "fleet": "envdoctor.fleet.command:fleet",
+    "dockerfile": "dockerfile:dockerfile",
+    "schema": "schema:schema",
+    "diag": "envdoctor.diag.command:diag",
+    "profile": "envdoctor.profile.command:profile",
 }
 
 
@@ -49,7 +53,11 @@ SUMMARIES: Dict[str, str] = {
     "fit": "Will this model fit on these GPUs, for inference or training: the peak, term by term.",
     "topo": "GPU links (PCIe, NVLink, NUMA) with each path's expected peak.",
     "comms": "NCCL collectives: bus bandwidth, correctness, the slow link.",
+    "dockerfile": "Lint a Dockerfile for the GPU stack: base image CUDA vs driver, torch index, pins, builds.",
     "fleet": "Many nodes: merge their reports (or gather them through a launcher) and name the odd one.",
+    "schema": "The JSON Schema of a document (report, plan, bench, ...), self-contained.",
+    "diag": "May this node take a job? Levels 1-3 like DCGM's, PASS/WARN/FAIL per GPU and node.",
+    "profile": "Your own training script, unchanged: where each step's time goes, MFU, the fixes.",
 }
 
 
@@ -67,6 +75,10 @@ class LazyGroup(click.Group):
 
     def list_commands(self, ctx: click.Context) -> List[str]:
         return list(COMMANDS)
+
+    def parse_args(self, ctx: click.Context, args: List[str]) -> List[str]:
+        # ``envdoctor --json check``: every --json belongs to a command (cli.common.JsonGroup)
+        return super().parse_args(ctx, json_after_command(args, list(COMMANDS)))
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> Optional[click.Command]:
         target = COMMANDS.get(cmd_name)
@@ -100,6 +112,7 @@ def cli() -> None:
     envdoctor burn                      60 s of load: OK or FAULTY per GPU
     envdoctor topo; envdoctor comms     GPU links, NCCL bus bandwidth
     torchrun ... -m envdoctor fleet --gather   every node, the odd one named
+    envdoctor profile -- python train.py   where your own step's time goes
     """
 
 

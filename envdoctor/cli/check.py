@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING, Any, Dict, Optional, Tuple
 
 import click
 
-from envdoctor.clicore import (EXIT_INTERNAL, color_option, debug_option, guarded, make_context,
-                                  python_option, root_option, timeout_option, torch_timeout_option, use_color,
-                                  verbosity, verbosity_options)
+from envdoctor.clicore import (EXIT_INTERNAL, check_formats, color_option, debug_option, emit_page, guarded,
+                               html_options, machine_redactor, make_context, python_option, root_option,
+                               timeout_option, torch_timeout_option, use_color, verbosity, verbosity_options)
 from envdoctor.probes import SKIPPABLE, internal_failures, start
 
 if TYPE_CHECKING:
@@ -60,20 +60,20 @@ def redactor_for(facts: Facts) -> Redactor:
 @click.option("--suppress", multiple=True, metavar="CODE", callback=lambda c, p, v: _codes(v),
               help="Hide a finding by its code, e.g. ED305 (repeatable).")
 @click.option("--bench", "with_bench", is_flag=True, help="Also run a short matmul benchmark.")
+@html_options
 @verbosity_options
 @color_option
 @debug_option
 @root_option
 @guarded
 def check(python: Optional[str], timeout: float, torch_timeout: float, as_json: bool, markdown: bool, redact: bool,
-          skip: Tuple[str, ...], suppress: Tuple[str, ...], with_bench: bool, debug: bool,
-          root: Optional[Path]) -> None:
+          skip: Tuple[str, ...], suppress: Tuple[str, ...], with_bench: bool, as_html: bool,
+          html_output: Optional[Path], debug: bool, root: Optional[Path]) -> None:
     """Inspect this machine and say what is broken and how to fix it.
 
     Exit status: 0 no errors, 1 errors found, 2 usage error, 3 envdoctor itself failed.
     """
-    if as_json and markdown:
-        raise click.UsageError("choose one of --json and --markdown")
+    check_formats(json=as_json, markdown=markdown, html=as_html)
     ctx = make_context(python, timeout, root, torch_timeout)
     # the probes first (the target interpreter's child is running when start returns), then the
     # imports of the table, the checks and the renderers, which the probes' waiting hides
@@ -90,7 +90,16 @@ def check(python: Optional[str], timeout: float, torch_timeout: float, as_json: 
         bench_doc, bench_text = _short_bench(facts, ctx)
     redactor = redactor_for(facts) if redact else None
     # the renderers load only for the format asked (imports are a good part of check's time)
-    if as_json:
+    if as_html:
+        from envdoctor.documents import stamp
+        from envdoctor.render import json as render_json
+        from envdoctor.render.check_page import check_page
+
+        code = EXIT_INTERNAL if internal_failures(facts) else exit_code(findings)
+        # the page masks what --redact masks (check_page), root as a user name aside
+        doc = stamp(render_json.report_document(facts, findings, {"bench": bench_doc} if with_bench else None), code)
+        emit_page(check_page(doc, machine_redactor()), html_output, "check")
+    elif as_json:
         from envdoctor.render import json as render_json
 
         extra: Dict[str, Any] = {"bench": bench_doc} if with_bench else {}

@@ -10,7 +10,7 @@
 from __future__ import annotations
 
 import textwrap
-from typing import List, Tuple
+from typing import Any, Dict, List, Sequence, Tuple
 
 import click
 
@@ -51,6 +51,17 @@ def list_lines(style: Style) -> List[str]:
     return lines
 
 
+def explain_document(entries: Sequence[Code]) -> Dict[str, Any]:
+    """``{"schema": "envdoctor.explain/1", "codes": [{"code": "ED205", "title": ..., ...}], "ranges": [...]}``."""
+    from envdoctor.documents import document
+
+    return {"schema": document("explain").schema,
+            "codes": [{"code": e.code, "title": e.title, "area": e.area, "severities": list(e.severities),
+                       "meaning": e.meaning, "fix": e.fix, "references": list(e.references)} for e in entries],
+            "ranges": [{"first": f"ED{r.first}", "last": f"ED{r.last}", "name": r.name, "covers": r.covers,
+                        "reserved": r.reserved} for r in RANGES]}
+
+
 def _known(ctx: click.Context, param: click.Parameter, values: Tuple[str, ...]) -> Tuple[Code, ...]:
     entries = []
     for value in values:
@@ -68,11 +79,18 @@ def _known(ctx: click.Context, param: click.Parameter, values: Tuple[str, ...]) 
 @click.argument("codes", nargs=-1, metavar="[CODE]...", callback=_known)
 @color_option
 @click.option("--list", "as_list", is_flag=True, help="List every finding code (the default without CODE).")
-def explain(codes: Tuple[Code, ...], as_list: bool) -> None:
+@click.option("--json", "as_json", is_flag=True, help='Print the versioned JSON document ("envdoctor.explain/1").')
+def explain(codes: Tuple[Code, ...], as_list: bool, as_json: bool) -> None:
     """What a finding CODE means (ED205: title, area, severity, meaning, fix, reference).
 
     Without a CODE, or with --list, every code envdoctor emits and the ranges they come from.
     """
+    if as_json:
+        from envdoctor.documents import dumps, stamp
+
+        chosen = tuple(CODES.values()) if as_list or not codes else codes
+        click.echo(dumps(stamp(explain_document(chosen), 0)))
+        return
     style = Style(use_color())
     if as_list or not codes:
         click.echo("\n".join(list_lines(style)))

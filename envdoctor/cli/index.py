@@ -22,7 +22,7 @@ from typing import Any, List, Optional, Sequence, Tuple
 import click
 
 from envdoctor.clicore import EXIT_USAGE, check_index_url, color_option, debug_option, guarded
-from envdoctor.documents import document, dumps
+from envdoctor.documents import document, dumps, stamp
 from envdoctor.facts.python import IndexConfig
 from envdoctor.redact import mask_text
 from envdoctor.wheels import (
@@ -162,7 +162,7 @@ def index(variants: Tuple[str, ...], all_: bool, package: str, python: Optional[
     if as_json:
         doc = _document(client, package, target, offline, listings, winner, code)
         doc.update(_configured_keys(base_source, configured))
-        click.echo(mask_text(dumps(doc)))
+        click.echo(mask_text(dumps(stamp(doc, code))))
     else:
         lines = _text(client, package, target, offline, listings, winner, table is None)
         lines[1:1] = _configured_lines(base_source, configured)

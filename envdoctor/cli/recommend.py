@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, NoReturn
 
 import click
 
+from envdoctor.clicore import check_formats, emit_page, html_options, machine_redactor
 from envdoctor.clicore import (
     EXIT_INTERNAL,
     EXIT_USAGE,
@@ -28,6 +29,7 @@ from envdoctor.redact import mask_text
 
 if TYPE_CHECKING:
     from envdoctor.advise.machine import Machine
+    from envdoctor.advise.plan import Plan
     from envdoctor.advise.request import Availability
     from envdoctor.advise.routes import Route
     from envdoctor.advise.whatif import Overrides
@@ -52,6 +54,9 @@ def _fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
               metavar="FILE", help="Also write the commands as a shell script (set -e, comments) to review.")
 @click.option("--force", is_flag=True, help="Let --script overwrite an existing file.")
 @click.option("--with-nvcc", is_flag=True, help="Also install nvcc (the CUDA toolkit matching torch's CUDA).")
+@click.option("--with", "with_spec", metavar="LIBS", default=None,
+              help="Also plan these libraries above torch, versions optional: vllm,flash-attn,xformers "
+                   "(a torch every pin accepts; no install replaces it).")
 @click.option("--offline", is_flag=True, help="Do not ask the wheel index; the bundled table decides.")
 @click.option("--index-url", metavar="URL", envvar="ENVDOCTOR_INDEX_URL", callback=check_index_url,
               help="Wheel index base (a mirror of download.pytorch.org/whl); also ENVDOCTOR_INDEX_URL.")
@@ -68,6 +73,7 @@ def _fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
 @click.option("--glibc", metavar="X.Y", default=None, help="What if: this glibc (2.27 on Ubuntu 18.04).")
 @click.option("--from", "from_arg", type=click.Path(dir_okay=False), default=None,
               metavar="REPORT.json", help="Plan for the machine of a report saved by `envdoctor check --json`.")
+@html_options
 @timeout_option
 @debug_option
 @root_option
@@ -76,7 +82,8 @@ def recommend(route: Route | None, torch_spec: str | None, python: str | None, a
               script_arg: str | None, force: bool, with_nvcc: bool, offline: bool, index_url: str | None,
               driver: str | None, gpus: tuple[str, ...], no_gpu: bool, python_version: str | None,
               os_: str | None, arch: str | None, glibc: str | None, from_arg: str | None,
-              timeout: float, debug: bool, root: Path | None) -> None:
+              timeout: float, debug: bool, root: Path | None, with_spec: str | None = None,
+              as_html: bool = False, html_output: Path | None = None) -> None:
     """Say which route, torch and wheel to install here, as exact commands.
 
     \b
@@ -87,9 +94,11 @@ def recommend(route: Route | None, torch_spec: str | None, python: str | None, a
 
     Exit status: 0 a plan, 1 nothing fits as the machine is, 2 usage error, 3 envdoctor failed.
     """
+    check_formats(json=as_json, html=as_html)
     from envdoctor.advise.recommend import recommend as make_plan
     from envdoctor.advise.request import SpecError, parse_torch_spec, spec_variant
     from envdoctor.advise.whatif import Overrides, WhatIfError, apply_overrides
+    from envdoctor.documents import stamp
     from envdoctor.render import json as render_json
     from envdoctor.render.plan import plan_document, render_script, render_text
 
@@ -101,6 +110,7 @@ def recommend(route: Route | None, torch_spec: str | None, python: str | None, a
         parse_torch_spec(torch_spec)
     except SpecError as exc:
         _fail(str(exc))
+    stack = _stack_wants(with_spec, torch_spec) if with_spec is not None else None
     if python is not None:
         _check_python(python, from_report, python_version)
     table = _table()
@@ -121,9 +131,18 @@ def recommend(route: Route | None, torch_spec: str | None, python: str | None, a
         index_url, configured = _configured_index()
     available = None if offline else _availability(machine, index_url, timeout)
     env_name, export = _index_env(index_url)
-    plan = make_plan(machine, table, route, torch_spec, with_nvcc, available, index_url, env_name, export)
-    if as_json:
-        click.echo(mask_text(render_json.dumps(plan_document(plan))))
+    if stack is None:
+        plan = make_plan(machine, table, route, torch_spec, with_nvcc, available, index_url, env_name, export)
+    else:
+        plan = _stack_plan(stack, machine, table, route, torch_spec, with_nvcc, available, index_url, env_name,
+                           export)
+    if as_html:
+        from envdoctor.render.plan_page import plan_page
+
+        emit_page(plan_page(stamp(plan_document(plan), 0 if plan.ok else 1), machine_redactor()), html_output,
+                  "recommend")
+    elif as_json:
+        click.echo(mask_text(render_json.dumps(stamp(plan_document(plan), 0 if plan.ok else 1))))
     else:
         click.echo(mask_text(render_text(plan, color=use_color())), nl=False)
     if configured is not None:
@@ -140,6 +159,60 @@ def recommend(route: Route | None, torch_spec: str | None, python: str | None, a
 
 
 INDEX_ENV = "ENVDOCTOR_INDEX_URL"
+
+
+def _stack_wants(with_spec: str, torch_spec: str | None) -> tuple:
+    """(wants, candidates, rows) of --with, or a usage error (exit 2) in one line."""
+    from envdoctor.advise.stack import StackError, candidates, conflict, parse_with
+    from envdoctor.stack.table import try_load
+
+    try:
+        wants = parse_with(with_spec)
+    except StackError as exc:
+        _fail(str(exc))
+    ext, error = try_load()
+    if ext is None:
+        _fail(f"--with: data/extensions.toml could not be read ({error})", EXIT_INTERNAL)
+    cands = candidates(wants, ext)
+    why = conflict(torch_spec, cands)
+    if why:
+        _fail(why)
+    if torch_spec and cands and cands[0].torch is not None:   # --torch narrows the releases the pins allow
+        from envdoctor.advise.request import parse_torch_spec
+
+        spec = parse_torch_spec(torch_spec)
+        cands = [c for c in cands if spec is None or spec.contains(c.torch or "", prereleases=True)]
+    if not cands:
+        asked = ", ".join(f"{w.name}=={w.version}" if w.version else w.name for w in wants)
+        _fail(f"--with {asked}: no torch release satisfies every pin in data/extensions.toml "
+              "(the releases it knows); leave a version out to let envdoctor choose")
+    return wants, cands, ext
+
+
+def _stack_plan(stack: tuple, machine: Machine, table: Table, route: Route | None, torch_spec: str | None,
+                with_nvcc: bool, available: Availability | None, index_url: str | None, env_name: str | None,
+                export: str | None) -> Plan:
+    """The first torch every library's pin accepts that the machine runs, with the libraries' steps."""
+    from envdoctor.advise.recommend import recommend as make_plan
+    from envdoctor.advise.stack import torch_specs, with_stack
+
+    wants, cands, ext = stack
+    first = None
+    fitting = [c for c in cands if c.for_python(machine.python)] if route != "docker" else cands
+    if not fitting:
+        pins = ", ".join(f"{n} {v}" for n, v in cands[0].releases.items())
+        _fail(f"--with: no release envdoctor knows ({pins} and older) has wheels for Python {machine.python}; "
+              "plan for another Python with --python-version", 1)
+    for cand in fitting:
+        # the docker route runs an image with its own torch: the pins choose the image, not a wheel
+        specs: list[str | None] = list(torch_specs(cand)) if route != "docker" else []
+        for spec in specs or [torch_spec]:
+            plan = make_plan(machine, table, route, spec, with_nvcc, available, index_url, env_name, export)
+            first = first or (plan, cand)
+            if plan.ok:
+                return with_stack(plan, machine, table, ext, wants, cand)
+    assert first is not None
+    return with_stack(first[0], machine, table, ext, wants, first[1])
 
 
 def _path(option: str, value: str | None, hint: str) -> Path | None:

@@ -14,6 +14,7 @@ from typing import Any, NoReturn
 
 import click
 
+from envdoctor.clicore import check_formats, emit_page, html_options, machine_redactor
 from envdoctor.clicore import (
     EXIT_INTERNAL,
     EXIT_USAGE,
@@ -26,7 +27,7 @@ from envdoctor.clicore import (
     torch_timeout_option,
     use_color,
 )
-from envdoctor.documents import dumps
+from envdoctor.documents import dumps, stamp
 from envdoctor.facts import Facts
 from envdoctor.inspect import inspect
 from envdoctor.probes import SKIPPABLE, internal_failures
@@ -188,12 +189,13 @@ def _print_list(directory: Path) -> None:
 @timeout_option
 @torch_timeout_option
 @skip_option
+@html_options
 @debug_option
 @root_option
 @guarded
 def verify(baseline: Path | None, with_bench: bool, tolerance: float, as_json: bool, force: bool,
            python: str | None, timeout: float, torch_timeout: float, skip: tuple[str, ...], debug: bool,
-           root: Path | None) -> None:
+           root: Path | None, as_html: bool = False, html_output: Path | None = None) -> None:
     """Inspect this machine again and compare it with a snapshot taken before an upgrade.
 
     Regressions first (a reboot is needed, a GPU is gone, torch no longer sees CUDA, the container
@@ -203,6 +205,7 @@ def verify(baseline: Path | None, with_bench: bool, tolerance: float, as_json: b
     Exit status: 0 nothing regressed (changes may be listed), 1 a regression, 2 usage error or a
     baseline that cannot be used, 3 envdoctor itself failed.
     """
+    check_formats(json=as_json, html=as_html)
     path = baseline
     if path is None:
         directory = store_dir(os.environ)
@@ -239,10 +242,15 @@ def verify(baseline: Path | None, with_bench: bool, tolerance: float, as_json: b
         bench = _run_bench(exe, chosen_by, ctx.env, like=base.bench)
     verification = compare(base.facts, facts, base.findings, findings, base.bench, bench, tolerance)
     code = EXIT_INTERNAL if internal_failures(facts) else verification.exit_code
-    if as_json:
+    if as_json or as_html:
         doc = verify_document(base, facts, verification, warnings, bench, tolerance if with_bench else None, code,
                               created_at=iso(utc_now()))
-        click.echo(dumps(doc))
+        if as_html:
+            from envdoctor.render.verify_page import verify_page
+
+            emit_page(verify_page(stamp(doc, code), machine_redactor()), html_output, "verify")
+        else:
+            click.echo(dumps(stamp(doc, code)))
     else:
         for line in warnings:
             click.echo(f"envdoctor: warning: {mask_text(line)}", err=True)

@@ -20,8 +20,8 @@ from typing import Any, Callable, NoReturn
 
 import click
 
-from envdoctor.clicore import EXIT_ERRORS, EXIT_INTERNAL, check_index_url
-from envdoctor.documents import dumps
+from envdoctor.clicore import EXIT_ERRORS, EXIT_INTERNAL, JsonGroup, check_index_url
+from envdoctor.documents import dumps, stamp
 from envdoctor.parse import version_key
 from envdoctor.render import table as show
 from envdoctor.table import Table
@@ -43,7 +43,7 @@ def _json_option(f: Callable) -> Callable:
 
 def _emit(kind: str, key: str | None, result: Any, lines: Callable[[], list[str]], as_json: bool) -> None:
     if as_json:
-        click.echo(dumps(show.table_document(kind, key, result)))
+        click.echo(dumps(stamp(show.table_document(kind, key, result), 0)))
     else:
         click.echo("\n".join(lines()))
 
@@ -55,7 +55,7 @@ def _missing(kind: str, key: str, known: Sequence[str]) -> NoReturn:
     sys.exit(EXIT_ERRORS)
 
 
-@click.group("table", invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group("table", cls=JsonGroup, invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--stale", is_flag=True,
               help="Compare the bundled torch releases with the live wheel index; list newer ones.")
 @click.option("--variant", default="cpu", show_default=True, help="Index variant read by --stale.")

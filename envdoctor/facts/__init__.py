@@ -8,7 +8,9 @@ from typing import Optional
 from envdoctor.facts.base import ProbeError
 from envdoctor.facts.conda import CondaFacts, CondaPackage
 from envdoctor.facts.docker import DockerFacts
+from envdoctor.facts.fabric import FabricFacts
 from envdoctor.facts.gpu import DriverFacts, GpuInfo, PciDevice, PciFacts
+from envdoctor.facts.gpu_state import GpuStateFacts
 from envdoctor.facts.links import LinksFacts
 from envdoctor.facts.python import LoadedLibrary, TargetPython, TorchDevice, TorchElsewhere, TorchFacts
 from envdoctor.facts.system import SystemFacts
@@ -28,6 +30,8 @@ class Facts:
     python: TargetPython = field(default_factory=TargetPython)
     torch: TorchFacts = field(default_factory=TorchFacts)
     links: LinksFacts = field(default_factory=LinksFacts)
+    gpu_state: GpuStateFacts = field(default_factory=GpuStateFacts)   # what runs on each GPU now
+    fabric: FabricFacts = field(default_factory=FabricFacts)          # IB/RoCE, GPUDirect RDMA, NCCL variables
     collected_at: Optional[str] = None           # ISO 8601, UTC
     envdoctor_version: Optional[str] = None
     probe_seconds: dict[str, float] = field(default_factory=dict)

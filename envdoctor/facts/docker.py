@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Optional
+from dataclasses import dataclass, field
+from typing import Dict, Optional
 
 from envdoctor.facts.base import ProbeError
 
@@ -21,6 +21,7 @@ class DockerFacts:
     default_runtime: Optional[str] = None
     cdi_spec_dirs: tuple[str, ...] = ()        # from docker info
     cdi_specs: tuple[str, ...] = ()            # spec files found: /etc/cdi/nvidia.yaml
+    cdi_driver_versions: Dict[str, str] = field(default_factory=dict)  # spec -> the driver it was made for
     cdi_devices: tuple[str, ...] = ()          # docker info DiscoveredDevices: "nvidia.com/gpu=0"
     gpus_flag_supported: Optional[bool] = None # Docker >= 19.03
     podman: Optional[str] = None

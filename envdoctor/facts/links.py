@@ -98,11 +98,26 @@ class GpuPair:
 
 
 @dataclass(frozen=True)
+class NicLink:
+    """A network device of ``nvidia-smi topo -m`` and its path to each GPU (GPU-NIC affinity for
+    multi-node jobs: NCCL uses the NIC nearest each GPU)::
+
+        NicLink(name="NIC0", device="mlx5_0", paths={0: "PIX", 1: "NODE", 4: "SYS"}, nearest_gpus=(0,))
+    """
+
+    name: str                             # "NIC0" (newer drivers) or "mlx5_0" (older ones)
+    device: Optional[str] = None          # from the "NIC Legend": "mlx5_0"
+    paths: Dict[int, str] = field(default_factory=dict)   # GPU index -> "PIX", "NODE", "SYS", ...
+    nearest_gpus: Tuple[int, ...] = ()    # the GPUs with the nearest path to it
+
+
+@dataclass(frozen=True)
 class LinksFacts:
     gpus: Tuple[GpuLinks, ...] = ()
     pairs: Tuple[GpuPair, ...] = ()
     source: Optional[str] = None          # "nvml" or "nvidia-smi topo -m"
     error: Optional[ProbeError] = None
+    nics: Tuple[NicLink, ...] = ()        # from nvidia-smi topo -m (NVML does not list NICs)
 
     def pair(self, a: int, b: int) -> Optional[GpuPair]:
         lo, hi = min(a, b), max(a, b)

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Literal, Optional
 
 from envdoctor.facts.base import ProbeError
+from envdoctor.stack.facts import StackFacts
 
 #: How a configured index is used: instead of PyPI, in addition to it, or as a folder of links.
 Role = Literal["index", "extra", "find-links"]
@@ -144,4 +145,6 @@ class TorchFacts:
     #: when torch is not installed in the target: the interpreters of the machine that have it
     elsewhere: tuple[TorchElsewhere, ...] = ()
     elsewhere_cut: bool = False                # the scan stopped at its count or time bound
+    #: the libraries above torch (flash-attn, xformers, vLLM, ...): envdoctor/stack/
+    extensions: StackFacts = field(default_factory=StackFacts)
     error: Optional[ProbeError] = None

@@ -9,10 +9,12 @@ and without ``--cpu``); 3 envdoctor itself failed.
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import Any
 
 import click
 
+from envdoctor.clicore import check_formats, emit_page, html_options, machine_redactor
 from envdoctor.clicore import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, debug_option, guarded, python_option
 
 _DTYPES = ("fp32", "bf16", "fp16")
@@ -99,13 +101,15 @@ def _table_gpus() -> list:
               help="--measure: seconds the measurement may take (default: from the model's size and FLOPs).")
 @click.option("--list", "list_models", is_flag=True, help="List the bundled models and exit.")
 @click.option("--json", "as_json", is_flag=True, help='Print the versioned JSON document ("envdoctor.fit/1").')
+@html_options
 @debug_option
 @guarded
 def fit(model: str | None, mode: str, batch: int, seq: int | None, new_tokens: int | None, dtype: str | None,
         amp: str | None, quant: str | None, kv_dtype: str | None, optimizer: str, grad_checkpointing: bool,
         lora_rank: int, lora_targets: str | None, zero: int, n_gpus: int, attention: str,
         gpu_names: tuple[str, ...], sizes: tuple[str, ...], measure: bool, cpu: bool, builder: str,
-        python: str | None, timeout: float | None, list_models: bool, as_json: bool, debug: bool) -> None:
+        python: str | None, timeout: float | None, list_models: bool, as_json: bool, debug: bool,
+        as_html: bool = False, html_output: Path | None = None) -> None:
     """Will MODEL fit: the peak memory per GPU, term by term, and what would make it fit.
 
     \b
@@ -123,10 +127,11 @@ def fit(model: str | None, mode: str, batch: int, seq: int | None, new_tokens: i
     from envdoctor.fit.models import bundled_models
     from envdoctor.fit.resolve import resolve_model_config
     from envdoctor.fit.verdict import fit_report
-    from envdoctor.documents import dumps
+    from envdoctor.documents import dumps, stamp
     from envdoctor.fit.workload import Workload, default_dtype
     from envdoctor.fit.render import fit_document, render_fit_text
 
+    check_formats(json=as_json, html=as_html)
     if list_models:
         for m in bundled_models().models:
             flag = " (unconfirmed: " + ", ".join(m.unconfirmed_fields) + ")" if m.unconfirmed_fields else ""
@@ -175,8 +180,13 @@ def fit(model: str | None, mode: str, batch: int, seq: int | None, new_tokens: i
     if measure:
         section, text, measured_error = _measure(spec, raw, report, cpu, builder, python, timeout)
         failed = failed or measured_error
-    if as_json:
-        click.echo(dumps(fit_document(report, measurement=section)))
+    if as_html:
+        from envdoctor.fit.page import fit_page
+
+        doc = stamp(fit_document(report, measurement=section), EXIT_ERRORS if failed else EXIT_OK)
+        emit_page(fit_page(doc, machine_redactor()), html_output, "fit")
+    elif as_json:
+        click.echo(dumps(stamp(fit_document(report, measurement=section), EXIT_ERRORS if failed else EXIT_OK)))
     else:
         click.echo(render_fit_text(report) + text, nl=False)
     sys.exit(EXIT_ERRORS if failed else EXIT_OK)

@@ -156,7 +156,8 @@ def _report(data: Dict[str, Any], b: Builder) -> None:
     check_report_values(facts)
     system, driver, pci = _obj(facts, "system"), _obj(facts, "driver"), _obj(facts, "pci")
     b.hostname = _str(system, "hostname")
-    for key, value in (("hostname", b.hostname), ("collected_at", _str(data, "collected_at")),
+    written = _str(data, "created_at") or _str(data, "collected_at")       # reports before created_at
+    for key, value in (("hostname", b.hostname), ("collected_at", written),
                        ("envdoctor_version", _str(data, "envdoctor_version"))):
         if value:
             b.info[key] = value

@@ -44,16 +44,21 @@ def _output(text: str, output: Optional[Path]) -> None:
 
 
 def _render(fleet: Any, redactor: Optional[Redactor], fmt: str) -> str:
-    from envdoctor.documents import dumps
+    from envdoctor.documents import dumps, stamp
     from envdoctor.fleet import render
 
     if fmt == "json":
         doc = mask_data(render.fleet_document(fleet))
+        doc = stamp(doc, doc["summary"]["exit_code"])
         return dumps(redactor.data(doc) if redactor else doc) + "\n"
     if fmt == "markdown":
         text = render.render_markdown(fleet)
     elif fmt == "html":
-        text = render.render_html(fleet)
+        from envdoctor.clicore import machine_redactor
+        from envdoctor.fleet.page import fleet_page
+
+        doc = stamp(mask_data(render.fleet_document(fleet)), render.fleet_document(fleet)["summary"]["exit_code"])
+        text = fleet_page(redactor.data(doc) if redactor else doc, machine_redactor())
     else:
         text = render.render_text(fleet, color=use_color() and redactor is None)
     text = mask_text(text)
@@ -118,6 +123,7 @@ def fleet(paths: Tuple[str, ...], gather: bool, with_bench: bool, with_comms: bo
     did not finish), 2 usage error or unusable input, 3 envdoctor failed.
     """
     fmt = _format(as_json, markdown, as_html)
+    redact = redact or as_html        # a page is made to be passed on: always as --redact
     if gather:
         if paths:
             raise click.UsageError("--gather inspects this node; it takes no report files")

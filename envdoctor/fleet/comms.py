@@ -272,6 +272,53 @@ def findings(c: FleetComms, fraction: float = pairs.SLOW_FRACTION) -> List[NodeF
     return out
 
 
+#: a pair between two nodes under this share of their slower adapter's rate is slow for the fabric
+ADAPTER_FRACTION = 0.5
+
+
+def adapter_gbps(report: Mapping[str, Any]) -> Optional[float]:
+    """GB/s each way of the fastest ACTIVE IB/RoCE port in a report's ``facts.fabric``
+    (``"400 Gb/sec (4X NDR)"`` -> 50.0); None for a node without one.
+
+    >>> adapter_gbps({"facts": {"fabric": {"adapters": [{"ports": [{"state": "ACTIVE", "rate_gbps": 400.0}]}]}}})
+    50.0
+    """
+    facts = report.get("facts") if isinstance(report, Mapping) else None
+    fabric = facts.get("fabric") if isinstance(facts, Mapping) else None
+    rates = [p.get("rate_gbps") for a in (fabric or {}).get("adapters") or () if isinstance(a, Mapping)
+             for p in a.get("ports") or () if isinstance(p, Mapping) and p.get("state") == "ACTIVE"]
+    numbers = [float(r) for r in rates if isinstance(r, (int, float)) and r > 0]
+    return max(numbers) / 8.0 if numbers else None
+
+
+def against_adapters(c: FleetComms, rates: Mapping[int, Optional[float]],
+                     fraction: float = ADAPTER_FRACTION) -> List[NodeFinding]:
+    """ED786: a pair of two nodes over NCCL whose busbw is under ``fraction`` of the slower node's
+    adapter rate (``rates``: rank -> GB/s, :func:`adapter_gbps`). Pairs on one node cross no adapter."""
+    out: List[NodeFinding] = []
+    if c.backend != "nccl":
+        return out
+    for p in c.pairs:
+        ra, rb = rates.get(p.a), rates.get(p.b)
+        if p.status != "ok" or p.transfer is None or p.transfer.busbw_gbps is None or not ra or not rb:
+            continue
+        if p.a_name and p.a_name == p.b_name:
+            continue
+        rate = min(ra, rb)
+        if p.transfer.busbw_gbps < fraction * rate:
+            na, nb = p.a_name or f"rank {p.a}", p.b_name or f"rank {p.b}"
+            out.append(NodeFinding(na, Finding(
+                "ED786", "warning", f"{na} - {nb}: {gbs(p.transfer.busbw_gbps)} GB/s between the nodes, under "
+                f"{fraction:.0%} of the adapters' {gbs(rate)} GB/s ({rate * 8:g} Gb/s)",
+                evidence=(_pair_line(p), f"the slower node's fastest ACTIVE port: {rate * 8:g} Gb/s = {gbs(rate)} GB/s "
+                          "each way (/sys/class/infiniband, in each node's report)"),
+                fix=("envdoctor diag -r 1   # on both nodes: ports ACTIVE, GPUDirect RDMA, NCCL variables",
+                     "NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET envdoctor fleet --gather --comms   # NET/IB or "
+                     "NET/Socket, GDRDMA or not"),
+                reference=REFERENCE, area="fleet", explanation=codes.meaning("ED786"))))
+    return out
+
+
 def _culprits(c: FleetComms) -> Tuple[Unfinished, ...]:
     """The ranks to name for a stall: those that stopped before the step, else those not waiting in
     a collective while others were (they waited for them), else every rank that did not finish."""

@@ -223,6 +223,9 @@ def merge(inputs: Sequence[NodeInput], *, mode: Literal["files", "gather"] = "fi
     if comms is not None:
         comms = fleet_comms.named(comms, {n.rank: n.name for n in nodes if n.rank is not None})
         extra = fleet_comms.findings(comms)
+        rates = {i.rank: fleet_comms.adapter_gbps(d.data) for i in inputs if i.rank is not None
+                 for d in i.documents if d.kind == "report"}
+        extra += fleet_comms.against_adapters(comms, rates)
     drift = analyze(nodes, table, slow_fraction, extra)
     drift = dataclasses.replace(drift, notes=tuple(notes) + drift.notes)
     created = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -10,7 +10,6 @@ marked; sortable by any column; a filter for deviating nodes) and the findings p
 from __future__ import annotations
 
 import dataclasses
-import html
 import textwrap
 from collections import defaultdict
 from typing import Any, Dict, List, Optional
@@ -20,7 +19,7 @@ from envdoctor.links.plan import FACTOR_TEXT, human_bytes
 from envdoctor.documents import document
 from envdoctor.facts.serde import to_data
 from envdoctor.fleet.comms import FleetComms, PairFigure, Transfer, gbs
-from envdoctor.fleet.rules import FactRow, NodeFinding, Verdict, names, show
+from envdoctor.fleet.rules import FactRow, Verdict, names, show
 from envdoctor.fleet.merge import Fleet
 from envdoctor.render.markdown import _cell
 from envdoctor.style import Style
@@ -304,130 +303,11 @@ def render_markdown(fleet: Fleet) -> str:
 
 # --- HTML ---------------------------------------------------------------------------------------------
 
-_CSS = """
-body{font:14px/1.4 system-ui,-apple-system,Segoe UI,sans-serif;margin:1.5em;color:#1b1f24}
-h1{font-size:1.3em}h2{font-size:1.1em;margin-top:1.6em}
-table{border-collapse:collapse;margin:.4em 0}th,td{border:1px solid #d0d7de;padding:.25em .5em;text-align:left;
-vertical-align:top}th{background:#f6f8fa;cursor:pointer;white-space:nowrap;position:sticky;top:0}
-td.error{background:#ffd7d5}td.warning{background:#fff1c2}td.info{background:#ddf4ff}
-tr.v-deviates td:first-child,tr.v-missing td:first-child,tr.v-unreadable td:first-child{border-left:4px solid #cf222e}
-tr.v-warning td:first-child{border-left:4px solid #bf8700}tr.v-ok td:first-child{border-left:4px solid #1a7f37}
-.muted{color:#656d76}code,pre{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:12px}
-pre{background:#f6f8fa;padding:.5em;overflow-x:auto}details{margin:.3em 0}summary{cursor:pointer}
-.error-t{color:#cf222e}.warning-t{color:#9a6700}.info-t{color:#0969da}
-"""
-
-_JS = """
-function sortBy(th) {
-  var table = th.closest('table'), col = Array.prototype.indexOf.call(th.parentNode.children, th);
-  var body = table.tBodies[0], rows = Array.prototype.slice.call(body.rows);
-  var asc = th.dataset.asc !== '1';
-  th.dataset.asc = asc ? '1' : '0';
-  function key(row) { var c = row.cells[col]; return c.dataset.k || c.textContent; }
-  rows.sort(function (x, y) {
-    var a = key(x), b = key(y), n = parseFloat(a), m = parseFloat(b);
-    var r = (!isNaN(n) && !isNaN(m) && n !== m) ? n - m : a.localeCompare(b, undefined, {numeric: true});
-    return asc ? r : -r;
-  });
-  rows.forEach(function (r) { body.appendChild(r); });
-}
-function onlyDeviating(box) {
-  document.querySelectorAll('#nodes tbody tr').forEach(function (r) {
-    r.style.display = (box.checked && r.classList.contains('v-ok')) ? 'none' : '';
-  });
-}
-"""
-
-
-def _e(value: Any) -> str:
-    return html.escape(str(value), quote=True)
-
-
 def render_html(fleet: Fleet) -> str:
-    d = fleet.drift
-    s = _summary(fleet)
-    verdicts = {v.node: v for v in d.verdicts}
-    by_node: Dict[str, List[NodeFinding]] = defaultdict(list)
-    for nf in d.findings:
-        by_node[nf.node].append(nf)
-    out = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
-           '<meta name="viewport" content="width=device-width, initial-scale=1">',
-           f"<title>{_e(headline(fleet))}</title><style>{_CSS}</style><script>{_JS}</script></head><body>",
-           f"<h1>{_e(headline(fleet))}</h1>",
-           f'<p>{_e(closing(fleet))} <span class="muted">errors {s["errors"]}, warnings {s["warnings"]}, '
-           f'info {s["info"]}; envdoctor {_e(__version__)}, {_e(fleet.created_at)}</span></p>']
-    out.append("<h2>What differs</h2>")
-    if d.rows:
-        out.append("<table><thead><tr><th>fact</th><th>fleet</th><th>deviating</th></tr></thead><tbody>")
-        for r in d.rows:
-            out.append(f'<tr><td class="{r.severity}">{_e(r.label)}</td><td>{_e(_reference(r))}</td>'
-                       f"<td>{_e(_deviating(r, 20))}</td></tr>")
-        out.append("</tbody></table>")
-    else:
-        out.append("<p>Nothing differs between the nodes that reported.</p>")
-    if d.same:
-        out.append('<p class="muted">The same on every node: '
-                   + _e(", ".join(f"{r.label} {show(r.majority)}" for r in d.same)) + "</p>")
-    out.append('<h2>Nodes</h2><label><input type="checkbox" onchange="onlyDeviating(this)"> only nodes that '
-               'deviate</label> <span class="muted">(click a column to sort)</span>')
-    th = '<th onclick="sortBy(this)">'
-    head = "".join(f"{th}{_e(r.label)}</th>" for r in d.rows)
-    out.append(f'<table id="nodes"><thead><tr>{th}node</th>{th}verdict</th>{head}{th}codes</th></tr></thead><tbody>')
-    for n in sorted(d.nodes, key=lambda n: (_VERDICT_ORDER[verdicts[n.name].verdict], n.name)):
-        v = verdicts[n.name]
-        cells = []
-        for r in d.rows:
-            if n.name not in r.values:
-                cells.append('<td class="muted">?</td>')
-                continue
-            cls = f' class="{r.severity}"' if n.name in r.deviating else ""
-            value = r.values[n.name]
-            key = f' data-k="{_e(value)}"' if isinstance(value, (int, float)) else ""
-            cells.append(f"<td{cls}{key}>{_e(show(value))}</td>")
-        out.append(f'<tr class="v-{v.verdict}"><td><a href="#n-{_e(n.name)}">{_e(n.name)}</a></td>'
-                   f'<td data-k="{_VERDICT_ORDER[v.verdict]}">{_e(v.verdict)}</td>{"".join(cells)}'
-                   f"<td>{_e(', '.join(v.codes))}</td></tr>")
-    out.append("</tbody></table>")
-    if d.findings:
-        out.append("<h2>Findings</h2>")
-        for n in d.nodes:
-            if n.name not in by_node:
-                continue
-            out.append(f'<details id="n-{_e(n.name)}" open><summary><b>{_e(n.name)}</b> '
-                       f"({_e(verdicts[n.name].verdict)}, {len(by_node[n.name])} finding"
-                       f"{'s' if len(by_node[n.name]) != 1 else ''})</summary><ul>")
-            for nf in by_node[n.name]:
-                f = nf.finding
-                out.append(f'<li><span class="{f.severity}-t"><b>{_e(f.code)}</b> {_e(f.severity)}</span> '
-                           f"{_e(f.title)}<ul>" + "".join(f"<li class=\"muted\">{_e(e)}</li>" for e in f.evidence)
-                           + "</ul>")
-                if f.fix:
-                    out.append("<pre>" + _e("\n".join(f.fix)) + "</pre>")
-                if f.explanation:
-                    out.append(f'<p class="muted">{_e(f.explanation)}</p>')
-                out.append("</li>")
-            out.append("</ul></details>")
-    if fleet.comms is not None:
-        c = fleet.comms
-        out.append(f"<h2>{_e(comms_head(c))}</h2>")
-        if c.pairs:
-            out.append('<table id="pairs"><thead><tr>' + "".join(f"{th}{h}</th>" for h in
-                       ("round", "pair", "busbw GB/s", "time ms", "")) + "</tr></thead><tbody>")
-            for p in c.pairs:
-                t = p.transfer
-                cls = ' class="error"' if p.blame else ""
-                out.append(f"<tr><td>{p.round}</td><td>{_e(p.a_name)} - {_e(p.b_name)}</td>"
-                           f"<td{cls}>{_e(gbs(t.busbw_gbps)) if t else 'did not finish'}</td>"
-                           f"<td>{f'{t.time_s * 1e3:.3f}' if t else ''}</td><td>{_e(_blame(p))}</td></tr>")
-            out.append("</tbody></table>")
-        out.append("<ul>" + "".join(f"<li>{_e(line)}</li>" for line in comms_lines(c)
-                                    if not line.startswith("  round ")) + "</ul>")
-    notes = list(d.notes) + [f"{s_.path}: passed over ({s_.reason})" for s_ in fleet.skipped]
-    notes += [f"{n.name}: {note}" for n in d.nodes for note in n.notes if n.status == "reported"]
-    if notes:
-        out.append("<h2>Notes</h2><ul>" + "".join(f"<li>{_e(x)}</li>" for x in notes) + "</ul>")
-    out.append("</body></html>")
-    return "\n".join(out) + "\n"
+    """The fleet page (``envdoctor.fleet.page``, through the one page module) of the document."""
+    from envdoctor.fleet.page import fleet_page
+
+    return fleet_page(fleet_document(fleet))
 
 
 def rank_line(rank: int, world: int, host: str, master: str, transport: str, seconds: float,

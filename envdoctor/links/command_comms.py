@@ -2,18 +2,21 @@
 bandwidth, a correctness check, GPU pair copies and a verdict against the links' expected peak.
 
 Exit codes: 0 no error finding; 1 a wrong result, a rank that failed, bandwidth far below the
-expected figure, or the ranks could not run; 2 usage (a bad size, GPU index or launcher
-environment); 3 envdoctor itself failed.
+expected figure, ranks that answered with nothing measured, or the ranks could not run; 2 usage (a
+bad size, GPU index or launcher environment) or no GPU for NCCL (nothing could be measured); 3
+envdoctor itself failed.
 """
 
 from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 from typing import Any, Dict, Optional, Tuple
 
 import click
 
+from envdoctor.clicore import check_formats, emit_page, html_options, machine_redactor
 from envdoctor.clicore import (
     EXIT_ERRORS,
     EXIT_OK,
@@ -21,7 +24,6 @@ from envdoctor.clicore import (
     ChoiceList,
     debug_option,
     guarded,
-    plot_file,
     python_option,
     use_color,
 )
@@ -99,16 +101,17 @@ def _progress(stream: Any) -> Any:
 @click.option("--timeout", "timeout_s", type=click.FloatRange(min=1), default=30.0, show_default=True,
               metavar="SECONDS", help="Time one collective (and joining the group) may take.")
 @click.option("--json", "as_json", is_flag=True, help='Print the versioned JSON document ("envdoctor.comms/1").')
-@click.option("--plot", type=click.Path(dir_okay=False), default=None, metavar="FILE.png", callback=plot_file,
+@click.option("--plot", type=click.Path(dir_okay=False), default=None, metavar="FILE.png",
               help="Also draw busbw per size, with matplotlib from the target environment.")
 @click.option("--idle-timeout", type=click.FloatRange(min=1), default=None, hidden=True)
 @click.option("--inject", default=None, hidden=True, help="Tests only: a rank that hangs or dies (JSON).")
+@html_options
 @debug_option
 @guarded
 def comms(python: Optional[str], collectives: Tuple[str, ...], sizes: Optional[str], factor: int,
           devices: Optional[Tuple[int, ...]], backend: str, nproc: Optional[int], pairs: bool, timeout_s: float,
           as_json: bool, plot: Optional[str], idle_timeout: Optional[float], inject: Optional[str],
-          debug: bool) -> None:
+          debug: bool, as_html: bool = False, html_output: Optional[Path] = None) -> None:
     """Collectives between GPUs (NCCL) or CPU processes (gloo): bus bandwidth as nccl-tests counts it.
 
     \b
@@ -128,6 +131,7 @@ def comms(python: Optional[str], collectives: Tuple[str, ...], sizes: Optional[s
     from envdoctor.links.render_comms import comms_document, render_comms_text
     from envdoctor.links.rules_comms import verdicts
 
+    check_formats(json=as_json, html=as_html)
     target, _ = find_python(python)
     if target is None:
         raise click.UsageError(f"--python {python}: not found or not executable")
@@ -146,7 +150,7 @@ def comms(python: Optional[str], collectives: Tuple[str, ...], sizes: Optional[s
     result = run_comms(opts, target, progress=_progress(sys.stderr))
     if getattr(sys.stderr, "isatty", lambda: False)():
         sys.stderr.write("\r\x1b[K")
-    if result.error is not None and result.error.command in ("--devices", "launcher"):
+    if result.error is not None and result.error.command in ("--devices", "launcher", "no_gpu"):
         click.echo(f"envdoctor comms: {result.error.message}", err=True)
         sys.exit(EXIT_USAGE)
     findings = verdicts(result)
@@ -156,11 +160,18 @@ def comms(python: Optional[str], collectives: Tuple[str, ...], sizes: Optional[s
         click.echo(f"envdoctor comms: rank {mine.rank if mine else '?'} of {result.world_size}: "
                    f"{mine.status if mine else 'no answer'} (rank 0 reports)", err=True)
         sys.exit(EXIT_OK if mine is not None and mine.status == "ok" else EXIT_ERRORS)
-    if as_json:
-        from envdoctor.documents import dumps
+    if as_json or as_html:
+        from envdoctor.documents import dumps, stamp
         from envdoctor.redact import mask_data
 
-        click.echo(dumps(mask_data(comms_document(result, findings))))
+        code = EXIT_ERRORS if any(f.severity == "error" for f in findings) else EXIT_OK
+        doc = stamp(mask_data(comms_document(result, findings)), code)
+        if as_html:
+            from envdoctor.links.page_comms import comms_page
+
+            emit_page(comms_page(doc, machine_redactor()), html_output, "comms")
+        else:
+            click.echo(dumps(doc))
     else:
         click.echo(render_comms_text(result, findings, color=use_color()), nl=False)
     if plot:

@@ -14,6 +14,7 @@ from typing import Any, Optional
 import click
 
 from envdoctor import __version__
+from envdoctor.clicore import check_formats, emit_page, html_options, machine_redactor
 from envdoctor.clicore import (
     EXIT_ERRORS,
     EXIT_OK,
@@ -24,7 +25,7 @@ from envdoctor.clicore import (
     timeout_option,
     use_color,
 )
-from envdoctor.documents import dumps
+from envdoctor.documents import dumps, stamp
 from envdoctor.facts import Facts
 from envdoctor.facts.gpu import DriverFacts
 from envdoctor.findings import exit_code, sort_findings
@@ -43,10 +44,12 @@ def _table() -> Any:
 @click.command("topo")
 @timeout_option
 @click.option("--json", "as_json", is_flag=True, help='Print the versioned JSON document ("envdoctor.topo/1").')
+@html_options
 @debug_option
 @root_option
 @guarded
-def topo(timeout: float, as_json: bool, debug: bool, root: Optional[Path]) -> None:
+def topo(timeout: float, as_json: bool, debug: bool, root: Optional[Path], as_html: bool = False,
+         html_output: Optional[Path] = None) -> None:
     """GPU links: PCIe, NVLink, NUMA and the path between every pair of GPUs.
 
     \b
@@ -70,14 +73,27 @@ def topo(timeout: float, as_json: bool, debug: bool, root: Optional[Path]) -> No
     table = _table()
     findings = sort_findings(f for rule in RULES for f in rule(facts, table))
     top = expected(lf, load_links())
-    if as_json:
+    check_formats(json=as_json, html=as_html)
+    if as_json or as_html:
         now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-        doc = topo_document(lf, top, findings, envdoctor_version=__version__, collected_at=now)
-        click.echo(dumps(mask_data(doc)))
+        doc = topo_document(lf, top, findings, envdoctor_version=__version__, created_at=now)
+        code = EXIT_ERRORS if not lf.gpus or exit_code(findings) else EXIT_OK
+        if as_html:
+            from envdoctor.links.page_topo import topo_page
+
+            emit_page(topo_page(stamp(mask_data(doc), code), machine_redactor()), html_output, "topo")
+        else:
+            click.echo(dumps(stamp(mask_data(doc), code)))
     else:
         click.echo(render_topo_text(lf, top, findings, color=use_color()), nl=False)
+        from envdoctor.probes import fabric as fabric_probe
+        from envdoctor.render.fabric import fabric_lines
+
+        nics = fabric_lines(fabric_probe.probe(ctx))      # the IB/RoCE adapters beside the GPUs
+        if nics:
+            click.echo("\n".join(["", "fabric:"] + ["  " + line for line in nics]))
     if not lf.gpus:
-        if not as_json:
+        if not (as_json or as_html):
             click.echo("envdoctor topo: no GPU could be read; `envdoctor check` says why", err=True)
         sys.exit(EXIT_ERRORS)
     sys.exit(EXIT_OK if exit_code(findings) == 0 else EXIT_ERRORS)

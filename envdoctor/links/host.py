@@ -232,7 +232,13 @@ def _no_gpu(opts: CommsOptions, python: str, env: Dict[str, str], links: LinksFa
     runs, interrupted = run_children([job], _hook(progress), stop)
     result = _finish(runs, [0], "gloo", "envdoctor", 1, links, None, "no GPU: no NCCL", env, common)
     notes.append("no GPU: nothing to measure between GPUs")
-    return replace(result, notes=tuple(notes) + result.notes, error=_run_error(runs, interrupted))
+    error = _run_error(runs, interrupted)
+    if error is None and not interrupted and not result.host_copies and any(x.status == "ok" for x in result.ranks):
+        why = links.error.message if links.error else "NVML sees none"
+        error = ProbeError("unavailable", f"no GPU for NCCL: {why}, and torch in {python} sees none either; "
+                           "`envdoctor comms --backend gloo --nproc 2` measures collectives between CPU processes",
+                           "no_gpu")
+    return replace(result, notes=tuple(notes) + result.notes, error=error)
 
 
 def _launched(opts: CommsOptions, python: str, env: Dict[str, str], launch: Launch, backend: str,

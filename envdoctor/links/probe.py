@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 
 from envdoctor.facts.base import ProbeError
 from envdoctor.facts.gpu import GpuInfo
-from envdoctor.facts.links import GpuLinks, GpuPair, LinksFacts, NvLink, PcieLink
+from envdoctor.facts.links import PCIE_LEVELS, GpuLinks, GpuPair, LinksFacts, NicLink, NvLink, PcieLink
 from envdoctor.nvml import NOT_SUPPORTED, Reading, Session
 from envdoctor.parse.nvidia_smi import QUERY_FIELDS, parse_query_gpu
 from envdoctor.probes.context import Context
@@ -260,7 +260,22 @@ def from_topo(ctx: Context, m: TopoMatrix, smi_gpus: Sequence[GpuInfo] = ()) -> 
             cell = m.link(a, names[j]) or "?"
             count = m.nvlinks(a, names[j])
             pairs.append(GpuPair(i, j, cell, None if count else cell, count, None, source="nvidia-smi topo -m"))
-    return LinksFacts(tuple(gpus), tuple(pairs), "nvidia-smi topo -m")
+    return LinksFacts(tuple(gpus), tuple(pairs), "nvidia-smi topo -m", nics=nic_links(m))
+
+
+def nic_links(m: TopoMatrix) -> Tuple[NicLink, ...]:
+    """The matrix's network devices (every row that is no GPU) with their path to each GPU."""
+    gpus = m.gpus
+    out = []
+    for name in m.devices:
+        if name in gpus or name not in m.rows:
+            continue
+        paths = {i: m.rows[name].cells[g] for i, g in enumerate(gpus) if m.rows[name].cells.get(g)}
+        rank = {i: PCIE_LEVELS.index(c) if c in PCIE_LEVELS else 0 for i, c in paths.items()}
+        best = min(rank.values()) if rank else None
+        nearest = tuple(i for i, r in rank.items() if r == best) if best is not None else ()
+        out.append(NicLink(name, m.nics.get(name, name), paths, nearest))
+    return tuple(out)
 
 
 def _smi_fallback(ctx: Context, why: ProbeError) -> LinksFacts:
@@ -287,10 +302,30 @@ def _smi_fallback(ctx: Context, why: ProbeError) -> LinksFacts:
         return LinksFacts(error=ProbeError(said.kind, f"{why.message}; {said.message}", "nvidia-smi topo -m"))
 
 
+def _smi_nics(ctx: Context) -> Tuple[NicLink, ...]:
+    """The NICs of ``nvidia-smi topo -m`` beside NVML's GPUs (NVML has no NICs); none on any failure."""
+    from envdoctor.parse.nvidia_topo import TopoParseError, parse_topo
+
+    smi, not_program = ctx.locate("nvidia-smi")
+    if not smi or not_program is not None:
+        return ()
+    ran = ctx.run([smi, "topo", "-m"])
+    if ran.error is not None:
+        return ()
+    try:
+        return nic_links(parse_topo(ran.stdout))
+    except TopoParseError:
+        return ()
+
+
 def probe(ctx: Context) -> LinksFacts:
     if ctx.nvml is None and str(ctx.root) != "/":
         return _smi_fallback(ctx, ProbeError("unavailable", "NVML not consulted when reading another root"))
     facts = _bounded(ctx)
     if facts.error is not None and facts.error.kind == "not_found":
         return _smi_fallback(ctx, facts.error)
+    if len(facts.gpus) > 0 and facts.error is None:
+        nics = _smi_nics(ctx)
+        if nics:
+            facts = dataclasses.replace(facts, nics=nics)
     return facts

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from envdoctor.facts import Facts
-from envdoctor.facts.links import GpuLinks, LinksFacts
+from envdoctor.facts.links import PCIE_LEVELS, GpuLinks, LinksFacts
 from envdoctor.facts.serde import to_data
 from envdoctor.findings import Finding, exit_code
 from envdoctor.links.analysis_topo import Topology
@@ -92,6 +92,10 @@ def links_rows(f: Facts) -> List[Row]:
         p2p = f", P2P read {p.p2p_read}, write {p.p2p_write}" if p.p2p_read else ""
         rows.append((f"GPU {p.a} <-> GPU {p.b}", f"{p.path}" + (f" (PCIe {p.pcie_path})" if p.pcie_path and
                                                                  p.pcie_path != p.path else "") + p2p))
+    for n in lf.nics:
+        near = ", ".join(map(str, n.nearest_gpus))
+        rows.append((f"{n.name} {n.device}" if n.device and n.device != n.name else n.name,
+                     f"nearest GPU {near} ({n.paths.get(n.nearest_gpus[0], '?')})" if n.nearest_gpus else "?"))
     rows.append(("Source", lf.source or "?"))
     return rows
 
@@ -118,6 +122,21 @@ def matrix_lines(lf: LinksFacts, top: Topology) -> List[str]:
     out = [" " * first + "  " + "  ".join(h.ljust(w) for h, w in zip(header, widths)).rstrip()]
     for name, row in zip(names, cells):
         out.append(name.ljust(first) + "  " + "  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip())
+    return out
+
+
+def nic_lines(lf: LinksFacts) -> List[str]:
+    """``NIC0  mlx5_0  PIX: GPU 0; NODE: GPU 1, 2, 3; SYS: GPU 4, 5, 6, 7``, nearest path first."""
+    width = max((len(n.name) for n in lf.nics), default=4)
+    dev = max((len(n.device or "") for n in lf.nics), default=0)
+    out = []
+    for n in lf.nics:
+        by_path: Dict[str, List[int]] = {}
+        for i, path in sorted(n.paths.items()):
+            by_path.setdefault(path, []).append(i)
+        order = sorted(by_path, key=lambda p: PCIE_LEVELS.index(p) if p in PCIE_LEVELS else -1)
+        text = "; ".join(f"{p}: GPU {', '.join(map(str, by_path[p]))}" for p in order)
+        out.append(f"{n.name.ljust(width)}  {(n.device or '').ljust(dev)}  {text}".rstrip())
     return out
 
 
@@ -162,6 +181,10 @@ def render_topo_text(lf: LinksFacts, top: Topology, findings: Iterable[Finding],
         out.append(f"  Modes   {_modes(g)}")
         if g.errors:
             out.append("  Unread  " + "; ".join(f"{k}: {v}" for k, v in sorted(g.errors.items())))
+    if lf.nics:
+        out.append("")
+        out.append(style("NICs (path to each GPU; NCCL uses the nearest)", "bold"))
+        out.extend("  " + line for line in nic_lines(lf))
     out.append("")
     out.append(style("Findings", "bold"))
     out.extend(finding_lines(findings, style) or ["  none"])
@@ -171,7 +194,7 @@ def render_topo_text(lf: LinksFacts, top: Topology, findings: Iterable[Finding],
 
 
 def topo_document(lf: LinksFacts, top: Topology, findings: Iterable[Finding], *, envdoctor_version: str,
-                  collected_at: str) -> Dict[str, Any]:
+                  created_at: str) -> Dict[str, Any]:
     """The ``envdoctor.topo/1`` document: facts per GPU and pair, each with its expected peak."""
     findings = tuple(findings)
     gpus = []
@@ -190,11 +213,12 @@ def topo_document(lf: LinksFacts, top: Topology, findings: Iterable[Finding], *,
     return {
         "schema": SCHEMA,
         "envdoctor_version": envdoctor_version,
-        "collected_at": collected_at,
+        "created_at": created_at,
         "source": lf.source,
         "error": to_data(lf.error),
         "gpus": gpus,
         "pairs": pairs,
+        "nics": [to_data(n) for n in lf.nics],
         "findings": [to_data(f) for f in findings],
         "summary": {"errors": sum(f.severity == "error" for f in findings),
                     "warnings": sum(f.severity == "warning" for f in findings),

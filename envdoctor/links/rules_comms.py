@@ -122,7 +122,7 @@ def failed_ranks(r: CommsResult, table: LinkTable) -> Iterator[Finding]:
 
 def could_not_run(r: CommsResult, table: LinkTable) -> Iterator[Finding]:
     """ED874: nothing measured because the ranks could not start or meet."""
-    if r.error is None or r.points or r.host_copies or r.host_copy_note:
+    if r.error is None or r.points or r.host_copies or (r.host_copy_note and r.error.command != "no_gpu"):
         return
     yield Finding("ED874", "error", "envdoctor comms could not run: " + r.error.message,
                   evidence=tuple(f"rank {x.rank} {x.status}" + (f" during {x.stage}" if x.stage else "")
@@ -224,15 +224,37 @@ def skipped_sizes(r: CommsResult, table: LinkTable) -> Iterator[Finding]:
 
 def no_gpu(r: CommsResult, table: LinkTable) -> Iterator[Finding]:
     """ED881: no GPU anywhere: nothing measured."""
-    if r.host_copy_note and r.backend == "gloo" and r.world_size == 1:
+    if r.host_copy_note and r.backend == "gloo" and r.world_size == 1 and r.error is None:
         yield Finding("ED881", "info", "No GPU: nothing to measure between GPUs or between host and GPU",
                       evidence=(r.host_copy_note,) + tuple(r.notes[:2]),
                       fix=("envdoctor comms --backend gloo --nproc 2   # collectives between CPU processes",),
                       area="comms", explanation=_meaning("ED881"))
 
 
+def nothing_measured(r: CommsResult, table: LinkTable) -> Iterator[Finding]:
+    """ED882: the ranks answered (the right schema, status ok) but not one point, pair copy or host copy
+    was measured: an empty answer is a failed run, never "all ok"."""
+    if r.error is not None or not r.ranks or any(x.status != "ok" for x in r.ranks):
+        return                       # ED874 / ED873 say why
+    if (any(p.status == "ok" for p in r.points) or any(p.gbps is not None for p in r.pairs)
+            or any(c.gbps is not None for c in r.host_copies)):
+        return
+    n = len(r.ranks)
+    skipped = [p for p in r.points if p.status == "skipped"]
+    evidence = [f"{n} rank(s) answered with {len(r.points)} point(s), none measured; {len(r.pairs)} pair copies; "
+                f"{len(r.host_copies)} host copies"]
+    evidence += [f"{p.collective} {human_bytes(p.bytes)}: {p.status}" + (f" ({p.reason})" if p.reason else "")
+                 for p in r.points[:6]]
+    yield Finding("ED882", "error", ("The rank answered" if n == 1 else f"The {n} ranks answered")
+                  + " but measured nothing", evidence=tuple(evidence),
+                  fix=(("envdoctor comms --sizes 1M..1G   # sizes that fit in free GPU memory",) if skipped else ())
+                  + ("envdoctor comms --json   # each rank's answer, its notes and status",
+                     "envdoctor check   # torch and CUDA in the target Python"),
+                  area="comms", explanation=_meaning("ED882"))
+
+
 RULES = (bandwidth, wrong_results, failed_ranks, could_not_run, slow_pair, slow_host_copies, single_gpu, nvls,
-         through_host, skipped_sizes, no_gpu)
+         through_host, skipped_sizes, no_gpu, nothing_measured)
 
 
 def verdicts(r: CommsResult, table: Optional[LinkTable] = None) -> Tuple[Finding, ...]:

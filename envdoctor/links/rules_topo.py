@@ -160,7 +160,7 @@ def nvlink_down(facts: Facts, table: Any, links: Optional[LinkTable] = None) -> 
                                "then reboot", f"nvidia-smi nvlink -s -i {g.index}   # each link's state"),
                           area="links", explanation=_meaning("ED845"))
             continue
-        severity: Severity = "error" if form == "sxm" and active == 0 else "warning"
+        severity: Severity = "error"       # a degraded fabric: collectives fall back to fewer links or PCIe
         fix: List[str] = [f"nvidia-smi nvlink -s -i {g.index}   # each link's state and speed"]
         if form == "sxm":
             fix += list(commands.on_host(facts.system, (
@@ -188,6 +188,54 @@ def nvlink_errors(facts: Facts, table: Any) -> Iterator[Finding]:
                                "# run envdoctor comms and read again: counters that grow under load mean a "
                                "failing link (re-seat the bridge, or service for SXM boards)"),
                           reference=REF_NVLINK_ERRORS, area="links", explanation=_meaning("ED846"))
+
+
+def pairs_below_design(facts: Facts, table: Any, links: Optional[LinkTable] = None) -> Iterator[Finding]:
+    """ED848: ``nvidia-smi topo -m`` (no NVML link states) shows pairs with fewer NVLinks than the
+    GPU model has: on an NVSwitch board every pair has all of them (H100/H200: NV18); on a mesh
+    (DGX-1, HGX A100 4-GPU) a GPU's pairs add up to them. NV12 or SYS there is a degraded fabric."""
+    lf = _links(facts)
+    lt = links or load_links()
+    pairs = [p for p in lf.pairs if p.source == "nvidia-smi topo -m"]
+    by_index = {g.index: g for g in lf.gpus}
+    for name in sorted({g.name for g in lf.gpus if g.name}):
+        spec = lt.gpu(name)
+        if not spec or spec.nvlink_form != "sxm" or not spec.nvlink_links:
+            continue
+        design = spec.nvlink_links
+        own = [p for p in pairs if by_index.get(p.a) is not None and by_index.get(p.b) is not None
+               and by_index[p.a].name == name and by_index[p.b].name == name]
+        if not own:
+            continue
+        switched = any(p.nvlinks >= design for p in own)
+        total: Dict[int, int] = {}
+        for p in own:
+            for i in (p.a, p.b):
+                total[i] = total.get(i, 0) + p.nvlinks
+        short: List[int] = []
+        if switched:
+            bad = [p for p in own if p.nvlinks < design]
+        else:        # a mesh: a pair may have none, but each GPU's pairs add up to the design
+            short = sorted(i for i, n in total.items() if n < design)
+            bad = sorted((p for p in own if (p.a in short or p.b in short) and p.nvlinks < design),
+                         key=lambda p: (p.nvlinks, p.a, p.b))
+        if not bad:
+            continue
+        evidence = [f"GPU {p.a} <-> GPU {p.b}: {p.path} (nvidia-smi topo -m)" for p in bad[:12]]
+        title = (f"{len(bad)} GPU pair(s) have fewer NVLinks than {name} has ({design})" if switched else
+                 f"GPU {', '.join(map(str, short))} reach(es) fewer NVLinks than {name} has ({design})")
+        sums = ", ".join(f"GPU {i}: {n}" for i, n in sorted(total.items()))
+        evidence.append(f"{name}: {design} NVLinks per GPU by design (data/links.toml); "
+                        + (f"the other pairs show NV{design}: an NVSwitch board" if switched else
+                           f"each GPU's pairs add up to {sums}"))
+        yield Finding("ED848", "error", title, evidence=tuple(evidence),
+                      fix=("nvidia-smi nvlink -s   # each link's state (needs the driver's NVML)",)
+                      + commands.on_host(facts.system, (
+                          "sudo systemctl status nvidia-fabricmanager   # NVSwitch boards need Fabric Manager",),
+                          restart=False)
+                      + ("# links that stay down after a reboot: the baseboard needs service (report the serials); "
+                         "an SXM card on a PCIe adapter board has no NVLink at all",),
+                      reference=REF_NVLINK_ERRORS, area="links", explanation=_meaning("ED848"))
 
 
 def fabric_not_ready(facts: Facts, table: Any) -> Iterator[Finding]:
@@ -236,13 +284,18 @@ def no_p2p(facts: Facts, table: Any) -> Iterator[Finding]:
 
 
 def numa_split(facts: Facts, table: Any) -> Iterator[Finding]:
-    """ED851: the GPUs are attached to more than one NUMA node."""
+    """ED851: the GPUs are attached to more than one NUMA node, and some pair across the nodes has no
+    NVLink (its traffic crosses the CPU interconnect, SYS); an all-NVLink box (NVSwitch NV18) has none."""
     gpus = [g for g in _links(facts).gpus if g.numa_node is not None]
     nodes: Dict[int, List[int]] = {}
     for g in gpus:
         nodes.setdefault(int(g.numa_node or 0), []).append(g.index)
     if len(nodes) < 2:
         return
+    node_of = {g.index: g.numa_node for g in gpus}
+    across = [p for p in _links(facts).pairs if p.a in node_of and p.b in node_of and node_of[p.a] != node_of[p.b]]
+    if across and all(p.nvlinks > 0 for p in across):
+        return      # NVSwitch or an NVLink mesh: GPU-to-GPU traffic never crosses the CPU interconnect
     evidence = tuple(f"NUMA node {n}: GPU {', '.join(map(str, idx))}"
                      + (f" (CPUs {next(g.cpu_affinity for g in gpus if g.index == idx[0])})"
                         if next(g.cpu_affinity for g in gpus if g.index == idx[0]) else "")
@@ -321,4 +374,4 @@ def persistence_off(facts: Facts, table: Any) -> Iterator[Finding]:
 
 
 RULES = (slot_limits_generation, link_narrower, down_trained_under_load, nvlink_down, nvlink_errors,
-         fabric_not_ready, no_p2p, numa_split, mig_on, ecc_off, persistence_off)
+         pairs_below_design, fabric_not_ready, no_p2p, numa_split, mig_on, ecc_off, persistence_off)

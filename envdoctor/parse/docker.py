@@ -166,3 +166,26 @@ def parse_nvidia_ctk_version(text: str) -> str:
 def parse_nvidia_container_cli_version(text: str) -> str:
     """``cli-version: 1.17.5`` (then ``lib-version: 1.17.5``, ``build date: ...``) -> "1.17.5"."""
     return _version_after(r"^cli-version: (\d+\.\d+[\w.+~-]*)", text, "nvidia-container-cli --version")
+
+
+_CDI_DRIVER_LIB = re.compile(r"""hostPath["']?\s*:\s*["']?\S*/lib(?:cuda|nvidia-ml)\.so\.(\d+\.\d+(?:\.\d+)?)["',\s]""")
+
+
+def parse_cdi_driver_version(text: str) -> Optional[str]:
+    """The driver a CDI spec was generated for: the version in the host paths of its libcuda.so /
+    libnvidia-ml.so mounts (``nvidia-ctk cdi generate`` names the files by the driver's version)::
+
+        - containerPath: /usr/lib/x86_64-linux-gnu/libcuda.so.570.133.20
+          hostPath: /usr/lib/x86_64-linux-gnu/libcuda.so.570.133.20
+
+    -> ``"570.133.20"``; None for a spec that names no such file (another vendor's, a WSL spec's
+    ``libcuda.so.1.1`` counts: its version is not a driver's, so None), YAML or JSON alike.
+
+    >>> parse_cdi_driver_version('{"hostPath": "/usr/lib64/libnvidia-ml.so.580.159.04", "options": []}')
+    '580.159.04'
+    """
+    for m in _CDI_DRIVER_LIB.finditer(text + "\n"):
+        version = m.group(1)
+        if int(version.split(".")[0]) >= 100:        # a driver branch (R470 ... R590), not libcuda.so.1.1
+            return version
+    return None

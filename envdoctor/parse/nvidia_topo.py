@@ -15,7 +15,9 @@ The H200 (one GPU; the header is underlined with ANSI escapes, cells are separat
 Eight H100 on NVSwitch print ``NV18`` between every pair; two RTX 3090 with a bridge ``NV4``; PCIe
 paths are ``PIX``/``PXB``/``PHB``/``NODE``/``SYS``. Newer drivers name the NICs ``NIC0``... and map
 them in a ``NIC Legend:`` (``NIC0: mlx5_0``); older ones put ``mlx5_0`` in the header and have no
-``NUMA Affinity`` column. The affinity cells may be empty or ``N/A``, and nvidia-smi pads some of
+``NUMA Affinity`` column. A newer nvidia-smi was seen printing the header with no separators at all
+(``GPU0GPU1NIC0NIC1CPU AffinityNUMA AffinityGPU NUMA ID``, rows padded with spaces); the column
+names are split apart again. The affinity cells may be empty or ``N/A``, and nvidia-smi pads some of
 them with an extra tab; text copied from a web page has spaces instead of tabs.
 
 >>> m = parse_topo("\\tGPU0\\tGPU1\\tCPU Affinity\\tNUMA Affinity\\nGPU0\\t X \\tNV4\\t0-15\\t0\\n"
@@ -28,7 +30,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Dict, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from envdoctor.parse import ParseError
 
@@ -38,6 +40,7 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _AFFINITY_COLUMNS = ("CPU Affinity", "NUMA Affinity", "GPU NUMA ID")
 _CELL = re.compile(r"^(X|NV\d+|PIX|PXB|PHB|NODE|SYS|SOC|N/A)$")
 _LEGEND = re.compile(r"^\s*(X|NV#|PIX|PXB|PHB|NODE|SYS|SOC)\s*=\s*(.+?)\s*$")
+_GLUED = re.compile(r"GPU\d+|NIC\d+|mlx\d+_\d+")
 _NIC_LEGEND = re.compile(r"^\s*(NIC\d+):\s*(\S+)\s*$")
 
 
@@ -88,22 +91,28 @@ def _header(line: str) -> Tuple[Tuple[str, ...], Tuple[str, ...]]:
     """(device columns, affinity columns) of the header line."""
     text = line
     for i, name in enumerate(_AFFINITY_COLUMNS):
-        text = text.replace(name, f"\x00{i}")
-    names = [w for w in re.split(r"[\t ]+", text) if w]
-    devices, affinity = [], []
-    for w in names:
+        text = text.replace(name, f" \x00{i} ")     # spaced: newer nvidia-smi glues some columns together
+    devices: List[str] = []
+    affinity: List[str] = []
+    for w in (w for w in re.split(r"[\t ]+", text) if w):
         if w.startswith("\x00"):
             affinity.append(_AFFINITY_COLUMNS[int(w[1:])])
         elif affinity:
             raise TopoParseError(f"column {w!r} after the affinity columns")
         else:
-            devices.append(w)
+            devices.extend(_devices(w))
     return tuple(devices), tuple(affinity)
+
+
+def _devices(word: str) -> Tuple[str, ...]:
+    """``"GPU0GPU1NIC0"`` (a header printed without separators) -> its device names; else the word."""
+    glued = _GLUED.findall(word)
+    return tuple(glued) if len(glued) > 1 and "".join(glued) == word else (word,)
 
 
 def _is_header(line: str) -> bool:
     """The line that names the columns: GPU0 and no cell of the matrix (X, NV4, PIX, ...)."""
-    if not re.search(r"\bGPU0\b", line):
+    if not re.search(r"(?<![A-Za-z0-9])GPU0(?!\d)", line):
         return False
     text = line
     for name in _AFFINITY_COLUMNS:

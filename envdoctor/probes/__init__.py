@@ -38,6 +38,8 @@ AREAS: Dict[str, str] = {
     "conda": "conda",
     "docker": "docker",
     "links": "envdoctor.links.probe",
+    "gpu_state": "gpu_state",
+    "fabric": "fabric",
     "system": "system",
     "pci": "pci",
 }

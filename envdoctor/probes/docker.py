@@ -21,13 +21,15 @@ from packaging.version import Version
 from envdoctor.facts.base import ProbeError
 from envdoctor.facts.docker import DockerFacts
 from envdoctor.parse import loose_version
-from envdoctor.parse.docker import (DockerParseError, classify_daemon_error, parse_info_json,
+from envdoctor.parse.docker import (DockerParseError, classify_daemon_error, parse_cdi_driver_version, parse_info_json,
                                     parse_nvidia_container_cli_version, parse_nvidia_ctk_version,
                                     parse_podman_version, parse_version_json)
 from envdoctor.probes.context import Context
 from envdoctor.probes.reasons import stderr_reason, unreadable
 
 CDI_DIRS = ("/etc/cdi", "/var/run/cdi")
+#: How much of a CDI spec is read (nvidia-ctk's are 10-60 KiB).
+CDI_LIMIT = 1 << 20
 GPUS_FLAG = Version("19.03")  # docker run --gpus
 JSON = "{{json .}}"
 
@@ -114,10 +116,17 @@ def probe(ctx: Context) -> DockerFacts:
     dirs = tuple(dict.fromkeys(listed + CDI_DIRS))
     specs = tuple(f"{d}/{name}" for d in dirs for name in ctx.listdir(d)
                   if name.endswith((".yaml", ".yml", ".json")))
+    made_for = {}
+    for spec in specs:
+        text, _ = ctx.read(spec, limit=CDI_LIMIT)
+        version = parse_cdi_driver_version(text) if text else None
+        if version:
+            made_for[spec] = version
     if fields.get("error") is None:
         fields["error"] = not_program or podman_err or ctk_err or cli_err or podman_np or ctk_np or cli_np
     return DockerFacts(
         client=docker, podman=podman, podman_version=podman_v, nvidia_ctk=ctk, nvidia_ctk_version=ctk_v,
         nvidia_container_cli=cli, nvidia_container_cli_version=cli_v,
-        nvidia_container_runtime=ctx.which("nvidia-container-runtime"), cdi_specs=specs, **fields,  # type: ignore[arg-type]
+        nvidia_container_runtime=ctx.which("nvidia-container-runtime"), cdi_specs=specs,
+        cdi_driver_versions=made_for, **fields,  # type: ignore[arg-type]
     )

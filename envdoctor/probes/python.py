@@ -52,6 +52,11 @@ def start(ctx: Context, with_torch: bool = True) -> Callable[[], Tuple[TargetPyt
     exe, chosen_by = choose_python(ctx)
     # importing torch has its own bound (--torch-timeout); without it the child is like any command
     timeout = ctx.torch_timeout if with_torch else ctx.timeout
+    config: Dict[str, Any] = {"torch": with_torch}
+    if with_torch:   # the libraries above torch, each imported in a grandchild, within the same bound
+        from envdoctor.stack.host import child_config
+
+        config["extensions"] = child_config(timeout)
     running = threading.Event()
     box: List[ChildRun] = []
     failure: List[BaseException] = []
@@ -61,7 +66,7 @@ def start(ctx: Context, with_torch: bool = True) -> Callable[[], Tuple[TargetPyt
 
     def work() -> None:
         try:
-            box.append(run_child(SCRIPT, {"torch": with_torch}, python=exe, timeout=timeout,
+            box.append(run_child(SCRIPT, config, python=exe, timeout=timeout,
                                  what="the torch check", runner=runner))
         except BaseException as exc:  # noqa: BLE001 - raised again in the caller's thread
             failure.append(exc)
@@ -160,12 +165,25 @@ def interpret(child: ChildRun, exe: str, chosen_by: str, with_torch: bool = True
                                   torchvision=vision if isinstance(vision, str) and version else None,
                                   torchaudio=audio if isinstance(audio, str) and version else None)
     torch = torch_facts(torch_data, py)
-    if error is not None or torch_data is None:
+    # a failure in the last stage (the libraries above torch) leaves torch's facts whole
+    if (error is not None and child.stage != "extensions") or torch_data is None:
         torch = dataclasses.replace(torch, error=error or ProbeError(
             "unparseable", f"{exe} printed no torch facts", command), stage=child.stage)
     if child.stderr:
         torch = dataclasses.replace(torch, stderr_tail=child.stderr)
-    return python, torch
+    return python, dataclasses.replace(torch, extensions=_extensions(child))
+
+
+def _extensions(child: ChildRun) -> Any:
+    """The libraries above torch (``envdoctor/stack``), from the answer's ``extensions`` part."""
+    from envdoctor.stack.host import interpret as stack_facts
+
+    if child.result is not None:
+        return stack_facts(child.result.get("extensions"))
+    why = None
+    if child.stage == "extensions" and child.error is not None:
+        why = f"the check of the libraries above torch did not finish: {child.error.message}"
+    return stack_facts(None, why)
 
 
 def _other_file(real: str, exe: str) -> bool:

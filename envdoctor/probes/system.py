@@ -2,7 +2,10 @@
 environment variables that change how torch, CUDA and NCCL behave.
 
 Cheap files (``/etc/os-release``, ``/proc/version``, ``/proc/cpuinfo``, ``/.dockerenv``, efivars) and
-one command, ``gcc --version`` (bounded by ``GCC_TIMEOUT``), for a bug report's "GCC version".
+one command, ``gcc --version`` (bounded by ``GCC_TIMEOUT``), for a bug report's "GCC version". Under
+another root (``--root``/``ENVDOCTOR_ROOT``: a mounted image) glibc and GCC are the image's, read from
+its files (the banner in its libc.so.6, the version folder of /usr/lib/gcc/<triplet>/), never this
+host's: nothing of the image is run.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import distro
 from envdoctor.facts.base import ProbeError
 from envdoctor.facts.system import SystemFacts
 from envdoctor.parse.compiler import parse_gcc_version
+from envdoctor.parse.libc import parse_libc_banner
 from envdoctor.parse.cpuinfo import LIMIT as CPUINFO_LIMIT
 from envdoctor.parse.cpuinfo import parse_cpuinfo
 from envdoctor.probes.context import Context
@@ -138,6 +142,47 @@ def _glibc() -> Optional[str]:
     return None
 
 
+#: Where an image keeps its libc.so.6 (Debian/Ubuntu multiarch, then RHEL/SUSE/Arch), and how much
+#: of it is read (the banner sits near the end of a 2 MB file).
+LIBC_PATHS = ("/lib/x86_64-linux-gnu/libc.so.6", "/lib/aarch64-linux-gnu/libc.so.6", "/lib64/libc.so.6",
+              "/usr/lib64/libc.so.6", "/usr/lib/libc.so.6", "/lib/libc.so.6")
+LIBC_LIMIT = 8 << 20
+GCC_LIBDIRS = ("/usr/lib/gcc/x86_64-linux-gnu", "/usr/lib/gcc/x86_64-redhat-linux",
+               "/usr/lib/gcc/aarch64-linux-gnu", "/usr/lib/gcc/aarch64-redhat-linux",
+               "/usr/lib64/gcc/x86_64-suse-linux", "/usr/lib/gcc/x86_64-pc-linux-gnu")
+
+
+def _other_root(ctx: Context) -> bool:
+    return str(ctx.root) != "/"
+
+
+def _image_glibc(ctx: Context) -> Optional[str]:
+    """glibc of the image under ``ctx.root``: the banner in its libc.so.6 (None: not found)."""
+    for path in LIBC_PATHS:
+        try:
+            with open(ctx.path(path), "rb") as fh:
+                data = fh.read(LIBC_LIMIT)
+        except (OSError, ValueError):
+            continue
+        found = parse_libc_banner(data)
+        if found:
+            return found
+    return None
+
+
+def _image_gcc(ctx: Context) -> Tuple[Optional[str], Optional[str], Optional[ProbeError]]:
+    """GCC of the image: the newest version folder of /usr/lib/gcc/<triplet>/ where it has a gcc
+    (nothing of the image is run: its programs may not even run on this host)."""
+    if not (ctx.exists("/usr/bin/gcc") or ctx.exists("/usr/local/bin/gcc")):
+        return None, None, None
+    for libdir in GCC_LIBDIRS:
+        versions = [v for v in ctx.listdir(libdir) if re.fullmatch(r"\d+(\.\d+)*", v)]
+        if versions:
+            newest = max(versions, key=lambda v: tuple(int(x) for x in v.split(".")))
+            return f"gcc {newest} ({libdir}/{newest} in the image; not run)", newest, None
+    return None, None, None
+
+
 def _os_release(ctx: Context) -> Dict[str, object]:
     dist = distro.LinuxDistribution(include_lsb=False, include_uname=False,
                                     root_dir=None if str(ctx.root) == "/" else str(ctx.root))
@@ -202,7 +247,8 @@ def probe(ctx: Context) -> SystemFacts:
     container, evidence = detect_container(ctx)
     secure_boot, sb_source = _secure_boot(ctx)
     cpu_model, cpu_count = _cpu(ctx)
-    gcc, gcc_version, gcc_error = _gcc(ctx)
+    other = _other_root(ctx)           # a mounted image: its glibc and GCC, never this host's
+    gcc, gcc_version, gcc_error = _image_gcc(ctx) if other else _gcc(ctx)
     env = {k: mask_env(k, v) for k, v in sorted(ctx.env.items()) if _RELEVANT_ENV.match(k)}
     info = _os_release(ctx) if sys.platform.startswith("linux") or str(ctx.root) != "/" else {
         "os_id": "darwin" if sys.platform == "darwin" else sys.platform,
@@ -213,7 +259,7 @@ def probe(ctx: Context) -> SystemFacts:
         platform=sys.platform,
         kernel=(kernel or "").strip() or platform.release() or None,
         arch=platform.machine() or None,
-        glibc=_glibc(),
+        glibc=_image_glibc(ctx) if other else _glibc(),
         python=platform.python_version(),
         python_executable=sys.executable,
         hostname=socket.gethostname() or None,

@@ -29,7 +29,7 @@ def report_document(facts: Facts, findings: Iterable[Finding], extra: dict[str, 
     doc: dict[str, Any] = {
         "schema": SCHEMA,
         "envdoctor_version": facts.envdoctor_version,
-        "collected_at": facts.collected_at,
+        "created_at": facts.collected_at,
         "summary": {
             "errors": sum(f.severity == "error" for f in findings),
             "warnings": sum(f.severity == "warning" for f in findings),

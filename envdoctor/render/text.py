@@ -15,6 +15,7 @@ from envdoctor.findings import Finding
 from envdoctor.lines import finding_lines, suppressed_line, verdict
 from envdoctor.links.render_topo import links_rows
 from envdoctor.style import Style
+from envdoctor.stack.render import extension_rows
 
 Row = Tuple[str, str]
 
@@ -105,6 +106,7 @@ def gpu_rows(f: Facts) -> List[Row]:
         rows.append((f"GPU {g.index}", ", ".join(x for x in (
             g.name, f"compute {g.compute_capability}" if g.compute_capability else None,
             _gib(g.memory_total_mib), g.pci_bus_id, g.uuid, f"via {g.source}") if x)))
+    rows.extend(state_rows(f))
     rows.append(("NVML", _err(d.nvml_error) if d.nvml_error else f"ok{' ' + d.nvml_version if d.nvml_version else ''}"))
     if d.smi_path:
         rows.append(("nvidia-smi", f"{d.smi_path}" + (f": {_err(d.smi_error)}" if d.smi_error else ": ok")))
@@ -114,6 +116,26 @@ def gpu_rows(f: Facts) -> List[Row]:
         rows.append(("CUDA_VISIBLE_DEVICES", _cut(repr(d.cuda_visible_devices))))
     if d.nvidia_visible_devices is not None:
         rows.append(("NVIDIA_VISIBLE_DEVICES", _cut(d.nvidia_visible_devices)))
+    return rows
+
+
+def state_rows(f: Facts) -> List[Row]:
+    """What runs on each GPU now (facts.gpu_state), and the IB/RoCE adapters (facts.fabric)."""
+    from envdoctor.render.fabric import fabric_lines
+
+    rows: List[Row] = []
+    for g in getattr(getattr(f, "gpu_state", None), "gpus", ()):
+        procs = ", ".join(f"pid {p.pid} {p.name or '(not visible here)'}"
+                          + (f" {p.used_mib} MiB" if p.used_mib is not None else "") for p in g.processes)
+        used = f"{g.memory_used_mib}/{g.memory_total_mib} MiB used" if g.memory_used_mib is not None else None
+        rows.append((f"GPU {g.index} now", ", ".join(x for x in (
+            f"{len(g.processes)} process(es)" + (f" ({procs})" if procs else ""),
+            f"{g.utilization_pct}% busy" if g.utilization_pct is not None else None, used,
+            f"compute mode {g.compute_mode}" if g.compute_mode else None,
+            f"power limit {g.power_limit_w:g} W" if g.power_limit_w else None) if x)))
+    fabric = getattr(f, "fabric", None)
+    for i, line in enumerate(fabric_lines(fabric) if fabric is not None else ()):
+        rows.append(("Fabric" if i == 0 else "", line))
     return rows
 
 
@@ -319,13 +341,15 @@ SECTIONS = (("System", system_rows), ("GPU and driver", gpu_rows), ("GPU links",
             ("CUDA toolkits", toolkit_rows),
             ("Conda", conda_rows), ("Docker and the NVIDIA Container Toolkit", docker_rows),
             ("Python and torch", python_rows),
+            ("Extensions above torch", extension_rows),
             ("Environment that changes torch, CUDA and NCCL", env_rows))
 
 
 def _skipped(f: Facts, title: str) -> bool:
     if title == "Environment that changes torch, CUDA and NCCL":
         return not f.system.torch_env      # a section only when one of the variables is set
-    area = {"CUDA toolkits": "toolkits", "Conda": "conda", "Docker and the NVIDIA Container Toolkit": "docker"}
+    area = {"CUDA toolkits": "toolkits", "Conda": "conda", "Docker and the NVIDIA Container Toolkit": "docker",
+            "Extensions above torch": "torch"}
     return area.get(title) in f.skipped
 
 

@@ -26,8 +26,10 @@ log = logging.getLogger(__name__)
 #: One module per area, named as the area: the checks of a skippable area (torch, toolkits,
 #: conda, docker: ``--skip``) are left out when that area was skipped. A plugin's rules that
 #: check runs too are named by their module (area "links": ``envdoctor.links.rules_topo``).
-MODULES = ("driver", "torch", "toolkits", "conda", "docker", "links")
-PLUGIN_MODULES = {"links": "envdoctor.links.rules_topo"}
+MODULES = ("driver", "torch", "toolkits", "conda", "docker", "links", "gpu_state", "fabric", "stack")
+PLUGIN_MODULES = {"links": "envdoctor.links.rules_topo", "stack": "envdoctor.stack.rules"}
+#: A plugin area left out with another one: the libraries above torch with torch.
+SKIPPED_WITH = {"stack": "torch"}
 
 Rule = Callable[[Facts, Optional[Table]], Iterable[Finding]]
 
@@ -44,7 +46,7 @@ def all_rules(skipped: Iterable[str] = ()) -> tuple[Rule, ...]:
     rules: list[Rule] = []
     skip = set(skipped)
     for name in MODULES:
-        if name in skip:
+        if name in skip or SKIPPED_WITH.get(name) in skip:
             continue
         try:
             module = importlib.import_module(PLUGIN_MODULES.get(name, f"envdoctor.rules.{name}"))

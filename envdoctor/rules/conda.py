@@ -111,19 +111,23 @@ def runtime_without_nvcc(facts: Facts, table: Optional[Table]) -> Iterator[Findi
     )
 
 
+def _conda_forge_env(facts: Facts) -> tuple[str, ...]:
+    """A new env with torch from conda-forge: the way off the retired `pytorch` channel."""
+    exe, name = facts.conda.flavor or "conda", f"{facts.conda.active_name or 'torch'}-cf"
+    return (f"{exe} create -n {name} -c conda-forge --override-channels python pytorch-gpu", f"{exe} activate {name}")
+
+
 def retired_pytorch_channel(facts: Facts, table: Optional[Table]) -> Iterator[Finding]:
     """ED402: pytorch from the `pytorch` channel, which publishes nothing after 2.5."""
     pk = _pkgs(facts)
     retired = [p for p in facts.conda.packages if p.channel == "pytorch" and p.name in ("pytorch", "pytorch-cuda")]
     if not retired:
         return
-    exe, name = facts.conda.flavor or "conda", f"{facts.conda.active_name or 'torch'}-cf"
     yield Finding(
         "ED402", "warning", "torch comes from the retired `pytorch` conda channel",
         evidence=(_where(facts), *(_shown(p) for p in retired))
         + ((f"channels: {', '.join(facts.conda.channels)} ({facts.conda.source})",) if facts.conda.channels else ()),
-        fix=(f"{exe} create -n {name} -c conda-forge --override-channels python pytorch-gpu",
-             f"{exe} activate {name}"),
+        fix=_conda_forge_env(facts),
         reference=REF_RETIRED, area="conda",
         explanation="PyTorch stopped publishing to its Anaconda channel after 2.5; this env can get no newer "
                     "torch and mixes the `pytorch`/`nvidia` channels with conda-forge. conda-forge builds torch "
@@ -171,15 +175,22 @@ def pip_torch_over_conda(facts: Facts, table: Optional[Table]) -> Iterator[Findi
     conda_names = [p.name for p in packages
                    if p.channel != "pypi" and p.name in ("pytorch", "torchvision", "torchaudio")]
     exe = facts.conda.flavor or "conda"
+    explanation = ("Both write site-packages/torch; whichever was installed last overwrote part of the other, and "
+                   "conda still believes its own files are there. ")
+    if conda_torch.channel == "pytorch":       # reinstalling conda's would keep the env on the retired channel
+        fix = _conda_forge_env(facts)
+        explanation += ("conda's pytorch comes from the retired `pytorch` channel (ED402), so reinstalling it "
+                        "would keep this env there: the commands make a new conda-forge env with one torch (or "
+                        f"remove conda's with `{exe} remove {' '.join(conda_names)}` and keep pip's).")
+    else:
+        fix = (f"python -m pip uninstall -y {' '.join(pip_names)}",
+               f"{exe} install --force-reinstall {' '.join(conda_names)}")
+        explanation += ("Keep one: the commands keep conda's (or remove conda's with "
+                        f"`{exe} remove {' '.join(conda_names)}` and keep pip's).")
     yield Finding(
         "ED404", "warning", "Two torch installs in one conda env: conda's pytorch and pip's torch",
-        evidence=(_where(facts), _shown(conda_torch), _shown(pip_torch)),
-        fix=(f"python -m pip uninstall -y {' '.join(pip_names)}",
-             f"{exe} install --force-reinstall {' '.join(conda_names)}"),
-        reference=REF_MIXED, area="conda",
-        explanation="Both write site-packages/torch; whichever was installed last overwrote part of the other, and "
-                    "conda still believes its own files are there. Keep one: the commands keep conda's (or remove "
-                    f"conda's with `{exe} remove {' '.join(conda_names)}` and keep pip's).",
+        evidence=(_where(facts), _shown(conda_torch), _shown(pip_torch)), fix=fix, reference=REF_MIXED,
+        area="conda", explanation=explanation,
     )
 
 

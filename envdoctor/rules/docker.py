@@ -176,4 +176,80 @@ def podman_without_cdi(facts: Facts, table: Optional[Table]) -> Iterator[Finding
     )
 
 
-RULES = (daemon_unreachable, no_container_toolkit, docker_too_old, podman_without_cdi)
+def _upgrade_toolkit(facts: Facts, fixed: str) -> tuple[str, ...]:
+    """Upgrade the toolkit from NVIDIA's repository (the distribution's own package may lag)."""
+    fam = commands.family(facts.system)
+    if fam == "debian":
+        cmds: tuple[str, ...] = ("sudo apt-get update", "sudo apt-get install --only-upgrade -y nvidia-container-toolkit "
+                                 "nvidia-container-toolkit-base libnvidia-container-tools libnvidia-container1")
+    elif fam == "rhel":
+        cmds = ("sudo dnf upgrade -y nvidia-container-toolkit nvidia-container-toolkit-base "
+                "libnvidia-container-tools libnvidia-container1",)
+    elif fam == "suse":
+        cmds = ("sudo zypper --gpg-auto-import-keys update -y nvidia-container-toolkit "
+                "nvidia-container-toolkit-base libnvidia-container-tools libnvidia-container1",)
+    else:
+        cmds = (f"# upgrade nvidia-container-toolkit from NVIDIA's repository: {REF_TOOLKIT}",)
+    cmds += ("sudo systemctl restart docker   # running containers keep the old hooks until restarted",)
+    return (commands.on_host(facts.system, cmds, restart=False)
+            + (f"# no {fixed} in your repositories? add NVIDIA's (the distribution's package may lag): {REF_TOOLKIT}",
+               f"nvidia-ctk --version   # {fixed} or newer"))
+
+
+def toolkit_security_fixes(facts: Facts, table: Optional[Table]) -> Iterator[Finding]:
+    """ED508: an NVIDIA Container Toolkit older than the release that fixes a known container escape
+    (data/security.toml: NVIDIA's security bulletins)."""
+    from envdoctor.table.security import affecting, load_toolkit_fixes
+
+    d = facts.docker
+    installed = d.nvidia_ctk_version or d.nvidia_container_cli_version
+    if not installed:
+        return
+    missing = [f for f in affecting(load_toolkit_fixes(), installed) if f.escape]
+    if not missing:
+        return
+    newest = missing[-1]
+    told = "nvidia-ctk --version" if d.nvidia_ctk_version else "nvidia-container-cli --version"
+    evidence = [f"NVIDIA Container Toolkit {installed} ({told})"]
+    evidence += [f"{', '.join(f.cves)}: fixed in {f.fixed} (NVIDIA bulletin {f.bulletin}, {f.date}): {f.summary}"
+                 + (" (unconfirmed in data/security.toml)" if f.unconfirmed or "summary" in f.unconfirmed_fields
+                    else "") for f in missing]
+    yield Finding(
+        "ED508", "warning",
+        f"NVIDIA Container Toolkit {installed} has known container-escape CVEs: {newest.fixed} or newer fixes them",
+        evidence=tuple(evidence), fix=_upgrade_toolkit(facts, newest.fixed), reference=newest.bulletin,
+        area="docker",
+        explanation="A container started with the NVIDIA runtime or CDI hooks of this toolkit can reach the host "
+                    "through a crafted image (the bulletins above); on a machine that runs images of others "
+                    "(a shared cluster, CI) that is a host compromise. The fix is the toolkit's upgrade alone.",
+    )
+
+
+def stale_cdi_spec(facts: Facts, table: Optional[Table]) -> Iterator[Finding]:
+    """ED509: a CDI spec generated for another driver version than the one loaded (a driver upgrade
+    since): its mounts name libcuda.so.<old> and libnvidia-ml.so.<old>, which are gone."""
+    d, drv = facts.docker, facts.driver
+    loaded = drv.kernel_module_version or drv.driver_version
+    if not loaded or drv.mismatch or not d.cdi_driver_versions:
+        return                  # a reboot is pending (ED102): the spec may be the new driver's already
+    for spec, made_for in sorted(d.cdi_driver_versions.items()):
+        if made_for == loaded:
+            continue
+        refresh: tuple[str, ...] = (f"sudo nvidia-ctk cdi generate --output={spec}",)
+        if spec.startswith("/var/run/cdi/"):
+            refresh += ("# toolkit >= 1.18: sudo systemctl restart nvidia-cdi-refresh   # regenerates it",)
+        yield Finding(
+            "ED509", "warning", f"The CDI spec {spec} was generated for driver {made_for}; {loaded} is loaded",
+            evidence=(f"{spec}: hostPath libcuda.so.{made_for} / libnvidia-ml.so.{made_for}",
+                      f"loaded driver {loaded} ({drv.kernel_module_source or 'the driver facts'})"),
+            fix=commands.on_host(facts.system, refresh, restart=False)
+            + ("nvidia-ctk cdi list   # the devices the new spec offers",),
+            reference=REF_CDI, area="docker",
+            explanation="CDI injects exactly the files the spec names; after a driver upgrade those are gone, so "
+                        "containers started with --device nvidia.com/gpu=... (podman, Docker with CDI, "
+                        "Kubernetes in CDI mode) fail to start or get the old libraries. Generate the spec again.",
+        )
+
+
+RULES = (daemon_unreachable, no_container_toolkit, docker_too_old, podman_without_cdi, toolkit_security_fixes,
+         stale_cdi_spec)

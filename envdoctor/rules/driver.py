@@ -415,10 +415,14 @@ def no_gpu(facts: Facts, table: Optional[Table]) -> Iterable[Finding]:
         return
     if facts.pci.error or not facts.pci.source:
         return  # the bus could not be read: no claim
+    t = facts.torch
+    # a torch that imports already runs on the CPU: recommend would change nothing, so send nobody there
+    working = t.installed and t.error is None and not t.import_error and t.version is not None
     yield Finding(
         "ED112", "info", "No NVIDIA GPU on this machine: torch will run on the CPU",
-        evidence=(f"no NVIDIA display/3D controller in {facts.pci.source or '/sys/bus/pci/devices'}",),
-        fix=("envdoctor recommend   # CPU wheels",), area="gpu",
+        evidence=(f"no NVIDIA display/3D controller in {facts.pci.source or '/sys/bus/pci/devices'}",)
+        + ((f"torch {t.version} imports here and runs on the CPU",) if working else ()),
+        fix=() if working else ("envdoctor recommend   # CPU wheels",), area="gpu",
     )
 
 

@@ -187,6 +187,45 @@ def _choose(facts: Facts, table: Optional[Table]) -> Optional[Choice]:
     return choice if choice.status == "ok" else None
 
 
+def _retired(facts: Facts, table: Optional[Table], needed: Optional[str]) -> Optional[tuple[str, str, str]]:
+    """(architecture, compute capability, last branch) of a GPU whose last driver branch is older
+    than ``needed``'s (Kepler: R470 against CUDA 13.0's 580): no driver upgrade helps it."""
+    if table is None or not needed or major(needed) is None:
+        return None
+    for g in _gpus(facts, table):
+        arch = table.architecture(g.cc or "")
+        last = arch.last_driver_branch if arch is not None else None
+        if last and int(last) < (major(needed) or 0):
+            return arch.name if arch is not None else "this GPU", g.cc or "?", last
+    return None
+
+
+def _newest(facts: Facts, table: Optional[Table]) -> Optional[Choice]:
+    """The advisor's newest torch (any release) for this driver and these GPUs, as recommend picks it."""
+    d, p = facts.driver, facts.python
+    if table is None or not d.driver_version:
+        return None
+    ccs: list[Optional[str]] = [g.cc for g in _gpus(facts, table)] or [None]
+    try:
+        choice = choose_variant(table, None, d.driver_version, ccs, python_series(p.version, p.abi_tag),
+                                p.glibc or facts.system.glibc, _arch(facts) or "x86_64", ways_out=False,
+                                os=driver_os(facts.system))
+    except (LookupError, ValueError):
+        return None
+    return choice if choice.status == "ok" and choice.torch and choice.variant else None
+
+
+def _install_newest(facts: Facts, choice: Choice) -> tuple[str, ...]:
+    """``choice``'s torch (another release than the installed one), with the companions installed."""
+    t = facts.torch
+    specs = [f"torch=={choice.torch}"]
+    for package, installed, paired in (("torchvision", t.torchvision, choice.torchvision),
+                                       ("torchaudio", t.torchaudio, choice.torchaudio)):
+        if installed and paired:
+            specs.append(f"{package}=={paired}")
+    return _pip(facts, specs, choice.index_url or f"https://download.pytorch.org/whl/{choice.variant}")
+
+
 def _caveat(choice: Choice) -> str:
     if choice.unconfirmed:
         return " (envdoctor's table marks that build unconfirmed)"
@@ -287,7 +326,10 @@ def torch_check_failed(facts: Facts, table: Optional[Table]) -> Iterator[Finding
         return  # the interpreter itself did not run (not a Python at all): ED200 says it
     py = _py(facts)
     internal = t.error.message.startswith("envdoctor's")
-    severity: Severity = "error" if t.error.kind in ("crashed", "exit_status") and not internal else "warning"
+    # a torch that crashes, fails or does not answer within --torch-timeout is unusable: nothing
+    # that imports it will work (a slow first import is said in the explanation)
+    severity: Severity = "error" if t.error.kind in ("crashed", "exit_status", "timeout") and not internal \
+        else "warning"
     where = f" during {t.stage}" if t.stage else ""
     titles = {
         "crashed": f"Python crashed{where} while envdoctor inspected torch",
@@ -306,8 +348,9 @@ def torch_check_failed(facts: Facts, table: Optional[Table]) -> Iterator[Finding
         "crashed": "Programs that import torch in this interpreter will crash the same way; the "
                    "stack above shows where. A mismatched CUDA library on LD_LIBRARY_PATH or a "
                    "half-upgraded install are the usual causes.",
-        "timeout": "A first import after installing can be slow on a cold disk; a hang in CUDA init "
-                   "usually means the driver or a GPU is stuck (check nvidia-smi).",
+        "timeout": "Nothing that imports torch in this interpreter can run while it hangs. A first import "
+                   "after installing can be slow on a cold disk (--torch-timeout gives it longer); a hang in "
+                   "CUDA init usually means the driver or a GPU is stuck (check nvidia-smi).",
     }.get(t.error.kind, "Something in this interpreter writes to the output or ends the process early.")
     if internal:
         explanation = "This is a bug in envdoctor's torch check, not a problem of the machine; please report it."
@@ -442,6 +485,20 @@ def cuda_newer_than_driver(facts: Facts, table: Optional[Table]) -> Iterator[Fin
     else:
         fix, alt = (RECOMMEND,), ""
     upgrade = f"upgrade the NVIDIA driver to >= {needed}" if needed else "upgrade the NVIDIA driver"
+    retired = _retired(facts, table, needed)
+    if retired is not None:      # no driver this GPU runs reaches that CUDA: a torch it runs, or a newer GPU
+        arch_name, cc, last = retired
+        newest = _newest(facts, table)
+        upgrade = (f"R{last} is the last driver branch for {arch_name} (compute {cc}): no driver this GPU runs "
+                   f"supports CUDA {t.cuda}")
+        if newest is not None:
+            upgrade += (f"; install torch {newest.torch}+{newest.variant}, the newest torch this GPU and driver "
+                        f"{d.driver_version or d.driver_cuda} run (the command below), or move to a newer GPU")
+            fix = _install_newest(facts, newest) + (f"# or move to a newer GPU: {arch_name}'s drivers end at R{last}",)
+        else:
+            upgrade += "; envdoctor recommend shows what still runs on it, or move to a newer GPU"
+            fix = (RECOMMEND, f"# or move to a newer GPU: {arch_name}'s drivers end at R{last}")
+        alt = ""
     if kind == "none":
         yield Finding(
             "ED205", "error", f"torch needs CUDA {t.cuda}, which driver {d.driver_version or d.driver_cuda} cannot run",

@@ -38,7 +38,9 @@ def reboot_pending(pair: Pair) -> Iterator[Outcome]:
         evidence.append("the baseline was taken in the same state")
     yield Finding(
         "ED701", "error", "Driver upgraded without a reboot: the new driver is installed, the old kernel module runs",
-        evidence=tuple(evidence), fix=commands.reload_modules() + ("envdoctor verify   # again, after the reboot",),
+        evidence=tuple(evidence),
+        fix=commands.on_host(pair.after.system, commands.reload_modules()) + (
+            "envdoctor verify   # again, after the reboot",),
         reference=REF_MISMATCH, area="driver",
         explanation="Until the new module is loaded, nvidia-smi, NVML, containers and every CUDA program fail "
                     "with 'Driver/library version mismatch'; the GPU and torch checks are compared after the reboot.",

@@ -11,7 +11,7 @@ Each fake implements just what ``envdoctor/child/torch_probe.py`` touches, drive
 (a C library calls exit(3)),
 "import_error" (raises ImportError(import_error_text)). Other keys: ``init_error`` (the driver
 refuses, as torch.cuda.init() says it), ``init_warnings`` (warned on the first CUDA use),
-``tiny_op_error``, ``cudnn``/``nccl``/``cudnn_error``, ``import_print`` (print() during import),
+``tiny_op_error``, ``cudnn``/``nccl``/``cudnn_error``, ``cxx11_abi`` (``torch._C._GLIBCXX_USE_CXX11_ABI``), ``import_print`` (print() during import),
 ``load_libraries`` (names dlopen()ed during import, found on LD_LIBRARY_PATH), ``config_show`` (the text of
 ``torch.__config__.show()``), ``debug`` (``torch.version.debug``), ``packages`` (name -> version: more
 dist-info folders next to torch, as ``make_torch`` writes them). The fakes use only the standard library,
@@ -80,6 +80,8 @@ if _SPEC.get("config_show") is not None:
 
 if _SPEC.get("cuda") or _SPEC.get("hip"):
     _C._cuda_getArchFlags = staticmethod(lambda: _SPEC.get("arch_flags"))
+if _SPEC.get("cxx11_abi") is not None:   # torch._C._GLIBCXX_USE_CXX11_ABI (the stack checks read it)
+    _C._GLIBCXX_USE_CXX11_ABI = _SPEC["cxx11_abi"]
 
 
 class _Tensor(object):

@@ -123,6 +123,10 @@ def main(cfg):
     except Exception as exc:
         out["cuda_error"] = first_line(exc)
     targets = []
+    if not cuda and cfg.get("device_required") and want != "all":
+        out["error"] = {"kind": "bad_device", "message": "--device %s: torch %s sees no GPU"
+                        % (want, out["torch_version"]) + (" (%s)" % out["cuda_error"] if out.get("cuda_error") else "")}
+        return out
     if cuda:
         count = torch.cuda.device_count()
         if want == "all":

@@ -55,6 +55,8 @@ REFERENCE_BUDGET_S = 0.3   # the matmul run for the peak when the matmul suite d
 # (docs/benchmarks.md, the layers against the classic method). The calibration comes first,
 # so the repeats start about 90 ms into the load.
 HEAT_S = 0.08
+SETUP_S = 0.3              # a GPU point's set-up (first call, profile, calibration) beyond its repeats
+CPU_SETUP_S = 0.1          # the same allowance on a CPU
 HEAT_SHARE = 0.3           # heat a call whose calibrated rate is at least this share of the matmul rate
 NO_KERNEL = ("empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "detach", "alias",
              "lift_fresh", "_local_scalar_dense", "sym_size", "sym_stride", "is_same_size",
@@ -288,13 +290,33 @@ def heat_for(flops, rate, cuda):
     return heat
 
 
-def layer_point(torch, device, clock, tf32, layer, dtype_name, attn, mode, b, s, share, rate, formulas=None):
+def fastest_rates(points, floor):
+    """dtype -> the fastest repeat's TFLOP/s of this run's matmul points (n >= ``floor``). The skip
+    estimate uses it: repeats disturbed by other load (a median of 0.00026 TFLOP/s beside a best
+    of 0.12) must not make every layer point "would take 65 s"."""
+    rates = {}
+    for p in points:
+        if p.get("status") != "ok" or p.get("n", 0) < floor:
+            continue
+        best = max(p.get("best_tflops") or 0.0, p.get("tflops") or 0.0)
+        if best > rates.get(p.get("dtype"), 0.0):
+            rates[p.get("dtype")] = best
+    return rates
+
+
+def call_estimate_s(flops, rate):
+    """Seconds one call of ``flops`` takes at LAYER_EFFICIENCY of ``rate`` TFLOP/s (None: no rate)."""
+    return flops / (rate * 1e12 * LAYER_EFFICIENCY) if rate else None
+
+
+def layer_point(torch, device, clock, tf32, layer, dtype_name, attn, mode, b, s, share, rate, formulas=None,
+                fastest=None):
     name = layer["name"]
     flops = analytic_flops(name, layer["dims"], b, s) * (3.0 if mode == "fwd+bwd" else 1.0)
     point = {"device": device.index or 0, "layer": name, "dtype": dtype_name, "attention": attn, "mode": mode,
              "batch": b, "seq": s, "flops": flops, "status": "ok", "started": time.time()}
-    if rate:
-        one = flops / (rate * 1e12 * LAYER_EFFICIENCY)
+    one = call_estimate_s(flops, max(rate or 0.0, fastest or 0.0))
+    if one is not None:
         if one > MAX_ONE_PASS_S:
             point.update(status="skipped", error="one call would take about %.0f s on this device" % one,
                          ended=time.time())
@@ -337,6 +359,16 @@ def layer_point(torch, device, clock, tf32, layer, dtype_name, attn, mode, b, s,
     return point
 
 
+def over_budget(device, layer, dtype_name, attn, mode, b, s, budget):
+    """A point left out because the suite's budget was spent before it could start."""
+    flops = analytic_flops(layer["name"], layer["dims"], b, s) * (3.0 if mode == "fwd+bwd" else 1.0)
+    now = time.time()
+    return {"device": device.index or 0, "layer": layer["name"], "dtype": dtype_name, "attention": attn,
+            "mode": mode, "batch": b, "seq": s, "flops": flops, "status": "skipped",
+            "error": "the layers budget of %g s was spent (a larger --budget measures it)" % budget,
+            "started": now, "ended": now}
+
+
 def layers_device(torch, device, info, cfg, matmul_points, out):
     """The layers suite on one device; ``out`` receives layer_points, reference_points, flop_checks."""
     clock = Clock(torch, device)
@@ -350,6 +382,7 @@ def layers_device(torch, device, info, cfg, matmul_points, out):
     modes = cfg.get("modes") or list(MODES)
     rates = matmul_rates(torch, device, clock, tf32, dtypes, matmul_points, out["reference_points"])
     info["matmul_rates"] = rates
+    fastest = fastest_rates(list(matmul_points) + list(out["reference_points"]), 2048 if clock.cuda else 256)
     t = time.perf_counter()
     sdpa_setup(torch)
     info["sdpa"] = sdpa_state(torch)
@@ -357,7 +390,16 @@ def layers_device(torch, device, info, cfg, matmul_points, out):
     info["layers_setup_s"] = setup
     formulas = flop_formulas(torch) if cfg.get("flop_check", True) else None
     total = len(dtypes) * sum(len(shapes) for _, _, shapes in layers) * len(attentions) * len(modes)
-    share = float(cfg.get("budget") or 5.0) / max(1, total)
+    budget = float(cfg.get("budget") or 5.0)
+    share = budget / max(1, total)
+    # The budget bounds the suite's wall time, not only the repeats: a point's first call, profile
+    # and calibration cost several calls, which on a CPU (a call of 0.1-0.3 s) overran a 2 s budget
+    # 20-50x. No point starts once the budget and a set-up allowance per point are spent (GPU 0.3 s:
+    # the H200's 80 points took 28 s for a 7 s budget; CPU 0.1 s; ``setup_s`` in the config).
+    started = time.perf_counter()
+    setup_s = float(cfg.get("setup_s", SETUP_S if clock.cuda else CPU_SETUP_S))
+    deadline = started + budget + setup_s * total
+    state = {"left": total, "measured": 0}
     for name, dims, shapes in layers:
         for i, dtype_name in enumerate(dtypes):
             layer, error = None, None
@@ -387,12 +429,20 @@ def layers_device(torch, device, info, cfg, matmul_points, out):
                 for attn in attentions:
                     done = {}
                     for mode in modes:
-                        point = layer_point(torch, device, clock, tf32, layer, dtype_name, attn, mode, b, s,
-                                            share, rates.get(dtype_name), formulas)
+                        now = time.perf_counter()
+                        if state["measured"] and now > deadline:
+                            point = over_budget(device, layer, dtype_name, attn, mode, b, s, budget)
+                        else:
+                            mine = share if clock.cuda else min(share, max(0.0, deadline - now) / state["left"])
+                            point = layer_point(torch, device, clock, tf32, layer, dtype_name, attn, mode, b, s,
+                                                mine, rates.get(dtype_name), formulas, fastest.get(dtype_name))
+                            state["measured"] += 1
+                        state["left"] -= 1
                         done[mode] = point
                         out["layer_points"].append(point)
                         emit("point", suite="layers", point=point)
-                    if check and j == 0:
+                    spent = any("budget" in (done[m].get("error") or "") for m in done)
+                    if check and j == 0 and not spent:
                         rec = flop_record(layer, attn, b, s, done["fwd"], done["fwd+bwd"])
                         rec.update(device=device.index or 0, dtype=dtype_name)
                         out["flop_checks"].append(rec)

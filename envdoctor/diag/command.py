@@ -1,0 +1,83 @@
+"""``envdoctor diag``: may this node take a job? One verdict per GPU and per node, in three levels.
+
+Exit codes: 0 PASS or WARN; 1 FAIL (the failing tests named); 2 could not start for a named reason
+(no GPU, no torch in the target, usage); 3 envdoctor itself failed.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from typing import Optional
+
+import click
+
+from envdoctor.clicore import (
+    debug_option,
+    gpu_index_or_all,
+    guarded,
+    python_option,
+    use_color,
+    verbosity,
+    verbosity_options,
+)
+
+
+@click.command("diag")
+@click.option("-r", "--level", type=click.IntRange(1, 3), default=1, show_default=True, metavar="1|2|3",
+              help="1 quick (<= 15 s: check, topo, live state, fabric, a tiny CUDA op per GPU); 2 medium "
+                   "(<= 2 min: + bench, a 30 s burn, comms); 3 long (<= 15 min: + a 160 s burn, a 50 s memory "
+                   "test, targeted power, per-link verdicts).")
+@click.option("--device", default="all", show_default=True, callback=gpu_index_or_all, metavar="N|all",
+              help="GPU index in the target's torch, or 'all'.")
+@click.option("--json", "as_json", is_flag=True, help='Print the versioned JSON document ("envdoctor.diag/1").')
+@python_option
+@verbosity_options
+@debug_option
+@guarded
+def diag(level: int, device: str, as_json: bool, python: Optional[str], debug: bool) -> None:
+    """Diagnose this node in levels, as DCGM's dcgmi diag -r does: PASS, WARN or FAIL.
+
+    \b
+    Every test has its figure, its threshold and where the threshold comes from. A FAIL names the
+    failing test and prints the findings' fixes; envdoctor never runs them (docs/diag.md has the
+    Slurm prolog/epilog and Kubernetes examples that drain a node on FAIL).
+    \b
+    envdoctor diag                  level 1 (7 s on an H200)
+    envdoctor diag -r 2 --json      level 2 as envdoctor.diag/1
+    """
+    from envdoctor.child import find_python
+    from envdoctor.diag.host import run_diag
+    from envdoctor.diag.render import render_diag_text, verdict_line
+    from envdoctor.diag.rules import exit_status
+    from envdoctor.documents import dumps
+    from envdoctor.facts.serde import to_data
+    from envdoctor.redact import mask_data, mask_text
+
+    target, _ = find_python(python)
+    if target is None:
+        raise click.UsageError(f"--python {python}: not found or not executable")
+    stop = threading.Event()
+
+    def say(line: str) -> None:
+        if verbosity() >= 0:
+            sys.stderr.write(f"diag: {line}\n")
+            sys.stderr.flush()
+
+    try:
+        result = run_diag(level, target, device, progress=say, stop=stop)
+    except KeyboardInterrupt:
+        stop.set()
+        raise
+    if as_json:
+        click.echo(dumps(mask_data(to_data(result))))
+        sys.stderr.write(verdict_line(result) + "\n")
+    else:
+        click.echo(mask_text(render_diag_text(result, color=use_color(), verbose=verbosity() > 0)), nl=False)
+    if result.verdict in ("NO_GPU", "ERROR") and result.error is not None:
+        hint = ("point --python at an interpreter with torch (see `envdoctor recommend`)"
+                if result.error.kind == "not_found" else "see `nvidia-smi -L`" if result.error.command == "--device"
+                else "run diag on a node with an NVIDIA GPU")
+        said = "" if as_json is False else f"{result.error.message} "
+        click.echo(f"envdoctor diag: {said}({hint})" if said else f"envdoctor diag: {hint}", err=True)
+    sys.exit(exit_status(result.verdict))
