@@ -71,7 +71,7 @@ def test_a_secret_query_key_beside_a_byte_that_is_not_utf8_is_masked_without_a_c
 def test_check_prints_no_planted_secret_in_any_format(tmp_path):
     ctx = h200(tmp_path, env=ENV)
     write_tree(ctx.root, {"/etc/pip.conf": PIP_CONF})
-    for args in ([], ["-v"], ["--json"], ["--markdown"], ["--redact"], ["--redact", "--json"]):
+    for args in ([], ["-v"], ["--json"], ["--markdown"], ["--redact"], ["--redact", "--json"], ["--html"]):
         r = CliRunner().invoke(cli, ["check", "--root", str(ctx.root), *SKIP, *args], env=dict(ctx.env))
         assert r.exit_code == 0, r.output
         assert leaks(r.output) == [], args
