@@ -129,6 +129,7 @@ DOCUMENTS: tuple[Document, ...] = (
     Document("topo", "envdoctor.topo/1", "topo-1.json", "topology", "envdoctor topo --json"),
     Document("comms", "envdoctor.comms/1", "comms-1.json", "comms result", "envdoctor comms --json"),
     Document("diag", "envdoctor.diag/1", "diag-1.json", "diag result", "envdoctor diag --json"),
+    Document("profile", "envdoctor.profile/1", "profile-1.json", "profile result", "envdoctor profile --json"),
     Document("fleet", "envdoctor.fleet/1", "fleet-1.json", "fleet report",
              "envdoctor fleet REPORT.json... --json, envdoctor fleet --gather --json"),
     Document("dockerfile", "envdoctor.dockerfile/1", "dockerfile-1.json", "Dockerfile lint",

@@ -104,3 +104,90 @@ def test_every_bundled_model_answers():
         r = run(m.name, "--seq", "512", "--json")
         assert r.exit_code == 0, (m.name, r.output)
         assert json.loads(r.output)["peak_bytes"] > 0
+
+
+_LLAMA = {"architectures": ["LlamaForCausalLM"], "hidden_size": 64, "intermediate_size": 128,
+          "num_hidden_layers": 2, "num_attention_heads": 4, "vocab_size": 1000}
+
+
+@pytest.mark.parametrize("field, value, message", [
+    ("vocab_size", int("9" * 400), "field 'vocab_size' is a 400-digit number; fit takes at most 16,777,216"),
+    ("hidden_size", int("9" * 400), "field 'hidden_size' is a 400-digit number; fit takes at most 1,048,576"),
+    ("num_hidden_layers", 10**9, "field 'num_hidden_layers' is 1000000000; fit takes at most 16,384"),
+    ("attention_dropout", int("9" * 400), "field 'attention_dropout' is a probability between 0 and 1"),
+    ("attention_dropout", 1.5, "field 'attention_dropout' is a probability between 0 and 1, not 1.5"),
+])
+def test_hostile_fit_config_numbers_are_one_line_and_exit_2(tmp_path, field, value, message):
+    """Issue 27: a 400-digit vocab_size or hidden_size gave OverflowError (exit 3); each integer field
+    has a bound and the refusal names it."""
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps(dict(_LLAMA, **{field: value})))
+    for extra in ((), ("--train",)):
+        r = run(str(p), *extra)
+        assert r.exit_code == 2, r.output
+        assert message in r.output and len(r.output.strip().splitlines()) == 1
+        assert "Traceback" not in r.output and "internal error" not in r.output
+
+
+@pytest.mark.parametrize("model, message", [
+    ("a" * 300, "(300 characters) is not a file, a directory or a bundled model"),
+    ("a" * 5000, "MODEL is 5,000 characters long"),
+    ("/tmp/" + "b" * 300 + "/config.json", "is not a file, a directory or a bundled model"),
+])
+def test_hostile_fit_model_names_are_one_line_and_exit_2(model, message):
+    """Issue 27: a name past the file-name limit gave OSError (ENAMETOOLONG), exit 3."""
+    r = run(model)
+    assert r.exit_code == 2, r.output
+    assert message in r.output and len(r.output.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("size, message", [
+    ("999999999999999999999999999999", "a GPU's memory is between 1 byte and 1 PiB"),
+    ("9" * 400, "is not a size like 24GiB"),
+    ("\u0663GiB", "is not a size like 24GiB"),       # an Arabic-Indic digit: only ASCII digits are numbers
+    ("inf", "is not a size like 24GiB"),
+    ("nan", "is not a size like 24GiB"),
+])
+def test_hostile_fit_memory_sizes_are_one_line_and_exit_2(size, message):
+    """Issue 27: --memory 999999999999999999999999999999 gave OverflowError (float infinity to int)."""
+    r = run("gpt2", "--memory", size)
+    assert r.exit_code == 2, r.output
+    assert message in r.output and "Traceback" not in r.output
+
+
+def test_alloc_conf_comes_from_the_option_or_the_environment_and_is_said():
+    r = run("gpt2", "--train", "--batch", "2", "--seq", "256", "--json")
+    base = json.loads(r.output)
+    assert base["workload"]["alloc_conf"] is None and base["peak_high_bytes"] > base["peak_bytes"]
+    r = CliRunner().invoke(cli, ["fit", "gpt2", "--train", "--batch", "2", "--seq", "256", "--json"],
+                           env={"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"})
+    doc = json.loads(r.output)
+    assert doc["workload"]["alloc_conf"] == "expandable_segments:True" and doc["peak_bytes"] < base["peak_bytes"]
+    text = run("gpt2", "--train", "--batch", "2", "--seq", "256", "--alloc-conf", "expandable_segments:True").output
+    assert "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True" in text and "verdicts use the upper edge" in text
+    bad = run("gpt2", "--alloc-conf", "expandable_segments:\x00True")
+    assert bad.exit_code == 2 and "not a setting like expandable_segments:True" in bad.output
+
+
+@pytest.mark.parametrize("args, message", [
+    (["Llama-3.1-70B", "--gpus", "2"], "--gpus 2 needs a strategy: --tp 2"),
+    (["gpt2", "--train", "--gpus", "4"], "--gpus 4 needs a strategy: --ddp (replicas), --zero 1|2|3 or --fsdp"),
+    (["gpt2", "--train", "--fsdp", "--zero", "1", "--gpus", "2"], "--fsdp is ZeRO-3's layout"),
+    (["Llama-3.1-70B", "--tp", "3"], "64 attention heads do not split over 3 GPUs"),
+    (["Llama-3.1-70B", "--tp", "2", "--gpus", "4"], "data parallel over tensor-parallel groups is not modelled"),
+    (["gpt2", "--train", "--tp", "2"], "--tp is modelled for --infer only"),
+])
+def test_multi_gpu_strategies_are_asked_for(args, message):
+    r = run(*args)
+    assert r.exit_code == 2, r.output
+    assert message in r.output and len(r.output.strip().splitlines()) == 1
+
+
+def test_fsdp_is_zero3_and_tp_answers_a_70b_inference_on_two_h200s():
+    fsdp = json.loads(run("Llama-3.1-8B", "--train", "--fsdp", "--gpus", "8", "--json").output)
+    zero = json.loads(run("Llama-3.1-8B", "--train", "--zero", "3", "--gpus", "8", "--json").output)
+    assert fsdp["peak_bytes"] == zero["peak_bytes"] and fsdp["workload"]["zero"] == 3
+    r = run("Llama-3.1-70B", "--seq", "4096", "--tp", "2", "--memory", "139GiB", "--json")
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.output)
+    assert doc["workload"]["tp"] == 2 and doc["workload"]["gpus"] == 2 and doc["gpus"][0]["fits"]

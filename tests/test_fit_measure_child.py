@@ -125,3 +125,27 @@ def test_a_stop_ends_the_child_and_says_so():
     m = run_measure(SPEC, TINY, est, PY, cpu=True, stop=stop)
     assert time.monotonic() - started < 20
     assert m.status == "stopped", (m.status, m.message)
+
+
+def test_the_custom_loop_keeps_the_logits_through_backward_and_the_trainer_loop_does_not():
+    """The examples' loop (``outputs = model(...); outputs.loss.backward()``) holds outputs.logits:
+    fp32 logits here, b x s x V x 4 = 2 x 64 x 1000 x 4 bytes more alive in the backward, and the
+    step before's logits alive through the next forward; HF Trainer's loop frees them."""
+    w = Workload(mode="train", batch=2, seq=64, dtype="fp32")
+    runs = {}
+    for loop in ("custom", "trainer"):
+        _, m = measured(w.with_(loop=loop), timed_steps=1, matmul=False)
+        assert m.status == "measured", m.message
+        runs[loop] = {p.name: p.peak_allocated for p in m.phases}
+    logits = 2 * 64 * 1000 * 4
+    assert runs["custom"]["backward"] - runs["trainer"]["backward"] == logits
+    assert runs["custom"]["forward"] - runs["trainer"]["forward"] == logits
+    assert runs["custom"]["optimizer step"] - runs["trainer"]["optimizer step"] == logits
+
+
+def test_the_child_runs_with_the_allocator_setting_the_estimate_assumed():
+    w = Workload(mode="infer", batch=1, seq=16, new_tokens=2, dtype="fp32", alloc_conf="expandable_segments:True")
+    est, m = measured(w, matmul=False)
+    assert m.status == "measured", m.message
+    assert m.alloc_conf == "expandable_segments:True"
+    assert any("expandable_segments" in n for n in est.notes)

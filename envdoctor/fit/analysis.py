@@ -146,7 +146,7 @@ def compare(est: Estimate, m: Measurement, gpu_model: Any = None) -> Comparison:
         rows.append(_row("kv_cache", "KV cache", _term(est, "kv_cache", last), m.term("kv_cache")))
     if not m.cpu:
         rows.append(_row("context", "CUDA context + cuBLAS", _term(est, "context"), m.term("context")))
-        rows.append(_row("allocator_reserve", "allocator reserve", _term(est, "allocator_reserve"),
+        rows.append(_row("allocator_reserve", "allocator reserve", _term(est, "allocator_reserve", est.peak_phase),
                          m.term("allocator_reserve")))
     phases: list[Row] = []
     measured = {p.name: p for p in m.phases}

@@ -86,4 +86,5 @@ def child_workload(spec: ModelSpec, w: Workload) -> dict[str, Any]:
     return {"mode": w.mode, "batch": w.batch, "seq": w.seq, "new_tokens": w.new_tokens, "dtype": w.dtype,
             "amp": w.amp, "quant": w.quant, "kv_dtype": w.kv_dtype, "optimizer": w.optimizer,
             "grad_checkpointing": w.grad_checkpointing, "lora_rank": w.lora_rank,
-            "lora_modules": lora_modules(spec, w), "attention": child_attention(spec, w)}
+            "lora_modules": lora_modules(spec, w), "attention": child_attention(spec, w), "loop": w.loop,
+            "alloc_conf": w.alloc_conf}

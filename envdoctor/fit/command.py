@@ -1,13 +1,16 @@
 """``envdoctor fit``: will this model fit on these GPUs, for inference or training.
 
-Exit codes: 0 it fits every GPU given (or none was given); 1 it does not fit one of them, or
-``--measure`` gave an error finding (out of memory where the estimate fits, a failed measurement);
+Exit codes: 0 it fits every GPU given (or none was given); 1 it does not fit one of them (judged
+at the allocator band's upper edge against the memory a process can allocate), a GPU cannot run
+the dtype (bf16 below sm_80), or ``--measure`` gave an error finding (out of memory where the
+estimate fits, a failed measurement);
 2 usage or an unusable config (one line naming the field or the limit; ``--measure`` without a GPU
 and without ``--cpu``); 3 envdoctor itself failed.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -26,36 +29,47 @@ def _fail(message: str) -> None:
     sys.exit(EXIT_USAGE)
 
 
-def _gpus(names: tuple[str, ...], sizes: tuple[str, ...]) -> list:
-    """The GPUs to judge against: ``--gpu`` names from the table, ``--memory`` sizes. (The
-    machine's own GPUs come in here too once the probes are wired: a list of Gpu values.)"""
+def _gpus(names: tuple[str, ...], sizes: tuple[str, ...], ecc: str | None, local: bool) -> tuple[list, str]:
+    """The GPUs to judge against and a line saying which memory figure was used: ``--gpu`` names
+    from the table (their usable memory, data/fit.toml), ``--memory`` sizes, and with neither this
+    machine's GPUs (NVML free memory) when NVML answers."""
     from envdoctor.fit.units import parse_size
+    from envdoctor.fit.usable import load_usable, local_gpus, usable_gpu
     from envdoctor.fit.verdict import Gpu
     from envdoctor.table import load_table
 
     out = []
     table = load_table()
     for name in names:
+        if len(name) > 200:
+            _fail(f"--gpu: a name of {len(name)} characters is no GPU's name (`envdoctor table gpus` lists them)")
         g = table.gpu(name)
         if g is None:
-            _fail(f"--gpu {name!r}: not in the table (`envdoctor table gpus` lists them)")
+            _fail(f"--gpu {name[:80]!r}: not in the table (`envdoctor table gpus` lists them)")
             raise AssertionError   # unreachable; keeps mypy's flow analysis happy
         if not g.memory_gib:
             _fail(f"--gpu {name!r}: the table has no memory figure for {g.name}; give --memory")
-        out.append(Gpu(g.name, int(float(g.memory_gib or 0) * 2**30), "table, datasheet"))
+        out.append(usable_gpu(g.name, g.memory_gib, g.cc, bool(g.is_datacenter()), load_usable(), ecc))
     for size in sizes:
         try:
             out.append(Gpu(f"--memory {size}", parse_size(size), "given"))
         except ValueError as exc:
             _fail(f"--memory: {exc}")
-    return out
+    if out or not local:
+        return out, ""
+    found, why = local_gpus()
+    if not found:
+        return [], f"(this machine: {why})" if why else ""
+    return found, "Judged against this machine's GPUs (NVML free memory now; --gpu NAME or --memory SIZE for others)."
 
 
 def _table_gpus() -> list:
-    from envdoctor.fit.verdict import Gpu
+    from envdoctor.fit.usable import load_usable, usable_gpu
     from envdoctor.table import load_table
 
-    return [Gpu(g.name, int(g.memory_gib * 2**30), "table, datasheet") for g in load_table().gpus if g.memory_gib]
+    rows = load_usable()
+    return [usable_gpu(g.name, g.memory_gib, g.cc, bool(g.is_datacenter()), rows) for g in load_table().gpus
+            if g.memory_gib]
 
 
 @click.command("fit")
@@ -83,12 +97,31 @@ def _table_gpus() -> list:
 @click.option("--lora-targets", default=None, metavar="NAMES",
               help="Comma-separated linears to adapt (default: every linear of the blocks).")
 @click.option("--zero", type=int, default=0, show_default=True, help="--train: ZeRO stage 0-3 (FSDP full shard = 3).")
-@click.option("--gpus", "n_gpus", type=int, default=1, show_default=True, help="Data-parallel GPUs for --zero.")
+@click.option("--gpus", "n_gpus", type=int, default=1, show_default=True,
+              help="GPUs the job spreads over; give a strategy: --ddp, --zero K / --fsdp, or --tp N.")
+@click.option("--ddp", is_flag=True, help="--train: data parallel replicas over --gpus N (DDP's gradient buckets).")
+@click.option("--fsdp", is_flag=True, help="--train: FSDP full shard over --gpus N (counted as ZeRO-3).")
+@click.option("--device-map", "device_map", type=click.Choice(("auto",)), default=None,
+              help="--infer: from_pretrained(device_map=\"auto\") over --gpus N (the fullest GPU is reported).")
+@click.option("--pp", type=int, default=1, show_default=True,
+              help="--train: pipeline stages over N GPUs (1F1B; --batch is the micro-batch).")
+@click.option("--tp", type=int, default=1, show_default=True,
+              help="--infer: tensor parallel over N GPUs (Megatron column/row splits; one GPU's share).")
 @click.option("--attention", type=click.Choice(("sdpa", "eager")), default="sdpa", show_default=True)
+@click.option("--loop", type=click.Choice(("custom", "trainer")), default="custom", show_default=True,
+              help="--train: custom keeps outputs.logits through backward (outputs = model(**batch); "
+                   "outputs.loss.backward(), the examples' loop); trainer frees them first (HF Trainer).")
 @click.option("--gpu", "gpu_names", multiple=True, metavar="NAME",
               help="Judge against this GPU from the table (repeatable).")
 @click.option("--memory", "sizes", multiple=True, metavar="SIZE",
               help="Judge against this much memory: 24GiB, 80GB (repeatable).")
+@click.option("--alloc-conf", default=None, metavar="CONF",
+              help="PYTORCH_CUDA_ALLOC_CONF the job runs with (default: this shell's); expandable_segments:True "
+                   "changes the allocator reserve.")
+@click.option("--ecc", type=click.Choice(("on", "off")), default=None,
+              help="--gpu: judge against the usable memory with ECC on or off where they differ (default: on).")
+@click.option("--local/--no-local", default=True, show_default=True,
+              help="With no --gpu and no --memory, judge against this machine's GPUs (NVML free memory).")
 @click.option("--measure", is_flag=True,
               help="Also run it in the target Python on its first GPU (random weights, nothing downloaded) and "
                    "print the measurement beside the estimate.")
@@ -106,8 +139,11 @@ def _table_gpus() -> list:
 @guarded
 def fit(model: str | None, mode: str, batch: int, seq: int | None, new_tokens: int | None, dtype: str | None,
         amp: str | None, quant: str | None, kv_dtype: str | None, optimizer: str, grad_checkpointing: bool,
-        lora_rank: int, lora_targets: str | None, zero: int, n_gpus: int, attention: str,
-        gpu_names: tuple[str, ...], sizes: tuple[str, ...], measure: bool, cpu: bool, builder: str,
+        lora_rank: int, lora_targets: str | None, zero: int, n_gpus: int, ddp: bool, fsdp: bool,
+        device_map: str | None, pp: int, tp: int,
+        attention: str, loop: str,
+        gpu_names: tuple[str, ...], sizes: tuple[str, ...], alloc_conf: str | None, ecc: str | None, local: bool,
+        measure: bool, cpu: bool, builder: str,
         python: str | None, timeout: float | None, list_models: bool, as_json: bool, debug: bool,
         as_html: bool = False, html_output: Path | None = None) -> None:
     """Will MODEL fit: the peak memory per GPU, term by term, and what would make it fit.
@@ -159,21 +195,37 @@ def fit(model: str | None, mode: str, batch: int, seq: int | None, new_tokens: i
         seq = 2048
         if spec.traits.learned_positions and spec.max_positions:
             seq = min(seq, spec.max_positions - new_tokens)
+    if alloc_conf is None:
+        alloc_conf = os.environ.get("PYTORCH_CUDA_ALLOC_CONF") or os.environ.get("PYTORCH_ALLOC_CONF") or ""
+    if len(alloc_conf) > 1000 or any(not (c.isascii() and c.isprintable()) for c in alloc_conf):
+        _fail("--alloc-conf (or PYTORCH_CUDA_ALLOC_CONF) is not a setting like expandable_segments:True")
+    if fsdp:
+        if zero not in (0, 3):
+            _fail(f"--fsdp is ZeRO-3's layout (full shard); it does not go with --zero {zero}")
+        zero = 3
+    if tp > 1 and n_gpus == 1:
+        n_gpus = tp
+    if pp > 1 and n_gpus == 1:
+        n_gpus = pp
     w = Workload(mode=mode, batch=batch, seq=seq, new_tokens=new_tokens,  # type: ignore[arg-type]
                  dtype=dtype or ("fp32" if amp else default_dtype(spec)),  # type: ignore[arg-type]
                  amp=amp, quant=quant, kv_dtype=kv_dtype,  # type: ignore[arg-type]
                  optimizer=optimizer.replace("-", "_"),  # type: ignore[arg-type]
                  grad_checkpointing=grad_checkpointing, lora_rank=lora_rank, lora_targets=targets,
-                 zero=zero, gpus=n_gpus, attention=attention)  # type: ignore[arg-type]
+                 zero=zero, gpus=n_gpus, attention=attention, loop=loop,  # type: ignore[arg-type]
+                 alloc_conf=alloc_conf.strip(), ddp=ddp, tp=tp, device_map=device_map == "auto",
+                 pp=pp)
     problems: list[str] = w.problems(spec)
     if problems:
         _fail(problems[0])
     if cpu and not measure:
         _fail("--cpu goes with --measure (it measures on the CPU)")
     if measure and (w.gpus > 1 or w.zero):
-        _fail(f"--measure runs on one GPU, so it cannot measure --zero {w.zero} over --gpus {w.gpus}; "
-              "measure the one-GPU run (without --zero and --gpus) and read the sharded estimate alone")
-    gpus = _gpus(gpu_names, sizes)
+        what = (f"--tp {w.tp}" if w.tp > 1 else f"--pp {w.pp}" if w.pp > 1 else "--device-map auto" if w.device_map
+                else f"--zero {w.zero}" if w.zero else "--ddp")
+        _fail(f"--measure runs on one GPU, so it cannot measure {what} over --gpus {w.gpus}; "
+              "measure the one-GPU run (without --zero, --ddp, --tp and --gpus) and read the split estimate alone")
+    gpus, judged = _gpus(gpu_names, sizes, ecc, local)
     report = fit_report(spec, w, gpus, _table_gpus(), load_constants())
     failed = any(not v.fits for v in report.verdicts)
     section, text = None, ""
@@ -188,7 +240,7 @@ def fit(model: str | None, mode: str, batch: int, seq: int | None, new_tokens: i
     elif as_json:
         click.echo(dumps(stamp(fit_document(report, measurement=section), EXIT_ERRORS if failed else EXIT_OK)))
     else:
-        click.echo(render_fit_text(report) + text, nl=False)
+        click.echo(render_fit_text(report, judged=judged) + text, nl=False)
     sys.exit(EXIT_ERRORS if failed else EXIT_OK)
 
 

@@ -47,6 +47,31 @@ MODEL_TYPES: dict[str, Family] = {
     "gpt2": "gpt2", "bert": "bert", "t5": "t5",
 }
 _TIED_BY_DEFAULT = {"gemma", "gemma2", "gpt2", "bert", "t5"}
+#: the largest value fit takes per integer field (far past any released model: Llama-3.1-405B has
+#: hidden 16384, 126 layers, vocab 128k; the longest contexts are 10M tokens); past it the config
+#: is refused with the field's name, so no arithmetic ever meets a 400-digit number
+FIELD_MAX: dict[str, int] = {
+    "hidden_size": 1 << 20, "n_embd": 1 << 20, "d_model": 1 << 20, "intermediate_size": 1 << 22, "n_inner": 1 << 22,
+    "d_ff": 1 << 22, "moe_intermediate_size": 1 << 22, "shared_expert_intermediate_size": 1 << 22,
+    "num_hidden_layers": 1 << 14, "n_layer": 1 << 14, "num_layers": 1 << 14, "num_decoder_layers": 1 << 14,
+    "num_attention_heads": 1 << 16, "n_head": 1 << 16, "num_heads": 1 << 16, "num_key_value_heads": 1 << 16,
+    "head_dim": 1 << 16, "d_kv": 1 << 16, "vocab_size": 1 << 24, "type_vocab_size": 1 << 24,
+    "num_local_experts": 1 << 16, "num_experts": 1 << 16, "num_experts_per_tok": 1 << 16,
+    "max_position_embeddings": 1 << 30, "n_positions": 1 << 30, "sliding_window": 1 << 30,
+    "relative_attention_num_buckets": 1 << 16, "decoder_sparse_step": 1 << 14,
+}
+#: any other integer field
+DEFAULT_FIELD_MAX = (1 << 31) - 1
+
+
+def _int_field(data: Mapping[str, Any], key: str, where: str, default: int | None = None) -> int | None:
+    """An integer field within its bound (FIELD_MAX), or ConfigError naming it."""
+    value = jt.get_int(data, key, default)
+    limit = FIELD_MAX.get(key, DEFAULT_FIELD_MAX)
+    if value is not None and value > limit:
+        shown = str(value) if value < 10**30 else f"a {len(str(value))}-digit number"
+        raise ConfigError(f"{where}: field {key!r} is {shown}; fit takes at most {limit:,}")
+    return value
 _MIXED_LAYERS = "mixes dense and MoE layers (decoder_sparse_step/mlp_only_layers), which fit does not model"
 
 
@@ -97,7 +122,7 @@ def _spec(data: Mapping[str, Any], where: str, name: str | None) -> ModelSpec:
     family, arch = _family(data, where)
 
     def need(key: str) -> int:
-        value = jt.get_int(data, key)
+        value = _int_field(data, key, where)
         if value is None:
             raise ConfigError(f"{where}: field {key!r} is missing ({arch} needs it)")
         if value <= 0:
@@ -105,14 +130,22 @@ def _spec(data: Mapping[str, Any], where: str, name: str | None) -> ModelSpec:
         return value
 
     def opt_int(key: str, default: int | None = None) -> int | None:
-        value = jt.get_int(data, key, default)
+        value = _int_field(data, key, where, default)
         if value is not None and value <= 0:
             raise ConfigError(f"{where}: field {key!r} must be a positive integer, not {value}")
         return value
 
     def opt_float(key: str, default: float = 0.0) -> float:
+        """A probability (the dropout rates): between 0 and 1."""
+        raw = data.get(key) if isinstance(data, Mapping) else None
+        if isinstance(raw, int) and not isinstance(raw, bool) and abs(raw) > 1:
+            raise ConfigError(f"{where}: field {key!r} is a probability between 0 and 1, not {str(raw)[:20]}")
         value = jt.get_float(data, key, default)
-        return default if value is None else value
+        if value is None:
+            return default
+        if not 0.0 <= value <= 1.0:
+            raise ConfigError(f"{where}: field {key!r} is a probability between 0 and 1, not {value:g}")
+        return value
 
     tie = jt.get_bool(data, "tie_word_embeddings", family in _TIED_BY_DEFAULT)
     dtype = jt.get_str(data, "torch_dtype") or jt.get_str(data, "dtype")
@@ -159,7 +192,7 @@ def _spec(data: Mapping[str, Any], where: str, name: str | None) -> ModelSpec:
             raise ConfigError(f"{where}: this config {_MIXED_LAYERS}")
         extra = dict(experts=need("num_experts"), experts_per_token=need("num_experts_per_tok"),
                      expert_intermediate=need("moe_intermediate_size"),
-                     shared_expert_intermediate=jt.get_int(data, "shared_expert_intermediate_size") or 0)
+                     shared_expert_intermediate=_int_field(data, "shared_expert_intermediate_size", where) or 0)
     if family in ("qwen2",):
         extra["attention_bias"] = True      # Qwen2Attention: q/k/v projections always have a bias
     elif family != "bert":

@@ -29,7 +29,20 @@ class Constants:
 
     context_bytes: int = 529 * MIB            # CUDA context after the first allocation (H200, torch 2.11+cu130)
     cublas_bytes: int = 188 * MIB             # more after the first bf16 matmul (cuBLAS handle, workspace, kernels)
-    allocator_reserve: float = 0.06           # reserved above allocated at the peak
+    allocator_reserve: float = 0.06           # the flat reserve before issue 28 (kept for old data files; unused)
+    #: the allocator model (docs/fit.md, "The allocator reserve"): reserved above allocated at a moment =
+    #: segments + f x what is transient then (training / inference) + stranded x the freed logits' block
+    allocator_segments_bytes: int = 3 * 20 * MIB
+    allocator_transient_train: float = 0.12
+    allocator_transient_infer: float = 0.34
+    allocator_stranded_factor: float = 1.4
+    #: the band around that model's variable part (the in-sample rows' smallest and largest ratio)
+    allocator_band_low: float = 0.15
+    allocator_band_high: float = 1.8
+    #: the upper edge is at least this share of what is allocated at the moment
+    allocator_floor: float = 0.07
+    #: MoE training: the in-sample Mixtral row reserved 8% of allocated in its backward
+    allocator_floor_moe: float = 0.09
     nf4_bytes_per_param: float = 0.5 + 8 / 64 / 8 + 32 / (64 * 256) / 8   # NF4 + double quantisation (QLoRA)
     int8_bytes_per_param: float = 1.0         # LLM.int8 weights (per-row fp32 scales not counted)
     adam8bit_bytes_per_param: float = 2 + 2 * 4 / 256   # two 8-bit states + an fp32 absmax per 256-block each
@@ -44,7 +57,20 @@ _NAMES: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "int8_bytes_per_param": ("int8_bytes_per_param", float),
     "adam8bit_bytes_per_param": ("adam8bit_bytes_per_param", float),
     "lora_adapter_bytes": ("lora_adapter_bytes", int),
+    "allocator_segments_mib": ("allocator_segments_bytes", lambda v: int(v * MIB)),
+    "allocator_transient_train": ("allocator_transient_train", float),
+    "allocator_transient_infer": ("allocator_transient_infer", float),
+    "allocator_stranded_factor": ("allocator_stranded_factor", float),
+    "allocator_band_low": ("allocator_band_low", float),
+    "allocator_band_high": ("allocator_band_high", float),
+    "allocator_floor": ("allocator_floor", float),
+    "allocator_floor_moe": ("allocator_floor_moe", float),
 }
+#: constants a data file may leave out (the dataclass default stands): the flat reserve of old files,
+#: and the allocator model's, which older copies of fit.toml (tests' frozen table) predate
+_OPTIONAL = {"allocator_reserve_fraction", "allocator_segments_mib", "allocator_transient_train",
+             "allocator_transient_infer", "allocator_stranded_factor", "allocator_band_low", "allocator_band_high",
+             "allocator_floor", "allocator_floor_moe"}
 
 
 def read_constants(path: Path) -> Constants:
@@ -53,7 +79,7 @@ def read_constants(path: Path) -> Constants:
 
 
 def constants_of(doc: Doc) -> Constants:
-    check_top(doc, ("constant",))
+    check_top(doc, ("constant", "usable"))
     values: dict[str, Any] = {}
     for where, raw in rows(doc, "constant", "name"):
         v = fields(where, raw, {"name": "str", "value": "float", "unit": "str"})
@@ -61,7 +87,7 @@ def constants_of(doc: Doc) -> Constants:
             raise where.fail(f"unknown constant {v['name']!r} (known: {', '.join(_NAMES)})")
         attr, convert = _NAMES[v["name"]]
         values[attr] = convert(v["value"])
-    missing = [n for n, (attr, _) in _NAMES.items() if attr not in values]
+    missing = [n for n, (attr, _) in _NAMES.items() if attr not in values and n not in _OPTIONAL]
     if missing:
         raise Where(doc.label, "constant", "-").fail(f"missing constants: {', '.join(missing)}")
     return Constants(**values)

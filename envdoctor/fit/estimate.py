@@ -34,7 +34,7 @@ from envdoctor.fit.spec import ModelSpec
 from envdoctor.fit.workload import DTYPE_BYTES, Workload
 
 TermName = Literal["weights", "gradients", "optimizer", "optimizer_step", "activations", "layer_working",
-                   "logits", "kv_cache", "autocast_copies", "zero_gathered", "ddp_buckets", "build_copy",
+                   "logits", "held_logits", "kv_cache", "autocast_copies", "zero_gathered", "ddp_buckets", "build_copy",
                    "context", "allocator_reserve"]
 Value = Any     # int, float, str or bool: what a term's inputs hold
 
@@ -61,10 +61,17 @@ class Phase:
     name: str
     terms: tuple[Term, ...]
     stranded: int = 0
+    #: the allocator reserve's band at this moment (low, high); (0, 0) before the reserve is added
+    reserve_band: tuple[int, int] = (0, 0)
 
     @property
     def bytes(self) -> int:
         return sum(t.bytes for t in self.terms)
+
+    def edge(self, high: bool) -> int:
+        """The phase's bytes with the reserve at the band's upper (or lower) edge."""
+        reserve = sum(t.bytes for t in self.terms if t.name == "allocator_reserve")
+        return self.bytes - reserve + self.reserve_band[1 if high else 0]
 
 
 @dataclass(frozen=True)
@@ -88,13 +95,16 @@ class Estimate:
     workload: Workload
     phases: tuple[Phase, ...]
     peak_phase: str
-    peak_bytes: int            # one GPU, context and allocator reserve included
+    peak_bytes: int            # one GPU, context and allocator reserve included (the model's point)
     params_total: int
     params_trainable: int
     flops: Flops
     notes: tuple[str, ...]
     #: per kind of block ("layer", "encoder layer", "decoder layer"): the tensors it keeps for backward
     activation_detail: tuple[tuple[str, tuple[Saved, ...]], ...] = ()
+    #: the peak with the allocator reserve at its band's edges; verdicts use the upper one
+    peak_low_bytes: int = 0
+    peak_high_bytes: int = 0
 
     @property
     def terms(self) -> tuple[Term, ...]:
@@ -138,16 +148,34 @@ def estimate(spec: ModelSpec, w: Workload, const: Constants) -> Estimate:
     if spec.traits.moe and w.lora_rank:
         notes.append("LoRA on MoE: the experts are 3-D parameters in transformers 5, not nn.Linear, so the "
                      "adapters go on attention (and shared-expert) linears only")
+    if w.tp > 1:
+        notes.append(f"tensor parallel over {w.tp} GPUs: one GPU's share; NCCL buffers and the all-reduce "
+                     "workspace are not counted")
+    if w.device_map:
+        notes.append(f"device_map=\"auto\" over {w.gpus} GPUs: the fullest GPU (a balanced split assumed; "
+                     "accelerate's max_memory or an uneven split moves it)")
     const_terms = _constant_terms(const)
     if w.train:
         phases = _train_phases(spec, w, weights, run, const, notes)
+        if w.pp > 1:
+            phases = _pipeline_stages(spec, weights, phases, w.pp)
+            notes.append(f"pipeline over {w.pp} stages (1F1B, --batch is the micro-batch): the fuller of the first "
+                         "and the last stage; NCCL buffers are not counted")
     else:
         phases = _infer_phases(spec, w, weights, run, const)
-    finished = tuple(Phase(p.name, p.terms + const_terms + (_reserve(p, const),), p.stranded) for p in phases)
+    finished = []
+    for p in phases:
+        reserve, band = _reserve(p, w, const, spec.traits.moe)
+        finished.append(Phase(p.name, p.terms + const_terms + (reserve,), p.stranded, band))
     peak = max(finished, key=lambda p: p.bytes)
-    return Estimate(spec=spec, workload=w, phases=finished, peak_phase=peak.name, peak_bytes=peak.bytes,
+    if _expandable(w.alloc_conf):
+        notes.append("expandable_segments: the reserve is the default allocator's model halved, stranded blocks "
+                     "none (unmeasured here; the band's upper edge is the default allocator's point)")
+    return Estimate(spec=spec, workload=w, phases=tuple(finished), peak_phase=peak.name, peak_bytes=peak.bytes,
                     params_total=n_total, params_trainable=run.trainable, flops=flops(spec, w, weights),
-                    notes=tuple(notes), activation_detail=_detail(spec, w, run) if w.train else ())
+                    notes=tuple(notes), activation_detail=_detail(spec, w, run) if w.train else (),
+                    peak_low_bytes=max(p.edge(False) for p in finished),
+                    peak_high_bytes=max(p.edge(True) for p in finished))
 
 
 def _detail(spec: ModelSpec, w: Workload, run: _Run) -> tuple[tuple[str, tuple[Saved, ...]], ...]:
@@ -207,15 +235,60 @@ def _constant_terms(const: Constants) -> tuple[Term, ...]:
                  (("cuda_context_bytes", const.context_bytes), ("cublas_bytes", const.cublas_bytes))),)
 
 
-def _reserve(phase: Phase, const: Constants) -> Term:
+#: what stays allocated across steps in the same blocks (the model, its states, DDP's buckets): the
+#: caching allocator does not fragment it; the rest of a moment (activations, logits, gradients, the
+#: KV cache, temporaries) is allocated and freed every step and is what leaves free blocks unusable
+_PERSISTENT = ("weights", "optimizer", "ddp_buckets", "zero_gathered", "context")
+
+
+def _expandable(alloc_conf: str) -> bool:
+    """``expandable_segments:True`` in a PYTORCH_CUDA_ALLOC_CONF-style string."""
+    for part in alloc_conf.replace(" ", "").lower().split(","):
+        key, _, value = part.partition(":")
+        if key == "expandable_segments" and value in ("true", "1"):
+            return True
+    return False
+
+
+def _reserve(phase: Phase, w: Workload, const: Constants, moe: bool = False) -> tuple[Term, tuple[int, int]]:
+    """The caching allocator's reserve above allocated at one moment, and its band (low, high).
+
+    torch's CUDACachingAllocator (c10/cuda/CUDACachingAllocator.cpp) rounds every request to 512 B,
+    packs requests up to 1 MiB into 2 MiB segments and those up to 10 MiB into 20 MiB ones, gives a
+    larger request its own segment rounded to 2 MiB, reuses a freed block for a request that fits it
+    (best fit, splitting) and never merges separate segments. So what is kept across steps costs
+    about nothing; what is allocated and freed every step (``transient``) leaves blocks of the wrong
+    size behind; a freed low-precision logits block next to the loss's fp32 requests is the largest
+    such block (``stranded``). Model: segments + f x transient + s x stranded, the constants fitted
+    on the in-sample H200 rows (docs/fit.md); the band scales the variable part."""
+    transient = sum(t.bytes for t in phase.terms if t.name not in _PERSISTENT)
+    f = const.allocator_transient_train if w.train else const.allocator_transient_infer
+    s = const.allocator_stranded_factor
+    expandable = _expandable(w.alloc_conf)
+    variable = f * transient + s * phase.stranded
+    point_var = f * transient / 2 if expandable else variable
+    seg = const.allocator_segments_bytes
+    point = int(seg + point_var)
     allocated = sum(t.bytes for t in phase.terms if t.name != "context")
-    formula = "caching allocator's reserve above allocated = fraction x allocated"
-    inputs: tuple[tuple[str, Value], ...] = (("allocated_bytes", allocated), ("fraction", const.allocator_reserve))
-    if phase.stranded:
-        formula += (" + the freed low-precision logits' block, too small for the loss backward's fp32 "
-                    "requests (b*s*V x A)")
-        inputs += (("stranded_bytes", phase.stranded),)
-    return Term("allocator_reserve", int(allocated * const.allocator_reserve) + phase.stranded, formula, inputs)
+    low = int(seg + (0.0 if expandable else const.allocator_band_low * variable))
+    # the upper edge: the band's multiple, at least a floor share of everything allocated (a moment whose
+    # own transient is small, the optimizer step or a weight-bound prefill, still inherits the reserve
+    # an earlier moment of the step left behind)
+    # the floor is training's: there the step's later moments inherit what the backward left reserved;
+    # a weight-bound inference reserves 0.1-2% (in-sample rows 21-25) and the model covers it
+    floor = (const.allocator_floor_moe if moe else const.allocator_floor) if w.train else 0.0
+    high = int(seg + max(variable if expandable else const.allocator_band_high * variable, floor * allocated))
+    formula = (f"segments + f x transient + s x stranded (torch's caching allocator model; band "
+               f"{low / 2**30:.2f}..{high / 2**30:.2f} GiB, the verdict uses the upper edge)")
+    if expandable:
+        formula = ("expandable_segments: segments + f/2 x transient, no stranded block (unmeasured; band up to "
+                   "the default allocator's point)")
+    inputs: tuple[tuple[str, Value], ...] = (
+        ("transient_bytes", transient), ("f", f), ("stranded_bytes", phase.stranded), ("s", s),
+        ("segments_bytes", seg), ("reserve_low_bytes", low), ("reserve_high_bytes", high),
+        ("floor", floor),
+        ("alloc_conf", w.alloc_conf or "default"))
+    return Term("allocator_reserve", point, formula, inputs), (low, high)
 
 
 def _build_phase(spec: ModelSpec, w: Workload, weights_t: Term, run: _Run) -> Phase | None:
@@ -332,7 +405,7 @@ def _train_phases(spec: ModelSpec, w: Workload, weights: tuple[Weight, ...], run
                           "ZeRO-3 gathers a layer at a time, with one prefetched = 2 x largest layer x bytes",
                           (("largest_layer_params", ll), ("bytes_each", run.weight_bytes))))
         notes.append("ZeRO/FSDP communication buckets and NCCL buffers are not counted")
-    if w.gpus > 1 and w.zero == 0:
+    if w.ddp and w.gpus > 1 and w.zero == 0:
         extra.append(Term("ddp_buckets", grads_all,
                           "DDP's gradient buckets, a second copy of the gradients (gradient_as_bucket_view=False)",
                           (("gradient_bytes", grads_all),)))
@@ -370,11 +443,20 @@ def _train_phases(spec: ModelSpec, w: Workload, weights: tuple[Weight, ...], run
     # their block cannot hold the fp32 gradients of the loss backward (the allocator never merges
     # separate segments), so it stays reserved beside them
     stranded = A * E if A != 4 else 0
-    loss_phase = Phase("loss backward", (weights_t, optimizer, activations, logits, *extra), stranded)
+    held: tuple[Term, ...] = ()
+    if w.loop == "custom":
+        # the examples' loop holds outputs (its logits, in the head's output dtype A) from the forward
+        # through the backward and the step; in A = 2 bytes that block is the one the trainer loop strands
+        held = (Term("held_logits", A * E,
+                     "custom loop: outputs.logits held through backward and the step (outputs = model(**batch); "
+                     "outputs.loss.backward()) = b*s*V x A",
+                     (("batch", b), ("seq", s), ("vocab", V), ("act_bytes", A), ("loop", w.loop))),)
+        stranded = 0
+    loss_phase = Phase("loss backward", (weights_t, optimizer, activations, logits, *held, *extra), stranded)
     layer_phase = Phase("backward of the last layer", (weights_t, optimizer, activations, head_grads, working,
-                                                       *extra))
+                                                       *held, *extra))
     step_extra = tuple(t for t in extra if t.name == "ddp_buckets")
-    step_phase = Phase("optimizer step", (weights_t, gradients, optimizer, step_tmp, *step_extra))
+    step_phase = Phase("optimizer step", (weights_t, gradients, optimizer, step_tmp, *held, *step_extra))
     build = _build_phase(spec, w, weights_t, run)
     return ((build,) if build else ()) + (loss_phase, layer_phase, step_phase)
 
@@ -464,6 +546,11 @@ def _infer_phases(spec: ModelSpec, w: Workload, weights: tuple[Weight, ...], run
     kvb = DTYPE_BYTES[w.kv_dtype] if w.kv_dtype else A
     per_tok = kv_bytes_per_token(spec, kvb)
     attention = effective_attention(spec, w.attention)
+    tp = w.tp
+    if tp > 1:
+        weights_t, per_tok = _tensor_parallel(spec, weights, weights_t, per_tok, tp)
+    if w.device_map:
+        weights_t, per_tok = _layer_split(spec, weights, weights_t, per_tok, w.gpus)
 
     def kv(length: int, cross: int) -> Term:
         if spec.kind == "encoder":
@@ -479,7 +566,11 @@ def _infer_phases(spec: ModelSpec, w: Workload, weights: tuple[Weight, ...], run
     t = spec.traits
     f = spec.intermediate
     if t.moe:
-        mlp = A * (2 * spec.hidden + 3 * spec.expert_intermediate * spec.experts_per_token / max(1, spec.experts))
+        # every routed token at once (transformers 5's experts run grouped, not one expert at a time):
+        # the gathered input and the output (2h) and gate, up and their product (3 f_e) per chosen expert;
+        # in-sample H200 rows 24 and 25 (Mixtral, Qwen3-MoE prefill) allocated 0.83 and 0.24 GiB more
+        # than the one-expert-at-a-time count, which this is
+        mlp = A * spec.experts_per_token * (2 * spec.hidden + 3 * spec.expert_intermediate)
     else:
         mlp = A * (3 if t.gated_mlp else 2) * f
     if attention == "eager":
@@ -493,7 +584,9 @@ def _infer_phases(spec: ModelSpec, w: Workload, weights: tuple[Weight, ...], run
     # (``inputs_embeds``, then ``hidden_states = inputs_embeds``) and the layer loop keeps the layer's
     # input (``hidden_states = layer(hidden_states)`` rebinds only when the layer returns)
     held = (2 if spec.total_layers > 1 else 1) * R * spec.hidden
-    working_pt = 2 * R * spec.hidden + held + max(mlp, attn)
+    # tensor parallel: the MLP's f and the attention heads split, the residual stream is replicated
+    working_pt = 2 * R * spec.hidden + held + max(mlp, attn) / tp
+    mask = mask // tp
     prefill_work = Term("layer_working", int(b * s * working_pt + mask),
                         "one layer's working set over the prompt: b*s x (hidden + residual + the embedding output "
                         "and the layer's input, still referenced + max(MLP, attention))"
@@ -517,8 +610,78 @@ def _infer_phases(spec: ModelSpec, w: Workload, weights: tuple[Weight, ...], run
     phases = [Phase("prefill", (weights_t, kv(prompt, cross), prefill_work, last))]
     if new:
         phases.append(Phase("last generated token", (weights_t, kv(prompt + new, cross), cat, last)))
-    build = _build_phase(spec, w, weights_t, run)
+    build = _build_phase(spec, w, weights_t, run) if tp == 1 and not w.device_map else None
     return ((build,) if build else ()) + tuple(phases)
+
+
+#: terms that follow the parameters a stage holds
+_PARAM_TERMS = ("weights", "optimizer", "gradients", "autocast_copies", "optimizer_step", "ddp_buckets")
+
+
+def _pipeline_stages(spec: ModelSpec, weights: tuple[Weight, ...], phases: Sequence[Phase],
+                     pp: int) -> tuple[Phase, ...]:
+    """Each training moment on the first and on the last of ``pp`` pipeline stages (1F1B: the first
+    stage holds ``pp`` micro-batches' activations of its L/pp layers, as much as one micro-batch of
+    all L; the last holds one, and the head, the logits and the loss). The first stage has the
+    embedding, the last the head and the final norm (a tied head is a copy there, as Megatron keeps)."""
+    block = sum(x.numel for x in weights if x.block)
+    total = sum(x.numel for x in weights) or 1
+    embedding = spec.vocab * spec.hidden
+    first = (block / pp + embedding) / total
+    last = (block / pp + embedding + (total - block - embedding if not spec.tie_embeddings else 0)) / total
+    out = []
+    for p in phases:
+        if p.name == "model build":
+            continue
+        for stage, share in (("first stage", first), ("last stage", last)):
+            terms = []
+            for t in p.terms:
+                scale = 1.0
+                if t.name in _PARAM_TERMS:
+                    scale = share
+                elif t.name in ("logits", "held_logits") and stage == "first stage":
+                    scale = 0.0
+                elif t.name == "activations" and stage == "last stage":
+                    scale = 1.0 / pp
+                terms.append(Term(t.name, int(t.bytes * scale), t.formula + (
+                    f"; {stage} of {pp}" if scale != 1.0 else ""), t.inputs + (("pp_stage", stage),), t.note))
+            out.append(Phase(f"{p.name} ({stage})", tuple(terms), p.stranded if stage == "last stage" else 0))
+    return tuple(out)
+
+
+def _layer_split(spec: ModelSpec, weights: tuple[Weight, ...], weights_t: Term, per_tok: float,
+                 gpus: int) -> tuple[Term, float]:
+    """The fullest GPU of ``device_map="auto"`` (accelerate's balanced split of the blocks over
+    ``gpus``): 1/gpus of the blocks and of the KV cache, and every parameter outside the blocks
+    (embedding, head, final norm: the GPU that holds them, tied ones together); the layer working
+    set and the logits are whole on the GPU that runs them."""
+    block = sum(x.numel for x in weights if x.block)
+    total = sum(x.numel for x in weights) or 1
+    share = (block / gpus + (total - block)) / total
+    term = Term("weights", int(weights_t.bytes * share),
+                weights_t.formula + f"; device_map=\"auto\" over {gpus} GPUs: the fullest GPU, 1/{gpus} of the "
+                "blocks + the embedding, head and final norm",
+                weights_t.inputs + (("device_map_gpus", gpus), ("block_params", block)))
+    return term, per_tok / gpus
+
+
+def _tensor_parallel(spec: ModelSpec, weights: tuple[Weight, ...], weights_t: Term, per_tok: float,
+                     tp: int) -> tuple[Term, float]:
+    """One GPU's share under Megatron-style tensor parallelism over ``tp`` GPUs: the linears (column
+    and row splits), the experts and the vocabulary-parallel embedding and head split, the norms are
+    replicated; the KV cache holds the GPU's KV heads (one each, replicated, when there are fewer
+    heads than GPUs, as vLLM does)."""
+    split = sum(x.numel for x in weights if x.kind in ("linear", "expert", "embedding"))
+    total = sum(x.numel for x in weights) or 1
+    share = (split / tp + (total - split)) / total
+    kv_share = max(1, spec.kv_heads // tp) / spec.kv_heads
+    term = Term("weights", int(weights_t.bytes * share),
+                weights_t.formula + f"; tensor parallel over {tp} GPUs: linears, experts, embedding and head / {tp}, "
+                "norms replicated",
+                weights_t.inputs + (("tp", tp), ("split_params", split), ("kv_heads_per_gpu",
+                                                                           max(1, spec.kv_heads // tp))),
+                note="NCCL buffers and the all-reduce workspace are not counted")
+    return term, per_tok * kv_share
 
 
 # --- FLOPs ------------------------------------------------------------------------------------

@@ -149,6 +149,8 @@ def run_measure(spec: ModelSpec, raw: Mapping[str, Any], est: Estimate, python: 
         by_uuid, only, note = free_before(nvml)
     child_env = dict(os.environ if env is None else env)
     child_env.update(OFFLINE)
+    if est.workload.alloc_conf:      # the allocator setting the estimate assumed is the one measured
+        child_env["PYTORCH_CUDA_ALLOC_CONF"] = est.workload.alloc_conf
     job = Job(SCRIPT, config, python, limit, what="the fit measurement", env=child_env)
     hook = (lambda _i, e: on_event(e)) if on_event is not None else None
     runs, interrupted = run_children([job], on_event=hook, stop=stop)

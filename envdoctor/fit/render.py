@@ -22,7 +22,8 @@ GIB = 2**30
 _LABELS = {
     "weights": "weights", "gradients": "gradients", "optimizer": "optimizer states",
     "optimizer_step": "optimizer step temporaries", "activations": "activations",
-    "layer_working": "layer working set", "logits": "logits and loss", "kv_cache": "KV cache",
+    "layer_working": "layer working set", "logits": "logits and loss",
+    "held_logits": "logits the loop holds", "kv_cache": "KV cache",
     "autocast_copies": "autocast weight copies", "zero_gathered": "ZeRO-3 gathered layers",
     "ddp_buckets": "DDP gradient buckets", "build_copy": "tied head before tying (build)",
     "context": "CUDA context + cuBLAS", "allocator_reserve": "allocator reserve",
@@ -51,13 +52,23 @@ def _workload_line(w: Workload) -> str:
             parts.append(f"LoRA r={w.lora_rank}")
         if w.grad_checkpointing:
             parts.append("gradient checkpointing")
-        if w.zero or w.gpus > 1:
+        parts.append("custom loop (outputs.logits kept through backward)" if w.loop == "custom"
+                     else "HF Trainer loop (logits freed before backward)")
+        if w.pp > 1:
+            parts.append(f"pipeline over {w.pp} stages (1F1B, the fuller stage)")
+        elif w.zero or w.gpus > 1:
             parts.append(f"ZeRO-{w.zero} over {w.gpus} GPUs" if w.zero else f"DDP over {w.gpus} GPUs")
+    elif w.tp > 1:
+        parts.append(f"tensor parallel over {w.tp} GPUs (one GPU's share)")
+    elif w.device_map:
+        parts.append(f"device_map=\"auto\" over {w.gpus} GPUs (the fullest GPU)")
     parts.append(f"{w.attention} attention")
+    if w.alloc_conf:
+        parts.append(f"PYTORCH_CUDA_ALLOC_CONF={w.alloc_conf}")
     return ", ".join(parts)
 
 
-def render_fit_text(report: FitReport, list_ways: bool = True) -> str:
+def render_fit_text(report: FitReport, list_ways: bool = True, judged: str = "") -> str:
     est = report.estimate
     spec, w = est.spec, est.workload
     trained = (f", {est.params_trainable / 1e6:.1f}M trained"
@@ -65,7 +76,9 @@ def render_fit_text(report: FitReport, list_ways: bool = True) -> str:
     lines = [f"envdoctor fit {spec.name} ({spec.architecture}, {est.params_total / 1e9:.2f}B parameters{trained})"]
     if spec.source and spec.source != spec.name:
         lines.append(f"  from {spec.source}")
-    lines += ["  " + _workload_line(w), "", f"Peak per GPU: {gib(est.peak_bytes)} (at the {est.peak_phase})"]
+    lines += ["  " + _workload_line(w), "", f"Peak per GPU: {gib(est.peak_bytes)} (at the {est.peak_phase}); "
+              f"with the allocator's band {gib(est.peak_low_bytes)} to {gib(est.peak_high_bytes)}, "
+              "verdicts use the upper edge"]
     width = max(len(_LABELS[t.name]) for t in est.terms)
     for t in est.terms:
         lines.append(f"  {_LABELS[t.name]:<{width}}  {gib(t.bytes):>11}  {t.formula}")
@@ -79,11 +92,18 @@ def render_fit_text(report: FitReport, list_ways: bool = True) -> str:
     if report.verdicts:
         lines += ["", "GPU verdicts:"]
         name_w = max(len(v.gpu.name) for v in report.verdicts)
+        if judged:
+            lines.append("  " + judged)
         for v in report.verdicts:
-            state = (f"fits, {gib(v.spare_bytes)} spare" if v.fits else f"does not fit by {gib(-v.spare_bytes)}")
-            lines.append(f"  {v.gpu.name:<{name_w}}  {gib(v.gpu.total_bytes):>11} ({v.gpu.source})  {state}")
+            if v.problem:
+                state = f"cannot run it: {v.problem}"
+            else:
+                state = (f"fits, {gib(v.spare_bytes)} spare" if v.fits else f"does not fit by {gib(-v.spare_bytes)}")
+            lines.append(f"  {v.gpu.name:<{name_w}}  {gib(v.gpu.total_bytes):>11} usable  {state}")
+            lines.append(f"  {'':<{name_w}}  {'':>11} ({v.gpu.source})")
     else:
-        lines += ["", "No GPU given: add --gpu NAME (from the table) or --memory SIZE for a verdict."]
+        lines += ["", "No GPU given: add --gpu NAME (from the table) or --memory SIZE for a verdict."
+                  + (f" {judged}" if judged else "")]
     if list_ways and report.ways and report.ways_for:
         lines += ["", f"Ways to fit {report.ways_for.name} ({gib(report.ways_for.total_bytes)}):"]
         flag_w = max(len(x.flags) for x in report.ways)
@@ -136,8 +156,12 @@ def _fit_document(report: FitReport, model_extra: dict[str, Any] | None = None) 
         "workload": {"mode": w.mode, "batch": w.batch, "seq": w.seq, "new_tokens": w.new_tokens, "dtype": w.dtype,
                      "amp": w.amp, "quant": w.quant, "kv_dtype": w.kv_dtype, "optimizer": w.optimizer,
                      "grad_checkpointing": w.grad_checkpointing, "lora_rank": w.lora_rank,
-                     "lora_targets": list(w.lora_targets), "zero": w.zero, "gpus": w.gpus, "attention": w.attention},
+                     "lora_targets": list(w.lora_targets), "zero": w.zero, "gpus": w.gpus, "attention": w.attention,
+                     "loop": w.loop, "alloc_conf": w.alloc_conf or None, "tp": w.tp, "ddp": w.ddp,
+                     "device_map": "auto" if w.device_map else None, "pp": w.pp},
         "peak_bytes": est.peak_bytes,
+        "peak_low_bytes": est.peak_low_bytes,
+        "peak_high_bytes": est.peak_high_bytes,
         "peak_phase": est.peak_phase,
         "terms": {t.name: t.bytes for t in est.terms},
         "term_details": [_term_data(t) for t in est.terms],
@@ -149,7 +173,7 @@ def _fit_document(report: FitReport, model_extra: dict[str, Any] | None = None) 
                   "per_token": f.per_token, "per_token_causal": f.per_token_causal, "per_step": f.per_step,
                   "per_step_causal": f.per_step_causal, "tokens_per_step": f.tokens_per_step},
         "gpus": [{"name": v.gpu.name, "total_bytes": v.gpu.total_bytes, "source": v.gpu.source, "fits": v.fits,
-                  "spare_bytes": v.spare_bytes} for v in report.verdicts],
+                  "spare_bytes": v.spare_bytes, "cc": v.gpu.cc, "problem": v.problem} for v in report.verdicts],
         "ways_for": report.ways_for.name if report.ways_for else None,
         "ways": [{"label": x.label, "flags": x.flags, "peak_bytes": x.peak_bytes, "fits": x.fits} for x in report.ways],
         "max_batch": report.max_batch,

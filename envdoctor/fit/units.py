@@ -11,7 +11,7 @@ import re
 _UNITS = {"": 2**30, "b": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40,
           "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40,
           "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12}
-_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
+_SIZE = re.compile(r"^\s*([0-9]{1,40}(?:\.[0-9]{1,40})?)\s*([a-zA-Z]*)\s*$", re.ASCII)
 MAX_BYTES = 2**50      # 1 PiB: no GPU comes near
 
 
@@ -19,8 +19,12 @@ def parse_size(text: str) -> int:
     """Bytes; a bare number or K/M/G/T are binary (GiB), KB/MB/GB/TB decimal. ValueError otherwise."""
     m = _SIZE.match(text or "")
     if not m or m.group(2).lower() not in _UNITS:
-        raise ValueError(f"{text!r} is not a size like 24GiB, 80GB or 81920MiB")
-    value = int(float(m.group(1)) * _UNITS[m.group(2).lower()])
+        shown = repr(text) if len(text or "") <= 40 else repr(text[:40]) + "..."
+        raise ValueError(f"{shown} is not a size like 24GiB, 80GB or 81920MiB (ASCII digits, at most 40)")
+    number = float(m.group(1)) * _UNITS[m.group(2).lower()]    # finite: 40 digits x 2**40 < 1e53
+    if not number <= MAX_BYTES:
+        raise ValueError(f"{text!r}: a GPU's memory is between 1 byte and 1 PiB")
+    value = int(number)
     if not 0 < value <= MAX_BYTES:
         raise ValueError(f"{text!r}: a GPU's memory is between 1 byte and 1 PiB")
     return value

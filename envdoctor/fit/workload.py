@@ -19,6 +19,10 @@ KvDtype = Literal["fp32", "bf16", "fp16", "int8"]
 #: adamw: fused (HF Trainer's default on torch >= 2.8); adamw_foreach: torch.optim.AdamW's own default
 Optimizer = Literal["adamw", "adamw_foreach", "adamw8bit", "sgd", "adafactor"]
 Attention = Literal["sdpa", "eager"]
+#: custom: ``outputs = model(**batch); loss = outputs.loss; loss.backward()`` (the examples' and
+#: accelerate's loop) keeps ``outputs.logits`` through backward and into the next forward;
+#: trainer: HF Trainer's ``compute_loss`` returns the loss only, so the logits are freed first
+Loop = Literal["custom", "trainer"]
 
 DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "int8": 1}
 TORCH_DTYPES = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}
@@ -27,6 +31,7 @@ MAX_BATCH = 65536
 MAX_SEQ = 1 << 20          # 1,048,576 tokens: the longest contexts of released models
 MAX_GPUS = 4096
 MAX_LORA_RANK = 4096
+MAX_TP = 512
 
 
 @dataclass(frozen=True)
@@ -49,6 +54,17 @@ class Workload:
     zero: int = 0
     gpus: int = 1
     attention: Attention = "sdpa"
+    loop: Loop = "custom"
+    #: PYTORCH_CUDA_ALLOC_CONF as the job will run (``expandable_segments:True`` changes the reserve)
+    alloc_conf: str = ""
+    #: the strategy over ``gpus``: ``ddp`` replicas, ``zero`` (FSDP full shard = ZeRO-3), or ``tp``
+    #: tensor parallel (Megatron column/row splits; --infer only)
+    ddp: bool = False
+    tp: int = 1
+    #: ``from_pretrained(device_map="auto")`` over ``gpus`` (accelerate's balanced split of the layers)
+    device_map: bool = False
+    #: pipeline stages (1F1B schedule, ``batch`` is the micro-batch; --train only)
+    pp: int = 1
 
     def with_(self, **changes: object) -> Workload:
         return replace(self, **changes)  # type: ignore[arg-type]
@@ -83,6 +99,43 @@ class Workload:
                 out.append("--optimizer is for --train")
         if self.zero and self.gpus < 2:
             out.append(f"--zero {self.zero} shards over --gpus N; give N of 2 or more")
+        if not 1 <= self.tp <= MAX_TP:
+            out.append(f"--tp must be between 1 and {MAX_TP} (got {self.tp})")
+        strategies = [name for name, on in (("--ddp", self.ddp), (f"--zero {self.zero}", self.zero),
+                                            (f"--tp {self.tp}", self.tp > 1), ("--device-map auto", self.device_map),
+                                            (f"--pp {self.pp}", self.pp > 1)) if on]
+        if self.gpus > 1 and not strategies:
+            out.append(f"--gpus {self.gpus} needs a strategy: " + (
+                "--ddp (replicas), --zero 1|2|3 or --fsdp (sharded states; FSDP full shard is ZeRO-3), "
+                f"--pp {self.gpus} (pipeline stages) or --tp {self.gpus} (tensor parallel, --infer)" if self.train else
+                f"--tp {self.gpus} (tensor parallel: each GPU holds 1/{self.gpus} of the weights and KV cache) "
+                "or --device-map auto (accelerate's split of the layers)"))
+        if len(strategies) > 1:
+            out.append(f"{' and '.join(strategies)}: give one strategy (combinations are not modelled)")
+        if self.tp > 1:
+            if self.train:
+                out.append("--tp is modelled for --infer only (training with tensor parallel: not yet); "
+                           "for training use --zero 3 / --fsdp or --ddp")
+            if self.gpus not in (1, self.tp):
+                out.append(f"--tp {self.tp} with --gpus {self.gpus}: data parallel over tensor-parallel groups "
+                           "is not modelled; give --gpus {self.tp} or leave --gpus out".replace("{self.tp}",
+                                                                                               str(self.tp)))
+        if not 1 <= self.pp <= MAX_TP:
+            out.append(f"--pp must be between 1 and {MAX_TP} (got {self.pp})")
+        if self.pp > 1:
+            if not self.train:
+                out.append("--pp is modelled for --train (1F1B pipeline stages); for inference use --tp N or "
+                           "--device-map auto")
+            if self.gpus not in (1, self.pp):
+                out.append(f"--pp {self.pp} with --gpus {self.gpus}: data parallel over pipelines is not modelled; "
+                           f"give --gpus {self.pp} or leave --gpus out")
+        if self.device_map and self.train:
+            out.append("--device-map auto is for --infer (from_pretrained's layer split); for training use "
+                       "--zero 3 / --fsdp or --ddp")
+        if self.device_map and self.gpus < 2:
+            out.append("--device-map auto splits the layers over --gpus N; give N of 2 or more")
+        if self.ddp and self.gpus < 2:
+            out.append("--ddp replicates over --gpus N; give N of 2 or more")
         if self.amp and self.dtype != "fp32":
             out.append(f"--amp {self.amp} runs fp32 weights under autocast; use it with --dtype fp32 "
                        f"(or --dtype {self.amp} alone for pure {self.amp} weights)")
@@ -94,6 +147,13 @@ class Workload:
 
     def _model_problems(self, spec: ModelSpec) -> list[str]:
         out: list[str] = []
+        if self.pp > 1 and self.pp > spec.total_layers:
+            out.append(f"--pp {self.pp}: {spec.name} has {spec.total_layers} layers, fewer than the stages")
+        if self.tp > 1 and spec.heads % self.tp:
+            out.append(f"--tp {self.tp}: {spec.name}'s {spec.heads} attention heads do not split over "
+                       f"{self.tp} GPUs")
+        if self.tp > 1 and spec.kv_heads >= self.tp and spec.kv_heads % self.tp:
+            out.append(f"--tp {self.tp}: {spec.name}'s {spec.kv_heads} KV heads do not split over {self.tp} GPUs")
         length = self.seq + self.new_tokens
         if spec.traits.learned_positions and spec.max_positions and length > spec.max_positions:
             out.append(f"{spec.name} has {spec.max_positions} learned positions; --seq + --new-tokens "

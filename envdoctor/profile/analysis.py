@@ -320,25 +320,51 @@ def _copy_kind(name: str) -> str:
     return "copy"
 
 
+def _attributed(ops: List[Dict[str, Any]], window: Interval, loading: Sequence[Interval]) -> Dict[str, float]:
+    """Each CPU operator's own time (less its children's), put in the category of the nearest
+    operator at or above it that has one (``aten::mm`` under an autograd node counts as matmul,
+    ``aten::t`` under ``aten::linear`` too); operators inside a batch's loading are left out."""
+    out: Dict[str, float] = {}
+    by_tid: Dict[str, List[Dict[str, Any]]] = {}
+    for e in ops:
+        if e["ts"] < window[1] and e["ts"] + e["dur"] > window[0]:
+            by_tid.setdefault(str(e.get("tid")), []).append(e)
+    for events in by_tid.values():
+        events.sort(key=lambda e: (e["ts"], -e["dur"]))
+        stack: List[List[Any]] = []          # [end, category, own seconds] of the open operators
+
+        for e in events:
+            a, b = _span(e)
+            _close(stack, a, out)
+            if overlap([(a, b)], list(loading)):
+                continue
+            inherited = next((item[1] for item in reversed(stack) if item[1] != "elementwise/other"), None)
+            cat = _op_category(e["name"]) or inherited or "elementwise/other"
+            if cat == "comms":
+                continue
+            if stack:
+                stack[-1][2] -= (b - a) / 1e6
+            stack.append([b, cat, (b - a) / 1e6])
+        _close(stack, float("inf"), out)
+    return out
+
+
+def _close(stack: List[List[Any]], until: float, out: Dict[str, float]) -> None:
+    while stack and stack[-1][0] <= until:
+        _, cat, own = stack.pop()
+        out[cat] = out.get(cat, 0.0) + max(own, 0.0)
+
+
 def _cpu(cpu_ops: List[Dict[str, Any]], comm_cpu: List[Dict[str, Any]], n: int, window: Interval,
          loading: List[Interval], optimizer: float) -> Breakdown:
     wall = (window[1] - window[0]) / 1e6
     step_s = wall / n
     dataloader = sum(b - a for a, b in loading)
+    seconds = _attributed(cpu_ops, window, loading)
     top = [e for e in _top_level(cpu_ops) if e["ts"] < window[1] and e["ts"] + e["dur"] > window[0]
-           and not overlap([_span(e)], loading)]   # the batch's own ops count as loading it
-    compute: Dict[str, List[Interval]] = {}
-    compute_spans: List[Interval] = []
-    matmul = 0.0
-    for e in top:
-        cat = _op_category(e["name"]) or "elementwise/other"
-        if cat == "comms":
-            continue
-        span = _inside([_span(e)], window)
-        compute.setdefault(cat, []).extend(span)
-        compute_spans.extend(span)
-        if cat == "matmul":
-            matmul += sum(b - a for a, b in span) / 1e6
+           and not overlap([_span(e)], loading) and _op_category(e["name"]) != "comms"]
+    compute_spans = _inside([_span(e) for e in top], window)
+    matmul = seconds.get("matmul", 0.0)
     comm_spans = _inside([_span(e) for e in comm_cpu], window)
     comms: Dict[str, float] = {}
     for e in comm_cpu:
@@ -348,7 +374,7 @@ def _cpu(cpu_ops: List[Dict[str, Any]], comm_cpu: List[Dict[str, Any]], n: int, 
     comm_total = sum(b - a for a, b in comm_m) / 1e6
     return Breakdown(
         device="cpu", step_s=step_s, busy_s=None, idle_s=None,
-        compute=_shares({k: union(v) / 1e6 for k, v in compute.items()}, n, step_s),
+        compute=_shares(seconds, n, step_s),
         copies=(), comms=_shares({k: min(v, comm_total) for k, v in comms.items()}, n, step_s),
         comm_s=comm_total / n,
         comm_overlap=(overlap(comm_m, merged(compute_spans)) / 1e6 / comm_total) if comm_total > 0 else None,

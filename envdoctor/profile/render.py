@@ -6,6 +6,7 @@ import datetime
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from envdoctor import __version__
+from envdoctor.documents import stamp
 from envdoctor.facts.serde import to_data
 from envdoctor.findings import Finding
 from envdoctor.lines import finding_lines, verdict
@@ -126,7 +127,7 @@ def document(run: ProfileRun, throughput: Throughput, findings: Tuple[Finding, .
              exit_code: int, rank: int = 0, world: int = 1) -> Dict[str, Any]:
     fig = dict(run.figures or {})
     fig.pop("trace", None)
-    return {
+    return stamp({
         "schema": SCHEMA, "envdoctor_version": __version__,
         "created_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "command": list(command), "rank": rank, "world_size": world,
@@ -137,7 +138,7 @@ def document(run: ProfileRun, throughput: Throughput, findings: Tuple[Finding, .
         "summary": {"exit_code": exit_code, "findings": len(findings),
                     "errors": sum(1 for f in findings if f.severity == "error"),
                     "warnings": sum(1 for f in findings if f.severity == "warning")},
-    }
+    }, exit_code)
 
 
 def merged_lines(docs: Sequence[Dict[str, Any]], world: int) -> List[str]:

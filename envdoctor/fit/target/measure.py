@@ -195,11 +195,18 @@ def make_optimizer(torch, name, params, device):
     raise Failure("usage", "unknown optimizer %r" % name)
 
 
-def loss_of(model, ids, builder):
-    """The loss only: the output object (and its logits) is dropped before backward, as HF Trainer does."""
+def loss_of(model, ids, builder, loop):
+    """(loss, what the caller keeps). ``trainer``: the output object (and its logits) is dropped
+    before backward, as HF Trainer's ``compute_loss`` does; ``custom``: the loop of the examples,
+    ``outputs = model(**batch); loss = outputs.loss; loss.backward()``, keeps ``outputs`` (its
+    logits) through backward and the optimizer step until the next forward has returned."""
+    custom = loop != "trainer"
     if builder == "reference":
-        return model(ids, labels=ids)
-    return model(input_ids=ids, labels=ids).loss
+        if custom:
+            return model(ids, labels=ids, keep_logits=True)
+        return model(ids, labels=ids), None
+    outputs = model(input_ids=ids, labels=ids)
+    return outputs.loss, (outputs if custom else None)
 
 
 class SavedBytes(object):
@@ -270,6 +277,9 @@ def train(torch, model, cfg, mem, clock, dev, builder, res, phases):
         return torch.autocast(dev.type, dtype=amp_dtype)
 
     saved = None
+    kept = None
+    loop = w.get("loop") or "custom"
+    res["loop"] = loop
     times = []
     measured = False
     # Step 1 warms up, step 2 is measured (and timed on a GPU; on the CPU the tracker slows it, so
@@ -288,7 +298,7 @@ def train(torch, model, cfg, mem, clock, dev, builder, res, phases):
             break
         if measure:
             mem.register(list(model.parameters()) + list(model.buffers()) + [ids]
-                         + list(opt_state_tensors(torch, opt)))
+                         + list(opt_state_tensors(torch, opt)) + list(cache_tensors(torch, kept)))
         track = mem.tracking() if measure else _null()
         with track:
             if measure:
@@ -296,14 +306,16 @@ def train(torch, model, cfg, mem, clock, dev, builder, res, phases):
             t0 = clock.mark()
             name = "step %d: " % step
             phases.begin(name + "forward", measure)
+            # ``kept`` (the custom loop's outputs) of the step before stays alive until this forward
+            # returns: the assignment replaces it only then, as in a user's loop
             if measure and not w.get("grad_checkpointing"):
                 saved = SavedBytes(torch, model, bool(amp))
                 with saved.hooks():
                     with autocast():
-                        loss = loss_of(model, ids, builder)
+                        loss, kept = loss_of(model, ids, builder, loop)
             else:
                 with autocast():
-                    loss = loss_of(model, ids, builder)
+                    loss, kept = loss_of(model, ids, builder, loop)
             if measure:
                 phases.end("forward")
             phases.begin(name + "backward", measure)
@@ -333,6 +345,7 @@ def train(torch, model, cfg, mem, clock, dev, builder, res, phases):
             res["loss"] = value
         if step >= 2 and not (measure and cpu):
             times.append(clock.ms(t0, t1) / 1000.0)
+    del kept
     if saved is not None:
         res["memory"]["saved_bytes"] = sum(saved.activations.values())
         res["memory"]["autocast_copy_bytes"] = sum(saved.weight_copies.values()) if amp else None

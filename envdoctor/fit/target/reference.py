@@ -183,13 +183,16 @@ def build_reference(torch, shape, dtype, device, attention):
                     x = layer(x, cos, sin, mask, cache)
             return self.norm(x)
 
-        def forward(self, input_ids, labels=None):
-            logits = self.lm_head(self.hidden(input_ids))
+        def forward(self, input_ids, labels=None, keep_logits=False):
+            """The logits; with ``labels`` the loss, or (loss, the head's logits) with ``keep_logits``,
+            as transformers' output object holds both."""
+            head = self.lm_head(self.hidden(input_ids))
             if labels is None:
-                return logits
-            logits = logits.float()
+                return head
+            logits = head.float()
             shifted = F.pad(labels, (0, 1), value=-100)[..., 1:].contiguous()
-            return F.cross_entropy(logits.view(-1, self.vocab), shifted.view(-1), ignore_index=-100)
+            loss = F.cross_entropy(logits.view(-1, self.vocab), shifted.view(-1), ignore_index=-100)
+            return (loss, head) if keep_logits else loss
 
         def generate_tokens(self, ids, new_tokens):
             """Greedy generation of exactly ``new_tokens``; returns (tokens, cache)."""

@@ -1,0 +1,51 @@
+"""benchmarks/bench_fit_accuracy.py without a GPU: its sets, the held-out recording, --only, --recompute."""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import asdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import bench_fit_accuracy as bench  # noqa: E402
+
+from envdoctor.fit.constants import Constants, read_constants  # noqa: E402
+
+HELDOUT = ROOT / "docs" / "examples" / "h200" / "fit-heldout-2026-12-01.json"
+
+
+def test_the_data_files_constants_are_the_dataclass_defaults():
+    """Tests read the frozen table copy, which predates the allocator model: its defaults must be the data's."""
+    data, defaults = asdict(read_constants(ROOT / "data" / "fit.toml")), asdict(Constants())
+    allocator = [k for k in defaults if k.startswith("allocator_") and k != "allocator_reserve"]
+    assert len(allocator) == 8
+    assert {k: data[k] for k in allocator} == {k: defaults[k] for k in allocator}
+
+
+def test_the_held_out_set_is_the_one_written_down_and_disjoint_from_the_in_sample_set():
+    names = [c.name for c in bench.HELDOUT_CASES]
+    assert [n.split()[0] for n in names] == [f"H{i}" for i in range(1, 25)]
+    doc = (ROOT / "docs" / "fit.md").read_text()
+    for n in names:
+        assert n in doc, n
+    in_sample = {(c.model, c.workload, c.layers, c.config) for c in bench.GPU_CASES}
+    assert not any((c.model, c.workload, c.layers, c.config) in in_sample for c in bench.HELDOUT_CASES)
+    for c in bench.HELDOUT_CASES + bench.EXTRA_CASES:
+        spec, raw = bench.model_of(c)
+        assert spec.layers > 0 and raw
+
+
+def test_only_an_id_is_that_row(capsys):
+    assert bench.main(["--set", "held-out", "--only", "H2", "--list"]) == 0
+    out = capsys.readouterr().out.strip().splitlines()
+    assert len(out) == 1 and out[0].startswith("H2 gpt2-medium")
+
+
+def test_the_recorded_held_out_run_recomputes_with_its_measured_rows():
+    rows = json.loads(HELDOUT.read_text())["rows"]
+    assert len(rows) == 24 and sum(1 for r in rows if r["status"] == "measured") == 22
+    table = bench.recompute([HELDOUT])
+    assert "11 of 22 within -5%..+10%" in table and "6 under by more than 10%" in table
