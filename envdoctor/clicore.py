@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import math
 import os
 import sys
 from pathlib import Path
@@ -59,25 +60,183 @@ def closed_pipe() -> None:
     sys.exit(EXIT_PIPE)
 
 
+#: The longest text read as one number on the command line (more is not a number anyone typed).
+MAX_NUMBER_CHARS = 40
+#: The longest any timeout may be: a day.
+MAX_TIMEOUT = 86400.0
+
+
+def ascii_int(text: str) -> Optional[int]:
+    """``text`` as a non-negative integer when it is ASCII digits only (at most 18 of them, surrounding
+    blanks allowed), else None: ``"²"``, ``"٣"`` and ``"1e3"`` are not numbers here, although
+    Python's ``str.isdigit``, ``int`` and ``float`` take some of them.
+
+    >>> ascii_int(" 07 "), ascii_int("²"), ascii_int("٣"), ascii_int("-1"), ascii_int("9" * 19)
+    (7, None, None, None, None)
+    """
+    text = text.strip()
+    if not text or len(text) > 18 or not text.isascii() or not text.isdigit():
+        return None
+    return int(text)
+
+
+class Number(click.FloatRange):
+    """A finite number within ``low``..``high`` (``low_open``: above ``low``), for every numeric
+    option: NaN, inf, a bound crossed, non-ASCII digits (``"٣"``, which ``float`` takes) and text
+    of more than 40 characters are a usage error (exit 2) that names the accepted range. It is a
+    FloatRange only for the range ``--help`` shows (``[1<=x<=3600]``); it converts on its own.
+
+    >>> Number(0.1, 86400, unit="s").convert("2.5", None, None), Number(1, 8, integer=True).convert("3", None, None)
+    (2.5, 3)
+    >>> Number(0.1, 86400, unit="s").convert("nan", None, None)
+    Traceback (most recent call last):
+    ...
+    click.exceptions.BadParameter: 'nan': give a number from 0.1 to 86400 s
+    """
+
+    def __init__(self, low: float, high: float, *, integer: bool = False, low_open: bool = False,
+                 unit: str = "") -> None:
+        super().__init__(min=low, max=high, min_open=low_open)    # the range --help shows: [0.1<=x<=86400]
+        self.low, self.high, self.integer, self.low_open, self.unit = low, high, integer, low_open, unit
+        self.name = "integer" if integer else "number"
+
+    def fail(self, message: str, param: Any = None, ctx: Any = None) -> Any:
+        _refuse(message, param, ctx)
+        return super().fail(message, param, ctx)
+
+    def describe(self) -> str:
+        kind = "a whole number" if self.integer else "a number"
+        low = f"above {self.low:g}" if self.low_open else f"from {self.low:g}"
+        return f"{kind} {low} to {self.high:g}" + (f" {self.unit}" if self.unit else "")
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> Any:
+        if isinstance(value, bool):
+            self.fail(f"{value!r}: give {self.describe()}", param, ctx)
+        if isinstance(value, (int, float)):
+            number: Any = value
+        else:
+            text = str(value).strip()
+            number = None
+            if text and len(text) <= MAX_NUMBER_CHARS and text.isascii():
+                try:
+                    number = int(text, 10) if self.integer else float(text)
+                except ValueError:
+                    number = None
+            if number is None:
+                self.fail(f"{str(value)[:MAX_NUMBER_CHARS]!r}: give {self.describe()}", param, ctx)
+        if isinstance(number, float) and not math.isfinite(number):
+            self.fail(f"{value!r}: give {self.describe()}", param, ctx)
+        too_low = number <= self.low if self.low_open else number < self.low
+        if too_low or number > self.high:
+            self.fail(f"{str(value)[:MAX_NUMBER_CHARS]!r}: give {self.describe()}", param, ctx)
+        return int(number) if self.integer else float(number)
+
+    def __repr__(self) -> str:
+        return f"Number({self.low!r}, {self.high!r})"
+
+
+class AsciiInt(click.ParamType):
+    """A whole number in ASCII digits (a sign allowed, at most 18 digits), for options whose range
+    their command checks itself (fit's, with its own messages): Click's ``int`` would read ``"٣"``
+    as 3 and take ``"²"`` to a ValueError.
+
+    >>> AsciiInt().convert(" -3 ", None, None)
+    -3
+    """
+
+    name = "integer"
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> Any:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        text = str(value).strip()
+        number = ascii_int(text[1:] if text[:1] in "+-" and len(text) > 1 else text)
+        if number is None:
+            self.fail(f"{str(value)[:MAX_NUMBER_CHARS]!r} is not a whole number (ASCII digits)", param, ctx)
+        return -number if text.startswith("-") else number
+
+
+def _refuse(message: str, param: Any, ctx: Any) -> None:
+    """A value that came from an environment variable (``ENVDOCTOR_INDEX_TTL=nan``) is refused in
+    the variable's name, not the option's (the user set no option)."""
+    name = getattr(param, "name", None)
+    envvar = getattr(param, "envvar", None)
+    if ctx is None or not name or not isinstance(envvar, str):
+        return
+    if ctx.get_parameter_source(name) == click.core.ParameterSource.ENVIRONMENT:
+        raise click.UsageError(f"{envvar} (the variable, not an option): {message}", ctx)
+
+
+def seconds(low: float = 0.1, high: float = MAX_TIMEOUT) -> Number:
+    """A duration option's type: seconds from ``low`` to ``high`` (default up to a day)."""
+    return Number(low, high, unit="seconds")
+
+
+#: The longest file name (one component) and path Linux takes, in bytes (NAME_MAX, PATH_MAX).
+NAME_MAX, PATH_MAX = 255, 4096
+
+
+def path_problem(value: str) -> Optional[str]:
+    """Why no file can have this path (a NUL, a name or path past the system's limit), or None (an
+    empty path is the command's to refuse, with its own hint). ``os.stat`` would raise ValueError
+    or OSError (ENAMETOOLONG) for these, and end the run as a bug.
+
+    >>> path_problem("reports/a.json"), path_problem("a\\0b"), path_problem("x" * 300)
+    (None, 'a path cannot hold a NUL character', 'a file name of 300 bytes (at most 255)')
+    """
+    if "\0" in value:
+        return "a path cannot hold a NUL character"
+    size = len(value.encode("utf-8", "surrogatepass"))
+    if size > PATH_MAX:
+        return f"a path of {size} bytes (at most {PATH_MAX})"
+    longest = max((len(part.encode("utf-8", "surrogatepass")) for part in value.split("/")), default=0)
+    if longest > NAME_MAX:
+        return f"a file name of {longest} bytes (at most {NAME_MAX})"
+    return None
+
+
+class FilePath(click.Path):
+    """``click.Path`` that first refuses what no file can be named (:func:`path_problem`): one line,
+    exit 2, where ``os.stat`` would raise ValueError (a NUL) or ENAMETOOLONG."""
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> Any:
+        if isinstance(value, str):
+            problem = path_problem(value)
+            if problem is not None:
+                _refuse(problem, param, ctx)
+                self.fail(problem, param, ctx)
+        return super().convert(value, param, ctx)
+
+
+def _python_path(ctx: click.Context, param: click.Parameter, value: Optional[str]) -> Optional[str]:
+    """``--python``: refused when empty, blank, or holding a NUL (no program has such a name)."""
+    if value is None:
+        return None
+    if not value.strip():
+        raise click.BadParameter("it is empty: give the path of a Python interpreter (or a name on PATH)")
+    problem = path_problem(value)
+    if problem is not None:
+        raise click.BadParameter(problem)
+    return value
+
+
 def python_option(f: Callable) -> Callable:
     return click.option(
-        "--python", "python", metavar="PATH", default=None,
+        "--python", "python", metavar="PATH", default=None, callback=_python_path,
         help="Target interpreter whose torch is inspected (default: python3 on PATH).",
     )(f)
 
 
 def timeout_option(f: Callable) -> Callable:
     return click.option(
-        "--timeout", type=click.FloatRange(min=0.1), default=10.0, show_default=True,
+        "--timeout", type=seconds(), default=10.0, show_default=True,
         help="Seconds each external command may take (nvidia-smi, conda, docker, nvcc, the target Python).",
     )(f)
 
 
-
-
 def torch_timeout_option(f: Callable) -> Callable:
     return click.option(
-        "--torch-timeout", type=click.FloatRange(min=0.1), default=TORCH_TIMEOUT, show_default=True,
+        "--torch-timeout", type=seconds(), default=TORCH_TIMEOUT, show_default=True,
         help="Seconds the target Python may take to import torch and answer (CUDA init included).",
     )(f)
 
@@ -88,7 +247,7 @@ def debug_option(f: Callable) -> Callable:
 
 def root_option(f: Callable) -> Callable:
     # For tests and for inspecting a mounted image: read /sys, /proc, /etc under this folder.
-    return click.option("--root", type=click.Path(file_okay=False, path_type=Path), default=None,
+    return click.option("--root", type=FilePath(file_okay=False, path_type=Path), default=None,
                         hidden=True, envvar="ENVDOCTOR_ROOT")(f)
 
 
@@ -247,21 +406,61 @@ class ChoiceList(click.ParamType):
         return names
 
 
+#: GPU indices go below this (NVML numbers at most a few dozen; CUDA_VISIBLE_DEVICES the same).
+MAX_GPUS = 1024
+
+
 def gpu_index_or_all(ctx: click.Context, param: Any, value: str) -> str:
-    """Click callback of ``--device``: ``"all"``, or one GPU index below 1024 (``"01"`` -> ``"1"``)."""
+    """Click callback of ``--device``: ``"all"``, or one GPU index below 1024 (``"01"`` -> ``"1"``),
+    in ASCII digits (``"²"`` and ``"٣"`` are refused, although ``str.isdigit`` takes them)."""
     value = value.strip().lower()
     if value == "all":
         return value
-    if value.isdigit() and int(value) < 1024:
-        return str(int(value))
-    raise click.BadParameter(f"{value!r}: give a GPU index (0, 1, ...) or 'all'")
+    index = ascii_int(value)
+    if index is not None and index < MAX_GPUS:
+        return str(index)
+    raise click.BadParameter(f"{value[:MAX_NUMBER_CHARS]!r}: give a GPU index (0, 1, ... up to {MAX_GPUS - 1}) "
+                             "or 'all'")
+
+
+def check_visible_devices(env: Optional[Any] = None) -> None:
+    """A usage error (exit 2, one line naming the variable and its form) when CUDA_VISIBLE_DEVICES
+    holds something that is no GPU index or UUID (``"²"``, ``"٣"``, ``"999999999999"``)."""
+    from envdoctor.parse.visible import VisibleError, check_visible
+
+    try:
+        check_visible((os.environ if env is None else env).get("CUDA_VISIBLE_DEVICES"))
+    except VisibleError as exc:
+        raise click.UsageError(str(exc)) from None
+
+
+def gpu_indices(value: str) -> Tuple[int, ...]:
+    """``"0,1,3"`` as GPU indices, each below 1024 and named once; ValueError (its message for the
+    user) otherwise.
+
+    >>> gpu_indices("0, 1,3")
+    (0, 1, 3)
+    >>> gpu_indices("0,0")
+    Traceback (most recent call last):
+    ...
+    ValueError: GPU 0 is named twice
+    """
+    out: list = []
+    for part in value.split(","):
+        index = ascii_int(part)
+        if index is None or index >= MAX_GPUS:
+            raise ValueError(f"{part.strip()[:MAX_NUMBER_CHARS]!r} is not a GPU index (0 to {MAX_GPUS - 1})")
+        if index in out:
+            raise ValueError(f"GPU {index} is named twice")
+        out.append(index)
+    return tuple(out)
 
 
 # --- --html and -o: one self-contained page per run (envdoctor/htmlpage.py) ---------------------------------
 
 def html_options(f: Callable) -> Callable:
     """``--html`` (a page beside --json) and ``-o FILE`` (write it atomically instead of printing it)."""
-    f = click.option("-o", "--output", "html_output", type=click.Path(dir_okay=False, path_type=Path), default=None,
+    f = click.option("-o", "--output", "html_output", type=FilePath(dir_okay=False, path_type=Path), default=None,
                      metavar="FILE", help="With --html: write the page to FILE (atomically) instead of printing it.")(f)
     return click.option("--html", "as_html", is_flag=True,
                         help="Print one self-contained HTML page (no network, no external files; the JSON "

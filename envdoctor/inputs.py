@@ -46,10 +46,12 @@ def read_input(path: str | Path, max_bytes: int = MAX_BYTES) -> str:
     """The UTF-8 text of the regular file at ``path`` (symlinks followed), at most ``max_bytes``.
 
     Raises only :class:`InputError`: missing, not a regular file (folder, FIFO, device, socket),
-    unreadable (permission, I/O error), larger than ``max_bytes``, or not UTF-8. Never blocks and
+    unreadable (permission, I/O error), larger than ``max_bytes``, not UTF-8, or a path with a NUL. Never blocks and
     never opens a device (opening some has effects): the path is checked with ``stat`` first, then
     opened non-blocking and checked again with ``fstat`` before anything is read.
     """
+    if "\0" in str(path):                     # os.stat would raise ValueError
+        raise InputError(repr(str(path))[:80], "names no file (a path cannot hold a NUL character)")
     try:
         _refuse_special(path, os.stat(path).st_mode)
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)

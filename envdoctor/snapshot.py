@@ -215,6 +215,11 @@ def check_target(path: Path, force: bool = False) -> None:
     if kind is not None:
         raise SnapshotError(f"cannot write {path}: it is {kind}, not a regular file (envdoctor replaces only "
                             "regular files)")
+    if os.path.lexists(path.parent) and not os.path.isdir(path.parent):
+        raise SnapshotError(f"cannot write {path}: {path.parent} is not a folder")
+    if not os.path.isdir(path.parent):
+        raise SnapshotError(f"cannot write {path}: the folder {path.parent} does not exist (-o creates no "
+                            "folders; make it first or give another path)")
     why = _unwritable(path.parent)
     if why:
         raise SnapshotError(f"cannot write {path}: {why}")

@@ -38,9 +38,11 @@ def burn(*args):
 
 
 @pytest.mark.parametrize("args,message", [
-    (["--seconds", "4"], "4.0 is not in the range 5.0<=x<=86400.0"),
-    (["--seconds", "90000"], "not in the range"),
-    (["--device", "x"], "'x': give a GPU index (0, 1, ...) or 'all'"),
+    (["--seconds", "4"], "'--seconds': '4': give a number from 5 to 86400 seconds"),
+    (["--seconds", "90000"], "'90000': give a number from 5 to 86400 seconds"),
+    (["--seconds", "nan"], "'nan': give a number from 5 to 86400 seconds"),
+    (["--device", "x"], "'x': give a GPU index (0, 1, ... up to 1023) or 'all'"),
+    (["--device", "\u00b2"], "'\u00b2': give a GPU index (0, 1, ... up to 1023) or 'all'"),
     (["--dtype", "int8"], "'int8': choose from bf16, fp16, tf32, fp32, fp64"),
     (["--python", "/nonexistent/python3"], "--python /nonexistent/python3: not found or not executable"),
 ])

@@ -205,9 +205,22 @@ def test_unreachable_index_falls_back_to_the_table(tmp_path, no_probe):
 NO_GPU = ["--no-gpu", "--os", "ubuntu:24.04", "--python-version", "3.12"]
 
 
-@pytest.mark.parametrize("args, way", [
+@pytest.mark.parametrize("args, said", [
     (["--torch", ">=9"], "no torch release matches '>=9'; the newest envdoctor knows is 2.13.0"),
     (["--torch", "2.1.5"], "no torch 2.1.5 in envdoctor's table: torch 2.1 has 2.1.0, 2.1.1, 2.1.2"),
+])
+def test_torch_no_release_matches_is_one_line_exit_2_before_any_plan(args, said, no_probe):
+    """Issue 26: --torch 9.9 led with "nothing fits as the machine is"; no such torch exists, so it
+    is the user's input that cannot be planned with (exit 2), said before anything is planned."""
+    for extra in ([], ["--json"]):
+        r = run("--offline", *extra, *NO_GPU, *args)
+        assert r.exit_code == 2, r.output
+        lines = r.output.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("envdoctor recommend: --torch: " + said), r.output
+        assert "nothing fits" not in r.output
+
+
+@pytest.mark.parametrize("args, way", [
     (["--torch", "1.13"], "torch 1.13 has no wheels for Python 3.12 (it has 3.7-3.10)"),
     (["--python-version", "3.15"], "Python 3.15 has no torch wheels yet; 3.14 does"),
     (["--python-version", "2.7"], "Python 2.7 has no torch wheels"),

@@ -36,9 +36,16 @@ def one_line_exit_2(args, expected):
     return r
 
 
+@pytest.mark.parametrize("blank", ["", "  "], ids=["empty", "blank"])
+def test_empty_python_is_refused_by_the_option_itself(blank, no_probe):
+    """Every command's --python refuses an empty value (clicore), recommend's too."""
+    r = CliRunner().invoke(cli, ["recommend", *WHATIF, f"--python={blank}"])
+    assert r.exit_code == 2, r.output
+    assert r.output.strip().splitlines() == ["Error: Invalid value for '--python': it is empty: give the path of a "
+                                             "Python interpreter (or a name on PATH)"], r.output
+
+
 @pytest.mark.parametrize("option, expected", [
-    ("--python", "--python is empty: give the interpreter to plan for (e.g. /opt/venv/bin/python), "
-                 "or leave it out for python3 on PATH"),
     ("--torch", "--torch is empty: give a torch version or a PEP 440 specifier (2.7, 2.7.1, '>=2.4,<2.6'), "
                 "or leave it out for the newest that works"),
     ("--driver", "--driver is empty: give a driver version (570.133.20, or a branch such as 580), "
@@ -53,7 +60,7 @@ def one_line_exit_2(args, expected):
 @pytest.mark.parametrize("blank", ["", "  "], ids=["empty", "blank"])
 def test_empty_option_is_refused_not_silently_ignored(option, expected, blank, no_probe):
     one_line_exit_2([*WHATIF, "--python-version", "3.12", f"{option}={blank}"]
-                    if option not in ("--python", "--python-version") else [*WHATIF, f"{option}={blank}"],
+                    if option != "--python-version" else [*WHATIF, f"{option}={blank}"],
                     expected)
 
 
@@ -246,3 +253,20 @@ def test_a_5000_character_value_is_exit_2_not_an_internal_error(option, value, n
 ])
 def test_numbers_no_real_value_has_are_refused(option, value, expected, no_probe):
     one_line_exit_2([*WHATIF, "--python-version", "3.12", option, value], expected)
+
+
+def test_recommend_torch_that_no_release_matches_names_the_newest_known(no_probe):
+    """Issue 26: --torch 9.9 led with "nothing fits as the machine is"; no torch 9.9 exists."""
+    r = CliRunner().invoke(cli, ["recommend", *WHATIF, "--torch", "9.9"])
+    assert r.exit_code == 2, r.output
+    lines = r.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(
+        "envdoctor recommend: --torch: no torch release matches '9.9'; the newest envdoctor knows is 2."), r.output
+    assert "nothing fits" not in r.output
+
+
+@pytest.mark.parametrize("spec", ["2.7", "2.7.1", ">=2.4,<2.6", "2.7.1+cu118"])
+def test_recommend_torch_of_a_known_release_still_plans(spec, no_probe):
+    r = CliRunner().invoke(cli, ["recommend", *WHATIF, "--python-version", "3.12", "--torch", spec])
+    assert r.exit_code in (0, 1), r.output
+    assert "knows no torch release" not in r.output

@@ -343,6 +343,14 @@ def test_snapshot_into_a_folder_under_a_file_is_one_line(tmp_path):
     one_line_exit_2(r, f"cannot write {notes / 'before.json'}: {notes} is not a folder")
 
 
+def test_snapshot_into_a_folder_that_does_not_exist_is_refused_not_created(tmp_path):
+    """Issue 26: snapshot -o /nonexistent/dir/x.json created the folders."""
+    target = tmp_path / "nonexistent" / "dir" / "x.json"
+    r = run(h200(tmp_path), "snapshot", "-o", str(target), *FAST)
+    one_line_exit_2(r, f"cannot write {target}: the folder {target.parent} does not exist (-o creates no folders")
+    assert not (tmp_path / "nonexistent").exists()
+
+
 @pytest.mark.skipif(os.geteuid() == 0, reason="root writes into any folder")
 def test_snapshot_into_a_folder_the_user_cannot_write_is_one_line(tmp_path):
     locked = tmp_path / "locked"

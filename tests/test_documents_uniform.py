@@ -9,6 +9,7 @@ output, tests/machines.py), and checked against the schema as ``envdoctor schema
 from __future__ import annotations
 
 import json
+from pathlib import Path
 import re
 import sys
 import jsonschema
@@ -24,6 +25,9 @@ from tests.torchtest import needs_torch
 FAST = ["--skip", "torch", "--skip", "conda", "--skip", "docker", "--skip", "toolkits"]
 SNAPSHOT = ROOT / "tests/fixtures/snapshots/h200-580.json"
 H200_CHECK = ROOT / "tests/fixtures/h200-driver580-cuda13/envdoctor-check.json"
+
+
+FIXTURES = Path(__file__).parent / "fixtures"
 
 
 def invoke(*args, env=None):
@@ -102,12 +106,18 @@ WRITERS = {
     "topo": lambda tmp, mp: _topo(tmp),
     "fleet": lambda tmp, mp: _fleet(tmp),
     "explain": lambda tmp, mp: invoke("explain", "--json"),
+    "dockerfile": lambda tmp, mp: invoke("dockerfile", str(FIXTURES / "dockerfiles" / "vllm-style.Dockerfile"),
+                                         "--driver", "580.65.06", "--json"),
 }
 #: these run a real torch in a child (CPU torch in CI)
 TORCH_WRITERS = {
     "burn": lambda tmp, mp: invoke("burn", "--python", sys.executable, "--seconds", "5", "--json",
                                    env={"HOME": str(tmp)}),
-    "comms": lambda tmp, mp: invoke("comms", "--python", sys.executable, "--json", env={"CUDA_VISIBLE_DEVICES": ""}),
+    "comms": lambda tmp, mp: invoke("comms", "--backend", "gloo", "--nproc", "2", "--python", sys.executable, "--json",
+                                    env={"CUDA_VISIBLE_DEVICES": ""}),
+    "diag": lambda tmp, mp: invoke("diag", "--python", sys.executable, "--json", env={"CUDA_VISIBLE_DEVICES": ""}),
+    "profile": lambda tmp, mp: invoke("profile", "--json", "--steps", "2", "--", sys.executable,
+                                      str(FIXTURES / "profile" / "fp32_matmul.py")),
 }
 
 

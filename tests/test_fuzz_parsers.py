@@ -22,15 +22,21 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import click
+
 from envdoctor import documents, report
+from envdoctor.child import decode_line, from_ran
+from envdoctor import clicore
+from envdoctor.links import plan as comms_plan
 from envdoctor.fit import config as fit_config
 from envdoctor.fleet import nodelist
 from envdoctor.parse import (
     ParseError, compiler, conda, cpuinfo, docker, indexconf, jsontext, nccl_log, nvcc, nvidia_proc, nvidia_smi,
-    nvidia_topo, pciids, torch,
+    nvidia_topo, pciids, torch, visible,
 )
 from envdoctor.report import ReportError
 from envdoctor.redact import mask_text, mask_url
+from envdoctor.run import Ran
 from envdoctor.wheels import pages, target
 
 EXAMPLES = int(os.environ.get("ENVDOCTOR_FUZZ_EXAMPLES", "25"))
@@ -124,7 +130,44 @@ CASES = [
     Case("pciids.nvidia_devices", pciids.nvidia_devices),
     Case("nodelist.expand", nodelist.expand, (nodelist.NodelistError,)),
     Case("fit.config.spec_from_text", lambda t: fit_config.spec_from_text(t, "config.json"), (fit_config.ConfigError,)),
+    # user input on the command line and in the environment (issue 26 section 3, issue 27)
+    Case("visible.check_visible", visible.check_visible, (visible.VisibleError,)),
+    Case("visible.visible_count", lambda t: visible.visible_count(t, 8)),
+    Case("comms.plan.parse_sizes", comms_plan.parse_sizes, (comms_plan.SizeError,)),
+    Case("clicore.ascii_int", clicore.ascii_int),
+    Case("clicore.gpu_indices", clicore.gpu_indices, (ValueError,)),
+    Case("clicore.path_problem", clicore.path_problem),
+    Case("clicore.Number", lambda t: clicore.Number(0.1, 86400).convert(t, None, None), (click.BadParameter,)),
 ]
+
+
+def _burn_child(text: str) -> Any:
+    from envdoctor.burn.collect import from_child
+
+    return from_child(from_ran("burn.py", "python3", Ran(("python3", "-"), 0, text, "", 1.0)))
+
+
+def _comms_child(text: str) -> Any:
+    from envdoctor.links.analysis_comms import build
+    from envdoctor.facts.links import LinksFacts
+    from envdoctor.links.table import load_links
+    from envdoctor.links.analysis_topo import expected
+
+    runs = [from_ran("comms.py", "python3", Ran(("python3", "-"), 0, text, "", 1.0))]
+    table, links = load_links(), LinksFacts()
+    return build(runs, backend="nccl", launcher="envdoctor", world=1, links=links, top=expected(links, table),
+                 table=table, nccl=None, nccl_log_note=None, env={}, ranks=[0], common={})
+
+
+def _protocol_lines(text: str) -> str:
+    """``text`` as the child protocol's lines: each line of it as a result, an event and itself, cut
+    as the runner cuts a child's output (MAX_LINE a line, MAX_OUTPUT in all)."""
+    from envdoctor.run import MAX_LINE, MAX_OUTPUT
+
+    lines = [line[:MAX_LINE // 3] for line in text.splitlines()[:200]]
+    out = "\n".join(f'{{"envdoctor_child": 2, "kind": "{k}", "{k}": {line}, "result": {line}}}'
+                    for line in lines for k in ("result", "device", "point", "plan")) + "\n" + text
+    return "\n".join(line[:MAX_LINE] for line in out[:MAX_OUTPUT].splitlines())
 #: Parsers of JSON a tool prints: the bounded reader's errors are theirs to raise.
 JSON_CASES = [
     Case("docker.parse_version_json", docker.parse_version_json, (ParseError,)),
@@ -137,6 +180,10 @@ JSON_CASES = [
     Case("documents.read_any", lambda t: documents.read_any(t, ("report", "snapshot", "bench", "burn"), "fuzz.json"),
          (documents.DocumentError,)),
     Case("report.parse_report", lambda t: report.parse_report(t, "fuzz.json"), (documents.DocumentError, ReportError)),
+    # the child protocol's lines, as the hosts of bench, burn and comms read them
+    Case("child.decode_line", decode_line),
+    Case("burn.collect.from_child", lambda t: _burn_child(_protocol_lines(t))),
+    Case("comms.result.build", lambda t: _comms_child(_protocol_lines(t))),
 ]
 
 

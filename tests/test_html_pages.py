@@ -150,7 +150,7 @@ def test_examples_in_docs_are_pages(tmp_path):
 @needs_torch
 @pytest.mark.parametrize("args, verdict", [
     (["burn", "--seconds", "5"], "CPU NONE"),
-    (["comms"], "rank"),
+    (["comms", "--backend", "gloo", "--nproc", "2"], "rank"),
 ])
 def test_burn_and_comms_pages_of_a_real_cpu_run(args, verdict, tmp_path):
     import sys

@@ -29,7 +29,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parent.parent / "envdoctor"
 
 #: The measurement plugins, each a folder of one shape.
-PLUGINS = ("bench", "burn", "fit", "fleet", "links")
+PLUGINS = ("bench", "burn", "diag", "fit", "fleet", "links", "profile")
 
 #: check's pipeline: a plugin too, layered in folders of its own rather than of the shape.
 CHECK = ("probes", "rules", "render", "inspect", "snapshot", "verify")

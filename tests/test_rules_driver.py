@@ -204,7 +204,9 @@ def test_wsl2_with_a_linux_driver_inside_and_wsl1():
 
 
 @pytest.mark.parametrize("value,fires", [("", True), ("-1", True), ("1", True), ("GPU-deadbeef", True),
-                                         ("0", False), ("GPU-c7d3a8fe", False), ("0,1", False)])
+                                         ("0", False), ("GPU-c7d3a8fe", False), ("0,1", False),
+                                         # issue 27: '²' raised ValueError in int(); '٣' is no index to CUDA
+                                         ("\u00b2", True), ("\u0663", True), ("999999999999", True)])
 def test_cuda_visible_devices(value, fires):
     facts = replace(HEALTHY, driver=replace(HEALTHY.driver, cuda_visible_devices=value))
     assert ("ED107" in codes(facts)) is fires

@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from dataclasses import replace
 from typing import Literal
 
+from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from envdoctor.advise.choice import Choice, WayOut
@@ -108,28 +109,50 @@ def _lifted(req: Request, limits: Iterable[Limit]) -> Request:
                    cudas=None if "cudas" in gone else req.cudas)
 
 
-def _spec_way(table: Table, choice: Choice, req: Request, available: Availability | None) -> WayOut | None:
-    """``--torch`` matches nothing in the table: say so, and what does exist."""
-    if req.spec is None or choice.ok or releases(table, req.spec):
+def _exact_minor(asked: str) -> str | None:
+    """"2.1.5" or "==2.1.5" -> "2.1"; None for anything else."""
+    exact = re.fullmatch(r"\s*(?:==)?\s*([0-9]+)\.([0-9]+)\.([0-9]+)\s*", asked)
+    return f"{exact.group(1)}.{exact.group(2)}" if exact else None
+
+
+def unknown_torch(table: Table, spec: SpecifierSet, asked: str) -> str | None:
+    """What to say when no torch release of the table matches ``--torch`` (``asked`` as given),
+    or None when one does: the patches of that minor release, else the newest it knows.
+
+    recommend says it in one line and exits 2 before planning (issue 26: ``--torch 9.9`` led with
+    "nothing fits as the machine is"); the ways out of a plan say the same.
+    """
+    if releases(table, spec):
         return None
-    asked = req.spec_text or str(req.spec)
     rows = table.torch_releases
+    minor = _exact_minor(asked)
+    rel = table.torch(minor) if minor else None
+    if rel is not None:
+        patches = [p.version for p in rel.patches] or [rel.version]
+        return f"no torch {asked.strip().lstrip('=')} in envdoctor's table: torch {minor} has {', '.join(patches)}"
     confirmed = [r for r in rows if not r.unconfirmed]
     newest = confirmed[-1] if confirmed else (rows[-1] if rows else None)
     newest_v = (newest.patches[-1].version if newest.patches else newest.version) if newest else None
-    exact = re.fullmatch(r"\s*(?:==)?\s*(\d+)\.(\d+)\.(\d+)\s*", asked)
-    minor = f"{exact.group(1)}.{exact.group(2)}" if exact else None
-    rel = table.torch(minor) if minor else None
-    if rel is not None and minor is not None:
-        patches = [p.version for p in rel.patches] or [rel.version]
-        alt = pick(table, replace(req, spec=parse_torch_spec(minor)), available)
-        text = (f"no torch {asked.strip().lstrip('=')} in envdoctor's table: torch {minor} has "
-                f"{', '.join(patches)}" + (f"; --torch {minor} gives {alt.label}" if alt.ok else ""))
-        return WayOut("torch-spec", text, alt.torch if alt.ok else None, alt.variant if alt.ok else None)
-    alt = pick(table, replace(req, spec=None), available)
     text = f"no torch release matches '{asked}'; the newest envdoctor knows is {newest_v or 'none'}"
     if newest is not None and newest is not rows[-1]:
         text += f" ({rows[-1].version} is in its table, unconfirmed)"
+    return text
+
+
+def _spec_way(table: Table, choice: Choice, req: Request, available: Availability | None) -> WayOut | None:
+    """``--torch`` matches nothing in the table: say so, and what does exist."""
+    if req.spec is None or choice.ok:
+        return None
+    asked = req.spec_text or str(req.spec)
+    text = unknown_torch(table, req.spec, asked)
+    if text is None:
+        return None
+    minor = _exact_minor(asked)
+    if minor is not None and table.torch(minor) is not None:
+        alt = pick(table, replace(req, spec=parse_torch_spec(minor)), available)
+        text += f"; --torch {minor} gives {alt.label}" if alt.ok else ""
+        return WayOut("torch-spec", text, alt.torch if alt.ok else None, alt.variant if alt.ok else None)
+    alt = pick(table, replace(req, spec=None), available)
     if alt.ok:
         text += f"; without --torch: {alt.label}"
     return WayOut("torch-spec", text, alt.torch if alt.ok else None, alt.variant if alt.ok else None)

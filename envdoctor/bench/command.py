@@ -23,15 +23,19 @@ from envdoctor.bench.host import Progress, describe, resolve_python, run_bench, 
 from envdoctor.bench.memory import rate_label
 from envdoctor.clicore import check_formats, emit_page, html_options, machine_redactor
 from envdoctor.clicore import (
+    FilePath,
     EXIT_ERRORS,
     EXIT_INTERNAL,
     EXIT_OK,
     EXIT_USAGE,
     ChoiceList,
+    ascii_int,
+    check_visible_devices,
     debug_option,
     gpu_index_or_all,
     guarded,
     python_option,
+    seconds,
     use_color,
 )
 from envdoctor.bench.facts import (
@@ -58,10 +62,11 @@ class SizeList(click.ParamType):
     def convert(self, value: Any, param: Any, ctx: Any) -> Tuple[int, ...]:
         if isinstance(value, tuple):
             return value
-        try:
-            sizes = tuple(int(v) for v in str(value).split(",") if v.strip())
-        except ValueError:
-            self.fail(f"{value!r} is not a whole number", param, ctx)
+        parts = [v for v in str(value).split(",") if v.strip()]
+        numbers = [ascii_int(v) for v in parts]
+        if any(n is None for n in numbers):
+            self.fail(f"{str(value)[:40]!r} is not a whole number (ASCII digits)", param, ctx)
+        sizes = tuple(n for n in numbers if n is not None)
         if not sizes or any(not 1 <= n <= 65536 for n in sizes):
             self.fail(f"{value!r}: sizes go from 1 to 65536", param, ctx)
         return sizes
@@ -182,18 +187,18 @@ def _device_note(result: BenchResult, device: str, asked: bool) -> Optional[str]
               help="Precisions to measure (default: all four; bf16/tf32 only on compute capability 8.0+).")
 @click.option("--size", "sizes", type=SizeList(), multiple=True, metavar="N",
               help=f"Matrix size n, repeatable or comma-separated (default: {','.join(map(str, DEFAULT_SIZES))}).")
-@click.option("--budget", type=click.FloatRange(min=0.05, max=3600), default=DEFAULT_BUDGET, show_default=True,
+@click.option("--budget", type=seconds(0.05, 3600), default=DEFAULT_BUDGET, show_default=True,
               metavar="SECONDS", help="Seconds of matmul measurement per GPU, shared out over the points; the memory "
               f"and layers suites scale with it ({suite_budgets(DEFAULT_BUDGET)['memory']:g} and "
               f"{suite_budgets(DEFAULT_BUDGET)['layers']:g} s at the default).")
 @click.option("--device", default="0", show_default=True, callback=gpu_index_or_all, metavar="N|all",
               help="GPU index in the target's torch, or 'all' (then a GPU >10% slower than the others is flagged).")
 @click.option("--json", "as_json", is_flag=True, help='Print the versioned JSON document ("envdoctor.bench/1").')
-@click.option("--plot", type=click.Path(dir_okay=False), default=None, metavar="FILE.png",
+@click.option("--plot", type=FilePath(dir_okay=False), default=None, metavar="FILE.png",
               help="Also draw a PNG, with matplotlib from the target environment.")
-@click.option("--timeout", type=click.FloatRange(min=1), default=None, metavar="SECONDS",
+@click.option("--timeout", type=seconds(1), default=None, metavar="SECONDS",
               help="Seconds the whole benchmark may take (default: 3x the budgets per GPU + 120).")
-@click.option("--raw-out", type=click.Path(dir_okay=False), default=None, hidden=True)
+@click.option("--raw-out", type=FilePath(dir_okay=False), default=None, hidden=True)
 @html_options
 @debug_option
 @guarded
@@ -216,6 +221,7 @@ def bench(python: Optional[str], suites: Tuple[Tuple[str, ...], ...], dtypes: Tu
     envdoctor bench --dtype fp16 --size 8192 --budget 2
     """
     check_formats(json=as_json, html=as_html)
+    check_visible_devices()
     target, chosen_by = resolve_python(python)
     if target is None:
         raise click.UsageError(f"--python {python}: not found or not executable")

@@ -38,6 +38,7 @@ from envdoctor.bench.facts import (
     NvmlSample,
 )
 from envdoctor.facts.serde import DataError, from_data, to_data
+from envdoctor.parse.jsontext import opt_float, opt_int, opt_str
 from envdoctor.nvml import Reading, Session
 from envdoctor.nvml import Sampler as NvmlSampler
 from envdoctor.links.probe import pci_address
@@ -173,7 +174,7 @@ def build_result(doc: Dict[str, Any], *, samples: Sequence[NvmlSample] = (),
 
     Raises DataError when the document does not have the child's shape.
     """
-    raw_devices = doc.get("devices") or []
+    raw_devices = _items(doc.get("devices"))
     cuda = [d for d in raw_devices if isinstance(d, dict) and d.get("kind") == "cuda"]
     devices = []
     for i, raw in enumerate(raw_devices):
@@ -189,18 +190,18 @@ def build_result(doc: Dict[str, Any], *, samples: Sequence[NvmlSample] = (),
             extra.update(analysis.datasheet(model))
             d = replace(d, **extra)
         devices.append(d)
-    points = tuple(from_data(BenchPoint, p, f"points[{i}]") for i, p in enumerate(doc.get("points") or []))
-    suites = tuple(str(x) for x in doc.get("suites") or ("matmul",))
+    points = tuple(from_data(BenchPoint, p, f"points[{i}]") for i, p in enumerate(_items(doc.get("points"))))
+    suites = tuple(s for s in (opt_str(x, max_chars=32) for x in _items(doc.get("suites"))) if s) or ("matmul",)
     more: Dict[str, Any] = {}
     for suite in ("memory", "layers", "reference"):
         key = POINT_KEYS[suite]
-        more[key] = tuple(from_data(POINT_TYPES[suite], p, f"{key}[{i}]") for i, p in enumerate(doc.get(key) or []))
+        more[key] = tuple(from_data(POINT_TYPES[suite], p, f"{key}[{i}]") for i, p in enumerate(_items(doc.get(key))))
     more["flop_checks"] = tuple(from_data(FlopCheck, c, f"flop_checks[{i}]")
-                                for i, c in enumerate(doc.get("flop_checks") or []))
+                                for i, c in enumerate(_items(doc.get("flop_checks"))))
     suite_s = doc.get("suite_s")
-    more["suite_s"] = {str(k): float(v) for k, v in suite_s.items()
-                       if isinstance(v, (int, float))} if isinstance(suite_s, dict) else {}
-    notes = [str(n) for n in doc.get("notes") or []]
+    more["suite_s"] = {str(k)[:32]: v for k, v in ((k, opt_float(v, low=0, high=1e7)) for k, v in suite_s.items())
+                       if v is not None} if isinstance(suite_s, dict) else {}
+    notes = [n for n in (opt_str(x, max_chars=500) for x in _items(doc.get("notes"))) if n]
     if any(d.kind == "cpu" for d in devices):
         notes.append("no GPU usable by torch: fp32 measured on the CPU" if "matmul" in suites
                      else "no GPU usable by torch: the suites ran on the CPU")
@@ -208,15 +209,17 @@ def build_result(doc: Dict[str, Any], *, samples: Sequence[NvmlSample] = (),
         notes.append("fp32 measured with TF32 off, tf32 with TF32 on "
                      "(torch.backends.cuda.matmul, read back during each point)")
     error = doc.get("error")
+    if error is not None and not isinstance(error, dict):
+        error = {"kind": "internal", "message": opt_str(error) or "the child's error is not an object"}
     result = BenchResult(
-        python_version=doc.get("python_version"),
-        torch_version=doc.get("torch_version"),
-        torch_cuda=doc.get("torch_cuda"),
-        cuda_error=doc.get("cuda_error"),
+        python_version=opt_str(doc, "python_version", max_chars=64),
+        torch_version=opt_str(doc, "torch_version", max_chars=128),
+        torch_cuda=opt_str(doc, "torch_cuda", max_chars=32),
+        cuda_error=opt_str(doc, "cuda_error"),
         nvml_gpus=len(gpus) if gpus else (0 if sampling and "sees no GPU" in sampling else None),
-        import_s=doc.get("import_s"),
-        init_s=doc.get("init_s"),
-        measure_s=doc.get("measure_s"),
+        import_s=opt_float(doc, "import_s", low=0, high=1e7),
+        init_s=opt_float(doc, "init_s", low=0, high=1e7),
+        measure_s=opt_float(doc, "measure_s", low=0, high=1e7),
         devices=tuple(devices),
         points=points,
         samples=tuple(samples),
@@ -230,6 +233,11 @@ def build_result(doc: Dict[str, Any], *, samples: Sequence[NvmlSample] = (),
     return analysis.analyze(result)
 
 
+def _items(value: Any) -> List[Any]:
+    """A list field of the child's document; anything else (a string, a number) is none."""
+    return value if isinstance(value, list) else []
+
+
 _CHILD_ERRORS: Dict[str, Tuple[ErrorKind, str]] = {
     "no_torch": ("not_found", "torch is not installed in {python}"),
     "import_failed": ("crashed", "import torch fails in {python}: {message}"),
@@ -240,11 +248,13 @@ _CHILD_ERRORS: Dict[str, Tuple[ErrorKind, str]] = {
 }
 
 
-def _child_error(error: Dict[str, Any], python: str = "the target Python") -> ProbeError:
+def _child_error(error: Any, python: str = "the target Python") -> ProbeError:
     crashed: Tuple[ErrorKind, str] = ("crashed", "{message}")
-    kind, template = _CHILD_ERRORS.get(str(error.get("kind")), crashed)
+    if not isinstance(error, dict):
+        error = {"kind": "internal", "message": opt_str(error) or "the child's error is not an object"}
+    kind, template = _CHILD_ERRORS.get(str(opt_str(error, "kind", max_chars=32)), crashed)
     command = "--device" if error.get("kind") == "bad_device" else None
-    return ProbeError(kind, template.format(python=python, message=error.get("message", "")), command)
+    return ProbeError(kind, template.format(python=python, message=opt_str(error, "message") or ""), command)
 
 
 def _points_from_events(events: Sequence[Dict[str, Any]], suite: str = "matmul") -> List[Dict[str, Any]]:
@@ -320,10 +330,10 @@ def run_bench(
         if progress is None:
             return
         if event.get("kind") == "plan":
-            state["total"] = int(event.get("points") or 0)
+            state["total"] = opt_int(event, "points", low=0, high=10 ** 6) or 0
             progress(Progress(0, state["total"], None, "measuring"))
         elif event.get("kind") == "point":
-            suite = str(event.get("suite") or "matmul")
+            suite = opt_str(event, "suite", max_chars=32) or "matmul"
             if suite != "reference":
                 state["done"] += 1
             try:

@@ -16,6 +16,11 @@ from typing import Any, Dict, List, Optional, Tuple
 from envdoctor.child import ChildRun
 from envdoctor.burn.facts import BurnGpu, ChildOutcome, Interval, MemPass, MemTest, Phase
 from envdoctor.facts.serde import DataError, from_data
+from envdoctor.parse.jsontext import opt_int, opt_str
+
+#: The largest GPU index, matrix size or SM count read from a child; MAX_COUNT for byte counts.
+MAX_N = 1 << 20
+MAX_COUNT = 2 ** 63 - 1
 
 #: child failures that are the target's, not a GPU's: the run as a whole cannot go on
 RUN_FAILURES = ("no_torch", "import_failed", "python_too_old", "bad_device", "no_cuda")
@@ -30,7 +35,7 @@ def _load(cls: Any, data: Any, where: str) -> Any:
 
 def outcome(run: ChildRun) -> ChildOutcome:
     """How the child ended, in burn's words (hung, died, failed, stopped, ok)."""
-    stopped = bool((run.result or {}).get("stopped"))
+    stopped = (run.result or {}).get("stopped") is True
     base: Dict[str, Any] = dict(stage=run.stage, seconds=round(run.seconds, 3), returncode=run.returncode,
                                 stderr=run.stderr[-2000:])
     if run.error is None:
@@ -60,8 +65,8 @@ def from_child(run: ChildRun, index: int = 0) -> BurnGpu:
         if kind == "device" and isinstance(e.get("device"), dict):
             device = e["device"]
         elif kind == "plan":
-            n = e["n"] if isinstance(e.get("n"), int) else n
-            notes.extend(str(n) for n in e.get("notes") or [])
+            n = opt_int(e, "n", low=1, high=MAX_N) or n
+            notes.extend(_notes(e.get("notes")))
         elif kind == "interval":
             i = _load(Interval, e.get("interval"), "interval")
             if i is not None:
@@ -79,7 +84,7 @@ def from_child(run: ChildRun, index: int = 0) -> BurnGpu:
     if not device and run.result and isinstance(run.result.get("device"), dict):
         device = run.result["device"]
     if run.result:
-        notes.extend(str(n) for n in run.result.get("notes") or [] if str(n) not in notes)
+        notes.extend(n for n in _notes(run.result.get("notes")) if n not in notes)
     done = {p.dtype for p in phases}
     filled = []
     for p in phases:
@@ -93,21 +98,30 @@ def from_child(run: ChildRun, index: int = 0) -> BurnGpu:
                           error="the child ended during the memory test")
     elif memtest is not None and not memtest.passes and passes:
         memtest = replace(memtest, passes=tuple(passes))
+    skipped = device.get("skipped")
+    given = opt_int(device, "index", low=0, high=MAX_N)
     return BurnGpu(
-        index=int(device.get("index", index)) if isinstance(device.get("index", index), int) else index,
-        kind=str(device.get("kind") or ("cpu" if not device else "cuda")),
-        name=_str(device.get("name")),
-        capability=_str(device.get("capability")),
-        uuid=_str(device.get("uuid")),
-        pci_bus_id=_str(device.get("pci_bus_id")),
-        memory_bytes=device.get("memory_bytes") if isinstance(device.get("memory_bytes"), int) else None,
-        multiprocessors=device.get("multiprocessors") if isinstance(device.get("multiprocessors"), int) else None,
-        skipped={str(k): str(v) for k, v in (device.get("skipped") or {}).items()},
+        index=index if given is None else given,
+        kind=opt_str(device, "kind", max_chars=16) or ("cpu" if not device else "cuda"),
+        name=opt_str(device.get("name")),
+        capability=opt_str(device.get("capability")),
+        uuid=opt_str(device.get("uuid")),
+        pci_bus_id=opt_str(device.get("pci_bus_id")),
+        memory_bytes=opt_int(device, "memory_bytes", low=0, high=MAX_COUNT),
+        multiprocessors=opt_int(device, "multiprocessors", low=0, high=MAX_N),
+        skipped={str(k)[:64]: str(v)[:500] for k, v in skipped.items()} if isinstance(skipped, dict) else {},
         phases=tuple(filled),
         memtest=memtest,
         child=outcome(run),
         notes=tuple(notes),
     )
+
+
+def _notes(value: Any) -> List[str]:
+    """A child's list of notes: its strings (at most 100, each cut to 500 characters)."""
+    if not isinstance(value, list):
+        return []
+    return [n for n in (opt_str(x, max_chars=500) for x in value[:100]) if n]
 
 
 def _with_intervals(p: Phase, its: List[Interval]) -> Phase:
@@ -124,8 +138,6 @@ def _missing(dtype: str, n: int, its: List[Interval], device: Dict[str, Any]) ->
                  intervals=tuple(its))
 
 
-def _str(value: Any) -> Optional[str]:
-    return str(value) if isinstance(value, (str, int, float)) and str(value) else None
 
 
 def run_failure(runs: Tuple[ChildRun, ...]) -> Optional[Dict[str, Any]]:

@@ -22,15 +22,19 @@ from envdoctor.burn.host import IDLE_TIMEOUT, run_burn, write_plot
 from envdoctor.child import find_python
 from envdoctor.clicore import check_formats, emit_page, html_options, machine_redactor
 from envdoctor.clicore import (
+    FilePath,
     EXIT_ERRORS,
     EXIT_INTERNAL,
     EXIT_OK,
     EXIT_USAGE,
     ChoiceList,
+    Number,
+    check_visible_devices,
     debug_option,
     gpu_index_or_all,
     guarded,
     python_option,
+    seconds,
     use_color,
 )
 from envdoctor.burn.facts import DEFAULT_SECONDS, DTYPES, MAX_SECONDS, MIN_SECONDS, BurnResult
@@ -129,7 +133,7 @@ def _plot(result: BurnResult, path: str, python: str, ascii_only: bool) -> List[
 
 @click.command("burn")
 @python_option
-@click.option("--seconds", type=click.FloatRange(min=MIN_SECONDS, max=MAX_SECONDS), default=DEFAULT_SECONDS,
+@click.option("--seconds", type=seconds(MIN_SECONDS, MAX_SECONDS), default=DEFAULT_SECONDS,
               show_default=True, metavar="SECONDS",
               help="Seconds of load per GPU (5 s to 24 h), shared out over the dtypes; the start and a memory "
                    "test of at most 10 s come on top.")
@@ -140,12 +144,12 @@ def _plot(result: BurnResult, path: str, python: str, ascii_only: bool) -> List[
                    "whose Tensor Cores take it).")
 @click.option("--json", "as_json", is_flag=True, help='Print the versioned JSON document ("envdoctor.burn/1").')
 @html_options
-@click.option("--plot", type=click.Path(dir_okay=False), default=None, metavar="FILE.png",
+@click.option("--plot", type=FilePath(dir_okay=False), default=None, metavar="FILE.png",
               help="Also draw the time series as a PNG, with matplotlib from the target environment.")
-@click.option("--hang-timeout", type=click.FloatRange(min=1, max=3600), default=IDLE_TIMEOUT, show_default=True,
+@click.option("--hang-timeout", type=seconds(1, 3600), default=IDLE_TIMEOUT, show_default=True,
               metavar="SECONDS", help="A GPU whose process prints nothing this long is hung (FAULTY).")
-@click.option("--size", type=click.IntRange(min=16, max=32768), default=None, hidden=True)
-@click.option("--memtest-seconds", type=click.FloatRange(min=0, max=600), default=None, hidden=True)
+@click.option("--size", type=Number(16, 32768, integer=True), default=None, hidden=True)
+@click.option("--memtest-seconds", type=seconds(0, 600), default=None, hidden=True)
 @debug_option
 @guarded
 def burn(python: Optional[str], seconds: float, device: str, dtypes: Tuple[Tuple[str, ...], ...], as_json: bool,
@@ -165,6 +169,7 @@ def burn(python: Optional[str], seconds: float, device: str, dtypes: Tuple[Tuple
     envdoctor burn --json > burn.json
     """
     check_formats(json=as_json, html=as_html)
+    check_visible_devices()
     target, chosen_by = find_python(python)
     if target is None:
         raise click.UsageError(f"--python {python}: not found or not executable")

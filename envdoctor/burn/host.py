@@ -24,6 +24,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 from envdoctor import codes
 from envdoctor.burn import analysis, collect, rules
 from envdoctor.child import ChildRun, Job, draw_plot, run_children
+from envdoctor.parse.jsontext import opt_str
 from envdoctor.parse.visible import visible_count
 from envdoctor.facts.base import ErrorKind, ProbeError
 from envdoctor.burn.facts import CPU_N, GPU_N, BurnGpu, BurnResult, Phase, XidSeen
@@ -288,7 +289,7 @@ def run_burn(
     failure = collect.run_failure(runs)
     if failure is not None:
         kind, template = _FAILURES[str(failure.get("kind"))]
-        message = template.format(python=python, message=failure.get("message", ""), count=watch.count)
+        message = template.format(python=python, message=opt_str(failure, "message") or "", count=watch.count)
         return replace(result, error=ProbeError(kind, message, "--device" if failure.get("kind") == "bad_device"
                                                 else None))
     return rules.judge(assemble(result, runs, watch, health, visible), health)
@@ -316,8 +317,9 @@ def assemble(result: BurnResult, runs: Sequence[ChildRun], watch: Watch, health:
     for g in gpus:
         notes.extend(n for n in g.notes if n not in notes)
     return replace(result, gpus=tuple(gpus), cpu_run=bool(gpus) and all(g.kind == "cpu" for g in gpus),
-                   python_version=python_event.get("python_version"),
-                   torch_version=python_event.get("torch_version"), torch_cuda=python_event.get("torch_cuda"),
+                   python_version=opt_str(python_event, "python_version", max_chars=64),
+                   torch_version=opt_str(python_event, "torch_version", max_chars=128),
+                   torch_cuda=opt_str(python_event, "torch_cuda", max_chars=32),
                    findings=tuple(others), notes=tuple(notes))
 
 

@@ -7,8 +7,9 @@ exit code: 0 no error findings, 1 error findings, 2 usage error, 3 envdoctor its
 from __future__ import annotations
 
 import importlib
+import re
 import sys
-from typing import Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 import click
 
@@ -80,6 +81,21 @@ class LazyGroup(click.Group):
         # ``envdoctor --json check``: every --json belongs to a command (cli.common.JsonGroup)
         return super().parse_args(ctx, json_after_command(args, list(COMMANDS)))
 
+    # A usage error is one line ("Error: Invalid value for '--seconds': 'nan': give a number from 5
+    # to 86400 seconds"), not Click's usage, hint and blank line before it: the policy of exit 2.
+    def make_context(self, info_name: Optional[str], args: List[str], parent: Optional[click.Context] = None,
+                     **extra: Any) -> click.Context:
+        try:
+            return super().make_context(info_name, args, parent, **extra)
+        except click.UsageError as exc:
+            raise _one_line(exc) from None
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except click.UsageError as exc:
+            raise _one_line(exc) from None
+
     def get_command(self, ctx: click.Context, cmd_name: str) -> Optional[click.Command]:
         target = COMMANDS.get(cmd_name)
         if target is None:
@@ -91,6 +107,24 @@ class LazyGroup(click.Group):
             # every command takes --color, after its name as well as before it
             color_option(command)
         return command
+
+
+#: Click 8.2's "no arguments: show the help" is a usage error that prints the help, not one line.
+_SHOWS_HELP: Tuple[type, ...] = tuple(t for t in (getattr(click.exceptions, "NoArgsIsHelpError", None),) if t)
+
+
+def _one_line(exc: click.UsageError) -> click.UsageError:
+    """``exc`` without its context, so that Click shows only its ``Error:`` line (the parameter it
+    names stays in the message), and with any value of 80 or more characters in it cut short (a
+    5000-character value is not repeated back)."""
+    if isinstance(exc, _SHOWS_HELP):        # ``envdoctor`` alone: Click shows the help, which needs the context
+        return exc
+    if isinstance(exc, click.BadParameter) and exc.param_hint is None and exc.param is not None:
+        exc.param_hint = exc.param.get_error_hint(exc.ctx) if exc.ctx is not None else None
+    setattr(exc, "message",  # noqa: B010 - Click declares it Final; a long value is cut once, here
+            re.sub(r"\S{80,}", lambda m: f"{m.group()[:40]}... ({len(m.group())} characters)", exc.message))
+    exc.ctx = None
+    return exc
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})

@@ -21,7 +21,16 @@ from typing import Any, List, Optional, Sequence, Tuple
 
 import click
 
-from envdoctor.clicore import EXIT_USAGE, check_index_url, color_option, debug_option, guarded
+from envdoctor.clicore import (
+    EXIT_USAGE,
+    FilePath,
+    Number,
+    check_index_url,
+    color_option,
+    debug_option,
+    guarded,
+    seconds,
+)
 from envdoctor.documents import document, dumps, stamp
 from envdoctor.facts.python import IndexConfig
 from envdoctor.redact import mask_text
@@ -98,7 +107,7 @@ def _target(python: Optional[str], python_version: Optional[str], platform: Opti
 @click.option("--package", type=click.Choice(["torch", "torchvision", "torchaudio"]),
               default="torch", show_default=True, help="Package whose wheels are listed.")
 @click.option("--python", "python", metavar="PATH",
-              type=click.Path(exists=True, dir_okay=False),
+              type=FilePath(exists=True, dir_okay=False),
               help="Match wheels for this interpreter (default: envdoctor's own).")
 @click.option("--python-version", metavar="X.Y", help="Match wheels for CPython X.Y (3.13t: free-threaded).")
 @click.option("--platform", metavar="TAG",
@@ -108,13 +117,13 @@ def _target(python: Optional[str], python_version: Optional[str], platform: Opti
 @click.option("--offline", is_flag=True, help="Use only the cache and the bundled table.")
 @click.option("--refresh", is_flag=True, help="Ignore the cache and ask the index again.")
 @click.option("--json", "as_json", is_flag=True, help="Print a versioned JSON document.")
-@click.option("--timeout", type=click.FloatRange(min=0.1), default=10.0, show_default=True,
+@click.option("--timeout", type=seconds(), default=10.0, show_default=True,
               help="Seconds each request may take, all of it (and --python's interpreter to answer).")
-@click.option("--ttl", type=click.FloatRange(min=0), default=3600.0, hidden=True,
+@click.option("--ttl", type=Number(0, 10 ** 9, unit="seconds"), default=3600.0, hidden=True,
               envvar="ENVDOCTOR_INDEX_TTL")
-@click.option("--retries", type=click.IntRange(min=0), default=2, hidden=True,
+@click.option("--retries", type=Number(0, 20, integer=True), default=2, hidden=True,
               envvar="ENVDOCTOR_INDEX_RETRIES")
-@click.option("--backoff", type=click.FloatRange(min=0), default=0.3, hidden=True,
+@click.option("--backoff", type=seconds(0, 60), default=0.3, hidden=True,
               envvar="ENVDOCTOR_INDEX_BACKOFF")
 @color_option
 @debug_option

@@ -14,6 +14,7 @@ import click
 
 from envdoctor.clicore import check_formats, emit_page, html_options, machine_redactor
 from envdoctor.clicore import (
+    FilePath,
     EXIT_INTERNAL,
     EXIT_USAGE,
     check_index_url,
@@ -50,7 +51,7 @@ def _fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
                    "Default: the newest that works here.")
 @python_option
 @click.option("--json", "as_json", is_flag=True, help='Print the versioned JSON plan ("envdoctor.plan/1").')
-@click.option("--script", "script_arg", type=click.Path(dir_okay=False), default=None,
+@click.option("--script", "script_arg", type=FilePath(dir_okay=False), default=None,
               metavar="FILE", help="Also write the commands as a shell script (set -e, comments) to review.")
 @click.option("--force", is_flag=True, help="Let --script overwrite an existing file.")
 @click.option("--with-nvcc", is_flag=True, help="Also install nvcc (the CUDA toolkit matching torch's CUDA).")
@@ -71,7 +72,7 @@ def _fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
 @click.option("--arch", type=click.Choice(["x86_64", "aarch64", "amd64", "arm64"]), default=None,
               help="What if: this CPU architecture.")
 @click.option("--glibc", metavar="X.Y", default=None, help="What if: this glibc (2.27 on Ubuntu 18.04).")
-@click.option("--from", "from_arg", type=click.Path(dir_okay=False), default=None,
+@click.option("--from", "from_arg", type=FilePath(dir_okay=False), default=None,
               metavar="REPORT.json", help="Plan for the machine of a report saved by `envdoctor check --json`.")
 @html_options
 @timeout_option
@@ -97,6 +98,7 @@ def recommend(route: Route | None, torch_spec: str | None, python: str | None, a
     check_formats(json=as_json, html=as_html)
     from envdoctor.advise.recommend import recommend as make_plan
     from envdoctor.advise.request import SpecError, parse_torch_spec, spec_variant
+    from envdoctor.advise.waysout import unknown_torch
     from envdoctor.advise.whatif import Overrides, WhatIfError, apply_overrides
     from envdoctor.documents import stamp
     from envdoctor.render import json as render_json
@@ -107,13 +109,17 @@ def recommend(route: Route | None, torch_spec: str | None, python: str | None, a
     if script is not None and script.exists() and not force:
         _fail(f"{script} exists; pass --force to overwrite it")
     try:
-        parse_torch_spec(torch_spec)
+        spec = parse_torch_spec(torch_spec)
     except SpecError as exc:
         _fail(str(exc))
     stack = _stack_wants(with_spec, torch_spec) if with_spec is not None else None
     if python is not None:
         _check_python(python, from_report, python_version)
     table = _table()
+    if spec is not None and torch_spec is not None:
+        unknown = unknown_torch(table, spec, torch_spec.strip())     # a long one is refused by parse_torch_spec
+        if unknown:
+            _fail(f"--torch: {unknown}; give a known version, or leave --torch out for the newest that works")
     asked = spec_variant(torch_spec)
     if asked and table.variant(asked) is None:
         known = ", ".join(v.name for v in table.variants if v.kind in ("cuda", "cpu"))

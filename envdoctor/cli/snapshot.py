@@ -16,8 +16,10 @@ import click
 
 from envdoctor.clicore import check_formats, emit_page, html_options, machine_redactor
 from envdoctor.clicore import (
+    FilePath,
     EXIT_INTERNAL,
     EXIT_USAGE,
+    Number,
     debug_option,
     guarded,
     make_context,
@@ -103,7 +105,7 @@ def _run_bench(python: str | None, chosen_by: str, env: dict[str, str], like: An
 # --- snapshot ------------------------------------------------------------------------------------
 
 @click.command()
-@click.option("-o", "--output", type=click.Path(dir_okay=True, path_type=Path), default=None, metavar="FILE",
+@click.option("-o", "--output", type=FilePath(dir_okay=True, path_type=Path), default=None, metavar="FILE",
               help="Write the snapshot exactly there (not in the snapshot folder; 'latest' is not moved).")
 @click.option("--force", is_flag=True, help="With -o: replace FILE when it exists.")
 @click.option("--bench", "with_bench", is_flag=True, help="Also run the matmul benchmark and keep its results.")
@@ -177,11 +179,11 @@ def _print_list(directory: Path) -> None:
 # --- verify --------------------------------------------------------------------------------------
 
 @click.command()
-@click.option("--baseline", type=click.Path(path_type=Path), default=None, metavar="FILE",
+@click.option("--baseline", type=FilePath(path_type=Path), default=None, metavar="FILE",
               help="The snapshot (or check --json report) to compare with (default: the latest snapshot).")
 @click.option("--bench", "with_bench", is_flag=True,
               help="Run the benchmark again and compare it with the baseline's (snapshot --bench).")
-@click.option("--tolerance", type=click.FloatRange(0, 100), default=DEFAULT_TOLERANCE, show_default=True,
+@click.option("--tolerance", type=Number(0, 100, unit="%"), default=DEFAULT_TOLERANCE, show_default=True,
               metavar="PCT", help="With --bench: a point slower by more than this percentage regressed.")
 @click.option("--json", "as_json", is_flag=True, help=f"Print the versioned JSON result ({VERIFY_SCHEMA}).")
 @click.option("--force", is_flag=True, help="Compare even when the baseline looks like another machine's.")

@@ -20,7 +20,7 @@ from typing import Any, Callable, NoReturn
 
 import click
 
-from envdoctor.clicore import EXIT_ERRORS, EXIT_INTERNAL, JsonGroup, check_index_url
+from envdoctor.clicore import EXIT_ERRORS, EXIT_INTERNAL, JsonGroup, check_index_url, seconds
 from envdoctor.documents import dumps, stamp
 from envdoctor.parse import version_key
 from envdoctor.render import table as show
@@ -61,7 +61,7 @@ def _missing(kind: str, key: str, known: Sequence[str]) -> NoReturn:
 @click.option("--variant", default="cpu", show_default=True, help="Index variant read by --stale.")
 @click.option("--index-url", metavar="URL", default=None, callback=check_index_url,
               help="Wheel index base (default: the official one).")
-@click.option("--timeout", type=click.FloatRange(min=0.1), default=10.0, show_default=True,
+@click.option("--timeout", type=seconds(), default=10.0, show_default=True,
               help="With --stale: seconds each index request may take, all of it.")
 @click.pass_context
 def table(ctx: click.Context, stale: bool, variant: str, index_url: str | None, timeout: float) -> None:

@@ -13,6 +13,7 @@ from typing import Optional
 import click
 
 from envdoctor.clicore import (
+    Number,
     debug_option,
     gpu_index_or_all,
     guarded,
@@ -24,7 +25,7 @@ from envdoctor.clicore import (
 
 
 @click.command("diag")
-@click.option("-r", "--level", type=click.IntRange(1, 3), default=1, show_default=True, metavar="1|2|3",
+@click.option("-r", "--level", type=Number(1, 3, integer=True), default=1, show_default=True, metavar="1|2|3",
               help="1 quick (<= 15 s: check, topo, live state, fabric, a tiny CUDA op per GPU); 2 medium "
                    "(<= 2 min: + bench, a 30 s burn, comms); 3 long (<= 15 min: + a 160 s burn, a 50 s memory "
                    "test, targeted power, per-link verdicts).")
@@ -50,7 +51,7 @@ def diag(level: int, device: str, as_json: bool, python: Optional[str], debug: b
     from envdoctor.diag.host import run_diag
     from envdoctor.diag.render import render_diag_text, verdict_line
     from envdoctor.diag.rules import exit_status
-    from envdoctor.documents import dumps
+    from envdoctor.documents import dumps, stamp
     from envdoctor.facts.serde import to_data
     from envdoctor.redact import mask_data, mask_text
 
@@ -70,7 +71,7 @@ def diag(level: int, device: str, as_json: bool, python: Optional[str], debug: b
         stop.set()
         raise
     if as_json:
-        click.echo(dumps(mask_data(to_data(result))))
+        click.echo(dumps(mask_data(stamp(to_data(result), exit_status(result.verdict)))))
         sys.stderr.write(verdict_line(result) + "\n")
     else:
         click.echo(mask_text(render_diag_text(result, color=use_color(), verbose=verbosity() > 0)), nl=False)

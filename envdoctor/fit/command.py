@@ -18,7 +18,16 @@ from typing import Any
 import click
 
 from envdoctor.clicore import check_formats, emit_page, html_options, machine_redactor
-from envdoctor.clicore import EXIT_ERRORS, EXIT_OK, EXIT_USAGE, debug_option, guarded, python_option
+from envdoctor.clicore import (
+    EXIT_ERRORS,
+    EXIT_OK,
+    EXIT_USAGE,
+    AsciiInt,
+    debug_option,
+    guarded,
+    python_option,
+    seconds,
+)
 
 _DTYPES = ("fp32", "bf16", "fp16")
 _OPTIMIZERS = ("adamw", "adamw-foreach", "adamw8bit", "sgd", "adafactor")
@@ -76,10 +85,10 @@ def _table_gpus() -> list:
 @click.argument("model", required=False)
 @click.option("--infer", "mode", flag_value="infer", default=True, help="Inference with generate (the default).")
 @click.option("--train", "mode", flag_value="train", help="One training step.")
-@click.option("--batch", type=int, default=1, show_default=True, help="Sequences per GPU (the micro-batch).")
-@click.option("--seq", type=int, default=None,
+@click.option("--batch", type=AsciiInt(), default=1, show_default=True, help="Sequences per GPU (the micro-batch).")
+@click.option("--seq", type=AsciiInt(), default=None,
               help="Tokens per sequence, the prompt for --infer (default 2048, or the model's learned positions).")
-@click.option("--new-tokens", type=int, default=None,
+@click.option("--new-tokens", type=AsciiInt(), default=None,
               help="Tokens to generate with --infer (default 256; 0 for encoders).")
 @click.option("--dtype", type=click.Choice(_DTYPES), default=None,
               help="The weights' dtype (default: the checkpoint's torch_dtype, as transformers 5 loads it).")
@@ -92,20 +101,21 @@ def _table_gpus() -> list:
               help="adamw is fused (HF Trainer's default on torch >= 2.8); adamw-foreach is torch.optim.AdamW's own "
                    "default (one more state-sized copy at the step).")
 @click.option("--grad-checkpointing", is_flag=True, help="--train: recompute each layer in backward.")
-@click.option("--lora", "lora_rank", type=int, default=0, metavar="R",
+@click.option("--lora", "lora_rank", type=AsciiInt(), default=0, metavar="R",
               help="--train: LoRA adapters of rank R, base frozen.")
 @click.option("--lora-targets", default=None, metavar="NAMES",
               help="Comma-separated linears to adapt (default: every linear of the blocks).")
-@click.option("--zero", type=int, default=0, show_default=True, help="--train: ZeRO stage 0-3 (FSDP full shard = 3).")
-@click.option("--gpus", "n_gpus", type=int, default=1, show_default=True,
+@click.option("--zero", type=AsciiInt(), default=0, show_default=True,
+              help="--train: ZeRO stage 0-3 (FSDP full shard = 3).")
+@click.option("--gpus", "n_gpus", type=AsciiInt(), default=1, show_default=True,
               help="GPUs the job spreads over; give a strategy: --ddp, --zero K / --fsdp, or --tp N.")
 @click.option("--ddp", is_flag=True, help="--train: data parallel replicas over --gpus N (DDP's gradient buckets).")
 @click.option("--fsdp", is_flag=True, help="--train: FSDP full shard over --gpus N (counted as ZeRO-3).")
 @click.option("--device-map", "device_map", type=click.Choice(("auto",)), default=None,
               help="--infer: from_pretrained(device_map=\"auto\") over --gpus N (the fullest GPU is reported).")
-@click.option("--pp", type=int, default=1, show_default=True,
+@click.option("--pp", type=AsciiInt(), default=1, show_default=True,
               help="--train: pipeline stages over N GPUs (1F1B; --batch is the micro-batch).")
-@click.option("--tp", type=int, default=1, show_default=True,
+@click.option("--tp", type=AsciiInt(), default=1, show_default=True,
               help="--infer: tensor parallel over N GPUs (Megatron column/row splits; one GPU's share).")
 @click.option("--attention", type=click.Choice(("sdpa", "eager")), default="sdpa", show_default=True)
 @click.option("--loop", type=click.Choice(("custom", "trainer")), default="custom", show_default=True,
@@ -130,7 +140,7 @@ def _table_gpus() -> list:
               show_default=True, help="--measure: transformers' model, or envdoctor's plain-torch reference decoder "
               "(Llama-style decoders; auto: transformers where installed).")
 @python_option
-@click.option("--timeout", type=click.FloatRange(min=1), default=None, metavar="SECONDS",
+@click.option("--timeout", type=seconds(1), default=None, metavar="SECONDS",
               help="--measure: seconds the measurement may take (default: from the model's size and FLOPs).")
 @click.option("--list", "list_models", is_flag=True, help="List the bundled models and exit.")
 @click.option("--json", "as_json", is_flag=True, help='Print the versioned JSON document ("envdoctor.fit/1").')

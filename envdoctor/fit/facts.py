@@ -31,6 +31,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from envdoctor.parse.jsontext import opt_float, opt_int, opt_str
+
 Status = Literal["measured", "oom", "unavailable", "failed", "stopped", "no_gpu"]
 CHILD_SCHEMA = "envdoctor.fit.child/1"
 #: how the measured terms are named (the estimate's term names where they are the same thing)
@@ -108,19 +110,10 @@ class Measurement:
         return self.device_kind == "cpu"
 
 
-def _int(data: Mapping[str, Any], key: str) -> int | None:
-    v = data.get(key)
-    return int(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
 
 
-def _float(data: Mapping[str, Any], key: str) -> float | None:
-    v = data.get(key)
-    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
 
 
-def _str(data: Mapping[str, Any], key: str) -> str | None:
-    v = data.get(key)
-    return v if isinstance(v, str) else None
 
 
 def _dict(data: Mapping[str, Any], key: str) -> Mapping[str, Any]:
@@ -136,18 +129,19 @@ def _max(values: Sequence[int | None]) -> int | None:
 def _phases(raw: Any) -> tuple[PhaseMemory, ...]:
     out = []
     for i, p in enumerate(raw if isinstance(raw, list) else []):
-        if not isinstance(p, Mapping) or not isinstance(p.get("name"), str) or _int(p, "peak_allocated") is None:
+        if not isinstance(p, Mapping) or not isinstance(p.get("name"), str) or opt_int(p, "peak_allocated") is None:
             raise MeasurementError(f"phases[{i}] has no name or peak_allocated")
-        out.append(PhaseMemory(p["name"], _int(p, "peak_allocated") or 0, _int(p, "peak_reserved"),
-                               _int(p, "allocated_after")))
+        out.append(PhaseMemory(p["name"], opt_int(p, "peak_allocated") or 0, opt_int(p, "peak_reserved"),
+                               opt_int(p, "allocated_after")))
     return tuple(out)
 
 
 def _matmul(raw: Mapping[str, Any]) -> MatmulPeak | None:
     if not raw:
         return None
-    return MatmulPeak(dtype=_str(raw, "dtype") or "?", n=_int(raw, "n") or 0, status=_str(raw, "status") or "?",
-                      tflops=_float(raw, "tflops"), error=_str(raw, "error"))
+    return MatmulPeak(dtype=opt_str(raw, "dtype") or "?", n=opt_int(raw, "n") or 0,
+                      status=opt_str(raw, "status") or "?",
+                      tflops=opt_float(raw, "tflops"), error=opt_str(raw, "error"))
 
 
 def measurement_from_child(doc: Mapping[str, Any], nvml_free_before: int | None = None,
@@ -165,12 +159,12 @@ def measurement_from_child(doc: Mapping[str, Any], nvml_free_before: int | None 
     phases = _phases(doc.get("phases"))
     measured = [p for p in phases if p.name != "build"]
     oom = _dict(doc, "oom")
-    max_alloc = _max([*(p.peak_allocated for p in measured), _int(oom, "peak_allocated")])
-    max_res = _max([*(p.peak_reserved for p in measured), _int(oom, "peak_reserved")])
-    total = _int(mem, "cuda_total") or _int(device, "memory_bytes")
+    max_alloc = _max([*(p.peak_allocated for p in measured), opt_int(oom, "peak_allocated")])
+    max_res = _max([*(p.peak_reserved for p in measured), opt_int(oom, "peak_reserved")])
+    total = opt_int(mem, "cuda_total") or opt_int(device, "memory_bytes")
     context = context_init = other = None
     how = None
-    free_end, reserved_end = _int(mem, "cuda_free_end"), _int(mem, "reserved_end")
+    free_end, reserved_end = opt_int(mem, "cuda_free_end"), opt_int(mem, "reserved_end")
     if kind == "cuda" and free_end is not None and reserved_end is not None:
         if nvml_free_before is not None:
             context = nvml_free_before - free_end - reserved_end
@@ -182,7 +176,7 @@ def measurement_from_child(doc: Mapping[str, Any], nvml_free_before: int | None 
             context = total - free_end - reserved_end
             how = ("cudaMemGetInfo total - free at the end of the measured step - memory_reserved then (no NVML: "
                    "memory of other processes on this GPU counts here too)")
-        free_init, res_init = _int(mem, "cuda_free_init"), _int(mem, "reserved_init")
+        free_init, res_init = opt_int(mem, "cuda_free_init"), opt_int(mem, "reserved_init")
         base = nvml_free_before if nvml_free_before is not None else total
         if base is not None and free_init is not None and res_init is not None:
             context_init = base - free_init - res_init
@@ -196,7 +190,7 @@ def measurement_from_child(doc: Mapping[str, Any], nvml_free_before: int | None 
     for name, key in (("weights", "weights_bytes"), ("gradients", "gradient_bytes"), ("optimizer", "optimizer_bytes"),
                       ("activations", "saved_bytes"), ("autocast_copies", "autocast_copy_bytes"),
                       ("kv_cache", "kv_cache_bytes")):
-        v = _int(mem, key)
+        v = opt_int(mem, key)
         if v is not None:
             terms.append((name, v))
     if context is not None:
@@ -206,19 +200,19 @@ def measurement_from_child(doc: Mapping[str, Any], nvml_free_before: int | None 
     timing = _dict(doc, "timing")
     times = tuple(float(t) for t in (timing.get("step_s") or []) if isinstance(t, (int, float)) and t > 0)
     step = statistics.median(times) if times else None
-    tokens = _int(timing, "tokens_per_step")
+    tokens = opt_int(timing, "tokens_per_step")
     versions = tuple((k, v) for k, v in sorted(_dict(doc, "versions").items()) if isinstance(v, str))
     builder = doc.get("builder") if doc.get("builder") in ("transformers", "reference") else None
     notes = tuple(str(n) for n in doc.get("notes") or [] if isinstance(n, str))
     return Measurement(
-        status=status, message=_str(oom, "message") if oom else _str(doc, "message"), device_kind=kind,
-        device_name=_str(device, "name"), device_index=_int(device, "index"), device_uuid=_str(device, "uuid"),
-        device_total_bytes=total, builder=builder, python=_str(doc, "python"),
-        torch_version=_str(doc, "torch_version"), versions=versions,
+        status=status, message=opt_str(oom, "message") if oom else opt_str(doc, "message"), device_kind=kind,
+        device_name=opt_str(device, "name"), device_index=opt_int(device, "index"), device_uuid=opt_str(device, "uuid"),
+        device_total_bytes=total, builder=builder, python=opt_str(doc, "python"),
+        torch_version=opt_str(doc, "torch_version"), versions=versions,
         tf32=doc.get("tf32") if isinstance(doc.get("tf32"), bool) else None,
         max_allocated=max_alloc, max_reserved=max_res, context_bytes=context, context_how=how,
         context_init_bytes=context_init, other_bytes=other, peak_bytes=peak, peak_basis=basis, phases=phases,
-        terms=tuple(terms), oom_phase=_str(oom, "phase") if oom else None, step_s=step, step_times=times,
+        terms=tuple(terms), oom_phase=opt_str(oom, "phase") if oom else None, step_s=step, step_times=times,
         tokens_per_step=tokens, tokens_per_s=(tokens / step) if (tokens and step) else None,
-        loss=_float(doc, "loss"), params=_int(doc, "params"), trainable_params=_int(doc, "trainable_params"),
-        matmul=_matmul(_dict(doc, "matmul")), alloc_conf=_str(doc, "alloc_conf"), notes=notes, seconds=seconds)
+        loss=opt_float(doc, "loss"), params=opt_int(doc, "params"), trainable_params=opt_int(doc, "trainable_params"),
+        matmul=_matmul(_dict(doc, "matmul")), alloc_conf=opt_str(doc, "alloc_conf"), notes=notes, seconds=seconds)

@@ -17,6 +17,7 @@ with one line (:class:`ExtractError`) and the node is named as unreadable.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Tuple
 
 from envdoctor.facts.serde import DataError, from_data
@@ -24,7 +25,11 @@ from envdoctor.facts.system import SystemFacts
 from envdoctor.findings import Finding
 from envdoctor.fleet.facts import GpuFacts, NodeFacts, NodeInput, Value
 from envdoctor.parse import major, major_minor
+from envdoctor.parse.jsontext import opt_float, opt_int, opt_str
 from envdoctor.report import CHECKED, MAX_VERSION
+
+#: A text field of a report (jsontext's lenient getter, cut to the longest version kept).
+_text = functools.partial(opt_str, max_chars=MAX_VERSION * 4)
 
 
 class ExtractError(ValueError):
@@ -43,25 +48,10 @@ def _list(data: Any, key: str) -> List[Any]:
     return value if isinstance(value, list) else []
 
 
-def _str(data: Any, key: str) -> Optional[str]:
-    value = data.get(key) if isinstance(data, dict) else None
-    if not isinstance(value, str) or not value:
-        return None
-    return value if len(value) <= MAX_VERSION * 4 else value[: MAX_VERSION * 4]
 
 
-def _num(data: Any, key: str) -> Optional[float]:
-    value = data.get(key) if isinstance(data, dict) else None
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return float(value)
 
 
-def _int(data: Any, key: str) -> Optional[int]:
-    value = data.get(key) if isinstance(data, dict) else None
-    if isinstance(value, bool) or not isinstance(value, int):
-        return None
-    return value
 
 
 def _walk(value: Any, parts: List[str], where: str) -> Iterator[Tuple[str, Any]]:
@@ -155,10 +145,10 @@ def _report(data: Dict[str, Any], b: Builder) -> None:
     facts = _obj(data, "facts")
     check_report_values(facts)
     system, driver, pci = _obj(facts, "system"), _obj(facts, "driver"), _obj(facts, "pci")
-    b.hostname = _str(system, "hostname")
-    written = _str(data, "created_at") or _str(data, "collected_at")       # reports before created_at
+    b.hostname = _text(system, "hostname")
+    written = _text(data, "created_at") or _text(data, "collected_at")       # reports before created_at
     for key, value in (("hostname", b.hostname), ("collected_at", written),
-                       ("envdoctor_version", _str(data, "envdoctor_version"))):
+                       ("envdoctor_version", _text(data, "envdoctor_version"))):
         if value:
             b.info[key] = value
     try:
@@ -167,32 +157,32 @@ def _report(data: Dict[str, Any], b: Builder) -> None:
     except DataError as exc:
         b.notes.append(f"its system facts cannot be read ({exc}): fixes are written for Ubuntu")
     if system.get("error") is None:
-        b.set("os", _str(system, "os_name") or " ".join(x for x in (_str(system, "os_id"),
-                                                                   _str(system, "os_version")) if x) or None)
-        b.set("kernel", _str(system, "kernel"))
+        b.set("os", _text(system, "os_name") or " ".join(x for x in (_text(system, "os_id"),
+                                                                   _text(system, "os_version")) if x) or None)
+        b.set("kernel", _text(system, "kernel"))
     skipped = set(x for x in _list(facts, "skipped") if isinstance(x, str))
 
     # the driver and its GPUs
     if driver.get("error") is None:
-        version = _str(driver, "driver_version")
+        version = _text(driver, "driver_version")
         b.set("driver.version", version)
         branch = major(version)
         b.set("driver.branch", str(branch) if branch is not None else None)
-        b.set("driver.cuda", _str(driver, "driver_cuda"))
-        b.set("driver.kernel_module", _str(driver, "kernel_module_version"))
-        b.set("driver.flavor", _str(driver, "kernel_module_flavor"))
+        b.set("driver.cuda", _text(driver, "driver_cuda"))
+        b.set("driver.kernel_module", _text(driver, "kernel_module_version"))
+        b.set("driver.flavor", _text(driver, "kernel_module_flavor"))
         for g in _list(driver, "gpus"):
             if isinstance(g, dict):
-                memory = _int(g, "memory_total_mib")
-                clock = _int(g, "max_sm_clock_mhz")
-                b.gpu(_int(g, "index"), _str(g, "uuid"), name=_str(g, "name"), memory_mib=memory,
-                      power_limit_w=_num(g, "power_limit_w"), max_sm_clock_mhz=clock)
-                serial = _str(g, "serial")
+                memory = opt_int(g, "memory_total_mib")
+                clock = opt_int(g, "max_sm_clock_mhz")
+                b.gpu(opt_int(g, "index"), _text(g, "uuid"), name=_text(g, "name"), memory_mib=memory,
+                      power_limit_w=opt_float(g, "power_limit_w"), max_sm_clock_mhz=clock)
+                serial = _text(g, "serial")
                 if serial:
                     b.serials.append(serial)
     if not b.gpus and pci.get("error") is None and driver.get("error") is None:
         for i, dev in enumerate(d for d in _list(pci, "devices") if isinstance(d, dict)):
-            b.gpu(i, None, name=_str(dev, "name"))
+            b.gpu(i, None, name=_text(dev, "name"))
     if driver.get("error") is None or pci.get("error") is None:
         b.set("gpu.count", len(b.gpus))
         b.set("gpu.models", _joined([g["name"] for g in b.gpus if g.get("name")]))
@@ -203,15 +193,15 @@ def _report(data: Dict[str, Any], b: Builder) -> None:
 
     # torch in the target Python
     torch, python = _obj(facts, "torch"), _obj(facts, "python")
-    b.python = _str(python, "executable")
+    b.python = _text(python, "executable")
     if python.get("error") is None and "python" not in skipped:
-        b.set("python.version", major_minor(_str(python, "version")))
+        b.set("python.version", major_minor(_text(python, "version")))
     if "torch" not in skipped and torch.get("error") is None and python.get("error") is None:
         installed = torch.get("installed") is True
-        b.set("torch.version", _str(torch, "version") if installed else None)
-        b.set("torch.cuda", _str(torch, "cuda") if installed else None)
-        b.set("torch.cudnn", _str(torch, "cudnn_version") if installed else None)
-        b.set("torch.nccl", _str(torch, "nccl_version") if installed else None)
+        b.set("torch.version", _text(torch, "version") if installed else None)
+        b.set("torch.cuda", _text(torch, "cuda") if installed else None)
+        b.set("torch.cudnn", _text(torch, "cudnn_version") if installed else None)
+        b.set("torch.nccl", _text(torch, "nccl_version") if installed else None)
         available = torch.get("cuda_available")
         b.set("torch.gpu", None if not installed or not isinstance(available, bool) else
               ("usable" if available and torch.get("tiny_op") in (None, "ok") else "not usable"))
@@ -219,11 +209,11 @@ def _report(data: Dict[str, Any], b: Builder) -> None:
     # CUDA toolkits and the container toolkit
     toolkits = _obj(facts, "toolkits")
     if toolkits.get("error") is None and "toolkits" not in skipped:
-        releases = [_str(t, "release") or major_minor(_str(t, "version")) for t in _list(toolkits, "toolkits")]
+        releases = [_text(t, "release") or major_minor(_text(t, "version")) for t in _list(toolkits, "toolkits")]
         b.set("toolkits", _joined([r for r in releases if r]))
     docker = _obj(facts, "docker")
     if docker.get("error") is None and "docker" not in skipped:
-        b.set("container_toolkit", _str(docker, "nvidia_ctk_version") or _str(docker, "nvidia_container_cli_version"))
+        b.set("container_toolkit", _text(docker, "nvidia_ctk_version") or _text(docker, "nvidia_container_cli_version"))
 
     # the node's own check
     errors = []
@@ -252,19 +242,19 @@ def _bench(data: Dict[str, Any], b: Builder) -> None:
     for p in _list(data, "points"):
         if not isinstance(p, dict) or p.get("status") != "ok":
             continue
-        device, n, dtype, tflops = _int(p, "device"), _int(p, "n"), _str(p, "dtype"), _num(p, "tflops")
+        device, n, dtype, tflops = opt_int(p, "device"), opt_int(p, "n"), _text(p, "dtype"), opt_float(p, "tflops")
         if device is None or n is None or dtype is None or tflops is None or tflops <= 0:
             continue
         rates.setdefault(device, {})[point_key(dtype, n)] = tflops
     cpu = False
     for d in devices:
-        index = _int(d, "index")
+        index = opt_int(d, "index")
         if d.get("kind") != "cuda" or index is None:
             cpu = cpu or d.get("kind") == "cpu"
             continue
-        nvml = _int(d, "nvml_index")
-        b.gpu(nvml if nvml is not None else index, _str(d, "uuid"), name=_str(d, "name"),
-              power_limit_w=_num(d, "power_limit_w"), max_sm_clock_mhz=_int(d, "max_sm_clock_mhz"),
+        nvml = opt_int(d, "nvml_index")
+        b.gpu(nvml if nvml is not None else index, _text(d, "uuid"), name=_text(d, "name"),
+              power_limit_w=opt_float(d, "power_limit_w"), max_sm_clock_mhz=opt_int(d, "max_sm_clock_mhz"),
               tflops=rates.get(index, {}))
     if cpu:
         b.notes.append("its bench measured the CPU: not compared with GPUs")
@@ -284,11 +274,11 @@ def _health(data: Dict[str, Any], b: Builder) -> None:
         if not isinstance(g, dict):
             continue
         mode, remap = _obj(g, "ecc_mode"), _obj(g, "remapped_rows")
-        current = _int(mode, "current")
-        b.gpu(_int(g, "index"), _str(g, "uuid"), ecc_enabled=None if current is None else bool(current),
-              ecc_corrected=_int(g, "ecc_corrected"), ecc_uncorrected=_int(g, "ecc_uncorrected"),
-              remap_pending=_int(remap, "pending"), remap_failure=_int(remap, "failure"),
-              remap_uncorrectable=_int(remap, "uncorrectable"))
+        current = opt_int(mode, "current")
+        b.gpu(opt_int(g, "index"), _text(g, "uuid"), ecc_enabled=None if current is None else bool(current),
+              ecc_corrected=opt_int(g, "ecc_corrected"), ecc_uncorrected=opt_int(g, "ecc_uncorrected"),
+              remap_pending=opt_int(remap, "pending"), remap_failure=opt_int(remap, "failure"),
+              remap_uncorrectable=opt_int(remap, "uncorrectable"))
     enabled = [g.get("ecc_enabled") for g in b.gpus if g.get("ecc_enabled") is not None]
     if enabled:
         b.set("gpu.ecc", "on" if all(enabled) else ("off" if not any(enabled) else "mixed"))

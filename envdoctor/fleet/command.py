@@ -12,12 +12,15 @@ from typing import Any, Dict, Optional, Tuple
 import click
 
 from envdoctor.clicore import (
+    FilePath,
     EXIT_USAGE,
+    Number,
     debug_option,
     guarded,
     make_context,
     python_option,
     root_option,
+    seconds,
     timeout_option,
     torch_timeout_option,
     use_color,
@@ -85,14 +88,14 @@ def _table() -> Any:
 @click.option("--comms", "with_comms", is_flag=True,
               help="With --gather: an all-reduce over every node and a pairwise pass that names a slow node or link "
                    "(NCCL where every node has a GPU, else gloo).")
-@click.option("--join-timeout", type=click.FloatRange(min=1, max=3600), default=60.0, show_default=True,
+@click.option("--join-timeout", type=seconds(1, 3600), default=60.0, show_default=True,
               metavar="SECONDS", help="With --gather: how long rank 0 waits for the other ranks (and each step).")
-@click.option("--slow", "slow_pct", type=click.FloatRange(min=0.1, max=90), default=5.0, show_default=True,
+@click.option("--slow", "slow_pct", type=Number(0.1, 90, unit="%"), default=5.0, show_default=True,
               metavar="PERCENT", help="A GPU this far below the fleet's median for its model is slow.")
 @click.option("--json", "as_json", is_flag=True, help="Print the versioned JSON document (envdoctor.fleet/1).")
 @click.option("--markdown", is_flag=True, help="Print Markdown (tables and findings).")
 @click.option("--html", "as_html", is_flag=True, help="Print a self-contained HTML page (sortable, no external files).")
-@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None, metavar="FILE",
+@click.option("-o", "--output", type=FilePath(dir_okay=False, path_type=Path), default=None, metavar="FILE",
               help="Write the output to FILE (atomically) instead of printing it.")
 @click.option("--redact", is_flag=True,
               help="Name the nodes node-01, node-02, ...; mask host and user names, home paths, GPU UUIDs and serials.")

@@ -27,6 +27,7 @@ from envdoctor.links.plan import algbw_gbps, busbw_factor, busbw_gbps, human_byt
 from envdoctor.findings import Finding, Severity
 from envdoctor.fleet import pairs
 from envdoctor.fleet.rules import REFERENCE, NodeFinding
+from envdoctor.parse.jsontext import opt_float, opt_int, opt_str
 
 Status = Literal["ok", "stalled", "failed", "skipped"]
 Backend = Literal["nccl", "gloo"]
@@ -105,29 +106,30 @@ class FleetComms:
     names: Mapping[int, str] = dataclasses.field(default_factory=dict)
 
 
-def _num(value: Any) -> Optional[float]:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
-def _int(value: Any, default: int = 0) -> int:
-    return int(value) if isinstance(value, int) and not isinstance(value, bool) else default
 
 
-def _str(value: Any) -> Optional[str]:
-    return value[:500] if isinstance(value, str) else None
+
+
+def _round(value: Any) -> int:
+    """A pair test's round number: 1 where the child gave none (or none that is a number)."""
+    number = opt_int(value, low=0)
+    return 1 if number is None else number
 
 
 def transfer(point: Any, ranks: int) -> Optional[Transfer]:
     """A child's all-reduce point (``one_point``'s dict) with its bandwidths; None where it has no time."""
     if not isinstance(point, dict):
         return None
-    t, s = _num(point.get("time_s")), _int(point.get("bytes"))
+    t, s = opt_float(point.get("time_s")), (opt_int(point.get("bytes")) or 0)
     if t is None or t <= 0 or s <= 0 or ranks < 1:
         return None
-    t_max = _num(point.get("time_max_s"))
-    return Transfer(s, _int(point.get("iters")), _int(point.get("warmup")), t, t_max if t_max is not None else t,
+    t_max = opt_float(point.get("time_max_s"))
+    return Transfer(s, opt_int(point.get("iters")) or 0, opt_int(point.get("warmup")) or 0, t,
+                    t_max if t_max is not None else t,
                     algbw_gbps(s, t), busbw_gbps("all_reduce", s, t, ranks), busbw_factor("all_reduce", ranks),
-                    _int(point.get("wrong")), ranks)
+                    opt_int(point.get("wrong")) or 0, ranks)
 
 
 def read(data: Mapping[str, Any], world_size: int) -> FleetComms:
@@ -142,17 +144,19 @@ def read(data: Mapping[str, Any], world_size: int) -> FleetComms:
             continue
         tr = transfer(p, 2) if p.get("status", "ok") == "ok" else None
         ps: PairStatus = "unfinished" if tr is None else "wrong" if tr.wrong else "ok"
-        figures.append(PairFigure(_int(p.get("round"), 1), p["a"], p["b"], ps, tr))
-    unfinished = tuple(Unfinished(u["rank"], _str(u.get("stage")), _str(u.get("error")), "", _str(u.get("where")),
+        figures.append(PairFigure(_round(p.get("round")), p["a"], p["b"], ps, tr))
+    unfinished = tuple(Unfinished(u["rank"], opt_str(u.get("stage"), max_chars=500),
+                                  opt_str(u.get("error"), max_chars=500), "", opt_str(u.get("where"), max_chars=500),
                                   u["in_collective"] if isinstance(u.get("in_collective"), bool) else None)
                        for u in data.get("unfinished") or [] if isinstance(u, dict) and isinstance(u.get("rank"), int))
     raw = data.get("devices")
     devices: Mapping[Any, Any] = raw if isinstance(raw, dict) else {}
     rounds = data.get("rounds")
-    out = FleetComms(st, world_size, be, _str(data.get("why")), _int(data.get("bytes")) or None,
-                     _num(data.get("phase_timeout")), transfer(data.get("all_reduce"), world_size), tuple(figures),
-                     len(rounds) if isinstance(rounds, list) else 0, stalled=_str(data.get("stalled")),
-                     unfinished=unfinished, error=_str(data.get("error")),
+    out = FleetComms(st, world_size, be, opt_str(data.get("why"), max_chars=500), opt_int(data.get("bytes")) or None,
+                     opt_float(data.get("phase_timeout")), transfer(data.get("all_reduce"), world_size), tuple(figures),
+                     len(rounds) if isinstance(rounds, list) else 0,
+                     stalled=opt_str(data.get("stalled"), max_chars=500),
+                     unfinished=unfinished, error=opt_str(data.get("error"), max_chars=500),
                      devices={int(k): str(v) for k, v in devices.items() if str(k).isdigit()})
     return analyze(out)
 

@@ -22,7 +22,7 @@ import os
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from envdoctor.documents import DOCUMENTS, DocumentError, OtherKindError, read_any
 from envdoctor.fleet.facts import Document, NameSource, NodeInput
@@ -67,26 +67,38 @@ def expand_paths(args: Sequence[str], max_files: int = MAX_FILES) -> List[Path]:
                                 "that hold the reports")
 
     for arg in args:
-        path = Path(arg)
-        if path.is_dir():
-            for root, dirs, names in os.walk(path):
-                dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-                for name in sorted(names):
-                    if name.endswith(".json") and not name.startswith("."):
-                        add(Path(root) / name)
-        elif path.exists() or path.is_symlink():
-            add(path)
-        elif any(ch in arg for ch in "*?["):
-            matches = sorted(glob.glob(arg, recursive=True))
-            if not matches:
-                raise LoadError(f"{arg} matches no file")
-            for match in matches:
-                if Path(match).is_dir():
-                    raise LoadError(f"{arg} matches the folder {match}: name the folder or the files, not both")
-                add(Path(match))
-        else:
-            raise LoadError(f"{arg} does not exist")
+        try:
+            _expand(arg, add)
+        except LoadError:
+            raise
+        except (OSError, ValueError) as exc:       # a NUL, a name past NAME_MAX: no file can be named so
+            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            shown = arg if len(arg) <= 80 else f"{arg[:40]}... ({len(arg)} characters)"
+            raise LoadError(f"{shown!r} names no file: {why}") from None
     return files
+
+
+def _expand(arg: str, add: Callable[[Path], None]) -> None:
+    """Add the files that one command-line argument names (see :func:`expand_paths`)."""
+    path = Path(arg)
+    if path.is_dir():
+        for root, dirs, names in os.walk(path):
+            dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+            for name in sorted(names):
+                if name.endswith(".json") and not name.startswith("."):
+                    add(Path(root) / name)
+    elif path.exists() or path.is_symlink():
+        add(path)
+    elif any(ch in arg for ch in "*?["):
+        matches = sorted(glob.glob(arg, recursive=True))
+        if not matches:
+            raise LoadError(f"{arg} matches no file")
+        for match in matches:
+            if Path(match).is_dir():
+                raise LoadError(f"{arg} matches the folder {match}: name the folder or the files, not both")
+            add(Path(match))
+    else:
+        raise LoadError(f"{arg} does not exist")
 
 
 def read_files(files: Sequence[Path]) -> Tuple[List[Document], List[Skipped]]:

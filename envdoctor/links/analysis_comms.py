@@ -14,13 +14,20 @@ from dataclasses import replace
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from envdoctor.child import ChildRun
-from envdoctor.links.plan import algbw_gbps, busbw_gbps
 from envdoctor.links.facts_comms import CommsPoint, CommsResult, Expected, HostCopy, PairPoint, RankOutcome
+from envdoctor.links.plan import COLLECTIVES as _COLLECTIVES
+from envdoctor.links.plan import algbw_gbps, busbw_gbps
 from envdoctor.facts.links import LinksFacts
+from envdoctor.parse.jsontext import opt_float, opt_int, opt_str
 from envdoctor.parse.nccl_log import NcclLog
 from envdoctor.links.probe import pci_address
 from envdoctor.links.table import LinkTable
 from envdoctor.links.analysis_topo import Topology
+
+#: The largest byte count, iteration count or element count read from a child (a signed 64-bit value).
+MAX_COUNT = 2 ** 63 - 1
+#: The longest time a child may report for one step, in seconds (a day).
+MAX_TIME_S = 86400.0
 
 #: What the ranks' environment said about NVLS and NCCL, reported as it was (never set by envdoctor);
 #: the child reports the same names as it saw them, which is what the result shows when it answered.
@@ -34,9 +41,11 @@ def outcome(rank: int, run: ChildRun) -> RankOutcome:
     device = info.get("device") or next((e.get("device") for e in run.events if e.get("kind") == "plan"), None)
     label = None
     if isinstance(device, dict):
-        name = device.get("name") or ""
-        label = "CPU" if device.get("index") is None else f"cuda:{device.get('index')} {name}".strip()
-    common: Dict[str, Any] = dict(rank=rank, local_rank=info.get("local_rank"), host=info.get("host"), device=label,
+        name = opt_str(device, "name", max_chars=256) or ""
+        index = opt_int(device, "index", low=0, high=MAX_COUNT)
+        label = "CPU" if index is None else f"cuda:{index} {name}".strip()
+    common: Dict[str, Any] = dict(rank=rank, local_rank=opt_int(info, "local_rank", low=0, high=MAX_COUNT),
+                                  host=opt_str(info, "host", max_chars=256), device=label,
                                   stage=run.stage, seconds=round(run.seconds, 3))
     if run.ok:
         return RankOutcome(status="ok", **common)
@@ -44,7 +53,7 @@ def outcome(rank: int, run: ChildRun) -> RankOutcome:
     if err is not None and str(err.kind) == "interrupted":       # run.py's kind for a child asked to stop
         return RankOutcome(status="stopped", message=err.message, **common)
     if run.failure is not None:
-        message = str(run.failure.get("message") or run.failure.get("kind"))
+        message = opt_str(run.failure, "message") or opt_str(run.failure, "kind") or "failed"
         if "Watchdog caught collective operation timeout" in run.stderr:
             message += " (NCCL's watchdog: a peer never joined the collective)"
         return RankOutcome(status="failed", message=message, **common)
@@ -65,8 +74,13 @@ def _main(runs: Sequence[ChildRun]) -> Tuple[Optional[Dict[str, Any]], List[Dict
     pairs = [e["pair"] for e in (first.events if first else ()) if e.get("kind") == "pair"
              and isinstance(e.get("pair"), dict)]
     if answer is not None:
-        points, pairs = list(answer.get("points") or points), list(answer.get("pairs") or pairs)
+        points = [p for p in _list(answer.get("points")) if isinstance(p, dict)] or points
+        pairs = [p for p in _list(answer.get("pairs")) if isinstance(p, dict)] or pairs
     return answer, points, pairs
+
+
+def _list(value: Any) -> List[Any]:
+    return value if isinstance(value, list) else []
 
 
 def gpu_indices(rank_devices: Sequence[Mapping[str, Any]], links: LinksFacts) -> Dict[int, int]:
@@ -74,10 +88,11 @@ def gpu_indices(rank_devices: Sequence[Mapping[str, Any]], links: LinksFacts) ->
     by_bus = {pci_address(g.bus_id): g.index for g in links.gpus if pci_address(g.bus_id)}
     out: Dict[int, int] = {}
     for info in rank_devices:
-        device = info.get("device") or {}
-        bus = pci_address(device.get("pci_bus_id")) if isinstance(device, dict) else None
-        if bus in by_bus and isinstance(info.get("rank"), int):
-            out[int(info["rank"])] = by_bus[bus]
+        device = info.get("device") if isinstance(info, Mapping) else None
+        bus = pci_address(opt_str(device, "pci_bus_id", max_chars=64)) if isinstance(device, dict) else None
+        rank = opt_int(info, "rank", low=0, high=MAX_COUNT)
+        if bus in by_bus and rank is not None:
+            out[rank] = by_bus[bus]
     return out
 
 
@@ -113,36 +128,48 @@ def build(runs: Sequence[ChildRun], *, backend: str, launcher: str, world: int, 
     """The result of one run. ``ranks[i]`` is the rank of ``runs[i]``."""
     outcomes = tuple(outcome(rank, run) for rank, run in zip(ranks, runs))
     answer, raw_points, raw_pairs = _main(runs)
-    rank_devices = list((answer or {}).get("ranks") or [r.result for r in runs if r.ok])
-    hosts = tuple(sorted({str(d.get("host")) for d in rank_devices if d and d.get("host")}))
+    rank_devices = [d for d in (_list((answer or {}).get("ranks")) or [r.result for r in runs if r.ok])
+                    if isinstance(d, dict)]
+    hosts = tuple(sorted({h for h in (opt_str(d, "host", max_chars=256) for d in rank_devices) if h}))
     mapping = gpu_indices(rank_devices, links) if backend == "nccl" else {}
     used = [mapping[r] for r in sorted(mapping)]
     expected = expected_for(used, world, len(hosts), links, top, table) if backend == "nccl" else Expected(
         note="gloo on the CPU: no link to compare with")
     points = []
-    for p in raw_points:
-        s, t = int(p.get("bytes") or 0), p.get("time_s")
-        alg = algbw_gbps(s, float(t)) if isinstance(t, (int, float)) else None
-        bus = busbw_gbps(str(p["collective"]), s, float(t), world) if isinstance(t, (int, float)) else None
-        logged = (s,) if p["collective"] == "all_reduce" else (s // max(world, 1), s)   # see parse.nccl_log
-        choice = nccl.choice(str(p["collective"]), logged) if nccl else None
+    for p in raw_points:             # a point without a collective it names is not one (typed leniently)
+        collective = opt_str(p, "collective", max_chars=64)
+        if collective is None:
+            continue
+        s = opt_int(p, "bytes", low=0, high=MAX_COUNT) or 0
+        t = opt_float(p, "time_s", low=0, high=MAX_TIME_S)
+        t_max = opt_float(p, "time_max_s", low=0, high=MAX_TIME_S)
+        alg = algbw_gbps(s, t) if t is not None else None
+        bus = busbw_gbps(collective, s, t, world) if t is not None and collective in _COLLECTIVES else None
+        logged = (s,) if collective == "all_reduce" else (s // max(world, 1), s)   # see parse.nccl_log
+        choice = nccl.choice(collective, logged) if nccl else None
         points.append(CommsPoint(
-            collective=str(p["collective"]), bytes=s, count=int(p.get("count") or 0), dtype=str(p.get("dtype")),
-            status=str(p.get("status") or "ok"), reason=p.get("reason"), warmup=int(p.get("warmup") or 0),
-            iters=int(p.get("iters") or 0), time_us=round(float(t) * 1e6, 2) if isinstance(t, (int, float)) else None,
-            time_max_us=round(float(p["time_max_s"]) * 1e6, 2) if isinstance(p.get("time_max_s"), (int, float))
-            else None, algbw_gbps=alg, busbw_gbps=bus, wrong=p.get("wrong"),
+            collective=collective, bytes=s, count=opt_int(p, "count", low=0, high=MAX_COUNT) or 0,
+            dtype=str(opt_str(p, "dtype", max_chars=32)), status=opt_str(p, "status", max_chars=32) or "ok",
+            reason=opt_str(p, "reason"), warmup=opt_int(p, "warmup", low=0, high=MAX_COUNT) or 0,
+            iters=opt_int(p, "iters", low=0, high=MAX_COUNT) or 0,
+            time_us=round(t * 1e6, 2) if t is not None else None,
+            time_max_us=round(t_max * 1e6, 2) if t_max is not None else None,
+            algbw_gbps=alg, busbw_gbps=bus, wrong=opt_int(p, "wrong", low=0, high=MAX_COUNT),
             algo=choice[0] if choice else None, proto=choice[1] if choice else None,
             ratio=_ratio(bus, expected.peak_gbps) if world > 1 else None))
     pairs = []
     for p in raw_pairs:
-        t = p.get("time_s")
-        gbps = round(int(p["bytes"]) / float(t) / 1e9, 3) if isinstance(t, (int, float)) and t > 0 else None
-        src, dst = mapping.get(int(p["src"])), mapping.get(int(p["dst"]))
+        a, b = opt_int(p, "src", low=0, high=MAX_COUNT), opt_int(p, "dst", low=0, high=MAX_COUNT)
+        size = opt_int(p, "bytes", low=0, high=MAX_COUNT)
+        if a is None or b is None or size is None:
+            continue
+        t = opt_float(p, "time_s", low=0, high=MAX_TIME_S)
+        gbps = round(size / t / 1e9, 3) if t else None
+        src, dst = mapping.get(a), mapping.get(b)
         peak = top.path(src, dst) if src is not None and dst is not None and src != dst else None
-        pairs.append(PairPoint(int(p["src"]), int(p["dst"]), int(p["bytes"]), int(p.get("iters") or 0), gbps,
-                               int(p.get("wrong") or 0), peak.path if peak else None, peak.gbps if peak else None,
-                               _ratio(gbps, peak.gbps if peak else None)))
+        pairs.append(PairPoint(a, b, size, opt_int(p, "iters", low=0, high=MAX_COUNT) or 0, gbps,
+                               opt_int(p, "wrong", low=0, high=MAX_COUNT) or 0, peak.path if peak else None,
+                               peak.gbps if peak else None, _ratio(gbps, peak.gbps if peak else None)))
     copies, copy_note = _host_copies((answer or {}).get("host_copies"), mapping.get(0), top)
     info = answer or {}
     nvls_used = nccl.nvls_used if nccl and nccl.tuning else None
@@ -151,13 +178,14 @@ def build(runs: Sequence[ChildRun], *, backend: str, launcher: str, world: int, 
     if published is not None and expected.peak_gbps:
         expected = replace(expected, published_gbps=published.busbw_gbps,
                            published_source=f"{published.tool}; {published.source}")
-    notes = [str(n) for r in runs if r.result for n in (r.result.get("notes") or [])]
+    notes = [n for r in runs if r.result for n in (opt_str(x, max_chars=500) for x in _list(r.result.get("notes")))
+             if n]
     return CommsResult(
         backend=backend, launcher=launcher, world_size=world, hosts=hosts,
-        torch_version=info.get("torch_version"),
-        nccl_version=info.get("nccl_version") or (nccl.version if nccl else None),
-        nccl_env=dict(info["env"]) if isinstance(info.get("env"), dict) else {k: env[k] for k in REPORTED_ENV
-                                                                               if k in env},
+        torch_version=opt_str(info, "torch_version", max_chars=128),
+        nccl_version=opt_str(info, "nccl_version", max_chars=64) or (nccl.version if nccl else None),
+        nccl_env={str(k)[:128]: str(v)[:1024] for k, v in info["env"].items()} if isinstance(info.get("env"), dict)
+        else {k: env[k] for k in REPORTED_ENV if k in env},
         nvls_available=nccl.nvls_available if nccl else None, nvls_used=nvls_used,
         transports=nccl.transports if nccl else (), nccl_log=nccl_log_note,
         points=tuple(points), pairs=tuple(pairs), host_copies=copies, host_copy_note=copy_note,
@@ -168,12 +196,18 @@ def _host_copies(raw: Any, gpu: Optional[int], top: Topology) -> Tuple[Tuple[Hos
     if not isinstance(raw, dict):
         return (), None
     if raw.get("status") != "ok":
-        return (), str(raw.get("message") or raw.get("status"))
+        return (), opt_str(raw, "message") or opt_str(raw, "status", max_chars=64) or "no answer"
     peak = top.pcie(gpu) if gpu is not None else (top.gpus[0] if len(top.gpus) == 1 else None)
+    size = opt_int(raw, "bytes", low=0, high=MAX_COUNT)
+    if size is None:
+        return (), "the host-copy answer gave no byte count"
     out = []
-    for d in raw.get("directions") or []:
-        t = d.get("time_s")
-        gbps = round(int(raw["bytes"]) / float(t) / 1e9, 3) if isinstance(t, (int, float)) and t > 0 else None
-        out.append(HostCopy(str(d.get("direction")), int(raw["bytes"]), int(d.get("iters") or 0), gbps,
+    for d in _list(raw.get("directions")):
+        if not isinstance(d, dict):
+            continue
+        t = opt_float(d, "time_s", low=0, high=MAX_TIME_S)
+        gbps = round(size / t / 1e9, 3) if t else None
+        out.append(HostCopy(str(opt_str(d, "direction", max_chars=32)), size,
+                            opt_int(d, "iters", low=0, high=MAX_COUNT) or 0, gbps,
                             peak.gbps if peak else None, _ratio(gbps, peak.gbps if peak else None)))
     return tuple(out), None

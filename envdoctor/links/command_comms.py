@@ -9,7 +9,6 @@ envdoctor itself failed.
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Any, Dict, Optional, Tuple
@@ -18,16 +17,22 @@ import click
 
 from envdoctor.clicore import check_formats, emit_page, html_options, machine_redactor
 from envdoctor.clicore import (
+    FilePath,
     EXIT_ERRORS,
     EXIT_OK,
     EXIT_USAGE,
     ChoiceList,
+    Number,
+    check_visible_devices,
     debug_option,
+    gpu_indices,
     guarded,
     python_option,
+    seconds,
     use_color,
 )
 from envdoctor.links import plan
+from envdoctor.parse.jsontext import JsonError, loads_object, opt_float, opt_int, opt_str
 
 
 def _devices(ctx: click.Context, param: Any, value: str) -> Optional[Tuple[int, ...]]:
@@ -35,12 +40,9 @@ def _devices(ctx: click.Context, param: Any, value: str) -> Optional[Tuple[int, 
     if text == "all":
         return None
     try:
-        devices = tuple(dict.fromkeys(int(v) for v in text.split(",") if v.strip()))
-    except ValueError:
-        raise click.BadParameter(f"{value!r}: give GPU indices (0,1,3) or 'all'") from None
-    if not devices or any(d < 0 for d in devices):
-        raise click.BadParameter(f"{value!r}: give GPU indices (0,1,3) or 'all'")
-    return devices
+        return gpu_indices(text)
+    except ValueError as exc:
+        raise click.BadParameter(f"{exc}: give GPU indices (0,1,3), each once, or 'all'") from None
 
 
 def _progress(stream: Any) -> Any:
@@ -55,23 +57,25 @@ def _progress(stream: Any) -> Any:
         if kind == "stage" and e.get("stage") in ("import torch", "init_process_group"):
             text = f"comms: rank 0: {e['stage']}"
         elif kind == "plan":
-            state.update(total=int(e.get("points") or 0), world=int(e.get("world_size") or 1))
+            state.update(total=opt_int(e, "points", low=0, high=10 ** 6) or 0,
+                         world=opt_int(e, "world_size", low=1, high=1 << 20) or 1)
             text = f"comms: {state['world']} rank(s) ready, {state['total']} points"
         elif kind == "point":
-            q = e.get("point") or {}
+            q = e.get("point") if isinstance(e.get("point"), dict) else {}
             state["done"] += 1
-            t = q.get("time_s")
-            bus = plan.busbw_gbps(q["collective"], int(q["bytes"]), float(t), state["world"]) \
-                if isinstance(t, (int, float)) and q.get("collective") else None
-            if state["world"] <= 1 and isinstance(t, (int, float)):
+            t = opt_float(q, "time_s", low=0, high=86400)
+            size = opt_int(q, "bytes", low=0, high=2 ** 63 - 1) or 0
+            collective = opt_str(q, "collective", max_chars=32)
+            bus = plan.busbw_gbps(collective, size, t, state["world"]) \
+                if t is not None and collective in plan.COLLECTIVES else None
+            if state["world"] <= 1 and t is not None:
                 shown = f"{t * 1e6:.1f} us (one rank: no bandwidth)"
             else:
-                shown = f"busbw {bus:g} GB/s" if bus is not None else str(q.get("status"))
-            text = (f"comms: [{state['done']}/{state['total']}] {q.get('collective')} "
-                    f"{plan.human_bytes(int(q.get('bytes') or 0))}: " + shown)
+                shown = f"busbw {bus:g} GB/s" if bus is not None else str(opt_str(q, "status", max_chars=32))
+            text = f"comms: [{state['done']}/{state['total']}] {collective} {plan.human_bytes(size)}: " + shown
         elif kind == "pair":
-            q = e.get("pair") or {}
-            text = f"comms: pair {q.get('src')} -> {q.get('dst')}"
+            q = e.get("pair") if isinstance(e.get("pair"), dict) else {}
+            text = f"comms: pair {opt_int(q, 'src')} -> {opt_int(q, 'dst')}"
         else:
             return
         stream.write(("\r\x1b[K" + text) if tty else text + "\n")
@@ -88,22 +92,22 @@ def _progress(stream: Any) -> Any:
 @click.option("--sizes", default=None, metavar="1M..4G",
               help=f"Sizes S: FROM..TO (times --factor), or a list 1M,16M,1G "
                    f"(default: {plan.DEFAULT_SIZES} with NCCL, {plan.GLOO_SIZES} with gloo).")
-@click.option("--factor", type=click.IntRange(min=2, max=1024), default=plan.DEFAULT_FACTOR, show_default=True,
+@click.option("--factor", type=Number(2, 1024, integer=True), default=plan.DEFAULT_FACTOR, show_default=True,
               help="Step between sizes of a FROM..TO range.")
 @click.option("--devices", default="all", show_default=True, callback=_devices, metavar="all|0,1,...",
               help="GPUs (CUDA indices), one rank each.")
 @click.option("--backend", type=click.Choice(("auto", "nccl", "gloo")), default="auto", show_default=True,
               help="auto: NCCL on the GPUs, or gloo on the CPU where there is none.")
-@click.option("--nproc", type=click.IntRange(min=1, max=1024), default=None,
+@click.option("--nproc", type=Number(1, 1024, integer=True), default=None,
               help="Ranks to start (gloo: CPU processes, default 2; nccl: at most this many GPUs).")
 @click.option("--pairs/--no-pairs", default=True, show_default=True,
               help="Also copy between every pair of GPUs (which link is slow).")
-@click.option("--timeout", "timeout_s", type=click.FloatRange(min=1), default=30.0, show_default=True,
+@click.option("--timeout", "timeout_s", type=seconds(1), default=30.0, show_default=True,
               metavar="SECONDS", help="Time one collective (and joining the group) may take.")
 @click.option("--json", "as_json", is_flag=True, help='Print the versioned JSON document ("envdoctor.comms/1").')
-@click.option("--plot", type=click.Path(dir_okay=False), default=None, metavar="FILE.png",
+@click.option("--plot", type=FilePath(dir_okay=False), default=None, metavar="FILE.png",
               help="Also draw busbw per size, with matplotlib from the target environment.")
-@click.option("--idle-timeout", type=click.FloatRange(min=1), default=None, hidden=True)
+@click.option("--idle-timeout", type=seconds(1), default=None, hidden=True)
 @click.option("--inject", default=None, hidden=True, help="Tests only: a rank that hangs or dies (JSON).")
 @html_options
 @debug_option
@@ -132,6 +136,7 @@ def comms(python: Optional[str], collectives: Tuple[str, ...], sizes: Optional[s
     from envdoctor.links.rules_comms import verdicts
 
     check_formats(json=as_json, html=as_html)
+    check_visible_devices()
     target, _ = find_python(python)
     if target is None:
         raise click.UsageError(f"--python {python}: not found or not executable")
@@ -142,9 +147,9 @@ def comms(python: Optional[str], collectives: Tuple[str, ...], sizes: Optional[s
     fault = None
     if inject:
         try:
-            fault = json.loads(inject)
-        except ValueError:
-            raise click.BadParameter("not JSON", param_hint="--inject") from None
+            fault = loads_object(inject, "--inject")
+        except JsonError as exc:
+            raise click.BadParameter(str(exc), param_hint="--inject") from None
     opts = CommsOptions(collectives=collectives, sizes=chosen, backend=backend, devices=devices, nproc=nproc,
                         pairs=pairs, timeout_s=timeout_s, idle_timeout_s=idle_timeout, inject=fault)
     result = run_comms(opts, target, progress=_progress(sys.stderr))

@@ -41,6 +41,8 @@ SCRIPT = "links/target/comms.py"
 #: Seconds for torch's import, CUDA and NCCL start beyond the measurement itself.
 STARTUP_ALLOWANCE = 180.0
 NCCL_LOG_LIMIT = 16 << 20
+#: A rank silent for ``--timeout`` plus this many seconds is hung (its collective had its time).
+IDLE_GRACE = 30.0
 METHOD = {
     "size": "S as nccl-tests counts it: " + "; ".join(f"{k}: {v}" for k, v in plan.SIZE_MEANING.items()),
     "time": (f"{plan.WARMUP} warm-up calls (the first two calibrate), then up to {plan.ITERS} calls back to back "
@@ -104,8 +106,17 @@ def _config(opts: CommsOptions, backend: str, sizes: Tuple[int, ...], world: int
 def _limits(opts: CommsOptions, sizes: Tuple[int, ...], collectives: Tuple[str, ...],
             world: int) -> Tuple[float, float]:
     measure = plan.point_budget_s(sizes, collectives) + world * (world - 1) * 0.5 + 10.0
-    idle = opts.idle_timeout_s if opts.idle_timeout_s is not None else max(60.0, opts.timeout_s + 30.0)
-    return STARTUP_ALLOWANCE + measure, idle
+    return STARTUP_ALLOWANCE + measure, idle_bound(opts)
+
+
+def idle_bound(opts: CommsOptions) -> float:
+    """Seconds a rank may print nothing before it is stopped as hung: ``--timeout`` + 30, as
+    docs/links.md states it (60 s at the default 30; 40 s with ``--timeout 10``, not 60).
+
+    >>> idle_bound(CommsOptions(timeout_s=10.0)), idle_bound(CommsOptions()), idle_bound(CommsOptions(idle_timeout_s=5))
+    (40.0, 60.0, 5)
+    """
+    return opts.idle_timeout_s if opts.idle_timeout_s is not None else opts.timeout_s + IDLE_GRACE
 
 
 def _nccl_log(directory: Optional[str], env: Mapping[str, str]) -> Tuple[Optional[NcclLog], str]:
@@ -228,7 +239,7 @@ def _no_gpu(opts: CommsOptions, python: str, env: Dict[str, str], links: LinksFa
     job = Job(SCRIPT, cfg, python, STARTUP_ALLOWANCE, what="envdoctor comms",
               env=rank_env(env, rank=0, world_size=1, local_rank=0, local_world_size=1, master_addr="127.0.0.1",
                            master_port=free_port(), nccl_log_dir=None),
-              idle_timeout=max(60.0, opts.timeout_s + 30.0))
+              idle_timeout=idle_bound(opts))
     runs, interrupted = run_children([job], _hook(progress), stop)
     result = _finish(runs, [0], "gloo", "envdoctor", 1, links, None, "no GPU: no NCCL", env, common)
     notes.append("no GPU: nothing to measure between GPUs")

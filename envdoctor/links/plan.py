@@ -47,9 +47,10 @@ class SizeError(ValueError):
 
 def parse_size(text: str) -> int:
     """``"1M"`` -> 1048576 (K, M, G are powers of 1024, as in nccl-tests' ``-b``/``-e``)."""
-    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([KMGkmg]?)(?:i?[Bb])?\s*", text)
+    # ASCII digits only (\d would take "٣"), and few of them: float("9" * 400) is inf
+    m = re.fullmatch(r"\s*([0-9]{1,15}(?:\.[0-9]{1,15})?)\s*([KMGkmg]?)(?:i?[Bb])?\s*", text)
     if not m:
-        raise SizeError(f"{text!r} is not a size like 64K, 16M or 4G")
+        raise SizeError(f"{text[:40]!r} is not a size like 64K, 16M or 4G")
     value = int(float(m.group(1)) * _UNITS[m.group(2).upper()])
     if not 4 <= value <= MAX_BYTES:
         raise SizeError(f"{text!r}: sizes go from 4 bytes to 64G")

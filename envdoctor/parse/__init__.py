@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Optional
 
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
 
 class ParseError(ValueError):
@@ -23,7 +23,7 @@ class ParseError(ValueError):
 MAX_VERSION_PART = 99
 
 
-_LEADING = re.compile(r"\d+(?:\.\d+)*")
+_LEADING = re.compile(r"[0-9]+(?:\.[0-9]+)*")
 
 
 def loose_version(text: Optional[str]) -> Optional[Version]:
@@ -36,7 +36,7 @@ def loose_version(text: Optional[str]) -> Optional[Version]:
         return None
     try:
         return Version(match.group(0))
-    except InvalidVersion:
+    except ValueError:           # InvalidVersion, or a part of more than 4300 digits (int()'s limit)
         return None
 
 
@@ -60,7 +60,7 @@ def version(text: object) -> Optional[Version]:
         return None
     try:
         return Version(str(text).strip())
-    except InvalidVersion:
+    except ValueError:           # InvalidVersion, or a part of more than 4300 digits (int()'s limit)
         return None
 
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from envdoctor.parse import ParseError
-from envdoctor.parse.jsontext import JsonError, loads
+from envdoctor.parse.jsontext import JsonError, loads, opt_str
 from envdoctor.redact import mask_url
 
 
@@ -61,8 +61,6 @@ def _first_json(text: str, what: str) -> dict:
     raise DockerParseError(f"{what} printed no JSON: {start!r}" if start else f"{what} printed nothing")
 
 
-def _str(value: Any) -> Optional[str]:
-    return value if isinstance(value, str) and value else None
 
 
 def _dict(value: Any) -> dict[str, Any]:
@@ -79,9 +77,9 @@ def parse_version_json(text: str) -> DockerVersion:
     data = _first_json(text, "docker version")
     client, server = _dict(data.get("Client")), _dict(data.get("Server"))
     platform = _dict(server.get("Platform"))
-    names = [_str(platform.get("Name")) or ""]
+    names = [opt_str(platform.get("Name")) or ""]
     names += [str(c.get("Name"))[:100] for c in _items(server, "Components") if isinstance(c, dict)]
-    return DockerVersion(_str(client.get("Version")), _str(server.get("Version")), _str(platform.get("Name")),
+    return DockerVersion(opt_str(client.get("Version")), opt_str(server.get("Version")), opt_str(platform.get("Name")),
                          any("podman" in n.lower() for n in names))
 
 
@@ -90,13 +88,13 @@ def parse_info_json(text: str) -> DockerInfo:
     runtimes = _dict(data.get("Runtimes"))
     devices = []
     for dev in _items(data, "DiscoveredDevices"):
-        if isinstance(dev, dict) and dev.get("Source") == "cdi" and _str(dev.get("ID")):
+        if isinstance(dev, dict) and dev.get("Source") == "cdi" and opt_str(dev.get("ID")):
             devices.append(dev["ID"])
     security = [s for s in _items(data, "SecurityOptions") if isinstance(s, str)]
     return DockerInfo(
-        server_version=_str(data.get("ServerVersion")),
+        server_version=opt_str(data.get("ServerVersion")),
         runtimes=tuple(sorted(str(k) for k in runtimes)),
-        default_runtime=_str(data.get("DefaultRuntime")),
+        default_runtime=opt_str(data.get("DefaultRuntime")),
         cdi_spec_dirs=tuple(d for d in _items(data, "CDISpecDirs") if isinstance(d, str)),
         cdi_devices=tuple(devices),
         rootless=any("name=rootless" in s for s in security),

@@ -23,6 +23,7 @@ from typing import Any, Optional
 
 from envdoctor.facts.python import LoadedLibrary, TargetPython, TorchDevice, TorchFacts
 from envdoctor.parse import MAX_VERSION_PART
+from envdoctor.parse.jsontext import opt_float, opt_int, opt_str
 from envdoctor.parse.platforms import linux_tags
 
 
@@ -86,15 +87,15 @@ def interpreter_tags(py: dict[str, Any]) -> tuple[Optional[str], Optional[str]]:
     ...                   "soabi": "pypy310-pp73-x86_64-linux-gnu"})
     ('pp310', 'pypy310_pp73')
     """
-    impl = _str(py.get("implementation"))
+    impl = opt_str(py.get("implementation"))
     short = {"cpython": "cp", "pypy": "pp", "ironpython": "ip", "jython": "jy"}.get(impl or "", impl)
-    nodot = _str(py.get("py_version_nodot"))
+    nodot = opt_str(py.get("py_version_nodot"))
     info = py.get("version_info")
-    if not nodot and isinstance(info, list) and len(info) >= 2 and all(_int(v) is not None for v in info[:2]) \
+    if not nodot and isinstance(info, list) and len(info) >= 2 and all(opt_int(v) is not None for v in info[:2]) \
             and 0 <= info[0] <= MAX_VERSION_PART and 0 <= info[1] <= MAX_VERSION_PART:
         nodot = f"{info[0]}{info[1]}"
     interp = f"{short}{nodot}" if short and nodot else None
-    soabi = _str(py.get("soabi")) or ""
+    soabi = opt_str(py.get("soabi")) or ""
     abi: Optional[str]
     if soabi.startswith("cpython-"):
         abi = "cp" + soabi.split("-")[1]
@@ -116,19 +117,19 @@ def target_python(py: dict[str, Any], executable: Optional[str] = None,
     """The child's ``python`` object -> TargetPython (a value of the wrong type counts as absent)."""
     py = py if isinstance(py, dict) else {}
     interp, abi = interpreter_tags(py)
-    glibc = parse_glibc(_str(py.get("libc")))
-    plat = platform_tag(_str(py.get("platform")), bool(py.get("maxsize_64bit", True)))
-    prefix = _str(py.get("prefix"))
-    base = _str(py.get("base_prefix"))
+    glibc = parse_glibc(opt_str(py.get("libc")))
+    plat = platform_tag(opt_str(py.get("platform")), bool(py.get("maxsize_64bit", True)))
+    prefix = opt_str(py.get("prefix"))
+    base = opt_str(py.get("base_prefix"))
     return TargetPython(
-        executable=executable or _str(py.get("executable")),
+        executable=executable or opt_str(py.get("executable")),
         chosen_by=chosen_by,
-        version=_str(py.get("version")),
-        implementation=_str(py.get("implementation")),
+        version=opt_str(py.get("version")),
+        implementation=opt_str(py.get("implementation")),
         interpreter_tag=interp,
         abi_tag=abi,
         platform_tags=linux_platform_tags(glibc, plat),
-        pip=_str(py.get("pip")),
+        pip=opt_str(py.get("pip")),
         venv=bool(prefix and base and prefix != base),
         conda_env=bool(py.get("conda_meta")),
         prefix=prefix,
@@ -239,15 +240,15 @@ def _device(raw: dict[str, Any], fallback_index: int) -> TorchDevice:
     capability = None
     if isinstance(cap, (list, tuple)) and len(cap) == 2 and all(isinstance(x, int) for x in cap):
         capability = f"{cap[0]}.{cap[1]}"
-    uuid = _str(raw.get("uuid"))
+    uuid = opt_str(raw.get("uuid"))
     if uuid and not uuid.startswith(("GPU-", "MIG-")):
         uuid = "GPU-" + uuid
     return TorchDevice(
         index=raw["index"] if isinstance(raw.get("index"), int) else fallback_index,
-        name=_str(raw.get("name")),
+        name=opt_str(raw.get("name")),
         capability=capability,
-        memory_bytes=_int(raw.get("memory")),
-        multiprocessors=_int(raw.get("sms")),
+        memory_bytes=opt_int(raw.get("memory")),
+        multiprocessors=opt_int(raw.get("sms")),
         uuid=uuid,
     )
 
@@ -264,8 +265,8 @@ def torch_facts(data: Optional[dict[str, Any]], python: Optional[dict[str, Any]]
     data = data if isinstance(data, dict) else {}
     installed = bool(data.get("installed"))
     libraries = tuple(
-        LoadedLibrary(str(lib["path"])[:4096], _str(lib.get("via_ld_library_path")))
-        for lib in _list(data.get("libraries")) if isinstance(lib, dict) and _str(lib.get("path"))
+        LoadedLibrary(str(lib["path"])[:4096], opt_str(lib.get("via_ld_library_path")))
+        for lib in _list(data.get("libraries")) if isinstance(lib, dict) and opt_str(lib.get("path"))
     )
     paths = tuple(lib.path for lib in libraries)
     devices = tuple(_device(d, i) for i, d in enumerate(_list(data.get("devices"))) if isinstance(d, dict))
@@ -273,68 +274,42 @@ def torch_facts(data: Optional[dict[str, Any]], python: Optional[dict[str, Any]]
     compiler, cpu_capability = build_config(data.get("build_config"))
     return TorchFacts(
         installed=installed,
-        version=_str(data.get("version")) or (_str(dists.get("torch")) if installed else None),
-        cuda=_str(data.get("cuda")),
-        hip=_str(data.get("hip")),
-        git=_str(data.get("git")),
+        version=opt_str(data.get("version")) or (opt_str(dists.get("torch")) if installed else None),
+        cuda=opt_str(data.get("cuda")),
+        hip=opt_str(data.get("hip")),
+        git=opt_str(data.get("git")),
         debug_build=data["debug"] if isinstance(data.get("debug"), bool) else None,
         compiler=compiler,
         cpu_capability=cpu_capability,
         cudnn_version=cudnn_version(data.get("cudnn")),
         cudnn_path=_pick(paths, "libcudnn"),
-        cudnn_error=_str(data.get("cudnn_error")),
+        cudnn_error=opt_str(data.get("cudnn_error")),
         nccl_version=nccl_version(data.get("nccl")),
         nccl_path=_pick(paths, "libnccl"),
         arch_list=tuple(arch.split()) if isinstance(arch, str) else tuple(str(a) for a in _list(arch)),
         cuda_available=data["available"] if isinstance(data.get("available"), bool) else None,
-        cuda_error=_str(data.get("cuda_error")),
-        device_count=_int(data.get("count")),
+        cuda_error=opt_str(data.get("cuda_error")),
+        device_count=opt_int(data.get("count")),
         devices=devices,
-        tiny_op=_str(data.get("tiny_op")),
-        torchvision=_str(dists.get("torchvision")),
-        torchaudio=_str(dists.get("torchaudio")),
-        import_error=_str(data.get("import_error")),
-        import_seconds=_seconds(data.get("import_seconds")),
-        location=_str(data.get("location")),
-        installer=_str(python.get("torch_installer")),
+        tiny_op=opt_str(data.get("tiny_op")),
+        torchvision=opt_str(dists.get("torchvision")),
+        torchaudio=opt_str(dists.get("torchaudio")),
+        import_error=opt_str(data.get("import_error")),
+        import_seconds=opt_float(data.get("import_seconds"), low=0, high=1e7),
+        location=opt_str(data.get("location")),
+        installer=opt_str(python.get("torch_installer")),
         libraries=libraries,
         bundled_libraries=tuple(str(p) for p in _list(data.get("bundled"))),
-        ld_library_path=_str(data.get("ld_library_path")),
+        ld_library_path=opt_str(data.get("ld_library_path")),
         warnings=tuple(str(w) for w in _list(data.get("warnings"))),
         unreadable=tuple(str(w) for w in _list(data.get("unreadable"))),
-        stage=_str(data.get("stage")),
+        stage=opt_str(data.get("stage")),
     )
 
 
-#: The longest text kept from one field of the child's answer (a path, an error message).
-MAX_FIELD_CHARS = 4096
 
-
-def _str(value: Any) -> Optional[str]:
-    """A text field of the child's answer: a string, cut to MAX_FIELD_CHARS; anything else is absent.
-
-    >>> _str("3.12.3"), _str([3, 2 ** 64, 7]), _str(5), _str("")
-    ('3.12.3', None, None, None)
-    """
-    if not isinstance(value, str) or value == "":
-        return None
-    return value[:MAX_FIELD_CHARS]
 
 
 def _list(value: Any) -> list[Any]:
     """A list field of the child's answer (at most 1000 items); anything else is empty."""
     return value[:1000] if isinstance(value, list) else []
-
-
-def _seconds(value: Any) -> Optional[float]:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    try:
-        seconds = float(value)
-    except OverflowError:
-        return None
-    return seconds if 0 <= seconds < 1e7 else None
-
-
-def _int(value: Any) -> Optional[int]:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None

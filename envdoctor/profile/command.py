@@ -9,7 +9,6 @@ the script failed, hung past --timeout or never reached enough steps; its last o
 from __future__ import annotations
 
 import glob
-import math
 import os
 import sys
 import time
@@ -20,7 +19,17 @@ import click
 
 from envdoctor.atomic import write_atomic
 from envdoctor.child import find_python
-from envdoctor.clicore import EXIT_OK, EXIT_USAGE, debug_option, guarded, python_option, use_color
+from envdoctor.clicore import (
+    EXIT_OK,
+    EXIT_USAGE,
+    FilePath,
+    Number,
+    debug_option,
+    guarded,
+    python_option,
+    seconds,
+    use_color,
+)
 from envdoctor.documents import dumps
 from envdoctor.findings import Finding, exit_code
 from envdoctor.launch import LaunchError, detect
@@ -52,12 +61,6 @@ def split_command(words: Sequence[str]) -> Tuple[Optional[str], List[str]]:
     if first.startswith(PYTHONS) and not first.endswith(".py"):
         return words[0], list(words[1:])
     return None, list(words)
-
-
-def _finite(ctx: click.Context, param: click.Parameter, value: float) -> float:
-    if not math.isfinite(value) or not 1.0 <= value <= 7 * 86400:
-        raise click.BadParameter(f"{value!r}: give seconds between 1 and {7 * 86400} (a week)")
-    return value
 
 
 def _bench_rate(path: Optional[str], dtype: Optional[str]) -> Optional[float]:
@@ -114,16 +117,16 @@ def _wait_for_ranks(folder: str, world: int, deadline: float) -> List[Dict[str, 
 
 @click.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, required=True)
-@click.option("--steps", type=click.IntRange(1, 1000), default=DEFAULT_STEPS, show_default=True,
+@click.option("--steps", type=Number(1, 1000, integer=True), default=DEFAULT_STEPS, show_default=True,
               help="Steps profiled (after the warm-up and 3 steps timed without the profiler).")
-@click.option("--warmup", type=click.IntRange(0, 100000), default=DEFAULT_WARMUP, show_default=True,
+@click.option("--warmup", type=Number(0, 100000, integer=True), default=DEFAULT_WARMUP, show_default=True,
               help="Steps run first and not counted (compilation, the caching allocator's first growth).")
 @click.option("--steps-by", type=click.Choice(["auto", "optimizer", "forward"]), default="auto", show_default=True,
               help="What ends a step: an optimizer step, the outermost model forward (inference), or the first "
                    "of them the script reaches (auto; gradient accumulation wants 'optimizer').")
-@click.option("--timeout", type=float, default=DEFAULT_TIMEOUT, show_default=True, callback=_finite,
+@click.option("--timeout", type=seconds(1, 7 * 86400), default=DEFAULT_TIMEOUT, show_default=True,
               help="Seconds the script may run before it is stopped (and reported).")
-@click.option("--trace", "trace_dir", type=click.Path(file_okay=False), default=None,
+@click.option("--trace", "trace_dir", type=FilePath(file_okay=False), default=None,
               help="Keep the Chrome/Perfetto trace here (trace-rank<N>.json); under a launcher, every rank's "
                    "report (profile-rank<N>.json) too.")
 @click.option("--stop-after", is_flag=True, help="End the script once the profiled steps are done.")

@@ -312,8 +312,8 @@ def _visible_hides_all(value: str, count: int, uuids: list[str]) -> bool:
     if value.strip() in HIDES_ALL:
         return True
     for entry in entries:  # CUDA stops at the first invalid entry
-        if entry.isdigit():
-            return int(entry) >= count
+        if entry.isascii() and entry.isdigit():    # "²" and "٣" are str.isdigit() too, and no index
+            return len(entry) > 6 or int(entry) >= count
         if entry.upper().startswith(("GPU-", "MIG-")):
             return not any(u.lower().startswith(entry.lower()) for u in uuids)
         return True
