@@ -62,8 +62,11 @@ class PageCache:
 
     def get(self, url: str) -> Optional[CachedPage]:
         try:
+            path = self.path_for(url)
+            if path.stat().st_size > _MAX_ENTRY_CHARS * 4:   # not read at all: no entry is that large
+                return None
             # a cache file is envdoctor's own, but anyone may have edited it: the bounded reader
-            data = jsontext.loads_object(self.path_for(url).read_text(encoding="utf-8"), "cache entry",
+            data = jsontext.loads_object(path.read_text(encoding="utf-8"), "cache entry",
                                          max_chars=_MAX_ENTRY_CHARS)
             if data.get("format") != _FORMAT:
                 return None
