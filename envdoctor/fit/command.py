@@ -42,7 +42,7 @@ def _gpus(names: tuple[str, ...], sizes: tuple[str, ...], ecc: str | None, local
     """The GPUs to judge against and a line saying which memory figure was used: ``--gpu`` names
     from the table (their usable memory, data/fit.toml), ``--memory`` sizes, and with neither this
     machine's GPUs (NVML free memory) when NVML answers."""
-    from envdoctor.fit.units import parse_size
+    from envdoctor.units import parse_size
     from envdoctor.fit.usable import load_usable, local_gpus, usable_gpu
     from envdoctor.fit.verdict import Gpu
     from envdoctor.table import load_table
@@ -217,14 +217,14 @@ def fit(model: str | None, mode: str, batch: int, seq: int | None, new_tokens: i
         n_gpus = tp
     if pp > 1 and n_gpus == 1:
         n_gpus = pp
-    w = Workload(mode=mode, batch=batch, seq=seq, new_tokens=new_tokens,  # type: ignore[arg-type]
-                 dtype=dtype or ("fp32" if amp else default_dtype(spec)),  # type: ignore[arg-type]
-                 amp=amp, quant=quant, kv_dtype=kv_dtype,  # type: ignore[arg-type]
-                 optimizer=optimizer.replace("-", "_"),  # type: ignore[arg-type]
-                 grad_checkpointing=grad_checkpointing, lora_rank=lora_rank, lora_targets=targets,
-                 zero=zero, gpus=n_gpus, attention=attention, loop=loop,  # type: ignore[arg-type]
-                 alloc_conf=alloc_conf.strip(), ddp=ddp, tp=tp, device_map=device_map == "auto",
-                 pp=pp)
+    # the Choice options hold the Literal values Workload declares (Click types them as str)
+    fields: dict[str, Any] = dict(
+        mode=mode, batch=batch, seq=seq, new_tokens=new_tokens,
+        dtype=dtype or ("fp32" if amp else default_dtype(spec)), amp=amp, quant=quant, kv_dtype=kv_dtype,
+        optimizer=optimizer.replace("-", "_"), grad_checkpointing=grad_checkpointing, lora_rank=lora_rank,
+        lora_targets=targets, zero=zero, gpus=n_gpus, attention=attention, loop=loop,
+        alloc_conf=alloc_conf.strip(), ddp=ddp, tp=tp, device_map=device_map == "auto", pp=pp)
+    w = Workload(**fields)
     problems: list[str] = w.problems(spec)
     if problems:
         _fail(problems[0])
@@ -284,6 +284,8 @@ def _measure(spec: Any, raw: dict, report: Any, cpu: bool, builder: str, python:
     m = run_measure(spec, raw, est, target, cpu=cpu, builder=builder, timeout=timeout, on_event=progress)
     if tty:
         sys.stderr.write("\r\x1b[K")
+    if m.status == "no_torch":
+        _fail(f"--measure: {m.message}")
     if m.status == "no_gpu":
         _fail(f"--measure needs a GPU: {m.message}; add --cpu to measure a tiny config on the CPU (labelled as such)")
     cmp = None

@@ -15,6 +15,7 @@ from envdoctor.findings import Finding
 from envdoctor.lines import finding_lines, suppressed_line, verdict
 from envdoctor.links.render_topo import links_rows
 from envdoctor.style import Style
+from envdoctor.units import format_bytes
 from envdoctor.stack.render import extension_rows
 
 Row = Tuple[str, str]
@@ -55,7 +56,7 @@ def _cut(text: str, limit: int = 200) -> str:
 
 
 def _gib(mib: Optional[int]) -> str:
-    return f"{mib / 1024:.0f} GiB" if mib else "? GiB"
+    return format_bytes(mib << 20, places=0, unit="GiB") if mib else "? GiB"
 
 
 def system_rows(f: Facts) -> List[Row]:
@@ -182,7 +183,8 @@ def docker_rows(f: Facts) -> List[Row]:
             k.daemon, f"{(k.daemon or '').replace('_', ' ')}: {k.daemon_error or ''}".strip(": "))
         rows.append(("Daemon", daemon))
         if k.runtimes:
-            rows.append(("Runtimes", ", ".join(k.runtimes) + (f" (default {k.default_runtime})" if k.default_runtime else "")))
+            default = f" (default {k.default_runtime})" if k.default_runtime else ""
+            rows.append(("Runtimes", ", ".join(k.runtimes) + default))
     elif not any(label == "docker" for label, _ in rows):
         rows.append(("docker", "not installed"))
     if k.podman:
@@ -241,7 +243,8 @@ def python_rows(f: Facts) -> List[Row]:
         rows.append(("torch elsewhere", elsewhere_text(f).removeprefix("; ")))
     if t.installed and t.version:
         build = f"CUDA {t.cuda}" if t.cuda else (f"ROCm/HIP {t.hip}" if t.hip else "CPU-only build")
-        rows.append(("torch", f"{t.version} ({build})" + (f", imported in {t.import_seconds:.1f} s" if t.import_seconds else "")))
+        took = f", imported in {t.import_seconds:.1f} s" if t.import_seconds else ""
+        rows.append(("torch", f"{t.version} ({build})" + took))
         built = ", ".join(x for x in (t.compiler and f"built with {t.compiler}", t.debug_build and "a debug build",
                                       t.cpu_capability and f"CPU kernels {t.cpu_capability}") if x)
         if built:
@@ -332,7 +335,8 @@ def package_rows(packages: dict[str, str]) -> List[Row]:
 
 def env_rows(f: Facts) -> List[Row]:
     """The variables that change how torch, CUDA and NCCL behave (probes/system.py BEHAVIOUR_ENV)."""
-    shown = {"CUDA_VISIBLE_DEVICES": f.driver.cuda_visible_devices, "NVIDIA_VISIBLE_DEVICES": f.driver.nvidia_visible_devices}
+    shown = {"CUDA_VISIBLE_DEVICES": f.driver.cuda_visible_devices,
+             "NVIDIA_VISIBLE_DEVICES": f.driver.nvidia_visible_devices}
     return [(name, value if value else repr(value)) for name, value in sorted(f.system.torch_env.items())
             if shown.get(name) is None]         # those two are in the GPU section when the driver probe read them
 
