@@ -55,7 +55,9 @@ def write_atomic(path: str | Path, data: str | bytes, mode: int = 0o644, sync: b
     path = Path(path)
     _refuse_special(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    raw = data.encode("utf-8") if isinstance(data, str) else data
+    from envdoctor.escape import ERRORS
+
+    raw = data.encode("utf-8", errors=ERRORS) if isinstance(data, str) else data   # a stray byte: escaped
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=str(path.parent))
     try:
         with os.fdopen(fd, "wb") as fh:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence, Tuple
 
 import click
 
+from envdoctor.escape import escape_streams
 from envdoctor.probes.context import TORCH_TIMEOUT  # the one default of --torch-timeout
 
 if TYPE_CHECKING:
@@ -291,6 +292,8 @@ def guarded(f: Callable) -> Callable:
     @functools.wraps(f)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         debug = bool(kwargs.get("debug"))
+        escape_streams(sys.stdout, sys.stderr)   # a byte that is not UTF-8 is shown escaped, not a crash
+        plot_file(kwargs.get("plot"))            # bench, burn, comms: before anything is measured
         if debug:
             logging.basicConfig(level=logging.DEBUG, format="envdoctor: %(name)s: %(message)s")
         try:
@@ -537,3 +540,16 @@ def emit_page(text: str, output: Optional[Path], command: str) -> None:
         click.echo(f"envdoctor {command}: cannot write {output}: {exc.strerror or exc}", err=True)
         sys.exit(EXIT_USAGE)
     click.echo(f"envdoctor {command}: wrote {output}", err=True)
+
+
+def plot_file(value: Optional[str]) -> None:
+    """``--plot FILE.png`` (bench, burn, comms; checked by :func:`guarded` before the command
+    runs): its folder must exist. envdoctor makes no folder the user did not name (the PNG was
+    drawn, then written into folders made for it), as for ``-o``."""
+    if not isinstance(value, str):
+        return
+    folder = os.path.dirname(os.path.abspath(value))
+    if not os.path.isdir(folder):
+        shown = os.path.dirname(value) or folder
+        raise click.BadParameter(f"the folder {shown} does not exist (create it, or name a file in a folder "
+                                 "that exists)", param_hint="'--plot'")

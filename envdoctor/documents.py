@@ -240,8 +240,11 @@ def stamp(doc: Mapping[str, Any], exit_code: int) -> dict[str, Any]:
 
 
 def dumps(doc: Mapping[str, Any]) -> str:
-    """The one way envdoctor prints or writes a document: indented, keys in their order, UTF-8 as is."""
-    return json.dumps(doc, indent=2, sort_keys=False, ensure_ascii=False)
+    """The one way envdoctor prints or writes a document: indented, keys in their order, UTF-8 as is
+    (a byte that is not UTF-8, from a path or a variable, written as its escape: ``caf\\xe9``)."""
+    from envdoctor.escape import escape_json
+
+    return escape_json(json.dumps(doc, indent=2, sort_keys=False, ensure_ascii=False))
 
 
 # --- reading -------------------------------------------------------------------------------------------

@@ -8,19 +8,20 @@ from __future__ import annotations
 
 import re
 from typing import Any, Dict, Iterable, Mapping, Optional
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import unquote
 
 MASK = "***"
 
 #: Words that mark a variable name as holding a secret: HF_TOKEN, WANDB_API_KEY, CONDA_PASS,
 #: NVIDIA_LICENSE_KEY, CUDA_PRIVATE_KEY, TORCH_SESSION_COOKIE, NGC_CLI_API_KEY, AWS_SECRET_ACCESS_KEY...
 #: A name is split at "_", "-" and "."; any of these words, or one containing TOKEN, SECRET or PASSWORD
-#: ("GITHUBTOKEN"), marks it. PWD and OLDPWD are the working directory, not passwords.
+#: ("GITHUBTOKEN"), marks it. PWD and OLDPWD themselves are the working directory, not passwords.
 _SECRET_WORDS = frozenset({
-    "TOKEN", "TOKENS", "SECRET", "SECRETS", "PASSWORD", "PASSWD", "PASS", "PASSPHRASE", "PW", "KEY", "KEYS",
+    "TOKEN", "TOKENS", "SECRET", "SECRETS", "PASSWORD", "PASSWD", "PASS", "PASSPHRASE", "PW", "PWD", "KEY", "KEYS",
     "APIKEY", "ACCESSKEY", "PRIVATE", "CREDENTIAL", "CREDENTIALS", "CREDS", "AUTH", "AUTHORIZATION", "COOKIE",
     "COOKIES", "SESSION", "SIGNATURE", "PAT", "JWT", "BEARER", "OTP", "SALT", "DSN",
 })
+_SHELL_FOLDERS = frozenset({"PWD", "OLDPWD"})
 _SECRET_PARTS = ("TOKEN", "SECRET", "PASSWORD", "PASSWD", "APIKEY", "CREDENTIAL")
 _SECRET_QUERY = re.compile(r"(token|secret|password|passwd|key|auth|signature|sig|credential)", re.I)
 #: Credentials by their shape, wherever they appear (prefix-anchored, bounded: linear time).
@@ -44,8 +45,12 @@ _URL_END = frozenset(" \t\r\n\"<>`")
 
 
 def is_secret_name(name: str) -> bool:
-    """``HF_TOKEN``, ``CONDA_PASS``, ``NVIDIA_LICENSE_KEY`` -> True; ``CUDA_HOME``, ``PWD`` -> False."""
+    """``HF_TOKEN``, ``CONDA_PASS``, ``CONDA_PWD``, ``NVIDIA_LICENSE_KEY`` -> True; ``CUDA_HOME``,
+    ``PWD`` -> False (the shell's ``PWD`` and ``OLDPWD`` are folders; ``PWD`` as a word of any
+    other name is a password)."""
     upper = name.upper()
+    if upper in _SHELL_FOLDERS:
+        return False
     words = re.split(r"[_\-.]+", upper)
     return any(w in _SECRET_WORDS for w in words) or any(p in upper for p in _SECRET_PARTS)
 
@@ -53,45 +58,117 @@ def is_secret_name(name: str) -> bool:
 def mask_url(url: str) -> str:
     """Hide the password of ``user:password@host`` and secret-looking query values.
 
-    A URL too broken to split (``http://[::1/whl``) still has its user part masked.
+    The password may hold ``#``, ``?`` or ``/`` unquoted (pip and uv take it so; a URL split would
+    end the host part before the ``@`` and find no user part). The URL is never re-encoded: a
+    broken one (``http://[::1/whl``) or one with a byte that is not UTF-8 is masked as it stands.
+
+    >>> mask_url("https://me:p#ss/w?rd@mirror.example/simple/?key=abc&x=1")
+    'https://me:***@mirror.example/simple/?key=***&x=1'
     """
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return _mask_userinfo_only(url)
-    netloc = parts.netloc
-    if "@" in netloc:
-        userinfo, host = netloc.rsplit("@", 1)
-        if ":" in userinfo:
-            user = userinfo.split(":", 1)[0]
-            netloc = f"{user}:{MASK}@{host}"
-        else:
-            netloc = f"{MASK}@{host}"  # a bare token used as the user name
-    query = parts.query
-    if query:
-        pairs = parse_qsl(query, keep_blank_values=True)
-        if any(_SECRET_QUERY.search(k) for k, _ in pairs):
-            query = urlencode([(k, MASK if _SECRET_QUERY.search(k) else v) for k, v in pairs], safe="*")
-    if netloc == parts.netloc and query == parts.query:
-        return url
-    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
-
-
-def _mask_userinfo_only(url: str) -> str:
     scheme, sep, rest = url.partition("://")
-    if not sep:
-        return url
-    authority_end = len(rest)
-    for ch in "/?#":
-        k = rest.find(ch)
-        if k >= 0:
-            authority_end = min(authority_end, k)
-    authority = rest[:authority_end]
-    if "@" not in authority:
-        return url
-    userinfo, host = authority.rsplit("@", 1)
-    user = userinfo.split(":", 1)[0] + ":" if ":" in userinfo else ""
-    return f"{scheme}://{user}{MASK}@{host}{rest[authority_end:]}"
+    if not sep or not scheme or not scheme[0].isalpha() or not all(c in _SCHEME_CHARS for c in scheme):
+        return _mask_bare_userinfo(url)   # u:pw@proxy:1080
+    at = _userinfo(rest)
+    if at >= 0:
+        userinfo = rest[:at]
+        user = userinfo.split(":", 1)[0] + ":" if ":" in userinfo else ""   # else a bare token as the user
+        rest = f"{user}{MASK}{rest[at:]}"
+    q = rest.find("?", _authority_end(rest))
+    if q >= 0:
+        rest = rest[:q + 1] + _mask_query(rest[q + 1:])
+    return f"{scheme}://{rest}"
+
+
+def _authority_end(rest: str) -> int:
+    """Where the host part of ``rest`` (a URL after ``://``) ends: at ``/``, ``?`` or ``#``, but
+    after the ``@`` of a user part whose password holds one of them."""
+    at = _userinfo(rest)
+    begin = at + 1 if at >= 0 else 0
+    ends = [k for k in (rest.find(ch, begin) for ch in "/?#") if k >= 0]
+    return min(ends) if ends else len(rest)
+
+
+def _userinfo(rest: str) -> int:
+    """The index of the ``@`` that ends the user part of ``rest``, or -1 without one.
+
+    The standard form has its ``@`` before the first ``/``, ``?`` or ``#``; else a ``user:`` before
+    that delimiter and an ``@`` after it with a host behind it (``u:p/w@host/simple``) is one too.
+    """
+    ends = [k for k in (rest.find(ch) for ch in "/?#") if k >= 0]
+    end = min(ends) if ends else len(rest)
+    at = rest.rfind("@", 0, end)
+    if at >= 0:
+        return at
+    colon = rest.find(":", 0, end)
+    if colon <= 0 or end == len(rest) or (rest[colon + 1:end].isdigit() and end - colon <= 6 and rest[end] == "/"):
+        return -1     # no delimiter, or a port before the path: https://host:8080/pkg@1.0
+    at = rest.find("@", end)
+    if at < 0:
+        return -1
+    slash = rest.find("/", at)
+    at = rest.rfind("@", at, slash if slash >= 0 else len(rest))    # an @ in the password too: the last
+    return at if _HOST_START.match(rest, at + 1) else -1
+
+
+def _mask_query(query: str) -> str:
+    """``key=abc&x=1`` -> ``key=***&x=1``: the value of each secret-looking key, as written."""
+    if not _SECRET_QUERY.search(query):
+        return query
+    fragment = ""
+    k = query.find("#")
+    if k >= 0:
+        query, fragment = query[:k], query[k:]
+    pairs = []
+    for pair in query.split("&"):
+        key, eq, _value = pair.partition("=")
+        if eq and _SECRET_QUERY.search(unquote(key, errors="replace")):
+            pair = f"{key}={MASK}"
+        pairs.append(pair)
+    return "&".join(pairs) + fragment
+
+
+#: What may follow the ``@`` of a user part: a host name, an IPv4 or an ``[IPv6]`` literal.
+_HOST_START = re.compile(r"[A-Za-z0-9\[]")
+#: Where a word ends for :func:`_mask_bare_userinfo` (the password may hold anything else).
+_WORD_END = frozenset(" \t\r\n'\"<>`@")
+_DIGESTS = ("sha256:", "sha384:", "sha512:")
+#: What may stand before the user name inside a word: ``proxy=u:pw@h``, ``(u:pw@h``.
+_USER_BEFORE = "=(,[{"
+
+
+def _mask_bare_userinfo(text: str) -> str:
+    """``user:password@host`` without a scheme, as curl and pip take a proxy (``ALL_PROXY=u:pw@proxy:1080``,
+    pip.conf ``proxy = u:pw@proxy:3128``) -> ``user:***@host``. A password that starts with ``//``
+    is a URL's (masked as one). Each ``@`` looks back at most to the one before it: linear.
+
+    >>> _mask_bare_userinfo("proxy = u:pw@proxy:3128, git@github.com:x")
+    'proxy = u:***@proxy:3128, git@github.com:x'
+    """
+    out = []
+    i = 0
+    prev = 0
+    while True:
+        at = text.find("@", prev)
+        if at < 0:
+            break
+        start = at
+        while start > prev and at - start < 1282 and text[start - 1] not in _WORD_END:
+            start -= 1
+        prev = at + 1
+        word = text[start:at]
+        colon = word.find(":")
+        if colon < 0 or not _HOST_START.match(text, at + 1) or text.startswith(_DIGESTS, at + 1):
+            continue    # no user:password, or an image's tag and digest (ubuntu:24.04@sha256:...)
+        user, password = word[:colon], word[colon + 1:]
+        cut = max(user.rfind(c) for c in _USER_BEFORE)
+        user = user[cut + 1:]
+        if not user or "/" in user or not password or password.startswith("//") or password == MASK:
+            continue
+        out.append(text[i:start + colon + 1])
+        out.append(MASK)
+        i = at
+    out.append(text[i:])
+    return "".join(out)
 
 
 def mask_text(text: str) -> str:
@@ -107,6 +184,8 @@ def mask_text(text: str) -> str:
     """
     if "://" in text:
         text = _mask_urls(text)
+    if "@" in text and ":" in text:
+        text = _mask_bare_userinfo(text)
     if "t/" in text:
         text = _mask_short_token_channels(text)
     if _maybe_token(text):
@@ -155,7 +234,7 @@ def _mask_urls(text: str) -> str:
 
 #: What may stand before the ``t/`` of a channel's short name (``t/<token>/pytorch``, as conda
 #: shows a token channel of anaconda.org): the start, white space, a quote, a bracket, a comma.
-_SHORT_BEFORE = frozenset(" \t\n'\"([{,=:")
+_SHORT_BEFORE = frozenset(" \t\n'\"([{,=:>")
 
 
 def _mask_short_token_channels(text: str) -> str:

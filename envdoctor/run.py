@@ -35,6 +35,13 @@ from envdoctor.facts.base import ErrorKind, ProbeError
 MAX_OUTPUT = 4 * 1024 * 1024
 #: A streamed line longer than this is cut there (the rest of it is read and dropped).
 MAX_LINE = 1024 * 1024
+#: After the program exited, how long its pipes may stay open (a grandchild holds them) before
+#: the program's process group is ended; never past the timeout.
+_AFTER_EXIT = 2.0
+#: Output this recent means a pipe is still being read, not held open by a silent grandchild.
+_QUIET = 0.2
+#: After the group was killed, how long the pipes get to close (all of them together).
+_AFTER_KILL = 0.2
 #: How often the waiting loop looks at ``stop`` and the idle clock.
 _POLL = 0.05
 
@@ -196,13 +203,15 @@ def run(
     except KeyboardInterrupt:
         _end(proc, grace)
         raise
+    deadline = started + timeout
     if why is not None:
         if why == "stopped":
             _end(proc, grace)
         else:
             _kill_group(proc)
             _reap(proc)
-        out, err = (r.result(grace=1.0) for r in readers)
+        _drain_after_exit(readers, time.monotonic() + _AFTER_KILL)   # what it printed last is still read
+        out, err = _collect(readers, time.monotonic())
         message = {
             "timeout": f"{argv[0]} did not answer in {timeout:g} s",
             "idle": f"{argv[0]} printed nothing for {idle_timeout or 0:g} s and was stopped",
@@ -211,8 +220,14 @@ def run(
         kind: ErrorKind = "interrupted" if why == "stopped" else "timeout"
         return Ran(argv, proc.returncode if why == "stopped" else None, _decode(out), _decode(err),
                    time.monotonic() - started, ProbeError(kind, message, shown))
-    # a grandchild that left the process group may hold the pipes open: wait for them only briefly
-    out, err = (r.result(grace=2.0) for r in readers)
+    # a grandchild may hold the pipes open after the program exited: wait for them only until the
+    # deadline (at most _AFTER_EXIT), then end the program's group (the grandchildren in it) and
+    # take what was read; one that left the group keeps its pipe, but not envdoctor
+    if any(r.thread.is_alive() for r in readers):
+        _drain_after_exit(readers, deadline)
+        if any(r.thread.is_alive() for r in readers):
+            _kill_group(proc)
+    out, err = _collect(readers, time.monotonic() + _AFTER_KILL)
     seconds = time.monotonic() - started
     stdout, stderr = _decode(out), _decode(err)
     code = proc.returncode
@@ -225,6 +240,28 @@ def run(
         return Ran(argv, code, stdout, stderr, seconds,
                    ProbeError("exit_status", f"{argv[0]} exited with status {code}: {detail}", shown))
     return Ran(argv, code, stdout, stderr, seconds)
+
+
+def _drain_after_exit(readers: Sequence[_Reader], deadline: float) -> None:
+    """Wait for the pipes of a program that exited: until its deadline while they are silent (a
+    grandchild holds them), longer only while output still comes (what a child printed just
+    before its end is still being read), and never more than _AFTER_EXIT in all."""
+    now = time.monotonic()
+    hard = now + _AFTER_EXIT
+    soft = min(deadline, hard)
+    while now < hard:
+        alive = [r for r in readers if r.thread.is_alive()]
+        if not alive:
+            return
+        if now >= soft and all(now - r.last_output(0.0) > _QUIET for r in alive):
+            return
+        alive[0].thread.join(_POLL)
+        now = time.monotonic()
+
+
+def _collect(readers: Sequence[_Reader], until: float) -> List[bytes]:
+    """What each reader has read, waiting for them all together until ``until`` (not per pipe)."""
+    return [r.result(grace=max(0.0, until - time.monotonic())) for r in readers]
 
 
 def _wait(proc: subprocess.Popen, out: _Reader, started: float, timeout: float,
@@ -334,7 +371,7 @@ def _feed(pipe: Optional[IO[bytes]], data: bytes) -> None:
 
 def _reap(proc: subprocess.Popen) -> None:
     try:
-        proc.wait(timeout=2.0)
+        proc.wait(timeout=_AFTER_KILL * 2.5)   # SIGKILL ends it at once, unless it is in D state
     except subprocess.TimeoutExpired:  # unkillable (D state): leave it, report the timeout
         pass
 

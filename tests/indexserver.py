@@ -19,6 +19,10 @@ behaviour, so one server covers every failure mode:
     /drip/...       the headers at once, then the page one byte every ``drip`` seconds
     /driphead/...   even the status line and headers one byte every ``drip`` seconds
     /dripnolength/... as /drip/, with no Content-Length (the body ends when the connection closes)
+    /badredirect/... 302 to a malformed IPv6-literal URL (``http://[::1/whl/``: "Invalid IPv6 URL")
+    /v6redirect/... 302 to an IPv6 literal nobody listens on (``http://[::1]:9/whl/``)
+    /charsetundefined/..., /charsetidna/... the page with ``charset=undefined`` / ``charset=idna``
+    /bigint/...     a PEP 691 page (asked for or not) whose ``meta`` holds a 5,000-digit integer
 
 It also answers absolute-form requests (``GET http://host/whl/... HTTP/1.1``), so it can stand in
 for an HTTP proxy.
@@ -40,7 +44,8 @@ from urllib.parse import urlsplit
 
 FIXTURE_ROOT = Path(__file__).parent / "fixtures" / "pytorch-index"
 MODES = {"pep691", "flaky", "down", "slow", "garbage", "badjson", "truncated", "cut", "moved",
-         "loop", "s3", "auth", "autoindex", "noetag", "drip", "driphead", "dripnolength"}
+         "loop", "s3", "auth", "autoindex", "noetag", "drip", "driphead", "dripnolength",
+         "badredirect", "v6redirect", "charsetundefined", "charsetidna", "bigint"}
 LAST_MODIFIED = "Fri, 01 Aug 2025 00:00:00 GMT"
 JSON_TYPE = "application/vnd.pypi.simple.v1+json"
 USER, PASSWORD = "ada", "s3cret"
@@ -159,6 +164,10 @@ class _Handler(BaseHTTPRequestHandler):
             time.sleep(server.slow)
         if mode == "loop":
             return self._redirect(302, path)
+        if mode == "badredirect":
+            return self._redirect(302, "http://[::1/whl/")
+        if mode == "v6redirect":
+            return self._redirect(302, "http://[::1]:9/whl/")
         if mode == "moved":
             return self._redirect(301, "/" + "/".join(rest) + ("/" if path.endswith("/") else ""))
         if mode == "auth" and not self._authorized():
@@ -179,6 +188,11 @@ class _Handler(BaseHTTPRequestHandler):
             return self._send(404, b"<html><body>404 Not Found</body></html>", "text/html")
         body = page.read_bytes()
         ctype = JSON_TYPE if wants_json else "text/html"
+        if mode in ("charsetundefined", "charsetidna"):
+            return self._send(200, body, f"text/html; charset={mode[len('charset'):]}")
+        if mode == "bigint":
+            page = b'{"meta": {"api-version": "1.1", "_last-serial": ' + b"9" * 5000 + b'}, "name": "torch", "files": []}'
+            return self._send(200, page, JSON_TYPE)
         if mode == "garbage":
             return self._send(200, b"\x1f\x8b\x08\x00 this is not an index \xff\xfe" * 20, ctype)
         if mode == "badjson":

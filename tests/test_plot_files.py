@@ -38,3 +38,53 @@ def test_the_plot_child_draws_into_a_private_temporary_file_not_the_users_path(t
     written, line, _ = draw_plot("plot.py", {"path": str(dest), "title": "t", "panels": [1]}, sys.executable)
     assert written and line == f"plot written to {dest}" and dest.read_bytes() == b"\x89PNG fake"
     assert seen["path"] != str(dest) and not os.path.exists(seen["path"])      # the temporary folder is gone
+
+
+def _fake_matplotlib_python(tmp_path):
+    """A target 'python' that does what matplotlib does to the disk: its cache and settings go to
+    $MPLCONFIGDIR when set, else ~/.cache/matplotlib and ~/.config/matplotlib; then it answers."""
+    from tests.fakes import FakeBin
+
+    seen = tmp_path / "mplconfigdir.txt"
+    script = (f'cat > /dev/null; echo "$MPLCONFIGDIR" > {seen}\n'
+              'if [ -n "$MPLCONFIGDIR" ]; then mkdir -p "$MPLCONFIGDIR" && echo x > "$MPLCONFIGDIR/fontlist.json";\n'
+              'else mkdir -p "$HOME/.cache/matplotlib" "$HOME/.config/matplotlib"; fi\n'
+              'echo \'{"envdoctor_child": 2, "kind": "error", "error": {"kind": "no_matplotlib", "message": "m"}}\'')
+    return FakeBin(tmp_path).add_script("python3", script), seen
+
+
+def test_the_plot_child_leaves_no_matplotlib_folders_in_home(tmp_path):
+    """The plot child created ~/.cache/matplotlib and ~/.config/matplotlib: it now gets a private
+    MPLCONFIGDIR under the temporary folder, which is removed with it."""
+    home = tmp_path / "home"
+    home.mkdir()
+    python, seen = _fake_matplotlib_python(tmp_path)
+    env = {"HOME": str(home), "PATH": "/usr/bin:/bin"}
+    written, line, kind = draw_plot("plot.py", {"path": str(tmp_path / "b.png"), "title": "t", "panels": []},
+                                    str(python), env=env)
+    assert not written and kind == "no_matplotlib"
+    private = seen.read_text().strip()
+    assert private and "envdoctor-plot-" in private and not os.path.exists(private)
+    assert list(home.iterdir()) == []
+
+
+def test_a_plot_into_a_folder_that_does_not_exist_is_refused_and_no_folder_made(tmp_path):
+    """--plot made the missing parent folders (write_atomic's mkdir); as -o, it says the folder
+    does not exist."""
+    python, seen = _fake_matplotlib_python(tmp_path)
+    dest = tmp_path / "no" / "such" / "b.png"
+    written, line, kind = draw_plot("plot.py", {"path": str(dest), "title": "t", "panels": []}, str(python))
+    assert (written, kind) == (False, "no_folder")
+    assert line.startswith(f"no plot written: the folder {dest.parent} does not exist")
+    assert not (tmp_path / "no").exists() and not seen.exists()      # the child was not even started
+
+
+def test_plot_options_into_a_folder_that_does_not_exist_are_refused_before_any_run(tmp_path):
+    from click.testing import CliRunner
+
+    from envdoctor.cli import cli
+
+    for command in ("bench", "burn", "comms"):
+        r = CliRunner().invoke(cli, [command, "--plot", str(tmp_path / "missing" / "x.png")])
+        assert r.exit_code == 2 and f"the folder {tmp_path / 'missing'} does not exist" in r.output, command
+    assert not (tmp_path / "missing").exists()

@@ -128,3 +128,44 @@ def test_stop_sends_sigterm_first_so_the_program_can_answer(tmp_path):
     r = run(["polite"], env=b.env(), timeout=20, on_line=on_line, stop=stop)
     assert r.error.kind == "interrupted" and "stopped on request" in r.error.message
     assert "bye" in r.stdout and r.seconds < 5
+
+
+def test_a_grandchild_holding_the_pipes_is_bounded_by_the_timeout_not_two_seconds_per_pipe(tmp_path):
+    """check --timeout 0.5 took 8-9 s when every tool left a grandchild on its pipes: the runner
+    waited 2 s per pipe after the exit, outside the timeout. Now the whole run keeps to the timeout
+    and the grandchild (in the program's process group) is ended."""
+    import os
+    import time
+
+    b = FakeBin(tmp_path)
+    pidfile = tmp_path / "grandchild.pid"
+    b.add_script("lingers", f"sleep 30 & echo $! > {pidfile}; echo started; echo oops >&2")
+    started = time.monotonic()
+    r = run(["lingers"], env=b.env(), timeout=0.5)
+    took = time.monotonic() - started
+    assert r.ok and r.stdout.startswith("started") and r.stderr.startswith("oops")
+    assert took < 1.5, took
+    pid = int(pidfile.read_text())
+    for _ in range(50):     # killed with its group: gone (or a zombie of init) within a moment
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            break
+        with open(f"/proc/{pid}/stat") as f:
+            if f.read().split(")")[-1].split()[0] == "Z":
+                break
+        time.sleep(0.05)
+    else:
+        raise AssertionError("the grandchild still runs")
+
+
+def test_output_still_coming_after_the_exit_is_read_before_the_group_is_ended(tmp_path):
+    """The deadline ends only silent pipes: a grandchild (or the last of a child's output) still
+    writing is read on, up to 2 s after the exit, then the group is ended."""
+    import time
+
+    b = FakeBin(tmp_path)
+    b.add_script("trickles", "(for i in 1 2 3 4 5 6; do echo line$i; sleep 0.1; done; sleep 30) & echo started")
+    started = time.monotonic()
+    r = run(["trickles"], env=b.env(), timeout=0.3)
+    assert r.ok and "line6" in r.stdout and time.monotonic() - started < 2.8

@@ -377,10 +377,18 @@ def draw_plot(script: str, spec: Dict[str, Any], python: str, env: Optional[Mapp
     dest = os.path.abspath(shown)
     if os.path.islink(dest) or (os.path.lexists(dest) and not os.path.isfile(dest)):
         return False, f"no plot written: {shown} exists and is not a regular file", "not_regular"
+    parent = os.path.dirname(dest)
+    if not os.path.isdir(parent):     # as -o: envdoctor makes no folder the user did not
+        return False, (f"no plot written: the folder {os.path.dirname(shown) or parent} does not exist "
+                       "(create it, or name a file in a folder that exists)"), "no_folder"
     folder = tempfile.mkdtemp(prefix="envdoctor-plot-")
     try:
         tmp = os.path.join(folder, "plot.png")
-        child = run_child(script, dict(spec, path=tmp), python=python, timeout=timeout, env=env, what="the plot")
+        # matplotlib keeps its font cache and settings in MPLCONFIGDIR, else ~/.cache/matplotlib and
+        # ~/.config/matplotlib: a private one, removed with the folder, leaves nothing behind
+        child_env = dict(os.environ if env is None else env, MPLCONFIGDIR=os.path.join(folder, "matplotlib"))
+        child = run_child(script, dict(spec, path=tmp), python=python, timeout=timeout, env=child_env,
+                          what="the plot")
         if child.ok and os.path.isfile(tmp):
             with open(tmp, "rb") as fh:
                 write_atomic(dest, fh.read())

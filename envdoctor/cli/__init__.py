@@ -156,6 +156,9 @@ def cli() -> None:
 
 def main(argv: Optional[List[str]] = None) -> None:
     """Console entry point. Usage errors exit 2 (Click's own convention)."""
+    from envdoctor.escape import escape_streams
+
+    escape_streams(sys.stdout, sys.stderr)
     try:
         cli.main(args=argv, prog_name="envdoctor", standalone_mode=True)
     except SystemExit as done:

@@ -115,6 +115,10 @@ def node_facts(inputs: Sequence[NodeInput]) -> Tuple[List[NodeFacts], List[str]]
     return facts, notes
 
 
+#: The key of a word's label in :class:`NodeRedactor`'s tree of dotted parts: no part equals it.
+_LABEL: Any = object()
+
+
 class NodeRedactor(Redactor):
     """``--redact`` for many nodes at once: GPU UUIDs as :class:`Redactor` masks them, home folders,
     then every node name, host name, user and serial in one pass over the text (a thousand nodes'
@@ -137,23 +141,46 @@ class NodeRedactor(Redactor):
         self.pairs = [(h, "~") for h in self.homes] + list(self.words.items())
         #: names that are no single token ("n4 (rank 3)"): few, each replaced on its own
         self.odd = [(w, label) for w, label in self.words.items() if not self._TOKEN.fullmatch(w)]
+        #: the words by their dotted parts: {"gpu-07": {_LABEL: "node-01", "cluster": {...}}}
+        self._tree: Dict[str, Any] = {}
+        for word, label in self.words.items():
+            node = self._tree
+            for part in word.split("."):
+                node = node.setdefault(part, {})
+            node[_LABEL] = label
 
     def _swap(self, match: re.Match[str]) -> str:
+        """The longest word that ``token`` starts with, up to a dot or its end, replaced: the
+        token's dotted parts are walked down a tree of the words' parts, so the work is linear in
+        the token (joining every prefix of a 40,000-dot word was quadratic: 13.7 s)."""
         token = match.group(0)
-        parts = token.split(".")
-        for k in range(len(parts), 0, -1):
-            head = ".".join(parts[:k])
-            label = self.words.get(head)
+        node: Optional[Dict[Any, Any]] = self._tree
+        end = 0                 # where the part being walked starts
+        best: Optional[Tuple[str, int]] = None
+        while True:
+            dot = token.find(".", end)
+            part = token[end:] if dot < 0 else token[end:dot]
+            node = node.get(part) if node is not None else None
+            if node is None:
+                break
+            stop = len(token) if dot < 0 else dot
+            label = node.get(_LABEL)
             if label is not None:
-                return label + token[len(head):]
-        return token
+                best = (label, stop)
+            if dot < 0:
+                break
+            end = dot + 1
+        if best is None:
+            return token
+        return best[0] + token[best[1]:]
 
     def text(self, text: str) -> str:
         text = self._UUID.sub(lambda m: (m.group(1) or "") + "<uuid>", text)
         for home in self.homes:
             text = text.replace(home, "~")
         for word, label in self.odd:
-            text = re.sub(rf"(?<![\w-]){re.escape(word)}(?![\w-])", label, text)
+            if word in text:    # a fast search first: a thousand odd names cost a thousand regex passes
+                text = re.sub(rf"(?<![\w-]){re.escape(word)}(?![\w-])", label, text)
         return self._TOKEN.sub(self._swap, text)
 
 

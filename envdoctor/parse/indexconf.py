@@ -182,6 +182,9 @@ def parse_uv_config(text: str, where: str = "uv.toml", pyproject: bool = False) 
         raise IndexConfigError(f"{where}: not valid TOML: {str(exc)[:300]}") from None
     except RecursionError:
         raise IndexConfigError(f"{where}: nested too deeply to be a uv configuration") from None
+    except ValueError as exc:   # an integer past Python's 4,300 digits for int(): no setting is one
+        raise IndexConfigError(f"{where}: not a uv configuration: a number of more digits than Python reads "
+                               f"({str(exc)[:60]})") from None
     if pyproject:
         tool = data.get("tool")
         uv = tool.get("uv") if isinstance(tool, dict) else None

@@ -138,7 +138,11 @@ def interpret(child: ChildRun, exe: str, chosen_by: str, with_torch: bool = True
         return (TargetPython(executable=exe, chosen_by=chosen_by, version=version, error=err),
                 TorchFacts(error=ProbeError("unavailable", f"not inspected: {err.message}", command)))
     if error is not None and child.failure is not None:
-        error = ProbeError("crashed", f"envdoctor's torch check failed inside {exe}: {error.message}", command)
+        # the target's own answer (whatever its kind: a Python that cannot run the check, a planted
+        # line): a problem of that interpreter for ED200, not envdoctor's bug (exit 3)
+        kind = str(failure_kind)[:40] if isinstance(failure_kind, str) else "error"
+        error = ProbeError("unavailable", f"the torch check inside {exe} answered an error ({kind}): "
+                           f"{error.message}", command)
     elif error is not None and error.kind == "unparseable":
         reason = stderr_reason(child.stderr, named_only=True)   # "Fatal Python error: ...", a library's complaint
         if reason:
@@ -148,7 +152,7 @@ def interpret(child: ChildRun, exe: str, chosen_by: str, with_torch: bool = True
                               error=error or ProbeError("unparseable", "no Python facts", command))
     else:
         real = py.get("executable")
-        if isinstance(real, str) and real and os.path.realpath(real) != os.path.realpath(exe):
+        if isinstance(real, str) and real and _other_file(real, exe):
             # a launcher (pyenv's shim is a shell script): name the interpreter that really ran
             python = target_python(py, real, f"{chosen_by}, through the launcher {exe}")
         else:
@@ -180,3 +184,16 @@ def _extensions(child: ChildRun) -> Any:
     if child.stage == "extensions" and child.error is not None:
         why = f"the check of the libraries above torch did not finish: {child.error.message}"
     return stack_facts(None, why)
+
+
+def _other_file(real: str, exe: str) -> bool:
+    """Whether the interpreter that ran (``sys.executable`` as the child said) is another file
+    than ``exe``; False for a path no file can have (a NUL, a lone surrogate from a JSON escape).
+
+    >>> _other_file("/usr/bin/py\x00thon", "/usr/bin/python3"), _other_file("/x/python3.12", "/usr/bin/python3")
+    (False, True)
+    """
+    try:
+        return os.path.realpath(real) != os.path.realpath(exe)
+    except ValueError:     # "embedded null byte"; UnicodeEncodeError of a surrogate
+        return False

@@ -57,19 +57,27 @@ class PageCache:
         self.directory = Path(directory) / "index"
 
     def path_for(self, url: str) -> Path:
-        return self.directory / (hashlib.sha256(url.encode("utf-8")).hexdigest() + ".json")
+        # surrogatepass: a URL with a byte that is not UTF-8 (from argv or a variable) has a name too
+        return self.directory / (hashlib.sha256(url.encode("utf-8", "surrogatepass")).hexdigest() + ".json")
 
     def get(self, url: str) -> Optional[CachedPage]:
         try:
+            path = self.path_for(url)
+            if path.stat().st_size > _MAX_ENTRY_CHARS * 4:   # not read at all: no entry is that large
+                return None
             # a cache file is envdoctor's own, but anyone may have edited it: the bounded reader
-            data = jsontext.loads_object(self.path_for(url).read_text(encoding="utf-8"), "cache entry",
+            data = jsontext.loads_object(path.read_text(encoding="utf-8"), "cache entry",
                                          max_chars=_MAX_ENTRY_CHARS)
             if data.get("format") != _FORMAT:
                 return None
+            fetched_at, status = data.get("fetched_at"), data.get("status")
+            if not _time_of_fetch(fetched_at) or type(status) is not int or not 100 <= status <= 599:
+                return None  # a 400-digit or future fetched_at (never stale), a status no server sends
             page = _page_from(data["page"]) if data.get("page") else None
-            return CachedPage(str(data["url"]), int(data["status"]), float(data["fetched_at"]),
-                              page, data.get("etag"), data.get("last_modified"))
-        except (OSError, ValueError, TypeError, KeyError, IndexError, AttributeError):
+            etag, modified = data.get("etag"), data.get("last_modified")
+            return CachedPage(str(data["url"]), status, float(fetched_at or 0), page,
+                              etag if isinstance(etag, str) else None, modified if isinstance(modified, str) else None)
+        except (OSError, ValueError, TypeError, KeyError, IndexError, AttributeError, ArithmeticError):
             return None     # JsonError is a ValueError; a wrong shape is a TypeError/AttributeError
 
     def put(self, url: str, entry: CachedPage) -> bool:
@@ -85,6 +93,21 @@ class PageCache:
         except OSError:
             return False
         return True
+
+
+#: A cache entry written this far in the future is no entry (a clock set back a little is fine).
+_FUTURE = 24 * 3600.0
+
+
+def _time_of_fetch(value: Any) -> bool:
+    """Whether ``value`` is a time a fetch could have had: a number from 1970 to a day from now.
+
+    >>> _time_of_fetch(1764600000.5), _time_of_fetch(10 ** 399), _time_of_fetch(True), _time_of_fetch("1")
+    (True, False, False, False)
+    """
+    if type(value) not in (int, float):
+        return False
+    return bool(0 <= value <= time.time() + _FUTURE)     # an int of 400 digits compares without a float
 
 
 def _page_to(page: Page) -> Dict[str, Any]:

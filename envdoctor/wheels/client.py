@@ -306,6 +306,13 @@ class IndexClient:
             if entry is not None:
                 return _from_entry(entry, note=f"{message}; answered from the cache")
             return Fetched(error=message)
+        except ValueError as exc:   # not requests' own (InvalidURL is one too): its split of a redirect's
+            # Location ("Invalid IPv6 URL"), a host IDNA refuses
+            log.debug("GET %s failed", mask_url(url), exc_info=True)
+            message = f"{mask_url(url)}: {_not_a_listing(f'an answer envdoctor cannot follow ({exc})')}"
+            if entry is not None:
+                return _from_entry(entry, note=f"{message}; answered from the cache")
+            return Fetched(error=message)
         if deadline.expired:   # no Content-Length: the shut socket ended the body early, as an end of file would
             message = _too_slow(url, self.timeout, answered)
             if entry is not None:
@@ -427,13 +434,32 @@ def _too_slow(url: str, timeout: float, answered: bool) -> str:
             f"--timeout gives it longer) ({mask_url(url)})")
 
 
+def _not_a_listing(what: str) -> str:
+    return f"the index answered something that is not a wheel listing: {mask_text(what)[:300]}"
+
+
 def _decode(raw: bytes, content_type: Optional[str]) -> str:
-    m = re.search(r"charset=([\w.-]+)", content_type or "", re.I)
-    encoding = m.group(1) if m else "utf-8"
+    """The page as text, in the charset its Content-Type names (UTF-8 without one, or for a name
+    Python does not know). A charset that is no text encoding (``undefined``, ``base64``), or one
+    that cannot decode with replacement (``idna``), is no wheel listing: PageError.
+
+    >>> _decode(b"caf\xe9", "text/html; charset=latin-1")
+    'café'
+    """
+    import codecs
+
+    m = re.search(r"charset=\"?([\w.-]+)", content_type or "", re.I)
+    encoding = m.group(1)[:40] if m else "utf-8"
     try:
-        return raw.decode(encoding, errors="replace")
+        info = codecs.lookup(encoding)
     except LookupError:
         return raw.decode("utf-8", errors="replace")
+    if not getattr(info, "_is_text_encoding", True):
+        raise PageError(_not_a_listing(f"a page in charset={encoding}, which is no text encoding"))
+    try:
+        return raw.decode(info.name, errors="replace")
+    except (UnicodeError, ValueError, TypeError) as exc:
+        raise PageError(_not_a_listing(f"a page in charset={encoding}, which cannot be read ({exc})")) from None
 
 
 def _from_entry(entry: CachedPage, note: Optional[str] = None) -> Fetched:

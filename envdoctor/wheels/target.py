@@ -89,6 +89,11 @@ class Target:
 
         child = run_child("interpreter.py", python=path, timeout=timeout, isolated=True,
                           what="the interpreter check")
+        if child.failure is not None:    # the target's own answer, an error line of the protocol
+            kind = child.failure.get("kind")
+            raise TargetError(f"{path} answered the interpreter check with an error "
+                              f"({str(kind)[:40] if isinstance(kind, str) else 'error'}): "
+                              f"{str(child.failure.get('message') or 'no message')[:200]}")
         if child.cause is not None:
             raise TargetError(f"could not run {path}: {child.cause.message}")
         if child.result is None:
@@ -184,41 +189,60 @@ def _unique(items: Iterable[str]) -> Tuple[str, ...]:
 def target_from_probe(info: dict, path: str) -> Target:
     """Build the :class:`Target` from what ``envdoctor/child/interpreter.py`` answered (pure).
 
+    The answer is the target's, so anything in it may be odd (libc as a number, a blank confstr,
+    a PyPy SOABI that is no string, a macOS version with a superscript digit): a field of the
+    wrong type or shape counts as absent; a version that cannot be read is a TargetError.
+
     >>> target_from_probe({"version": [3, 12, 3], "implementation": "cpython", "abiflags": "",
     ...     "libc": ["glibc", "2.39"], "machine": "x86_64", "bits": 64,
     ...     "platform": "linux-x86_64"}, "/usr/bin/python3").short
     'cp312'
     """
-    try:
-        version = tuple(int(x) for x in info["version"][:3])
-        pyver = (version[0], version[1])
-        impl = str(info.get("implementation") or "cpython")
-        if len(version) < 2 or max(version) > MAX_VERSION_PART or min(version) < 0:
-            raise ValueError("version out of range")
-    except (KeyError, TypeError, ValueError, IndexError):
-        raise TargetError(f"{path} printed interpreter details envdoctor cannot read") from None
+    cannot = TargetError(f"{path} printed interpreter details envdoctor cannot read")
+    if not isinstance(info, dict):
+        raise cannot
+    raw = info.get("version")
+    if not isinstance(raw, list) or not 2 <= len(raw) or not all(
+            type(x) is int and 0 <= x <= MAX_VERSION_PART for x in raw[:3]):
+        raise cannot
+    version = tuple(raw[:3])
+    pyver = (version[0], version[1])
+    impl = _text(info.get("implementation")) or "cpython"
+    if not re.fullmatch(r"[a-z][a-z0-9_]{0,30}", impl):
+        raise cannot
     python = ".".join(str(x) for x in version)
     platforms = _probe_platforms(info)
     description = f"{path}, Python {python}"
     if impl == "cpython":
         flags = info.get("abiflags")
         if flags is None:  # Windows has no sys.abiflags
-            flags = "t" if info.get("gil_disabled") else ""
+            flags = "t" if info.get("gil_disabled") is True else ""
+        if not isinstance(flags, str) or not re.fullmatch(r"[a-z]{0,4}", flags):
+            raise cannot
         return Target._cpython(python, pyver, f"cp{pyver[0]}{pyver[1]}{flags}", platforms,
                                description)
     # PyPy and others: pp310 + the ABI from SOABI ("pypy310-pp73" -> "pypy310_pp73").
     short = {"pypy": "pp", "ironpython": "ip", "jython": "jy"}.get(impl, impl)
     interp = f"{short}{pyver[0]}{pyver[1]}"
-    soabi = info.get("soabi")
+    soabi = _text(info.get("soabi"))
     abis = [soabi.replace("-", "_").replace(".", "_")] if soabi else []
     tags = list(_tags.generic_tags(interp, abis, platforms))
     tags += _tags.compatible_tags(pyver, interp, platforms)
     return Target(python, interp, tuple(platforms), tuple(tags), description)
 
 
+def _text(value: object, limit: int = 200) -> Optional[str]:
+    """A non-blank string of the answer, stripped; None for anything else (a number, a list)."""
+    if not isinstance(value, str) or not value.strip() or len(value) > limit:
+        return None
+    return value.strip()
+
+
 def _probe_platforms(info: dict) -> Tuple[str, ...]:
-    plat = str(info.get("platform") or "")
-    machine = str(info.get("machine") or "").lower()
+    plat = _text(info.get("platform")) or ""
+    machine = (_text(info.get("machine")) or "").lower()
+    if not re.fullmatch(r"[a-z0-9_.-]*", plat.lower()) or not re.fullmatch(r"[a-z0-9_]*", machine):
+        return ()
     if plat.startswith("linux"):
         arch = cpu_arch(machine) or "x86_64"
         if info.get("bits") == 32:
@@ -226,8 +250,8 @@ def _probe_platforms(info: dict) -> Tuple[str, ...]:
         glibc = _glibc(info)
         return manylinux_tags(glibc, arch) if glibc else (f"linux_{arch}",)
     if plat.startswith("macosx"):
-        mac = str(info.get("mac_ver") or "")
-        parts = [int(p) for p in mac.split(".")[:2] if p.isdigit()] or [11, 0]
+        mac = _text(info.get("mac_ver")) or ""
+        parts = [int(p) for p in mac.split(".")[:2] if re.fullmatch(r"[0-9]{1,2}", p)] or [11, 0]
         major, minor = (parts + [0])[:2]
         if major >= 11:
             minor = 0
@@ -236,17 +260,20 @@ def _probe_platforms(info: dict) -> Tuple[str, ...]:
 
 
 def _glibc(info: dict) -> Optional[Tuple[int, int]]:
-    """glibc version from ``os.confstr`` ("glibc 2.39") or ``platform.libc_ver()``."""
-    candidates = []
-    if info.get("confstr"):
-        candidates.append(str(info["confstr"]).split()[-1])
-    libc = info.get("libc") or ["", ""]
-    if libc and libc[0] == "glibc":
-        candidates.append(str(libc[1]))
+    """glibc version from ``os.confstr`` ("glibc 2.39") or ``platform.libc_ver()``
+    (["glibc", "2.39"]), read by the one parser ``check`` uses (``parse.torch.parse_glibc``):
+    "2.150000000" is no glibc (it made ``index --python`` build tags for 90 s and more)."""
+    from envdoctor.parse.torch import parse_glibc
+
+    candidates = [_text(info.get("confstr"))]
+    libc = info.get("libc")
+    if isinstance(libc, list) and len(libc) == 2 and libc[0] == "glibc" and _text(libc[1]):
+        candidates.append(f"glibc {_text(libc[1])}")
     for text in candidates:
-        m = re.match(r"^(\d+)\.(\d+)", text)
-        if m:
-            return int(m[1]), int(m[2])
+        found = parse_glibc(text) if text else None
+        if found:
+            major, minor = found.split(".")
+            return int(major), int(minor)
     return None
 
 
