@@ -143,3 +143,11 @@ def test_under_a_launcher_several_ranks_need_a_shared_folder():
     r = subprocess.run([sys.executable, "-m", "envdoctor", "profile", "--", "python", "fp32_matmul.py"], env=env,
                        capture_output=True, text=True, timeout=60, cwd=str(FIX))
     assert r.returncode == 2 and "give --trace DIR" in r.stderr
+
+
+def test_trace_on_a_fifo_is_a_usage_error_not_an_internal_error(tmp_path):
+    fifo = tmp_path / "fifo"
+    os.mkfifo(str(fifo))
+    r = profile("--steps", "3", "--trace", str(fifo), "--", "python", "fp32_matmul.py")
+    assert r.returncode == 2, r.stderr
+    assert "is not a folder" in r.stderr and len(r.stderr.strip().splitlines()) == 1
