@@ -284,6 +284,8 @@ def _measure(spec: Any, raw: dict, report: Any, cpu: bool, builder: str, python:
     m = run_measure(spec, raw, est, target, cpu=cpu, builder=builder, timeout=timeout, on_event=progress)
     if tty:
         sys.stderr.write("\r\x1b[K")
+    if m.status == "no_torch":      # a run that could not start, for a named reason: exit 2, like diag and burn
+        _fail(f"--measure: {m.message}")
     if m.status == "no_gpu":
         _fail(f"--measure needs a GPU: {m.message}; add --cpu to measure a tiny config on the CPU (labelled as such)")
     cmp = None

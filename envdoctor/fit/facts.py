@@ -33,7 +33,7 @@ from typing import Any, Literal
 
 from envdoctor.parse.jsontext import opt_float, opt_int, opt_str
 
-Status = Literal["measured", "oom", "unavailable", "failed", "stopped", "no_gpu"]
+Status = Literal["measured", "oom", "unavailable", "failed", "stopped", "no_gpu", "no_torch"]
 CHILD_SCHEMA = "envdoctor.fit.child/1"
 #: how the measured terms are named (the estimate's term names where they are the same thing)
 MEASURED_TERMS = ("weights", "gradients", "optimizer", "activations", "autocast_copies", "kv_cache", "context",

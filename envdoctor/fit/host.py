@@ -117,6 +117,7 @@ def measurement_of(child: ChildRun, interrupted: bool, by_uuid: Mapping[str, int
         message = child.error.message if child.error is not None else f"the child printed no result{where}"
         if (child.failure or {}).get("kind") == "no_torch":
             message = f"torch is not installed in {child.python} (give --python the interpreter that has it)"
+            return Measurement("no_torch", message, python=child.python, seconds=child.seconds)
         return Measurement("failed", message, python=child.python, seconds=child.seconds)
     doc: dict[str, Any] = child.result
     raw_device = doc.get("device")

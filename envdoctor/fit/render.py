@@ -205,7 +205,7 @@ def _state_line(m: Measurement) -> str:
     if m.status == "oom":
         return f"  out of memory during {m.oom_phase or 'the run'}: {m.message or ''}".rstrip()
     words = {"unavailable": "not measured", "failed": "the measurement failed", "stopped": "stopped",
-             "no_gpu": "no GPU"}
+             "no_gpu": "no GPU", "no_torch": "no torch"}
     return f"  {words.get(m.status, m.status)}: {m.message or ''}".rstrip()
 
 
