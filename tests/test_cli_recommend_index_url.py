@@ -25,7 +25,7 @@ BROKEN = [
     ("http://mirror:0/whl", "not a usable URL (the port must be a number from 1 to 65535)"),
     ("http://mirror:http/whl", "not a usable URL (the port must be a number from 1 to 65535)"),
     (f"http://{LONG_LABEL}.example.com/whl", "not a usable host name (each dot-separated label 1-63 characters, "
-                                             f"253 in all): http://{LONG_LABEL}.example.com/whl"),
+                                             f"253 in all): http://{LONG_LABEL[:33]}... (87 characters)"),
     ("https://mirror..example.com/whl", "not a usable host name"),
     ("ftp://mirror/whl", "not an http(s) URL: ftp://mirror/whl"),
     ("", "empty: give an http(s) URL such as https://download.pytorch.org/whl"),
