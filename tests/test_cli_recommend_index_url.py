@@ -32,6 +32,12 @@ BROKEN = [
 ]
 
 
+def _says(message: str, line: str) -> bool:
+    """The message is in the line; a message longer than the usage line keeps (values of 80 characters
+    and more are cut there, ``... (N characters)``) is compared up to where the value starts."""
+    return message in line or (len(message) > 120 and message.split(": http")[0] in line and "characters)" in line)
+
+
 def _error_line(output: str) -> str:
     lines = [x for x in output.splitlines() if x.startswith("Error: ")]
     assert len(lines) == 1, output
@@ -44,7 +50,7 @@ def test_broken_index_url_is_exit_2_in_recommend(url, message):
     assert r.exit_code == 2, r.output
     assert r.exception is None or isinstance(r.exception, SystemExit)
     line = _error_line(r.output)
-    assert line.startswith("Error: Invalid value for '--index-url': ") and message in line
+    assert line.startswith("Error: Invalid value for '--index-url': ") and _says(message, line)
     assert "s3cret" not in r.output and "Traceback" not in r.output
 
 
@@ -53,7 +59,7 @@ def test_broken_index_url_is_exit_2_in_index(url, message, tmp_path):
     r = CliRunner().invoke(cli, ["index", "cu130", "--index-url", url],
                            env={"ENVDOCTOR_CACHE_DIR": str(tmp_path / "cache")})
     assert r.exit_code == 2, r.output
-    assert message in _error_line(r.output) and "s3cret" not in r.output
+    assert _says(message, _error_line(r.output)) and "s3cret" not in r.output
 
 
 def test_broken_index_url_from_the_environment_is_masked_too(tmp_path):

@@ -121,10 +121,14 @@ def _one_line(exc: click.UsageError) -> click.UsageError:
         return exc
     if isinstance(exc, click.BadParameter) and exc.param_hint is None and exc.param is not None:
         exc.param_hint = exc.param.get_error_hint(exc.ctx) if exc.ctx is not None else None
-    setattr(exc, "message",  # noqa: B010 - Click declares it Final; a long value is cut once, here
-            re.sub(r"\S{80,}", lambda m: f"{m.group()[:40]}... ({len(m.group())} characters)", exc.message))
+    setattr(exc, "message", _cut(exc.message))  # noqa: B010 - Click declares it Final; cut once, here
     exc.ctx = None
     return exc
+
+
+def _cut(message: str) -> str:
+    """A value of 80 or more characters in a usage line, cut short: ``aaaa... (5000 characters)``."""
+    return re.sub(r"\S{80,}", lambda m: f"{m.group()[:40]}... ({len(m.group())} characters)", message)
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})

@@ -55,7 +55,8 @@ def _missing(kind: str, key: str, known: Sequence[str]) -> NoReturn:
     sys.exit(EXIT_ERRORS)
 
 
-@click.group("table", cls=JsonGroup, invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group("table", cls=JsonGroup, invoke_without_command=True,
+             context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--stale", is_flag=True,
               help="Compare the bundled torch releases with the live wheel index; list newer ones.")
 @click.option("--variant", default="cpu", show_default=True, help="Index variant read by --stale.")

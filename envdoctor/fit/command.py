@@ -262,14 +262,14 @@ def fit(model: str | None, mode: str, batch: int, seq: int | None, new_tokens: i
         n_gpus = tp
     if pp > 1 and n_gpus == 1:
         n_gpus = pp
-    w = Workload(mode=mode, batch=batch, seq=seq, new_tokens=new_tokens,  # type: ignore[arg-type]
-                 dtype=dtype or ("fp32" if amp else default_dtype(spec)),  # type: ignore[arg-type]
-                 amp=amp, quant=quant, kv_dtype=kv_dtype,  # type: ignore[arg-type]
-                 optimizer=optimizer.replace("-", "_"),  # type: ignore[arg-type]
-                 grad_checkpointing=grad_checkpointing, lora_rank=lora_rank, lora_targets=targets,
-                 zero=zero, gpus=n_gpus, attention=attention, loop=loop,  # type: ignore[arg-type]
-                 alloc_conf=alloc_conf.strip(), ddp=ddp, tp=tp, device_map=device_map == "auto",
-                 pp=pp)
+    # the Choice options hold the Literal values Workload declares (Click types them as str)
+    fields: dict[str, Any] = dict(
+        mode=mode, batch=batch, seq=seq, new_tokens=new_tokens,
+        dtype=dtype or ("fp32" if amp else default_dtype(spec)), amp=amp, quant=quant, kv_dtype=kv_dtype,
+        optimizer=optimizer.replace("-", "_"), grad_checkpointing=grad_checkpointing, lora_rank=lora_rank,
+        lora_targets=targets, zero=zero, gpus=n_gpus, attention=attention, loop=loop,
+        alloc_conf=alloc_conf.strip(), ddp=ddp, tp=tp, device_map=device_map == "auto", pp=pp)
+    w = Workload(**fields)
     problems: list[str] = w.problems(spec)
     if problems:
         _fail(problems[0])

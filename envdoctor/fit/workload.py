@@ -108,7 +108,8 @@ class Workload:
             out.append(f"--gpus {self.gpus} needs a strategy: " + (
                 "--ddp (replicas), --zero 1|2|3 or --fsdp (sharded states; FSDP full shard is ZeRO-3), "
                 f"--pp {self.gpus} (pipeline stages) or --tp {self.gpus} (tensor parallel, --infer)" if self.train else
-                f"--tp {self.gpus} (tensor parallel: each GPU holds 1/{self.gpus} of the weights and KV cache) "
+                f"--tp {self.gpus} (tensor parallel: each GPU holds 1/{self.gpus} of the weights and KV "
+                "cache) "
                 "or --device-map auto (accelerate's split of the layers)"))
         if len(strategies) > 1:
             out.append(f"{' and '.join(strategies)}: give one strategy (combinations are not modelled)")
@@ -127,8 +128,8 @@ class Workload:
                 out.append("--pp is modelled for --train (1F1B pipeline stages); for inference use --tp N or "
                            "--device-map auto")
             if self.gpus not in (1, self.pp):
-                out.append(f"--pp {self.pp} with --gpus {self.gpus}: data parallel over pipelines is not modelled; "
-                           f"give --gpus {self.pp} or leave --gpus out")
+                out.append(f"--pp {self.pp} with --gpus {self.gpus}: data parallel over pipelines is not "
+                           f"modelled; give --gpus {self.pp} or leave --gpus out")
         if self.device_map and self.train:
             out.append("--device-map auto is for --infer (from_pretrained's layer split); for training use "
                        "--zero 3 / --fsdp or --ddp")

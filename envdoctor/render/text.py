@@ -182,7 +182,8 @@ def docker_rows(f: Facts) -> List[Row]:
             k.daemon, f"{(k.daemon or '').replace('_', ' ')}: {k.daemon_error or ''}".strip(": "))
         rows.append(("Daemon", daemon))
         if k.runtimes:
-            rows.append(("Runtimes", ", ".join(k.runtimes) + (f" (default {k.default_runtime})" if k.default_runtime else "")))
+            default = f" (default {k.default_runtime})" if k.default_runtime else ""
+            rows.append(("Runtimes", ", ".join(k.runtimes) + default))
     elif not any(label == "docker" for label, _ in rows):
         rows.append(("docker", "not installed"))
     if k.podman:
@@ -241,7 +242,8 @@ def python_rows(f: Facts) -> List[Row]:
         rows.append(("torch elsewhere", elsewhere_text(f).removeprefix("; ")))
     if t.installed and t.version:
         build = f"CUDA {t.cuda}" if t.cuda else (f"ROCm/HIP {t.hip}" if t.hip else "CPU-only build")
-        rows.append(("torch", f"{t.version} ({build})" + (f", imported in {t.import_seconds:.1f} s" if t.import_seconds else "")))
+        took = f", imported in {t.import_seconds:.1f} s" if t.import_seconds else ""
+        rows.append(("torch", f"{t.version} ({build})" + took))
         built = ", ".join(x for x in (t.compiler and f"built with {t.compiler}", t.debug_build and "a debug build",
                                       t.cpu_capability and f"CPU kernels {t.cpu_capability}") if x)
         if built:
@@ -332,7 +334,8 @@ def package_rows(packages: dict[str, str]) -> List[Row]:
 
 def env_rows(f: Facts) -> List[Row]:
     """The variables that change how torch, CUDA and NCCL behave (probes/system.py BEHAVIOUR_ENV)."""
-    shown = {"CUDA_VISIBLE_DEVICES": f.driver.cuda_visible_devices, "NVIDIA_VISIBLE_DEVICES": f.driver.nvidia_visible_devices}
+    shown = {"CUDA_VISIBLE_DEVICES": f.driver.cuda_visible_devices,
+             "NVIDIA_VISIBLE_DEVICES": f.driver.nvidia_visible_devices}
     return [(name, value if value else repr(value)) for name, value in sorted(f.system.torch_env.items())
             if shown.get(name) is None]         # those two are in the GPU section when the driver probe read them
 

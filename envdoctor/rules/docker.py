@@ -180,7 +180,8 @@ def _upgrade_toolkit(facts: Facts, fixed: str) -> tuple[str, ...]:
     """Upgrade the toolkit from NVIDIA's repository (the distribution's own package may lag)."""
     fam = commands.family(facts.system)
     if fam == "debian":
-        cmds: tuple[str, ...] = ("sudo apt-get update", "sudo apt-get install --only-upgrade -y nvidia-container-toolkit "
+        cmds: tuple[str, ...] = ("sudo apt-get update",
+                                 "sudo apt-get install --only-upgrade -y nvidia-container-toolkit "
                                  "nvidia-container-toolkit-base libnvidia-container-tools libnvidia-container1")
     elif fam == "rhel":
         cmds = ("sudo dnf upgrade -y nvidia-container-toolkit nvidia-container-toolkit-base "

@@ -52,7 +52,8 @@ def _userspace(facts: Facts) -> Optional[str]:
 
 
 def _pci_line(d: PciDevice) -> str:
-    return f"PCI {d.address}: {d.name or 'NVIDIA device ' + d.device_id} (kernel driver in use: {d.kernel_driver or 'none'})"
+    name = d.name or "NVIDIA device " + d.device_id
+    return f"PCI {d.address}: {name} (kernel driver in use: {d.kernel_driver or 'none'})"
 
 
 def no_driver(facts: Facts, table: Optional[Table]) -> Iterable[Finding]:

@@ -22,7 +22,7 @@ from typing import Dict, Iterator, List, Optional, Tuple
 
 from envdoctor.compat import variant_tag
 from envdoctor.facts import Facts
-from envdoctor.findings import Finding
+from envdoctor.findings import Finding, Severity
 from envdoctor.gpus import machine_gpus
 from envdoctor.parse import major_minor, version
 from envdoctor.stack.analysis import (
@@ -360,8 +360,8 @@ def known_bad(facts: Facts, table: Optional[Table]) -> Iterator[Finding]:
         return
     for e in _stack(facts).extensions:
         for row in ext.bad_for(e.name, e.version):
-            sev = row.severity if row.severity in ("error", "warning", "info") else "warning"
-            yield Finding("ED336", sev, f"{e.name} {e.version}: {row.problem}",  # type: ignore[arg-type]
+            sev: Severity = "error" if row.severity == "error" else "info" if row.severity == "info" else "warning"
+            yield Finding("ED336", sev, f"{e.name} {e.version}: {row.problem}",
                           evidence=(f"installed by {_where(e)}",) + ((row.note,) if row.note else ())
                           + (("(unconfirmed row of data/extensions.toml)",) if row.unconfirmed else ()),
                           fix=(row.fix,), reference=row.source, area="stack")
