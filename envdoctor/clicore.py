@@ -6,6 +6,7 @@ import functools
 import logging
 import math
 import os
+import re
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence, Tuple
@@ -504,3 +505,29 @@ def emit_page(text: str, output: Optional[Path], command: str) -> None:
         click.echo(f"envdoctor {command}: cannot write {output}: {exc.strerror or exc}", err=True)
         sys.exit(EXIT_USAGE)
     click.echo(f"envdoctor {command}: wrote {output}", err=True)
+
+
+def suppress_codes(values: Tuple[str, ...]) -> Tuple[str, ...]:
+    """``--suppress`` values: codes of the registry (``envdoctor explain`` lists them); a comma
+    list is several. Anything else is a usage error (exit 2), so a typo never hides nothing."""
+    given = [v.strip() for value in values for v in value.split(",") if v.strip()]
+    if not given:   # the registry loads only when there is something to look up
+        return ()
+    from envdoctor.codes import lookup
+
+    bad = [v for v in given if not re.fullmatch(r"ED\d{3}", v.upper())]
+    codes = [v.upper() for v in given]
+    if bad:
+        raise click.BadParameter(f"{', '.join(bad[:5])}: finding codes look like ED305", param_hint="--suppress")
+    unknown = [c for c in codes if lookup(c) is None]
+    if unknown:
+        raise click.BadParameter(f"{', '.join(unknown[:5])}: no such finding code (envdoctor explain lists them)",
+                                 param_hint="--suppress")
+    return tuple(dict.fromkeys(codes))
+
+
+def suppress_option(f: Callable) -> Callable:
+    """``--suppress CODE`` (repeatable, or a comma list), checked by :func:`suppress_codes`; a command
+    splits its findings with :func:`envdoctor.findings.split_suppressed`."""
+    return click.option("--suppress", multiple=True, metavar="CODE", callback=lambda c, p, v: suppress_codes(v),
+                        help="Hide a finding by its code, e.g. ED305 (repeatable).")(f)

@@ -8,9 +8,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import logging
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Literal, Optional, get_args
+from typing import Any, Literal, Optional, get_args
 
 #: "error": it will not work; "warning": it works with a caveat; "info": worth knowing.
 Severity = Literal["error", "warning", "info"]
@@ -48,3 +49,31 @@ def sort_findings(findings: Iterable[Finding]) -> tuple[Finding, ...]:
 def exit_code(findings: Iterable[Finding]) -> int:
     """0 when nothing is an error, 1 otherwise (2 and 3 are the CLI's)."""
     return 1 if any(f.severity == "error" for f in findings) else 0
+
+
+def split_suppressed(findings: Iterable[Finding],
+                     codes: Iterable[str]) -> tuple[tuple[Finding, ...], tuple[Finding, ...]]:
+    """(the findings shown, the findings ``--suppress CODE`` hides), each sorted: the one place that
+    reads the codes (" ed305 " is ED305) for every command that takes ``--suppress``."""
+    hidden = {code.strip().upper() for code in codes}
+    found = list(findings)
+    return (sort_findings(f for f in found if f.code not in hidden),
+            sort_findings(f for f in found if f.code in hidden))
+
+
+def run_rules(rules: Iterable[Callable[..., Iterable[Finding]]], *args: Any) -> list[Finding]:
+    """The one runner of rules, for check and for a plugin's own (``topo``): each rule called with
+    ``args``; one that raises is one ED900 naming it, and the others still run."""
+    found: list[Finding] = []
+    for rule in rules:
+        try:
+            found.extend(rule(*args))
+        except Exception as exc:  # a bug in a rule must not hide the other findings
+            logging.getLogger("envdoctor.rules").debug("rule %s failed", rule.__name__, exc_info=True)
+            found.append(Finding(
+                "ED900", "warning", f"envdoctor's check {rule.__name__} failed: {type(exc).__name__}: {exc}",
+                evidence=("this is a bug in envdoctor, not a problem of the machine",),
+                fix=("envdoctor check --debug   # shows the traceback; please report it",),
+                area="envdoctor",
+            ))
+    return found

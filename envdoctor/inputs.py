@@ -17,6 +17,7 @@ from pathlib import Path
 
 from envdoctor.atomic import what_it_is
 from envdoctor.parse.jsontext import MAX_CHARS
+from envdoctor.units import format_bytes
 
 #: The most bytes read from one input file (the JSON reader takes no more characters either).
 MAX_BYTES = MAX_CHARS
@@ -30,10 +31,6 @@ class InputError(ValueError):
         super().__init__(f"{path} {reason}")
         self.path = str(path)
         self.reason = reason
-
-
-def _size(n: int) -> str:
-    return f"{n / 1024 / 1024:.0f} MiB" if n >= 1024 * 1024 else f"{n} bytes"
 
 
 def _refuse_special(path: str | Path, mode: int) -> None:
@@ -70,7 +67,8 @@ def read_input(path: str | Path, max_bytes: int = MAX_BYTES) -> str:
         info = os.fstat(fd)
         _refuse_special(path, info.st_mode)   # replaced between the stat and the open
         if info.st_size > max_bytes:
-            raise InputError(path, f"is {_size(info.st_size)}, larger than the {_size(max_bytes)} envdoctor reads")
+            raise InputError(path, f"is {format_bytes(info.st_size)}, larger than the {format_bytes(max_bytes)} "
+                                   "envdoctor reads")
         chunks = []
         left = max_bytes + 1             # a file that grows while read (or /proc) still stops here
         while left > 0:
@@ -85,7 +83,7 @@ def read_input(path: str | Path, max_bytes: int = MAX_BYTES) -> str:
     finally:
         os.close(fd)
     if len(raw) > max_bytes:
-        raise InputError(path, f"is larger than the {_size(max_bytes)} envdoctor reads")
+        raise InputError(path, f"is larger than the {format_bytes(max_bytes)} envdoctor reads")
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError:

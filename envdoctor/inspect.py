@@ -16,7 +16,7 @@ from typing import Any, Dict, Iterable, List, Optional, Tuple
 from envdoctor.facts import Facts
 from envdoctor.facts.base import ProbeError
 from envdoctor.facts.gpu import PciFacts
-from envdoctor.findings import Finding, sort_findings
+from envdoctor.findings import Finding, split_suppressed
 from envdoctor.gpus import with_table_ccs
 from envdoctor.probes import Probing, collect
 from envdoctor.probes.context import Context
@@ -164,9 +164,7 @@ def split_findings(facts: Facts, table: Any, table_error: Optional[str],
             explanation="Checks that need the table (driver floors, GPU architectures) were skipped.",
         ))
     found.extend(probe_failures(facts, found))
-    hidden = {code.strip().upper() for code in suppress}
-    return (sort_findings(f for f in found if f.code not in hidden),
-            sort_findings(f for f in found if f.code in hidden))
+    return split_suppressed(found, suppress)
 
 
 def _prepare(skip: Iterable[str]) -> Tuple[Any, Optional[str], float]:

@@ -1,16 +1,36 @@
-"""Who starts the ranks of ``envdoctor comms``, and the environment each rank's child gets. Pure
-except :func:`free_port`.
+"""Who started this process and where its ranks meet: the one reader of the launchers' variables,
+the one port recipe, and the environment each rank's child gets. Pure except :func:`free_port`.
 
-envdoctor starts one child per GPU itself (a free port on 127.0.0.1), or an external launcher
-started one ``envdoctor comms`` per rank and said so in the environment:
+``envdoctor comms`` and ``envdoctor fleet --gather`` run under a launcher people already use (or
+comms starts its ranks itself on one machine, on a free port of 127.0.0.1). Each launcher leaves
+its own variables; :func:`rendezvous` reads them in this order, the first that applies wins:
 
-- torchrun (torch.distributed.run): ``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``, ``LOCAL_WORLD_SIZE``,
-  ``MASTER_ADDR``, ``MASTER_PORT``, ``TORCHELASTIC_RUN_ID`` (the child reuses the agent's store);
-- Slurm's srun: ``SLURM_PROCID``, ``SLURM_STEP_NUM_TASKS`` (or ``SLURM_NTASKS``), ``SLURM_LOCALID``,
-  ``SLURM_STEP_ID``, the node list; ``MASTER_ADDR``/``MASTER_PORT`` if exported, else the first node
-  of the step and a port derived from the job id;
-- Open MPI's mpirun: ``OMPI_COMM_WORLD_RANK``/``_SIZE``/``_LOCAL_RANK`` (``MASTER_ADDR`` must be set);
-- anything that sets ``RANK`` and ``WORLD_SIZE`` itself.
+- torchrun (``torch.distributed.run``) or anything that sets ``RANK`` and ``WORLD_SIZE`` itself:
+  ``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``, ``LOCAL_WORLD_SIZE``, ``MASTER_ADDR``, ``MASTER_PORT``;
+  with ``TORCHELASTIC_RUN_ID`` it is torchrun, and ``TORCHELASTIC_USE_AGENT_STORE`` says its agent
+  on the first node already serves the rendezvous store (torchrun inside srun is torchrun);
+- Open MPI's ``mpirun``: ``OMPI_COMM_WORLD_RANK``/``SIZE``/``LOCAL_RANK``/``LOCAL_SIZE``, with
+  ``MASTER_ADDR`` exported by the user (``mpirun -x MASTER_ADDR=node01``). Read before Slurm's:
+  mpirun inside a Slurm allocation leaves the job's ``SLURM_*`` variables in every rank's
+  environment, but only Open MPI's are this process's own;
+- Slurm's ``srun``: ``SLURM_PROCID``, ``SLURM_STEP_NUM_TASKS`` (else ``SLURM_NTASKS``),
+  ``SLURM_LOCALID``, with ``SLURM_STEP_ID`` (srun sets it for a step's tasks; the batch shell of
+  sbatch, which has ``SLURM_PROCID=0`` and ``SLURM_NTASKS`` too, is not a rank); rank 0's host the
+  first of ``SLURM_STEP_NODELIST`` (else ``SLURM_JOB_NODELIST``, ``SLURM_NODELIST``), the port
+  :func:`slurm_port` of ``SLURM_JOB_ID``, so two jobs on one node do not collide;
+- PMIx alone (``PMIX_RANK`` and none of the above): it names no world size or rendezvous in the
+  environment, so that is an error that says what to export.
+
+``MASTER_ADDR`` and ``MASTER_PORT``, when set, win over what is derived::
+
+    >>> r = rendezvous({"SLURM_PROCID": "2", "SLURM_NTASKS": "4", "SLURM_LOCALID": "0", "SLURM_STEP_ID": "0",
+    ...                 "SLURM_JOB_NODELIST": "gpu[07-10]", "SLURM_JOB_ID": "81234"})
+    >>> r.launcher, r.rank, r.world_size, r.master_addr, r.master_port
+    ('slurm', 2, 4, 'gpu07', 21234)
+
+Every number is read as user input (:func:`env_number`): ASCII digits only (``'²'`` and ``'٣'`` are
+digits to Python's ``str.isdigit``, not to envdoctor), within the variable's range; anything else is
+a :class:`LaunchError` naming the variable and the accepted form, which a command turns into exit 2.
 
 The child's environment is the caller's, unchanged (``NCCL_NVLS_ENABLE``, ``NCCL_*``,
 ``TORCH_SYMM_MEM_DISABLE_MULTICAST``, ``NVSHMEM_DISABLE_NVLS`` pass through as set; envdoctor never
@@ -20,12 +40,24 @@ sets them), plus the rank variables and, only where ``NCCL_DEBUG`` is not set, N
 
 from __future__ import annotations
 
-import re
 import socket
 from dataclasses import dataclass
-from typing import Dict, Mapping, Optional, Tuple
+from typing import Dict, Literal, Mapping, Optional, Tuple
 
+from envdoctor.parse.nodelist import NodelistError, expand, first_host
 from envdoctor.parse.visible import visible_count
+
+Launcher = Literal["torchrun", "env", "openmpi", "slurm"]
+
+#: torchrun's default port, used where nothing else names one.
+DEFAULT_PORT = 29500
+#: Slurm: the port is SLURM_PORT_BASE + SLURM_JOB_ID % SLURM_PORT_SPAN: 20000-29999, below Linux's
+#: ephemeral ports (32768-60999), where an outgoing connection could hold it.
+SLURM_PORT_BASE, SLURM_PORT_SPAN = 20000, 10000
+#: The most ranks one run takes (a sanity bound on WORLD_SIZE, not a design limit).
+MAX_WORLD = 65536
+#: The largest Slurm job id (a 32-bit number).
+MAX_JOB_ID = 2**32 - 1
 
 #: Variables envdoctor must never set or change for the ranks (tested).
 PASSED_THROUGH = ("NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST", "NVSHMEM_DISABLE_NVLS")
@@ -35,70 +67,158 @@ RANK_VARIABLES = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTE
 
 
 class LaunchError(ValueError):
-    """A launcher's environment that cannot be used as is (says what to export)."""
+    """A launcher's environment that cannot be used as it is; one line says which variable and what to do."""
 
 
 @dataclass(frozen=True)
-class Launch:
-    """The rank this process is, under an external launcher."""
+class Rendezvous:
+    """This rank's place in the run and the address of rank 0's store."""
 
-    kind: str                     # "torchrun", "slurm", "mpirun", "env"
+    launcher: Launcher
     rank: int
     world_size: int
     local_rank: int
-    local_world_size: Optional[int]
     master_addr: str
     master_port: int
+    #: torchrun's agent serves the store: every rank connects to it, none starts one.
+    agent_store: bool = False
+    #: a name for this run, so a restarted attempt does not read the keys of an earlier one
+    run_id: str = "envdoctor"
+    #: the variables read, for the one line that explains a failure
+    variables: Tuple[str, ...] = ()
+    #: each rank's host where the launcher says (Slurm, one task per node), else ()
+    hosts: Tuple[str, ...] = ()
+    #: the ranks on this node, where the launcher says
+    local_world_size: Optional[int] = None
 
 
-def _int(env: Mapping[str, str], name: str) -> Optional[int]:
-    try:
-        return int(env[name])
-    except (KeyError, ValueError):
-        return None
+def env_number(env: Mapping[str, str], name: str, low: int = 0, high: int = MAX_WORLD) -> int:
+    """``env[name]`` as a whole number from ``low`` to ``high``, written in ASCII digits.
+
+    >>> env_number({"RANK": " 3 "}, "RANK")
+    3
+    >>> env_number({"RANK": "٣"}, "RANK")
+    Traceback (most recent call last):
+    ...
+    envdoctor.launch.LaunchError: RANK='٣' is not a number from 0 to 65536 (ASCII digits 0-9)
+    """
+    text = env.get(name, "").strip()
+    if not (text.isascii() and text.isdigit()) or not low <= int(text) <= high:
+        raise LaunchError(f"{name}={text[:30]!r} is not a number from {low} to {high} (ASCII digits 0-9)")
+    return int(text)
 
 
-def first_host(nodelist: str) -> Optional[str]:
-    """The first host of a Slurm node list: ``"gpu[003-010,012],cpu1"`` -> ``"gpu003"``."""
-    m = re.match(r"\s*([^,\[\s]+)(?:\[([^\]]+)\])?", nodelist or "")
-    if not m:
-        return None
-    prefix, ranges = m.group(1), m.group(2)
-    if not ranges:
-        return prefix
-    first = ranges.split(",")[0].split("-")[0]
-    return prefix + first
+def _optional(env: Mapping[str, str], name: str, low: int = 0, high: int = MAX_WORLD) -> Optional[int]:
+    return env_number(env, name, low, high) if env.get(name, "").strip() else None
 
 
-def detect(env: Mapping[str, str]) -> Optional[Launch]:
-    """The launcher that started this process, or None (envdoctor starts the ranks itself)."""
-    rank, world = _int(env, "RANK"), _int(env, "WORLD_SIZE")
-    if rank is not None and world is not None:
-        addr, port = env.get("MASTER_ADDR"), _int(env, "MASTER_PORT")
-        kind = "torchrun" if env.get("TORCHELASTIC_RUN_ID") else "env"
-        if not addr or port is None:
-            raise LaunchError(f"RANK and WORLD_SIZE are set ({kind}) but MASTER_ADDR/MASTER_PORT are not: "
-                              "export both (the rendezvous host and a free port)")
-        return Launch(kind, rank, world, _int(env, "LOCAL_RANK") or 0, _int(env, "LOCAL_WORLD_SIZE"), addr, port)
-    if env.get("SLURM_STEP_ID") is not None and _int(env, "SLURM_PROCID") is not None:
-        world = _int(env, "SLURM_STEP_NUM_TASKS") or _int(env, "SLURM_NTASKS")
-        if world is None:
-            raise LaunchError("srun without SLURM_STEP_NUM_TASKS/SLURM_NTASKS: run it as srun --ntasks=N")
-        addr = env.get("MASTER_ADDR") or first_host(env.get("SLURM_STEP_NODELIST") or env.get("SLURM_JOB_NODELIST")
-                                                    or "")
-        if not addr:
-            raise LaunchError("srun: no node list to take the rendezvous host from; export MASTER_ADDR")
-        port = _int(env, "MASTER_PORT") or 20000 + (_int(env, "SLURM_JOB_ID") or 0) % 20000
-        local_world = _int(env, "SLURM_NTASKS_PER_NODE") or _int(env, "SLURM_STEP_TASKS_PER_NODE")
-        return Launch("slurm", int(env["SLURM_PROCID"]), world, _int(env, "SLURM_LOCALID") or 0, local_world,
-                      addr, port)
-    if _int(env, "OMPI_COMM_WORLD_RANK") is not None:
-        world = _int(env, "OMPI_COMM_WORLD_SIZE") or 1
-        addr, port = env.get("MASTER_ADDR"), _int(env, "MASTER_PORT")
-        if not addr:
-            raise LaunchError("mpirun: export MASTER_ADDR (the first host) and MASTER_PORT (-x MASTER_ADDR ...)")
-        return Launch("mpirun", int(env["OMPI_COMM_WORLD_RANK"]), world, _int(env, "OMPI_COMM_WORLD_LOCAL_RANK") or 0,
-                      _int(env, "OMPI_COMM_WORLD_LOCAL_SIZE"), addr, port or 29500)
+def _port(env: Mapping[str, str], default: int) -> int:
+    return _optional(env, "MASTER_PORT", 1, 65535) or default
+
+
+def slurm_port(job_id: Optional[int]) -> int:
+    """The port of a Slurm job's rendezvous: 20000 + job id modulo 10000, torchrun's 29500 without one.
+
+    >>> slurm_port(81234), slurm_port(15555), slurm_port(None)
+    (21234, 25555, 29500)
+    """
+    return DEFAULT_PORT if job_id is None else SLURM_PORT_BASE + job_id % SLURM_PORT_SPAN
+
+
+def _checked(r: Rendezvous) -> Rendezvous:
+    if r.rank >= r.world_size:
+        raise LaunchError(f"{r.launcher}: rank {r.rank} is not below the world size {r.world_size}")
+    if r.local_world_size is not None and r.local_rank >= r.local_world_size:
+        raise LaunchError(f"{r.launcher}: local rank {r.local_rank} is not below the ranks on this node "
+                          f"({r.local_world_size})")
+    return r
+
+
+def _torchrun(env: Mapping[str, str]) -> Rendezvous:
+    kind: Launcher = "torchrun" if "TORCHELASTIC_RUN_ID" in env else "env"
+    rank, world = env_number(env, "RANK"), env_number(env, "WORLD_SIZE", 1)
+    addr = env.get("MASTER_ADDR", "").strip()
+    if not addr:
+        raise LaunchError(f"RANK and WORLD_SIZE are set ({kind}) but MASTER_ADDR is not: export MASTER_ADDR "
+                          "(rank 0's host) and MASTER_PORT (a free port there)")
+    agent = env.get("TORCHELASTIC_USE_AGENT_STORE", "").strip().lower() in ("true", "1")
+    run_id = "-".join(x for x in (env.get("TORCHELASTIC_RUN_ID", "envdoctor"),
+                                  env.get("TORCHELASTIC_RESTART_COUNT", "0")) if x)
+    return _checked(Rendezvous(
+        kind, rank, world, _optional(env, "LOCAL_RANK") or 0, addr, _port(env, DEFAULT_PORT), agent, run_id,
+        ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
+         "TORCHELASTIC_USE_AGENT_STORE"),
+        local_world_size=_optional(env, "LOCAL_WORLD_SIZE", 1)))
+
+
+def _openmpi(env: Mapping[str, str]) -> Rendezvous:
+    rank, world = env_number(env, "OMPI_COMM_WORLD_RANK"), env_number(env, "OMPI_COMM_WORLD_SIZE", 1)
+    addr = env.get("MASTER_ADDR", "").strip()
+    if not addr:
+        raise LaunchError("mpirun started this rank but MASTER_ADDR is not set: "
+                          "mpirun -x MASTER_ADDR=<first host> -x MASTER_PORT=<free port> ...")
+    job = env.get("OMPI_MCA_ess_base_jobid", "").strip()
+    return _checked(Rendezvous(
+        "openmpi", rank, world, _optional(env, "OMPI_COMM_WORLD_LOCAL_RANK") or 0, addr, _port(env, DEFAULT_PORT),
+        False, f"openmpi-{job or '0'}",
+        ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE",
+         "MASTER_ADDR", "MASTER_PORT"),
+        local_world_size=_optional(env, "OMPI_COMM_WORLD_LOCAL_SIZE", 1)))
+
+
+_NODELISTS = ("SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST", "SLURM_NODELIST")
+
+
+def _slurm(env: Mapping[str, str]) -> Rendezvous:
+    rank = env_number(env, "SLURM_PROCID")
+    tasks = "SLURM_STEP_NUM_TASKS" if env.get("SLURM_STEP_NUM_TASKS", "").strip() else "SLURM_NTASKS"
+    world = env_number(env, tasks, 1)
+    job_name = "SLURM_JOB_ID" if env.get("SLURM_JOB_ID", "").strip() else "SLURM_JOBID"
+    job = _optional(env, job_name, 0, MAX_JOB_ID)
+    listed = next((n for n in _NODELISTS if env.get(n, "").strip()), None)
+    addr = env.get("MASTER_ADDR", "").strip()
+    if not addr:
+        if listed is None:
+            raise LaunchError("srun started this rank but no SLURM_JOB_NODELIST names the nodes "
+                              "(or set MASTER_ADDR to the first node)")
+        try:
+            addr = first_host(env[listed])
+        except NodelistError as exc:
+            raise LaunchError(f"{listed}: {exc}") from None
+    hosts: Tuple[str, ...] = ()
+    if listed is not None:
+        try:
+            hosts = expand(env[listed], limit=MAX_WORLD)
+        except NodelistError:
+            hosts = ()
+    step = env.get("SLURM_STEP_ID", "0").strip()
+    per_node = env.get("SLURM_STEP_TASKS_PER_NODE") or env.get("SLURM_NTASKS_PER_NODE") or ""
+    return _checked(Rendezvous(
+        "slurm", rank, world, _optional(env, "SLURM_LOCALID") or 0, addr, _port(env, slurm_port(job)), False,
+        f"slurm-{job if job is not None else 0}.{step}",
+        ("SLURM_PROCID", tasks, "SLURM_LOCALID", "SLURM_STEP_ID") + _NODELISTS + (job_name, "MASTER_ADDR",
+                                                                                 "MASTER_PORT"),
+        hosts if len(hosts) == world else (),
+        # "4" is a count; "2(x3)" (per node, repeated) says nothing about this node alone
+        int(per_node) if per_node.isascii() and per_node.isdigit() and int(per_node) > 0 else None))
+
+
+def rendezvous(env: Mapping[str, str]) -> Optional[Rendezvous]:
+    """This rank's rendezvous from ``env``, None where no launcher started this process.
+
+    :class:`LaunchError` where a launcher's variables are there but unusable (a rank that is no
+    number, mpirun without MASTER_ADDR, a node list that is no host list, PMIx alone).
+    """
+    if "RANK" in env and "WORLD_SIZE" in env:
+        return _torchrun(env)
+    if "OMPI_COMM_WORLD_RANK" in env and "OMPI_COMM_WORLD_SIZE" in env:
+        return _openmpi(env)
+    if "SLURM_PROCID" in env and "SLURM_STEP_ID" in env and ("SLURM_STEP_NUM_TASKS" in env or "SLURM_NTASKS" in env):
+        return _slurm(env)
+    if "PMIX_RANK" in env:
+        rank = env_number(env, "PMIX_RANK")
+        raise LaunchError(f"PMIx started this process (PMIX_RANK={rank}) but names no world size or rendezvous: "
+                          "export RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT for each rank")
     return None
 
 
@@ -119,11 +239,12 @@ def rank_env(base: Mapping[str, str], *, rank: int, world_size: int, local_rank:
     return env
 
 
-def launched_env(base: Mapping[str, str], launch: Launch, nccl_log_dir: Optional[str]) -> Dict[str, str]:
-    """The environment of the child under an external launcher: the launcher's rendezvous, passed on."""
+def launched_env(base: Mapping[str, str], r: Rendezvous, nccl_log_dir: Optional[str]) -> Dict[str, str]:
+    """The environment of the child under an external launcher: the launcher's rendezvous, passed on
+    as torch's ``env://`` reads it."""
     env = dict(base)
-    env.update(RANK=str(launch.rank), WORLD_SIZE=str(launch.world_size), LOCAL_RANK=str(launch.local_rank),
-               MASTER_ADDR=launch.master_addr, MASTER_PORT=str(launch.master_port))
+    env.update(RANK=str(r.rank), WORLD_SIZE=str(r.world_size), LOCAL_RANK=str(r.local_rank),
+               MASTER_ADDR=r.master_addr, MASTER_PORT=str(r.master_port))
     env.update(nccl_logging(base, nccl_log_dir))
     return env
 
@@ -140,3 +261,7 @@ def visible_gpus(env: Mapping[str, str], nvml_count: int) -> Tuple[int, Optional
     """How many GPUs the ranks' CUDA sees: NVML's count, cut by CUDA_VISIBLE_DEVICES (which NVML ignores)."""
     visible = env.get("CUDA_VISIBLE_DEVICES")
     return visible_count(visible, nvml_count), visible
+
+
+__all__ = ["DEFAULT_PORT", "Launcher", "LaunchError", "Rendezvous", "env_number", "free_port", "launched_env",
+           "nccl_logging", "rank_env", "rendezvous", "slurm_port", "visible_gpus"]

@@ -23,14 +23,95 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import re
 import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from envdoctor.facts.base import ProbeError
+from envdoctor.parse.visible import HIDES_ALL, visible_count
 
 NOT_SUPPORTED = "not supported"
+
+# --- which NVML GPU a torch device is ------------------------------------------------------------
+
+PCI_ADDRESS = re.compile(r"^[0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
+
+
+def pci_address(bus_id: Optional[str]) -> Optional[str]:
+    """NVML's ``"00000000:17:00.0"`` (or torch's, any case) -> sysfs's ``"0000:17:00.0"``; None for anything else."""
+    if not bus_id:
+        return None
+    s = bus_id.strip().lower()
+    if not PCI_ADDRESS.match(s):
+        return None
+    domain, rest = s.split(":", 1)
+    return f"{int(domain, 16):04x}:{rest}"
+
+
+@dataclass(frozen=True)
+class NvmlGpu:
+    """What tells one of NVML's GPUs from the others."""
+
+    index: int
+    uuid: Optional[str] = None
+    bus_id: Optional[str] = None
+    name: Optional[str] = None
+
+
+def _uuid(value: Optional[str]) -> str:
+    """``GPU-c7d3...`` and torch's ``c7d3...`` alike, lower case."""
+    s = (value or "").strip().lower()
+    return s[4:] if s.startswith("gpu-") else s
+
+
+def match_device(uuid: Optional[str], bus_id: Optional[str], cuda_index: Optional[int],
+                 gpus: Sequence[NvmlGpu], env: Mapping[str, str]) -> Optional[int]:
+    """The NVML index of the torch device ``cuda:<cuda_index>`` that reports ``uuid`` and ``bus_id``
+    (each may be None), or None where nothing says which it is. In this order:
+
+    1. the UUID (with or without its ``GPU-`` prefix; a MIG instance's is not its GPU's);
+    2. the PCI bus id;
+    3. the index, as CUDA maps it: ``CUDA_VISIBLE_DEVICES`` picks the physical GPU (by index, or by
+       UUID or a UUID's start, as CUDA reads it), and a physical index is NVML's index only where
+       CUDA counts in PCI bus order as NVML does: ``CUDA_DEVICE_ORDER=PCI_BUS_ID``, or CUDA's default
+       ``FASTEST_FIRST`` on a machine of one GPU model (equally fast GPUs keep PCI bus order).
+
+    >>> two = [NvmlGpu(0, "GPU-aa", "00000000:17:00.0", "NVIDIA H200"),
+    ...        NvmlGpu(1, "GPU-bb", "00000000:2A:00.0", "NVIDIA L4")]
+    >>> match_device("bb", None, 0, two, {}), match_device(None, "0000:17:00.0", 1, two, {})
+    (1, 0)
+    >>> match_device(None, None, 0, two, {"CUDA_VISIBLE_DEVICES": "1"}), match_device(None, None, 0, two,
+    ...     {"CUDA_VISIBLE_DEVICES": "1", "CUDA_DEVICE_ORDER": "PCI_BUS_ID"})
+    (None, 1)
+    """
+    if uuid and _uuid(uuid):
+        found = [g.index for g in gpus if g.uuid and _uuid(g.uuid) == _uuid(uuid)]
+        if len(found) == 1:
+            return found[0]
+    bus = pci_address(bus_id)
+    if bus:
+        found = [g.index for g in gpus if pci_address(g.bus_id) == bus]
+        if len(found) == 1:
+            return found[0]
+    if cuda_index is None or cuda_index < 0 or not gpus:
+        return None
+    visible = env.get("CUDA_VISIBLE_DEVICES")
+    physical = cuda_index
+    if visible is not None:
+        if visible.strip() in HIDES_ALL or cuda_index >= visible_count(visible, len(gpus)):
+            return None
+        entry = visible.split(",")[cuda_index].strip()
+        if not (entry.isascii() and entry.isdigit()):         # a UUID or the start of one: CUDA's own match
+            found = [g.index for g in gpus if g.uuid and _uuid(g.uuid).startswith(_uuid(entry))]
+            return found[0] if len(found) == 1 else None
+        physical = int(entry)
+    one_model = len({g.name for g in gpus}) == 1 and gpus[0].name is not None
+    if env.get("CUDA_DEVICE_ORDER", "FASTEST_FIRST").strip() == "PCI_BUS_ID" or one_model or len(gpus) == 1:
+        return physical if any(g.index == physical for g in gpus) else None
+    return None
+
 _NOT_SUPPORTED_CODES = (3,)       # NVML_ERROR_NOT_SUPPORTED
 _INVALID_ARGUMENT = 2             # NVML_ERROR_INVALID_ARGUMENT: e.g. a link index past the last
 

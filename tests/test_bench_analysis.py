@@ -193,14 +193,18 @@ def test_two_real_h200s_are_siblings_and_a_slow_one_is_flagged():
 
 
 def test_bench_matches_torch_device_to_nvml_by_bus_id_whatever_the_domain_width():
-    from envdoctor.bench.host import _match_nvml
-    from envdoctor.bench.facts import BenchDevice
+    from envdoctor.bench.host import build_result
 
     gpus = [{"uuid": "GPU-AA", "pci_bus_id": "00000000:00:06.0"}, {"uuid": "GPU-BB", "pci_bus_id": "00000000:1A:00.0"}]
+
+    def matched(**device):
+        doc = {"schema": "envdoctor.bench.child/1", "devices": [{"index": 0, "kind": "cuda", **device}]}
+        return build_result(doc, gpus=gpus, lookup=lambda name: None).devices[0].nvml_index
+
     # the child prints the bus id as torch's "%08X:%02X:%02X.0"; NVML may give four domain digits
-    assert _match_nvml(BenchDevice(0, pci_bus_id="0000:1a:00.0"), gpus, 2) == 1
-    assert _match_nvml(BenchDevice(0, uuid="gpu-aa", pci_bus_id="0000:1a:00.0"), gpus, 2) == 0   # UUID first
-    assert _match_nvml(BenchDevice(0, pci_bus_id="garbage"), gpus, 2) is None
+    assert matched(pci_bus_id="0000:1a:00.0") == 1
+    assert matched(uuid="GPU-AA", pci_bus_id="0000:1a:00.0") == 0   # UUID first
+    assert matched(pci_bus_id="garbage") is None
 
 
 # --- issue 26: repeats disturbed by other load, a layer "above 100%" of the matmul rate ---------------

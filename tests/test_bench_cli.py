@@ -43,11 +43,11 @@ def test_torch_that_cannot_see_the_gpu_exits_1(tmp_path):
     assert r.exit_code in (0, 1) and "fp32 measured on the CPU" in r.stdout
 
 
-def test_no_torch_is_one_line_and_exit_1(tmp_path):
+def test_no_torch_is_one_line_and_exit_2_a_run_that_could_not_start(tmp_path):
     doc = {"schema": "envdoctor.bench.child/1", "error": {"kind": "no_torch", "message": "x"}}
     python = fake_python(tmp_path, result=doc)
     r = run("--python", python)
-    assert r.exit_code == 1 and r.stdout == ""
+    assert r.exit_code == 2 and r.stdout == ""
     lines = [line for line in r.stderr.splitlines() if not line.startswith("bench:")]
     assert lines == [f"envdoctor bench: torch is not installed in {python} (install torch there "
                      "(see `envdoctor recommend`) or point --python at one that has it)"]

@@ -71,10 +71,12 @@ def test_visible_gpus_follows_cuda_visible_devices(value, expected):
 def test_match_nvml_by_uuid_then_bus_then_index():
     ident = [Reading(0, {"uuid": "GPU-aa", "pci": {"bus_id": "00000000:00:06.0"}}),
              Reading(1, {"uuid": "GPU-bb", "pci": {"bus_id": "00000000:00:07.0"}})]
-    assert match_nvml(BurnGpu(0, uuid="GPU-BB"), ident, True) == 1
-    assert match_nvml(BurnGpu(0, pci_bus_id="0000:00:07.0"), ident, True) == 1
-    assert match_nvml(BurnGpu(1), ident, True) == 1
-    assert match_nvml(BurnGpu(1), ident, False) is None     # CUDA_VISIBLE_DEVICES reorders: no guessing
+    assert match_nvml(BurnGpu(0, uuid="GPU-BB"), ident, {}) == 1
+    assert match_nvml(BurnGpu(0, pci_bus_id="0000:00:07.0"), ident, {}) == 1
+    assert match_nvml(BurnGpu(1), ident, {"CUDA_DEVICE_ORDER": "PCI_BUS_ID"}) == 1
+    assert match_nvml(BurnGpu(0), ident, {"CUDA_VISIBLE_DEVICES": "1", "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}) == 1
+    # CUDA's default order is fastest first: with GPUs of unknown models the index says nothing
+    assert match_nvml(BurnGpu(1), ident, {}) is None
 
 
 def test_the_time_limits_of_a_run():

@@ -4,6 +4,7 @@ completion works the way it says."""
 import re
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from envdoctor.cli import COMMANDS, cli
@@ -59,3 +60,11 @@ def test_help_lists_every_command_without_importing_them():
     assert r.stdout.strip().splitlines()[-1] == "[]"     # no command's module, the core commands' or a plugin's
     for name in COMMANDS:
         assert re.search(rf"^  {name} +\S", r.stdout, re.M), name
+
+
+@pytest.mark.parametrize("argv", [["comms", "--inject", '{"rank": 1, "kind": "die"}'], ["burn", "--size", "64"]])
+def test_test_only_switches_are_not_options_of_the_product(argv):
+    # tests reach a hung, dying or corrupting rank and a small burn through the Python API
+    # (run_comms(CommsOptions(inject=...)), run_burn(size=...)), not the command line
+    r = CliRunner().invoke(cli, argv)
+    assert r.exit_code == 2 and "No such option" in r.output

@@ -7,13 +7,13 @@ import pytest
 from envdoctor.launch import (
     PASSED_THROUGH,
     LaunchError,
-    detect,
-    first_host,
     free_port,
     launched_env,
     rank_env,
+    rendezvous,
     visible_gpus,
 )
+
 
 #: What the project's multi-GPU H200 machines set (issue 18): must reach every rank unchanged.
 MACHINE = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1",
@@ -21,46 +21,41 @@ MACHINE = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NV
 
 
 def test_no_launcher():
-    assert detect({"PATH": "/usr/bin"}) is None
+    assert rendezvous({"PATH": "/usr/bin"}) is None
 
 
 def test_torchrun():
     env = {"RANK": "3", "WORLD_SIZE": "8", "LOCAL_RANK": "3", "LOCAL_WORLD_SIZE": "8", "MASTER_ADDR": "127.0.0.1",
            "MASTER_PORT": "29500", "TORCHELASTIC_RUN_ID": "none"}
-    launch = detect(env)
-    assert (launch.kind, launch.rank, launch.world_size, launch.local_rank, launch.master_port) == (
+    launch = rendezvous(env)
+    assert (launch.launcher, launch.rank, launch.world_size, launch.local_rank, launch.master_port) == (
         "torchrun", 3, 8, 3, 29500)
 
 
 def test_srun_takes_the_first_node_and_a_port_from_the_job():
     env = {"SLURM_PROCID": "5", "SLURM_STEP_ID": "0", "SLURM_STEP_NUM_TASKS": "16", "SLURM_LOCALID": "1",
            "SLURM_STEP_NODELIST": "gpu[003-010,012]", "SLURM_JOB_ID": "123456"}
-    launch = detect(env)
-    assert (launch.kind, launch.rank, launch.world_size, launch.local_rank) == ("slurm", 5, 16, 1)
-    assert (launch.master_addr, launch.master_port) == ("gpu003", 20000 + 123456 % 20000)
-    assert detect({**env, "MASTER_ADDR": "head", "MASTER_PORT": "6000"}).master_addr == "head"
+    launch = rendezvous(env)
+    assert (launch.launcher, launch.rank, launch.world_size, launch.local_rank) == ("slurm", 5, 16, 1)
+    assert (launch.master_addr, launch.master_port) == ("gpu003", 20000 + 123456 % 10000)
+    assert rendezvous({**env, "MASTER_ADDR": "head", "MASTER_PORT": "6000"}).master_addr == "head"
 
 
 def test_a_batch_script_is_not_an_srun_step():
     """sbatch sets SLURM_PROCID=0 and SLURM_NTASKS in the batch shell: not one rank of a step."""
-    assert detect({"SLURM_PROCID": "0", "SLURM_NTASKS": "8", "SLURM_JOB_NODELIST": "gpu1"}) is None
+    assert rendezvous({"SLURM_PROCID": "0", "SLURM_NTASKS": "8", "SLURM_JOB_NODELIST": "gpu1"}) is None
 
 
 def test_mpirun_needs_master_addr():
     env = {"OMPI_COMM_WORLD_RANK": "1", "OMPI_COMM_WORLD_SIZE": "2", "OMPI_COMM_WORLD_LOCAL_RANK": "1"}
     with pytest.raises(LaunchError, match="MASTER_ADDR"):
-        detect(env)
-    assert detect({**env, "MASTER_ADDR": "n1"}).master_port == 29500
+        rendezvous(env)
+    assert rendezvous({**env, "MASTER_ADDR": "n1"}).master_port == 29500
 
 
 def test_rank_without_rendezvous_is_an_error():
-    with pytest.raises(LaunchError, match="MASTER_ADDR/MASTER_PORT"):
-        detect({"RANK": "0", "WORLD_SIZE": "2"})
-
-
-def test_first_host():
-    assert first_host("gpu[003-010,012],cpu1") == "gpu003" and first_host("node7") == "node7"
-    assert first_host("a[1,4]") == "a1" and first_host("") is None
+    with pytest.raises(LaunchError, match="MASTER_ADDR is not: export MASTER_ADDR"):
+        rendezvous({"RANK": "0", "WORLD_SIZE": "2"})
 
 
 def test_the_ranks_keep_the_machines_nvls_switches():
@@ -89,7 +84,7 @@ def test_inherited_rank_variables_are_replaced_when_envdoctor_starts_the_ranks()
 def test_under_a_launcher_the_rendezvous_passes_through():
     base = {**MACHINE, "RANK": "1", "WORLD_SIZE": "2", "MASTER_ADDR": "head-node.example.com", "MASTER_PORT": "29500",
             "TORCHELASTIC_RUN_ID": "abc", "TORCHELASTIC_USE_AGENT_STORE": "True"}
-    env = launched_env(base, detect(base), None)
+    env = launched_env(base, rendezvous(base), None)
     assert env["TORCHELASTIC_USE_AGENT_STORE"] == "True" and env["MASTER_ADDR"] == "head-node.example.com"
     assert all(env[n] == MACHINE[n] for n in PASSED_THROUGH)
 

@@ -7,7 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from envdoctor.links.target import common as child   # the timing and checks comms.py uses
-from envdoctor.links.plan import SizeError, algbw_gbps, busbw_factor, busbw_gbps, human_bytes, parse_size, parse_sizes
+from envdoctor.links.plan import algbw_gbps, busbw_factor, busbw_gbps, parse_size, parse_sizes
+from envdoctor.units import SizeError, format_bytes
 
 
 def test_sizes_as_nccl_tests_reads_them():
@@ -36,7 +37,7 @@ def test_bandwidths_by_hand():
     assert algbw_gbps(4 << 30, 0.02) == 214.748 and busbw_gbps("all_reduce", 4 << 30, 0.02, 8) == 375.81
     assert busbw_gbps("all_gather", 1 << 30, 0.005, 8) == 187.905           # 214.748 x 7/8
     assert algbw_gbps(1 << 20, 0.0) is None
-    assert human_bytes(1 << 20) == "1 MiB" and human_bytes(3 << 29) == "1.5 GiB" and human_bytes(100) == "100 B"
+    assert format_bytes(1 << 20) == "1 MiB" and format_bytes(3 << 29) == "1.5 GiB" and format_bytes(100) == "100 B"
 
 
 def test_what_s_is_per_collective():

@@ -208,3 +208,20 @@ def test_every_size_skipped_is_nothing_measured(tmp_path):
                       "reason": "needs 128.0 GiB per GPU; one GPU has less free"}]
     codes = {(f.code, f.severity) for f in verdicts(_result(tmp_path, [ok_run(run)] * 8))}
     assert {("ED880", "warning"), ("ED882", "error")} <= codes
+
+
+def test_comms_takes_suppress_as_check_and_topo_do(tmp_path):
+    # --suppress was check's alone: comms' text now names what it hid, and an unknown code is exit 2
+    from click.testing import CliRunner
+
+    from envdoctor.cli import cli
+    from envdoctor.findings import split_suppressed
+    from envdoctor.links.render_comms import render_comms_text
+
+    slow = {"all_reduce": 150.0, "all_gather": 250.0}
+    r = _result(tmp_path, [ok_run(answer(i, 8, slow)) for i in range(8)])
+    shown, hidden = split_suppressed(verdicts(r), ["ed870"])
+    text = render_comms_text(r, shown, suppressed=hidden)
+    assert "ED870 error" not in text and "suppressed (--suppress): ED870 (error)" in text and "ED871 warning" in text
+    bad = CliRunner().invoke(cli, ["comms", "--suppress", "ED87"])
+    assert bad.exit_code == 2 and "finding codes look like ED305" in bad.output

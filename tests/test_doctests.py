@@ -10,6 +10,8 @@ DOCTEST_MODULES = (
     "envdoctor.codes",
     "envdoctor.probes.reasons",
     "envdoctor.style",
+    "envdoctor.units",
+    "envdoctor.launch",
     "envdoctor.stack.analysis",
     "envdoctor.stack.host",
     "envdoctor.stack.table",

@@ -20,6 +20,7 @@ from envdoctor.fit.constants import load_constants
 from envdoctor.fit.estimate import estimate
 from envdoctor.fit.rules import measure_findings
 from envdoctor.fit.host import cpu_problem, measure_timeout, measurement_of
+from envdoctor.nvml import NvmlGpu
 from envdoctor.fit.facts import Measurement, MeasurementError, measurement_from_child
 from envdoctor.fit.models import bundled_models
 from envdoctor.fit.workload import Workload
@@ -139,21 +140,21 @@ def test_a_child_that_did_not_answer_is_a_failed_measurement_naming_the_step():
     run = ChildRun("fit/target/measure.py", "/usr/bin/python3", stage="step 2: backward",
                    error=ProbeError("timeout", "/usr/bin/python3 did not finish the fit measurement in 30 s "
                                                "during step 2: backward"))
-    m = measurement_of(run, False, {}, None, None)
+    m = measurement_of(run, False, {}, (), None)
     assert m.status == "failed" and "did not finish" in (m.message or "") and "step 2: backward" in m.message
     no_torch = ChildRun("fit/target/measure.py", "/usr/bin/python3", failure={"kind": "no_torch"},
                         error=ProbeError("unavailable", "ModuleNotFoundError: No module named 'torch'"))
-    assert "torch is not installed in /usr/bin/python3" in (measurement_of(no_torch, False, {}, None, None).message
+    assert "torch is not installed in /usr/bin/python3" in (measurement_of(no_torch, False, {}, (), None).message
                                                             or "")
     stopped = ChildRun("fit/target/measure.py", "p", error=ProbeError("interrupted", "stopped"), stage="CUDA init")
-    assert measurement_of(stopped, False, {}, None, None).status == "stopped"
+    assert measurement_of(stopped, False, {}, (), None).status == "stopped"
 
 
 def test_the_gpu_is_matched_to_nvml_by_uuid():
     run = ChildRun("fit/target/measure.py", "p", result=doc("h200-train-synthetic.json"))
-    by_uuid = {"gpu-0": 1, "gpu-5f1c0a2e-0000-0000-0000-000000000000": H200_FREE_BEFORE}
-    assert measurement_of(run, False, by_uuid, None, None).context_bytes == 800_000_000
-    assert measurement_of(run, False, {"gpu-other": 5}, None, None).context_bytes \
+    gpus = (NvmlGpu(0, "GPU-0"), NvmlGpu(1, "GPU-5f1c0a2e-0000-0000-0000-000000000000"))
+    assert measurement_of(run, False, {0: 1, 1: H200_FREE_BEFORE}, gpus, None).context_bytes == 800_000_000
+    assert measurement_of(run, False, {0: 5, 1: 6}, (NvmlGpu(0, "GPU-a"), NvmlGpu(1, "GPU-b")), None).context_bytes \
         == 150_754_820_096 - 65_300_000_000 - 84_000_000_000          # no match: CUDA's total
 
 

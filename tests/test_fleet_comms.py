@@ -17,7 +17,7 @@ from envdoctor.child import ChildRun
 from envdoctor.facts.base import ProbeError
 from envdoctor.fleet import comms
 from envdoctor.fleet import host as gather
-from envdoctor.fleet.launcher import rendezvous
+from envdoctor.launch import rendezvous
 from envdoctor.fleet.facts import Document, NodeInput
 from envdoctor.fleet.merge import merge
 from envdoctor.fleet.render import fleet_document, render_html, render_markdown, render_text

@@ -22,7 +22,7 @@ import pytest
 
 from envdoctor.child import ChildRun
 from envdoctor.fleet import host as gather
-from envdoctor.fleet.launcher import rendezvous
+from envdoctor.launch import rendezvous
 from envdoctor.fleet.merge import merge
 from tests import fleetdocs as fd
 from tests.fakenvml import FakeNvml
@@ -90,7 +90,7 @@ def test_a_rank_that_never_joins_is_named_after_the_timeout_and_the_others_are_r
     port = free_port()
     procs = []
     for rank in range(3):
-        env = env_with(ENVDOCTOR_FLEET_REPORT=reports, SLURM_PROCID=str(rank), SLURM_NTASKS="4", SLURM_LOCALID="0",
+        env = env_with(ENVDOCTOR_FLEET_REPORT=reports, SLURM_PROCID=str(rank), SLURM_NTASKS="4", SLURM_LOCALID="0", SLURM_STEP_ID="0",
                        SLURM_JOB_ID="4242", SLURM_JOB_NODELIST="localhost,n[2-4]", MASTER_ADDR="127.0.0.1",
                        MASTER_PORT=str(port))
         procs.append(subprocess.Popen([sys.executable, "-m", "envdoctor", "fleet", "--gather", "--json",
@@ -130,7 +130,7 @@ def test_the_health_reading_is_the_recorded_h200s_ecc_and_remaps():
 
 
 def test_collect_turns_payload_files_into_nodes_and_names_the_one_that_sent_nothing(tmp_path):
-    r = rendezvous({"SLURM_PROCID": "0", "SLURM_NTASKS": "3", "SLURM_JOB_NODELIST": "gpu[1-3]",
+    r = rendezvous({"SLURM_PROCID": "0", "SLURM_NTASKS": "3", "SLURM_STEP_ID": "0", "SLURM_JOB_NODELIST": "gpu[1-3]",
                     "SLURM_JOB_ID": "12"})
     files = {}
     for rank, doc in ((0, fd.h200()), (2, fd.h200_docs())):

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from envdoctor.fleet.launcher import LauncherError, rendezvous, slurm_port
-from envdoctor.fleet.nodelist import NodelistError, expand, first_host
+from envdoctor.launch import LaunchError, rendezvous, slurm_port
+from envdoctor.parse.nodelist import NodelistError, expand, first_host
 from envdoctor.fleet.pairs import Measured, analyze, quick, rounds
 
 
@@ -79,12 +79,14 @@ def test_slurm_takes_the_first_host_of_the_step_and_a_port_from_the_job_id():
 
 
 def test_slurm_with_several_tasks_per_node_does_not_guess_their_hosts():
-    env = {"SLURM_PROCID": "1", "SLURM_NTASKS": "4", "SLURM_JOB_NODELIST": "gpu[01-02]", "SLURM_JOB_ID": "7"}
+    env = {"SLURM_PROCID": "1", "SLURM_NTASKS": "4", "SLURM_STEP_ID": "0", "SLURM_JOB_NODELIST": "gpu[01-02]",
+           "SLURM_JOB_ID": "7"}
     assert rendezvous(env).hosts == ()
 
 
 def test_master_addr_and_port_win_over_what_slurm_gives():
-    env = {"SLURM_PROCID": "0", "SLURM_NTASKS": "2", "SLURM_JOB_NODELIST": "gpu[01-02]", "SLURM_JOB_ID": "7",
+    env = {"SLURM_PROCID": "0", "SLURM_NTASKS": "2", "SLURM_STEP_ID": "0", "SLURM_JOB_NODELIST": "gpu[01-02]",
+           "SLURM_JOB_ID": "7",
            "MASTER_ADDR": "head-node.example.com", "MASTER_PORT": "6000"}
     r = rendezvous(env)
     assert (r.master_addr, r.master_port) == ("head-node.example.com", 6000)
@@ -92,7 +94,7 @@ def test_master_addr_and_port_win_over_what_slurm_gives():
 
 def test_openmpi_needs_master_addr_exported():
     env = {"OMPI_COMM_WORLD_RANK": "2", "OMPI_COMM_WORLD_SIZE": "4", "OMPI_COMM_WORLD_LOCAL_RANK": "0"}
-    with pytest.raises(LauncherError, match="mpirun -x MASTER_ADDR=<first host>"):
+    with pytest.raises(LaunchError, match="mpirun -x MASTER_ADDR=<first host>"):
         rendezvous(env)
     r = rendezvous(dict(env, MASTER_ADDR="node01"))
     assert (r.launcher, r.rank, r.world_size, r.master_addr, r.master_port) == ("openmpi", 2, 4, "node01", 29500)
@@ -102,18 +104,19 @@ def test_openmpi_needs_master_addr_exported():
     ({"RANK": "x", "WORLD_SIZE": "2", "MASTER_ADDR": "a"}, "RANK='x' is not a number"),
     ({"RANK": "2", "WORLD_SIZE": "2", "MASTER_ADDR": "a"}, "rank 2 is not below the world size 2"),
     ({"RANK": "0", "WORLD_SIZE": "2"}, "MASTER_ADDR is not"),
-    ({"SLURM_PROCID": "0", "SLURM_NTASKS": "2"}, "no SLURM_JOB_NODELIST"),
-    ({"SLURM_PROCID": "0", "SLURM_NTASKS": "2", "SLURM_JOB_NODELIST": "gpu[1-"}, "SLURM_JOB_NODELIST: 'gpu[1-'"),
+    ({"SLURM_PROCID": "0", "SLURM_NTASKS": "2", "SLURM_STEP_ID": "0"}, "no SLURM_JOB_NODELIST"),
+    ({"SLURM_PROCID": "0", "SLURM_NTASKS": "2", "SLURM_STEP_ID": "0", "SLURM_JOB_NODELIST": "gpu[1-"},
+     "SLURM_JOB_NODELIST: 'gpu[1-'"),
     ({"RANK": "0", "WORLD_SIZE": "2", "MASTER_ADDR": "a", "MASTER_PORT": "99999"}, "MASTER_PORT='99999'"),
 ])
 def test_unusable_launcher_variables_are_one_line(env, message):
-    with pytest.raises(LauncherError, match=__import__("re").escape(message)):
+    with pytest.raises(LaunchError, match=__import__("re").escape(message)):
         rendezvous(env)
 
 
 def test_no_launcher_is_none_and_no_job_id_is_torchruns_port():
     assert rendezvous({"PATH": "/usr/bin"}) is None
-    assert slurm_port(None) == 29500 and slurm_port("19999") == 29999
+    assert slurm_port(None) == 29500 and slurm_port(19999) == 29999
 
 
 # --- the pairwise pass ------------------------------------------------------------------------------

@@ -26,13 +26,12 @@ import click
 
 from envdoctor import documents, report
 from envdoctor.child import decode_line, from_ran
-from envdoctor import clicore
+from envdoctor import clicore, units
 from envdoctor.links import plan as comms_plan
 from envdoctor.fit import config as fit_config
-from envdoctor.fleet import nodelist
 from envdoctor.parse import (
     ParseError, compiler, conda, cpuinfo, docker, indexconf, jsontext, nccl_log, nvcc, nvidia_proc, nvidia_smi,
-    nvidia_topo, pciids, torch, visible,
+    nodelist, nvidia_topo, pciids, torch, visible,
 )
 from envdoctor.report import ReportError
 from envdoctor.redact import mask_text, mask_url
@@ -133,7 +132,8 @@ CASES = [
     # user input on the command line and in the environment (issue 26 section 3, issue 27)
     Case("visible.check_visible", visible.check_visible, (visible.VisibleError,)),
     Case("visible.visible_count", lambda t: visible.visible_count(t, 8)),
-    Case("comms.plan.parse_sizes", comms_plan.parse_sizes, (comms_plan.SizeError,)),
+    Case("comms.plan.parse_sizes", comms_plan.parse_sizes, (units.SizeError,)),
+    Case("units.parse_size", units.parse_size, (units.SizeError,)),
     Case("clicore.ascii_int", clicore.ascii_int),
     Case("clicore.gpu_indices", clicore.gpu_indices, (ValueError,)),
     Case("clicore.path_problem", clicore.path_problem),

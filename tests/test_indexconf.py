@@ -262,13 +262,37 @@ def test_check_shows_indexes_base_and_proxy():
 
 # --- the default of index and recommend ------------------------------------------------------------------
 
+def _choice(env, root=None):
+    """default_choice as the commands call it: the configuration read by the command, with its root."""
+    from envdoctor.probes.indexconf import configured_torch_base
+
+    return default_choice(env, configured_torch_base(Context(root=root or Path("/"), env=env)))
+
+
 def test_default_choice_order():
-    assert default_choice(dict(NO_FILES, ENVDOCTOR_INDEX_URL="https://e/whl/", PIP_INDEX_URL="https://p/whl/cu128")) == (
+    assert _choice(dict(NO_FILES, ENVDOCTOR_INDEX_URL="https://e/whl/", PIP_INDEX_URL="https://p/whl/cu128")) == (
         "https://e/whl", "ENVDOCTOR_INDEX_URL")
-    assert default_choice(dict(NO_FILES, PIP_INDEX_URL="https://p/whl/cu128")) == (
+    assert _choice(dict(NO_FILES, PIP_INDEX_URL="https://p/whl/cu128")) == (
         "https://p/whl", "your pip/uv configuration (PIP_INDEX_URL: https://p/whl/cu128)")
-    base, source = default_choice(dict(NO_FILES, PIP_INDEX_URL="https://pypi.example/simple"))
+    base, source = _choice(dict(NO_FILES, PIP_INDEX_URL="https://pypi.example/simple"))
     assert source == "envdoctor's table" and base == "https://download.pytorch.org/whl"
+    # the client reads no configuration of its own: what the command hands it, or the table
+    assert default_choice(dict(NO_FILES, PIP_INDEX_URL="https://p/whl/cu128"))[1] == "envdoctor's table"
+
+
+def test_recommend_reads_pip_conf_under_its_root(tmp_path, monkeypatch):
+    # default_choice built its own Context from os.environ and "/": --root was ignored
+    from envdoctor.cli.recommend import _configured_index
+
+    (tmp_path / "etc").mkdir()
+    (tmp_path / "etc" / "pip.conf").write_text("[global]\nindex-url = https://mirror.example/torch/whl/cu128\n")
+    for name in list(os.environ):
+        if name.startswith(("PIP_", "UV_", "XDG_")) or name == "ENVDOCTOR_INDEX_URL":
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    base, line = _configured_index(tmp_path)
+    assert base == "https://mirror.example/torch/whl" and "/etc/pip.conf" in (line or "")
+    assert _configured_index(tmp_path / "elsewhere") == (None, None)
 
 
 def test_index_uses_and_shows_the_configured_base_masked():

@@ -87,7 +87,7 @@ def test_read_input_refuses_without_reading(tmp_path, make, reason):
 
 def test_read_input_bounds_a_file_that_grows_or_lies_about_its_size(tmp_path):
     (tmp_path / "r.json").write_text("x" * 5000)
-    with pytest.raises(InputError, match="larger than the 4096 bytes envdoctor reads"):
+    with pytest.raises(InputError, match="larger than the 4 KiB envdoctor reads"):
         read_input(tmp_path / "r.json", max_bytes=4096)
     assert len(read_input("/proc/self/status")) > 0          # size 0 in stat, read up to the bound
 

@@ -10,6 +10,7 @@ import jsonschema
 from click.testing import CliRunner
 
 from envdoctor.cli import cli
+from envdoctor.findings import Finding
 from envdoctor.links import probe as links
 from envdoctor.links.render_topo import render_topo_text, topo_document
 from envdoctor.links.rules_topo import RULES
@@ -218,3 +219,29 @@ def test_a_4_gpu_a100_mesh_with_nv4_between_each_pair_is_healthy_not_ed848(tmp_p
     assert f.title == "GPU 0, 1 reach(es) fewer NVLinks than NVIDIA A100-SXM4-40GB has (12)"
     assert f.evidence[0] == "GPU 0 <-> GPU 1: SYS (nvidia-smi topo -m)"
     assert "each GPU's pairs add up to GPU 0: 8, GPU 1: 8, GPU 2: 12, GPU 3: 12" in f.evidence[-1]
+
+
+def test_topo_takes_suppress_as_check_does(tmp_path):
+    # --suppress was check's alone; topo ran its rules without the one runner (a crash was exit 3)
+    text = _with_cells(recorded("public-nvidia-smi-topo", "nvswitch-8gpu-nv18.txt"), {(0, 1): "NV12", (2, 5): "SYS"})
+    root, env = _eight_h200_root(tmp_path, text)
+    r = _topo(root, env, "--suppress", "ed848")
+    assert r.exit_code == 0, r.output                     # ED851 is a warning; the error is hidden knowingly
+    assert "ED848 error" not in r.output and "suppressed (--suppress): ED848 (error)" in r.output
+    doc = json.loads(_topo(root, env, "--json", "--suppress", "ED848").output)
+    assert doc["summary"]["exit_code"] == 0 and [f["code"] for f in doc["findings"]] == ["ED851"]
+    bad = CliRunner().invoke(cli, ["topo", "--root", str(root), "--suppress", "ED9999"], env=env)
+    assert bad.exit_code == 2 and "finding codes look like ED305" in bad.output
+
+
+def test_one_runner_turns_a_crashing_rule_into_one_ed900_naming_it():
+    from envdoctor.findings import run_rules
+
+    def fine(x):
+        return [Finding("ED840", "warning", "t", area="links")]
+
+    def broken(x):
+        raise KeyError("gpus")
+
+    found = run_rules((broken, fine), None)
+    assert [f.code for f in found] == ["ED900", "ED840"] and "check broken failed: KeyError" in found[0].title

@@ -185,3 +185,21 @@ def test_every_code_is_registered_with_its_meaning():
     assert links == ["ED840", "ED841", "ED842", "ED845", "ED846", "ED847", "ED848", "ED850", "ED851", "ED855", "ED856",
                      "ED857", "ED860", "ED861", "ED862", "ED863", "ED864", "ED865", "ED866", "ED867"]
     assert all(CODES[c].area == "links" and len(CODES[c].meaning) > 40 for c in links)
+
+
+def test_a_broken_links_table_is_one_finding_not_one_crash_per_rule(tmp_path, monkeypatch):
+    # each of the four rules loaded data/links.toml itself: a broken file gave four ED900 "check failed"
+    import shutil
+
+    from envdoctor.links import table as links_table
+    from envdoctor.rules import evaluate
+
+    broken = tmp_path / "data" / "links.toml"
+    broken.parent.mkdir()
+    shutil.copy(links_table.data_directory() / "links.toml", broken)
+    broken.write_text(broken.read_text().replace("x16_gbps = 63.02", "x16_gbps = 64.02", 1))
+    monkeypatch.setattr(rules, "load_links", lambda: links_table.load_links(broken))
+    found = evaluate(_facts(tmp_path, pcie_pair(), 2), load_table())
+    assert [f.code for f in found if f.code in ("ED900", "ED901")] == ["ED901"]
+    (f,) = [f for f in found if f.code == "ED901"]
+    assert f.evidence[0].startswith("data/links.toml: ") and "x16_gbps" in f.evidence[0]

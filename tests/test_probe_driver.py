@@ -140,3 +140,24 @@ def test_wsl2_nvidia_smi_outside_path(tmp_path):
 def test_cuda_visible_devices_is_noted(tmp_path):
     d = driver.probe(h200(tmp_path, env={"CUDA_VISIBLE_DEVICES": "", "NVIDIA_VISIBLE_DEVICES": "0"}))
     assert d.cuda_visible_devices == "" and d.nvidia_visible_devices == "0"
+
+
+def test_after_an_upgrade_without_reboot_check_recommend_and_verify_name_one_driver(tmp_path):
+    # recommend took the loaded kernel module (580.159.04), verify the installed library (590.44.01)
+    from envdoctor.advise.machine import Machine
+    from envdoctor.facts import Facts
+    from envdoctor.facts.gpu import driver_in_effect
+    from envdoctor.verify.pair import driver_of
+
+    ctx = h200(tmp_path, nvml=FakeNvml(fail=(18, "Driver/library version mismatch")), files={
+        "/usr/local/nvidia/lib64/libnvidia-ml.so.580.159.04": None,
+        "/usr/local/nvidia/lib64/libnvidia-ml.so.590.44.01": "",
+        "/sys/module/nvidia/version": "580.159.04\n",
+    })
+    bin = FakeBin(tmp_path / "b2")
+    bin.add("nvidia-smi", stdout=SMI_MISMATCH, rc=18)
+    d = driver.probe(ctx.__class__(root=ctx.root, env=bin.env(), timeout=5, nvml=ctx.nvml))
+    assert d.driver_version == "580.159.04" and d.mismatch      # the probe's own answer: what is loaded
+    assert driver_in_effect(d) == Machine(Facts(driver=d)).driver == driver_of(d) == "590.44.01"
+    healthy = driver.probe(h200(tmp_path / "ok"))
+    assert driver_in_effect(healthy) == Machine(Facts(driver=healthy)).driver == driver_of(healthy) == "580.159.04"

@@ -19,6 +19,7 @@ from typing import Literal
 from envdoctor.advise.request import DriverOs
 from envdoctor.compat import driver_os as _driver_os
 from envdoctor.facts import Facts
+from envdoctor.facts.gpu import driver_in_effect
 from envdoctor.facts.system import SystemFacts
 from envdoctor.gpus import PCI, machine_gpus
 from envdoctor.table import Table
@@ -65,8 +66,7 @@ class Machine:
 
     @property
     def driver(self) -> str | None:
-        d = self.facts.driver
-        return d.driver_version or d.kernel_module_version or d.userspace_version
+        return driver_in_effect(self.facts.driver)
 
     @property
     def driver_os(self) -> DriverOs:

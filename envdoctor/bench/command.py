@@ -117,10 +117,12 @@ _OWN_SCRIPT_FAILED = "the benchmark child failed:"
 
 def exit_code(result: BenchResult) -> int:
     """0 ok; 1 a wrong or failed point, a verdict not delivering (Tensor Cores, HBM, a layer), a slow
-    GPU, an error finding, or the run failed in the target (no torch, a crash, a hang, output that
-    is not the benchmark's: garbage or cut-off JSON); 3 envdoctor's own benchmark script failed."""
+    GPU, an error finding, or the run failed in the target (a crash, a hang, output that is not the
+    benchmark's: garbage or cut-off JSON); 2 the run could not start (no torch in the target, a Python
+    that cannot be run or is too old, a --device that is not there); 3 envdoctor's own script failed."""
     if result.error is not None:
-        if result.error.command == "--device":
+        # a run that could not start: no torch in the target, a Python that cannot be run or is too old
+        if result.error.command == "--device" or result.error.kind in ("not_found", "permission", "unavailable"):
             return EXIT_USAGE
         return EXIT_INTERNAL if result.error.message.startswith(_OWN_SCRIPT_FAILED) else EXIT_ERRORS
     if result.broken_points or result.outliers or not measured(result):

@@ -14,6 +14,7 @@ through :mod:`envdoctor.nvml` in envdoctor's own process while the child runs.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
@@ -39,9 +40,8 @@ from envdoctor.bench.facts import (
 )
 from envdoctor.facts.serde import DataError, from_data, to_data
 from envdoctor.parse.jsontext import opt_float, opt_int, opt_str
-from envdoctor.nvml import Reading, Session
+from envdoctor.nvml import NvmlGpu, Reading, Session, match_device
 from envdoctor.nvml import Sampler as NvmlSampler
-from envdoctor.links.probe import pci_address
 
 SCRIPT = "bench/target/bench.py"
 CHILD_SCHEMA = "envdoctor.bench.child/1"
@@ -153,34 +153,23 @@ def lookup_model(name: Optional[str]) -> Any:
 
 # --- assembling the result -------------------------------------------------------------------
 
-def _match_nvml(info: BenchDevice, gpus: Sequence[Dict[str, Any]], torch_count: int) -> Optional[int]:
-    """Which NVML index is torch's device: by UUID, then PCI bus id, then the only GPU."""
-    for i, g in enumerate(gpus):
-        if info.uuid and g.get("uuid") and info.uuid.lower() == str(g["uuid"]).lower():
-            return i
-    for i, g in enumerate(gpus):
-        bus = pci_address(info.pci_bus_id)
-        if bus and bus == pci_address(g.get("pci_bus_id")):
-            return i
-    if len(gpus) == 1 and torch_count == 1:
-        return 0
-    return None
-
-
 def build_result(doc: Dict[str, Any], *, samples: Sequence[NvmlSample] = (),
                  gpus: Sequence[Dict[str, Any]] = (), sampling: Optional[str] = None,
-                 lookup: Callable[[Optional[str]], Any] = lookup_model, **fields: Any) -> BenchResult:
+                 lookup: Callable[[Optional[str]], Any] = lookup_model, env: Optional[Mapping[str, str]] = None,
+                 **fields: Any) -> BenchResult:
     """BenchResult from the child's document, the NVML samples and the datasheet, analysed.
 
-    Raises DataError when the document does not have the child's shape.
+    ``env`` is the child's environment (its ``CUDA_VISIBLE_DEVICES`` and ``CUDA_DEVICE_ORDER`` say
+    which NVML GPU a torch device is where its UUID and bus id do not). Raises DataError when the
+    document does not have the child's shape.
     """
     raw_devices = _items(doc.get("devices"))
-    cuda = [d for d in raw_devices if isinstance(d, dict) and d.get("kind") == "cuda"]
+    nvml_gpus = [NvmlGpu(i, g.get("uuid"), g.get("pci_bus_id"), g.get("name")) for i, g in enumerate(gpus)]
     devices = []
     for i, raw in enumerate(raw_devices):
         d = from_data(BenchDevice, raw, f"devices[{i}]")
         if d.kind == "cuda":
-            nvml_index = _match_nvml(d, gpus, len(cuda))
+            nvml_index = match_device(d.uuid, d.pci_bus_id, d.index, nvml_gpus, {} if env is None else env)
             extra: Dict[str, Any] = {"nvml_index": nvml_index}
             if nvml_index is not None:
                 g = gpus[nvml_index]
@@ -352,7 +341,8 @@ def run_bench(
         raw.update(config=config, result=child.result, events=list(child.events), stderr=child.stderr,
                    returncode=child.returncode, seconds=child.seconds, samples=to_data(sampler.samples),
                    gpus=sampler.gpus, sampling=sampler.status)
-    kw: Dict[str, Any] = dict(samples=sampler.samples, gpus=sampler.gpus, sampling=sampler.status, lookup=lookup)
+    kw: Dict[str, Any] = dict(samples=sampler.samples, gpus=sampler.gpus, sampling=sampler.status, lookup=lookup,
+                              env=os.environ if env is None else env)
     doc = child.result
     if doc is not None and doc.get("schema") == CHILD_SCHEMA:
         try:

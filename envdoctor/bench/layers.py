@@ -32,7 +32,8 @@ from typing import List, Optional, Sequence, Tuple
 
 from envdoctor.bench.attribution import attribute
 from envdoctor.bench.chart import format_rate
-from envdoctor.bench.memory import rate_label, size_label
+from envdoctor.bench.memory import rate_label
+from envdoctor.units import format_bytes
 from envdoctor.bench.facts import LAYER_TITLES, BenchDevice, BenchPoint, FlopCheck, LayerPoint, NvmlSample, Verdict
 
 #: Launches taking at least this share of a call's time: the CPU issuing kernels sets the pace.
@@ -93,7 +94,7 @@ def analyze_layer_point(p: LayerPoint, device: BenchDevice, bandwidth: Optional[
     if mm is not None:
         parts.append(f"products {_pct(mm)} of the time at the {_tf(rate)} TFLOP/s matmul rate")
     if mem is not None and bandwidth:
-        parts.append(f"other operations {_pct(mem)} ({size_label(p.other_bytes or 0)} at the {bandwidth_from} "
+        parts.append(f"other operations {_pct(mem)} ({format_bytes(p.other_bytes or 0)} at the {bandwidth_from} "
                      f"{rate_label(bandwidth)})")
     if launch is not None and issued:
         kernels = f" ({p.ops} kernels)" if p.ops else ""
@@ -139,14 +140,14 @@ def explain_layer(layer: str, points: Sequence[LayerPoint], device: BenchDevice)
             f"{_tf(main.tflops)} TFLOP/s, {_pct(main.of_matmul)} of the matmul rate")
     why = []
     if main.memory_share is not None:
-        why.append(f"its other operations (norms, activations, adds, copies: {size_label(main.other_bytes or 0)}) "
+        why.append(f"its other operations (norms, activations, adds, copies: {format_bytes(main.other_bytes or 0)}) "
                    f"take {_pct(main.memory_share)} of its time at the memory's speed")
     eager = _find(mine, attention="eager", mode=main.mode, batch=b, seq=s) if main.attention == "sdpa" else None
     if eager is not None and eager.tflops:
         heads = device.layer_dims.get(layer, {}).get("heads")
         scores = f"{b}x{heads}x{s}x{s} " if heads else ""
         extra = (eager.other_bytes or 0) - (main.other_bytes or 0)
-        moved = f": its softmax over the {scores}scores moves {size_label(extra)} more a call" if extra > 0 else ""
+        moved = f": its softmax over the {scores}scores moves {format_bytes(extra)} more a call" if extra > 0 else ""
         why.append(f"eager attention reaches {_tf(eager.tflops)} ({_pct(eager.of_matmul)}){moved}")
     small = min(mine, key=_shape)
     if _shape(small) < _shape(big):

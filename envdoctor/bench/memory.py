@@ -17,6 +17,7 @@ from typing import List, Optional, Sequence
 
 from envdoctor.bench.attribution import attribute
 from envdoctor.bench.facts import BenchDevice, MemoryPoint, NvmlSample, Verdict
+from envdoctor.units import format_bytes
 
 #: Sizes whose two buffers span at least this many L2 caches judge the HBM.
 L2_FACTOR = 4
@@ -26,15 +27,6 @@ NO_L2_MOVED = 256 << 20
 LOW_SHARE = 0.65
 OK_SHARE = 0.80
 STATEMENTS = {"mul": "torch.mul(a, 1.2, out=c)", "copy": "c.copy_(a)"}
-
-
-def size_label(n_bytes: int) -> str:
-    """``size_label(1 << 30) == '1 GiB'``, ``size_label(256 << 10) == '256 KiB'``, 96 MiB as '96 MiB'."""
-    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
-        if n_bytes >= 1 << shift:
-            value = n_bytes / (1 << shift)
-            return f"{value:g} {unit}" if value == int(value) else f"{value:.1f} {unit}"
-    return f"{n_bytes} B"
 
 
 def elements_label(n: int) -> str:
@@ -77,7 +69,7 @@ def measured_bandwidth(device: BenchDevice, points: Sequence[MemoryPoint]) -> Op
 
 
 def _what(p: MemoryPoint) -> str:
-    return f"{STATEMENTS.get(p.op, p.op)}, {size_label(p.bytes)} buffers"
+    return f"{STATEMENTS.get(p.op, p.op)}, {format_bytes(p.bytes)} buffers"
 
 
 def memory_verdict(device: BenchDevice, points: Sequence[MemoryPoint]) -> Verdict:
@@ -92,8 +84,8 @@ def memory_verdict(device: BenchDevice, points: Sequence[MemoryPoint]) -> Verdic
     if best is None:
         broken = [p for p in points if p.status != "ok"]
         failures = tuple(f"{p.op} n={p.n}: {p.status}: {p.error}" for p in broken[:4])
-        floor = (f"{L2_FACTOR}x the {size_label(device.l2_bytes)} L2" if device.l2_bytes
-                 else size_label(NO_L2_MOVED))
+        floor = (f"{L2_FACTOR}x the {format_bytes(device.l2_bytes)} L2" if device.l2_bytes
+                 else format_bytes(NO_L2_MOVED))
         return Verdict(i, "none", f"No bandwidth verdict: no size whose buffers span {floor} was measured",
                        failures, suite="memory")
     gbs = best.gbs or 0.0
@@ -128,5 +120,5 @@ def l2_note(device: BenchDevice, points: Sequence[MemoryPoint]) -> Optional[str]
         return None
     fastest = max(resident, key=lambda p: p.gbs or 0.0)
     tail = (f", above the {rate_label(hbm)} measured past it" if hbm and (fastest.gbs or 0.0) > hbm else "")
-    return (f"sizes whose two buffers fit in the {size_label(device.l2_bytes)} L2 are served from it: "
-            f"up to {rate_label(fastest.gbs or 0.0)} at {size_label(fastest.bytes)} buffers{tail}")
+    return (f"sizes whose two buffers fit in the {format_bytes(device.l2_bytes)} L2 are served from it: "
+            f"up to {rate_label(fastest.gbs or 0.0)} at {format_bytes(fastest.bytes)} buffers{tail}")

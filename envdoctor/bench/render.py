@@ -13,9 +13,10 @@ from __future__ import annotations
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from envdoctor.bench.chart import chart, format_rate, log_bars
-from envdoctor.bench.memory import elements_label, size_label
+from envdoctor.bench.memory import elements_label
 from envdoctor.bench.facts import SUITES, BenchDevice, BenchPoint, BenchResult, LayerPoint, MemoryPoint, Verdict
 from envdoctor.style import paint
+from envdoctor.units import format_bytes
 
 _STATE_KIND = {"confirmed": "ok", "not_delivering": "error", "absent": "warning", "none": "warning",
                "below": "warning"}
@@ -94,7 +95,7 @@ def _memory_section(d: BenchDevice, points: List[MemoryPoint], color: bool, char
     if d.kind == "cpu":
         title = "CPU memory bandwidth (fp32 vectors; GB/s = bytes read + written / time)"
     else:
-        l2 = f"; L2: both buffers fit in the {size_label(d.l2_bytes)} L2" if d.l2_bytes else ""
+        l2 = f"; L2: both buffers fit in the {format_bytes(d.l2_bytes)} L2" if d.l2_bytes else ""
         title = f"memory bandwidth (fp32 vectors; GB/s = bytes read + written / time{l2})"
     out = [title]
     head = ("n", "buffer", "where", "mul GB/s", "copy GB/s", "datasheet", "eff", "SM MHz", "mem MHz", "W")
@@ -107,7 +108,7 @@ def _memory_section(d: BenchDevice, points: List[MemoryPoint], color: bool, char
 
         cells = {op: "-" if p is None else _gbs(p.gbs) if p.status == "ok" else p.status.upper()
                  for op, p in ((op, mine.get(op)) for op in ("mul", "copy"))}
-        rows.append((elements_label(n), size_label(first.bytes), where, cells["mul"], cells["copy"],
+        rows.append((elements_label(n), format_bytes(first.bytes), where, cells["mul"], cells["copy"],
                      _num(first.datasheet_gbs, "g"),
                      "-" if best is None or best.efficiency is None else f"{100 * best.efficiency:.0f}%",
                      str(best.sm_clock_mhz) if best and best.sm_clock_mhz else "-",

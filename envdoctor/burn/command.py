@@ -28,7 +28,6 @@ from envdoctor.clicore import (
     EXIT_OK,
     EXIT_USAGE,
     ChoiceList,
-    Number,
     check_visible_devices,
     debug_option,
     gpu_index_or_all,
@@ -148,12 +147,11 @@ def _plot(result: BurnResult, path: str, python: str, ascii_only: bool) -> List[
               help="Also draw the time series as a PNG, with matplotlib from the target environment.")
 @click.option("--hang-timeout", type=seconds(1, 3600), default=IDLE_TIMEOUT, show_default=True,
               metavar="SECONDS", help="A GPU whose process prints nothing this long is hung (FAULTY).")
-@click.option("--size", type=Number(16, 32768, integer=True), default=None, hidden=True)
 @click.option("--memtest-seconds", type=seconds(0, 600), default=None, hidden=True)
 @debug_option
 @guarded
 def burn(python: Optional[str], seconds: float, device: str, dtypes: Tuple[Tuple[str, ...], ...], as_json: bool,
-         plot: Optional[str], hang_timeout: float, size: Optional[int], memtest_seconds: Optional[float],
+         plot: Optional[str], hang_timeout: float, memtest_seconds: Optional[float],
          debug: bool, as_html: bool = False,
          html_output: Optional[Path] = None) -> None:
     """Load every GPU with repeated matrix products for SECONDS, check every result, watch NVML.
@@ -177,7 +175,7 @@ def burn(python: Optional[str], seconds: float, device: str, dtypes: Tuple[Tuple
     progress = Progress(sys.stderr, seconds)
     sys.stderr.write(f"burn: {seconds:g} s per GPU in {target}; Ctrl-C stops and reports what ran\n")
     with _term_as_interrupt():
-        result = run_burn(target, seconds, device, flat, chosen_by=chosen_by, idle_timeout=hang_timeout, size=size,
+        result = run_burn(target, seconds, device, flat, chosen_by=chosen_by, idle_timeout=hang_timeout,
                           memtest_s=memtest_seconds, on_event=progress)
     progress.end()
     ascii_only = not _utf8(sys.stdout)

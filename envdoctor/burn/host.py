@@ -29,8 +29,7 @@ from envdoctor.parse.visible import visible_count
 from envdoctor.facts.base import ErrorKind, ProbeError
 from envdoctor.burn.facts import CPU_N, GPU_N, BurnGpu, BurnResult, Phase, XidSeen
 from envdoctor.findings import Finding
-from envdoctor.nvml import COUNTERS, SAMPLE, Reading, Sampler, Session, XidEvent, XidWatch
-from envdoctor.links.probe import pci_address
+from envdoctor.nvml import COUNTERS, SAMPLE, NvmlGpu, Reading, Sampler, Session, XidEvent, XidWatch, match_device
 from envdoctor.table.health import Health, load_health
 
 SCRIPT = "burn/target/burn.py"
@@ -151,20 +150,12 @@ class Watch:
         return [r for r in (self._sampler.readings if self._sampler else []) if r.index == nvml_index]
 
 
-def match_nvml(gpu: BurnGpu, identity: Sequence[Reading], visible_all: bool) -> Optional[int]:
-    """Which NVML GPU a child's torch device is: by UUID, then PCI bus id, then the same index
-    when torch sees every GPU NVML does."""
-    for r in identity:
-        uuid = r.values.get("uuid")
-        if gpu.uuid and uuid and gpu.uuid.lower() == str(uuid).lower():
-            return r.index
-    for r in identity:
-        bus = pci_address(gpu.pci_bus_id)
-        if bus and bus == pci_address((r.values.get("pci") or {}).get("bus_id")):
-            return r.index
-    if visible_all and 0 <= gpu.index < len(identity):
-        return gpu.index
-    return None
+def match_nvml(gpu: BurnGpu, identity: Sequence[Reading], env: Mapping[str, str]) -> Optional[int]:
+    """Which NVML GPU a child's torch device is (:func:`envdoctor.nvml.match_device`: UUID, PCI bus
+    id, then the index as ``CUDA_VISIBLE_DEVICES`` and ``CUDA_DEVICE_ORDER`` map it)."""
+    gpus = [NvmlGpu(r.index, r.values.get("uuid"), (r.values.get("pci") or {}).get("bus_id"), r.values.get("name"))
+            for r in identity]
+    return match_device(gpu.uuid, gpu.pci_bus_id, gpu.index, gpus, env)
 
 
 def attach(gpu: BurnGpu, watch: Watch, nvml_index: Optional[int], health: Health) -> BurnGpu:
@@ -292,16 +283,16 @@ def run_burn(
         message = template.format(python=python, message=opt_str(failure, "message") or "", count=watch.count)
         return replace(result, error=ProbeError(kind, message, "--device" if failure.get("kind") == "bad_device"
                                                 else None))
-    return rules.judge(assemble(result, runs, watch, health, visible), health)
+    return rules.judge(assemble(result, runs, watch, health, environ), health)
 
 
 def assemble(result: BurnResult, runs: Sequence[ChildRun], watch: Watch, health: Health,
-             visible: int) -> BurnResult:
+             env: Mapping[str, str]) -> BurnResult:
     """The result before the verdict: each child's GPU with its NVML data, versions, run findings."""
     gpus = []
     for i, run in enumerate(runs):
         gpu = collect.from_child(run, i)
-        index = match_nvml(gpu, watch.identity, visible == watch.count) if gpu.kind == "cuda" else None
+        index = match_nvml(gpu, watch.identity, env) if gpu.kind == "cuda" else None
         gpus.append(attach(gpu, watch, index, health))
     python_event = next((e for r in runs for e in r.events if e.get("kind") == "python"), {})
     burned = {g.nvml_index for g in gpus if g.nvml_index is not None}

@@ -23,12 +23,53 @@ import math
 import time
 
 if False:  # for readers and linters: these come from _prelude.py, which envdoctor sends first
-    from envdoctor.child._prelude import first_line
+    from envdoctor.child._prelude import Failure, first_line, stage
 
 REPEATS = 40              # timed repeats per point, at most
 MIN_REPEATS = 5
 SETTLE_FRACTION = 0.25    # leading repeats treated as warm-up for the median
 CALIBRATE_S = 0.002       # calibration grows its batch until it takes this long
+
+
+#: envdoctor's dtype names -> torch's (tf32 is float32 with TF32 switched on: :class:`Tf32`).
+DTYPES = {"fp32": "float32", "tf32": "float32", "fp16": "float16", "bf16": "bfloat16", "fp64": "float64"}
+#: rows of a and columns of b that rel_error compares with the float64 product
+CHECK_SLICE = 64
+
+
+def torch_dtype(torch, name):
+    """torch's dtype of one of :data:`DTYPES`' names."""
+    return getattr(torch, DTYPES[name])
+
+
+def rel_error(torch, a, b, c, rows=CHECK_SLICE):
+    """||c - a @ b|| / ||a @ b|| over the first ``rows`` rows and columns, a @ b in float64; None
+    where a norm is not finite (NaN or Inf in the product; JSON carries no NaN)."""
+    s = min(rows, a.shape[0])
+    ref = a[:s].double() @ b[:, :s].double()
+    got = c[:s, :s].double()
+    den = float(torch.linalg.norm(ref))
+    num = float(torch.linalg.norm(got - ref))
+    if not (math.isfinite(num) and math.isfinite(den)):
+        return None
+    return num / den if den > 0 else num
+
+
+def import_torch(out):
+    """``import torch`` as the scripts do it: the stage named, the seconds, torch's version and CUDA
+    build written into ``out``; ``Failure("no_torch")`` where torch is not installed,
+    ``Failure("import_failed")`` for a broken install (which raises anything: OSError for a missing .so)."""
+    stage("import torch")
+    t0 = time.perf_counter()
+    try:
+        import torch
+    except Exception as exc:
+        missing = isinstance(exc, ImportError) and getattr(exc, "name", None) == "torch"
+        raise Failure("no_torch" if missing else "import_failed", first_line(exc)) from None
+    out["import_s"] = round(time.perf_counter() - t0, 3)
+    out["torch_version"] = torch.__version__
+    out["torch_cuda"] = getattr(torch.version, "cuda", None)
+    return torch
 
 
 def finite(x):
@@ -72,11 +113,12 @@ class Tf32:
 
 
 class Clock:
-    """Device-side timing: CUDA events on a GPU, perf_counter on the CPU."""
+    """Device-side timing: CUDA events on a GPU, perf_counter on the CPU (``device``: a torch.device
+    or its name)."""
 
     def __init__(self, torch, device):
         self.torch = torch
-        self.cuda = device.type == "cuda"
+        self.cuda = str(device).startswith("cuda")
 
     def mark(self):
         if self.cuda:
@@ -93,6 +135,9 @@ class Clock:
         if self.cuda:
             return a.elapsed_time(b)
         return (b - a) * 1000.0
+
+    def seconds(self, a, b):
+        return self.ms(a, b) / 1000.0
 
 
 def time_batch(clock, fn, k, issue=None):
@@ -211,7 +256,7 @@ def device_info(torch, index):
 
 def free_bytes(torch, device):
     """Free device memory now (cudaMemGetInfo), or None on the CPU or an old torch."""
-    if device.type != "cuda":
+    if not str(device).startswith("cuda"):
         return None
     try:
         return int(torch.cuda.mem_get_info(device)[0])

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Dict, Optional, Tuple
@@ -11,6 +10,7 @@ import click
 
 from envdoctor.clicore import (EXIT_INTERNAL, check_formats, color_option, debug_option, emit_page, guarded,
                                html_options, machine_redactor, make_context, python_option, root_option,
+                               suppress_option,
                                timeout_option, torch_timeout_option, use_color, verbosity, verbosity_options)
 from envdoctor.probes import SKIPPABLE, internal_failures, start
 
@@ -19,25 +19,6 @@ if TYPE_CHECKING:
     from envdoctor.inspect import Inspection
     from envdoctor.probes.context import Context
     from envdoctor.redact import Redactor
-
-
-def _codes(values: Tuple[str, ...]) -> Tuple[str, ...]:
-    """``--suppress`` values: codes of the registry (``envdoctor explain`` lists them); a comma
-    list is several. Anything else is a usage error (exit 2), so a typo never hides nothing."""
-    given = [v.strip() for value in values for v in value.split(",") if v.strip()]
-    if not given:   # the registry loads only when there is something to look up
-        return ()
-    from envdoctor.codes import lookup
-
-    bad = [v for v in given if not re.fullmatch(r"ED\d{3}", v.upper())]
-    codes = [v.upper() for v in given]
-    if bad:
-        raise click.BadParameter(f"{', '.join(bad[:5])}: finding codes look like ED305", param_hint="--suppress")
-    unknown = [c for c in codes if lookup(c) is None]
-    if unknown:
-        raise click.BadParameter(f"{', '.join(unknown[:5])}: no such finding code (envdoctor explain lists them)",
-                                 param_hint="--suppress")
-    return tuple(dict.fromkeys(codes))
 
 
 def redactor_for(facts: Facts) -> Redactor:
@@ -57,8 +38,7 @@ def redactor_for(facts: Facts) -> Redactor:
 @click.option("--redact", is_flag=True, help="Mask host name, user name, home paths, GPU UUIDs and serials.")
 @click.option("--skip", multiple=True, type=click.Choice(SKIPPABLE),
               help="Leave an area out (repeatable); 'torch' skips the slowest probe.")
-@click.option("--suppress", multiple=True, metavar="CODE", callback=lambda c, p, v: _codes(v),
-              help="Hide a finding by its code, e.g. ED305 (repeatable).")
+@suppress_option
 @click.option("--bench", "with_bench", is_flag=True, help="Also run a short matmul benchmark.")
 @html_options
 @verbosity_options

@@ -15,6 +15,7 @@ could not be read (network failure, a page that is not an index).
 from __future__ import annotations
 
 import logging
+import os
 import re
 import sys
 from typing import Any, List, Optional, Sequence, Tuple
@@ -184,17 +185,18 @@ def _base(index_url: Optional[str], table: Optional[Any]) -> Tuple[str, str, Ind
     """(base, where it comes from, the pip/uv configuration read) -- ``--index-url`` (or
     ENVDOCTOR_INDEX_URL), else the torch index the user's pip/uv is configured with, else the table's."""
     from envdoctor.probes.context import Context
-    from envdoctor.probes.indexconf import index_config
+    from envdoctor.probes.indexconf import read_index_config
     from envdoctor.wheels import default_choice
 
-    configured = index_config(Context())
+    env = dict(os.environ)
+    configured, torch_base = read_index_config(Context(env=env))       # read once, for both
     if index_url:
         given = click.get_current_context().get_parameter_source("index_url")
         from_env = given is not None and given.name == "ENVIRONMENT"
         return index_url, ("ENVDOCTOR_INDEX_URL" if from_env else "--index-url"), configured
     if table is None and configured.torch_base_source is None:   # default_choice would load the broken table again
         return FALLBACK_BASE, "envdoctor's built-in default", configured
-    base, source = default_choice()
+    base, source = default_choice(env, torch_base)
     return base, source, configured
 
 

@@ -6,6 +6,7 @@ Exit status: 0 a plan, 1 nothing fits as the machine is (the output names the wa
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
@@ -140,7 +141,7 @@ def recommend(route: Route | None, torch_spec: str | None, python: str | None, a
         _fail(str(exc))
     configured = None
     if index_url is None and from_report is None:     # the user's pip/uv index, not another machine's
-        index_url, configured = _configured_index()
+        index_url, configured = _configured_index(root)
     available = None if offline else _availability(machine, index_url, timeout)
     env_name, export = _index_env(index_url)
     if stack is None:
@@ -267,12 +268,16 @@ def _check_python(python: str, from_report: Path | None, python_version: str | N
           "--python out to plan for python3 on PATH (or a new virtual environment)")
 
 
-def _configured_index() -> tuple[str | None, str | None]:
+def _configured_index(root: Path | None = None) -> tuple[str | None, str | None]:
     """(base, a line saying where it comes from) of the torch index the user's pip/uv is configured
-    with (``envdoctor.wheels.default_choice``); (None, None) when they name none."""
+    with (read under ``--root``, chosen by ``envdoctor.wheels.default_choice``); (None, None) when
+    they name none."""
+    from envdoctor.probes.context import Context
+    from envdoctor.probes.indexconf import configured_torch_base
     from envdoctor.wheels import default_choice
 
-    base, source = default_choice()
+    env = dict(os.environ)
+    base, source = default_choice(env, configured_torch_base(Context(root=root or Path("/"), env=env)))
     if not source.startswith("your pip/uv configuration"):
         return None, None
     return base, f"the wheel index base {base} comes from {source}"

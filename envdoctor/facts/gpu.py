@@ -75,3 +75,20 @@ class DriverFacts:
     nvidia_visible_devices: Optional[str] = None
     dev_nodes: tuple[str, ...] = ()               # /dev/nvidia0, /dev/nvidiactl, ... present
     error: Optional[ProbeError] = None
+
+
+def driver_in_effect(d: DriverFacts) -> Optional[str]:
+    """The driver version every command names for this machine (check's rules, recommend, verify).
+
+    After an upgrade without a reboot (``mismatch``: the loaded kernel module is older than the
+    installed user-space driver) it is the installed one, which the reboot the mismatch finding asks
+    for loads; otherwise the probe's best answer (NVML, then nvidia-smi, then the kernel module),
+    else whichever source answered.
+
+    >>> driver_in_effect(DriverFacts(kernel_module_version="570.133.20", userspace_version="580.159.04",
+    ...                              driver_version="570.133.20", mismatch=True))
+    '580.159.04'
+    """
+    if d.mismatch and d.userspace_version:
+        return d.userspace_version
+    return d.driver_version or d.userspace_version or d.kernel_module_version

@@ -83,7 +83,7 @@ def _gpus(names: tuple[str, ...], sizes: tuple[str, ...], ecc: str | None, local
     """The GPUs to judge against and a line saying which memory figure was used: ``--gpu`` names
     from the table (their usable memory, data/fit.toml), ``--memory`` sizes, and with neither this
     machine's GPUs (NVML free memory) when NVML answers."""
-    from envdoctor.fit.units import parse_size
+    from envdoctor.units import parse_size
     from envdoctor.fit.usable import load_usable, local_gpus, usable_gpu
     from envdoctor.fit.verdict import Gpu
     from envdoctor.table import load_table
@@ -329,7 +329,7 @@ def _measure(spec: Any, raw: dict, report: Any, cpu: bool, builder: str, python:
     m = run_measure(spec, raw, est, target, cpu=cpu, builder=builder, timeout=timeout, on_event=progress)
     if tty:
         sys.stderr.write("\r\x1b[K")
-    if m.status == "no_torch":      # a run that could not start, for a named reason: exit 2, like diag and burn
+    if m.status == "no_torch":
         _fail(f"--measure: {m.message}")
     if m.status == "no_gpu":
         _fail(f"--measure needs a GPU: {m.message}; add --cpu to measure a tiny config on the CPU (labelled as such)")

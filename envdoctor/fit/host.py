@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Callable
 
@@ -30,7 +30,7 @@ from envdoctor.fit.analysis import compute_dtype
 from envdoctor.fit.estimate import Estimate
 from envdoctor.fit.facts import Measurement, MeasurementError, measurement_from_child
 from envdoctor.fit.spec import ModelSpec
-from envdoctor.nvml import Session
+from envdoctor.nvml import NvmlGpu, Session, match_device
 
 SCRIPT = "fit/target/measure.py"
 START_S = 150.0
@@ -83,48 +83,48 @@ def child_config(spec: ModelSpec, raw: Mapping[str, Any], est: Estimate, cpu: bo
             "matmul": point if matmul else None}
 
 
-def free_before(nvml: Any = None) -> tuple[dict[str, int], int | None, str | None]:
-    """(free bytes by GPU UUID, free bytes of GPU 0 when it is the only one, why not read) from NVML."""
+def free_before(nvml: Any = None) -> tuple[dict[int, int], tuple[NvmlGpu, ...], str | None]:
+    """(free bytes by NVML index, NVML's GPUs to match the child's device with, why not read) from NVML."""
     session = Session(nvml)
     if session.error is not None:
-        return {}, None, session.error.message
+        return {}, (), session.error.message
     try:
-        readings = session.read_all(("uuid", "memory"))
+        readings = session.read_all(("uuid", "pci", "name", "memory"))
     finally:
         session.close()
-    by_uuid: dict[str, int] = {}
+    free: dict[int, int] = {}
     for r in readings:
         memory = r.values.get("memory")
-        if isinstance(memory, dict) and isinstance(r.values.get("uuid"), str):
-            by_uuid[str(r.values["uuid"]).lower()] = int(memory["free"])
-    only = next(iter(by_uuid.values())) if len(by_uuid) == 1 else None
-    return by_uuid, only, None if by_uuid else "NVML read no GPU memory"
+        if isinstance(memory, dict) and isinstance(memory.get("free"), (int, float)):
+            free[r.index] = int(memory["free"])
+    gpus = tuple(NvmlGpu(r.index, r.values.get("uuid"), (r.values.get("pci") or {}).get("bus_id"), r.values.get("name"))
+                 for r in readings if r.index in free)
+    return free, gpus, None if free else "NVML read no GPU memory"
 
 
-def _matched(by_uuid: Mapping[str, int], only: int | None, uuid: str | None) -> int | None:
-    if uuid and uuid.lower() in by_uuid:
-        return by_uuid[uuid.lower()]
-    return only
-
-
-def measurement_of(child: ChildRun, interrupted: bool, by_uuid: Mapping[str, int], only: int | None,
-                   nvml_note: str | None) -> Measurement:
-    """The Measurement of a finished (or failed, or stopped) child; pure."""
+def measurement_of(child: ChildRun, interrupted: bool, free: Mapping[int, int], gpus: Sequence[NvmlGpu],
+                   nvml_note: str | None, env: Mapping[str, str] | None = None) -> Measurement:
+    """The Measurement of a finished (or failed, or stopped) child; pure. ``free`` and ``gpus`` are
+    :func:`free_before`'s; the child's device is matched with NVML's by :func:`envdoctor.nvml.match_device`
+    in the child's environment ``env``."""
     where = f" during {child.stage}" if child.stage else ""
     if interrupted or (child.error is not None and child.error.kind == "interrupted"):
         return Measurement("stopped", f"stopped (Ctrl-C or a stop request){where}", seconds=child.seconds)
     if child.result is None:
         message = child.error.message if child.error is not None else f"the child printed no result{where}"
-        if (child.failure or {}).get("kind") == "no_torch":
-            message = f"torch is not installed in {child.python} (give --python the interpreter that has it)"
-            return Measurement("no_torch", message, python=child.python, seconds=child.seconds)
+        if (child.failure or {}).get("kind") == "no_torch":   # a run that cannot start: the command's exit 2
+            return Measurement("no_torch", f"torch is not installed in {child.python} (give --python the "
+                               "interpreter that has it)", python=child.python, seconds=child.seconds)
         return Measurement("failed", message, python=child.python, seconds=child.seconds)
     doc: dict[str, Any] = child.result
     raw_device = doc.get("device")
     device: dict[str, Any] = raw_device if isinstance(raw_device, dict) else {}
     uuid = device.get("uuid") if isinstance(device.get("uuid"), str) else None
+    bus = device.get("pci_bus_id") if isinstance(device.get("pci_bus_id"), str) else None
+    index = device.get("index") if isinstance(device.get("index"), int) else None
+    nvml_index = match_device(uuid, bus, index, gpus, {} if env is None else env)
     try:
-        m = measurement_from_child(doc, _matched(by_uuid, only, uuid), child.seconds)
+        m = measurement_from_child(doc, free.get(nvml_index) if nvml_index is not None else None, child.seconds)
     except MeasurementError as exc:
         return Measurement("failed", f"the child's answer does not fit: {exc}", seconds=child.seconds)
     if m.device_kind == "cuda" and nvml_note and m.context_how:
@@ -143,11 +143,11 @@ def run_measure(spec: ModelSpec, raw: Mapping[str, Any], est: Estimate, python: 
     limit = timeout if timeout is not None else measure_timeout(est, cpu, timed_steps)
     config = child_config(spec, raw, est, cpu, builder, seed, timed_steps, budget_s=max(10.0, limit * 0.3),
                           matmul=matmul)
-    by_uuid: dict[str, int] = {}
-    only: int | None = None
+    free: dict[int, int] = {}
+    gpus: tuple[NvmlGpu, ...] = ()
     note: str | None = None
     if not cpu:
-        by_uuid, only, note = free_before(nvml)
+        free, gpus, note = free_before(nvml)
     child_env = dict(os.environ if env is None else env)
     child_env.update(OFFLINE)
     if est.workload.alloc_conf:      # the allocator setting the estimate assumed is the one measured
@@ -155,4 +155,4 @@ def run_measure(spec: ModelSpec, raw: Mapping[str, Any], est: Estimate, python: 
     job = Job(SCRIPT, config, python, limit, what="the fit measurement", env=child_env)
     hook = (lambda _i, e: on_event(e)) if on_event is not None else None
     runs, interrupted = run_children([job], on_event=hook, stop=stop)
-    return measurement_of(runs[0], interrupted, by_uuid, only, note)
+    return measurement_of(runs[0], interrupted, free, gpus, note, child_env)

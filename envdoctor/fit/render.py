@@ -15,6 +15,7 @@ from envdoctor.fit.estimate import Term
 from envdoctor.fit.facts import Measurement
 from envdoctor.fit.verdict import FitReport
 from envdoctor.fit.workload import Workload
+from envdoctor.units import format_bytes
 
 SCHEMA = "envdoctor.fit/1"
 GIB = 2**30
@@ -31,7 +32,7 @@ _LABELS = {
 
 
 def gib(n: float) -> str:
-    return f"{n / GIB:.2f} GiB"
+    return format_bytes(n, places=2, unit="GiB")
 
 
 def _workload_line(w: Workload) -> str:
@@ -192,7 +193,7 @@ def _pct(x: float | None) -> str:
 def _size(n: int | None) -> str:
     if n is None:
         return "-"
-    return gib(n) if abs(n) >= GIB else f"{n / 2**20:.2f} MiB"
+    return format_bytes(n, places=2, unit="GiB" if abs(n) >= GIB else "MiB")
 
 
 def _rate(tflops: float) -> str:

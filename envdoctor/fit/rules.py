@@ -1,6 +1,7 @@
 """The findings of ``fit --measure`` (ED630-ED638): the estimate checked against the run (pure).
 
 >>> from envdoctor.fit.facts import Measurement
+from envdoctor.units import format_bytes
 >>> [f.code for f in measure_findings(None, Measurement("unavailable", "peft is not installed"), None)]
 ['ED634']
 """
@@ -12,6 +13,7 @@ from envdoctor.findings import Finding, Severity, sort_findings
 from envdoctor.fit.analysis import TARGET_OVER, TARGET_UNDER, Comparison
 from envdoctor.fit.estimate import Estimate
 from envdoctor.fit.facts import Measurement
+from envdoctor.units import format_bytes
 
 GIB = 2**30
 #: more than this held by others before the child started gives ED637
@@ -24,7 +26,7 @@ def _finding(code: str, severity: Severity, evidence: list[str], fix: tuple[str,
 
 
 def _gib(n: int | None) -> str:
-    return "?" if n is None else f"{n / GIB:.2f} GiB"
+    return "?" if n is None else format_bytes(n, places=2, unit="GiB")
 
 
 def _pct(x: float | None) -> str:

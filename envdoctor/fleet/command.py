@@ -161,13 +161,13 @@ def _gather(with_bench: bool, with_comms: bool, join_timeout: float, slow_pct: f
             torch_timeout: float) -> None:
     from envdoctor.child import find_python
     from envdoctor.fleet import host as g
-    from envdoctor.fleet.launcher import LauncherError, rendezvous
+    from envdoctor.launch import LaunchError, rendezvous
     from envdoctor.fleet.merge import merge
     from envdoctor.fleet.render import rank_line
 
     try:
         r = rendezvous(os.environ)
-    except LauncherError as exc:
+    except LaunchError as exc:
         _fail(str(exc))
         return
     if r is None:

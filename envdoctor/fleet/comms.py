@@ -23,7 +23,8 @@ from dataclasses import dataclass
 from typing import Any, List, Literal, Mapping, Optional, Tuple
 
 from envdoctor import codes
-from envdoctor.links.plan import algbw_gbps, busbw_factor, busbw_gbps, human_bytes
+from envdoctor.links.plan import algbw_gbps, busbw_factor, busbw_gbps
+from envdoctor.units import format_bytes
 from envdoctor.findings import Finding, Severity
 from envdoctor.fleet import pairs
 from envdoctor.fleet.rules import REFERENCE, NodeFinding
@@ -210,7 +211,7 @@ def _pair_line(p: PairFigure) -> str:
     if t is None:
         return f"round {p.round}: {p.a_name} - {p.b_name}: did not finish"
     return (f"round {p.round}: {p.a_name} - {p.b_name}: busbw {gbs(t.busbw_gbps)} GB/s "
-            f"({human_bytes(t.bytes)} all-reduce, {t.iters} calls, {t.time_s * 1e3:.3f} ms each)")
+            f"({format_bytes(t.bytes)} all-reduce, {t.iters} calls, {t.time_s * 1e3:.3f} ms each)")
 
 
 def _median_line(c: FleetComms, fraction: float) -> str:
@@ -384,7 +385,7 @@ def _wrong(c: FleetComms) -> List[NodeFinding]:
         node = c.names.get(0, "rank 0")
         out.append(NodeFinding(node, Finding(
             "ED785", "error", f"all {c.world_size} nodes: the all-reduce over {c.backend} gave {c.all_reduce.wrong} "
-            "wrong element(s)", evidence=(f"{human_bytes(c.all_reduce.bytes)} all-reduce, checked on every rank; "
+            "wrong element(s)", evidence=(f"{format_bytes(c.all_reduce.bytes)} all-reduce, checked on every rank; "
                                           "the pairs below say which node or link",)
             + tuple(_pair_line(p) for p in c.pairs if p.status == "wrong"),
             fix=("envdoctor burn     # on the nodes of a pair with wrong results: does the GPU compute right?",),

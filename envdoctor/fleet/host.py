@@ -36,7 +36,7 @@ from typing import Any, Callable, Dict, List, Literal, Mapping, Optional, Tuple
 
 from envdoctor.child import ChildRun, run_child
 from envdoctor.documents import DocumentError, dumps, read_any
-from envdoctor.fleet.launcher import Rendezvous
+from envdoctor.launch import Rendezvous
 from envdoctor.fleet.load import KINDS
 from envdoctor.fleet.merge import GatherInfo
 from envdoctor.fleet.facts import Document, NameSource, NodeInput, Status

@@ -15,7 +15,8 @@ from collections import defaultdict
 from typing import Any, Dict, List, Optional
 
 from envdoctor import __version__
-from envdoctor.links.plan import FACTOR_TEXT, human_bytes
+from envdoctor.links.plan import FACTOR_TEXT
+from envdoctor.units import format_bytes
 from envdoctor.documents import document
 from envdoctor.facts.serde import to_data
 from envdoctor.fleet.comms import FleetComms, PairFigure, Transfer, gbs
@@ -170,7 +171,7 @@ def comms_head(c: FleetComms) -> str:
     """``Comms over gloo (rank 1 has no CUDA GPU), 1 MiB per all-reduce``."""
     if c.backend is None:
         return f"Comms: {c.status}" + (f" ({c.why})" if c.why else "")
-    size = f", {human_bytes(c.bytes)} per all-reduce" if c.bytes else ""
+    size = f", {format_bytes(c.bytes)} per all-reduce" if c.bytes else ""
     return f"Comms over {c.backend} ({c.why}){size}" if c.why else f"Comms over {c.backend}{size}"
 
 

@@ -20,7 +20,7 @@ from envdoctor.links.plan import algbw_gbps, busbw_gbps
 from envdoctor.facts.links import LinksFacts
 from envdoctor.parse.jsontext import opt_float, opt_int, opt_str
 from envdoctor.parse.nccl_log import NcclLog
-from envdoctor.links.probe import pci_address
+from envdoctor.nvml import NvmlGpu, match_device
 from envdoctor.links.table import LinkTable
 from envdoctor.links.analysis_topo import Topology
 
@@ -84,15 +84,19 @@ def _list(value: Any) -> List[Any]:
 
 
 def gpu_indices(rank_devices: Sequence[Mapping[str, Any]], links: LinksFacts) -> Dict[int, int]:
-    """rank -> NVML index of its GPU, by PCI bus id (CUDA's order need not be NVML's)."""
-    by_bus = {pci_address(g.bus_id): g.index for g in links.gpus if pci_address(g.bus_id)}
+    """rank -> NVML index of its GPU, by UUID or PCI bus id (:func:`envdoctor.nvml.match_device`; CUDA's
+    order need not be NVML's, and each rank saw its own CUDA_VISIBLE_DEVICES, so no index is taken)."""
+    gpus = [NvmlGpu(g.index, g.uuid, g.bus_id, g.name) for g in links.gpus]
     out: Dict[int, int] = {}
     for info in rank_devices:
         device = info.get("device") if isinstance(info, Mapping) else None
-        bus = pci_address(opt_str(device, "pci_bus_id", max_chars=64)) if isinstance(device, dict) else None
-        rank = opt_int(info, "rank", low=0, high=MAX_COUNT)
-        if bus in by_bus and rank is not None:
-            out[rank] = by_bus[bus]
+        rank = opt_int(info, "rank", low=0, high=MAX_COUNT) if isinstance(info, Mapping) else None
+        if not isinstance(device, dict) or rank is None:
+            continue
+        index = match_device(opt_str(device, "uuid", max_chars=96), opt_str(device, "pci_bus_id", max_chars=64), None,
+                             gpus, {})
+        if index is not None:
+            out[rank] = index
     return out
 
 

@@ -29,10 +29,13 @@ from envdoctor.clicore import (
     guarded,
     python_option,
     seconds,
+    suppress_option,
     use_color,
 )
+from envdoctor.findings import split_suppressed
 from envdoctor.links import plan
-from envdoctor.parse.jsontext import JsonError, loads_object, opt_float, opt_int, opt_str
+from envdoctor.parse.jsontext import opt_float, opt_int, opt_str
+from envdoctor.units import SizeError, format_bytes
 
 
 def _devices(ctx: click.Context, param: Any, value: str) -> Optional[Tuple[int, ...]]:
@@ -72,7 +75,7 @@ def _progress(stream: Any) -> Any:
                 shown = f"{t * 1e6:.1f} us (one rank: no bandwidth)"
             else:
                 shown = f"busbw {bus:g} GB/s" if bus is not None else str(opt_str(q, "status", max_chars=32))
-            text = f"comms: [{state['done']}/{state['total']}] {collective} {plan.human_bytes(size)}: " + shown
+            text = f"comms: [{state['done']}/{state['total']}] {collective} {format_bytes(size)}: " + shown
         elif kind == "pair":
             q = e.get("pair") if isinstance(e.get("pair"), dict) else {}
             text = f"comms: pair {opt_int(q, 'src')} -> {opt_int(q, 'dst')}"
@@ -108,13 +111,13 @@ def _progress(stream: Any) -> Any:
 @click.option("--plot", type=FilePath(dir_okay=False), default=None, metavar="FILE.png",
               help="Also draw busbw per size, with matplotlib from the target environment.")
 @click.option("--idle-timeout", type=seconds(1), default=None, hidden=True)
-@click.option("--inject", default=None, hidden=True, help="Tests only: a rank that hangs or dies (JSON).")
+@suppress_option
 @html_options
 @debug_option
 @guarded
 def comms(python: Optional[str], collectives: Tuple[str, ...], sizes: Optional[str], factor: int,
           devices: Optional[Tuple[int, ...]], backend: str, nproc: Optional[int], pairs: bool, timeout_s: float,
-          as_json: bool, plot: Optional[str], idle_timeout: Optional[float], inject: Optional[str],
+          as_json: bool, plot: Optional[str], idle_timeout: Optional[float], suppress: Tuple[str, ...],
           debug: bool, as_html: bool = False, html_output: Optional[Path] = None) -> None:
     """Collectives between GPUs (NCCL) or CPU processes (gloo): bus bandwidth as nccl-tests counts it.
 
@@ -142,23 +145,17 @@ def comms(python: Optional[str], collectives: Tuple[str, ...], sizes: Optional[s
         raise click.UsageError(f"--python {python}: not found or not executable")
     try:
         chosen = plan.parse_sizes(sizes, factor) if sizes else None
-    except plan.SizeError as exc:
+    except SizeError as exc:
         raise click.BadParameter(str(exc), param_hint="--sizes") from None
-    fault = None
-    if inject:
-        try:
-            fault = loads_object(inject, "--inject")
-        except JsonError as exc:
-            raise click.BadParameter(str(exc), param_hint="--inject") from None
     opts = CommsOptions(collectives=collectives, sizes=chosen, backend=backend, devices=devices, nproc=nproc,
-                        pairs=pairs, timeout_s=timeout_s, idle_timeout_s=idle_timeout, inject=fault)
+                        pairs=pairs, timeout_s=timeout_s, idle_timeout_s=idle_timeout)
     result = run_comms(opts, target, progress=_progress(sys.stderr))
     if getattr(sys.stderr, "isatty", lambda: False)():
         sys.stderr.write("\r\x1b[K")
-    if result.error is not None and result.error.command in ("--devices", "launcher", "no_gpu"):
+    if result.error is not None and result.error.command in ("--devices", "launcher", "no_gpu", "no_torch"):
         click.echo(f"envdoctor comms: {result.error.message}", err=True)
         sys.exit(EXIT_USAGE)
-    findings = verdicts(result)
+    findings, hidden = split_suppressed(verdicts(result), suppress)
     reporter = result.launcher == "envdoctor" or any(x.rank == 0 for x in result.ranks)
     if not reporter:
         mine = result.ranks[0] if result.ranks else None
@@ -178,7 +175,7 @@ def comms(python: Optional[str], collectives: Tuple[str, ...], sizes: Optional[s
         else:
             click.echo(dumps(doc))
     else:
-        click.echo(render_comms_text(result, findings, color=use_color()), nl=False)
+        click.echo(render_comms_text(result, findings, color=use_color(), suppressed=hidden), nl=False)
     if plot:
         click.echo(f"envdoctor comms: {write_plot(result, plot, target)}", err=True)
     sys.exit(EXIT_ERRORS if any(f.severity == "error" for f in findings) else EXIT_OK)

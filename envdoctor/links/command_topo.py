@@ -9,7 +9,7 @@ from __future__ import annotations
 import datetime
 import sys
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Optional, Tuple
 
 import click
 
@@ -22,13 +22,14 @@ from envdoctor.clicore import (
     guarded,
     make_context,
     root_option,
+    suppress_option,
     timeout_option,
     use_color,
 )
 from envdoctor.documents import dumps, stamp
 from envdoctor.facts import Facts
 from envdoctor.facts.gpu import DriverFacts
-from envdoctor.findings import exit_code, sort_findings
+from envdoctor.findings import exit_code, run_rules, split_suppressed
 from envdoctor.redact import mask_data
 
 
@@ -44,12 +45,13 @@ def _table() -> Any:
 @click.command("topo")
 @timeout_option
 @click.option("--json", "as_json", is_flag=True, help='Print the versioned JSON document ("envdoctor.topo/1").')
+@suppress_option
 @html_options
 @debug_option
 @root_option
 @guarded
-def topo(timeout: float, as_json: bool, debug: bool, root: Optional[Path], as_html: bool = False,
-         html_output: Optional[Path] = None) -> None:
+def topo(timeout: float, as_json: bool, suppress: Tuple[str, ...], debug: bool, root: Optional[Path],
+         as_html: bool = False, html_output: Optional[Path] = None) -> None:
     """GPU links: PCIe, NVLink, NUMA and the path between every pair of GPUs.
 
     \b
@@ -71,7 +73,7 @@ def topo(timeout: float, as_json: bool, debug: bool, root: Optional[Path], as_ht
     lf = links_probe.probe(ctx)
     facts = Facts(links=lf, driver=DriverFacts(cuda_visible_devices=ctx.env.get("CUDA_VISIBLE_DEVICES")))
     table = _table()
-    findings = sort_findings(f for rule in RULES for f in rule(facts, table))
+    findings, hidden = split_suppressed(run_rules(RULES, facts, table), suppress)
     top = expected(lf, load_links())
     check_formats(json=as_json, html=as_html)
     if as_json or as_html:
@@ -85,7 +87,7 @@ def topo(timeout: float, as_json: bool, debug: bool, root: Optional[Path], as_ht
         else:
             click.echo(dumps(stamp(mask_data(doc), code)))
     else:
-        click.echo(render_topo_text(lf, top, findings, color=use_color()), nl=False)
+        click.echo(render_topo_text(lf, top, findings, color=use_color(), suppressed=hidden), nl=False)
         from envdoctor.probes import fabric as fabric_probe
         from envdoctor.render.fabric import fabric_lines
 

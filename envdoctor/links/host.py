@@ -27,7 +27,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 from envdoctor import __version__
 from envdoctor.child import ChildRun, Job, run_children
 from envdoctor.links import plan
-from envdoctor.launch import Launch, LaunchError, detect, free_port, launched_env, rank_env, visible_gpus
+from envdoctor.launch import LaunchError, Rendezvous, free_port, launched_env, rank_env, rendezvous, visible_gpus
 from envdoctor.links.analysis_comms import build
 from envdoctor.facts.base import ProbeError
 from envdoctor.links.facts_comms import CommsResult
@@ -145,7 +145,7 @@ def run_comms(opts: CommsOptions, python: str, env: Optional[Mapping[str, str]] 
     common: Dict[str, Any] = dict(created_at=_now(), envdoctor_version=__version__, python=python,
                                   method=dict(METHOD))
     try:
-        launch = detect(env)
+        launch = rendezvous(env)
     except LaunchError as exc:
         return CommsResult(**common, error=ProbeError("unavailable", str(exc), "launcher"))
     links = read_links(env, nvml) if opts.backend != "gloo" else LinksFacts()
@@ -227,7 +227,12 @@ def _run_error(runs: Tuple[ChildRun, ...], interrupted: bool) -> Optional[ProbeE
     first = next((r for r in runs if r.failure and r.failure.get("kind") in ("no_torch", "import_failed", "no_cuda",
                                                                               "bad_device")), None)
     if first is not None and first.error is not None:
+        if (first.failure or {}).get("kind") == "no_torch":   # could not start: the command's exit 2
+            return ProbeError(first.error.kind, first.error.message, "no_torch")
         return first.error
+    cannot = [r.error for r in runs if r.error is not None and r.error.kind in ("not_found", "permission")]
+    if runs and len(cannot) == len(runs):
+        return ProbeError(cannot[0].kind, cannot[0].message, "no_torch")   # the Python cannot be run
     return None
 
 
@@ -252,11 +257,16 @@ def _no_gpu(opts: CommsOptions, python: str, env: Dict[str, str], links: LinksFa
     return replace(result, notes=tuple(notes) + result.notes, error=error)
 
 
-def _launched(opts: CommsOptions, python: str, env: Dict[str, str], launch: Launch, backend: str,
+#: The comms document names the program that started the ranks (envdoctor.comms/1's "launcher").
+DOCUMENT_LAUNCHER = {"openmpi": "mpirun"}
+
+
+def _launched(opts: CommsOptions, python: str, env: Dict[str, str], launch: Rendezvous, backend: str,
               links: LinksFacts, common: Dict[str, Any], progress: Optional[Callable[[Progress], None]],
               stop: Optional[threading.Event]) -> CommsResult:
     """This process is one rank of a run started by torchrun/srun/mpirun: run that rank."""
     world = launch.world_size
+    kind = DOCUMENT_LAUNCHER.get(launch.launcher, launch.launcher)
     sizes = opts.sizes or plan.parse_sizes(plan.DEFAULT_SIZES if backend == "nccl" else plan.GLOO_SIZES)
     collectives = opts.collectives if world > 1 or backend == "nccl" else ()
     cfg = _config(opts, backend, sizes, world, backend == "nccl" and world == 1, collectives)
@@ -265,14 +275,14 @@ def _launched(opts: CommsOptions, python: str, env: Dict[str, str], launch: Laun
     log_dir = tempfile.mkdtemp(prefix="envdoctor-nccl-") if backend == "nccl" else None
     try:
         timeout, idle = _limits(opts, sizes, collectives, world)
-        job = Job(SCRIPT, cfg, python, timeout, what=f"rank {launch.rank} of envdoctor comms ({launch.kind})",
+        job = Job(SCRIPT, cfg, python, timeout, what=f"rank {launch.rank} of envdoctor comms ({kind})",
                   env=launched_env(env, launch, log_dir), idle_timeout=idle)
         runs, interrupted = run_children([job], _hook(progress), stop)
         nccl, note = _nccl_log(log_dir, env)
     finally:
         if log_dir:
             shutil.rmtree(log_dir, ignore_errors=True)
-    result = _finish(runs, [launch.rank], backend, launch.kind, world, links, nccl, note, env, common)
+    result = _finish(runs, [launch.rank], backend, kind, world, links, nccl, note, env, common)
     return replace(result, error=result.error or _run_error(runs, interrupted))
 
 

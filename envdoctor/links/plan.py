@@ -1,8 +1,9 @@
 """What ``envdoctor comms`` measures and how its figures are computed. Pure.
 
-Sizes are nccl-tests' (``-b 1M`` = 1 MiB); S is what nccl-tests calls the size of a collective
-(its ``size`` column, ``max(sendBytes, recvBytes)``), and the bus bandwidth is its algorithm
-bandwidth times nccl-tests' factor (NVIDIA/nccl-tests ``doc/PERFORMANCE.md``, ``src/*.cu`` ``*GetBw``)::
+Sizes are nccl-tests' (``-b 1M`` = 1 MiB; read by :mod:`envdoctor.units`); S is what nccl-tests
+calls the size of a collective (its ``size`` column, ``max(sendBytes, recvBytes)``), and the bus
+bandwidth is its algorithm bandwidth times nccl-tests' factor (NVIDIA/nccl-tests
+``doc/PERFORMANCE.md``, ``src/*.cu`` ``*GetBw``)::
 
     >>> parse_sizes("1M..4G", factor=4)[:3], busbw_factor("all_reduce", 8)
     ((1048576, 4194304, 16777216), 1.75)
@@ -12,8 +13,10 @@ bandwidth times nccl-tests' factor (NVIDIA/nccl-tests ``doc/PERFORMANCE.md``, ``
 
 from __future__ import annotations
 
-import re
 from typing import Dict, Optional, Sequence, Tuple
+
+from envdoctor import units
+from envdoctor.units import SizeError
 
 COLLECTIVES: Tuple[str, ...] = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all")
 #: What S is, per collective (as nccl-tests counts it), for the report and the docs.
@@ -38,23 +41,10 @@ GLOO_PAIR_BYTES = 1 << 20        # ... per pair of CPU processes
 HOST_BYTES = 256 << 20           # pinned host <-> GPU copy
 MAX_BYTES = 64 << 30
 
-_UNITS = {"": 1, "B": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
-
-
-class SizeError(ValueError):
-    """A --sizes value envdoctor cannot read."""
-
-
 def parse_size(text: str) -> int:
-    """``"1M"`` -> 1048576 (K, M, G are powers of 1024, as in nccl-tests' ``-b``/``-e``)."""
-    # ASCII digits only (\d would take "٣"), and few of them: float("9" * 400) is inf
-    m = re.fullmatch(r"\s*([0-9]{1,15}(?:\.[0-9]{1,15})?)\s*([KMGkmg]?)(?:i?[Bb])?\s*", text)
-    if not m:
-        raise SizeError(f"{text[:40]!r} is not a size like 64K, 16M or 4G")
-    value = int(float(m.group(1)) * _UNITS[m.group(2).upper()])
-    if not 4 <= value <= MAX_BYTES:
-        raise SizeError(f"{text!r}: sizes go from 4 bytes to 64G")
-    return value
+    """One size of ``--sizes`` by :func:`envdoctor.units.parse_size`'s rules (``1M`` = 1 MiB as in
+    nccl-tests' ``-b``/``-e``, ``1MB`` = 10^6 bytes, a bare number refused), 4 bytes to 64 GiB."""
+    return units.parse_size(text, low=4, high=MAX_BYTES)
 
 
 def parse_sizes(text: str, factor: int = DEFAULT_FACTOR) -> Tuple[int, ...]:
@@ -101,15 +91,6 @@ def busbw_gbps(collective: str, s_bytes: int, seconds: float, n: int) -> Optiona
     if seconds <= 0:
         return None
     return round(s_bytes / seconds / 1e9 * busbw_factor(collective, n), 3)
-
-
-def human_bytes(n: int) -> str:
-    """1048576 -> "1 MiB"; 1610612736 -> "1.5 GiB"."""
-    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= size:
-            value = n / size
-            return f"{value:.0f} {unit}" if value == int(value) else f"{value:.1f} {unit}"
-    return f"{n} B"
 
 
 def point_budget_s(sizes: Sequence[int], collectives: Sequence[str]) -> float:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 from envdoctor.facts.base import ProbeError
 from envdoctor.facts.gpu import GpuInfo
 from envdoctor.facts.links import PCIE_LEVELS, GpuLinks, GpuPair, LinksFacts, NicLink, NvLink, PcieLink
-from envdoctor.nvml import NOT_SUPPORTED, Reading, Session
+from envdoctor.nvml import NOT_SUPPORTED, PCI_ADDRESS, Reading, Session, pci_address
 from envdoctor.parse.nvidia_smi import QUERY_FIELDS, parse_query_gpu
 from envdoctor.probes.context import Context
 from envdoctor.probes.reasons import unreadable
@@ -34,18 +34,6 @@ SYS_PCI = "/sys/bus/pci/devices"
 GPU_FIELDS = ("name", "uuid", "pci", "pcie", "utilization_pct", "numa_node", "cpu_affinity", "nvlinks", "fabric",
               "mig_mode", "ecc_mode", "persistence_mode")
 _GTS = {"2.5": 1, "5": 2, "5.0": 2, "8": 3, "8.0": 3, "16": 4, "16.0": 4, "32": 5, "32.0": 5, "64": 6, "64.0": 6}
-_ADDRESS = re.compile(r"^[0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
-
-
-def pci_address(bus_id: Optional[str]) -> Optional[str]:
-    """NVML's ``"00000000:17:00.0"`` -> sysfs's ``"0000:17:00.0"``; None for anything else."""
-    if not bus_id:
-        return None
-    s = bus_id.strip().lower()
-    if not _ADDRESS.match(s):
-        return None
-    domain, rest = s.split(":", 1)
-    return f"{int(domain, 16):04x}:{rest}"
 
 
 def link_gen(speed: Optional[str]) -> Optional[int]:
@@ -89,7 +77,7 @@ def _upstream(ctx: Context, address: str) -> Optional[str]:
     except OSError:
         return None
     parent = os.path.basename(os.path.dirname(real))
-    return parent if _ADDRESS.match(parent) else None
+    return parent if PCI_ADDRESS.match(parent) else None
 
 
 def sysfs_link(ctx: Context, address: Optional[str]) -> Dict[str, Any]:

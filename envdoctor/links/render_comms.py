@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, Iterable, List, Optional
 
-from envdoctor.links.plan import human_bytes
+from envdoctor.units import format_bytes
 from envdoctor.links.facts_comms import CommsResult
 from envdoctor.facts.serde import to_data
 from envdoctor.findings import Finding, exit_code
@@ -63,10 +63,10 @@ def table_lines(r: CommsResult) -> List[str]:
     rows = [("collective", "size", "calls", "time us", "algbw", "busbw", "of peak", "NCCL", "check")]
     for p in r.points:
         if p.status != "ok":
-            rows.append((p.collective, human_bytes(p.bytes), "-", "-", "-", "-", "-", "-", p.status))
+            rows.append((p.collective, format_bytes(p.bytes), "-", "-", "-", "-", "-", "-", p.status))
             continue
         alone = r.world_size <= 1     # one rank moves no byte: size/time is not a bandwidth
-        rows.append((p.collective, human_bytes(p.bytes), str(p.iters), _f(p.time_us, 1),
+        rows.append((p.collective, format_bytes(p.bytes), str(p.iters), _f(p.time_us, 1),
                      "-" if alone else _f(p.algbw_gbps), "-" if alone else _f(p.busbw_gbps),
                      f"{p.ratio:.0%}" if p.ratio is not None else "-",
                      f"{p.algo}/{p.proto}" if p.algo else "-",
@@ -84,7 +84,7 @@ def pair_lines(r: CommsResult) -> List[str]:
     grid: Dict[tuple, str] = {(p.src, p.dst): (_f(p.gbps, 1) + ("!" if p.wrong else "")) for p in r.pairs}
     width = max([len(v) for v in grid.values()] + [5])
     what = "GPU pairs" if r.backend == "nccl" else "Pairs of ranks"
-    out = [f"{what}: one-way copy, GB/s (rows send, columns receive; {human_bytes(r.pairs[0].bytes)} per copy)"]
+    out = [f"{what}: one-way copy, GB/s (rows send, columns receive; {format_bytes(r.pairs[0].bytes)} per copy)"]
     out.append("  " + "src\\dst".ljust(8) + "".join(f"rank {j}".rjust(width + 3) for j in range(n)))
     for i in range(n):
         out.append("  " + f"rank {i}".ljust(8) + "".join(
@@ -106,7 +106,7 @@ def host_lines(r: CommsResult) -> List[str]:
         of = f" ({c.ratio:.0%} of the {c.expected_gbps:g} GB/s PCIe link)" if c.ratio is not None and c.expected_gbps \
             else ""
         parts.append(f"{'host -> GPU' if c.direction == 'h2d' else 'GPU -> host'} {_f(c.gbps, 1)} GB/s{of}")
-    return [f"Host <-> GPU, pinned, {human_bytes(r.host_copies[0].bytes)}: " + "; ".join(parts)]
+    return [f"Host <-> GPU, pinned, {format_bytes(r.host_copies[0].bytes)}: " + "; ".join(parts)]
 
 
 def rank_lines(r: CommsResult) -> List[str]:
@@ -121,9 +121,10 @@ def rank_lines(r: CommsResult) -> List[str]:
     return out
 
 
-def render_comms_text(r: CommsResult, findings: Iterable[Finding], color: bool = False) -> str:
+def render_comms_text(r: CommsResult, findings: Iterable[Finding], color: bool = False,
+                      suppressed: Iterable[Finding] = ()) -> str:
     from envdoctor.style import Style
-    from envdoctor.lines import finding_lines, verdict
+    from envdoctor.lines import finding_lines, suppressed_line, verdict
 
     style = Style(color)
     findings = tuple(findings)
@@ -146,6 +147,7 @@ def render_comms_text(r: CommsResult, findings: Iterable[Finding], color: bool =
     out.append("")
     out.append(style("Findings", "bold"))
     out.extend(finding_lines(findings, style) or ["  none"])
+    out.extend(suppressed_line(suppressed, style))
     out.append("")
     out.append(verdict(findings, style).replace("envdoctor check", "envdoctor comms"))
     return "\n".join(out) + "\n"

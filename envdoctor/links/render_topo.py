@@ -140,9 +140,10 @@ def nic_lines(lf: LinksFacts) -> List[str]:
     return out
 
 
-def render_topo_text(lf: LinksFacts, top: Topology, findings: Iterable[Finding], color: bool = False) -> str:
+def render_topo_text(lf: LinksFacts, top: Topology, findings: Iterable[Finding], color: bool = False,
+                     suppressed: Iterable[Finding] = ()) -> str:
     from envdoctor.style import Style
-    from envdoctor.lines import finding_lines, verdict
+    from envdoctor.lines import finding_lines, suppressed_line, verdict
 
     style = Style(color)
     findings = tuple(findings)
@@ -188,6 +189,7 @@ def render_topo_text(lf: LinksFacts, top: Topology, findings: Iterable[Finding],
     out.append("")
     out.append(style("Findings", "bold"))
     out.extend(finding_lines(findings, style) or ["  none"])
+    out.extend(suppressed_line(suppressed, style))
     out.append("")
     out.append(verdict(findings, style).replace("envdoctor check", "envdoctor topo"))
     return "\n".join(out) + "\n"

@@ -15,7 +15,7 @@ from statistics import median
 from typing import Dict, Iterator, List, Optional, Tuple
 
 from envdoctor.codes import CODES
-from envdoctor.links.plan import human_bytes
+from envdoctor.units import format_bytes
 from envdoctor.links.facts_comms import CommsPoint, CommsResult, RankOutcome
 from envdoctor.findings import Finding, Severity, sort_findings
 from envdoctor.links.table import LinkTable, load_links
@@ -73,9 +73,9 @@ def bandwidth(r: CommsResult, table: LinkTable) -> Iterator[Finding]:
                  "data/links.toml)")
         severity: Severity = "error" if ratio < FAR_BELOW else "warning"
         code = "ED870" if ratio < FAR_BELOW else "ED871"
-        yield Finding(code, severity, f"{collective} reached {p.busbw_gbps:g} GB/s busbw at {human_bytes(p.bytes)}: "
+        yield Finding(code, severity, f"{collective} reached {p.busbw_gbps:g} GB/s busbw at {format_bytes(p.bytes)}: "
                       f"{ratio:.0%} of the {reference:g} GB/s expected",
-                      evidence=(f"{collective}, {r.world_size} ranks, {human_bytes(p.bytes)}: busbw {p.busbw_gbps:g} "
+                      evidence=(f"{collective}, {r.world_size} ranks, {format_bytes(p.bytes)}: busbw {p.busbw_gbps:g} "
                                 f"GB/s, algbw {p.algbw_gbps:g} GB/s, {p.time_us:g} us per call"
                                 + (f", NCCL {p.algo}/{p.proto}" if p.algo else ""),
                                 f"expected: {where}")
@@ -89,7 +89,7 @@ def bandwidth(r: CommsResult, table: LinkTable) -> Iterator[Finding]:
 
 def wrong_results(r: CommsResult, table: LinkTable) -> Iterator[Finding]:
     """ED872: a checked collective or pair copy came back wrong."""
-    bad = [f"{p.collective} at {human_bytes(p.bytes)}: {p.wrong} wrong element(s) over all ranks"
+    bad = [f"{p.collective} at {format_bytes(p.bytes)}: {p.wrong} wrong element(s) over all ranks"
            for p in r.points if p.wrong]
     bad += [f"copy from rank {p.src} to rank {p.dst}: {p.wrong} wrong element(s)" for p in r.pairs if p.wrong]
     if bad:
@@ -217,7 +217,7 @@ def skipped_sizes(r: CommsResult, table: LinkTable) -> Iterator[Finding]:
     skipped = [p for p in r.points if p.status == "skipped"]
     if skipped:
         yield Finding("ED880", "warning", f"{len(skipped)} size(s) skipped: not enough free GPU memory",
-                      evidence=tuple(f"{p.collective} {human_bytes(p.bytes)}: {p.reason}" for p in skipped[:8]),
+                      evidence=tuple(f"{p.collective} {format_bytes(p.bytes)}: {p.reason}" for p in skipped[:8]),
                       fix=("nvidia-smi   # what else holds GPU memory", "envdoctor comms --sizes 1M..1G"),
                       area="comms", explanation=_meaning("ED880"))
 
@@ -243,7 +243,7 @@ def nothing_measured(r: CommsResult, table: LinkTable) -> Iterator[Finding]:
     skipped = [p for p in r.points if p.status == "skipped"]
     evidence = [f"{n} rank(s) answered with {len(r.points)} point(s), none measured; {len(r.pairs)} pair copies; "
                 f"{len(r.host_copies)} host copies"]
-    evidence += [f"{p.collective} {human_bytes(p.bytes)}: {p.status}" + (f" ({p.reason})" if p.reason else "")
+    evidence += [f"{p.collective} {format_bytes(p.bytes)}: {p.status}" + (f" ({p.reason})" if p.reason else "")
                  for p in r.points[:6]]
     yield Finding("ED882", "error", ("The rank answered" if n == 1 else f"The {n} ranks answered")
                   + " but measured nothing", evidence=tuple(evidence),

@@ -373,5 +373,27 @@ def persistence_off(facts: Facts, table: Any) -> Iterator[Finding]:
                       reference=REF_PERSISTENCE, area="links", explanation=_meaning("ED857"))
 
 
-RULES = (slot_limits_generation, link_narrower, down_trained_under_load, nvlink_down, nvlink_errors,
-         pairs_below_design, fabric_not_ready, no_p2p, numa_split, mig_on, ecc_off, persistence_off)
+#: The rules that read data/links.toml; :func:`link_table_rules` hands them the table, loaded once.
+TABLE_RULES = (slot_limits_generation, link_narrower, nvlink_down, pairs_below_design)
+
+
+def link_table_rules(facts: Facts, table: Any) -> Iterator[Finding]:
+    """:data:`TABLE_RULES` with data/links.toml loaded once: a file that is missing or broken is one
+    ED901 that names it (each rule loading it for itself gave one ED900 "check failed" per rule)."""
+    if not _links(facts).gpus:
+        return
+    try:
+        lt = load_links()
+    except (OSError, ValueError) as exc:          # TableError and TOMLDecodeError are ValueErrors
+        code = CODES["ED901"]
+        yield Finding("ED901", "warning", code.title, evidence=(f"data/links.toml: {exc}",),
+                      fix=("pip install --force-reinstall envdoctor   # restores the bundled data/ files",),
+                      area="envdoctor", explanation="The link checks that compare with the table (PCIe "
+                                                    "generation and width, NVLinks up, pair bandwidth) were skipped.")
+        return
+    for rule in TABLE_RULES:
+        yield from rule(facts, table, lt)
+
+
+RULES = (link_table_rules, down_trained_under_load, nvlink_errors, fabric_not_ready, no_p2p, numa_split, mig_on,
+         ecc_off, persistence_off)

@@ -197,6 +197,12 @@ def _fact(i: IndexSetting) -> ConfiguredIndex:
 
 def index_config(ctx: Context, prefix: Optional[str] = None) -> IndexConfig:
     """The facts: every configured index and proxy, masked; the torch base they imply."""
+    return read_index_config(ctx, prefix)[0]
+
+
+def read_index_config(ctx: Context, prefix: Optional[str] = None) -> tuple[IndexConfig, Optional[tuple[str, str]]]:
+    """:func:`index_config` and :func:`configured_torch_base` from one read of the files: the facts
+    (masked) and the torch base unmasked, for ``wheels.client.default_choice``."""
     s = read_settings(ctx, prefix)
     base = torch_base_of(s)
     return IndexConfig(
@@ -206,4 +212,4 @@ def index_config(ctx: Context, prefix: Optional[str] = None) -> IndexConfig:
         proxies={k: mask_env(k, v) for k, v in s.proxies.items()},
         files=tuple(s.files),
         problems=tuple(s.problems),
-    )
+    ), base

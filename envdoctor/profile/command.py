@@ -32,7 +32,7 @@ from envdoctor.clicore import (
 )
 from envdoctor.documents import dumps
 from envdoctor.findings import Finding, exit_code
-from envdoctor.launch import LaunchError, detect
+from envdoctor.launch import LaunchError, rendezvous
 from envdoctor.parse.jsontext import JsonError, loads_object
 from envdoctor.profile.facts import DEFAULT_STEPS, DEFAULT_TIMEOUT, DEFAULT_WARMUP, Throughput
 from envdoctor.profile.host import ProfileRun, problem, run_profile, throughput
@@ -166,7 +166,7 @@ def profile(command: Tuple[str, ...], steps: int, warmup: int, steps_by: str, ti
     if target is None:
         raise click.UsageError(f"{python}: no such Python interpreter")
     try:
-        launch = detect(os.environ)
+        launch = rendezvous(os.environ)
     except LaunchError as exc:
         raise click.UsageError(str(exc)) from None
     rank, world = (launch.rank, launch.world_size) if launch is not None else (0, 1)

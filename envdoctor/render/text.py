@@ -15,6 +15,7 @@ from envdoctor.findings import Finding
 from envdoctor.lines import finding_lines, suppressed_line, verdict
 from envdoctor.links.render_topo import links_rows
 from envdoctor.style import Style
+from envdoctor.units import format_bytes
 from envdoctor.stack.render import extension_rows
 
 Row = Tuple[str, str]
@@ -55,7 +56,7 @@ def _cut(text: str, limit: int = 200) -> str:
 
 
 def _gib(mib: Optional[int]) -> str:
-    return f"{mib / 1024:.0f} GiB" if mib else "? GiB"
+    return format_bytes(mib << 20, places=0, unit="GiB") if mib else "? GiB"
 
 
 def system_rows(f: Facts) -> List[Row]:

@@ -18,7 +18,7 @@ from typing import Callable, Optional
 
 from envdoctor.facts import Facts
 from envdoctor.facts.system import SystemFacts
-from envdoctor.findings import Finding, sort_findings
+from envdoctor.findings import Finding, run_rules, sort_findings
 from envdoctor.table import Table
 
 log = logging.getLogger(__name__)
@@ -76,19 +76,6 @@ def _strip_sudo(line: str) -> str:
     return _SUDO.sub(lambda m: m.group(1), command) + sep + comment
 
 
-def evaluate(facts: Facts, table: Optional[Table], suppress: Iterable[str] = ()) -> tuple[Finding, ...]:
+def evaluate(facts: Facts, table: Optional[Table]) -> tuple[Finding, ...]:
     """Every finding for ``facts``, errors first. A rule that raises becomes finding ED900."""
-    suppressed = {code.upper() for code in suppress}
-    found: list[Finding] = []
-    for rule in all_rules(facts.skipped):
-        try:
-            found.extend(rule(facts, table))
-        except Exception as exc:  # a bug in a rule must not hide the other findings
-            log.debug("rule %s failed", rule.__name__, exc_info=True)
-            found.append(Finding(
-                "ED900", "warning", f"envdoctor's check {rule.__name__} failed: {type(exc).__name__}: {exc}",
-                evidence=("this is a bug in envdoctor, not a problem of the machine",),
-                fix=("envdoctor check --debug   # shows the traceback; please report it",),
-                area="envdoctor",
-            ))
-    return sort_findings(as_user(f, facts.system) for f in found if f.code not in suppressed)
+    return sort_findings(as_user(f, facts.system) for f in run_rules(all_rules(facts.skipped), facts, table))

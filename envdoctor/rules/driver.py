@@ -9,6 +9,7 @@ from typing import Optional
 from envdoctor import commands
 from envdoctor.compat import open_modules
 from envdoctor.facts import Facts, PciDevice
+from envdoctor.facts.gpu import driver_in_effect
 from envdoctor.findings import Finding, Severity
 from envdoctor.gpus import PCI, machine_gpus
 from envdoctor.parse import major
@@ -341,7 +342,8 @@ def visible_devices(facts: Facts, table: Optional[Table]) -> Iterable[Finding]:
 def architecture_support(facts: Facts, table: Optional[Table]) -> Iterable[Finding]:
     """ED108: driver branch too new for the GPU; ED109: too old; ED110: wrong kernel-module flavour."""
     d = facts.driver
-    branch = major(d.driver_version)
+    driver = driver_in_effect(d)
+    branch = major(driver)
     if branch is None:
         return
     for label, cc in _gpu_ccs(facts, table):
@@ -353,15 +355,15 @@ def architecture_support(facts: Facts, table: Optional[Table]) -> Iterable[Findi
         if last is not None and branch > last:
             yield Finding(
                 "ED108", "error", f"Driver branch {branch} no longer supports {label} ({name}, {cc})",
-                evidence=(f"driver {d.driver_version}", f"{name} is supported up to branch R{last} ({arch.source})"),
+                evidence=(f"driver {driver}", f"{name} is supported up to branch R{last} ({arch.source})"),
                 fix=commands.driver_install(facts.system, str(last), open_modules(table, [cc]), table=table),
                 reference=REF_ARCH, area="driver",
                 explanation=f"Install the R{last} branch, the last one for {name}.",
             )
         elif first is not None and branch < first:
             yield Finding(
-                "ED109", "error", f"Driver {d.driver_version} is too old for {label} ({name}, {cc})",
-                evidence=(f"driver {d.driver_version}", f"{name} needs branch R{first} or newer ({arch.source})"),
+                "ED109", "error", f"Driver {driver} is too old for {label} ({name}, {cc})",
+                evidence=(f"driver {driver}", f"{name} needs branch R{first} or newer ({arch.source})"),
                 fix=commands.driver_install(facts.system, None, open_modules(table, [cc]), table=table),
                 reference=REF_ARCH, area="driver",
             )

@@ -95,7 +95,7 @@ def version_changed(pair: Pair) -> Iterator[Outcome]:
     before, after = pair.before, pair.after
     b, a = before.driver, after.driver
     then = driver_of(b)
-    now = a.userspace_version if a.mismatch else (a.driver_version or a.userspace_version)
+    now = driver_of(a)
     if not then or not now:
         return
     if then == now and (a.mismatch or b.driver_cuda == a.driver_cuda or not a.driver_cuda):

@@ -8,6 +8,7 @@ from typing import Callable
 
 from envdoctor.facts.gpu import DriverFacts, GpuInfo
 from envdoctor.findings import Finding
+from envdoctor.units import format_bytes
 from envdoctor.verify.pair import NotCompared, Outcome, Pair, Same, gpu_label, real
 
 #: A GPU whose memory dropped by more than this fraction changed (a driver may reserve a few MiB more).
@@ -16,7 +17,7 @@ REF_XID = "https://docs.nvidia.com/deploy/xid-errors/index.html"
 
 
 def _mib(value: int | None) -> str:
-    return f"{value} MiB" if value else "? MiB"
+    return format_bytes(value << 20, places=0, unit="MiB") if value else "? MiB"
 
 
 def _no_devices(d: DriverFacts) -> bool:

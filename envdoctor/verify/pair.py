@@ -16,7 +16,7 @@ from typing import Callable, Union
 
 from envdoctor.facts import Facts
 from envdoctor.bench.facts import BenchResult
-from envdoctor.facts.gpu import DriverFacts, GpuInfo
+from envdoctor.facts.gpu import DriverFacts, GpuInfo, driver_in_effect
 from envdoctor.findings import Finding
 from envdoctor.parse import release
 
@@ -99,5 +99,5 @@ def gpu_label(g: GpuInfo) -> str:
 
 
 def driver_of(d: DriverFacts) -> str | None:
-    """The driver version by the best source there is: ``580.159.04``."""
-    return d.driver_version or d.userspace_version or d.kernel_module_version
+    """The driver version in effect: ``580.159.04`` (:func:`envdoctor.facts.gpu.driver_in_effect`)."""
+    return driver_in_effect(d)

@@ -85,23 +85,17 @@ def url_problem(url: str) -> Optional[str]:
     return None
 
 
-def default_choice(env: Optional[Dict[str, str]] = None) -> Tuple[str, str]:
+def default_choice(env: Optional[Dict[str, str]] = None,
+                   configured: Optional[Tuple[str, str]] = None) -> Tuple[str, str]:
     """(base, where it comes from) when the user gives no ``--index-url``: ``ENVDOCTOR_INDEX_URL``,
-    else the torch wheel index the user's pip or uv is configured with (``PIP_INDEX_URL``, pip.conf,
-    ``UV_INDEX``, uv.toml, ...: ``envdoctor.probes.indexconf``; only a URL shaped like
-    ``<base>/cu128`` or ``<base>/whl`` counts, a PyPI mirror does not), else the table's
-    ``index_base``, else download.pytorch.org/whl. The base is unmasked: mask it to show it."""
+    else ``configured``, the torch wheel index the user's pip or uv is configured with and where it
+    is set, as the command read it (``envdoctor.probes.indexconf.configured_torch_base(ctx)``, with
+    the command's ``--root`` and environment; only a URL shaped like ``<base>/cu128`` or
+    ``<base>/whl`` counts, a PyPI mirror does not), else the table's ``index_base``, else
+    download.pytorch.org/whl. The base is unmasked: mask it to show it."""
     env = dict(os.environ) if env is None else env
     if env.get("ENVDOCTOR_INDEX_URL"):
         return env["ENVDOCTOR_INDEX_URL"].rstrip("/"), "ENVDOCTOR_INDEX_URL"
-    try:
-        from envdoctor.probes.context import Context
-        from envdoctor.probes.indexconf import configured_torch_base
-
-        configured = configured_torch_base(Context(env=env))
-    except Exception:  # noqa: BLE001 - an unreadable configuration must not stop the client
-        log.debug("pip/uv configuration not read", exc_info=True)
-        configured = None
     unusable = ""
     if configured is not None:
         problem = url_problem(configured[0].strip())

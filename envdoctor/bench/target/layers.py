@@ -21,7 +21,8 @@ import time
 
 if False:  # for readers and linters: these come from the files bench.py sends before this one
     from envdoctor.child._torch_common import Clock, Tf32, point_failure, release, settled_median, time_repeats
-    from envdoctor.bench.target.matmul import TORCH_DTYPES, measure
+    from envdoctor.bench.target.matmul import measure
+    from envdoctor.child._torch_common import torch_dtype
     from envdoctor.bench.target.models import (
         BACKENDS,
         CPU_DIMS,
@@ -405,7 +406,7 @@ def layers_device(torch, device, info, cfg, matmul_points, out):
             layer, error = None, None
             t = time.perf_counter()
             try:
-                layer = build_layer(torch, name, dims, getattr(torch, TORCH_DTYPES[dtype_name]), device)
+                layer = build_layer(torch, name, dims, torch_dtype(torch, dtype_name), device)
                 clock.sync()
             except Exception as exc:
                 error = {"status": "ok"}

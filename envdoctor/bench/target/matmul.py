@@ -19,32 +19,20 @@ import math
 import time
 
 if False:  # for readers and linters: these come from _prelude.py and _torch_common.py, sent first
-    from envdoctor.child._torch_common import MIN_REPEATS, Clock, Tf32, finite, settled_median, time_batch, time_repeats
+    from envdoctor.child._torch_common import (MIN_REPEATS, Clock, Tf32, rel_error, settled_median, time_batch,
+                                               time_repeats, torch_dtype)
     from envdoctor.child._prelude import emit, first_line
 
 ITEMSIZE = {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2}
 # ||c - ref|| / ||ref|| allowed per dtype, ref computed in float64 from the same (rounded) inputs.
 # fp32 is strict enough that TF32 rounding (about 3e-4) fails it.
 ERROR_BOUND = {"fp32": 1e-4, "tf32": 4e-3, "fp16": 5e-3, "bf16": 2e-2}
-CHECK_SLICE = 64          # rows of a and columns of b compared with the reference
 MAX_ONE_PRODUCT_S = 3.0   # a size whose one product would take longer is skipped
-TORCH_DTYPES = {"fp32": "float32", "tf32": "float32", "fp16": "float16", "bf16": "bfloat16"}
 
 
 def weight(n):
     """Share of the budget for size n: 1 for 128, 3 for 512, 5 for 2048, 7 for 8192."""
     return max(1.0, math.log2(max(n, 2)) - 6.0)
-
-
-def rel_error(torch, a, b, c):
-    s = min(CHECK_SLICE, a.shape[0])
-    ref = a[:s].double() @ b[:, :s].double()
-    got = c[:s, :s].double()
-    den = float(torch.linalg.norm(ref))
-    num = float(torch.linalg.norm(got - ref))
-    if not math.isfinite(num) or not math.isfinite(den):
-        return float("nan")
-    return num / den if den > 0 else num
 
 
 def checked_product(torch, clock, a, b):
@@ -73,7 +61,7 @@ def measure(torch, device, clock, tf32, dtype, n, budget_s):
     """One point: see the module docstring for the method."""
     point = {"device": device.index or 0, "dtype": dtype, "n": n, "status": "ok",
              "error_bound": ERROR_BOUND[dtype], "started": time.time()}
-    tdtype = getattr(torch, TORCH_DTYPES[dtype])
+    tdtype = torch_dtype(torch, dtype)
     try:
         if dtype in ("fp32", "tf32") and clock.cuda:
             tf32.set(dtype == "tf32")
@@ -86,8 +74,9 @@ def measure(torch, device, clock, tf32, dtype, n, budget_s):
 
         err = checked_product(torch, clock, a, b)
         times, launches, warm = time_repeats(clock, fn, budget_s)
-        if math.isfinite(err):   # again at once, while the GPU is hot
-            err = max(err, checked_product(torch, clock, a, b))
+        if err is not None:   # again at once, while the GPU is hot
+            again = checked_product(torch, clock, a, b)
+            err = None if again is None else max(err, again)
         med = settled_median(times)
         flops = 2.0 * n ** 3
         point.update(
@@ -98,9 +87,9 @@ def measure(torch, device, clock, tf32, dtype, n, budget_s):
             repeats_ms=[round(t, 6) for t in times],
             launches=launches,
             warmup=warm,
-            rel_error=finite(err),
+            rel_error=err,
         )
-        if not math.isfinite(err):
+        if err is None:
             point.update(status="wrong", error="the result holds NaN or Inf")
         elif err > ERROR_BOUND[dtype]:
             point.update(status="wrong", error="relative error %.2g exceeds %.0e against float64"

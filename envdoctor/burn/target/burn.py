@@ -31,12 +31,11 @@ child still answers with what it did.
 """
 # envdoctor child uses: _torch_common.py
 
-import math
 import sys
 import time
 
 if False:  # for readers and linters: these come from the files sent before this one
-    from envdoctor.child._torch_common import Tf32, device_info
+    from envdoctor.child._torch_common import Tf32, device_info, import_torch, rel_error, torch_dtype
     from envdoctor.child._prelude import STOP, Failure, emit, first_line, stage
 
 CHILD_SCHEMA = "envdoctor.burn.child/1"
@@ -45,17 +44,11 @@ REF_BOUND = {"fp32": 1e-4, "tf32": 4e-3, "fp16": 5e-3, "bf16": 2e-2, "fp64": 1e-
 # unit roundoff of the accumulation (fp32 for the 16-bit types) and of the stored output
 U_ACC = {"fp64": 2.0 ** -53, "fp32": 2.0 ** -24, "tf32": 2.0 ** -24, "bf16": 2.0 ** -24, "fp16": 2.0 ** -24}
 U_OUT = {"fp64": 2.0 ** -53, "fp32": 2.0 ** -24, "tf32": 2.0 ** -24, "bf16": 2.0 ** -8, "fp16": 2.0 ** -11}
-CHECK_SLICE = 64
 BAD_KEPT = 20                 # product numbers of miscompares kept per interval
 CHUNK_BYTES = 256 << 20       # memory test: one tensor per 256 MiB
 CPU_CHUNK_BYTES = 16 << 20
 HEADROOM_BYTES = 1 << 30      # left free on a GPU for the compare temporaries and other processes
 PATTERNS = ("address", "inverse address", "0x55555555", "0xaaaaaaaa", "random")
-
-
-def torch_dtype(torch, name):
-    return {"bf16": torch.bfloat16, "fp16": torch.float16, "tf32": torch.float32,
-            "fp32": torch.float32, "fp64": torch.float64}[name]
 
 
 def int_view(torch, name):
@@ -90,17 +83,6 @@ def plan(info, wanted, fp64_ccs, cuda):
         else:
             out.append(d)
     return out, skipped, notes
-
-
-def rel_error(torch, a, b, c):
-    s = min(CHECK_SLICE, a.shape[0])
-    ref = a[:s].double() @ b[:, :s].double()
-    got = c[:s, :s].double()
-    den = float(torch.linalg.norm(ref))
-    num = float(torch.linalg.norm(got - ref))
-    if not (math.isfinite(num) and math.isfinite(den)):
-        return None
-    return num / den if den > 0 else num
 
 
 def tolerance(torch, a, b, ref, name):
@@ -395,18 +377,7 @@ def main(cfg):
     seconds = float(cfg.get("seconds") or 60.0)
     interval_s = float(cfg.get("interval") or 0.5)
     seed = int(cfg.get("seed") or 20261201)
-    stage("import torch")
-    t0 = time.perf_counter()
-    try:
-        import torch
-    except ImportError as exc:
-        kind = "no_torch" if getattr(exc, "name", None) == "torch" else "import_failed"
-        raise Failure(kind, first_line(exc)) from None
-    except Exception as exc:   # a broken install raises anything: OSError for a missing .so
-        raise Failure("import_failed", first_line(exc)) from None
-    out["import_s"] = round(time.perf_counter() - t0, 3)
-    out["torch_version"] = torch.__version__
-    out["torch_cuda"] = getattr(torch.version, "cuda", None)
+    torch = import_torch(out)
     emit("python", python_version=out["python_version"], torch_version=out["torch_version"],
          torch_cuda=out["torch_cuda"])
     stage("CUDA start")

@@ -31,14 +31,13 @@ import sys
 import time
 
 if False:  # for readers and linters: these come from the files sent before this one
-    from envdoctor.child._torch_common import Clock, Tf32, device_info, is_oom
+    from envdoctor.child._torch_common import Clock, Tf32, device_info, import_torch, is_oom, torch_dtype
     from envdoctor.bench.target.matmul import measure
     from envdoctor.fit.target.memory import CudaMemory, distinct_bytes, make_cpu_memory
     from envdoctor.fit.target.reference import build_reference, reference_supported
     from envdoctor.child._prelude import STOP, Failure, emit, first_line, stage
 
 CHILD_SCHEMA = "envdoctor.fit.child/1"
-TORCH_DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
 OPTIONAL = ("transformers", "peft", "bitsandbytes", "accelerate")
 
 
@@ -265,7 +264,7 @@ def train(torch, model, cfg, mem, clock, dev, builder, res, phases):
     params = [p for p in model.parameters() if p.requires_grad]
     opt = make_optimizer(torch, w["optimizer"], params, dev)
     amp = w.get("amp")
-    amp_dtype = getattr(torch, TORCH_DTYPES[amp]) if amp else None
+    amp_dtype = torch_dtype(torch, amp) if amp else None
     scaler = None
     if amp == "fp16" and dev.type == "cuda":
         scaler = torch.amp.GradScaler("cuda") if hasattr(torch, "amp") and hasattr(torch.amp, "GradScaler") \
@@ -475,16 +474,7 @@ def main(cfg):
            "memory": {}, "timing": None, "notes": [], "matmul": None,
            "versions": dict((name, package_version(name)) for name in OPTIONAL),
            "alloc_conf": os.environ.get("PYTORCH_CUDA_ALLOC_CONF") or os.environ.get("PYTORCH_ALLOC_CONF")}
-    stage("import torch")
-    t = time.perf_counter()
-    try:
-        import torch
-    except ImportError as exc:
-        kind = "no_torch" if getattr(exc, "name", None) == "torch" else "import_failed"
-        raise Failure(kind, first_line(exc)) from None
-    out["import_s"] = round(time.perf_counter() - t, 3)
-    out["torch_version"] = torch.__version__
-    out["torch_cuda"] = getattr(torch.version, "cuda", None)
+    torch = import_torch(out)
     want_cpu = cfg.get("device") == "cpu"
     stage("CUDA init")
     t = time.perf_counter()
@@ -519,7 +509,7 @@ def main(cfg):
         return out
     torch.manual_seed(int(cfg.get("seed") or 0))
     w = cfg["workload"]
-    dtype = getattr(torch, TORCH_DTYPES[w["dtype"]])
+    dtype = torch_dtype(torch, w["dtype"])
     phases = Phases(mem)
     clock = Clock(torch, dev)
     measured = False

@@ -29,7 +29,7 @@ the store too, so a pair that hangs does not cost the figures of the others.
 
 Standard library and torch only; nothing of envdoctor is imported here.
 """
-# envdoctor child uses: links/target/common.py
+# envdoctor child uses: _torch_common.py links/target/common.py
 
 import json
 import os

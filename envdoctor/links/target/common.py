@@ -15,8 +15,11 @@ import os
 import sys
 import time
 
+if False:  # for readers and linters: these come from _torch_common.py, sent before this part
+    from envdoctor.child._torch_common import Clock, free_bytes
+
 ELEMENT = 4                      # float32
-CHECK_SLICE = 1 << 24            # elements compared at once when counting wrong ones
+COMPARE_CHUNK = 1 << 24          # elements compared at once when counting wrong ones
 
 
 def env_int(name, default=None):
@@ -70,8 +73,8 @@ def expected(collective, rank, n):
 
 def count_wrong(chunk, value):
     wrong = 0
-    for start in range(0, chunk.numel(), CHECK_SLICE):
-        part = chunk[start:start + CHECK_SLICE]
+    for start in range(0, chunk.numel(), COMPARE_CHUNK):
+        part = chunk[start:start + COMPARE_CHUNK]
         wrong += int((part != value).sum().item())
     return wrong
 
@@ -86,35 +89,13 @@ def check(result, values):
     return wrong
 
 
-class Clock:
-    def __init__(self, torch, cuda):
-        self.torch = torch
-        self.cuda = cuda
-
-    def sync(self):
-        if self.cuda:
-            self.torch.cuda.synchronize()
-
-    def mark(self):
-        if self.cuda:
-            e = self.torch.cuda.Event(enable_timing=True)
-            e.record()
-            return e
-        return time.perf_counter()
-
-    def seconds(self, a, b):
-        if self.cuda:
-            return a.elapsed_time(b) / 1000.0
-        return b - a
-
-
 class Rank:
     def __init__(self, torch, dist, device, cuda, rank, n, group=None):
         self.torch, self.dist, self.device, self.cuda = torch, dist, device, cuda
         self.rank, self.n = rank, n
         # the subgroup's collectives name it; the default group's name none (as before)
         self.on = {"group": group} if group is not None else {}
-        self.clock = Clock(torch, cuda)
+        self.clock = Clock(torch, device if cuda else "cpu")
 
     def agree(self, values, op="max"):
         """A few numbers combined over all ranks (max or sum); also a barrier."""
@@ -156,12 +137,7 @@ class Rank:
         return lambda: d.all_to_all_single(out, inp, **on)
 
     def free_bytes(self):
-        if not self.cuda:
-            return None
-        try:
-            return int(self.torch.cuda.mem_get_info(self.device)[0])
-        except Exception:
-            return None
+        return free_bytes(self.torch, self.device) if self.cuda else None
 
 
 def injected(cfg, rank, where):

@@ -29,7 +29,7 @@ count of wrong elements where they differ); the counts are summed over ranks.
 The timing, the checks and the ``Rank`` helper are in ``links/target/common.py`` (shared with
 ``fleet/target/gather.py``), sent before this script.
 """
-# envdoctor child uses: links/target/common.py
+# envdoctor child uses: _torch_common.py links/target/common.py
 
 import datetime
 import inspect
@@ -39,7 +39,8 @@ import sys
 import time
 
 if False:  # for readers and linters: these come from _prelude.py and links/target/common.py, sent first
-    from envdoctor.links.target.common import ELEMENT, Clock, Rank, check, env_int, one_point
+    from envdoctor.child._torch_common import Clock, device_info
+    from envdoctor.links.target.common import ELEMENT, Rank, check, env_int, one_point
     from envdoctor.child._prelude import STOP, Failure, emit, first_line, stage
 
 CHILD_SCHEMA = "envdoctor.comms.child/1"
@@ -106,7 +107,7 @@ def host_copies(torch, cuda, device, cfg):
     if not cuda:
         return {"status": "no_gpu", "message": "no GPU: nothing to measure between host and GPU"}
     nbytes = int(cfg.get("host_bytes", 256 << 20))
-    clock = Clock(torch, True)
+    clock = Clock(torch, device)
     host = torch.empty(nbytes, dtype=torch.uint8, pin_memory=True)
     dev = torch.empty(nbytes, dtype=torch.uint8, device=device)
     out = {"status": "ok", "bytes": nbytes, "pinned": True, "directions": []}
@@ -128,20 +129,6 @@ def host_copies(torch, cuda, device, cfg):
         clock.sync()
         out["directions"].append({"direction": name, "iters": iters, "time_s": clock.seconds(start, end) / iters})
     return out
-
-
-def device_info(torch, index):
-    p = torch.cuda.get_device_properties(index)
-    info = {"index": index, "name": p.name}
-    bus = None
-    try:
-        bus = f"{int(p.pci_domain_id):04x}:{int(p.pci_bus_id):02x}:{int(p.pci_device_id):02x}.0"
-    except Exception:
-        bus = None
-    info["pci_bus_id"] = bus
-    uuid = getattr(p, "uuid", None)
-    info["uuid"] = ("GPU-" + str(uuid)) if uuid is not None and not str(uuid).startswith("GPU-") else uuid
-    return info
 
 
 def main(cfg):
