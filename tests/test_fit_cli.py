@@ -209,3 +209,11 @@ def test_an_alloc_conf_torch_would_refuse_is_a_usage_error_not_a_silent_fit(conf
 def test_an_alloc_conf_with_a_bracketed_list_is_accepted():
     r = run("gpt2", "--gpu", "H200", "--alloc-conf", "roundup_power2_divisions:[256:1,512:2],expandable_segments:True")
     assert r.exit_code == 0, r.output
+
+
+def test_loop_trainer_without_train_is_a_usage_error_like_the_other_train_options():
+    """`--loop trainer` with inference was taken silently (and changed nothing), unlike --zero or --amp."""
+    r = run("gpt2", "--loop", "trainer")
+    assert r.exit_code == 2, r.output
+    assert "--loop trainer is for --train" in r.output
+    assert run("gpt2", "--train", "--loop", "trainer", "--gpu", "H200").exit_code == 0

@@ -159,7 +159,11 @@ def profile(command: Tuple[str, ...], steps: int, warmup: int, steps_by: str, ti
                                "(python path/to/module.py ARGS)")
     script, args = rest[0], rest[1:]
     if not os.path.isfile(script):
-        raise click.UsageError(f"{script}: no such script (give the path of the Python file to profile)")
+        from envdoctor.atomic import what_it_is
+
+        kind = what_it_is(os.stat(script).st_mode) if os.path.exists(script) else None
+        raise click.UsageError(f"{script}: " + (f"is {kind}, not a script" if kind else "no such script")
+                               + " (give the path of the Python file to profile)")
     if interpreter is not None and python is None:
         python = interpreter
     target, how = find_python(python)
