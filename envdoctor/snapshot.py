@@ -206,15 +206,15 @@ def check_target(path: Path, force: bool = False) -> None:
     ``force``, anything but a regular file even with it, a folder that cannot be written."""
     if os.path.isdir(path):
         raise SnapshotError(f"{path} is a folder; give a file name, e.g. {path / 'before-upgrade.json'}")
-    if os.path.lexists(path) and not force:
-        raise SnapshotError(f"{path} already exists; choose another name or pass --force to replace it")
     try:
         kind = what_it_is(os.stat(path).st_mode)
     except OSError:
         kind = None
-    if kind is not None:
+    if kind is not None:              # first: --force would not help, only a regular file is replaced
         raise SnapshotError(f"cannot write {path}: it is {kind}, not a regular file (envdoctor replaces only "
                             "regular files)")
+    if os.path.lexists(path) and not force:
+        raise SnapshotError(f"{path} already exists; choose another name or pass --force to replace it")
     if os.path.lexists(path.parent) and not os.path.isdir(path.parent):
         raise SnapshotError(f"cannot write {path}: {path.parent} is not a folder")
     if not os.path.isdir(path.parent):

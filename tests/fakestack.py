@@ -26,6 +26,9 @@ ERRORS: Dict[str, Tuple[str, str, str]] = {
                      "undefined symbol: _ZN3c105ErrorC2ENS_14SourceLocationENSt7__cxx1112basic_stringIcSt11char_"
                      "traitsIcESaIcEEE",
                      "https://github.com/Dao-AILab/flash-attention/issues/1691"),
+    # flash-attn installed without its compiled part (its own module, shipped in its own wheel)
+    "fa2_no_cuda_module": ("ModuleNotFoundError", "No module named 'flash_attn_2_cuda'",
+                           "https://github.com/Dao-AILab/flash-attention/issues/933"),
     # flash-attn built against another torch (a c10 symbol that moved)
     "fa2_torch": ("ImportError",
                   "/opt/venv/lib/python3.10/site-packages/flash_attn_2_cuda.cpython-310-x86_64-linux-gnu.so: "

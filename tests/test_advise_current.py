@@ -171,3 +171,13 @@ def test_the_chosen_build_installed_but_broken_is_not_nothing_to_install(tmp_pat
     assert lines[2] == (f"  now: torch 2.13.0+cu130 in {VENV} does not work here (a tiny CUDA operation failed: CUDA "
                         f"error: an illegal memory access was encountered); `envdoctor check --python {VENV}` says "
                         "why and how to fix it")
+
+
+def test_with_libraries_that_pin_another_torch_the_plan_is_not_an_optional_upgrade():
+    """`recommend --with vllm` on the H200 (torch 2.11.0 works) said 'upgrading to torch 2.8.0 is
+    optional' and 'nothing needs to change', while vllm 0.11.0 pins torch 2.8.0."""
+    text = recommend("--from", str(REPORT), "--with", "vllm", json_out=False)
+    assert "is optional" not in text.splitlines()[0] and "nothing needs to change" not in text
+    assert "Commands for the optional upgrade" not in text
+    doc = recommend("--from", str(REPORT), "--with", "vllm")
+    assert doc["upgrade_optional"] is False and any("vllm" in c for s in doc["steps"] for c in s["commands"])

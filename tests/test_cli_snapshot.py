@@ -328,6 +328,15 @@ def test_snapshot_onto_a_fifo_with_force_is_refused(tmp_path):
     assert stat.S_ISFIFO(os.lstat(target).st_mode)
 
 
+def test_snapshot_onto_a_fifo_without_force_does_not_ask_for_force(tmp_path):
+    """It said 'pass --force to replace it', and with --force it refused again."""
+    target = tmp_path / "pipe"
+    os.mkfifo(target)
+    r = run(h200(tmp_path), "snapshot", "-o", str(target), *FAST)
+    one_line_exit_2(r, f"cannot write {target}: it is a named pipe (FIFO), not a regular file")
+    assert "--force" not in r.output
+
+
 def test_snapshot_onto_dev_null_with_force_is_refused():
     """As root the temp-file-and-rename write replaced the character device with a regular file."""
     before = os.lstat("/dev/null")

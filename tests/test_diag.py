@@ -388,3 +388,18 @@ def test_the_recorded_h200_live_state_reads_say_it_is_free(nv):
         (), None, 0, 1980, 1980)
     assert g.retired_pages_pending is None and g.errors["retired_pages_pending"] == "not supported"
     assert state_findings(state(nv), wanted=True) == []
+
+
+def test_a_target_that_crashes_on_a_cpu_box_is_not_called_no_torch(monkeypatch, tmp_path):
+    """A --python that crashes (or hangs) said 'no torch to ask', as if torch were missing."""
+    monkeypatch.delitem(sys.modules, "pynvml", raising=False)
+    monkeypatch.setattr("builtins.__import__", _no_pynvml(__import__))
+    broken = tmp_path / "python3"
+    broken.write_text("#!/bin/sh\necho 'Segmentation fault' >&2\nexit 139\n")
+    broken.chmod(0o755)
+    r = CliRunner().invoke(cli, ["diag", "--json", "--python", str(broken)])
+    assert r.exit_code == 2, r.output
+    doc = json.loads(r.stdout)
+    validate(doc, "diag")
+    assert doc["verdict"] == "NO_GPU" and "no torch to ask" not in doc["error"]["message"]
+    assert "torch could not be asked: " in doc["error"]["message"]

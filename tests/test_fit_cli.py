@@ -192,3 +192,28 @@ def test_fsdp_is_zero3_and_tp_answers_a_70b_inference_on_two_h200s():
     assert r.exit_code == 0, r.output
     doc = json.loads(r.output)
     assert doc["workload"]["tp"] == 2 and doc["workload"]["gpus"] == 2 and doc["gpus"][0]["fits"]
+
+
+@pytest.mark.parametrize("conf,says", [
+    ("garbage", "'garbage' is not a key:value item"),
+    ("max_split_size_mb:NaN", "max_split_size_mb takes a number, not 'NaN'"),
+    ("expandable_segments:True,max_split_size_mb:inf", "max_split_size_mb takes a number, not 'inf'"),
+    ("garbage_collection_threshold:-1", "garbage_collection_threshold takes a number"),
+])
+def test_an_alloc_conf_torch_would_refuse_is_a_usage_error_not_a_silent_fit(conf, says):
+    r = run("gpt2", "--gpu", "H200", "--alloc-conf", conf)
+    assert r.exit_code == 2, r.output
+    assert says in r.output and len(r.output.strip().splitlines()) == 1
+
+
+def test_an_alloc_conf_with_a_bracketed_list_is_accepted():
+    r = run("gpt2", "--gpu", "H200", "--alloc-conf", "roundup_power2_divisions:[256:1,512:2],expandable_segments:True")
+    assert r.exit_code == 0, r.output
+
+
+def test_loop_trainer_without_train_is_a_usage_error_like_the_other_train_options():
+    """`--loop trainer` with inference was taken silently (and changed nothing), unlike --zero or --amp."""
+    r = run("gpt2", "--loop", "trainer")
+    assert r.exit_code == 2, r.output
+    assert "--loop trainer is for --train" in r.output
+    assert run("gpt2", "--train", "--loop", "trainer", "--gpu", "H200").exit_code == 0

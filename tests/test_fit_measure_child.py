@@ -127,6 +127,7 @@ def test_a_stop_ends_the_child_and_says_so():
     assert m.status == "stopped", (m.status, m.message)
 
 
+@needs_torch
 def test_the_custom_loop_keeps_the_logits_through_backward_and_the_trainer_loop_does_not():
     """The examples' loop (``outputs = model(...); outputs.loss.backward()``) holds outputs.logits:
     fp32 logits here, b x s x V x 4 = 2 x 64 x 1000 x 4 bytes more alive in the backward, and the
@@ -143,6 +144,7 @@ def test_the_custom_loop_keeps_the_logits_through_backward_and_the_trainer_loop_
     assert runs["custom"]["optimizer step"] - runs["trainer"]["optimizer step"] == logits
 
 
+@needs_torch
 def test_the_child_runs_with_the_allocator_setting_the_estimate_assumed():
     w = Workload(mode="infer", batch=1, seq=16, new_tokens=2, dtype="fp32", alloc_conf="expandable_segments:True")
     est, m = measured(w, matmul=False)

@@ -77,3 +77,14 @@ def test_cpu_refuses_a_real_model():
     r = run("Llama-3.1-8B", "--train", "--measure", "--cpu", "--python", sys.executable)
     assert r.exit_code == 2
     assert "--measure --cpu takes tiny configs only" in r.output
+
+
+def test_measure_with_a_python_without_torch_could_not_start_exit_2(tiny, tmp_path):
+    import venv
+
+    bare = tmp_path / "venv"
+    venv.create(bare, with_pip=False)
+    r = run(tiny, "--train", "--seq", "16", "--dtype", "fp32", "--measure", "--python", str(bare / "bin" / "python"))
+    assert r.exit_code == 2, r.output
+    assert "envdoctor fit: --measure: torch is not installed in" in r.output
+    assert "ED635" not in r.output and "Traceback" not in r.output

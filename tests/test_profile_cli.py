@@ -143,3 +143,19 @@ def test_under_a_launcher_several_ranks_need_a_shared_folder():
     r = subprocess.run([sys.executable, "-m", "envdoctor", "profile", "--", "python", "fp32_matmul.py"], env=env,
                        capture_output=True, text=True, timeout=60, cwd=str(FIX))
     assert r.returncode == 2 and "give --trace DIR" in r.stderr
+
+
+def test_trace_on_a_fifo_is_a_usage_error_not_an_internal_error(tmp_path):
+    fifo = tmp_path / "fifo"
+    os.mkfifo(str(fifo))
+    r = profile("--steps", "3", "--trace", str(fifo), "--", "python", "fp32_matmul.py")
+    assert r.returncode == 2, r.stderr
+    assert "is not a folder" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_a_script_that_is_a_folder_or_a_fifo_is_named_as_such_not_missing(tmp_path):
+    fifo = tmp_path / "fifo"
+    os.mkfifo(str(fifo))
+    for path, kind in ((fifo, "is a named pipe (FIFO), not a script"), (tmp_path, "is a folder, not a script")):
+        r = profile("--", "python", str(path))
+        assert r.returncode == 2 and kind in r.stderr and "no such script" not in r.stderr, r.stderr

@@ -309,7 +309,7 @@ def test_ed204_patch_the_table_lacks_keeps_the_installed_patch():
 def test_ed204_python_the_release_has_no_wheels_for():
     py = TargetPython(executable=PY, chosen_by="--python", version="3.14.0", pip="25.2", platform="linux_x86_64")
     finding = one(machine(built("2.8.0+cpu", None, available=False), gpus=[RTX4090], python=py), "ED204")
-    assert finding.fix == ("envdoctor recommend",)
+    assert finding.fix == (f"envdoctor recommend --python {PY}",)     # recommend plans for the --python given
 
 
 def test_ed204_gpu_of_unknown_capability_gets_a_build_unchecked_for_kernels():
@@ -707,3 +707,18 @@ def test_k80_on_r470_with_a_cu130_torch_is_not_told_to_upgrade_the_driver_past_k
     assert finding.fix[-2:] == (
         f"{PY} -m pip install --force-reinstall torch==2.7.1 --index-url https://download.pytorch.org/whl/cu118",
         "# or move to a newer GPU: Kepler's drivers end at R470")
+
+
+def test_ed203_and_ed112_fix_names_the_python_check_was_given():
+    """`check --python /usr/bin/python3` on a machine whose python3 on PATH has torch: the fix said
+    `envdoctor recommend`, which plans for that other interpreter ("nothing to install")."""
+    py = TargetPython(executable="/usr/bin/python3", chosen_by="--python", version="3.11.2", pip=None,
+                      platform="linux_x86_64")
+    f = machine(TorchFacts(), pci=(), python=py)
+    f = replace(f, pci=PciFacts(devices=(), source="/sys/bus/pci/devices"))
+    assert one(f, "ED203").fix == ("envdoctor recommend --python /usr/bin/python3",)
+    from envdoctor.rules.driver import no_gpu
+
+    assert [x.fix for x in no_gpu(f, TABLE)] == [("envdoctor recommend --python /usr/bin/python3   # CPU wheels",)]
+    plain = replace(f, python=replace(py, chosen_by="python3 on PATH"))
+    assert one(plain, "ED203").fix == ("envdoctor recommend",)

@@ -245,3 +245,15 @@ def test_an_import_that_exits_the_interpreter_is_a_crash_not_silence(tmp_path):
     assert f.title.endswith("ended the interpreter before the import returned (exit status 3)")
     assert set(found) == {"ED331", "ED337"}        # mamba-ssm is rebuilt from source here: what that needs
     assert "fatal: libflash_attn.so: bad ELF header" in f.evidence
+
+
+def test_flash_attn_missing_its_own_cuda_module_is_reinstalled_not_pip_install_flash_attn_2_cuda(tmp_path):
+    """`No module named 'flash_attn_2_cuda'`: the fix was `pip install flash_attn_2_cuda`, a package
+    that does not exist (the module is flash-attn's own compiled part)."""
+    site = make_torch(tmp_path, version="2.8.0+cu128", cuda="12.8", devices=[H200], cxx11_abi=True)
+    make_extension(site, "flash-attn", "2.8.3", "flash_attn", raises=ERRORS["fa2_no_cuda_module"])
+    python, torch = _probe(site)
+    (f,) = _findings(python, torch)
+    assert f.code == "ED330"
+    assert not any("pip install flash_attn_2_cuda" in x for x in f.fix), f.fix
+    assert any("flash-attn" in x or "flash_attn-2.8.3" in x for x in f.fix), f.fix

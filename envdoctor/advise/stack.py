@@ -279,8 +279,10 @@ def with_stack(plan: Plan, m: Any, table: Any, ext: Any, wants: Tuple[Want, ...]
         release = cand.releases.get("vllm")
         alternatives = alternatives + (f"uv pip install {'vllm==' + release if release else 'vllm'} "
                                        "--torch-backend=auto   # vLLM's own way, in a fresh environment",)
+    # the libraries asked for are the point of the plan: its steps are not an optional upgrade, even
+    # where the torch installed now works (vllm 0.11.0 does not run on the torch 2.13.0 it finds)
     return replace(plan, steps=tuple(body), choice=replace(plan.choice, reasons=tuple(reasons)),
-                   warnings=plan.warnings + tuple(warnings), alternatives=alternatives)
+                   warnings=plan.warnings + tuple(warnings), alternatives=alternatives, optional=False)
 
 
 def _docker(plan: Plan, m: Any, table: Any, ext: Any, wants: Tuple[Want, ...], cand: Candidate,

@@ -107,8 +107,14 @@ def recommend(route: Route | None, torch_spec: str | None, python: str | None, a
 
     script = _path("--script", script_arg, "give the file to write the commands to (e.g. install.sh)")
     from_report = _path("--from", from_arg, "give a report saved by `envdoctor check --json`")
-    if script is not None and script.exists() and not force:
-        _fail(f"{script} exists; pass --force to overwrite it")
+    if script is not None and script.exists():
+        from envdoctor.atomic import what_it_is
+
+        kind = what_it_is(script.stat().st_mode)
+        if kind is not None:                   # --force would not help: only a regular file is replaced
+            _fail(f"cannot write {script}: it is {kind}, not a regular file (give --script a file's path)")
+        if not force:
+            _fail(f"{script} exists; pass --force to overwrite it")
     try:
         spec = parse_torch_spec(torch_spec)
     except SpecError as exc:

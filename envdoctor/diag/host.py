@@ -116,7 +116,9 @@ def run_diag(level: int, python: str, device: str = "all", *, env: Optional[Mapp
     if nvml_count == 0 and _pci_gpus(facts) == 0 and torch_count == 0:
         why = state.error.message if state.error else "NVML sees no GPU"
         err = ProbeError("unavailable", f"no GPU on this machine: {why}; none on the PCI bus; "
-                         + ("torch sees none" if answer else "no torch to ask"))
+                         + ("torch sees none" if answer else
+                            "no torch to ask" if op_error is None or op_error.kind == "not_found" else
+                            f"torch could not be asked: {op_error.message}"))
         return _finish(replace(base, verdict="NO_GPU", error=err, tests=tuple(tests), findings=tuple(findings)),
                        state, stages, began)
     if op_error is not None and op_error.kind == "not_found":

@@ -34,6 +34,47 @@ _DTYPES = ("fp32", "bf16", "fp16")
 _OPTIMIZERS = ("adamw", "adamw-foreach", "adamw8bit", "sgd", "adafactor")
 
 
+#: options of PYTORCH_CUDA_ALLOC_CONF whose value is one number (c10's CUDAAllocatorConfig)
+_ALLOC_NUMBERS = ("max_split_size_mb", "garbage_collection_threshold", "pinned_num_register_threads",
+                  "pinned_reserve_segment_size_mb", "per_process_memory_fraction", "max_non_split_rounding_mb")
+
+
+def alloc_conf_problem(conf: str) -> str:
+    """What is wrong with a PYTORCH_CUDA_ALLOC_CONF string, or "" when nothing is; pure.
+
+    Only the shape is judged (``key:value`` items split by commas, a bracketed list kept whole, a
+    number where one is expected), not the key's name, which newer torch releases extend.
+
+    >>> alloc_conf_problem("expandable_segments:True,max_split_size_mb:512")
+    ''
+    >>> alloc_conf_problem("max_split_size_mb:NaN")
+    "max_split_size_mb takes a number, not 'NaN'"
+    """
+    items, depth, part = [], 0, ""
+    for c in conf:
+        depth += (c == "[") - (c == "]")
+        if c == "," and depth == 0:
+            items.append(part)
+            part = ""
+        else:
+            part += c
+    items.append(part)
+    for item in (i.strip() for i in items):
+        if not item:
+            continue
+        key, colon, value = (s.strip() for s in item.partition(":"))
+        if not colon or not key or not value or not key.replace("_", "").isalnum():
+            return f"{item!r} is not a key:value item like expandable_segments:True"
+        if key in _ALLOC_NUMBERS:
+            try:
+                number = float(value)
+            except ValueError:
+                number = float("nan")
+            if not (number >= 0 and number != float("inf")):
+                return f"{key} takes a number, not {value!r}"
+    return ""
+
+
 def _fail(message: str) -> None:
     click.echo(f"envdoctor fit: {message}", err=True)
     sys.exit(EXIT_USAGE)
@@ -211,6 +252,10 @@ def fit(model: str | None, mode: str, batch: int, seq: int | None, new_tokens: i
         alloc_conf = os.environ.get("PYTORCH_CUDA_ALLOC_CONF") or os.environ.get("PYTORCH_ALLOC_CONF") or ""
     if len(alloc_conf) > 1000 or any(not (c.isascii() and c.isprintable()) for c in alloc_conf):
         _fail("--alloc-conf (or PYTORCH_CUDA_ALLOC_CONF) is not a setting like expandable_segments:True")
+    wrong = alloc_conf_problem(alloc_conf)
+    if wrong:
+        _fail(f"--alloc-conf (or PYTORCH_CUDA_ALLOC_CONF) {alloc_conf!r}: {wrong} "
+              "(torch refuses it at the first CUDA allocation)")
     if fsdp:
         if zero not in (0, 3):
             _fail(f"--fsdp is ZeRO-3's layout (full shard); it does not go with --zero {zero}")

@@ -97,6 +97,8 @@ class Workload:
                     out.append(f"{flag} is for --train")
             if self.optimizer != "adamw":
                 out.append("--optimizer is for --train")
+            if self.loop != "custom":
+                out.append(f"--loop {self.loop} is for --train (the training loop's logits)")
         if self.zero and self.gpus < 2:
             out.append(f"--zero {self.zero} shards over --gpus N; give N of 2 or more")
         if not 1 <= self.tp <= MAX_TP:

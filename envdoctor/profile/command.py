@@ -162,7 +162,11 @@ def profile(command: Tuple[str, ...], steps: int, warmup: int, steps_by: str, ti
                                "(python path/to/module.py ARGS)")
     script, args = rest[0], rest[1:]
     if not os.path.isfile(script):
-        raise click.UsageError(f"{script}: no such script (give the path of the Python file to profile)")
+        from envdoctor.atomic import what_it_is
+
+        kind = what_it_is(os.stat(script).st_mode) if os.path.exists(script) else None
+        raise click.UsageError(f"{script}: " + (f"is {kind}, not a script" if kind else "no such script")
+                               + " (give the path of the Python file to profile)")
     if interpreter is not None and python is None:
         python = interpreter
     target, how = find_python(python)
@@ -177,11 +181,16 @@ def profile(command: Tuple[str, ...], steps: int, warmup: int, steps_by: str, ti
         raise click.UsageError("under a launcher with several ranks, give --trace DIR (a folder every rank can "
                                "write): each rank's report and trace go there, and rank 0 merges them")
     if trace_dir is not None:
+        if os.path.lexists(trace_dir) and not os.path.isdir(trace_dir):
+            raise click.UsageError(f"--trace {trace_dir}: exists and is not a folder (give a folder for the trace)")
         if not os.path.isdir(trace_dir):
             parent = os.path.dirname(os.path.abspath(trace_dir))
             if not os.path.isdir(parent):
                 raise click.UsageError(f"--trace {trace_dir}: the folder {parent} does not exist")
-            os.makedirs(trace_dir, exist_ok=True)
+            try:
+                os.makedirs(trace_dir, exist_ok=True)
+            except OSError as exc:
+                raise click.UsageError(f"--trace {trace_dir}: cannot create the folder ({exc.strerror})") from None
     shown = [os.path.basename(interpreter) if interpreter else "python", script] + args
     run = run_profile(script, args, python=target, steps=steps, warmup=warmup, timeout=timeout,
                       trace_dir=trace_dir, steps_by=steps_by, stop_after=stop_after, rank=rank,

@@ -144,7 +144,7 @@ def now_text(plan: Plan) -> str | None:
         if cur.state == "broken":
             return text + f"; `envdoctor check --python {cur.python}` says why and how to fix it"
         return text
-    if cur.fine and (plan.optional or inplace):
+    if cur.fine and (plan.optional or (inplace and not plan.changes)):
         return text + "; nothing needs to change"
     if not inplace and (plan.ok or plan.route == "docker"):
         where = "runs torch in a container" if plan.route == "docker" else f"installs into {plan.python}"

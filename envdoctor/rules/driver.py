@@ -422,11 +422,14 @@ def no_gpu(facts: Facts, table: Optional[Table]) -> Iterable[Finding]:
     t = facts.torch
     # a torch that imports already runs on the CPU: recommend would change nothing, so send nobody there
     working = t.installed and t.error is None and not t.import_error and t.version is not None
+    # without --python, recommend plans for the python3 on PATH, not the interpreter check was given
+    where = (f" --python {shlex.quote(facts.python.executable)}"
+             if facts.python.chosen_by == "--python" and facts.python.executable else "")
     yield Finding(
         "ED112", "info", CODES["ED112"].title,
         evidence=(f"no NVIDIA display/3D controller in {facts.pci.source or '/sys/bus/pci/devices'}",)
         + ((f"torch {t.version} imports here and runs on the CPU",) if working else ()),
-        fix=() if working else ("envdoctor recommend   # CPU wheels",), area="gpu",
+        fix=() if working else (f"envdoctor recommend{where}   # CPU wheels",), area="gpu",
     )
 
 

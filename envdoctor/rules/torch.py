@@ -103,6 +103,14 @@ def _py(facts: Facts) -> str:
     return shlex.quote(facts.python.executable or "python3")
 
 
+def _recommend(facts: Facts) -> str:
+    """``envdoctor recommend``, with ``--python`` when check was given one: without it recommend
+    plans for the ``python3`` on PATH, another interpreter."""
+    if facts.python.chosen_by == "--python" and facts.python.executable:
+        return f"{RECOMMEND} --python {_py(facts)}"
+    return RECOMMEND
+
+
 def _torch_release(table: Optional[Table], version: Optional[str]) -> Optional[TorchRelease]:
     release = _release(version)
     if table is None or release is None:
@@ -384,7 +392,7 @@ def torch_import_error(facts: Facts, table: Optional[Table]) -> Iterator[Finding
     elif base:
         fix = _pip(facts, [f"torch=={base}"], None)
     else:
-        fix = (RECOMMEND,)
+        fix = (_recommend(facts),)
     if base and system_python(facts):
         explanation += _venv_note(facts)
     yield Finding(
@@ -406,7 +414,7 @@ def torch_missing(facts: Facts, table: Optional[Table]) -> Iterator[Finding]:
     yield Finding(
         "ED203", "info", f"torch is not installed in the target Python{where}",
         evidence=(f"no torch package in {facts.python.executable} ({facts.python.chosen_by})",),
-        fix=(RECOMMEND,), reference=REF_INSTALL, area="torch",
+        fix=(_recommend(facts),), reference=REF_INSTALL, area="torch",
         explanation=("envdoctor recommend picks a torch build for this GPU and driver, by route "
                      "(pip wheels, conda or an NGC container)." if _gpu_machine(facts) else
                      "envdoctor recommend gives the command for the CPU wheels.")
@@ -437,7 +445,7 @@ def cpu_only_build(facts: Facts, table: Optional[Table]) -> Iterator[Finding]:
                        f"picks for this machine: the driver runs it{how} and it has kernels for the "
                        f"GPU{_caveat(choice)}." + (_venv_note(facts) if system_python(facts) else ""))
     else:
-        fix = (RECOMMEND,)
+        fix = (_recommend(facts),)
         explanation = ("envdoctor's table has no CUDA build of this torch release that fits this "
                        "driver and GPU (or the driver is unknown); envdoctor recommend works out "
                        "a release and route.")
@@ -484,7 +492,7 @@ def cuda_newer_than_driver(facts: Facts, table: Optional[Table]) -> Iterator[Fin
         alt = (f", or install the {choice.variant} build of torch {_release(t.version)}, which this "
                f"driver runs{how}, with the command below{_caveat(choice)}")
     else:
-        fix, alt = (RECOMMEND,), ""
+        fix, alt = (_recommend(facts),), ""
     upgrade = f"upgrade the NVIDIA driver to >= {needed}" if needed else "upgrade the NVIDIA driver"
     retired = _retired(facts, table, needed)
     if retired is not None:      # no driver this GPU runs reaches that CUDA: a torch it runs, or a newer GPU
@@ -498,7 +506,7 @@ def cuda_newer_than_driver(facts: Facts, table: Optional[Table]) -> Iterator[Fin
             fix = _install_newest(facts, newest) + (f"# or move to a newer GPU: {arch_name}'s drivers end at R{last}",)
         else:
             upgrade += "; envdoctor recommend shows what still runs on it, or move to a newer GPU"
-            fix = (RECOMMEND, f"# or move to a newer GPU: {arch_name}'s drivers end at R{last}")
+            fix = (_recommend(facts), f"# or move to a newer GPU: {arch_name}'s drivers end at R{last}")
         alt = ""
     if kind == "none":
         yield Finding(
@@ -542,7 +550,7 @@ def no_kernels_for_gpu(facts: Facts, table: Optional[Table]) -> Iterator[Finding
         return
     choice = _choose(facts, table)
     better = choice if choice is not None and choice.variant != variant_tag(t.cuda) else None
-    fix = _reinstall(facts, better) if better is not None else (RECOMMEND,)
+    fix = _reinstall(facts, better) if better is not None else (_recommend(facts),)
     arch = f"torch {t.version} has kernels for {' '.join(t.arch_list)} (torch.cuda.get_arch_list())"
     other = (f"the {better.variant} build of torch {_release(t.version)} has them{_caveat(better)}"
              if better is not None else "no build of this torch release in envdoctor's table has "

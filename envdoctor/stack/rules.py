@@ -150,8 +150,12 @@ def _reinstall(facts: Facts, table: Optional[Table], ext: Optional[Extensions], 
         return (f"pip uninstall -y {e.dist}   # these GPUs cannot run it; use the framework's fallback "
                 "(transformers: attn_implementation=\"sdpa\")",)
     if b.kind == "missing_module":
-        missing = b.detail.split("imports ", 1)[-1].split(",")[0]
-        return (f"pip install {missing.split('.')[0]}   # the module {e.modules[0] if e.modules else e.name} imports",)
+        missing = b.detail.split("imports ", 1)[-1].split(",")[0].split(".")[0]
+        own = [m.split(".")[0] for m in e.modules] or [e.name.replace("-", "_")]
+        # flash_attn_2_cuda, xformers._C: the library's own compiled part, in its own wheel (no package
+        # of that name on PyPI): the library is reinstalled below, not the module installed
+        if not any(missing == m or missing.startswith(m + "_") for m in own):
+            return (f"pip install {missing}   # the module {e.modules[0] if e.modules else e.name} imports",)
     if b.kind == "libstdcxx":
         return ("conda install -c conda-forge 'libstdcxx-ng>=13'   # in a conda env: its libstdc++ is too old",
                 "# outside conda: a newer libstdc++6 from the distribution, or rebuild the library with this GCC")
