@@ -15,7 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from envdoctor.cli import cli
-from envdoctor.diag.page import diag_page, threshold_text
+from envdoctor.diag.page import diag_page, threshold_text, verdict_text
 from envdoctor.documents import stamp
 from envdoctor.profile.page import breakdown_parts, profile_page
 from tests.browser import open_page
@@ -43,7 +43,7 @@ def test_the_h200_diag_page_has_every_test_with_figure_threshold_and_source():
     doc = _doc("diag-r2.json")
     html = diag_page(doc)
     read = check_page(html)
-    assert "OK" in read.text and "PASS: node <host>, level 2 (medium), 53.6 s" in read.text
+    assert "OK" in read.text and "PASS: level 2 (medium) on node <host>, 53.6 s" in read.text
     node = _rows(html, "tests-node")
     gpu = _rows(html, "tests-gpu-0")
     assert [r[0] for r in node] == ["check", "topo", "fabric"]
@@ -71,7 +71,7 @@ def test_a_failing_diag_names_the_failing_test_first_and_shows_its_fix():
     html = diag_page(doc)
     read = check_page(html)
     assert 'data-exit="1"' in html and "PROBLEM" in read.text
-    assert "FAIL: burn (GPU 0) (node <host>" in read.text
+    assert "FAIL: burn (GPU 0) (level 2 (medium) on node <host>" in read.text
     assert html.index("burn (GPU 0)") < html.index("<main>")             # named in the banner
     assert '<td class="error">FAIL</td>' in html
     assert '<pre class="fix"><code>drain the node: scontrol update ...</code></pre>' in html
@@ -135,6 +135,8 @@ def test_the_nanogpt_profile_page_puts_its_advice_first_with_the_fixes_to_copy()
 def test_threshold_text_and_the_two_formats_at_once():
     assert threshold_text({"compare": "==", "threshold": 0.0, "unit": "processes"}) == "== 0 processes"
     assert threshold_text({"threshold": None}) == "-"
+    assert verdict_text({"verdict": "NO_GPU", "error": {"message": "no GPU"}, "level": 1}) == \
+        "NO_GPU: no GPU (level 1)"
     for args in (["diag", "--json", "--html"], ["profile", "--json", "--html", "--", "python", "x.py"]):
         r = CliRunner().invoke(cli, args)
         assert r.exit_code == 2 and "choose one of --json, --html" in r.output, args
@@ -173,4 +175,4 @@ def test_the_example_pages_open_in_chromium_with_the_verdict_visible(name, tmp_p
     opened = open_page(path)
     assert opened.console == [] and 'data-ready="1"' in opened.dom
     verdict = re.search(r'<div class="verdict[^"]*" id="verdict"[^>]*>(.*?)</div>', opened.dom, re.S)
-    assert verdict and ("PASS: node" in verdict.group(1) or "ms per step" in verdict.group(1))
+    assert verdict and ("PASS: level 2" in verdict.group(1) or "ms per step" in verdict.group(1))

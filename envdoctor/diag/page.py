@@ -107,17 +107,23 @@ def _fabric(fabric: Mapping[str, Any]) -> str:
 
 
 def verdict_text(d: Mapping[str, Any]) -> str:
-    """The banner's line: ``PASS: node vm, level 2 (medium), 53.6 s`` or ``FAIL: burn (GPU 0), ...``."""
+    """The banner's line: ``PASS: level 2 (medium) on node vm, 53.6 s`` or ``FAIL: burn (GPU 0) (level 2 ...)``.
+
+    >>> verdict_text({"verdict": "FAIL", "failed": ["burn (GPU 0)"], "level": 1, "hostname": "n1"})
+    'FAIL: burn (GPU 0) (level 1 on node n1)'
+    """
     verdict = str(d.get("verdict") or "no verdict")
-    where = f"node {fmt(d.get('hostname'))}, level {fmt(d.get('level'))}" + (
-        f" ({d['level_name']})" if d.get("level_name") else "")
+    where = f"level {fmt(d.get('level'))}" + (f" ({d['level_name']})" if d.get("level_name") else "") + (
+        f" on node {d['hostname']}" if d.get("hostname") else "")
     if isinstance(d.get("wall_s"), (int, float)):
         where += f", {float(d['wall_s']):.1f} s"
     err = d.get("error")
     if verdict in ("NO_GPU", "ERROR") and isinstance(err, Mapping) and err.get("message"):
         return f"{verdict}: {err['message']} ({where})"
     named = [str(x) for x in d.get("failed") or () if x]
-    return f"{verdict}: {', '.join(named)} ({where})" if named else f"{verdict}: {where}"
+    if named:
+        return f"{verdict}: {', '.join(named)} ({where})"
+    return f"{verdict}: {where}"
 
 
 def diag_page(doc: Mapping[str, Any], machine: Optional[Redactor] = None) -> str:
