@@ -192,13 +192,27 @@ def verify_h200(tmp: Path) -> Page:
     return Page("verify", out, "nothing regressed since the snapshot", code)
 
 
+def diag_h200(tmp: Path) -> Page:
+    from envdoctor.diag.page import diag_page
+
+    return Page("diag-r2", diag_page(_recorded("diag-r2")), "PASS: level 2 (medium)", 0)
+
+
+def profile_gpt2(tmp: Path) -> Page:
+    from envdoctor.profile.page import profile_page
+
+    doc = json.loads(recorded(H200 / "profile" / "gpt2-train.json"))
+    return Page("profile-gpt2", profile_page(doc), "55.5 ms per step, MFU 13.0 %", 0)
+
+
 PAGES: Dict[str, Callable[[Path], Page]] = {
     "check": check_h200, "check-mismatch": check_mismatch, "recommend": recommend_h200,
     "recommend-nothing-fits": recommend_nothing_fits, "bench": bench_h200x2, "bench-replayed": bench_replayed,
     "bench-suites": bench_suites,
     "burn": burn_h200, "fit": fit_h200, "topo": topo_h200, "topo-8": topo_eight, "comms": comms_h200,
     "fleet": fleet_drifted, "fleet-comms-1rank": fleet_h200, "verify": verify_h200,
+    "diag-r2": diag_h200, "profile-gpt2": profile_gpt2,
 }
 #: the pages written to docs/examples/h200/ (from the H200's own recordings and runs rebuilt from them)
 EXAMPLES = ("check", "recommend", "bench", "bench-suites", "burn", "fit", "topo", "comms", "fleet-comms-1rank",
-            "verify")
+            "verify", "diag-r2", "profile-gpt2")

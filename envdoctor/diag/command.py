@@ -8,15 +8,20 @@ from __future__ import annotations
 
 import sys
 import threading
+from pathlib import Path
 from typing import Optional
 
 import click
 
 from envdoctor.clicore import (
     Number,
+    check_formats,
     debug_option,
+    emit_page,
     gpu_index_or_all,
     guarded,
+    html_options,
+    machine_redactor,
     python_option,
     use_color,
     verbosity,
@@ -32,11 +37,13 @@ from envdoctor.clicore import (
 @click.option("--device", default="all", show_default=True, callback=gpu_index_or_all, metavar="N|all",
               help="GPU index in the target's torch, or 'all'.")
 @click.option("--json", "as_json", is_flag=True, help='Print the versioned JSON document ("envdoctor.diag/1").')
+@html_options
 @python_option
 @verbosity_options
 @debug_option
 @guarded
-def diag(level: int, device: str, as_json: bool, python: Optional[str], debug: bool) -> None:
+def diag(level: int, device: str, as_json: bool, python: Optional[str], debug: bool, as_html: bool = False,
+         html_output: Optional[Path] = None) -> None:
     """Diagnose this node in levels, as DCGM's dcgmi diag -r does: PASS, WARN or FAIL.
 
     \b
@@ -46,6 +53,7 @@ def diag(level: int, device: str, as_json: bool, python: Optional[str], debug: b
     \b
     envdoctor diag                  level 1 (7 s on an H200)
     envdoctor diag -r 2 --json      level 2 as envdoctor.diag/1
+    envdoctor diag --html -o diag.html
     """
     from envdoctor.child import find_python
     from envdoctor.diag.host import run_diag
@@ -55,6 +63,7 @@ def diag(level: int, device: str, as_json: bool, python: Optional[str], debug: b
     from envdoctor.facts.serde import to_data
     from envdoctor.redact import mask_data, mask_text
 
+    check_formats(json=as_json, html=as_html)
     target, _ = find_python(python)
     if target is None:
         raise click.UsageError(f"--python {python}: not found or not executable")
@@ -70,7 +79,13 @@ def diag(level: int, device: str, as_json: bool, python: Optional[str], debug: b
     except KeyboardInterrupt:
         stop.set()
         raise
-    if as_json:
+    if as_html:
+        from envdoctor.diag.page import diag_page
+
+        emit_page(diag_page(mask_data(stamp(to_data(result), exit_status(result.verdict))), machine_redactor()),
+                  html_output, "diag")
+        sys.stderr.write(mask_text(verdict_line(result)) + "\n")
+    elif as_json:
         click.echo(dumps(mask_data(stamp(to_data(result), exit_status(result.verdict)))))
         sys.stderr.write(verdict_line(result) + "\n")
     else:
@@ -79,6 +94,6 @@ def diag(level: int, device: str, as_json: bool, python: Optional[str], debug: b
         hint = ("point --python at an interpreter with torch (see `envdoctor recommend`)"
                 if result.error.kind == "not_found" else "see `nvidia-smi -L`" if result.error.command == "--device"
                 else "run diag on a node with an NVIDIA GPU")
-        said = "" if as_json is False else f"{result.error.message} "
+        said = "" if not (as_json or as_html) else f"{result.error.message} "
         click.echo(f"envdoctor diag: {said}({hint})" if said else f"envdoctor diag: {hint}", err=True)
     sys.exit(exit_status(result.verdict))

@@ -25,8 +25,12 @@ from envdoctor.clicore import (
     EXIT_USAGE,
     FilePath,
     Number,
+    check_formats,
     debug_option,
+    emit_page,
     guarded,
+    html_options,
+    machine_redactor,
     python_option,
     seconds,
     suppress_option,
@@ -138,19 +142,23 @@ def _wait_for_ranks(folder: str, world: int, deadline: float) -> List[Dict[str, 
 @click.option("--bench", "bench_file", default=None, metavar="FILE",
               help="An envdoctor bench --json document of this machine: the MFU against its measured matmul rate.")
 @click.option("--json", "as_json", is_flag=True, help="Print the envdoctor.profile/1 document.")
+@html_options
 @python_option
 @suppress_option
 @debug_option
 @guarded
 def profile(command: Tuple[str, ...], steps: int, warmup: int, steps_by: str, timeout: float,
             trace_dir: Optional[str], stop_after: bool, shapes: bool, bench_file: Optional[str], as_json: bool,
-            python: Optional[str], debug: bool, suppress: Tuple[str, ...] = ()) -> None:
+            python: Optional[str], debug: bool, suppress: Tuple[str, ...] = (), as_html: bool = False,
+            html_output: Optional[Path] = None) -> None:
     """Profile your own training (or inference) script, unchanged: where each step's time goes.
 
     \b
     envdoctor profile -- python train.py --lr 3e-4
     torchrun --nproc-per-node 8 -m envdoctor profile --trace /shared/prof -- train.py --lr 3e-4
+    envdoctor profile --html -o profile.html -- python train.py
     """
+    check_formats(json=as_json, html=as_html)
     words = list(command)
     if words and words[0] == "--":
         words = words[1:]
@@ -207,12 +215,13 @@ def profile(command: Tuple[str, ...], steps: int, warmup: int, steps_by: str, ti
     doc = document(run, through, findings, shown, code, rank, world)
     if trace_dir is not None and world > 1:
         write_atomic(os.path.join(trace_dir, f"profile-rank{rank}.json"), dumps(mask_data(doc)))
-    _show(run, through, findings, shown, doc, as_json, rank, world, trace_dir)
+    _show(run, through, findings, shown, doc, as_json, rank, world, trace_dir, as_html, html_output)
     sys.exit(code if code != EXIT_OK else EXIT_OK)
 
 
 def _show(run: ProfileRun, through: Throughput, findings: Tuple[Finding, ...], shown: Sequence[str],
-          doc: Dict[str, Any], as_json: bool, rank: int, world: int, trace_dir: Optional[str]) -> None:
+          doc: Dict[str, Any], as_json: bool, rank: int, world: int, trace_dir: Optional[str],
+          as_html: bool = False, html_output: Optional[Path] = None) -> None:
     merged: List[str] = []
     if world > 1 and rank == 0 and trace_dir is not None:
         docs = _wait_for_ranks(trace_dir, world, time.monotonic() + MERGE_WAIT)
@@ -222,6 +231,13 @@ def _show(run: ProfileRun, through: Throughput, findings: Tuple[Finding, ...], s
     if as_json:
         if rank == 0:
             click.echo(dumps(mask_data(doc)))
+        return
+    if as_html and rank == 0:
+        from envdoctor.profile.page import profile_page
+
+        emit_page(profile_page(mask_data(doc), machine_redactor()), html_output, "profile")
+        if run.error is not None:
+            click.echo(f"envdoctor profile: {mask_text(run.error)}", err=True)
         return
     if rank != 0:
         t = run.times
