@@ -60,6 +60,8 @@ MAX_WORLD = 65536
 MAX_JOB_ID = 2**32 - 1
 
 #: Variables envdoctor must never set or change for the ranks (tested).
+#: What says that no launcher started this process (the variables this module reads, by name).
+NO_LAUNCHER = "none set RANK and WORLD_SIZE, SLURM_PROCID or OMPI_COMM_WORLD_RANK here"
 PASSED_THROUGH = ("NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST", "NVSHMEM_DISABLE_NVLS")
 #: Rank variables envdoctor sets when it starts the ranks itself; inherited ones are replaced.
 RANK_VARIABLES = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",

@@ -161,7 +161,7 @@ def _gather(with_bench: bool, with_comms: bool, join_timeout: float, slow_pct: f
             torch_timeout: float) -> None:
     from envdoctor.child import find_python
     from envdoctor.fleet import host as g
-    from envdoctor.launch import LaunchError, rendezvous
+    from envdoctor.launch import NO_LAUNCHER, LaunchError, rendezvous
     from envdoctor.fleet.merge import merge
     from envdoctor.fleet.render import rank_line
 
@@ -171,8 +171,8 @@ def _gather(with_bench: bool, with_comms: bool, join_timeout: float, slow_pct: f
         _fail(str(exc))
         return
     if r is None:
-        _fail("--gather runs under a launcher on every node (torchrun, srun, mpirun); none set RANK and "
-              "WORLD_SIZE, SLURM_PROCID or OMPI_COMM_WORLD_RANK here. To merge saved reports: envdoctor fleet DIR")
+        _fail(f"--gather runs under a launcher on every node (torchrun, srun, mpirun); {NO_LAUNCHER}. "
+              "To merge saved reports: envdoctor fleet DIR")
         return
     target, how = find_python(python)
     if target is None:
