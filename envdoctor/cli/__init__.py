@@ -151,6 +151,8 @@ def cli() -> None:
     envdoctor topo; envdoctor comms     GPU links, NCCL bus bandwidth
     torchrun ... -m envdoctor fleet --gather   every node, the odd one named
     envdoctor profile -- python train.py   where your own step's time goes
+    envdoctor diag -r 2                 may this node take a job: PASS, WARN or FAIL
+    envdoctor dockerfile                lint ./Dockerfile for the GPU stack
     """
 
 
