@@ -1226,7 +1226,7 @@ _CODES: Tuple[Code, ...] = (
     Code("ED948", "The profiler slowed the profiled steps", "profile", ("info",),
          "The profiled steps took more than 10% longer than the same script's steps timed without the profiler: "
          "the shares still hold, the absolute times are inflated.",
-         "Profile fewer steps, or read the shares.", (PT_PROFILER,)),
+         "Read the shares, and the baseline's step time for the absolute one; leave --shapes off.", (PT_PROFILER,)),
 
     Code("ED900", "One of envdoctor's checks failed", "envdoctor", ("warning",),
          "A check raised an exception: a bug in envdoctor, not a problem of the machine. The other checks ran.",

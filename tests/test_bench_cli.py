@@ -50,7 +50,7 @@ def test_no_torch_is_one_line_and_exit_2_a_run_that_could_not_start(tmp_path):
     assert r.exit_code == 2 and r.stdout == ""
     lines = [line for line in r.stderr.splitlines() if not line.startswith("bench:")]
     assert lines == [f"envdoctor bench: torch is not installed in {python} (install torch there "
-                     "(see `envdoctor recommend`) or point --python at one that has it)"]
+                     "(`envdoctor recommend --python PATH` plans it for that interpreter) or point --python at one that has it)"]
 
 
 def test_hang_is_one_line_and_exit_1(tmp_path):

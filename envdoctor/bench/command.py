@@ -162,7 +162,8 @@ def _failure_line(result: BenchResult) -> Optional[str]:
         timeout = ("it did not get as far as the measurement (torch import and start-up take seconds, "
                    "more on a cold disk): give it a larger --timeout")
     hint = {
-        "not_found": "install torch there (see `envdoctor recommend`) or point --python at one that has it",
+        "not_found": ("install torch there (`envdoctor recommend --python PATH` plans it for that interpreter) "
+                      "or point --python at one that has it"),
         "timeout": timeout,
         "crashed": "run `envdoctor check` to see why torch fails in this interpreter",
         "unparseable": "something in this interpreter writes to standard output or ends the process early; "

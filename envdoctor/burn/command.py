@@ -107,7 +107,8 @@ def _failure_hint(result: BurnResult, said: bool = False) -> Optional[str]:
     if e is None:
         return None
     hint = {
-        "not_found": "install torch there (see `envdoctor recommend`) or point --python at one that has it",
+        "not_found": ("install torch there (`envdoctor recommend --python PATH` plans it for that interpreter) "
+                      "or point --python at one that has it"),
         "crashed": "run `envdoctor check` to see why torch fails in this interpreter",
         "unavailable": "see `envdoctor check`" if e.command != "--device" else "see `nvidia-smi -L`",
     }.get(e.kind)

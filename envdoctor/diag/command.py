@@ -91,7 +91,7 @@ def diag(level: int, device: str, as_json: bool, python: Optional[str], debug: b
     else:
         click.echo(mask_text(render_diag_text(result, color=use_color(), verbose=verbosity() > 0)), nl=False)
     if result.verdict in ("NO_GPU", "ERROR") and result.error is not None:
-        hint = ("point --python at an interpreter with torch (see `envdoctor recommend`)"
+        hint = ("point --python at an interpreter with torch (`envdoctor recommend --python PATH` plans one)"
                 if result.error.kind == "not_found" else "see `nvidia-smi -L`" if result.error.command == "--device"
                 else "run diag on a node with an NVIDIA GPU")
         said = "" if not (as_json or as_html) else f"{result.error.message} "

@@ -61,8 +61,9 @@ def rules(b: Breakdown, syncs: Sequence[SyncSite] = (), optimizer: Optional[dict
         out.append(Finding(
             "ED948", "info", f"The profiler slowed the profiled steps by {_pct(times.overhead)}",
             (f"steps without the profiler {times.baseline_s:.4g} s, with it {times.mean_s:.4g} s",),
-            ("envdoctor profile --steps 3 ... (fewer profiled steps), or read the shares rather than the "
-             "absolute times",), reference=TORCH_PROFILER, area="profile",
+            ("read the shares rather than the absolute times: the step's own time is the baseline's above",
+             "envdoctor profile ... without --shapes (the default: recording shapes slows every operator)"),
+            reference=TORCH_PROFILER, area="profile",
             explanation="The shares are still indicative; the absolute step time is the baseline's."))
     return tuple(out)
 
