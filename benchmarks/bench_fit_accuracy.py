@@ -88,7 +88,8 @@ class Case:
 
 def W(mode: str = "train", **kw: Any) -> Workload:
     """The in-sample rows ran HF Trainer's loop (the loss only; the child had no other then)."""
-    kw.setdefault("loop", "trainer")
+    if mode == "train":
+        kw.setdefault("loop", "trainer")
     return Workload(mode=mode, **kw)  # type: ignore[arg-type]
 
 
@@ -274,6 +275,28 @@ EXTRA_CASES = (
          W(batch=2, seq=8192, dtype="bf16", grad_checkpointing=True), alloc_conf="expandable_segments:True"),
     Case("Llama-3.2-1B train bf16 ckpt b2 s8192 custom loop", "Llama-3.2-1B",
          H(batch=2, seq=8192, dtype="bf16", grad_checkpointing=True, loop="custom")),
+    # the third round's in-sample tuning rows (issue 28): one per term the first held-out set missed
+    # on, none of them a row of the second held-out set (docs/fit.md, "The third round")
+    Case("X1 Qwen2.5-1.5B train fp32 s1024 trainer", "Qwen2.5-1.5B", H(seq=1024, dtype="fp32", loop="trainer"),
+         why="fp32 SDPA with GQA"),
+    Case("X2 bert-base train bf16 b16 s512 trainer", "bert-base-uncased",
+         H(batch=16, seq=512, dtype="bf16", loop="trainer"), why="MLM loss in bf16"),
+    Case("X3 gemma-2-2b (8/26 layers) train bf16 ckpt b2 s2048 custom", "gemma-2-2b",
+         H(batch=2, seq=2048, dtype="bf16", grad_checkpointing=True, loop="custom"), layers=8,
+         why="H13 with the custom loop"),
+    Case("X4 Phi-3-mini (8/32 layers) train bf16 ckpt b4 s2048 trainer", "Phi-3-mini-4k-instruct",
+         H(batch=4, seq=2048, dtype="bf16", grad_checkpointing=True, loop="trainer"), layers=8,
+         why="H14 with HF Trainer's loop"),
+    Case("X5 qwen3moe-small train bf16 ckpt b2 s2048 custom", "Qwen3-30B-A3B",
+         H(batch=2, seq=2048, dtype="bf16", grad_checkpointing=True, loop="custom"), config=QWEN3MOE_SMALL,
+         why="MoE training reserve"),
+    Case("X6 Llama-3.2-1B infer bf16 b16 s1024+128", "Llama-3.2-1B",
+         H("infer", batch=16, seq=1024, new_tokens=128, dtype="bf16"), why="batched generation"),
+    Case("X7 Qwen2.5-1.5B train bf16 ckpt b2 s4096 custom", "Qwen2.5-1.5B",
+         H(batch=2, seq=4096, dtype="bf16", grad_checkpointing=True, loop="custom"), why="H7 fused, longer"),
+    Case("X8 mixtral-small train bf16 ckpt b2 s2048 custom", "Mixtral-8x7B-v0.1",
+         H(batch=2, seq=2048, dtype="bf16", grad_checkpointing=True, loop="custom"), config=MIXTRAL_SMALL,
+         why="MoE, checkpointing, custom loop"),
 )
 
 _TINY = {"hidden_size": 64, "intermediate_size": 160, "num_hidden_layers": 2, "num_attention_heads": 4,
