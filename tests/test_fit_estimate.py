@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from envdoctor.fit.activations import Precision, layer_bytes_per_token, layer_saved
@@ -56,7 +58,11 @@ def test_llama_layer_keeps_these_bytes_per_token():
     # fp32: the fp32 copy is the input itself (256 + 4), normalised 256, output 256 = 772 per norm;
     # attention 4 x (64 + 32 + 32 + 64) + 16 = 784; MLP 4 x 128 x 4 = 2048. Total 772*2 + 784 + 2048 = 4376.
     fp32 = Precision(act=4, resid=4, autocast=False)
-    assert layer_bytes_per_token(layer_saved(TINY, fp32, 32, "sdpa", True)) == 4376
+    assert layer_bytes_per_token(layer_saved(TINY, dataclasses.replace(fp32, cuda=False), 32, "sdpa", True)) == 4376
+    # on CUDA, fp32 with grouped KV heads runs SDPA's math kernel (flash needs fp16/bf16, the memory-efficient
+    # kernel takes no grouped heads): no log-sum-exp (-16), k and v repeated to the 4 heads (+2 x 32 x 4) and
+    # the fp32 softmax output 4 heads x 32 x 4 (+512): 5128
+    assert layer_bytes_per_token(layer_saved(TINY, fp32, 32, "sdpa", True)) == 5128
     # autocast (fp32 weights, bf16 matmuls): norms keep fp32 input 256 + rsqrt 4 + fp32 normalised 256 and one
     # bf16 cast per linear they feed (3 x 128 for q/k/v, 2 x 128 for gate/up): 900 + 772; attention 400; MLP 1024.
     auto = Precision(act=2, resid=4, autocast=True)

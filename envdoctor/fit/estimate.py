@@ -27,7 +27,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from envdoctor.fit.activations import Precision, Saved, effective_attention, layer_bytes_per_token, layer_saved
+from envdoctor.fit.activations import (Precision, Saved, effective_attention, layer_bytes_per_token, layer_saved,
+                                       sdpa_math)
 from envdoctor.fit.constants import Constants
 from envdoctor.fit.params import Weight, inventory, largest_layer_params, matmul_params, total_params
 from envdoctor.fit.spec import ModelSpec
@@ -422,11 +423,21 @@ def _train_phases(spec: ModelSpec, w: Workload, weights: tuple[Weight, ...], run
     E = tokens * V
     upcast = 4 if A != 4 else 0
     loss_elem = max(A + upcast + 4, 12, 4 + (A if A != 4 else 0))
+    # BERT's MLM head: BertForMaskedLM calls CrossEntropyLoss on the bf16/fp16 scores as they are (no
+    # .float()), so log-softmax, its gradient and the scores' gradient are all in A (H200 row H3 measured
+    # 6 B per logit less than the upcast count); under autocast log_softmax runs in fp32 as before
+    mlm_low = spec.family == "bert" and A == 2 and not run.prec.autocast
+    if mlm_low:
+        loss_elem = 3 * A
     softcap = A if spec.traits.logit_softcap else 0
+    loss_words = ("log-softmax output kept in fp32 (4) + its gradient (4) + the gradient of the upcast logits (4) "
+                  "during the loss backward (transformers ForCausalLMLoss upcasts logits.float(); cross_entropy = "
+                  "log_softmax + nll_loss)")
+    if mlm_low:
+        loss_words = (f"log-softmax output, its gradient and the scores' gradient, each {A} B (BertForMaskedLM's "
+                      "CrossEntropyLoss runs on the scores' own dtype, no upcast)")
     logits = Term("logits", (loss_elem + softcap) * E,
-                  f"logits b*s*V x {loss_elem + softcap} B: log-softmax output kept in fp32 (4) + its gradient (4) "
-                  "+ the gradient of the upcast logits (4) during the loss backward (transformers ForCausalLMLoss "
-                  "upcasts logits.float(); cross_entropy = log_softmax + nll_loss)"
+                  f"logits b*s*V x {loss_elem + softcap} B: " + loss_words
                   + (" + tanh of the soft-capped logits (A)" if softcap else ""),
                   (("batch", b), ("seq", s), ("vocab", V), ("bytes_per_logit", loss_elem + softcap)))
     head_trainable = not w.lora_rank
@@ -442,7 +453,7 @@ def _train_phases(spec: ModelSpec, w: Workload, weights: tuple[Weight, ...], run
     # the logits in A bytes (bf16/fp16 weights, or the head under autocast) are freed after the forward;
     # their block cannot hold the fp32 gradients of the loss backward (the allocator never merges
     # separate segments), so it stays reserved beside them
-    stranded = A * E if A != 4 else 0
+    stranded = A * E if A != 4 and not mlm_low else 0
     held: tuple[Term, ...] = ()
     if w.loop == "custom":
         # the examples' loop holds outputs (its logits, in the head's output dtype A) from the forward
@@ -508,6 +519,8 @@ def _layer_backward_working(spec: ModelSpec, w: Workload, run: _Run, layer_max: 
         mlp = (3 if t.gated_mlp else 2) * A * spec.intermediate
     if effective_attention(spec, w.attention) == "eager":
         attn = (2 * A + 4) * spec.heads * w.seq
+    elif sdpa_math(spec, run.prec, w.attention):
+        attn = 8 * spec.heads * w.seq      # the math kernel's fp32 gradients of the probabilities and the scores
     else:
         attn = 3 * A * spec.q_dim
     working = max(mlp, attn)
@@ -577,6 +590,11 @@ def _infer_phases(spec: ModelSpec, w: Workload, weights: tuple[Weight, ...], run
         soft = (A + 8) if t.eager_softmax_fp32 else 2 * A
         attn = A * 3 * spec.q_dim + (soft + (A if t.logit_softcap else 0)) * spec.heads * s
         mask = b * s * s * R
+    elif sdpa_math(spec, run.prec, attention):
+        # fp32 with grouped KV heads: the math kernel (activations.sdpa_math) repeats k and v to every head
+        # and materialises the fp32 scores and their softmax, s x s per head
+        attn = A * (2 * spec.q_dim + 2 * spec.kv_dim) + 2 * 4 * spec.q_dim + 2 * 4 * spec.heads * s
+        mask = 0
     else:
         attn = A * (2 * spec.q_dim + 2 * spec.kv_dim)
         mask = 0
