@@ -35,9 +35,11 @@ def test_inference_fp32_prefill_by_hand():
     e = estimate(TINY, Workload(mode="infer", batch=1, seq=10, new_tokens=0, dtype="fp32"), C)
     weights = N * 4
     kv = 2 * 2 * 2 * 16 * 4 * 10                   # 2 x layers x kv heads x head_dim x 4 B x 10 tokens
-    # hidden + residual, the embedding output and the layer's input (still referenced), then the MLP's gate,
-    # up and product
-    working = 10 * (2 * 4 * 64 + 2 * 4 * 64 + 4 * 3 * 128)
+    # hidden + residual, the embedding output and the layer's input (still referenced), then the larger of the
+    # MLP's gate, up and product (4 x 3 x 128 = 1536) and attention: fp32 with 2 KV heads for 4 runs SDPA's math
+    # kernel, q, k, v (4 x (64 + 32 + 32 + 64) = 768) + k and v repeated to every head (2 x 4 x 64) + the fp32
+    # scores and softmax, 4 heads x 10 keys each (2 x 4 x 4 x 10): 1600
+    working = 10 * (2 * 4 * 64 + 2 * 4 * 64 + max(4 * 3 * 128, 768 + 2 * 4 * 64 + 2 * 4 * 4 * 10))
     logits = 100 * (4 + 8)                         # last position only: V x (fp32 + fp32 copy + processed)
     allocated = weights + kv + working + logits
     transient = kv + working + logits              # all but the weights is allocated and freed per step

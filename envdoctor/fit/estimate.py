@@ -24,7 +24,7 @@ top of what is allocated. Each :class:`Term` carries its formula and the numbers
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from envdoctor.fit.activations import (Precision, Saved, effective_attention, layer_bytes_per_token, layer_saved,
@@ -62,6 +62,12 @@ class Phase:
     name: str
     terms: tuple[Term, ...]
     stranded: int = 0
+    #: gradient checkpointing: the loss's gradient block and one layer's recomputed activations, each
+    #: weighted in the reserve (see ``_reserve``)
+    grad_block: int = 0
+    recompute: int = 0
+    #: generation: the KV cache whose previous, one token shorter K/V blocks torch.cat leaves cached
+    kv_cat: int = 0
     #: the allocator reserve's band at this moment (low, high); (0, 0) before the reserve is added
     reserve_band: tuple[int, int] = (0, 0)
 
@@ -167,7 +173,7 @@ def estimate(spec: ModelSpec, w: Workload, const: Constants) -> Estimate:
     finished = []
     for p in phases:
         reserve, band = _reserve(p, w, const, spec.traits.moe)
-        finished.append(Phase(p.name, p.terms + const_terms + (reserve,), p.stranded, band))
+        finished.append(replace(p, terms=p.terms + const_terms + (reserve,), reserve_band=band))
     peak = max(finished, key=lambda p: p.bytes)
     if _expandable(w.alloc_conf):
         notes.append("expandable_segments: the reserve is the default allocator's model halved, stranded blocks "
@@ -264,9 +270,16 @@ def _reserve(phase: Phase, w: Workload, const: Constants, moe: bool = False) -> 
     on the in-sample H200 rows (docs/fit.md); the band scales the variable part."""
     transient = sum(t.bytes for t in phase.terms if t.name not in _PERSISTENT)
     f = const.allocator_transient_train if w.train else const.allocator_transient_infer
+    if w.train and w.grad_checkpointing:
+        f = const.allocator_transient_ckpt
+    if w.train and moe:     # routed experts: per-expert token groups of every size (in-sample H19, X5, H17)
+        f = const.allocator_transient_moe
     s = const.allocator_stranded_factor
     expandable = _expandable(w.alloc_conf)
-    variable = f * transient + s * phase.stranded
+    c_g = const.allocator_ckpt_grad_block_custom if w.loop == "custom" else const.allocator_ckpt_grad_block
+    ckpt = c_g * phase.grad_block + const.allocator_ckpt_recompute * phase.recompute
+    kv_cat = const.allocator_kv_cat * phase.kv_cat
+    variable = f * transient + s * phase.stranded + ckpt + kv_cat
     point_var = f * transient / 2 if expandable else variable
     seg = const.allocator_segments_bytes
     point = int(seg + point_var)
@@ -284,8 +297,15 @@ def _reserve(phase: Phase, w: Workload, const: Constants, moe: bool = False) -> 
     if expandable:
         formula = ("expandable_segments: segments + f/2 x transient, no stranded block (unmeasured; band up to "
                    "the default allocator's point)")
+    if ckpt:
+        formula += " + checkpointing: c_g x the loss's gradient block + c_r x one layer recomputed"
+    if kv_cat:
+        formula += " + c_kv x the KV cache (torch.cat's previous K/V blocks, cached)"
     inputs: tuple[tuple[str, Value], ...] = (
         ("transient_bytes", transient), ("f", f), ("stranded_bytes", phase.stranded), ("s", s),
+        ("ckpt_grad_block_bytes", phase.grad_block), ("c_g", c_g),
+        ("ckpt_recompute_bytes", phase.recompute), ("c_r", const.allocator_ckpt_recompute),
+        ("kv_cat_bytes", phase.kv_cat), ("c_kv", const.allocator_kv_cat),
         ("segments_bytes", seg), ("reserve_low_bytes", low), ("reserve_high_bytes", high),
         ("floor", floor),
         ("alloc_conf", w.alloc_conf or "default"))
@@ -463,11 +483,18 @@ def _train_phases(spec: ModelSpec, w: Workload, weights: tuple[Weight, ...], run
                      "outputs.loss.backward()) = b*s*V x A",
                      (("batch", b), ("seq", s), ("vocab", V), ("act_bytes", A), ("loop", w.loop))),)
         stranded = 0
-    loss_phase = Phase("loss backward", (weights_t, optimizer, activations, logits, *held, *extra), stranded)
+    # gradient checkpointing: the reserve the step keeps (torch never gives a segment back by itself, so
+    # what the backward reserved is still reserved at the optimizer step): the loss's gradient block (b*s*V x 4
+    # upcast, x A for BERT's low-precision MLM loss), one layer's recomputed activations, the foreach copy
+    ckpt: dict[str, int] = {}
+    if w.grad_checkpointing:
+        ckpt = {"grad_block": (A if mlm_low else 4) * E, "recompute": int(layer_max * tokens)}
+        stranded = 0
+    loss_phase = Phase("loss backward", (weights_t, optimizer, activations, logits, *held, *extra), stranded, **ckpt)
     layer_phase = Phase("backward of the last layer", (weights_t, optimizer, activations, head_grads, working,
-                                                       *held, *extra))
+                                                       *held, *extra), **ckpt)
     step_extra = tuple(t for t in extra if t.name == "ddp_buckets")
-    step_phase = Phase("optimizer step", (weights_t, gradients, optimizer, step_tmp, *held, *step_extra))
+    step_phase = Phase("optimizer step", (weights_t, gradients, optimizer, step_tmp, *held, *step_extra), **ckpt)
     build = _build_phase(spec, w, weights_t, run)
     return ((build,) if build else ()) + (loss_phase, layer_phase, step_phase)
 
@@ -627,7 +654,8 @@ def _infer_phases(spec: ModelSpec, w: Workload, weights: tuple[Weight, ...], run
                (("layers", layers),))
     phases = [Phase("prefill", (weights_t, kv(prompt, cross), prefill_work, last))]
     if new:
-        phases.append(Phase("last generated token", (weights_t, kv(prompt + new, cross), cat, last)))
+        final_kv = kv(prompt + new, cross)
+        phases.append(Phase("last generated token", (weights_t, final_kv, cat, last), kv_cat=final_kv.bytes))
     build = _build_phase(spec, w, weights_t, run) if tp == 1 and not w.device_map else None
     return ((build,) if build else ()) + tuple(phases)
 
@@ -663,7 +691,9 @@ def _pipeline_stages(spec: ModelSpec, weights: tuple[Weight, ...], phases: Seque
                     scale = 1.0 / pp
                 terms.append(Term(t.name, int(t.bytes * scale), t.formula + (
                     f"; {stage} of {pp}" if scale != 1.0 else ""), t.inputs + (("pp_stage", stage),), t.note))
-            out.append(Phase(f"{p.name} ({stage})", tuple(terms), p.stranded if stage == "last stage" else 0))
+            out.append(replace(p, name=f"{p.name} ({stage})", terms=tuple(terms),
+                               stranded=p.stranded if stage == "last stage" else 0,
+                               grad_block=p.grad_block if stage == "last stage" else 0))
     return tuple(out)
 
 
