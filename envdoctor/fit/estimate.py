@@ -266,8 +266,12 @@ def _reserve(phase: Phase, w: Workload, const: Constants, moe: bool = False) -> 
     (best fit, splitting) and never merges separate segments. So what is kept across steps costs
     about nothing; what is allocated and freed every step (``transient``) leaves blocks of the wrong
     size behind; a freed low-precision logits block next to the loss's fp32 requests is the largest
-    such block (``stranded``). Model: segments + f x transient + s x stranded, the constants fitted
-    on the in-sample H200 rows (docs/fit.md); the band scales the variable part."""
+    such block (``stranded``). With gradient checkpointing the loss backward's second fp32 gradient
+    block needs a segment of its own and the recomputed layer's blocks are cut by the parameters'
+    gradients (``grad_block``, ``recompute``); in generation torch.cat leaves every layer's previous
+    K/V blocks cached (``kv_cat``). Model: segments + f x transient + s x stranded + c_g x grad_block +
+    c_r x recompute + c_kv x kv_cat, the constants fitted on in-sample H200 rows only (docs/fit.md,
+    data/fit.toml); the band scales the variable part."""
     transient = sum(t.bytes for t in phase.terms if t.name not in _PERSISTENT)
     f = const.allocator_transient_train if w.train else const.allocator_transient_infer
     if w.train and w.grad_checkpointing:
@@ -485,16 +489,18 @@ def _train_phases(spec: ModelSpec, w: Workload, weights: tuple[Weight, ...], run
         stranded = 0
     # gradient checkpointing: the reserve the step keeps (torch never gives a segment back by itself, so
     # what the backward reserved is still reserved at the optimizer step): the loss's gradient block (b*s*V x 4
-    # upcast, x A for BERT's low-precision MLM loss), one layer's recomputed activations, the foreach copy
-    ckpt: dict[str, int] = {}
+    # upcast, x A for BERT's low-precision MLM loss) and one layer's recomputed activations
+    grad_block = recompute = 0
     if w.grad_checkpointing:
-        ckpt = {"grad_block": (A if mlm_low else 4) * E, "recompute": int(layer_max * tokens)}
+        grad_block, recompute = (A if mlm_low else 4) * E, int(layer_max * tokens)
         stranded = 0
-    loss_phase = Phase("loss backward", (weights_t, optimizer, activations, logits, *held, *extra), stranded, **ckpt)
+    loss_phase = Phase("loss backward", (weights_t, optimizer, activations, logits, *held, *extra), stranded,
+                       grad_block=grad_block, recompute=recompute)
     layer_phase = Phase("backward of the last layer", (weights_t, optimizer, activations, head_grads, working,
-                                                       *held, *extra), **ckpt)
+                                                       *held, *extra), grad_block=grad_block, recompute=recompute)
     step_extra = tuple(t for t in extra if t.name == "ddp_buckets")
-    step_phase = Phase("optimizer step", (weights_t, gradients, optimizer, step_tmp, *held, *step_extra), **ckpt)
+    step_phase = Phase("optimizer step", (weights_t, gradients, optimizer, step_tmp, *held, *step_extra),
+                       grad_block=grad_block, recompute=recompute)
     build = _build_phase(spec, w, weights_t, run)
     return ((build,) if build else ()) + (loss_phase, layer_phase, step_phase)
 
