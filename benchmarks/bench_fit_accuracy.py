@@ -26,9 +26,11 @@ Target (issue 13): every estimate within +-10% of the measured peak and never mo
 
 ``--set held-out`` runs the held-out set of issue 28 instead (docs/fit.md, "Held-out set": 24
 configurations chosen before any run and never tuned on; files ``fit-heldout.json``/``.md``;
-target: at least 90% within -5%..+10%, none under by more than 10%); ``--set extras`` in-sample
-configurations with the custom loop or expandable segments, for tuning. Both sets recompute with
-``--recompute`` (the table then adds the allocator band's upper edge, which verdicts use).
+target: at least 90% within -5%..+10%, none under by more than 10%); ``--set held-out-2`` the
+second held-out set (docs/fit.md, "Second held-out set"); ``--set extras`` in-sample configurations
+for tuning (the custom loop, expandable segments, and the third round's X1-X8, ``--ids X1,X2``).
+All sets recompute with ``--recompute`` (the table then adds the allocator band's upper edge,
+which verdicts use).
 
 ``--cpu`` runs tiny configurations on the CPU (the reference decoder, or transformers where the
 target has it), to check the script here; ``--only TEXT`` runs the rows whose name contains it;
