@@ -40,9 +40,9 @@ class Constants:
     allocator_band_low: float = 0.15
     allocator_band_high: float = 1.8
     #: the upper edge is at least this share of what is allocated at the moment
-    allocator_floor: float = 0.07
+    allocator_floor: float = 0.10
     #: MoE training: the in-sample Mixtral row reserved 8% of allocated in its backward
-    allocator_floor_moe: float = 0.09
+    allocator_floor_moe: float = 0.12
     #: gradient checkpointing (docs/fit.md, "The third round"): f of the transient, x the loss's gradient
     #: block (b*s*V x 4 B upcast), x one layer's recomputed activations; MoE training's f
     allocator_transient_ckpt: float = 0.06
