@@ -280,10 +280,17 @@ def _reserve(phase: Phase, w: Workload, const: Constants, moe: bool = False) -> 
         f = const.allocator_transient_moe
     s = const.allocator_stranded_factor
     expandable = _expandable(w.alloc_conf)
-    c_g = const.allocator_ckpt_grad_block_custom if w.loop == "custom" else const.allocator_ckpt_grad_block
+    if w.grad_checkpointing:
+        c_g = const.allocator_ckpt_grad_block_custom if w.loop == "custom" else const.allocator_ckpt_grad_block
+    else:
+        c_g = const.allocator_grad_block
+    # fourth round: the optimizer states, created by the first step's optimizer.step() out of the blocks that
+    # step freed (activations, logits), displace the next step's transient into new segments
+    states = sum(t.bytes for t in phase.terms if t.name == "optimizer") if w.train else 0
+    c_o = const.allocator_states
     ckpt = c_g * phase.grad_block + const.allocator_ckpt_recompute * phase.recompute
     kv_cat = const.allocator_kv_cat * phase.kv_cat
-    variable = f * transient + s * phase.stranded + ckpt + kv_cat
+    variable = f * transient + s * phase.stranded + ckpt + kv_cat + c_o * states
     point_var = f * transient / 2 if expandable else variable
     seg = const.allocator_segments_bytes
     point = int(seg + point_var)
@@ -302,7 +309,9 @@ def _reserve(phase: Phase, w: Workload, const: Constants, moe: bool = False) -> 
         formula = ("expandable_segments: segments + f/2 x transient, no stranded block (unmeasured; band up to "
                    "the default allocator's point)")
     if ckpt:
-        formula += " + checkpointing: c_g x the loss's gradient block + c_r x one layer recomputed"
+        formula += " + c_g x the loss's second fp32 gradient block (+ c_r x one layer recomputed with checkpointing)"
+    if states:
+        formula += " + c_o x the optimizer states (they take the first step's freed blocks)"
     if kv_cat:
         formula += " + c_kv x the KV cache (torch.cat's previous K/V blocks, cached)"
     inputs: tuple[tuple[str, Value], ...] = (
@@ -310,6 +319,7 @@ def _reserve(phase: Phase, w: Workload, const: Constants, moe: bool = False) -> 
         ("ckpt_grad_block_bytes", phase.grad_block), ("c_g", c_g),
         ("ckpt_recompute_bytes", phase.recompute), ("c_r", const.allocator_ckpt_recompute),
         ("kv_cat_bytes", phase.kv_cat), ("c_kv", const.allocator_kv_cat),
+        ("optimizer_state_bytes", states), ("c_o", c_o),
         ("segments_bytes", seg), ("reserve_low_bytes", low), ("reserve_high_bytes", high),
         ("floor", floor),
         ("alloc_conf", w.alloc_conf or "default"))
@@ -490,9 +500,12 @@ def _train_phases(spec: ModelSpec, w: Workload, weights: tuple[Weight, ...], run
     # gradient checkpointing: the reserve the step keeps (torch never gives a segment back by itself, so
     # what the backward reserved is still reserved at the optimizer step): the loss's gradient block (b*s*V x 4
     # upcast, x A for BERT's low-precision MLM loss) and one layer's recomputed activations
-    grad_block = recompute = 0
+    # fourth round: every training step's loss backward asks for a second b*s*V gradient block that no freed
+    # block holds; measured, max_memory_reserved grew by exactly b*s*V x 4 B (x A for BERT's low-precision MLM
+    # loss) between the forward and the backward in most in-sample rows, with or without checkpointing
+    grad_block, recompute = (A if mlm_low else 4) * E, 0
     if w.grad_checkpointing:
-        grad_block, recompute = (A if mlm_low else 4) * E, int(layer_max * tokens)
+        recompute = int(layer_max * tokens)
         stranded = 0
     loss_phase = Phase("loss backward", (weights_t, optimizer, activations, logits, *held, *extra), stranded,
                        grad_block=grad_block, recompute=recompute)
@@ -616,7 +629,9 @@ def _infer_phases(spec: ModelSpec, w: Workload, weights: tuple[Weight, ...], run
         # the gathered input and the output (2h) and gate, up and their product (3 f_e) per chosen expert;
         # in-sample H200 rows 24 and 25 (Mixtral, Qwen3-MoE prefill) allocated 0.83 and 0.24 GiB more
         # than the one-expert-at-a-time count, which this is
-        mlp = A * spec.experts_per_token * (2 * spec.hidden + 3 * spec.expert_intermediate)
+        # fourth round: gate_up's 2 f_e output, the activation and the product (4 f_e), and beside the gathered
+        # input and the expert's output the routing-weighted copy (3h) per chosen expert (N13, N16 in-sample)
+        mlp = A * spec.experts_per_token * (3 * spec.hidden + 4 * spec.expert_intermediate)
     else:
         mlp = A * (3 if t.gated_mlp else 2) * f
     if attention == "eager":
@@ -661,7 +676,10 @@ def _infer_phases(spec: ModelSpec, w: Workload, weights: tuple[Weight, ...], run
     phases = [Phase("prefill", (weights_t, kv(prompt, cross), prefill_work, last))]
     if new:
         final_kv = kv(prompt + new, cross)
-        phases.append(Phase("last generated token", (weights_t, final_kv, cat, last), kv_cat=final_kv.bytes))
+        # the generated tokens' share of the cache: each token's torch.cat leaves the previous, shorter K/V
+        # blocks cached (fourth round: the reserve grows with the tokens generated, N19, H22)
+        phases.append(Phase("last generated token", (weights_t, final_kv, cat, last),
+                            kv_cat=int(b * new * per_tok)))
     build = _build_phase(spec, w, weights_t, run) if tp == 1 and not w.device_map else None
     return ((build,) if build else ()) + tuple(phases)
 
