@@ -66,8 +66,12 @@ class Phase:
     #: weighted in the reserve (see ``_reserve``)
     grad_block: int = 0
     recompute: int = 0
-    #: generation: the KV cache whose previous, one token shorter K/V blocks torch.cat leaves cached
+    #: generation: the generated tokens' KV cache, whose previous, one token shorter K/V blocks torch.cat
+    #: leaves cached
     kv_cat: int = 0
+    #: checkpointing with HF Trainer's loop: what of the freed low-precision logits block the optimizer
+    #: states do not fill (they were cut from it; the fp32 gradient blocks stay whole, ``grad_block`` 0)
+    spare: int = 0
     #: the allocator reserve's band at this moment (low, high); (0, 0) before the reserve is added
     reserve_band: tuple[int, int] = (0, 0)
 
@@ -290,7 +294,7 @@ def _reserve(phase: Phase, w: Workload, const: Constants, moe: bool = False) -> 
     c_o = const.allocator_states
     ckpt = c_g * phase.grad_block + const.allocator_ckpt_recompute * phase.recompute
     kv_cat = const.allocator_kv_cat * phase.kv_cat
-    variable = f * transient + s * phase.stranded + ckpt + kv_cat + c_o * states
+    variable = f * transient + s * phase.stranded + ckpt + kv_cat + c_o * states + phase.spare
     point_var = f * transient / 2 if expandable else variable
     seg = const.allocator_segments_bytes
     point = int(seg + point_var)
@@ -319,7 +323,7 @@ def _reserve(phase: Phase, w: Workload, const: Constants, moe: bool = False) -> 
         ("ckpt_grad_block_bytes", phase.grad_block), ("c_g", c_g),
         ("ckpt_recompute_bytes", phase.recompute), ("c_r", const.allocator_ckpt_recompute),
         ("kv_cat_bytes", phase.kv_cat), ("c_kv", const.allocator_kv_cat),
-        ("optimizer_state_bytes", states), ("c_o", c_o),
+        ("optimizer_state_bytes", states), ("c_o", c_o), ("spare_logits_block_bytes", phase.spare),
         ("segments_bytes", seg), ("reserve_low_bytes", low), ("reserve_high_bytes", high),
         ("floor", floor),
         ("alloc_conf", w.alloc_conf or "default"))
@@ -504,16 +508,25 @@ def _train_phases(spec: ModelSpec, w: Workload, weights: tuple[Weight, ...], run
     # block holds; measured, max_memory_reserved grew by exactly b*s*V x 4 B (x A for BERT's low-precision MLM
     # loss) between the forward and the backward in most in-sample rows, with or without checkpointing
     grad_block, recompute = (A if mlm_low else 4) * E, 0
+    spare = 0
     if w.grad_checkpointing:
         recompute = int(layer_max * tokens)
         stranded = 0
+        # HF Trainer's loop frees the low-precision logits after the forward; with checkpointing no large
+        # activation block is freed beside it, so the first step's optimizer states (the embedding's among
+        # them) are cut from that block (best fit) when they fit in it, and the fp32 blocks of the loss stay
+        # whole for the next step: no new segment (H6: max_memory_reserved did not grow in the backward),
+        # and what the states leave of the block stays reserved
+        if w.loop == "trainer" and A != 4 and not mlm_low and optimizer.bytes < A * E:
+            spare, grad_block = A * E - optimizer.bytes, 0
     loss_phase = Phase("loss backward", (weights_t, optimizer, activations, logits, *held, *extra), stranded,
-                       grad_block=grad_block, recompute=recompute)
+                       grad_block=grad_block, recompute=recompute, spare=spare)
     layer_phase = Phase("backward of the last layer", (weights_t, optimizer, activations, head_grads, working,
-                                                       *held, *extra), grad_block=grad_block, recompute=recompute)
+                                                       *held, *extra), grad_block=grad_block, recompute=recompute,
+                        spare=spare)
     step_extra = tuple(t for t in extra if t.name == "ddp_buckets")
     step_phase = Phase("optimizer step", (weights_t, gradients, optimizer, step_tmp, *held, *step_extra),
-                       grad_block=grad_block, recompute=recompute)
+                       grad_block=grad_block, recompute=recompute, spare=spare)
     build = _build_phase(spec, w, weights_t, run)
     return ((build,) if build else ()) + (loss_phase, layer_phase, step_phase)
 
@@ -717,7 +730,8 @@ def _pipeline_stages(spec: ModelSpec, weights: tuple[Weight, ...], phases: Seque
                     f"; {stage} of {pp}" if scale != 1.0 else ""), t.inputs + (("pp_stage", stage),), t.note))
             out.append(replace(p, name=f"{p.name} ({stage})", terms=tuple(terms),
                                stranded=p.stranded if stage == "last stage" else 0,
-                               grad_block=p.grad_block if stage == "last stage" else 0))
+                               grad_block=p.grad_block if stage == "last stage" else 0,
+                               spare=p.spare if stage == "last stage" else 0))
     return tuple(out)
 
 
