@@ -168,7 +168,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     args = ap.parse_args(argv)
     const = load_constants()
     rows = tuning_rows(const)
-    parts = [([r for r in rows if r.workload.train], TRAIN_GRID), ([r for r in rows if not r.workload.train], INFER_GRID)]
+    parts = [([r for r in rows if r.workload.train], TRAIN_GRID),
+             ([r for r in rows if not r.workload.train], INFER_GRID)]
     shipped = [error(r, const) for r in rows]
     print(_line(f"shipped constants, in-sample ({len(rows)} rows)", shipped))
     for label, group in (("family", lambda r: r.family), ("set", lambda r: r.set)):

@@ -21,8 +21,10 @@ TINY = ModelSpec(name="tiny", architecture="LlamaForCausalLM", family="llama", h
                  heads=4, kv_heads=2, head_dim=16, vocab=100)
 N = 6400 + 6400 + 2 * (4096 + 2048 + 2048 + 4096 + 3 * 64 * 128 + 128) + 64
 # round numbers for the sums: the allocator reserve is half of what is transient + the stranded block
+# (fourth round) + half the loss's second fp32 gradient block + a quarter of the optimizer states in training
 C = Constants(context_bytes=1000, cublas_bytes=24, allocator_segments_bytes=0, allocator_transient_train=0.5,
-              allocator_transient_infer=0.5, allocator_stranded_factor=1.0)
+              allocator_transient_infer=0.5, allocator_stranded_factor=1.0, allocator_grad_block=0.5,
+              allocator_states=0.25)
 CONTEXT = 1024
 
 
@@ -96,12 +98,15 @@ def test_training_bf16_adamw_by_hand():
     last_layer = weights + states + acts + 100 * 64 * 2 + 16 * 3 * 2 * 128   # head grad + 3 f-wide grads
     step = weights + grads + states                             # fused AdamW: no step-wide copy
     stranded = 2 * 8 * 100 * 2          # the freed bf16 logits' block, too small for the fp32 loss gradients
+    # every moment: the loss's second fp32 gradient block b*s*V x 4 (x 0.5) and the states (x 0.25), which the
+    # step keeps reserved
+    kept = 2 * 8 * 100 * 4 * 0.5 + states * 0.25
     # transient (allocated and freed every step): all but the weights and the optimizer states
     for name, allocated, transient, extra in (
             ("loss backward", loss, acts + logits, stranded),
             ("backward of the last layer", last_layer, last_layer - weights - states, 0),
             ("optimizer step", step, grads, 0)):
-        assert phases[name].bytes == allocated + CONTEXT + int(transient * 0.5 + extra), name
+        assert phases[name].bytes == allocated + CONTEXT + int(transient * 0.5 + extra + kept), name
     assert e.peak_phase == "optimizer step"
 
 
@@ -242,7 +247,7 @@ def test_verdicts_ways_and_limits():
 
 def test_largest_batch_is_the_boundary():
     spec = bundled_models().find("Qwen2.5-0.5B").spec
-    gpu = Gpu("8 GiB", 8 * 2**30, "given")
+    gpu = Gpu("16 GiB", 16 * 2**30, "given")
     w = Workload(mode="train", batch=1, seq=1024)
     r = fit_report(spec, w, [gpu], [], Constants())
     assert r.max_batch is not None
@@ -413,17 +418,39 @@ def test_checkpointed_reserve_counts_the_loss_gradient_block_and_a_recomputed_la
     loss = next(p for p in e.phases if p.name == "loss backward")
     inputs = dict(next(t for t in loss.terms if t.name == "allocator_reserve").inputs)
     block = 2 * 8192 * spec.vocab * 4
-    assert loss.grad_block == block and loss.stranded == 0
+    # the states (1.24B x 2 states x 2 B = 4.9 GB) do not fit in the freed bf16 logits block (4.2 GB): no spare
+    assert loss.grad_block == block and loss.stranded == 0 and loss.spare == 0
     c_g = const.allocator_ckpt_grad_block_custom if loop == "custom" else const.allocator_ckpt_grad_block
     assert inputs["c_g"] == c_g and inputs["f"] == const.allocator_transient_ckpt
+    states = next(t for t in loss.terms if t.name == "optimizer").bytes
+    assert inputs["optimizer_state_bytes"] == states == 1_235_814_400 * 2 * 2
     want = int(const.allocator_segments_bytes + const.allocator_transient_ckpt * inputs["transient_bytes"]
-               + c_g * block + const.allocator_ckpt_recompute * inputs["ckpt_recompute_bytes"])
+               + c_g * block + const.allocator_ckpt_recompute * inputs["ckpt_recompute_bytes"]
+               + const.allocator_states * states)
     assert abs(next(t for t in loss.terms if t.name == "allocator_reserve").bytes - want) <= 1
     # the optimizer step keeps what the backward reserved
     step = next(p for p in e.phases if p.name == "optimizer step")
     assert step.grad_block == block
+    # fourth round: without checkpointing the second fp32 block is counted too, with its own factor
     plain = estimate(spec, w.with_(grad_checkpointing=False), const)
-    assert next(p for p in plain.phases if p.name == "loss backward").grad_block == 0
+    plain_loss = next(p for p in plain.phases if p.name == "loss backward")
+    assert plain_loss.grad_block == block and plain_loss.recompute == 0
+    assert dict(next(t for t in plain_loss.terms if t.name == "allocator_reserve").inputs)["c_g"] == \
+        const.allocator_grad_block
+
+
+def test_checkpointed_trainer_loop_keeps_the_fp32_blocks_when_the_states_fit_the_freed_logits_block():
+    # H6's shape: Qwen2.5-0.5B, b8 s2048: the bf16 logits block 16,384 x 151,936 x 2 B = 4.98 GB holds the states
+    # (494M x 2 x 2 B = 1.98 GB); its rest is the reserve, and no second fp32 gradient block is counted
+    spec = bundled_models().find("Qwen2.5-0.5B").spec
+    const = load_constants()
+    w = Workload(mode="train", batch=8, seq=2048, dtype="bf16", grad_checkpointing=True, loop="trainer")
+    loss = next(p for p in estimate(spec, w, const).phases if p.name == "loss backward")
+    states = next(t for t in loss.terms if t.name == "optimizer").bytes
+    assert loss.grad_block == 0 and loss.spare == 8 * 2048 * 151_936 * 2 - states > 0
+    # the custom loop holds its logits, so the block is not free: the fp32 gradient block counts
+    custom = next(p for p in estimate(spec, w.with_(loop="custom"), const).phases if p.name == "loss backward")
+    assert custom.spare == 0 and custom.grad_block == 8 * 2048 * 151_936 * 4
 
 
 def test_generation_reserves_the_caches_previous_blocks_at_the_last_token():
@@ -432,7 +459,9 @@ def test_generation_reserves_the_caches_previous_blocks_at_the_last_token():
     e = estimate(spec, Workload(mode="infer", batch=16, seq=512, new_tokens=128, dtype="fp16"), const)
     last = next(p for p in e.phases if p.name == "last generated token")
     kv = next(t for t in last.terms if t.name == "kv_cache").bytes
-    assert last.kv_cat == kv
+    # fourth round: the generated tokens' share of the cache, 128 of 640 tokens (b x new x 2 x L x d_kv x 2 B)
+    assert last.kv_cat == 16 * 128 * 2 * 36 * 1280 * 2 == kv * 128 // 640
+    kv = last.kv_cat
     reserve = next(t for t in last.terms if t.name == "allocator_reserve")
     inputs = dict(reserve.inputs)
     assert reserve.bytes == int(const.allocator_segments_bytes + const.allocator_transient_infer

@@ -18,8 +18,10 @@ from envdoctor.fit.workload import Workload
 TIED = ModelSpec(name="tiny-tied", architecture="LlamaForCausalLM", family="llama", hidden=64, intermediate=128,
                  layers=2, heads=4, kv_heads=2, head_dim=16, vocab=100, tie_embeddings=True)
 N_TIED = 6400 + 2 * (4096 + 2048 + 2048 + 4096 + 3 * 64 * 128 + 128) + 64      # the head shares the embedding
+# the stranded block's arithmetic alone (the fourth round's gradient-block and states shares set to 0 here)
 C = Constants(context_bytes=1000, cublas_bytes=24, allocator_segments_bytes=0, allocator_transient_train=0.5,
-              allocator_transient_infer=0.5, allocator_stranded_factor=1.0)
+              allocator_transient_infer=0.5, allocator_stranded_factor=1.0, allocator_grad_block=0.0,
+              allocator_states=0.0)
 CONTEXT = 1024
 
 
