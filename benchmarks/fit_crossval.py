@@ -123,7 +123,7 @@ def objective(errors: Sequence[float]) -> Tuple[int, float]:
 def grid(base: Constants, axes: Sequence[Tuple[str, Sequence[float]]]) -> List[Constants]:
     points = []
     for values in itertools.product(*(v for _, v in axes)):
-        change: Dict[str, float] = {}
+        change: Dict[str, Any] = {}
         for (name, _), v in zip(axes, values):
             change[name] = v
             for other in TIED.get(name, ()):
