@@ -467,3 +467,15 @@ def test_generation_reserves_the_caches_previous_blocks_at_the_last_token():
     assert reserve.bytes == int(const.allocator_segments_bytes + const.allocator_transient_infer
                                 * inputs["transient_bytes"] + const.allocator_kv_cat * kv)
     assert next(p for p in e.phases if p.name == "prefill").kv_cat == 0
+
+
+def test_moe_prefill_counts_gate_up_activation_product_and_the_weighted_copy_per_chosen_expert():
+    # fourth round (N13, N16): per token and chosen expert 3h (gathered input, expert output, routing-weighted
+    # copy) + 4 f_e (gate_up's two halves, the activation, the product), in A bytes
+    spec = bundled_models().find("Mixtral-8x7B-v0.1").spec
+    e = estimate(spec, Workload(mode="infer", batch=2, seq=1024, new_tokens=0, dtype="bf16"), load_constants())
+    working = next(t for t in next(p for p in e.phases if p.name == "prefill").terms if t.name == "layer_working")
+    inputs = dict(working.inputs)
+    moe = 2 * spec.experts_per_token * (3 * 4096 + 4 * 14336)
+    assert inputs["bytes_per_token"] == 2 * 2 * 4096 + inputs["held_bytes_per_token"] + moe
+    assert working.bytes == int(2 * 1024 * inputs["bytes_per_token"])
