@@ -51,3 +51,20 @@ def test_the_recorded_held_out_run_recomputes_with_its_measured_rows():
     # at the run (the estimator of that day) and now (the fourth round's, tuned on these rows too: in-sample)
     assert "At the run: 11 of 22 within -5%..+10%" in table
     assert "Now: 20 of 22 within -5%..+10%" in table and "0 under by more than 10%" in table
+
+
+def test_the_cross_validation_reads_the_tuning_rows_only_and_recomputes_the_estimators_own_peaks():
+    import fit_crossval as cv     # noqa: PLC0415 - benchmarks/ is on the path above
+
+    files = [f for _, fs in cv.TUNING for f in fs]
+    assert not any("heldout3" in f for f in files)          # the third held-out set is never read
+    const = cv.load_constants()
+    rows = cv.tuning_rows(const)    # raises when the recomputed peak is not the estimate's
+    assert len(rows) == 83 and {r.set for r in rows} == {"original", "held-out 1", "held-out 2", "extras"}
+    # two points: the shipped constants and one with no reserve share for the states; leaving a family out
+    # scores every row exactly once
+    points = [const, cv.replace(const, allocator_states=0.0)]
+    train = [r for r in rows if r.workload.train]
+    held, chosen = cv.leave_out(train, points, lambda r: r.family)
+    assert len(held) == len(train) and set(chosen) == {r.family for r in train}
+    assert cv.score([-0.06, -0.05, 0.0, 0.10, 0.11, -0.2]) == (3, 1)

@@ -34,7 +34,7 @@ class Constants:
     #: segments + f x what is transient then (training / inference) + stranded x the freed logits' block
     allocator_segments_bytes: int = 3 * 20 * MIB
     allocator_transient_train: float = 0.06
-    allocator_transient_infer: float = 0.2
+    allocator_transient_infer: float = 0.3
     allocator_stranded_factor: float = 0.0
     #: the band around that model's variable part (the in-sample rows' smallest and largest ratio)
     allocator_band_low: float = 0.15
@@ -51,7 +51,7 @@ class Constants:
     allocator_ckpt_recompute: float = 1.0
     allocator_transient_moe: float = 0.1
     #: generation: x the generated tokens' KV cache, the previous K/V blocks torch.cat leaves cached every token
-    allocator_kv_cat: float = 3.0
+    allocator_kv_cat: float = 2.5
     #: training without checkpointing: x the loss's second fp32 gradient block (fourth round)
     allocator_grad_block: float = 0.6
     #: training: x the optimizer states, which take the first step's freed blocks (fourth round)
