@@ -94,6 +94,21 @@ def _fleet(tmp_path):
     return invoke("fleet", str(tmp_path / "n1.json"), str(tmp_path / "n2.json"), "--json")
 
 
+def _stale(tmp_path, monkeypatch):
+    """``table --stale --json`` against the local index server: exit 1, the newer releases listed."""
+    from types import SimpleNamespace
+
+    from tests.indexserver import IndexServer
+
+    fake = SimpleNamespace(torch_releases=(SimpleNamespace(version="2.9.0"),))
+    monkeypatch.setattr("envdoctor.cli.table._table", lambda: fake)
+    with IndexServer() as server:
+        r = invoke("table", "--stale", "--json", "--index-url", server.url(), "--variant", "cu130",
+                   env={"ENVDOCTOR_CACHE_DIR": str(tmp_path), "ENVDOCTOR_INDEX_RETRIES": "0"})
+    assert r.exit_code == 1, r.output
+    return r
+
+
 WRITERS = {
     "report": lambda tmp, mp: _check(tmp),
     "snapshot": lambda tmp, mp: _snapshot(tmp),
@@ -102,6 +117,7 @@ WRITERS = {
     "verify": _verify,
     "table": lambda tmp, mp: invoke("table", "torch", "2.7", "--json"),
     "index": lambda tmp, mp: _index(tmp),
+    "stale": _stale,
     "fit": lambda tmp, mp: invoke("fit", "Llama-3.1-8B", "--train", "--gpu", "H200", "--json"),
     "topo": lambda tmp, mp: _topo(tmp),
     "fleet": lambda tmp, mp: _fleet(tmp),

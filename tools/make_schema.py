@@ -27,6 +27,8 @@ sys.path.insert(0, str(ROOT))
 GENERATED: Dict[str, Tuple[str, str, str]] = {
     "burn": ("envdoctor.burn.facts:BurnResult", "envdoctor burn result", "envdoctor burn --json"),
     "diag": ("envdoctor.diag.facts:DiagResult", "envdoctor diag result", "envdoctor diag --json"),
+    "stale": ("envdoctor.render.table:StaleAnswer", "envdoctor table staleness answer",
+              "envdoctor table --stale --json"),
 }
 
 

@@ -4,7 +4,8 @@ for scripts (the ``envdoctor.table/1`` document). Renders table rows; looks noth
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Optional, Tuple
 
 from envdoctor.documents import document
 from envdoctor.table import (
@@ -49,6 +50,30 @@ def _plain(value: Any) -> Any:
 def table_document(kind: str, key: str | None, result: Any) -> dict[str, Any]:
     """``{"schema": "envdoctor.table/1", "version": "1", "kind": "cuda", "key": "12.8", "result": ...}``."""
     return {"schema": SCHEMA, "version": JSON_VERSION, "kind": kind, "key": key, "result": _plain(result)}
+
+
+STALE_SCHEMA = document("stale").schema      # "envdoctor.stale/1"
+
+
+@dataclass(frozen=True)
+class StaleAnswer:
+    """The bundled torch releases against the live wheel index: ``table --stale --json`` prints it."""
+
+    schema: str = STALE_SCHEMA
+    bundled_newest: Optional[str] = None     # "2.9.0": the newest torch data/torch.toml holds
+    variant: str = "cpu"                     # the index variant read
+    index: Optional[str] = None              # "https://download.pytorch.org/whl/cu130/torch/", credentials masked
+    newer: Tuple[str, ...] = ()              # releases the index has and the table does not
+    stale: Optional[bool] = None             # None: the index could not be read
+    error: Optional[str] = None              # why the index could not be read
+
+
+def stale_document(answer: StaleAnswer) -> dict[str, Any]:
+    """``{"schema": "envdoctor.stale/1", "bundled_newest": "2.9.0", "newer": ["2.10.0"], ...}``."""
+    from envdoctor.facts.serde import to_data
+
+    data: dict[str, Any] = to_data(answer)
+    return data
 
 
 # --- pieces of the text -------------------------------------------------------------------------------
