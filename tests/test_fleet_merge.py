@@ -342,3 +342,27 @@ def test_every_code_emitted_has_a_title_and_lives_in_the_fleet_range():
     fleet = [c for c in CODES.values() if c.area == "fleet"]
     assert len(fleet) == 32 and all(re.fullmatch(r"ED7[5-9][0-9]", c.code) for c in fleet)
     assert all(c.title and c.meaning and c.fix for c in fleet)
+
+
+def test_suppress_takes_codes_out_of_the_verdicts_and_the_exit_code_and_says_so(drifted):
+    """The drifted five with the driver (ED751) and the GPU count (ED756) suppressed: only gpu-05's
+    torch build is left to deviate; the document and the text list what was hidden, by node."""
+    r = run(drifted, "--json", "--suppress", "ED751,ed756")
+    doc = json.loads(r.output)
+    validate(doc)
+    assert {f["node"]: f["code"] for f in doc["findings"]} == {"gpu-05": "ED761"}
+    assert doc["suppressed"]["codes"] == ["ED751", "ED756"]
+    assert [(f["node"], f["code"]) for f in doc["suppressed"]["findings"]] == [("gpu-03", "ED751"), ("gpu-04", "ED756")]
+    assert {n["name"]: n["verdict"] for n in doc["nodes"]}["gpu-03"] == "ok"
+    assert doc["summary"]["errors"] == 1 and r.exit_code == 1
+    only = run(drifted, "--suppress", "ED751", "--suppress", "ED756", "--suppress", "ED761")
+    assert only.exit_code == 0, only.output
+    assert "suppressed (--suppress): ED751 (error), ED756 (error), ED761 (error)" in only.output
+    assert "ED751" in run(drifted, "--markdown", "--suppress", "ED751").output.split("Suppressed (--suppress):")[1]
+    assert json.loads(run(drifted, "--json").output)["suppressed"] is None
+
+
+@pytest.mark.parametrize("code", ["ED75", "ED749"])
+def test_fleet_refuses_a_suppressed_code_not_in_the_registry(drifted, code):
+    r = CliRunner().invoke(cli, ["fleet", str(drifted), "--suppress", code])
+    assert r.exit_code == 2 and "--suppress" in r.output, r.output

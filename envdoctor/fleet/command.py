@@ -20,6 +20,7 @@ from envdoctor.clicore import (
     make_context,
     python_option,
     root_option,
+    suppress_option,
     seconds,
     timeout_option,
     torch_timeout_option,
@@ -99,6 +100,7 @@ def _table() -> Any:
               help="Write the output to FILE (atomically) instead of printing it.")
 @click.option("--redact", is_flag=True,
               help="Name the nodes node-01, node-02, ...; mask host and user names, home paths, GPU UUIDs and serials.")
+@suppress_option
 @python_option
 @timeout_option
 @torch_timeout_option
@@ -108,7 +110,8 @@ def _table() -> Any:
 def fleet(paths: Tuple[str, ...], gather: bool, with_bench: bool, with_comms: bool, join_timeout: float,
           slow_pct: float,
           as_json: bool, markdown: bool, as_html: bool, output: Optional[Path], redact: bool, python: Optional[str],
-          timeout: float, torch_timeout: float, debug: bool, root: Optional[Path]) -> None:
+          timeout: float, torch_timeout: float, debug: bool, root: Optional[Path],
+          suppress: Tuple[str, ...] = ()) -> None:
     """Merge reports of many nodes and name the nodes that differ.
 
     \b
@@ -123,7 +126,8 @@ def fleet(paths: Tuple[str, ...], gather: bool, with_bench: bool, with_comms: bo
     Exit status: 0 no drift that matters, 1 a node deviates on something that matters (driver
     branch, GPU count or models, torch build or NCCL, ECC errors, a slow GPU, its own check's
     errors, a node that did not report, with --comms a slow node or link over NCCL or a node that
-    did not finish), 2 usage error or unusable input, 3 envdoctor failed.
+    did not finish), 2 usage error or unusable input, 3 envdoctor failed. A code given to
+    --suppress is in no verdict and no exit code; the output lists what it hid.
     """
     fmt = _format(as_json, markdown, as_html)
     redact = redact or as_html        # a page is made to be passed on: always as --redact
@@ -131,7 +135,7 @@ def fleet(paths: Tuple[str, ...], gather: bool, with_bench: bool, with_comms: bo
         if paths:
             raise click.UsageError("--gather inspects this node; it takes no report files")
         _gather(with_bench, with_comms, join_timeout, slow_pct, fmt, output, redact, python, timeout, root,
-                torch_timeout)
+                torch_timeout, suppress)
         return
     if with_bench:
         raise click.UsageError("--bench goes with --gather (merged files carry their own bench results)")
@@ -144,7 +148,8 @@ def fleet(paths: Tuple[str, ...], gather: bool, with_bench: bool, with_comms: bo
     from envdoctor.fleet.merge import merge_files
 
     try:
-        result, redactor = merge_files(list(paths), table=_table(), redact_names=redact, slow_fraction=slow_pct / 100)
+        result, redactor = merge_files(list(paths), table=_table(), redact_names=redact, slow_fraction=slow_pct / 100,
+                                        suppress=suppress)
     except LoadError as exc:
         _fail(str(exc))
         return
@@ -158,7 +163,7 @@ def fleet(paths: Tuple[str, ...], gather: bool, with_bench: bool, with_comms: bo
 
 def _gather(with_bench: bool, with_comms: bool, join_timeout: float, slow_pct: float, fmt: str,
             output: Optional[Path], redact: bool, python: Optional[str], timeout: float, root: Optional[Path],
-            torch_timeout: float) -> None:
+            torch_timeout: float, suppress: Tuple[str, ...] = ()) -> None:
     from envdoctor.child import find_python
     from envdoctor.fleet import host as g
     from envdoctor.launch import NO_LAUNCHER, LaunchError, rendezvous
@@ -184,7 +189,7 @@ def _gather(with_bench: bool, with_comms: bool, join_timeout: float, slow_pct: f
         from envdoctor.inspect import inspect
         from envdoctor.render.json import report_document
 
-        result = inspect(ctx)
+        result = inspect(ctx, suppress=suppress)      # a node's own check hides them too
         return report_document(result.facts, result.findings)
 
     def bench() -> Dict[str, Any]:
@@ -238,6 +243,6 @@ def _gather(with_bench: bool, with_comms: bool, join_timeout: float, slow_pct: f
     finally:
         shutil.rmtree(work, ignore_errors=True)
     result, redactor = merge(inputs, mode="gather", table=_table(), gather=info, redact_names=redact,
-                             slow_fraction=slow_pct / 100, comms=phase)
+                             slow_fraction=slow_pct / 100, comms=phase, suppress=suppress)
     _output(_render(result, redactor, fmt), output)
     sys.exit(result.drift.exit_code)

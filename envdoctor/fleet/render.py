@@ -24,7 +24,7 @@ from envdoctor.fleet.rules import FactRow, Verdict, names, show
 from envdoctor.fleet.merge import Fleet
 from envdoctor.render.markdown import _cell
 from envdoctor.style import Style
-from envdoctor.lines import MARKS
+from envdoctor.lines import MARKS, suppressed_line
 
 SCHEMA = document("fleet").schema       # "envdoctor.fleet/1"
 _VERDICT_ORDER = {"missing": 0, "unreadable": 1, "deviates": 2, "warning": 3, "ok": 4}
@@ -86,6 +86,9 @@ def fleet_document(fleet: Fleet) -> Dict[str, Any]:
         "skipped": [{"path": s.path, "reason": s.reason} for s in fleet.skipped],
         "gather": gather,
         "comms": comms_document(fleet.comms),
+        "suppressed": ({"codes": list(d.suppress),
+                        "findings": [dict({"node": f.node}, **to_data(f.finding)) for f in d.suppressed]}
+                       if d.suppress else None),
     }
 
 
@@ -250,6 +253,7 @@ def render_text(fleet: Fleet, color: bool = False) -> str:
             out.append(style(f"  {MARKS[f.severity]} {f.code} {f.title}", f.severity))
             out += [style(f"      - {e}", "dim") for e in f.evidence]
             out += [f"      {c}" if c.startswith("#") else f"      $ {c}" for c in f.fix]
+    out += suppressed_line([nf.finding for nf in d.suppressed], style)
     if fleet.comms is not None:
         out += ["", style(f"  {comms_head(fleet.comms)}", "dim")] + [f"    {line}" for line in comms_lines(fleet.comms)]
     for note in d.notes + tuple(f"{s.path}: passed over ({s.reason})" for s in fleet.skipped):
@@ -283,6 +287,9 @@ def render_markdown(fleet: Fleet) -> str:
             out += [f"  - {_cell(e)}" for e in f.evidence]
             if f.fix:
                 out += ["  ```sh"] + [f"  {c}" for c in f.fix] + ["  ```"]
+    if d.suppressed:
+        out += ["", "Suppressed (--suppress): " + _cell(", ".join(f"{nf.finding.code} ({nf.finding.severity}, "
+                                                                  f"{nf.node})" for nf in d.suppressed))]
     if fleet.comms is not None:
         c = fleet.comms
         out += ["", f"**{_cell(comms_head(c))}**", ""]
