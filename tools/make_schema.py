@@ -23,10 +23,16 @@ from typing import Any, Dict, Tuple
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-#: document kind -> (the dataclass of the whole document, its "schema" value, title, who prints it)
-GENERATED: Dict[str, Tuple[str, str, str]] = {
+from envdoctor.doctypes import Json  # noqa: E402 - after the checkout is on the path
+
+#: document kind -> (the type of the whole document: a dataclass or a TypedDict, the title, who prints
+#: it[, words of the top level the type cannot say: a rule across keys])
+GENERATED: Dict[str, Tuple[Any, ...]] = {
     "burn": ("envdoctor.burn.facts:BurnResult", "envdoctor burn result", "envdoctor burn --json"),
     "diag": ("envdoctor.diag.facts:DiagResult", "envdoctor diag result", "envdoctor diag --json"),
+    "explain": ("envdoctor.cli.explain:ExplainDocument", "envdoctor explain --json", "envdoctor explain --json"),
+    "table": ("envdoctor.render.table:TableDocument", "envdoctor table answer", "envdoctor table KIND [KEY] --json",
+              "envdoctor.render.table:TABLE_ONE_ROW"),
     "stale": ("envdoctor.render.table:StaleAnswer", "envdoctor table staleness answer",
               "envdoctor table --stale --json"),
 }
@@ -37,22 +43,43 @@ def _load(target: str) -> Any:
     return getattr(__import__(module, fromlist=[name]), name)
 
 
+def _is_typeddict(tp: Any) -> bool:
+    return isinstance(tp, type) and issubclass(tp, dict) and hasattr(tp, "__required_keys__")
+
+
+def _nullable(schema: Dict[str, Any]) -> Dict[str, Any]:
+    """``schema`` or null: a type list grows "null", an enum None, anything else an anyOf."""
+    if "type" in schema and "$ref" not in schema and "anyOf" not in schema:
+        kinds = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
+        return {**schema, "type": kinds + ["null"]}
+    if set(schema) == {"enum"}:
+        return {"enum": list(schema["enum"]) + [None]}
+    return {"anyOf": [schema, {"type": "null"}]}
+
+
 def _type(tp: Any, defs: Dict[str, Any]) -> Dict[str, Any]:
     origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin is typing.Annotated:
+        marks = [m for m in getattr(tp, "__metadata__", ()) if isinstance(m, Json)]
+        schema = _type(args[0], defs)
+        for mark in marks:
+            schema = dict(mark.whole) if mark.whole is not None else schema
+            schema.update(mark.words)
+        return schema
     if tp is Any:
         return {}
+    if tp is type(None):
+        return {"type": "null"}
     if origin is typing.Union:
         options = [_type(a, defs) for a in args if a is not type(None)]
-        schema = options[0] if len(options) == 1 else {"anyOf": options}
-        if type(None) in args:
-            if set(schema) == {"type"}:
-                kinds = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
-                return {"type": kinds + ["null"]}
-            return {"anyOf": [schema, {"type": "null"}]}
-        return schema
+        if all(set(o) == {"type"} and isinstance(o["type"], str) for o in options) and len(options) > 1:
+            schema = {"type": [o["type"] for o in options]}
+        else:
+            schema = options[0] if len(options) == 1 else {"anyOf": options}
+        return _nullable(schema) if type(None) in args else schema
     if origin is typing.Literal:
         return {"enum": list(args)}
-    if dataclasses.is_dataclass(tp):
+    if dataclasses.is_dataclass(tp) or _is_typeddict(tp):
         name = tp.__name__
         if name not in defs:
             defs[name] = {}            # a placeholder first: recursive models terminate
@@ -63,35 +90,56 @@ def _type(tp: Any, defs: Dict[str, Any]) -> Dict[str, Any]:
         return {"type": "array", "items": _type(item, defs)}
     if origin is dict:
         return {"type": "object", "additionalProperties": _type(args[1] if len(args) == 2 else Any, defs)}
+    if tp is dict:
+        return {"type": "object"}
     return {bool: {"type": "boolean"}, int: {"type": "integer"}, float: {"type": "number"},
             str: {"type": "string"}}.get(tp, {})
 
 
+def _doc(cls: Any) -> str:
+    """The first paragraph of ``cls``'s docstring on one line (not a dataclass's generated signature)."""
+    text = (cls.__doc__ or "").strip()
+    if not text or text.startswith(f"{cls.__name__}("):
+        return ""
+    return " ".join(text.split("\n\n")[0].split())
+
+
 def _object(cls: Any, defs: Dict[str, Any]) -> Dict[str, Any]:
-    hints = typing.get_type_hints(cls)
-    props = {f.name: _type(hints[f.name], defs) for f in dataclasses.fields(cls)}
-    doc = (cls.__doc__ or "").strip().splitlines()
-    out: Dict[str, Any] = {"type": "object", "required": list(props), "properties": props}
+    hints = typing.get_type_hints(cls, include_extras=True)
+    if _is_typeddict(cls):
+        names = list(hints)
+        required = [n for n in names if n in cls.__required_keys__]
+    else:
+        names = [f.name for f in dataclasses.fields(cls)]
+        required = names
+    props = {name: _type(hints[name], defs) for name in names}
+    out: Dict[str, Any] = {"type": "object", "required": required, "properties": props}
+    doc = _doc(cls)
     if doc:
-        out["description"] = doc[0]
+        out["description"] = doc
     return out
 
 
 def schema_for(kind: str) -> Dict[str, Any]:
     from envdoctor.documents import DOCUMENTS
 
-    target, title, emitted_by = GENERATED[kind]
+    target, title, emitted_by = GENERATED[kind][:3]
+    extra: Dict[str, Any] = dict(_load(GENERATED[kind][3])) if len(GENERATED[kind]) > 3 else {}
     row = next(d for d in DOCUMENTS if d.kind == kind)
     defs: Dict[str, Any] = {}
-    top = _object(_load(target), defs)
+    cls = _load(target)
+    top = _object(cls, defs)
     top["properties"]["schema"] = {"const": row.schema}
+    about = _doc(cls)
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "$id": f"https://envdoctor.invalid/schemas/{row.file}",
         "title": f"{title}, schema {row.schema}",
-        "description": f"Printed by `{emitted_by}`; generated from {target} by tools/make_schema.py "
-                       "(do not edit by hand). Keys are stable within the schema version; new keys may be added.",
+        "description": (f"{about} " if about else "") + f"Printed by `{emitted_by}`; generated from {target} by "
+                       "tools/make_schema.py (do not edit by hand). Keys are stable within the schema version; "
+                       "new keys may be added.",
         **{k: v for k, v in top.items() if k != "description"},
+        **extra,
         "$defs": dict(sorted(defs.items())),
     }
 

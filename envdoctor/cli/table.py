@@ -42,7 +42,7 @@ def _json_option(f: Callable) -> Callable:
     return click.option("--json", "as_json", is_flag=True, help="Print a versioned JSON document.")(f)
 
 
-def _emit(kind: str, key: str | None, result: Any, lines: Callable[[], list[str]], as_json: bool) -> None:
+def _emit(kind: show.TableKind, key: str | None, result: Any, lines: Callable[[], list[str]], as_json: bool) -> None:
     if as_json:
         click.echo(dumps(stamp(show.table_document(kind, key, result), 0)))
     else:
