@@ -45,7 +45,7 @@ def document(path: str, d: Dockerfile, found: Tuple[Lint, ...], driver: Optional
 def render_text(path: str, d: Dockerfile, found: Tuple[Lint, ...], driver: Optional[str],
                 driver_source: Optional[str], table: Any, ext: Any, color: bool = False) -> str:
     from envdoctor.style import Style
-    from envdoctor.lines import finding_lines, verdict
+    from envdoctor.lines import findings_section
 
     style = Style(color)
     out = [style(f"{path}: {len(d.stages)} stage(s), {len(d.instructions)} instructions", "bold")]
@@ -57,9 +57,5 @@ def render_text(path: str, d: Dockerfile, found: Tuple[Lint, ...], driver: Optio
         out.append(f"  line {s['line']}: FROM {s['base']}{name} ({facts})")
     out.append(f"  driver: {driver} ({driver_source})" if driver else f"  driver: {driver_source}")
     out.append("")
-    out.append(style("Findings", "bold"))
-    out.extend(finding_lines([x.finding for x in found], style) or ["  none"])
-    out.append("")
-    out.append(verdict(tuple(x.finding for x in found), style).replace(
-        "then run envdoctor check again", f"then run envdoctor dockerfile {path} again"))
+    out.extend(findings_section(tuple(x.finding for x in found), style, again=f"envdoctor dockerfile {path}"))
     return mask_text("\n".join(out) + "\n")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import List, Optional
 
 from envdoctor.facts.base import ProbeError
 
@@ -75,6 +75,25 @@ class DriverFacts:
     nvidia_visible_devices: Optional[str] = None
     dev_nodes: tuple[str, ...] = ()               # /dev/nvidia0, /dev/nvidiactl, ... present
     error: Optional[ProbeError] = None
+
+
+def mismatch_evidence(d: DriverFacts, after_upgrade: bool = False) -> List[str]:
+    """What shows a kernel module and a user-space driver of different versions (a driver upgraded
+    without a reboot), for check's ED102 and verify's ED701: both versions with where each was read,
+    and the mismatch as nvidia-smi or NVML said it. ``after_upgrade`` (verify) says which is old::
+
+        ["kernel module 570.133.20 still loaded (/sys/module/nvidia/version)",
+         "user-space driver 580.159.04 installed (/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.580.159.04)"]
+    """
+    out = []
+    if d.kernel_module_version:
+        out.append(f"kernel module {d.kernel_module_version}{' still loaded' if after_upgrade else ''} "
+                   f"({d.kernel_module_source})")
+    if d.userspace_version:
+        out.append(f"user-space driver {d.userspace_version}{' installed' if after_upgrade else ''} "
+                   f"({d.sources.get('userspace_version')})")
+    out.extend(e.message for e in (d.smi_error, d.nvml_error) if e is not None and "mismatch" in e.message)
+    return out
 
 
 def driver_in_effect(d: DriverFacts) -> Optional[str]:

@@ -124,7 +124,7 @@ def rank_lines(r: CommsResult) -> List[str]:
 def render_comms_text(r: CommsResult, findings: Iterable[Finding], color: bool = False,
                       suppressed: Iterable[Finding] = ()) -> str:
     from envdoctor.style import Style
-    from envdoctor.lines import finding_lines, suppressed_line, verdict
+    from envdoctor.lines import findings_section
 
     style = Style(color)
     findings = tuple(findings)
@@ -145,11 +145,7 @@ def render_comms_text(r: CommsResult, findings: Iterable[Finding], color: bool =
             out.append("")
             out.extend(block)
     out.append("")
-    out.append(style("Findings", "bold"))
-    out.extend(finding_lines(findings, style) or ["  none"])
-    out.extend(suppressed_line(suppressed, style))
-    out.append("")
-    out.append(verdict(findings, style).replace("envdoctor check", "envdoctor comms"))
+    out.extend(findings_section(tuple(findings), style, suppressed, "envdoctor comms"))
     return "\n".join(out) + "\n"
 
 

@@ -143,7 +143,7 @@ def nic_lines(lf: LinksFacts) -> List[str]:
 def render_topo_text(lf: LinksFacts, top: Topology, findings: Iterable[Finding], color: bool = False,
                      suppressed: Iterable[Finding] = ()) -> str:
     from envdoctor.style import Style
-    from envdoctor.lines import finding_lines, suppressed_line, verdict
+    from envdoctor.lines import findings_section
 
     style = Style(color)
     findings = tuple(findings)
@@ -187,11 +187,7 @@ def render_topo_text(lf: LinksFacts, top: Topology, findings: Iterable[Finding],
         out.append(style("NICs (path to each GPU; NCCL uses the nearest)", "bold"))
         out.extend("  " + line for line in nic_lines(lf))
     out.append("")
-    out.append(style("Findings", "bold"))
-    out.extend(finding_lines(findings, style) or ["  none"])
-    out.extend(suppressed_line(suppressed, style))
-    out.append("")
-    out.append(verdict(findings, style).replace("envdoctor check", "envdoctor topo"))
+    out.extend(findings_section(tuple(findings), style, suppressed, "envdoctor topo"))
     return "\n".join(out) + "\n"
 
 
