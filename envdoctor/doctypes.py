@@ -18,7 +18,7 @@ run time: ``typing.get_type_hints`` drops these annotations, so ``facts.serde`` 
 
 from __future__ import annotations
 
-from typing import Any, Dict, Mapping, Optional
+from typing import Annotated, Any, Dict, Literal, Mapping, Optional, TypedDict
 
 
 class Json:
@@ -37,8 +37,27 @@ class Json:
         """The schema ``schema`` (and ``words``, a description) instead of the one the type gives."""
         return cls(schema, **words)
 
+    @classmethod
+    def extends(cls, base: Any, **words: Any) -> Json:
+        """The type's object and ``base``'s (a dataclass: ``Finding``) both: a finding written with
+        more keys (``to_data(finding)`` and its ``line``) is ``Annotated[LintLine, Json.extends(Finding)]``."""
+        return cls(None, extends=base, **words)
+
     def __repr__(self) -> str:
         return f"Json({self.whole!r}, **{self.words!r})" if self.whole is not None else f"Json(**{self.words!r})"
 
 
-__all__ = ["Json"]
+#: a count of things: an integer, 0 or more
+Count = Annotated[int, Json(minimum=0)]
+
+
+class FindingsSummary(TypedDict):
+    """How many findings of each severity a document holds, and the exit code they give."""
+
+    errors: Count
+    warnings: Count
+    info: Count
+    exit_code: Literal[0, 1]
+
+
+__all__ = ["Count", "FindingsSummary", "Json"]

@@ -33,6 +33,8 @@ GENERATED: Dict[str, Tuple[Any, ...]] = {
     "explain": ("envdoctor.cli.explain:ExplainDocument", "envdoctor explain --json", "envdoctor explain --json"),
     "table": ("envdoctor.render.table:TableDocument", "envdoctor table answer", "envdoctor table KIND [KEY] --json",
               "envdoctor.render.table:TABLE_ONE_ROW"),
+    "dockerfile": ("envdoctor.dockerfile.render:DockerfileDocument", "envdoctor Dockerfile lint",
+                   "envdoctor dockerfile [PATH] --json"),
     "stale": ("envdoctor.render.table:StaleAnswer", "envdoctor table staleness answer",
               "envdoctor table --stale --json"),
 }
@@ -64,7 +66,10 @@ def _type(tp: Any, defs: Dict[str, Any]) -> Dict[str, Any]:
         schema = _type(args[0], defs)
         for mark in marks:
             schema = dict(mark.whole) if mark.whole is not None else schema
-            schema.update(mark.words)
+            words = dict(mark.words)
+            if "extends" in words:
+                schema = {"allOf": [_type(words.pop("extends"), defs), schema]}
+            schema.update(words)
         return schema
     if tp is Any:
         return {}
