@@ -35,6 +35,7 @@ GENERATED: Dict[str, Tuple[Any, ...]] = {
               "envdoctor.render.table:TABLE_ONE_ROW"),
     "dockerfile": ("envdoctor.dockerfile.render:DockerfileDocument", "envdoctor Dockerfile lint",
                    "envdoctor dockerfile [PATH] --json"),
+    "verify": ("envdoctor.render.verify:VerifyDocument", "envdoctor verify result", "envdoctor verify --json"),
     "stale": ("envdoctor.render.table:StaleAnswer", "envdoctor table staleness answer",
               "envdoctor table --stale --json"),
 }
