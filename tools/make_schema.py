@@ -36,6 +36,7 @@ GENERATED: Dict[str, Tuple[Any, ...]] = {
     "dockerfile": ("envdoctor.dockerfile.render:DockerfileDocument", "envdoctor Dockerfile lint",
                    "envdoctor dockerfile [PATH] --json"),
     "verify": ("envdoctor.render.verify:VerifyDocument", "envdoctor verify result", "envdoctor verify --json"),
+    "index": ("envdoctor.cli.index:IndexDocument", "envdoctor index answer", "envdoctor index VARIANT... --json"),
     "stale": ("envdoctor.render.table:StaleAnswer", "envdoctor table staleness answer",
               "envdoctor table --stale --json"),
 }
