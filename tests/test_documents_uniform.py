@@ -239,3 +239,60 @@ def test_recorded_documents_keep_validating(tmp_path):
                        ("docs/examples/h200/recommend.json", "plan"), ("docs/examples/h200/comms.json", "comms")):
         jsonschema.validate(json.loads(recorded(ROOT / path)), printed_schema(kind))
 
+
+
+# --- the schemas generated from the documents' types (tools/make_schema.py) ------------------------------
+
+def _make_schema():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("make_schema", ROOT / "tools" / "make_schema.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _other_types(value):
+    """JSON values of other types than ``value``'s (for null: of several types, one of which the
+    field's own type must refuse)."""
+    if value is None:
+        return [{"not": "null"}, [["not null"]], True]
+    if isinstance(value, dict):
+        return ["not an object"]
+    if isinstance(value, str):
+        return [{"not": "a string"}]
+    return ["not a " + type(value).__name__]
+
+
+def _refused(doc, schema, key, container=None):
+    """Whether some value of another type at ``key`` (of ``container``, a part of ``doc``) is refused."""
+    target = doc if container is None else container
+    for other in _other_types(target[key]):
+        saved = target[key]
+        target[key] = other
+        try:
+            jsonschema.validate(doc, schema)
+        except jsonschema.ValidationError:
+            return True
+        finally:
+            target[key] = saved
+    return False
+
+
+@pytest.mark.parametrize("kind", sorted(set(_make_schema().GENERATED) & set(WRITERS)))
+def test_a_generated_schema_accepts_the_real_document_and_rejects_a_field_of_the_wrong_type(kind, tmp_path,
+                                                                                           monkeypatch):
+    """Each typed top-level key of the real document, given a value of another JSON type, is refused;
+    so is a wrong type one level down (some key of each object the document holds at the top)."""
+    doc = json.loads(WRITERS[kind](tmp_path, monkeypatch).stdout)
+    schema = printed_schema(kind)
+    jsonschema.validate(doc, schema)
+    own = _make_schema().schema_for(kind)["properties"]
+    typed = [k for k, s in own.items() if k in doc and k != "schema" and s]
+    assert typed, kind
+    assert [k for k in typed if not _refused(doc, schema, k)] == [], kind
+    for key in typed:
+        part = doc[key] if isinstance(doc[key], dict) else (
+            doc[key][0] if isinstance(doc[key], list) and doc[key] and isinstance(doc[key][0], dict) else None)
+        if part and own[key] != {"type": "object", "additionalProperties": {}}:
+            assert any(_refused(doc, schema, k, part) for k in list(part)), (kind, key)
