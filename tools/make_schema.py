@@ -37,6 +37,7 @@ GENERATED: Dict[str, Tuple[Any, ...]] = {
                    "envdoctor dockerfile [PATH] --json"),
     "verify": ("envdoctor.render.verify:VerifyDocument", "envdoctor verify result", "envdoctor verify --json"),
     "index": ("envdoctor.cli.index:IndexDocument", "envdoctor index answer", "envdoctor index VARIANT... --json"),
+    "plan": ("envdoctor.render.plan:PlanDocument", "envdoctor install plan", "envdoctor recommend --json"),
     "stale": ("envdoctor.render.table:StaleAnswer", "envdoctor table staleness answer",
               "envdoctor table --stale --json"),
 }
