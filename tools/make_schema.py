@@ -26,18 +26,22 @@ sys.path.insert(0, str(ROOT))
 from envdoctor.doctypes import Json  # noqa: E402 - after the checkout is on the path
 
 #: document kind -> (the type of the whole document: a dataclass or a TypedDict, the title, who prints
-#: it[, words of the top level the type cannot say: a rule across keys])
+#: it[, options: "top": words of the top level the type cannot say (a rule across keys); "read_back":
+#: the document is read back through facts.serde.from_data, so a dataclass field with a default is
+#: not required unless the class names it in ``json_required``])
 GENERATED: Dict[str, Tuple[Any, ...]] = {
     "burn": ("envdoctor.burn.facts:BurnResult", "envdoctor burn result", "envdoctor burn --json"),
     "diag": ("envdoctor.diag.facts:DiagResult", "envdoctor diag result", "envdoctor diag --json"),
     "explain": ("envdoctor.cli.explain:ExplainDocument", "envdoctor explain --json", "envdoctor explain --json"),
     "table": ("envdoctor.render.table:TableDocument", "envdoctor table answer", "envdoctor table KIND [KEY] --json",
-              "envdoctor.render.table:TABLE_ONE_ROW"),
+              {"top": "envdoctor.render.table:TABLE_ONE_ROW"}),
     "dockerfile": ("envdoctor.dockerfile.render:DockerfileDocument", "envdoctor Dockerfile lint",
                    "envdoctor dockerfile [PATH] --json"),
     "verify": ("envdoctor.render.verify:VerifyDocument", "envdoctor verify result", "envdoctor verify --json"),
     "index": ("envdoctor.cli.index:IndexDocument", "envdoctor index answer", "envdoctor index VARIANT... --json"),
     "plan": ("envdoctor.render.plan:PlanDocument", "envdoctor install plan", "envdoctor recommend --json"),
+    "bench": ("envdoctor.bench.facts:BenchResult", "envdoctor bench result", "envdoctor bench --json",
+              {"read_back": True}),
     "stale": ("envdoctor.render.table:StaleAnswer", "envdoctor table staleness answer",
               "envdoctor table --stale --json"),
 }
@@ -46,6 +50,10 @@ GENERATED: Dict[str, Tuple[Any, ...]] = {
 def _load(target: str) -> Any:
     module, _, name = target.partition(":")
     return getattr(__import__(module, fromlist=[name]), name)
+
+
+#: [True] while the document being generated is one envdoctor reads back (GENERATED's "read_back")
+_READ_BACK: list = [False]
 
 
 def _is_typeddict(tp: Any) -> bool:
@@ -118,8 +126,14 @@ def _object(cls: Any, defs: Dict[str, Any]) -> Dict[str, Any]:
         names = list(hints)
         required = [n for n in names if n in cls.__required_keys__]
     else:
-        names = [f.name for f in dataclasses.fields(cls)]
-        required = names
+        fields = dataclasses.fields(cls)
+        names = [f.name for f in fields]
+        missing = dataclasses.MISSING
+        # a document read back through facts.serde.from_data (which fills a missing field with its
+        # default) may lack a field with a default: one written before the field existed still reads
+        always = set(getattr(cls, "json_required", ()))
+        required = [f.name for f in fields if not (_READ_BACK and _READ_BACK[0]) or f.name in always
+                    or (f.default is missing and f.default_factory is missing)]
     props = {name: _type(hints[name], defs) for name in names}
     out: Dict[str, Any] = {"type": "object", "required": required, "properties": props}
     doc = _doc(cls)
@@ -132,10 +146,12 @@ def schema_for(kind: str) -> Dict[str, Any]:
     from envdoctor.documents import DOCUMENTS
 
     target, title, emitted_by = GENERATED[kind][:3]
-    extra: Dict[str, Any] = dict(_load(GENERATED[kind][3])) if len(GENERATED[kind]) > 3 else {}
+    options: Dict[str, Any] = dict(GENERATED[kind][3]) if len(GENERATED[kind]) > 3 else {}
+    extra: Dict[str, Any] = dict(_load(options["top"])) if "top" in options else {}
     row = next(d for d in DOCUMENTS if d.kind == kind)
     defs: Dict[str, Any] = {}
     cls = _load(target)
+    _READ_BACK[:] = [bool(options.get("read_back"))]
     top = _object(cls, defs)
     top["properties"]["schema"] = {"const": row.schema}
     about = _doc(cls)

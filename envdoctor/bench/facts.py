@@ -304,6 +304,11 @@ class Regression:
 class BenchResult:
     """One ``envdoctor bench`` run: the document ``--json`` prints."""
 
+    #: the keys every bench document has had since the first (a snapshot keeps one, verify reads it
+    #: back; the other fields may be missing from one written before them: from_data fills them)
+    json_required = ("schema", "python", "torch_version", "dtypes", "sizes", "devices", "points", "samples",
+                     "verdicts", "error")
+
     schema: str = SCHEMA
     python: Optional[str] = None               # the target interpreter
     chosen_by: Optional[str] = None            # "--python", "python3 on PATH", "envdoctor's own"
