@@ -42,6 +42,8 @@ GENERATED: Dict[str, Tuple[Any, ...]] = {
     "plan": ("envdoctor.render.plan:PlanDocument", "envdoctor install plan", "envdoctor recommend --json"),
     "bench": ("envdoctor.bench.facts:BenchResult", "envdoctor bench result", "envdoctor bench --json",
               {"read_back": True}),
+    "profile": ("envdoctor.profile.render:ProfileDocument", "envdoctor profile result",
+                "envdoctor profile --json -- python SCRIPT ARGS"),
     "stale": ("envdoctor.render.table:StaleAnswer", "envdoctor table staleness answer",
               "envdoctor table --stale --json"),
 }
