@@ -28,7 +28,8 @@ from envdoctor.doctypes import Json  # noqa: E402 - after the checkout is on the
 #: document kind -> (the type of the whole document: a dataclass or a TypedDict, the title, who prints
 #: it[, options: "top": words of the top level the type cannot say (a rule across keys); "read_back":
 #: the document is read back through facts.serde.from_data, so a dataclass field with a default is
-#: not required unless the class names it in ``json_required``])
+#: not required unless the class names it in ``json_required``; "more": a TypedDict of the keys the
+#: builder adds to a dataclass's own])
 GENERATED: Dict[str, Tuple[Any, ...]] = {
     "burn": ("envdoctor.burn.facts:BurnResult", "envdoctor burn result", "envdoctor burn --json"),
     "diag": ("envdoctor.diag.facts:DiagResult", "envdoctor diag result", "envdoctor diag --json"),
@@ -44,6 +45,8 @@ GENERATED: Dict[str, Tuple[Any, ...]] = {
               {"read_back": True}),
     "profile": ("envdoctor.profile.render:ProfileDocument", "envdoctor profile result",
                 "envdoctor profile --json -- python SCRIPT ARGS"),
+    "comms": ("envdoctor.links.facts_comms:CommsResult", "envdoctor collectives", "envdoctor comms --json",
+              {"read_back": True, "more": "envdoctor.links.render_comms:CommsKeys"}),
     "stale": ("envdoctor.render.table:StaleAnswer", "envdoctor table staleness answer",
               "envdoctor table --stale --json"),
 }
@@ -155,6 +158,10 @@ def schema_for(kind: str) -> Dict[str, Any]:
     cls = _load(target)
     _READ_BACK[:] = [bool(options.get("read_back"))]
     top = _object(cls, defs)
+    if "more" in options:              # the keys the builder adds to the dataclass's own (a TypedDict)
+        more = _object(_load(options["more"]), defs)
+        top["properties"].update(more["properties"])
+        top["required"] += [k for k in more["required"] if k not in top["required"]]
     top["properties"]["schema"] = {"const": row.schema}
     about = _doc(cls)
     return {
