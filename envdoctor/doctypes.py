@@ -18,7 +18,7 @@ run time: ``typing.get_type_hints`` drops these annotations, so ``facts.serde`` 
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Dict, Literal, Mapping, Optional, TypedDict
+from typing import Annotated, Any, Dict, Mapping, Optional, TypedDict
 
 
 class Json:
@@ -57,7 +57,7 @@ class FindingsSummary(TypedDict):
     errors: Count
     warnings: Count
     info: Count
-    exit_code: Literal[0, 1]
+    exit_code: Annotated[int, Json(enum=[0, 1])]
 
 
 __all__ = ["Count", "FindingsSummary", "Json"]

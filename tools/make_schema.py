@@ -47,6 +47,8 @@ GENERATED: Dict[str, Tuple[Any, ...]] = {
                 "envdoctor profile --json -- python SCRIPT ARGS"),
     "comms": ("envdoctor.links.facts_comms:CommsResult", "envdoctor collectives", "envdoctor comms --json",
               {"read_back": True, "more": "envdoctor.links.render_comms:CommsKeys"}),
+    "topo": ("envdoctor.links.render_topo:TopoDocument", "envdoctor topology", "envdoctor topo --json",
+             {"read_back": True}),
     "stale": ("envdoctor.render.table:StaleAnswer", "envdoctor table staleness answer",
               "envdoctor table --stale --json"),
 }
