@@ -49,6 +49,8 @@ GENERATED: Dict[str, Tuple[Any, ...]] = {
               {"read_back": True, "more": "envdoctor.links.render_comms:CommsKeys"}),
     "topo": ("envdoctor.links.render_topo:TopoDocument", "envdoctor topology", "envdoctor topo --json",
              {"read_back": True}),
+    "fleet": ("envdoctor.fleet.render:FleetDocument", "envdoctor fleet result",
+              "envdoctor fleet REPORT.json... --json` and by rank 0 of `envdoctor fleet --gather --json"),
     "stale": ("envdoctor.render.table:StaleAnswer", "envdoctor table staleness answer",
               "envdoctor table --stale --json"),
 }
