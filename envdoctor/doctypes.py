@@ -60,4 +60,11 @@ class FindingsSummary(TypedDict):
     exit_code: Annotated[int, Json(enum=[0, 1])]
 
 
-__all__ = ["Count", "FindingsSummary", "Json"]
+#: the values a probe writes into a report, as a report read back must hold them (report.py checks them)
+DriverVersion = Annotated[Optional[str], Json(pattern="^([0-9]{1,4}(\\.[0-9]{1,4}){0,3})?$")]
+ComputeCapability = Annotated[Optional[str], Json(pattern="^([0-9]{1,2}\\.[0-9]{1,2})?$")]
+GlibcVersion = Annotated[Optional[str], Json(pattern="^([0-9]{1,2}\\.[0-9]{1,3})?$")]
+ShortText = Annotated[Optional[str], Json(maxLength=64)]
+
+
+__all__ = ["ComputeCapability", "Count", "DriverVersion", "FindingsSummary", "GlibcVersion", "Json", "ShortText"]

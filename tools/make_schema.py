@@ -51,6 +51,11 @@ GENERATED: Dict[str, Tuple[Any, ...]] = {
              {"read_back": True}),
     "fleet": ("envdoctor.fleet.render:FleetDocument", "envdoctor fleet result",
               "envdoctor fleet REPORT.json... --json` and by rank 0 of `envdoctor fleet --gather --json"),
+    "report": ("envdoctor.render.json:ReportDocument", "envdoctor report", "envdoctor check --json",
+               {"read_back": True, "top": "envdoctor.render.json:REPORT_WHEN"}),
+    "snapshot": ("envdoctor.snapshot:SnapshotDocument", "envdoctor snapshot",
+                 "envdoctor snapshot (a report plus 'snapshot' and, with --bench, 'bench')",
+                 {"top": "envdoctor.snapshot:SNAPSHOT_IS_A_REPORT"}),
     "stale": ("envdoctor.render.table:StaleAnswer", "envdoctor table staleness answer",
               "envdoctor table --stale --json"),
 }
@@ -87,6 +92,10 @@ def _type(tp: Any, defs: Dict[str, Any]) -> Dict[str, Any]:
         for mark in marks:
             schema = dict(mark.whole) if mark.whole is not None else schema
             words = dict(mark.words)
+            if "read_back" in words:   # what a document read back may hold there instead (older values)
+                older = words.pop("read_back")
+                if _READ_BACK[0]:
+                    schema = dict(older)
             if "extends" in words:
                 schema = {"allOf": [_type(words.pop("extends"), defs), schema]}
             schema.update(words)
@@ -166,7 +175,8 @@ def schema_for(kind: str) -> Dict[str, Any]:
         more = _object(_load(options["more"]), defs)
         top["properties"].update(more["properties"])
         top["required"] += [k for k in more["required"] if k not in top["required"]]
-    top["properties"]["schema"] = {"const": row.schema}
+    if "schema" in top["properties"]:        # a snapshot has its report's (through allOf)
+        top["properties"]["schema"] = {"const": row.schema}
     about = _doc(cls)
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
