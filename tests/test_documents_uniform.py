@@ -296,3 +296,16 @@ def test_a_generated_schema_accepts_the_real_document_and_rejects_a_field_of_the
             doc[key][0] if isinstance(doc[key], list) and doc[key] and isinstance(doc[key][0], dict) else None)
         if part and own[key] != {"type": "object", "additionalProperties": {}}:
             assert any(_refused(doc, schema, k, part) for k in list(part)), (kind, key)
+
+
+#: fit's document is built in envdoctor/fit/render.py, which another helper owned in this round: its
+#: schema is still the one written by hand
+NOT_GENERATED = {"fit"}
+
+
+def test_every_schema_is_generated_from_its_documents_type():
+    maker = _make_schema()
+    assert set(maker.GENERATED) | NOT_GENERATED == {d.kind for d in DOCUMENTS}
+    assert not set(maker.GENERATED) & NOT_GENERATED
+    for kind in maker.GENERATED:
+        assert "by tools/make_schema.py (do not edit by hand)" in maker.schema_for(kind)["description"], kind

@@ -1,13 +1,21 @@
-"""Write the JSON Schema of a document whose model is a frozen dataclass, from its type hints.
+"""Write the JSON Schema of every document envdoctor writes from the document's type.
 
+    python tools/make_schema.py            # writes every generated schema into envdoctor/schemas/
     python tools/make_schema.py burn       # writes envdoctor/schemas/burn-1.json
     python tools/make_schema.py --check    # writes nothing; exit 1 and a diff where a file and its type disagree
 
-The schema says what the dataclasses say and no more: each field's JSON type (``Optional[int]``
-is an integer or null, ``Tuple[X, ...]`` an array of X, ``Dict[str, X]`` an object of X, a
-``Literal`` its values), every field required (``to_data`` writes them all), nested dataclasses
-as ``$defs``. tests/test_documents.py regenerates each one and fails when the file on disk is
-out of date, so a new field is one dataclass line and one run of this script.
+A document's type is a frozen dataclass (``BurnResult``, written by ``to_data``) or a ``TypedDict``
+(the documents built as dicts; the function that builds one returns it, so mypy checks it), in the
+module that builds the document. The schema says what the type says: each field's JSON type
+(``Optional[int]`` is an integer or null, ``Tuple[X, ...]``/``List[X]`` an array of X, ``Dict[str, X]``
+an object of X, a ``Literal`` its values), the keys a ``TypedDict`` requires (a ``total=False``
+class holds the others), every dataclass field required (``to_data`` writes them all) unless the
+document is read back (``read_back``: then the fields with a default, which ``from_data`` fills, are
+not, but those the class lists in ``json_required``), nested types as ``$defs``, the first paragraph
+of a docstring as the description, and what a type cannot say (a pattern, a range, a reference to
+another schema file) from ``envdoctor.doctypes.Json`` words next to the type.
+tests/test_documents.py regenerates each one and fails when the file on disk is out of date, so a
+new field is one line of its type and one run of this script.
 """
 
 from __future__ import annotations
