@@ -55,8 +55,8 @@ def _library_version(ctx: Context) -> Tuple[Optional[str], Optional[str]]:
                 return version, f"{folder}/{target}"
         except OSError:
             pass
-        for name in ctx.listdir(folder):
-            version = parse_library_version(name)
+        for name in ctx.listdir(folder):   # thousands of names in /usr/lib/x86_64-linux-gnu: test cheaply
+            version = parse_library_version(name) if name.startswith("libnvidia-ml.so.") else None
             if version:
                 return version, f"{folder}/{name}"
     return None, None
@@ -140,12 +140,38 @@ def _start_nvml(ctx: Context) -> Callable[[], NvmlView]:
     return wait
 
 
+def _start_smi(ctx: Context, path: str, need_cuda: Callable[[], bool]) -> Callable[[], Dict[str, Any]]:
+    """:func:`_read_smi` in a thread of its own, so nvidia-smi (the slowest source: it starts NVML
+    in a process of its own) runs while the files are read; the function returned waits for it
+    (each command it runs is bounded by ``ctx.timeout``)."""
+    box: List[Dict[str, Any]] = []
+    failure: List[BaseException] = []
+
+    def work() -> None:
+        try:
+            box.append(_read_smi(ctx, path, need_cuda))
+        except BaseException as exc:  # noqa: BLE001 - raised again in the caller's thread
+            failure.append(exc)
+
+    worker = threading.Thread(target=work, name="envdoctor-nvidia-smi", daemon=True)
+    worker.start()
+
+    def wait() -> Dict[str, Any]:
+        worker.join()
+        if failure:
+            raise failure[0]
+        return box[0]
+
+    return wait
+
+
 def probe(ctx: Context) -> DriverFacts:
     nvml = _start_nvml(ctx)
+    smi_path, not_program = _smi_path(ctx)
+    asked = _start_smi(ctx, smi_path, need_cuda=lambda: nvml().cuda is None) if smi_path else None
     module_version, module_source, flavor, module_err = _kernel_module(ctx)
     lib_version, lib_path = _library_version(ctx)
-    smi_path, not_program = _smi_path(ctx)
-    s: Dict[str, Any] = _read_smi(ctx, smi_path, need_cuda=lambda: nvml().cuda is None) if smi_path else {
+    s: Dict[str, Any] = asked() if asked is not None else {
         "gpus": (), "driver": None, "cuda": None, "error": not_program, "text": ""}
     nv = nvml()
     sources: Dict[str, str] = {}
