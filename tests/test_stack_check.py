@@ -307,3 +307,28 @@ def test_a_healthy_stack_imports_torch_once(tmp_path):
     # each library's own standard error, cut out of the one process's
     assert "xFormers can't load C++/CUDA extensions" in (stack.get("xformers").outcome.stderr or "")
     assert not stack.get("flash-attn").outcome.stderr and not stack.get("torchvision").outcome.stderr
+
+
+def test_the_libraries_are_imported_while_the_torch_child_imports_torch_itself(tmp_path):
+    """The shared process starts before the torch child's own ``import torch`` (which takes a second
+    here), not after it: the two imports of torch run side by side."""
+    site = make_torch(tmp_path, version="2.8.0+cu128", cuda="12.8", devices=[H200], cxx11_abi=True)
+    make_extension(site, "flash-attn", "2.8.3", "flash_attn")
+    make_extension(site, "xformers", "0.0.32.post1", "xformers")
+    log = tmp_path / "imports.txt"
+    init = site / "torch" / "__init__.py"
+    note = ("import os as _o, time as _t\nwith open({log!r}, 'a') as _f:\n"
+            "    _f.write('torch-{what} %d %r\\n' % (_o.getpid(), _t.time()))\n")
+    init.write_text(note.format(log=str(log), what="start") + init.read_text() + "\n_t.sleep(1.0)\n"
+                    + note.format(log=str(log), what="end"))
+    for module in ("flash_attn", "xformers"):
+        _note_pid(site, module, log)
+    python, torch = _probe(site)
+    assert [e.outcome.ok for e in torch.extensions.extensions] == [True, True]
+    lines = [line.split() for line in log.read_text().splitlines()]
+    libraries = {pid for what, pid, *_ in lines if not what.startswith("torch")}
+    (shared,) = libraries
+    ends = {pid: float(t) for what, pid, t in (x for x in lines if x[0] == "torch-end")}
+    starts = {pid: float(t) for what, pid, t in (x for x in lines if x[0] == "torch-start")}
+    (child,) = set(ends) - libraries                      # the torch child itself
+    assert starts[shared] < ends[child]

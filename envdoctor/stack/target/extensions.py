@@ -40,7 +40,14 @@ import json, os, sys, time, traceback
 if sys.path and sys.path[0] in ("", os.getcwd()):
     del sys.path[0]
 fd = int(sys.argv[1])
-names = sys.argv[2:]
+names = sys.argv[3:]
+try:   # ends with the torch child (it may crash or be killed meanwhile): PR_SET_PDEATHSIG, SIGKILL
+    import ctypes
+    ctypes.CDLL(None).prctl(1, 9)
+except BaseException:
+    pass
+if os.getppid() != int(sys.argv[2]):
+    os._exit(0)
 def say(obj):
     os.write(fd, (json.dumps(obj) + "\n").encode())
 def stderr_at():
@@ -61,7 +68,7 @@ except BaseException as exc:
 say({"torch": torch_error is None, "stderr_at": stderr_at()})
 for name in names:
     started = time.time()
-    say({"start": name, "stderr_at": stderr_at()})
+    say({"start": name, "stderr_at": stderr_at(), "t": started})
     out = {"module": name, "torch": torch_error is None}
     if torch_error is not None:
         out["torch_error"] = torch_error
@@ -238,7 +245,8 @@ def _start(names, env):
     err = tempfile.TemporaryFile()
     fd = results.fileno()
     try:
-        proc = subprocess.Popen([sys.executable, "-c", _IMPORT, str(fd)] + list(names), stdin=subprocess.DEVNULL,
+        proc = subprocess.Popen([sys.executable, "-c", _IMPORT, str(fd), str(os.getpid())] + list(names),
+                                stdin=subprocess.DEVNULL,
                                 stdout=subprocess.DEVNULL, stderr=err, env=env, start_new_session=True,
                                 pass_fds=(fd,))
     except (OSError, ValueError) as exc:
@@ -300,7 +308,10 @@ def _poll(run):
         if not isinstance(item, dict):
             continue
         if isinstance(item.get("start"), str):
-            run["current"], run["since"], run["err_at"] = item["start"], time.monotonic(), item.get("stderr_at")
+            # when it started, on this clock (the line may be read late: the torch child was busy)
+            late = time.time() - item["t"] if isinstance(item.get("t"), float) else 0.0
+            run["current"], run["since"], run["err_at"] = item["start"], time.monotonic() - max(0.0, late), \
+                item.get("stderr_at")
         elif isinstance(item.get("module"), str) and item["module"] == run["current"]:
             end = item.pop("stderr_at", None)
             item["returncode"] = 0
@@ -334,20 +345,25 @@ def stall_after(seconds_left):
     return min(10.0, max(0.5, seconds_left / 4.0))
 
 
-def import_all(modules, deadline, env=None):
-    """{module: outcome} for each module, all bounded by ``deadline`` (a time.monotonic() value).
-
-    One shared grandchild imports them in turn; the module it is on when it crashes, exits or is
-    killed at the deadline gets that outcome (what still runs then is reported with "timeout"),
-    and the modules after it (or after one it stays on past :func:`stall_after`) are imported
-    each in a grandchild of its own, at most PARALLEL at once."""
+def _import_env(env=None):
     env = dict(os.environ if env is None else env)
     env["PYTHONDONTWRITEBYTECODE"] = "1"
+    return env
+
+
+def import_all(modules, deadline, env=None, shared=None):
+    """{module: outcome} for each module, all bounded by ``deadline`` (a time.monotonic() value).
+
+    One shared grandchild imports them in turn (``shared``: one already started by
+    :func:`start_imports`); the module it is on when it crashes, exits or is killed at the deadline
+    gets that outcome (what still runs then is reported with "timeout"), and the modules after it
+    (or after one it stays on past :func:`stall_after`) are imported each in a grandchild of its
+    own, at most PARALLEL at once."""
+    env = _import_env(env)
     modules = list(modules)
     results = {}
     alone = []                 # the modules left to import each in a grandchild of its own
-    shared = None
-    if len(modules) > 1:
+    if shared is None and len(modules) > 1:
         shared, error = _start(modules, env)
     if shared is None:
         alone = list(modules)
@@ -419,10 +435,8 @@ def _importable(modules):
     return modules
 
 
-def extension_facts(config, torch_data):
-    """The answer's ``extensions`` part: every installed library of the catalog, its metadata and
-    the outcome of its import. ``config``: {"catalog": [...], "budget": seconds, "imports": bool}."""
-    started = time.monotonic()
+def _found(config):
+    """Every library of the catalog that is installed here, with its metadata (nothing imported)."""
     catalog = config.get("catalog") or []
     dists = installed_distributions()
     found = []
@@ -439,25 +453,62 @@ def extension_facts(config, torch_data):
         if entry.get("name") == "deepspeed":
             item["deepspeed_build"] = _deepspeed_build(os.path.dirname(info))
         found.append(item)
+    return found
+
+
+def _plan(config, found):
+    """(the modules to import, first the one each library installs, and their deadline)."""
+    now = time.monotonic()
+    deadline = min(now + float(config.get("budget") or 60), STARTED + float(config.get("deadline") or 60))
+    modules = []
+    for item in found:
+        item["modules"] = _importable(item["modules"])
+        for module in item["modules"][:1]:
+            if module not in modules:
+                modules.append(module)
+    return modules, deadline
+
+
+def start_imports(config):
+    """The imports of the installed libraries started in their shared grandchild, before the torch
+    child imports torch itself, so that the two imports of torch run side by side; None where there
+    is nothing to import. :func:`extension_facts` takes what it returns (and ends the grandchild
+    when torch does not import in the child: then nothing is imported)."""
+    if not config.get("imports", True):
+        return None
+    started = time.monotonic()
+    found = _found(config)
+    modules, deadline = _plan(config, found)
+    run = None
+    if modules and deadline - time.monotonic() >= 1:
+        run, error = _start(modules, _import_env())
+    return {"found": found, "modules": modules, "deadline": deadline, "run": run, "started": started}
+
+
+def extension_facts(config, torch_data, early=None):
+    """The answer's ``extensions`` part: every installed library of the catalog, its metadata and
+    the outcome of its import. ``config``: {"catalog": [...], "budget": seconds, "imports": bool};
+    ``early``: what :func:`start_imports` started."""
+    started = early["started"] if early else time.monotonic()
+    found = early["found"] if early else _found(config)
     out = {"installed": found, "torch_cxx11_abi": _torch_abi(), "build": _build_environment()}
     torch_ok = bool(torch_data.get("installed")) and not torch_data.get("import_error") and "version" in torch_data
+    shared = early["run"] if early else None
     if not config.get("imports", True):
         out["imports_skipped"] = "not asked"
     elif not torch_ok:
         installed = torch_data.get("installed")
         out["imports_skipped"] = "torch does not import here" if installed else "torch is not installed"
     elif found:
-        now = time.monotonic()
-        deadline = min(now + float(config.get("budget") or 60), STARTED + float(config.get("deadline") or 60))
-        modules = []
-        for item in found:
-            item["modules"] = _importable(item["modules"])
-            for module in item["modules"][:1]:
-                if module not in modules:
-                    modules.append(module)
-        if deadline - now < 1:
+        modules, deadline = (early["modules"], early["deadline"]) if early else _plan(config, found)
+        if shared is None and deadline - time.monotonic() < 1:
             out["imports_skipped"] = "no time left within the torch check's bound (--torch-timeout)"
         else:
-            out["imports"] = import_all(modules, deadline)
+            out["imports"] = import_all(modules, deadline, shared=shared)
+            shared = None
+    if shared is not None:          # started early, not wanted: torch does not import here
+        if shared["proc"].poll() is None:
+            _kill(shared["proc"])
+        _close(shared)
     out["seconds"] = round(time.monotonic() - started, 3)
     return out
