@@ -332,3 +332,33 @@ def test_the_libraries_are_imported_while_the_torch_child_imports_torch_itself(t
     starts = {pid: float(t) for what, pid, t in (x for x in lines if x[0] == "torch-start")}
     (child,) = set(ends) - libraries                      # the torch child itself
     assert starts[shared] < ends[child]
+
+
+def test_no_import_process_outlives_a_torch_child_that_was_killed(tmp_path):
+    """``import torch`` hangs: the torch child is killed at --torch-timeout, and the libraries' process,
+    started beside it (in a session of its own), goes with it instead of hanging on."""
+    import os
+
+    site = make_torch(tmp_path, version="2.8.0+cu128", cuda="12.8", devices=[H200])
+    make_extension(site, "flash-attn", "2.8.3", "flash_attn")
+    make_extension(site, "xformers", "0.0.32.post1", "xformers")
+    log = tmp_path / "torch-importers.txt"
+    init = site / "torch" / "__init__.py"
+    init.write_text(f"import os as _o, time as _t\nwith open({str(log)!r}, 'a') as _f:\n"
+                    "    _f.write('%d\\n' % _o.getpid())\n_t.sleep(600)\n" + init.read_text())
+    python, torch = probe(Context(env=torch_env(site), python=sys.executable, torch_timeout=5))
+    assert torch.error is not None and torch.error.kind == "timeout"
+    pids = [int(p) for p in log.read_text().split()]
+    assert len(pids) == 2                                   # the torch child and the libraries' process
+
+    def alive(pid):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        return not Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+
+    deadline = time.monotonic() + 5
+    while any(alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not [p for p in pids if alive(p)]
