@@ -336,3 +336,23 @@ def test_fit_json_of_a_bundled_model():
     r = invoke("fit", "Llama-3.1-8B", "--train", "--gpu", "H200", "--json")
     assert r.exit_code in (0, 1), r.output
     validate(json.loads(r.stdout), "fit")
+
+
+def test_make_schema_tells_two_types_of_one_name_apart():
+    """bench's Verdict and fleet's Verdict in one document are two $defs, not one."""
+    import dataclasses
+
+    from envdoctor.bench.facts import Verdict as BenchVerdict
+    from envdoctor.fleet.rules import Verdict as FleetVerdict
+
+    @dataclasses.dataclass(frozen=True)
+    class Both:
+        a: BenchVerdict
+        b: FleetVerdict
+
+    maker = _make_schema()
+    defs = {}
+    maker._OWNERS.clear()
+    props = maker._object(Both, defs)["properties"]
+    assert props["a"] != props["b"] and sorted(defs) == ["Verdict", "rules.Verdict"]
+    assert "state" in defs["Verdict"]["properties"] and "node" in defs["rules.Verdict"]["properties"]

@@ -74,6 +74,8 @@ def _load(target: str) -> Any:
     return getattr(__import__(module, fromlist=[name]), name)
 
 
+#: (the document's $defs, a name) -> the type it names there
+_OWNERS: Dict[Tuple[int, str], Any] = {}
 #: [True] while the document being generated is one envdoctor reads back (GENERATED's "read_back")
 _READ_BACK: list = [False]
 
@@ -123,6 +125,10 @@ def _type(tp: Any, defs: Dict[str, Any]) -> Dict[str, Any]:
         return {"enum": list(args)}
     if dataclasses.is_dataclass(tp) or _is_typeddict(tp):
         name = tp.__name__
+        owner = _OWNERS.setdefault((id(defs), name), tp)    # cleared for each document
+        if owner is not tp:            # two types of one name in one document: the module tells them apart
+            name = f"{tp.__module__.rpartition('.')[2]}.{name}"
+            _OWNERS.setdefault((id(defs), name), tp)
         if name not in defs:
             defs[name] = {}            # a placeholder first: recursive models terminate
             defs[name] = _object(tp, defs)
@@ -178,6 +184,7 @@ def schema_for(kind: str) -> Dict[str, Any]:
     defs: Dict[str, Any] = {}
     cls = _load(target)
     _READ_BACK[:] = [bool(options.get("read_back"))]
+    _OWNERS.clear()
     top = _object(cls, defs)
     if "more" in options:              # the keys the builder adds to the dataclass's own (a TypedDict)
         more = _object(_load(options["more"]), defs)
