@@ -345,14 +345,10 @@ def test_make_schema_tells_two_types_of_one_name_apart():
     from envdoctor.bench.facts import Verdict as BenchVerdict
     from envdoctor.fleet.rules import Verdict as FleetVerdict
 
-    @dataclasses.dataclass(frozen=True)
-    class Both:
-        a: BenchVerdict
-        b: FleetVerdict
-
+    both = dataclasses.make_dataclass("Both", [("a", BenchVerdict), ("b", FleetVerdict)], frozen=True)
     maker = _make_schema()
     defs = {}
     maker._OWNERS.clear()
-    props = maker._object(Both, defs)["properties"]
+    props = maker._object(both, defs)["properties"]
     assert props["a"] != props["b"] and sorted(defs) == ["Verdict", "rules.Verdict"]
     assert "state" in defs["Verdict"]["properties"] and "node" in defs["rules.Verdict"]["properties"]
