@@ -149,7 +149,7 @@ def test_examples_in_docs_are_pages(tmp_path):
 
 @needs_torch
 @pytest.mark.parametrize("args, verdict", [
-    (["burn", "--seconds", "5"], "CPU NONE"),
+    (["burn", "--seconds", "5", "--cpu"], "CPU NONE"),
     (["comms", "--backend", "gloo", "--nproc", "2"], "rank"),
 ])
 def test_burn_and_comms_pages_of_a_real_cpu_run(args, verdict, tmp_path):
