@@ -208,9 +208,9 @@ class FilePath(click.Path):
     def convert(self, value: Any, param: Any, ctx: Any) -> Any:
         if isinstance(value, str) and not value.strip() and not self.allow_empty:
             what = "a folder" if not self.file_okay else "a file name" if not self.dir_okay else "a path"
-            problem = f"it is empty: give {what}"
-            _refuse(problem, param, ctx)
-            self.fail(problem, param, ctx)
+            empty = f"it is empty: give {what}"
+            _refuse(empty, param, ctx)
+            self.fail(empty, param, ctx)
         if isinstance(value, str):
             problem = path_problem(value)
             if problem is not None:
