@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from envdoctor.fit.activations import Precision, layer_bytes_per_token, layer_saved
@@ -33,9 +35,11 @@ def test_inference_fp32_prefill_by_hand():
     e = estimate(TINY, Workload(mode="infer", batch=1, seq=10, new_tokens=0, dtype="fp32"), C)
     weights = N * 4
     kv = 2 * 2 * 2 * 16 * 4 * 10                   # 2 x layers x kv heads x head_dim x 4 B x 10 tokens
-    # hidden + residual, the embedding output and the layer's input (still referenced), then the MLP's gate,
-    # up and product
-    working = 10 * (2 * 4 * 64 + 2 * 4 * 64 + 4 * 3 * 128)
+    # hidden + residual, the embedding output and the layer's input (still referenced), then the larger of the
+    # MLP's gate, up and product (4 x 3 x 128 = 1536) and attention: fp32 with 2 KV heads for 4 runs SDPA's math
+    # kernel, q, k, v (4 x (64 + 32 + 32 + 64) = 768) + k and v repeated to every head (2 x 4 x 64) + the fp32
+    # scores and softmax, 4 heads x 10 keys each (2 x 4 x 4 x 10): 1600
+    working = 10 * (2 * 4 * 64 + 2 * 4 * 64 + max(4 * 3 * 128, 768 + 2 * 4 * 64 + 2 * 4 * 4 * 10))
     logits = 100 * (4 + 8)                         # last position only: V x (fp32 + fp32 copy + processed)
     allocated = weights + kv + working + logits
     transient = kv + working + logits              # all but the weights is allocated and freed per step
@@ -56,7 +60,11 @@ def test_llama_layer_keeps_these_bytes_per_token():
     # fp32: the fp32 copy is the input itself (256 + 4), normalised 256, output 256 = 772 per norm;
     # attention 4 x (64 + 32 + 32 + 64) + 16 = 784; MLP 4 x 128 x 4 = 2048. Total 772*2 + 784 + 2048 = 4376.
     fp32 = Precision(act=4, resid=4, autocast=False)
-    assert layer_bytes_per_token(layer_saved(TINY, fp32, 32, "sdpa", True)) == 4376
+    assert layer_bytes_per_token(layer_saved(TINY, dataclasses.replace(fp32, cuda=False), 32, "sdpa", True)) == 4376
+    # on CUDA, fp32 with grouped KV heads runs SDPA's math kernel (flash needs fp16/bf16, the memory-efficient
+    # kernel takes no grouped heads): no log-sum-exp (-16), k and v repeated to the 4 heads (+2 x 32 x 4) and
+    # the fp32 softmax output 4 heads x 32 x 4 (+512): 5128
+    assert layer_bytes_per_token(layer_saved(TINY, fp32, 32, "sdpa", True)) == 5128
     # autocast (fp32 weights, bf16 matmuls): norms keep fp32 input 256 + rsqrt 4 + fp32 normalised 256 and one
     # bf16 cast per linear they feed (3 x 128 for q/k/v, 2 x 128 for gate/up): 900 + 772; attention 400; MLP 1024.
     auto = Precision(act=2, resid=4, autocast=True)
@@ -366,3 +374,67 @@ def test_pipeline_stages_split_the_parameters_and_keep_one_micro_batch_of_all_la
     assert pp.peak_bytes < one.peak_bytes
     assert "--pp is modelled for --train" in " ".join(Workload(mode="infer", pp=2, gpus=2).problems(spec))
     assert not any(t.name == "ddp_buckets" for p in pp.phases for t in p.terms)
+
+
+def test_bert_mlm_loss_in_pure_bf16_is_not_upcast_and_strands_nothing():
+    """BertForMaskedLM's CrossEntropyLoss runs on the bf16 scores: 3 x 2 B per logit; under autocast 12 B."""
+    spec = bundled_models().find("bert-base-uncased").spec
+    const = load_constants()
+    bf16 = estimate(spec, Workload(mode="train", batch=16, seq=512, dtype="bf16", loop="trainer"), const)
+    loss = next(p for p in bf16.phases if p.name == "loss backward")
+    logits = next(t for t in loss.terms if t.name == "logits")
+    assert logits.bytes == 16 * 512 * spec.vocab * 6
+    assert loss.stranded == 0
+    amp = estimate(spec, Workload(mode="train", batch=16, seq=512, dtype="fp32", amp="bf16", loop="trainer"), const)
+    amp_loss = next(p for p in amp.phases if p.name == "loss backward")
+    assert next(t for t in amp_loss.terms if t.name == "logits").bytes == 16 * 512 * spec.vocab * 12
+    assert amp_loss.stranded == 16 * 512 * spec.vocab * 2
+
+
+def test_fp32_with_grouped_kv_heads_keeps_the_math_kernels_softmax_and_bf16_does_not():
+    spec = bundled_models().find("Llama-3.2-1B").spec
+    const = load_constants()
+    w = Workload(mode="train", seq=2048, dtype="fp32", loop="trainer")
+    names = [s.name for _, saved in estimate(spec, w, const).activation_detail for s in saved]
+    assert "math SDPA: softmax output (fp32, s x s per head)" in names
+    assert not any("log-sum-exp" in n for n in names)
+    bf16 = [s.name for _, saved in estimate(spec, w.with_(dtype="bf16"), const).activation_detail for s in saved]
+    assert not any("math SDPA" in n for n in bf16) and any("log-sum-exp" in n for n in bf16)
+    amp = [s.name for _, saved in estimate(spec, w.with_(amp="bf16"), const).activation_detail for s in saved]
+    assert not any("math SDPA" in n for n in amp)        # autocast hands SDPA bf16: flash
+
+
+@pytest.mark.parametrize("loop", ["trainer", "custom"])
+def test_checkpointed_reserve_counts_the_loss_gradient_block_and_a_recomputed_layer(loop):
+    spec = bundled_models().find("Llama-3.2-1B").spec
+    const = load_constants()
+    w = Workload(mode="train", batch=2, seq=8192, dtype="bf16", grad_checkpointing=True, loop=loop)
+    e = estimate(spec, w, const)
+    loss = next(p for p in e.phases if p.name == "loss backward")
+    inputs = dict(next(t for t in loss.terms if t.name == "allocator_reserve").inputs)
+    block = 2 * 8192 * spec.vocab * 4
+    assert loss.grad_block == block and loss.stranded == 0
+    c_g = const.allocator_ckpt_grad_block_custom if loop == "custom" else const.allocator_ckpt_grad_block
+    assert inputs["c_g"] == c_g and inputs["f"] == const.allocator_transient_ckpt
+    want = int(const.allocator_segments_bytes + const.allocator_transient_ckpt * inputs["transient_bytes"]
+               + c_g * block + const.allocator_ckpt_recompute * inputs["ckpt_recompute_bytes"])
+    assert abs(next(t for t in loss.terms if t.name == "allocator_reserve").bytes - want) <= 1
+    # the optimizer step keeps what the backward reserved
+    step = next(p for p in e.phases if p.name == "optimizer step")
+    assert step.grad_block == block
+    plain = estimate(spec, w.with_(grad_checkpointing=False), const)
+    assert next(p for p in plain.phases if p.name == "loss backward").grad_block == 0
+
+
+def test_generation_reserves_the_caches_previous_blocks_at_the_last_token():
+    spec = bundled_models().find("gpt2-large").spec
+    const = load_constants()
+    e = estimate(spec, Workload(mode="infer", batch=16, seq=512, new_tokens=128, dtype="fp16"), const)
+    last = next(p for p in e.phases if p.name == "last generated token")
+    kv = next(t for t in last.terms if t.name == "kv_cache").bytes
+    assert last.kv_cat == kv
+    reserve = next(t for t in last.terms if t.name == "allocator_reserve")
+    inputs = dict(reserve.inputs)
+    assert reserve.bytes == int(const.allocator_segments_bytes + const.allocator_transient_infer
+                                * inputs["transient_bytes"] + const.allocator_kv_cat * kv)
+    assert next(p for p in e.phases if p.name == "prefill").kv_cat == 0

@@ -134,6 +134,22 @@ def effective_attention(spec: ModelSpec, attention: Attention) -> Attention:
     return "eager" if spec.family in ("gemma2", "t5") else attention
 
 
+def sdpa_math(spec: ModelSpec, p: Precision, attention: Attention) -> bool:
+    """SDPA falls back to torch's math kernel: fp32 q/k/v (no autocast) with grouped KV heads.
+
+    transformers' ``sdpa_attention_forward`` passes ``enable_gqa=True`` (no mask, torch >= 2.5:
+    ``use_gqa_in_sdpa``) instead of repeating k and v; torch's ``select_sdp_backend``
+    (aten/src/ATen/native/transformers/cuda/sdp_utils.cpp) then tries flash (fp16/bf16 only:
+    ``check_dtypes_flash_attention``), the memory-efficient kernel (fp32 allowed on sm80+, but
+    ``check_batch_size_and_num_heads_dense<false>``: no grouped query heads) and ends in the math
+    kernel, which repeats k and v, scales q and k and keeps the fp32 softmax output (s x s per head)
+    for backward. On the CPU the flash kernel takes fp32, so the CPU cannot show it (H200 row H9:
+    8.4 GiB more saved than the flash-like count, 16 layers x 32 heads x 2048^2 x 4 B + the repeats)."""
+    return (attention == "sdpa" and effective_attention(spec, attention) == "sdpa" and p.act == 4
+            and not p.autocast and p.cuda and spec.kv_heads < spec.heads
+            and spec.family not in ("gpt2", "bert", "t5"))
+
+
 def layer_saved(spec: ModelSpec, p: Precision, seq: int, attention: Attention, trainable_linears: bool,
                 lora: Sequence[str] = (), lora_rank: int = 0, cross_attention: bool = False,
                 dropout: bool | None = None) -> tuple[Saved, ...]:
@@ -201,6 +217,13 @@ def _attention_core(lay: _Layer, spec: ModelSpec, seq: int, attention: Attention
         # cross-attention: k and v come from the encoder output (one per decoder layer, per encoder token)
         lay.add(f"{prefix}{'k after RoPE' if t.rope else 'k'}", rep, A, "attention")
         lay.add(f"{prefix}v", rep, A, "attention")
+    if attention == "sdpa" and sdpa_math(spec, lay.p, attention) and not prefix:
+        # the math kernel keeps its own scaled q, k and v repeated to every head (q wide each) and the
+        # fp32 softmax output; the o_proj input is the output's contiguous copy (no log-sum-exp)
+        lay.add("math SDPA: scaled k and v repeated to every head (fp32)", 2 * q - 2 * kv, 4, "attention")
+        lay.add("math SDPA: softmax output (fp32, s x s per head)", a * seq, 4, "attention")
+        lay.linear_input(f"{prefix}attention output", q, A, [out_proj])
+        return
     if attention == "sdpa":
         lay.linear_input(f"{prefix}attention output", q, A, [out_proj], also=["attention"])
         lay.add(f"{prefix}log-sum-exp (fp32, per head)", a, 4, "attention")

@@ -34,15 +34,24 @@ class Constants:
     #: segments + f x what is transient then (training / inference) + stranded x the freed logits' block
     allocator_segments_bytes: int = 3 * 20 * MIB
     allocator_transient_train: float = 0.12
-    allocator_transient_infer: float = 0.34
+    allocator_transient_infer: float = 0.25
     allocator_stranded_factor: float = 1.4
     #: the band around that model's variable part (the in-sample rows' smallest and largest ratio)
     allocator_band_low: float = 0.15
     allocator_band_high: float = 1.8
     #: the upper edge is at least this share of what is allocated at the moment
-    allocator_floor: float = 0.07
+    allocator_floor: float = 0.10
     #: MoE training: the in-sample Mixtral row reserved 8% of allocated in its backward
-    allocator_floor_moe: float = 0.09
+    allocator_floor_moe: float = 0.12
+    #: gradient checkpointing (docs/fit.md, "The third round"): f of the transient, x the loss's gradient
+    #: block (b*s*V x 4 B upcast), x one layer's recomputed activations; MoE training's f
+    allocator_transient_ckpt: float = 0.06
+    allocator_ckpt_grad_block: float = 0.8
+    allocator_ckpt_grad_block_custom: float = 1.2
+    allocator_ckpt_recompute: float = 1.0
+    allocator_transient_moe: float = 0.3
+    #: generation: x the final KV cache, the previous K/V blocks torch.cat leaves cached every token
+    allocator_kv_cat: float = 0.45
     nf4_bytes_per_param: float = 0.5 + 8 / 64 / 8 + 32 / (64 * 256) / 8   # NF4 + double quantisation (QLoRA)
     int8_bytes_per_param: float = 1.0         # LLM.int8 weights (per-row fp32 scales not counted)
     adam8bit_bytes_per_param: float = 2 + 2 * 4 / 256   # two 8-bit states + an fp32 absmax per 256-block each
@@ -65,12 +74,20 @@ _NAMES: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "allocator_band_high": ("allocator_band_high", float),
     "allocator_floor": ("allocator_floor", float),
     "allocator_floor_moe": ("allocator_floor_moe", float),
+    "allocator_ckpt_grad_block": ("allocator_ckpt_grad_block", float),
+    "allocator_ckpt_grad_block_custom": ("allocator_ckpt_grad_block_custom", float),
+    "allocator_transient_ckpt": ("allocator_transient_ckpt", float),
+    "allocator_transient_moe": ("allocator_transient_moe", float),
+    "allocator_ckpt_recompute": ("allocator_ckpt_recompute", float),
+    "allocator_kv_cat": ("allocator_kv_cat", float),
 }
 #: constants a data file may leave out (the dataclass default stands): the flat reserve of old files,
 #: and the allocator model's, which older copies of fit.toml (tests' frozen table) predate
 _OPTIONAL = {"allocator_reserve_fraction", "allocator_segments_mib", "allocator_transient_train",
              "allocator_transient_infer", "allocator_stranded_factor", "allocator_band_low", "allocator_band_high",
-             "allocator_floor", "allocator_floor_moe"}
+             "allocator_floor", "allocator_floor_moe", "allocator_ckpt_grad_block", "allocator_ckpt_recompute",
+             "allocator_transient_ckpt", "allocator_transient_moe", "allocator_ckpt_grad_block_custom",
+             "allocator_kv_cat"}
 
 
 def read_constants(path: Path) -> Constants:

@@ -24,10 +24,11 @@ top of what is allocated. Each :class:`Term` carries its formula and the numbers
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-from envdoctor.fit.activations import Precision, Saved, effective_attention, layer_bytes_per_token, layer_saved
+from envdoctor.fit.activations import (Precision, Saved, effective_attention, layer_bytes_per_token, layer_saved,
+                                       sdpa_math)
 from envdoctor.fit.constants import Constants
 from envdoctor.fit.params import Weight, inventory, largest_layer_params, matmul_params, total_params
 from envdoctor.fit.spec import ModelSpec
@@ -61,6 +62,12 @@ class Phase:
     name: str
     terms: tuple[Term, ...]
     stranded: int = 0
+    #: gradient checkpointing: the loss's gradient block and one layer's recomputed activations, each
+    #: weighted in the reserve (see ``_reserve``)
+    grad_block: int = 0
+    recompute: int = 0
+    #: generation: the KV cache whose previous, one token shorter K/V blocks torch.cat leaves cached
+    kv_cat: int = 0
     #: the allocator reserve's band at this moment (low, high); (0, 0) before the reserve is added
     reserve_band: tuple[int, int] = (0, 0)
 
@@ -166,7 +173,7 @@ def estimate(spec: ModelSpec, w: Workload, const: Constants) -> Estimate:
     finished = []
     for p in phases:
         reserve, band = _reserve(p, w, const, spec.traits.moe)
-        finished.append(Phase(p.name, p.terms + const_terms + (reserve,), p.stranded, band))
+        finished.append(replace(p, terms=p.terms + const_terms + (reserve,), reserve_band=band))
     peak = max(finished, key=lambda p: p.bytes)
     if _expandable(w.alloc_conf):
         notes.append("expandable_segments: the reserve is the default allocator's model halved, stranded blocks "
@@ -259,13 +266,24 @@ def _reserve(phase: Phase, w: Workload, const: Constants, moe: bool = False) -> 
     (best fit, splitting) and never merges separate segments. So what is kept across steps costs
     about nothing; what is allocated and freed every step (``transient``) leaves blocks of the wrong
     size behind; a freed low-precision logits block next to the loss's fp32 requests is the largest
-    such block (``stranded``). Model: segments + f x transient + s x stranded, the constants fitted
-    on the in-sample H200 rows (docs/fit.md); the band scales the variable part."""
+    such block (``stranded``). With gradient checkpointing the loss backward's second fp32 gradient
+    block needs a segment of its own and the recomputed layer's blocks are cut by the parameters'
+    gradients (``grad_block``, ``recompute``); in generation torch.cat leaves every layer's previous
+    K/V blocks cached (``kv_cat``). Model: segments + f x transient + s x stranded + c_g x grad_block +
+    c_r x recompute + c_kv x kv_cat, the constants fitted on in-sample H200 rows only (docs/fit.md,
+    data/fit.toml); the band scales the variable part."""
     transient = sum(t.bytes for t in phase.terms if t.name not in _PERSISTENT)
     f = const.allocator_transient_train if w.train else const.allocator_transient_infer
+    if w.train and w.grad_checkpointing:
+        f = const.allocator_transient_ckpt
+    if w.train and moe:     # routed experts: per-expert token groups of every size (in-sample H19, X5, H17)
+        f = const.allocator_transient_moe
     s = const.allocator_stranded_factor
     expandable = _expandable(w.alloc_conf)
-    variable = f * transient + s * phase.stranded
+    c_g = const.allocator_ckpt_grad_block_custom if w.loop == "custom" else const.allocator_ckpt_grad_block
+    ckpt = c_g * phase.grad_block + const.allocator_ckpt_recompute * phase.recompute
+    kv_cat = const.allocator_kv_cat * phase.kv_cat
+    variable = f * transient + s * phase.stranded + ckpt + kv_cat
     point_var = f * transient / 2 if expandable else variable
     seg = const.allocator_segments_bytes
     point = int(seg + point_var)
@@ -283,8 +301,15 @@ def _reserve(phase: Phase, w: Workload, const: Constants, moe: bool = False) -> 
     if expandable:
         formula = ("expandable_segments: segments + f/2 x transient, no stranded block (unmeasured; band up to "
                    "the default allocator's point)")
+    if ckpt:
+        formula += " + checkpointing: c_g x the loss's gradient block + c_r x one layer recomputed"
+    if kv_cat:
+        formula += " + c_kv x the KV cache (torch.cat's previous K/V blocks, cached)"
     inputs: tuple[tuple[str, Value], ...] = (
         ("transient_bytes", transient), ("f", f), ("stranded_bytes", phase.stranded), ("s", s),
+        ("ckpt_grad_block_bytes", phase.grad_block), ("c_g", c_g),
+        ("ckpt_recompute_bytes", phase.recompute), ("c_r", const.allocator_ckpt_recompute),
+        ("kv_cat_bytes", phase.kv_cat), ("c_kv", const.allocator_kv_cat),
         ("segments_bytes", seg), ("reserve_low_bytes", low), ("reserve_high_bytes", high),
         ("floor", floor),
         ("alloc_conf", w.alloc_conf or "default"))
@@ -422,11 +447,21 @@ def _train_phases(spec: ModelSpec, w: Workload, weights: tuple[Weight, ...], run
     E = tokens * V
     upcast = 4 if A != 4 else 0
     loss_elem = max(A + upcast + 4, 12, 4 + (A if A != 4 else 0))
+    # BERT's MLM head: BertForMaskedLM calls CrossEntropyLoss on the bf16/fp16 scores as they are (no
+    # .float()), so log-softmax, its gradient and the scores' gradient are all in A (H200 row H3 measured
+    # 6 B per logit less than the upcast count); under autocast log_softmax runs in fp32 as before
+    mlm_low = spec.family == "bert" and A == 2 and not run.prec.autocast
+    if mlm_low:
+        loss_elem = 3 * A
     softcap = A if spec.traits.logit_softcap else 0
+    loss_words = ("log-softmax output kept in fp32 (4) + its gradient (4) + the gradient of the upcast logits (4) "
+                  "during the loss backward (transformers ForCausalLMLoss upcasts logits.float(); cross_entropy = "
+                  "log_softmax + nll_loss)")
+    if mlm_low:
+        loss_words = (f"log-softmax output, its gradient and the scores' gradient, each {A} B (BertForMaskedLM's "
+                      "CrossEntropyLoss runs on the scores' own dtype, no upcast)")
     logits = Term("logits", (loss_elem + softcap) * E,
-                  f"logits b*s*V x {loss_elem + softcap} B: log-softmax output kept in fp32 (4) + its gradient (4) "
-                  "+ the gradient of the upcast logits (4) during the loss backward (transformers ForCausalLMLoss "
-                  "upcasts logits.float(); cross_entropy = log_softmax + nll_loss)"
+                  f"logits b*s*V x {loss_elem + softcap} B: " + loss_words
                   + (" + tanh of the soft-capped logits (A)" if softcap else ""),
                   (("batch", b), ("seq", s), ("vocab", V), ("bytes_per_logit", loss_elem + softcap)))
     head_trainable = not w.lora_rank
@@ -442,7 +477,7 @@ def _train_phases(spec: ModelSpec, w: Workload, weights: tuple[Weight, ...], run
     # the logits in A bytes (bf16/fp16 weights, or the head under autocast) are freed after the forward;
     # their block cannot hold the fp32 gradients of the loss backward (the allocator never merges
     # separate segments), so it stays reserved beside them
-    stranded = A * E if A != 4 else 0
+    stranded = A * E if A != 4 and not mlm_low else 0
     held: tuple[Term, ...] = ()
     if w.loop == "custom":
         # the examples' loop holds outputs (its logits, in the head's output dtype A) from the forward
@@ -452,11 +487,20 @@ def _train_phases(spec: ModelSpec, w: Workload, weights: tuple[Weight, ...], run
                      "outputs.loss.backward()) = b*s*V x A",
                      (("batch", b), ("seq", s), ("vocab", V), ("act_bytes", A), ("loop", w.loop))),)
         stranded = 0
-    loss_phase = Phase("loss backward", (weights_t, optimizer, activations, logits, *held, *extra), stranded)
+    # gradient checkpointing: the reserve the step keeps (torch never gives a segment back by itself, so
+    # what the backward reserved is still reserved at the optimizer step): the loss's gradient block (b*s*V x 4
+    # upcast, x A for BERT's low-precision MLM loss) and one layer's recomputed activations
+    grad_block = recompute = 0
+    if w.grad_checkpointing:
+        grad_block, recompute = (A if mlm_low else 4) * E, int(layer_max * tokens)
+        stranded = 0
+    loss_phase = Phase("loss backward", (weights_t, optimizer, activations, logits, *held, *extra), stranded,
+                       grad_block=grad_block, recompute=recompute)
     layer_phase = Phase("backward of the last layer", (weights_t, optimizer, activations, head_grads, working,
-                                                       *held, *extra))
+                                                       *held, *extra), grad_block=grad_block, recompute=recompute)
     step_extra = tuple(t for t in extra if t.name == "ddp_buckets")
-    step_phase = Phase("optimizer step", (weights_t, gradients, optimizer, step_tmp, *held, *step_extra))
+    step_phase = Phase("optimizer step", (weights_t, gradients, optimizer, step_tmp, *held, *step_extra),
+                       grad_block=grad_block, recompute=recompute)
     build = _build_phase(spec, w, weights_t, run)
     return ((build,) if build else ()) + (loss_phase, layer_phase, step_phase)
 
@@ -508,6 +552,8 @@ def _layer_backward_working(spec: ModelSpec, w: Workload, run: _Run, layer_max: 
         mlp = (3 if t.gated_mlp else 2) * A * spec.intermediate
     if effective_attention(spec, w.attention) == "eager":
         attn = (2 * A + 4) * spec.heads * w.seq
+    elif sdpa_math(spec, run.prec, w.attention):
+        attn = 8 * spec.heads * w.seq      # the math kernel's fp32 gradients of the probabilities and the scores
     else:
         attn = 3 * A * spec.q_dim
     working = max(mlp, attn)
@@ -577,6 +623,11 @@ def _infer_phases(spec: ModelSpec, w: Workload, weights: tuple[Weight, ...], run
         soft = (A + 8) if t.eager_softmax_fp32 else 2 * A
         attn = A * 3 * spec.q_dim + (soft + (A if t.logit_softcap else 0)) * spec.heads * s
         mask = b * s * s * R
+    elif sdpa_math(spec, run.prec, attention):
+        # fp32 with grouped KV heads: the math kernel (activations.sdpa_math) repeats k and v to every head
+        # and materialises the fp32 scores and their softmax, s x s per head
+        attn = A * (2 * spec.q_dim + 2 * spec.kv_dim) + 2 * 4 * spec.q_dim + 2 * 4 * spec.heads * s
+        mask = 0
     else:
         attn = A * (2 * spec.q_dim + 2 * spec.kv_dim)
         mask = 0
@@ -609,7 +660,8 @@ def _infer_phases(spec: ModelSpec, w: Workload, weights: tuple[Weight, ...], run
                (("layers", layers),))
     phases = [Phase("prefill", (weights_t, kv(prompt, cross), prefill_work, last))]
     if new:
-        phases.append(Phase("last generated token", (weights_t, kv(prompt + new, cross), cat, last)))
+        final_kv = kv(prompt + new, cross)
+        phases.append(Phase("last generated token", (weights_t, final_kv, cat, last), kv_cat=final_kv.bytes))
     build = _build_phase(spec, w, weights_t, run) if tp == 1 and not w.device_map else None
     return ((build,) if build else ()) + tuple(phases)
 
@@ -645,7 +697,9 @@ def _pipeline_stages(spec: ModelSpec, weights: tuple[Weight, ...], phases: Seque
                     scale = 1.0 / pp
                 terms.append(Term(t.name, int(t.bytes * scale), t.formula + (
                     f"; {stage} of {pp}" if scale != 1.0 else ""), t.inputs + (("pp_stage", stage),), t.note))
-            out.append(Phase(f"{p.name} ({stage})", tuple(terms), p.stranded if stage == "last stage" else 0))
+            out.append(replace(p, name=f"{p.name} ({stage})", terms=tuple(terms),
+                               stranded=p.stranded if stage == "last stage" else 0,
+                               grad_block=p.grad_block if stage == "last stage" else 0))
     return tuple(out)
 
 
