@@ -17,6 +17,9 @@ goes: the interpreter's start, envdoctor's imports, and the probes, table and ch
 ``check -v`` reports them.
 
     python benchmarks/bench_check.py --skip-torch-only --rounds 20 --breakdown --baseline /tmp/base
+
+``--baseline-full`` (with ``--baseline``, without ``--skip-torch-only``) adds the baseline's full
+check, so a change to the torch probe (the libraries above torch) is timed against it too.
 """
 
 from __future__ import annotations
@@ -81,6 +84,8 @@ def main() -> None:
                         help="time only check --skip torch (no collect_env, no full check)")
     parser.add_argument("--baseline", metavar="DIR", default=None,
                         help="also time python -m envdoctor run from this checkout (alternating)")
+    parser.add_argument("--baseline-full", action="store_true",
+                        help="with --baseline: also time the baseline's full check (the torch probe)")
     parser.add_argument("--breakdown", action="store_true",
                         help="also say where check --skip torch spends its time")
     parser.add_argument("--json", dest="json_out", default=None, help="also write the figures here")
@@ -98,6 +103,9 @@ def main() -> None:
         commands["baseline --skip torch"] = ([sys.executable, "-m", "envdoctor"] + skip_torch, args.baseline)
     if not args.skip_torch_only:
         commands["check (full)"] = (envdoctor + ["check", "--python", args.python], here)
+        if args.baseline and args.baseline_full:
+            commands["baseline (full)"] = ([sys.executable, "-m", "envdoctor", "check", "--python", args.python],
+                                           args.baseline)
     for argv, cwd in commands.values():  # one warm-up each: page cache, .pyc files
         timed(argv, env, cwd)
     times: Dict[str, List[float]] = {name: [] for name in commands}

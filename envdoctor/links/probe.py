@@ -25,6 +25,7 @@ from envdoctor.facts.links import PCIE_LEVELS, GpuLinks, GpuPair, LinksFacts, Ni
 from envdoctor.nvml import NOT_SUPPORTED, PCI_ADDRESS, Reading, Session, pci_address, session_for
 from envdoctor.parse.nvidia_smi import QUERY_FIELDS, parse_query_gpu
 from envdoctor.probes.context import Context
+from envdoctor.probes.fabric import IB as SYS_IB
 from envdoctor.probes.reasons import unreadable
 
 if TYPE_CHECKING:
@@ -291,7 +292,11 @@ def _smi_fallback(ctx: Context, why: ProbeError) -> LinksFacts:
 
 
 def _smi_nics(ctx: Context) -> Tuple[NicLink, ...]:
-    """The NICs of ``nvidia-smi topo -m`` beside NVML's GPUs (NVML has no NICs); none on any failure."""
+    """The NICs of ``nvidia-smi topo -m`` beside NVML's GPUs (NVML has no NICs); none on any failure.
+    Without an RDMA device in sysfs there is no NIC for it to list, and nvidia-smi (a second NVML
+    start, the slowest step of check's probes on the H200) is not run."""
+    if not ctx.listdir(SYS_IB):     # the NICs topo -m shows are these RDMA devices (NIC0: mlx5_0)
+        return ()
     from envdoctor.parse.nvidia_topo import TopoParseError, parse_topo
 
     smi, not_program = ctx.locate("nvidia-smi")

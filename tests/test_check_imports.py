@@ -1,0 +1,73 @@
+"""``check --skip torch`` imports only what its run needs: imports are a good part of its time.
+
+The command runs in a fresh interpreter on the recorded H200 (its files, its nvidia-smi, its NVML
+answers); the modules loaded by its end are compared with those it must not need.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.machines import h200
+
+REPO = Path(__file__).resolve().parent.parent
+
+#: What check's text report never needs: the advisor and the index client (recommend's), the
+#: other commands' plugins, the other renderers, JSON Schema, HTTP; and on a machine whose NVML
+#: answers and that has no RDMA device, the ``nvidia-smi topo -m`` parser.
+NOT_NEEDED = ("envdoctor.advise", "envdoctor.wheels", "envdoctor.fit", "envdoctor.bench", "envdoctor.burn",
+              "envdoctor.diag", "envdoctor.fleet", "envdoctor.profile", "envdoctor.dockerfile", "envdoctor.verify",
+              "envdoctor.snapshot", "envdoctor.render.json", "envdoctor.render.markdown", "envdoctor.htmlpage",
+              "envdoctor.render.check_page", "envdoctor.documents", "envdoctor.stack.target",
+              "envdoctor.probes.interpreters", "envdoctor.parse.nvidia_topo", "jsonschema", "requests", "urllib3",
+              "http.client", "ssl")
+
+PROGRAM = r"""
+import atexit, dataclasses, json, sys
+OUT = sys.argv[1]
+def dump():
+    with open(OUT, "w") as fh:
+        json.dump(sorted(sys.modules), fh)
+atexit.register(dump)
+from tests.machines import FakeNvml
+import envdoctor.clicore as clicore
+made = clicore.make_context
+def make_context(*args, **kwargs):   # the recorded NVML answers of the H200, as the tests' machine has
+    return dataclasses.replace(made(*args, **kwargs), nvml=FakeNvml())
+clicore.make_context = make_context
+import envdoctor.cli.check
+envdoctor.cli.check.make_context = make_context
+from envdoctor.cli import main
+sys.argv = ["envdoctor", "check", "--skip", "torch", "--root", sys.argv[2]]
+main()
+"""
+
+
+def _loaded(tmp_path: Path, *args: str) -> list:
+    ctx = h200(tmp_path)
+    out = tmp_path / "modules.json"
+    env = {**ctx.env, "PYTHONPATH": str(REPO)}
+    ran = subprocess.run([sys.executable, "-c", PROGRAM, str(out), str(ctx.root), *args], env=env, cwd=REPO,
+                         capture_output=True, text=True, timeout=120)
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert "NVIDIA H200" in ran.stdout and "(from nvml)" in ran.stdout     # NVML answered: the H200's path
+    return json.loads(out.read_text())
+
+
+def _under(module: str, names: tuple) -> bool:
+    return any(module == n or module.startswith(n + ".") for n in names)
+
+
+def test_check_skip_torch_imports_none_of_what_it_does_not_need(tmp_path):
+    loaded = _loaded(tmp_path)
+    assert [m for m in loaded if _under(m, NOT_NEEDED)] == []
+    # what it does need is there (the test would pass vacuously on a run that read nothing)
+    assert {"envdoctor.probes.driver", "envdoctor.links.probe", "envdoctor.table", "pynvml"} <= set(loaded)
+
+
+def test_the_list_catches_a_module_that_is_loaded(tmp_path):
+    assert _under("envdoctor.advise.plan", NOT_NEEDED) and _under("jsonschema", NOT_NEEDED)
+    assert not _under("envdoctor.advisement", ("envdoctor.advise",))
