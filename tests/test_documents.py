@@ -160,7 +160,7 @@ def test_recommend_json(args):
 def test_bench_json_of_recorded_h200_runs(tmp_path, run):
     from tests.test_bench_fakes import recorded_run, replay
 
-    r = CliRunner().invoke(cli, ["bench", "--python", replay(tmp_path, recorded_run(run)), "--json"])
+    r = CliRunner().invoke(cli, ["bench", "--python", replay(tmp_path, recorded_run(run)), "--json", "--cpu"])
     assert r.exit_code in (0, 1), r.output
     validate(json.loads(r.stdout), "bench")
 
@@ -327,7 +327,7 @@ def test_make_schema_check_mode_passes_on_the_tree_and_fails_with_a_diff_on_a_st
 
 @needs_torch
 def test_burn_json_of_a_cpu_run(tmp_path):
-    r = invoke("burn", "--seconds", "5", "--json", env={"HOME": str(tmp_path)})
+    r = invoke("burn", "--seconds", "5", "--cpu", "--json", env={"HOME": str(tmp_path)})
     assert r.exit_code == 0, r.output
     validate(json.loads(r.stdout), "burn")
 

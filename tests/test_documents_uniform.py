@@ -127,7 +127,7 @@ WRITERS = {
 }
 #: these run a real torch in a child (CPU torch in CI)
 TORCH_WRITERS = {
-    "burn": lambda tmp, mp: invoke("burn", "--python", sys.executable, "--seconds", "5", "--json",
+    "burn": lambda tmp, mp: invoke("burn", "--python", sys.executable, "--seconds", "5", "--cpu", "--json",
                                    env={"HOME": str(tmp)}),
     "comms": lambda tmp, mp: invoke("comms", "--backend", "gloo", "--nproc", "2", "--python", sys.executable, "--json",
                                     env={"CUDA_VISIBLE_DEVICES": ""}),

@@ -298,8 +298,10 @@ def test_text_markdown_and_html_show_the_same_drift(drifted):
 def test_html_escapes_what_the_reports_say(tmp_path):
     fd.write(tmp_path / "a", fd.host(fd.h200(), "<script>alert(1)</script>"))
     fd.write(tmp_path / "b", fd.host(fd.driver(fd.h200(), "570.133.20", "12.8"), "b"))
-    page = run(tmp_path, "--html").output            # a page always renames the nodes, as --redact does
+    page = run(tmp_path, "--html", "--redact").output      # --redact renames the nodes on a page too
     assert "alert(1)" not in page and '<a href="#n-node-01">node-01</a>' in page
+    page = run(tmp_path, "--html").output                  # without it the page names them, escaped
+    assert "<script>alert(1)</script>" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
     fleet, _ = merge_files([str(tmp_path)])
     page = render_html(fleet)
     assert "<script>alert(1)</script>" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page

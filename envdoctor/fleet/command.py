@@ -62,7 +62,9 @@ def _render(fleet: Any, redactor: Optional[Redactor], fmt: str) -> str:
         from envdoctor.fleet.page import fleet_page
 
         doc = stamp(mask_data(render.fleet_document(fleet)), render.fleet_document(fleet)["summary"]["exit_code"])
-        text = fleet_page(redactor.data(doc) if redactor else doc, machine_redactor())
+        machine = machine_redactor()     # its user and home; not its host name, which may be a node's
+        machine.pairs = [(value, label) for value, label in machine.pairs if label != "<host>"]
+        text = fleet_page(redactor.data(doc) if redactor else doc, machine)
     else:
         text = render.render_text(fleet, color=use_color() and redactor is None)
     text = mask_text(text)
@@ -95,7 +97,9 @@ def _table() -> Any:
               metavar="PERCENT", help="A GPU this far below the fleet's median for its model is slow.")
 @click.option("--json", "as_json", is_flag=True, help="Print the versioned JSON document (envdoctor.fleet/1).")
 @click.option("--markdown", is_flag=True, help="Print Markdown (tables and findings).")
-@click.option("--html", "as_html", is_flag=True, help="Print a self-contained HTML page (sortable, no external files).")
+@click.option("--html", "as_html", is_flag=True,
+              help="Print a self-contained HTML page (sortable, no external files; the nodes by their names, user "
+                   "names, home paths and GPU UUIDs masked; with --redact the nodes are node-01, ...).")
 @click.option("-o", "--output", type=FilePath(dir_okay=False, path_type=Path), default=None, metavar="FILE",
               help="Write the output to FILE (atomically) instead of printing it.")
 @click.option("--redact", is_flag=True,
@@ -130,7 +134,9 @@ def fleet(paths: Tuple[str, ...], gather: bool, with_bench: bool, with_comms: bo
     --suppress is in no verdict and no exit code; the output lists what it hid.
     """
     fmt = _format(as_json, markdown, as_html)
-    redact = redact or as_html        # a page is made to be passed on: always as --redact
+    # The nodes keep their names on a page as in the text and the JSON (an operator finds the bad
+    # host by it; host names are not secrets: envdoctor/redact.py masks them with --redact only).
+    # The page masks the rest --redact masks (user names, home paths, GPU UUIDs) all the same.
     if gather:
         if paths:
             raise click.UsageError("--gather inspects this node; it takes no report files")
