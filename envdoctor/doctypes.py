@@ -57,7 +57,9 @@ class FindingsSummary(TypedDict):
     errors: Count
     warnings: Count
     info: Count
-    exit_code: Annotated[int, Json(enum=[0, 1])]
+    #: 2: the command could not run for a named reason (topo and comms without a GPU); 3: a bug in
+    #: envdoctor (ED900) -- README's exit-code table
+    exit_code: Annotated[int, Json(enum=[0, 1, 2, 3])]
 
 
 #: the values a probe writes into a report, as a report read back must hold them (report.py checks them)

@@ -84,9 +84,7 @@ def test_no_gpu_with_json_still_prints_the_document_with_its_exit_code(args, tod
         validate_written(doc, args[0], 2)
 
 
-#: topo-1.json and comms-1.json (helper house3's) allow summary.exit_code 0 and 1 only, while topo and
-#: comms exit 2 when nothing can run (README's table); strict, so their fix shows up here
-@pytest.mark.xfail(strict=True, reason="the topo and comms schemas' exit_code enum lacks 2")
+#: topo and comms exit 2 when nothing can run (README's table): their documents say so and validate
 @pytest.mark.parametrize("command", ["topo", "comms"])
 def test_the_no_gpu_documents_of_topo_and_comms_validate(command):
     r = _run([command], "--json")
