@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Optional
 
 import click
 
@@ -31,6 +31,9 @@ from envdoctor.clicore import (
     python_option,
     seconds,
 )
+
+if TYPE_CHECKING:
+    from envdoctor.fit.render import MeasurementSection
 
 _DTYPES = ("fp32", "bf16", "fp16")
 _OPTIMIZERS = ("adamw", "adamw-foreach", "adamw8bit", "sgd", "adafactor")
@@ -287,7 +290,8 @@ def fit(model: str | None, mode: str, batch: int, seq: int | None, new_tokens: i
     gpus, judged = _gpus(gpu_names, sizes, ecc, local)
     report = fit_report(spec, w, gpus, _table_gpus(), load_constants())
     failed = any(not v.fits for v in report.verdicts)
-    section, text, stopped = None, "", ""
+    section: Optional[MeasurementSection] = None
+    text, stopped = "", ""
     if measure:
         section, text, measured_error, stopped = _measure(spec, raw, report, cpu, builder, python, timeout, suppress)
         failed = failed or measured_error
@@ -307,7 +311,7 @@ def fit(model: str | None, mode: str, batch: int, seq: int | None, new_tokens: i
 
 
 def _measure(spec: Any, raw: dict, report: Any, cpu: bool, builder: str, python: str | None,
-             timeout: float | None, suppress: tuple[str, ...] = ()) -> tuple[dict, str, bool, str]:
+             timeout: float | None, suppress: tuple[str, ...] = ()) -> tuple[MeasurementSection, str, bool, str]:
     """Run the measurement: (its document section, its text, whether a finding is an error, and the
     one line saying why it could not start, "" when it ran: no torch in the target, no GPU)."""
     from envdoctor.child import find_python
