@@ -24,6 +24,7 @@ import dataclasses
 import difflib
 import json
 import sys
+import types
 import typing
 from pathlib import Path
 from typing import Any, Dict, Tuple
@@ -66,6 +67,7 @@ GENERATED: Dict[str, Tuple[Any, ...]] = {
                  {"top": "envdoctor.snapshot:SNAPSHOT_IS_A_REPORT"}),
     "stale": ("envdoctor.render.table:StaleAnswer", "envdoctor table staleness answer",
               "envdoctor table --stale --json"),
+    "fit": ("envdoctor.fit.render:FitDocument", "envdoctor fit estimate", "envdoctor fit --json"),
 }
 
 
@@ -76,6 +78,9 @@ def _load(target: str) -> Any:
 
 #: (the document's $defs, a name) -> the type it names there
 _OWNERS: Dict[Tuple[int, str], Any] = {}
+#: ``Optional[int]`` and ``int | None`` (a dataclass under ``from __future__ import annotations``, Python
+#: 3.10+: types.UnionType, not typing.Union) are one schema, never an empty one that takes anything
+_UNIONS = (typing.Union, getattr(types, "UnionType", typing.Union))
 #: [True] while the document being generated is one envdoctor reads back (GENERATED's "read_back")
 _READ_BACK: list = [False]
 
@@ -114,7 +119,7 @@ def _type(tp: Any, defs: Dict[str, Any]) -> Dict[str, Any]:
         return {}
     if tp is type(None):
         return {"type": "null"}
-    if origin is typing.Union:
+    if origin in _UNIONS:
         options = [_type(a, defs) for a in args if a is not type(None)]
         if all(set(o) == {"type"} and isinstance(o["type"], str) for o in options) and len(options) > 1:
             schema = {"type": [o["type"] for o in options]}

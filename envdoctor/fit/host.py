@@ -19,6 +19,7 @@ the CPU), and 0.25 s per generated token. A run past it is a hang, reported as s
 from __future__ import annotations
 
 import os
+import shlex
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
@@ -144,7 +145,8 @@ def start_probe(python: str, env: Mapping[str, str] | None = None, timeout: floa
     probe = run_child("interpreter.py", python=python, timeout=timeout, env=env, what="a start-up probe", stop=stop)
     if probe.result is None and probe.error is not None and probe.error.kind == "timeout":
         return (f"{python} did not answer a start-up probe (no torch imported) in {timeout:g} s: it hangs before "
-                "running any code (a wrapper, a sitecustomize, a stalled disk); `envdoctor check --python` it")
+                "running any code (a wrapper, a sitecustomize, a stalled disk); "
+                f"`envdoctor check --python {shlex.quote(python)}` looks at it")
     return None
 
 
