@@ -7,9 +7,12 @@ answers); the modules loaded by its end are compared with those it must not need
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Dict, Optional
 
 from tests.machines import h200
 
@@ -24,6 +27,10 @@ NOT_NEEDED = ("envdoctor.advise", "envdoctor.wheels", "envdoctor.fit", "envdocto
               "envdoctor.render.check_page", "envdoctor.documents", "envdoctor.stack.target",
               "envdoctor.probes.interpreters", "envdoctor.parse.nvidia_topo", "jsonschema", "requests", "urllib3",
               "http.client", "ssl")
+
+#: The parsers of what the recorded H200 has none of: no conda, no docker, podman or NVIDIA
+#: Container Toolkit, no CDI spec, no CUDA toolkit; and getpass where USER is set.
+ABSENT_HERE = ("envdoctor.parse.conda", "envdoctor.parse.docker", "envdoctor.parse.nvcc", "getpass")
 
 PROGRAM = r"""
 import atexit, dataclasses, json, sys
@@ -46,8 +53,8 @@ main()
 """
 
 
-def _loaded(tmp_path: Path, *args: str) -> list:
-    ctx = h200(tmp_path)
+def _loaded(tmp_path: Path, *args: str, env: Optional[Dict[str, str]] = None) -> list:
+    ctx = h200(tmp_path, env=env)
     out = tmp_path / "modules.json"
     env = {**ctx.env, "PYTHONPATH": str(REPO)}
     ran = subprocess.run([sys.executable, "-c", PROGRAM, str(out), str(ctx.root), *args], env=env, cwd=REPO,
@@ -66,6 +73,22 @@ def test_check_skip_torch_imports_none_of_what_it_does_not_need(tmp_path):
     assert [m for m in loaded if _under(m, NOT_NEEDED)] == []
     # what it does need is there (the test would pass vacuously on a run that read nothing)
     assert {"envdoctor.probes.driver", "envdoctor.links.probe", "envdoctor.table", "pynvml"} <= set(loaded)
+
+
+def test_check_skip_torch_imports_no_parser_of_a_program_the_machine_lacks(tmp_path):
+    # PATH: the H200's fakes and only the programs they and the python probe need (a docker or
+    # conda of the machine running the tests must not count)
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    for name in ("cat", "python3"):
+        found = sys.executable if name == "python3" else shutil.which(name)
+        assert found
+        (tools / name).symlink_to(found)
+    path = os.pathsep.join([str(tmp_path / "fakebin"), str(tools)])
+    loaded = _loaded(tmp_path, env={"PATH": path, "USER": "tester"})
+    assert [m for m in loaded if _under(m, ABSENT_HERE)] == []
+    assert {"envdoctor.probes.conda", "envdoctor.probes.docker", "envdoctor.probes.toolkit",
+            "envdoctor.probes.system"} <= set(loaded)       # the probes ran, without them
 
 
 def test_the_list_catches_a_module_that_is_loaded(tmp_path):
