@@ -48,20 +48,28 @@ clicore.make_context = make_context
 import envdoctor.cli.check
 envdoctor.cli.check.make_context = make_context
 from envdoctor.cli import main
-sys.argv = ["envdoctor", "check", "--skip", "torch", "--root", sys.argv[2]]
-main()
+args = ["check", "--skip", "torch", "--root", sys.argv[3]]
+if sys.argv[2] == "own":             # as the program: ``envdoctor check ...``, main() reads sys.argv
+    sys.argv = ["envdoctor"] + args
+    main()
+main(args)                           # a caller's: argv given, the process ends as usual (atexit runs)
 """
 
 
-def _loaded(tmp_path: Path, *args: str, env: Optional[Dict[str, str]] = None) -> list:
+def _run(tmp_path: Path, how: str = "caller", env: Optional[Dict[str, str]] = None) -> subprocess.CompletedProcess:
     ctx = h200(tmp_path, env=env)
     out = tmp_path / "modules.json"
     env = {**ctx.env, "PYTHONPATH": str(REPO)}
-    ran = subprocess.run([sys.executable, "-c", PROGRAM, str(out), str(ctx.root), *args], env=env, cwd=REPO,
+    ran = subprocess.run([sys.executable, "-c", PROGRAM, str(out), how, str(ctx.root)], env=env, cwd=REPO,
                          capture_output=True, text=True, timeout=120)
     assert ran.returncode == 0, ran.stdout + ran.stderr
     assert "NVIDIA H200" in ran.stdout and "(from nvml)" in ran.stdout     # NVML answered: the H200's path
-    return json.loads(out.read_text())
+    return ran
+
+
+def _loaded(tmp_path: Path, env: Optional[Dict[str, str]] = None) -> list:
+    _run(tmp_path, env=env)
+    return json.loads((tmp_path / "modules.json").read_text())
 
 
 def _under(module: str, names: tuple) -> bool:
@@ -85,10 +93,23 @@ def test_check_skip_torch_imports_no_parser_of_a_program_the_machine_lacks(tmp_p
         assert found
         (tools / name).symlink_to(found)
     path = os.pathsep.join([str(tmp_path / "fakebin"), str(tools)])
-    loaded = _loaded(tmp_path, env={"PATH": path, "USER": "tester"})
+    loaded = _loaded(tmp_path, {"PATH": path, "USER": "tester"})
     assert [m for m in loaded if _under(m, ABSENT_HERE)] == []
     assert {"envdoctor.probes.conda", "envdoctor.probes.docker", "envdoctor.probes.toolkit",
             "envdoctor.probes.system"} <= set(loaded)       # the probes ran, without them
+
+
+def test_check_as_the_program_ends_at_once_with_the_same_report(tmp_path):
+    """``envdoctor check`` ends its process once the report is written (clicore.finish: no
+    interpreter teardown, so no atexit handler runs); called with argv it ends as usual. The
+    report and the exit status are the same bytes either way."""
+    caller = _run(tmp_path / "caller")
+    own = _run(tmp_path / "own", "own")
+    assert (tmp_path / "caller" / "modules.json").exists()         # atexit ran
+    assert not (tmp_path / "own" / "modules.json").exists()        # ended at once
+    assert own.stdout.replace(str(tmp_path / "own"), "T") == caller.stdout.replace(str(tmp_path / "caller"), "T")
+    assert own.stderr == caller.stderr == ""
+    assert "Verdict: no problems found." in own.stdout
 
 
 def test_the_list_catches_a_module_that_is_loaded(tmp_path):
