@@ -228,9 +228,20 @@ def path_problem(value: str) -> Optional[str]:
 
 class FilePath(click.Path):
     """``click.Path`` that first refuses what no file can be named (:func:`path_problem`): one line,
-    exit 2, where ``os.stat`` would raise ValueError (a NUL) or ENAMETOOLONG."""
+    exit 2, where ``os.stat`` would raise ValueError (a NUL) or ENAMETOOLONG; and an empty value,
+    which Click reads as ".", this folder (``check --html -o ''`` said "cannot write .: it is a
+    folder"). ``allow_empty``: the command refuses it itself, with its own hint."""
+
+    def __init__(self, *args: Any, allow_empty: bool = False, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.allow_empty = allow_empty
 
     def convert(self, value: Any, param: Any, ctx: Any) -> Any:
+        if isinstance(value, str) and not value.strip() and not self.allow_empty:
+            what = "a folder" if not self.file_okay else "a file name" if not self.dir_okay else "a path"
+            empty = f"it is empty: give {what}"
+            _refuse(empty, param, ctx)
+            self.fail(empty, param, ctx)
         if isinstance(value, str):
             problem = path_problem(value)
             if problem is not None:

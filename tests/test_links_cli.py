@@ -153,10 +153,24 @@ def test_topo_fallback_of_the_older_driver_names_nics_by_their_device(tmp_path):
                                                                       ("mlx5_1", "mlx5_1", (1,))]
 
 
-def test_topo_without_any_driver_says_so_and_exits_1(tmp_path):
+def test_topo_on_a_machine_without_a_gpu_exits_2_as_diag_does(tmp_path):
+    """qa2: nothing to look at is a run that could not start (2, one line), not a problem found (1)."""
     r = _topo(tmp_path, FakeBin(tmp_path).env(hermetic=True))
-    assert r.exit_code == 1
+    assert r.exit_code == 2
     assert r.output.startswith("GPU links: no NVIDIA GPU found")
+    assert r.stderr.splitlines()[-1].startswith("envdoctor topo: no GPU on this machine: ")
+    assert r.stderr.splitlines()[-1].endswith("; run topo on a node with an NVIDIA GPU")
+    doc = json.loads(_topo(tmp_path, FakeBin(tmp_path).env(hermetic=True), "--json").stdout)
+    assert doc["summary"]["exit_code"] == 2
+
+
+def test_topo_with_a_gpu_on_the_pci_bus_that_cannot_be_read_exits_1(tmp_path):
+    from tests.machines import h200_pci
+
+    write_tree(tmp_path, h200_pci())
+    r = _topo(tmp_path, FakeBin(tmp_path).env(hermetic=True))
+    assert r.exit_code == 1, r.output
+    assert r.stderr.splitlines()[-1].startswith("envdoctor topo: 1 NVIDIA GPU(s) on the PCI bus, none could be read")
 
 
 def _render(tmp_path, nv, gpus, **tree):

@@ -20,6 +20,9 @@ from envdoctor.facts.toolkit import ToolkitFacts
 class Facts:
     """One inspection of one machine: what ``envdoctor check`` reports under ``facts``."""
 
+    #: the areas every report has had (a saved report lacks the later ones: from_data fills them)
+    json_required = ("system", "pci", "driver", "toolkits", "conda", "docker", "python", "torch")
+
     system: SystemFacts = field(default_factory=SystemFacts)
     pci: PciFacts = field(default_factory=PciFacts)
     driver: DriverFacts = field(default_factory=DriverFacts)
