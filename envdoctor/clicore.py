@@ -501,6 +501,8 @@ def gpu_indices(value: str) -> Tuple[int, ...]:
 def suppress_codes(ctx: Any, param: Any, values: Tuple[str, ...]) -> Tuple[str, ...]:
     """Click callback of ``--suppress``: codes of the registry (``envdoctor explain`` lists them); a
     comma list is several. Anything else is a usage error (exit 2), so a typo never hides nothing."""
+    if not values:          # nothing given (every run): the checks' module loads later, not before the probes
+        return ()
     from envdoctor.checks import bad_codes, suppressed_codes
 
     codes = suppressed_codes(values)
