@@ -71,10 +71,10 @@ def finish(code: int) -> NoReturn:
     if not _OWN_PROCESS[0]:
         sys.exit(code)
     try:
-        sys.stdout.flush()
+        sys.stdout.flush()            # click.echo flushed already: nothing is normally left
         sys.stderr.flush()
-    except BrokenPipeError:
-        closed_pipe()
+    except (OSError, ValueError):     # a closed or full output: the interpreter's exit says so, as before
+        sys.exit(code)
     logging.shutdown()                # --debug's handler, flushed
     os._exit(code)
 
