@@ -72,7 +72,7 @@ def breakdown(envdoctor: List[str], python: str, env: Dict[str, str], rounds: in
              f"{'+ import envdoctor.cli.check':<34}{imports - start:>8.3f} s"]
     lines += [f"{'  ' + name:<34}{statistics.median(v):>8.3f} s" for name, v in steps.items()]
     cpu = own_cpu(python, env, rounds, cwd)
-    lines.append(f"{'CPU of check own process':<34}{statistics.median(cpu[0]):>8.3f} s "
+    lines.append(f"{'CPU of the check process':<34}{statistics.median(cpu[0]):>8.3f} s "
                  f"(all its threads, not the programs it ran; {statistics.median(cpu[1]):.3f} s wall "
                  "with the interpreter's teardown)")
     return lines

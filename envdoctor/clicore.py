@@ -64,7 +64,7 @@ def finish(code: int) -> NoReturn:
 
     In envdoctor's own process the output is flushed and the process ends at once, without the
     interpreter's teardown: freeing the 250 modules and the table's rows of ``check --skip torch``
-    took 20-40 ms, a tenth of the command (docs/benchmarks.md). Nothing is left to it by then: the
+    took 20-40 ms on a 2-core box, a tenth of the command (docs/benchmarks.md). Nothing is left to it by then: the
     probes' processes and threads are done, the table cache written. Elsewhere (a caller's
     process, a test's CliRunner): ``sys.exit(code)``.
     """
