@@ -13,13 +13,13 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Dict, Optional, Tuple
+from typing import Any, Dict, Optional, Tuple
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from envdoctor.table.rows import Sourced
-from envdoctor.table.schema import Doc, TableError, Where, check_top, load_rows, one_of, version
+from envdoctor.table.schema import Doc, TableError, Where, check_top, load_rows, one_of, version, versions
 from envdoctor.table.source import DataDir, read_doc
 
 FILE = "extensions.toml"
@@ -188,14 +188,6 @@ class Extensions:
         return next((r for r in self.images if r.name == name), None)
 
 
-def _versions(*names: str) -> Callable[[Where, Dict[str, Any]], None]:
-    """A row check: each of ``names`` is a version where it is given."""
-    def check(where: Where, v: Dict[str, Any]) -> None:
-        for name in names:
-            version(where, name, v[name])
-    return check
-
-
 def _wheel(where: Where, v: Dict[str, Any]) -> None:
     version(where, "version", v["version"])
     for a in v["abi"]:
@@ -215,11 +207,11 @@ def _bad(where: Where, v: Dict[str, Any]) -> None:
 
 def parse(doc: Doc) -> Extensions:
     check_top(doc, ("arch", "pin", "wheel", "bad", "gcc", "image", "abi"))
-    archs = load_rows(doc, "arch", "name", ArchRow, _versions("min_cc", "max_cc"))
+    archs = load_rows(doc, "arch", "name", ArchRow, versions("min_cc", "max_cc"))
     seen = set()
 
     def pin(where: Where, v: Dict[str, Any]) -> None:
-        _versions("version", "torch", "torchvision", "torchaudio", "xformers")(where, v)
+        versions("version", "torch", "torchvision", "torchaudio", "xformers")(where, v)
         key = (v["package"], Version(v["version"]))
         if key in seen:
             raise where.fail(f"a second row for {v['package']} {v['version']}")
@@ -228,14 +220,14 @@ def parse(doc: Doc) -> Extensions:
     pins = load_rows(doc, "pin", "package", PinRow, pin)
     wheels = load_rows(doc, "wheel", "version", WheelRow, _wheel)
     bad = load_rows(doc, "bad", "package", BadRow, _bad)
-    gccs = load_rows(doc, "gcc", "cuda", GccRow, _versions("cuda"))
+    gccs = load_rows(doc, "gcc", "cuda", GccRow, versions("cuda"))
     if len({r.cuda for r in gccs}) != len(gccs):
         raise TableError(f"{doc.label}: a [[gcc]] cuda appears twice")
     ordered = sorted(gccs, key=lambda r: Version(r.cuda))
     if any(a.max_gcc > b.max_gcc for a, b in zip(ordered, ordered[1:])):
         raise TableError(f"{doc.label}: [[gcc]] max_gcc must not fall as CUDA rises")
     images = load_rows(doc, "image", "name", ImageRow)
-    abis = load_rows(doc, "abi", "torch", AbiRow, _versions("torch"))
+    abis = load_rows(doc, "abi", "torch", AbiRow, versions("torch"))
     return Extensions(archs, pins, wheels, bad, tuple(ordered), images, abis)
 
 

@@ -7,7 +7,7 @@ Cross-file checks (driver floors rise, every variant has an index, every arch is
 from __future__ import annotations
 
 import re
-from typing import Any, Callable, get_args
+from typing import Any, get_args
 
 from envdoctor.table.rows import (
     VARIANT_NAME,
@@ -47,6 +47,7 @@ from envdoctor.table.schema import (
     rows,
     spec_of,
     version,
+    versions,
 )
 
 _CC = re.compile(r"^\d{1,2}\.\d$")
@@ -62,16 +63,8 @@ def _cc(where: Where, v: dict[str, Any], name: str = "cc", example: str = "8.6")
         raise where.fail(f"field {name!r}: {v[name]!r} is not a compute capability like {example}")
 
 
-def _versions(*names: str) -> Callable[[Where, dict[str, Any]], None]:
-    """A row check: each of ``names`` is a version where it is given."""
-    def check(where: Where, v: dict[str, Any]) -> None:
-        for name in names:
-            version(where, name, v[name])
-    return check
-
-
 def _cuda_release(where: Where, v: dict[str, Any]) -> None:
-    _versions("version", "min_driver_linux", "min_driver_windows")(where, v)
+    versions("version", "min_driver_linux", "min_driver_windows")(where, v)
     one_of(where, "kind", v["kind"], get_args(CudaKind))
     v["label"] = v["label"] or v["version"]
 
@@ -85,13 +78,13 @@ def load_cuda(doc: Doc) -> tuple[tuple[CudaRelease, ...], tuple[MinorCompat, ...
     check_top(doc, ("release", "minor_compat", "branch"))
     return (load_rows(doc, "release", "version", CudaRelease, _cuda_release, loose=("label",)),
             load_rows(doc, "minor_compat", "major", MinorCompat,
-                      _versions("min_driver_linux", "min_driver_windows", "below_driver")),
+                      versions("min_driver_linux", "min_driver_windows", "below_driver")),
             load_rows(doc, "branch", "branch", DriverBranch, _branch))
 
 
 def _architecture(where: Where, v: dict[str, Any]) -> None:
     _cc(where, v)
-    _versions("first_cuda", "dropped_cuda", "min_driver_branch", "last_driver_branch")(where, v)
+    versions("first_cuda", "dropped_cuda", "min_driver_branch", "last_driver_branch")(where, v)
     bad = [p for p in v["tensor_cores"] if p not in _PRECISIONS]
     if bad:
         raise where.fail(f"field 'tensor_cores': unknown precision {bad[0]!r} (known: {', '.join(_PRECISIONS)})")
@@ -205,7 +198,7 @@ def _ngc(where: Where, v: dict[str, Any]) -> None:
     if not re.match(r"^\d{2}\.\d{2}$", v["tag"]):
         raise where.fail(f"field 'tag': {v['tag']!r} is not a release tag like 25.01")
     _cc(where, v, "min_cc", "7.5")
-    _versions("cuda", "torch", "min_driver")(where, v)
+    versions("cuda", "torch", "min_driver")(where, v)
     for b in v["forward_compat_branches"]:
         version(where, "forward_compat_branches", b)
 

@@ -237,6 +237,14 @@ def version(where: Where, name: str, value: Optional[str]) -> Optional[Version]:
         raise where.fail(f"field '{name}': {value!r} is not a version") from None
 
 
+def versions(*names: str) -> Callable[[Where, dict[str, Any]], None]:
+    """A row check: each of ``names`` is a version where it is given (``versions("version", "torch")``)."""
+    def check(where: Where, v: dict[str, Any]) -> None:
+        for name in names:
+            version(where, name, v[name])
+    return check
+
+
 def _str(where: Where, k: str, v: Any) -> str:
     if not isinstance(v, str) or not v.strip():
         raise where.fail(f"field '{k}' must be a non-empty string, not {v!r}")
