@@ -13,10 +13,14 @@ The ``python`` whose torch is inspected also runs collect_env, so both read the 
 ``--skip-torch-only`` times ``check --skip torch`` alone (issue 11: at most 0.25 s on the H200),
 ``--baseline DIR`` times a second checkout of envdoctor (``git archive <commit> | tar -x -C DIR``)
 in alternation with this one, and ``--breakdown`` adds where the time of ``check --skip torch``
-goes: the interpreter's start, envdoctor's imports, and the probes, table and checks as
-``check -v`` reports them.
+goes: the interpreter's start, envdoctor's imports, the probes, table and checks as
+``check -v`` reports them, and the CPU time of check's own process (all its threads share one
+interpreter lock: CPU close to the wall time says the process, not what it waits on, is the limit).
 
     python benchmarks/bench_check.py --skip-torch-only --rounds 20 --breakdown --baseline /tmp/base
+
+``--baseline-full`` (with ``--baseline``, without ``--skip-torch-only``) adds the baseline's full
+check, so a change to the torch probe (the libraries above torch) is timed against it too.
 """
 
 from __future__ import annotations
@@ -67,7 +71,34 @@ def breakdown(envdoctor: List[str], python: str, env: Dict[str, str], rounds: in
     lines = [f"{'python -c pass':<34}{start:>8.3f} s",
              f"{'+ import envdoctor.cli.check':<34}{imports - start:>8.3f} s"]
     lines += [f"{'  ' + name:<34}{statistics.median(v):>8.3f} s" for name, v in steps.items()]
+    cpu = own_cpu(python, env, rounds, cwd)
+    lines.append(f"{'CPU of the check process':<34}{statistics.median(cpu[0]):>8.3f} s "
+                 f"(all its threads, not the programs it ran; {statistics.median(cpu[1]):.3f} s wall "
+                 "with the interpreter's teardown)")
     return lines
+
+
+#: check in a process that says, at its end, how much CPU it used (all its threads; the programs
+#: it ran are not counted): main(argv) ends through atexit, so the handler runs.
+_OWN_CPU = ("import atexit, os, sys, time\n"
+            "atexit.register(lambda: os.write(2, b'\\nenvdoctor-cpu %.4f\\n' % time.process_time()))\n"
+            "from envdoctor.cli import main\n"
+            "main(sys.argv[1:])\n")
+
+
+def own_cpu(python: str, env: Dict[str, str], rounds: int, cwd: Optional[str]) -> Tuple[List[float], List[float]]:
+    """(CPU seconds, wall seconds) of ``check --skip torch``'s own process, ``rounds`` times."""
+    cpu, wall = [], []
+    for _ in range(rounds):
+        started = time.perf_counter()
+        ran = subprocess.run([sys.executable, "-c", _OWN_CPU, "check", "--python", python, "--skip", "torch"],
+                             capture_output=True, text=True, env=env, cwd=cwd)
+        wall.append(time.perf_counter() - started)
+        found = re.findall(r"^envdoctor-cpu (\d+\.\d+)$", ran.stderr, re.M)
+        if not found:
+            raise SystemExit(f"check did not say its CPU time (exit {ran.returncode}): {ran.stderr[-500:]}")
+        cpu.append(float(found[-1]))
+    return cpu, wall
 
 
 def main() -> None:
@@ -81,6 +112,8 @@ def main() -> None:
                         help="time only check --skip torch (no collect_env, no full check)")
     parser.add_argument("--baseline", metavar="DIR", default=None,
                         help="also time python -m envdoctor run from this checkout (alternating)")
+    parser.add_argument("--baseline-full", action="store_true",
+                        help="with --baseline: also time the baseline's full check (the torch probe)")
     parser.add_argument("--breakdown", action="store_true",
                         help="also say where check --skip torch spends its time")
     parser.add_argument("--json", dest="json_out", default=None, help="also write the figures here")
@@ -98,6 +131,9 @@ def main() -> None:
         commands["baseline --skip torch"] = ([sys.executable, "-m", "envdoctor"] + skip_torch, args.baseline)
     if not args.skip_torch_only:
         commands["check (full)"] = (envdoctor + ["check", "--python", args.python], here)
+        if args.baseline and args.baseline_full:
+            commands["baseline (full)"] = ([sys.executable, "-m", "envdoctor", "check", "--python", args.python],
+                                           args.baseline)
     for argv, cwd in commands.values():  # one warm-up each: page cache, .pyc files
         timed(argv, env, cwd)
     times: Dict[str, List[float]] = {name: [] for name in commands}

@@ -137,6 +137,15 @@ def bad_codes(values: Iterable[str]) -> Optional[str]:
 
 
 @dataclass(frozen=True)
+class Suppressed:
+    """What ``--suppress CODE`` hid, as documents carry it (``"suppressed"``: diag, fleet; check's
+    report writes the same two keys): the codes asked for and the findings they hid."""
+
+    codes: Tuple[str, ...] = ()
+    findings: Tuple[Finding, ...] = ()
+
+
+@dataclass(frozen=True)
 class Checked:
     """The findings shown and the findings ``--suppress`` hid, each sorted (errors first)."""
 
@@ -149,6 +158,13 @@ def split(found: Iterable[Finding], suppress: Iterable[str] = ()) -> Checked:
     found = list(found)
     shown = kept(found, suppress)
     return Checked(sort_findings(shown), sort_findings(f for f in found if f not in shown))
+
+
+def hidden(codes: Iterable[str], found: Iterable[Finding]) -> Optional[Suppressed]:
+    """The :class:`Suppressed` of a run with ``--suppress`` ``codes`` that hid ``found``; None
+    without ``--suppress`` (the document then says nothing was asked)."""
+    asked = suppressed_codes(codes)
+    return Suppressed(asked, tuple(sort_findings(found))) if asked else None
 
 
 def kept(items: Iterable[Any], suppress: Iterable[str] = (),

@@ -1177,9 +1177,10 @@ _CODES: Tuple[Code, ...] = (
          "A dtype's load ran for less than 3 s, too short for a sustained figure to mean much.",
          "The finding names what was seen and where; act on its evidence and rerun envdoctor burn."),
     Code("ED828", "CPU run: no GPU-health verdict", "burn", ("info",),
-         "No GPU was usable, so the load ran on the CPU with small products. It still checks that repeated "
-         "products agree, but says nothing about a GPU (no Tensor Cores, clocks or ECC).",
-         "The finding names what was seen and where; act on its evidence and rerun envdoctor burn."),
+         "No GPU was usable and burn --cpu asked for the CPU, so the load ran on the CPU with small products "
+         "(without --cpu burn stops there, exit 2). It still checks that repeated products agree, but says "
+         "nothing about a GPU (no Tensor Cores, clocks or ECC).",
+         "Run envdoctor burn on a machine with an NVIDIA GPU (and a CUDA build of torch) for a GPU verdict."),
     Code("ED829", "An Xid on a GPU that was not burned", "burn", ("warning",),
          "NVML delivered an Xid for a GPU outside --device during the run.",
          "The finding names what was seen and where; act on its evidence and rerun envdoctor burn.", (XID_CATALOG,)),

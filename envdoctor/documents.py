@@ -123,6 +123,7 @@ DOCUMENTS: tuple[Document, ...] = (
     Document("bench", "envdoctor.bench/1", "bench-1.json", "bench result", "envdoctor bench --json"),
     Document("verify", "envdoctor.verify/1", "verify-1.json", "verify result", "envdoctor verify --json"),
     Document("table", "envdoctor.table/1", "table-1.json", "table answer", "envdoctor table KIND [KEY] --json"),
+    Document("stale", "envdoctor.stale/1", "stale-1.json", "staleness answer", "envdoctor table --stale --json"),
     Document("index", "envdoctor.index/1", "index-1.json", "index answer", "envdoctor index --json"),
     Document("burn", "envdoctor.burn/1", "burn-1.json", "burn result", "envdoctor burn --json"),
     Document("fit", "envdoctor.fit/1", "fit-1.json", "fit estimate", "envdoctor fit --json"),

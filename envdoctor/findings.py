@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Literal, Optional, get_args
+from typing import Annotated, Literal, Optional, get_args
+
+from envdoctor.doctypes import Json
 
 #: "error": it will not work; "warning": it works with a caveat; "info": worth knowing.
 Severity = Literal["error", "warning", "info"]
@@ -32,7 +34,8 @@ class Finding:
     evidence: tuple[str, ...] = ()    # the facts that show it, each with its source
     fix: tuple[str, ...] = ()         # exact commands, in order (never run by envdoctor)
     reference: Optional[str] = None   # a public URL that explains it
-    area: Optional[Area] = None
+    #: a document read back may carry an older area's name ("toolkit"): any text there
+    area: Annotated[Optional[Area], Json(read_back={"type": ["string", "null"]})] = None
     explanation: Optional[str] = None  # a sentence or two on why / what else to know
 
     def __post_init__(self) -> None:

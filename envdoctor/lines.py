@@ -30,18 +30,27 @@ def finding_lines(findings: Iterable[Finding], style: Style) -> List[str]:
     return lines
 
 
-def verdict(findings: Tuple[Finding, ...], style: Style) -> str:
+def verdict(findings: Tuple[Finding, ...], style: Style, again: str = "envdoctor check") -> str:
+    """The closing line; ``again``: the command to run once the errors are fixed."""
     errors = sum(f.severity == "error" for f in findings)
     warnings = sum(f.severity == "warning" for f in findings)
     if errors:
         return style(f"Verdict: {errors} error(s), {warnings} warning(s): fix the errors above, "
-                     "then run envdoctor check again.", "error")
+                     f"then run {again} again.", "error")
     if warnings:
         return style(f"Verdict: no errors, {warnings} warning(s): read the caveats above.", "warning")
     notes = sum(f.severity == "info" for f in findings)
     if notes:
         return style(f"Verdict: no problems found; {notes} note(s) above say what comes next.", "ok")
     return style("Verdict: no problems found.", "ok")
+
+
+def findings_section(findings: Tuple[Finding, ...], style: Style, suppressed: Iterable[Finding] = (),
+                     again: str = "envdoctor check") -> List[str]:
+    """The end of a report (check, topo, comms, dockerfile): "Findings", each finding (or "none"),
+    what ``--suppress`` hid, a blank line and the verdict."""
+    return [style("Findings", "bold"), *(finding_lines(findings, style) or ["  none"]),
+            *suppressed_line(suppressed, style), "", verdict(findings, style, again)]
 
 
 def suppressed_line(suppressed: Iterable[Finding], style: Style) -> List[str]:

@@ -28,7 +28,7 @@ import re
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, TypeVar
 
 from envdoctor.facts.base import ProbeError
 from envdoctor.parse.visible import HIDES_ALL, visible_count
@@ -39,6 +39,8 @@ NOT_SUPPORTED = "not supported"
 
 PCI_ADDRESS = re.compile(r"^[0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
 
+
+T = TypeVar("T")
 
 def pci_address(bus_id: Optional[str]) -> Optional[str]:
     """NVML's ``"00000000:17:00.0"`` (or torch's, any case) -> sysfs's ``"0000:17:00.0"``; None for anything else."""
@@ -600,6 +602,33 @@ class Shared:
         with self._lock:
             if self._session is not None:
                 self._session.close()
+
+
+def bounded(read: Callable[[], T], timeout: float, name: str, late: Callable[[ProbeError], T]) -> T:
+    """``read()`` (a probe's NVML reads) in a daemon thread waited for ``timeout`` seconds, as every
+    NVML probe runs (a call can hang in the driver): its answer; ``late(error)`` with a "timeout"
+    ProbeError when it gave none in time (the thread is left behind, a daemon); what it raised is
+    raised here, in the caller's thread::
+
+        bounded(lambda: read_state(ctx), ctx.timeout, "envdoctor-gpu-state", lambda e: GpuStateFacts(error=e))
+    """
+    box: List[T] = []
+    failure: List[BaseException] = []
+
+    def work() -> None:
+        try:
+            box.append(read())
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
+            failure.append(exc)
+
+    worker = threading.Thread(target=work, name=name, daemon=True)
+    worker.start()
+    worker.join(timeout)
+    if failure:
+        raise failure[0]
+    if not box:
+        return late(ProbeError("timeout", f"NVML did not answer in {timeout:g} s"))
+    return box[0]
 
 
 @contextlib.contextmanager

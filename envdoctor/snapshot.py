@@ -29,10 +29,11 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Dict, Optional, TypedDict
 
 from envdoctor import __version__
 from envdoctor.atomic import user_dir, what_it_is, write_atomic
+from envdoctor.doctypes import Json
 from envdoctor.documents import DocumentError, dumps, read_document
 from envdoctor.facts import Facts
 from envdoctor.bench.facts import BenchResult
@@ -140,20 +141,43 @@ def latest(directory: Path) -> Path | None:
 
 # --- writing -------------------------------------------------------------------------------------
 
+class SnapshotMeta(TypedDict):
+    """Where and when the snapshot was taken, by which envdoctor."""
+
+    host: Optional[str]
+    created: Annotated[str, Json(pattern="^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z$")]
+    envdoctor_version: str
+
+
+class _SnapshotKeys(TypedDict):
+    snapshot: SnapshotMeta
+
+
+class SnapshotDocument(_SnapshotKeys, total=False):
+    """A report (report-1.json) plus 'snapshot' and, with --bench, 'bench'; written into
+    ~/.local/state/envdoctor/snapshots/ (or -o FILE). `verify --baseline` reads a plain report too."""
+
+    bench: Annotated[Dict[str, Any], Json.raw({"$ref": "bench-1.json"})]
+
+
+#: a snapshot is a report first
+SNAPSHOT_IS_A_REPORT = {"allOf": [{"$ref": "report-1.json"}]}
+
+
 def snapshot_document(facts: Facts, findings: Iterable[Finding], bench: BenchResult | None = None,
                       created: str | None = None) -> dict[str, Any]:
     """The report of ``check --json`` plus ``"snapshot"`` (host, created, version) and ``"bench"``.
 
     Secrets are masked by ``report_document``; the host name stays (verify needs it).
     """
-    extra: dict[str, Any] = {"snapshot": {
+    extra: SnapshotDocument = {"snapshot": {
         "host": facts.system.hostname,
         "created": created or iso(utc_now()),
         "envdoctor_version": __version__,
     }}
     if bench is not None:
         extra["bench"] = to_data(bench)
-    return report_document(facts, findings, extra)
+    return report_document(facts, findings, dict(extra))
 
 
 def save(doc: dict[str, Any], directory: Path, moment: datetime.datetime | None = None) -> Path:

@@ -500,7 +500,7 @@ def test_already_installed_build_leaves_only_the_verify_step():
     assert p.ok and p.installed and p.choice.label == "torch 2.13.0+cpu"
     assert [st.title for st in p.steps] == ["Verify"]
     assert p.commands == ("envdoctor check --python /home/u/venv/bin/python",
-                          "envdoctor bench --python /home/u/venv/bin/python")
+                          "envdoctor bench --python /home/u/venv/bin/python --cpu")   # CPU wheels: bench --cpu
     assert "already installed" in render_text(p) and "nothing to install" in render_text(p)
     assert plan_document(p)["already_installed"] is True
 

@@ -38,7 +38,7 @@ def test_h200_replay_json_is_versioned_and_reloads(tmp_path):
 
 def test_torch_that_cannot_see_the_gpu_exits_1(tmp_path):
     raw = recorded_run("nocuda")
-    r = run("--python", replay(tmp_path, raw), "--size", "512")
+    r = run("--python", replay(tmp_path, raw), "--size", "512", "--cpu")
     # NVML is the test machine's own here: with no GPU the verdict is "No GPU", with one it fails
     assert r.exit_code in (0, 1) and "fp32 measured on the CPU" in r.stdout
 
@@ -104,19 +104,24 @@ def test_bench_device_99_on_a_cpu_only_torch_exits_2_as_burn_does(tmp_path, devi
     assert r.exit_code == 2, r.output
     assert r.stdout == ""
     assert r.stderr.strip().splitlines()[-1] == (
-        f"envdoctor bench: --device {device}: torch in {python} sees no GPU (leave --device out to "
+        f"envdoctor bench: --device {device}: torch in {python} sees no GPU (add --cpu instead to "
         "measure the CPU, or see `envdoctor check`)")
     default = run("--python", python, "--size", "512")
-    assert default.exit_code == 0 and "--device" not in default.stderr   # the default measures the CPU
+    assert default.exit_code == 2 and default.stdout == ""        # qa2: no GPU, no --cpu: nothing to measure
+    assert default.stderr.strip().splitlines()[-1].endswith(
+        "; run bench on a machine with an NVIDIA GPU, or add --cpu to measure the CPU (fp32, labelled; no Tensor "
+        "Core verdict)")
+    cpu = run("--python", python, "--size", "512", "--cpu")
+    assert cpu.exit_code in (0, 1) and "--device" not in cpu.stderr     # --cpu measures the CPU (1: NVML sees a GPU)
 
 
 def test_a_bench_answer_with_no_point_measured_is_a_failed_run(tmp_path):
     """The right schema, nothing in it: never exit 0."""
     doc = dict(child_doc(recorded_run("nocuda")), points=[])
-    r = run("--python", fake_python(tmp_path, result=doc), "--size", "512")
+    r = run("--python", fake_python(tmp_path, result=doc), "--size", "512", "--cpu")
     assert r.exit_code == 1, r.output
     assert "envdoctor bench: the target answered but measured nothing (no point of any suite)" in r.stderr
-    js = run("--python", fake_python(tmp_path / "j", result=doc), "--size", "512", "--json")
+    js = run("--python", fake_python(tmp_path / "j", result=doc), "--size", "512", "--json", "--cpu")
     assert js.exit_code == 1 and json.loads(js.stdout)["points"] == []
 
 
@@ -152,13 +157,14 @@ def test_dtypes_and_sizes_reach_the_child(tmp_path):
     assert config.pop("dump_after") > 0     # faulthandler shows a hang's stack before the timeout
     memory = [1 << k for k in (16, 18, 20, 22, 24, 25, 26, 27, 28)]       # 64Ki to 256Mi fp32 elements
     assert config == {"suites": ["matmul", "memory"], "dtypes": ["fp16", "bf16"], "sizes": [512, 1024, 4096],
-                      "budget": 2.0, "device": "all", "memory": {"sizes": memory, "budget": 0.667}}
+                      "budget": 2.0, "device": "all", "memory": {"sizes": memory, "budget": 0.667},
+                      "gpu_required": True}
 
 
 @needs_torch
 def test_cpu_torch_for_real_with_plot_request(tmp_path):
     png = tmp_path / "bench.png"
-    r = run("--python", sys.executable, "--size", "32", "--budget", "0.1", "--plot", str(png))
+    r = run("--python", sys.executable, "--size", "32", "--budget", "0.1", "--plot", str(png), "--cpu")
     assert r.exit_code in (0, 1), r.output            # 1 only where NVML sees a GPU here
     assert "fp32 measured on the CPU" in r.stdout
     has_mpl = __import__("importlib").util.find_spec("matplotlib") is not None

@@ -85,10 +85,18 @@ def test_the_text_report_names_each_gpu_its_verdict_and_the_summary(tmp_path, nv
 
 
 @pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="needs torch (CPU is enough)")
-def test_cpu_only_machine_runs_on_the_cpu_and_exits_0(nvml, tmp_path):
+def test_cpu_only_machine_exits_2_and_runs_on_the_cpu_only_with_cpu(nvml, tmp_path):
+    """qa2: burn on a machine without a GPU exited 0 with verdict NONE (nothing measured is never
+    OK): now exit 2 with one line, before any load; --cpu asks for the CPU trial, which exits 0."""
     nvml.init_error = 12                             # libnvidia-ml.so.1 not found
     png = tmp_path / "burn.png"
-    r = burn("--python", sys.executable, "--seconds", "5", "--dtype", "fp32", "--plot", str(png),
+    no = burn("--python", sys.executable, "--seconds", "5", "--dtype", "fp32", memtest="0.3")
+    assert no.exit_code == 2, no.output
+    assert "burn: starting" not in no.stderr and "CPU run" not in no.stdout
+    assert no.stderr.splitlines()[-1] == ("envdoctor burn: run burn on a machine with an NVIDIA GPU, or add --cpu to "
+                                          "try the load on the CPU (every product checked; no GPU verdict)")
+    assert "error: no GPU to load: torch " in no.stdout
+    r = burn("--python", sys.executable, "--seconds", "5", "--dtype", "fp32", "--plot", str(png), "--cpu",
              memtest="0.3")
     assert r.exit_code == 0, r.output
     assert "CPU run: the load ran on the CPU" in r.stdout and "verdict: CPU run, every product correct" in r.stdout

@@ -164,3 +164,14 @@ def healthy_steps(index: int, rates: Sequence[float] = (780.0, 676.6, 660.1, 659
             ("result", {"schema": "envdoctor.burn.child/1", "device": device, "phases": [phase], "memtest": memtest,
                         "notes": []}),
             ("exit", 0)]
+
+
+def miscompare_steps() -> list:
+    """GPU 0's healthy steps with 7 wrong words in 2 products (the first at 133): a burn that miscompares."""
+    steps = healthy_steps(0)
+    for step in steps:
+        if step[0] == "emit" and step[1] == "phase":
+            step[2]["phase"].update(mismatches=7, bad_products=2, first_bad_product=133, status="miscompare")
+        if step[0] == "result":
+            step[1]["phases"][0].update(mismatches=7, bad_products=2, first_bad_product=133, status="miscompare")
+    return steps

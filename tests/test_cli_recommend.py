@@ -326,3 +326,17 @@ def test_probed_machine_checks_the_live_index_with_its_best_manylinux_tag(tmp_pa
     doc = json.loads(r.output)
     # the fixture index holds cu130 wheels 2.9.0-2.11.0 for cp312 manylinux_2_28_x86_64
     assert (doc["torch"], doc["variant"], doc["index_check"]) == ("2.11.0", "cu130", "live")
+
+
+@pytest.mark.parametrize("route", ["system", "conda"])
+def test_a_cpu_plan_verifies_with_bench_cpu(no_probe, route):
+    """qa2: bench stops (exit 2) where torch sees no GPU unless --cpu asks for the CPU; a plan of CPU
+    wheels printed plain ``envdoctor bench`` as its last step, which then stopped."""
+    cpu = json.loads(run("--offline", "--json", "--no-gpu", "--route", route, "--os", "ubuntu:24.04",
+                         "--python-version", "3.12").output)
+    assert cpu["variant"] == "cpu" or route == "conda", cpu["variant"]
+    bench = [c for c in cpu["commands"] if c.startswith("envdoctor bench")]
+    assert bench and all(c.endswith(" --cpu") for c in bench), bench
+    gpu = json.loads(run("--offline", "--json", "--route", route, *WHATIF_5090).output)
+    bench = [c for c in gpu["commands"] if c.startswith("envdoctor bench")]
+    assert bench and not any("--cpu" in c for c in bench), bench

@@ -45,3 +45,28 @@ def test_credentials_are_masked(server, tmp_path, monkeypatch):
     url = server.url().replace("http://", "http://bob:s3cret@")
     r = invoke(server, tmp_path, monkeypatch, "9.0.0", "--index-url", url, "--variant", "cu130")
     assert "s3cret" not in r.output
+
+
+def test_stale_json_is_the_document_with_the_exit_code(server, tmp_path, monkeypatch):
+    import json
+
+    r = invoke(server, tmp_path, monkeypatch, "2.9.0", "--index-url", server.url(), "--variant", "cu130", "--json")
+    assert r.exit_code == 1, r.output
+    doc = json.loads(r.stdout)
+    assert doc["schema"] == "envdoctor.stale/1" and doc["stale"] is True and doc["summary"]["exit_code"] == 1
+    assert doc["bundled_newest"] == "2.9.0" and "2.10.0" in doc["newer"] and doc["variant"] == "cu130"
+    current = json.loads(invoke(server, tmp_path, monkeypatch, "9.0.0", "--index-url", server.url(),
+                                "--variant", "cu130", "--json").stdout)
+    assert current["stale"] is False and current["newer"] == [] and current["summary"]["exit_code"] == 0
+
+
+def test_stale_json_of_an_unreadable_index_says_why_and_exits_3(server, tmp_path, monkeypatch):
+    import json
+
+    url = server.url("down").replace("http://", "http://bob:s3cret@")
+    r = invoke(server, tmp_path, monkeypatch, "2.9.0", "--index-url", url, "--variant", "cu130",
+               "--timeout", "2", "--json")
+    assert r.exit_code == 3, r.output
+    doc = json.loads(r.stdout)
+    assert doc["stale"] is None and doc["error"] and doc["summary"]["exit_code"] == 3
+    assert "s3cret" not in r.output

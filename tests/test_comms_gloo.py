@@ -82,7 +82,9 @@ def test_comms_nccl_where_the_target_has_no_gpu_could_not_start_exit_2(backend):
     out = subprocess.run([sys.executable, "-m", "envdoctor", "comms", "--backend", backend, "--json"],
                          env=_env(CUDA_VISIBLE_DEVICES=""), capture_output=True, text=True, timeout=120)
     assert out.returncode == 2, (out.stdout, out.stderr)
-    assert out.stdout == ""
+    doc = json.loads(out.stdout)      # qa2: a --json run that stops for a named reason still prints its document
+    assert doc["schema"] == "envdoctor.comms/1" and doc["summary"]["exit_code"] == 2
+    assert doc["error"]["command"] == "no_gpu" and doc["points"] == []
     (line,) = [x for x in out.stderr.splitlines() if x.startswith("envdoctor comms:")]   # the rest: progress
     assert out.stderr.strip().splitlines()[-1] == line and line.startswith("envdoctor comms: no GPU for NCCL: ") and "--backend gloo --nproc 2" in line
 

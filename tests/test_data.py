@@ -188,3 +188,40 @@ def test_a_k80_with_torch_2_8_has_no_kernels_for_sm_37(real):
     assert len(found) == 1
     assert found[0].title == "torch 2.8.0+cu126 has no kernels for compute capability 3.7"
     assert found[0].evidence[0].startswith("GPU 0 (Tesla K80): compute capability 3.7")
+
+
+def test_a_new_gpus_optional_rows_join_on_its_gpus_toml_name(tmp_path, real):
+    """docs/data.md, "Add a GPU": one gpus.toml row, plus optional health.toml and links.toml rows
+    keyed by the same name (compared as every table compares names), seen by burn's and topo's tables."""
+    from envdoctor.links.table import load as load_links
+    from envdoctor.table.health import load_health
+
+    copy = _grown(tmp_path, real)
+    (copy / "health.toml").write_text((copy / "health.toml").read_text() + '''
+[[expected]]
+gpu = "NVIDIA Testing Board T9"
+dtype = "bf16"
+n = 8192
+sustained_tflops = 300.0
+power_limit_w = 350.0
+source = "tests/test_data.py"
+checked = "2026-12-01"
+''')
+    (copy / "links.toml").write_text((copy / "links.toml").read_text() + '''
+[[gpu]]
+name = "NVIDIA Testing Board T9"
+nvlink_links = 0
+nvlink_form = "none"
+pcie_gen = 5
+pcie_width = 16
+source = "tests/test_data.py"
+checked = "2026-12-01"
+''')
+    grown = load_table(copy)
+    gpu = grown.gpu("T9")
+    assert gpu is not None and gpu.name == "NVIDIA Testing Board T9"
+    rate = load_health(copy).expected("nvidia testing board t9", "bf16", 8192)
+    assert rate is not None and (rate.sustained_tflops, rate.confirmed()) == (300.0, True)
+    spec = load_links(copy / "links.toml").gpu(gpu.name)
+    assert spec is not None and (spec.pcie_gen, spec.nvlink_form, spec.confirmed()) == (5, "none", True)
+    assert load_links(REAL / "links.toml").gpu(gpu.name) is None

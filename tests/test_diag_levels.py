@@ -19,7 +19,7 @@ from envdoctor.cli import cli
 from tests.documents import validate
 from tests.fakenvml import FakeNvml
 from tests.test_burn_fakes import _FAKE as BURN_FAKE
-from tests.test_burn_fakes import healthy_steps
+from tests.test_burn_fakes import healthy_steps, miscompare_steps
 
 FIX = Path(__file__).parent / "fixtures"
 H200 = FIX / "h200-driver580-cuda13"
@@ -137,12 +137,7 @@ def test_level_3_adds_power_and_warns_on_a_memory_test_of_one_pattern(tmp_path, 
 
 
 def test_wrong_products_in_the_burn_fail_the_node_naming_the_burn(tmp_path, nvml):
-    steps = healthy_steps(0)
-    for step in steps:
-        if step[0] == "emit" and step[1] == "phase":
-            step[2]["phase"].update(mismatches=7, bad_products=2, first_bad_product=133, status="miscompare")
-        if step[0] == "result":
-            step[1]["phases"][0].update(mismatches=7, bad_products=2, first_bad_product=133, status="miscompare")
+    steps = miscompare_steps()
     r = diag("-r", "2", "--python", target(tmp_path, steps))
     assert r.exit_code == 1, r.output
     last = r.stdout.strip().splitlines()[-1]
@@ -171,3 +166,29 @@ def test_a_device_past_the_last_gpu_is_a_usage_error(tmp_path, nvml):
     r = diag("--device", "3", "--python", target(tmp_path, healthy_steps(0)))
     assert r.exit_code == 2 and "--device 3: GPU 3 does not exist: there are 1 GPU(s)" in r.stdout
     assert "see `nvidia-smi -L`" in r.stderr
+
+
+
+def test_suppress_takes_a_finding_out_of_every_test_and_the_exit_code_and_says_so(tmp_path, nvml):
+    """The same wrong products as above with --suppress ED800: the burn no longer fails, the node
+    passes (exit 0), and both the text and the document say what was hidden."""
+    py = target(tmp_path, miscompare_steps())
+    r = diag("-r", "2", "--json", "--suppress", "ed800", "--python", py)
+    doc = json.loads(r.stdout)
+    validate(doc, "diag")
+    assert r.exit_code == 0 and doc["verdict"] == "PASS", r.output
+    assert statuses(doc)[("burn", 0)] == "PASS"
+    assert doc["suppressed"]["codes"] == ["ED800"]
+    assert [f["code"] for f in doc["suppressed"]["findings"]] == ["ED800"]
+    assert "ED800" not in [f["code"] for f in doc["findings"]]
+    text = diag("-r", "2", "--suppress", "ED800", "--python", py)
+    assert text.exit_code == 0 and "suppressed (--suppress): ED800 (error)" in text.stdout, text.output
+    plain = json.loads(diag("-r", "2", "--json", "--python", py).stdout)
+    assert plain["suppressed"] is None and plain["verdict"] == "FAIL"
+
+
+@pytest.mark.parametrize("code, why", [("ED8000", "finding codes look like ED305"),
+                                       ("ED899", "no such finding code")])
+def test_diag_refuses_a_code_that_is_not_in_the_registry(tmp_path, code, why):
+    r = diag("--suppress", code, "--python", sys.executable)
+    assert r.exit_code == 2 and why in r.output, r.output

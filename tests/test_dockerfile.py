@@ -204,3 +204,14 @@ def test_credentials_in_a_dockerfile_never_reach_the_output(tmp_path):
     for extra in ([], ["--json"]):
         r = cli_runner().invoke(cli, ["dockerfile", str(f), "--driver", "580.65.06", *extra])
         assert r.exit_code == 0 and "s3cret" not in r.stdout and "https://bob:***@mirror.example" in r.stdout
+
+
+def test_a_dash_says_that_standard_input_is_not_read(tmp_path, monkeypatch):
+    """qa2: ``envdoctor dockerfile -`` (docker build's stdin) said "-: cannot read it (does not exist)"."""
+    monkeypatch.chdir(tmp_path)
+    r = cli_runner().invoke(cli, ["dockerfile", "-"], input="FROM ubuntu:24.04\n")
+    assert r.exit_code == 2
+    assert r.stderr.strip() == ("envdoctor: -: the Dockerfile is not read from standard input; give its path "
+                                "(envdoctor dockerfile path/to/Dockerfile)")
+    (tmp_path / "-").write_text("FROM ubuntu:24.04\n")               # a file named "-" is still read
+    assert cli_runner().invoke(cli, ["dockerfile", "-"]).exit_code == 0

@@ -160,7 +160,7 @@ def test_recommend_json(args):
 def test_bench_json_of_recorded_h200_runs(tmp_path, run):
     from tests.test_bench_fakes import recorded_run, replay
 
-    r = CliRunner().invoke(cli, ["bench", "--python", replay(tmp_path, recorded_run(run)), "--json"])
+    r = CliRunner().invoke(cli, ["bench", "--python", replay(tmp_path, recorded_run(run)), "--json", "--cpu"])
     assert r.exit_code in (0, 1), r.output
     validate(json.loads(r.stdout), "bench")
 
@@ -327,7 +327,7 @@ def test_make_schema_check_mode_passes_on_the_tree_and_fails_with_a_diff_on_a_st
 
 @needs_torch
 def test_burn_json_of_a_cpu_run(tmp_path):
-    r = invoke("burn", "--seconds", "5", "--json", env={"HOME": str(tmp_path)})
+    r = invoke("burn", "--seconds", "5", "--cpu", "--json", env={"HOME": str(tmp_path)})
     assert r.exit_code == 0, r.output
     validate(json.loads(r.stdout), "burn")
 
@@ -336,3 +336,19 @@ def test_fit_json_of_a_bundled_model():
     r = invoke("fit", "Llama-3.1-8B", "--train", "--gpu", "H200", "--json")
     assert r.exit_code in (0, 1), r.output
     validate(json.loads(r.stdout), "fit")
+
+
+def test_make_schema_tells_two_types_of_one_name_apart():
+    """bench's Verdict and fleet's Verdict in one document are two $defs, not one."""
+    import dataclasses
+
+    from envdoctor.bench.facts import Verdict as BenchVerdict
+    from envdoctor.fleet.rules import Verdict as FleetVerdict
+
+    both = dataclasses.make_dataclass("Both", [("a", BenchVerdict), ("b", FleetVerdict)], frozen=True)
+    maker = _make_schema()
+    defs = {}
+    maker._OWNERS.clear()
+    props = maker._object(both, defs)["properties"]
+    assert props["a"] != props["b"] and sorted(defs) == ["Verdict", "rules.Verdict"]
+    assert "state" in defs["Verdict"]["properties"] and "node" in defs["rules.Verdict"]["properties"]

@@ -94,6 +94,21 @@ def _fleet(tmp_path):
     return invoke("fleet", str(tmp_path / "n1.json"), str(tmp_path / "n2.json"), "--json")
 
 
+def _stale(tmp_path, monkeypatch):
+    """``table --stale --json`` against the local index server: exit 1, the newer releases listed."""
+    from types import SimpleNamespace
+
+    from tests.indexserver import IndexServer
+
+    fake = SimpleNamespace(torch_releases=(SimpleNamespace(version="2.9.0"),))
+    monkeypatch.setattr("envdoctor.cli.table._table", lambda: fake)
+    with IndexServer() as server:
+        r = invoke("table", "--stale", "--json", "--index-url", server.url(), "--variant", "cu130",
+                   env={"ENVDOCTOR_CACHE_DIR": str(tmp_path), "ENVDOCTOR_INDEX_RETRIES": "0"})
+    assert r.exit_code == 1, r.output
+    return r
+
+
 WRITERS = {
     "report": lambda tmp, mp: _check(tmp),
     "snapshot": lambda tmp, mp: _snapshot(tmp),
@@ -102,6 +117,7 @@ WRITERS = {
     "verify": _verify,
     "table": lambda tmp, mp: invoke("table", "torch", "2.7", "--json"),
     "index": lambda tmp, mp: _index(tmp),
+    "stale": _stale,
     "fit": lambda tmp, mp: invoke("fit", "Llama-3.1-8B", "--train", "--gpu", "H200", "--json"),
     "topo": lambda tmp, mp: _topo(tmp),
     "fleet": lambda tmp, mp: _fleet(tmp),
@@ -111,7 +127,7 @@ WRITERS = {
 }
 #: these run a real torch in a child (CPU torch in CI)
 TORCH_WRITERS = {
-    "burn": lambda tmp, mp: invoke("burn", "--python", sys.executable, "--seconds", "5", "--json",
+    "burn": lambda tmp, mp: invoke("burn", "--python", sys.executable, "--seconds", "5", "--cpu", "--json",
                                    env={"HOME": str(tmp)}),
     "comms": lambda tmp, mp: invoke("comms", "--backend", "gloo", "--nproc", "2", "--python", sys.executable, "--json",
                                     env={"CUDA_VISIBLE_DEVICES": ""}),
@@ -223,3 +239,68 @@ def test_recorded_documents_keep_validating(tmp_path):
                        ("docs/examples/h200/recommend.json", "plan"), ("docs/examples/h200/comms.json", "comms")):
         jsonschema.validate(json.loads(recorded(ROOT / path)), printed_schema(kind))
 
+
+
+# --- the schemas generated from the documents' types (tools/make_schema.py) ------------------------------
+
+def _make_schema():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("make_schema", ROOT / "tools" / "make_schema.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _other_types(value):
+    """JSON values of other types than ``value``'s (for null: of several types, one of which the
+    field's own type must refuse)."""
+    if value is None:
+        return [{"not": "null"}, [["not null"]], True]
+    if isinstance(value, dict):
+        return ["not an object"]
+    if isinstance(value, str):
+        return [{"not": "a string"}]
+    return ["not a " + type(value).__name__]
+
+
+def _refused(doc, schema, key, container=None):
+    """Whether some value of another type at ``key`` (of ``container``, a part of ``doc``) is refused."""
+    target = doc if container is None else container
+    for other in _other_types(target[key]):
+        saved = target[key]
+        target[key] = other
+        try:
+            jsonschema.validate(doc, schema)
+        except jsonschema.ValidationError:
+            return True
+        finally:
+            target[key] = saved
+    return False
+
+
+@pytest.mark.parametrize("kind", sorted(set(_make_schema().GENERATED) & set(WRITERS)))
+def test_a_generated_schema_accepts_the_real_document_and_rejects_a_field_of_the_wrong_type(kind, tmp_path,
+                                                                                           monkeypatch):
+    """Each typed top-level key of the real document, given a value of another JSON type, is refused;
+    so is a wrong type one level down (some key of each object the document holds at the top)."""
+    doc = json.loads(WRITERS[kind](tmp_path, monkeypatch).stdout)
+    schema = printed_schema(kind)
+    jsonschema.validate(doc, schema)
+    own = _make_schema().schema_for(kind)["properties"]
+    typed = [k for k, s in own.items() if k in doc and k != "schema" and s]
+    assert typed, kind
+    assert [k for k in typed if not _refused(doc, schema, k)] == [], kind
+    for key in typed:
+        part = doc[key] if isinstance(doc[key], dict) else (
+            doc[key][0] if isinstance(doc[key], list) and doc[key] and isinstance(doc[key][0], dict) else None)
+        if part and own[key] != {"type": "object", "additionalProperties": {}}:
+            assert any(_refused(doc, schema, k, part) for k in list(part)), (kind, key)
+
+
+def test_every_schema_is_generated_from_its_documents_type():
+    """fit's, the last written by hand, is generated from envdoctor/fit/render.py's FitDocument too."""
+    maker = _make_schema()
+    assert set(maker.GENERATED) == {d.kind for d in DOCUMENTS}
+    for kind in maker.GENERATED:
+        assert "by tools/make_schema.py (do not edit by hand)" in maker.schema_for(kind)["description"], kind

@@ -88,3 +88,20 @@ def test_measure_with_a_python_without_torch_could_not_start_exit_2(tiny, tmp_pa
     assert r.exit_code == 2, r.output
     assert "envdoctor fit: --measure: torch is not installed in" in r.output
     assert "ED635" not in r.output and "Traceback" not in r.output
+
+
+def test_measure_json_with_a_python_without_torch_still_prints_the_document_with_exit_2(tiny, tmp_path):
+    import venv
+
+    from tests.documents import validate_written
+
+    bare = tmp_path / "venv"
+    venv.create(bare, with_pip=False)
+    r = run(tiny, "--train", "--seq", "16", "--dtype", "fp32", "--measure", "--python", str(bare / "bin" / "python"),
+            "--json")
+    assert r.exit_code == 2, r.output
+    doc = json.loads(r.stdout)
+    validate_written(doc, "fit", 2)
+    assert doc["measurement"]["status"] == "no_torch" and "torch is not installed in" in doc["measurement"]["message"]
+    assert doc["measurement"]["findings"] == [] and doc["peak_bytes"] > 0
+    assert r.stderr.strip().splitlines()[-1].startswith("envdoctor fit: --measure: torch is not installed in")

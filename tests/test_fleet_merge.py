@@ -298,8 +298,10 @@ def test_text_markdown_and_html_show_the_same_drift(drifted):
 def test_html_escapes_what_the_reports_say(tmp_path):
     fd.write(tmp_path / "a", fd.host(fd.h200(), "<script>alert(1)</script>"))
     fd.write(tmp_path / "b", fd.host(fd.driver(fd.h200(), "570.133.20", "12.8"), "b"))
-    page = run(tmp_path, "--html").output            # a page always renames the nodes, as --redact does
+    page = run(tmp_path, "--html", "--redact").output      # --redact renames the nodes on a page too
     assert "alert(1)" not in page and '<a href="#n-node-01">node-01</a>' in page
+    page = run(tmp_path, "--html").output                  # without it the page names them, escaped
+    assert "<script>alert(1)</script>" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
     fleet, _ = merge_files([str(tmp_path)])
     page = render_html(fleet)
     assert "<script>alert(1)</script>" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
@@ -342,3 +344,27 @@ def test_every_code_emitted_has_a_title_and_lives_in_the_fleet_range():
     fleet = [c for c in CODES.values() if c.area == "fleet"]
     assert len(fleet) == 32 and all(re.fullmatch(r"ED7[5-9][0-9]", c.code) for c in fleet)
     assert all(c.title and c.meaning and c.fix for c in fleet)
+
+
+def test_suppress_takes_codes_out_of_the_verdicts_and_the_exit_code_and_says_so(drifted):
+    """The drifted five with the driver (ED751) and the GPU count (ED756) suppressed: only gpu-05's
+    torch build is left to deviate; the document and the text list what was hidden, by node."""
+    r = run(drifted, "--json", "--suppress", "ED751,ed756")
+    doc = json.loads(r.output)
+    validate(doc)
+    assert {f["node"]: f["code"] for f in doc["findings"]} == {"gpu-05": "ED761"}
+    assert doc["suppressed"]["codes"] == ["ED751", "ED756"]
+    assert [(f["node"], f["code"]) for f in doc["suppressed"]["findings"]] == [("gpu-03", "ED751"), ("gpu-04", "ED756")]
+    assert {n["name"]: n["verdict"] for n in doc["nodes"]}["gpu-03"] == "ok"
+    assert doc["summary"]["errors"] == 1 and r.exit_code == 1
+    only = run(drifted, "--suppress", "ED751", "--suppress", "ED756", "--suppress", "ED761")
+    assert only.exit_code == 0, only.output
+    assert "suppressed (--suppress): ED751 (error), ED756 (error), ED761 (error)" in only.output
+    assert "ED751" in run(drifted, "--markdown", "--suppress", "ED751").output.split("Suppressed (--suppress):")[1]
+    assert json.loads(run(drifted, "--json").output)["suppressed"] is None
+
+
+@pytest.mark.parametrize("code", ["ED75", "ED749"])
+def test_fleet_refuses_a_suppressed_code_not_in_the_registry(drifted, code):
+    r = CliRunner().invoke(cli, ["fleet", str(drifted), "--suppress", code])
+    assert r.exit_code == 2 and "--suppress" in r.output, r.output

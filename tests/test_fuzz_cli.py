@@ -187,3 +187,25 @@ def test_every_subcommand_answers_or_refuses_a_hostile_argument(name, sub, sandb
         for extra in ([], ["--json"]):
             r = _invoke(name, [sub, *extra, "--", value], sandbox)
             _check(r, f"{name} {sub} {' '.join(extra)} {value[:40]!r}")
+
+
+def _path_options() -> List[Tuple[str, str]]:
+    return [(n, max(o.opts, key=len)) for n in COMMANDS for o in _options(n) if isinstance(o.type, click.Path)]
+
+
+def test_the_path_walk_has_the_output_options():
+    walked = set(_path_options())
+    assert {("check", "--output"), ("fleet", "--output"), ("snapshot", "--output"), ("burn", "--plot")} <= walked
+
+
+@pytest.mark.parametrize("name, option", _path_options())
+@pytest.mark.parametrize("value", ["", " "])
+def test_every_path_option_refuses_an_empty_value_naming_the_option(name, option, value, sandbox):
+    """qa2: ``check --html -o ''`` said "cannot write .: it is a folder" (Click reads "" as this
+    folder), ``check --root ''`` inspected the working folder as the machine's root."""
+    extra = ["--html"] if option == "--output" and name not in ("snapshot", "fleet") else []
+    r = _invoke(name, [*extra, f"{option}={value}"], sandbox)
+    _check(r, f"{name} {option}={value!r}")
+    assert r.exit_code == 2, f"{name} {option}={value!r} was taken: {r.output[-300:]}"
+    said = [line for line in r.stderr.splitlines() if line.startswith(("Error:", "envdoctor"))]
+    assert option in said[0] and "empty" in said[0], said

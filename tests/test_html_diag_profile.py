@@ -22,7 +22,7 @@ from tests.browser import open_page
 from tests.htmlcheck import check_page
 from tests.htmlpages import H200
 from tests.test_diag_levels import nvml, target  # noqa: F401  (nvml is a fixture)
-from tests.test_burn_fakes import healthy_steps
+from tests.test_burn_fakes import miscompare_steps
 from tests.test_profile_cli import FIX as PROFILE_SCRIPTS
 from tests.test_profile_cli import env_clean
 from tests.torchtest import needs_torch
@@ -79,12 +79,7 @@ def test_a_failing_diag_names_the_failing_test_first_and_shows_its_fix():
 
 
 def test_diag_html_through_the_cli_writes_the_page_of_a_failing_burn(tmp_path, nvml):  # noqa: F811
-    steps = healthy_steps(0)
-    for step in steps:
-        if step[0] == "emit" and step[1] == "phase":
-            step[2]["phase"].update(mismatches=7, bad_products=2, first_bad_product=133, status="miscompare")
-        if step[0] == "result":
-            step[1]["phases"][0].update(mismatches=7, bad_products=2, first_bad_product=133, status="miscompare")
+    steps = miscompare_steps()
     out = tmp_path / "diag.html"
     r = CliRunner().invoke(cli, ["diag", "-r", "2", "--python", target(tmp_path, steps), "--html", "-o", str(out)])
     assert r.exit_code == 1, r.output

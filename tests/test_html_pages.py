@@ -149,7 +149,7 @@ def test_examples_in_docs_are_pages(tmp_path):
 
 @needs_torch
 @pytest.mark.parametrize("args, verdict", [
-    (["burn", "--seconds", "5"], "CPU NONE"),
+    (["burn", "--seconds", "5", "--cpu"], "CPU NONE"),
     (["comms", "--backend", "gloo", "--nproc", "2"], "rank"),
 ])
 def test_burn_and_comms_pages_of_a_real_cpu_run(args, verdict, tmp_path):
@@ -188,3 +188,29 @@ def test_a_page_of_a_document_with_little_or_odd_in_it_is_still_a_page(kind, doc
     html = render(stamp({"schema": f"envdoctor.{kind}/1", **doc}, 2))
     read = check_page(html)
     assert 'data-exit="2"' in html and "COULD NOT RUN" in read.text
+
+
+def test_the_fleet_page_names_the_nodes_as_fleets_text_does_and_masks_the_rest(tmp_path):
+    """qa2: the page renamed every node node-01, ... (always --redact), so an operator reading "node-03
+    deviates" could not find the host. Host names are not secrets (envdoctor/redact.py masks them only
+    with --redact, and fleet's text and JSON name the nodes); the page now names them too, and still
+    masks what --redact masks besides: user names, home paths, GPU UUIDs. --redact renames them."""
+    import tests.fleetdocs as fd
+
+    base = fd.gpus(fd.h200(), 8)
+    r = tmp_path / "home" / "ana" / "reports"
+    for name, doc in (("gpu-01", base), ("gpu-02", base), ("gpu-03", fd.driver(base, "570.133.20", "12.8"))):
+        fd.write(r / name, fd.host(doc, name))
+    home = {"HOME": str(tmp_path / "home" / "ana")}         # this machine's home, under which the reports lie
+    text = CliRunner().invoke(cli, ["fleet", str(r)], env=home)
+    page = CliRunner().invoke(cli, ["fleet", str(r), "--html"], env=home)
+    assert text.exit_code == page.exit_code == 1
+    read = check_page(page.stdout)
+    assert "570.133.20: gpu-03" in text.stdout and "3 nodes, 1 deviate: gpu-03" in read.text
+    assert '<a href="#n-gpu-03">gpu-03</a>' in page.stdout and "node-0" not in page.stdout
+    assert [n["name"] for n in read.document["nodes"]] == ["gpu-01", "gpu-02", "gpu-03"]
+    assert not re.search(r"GPU-[0-9a-f]{8}-", page.stdout) and "GPU-\\u003cuuid\\u003e" in page.stdout
+    assert home["HOME"] not in page.stdout and home["HOME"] in text.stdout
+    redacted = CliRunner().invoke(cli, ["fleet", str(r), "--html", "--redact"], env=home)
+    read = check_page(redacted.stdout)
+    assert "3 nodes, 1 deviate: node-03" in read.text and "gpu-03" not in redacted.stdout

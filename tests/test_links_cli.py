@@ -111,12 +111,27 @@ def test_nvml_facts_keep_the_nics_of_nvidia_smi_topo(tmp_path):
     """NVML lists no NICs: the probe adds them from nvidia-smi topo -m where it runs."""
     from envdoctor.probes.context import Context
     files, symlinks = pci_tree(8)
+    files.update({f"/sys/class/infiniband/mlx5_{i}/fw_ver": "28.39.1002\n" for i in range(8)})  # its 8 NICs
     root = write_tree(tmp_path / "root", files, symlinks)
     bin = FakeBin(tmp_path)
     bin.add("nvidia-smi", by_args={"topo -m": (recorded("public-nvidia-smi-topo", "nvswitch-8gpu-nv18.txt"), "", 0)})
     lf = links.probe(Context(root=root, env=bin.env(hermetic=True), timeout=5.0, nvml=nvswitch(8)))
     assert lf.source == "nvml" and len(lf.nics) == 8
     assert (lf.nics[5].device, lf.nics[5].paths[5], lf.nics[5].nearest_gpus) == ("mlx5_5", "PIX", (5,))
+
+
+def test_without_an_rdma_device_nvidia_smi_topo_is_not_run_for_nics(tmp_path):
+    """NVML answered and sysfs lists no InfiniBand/RoCE device: topo -m would list no NIC, so the
+    probe does not start nvidia-smi (a second NVML start) to ask."""
+    from envdoctor.probes.context import Context
+    files, symlinks = pci_tree(8)
+    root = write_tree(tmp_path / "root", files, symlinks)
+    bin = FakeBin(tmp_path)
+    ran = tmp_path / "nvidia-smi-ran"
+    bin.add_script("nvidia-smi", f"echo \"$*\" >> {ran}\ncat {bin._store(recorded('public-nvidia-smi-topo', 'nvswitch-8gpu-nv18.txt'))}")
+    lf = links.probe(Context(root=root, env=bin.env(hermetic=True), timeout=5.0, nvml=nvswitch(8)))
+    assert lf.source == "nvml" and len(lf.gpus) == 8 and lf.nics == ()
+    assert not ran.exists()
 
 
 def test_check_shows_each_nic_with_its_nearest_gpus(tmp_path):
@@ -138,10 +153,24 @@ def test_topo_fallback_of_the_older_driver_names_nics_by_their_device(tmp_path):
                                                                       ("mlx5_1", "mlx5_1", (1,))]
 
 
-def test_topo_without_any_driver_says_so_and_exits_1(tmp_path):
+def test_topo_on_a_machine_without_a_gpu_exits_2_as_diag_does(tmp_path):
+    """qa2: nothing to look at is a run that could not start (2, one line), not a problem found (1)."""
     r = _topo(tmp_path, FakeBin(tmp_path).env(hermetic=True))
-    assert r.exit_code == 1
+    assert r.exit_code == 2
     assert r.output.startswith("GPU links: no NVIDIA GPU found")
+    assert r.stderr.splitlines()[-1].startswith("envdoctor topo: no GPU on this machine: ")
+    assert r.stderr.splitlines()[-1].endswith("; run topo on a node with an NVIDIA GPU")
+    doc = json.loads(_topo(tmp_path, FakeBin(tmp_path).env(hermetic=True), "--json").stdout)
+    assert doc["summary"]["exit_code"] == 2
+
+
+def test_topo_with_a_gpu_on_the_pci_bus_that_cannot_be_read_exits_1(tmp_path):
+    from tests.machines import h200_pci
+
+    write_tree(tmp_path, h200_pci())
+    r = _topo(tmp_path, FakeBin(tmp_path).env(hermetic=True))
+    assert r.exit_code == 1, r.output
+    assert r.stderr.splitlines()[-1].startswith("envdoctor topo: 1 NVIDIA GPU(s) on the PCI bus, none could be read")
 
 
 def _render(tmp_path, nv, gpus, **tree):

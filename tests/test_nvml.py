@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 
 import pynvml
+import pytest
 
 from envdoctor.nvml import (
     COUNTERS,
@@ -161,3 +162,47 @@ def test_the_real_h200_recording_replays_to_what_nvidia_smi_said():
     assert v["remapped_rows"] == {"correctable": 0, "uncorrectable": 0, "pending": 0, "failure": 0}
     assert v["reasons_mask"] == 1 and v["sm_clock_mhz"] == 345                  # idle: GpuIdle, 345 MHz
     assert r.errors["nvlinks"] == NOT_SUPPORTED and r.errors["fabric"] == NOT_SUPPORTED
+
+
+# --- the one bounded NVML read (nvml.bounded), for every NVML probe -------------------------------------
+
+def test_bounded_gives_the_answer_the_late_value_or_raises_what_the_read_raised():
+    import threading
+
+    from envdoctor.nvml import bounded
+
+    assert bounded(lambda: 7, 1.0, "t", lambda e: -1) == 7
+    hold = threading.Event()
+    late = bounded(lambda: hold.wait(5) and 1, 0.2, "envdoctor-test-hang", lambda e: (e.kind, e.message))
+    hold.set()
+    assert late == ("timeout", "NVML did not answer in 0.2 s")
+
+    def broken():
+        raise ValueError("a bug in a reader")
+
+    with pytest.raises(ValueError, match="a bug in a reader"):
+        bounded(broken, 1.0, "t", lambda e: None)
+
+
+def test_links_and_gpu_state_read_nvml_through_the_one_bounded_read(monkeypatch, tmp_path):
+    """links/probe.py and probes/gpu_state.py ran the same thread, join and timeout each; now both
+    go through nvml.bounded (a hung NVML is the same timeout in both)."""
+    import envdoctor.nvml as nvml
+    from envdoctor.links import probe as links
+    from envdoctor.probes import gpu_state
+    from envdoctor.probes.context import Context
+    from tests.fakenvml import FakeNvml
+
+    names = []
+    real = nvml.bounded
+
+    def spy(read, timeout, name, late):
+        names.append(name)
+        return real(read, timeout, name, late)
+
+    monkeypatch.setattr(links, "bounded", spy)
+    monkeypatch.setattr(gpu_state, "bounded", spy)
+    hung = FakeNvml.recorded("h200-driver580-cuda13", hang=2.0)
+    ctx = Context(root=tmp_path, env={}, timeout=0.3, nvml=hung)
+    assert links.probe(ctx).error.message == gpu_state.probe(ctx).error.message == "NVML did not answer in 0.3 s"
+    assert names == ["envdoctor-links", "envdoctor-gpu-state"]

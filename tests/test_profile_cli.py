@@ -131,6 +131,9 @@ def test_two_ddp_ranks_under_torchrun_each_report_and_rank_0_merges(tmp_path):
     (["--timeout", "inf", "--", "python", "x.py"], "--timeout"),
     (["--", "python"], "give the script to profile"),
     (["--", "python", "-m", "pkg.train"], "python -m MODULE is not supported"),
+    # qa2: "-c: no such script (give the path of the Python file to profile)"
+    (["--", "python", "-c", "print(1)"], "python -c CODE is not supported: put the code in a file"),
+    (["--", "python", "-u", "x.py"], "python -u: an interpreter option before the script is not supported"),
 ])
 def test_usage_errors_are_one_line_and_exit_2(args, says):
     r = profile(*args)

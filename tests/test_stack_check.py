@@ -257,3 +257,108 @@ def test_flash_attn_missing_its_own_cuda_module_is_reinstalled_not_pip_install_f
     assert f.code == "ED330"
     assert not any("pip install flash_attn_2_cuda" in x for x in f.fix), f.fix
     assert any("flash-attn" in x or "flash_attn-2.8.3" in x for x in f.fix), f.fix
+
+
+def _note_pid(site, module, log):
+    """The fake ``module`` also writes which process imported it (before whatever else it does)."""
+    init = site / module / "__init__.py"
+    note = f"import os as _o\nwith open({str(log)!r}, 'a') as _f:\n    _f.write('{module} %d\\n' % _o.getpid())\n"
+    init.write_text(note + init.read_text())
+
+
+def test_the_libraries_share_one_import_process_and_those_after_a_crash_are_imported_each_alone(tmp_path):
+    """torch is imported once for all the libraries; a segfault ends that process, is named on the
+    library it was importing, and the libraries after it are still checked, each in its own."""
+    site = make_torch(tmp_path, version="2.8.0+cu128", cuda="12.8", devices=[H200], cxx11_abi=True)
+    make_extension(site, "flash-attn", "2.8.3", "flash_attn")                  # the catalog's order
+    make_extension(site, "xformers", "0.0.32.post1", "xformers", on_import="segfault")
+    make_extension(site, "bitsandbytes", "0.47.0", "bitsandbytes", raises=ERRORS["bnb_no_binary"])
+    make_extension(site, "vllm", "0.11.0", "vllm", requires=["torch==2.8.0"])
+    log = tmp_path / "imported-by.txt"
+    for module in ("flash_attn", "xformers", "bitsandbytes", "vllm"):
+        _note_pid(site, module, log)
+    python, torch = _probe(site)
+    stack = torch.extensions
+    assert stack.get("flash-attn").outcome.ok is True
+    assert stack.get("xformers").outcome.signal == 11 and stack.get("xformers").outcome.ok is None
+    bnb = stack.get("bitsandbytes").outcome
+    assert (bnb.ok, bnb.error_type) == (False, "OSError") and "libbitsandbytes_cpu.so" in bnb.message
+    assert stack.get("vllm").outcome.ok is True
+    pids = dict(line.split() for line in log.read_text().splitlines())
+    assert pids["flash_attn"] == pids["xformers"]                            # one process until the crash
+    assert len({pids["xformers"], pids["bitsandbytes"], pids["vllm"]}) == 3  # after it: each alone
+    found = {f.code: f for f in _findings(python, torch)}
+    assert found["ED331"].title == "import xformers (xformers 0.0.32.post1) crashed the interpreter (SIGSEGV)"
+    assert "ED330" in found and "bitsandbytes" in found["ED330"].title
+
+
+def test_a_healthy_stack_imports_torch_once(tmp_path):
+    site = make_torch(tmp_path, version="2.8.0+cu128", cuda="12.8", devices=[H200], cxx11_abi=True)
+    make_extension(site, "flash-attn", "2.8.3", "flash_attn")
+    make_extension(site, "xformers", "0.0.32.post1", "xformers", stderr=XFORMERS_BUILT_FOR)
+    make_extension(site, "torchvision", "0.23.0", "torchvision")
+    log = tmp_path / "imported-by.txt"
+    for module in ("flash_attn", "xformers", "torchvision"):
+        _note_pid(site, module, log)
+    python, torch = _probe(site)
+    stack = torch.extensions
+    assert [e.outcome.ok for e in stack.extensions] == [True, True, True]
+    assert len({line.split()[1] for line in log.read_text().splitlines()}) == 1
+    # each library's own standard error, cut out of the one process's
+    assert "xFormers can't load C++/CUDA extensions" in (stack.get("xformers").outcome.stderr or "")
+    assert not stack.get("flash-attn").outcome.stderr and not stack.get("torchvision").outcome.stderr
+
+
+def test_the_libraries_are_imported_while_the_torch_child_imports_torch_itself(tmp_path):
+    """The shared process starts before the torch child's own ``import torch`` (which takes a second
+    here), not after it: the two imports of torch run side by side."""
+    site = make_torch(tmp_path, version="2.8.0+cu128", cuda="12.8", devices=[H200], cxx11_abi=True)
+    make_extension(site, "flash-attn", "2.8.3", "flash_attn")
+    make_extension(site, "xformers", "0.0.32.post1", "xformers")
+    log = tmp_path / "imports.txt"
+    init = site / "torch" / "__init__.py"
+    note = ("import os as _o, time as _t\nwith open({log!r}, 'a') as _f:\n"
+            "    _f.write('torch-{what} %d %r\\n' % (_o.getpid(), _t.time()))\n")
+    init.write_text(note.format(log=str(log), what="start") + init.read_text() + "\n_t.sleep(1.0)\n"
+                    + note.format(log=str(log), what="end"))
+    for module in ("flash_attn", "xformers"):
+        _note_pid(site, module, log)
+    python, torch = _probe(site)
+    assert [e.outcome.ok for e in torch.extensions.extensions] == [True, True]
+    lines = [line.split() for line in log.read_text().splitlines()]
+    libraries = {pid for what, pid, *_ in lines if not what.startswith("torch")}
+    (shared,) = libraries
+    ends = {pid: float(t) for what, pid, t in (x for x in lines if x[0] == "torch-end")}
+    starts = {pid: float(t) for what, pid, t in (x for x in lines if x[0] == "torch-start")}
+    (child,) = set(ends) - libraries                      # the torch child itself
+    assert starts[shared] < ends[child]
+
+
+def test_no_import_process_outlives_a_torch_child_that_was_killed(tmp_path):
+    """``import torch`` hangs: the torch child is killed at --torch-timeout, and the libraries' process,
+    started beside it (in a session of its own), goes with it instead of hanging on."""
+    import os
+
+    site = make_torch(tmp_path, version="2.8.0+cu128", cuda="12.8", devices=[H200])
+    make_extension(site, "flash-attn", "2.8.3", "flash_attn")
+    make_extension(site, "xformers", "0.0.32.post1", "xformers")
+    log = tmp_path / "torch-importers.txt"
+    init = site / "torch" / "__init__.py"
+    init.write_text(f"import os as _o, time as _t\nwith open({str(log)!r}, 'a') as _f:\n"
+                    "    _f.write('%d\\n' % _o.getpid())\n_t.sleep(600)\n" + init.read_text())
+    python, torch = probe(Context(env=torch_env(site), python=sys.executable, torch_timeout=5))
+    assert torch.error is not None and torch.error.kind == "timeout"
+    pids = [int(p) for p in log.read_text().split()]
+    assert len(pids) == 2                                   # the torch child and the libraries' process
+
+    def alive(pid):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        return not Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+
+    deadline = time.monotonic() + 5
+    while any(alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not [p for p in pids if alive(p)]

@@ -103,3 +103,30 @@ def test_the_python_decides_the_release():
     assert r.exit_code == 0 and any("vllm==0.10.1.1 -c" in c for c in commands(doc))   # 0.11.0 has no cp39
     r = cli_runner().invoke(cli, ["recommend", *H100[:-3], "--python-version", "3.8", "--offline", "--with", "vllm"])
     assert r.exit_code == 1 and "has wheels for Python 3.8" in r.stderr
+
+
+@pytest.mark.parametrize("machine", [["--no-gpu"], ["--torch", "2.8.0+cpu"]], ids=["no-gpu", "cpu-torch"])
+def test_flash_attn_on_a_cpu_torch_is_one_warning_not_a_source_build_that_cannot_work(machine):
+    """qa2: on a CPU torch the plan built flash-attn from source (its kernels are CUDA only), and the
+    import check read ``import torch, ;`` once flash-attn was left out."""
+    base = ["--driver", "580.95.05", "--os", "ubuntu:24.04", "--python-version", "3.12", "--offline"]
+    if machine == ["--no-gpu"]:
+        base = ["--os", "ubuntu:24.04", "--python-version", "3.12", "--offline"]
+    r = cli_runner().invoke(cli, ["recommend", *base, *machine, "--with", "flash-attn", "--json"])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    jsonschema.validate(doc, SCHEMA)
+    cmds = [c for s in doc["steps"] for c in s["commands"]]
+    assert not any("flash" in c or "--no-build-isolation" in c or "nvcc" in c for c in cmds), cmds
+    (left,) = [w for w in doc["warnings"] if "flash-attn" in w]
+    assert left.startswith("flash-attn is left out: it needs a CUDA torch, and torch 2.")
+    assert left.endswith("plan the CUDA torch first (`envdoctor recommend --gpu NAME --with flash-attn`, NAME the GPU "
+                         "it will run on) or drop flash-attn")
+    assert any(c.endswith("-c 'import torch; print(torch.__version__)'") for c in cmds), cmds
+
+
+def test_flash_attn_left_out_on_a_v100_leaves_an_import_check_that_runs():
+    r = cli_runner().invoke(cli, ["recommend", "--gpu", "V100", "--driver", "580.95.05", "--os", "ubuntu:24.04",
+                                  "--python-version", "3.12", "--offline", "--with", "flash-attn", "--json"])
+    cmds = commands(json.loads(r.stdout))
+    assert not any("import torch, ;" in c for c in cmds) and any("-c 'import torch; print(" in c for c in cmds)

@@ -64,7 +64,7 @@ def conda_plan(m: Machine, table: Table, choice: Choice, decision: RouteDecision
                     f"build runs on driver {m.driver or choice.driver_assumed} and has kernels for the GPUs",)
     steps.append(Step("Verify", (f"{tool} run -n {CONDA_ENV} {CHECK_TORCH}",
                                  f"envdoctor check --python {env_python}",
-                                 f"envdoctor bench --python {env_python}")))
+                                 f"envdoctor bench --python {env_python}" + ("" if gpu else " --cpu"))))
     return Plan("conda", choice.status, choice, tuple(steps), reasons, decision.rejected,
                 tuple(dict.fromkeys(warnings)), (), ways(m, table, choice, None), python=env_python,
                 conda=channel_story, sources=choice.sources + ((rel.source,) if rel.source else ()))

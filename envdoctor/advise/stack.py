@@ -209,7 +209,13 @@ def _install_steps(plan: Plan, m: Any, ext: Any, wants: Tuple[Want, ...], cand: 
     if "flash-attn" in names:
         arch = ext.arch("flash-attn")
         bad = unsupported_gpus(_gpu_ccs(m), arch.min_cc, arch.max_cc) if arch is not None else []
-        if bad:
+        if not choice.cuda or choice.variant == "cpu":
+            # its kernels are CUDA (or ROCm) only: a source build against a CPU torch cannot work
+            warnings.append(f"flash-attn is left out: it needs a CUDA torch, and torch {choice.torch}"
+                            f"{'+cpu' if choice.variant == 'cpu' else ''} planned here is a CPU build; plan the "
+                            "CUDA torch first (`envdoctor recommend --gpu NAME --with flash-attn`, NAME the GPU "
+                            "it will run on) or drop flash-attn")
+        elif bad:
             warnings.append(f"flash-attn is left out: {', '.join(label for label, _ in bad)} "
                             f"(compute capability {bad[0][1]}) is older than it supports ({arch.min_cc}+); "
                             "use the framework's SDPA attention instead")
@@ -228,7 +234,7 @@ def _install_steps(plan: Plan, m: Any, ext: Any, wants: Tuple[Want, ...], cand: 
     imports = [MODULES.get(w.name, w.name) for w in wants if not (w.name == "flash-attn" and left_out)]
     steps.append(Step("Check that torch was kept and everything imports",
                       (f"{py} -m pip check",
-                       f"{py} -c 'import torch, {', '.join(imports)}; print(torch.__version__)'")))
+                       f"{py} -c 'import {', '.join(['torch', *imports])}; print(torch.__version__)'")))
     return steps, warnings
 
 

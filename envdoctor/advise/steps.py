@@ -42,9 +42,11 @@ def driver_step(m: Machine, table: Table, choice: Choice) -> tuple[list[Step], l
     return [Step(f"Install the NVIDIA driver, branch {branch} ({flavor}), then reboot", cmds)], []
 
 
-def verify_step(python: str | None) -> Step:
+def verify_step(python: str | None, cpu: bool = False) -> Step:
+    """``cpu``: a plan of CPU wheels, whose bench measures the CPU (``bench --cpu``; without it bench
+    stops where torch sees no GPU)."""
     opt = f" --python {python}" if python else ""
-    return Step("Verify", (f"envdoctor check{opt}", f"envdoctor bench{opt}"))
+    return Step("Verify", (f"envdoctor check{opt}", f"envdoctor bench{opt}" + (" --cpu" if cpu else "")))
 
 
 def ways(m: Machine, table: Table, choice: Choice, pip_for: PipFor | None) -> tuple[Way, ...]:

@@ -54,7 +54,7 @@ def system_plan(m: Machine, table: Table, choice: Choice, decision: RouteDecisio
     have = installed_build(m, choice)
     if have is not None:
         exe = m.python_exe or target
-        steps.append(verify_step(exe))
+        steps.append(verify_step(exe, cpu=choice.variant == "cpu"))
         return Plan("system", choice.status, choice, tuple(steps),
                     decision.reasons + (f"already installed: nothing to install ({exe} has {have})",),
                     decision.rejected, tuple(dict.fromkeys(warnings)), (), ways(m, table, choice, pip_for),
@@ -68,7 +68,7 @@ def system_plan(m: Machine, table: Table, choice: Choice, decision: RouteDecisio
     else:
         steps.append(Step(f"Install {choice.label} from {index}", (_pip_line(target, choice, base),)))
         alternatives.append(f"uv pip install --python {target} {specs} --index-url {index}")
-    steps.append(verify_step(target))
+    steps.append(verify_step(target, cpu=choice.variant == "cpu"))
     return Plan("system", choice.status, choice, tuple(steps), decision.reasons, decision.rejected,
                 tuple(dict.fromkeys(warnings)), tuple(alternatives), ways(m, table, choice, pip_for),
                 index_url=index if choice.variant != "pypi" else choice.index_url, python=target,

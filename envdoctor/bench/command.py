@@ -1,11 +1,11 @@
 """``envdoctor bench``: matmul TFLOP/s, memory bandwidth and transformer layers in the target
 interpreter, and are the Tensor Cores and the HBM delivering.
 
-Exit codes: 0 all points right and the verdicts fine (or no verdict due); 1 a point wrong or
-failed (a point skipped for lack of memory is not), no point measured at all, Tensor Cores not
-delivering, the HBM far below its datasheet, a GPU slower than its siblings, an error finding, or
-the benchmark could not run in the target (no torch, a crash, a hang); 2 usage, or --device N where
-torch sees no GPU; 3 envdoctor itself failed.
+Exit codes: 0 all points right and the verdicts fine (or, with --cpu, the CPU measured); 1 a point
+wrong or failed (a point skipped for lack of memory is not), no point measured at all, Tensor Cores
+not delivering, the HBM far below its datasheet, a GPU slower than its siblings, an error finding,
+or the benchmark failed in the target (a crash, a hang); 2 usage, no torch in the target, or a torch
+that sees no GPU (without --cpu; --device N always); 3 envdoctor itself failed.
 """
 
 from __future__ import annotations
@@ -169,17 +169,22 @@ def _failure_line(result: BenchResult) -> Optional[str]:
         "unparseable": "something in this interpreter writes to standard output or ends the process early; "
                        "`envdoctor check --python` it to see what",
     }.get(e.kind)
+    if e.command == "no_gpu":
+        hint = ("run bench on a machine with an NVIDIA GPU, or add --cpu to measure the CPU (fp32, labelled; "
+                "no Tensor Core verdict)")
     if e.message.startswith(_OWN_SCRIPT_FAILED):
         hint = "a bug in envdoctor's benchmark script: please report it with the output of --debug"
+    if e.command == "no_gpu":
+        return f"envdoctor bench: {e.message}; {hint}"
     return f"envdoctor bench: {e.message}" + (f" ({hint})" if hint else "")
 
 
 def _device_note(result: BenchResult, device: str, asked: bool) -> Optional[str]:
     """A GPU index given (--device N) for a run that found no GPU: the run could not do what was asked
-    (exit 2, as burn's); ``all`` on a CPU-only torch measures the CPU."""
+    (exit 2, as burn's); ``--cpu`` measures the CPU."""
     if not asked or not _on_cpu(result) or device == "all":
         return None
-    return (f"envdoctor bench: --device {device}: torch in {result.python} sees no GPU (leave --device out to "
+    return (f"envdoctor bench: --device {device}: torch in {result.python} sees no GPU (add --cpu instead to "
             "measure the CPU, or see `envdoctor check`)")
 
 
@@ -198,6 +203,9 @@ def _device_note(result: BenchResult, device: str, asked: bool) -> Optional[str]
               f"{suite_budgets(DEFAULT_BUDGET)['layers']:g} s at the default).")
 @click.option("--device", default="0", show_default=True, callback=gpu_index_or_all, metavar="N|all",
               help="GPU index in the target's torch, or 'all' (then a GPU >10% slower than the others is flagged).")
+@click.option("--cpu", is_flag=True,
+              help="Where torch sees no GPU, measure the CPU instead of stopping (fp32, labelled; no Tensor Core "
+                   "verdict).")
 @click.option("--json", "as_json", is_flag=True, help='Print the versioned JSON document ("envdoctor.bench/1").')
 @click.option("--plot", type=FilePath(dir_okay=False), default=None, metavar="FILE.png",
               help="Also draw a PNG, with matplotlib from the target environment.")
@@ -210,7 +218,7 @@ def _device_note(result: BenchResult, device: str, asked: bool) -> Optional[str]
 @guarded
 def bench(python: Optional[str], suites: Tuple[Tuple[str, ...], ...], dtypes: Tuple[Tuple[str, ...], ...],
           sizes: Tuple[Tuple[int, ...], ...], budget: float, device: str, as_json: bool, plot: Optional[str],
-          timeout: Optional[float], raw_out: Optional[str], debug: bool, as_html: bool = False,
+          timeout: Optional[float], raw_out: Optional[str], debug: bool, cpu: bool = False, as_html: bool = False,
           html_output: Optional[Path] = None, suppress: Tuple[str, ...] = ()) -> None:
     """Time matrix products, memory bandwidth and transformer layers in the target Python's torch.
 
@@ -225,6 +233,7 @@ def bench(python: Optional[str], suites: Tuple[Tuple[str, ...], ...], dtypes: Tu
     envdoctor bench --suite all --json > bench.json
     envdoctor bench --suite layers --dtype bf16
     envdoctor bench --dtype fp16 --size 8192 --budget 2
+    envdoctor bench --cpu --size 512        no GPU here: fp32 on the CPU, labelled
     """
     check_formats(json=as_json, html=as_html)
     check_visible_devices()
@@ -237,9 +246,11 @@ def bench(python: Optional[str], suites: Tuple[Tuple[str, ...], ...], dtypes: Tu
     raw: Optional[dict] = {} if raw_out else None
     source = click.get_current_context().get_parameter_source("device")
     asked = source is not None and source.name != "DEFAULT"
+    if cpu and asked:
+        raise click.UsageError(f"--cpu measures the CPU: leave --device {device} out")
     result = run_bench(target, flat_dtypes, flat_sizes, budget, device, timeout=timeout,
                        progress=_progress(sys.stderr), suites=flat_suites, chosen_by=chosen_by, raw=raw,
-                       device_required=asked)
+                       device_required=asked, gpu_required=not cpu)
     if suppress:
         result = dataclasses.replace(result, findings=checks.split(result.findings, suppress).shown)
     if getattr(sys.stderr, "isatty", lambda: False)():
@@ -253,7 +264,7 @@ def bench(python: Optional[str], suites: Tuple[Tuple[str, ...], ...], dtypes: Tu
             click.echo(f"envdoctor bench: --raw-out {raw_out}: {exc.strerror or exc}", err=True)
             sys.exit(EXIT_USAGE)
     plot_line = None
-    if plot:
+    if plot and not (result.error is not None and result.error.command == "no_gpu"):
         if result.points or result.memory_points or result.layer_points:
             _, plot_line = write_plot(result, plot, target)
         else:
@@ -269,7 +280,8 @@ def bench(python: Optional[str], suites: Tuple[Tuple[str, ...], ...], dtypes: Tu
         emit_page(bench_page(stamp(to_data(result), exit_code(result)), machine_redactor()), html_output, "bench")
     elif as_json:
         click.echo(dumps(stamp(to_data(result), exit_code(result))))
-    elif failure and not (result.points or result.memory_points or result.layer_points):
+    elif failure and (not (result.points or result.memory_points or result.layer_points)
+                      or (result.error is not None and result.error.command == "no_gpu")):
         pass
     else:
         click.echo(render_bench_text(result, color=use_color(), ascii_only=not _utf8(sys.stdout)), nl=False)

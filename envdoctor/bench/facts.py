@@ -16,8 +16,9 @@ and layers keys take their empty defaults, ``suites`` is ``("matmul",)``).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, Literal, Optional, Tuple
+from typing import Annotated, Any, Dict, Literal, Optional, Tuple
 
+from envdoctor.doctypes import Json
 from envdoctor.facts.base import ProbeError
 from envdoctor.findings import Finding
 
@@ -69,7 +70,7 @@ class BenchDevice:
     """One device the child measured, with the datasheet rates envdoctor's table has for it."""
 
     index: int                                 # torch's device index in the child (0 for the CPU)
-    kind: str = "cuda"                         # "cuda" or "cpu"
+    kind: Annotated[str, Json(enum=["cuda", "cpu"])] = "cuda"
     name: Optional[str] = None                 # "NVIDIA H200"
     capability: Optional[str] = None           # "9.0"
     multiprocessors: Optional[int] = None
@@ -111,7 +112,7 @@ class BenchPoint:
     device: int
     dtype: str
     n: int
-    status: str = "ok"
+    status: Annotated[str, Json(enum=["ok", "wrong", "failed"])] = "ok"
     tflops: Optional[float] = None
     ms: Optional[float] = None                 # median time per product
     burst_tflops: Optional[float] = None
@@ -279,7 +280,7 @@ class Verdict:
     """
 
     device: int
-    state: str
+    state: Annotated[str, Json(enum=["confirmed", "below", "not_delivering", "absent", "none"])]
     line: str                                  # "Tensor Cores confirmed: fp16 runs 12.4x fp32"
     why: Tuple[str, ...] = ()
     ratio: Optional[float] = None              # matmul: fp16 / fp32; memory: measured / datasheet
@@ -303,6 +304,11 @@ class Regression:
 @dataclass(frozen=True)
 class BenchResult:
     """One ``envdoctor bench`` run: the document ``--json`` prints."""
+
+    #: the keys every bench document has had since the first (a snapshot keeps one, verify reads it
+    #: back; the other fields may be missing from one written before them: from_data fills them)
+    json_required = ("schema", "python", "torch_version", "dtypes", "sizes", "devices", "points", "samples",
+                     "verdicts", "error")
 
     schema: str = SCHEMA
     python: Optional[str] = None               # the target interpreter

@@ -232,18 +232,31 @@ _CHILD_ERRORS: Dict[str, Tuple[ErrorKind, str]] = {
     "import_failed": ("crashed", "import torch fails in {python}: {message}"),
     "python_too_old": ("unavailable", "{python}: {message}; envdoctor bench needs Python 3.8 or later"),
     "bad_device": ("unavailable", "{message}"),   # command "--device": a usage error
+    "no_gpu": ("unavailable", "no GPU to measure: {message} ({python}){nvml}"),   # command "no_gpu"
     "usage": ("unparseable", "{message}"),
     "internal": ("unparseable", "the benchmark child failed: {message}"),
 }
 
 
-def _child_error(error: Any, python: str = "the target Python") -> ProbeError:
+def _child_error(error: Any, python: str = "the target Python", nvml: str = " and NVML sees none") -> ProbeError:
     crashed: Tuple[ErrorKind, str] = ("crashed", "{message}")
     if not isinstance(error, dict):
         error = {"kind": "internal", "message": opt_str(error) or "the child's error is not an object"}
     kind, template = _CHILD_ERRORS.get(str(opt_str(error, "kind", max_chars=32)), crashed)
-    command = "--device" if error.get("kind") == "bad_device" else None
-    return ProbeError(kind, template.format(python=python, message=opt_str(error, "message") or ""), command)
+    command = {"bad_device": "--device", "no_gpu": "no_gpu"}.get(str(error.get("kind")))
+    return ProbeError(kind, template.format(python=python, message=opt_str(error, "message") or "", nvml=nvml),
+                      command)
+
+
+def _nvml_words(sampler: Sampler) -> str:
+    """What NVML saw, the end of the no-GPU line: " and NVML sees none", ", but NVML sees 2 GPU(s): ...",
+    or why NVML could not look."""
+    if sampler.gpus:
+        return (f", but NVML sees {len(sampler.gpus)} GPU(s): install a CUDA build of torch there "
+                "(`envdoctor recommend` plans it)")
+    status = sampler.status.replace("no NVML samples: ", "", 1)
+    return (" and NVML sees none" if not status or status == "NVML sees no GPU"
+            else f" and NVML is not available: {status}")
 
 
 def _points_from_events(events: Sequence[Dict[str, Any]], suite: str = "matmul") -> List[Dict[str, Any]]:
@@ -277,6 +290,7 @@ def run_bench(
     lookup: Callable[[Optional[str]], Any] = lookup_model,
     raw: Optional[Dict[str, Any]] = None,
     device_required: bool = False,
+    gpu_required: bool = False,
 ) -> BenchResult:
     """Benchmark the ``suites`` ("matmul", "memory", "layers") in the interpreter ``python``;
     never raises for a bad target.
@@ -288,7 +302,8 @@ def run_bench(
     torch import and CUDA start (and one more per device for the layers). ``raw``, when a dict,
     receives the child's events, result, stderr and the samples as they came (for fixtures).
     ``device_required``: the user named a GPU (``--device N``): a torch that sees no GPU is then a
-    bad device at once (exit 2), not a run on the CPU.
+    bad device at once (exit 2), not a run on the CPU. ``gpu_required`` (``bench`` without ``--cpu``):
+    so is a torch that sees no GPU at all (error command "no_gpu"); without it the CPU is measured.
     """
     created = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     suites = tuple(s for s in ("matmul", "memory", "layers") if s in suites) or ("matmul",)
@@ -309,6 +324,8 @@ def run_bench(
                               "budget": float(budget), "device": str(device)}
     if device_required and str(device) != "all":
         config["device_required"] = True
+    if gpu_required:
+        config["gpu_required"] = True
     if "memory" in suites:
         config["memory"] = {"sizes": [int(n) for n in memory_sizes], "budget": budgets["memory"]}
     if "layers" in suites:
@@ -351,7 +368,12 @@ def run_bench(
             return BenchResult(**common, suites=suites, error=ProbeError(
                 "unparseable", f"the benchmark child's output does not fit: {exc}"))
         if result.error is not None:
-            result = replace(result, error=_child_error(doc["error"], python))
+            result = replace(result, error=_child_error(doc["error"], python, _nvml_words(sampler)))
+        elif gpu_required and result.devices and all(d.kind == "cpu" for d in result.devices):
+            # a child that measured the CPU all the same (an older script, a replay): not what was asked
+            build = "is a CPU-only build" if not result.torch_cuda else "sees no GPU"
+            error = {"kind": "no_gpu", "message": f"torch {result.torch_version} {build}"}
+            result = replace(result, error=_child_error(error, python, _nvml_words(sampler)))
         return result
     # No document: a crash, a hang, or output that is not ours. Keep the points already streamed.
     partial: Dict[str, Any] = {key: _points_from_events(child.events, suite) for suite, key in POINT_KEYS.items()}

@@ -23,7 +23,7 @@ MAX_N = 1 << 20
 MAX_COUNT = 2 ** 63 - 1
 
 #: child failures that are the target's, not a GPU's: the run as a whole cannot go on
-RUN_FAILURES = ("no_torch", "import_failed", "python_too_old", "bad_device", "no_cuda")
+RUN_FAILURES = ("no_torch", "import_failed", "python_too_old", "bad_device", "no_cuda", "no_gpu")
 
 
 def _load(cls: Any, data: Any, where: str) -> Any:

@@ -1,8 +1,9 @@
 """``envdoctor burn``: sustained load on every GPU, each result checked, NVML watched: OK or FAULTY.
 
-Exit codes: 0 every GPU OK (or a CPU run whose products were all right); 1 a GPU FAULTY (unlike
-gpu-burn, which exits 0 then); 2 usage, or a target that cannot run the load (no torch, a bad
---device, a CPU-only torch on a GPU machine); 3 envdoctor itself failed.
+Exit codes: 0 every GPU OK (or, with --cpu, a CPU run whose products were all right); 1 a GPU
+FAULTY (unlike gpu-burn, which exits 0 then); 2 usage, or a target that cannot run the load (no
+torch, a bad --device, a CPU-only torch on a GPU machine, no GPU at all without --cpu); 3 envdoctor
+itself failed.
 """
 
 from __future__ import annotations
@@ -100,6 +101,11 @@ def exit_code(result: BurnResult) -> int:
     return EXIT_OK
 
 
+#: What to do when the target's torch sees no GPU (and NVML none either): nothing to load.
+NO_GPU_HINT = ("run burn on a machine with an NVIDIA GPU, or add --cpu to try the load on the CPU "
+               "(every product checked; no GPU verdict)")
+
+
 def _failure_hint(result: BurnResult, said: bool = False) -> Optional[str]:
     """The line on stderr when the load could not run: the error and what to do, or only what to
     do when the text report above has ``said`` the error already."""
@@ -110,11 +116,12 @@ def _failure_hint(result: BurnResult, said: bool = False) -> Optional[str]:
         "not_found": ("install torch there (`envdoctor recommend --python PATH` plans it for that interpreter) "
                       "or point --python at one that has it"),
         "crashed": "run `envdoctor check` to see why torch fails in this interpreter",
-        "unavailable": "see `envdoctor check`" if e.command != "--device" else "see `nvidia-smi -L`",
+        "unavailable": {"--device": "see `nvidia-smi -L`", "no_gpu": NO_GPU_HINT}.get(str(e.command),
+                                                                                   "see `envdoctor check`"),
     }.get(e.kind)
     if said:
         return f"envdoctor burn: {hint}" if hint else None
-    return f"envdoctor burn: {e.message}" + (f" ({hint})" if hint else "")
+    return f"envdoctor burn: {e.message}" + (f"; {hint}" if hint else "")
 
 
 def _plot(result: BurnResult, path: str, python: str, ascii_only: bool) -> List[str]:
@@ -142,6 +149,9 @@ def _plot(result: BurnResult, path: str, python: str, ascii_only: bool) -> List[
 @click.option("--dtype", "dtypes", type=ChoiceList(DTYPES, "DTYPES"), multiple=True, metavar="bf16,fp32",
               help="Dtypes to load (bf16, fp16, tf32, fp32, fp64; default bf16 and fp32, plus fp64 on GPUs "
                    "whose Tensor Cores take it).")
+@click.option("--cpu", is_flag=True,
+              help="Where torch sees no GPU, load the CPU instead of stopping (a trial of the load: every "
+                   "product checked, no GPU verdict).")
 @click.option("--json", "as_json", is_flag=True, help='Print the versioned JSON document ("envdoctor.burn/1").')
 @html_options
 @click.option("--plot", type=FilePath(dir_okay=False), default=None, metavar="FILE.png",
@@ -152,7 +162,7 @@ def _plot(result: BurnResult, path: str, python: str, ascii_only: bool) -> List[
 @debug_option
 @guarded
 def burn(python: Optional[str], seconds: float, device: str, dtypes: Tuple[Tuple[str, ...], ...], as_json: bool,
-         plot: Optional[str], hang_timeout: float, debug: bool, as_html: bool = False,
+         plot: Optional[str], hang_timeout: float, debug: bool, cpu: bool = False, as_html: bool = False,
          html_output: Optional[Path] = None, suppress: Tuple[str, ...] = ()) -> None:
     """Load every GPU with repeated matrix products for SECONDS, check every result, watch NVML.
 
@@ -165,6 +175,7 @@ def burn(python: Optional[str], seconds: float, device: str, dtypes: Tuple[Tuple
     envdoctor burn                          every GPU, 60 s, about 70 s in all
     envdoctor burn --device 1 --seconds 600 --plot burn.png
     envdoctor burn --json > burn.json
+    envdoctor burn --cpu --seconds 5        no GPU here: a trial of the load on the CPU
     """
     check_formats(json=as_json, html=as_html)
     check_visible_devices()
@@ -179,7 +190,8 @@ def burn(python: Optional[str], seconds: float, device: str, dtypes: Tuple[Tuple
     sys.stderr.write(f"burn: {seconds:g} s per GPU in {target}; Ctrl-C stops and reports what ran\n")
     with _term_as_interrupt():
         result = run_burn(target, seconds, device, flat, chosen_by=chosen_by, idle_timeout=hang_timeout,
-                          size=None if size is None else int(size), memtest_s=memtest_seconds, on_event=progress)
+                          size=None if size is None else int(size), memtest_s=memtest_seconds, on_event=progress,
+                          gpu_required=not cpu)
     if suppress:
         from envdoctor.burn.rules import suppressed
 

@@ -208,6 +208,7 @@ _FAILURES: Dict[str, Tuple[ErrorKind, str]] = {
     "python_too_old": ("unavailable", "{python}: {message}; envdoctor burn needs Python 3.8 or later"),
     "bad_device": ("unavailable", "{message}"),
     "no_cuda": ("unavailable", "{message}, but NVML sees {count} GPU(s): a CPU burn would say nothing about them"),
+    "no_gpu": ("unavailable", "no GPU to load: {message} ({python}) and {nvml}"),
 }
 
 
@@ -229,11 +230,13 @@ def run_burn(
     on_event: Optional[Callable[[int, Dict[str, Any]], None]] = None,
     stop: Optional[threading.Event] = None,
     chosen_by: Optional[str] = None,
+    gpu_required: bool = False,
 ) -> BurnResult:
     """Burn ``device`` ("all" or a torch index) for ``seconds`` per GPU; never raises for a bad target.
 
     ``on_event(job, event)`` sees every protocol event of job ``job`` (progress). ``stop``, when
-    set, ends the load as Ctrl-C does.
+    set, ends the load as Ctrl-C does. ``gpu_required``: a target whose torch sees no GPU is a run
+    that could not start (error command "no_gpu"), not a load on the CPU (``burn`` without ``--cpu``).
     """
     environ = dict(os.environ if env is None else env)
     health = health or load_health()
@@ -264,7 +267,7 @@ def run_burn(
         "seconds": float(seconds), "dtypes": list(dtypes) or None, "interval": interval,
         "fp64_ccs": list(fp64_capabilities() if fp64_ccs is None else fp64_ccs), "n": size or GPU_N,
         "cpu_n": size or CPU_N, "memtest_seconds": memtest_s, "memtest_fraction": 0.9,
-        "require_cuda": watch.count > 0,
+        "require_cuda": watch.count > 0, "require_gpu": gpu_required,
     }
     timeout = float(seconds) + memtest_s + STARTUP_ALLOWANCE
     jobs = [Job(SCRIPT, dict(config, device=t), python, timeout, what="the burn", env=environ,
@@ -280,9 +283,12 @@ def run_burn(
     failure = collect.run_failure(runs)
     if failure is not None:
         kind, template = _FAILURES[str(failure.get("kind"))]
-        message = template.format(python=python, message=opt_str(failure, "message") or "", count=watch.count)
-        return replace(result, error=ProbeError(kind, message, "--device" if failure.get("kind") == "bad_device"
-                                                else None))
+        nvml = ("NVML is not available: " + watch.status.replace("no NVML samples: ", "", 1)
+                if watch.status and not watch.status.endswith("NVML sees no GPU") else "NVML sees none")
+        message = template.format(python=python, message=opt_str(failure, "message") or "", count=watch.count,
+                                  nvml=nvml)
+        command = {"bad_device": "--device", "no_gpu": "no_gpu"}.get(str(failure.get("kind")))
+        return replace(result, error=ProbeError(kind, message, command))
     return rules.judge(assemble(result, runs, watch, health, environ), health)
 
 

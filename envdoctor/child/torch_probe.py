@@ -25,7 +25,7 @@ import warnings
 
 if False:  # for readers and linters: these come from _prelude.py, which envdoctor sends first
     from envdoctor.child._prelude import Failure, _text, emit, stage
-    from envdoctor.stack.target.extensions import extension_facts
+    from envdoctor.stack.target.extensions import extension_facts, start_imports
 
 #: Library file names worth reporting from /proc/self/maps (driver: libcuda, libnvidia-*).
 LIBRARY_PREFIXES = (
@@ -405,10 +405,13 @@ def main(config):
     py = python_facts()
     emit("python", python=py)
     torch = {"installed": False}
+    early = None
     if config.get("torch", True):
         import importlib.util
 
         if importlib.util.find_spec("torch") is not None:
+            if config.get("extensions"):   # the libraries' imports run beside torch's own below
+                early = start_imports(config["extensions"])
             report = TorchReport()
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
@@ -419,5 +422,5 @@ def main(config):
             torch = report.data
     if config.get("extensions"):
         stage("extensions", torch=torch)
-        return {"python": py, "torch": torch, "extensions": extension_facts(config["extensions"], torch)}
+        return {"python": py, "torch": torch, "extensions": extension_facts(config["extensions"], torch, early)}
     return {"python": py, "torch": torch}

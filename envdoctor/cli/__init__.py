@@ -14,7 +14,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import click
 
 from envdoctor import __version__
-from envdoctor.clicore import EXIT_INTERRUPTED, closed_pipe, color_option, json_after_command
+from envdoctor.clicore import EXIT_INTERRUPTED, closed_pipe, color_option, json_after_command, own_process
 
 #: command name -> "module:function": a bare module is one of envdoctor.cli, a dotted one a
 #: plugin's command (``envdoctor.bench.command``)
@@ -161,6 +161,8 @@ def main(argv: Optional[List[str]] = None) -> None:
     from envdoctor.escape import escape_streams
 
     escape_streams(sys.stdout, sys.stderr)
+    if argv is None:     # the program itself (a caller passes argv): a command may end the process
+        own_process()    # once its output is written (clicore.finish)
     try:
         cli.main(args=argv, prog_name="envdoctor", standalone_mode=True)
     except SystemExit as done:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, Dict, Optional, Tuple
 
 import click
 
-from envdoctor.clicore import (EXIT_INTERNAL, check_formats, color_option, debug_option, emit_page, guarded,
+from envdoctor.clicore import (EXIT_INTERNAL, check_formats, color_option, debug_option, emit_page, finish, guarded,
                                html_options, machine_redactor, make_context, python_option, root_option,
                                suppress_option, timeout_option, torch_timeout_option, use_color, verbosity,
                                verbosity_options)
@@ -101,7 +101,7 @@ def check(python: Optional[str], timeout: float, torch_timeout: float, as_json: 
     if broken:
         click.echo(f"envdoctor: could not inspect {', '.join(broken)} (a bug; run with --debug)", err=True)
         sys.exit(EXIT_INTERNAL)
-    sys.exit(exit_code(findings))
+    finish(exit_code(findings))       # at once: the report is written
 
 
 def _text(result: Inspection, color: bool) -> str:

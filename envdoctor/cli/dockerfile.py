@@ -6,6 +6,7 @@ docker build would accept (one line says which), 3 envdoctor's own bug.
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Dict, Optional, Tuple
@@ -77,6 +78,9 @@ def dockerfile(path: str, driver: Optional[str], build_args: Tuple[str, ...], as
         if parsed is not None and parsed.count(".") == 0:
             _fail(f"--driver {driver}: give the full driver version (such as {driver}.65.06), not only its branch")
         driver_source = "--driver"
+    if path == "-" and not os.path.exists(path):     # docker build's "-" is its standard input
+        _fail("-: the Dockerfile is not read from standard input; give its path (envdoctor dockerfile "
+              "path/to/Dockerfile)")
     try:
         text = read_input(path)
     except InputError as exc:

@@ -10,12 +10,14 @@
 from __future__ import annotations
 
 import textwrap
-from typing import Any, Dict, List, Sequence, Tuple
+from typing import Annotated, List, Literal, Sequence, Tuple, TypedDict
 
 import click
 
 from envdoctor.clicore import color_option, use_color
 from envdoctor.codes import CODES, RANGES, Code, lookup, range_of
+from envdoctor.doctypes import Json
+from envdoctor.findings import Severity
 from envdoctor.style import Style
 
 WIDTH = 96
@@ -51,7 +53,48 @@ def list_lines(style: Style) -> List[str]:
     return lines
 
 
-def explain_document(entries: Sequence[Code]) -> Dict[str, Any]:
+class ExplainCode(TypedDict):
+    """One code of the registry (envdoctor/codes.py), as ``envdoctor explain CODE`` prints it."""
+
+    code: Annotated[str, Json(pattern="^ED[0-9]{3}$")]
+    title: str
+    area: str
+    severities: Annotated[List[Severity], Json(minItems=1)]
+    meaning: str
+    fix: str
+    references: List[str]
+
+
+class ExplainRange(TypedDict):
+    """A range of codes: ``{"first": "ED100", "last": "ED199", "name": "driver", ...}``."""
+
+    first: str
+    last: str
+    name: str
+    covers: str
+    reserved: bool
+
+
+class ExplainSummary(TypedDict):
+    exit_code: Literal[0]
+
+
+class _ExplainKeys(TypedDict):
+    schema: str
+    codes: List[ExplainCode]
+    ranges: List[ExplainRange]
+
+
+class ExplainDocument(_ExplainKeys, total=False):
+    """The codes asked for (every code without one) and every range of codes."""
+
+    #: what ``documents.stamp`` adds to every document written
+    envdoctor_version: str
+    created_at: str
+    summary: ExplainSummary
+
+
+def explain_document(entries: Sequence[Code]) -> ExplainDocument:
     """``{"schema": "envdoctor.explain/1", "codes": [{"code": "ED205", "title": ..., ...}], "ranges": [...]}``."""
     from envdoctor.documents import document
 

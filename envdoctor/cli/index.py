@@ -18,7 +18,7 @@ import logging
 import re
 import sys
 from pathlib import Path
-from typing import Any, List, Optional, Sequence, Tuple
+from typing import Annotated, Any, Dict, List, Literal, Optional, Sequence, Tuple, TypedDict, cast
 
 import click
 
@@ -34,6 +34,7 @@ from envdoctor.clicore import (
     root_option,
     seconds,
 )
+from envdoctor.doctypes import Json
 from envdoctor.documents import document, dumps, stamp
 from envdoctor.facts.python import IndexConfig
 from envdoctor.redact import mask_text
@@ -45,7 +46,65 @@ from envdoctor.wheels.report import EXIT_NETWORK, provenance
 
 log = logging.getLogger(__name__)
 SCHEMA = document("index").schema     # "envdoctor.index/1", envdoctor/schemas/index-1.json
-JSON_VERSION = "1"                 # the document's older marker, kept for the scripts that read it
+JSON_VERSION: Literal["1"] = "1"   # the document's older marker, kept for the scripts that read it
+
+
+class TargetOf(TypedDict):
+    """The interpreter the wheels must fit."""
+
+    python: str
+    interpreter: str
+    short: str
+    platforms: List[str]
+    description: str
+
+
+class Listed(TypedDict):
+    """What a listing adds to its ``VariantListing`` fields: the newest compatible release."""
+
+    newest: Optional[str]
+    source: Annotated[str, Json(enum=["index", "cache", "table", "none"])]
+    format: Optional[Literal["html", "json"]]
+
+
+class Newest(TypedDict):
+    variant: str
+    version: str
+    index_url: str
+
+
+class IndexEntry(TypedDict):
+    """An index the user's pip or uv is configured with (masked)."""
+
+    url: str
+    role: Literal["index", "extra", "find-links"]
+    tool: Literal["pip", "uv"]
+    source: str
+
+
+class _IndexKeys(TypedDict):
+    schema: str
+    version: Literal["1"]
+    index_url: str
+    package: str
+    offline: bool
+    target: TargetOf
+    variants: List[Annotated[Listed, Json.extends(VariantListing)]]
+    newest: Optional[Newest]
+    exit_code: Annotated[int, Json(enum=[0, 1, 2, 3])]
+    network_failure: bool
+
+
+class IndexDocument(_IndexKeys, total=False):
+    """What each wheel-index variant holds for the target interpreter, and the newest compatible
+    release. 'version' is the older marker of the same document. Credentials in URLs are masked."""
+
+    index_source: Annotated[str, Json(description="where index_url comes from: --index-url, "
+                                                  "ENVDOCTOR_INDEX_URL, the user's pip/uv configuration, "
+                                                  "envdoctor's table")]
+    configured_indexes: List[IndexEntry]
+    proxies: Annotated[Dict[str, str], Json(description="proxy variables and pip's proxy setting (masked); "
+                                                        "requests honours the variables")]
 
 
 def _load_table() -> Optional[Any]:
@@ -174,7 +233,7 @@ def index(variants: Tuple[str, ...], all_: bool, package: str, python: Optional[
     code = exit_code(listings, any_is_enough=all_)
     if as_json:
         doc = _document(client, package, target, offline, listings, winner, code)
-        doc.update(_configured_keys(base_source, configured))
+        _configured_keys(doc, base_source, configured)
         click.echo(mask_text(dumps(stamp(doc, code))))
     else:
         lines = _text(client, package, target, offline, listings, winner, table is None)
@@ -216,11 +275,11 @@ def _configured_lines(base_source: str, configured: IndexConfig) -> List[str]:
     return lines
 
 
-def _configured_keys(base_source: str, configured: IndexConfig) -> dict:
-    return {"index_source": base_source,
-            "configured_indexes": [{"url": i.url, "role": i.role, "tool": i.tool, "source": i.source}
-                                   for i in configured.indexes],
-            "proxies": dict(configured.proxies)}
+def _configured_keys(doc: IndexDocument, base_source: str, configured: IndexConfig) -> None:
+    doc["index_source"] = base_source
+    doc["configured_indexes"] = [{"url": i.url, "role": i.role, "tool": i.tool, "source": i.source}
+                                 for i in configured.indexes]
+    doc["proxies"] = dict(configured.proxies)
 
 
 def _text(client: IndexClient, package: str, target: Target, offline: bool,
@@ -255,7 +314,7 @@ def _text(client: IndexClient, package: str, target: Target, offline: bool,
 
 def _document(client: IndexClient, package: str, target: Target, offline: bool,
               listings: Sequence[VariantListing], winner: Optional[VariantListing],
-              code: int) -> dict:
+              code: int) -> IndexDocument:
     return {
         "schema": SCHEMA,
         "version": JSON_VERSION,
@@ -269,9 +328,9 @@ def _document(client: IndexClient, package: str, target: Target, offline: bool,
             "platforms": list(target.platforms),
             "description": target.description,
         },
-        "variants": [item.to_dict() for item in listings],
-        "newest": None if winner is None else {"variant": winner.variant, "version": winner.newest,
-                                               "index_url": winner.url},
+        "variants": [cast(Listed, item.to_dict()) for item in listings],      # VariantListing's fields too
+        "newest": (None if winner is None or winner.newest is None     # best() gives one with a release
+                   else {"variant": winner.variant, "version": winner.newest, "index_url": winner.url}),
         "exit_code": code,
         "network_failure": code == EXIT_NETWORK,
     }

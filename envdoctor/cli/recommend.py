@@ -52,7 +52,7 @@ def _fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
                    "Default: the newest that works here.")
 @python_option
 @click.option("--json", "as_json", is_flag=True, help='Print the versioned JSON plan ("envdoctor.plan/1").')
-@click.option("--script", "script_arg", type=FilePath(dir_okay=False), default=None,
+@click.option("--script", "script_arg", type=FilePath(dir_okay=False, allow_empty=True), default=None,
               metavar="FILE", help="Also write the commands as a shell script (set -e, comments) to review.")
 @click.option("--force", is_flag=True, help="Let --script overwrite an existing file.")
 @click.option("--with-nvcc", is_flag=True, help="Also install nvcc (the CUDA toolkit matching torch's CUDA).")
@@ -73,7 +73,7 @@ def _fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
 @click.option("--arch", type=click.Choice(["x86_64", "aarch64", "amd64", "arm64"]), default=None,
               help="What if: this CPU architecture.")
 @click.option("--glibc", metavar="X.Y", default=None, help="What if: this glibc (2.27 on Ubuntu 18.04).")
-@click.option("--from", "from_arg", type=FilePath(dir_okay=False), default=None,
+@click.option("--from", "from_arg", type=FilePath(dir_okay=False, allow_empty=True), default=None,
               metavar="REPORT.json", help="Plan for the machine of a report saved by `envdoctor check --json`.")
 @html_options
 @timeout_option

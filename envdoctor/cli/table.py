@@ -14,6 +14,7 @@ The JSON document is ``{"schema": "envdoctor.table/1", "version": "1", "kind": .
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from collections.abc import Sequence
 from typing import Any, Callable, NoReturn
@@ -41,7 +42,7 @@ def _json_option(f: Callable) -> Callable:
     return click.option("--json", "as_json", is_flag=True, help="Print a versioned JSON document.")(f)
 
 
-def _emit(kind: str, key: str | None, result: Any, lines: Callable[[], list[str]], as_json: bool) -> None:
+def _emit(kind: show.TableKind, key: str | None, result: Any, lines: Callable[[], list[str]], as_json: bool) -> None:
     if as_json:
         click.echo(dumps(stamp(show.table_document(kind, key, result), 0)))
     else:
@@ -64,30 +65,43 @@ def _missing(kind: str, key: str, known: Sequence[str]) -> NoReturn:
               help="Wheel index base (default: the official one).")
 @click.option("--timeout", type=seconds(), default=10.0, show_default=True,
               help="With --stale: seconds each index request may take, all of it.")
+@click.option("--json", "as_json", is_flag=True,
+              help="With --stale: print the envdoctor.stale/1 document (the subcommands take --json too).")
 @click.pass_context
-def table(ctx: click.Context, stale: bool, variant: str, index_url: str | None, timeout: float) -> None:
+def table(ctx: click.Context, stale: bool, variant: str, index_url: str | None, timeout: float,
+          as_json: bool) -> None:
     """Look up the bundled compatibility table (each fact with its source)."""
     if stale:
-        _stale(variant, index_url, timeout)
+        _stale(variant, index_url, timeout, as_json)
     elif ctx.invoked_subcommand is None:
         click.echo(ctx.get_help())
 
 
-def _stale(variant: str, index_url: str | None, timeout: float) -> None:
-    """Exit 0 when the table is current, 1 when the index holds newer torch releases, 3 unreadable."""
+def _stale(variant: str, index_url: str | None, timeout: float, as_json: bool = False) -> None:
+    """Exit 0 when the table is current, 1 when the index holds newer torch releases, 3 unreadable.
+    With ``as_json`` the answer is the ``envdoctor.stale/1`` document (the same exit codes)."""
     from envdoctor.redact import mask_url
     from envdoctor.wheels import IndexClient, IndexUnavailable
     from envdoctor.wheels.report import upstream_newer
 
     t = _table()
     client = IndexClient(base_url=index_url, timeout=timeout, refresh=True)
-    newest = t.torch_releases[-1].version if t.torch_releases else "none"
+    newest = str(t.torch_releases[-1].version) if t.torch_releases else "none"
+    where = mask_url(f"{client.base_url.rstrip('/')}/{variant}/torch/")
+    answer = show.StaleAnswer(bundled_newest=None if newest == "none" else newest, variant=variant, index=where)
     try:
         newer = upstream_newer(t, client, variant)
     except IndexUnavailable as exc:
-        click.echo(f"envdoctor: cannot tell whether the table is stale: {exc}", err=True)
+        if as_json:
+            failed = dataclasses.replace(answer, error=mask_url(str(exc)))
+            click.echo(dumps(stamp(show.stale_document(failed), EXIT_INTERNAL)))
+        else:
+            click.echo(f"envdoctor: cannot tell whether the table is stale: {exc}", err=True)
         sys.exit(EXIT_INTERNAL)
-    where = mask_url(f"{client.base_url.rstrip('/')}/{variant}/torch/")
+    if as_json:
+        done = dataclasses.replace(answer, newer=tuple(newer), stale=bool(newer))
+        click.echo(dumps(stamp(show.stale_document(done), EXIT_ERRORS if newer else 0)))
+        sys.exit(EXIT_ERRORS if newer else 0)
     if not newer:
         click.echo(f"table is current: newest bundled torch {newest}; {where} has nothing newer")
         return

@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 import threading
 from pathlib import Path
-from typing import Optional
+from typing import Optional, Tuple
 
 import click
 
@@ -23,6 +23,7 @@ from envdoctor.clicore import (
     html_options,
     machine_redactor,
     python_option,
+    suppress_option,
     use_color,
     verbosity,
     verbosity_options,
@@ -38,12 +39,13 @@ from envdoctor.clicore import (
               help="GPU index in the target's torch, or 'all'.")
 @click.option("--json", "as_json", is_flag=True, help='Print the versioned JSON document ("envdoctor.diag/1").')
 @html_options
+@suppress_option
 @python_option
 @verbosity_options
 @debug_option
 @guarded
 def diag(level: int, device: str, as_json: bool, python: Optional[str], debug: bool, as_html: bool = False,
-         html_output: Optional[Path] = None) -> None:
+         html_output: Optional[Path] = None, suppress: Tuple[str, ...] = ()) -> None:
     """Diagnose this node in levels, as DCGM's dcgmi diag -r does: PASS, WARN or FAIL.
 
     \b
@@ -54,6 +56,7 @@ def diag(level: int, device: str, as_json: bool, python: Optional[str], debug: b
     envdoctor diag                  level 1 (7 s on an H200)
     envdoctor diag -r 2 --json      level 2 as envdoctor.diag/1
     envdoctor diag --html -o diag.html
+    envdoctor diag --suppress ED860 no test counts ED860 (the output lists what it hid)
     """
     from envdoctor.child import find_python
     from envdoctor.diag.host import run_diag
@@ -75,7 +78,7 @@ def diag(level: int, device: str, as_json: bool, python: Optional[str], debug: b
             sys.stderr.flush()
 
     try:
-        result = run_diag(level, target, device, progress=say, stop=stop)
+        result = run_diag(level, target, device, progress=say, stop=stop, suppress=suppress)
     except KeyboardInterrupt:
         stop.set()
         raise

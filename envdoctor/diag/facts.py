@@ -12,6 +12,7 @@ from typing import Dict, Optional, Tuple
 from envdoctor.facts.base import ProbeError
 from envdoctor.facts.fabric import FabricFacts
 from envdoctor.facts.gpu_state import GpuStateFacts
+from envdoctor.checks import Suppressed
 from envdoctor.findings import Finding
 from envdoctor.table.names import norm_gpu_name
 from envdoctor.table.schema import Doc, check_top, fields, make_row, rows
@@ -91,6 +92,7 @@ class DiagResult:
     notes: Tuple[str, ...] = ()
     error: Optional[ProbeError] = None       # the run could not start (no GPU, no torch)
     summary: DiagSummary = field(default_factory=DiagSummary)
+    suppressed: Optional[Suppressed] = None  # --suppress CODE: the codes and the findings they hid (no test saw them)
 
 
 # --- data/diag.toml ---------------------------------------------------------------------------

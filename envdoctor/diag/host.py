@@ -22,9 +22,9 @@ import time
 from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
-from envdoctor import __version__
+from envdoctor import __version__, checks
 from envdoctor.child import run_child
 from envdoctor.diag import rules
 from envdoctor.diag.facts import BUDGETS, LEVELS, DiagResult, DiagTable, DiagTest, load_diag_table
@@ -69,8 +69,11 @@ def tiny_ops(python: str, device: str, env: Mapping[str, str], timeout: float) -
 def run_diag(level: int, python: str, device: str = "all", *, env: Optional[Mapping[str, str]] = None,
              root: Optional[Path] = None, nvml: Any = None, timeout: float = 10.0,
              torch_timeout: float = TORCH_TIMEOUT, table: Optional[DiagTable] = None,
-             progress: Optional[Progress] = None, stop: Optional[threading.Event] = None) -> DiagResult:
-    """Run ``level`` (1, 2, 3) on ``device`` ("all" or an index); never raises for the machine's sake."""
+             progress: Optional[Progress] = None, stop: Optional[threading.Event] = None,
+             suppress: Sequence[str] = ()) -> DiagResult:
+    """Run ``level`` (1, 2, 3) on ``device`` ("all" or an index); never raises for the machine's sake.
+    ``suppress``: ``--suppress`` codes; their findings are taken out of every part before a test
+    or a verdict sees them (so they never change the exit code) and listed in ``suppressed``."""
     began = time.monotonic()
     environ = dict(os.environ if env is None else env)
     say = progress or (lambda line: None)
@@ -101,7 +104,14 @@ def run_diag(level: int, python: str, device: str = "all", *, env: Optional[Mapp
     t0 = time.monotonic()
     from envdoctor.inspect import inspect
 
-    inspection = inspect(ctx, skip=SKIP + ("gpu_state",))
+    inspection = inspect(ctx, skip=SKIP + ("gpu_state",), suppress=suppress)
+    hid: List[Finding] = list(inspection.suppressed)
+
+    def shown(found: Iterable[Finding]) -> List[Finding]:
+        done = checks.split(found, suppress)
+        hid.extend(done.hidden)
+        return list(done.shown)
+
     stages["check"] = round(time.monotonic() - t0, 3)
     worker.join()
     answer, op_error, op_s = box.get("op", (None, ProbeError("crashed", "the tiny CUDA op did not run"), 0.0))
@@ -109,9 +119,11 @@ def run_diag(level: int, python: str, device: str = "all", *, env: Optional[Mapp
     facts = inspection.facts
     fabric = facts.fabric if isinstance(facts.fabric, FabricFacts) else FabricFacts()
     nvml_count = len(state.gpus)
-    findings: List[Finding] = list(inspection.findings) + state_findings(state, wanted=True)
-    tests: List[DiagTest] = rules.inspection_tests(inspection.findings, state, stages["check"])
+    findings: List[Finding] = list(inspection.findings) + shown(state_findings(state, wanted=True))
+    tests: List[DiagTest] = rules.inspection_tests(inspection.findings, state, stages["check"], suppress)
     base = replace(base, state=state, fabric=fabric)
+    if suppress:
+        base = replace(base, suppressed=checks.hidden(suppress, hid))      # filled in as the parts run
     torch_count = int(answer.get("count") or 0) if answer else 0
     if nvml_count == 0 and _pci_gpus(facts) == 0 and torch_count == 0:
         why = state.error.message if state.error else "NVML sees no GPU"
@@ -131,9 +143,10 @@ def run_diag(level: int, python: str, device: str = "all", *, env: Optional[Mapp
         notes.append(f"levels 2-{level} not run: {blocked}")
         tests.append(DiagTest("load", "SKIP", 2, detail=f"not run: {blocked}"))
     elif level >= 2:
-        more, extra = _load(level, python, device, environ, nvml, table, say, stages, stop, nvml_count)
+        more, extra = _load(level, python, device, environ, nvml, table, say, stages, stop, nvml_count, shown)
         tests += more
         findings += extra
+        base = replace(base, suppressed=checks.hidden(suppress, hid))
     return _finish(replace(base, tests=tuple(tests), findings=tuple(findings), notes=tuple(notes)), state, stages,
                    began)
 
@@ -150,7 +163,9 @@ def _blocked(tests: List[DiagTest]) -> Optional[str]:
 
 
 def _load(level: int, python: str, device: str, env: Dict[str, str], nvml: Any, table: DiagTable, say: Progress,
-          stages: Dict[str, float], stop: Optional[threading.Event], gpus: int) -> Tuple[List[DiagTest], List[Finding]]:
+          stages: Dict[str, float], stop: Optional[threading.Event], gpus: int,
+          shown: Callable[[Iterable[Finding]], List[Finding]] = list) -> Tuple[List[DiagTest], List[Finding]]:
+    """Levels 2-3: bench, burn, comms; ``shown`` takes the suppressed findings out of each part."""
     from envdoctor.bench.host import run_bench
     from envdoctor.burn.host import run_burn
     from envdoctor.links.host import CommsOptions, run_comms
@@ -164,12 +179,14 @@ def _load(level: int, python: str, device: str, env: Dict[str, str], nvml: Any, 
     bench = run_bench(python, dtypes=("bf16",), sizes=(8192,), budget=load["bench_s"], device=device, env=env,
                       suites=("matmul", "memory"), memory_sizes=(1 << 26, 1 << 28), nvml=nvml)
     stages["bench"] = round(time.monotonic() - t0, 3)
+    bench = replace(bench, findings=tuple(shown(bench.findings)))
     tests += rules.bench_tests(bench, table)
     findings += bench.findings
     say(f"burn: {load['burn_s']:g} s per GPU, then a {load['memtest_s']:g} s memory test")
     t0 = time.monotonic()
     burn = run_burn(python, load["burn_s"], device, env=env, nvml=nvml, memtest_s=load["memtest_s"], stop=stop)
     stages["burn"] = round(time.monotonic() - t0, 3)
+    burn = _burn_shown(burn, shown)
     tests += rules.burn_tests(burn, level, table.rule("power"), table.rule("power_clock"))
     findings += [f for g in burn.gpus for f in g.findings] + list(burn.findings)
     if stop is not None and stop.is_set():
@@ -182,10 +199,21 @@ def _load(level: int, python: str, device: str, env: Dict[str, str], nvml: Any, 
                         devices=devices, pairs=count > 1)
     comms = run_comms(opts, python, env, nvml=nvml, stop=stop)
     stages["comms"] = round(time.monotonic() - t0, 3)
-    found = verdicts(comms)
+    found = shown(verdicts(comms))
     tests += rules.comms_tests(comms, found, table, level)
     findings += [f for f in found if f.severity != "info"]
     return tests, findings
+
+
+def _burn_shown(burn: Any, shown: Callable[[Iterable[Finding]], List[Finding]]) -> Any:
+    """``burn`` without the findings ``shown`` takes out, each GPU's verdict again from the findings
+    left (burn's own :func:`envdoctor.burn.rules.suppressed`: an error makes a GPU FAULTY)."""
+    from envdoctor.burn.rules import suppressed
+
+    every = [f for g in burn.gpus for f in g.findings] + list(burn.findings)
+    left = {id(f) for f in shown(every)}
+    codes = tuple(dict.fromkeys(f.code for f in every if id(f) not in left))
+    return suppressed(burn, codes) if codes else burn
 
 
 def _finish(result: DiagResult, state: GpuStateFacts, stages: Dict[str, float], began: float) -> DiagResult:

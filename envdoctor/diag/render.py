@@ -15,7 +15,7 @@ from typing import List, Optional
 
 from envdoctor.diag.facts import DiagResult, DiagTest
 from envdoctor.style import Style
-from envdoctor.lines import finding_lines
+from envdoctor.lines import finding_lines, suppressed_line
 
 KIND = {"PASS": "ok", "WARN": "warning", "FAIL": "error", "SKIP": "dim", "INFO": "info"}
 
@@ -75,6 +75,8 @@ def render_diag_text(r: DiagResult, color: bool = False, verbose: bool = False) 
     if shown:
         lines.append("")
         lines += finding_lines(shown, style)
+    if r.suppressed is not None:
+        lines += suppressed_line(r.suppressed.findings, style)
     for n in r.notes:
         lines.append(style(f"note: {n}", "dim"))
     if r.stage_s:

@@ -19,6 +19,7 @@ from envdoctor.bench.facts import BenchResult
 from envdoctor.burn.facts import BurnResult
 from envdoctor.links.facts_comms import CommsResult
 from envdoctor.facts.gpu_state import GpuStateFacts
+from envdoctor import checks
 from envdoctor.findings import Finding
 from envdoctor.rules.gpu_state import state_findings
 
@@ -74,10 +75,11 @@ def _is_state(code: str) -> bool:
     return 160 <= int(code[2:]) <= 169
 
 
-def inspection_tests(findings: Sequence[Finding], state: GpuStateFacts, seconds: Optional[float] = None
-                     ) -> List[DiagTest]:
+def inspection_tests(findings: Sequence[Finding], state: GpuStateFacts, seconds: Optional[float] = None,
+                     suppress: Iterable[str] = ()) -> List[DiagTest]:
     """check (driver, torch, container), topo (links), fabric (between nodes), state (per GPU, asked
-    as a job would: a GPU in use is an error here)."""
+    as a job would: a GPU in use is an error here). ``suppress``: the ``--suppress`` codes, which
+    no test counts (``findings`` come suppressed already; the state's are found here)."""
     check = [f for f in findings if not (_is_topo(f.code) or _is_fabric(f.code) or _is_state(f.code))]
     topo = [f for f in findings if _is_topo(f.code)]
     fabric = [f for f in findings if _is_fabric(f.code)]
@@ -90,7 +92,7 @@ def inspection_tests(findings: Sequence[Finding], state: GpuStateFacts, seconds:
     if state.error is not None:
         out.append(DiagTest("state", "SKIP", 1, detail=f"live state unknown: {state.error.message}"))
     for g in state.gpus:
-        found = state_findings(GpuStateFacts((g,)), wanted=True)
+        found = checks.kept(state_findings(GpuStateFacts((g,)), wanted=True), suppress)
         procs = len(g.processes)
         out.append(DiagTest("state", _worst(found), 1, g.index, figure=float(procs), unit="processes",
                             threshold=0.0, compare="==", source="NVML: processes, compute mode, limits, pending "

@@ -3,31 +3,66 @@
 from __future__ import annotations
 
 import datetime
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Annotated, Any, Dict, List, Literal, Optional, Tuple, TypedDict
 
 from envdoctor import __version__
 from envdoctor.dockerfile.parse import Dockerfile
-from envdoctor.dockerfile.rules import Lint, stage_bases, stage_summary
+from envdoctor.dockerfile.rules import Lint, StageSummary, stage_bases, stage_summary
+from envdoctor.doctypes import FindingsSummary, Json
 from envdoctor.facts.serde import to_data
+from envdoctor.findings import Finding
 from envdoctor.redact import mask_data, mask_text
 
 SCHEMA = "envdoctor.dockerfile/1"
 
 
-def _summary(found: Tuple[Lint, ...]) -> Dict[str, int]:
+class DriverNamed(TypedDict):
+    """The driver the images must run on: ``--driver``, this machine's, or none known."""
+
+    version: Optional[str]
+    source: Optional[str]
+
+
+class LintLine(TypedDict):
+    """What a Dockerfile finding has besides a finding's keys: the line it is about."""
+
+    code: Annotated[str, Json(pattern="^ED5[6-9][0-9]$")]
+    area: Literal["dockerfile"]
+    line: Annotated[int, Json(minimum=1)]
+
+
+class _DockerfileKeys(TypedDict):
+    schema: str
+    envdoctor_version: str
+    created_at: str
+    path: str
+    driver: DriverNamed
+    stages: List[StageSummary]
+    summary: FindingsSummary
+    findings: List[Annotated[LintLine, Json.extends(Finding)]]
+
+
+class DockerfileDocument(_DockerfileKeys, total=False):
+    """The stages of a Dockerfile, what envdoctor knows of each base image, and the findings
+    (ED560-ED569), each with its line."""
+
+    directives: Dict[str, str]
+
+
+def _summary(found: Tuple[Lint, ...]) -> FindingsSummary:
     sev = [x.finding.severity for x in found]
     return {"errors": sev.count("error"), "warnings": sev.count("warning"), "info": sev.count("info"),
             "exit_code": 1 if "error" in sev else 0}
 
 
 def document(path: str, d: Dockerfile, found: Tuple[Lint, ...], driver: Optional[str], driver_source: Optional[str],
-             table: Any, ext: Any) -> Dict[str, Any]:
-    findings: List[Dict[str, Any]] = []
+             table: Any, ext: Any) -> DockerfileDocument:
+    findings: List[LintLine] = []
     for x in found:
         data = to_data(x.finding)
         data["line"] = x.line
         findings.append(data)
-    doc = {
+    doc: DockerfileDocument = {
         "schema": SCHEMA,
         "envdoctor_version": __version__,
         "created_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
@@ -38,14 +73,14 @@ def document(path: str, d: Dockerfile, found: Tuple[Lint, ...], driver: Optional
         "summary": _summary(found),
         "findings": findings,
     }
-    masked: Dict[str, Any] = mask_data(doc)
+    masked: DockerfileDocument = mask_data(doc)
     return masked
 
 
 def render_text(path: str, d: Dockerfile, found: Tuple[Lint, ...], driver: Optional[str],
                 driver_source: Optional[str], table: Any, ext: Any, color: bool = False) -> str:
     from envdoctor.style import Style
-    from envdoctor.lines import finding_lines, verdict
+    from envdoctor.lines import findings_section
 
     style = Style(color)
     out = [style(f"{path}: {len(d.stages)} stage(s), {len(d.instructions)} instructions", "bold")]
@@ -57,9 +92,5 @@ def render_text(path: str, d: Dockerfile, found: Tuple[Lint, ...], driver: Optio
         out.append(f"  line {s['line']}: FROM {s['base']}{name} ({facts})")
     out.append(f"  driver: {driver} ({driver_source})" if driver else f"  driver: {driver_source}")
     out.append("")
-    out.append(style("Findings", "bold"))
-    out.extend(finding_lines([x.finding for x in found], style) or ["  none"])
-    out.append("")
-    out.append(verdict(tuple(x.finding for x in found), style).replace(
-        "then run envdoctor check again", f"then run envdoctor dockerfile {path} again"))
+    out.extend(findings_section(tuple(x.finding for x in found), style, again=f"envdoctor dockerfile {path}"))
     return mask_text("\n".join(out) + "\n")

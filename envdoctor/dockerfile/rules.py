@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
-from typing import Any, Dict, Iterator, List, Optional, Tuple
+from typing import Annotated, Any, Dict, Iterator, List, Optional, Tuple, TypedDict
 
 from envdoctor.compat import driver_support, variant_tag
 from envdoctor.dockerfile.analysis import BaseImage, PipInstall, base_image, pip_installs, torch_index
 from envdoctor.dockerfile.parse import Dockerfile, Instruction, Stage
 from envdoctor.codes import Severity
+from envdoctor.doctypes import Json
 from envdoctor.findings import Finding
 from envdoctor.parse import major_minor, version
 
@@ -402,7 +403,20 @@ def lint(d: Dockerfile, table: Any, ext: Any, driver: Optional[str], driver_sour
     return tuple(sorted(found, key=lambda x: (rank[x.finding.severity], x.line, x.finding.code)))
 
 
-def stage_summary(d: Dockerfile, bases: Tuple[BaseImage, ...]) -> List[Dict[str, Any]]:
+class StageSummary(TypedDict):
+    """One ``FROM`` of the Dockerfile and what envdoctor knows of its base image."""
+
+    index: Annotated[int, Json(minimum=0)]
+    name: Optional[str]
+    line: Annotated[int, Json(minimum=1)]
+    base: str
+    kind: Annotated[str, Json(enum=["cuda", "ngc-pytorch", "pytorch", "vllm", "image", "other", "scratch"])]
+    cuda: Optional[str]
+    torch: Optional[str]
+    nvcc: Optional[bool]
+
+
+def stage_summary(d: Dockerfile, bases: Tuple[BaseImage, ...]) -> List[StageSummary]:
     return [{"index": s.index, "name": s.name, "line": s.line, "base": s.base, "kind": b.kind, "cuda": b.cuda,
              "torch": b.torch, "nvcc": b.nvcc} for s, b in zip(d.stages, bases)]
 

@@ -1,45 +1,51 @@
-"""Everything the probes learn, as frozen dataclasses (one module per area)."""
+"""Everything the probes learn, as frozen dataclasses (one module per area).
+
+``from envdoctor.facts import Facts, GpuInfo`` loads the module that defines each name when it is
+first asked for (PEP 562), so that one area's module (``envdoctor.facts.base``, which every probe
+needs) imports without all the others: check starts the target interpreter's child before the
+other areas' classes are made (making a frozen dataclass is most of the cost of importing these
+modules). ``Facts`` itself is in ``envdoctor.facts.report``.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Optional
+import importlib
+from typing import TYPE_CHECKING, Any, Dict
 
-from envdoctor.facts.base import ProbeError
-from envdoctor.facts.conda import CondaFacts, CondaPackage
-from envdoctor.facts.docker import DockerFacts
-from envdoctor.facts.fabric import FabricFacts
-from envdoctor.facts.gpu import DriverFacts, GpuInfo, PciDevice, PciFacts
-from envdoctor.facts.gpu_state import GpuStateFacts
-from envdoctor.facts.links import LinksFacts
-from envdoctor.facts.python import LoadedLibrary, TargetPython, TorchDevice, TorchElsewhere, TorchFacts
-from envdoctor.facts.system import SystemFacts
-from envdoctor.facts.toolkit import Toolkit, ToolkitFacts
+if TYPE_CHECKING:
+    from envdoctor.facts.base import ProbeError
+    from envdoctor.facts.conda import CondaFacts, CondaPackage
+    from envdoctor.facts.docker import DockerFacts
+    from envdoctor.facts.fabric import FabricFacts
+    from envdoctor.facts.gpu import DriverFacts, GpuInfo, PciDevice, PciFacts
+    from envdoctor.facts.gpu_state import GpuStateFacts
+    from envdoctor.facts.links import LinksFacts
+    from envdoctor.facts.python import LoadedLibrary, TargetPython, TorchDevice, TorchElsewhere, TorchFacts
+    from envdoctor.facts.report import Facts
+    from envdoctor.facts.system import SystemFacts
+    from envdoctor.facts.toolkit import Toolkit, ToolkitFacts
+
+#: name -> the module of this package that defines it
+_HOMES: Dict[str, str] = {
+    "CondaFacts": "conda", "CondaPackage": "conda", "DockerFacts": "docker", "DriverFacts": "gpu",
+    "FabricFacts": "fabric", "Facts": "report", "GpuInfo": "gpu", "GpuStateFacts": "gpu_state",
+    "LinksFacts": "links", "LoadedLibrary": "python", "PciDevice": "gpu", "PciFacts": "gpu", "ProbeError": "base",
+    "SystemFacts": "system", "TargetPython": "python", "Toolkit": "toolkit", "ToolkitFacts": "toolkit",
+    "TorchDevice": "python", "TorchElsewhere": "python", "TorchFacts": "python",
+}
 
 
-@dataclass(frozen=True)
-class Facts:
-    """One inspection of one machine: what ``envdoctor check`` reports under ``facts``."""
-
-    system: SystemFacts = field(default_factory=SystemFacts)
-    pci: PciFacts = field(default_factory=PciFacts)
-    driver: DriverFacts = field(default_factory=DriverFacts)
-    toolkits: ToolkitFacts = field(default_factory=ToolkitFacts)
-    conda: CondaFacts = field(default_factory=CondaFacts)
-    docker: DockerFacts = field(default_factory=DockerFacts)
-    python: TargetPython = field(default_factory=TargetPython)
-    torch: TorchFacts = field(default_factory=TorchFacts)
-    links: LinksFacts = field(default_factory=LinksFacts)
-    gpu_state: GpuStateFacts = field(default_factory=GpuStateFacts)   # what runs on each GPU now
-    fabric: FabricFacts = field(default_factory=FabricFacts)          # IB/RoCE, GPUDirect RDMA, NCCL variables
-    collected_at: Optional[str] = None           # ISO 8601, UTC
-    envdoctor_version: Optional[str] = None
-    probe_seconds: dict[str, float] = field(default_factory=dict)
-    skipped: tuple[str, ...] = ()                        # areas not inspected this run ("torch")
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
+    globals()[name] = value       # asked once
+    return value
 
 
 __all__ = [
-    "CondaFacts", "CondaPackage", "DockerFacts", "DriverFacts", "Facts", "GpuInfo", "LoadedLibrary", "PciDevice",
-    "PciFacts", "ProbeError", "SystemFacts", "TargetPython", "Toolkit", "ToolkitFacts",
-    "TorchDevice", "TorchElsewhere", "TorchFacts",
+    "CondaFacts", "CondaPackage", "DockerFacts", "DriverFacts", "FabricFacts", "Facts", "GpuInfo", "GpuStateFacts",
+    "LinksFacts", "LoadedLibrary", "PciDevice", "PciFacts", "ProbeError", "SystemFacts", "TargetPython", "Toolkit",
+    "ToolkitFacts", "TorchDevice", "TorchElsewhere", "TorchFacts",
 ]

@@ -32,4 +32,5 @@ class CondaFacts:
     virtual_cuda: Optional[str] = None         # the __cuda virtual package, "13.0"
     packages: tuple[CondaPackage, ...] = ()    # CUDA-relevant packages of the active env
     packages_source: Optional[str] = None      # "conda list --json --prefix /home/ada/miniforge3/envs/dl"
+    json_required = ("error",)        # a saved report's area always says whether its probe failed
     error: Optional[ProbeError] = None

@@ -31,4 +31,5 @@ class DockerFacts:
     nvidia_container_cli: Optional[str] = None
     nvidia_container_cli_version: Optional[str] = None
     nvidia_container_runtime: Optional[str] = None
+    json_required = ("error",)        # a saved report's area always says whether its probe failed
     error: Optional[ProbeError] = None

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import List, Optional
+
+from envdoctor.doctypes import ComputeCapability, DriverVersion
 
 from envdoctor.facts.base import ProbeError
 
@@ -20,7 +22,7 @@ class PciDevice:
     subsystem_device_id: Optional[str] = None
     name: Optional[str] = None         # "GH100 [H200 SXM 141GB]"
     name_source: Optional[str] = None  # "/usr/share/misc/pci.ids" or "envdoctor table"
-    compute_capability: Optional[str] = None  # from envdoctor's table, "9.0"
+    compute_capability: ComputeCapability = None  # from envdoctor's table, "9.0"
     architecture: Optional[str] = None        # "Hopper"
     kernel_driver: Optional[str] = None       # bound driver: "nvidia", "nouveau", "vfio-pci"
 
@@ -29,6 +31,7 @@ class PciDevice:
 class PciFacts:
     devices: tuple[PciDevice, ...] = ()
     source: Optional[str] = None       # "/sys/bus/pci/devices"
+    json_required = ("error",)        # a saved report's area always says whether its probe failed
     error: Optional[ProbeError] = None
 
 
@@ -39,7 +42,7 @@ class GpuInfo:
     index: int
     name: Optional[str] = None                 # "NVIDIA H200"
     uuid: Optional[str] = None                 # "GPU-c7d3a8fe-..."
-    compute_capability: Optional[str] = None   # "9.0"
+    compute_capability: ComputeCapability = None   # "9.0"
     memory_total_mib: Optional[int] = None     # 143771
     pci_bus_id: Optional[str] = None           # "00000000:00:06.0"
     serial: Optional[str] = None
@@ -57,11 +60,11 @@ class DriverFacts:
     upgrade without a reboot the two differ.
     """
 
-    kernel_module_version: Optional[str] = None   # "580.159.04"
+    kernel_module_version: DriverVersion = None   # "580.159.04"
     kernel_module_source: Optional[str] = None    # "/sys/module/nvidia/version"
     kernel_module_flavor: Optional[str] = None    # "open" or "proprietary"
-    userspace_version: Optional[str] = None       # "580.159.04" (libnvidia-ml / nvidia-smi)
-    driver_version: Optional[str] = None          # the best answer of all sources
+    userspace_version: DriverVersion = None       # "580.159.04" (libnvidia-ml / nvidia-smi)
+    driver_version: DriverVersion = None          # the best answer of all sources
     driver_cuda: Optional[str] = None             # "13.0": the highest CUDA this driver supports
     nvml_version: Optional[str] = None
     gpus: tuple[GpuInfo, ...] = ()
@@ -74,7 +77,27 @@ class DriverFacts:
     cuda_visible_devices: Optional[str] = None
     nvidia_visible_devices: Optional[str] = None
     dev_nodes: tuple[str, ...] = ()               # /dev/nvidia0, /dev/nvidiactl, ... present
+    json_required = ("error",)        # a saved report's area always says whether its probe failed
     error: Optional[ProbeError] = None
+
+
+def mismatch_evidence(d: DriverFacts, after_upgrade: bool = False) -> List[str]:
+    """What shows a kernel module and a user-space driver of different versions (a driver upgraded
+    without a reboot), for check's ED102 and verify's ED701: both versions with where each was read,
+    and the mismatch as nvidia-smi or NVML said it. ``after_upgrade`` (verify) says which is old::
+
+        ["kernel module 570.133.20 still loaded (/sys/module/nvidia/version)",
+         "user-space driver 580.159.04 installed (/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.580.159.04)"]
+    """
+    out = []
+    if d.kernel_module_version:
+        out.append(f"kernel module {d.kernel_module_version}{' still loaded' if after_upgrade else ''} "
+                   f"({d.kernel_module_source})")
+    if d.userspace_version:
+        out.append(f"user-space driver {d.userspace_version}{' installed' if after_upgrade else ''} "
+                   f"({d.sources.get('userspace_version')})")
+    out.extend(e.message for e in (d.smi_error, d.nvml_error) if e is not None and "mismatch" in e.message)
+    return out
 
 
 def driver_in_effect(d: DriverFacts) -> Optional[str]:

@@ -7,8 +7,9 @@ so they describe *that* interpreter, not the one running envdoctor.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal, Optional
+from typing import Annotated, Literal, Optional
 
+from envdoctor.doctypes import ComputeCapability, GlibcVersion, Json, ShortText
 from envdoctor.facts.base import ProbeError
 from envdoctor.stack.facts import StackFacts
 
@@ -53,17 +54,21 @@ class TargetPython:
     implementation: Optional[str] = None       # "cpython"
     interpreter_tag: Optional[str] = None      # "cp312"
     abi_tag: Optional[str] = None              # "cp312"
-    platform_tags: tuple[str, ...] = ()        # ("manylinux_2_39_x86_64", ..., "linux_x86_64")
+    #: ("manylinux_2_39_x86_64", ..., "linux_x86_64")
+    platform_tags: tuple[Annotated[str, Json(pattern="^[a-z0-9_]{1,64}$")], ...] = ()
     pip: Optional[str] = None                  # pip's version, None when absent
     venv: bool = False
     conda_env: bool = False
     prefix: Optional[str] = None
     platform: Optional[str] = None             # "linux_x86_64" (sysconfig.get_platform(), as a tag)
-    glibc: Optional[str] = None                # "2.39" as the target interpreter sees it; None on musl
+    glibc: GlibcVersion = None                 # "2.39" as the target interpreter sees it; None on musl
     #: versions of the packages a bug report lists (numpy, triton, pytorch-triton, nvidia-*, torch*),
     #: by normalized name: {"numpy": "2.5.2", "nvidia-nccl-cu13": "2.28.9", "triton": "3.6.0"}
-    packages: dict[str, str] = field(default_factory=dict)
+    packages: Annotated[dict[str, Annotated[str, Json(maxLength=64)]],
+                        Json(maxProperties=300, propertyNames={"pattern": "^[a-z0-9][a-z0-9-]{0,99}$"})] = field(
+        default_factory=dict)
     index_config: IndexConfig = field(default_factory=IndexConfig)
+    json_required = ("error",)        # a saved report's area always says whether its probe failed
     error: Optional[ProbeError] = None
 
 
@@ -71,7 +76,7 @@ class TargetPython:
 class TorchDevice:
     index: int
     name: Optional[str] = None
-    capability: Optional[str] = None           # "9.0"
+    capability: ComputeCapability = None       # "9.0"
     memory_bytes: Optional[int] = None
     multiprocessors: Optional[int] = None
     uuid: Optional[str] = None                 # "GPU-c7d3a8fe-..." (as nvidia-smi writes it)
@@ -116,8 +121,9 @@ class TorchFacts:
     hip: Optional[str] = None
     git: Optional[str] = None
     debug_build: Optional[bool] = None         # torch.version.debug
-    compiler: Optional[str] = None             # what torch was built with: "GCC 13.3" (torch.__config__.show())
-    cpu_capability: Optional[str] = None       # the CPU kernels torch uses: "AVX2", "AVX512", "DEFAULT"
+    compiler: ShortText = None                 # what torch was built with: "GCC 13.3" (torch.__config__.show())
+    #: the CPU kernels torch uses: "AVX2", "AVX512", "DEFAULT"
+    cpu_capability: Annotated[Optional[str], Json(maxLength=32)] = None
     cudnn_version: Optional[str] = None        # "9.19.0" (the cuDNN torch loaded)
     cudnn_path: Optional[str] = None           # the file it came from
     cudnn_error: Optional[str] = None          # torch.backends.cudnn.version() raised (version mismatch)
@@ -147,4 +153,5 @@ class TorchFacts:
     elsewhere_cut: bool = False                # the scan stopped at its count or time bound
     #: the libraries above torch (flash-attn, xformers, vLLM, ...): envdoctor/stack/
     extensions: StackFacts = field(default_factory=StackFacts)
+    json_required = ("error",)        # a saved report's area always says whether its probe failed
     error: Optional[ProbeError] = None

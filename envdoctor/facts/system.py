@@ -4,8 +4,9 @@ running envdoctor."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Annotated, Optional
 
+from envdoctor.doctypes import GlibcVersion, Json
 from envdoctor.facts.base import ProbeError
 
 
@@ -21,7 +22,7 @@ class SystemFacts:
     platform: str = "linux"                 # sys.platform of envdoctor's interpreter
     kernel: Optional[str] = None            # "6.18.44-fc-v657-gpu"
     arch: Optional[str] = None              # "x86_64", "aarch64"
-    glibc: Optional[str] = None             # "2.39"; None on musl or macOS
+    glibc: GlibcVersion = None              # "2.39"; None on musl or macOS
     python: Optional[str] = None            # envdoctor's own Python, "3.11.7"
     python_executable: Optional[str] = None
     hostname: Optional[str] = None
@@ -37,9 +38,11 @@ class SystemFacts:
     #: the variables that change how torch/CUDA/NCCL behave (probes/system.py BEHAVIOUR_ENV), as set:
     #: {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True", "NCCL_DEBUG": "INFO"}
     torch_env: dict[str, str] = field(default_factory=dict)
-    cpu_model: Optional[str] = None         # "Intel(R) Xeon(R) Processor" (/proc/cpuinfo)
-    cpu_count: Optional[int] = None         # logical CPUs listed in /proc/cpuinfo
-    gcc: Optional[str] = None               # "gcc (Ubuntu 13.3.0-6ubuntu2~24.04.1) 13.3.0": gcc --version, first line
+    cpu_model: Annotated[Optional[str], Json(maxLength=300)] = None   # "Intel(R) Xeon(R) Processor" (/proc/cpuinfo)
+    cpu_count: Annotated[Optional[int], Json(minimum=1)] = None      # logical CPUs listed in /proc/cpuinfo
+    #: "gcc (Ubuntu 13.3.0-6ubuntu2~24.04.1) 13.3.0": gcc --version, first line
+    gcc: Annotated[Optional[str], Json(maxLength=300)] = None
     gcc_version: Optional[str] = None       # "13.3.0"
     gcc_error: Optional[ProbeError] = None  # gcc on PATH but it failed or hung
+    json_required = ("error",)        # a saved report's area always says whether its probe failed
     error: Optional[ProbeError] = None

@@ -42,4 +42,5 @@ class ToolkitFacts:
     extension_status: Optional[str] = None
     extension_toolkit: Optional[str] = None    # root of the entry in ``toolkits`` it compiles with
     path_nvccs: tuple[str, ...] = ()           # every nvcc on PATH, in PATH order
+    json_required = ("error",)        # a saved report's area always says whether its probe failed
     error: Optional[ProbeError] = None

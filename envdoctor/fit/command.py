@@ -5,7 +5,9 @@ at the allocator band's upper edge against the memory a process can allocate), a
 the dtype (bf16 below sm_80), or ``--measure`` gave an error finding (out of memory where the
 estimate fits, a failed measurement);
 2 usage or an unusable config (one line naming the field or the limit; ``--measure`` without a GPU
-and without ``--cpu``); 3 envdoctor itself failed.
+and without ``--cpu``, or without torch in the target: with ``--json``/``--html`` the document is
+still printed, its ``measurement.status`` ``no_gpu``/``no_torch`` and its summary's exit code 2,
+and the one line follows on stderr); 3 envdoctor itself failed.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Optional
 
 import click
 
@@ -29,6 +31,9 @@ from envdoctor.clicore import (
     python_option,
     seconds,
 )
+
+if TYPE_CHECKING:
+    from envdoctor.fit.render import MeasurementSection
 
 _DTYPES = ("fp32", "bf16", "fp16")
 _OPTIMIZERS = ("adamw", "adamw-foreach", "adamw8bit", "sgd", "adafactor")
@@ -93,10 +98,10 @@ def _gpus(names: tuple[str, ...], sizes: tuple[str, ...], ecc: str | None, local
     table = load_table()
     for name in names:
         if len(name) > 200:
-            _fail(f"--gpu: a name of {len(name)} characters is no GPU's name (`envdoctor table gpus` lists them)")
+            _fail(f"--gpu: a name of {len(name)} characters is no GPU's name (`envdoctor table gpu` lists them)")
         g = table.gpu(name)
         if g is None:
-            _fail(f"--gpu {name[:80]!r}: not in the table (`envdoctor table gpus` lists them)")
+            _fail(f"--gpu {name[:80]!r}: not in the table (`envdoctor table gpu` lists them)")
             raise AssertionError   # unreachable; keeps mypy's flow analysis happy
         if not g.memory_gib:
             _fail(f"--gpu {name!r}: the table has no memory figure for {g.name}; give --memory")
@@ -285,25 +290,30 @@ def fit(model: str | None, mode: str, batch: int, seq: int | None, new_tokens: i
     gpus, judged = _gpus(gpu_names, sizes, ecc, local)
     report = fit_report(spec, w, gpus, _table_gpus(), load_constants())
     failed = any(not v.fits for v in report.verdicts)
-    section, text = None, ""
+    section: Optional[MeasurementSection] = None
+    text, stopped = "", ""
     if measure:
-        section, text, measured_error = _measure(spec, raw, report, cpu, builder, python, timeout, suppress)
+        section, text, measured_error, stopped = _measure(spec, raw, report, cpu, builder, python, timeout, suppress)
         failed = failed or measured_error
+    code = EXIT_USAGE if stopped else EXIT_ERRORS if failed else EXIT_OK
     if as_html:
         from envdoctor.fit.page import fit_page
 
-        doc = stamp(fit_document(report, measurement=section), EXIT_ERRORS if failed else EXIT_OK)
+        doc = stamp(fit_document(report, measurement=section), code)
         emit_page(fit_page(doc, machine_redactor()), html_output, "fit")
     elif as_json:
-        click.echo(dumps(stamp(fit_document(report, measurement=section), EXIT_ERRORS if failed else EXIT_OK)))
-    else:
+        click.echo(dumps(stamp(fit_document(report, measurement=section), code)))
+    elif not stopped:
         click.echo(render_fit_text(report, judged=judged) + text, nl=False)
-    sys.exit(EXIT_ERRORS if failed else EXIT_OK)
+    if stopped:       # a measurement that could not start: its one line last (the document carries the 2)
+        _fail(stopped)
+    sys.exit(code)
 
 
 def _measure(spec: Any, raw: dict, report: Any, cpu: bool, builder: str, python: str | None,
-             timeout: float | None, suppress: tuple[str, ...] = ()) -> tuple[dict, str, bool]:
-    """Run the measurement: (its document section, its text, whether a finding is an error)."""
+             timeout: float | None, suppress: tuple[str, ...] = ()) -> tuple[MeasurementSection, str, bool, str]:
+    """Run the measurement: (its document section, its text, whether a finding is an error, and the
+    one line saying why it could not start, "" when it ran: no torch in the target, no GPU)."""
     from envdoctor.child import find_python
     from envdoctor.fit.analysis import compare
     from envdoctor.fit.rules import measure_findings
@@ -331,10 +341,12 @@ def _measure(spec: Any, raw: dict, report: Any, cpu: bool, builder: str, python:
     m = run_measure(spec, raw, est, target, cpu=cpu, builder=builder, timeout=timeout, on_event=progress)
     if tty:
         sys.stderr.write("\r\x1b[K")
+    stopped = ""
     if m.status == "no_torch":
-        _fail(f"--measure: {m.message}")
+        stopped = f"--measure: {m.message}"
     if m.status == "no_gpu":
-        _fail(f"--measure needs a GPU: {m.message}; add --cpu to measure a tiny config on the CPU (labelled as such)")
+        stopped = (f"--measure needs a GPU: {m.message}; add --cpu to measure a tiny config on the CPU "
+                   "(labelled as such)")
     cmp = None
     if m.status in ("measured", "oom"):
         gpu_model = None
@@ -346,4 +358,4 @@ def _measure(spec: Any, raw: dict, report: Any, cpu: bool, builder: str, python:
         cmp = compare(est, m, gpu_model)
     findings = checks.split(measure_findings(est, m, cmp), suppress).shown
     return (measurement_data(m, cmp, findings), render_measurement_text(m, cmp, findings),
-            any(f.severity == "error" for f in findings))
+            any(f.severity == "error" for f in findings), stopped)

@@ -19,12 +19,13 @@ the CPU), and 0.25 s per generated token. A run past it is a hang, reported as s
 from __future__ import annotations
 
 import os
+import shlex
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Callable
 
-from envdoctor.child import ChildRun, Job, run_children
+from envdoctor.child import ChildRun, Job, run_child, run_children
 from envdoctor.fit.childconfig import child_model, child_workload
 from envdoctor.fit.analysis import compute_dtype
 from envdoctor.fit.estimate import Estimate
@@ -33,6 +34,10 @@ from envdoctor.fit.spec import ModelSpec
 from envdoctor.nvml import NvmlGpu, Session, match_device
 
 SCRIPT = "fit/target/measure.py"
+#: seconds the target Python may take to answer a trivial start-up probe (no torch) before the
+#: measurement: check's --torch-timeout default, so a Python that hangs at start is said in a
+#: minute, not after the measurement's whole bound (332 s for Llama-3.2-1B)
+START_PROBE_S = 60.0
 START_S = 150.0
 START_S_CPU = 60.0
 BUILD_S_PER_BILLION = 10.0
@@ -132,6 +137,19 @@ def measurement_of(child: ChildRun, interrupted: bool, free: Mapping[int, int], 
     return m
 
 
+def start_probe(python: str, env: Mapping[str, str] | None = None, timeout: float = START_PROBE_S,
+                stop: threading.Event | None = None) -> str | None:
+    """Why ``python`` cannot take the measurement, when it does not answer a trivial start-up probe
+    (``child/interpreter.py``: the standard library only) within ``timeout``; else None (other
+    failures are the measurement's own to report, in its words)."""
+    probe = run_child("interpreter.py", python=python, timeout=timeout, env=env, what="a start-up probe", stop=stop)
+    if probe.result is None and probe.error is not None and probe.error.kind == "timeout":
+        return (f"{python} did not answer a start-up probe (no torch imported) in {timeout:g} s: it hangs before "
+                "running any code (a wrapper, a sitecustomize, a stalled disk); "
+                f"`envdoctor check --python {shlex.quote(python)}` looks at it")
+    return None
+
+
 def run_measure(spec: ModelSpec, raw: Mapping[str, Any], est: Estimate, python: str, *, cpu: bool = False,
                 builder: str = "auto", timeout: float | None = None, seed: int = 0, timed_steps: int = TIMED_STEPS,
                 nvml: Any = None, env: Mapping[str, str] | None = None,
@@ -141,6 +159,10 @@ def run_measure(spec: ModelSpec, raw: Mapping[str, Any], est: Estimate, python: 
 
     Never raises for the child's sake: every outcome is a Measurement (see the module docstring)."""
     limit = timeout if timeout is not None else measure_timeout(est, cpu, timed_steps)
+    if limit > START_PROBE_S:        # a shorter bound says a hang soon enough by itself
+        hung = start_probe(python, env, START_PROBE_S, stop)
+        if hung is not None:
+            return Measurement("failed", hung, python=python)
     config = child_config(spec, raw, est, cpu, builder, seed, timed_steps, budget_s=max(10.0, limit * 0.3),
                           matmul=matmul)
     free: dict[int, int] = {}

@@ -1,20 +1,25 @@
 """``envdoctor fit`` for people (text, not a stable interface) and for scripts (``envdoctor.fit/1``).
 
 The JSON document holds at least ``peak_bytes`` (one GPU's predicted peak, context included),
-``terms`` (bytes per term at the peak) and ``term_details`` (each term's formula and inputs).
+``terms`` (bytes per term at the peak) and ``term_details`` (each term's formula and inputs). Its
+one typed definition is :class:`FitDocument` here, which :func:`fit_document` returns (mypy checks
+it); ``envdoctor/schemas/fit-1.json`` is generated from it by ``tools/make_schema.py``. Keys
+written since the first fit documents (``peak_low_bytes``, ``activation_detail``, ...) are not
+required, so a document written before them still validates.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any, Dict, List, Literal, Optional, TypedDict
 
+from envdoctor.doctypes import Count, Json
 from envdoctor.facts.serde import to_data
 from envdoctor.findings import Finding
-from envdoctor.fit.analysis import TARGET_OVER, TARGET_UNDER, Comparison, Row
+from envdoctor.fit.analysis import TARGET_OVER, TARGET_UNDER, Comparison, Mfu, Row
 from envdoctor.fit.estimate import Term
-from envdoctor.fit.facts import Measurement
+from envdoctor.fit.facts import MatmulPeak, Measurement, PhaseMemory, Status
 from envdoctor.fit.verdict import FitReport
-from envdoctor.fit.workload import Workload
+from envdoctor.fit.workload import Amp, Attention, Dtype, KvDtype, Loop, Mode, Optimizer, Quant, Workload
 from envdoctor.units import format_bytes
 
 SCHEMA = "envdoctor.fit/1"
@@ -29,6 +34,285 @@ _LABELS = {
     "ddp_buckets": "DDP gradient buckets", "build_copy": "tied head before tying (build)",
     "context": "CUDA context + cuBLAS", "allocator_reserve": "allocator reserve",
 }
+
+
+# --- the document's type (envdoctor.fit/1) ---------------------------------------------------------
+
+#: an integer of 1 or more (a batch, a layer count, a number of GPUs)
+Positive = Annotated[int, Json(minimum=1)]
+#: a number of 0 or more (FLOPs, bytes per token)
+Amount = Annotated[float, Json(minimum=0)]
+#: bytes per term name (the names of ``term_details``)
+TermBytes = Dict[str, Count]
+
+
+class _TermKeys(TypedDict):
+    name: Annotated[str, Json(description="the term: weights, gradients, optimizer, activations, kv_cache, "
+                                          "context, allocator_reserve, ...")]
+    bytes: Count
+    formula: str
+    inputs: Annotated[Dict[str, Any], Json(description="the figures the formula takes, by name")]
+
+
+class TermDetail(_TermKeys, total=False):
+    """One term of the estimate: its bytes, the formula in words and the figures it took."""
+
+    note: str
+
+
+class _SavedKeys(TypedDict):
+    tensor: str
+    bytes_per_token: Amount
+
+
+class SavedTensor(_SavedKeys, total=False):
+    """One tensor a layer keeps for backward, in bytes per token, and the operations that keep it."""
+
+    kept_by: List[str]
+
+
+class _ModelKeys(TypedDict):
+    name: str
+    architecture: str
+    family: str
+    params_total: Count
+    params_trainable: Count
+    hidden_size: Positive
+    layers: Positive
+    heads: Positive
+    kv_heads: Positive
+    vocab_size: Positive
+
+
+class FitModel(_ModelKeys, total=False):
+    """The model's shape as the estimate read it (config.json or a bundled row)."""
+
+    source: str
+    intermediate_size: int
+    decoder_layers: int
+    head_dim: int
+    tie_word_embeddings: bool
+    experts: int
+    experts_per_token: int
+
+
+class _WorkloadKeys(TypedDict):
+    mode: Mode
+    batch: Positive
+    seq: Positive
+    dtype: Dtype
+    attention: Attention
+
+
+class FitWorkload(_WorkloadKeys, total=False):
+    """The run the estimate is for: the options of ``envdoctor fit`` as they were taken."""
+
+    new_tokens: Count
+    amp: Optional[Amp]
+    quant: Optional[Quant]
+    kv_dtype: Optional[KvDtype]
+    optimizer: Optimizer
+    grad_checkpointing: bool
+    lora_rank: Count
+    lora_targets: List[str]
+    zero: Annotated[int, Json(minimum=0, maximum=3)]
+    gpus: Positive
+    loop: Loop
+    alloc_conf: Optional[str]
+    tp: Positive
+    ddp: bool
+    device_map: Optional[Literal["auto"]]
+    pp: Positive
+
+
+class _PhaseKeys(TypedDict):
+    name: str
+    bytes: Count
+    terms: TermBytes
+
+
+class FitPhase(_PhaseKeys, total=False):
+    """One moment of the run (the forward, the backward, the optimizer step, prefill, ...) and what is
+    held then."""
+
+    term_details: List[TermDetail]
+
+
+class _FlopsKeys(TypedDict):
+    convention: str
+    per_token: Amount
+    per_step: Amount
+
+
+class FitFlops(_FlopsKeys, total=False):
+    """Model FLOPs per token and per step, the convention named (causal attention counted whole and as half)."""
+
+    n_matmul_params: int
+    n_params_with_embeddings: int
+    per_token_causal: Amount
+    per_step_causal: Amount
+    tokens_per_step: Count
+
+
+class _GpuKeys(TypedDict):
+    name: str
+    total_bytes: Count
+    fits: bool
+    spare_bytes: Annotated[int, Json(description="negative: short by that much")]
+
+
+class GpuVerdict(_GpuKeys, total=False):
+    """One GPU's verdict against the memory a process can allocate on it (``source`` says where that figure
+    came from); ``problem`` when it cannot run the workload whatever its memory (bf16 below sm_80)."""
+
+    source: str
+    cc: Optional[str]
+    problem: Optional[str]
+
+
+class _WayKeys(TypedDict):
+    label: str
+    peak_bytes: Count
+    fits: bool
+
+
+class WayToFit(_WayKeys, total=False):
+    """A change that makes the run fit the GPU of ``ways_for``: its flags and the new peak."""
+
+    flags: str
+
+
+class MeasuredDevice(TypedDict, total=False):
+    kind: Optional[Literal["cuda", "cpu"]]
+    name: Optional[str]
+    index: Optional[int]
+    uuid: Optional[str]
+    total_bytes: Optional[int]
+
+
+class _RowKeys(TypedDict):
+    name: str
+    label: str
+    estimate: Optional[int]
+    measured: Optional[int]
+    error: Annotated[Optional[float], Json(description="(estimate - measured) / measured")]
+
+
+class ComparedRow(_RowKeys, total=False):
+    """One quantity both the estimate and the measurement give, in bytes, and the estimate's error."""
+
+    note: str
+
+
+class ErrorTarget(TypedDict, total=False):
+    under: float
+    over: float
+
+
+class _ComparisonKeys(TypedDict):
+    basis: str
+    error: Optional[float]
+    within_target: Optional[bool]
+    target: ErrorTarget
+    peak: ComparedRow
+    rows: List[ComparedRow]
+    phases: List[ComparedRow]
+
+
+class Compared(_ComparisonKeys, total=False):
+    """The estimate beside the measurement: the peak, the terms and the phases, and the peak's error
+    against its target."""
+
+    estimate_fits_device: Optional[bool]
+
+
+class MeasureFinding(TypedDict):
+    """A finding of ``fit --measure`` (ED630-ED699)."""
+
+    code: Annotated[str, Json(pattern="^ED6[3-9][0-9]$")]
+
+
+class _MeasurementKeys(TypedDict):
+    status: Status
+    message: Optional[str]
+    device: MeasuredDevice
+    builder: Optional[Literal["transformers", "reference"]]
+    peak_bytes: Optional[int]
+    peak_basis: str
+    max_allocated: Optional[int]
+    max_reserved: Optional[int]
+    context_bytes: Optional[int]
+    phases: List[PhaseMemory]
+    terms: Dict[str, int]
+    step_s: Optional[float]
+    tokens_per_s: Optional[float]
+    matmul: Optional[MatmulPeak]
+    comparison: Optional[Compared]
+    mfu: Optional[Mfu]
+    findings: List[Annotated[MeasureFinding, Json.extends(Finding)]]
+    notes: List[str]
+
+
+class MeasurementSection(_MeasurementKeys, total=False):
+    """``fit --measure``'s run: the measured peak (max_memory_reserved + context on a GPU, live tensor bytes
+    on the CPU), the context, per-phase peaks, terms measured directly, timing, the MFU, the comparison
+    with the estimate and the findings ED630-ED638."""
+
+    python: Optional[str]
+    torch_version: Optional[str]
+    versions: Dict[str, str]
+    tf32: Optional[bool]
+    context_how: Optional[str]
+    context_init_bytes: Optional[int]
+    other_bytes: Optional[int]
+    oom_phase: Optional[str]
+    step_times: List[float]
+    tokens_per_step: Optional[int]
+    loss: Optional[float]
+    params: Optional[int]
+    trainable_params: Optional[int]
+    alloc_conf: Optional[str]
+    seconds: Optional[float]
+
+
+class FitSummary(TypedDict):
+    exit_code: Annotated[int, Json(enum=[0, 1, 2], description="the exit code of the command that printed "
+                                                                "it: 2 when --measure could not start")]
+
+
+class _FitKeys(TypedDict):
+    schema: str
+    model: FitModel
+    workload: FitWorkload
+    peak_bytes: Annotated[int, Json(minimum=0, description="one GPU's predicted peak device memory, CUDA "
+                                                           "context included")]
+    peak_phase: str
+    terms: Annotated[TermBytes, Json(description="the bytes of each term at the peak phase")]
+    term_details: List[TermDetail]
+    phases: List[FitPhase]
+    flops: FitFlops
+    gpus: List[GpuVerdict]
+    ways: List[WayToFit]
+    max_batch: Annotated[Optional[int], Json(minimum=0, description="the largest --batch that fits "
+                                                                    "limits_for; null: not even 1")]
+    max_seq: Annotated[Optional[int], Json(minimum=0)]
+    notes: List[str]
+
+
+class FitDocument(_FitKeys, total=False):
+    """Will the model fit: one GPU's predicted peak memory, term by term and phase by phase, a verdict per
+    GPU, the ways to fit and the largest batch and context; with --measure, the run beside it."""
+
+    envdoctor_version: str
+    created_at: str
+    peak_low_bytes: Count
+    peak_high_bytes: Count
+    activation_detail: Annotated[Dict[str, List[SavedTensor]], Json(
+        description="per kind of layer, the tensors it keeps for backward")]
+    ways_for: Optional[str]
+    limits_for: Optional[str]
+    measurement: MeasurementSection
+    summary: FitSummary
 
 
 def gib(n: float) -> str:
@@ -122,27 +406,26 @@ def render_fit_text(report: FitReport, list_ways: bool = True, judged: str = "")
     return "\n".join(lines) + "\n"
 
 
-def _term_data(t: Term) -> dict[str, Any]:
-    out: dict[str, Any] = {"name": t.name, "bytes": t.bytes, "formula": t.formula, "inputs": dict(t.inputs)}
+def _term_data(t: Term) -> TermDetail:
+    out: TermDetail = {"name": t.name, "bytes": t.bytes, "formula": t.formula, "inputs": dict(t.inputs)}
     if t.note:
         out["note"] = t.note
     return out
 
 
-def fit_document(report: FitReport, model_extra: dict[str, Any] | None = None,
-                 measurement: dict[str, Any] | None = None) -> dict[str, Any]:
+def fit_document(report: FitReport, measurement: Optional[MeasurementSection] = None) -> FitDocument:
     """``envdoctor.fit/1``; ``measurement`` (from :func:`measurement_data`) is added under its key when given."""
-    doc = _fit_document(report, model_extra)
+    doc = _fit_document(report)
     if measurement is not None:
         doc["measurement"] = measurement
     return doc
 
 
-def _fit_document(report: FitReport, model_extra: dict[str, Any] | None = None) -> dict[str, Any]:
+def _fit_document(report: FitReport) -> FitDocument:
     est = report.estimate
     spec, w = est.spec, est.workload
     f = est.flops
-    model: dict[str, Any] = {
+    model: FitModel = {
         "name": spec.name, "architecture": spec.architecture, "family": spec.family, "source": spec.source,
         "params_total": est.params_total, "params_trainable": est.params_trainable, "hidden_size": spec.hidden,
         "intermediate_size": spec.intermediate, "layers": spec.layers, "decoder_layers": spec.decoder_layers,
@@ -150,33 +433,42 @@ def _fit_document(report: FitReport, model_extra: dict[str, Any] | None = None) 
         "tie_word_embeddings": spec.tie_embeddings, "experts": spec.experts,
         "experts_per_token": spec.experts_per_token,
     }
-    model.update(model_extra or {})
+    workload: FitWorkload = {
+        "mode": w.mode, "batch": w.batch, "seq": w.seq, "new_tokens": w.new_tokens, "dtype": w.dtype, "amp": w.amp,
+        "quant": w.quant, "kv_dtype": w.kv_dtype, "optimizer": w.optimizer, "grad_checkpointing": w.grad_checkpointing,
+        "lora_rank": w.lora_rank, "lora_targets": list(w.lora_targets), "zero": w.zero, "gpus": w.gpus,
+        "attention": w.attention, "loop": w.loop, "alloc_conf": w.alloc_conf or None, "tp": w.tp, "ddp": w.ddp,
+        "device_map": "auto" if w.device_map else None, "pp": w.pp}
+    phases: List[FitPhase] = [{"name": p.name, "bytes": p.bytes, "terms": {t.name: t.bytes for t in p.terms},
+                               "term_details": [_term_data(t) for t in p.terms]} for p in est.phases]
+    flops: FitFlops = {
+        "convention": f.convention, "n_matmul_params": f.n_matmul, "n_params_with_embeddings": f.n_all,
+        "per_token": f.per_token, "per_token_causal": f.per_token_causal, "per_step": f.per_step,
+        "per_step_causal": f.per_step_causal, "tokens_per_step": f.tokens_per_step}
+    gpus: List[GpuVerdict] = [{"name": v.gpu.name, "total_bytes": v.gpu.total_bytes, "source": v.gpu.source,
+                               "fits": v.fits, "spare_bytes": v.spare_bytes, "cc": v.gpu.cc, "problem": v.problem}
+                              for v in report.verdicts]
+    ways: List[WayToFit] = [{"label": x.label, "flags": x.flags, "peak_bytes": x.peak_bytes, "fits": x.fits}
+                            for x in report.ways]
+    saved: Dict[str, List[SavedTensor]] = {
+        kind: [{"tensor": x.name, "bytes_per_token": x.bytes_per_token, "kept_by": list(x.savers)} for x in tensors]
+        for kind, tensors in est.activation_detail}
     return {
         "schema": SCHEMA,
         "model": model,
-        "workload": {"mode": w.mode, "batch": w.batch, "seq": w.seq, "new_tokens": w.new_tokens, "dtype": w.dtype,
-                     "amp": w.amp, "quant": w.quant, "kv_dtype": w.kv_dtype, "optimizer": w.optimizer,
-                     "grad_checkpointing": w.grad_checkpointing, "lora_rank": w.lora_rank,
-                     "lora_targets": list(w.lora_targets), "zero": w.zero, "gpus": w.gpus, "attention": w.attention,
-                     "loop": w.loop, "alloc_conf": w.alloc_conf or None, "tp": w.tp, "ddp": w.ddp,
-                     "device_map": "auto" if w.device_map else None, "pp": w.pp},
+        "workload": workload,
         "peak_bytes": est.peak_bytes,
         "peak_low_bytes": est.peak_low_bytes,
         "peak_high_bytes": est.peak_high_bytes,
         "peak_phase": est.peak_phase,
         "terms": {t.name: t.bytes for t in est.terms},
         "term_details": [_term_data(t) for t in est.terms],
-        "activation_detail": {kind: [{"tensor": x.name, "bytes_per_token": x.bytes_per_token, "kept_by": list(x.savers)}
-                                     for x in saved] for kind, saved in est.activation_detail},
-        "phases": [{"name": p.name, "bytes": p.bytes, "terms": {t.name: t.bytes for t in p.terms},
-                    "term_details": [_term_data(t) for t in p.terms]} for p in est.phases],
-        "flops": {"convention": f.convention, "n_matmul_params": f.n_matmul, "n_params_with_embeddings": f.n_all,
-                  "per_token": f.per_token, "per_token_causal": f.per_token_causal, "per_step": f.per_step,
-                  "per_step_causal": f.per_step_causal, "tokens_per_step": f.tokens_per_step},
-        "gpus": [{"name": v.gpu.name, "total_bytes": v.gpu.total_bytes, "source": v.gpu.source, "fits": v.fits,
-                  "spare_bytes": v.spare_bytes, "cc": v.gpu.cc, "problem": v.problem} for v in report.verdicts],
+        "activation_detail": saved,
+        "phases": phases,
+        "flops": flops,
+        "gpus": gpus,
         "ways_for": report.ways_for.name if report.ways_for else None,
-        "ways": [{"label": x.label, "flags": x.flags, "peak_bytes": x.peak_bytes, "fits": x.fits} for x in report.ways],
+        "ways": ways,
         "max_batch": report.max_batch,
         "max_seq": report.max_seq,
         "limits_for": report.limit_gpu.name if report.limit_gpu else None,
@@ -270,17 +562,17 @@ def render_measurement_text(m: Measurement, cmp: Comparison | None, findings: tu
     return "\n".join(lines) + "\n"
 
 
-def _row_data(r: Row) -> dict[str, Any]:
-    out: dict[str, Any] = {"name": r.name, "label": r.label, "estimate": r.estimate, "measured": r.measured,
-                           "error": r.error}
+def _row_data(r: Row) -> ComparedRow:
+    out: ComparedRow = {"name": r.name, "label": r.label, "estimate": r.estimate, "measured": r.measured,
+                        "error": r.error}
     if r.note:
         out["note"] = r.note
     return out
 
 
-def measurement_data(m: Measurement, cmp: Comparison | None, findings: tuple[Finding, ...]) -> dict[str, Any]:
+def measurement_data(m: Measurement, cmp: Comparison | None, findings: tuple[Finding, ...]) -> MeasurementSection:
     """The ``measurement`` key of ``envdoctor.fit/1``."""
-    comparison = None
+    comparison: Optional[Compared] = None
     if cmp is not None:
         comparison = {"basis": cmp.basis, "error": cmp.error, "within_target": cmp.within_target,
                       "target": {"under": TARGET_UNDER, "over": TARGET_OVER},

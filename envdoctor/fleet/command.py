@@ -20,6 +20,7 @@ from envdoctor.clicore import (
     make_context,
     python_option,
     root_option,
+    suppress_option,
     seconds,
     timeout_option,
     torch_timeout_option,
@@ -61,7 +62,9 @@ def _render(fleet: Any, redactor: Optional[Redactor], fmt: str) -> str:
         from envdoctor.fleet.page import fleet_page
 
         doc = stamp(mask_data(render.fleet_document(fleet)), render.fleet_document(fleet)["summary"]["exit_code"])
-        text = fleet_page(redactor.data(doc) if redactor else doc, machine_redactor())
+        machine = machine_redactor()     # its user and home; not its host name, which may be a node's
+        machine.pairs = [(value, label) for value, label in machine.pairs if label != "<host>"]
+        text = fleet_page(redactor.data(doc) if redactor else doc, machine)
     else:
         text = render.render_text(fleet, color=use_color() and redactor is None)
     text = mask_text(text)
@@ -94,11 +97,14 @@ def _table() -> Any:
               metavar="PERCENT", help="A GPU this far below the fleet's median for its model is slow.")
 @click.option("--json", "as_json", is_flag=True, help="Print the versioned JSON document (envdoctor.fleet/1).")
 @click.option("--markdown", is_flag=True, help="Print Markdown (tables and findings).")
-@click.option("--html", "as_html", is_flag=True, help="Print a self-contained HTML page (sortable, no external files).")
+@click.option("--html", "as_html", is_flag=True,
+              help="Print a self-contained HTML page (sortable, no external files; the nodes by their names, user "
+                   "names, home paths and GPU UUIDs masked; with --redact the nodes are node-01, ...).")
 @click.option("-o", "--output", type=FilePath(dir_okay=False, path_type=Path), default=None, metavar="FILE",
               help="Write the output to FILE (atomically) instead of printing it.")
 @click.option("--redact", is_flag=True,
               help="Name the nodes node-01, node-02, ...; mask host and user names, home paths, GPU UUIDs and serials.")
+@suppress_option
 @python_option
 @timeout_option
 @torch_timeout_option
@@ -108,7 +114,8 @@ def _table() -> Any:
 def fleet(paths: Tuple[str, ...], gather: bool, with_bench: bool, with_comms: bool, join_timeout: float,
           slow_pct: float,
           as_json: bool, markdown: bool, as_html: bool, output: Optional[Path], redact: bool, python: Optional[str],
-          timeout: float, torch_timeout: float, debug: bool, root: Optional[Path]) -> None:
+          timeout: float, torch_timeout: float, debug: bool, root: Optional[Path],
+          suppress: Tuple[str, ...] = ()) -> None:
     """Merge reports of many nodes and name the nodes that differ.
 
     \b
@@ -123,15 +130,18 @@ def fleet(paths: Tuple[str, ...], gather: bool, with_bench: bool, with_comms: bo
     Exit status: 0 no drift that matters, 1 a node deviates on something that matters (driver
     branch, GPU count or models, torch build or NCCL, ECC errors, a slow GPU, its own check's
     errors, a node that did not report, with --comms a slow node or link over NCCL or a node that
-    did not finish), 2 usage error or unusable input, 3 envdoctor failed.
+    did not finish), 2 usage error or unusable input, 3 envdoctor failed. A code given to
+    --suppress is in no verdict and no exit code; the output lists what it hid.
     """
     fmt = _format(as_json, markdown, as_html)
-    redact = redact or as_html        # a page is made to be passed on: always as --redact
+    # The nodes keep their names on a page as in the text and the JSON (an operator finds the bad
+    # host by it; host names are not secrets: envdoctor/redact.py masks them with --redact only).
+    # The page masks the rest --redact masks (user names, home paths, GPU UUIDs) all the same.
     if gather:
         if paths:
             raise click.UsageError("--gather inspects this node; it takes no report files")
         _gather(with_bench, with_comms, join_timeout, slow_pct, fmt, output, redact, python, timeout, root,
-                torch_timeout)
+                torch_timeout, suppress)
         return
     if with_bench:
         raise click.UsageError("--bench goes with --gather (merged files carry their own bench results)")
@@ -144,7 +154,8 @@ def fleet(paths: Tuple[str, ...], gather: bool, with_bench: bool, with_comms: bo
     from envdoctor.fleet.merge import merge_files
 
     try:
-        result, redactor = merge_files(list(paths), table=_table(), redact_names=redact, slow_fraction=slow_pct / 100)
+        result, redactor = merge_files(list(paths), table=_table(), redact_names=redact, slow_fraction=slow_pct / 100,
+                                        suppress=suppress)
     except LoadError as exc:
         _fail(str(exc))
         return
@@ -158,7 +169,7 @@ def fleet(paths: Tuple[str, ...], gather: bool, with_bench: bool, with_comms: bo
 
 def _gather(with_bench: bool, with_comms: bool, join_timeout: float, slow_pct: float, fmt: str,
             output: Optional[Path], redact: bool, python: Optional[str], timeout: float, root: Optional[Path],
-            torch_timeout: float) -> None:
+            torch_timeout: float, suppress: Tuple[str, ...] = ()) -> None:
     from envdoctor.child import find_python
     from envdoctor.fleet import host as g
     from envdoctor.launch import NO_LAUNCHER, LaunchError, rendezvous
@@ -184,7 +195,7 @@ def _gather(with_bench: bool, with_comms: bool, join_timeout: float, slow_pct: f
         from envdoctor.inspect import inspect
         from envdoctor.render.json import report_document
 
-        result = inspect(ctx)
+        result = inspect(ctx, suppress=suppress)      # a node's own check hides them too
         return report_document(result.facts, result.findings)
 
     def bench() -> Dict[str, Any]:
@@ -238,6 +249,6 @@ def _gather(with_bench: bool, with_comms: bool, join_timeout: float, slow_pct: f
     finally:
         shutil.rmtree(work, ignore_errors=True)
     result, redactor = merge(inputs, mode="gather", table=_table(), gather=info, redact_names=redact,
-                             slow_fraction=slow_pct / 100, comms=phase)
+                             slow_fraction=slow_pct / 100, comms=phase, suppress=suppress)
     _output(_render(result, redactor, fmt), output)
     sys.exit(result.drift.exit_code)

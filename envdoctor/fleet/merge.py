@@ -211,10 +211,12 @@ def redact(nodes: Sequence[NodeFacts]) -> Tuple[List[NodeFacts], Redactor]:
 
 def merge(inputs: Sequence[NodeInput], *, mode: Literal["files", "gather"] = "files", table: Any = None,
           skipped: Sequence[Skipped] = (), gather: Optional[GatherInfo] = None, redact_names: bool = False,
-          slow_fraction: float = SLOW_FRACTION, comms: Optional[FleetComms] = None) -> Tuple[Fleet, Optional[Redactor]]:
+          slow_fraction: float = SLOW_FRACTION, comms: Optional[FleetComms] = None,
+          suppress: Sequence[str] = ()) -> Tuple[Fleet, Optional[Redactor]]:
     """The fleet of ``inputs``; with ``redact_names`` the nodes are node-01.. and the Redactor that
     the renderers' output must go through is returned too. ``comms`` (a gather's comms phase) is
-    named with the nodes' names and its findings join the others."""
+    named with the nodes' names and its findings join the others; ``suppress``: ``--suppress`` codes
+    (:func:`envdoctor.fleet.rules.analyze` splits them off)."""
     nodes, notes = node_facts(inputs)
     redactor = None
     if redact_names:
@@ -226,7 +228,7 @@ def merge(inputs: Sequence[NodeInput], *, mode: Literal["files", "gather"] = "fi
         rates = {i.rank: fleet_comms.adapter_gbps(d.data) for i in inputs if i.rank is not None
                  for d in i.documents if d.kind == "report"}
         extra += fleet_comms.against_adapters(comms, rates)
-    drift = analyze(nodes, table, slow_fraction, extra)
+    drift = analyze(nodes, table, slow_fraction, extra, suppress)
     drift = dataclasses.replace(drift, notes=tuple(notes) + drift.notes)
     created = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     return Fleet(drift, mode, created, tuple(s for s in skipped if not s.unreadable), gather, redact_names,

@@ -13,7 +13,7 @@ from envdoctor.htmlpage import esc, findings, fmt, kv, page, para, redact_docume
 from envdoctor.redact import Redactor
 
 #: the node table's columns: (heading, the fact shown, the facts whose drift marks it); the node's
-#: name is its host (renamed node-01, ... as --redact does)
+#: name is its host, as in fleet's text and JSON (node-01, ... with --redact)
 COLUMNS = (("GPU model", "gpu.models", ("gpu.models",)), ("GPUs", "gpu.count", ("gpu.count",)),
            ("driver", "driver.version", ("driver.version", "driver.branch", "driver.kernel_module")),
            ("CUDA (driver)", "driver.cuda", ("driver.cuda",)), ("torch", "torch.version", ("torch.version",)),

@@ -12,19 +12,21 @@ from __future__ import annotations
 import dataclasses
 import textwrap
 from collections import defaultdict
-from typing import Any, Dict, List, Optional
+from typing import Annotated, Any, Dict, List, Literal, Optional, TypedDict, Union, cast
 
 from envdoctor import __version__
 from envdoctor.links.plan import FACTOR_TEXT
 from envdoctor.units import format_bytes
+from envdoctor.doctypes import Count, Json
 from envdoctor.documents import document
 from envdoctor.facts.serde import to_data
+from envdoctor.findings import Finding
 from envdoctor.fleet.comms import FleetComms, PairFigure, Transfer, gbs
 from envdoctor.fleet.rules import FactRow, Verdict, names, show
 from envdoctor.fleet.merge import Fleet
 from envdoctor.render.markdown import _cell
 from envdoctor.style import Style
-from envdoctor.lines import MARKS
+from envdoctor.lines import MARKS, suppressed_line
 
 SCHEMA = document("fleet").schema       # "envdoctor.fleet/1"
 _VERDICT_ORDER = {"missing": 0, "unreadable": 1, "deviates": 2, "warning": 3, "ok": 4}
@@ -34,7 +36,202 @@ _VERDICT_WORD = {"ok": "ok", "warning": "warning", "deviates": "DEVIATES", "miss
 
 # --- the document --------------------------------------------------------------------------------
 
-def _summary(fleet: Fleet) -> Dict[str, int]:
+Strings = List[str]
+Ranks = List[Annotated[int, Json(minimum=0)]]
+#: a fact's value on a node: text or a number, or null where the node has none of it (no driver)
+Value = Union[str, float, None]
+Pair = Annotated[List[str], Json(minItems=2, maxItems=2)]
+
+
+class FleetSummary(TypedDict):
+    nodes: Count
+    reported: Count
+    ok: Count
+    warning: Count
+    deviating: Count
+    missing: Count
+    unreadable: Count
+    errors: Count
+    warnings: Count
+    info: Count
+    exit_code: Annotated[int, Json(enum=[0, 1])]
+
+
+class _FleetGpuKeys(TypedDict):
+    index: Annotated[int, Json(minimum=0)]
+
+
+class FleetGpu(_FleetGpuKeys, total=False):
+    """One GPU of a node (GpuFacts' fields, those the node knows)."""
+
+    name: Optional[str]
+    uuid: Optional[str]
+    memory_mib: Optional[int]
+    power_limit_w: Optional[float]
+    max_sm_clock_mhz: Optional[int]
+    ecc_enabled: Optional[bool]
+    ecc_corrected: Annotated[Optional[int], Json(minimum=0)]
+    ecc_uncorrected: Annotated[Optional[int], Json(minimum=0)]
+    remap_pending: Annotated[Optional[int], Json(minimum=0)]
+    remap_failure: Annotated[Optional[int], Json(minimum=0)]
+    remap_uncorrectable: Annotated[Optional[int], Json(minimum=0)]
+    tflops: Dict[str, float]
+
+
+class Unreadable(TypedDict):
+    path: str
+    reason: str
+
+
+class FleetNode(TypedDict):
+    """A node: its verdict, where its facts came from, and the facts compared."""
+
+    name: str
+    name_source: Literal["node key", "hostname", "folder", "file name", "rank"]
+    status: Literal["reported", "missing", "unreadable"]
+    verdict: Literal["ok", "warning", "deviates", "missing", "unreadable"]
+    codes: Strings
+    deviates_on: Strings
+    rank: Annotated[Optional[int], Json(minimum=0)]
+    sources: Strings
+    kinds: Strings
+    info: Dict[str, str]
+    facts: Dict[str, Value]
+    gpus: List[FleetGpu]
+    notes: Strings
+    unreadable: List[Unreadable]
+
+
+class FleetRow(TypedDict):
+    """A fact that differs (each node's value, the majority or median, the nodes that deviate)."""
+
+    key: str
+    label: str
+    severity: Literal["error", "warning", "info"]
+    reference: Literal["majority", "median", "zero"]
+    majority: Value
+    count: Count
+    known: Count
+    tie: bool
+    deviating: Strings
+    values: Dict[str, Value]
+    note: Optional[str]
+
+
+class Same(TypedDict):
+    key: str
+    label: str
+    value: Value
+    known: Count
+
+
+class NodeLine(TypedDict):
+    """A fleet finding names the node it concerns."""
+
+    node: str
+    code: Annotated[str, Json(pattern="^ED7[5-9][0-9]$")]
+
+
+class HiddenLine(TypedDict):
+    node: str
+
+
+class Suppressed(TypedDict):
+    """fleet --suppress CODE: the codes asked for and the findings they hid (in no verdict, summary
+    or exit code)."""
+
+    codes: List[Annotated[str, Json(pattern="^ED[0-9]{3}$")]]
+    findings: List[Annotated[HiddenLine, Json.extends(Finding)]]
+
+
+class Skipped(TypedDict):
+    path: str
+    reason: str
+
+
+class Gather(TypedDict):
+    """How a gather went: who joined, who is missing or late, how long each step took."""
+
+    launcher: Literal["torchrun", "openmpi", "slurm", "env"]
+    world_size: Annotated[int, Json(minimum=1)]
+    master: str
+    transport: Literal["gloo", "store", "none"]
+    joined: Ranks
+    missing: Ranks
+    late: Ranks
+    seconds: Dict[str, Annotated[float, Json(minimum=0)]]
+    error: Optional[str]
+
+
+class PairOf(TypedDict):
+    round: Annotated[int, Json(minimum=1)]
+    a: Annotated[int, Json(minimum=0)]
+    b: Annotated[int, Json(minimum=0)]
+    a_node: str
+    b_node: str
+    status: Literal["ok", "unfinished", "wrong"]
+    slow: Optional[Literal["node", "link", "unclear"]]
+    transfer: Optional[Transfer]
+
+
+class UnfinishedRank(TypedDict):
+    rank: Annotated[int, Json(minimum=0)]
+    node: str
+    stage: Optional[str]
+    error: Optional[str]
+    where: Optional[str]
+    in_collective: Optional[bool]
+
+
+class CommsPhase(TypedDict):
+    """fleet --gather --comms: one all-reduce over every rank and the pairwise pass; bandwidths in
+    decimal GB/s as nccl-tests counts them: algbw = bytes / time_s, busbw = algbw x 2(n-1)/n (1 for a pair)."""
+
+    status: Literal["ok", "stalled", "failed", "skipped"]
+    backend: Optional[Literal["nccl", "gloo"]]
+    why: Optional[str]
+    bytes: Annotated[Optional[int], Json(minimum=1)]
+    world_size: Annotated[int, Json(minimum=1)]
+    phase_timeout_s: Annotated[Optional[float], Json(minimum=0)]
+    all_reduce: Optional[Transfer]
+    rounds: Count
+    pairs: List[PairOf]
+    median_busbw_gbps: Annotated[Optional[float], Json(minimum=0)]
+    slow_nodes: Strings
+    slow_links: List[Pair]
+    unclear: List[Pair]
+    stalled: Optional[str]
+    unfinished: List[UnfinishedRank]
+    error: Optional[str]
+    devices: Dict[str, str]
+
+
+class _FleetKeys(TypedDict):
+    schema: str
+    envdoctor_version: str
+    created_at: str
+    mode: Literal["files", "gather"]
+    redacted: bool
+    summary: FleetSummary
+    nodes: List[FleetNode]
+    facts: List[FleetRow]
+    same: List[Same]
+    findings: List[Annotated[NodeLine, Json.extends(Finding)]]
+    notes: Strings
+    skipped: List[Skipped]
+    gather: Optional[Gather]
+
+
+class FleetDocument(_FleetKeys, total=False):
+    """Every node with its verdict and compared facts, the facts that differ, the facts every node
+    agrees on, the findings (ED750-ED799) with the node they concern, and for a gather how it went.
+    A fact missing from a node's 'facts' is unknown there."""
+
+    comms: Optional[CommsPhase]
+    suppressed: Optional[Suppressed]
+
+
+def _summary(fleet: Fleet) -> FleetSummary:
     d = fleet.drift
     kinds = [v.verdict for v in d.verdicts]
     return {"nodes": len(d.nodes), "reported": sum(n.status == "reported" for n in d.nodes),
@@ -44,33 +241,35 @@ def _summary(fleet: Fleet) -> Dict[str, int]:
             "exit_code": d.exit_code}
 
 
-def _row(r: FactRow) -> Dict[str, Any]:
+def _row(r: FactRow) -> FleetRow:
     return {"key": r.key, "label": r.label, "severity": r.severity, "reference": r.reference,
             "majority": r.majority, "count": r.count, "known": r.known, "tie": r.tie,
             "deviating": list(r.deviating), "values": dict(r.values), "note": r.note}
 
 
-def fleet_document(fleet: Fleet) -> Dict[str, Any]:
+def fleet_document(fleet: Fleet) -> FleetDocument:
     """The ``envdoctor.fleet/1`` document (secrets not yet masked: the caller masks)."""
     d = fleet.drift
     verdicts = {v.node: v for v in d.verdicts}
-    nodes = []
+    nodes: List[FleetNode] = []
     for n in d.nodes:
         v = verdicts[n.name]
+        gpus: List[FleetGpu] = [cast(FleetGpu, {k: v for k, v in to_data(g).items() if v is not None and v != {}})
+                                for g in n.gpus]
         nodes.append({
             "name": n.name, "name_source": n.name_source, "status": n.status, "verdict": v.verdict,
             "codes": list(v.codes), "deviates_on": list(v.what), "rank": n.rank, "sources": list(n.sources),
             "kinds": list(n.kinds), "info": dict(n.info), "facts": dict(n.values),
-            "gpus": [{k: v for k, v in to_data(g).items() if v is not None and v != {}} for g in n.gpus],
+            "gpus": gpus,
             "notes": list(n.notes),
             "unreadable": [{"path": p, "reason": r} for p, r in n.unreadable],
         })
-    gather = None
+    gather: Optional[Gather] = None
     if fleet.gather is not None:
         g = fleet.gather
-        gather = {"launcher": g.launcher, "world_size": g.world_size, "master": g.master, "transport": g.transport,
-                  "joined": list(g.joined), "missing": list(g.missing), "late": list(g.late),
-                  "seconds": dict(g.seconds), "error": g.error}
+        gather = cast(Gather, {"launcher": g.launcher, "world_size": g.world_size, "master": g.master,
+                               "transport": g.transport, "joined": list(g.joined), "missing": list(g.missing),
+                               "late": list(g.late), "seconds": dict(g.seconds), "error": g.error})
     return {
         "schema": SCHEMA,
         "envdoctor_version": __version__,
@@ -81,21 +280,25 @@ def fleet_document(fleet: Fleet) -> Dict[str, Any]:
         "nodes": nodes,
         "facts": [_row(r) for r in d.rows],
         "same": [{"key": r.key, "label": r.label, "value": r.majority, "known": r.known} for r in d.same],
-        "findings": [dict({"node": f.node}, **to_data(f.finding)) for f in d.findings],
+        "findings": [cast(NodeLine, dict({"node": f.node}, **to_data(f.finding))) for f in d.findings],
         "notes": list(d.notes),
         "skipped": [{"path": s.path, "reason": s.reason} for s in fleet.skipped],
         "gather": gather,
         "comms": comms_document(fleet.comms),
+        "suppressed": ({"codes": list(d.suppress),
+                        "findings": [cast(HiddenLine, dict({"node": f.node}, **to_data(f.finding)))
+                                     for f in d.suppressed]}
+                       if d.suppress else None),
     }
 
 
-def comms_document(c: Optional[FleetComms]) -> Optional[Dict[str, Any]]:
+def comms_document(c: Optional[FleetComms]) -> Optional[CommsPhase]:
     """The ``comms`` key of ``envdoctor.fleet/1``."""
     if c is None:
         return None
 
-    def tr(t: Optional[Transfer]) -> Optional[Dict[str, Any]]:
-        return None if t is None else dataclasses.asdict(t)
+    def tr(t: Optional[Transfer]) -> Optional[Transfer]:
+        return None if t is None else cast(Transfer, dataclasses.asdict(t))     # written as its fields
 
     return {
         "status": c.status, "backend": c.backend, "why": c.why, "bytes": c.bytes, "world_size": c.world_size,
@@ -138,7 +341,7 @@ def _deviating(r: FactRow, limit: int = 4) -> str:
 
 
 def headline(fleet: Fleet) -> str:
-    s = _summary(fleet)
+    s = cast(Dict[str, int], _summary(fleet))
     parts = [f"{s['nodes']} node{'s' if s['nodes'] != 1 else ''}"]
     for key, word in (("deviating", "deviate"), ("warning", "with warnings"), ("missing", "missing"),
                       ("unreadable", "unreadable")):
@@ -250,6 +453,7 @@ def render_text(fleet: Fleet, color: bool = False) -> str:
             out.append(style(f"  {MARKS[f.severity]} {f.code} {f.title}", f.severity))
             out += [style(f"      - {e}", "dim") for e in f.evidence]
             out += [f"      {c}" if c.startswith("#") else f"      $ {c}" for c in f.fix]
+    out += suppressed_line([nf.finding for nf in d.suppressed], style)
     if fleet.comms is not None:
         out += ["", style(f"  {comms_head(fleet.comms)}", "dim")] + [f"    {line}" for line in comms_lines(fleet.comms)]
     for note in d.notes + tuple(f"{s.path}: passed over ({s.reason})" for s in fleet.skipped):
@@ -283,6 +487,9 @@ def render_markdown(fleet: Fleet) -> str:
             out += [f"  - {_cell(e)}" for e in f.evidence]
             if f.fix:
                 out += ["  ```sh"] + [f"  {c}" for c in f.fix] + ["  ```"]
+    if d.suppressed:
+        out += ["", "Suppressed (--suppress): " + _cell(", ".join(f"{nf.finding.code} ({nf.finding.severity}, "
+                                                                  f"{nf.node})" for nf in d.suppressed))]
     if fleet.comms is not None:
         c = fleet.comms
         out += ["", f"**{_cell(comms_head(c))}**", ""]

@@ -23,7 +23,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Literal, Mapping, Optional, Sequence, Tuple
 
-from envdoctor import codes
+from envdoctor import checks, codes
 from envdoctor.findings import Finding, sort_findings
 from envdoctor.fleet import fixes
 from envdoctor.fleet.facts import GpuFacts, NodeFacts, Value
@@ -141,6 +141,9 @@ class Drift:
     findings: Tuple[NodeFinding, ...]
     verdicts: Tuple[Verdict, ...]
     notes: Tuple[str, ...] = ()
+    #: ``--suppress CODE``: the codes asked for (empty: none) and the findings they hid, counted nowhere
+    suppress: Tuple[str, ...] = ()
+    suppressed: Tuple[NodeFinding, ...] = ()
 
     @property
     def exit_code(self) -> int:
@@ -473,9 +476,10 @@ def verdicts(nodes: Sequence[NodeFacts], findings: Sequence[NodeFinding], rows: 
 
 
 def analyze(nodes: Sequence[NodeFacts], table: Any = None, slow_fraction: float = SLOW_FRACTION,
-            extra: Sequence[NodeFinding] = ()) -> Drift:
+            extra: Sequence[NodeFinding] = (), suppress: Sequence[str] = ()) -> Drift:
     """The fleet's rows, findings and verdicts for ``nodes`` (named uniquely already); ``extra``:
-    findings made elsewhere about these nodes (the comms phase of a gather), counted in the verdicts."""
+    findings made elsewhere about these nodes (the comms phase of a gather), counted in the verdicts.
+    ``suppress``: ``--suppress`` codes, split off (:func:`envdoctor.checks.kept`) before any verdict."""
     reported = [n for n in nodes if n.status == "reported"]
     by_name = {n.name: n for n in nodes}
     rows: Dict[str, FactRow] = {}
@@ -488,6 +492,10 @@ def analyze(nodes: Sequence[NodeFacts], table: Any = None, slow_fraction: float 
     found_health, health_rows = health(reported)
     found_slow, slow_rows = slow_gpus(reported, slow_fraction)
     found += found_health + found_slow + absent(nodes) + list(extra)
+    every = found
+    found = checks.kept(every, suppress, finding=lambda f: f.finding)
+    shown = {id(f) for f in found}
+    hidden = tuple(f for f in every if id(f) not in shown)
     order = {n.name: i for i, n in enumerate(nodes)}
     found.sort(key=lambda f: (order.get(f.node, 0), {"error": 0, "warning": 1, "info": 2}[f.finding.severity],
                               f.finding.code))
@@ -497,7 +505,7 @@ def analyze(nodes: Sequence[NodeFacts], table: Any = None, slow_fraction: float 
     if len(reported) < 2:
         notes.append(f"{len(reported)} node{'s' if len(reported) != 1 else ''} reported: nothing to compare")
     return Drift(tuple(nodes), tuple(differing), tuple(same), tuple(found),
-                 tuple(verdicts(nodes, found, differing)), tuple(notes))
+                 tuple(verdicts(nodes, found, differing)), tuple(notes), checks.suppressed_codes(suppress), hidden)
 
 
 __all__ = ["Drift", "FactRow", "NodeFinding", "SLOW_FRACTION", "SPECS", "Spec", "Verdict", "analyze",

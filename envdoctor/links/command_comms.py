@@ -135,7 +135,7 @@ def comms(python: Optional[str], collectives: Tuple[str, ...], sizes: Optional[s
     """
     from envdoctor.child import find_python
     from envdoctor.links.host import CommsOptions, run_comms, write_plot
-    from envdoctor.links.render_comms import comms_document, render_comms_text
+    from envdoctor.links.render_comms import render_comms_text
     from envdoctor.links.rules_comms import verdicts
 
     check_formats(json=as_json, html=as_html)
@@ -152,10 +152,12 @@ def comms(python: Optional[str], collectives: Tuple[str, ...], sizes: Optional[s
     result = run_comms(opts, target, progress=_progress(sys.stderr))
     if getattr(sys.stderr, "isatty", lambda: False)():
         sys.stderr.write("\r\x1b[K")
+    findings, hidden = split_suppressed(verdicts(result), suppress)
     if result.error is not None and result.error.command in ("--devices", "launcher", "no_gpu", "no_torch"):
+        if as_json or as_html:    # a run that could not start still prints its document (as diag's)
+            _emit_document(result, findings, EXIT_USAGE, as_html, html_output)
         click.echo(f"envdoctor comms: {result.error.message}", err=True)
         sys.exit(EXIT_USAGE)
-    findings, hidden = split_suppressed(verdicts(result), suppress)
     reporter = result.launcher == "envdoctor" or any(x.rank == 0 for x in result.ranks)
     if not reporter:
         mine = result.ranks[0] if result.ranks else None
@@ -163,19 +165,25 @@ def comms(python: Optional[str], collectives: Tuple[str, ...], sizes: Optional[s
                    f"{mine.status if mine else 'no answer'} (rank 0 reports)", err=True)
         sys.exit(EXIT_OK if mine is not None and mine.status == "ok" else EXIT_ERRORS)
     if as_json or as_html:
-        from envdoctor.documents import dumps, stamp
-        from envdoctor.redact import mask_data
-
-        code = EXIT_ERRORS if any(f.severity == "error" for f in findings) else EXIT_OK
-        doc = stamp(mask_data(comms_document(result, findings)), code)
-        if as_html:
-            from envdoctor.links.page_comms import comms_page
-
-            emit_page(comms_page(doc, machine_redactor()), html_output, "comms")
-        else:
-            click.echo(dumps(doc))
+        _emit_document(result, findings, EXIT_ERRORS if any(f.severity == "error" for f in findings) else EXIT_OK,
+                       as_html, html_output)
     else:
         click.echo(render_comms_text(result, findings, color=use_color(), suppressed=hidden), nl=False)
     if plot:
         click.echo(f"envdoctor comms: {write_plot(result, plot, target)}", err=True)
     sys.exit(EXIT_ERRORS if any(f.severity == "error" for f in findings) else EXIT_OK)
+
+
+def _emit_document(result: Any, findings: Any, code: int, as_html: bool, html_output: Optional[Path]) -> None:
+    """``envdoctor.comms/1`` on stdout, or its page (``--html``), carrying ``code`` in its summary."""
+    from envdoctor.documents import dumps, stamp
+    from envdoctor.links.render_comms import comms_document
+    from envdoctor.redact import mask_data
+
+    doc = stamp(mask_data(comms_document(result, findings)), code)
+    if as_html:
+        from envdoctor.links.page_comms import comms_page
+
+        emit_page(comms_page(doc, machine_redactor()), html_output, "comms")
+    else:
+        click.echo(dumps(doc))

@@ -1,7 +1,8 @@
 """``envdoctor topo``: the links of every GPU and between GPUs, with each path's expected peak.
 
 Exit codes: 0 no error finding; 1 an error finding (NVLink down on an SXM board, fabric not ready),
-or no GPU could be read; 2 usage; 3 envdoctor itself failed.
+or NVIDIA GPUs on the PCI bus that could not be read; 2 usage, or no GPU on this machine at all (as
+diag); 3 envdoctor itself failed.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from envdoctor.clicore import check_formats, emit_page, html_options, machine_re
 from envdoctor.clicore import (
     EXIT_ERRORS,
     EXIT_OK,
+    EXIT_USAGE,
     debug_option,
     guarded,
     make_context,
@@ -41,6 +43,22 @@ def _table() -> Tuple[Any, Optional[str]]:
         return load_table(), None
     except TableError as exc:
         return None, str(exc)
+
+
+def _no_gpu(ctx: Any, lf: Any) -> Tuple[int, str]:
+    """The exit code and the line when no GPU could be read: 2 (nothing to look at, as diag's NO_GPU)
+    where the PCI bus has no NVIDIA display device either, else 1 (GPUs there that cannot be read)."""
+    from envdoctor.probes import pci as pci_probe
+
+    why = lf.error.message if lf.error is not None else "NVML sees no GPU"
+    pci = pci_probe.probe(ctx)
+    on_bus = sum(1 for d in pci.devices if d.vendor_id == "0x10de" and d.class_code.startswith("0x03"))
+    if not on_bus:
+        bus = pci.error.message if pci.error is not None else "none on the PCI bus"
+        return EXIT_USAGE, (f"envdoctor topo: no GPU on this machine: {why}; {bus}; "
+                            "run topo on a node with an NVIDIA GPU")
+    return EXIT_ERRORS, (f"envdoctor topo: {on_bus} NVIDIA GPU(s) on the PCI bus, none could be read: {why}; "
+                         "`envdoctor check` says why")
 
 
 @click.command("topo")
@@ -82,10 +100,11 @@ def topo(timeout: float, as_json: bool, debug: bool, root: Optional[Path], as_ht
     findings, hidden = done.shown, done.hidden
     top = expected(lf, links)
     check_formats(json=as_json, html=as_html)
+    no_gpu = _no_gpu(ctx, lf) if not lf.gpus else None
     if as_json or as_html:
         now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
         doc = topo_document(lf, top, findings, envdoctor_version=__version__, created_at=now)
-        code = EXIT_ERRORS if not lf.gpus or exit_code(findings) else EXIT_OK
+        code = no_gpu[0] if no_gpu else EXIT_ERRORS if exit_code(findings) else EXIT_OK
         if as_html:
             from envdoctor.links.page_topo import topo_page
 
@@ -100,8 +119,7 @@ def topo(timeout: float, as_json: bool, debug: bool, root: Optional[Path], as_ht
         nics = fabric_lines(fabric_probe.probe(ctx))      # the IB/RoCE adapters beside the GPUs
         if nics:
             click.echo("\n".join(["", "fabric:"] + ["  " + line for line in nics]))
-    if not lf.gpus:
-        if not (as_json or as_html):
-            click.echo("envdoctor topo: no GPU could be read; `envdoctor check` says why", err=True)
-        sys.exit(EXIT_ERRORS)
+    if no_gpu:
+        click.echo(no_gpu[1], err=True)
+        sys.exit(no_gpu[0])
     sys.exit(EXIT_OK if exit_code(findings) == 0 else EXIT_ERRORS)

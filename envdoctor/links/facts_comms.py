@@ -93,6 +93,13 @@ class Expected:
 
 @dataclass(frozen=True)
 class CommsResult:
+    """One comms run, rank 0's view: what was measured between which GPUs, each figure against its
+    expected peak (docs/links.md lists the keys and what 'bytes', nccl-tests' S, means per collective)."""
+
+    #: the keys every comms document has had (recorded ones lack some later fields)
+    json_required = ("schema", "backend", "launcher", "world_size", "points", "pairs", "host_copies", "ranks",
+                     "expected", "error")
+
     schema: str = SCHEMA
     created_at: Optional[str] = None
     envdoctor_version: Optional[str] = None

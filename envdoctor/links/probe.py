@@ -16,15 +16,15 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
-import threading
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 
 from envdoctor.facts.base import ProbeError
 from envdoctor.facts.gpu import GpuInfo
 from envdoctor.facts.links import PCIE_LEVELS, GpuLinks, GpuPair, LinksFacts, NicLink, NvLink, PcieLink
-from envdoctor.nvml import NOT_SUPPORTED, PCI_ADDRESS, Reading, Session, pci_address, session_for
+from envdoctor.nvml import NOT_SUPPORTED, PCI_ADDRESS, Reading, Session, bounded, pci_address, session_for
 from envdoctor.parse.nvidia_smi import QUERY_FIELDS, parse_query_gpu
 from envdoctor.probes.context import Context
+from envdoctor.probes.fabric import IB as SYS_IB
 from envdoctor.probes.reasons import unreadable
 
 if TYPE_CHECKING:
@@ -195,23 +195,7 @@ def read_links(ctx: Context) -> LinksFacts:
 
 
 def _bounded(ctx: Context) -> LinksFacts:
-    box: List[LinksFacts] = []
-    failure: List[BaseException] = []
-
-    def work() -> None:
-        try:
-            box.append(read_links(ctx))
-        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
-            failure.append(exc)
-
-    worker = threading.Thread(target=work, name="envdoctor-links", daemon=True)
-    worker.start()
-    worker.join(ctx.timeout)
-    if failure:
-        raise failure[0]
-    if not box:
-        return LinksFacts(error=ProbeError("timeout", f"NVML did not answer in {ctx.timeout:g} s"))
-    return box[0]
+    return bounded(lambda: read_links(ctx), ctx.timeout, "envdoctor-links", lambda error: LinksFacts(error=error))
 
 
 def _nvidia_pci(ctx: Context) -> List[str]:
@@ -291,7 +275,11 @@ def _smi_fallback(ctx: Context, why: ProbeError) -> LinksFacts:
 
 
 def _smi_nics(ctx: Context) -> Tuple[NicLink, ...]:
-    """The NICs of ``nvidia-smi topo -m`` beside NVML's GPUs (NVML has no NICs); none on any failure."""
+    """The NICs of ``nvidia-smi topo -m`` beside NVML's GPUs (NVML has no NICs); none on any failure.
+    Without an RDMA device in sysfs there is no NIC for it to list, and nvidia-smi (a second NVML
+    start, the slowest step of check's probes on the H200) is not run."""
+    if not ctx.listdir(SYS_IB):     # the NICs topo -m shows are these RDMA devices (NIC0: mlx5_0)
+        return ()
     from envdoctor.parse.nvidia_topo import TopoParseError, parse_topo
 
     smi, not_program = ctx.locate("nvidia-smi")

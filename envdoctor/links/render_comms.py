@@ -7,8 +7,9 @@ computed here: the figures come in a :class:`envdoctor.links.facts_comms.CommsRe
 
 from __future__ import annotations
 
-from typing import Any, Dict, Iterable, List, Optional
+from typing import Any, Dict, Iterable, List, Optional, TypedDict
 
+from envdoctor.doctypes import FindingsSummary
 from envdoctor.units import format_bytes
 from envdoctor.links.facts_comms import CommsResult
 from envdoctor.facts.serde import to_data
@@ -124,7 +125,7 @@ def rank_lines(r: CommsResult) -> List[str]:
 def render_comms_text(r: CommsResult, findings: Iterable[Finding], color: bool = False,
                       suppressed: Iterable[Finding] = ()) -> str:
     from envdoctor.style import Style
-    from envdoctor.lines import finding_lines, suppressed_line, verdict
+    from envdoctor.lines import findings_section
 
     style = Style(color)
     findings = tuple(findings)
@@ -145,12 +146,15 @@ def render_comms_text(r: CommsResult, findings: Iterable[Finding], color: bool =
             out.append("")
             out.extend(block)
     out.append("")
-    out.append(style("Findings", "bold"))
-    out.extend(finding_lines(findings, style) or ["  none"])
-    out.extend(suppressed_line(suppressed, style))
-    out.append("")
-    out.append(verdict(findings, style).replace("envdoctor check", "envdoctor comms"))
+    out.extend(findings_section(tuple(findings), style, suppressed, "envdoctor comms"))
     return "\n".join(out) + "\n"
+
+
+class CommsKeys(TypedDict):
+    """What ``comms_document`` adds to the result's own fields."""
+
+    findings: List[Finding]
+    summary: FindingsSummary
 
 
 def comms_document(r: CommsResult, findings: Iterable[Finding]) -> Dict[str, Any]:

@@ -12,13 +12,15 @@ path under its code::
 
 from __future__ import annotations
 
-from typing import Any, Dict, Iterable, List, Optional, Tuple
+from typing import Annotated, Dict, Iterable, List, Optional, Tuple, TypedDict
 
 from envdoctor.facts import Facts
-from envdoctor.facts.links import PCIE_LEVELS, GpuLinks, LinksFacts
+from envdoctor.doctypes import FindingsSummary, Json
+from envdoctor.facts.base import ProbeError
+from envdoctor.facts.links import PCIE_LEVELS, GpuLinks, GpuPair, LinksFacts, NicLink
 from envdoctor.facts.serde import to_data
 from envdoctor.findings import Finding, exit_code
-from envdoctor.links.analysis_topo import Topology
+from envdoctor.links.analysis_topo import PciePeak, Topology
 
 SCHEMA = "envdoctor.topo/1"
 LEGEND = (("X", "self"), ("NV#", "# bonded NVLinks (direct, or through NVSwitch)"),
@@ -143,7 +145,7 @@ def nic_lines(lf: LinksFacts) -> List[str]:
 def render_topo_text(lf: LinksFacts, top: Topology, findings: Iterable[Finding], color: bool = False,
                      suppressed: Iterable[Finding] = ()) -> str:
     from envdoctor.style import Style
-    from envdoctor.lines import finding_lines, suppressed_line, verdict
+    from envdoctor.lines import findings_section
 
     style = Style(color)
     findings = tuple(findings)
@@ -187,16 +189,52 @@ def render_topo_text(lf: LinksFacts, top: Topology, findings: Iterable[Finding],
         out.append(style("NICs (path to each GPU; NCCL uses the nearest)", "bold"))
         out.extend("  " + line for line in nic_lines(lf))
     out.append("")
-    out.append(style("Findings", "bold"))
-    out.extend(finding_lines(findings, style) or ["  none"])
-    out.extend(suppressed_line(suppressed, style))
-    out.append("")
-    out.append(verdict(findings, style).replace("envdoctor check", "envdoctor topo"))
+    out.extend(findings_section(tuple(findings), style, suppressed, "envdoctor topo"))
     return "\n".join(out) + "\n"
 
 
+class TopoGpu(TypedDict):
+    """What the document adds to a GPU's links: its PCIe link's expected peak and its NVLinks up."""
+
+    pcie_peak: Optional[PciePeak]
+    active_nvlinks: Annotated[int, Json(minimum=0)]
+
+
+class PeakOf(TypedDict):
+    """A pair's expected peak over its path (one direction)."""
+
+    kind: str
+    gbps: Optional[float]
+    basis: str
+    confirmed: bool
+
+
+class TopoPair(TypedDict):
+    peak: Optional[PeakOf]
+
+
+class _TopoKeys(TypedDict):
+    schema: str
+    envdoctor_version: str
+    source: Optional[str]
+    error: Optional[ProbeError]
+    gpus: List[Annotated[TopoGpu, Json.extends(GpuLinks)]]
+    pairs: List[Annotated[TopoPair, Json.extends(GpuPair)]]
+    findings: List[Finding]
+    summary: FindingsSummary
+
+
+class TopoDocument(_TopoKeys, total=False):
+    """Facts per GPU and pair (PCIe both ends, NVLink, NUMA, the path of each pair), each with its
+    expected peak, the NICs and their paths to the GPUs, and the findings (ED840-ED869)."""
+
+    created_at: str
+    collected_at: Annotated[str, Json(description="the older name of created_at, still read")]
+    nics: List[NicLink]
+
+
 def topo_document(lf: LinksFacts, top: Topology, findings: Iterable[Finding], *, envdoctor_version: str,
-                  created_at: str) -> Dict[str, Any]:
+                  created_at: str) -> TopoDocument:
     """The ``envdoctor.topo/1`` document: facts per GPU and pair, each with its expected peak."""
     findings = tuple(findings)
     gpus = []
@@ -212,7 +250,7 @@ def topo_document(lf: LinksFacts, top: Topology, findings: Iterable[Finding], *,
         path = top.path(p.a, p.b)
         d["peak"] = {k: v for k, v in to_data(path).items() if k not in ("a", "b", "path")} if path else None
         pairs.append(d)
-    return {
+    doc: TopoDocument = {
         "schema": SCHEMA,
         "envdoctor_version": envdoctor_version,
         "created_at": created_at,
@@ -226,3 +264,4 @@ def topo_document(lf: LinksFacts, top: Topology, findings: Iterable[Finding], *,
                     "warnings": sum(f.severity == "warning" for f in findings),
                     "info": sum(f.severity == "info" for f in findings), "exit_code": exit_code(findings)},
     }
+    return doc

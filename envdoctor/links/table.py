@@ -16,10 +16,11 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, Optional, Tuple
+from typing import Any, Dict, Literal, Optional, Tuple
 
 from envdoctor.table.names import norm_gpu_name
-from envdoctor.table.schema import Doc, TableError, check_top, fields, make_row, one_of, rows, spec_of
+from envdoctor.table.rows import Sourced
+from envdoctor.table.schema import Doc, TableError, Where, check_top, load_rows, one_of
 from envdoctor.table.source import data_directory, read_doc
 
 NvlinkForm = Literal["sxm", "bridge", "none", "c2c"]
@@ -29,17 +30,8 @@ KINDS: Tuple[str, ...] = ("nvlink", "pcie", "host_copy")
 COLLECTIVES: Tuple[str, ...] = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all")
 
 
-class _Sourced:
-    unconfirmed: bool
-    unconfirmed_fields: Tuple[str, ...]
-
-    def confirmed(self, name: Optional[str] = None) -> bool:
-        """The row (or one of its fields) rests on a source read, not on memory."""
-        return not self.unconfirmed and (name is None or name not in self.unconfirmed_fields)
-
-
 @dataclass(frozen=True)
-class PcieRate(_Sourced):
+class PcieRate(Sourced):
     gen: int
     gts: float
     encoding: str
@@ -53,7 +45,7 @@ class PcieRate(_Sourced):
 
 
 @dataclass(frozen=True)
-class NvlinkRate(_Sourced):
+class NvlinkRate(Sourced):
     generation: str                 # "4.0"
     nvml_version: int               # 6
     per_link_gbps: float            # one direction
@@ -66,7 +58,7 @@ class NvlinkRate(_Sourced):
 
 
 @dataclass(frozen=True)
-class GpuLinkSpec(_Sourced):
+class GpuLinkSpec(Sourced):
     name: str                       # "NVIDIA H200", as in data/gpus.toml
     nvlink_links: int
     nvlink_form: NvlinkForm
@@ -82,7 +74,7 @@ class GpuLinkSpec(_Sourced):
 
 
 @dataclass(frozen=True)
-class Achievable(_Sourced):
+class Achievable(Sourced):
     kind: PathKind
     fraction: float
     source: str
@@ -93,7 +85,7 @@ class Achievable(_Sourced):
 
 
 @dataclass(frozen=True)
-class Published(_Sourced):
+class Published(Sourced):
     gpu: str
     gpus: int
     collective: str
@@ -176,23 +168,19 @@ def parse_doc(doc: Doc) -> LinkTable:
     """The table of a parsed ``links.toml``."""
     label = doc.label
     check_top(doc, ("pcie", "nvlink", "gpu", "achievable", "published"))
-    pcie = []
-    for where, row in rows(doc, "pcie", "gen"):
-        v = fields(where, row, spec_of(PcieRate))
+
+    def lanes(where: Where, v: Dict[str, Any]) -> None:
         if abs(v["lane_gbps"] * 16 - v["x16_gbps"]) > 0.05:
             raise where.fail(f"field 'x16_gbps': {v['x16_gbps']} is not 16 x lane_gbps ({v['lane_gbps']})")
-        pcie.append(make_row(PcieRate, where, v))
+
+    pcie = load_rows(doc, "pcie", "gen", PcieRate, lanes)
     gens = [r.gen for r in pcie]
     if gens != sorted(set(gens)):
         raise TableError(f"{label}: [[pcie]] generations must rise without repeats: {gens}")
-    nvlink = []
-    for where, row in rows(doc, "nvlink", "generation"):
-        v = fields(where, row, spec_of(NvlinkRate))
-        nvlink.append(make_row(NvlinkRate, where, v))
+    nvlink = load_rows(doc, "nvlink", "generation", NvlinkRate)
     known_generations = {r.generation for r in nvlink}
-    gpus = []
-    for where, row in rows(doc, "gpu", "name"):
-        v = fields(where, row, spec_of(GpuLinkSpec))
+
+    def gpu(where: Where, v: Dict[str, Any]) -> None:
         one_of(where, "nvlink_form", v["nvlink_form"], FORMS)
         if v["nvlink_generation"] is not None and v["nvlink_generation"] not in known_generations:
             raise where.fail(f"field 'nvlink_generation': {v['nvlink_generation']!r} has no [[nvlink]] row")
@@ -201,26 +189,27 @@ def parse_doc(doc: Doc) -> LinkTable:
                              "or a generation without links)")
         if v["pcie_gen"] and v["pcie_gen"] not in gens:
             raise where.fail(f"field 'pcie_gen': {v['pcie_gen']} has no [[pcie]] row")
-        gpus.append(make_row(GpuLinkSpec, where, v))
+
+    gpus = load_rows(doc, "gpu", "name", GpuLinkSpec, gpu)
     names = [g.name for g in gpus]
     if len(names) != len(set(names)):
         raise TableError(f"{label}: [[gpu]] names repeat")
-    achievable = []
-    for where, row in rows(doc, "achievable", "kind"):
-        v = fields(where, row, spec_of(Achievable))
+
+    def reach(where: Where, v: Dict[str, Any]) -> None:
         if v["kind"] not in KINDS or not 0 < v["fraction"] <= 1:
             raise where.fail(f"kind {v['kind']!r} / fraction {v['fraction']} "
                              f"(kinds: {', '.join(KINDS)}; 0 < fraction <= 1)")
-        achievable.append(make_row(Achievable, where, v))
-    published = []
-    for where, row in rows(doc, "published", "gpu"):
-        v = fields(where, row, spec_of(Published))
+
+    achievable = load_rows(doc, "achievable", "kind", Achievable, reach)
+
+    def published_row(where: Where, v: Dict[str, Any]) -> None:
         if v["gpu"] not in names:
             raise where.fail(f"field 'gpu': {v['gpu']!r} has no [[gpu]] row")
         if v["collective"] not in COLLECTIVES or v["nvls"] not in ("on", "off", "n/a"):
             raise where.fail(f"collective {v['collective']!r} / nvls {v['nvls']!r} unknown")
-        published.append(make_row(Published, where, v))
-    return LinkTable(tuple(pcie), tuple(nvlink), tuple(gpus), tuple(achievable), tuple(published))
+
+    published = load_rows(doc, "published", "gpu", Published, published_row)
+    return LinkTable(pcie, nvlink, gpus, achievable, published)
 
 
 @functools.lru_cache(maxsize=4)

@@ -92,6 +92,10 @@ class Probing:
         self.skip, self.debug = frozenset(skip), debug
         self.started = time.monotonic()
         areas = [a for a in AREAS if a not in self.skip]
+        # the child of the target interpreter first, in this thread: its process is running
+        # before the other probes' threads (and the caller's imports) take the interpreter lock
+        # (it reads no NVML: the shared session is made after it)
+        self._python = _start_python(ctx, self.skip) if "python" in areas else None
         self._nvml = None
         if ctx.nvml_shared is None and len(NVML_AREAS.intersection(areas)) > 1 \
                 and not (ctx.nvml is None and str(ctx.root) != "/"):
@@ -101,9 +105,6 @@ class Probing:
             self._nvml = Shared(ctx.nvml)
             ctx = dataclasses.replace(ctx, nvml_shared=self._nvml)
         self.ctx = ctx
-        # the child of the target interpreter first, in this thread: its process is running
-        # before the other probes' threads (and the caller's imports) take the interpreter lock
-        self._python = _start_python(ctx, self.skip) if "python" in areas else None
         others = [a for a in areas if a != "python"]
         self._pool = ThreadPoolExecutor(max_workers=len(areas) or 1)
         self._futures: Dict[str, Future[Tuple[str, Any, float]]] = {}

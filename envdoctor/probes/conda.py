@@ -13,14 +13,16 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from typing import List, Optional, Tuple
+from typing import TYPE_CHECKING, List, Optional, Tuple
 
 from envdoctor.facts.base import ProbeError
 from envdoctor.facts.conda import CondaFacts
-from envdoctor.parse.conda import CondaParseError, parse_error, parse_info, parse_list
 from envdoctor.probes.context import Context
 from envdoctor.probes.reasons import unreadable
 from envdoctor.run import Ran
+
+if TYPE_CHECKING:
+    from envdoctor.parse.conda import CondaParseError
 
 
 def _candidates(ctx: Context) -> Tuple[List[Tuple[str, str]], Optional[ProbeError]]:
@@ -53,6 +55,8 @@ def _flavor(exe: str) -> str:
 def _failed(ran: Ran, shown: str) -> ProbeError:
     """The runner's error, with conda's own JSON error message when it printed one."""
     assert ran.error is not None
+    from envdoctor.parse.conda import parse_error
+
     message = parse_error(ran.stdout) or parse_error(ran.stderr)
     if ran.error.kind == "exit_status" and message:
         return ProbeError("exit_status", f"{shown} exited with status {ran.returncode}: {message}", shown)
@@ -62,6 +66,8 @@ def _failed(ran: Ran, shown: str) -> ProbeError:
 def _unreadable(ran: Ran, exc: CondaParseError, shown: str) -> ProbeError:
     """conda's output is not what was asked: its JSON error (conda prints one on stdout, some
     versions with exit status 0), else the reason on stderr, else the parser's words."""
+    from envdoctor.parse.conda import parse_error
+
     message = parse_error(ran.stdout)
     if message:
         return ProbeError("exit_status", f"{shown}: {message}", shown)
@@ -87,6 +93,10 @@ def probe(ctx: Context) -> CondaFacts:
         # absent: no conda, mamba or micromamba (or only something of that name that is not a program)
         return CondaFacts(error=not_program)
     assert exe is not None
+    # the parsers load only here: most machines check runs on have no conda (imports are a good
+    # part of check's time)
+    from envdoctor.parse.conda import CondaParseError, parse_info, parse_list
+
     facts = CondaFacts(exe=exe, flavor=_flavor(exe), found_via=via,
                        active_prefix=ctx.env.get("CONDA_PREFIX") or None,
                        active_name=ctx.env.get("CONDA_DEFAULT_ENV") or None)

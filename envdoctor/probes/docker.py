@@ -21,9 +21,6 @@ from packaging.version import Version
 from envdoctor.facts.base import ProbeError
 from envdoctor.facts.docker import DockerFacts
 from envdoctor.parse import loose_version
-from envdoctor.parse.docker import (DockerParseError, classify_daemon_error, parse_cdi_driver_version, parse_info_json,
-                                    parse_nvidia_container_cli_version, parse_nvidia_ctk_version,
-                                    parse_podman_version, parse_version_json)
 from envdoctor.probes.context import Context
 from envdoctor.probes.reasons import stderr_reason, unreadable
 
@@ -43,10 +40,22 @@ def _version_text(value: Optional[str]) -> Optional[str]:
     return value if value is not None and _VERSION_TEXT.fullmatch(value) else None
 
 
-def _tool_version(ctx: Context, exe: Optional[str],
-                  parse: Callable[[str], str]) -> Tuple[Optional[str], Optional[ProbeError]]:
+def _parser(name: str) -> Callable[[str], str]:
+    """``envdoctor.parse.docker.<name>``, imported where a tool or a CDI spec was found: most
+    machines check runs on have none of them (imports are a good part of check's time)."""
+    from envdoctor.parse import docker as parsers
+
+    parse: Callable[[str], str] = getattr(parsers, name)
+    return parse
+
+
+def _tool_version(ctx: Context, exe: Optional[str], parser: str) -> Tuple[Optional[str], Optional[ProbeError]]:
+    """``exe --version``, read by ``envdoctor.parse.docker.<parser>``."""
     if exe is None:
         return None, None
+    from envdoctor.parse.docker import DockerParseError
+
+    parse = _parser(parser)
     ran = ctx.run([exe, "--version"])
     if ran.error:
         return None, ran.error
@@ -58,6 +67,8 @@ def _tool_version(ctx: Context, exe: Optional[str],
 
 def _daemon(ctx: Context, docker: str) -> Dict[str, object]:
     """What ``docker version`` and ``docker info`` say, as DockerFacts fields."""
+    from envdoctor.parse.docker import DockerParseError, classify_daemon_error, parse_info_json, parse_version_json
+
     shown = f"{docker} version --format '{JSON}'"
     ran = ctx.run([docker, "version", "--format", JSON])
     if ran.error and ran.error.kind in ("timeout", "crashed", "permission", "not_found"):
@@ -104,8 +115,8 @@ def probe(ctx: Context) -> DockerFacts:
     with ThreadPoolExecutor(max_workers=4) as pool:
         daemon = pool.submit(_daemon, ctx, docker) if docker else None
         side = [pool.submit(_tool_version, ctx, exe, parse) for exe, parse in (
-            (podman, parse_podman_version), (ctk, parse_nvidia_ctk_version),
-            (cli, parse_nvidia_container_cli_version))]
+            (podman, "parse_podman_version"), (ctk, "parse_nvidia_ctk_version"),
+            (cli, "parse_nvidia_container_cli_version"))]
         fields: Dict[str, object] = daemon.result() if daemon else {}
         (podman_v, podman_err), (ctk_v, ctk_err), (cli_v, cli_err) = (f.result() for f in side)
     if docker and fields.get("gpus_flag_supported") is None and fields.get("client_version"):
@@ -119,7 +130,7 @@ def probe(ctx: Context) -> DockerFacts:
     made_for = {}
     for spec in specs:
         text, _ = ctx.read(spec, limit=CDI_LIMIT)
-        version = parse_cdi_driver_version(text) if text else None
+        version = _parser("parse_cdi_driver_version")(text) if text else None
         if version:
             made_for[spec] = version
     if fields.get("error") is None:

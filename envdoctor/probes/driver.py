@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
 
 from envdoctor.facts.base import ProbeError
 from envdoctor.facts.gpu import DriverFacts, GpuInfo
@@ -19,8 +19,10 @@ from envdoctor.parse import major_minor
 from envdoctor.parse import nvidia_smi as smi
 from envdoctor.parse.nvidia_proc import parse_library_version, parse_module_version, parse_proc_version
 from envdoctor.probes.context import Context
-from envdoctor.probes.nvml import NvmlView, read_nvml
 from envdoctor.probes.reasons import MAX_REASON, unreadable
+
+if TYPE_CHECKING:
+    from envdoctor.probes.nvml import NvmlView
 
 WSL_LIB = "/usr/lib/wsl/lib"
 #: How much of nvidia-smi's output the text checks (mismatch, no devices, library version) read.
@@ -55,8 +57,8 @@ def _library_version(ctx: Context) -> Tuple[Optional[str], Optional[str]]:
                 return version, f"{folder}/{target}"
         except OSError:
             pass
-        for name in ctx.listdir(folder):
-            version = parse_library_version(name)
+        for name in ctx.listdir(folder):   # thousands of names in /usr/lib/x86_64-linux-gnu: test cheaply
+            version = parse_library_version(name) if name.startswith("libnvidia-ml.so.") else None
             if version:
                 return version, f"{folder}/{name}"
     return None, None
@@ -123,6 +125,8 @@ def _start_nvml(ctx: Context) -> Callable[[], NvmlView]:
     """Read NVML in a thread of its own, so nvidia-smi runs meanwhile; the function returned waits
     for the answer until ``ctx.timeout`` after the start (NVML calls can block in the kernel;
     they never hang the report)."""
+    from envdoctor.probes.nvml import NvmlView, read_nvml   # here: nvidia-smi is started first
+
     if ctx.nvml is None and str(ctx.root) != "/":
         skipped = NvmlView(error=ProbeError("unavailable", "NVML not consulted when reading another root"))
         return lambda: skipped
@@ -140,14 +144,51 @@ def _start_nvml(ctx: Context) -> Callable[[], NvmlView]:
     return wait
 
 
+def _start_smi(ctx: Context, path: str, need_cuda: Callable[[], bool]) -> Callable[[], Dict[str, Any]]:
+    """:func:`_read_smi` in a thread of its own, so nvidia-smi (the slowest source: it starts NVML
+    in a process of its own) runs while the files are read; the function returned waits for it
+    (each command it runs is bounded by ``ctx.timeout``)."""
+    box: List[Dict[str, Any]] = []
+    failure: List[BaseException] = []
+
+    def work() -> None:
+        try:
+            box.append(_read_smi(ctx, path, need_cuda))
+        except BaseException as exc:  # noqa: BLE001 - raised again in the caller's thread
+            failure.append(exc)
+
+    worker = threading.Thread(target=work, name="envdoctor-nvidia-smi", daemon=True)
+    worker.start()
+
+    def wait() -> Dict[str, Any]:
+        worker.join()
+        if failure:
+            raise failure[0]
+        return box[0]
+
+    return wait
+
+
 def probe(ctx: Context) -> DriverFacts:
-    nvml = _start_nvml(ctx)
+    # nvidia-smi first, then NVML (its binding's import is CPU work the other probes' threads share)
+    nvml: List[Callable[[], NvmlView]] = []
+    started = threading.Event()
+
+    def need_cuda() -> bool:   # asked in nvidia-smi's thread, once its query answered
+        started.wait()
+        return not nvml or nvml[0]().cuda is None
+
+    smi_path, not_program = _smi_path(ctx)
+    asked = _start_smi(ctx, smi_path, need_cuda) if smi_path else None
+    try:
+        nvml.append(_start_nvml(ctx))
+    finally:
+        started.set()
     module_version, module_source, flavor, module_err = _kernel_module(ctx)
     lib_version, lib_path = _library_version(ctx)
-    smi_path, not_program = _smi_path(ctx)
-    s: Dict[str, Any] = _read_smi(ctx, smi_path, need_cuda=lambda: nvml().cuda is None) if smi_path else {
+    s: Dict[str, Any] = asked() if asked is not None else {
         "gpus": (), "driver": None, "cuda": None, "error": not_program, "text": ""}
-    nv = nvml()
+    nv = nvml[0]()
     sources: Dict[str, str] = {}
     if module_version:
         sources["kernel_module_version"] = module_source or ""

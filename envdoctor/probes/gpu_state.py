@@ -13,12 +13,11 @@ host another container's): it is kept, marked not visible, never dropped.
 from __future__ import annotations
 
 import os
-import threading
-from typing import Any, List, Optional, Tuple
+from typing import Any, Optional, Tuple
 
 from envdoctor.facts.base import ProbeError
 from envdoctor.facts.gpu_state import COMPUTE_MODES, GpuProcess, GpuState, GpuStateFacts
-from envdoctor.nvml import STATE, Reading, session_for
+from envdoctor.nvml import STATE, Reading, bounded, session_for
 from envdoctor.probes.context import Context
 
 MIB = 1024 * 1024
@@ -105,20 +104,5 @@ def probe(ctx: Context) -> GpuStateFacts:
     """NVML in a thread bounded by ``ctx.timeout``; not consulted under another root without a fake."""
     if ctx.nvml is None and str(ctx.root) != "/":
         return GpuStateFacts(error=ProbeError("unavailable", "NVML not consulted when reading another root"))
-    box: List[GpuStateFacts] = []
-    failure: List[BaseException] = []
-
-    def work() -> None:
-        try:
-            box.append(read_state(ctx))
-        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
-            failure.append(exc)
-
-    worker = threading.Thread(target=work, name="envdoctor-gpu-state", daemon=True)
-    worker.start()
-    worker.join(ctx.timeout)
-    if failure:
-        raise failure[0]
-    if not box:
-        return GpuStateFacts(error=ProbeError("timeout", f"NVML did not answer in {ctx.timeout:g} s"))
-    return box[0]
+    return bounded(lambda: read_state(ctx), ctx.timeout, "envdoctor-gpu-state",
+                   lambda error: GpuStateFacts(error=error))

@@ -10,7 +10,6 @@ host's: nothing of the image is run.
 
 from __future__ import annotations
 
-import getpass
 import os
 import platform
 import re
@@ -197,8 +196,12 @@ def _os_release(ctx: Context) -> Dict[str, object]:
 
 
 def _user(env: Dict[str, str]) -> Optional[str]:
+    if env.get("USER"):
+        return env["USER"]
+    import getpass   # here: where USER is set it is not needed (imports are a good part of check's time)
+
     try:
-        return env.get("USER") or getpass.getuser()
+        return getpass.getuser()
     except Exception:  # getpass raises when the uid has no passwd entry (containers)
         return None
 

@@ -19,8 +19,6 @@ from typing import Dict, List, Optional, Tuple
 
 from envdoctor.facts.base import ProbeError
 from envdoctor.facts.toolkit import Toolkit, ToolkitFacts
-from envdoctor.parse.nvcc import (NvccParseError, parse_dryrun_bin, parse_nvcc_version, parse_version_json,
-                                  parse_version_txt)
 from envdoctor.probes.context import Context
 from envdoctor.probes.reasons import unreadable
 
@@ -90,6 +88,8 @@ def _has_headers(ctx: Context, root: str) -> bool:
 def _root_of_nvcc(ctx: Context, nvcc: str) -> Tuple[str, Optional[ProbeError]]:
     """The toolkit root behind ``nvcc``: the folder above a real nvcc (it has ``nvcc.profile``
     beside it), else what ``nvcc -dryrun`` names, else the folder above its folder."""
+    from envdoctor.parse.nvcc import NvccParseError, parse_dryrun_bin   # here: most machines have no toolkit
+
     real = resolve(ctx, nvcc)
     if _exists(ctx, posixpath.join(posixpath.dirname(real), "nvcc.profile")):
         return posixpath.dirname(posixpath.dirname(real)), None
@@ -102,6 +102,8 @@ def _root_of_nvcc(ctx: Context, nvcc: str) -> Tuple[str, Optional[ProbeError]]:
 
 
 def _version(ctx: Context, root: str, nvcc: Optional[str], prior: Optional[ProbeError]) -> Toolkit:
+    from envdoctor.parse.nvcc import NvccParseError, parse_nvcc_version, parse_version_json, parse_version_txt
+
     version = release = source = None
     error = prior
     if nvcc and not (prior and prior.kind == "timeout"):

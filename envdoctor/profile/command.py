@@ -168,6 +168,12 @@ def profile(command: Tuple[str, ...], steps: int, warmup: int, steps_by: str, ti
     if rest[0] == "-m":
         raise click.UsageError("python -m MODULE is not supported yet: give the script's path "
                                "(python path/to/module.py ARGS)")
+    if rest[0] == "-c":
+        raise click.UsageError("python -c CODE is not supported: put the code in a file and give its path "
+                               "(python step.py ARGS)")
+    if rest[0].startswith("-") and not os.path.isfile(rest[0]):
+        raise click.UsageError(f"python {rest[0]}: an interpreter option before the script is not supported: give "
+                               "the script's path right after the interpreter (python train.py ARGS)")
     script, args = rest[0], rest[1:]
     if not os.path.isfile(script):
         from envdoctor.atomic import what_it_is

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import datetime
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Annotated, Any, Dict, List, Optional, Sequence, Tuple, TypedDict
 
 from envdoctor import __version__
+from envdoctor.doctypes import Json
 from envdoctor.documents import stamp
 from envdoctor.facts.serde import to_data
 from envdoctor.findings import Finding
 from envdoctor.lines import finding_lines, verdict
-from envdoctor.profile.facts import Breakdown, Throughput
+from envdoctor.profile.facts import Breakdown, StepTimes, SyncSite, Throughput
 from envdoctor.profile.host import ProfileRun, output_tail
 from envdoctor.style import Style
 
@@ -123,11 +124,53 @@ def render_text(run: ProfileRun, throughput: Throughput, findings: Tuple[Finding
     return "\n".join(lines) + "\n"
 
 
+class ProfileSummary(TypedDict):
+    exit_code: int
+    findings: Annotated[int, Json(minimum=0)]
+    errors: Annotated[int, Json(minimum=0)]
+    warnings: Annotated[int, Json(minimum=0)]
+
+
+class RankLine(TypedDict):
+    """Rank 0's line for each rank under a launcher."""
+
+    rank: Optional[int]
+    steps: Optional[Dict[str, Any]]
+    error: Optional[str]
+
+
+class _ProfileKeys(TypedDict):
+    schema: str
+    envdoctor_version: str
+    created_at: Optional[str]
+    command: List[str]
+    rank: Annotated[int, Json(minimum=0)]
+    world_size: Annotated[int, Json(minimum=1)]
+    target: Dict[str, Any]
+    figures: Optional[Dict[str, Any]]
+    steps: Optional[StepTimes]
+    breakdown: Optional[Breakdown]
+    throughput: Throughput
+    syncs: List[SyncSite]
+    script: Dict[str, Any]
+    trace: Optional[str]
+    error: Optional[str]
+    findings: List[Finding]
+    summary: ProfileSummary
+
+
+class ProfileDocument(_ProfileKeys, total=False):
+    """One rank's profiled steps: times are seconds per profiled step; shares are of the step (the
+    GPU's window on a GPU). Written per rank as profile-rank<N>.json under a launcher."""
+
+    ranks: List[RankLine]
+
+
 def document(run: ProfileRun, throughput: Throughput, findings: Tuple[Finding, ...], command: Sequence[str],
              exit_code: int, rank: int = 0, world: int = 1) -> Dict[str, Any]:
     fig = dict(run.figures or {})
     fig.pop("trace", None)
-    return stamp({
+    doc: ProfileDocument = {
         "schema": SCHEMA, "envdoctor_version": __version__,
         "created_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "command": list(command), "rank": rank, "world_size": world,
@@ -138,7 +181,8 @@ def document(run: ProfileRun, throughput: Throughput, findings: Tuple[Finding, .
         "summary": {"exit_code": exit_code, "findings": len(findings),
                     "errors": sum(1 for f in findings if f.severity == "error"),
                     "warnings": sum(1 for f in findings if f.severity == "warning")},
-    }, exit_code)
+    }
+    return stamp(doc, exit_code)
 
 
 def merged_lines(docs: Sequence[Dict[str, Any]], world: int) -> List[str]:

@@ -9,8 +9,9 @@ text output is not a contract; this is. Reading a report back is ``envdoctor.rep
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Annotated, Any, Dict, List, Optional, TypedDict
 
+from envdoctor.doctypes import FindingsSummary, Json
 from envdoctor.documents import document, dumps
 from envdoctor.facts import Facts
 from envdoctor.facts.serde import to_data
@@ -19,6 +20,39 @@ from envdoctor.redact import Redactor, mask_data
 from envdoctor.report import ReportError, parse_report
 
 SCHEMA = document("report").schema
+
+
+class SuppressedOf(TypedDict):
+    """check --suppress CODE: the codes asked for and the findings they hid (not in findings or summary)."""
+
+    codes: List[Annotated[str, Json(pattern="^ED[0-9]{3}$")]]
+    findings: List[Finding]
+
+
+class _ReportKeys(TypedDict):
+    schema: str
+    envdoctor_version: str
+    summary: FindingsSummary
+    facts: Facts
+    findings: List[Finding]
+
+
+class ReportDocument(_ReportKeys, total=False):
+    """A report read back (verify --baseline, recommend --from, fleet) must hold values a probe writes:
+    the patterns below (envdoctor/report.py checks them); an area a report written before it lacks is
+    not required. The base of a snapshot (snapshot-1.json)."""
+
+    created_at: str
+    collected_at: Annotated[str, Json(description="the older name of created_at, still read")]
+    suppressed: SuppressedOf
+    bench: Annotated[Optional[Dict[str, Any]], Json.raw({"oneOf": [{"type": "null"}, {"$ref": "bench-1.json"}]},
+                                                         description="check --bench: the short benchmark "
+                                                                     "(null when it could not run)")]
+
+
+#: written by check since created_at; saved reports still say collected_at
+REPORT_WHEN = {"anyOf": [{"required": ["created_at"]},
+                         {"required": ["collected_at"], "description": "reports written before created_at"}]}
 
 
 def report_document(facts: Facts, findings: Iterable[Finding], extra: dict[str, Any] | None = None,

@@ -13,13 +13,14 @@ current build works, so the steps are an upgrade, not a fix).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any, List, Literal, Optional, TypedDict
 
 from envdoctor import __version__
 from envdoctor.advise.choice import Rejected
 from envdoctor.advise.current import Change
 from envdoctor.advise.machine import Machine
 from envdoctor.advise.plan import SCHEMA, Plan, Step
+from envdoctor.doctypes import Json
 from envdoctor.style import Style
 
 _INDEX = {"live": "index: checked live", "offline-table": "index: envdoctor's table, no live check"}
@@ -162,7 +163,7 @@ def _change(x: Change) -> str:
     return f"{x.package} {now} -> {x.then}" + (f" ({x.note})" if x.note else "")
 
 
-def _current(plan: Plan) -> dict[str, Any] | None:
+def _current(plan: Plan) -> CurrentTorch | None:
     cur = plan.current
     if cur is None:
         return None
@@ -188,11 +189,127 @@ def _turned_down(plan: Plan) -> list[Rejected]:
     return out + rows
 
 
-def _step(step: Step) -> dict[str, Any]:
+Text = Optional[str]
+Strings = List[str]
+Route = Literal["system", "conda", "docker"]
+
+
+class StepOf(TypedDict):
+    title: str
+    commands: Strings
+    note: Text
+
+
+class RejectedRoute(TypedDict):
+    route: Route
+    reason: str
+
+
+class RejectedBuild(TypedDict):
+    what: str
+    reason: str
+
+
+class WayOut(TypedDict):
+    kind: str
+    text: str
+    commands: Strings
+    torch: Text
+    variant: Text
+    branch: Text
+
+
+class MachineGpuOf(TypedDict):
+    name: Text
+    cc: Text
+    vendor: Text
+    datacenter: Optional[bool]
+
+
+class MachineOf(TypedDict):
+    """The machine planned for: this one, a saved report (--from), or --gpu/--driver/... alone."""
+
+    origin: str
+    given: Strings
+    os: Text
+    arch: Text
+    glibc: Text
+    driver: Text
+    python: Text
+    gpus: List[MachineGpuOf]
+
+
+class CurrentTorch(TypedDict):
+    """The torch the target Python has now, and whether it works here."""
+
+    python: str
+    torch: str
+    variant: Text
+    torchvision: Text
+    torchaudio: Text
+    state: Literal["works", "expected", "broken", "unfit", "unknown"]
+    evidence: str
+    text: Text
+
+
+class ChangeOf(TypedDict):
+    package: str
+    now: Text
+    then: Annotated[Text, Json(description="null: left as it is")]
+    note: str
+
+
+class _PlanKeys(TypedDict):
+    schema: str
+    envdoctor_version: str
+    route: Route
+    status: Literal["ok", "cpu", "macos", "no-fit", "amd"]
+    torch: Text
+    variant: Text
+    cuda: Text
+    index_url: Text
+    image: Text
+    python: Text
+    compatibility: Text
+    commands: Strings
+    steps: List[StepOf]
+    alternatives: Strings
+    reasons: Strings
+    warnings: Strings
+    rejected: List[RejectedRoute]
+    rejected_builds: List[RejectedBuild]
+    ways_out: List[WayOut]
+    sources: Strings
+    index_check: str
+    machine: Optional[MachineOf]
+
+
+class PlanDocument(_PlanKeys, total=False):
+    """The install plan: the route, the torch build and where it comes from, the commands in order,
+    and why. Nothing in it has been run. (Keys written since the first plans are not required.)"""
+
+    torchvision: Text
+    torchaudio: Text
+    image_tag: Text
+    forward_compat: Optional[bool]
+    conda: Any
+    driver_needed: Text
+    choice_reasons: Strings
+    already_installed: bool
+    index_env: Text
+    variant_asked: Annotated[Text, Json(description="the wheel variant --torch named (2.7.1+cu118: cu118)")]
+    variant_changed: Annotated[Text, Json(description="why another variant than the one asked for was chosen; "
+                                                      "null when none was asked or it was used")]
+    current: Optional[CurrentTorch]
+    changes: Annotated[List[ChangeOf], Json(description="what the steps change in the current target Python")]
+    upgrade_optional: Annotated[bool, Json(description="the current build works: the steps are an upgrade")]
+
+
+def _step(step: Step) -> StepOf:
     return {"title": step.title, "commands": list(step.commands), "note": step.note}
 
 
-def plan_document(plan: Plan) -> dict[str, Any]:
+def plan_document(plan: Plan) -> PlanDocument:
     """The versioned JSON document (``"schema": "envdoctor.plan/1"``)."""
     c = plan.choice
     m = plan.machine
@@ -238,7 +355,7 @@ def plan_document(plan: Plan) -> dict[str, Any]:
     }
 
 
-def _machine(m: Machine | None) -> dict[str, Any] | None:
+def _machine(m: Machine | None) -> MachineOf | None:
     if m is None:
         return None
     return {

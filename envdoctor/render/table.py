@@ -4,7 +4,8 @@ for scripts (the ``envdoctor.table/1`` document). Renders table rows; looks noth
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Dict, List, Literal, Optional, Tuple, TypedDict, Union
 
 from envdoctor.documents import document
 from envdoctor.table import (
@@ -22,7 +23,7 @@ from envdoctor.table import (
 
 SCHEMA = document("table").schema      # "envdoctor.table/1"
 #: the document's older marker, kept for the scripts that read it
-JSON_VERSION = "1"
+JSON_VERSION: Literal["1"] = "1"
 UNCONFIRMED = "[unconfirmed]"
 
 
@@ -46,9 +47,62 @@ def _plain(value: Any) -> Any:
     return str(value)
 
 
-def table_document(kind: str, key: str | None, result: Any) -> dict[str, Any]:
+class TableRow(TypedDict):
+    """A row of data/*.toml (its own keys besides these: the table's, as the file holds them)."""
+
+    source: str
+    checked: str
+    unconfirmed: bool
+
+
+TableKind = Literal["cuda", "torch", "gpu", "arch", "ngc", "distro", "variant"]
+
+
+class TableDocument(TypedDict):
+    """Rows of the bundled compatibility table as data/*.toml holds them, each with its source and
+    checked date. 'result' is a list of rows without a key, one row (or a small object of rows) with
+    one. 'version' is the older marker of the same document."""
+
+    schema: str
+    version: Literal["1"]
+    kind: TableKind
+    key: Optional[str]
+    result: Union[List[TableRow], Dict[str, Any]]
+
+
+#: what the type cannot say: a key of these kinds answers one row
+TABLE_ONE_ROW = {"allOf": [{"if": {"properties": {"key": {"type": "string"},
+                                                  "kind": {"enum": ["torch", "arch", "ngc", "distro"]}}},
+                            "then": {"properties": {"result": {"$ref": "#/$defs/TableRow"}}}}]}
+
+
+def table_document(kind: TableKind, key: str | None, result: Any) -> TableDocument:
     """``{"schema": "envdoctor.table/1", "version": "1", "kind": "cuda", "key": "12.8", "result": ...}``."""
     return {"schema": SCHEMA, "version": JSON_VERSION, "kind": kind, "key": key, "result": _plain(result)}
+
+
+STALE_SCHEMA = document("stale").schema      # "envdoctor.stale/1"
+
+
+@dataclass(frozen=True)
+class StaleAnswer:
+    """The bundled torch releases against the live wheel index: ``table --stale --json`` prints it."""
+
+    schema: str = STALE_SCHEMA
+    bundled_newest: Optional[str] = None     # "2.9.0": the newest torch data/torch.toml holds
+    variant: str = "cpu"                     # the index variant read
+    index: Optional[str] = None              # "https://download.pytorch.org/whl/cu130/torch/", credentials masked
+    newer: Tuple[str, ...] = ()              # releases the index has and the table does not
+    stale: Optional[bool] = None             # None: the index could not be read
+    error: Optional[str] = None              # why the index could not be read
+
+
+def stale_document(answer: StaleAnswer) -> dict[str, Any]:
+    """``{"schema": "envdoctor.stale/1", "bundled_newest": "2.9.0", "newer": ["2.10.0"], ...}``."""
+    from envdoctor.facts.serde import to_data
+
+    data: dict[str, Any] = to_data(answer)
+    return data
 
 
 # --- pieces of the text -------------------------------------------------------------------------------

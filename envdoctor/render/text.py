@@ -12,7 +12,7 @@ from envdoctor.facts import Facts
 from envdoctor.facts.base import ProbeError
 from envdoctor.facts.python import IndexConfig
 from envdoctor.findings import Finding
-from envdoctor.lines import finding_lines, suppressed_line, verdict
+from envdoctor.lines import findings_section
 from envdoctor.links.render_topo import links_rows
 from envdoctor.style import Style
 from envdoctor.units import format_bytes
@@ -373,9 +373,5 @@ def render(facts: Facts, findings: Tuple[Finding, ...], color: bool = False,
     extra = list(extra)
     if extra:
         out.extend(extra + [""])
-    out.append(style("Findings", "bold"))
-    out.extend(finding_lines(findings, style) or ["  none"])
-    out.extend(suppressed_line(suppressed, style))
-    out.append("")
-    out.append(verdict(findings, style))
+    out.extend(findings_section(tuple(findings), style, suppressed))
     return "\n".join(out) + "\n"

@@ -4,9 +4,10 @@ scripts (the ``envdoctor.verify/1`` document). Renders a Verification; computes 
 from __future__ import annotations
 
 import datetime
-from typing import Any, Dict
+from typing import Annotated, Any, Dict, List, Literal, Optional, TypedDict
 
 from envdoctor import __version__
+from envdoctor.doctypes import Json
 from envdoctor.documents import document
 from envdoctor.facts import Facts
 from envdoctor.bench.facts import BenchResult
@@ -80,18 +81,83 @@ def render_verification(base: Snapshot, v: Verification, color: bool = False) ->
     return "\n".join(out) + "\n"
 
 
+Strings = List[str]
+
+
+class Baseline(TypedDict):
+    """The snapshot compared against: where it is, when and where it was taken, what it held."""
+
+    path: str
+    created: Optional[str]
+    host: Optional[str]
+    schema: str
+    migrated_from: Optional[str]
+    driver: Optional[str]
+    torch: Optional[str]
+    gpus: Strings
+
+
+class Current(TypedDict):
+    """The machine now."""
+
+    collected_at: Optional[str]
+    host: Optional[str]
+    driver: Optional[str]
+    torch: Optional[str]
+    gpus: Strings
+
+
+class Regression(TypedDict):
+    """A regression is an error finding of ED701-ED713."""
+
+    code: Annotated[str, Json(pattern="^ED7(0[1-9]|1[0-3])$")]
+    severity: Literal["error"]
+
+
+class Change(TypedDict):
+    """A change is an info finding of ED720-ED728."""
+
+    code: Annotated[str, Json(pattern="^ED72[0-8]$")]
+    severity: Literal["info"]
+
+
+class BenchAgain(TypedDict):
+    """``verify --bench``: the bench run now and the tolerance it was compared with."""
+
+    tolerance_pct: Annotated[Optional[float], Json(minimum=0, maximum=100)]
+    current: Annotated[Dict[str, Any], Json.raw({"$ref": "bench-1.json"})]
+
+
+class VerifyDocument(TypedDict):
+    """The baseline, the machine now, regressions (error findings ED701-ED713), changes (info findings
+    ED720-ED728), what stayed the same and what could not be compared."""
+
+    schema: str
+    envdoctor_version: str
+    created_at: Optional[str]
+    baseline: Baseline
+    current: Current
+    warnings: Strings
+    regressions: List[Annotated[Regression, Json.extends(Finding)]]
+    changes: List[Annotated[Change, Json.extends(Finding)]]
+    unchanged: Strings
+    not_compared: Strings
+    bench: Optional[BenchAgain]
+    exit_code: Annotated[int, Json(enum=[0, 1, 3])]
+
+
 def verify_document(base: Snapshot, facts: Facts, v: Verification, warnings: list[str], bench: BenchResult | None,
-                    tolerance: float | None, code: int, created_at: str | None = None) -> dict[str, Any]:
+                    tolerance: float | None, code: int, created_at: str | None = None) -> VerifyDocument:
     """The ``envdoctor.verify/1`` document (``envdoctor/schemas/verify-1.json``): keys stable within
     the version, new keys may be added. Secrets are masked."""
     driver, torch_version, gpus = describe(base)
     now = describe(Snapshot(base.path, facts, (), {}))
-    doc: dict[str, Any] = {
+    doc: VerifyDocument = {
         "schema": SCHEMA,
         "envdoctor_version": __version__,
         "created_at": created_at,
         "baseline": {"path": str(base.path), "created": base.created, "host": base.host,
-                     "schema": base.doc.get("schema"), "migrated_from": base.migrated_from,
+                     "schema": str(base.doc.get("schema", "")), "migrated_from": base.migrated_from,
                      "driver": driver, "torch": torch_version, "gpus": list(gpus)},
         "current": {"collected_at": facts.collected_at, "host": facts.system.hostname,
                     "driver": now[0], "torch": now[1], "gpus": list(now[2])},
@@ -103,5 +169,5 @@ def verify_document(base: Snapshot, facts: Facts, v: Verification, warnings: lis
         "bench": ({"tolerance_pct": tolerance, "current": to_data(bench)} if bench is not None else None),
         "exit_code": code,
     }
-    masked: Dict[str, Any] = mask_data(doc)
+    masked: VerifyDocument = mask_data(doc)
     return masked

@@ -10,7 +10,7 @@ from envdoctor import commands
 from envdoctor.codes import CODES
 from envdoctor.compat import open_modules
 from envdoctor.facts import Facts, PciDevice
-from envdoctor.facts.gpu import driver_in_effect
+from envdoctor.facts.gpu import driver_in_effect, mismatch_evidence
 from envdoctor.findings import Finding, Severity
 from envdoctor.gpus import PCI, machine_gpus
 from envdoctor.parse import major
@@ -157,14 +157,7 @@ def mismatch(facts: Facts, table: Optional[Table]) -> Iterable[Finding]:
     d = facts.driver
     if not d.mismatch:
         return
-    evidence = []
-    if d.kernel_module_version:
-        evidence.append(f"kernel module {d.kernel_module_version} ({d.kernel_module_source})")
-    if d.userspace_version:
-        evidence.append(f"user-space driver {d.userspace_version} ({d.sources.get('userspace_version')})")
-    for err in (d.smi_error, d.nvml_error):
-        if err and "mismatch" in err.message:
-            evidence.append(err.message)
+    evidence = mismatch_evidence(d)
     yield Finding(
         "ED102", "error", CODES["ED102"].title,
         evidence=tuple(evidence), fix=commands.on_host(facts.system, commands.reload_modules()),

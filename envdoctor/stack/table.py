@@ -13,19 +13,20 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional, Tuple
+from typing import Any, Dict, Optional, Tuple
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from envdoctor.table.schema import Doc, TableError, check_top, fields, make_row, one_of, rows, version
+from envdoctor.table.rows import Sourced
+from envdoctor.table.schema import Doc, TableError, Where, check_top, load_rows, one_of, version, versions
 from envdoctor.table.source import DataDir, read_doc
 
 FILE = "extensions.toml"
 
 
 @dataclass(frozen=True)
-class ArchRow:
+class ArchRow(Sourced):
     name: str
     min_cc: str
     why: str
@@ -38,7 +39,7 @@ class ArchRow:
 
 
 @dataclass(frozen=True)
-class PinRow:
+class PinRow(Sourced):
     """``vllm 0.11.0`` pins torch 2.8.0 (and its siblings), built for CUDA 12.8."""
 
     package: str
@@ -57,7 +58,7 @@ class PinRow:
 
 
 @dataclass(frozen=True)
-class WheelRow:
+class WheelRow(Sourced):
     """Prebuilt wheels outside PyPI: ``url`` with {version} {cuda} {torch} {abi} {py}."""
 
     package: str
@@ -75,7 +76,7 @@ class WheelRow:
 
 
 @dataclass(frozen=True)
-class BadRow:
+class BadRow(Sourced):
     package: str
     versions: str                     # a specifier: ">=0.9"
     severity: str                     # "error", "warning"
@@ -89,7 +90,7 @@ class BadRow:
 
 
 @dataclass(frozen=True)
-class GccRow:
+class GccRow(Sourced):
     cuda: str                         # "12.4"
     max_gcc: int                      # 13
     source: str
@@ -100,7 +101,7 @@ class GccRow:
 
 
 @dataclass(frozen=True)
-class ImageRow:
+class ImageRow(Sourced):
     name: str                         # "vllm/vllm-openai:v0.11.0"
     ships: Tuple[str, ...]
     torch: str
@@ -113,7 +114,7 @@ class ImageRow:
 
 
 @dataclass(frozen=True)
-class AbiRow:
+class AbiRow(Sourced):
     torch: str                        # "2.7": from this release on
     cxx11abi: bool
     source: str
@@ -187,73 +188,47 @@ class Extensions:
         return next((r for r in self.images if r.name == name), None)
 
 
-def _cc(where, name, value):  # type: ignore[no-untyped-def]
-    if value is not None:
-        version(where, name, value)
-    return value
+def _wheel(where: Where, v: Dict[str, Any]) -> None:
+    version(where, "version", v["version"])
+    for a in v["abi"]:
+        one_of(where, "abi", a, ("TRUE", "FALSE"))
+    for part in ("{version}", "{cuda}", "{torch}", "{abi}", "{py}"):
+        if part not in v["url"]:
+            raise where.fail(f"field 'url' has no {part}")
+
+
+def _bad(where: Where, v: Dict[str, Any]) -> None:
+    one_of(where, "severity", v["severity"], ("error", "warning", "info"))
+    try:
+        SpecifierSet(v["versions"])
+    except InvalidSpecifier:
+        raise where.fail(f"field 'versions': {v['versions']!r} is not a version specifier") from None
 
 
 def parse(doc: Doc) -> Extensions:
     check_top(doc, ("arch", "pin", "wheel", "bad", "gcc", "image", "abi"))
-    archs = []
-    for where, raw in rows(doc, "arch", "name"):
-        v = fields(where, raw, {"name": "str", "min_cc": "str", "max_cc": "str?", "why": "str"})
-        _cc(where, "min_cc", v["min_cc"])
-        _cc(where, "max_cc", v["max_cc"])
-        archs.append(make_row(ArchRow, where, v))
-    pins = []
+    archs = load_rows(doc, "arch", "name", ArchRow, versions("min_cc", "max_cc"))
     seen = set()
-    for where, raw in rows(doc, "pin", "package"):
-        v = fields(where, raw, {"package": "str", "version": "str", "torch": "str", "torchvision": "str?",
-                                "torchaudio": "str?", "xformers": "str?", "cuda": "strs", "pythons": "strs"})
-        for k in ("version", "torch", "torchvision", "torchaudio", "xformers"):
-            version(where, k, v[k])
+
+    def pin(where: Where, v: Dict[str, Any]) -> None:
+        versions("version", "torch", "torchvision", "torchaudio", "xformers")(where, v)
         key = (v["package"], Version(v["version"]))
         if key in seen:
             raise where.fail(f"a second row for {v['package']} {v['version']}")
         seen.add(key)
-        pins.append(make_row(PinRow, where, v))
-    wheels = []
-    for where, raw in rows(doc, "wheel", "version"):
-        v = fields(where, raw, {"package": "str", "version": "str", "url": "str", "cuda": "strs", "torch": "strs",
-                                "pythons": "strs", "abi": "strs"})
-        version(where, "version", v["version"])
-        for a in v["abi"]:
-            one_of(where, "abi", a, ("TRUE", "FALSE"))
-        for part in ("{version}", "{cuda}", "{torch}", "{abi}", "{py}"):
-            if part not in v["url"]:
-                raise where.fail(f"field 'url' has no {part}")
-        wheels.append(make_row(WheelRow, where, v))
-    bad = []
-    for where, raw in rows(doc, "bad", "package"):
-        v = fields(where, raw, {"package": "str", "versions": "str", "severity": "str", "problem": "str", "fix": "str"})
-        one_of(where, "severity", v["severity"], ("error", "warning", "info"))
-        try:
-            SpecifierSet(v["versions"])
-        except InvalidSpecifier:
-            raise where.fail(f"field 'versions': {v['versions']!r} is not a version specifier") from None
-        bad.append(make_row(BadRow, where, v))
-    gccs = []
-    for where, raw in rows(doc, "gcc", "cuda"):
-        v = fields(where, raw, {"cuda": "str", "max_gcc": "int"})
-        version(where, "cuda", v["cuda"])
-        gccs.append(make_row(GccRow, where, v))
+
+    pins = load_rows(doc, "pin", "package", PinRow, pin)
+    wheels = load_rows(doc, "wheel", "version", WheelRow, _wheel)
+    bad = load_rows(doc, "bad", "package", BadRow, _bad)
+    gccs = load_rows(doc, "gcc", "cuda", GccRow, versions("cuda"))
     if len({r.cuda for r in gccs}) != len(gccs):
         raise TableError(f"{doc.label}: a [[gcc]] cuda appears twice")
     ordered = sorted(gccs, key=lambda r: Version(r.cuda))
     if any(a.max_gcc > b.max_gcc for a, b in zip(ordered, ordered[1:])):
         raise TableError(f"{doc.label}: [[gcc]] max_gcc must not fall as CUDA rises")
-    images = []
-    for where, raw in rows(doc, "image", "name"):
-        v = fields(where, raw, {"name": "str", "ships": "strs", "torch": "str", "cuda": "str"})
-        images.append(make_row(ImageRow, where, v))
-    abis = []
-    for where, raw in rows(doc, "abi", "torch"):
-        v = fields(where, raw, {"torch": "str", "cxx11abi": "bool"})
-        version(where, "torch", v["torch"])
-        abis.append(make_row(AbiRow, where, v))
-    return Extensions(tuple(archs), tuple(pins), tuple(wheels), tuple(bad), tuple(ordered), tuple(images),
-                      tuple(abis))
+    images = load_rows(doc, "image", "name", ImageRow)
+    abis = load_rows(doc, "abi", "torch", AbiRow, versions("torch"))
+    return Extensions(archs, pins, wheels, bad, tuple(ordered), images, abis)
 
 
 def build(directory: Optional[DataDir] = None) -> Extensions:

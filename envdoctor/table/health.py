@@ -17,10 +17,11 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, Optional, Tuple
+from typing import Any, Dict, Optional, Tuple
 
 from envdoctor.table.names import norm_gpu_name
-from envdoctor.table.schema import Doc, TableError, check_top, fields, make_row, one_of, rows, spec_of
+from envdoctor.table.rows import Sourced
+from envdoctor.table.schema import Doc, TableError, Where, check_top, fields, load_rows, make_row, one_of, rows, spec_of
 from envdoctor.table.source import DataDir, read_doc
 
 XID_SEVERITIES = ("critical", "warning", "app", "info")
@@ -30,7 +31,7 @@ BURN_DTYPES = ("bf16", "fp16", "tf32", "fp32", "fp64")
 
 
 @dataclass(frozen=True)
-class Xid:
+class Xid(Sourced):
     """One Xid code: ``Xid(79, ..., severity="critical", ...)``."""
 
     code: int
@@ -51,7 +52,7 @@ class Xid:
 
 
 @dataclass(frozen=True)
-class Reason:
+class Reason(Sourced):
     """One clock-event reason bit, e.g. ``hw_thermal`` (0x40, class "fault")."""
 
     name: str
@@ -67,7 +68,7 @@ class Reason:
 
 
 @dataclass(frozen=True)
-class Expected:
+class Expected(Sourced):
     """The sustained rate of ``dtype`` n x n products on a GPU model, at a power limit."""
 
     gpu: str
@@ -132,10 +133,9 @@ def load_xids(doc: Doc) -> Tuple[Xid, ...]:
 
 def load_health_file(doc: Doc) -> Tuple[Tuple[Reason, ...], Tuple[Expected, ...]]:
     check_top(doc, ("reason", "expected"))
-    reasons = []
     bits: Dict[int, str] = {}
-    for where, raw in rows(doc, "reason", "name"):
-        v = fields(where, raw, spec_of(Reason, renamed=(("kind", "class"),)))
+
+    def reason(where: Where, v: Dict[str, Any]) -> None:
         bit = v["bit"]
         if bit <= 0 or bit & (bit - 1):
             raise where.fail(f"field 'bit': {bit:#x} is not a single bit")
@@ -144,21 +144,21 @@ def load_health_file(doc: Doc) -> Tuple[Tuple[Reason, ...], Tuple[Expected, ...]
         one_of(where, "class", v["class"], REASON_CLASSES)
         bits[bit] = v["name"]
         v["kind"] = v.pop("class")
-        reasons.append(make_row(Reason, where, v))
+
+    reasons = load_rows(doc, "reason", "name", Reason, reason, renamed=(("kind", "class"),))
     names = [r.name for r in reasons]
     if len(set(names)) != len(names):
         raise TableError(f"{doc.label}: a [[reason]] name appears twice")
-    rates = []
     seen = set()
-    for where, raw in rows(doc, "expected", "gpu"):
-        v = fields(where, raw, spec_of(Expected))
+
+    def expected(where: Where, v: Dict[str, Any]) -> None:
         one_of(where, "dtype", v["dtype"], BURN_DTYPES)
         key = (norm_gpu_name(v["gpu"]), v["dtype"], v["n"])
         if key in seen:
             raise where.fail(f"a second row for {v['gpu']} {v['dtype']} n={v['n']}")
         seen.add(key)
-        rates.append(make_row(Expected, where, v))
-    return tuple(reasons), tuple(rates)
+
+    return reasons, load_rows(doc, "expected", "gpu", Expected, expected)
 
 
 def build_health(directory: Optional[DataDir] = None) -> Health:

@@ -41,11 +41,13 @@ from envdoctor.table.schema import (
     check_top,
     check_unconfirmed_fields,
     fields,
+    load_rows,
     make_row,
     one_of,
     rows,
     spec_of,
     version,
+    versions,
 )
 
 _CC = re.compile(r"^\d{1,2}\.\d$")
@@ -56,80 +58,68 @@ _SERIES = re.compile(r"^(gtx|rtx) (\d{2}|\d{4})( [a-z]+)?$")
 _PRECISIONS = ("fp64", "tf32", "bf16", "fp16", "fp8", "fp6", "fp4", "int8", "int4")
 
 
+def _cc(where: Where, v: dict[str, Any], name: str = "cc", example: str = "8.6") -> None:
+    if v[name] is not None and not _CC.match(v[name]):
+        raise where.fail(f"field {name!r}: {v[name]!r} is not a compute capability like {example}")
+
+
+def _cuda_release(where: Where, v: dict[str, Any]) -> None:
+    versions("version", "min_driver_linux", "min_driver_windows")(where, v)
+    one_of(where, "kind", v["kind"], get_args(CudaKind))
+    v["label"] = v["label"] or v["version"]
+
+
+def _branch(where: Where, v: dict[str, Any]) -> None:
+    version(where, "branch", v["branch"])
+    one_of(where, "designation", v["designation"], get_args(Designation))
+
+
 def load_cuda(doc: Doc) -> tuple[tuple[CudaRelease, ...], tuple[MinorCompat, ...], tuple[DriverBranch, ...]]:
     check_top(doc, ("release", "minor_compat", "branch"))
-    releases = []
-    for where, raw in rows(doc, "release", "version"):
-        v = fields(where, raw, spec_of(CudaRelease, loose=("label",)))
-        for name in ("version", "min_driver_linux", "min_driver_windows"):
-            version(where, name, v[name])
-        one_of(where, "kind", v["kind"], get_args(CudaKind))
-        v["label"] = v["label"] or v["version"]
-        releases.append(make_row(CudaRelease, where, v))
-    compat = []
-    for where, raw in rows(doc, "minor_compat", "major"):
-        v = fields(where, raw, spec_of(MinorCompat))
-        for name in ("min_driver_linux", "min_driver_windows", "below_driver"):
-            version(where, name, v[name])
-        compat.append(make_row(MinorCompat, where, v))
-    branches = []
-    for where, raw in rows(doc, "branch", "branch"):
-        v = fields(where, raw, spec_of(DriverBranch))
-        version(where, "branch", v["branch"])
-        one_of(where, "designation", v["designation"], get_args(Designation))
-        branches.append(make_row(DriverBranch, where, v))
-    return tuple(releases), tuple(compat), tuple(branches)
+    return (load_rows(doc, "release", "version", CudaRelease, _cuda_release, loose=("label",)),
+            load_rows(doc, "minor_compat", "major", MinorCompat,
+                      versions("min_driver_linux", "min_driver_windows", "below_driver")),
+            load_rows(doc, "branch", "branch", DriverBranch, _branch))
+
+
+def _architecture(where: Where, v: dict[str, Any]) -> None:
+    _cc(where, v)
+    versions("first_cuda", "dropped_cuda", "min_driver_branch", "last_driver_branch")(where, v)
+    bad = [p for p in v["tensor_cores"] if p not in _PRECISIONS]
+    if bad:
+        raise where.fail(f"field 'tensor_cores': unknown precision {bad[0]!r} (known: {', '.join(_PRECISIONS)})")
+    one_of(where, "kernel_modules", v["kernel_modules"], get_args(KernelModules))
+    major, minor = v["cc"].split(".")
+    v["sm"] = f"sm_{major}{minor}"
 
 
 def load_architectures(doc: Doc) -> tuple[Architecture, ...]:
     check_top(doc, ("architecture",))
-    out = []
-    for where, raw in rows(doc, "architecture", "cc"):
-        v = fields(where, raw, spec_of(Architecture, derived=("sm",), strict=("kernel_modules_source",)))
-        if not _CC.match(v["cc"]):
-            raise where.fail(f"field 'cc': {v['cc']!r} is not a compute capability like 8.6")
-        for name in ("first_cuda", "dropped_cuda", "min_driver_branch", "last_driver_branch"):
-            version(where, name, v[name])
-        bad = [p for p in v["tensor_cores"] if p not in _PRECISIONS]
-        if bad:
-            raise where.fail(f"field 'tensor_cores': unknown precision {bad[0]!r} (known: {', '.join(_PRECISIONS)})")
-        one_of(where, "kernel_modules", v["kernel_modules"], get_args(KernelModules))
-        major, minor = v["cc"].split(".")
-        v["sm"] = f"sm_{major}{minor}"
-        out.append(make_row(Architecture, where, v))
-    return tuple(out)
+    return load_rows(doc, "architecture", "cc", Architecture, _architecture, derived=("sm",),
+                     strict=("kernel_modules_source",))
+
+
+def _gpu(where: Where, v: dict[str, Any]) -> None:
+    _cc(where, v)
+    if v["datacenter"] and not v["datacenter_source"]:
+        raise where.fail("field 'datacenter' is true but 'datacenter_source' is missing "
+                         "(where NVIDIA lists the model as a data-center GPU)")
+    for pid in v["pci_ids"]:
+        if not _PCI.match(pid):
+            raise where.fail(f"field 'pci_ids': {pid!r} is not a device id like 0x2335")
+
+
+def _series(where: Where, v: dict[str, Any]) -> None:
+    if not _SERIES.match(v["match"]):
+        raise where.fail(f"field 'match': {v['match']!r} is not a GeForce series like \"rtx 40\" "
+                         "or a model like \"rtx 2050\"")
+    _cc(where, v)
 
 
 def load_gpus(doc: Doc) -> tuple[tuple[GpuModel, ...], tuple[ChipFamily, ...], tuple[GpuSeries, ...]]:
     check_top(doc, ("gpu", "family", "series"))
-    gpus = []
-    for where, raw in rows(doc, "gpu", "name"):
-        v = fields(where, raw, spec_of(GpuModel))
-        if not _CC.match(v["cc"]):
-            raise where.fail(f"field 'cc': {v['cc']!r} is not a compute capability like 8.6")
-        if v["datacenter"] and not v["datacenter_source"]:
-            raise where.fail("field 'datacenter' is true but 'datacenter_source' is missing "
-                             "(where NVIDIA lists the model as a data-center GPU)")
-        for pid in v["pci_ids"]:
-            if not _PCI.match(pid):
-                raise where.fail(f"field 'pci_ids': {pid!r} is not a device id like 0x2335")
-        gpus.append(make_row(GpuModel, where, v))
-    families = []
-    for where, raw in rows(doc, "family", "chip"):
-        v = fields(where, raw, spec_of(ChipFamily))
-        if not _CC.match(v["cc"]):
-            raise where.fail(f"field 'cc': {v['cc']!r} is not a compute capability like 8.6")
-        families.append(make_row(ChipFamily, where, v))
-    series = []
-    for where, raw in rows(doc, "series", "match"):
-        v = fields(where, raw, spec_of(GpuSeries))
-        if not _SERIES.match(v["match"]):
-            raise where.fail(f"field 'match': {v['match']!r} is not a GeForce series like \"rtx 40\" "
-                             "or a model like \"rtx 2050\"")
-        if not _CC.match(v["cc"]):
-            raise where.fail(f"field 'cc': {v['cc']!r} is not a compute capability like 8.6")
-        series.append(make_row(GpuSeries, where, v))
-    return tuple(gpus), tuple(families), tuple(series)
+    return (load_rows(doc, "gpu", "name", GpuModel, _gpu), load_rows(doc, "family", "chip", ChipFamily, _cc),
+            load_rows(doc, "series", "match", GpuSeries, _series))
 
 
 def _torch_variant(where: Where, raw: dict, cuda_of: dict[str, Any]) -> TorchVariant:
@@ -199,29 +189,23 @@ def load_indexes(doc: Doc) -> tuple[str, tuple[dict[str, Any], ...], tuple[Mirro
             raise where.fail(f"field 'index_url': {v['index_url']!r} is not an https URL")
         check_unconfirmed_fields(where, v["unconfirmed_fields"], Variant)
         variants.append(dict(v, _where=where))
-    mirrors = []
-    for where, raw in rows(doc, "mirror", "name"):
-        v = fields(where, raw, spec_of(Mirror))
-        one_of(where, "kind", v["kind"], get_args(MirrorKind))
-        mirrors.append(make_row(Mirror, where, v))
-    return base, tuple(variants), tuple(mirrors)
+    mirrors = load_rows(doc, "mirror", "name", Mirror,
+                        lambda where, v: one_of(where, "kind", v["kind"], get_args(MirrorKind)))
+    return base, tuple(variants), mirrors
+
+
+def _ngc(where: Where, v: dict[str, Any]) -> None:
+    if not re.match(r"^\d{2}\.\d{2}$", v["tag"]):
+        raise where.fail(f"field 'tag': {v['tag']!r} is not a release tag like 25.01")
+    _cc(where, v, "min_cc", "7.5")
+    versions("cuda", "torch", "min_driver")(where, v)
+    for b in v["forward_compat_branches"]:
+        version(where, "forward_compat_branches", b)
 
 
 def load_ngc(doc: Doc) -> tuple[NgcRelease, ...]:
     check_top(doc, ("release",))
-    out = []
-    for where, raw in rows(doc, "release", "tag"):
-        v = fields(where, raw, spec_of(NgcRelease))
-        if not re.match(r"^\d{2}\.\d{2}$", v["tag"]):
-            raise where.fail(f"field 'tag': {v['tag']!r} is not a release tag like 25.01")
-        if v["min_cc"] is not None and not _CC.match(v["min_cc"]):
-            raise where.fail(f"field 'min_cc': {v['min_cc']!r} is not a compute capability like 7.5")
-        for name in ("cuda", "torch", "min_driver"):
-            version(where, name, v[name])
-        for b in v["forward_compat_branches"]:
-            version(where, "forward_compat_branches", b)
-        out.append(make_row(NgcRelease, where, v))
-    return tuple(out)
+    return load_rows(doc, "release", "tag", NgcRelease, _ngc)
 
 
 #: Facts a [[family]] row gives its distributions and a [[distro]] row may give for itself, each

@@ -35,8 +35,12 @@ VARIANT_NAME = re.compile(r"^(cpu|xpu|cu\d{2,3}|rocm\d+(?:\.\d+){0,2})$")
 CUDA_VARIANT = re.compile(r"^cu\d{2,3}$")
 
 
-class _Sourced:
-    """Mixin: whether the row, or one field of it, is confirmed against its source."""
+class Sourced:
+    """The one base of every sourced row of every table file (data/*.toml: the compatibility
+    table's rows, links.toml's, health.toml's and xid.toml's, extensions.toml's): whether the row,
+    or one field of it, is confirmed against its source. Each row dataclass declares ``source``,
+    ``checked``, ``unconfirmed``, ``unconfirmed_fields`` and ``note`` last (a dataclass base cannot
+    hold fields with defaults before the row's own); ``table.schema.load_rows`` loads them all."""
 
     unconfirmed: bool
     unconfirmed_fields: tuple[str, ...]
@@ -53,6 +57,9 @@ class _Sourced:
         if self.unconfirmed:
             return False
         return name is None or name not in self.unconfirmed_fields
+
+
+_Sourced = Sourced      # the name the rows below were written with
 
 
 @dataclass(frozen=True)

@@ -196,6 +196,24 @@ def make_row(cls: type, where: Where, values: dict[str, Any]) -> Any:
     return cls(**values)
 
 
+def load_rows(doc: Doc, section: str, key: Optional[str], cls: type,
+              check: Optional[Callable[[Where, dict[str, Any]], None]] = None, **spec: Any) -> tuple[Any, ...]:
+    """Every ``[[section]]`` row of ``doc`` as a ``cls`` (a frozen dataclass of sourced fields), the one
+    loader of every table file: the fields the dataclass declares (:func:`spec_of` with ``spec``:
+    ``derived``, ``loose``, ``renamed``, ...) checked by their types, then ``check(where, values)``
+    for what a row must hold besides (it raises ``where.fail(...)``, and may fill a derived value)::
+
+        load_rows(doc, "gcc", "cuda", GccRow, lambda where, v: version(where, "cuda", v["cuda"]))
+    """
+    out = []
+    for where, raw in rows(doc, section, key):
+        values = fields(where, raw, spec_of(cls, **spec))
+        if check is not None:
+            check(where, values)
+        out.append(make_row(cls, where, values))
+    return tuple(out)
+
+
 def one_of(where: Where, name: str, value: Optional[str], allowed: tuple[str, ...]) -> None:
     """A field of a closed set (the ``Literal`` of its row field): anything else is an error."""
     if value is not None and value not in allowed:
@@ -217,6 +235,14 @@ def version(where: Where, name: str, value: Optional[str]) -> Optional[Version]:
         return parse_version(value)
     except (InvalidVersion, TypeError):
         raise where.fail(f"field '{name}': {value!r} is not a version") from None
+
+
+def versions(*names: str) -> Callable[[Where, dict[str, Any]], None]:
+    """A row check: each of ``names`` is a version where it is given (``versions("version", "torch")``)."""
+    def check(where: Where, v: dict[str, Any]) -> None:
+        for name in names:
+            version(where, name, v[name])
+    return check
 
 
 def _str(where: Where, k: str, v: Any) -> str:

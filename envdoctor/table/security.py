@@ -12,16 +12,17 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional, Tuple
+from typing import Any, Dict, Optional, Tuple
 
 from packaging.version import InvalidVersion, Version
 
-from envdoctor.table.schema import Doc, TableError, check_top, fields, make_row, rows, spec_of
+from envdoctor.table.rows import Sourced
+from envdoctor.table.schema import Doc, TableError, Where, check_top, load_rows
 from envdoctor.table.source import DataDir, read_doc
 
 
 @dataclass(frozen=True)
-class ToolkitFix:
+class ToolkitFix(Sourced):
     """The first release of the toolkit that fixes the CVEs of one NVIDIA bulletin."""
 
     cves: Tuple[str, ...]               # ("CVE-2025-23266", "CVE-2025-23267")
@@ -37,21 +38,20 @@ class ToolkitFix:
     note: Optional[str] = None
 
 
+def _fix(where: Where, v: Dict[str, Any]) -> None:
+    try:
+        Version(v["fixed"])
+    except InvalidVersion:
+        raise where.fail(f"field 'fixed': {v['fixed']!r} is not a version") from None
+    if not v["cves"] or not all(c.startswith("CVE-") for c in v["cves"]):
+        raise where.fail("field 'cves': CVE ids, at least one")
+    if not v["bulletin"].startswith("https://"):
+        raise where.fail("field 'bulletin': the bulletin's https URL")
+
+
 def parse_fixes(doc: Doc) -> Tuple[ToolkitFix, ...]:
     check_top(doc, ("toolkit_fix",))
-    out = []
-    for where, raw in rows(doc, "toolkit_fix", "fixed"):
-        v = fields(where, raw, spec_of(ToolkitFix))
-        try:
-            Version(v["fixed"])
-        except InvalidVersion:
-            raise where.fail(f"field 'fixed': {v['fixed']!r} is not a version") from None
-        if not v["cves"] or not all(c.startswith("CVE-") for c in v["cves"]):
-            raise where.fail("field 'cves': CVE ids, at least one")
-        if not v["bulletin"].startswith("https://"):
-            raise where.fail("field 'bulletin': the bulletin's https URL")
-        v["cves"] = tuple(v["cves"])
-        out.append(make_row(ToolkitFix, where, v))
+    out = load_rows(doc, "toolkit_fix", "fixed", ToolkitFix, _fix)
     if not out:
         raise TableError(f"{doc.label}: no [[toolkit_fix]] row")
     return tuple(sorted(out, key=lambda f: Version(f.fixed)))

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from envdoctor import commands
-from envdoctor.facts.gpu import DriverFacts
+from envdoctor.facts.gpu import DriverFacts, mismatch_evidence
 from envdoctor.findings import Finding
 from envdoctor.parse import release
 from envdoctor.verify.pair import NotCompared, Outcome, Pair, Same, driver_of, lower, not_inspected
@@ -28,12 +28,7 @@ def reboot_pending(pair: Pair) -> Iterator[Outcome]:
     before, d = pair.before, pair.after.driver
     if not pair.rebooting:
         return
-    evidence = []
-    if d.kernel_module_version:
-        evidence.append(f"kernel module {d.kernel_module_version} still loaded ({d.kernel_module_source})")
-    if d.userspace_version:
-        evidence.append(f"user-space driver {d.userspace_version} installed ({d.sources.get('userspace_version')})")
-    evidence.extend(e.message for e in (d.smi_error, d.nvml_error) if e is not None and "mismatch" in e.message)
+    evidence = mismatch_evidence(d, after_upgrade=True)
     if before.driver.mismatch:
         evidence.append("the baseline was taken in the same state")
     yield Finding(

@@ -7,6 +7,9 @@ Standard library and torch only, Python 3.8+, never imported by envdoctor itself
      "memory": {"sizes": [65536, 262144], "budget": 2.0},
      "layers": {"budget": 5.0, "dtypes": ["fp16", "bf16"], "names": ["bert", "llama"]}}
 
+``gpu_required`` (``bench`` without ``--cpu``): a torch that sees no GPU is the error ``no_gpu`` at
+once, before anything is measured; without it the suites run on the CPU (``check --bench``).
+
 One child runs every suite asked for, one device after the other: torch is imported and CUDA
 started once (3 to 5 s on the H200, more than the memory suite takes), and the layers suite
 compares with the matmul rates measured just before. Events: ``plan`` (the devices, and the
@@ -126,6 +129,11 @@ def main(cfg):
     if not cuda and cfg.get("device_required") and want != "all":
         out["error"] = {"kind": "bad_device", "message": "--device %s: torch %s sees no GPU"
                         % (want, out["torch_version"]) + (" (%s)" % out["cuda_error"] if out.get("cuda_error") else "")}
+        return out
+    if not cuda and cfg.get("gpu_required"):
+        build = "is a CPU-only build" if not out["torch_cuda"] else "sees no GPU"
+        out["error"] = {"kind": "no_gpu", "message": "torch %s %s" % (out["torch_version"], build)
+                        + (" (%s)" % out["cuda_error"] if out.get("cuda_error") else "")}
         return out
     if cuda:
         count = torch.cuda.device_count()

@@ -5,9 +5,10 @@ GPU; the host samples NVML meanwhile. Config, e.g.::
 
     {"device": 0, "seconds": 60, "dtypes": null, "fp64_ccs": ["8.0", "9.0", "10.0", "10.3"],
      "n": 8192, "cpu_n": 256, "interval": 0.5, "memtest_seconds": 6, "memtest_fraction": 0.9,
-     "cpu_memtest_bytes": 67108864, "require_cuda": true}
+     "cpu_memtest_bytes": 67108864, "require_cuda": true, "require_gpu": true}
 
-``device``: a torch CUDA index, or "auto" (the first GPU, else the CPU). ``dtypes`` null means
+``device``: a torch CUDA index, or "auto" (the first GPU, else the CPU where ``require_gpu`` is
+false: ``burn --cpu``). ``dtypes`` null means
 bf16 and fp32, plus fp64 on a GPU whose compute capability is in ``fp64_ccs`` (the host takes
 them from data/architectures.toml: Tensor Cores that take fp64), fp16 instead of bf16 below 8.0.
 
@@ -386,6 +387,8 @@ def main(cfg):
     want = cfg.get("device", "auto")
     if not cuda and cfg.get("require_cuda"):
         raise Failure("no_cuda", no_cuda_reason(torch))
+    if not cuda and cfg.get("require_gpu"):
+        raise Failure("no_gpu", no_cuda_reason(torch))
     if cuda:
         count = torch.cuda.device_count()
         index = 0 if want == "auto" else int(want)

@@ -4,10 +4,14 @@ A part of ``child/torch_probe.py`` (named on its ``# envdoctor child uses:`` lin
 torch's own facts, so the machine's interpreter starts once. For each library of the catalog the
 host sends (``{"name": "flash-attn", "dists": ["flash-attn"], "modules": ["flash_attn"]}``):
 the dist-info's version, installer, ``direct_url.json``, ``Requires-Dist`` lines and wheel tags;
-then each import in a grandchild process of its own (``sys.executable -c ...``), all bounded by
-one deadline, so a segfault or a hang in one library's import is that library's fact and never
-the check's. DeepSpeed's op report comes from ``deepspeed/git_version_info_installed.py``, read as
-text (ds_report's ``installed_ops``, ``compatible_ops`` and ``torch_info``), not imported.
+then the imports, all bounded by one deadline: ONE grandchild (``sys.executable -c ...``) imports
+torch once and then each library in turn, writing a line before and after each; when it crashes,
+exits or stays on one library longer than :func:`stall_after`, the library it was on is named by
+its last line and the libraries after it are imported each in a grandchild of its own (in
+parallel). So a segfault or a hang in one library's import is that library's fact and never the
+check's, and torch is imported once, not once per library. DeepSpeed's op report comes from
+``deepspeed/git_version_info_installed.py``, read as text (ds_report's ``installed_ops``,
+``compatible_ops`` and ``torch_info``), not imported.
 
 Standard library only, Python 3.8 syntax (no f-strings).
 """
@@ -21,59 +25,85 @@ if False:  # for readers and linters: these come from _prelude.py and torch_prob
 
 #: When the child started (this part is sent before the script): the imports end within its bound.
 STARTED = getattr(time, "monotonic", time.time)()   # Python 2 still says its version
-MARK = "@@envdoctor-extension@@"
 MAX_METADATA = 512 * 1024
 MAX_REQUIRES = 200
 MAX_STDERR = 4000
 #: grandchildren importing at once (each imports torch: memory, not CPU, is what they share)
 PARALLEL = 6
 
-#: The program each grandchild runs: import torch, then the module; print one marked JSON line.
-_IMPORT = r'''
+#: The program of a grandchild: import torch, then each module named in turn. It writes one JSON
+#: line on the results file (its descriptor is the first argument) when torch is imported, when a
+#: module's import starts and when it ended, with where its standard error stood (the host cuts
+#: each module's part out of it); the modules' own output goes where it likes.
+_IMPORT = r"""
 import json, os, sys, time, traceback
 if sys.path and sys.path[0] in ("", os.getcwd()):
     del sys.path[0]
-name = sys.argv[1]
-out = {"module": name}
-started = time.time()
+fd = int(sys.argv[1])
+names = sys.argv[3:]
+try:   # ends with the torch child (it may crash or be killed meanwhile): PR_SET_PDEATHSIG, SIGKILL
+    import ctypes
+    ctypes.CDLL(None).prctl(1, 9)
+except BaseException:
+    pass
+if os.getppid() != int(sys.argv[2]):
+    os._exit(0)
+def say(obj):
+    os.write(fd, (json.dumps(obj) + "\n").encode())
+def stderr_at():
+    for stream in (sys.__stderr__, sys.stderr):
+        try:
+            stream.flush()
+        except BaseException:
+            pass
+    try:
+        return os.lseek(2, 0, os.SEEK_CUR)
+    except (OSError, ValueError):
+        return None
+torch_error = None
 try:
     import torch
-    out["torch"] = True
 except BaseException as exc:
-    out["torch"] = False
-    out["torch_error"] = "%s: %s" % (type(exc).__name__, str(exc)[:1500])
-if out["torch"]:
-    try:
-        import importlib
-        mod = importlib.import_module(name)
-        out["ok"] = True
-        version = getattr(mod, "__version__", None)
-        out["version"] = None if version is None else str(version)[:100]
-        out["file"] = getattr(mod, "__file__", None)
-    except BaseException as exc:
-        out["ok"] = False
-        out["type"] = type(exc).__name__
-        out["message"] = str(exc)[:3000]
-        frames = traceback.extract_tb(sys.exc_info()[2])[-3:]
-        out["where"] = ["%s:%s" % (f[0], f[1]) for f in frames]
-    if out.get("ok") and name == "deepspeed":
+    torch_error = "%s: %s" % (type(exc).__name__, str(exc)[:1500])
+say({"torch": torch_error is None, "stderr_at": stderr_at()})
+for name in names:
+    started = time.time()
+    say({"start": name, "stderr_at": stderr_at(), "t": started})
+    out = {"module": name, "torch": torch_error is None}
+    if torch_error is not None:
+        out["torch_error"] = torch_error
+    else:
         try:
-            from deepspeed.ops.op_builder.all_ops import ALL_OPS
-            compat = {}
-            for op, builder in sorted(ALL_OPS.items())[:60]:
-                try:
-                    compat[op] = bool(builder.is_compatible(False))
-                except BaseException:
-                    compat[op] = None
-            out["compatible_ops"] = compat
+            import importlib
+            mod = importlib.import_module(name)
+            out["ok"] = True
+            version = getattr(mod, "__version__", None)
+            out["version"] = None if version is None else str(version)[:100]
+            out["file"] = getattr(mod, "__file__", None)
         except BaseException as exc:
-            out["ops_error"] = "%s: %s" % (type(exc).__name__, str(exc)[:500])
-out["seconds"] = round(time.time() - started, 3)
-sys.stdout.flush()
-sys.stdout.write("\n" + MARK + json.dumps(out) + "\n")
-sys.stdout.flush()
+            out["ok"] = False
+            out["type"] = type(exc).__name__
+            out["message"] = str(exc)[:3000]
+            frames = traceback.extract_tb(sys.exc_info()[2])[-3:]
+            out["where"] = ["%s:%s" % (f[0], f[1]) for f in frames]
+        if out.get("ok") and name == "deepspeed":
+            try:
+                from deepspeed.ops.op_builder.all_ops import ALL_OPS
+                compat = {}
+                for op, builder in sorted(ALL_OPS.items())[:60]:
+                    try:
+                        compat[op] = bool(builder.is_compatible(False))
+                    except BaseException:
+                        compat[op] = None
+                out["compatible_ops"] = compat
+            except BaseException as exc:
+                out["ops_error"] = "%s: %s" % (type(exc).__name__, str(exc)[:500])
+    out["seconds"] = round(time.time() - started, 3)
+    out["stderr_at"] = stderr_at()
+    say(out)
+say({"done": True})
 os._exit(0)
-'''.replace("MARK", repr(MARK))
+"""
 
 
 def _read(path, limit):
@@ -206,20 +236,26 @@ def _torch_abi():
     return value if isinstance(value, bool) else None
 
 
-def _start(name, env):
+def _start(names, env):
+    """A grandchild importing ``names`` in turn: (its state, None), or (None, why it did not start)."""
     import subprocess
     import tempfile
 
-    out = tempfile.TemporaryFile()
+    results = tempfile.TemporaryFile()
     err = tempfile.TemporaryFile()
+    fd = results.fileno()
     try:
-        proc = subprocess.Popen([sys.executable, "-c", _IMPORT, name], stdin=subprocess.DEVNULL,
-                                stdout=out, stderr=err, env=env, start_new_session=True)
+        proc = subprocess.Popen([sys.executable, "-c", _IMPORT, str(fd), str(os.getpid())] + list(names),
+                                stdin=subprocess.DEVNULL,
+                                stdout=subprocess.DEVNULL, stderr=err, env=env, start_new_session=True,
+                                pass_fds=(fd,))
     except (OSError, ValueError) as exc:
-        out.close()
+        results.close()
         err.close()
-        return None, None, None, "%s: %s" % (type(exc).__name__, exc)
-    return proc, out, err, None
+        return None, "%s: %s" % (type(exc).__name__, exc)
+    now = time.monotonic()
+    return {"proc": proc, "names": list(names), "results": results, "err": err, "started": now, "read": 0,
+            "buffer": b"", "done": {}, "current": None, "since": now, "err_at": 0}, None
 
 
 def _kill(proc):
@@ -232,63 +268,157 @@ def _kill(proc):
             proc.kill()
         except OSError:
             pass
+    proc.wait()
 
 
-def _collect(proc, out, err, seconds, timed_out):
+def _stderr(run, start, end=None):
+    """The end of what the grandchild printed on standard error from ``start`` to ``end`` (offsets)."""
+    fd = run["err"].fileno()
+    try:
+        size = os.fstat(fd).st_size
+        end = size if end is None else min(end, size)
+        start = max(start or 0, end - MAX_STDERR * 4)
+        data = os.pread(fd, max(0, end - start), start)
+    except (OSError, TypeError):
+        return ""
+    return data.decode("utf-8", "replace").strip()[-MAX_STDERR:]
+
+
+def _poll(run):
+    """Read the grandchild's new lines (with pread: the file's offset is the grandchild's): the module
+    it is on, and the outcome of each module it finished."""
     import json
 
-    out.seek(0)
-    stdout = out.read(256 * 1024).decode("utf-8", "replace")
-    err.seek(0, 2)                       # only the end of what it printed on stderr (a library may print MBs)
-    err.seek(max(0, err.tell() - MAX_STDERR * 4))
-    stderr = err.read(MAX_STDERR * 4).decode("utf-8", "replace")
-    out.close()
-    err.close()
-    result = {"returncode": proc.returncode, "seconds": round(seconds, 3)}
+    fd = run["results"].fileno()
+    while True:
+        try:
+            chunk = os.pread(fd, 65536, run["read"])
+        except OSError:
+            break
+        if not chunk:
+            break
+        run["read"] += len(chunk)
+        run["buffer"] += chunk
+    while b"\n" in run["buffer"]:
+        line, run["buffer"] = run["buffer"].split(b"\n", 1)
+        try:
+            item = json.loads(line.decode("utf-8", "replace"))
+        except ValueError:
+            continue
+        if not isinstance(item, dict):
+            continue
+        if isinstance(item.get("start"), str):
+            # when it started, on this clock (the line may be read late: the torch child was busy)
+            late = time.time() - item["t"] if isinstance(item.get("t"), float) else 0.0
+            run["current"], run["since"], run["err_at"] = item["start"], time.monotonic() - max(0.0, late), \
+                item.get("stderr_at")
+        elif isinstance(item.get("module"), str) and item["module"] == run["current"]:
+            end = item.pop("stderr_at", None)
+            item["returncode"] = 0
+            stderr = _stderr(run, run["err_at"], end)
+            if stderr:
+                item["stderr"] = stderr
+            run["done"][item["module"]] = item
+            run["current"] = None
+
+
+def _ended(run, now, timed_out):
+    """The outcome of the module a grandchild was on when it died (or was killed at the deadline);
+    a grandchild that died in ``import torch`` was on its first module."""
+    result = {"returncode": run["proc"].returncode, "seconds": round(now - run["since"], 3)}
     if timed_out:
         result["timeout"] = True
-    for line in stdout.splitlines():
-        if line.startswith(MARK):
-            try:
-                result.update(json.loads(line[len(MARK):]))
-            except ValueError:
-                result["garbled"] = True
-    stderr = stderr.strip()
+    stderr = _stderr(run, run["err_at"])
     if stderr:
-        result["stderr"] = stderr[-MAX_STDERR:]
+        result["stderr"] = stderr
     return result
 
 
-def import_all(modules, deadline, env=None):
-    """{module: outcome} for each module, each imported in a grandchild; all bounded by ``deadline``
-    (a time.monotonic() value): what still runs then is killed and reported with "timeout"."""
+def _close(run):
+    run["results"].close()
+    run["err"].close()
+
+
+def stall_after(seconds_left):
+    """How long the shared grandchild may stay on one library before the libraries after it are
+    imported each in a grandchild of its own (a slow import goes on; a hang ends at the deadline)."""
+    return min(10.0, max(0.5, seconds_left / 4.0))
+
+
+def _import_env(env=None):
     env = dict(os.environ if env is None else env)
     env["PYTHONDONTWRITEBYTECODE"] = "1"
-    waiting = list(modules)
-    running = {}
+    return env
+
+
+def import_all(modules, deadline, env=None, shared=None):
+    """{module: outcome} for each module, all bounded by ``deadline`` (a time.monotonic() value).
+
+    One shared grandchild imports them in turn (``shared``: one already started by
+    :func:`start_imports`); the module it is on when it crashes, exits or is killed at the deadline
+    gets that outcome (what still runs then is reported with "timeout"), and the modules after it
+    (or after one it stays on past :func:`stall_after`) are imported each in a grandchild of its
+    own, at most PARALLEL at once."""
+    env = _import_env(env)
+    modules = list(modules)
     results = {}
-    while waiting or running:
-        while waiting and len(running) < PARALLEL:
-            name = waiting.pop(0)
-            proc, out, err, error = _start(name, env)
-            if proc is None:
+    alone = []                 # the modules left to import each in a grandchild of its own
+    if shared is None and len(modules) > 1:
+        shared, error = _start(modules, env)
+    if shared is None:
+        alone = list(modules)
+    stall = stall_after(deadline - time.monotonic())
+    handed = set()             # modules the shared grandchild is no longer waited for
+    running = {}
+    while True:
+        now = time.monotonic()
+        if shared is not None:
+            _poll(shared)
+            exited = shared["proc"].poll() is not None
+            if exited:
+                _poll(shared)
+            for name, outcome in shared["done"].items():
+                if name not in handed:
+                    results[name] = outcome
+            current = shared["current"]
+            if exited or now >= deadline or (handed and (current is None or current in handed)):
+                if not exited:
+                    _kill(shared["proc"])
+                if current is not None and current not in handed:
+                    results[current] = _ended(shared, now, not exited)
+                alone += [m for m in modules if m not in results and m not in handed and m not in alone]
+                _close(shared)
+                shared = None
+            elif current is not None and not handed and now - shared["since"] > stall:
+                after = shared["names"][shared["names"].index(current) + 1:]
+                handed.update(after)
+                alone += after
+        while alone and len(running) < PARALLEL:
+            name = alone.pop(0)
+            run, error = _start([name], env)
+            if run is None:
                 results[name] = {"start_error": error}
             else:
-                running[name] = (proc, out, err, time.monotonic())
+                run["current"] = name          # until its start line: it dies in import torch
+                running[name] = run
         now = time.monotonic()
         for name in list(running):
-            proc, out, err, started = running[name]
-            if proc.poll() is not None:
-                results[name] = _collect(proc, out, err, now - started, False)
-                del running[name]
-            elif now >= deadline:
+            run = running[name]
+            proc = run["proc"]
+            exited = proc.poll() is not None
+            if not exited and now < deadline:
+                continue
+            if not exited:
                 _kill(proc)
-                proc.wait()
-                results[name] = _collect(proc, out, err, now - started, True)
-                del running[name]
-        if running:
-            time.sleep(0.02)
-    return results
+            _poll(run)
+            outcome = run["done"].get(name) or _ended(run, now, not exited)
+            outcome["seconds"] = round(now - run["started"], 3)     # the whole process, torch's import too
+            results[name] = outcome
+            _close(run)
+            del running[name]
+        if shared is None and not running and not alone:
+            return results
+        time.sleep(0.02)
 
 
 def _importable(modules):
@@ -305,10 +435,8 @@ def _importable(modules):
     return modules
 
 
-def extension_facts(config, torch_data):
-    """The answer's ``extensions`` part: every installed library of the catalog, its metadata and
-    the outcome of its import. ``config``: {"catalog": [...], "budget": seconds, "imports": bool}."""
-    started = time.monotonic()
+def _found(config):
+    """Every library of the catalog that is installed here, with its metadata (nothing imported)."""
     catalog = config.get("catalog") or []
     dists = installed_distributions()
     found = []
@@ -325,25 +453,62 @@ def extension_facts(config, torch_data):
         if entry.get("name") == "deepspeed":
             item["deepspeed_build"] = _deepspeed_build(os.path.dirname(info))
         found.append(item)
+    return found
+
+
+def _plan(config, found):
+    """(the modules to import, first the one each library installs, and their deadline)."""
+    now = time.monotonic()
+    deadline = min(now + float(config.get("budget") or 60), STARTED + float(config.get("deadline") or 60))
+    modules = []
+    for item in found:
+        item["modules"] = _importable(item["modules"])
+        for module in item["modules"][:1]:
+            if module not in modules:
+                modules.append(module)
+    return modules, deadline
+
+
+def start_imports(config):
+    """The imports of the installed libraries started in their shared grandchild, before the torch
+    child imports torch itself, so that the two imports of torch run side by side; None where there
+    is nothing to import. :func:`extension_facts` takes what it returns (and ends the grandchild
+    when torch does not import in the child: then nothing is imported)."""
+    if not config.get("imports", True):
+        return None
+    started = time.monotonic()
+    found = _found(config)
+    modules, deadline = _plan(config, found)
+    run = None
+    if modules and deadline - time.monotonic() >= 1:
+        run, error = _start(modules, _import_env())
+    return {"found": found, "modules": modules, "deadline": deadline, "run": run, "started": started}
+
+
+def extension_facts(config, torch_data, early=None):
+    """The answer's ``extensions`` part: every installed library of the catalog, its metadata and
+    the outcome of its import. ``config``: {"catalog": [...], "budget": seconds, "imports": bool};
+    ``early``: what :func:`start_imports` started."""
+    started = early["started"] if early else time.monotonic()
+    found = early["found"] if early else _found(config)
     out = {"installed": found, "torch_cxx11_abi": _torch_abi(), "build": _build_environment()}
     torch_ok = bool(torch_data.get("installed")) and not torch_data.get("import_error") and "version" in torch_data
+    shared = early["run"] if early else None
     if not config.get("imports", True):
         out["imports_skipped"] = "not asked"
     elif not torch_ok:
         installed = torch_data.get("installed")
         out["imports_skipped"] = "torch does not import here" if installed else "torch is not installed"
     elif found:
-        now = time.monotonic()
-        deadline = min(now + float(config.get("budget") or 60), STARTED + float(config.get("deadline") or 60))
-        modules = []
-        for item in found:
-            item["modules"] = _importable(item["modules"])
-            for module in item["modules"][:1]:
-                if module not in modules:
-                    modules.append(module)
-        if deadline - now < 1:
+        modules, deadline = (early["modules"], early["deadline"]) if early else _plan(config, found)
+        if shared is None and deadline - time.monotonic() < 1:
             out["imports_skipped"] = "no time left within the torch check's bound (--torch-timeout)"
         else:
-            out["imports"] = import_all(modules, deadline)
+            out["imports"] = import_all(modules, deadline, shared=shared)
+            shared = None
+    if shared is not None:          # started early, not wanted: torch does not import here
+        if shared["proc"].poll() is None:
+            _kill(shared["proc"])
+        _close(shared)
     out["seconds"] = round(time.monotonic() - started, 3)
     return out
