@@ -68,3 +68,14 @@ def test_the_cross_validation_reads_the_tuning_rows_only_and_recomputes_the_esti
     held, chosen = cv.leave_out(train, points, lambda r: r.family)
     assert len(held) == len(train) and set(chosen) == {r.family for r in train}
     assert cv.score([-0.06, -0.05, 0.0, 0.10, 0.11, -0.2]) == (3, 1)
+
+
+def test_the_third_held_out_recording_recomputes_as_docs_fit_md_says():
+    """Recomputed once after the fourth round's freeze (docs/fit.md, "Third held-out results")."""
+    path = ROOT / "docs" / "examples" / "h200" / "fit-heldout3-2026-12-01.json"
+    rows = json.loads(path.read_text())["rows"]
+    assert len(rows) == 24 and all(r["status"] == "measured" for r in rows)
+    table = bench.recompute([path])
+    assert "At the run: 16 of 24 within -5%..+10% (from -8.3% to +36.8%)" in table
+    assert "Now: 16 of 24 within -5%..+10% (from -4.4% to +37.8%); 0 under by more than 10%" in table
+    assert "at or above the measured peak in 24 of 24" in table
