@@ -40,7 +40,7 @@ from typing import Dict, List, Optional, Tuple
 
 HERE = Path(__file__).resolve().parent.parent
 
-Command = Tuple[List[str], Optional[str]]   # argv, working directory
+Command = Tuple[List[str], Optional[str]]  # argv, working directory
 
 
 def timed(argv: List[str], env: Dict[str, str], cwd: Optional[str] = None) -> float:
@@ -56,34 +56,41 @@ def median_of(argv: List[str], env: Dict[str, str], rounds: int, cwd: Optional[s
     return statistics.median(timed(argv, env, cwd) for _ in range(rounds))
 
 
-def breakdown(envdoctor: List[str], python: str, env: Dict[str, str], rounds: int,
-              cwd: Optional[str]) -> List[str]:
+def breakdown(envdoctor: List[str], python: str, env: Dict[str, str], rounds: int, cwd: Optional[str]) -> List[str]:
     """Where the time of ``check --skip torch`` goes (medians over ``rounds``)."""
     start = median_of([sys.executable, "-c", "pass"], env, rounds, cwd)
     imports = median_of([sys.executable, "-c", "import envdoctor.cli, envdoctor.cli.check"], env, rounds, cwd)
     steps: Dict[str, List[float]] = {}
     for _ in range(rounds):
-        out = subprocess.run(envdoctor + ["check", "--python", python, "--skip", "torch", "-v"],
-                             capture_output=True, text=True, env=env, cwd=cwd).stdout
+        out = subprocess.run(
+            envdoctor + ["check", "--python", python, "--skip", "torch", "-v"],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=cwd,
+        ).stdout
         section = out.split("Sources and timings", 1)[-1].split("\n\n", 1)[0]
         for name, seconds in re.findall(r"^  (\w+)\s+(\d+\.\d+) s", section, re.M):
             steps.setdefault(name, []).append(float(seconds))
-    lines = [f"{'python -c pass':<34}{start:>8.3f} s",
-             f"{'+ import envdoctor.cli.check':<34}{imports - start:>8.3f} s"]
+    lines = [f"{'python -c pass':<34}{start:>8.3f} s", f"{'+ import envdoctor.cli.check':<34}{imports - start:>8.3f} s"]
     lines += [f"{'  ' + name:<34}{statistics.median(v):>8.3f} s" for name, v in steps.items()]
     cpu = own_cpu(python, env, rounds, cwd)
-    lines.append(f"{'CPU of the check process':<34}{statistics.median(cpu[0]):>8.3f} s "
-                 f"(all its threads, not the programs it ran; {statistics.median(cpu[1]):.3f} s wall "
-                 "with the interpreter's teardown)")
+    lines.append(
+        f"{'CPU of the check process':<34}{statistics.median(cpu[0]):>8.3f} s "
+        f"(all its threads, not the programs it ran; {statistics.median(cpu[1]):.3f} s wall "
+        "with the interpreter's teardown)"
+    )
     return lines
 
 
 #: check in a process that says, at its end, how much CPU it used (all its threads; the programs
 #: it ran are not counted): main(argv) ends through atexit, so the handler runs.
-_OWN_CPU = ("import atexit, os, sys, time\n"
-            "atexit.register(lambda: os.write(2, b'\\nenvdoctor-cpu %.4f\\n' % time.process_time()))\n"
-            "from envdoctor.cli import main\n"
-            "main(sys.argv[1:])\n")
+_OWN_CPU = (
+    "import atexit, os, sys, time\n"
+    "atexit.register(lambda: os.write(2, b'\\nenvdoctor-cpu %.4f\\n' % time.process_time()))\n"
+    "from envdoctor.cli import main\n"
+    "main(sys.argv[1:])\n"
+)
 
 
 def own_cpu(python: str, env: Dict[str, str], rounds: int, cwd: Optional[str]) -> Tuple[List[float], List[float]]:
@@ -91,8 +98,13 @@ def own_cpu(python: str, env: Dict[str, str], rounds: int, cwd: Optional[str]) -
     cpu, wall = [], []
     for _ in range(rounds):
         started = time.perf_counter()
-        ran = subprocess.run([sys.executable, "-c", _OWN_CPU, "check", "--python", python, "--skip", "torch"],
-                             capture_output=True, text=True, env=env, cwd=cwd)
+        ran = subprocess.run(
+            [sys.executable, "-c", _OWN_CPU, "check", "--python", python, "--skip", "torch"],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=cwd,
+        )
         wall.append(time.perf_counter() - started)
         found = re.findall(r"^envdoctor-cpu (\d+\.\d+)$", ran.stderr, re.M)
         if not found:
@@ -104,24 +116,35 @@ def own_cpu(python: str, env: Dict[str, str], rounds: int, cwd: Optional[str]) -
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--python", default=shutil.which("python3") or sys.executable,
-                        help="interpreter with torch (runs collect_env; envdoctor inspects it)")
-    parser.add_argument("--envdoctor", default=None,
-                        help="command that runs envdoctor (default: this interpreter -m envdoctor)")
-    parser.add_argument("--skip-torch-only", action="store_true",
-                        help="time only check --skip torch (no collect_env, no full check)")
-    parser.add_argument("--baseline", metavar="DIR", default=None,
-                        help="also time python -m envdoctor run from this checkout (alternating)")
-    parser.add_argument("--baseline-full", action="store_true",
-                        help="with --baseline: also time the baseline's full check (the torch probe)")
-    parser.add_argument("--breakdown", action="store_true",
-                        help="also say where check --skip torch spends its time")
+    parser.add_argument(
+        "--python",
+        default=shutil.which("python3") or sys.executable,
+        help="interpreter with torch (runs collect_env; envdoctor inspects it)",
+    )
+    parser.add_argument(
+        "--envdoctor", default=None, help="command that runs envdoctor (default: this interpreter -m envdoctor)"
+    )
+    parser.add_argument(
+        "--skip-torch-only", action="store_true", help="time only check --skip torch (no collect_env, no full check)"
+    )
+    parser.add_argument(
+        "--baseline",
+        metavar="DIR",
+        default=None,
+        help="also time python -m envdoctor run from this checkout (alternating)",
+    )
+    parser.add_argument(
+        "--baseline-full",
+        action="store_true",
+        help="with --baseline: also time the baseline's full check (the torch probe)",
+    )
+    parser.add_argument("--breakdown", action="store_true", help="also say where check --skip torch spends its time")
     parser.add_argument("--json", dest="json_out", default=None, help="also write the figures here")
     args = parser.parse_args()
 
     env = dict(os.environ)
     envdoctor = args.envdoctor.split() if args.envdoctor else [sys.executable, "-m", "envdoctor"]
-    here = None if args.envdoctor else str(HERE)   # -m envdoctor: this checkout's package first
+    here = None if args.envdoctor else str(HERE)  # -m envdoctor: this checkout's package first
     skip_torch = ["check", "--python", args.python, "--skip", "torch"]
     commands: Dict[str, Command] = {}
     if not args.skip_torch_only:
@@ -132,8 +155,10 @@ def main() -> None:
     if not args.skip_torch_only:
         commands["check (full)"] = (envdoctor + ["check", "--python", args.python], here)
         if args.baseline and args.baseline_full:
-            commands["baseline (full)"] = ([sys.executable, "-m", "envdoctor", "check", "--python", args.python],
-                                           args.baseline)
+            commands["baseline (full)"] = (
+                [sys.executable, "-m", "envdoctor", "check", "--python", args.python],
+                args.baseline,
+            )
     for argv, cwd in commands.values():  # one warm-up each: page cache, .pyc files
         timed(argv, env, cwd)
     times: Dict[str, List[float]] = {name: [] for name in commands}

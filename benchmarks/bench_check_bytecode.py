@@ -45,15 +45,23 @@ def main() -> int:
     for _ in range(args.rounds):
         for name, cwd in variants.items():
             before, started = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
-            subprocess.run([args.python, "-m", "envdoctor", "check", "--skip", "torch"], cwd=cwd, env=env,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+            subprocess.run(
+                [args.python, "-m", "envdoctor", "check", "--skip", "torch"],
+                cwd=cwd,
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                check=False,
+            )
             wall[name].append(time.perf_counter() - started)
             after = resource.getrusage(resource.RUSAGE_CHILDREN)
             cpu[name].append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
     for name in variants:
         w, c = wall[name], cpu[name]
-        print(f"{name:28s} wall median {statistics.median(w):.3f} s ({min(w):.3f}-{max(w):.3f})   "
-              f"CPU median {statistics.median(c):.3f} s ({min(c):.3f}-{max(c):.3f})   {args.rounds} rounds")
+        print(
+            f"{name:28s} wall median {statistics.median(w):.3f} s ({min(w):.3f}-{max(w):.3f})   "
+            f"CPU median {statistics.median(c):.3f} s ({min(c):.3f}-{max(c):.3f})   {args.rounds} rounds"
+        )
     return 0
 
 

@@ -31,8 +31,10 @@ import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
-ROW = re.compile(r"^\s*(\d+)\s+(\d+)\s+(\w+)\s+(\w+)\s+(-?\d+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+(\S+)\s+"
-                 r"([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+(\S+)")
+ROW = re.compile(
+    r"^\s*(\d+)\s+(\d+)\s+(\w+)\s+(\w+)\s+(-?\d+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+(\S+)\s+"
+    r"([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+(\S+)"
+)
 
 
 def parse_all_reduce_perf(text: str) -> Dict[int, Dict[str, float]]:
@@ -42,16 +44,24 @@ def parse_all_reduce_perf(text: str) -> Dict[int, Dict[str, float]]:
         m = ROW.match(line)
         if m:
             g = m.groups()
-            out[int(g[0])] = {"oop_time_us": float(g[5]), "oop_algbw": float(g[6]), "oop_busbw": float(g[7]),
-                              "ip_time_us": float(g[9]), "ip_algbw": float(g[10]), "ip_busbw": float(g[11])}
+            out[int(g[0])] = {
+                "oop_time_us": float(g[5]),
+                "oop_algbw": float(g[6]),
+                "oop_busbw": float(g[7]),
+                "ip_time_us": float(g[9]),
+                "ip_algbw": float(g[10]),
+                "ip_busbw": float(g[11]),
+            }
     return out
 
 
-def run_envdoctor(envdoctor: List[str], python: str, extra: List[str],
-                  env: Dict[str, str]) -> Tuple[Dict[str, Any], float]:
+def run_envdoctor(
+    envdoctor: List[str], python: str, extra: List[str], env: Dict[str, str]
+) -> Tuple[Dict[str, Any], float]:
     started = time.perf_counter()
-    proc = subprocess.run(envdoctor + ["comms", "--python", python, "--json"] + extra, env=env,
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        envdoctor + ["comms", "--python", python, "--json"] + extra, env=env, capture_output=True, text=True
+    )
     took = time.perf_counter() - started
     if proc.returncode not in (0, 1) or not proc.stdout.strip():
         raise SystemExit(f"envdoctor comms {' '.join(extra)} exited with {proc.returncode}:\n{proc.stderr[-3000:]}")
@@ -65,8 +75,9 @@ def size_args(sizes: str) -> Tuple[str, str]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--python", default=shutil.which("python3") or sys.executable,
-                        help="the interpreter whose torch runs the ranks")
+    parser.add_argument(
+        "--python", default=shutil.which("python3") or sys.executable, help="the interpreter whose torch runs the ranks"
+    )
     parser.add_argument("--envdoctor", default=None, help="command that runs envdoctor (default: -m envdoctor)")
     parser.add_argument("--nccl-tests", dest="nccl_tests", default=None, help="path of all_reduce_perf")
     parser.add_argument("--sizes", default="1G..4G", help="FROM..TO, doubling (as all_reduce_perf -b/-e -f 2)")
@@ -78,22 +89,34 @@ def main() -> None:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     envdoctor = args.envdoctor.split() if args.envdoctor else [sys.executable, "-m", "envdoctor"]
-    report: Dict[str, Any] = {"nvls_env": {k: env.get(k) for k in ("NCCL_NVLS_ENABLE",
-                                                                   "TORCH_SYMM_MEM_DISABLE_MULTICAST",
-                                                                   "NVSHMEM_DISABLE_NVLS")}}
+    report: Dict[str, Any] = {
+        "nvls_env": {
+            k: env.get(k) for k in ("NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST", "NVSHMEM_DISABLE_NVLS")
+        }
+    }
     if not args.skip_default:
         doc, took = run_envdoctor(envdoctor, args.python, [], env)
         (out / "comms-default.json").write_text(json.dumps(doc, indent=1))
-        report["default"] = {"wall_s": round(took, 2), "child_wall_s": doc.get("wall_s"),
-                             "world_size": doc.get("world_size"), "findings": [f["code"] for f in doc["findings"]],
-                             "host_copies": doc.get("host_copies")}
-        print(f"default run: {took:.1f} s wall (children {doc.get('wall_s')} s), {doc.get('world_size')} rank(s), "
-              f"findings {report['default']['findings'] or 'none'} (target <= 20 s on 8 GPUs)")
+        report["default"] = {
+            "wall_s": round(took, 2),
+            "child_wall_s": doc.get("wall_s"),
+            "world_size": doc.get("world_size"),
+            "findings": [f["code"] for f in doc["findings"]],
+            "host_copies": doc.get("host_copies"),
+        }
+        print(
+            f"default run: {took:.1f} s wall (children {doc.get('wall_s')} s), {doc.get('world_size')} rank(s), "
+            f"findings {report['default']['findings'] or 'none'} (target <= 20 s on 8 GPUs)"
+        )
         for c in doc.get("host_copies") or []:
             print(f"  host copy {c['direction']}: {c['gbps']} GB/s (PCIe link {c['expected_gbps']} GB/s)")
     lo, hi = size_args(args.sizes)
-    doc, took = run_envdoctor(envdoctor, args.python, ["--collective", "all_reduce", "--sizes", args.sizes,
-                                                       "--factor", "2", "--no-pairs"], env)
+    doc, took = run_envdoctor(
+        envdoctor,
+        args.python,
+        ["--collective", "all_reduce", "--sizes", args.sizes, "--factor", "2", "--no-pairs"],
+        env,
+    )
     (out / "comms-allreduce.json").write_text(json.dumps(doc, indent=1))
     world = int(doc.get("world_size") or 1)
     ours = {p["bytes"]: p for p in doc["points"] if p["status"] == "ok"}
@@ -110,8 +133,10 @@ def main() -> None:
     key = "ip_busbw" if world > 1 else "ip_algbw"
     ours_key = "busbw_gbps" if world > 1 else "algbw_gbps"
     rows = []
-    print(f"\nall_reduce, {world} rank(s), NCCL {doc.get('nccl_version')} "
-          f"({'busbw' if world > 1 else 'algbw: busbw is 0 with one GPU'})")
+    print(
+        f"\nall_reduce, {world} rank(s), NCCL {doc.get('nccl_version')} "
+        f"({'busbw' if world > 1 else 'algbw: busbw is 0 with one GPU'})"
+    )
     print(f"{'size':>12}  {'envdoctor':>10}  {'all_reduce_perf':>15}  {'ratio':>6}  algo")
     for size in sorted(set(ours) | set(theirs)):
         mine: Optional[float] = ours[size][ours_key] if size in ours else None
@@ -119,11 +144,18 @@ def main() -> None:
         ratio = round(mine / other, 3) if mine and other else None
         algo = f"{ours[size].get('algo')}/{ours[size].get('proto')}" if size in ours else "-"
         rows.append({"bytes": size, "envdoctor": mine, "all_reduce_perf": other, "ratio": ratio, "algo": algo})
-        print(f"{size:>12}  {mine if mine is not None else '-':>10}  {other if other is not None else '-':>15}  "
-              f"{ratio if ratio is not None else '-':>6}  {algo}")
-    report.update(allreduce=rows, allreduce_wall_s=round(took, 2), world_size=world,
-                  within_5pct=all(r["ratio"] is not None and abs(r["ratio"] - 1) <= 0.05 for r in rows
-                                  if r["bytes"] >= 1 << 30) if theirs else None)
+        print(
+            f"{size:>12}  {mine if mine is not None else '-':>10}  {other if other is not None else '-':>15}  "
+            f"{ratio if ratio is not None else '-':>6}  {algo}"
+        )
+    report.update(
+        allreduce=rows,
+        allreduce_wall_s=round(took, 2),
+        world_size=world,
+        within_5pct=all(r["ratio"] is not None and abs(r["ratio"] - 1) <= 0.05 for r in rows if r["bytes"] >= 1 << 30)
+        if theirs
+        else None,
+    )
     (out / "bench-comms.json").write_text(json.dumps(report, indent=1))
     print(f"\nwritten: {out / 'bench-comms.json'}")
 

@@ -41,9 +41,11 @@ ROOT = Path(__file__).resolve().parent.parent
 
 #: The floor ends with os._exit(0), as envdoctor's child does (_prelude.py): torch's interpreter
 #: teardown (about half a second of CPU a rank here) is no part of importing and joining.
-FLOOR = ("import os, torch.distributed as dist; "
-         "dist.init_process_group('gloo', init_method='env://', rank=int(os.environ['RANK']), "
-         "world_size=int(os.environ['WORLD_SIZE'])); dist.barrier(); os._exit(0)")
+FLOOR = (
+    "import os, torch.distributed as dist; "
+    "dist.init_process_group('gloo', init_method='env://', rank=int(os.environ['RANK']), "
+    "world_size=int(os.environ['WORLD_SIZE'])); dist.barrier(); os._exit(0)"
+)
 
 
 def free_port() -> int:
@@ -54,8 +56,10 @@ def free_port() -> int:
 
 def reports(folder: Path, ranks: int) -> str:
     """One recorded report per rank (``folder/<rank>.json``), the three recorded machines in turn."""
-    sources = [ROOT / "tests/fixtures/h200-driver580-cuda13/envdoctor-check.json",
-               ROOT / "tests/fixtures/snapshots/h200-580.json"]
+    sources = [
+        ROOT / "tests/fixtures/h200-driver580-cuda13/envdoctor-check.json",
+        ROOT / "tests/fixtures/snapshots/h200-580.json",
+    ]
     lines = (ROOT / "docs/examples/cpu-ci/check.json").read_text().splitlines()
     texts = [p.read_text() for p in sources] + ["\n".join(lines[1:-1])]
     for rank in range(ranks):
@@ -68,10 +72,19 @@ def launch(argv: List[str], ranks: int, env: Dict[str, str], timeout: float) -> 
     started = time.perf_counter()
     procs = []
     for rank in range(ranks):
-        e = dict(env, RANK=str(rank), WORLD_SIZE=str(ranks), LOCAL_RANK=str(rank), MASTER_ADDR="127.0.0.1",
-                 MASTER_PORT=str(port))
-        procs.append(subprocess.Popen(argv, env=e, stdout=subprocess.PIPE if rank == 0 else subprocess.DEVNULL,
-                                      stderr=subprocess.DEVNULL))
+        e = dict(
+            env,
+            RANK=str(rank),
+            WORLD_SIZE=str(ranks),
+            LOCAL_RANK=str(rank),
+            MASTER_ADDR="127.0.0.1",
+            MASTER_PORT=str(port),
+        )
+        procs.append(
+            subprocess.Popen(
+                argv, env=e, stdout=subprocess.PIPE if rank == 0 else subprocess.DEVNULL, stderr=subprocess.DEVNULL
+            )
+        )
     out = procs[0].communicate(timeout=timeout)[0]
     codes = [procs[0].returncode] + [p.wait(timeout=timeout) for p in procs[1:]]
     took = time.perf_counter() - started
@@ -99,21 +112,38 @@ def main() -> None:
         if not args.inspect:
             env["ENVDOCTOR_FLEET_REPORT"] = reports(Path(tmp), args.ranks)
         floor = [args.python, "-c", FLOOR]
-        gather = [args.python, "-m", "envdoctor", "fleet", "--gather", "--json", "--join-timeout",
-                  str(args.timeout / 2), "--python", args.python]
-        launch(floor, min(args.ranks, 4), env, args.timeout)              # warm-up: page cache, .pyc files
+        gather = [
+            args.python,
+            "-m",
+            "envdoctor",
+            "fleet",
+            "--gather",
+            "--json",
+            "--join-timeout",
+            str(args.timeout / 2),
+            "--python",
+            args.python,
+        ]
+        launch(floor, min(args.ranks, 4), env, args.timeout)  # warm-up: page cache, .pyc files
         times: Dict[str, List[float]] = {"floor": [], "gather": []}
         for _ in range(args.repeat):
             times["floor"].append(launch(floor, args.ranks, env, args.timeout))
             times["gather"].append(launch(gather, args.ranks, env, args.timeout))
     med = {k: statistics.median(v) for k, v in times.items()}
-    result = {"ranks": args.ranks, "inspect": args.inspect, "runs_s": {k: [round(x, 2) for x in v]
-                                                                       for k, v in times.items()},
-              "median_s": {k: round(v, 2) for k, v in med.items()}, "ratio": round(med["gather"] / med["floor"], 3),
-              "cpus": os.cpu_count(), "python": platform.python_version()}
+    result = {
+        "ranks": args.ranks,
+        "inspect": args.inspect,
+        "runs_s": {k: [round(x, 2) for x in v] for k, v in times.items()},
+        "median_s": {k: round(v, 2) for k, v in med.items()},
+        "ratio": round(med["gather"] / med["floor"], 3),
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+    }
     print(json.dumps(result, indent=2))
-    print(f"{args.ranks} ranks: gather {med['gather']:.1f} s, floor {med['floor']:.1f} s, ratio {result['ratio']} "
-          f"(target <= 1.2): {'met' if result['ratio'] <= 1.2 else 'NOT met'}")
+    print(
+        f"{args.ranks} ranks: gather {med['gather']:.1f} s, floor {med['floor']:.1f} s, ratio {result['ratio']} "
+        f"(target <= 1.2): {'met' if result['ratio'] <= 1.2 else 'NOT met'}"
+    )
     if args.json_out:
         Path(args.json_out).write_text(json.dumps(result, indent=2) + "\n")
 

@@ -52,8 +52,13 @@ def _eight(doc: Dict[str, Any], n: int, node: int) -> Dict[str, Any]:
     first = doc["facts"]["driver"]["gpus"][0]
     gpus = []
     for i in range(n):
-        g = dict(first, index=i, uuid=f"GPU-{node:08x}-0000-0000-0000-{i:012x}", serial=f"{node:09d}{i:04d}",
-                 pci_bus_id=f"00000000:{i:02X}:00.0")
+        g = dict(
+            first,
+            index=i,
+            uuid=f"GPU-{node:08x}-0000-0000-0000-{i:012x}",
+            serial=f"{node:09d}{i:04d}",
+            pci_bus_id=f"00000000:{i:02X}:00.0",
+        )
         gpus.append(g)
     doc["facts"]["driver"]["gpus"] = gpus
     doc["facts"]["driver"]["smi_gpus"] = [dict(g, source="nvidia-smi") for g in gpus]
@@ -110,12 +115,12 @@ def main() -> None:
     parser.add_argument("--json", dest="json_out", default=None)
     args = parser.parse_args()
     if hasattr(os, "sched_setaffinity"):
-        os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})     # one core
+        os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})  # one core
     table = load_table()
     with tempfile.TemporaryDirectory(prefix="envdoctor-fleet-bench-") as tmp:
         counts = generate(Path(tmp), args.nodes, args.bench)
         size = sum(f.stat().st_size for f in Path(tmp).rglob("*.json"))
-        merge_files([tmp], table=table)                                  # warm-up: page cache, imports
+        merge_files([tmp], table=table)  # warm-up: page cache, imports
         times: Dict[str, List[float]] = {"merge": [], "json": [], "text": [], "html": []}
         for _ in range(args.repeat):
             t0 = time.perf_counter()
@@ -132,16 +137,24 @@ def main() -> None:
     med = {k: statistics.median(v) for k, v in times.items()}
     d = fleet.drift
     result = {
-        "nodes": args.nodes, "bench": args.bench, "files_mib": round(size / 2**20, 1), "generated": counts,
-        "deviating": sum(v.verdict == "deviates" for v in d.verdicts), "findings": len(d.findings),
+        "nodes": args.nodes,
+        "bench": args.bench,
+        "files_mib": round(size / 2**20, 1),
+        "generated": counts,
+        "deviating": sum(v.verdict == "deviates" for v in d.verdicts),
+        "findings": len(d.findings),
         "median_s": {k: round(v, 3) for k, v in med.items()},
         "merge_and_json_s": round(med["merge"] + med["json"], 3),
-        "python": platform.python_version(), "machine": platform.machine(), "cpus_used": 1,
+        "python": platform.python_version(),
+        "machine": platform.machine(),
+        "cpus_used": 1,
     }
     print(json.dumps(result, indent=2))
     target = 2.0 * args.nodes / 1000
-    print(f"merge + JSON of {args.nodes} reports: {result['merge_and_json_s']} s on one core "
-          f"(target <= {target:g} s): {'met' if result['merge_and_json_s'] <= target else 'NOT met'}")
+    print(
+        f"merge + JSON of {args.nodes} reports: {result['merge_and_json_s']} s on one core "
+        f"(target <= {target:g} s): {'met' if result['merge_and_json_s'] <= target else 'NOT met'}"
+    )
     if args.json_out:
         Path(args.json_out).write_text(json.dumps(result, indent=2) + "\n")
 

@@ -70,9 +70,13 @@ def widened_tree(names: Sequence[str], into: Path) -> Path:
 @contextlib.contextmanager
 def served(root: Path, latency: float) -> Iterator[str]:
     """The index server in a child process; yields its base URL."""
-    proc = subprocess.Popen([sys.executable, "-m", "tests.indexserver", "--root", str(root),
-                             "--latency", str(latency)], cwd=ROOT, stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tests.indexserver", "--root", str(root), "--latency", str(latency)],
+        cwd=ROOT,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         port = int(proc.stdout.readline())
         yield f"http://127.0.0.1:{port}/whl"
@@ -92,8 +96,10 @@ def timed(fn: Callable[[], object], repeat: int) -> List[float]:
 
 def show(label: str, seconds: List[float], unit: float) -> None:
     med = statistics.median(seconds)
-    print(f"{label:<58} median {med * 1000:7.1f} ms  min {min(seconds) * 1000:7.1f} ms  "
-          f"= {med / unit:5.2f} x one request   (n={len(seconds)})")
+    print(
+        f"{label:<58} median {med * 1000:7.1f} ms  min {min(seconds) * 1000:7.1f} ms  "
+        f"= {med / unit:5.2f} x one request   (n={len(seconds)})"
+    )
 
 
 def main() -> None:
@@ -104,15 +110,15 @@ def main() -> None:
     names = known_variants()
     target = Target.for_python("3.12", platform="manylinux_2_28_x86_64")
     runner = CliRunner()
-    with tempfile.TemporaryDirectory() as tmp, \
-            served(widened_tree(names, Path(tmp) / "tree"), args.latency) as base:
+    with tempfile.TemporaryDirectory() as tmp, served(widened_tree(names, Path(tmp) / "tree"), args.latency) as base:
         cmd = ["index", "--all", *TARGET, "--index-url", base]
-        print(f"machine: {os.cpu_count()} CPUs, Python {sys.version.split()[0]}; "
-              f"{len(names)} variants + the root page; latency {args.latency * 1000:.0f} ms/request")
+        print(
+            f"machine: {os.cpu_count()} CPUs, Python {sys.version.split()[0]}; "
+            f"{len(names)} variants + the root page; latency {args.latency * 1000:.0f} ms/request"
+        )
         print(f"command: envdoctor {' '.join(cmd)}\n")
 
-        single = timed(lambda: IndexClient(base, cache=False).variant("cu128", "torch", target),
-                       args.repeat)
+        single = timed(lambda: IndexClient(base, cache=False).variant("cu128", "torch", target), args.repeat)
         unit = statistics.median(single)
         show("one request (cu128, fresh client, no cache)", single, unit)
 
@@ -127,14 +133,18 @@ def main() -> None:
 
         def cold_sub() -> None:
             cache = tempfile.mkdtemp(dir=tmp)
-            subprocess.run([sys.executable, "-m", "envdoctor", *cmd], check=True,
-                           env=dict(env, ENVDOCTOR_CACHE_DIR=cache), stdout=subprocess.DEVNULL)
+            subprocess.run(
+                [sys.executable, "-m", "envdoctor", *cmd],
+                check=True,
+                env=dict(env, ENVDOCTOR_CACHE_DIR=cache),
+                stdout=subprocess.DEVNULL,
+            )
 
-        show("index --all, cold cache, subprocess (interpreter start incl.)",
-             timed(cold_sub, args.repeat), unit)
+        show("index --all, cold cache, subprocess (interpreter start incl.)", timed(cold_sub, args.repeat), unit)
 
-        sequential = timed(lambda: IndexClient(base, cache=False, max_workers=1).all_variants(
-            names, "torch", target), 1)
+        sequential = timed(
+            lambda: IndexClient(base, cache=False, max_workers=1).all_variants(names, "torch", target), 1
+        )
         show("same variants, sequential client (max_workers=1)", sequential, unit)
 
         warm = tempfile.mkdtemp(dir=tmp)
@@ -146,15 +156,32 @@ def main() -> None:
             assert result.exit_code == 0, result.output
 
         show("index --all, warm cache, in process", timed(warm_cli, args.repeat), unit)
-        show("index --all, warm cache, subprocess", timed(
-            lambda: subprocess.run([sys.executable, "-m", "envdoctor", *cmd], check=True,
-                                   env=dict(env, ENVDOCTOR_CACHE_DIR=warm),
-                                   stdout=subprocess.DEVNULL), args.repeat), unit)
-        show("  floor: python -c pass", timed(
-            lambda: subprocess.run([sys.executable, "-c", "pass"], check=True), args.repeat), unit)
-        show("  floor: python importing click+packaging+envdoctor.cli", timed(
-            lambda: subprocess.run([sys.executable, "-c", "import envdoctor.cli.index"], check=True,
-                                   env=env), args.repeat), unit)
+        show(
+            "index --all, warm cache, subprocess",
+            timed(
+                lambda: subprocess.run(
+                    [sys.executable, "-m", "envdoctor", *cmd],
+                    check=True,
+                    env=dict(env, ENVDOCTOR_CACHE_DIR=warm),
+                    stdout=subprocess.DEVNULL,
+                ),
+                args.repeat,
+            ),
+            unit,
+        )
+        show(
+            "  floor: python -c pass",
+            timed(lambda: subprocess.run([sys.executable, "-c", "pass"], check=True), args.repeat),
+            unit,
+        )
+        show(
+            "  floor: python importing click+packaging+envdoctor.cli",
+            timed(
+                lambda: subprocess.run([sys.executable, "-c", "import envdoctor.cli.index"], check=True, env=env),
+                args.repeat,
+            ),
+            unit,
+        )
         after = len(list(Path(warm).rglob("*.json")))
         print(f"\ncache entries after the warm runs: {after} (before: {before})")
 

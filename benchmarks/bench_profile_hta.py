@@ -21,8 +21,23 @@ WORKLOADS = sorted(glob.glob(os.path.join(HERE, "..", "tests", "fixtures", "prof
 
 
 def envdoctor_profile(script, trace_dir, steps, extra=()):
-    argv = [sys.executable, "-m", "envdoctor", "profile", "--json", "--steps", str(steps), "--trace", trace_dir,
-            "--stop-after", *extra, "--", sys.executable, script, "60"]
+    argv = [
+        sys.executable,
+        "-m",
+        "envdoctor",
+        "profile",
+        "--json",
+        "--steps",
+        str(steps),
+        "--trace",
+        trace_dir,
+        "--stop-after",
+        *extra,
+        "--",
+        sys.executable,
+        script,
+        "60",
+    ]
     t0 = time.time()
     r = subprocess.run(argv, capture_output=True, text=True, timeout=400)
     wall = time.time() - t0
@@ -42,8 +57,12 @@ def hta_breakdown(trace_dir):
     how = "get_temporal_breakdown"
     try:
         t = analyzer.get_temporal_breakdown(visualize=False).iloc[0].to_dict()
-        temporal = {"idle": t["idle_time_pctg"] / 100, "compute": t["compute_time_pctg"] / 100,
-                    "non_compute": t["non_compute_time_pctg"] / 100, "window_us": t["kernel_time(us)"]}
+        temporal = {
+            "idle": t["idle_time_pctg"] / 100,
+            "compute": t["compute_time_pctg"] / 100,
+            "non_compute": t["non_compute_time_pctg"] / 100,
+            "window_us": t["kernel_time(us)"],
+        }
     except AssertionError:
         how = "HTA's parsed trace, merge_kernel_intervals and get_kernel_type (its assert tripped)"
         df = analyzer.t.get_trace(0)
@@ -55,8 +74,12 @@ def hta_breakdown(trace_dir):
         k["kernel_type"] = k["name"].apply(lambda i: get_kernel_type(sym[i]))
         comp = merge_kernel_intervals(k[k["kernel_type"].eq(KernelType.COMPUTATION.name)])
         compute = comp.end.sum() - comp.ts.sum()
-        temporal = {"idle": (window - run) / window, "compute": compute / window,
-                    "non_compute": (run - compute) / window, "window_us": float(window)}
+        temporal = {
+            "idle": (window - run) / window,
+            "compute": compute / window,
+            "non_compute": (run - compute) / window,
+            "window_us": float(window),
+        }
     kinds, _ = analyzer.get_gpu_kernel_breakdown(visualize=False)
     total = float(kinds["sum"].sum())
     temporal["kernel_types"] = {str(row["kernel_type"]): float(row["sum"]) / total for _, row in kinds.iterrows()}
@@ -71,13 +94,20 @@ def ours(doc):
     copies = sum(s["seconds"] for s in b["copies"])
     comms = sum(s["seconds"] for s in b["comms"])
     kernel_total = compute + copies + comms
-    return {"idle": b["idle_s"] / step, "busy": b["busy_s"] / step,
-            "kernel_types": {"COMPUTATION": compute / kernel_total if kernel_total else 0.0,
-                             "MEMORY": copies / kernel_total if kernel_total else 0.0,
-                             "COMMUNICATION": comms / kernel_total if kernel_total else 0.0},
-            "overhead": (doc.get("steps") or {}).get("overhead"), "step_s": (doc.get("steps") or {}).get("mean_s"),
-            "tflops": (doc.get("throughput") or {}).get("tflops"), "mfu": (doc.get("throughput") or {}).get("mfu"),
-            "findings": [f["code"] for f in doc.get("findings", [])]}
+    return {
+        "idle": b["idle_s"] / step,
+        "busy": b["busy_s"] / step,
+        "kernel_types": {
+            "COMPUTATION": compute / kernel_total if kernel_total else 0.0,
+            "MEMORY": copies / kernel_total if kernel_total else 0.0,
+            "COMMUNICATION": comms / kernel_total if kernel_total else 0.0,
+        },
+        "overhead": (doc.get("steps") or {}).get("overhead"),
+        "step_s": (doc.get("steps") or {}).get("mean_s"),
+        "tflops": (doc.get("throughput") or {}).get("tflops"),
+        "mfu": (doc.get("throughput") or {}).get("mfu"),
+        "findings": [f["code"] for f in doc.get("findings", [])],
+    }
 
 
 def main(argv):
@@ -102,10 +132,15 @@ def main(argv):
         try:
             row["hta"] = hta_breakdown(trace_dir)
             e, h = row["envdoctor"], row["hta"]
-            row["diff_points"] = {"idle": 100 * (e["idle"] - h["idle"]), "busy": 100 * (e["busy"] - 1 + h["idle"]),
-                                  **{k: 100 * (e["kernel_types"].get(k, 0) - h["kernel_types"].get(k, 0))
-                                     for k in ("COMPUTATION", "MEMORY", "COMMUNICATION")}}
-        except Exception as exc:   # HTA's own failure is recorded, not hidden
+            row["diff_points"] = {
+                "idle": 100 * (e["idle"] - h["idle"]),
+                "busy": 100 * (e["busy"] - 1 + h["idle"]),
+                **{
+                    k: 100 * (e["kernel_types"].get(k, 0) - h["kernel_types"].get(k, 0))
+                    for k in ("COMPUTATION", "MEMORY", "COMMUNICATION")
+                },
+            }
+        except Exception as exc:  # HTA's own failure is recorded, not hidden
             row["hta_error"] = f"{type(exc).__name__}: {exc}"
         rows.append(row)
     with open(os.path.join(out, "profile-hta.json"), "w") as fh:

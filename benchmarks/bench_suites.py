@@ -63,29 +63,43 @@ from typing import Any, Dict, List, Optional, Tuple
 ROOT = Path(__file__).resolve().parent.parent
 HERE = Path(__file__).resolve().parent
 #: The width-32 layers and small sizes of --tiny (a CPU run of a few seconds a method).
-TINY_DIMS = {"bert": {"h": 32, "heads": 4, "ffn": 64}, "gpt2": {"h": 32, "heads": 4, "ffn": 64},
-             "t5_encoder": {"h": 32, "heads": 4, "ffn": 64}, "t5_decoder": {"h": 32, "heads": 4, "ffn": 64},
-             "llama": {"h": 32, "heads": 4, "kv_heads": 2, "ffn": 48}}
-TINY: Dict[str, Any] = {"dtypes": ["fp32"], "sizes": [64, 128], "memory_sizes": [4096, 65536], "budget": 0.6,
-        "suites": ["matmul", "memory", "layers"], "one_thread": True,
-        "layers": {"dims": TINY_DIMS, "shapes": {k: [[2, 16]] for k in TINY_DIMS}}}
+TINY_DIMS = {
+    "bert": {"h": 32, "heads": 4, "ffn": 64},
+    "gpt2": {"h": 32, "heads": 4, "ffn": 64},
+    "t5_encoder": {"h": 32, "heads": 4, "ffn": 64},
+    "t5_decoder": {"h": 32, "heads": 4, "ffn": 64},
+    "llama": {"h": 32, "heads": 4, "kv_heads": 2, "ffn": 48},
+}
+TINY: Dict[str, Any] = {
+    "dtypes": ["fp32"],
+    "sizes": [64, 128],
+    "memory_sizes": [4096, 65536],
+    "budget": 0.6,
+    "suites": ["matmul", "memory", "layers"],
+    "one_thread": True,
+    "layers": {"dims": TINY_DIMS, "shapes": {k: [[2, 16]] for k in TINY_DIMS}},
+}
 #: Issue 14's targets.
-WITHIN = 0.05                 # memory points above 64 MiB and every layer point
-WALL_RATIO = 0.2              # ours, end to end, against the classic method's wall time
-HBM_SHARE = 0.90              # ours' best HBM figure against the classic method's best
+WITHIN = 0.05  # memory points above 64 MiB and every layer point
+WALL_RATIO = 0.2  # ours, end to end, against the classic method's wall time
+HBM_SHARE = 0.90  # ours' best HBM figure against the classic method's best
 BIG_BUFFER = 64 << 20
 #: Calls of a layer point before the classic Timer (the first builds the attention graph).
 WARM_CALLS = 3
 #: --quick: bf16, one shape a layer, eager and SDPA, fwd and fwd+bwd: 12 points. BERT at b=4 s=128 is
 #: launch-bound, GPT-2 at b=16 s=1024 has the memory-heavy eager softmax, Llama at b=2 s=2048 is the
 #: most compute-dense (the power cap) and its SDPA points ran the classic Timer one call a block.
-QUICK_LAYERS: Dict[str, Any] = {"names": ["bert", "gpt2", "llama"], "dtypes": ["bf16"],
-                                "shapes": {"bert": [[4, 128]], "gpt2": [[16, 1024]], "llama": [[2, 2048]]}}
+QUICK_LAYERS: Dict[str, Any] = {
+    "names": ["bert", "gpt2", "llama"],
+    "dtypes": ["bf16"],
+    "shapes": {"bert": [[4, 128]], "gpt2": [[16, 1024]], "llama": [[2, 2048]]},
+}
 #: The full run's layer points (80) share the layers budget; --quick keeps that share per point.
 FULL_LAYER_POINTS = 80
 
 
 # --- the classic method (runs in a child with torch) ------------------------------------------
+
 
 def _vs_classic() -> Any:
     """benchmarks/bench_vs_classic.py (the matmul comparison), loaded by path: its classic method
@@ -116,8 +130,13 @@ def classic(plan: Dict[str, Any], min_run_time: float) -> Dict[str, Any]:
 
     imported = time.perf_counter() - started
     where = "cuda" if torch.cuda.is_available() else "cpu"
-    out: Dict[str, Any] = {"import_s": imported, "torch": torch.__version__, "min_run_time": min_run_time,
-                           "device": torch.cuda.get_device_name(0) if where == "cuda" else "cpu", "suite_s": {}}
+    out: Dict[str, Any] = {
+        "import_s": imported,
+        "torch": torch.__version__,
+        "min_run_time": min_run_time,
+        "device": torch.cuda.get_device_name(0) if where == "cuda" else "cpu",
+        "suite_s": {},
+    }
     t = time.perf_counter()
     pairs = plan["matmul"]
     mm = _classic_matmul()(sorted({d for d, _ in pairs}), sorted({n for _, n in pairs}), min_run_time)
@@ -136,9 +155,18 @@ def classic(plan: Dict[str, Any], min_run_time: float) -> Dict[str, Any]:
         for op, stmt in (("mul", "torch.mul(a, 1.2, out=c)"), ("copy", "c.copy_(a)")):
             t0 = time.perf_counter()
             m = benchmark.Timer(stmt=stmt, globals={"torch": torch, "a": a, "c": c}).blocked_autorange(
-                min_run_time=min_run_time)
-            out["memory"].append({"op": op, "n": n, "median_s": m.median, "gbs": 8 * n / m.median / 1e9,
-                                  "blocks": len(m.times), "seconds": time.perf_counter() - t0})
+                min_run_time=min_run_time
+            )
+            out["memory"].append(
+                {
+                    "op": op,
+                    "n": n,
+                    "median_s": m.median,
+                    "gbs": 8 * n / m.median / 1e9,
+                    "blocks": len(m.times),
+                    "seconds": time.perf_counter() - t0,
+                }
+            )
             print(f"classic memory {op:4} n={n:10} {out['memory'][-1]['gbs']:9.1f} GB/s", file=sys.stderr, flush=True)
         del a, c
         if where == "cuda":
@@ -179,12 +207,25 @@ def classic(plan: Dict[str, Any], min_run_time: float) -> Dict[str, Any]:
         m = benchmark.Timer(stmt="fn()", globals={"fn": fn}).blocked_autorange(min_run_time=min_run_time)
         seen = probe[0] if probe else {}
         kernel = "eager" if q["attention"] == "eager" else seen.get("kernel") or seen.get("choice")
-        out["layers"].append(dict(q, median_s=m.median, tflops=flops / m.median / 1e12, blocks=len(m.times),
-                                  number_per_run=m.number_per_run, seconds=time.perf_counter() - t0,
-                                  started=started, ended=time.time(), kernel=kernel))
-        print(f"classic layers {q['layer']} {q['dtype']} {q['attention']} {mode} b={b} s={s} "
-              f"{out['layers'][-1]['tflops']:.3g} TFLOP/s ({m.number_per_run} calls a block)",
-              file=sys.stderr, flush=True)
+        out["layers"].append(
+            dict(
+                q,
+                median_s=m.median,
+                tflops=flops / m.median / 1e12,
+                blocks=len(m.times),
+                number_per_run=m.number_per_run,
+                seconds=time.perf_counter() - t0,
+                started=started,
+                ended=time.time(),
+                kernel=kernel,
+            )
+        )
+        print(
+            f"classic layers {q['layer']} {q['dtype']} {q['attention']} {mode} b={b} s={s} "
+            f"{out['layers'][-1]['tflops']:.3g} TFLOP/s ({m.number_per_run} calls a block)",
+            file=sys.stderr,
+            flush=True,
+        )
         del x, ctx, dy, fn
     built.clear()
     out["suite_s"]["layers"] = time.perf_counter() - t
@@ -193,6 +234,7 @@ def classic(plan: Dict[str, Any], min_run_time: float) -> Dict[str, Any]:
 
 
 # --- ours --------------------------------------------------------------------------------------
+
 
 def ours_api(config_path: str, raw_path: str) -> Dict[str, Any]:
     """One envdoctor run through its API, for what the CLI has no knob for (the layers' width,
@@ -220,8 +262,19 @@ def run_ours(out: Path, name: str, api: Optional[Dict[str, Any]] = None, suites:
         config.write_text(json.dumps(api))
         argv = [sys.executable, __file__, "--ours-api", str(config), str(raw)]
     else:
-        argv = [sys.executable, "-m", "envdoctor", "bench", "--python", sys.executable, "--suite", suites,
-                "--json", "--raw-out", str(raw)]
+        argv = [
+            sys.executable,
+            "-m",
+            "envdoctor",
+            "bench",
+            "--python",
+            sys.executable,
+            "--suite",
+            suites,
+            "--json",
+            "--raw-out",
+            str(raw),
+        ]
     doc: Dict[str, Any] = _vs_classic().timed_run(argv, env, raw, out / f"{name}.json")
     return doc
 
@@ -233,21 +286,30 @@ def plan_of(doc: Dict[str, Any]) -> Dict[str, Any]:
     mine = [p for p in r.get("points") or [] if p.get("device", 0) == 0 and p.get("status") == "ok"]
     memory = sorted({p["n"] for p in r.get("memory_points") or [] if p.get("device", 0) == 0 and p["status"] == "ok"})
     keys = ("layer", "dtype", "attention", "mode", "batch", "seq")
-    layers = [{k: p[k] for k in keys} for p in r.get("layer_points") or []
-              if p.get("device", 0) == 0 and p.get("status") == "ok"]
+    layers = [
+        {k: p[k] for k in keys}
+        for p in r.get("layer_points") or []
+        if p.get("device", 0) == 0 and p.get("status") == "ok"
+    ]
     sdpa = dev.get("sdpa") or {}
-    return {"matmul": [[p["dtype"], p["n"]] for p in mine], "memory": memory, "layers": layers,
-            "dims": dev.get("layer_dims") or {}, "sdpa_opts": {"enable_gqa": bool(sdpa.get("enable_gqa"))}}
+    return {
+        "matmul": [[p["dtype"], p["n"]] for p in mine],
+        "memory": memory,
+        "layers": layers,
+        "dims": dev.get("layer_dims") or {},
+        "sdpa_opts": {"enable_gqa": bool(sdpa.get("enable_gqa"))},
+    }
 
 
-def run_classic(out: Path, plan: Dict[str, Any], min_run_time: float, tiny: bool,
-                name: str = "classic") -> Dict[str, Any]:
+def run_classic(
+    out: Path, plan: Dict[str, Any], min_run_time: float, tiny: bool, name: str = "classic"
+) -> Dict[str, Any]:
     """The classic method in a child of this interpreter, with envdoctor's NVML sampler running
     here meanwhile (the clocks of its points, as envdoctor's own run has them)."""
     plan_path = out / ("plan.json" if name == "classic" else f"{name}.plan.json")
     plan_path.write_text(json.dumps(plan, indent=1))
     argv = [sys.executable, __file__, "--classic", str(plan_path), "--min-run-time", str(min_run_time)]
-    env = dict(os.environ, OMP_NUM_THREADS="1") if tiny else None   # as the tiny envdoctor run
+    env = dict(os.environ, OMP_NUM_THREADS="1") if tiny else None  # as the tiny envdoctor run
     sampler = _sampler()
     t0 = time.perf_counter()
     proc = subprocess.run(argv, stdout=subprocess.PIPE, env=env)
@@ -275,8 +337,9 @@ def _stop(sampler: Any) -> Tuple[List[Dict[str, Any]], str]:
     return [to_data(x) for x in sampler.samples], sampler.status
 
 
-def window(samples: List[Dict[str, Any]], a: Optional[float],
-           b: Optional[float]) -> Tuple[Optional[int], Optional[float]]:
+def window(
+    samples: List[Dict[str, Any]], a: Optional[float], b: Optional[float]
+) -> Tuple[Optional[int], Optional[float]]:
     """(median SM MHz, median W) of GPU 0's samples between times a and b."""
     if a is None or b is None:
         return None, None
@@ -296,10 +359,13 @@ def timed_window(p: Dict[str, Any]) -> Tuple[Optional[float], Optional[float]]:
 
 # --- the tables ----------------------------------------------------------------------------------
 
+
 def _fmt(rows: List[List[str]], head: List[str], left: int) -> List[str]:
     widths = [max(len(r[i]) for r in rows + [head]) for i in range(len(head))]
-    return ["  ".join(x.ljust(w) if i < left else x.rjust(w) for i, (x, w) in enumerate(zip(r, widths))).rstrip()
-            for r in [head] + rows]
+    return [
+        "  ".join(x.ljust(w) if i < left else x.rjust(w) for i, (x, w) in enumerate(zip(r, widths))).rstrip()
+        for r in [head] + rows
+    ]
 
 
 def _v(x: Optional[float]) -> str:
@@ -335,8 +401,11 @@ def tables(ours: List[Dict[str, Any]], cls: Dict[str, Any]) -> Tuple[str, Dict[s
     for c in cls["matmul"]:
         key = (c["dtype"], c["n"])
         rates = [m.get(key, {}).get("tflops") for m in mine]
-        rows.append([c["dtype"], str(c["n"]), _v(c["tflops"])] + [_v(g) for g in rates]
-                    + [f"{_ratio(g, c['tflops']):.3f}" if g else "-" for g in rates])
+        rows.append(
+            [c["dtype"], str(c["n"]), _v(c["tflops"])]
+            + [_v(g) for g in rates]
+            + [f"{_ratio(g, c['tflops']):.3f}" if g else "-" for g in rates]
+        )
     lines.append("matmul TFLOP/s (ours: envdoctor's median; classic: blocked_autorange median)")
     lines += _fmt(rows, ["dtype", "n", "classic"] + names + [f"{n}/classic" for n in names], 1)
 
@@ -355,8 +424,11 @@ def tables(ours: List[Dict[str, Any]], cls: Dict[str, Any]) -> Tuple[str, Dict[s
         if where == "HBM" or (where == "-" and big):
             best_cls = max(best_cls, c["gbs"])
             best_ours = max([best_ours] + [g.get("gbs") or 0.0 for g in got])
-        rows.append([c["op"], str(c["n"]), _size(c["n"] * 4), where, _v(c["gbs"])] + [_v(g.get("gbs")) for g in got]
-                    + [f"{x:.3f}" if x else "-" for x in ratios])
+        rows.append(
+            [c["op"], str(c["n"]), _size(c["n"] * 4), where, _v(c["gbs"])]
+            + [_v(g.get("gbs")) for g in got]
+            + [f"{x:.3f}" if x else "-" for x in ratios]
+        )
     lines += ["", "memory GB/s (bytes read + written / median time)"]
     lines += _fmt(rows, ["op", "n", "buffer", "where", "classic"] + names + [f"{n}/classic" for n in names], 4)
     summary["worst"]["memory_above_64MiB"] = max(off) if off else None
@@ -377,32 +449,61 @@ def tables(ours: List[Dict[str, Any]], cls: Dict[str, Any]) -> Tuple[str, Dict[s
         into = launch_off if bound == "launch" else loff
         into += [(abs(x - 1), " ".join(str(k) for k in key) + f" ({names[i]})") for i, x in enumerate(ratios) if x]
         mhz = [window(cls.get("samples") or [], c.get("started"), c.get("ended"))[0]]
-        mhz += [window(o.get("raw", {}).get("samples") or [], *timed_window(rw.get(key, {})))[0]
-                for o, rw in zip(ours, raws)]
-        rows.append([c["layer"], c["dtype"], c["attention"], c["mode"], str(c["batch"]), str(c["seq"]),
-                     got[0].get("kernel") or "-", bound, str(c.get("number_per_run") or "-"), _v(c["tflops"])]
-                    + [_v(g.get("tflops")) for g in got] + [f"{x:.3f}" if x else "-" for x in ratios]
-                    + [str(m) if m else "-" for m in mhz])
-    lines += ["", "layers TFLOP/s (analytic FLOPs / median time of one call; bound: envdoctor's; calls: the "
-              "classic Timer's calls a block; MHz: median SM clock while timing)"]
-    lines += _fmt(rows, ["layer", "dtype", "attention", "mode", "b", "s", "kernel", "bound", "calls", "classic"]
-                  + names + [f"{n}/classic" for n in names] + ["MHz classic"] + [f"MHz {n}" for n in names], 8)
+        mhz += [
+            window(o.get("raw", {}).get("samples") or [], *timed_window(rw.get(key, {})))[0]
+            for o, rw in zip(ours, raws)
+        ]
+        rows.append(
+            [
+                c["layer"],
+                c["dtype"],
+                c["attention"],
+                c["mode"],
+                str(c["batch"]),
+                str(c["seq"]),
+                got[0].get("kernel") or "-",
+                bound,
+                str(c.get("number_per_run") or "-"),
+                _v(c["tflops"]),
+            ]
+            + [_v(g.get("tflops")) for g in got]
+            + [f"{x:.3f}" if x else "-" for x in ratios]
+            + [str(m) if m else "-" for m in mhz]
+        )
+    lines += [
+        "",
+        "layers TFLOP/s (analytic FLOPs / median time of one call; bound: envdoctor's; calls: the "
+        "classic Timer's calls a block; MHz: median SM clock while timing)",
+    ]
+    lines += _fmt(
+        rows,
+        ["layer", "dtype", "attention", "mode", "b", "s", "kernel", "bound", "calls", "classic"]
+        + names
+        + [f"{n}/classic" for n in names]
+        + ["MHz classic"]
+        + [f"MHz {n}" for n in names],
+        8,
+    )
     summary["worst"]["layers"] = max(loff) if loff else None
     summary["worst"]["layers_launch_bound"] = max(launch_off) if launch_off else None
 
     # wall times
     lines.append("")
     cs = cls["suite_s"]
-    lines.append(f"classic: {len(cls['matmul']) + len(cls['memory']) + len(cls['layers'])} points, "
-                 f"{cls['process_wall_s']:.1f} s wall (torch import {cls['import_s']:.1f} s; matmul "
-                 f"{cs['matmul']:.1f} s, memory {cs['memory']:.1f} s, layers {cs['layers']:.1f} s), "
-                 f"min_run_time {cls['min_run_time']:g} s, {cls['device']}, torch {cls['torch']}")
+    lines.append(
+        f"classic: {len(cls['matmul']) + len(cls['memory']) + len(cls['layers'])} points, "
+        f"{cls['process_wall_s']:.1f} s wall (torch import {cls['import_s']:.1f} s; matmul "
+        f"{cs['matmul']:.1f} s, memory {cs['memory']:.1f} s, layers {cs['layers']:.1f} s), "
+        f"min_run_time {cls['min_run_time']:g} s, {cls['device']}, torch {cls['torch']}"
+    )
     for name, o, r in zip(names, ours, runs):
         ss = r.get("suite_s") or {}
-        lines.append(f"{name}: {o['wall_s']:.1f} s wall end to end (child: import {r.get('import_s')} s, CUDA start "
-                     f"{r.get('init_s')} s, measurement {r.get('measure_s')} s: "
-                     + ", ".join(f"{k} {ss[k]:.1f} s" for k in ("matmul", "memory", "layers") if k in ss)
-                     + f"), exit {o['returncode']}")
+        lines.append(
+            f"{name}: {o['wall_s']:.1f} s wall end to end (child: import {r.get('import_s')} s, CUDA start "
+            f"{r.get('init_s')} s, measurement {r.get('measure_s')} s: "
+            + ", ".join(f"{k} {ss[k]:.1f} s" for k in ("matmul", "memory", "layers") if k in ss)
+            + f"), exit {o['returncode']}"
+        )
         for v in r.get("verdicts") or []:
             lines.append(f"  {v['line']}")
     summary["ours_wall_s"] = [o["wall_s"] for o in ours]
@@ -411,8 +512,10 @@ def tables(ours: List[Dict[str, Any]], cls: Dict[str, Any]) -> Tuple[str, Dict[s
     # targets
     t = summary["targets"]
     lines += ["", "targets (issue 14):"]
-    for label, worst in (("memory points above 64 MiB within 5% of classic", summary["worst"]["memory_above_64MiB"]),
-                         ("layer points not launch-bound within 5% of classic", summary["worst"]["layers"])):
+    for label, worst in (
+        ("memory points above 64 MiB within 5% of classic", summary["worst"]["memory_above_64MiB"]),
+        ("layer points not launch-bound within 5% of classic", summary["worst"]["layers"]),
+    ):
         if worst is None:
             lines.append(f"  {label}: no point to compare")
             continue
@@ -421,19 +524,25 @@ def tables(ours: List[Dict[str, Any]], cls: Dict[str, Any]) -> Tuple[str, Dict[s
         lines.append(f"  {label}: worst {worst[1]} off by {100 * worst[0]:.1f}% {'MET' if ok else 'MISSED'}")
     worst = summary["worst"]["layers_launch_bound"]
     if worst is not None:
-        lines.append(f"  launch-bound layer points (they time the CPU issuing kernels; no target): worst {worst[1]} "
-                     f"off by {100 * worst[0]:.1f}%")
+        lines.append(
+            f"  launch-bound layer points (they time the CPU issuing kernels; no target): worst {worst[1]} "
+            f"off by {100 * worst[0]:.1f}%"
+        )
     for name, o in zip(names, ours):
         ratio = o["wall_s"] / cls["process_wall_s"]
         ok = ratio <= WALL_RATIO
         t[f"{name} wall <= {WALL_RATIO}x classic"] = ok
-        lines.append(f"  {name} --suite all wall {o['wall_s']:.1f} s = {ratio:.3f}x the classic "
-                     f"{cls['process_wall_s']:.1f} s {'MET' if ok else 'MISSED'}")
+        lines.append(
+            f"  {name} --suite all wall {o['wall_s']:.1f} s = {ratio:.3f}x the classic "
+            f"{cls['process_wall_s']:.1f} s {'MET' if ok else 'MISSED'}"
+        )
     if best_cls:
         share = best_ours / best_cls
         t["HBM >= 90% of the best classic figure"] = share >= HBM_SHARE
-        lines.append(f"  best HBM figure {best_ours:.1f} GB/s = {100 * share:.1f}% of the classic {best_cls:.1f} GB/s "
-                     f"{'MET' if share >= HBM_SHARE else 'MISSED'}")
+        lines.append(
+            f"  best HBM figure {best_ours:.1f} GB/s = {100 * share:.1f}% of the classic {best_cls:.1f} GB/s "
+            f"{'MET' if share >= HBM_SHARE else 'MISSED'}"
+        )
     return "\n".join(lines) + "\n", summary
 
 
@@ -467,45 +576,99 @@ def quick_tables(ours: List[Dict[str, Any]], cls: Dict[str, Any], cold: Dict[str
             cold_off.append((abs(cold_ratio - 1), " ".join(str(v) for v in key)))
         mhz_c = window(cls.get("samples") or [], c.get("started"), c.get("ended"))[0]
         mhz_k = window(cold.get("samples") or [], k.get("started"), k.get("ended"))[0]
-        mhz_o = [window((o.get("raw") or {}).get("samples") or [], *timed_window(r.get(key, {})))[0]
-                 for o, r in zip(ours, raws)]
+        mhz_o = [
+            window((o.get("raw") or {}).get("samples") or [], *timed_window(r.get(key, {})))[0]
+            for o, r in zip(ours, raws)
+        ]
         kernels = "/".join(dict.fromkeys(str(x) for x in (got[0].get("kernel"), c.get("kernel")) if x)) or "-"
-        rows.append([c["layer"], c["dtype"], c["attention"], c["mode"], str(c["batch"]), str(c["seq"]), kernels, bound,
-                     f"{issue / got[0]['ms']:.2f}" if issue and got[0].get("ms") else "-",
-                     str(c.get("number_per_run") or "-"), _v(c["tflops"]), str(mhz_c or "-"),
-                     str(k.get("number_per_run") or "-"), _v(k.get("tflops")), str(mhz_k or "-"),
-                     _v(got[0].get("burst_tflops"))]
-                    + [x for g, m in zip(got, mhz_o) for x in (_v(g.get("tflops")), str(m or "-"))]
-                    + [f"{x:.3f}" if x else "-" for x in ratios] + [f"{cold_ratio:.3f}" if cold_ratio else "-"])
-    head = (["layer", "dtype", "attention", "mode", "b", "s", "kernel", "bound", "issue", "calls", "classic", "MHz",
-             "cold calls", "cold", "MHz", "burst"] + [x for n in names for x in (n, "MHz")]
-            + [f"{n}/classic" for n in names] + ["cold/classic"])
-    lines = ["layers TFLOP/s, --quick (classic: blocked_autorange after 3 warm-up calls; cold: without them, as "
-             "recorded before; burst: ours before its heat; issue: the CPU's time to issue one call / the call's "
-             "time; calls: the Timer's calls a block; MHz: median SM clock while timing)"]
+        rows.append(
+            [
+                c["layer"],
+                c["dtype"],
+                c["attention"],
+                c["mode"],
+                str(c["batch"]),
+                str(c["seq"]),
+                kernels,
+                bound,
+                f"{issue / got[0]['ms']:.2f}" if issue and got[0].get("ms") else "-",
+                str(c.get("number_per_run") or "-"),
+                _v(c["tflops"]),
+                str(mhz_c or "-"),
+                str(k.get("number_per_run") or "-"),
+                _v(k.get("tflops")),
+                str(mhz_k or "-"),
+                _v(got[0].get("burst_tflops")),
+            ]
+            + [x for g, m in zip(got, mhz_o) for x in (_v(g.get("tflops")), str(m or "-"))]
+            + [f"{x:.3f}" if x else "-" for x in ratios]
+            + [f"{cold_ratio:.3f}" if cold_ratio else "-"]
+        )
+    head = (
+        [
+            "layer",
+            "dtype",
+            "attention",
+            "mode",
+            "b",
+            "s",
+            "kernel",
+            "bound",
+            "issue",
+            "calls",
+            "classic",
+            "MHz",
+            "cold calls",
+            "cold",
+            "MHz",
+            "burst",
+        ]
+        + [x for n in names for x in (n, "MHz")]
+        + [f"{n}/classic" for n in names]
+        + ["cold/classic"]
+    )
+    lines = [
+        "layers TFLOP/s, --quick (classic: blocked_autorange after 3 warm-up calls; cold: without them, as "
+        "recorded before; burst: ours before its heat; issue: the CPU's time to issue one call / the call's "
+        "time; calls: the Timer's calls a block; MHz: median SM clock while timing)"
+    ]
     lines += _fmt(rows, head, 8)
-    summary: Dict[str, Any] = {"worst": {"layers": max(off) if off else None,
-                                         "layers_launch_bound": max(launch_off) if launch_off else None,
-                                         "cold_vs_warm_classic": max(cold_off) if cold_off else None},
-                               "ours_wall_s": [o["wall_s"] for o in ours], "classic_wall_s": cls["process_wall_s"],
-                               "classic_cold_wall_s": cold["process_wall_s"]}
+    summary: Dict[str, Any] = {
+        "worst": {
+            "layers": max(off) if off else None,
+            "layers_launch_bound": max(launch_off) if launch_off else None,
+            "cold_vs_warm_classic": max(cold_off) if cold_off else None,
+        },
+        "ours_wall_s": [o["wall_s"] for o in ours],
+        "classic_wall_s": cls["process_wall_s"],
+        "classic_cold_wall_s": cold["process_wall_s"],
+    }
     lines.append("")
     for name, o in zip(names, ours):
         r = o.get("result") or {}
         setup = (((o.get("raw") or {}).get("result") or {}).get("devices") or [{}])[0].get("layers_setup_s")
-        lines.append(f"{name}: {o['wall_s']:.1f} s wall (child: import {r.get('import_s')} s, CUDA start "
-                     f"{r.get('init_s')} s, measurement {r.get('measure_s')} s), exit {o['returncode']}; "
-                     f"layers set-up {json.dumps(setup)}")
-    lines.append(f"classic: {cls['process_wall_s']:.1f} s, cold: {cold['process_wall_s']:.1f} s (min_run_time "
-                 f"{cls['min_run_time']:g} s, {cls['device']}, torch {cls['torch']}; {cls.get('sampling')})")
+        lines.append(
+            f"{name}: {o['wall_s']:.1f} s wall (child: import {r.get('import_s')} s, CUDA start "
+            f"{r.get('init_s')} s, measurement {r.get('measure_s')} s), exit {o['returncode']}; "
+            f"layers set-up {json.dumps(setup)}"
+        )
+    lines.append(
+        f"classic: {cls['process_wall_s']:.1f} s, cold: {cold['process_wall_s']:.1f} s (min_run_time "
+        f"{cls['min_run_time']:g} s, {cls['device']}, torch {cls['torch']}; {cls.get('sampling')})"
+    )
     worst = summary["worst"]["layers"]
     ok = worst is not None and worst[0] <= WITHIN
     summary["targets"] = {"layer points not launch-bound within 5% of classic": ok}
     verdict = f"worst {worst[1]} off by {100 * worst[0]:.1f}% {'MET' if ok else 'MISSED'}" if worst else "no point"
-    lines += ["", "target (issue 14, the points that are not launch-bound):",
-              f"  layer points within 5% of classic: {verdict}"]
-    for label, what in (("launch-bound points (no target: they time the CPU)", "layers_launch_bound"),
-                        ("the classic method cold against warmed", "cold_vs_warm_classic")):
+    lines += [
+        "",
+        "target (issue 14, the points that are not launch-bound):",
+        f"  layer points within 5% of classic: {verdict}",
+    ]
+    for label, what in (
+        ("launch-bound points (no target: they time the CPU)", "layers_launch_bound"),
+        ("the classic method cold against warmed", "cold_vs_warm_classic"),
+    ):
         w = summary["worst"][what]
         if w:
             lines.append(f"  {label}: worst {w[1]} off by {100 * w[0]:.1f}%")
@@ -544,14 +707,23 @@ def suite_share() -> float:
 def main(argv: Optional[List[str]] = None) -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--out", default=os.environ.get("OUT") or "bench-out")
-    ap.add_argument("--min-run-time", type=float, default=None, help="classic blocked_autorange (default 1.5 s, "
-                    "0.05 s with --tiny)")
-    ap.add_argument("--ours-runs", type=int, default=None, help="envdoctor runs (default 1; 2 with --quick, "
-                    "the second after the classic ones)")
+    ap.add_argument(
+        "--min-run-time", type=float, default=None, help="classic blocked_autorange (default 1.5 s, 0.05 s with --tiny)"
+    )
+    ap.add_argument(
+        "--ours-runs",
+        type=int,
+        default=None,
+        help="envdoctor runs (default 1; 2 with --quick, the second after the classic ones)",
+    )
     ap.add_argument("--tiny", action="store_true", help="tiny sizes and layers, for a CPU machine")
     ap.add_argument("--quick", action="store_true", help="12 layer points (bf16) only: about 2 minutes on the H200")
-    ap.add_argument("--default-run", action="store_true", help="first time the default run (matmul,memory), "
-                    "against the 11 s of the matmul-only default before the suites")
+    ap.add_argument(
+        "--default-run",
+        action="store_true",
+        help="first time the default run (matmul,memory), "
+        "against the 11 s of the matmul-only default before the suites",
+    )
     ap.add_argument("--classic", metavar="PLAN", help="(internal) run the classic method on PLAN, print JSON")
     ap.add_argument("--ours-api", nargs=2, metavar=("CONFIG", "RAW"), help="(internal) envdoctor through its API")
     args = ap.parse_args(argv)
@@ -572,9 +744,12 @@ def main(argv: Optional[List[str]] = None) -> int:
     text, summary = tables(ours, cls)
     if default is not None:
         r = default.get("result") or {}
-        text += (f"default run (matmul,memory): {default['wall_s']:.1f} s wall end to end, exit "
-                 f"{default['returncode']} (child: import {r.get('import_s')} s, measurement {r.get('measure_s')} s: "
-                 + ", ".join(f"{k} {v:.1f} s" for k, v in (r.get("suite_s") or {}).items()) + ")\n")
+        text += (
+            f"default run (matmul,memory): {default['wall_s']:.1f} s wall end to end, exit "
+            f"{default['returncode']} (child: import {r.get('import_s')} s, measurement {r.get('measure_s')} s: "
+            + ", ".join(f"{k} {v:.1f} s" for k, v in (r.get("suite_s") or {}).items())
+            + ")\n"
+        )
         summary["default_run_wall_s"] = default["wall_s"]
     (out / "tables.txt").write_text(text)
     (out / "summary.json").write_text(json.dumps(summary, indent=1))

@@ -31,8 +31,9 @@ TIMED = "import time; t0 = time.perf_counter(); {code}; print(time.perf_counter(
 
 
 def run(code: str, env: dict[str, str]) -> float:
-    out = subprocess.run([sys.executable, "-c", TIMED.format(code=code)], capture_output=True, text=True,
-                         env=env, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", TIMED.format(code=code)], capture_output=True, text=True, env=env, check=True
+    )
     return float(out.stdout.strip())
 
 
@@ -42,8 +43,10 @@ def main() -> None:
     args = parser.parse_args()
     env = dict(os.environ)
     env.pop("ENVDOCTOR_DATA", None)
-    has_cache = subprocess.run([sys.executable, "-c", "import envdoctor.table.cache"], env=env,
-                               capture_output=True).returncode == 0
+    has_cache = (
+        subprocess.run([sys.executable, "-c", "import envdoctor.table.cache"], env=env, capture_output=True).returncode
+        == 0
+    )
     times: dict[str, list[float]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for _ in range(args.rounds):
@@ -52,8 +55,15 @@ def main() -> None:
                 cold = dict(env, ENVDOCTOR_CACHE_DIR=tempfile.mkdtemp(dir=tmp))
                 times.setdefault("cold", []).append(run(CASES["cold"], cold))
                 times.setdefault("warm", []).append(run(CASES["warm"], cold))
-    print(json.dumps({name: {"median_s": round(statistics.median(t), 4), "best_s": round(min(t), 4),
-                             "rounds": len(t)} for name, t in times.items()}, indent=1))
+    print(
+        json.dumps(
+            {
+                name: {"median_s": round(statistics.median(t), 4), "best_s": round(min(t), 4), "rounds": len(t)}
+                for name, t in times.items()
+            },
+            indent=1,
+        )
+    )
 
 
 if __name__ == "__main__":

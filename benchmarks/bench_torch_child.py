@@ -31,8 +31,9 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def program(rev: str) -> str:
     def show(name: str) -> str:
-        return subprocess.run(["git", "show", f"{rev}:envdoctor/child/{name}"], cwd=ROOT, check=True,
-                              capture_output=True, text=True).stdout
+        return subprocess.run(
+            ["git", "show", f"{rev}:envdoctor/child/{name}"], cwd=ROOT, check=True, capture_output=True, text=True
+        ).stdout
 
     return show("_prelude.py") + "\n" + show("torch_probe.py") + "\n_envdoctor_run(main)\n"
 
@@ -63,16 +64,19 @@ def main() -> None:
             env["PYTHONPATH"] = str(site) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
         programs = {rev: program(rev) for rev in args.rev}
         times: dict[str, list[float]] = {rev: [] for rev in args.rev}
-        for text in programs.values():      # one warm-up each
+        for text in programs.values():  # one warm-up each
             subprocess.run([args.python, "-", config], input=text, text=True, capture_output=True, env=env, check=True)
         for _ in range(args.rounds):
             for rev, text in programs.items():
                 started = time.perf_counter()
-                subprocess.run([args.python, "-", config], input=text, text=True, capture_output=True, env=env,
-                               check=True)
+                subprocess.run(
+                    [args.python, "-", config], input=text, text=True, capture_output=True, env=env, check=True
+                )
                 times[rev].append(time.perf_counter() - started)
-    print(f"python: {args.python}  extra dist-infos: {args.site}  torch imported: {args.with_torch}  "
-          f"rounds: {args.rounds}")
+    print(
+        f"python: {args.python}  extra dist-infos: {args.site}  torch imported: {args.with_torch}  "
+        f"rounds: {args.rounds}"
+    )
     for rev, values in times.items():
         print(f"{rev:>12}  median {statistics.median(values) * 1000:7.1f} ms  min {min(values) * 1000:7.1f} ms")
 

@@ -37,6 +37,7 @@ SIZES = (128, 512, 2048, 8192)
 
 # --- the classic method (runs in a child with torch) ------------------------------------------
 
+
 def classic(dtypes: List[str], sizes: List[int], min_run_time: float) -> Dict[str, Any]:
     started = time.perf_counter()
     import torch
@@ -46,7 +47,7 @@ def classic(dtypes: List[str], sizes: List[int], min_run_time: float) -> Dict[st
     m = torch.backends.cuda.matmul
     new_api = hasattr(m, "fp32_precision")
     kinds = {"fp32": torch.float32, "tf32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
-    where = "cuda" if torch.cuda.is_available() else "cpu"   # the CPU only to try this script out
+    where = "cuda" if torch.cuda.is_available() else "cpu"  # the CPU only to try this script out
     points = []
     for n in sizes:
         for d in dtypes:
@@ -57,26 +58,47 @@ def classic(dtypes: List[str], sizes: List[int], min_run_time: float) -> Dict[st
             a = torch.randn(n, n, dtype=kinds[d], device=where)
             b = torch.randn(n, n, dtype=kinds[d], device=where)
             t0 = time.perf_counter()
-            meas = benchmark.Timer(stmt="a @ b", globals={"a": a, "b": b}).blocked_autorange(
-                min_run_time=min_run_time)
+            meas = benchmark.Timer(stmt="a @ b", globals={"a": a, "b": b}).blocked_autorange(min_run_time=min_run_time)
             spent = time.perf_counter() - t0
-            points.append({"dtype": d, "n": n, "median_s": meas.median,
-                           "tflops": 2 * n ** 3 / meas.median / 1e12,
-                           "times": list(meas.times), "number_per_run": meas.number_per_run,
-                           "seconds": spent})
+            points.append(
+                {
+                    "dtype": d,
+                    "n": n,
+                    "median_s": meas.median,
+                    "tflops": 2 * n**3 / meas.median / 1e12,
+                    "times": list(meas.times),
+                    "number_per_run": meas.number_per_run,
+                    "seconds": spent,
+                }
+            )
             print(f"classic {d:5} n={n:5} {points[-1]['tflops']:8.1f} TFLOP/s", file=sys.stderr, flush=True)
             del a, b
-    return {"points": points, "import_s": imported, "wall_s": time.perf_counter() - started,
-            "torch": torch.__version__, "device": torch.cuda.get_device_name(0) if where == "cuda" else "cpu"}
+    return {
+        "points": points,
+        "import_s": imported,
+        "wall_s": time.perf_counter() - started,
+        "torch": torch.__version__,
+        "device": torch.cuda.get_device_name(0) if where == "cuda" else "cpu",
+    }
 
 
 # --- the driver ----------------------------------------------------------------------------------
 
+
 def run_ours(out: Path, name: str, extra: List[str]) -> Dict[str, Any]:
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     raw = out / f"{name}.raw.tmp"
-    argv = [sys.executable, "-m", "envdoctor", "bench", "--python", sys.executable, "--json",
-            "--raw-out", str(raw)] + extra
+    argv = [
+        sys.executable,
+        "-m",
+        "envdoctor",
+        "bench",
+        "--python",
+        sys.executable,
+        "--json",
+        "--raw-out",
+        str(raw),
+    ] + extra
     return timed_run(argv, env, raw, out / f"{name}.json")
 
 
@@ -99,14 +121,23 @@ def timed_run(argv: List[str], env: Dict[str, str], raw: Path, record: Path) -> 
 
 
 def run_classic(out: Path, dtypes: List[str], sizes: List[int], min_run_time: float) -> Dict[str, Any]:
-    argv = [sys.executable, __file__, "--classic", "--dtype", ",".join(dtypes),
-            "--size", ",".join(map(str, sizes)), "--min-run-time", str(min_run_time)]
+    argv = [
+        sys.executable,
+        __file__,
+        "--classic",
+        "--dtype",
+        ",".join(dtypes),
+        "--size",
+        ",".join(map(str, sizes)),
+        "--min-run-time",
+        str(min_run_time),
+    ]
     t0 = time.perf_counter()
     proc = subprocess.run(argv, stdout=subprocess.PIPE)
     wall = time.perf_counter() - t0
     doc = json.loads(proc.stdout)
     doc["process_wall_s"] = wall
-    for p in doc["points"]:   # the per-block times are thousands of numbers: keep their spread
+    for p in doc["points"]:  # the per-block times are thousands of numbers: keep their spread
         times = sorted(p.pop("times"))
         p["blocks"] = len(times)
         p["block_s_min_max"] = [times[0], times[-1]] if times else []
@@ -123,8 +154,12 @@ def tables(ours: List[Dict[str, Any]], cls: Dict[str, Any]) -> str:
     lines = []
     c = {(p["dtype"], p["n"]): p for p in cls["points"]}
     mine = [_ours_points(o) for o in ours]
-    head = ["dtype", "n", "classic"] + [f"ours-{i + 1}" for i in range(len(ours))] + \
-           [f"ours-{i + 1}/classic" for i in range(len(ours))] + ["burst-1", "bound-1", "MHz-1", "W-1"]
+    head = (
+        ["dtype", "n", "classic"]
+        + [f"ours-{i + 1}" for i in range(len(ours))]
+        + [f"ours-{i + 1}/classic" for i in range(len(ours))]
+        + ["burst-1", "bound-1", "MHz-1", "W-1"]
+    )
     rows = []
     for key in sorted(c, key=lambda k: (DTYPES.index(k[0]), k[1])):
         row = [key[0], str(key[1]), f"{c[key]['tflops']:.1f}"]
@@ -135,8 +170,12 @@ def tables(ours: List[Dict[str, Any]], cls: Dict[str, Any]) -> str:
             p = m.get(key)
             row.append(f"{p['tflops'] / c[key]['tflops']:.3f}" if p and p.get("tflops") else "-")
         p = mine[0].get(key) or {}
-        row += [f"{p['burst_tflops']:.1f}" if p.get("burst_tflops") else "-", p.get("bound") or "-",
-                str(p.get("sm_clock_mhz") or "-"), f"{p['power_w']:.0f}" if p.get("power_w") else "-"]
+        row += [
+            f"{p['burst_tflops']:.1f}" if p.get("burst_tflops") else "-",
+            p.get("bound") or "-",
+            str(p.get("sm_clock_mhz") or "-"),
+            f"{p['power_w']:.0f}" if p.get("power_w") else "-",
+        ]
         rows.append(row)
     widths = [max(len(r[i]) for r in rows + [head]) for i in range(len(head))]
     fmt = lambda r: "  ".join(x.rjust(w) if i > 0 else x.ljust(w) for i, (x, w) in enumerate(zip(r, widths)))
@@ -144,20 +183,27 @@ def tables(ours: List[Dict[str, Any]], cls: Dict[str, Any]) -> str:
     lines.append(fmt(head))
     lines.extend(fmt(r) for r in rows)
     lines.append("")
-    lines.append(f"classic: {len(c)} points, {cls['process_wall_s']:.1f} s wall "
-                 f"(torch import {cls['import_s']:.1f} s), {cls['device']}, torch {cls['torch']}")
+    lines.append(
+        f"classic: {len(c)} points, {cls['process_wall_s']:.1f} s wall "
+        f"(torch import {cls['import_s']:.1f} s), {cls['device']}, torch {cls['torch']}"
+    )
     for i, o in enumerate(ours):
         r = o.get("result") or {}
-        lines.append(f"ours-{i + 1}: {len(_ours_points(o))} points, {o['wall_s']:.1f} s wall end to end "
-                     f"(child: import {r.get('import_s')} s, CUDA start {r.get('init_s')} s, "
-                     f"measurement {r.get('measure_s')} s), exit {o['returncode']}")
+        lines.append(
+            f"ours-{i + 1}: {len(_ours_points(o))} points, {o['wall_s']:.1f} s wall end to end "
+            f"(child: import {r.get('import_s')} s, CUDA start {r.get('init_s')} s, "
+            f"measurement {r.get('measure_s')} s), exit {o['returncode']}"
+        )
         for v in r.get("verdicts") or []:
             lines.append(f"  {v['line']}")
     lines.append("")
     lines.append("targets:")
-    lines.append("  wall <= 15 s: " + ", ".join(f"ours-{i + 1} {o['wall_s']:.1f} s "
-                                                 f"{'MET' if o['wall_s'] <= 15 else 'MISSED'}"
-                                                 for i, o in enumerate(ours)))
+    lines.append(
+        "  wall <= 15 s: "
+        + ", ".join(
+            f"ours-{i + 1} {o['wall_s']:.1f} s {'MET' if o['wall_s'] <= 15 else 'MISSED'}" for i, o in enumerate(ours)
+        )
+    )
     for i, m in enumerate(mine):
         off = []
         for key, p in m.items():
@@ -165,14 +211,18 @@ def tables(ours: List[Dict[str, Any]], cls: Dict[str, Any]) -> str:
                 off.append((abs(p["tflops"] / c[key]["tflops"] - 1), key))
         worst = max(off) if off else (None, None)
         if worst[0] is not None:
-            lines.append(f"  ours-{i + 1} within 5% of classic at n>=2048: worst {worst[1][0]} "
-                         f"n={worst[1][1]} off by {100 * worst[0]:.1f}% "
-                         f"{'MET' if worst[0] <= 0.05 else 'MISSED'}")
+            lines.append(
+                f"  ours-{i + 1} within 5% of classic at n>=2048: worst {worst[1][0]} "
+                f"n={worst[1][1]} off by {100 * worst[0]:.1f}% "
+                f"{'MET' if worst[0] <= 0.05 else 'MISSED'}"
+            )
         for d in ("fp16", "bf16"):
             p = m.get((d, 8192))
             if p and p.get("tflops"):
-                lines.append(f"  ours-{i + 1} {d} n=8192 >= 600 TFLOP/s: {p['tflops']:.1f} "
-                             f"{'MET' if p['tflops'] >= 600 else 'MISSED'}")
+                lines.append(
+                    f"  ours-{i + 1} {d} n=8192 >= 600 TFLOP/s: {p['tflops']:.1f} "
+                    f"{'MET' if p['tflops'] >= 600 else 'MISSED'}"
+                )
     return "\n".join(lines) + "\n"
 
 

@@ -77,8 +77,7 @@ class Row:
 
 def tuning_rows(const: Constants) -> List[Row]:
     """Every measured row of the tuning recordings, with its estimate's moments (reserve stripped)."""
-    by_name = {c.name: c for c in bench.GPU_CASES + bench.HELDOUT_CASES + bench.HELDOUT2_CASES
-               + bench.EXTRA_CASES}
+    by_name = {c.name: c for c in bench.GPU_CASES + bench.HELDOUT_CASES + bench.HELDOUT2_CASES + bench.EXTRA_CASES}
     out: List[Row] = []
     for label, files in TUNING:
         recorded: Dict[str, Dict[str, Any]] = {}
@@ -90,10 +89,11 @@ def tuning_rows(const: Constants) -> List[Row]:
             case = by_name[name]
             spec, _ = bench.model_of(case)
             est = estimate(spec, case.workload, const)
-            phases = tuple(replace(p, terms=tuple(t for t in p.terms if t.name != "allocator_reserve"))
-                           for p in est.phases)
+            phases = tuple(
+                replace(p, terms=tuple(t for t in p.terms if t.name != "allocator_reserve")) for p in est.phases
+            )
             row = Row(label, name, spec.family, spec, case.workload, r["measurement"]["peak_bytes"], phases)
-            if peak(row, const) != est.peak_bytes:      # the recomputation is the estimator's own
+            if peak(row, const) != est.peak_bytes:  # the recomputation is the estimator's own
                 raise SystemExit(f"fit_crossval: {name}: recomputed peak differs from the estimate")
             out.append(row)
     return out
@@ -121,8 +121,12 @@ def objective(errors: Sequence[float]) -> Tuple[int, float, float, float]:
     factor when the rows with many generated tokens are left out) go to the larger constants."""
     within, far = score(errors)
     margins = [min(e - UNDER, OVER - e) for e in errors if UNDER <= e <= OVER]
-    return (within - 3 * far, -sum(min(0.0, e - UNDER) ** 2 + max(0.0, e - OVER) ** 2 for e in errors),
-            round(min(margins, default=0.0), 3), sum(errors))
+    return (
+        within - 3 * far,
+        -sum(min(0.0, e - UNDER) ** 2 + max(0.0, e - OVER) ** 2 for e in errors),
+        round(min(margins, default=0.0), 3),
+        sum(errors),
+    )
 
 
 def grid(base: Constants, axes: Sequence[Tuple[str, Sequence[float]]]) -> List[Constants]:
@@ -137,8 +141,9 @@ def grid(base: Constants, axes: Sequence[Tuple[str, Sequence[float]]]) -> List[C
     return points
 
 
-def leave_out(rows: Sequence[Row], points: Sequence[Constants],
-              group: Callable[[Row], str]) -> Tuple[List[float], Dict[str, Constants]]:
+def leave_out(
+    rows: Sequence[Row], points: Sequence[Constants], group: Callable[[Row], str]
+) -> Tuple[List[float], Dict[str, Constants]]:
     """Each group left out in turn: the best point on the other rows scores the left-out ones."""
     table = [[error(r, c) for r in rows] for c in points]
     held: List[Optional[float]] = [None] * len(rows)
@@ -161,8 +166,10 @@ def best_on_all(rows: Sequence[Row], points: Sequence[Constants]) -> Constants:
 
 def _line(label: str, errors: Sequence[float]) -> str:
     within, far = score(errors)
-    return (f"{label}: {within} of {len(errors)} within -5%..+10%, {far} under by more than 10% "
-            f"(from {min(errors) * 100:+.1f}% to {max(errors) * 100:+.1f}%)")
+    return (
+        f"{label}: {within} of {len(errors)} within -5%..+10%, {far} under by more than 10% "
+        f"(from {min(errors) * 100:+.1f}% to {max(errors) * 100:+.1f}%)"
+    )
 
 
 def _values(c: Constants, axes: Sequence[Tuple[str, Sequence[float]]]) -> str:
@@ -175,8 +182,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     args = ap.parse_args(argv)
     const = load_constants()
     rows = tuning_rows(const)
-    parts = [([r for r in rows if r.workload.train], TRAIN_GRID),
-             ([r for r in rows if not r.workload.train], INFER_GRID)]
+    parts = [
+        ([r for r in rows if r.workload.train], TRAIN_GRID),
+        ([r for r in rows if not r.workload.train], INFER_GRID),
+    ]
     shipped = [error(r, const) for r in rows]
     print(_line(f"shipped constants, in-sample ({len(rows)} rows)", shipped))
     for label, group in (("family", lambda r: r.family), ("set", lambda r: r.set)):
@@ -187,14 +196,18 @@ def main(argv: Optional[List[str]] = None) -> int:
             held += errors
             names += [f"{r.name} ({group(r)}): {e * 100:+.1f}%" for r, e in zip(subset, errors)]
             spread = {_values(c, axes) for c in chosen.values()}
-            print(f"  leave one {label} out, {'training' if axes is TRAIN_GRID else 'inference'}: "
-                  f"{len(spread)} distinct choices over {len(chosen)} folds")
+            print(
+                f"  leave one {label} out, {'training' if axes is TRAIN_GRID else 'inference'}: "
+                f"{len(spread)} distinct choices over {len(chosen)} folds"
+            )
         print(_line(f"cross-validated, one {label} left out in turn (in-sample rows)", held))
         if args.rows and label == "family":
             print("\n".join("    " + n for n in names))
     for subset, axes in parts:
-        print(f"best on all rows ({'training' if axes is TRAIN_GRID else 'inference'}): "
-              f"{_values(best_on_all(subset, grid(const, axes)), axes)}; shipped: {_values(const, axes)}")
+        print(
+            f"best on all rows ({'training' if axes is TRAIN_GRID else 'inference'}): "
+            f"{_values(best_on_all(subset, grid(const, axes)), axes)}; shipped: {_values(const, axes)}"
+        )
     return 0
 
 

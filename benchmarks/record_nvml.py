@@ -37,7 +37,7 @@ def plain(value: Any) -> Any:
         return value.value
     if isinstance(value, (int, float, str, bool)) or value is None:
         return value
-    if hasattr(value, "__dict__"):          # an answer object of another binding (a test's fake)
+    if hasattr(value, "__dict__"):  # an answer object of another binding (a test's fake)
         return {k: plain(v) for k, v in vars(value).items() if not k.startswith("_")}
     return repr(value)
 
@@ -55,42 +55,47 @@ class Recorder:
         if not callable(real) or not name.startswith("nvml") or isinstance(real, type):
             return real
         if name == "nvmlDeviceGetHandleByIndex":
+
             def by_index(i: int) -> Any:
                 h = real(i)
                 self.handles[id(h)] = i
                 while len(self.gpus) <= i:
                     self.gpus.append({})
                 return h
+
             return by_index
         if name.startswith("nvmlSystem"):
             return lambda *a: self._call(self.system, name, real, a, ())
         if name.startswith("nvmlDevice") and name not in ("nvmlDeviceGetCount",):
+
             def device_call(h: Any, *args: Any) -> Any:
                 gpu = self.handles.get(id(h))
                 if gpu is None:
                     return real(h, *args)
                 shown = args
                 if name in ("nvmlDeviceGetTopologyCommonAncestor", "nvmlDeviceGetP2PStatus"):
-                    shown = (self.handles.get(id(args[0]), -1),) + args[1:]     # the other GPU's index
+                    shown = (self.handles.get(id(args[0]), -1),) + args[1:]  # the other GPU's index
                 if name == "nvmlDeviceGetFieldValues":
                     shown = tuple(args[0])
                 if name in ("nvmlDeviceGetGpuFabricInfo", "nvmlDeviceGetGpuFabricInfoV"):
                     shown = ()
                 if name == "nvmlDeviceRegisterEvents":
-                    shown = ()                                      # the event set is this run's own
+                    shown = ()  # the event set is this run's own
                 return self._call(self.gpus[gpu], name, real, (h,) + args, shown, fabric="Fabric" in name)
+
             return device_call
         return real
 
-    def _call(self, table: Dict[str, Any], name: str, real: Any, args: tuple, shown: tuple,
-              fabric: bool = False) -> Any:
+    def _call(
+        self, table: Dict[str, Any], name: str, real: Any, args: tuple, shown: tuple, fabric: bool = False
+    ) -> Any:
         key = name + (":" + ",".join(str(a) for a in shown) if shown else "")
         try:
             value = real(*args)
         except pynvml.NVMLError as exc:
             table[key] = {"error": int(getattr(exc, "value", 999))}
             raise
-        if fabric:     # the answer is the structure passed by reference
+        if fabric:  # the answer is the structure passed by reference
             table[key] = plain(args[1]._obj) if hasattr(args[1], "_obj") else plain(value)
         else:
             table[key] = plain(value)
@@ -113,12 +118,16 @@ def main() -> int:
         watch.close()
     try:
         from importlib.metadata import version
+
         binding = version("nvidia-ml-py")
     except Exception:  # noqa: BLE001 - only for the note
         binding = "?"
-    doc = {"_about": f"recorded by benchmarks/record_nvml.py on {datetime.date.today()} "
-                     f"(nvidia-ml-py {binding}); replayed by tests/fakenvml.py",
-           "system": rec.system, "gpus": rec.gpus}
+    doc = {
+        "_about": f"recorded by benchmarks/record_nvml.py on {datetime.date.today()} "
+        f"(nvidia-ml-py {binding}); replayed by tests/fakenvml.py",
+        "system": rec.system,
+        "gpus": rec.gpus,
+    }
     json.dump(doc, sys.stdout, indent=1, sort_keys=True)
     print()
     return 0

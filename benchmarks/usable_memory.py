@@ -31,9 +31,8 @@ def nvml_reading(index):
         out.update(total=int(m.total), used=int(m.used), free=int(m.free))
         try:
             m2 = pynvml.nvmlDeviceGetMemoryInfo(h, version=pynvml.nvmlMemory_v2)
-            out.update(v2_total=int(m2.total), v2_reserved=int(m2.reserved), v2_used=int(m2.used),
-                       v2_free=int(m2.free))
-        except Exception as exc:   # an older driver or pynvml
+            out.update(v2_total=int(m2.total), v2_reserved=int(m2.reserved), v2_used=int(m2.used), v2_free=int(m2.free))
+        except Exception as exc:  # an older driver or pynvml
             out["v2_error"] = str(exc)
         try:
             current, pending = pynvml.nvmlDeviceGetEccMode(h)
@@ -50,6 +49,7 @@ def nvml_reading(index):
 
 def main():
     import torch
+
     t0 = time.time()
     out = {"torch": torch.__version__, "alloc_conf": os.environ.get("PYTORCH_CUDA_ALLOC_CONF")}
     out["nvml_before"] = nvml_reading(0)
@@ -70,8 +70,13 @@ def main():
         sizes[str(size)] = n
     torch.cuda.synchronize()
     free_end, _ = torch.cuda.mem_get_info()
-    out.update(blocks=sizes, allocatable=sum(b.numel() for b in blocks), reserved=int(torch.cuda.memory_reserved()),
-               cuda_free_full=int(free_end), seconds=round(time.time() - t0, 2))
+    out.update(
+        blocks=sizes,
+        allocatable=sum(b.numel() for b in blocks),
+        reserved=int(torch.cuda.memory_reserved()),
+        cuda_free_full=int(free_end),
+        seconds=round(time.time() - t0, 2),
+    )
     out["nvml_full"] = nvml_reading(0)
     print(json.dumps(out, indent=1))
     return 0

@@ -14,8 +14,13 @@ import os
 import stat
 from pathlib import Path
 
-_KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISCHR, "a character device"),
-          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+_KINDS = (
+    (stat.S_ISDIR, "a folder"),
+    (stat.S_ISFIFO, "a named pipe (FIFO)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
 
 
 class NotRegularFileError(FileExistsError):
@@ -32,14 +37,15 @@ def what_it_is(mode: int) -> str | None:
 
 def _refuse_special(path: Path) -> None:
     try:
-        mode = os.stat(path).st_mode          # follows a symlink: what a write would really replace
+        mode = os.stat(path).st_mode  # follows a symlink: what a write would really replace
     except (FileNotFoundError, NotADirectoryError):
-        return                                # absent, or a dangling symlink: nothing to protect
+        return  # absent, or a dangling symlink: nothing to protect
     kind = what_it_is(mode)
     if kind is None:
         return
-    raise NotRegularFileError(errno.EEXIST, f"it is {kind}, not a regular file (envdoctor replaces only "
-                                            "regular files)", str(path))
+    raise NotRegularFileError(
+        errno.EEXIST, f"it is {kind}, not a regular file (envdoctor replaces only regular files)", str(path)
+    )
 
 
 def write_atomic(path: str | Path, data: str | bytes, mode: int = 0o644, sync: bool = True) -> Path:
@@ -57,7 +63,7 @@ def write_atomic(path: str | Path, data: str | bytes, mode: int = 0o644, sync: b
     path.parent.mkdir(parents=True, exist_ok=True)
     from envdoctor.escape import ERRORS
 
-    raw = data.encode("utf-8", errors=ERRORS) if isinstance(data, str) else data   # a stray byte: escaped
+    raw = data.encode("utf-8", errors=ERRORS) if isinstance(data, str) else data  # a stray byte: escaped
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=str(path.parent))
     try:
         with os.fdopen(fd, "wb") as fh:
@@ -66,7 +72,7 @@ def write_atomic(path: str | Path, data: str | bytes, mode: int = 0o644, sync: b
             if sync:
                 os.fsync(fh.fileno())
         os.chmod(tmp, mode)
-        _refuse_special(path)                 # appeared while the data was written
+        _refuse_special(path)  # appeared while the data was written
         os.replace(tmp, path)
     except BaseException:
         try:

@@ -38,6 +38,7 @@ def needs(*names: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     def mark(rule: Callable[..., Any]) -> Callable[..., Any]:
         rule.tables = tuple(names)  # type: ignore[attr-defined]
         return rule
+
     return mark
 
 
@@ -51,20 +52,29 @@ def table_broken(error: str, what: str = "the table (driver floors, GPU architec
     """ED901 for a data table that could not be loaded; ``error`` is the loader's one line."""
     from envdoctor.codes import CODES
 
-    return Finding("ED901", "warning", CODES["ED901"].title, evidence=(error,),
-                   fix=("pip install --force-reinstall envdoctor   # restores the bundled data/ files",),
-                   area="envdoctor",
-                   explanation=f"Checks that need {what} were skipped.")
+    return Finding(
+        "ED901",
+        "warning",
+        CODES["ED901"].title,
+        evidence=(error,),
+        fix=("pip install --force-reinstall envdoctor   # restores the bundled data/ files",),
+        area="envdoctor",
+        explanation=f"Checks that need {what} were skipped.",
+    )
 
 
 def crashed(rule: Callable[..., Any], exc: BaseException) -> Finding:
     """ED900: ``rule`` raised ``exc``; a bug in envdoctor, not in the machine."""
     from envdoctor.codes import CODES
 
-    return Finding("ED900", "warning", f"{CODES['ED900'].title}: {rule_name(rule)}: {type(exc).__name__}: {exc}",
-                   evidence=("this is a bug in envdoctor, not a problem of the machine",),
-                   fix=("envdoctor check --debug   # shows the traceback; please report it",),
-                   area="envdoctor")
+    return Finding(
+        "ED900",
+        "warning",
+        f"{CODES['ED900'].title}: {rule_name(rule)}: {type(exc).__name__}: {exc}",
+        evidence=("this is a bug in envdoctor, not a problem of the machine",),
+        fix=("envdoctor check --debug   # shows the traceback; please report it",),
+        area="envdoctor",
+    )
 
 
 def _load(name: str) -> Any:
@@ -74,8 +84,9 @@ def _load(name: str) -> Any:
     return getattr(importlib.import_module(module), func)()
 
 
-def run(rules: Iterable[Callable[..., Any]], subject: Any, table: Any = None,
-        tables: Optional[Mapping[str, Any]] = None) -> List[Finding]:
+def run(
+    rules: Iterable[Callable[..., Any]], subject: Any, table: Any = None, tables: Optional[Mapping[str, Any]] = None
+) -> List[Finding]:
     """Every finding of ``rules`` on ``subject``, unsorted and unsuppressed (see :func:`split`).
 
     ``tables``: tables already loaded by the caller (name -> table), used instead of loading."""
@@ -167,15 +178,17 @@ def hidden(codes: Iterable[str], found: Iterable[Finding]) -> Optional[Suppresse
     return Suppressed(asked, tuple(sort_findings(found))) if asked else None
 
 
-def kept(items: Iterable[Any], suppress: Iterable[str] = (),
-         finding: Callable[[Any], Finding] = lambda item: item) -> List[Any]:
+def kept(
+    items: Iterable[Any], suppress: Iterable[str] = (), finding: Callable[[Any], Finding] = lambda item: item
+) -> List[Any]:
     """``items`` (findings, or what holds one: ``finding(item)``) without the suppressed codes, in order."""
     hide = set(suppressed_codes(suppress))
     return [item for item in items if finding(item).code not in hide]
 
 
-def split_suppressed(findings: Iterable[Finding],
-                     codes: Iterable[str]) -> Tuple[Tuple[Finding, ...], Tuple[Finding, ...]]:
+def split_suppressed(
+    findings: Iterable[Finding], codes: Iterable[str]
+) -> Tuple[Tuple[Finding, ...], Tuple[Finding, ...]]:
     """:func:`split` as a pair: (the findings shown, the findings ``--suppress CODE`` hides)."""
     done = split(findings, codes)
     return done.shown, done.hidden

@@ -38,7 +38,7 @@ def json_after_command(args: Sequence[str], names: Sequence[str]) -> list:
     if at is None or out[at] == "--" or "--json" not in out[:at]:
         return out
     before = [a for a in out[:at] if a != "--json"]
-    return [*before, out[at], "--json", *out[at + 1:]]
+    return [*before, out[at], "--json", *out[at + 1 :]]
 
 
 class JsonGroup(click.Group):
@@ -71,11 +71,11 @@ def finish(code: int) -> NoReturn:
     if not _OWN_PROCESS[0]:
         sys.exit(code)
     try:
-        sys.stdout.flush()            # click.echo flushed already: nothing is normally left
+        sys.stdout.flush()  # click.echo flushed already: nothing is normally left
         sys.stderr.flush()
-    except (OSError, ValueError):     # a closed or full output: the interpreter's exit says so, as before
+    except (OSError, ValueError):  # a closed or full output: the interpreter's exit says so, as before
         sys.exit(code)
-    logging.shutdown()                # --debug's handler, flushed
+    logging.shutdown()  # --debug's handler, flushed
     os._exit(code)
 
 
@@ -86,7 +86,7 @@ def closed_pipe() -> None:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         os.close(devnull)
-    except (OSError, ValueError):   # no file descriptor (a test's captured stream)
+    except (OSError, ValueError):  # no file descriptor (a test's captured stream)
         pass
     sys.exit(EXIT_PIPE)
 
@@ -125,9 +125,10 @@ class Number(click.FloatRange):
     click.exceptions.BadParameter: 'nan': give a number from 0.1 to 86400 s
     """
 
-    def __init__(self, low: float, high: float, *, integer: bool = False, low_open: bool = False,
-                 unit: str = "") -> None:
-        super().__init__(min=low, max=high, min_open=low_open)    # the range --help shows: [0.1<=x<=86400]
+    def __init__(
+        self, low: float, high: float, *, integer: bool = False, low_open: bool = False, unit: str = ""
+    ) -> None:
+        super().__init__(min=low, max=high, min_open=low_open)  # the range --help shows: [0.1<=x<=86400]
         self.low, self.high, self.integer, self.low_open, self.unit = low, high, integer, low_open, unit
         self.name = "integer" if integer else "number"
 
@@ -264,21 +265,31 @@ def _python_path(ctx: click.Context, param: click.Parameter, value: Optional[str
 
 def python_option(f: Callable) -> Callable:
     return click.option(
-        "--python", "python", metavar="PATH", default=None, callback=_python_path,
+        "--python",
+        "python",
+        metavar="PATH",
+        default=None,
+        callback=_python_path,
         help="Target interpreter whose torch is inspected (default: python3 on PATH).",
     )(f)
 
 
 def timeout_option(f: Callable) -> Callable:
     return click.option(
-        "--timeout", type=seconds(), default=10.0, show_default=True,
+        "--timeout",
+        type=seconds(),
+        default=10.0,
+        show_default=True,
         help="Seconds each external command may take (nvidia-smi, conda, docker, nvcc, the target Python).",
     )(f)
 
 
 def torch_timeout_option(f: Callable) -> Callable:
     return click.option(
-        "--torch-timeout", type=seconds(), default=TORCH_TIMEOUT, show_default=True,
+        "--torch-timeout",
+        type=seconds(),
+        default=TORCH_TIMEOUT,
+        show_default=True,
         help="Seconds the target Python may take to import torch and answer (CUDA init included).",
     )(f)
 
@@ -289,8 +300,9 @@ def debug_option(f: Callable) -> Callable:
 
 def root_option(f: Callable) -> Callable:
     # For tests and for inspecting a mounted image: read /sys, /proc, /etc under this folder.
-    return click.option("--root", type=FilePath(file_okay=False, path_type=Path), default=None,
-                        hidden=True, envvar="ENVDOCTOR_ROOT")(f)
+    return click.option(
+        "--root", type=FilePath(file_okay=False, path_type=Path), default=None, hidden=True, envvar="ENVDOCTOR_ROOT"
+    )(f)
 
 
 def check_index_url(ctx: click.Context, param: click.Parameter, value: Optional[str]) -> Optional[str]:
@@ -313,8 +325,9 @@ def check_index_url(ctx: click.Context, param: click.Parameter, value: Optional[
     return url.rstrip("/")
 
 
-def make_context(python: Optional[str], timeout: float, root: Optional[Path],
-                 torch_timeout: float = TORCH_TIMEOUT) -> Context:
+def make_context(
+    python: Optional[str], timeout: float, root: Optional[Path], torch_timeout: float = TORCH_TIMEOUT
+) -> Context:
     """The probes' context: ``timeout`` bounds every external command (``--timeout``, no floor),
     ``torch_timeout`` the child that imports torch (``--torch-timeout``)."""
     from envdoctor.probes.context import Context
@@ -334,8 +347,8 @@ def guarded(f: Callable) -> Callable:
     @functools.wraps(f)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         debug = bool(kwargs.get("debug"))
-        escape_streams(sys.stdout, sys.stderr)   # a byte that is not UTF-8 is shown escaped, not a crash
-        plot_file(kwargs.get("plot"))            # bench, burn, comms: before anything is measured
+        escape_streams(sys.stdout, sys.stderr)  # a byte that is not UTF-8 is shown escaped, not a crash
+        plot_file(kwargs.get("plot"))  # bench, burn, comms: before anything is measured
         if debug:
             logging.basicConfig(level=logging.DEBUG, format="envdoctor: %(name)s: %(message)s")
         try:
@@ -344,7 +357,7 @@ def guarded(f: Callable) -> Callable:
             raise
         except BrokenPipeError:
             closed_pipe()
-        except KeyboardInterrupt:        # Click would say "Aborted!" and exit 1, the code of findings
+        except KeyboardInterrupt:  # Click would say "Aborted!" and exit 1, the code of findings
             click.echo("envdoctor: interrupted", err=True)
             sys.exit(EXIT_INTERRUPTED)
         except Exception as exc:
@@ -352,8 +365,11 @@ def guarded(f: Callable) -> Callable:
                 import traceback
 
                 traceback.print_exc()
-            click.echo(f"envdoctor: internal error: {type(exc).__name__}: {exc} "
-                       "(run with --debug for the traceback, and please report it)", err=True)
+            click.echo(
+                f"envdoctor: internal error: {type(exc).__name__}: {exc} "
+                "(run with --debug for the traceback, and please report it)",
+                err=True,
+            )
             sys.exit(EXIT_INTERNAL)
 
     return wrapper
@@ -381,10 +397,14 @@ def _set_color(ctx: click.Context, param: click.Parameter, value: Optional[str])
 
 def color_option(f: Callable) -> Callable:
     return click.option(
-        "--color", type=click.Choice(["auto", "always", "never"]), default=None, expose_value=False,
-        is_eager=True, callback=_set_color,
+        "--color",
+        type=click.Choice(["auto", "always", "never"]),
+        default=None,
+        expose_value=False,
+        is_eager=True,
+        callback=_set_color,
         help="Colour the text: auto (a terminal, unless NO_COLOR or TERM=dumb; FORCE_COLOR forces it), "
-             "always or never.",
+        "always or never.",
     )(f)
 
 
@@ -411,10 +431,22 @@ def _set_verbosity(ctx: click.Context, param: click.Parameter, value: bool) -> N
 def verbosity_options(f: Callable) -> Callable:
     """``-q/--quiet`` (only the findings and the verdict) and ``-v/--verbose`` (also where each
     fact came from and how long each probe took); read them with :func:`verbosity`."""
-    f = click.option("-v", "--verbose", is_flag=True, expose_value=False, callback=_set_verbosity,
-                     help="Also show where each fact came from and how long each probe took.")(f)
-    return click.option("-q", "--quiet", is_flag=True, expose_value=False, callback=_set_verbosity,
-                        help="Show only the findings and the verdict.")(f)
+    f = click.option(
+        "-v",
+        "--verbose",
+        is_flag=True,
+        expose_value=False,
+        callback=_set_verbosity,
+        help="Also show where each fact came from and how long each probe took.",
+    )(f)
+    return click.option(
+        "-q",
+        "--quiet",
+        is_flag=True,
+        expose_value=False,
+        callback=_set_verbosity,
+        help="Show only the findings and the verdict.",
+    )(f)
 
 
 def verbosity() -> int:
@@ -437,8 +469,7 @@ class ChoiceList(click.ParamType):
     def convert(self, value: Any, param: Any, ctx: Any) -> Tuple[str, ...]:
         if isinstance(value, tuple):
             return value
-        names = tuple(dict.fromkeys(v.strip().lower().replace("-", "_") for v in str(value).split(",")
-                                    if v.strip()))
+        names = tuple(dict.fromkeys(v.strip().lower().replace("-", "_") for v in str(value).split(",") if v.strip()))
         if self.every is not None and self.every in names:
             return self.choices
         bad = [v for v in names if v not in self.choices]
@@ -461,8 +492,9 @@ def gpu_index_or_all(ctx: click.Context, param: Any, value: str) -> str:
     index = ascii_int(value)
     if index is not None and index < MAX_GPUS:
         return str(index)
-    raise click.BadParameter(f"{value[:MAX_NUMBER_CHARS]!r}: give a GPU index (0, 1, ... up to {MAX_GPUS - 1}) "
-                             "or 'all'")
+    raise click.BadParameter(
+        f"{value[:MAX_NUMBER_CHARS]!r}: give a GPU index (0, 1, ... up to {MAX_GPUS - 1}) or 'all'"
+    )
 
 
 def check_visible_devices(env: Optional[Any] = None) -> None:
@@ -501,12 +533,12 @@ def gpu_indices(value: str) -> Tuple[int, ...]:
 def suppress_codes(ctx: Any, param: Any, values: Tuple[str, ...]) -> Tuple[str, ...]:
     """Click callback of ``--suppress``: codes of the registry (``envdoctor explain`` lists them); a
     comma list is several. Anything else is a usage error (exit 2), so a typo never hides nothing."""
-    if not values:          # nothing given (every run): the checks' module loads later, not before the probes
+    if not values:  # nothing given (every run): the checks' module loads later, not before the probes
         return ()
     from envdoctor.checks import bad_codes, suppressed_codes
 
     codes = suppressed_codes(values)
-    problem = bad_codes(values) if codes else None   # the registry loads only when there is something to look up
+    problem = bad_codes(values) if codes else None  # the registry loads only when there is something to look up
     if problem:
         raise click.BadParameter(problem, param_hint="--suppress")
     return codes
@@ -515,8 +547,13 @@ def suppress_codes(ctx: Any, param: Any, values: Tuple[str, ...]) -> Tuple[str, 
 def suppress_option(f: Callable) -> Callable:
     """``--suppress CODE`` (repeatable) for every command that prints findings; the command hands the
     codes to :func:`envdoctor.checks.split`."""
-    return click.option("--suppress", multiple=True, metavar="CODE", callback=suppress_codes,
-                        help="Hide a finding by its code, e.g. ED305 (repeatable).")(f)
+    return click.option(
+        "--suppress",
+        multiple=True,
+        metavar="CODE",
+        callback=suppress_codes,
+        help="Hide a finding by its code, e.g. ED305 (repeatable).",
+    )(f)
 
 
 def for_tests(name: str, low: float, high: float, whole: bool = False) -> Optional[float]:
@@ -535,13 +572,25 @@ def for_tests(name: str, low: float, high: float, whole: bool = False) -> Option
 
 # --- --html and -o: one self-contained page per run (envdoctor/htmlpage.py) ---------------------------------
 
+
 def html_options(f: Callable) -> Callable:
     """``--html`` (a page beside --json) and ``-o FILE`` (write it atomically instead of printing it)."""
-    f = click.option("-o", "--output", "html_output", type=FilePath(dir_okay=False, path_type=Path), default=None,
-                     metavar="FILE", help="With --html: write the page to FILE (atomically) instead of printing it.")(f)
-    return click.option("--html", "as_html", is_flag=True,
-                        help="Print one self-contained HTML page (no network, no external files; the JSON "
-                             "document embedded; personal details masked as --redact does).")(f)
+    f = click.option(
+        "-o",
+        "--output",
+        "html_output",
+        type=FilePath(dir_okay=False, path_type=Path),
+        default=None,
+        metavar="FILE",
+        help="With --html: write the page to FILE (atomically) instead of printing it.",
+    )(f)
+    return click.option(
+        "--html",
+        "as_html",
+        is_flag=True,
+        help="Print one self-contained HTML page (no network, no external files; the JSON "
+        "document embedded; personal details masked as --redact does).",
+    )(f)
 
 
 def check_formats(**given: bool) -> None:
@@ -595,5 +644,7 @@ def plot_file(value: Optional[str]) -> None:
     folder = os.path.dirname(os.path.abspath(value))
     if not os.path.isdir(folder):
         shown = os.path.dirname(value) or folder
-        raise click.BadParameter(f"the folder {shown} does not exist (create it, or name a file in a folder "
-                                 "that exists)", param_hint="'--plot'")
+        raise click.BadParameter(
+            f"the folder {shown} does not exist (create it, or name a file in a folder that exists)",
+            param_hint="'--plot'",
+        )

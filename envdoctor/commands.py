@@ -20,7 +20,7 @@ DRIVER_GUIDE = "https://docs.nvidia.com/datacenter/tesla/driver-installation-gui
 
 
 def family(system: SystemFacts) -> Optional[str]:
-    """"debian" (apt), "rhel" (dnf), "suse" (zypper) or None."""
+    """ "debian" (apt), "rhel" (dnf), "suse" (zypper) or None."""
     ids = (system.os_id or "",) + tuple(system.os_like)
     if any(i in ("ubuntu", "debian") for i in ids):
         return "debian"
@@ -38,8 +38,14 @@ def repo_arch(system: SystemFacts) -> str:
 
 #: os-release IDs whose repository folder is guessed when no table is given (``table=None``):
 #: ubuntu2404, debian12, rhel9 (Rocky, Alma by major), fedora41. Anything else needs the table.
-_GUESSED = {"ubuntu": "ubuntu", "debian": "debian", "rhel": "rhel", "rocky": "rhel", "almalinux": "rhel",
-            "fedora": "fedora"}
+_GUESSED = {
+    "ubuntu": "ubuntu",
+    "debian": "debian",
+    "rhel": "rhel",
+    "rocky": "rhel",
+    "almalinux": "rhel",
+    "fedora": "fedora",
+}
 
 
 def repository(system: SystemFacts, table: Optional[Table] = None) -> Optional[tuple[str, str]]:
@@ -76,8 +82,9 @@ def repo_dir(system: SystemFacts, table: Optional[Table] = None) -> Optional[str
     return repo[0] if repo else None
 
 
-def conda_nvcc_install(flavor: Optional[str], release: str, cuda_home: bool = False,
-                       with_cuda_version: bool = False) -> tuple[str, ...]:
+def conda_nvcc_install(
+    flavor: Optional[str], release: str, cuda_home: bool = False, with_cuda_version: bool = False
+) -> tuple[str, ...]:
     """nvcc of CUDA ``release`` ("12.6") from conda-forge into the active env, with ``flavor``
     ("conda", "mamba", "micromamba"; None: conda); ``cuda_home``: then point CUDA_HOME at the env;
     ``with_cuda_version``: move the env's cuda-version pin to ``release`` in the same command (an
@@ -93,8 +100,9 @@ def conda_nvcc_install(flavor: Optional[str], release: str, cuda_home: bool = Fa
     return cmds + (('export CUDA_HOME="$CONDA_PREFIX"',) if cuda_home else ())
 
 
-def driver_install(system: SystemFacts, branch: Optional[str], open_modules: bool = True,
-                   table: Optional[Table] = None) -> tuple[str, ...]:
+def driver_install(
+    system: SystemFacts, branch: Optional[str], open_modules: bool = True, table: Optional[Table] = None
+) -> tuple[str, ...]:
     """Install the NVIDIA driver ``branch`` ("580") for this distribution, then reboot.
 
     ``table``: the compatibility table, whose ``Distro`` row gives NVIDIA's repository folder, the
@@ -120,14 +128,18 @@ def driver_install(system: SystemFacts, branch: Optional[str], open_modules: boo
       ``versionlock add``), then the unversioned package.
     """
     if system.wsl:
-        return ("# WSL2: install or upgrade the NVIDIA driver on Windows, not inside WSL",
-                "# https://docs.nvidia.com/cuda/wsl-user-guide/index.html")
+        return (
+            "# WSL2: install or upgrade the NVIDIA driver on Windows, not inside WSL",
+            "# https://docs.nvidia.com/cuda/wsl-user-guide/index.html",
+        )
     if system.container:
         flavour = "open" if open_modules else "proprietary"
         which = f"the NVIDIA driver R{branch}" if branch else "the NVIDIA driver"
-        return (f"# on the host: install {which} with the {flavour} kernel modules (this container's "
-                f"distribution is not the host's: envdoctor check run on the host prints the commands)",
-                "# then restart this container, so it gets the new driver's libraries")
+        return (
+            f"# on the host: install {which} with the {flavour} kernel modules (this container's "
+            f"distribution is not the host's: envdoctor check run on the host prints the commands)",
+            "# then restart this container, so it gets the new driver's libraries",
+        )
     if system.os_id == "ubuntu":
         if branch:
             pkg = f"nvidia-driver-{branch}-open" if open_modules else f"nvidia-driver-{branch}"
@@ -140,13 +152,14 @@ def driver_install(system: SystemFacts, branch: Optional[str], open_modules: boo
     pkg = "nvidia-open" if open_modules else "cuda-drivers"
     note: tuple[str, ...] = ()
     if branch:
-        row = (table.distro(system.os_id or "", system.os_version or "")
-               if table is not None and repo else None)
+        row = table.distro(system.os_id or "", system.os_version or "") if table is not None and repo else None
         if row is None or f"{pkg}-{{branch}}" in row.driver_packages:
             pkg = f"{pkg}-{branch}"
         else:
-            note = (f"# envdoctor's table lists no branch-pinned {pkg} package for {row.repo_dir}: "
-                    f"this installs NVIDIA's newest branch, not {branch} specifically",)
+            note = (
+                f"# envdoctor's table lists no branch-pinned {pkg} package for {row.repo_dir}: "
+                f"this installs NVIDIA's newest branch, not {branch} specifically",
+            )
     steps = nvidia_repo_install(system, (pkg,), *repo) if repo else ()
     if steps:
         return note + steps + ("sudo reboot",)
@@ -162,18 +175,25 @@ def _dnf_driver(system: SystemFacts, branch: Optional[str], open_modules: bool) 
     guide says for this release (see :func:`driver_install`)."""
     pkg = "nvidia-open" if open_modules else "cuda-drivers"
     modular = (system.os_id == "amzn" and (system.os_version or "").startswith("2023")) or (
-        system.os_id != "fedora" and system.os_id != "amzn" and (_rhel_major(system) or 0) in (8, 9))
+        system.os_id != "fedora" and system.os_id != "amzn" and (_rhel_major(system) or 0) in (8, 9)
+    )
     if modular:
-        stream = (f"{branch}-open" if open_modules else f"{branch}-dkms") if branch else \
-            ("open-dkms" if open_modules else "latest-dkms")
+        stream = (
+            (f"{branch}-open" if open_modules else f"{branch}-dkms")
+            if branch
+            else ("open-dkms" if open_modules else "latest-dkms")
+        )
         return (f"sudo dnf module enable -y nvidia-driver:{stream}", f"sudo dnf install -y {pkg}")
     if not branch:
         return (f"sudo dnf install -y {pkg}",)
     lock = f"'*nvidia*{branch}*'"
     if _fedora_dnf5(system):
         return (f"sudo dnf versionlock add {lock}", f"sudo dnf install -y {pkg}")
-    return ("sudo dnf install -y python3-dnf-plugin-versionlock", f"sudo dnf versionlock {lock}",
-            f"sudo dnf install -y {pkg}")
+    return (
+        "sudo dnf install -y python3-dnf-plugin-versionlock",
+        f"sudo dnf versionlock {lock}",
+        f"sudo dnf install -y {pkg}",
+    )
 
 
 def _fedora_dnf5(system: SystemFacts) -> bool:
@@ -181,8 +201,13 @@ def _fedora_dnf5(system: SystemFacts) -> bool:
     return system.os_id == "fedora" and (major(system.os_version) or 0) >= 41
 
 
-def nvidia_repo_install(system: SystemFacts, packages: Sequence[str], rdir: Optional[str] = None,
-                        manager: Optional[str] = None, table: Optional[Table] = None) -> tuple[str, ...]:
+def nvidia_repo_install(
+    system: SystemFacts,
+    packages: Sequence[str],
+    rdir: Optional[str] = None,
+    manager: Optional[str] = None,
+    table: Optional[Table] = None,
+) -> tuple[str, ...]:
     """Add NVIDIA's CUDA repository for this distribution and install ``packages`` from it.
 
     ``rdir``/``manager`` default to :func:`repository` (the table's ``Distro`` row, or the guess
@@ -199,13 +224,23 @@ def nvidia_repo_install(system: SystemFacts, packages: Sequence[str], rdir: Opti
     repo_url = f"{NVIDIA_REPO}/{rdir}/{'x86_64' if system.wsl else repo_arch(system)}"
     names = " ".join(packages)
     if manager == "apt":
-        return (f"wget {repo_url}/cuda-keyring_1.1-1_all.deb", "sudo dpkg -i cuda-keyring_1.1-1_all.deb",
-                "sudo apt-get update", f"sudo apt-get install -y {names}")
+        return (
+            f"wget {repo_url}/cuda-keyring_1.1-1_all.deb",
+            "sudo dpkg -i cuda-keyring_1.1-1_all.deb",
+            "sudo apt-get update",
+            f"sudo apt-get install -y {names}",
+        )
     if manager == "zypper":
-        return (f"sudo zypper addrepo {repo_url}/cuda-{rdir}.repo", "sudo zypper refresh",
-                f"sudo zypper install -y {names}")
-    add = (f"sudo dnf config-manager addrepo --from-repofile={repo_url}/cuda-{rdir}.repo" if _fedora_dnf5(system)
-           else f"sudo dnf config-manager --add-repo {repo_url}/cuda-{rdir}.repo")
+        return (
+            f"sudo zypper addrepo {repo_url}/cuda-{rdir}.repo",
+            "sudo zypper refresh",
+            f"sudo zypper install -y {names}",
+        )
+    add = (
+        f"sudo dnf config-manager addrepo --from-repofile={repo_url}/cuda-{rdir}.repo"
+        if _fedora_dnf5(system)
+        else f"sudo dnf config-manager --add-repo {repo_url}/cuda-{rdir}.repo"
+    )
     return (add, "sudo dnf clean expire-cache", f"sudo dnf install -y {names}")
 
 
@@ -215,17 +250,24 @@ def cuda_toolkit_install(system: SystemFacts, release: str, table: Optional[Tabl
     ``table``: as in :func:`driver_install`."""
     root = f"/usr/local/cuda-{release}"
     steps = nvidia_repo_install(system, (f"cuda-toolkit-{release.replace('.', '-')}",), table=table)
-    row = table.distro(system.os_id, system.os_version) if table is not None and system.os_id and \
-        system.os_version and not system.wsl else None
+    row = (
+        table.distro(system.os_id, system.os_version)
+        if table is not None and system.os_id and system.os_version and not system.wsl
+        else None
+    )
     if steps and row is not None and row.cuda_lines and release not in row.cuda_lines:
         doubt = " (unconfirmed)" if not row.confirmed("cuda_lines") else ""
-        steps = (f"# envdoctor's table{doubt} lists no CUDA {release} in NVIDIA's {row.repo_dir} repository "
-                 f"(it has {row.cuda_lines[0]} to {row.cuda_lines[-1]}): if the package is missing, take the "
-                 f"{release} runfile (sh cuda_{release}.*_linux.run --silent --toolkit) from "
-                 "https://developer.nvidia.com/cuda-toolkit-archive",) + steps
+        steps = (
+            f"# envdoctor's table{doubt} lists no CUDA {release} in NVIDIA's {row.repo_dir} repository "
+            f"(it has {row.cuda_lines[0]} to {row.cuda_lines[-1]}): if the package is missing, take the "
+            f"{release} runfile (sh cuda_{release}.*_linux.run --silent --toolkit) from "
+            "https://developer.nvidia.com/cuda-toolkit-archive",
+        ) + steps
     if not steps:
-        steps = (f"# install the CUDA {release} toolkit for your distribution: "
-                 "https://developer.nvidia.com/cuda-toolkit-archive",)
+        steps = (
+            f"# install the CUDA {release} toolkit for your distribution: "
+            "https://developer.nvidia.com/cuda-toolkit-archive",
+        )
     return steps + (f"export CUDA_HOME={root}", f'export PATH="{root}/bin:$PATH"')
 
 
@@ -239,27 +281,37 @@ def install_container_toolkit(system: SystemFacts) -> tuple[str, ...]:
     """Add NVIDIA's libnvidia-container repository and install nvidia-container-toolkit."""
     fam = family(system)
     if fam == "debian":
-        return (f"curl -fsSL {_LIBNC}/gpgkey | sudo gpg --dearmor -o {_LIBNC_KEYRING}",
-                f"curl -s -L {_LIBNC}/stable/deb/nvidia-container-toolkit.list | "
-                f"sed 's#deb https://#deb [signed-by={_LIBNC_KEYRING}] https://#g' | "
-                "sudo tee /etc/apt/sources.list.d/nvidia-container-toolkit.list",
-                "sudo apt-get update", "sudo apt-get install -y nvidia-container-toolkit")
+        return (
+            f"curl -fsSL {_LIBNC}/gpgkey | sudo gpg --dearmor -o {_LIBNC_KEYRING}",
+            f"curl -s -L {_LIBNC}/stable/deb/nvidia-container-toolkit.list | "
+            f"sed 's#deb https://#deb [signed-by={_LIBNC_KEYRING}] https://#g' | "
+            "sudo tee /etc/apt/sources.list.d/nvidia-container-toolkit.list",
+            "sudo apt-get update",
+            "sudo apt-get install -y nvidia-container-toolkit",
+        )
     if fam == "rhel":
-        return (f"curl -s -L {_LIBNC}/stable/rpm/nvidia-container-toolkit.repo | "
-                "sudo tee /etc/yum.repos.d/nvidia-container-toolkit.repo",
-                "sudo dnf install -y nvidia-container-toolkit")
+        return (
+            f"curl -s -L {_LIBNC}/stable/rpm/nvidia-container-toolkit.repo | "
+            "sudo tee /etc/yum.repos.d/nvidia-container-toolkit.repo",
+            "sudo dnf install -y nvidia-container-toolkit",
+        )
     if fam == "suse":
-        return (f"sudo zypper ar {_LIBNC}/stable/rpm/nvidia-container-toolkit.repo",
-                "sudo zypper --gpg-auto-import-keys install -y nvidia-container-toolkit")
+        return (
+            f"sudo zypper ar {_LIBNC}/stable/rpm/nvidia-container-toolkit.repo",
+            "sudo zypper --gpg-auto-import-keys install -y nvidia-container-toolkit",
+        )
     return (f"# add NVIDIA's container toolkit repository for your distribution: {CONTAINER_TOOLKIT_GUIDE}",)
 
 
 def configure_docker(rootless: bool = False) -> tuple[str, ...]:
     """Register the nvidia runtime with docker, restart it, and try a GPU container."""
     if rootless:
-        return ("nvidia-ctk runtime configure --runtime=docker --config=$HOME/.config/docker/daemon.json",
-                "systemctl --user restart docker",
-                "sudo nvidia-ctk config --set nvidia-container-cli.no-cgroups --in-place", DOCKER_GPU_TEST)
+        return (
+            "nvidia-ctk runtime configure --runtime=docker --config=$HOME/.config/docker/daemon.json",
+            "systemctl --user restart docker",
+            "sudo nvidia-ctk config --set nvidia-container-cli.no-cgroups --in-place",
+            DOCKER_GPU_TEST,
+        )
     return ("sudo nvidia-ctk runtime configure --runtime=docker", "sudo systemctl restart docker", DOCKER_GPU_TEST)
 
 
@@ -314,8 +366,10 @@ def mok_enroll(system: SystemFacts, table: Optional[Table]) -> tuple[str, ...]:
     elsewhere ``mokutil --import /var/lib/dkms/mok.pub``: the row's ``dkms_mok``)."""
     row = distro_of(system, table)
     if row is None or not row.dkms_mok:
-        line = ("# enroll the key DKMS signs modules with (mok_certificate in /etc/dkms/framework.conf; "
-                "dkms 3 defaults to /var/lib/dkms/mok.pub): sudo mokutil --import <that file>")
+        line = (
+            "# enroll the key DKMS signs modules with (mok_certificate in /etc/dkms/framework.conf; "
+            "dkms 3 defaults to /var/lib/dkms/mok.pub): sudo mokutil --import <that file>"
+        )
     else:
         doubt = "; the path is unconfirmed in envdoctor's table" if not row.confirmed("dkms_mok") else ""
         command = row.mok_enroll() or ""
@@ -328,14 +382,17 @@ def load_module(system: SystemFacts, table: Optional[Table], secure_boot: Option
     """The driver is installed but its kernel module is not loaded: look at DKMS, build the module
     for the running kernel against its headers, load it, read the kernel's reason, and, with
     Secure Boot, enroll the key the module was signed with. Inside a container: on the host."""
-    cmds = ["dkms status   # is an nvidia module built and installed for the running kernel (uname -r)?",
-            kernel_headers_install(system, table),
-            "sudo dkms autoinstall   # builds the module for the running kernel",
-            "sudo modprobe nvidia && nvidia-smi",
-            "sudo dmesg | grep -i nvidia | tail -20   # the kernel's reason when modprobe fails"]
+    cmds = [
+        "dkms status   # is an nvidia module built and installed for the running kernel (uname -r)?",
+        kernel_headers_install(system, table),
+        "sudo dkms autoinstall   # builds the module for the running kernel",
+        "sudo modprobe nvidia && nvidia-smi",
+        "sudo dmesg | grep -i nvidia | tail -20   # the kernel's reason when modprobe fails",
+    ]
     if secure_boot is not False:
-        when = ("Secure Boot is on" if secure_boot else
-                "if modprobe says 'Key was rejected by service', Secure Boot is on")
+        when = (
+            "Secure Boot is on" if secure_boot else "if modprobe says 'Key was rejected by service', Secure Boot is on"
+        )
         cmds.append(f"# {when}: the module loads once the key it was signed with is enrolled")
         cmds.extend(mok_enroll(system, table))
     return on_host(system, cmds)

@@ -29,7 +29,7 @@ class KernelSupport:
     """How a GPU gets kernels from an arch list: a matching cubin (SASS), PTX it JIT-compiles, or none."""
 
     kind: Literal["cubin", "ptx", "none"]
-    via: Optional[str]      # the entry used: "sm_86", "compute_120"; None for "none"
+    via: Optional[str]  # the entry used: "sm_86", "compute_120"; None for "none"
 
     @property
     def ok(self) -> bool:
@@ -79,10 +79,10 @@ class DriverSupport:
     """
 
     kind: Literal["direct", "minor-version", "none", "unknown"]
-    needed: str                         # the minimum driver for direct support ("" when unknown)
-    floor: Optional[str]                # the MVC floor of that CUDA major
+    needed: str  # the minimum driver for direct support ("" when unknown)
+    floor: Optional[str]  # the MVC floor of that CUDA major
     limitations: tuple[str, ...] = ()
-    note: Optional[str] = None          # a caveat on the answer (a Linux minimum standing in for Windows)
+    note: Optional[str] = None  # a caveat on the answer (a Linux minimum standing in for Windows)
 
     @property
     def ok(self) -> bool:
@@ -123,8 +123,10 @@ def driver_support(table: Table, driver: str, cuda: str, os: DriverOs = "linux")
         needed = table.min_driver(cuda, os="linux")
         floor = floor or (mc.min_driver_linux if mc is not None else None)
         if needed:
-            note = (f"envdoctor's table has no Windows driver minimum for CUDA {cuda_version}; "
-                    f"the Linux one ({needed}) stands in")
+            note = (
+                f"envdoctor's table has no Windows driver minimum for CUDA {cuda_version}; "
+                f"the Linux one ({needed}) stands in"
+            )
     if not needed:
         return DriverSupport("unknown", "", floor)
     if have >= Version(needed):

@@ -51,12 +51,12 @@ class OtherKindError(DocumentError):
 class Document:
     """One kind of document: ``Document("plan", "envdoctor.plan/1", "plan-1.json", "plan", ...)``."""
 
-    kind: str                  # "report": the name the code asks for
-    schema: str                # "envdoctor.report/1": the value of the document's "schema" key
-    file: str                  # "report-1.json": its JSON Schema, in envdoctor/schemas/
-    noun: str                  # "report": "... is not an envdoctor report"
-    emitted_by: str            # "envdoctor check --json": where a person meets it
-    accepts: str = ""          # "a report or snapshot": "... is an envdoctor.bench document, not <accepts>"
+    kind: str  # "report": the name the code asks for
+    schema: str  # "envdoctor.report/1": the value of the document's "schema" key
+    file: str  # "report-1.json": its JSON Schema, in envdoctor/schemas/
+    noun: str  # "report": "... is not an envdoctor report"
+    emitted_by: str  # "envdoctor check --json": where a person meets it
+    accepts: str = ""  # "a report or snapshot": "... is an envdoctor.bench document, not <accepts>"
     #: older schema name -> function turning such a document into one of the next version
     migrations: Mapping[str, Migration] = field(default_factory=dict)
 
@@ -76,10 +76,11 @@ class Loaded:
 
     kind: str
     data: dict[str, Any]
-    migrated_from: str | None = None     # "envdoctor.report/0" when read through a migration
+    migrated_from: str | None = None  # "envdoctor.report/0" when read through a migration
 
 
 # --- migrations ---------------------------------------------------------------------------------------
+
 
 def _report_from_0(doc: dict[str, Any]) -> dict[str, Any]:
     """``envdoctor.report/0``, the pre-release development format, to ``/1``.
@@ -96,16 +97,24 @@ def _report_from_0(doc: dict[str, Any]) -> dict[str, Any]:
     findings = [p for p in problems if isinstance(p, dict)]
     severities = [f.get("severity") for f in findings]
     out = {k: v for k, v in doc.items() if k not in ("problems", "host", "created")}
-    out.update({
-        "schema": "envdoctor.report/1",
-        "collected_at": doc.get("created"),
-        "summary": {"errors": severities.count("error"), "warnings": severities.count("warning"),
-                    "info": severities.count("info"),
-                    "exit_code": 1 if "error" in severities else 0},
-        "findings": findings,
-        "snapshot": {"host": doc.get("host"), "created": doc.get("created"),
-                     "envdoctor_version": doc.get("envdoctor_version")},
-    })
+    out.update(
+        {
+            "schema": "envdoctor.report/1",
+            "collected_at": doc.get("created"),
+            "summary": {
+                "errors": severities.count("error"),
+                "warnings": severities.count("warning"),
+                "info": severities.count("info"),
+                "exit_code": 1 if "error" in severities else 0,
+            },
+            "findings": findings,
+            "snapshot": {
+                "host": doc.get("host"),
+                "created": doc.get("created"),
+                "envdoctor_version": doc.get("envdoctor_version"),
+            },
+        }
+    )
     return out
 
 
@@ -114,11 +123,24 @@ _REPORT_MIGRATIONS: Mapping[str, Migration] = {"envdoctor.report/0": _report_fro
 #: Every document envdoctor writes. A snapshot is a report with two more keys, so it shares the
 #: report's schema name (and its reader) and has a schema file of its own.
 DOCUMENTS: tuple[Document, ...] = (
-    Document("report", "envdoctor.report/1", "report-1.json", "report", "envdoctor check --json",
-             accepts="a report or snapshot", migrations=_REPORT_MIGRATIONS),
-    Document("snapshot", "envdoctor.report/1", "snapshot-1.json", "report",
-             "envdoctor snapshot (a report plus 'snapshot' and, with --bench, 'bench')",
-             accepts="a report or snapshot", migrations=_REPORT_MIGRATIONS),
+    Document(
+        "report",
+        "envdoctor.report/1",
+        "report-1.json",
+        "report",
+        "envdoctor check --json",
+        accepts="a report or snapshot",
+        migrations=_REPORT_MIGRATIONS,
+    ),
+    Document(
+        "snapshot",
+        "envdoctor.report/1",
+        "snapshot-1.json",
+        "report",
+        "envdoctor snapshot (a report plus 'snapshot' and, with --bench, 'bench')",
+        accepts="a report or snapshot",
+        migrations=_REPORT_MIGRATIONS,
+    ),
     Document("plan", "envdoctor.plan/1", "plan-1.json", "plan", "envdoctor recommend --json"),
     Document("bench", "envdoctor.bench/1", "bench-1.json", "bench result", "envdoctor bench --json"),
     Document("verify", "envdoctor.verify/1", "verify-1.json", "verify result", "envdoctor verify --json"),
@@ -131,10 +153,20 @@ DOCUMENTS: tuple[Document, ...] = (
     Document("comms", "envdoctor.comms/1", "comms-1.json", "comms result", "envdoctor comms --json"),
     Document("diag", "envdoctor.diag/1", "diag-1.json", "diag result", "envdoctor diag --json"),
     Document("profile", "envdoctor.profile/1", "profile-1.json", "profile result", "envdoctor profile --json"),
-    Document("fleet", "envdoctor.fleet/1", "fleet-1.json", "fleet report",
-             "envdoctor fleet REPORT.json... --json, envdoctor fleet --gather --json"),
-    Document("dockerfile", "envdoctor.dockerfile/1", "dockerfile-1.json", "Dockerfile lint",
-             "envdoctor dockerfile [PATH] --json"),
+    Document(
+        "fleet",
+        "envdoctor.fleet/1",
+        "fleet-1.json",
+        "fleet report",
+        "envdoctor fleet REPORT.json... --json, envdoctor fleet --gather --json",
+    ),
+    Document(
+        "dockerfile",
+        "envdoctor.dockerfile/1",
+        "dockerfile-1.json",
+        "Dockerfile lint",
+        "envdoctor dockerfile [PATH] --json",
+    ),
     Document("explain", "envdoctor.explain/1", "explain-1.json", "list of finding codes", "envdoctor explain --json"),
 )
 _BY_KIND = {d.kind: d for d in DOCUMENTS}
@@ -174,8 +206,7 @@ HEADER: dict[str, Any] = {
     "properties": {
         "envdoctor_version": {"type": "string"},
         "created_at": {"type": ["string", "null"], "description": "ISO 8601, UTC (older reports: collected_at)"},
-        "summary": {"type": "object",
-                    "properties": {"exit_code": {"type": "integer", "enum": [0, 1, 2, 3, 130, 141]}}},
+        "summary": {"type": "object", "properties": {"exit_code": {"type": "integer", "enum": [0, 1, 2, 3, 130, 141]}}},
     },
 }
 
@@ -231,9 +262,11 @@ def stamp(doc: Mapping[str, Any], exit_code: int) -> dict[str, Any]:
     """
     from envdoctor import __version__
 
-    out: dict[str, Any] = {"schema": doc.get("schema"),
-                           "envdoctor_version": doc.get("envdoctor_version") or __version__,
-                           "created_at": created_at(doc) or now_utc()}
+    out: dict[str, Any] = {
+        "schema": doc.get("schema"),
+        "envdoctor_version": doc.get("envdoctor_version") or __version__,
+        "created_at": created_at(doc) or now_utc(),
+    }
     out.update((k, v) for k, v in doc.items() if k not in out and k != "collected_at")
     summary = out.get("summary")
     out["summary"] = {**(summary if isinstance(summary, dict) else {}), "exit_code": exit_code}
@@ -250,6 +283,7 @@ def dumps(doc: Mapping[str, Any]) -> str:
 
 # --- reading -------------------------------------------------------------------------------------------
 
+
 def _parse(text: str, row: Document, source: str) -> dict[str, Any]:
     try:
         data = loads(text)
@@ -257,8 +291,9 @@ def _parse(text: str, row: Document, source: str) -> dict[str, Any]:
         message = str(exc)
         if message.startswith("not valid JSON"):
             line = re.search(r"at line (\d+)", message)
-            raise DocumentError(f"{source} is not valid JSON (cut short or damaged near line "
-                                f"{line.group(1) if line else '?'})") from None
+            raise DocumentError(
+                f"{source} is not valid JSON (cut short or damaged near line {line.group(1) if line else '?'})"
+            ) from None
         raise DocumentError(f"{source} cannot be read as JSON: {message}") from None
     if not isinstance(data, dict):
         raise DocumentError(f"{source} is not an envdoctor {row.noun} (not a JSON object)")
@@ -280,14 +315,17 @@ def _migrate(data: dict[str, Any], row: Document, source: str) -> tuple[dict[str
     original = name = data["schema"]
     tail = name.rpartition("/")[2]
     if _VERSION.fullmatch(tail) and int(tail) > row.version:
-        raise DocumentError(f"{source} was written by a newer envdoctor (schema {name}); this envdoctor reads "
-                            f"{row.schema} and older: pip install -U envdoctor")
+        raise DocumentError(
+            f"{source} was written by a newer envdoctor (schema {name}); this envdoctor reads "
+            f"{row.schema} and older: pip install -U envdoctor"
+        )
     seen = set()
     while name != row.schema:
         step = row.migrations.get(name)
         if step is None or name in seen:
-            raise DocumentError(f"{source} has schema {name!r}, which this envdoctor cannot read "
-                                f"(it reads {row.schema})")
+            raise DocumentError(
+                f"{source} has schema {name!r}, which this envdoctor cannot read (it reads {row.schema})"
+            )
         seen.add(name)
         try:
             data = step(data)
@@ -342,5 +380,19 @@ def read_any(text: str, kinds: Sequence[str], source: str) -> Loaded:
     return Loaded(row.kind, data, migrated_from)
 
 
-__all__ = ["DOCUMENTS", "HEADER", "Document", "DocumentError", "Loaded", "OtherKindError", "created_at", "document",
-           "dumps", "now_utc", "read_any", "read_document", "schema", "stamp"]
+__all__ = [
+    "DOCUMENTS",
+    "HEADER",
+    "Document",
+    "DocumentError",
+    "Loaded",
+    "OtherKindError",
+    "created_at",
+    "document",
+    "dumps",
+    "now_utc",
+    "read_any",
+    "read_document",
+    "schema",
+    "stamp",
+]

@@ -23,7 +23,7 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 def _shown(ch: str) -> str:
     code = ord(ch)
-    if 0xDC80 <= code <= 0xDCFF:      # a byte surrogateescape kept: the byte
+    if 0xDC80 <= code <= 0xDCFF:  # a byte surrogateescape kept: the byte
         return f"\\x{code - 0xDC00:02x}"
     return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
 
@@ -46,7 +46,7 @@ def escape_json(text: str) -> str:
 def _handler(exc: UnicodeError) -> Tuple[str, int]:
     if not isinstance(exc, UnicodeEncodeError):
         raise exc
-    bad = exc.object[exc.start:exc.end]
+    bad = exc.object[exc.start : exc.end]
     return "".join(_shown(ch) for ch in bad), exc.end
 
 
@@ -61,7 +61,7 @@ def escape_streams(*streams: object) -> None:
             continue
         try:
             reconfigure(errors=ERRORS)
-        except (ValueError, OSError, TypeError):   # closed, or not a TextIOWrapper after all
+        except (ValueError, OSError, TypeError):  # closed, or not a TextIOWrapper after all
             pass
 
 

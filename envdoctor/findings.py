@@ -21,19 +21,38 @@ _RANK = {s: i for i, s in enumerate(SEVERITIES)}
 
 #: What a finding is about. The areas a user may skip (``--skip``) carry the name of their part of
 #: ``Facts`` ("toolkits", "conda", "docker", "torch"), so a skipped area hides its findings by name.
-Area = Literal["system", "gpu", "driver", "container", "toolkits", "conda", "docker", "torch", "bench",
-               "fit", "verify", "fleet", "burn", "links", "comms", "profile", "envdoctor", "stack", "dockerfile"]
+Area = Literal[
+    "system",
+    "gpu",
+    "driver",
+    "container",
+    "toolkits",
+    "conda",
+    "docker",
+    "torch",
+    "bench",
+    "fit",
+    "verify",
+    "fleet",
+    "burn",
+    "links",
+    "comms",
+    "profile",
+    "envdoctor",
+    "stack",
+    "dockerfile",
+]
 AREAS: tuple[Area, ...] = get_args(Area)
 
 
 @dataclass(frozen=True)
 class Finding:
-    code: str                         # "ED102": stable, searchable, suppressible
+    code: str  # "ED102": stable, searchable, suppressible
     severity: Severity
-    title: str                        # one line: what is wrong
-    evidence: tuple[str, ...] = ()    # the facts that show it, each with its source
-    fix: tuple[str, ...] = ()         # exact commands, in order (never run by envdoctor)
-    reference: Optional[str] = None   # a public URL that explains it
+    title: str  # one line: what is wrong
+    evidence: tuple[str, ...] = ()  # the facts that show it, each with its source
+    fix: tuple[str, ...] = ()  # exact commands, in order (never run by envdoctor)
+    reference: Optional[str] = None  # a public URL that explains it
     #: a document read back may carry an older area's name ("toolkit"): any text there
     area: Annotated[Optional[Area], Json(read_back={"type": ["string", "null"]})] = None
     explanation: Optional[str] = None  # a sentence or two on why / what else to know
@@ -51,4 +70,3 @@ def sort_findings(findings: Iterable[Finding]) -> tuple[Finding, ...]:
 def exit_code(findings: Iterable[Finding]) -> int:
     """0 when nothing is an error, 1 otherwise (2 and 3 are the CLI's)."""
     return 1 if any(f.severity == "error" for f in findings) else 0
-

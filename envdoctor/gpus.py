@@ -31,15 +31,15 @@ PCI: GpuKind = "pci"
 class MachineGpu:
     """``MachineGpu("GPU 0 (Tesla V100-SXM2-16GB)", "7.0", "nvidia-smi", kind="driver", ...)``."""
 
-    label: str                      # "GPU 0 (NVIDIA H200)", "cuda:0 (NVIDIA H200)", "0000:00:06.0 (GH100 [H200])"
-    cc: Optional[str]               # "9.0"; None when nothing tells
-    source: str                     # "nvml", "nvidia-smi", "torch.cuda.get_device_properties",
-                                    # "PCI id 0x2335 + envdoctor table"
+    label: str  # "GPU 0 (NVIDIA H200)", "cuda:0 (NVIDIA H200)", "0000:00:06.0 (GH100 [H200])"
+    cc: Optional[str]  # "9.0"; None when nothing tells
+    source: str  # "nvml", "nvidia-smi", "torch.cuda.get_device_properties",
+    # "PCI id 0x2335 + envdoctor table"
     kind: GpuKind = DRIVER
-    name: Optional[str] = None      # "NVIDIA H200", "GH100 [H200 SXM 141GB]"
-    index: Optional[int] = None     # the driver's or torch's index; None for a PCI device
-    address: Optional[str] = None   # PCI address: "00000000:00:06.0" (driver), "0000:00:06.0" (PCI)
-    pci_id: Optional[str] = None    # "0x2335"
+    name: Optional[str] = None  # "NVIDIA H200", "GH100 [H200 SXM 141GB]"
+    index: Optional[int] = None  # the driver's or torch's index; None for a PCI device
+    address: Optional[str] = None  # PCI address: "00000000:00:06.0" (driver), "0000:00:06.0" (PCI)
+    pci_id: Optional[str] = None  # "0x2335"
     uuid: Optional[str] = None
     cc_source: Optional[str] = None  # where a cc the driver did not give came from: "envdoctor table", ...
     inferred: Optional[str] = None  # "GTX 10xx": cc inferred from the name's series, not a table row
@@ -77,8 +77,9 @@ def _table_cc(g: GpuInfo, pci: Optional[PciDevice], table: Optional[Table]) -> t
 
 
 def _pci_of(g: GpuInfo, facts: Facts) -> Optional[PciDevice]:
-    return next((d for d in facts.pci.devices if d.address and g.pci_bus_id and bus(d.address) == bus(g.pci_bus_id)),
-                None)
+    return next(
+        (d for d in facts.pci.devices if d.address and g.pci_bus_id and bus(d.address) == bus(g.pci_bus_id)), None
+    )
 
 
 def with_table_ccs(facts: Facts, table: Optional[Table]) -> Facts:
@@ -99,8 +100,9 @@ def with_table_ccs(facts: Facts, table: Optional[Table]) -> Facts:
     return dataclasses.replace(facts, driver=dataclasses.replace(d, gpus=tuple(gpus), sources=sources))
 
 
-def _fill_cc(g: GpuInfo, facts: Facts,
-             table: Optional[Table]) -> tuple[Optional[str], Optional[str], Optional[str], Optional[str]]:
+def _fill_cc(
+    g: GpuInfo, facts: Facts, table: Optional[Table]
+) -> tuple[Optional[str], Optional[str], Optional[str], Optional[str]]:
     """(cc, where it came from, inferred series, PCI id) of a driver GPU."""
     pci = _pci_of(g, facts)
     pci_id = pci.device_id if pci is not None else None
@@ -123,13 +125,35 @@ def machine_gpus(facts: Facts, table: Optional[Table] = None) -> tuple[MachineGp
     out = []
     for g in facts.driver.gpus:
         cc, cc_source, inferred, pci_id = _fill_cc(g, facts, table)
-        out.append(MachineGpu(f"GPU {g.index} ({g.name or 'unknown'})", cc, g.source or "driver", DRIVER,
-                              g.name, g.index, g.pci_bus_id, pci_id, g.uuid, cc_source, inferred))
+        out.append(
+            MachineGpu(
+                f"GPU {g.index} ({g.name or 'unknown'})",
+                cc,
+                g.source or "driver",
+                DRIVER,
+                g.name,
+                g.index,
+                g.pci_bus_id,
+                pci_id,
+                g.uuid,
+                cc_source,
+                inferred,
+            )
+        )
     if out:
         return tuple(out)
     for d in facts.torch.devices:
-        out.append(MachineGpu(f"cuda:{d.index} ({d.name or 'unknown'})", d.capability,
-                              "torch.cuda.get_device_properties", TORCH, d.name, d.index, uuid=d.uuid))
+        out.append(
+            MachineGpu(
+                f"cuda:{d.index} ({d.name or 'unknown'})",
+                d.capability,
+                "torch.cuda.get_device_properties",
+                TORCH,
+                d.name,
+                d.index,
+                uuid=d.uuid,
+            )
+        )
     if out:
         return tuple(out)
     for p in facts.pci.devices:
@@ -137,6 +161,16 @@ def machine_gpus(facts: Facts, table: Optional[Table] = None) -> tuple[MachineGp
         model = table.gpu_by_pci(p.device_id) if table is not None and not cc else None
         if model is not None:
             cc = model.cc
-        out.append(MachineGpu(f"{p.address} ({p.name or p.device_id})", cc, f"PCI id {p.device_id} + envdoctor table",
-                              PCI, p.name, None, p.address, p.device_id))
+        out.append(
+            MachineGpu(
+                f"{p.address} ({p.name or p.device_id})",
+                cc,
+                f"PCI id {p.device_id} + envdoctor table",
+                PCI,
+                p.name,
+                None,
+                p.address,
+                p.device_id,
+            )
+        )
     return tuple(out)

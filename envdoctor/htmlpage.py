@@ -179,10 +179,15 @@ def redact_document(doc: Mapping[str, Any], machine: Optional[Redactor] = None) 
     system = _get(doc, "facts", "system") or {}
     gpus = _get(doc, "facts", "driver", "gpus") or []
     serials = [str(g.get("serial")) for g in gpus if isinstance(g, Mapping) and g.get("serial")]
-    hosts = [system.get("hostname"), _get(doc, "snapshot", "host"), _get(doc, "baseline", "host"),
-             _get(doc, "current", "host"), *(doc.get("hosts") or []),
-             *(r.get("host") for r in doc.get("ranks") or () if isinstance(r, Mapping))]
-    user = system.get("user") if system.get("user") != "root" else None     # root names no person
+    hosts = [
+        system.get("hostname"),
+        _get(doc, "snapshot", "host"),
+        _get(doc, "baseline", "host"),
+        _get(doc, "current", "host"),
+        *(doc.get("hosts") or []),
+        *(r.get("host") for r in doc.get("ranks") or () if isinstance(r, Mapping)),
+    ]
+    user = system.get("user") if system.get("user") != "root" else None  # root names no person
     out = mask_data(doc)
     for host in dict.fromkeys(h for h in hosts if isinstance(h, str) and h):
         out = Redactor(host, user, system.get("home"), serials).data(out)
@@ -205,27 +210,34 @@ def _strip_homes(obj: Any) -> Any:
 
 # --- the page ---------------------------------------------------------------------------------------------
 
-def page(command: str, subject: str, code: int, verdict: str, body: Iterable[str], doc: Mapping[str, Any],
-         detail: str = "") -> str:
+
+def page(
+    command: str, subject: str, code: int, verdict: str, body: Iterable[str], doc: Mapping[str, Any], detail: str = ""
+) -> str:
     """The whole page: title, the verdict banner (from the exit ``code`` and its line), ``body``
     (HTML fragments, already escaped), the footer and the embedded document."""
     cls, word = VERDICTS.get(code, ("bug", f"EXIT {code}"))
     title = f"envdoctor {command}" + (f": {subject}" if subject else "")
     made = doc.get("created_at") or doc.get("collected_at") or ""
     parts = [
-        "<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f"<title>{esc(title)}</title><style>{CSS}</style></head><body>",
         f"<header><h1>{esc(title)}</h1>",
         f'<div class="verdict v-{cls}" id="verdict" data-exit="{code}"><span class="word">{esc(word)}</span>'
         f"<span>{esc(verdict)}</span>" + (f'<div class="muted">{esc(detail)}</div>' if detail else "") + "</div>",
-        "</header><main>", *body, "</main>",
+        "</header><main>",
+        *body,
+        "</main>",
         f'<footer class="muted">envdoctor {esc(doc.get("envdoctor_version") or __version__)}, '
-        f'{esc(doc.get("schema"))}, written {esc(made)}, exit code {code}. Personal details are masked '
+        f"{esc(doc.get('schema'))}, written {esc(made)}, exit code {code}. Personal details are masked "
         "(host, user, home, GPU UUIDs and serials). The document is embedded in this page: "
         "<code>#envdoctor-document</code>.</footer>",
         f'<script type="application/json" id="envdoctor-document">{embedded_json(doc)}</script>',
-        f"<script>{SCRIPT}</script>", "</body></html>", "",
+        f"<script>{SCRIPT}</script>",
+        "</body></html>",
+        "",
     ]
     return mask_text("\n".join(parts))
 
@@ -260,7 +272,7 @@ def fmt(value: Any, digits: int = 3) -> str:
     if isinstance(value, float):
         if not math.isfinite(value):
             return str(value)
-        return f"{value:.{digits}g}" if abs(value) < 10 ** digits else f"{value:.0f}"
+        return f"{value:.{digits}g}" if abs(value) < 10**digits else f"{value:.0f}"
     if isinstance(value, (list, tuple)):
         return ", ".join(fmt(v, digits) for v in value) or "-"
     if isinstance(value, dict):
@@ -277,17 +289,26 @@ class Cell:
     key: Any = None
 
 
-def table(headers: Sequence[str], rows: Iterable[Sequence[Any]], id: str = "", sortable: bool = False,
-          row_classes: Sequence[str] = (), filter_box: bool = False) -> str:
+def table(
+    headers: Sequence[str],
+    rows: Iterable[Sequence[Any]],
+    id: str = "",
+    sortable: bool = False,
+    row_classes: Sequence[str] = (),
+    filter_box: bool = False,
+) -> str:
     """An HTML table; a cell is a value (numbers right-aligned, sorted as numbers) or a :class:`Cell`."""
     cls = ' class="sortable"' if sortable else ""
     ident = f' id="{esc(id)}"' if id else ""
     out = []
     if filter_box and id:
-        out.append(f'<div class="filter"><label>filter: <input class="filter" type="search" data-table="{esc(id)}" '
-                   'placeholder="words a row must hold"></label></div>')
-    out.append(f"<table{ident}{cls}><thead><tr>" + "".join(f"<th>{esc(h)}</th>" for h in headers)
-               + "</tr></thead><tbody>")
+        out.append(
+            f'<div class="filter"><label>filter: <input class="filter" type="search" data-table="{esc(id)}" '
+            'placeholder="words a row must hold"></label></div>'
+        )
+    out.append(
+        f"<table{ident}{cls}><thead><tr>" + "".join(f"<th>{esc(h)}</th>" for h in headers) + "</tr></thead><tbody>"
+    )
     for i, row in enumerate(rows):
         rc = row_classes[i] if i < len(row_classes) else ""
         out.append(f'<tr class="{esc(rc)}">' if rc else "<tr>")
@@ -311,8 +332,11 @@ def kv(rows: Iterable[tuple[str, Any]]) -> str:
     shown = [(k, v) for k, v in rows if v not in (None, "", [], {})]
     if not shown:
         return ""
-    return '<table class="kv"><tbody>' + "".join(f"<tr><th>{esc(k)}</th><td>{esc(fmt(v))}</td></tr>"
-                                                 for k, v in shown) + "</tbody></table>"
+    return (
+        '<table class="kv"><tbody>'
+        + "".join(f"<tr><th>{esc(k)}</th><td>{esc(fmt(v))}</td></tr>" for k, v in shown)
+        + "</tbody></table>"
+    )
 
 
 def commands(lines: Sequence[str]) -> str:
@@ -331,8 +355,10 @@ def findings(rows: Sequence[Mapping[str, Any]], none: str = "No findings.") -> s
     out = []
     for f in sorted(rows, key=lambda f: order.get(str(f.get("severity")), 3)):
         sev = str(f.get("severity") or "info")
-        out.append(f'<div class="finding {esc(sev)}" id="{esc(f.get("code"))}"><h3><code>{esc(f.get("code"))}</code> '
-                   f'<span class="sev sev-{esc(sev)}">{esc(sev)}</span> {esc(f.get("title"))}</h3>')
+        out.append(
+            f'<div class="finding {esc(sev)}" id="{esc(f.get("code"))}"><h3><code>{esc(f.get("code"))}</code> '
+            f'<span class="sev sev-{esc(sev)}">{esc(sev)}</span> {esc(f.get("title"))}</h3>'
+        )
         out.append(items(f.get("evidence") or (), "muted"))
         if f.get("explanation"):
             out.append(para(str(f["explanation"])))
@@ -346,6 +372,7 @@ def findings(rows: Sequence[Mapping[str, Any]], none: str = "No findings.") -> s
 
 
 # --- charts ------------------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Series:
@@ -372,7 +399,7 @@ class Chart:
     series: tuple[Series, ...]
     refs: tuple[Ref, ...] = ()
     log_x: bool = False
-    x_format: str = "g"          # "bytes" for sizes in bytes
+    x_format: str = "g"  # "bytes" for sizes in bytes
     width: int = 640
     height: int = 280
 
@@ -392,7 +419,7 @@ def _ticks(lo: float, hi: float, n: int = 5) -> list[float]:
 
 
 def _bytes(v: float) -> str:
-    for unit, size in (("G", 2 ** 30), ("M", 2 ** 20), ("K", 2 ** 10)):
+    for unit, size in (("G", 2**30), ("M", 2**20), ("K", 2**10)):
         if v >= size:
             q = v / size
             return f"{q:g}{unit}" if q == int(q) else f"{q:.1f}{unit}"
@@ -427,36 +454,46 @@ def svg_chart(c: Chart) -> str:
         return top + h - (y - y0) / (y1 - y0) * h
 
     label = _bytes if c.x_format == "bytes" else _num
-    out = [f'<figure><svg viewBox="0 0 {c.width} {c.height}" '
-           f'width="{c.width}" height="{c.height}" role="img" aria-label="{esc(c.title)}">',
-           f'<text x="{left}" y="14" font-weight="600">{esc(c.title)}</text>',
-           f'<rect x="{left}" y="{top}" width="{w}" height="{h}" fill="none" stroke="#d0d7de"/>']
+    out = [
+        f'<figure><svg viewBox="0 0 {c.width} {c.height}" '
+        f'width="{c.width}" height="{c.height}" role="img" aria-label="{esc(c.title)}">',
+        f'<text x="{left}" y="14" font-weight="600">{esc(c.title)}</text>',
+        f'<rect x="{left}" y="{top}" width="{w}" height="{h}" fill="none" stroke="#d0d7de"/>',
+    ]
     for t in _ticks(y0, y1):
         y = fy(t)
-        out.append(f'<line x1="{left}" x2="{left + w}" y1="{y:.1f}" y2="{y:.1f}" stroke="#eaeef2"/>'
-                   f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end">{esc(_num(t))}</text>')
+        out.append(
+            f'<line x1="{left}" x2="{left + w}" y1="{y:.1f}" y2="{y:.1f}" stroke="#eaeef2"/>'
+            f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end">{esc(_num(t))}</text>'
+        )
     if c.log_x:
         xt = sorted(set(xs))
         if len(xt) > 9:
             a, b = math.floor(math.log2(x0)), math.ceil(math.log2(x1))
             step = max(1, math.ceil((b - a) / 8))
-            xt = [2.0 ** e for e in range(a, b + 1, step) if x0 <= 2.0 ** e <= x1]
+            xt = [2.0**e for e in range(a, b + 1, step) if x0 <= 2.0**e <= x1]
     else:
         xt = _ticks(x0, x1, 6)
     for t in xt:
         x = fx(t)
-        out.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{top + h}" y2="{top + h + 4}" stroke="#57606a"/>'
-                   f'<text x="{x:.1f}" y="{top + h + 16}" text-anchor="middle">{esc(label(t))}</text>')
-    out.append(f'<text x="{left + w / 2}" y="{c.height - 6}" text-anchor="middle">{esc(c.x_label)}</text>'
-               f'<text transform="translate(14 {top + h / 2}) rotate(-90)" text-anchor="middle">'
-               f"{esc(c.y_label)}</text>")
+        out.append(
+            f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{top + h}" y2="{top + h + 4}" stroke="#57606a"/>'
+            f'<text x="{x:.1f}" y="{top + h + 16}" text-anchor="middle">{esc(label(t))}</text>'
+        )
+    out.append(
+        f'<text x="{left + w / 2}" y="{c.height - 6}" text-anchor="middle">{esc(c.x_label)}</text>'
+        f'<text transform="translate(14 {top + h / 2}) rotate(-90)" text-anchor="middle">'
+        f"{esc(c.y_label)}</text>"
+    )
     for r in c.refs:
         if not math.isfinite(r.value):
             continue
         y = fy(r.value)
-        out.append(f'<line x1="{left}" x2="{left + w}" y1="{y:.1f}" y2="{y:.1f}" stroke="#57606a" '
-                   f'stroke-dasharray="6 4"/><text x="{left + w - 4}" y="{y - 4:.1f}" text-anchor="end" '
-                   f'fill="#57606a">{esc(r.label)}</text>')
+        out.append(
+            f'<line x1="{left}" x2="{left + w}" y1="{y:.1f}" y2="{y:.1f}" stroke="#57606a" '
+            f'stroke-dasharray="6 4"/><text x="{left + w - 4}" y="{y - 4:.1f}" text-anchor="end" '
+            f'fill="#57606a">{esc(r.label)}</text>'
+        )
     legend = []
     for i, s in enumerate(c.series):
         color = PALETTE[i % len(PALETTE)]
@@ -467,17 +504,24 @@ def svg_chart(c: Chart) -> str:
         dash = ' stroke-dasharray="4 3"' if s.dashed else ""
         out.append(f'<polyline fill="none" stroke="{color}" stroke-width="1.8"{dash} points="{path}"/>')
         if len(good) <= 40:
-            out.extend(f'<circle cx="{fx(x):.1f}" cy="{fy(y):.1f}" r="2.6" fill="{color}">'
-                       f"<title>{esc(s.name)}: {esc(label(x))}, {esc(_num(round(y, 3)))}</title></circle>"
-                       for x, y in good)
+            out.extend(
+                f'<circle cx="{fx(x):.1f}" cy="{fy(y):.1f}" r="2.6" fill="{color}">'
+                f"<title>{esc(s.name)}: {esc(label(x))}, {esc(_num(round(y, 3)))}</title></circle>"
+                for x, y in good
+            )
         legend.append(f'<span><i style="background:{color}"></i>{esc(s.name)}</span>')
     out.append("</svg>")
     out.append(f'<figcaption class="legend">{"".join(legend)}</figcaption></figure>')
     return "".join(out)
 
 
-def stacked_bar(title: str, parts: Sequence[tuple[str, float]], limit: Optional[tuple[str, float]],
-                unit: str = "GiB", width: int = 760) -> str:
+def stacked_bar(
+    title: str,
+    parts: Sequence[tuple[str, float]],
+    limit: Optional[tuple[str, float]],
+    unit: str = "GiB",
+    width: int = 760,
+) -> str:
     """One horizontal bar of ``parts`` (label, value) stacked, against ``limit`` (a marked line):
     fit's terms against the GPU's usable memory."""
     shown = [(k, v) for k, v in parts if v and math.isfinite(v) and v > 0]
@@ -485,16 +529,20 @@ def stacked_bar(title: str, parts: Sequence[tuple[str, float]], limit: Optional[
     top = max(total, limit[1] if limit else 0.0) * 1.05 or 1.0
     left, bar_h, height = 10, 34, 120
     w = width - 2 * left
-    out = [f'<figure><svg viewBox="0 0 {width} {height}" width="{width}" '
-           f'height="{height}" role="img" aria-label="{esc(title)}">',
-           f'<text x="{left}" y="14" font-weight="600">{esc(title)}</text>']
+    out = [
+        f'<figure><svg viewBox="0 0 {width} {height}" width="{width}" '
+        f'height="{height}" role="img" aria-label="{esc(title)}">',
+        f'<text x="{left}" y="14" font-weight="600">{esc(title)}</text>',
+    ]
     x = float(left)
     legend = []
     for i, (name, value) in enumerate(shown):
         color = PALETTE[i % len(PALETTE)]
         bw = value / top * w
-        out.append(f'<rect x="{x:.1f}" y="28" width="{bw:.1f}" height="{bar_h}" fill="{color}">'
-                   f"<title>{esc(name)}: {value:.2f} {esc(unit)}</title></rect>")
+        out.append(
+            f'<rect x="{x:.1f}" y="28" width="{bw:.1f}" height="{bar_h}" fill="{color}">'
+            f"<title>{esc(name)}: {value:.2f} {esc(unit)}</title></rect>"
+        )
         if bw > 60:
             out.append(f'<text x="{x + 4:.1f}" y="49" fill="#fff" style="fill:#fff">{esc(name)}</text>')
         legend.append(f'<span><i style="background:{color}"></i>{esc(name)} {value:.2f} {esc(unit)}</span>')
@@ -502,14 +550,38 @@ def stacked_bar(title: str, parts: Sequence[tuple[str, float]], limit: Optional[
     out.append(f'<text x="{left}" y="82">total {total:.2f} {esc(unit)}</text>')
     if limit:
         lx = left + limit[1] / top * w
-        out.append(f'<line x1="{lx:.1f}" x2="{lx:.1f}" y1="22" y2="70" stroke="#1f2328" stroke-width="2" '
-                   f'stroke-dasharray="5 3"/><text x="{min(lx, width - 200):.1f}" y="100">{esc(limit[0])} '
-                   f"{limit[1]:.2f} {esc(unit)}</text>")
+        out.append(
+            f'<line x1="{lx:.1f}" x2="{lx:.1f}" y1="22" y2="70" stroke="#1f2328" stroke-width="2" '
+            f'stroke-dasharray="5 3"/><text x="{min(lx, width - 200):.1f}" y="100">{esc(limit[0])} '
+            f"{limit[1]:.2f} {esc(unit)}</text>"
+        )
     out.append("</svg>")
     out.append(f'<figcaption class="legend">{"".join(legend)}</figcaption></figure>')
     return "".join(out)
 
 
-__all__ = ["CSS", "Cell", "Chart", "PALETTE", "Ref", "SCRIPT", "Series", "VERDICTS", "commands", "embedded_json",
-           "esc", "findings", "fmt", "pct", "items", "kv", "page", "para", "redact_document", "section", "stacked_bar",
-           "svg_chart", "table"]
+__all__ = [
+    "CSS",
+    "Cell",
+    "Chart",
+    "PALETTE",
+    "Ref",
+    "SCRIPT",
+    "Series",
+    "VERDICTS",
+    "commands",
+    "embedded_json",
+    "esc",
+    "findings",
+    "fmt",
+    "pct",
+    "items",
+    "kv",
+    "page",
+    "para",
+    "redact_document",
+    "section",
+    "stacked_bar",
+    "svg_chart",
+    "table",
+]

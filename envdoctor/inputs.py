@@ -22,6 +22,7 @@ from envdoctor.units import format_bytes
 #: The most bytes read from one input file (the JSON reader takes no more characters either).
 MAX_BYTES = MAX_CHARS
 
+
 class InputError(ValueError):
     """A file named on the command line cannot be used. ``str()`` is one line that names the file;
     ``reason`` is the part after the name ("does not exist", "is a named pipe (FIFO), not a regular
@@ -47,12 +48,13 @@ def read_input(path: str | Path, max_bytes: int = MAX_BYTES) -> str:
     never opens a device (opening some has effects): the path is checked with ``stat`` first, then
     opened non-blocking and checked again with ``fstat`` before anything is read.
     """
-    if "\0" in str(path):                     # os.stat would raise ValueError
+    if "\0" in str(path):  # os.stat would raise ValueError
         raise InputError(repr(str(path))[:80], "names no file (a path cannot hold a NUL character)")
     try:
         _refuse_special(path, os.stat(path).st_mode)
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
-                     | getattr(os, "O_CLOEXEC", 0))
+        fd = os.open(
+            path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
+        )
     except FileNotFoundError:
         raise InputError(path, "does not exist") from None
     except NotADirectoryError:
@@ -60,17 +62,18 @@ def read_input(path: str | Path, max_bytes: int = MAX_BYTES) -> str:
     except PermissionError:
         raise InputError(path, "cannot be read: permission denied") from None
     except OSError as exc:
-        if exc.errno == errno.ENXIO:          # a socket, or a FIFO opened for writing only
+        if exc.errno == errno.ENXIO:  # a socket, or a FIFO opened for writing only
             raise InputError(path, "is a socket or a pipe, not a regular file") from None
         raise InputError(path, f"cannot be read: {exc.strerror or exc}") from None
     try:
         info = os.fstat(fd)
-        _refuse_special(path, info.st_mode)   # replaced between the stat and the open
+        _refuse_special(path, info.st_mode)  # replaced between the stat and the open
         if info.st_size > max_bytes:
-            raise InputError(path, f"is {format_bytes(info.st_size)}, larger than the {format_bytes(max_bytes)} "
-                                   "envdoctor reads")
+            raise InputError(
+                path, f"is {format_bytes(info.st_size)}, larger than the {format_bytes(max_bytes)} envdoctor reads"
+            )
         chunks = []
-        left = max_bytes + 1             # a file that grows while read (or /proc) still stops here
+        left = max_bytes + 1  # a file that grows while read (or /proc) still stops here
         while left > 0:
             chunk = os.read(fd, min(left, 1 << 20))
             if not chunk:

@@ -77,10 +77,15 @@ def _enrich_pci(facts: Facts, table: Any) -> Facts:
         name, source = dev.name, dev.name_source
         if not name and model is not None:
             name, source = model.name, "envdoctor table"
-        devices.append(dataclasses.replace(
-            dev, name=name, name_source=source, compute_capability=cc,
-            architecture=getattr(arch, "name", None),
-        ))
+        devices.append(
+            dataclasses.replace(
+                dev,
+                name=name,
+                name_source=source,
+                compute_capability=cc,
+                architecture=getattr(arch, "name", None),
+            )
+        )
     pci: PciFacts = dataclasses.replace(facts.pci, devices=tuple(devices))
     return dataclasses.replace(facts, pci=pci)
 
@@ -134,26 +139,32 @@ def probe_failures(facts: Facts, findings: Iterable[Finding]) -> Tuple[Finding, 
         if not errors or covered.intersection(areas):
             continue
         commands = tuple(dict.fromkeys(e.command for e in errors if e.command))
-        out.append(Finding(
-            "ED902", "warning", f"envdoctor could not read {name}: this part of the report is missing",
-            evidence=tuple(dict.fromkeys(e.message for e in errors)),
-            fix=tuple(f"{c}   # run it by hand to see what it says" for c in commands[:3])
-            or ("envdoctor check -v   # where each fact came from",),
-            area="envdoctor",
-            explanation="A command or file envdoctor reads failed; the findings above do not cover it, "
-                        "so nothing is known about it (not even that it is fine).",
-        ))
+        out.append(
+            Finding(
+                "ED902",
+                "warning",
+                f"envdoctor could not read {name}: this part of the report is missing",
+                evidence=tuple(dict.fromkeys(e.message for e in errors)),
+                fix=tuple(f"{c}   # run it by hand to see what it says" for c in commands[:3])
+                or ("envdoctor check -v   # where each fact came from",),
+                area="envdoctor",
+                explanation="A command or file envdoctor reads failed; the findings above do not cover it, "
+                "so nothing is known about it (not even that it is fine).",
+            )
+        )
     return tuple(out)
 
 
-def findings_for(facts: Facts, table: Any, table_error: Optional[str],
-                 suppress: Iterable[str] = ()) -> Tuple[Finding, ...]:
+def findings_for(
+    facts: Facts, table: Any, table_error: Optional[str], suppress: Iterable[str] = ()
+) -> Tuple[Finding, ...]:
     """Every finding of ``facts``, without the codes in ``suppress``."""
     return split_findings(facts, table, table_error, suppress)[0]
 
 
-def split_findings(facts: Facts, table: Any, table_error: Optional[str],
-                   suppress: Iterable[str] = ()) -> Tuple[Tuple[Finding, ...], Tuple[Finding, ...]]:
+def split_findings(
+    facts: Facts, table: Any, table_error: Optional[str], suppress: Iterable[str] = ()
+) -> Tuple[Tuple[Finding, ...], Tuple[Finding, ...]]:
     """(the findings shown, the findings ``suppress`` hides), each sorted."""
     done = run_rules(facts, table, suppress, table_error=table_error, more=lambda found: probe_failures(facts, found))
     return done.shown, done.hidden
@@ -168,8 +179,13 @@ def _prepare(skip: Iterable[str]) -> Tuple[Any, Optional[str], float]:
     return table, error, took
 
 
-def inspect(ctx: Context, skip: Iterable[str] = (), suppress: Iterable[str] = (),
-            debug: bool = False, probing: Optional[Probing] = None) -> Inspection:
+def inspect(
+    ctx: Context,
+    skip: Iterable[str] = (),
+    suppress: Iterable[str] = (),
+    debug: bool = False,
+    probing: Optional[Probing] = None,
+) -> Inspection:
     """``probing``: the probes, already started with the same ``skip`` (``check`` starts them
     before it imports this module, so the target interpreter's child runs meanwhile)."""
     # Parsing the table is CPU work and the probes mostly wait on child processes: overlap them.

@@ -64,8 +64,18 @@ MAX_JOB_ID = 2**32 - 1
 NO_LAUNCHER = "none set RANK and WORLD_SIZE, SLURM_PROCID or OMPI_COMM_WORLD_RANK here"
 PASSED_THROUGH = ("NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST", "NVSHMEM_DISABLE_NVLS")
 #: Rank variables envdoctor sets when it starts the ranks itself; inherited ones are replaced.
-RANK_VARIABLES = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
-                  "GROUP_RANK", "ROLE_RANK", "TORCHELASTIC_RUN_ID", "TORCHELASTIC_USE_AGENT_STORE")
+RANK_VARIABLES = (
+    "RANK",
+    "WORLD_SIZE",
+    "LOCAL_RANK",
+    "LOCAL_WORLD_SIZE",
+    "MASTER_ADDR",
+    "MASTER_PORT",
+    "GROUP_RANK",
+    "ROLE_RANK",
+    "TORCHELASTIC_RUN_ID",
+    "TORCHELASTIC_USE_AGENT_STORE",
+)
 
 
 class LaunchError(ValueError):
@@ -131,8 +141,9 @@ def _checked(r: Rendezvous) -> Rendezvous:
     if r.rank >= r.world_size:
         raise LaunchError(f"{r.launcher}: rank {r.rank} is not below the world size {r.world_size}")
     if r.local_world_size is not None and r.local_rank >= r.local_world_size:
-        raise LaunchError(f"{r.launcher}: local rank {r.local_rank} is not below the ranks on this node "
-                          f"({r.local_world_size})")
+        raise LaunchError(
+            f"{r.launcher}: local rank {r.local_rank} is not below the ranks on this node ({r.local_world_size})"
+        )
     return r
 
 
@@ -141,31 +152,68 @@ def _torchrun(env: Mapping[str, str]) -> Rendezvous:
     rank, world = env_number(env, "RANK"), env_number(env, "WORLD_SIZE", 1)
     addr = env.get("MASTER_ADDR", "").strip()
     if not addr:
-        raise LaunchError(f"RANK and WORLD_SIZE are set ({kind}) but MASTER_ADDR is not: export MASTER_ADDR "
-                          "(rank 0's host) and MASTER_PORT (a free port there)")
+        raise LaunchError(
+            f"RANK and WORLD_SIZE are set ({kind}) but MASTER_ADDR is not: export MASTER_ADDR "
+            "(rank 0's host) and MASTER_PORT (a free port there)"
+        )
     agent = env.get("TORCHELASTIC_USE_AGENT_STORE", "").strip().lower() in ("true", "1")
-    run_id = "-".join(x for x in (env.get("TORCHELASTIC_RUN_ID", "envdoctor"),
-                                  env.get("TORCHELASTIC_RESTART_COUNT", "0")) if x)
-    return _checked(Rendezvous(
-        kind, rank, world, _optional(env, "LOCAL_RANK") or 0, addr, _port(env, DEFAULT_PORT), agent, run_id,
-        ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
-         "TORCHELASTIC_USE_AGENT_STORE"),
-        local_world_size=_optional(env, "LOCAL_WORLD_SIZE", 1)))
+    run_id = "-".join(
+        x for x in (env.get("TORCHELASTIC_RUN_ID", "envdoctor"), env.get("TORCHELASTIC_RESTART_COUNT", "0")) if x
+    )
+    return _checked(
+        Rendezvous(
+            kind,
+            rank,
+            world,
+            _optional(env, "LOCAL_RANK") or 0,
+            addr,
+            _port(env, DEFAULT_PORT),
+            agent,
+            run_id,
+            (
+                "RANK",
+                "WORLD_SIZE",
+                "LOCAL_RANK",
+                "LOCAL_WORLD_SIZE",
+                "MASTER_ADDR",
+                "MASTER_PORT",
+                "TORCHELASTIC_USE_AGENT_STORE",
+            ),
+            local_world_size=_optional(env, "LOCAL_WORLD_SIZE", 1),
+        )
+    )
 
 
 def _openmpi(env: Mapping[str, str]) -> Rendezvous:
     rank, world = env_number(env, "OMPI_COMM_WORLD_RANK"), env_number(env, "OMPI_COMM_WORLD_SIZE", 1)
     addr = env.get("MASTER_ADDR", "").strip()
     if not addr:
-        raise LaunchError("mpirun started this rank but MASTER_ADDR is not set: "
-                          "mpirun -x MASTER_ADDR=<first host> -x MASTER_PORT=<free port> ...")
+        raise LaunchError(
+            "mpirun started this rank but MASTER_ADDR is not set: "
+            "mpirun -x MASTER_ADDR=<first host> -x MASTER_PORT=<free port> ..."
+        )
     job = env.get("OMPI_MCA_ess_base_jobid", "").strip()
-    return _checked(Rendezvous(
-        "openmpi", rank, world, _optional(env, "OMPI_COMM_WORLD_LOCAL_RANK") or 0, addr, _port(env, DEFAULT_PORT),
-        False, f"openmpi-{job or '0'}",
-        ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE",
-         "MASTER_ADDR", "MASTER_PORT"),
-        local_world_size=_optional(env, "OMPI_COMM_WORLD_LOCAL_SIZE", 1)))
+    return _checked(
+        Rendezvous(
+            "openmpi",
+            rank,
+            world,
+            _optional(env, "OMPI_COMM_WORLD_LOCAL_RANK") or 0,
+            addr,
+            _port(env, DEFAULT_PORT),
+            False,
+            f"openmpi-{job or '0'}",
+            (
+                "OMPI_COMM_WORLD_RANK",
+                "OMPI_COMM_WORLD_SIZE",
+                "OMPI_COMM_WORLD_LOCAL_RANK",
+                "OMPI_COMM_WORLD_LOCAL_SIZE",
+                "MASTER_ADDR",
+                "MASTER_PORT",
+            ),
+            local_world_size=_optional(env, "OMPI_COMM_WORLD_LOCAL_SIZE", 1),
+        )
+    )
 
 
 _NODELISTS = ("SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST", "SLURM_NODELIST")
@@ -181,8 +229,10 @@ def _slurm(env: Mapping[str, str]) -> Rendezvous:
     addr = env.get("MASTER_ADDR", "").strip()
     if not addr:
         if listed is None:
-            raise LaunchError("srun started this rank but no SLURM_JOB_NODELIST names the nodes "
-                              "(or set MASTER_ADDR to the first node)")
+            raise LaunchError(
+                "srun started this rank but no SLURM_JOB_NODELIST names the nodes "
+                "(or set MASTER_ADDR to the first node)"
+            )
         try:
             addr = first_host(env[listed])
         except NodelistError as exc:
@@ -195,14 +245,24 @@ def _slurm(env: Mapping[str, str]) -> Rendezvous:
             hosts = ()
     step = env.get("SLURM_STEP_ID", "0").strip()
     per_node = env.get("SLURM_STEP_TASKS_PER_NODE") or env.get("SLURM_NTASKS_PER_NODE") or ""
-    return _checked(Rendezvous(
-        "slurm", rank, world, _optional(env, "SLURM_LOCALID") or 0, addr, _port(env, slurm_port(job)), False,
-        f"slurm-{job if job is not None else 0}.{step}",
-        ("SLURM_PROCID", tasks, "SLURM_LOCALID", "SLURM_STEP_ID") + _NODELISTS + (job_name, "MASTER_ADDR",
-                                                                                 "MASTER_PORT"),
-        hosts if len(hosts) == world else (),
-        # "4" is a count; "2(x3)" (per node, repeated) says nothing about this node alone
-        int(per_node) if per_node.isascii() and per_node.isdigit() and int(per_node) > 0 else None))
+    return _checked(
+        Rendezvous(
+            "slurm",
+            rank,
+            world,
+            _optional(env, "SLURM_LOCALID") or 0,
+            addr,
+            _port(env, slurm_port(job)),
+            False,
+            f"slurm-{job if job is not None else 0}.{step}",
+            ("SLURM_PROCID", tasks, "SLURM_LOCALID", "SLURM_STEP_ID")
+            + _NODELISTS
+            + (job_name, "MASTER_ADDR", "MASTER_PORT"),
+            hosts if len(hosts) == world else (),
+            # "4" is a count; "2(x3)" (per node, repeated) says nothing about this node alone
+            int(per_node) if per_node.isascii() and per_node.isdigit() and int(per_node) > 0 else None,
+        )
+    )
 
 
 def rendezvous(env: Mapping[str, str]) -> Optional[Rendezvous]:
@@ -219,8 +279,10 @@ def rendezvous(env: Mapping[str, str]) -> Optional[Rendezvous]:
         return _slurm(env)
     if "PMIX_RANK" in env:
         rank = env_number(env, "PMIX_RANK")
-        raise LaunchError(f"PMIx started this process (PMIX_RANK={rank}) but names no world size or rendezvous: "
-                          "export RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT for each rank")
+        raise LaunchError(
+            f"PMIx started this process (PMIX_RANK={rank}) but names no world size or rendezvous: "
+            "export RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT for each rank"
+        )
     return None
 
 
@@ -231,12 +293,27 @@ def free_port(host: str = "127.0.0.1") -> int:
         return int(s.getsockname()[1])
 
 
-def rank_env(base: Mapping[str, str], *, rank: int, world_size: int, local_rank: int, local_world_size: int,
-             master_addr: str, master_port: int, nccl_log_dir: Optional[str]) -> Dict[str, str]:
+def rank_env(
+    base: Mapping[str, str],
+    *,
+    rank: int,
+    world_size: int,
+    local_rank: int,
+    local_world_size: int,
+    master_addr: str,
+    master_port: int,
+    nccl_log_dir: Optional[str],
+) -> Dict[str, str]:
     """The environment of one rank's child when envdoctor starts the ranks itself."""
     env = {k: v for k, v in base.items() if k not in RANK_VARIABLES}
-    env.update(RANK=str(rank), WORLD_SIZE=str(world_size), LOCAL_RANK=str(local_rank),
-               LOCAL_WORLD_SIZE=str(local_world_size), MASTER_ADDR=master_addr, MASTER_PORT=str(master_port))
+    env.update(
+        RANK=str(rank),
+        WORLD_SIZE=str(world_size),
+        LOCAL_RANK=str(local_rank),
+        LOCAL_WORLD_SIZE=str(local_world_size),
+        MASTER_ADDR=master_addr,
+        MASTER_PORT=str(master_port),
+    )
     env.update(nccl_logging(base, nccl_log_dir))
     return env
 
@@ -245,8 +322,13 @@ def launched_env(base: Mapping[str, str], r: Rendezvous, nccl_log_dir: Optional[
     """The environment of the child under an external launcher: the launcher's rendezvous, passed on
     as torch's ``env://`` reads it."""
     env = dict(base)
-    env.update(RANK=str(r.rank), WORLD_SIZE=str(r.world_size), LOCAL_RANK=str(r.local_rank),
-               MASTER_ADDR=r.master_addr, MASTER_PORT=str(r.master_port))
+    env.update(
+        RANK=str(r.rank),
+        WORLD_SIZE=str(r.world_size),
+        LOCAL_RANK=str(r.local_rank),
+        MASTER_ADDR=r.master_addr,
+        MASTER_PORT=str(r.master_port),
+    )
     env.update(nccl_logging(base, nccl_log_dir))
     return env
 
@@ -255,8 +337,7 @@ def nccl_logging(base: Mapping[str, str], log_dir: Optional[str]) -> Dict[str, s
     """NCCL's INFO log to a file per rank, unless the user set NCCL_DEBUG (then their setting stands)."""
     if log_dir is None or "NCCL_DEBUG" in base:
         return {}
-    return {"NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": "INIT,TUNING",
-            "NCCL_DEBUG_FILE": f"{log_dir}/nccl.%h.%p.log"}
+    return {"NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": "INIT,TUNING", "NCCL_DEBUG_FILE": f"{log_dir}/nccl.%h.%p.log"}
 
 
 def visible_gpus(env: Mapping[str, str], nvml_count: int) -> Tuple[int, Optional[str]]:
@@ -265,5 +346,17 @@ def visible_gpus(env: Mapping[str, str], nvml_count: int) -> Tuple[int, Optional
     return visible_count(visible, nvml_count), visible
 
 
-__all__ = ["DEFAULT_PORT", "Launcher", "LaunchError", "Rendezvous", "env_number", "free_port", "launched_env",
-           "nccl_logging", "rank_env", "rendezvous", "slurm_port", "visible_gpus"]
+__all__ = [
+    "DEFAULT_PORT",
+    "Launcher",
+    "LaunchError",
+    "Rendezvous",
+    "env_number",
+    "free_port",
+    "launched_env",
+    "nccl_logging",
+    "rank_env",
+    "rendezvous",
+    "slurm_port",
+    "visible_gpus",
+]

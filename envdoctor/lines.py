@@ -35,8 +35,9 @@ def verdict(findings: Tuple[Finding, ...], style: Style, again: str = "envdoctor
     errors = sum(f.severity == "error" for f in findings)
     warnings = sum(f.severity == "warning" for f in findings)
     if errors:
-        return style(f"Verdict: {errors} error(s), {warnings} warning(s): fix the errors above, "
-                     f"then run {again} again.", "error")
+        return style(
+            f"Verdict: {errors} error(s), {warnings} warning(s): fix the errors above, then run {again} again.", "error"
+        )
     if warnings:
         return style(f"Verdict: no errors, {warnings} warning(s): read the caveats above.", "warning")
     notes = sum(f.severity == "info" for f in findings)
@@ -45,12 +46,18 @@ def verdict(findings: Tuple[Finding, ...], style: Style, again: str = "envdoctor
     return style("Verdict: no problems found.", "ok")
 
 
-def findings_section(findings: Tuple[Finding, ...], style: Style, suppressed: Iterable[Finding] = (),
-                     again: str = "envdoctor check") -> List[str]:
+def findings_section(
+    findings: Tuple[Finding, ...], style: Style, suppressed: Iterable[Finding] = (), again: str = "envdoctor check"
+) -> List[str]:
     """The end of a report (check, topo, comms, dockerfile): "Findings", each finding (or "none"),
     what ``--suppress`` hid, a blank line and the verdict."""
-    return [style("Findings", "bold"), *(finding_lines(findings, style) or ["  none"]),
-            *suppressed_line(suppressed, style), "", verdict(findings, style, again)]
+    return [
+        style("Findings", "bold"),
+        *(finding_lines(findings, style) or ["  none"]),
+        *suppressed_line(suppressed, style),
+        "",
+        verdict(findings, style, again),
+    ]
 
 
 def suppressed_line(suppressed: Iterable[Finding], style: Style) -> List[str]:

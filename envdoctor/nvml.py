@@ -42,6 +42,7 @@ PCI_ADDRESS = re.compile(r"^[0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
 
 T = TypeVar("T")
 
+
 def pci_address(bus_id: Optional[str]) -> Optional[str]:
     """NVML's ``"00000000:17:00.0"`` (or torch's, any case) -> sysfs's ``"0000:17:00.0"``; None for anything else."""
     if not bus_id:
@@ -69,8 +70,13 @@ def _uuid(value: Optional[str]) -> str:
     return s[4:] if s.startswith("gpu-") else s
 
 
-def match_device(uuid: Optional[str], bus_id: Optional[str], cuda_index: Optional[int],
-                 gpus: Sequence[NvmlGpu], env: Mapping[str, str]) -> Optional[int]:
+def match_device(
+    uuid: Optional[str],
+    bus_id: Optional[str],
+    cuda_index: Optional[int],
+    gpus: Sequence[NvmlGpu],
+    env: Mapping[str, str],
+) -> Optional[int]:
     """The NVML index of the torch device ``cuda:<cuda_index>`` that reports ``uuid`` and ``bus_id``
     (each may be None), or None where nothing says which it is. In this order:
 
@@ -106,7 +112,7 @@ def match_device(uuid: Optional[str], bus_id: Optional[str], cuda_index: Optiona
         if visible.strip() in HIDES_ALL or cuda_index >= visible_count(visible, len(gpus)):
             return None
         entry = visible.split(",")[cuda_index].strip()
-        if not (entry.isascii() and entry.isdigit()):         # a UUID or the start of one: CUDA's own match
+        if not (entry.isascii() and entry.isdigit()):  # a UUID or the start of one: CUDA's own match
             found = [g.index for g in gpus if g.uuid and _uuid(g.uuid).startswith(_uuid(entry))]
             return found[0] if len(found) == 1 else None
         physical = int(entry)
@@ -115,8 +121,9 @@ def match_device(uuid: Optional[str], bus_id: Optional[str], cuda_index: Optiona
         return physical if any(g.index == physical for g in gpus) else None
     return None
 
-_NOT_SUPPORTED_CODES = (3,)       # NVML_ERROR_NOT_SUPPORTED
-_INVALID_ARGUMENT = 2             # NVML_ERROR_INVALID_ARGUMENT: e.g. a link index past the last
+
+_NOT_SUPPORTED_CODES = (3,)  # NVML_ERROR_NOT_SUPPORTED
+_INVALID_ARGUMENT = 2  # NVML_ERROR_INVALID_ARGUMENT: e.g. a link index past the last
 
 
 def cuda_from_int(value: int) -> str:
@@ -140,7 +147,7 @@ class Reading:
     index: int
     values: Mapping[str, Any] = field(default_factory=dict)
     errors: Mapping[str, str] = field(default_factory=dict)
-    time: float = 0.0                       # time.time() when read
+    time: float = 0.0  # time.time() when read
 
     def get(self, name: str, default: Any = None) -> Any:
         value = self.values.get(name)
@@ -151,13 +158,14 @@ class Reading:
 class XidEvent:
     """One XID (critical error) event NVML delivered for a GPU."""
 
-    gpu: int                                # NVML index
+    gpu: int  # NVML index
     xid: int
-    time: float                             # time.time() when envdoctor received it
+    time: float  # time.time() when envdoctor received it
 
 
 # --- the fields -------------------------------------------------------------------------------
 # Each takes (pynvml module, device handle) and returns plain Python data.
+
 
 def _memory(nv: Any, h: Any) -> Dict[str, int]:
     m = nv.nvmlDeviceGetMemoryInfo(h)
@@ -172,10 +180,13 @@ def _pci(nv: Any, h: Any) -> Dict[str, Any]:
 def _pcie(nv: Any, h: Any) -> Dict[str, Optional[int]]:
     """Current and maximum link generation and width (a card at Gen3 x8 in a Gen5 x16 slot)."""
     out: Dict[str, Optional[int]] = {}
-    for key, name in (("gen", "nvmlDeviceGetCurrPcieLinkGeneration"), ("width", "nvmlDeviceGetCurrPcieLinkWidth"),
-                      ("max_gen", "nvmlDeviceGetMaxPcieLinkGeneration"),
-                      ("max_width", "nvmlDeviceGetMaxPcieLinkWidth"),
-                      ("gpu_max_gen", "nvmlDeviceGetGpuMaxPcieLinkGeneration")):
+    for key, name in (
+        ("gen", "nvmlDeviceGetCurrPcieLinkGeneration"),
+        ("width", "nvmlDeviceGetCurrPcieLinkWidth"),
+        ("max_gen", "nvmlDeviceGetMaxPcieLinkGeneration"),
+        ("max_width", "nvmlDeviceGetMaxPcieLinkWidth"),
+        ("gpu_max_gen", "nvmlDeviceGetGpuMaxPcieLinkGeneration"),
+    ):
         out[key] = _int(_optional(nv, name, h))
     if out["gen"] is None and out["width"] is None:
         raise _Unsupported()
@@ -185,8 +196,11 @@ def _pcie(nv: Any, h: Any) -> Dict[str, Optional[int]]:
 def _power_limits(nv: Any, h: Any) -> Dict[str, Optional[float]]:
     lo_hi = _optional(nv, "nvmlDeviceGetPowerManagementLimitConstraints", h)
     default = _optional(nv, "nvmlDeviceGetPowerManagementDefaultLimit", h)
-    return {"min_w": lo_hi[0] / 1000.0 if lo_hi else None, "max_w": lo_hi[1] / 1000.0 if lo_hi else None,
-            "default_w": default / 1000.0 if default else None}
+    return {
+        "min_w": lo_hi[0] / 1000.0 if lo_hi else None,
+        "max_w": lo_hi[1] / 1000.0 if lo_hi else None,
+        "default_w": default / 1000.0 if default else None,
+    }
 
 
 def _thresholds(nv: Any, h: Any) -> Dict[str, Optional[int]]:
@@ -209,12 +223,12 @@ def _field_value(nv: Any, h: Any, field_id: int) -> float:
 def _reasons(nv: Any, h: Any) -> int:
     try:
         return int(nv.nvmlDeviceGetCurrentClocksEventReasons(h))
-    except AttributeError:    # nvidia-ml-py older than 12.535
+    except AttributeError:  # nvidia-ml-py older than 12.535
         return int(nv.nvmlDeviceGetCurrentClocksThrottleReasons(h))
 
 
 def _ecc(nv: Any, h: Any, error_type: int) -> int:
-    return int(nv.nvmlDeviceGetTotalEccErrors(h, error_type, 0))    # 0: NVML_VOLATILE_ECC
+    return int(nv.nvmlDeviceGetTotalEccErrors(h, error_type, 0))  # 0: NVML_VOLATILE_ECC
 
 
 def _remapped(nv: Any, h: Any) -> Dict[str, int]:
@@ -233,7 +247,7 @@ def _pair_of_modes(call: Callable[[], Any]) -> Dict[str, int]:
 
 def _cpu_affinity(nv: Any, h: Any) -> List[int]:
     """CPU ids the GPU is close to (``nvidia-smi topo -m``'s "CPU Affinity"), from 64-bit masks."""
-    words = 16                                             # 1024 CPUs
+    words = 16  # 1024 CPUs
     masks = nv.nvmlDeviceGetCpuAffinity(h, words)
     cpus = [w * 64 + b for w, mask in enumerate(list(masks)[:words]) for b in range(64) if int(mask) >> b & 1]
     if not cpus:
@@ -244,7 +258,7 @@ def _cpu_affinity(nv: Any, h: Any) -> List[int]:
 def _numa_node(nv: Any, h: Any) -> int:
     """The host NUMA node nearest the GPU (``nvidia-smi topo -m``'s "NUMA Affinity"), from the
     memory-affinity mask; ``nvmlDeviceGetNumaNodeId`` is another thing (GPUs that are NUMA nodes)."""
-    masks = nv.nvmlDeviceGetMemoryAffinity(h, 1, 0)          # 0: NVML_AFFINITY_SCOPE_NODE
+    masks = nv.nvmlDeviceGetMemoryAffinity(h, 1, 0)  # 0: NVML_AFFINITY_SCOPE_NODE
     nodes = [w * 64 + b for w, mask in enumerate(list(masks)) for b in range(64) if int(mask) >> b & 1]
     if not nodes:
         raise _Unsupported()
@@ -271,7 +285,7 @@ def _nvlinks(nv: Any, h: Any) -> List[Dict[str, Any]]:
         entry["generation"] = NVLINK_GENERATIONS.get(version) if version is not None else None
         remote = _optional(nv, "nvmlDeviceGetNvLinkRemotePciInfo", h, link)
         entry["remote_bus_id"] = text(remote.busId) if remote is not None else None
-        kind = _int(_optional(nv, "nvmlDeviceGetNvLinkRemoteDeviceType", h, link))   # 0 GPU, 1 IBM NPU, 2 switch
+        kind = _int(_optional(nv, "nvmlDeviceGetNvLinkRemoteDeviceType", h, link))  # 0 GPU, 1 IBM NPU, 2 switch
         entry["remote_type"] = {0: "gpu", 1: "ibmnpu", 2: "switch"}.get(kind) if kind is not None else None
         errors = {}
         for name, counter in (("replay", 0), ("recovery", 1), ("crc_flit", 2), ("crc_data", 3)):
@@ -321,8 +335,9 @@ def _processes(nv: Any, h: Any) -> List[Dict[str, Any]]:
             seen.add((pid, kind))
             used = getattr(p, "usedGpuMemory", None)
             # NVML_VALUE_NOT_AVAILABLE is (unsigned long long) -1
-            out.append({"pid": pid, "kind": kind,
-                        "used": None if used is None or int(used) >= (1 << 63) else int(used)})
+            out.append(
+                {"pid": pid, "kind": kind, "used": None if used is None or int(used) >= (1 << 63) else int(used)}
+            )
     return out
 
 
@@ -338,10 +353,12 @@ def _mig_devices(nv: Any, h: Any) -> int:
 
 def _app_clocks(nv: Any, h: Any) -> Dict[str, Optional[int]]:
     """The applications clocks set (``nvidia-smi -ac``) and their defaults, SM and memory."""
-    out = {"sm": _int(_optional(nv, "nvmlDeviceGetApplicationsClock", h, nv.NVML_CLOCK_SM)),
-           "mem": _int(_optional(nv, "nvmlDeviceGetApplicationsClock", h, nv.NVML_CLOCK_MEM)),
-           "default_sm": _int(_optional(nv, "nvmlDeviceGetDefaultApplicationsClock", h, nv.NVML_CLOCK_SM)),
-           "default_mem": _int(_optional(nv, "nvmlDeviceGetDefaultApplicationsClock", h, nv.NVML_CLOCK_MEM))}
+    out = {
+        "sm": _int(_optional(nv, "nvmlDeviceGetApplicationsClock", h, nv.NVML_CLOCK_SM)),
+        "mem": _int(_optional(nv, "nvmlDeviceGetApplicationsClock", h, nv.NVML_CLOCK_MEM)),
+        "default_sm": _int(_optional(nv, "nvmlDeviceGetDefaultApplicationsClock", h, nv.NVML_CLOCK_SM)),
+        "default_mem": _int(_optional(nv, "nvmlDeviceGetDefaultApplicationsClock", h, nv.NVML_CLOCK_MEM)),
+    }
     if all(v is None for v in out.values()):
         raise _Unsupported()
     return out
@@ -401,20 +418,59 @@ FIELDS: Dict[str, Callable[[Any, Any], Any]] = {
 #: What ``check`` shows per GPU.
 IDENTITY = ("name", "uuid", "compute_capability", "memory", "pci", "serial", "power_limit_w", "max_sm_clock_mhz")
 #: What a bench or burn sample holds.
-SAMPLE = ("sm_clock_mhz", "mem_clock_mhz", "power_w", "temperature_c", "memory_temperature_c", "reasons_mask",
-          "utilization_pct", "energy_j")
+SAMPLE = (
+    "sm_clock_mhz",
+    "mem_clock_mhz",
+    "power_w",
+    "temperature_c",
+    "memory_temperature_c",
+    "reasons_mask",
+    "utilization_pct",
+    "energy_j",
+)
 #: What the live state (``check`` and ``diag``) reads per GPU.
-STATE = ("name", "uuid", "pci", "memory", "utilization_pct", "memory_utilization_pct", "processes", "compute_mode",
-         "persistence_mode", "mig_mode", "mig_devices", "power_limit_w", "power_limits", "max_sm_clock_mhz",
-         "sm_clock_mhz", "applications_clocks", "reasons_mask", "retired_pages_pending", "remapped_rows",
-         "temperature_c")
+STATE = (
+    "name",
+    "uuid",
+    "pci",
+    "memory",
+    "utilization_pct",
+    "memory_utilization_pct",
+    "processes",
+    "compute_mode",
+    "persistence_mode",
+    "mig_mode",
+    "mig_devices",
+    "power_limit_w",
+    "power_limits",
+    "max_sm_clock_mhz",
+    "sm_clock_mhz",
+    "applications_clocks",
+    "reasons_mask",
+    "retired_pages_pending",
+    "remapped_rows",
+    "temperature_c",
+)
 #: The counters whose change over a run matters.
-COUNTERS = ("ecc_corrected", "ecc_uncorrected", "remapped_rows", "pcie_replay", "power_violation_ns",
-            "thermal_violation_ns")
+COUNTERS = (
+    "ecc_corrected",
+    "ecc_uncorrected",
+    "remapped_rows",
+    "pcie_replay",
+    "power_violation_ns",
+    "thermal_violation_ns",
+)
 
 _TOPOLOGY = {0: "X", 10: "PIX", 20: "PXB", 30: "PHB", 40: "NODE", 50: "SYS"}
-_P2P = {0: "ok", 1: "chipset not supported", 2: "GPU not supported", 3: "IOH topology not supported",
-        4: "disabled by registry key", 5: "not supported", 6: "unknown"}
+_P2P = {
+    0: "ok",
+    1: "chipset not supported",
+    2: "GPU not supported",
+    3: "IOH topology not supported",
+    4: "disabled by registry key",
+    5: "not supported",
+    6: "unknown",
+}
 
 PAIR_FIELDS: Dict[str, Callable[[Any, Any, Any], Any]] = {
     # nvidia-smi topo -m's legend for PCIe paths (NV# comes from the NVLinks' remote ends)
@@ -459,8 +515,10 @@ def explain_init(nv: Any, exc: BaseException) -> ProbeError:
     message = text(exc) or type(exc).__name__
     value = _code(exc)
     if value == int(getattr(nv, "NVML_ERROR_LIBRARY_NOT_FOUND", 12)):
-        return ProbeError("not_found", "NVML library libnvidia-ml.so.1 not found "
-                          "(the NVIDIA driver's user-space part is not installed)")
+        return ProbeError(
+            "not_found",
+            "NVML library libnvidia-ml.so.1 not found (the NVIDIA driver's user-space part is not installed)",
+        )
     if value == int(getattr(nv, "NVML_ERROR_DRIVER_NOT_LOADED", 9)):
         return ProbeError("unavailable", "NVML: Driver Not Loaded (no NVIDIA kernel module is running)")
     if value == int(getattr(nv, "NVML_ERROR_NO_PERMISSION", 4)):

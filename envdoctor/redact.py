@@ -16,32 +16,62 @@ MASK = "***"
 #: NVIDIA_LICENSE_KEY, CUDA_PRIVATE_KEY, TORCH_SESSION_COOKIE, NGC_CLI_API_KEY, AWS_SECRET_ACCESS_KEY...
 #: A name is split at "_", "-" and "."; any of these words, or one containing TOKEN, SECRET or PASSWORD
 #: ("GITHUBTOKEN"), marks it. PWD and OLDPWD themselves are the working directory, not passwords.
-_SECRET_WORDS = frozenset({
-    "TOKEN", "TOKENS", "SECRET", "SECRETS", "PASSWORD", "PASSWD", "PASS", "PASSPHRASE", "PW", "PWD", "KEY", "KEYS",
-    "APIKEY", "ACCESSKEY", "PRIVATE", "CREDENTIAL", "CREDENTIALS", "CREDS", "AUTH", "AUTHORIZATION", "COOKIE",
-    "COOKIES", "SESSION", "SIGNATURE", "PAT", "JWT", "BEARER", "OTP", "SALT", "DSN",
-})
+_SECRET_WORDS = frozenset(
+    {
+        "TOKEN",
+        "TOKENS",
+        "SECRET",
+        "SECRETS",
+        "PASSWORD",
+        "PASSWD",
+        "PASS",
+        "PASSPHRASE",
+        "PW",
+        "PWD",
+        "KEY",
+        "KEYS",
+        "APIKEY",
+        "ACCESSKEY",
+        "PRIVATE",
+        "CREDENTIAL",
+        "CREDENTIALS",
+        "CREDS",
+        "AUTH",
+        "AUTHORIZATION",
+        "COOKIE",
+        "COOKIES",
+        "SESSION",
+        "SIGNATURE",
+        "PAT",
+        "JWT",
+        "BEARER",
+        "OTP",
+        "SALT",
+        "DSN",
+    }
+)
 _SHELL_FOLDERS = frozenset({"PWD", "OLDPWD"})
 _SECRET_PARTS = ("TOKEN", "SECRET", "PASSWORD", "PASSWD", "APIKEY", "CREDENTIAL")
 _SECRET_QUERY = re.compile(r"(token|secret|password|passwd|key|auth|signature|sig|credential)", re.I)
 #: Credentials by their shape, wherever they appear (prefix-anchored, bounded: linear time).
 _TOKEN_SHAPES = re.compile(
     r"(?<![A-Za-z0-9_])(?:"
-    r"gh[pousr]_[A-Za-z0-9]{30,255}|github_pat_[A-Za-z0-9_]{40,255}|"   # GitHub
-    r"hf_[A-Za-z0-9]{30,255}|"                                           # Hugging Face
-    r"(?:AKIA|ASIA)[0-9A-Z]{16}|"                                        # AWS access key id
-    r"sk-(?:proj-|ant-)?[A-Za-z0-9_-]{20,255}|"                         # OpenAI / Anthropic style
-    r"xox[abprs]-[A-Za-z0-9-]{10,255}|"                                  # Slack
-    r"glpat-[A-Za-z0-9_-]{20,255}|"                                      # GitLab
+    r"gh[pousr]_[A-Za-z0-9]{30,255}|github_pat_[A-Za-z0-9_]{40,255}|"  # GitHub
+    r"hf_[A-Za-z0-9]{30,255}|"  # Hugging Face
+    r"(?:AKIA|ASIA)[0-9A-Z]{16}|"  # AWS access key id
+    r"sk-(?:proj-|ant-)?[A-Za-z0-9_-]{20,255}|"  # OpenAI / Anthropic style
+    r"xox[abprs]-[A-Za-z0-9-]{10,255}|"  # Slack
+    r"glpat-[A-Za-z0-9_-]{20,255}|"  # GitLab
     r"eyJ[A-Za-z0-9_-]{8,2048}\.[A-Za-z0-9_-]{8,2048}\.[A-Za-z0-9_-]{8,2048}"  # a JWT
-    r")")
+    r")"
+)
 #: "Authorization: Bearer <token>", "password=hunter2", "api_key: abc123": the value goes.
 _BEARER = re.compile(r"(?i)\b(bearer|basic)(\s+)([A-Za-z0-9._~+/=-]{16,1024})")
 _ASSIGNED = re.compile(r"(?i)\b(token|api[_-]?key|password|passwd|secret)(\s*[=:]\s*\"?)([^\s\"',;]{4,1024})")
 #: Where a URL may start: the scheme is at most this long ("git+https" is 9).
 _SCHEME_MAX = 32
 _SCHEME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-")
-_URL_END = frozenset(" \t\r\n\"<>`")
+_URL_END = frozenset(' \t\r\n"<>`')
 
 
 def is_secret_name(name: str) -> bool:
@@ -67,15 +97,15 @@ def mask_url(url: str) -> str:
     """
     scheme, sep, rest = url.partition("://")
     if not sep or not scheme or not scheme[0].isalpha() or not all(c in _SCHEME_CHARS for c in scheme):
-        return _mask_bare_userinfo(url)   # u:pw@proxy:1080
+        return _mask_bare_userinfo(url)  # u:pw@proxy:1080
     at = _userinfo(rest)
     if at >= 0:
         userinfo = rest[:at]
-        user = userinfo.split(":", 1)[0] + ":" if ":" in userinfo else ""   # else a bare token as the user
+        user = userinfo.split(":", 1)[0] + ":" if ":" in userinfo else ""  # else a bare token as the user
         rest = f"{user}{MASK}{rest[at:]}"
     q = rest.find("?", _authority_end(rest))
     if q >= 0:
-        rest = rest[:q + 1] + _mask_query(rest[q + 1:])
+        rest = rest[: q + 1] + _mask_query(rest[q + 1 :])
     return f"{scheme}://{rest}"
 
 
@@ -100,13 +130,13 @@ def _userinfo(rest: str) -> int:
     if at >= 0:
         return at
     colon = rest.find(":", 0, end)
-    if colon <= 0 or end == len(rest) or (rest[colon + 1:end].isdigit() and end - colon <= 6 and rest[end] == "/"):
-        return -1     # no delimiter, or a port before the path: https://host:8080/pkg@1.0
+    if colon <= 0 or end == len(rest) or (rest[colon + 1 : end].isdigit() and end - colon <= 6 and rest[end] == "/"):
+        return -1  # no delimiter, or a port before the path: https://host:8080/pkg@1.0
     at = rest.find("@", end)
     if at < 0:
         return -1
     slash = rest.find("/", at)
-    at = rest.rfind("@", at, slash if slash >= 0 else len(rest))    # an @ in the password too: the last
+    at = rest.rfind("@", at, slash if slash >= 0 else len(rest))  # an @ in the password too: the last
     return at if _HOST_START.match(rest, at + 1) else -1
 
 
@@ -158,13 +188,13 @@ def _mask_bare_userinfo(text: str) -> str:
         word = text[start:at]
         colon = word.find(":")
         if colon < 0 or not _HOST_START.match(text, at + 1) or text.startswith(_DIGESTS, at + 1):
-            continue    # no user:password, or an image's tag and digest (ubuntu:24.04@sha256:...)
-        user, password = word[:colon], word[colon + 1:]
+            continue  # no user:password, or an image's tag and digest (ubuntu:24.04@sha256:...)
+        user, password = word[:colon], word[colon + 1 :]
         cut = max(user.rfind(c) for c in _USER_BEFORE)
-        user = user[cut + 1:]
+        user = user[cut + 1 :]
         if not user or "/" in user or not password or password.startswith("//") or password == MASK:
             continue
-        out.append(text[i:start + colon + 1])
+        out.append(text[i : start + colon + 1])
         out.append(MASK)
         i = at
     out.append(text[i:])
@@ -197,8 +227,9 @@ def mask_text(text: str) -> str:
 
 def _maybe_token(text: str) -> bool:
     lowered = text.lower()
-    return any(p in text for p in ("_", "AKIA", "ASIA", "sk-", "xox", "eyJ", "glpat-")) or \
-        any(w in lowered for w in ("bearer", "basic", "token", "key", "pass", "secret"))
+    return any(p in text for p in ("_", "AKIA", "ASIA", "sk-", "xox", "eyJ", "glpat-")) or any(
+        w in lowered for w in ("bearer", "basic", "token", "key", "pass", "secret")
+    )
 
 
 def _mask_urls(text: str) -> str:
@@ -211,12 +242,12 @@ def _mask_urls(text: str) -> str:
         start = j
         while start > i and j - start < _SCHEME_MAX and text[start - 1] in _SCHEME_CHARS:
             start -= 1
-        while start < j and not text[start].isalpha():   # a scheme starts with a letter
+        while start < j and not text[start].isalpha():  # a scheme starts with a letter
             start += 1
         end = j + 3
         while end < len(text) and text[end] not in _URL_END:
             end += 1
-        if start == j:          # "://" with no scheme before it: not a URL
+        if start == j:  # "://" with no scheme before it: not a URL
             out.append(text[i:end])
             i = end
             continue
@@ -224,7 +255,7 @@ def _mask_urls(text: str) -> str:
         quote = ""
         opened = text[start - 1] if start > 0 else ""
         if len(url) > 1 and (opened, url[-1]) in (("'", "'"), ("(", ")"), ("[", "]")):
-            url, quote = url[:-1], url[-1]        # the quote or bracket that holds the URL
+            url, quote = url[:-1], url[-1]  # the quote or bracket that holds the URL
         out.append(text[i:start])
         out.append(_mask_token_path(mask_url(url)) + quote)
         i = end
@@ -246,14 +277,14 @@ def _mask_short_token_channels(text: str) -> str:
         if k < 0:
             break
         if k > 0 and text[k - 1] not in _SHORT_BEFORE:
-            out.append(text[i:k + 2])
+            out.append(text[i : k + 2])
             i = k + 2
             continue
         end = k + 2
         while end < len(text) and text[end] not in "/ \t\n'\",;)]}":
             end += 1
-        token = text[k + 2:end]
-        out.append(text[i:k + 2])
+        token = text[k + 2 : end]
+        out.append(text[i : k + 2])
         if token and token != MASK and end < len(text) and text[end] == "/":
             out.append(MASK)
         else:
@@ -268,12 +299,12 @@ def _mask_token_path(url: str) -> str:
     k = url.find("/t/")
     if k < 0:
         return url
-    rest = url[k + 3:]
+    rest = url[k + 3 :]
     seg_end = rest.find("/")
     token = rest if seg_end < 0 else rest[:seg_end]
     if not token or token == MASK:
         return url
-    return url[:k + 3] + MASK + ("" if seg_end < 0 else rest[seg_end:])
+    return url[: k + 3] + MASK + ("" if seg_end < 0 else rest[seg_end:])
 
 
 def mask_data(obj: Any) -> Any:
@@ -302,8 +333,9 @@ class Redactor:
 
     _UUID = re.compile(r"(GPU-|MIG-)?[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.I)
 
-    def __init__(self, hostname: Optional[str], user: Optional[str], home: Optional[str],
-                 serials: Iterable[str] = ()) -> None:
+    def __init__(
+        self, hostname: Optional[str], user: Optional[str], home: Optional[str], serials: Iterable[str] = ()
+    ) -> None:
         self.pairs = []
         if home and home not in ("/", ""):
             self.pairs.append((home, "~"))

@@ -33,15 +33,18 @@ class ReportError(DocumentError):
 MAX_VERSION = 64
 #: Fields holding a version (by name, anywhere in the facts; and every ``*_version``): at most
 #: MAX_VERSION characters.
-_VERSION_FIELDS = frozenset({"version", "cuda", "driver_cuda", "virtual_cuda", "release", "glibc", "pip",
-                             "torchvision", "torchaudio", "python"})
+_VERSION_FIELDS = frozenset(
+    {"version", "cuda", "driver_cuda", "virtual_cuda", "release", "glibc", "pip", "torchvision", "torchaudio", "python"}
+)
 
 _DRIVER_RE = re.compile(r"[0-9]{1,4}(\.[0-9]{1,4}){0,3}")
 _CC_RE = re.compile(r"[0-9]{1,2}\.[0-9]{1,2}")
 _GLIBC_RE = re.compile(r"[0-9]{1,2}\.[0-9]{1,3}")
 #: a wheel platform tag; a manylinux/musllinux one with a glibc of at most 2 + 3 digits (2_39)
-_TAG_RE = re.compile(r"(?:(?:many|musl)linux_[0-9]{1,2}_[0-9]{1,3}_[a-z0-9_]{1,32}"
-                     r"|(?!manylinux_|musllinux_)[a-z0-9_]{1,64})")
+_TAG_RE = re.compile(
+    r"(?:(?:many|musl)linux_[0-9]{1,2}_[0-9]{1,3}_[a-z0-9_]{1,32}"
+    r"|(?!manylinux_|musllinux_)[a-z0-9_]{1,64})"
+)
 
 _DRIVER = (_DRIVER_RE, "a driver version like 580.159.04")
 _CC = (_CC_RE, "a compute capability like 9.0")

@@ -75,7 +75,7 @@ def which(name: str, env: Mapping[str, str] | None = None) -> Optional[str]:
     path = (env if env is not None else os.environ).get("PATH", os.defpath)
     try:
         return shutil.which(name, path=path)
-    except OSError:   # an unreadable PATH entry on some Pythons
+    except OSError:  # an unreadable PATH entry on some Pythons
         for folder in path.split(os.pathsep):
             candidate = os.path.join(folder or ".", name)
             try:
@@ -87,8 +87,11 @@ def which(name: str, env: Mapping[str, str] | None = None) -> Optional[str]:
 
 
 #: A line of standard error that gives a reason (looked for in the first 200 lines).
-_REASON = re.compile(r"error|denied|cannot|can't|could not|couldn't|failed|refused|not found|no such|"
-                     r"permission|not permitted|unable|invalid|fatal|killed|timed? ?out", re.I)
+_REASON = re.compile(
+    r"error|denied|cannot|can't|could not|couldn't|failed|refused|not found|no such|"
+    r"permission|not permitted|unable|invalid|fatal|killed|timed? ?out",
+    re.I,
+)
 #: The longest reason kept (a tool may print a whole page on one line).
 MAX_REASON = 300
 
@@ -107,7 +110,7 @@ def stderr_reason(stderr: str, named_only: bool = False) -> Optional[str]:
     # a Python traceback's reason is its last line; elsewhere the first line that names an error
     traceback = any(line.startswith("Traceback (most recent call last)") for line in lines)
     if named_only and not (named or traceback):
-        return None       # only output, no reason (a program's chatter sent to stderr)
+        return None  # only output, no reason (a program's chatter sent to stderr)
     pick = lines[-1] if traceback or not named else named[0]
     return pick if len(pick) <= MAX_REASON else pick[:MAX_REASON] + " [...]"
 
@@ -121,8 +124,11 @@ def not_a_program(name: str, env: Mapping[str, str], exe: Optional[str] = None) 
     >>> not_a_program("tmp", {"PATH": "/"})
     'tmp: not installed (/tmp is a directory, not a program)'
     """
-    candidates = [exe] if exe else [os.path.join(folder or ".", name)
-                                    for folder in env.get("PATH", os.defpath).split(os.pathsep)]
+    candidates = (
+        [exe]
+        if exe
+        else [os.path.join(folder or ".", name) for folder in env.get("PATH", os.defpath).split(os.pathsep)]
+    )
     for candidate in candidates:
         try:
             if os.path.isdir(candidate):
@@ -171,9 +177,19 @@ def run(
     argv = tuple(str(a) for a in argv)
     environ = dict(os.environ if env is None else env)
     shown = " ".join(argv)
-    if any("\x00" in a for a in argv):   # a path read from a tool's JSON: no program takes it
-        return Ran(argv, None, "", "", 0.0, ProbeError("unavailable", f"{argv[0][:200]}: an argument holds a NUL "
-                                                       "character (from a tool's output?); not run", shown[:500]))
+    if any("\x00" in a for a in argv):  # a path read from a tool's JSON: no program takes it
+        return Ran(
+            argv,
+            None,
+            "",
+            "",
+            0.0,
+            ProbeError(
+                "unavailable",
+                f"{argv[0][:200]}: an argument holds a NUL character (from a tool's output?); not run",
+                shown[:500],
+            ),
+        )
     exe = argv[0] if os.sep in argv[0] else which(argv[0], environ)
     if exe is None or not os.path.exists(exe) or os.path.isdir(exe):
         return Ran(argv, None, "", "", 0.0, ProbeError("not_found", _missing(argv[0], exe, environ), shown))
@@ -210,7 +226,7 @@ def run(
         else:
             _kill_group(proc)
             _reap(proc)
-        _drain_after_exit(readers, time.monotonic() + _AFTER_KILL)   # what it printed last is still read
+        _drain_after_exit(readers, time.monotonic() + _AFTER_KILL)  # what it printed last is still read
         out, err = _collect(readers, time.monotonic())
         message = {
             "timeout": f"{argv[0]} did not answer in {timeout:g} s",
@@ -218,8 +234,14 @@ def run(
             "stopped": f"{argv[0]} was stopped on request",
         }[why]
         kind: ErrorKind = "interrupted" if why == "stopped" else "timeout"
-        return Ran(argv, proc.returncode if why == "stopped" else None, _decode(out), _decode(err),
-                   time.monotonic() - started, ProbeError(kind, message, shown))
+        return Ran(
+            argv,
+            proc.returncode if why == "stopped" else None,
+            _decode(out),
+            _decode(err),
+            time.monotonic() - started,
+            ProbeError(kind, message, shown),
+        )
     # a grandchild may hold the pipes open after the program exited: wait for them only until the
     # deadline (at most _AFTER_EXIT), then end the program's group (the grandchildren in it) and
     # take what was read; one that left the group keeps its pipe, but not envdoctor
@@ -233,12 +255,17 @@ def run(
     code = proc.returncode
     if code < 0:
         name = _signal_name(-code)
-        return Ran(argv, code, stdout, stderr, seconds,
-                   ProbeError("crashed", f"{argv[0]} was killed by {name}", shown))
+        return Ran(argv, code, stdout, stderr, seconds, ProbeError("crashed", f"{argv[0]} was killed by {name}", shown))
     if code != 0:
         detail = stderr_reason(stderr) or stderr_reason(stdout) or "no output"
-        return Ran(argv, code, stdout, stderr, seconds,
-                   ProbeError("exit_status", f"{argv[0]} exited with status {code}: {detail}", shown))
+        return Ran(
+            argv,
+            code,
+            stdout,
+            stderr,
+            seconds,
+            ProbeError("exit_status", f"{argv[0]} exited with status {code}: {detail}", shown),
+        )
     return Ran(argv, code, stdout, stderr, seconds)
 
 
@@ -264,8 +291,14 @@ def _collect(readers: Sequence[_Reader], until: float) -> List[bytes]:
     return [r.result(grace=max(0.0, until - time.monotonic())) for r in readers]
 
 
-def _wait(proc: subprocess.Popen, out: _Reader, started: float, timeout: float,
-          idle_timeout: Optional[float], stop: Optional[threading.Event]) -> Optional[str]:
+def _wait(
+    proc: subprocess.Popen,
+    out: _Reader,
+    started: float,
+    timeout: float,
+    idle_timeout: Optional[float],
+    stop: Optional[threading.Event],
+) -> Optional[str]:
     """None when the program exited by itself; else "timeout", "idle" or "stopped".
 
     It waits on the end of the program's standard output, which comes when the program exits, so
@@ -281,7 +314,7 @@ def _wait(proc: subprocess.Popen, out: _Reader, started: float, timeout: float,
             out.thread.join(step)
             if proc.poll() is not None:
                 return None
-            if out.thread.is_alive():   # still open: the program runs (or a grandchild holds it)
+            if out.thread.is_alive():  # still open: the program runs (or a grandchild holds it)
                 step = 0.0
         if step:
             try:
@@ -333,7 +366,7 @@ class _Reader:
     def _lines(self, pipe: Optional[IO[bytes]]) -> None:
         if pipe is None:
             return
-        cut = False   # inside an over-long line: drop until its newline
+        cut = False  # inside an over-long line: drop until its newline
         try:
             while True:
                 raw = pipe.readline(MAX_LINE + 1)
@@ -371,7 +404,7 @@ def _feed(pipe: Optional[IO[bytes]], data: bytes) -> None:
 
 def _reap(proc: subprocess.Popen) -> None:
     try:
-        proc.wait(timeout=_AFTER_KILL * 2.5)   # SIGKILL ends it at once, unless it is in D state
+        proc.wait(timeout=_AFTER_KILL * 2.5)  # SIGKILL ends it at once, unless it is in D state
     except subprocess.TimeoutExpired:  # unkillable (D state): leave it, report the timeout
         pass
 

@@ -63,11 +63,11 @@ class Snapshot:
     facts: Facts
     findings: tuple[Finding, ...]
     doc: dict[str, Any]
-    created: str | None = None              # "2026-11-29T17:30:05Z"
-    host: str | None = None                 # the host name it was taken on
+    created: str | None = None  # "2026-11-29T17:30:05Z"
+    host: str | None = None  # the host name it was taken on
     bench: BenchResult | None = None
-    bench_error: str | None = None          # the "bench" section is there but unreadable
-    migrated_from: str | None = None        # "envdoctor.report/0" when read through a migration
+    bench_error: str | None = None  # the "bench" section is there but unreadable
+    migrated_from: str | None = None  # "envdoctor.report/0" when read through a migration
 
 
 @dataclass(frozen=True)
@@ -82,11 +82,12 @@ class SnapshotInfo:
     gpus: tuple[str, ...] = ()
     bench: bool = False
     latest: bool = False
-    skipped: tuple[str, ...] = ()              # areas not inspected ("torch")
-    error: str | None = None                # unreadable: why
+    skipped: tuple[str, ...] = ()  # areas not inspected ("torch")
+    error: str | None = None  # unreadable: why
 
 
 # --- where ---------------------------------------------------------------------------------------
+
 
 def store_dir(env: Mapping[str, str] | None = None) -> Path:
     """``$ENVDOCTOR_STATE_DIR`` or ``$XDG_STATE_HOME/envdoctor`` or ``~/.local/state/envdoctor``, + ``/snapshots``."""
@@ -112,7 +113,7 @@ def _order(path: Path) -> tuple[str, int, str]:
     m = _NAME.match(path.name)
     if m:
         return m.group(1), int(m.group(2) or 1), path.name
-    return "", 0, path.name   # other names sort first (oldest)
+    return "", 0, path.name  # other names sort first (oldest)
 
 
 def snapshot_files(directory: Path) -> tuple[Path, ...]:
@@ -141,6 +142,7 @@ def latest(directory: Path) -> Path | None:
 
 # --- writing -------------------------------------------------------------------------------------
 
+
 class SnapshotMeta(TypedDict):
     """Where and when the snapshot was taken, by which envdoctor."""
 
@@ -164,17 +166,20 @@ class SnapshotDocument(_SnapshotKeys, total=False):
 SNAPSHOT_IS_A_REPORT = {"allOf": [{"$ref": "report-1.json"}]}
 
 
-def snapshot_document(facts: Facts, findings: Iterable[Finding], bench: BenchResult | None = None,
-                      created: str | None = None) -> dict[str, Any]:
+def snapshot_document(
+    facts: Facts, findings: Iterable[Finding], bench: BenchResult | None = None, created: str | None = None
+) -> dict[str, Any]:
     """The report of ``check --json`` plus ``"snapshot"`` (host, created, version) and ``"bench"``.
 
     Secrets are masked by ``report_document``; the host name stays (verify needs it).
     """
-    extra: SnapshotDocument = {"snapshot": {
-        "host": facts.system.hostname,
-        "created": created or iso(utc_now()),
-        "envdoctor_version": __version__,
-    }}
+    extra: SnapshotDocument = {
+        "snapshot": {
+            "host": facts.system.hostname,
+            "created": created or iso(utc_now()),
+            "envdoctor_version": __version__,
+        }
+    }
     if bench is not None:
         extra["bench"] = to_data(bench)
     return report_document(facts, findings, dict(extra))
@@ -190,8 +195,10 @@ def save(doc: dict[str, Any], directory: Path, moment: datetime.datetime | None 
     try:
         directory.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise SnapshotError(f"cannot create the snapshot folder {directory}: {exc.strerror or exc} "
-                            "(ENVDOCTOR_STATE_DIR or XDG_STATE_HOME choose another, or use -o FILE)") from None
+        raise SnapshotError(
+            f"cannot create the snapshot folder {directory}: {exc.strerror or exc} "
+            "(ENVDOCTOR_STATE_DIR or XDG_STATE_HOME choose another, or use -o FILE)"
+        ) from None
     n = 1
     while os.path.lexists(directory / file_name(moment, n)):
         n += 1
@@ -208,7 +215,7 @@ def _unwritable(folder: Path) -> str | None:
     """Why files cannot be made in ``folder`` (created first when missing), or None."""
     existing = folder
     while not os.path.lexists(existing) and existing != existing.parent:
-        existing = existing.parent             # the folder that would hold the new folders
+        existing = existing.parent  # the folder that would hold the new folders
     if not os.path.isdir(existing):
         return f"{existing} is not a folder"
     if not os.access(existing, os.W_OK | os.X_OK):
@@ -220,8 +227,10 @@ def check_store(directory: Path) -> None:
     """SnapshotError when snapshots cannot be saved in ``directory`` (checked before the inspection)."""
     why = _unwritable(directory)
     if why:
-        raise SnapshotError(f"cannot save snapshots in {directory}: {why} (ENVDOCTOR_STATE_DIR or XDG_STATE_HOME "
-                            "choose another folder, or use -o FILE)")
+        raise SnapshotError(
+            f"cannot save snapshots in {directory}: {why} (ENVDOCTOR_STATE_DIR or XDG_STATE_HOME "
+            "choose another folder, or use -o FILE)"
+        )
 
 
 def check_target(path: Path, force: bool = False) -> None:
@@ -234,16 +243,19 @@ def check_target(path: Path, force: bool = False) -> None:
         kind = what_it_is(os.stat(path).st_mode)
     except OSError:
         kind = None
-    if kind is not None:              # first: --force would not help, only a regular file is replaced
-        raise SnapshotError(f"cannot write {path}: it is {kind}, not a regular file (envdoctor replaces only "
-                            "regular files)")
+    if kind is not None:  # first: --force would not help, only a regular file is replaced
+        raise SnapshotError(
+            f"cannot write {path}: it is {kind}, not a regular file (envdoctor replaces only regular files)"
+        )
     if os.path.lexists(path) and not force:
         raise SnapshotError(f"{path} already exists; choose another name or pass --force to replace it")
     if os.path.lexists(path.parent) and not os.path.isdir(path.parent):
         raise SnapshotError(f"cannot write {path}: {path.parent} is not a folder")
     if not os.path.isdir(path.parent):
-        raise SnapshotError(f"cannot write {path}: the folder {path.parent} does not exist (-o creates no "
-                            "folders; make it first or give another path)")
+        raise SnapshotError(
+            f"cannot write {path}: the folder {path.parent} does not exist (-o creates no "
+            "folders; make it first or give another path)"
+        )
     why = _unwritable(path.parent)
     if why:
         raise SnapshotError(f"cannot write {path}: {why}")
@@ -259,6 +271,7 @@ def write_to(doc: dict[str, Any], path: Path, force: bool = False) -> Path:
 
 
 # --- reading -------------------------------------------------------------------------------------
+
 
 def read_text(path: Path) -> str:
     """The file's text (``envdoctor.inputs.read_input``: a regular file, bounded), or SnapshotError."""
@@ -290,10 +303,15 @@ def parse(text: str, path: Path) -> Snapshot:
         except (DataError, ValueError) as exc:
             bench_error = f"the bench section of {source} is unreadable: {exc}"
     return Snapshot(
-        path=path, facts=facts, findings=findings, doc=doc,
+        path=path,
+        facts=facts,
+        findings=findings,
+        doc=doc,
         created=_text(meta.get("created")) or facts.collected_at,
         host=_text(meta.get("host")) or facts.system.hostname,
-        bench=bench, bench_error=bench_error, migrated_from=loaded.migrated_from,
+        bench=bench,
+        bench_error=bench_error,
+        migrated_from=loaded.migrated_from,
     )
 
 
@@ -325,6 +343,17 @@ def list_snapshots(directory: Path) -> tuple[SnapshotInfo, ...]:
             out.append(SnapshotInfo(path.name, path, latest=is_latest, error=str(exc)))
             continue
         driver, torch, gpus = describe(snap)
-        out.append(SnapshotInfo(path.name, path, snap.created, driver, torch, gpus,
-                                bench=snap.bench is not None, latest=is_latest, skipped=snap.facts.skipped))
+        out.append(
+            SnapshotInfo(
+                path.name,
+                path,
+                snap.created,
+                driver,
+                torch,
+                gpus,
+                bench=snap.bench is not None,
+                latest=is_latest,
+                skipped=snap.facts.skipped,
+            )
+        )
     return tuple(out)

@@ -23,8 +23,18 @@ COLOR_MODES: Tuple[ColorMode, ...] = ("auto", "always", "never")
 
 #: Kind of text -> SGR parameters (ECMA-48). Findings and verdicts use the severity names.
 SGR: Mapping[str, str] = {
-    "error": "31", "warning": "33", "info": "36", "ok": "32", "dim": "2", "bold": "1",
-    "red": "31", "green": "32", "yellow": "33", "blue": "34", "magenta": "35", "cyan": "36",
+    "error": "31",
+    "warning": "33",
+    "info": "36",
+    "ok": "32",
+    "dim": "2",
+    "bold": "1",
+    "red": "31",
+    "green": "32",
+    "yellow": "33",
+    "blue": "34",
+    "magenta": "35",
+    "cyan": "36",
 }
 
 

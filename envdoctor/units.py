@@ -35,9 +35,19 @@ from typing import Dict, Optional
 
 _BINARY = (("PiB", 2**50), ("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10), ("B", 1))
 _UNITS: Dict[str, int] = {
-    "b": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40,
-    "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40,
-    "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
+    "b": 1,
+    "k": 2**10,
+    "m": 2**20,
+    "g": 2**30,
+    "t": 2**40,
+    "kib": 2**10,
+    "mib": 2**20,
+    "gib": 2**30,
+    "tib": 2**40,
+    "kb": 10**3,
+    "mb": 10**6,
+    "gb": 10**9,
+    "tb": 10**12,
 }
 _SIZE = re.compile(r"\s*([0-9]{1,40}(?:\.[0-9]{1,40})?)\s*([A-Za-z]*)\s*", re.ASCII)
 
@@ -63,8 +73,10 @@ def parse_size(text: str, low: int = 1, high: int = MAX_SIZE) -> int:
         raise SizeError(f"{shown} is not a size like 64KiB, 16M, 80GB or 24GiB (ASCII digits, at most 40)")
     number, unit = m.group(1), m.group(2).lower()
     if not unit:
-        raise SizeError(f"{text!r} has no unit: say {number}B (bytes), {number}KiB, {number}GB "
-                        f"({number} x 10^9) or {number}GiB ({number} x 2^30)")
+        raise SizeError(
+            f"{text!r} has no unit: say {number}B (bytes), {number}KiB, {number}GB "
+            f"({number} x 10^9) or {number}GiB ({number} x 2^30)"
+        )
     value = int(Fraction(number) * _UNITS[unit])
     if not low <= value <= high:
         raise SizeError(f"{text!r} is outside {format_bytes(low)} to {format_bytes(high)}")

@@ -18,9 +18,19 @@ from typing import List, Optional
 
 import pytest
 
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         "--disable-extensions", "--disable-default-apps", "--mute-audio"]
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-extensions",
+    "--disable-default-apps",
+    "--mute-audio",
+]
 
 
 def chromium() -> Optional[str]:
@@ -43,22 +53,34 @@ def need_chromium() -> str:
 @dataclass(frozen=True)
 class Opened:
     dom: str
-    console: List[str]        # every console message the page logged (errors included)
-    seconds: float            # the browser's whole run, start to exit
+    console: List[str]  # every console message the page logged (errors included)
+    seconds: float  # the browser's whole run, start to exit
 
 
 def _run(args: List[str], timeout: float = 120) -> subprocess.CompletedProcess:
     with tempfile.TemporaryDirectory(prefix="envdoctor-chromium-") as profile:
-        return subprocess.run([need_chromium(), *FLAGS, f"--user-data-dir={profile}", *args], capture_output=True,
-                              text=True, timeout=timeout, env={**os.environ, "HOME": profile})
+        return subprocess.run(
+            [need_chromium(), *FLAGS, f"--user-data-dir={profile}", *args],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env={**os.environ, "HOME": profile},
+        )
 
 
 def open_page(path: Path, fragment: str = "") -> Opened:
     import time
 
     started = time.monotonic()
-    r = _run(["--enable-logging=stderr", "--v=0", "--virtual-time-budget=5000", "--dump-dom",
-              path.resolve().as_uri() + fragment])
+    r = _run(
+        [
+            "--enable-logging=stderr",
+            "--v=0",
+            "--virtual-time-budget=5000",
+            "--dump-dom",
+            path.resolve().as_uri() + fragment,
+        ]
+    )
     took = time.monotonic() - started
     assert r.returncode == 0, r.stderr[-2000:]
     console = [line for line in r.stderr.splitlines() if ":CONSOLE" in line]
@@ -86,16 +108,26 @@ class Cdp:
         to_browser_r, self.to_browser = os.pipe()
         self.from_browser, from_browser_w = os.pipe()
 
-        def fds() -> None:       # the browser reads fd 3 and writes fd 4 (close_fds runs after this)
+        def fds() -> None:  # the browser reads fd 3 and writes fd 4 (close_fds runs after this)
             r, w = os.dup(to_browser_r), os.dup(from_browser_w)
             os.dup2(r, 3)
             os.dup2(w, 4)
 
         self.proc = subprocess.Popen(
-            [exe, *FLAGS, f"--user-data-dir={self.profile.name}", "--remote-debugging-pipe",
-             f"--window-size={self.size[0]},{self.size[1]}", "about:blank"],
-            preexec_fn=fds, pass_fds=(3, 4), stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL, env={**os.environ, "HOME": self.profile.name})
+            [
+                exe,
+                *FLAGS,
+                f"--user-data-dir={self.profile.name}",
+                "--remote-debugging-pipe",
+                f"--window-size={self.size[0]},{self.size[1]}",
+                "about:blank",
+            ],
+            preexec_fn=fds,
+            pass_fds=(3, 4),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            env={**os.environ, "HOME": self.profile.name},
+        )
         os.close(to_browser_r)
         os.close(from_browser_w)
         self.buffer = b""
@@ -113,7 +145,7 @@ class Cdp:
     def __exit__(self, *exc: object) -> None:
         try:
             self.call("Browser.close")
-        except Exception:       # the browser may be gone already
+        except Exception:  # the browser may be gone already
             pass
         try:
             self.proc.wait(timeout=20)
@@ -155,9 +187,11 @@ class Cdp:
         """A real mouse click (pressed and released) in the middle of the element."""
         import json
 
-        box = self.evaluate(f"(function () {{ var e = document.querySelector({json.dumps(selector)}); "
-                            "e.scrollIntoView({block: 'center'}); var r = e.getBoundingClientRect(); "
-                            "return [r.left + r.width / 2, r.top + r.height / 2]; })()")
+        box = self.evaluate(
+            f"(function () {{ var e = document.querySelector({json.dumps(selector)}); "
+            "e.scrollIntoView({block: 'center'}); var r = e.getBoundingClientRect(); "
+            "return [r.left + r.width / 2, r.top + r.height / 2]; })()"
+        )
         assert isinstance(box, list), f"{selector}: no such element"
         x, y = box
         for kind in ("mousePressed", "mouseReleased"):

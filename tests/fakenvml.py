@@ -60,10 +60,10 @@ class FakeNvml:
 
     def __init__(self, recording: Dict[str, Any], init_error: Optional[Any] = None, hang: float = 0.0) -> None:
         self.recording = copy.deepcopy(recording)
-        self.init_error = init_error        # a code, or (code, the driver's text)
+        self.init_error = init_error  # a code, or (code, the driver's text)
         self.hang = hang
         self.calls: List[str] = []
-        self.events: List[Any] = []          # (gpu index, xid) waiting to be delivered
+        self.events: List[Any] = []  # (gpu index, xid) waiting to be delivered
         self._handles = [Handle(i) for i in range(len(self.recording.get("gpus", [])))]
 
     @classmethod
@@ -87,7 +87,7 @@ class FakeNvml:
     def __getattr__(self, name: str) -> Any:
         real = getattr(pynvml, name, None)
         if not name.startswith("nvml") or (real is not None and not callable(real)):
-            return getattr(pynvml, name)       # constants and structure types
+            return getattr(pynvml, name)  # constants and structure types
         if name.startswith("nvmlSystem"):
             return lambda: self._answer(self.recording["system"], name, ())
         return self._device_call(name)
@@ -96,6 +96,7 @@ class FakeNvml:
         self.calls.append("nvmlInit")
         if self.hang:
             import time
+
             time.sleep(self.hang)
         if isinstance(self.init_error, tuple):
             raise RecordedError(*self.init_error)
@@ -132,7 +133,7 @@ class FakeNvml:
             self.calls.append(name)
             gpu = self.recording["gpus"][handle.index]
             if name in ("nvmlDeviceGetTopologyCommonAncestor", "nvmlDeviceGetP2PStatus"):
-                other = args[0].index                # the second handle: its index is part of the key
+                other = args[0].index  # the second handle: its index is part of the key
                 rest = tuple(a[0] if isinstance(a, tuple) else a for a in args[1:])
                 key = name + ":" + ",".join(str(a) for a in (other,) + rest)
                 if key in gpu:
@@ -143,6 +144,7 @@ class FakeNvml:
             if name == "nvmlDeviceGetGpuFabricInfo":
                 args = ()
             return self._answer(gpu, name, args)
+
         return call
 
     def _answer(self, table: Dict[str, Any], name: str, args: tuple, default: Any = "unsupported") -> Any:

@@ -46,8 +46,16 @@ class FakeBin:
         p.write_text(text)
         return p
 
-    def add(self, name: str, stdout: str = "", stderr: str = "", rc: int = 0, hang: bool = False,
-            signal: Optional[int] = None, by_args: Optional[Dict[str, tuple]] = None) -> Path:
+    def add(
+        self,
+        name: str,
+        stdout: str = "",
+        stderr: str = "",
+        rc: int = 0,
+        hang: bool = False,
+        signal: Optional[int] = None,
+        by_args: Optional[Dict[str, tuple]] = None,
+    ) -> Path:
         """Create ``name``. ``by_args`` maps an argument string ("--version") to (stdout, stderr, rc)."""
         lines = ["#!/bin/sh"]
         if by_args:

@@ -21,39 +21,59 @@ from typing import Any, Dict, Iterable, Optional, Tuple
 #: (exception type, text) of real import failures, by what broke; the source of each is its issue.
 ERRORS: Dict[str, Tuple[str, str, str]] = {
     # flash-attn's wheel built with the C++11 ABI on a torch without it (torch 2.1, the cxx11abiTRUE wheel)
-    "fa2_cxx11abi": ("ImportError",
-                     "/opt/venv/lib/python3.10/site-packages/flash_attn_2_cuda.cpython-310-x86_64-linux-gnu.so: "
-                     "undefined symbol: _ZN3c105ErrorC2ENS_14SourceLocationENSt7__cxx1112basic_stringIcSt11char_"
-                     "traitsIcESaIcEEE",
-                     "https://github.com/Dao-AILab/flash-attention/issues/1691"),
+    "fa2_cxx11abi": (
+        "ImportError",
+        "/opt/venv/lib/python3.10/site-packages/flash_attn_2_cuda.cpython-310-x86_64-linux-gnu.so: "
+        "undefined symbol: _ZN3c105ErrorC2ENS_14SourceLocationENSt7__cxx1112basic_stringIcSt11char_"
+        "traitsIcESaIcEEE",
+        "https://github.com/Dao-AILab/flash-attention/issues/1691",
+    ),
     # flash-attn installed without its compiled part (its own module, shipped in its own wheel)
-    "fa2_no_cuda_module": ("ModuleNotFoundError", "No module named 'flash_attn_2_cuda'",
-                           "https://github.com/Dao-AILab/flash-attention/issues/933"),
+    "fa2_no_cuda_module": (
+        "ModuleNotFoundError",
+        "No module named 'flash_attn_2_cuda'",
+        "https://github.com/Dao-AILab/flash-attention/issues/933",
+    ),
     # flash-attn built against another torch (a c10 symbol that moved)
-    "fa2_torch": ("ImportError",
-                  "/opt/venv/lib/python3.10/site-packages/flash_attn_2_cuda.cpython-310-x86_64-linux-gnu.so: "
-                  "undefined symbol: _ZN3c104cuda9SetDeviceEi",
-                  "https://github.com/Dao-AILab/flash-attention/issues/966"),
+    "fa2_torch": (
+        "ImportError",
+        "/opt/venv/lib/python3.10/site-packages/flash_attn_2_cuda.cpython-310-x86_64-linux-gnu.so: "
+        "undefined symbol: _ZN3c104cuda9SetDeviceEi",
+        "https://github.com/Dao-AILab/flash-attention/issues/966",
+    ),
     # an at:: operator symbol of another torch release
-    "fa2_aten": ("ImportError",
-                 "/opt/venv/lib/python3.11/site-packages/flash_attn_2_cuda.cpython-311-x86_64-linux-gnu.so: "
-                 "undefined symbol: _ZN2at4_ops5zeros4callEN3c108ArrayRefINS2_6SymIntEEENS2_8optionalINS2_10Scalar"
-                 "TypeEEENS6_INS2_6LayoutEEENS6_INS2_6DeviceEEENS6_IbEE",
-                 "https://github.com/Dao-AILab/flash-attention/issues/1612"),
+    "fa2_aten": (
+        "ImportError",
+        "/opt/venv/lib/python3.11/site-packages/flash_attn_2_cuda.cpython-311-x86_64-linux-gnu.so: "
+        "undefined symbol: _ZN2at4_ops5zeros4callEN3c108ArrayRefINS2_6SymIntEEENS2_8optionalINS2_10Scalar"
+        "TypeEEENS6_INS2_6LayoutEEENS6_INS2_6DeviceEEENS6_IbEE",
+        "https://github.com/Dao-AILab/flash-attention/issues/1612",
+    ),
     # a wheel built for CUDA 12 on a torch of CUDA 11.8
-    "fa2_cudart12": ("ImportError", "libcudart.so.12: cannot open shared object file: No such file or directory",
-                     "https://github.com/Dao-AILab/flash-attention/issues/631"),
+    "fa2_cudart12": (
+        "ImportError",
+        "libcudart.so.12: cannot open shared object file: No such file or directory",
+        "https://github.com/Dao-AILab/flash-attention/issues/631",
+    ),
     # vLLM built for CUDA 11 on a machine with only CUDA 12's runtime
-    "vllm_cudart11": ("ImportError", "libcudart.so.11.0: cannot open shared object file: No such file or directory",
-                      "https://github.com/vllm-project/vllm/issues/3387"),
+    "vllm_cudart11": (
+        "ImportError",
+        "libcudart.so.11.0: cannot open shared object file: No such file or directory",
+        "https://github.com/vllm-project/vllm/issues/3387",
+    ),
     # bitsandbytes 0.43 without its CUDA binary
-    "bnb_no_binary": ("OSError",
-                      "/usr/local/lib/python3.10/dist-packages/bitsandbytes/libbitsandbytes_cpu.so: cannot open "
-                      "shared object file: No such file or directory",
-                      "https://github.com/bitsandbytes-foundation/bitsandbytes/issues/1190"),
+    "bnb_no_binary": (
+        "OSError",
+        "/usr/local/lib/python3.10/dist-packages/bitsandbytes/libbitsandbytes_cpu.so: cannot open "
+        "shared object file: No such file or directory",
+        "https://github.com/bitsandbytes-foundation/bitsandbytes/issues/1190",
+    ),
     # the GPU older than the kernels (raised at the first call; here at import, as sglang's check does)
-    "fa2_arch": ("RuntimeError", "FlashAttention only supports Ampere GPUs or newer.",
-                 "https://github.com/Dao-AILab/flash-attention/issues/762"),
+    "fa2_arch": (
+        "RuntimeError",
+        "FlashAttention only supports Ampere GPUs or newer.",
+        "https://github.com/Dao-AILab/flash-attention/issues/762",
+    ),
 }
 
 #: xFormers' warning (stderr, on import) when its C++/CUDA part was built for another torch.
@@ -69,18 +89,33 @@ XFORMERS_SOURCE = "https://github.com/deforum/deforum-stable-diffusion/issues/37
 
 #: The real Requires-Dist lines of the releases the tests install (from each wheel's METADATA on PyPI).
 REQUIRES: Dict[str, Tuple[str, ...]] = {
-    "vllm-0.10.2": ("torch==2.8.0", "torchaudio==2.8.0", "torchvision==0.23.0", "xformers==0.0.32.post1; "
-                    "platform_system == \"Linux\" and platform_machine == \"x86_64\"", "transformers>=4.56.0"),
+    "vllm-0.10.2": (
+        "torch==2.8.0",
+        "torchaudio==2.8.0",
+        "torchvision==0.23.0",
+        'xformers==0.0.32.post1; platform_system == "Linux" and platform_machine == "x86_64"',
+        "transformers>=4.56.0",
+    ),
     "xformers-0.0.32.post1": ("numpy", "torch==2.8.0"),
     "xformers-0.0.28.post3": ("numpy", "torch==2.5.1"),
     "flash-attn-2.8.3": ("torch", "einops"),
     "bitsandbytes-0.47.0": ("torch<3,>=2.2", "numpy>=1.17"),
-    "deepspeed-0.17.5": ("einops", "hjson", "ninja", "numpy", "packaging>=20.0", "psutil", "py-cpuinfo", "pydantic>=2.0.0",
-                         "torch", "tqdm"),
+    "deepspeed-0.17.5": (
+        "einops",
+        "hjson",
+        "ninja",
+        "numpy",
+        "packaging>=20.0",
+        "psutil",
+        "py-cpuinfo",
+        "pydantic>=2.0.0",
+        "torch",
+        "tqdm",
+    ),
     "torchvision-0.23.0": ("numpy", "torch==2.8.0", "pillow!=8.3.*,>=5.3.0"),
 }
 
-FAKE_INIT = r'''
+FAKE_INIT = r"""
 import json as _json
 import os as _os
 import sys as _sys
@@ -105,13 +140,23 @@ elif _what == "raise":
     import builtins as _builtins
     raise getattr(_builtins, _SPEC["error_type"])(_SPEC["error_text"])
 __version__ = _SPEC["version"]
-'''
+"""
 
 
-def make_extension(site: Path, dist: str, version: str, module: str, requires: Optional[Iterable[str]] = None,
-                   raises: Optional[Tuple[str, str, str]] = None, on_import: Optional[str] = None,
-                   stderr: Optional[str] = None, installer: str = "pip", direct_url: Optional[Dict[str, Any]] = None,
-                   files: Optional[Dict[str, str]] = None, wheel_tag: Optional[str] = None) -> Path:
+def make_extension(
+    site: Path,
+    dist: str,
+    version: str,
+    module: str,
+    requires: Optional[Iterable[str]] = None,
+    raises: Optional[Tuple[str, str, str]] = None,
+    on_import: Optional[str] = None,
+    stderr: Optional[str] = None,
+    installer: str = "pip",
+    direct_url: Optional[Dict[str, Any]] = None,
+    files: Optional[Dict[str, str]] = None,
+    wheel_tag: Optional[str] = None,
+) -> Path:
     """Write the package ``module`` and the dist-info of ``dist`` ``version`` into ``site``.
 
     ``requires`` defaults to the recorded lines of ``REQUIRES["{dist}-{version}"]``; ``raises`` is an

@@ -80,8 +80,9 @@ def driver(doc: Dict[str, Any], version: str, cuda: str) -> Dict[str, Any]:
     return doc
 
 
-def torch(doc: Dict[str, Any], version: str, cuda: Optional[str], cudnn: Optional[str],
-          nccl: Optional[str]) -> Dict[str, Any]:
+def torch(
+    doc: Dict[str, Any], version: str, cuda: Optional[str], cudnn: Optional[str], nccl: Optional[str]
+) -> Dict[str, Any]:
     """The node's image has another torch."""
     doc = copy.deepcopy(doc)
     t = doc["facts"]["torch"]

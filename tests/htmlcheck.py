@@ -15,17 +15,35 @@ from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from typing import Any, Dict, List, Optional, Tuple
 
-VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr",
-        # inside inline SVG, self-closed elements come as startend tags; these may also be written open
-        "circle", "line", "polyline", "rect", "path"}
+VOID = {
+    "area",
+    "base",
+    "br",
+    "col",
+    "embed",
+    "hr",
+    "img",
+    "input",
+    "link",
+    "meta",
+    "source",
+    "track",
+    "wbr",
+    # inside inline SVG, self-closed elements come as startend tags; these may also be written open
+    "circle",
+    "line",
+    "polyline",
+    "rect",
+    "path",
+}
 FORBIDDEN = {"link", "iframe", "object", "embed", "img", "frame", "frameset", "base", "audio", "video", "source"}
 URL = re.compile(r"(?i)\b(?:https?|ftp|wss?):|//[a-z0-9.-]+\.[a-z]{2,}/|url\s*\(|@import")
 
 
 @dataclass
 class Read:
-    text: str = ""                                   # the visible text, tags stripped
-    document: Optional[Dict[str, Any]] = None        # the embedded JSON document
+    text: str = ""  # the visible text, tags stripped
+    document: Optional[Dict[str, Any]] = None  # the embedded JSON document
     ids: List[str] = field(default_factory=list)
     hrefs: List[str] = field(default_factory=list)
     tags: Dict[str, int] = field(default_factory=dict)

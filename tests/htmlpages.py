@@ -28,7 +28,7 @@ BENCH_2X = ROOT / "tests/fixtures/h200x2-bench/bench-fp16-bf16-8192.json"
 class Page:
     name: str
     html: str
-    verdict: str          # text the verdict banner must hold
+    verdict: str  # text the verdict banner must hold
     exit_code: int
 
 
@@ -67,8 +67,21 @@ def recommend_h200(tmp: Path) -> Page:
 
 
 def recommend_nothing_fits(tmp: Path) -> Page:
-    code, out = _cli(["recommend", "--offline", "--html", "--gpu", "RTX 3090", "--driver", "450.51.06", "--os",
-                      "ubuntu:20.04", "--python-version", "3.10"])
+    code, out = _cli(
+        [
+            "recommend",
+            "--offline",
+            "--html",
+            "--gpu",
+            "RTX 3090",
+            "--driver",
+            "450.51.06",
+            "--os",
+            "ubuntu:20.04",
+            "--python-version",
+            "3.10",
+        ]
+    )
     return Page("recommend-nothing-fits", out, "nothing fits", code)
 
 
@@ -95,8 +108,9 @@ def bench_suites(tmp: Path) -> Page:
     from tests.test_bench_suites_h200 import analysed
 
     result = analysed()
-    return Page("bench-suites", bench_page(stamp(to_data(result), exit_code(result))), "points measured",
-                exit_code(result))
+    return Page(
+        "bench-suites", bench_page(stamp(to_data(result), exit_code(result))), "points measured", exit_code(result)
+    )
 
 
 def burn_h200(tmp: Path) -> Page:
@@ -171,8 +185,13 @@ def fleet_of(n: int, odd_every: int = 10) -> str:
 
     base = fd.gpus(fd.h200(), 8)
     old = fd.driver(base, "570.133.20", "12.8")
-    inputs = [NodeInput((Document("report", fd.host(old if i % odd_every == 3 else base, f"n{i:04d}"),
-                                  f"n{i:04d}"),), ((f"n{i:04d}", "folder"),)) for i in range(n)]
+    inputs = [
+        NodeInput(
+            (Document("report", fd.host(old if i % odd_every == 3 else base, f"n{i:04d}"), f"n{i:04d}"),),
+            ((f"n{i:04d}", "folder"),),
+        )
+        for i in range(n)
+    ]
     fleet, _ = merge(inputs, redact_names=True)
     doc = fleet_document(fleet)
     return fleet_page(stamp_(mask_data(doc), doc["summary"]["exit_code"]))
@@ -185,10 +204,13 @@ def verify_h200(tmp: Path) -> Page:
     from tests.machines import h200
 
     ctx = h200(tmp / "m")
-    with mock.patch("socket.gethostname", lambda: "h200-vm"), \
-            mock.patch.dict(os.environ, {"ENVDOCTOR_STATE_DIR": str(tmp / "state")}):
-        code, out = _cli(["verify", "--root", str(ctx.root), "--baseline", str(SNAPSHOT), *FAST, "--html"],
-                         env=dict(ctx.env))
+    with (
+        mock.patch("socket.gethostname", lambda: "h200-vm"),
+        mock.patch.dict(os.environ, {"ENVDOCTOR_STATE_DIR": str(tmp / "state")}),
+    ):
+        code, out = _cli(
+            ["verify", "--root", str(ctx.root), "--baseline", str(SNAPSHOT), *FAST, "--html"], env=dict(ctx.env)
+        )
     return Page("verify", out, "nothing regressed since the snapshot", code)
 
 
@@ -206,13 +228,36 @@ def profile_gpt2(tmp: Path) -> Page:
 
 
 PAGES: Dict[str, Callable[[Path], Page]] = {
-    "check": check_h200, "check-mismatch": check_mismatch, "recommend": recommend_h200,
-    "recommend-nothing-fits": recommend_nothing_fits, "bench": bench_h200x2, "bench-replayed": bench_replayed,
+    "check": check_h200,
+    "check-mismatch": check_mismatch,
+    "recommend": recommend_h200,
+    "recommend-nothing-fits": recommend_nothing_fits,
+    "bench": bench_h200x2,
+    "bench-replayed": bench_replayed,
     "bench-suites": bench_suites,
-    "burn": burn_h200, "fit": fit_h200, "topo": topo_h200, "topo-8": topo_eight, "comms": comms_h200,
-    "fleet": fleet_drifted, "fleet-comms-1rank": fleet_h200, "verify": verify_h200,
-    "diag-r2": diag_h200, "profile-gpt2": profile_gpt2,
+    "burn": burn_h200,
+    "fit": fit_h200,
+    "topo": topo_h200,
+    "topo-8": topo_eight,
+    "comms": comms_h200,
+    "fleet": fleet_drifted,
+    "fleet-comms-1rank": fleet_h200,
+    "verify": verify_h200,
+    "diag-r2": diag_h200,
+    "profile-gpt2": profile_gpt2,
 }
 #: the pages written to docs/examples/h200/ (from the H200's own recordings and runs rebuilt from them)
-EXAMPLES = ("check", "recommend", "bench", "bench-suites", "burn", "fit", "topo", "comms", "fleet-comms-1rank",
-            "verify", "diag-r2", "profile-gpt2")
+EXAMPLES = (
+    "check",
+    "recommend",
+    "bench",
+    "bench-suites",
+    "burn",
+    "fit",
+    "topo",
+    "comms",
+    "fleet-comms-1rank",
+    "verify",
+    "diag-r2",
+    "profile-gpt2",
+)

@@ -43,9 +43,30 @@ from typing import Dict, List, Optional, Tuple
 from urllib.parse import urlsplit
 
 FIXTURE_ROOT = Path(__file__).parent / "fixtures" / "pytorch-index"
-MODES = {"pep691", "flaky", "down", "slow", "garbage", "badjson", "truncated", "cut", "moved",
-         "loop", "s3", "auth", "autoindex", "noetag", "drip", "driphead", "dripnolength",
-         "badredirect", "v6redirect", "charsetundefined", "charsetidna", "bigint"}
+MODES = {
+    "pep691",
+    "flaky",
+    "down",
+    "slow",
+    "garbage",
+    "badjson",
+    "truncated",
+    "cut",
+    "moved",
+    "loop",
+    "s3",
+    "auth",
+    "autoindex",
+    "noetag",
+    "drip",
+    "driphead",
+    "dripnolength",
+    "badredirect",
+    "v6redirect",
+    "charsetundefined",
+    "charsetidna",
+    "bigint",
+}
 LAST_MODIFIED = "Fri, 01 Aug 2025 00:00:00 GMT"
 JSON_TYPE = "application/vnd.pypi.simple.v1+json"
 USER, PASSWORD = "ada", "s3cret"
@@ -55,8 +76,14 @@ class IndexServer:
     """Start with ``with IndexServer() as s:`` or ``start()``/``stop()``; ``s.requests`` logs
     (path, headers) of every request; ``latency`` delays every answer (seconds)."""
 
-    def __init__(self, root: Path = FIXTURE_ROOT, latency: float = 0.0, slow: float = 2.0,
-                 flaky_failures: int = 1, drip: float = 0.5) -> None:
+    def __init__(
+        self,
+        root: Path = FIXTURE_ROOT,
+        latency: float = 0.0,
+        slow: float = 2.0,
+        flaky_failures: int = 1,
+        drip: float = 0.5,
+    ) -> None:
         self.root = Path(root)
         self.drip = drip
         self.latency = latency
@@ -75,8 +102,7 @@ class IndexServer:
         handler = type("Handler", (_Handler,), {"index": self})
         self._httpd = _Server(("127.0.0.1", 0), handler)
         self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.05,),
-                                        name="indexserver", daemon=True)
+        self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.05,), name="indexserver", daemon=True)
         self._thread.start()
         return self
 
@@ -125,20 +151,20 @@ class IndexServer:
 
 
 class _Server(ThreadingHTTPServer):
-    request_queue_size = 128          # the default backlog of 5 drops bursts of 40 connections
+    request_queue_size = 128  # the default backlog of 5 drops bursts of 40 connections
 
     def handle_error(self, request: object, client_address: object) -> None:
         import sys
 
         if isinstance(sys.exc_info()[1], (ConnectionResetError, BrokenPipeError)):
-            return                    # a client that gave up (a deadline, a refused page): not a server bug
+            return  # a client that gave up (a deadline, a refused page): not a server bug
         super().handle_error(request, client_address)  # type: ignore[arg-type]
 
 
 class _Handler(BaseHTTPRequestHandler):
     index: IndexServer
     protocol_version = "HTTP/1.1"
-    disable_nagle_algorithm = True    # headers and body go out in two writes; no 40 ms stalls
+    disable_nagle_algorithm = True  # headers and body go out in two writes; no 40 ms stalls
 
     def log_message(self, format: str, *args: object) -> None:  # keep test output clean
         pass
@@ -149,7 +175,7 @@ class _Handler(BaseHTTPRequestHandler):
         if server.latency:
             time.sleep(server.latency)
         path = self.path.split("?", 1)[0]
-        if path.startswith(("http://", "https://")):   # asked as an HTTP proxy
+        if path.startswith(("http://", "https://")):  # asked as an HTTP proxy
             path = urlsplit(path).path or "/"
         parts = [p for p in path.split("/") if p]
         mode = parts[0] if parts and parts[0] in MODES else None
@@ -171,8 +197,12 @@ class _Handler(BaseHTTPRequestHandler):
         if mode == "moved":
             return self._redirect(301, "/" + "/".join(rest) + ("/" if path.endswith("/") else ""))
         if mode == "auth" and not self._authorized():
-            return self._send(401, b"<html><body>401 Unauthorized</body></html>", "text/html",
-                              {"WWW-Authenticate": 'Basic realm="mirror"'})
+            return self._send(
+                401,
+                b"<html><body>401 Unauthorized</body></html>",
+                "text/html",
+                {"WWW-Authenticate": 'Basic realm="mirror"'},
+            )
         if mode == "autoindex" and rest == ["whl"]:
             return self._send(200, self._autoindex(), "text/html")
         if not path.endswith("/"):
@@ -182,16 +212,20 @@ class _Handler(BaseHTTPRequestHandler):
         page = folder / ("index.json" if wants_json else "index.html")
         if ".." in rest or not page.is_file():
             if mode == "s3":
-                body = (b'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>AccessDenied</Code>'
-                        b'<Message>Access Denied</Message></Error>')
+                body = (
+                    b'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>AccessDenied</Code>'
+                    b"<Message>Access Denied</Message></Error>"
+                )
                 return self._send(403, body, "application/xml")
             return self._send(404, b"<html><body>404 Not Found</body></html>", "text/html")
         body = page.read_bytes()
         ctype = JSON_TYPE if wants_json else "text/html"
         if mode in ("charsetundefined", "charsetidna"):
-            return self._send(200, body, f"text/html; charset={mode[len('charset'):]}")
+            return self._send(200, body, f"text/html; charset={mode[len('charset') :]}")
         if mode == "bigint":
-            page = b'{"meta": {"api-version": "1.1", "_last-serial": ' + b"9" * 5000 + b'}, "name": "torch", "files": []}'
+            page = (
+                b'{"meta": {"api-version": "1.1", "_last-serial": ' + b"9" * 5000 + b'}, "name": "torch", "files": []}'
+            )
             return self._send(200, page, JSON_TYPE)
         if mode == "garbage":
             return self._send(200, b"\x1f\x8b\x08\x00 this is not an index \xff\xfe" * 20, ctype)
@@ -214,8 +248,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _drip(self, body: bytes, ctype: str, headers_too: bool, length: bool = True) -> None:
         """One byte every ``drip`` seconds: of the page, or of the whole answer (``headers_too``)."""
         size = f"Content-Length: {len(body)}\r\n" if length else ""
-        head = (f"HTTP/1.1 200 OK\r\nContent-Type: {ctype}\r\n{size}"
-                "Connection: close\r\n\r\n").encode()
+        head = (f"HTTP/1.1 200 OK\r\nContent-Type: {ctype}\r\n{size}Connection: close\r\n\r\n").encode()
         self.close_connection = True
         data = head + body if headers_too else body
         try:
@@ -223,10 +256,10 @@ class _Handler(BaseHTTPRequestHandler):
                 self.wfile.write(head)
                 self.wfile.flush()
             for i in range(len(data)):
-                self.wfile.write(data[i:i + 1])
+                self.wfile.write(data[i : i + 1])
                 self.wfile.flush()
                 time.sleep(self.index.drip)
-        except OSError:   # the client gave up and closed the connection
+        except OSError:  # the client gave up and closed the connection
             pass
 
     def _authorized(self) -> bool:
@@ -235,16 +268,23 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _autoindex(self) -> bytes:
         names = sorted(p.name for p in (self.index.root / "whl").iterdir() if p.is_dir())
-        rows = "".join(f'<a href="{n}/">{n}/</a>                 01-Aug-2025 00:00       -\n'
-                       for n in names)
-        return (f"<html>\n<head><title>Index of /whl/</title></head>\n<body>\n<h1>Index of /whl/</h1>"
-                f'<hr><pre><a href="../">../</a>\n{rows}</pre><hr></body>\n</html>\n').encode()
+        rows = "".join(f'<a href="{n}/">{n}/</a>                 01-Aug-2025 00:00       -\n' for n in names)
+        return (
+            f"<html>\n<head><title>Index of /whl/</title></head>\n<body>\n<h1>Index of /whl/</h1>"
+            f'<hr><pre><a href="../">../</a>\n{rows}</pre><hr></body>\n</html>\n'
+        ).encode()
 
     def _redirect(self, status: int, location: str) -> None:
         self._send(status, b"", None, {"Location": location})
 
-    def _send(self, status: int, body: bytes, ctype: Optional[str],
-              headers: Optional[Dict[str, str]] = None, cut: bool = False) -> None:
+    def _send(
+        self,
+        status: int,
+        body: bytes,
+        ctype: Optional[str],
+        headers: Optional[Dict[str, str]] = None,
+        cut: bool = False,
+    ) -> None:
         with self.index._lock:
             self.index.statuses.append((self.path, status))
         self.send_response(status)

@@ -48,8 +48,9 @@ class LinkNvml(FakeNvml):
         self.set(gpu, "nvmlDeviceGetCpuAffinity:16", mask)
         self.set(gpu, "nvmlDeviceGetMemoryAffinity:1,0", [1 << node])
 
-    def links(self, gpu: int, count: int, version: int, remote: Optional[int], kind: int,
-              down: Tuple[int, ...] = ()) -> None:
+    def links(
+        self, gpu: int, count: int, version: int, remote: Optional[int], kind: int, down: Tuple[int, ...] = ()
+    ) -> None:
         """``count`` NVLinks of NVML ``version`` to GPU ``remote`` (kind 0) or to switches (kind 2)."""
         for link in range(count):
             self.set(gpu, f"nvmlDeviceGetNvLinkState:{link}", 0 if link in down else 1)
@@ -87,7 +88,7 @@ def nvswitch(gpus: int = 8, name: str = "NVIDIA H200") -> LinkNvml:
         node = 0 if i < half else 1
         nv.socket(i, node, range(0, 56) if node == 0 else range(56, 112))
         nv.links(i, 18, 6, None, 2)
-        nv.fabric[i] = (3, 0)                                  # NVML_GPU_FABRIC_STATE_COMPLETED, success
+        nv.fabric[i] = (3, 0)  # NVML_GPU_FABRIC_STATE_COMPLETED, success
         nv.set(i, "nvmlDeviceGetUtilizationRates", {"gpu": 0, "memory": 0})
     for a in range(gpus):
         for b in range(a + 1, gpus):
@@ -102,7 +103,7 @@ def pcie_pair(path: str = "PHB", p2p: str = "ok", name: str = "NVIDIA GeForce RT
         nv.set(i, "nvmlDeviceGetCurrPcieLinkGeneration", 4)
         nv.set(i, "nvmlDeviceGetMaxPcieLinkGeneration", 4)
         nv.set(i, "nvmlDeviceGetGpuMaxPcieLinkGeneration", 4)
-        nv.set(i, "nvmlDeviceGetEccMode", {"error": 3})          # GeForce: no ECC
+        nv.set(i, "nvmlDeviceGetEccMode", {"error": 3})  # GeForce: no ECC
     nv.pair(0, 1, path, p2p)
     return nv
 
@@ -112,8 +113,11 @@ def nv4_bridge() -> LinkNvml:
     for i in range(2):
         nv.socket(i, 0, range(24))
         nv.links(i, 4, 5, 1 - i, 0)
-        for f in ("nvmlDeviceGetCurrPcieLinkGeneration", "nvmlDeviceGetMaxPcieLinkGeneration",
-                  "nvmlDeviceGetGpuMaxPcieLinkGeneration"):
+        for f in (
+            "nvmlDeviceGetCurrPcieLinkGeneration",
+            "nvmlDeviceGetMaxPcieLinkGeneration",
+            "nvmlDeviceGetGpuMaxPcieLinkGeneration",
+        ):
             nv.set(i, f, 4)
         nv.set(i, "nvmlDeviceGetEccMode", {"error": 3})
     nv.pair(0, 1, "PHB")
@@ -125,8 +129,11 @@ def bridged_quad() -> LinkNvml:
     for i in range(4):
         nv.socket(i, i // 2, range(0, 32) if i < 2 else range(32, 64))
         nv.links(i, 12, 4, i ^ 1, 0)
-        for f in ("nvmlDeviceGetCurrPcieLinkGeneration", "nvmlDeviceGetMaxPcieLinkGeneration",
-                  "nvmlDeviceGetGpuMaxPcieLinkGeneration"):
+        for f in (
+            "nvmlDeviceGetCurrPcieLinkGeneration",
+            "nvmlDeviceGetMaxPcieLinkGeneration",
+            "nvmlDeviceGetGpuMaxPcieLinkGeneration",
+        ):
             nv.set(i, f, 4)
     for a in range(4):
         for b in range(a + 1, 4):
@@ -137,8 +144,13 @@ def bridged_quad() -> LinkNvml:
 SPEED = {1: "2.5 GT/s PCIe", 2: "5.0 GT/s PCIe", 3: "8.0 GT/s PCIe", 4: "16.0 GT/s PCIe", 5: "32.0 GT/s PCIe"}
 
 
-def pci_tree(gpus: int, gen: int = 5, width: int = 16, port: Optional[Dict[int, Tuple[int, int]]] = None,
-             link: Optional[Dict[int, Tuple[int, int]]] = None) -> Tuple[Dict[str, str], Dict[str, str]]:
+def pci_tree(
+    gpus: int,
+    gen: int = 5,
+    width: int = 16,
+    port: Optional[Dict[int, Tuple[int, int]]] = None,
+    link: Optional[Dict[int, Tuple[int, int]]] = None,
+) -> Tuple[Dict[str, str], Dict[str, str]]:
     """(files, symlinks) of /sys for ``gpus`` GPUs at the buses LinkNvml gives them, each under its
     own bridge port (as on a server: /sys/devices/pci0000:00/0000:00:0N.0/0000:BB:00.0).
     ``port[i] = (gen, width)``: what GPU i's slot supports; ``link[i]``: what its link trained at."""
@@ -150,14 +162,20 @@ def pci_tree(gpus: int, gen: int = 5, width: int = 16, port: Optional[Dict[int, 
         real = f"/sys/devices/pci0000:00/{up}/{address}"
         cur_gen, cur_width = (link or {}).get(i, (gen, width))
         p_gen, p_width = (port or {}).get(i, (gen, width))
-        files.update({
-            f"{real}/vendor": "0x10de\n", f"{real}/class": "0x030200\n", f"{real}/device": "0x2335\n",
-            f"{real}/current_link_speed": SPEED[cur_gen] + "\n", f"{real}/current_link_width": f"{cur_width}\n",
-            f"{real}/max_link_speed": SPEED[gen] + "\n", f"{real}/max_link_width": f"{width}\n",
-            f"{real}/numa_node": f"{0 if i < max(1, gpus // 2) else 1}\n",
-            f"/sys/devices/pci0000:00/{up}/max_link_speed": SPEED[p_gen] + "\n",
-            f"/sys/devices/pci0000:00/{up}/max_link_width": f"{p_width}\n",
-        })
+        files.update(
+            {
+                f"{real}/vendor": "0x10de\n",
+                f"{real}/class": "0x030200\n",
+                f"{real}/device": "0x2335\n",
+                f"{real}/current_link_speed": SPEED[cur_gen] + "\n",
+                f"{real}/current_link_width": f"{cur_width}\n",
+                f"{real}/max_link_speed": SPEED[gen] + "\n",
+                f"{real}/max_link_width": f"{width}\n",
+                f"{real}/numa_node": f"{0 if i < max(1, gpus // 2) else 1}\n",
+                f"/sys/devices/pci0000:00/{up}/max_link_speed": SPEED[p_gen] + "\n",
+                f"/sys/devices/pci0000:00/{up}/max_link_width": f"{p_width}\n",
+            }
+        )
         links[f"/sys/bus/pci/devices/{address}"] = f"../../../devices/pci0000:00/{up}/{address}"
         links[f"/sys/bus/pci/devices/{up}"] = f"../../../devices/pci0000:00/{up}"
     return files, links

@@ -23,8 +23,10 @@ UBUNTU_2404 = recorded(H200, "os.txt").split("Linux vm")[0]
 DEBIAN_12 = recorded(CPU, "os.txt").split("Linux vm")[0]
 
 SMI_MISMATCH = "Failed to initialize NVML: Driver/library version mismatch\nNVML library version: 580.159\n"
-SMI_NO_DRIVER = ("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. "
-                 "Make sure that the latest NVIDIA driver is installed and running.\n\n")
+SMI_NO_DRIVER = (
+    "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. "
+    "Make sure that the latest NVIDIA driver is installed and running.\n\n"
+)
 
 
 def write_tree(root: Path, files: Dict[str, str], links: Optional[Dict[str, str]] = None) -> Path:
@@ -56,12 +58,16 @@ class FakeNvml(_RecordedNvml):
 def h200_pci() -> Dict[str, str]:
     """/sys/bus/pci/devices/0000:00:06.0 as recorded on the H200 (tests/fixtures/.../sysfs-pci)."""
     folder = FIXTURES / H200 / "sysfs-pci" / "0000:00:06.0"
-    return {f"/sys/bus/pci/devices/0000:00:06.0/{f.name}": f.read_text()
-            for f in folder.iterdir() if f.name != "driver.link"}
+    return {
+        f"/sys/bus/pci/devices/0000:00:06.0/{f.name}": f.read_text()
+        for f in folder.iterdir()
+        if f.name != "driver.link"
+    }
 
 
 def h200_files() -> Dict[str, str]:
-    return {**h200_pci(),
+    return {
+        **h200_pci(),
         "/etc/os-release": UBUNTU_2404,
         "/proc/version": "Linux version 6.18.44-fc-v657-gpu (builder@sandboxing) (gcc (GCC) 15.3.0)\n",
         "/proc/sys/kernel/osrelease": "6.18.44-fc-v657-gpu\n",
@@ -71,7 +77,9 @@ def h200_files() -> Dict[str, str]:
         "/sys/bus/pci/devices/0000:00:00.0/vendor": "0x8086\n",
         "/sys/bus/pci/devices/0000:00:00.0/device": "0x0d57\n",
         "/sys/bus/pci/devices/0000:00:00.0/class": "0x060000\n",
-        "/dev/nvidia0": "", "/dev/nvidiactl": "", "/dev/nvidia-uvm": "",
+        "/dev/nvidia0": "",
+        "/dev/nvidiactl": "",
+        "/dev/nvidia-uvm": "",
         "/usr/local/nvidia/lib64/libnvidia-ml.so.580.159.04": "",
         "/.dockerenv": "",
     }
@@ -82,15 +90,24 @@ SMI_QUERY_ARGS = "--query-gpu=" + ",".join(QUERY_FIELDS) + " --format=csv,nounit
 
 def h200_smi(bin: FakeBin, query: Optional[str] = None, rc: int = 0, stderr: str = "") -> None:
     """nvidia-smi of the H200: the recorded query, --version and banner outputs."""
-    bin.add("nvidia-smi", stdout=recorded(H200, "nvidia-smi.txt"), by_args={
-        SMI_QUERY_ARGS: (recorded(H200, "nvidia-smi-query.txt") if query is None else query, stderr, rc),
-        "--version": (recorded(H200, "nvidia-smi-version.txt"), "", 0),
-        "topo -m": (recorded(H200, "nvidia-smi-topo.txt"), "", 0),
-    })
+    bin.add(
+        "nvidia-smi",
+        stdout=recorded(H200, "nvidia-smi.txt"),
+        by_args={
+            SMI_QUERY_ARGS: (recorded(H200, "nvidia-smi-query.txt") if query is None else query, stderr, rc),
+            "--version": (recorded(H200, "nvidia-smi-version.txt"), "", 0),
+            "topo -m": (recorded(H200, "nvidia-smi-topo.txt"), "", 0),
+        },
+    )
 
 
-def h200(tmp_path: Path, nvml: object = None, files: Optional[Dict[str, Optional[str]]] = None,
-         env: Optional[Dict[str, str]] = None, timeout: float = 5.0) -> Context:
+def h200(
+    tmp_path: Path,
+    nvml: object = None,
+    files: Optional[Dict[str, Optional[str]]] = None,
+    env: Optional[Dict[str, str]] = None,
+    timeout: float = 5.0,
+) -> Context:
     """The H200 machine; ``files`` overrides (None deletes) entries of the recorded tree."""
     tree = h200_files()
     for k, v in (files or {}).items():
@@ -99,29 +116,37 @@ def h200(tmp_path: Path, nvml: object = None, files: Optional[Dict[str, Optional
         else:
             tree[k] = v
     lib = "/usr/local/nvidia/lib64/libnvidia-ml.so.580.159.04"
-    links = {"/sys/bus/pci/devices/0000:00:06.0/driver":
-             (FIXTURES / H200 / "sysfs-pci/0000:00:06.0/driver.link").read_text().strip()}
+    links = {
+        "/sys/bus/pci/devices/0000:00:06.0/driver": (FIXTURES / H200 / "sysfs-pci/0000:00:06.0/driver.link")
+        .read_text()
+        .strip()
+    }
     if lib in tree:
         links["/usr/local/nvidia/lib64/libnvidia-ml.so.1"] = "libnvidia-ml.so.580.159.04"
     root = write_tree(tmp_path / "root", tree, links)
     bin = FakeBin(tmp_path)
     h200_smi(bin)
-    return Context(root=root, env=bin.env(**(env or {})), timeout=timeout,
-                   nvml=nvml if nvml is not None else FakeNvml())
+    return Context(
+        root=root, env=bin.env(**(env or {})), timeout=timeout, nvml=nvml if nvml is not None else FakeNvml()
+    )
 
 
 def cpu_box(tmp_path: Path, env: Optional[Dict[str, str]] = None) -> Context:
     """The GPU-less CI machine (tests/fixtures/cpu-nvcc13-docker-client)."""
-    root = write_tree(tmp_path / "root", {
-        "/etc/os-release": DEBIAN_12,
-        "/proc/version": "Linux version 6.18.44-fc-v782 (gcc) #1 SMP\n",
-        "/proc/modules": "virtio_net 1 0 - Live 0x0\n",
-        "/sys/bus/pci/devices/0000:00:00.0/vendor": "0x8086\n",
-        "/sys/bus/pci/devices/0000:00:00.0/device": "0x0d57\n",
-        "/sys/bus/pci/devices/0000:00:00.0/class": "0x060000\n",
-        "/sys/module/virtio/uevent": "",
-        "/.dockerenv": "",
-    })
+    root = write_tree(
+        tmp_path / "root",
+        {
+            "/etc/os-release": DEBIAN_12,
+            "/proc/version": "Linux version 6.18.44-fc-v782 (gcc) #1 SMP\n",
+            "/proc/modules": "virtio_net 1 0 - Live 0x0\n",
+            "/sys/bus/pci/devices/0000:00:00.0/vendor": "0x8086\n",
+            "/sys/bus/pci/devices/0000:00:00.0/device": "0x0d57\n",
+            "/sys/bus/pci/devices/0000:00:00.0/class": "0x060000\n",
+            "/sys/module/virtio/uevent": "",
+            "/.dockerenv": "",
+        },
+    )
     bin = FakeBin(tmp_path)
-    return Context(root=root, env=bin.env(**(env or {})), timeout=5.0,
-                   nvml=FakeNvml(fail=(12, "NVML Shared Library Not Found")))
+    return Context(
+        root=root, env=bin.env(**(env or {})), timeout=5.0, nvml=FakeNvml(fail=(12, "NVML Shared Library Not Found"))
+    )

@@ -21,10 +21,18 @@ def choose(spec, driver, ccs, python="3.12", glibc="2.39", arch="x86_64", **kw):
 
 # --- specifiers ----------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("text, expected", [
-    ("2.1", "==2.1.*"), ("2", "==2.*"), ("2.7.1", "==2.7.1"), ("2.7.*", "==2.7.*"),
-    (">=2.4,<2.6", "<2.6,>=2.4"), ("~=2.5.0", "~=2.5.0"),
-])
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("2.1", "==2.1.*"),
+        ("2", "==2.*"),
+        ("2.7.1", "==2.7.1"),
+        ("2.7.*", "==2.7.*"),
+        (">=2.4,<2.6", "<2.6,>=2.4"),
+        ("~=2.5.0", "~=2.5.0"),
+    ],
+)
 def test_torch_spec_forms(text, expected):
     assert str(parse_torch_spec(text)) == str(SpecifierSet(expected))
 
@@ -44,6 +52,7 @@ def test_spec_picks_the_newest_patch_inside_it():
 
 
 # --- GPUs and drivers ----------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("spec", [None, "2.8", "2.10", "2.11", "2.13"])
 def test_pascal_on_driver_580_gets_cu126_never_cu128_or_newer(spec):
@@ -83,13 +92,16 @@ def test_rtx_5090_before_2_7_has_no_kernels_and_says_what_works_today():
     assert today and (today[0].torch, today[0].variant) == ("2.11.0", "cu128")
 
 
-@pytest.mark.parametrize("spec, variant", [
-    (None, "cu126"),     # 2.13: cu128 gone; cu130/cu132 have no sm_70 and need R580 anyway
-    ("2.7", "cu126"),    # 2.7 cu128 left Volta out (#147607)
-    ("2.8", "cu128"),    # Volta back in cu128 for 2.8-2.10 (#157517)
-    ("2.10", "cu128"),   # 2.10.0+cu128 get_arch_list starts at sm_70 (#182250)
-    ("2.11", "cu126"),   # dropped again in 2.11 (#172598)
-])
+@pytest.mark.parametrize(
+    "spec, variant",
+    [
+        (None, "cu126"),  # 2.13: cu128 gone; cu130/cu132 have no sm_70 and need R580 anyway
+        ("2.7", "cu126"),  # 2.7 cu128 left Volta out (#147607)
+        ("2.8", "cu128"),  # Volta back in cu128 for 2.8-2.10 (#157517)
+        ("2.10", "cu128"),  # 2.10.0+cu128 get_arch_list starts at sm_70 (#182250)
+        ("2.11", "cu126"),  # dropped again in 2.11 (#172598)
+    ],
+)
 def test_v100_on_driver_570(spec, variant):
     assert choose(spec, "570.133.20", ["7.0"]).variant == variant
 
@@ -251,11 +263,13 @@ def test_gpu_of_unknown_capability_still_gets_cuda_wheels():
 
 # --- the live index ------------------------------------------------------------------------------
 
+
 def fake_index(present):
     def available(variant, version):
         if present is None:
             return IndexAnswer(None, "cannot resolve host download.pytorch.org")
         return IndexAnswer((variant, version) in present, f"{variant} {version}")
+
     return available
 
 
@@ -279,6 +293,7 @@ def test_index_failure_falls_back_to_the_table_and_says_so():
 
 
 # --- nothing fits, GPU or not: "no-fit" with the real reason (user-acceptance review) --------------
+
 
 def _ways(c):
     return {w.kind: w for w in c.ways_out}
@@ -308,8 +323,9 @@ def test_no_gpu_torch_1_13_on_python_3_11_names_python_3_10():
     c = choose("1.13", None, [], python="3.11", glibc="2.36")
     assert c.status == "no-fit"
     way = _ways(c)["older-python"]
-    assert way.text == ("torch 1.13 has no wheels for Python 3.11 (it has 3.7-3.10); "
-                        "Python 3.10 would allow torch 1.13.1+cpu")
+    assert way.text == (
+        "torch 1.13 has no wheels for Python 3.11 (it has 3.7-3.10); Python 3.10 would allow torch 1.13.1+cpu"
+    )
     assert _ways(c)["works-today"].torch == "2.13.0"
 
 
@@ -326,8 +342,20 @@ def test_no_gpu_python_2_7_has_no_torch_wheels_at_all():
     assert [w.text for w in c.ways_out] == ["Python 2.7 has no torch wheels; Python 3.12 would allow torch 2.13.0+cpu"]
 
 
-UBUNTU_1804_CUDA_LINES = ("10.2", "11.0", "11.1", "11.2", "11.3", "11.4", "11.5", "11.6", "11.7", "11.8",
-                          "12.0", "12.1")
+UBUNTU_1804_CUDA_LINES = (
+    "10.2",
+    "11.0",
+    "11.1",
+    "11.2",
+    "11.3",
+    "11.4",
+    "11.5",
+    "11.6",
+    "11.7",
+    "11.8",
+    "12.0",
+    "12.1",
+)
 
 
 def test_other_roads_do_not_blame_python_when_nvcc_is_the_limit():
@@ -376,12 +404,15 @@ def test_wsl2_windows_driver_is_held_to_the_windows_minimums():
     linux = choose_variant(T, "2.8", "560.70", ["8.9"], "3.12", "2.35")
     assert (linux.label, linux.compatibility) == ("torch 2.8.0+cu126", "direct")
     win = choose_variant(T, "2.8", "560.70", ["8.9"], "3.12", "2.35", os="windows")
-    assert (win.label, win.compatibility) == ("torch 2.8.0+cu129", "minor-version")   # no 2.8 build runs directly
+    assert (win.label, win.compatibility) == ("torch 2.8.0+cu129", "minor-version")  # no 2.8 build runs directly
     assert "driver 560.70 runs CUDA 12.9 by minor-version compatibility (CUDA 12.9 needs 576.02)" in win.reasons
     # the ways out keep the Windows minimums: a retry under os="windows" still finds no direct fit
     assert not any(w.kind == "direct" for w in win.ways_out)
     c = choose_variant(T, "2.8", "566.36", ["8.9"], "3.12", "2.35", os="windows", require_direct=True)
-    assert c.label == "torch 2.8.0+cu126"             # 566.36 >= 560.76; cu128 needs 570.65
+    assert c.label == "torch 2.8.0+cu126"  # 566.36 >= 560.76; cu128 needs 570.65
     c = choose_variant(T, None, "581.57", ["8.9"], "3.12", "2.35", os="windows")
-    assert c.variant == "cu130" and ("envdoctor's table has no Windows driver minimum for CUDA 13.0; "
-                                     "the Linux one (580.65.06) stands in") in c.warnings
+    assert (
+        c.variant == "cu130"
+        and ("envdoctor's table has no Windows driver minimum for CUDA 13.0; the Linux one (580.65.06) stands in")
+        in c.warnings
+    )

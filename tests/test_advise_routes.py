@@ -18,25 +18,39 @@ from envdoctor.facts import (
 from envdoctor.table import load_table
 
 T = load_table()
-CONDA = CondaFacts(exe="/home/ada/miniforge3/bin/conda", flavor="conda", version="25.5.1",
-                   base_prefix="/home/ada/miniforge3")
-DOCKER_READY = DockerFacts(client="/usr/bin/docker", client_version="28.2.2", daemon="ok",
-                           server_version="28.2.2", runtimes=("io.containerd.runc.v2", "nvidia", "runc"))
+CONDA = CondaFacts(
+    exe="/home/ada/miniforge3/bin/conda", flavor="conda", version="25.5.1", base_prefix="/home/ada/miniforge3"
+)
+DOCKER_READY = DockerFacts(
+    client="/usr/bin/docker",
+    client_version="28.2.2",
+    daemon="ok",
+    server_version="28.2.2",
+    runtimes=("io.containerd.runc.v2", "nvidia", "runc"),
+)
 DOCKER_PLAIN = dataclasses.replace(DOCKER_READY, runtimes=("io.containerd.runc.v2", "runc"))
 
 
-def machine(*, system=None, driver="580.95.05", gpus=(("NVIDIA H200", "9.0"),), python=None,
-            conda=None, docker=None) -> Machine:
-    pci = PciFacts(devices=tuple(PciDevice(f"0000:0{i}:00.0", "0x10de", "0x2335", "0x030200", name=n,
-                                           compute_capability=cc) for i, (n, cc) in enumerate(gpus)))
+def machine(
+    *, system=None, driver="580.95.05", gpus=(("NVIDIA H200", "9.0"),), python=None, conda=None, docker=None
+) -> Machine:
+    pci = PciFacts(
+        devices=tuple(
+            PciDevice(f"0000:0{i}:00.0", "0x10de", "0x2335", "0x030200", name=n, compute_capability=cc)
+            for i, (n, cc) in enumerate(gpus)
+        )
+    )
     facts = Facts(
         pci=pci,
-        system=system or SystemFacts(os_id="ubuntu", os_version="24.04", os_name="Ubuntu 24.04.3 LTS",
-                                     arch="x86_64", glibc="2.39"),
+        system=system
+        or SystemFacts(os_id="ubuntu", os_version="24.04", os_name="Ubuntu 24.04.3 LTS", arch="x86_64", glibc="2.39"),
         driver=DriverFacts(driver_version=driver, gpus=tuple(GpuInfo(i, n, cc) for i, (n, cc) in enumerate(gpus)))
-        if driver else DriverFacts(),
+        if driver
+        else DriverFacts(),
         python=python or TargetPython(executable="/usr/bin/python3", version="3.12.3"),
-        conda=CondaFacts() if conda is None else conda, docker=DockerFacts() if docker is None else docker)
+        conda=CondaFacts() if conda is None else conda,
+        docker=DockerFacts() if docker is None else docker,
+    )
     return machine_from_facts(facts, T)
 
 
@@ -97,8 +111,9 @@ def test_no_gpu_rules_out_docker():
 
 
 def test_inside_a_container_rules_out_docker():
-    inside = SystemFacts(os_id="ubuntu", os_version="24.04", arch="x86_64", container="docker",
-                         container_evidence="/.dockerenv exists")
+    inside = SystemFacts(
+        os_id="ubuntu", os_version="24.04", arch="x86_64", container="docker", container_evidence="/.dockerenv exists"
+    )
     d = choose_route(machine(system=inside, docker=DOCKER_READY), T)
     assert d.route == "system" and "inside a docker container" in rejected(d)["docker"]
 

@@ -23,7 +23,7 @@ def test_a_fifo_is_refused_and_left_a_fifo(tmp_path):
     with pytest.raises(NotRegularFileError) as info:
         write_atomic(target, "x")
     assert info.value.strerror.startswith("it is a named pipe (FIFO), not a regular file")
-    assert stat.S_ISFIFO(os.lstat(target).st_mode) and os.listdir(tmp_path) == ["pipe"]   # no temp file left
+    assert stat.S_ISFIFO(os.lstat(target).st_mode) and os.listdir(tmp_path) == ["pipe"]  # no temp file left
 
 
 def test_a_symlink_to_a_fifo_is_refused(tmp_path):

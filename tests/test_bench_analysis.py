@@ -14,13 +14,22 @@ from envdoctor.bench import analysis
 from envdoctor.bench.chart import chart, format_rate
 from envdoctor.bench.facts import BenchDevice, BenchPoint, BenchResult, NvmlSample
 
-H200 = BenchDevice(0, name="NVIDIA H200", capability="9.0", multiprocessors=132, launch_us=10.0,
-                   peaks={"fp32": 67.0, "tf32": 494.5, "fp16": 989.0, "bf16": 989.0},
-                   bandwidth_gbs=4800.0, nvml_index=0, max_sm_clock_mhz=1980, power_limit_w=700.0)
+H200 = BenchDevice(
+    0,
+    name="NVIDIA H200",
+    capability="9.0",
+    multiprocessors=132,
+    launch_us=10.0,
+    peaks={"fp32": 67.0, "tf32": 494.5, "fp16": 989.0, "bf16": 989.0},
+    bandwidth_gbs=4800.0,
+    nvml_index=0,
+    max_sm_clock_mhz=1980,
+    power_limit_w=700.0,
+)
 
 
 def pt(dtype: str, n: int, tflops: float, **kw) -> BenchPoint:
-    ms = 2 * n ** 3 / (tflops * 1e12) * 1e3
+    ms = 2 * n**3 / (tflops * 1e12) * 1e3
     return BenchPoint(0, dtype, n, tflops=tflops, ms=ms, **kw)
 
 
@@ -45,7 +54,7 @@ def test_memory_bound_by_the_roofline_on_a_fast_launcher():
 
 
 def test_compute_bound_and_too_small_to_fill_the_gpu():
-    b, why = analysis.bound(pt("fp32", 512, 12.0), H200)       # 22 us per product, 4 us of FLOPs
+    b, why = analysis.bound(pt("fp32", 512, 12.0), H200)  # 22 us per product, 4 us of FLOPs
     assert b == "compute" and "16 output tiles" in why
     b, why = analysis.bound(pt("fp16", 8192, 640.0), H200)
     assert b == "compute" and "tiles" not in why and "1.11 ms of arithmetic" in why
@@ -58,10 +67,12 @@ def test_no_bound_without_datasheet_rates():
 
 def test_efficiency_and_samples_attributed_by_time_window():
     p = pt("fp16", 8192, 640.0, started=100.0, ended=101.0)
-    samples = [NvmlSample(99.5, 0, 1980, 120.0, 40, ("gpu_idle",)),
-               NvmlSample(100.2, 0, 1425, 699.0, 60, ("sw_power_cap",)),
-               NvmlSample(100.7, 0, 1395, 701.0, 61, ("sw_power_cap",)),
-               NvmlSample(100.5, 1, 1980, 80.0, 30, ())]            # another GPU
+    samples = [
+        NvmlSample(99.5, 0, 1980, 120.0, 40, ("gpu_idle",)),
+        NvmlSample(100.2, 0, 1425, 699.0, 60, ("sw_power_cap",)),
+        NvmlSample(100.7, 0, 1395, 701.0, 61, ("sw_power_cap",)),
+        NvmlSample(100.5, 1, 1980, 80.0, 30, ()),
+    ]  # another GPU
     q = analysis.analyze_point(p, H200, samples)
     assert q.peak_tflops == 989.0 and q.efficiency == pytest.approx(640 / 989)
     assert (q.sm_clock_mhz, q.power_w, q.temperature_c, q.samples) == (1410, 700.0, 60, 2)
@@ -133,13 +144,22 @@ def test_slow_sibling_is_flagged():
 
 
 def test_compare_bench_lists_slower_and_failed_points_with_context():
-    base = BenchResult(devices=(H200,), points=(
-        pt("fp16", 8192, 640.0, sm_clock_mhz=1410, power_w=699.0),
-        pt("fp32", 8192, 51.0), pt("bf16", 8192, 650.0)))
-    now = BenchResult(devices=(H200,), points=(
-        pt("fp16", 8192, 540.0, sm_clock_mhz=1100, power_w=699.0, reasons=("hw_slowdown",)),
-        pt("fp32", 8192, 50.0),
-        BenchPoint(0, "bf16", 8192, status="wrong", error="relative error 0.5 exceeds 2e-02")))
+    base = BenchResult(
+        devices=(H200,),
+        points=(
+            pt("fp16", 8192, 640.0, sm_clock_mhz=1410, power_w=699.0),
+            pt("fp32", 8192, 51.0),
+            pt("bf16", 8192, 650.0),
+        ),
+    )
+    now = BenchResult(
+        devices=(H200,),
+        points=(
+            pt("fp16", 8192, 540.0, sm_clock_mhz=1100, power_w=699.0, reasons=("hw_slowdown",)),
+            pt("fp32", 8192, 50.0),
+            BenchPoint(0, "bf16", 8192, status="wrong", error="relative error 0.5 exceeds 2e-02"),
+        ),
+    )
     regs = analysis.compare_bench(base, now, tolerance_pct=5)
     assert [(r.dtype, r.current_tflops) for r in regs] == [("fp16", 540.0), ("bf16", None)]
     fp16 = regs[0]
@@ -150,21 +170,30 @@ def test_compare_bench_lists_slower_and_failed_points_with_context():
 
 
 def test_datasheet_marks_unconfirmed_fields():
-    model = types.SimpleNamespace(name="GeForce X", fp32_tflops=80.0, tf32_tflops=None, fp16_tflops=160.0,
-                                  bf16_tflops=160.0, bandwidth_gbs=1000.0, unconfirmed=False,
-                                  unconfirmed_fields=("fp16_tflops",), source="x")
+    model = types.SimpleNamespace(
+        name="GeForce X",
+        fp32_tflops=80.0,
+        tf32_tflops=None,
+        fp16_tflops=160.0,
+        bf16_tflops=160.0,
+        bandwidth_gbs=1000.0,
+        unconfirmed=False,
+        unconfirmed_fields=("fp16_tflops",),
+        source="x",
+    )
     ds = analysis.datasheet(model)
     assert ds["peaks"] == {"fp32": 80.0, "fp16": 160.0, "bf16": 160.0} and ds["peaks_unconfirmed"]
     assert analysis.datasheet(None) == {}
 
 
 def test_chart_groups_sizes_on_a_log_scale():
-    lines = chart([pt("fp32", 128, 0.226), pt("fp16", 128, 0.232), pt("fp32", 8192, 51.2),
-                   pt("fp16", 8192, 633.6)], width=40)
+    lines = chart(
+        [pt("fp32", 128, 0.226), pt("fp16", 128, 0.232), pt("fp32", 8192, 51.2), pt("fp16", 8192, 633.6)], width=40
+    )
     assert lines[0].split() == ["TFLOP/s,", "log", "scale", "0.1", "1", "10", "100", "1000"]
     assert lines[1].startswith("n=128   fp32") and lines[1].endswith("0.226")
     assert lines[3].startswith("n=8192  fp32") and lines[4].endswith("633.6")
-    assert len(lines[4].split()[1]) > len(lines[3].split()[2])          # fp16 bar longer than fp32
+    assert len(lines[4].split()[1]) > len(lines[3].split()[2])  # fp16 bar longer than fp32
     assert "#" in chart([pt("fp16", 8192, 633.6)], ascii_only=True)[1]
     assert chart([]) == []
 
@@ -203,7 +232,7 @@ def test_bench_matches_torch_device_to_nvml_by_bus_id_whatever_the_domain_width(
 
     # the child prints the bus id as torch's "%08X:%02X:%02X.0"; NVML may give four domain digits
     assert matched(pci_bus_id="0000:1a:00.0") == 1
-    assert matched(uuid="GPU-AA", pci_bus_id="0000:1a:00.0") == 0   # UUID first
+    assert matched(uuid="GPU-AA", pci_bus_id="0000:1a:00.0") == 0  # UUID first
     assert matched(pci_bus_id="garbage") is None
 
 
@@ -217,13 +246,16 @@ def test_repeats_disturbed_by_other_load_are_flagged():
     from envdoctor.bench.rules import bench_findings
 
     calm = BenchPoint(0, "fp32", 256, tflops=0.11, best_tflops=0.12, ms=0.30, repeats_ms=(0.28, 0.29, 0.30, 0.31, 0.33))
-    hit = BenchPoint(0, "fp32", 512, tflops=0.00026, best_tflops=0.12, ms=1032.0,
-                     repeats_ms=(2.2, 950.0, 1032.0, 1100.0, 1210.0))
+    hit = BenchPoint(
+        0, "fp32", 512, tflops=0.00026, best_tflops=0.12, ms=1032.0, repeats_ms=(2.2, 950.0, 1032.0, 1100.0, 1210.0)
+    )
     found = bench_findings(BenchResult(devices=(CPU,), points=(calm, hit)))
     (f,) = [f for f in found if f.code == "ED613"]
     assert f.severity == "warning"
-    assert f.evidence == ("CPU fp32 n=512: repeats from 2.2 to 1210 ms a call (550x apart): another program "
-                          "used the device meanwhile; its median 0.00026 TFLOP/s is not the device's",)
+    assert f.evidence == (
+        "CPU fp32 n=512: repeats from 2.2 to 1210 ms a call (550x apart): another program "
+        "used the device meanwhile; its median 0.00026 TFLOP/s is not the device's",
+    )
     assert "ED613" not in {g.code for g in bench_findings(BenchResult(devices=(CPU,), points=(calm,)))}
 
 
@@ -231,9 +263,12 @@ def test_a_layer_above_100_percent_of_the_matmul_rate_gets_a_caveat():
     from envdoctor.bench.layers import layers_verdict
     from envdoctor.bench.facts import LayerPoint
 
-    p = LayerPoint(0, "bert", "fp32", "eager", "fwd", 1, 128, status="ok", flops=1e9, ms=5.0, tflops=0.002,
-                   of_matmul=7.62)
+    p = LayerPoint(
+        0, "bert", "fp32", "eager", "fwd", 1, 128, status="ok", flops=1e9, ms=5.0, tflops=0.002, of_matmul=7.62
+    )
     v = layers_verdict(CPU, [p], [])
     assert "762% of the matmul rate measured in this run" in v.line
-    assert ("above 100%: the matmul rate of this run is lower than the device reaches (other load while it "
-            "ran, or products too small to fill it), not a layer faster than its own products") in v.line
+    assert (
+        "above 100%: the matmul rate of this run is lower than the device reaches (other load while it "
+        "ran, or products too small to fill it), not a layer faster than its own products"
+    ) in v.line

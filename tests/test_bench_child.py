@@ -82,7 +82,7 @@ def test_python_without_torch(tmp_path):
     wrapper.chmod(0o755)
     r = run_bench(str(wrapper), nvml=FakeNvml(gpus=0))
     assert r.error.kind == "not_found" and r.error.message == f"torch is not installed in {wrapper}"
-    assert r.points == () and exit_code(r) == 2      # a run that could not start
+    assert r.points == () and exit_code(r) == 2  # a run that could not start
 
 
 def test_child_refuses_a_gpu_that_does_not_exist_on_a_cpu_torch_by_running_on_the_cpu():
@@ -94,11 +94,23 @@ def test_child_refuses_a_gpu_that_does_not_exist_on_a_cpu_torch_by_running_on_th
     assert child.result["devices"][0]["kind"] == "cpu"
 
 
-@pytest.mark.parametrize("name", ["_prelude.py", SCRIPT, "plot.py", "torch_probe.py", "_torch_common.py",
-                                  "bench/target/matmul.py", "bench/target/memory.py", "bench/target/models.py", "bench/target/layers.py"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "_prelude.py",
+        SCRIPT,
+        "plot.py",
+        "torch_probe.py",
+        "_torch_common.py",
+        "bench/target/matmul.py",
+        "bench/target/memory.py",
+        "bench/target/models.py",
+        "bench/target/layers.py",
+    ],
+)
 def test_child_source_stays_python38_and_torch_free_at_import(name):
     src = _resource(name)
-    ast.parse(src, feature_version=(3, 8))       # a SyntaxError here breaks old target Pythons
+    ast.parse(src, feature_version=(3, 8))  # a SyntaxError here breaks old target Pythons
     assert "\nimport torch" not in src and "from __future__" not in src
 
 
@@ -110,6 +122,7 @@ class _WallClock:
 
     def mark(self):
         import time
+
         return time.perf_counter()
 
     def sync(self):
@@ -131,7 +144,7 @@ def test_time_repeats_heats_without_a_gap_reads_the_issue_time_and_keeps_the_col
 
     seen = []
 
-    def fn():                      # 0.2 ms of CPU work: on this fake GPU, issue time = call time
+    def fn():  # 0.2 ms of CPU work: on this fake GPU, issue time = call time
         seen.append(gc.isenabled())
         end = time.perf_counter() + 0.0002
         while time.perf_counter() < end:
@@ -139,13 +152,13 @@ def test_time_repeats_heats_without_a_gap_reads_the_issue_time_and_keeps_the_col
 
     extra = {}
     times, launches, warm = _timing_part()["time_repeats"](_WallClock(), fn, 0.02, lambda per_ms: 0.01, extra)
-    assert gc.isenabled() and not any(seen)            # off while timing, back on after
+    assert gc.isenabled() and not any(seen)  # off while timing, back on after
     # the fastest issue of one call is at least the 0.2 ms of work (timings on a loaded box vary up)
     assert extra["issue_ms"] >= 0.2 and extra["burst_ms"] >= 0.2
     # 10 ms of heat: as many calls as fit at the calibrated ms per call, run before the repeats
     heat_calls = int(10.0 / extra["burst_ms"])
     assert heat_calls >= 1 and extra["heat_ms"] == pytest.approx(heat_calls * extra["burst_ms"])
-    assert len(seen) == warm - 1 + len(times) * launches   # warm counts one call more than it ran (as before)
+    assert len(seen) == warm - 1 + len(times) * launches  # warm counts one call more than it ran (as before)
     assert warm - 1 >= heat_calls + 1
 
 
@@ -195,7 +208,7 @@ def test_the_counting_mode_does_not_import_dynamo():
     )
     import envdoctor
 
-    folder = os.path.dirname(os.path.dirname(envdoctor.__file__))   # the names are paths from here
+    folder = os.path.dirname(os.path.dirname(envdoctor.__file__))  # the names are paths from here
     out = subprocess.run([sys.executable, "-c", script], cwd=folder, capture_output=True, text=True, env=ONE_THREAD)
     assert out.returncode == 0, out.stderr
     # 8Th^2 + 4bs^2h + 4Thf at h=16, f=32, b=1, s=8 (T=8): 16384 + 4096 + 16384
@@ -210,6 +223,6 @@ def test_disturbed_matmul_repeats_do_not_drive_the_would_take_skips():
     disturbed = {"dtype": "fp32", "n": 512, "status": "ok", "tflops": 0.00026, "best_tflops": 0.12}
     fastest = space["fastest_rates"]([disturbed, dict(disturbed, n=128, best_tflops=9.0)], 256)
     assert fastest == {"fp32": 0.12}
-    flops = 3 * 2.7e9                                     # a small layer's fwd+bwd on the CPU
-    assert space["call_estimate_s"](flops, 0.00026) > space["MAX_ONE_PASS_S"]     # the median: skipped
+    flops = 3 * 2.7e9  # a small layer's fwd+bwd on the CPU
+    assert space["call_estimate_s"](flops, 0.00026) > space["MAX_ONE_PASS_S"]  # the median: skipped
     assert space["call_estimate_s"](flops, fastest["fp32"]) < space["MAX_ONE_PASS_S"]

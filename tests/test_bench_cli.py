@@ -24,7 +24,7 @@ def test_h200_replay_prints_table_chart_and_verdict(tmp_path):
     assert r.exit_code == 0, r.output
     assert "Tensor Cores confirmed: fp16 runs 12.4x fp32" in r.stdout
     assert "TFLOP/s, log scale" in r.stdout and "fp16   8192" in r.stdout
-    assert "bench: [16/16] bf16 n=8192: 658.5 TFLOP/s" in r.stderr          # progress
+    assert "bench: [16/16] bf16 n=8192: 658.5 TFLOP/s" in r.stderr  # progress
 
 
 def test_h200_replay_json_is_versioned_and_reloads(tmp_path):
@@ -49,8 +49,10 @@ def test_no_torch_is_one_line_and_exit_2_a_run_that_could_not_start(tmp_path):
     r = run("--python", python)
     assert r.exit_code == 2 and r.stdout == ""
     lines = [line for line in r.stderr.splitlines() if not line.startswith("bench:")]
-    assert lines == [f"envdoctor bench: torch is not installed in {python} (install torch there "
-                     "(`envdoctor recommend --python PATH` plans it for that interpreter) or point --python at one that has it)"]
+    assert lines == [
+        f"envdoctor bench: torch is not installed in {python} (install torch there "
+        "(`envdoctor recommend --python PATH` plans it for that interpreter) or point --python at one that has it)"
+    ]
 
 
 def test_hang_is_one_line_and_exit_1(tmp_path):
@@ -79,8 +81,11 @@ def test_envdoctors_own_script_failing_is_exit_3(tmp_path):
     assert "a bug in envdoctor's benchmark script" in r.stderr
 
 
-CPU_PLAN = {"kind": "plan", "points": 4, "devices": [{"index": 0, "kind": "cpu", "name": "x86_64",
-                                                      "multiprocessors": 2}]}
+CPU_PLAN = {
+    "kind": "plan",
+    "points": 4,
+    "devices": [{"index": 0, "kind": "cpu", "name": "x86_64", "multiprocessors": 2}],
+}
 
 
 def test_timeout_on_the_cpu_does_not_blame_a_gpu(tmp_path):
@@ -105,14 +110,20 @@ def test_bench_device_99_on_a_cpu_only_torch_exits_2_as_burn_does(tmp_path, devi
     assert r.stdout == ""
     assert r.stderr.strip().splitlines()[-1] == (
         f"envdoctor bench: --device {device}: torch in {python} sees no GPU (add --cpu instead to "
-        "measure the CPU, or see `envdoctor check`)")
+        "measure the CPU, or see `envdoctor check`)"
+    )
     default = run("--python", python, "--size", "512")
-    assert default.exit_code == 2 and default.stdout == ""        # qa2: no GPU, no --cpu: nothing to measure
-    assert default.stderr.strip().splitlines()[-1].endswith(
-        "; run bench on a machine with an NVIDIA GPU, or add --cpu to measure the CPU (fp32, labelled; no Tensor "
-        "Core verdict)")
+    assert default.exit_code == 2 and default.stdout == ""  # qa2: no GPU, no --cpu: nothing to measure
+    assert (
+        default.stderr.strip()
+        .splitlines()[-1]
+        .endswith(
+            "; run bench on a machine with an NVIDIA GPU, or add --cpu to measure the CPU (fp32, labelled; no Tensor "
+            "Core verdict)"
+        )
+    )
     cpu = run("--python", python, "--size", "512", "--cpu")
-    assert cpu.exit_code in (0, 1) and "--device" not in cpu.stderr     # --cpu measures the CPU (1: NVML sees a GPU)
+    assert cpu.exit_code in (0, 1) and "--device" not in cpu.stderr  # --cpu measures the CPU (1: NVML sees a GPU)
 
 
 def test_a_bench_answer_with_no_point_measured_is_a_failed_run(tmp_path):
@@ -126,21 +137,26 @@ def test_a_bench_answer_with_no_point_measured_is_a_failed_run(tmp_path):
 
 
 def test_missing_gpu_index_is_a_usage_error(tmp_path):
-    doc = {"schema": "envdoctor.bench.child/1",
-           "error": {"kind": "bad_device", "message": "GPU 3 does not exist: torch sees 1"}}
+    doc = {
+        "schema": "envdoctor.bench.child/1",
+        "error": {"kind": "bad_device", "message": "GPU 3 does not exist: torch sees 1"},
+    }
     r = run("--python", fake_python(tmp_path, result=doc), "--device", "3")
     assert r.exit_code == 2 and "GPU 3 does not exist: torch sees 1" in r.stderr
 
 
-@pytest.mark.parametrize("args, message", [
-    (("--dtype", "fp8"), "choose from fp32, tf32, fp16, bf16"),
-    (("--size", "0"), "sizes go from 1 to 65536"),
-    (("--size", "big"), "is not a whole number"),
-    (("--device", "gpu0"), "give a GPU index"),
-    (("--budget", "0"), "--budget"),
-    (("--python", "/nonexistent/python3"), "--python /nonexistent/python3: not found"),
-    (("--suite", "gpu"), "choose from matmul, memory, layers or all"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (("--dtype", "fp8"), "choose from fp32, tf32, fp16, bf16"),
+        (("--size", "0"), "sizes go from 1 to 65536"),
+        (("--size", "big"), "is not a whole number"),
+        (("--device", "gpu0"), "give a GPU index"),
+        (("--budget", "0"), "--budget"),
+        (("--python", "/nonexistent/python3"), "--python /nonexistent/python3: not found"),
+        (("--suite", "gpu"), "choose from matmul, memory, layers or all"),
+    ],
+)
 def test_usage_errors_exit_2(args, message):
     r = run(*args)
     assert r.exit_code == 2 and message in r.output + r.stderr
@@ -151,21 +167,41 @@ def test_dtypes_and_sizes_reach_the_child(tmp_path):
     python = tmp_path / "python3"
     python.write_text(f'#!/bin/sh\necho "$2" > {log}\necho notjson\n')
     python.chmod(0o755)
-    run("--python", str(python), "--dtype", "fp16,bf16", "--dtype", "fp16", "--size", "512",
-        "--size", "1024,4096", "--budget", "2", "--device", "all")
+    run(
+        "--python",
+        str(python),
+        "--dtype",
+        "fp16,bf16",
+        "--dtype",
+        "fp16",
+        "--size",
+        "512",
+        "--size",
+        "1024,4096",
+        "--budget",
+        "2",
+        "--device",
+        "all",
+    )
     config = json.loads(log.read_text())
-    assert config.pop("dump_after") > 0     # faulthandler shows a hang's stack before the timeout
-    memory = [1 << k for k in (16, 18, 20, 22, 24, 25, 26, 27, 28)]       # 64Ki to 256Mi fp32 elements
-    assert config == {"suites": ["matmul", "memory"], "dtypes": ["fp16", "bf16"], "sizes": [512, 1024, 4096],
-                      "budget": 2.0, "device": "all", "memory": {"sizes": memory, "budget": 0.667},
-                      "gpu_required": True}
+    assert config.pop("dump_after") > 0  # faulthandler shows a hang's stack before the timeout
+    memory = [1 << k for k in (16, 18, 20, 22, 24, 25, 26, 27, 28)]  # 64Ki to 256Mi fp32 elements
+    assert config == {
+        "suites": ["matmul", "memory"],
+        "dtypes": ["fp16", "bf16"],
+        "sizes": [512, 1024, 4096],
+        "budget": 2.0,
+        "device": "all",
+        "memory": {"sizes": memory, "budget": 0.667},
+        "gpu_required": True,
+    }
 
 
 @needs_torch
 def test_cpu_torch_for_real_with_plot_request(tmp_path):
     png = tmp_path / "bench.png"
     r = run("--python", sys.executable, "--size", "32", "--budget", "0.1", "--plot", str(png), "--cpu")
-    assert r.exit_code in (0, 1), r.output            # 1 only where NVML sees a GPU here
+    assert r.exit_code in (0, 1), r.output  # 1 only where NVML sees a GPU here
     assert "fp32 measured on the CPU" in r.stdout
     has_mpl = __import__("importlib").util.find_spec("matplotlib") is not None
     if has_mpl:
@@ -190,5 +226,5 @@ def test_bench_device_99_on_the_real_cpu_torch_refuses_before_measuring(tmp_path
     """The child says at once that torch sees no GPU for --device 99 (no CPU run first)."""
     r = run("--python", sys.executable, "--device", "99", "--size", "32", "--budget", "0.1")
     assert r.exit_code == 2, r.output
-    assert r.stdout == "" and "bench: [" not in r.stderr                  # nothing was measured
+    assert r.stdout == "" and "bench: [" not in r.stderr  # nothing was measured
     assert "--device 99: torch " in r.stderr and "sees no GPU" in r.stderr

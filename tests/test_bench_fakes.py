@@ -17,9 +17,17 @@ H200_BENCH = Path(__file__).parent / "fixtures" / "h200-bench"
 
 #: The H200's datasheet as a GpuModel-like object, written by hand (not read from the table).
 H200_MODEL = types.SimpleNamespace(
-    name="NVIDIA H200", cc="9.0", bandwidth_gbs=4800.0, fp32_tflops=67.0, tf32_tflops=494.5,
-    fp16_tflops=989.0, bf16_tflops=989.0, fp16_half_rate_accum=False, unconfirmed=False,
-    unconfirmed_fields=(), source="hand-written for the tests",
+    name="NVIDIA H200",
+    cc="9.0",
+    bandwidth_gbs=4800.0,
+    fp32_tflops=67.0,
+    tf32_tflops=494.5,
+    fp16_tflops=989.0,
+    bf16_tflops=989.0,
+    fp16_half_rate_accum=False,
+    unconfirmed=False,
+    unconfirmed_fields=(),
+    source="hand-written for the tests",
 )
 
 
@@ -41,9 +49,18 @@ def child_doc(raw: Dict[str, Any]) -> Dict[str, Any]:
     return json.loads(raw["stdout"])
 
 
-def fake_python(tmp: Path, *, stdout: str = "", events: Optional[List[Dict[str, Any]]] = None,
-                result: Optional[Dict[str, Any]] = None, stderr: str = "", rc: int = 0, hang: bool = False,
-                signal: Optional[int] = None, name: str = "python3") -> str:
+def fake_python(
+    tmp: Path,
+    *,
+    stdout: str = "",
+    events: Optional[List[Dict[str, Any]]] = None,
+    result: Optional[Dict[str, Any]] = None,
+    stderr: str = "",
+    rc: int = 0,
+    hang: bool = False,
+    signal: Optional[int] = None,
+    name: str = "python3",
+) -> str:
     """An executable that answers like a child: protocol lines (the events, then the result) and any
     other ``stdout`` on stdout, ``stderr`` on stderr, then an exit. Recorded events name their kind
     "event" (protocol 1): they are written as protocol-2 lines with the same fields."""
@@ -79,8 +96,9 @@ class FakeNvml(_RecordedNvml):
     """The H200's recorded NVML answers, ``gpus`` of them, each at a fixed clock, power and throttle
     mask; ``fail`` makes nvmlInit fail with that text."""
 
-    def __init__(self, gpus: int = 1, clock: int = 1410, power_mw: int = 699000, mask: int = 0x4,
-                 fail: Optional[str] = None) -> None:
+    def __init__(
+        self, gpus: int = 1, clock: int = 1410, power_mw: int = 699000, mask: int = 0x4, fail: Optional[str] = None
+    ) -> None:
         recorded = _RecordedNvml.recorded("h200-driver580-cuda13", gpus=gpus)
         super().__init__(recorded.recording, init_error=(999, fail) if fail else None)
         for i in range(gpus):
@@ -89,5 +107,6 @@ class FakeNvml(_RecordedNvml):
             self.set(i, "nvmlDeviceGetTemperature:0", 61)
             self.set(i, "nvmlDeviceGetCurrentClocksEventReasons", mask)
             self.set(i, "nvmlDeviceGetPowerUsage", power_mw)
-            self.set(i, "nvmlDeviceGetFieldValues:186",
-                     [{"nvmlReturn": 0, "valueType": 1, "value": {"uiVal": power_mw}}])
+            self.set(
+                i, "nvmlDeviceGetFieldValues:186", [{"nvmlReturn": 0, "valueType": 1, "value": {"uiVal": power_mw}}]
+            )

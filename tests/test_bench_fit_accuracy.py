@@ -54,12 +54,12 @@ def test_the_recorded_held_out_run_recomputes_with_its_measured_rows():
 
 
 def test_the_cross_validation_reads_the_tuning_rows_only_and_recomputes_the_estimators_own_peaks():
-    import fit_crossval as cv     # noqa: PLC0415 - benchmarks/ is on the path above
+    import fit_crossval as cv  # noqa: PLC0415 - benchmarks/ is on the path above
 
     files = [f for _, fs in cv.TUNING for f in fs]
-    assert not any("heldout3" in f for f in files)          # the third held-out set is never read
+    assert not any("heldout3" in f for f in files)  # the third held-out set is never read
     const = cv.load_constants()
-    rows = cv.tuning_rows(const)    # raises when the recomputed peak is not the estimate's
+    rows = cv.tuning_rows(const)  # raises when the recomputed peak is not the estimate's
     assert len(rows) == 83 and {r.set for r in rows} == {"original", "held-out 1", "held-out 2", "extras"}
     # two points: the shipped constants and one with no reserve share for the states; leaving a family out
     # scores every row exactly once

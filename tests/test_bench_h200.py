@@ -20,8 +20,14 @@ from tests.test_bench_fakes import H200_MODEL, FakeNvml, child_doc, fake_python,
 
 def analysed(name: str, lookup=lambda name: H200_MODEL) -> BenchResult:
     raw = recorded_run(name)
-    return build_result(child_doc(raw), samples=samples(raw), gpus=raw["gpus"],
-                        sampling=raw["sampling"], lookup=lookup, python="/opt/torch/.venv/bin/python3")
+    return build_result(
+        child_doc(raw),
+        samples=samples(raw),
+        gpus=raw["gpus"],
+        sampling=raw["sampling"],
+        lookup=lookup,
+        python="/opt/torch/.venv/bin/python3",
+    )
 
 
 def point(result: BenchResult, dtype: str, n: int):
@@ -67,7 +73,7 @@ def test_torch_without_a_visible_gpu_while_nvml_sees_one():
 
 def test_tf32_override_is_noted_and_fp32_stayed_exact():
     r = analysed("tf32-override")
-    assert any("TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1" in n for n in r.notes)   # recorded child note
+    assert any("TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1" in n for n in r.notes)  # recorded child note
     assert point(r, "fp32", 2048).status == "ok"
 
 
@@ -100,6 +106,7 @@ def test_json_round_trip_through_serde():
 
 def test_real_table_knows_the_h200():
     from envdoctor.bench.host import lookup_model
+
     model = lookup_model("NVIDIA H200")
     if model is None:
         pytest.skip("envdoctor.table has no H200 row")
@@ -124,11 +131,11 @@ def test_siblings_flag_a_slow_second_gpu():
 
 # --- through run_bench, with fake target interpreters ---------------------------------------
 
+
 def test_run_bench_replays_the_h200_child_with_fake_nvml(tmp_path):
     python = replay(tmp_path, recorded_run("default"))
     seen = []
-    r = run_bench(python, nvml=FakeNvml(), sample_interval=0.01, lookup=lambda name: H200_MODEL,
-                  progress=seen.append)
+    r = run_bench(python, nvml=FakeNvml(), sample_interval=0.01, lookup=lambda name: H200_MODEL, progress=seen.append)
     assert r.error is None and len(r.points) == 16
     assert seen[-1].done == seen[-1].total == 16 and seen[-1].point.dtype == "bf16"
     assert r.sampling.startswith("NVML:") and "instant power" in r.sampling
@@ -191,7 +198,7 @@ def test_sampler_without_pynvml_says_so(monkeypatch):
 
 def test_sampler_falls_back_to_averaged_power():
     nv = FakeNvml()
-    nv.set(0, "nvmlDeviceGetFieldValues:186", {"error": 3})      # a GPU without instant power
+    nv.set(0, "nvmlDeviceGetFieldValues:186", {"error": 3})  # a GPU without instant power
     s = Sampler(0.01, nv)
     assert s.start()
     time.sleep(0.03)

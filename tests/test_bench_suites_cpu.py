@@ -19,8 +19,13 @@ from tests.test_bench_child import needs_torch
 from tests.test_bench_fakes import FakeNvml
 
 TINY = {"h": 32, "heads": 4, "ffn": 64}
-DIMS = {"bert": TINY, "gpt2": TINY, "t5_encoder": TINY, "t5_decoder": TINY,
-        "llama": {"h": 32, "heads": 4, "kv_heads": 2, "ffn": 48}}
+DIMS = {
+    "bert": TINY,
+    "gpt2": TINY,
+    "t5_encoder": TINY,
+    "t5_decoder": TINY,
+    "llama": {"h": 32, "heads": 4, "kv_heads": 2, "ffn": 48},
+}
 SHAPES = {name: [[2, 16]] for name in DIMS}
 # One thread: the two cores of the CI machine are shared, and contended threads make a tiny layer
 # take 100x longer now and then.
@@ -37,8 +42,17 @@ def layers_config(**kw):
 def cpu_run():
     """One real run of every suite on the CPU torch: (BenchResult, what the child printed)."""
     raw: dict = {}
-    result = run_bench(sys.executable, sizes=(32,), budget=0.3, suites=("matmul", "memory", "layers"),
-                       memory_sizes=(4096, 65536), layers=layers_config(), env=ENV, nvml=FakeNvml(gpus=0), raw=raw)
+    result = run_bench(
+        sys.executable,
+        sizes=(32,),
+        budget=0.3,
+        suites=("matmul", "memory", "layers"),
+        memory_sizes=(4096, 65536),
+        layers=layers_config(),
+        env=ENV,
+        nvml=FakeNvml(gpus=0),
+        raw=raw,
+    )
     return result, raw
 
 
@@ -48,8 +62,12 @@ def test_memory_suite_times_both_operations_on_the_cpu(cpu_run):
     doc = raw["result"]
     assert result.error is None and doc["suites"] == ["matmul", "memory", "layers"]
     got = [(p["op"], p["n"], p["status"], p["moved_bytes"]) for p in doc["memory_points"]]
-    assert got == [("mul", 4096, "ok", 32768), ("copy", 4096, "ok", 32768),
-                   ("mul", 65536, "ok", 524288), ("copy", 65536, "ok", 524288)]
+    assert got == [
+        ("mul", 4096, "ok", 32768),
+        ("copy", 4096, "ok", 32768),
+        ("mul", 65536, "ok", 524288),
+        ("copy", 65536, "ok", 524288),
+    ]
     for p in doc["memory_points"]:
         assert p["gbs"] > 0 and p["ms"] > 0 and 5 <= len(p["repeats_ms"]) <= 40 and p["started"] < p["ended"]
     plan = next(e for e in raw["events"] if e["kind"] == "plan")
@@ -73,8 +91,10 @@ def test_flop_counter_agrees_with_the_analytic_count_for_every_eager_layer(cpu_r
         # torch 2.13 has no formula for the CPU flash kernel: the attention part is not counted
         assert c["kernel"] == "flash" and c["counted_fwd"] in (flops, flops - c["attention_fwd"]), name
     lines = next(v for v in cpu_run[0].verdicts if v.suite == "layers").why
-    assert ("FLOP count: FlopCounterMode agrees with the analytic count for the 5 eager layers within 0.00% "
-            "(fwd and fwd+bwd)") in lines
+    assert (
+        "FLOP count: FlopCounterMode agrees with the analytic count for the 5 eager layers within 0.00% "
+        "(fwd and fwd+bwd)"
+    ) in lines
 
 
 @needs_torch
@@ -108,7 +128,7 @@ def test_cpu_only_report_has_no_gpu_verdict(cpu_run):
     assert "CPU memory bandwidth (fp32 vectors; GB/s = bytes read + written / time)" in text
     assert "CPU memory bandwidth: no size past the caches was measured" in text
     assert "Layers: up to " in text and "of the matmul rate measured in this run (fp32 " in text
-    section = text.split("CPU memory bandwidth (")[1].split("\nnote:")[0]      # memory and layers
+    section = text.split("CPU memory bandwidth (")[1].split("\nnote:")[0]  # memory and layers
     assert "HBM" not in section and "datasheet" not in section and "%sheet" not in section
     assert "the fp32 matmul rate (" in section and "comes from one short product at n=512 run for the layers" in section
     # ED613 (repeats disturbed by other load) is the truth on a busy shared CI machine; nothing else
@@ -118,8 +138,9 @@ def test_cpu_only_report_has_no_gpu_verdict(cpu_run):
 def test_cpu_memory_verdict_text():
     cpu = BenchDevice(0, kind="cpu", name="x86_64")
     big = MemoryPoint(0, "copy", 1 << 26, bytes=1 << 28, moved_bytes=1 << 29, gbs=12.34)
-    assert memory_verdict(cpu, [big]).line == ("CPU memory bandwidth: 12.3 GB/s (c.copy_(a), 256 MiB buffers); "
-                                               "torch ran on the CPU, no GPU verdict")
+    assert memory_verdict(cpu, [big]).line == (
+        "CPU memory bandwidth: 12.3 GB/s (c.copy_(a), 256 MiB buffers); torch ran on the CPU, no GPU verdict"
+    )
     small = MemoryPoint(0, "copy", 4096, bytes=16384, moved_bytes=32768, gbs=40.0)
     assert memory_verdict(cpu, [small]).line == "CPU memory bandwidth: no size past the caches was measured"
 
@@ -158,21 +179,39 @@ torch.outer = outer
 def test_out_of_memory_skips_the_large_points_and_a_killed_child_keeps_what_it_finished(tmp_path):
     (tmp_path / "sitecustomize.py").write_text(OOM_PATCH + KILL_PATCH)
     env = dict(ENV, PYTHONPATH=str(tmp_path))
-    layers = layers_config(names=["bert", "llama"], shapes={"bert": [[1, 8], [4, 8]], "llama": [[1, 8]]},
-                           attentions=["sdpa"], flop_check=False)
-    r = run_bench(sys.executable, suites=("memory", "layers"), memory_sizes=(4096, 65536), budget=0.3,
-                  layers=layers, env=env, nvml=FakeNvml(gpus=0))
+    layers = layers_config(
+        names=["bert", "llama"],
+        shapes={"bert": [[1, 8], [4, 8]], "llama": [[1, 8]]},
+        attentions=["sdpa"],
+        flop_check=False,
+    )
+    r = run_bench(
+        sys.executable,
+        suites=("memory", "layers"),
+        memory_sizes=(4096, 65536),
+        budget=0.3,
+        layers=layers,
+        env=env,
+        nvml=FakeNvml(gpus=0),
+    )
     assert r.error.kind == "crashed" and r.error.message.startswith(f"{sys.executable} was killed by SIGKILL")
-    assert [(p.n, p.status) for p in r.memory_points] == [(4096, "ok"), (4096, "ok"), (65536, "skipped"),
-                                                          (65536, "skipped")]
+    assert [(p.n, p.status) for p in r.memory_points] == [
+        (4096, "ok"),
+        (4096, "ok"),
+        (65536, "skipped"),
+        (65536, "skipped"),
+    ]
     assert r.memory_points[2].error == "out of memory: OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"
     assert [(p.layer, p.batch, p.mode, p.status) for p in r.layer_points] == [
-        ("bert", 1, "fwd", "ok"), ("bert", 1, "fwd+bwd", "ok"), ("bert", 4, "fwd", "skipped"),
-        ("bert", 4, "fwd+bwd", "skipped")]
+        ("bert", 1, "fwd", "ok"),
+        ("bert", 1, "fwd+bwd", "ok"),
+        ("bert", 4, "fwd", "skipped"),
+        ("bert", 4, "fwd+bwd", "skipped"),
+    ]
     assert r.layer_points[2].error == "out of memory: OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 GiB"
     # no matmul suite: the layers ran one product for their rate, kept from its event
     assert [(p.reference, p.dtype, p.n) for p in r.reference_points] == [(True, "fp32", 512)]
-    assert "ED612" in [f.code for f in r.findings] and exit_code(r) == 1     # 1: the crash
+    assert "ED612" in [f.code for f in r.findings] and exit_code(r) == 1  # 1: the crash
     text = render_bench_text(r)
     assert "memory mul n=65536 SKIPPED: out of memory" in text and "bert fp32 sdpa fwd b=4 s=8 SKIPPED" in text
 
@@ -195,14 +234,15 @@ def test_the_layers_suite_on_the_cpu_keeps_to_its_budget(tmp_path):
     and 0.1 s per point; the points left out say why."""
     raw: dict = {}
     result = run_bench(sys.executable, budget=2.0, suites=("layers",), env=ENV, nvml=FakeNvml(gpus=0), raw=raw)
-    budget = 5.0 * 2.0 / 6.0                                     # suite_budgets(2.0)["layers"]
+    budget = 5.0 * 2.0 / 6.0  # suite_budgets(2.0)["layers"]
     points = result.layer_points
     measured = [p for p in points if p.status == "ok"]
     left = [p for p in points if p.status == "skipped"]
-    assert len(points) == 20 and measured and left                # a CPU call takes 0.1-0.7 s: not all fit
+    assert len(points) == 20 and measured and left  # a CPU call takes 0.1-0.7 s: not all fit
     first = min(p.started for p in points if p.started)
     # no point started after the budget and its allowance (the last one may run past it)
     assert max(p.started for p in measured) - first <= budget + 0.1 * len(points)
     assert all(p.started >= max(q.started for q in measured) for p in left)
-    assert all(p.error == f"the layers budget of {budget:.4g} s was spent (a larger --budget measures it)"
-               for p in left)
+    assert all(
+        p.error == f"the layers budget of {budget:.4g} s was spent (a larger --budget measures it)" for p in left
+    )

@@ -31,9 +31,14 @@ def recording() -> Dict[str, Any]:
 
 def analysed(doc=None, lookup=lambda name: H200_MODEL) -> BenchResult:
     raw = recording()
-    return build_result(doc or raw["result"], samples=[from_data(NvmlSample, s) for s in raw["samples"]],
-                        gpus=raw["gpus"], sampling=raw["sampling"], lookup=lookup,
-                        python="/opt/torch/.venv/bin/python3")
+    return build_result(
+        doc or raw["result"],
+        samples=[from_data(NvmlSample, s) for s in raw["samples"]],
+        gpus=raw["gpus"],
+        sampling=raw["sampling"],
+        lookup=lookup,
+        python="/opt/torch/.venv/bin/python3",
+    )
 
 
 def memory(r: BenchResult, op: str, n: int):
@@ -54,22 +59,27 @@ def test_sizes_whose_two_buffers_fit_the_l2_are_marked_and_do_not_judge_the_hbm(
     assert r.suites == ("matmul", "memory", "layers") and len(r.memory_points) == 18
     # 4Mi fp32 elements: two 16 MiB buffers fit the H200's 60 MiB L2; 16Mi (two of 64 MiB) do not
     assert memory(r, "mul", 1 << 22).l2_resident is True and memory(r, "mul", 1 << 24).l2_resident is False
-    assert memory(r, "copy", 1 << 22).gbs == pytest.approx(4953.54, abs=0.01)   # the L2 beats the HBM
+    assert memory(r, "copy", 1 << 22).gbs == pytest.approx(4953.54, abs=0.01)  # the L2 beats the HBM
     v = verdict(r, "memory")
     assert v.state == "confirmed" and v.code is None
     # copy at 256Mi elements (two 1 GiB buffers): 4271.1 GB/s, 4271.1 / 4800 = 89.0%
     assert v.line == "HBM delivers 4.3 TB/s, 89% of the 4.8 TB/s datasheet (c.copy_(a), 1 GiB buffers)"
-    assert ("sizes whose two buffers fit in the 60 MiB L2 are served from it: up to 5.0 TB/s at 16 MiB buffers, "
-            "above the 4.3 TB/s measured past it") in r.notes
+    assert (
+        "sizes whose two buffers fit in the 60 MiB L2 are served from it: up to 5.0 TB/s at 16 MiB buffers, "
+        "above the 4.3 TB/s measured past it"
+    ) in r.notes
     big = memory(r, "copy", 1 << 28)
     assert big.efficiency == pytest.approx(4271.13 / 4800, abs=1e-5)
     assert (big.mem_clock_mhz, big.sm_clock_mhz, big.power_w, big.samples) == (3201, 1980, 631.6, 2)
 
 
-@pytest.mark.parametrize("scale, state, code, severity, exit", [
-    (0.75, "below", "ED606", "warning", 0),             # 3203 GB/s: 67% of 4800
-    (0.5, "not_delivering", "ED605", "error", 1),       # 2136 GB/s: 44%
-])
+@pytest.mark.parametrize(
+    "scale, state, code, severity, exit",
+    [
+        (0.75, "below", "ED606", "warning", 0),  # 3203 GB/s: 67% of 4800
+        (0.5, "not_delivering", "ED605", "error", 1),  # 2136 GB/s: 44%
+    ],
+)
 def test_bandwidth_below_the_datasheet(scale, state, code, severity, exit):
     doc = recording()["result"]
     for p in doc["memory_points"]:
@@ -85,8 +95,9 @@ def test_bandwidth_below_the_datasheet(scale, state, code, severity, exit):
 def test_gpu_not_in_the_table_gets_the_figure_without_a_verdict():
     r = analysed(lookup=lambda name: None)
     v = verdict(r, "memory")
-    assert v.state == "none" and v.line == ("HBM delivers 4.3 TB/s (c.copy_(a), 1 GiB buffers); this GPU's "
-                                            "datasheet bandwidth is not in envdoctor's table")
+    assert v.state == "none" and v.line == (
+        "HBM delivers 4.3 TB/s (c.copy_(a), 1 GiB buffers); this GPU's datasheet bandwidth is not in envdoctor's table"
+    )
     assert memory(r, "copy", 1 << 28).efficiency is None
 
 
@@ -96,7 +107,9 @@ def test_layer_points_against_the_matmul_rate_of_the_same_run():
     # the bf16 rate of the run: the best bf16 product at n >= 2048 (667.1 at 2048, 662.4 at 8192)
     assert p.tflops == pytest.approx(479.64, abs=0.01) and p.matmul_tflops == pytest.approx(667.12, abs=0.01)
     assert p.kernel == "cudnn"
-    assert p.of_matmul == pytest.approx(479.64 / 667.12, abs=1e-4) and p.efficiency == pytest.approx(479.64 / 989, abs=1e-4)
+    assert p.of_matmul == pytest.approx(479.64 / 667.12, abs=1e-4) and p.efficiency == pytest.approx(
+        479.64 / 989, abs=1e-4
+    )
     # the products alone at 667.1 TFLOP/s would take 72% of the call; bound: compute
     assert p.matmul_share == pytest.approx(0.719, abs=1e-3) and p.bound == "compute"
     # four samples in the point: 1980, 1905, 1905, 1965 MHz; 696.0, 152.9, 152.9, 518.2 W
@@ -114,16 +127,25 @@ def test_small_layer_points_of_the_h200_are_cpu_bound():
 
 def test_measured_issue_time_makes_a_point_launch_bound():
     doc = recording()["result"]
-    small = next(p for p in doc["layer_points"] if (p["layer"], p["dtype"], p["attention"], p["mode"], p["batch"])
-                 == ("bert", "bf16", "sdpa", "fwd+bwd", 4))
-    big = next(p for p in doc["layer_points"] if (p["layer"], p["dtype"], p["attention"], p["mode"], p["batch"])
-               == ("llama", "bf16", "sdpa", "fwd", 2))
-    small["issue_ms"] = 1.75          # the CPU needs 1.75 of the call's 1.829 ms to issue it
-    big["issue_ms"] = 0.31            # 0.31 of 2.933 ms: the GPU sets the pace
+    small = next(
+        p
+        for p in doc["layer_points"]
+        if (p["layer"], p["dtype"], p["attention"], p["mode"], p["batch"]) == ("bert", "bf16", "sdpa", "fwd+bwd", 4)
+    )
+    big = next(
+        p
+        for p in doc["layer_points"]
+        if (p["layer"], p["dtype"], p["attention"], p["mode"], p["batch"]) == ("llama", "bf16", "sdpa", "fwd", 2)
+    )
+    small["issue_ms"] = 1.75  # the CPU needs 1.75 of the call's 1.829 ms to issue it
+    big["issue_ms"] = 0.31  # 0.31 of 2.933 ms: the GPU sets the pace
     r = analysed(doc)
     p = layer(r, "bert", "bf16", "sdpa", "fwd+bwd", 4)
     assert p.bound == "launch" and p.launch_share == pytest.approx(1.75 / 1.8286, abs=1e-4)
-    assert "the CPU takes 1.75 ms to issue one call (55 kernels), 96% of its 1.83 ms: the GPU waits for Python" in p.bound_why
+    assert (
+        "the CPU takes 1.75 ms to issue one call (55 kernels), 96% of its 1.83 ms: the GPU waits for Python"
+        in p.bound_why
+    )
     q = layer(r, "llama", "bf16", "sdpa", "fwd", 2)
     assert q.bound == "compute" and q.launch_share == pytest.approx(0.31 / 2.933, abs=1e-4)
     assert "the CPU takes 0.31 ms to issue one call (31 kernels), 11% of its 2.93 ms" in q.bound_why
@@ -134,11 +156,14 @@ def test_explanation_per_layer_names_the_eager_softmax_and_the_small_batch():
     v = verdict(analysed(), "layers")
     assert v.state == "none"
     # 656.0 / 667.1 = 98%; the fp16 rate is the n=8192 product, 638.8
-    assert v.line == ("Layers: up to 656 TFLOP/s (llama bf16 sdpa fwd b=2 s=2048), 98% of the matmul rate "
-                      "measured in this run (bf16 667, fp16 639 TFLOP/s)")
+    assert v.line == (
+        "Layers: up to 656 TFLOP/s (llama bf16 sdpa fwd b=2 s=2048), 98% of the matmul rate "
+        "measured in this run (bf16 667, fp16 639 TFLOP/s)"
+    )
     gpt2 = next(w for w in v.why if w.startswith("GPT-2-medium block"))
-    assert gpt2.startswith("GPT-2-medium block, bf16 b=16 s=1024: SDPA (cudnn) fwd+bwd 480 TFLOP/s, 72% of the "
-                           "matmul rate")
+    assert gpt2.startswith(
+        "GPT-2-medium block, bf16 b=16 s=1024: SDPA (cudnn) fwd+bwd 480 TFLOP/s, 72% of the matmul rate"
+    )
     # eager: 185.1 TFLOP/s (28%), 8.44 GiB more through its other operations than the SDPA call
     assert "eager attention reaches 185 (28%): its softmax over the 16x16x1024x1024 scores moves 8.4 GiB" in gpt2
     # b=4: 80.7 TFLOP/s, 12%; its bound is "overhead" (CPU-bound by the estimate): said launch-bound
@@ -147,25 +172,33 @@ def test_explanation_per_layer_names_the_eager_softmax_and_the_small_batch():
 
 def test_flop_counter_lines_eager_agrees_and_sdpa_recompute_is_shown_apart():
     v = verdict(analysed(), "layers")
-    assert ("FLOP count: FlopCounterMode agrees with the analytic count for the 5 eager layers within 0.00% "
-            "(fwd and fwd+bwd)") in v.why
+    assert (
+        "FLOP count: FlopCounterMode agrees with the analytic count for the 5 eager layers within 0.00% "
+        "(fwd and fwd+bwd)"
+    ) in v.why
     sdpa = next(w for w in v.why if w.startswith("FLOP count, SDPA"))
     # gpt2 at b=4 s=512: F = 55.84 GFLOP, attention 4.29: (3F + 0.5 x 4.29) / 3F = 1.0128; bert at
     # b=4 s=128: F = 13.15, attention 0.27: +0.3%; the decoder's two attentions, 8.59: +1.9%
-    assert sdpa == ("FLOP count, SDPA (cudnn) fwd+bwd: FlopCounterMode counts more than 3x the forward, by the "
-                    "scores its backward recomputes: bert +0.3%, gpt2 +1.3%, t5_encoder +1.3%, t5_decoder +1.9%")
+    assert sdpa == (
+        "FLOP count, SDPA (cudnn) fwd+bwd: FlopCounterMode counts more than 3x the forward, by the "
+        "scores its backward recomputes: bert +0.3%, gpt2 +1.3%, t5_encoder +1.3%, t5_decoder +1.9%"
+    )
     # torch 2.11's sdpa formula rejects the GQA shapes of the Llama block
-    assert ("FLOP count of llama (sdpa) not checked: AssertionError: sdpa_flop_count: query/key/value shapes are "
-            "incompatible") in v.why
+    assert (
+        "FLOP count of llama (sdpa) not checked: AssertionError: sdpa_flop_count: query/key/value shapes are "
+        "incompatible"
+    ) in v.why
 
 
 def test_layers_without_the_matmul_suite_say_where_their_rate_comes_from():
     doc = recording()["result"]
-    ref = dict(doc["points"][-1], reference=True)               # bf16 n=8192, 662.4 TFLOP/s
+    ref = dict(doc["points"][-1], reference=True)  # bf16 n=8192, 662.4 TFLOP/s
     doc.update(suites=["layers"], points=[], reference_points=[ref])
     v = verdict(analysed(doc), "layers")
-    assert ("the bf16 matmul rate (662 TFLOP/s) comes from one short product at n=8192 run for the layers: "
-            "the matmul suite was not asked for") in v.why
+    assert (
+        "the bf16 matmul rate (662 TFLOP/s) comes from one short product at n=8192 run for the layers: "
+        "the matmul suite was not asked for"
+    ) in v.why
     assert [x.suite for x in analysed(doc).verdicts] == ["layers"]
 
 
@@ -189,17 +222,22 @@ def test_sdpa_falling_back_to_math_is_a_warning():
     r = analysed(doc)
     (f,) = r.findings
     assert (f.code, f.severity) == ("ED610", "warning") and exit_code(r) == 0
-    assert f.evidence[0] == "GPU 0 gpt2 fp16 sdpa fwd b=4 s=512: autograd node BmmBackward0"   # fp16 ran first
+    assert f.evidence[0] == "GPU 0 gpt2 fp16 sdpa fwd b=4 s=512: autograd node BmmBackward0"  # fp16 ran first
 
 
 def test_nan_from_a_layer_is_an_error_and_out_of_memory_only_a_skipped_point():
     doc = recording()["result"]
     nan = next(p for p in doc["layer_points"] if p["layer"] == "t5_decoder" and p["mode"] == "fwd+bwd")
     nan.update(status="wrong", error="the output (or the input's gradient) holds NaN or Inf")
-    oom = next(p for p in doc["layer_points"]
-               if p["layer"] == "llama" and p["batch"] == 2 and p["attention"] == "eager")
-    oom.update(status="skipped", tflops=None, ms=None,
-               error="out of memory: OutOfMemoryError: CUDA out of memory. Tried to allocate 4.00 GiB")
+    oom = next(
+        p for p in doc["layer_points"] if p["layer"] == "llama" and p["batch"] == 2 and p["attention"] == "eager"
+    )
+    oom.update(
+        status="skipped",
+        tflops=None,
+        ms=None,
+        error="out of memory: OutOfMemoryError: CUDA out of memory. Tried to allocate 4.00 GiB",
+    )
     r = analysed(doc)
     assert [(f.code, f.severity) for f in r.findings] == [("ED611", "error"), ("ED612", "info")]
     assert verdict(r, "layers").state == "not_delivering" and exit_code(r) == 1
@@ -207,14 +245,15 @@ def test_nan_from_a_layer_is_an_error_and_out_of_memory_only_a_skipped_point():
     assert "llama fp16 eager fwd b=2 s=2048 SKIPPED: out of memory: OutOfMemoryError" in text
     del nan["status"], nan["error"]
     r = analysed(doc)
-    assert [f.code for f in r.findings] == ["ED612"] and exit_code(r) == 0   # a skipped point alone: exit 0
+    assert [f.code for f in r.findings] == ["ED612"] and exit_code(r) == 0  # a skipped point alone: exit 0
 
 
 def test_text_report_has_the_three_sections():
     text = render_bench_text(analysed())
-    assert "Tensor Cores confirmed: fp16 runs 12.5x fp32" in text      # 638.8 / 51.3 at n=8192
-    assert ("memory bandwidth (fp32 vectors; GB/s = bytes read + written / time; L2: both buffers fit in the "
-            "60 MiB L2)") in text
+    assert "Tensor Cores confirmed: fp16 runs 12.5x fp32" in text  # 638.8 / 51.3 at n=8192
+    assert (
+        "memory bandwidth (fp32 vectors; GB/s = bytes read + written / time; L2: both buffers fit in the 60 MiB L2)"
+    ) in text
     row = next(line for line in text.splitlines() if line.startswith("256Mi"))
     assert row.split() == ["256Mi", "1", "GiB", "HBM", "4245", "4271", "4800", "89%", "1980", "3201", "632"]
     assert next(line for line in text.splitlines() if line.startswith("4Mi")).split()[3] == "L2"
@@ -243,8 +282,11 @@ def test_a_matmul_only_document_of_before_the_suites_still_loads():
 
 def test_plot_spec_has_a_panel_per_suite():
     spec = plot_spec(analysed(), "/tmp/x.png")
-    assert [p["title"] for p in spec["panels"]] == ["matmul", "memory (fp32 vectors)",
-                                                    "transformer layers (bf16, analytic FLOPs)"]
+    assert [p["title"] for p in spec["panels"]] == [
+        "matmul",
+        "memory (fp32 vectors)",
+        "transformer layers (bf16, analytic FLOPs)",
+    ]
     mem = spec["panels"][1]
     assert mem["hlines"] == {"datasheet": 4800.0} and mem["xmax_shade"] == 62914560 / 8
     bars = spec["panels"][2]
@@ -255,8 +297,13 @@ def test_plot_spec_has_a_panel_per_suite():
 
 
 def _replay(tmp: Path, raw: Dict[str, Any], events=None, **kw: Any) -> str:
-    return fake_python(tmp, events=raw["events"] if events is None else events,
-                       result=raw["result"] if events is None else None, stderr="", **kw)
+    return fake_python(
+        tmp,
+        events=raw["events"] if events is None else events,
+        result=raw["result"] if events is None else None,
+        stderr="",
+        **kw,
+    )
 
 
 def test_cli_on_the_replay_shows_progress_per_suite_and_exits_0(tmp_path):

@@ -54,8 +54,14 @@ torch.matmul = matmul
 
 def test_a_target_whose_products_sometimes_differ_is_faulty(tmp_path):
     (tmp_path / "sitecustomize.py").write_text(SOMETIMES_WRONG)
-    r = run_burn(sys.executable, seconds=1.5, dtypes=("fp32",), memtest_s=0, nvml=no_nvml(),
-                 env=dict(os.environ, PYTHONPATH=str(tmp_path), OMP_NUM_THREADS="1"))
+    r = run_burn(
+        sys.executable,
+        seconds=1.5,
+        dtypes=("fp32",),
+        memtest_s=0,
+        nvml=no_nvml(),
+        env=dict(os.environ, PYTHONPATH=str(tmp_path), OMP_NUM_THREADS="1"),
+    )
     g = r.gpus[0]
     p = g.phases[0]
     assert (p.status, p.mismatches, p.bad_products, p.first_bad_product) == ("miscompare", 1, 1, 5)
@@ -66,14 +72,21 @@ def test_a_stop_ends_the_load_and_the_child_still_answers():
     stop = threading.Event()
     timers = []
 
-    def on_event(job, event):      # about a second after the load has begun (import torch may take long)
+    def on_event(job, event):  # about a second after the load has begun (import torch may take long)
         if event.get("kind") == "interval" and not timers:
             timers.append(threading.Timer(1.0, stop.set))
             timers[0].start()
 
     try:
-        r = run_burn(sys.executable, seconds=60.0, dtypes=("fp32",), nvml=no_nvml(), stop=stop,
-                     env=dict(os.environ, OMP_NUM_THREADS="1"), on_event=on_event)
+        r = run_burn(
+            sys.executable,
+            seconds=60.0,
+            dtypes=("fp32",),
+            nvml=no_nvml(),
+            stop=stop,
+            env=dict(os.environ, OMP_NUM_THREADS="1"),
+            on_event=on_event,
+        )
     finally:
         for t in timers:
             t.cancel()

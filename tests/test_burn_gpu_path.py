@@ -41,14 +41,23 @@ def child():
     events = []
     stop = types.SimpleNamespace(flag=False)
     stop.is_set = lambda: stop.flag
-    ns = {"__name__": "burn_child", "STOP": stop, "emit": lambda kind, **f: events.append((kind, f)),
-          "stage": lambda name, **f: None, "first_line": lambda exc: f"{type(exc).__name__}: {exc}",
-          "Failure": RuntimeError}
-    for part in uses(CHILD.read_text()):   # the parts run_child sends before the script
+    ns = {
+        "__name__": "burn_child",
+        "STOP": stop,
+        "emit": lambda kind, **f: events.append((kind, f)),
+        "stage": lambda name, **f: None,
+        "first_line": lambda exc: f"{type(exc).__name__}: {exc}",
+        "Failure": RuntimeError,
+    }
+    for part in uses(CHILD.read_text()):  # the parts run_child sends before the script
         exec(compile(_resource(part), part, "exec"), ns)
     exec(compile(CHILD.read_text(), str(CHILD), "exec"), ns)
-    cuda = types.SimpleNamespace(Event=FakeEvent, synchronize=lambda *a: None, empty_cache=lambda: None,
-                                 mem_get_info=lambda dev: (40 << 20, 80 << 20))
+    cuda = types.SimpleNamespace(
+        Event=FakeEvent,
+        synchronize=lambda *a: None,
+        empty_cache=lambda: None,
+        mem_get_info=lambda dev: (40 << 20, 80 << 20),
+    )
 
     class Torch:
         def __getattr__(self, name):
@@ -87,11 +96,11 @@ def test_the_bitwise_compare_catches_one_flipped_low_bit(child):
         real_matmul(x, y, out=out)
         calls[0] += 1
         if calls[0] == 2:
-            out.view(torch.int32).view(-1)[5] ^= 1       # the lowest mantissa bit of one element
+            out.view(torch.int32).view(-1)[5] ^= 1  # the lowest mantissa bit of one element
 
     child.torch.matmul = flip_one_bit
     got = loop.run(3, 3, time.time() + 10)
-    assert (got["mismatches"], got["bad"]) == (1, [5])   # product 5 counted from the start of the phase
+    assert (got["mismatches"], got["bad"]) == (1, [5])  # product 5 counted from the start of the phase
 
 
 def test_the_gpu_memory_test_covers_the_free_memory_and_finds_a_bad_word(child):
@@ -102,11 +111,11 @@ def test_the_gpu_memory_test_covers_the_free_memory_and_finds_a_bad_word(child):
     patterns = [p["pattern"] for p in done["passes"]]
     cycle = ["address", "inverse address", "0x55555555", "0xaaaaaaaa", "random"]
     # the passes go round the patterns in order until the 0.5 s are spent (a fast CI box goes round twice)
-    assert patterns and patterns == (cycle * (len(patterns) // len(cycle) + 1))[:len(patterns)]
+    assert patterns and patterns == (cycle * (len(patterns) // len(cycle) + 1))[: len(patterns)]
     assert done["mismatches"] == 0 and all(p["bytes"] == 33 << 20 for p in done["passes"])
     saved, child.ns["PATTERNS"] = child.ns["PATTERNS"], ("random", "0xaaaaaaaa")
     seeded = child.ns["memtest"](child.torch, torch.device("cpu"), True, 0.01, 0.9, 0, 11)
-    assert seeded["status"] == "ok" and seeded["passes"][0]["pattern"] == "random"   # regenerated for the check
+    assert seeded["status"] == "ok" and seeded["passes"][0]["pattern"] == "random"  # regenerated for the check
     child.ns["PATTERNS"] = saved
     real_fill = child.ns["pattern_fill"]
     writes = {"n": 0}
@@ -114,7 +123,7 @@ def test_the_gpu_memory_test_covers_the_free_memory_and_finds_a_bad_word(child):
     def corrupt_after_write(t, buf, pattern, ci, seed, dev):
         real_fill(t, buf, pattern, ci, seed, dev)
         writes["n"] += 1
-        if writes["n"] == 3:                     # the third chunk written in the first pass
+        if writes["n"] == 3:  # the third chunk written in the first pass
             buf[100] ^= 1 << 30
 
     child.ns["pattern_fill"] = corrupt_after_write

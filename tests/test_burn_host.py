@@ -31,7 +31,7 @@ def test_two_healthy_gpus_are_ok_with_their_nvml_samples(tmp_path):
     assert g.phases[0].burst_tflops == 780.0 and g.samples and g.summary.temperature_max_c == 48
     assert (g.slowdown_c, g.power_limit_w, g.counter_deltas.ecc_uncorrected) == (89, 700.0, 0)
     assert r.torch_version == "2.11.0+cu130" and r.xid_watch == "Xid events of 2 GPU(s) watched"
-    assert [f.code for f in g.findings] == ["ED827"]           # under a second of load: no rate verdict
+    assert [f.code for f in g.findings] == ["ED827"]  # under a second of load: no rate verdict
 
 
 def test_a_gpu_that_hangs_mid_run_is_faulty_and_the_other_is_reported(tmp_path):
@@ -42,7 +42,7 @@ def test_a_gpu_that_hangs_mid_run_is_faulty_and_the_other_is_reported(tmp_path):
     assert ok.verdict == "OK" and ok.phases[0].status == "ok"
     assert hung.verdict == "FAULTY" and [f.code for f in hung.findings if f.severity == "error"] == ["ED816"]
     assert hung.child.state == "hung" and hung.child.stage == "load bf16"
-    assert hung.phases[0].status == "missing" and len(hung.phases[0].intervals) == 6   # what it did before
+    assert hung.phases[0].status == "missing" and len(hung.phases[0].intervals) == 6  # what it did before
     assert "printed nothing for 2 s" in hung.findings[0].evidence[0]
 
 
@@ -78,7 +78,7 @@ def test_uncorrected_ecc_errors_that_appear_during_the_run_make_the_gpu_faulty(t
 
     def on_event(job, event):
         if job == 0 and event.get("kind") == "interval":
-            nv.set(0, "nvmlDeviceGetTotalEccErrors:1,0", 2)      # volatile uncorrected, GPU 0
+            nv.set(0, "nvmlDeviceGetTotalEccErrors:1,0", 2)  # volatile uncorrected, GPU 0
             nv.set(0, "nvmlDeviceGetRemappedRows", [0, 1, 1, 0])
 
     py = fake_target(tmp_path, {"0": healthy_steps(0), "1": healthy_steps(1)})
@@ -104,15 +104,22 @@ def test_a_device_past_the_last_gpu_is_a_usage_error_before_anything_starts(tmp_
 
 
 def test_a_cpu_only_torch_on_a_gpu_machine_is_not_burned_on_the_cpu(tmp_path):
-    fail = [("emit", "error", {"error": {"kind": "no_cuda", "message": "torch 2.13.0+cpu is a CPU-only build"}}),
-            ("exit", 0)]
+    fail = [
+        ("emit", "error", {"error": {"kind": "no_cuda", "message": "torch 2.13.0+cpu is a CPU-only build"}}),
+        ("exit", 0),
+    ]
     r = run(fake_target(tmp_path, {"*": fail}), two_h200s())
     assert r.gpus == () and r.error.kind == "unavailable"
-    assert r.error.message == ("torch 2.13.0+cpu is a CPU-only build, but NVML sees 2 GPU(s): a CPU burn would "
-                               "say nothing about them")
+    assert r.error.message == (
+        "torch 2.13.0+cpu is a CPU-only build, but NVML sees 2 GPU(s): a CPU burn would say nothing about them"
+    )
 
 
 def test_cuda_visible_devices_that_hides_every_gpu_is_a_usage_error(tmp_path):
-    r = run_burn(fake_target(tmp_path, {"*": [("hang",)]}), seconds=5.0, nvml=two_h200s(),
-                 env={"PATH": "/usr/bin:/bin", "CUDA_VISIBLE_DEVICES": ""})
+    r = run_burn(
+        fake_target(tmp_path, {"*": [("hang",)]}),
+        seconds=5.0,
+        nvml=two_h200s(),
+        env={"PATH": "/usr/bin:/bin", "CUDA_VISIBLE_DEVICES": ""},
+    )
     assert r.error.command == "--device" and "CUDA_VISIBLE_DEVICES='' hides all 2 GPU(s)" in r.error.message

@@ -67,9 +67,12 @@ def test_wrong_first_product_against_float64_is_faulty():
 
 
 def test_memory_pattern_mismatch_is_faulty():
-    m = MemTest("mismatch", bytes=120 << 30, passes=(MemPass("address", 120 << 30, 0, 0.2),
-                                                     MemPass("random", 120 << 30, 2, 0.3, first_bad=0x1F4000)),
-                mismatches=2)
+    m = MemTest(
+        "mismatch",
+        bytes=120 << 30,
+        passes=(MemPass("address", 120 << 30, 0, 0.2), MemPass("random", 120 << 30, 2, 0.3, first_bad=0x1F4000)),
+        mismatches=2,
+    )
     g = verdict(h200_gpu(memtest=m)).gpus[0]
     assert g.verdict == "FAULTY" and codes(g) == ["ED802"] and "0x1f4000" in g.findings[0].evidence[0]
 
@@ -112,12 +115,12 @@ def slower(gpu, factor):
 
 
 def test_sustained_below_090_of_the_h200_figure_is_faulty():
-    g = verdict(slower(h200_gpu(), 0.85)).gpus[0]       # 659.4 * 0.85 = 560.5 < 594
+    g = verdict(slower(h200_gpu(), 0.85)).gpus[0]  # 659.4 * 0.85 = 560.5 < 594
     assert g.verdict == "FAULTY" and codes(g) == ["ED809"] and "0.85x" in g.findings[0].title
 
 
 def test_sustained_at_091_of_the_figure_is_ok():
-    assert verdict(slower(h200_gpu(), 0.91)).gpus[0].verdict == "OK"   # 600.1 >= 594
+    assert verdict(slower(h200_gpu(), 0.91)).gpus[0].verdict == "OK"  # 600.1 >= 594
 
 
 def test_slow_gpu_with_a_lower_power_limit_is_only_a_warning():
@@ -145,7 +148,7 @@ def test_gpu_4_percent_slower_than_its_siblings_is_ok():
 def test_thermal_slowdown_in_8_percent_of_the_samples_is_faulty():
     g = with_samples(h200_gpu(), lambda i, s: replace(s, **reasons(0x24)) if i in range(10, 16) else s)
     j = verdict(g).gpus[0]
-    assert j.verdict == "FAULTY" and codes(j) == ["ED812"]     # 6 of 74 samples under load
+    assert j.verdict == "FAULTY" and codes(j) == ["ED812"]  # 6 of 74 samples under load
     assert "sw_thermal in 6 of 74 samples" in j.findings[0].evidence[0]
 
 
@@ -177,8 +180,9 @@ def test_memory_temperature_at_its_maximum_is_faulty():
 
 
 def test_hung_child_is_faulty_with_the_stage():
-    g = verdict(h200_gpu(child=ChildOutcome("hung", "python3 printed nothing for 60 s and was stopped",
-                                            "load bf16"))).gpus[0]
+    g = verdict(
+        h200_gpu(child=ChildOutcome("hung", "python3 printed nothing for 60 s and was stopped", "load bf16"))
+    ).gpus[0]
     assert g.verdict == "FAULTY" and codes(g) == ["ED816"] and g.findings[0].title.endswith("during load bf16")
 
 
@@ -196,9 +200,15 @@ def test_cuda_error_during_the_load_is_faulty_but_out_of_memory_is_a_warning():
     assert codes(verdict(replace(g, phases=(oom,))).gpus[0]) == ["ED819"]
 
 
-@pytest.mark.parametrize("delta,code", [(Counters(ecc_corrected=4), "ED820"), (Counters(pcie_replay=12), "ED821"),
-                                        (Counters(nvlink_recovery=1, nvlink_active=18), "ED822"),
-                                        (Counters(nvlink_crc_flit=101, nvlink_active=18), "ED822")])
+@pytest.mark.parametrize(
+    "delta,code",
+    [
+        (Counters(ecc_corrected=4), "ED820"),
+        (Counters(pcie_replay=12), "ED821"),
+        (Counters(nvlink_recovery=1, nvlink_active=18), "ED822"),
+        (Counters(nvlink_crc_flit=101, nvlink_active=18), "ED822"),
+    ],
+)
 def test_corrected_ecc_pcie_replays_and_nvlink_errors_are_warnings(delta, code):
     g = verdict(h200_gpu(counter_deltas=delta)).gpus[0]
     assert g.verdict == "OK" and codes(g) == [code]
@@ -223,9 +233,19 @@ def test_a_3_s_load_gets_no_throughput_verdict():
 
 
 def test_cpu_run_gets_no_gpu_verdict_but_a_miscompare_is_still_faulty():
-    cpu = replace(h200_gpu(), kind="cpu", name="x86_64", samples=(), summary=None, nvml_index=None,
-                  phases=(Phase("fp32", 256, compare="tolerance", products=900,
-                                intervals=(Interval("fp32", 0.0, 0.5, 900, 0.4, 0.15),)),))
+    cpu = replace(
+        h200_gpu(),
+        kind="cpu",
+        name="x86_64",
+        samples=(),
+        summary=None,
+        nvml_index=None,
+        phases=(
+            Phase(
+                "fp32", 256, compare="tolerance", products=900, intervals=(Interval("fp32", 0.0, 0.5, 900, 0.4, 0.15),)
+            ),
+        ),
+    )
     r = verdict(cpu, cpu_run=True)
     assert r.gpus[0].verdict == "NONE" and [f.code for f in r.findings] == ["ED828"]
     bad = replace(cpu, phases=(replace(cpu.phases[0], mismatches=1, bad_products=1),))

@@ -21,12 +21,32 @@ REPO = Path(__file__).resolve().parent.parent
 #: What check's text report never needs: the advisor and the index client (recommend's), the
 #: other commands' plugins, the other renderers, JSON Schema, HTTP; and on a machine whose NVML
 #: answers and that has no RDMA device, the ``nvidia-smi topo -m`` parser.
-NOT_NEEDED = ("envdoctor.advise", "envdoctor.wheels", "envdoctor.fit", "envdoctor.bench", "envdoctor.burn",
-              "envdoctor.diag", "envdoctor.fleet", "envdoctor.profile", "envdoctor.dockerfile", "envdoctor.verify",
-              "envdoctor.snapshot", "envdoctor.render.json", "envdoctor.render.markdown", "envdoctor.htmlpage",
-              "envdoctor.render.check_page", "envdoctor.documents", "envdoctor.stack.target",
-              "envdoctor.probes.interpreters", "envdoctor.parse.nvidia_topo", "jsonschema", "requests", "urllib3",
-              "http.client", "ssl")
+NOT_NEEDED = (
+    "envdoctor.advise",
+    "envdoctor.wheels",
+    "envdoctor.fit",
+    "envdoctor.bench",
+    "envdoctor.burn",
+    "envdoctor.diag",
+    "envdoctor.fleet",
+    "envdoctor.profile",
+    "envdoctor.dockerfile",
+    "envdoctor.verify",
+    "envdoctor.snapshot",
+    "envdoctor.render.json",
+    "envdoctor.render.markdown",
+    "envdoctor.htmlpage",
+    "envdoctor.render.check_page",
+    "envdoctor.documents",
+    "envdoctor.stack.target",
+    "envdoctor.probes.interpreters",
+    "envdoctor.parse.nvidia_topo",
+    "jsonschema",
+    "requests",
+    "urllib3",
+    "http.client",
+    "ssl",
+)
 
 #: The parsers of what the recorded H200 has none of: no conda, no docker, podman or NVIDIA
 #: Container Toolkit, no CDI spec, no CUDA toolkit; and getpass where USER is set.
@@ -60,10 +80,16 @@ def _run(tmp_path: Path, how: str = "caller", env: Optional[Dict[str, str]] = No
     ctx = h200(tmp_path, env=env)
     out = tmp_path / "modules.json"
     env = {**ctx.env, "PYTHONPATH": str(REPO)}
-    ran = subprocess.run([sys.executable, "-c", PROGRAM, str(out), how, str(ctx.root)], env=env, cwd=REPO,
-                         capture_output=True, text=True, timeout=120)
+    ran = subprocess.run(
+        [sys.executable, "-c", PROGRAM, str(out), how, str(ctx.root)],
+        env=env,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert ran.returncode == 0, ran.stdout + ran.stderr
-    assert "NVIDIA H200" in ran.stdout and "(from nvml)" in ran.stdout     # NVML answered: the H200's path
+    assert "NVIDIA H200" in ran.stdout and "(from nvml)" in ran.stdout  # NVML answered: the H200's path
     return ran
 
 
@@ -95,8 +121,12 @@ def test_check_skip_torch_imports_no_parser_of_a_program_the_machine_lacks(tmp_p
     path = os.pathsep.join([str(tmp_path / "fakebin"), str(tools)])
     loaded = _loaded(tmp_path, {"PATH": path, "USER": "tester"})
     assert [m for m in loaded if _under(m, ABSENT_HERE)] == []
-    assert {"envdoctor.probes.conda", "envdoctor.probes.docker", "envdoctor.probes.toolkit",
-            "envdoctor.probes.system"} <= set(loaded)       # the probes ran, without them
+    assert {
+        "envdoctor.probes.conda",
+        "envdoctor.probes.docker",
+        "envdoctor.probes.toolkit",
+        "envdoctor.probes.system",
+    } <= set(loaded)  # the probes ran, without them
 
 
 def test_check_as_the_program_ends_at_once_with_the_same_report(tmp_path):
@@ -105,8 +135,8 @@ def test_check_as_the_program_ends_at_once_with_the_same_report(tmp_path):
     report and the exit status are the same bytes either way."""
     caller = _run(tmp_path / "caller")
     own = _run(tmp_path / "own", "own")
-    assert (tmp_path / "caller" / "modules.json").exists()         # atexit ran
-    assert not (tmp_path / "own" / "modules.json").exists()        # ended at once
+    assert (tmp_path / "caller" / "modules.json").exists()  # atexit ran
+    assert not (tmp_path / "own" / "modules.json").exists()  # ended at once
     assert own.stdout.replace(str(tmp_path / "own"), "T") == caller.stdout.replace(str(tmp_path / "caller"), "T")
     assert own.stderr == caller.stderr == ""
     assert "Verdict: no problems found." in own.stdout

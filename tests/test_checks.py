@@ -66,9 +66,11 @@ def test_a_crashing_rule_is_one_ed900_naming_the_rule_and_the_others_still_run()
 
     found = checks.run([broken, fine], Facts(), None)
     assert [f.code for f in found] == ["ED900", "ED901"]
-    assert "tests.test_checks.test_a_crashing_rule_is_one_ed900_naming_the_rule_and_the_others_still_run" \
-           ".<locals>.broken: KeyError: 'gpu'" in found[0].title
-    assert found[0].title.startswith("One of envdoctor's checks failed")   # the title of codes.py
+    assert (
+        "tests.test_checks.test_a_crashing_rule_is_one_ed900_naming_the_rule_and_the_others_still_run"
+        ".<locals>.broken: KeyError: 'gpu'" in found[0].title
+    )
+    assert found[0].title.startswith("One of envdoctor's checks failed")  # the title of codes.py
 
 
 def test_suppression_is_split_off_in_one_place_and_normalised():
@@ -115,7 +117,7 @@ def test_one_nvml_session_for_the_driver_gpu_state_and_links_probes(tmp_path):
     nv = ctx.nvml
     assert nv.calls.count("nvmlInit") == 1 and nv.calls.count("nvmlShutdown") == 1, nv.calls[:5]
     assert nv.calls[-1] == "nvmlShutdown"
-    assert facts.driver.gpus and facts.links.gpus and facts.gpu_state.gpus     # each probe still read its part
+    assert facts.driver.gpus and facts.links.gpus and facts.gpu_state.gpus  # each probe still read its part
 
 
 #: Every command that prints findings, and an argument list that gets it past Click's parsing.
@@ -138,5 +140,7 @@ def test_dockerfile_suppress_hides_the_finding_and_its_exit_code():
     code, found, _ = lint("vllm-style.Dockerfile", "--driver", "470.82.01")
     errors = sorted({c for c, severity, _ in found if severity == "error"})
     assert code == 1 and errors, found
-    code, hidden, _ = lint("vllm-style.Dockerfile", "--driver", "470.82.01", *[a for c in errors for a in ("--suppress", c)])
+    code, hidden, _ = lint(
+        "vllm-style.Dockerfile", "--driver", "470.82.01", *[a for c in errors for a in ("--suppress", c)]
+    )
     assert code == 0 and not {c for c, _, _ in hidden} & set(errors)

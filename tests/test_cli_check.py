@@ -18,8 +18,7 @@ FAST = ["--skip", "torch", "--skip", "conda", "--skip", "docker", "--skip", "too
 
 def invoke(ctx, *args):
     env = dict(ctx.env)
-    return CliRunner().invoke(cli, ["check", "--root", str(ctx.root), *FAST, *args], env=env,
-                              catch_exceptions=False)
+    return CliRunner().invoke(cli, ["check", "--root", str(ctx.root), *FAST, *args], env=env, catch_exceptions=False)
 
 
 def test_h200_text_report(tmp_path):
@@ -43,7 +42,9 @@ def test_json_follows_the_schema_and_reads_back(tmp_path):
 
 def test_markdown_block(tmp_path):
     r = invoke(h200(tmp_path), "--markdown")
-    assert r.output.startswith("<details><summary>envdoctor") and "| Driver | 580.159.04 (from nvidia-smi) |" in r.output
+    assert (
+        r.output.startswith("<details><summary>envdoctor") and "| Driver | 580.159.04 (from nvidia-smi) |" in r.output
+    )
     assert r.output.rstrip().endswith("</details>")
 
 
@@ -60,8 +61,13 @@ def test_secrets_masked_even_without_redact(tmp_path):
 
 
 def test_upgrade_without_reboot_exits_1_with_the_fix(tmp_path):
-    ctx = h200(tmp_path, files={"/usr/local/nvidia/lib64/libnvidia-ml.so.580.159.04": None,
-                                "/usr/local/nvidia/lib64/libnvidia-ml.so.590.44.01": ""})
+    ctx = h200(
+        tmp_path,
+        files={
+            "/usr/local/nvidia/lib64/libnvidia-ml.so.580.159.04": None,
+            "/usr/local/nvidia/lib64/libnvidia-ml.so.590.44.01": "",
+        },
+    )
     bin = FakeBin(tmp_path / "b")
     bin.add("nvidia-smi", stdout=SMI_MISMATCH, rc=18)
     r = CliRunner().invoke(cli, ["check", "--root", str(ctx.root), *FAST], env=bin.env())

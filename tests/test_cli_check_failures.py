@@ -26,8 +26,9 @@ SKIP_ALL = ["--skip", "torch", "--skip", "conda", "--skip", "docker", "--skip", 
 
 
 def invoke(ctx, *args, env=None, command="check"):
-    return cli_runner().invoke(cli, [command, "--root", str(ctx.root), *args], env={**ctx.env, **(env or {})},
-                               catch_exceptions=False)
+    return cli_runner().invoke(
+        cli, [command, "--root", str(ctx.root), *args], env={**ctx.env, **(env or {})}, catch_exceptions=False
+    )
 
 
 def _flat(text):
@@ -38,7 +39,7 @@ def test_nvidia_smi_printing_50_mb_on_one_line_is_output_envdoctor_cannot_read(t
     ctx = h200(tmp_path)
     h200_smi(FakeBin(tmp_path), query="x" * 50_000_000 + "\n")
     r = invoke(ctx, *SKIP_ALL)
-    assert r.exit_code in (0, 1), r.output + r.stderr     # not 3: no part of envdoctor failed
+    assert r.exit_code in (0, 1), r.output + r.stderr  # not 3: no part of envdoctor failed
     out = _flat(r.output)
     assert "nvidia-smi printed output envdoctor cannot read (a line of more than 65536 characters)" in out
     assert "nvidia-smi not installed" not in out and "NVML ok" not in out
@@ -64,7 +65,7 @@ def test_failed_probe_nothing_else_covers_is_ed902_not_no_problems(tmp_path):
     out = _flat(r.output)
     assert "! ED902 warning: envdoctor could not read conda: this part of the report is missing" in out
     assert "conda did not answer in 1 s" in out and "no problems found" not in out
-    assert took < 8, took            # conda is bounded by --timeout (it was floored at 30 s)
+    assert took < 8, took  # conda is bounded by --timeout (it was floored at 30 s)
 
 
 def test_conda_gets_the_timeout_without_a_floor(tmp_path):
@@ -91,8 +92,8 @@ def test_suppressed_findings_are_recorded_in_the_json(tmp_path):
     doc = json.loads(r.output)
     jsonschema.validate(doc, SCHEMA)
     assert {f["code"] for f in doc["findings"]}.isdisjoint({"ED112", "ED105"})
-    assert doc["suppressed"]["codes"] == ["ED112", "ED105"]       # as asked, whether they fired or not
-    assert [f["code"] for f in doc["suppressed"]["findings"]] == ["ED112"]   # what they hid here
+    assert doc["suppressed"]["codes"] == ["ED112", "ED105"]  # as asked, whether they fired or not
+    assert [f["code"] for f in doc["suppressed"]["findings"]] == ["ED112"]  # what they hid here
     assert doc["suppressed"]["findings"][0]["title"] == "No NVIDIA GPU on this machine: torch will run on the CPU"
     text = invoke(ctx, *SKIP_ALL, "--suppress", "ED112").output
     assert "suppressed (--suppress): ED112 (info)" in text
@@ -120,12 +121,26 @@ def test_import_torch_segfault_is_not_a_cpu_only_build(tmp_path):
 def test_import_torch_hanging_past_torch_timeout_is_an_error_exit_1(tmp_path):
     ctx, env = _torch_machine(tmp_path, "hang")
     started = time.monotonic()
-    r = invoke(ctx, "--skip", "conda", "--skip", "docker", "--skip", "toolkits", "--python", sys.executable,
-               "--torch-timeout", "2", env=env)
+    r = invoke(
+        ctx,
+        "--skip",
+        "conda",
+        "--skip",
+        "docker",
+        "--skip",
+        "toolkits",
+        "--python",
+        sys.executable,
+        "--torch-timeout",
+        "2",
+        env=env,
+    )
     took = time.monotonic() - started
     out = _flat(r.output)
-    assert "torch installed (2.11.0+cu130), but import torch did not finish in 2 s (--torch-timeout gives it longer)" \
+    assert (
+        "torch installed (2.11.0+cu130), but import torch did not finish in 2 s (--torch-timeout gives it longer)"
         in out
+    )
     assert "CPU-only build" not in out and "no problems found" not in out
     assert "ED201 error" in out and took < 15, took
     assert r.exit_code == 1

@@ -35,12 +35,15 @@ def test_choice_list_all_stands_for_every_choice():
     assert r.output.strip() == "((), (('matmul', 'memory'),), ('all_reduce',), '0')"
 
 
-@pytest.mark.parametrize("args, said", [
-    (("--dtype", "fp8"), "'fp8': choose from fp32, fp16, bf16 (comma-separated)"),
-    (("--dtype", ","), "',': choose from fp32, fp16, bf16 (comma-separated)"),
-    (("--suite", "layers"), "'layers': choose from matmul, memory or all (comma-separated)"),
-    (("--op", "all"), "'all': choose from all_reduce, all_gather (comma-separated)"),
-])
+@pytest.mark.parametrize(
+    "args, said",
+    [
+        (("--dtype", "fp8"), "'fp8': choose from fp32, fp16, bf16 (comma-separated)"),
+        (("--dtype", ","), "',': choose from fp32, fp16, bf16 (comma-separated)"),
+        (("--suite", "layers"), "'layers': choose from matmul, memory or all (comma-separated)"),
+        (("--op", "all"), "'all': choose from all_reduce, all_gather (comma-separated)"),
+    ],
+)
 def test_choice_list_refuses_unknown_names_with_exit_2(args, said):
     r = _run(*args)
     assert r.exit_code == 2 and said in r.output
@@ -71,24 +74,27 @@ def numbers(secs, n, pct, python):
     click.echo(repr((secs, n, pct, python)))
 
 
-@pytest.mark.parametrize("args, said", [
-    (("--seconds", "nan"), "'--seconds': 'nan': give a number from 5 to 86400 seconds"),
-    (("--seconds", "NaN"), "'--seconds': 'NaN': give a number from 5 to 86400 seconds"),
-    (("--seconds", "inf"), "'--seconds': 'inf': give a number from 5 to 86400 seconds"),
-    (("--seconds", "-inf"), "'--seconds': '-inf': give a number from 5 to 86400 seconds"),
-    (("--seconds", "-1"), "'--seconds': '-1': give a number from 5 to 86400 seconds"),
-    (("--seconds", "1e308"), "'--seconds': '1e308': give a number from 5 to 86400 seconds"),
-    (("--seconds", "\u0663\u0660"), "'--seconds': '\u0663\u0660': give a number from 5 to 86400 seconds"),
-    (("--seconds", "9" * 5000), "give a number from 5 to 86400 seconds"),
-    (("--seconds", ""), "'--seconds': '': give a number from 5 to 86400 seconds"),
-    (("--n", "2.5"), "'--n': '2.5': give a whole number from 1 to 8"),
-    (("--n", "0"), "'--n': '0': give a whole number from 1 to 8"),
-    (("--n", "\u00b2"), "'--n': '\u00b2': give a whole number from 1 to 8"),
-    (("--pct", "95"), "'--pct': '95': give a number from 0.1 to 90 %"),
-    (("--python", ""), "'--python': it is empty: give the path of a Python interpreter"),
-    (("--python", "  "), "'--python': it is empty"),
-    (("--python", "py\0thon"), "'--python': a path cannot hold a NUL character"),
-])
+@pytest.mark.parametrize(
+    "args, said",
+    [
+        (("--seconds", "nan"), "'--seconds': 'nan': give a number from 5 to 86400 seconds"),
+        (("--seconds", "NaN"), "'--seconds': 'NaN': give a number from 5 to 86400 seconds"),
+        (("--seconds", "inf"), "'--seconds': 'inf': give a number from 5 to 86400 seconds"),
+        (("--seconds", "-inf"), "'--seconds': '-inf': give a number from 5 to 86400 seconds"),
+        (("--seconds", "-1"), "'--seconds': '-1': give a number from 5 to 86400 seconds"),
+        (("--seconds", "1e308"), "'--seconds': '1e308': give a number from 5 to 86400 seconds"),
+        (("--seconds", "\u0663\u0660"), "'--seconds': '\u0663\u0660': give a number from 5 to 86400 seconds"),
+        (("--seconds", "9" * 5000), "give a number from 5 to 86400 seconds"),
+        (("--seconds", ""), "'--seconds': '': give a number from 5 to 86400 seconds"),
+        (("--n", "2.5"), "'--n': '2.5': give a whole number from 1 to 8"),
+        (("--n", "0"), "'--n': '0': give a whole number from 1 to 8"),
+        (("--n", "\u00b2"), "'--n': '\u00b2': give a whole number from 1 to 8"),
+        (("--pct", "95"), "'--pct': '95': give a number from 0.1 to 90 %"),
+        (("--python", ""), "'--python': it is empty: give the path of a Python interpreter"),
+        (("--python", "  "), "'--python': it is empty"),
+        (("--python", "py\0thon"), "'--python': a path cannot hold a NUL character"),
+    ],
+)
 def test_nan_inf_negative_huge_and_non_ascii_numbers_are_refused_with_their_range(args, said):
     """Issue 26 section 3: NaN and inf passed every float option (burn --seconds nan printed FAULTY)."""
     r = CliRunner().invoke(numbers, list(args))
@@ -106,8 +112,12 @@ def test_numbers_in_range_pass_as_their_type():
 def test_device_lists_refuse_a_gpu_named_twice_and_non_ascii_digits():
     """Issue 26: comms --devices 0,0 exited 1; it is a usage error."""
     assert gpu_indices("3, 0,1") == (3, 0, 1)
-    for bad, said in (("0,0", "GPU 0 is named twice"), ("0,\u0663", "'\u0663' is not a GPU index (0 to 1023)"),
-                      ("1,", "'' is not a GPU index"), ("1024", "'1024' is not a GPU index")):
+    for bad, said in (
+        ("0,0", "GPU 0 is named twice"),
+        ("0,\u0663", "'\u0663' is not a GPU index (0 to 1023)"),
+        ("1,", "'' is not a GPU index"),
+        ("1024", "'1024' is not a GPU index"),
+    ):
         with pytest.raises(ValueError, match=re.escape(said)):
             gpu_indices(bad)
 
@@ -118,11 +128,14 @@ def writes(output):
     click.echo(repr(output))
 
 
-@pytest.mark.parametrize("value, said", [
-    ("a\0b", "a path cannot hold a NUL character"),
-    ("x" * 300, "a file name of 300 bytes (at most 255)"),
-    ("d/" * 3000, "a path of 6000 bytes (at most 4096)"),
-])
+@pytest.mark.parametrize(
+    "value, said",
+    [
+        ("a\0b", "a path cannot hold a NUL character"),
+        ("x" * 300, "a file name of 300 bytes (at most 255)"),
+        ("d/" * 3000, "a path of 6000 bytes (at most 4096)"),
+    ],
+)
 def test_a_path_no_file_can_have_is_a_usage_error_not_a_value_error(value, said):
     """A NUL made os.stat raise ValueError (a traceback); a 300-byte name ENAMETOOLONG (exit 3)."""
     r = CliRunner().invoke(writes, ["-o", value])
@@ -144,15 +157,19 @@ def test_envdoctor_alone_still_shows_the_help_and_a_group_usage_error_is_one_lin
     assert r.exit_code == 2 and r.output.strip().splitlines() == ["Error: No such option '--bogus'."], r.output
     r = CliRunner().invoke(cli, ["burn", "--seconds", "nan"])
     assert r.exit_code == 2 and r.output.strip().splitlines() == [
-        "Error: Invalid value for '--seconds': 'nan': give a number from 5 to 86400 seconds"], r.output
+        "Error: Invalid value for '--seconds': 'nan': give a number from 5 to 86400 seconds"
+    ], r.output
 
 
-@pytest.mark.parametrize("variable, value", [("ENVDOCTOR_INDEX_TTL", "nan"), ("ENVDOCTOR_INDEX_RETRIES", "\u0663"),
-                                             ("ENVDOCTOR_INDEX_BACKOFF", "-1")])
+@pytest.mark.parametrize(
+    "variable, value",
+    [("ENVDOCTOR_INDEX_TTL", "nan"), ("ENVDOCTOR_INDEX_RETRIES", "\u0663"), ("ENVDOCTOR_INDEX_BACKOFF", "-1")],
+)
 def test_a_number_from_an_environment_variable_is_refused_in_the_variable_s_name(variable, value):
     from envdoctor.cli import cli
 
     r = CliRunner().invoke(cli, ["index", "--offline", "cu128"], env={variable: value})
     assert r.exit_code == 2, r.output
-    assert r.output.strip().splitlines() == [f"Error: {variable} (the variable, not an option): {value!r}: give "
-                                             + r.output.split(": give ", 1)[1].strip()]
+    assert r.output.strip().splitlines() == [
+        f"Error: {variable} (the variable, not an option): {value!r}: give " + r.output.split(": give ", 1)[1].strip()
+    ]

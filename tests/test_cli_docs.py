@@ -25,8 +25,8 @@ def _variables_in(*folders):
 
 def test_every_envdoctor_variable_is_documented():
     used = _variables_in("envdoctor", "tests", "benchmarks", ".ci", "tools")
-    used.pop("ENVDOCTOR_COMPLETE", None)   # part of _ENVDOCTOR_COMPLETE, Click's completion switch
-    assert "ENVDOCTOR_ROOT" in used and "ENVDOCTOR_REQUIRE_TORCH" in used   # the scan works
+    used.pop("ENVDOCTOR_COMPLETE", None)  # part of _ENVDOCTOR_COMPLETE, Click's completion switch
+    assert "ENVDOCTOR_ROOT" in used and "ENVDOCTOR_REQUIRE_TORCH" in used  # the scan works
     missing = {name: where for name, where in used.items() if f"`{name}`" not in DOC}
     assert not missing, f"document these in docs/cli.md: {missing}"
 
@@ -53,11 +53,13 @@ def test_help_lists_every_command_without_importing_them():
     import subprocess
     import sys
 
-    code = ("import sys\nfrom envdoctor.cli import main\ntry:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
-            "print(sorted(m for m in sys.modules if m.startswith('envdoctor.cli.')\n"
-            "             or m.rpartition('.')[2].startswith('command')))")
+    code = (
+        "import sys\nfrom envdoctor.cli import main\ntry:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+        "print(sorted(m for m in sys.modules if m.startswith('envdoctor.cli.')\n"
+        "             or m.rpartition('.')[2].startswith('command')))"
+    )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
-    assert r.stdout.strip().splitlines()[-1] == "[]"     # no command's module, the core commands' or a plugin's
+    assert r.stdout.strip().splitlines()[-1] == "[]"  # no command's module, the core commands' or a plugin's
     for name in COMMANDS:
         assert re.search(rf"^  {name} +\S", r.stdout, re.M), name
 

@@ -24,8 +24,14 @@ def _with_closed_stdout(argv, env):
     read, write = os.pipe()
     os.close(read)
     try:
-        return subprocess.run([sys.executable, "-m", "envdoctor", *argv], stdout=write, stderr=subprocess.PIPE,
-                              env=env, timeout=120, text=True)
+        return subprocess.run(
+            [sys.executable, "-m", "envdoctor", *argv],
+            stdout=write,
+            stderr=subprocess.PIPE,
+            env=env,
+            timeout=120,
+            text=True,
+        )
     finally:
         os.close(write)
 
@@ -48,8 +54,23 @@ def test_explain_table_and_help_into_a_closed_pipe_are_141_not_1(argv, tmp_path)
 def test_check_into_a_closed_pipe_exits_quietly(tmp_path):
     ctx = cpu_box(tmp_path)
     env = {**os.environ, **ctx.env}
-    r = _with_closed_stdout(["check", "--root", str(ctx.root), "--skip", "torch", "--skip", "conda",
-                             "--skip", "docker", "--skip", "toolkits", "--json"], env)
+    r = _with_closed_stdout(
+        [
+            "check",
+            "--root",
+            str(ctx.root),
+            "--skip",
+            "torch",
+            "--skip",
+            "conda",
+            "--skip",
+            "docker",
+            "--skip",
+            "toolkits",
+            "--json",
+        ],
+        env,
+    )
     assert r.returncode == 141, r.stderr
     assert r.stderr == ""
 
@@ -57,14 +78,33 @@ def test_check_into_a_closed_pipe_exits_quietly(tmp_path):
 def test_ctrl_c_during_check_is_130_not_the_findings_code(tmp_path):
     ctx = cpu_box(tmp_path)
     FakeBin(tmp_path).add("conda", hang=True)
-    proc = subprocess.Popen([sys.executable, "-m", "envdoctor", "check", "--root", str(ctx.root), "--skip", "torch",
-                             "--skip", "docker", "--skip", "toolkits", "--timeout", "30"],
-                            env={**os.environ, **ctx.env}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(4)                           # the probes have started; conda hangs for 30 s
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "envdoctor",
+            "check",
+            "--root",
+            str(ctx.root),
+            "--skip",
+            "torch",
+            "--skip",
+            "docker",
+            "--skip",
+            "toolkits",
+            "--timeout",
+            "30",
+        ],
+        env={**os.environ, **ctx.env},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    time.sleep(4)  # the probes have started; conda hangs for 30 s
     started = time.monotonic()
     assert proc.poll() is None
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, (out, err)
-    assert time.monotonic() - started < 15     # the hung conda is stopped, not waited for (30 s)
+    assert time.monotonic() - started < 15  # the hung conda is stopped, not waited for (30 s)
     assert "envdoctor: interrupted" in err and "Aborted!" not in err and "Traceback" not in err

@@ -29,8 +29,12 @@ def run(server, tmp_path, monkeypatch):
 
     def invoke(*args, env=None, table=FAKE_TABLE):
         monkeypatch.setattr("envdoctor.cli.index._load_table", lambda: table)
-        environ = {"ENVDOCTOR_CACHE_DIR": str(tmp_path / "cache"), "ENVDOCTOR_INDEX_URL": None,
-                   "ENVDOCTOR_INDEX_RETRIES": "1", "ENVDOCTOR_INDEX_BACKOFF": "0"}
+        environ = {
+            "ENVDOCTOR_CACHE_DIR": str(tmp_path / "cache"),
+            "ENVDOCTOR_INDEX_URL": None,
+            "ENVDOCTOR_INDEX_RETRIES": "1",
+            "ENVDOCTOR_INDEX_BACKOFF": "0",
+        }
         environ.update(env or {})
         return CliRunner().invoke(cli, ["index", *args], env=environ)
 
@@ -49,7 +53,7 @@ def test_issue_6_cu117_cu121_cu130(run, server):
         "newest torch for cp312: 2.11.0 on cu130",
         f"  pip install torch==2.11.0 --index-url {base}/cu130",
     ]
-    assert result.exit_code == 1                    # cu117 has nothing for cp312
+    assert result.exit_code == 1  # cu117 has nothing for cp312
 
 
 def test_found_exits_0_and_json_document(run, server):
@@ -61,13 +65,12 @@ def test_found_exits_0_and_json_document(run, server):
     assert [v["variant"] for v in doc["variants"]] == ["cu121", "cu130"]
     assert doc["variants"][0]["format"] == "json"
     assert doc["variants"][1]["compatible"] == ["2.9.0", "2.9.1", "2.10.0", "2.11.0"]
-    assert doc["newest"] == {"variant": "cu130", "version": "2.11.0",
-                             "index_url": f"{server.url('pep691')}/cu130"}
+    assert doc["newest"] == {"variant": "cu130", "version": "2.11.0", "index_url": f"{server.url('pep691')}/cu130"}
 
 
 def test_hint_looks_at_the_other_known_variants(run, server):
     result = run("cu117", *CP312, "--index-url", server.url())
-    assert "newest for cp312 is on cu121" in result.output   # FAKE_TABLE knows cpu and cu121
+    assert "newest for cp312 is on cu121" in result.output  # FAKE_TABLE knows cpu and cu121
     assert result.exit_code == 1
 
 
@@ -76,15 +79,18 @@ def test_index_url_from_the_environment(run, server):
     assert result.exit_code == 0 and f"index: {server.url('moved')}" in result.output
 
 
-@pytest.mark.parametrize("mode, words", [
-    ("down", "server error (HTTP 503), still failing after retries"),
-    ("slow", "did not answer within 0.3 s"),
-    ("garbage", "not an index page (binary data)"),
-    ("badjson", "JSON does not parse"),
-    ("truncated", "not a complete index page"),
-    ("cut", "was cut off (truncated)"),
-    ("loop", "redirect loop"),
-])
+@pytest.mark.parametrize(
+    "mode, words",
+    [
+        ("down", "server error (HTTP 503), still failing after retries"),
+        ("slow", "did not answer within 0.3 s"),
+        ("garbage", "not an index page (binary data)"),
+        ("badjson", "JSON does not parse"),
+        ("truncated", "not a complete index page"),
+        ("cut", "was cut off (truncated)"),
+        ("loop", "redirect loop"),
+    ],
+)
 def test_each_failure_is_one_line_and_exit_3(run, server, mode, words):
     result = run("cu121", *CP312, "--index-url", server.url(mode), "--timeout", "0.3")
     lines = result.output.splitlines()
@@ -144,7 +150,7 @@ def test_refresh_asks_again(run, server):
 def test_all_uses_table_and_root(run, server):
     result = run("--all", *CP312, "--index-url", server.url("autoindex"))
     variants = [line.split(":")[0] for line in result.output.splitlines()[1:] if not line.startswith(" ")]
-    assert variants[:2] == ["cpu", "cu121"]                  # the table's, first
+    assert variants[:2] == ["cpu", "cu121"]  # the table's, first
     assert set(variants) >= {"cu117", "cu128", "cu130", "rocm6.2"}
     assert result.exit_code == 0
 
@@ -154,17 +160,20 @@ def test_python_path_is_probed(run, server):
     assert f"({sys.executable}, Python " in result.output.splitlines()[0]
 
 
-@pytest.mark.parametrize("args, words", [
-    (["cu128", "--offline", "--refresh"], "contradict"),
-    (["cu128", "--python", sys.executable, "--python-version", "3.12"], "not both"),
-    (["../../etc"], "not a variant name"),
-    ([], "name one or more variants"),
-    (["cu128", "--python-version", "3"], "not a Python version"),
-    (["cu128", "--platform", "many linux"], "not a platform tag"),
-    (["cu128", "--index-url", "file:///tmp/whl"], "not an http(s) URL"),
-    (["cu128", "--package", "numpy"], "numpy"),
-    (["cu128", "--python", "/no/such/python"], "does not exist"),
-])
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (["cu128", "--offline", "--refresh"], "contradict"),
+        (["cu128", "--python", sys.executable, "--python-version", "3.12"], "not both"),
+        (["../../etc"], "not a variant name"),
+        ([], "name one or more variants"),
+        (["cu128", "--python-version", "3"], "not a Python version"),
+        (["cu128", "--platform", "many linux"], "not a platform tag"),
+        (["cu128", "--index-url", "file:///tmp/whl"], "not an http(s) URL"),
+        (["cu128", "--package", "numpy"], "numpy"),
+        (["cu128", "--python", "/no/such/python"], "does not exist"),
+    ],
+)
 def test_usage_errors_exit_2(run, args, words):
     result = run(*args)
     assert result.exit_code == 2 and words in result.output
@@ -177,8 +186,11 @@ def test_with_the_real_table(server, tmp_path):
     table = load_table()
     names = [v.name for v in table.variants]
     assert "cu121" in names and "cu130" in names
-    result = CliRunner().invoke(cli, ["index", "--all", *CP312, "--index-url", server.url()],
-                                env={"ENVDOCTOR_CACHE_DIR": str(tmp_path), "ENVDOCTOR_INDEX_URL": None})
+    result = CliRunner().invoke(
+        cli,
+        ["index", "--all", *CP312, "--index-url", server.url()],
+        env={"ENVDOCTOR_CACHE_DIR": str(tmp_path), "ENVDOCTOR_INDEX_URL": None},
+    )
     assert result.exit_code == 0, result.output
     assert "cu130: torch 2.9.0-2.11.0" in result.output
     assert f"cu102: {server.url()}/cu102: no such index (HTTP 404)" in result.output
@@ -189,12 +201,14 @@ def test_offline_table_answer_lists_patches_and_leaves_out_unconfirmed(tmp_path)
     holds, and offered 2.14.0, a release the table marks unconfirmed."""
     from click.testing import CliRunner as Runner
 
-    r = Runner().invoke(cli, ["index", "cu121", "cu130", "--offline", "--python-version", "3.12",
-                              "--platform", "manylinux_2_28_x86_64"],
-                        env={"ENVDOCTOR_CACHE_DIR": str(tmp_path / "empty-cache"), "ENVDOCTOR_INDEX_URL": None})
+    r = Runner().invoke(
+        cli,
+        ["index", "cu121", "cu130", "--offline", "--python-version", "3.12", "--platform", "manylinux_2_28_x86_64"],
+        env={"ENVDOCTOR_CACHE_DIR": str(tmp_path / "empty-cache"), "ENVDOCTOR_INDEX_URL": None},
+    )
     assert r.exit_code == 0, r.output
-    assert "newest 2.5.1" in r.output                      # a patch release of the 2.5 row
-    assert "pip install torch==2.14.0" not in r.output      # unconfirmed in the table
+    assert "newest 2.5.1" in r.output  # a patch release of the 2.5 row
+    assert "pip install torch==2.14.0" not in r.output  # unconfirmed in the table
 
 
 def test_index_python_that_prints_garbage_is_exit_2_as_in_recommend(tmp_path):
@@ -208,7 +222,8 @@ def test_index_python_that_prints_garbage_is_exit_2_as_in_recommend(tmp_path):
     bad = tmp_path / "python3"
     bad.write_text("#!/bin/sh\necho garbage\n")
     os.chmod(bad, 0o755)
-    r = CliRunner().invoke(cli, ["index", "cu128", "--python", str(bad), "--offline"],
-                           env={"ENVDOCTOR_CACHE_DIR": str(tmp_path / "cache")})
+    r = CliRunner().invoke(
+        cli, ["index", "cu128", "--python", str(bad), "--offline"], env={"ENVDOCTOR_CACHE_DIR": str(tmp_path / "cache")}
+    )
     assert r.exit_code == 2, r.output
     assert f"{bad} did not print its interpreter details" in r.output

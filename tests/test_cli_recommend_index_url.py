@@ -18,14 +18,21 @@ NO_GPU = ["--offline", "--no-gpu", "--os", "ubuntu:24.04", "--python-version", "
 BROKEN = [
     ("http://[::1/whl", "not a usable URL (Invalid IPv6 URL): http://[::1/whl"),
     ("http://user:s3cret@[::1/whl", "not a usable URL (Invalid IPv6 URL): http://user:***@[::1/whl"),
-    ("http://mirror:99999/whl", "not a usable URL (the port must be a number from 1 to 65535): "
-                                "http://mirror:99999/whl"),
-    ("http://user:s3cret@mirror:65536/whl", "not a usable URL (the port must be a number from 1 to 65535): "
-                                            "http://user:***@mirror:65536/whl"),
+    (
+        "http://mirror:99999/whl",
+        "not a usable URL (the port must be a number from 1 to 65535): http://mirror:99999/whl",
+    ),
+    (
+        "http://user:s3cret@mirror:65536/whl",
+        "not a usable URL (the port must be a number from 1 to 65535): http://user:***@mirror:65536/whl",
+    ),
     ("http://mirror:0/whl", "not a usable URL (the port must be a number from 1 to 65535)"),
     ("http://mirror:http/whl", "not a usable URL (the port must be a number from 1 to 65535)"),
-    (f"http://{LONG_LABEL}.example.com/whl", "not a usable host name (each dot-separated label 1-63 characters, "
-                                             f"253 in all): http://{LONG_LABEL}.example.com/whl"),
+    (
+        f"http://{LONG_LABEL}.example.com/whl",
+        "not a usable host name (each dot-separated label 1-63 characters, "
+        f"253 in all): http://{LONG_LABEL}.example.com/whl",
+    ),
     ("https://mirror..example.com/whl", "not a usable host name"),
     ("ftp://mirror/whl", "not an http(s) URL: ftp://mirror/whl"),
     ("", "empty: give an http(s) URL such as https://download.pytorch.org/whl"),
@@ -56,15 +63,17 @@ def test_broken_index_url_is_exit_2_in_recommend(url, message):
 
 @pytest.mark.parametrize("url, message", BROKEN)
 def test_broken_index_url_is_exit_2_in_index(url, message, tmp_path):
-    r = CliRunner().invoke(cli, ["index", "cu130", "--index-url", url],
-                           env={"ENVDOCTOR_CACHE_DIR": str(tmp_path / "cache")})
+    r = CliRunner().invoke(
+        cli, ["index", "cu130", "--index-url", url], env={"ENVDOCTOR_CACHE_DIR": str(tmp_path / "cache")}
+    )
     assert r.exit_code == 2, r.output
     assert _says(message, _error_line(r.output)) and "s3cret" not in r.output
 
 
 def test_broken_index_url_from_the_environment_is_masked_too(tmp_path):
-    r = CliRunner().invoke(cli, ["recommend", *NO_GPU],
-                           env={"ENVDOCTOR_INDEX_URL": "http://user:s3cret@mirror:70000/whl"})
+    r = CliRunner().invoke(
+        cli, ["recommend", *NO_GPU], env={"ENVDOCTOR_INDEX_URL": "http://user:s3cret@mirror:70000/whl"}
+    )
     assert r.exit_code == 2, r.output
     assert "http://user:***@mirror:70000/whl" in _error_line(r.output) and "s3cret" not in r.output
 
@@ -75,13 +84,16 @@ def test_broken_index_url_in_table_stale():
     assert "not a usable URL (Invalid IPv6 URL)" in _error_line(r.output)
 
 
-@pytest.mark.parametrize("url, kept", [
-    ("http://[::1]:8080/whl/", "http://[::1]:8080/whl"),
-    ("https://user:pw@mirror.example.com:443/pytorch/whl", "https://user:pw@mirror.example.com:443/pytorch/whl"),
-    ("http://bücher.example/whl", "http://bücher.example/whl"),          # an IDN host encodes fine
-    (f"http://{'a' * 63}.example.com/whl", f"http://{'a' * 63}.example.com/whl"),
-    ("http://mirror.example.com./whl", "http://mirror.example.com./whl"),  # a fully qualified name
-])
+@pytest.mark.parametrize(
+    "url, kept",
+    [
+        ("http://[::1]:8080/whl/", "http://[::1]:8080/whl"),
+        ("https://user:pw@mirror.example.com:443/pytorch/whl", "https://user:pw@mirror.example.com:443/pytorch/whl"),
+        ("http://bücher.example/whl", "http://bücher.example/whl"),  # an IDN host encodes fine
+        (f"http://{'a' * 63}.example.com/whl", f"http://{'a' * 63}.example.com/whl"),
+        ("http://mirror.example.com./whl", "http://mirror.example.com./whl"),  # a fully qualified name
+    ],
+)
 def test_good_index_urls_still_pass(url, kept):
     from envdoctor.clicore import check_index_url
 
@@ -92,8 +104,12 @@ def test_good_index_urls_still_pass(url, kept):
 def test_a_broken_index_url_in_pip_or_uv_configuration_is_said_not_a_traceback(variable, tmp_path):
     """Was ValueError 'Invalid IPv6 URL', exit 3 (the audit of issue 12): the configured URL never
     passed the check --index-url gets. Now it is named, masked, and the table's base is used."""
-    env = {variable: "http://u:pw1@[::1/whl/cu128", "ENVDOCTOR_CACHE_DIR": str(tmp_path / "cache"),
-           "HOME": str(tmp_path), "PIP_CONFIG_FILE": "/dev/null"}
+    env = {
+        variable: "http://u:pw1@[::1/whl/cu128",
+        "ENVDOCTOR_CACHE_DIR": str(tmp_path / "cache"),
+        "HOME": str(tmp_path),
+        "PIP_CONFIG_FILE": "/dev/null",
+    }
     r = CliRunner().invoke(cli, ["index", "cu128", "--offline"], env=env)
     assert r.exit_code in (0, 1), r.output
     assert r.exception is None or isinstance(r.exception, SystemExit)

@@ -8,8 +8,20 @@ from envdoctor.cli import cli
 def test_script_that_cannot_be_written(tmp_path):
     target = tmp_path / "no-such-folder" / "file-as-folder"
     (tmp_path / "no-such-folder").write_text("a file, not a folder")
-    r = CliRunner().invoke(cli, ["recommend", "--offline", "--no-gpu", "--python-version", "3.12",
-                                 "--os", "ubuntu:24.04", "--script", str(target)])
+    r = CliRunner().invoke(
+        cli,
+        [
+            "recommend",
+            "--offline",
+            "--no-gpu",
+            "--python-version",
+            "3.12",
+            "--os",
+            "ubuntu:24.04",
+            "--script",
+            str(target),
+        ],
+    )
     assert r.exit_code == 2
     assert f"cannot write {target}" in r.output and "internal error" not in r.output
 
@@ -20,8 +32,21 @@ def test_script_on_a_fifo_does_not_ask_for_force_that_cannot_help(tmp_path):
     fifo = tmp_path / "fifo"
     os.mkfifo(str(fifo))
     for extra in ([], ["--force"]):
-        r = CliRunner().invoke(cli, ["recommend", "--offline", "--no-gpu", "--python-version", "3.12",
-                                     "--os", "ubuntu:24.04", "--script", str(fifo), *extra])
+        r = CliRunner().invoke(
+            cli,
+            [
+                "recommend",
+                "--offline",
+                "--no-gpu",
+                "--python-version",
+                "3.12",
+                "--os",
+                "ubuntu:24.04",
+                "--script",
+                str(fifo),
+                *extra,
+            ],
+        )
         assert r.exit_code == 2, r.output
         assert "a named pipe (FIFO), not a regular file" in r.output and "--force" not in r.output
         assert len(r.output.strip().splitlines()) == 1

@@ -14,12 +14,21 @@ def test_bench_raw_out_into_an_unwritable_place_is_one_line_not_a_bug(tmp_path):
     from tests.test_bench_fakes import fake_python
 
     doc = {"schema": "envdoctor.bench.child/1", "error": {"kind": "no_torch", "message": "x"}}
-    r = cli_runner().invoke(cli, ["bench", "--python", fake_python(tmp_path, result=doc),
-                                  "--raw-out", str(tmp_path / "no" / "such" / "dir" / "x.json")])
-    assert r.exit_code == 2 and (tmp_path / "no/such/dir/x.json").exists()   # no torch: 2; folders are made
+    r = cli_runner().invoke(
+        cli,
+        [
+            "bench",
+            "--python",
+            fake_python(tmp_path, result=doc),
+            "--raw-out",
+            str(tmp_path / "no" / "such" / "dir" / "x.json"),
+        ],
+    )
+    assert r.exit_code == 2 and (tmp_path / "no/such/dir/x.json").exists()  # no torch: 2; folders are made
     os.mkfifo(tmp_path / "fifo")
-    r = cli_runner().invoke(cli, ["bench", "--python", fake_python(tmp_path / "b", result=doc),
-                                  "--raw-out", str(tmp_path / "fifo")])
+    r = cli_runner().invoke(
+        cli, ["bench", "--python", fake_python(tmp_path / "b", result=doc), "--raw-out", str(tmp_path / "fifo")]
+    )
     assert r.exit_code == 2 and "internal error" not in r.stderr
     assert f"--raw-out {tmp_path / 'fifo'}: it is a named pipe (FIFO), not a regular file" in r.stderr
 
@@ -34,10 +43,15 @@ def test_index_python_is_bounded_by_the_timeout_without_a_floor(tmp_path):
     fb = FakeBin(tmp_path)
     python = fb.add("python3", hang=True)
     started = time.monotonic()
-    r = cli_runner().invoke(cli, ["index", "cu130", "--offline", "--python", str(python), "--timeout", "1"],
-                            env={"ENVDOCTOR_CACHE_DIR": str(tmp_path / "cache")})
-    assert time.monotonic() - started < 6        # was: at least 10 s whatever --timeout said
-    assert r.exit_code == 2 and "did not answer in 1 s" in r.stderr, r.stderr   # 2: an interpreter that cannot answer is unusable input
+    r = cli_runner().invoke(
+        cli,
+        ["index", "cu130", "--offline", "--python", str(python), "--timeout", "1"],
+        env={"ENVDOCTOR_CACHE_DIR": str(tmp_path / "cache")},
+    )
+    assert time.monotonic() - started < 6  # was: at least 10 s whatever --timeout said
+    assert r.exit_code == 2 and "did not answer in 1 s" in r.stderr, (
+        r.stderr
+    )  # 2: an interpreter that cannot answer is unusable input
 
 
 def test_a_100_kb_cuda_visible_devices_is_one_short_line_in_the_text():

@@ -49,14 +49,23 @@ def baseline(tmp_path, edit=None):
 
 def upgraded_smi(bin, version="590.44.01", cuda="13.1"):
     """nvidia-smi of the H200 after a clean upgrade: the recorded output with the new versions."""
+
     def new(text):
-        return text.replace("580.159.04", version).replace("580.159", version.rsplit(".", 1)[0]) \
-            .replace("CUDA Version: 13.0", f"CUDA Version: {cuda}").replace("CUDA Version        : 13.0",
-                                                                           f"CUDA Version        : {cuda}")
-    bin.add("nvidia-smi", stdout=new(recorded(H200, "nvidia-smi.txt")), by_args={
-        SMI_QUERY_ARGS: (new(recorded(H200, "nvidia-smi-query.txt")), "", 0),
-        "--version": (new(recorded(H200, "nvidia-smi-version.txt")), "", 0),
-    })
+        return (
+            text.replace("580.159.04", version)
+            .replace("580.159", version.rsplit(".", 1)[0])
+            .replace("CUDA Version: 13.0", f"CUDA Version: {cuda}")
+            .replace("CUDA Version        : 13.0", f"CUDA Version        : {cuda}")
+        )
+
+    bin.add(
+        "nvidia-smi",
+        stdout=new(recorded(H200, "nvidia-smi.txt")),
+        by_args={
+            SMI_QUERY_ARGS: (new(recorded(H200, "nvidia-smi-query.txt")), "", 0),
+            "--version": (new(recorded(H200, "nvidia-smi-version.txt")), "", 0),
+        },
+    )
 
 
 def upgraded_files(kernel_module="590.44.01"):
@@ -69,6 +78,7 @@ def upgraded_files(kernel_module="590.44.01"):
 
 
 # --- snapshot ------------------------------------------------------------------------------------
+
 
 def test_snapshot_then_verify_finds_nothing(tmp_path):
     ctx = h200(tmp_path)
@@ -109,8 +119,8 @@ def test_snapshot_output_file_is_never_overwritten_without_force(tmp_path):
     assert target.read_text() == "my notes"
     r = run(ctx, "snapshot", "-o", str(target), "--force", *FAST)
     assert r.exit_code == 0 and json.loads(target.read_text())["snapshot"]["host"] == HOST
-    assert not (tmp_path / "state" / "snapshots" / "latest").exists()   # -o leaves the store alone
-    assert run(ctx, "snapshot", "--force", *FAST).exit_code == 2          # --force needs -o
+    assert not (tmp_path / "state" / "snapshots" / "latest").exists()  # -o leaves the store alone
+    assert run(ctx, "snapshot", "--force", *FAST).exit_code == 2  # --force needs -o
 
 
 def test_snapshot_with_bench_keeps_the_results(tmp_path, monkeypatch):
@@ -142,6 +152,7 @@ def test_snapshot_not_written_when_a_probe_crashes(tmp_path, monkeypatch):
 
 # --- verify against the recorded baseline -------------------------------------------------------
 
+
 def test_verify_the_same_machine(tmp_path):
     r = run(h200(tmp_path), "verify", "--baseline", str(FIXTURE), *FAST)
     assert r.exit_code == 0, r.output
@@ -149,15 +160,20 @@ def test_verify_the_same_machine(tmp_path):
 
 
 def test_upgrade_without_reboot(tmp_path):
-    ctx = h200(tmp_path, files={"/usr/local/nvidia/lib64/libnvidia-ml.so.580.159.04": None,
-                                "/usr/local/nvidia/lib64/libnvidia-ml.so.590.44.01": ""})
+    ctx = h200(
+        tmp_path,
+        files={
+            "/usr/local/nvidia/lib64/libnvidia-ml.so.580.159.04": None,
+            "/usr/local/nvidia/lib64/libnvidia-ml.so.590.44.01": "",
+        },
+    )
     bin = FakeBin(tmp_path / "b")
     bin.add("nvidia-smi", stdout=SMI_MISMATCH, rc=18)
     r = run(ctx, "verify", "--baseline", str(FIXTURE), *FAST, env=bin.env())
     assert r.exit_code == 1, r.output
     out = r.output
     assert "✗ ED701 Driver upgraded without a reboot" in out
-    assert "# on the host: sudo reboot" in out and "$ sudo reboot" not in out   # the H200 is a container
+    assert "# on the host: sudo reboot" in out and "$ sudo reboot" not in out  # the H200 is a container
     assert "• ED720 Driver 580.159.04 -> 590.44.01 (upgrade, installed; loads at the next reboot)" in out
     assert "ED702" not in out and "ED704" not in out and "New problem ED102" not in out
     assert out.index("Regressions") < out.index("Changes") < out.index("Result: 1 regression(s)")
@@ -176,9 +192,14 @@ def test_clean_upgrade_580_to_590(tmp_path):
 
 def test_lost_gpu(tmp_path):
     def two_gpus(doc):
-        second = dict(doc["facts"]["driver"]["gpus"][0], index=1, uuid="GPU-0b1e2c3d-0000-4000-8000-000000000002",
-                      pci_bus_id="00000000:00:07.0")
+        second = dict(
+            doc["facts"]["driver"]["gpus"][0],
+            index=1,
+            uuid="GPU-0b1e2c3d-0000-4000-8000-000000000002",
+            pci_bus_id="00000000:00:07.0",
+        )
         doc["facts"]["driver"]["gpus"].append(second)
+
     r = run(h200(tmp_path), "verify", "--baseline", str(baseline(tmp_path, two_gpus)), *FAST)
     assert r.exit_code == 1, r.output
     assert "✗ ED702 GPU missing: 1 of the baseline's 2 GPU(s) are gone" in r.output
@@ -187,12 +208,29 @@ def test_lost_gpu(tmp_path):
 
 def test_torch_stopped_seeing_cuda(tmp_path):
     ctx = h200(tmp_path)
-    site = make_torch(tmp_path / "torch", version="2.11.0+cu130", cuda="13.0",
-                      init_error="CUDA driver version is insufficient for CUDA runtime version",
-                      devices=[gpu("NVIDIA H200", 9, 0)])
+    site = make_torch(
+        tmp_path / "torch",
+        version="2.11.0+cu130",
+        cuda="13.0",
+        init_error="CUDA driver version is insufficient for CUDA runtime version",
+        devices=[gpu("NVIDIA H200", 9, 0)],
+    )
     env = dict(ctx.env, PYTHONPATH=str(site))
-    r = run(ctx, "verify", "--baseline", str(FIXTURE), "--python", sys.executable,
-            "--skip", "conda", "--skip", "docker", "--skip", "toolkits", env=env)
+    r = run(
+        ctx,
+        "verify",
+        "--baseline",
+        str(FIXTURE),
+        "--python",
+        sys.executable,
+        "--skip",
+        "conda",
+        "--skip",
+        "docker",
+        "--skip",
+        "toolkits",
+        env=env,
+    )
     assert r.exit_code == 1, r.output
     assert "✗ ED707 torch no longer sees the GPUs" in r.output
     assert "CUDA driver version is insufficient for CUDA runtime version" in r.output
@@ -200,7 +238,10 @@ def test_torch_stopped_seeing_cuda(tmp_path):
 
 def slow_bench(tflops, clock=1980, reasons=()):
     return BenchResult(
-        dtypes=("bf16",), sizes=(8192,), budget_s=2.0, torch_version="2.11.0+cu130",
+        dtypes=("bf16",),
+        sizes=(8192,),
+        budget_s=2.0,
+        torch_version="2.11.0+cu130",
         devices=(BenchDevice(0, name="NVIDIA H200", max_sm_clock_mhz=1980, power_limit_w=700.0),),
         points=(BenchPoint(0, "bf16", 8192, tflops=tflops, sm_clock_mhz=clock, power_w=690.0, reasons=reasons),),
     )
@@ -220,8 +261,10 @@ def test_slower_bench(tmp_path, monkeypatch):
     ctx = h200(tmp_path)
     r = run(ctx, "verify", "--baseline", str(path), "--bench", *FAST)
     assert r.exit_code == 1, r.output
-    assert ("✗ ED712 Bench slower: GPU 0 (NVIDIA H200) bf16 n=8192: 640.0 -> 540.0 TFLOP/s (-15.6%, tolerance 10%)"
-            in r.output)
+    assert (
+        "✗ ED712 Bench slower: GPU 0 (NVIDIA H200) bf16 n=8192: 640.0 -> 540.0 TFLOP/s (-15.6%, tolerance 10%)"
+        in r.output
+    )
     assert "- SM clock 1980 -> 1650 MHz (max 1980)" in r.output
     assert calls[0]["dtypes"] == ("bf16",) and calls[0]["sizes"] == (8192,) and calls[0]["budget"] == 2.0
     assert calls[0]["device"] == "0"
@@ -232,8 +275,13 @@ def test_slower_bench(tmp_path, monkeypatch):
 
 
 def test_json_result(tmp_path):
-    ctx = h200(tmp_path, files={"/usr/local/nvidia/lib64/libnvidia-ml.so.580.159.04": None,
-                                "/usr/local/nvidia/lib64/libnvidia-ml.so.590.44.01": ""})
+    ctx = h200(
+        tmp_path,
+        files={
+            "/usr/local/nvidia/lib64/libnvidia-ml.so.580.159.04": None,
+            "/usr/local/nvidia/lib64/libnvidia-ml.so.590.44.01": "",
+        },
+    )
     bin = FakeBin(tmp_path / "b")
     bin.add("nvidia-smi", stdout=SMI_MISMATCH, rc=18)
     r = run(ctx, "verify", "--baseline", str(FIXTURE), "--json", *FAST, env=bin.env())
@@ -248,6 +296,7 @@ def test_json_result(tmp_path):
 
 # --- bad input: one line, exit 2 ------------------------------------------------------------------
 
+
 def one_line_exit_2(r, text):
     assert r.exit_code == 2, r.output
     assert text in r.output
@@ -260,12 +309,15 @@ def test_no_baseline_says_how_to_make_one(tmp_path):
     assert "take one first with: envdoctor snapshot" in r.output
 
 
-@pytest.mark.parametrize("content, text", [
-    (None, "does not exist; take a baseline with: envdoctor snapshot"),
-    (FIXTURE.read_text()[:3000], "is not valid JSON (cut short or damaged"),
-    ('{"schema": "envdoctor.report/2"}', "written by a newer envdoctor (schema envdoctor.report/2)"),
-    ('{"schema": "envdoctor.bench/1"}', "is an envdoctor.bench document, not a report or snapshot"),
-])
+@pytest.mark.parametrize(
+    "content, text",
+    [
+        (None, "does not exist; take a baseline with: envdoctor snapshot"),
+        (FIXTURE.read_text()[:3000], "is not valid JSON (cut short or damaged"),
+        ('{"schema": "envdoctor.report/2"}', "written by a newer envdoctor (schema envdoctor.report/2)"),
+        ('{"schema": "envdoctor.bench/1"}', "is an envdoctor.bench document, not a report or snapshot"),
+    ],
+)
 def test_unusable_baseline(tmp_path, content, text):
     path = tmp_path / "b.json"
     if content is not None:
@@ -282,13 +334,14 @@ def test_another_machines_baseline_needs_force(tmp_path):
     def elsewhere(doc):
         doc["snapshot"]["host"] = doc["facts"]["system"]["hostname"] = "gpu-17"
         doc["facts"]["driver"]["gpus"][0]["uuid"] = "GPU-11111111-2222-3333-4444-555555555555"
+
     path = baseline(tmp_path, elsewhere)
     ctx = h200(tmp_path)
     r = run(ctx, "verify", "--baseline", str(path), *FAST)
     one_line_exit_2(r, "looks like another machine's snapshot: none of the baseline's 1 GPU UUID(s) is here")
     assert "taken on host 'gpu-17', this is 'h200-vm'" in r.output and "--force" in r.output
     r = run(ctx, "verify", "--baseline", str(path), "--force", *FAST)
-    assert r.exit_code == 1   # compared: the baseline's GPU is "missing"
+    assert r.exit_code == 1  # compared: the baseline's GPU is "missing"
     assert "warning: compared with another machine's baseline (--force)" in r.output
     assert "ED702 GPU missing" in r.output
 
@@ -302,8 +355,13 @@ def test_same_gpus_in_a_new_container_is_the_same_machine(tmp_path):
 
 def test_migrated_prerelease_baseline(tmp_path):
     doc = json.loads(FIXTURE.read_text())
-    old = {"schema": "envdoctor.report/0", "host": HOST, "created": "2026-11-01T09:00:00Z",
-           "facts": doc["facts"], "problems": []}
+    old = {
+        "schema": "envdoctor.report/0",
+        "host": HOST,
+        "created": "2026-11-01T09:00:00Z",
+        "facts": doc["facts"],
+        "problems": [],
+    }
     path = tmp_path / "old.json"
     path.write_text(json.dumps(old))
     r = run(h200(tmp_path), "verify", "--baseline", str(path), *FAST)
@@ -319,6 +377,7 @@ def test_usage_errors(tmp_path):
 
 
 # --- files and folders that cannot be written: one line, exit 2, nothing replaced ------------------
+
 
 def test_snapshot_onto_a_fifo_with_force_is_refused(tmp_path):
     target = tmp_path / "pipe"

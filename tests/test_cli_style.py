@@ -17,25 +17,29 @@ def check(tmp_path, *args, env=None, pre=()):
     merged = dict(ctx.env)
     merged.update(CLEAN)
     merged.update(env or {})
-    return CliRunner().invoke(cli, [*pre, "check", "--root", str(ctx.root), *FAST, *args], env=merged,
-                              catch_exceptions=False)
+    return CliRunner().invoke(
+        cli, [*pre, "check", "--root", str(ctx.root), *FAST, *args], env=merged, catch_exceptions=False
+    )
 
 
-@pytest.mark.parametrize("mode, env, tty, expected", [
-    ("auto", {}, True, True),
-    ("auto", {}, False, False),
-    ("auto", {"NO_COLOR": "1"}, True, False),
-    ("auto", {"NO_COLOR": ""}, True, True),           # no-color.org: only a non-empty value counts
-    ("auto", {"FORCE_COLOR": "1"}, False, True),
-    ("auto", {"FORCE_COLOR": ""}, False, False),
-    ("auto", {"NO_COLOR": "1", "FORCE_COLOR": "1"}, True, False),
-    ("auto", {"TERM": "dumb"}, True, False),
-    ("auto", {"TERM": "dumb", "FORCE_COLOR": "1"}, True, True),
-    ("auto", {"TERM": "xterm-256color"}, True, True),
-    ("always", {"NO_COLOR": "1", "TERM": "dumb"}, False, True),
-    ("never", {"FORCE_COLOR": "1"}, True, False),
-    (None, {"NO_COLOR": "1"}, True, False),
-])
+@pytest.mark.parametrize(
+    "mode, env, tty, expected",
+    [
+        ("auto", {}, True, True),
+        ("auto", {}, False, False),
+        ("auto", {"NO_COLOR": "1"}, True, False),
+        ("auto", {"NO_COLOR": ""}, True, True),  # no-color.org: only a non-empty value counts
+        ("auto", {"FORCE_COLOR": "1"}, False, True),
+        ("auto", {"FORCE_COLOR": ""}, False, False),
+        ("auto", {"NO_COLOR": "1", "FORCE_COLOR": "1"}, True, False),
+        ("auto", {"TERM": "dumb"}, True, False),
+        ("auto", {"TERM": "dumb", "FORCE_COLOR": "1"}, True, True),
+        ("auto", {"TERM": "xterm-256color"}, True, True),
+        ("always", {"NO_COLOR": "1", "TERM": "dumb"}, False, True),
+        ("never", {"FORCE_COLOR": "1"}, True, False),
+        (None, {"NO_COLOR": "1"}, True, False),
+    ],
+)
 def test_who_decides_colour(mode, env, tty, expected):
     assert color_enabled(mode, env, isatty=tty) is expected
 
@@ -114,7 +118,7 @@ def test_verbose_adds_sources_and_timings(tmp_path):
     r = check(tmp_path, "--verbose")
     lines = r.output.splitlines()
     start = lines.index("Sources and timings")
-    section = lines[start:lines.index("Findings")]
+    section = lines[start : lines.index("Findings")]
     driver = next(line for line in section if line.lstrip().startswith("driver "))
     assert "driver: nvidia-smi" in driver and "kernel module: /sys/module/nvidia/version" in driver
     assert any(line.lstrip().startswith("table ") for line in section)

@@ -21,16 +21,18 @@ def test_torch_2_7():
     assert r.exit_code == 0, r.output
     assert "PyPI default:      cu126" in r.output
     assert "sm_75 sm_80 sm_86 sm_90 sm_100 sm_120 compute_120" in r.output
-    assert "source:" in r.output and "[unconfirmed]" in r.output     # cu118/cu126 lists were inferred
+    assert "source:" in r.output and "[unconfirmed]" in r.output  # cu118/cu126 lists were inferred
 
 
 def test_torch_2_7_marks_the_inferred_arch_lists_field_by_field():
     # 2.7 cu118/cu126: wheels confirmed, arch_list in unconfirmed_fields; cu128's list is confirmed.
     lines = run("torch", "2.7").output.splitlines()
     arch = [x.strip() for x in lines if x.strip().startswith("arch list:")]
-    assert arch == ["arch list: sm_37 sm_50 sm_60 sm_70 sm_75 sm_80 sm_86 sm_90 [unconfirmed]",
-                    "arch list: sm_50 sm_60 sm_70 sm_75 sm_80 sm_86 sm_90 [unconfirmed]",
-                    "arch list: sm_75 sm_80 sm_86 sm_90 sm_100 sm_120 compute_120"]
+    assert arch == [
+        "arch list: sm_37 sm_50 sm_60 sm_70 sm_75 sm_80 sm_86 sm_90 [unconfirmed]",
+        "arch list: sm_50 sm_60 sm_70 sm_75 sm_80 sm_86 sm_90 [unconfirmed]",
+        "arch list: sm_75 sm_80 sm_86 sm_90 sm_100 sm_120 compute_120",
+    ]
     lines = run("torch", "2.13").output.splitlines()
     assert "aarch64:   sm_80 sm_90 sm_100 sm_110 sm_120 [unconfirmed]" in [x.strip() for x in lines]
 
@@ -62,15 +64,18 @@ def test_ngc_25_01():
     assert "nvcr.io/nvidia/pytorch:25.01-py3" in r.output and "12.8.0" in r.output
 
 
-@pytest.mark.parametrize("args, text", [
-    (["arch", "8.6"], "Ampere"),
-    (["arch", "sm_120"], "Blackwell"),
-    (["distro", "ubuntu", "22.04"], "ubuntu2204"),
-    (["variant", "cu128"], "https://download.pytorch.org/whl/cu128"),
-    (["torch"], "torch 2.14"),
-    (["cuda"], "13.2.2"),
-    (["variant"], "mirror.sjtu.edu.cn"),
-])
+@pytest.mark.parametrize(
+    "args, text",
+    [
+        (["arch", "8.6"], "Ampere"),
+        (["arch", "sm_120"], "Blackwell"),
+        (["distro", "ubuntu", "22.04"], "ubuntu2204"),
+        (["variant", "cu128"], "https://download.pytorch.org/whl/cu128"),
+        (["torch"], "torch 2.14"),
+        (["cuda"], "13.2.2"),
+        (["variant"], "mirror.sjtu.edu.cn"),
+    ],
+)
 def test_other_kinds(args, text):
     r = run(*args)
     assert r.exit_code == 0, r.output
@@ -94,8 +99,18 @@ def test_json_gpu_and_cuda():
     assert c["release"]["min_driver_linux"] == "570.26" and c["minor_compat"]["major"] == 12
 
 
-@pytest.mark.parametrize("args", [["torch", "9.9"], ["cuda", "12.7"], ["gpu", "Voodoo 5"], ["ngc", "19.01"],
-                                  ["arch", "4.0"], ["distro", "ubuntu", "16.04"], ["variant", "cu999"]])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["torch", "9.9"],
+        ["cuda", "12.7"],
+        ["gpu", "Voodoo 5"],
+        ["ngc", "19.01"],
+        ["arch", "4.0"],
+        ["distro", "ubuntu", "16.04"],
+        ["variant", "cu999"],
+    ],
+)
 def test_unknown_key_is_one_line_and_exit_1(args):
     r = run(*args)
     assert r.exit_code == 1

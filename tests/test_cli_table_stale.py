@@ -35,8 +35,18 @@ def test_current_table(server, tmp_path, monkeypatch):
 
 
 def test_unreadable_index_is_one_line_exit_3(server, tmp_path, monkeypatch):
-    r = invoke(server, tmp_path, monkeypatch, "2.9.0", "--index-url", server.url("down"), "--variant", "cu130",
-               "--timeout", "2")
+    r = invoke(
+        server,
+        tmp_path,
+        monkeypatch,
+        "2.9.0",
+        "--index-url",
+        server.url("down"),
+        "--variant",
+        "cu130",
+        "--timeout",
+        "2",
+    )
     assert r.exit_code == 3 and r.output.count("\n") == 1
     assert r.output.startswith("envdoctor: cannot tell whether the table is stale:")
 
@@ -55,8 +65,11 @@ def test_stale_json_is_the_document_with_the_exit_code(server, tmp_path, monkeyp
     doc = json.loads(r.stdout)
     assert doc["schema"] == "envdoctor.stale/1" and doc["stale"] is True and doc["summary"]["exit_code"] == 1
     assert doc["bundled_newest"] == "2.9.0" and "2.10.0" in doc["newer"] and doc["variant"] == "cu130"
-    current = json.loads(invoke(server, tmp_path, monkeypatch, "9.0.0", "--index-url", server.url(),
-                                "--variant", "cu130", "--json").stdout)
+    current = json.loads(
+        invoke(
+            server, tmp_path, monkeypatch, "9.0.0", "--index-url", server.url(), "--variant", "cu130", "--json"
+        ).stdout
+    )
     assert current["stale"] is False and current["newer"] == [] and current["summary"]["exit_code"] == 0
 
 
@@ -64,8 +77,9 @@ def test_stale_json_of_an_unreadable_index_says_why_and_exits_3(server, tmp_path
     import json
 
     url = server.url("down").replace("http://", "http://bob:s3cret@")
-    r = invoke(server, tmp_path, monkeypatch, "2.9.0", "--index-url", url, "--variant", "cu130",
-               "--timeout", "2", "--json")
+    r = invoke(
+        server, tmp_path, monkeypatch, "2.9.0", "--index-url", url, "--variant", "cu130", "--timeout", "2", "--json"
+    )
     assert r.exit_code == 3, r.output
     doc = json.loads(r.stdout)
     assert doc["stale"] is None and doc["error"] and doc["summary"]["exit_code"] == 3

@@ -62,8 +62,11 @@ def _emissions():
     found = defaultdict(list)
     for path, tree in _sources():
         for node in ast.walk(tree):
-            if not (isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None))
-                    == "Finding" and node.args):
+            if not (
+                isinstance(node, ast.Call)
+                and getattr(node.func, "id", getattr(node.func, "attr", None)) == "Finding"
+                and node.args
+            ):
                 continue
             codes = _literals(node.args[0])
             if codes is UNKNOWN or not all(CODE.fullmatch(c) for c in codes):
@@ -75,7 +78,7 @@ def _emissions():
             ref = _constant(kw["reference"], path) if "reference" in kw else None
             where = f"{path.relative_to(PACKAGE.parent)}:{node.lineno}"
             if len(codes) > 1 and severities is not UNKNOWN and len(severities) == len(codes):
-                pairs = [(c, [s]) for c, s in zip(codes, severities)]   # "ED301" if major else "ED302"
+                pairs = [(c, [s]) for c, s in zip(codes, severities)]  # "ED301" if major else "ED302"
             else:
                 pairs = [(c, severities) for c in codes]
             for code, sev in pairs:
@@ -174,8 +177,9 @@ def test_explain_without_a_code_lists_every_code():
     assert CliRunner().invoke(cli, ["explain", "--list"]).output == r.output
 
 
-@pytest.mark.parametrize("arg, says", [("ED999", "ED970-ED999 are envdoctor codes"),
-                                       ("ED8", "finding codes look like ED205")])
+@pytest.mark.parametrize(
+    "arg, says", [("ED999", "ED970-ED999 are envdoctor codes"), ("ED8", "finding codes look like ED205")]
+)
 def test_explain_unknown_code_is_a_usage_error(arg, says):
     r = CliRunner().invoke(cli, ["explain", arg])
     assert r.exit_code == 2 and says in r.output and "envdoctor explain --list" in r.output
@@ -197,7 +201,11 @@ def test_no_rule_writes_a_title_of_the_registry_again():
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Call) and len(node.args) >= 3 and isinstance(node.args[0], ast.Constant):
                 code, title = node.args[0].value, node.args[2]
-                if isinstance(code, str) and code in CODES and isinstance(title, ast.Constant) \
-                        and title.value == CODES[code].title:
+                if (
+                    isinstance(code, str)
+                    and code in CODES
+                    and isinstance(title, ast.Constant)
+                    and title.value == CODES[code].title
+                ):
                     repeated.append(f"{path.relative_to(package)}:{node.lineno} {code}")
     assert repeated == []

@@ -27,27 +27,36 @@ MACHINE = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NV
 
 
 def _env(**extra: str):
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("RANK", "WORLD_SIZE", "MASTER_", "SLURM_",
-                                                                     "OMPI_", "TORCHELASTIC"))}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("RANK", "WORLD_SIZE", "MASTER_", "SLURM_", "OMPI_", "TORCHELASTIC"))
+    }
     env.update(extra)
     return env
 
 
 def test_two_ranks_every_collective_checked_and_the_environment_passed_through():
-    opts = CommsOptions(backend="gloo", nproc=2, sizes=(65536,), pair_bytes=65536, timeout_s=20,
-                        inject={"rank": 1, "kind": "wrong", "collective": "reduce_scatter"})
+    opts = CommsOptions(
+        backend="gloo",
+        nproc=2,
+        sizes=(65536,),
+        pair_bytes=65536,
+        timeout_s=20,
+        inject={"rank": 1, "kind": "wrong", "collective": "reduce_scatter"},
+    )
     r = run_comms(opts, sys.executable, _env(**MACHINE))
     assert r.error is None and [x.status for x in r.ranks] == ["ok", "ok"]
-    assert r.nccl_env == MACHINE                          # as the ranks saw them: unchanged
+    assert r.nccl_env == MACHINE  # as the ranks saw them: unchanged
     by = {p.collective: p for p in r.points}
     assert set(by) == {"all_reduce", "all_gather", "reduce_scatter", "all_to_all"}
     assert [by[c].wrong for c in ("all_reduce", "all_gather", "all_to_all")] == [0, 0, 0]
-    assert by["reduce_scatter"].wrong == 1                # the one element rank 1 changed
+    assert by["reduce_scatter"].wrong == 1  # the one element rank 1 changed
     ar = by["all_reduce"]
     assert ar.bytes == 65536 and ar.iters >= 3 and ar.time_us > 0
     assert ar.busbw_gbps == pytest.approx(65536 / (ar.time_us / 1e6) / 1e9 * 1.0, rel=1e-3, abs=1e-3)  # 2(n-1)/n = 1
     ag = by["all_gather"]
-    assert ag.busbw_gbps == pytest.approx(ag.algbw_gbps * 0.5, abs=2e-3)                               # (n-1)/n
+    assert ag.busbw_gbps == pytest.approx(ag.algbw_gbps * 0.5, abs=2e-3)  # (n-1)/n
     assert {(p.src, p.dst) for p in r.pairs} == {(0, 1), (1, 0)} and all(p.wrong == 0 for p in r.pairs)
     (f,) = [f for f in verdicts(r) if f.severity == "error"]
     assert f.code == "ED872" and f.evidence == ("reduce_scatter at 64 KiB: 1 wrong element(s) over all ranks",)
@@ -55,8 +64,16 @@ def test_two_ranks_every_collective_checked_and_the_environment_passed_through()
 
 def test_a_rank_that_hangs_is_named_and_the_run_ends():
     started = time.monotonic()
-    opts = CommsOptions(backend="gloo", nproc=2, sizes=(65536,), collectives=("all_reduce",), pairs=False,
-                        timeout_s=5, idle_timeout_s=12, inject={"rank": 1, "kind": "hang", "collective": "all_reduce"})
+    opts = CommsOptions(
+        backend="gloo",
+        nproc=2,
+        sizes=(65536,),
+        collectives=("all_reduce",),
+        pairs=False,
+        timeout_s=5,
+        idle_timeout_s=12,
+        inject={"rank": 1, "kind": "hang", "collective": "all_reduce"},
+    )
     r = run_comms(opts, sys.executable, _env())
     took = time.monotonic() - started
     assert took < 40
@@ -67,8 +84,16 @@ def test_a_rank_that_hangs_is_named_and_the_run_ends():
 
 
 def test_a_rank_that_dies_is_named():
-    opts = CommsOptions(backend="gloo", nproc=2, sizes=(65536,), collectives=("all_gather",), pairs=False,
-                        timeout_s=10, idle_timeout_s=20, inject={"rank": 0, "kind": "die", "collective": "all_gather"})
+    opts = CommsOptions(
+        backend="gloo",
+        nproc=2,
+        sizes=(65536,),
+        collectives=("all_gather",),
+        pairs=False,
+        timeout_s=10,
+        idle_timeout_s=20,
+        inject={"rank": 0, "kind": "die", "collective": "all_gather"},
+    )
     r = run_comms(opts, sys.executable, _env())
     assert [x.status for x in r.ranks] == ["died", "failed"]
     assert "exited with status 17" in r.ranks[0].message
@@ -79,14 +104,23 @@ def test_a_rank_that_dies_is_named():
 @pytest.mark.parametrize("backend", ["nccl", "auto"])
 def test_comms_nccl_where_the_target_has_no_gpu_could_not_start_exit_2(backend):
     """Nothing measured is not OK: no GPU for NCCL is a run that could not start, one line, exit 2."""
-    out = subprocess.run([sys.executable, "-m", "envdoctor", "comms", "--backend", backend, "--json"],
-                         env=_env(CUDA_VISIBLE_DEVICES=""), capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-m", "envdoctor", "comms", "--backend", backend, "--json"],
+        env=_env(CUDA_VISIBLE_DEVICES=""),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 2, (out.stdout, out.stderr)
-    doc = json.loads(out.stdout)      # qa2: a --json run that stops for a named reason still prints its document
+    doc = json.loads(out.stdout)  # qa2: a --json run that stops for a named reason still prints its document
     assert doc["schema"] == "envdoctor.comms/1" and doc["summary"]["exit_code"] == 2
     assert doc["error"]["command"] == "no_gpu" and doc["points"] == []
-    (line,) = [x for x in out.stderr.splitlines() if x.startswith("envdoctor comms:")]   # the rest: progress
-    assert out.stderr.strip().splitlines()[-1] == line and line.startswith("envdoctor comms: no GPU for NCCL: ") and "--backend gloo --nproc 2" in line
+    (line,) = [x for x in out.stderr.splitlines() if x.startswith("envdoctor comms:")]  # the rest: progress
+    assert (
+        out.stderr.strip().splitlines()[-1] == line
+        and line.startswith("envdoctor comms: no GPU for NCCL: ")
+        and "--backend gloo --nproc 2" in line
+    )
 
 
 def test_no_gpu_result_says_why_nothing_was_measured():
@@ -98,11 +132,32 @@ def test_no_gpu_result_says_why_nothing_was_measured():
 
 def test_two_ranks_started_by_a_launcher_rank_0_reports():
     port = str(free_port())
-    argv = [sys.executable, "-m", "envdoctor", "comms", "--backend", "gloo", "--sizes", "64K", "--collective",
-            "all_reduce", "--no-pairs", "--timeout", "20", "--json"]
-    procs = [subprocess.Popen(argv, env=_env(RANK=str(r), WORLD_SIZE="2", LOCAL_RANK=str(r), MASTER_ADDR="127.0.0.1",
-                                             MASTER_PORT=port), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              text=True) for r in (0, 1)]
+    argv = [
+        sys.executable,
+        "-m",
+        "envdoctor",
+        "comms",
+        "--backend",
+        "gloo",
+        "--sizes",
+        "64K",
+        "--collective",
+        "all_reduce",
+        "--no-pairs",
+        "--timeout",
+        "20",
+        "--json",
+    ]
+    procs = [
+        subprocess.Popen(
+            argv,
+            env=_env(RANK=str(r), WORLD_SIZE="2", LOCAL_RANK=str(r), MASTER_ADDR="127.0.0.1", MASTER_PORT=port),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for r in (0, 1)
+    ]
     outs = [p.communicate(timeout=120) for p in procs]
     assert [p.returncode for p in procs] == [0, 0], outs
     doc = json.loads(outs[0][0])

@@ -44,41 +44,101 @@ def _time_for(busbw: float, collective: str, s: int, n: int) -> float:
     return s * factor / (busbw * 1e9) if busbw else 0.004
 
 
-def answer(rank: int, n: int, busbw: Dict[str, float], pairs: Optional[List[Dict[str, Any]]] = None,
-           host: Optional[Dict[str, Any]] = None, env: Optional[Dict[str, str]] = None) -> Dict[str, Any]:
-    points = [{"collective": c, "bytes": GIB, "requested_bytes": GIB, "count": GIB // 4, "dtype": "float32",
-               "status": "ok", "warmup": 5, "iters": 20, "time_s": _time_for(b, c, GIB, n),
-               "time_max_s": _time_for(b, c, GIB, n) * 1.01, "wrong": 0} for c, b in busbw.items()]
-    return {"schema": "envdoctor.comms.child/1", "rank": rank, "world_size": n, "local_rank": rank, "host": "node1",
-            "backend": "nccl", "torch_version": "2.11.0+cu130", "nccl_version": "2.28.9", "device": _device(rank),
-            "points": points, "pairs": pairs or [], "host_copies": host, "notes": [], "env": env or {},
-            "ranks": [{"rank": r, "local_rank": r, "host": "node1", "device": _device(r)} for r in range(n)]}
+def answer(
+    rank: int,
+    n: int,
+    busbw: Dict[str, float],
+    pairs: Optional[List[Dict[str, Any]]] = None,
+    host: Optional[Dict[str, Any]] = None,
+    env: Optional[Dict[str, str]] = None,
+) -> Dict[str, Any]:
+    points = [
+        {
+            "collective": c,
+            "bytes": GIB,
+            "requested_bytes": GIB,
+            "count": GIB // 4,
+            "dtype": "float32",
+            "status": "ok",
+            "warmup": 5,
+            "iters": 20,
+            "time_s": _time_for(b, c, GIB, n),
+            "time_max_s": _time_for(b, c, GIB, n) * 1.01,
+            "wrong": 0,
+        }
+        for c, b in busbw.items()
+    ]
+    return {
+        "schema": "envdoctor.comms.child/1",
+        "rank": rank,
+        "world_size": n,
+        "local_rank": rank,
+        "host": "node1",
+        "backend": "nccl",
+        "torch_version": "2.11.0+cu130",
+        "nccl_version": "2.28.9",
+        "device": _device(rank),
+        "points": points,
+        "pairs": pairs or [],
+        "host_copies": host,
+        "notes": [],
+        "env": env or {},
+        "ranks": [{"rank": r, "local_rank": r, "host": "node1", "device": _device(r)} for r in range(n)],
+    }
 
 
 def ok_run(result: Dict[str, Any]):
-    return from_ran("links/target/comms.py", "python3", Ran(("python3", "-"), 0, _line("result", result=result), "", 12.0))
+    return from_ran(
+        "links/target/comms.py", "python3", Ran(("python3", "-"), 0, _line("result", result=result), "", 12.0)
+    )
 
 
 def hung_run(rank: int):
-    out = "\n".join([_line("plan", points=4, world_size=8, rank=rank, device=_device(rank)),
-                     _line("stage", stage="all_reduce 1073741824 bytes")])
-    return from_ran("links/target/comms.py", "python3", Ran(("python3", "-"), None, out, "",
-                                                61.0, ProbeError("timeout", "python3 printed nothing for 60 s")))
+    out = "\n".join(
+        [
+            _line("plan", points=4, world_size=8, rank=rank, device=_device(rank)),
+            _line("stage", stage="all_reduce 1073741824 bytes"),
+        ]
+    )
+    return from_ran(
+        "links/target/comms.py",
+        "python3",
+        Ran(("python3", "-"), None, out, "", 61.0, ProbeError("timeout", "python3 printed nothing for 60 s")),
+    )
 
 
 def failed_run(rank: int, seconds: float):
-    out = _line("error", error={"kind": "collective_failed", "message": f"rank {rank}: all_reduce failed: "
-                                "DistBackendError: watchdog timeout"})
-    return from_ran("links/target/comms.py", "python3", Ran(("python3", "-"), 1, out, "", seconds,
-                                                ProbeError("exit_status", "exited 1")))
+    out = _line(
+        "error",
+        error={
+            "kind": "collective_failed",
+            "message": f"rank {rank}: all_reduce failed: DistBackendError: watchdog timeout",
+        },
+    )
+    return from_ran(
+        "links/target/comms.py",
+        "python3",
+        Ran(("python3", "-"), 1, out, "", seconds, ProbeError("exit_status", "exited 1")),
+    )
 
 
 def _result(tmp_path, runs, n=8, env=None, log=LOG_2_28):
     lf = links.probe(context(tmp_path, nvswitch(8), 8))
     table = load_links()
-    return build(runs, backend="nccl", launcher="envdoctor", world=n, links=lf, top=expected(lf, table),
-                 table=table, nccl=parse_nccl_log(log) if log else None, nccl_log_note="log", env=env or {},
-                 ranks=list(range(n)), common={})
+    return build(
+        runs,
+        backend="nccl",
+        launcher="envdoctor",
+        world=n,
+        links=lf,
+        top=expected(lf, table),
+        table=table,
+        nccl=parse_nccl_log(log) if log else None,
+        nccl_log_note="log",
+        env=env or {},
+        ranks=list(range(n)),
+        common={},
+    )
 
 
 BUSBW = {"all_reduce": 352.0, "all_gather": 340.0, "reduce_scatter": 345.0, "all_to_all": 330.0}
@@ -89,10 +149,15 @@ def test_eight_h200_at_the_published_rate(tmp_path):
     ar = r.points[0]
     assert (ar.collective, ar.bytes, ar.busbw_gbps, ar.algo, ar.proto) == ("all_reduce", GIB, 352.0, "Ring", "Simple")
     assert ar.algbw_gbps == round(352.0 / 1.75, 3) and ar.ratio == round(352.0 / 450.0, 3)
-    assert r.points[3].algo is None                                  # all_to_all: send/recv, no TUNING line
+    assert r.points[3].algo is None  # all_to_all: send/recv, no TUNING line
     e = r.expected
-    assert (e.peak_gbps, e.path, e.kind, e.achievable_gbps, e.gpu_name) == (450.0, "NV18", "nvlink", 360.0,
-                                                                            "NVIDIA H200")
+    assert (e.peak_gbps, e.path, e.kind, e.achievable_gbps, e.gpu_name) == (
+        450.0,
+        "NV18",
+        "nvlink",
+        360.0,
+        "NVIDIA H200",
+    )
     assert r.hosts == ("node1",) and r.transports == ("P2P/CUMEM",) and r.nvls_available is False
     assert [f.code for f in verdicts(r)] == []
 
@@ -100,9 +165,10 @@ def test_eight_h200_at_the_published_rate(tmp_path):
 def test_far_below_and_below(tmp_path):
     slow = {"all_reduce": 150.0, "all_gather": 250.0}
     found = {f.code: f for f in verdicts(_result(tmp_path, [ok_run(answer(i, 8, slow)) for i in range(8)]))}
-    assert found["ED870"].severity == "error" and "all_reduce reached 150 GB/s busbw at 1 GiB: 41%" in found[
-        "ED870"].title
-    assert "published 367.2 GB/s for 8x NVIDIA H200" in found["ED870"].evidence[1]     # NVLS off: the ring figure
+    assert (
+        found["ED870"].severity == "error" and "all_reduce reached 150 GB/s busbw at 1 GiB: 41%" in found["ED870"].title
+    )
+    assert "published 367.2 GB/s for 8x NVIDIA H200" in found["ED870"].evidence[1]  # NVLS off: the ring figure
     assert found["ED871"].severity == "warning" and found["ED871"].title.startswith("all_gather reached 250 GB/s")
 
 
@@ -123,15 +189,27 @@ def test_the_hung_rank_is_named_not_its_victims(tmp_path):
 
 
 def test_a_wrong_result_and_a_slow_pair(tmp_path):
-    pairs = [{"src": s, "dst": d, "bytes": 256 << 20, "iters": 20, "wrong": 0,
-              "time_s": (256 << 20) / ((120.0 if (s, d) == (3, 5) else 390.0) * 1e9)}
-             for s in range(8) for d in range(8) if s != d]
+    pairs = [
+        {
+            "src": s,
+            "dst": d,
+            "bytes": 256 << 20,
+            "iters": 20,
+            "wrong": 0,
+            "time_s": (256 << 20) / ((120.0 if (s, d) == (3, 5) else 390.0) * 1e9),
+        }
+        for s in range(8)
+        for d in range(8)
+        if s != d
+    ]
     pairs[0]["wrong"] = 7
     results = [answer(i, 8, BUSBW, pairs=pairs) for i in range(8)]
     results[0]["points"][1]["wrong"] = 12
     found = {f.code: f for f in verdicts(_result(tmp_path, [ok_run(x) for x in results]))}
-    assert found["ED872"].evidence == ("all_gather at 1 GiB: 12 wrong element(s) over all ranks",
-                                       "copy from rank 0 to rank 1: 7 wrong element(s)")
+    assert found["ED872"].evidence == (
+        "all_gather at 1 GiB: 12 wrong element(s) over all ranks",
+        "copy from rank 0 to rank 1: 7 wrong element(s)",
+    )
     assert found["ED875"].evidence == ("rank 3 -> rank 5 (NV18): 120 GB/s, the other NV18 pairs 390 GB/s (median)",)
 
 
@@ -148,17 +226,37 @@ def test_nvls_switched_off_by_the_environment_and_shared_memory(tmp_path):
 def test_one_h200_host_copies(tmp_path):
     lf = links.probe(h200(tmp_path))
     table = load_links()
-    host = {"status": "ok", "bytes": 256 << 20, "pinned": True,
-            "directions": [{"direction": "h2d", "iters": 20, "time_s": (256 << 20) / 55.4e9},
-                           {"direction": "d2h", "iters": 20, "time_s": (256 << 20) / 20.0e9}]}
+    host = {
+        "status": "ok",
+        "bytes": 256 << 20,
+        "pinned": True,
+        "directions": [
+            {"direction": "h2d", "iters": 20, "time_s": (256 << 20) / 55.4e9},
+            {"direction": "d2h", "iters": 20, "time_s": (256 << 20) / 20.0e9},
+        ],
+    }
     one = answer(0, 1, {"all_reduce": 0.0}, host=host)
     one["device"]["pci_bus_id"] = "0000:00:06.0"
     one["ranks"][0]["device"]["pci_bus_id"] = "0000:00:06.0"
-    r = build([ok_run(one)], backend="nccl", launcher="envdoctor", world=1, links=lf, top=expected(lf, table),
-              table=table, nccl=None, nccl_log_note="none", env={}, ranks=[0], common={})
+    r = build(
+        [ok_run(one)],
+        backend="nccl",
+        launcher="envdoctor",
+        world=1,
+        links=lf,
+        top=expected(lf, table),
+        table=table,
+        nccl=None,
+        nccl_log_note="none",
+        env={},
+        ranks=[0],
+        common={},
+    )
     assert r.points[0].busbw_gbps == 0.0 and r.points[0].ratio is None
-    assert r.host_copies == (HostCopy("h2d", 256 << 20, 20, 55.4, 63.02, 0.879),
-                             HostCopy("d2h", 256 << 20, 20, 20.0, 63.02, 0.317))
+    assert r.host_copies == (
+        HostCopy("h2d", 256 << 20, 20, 55.4, 63.02, 0.879),
+        HostCopy("d2h", 256 << 20, 20, 20.0, 63.02, 0.317),
+    )
     found = {f.code: f for f in verdicts(r)}
     assert found["ED877"].title == "One GPU: nothing to measure between GPUs; host copies h2d 55.4 GB/s, d2h 20 GB/s"
     assert found["ED876"].evidence == ("d2h: 20 GB/s of 63.02 GB/s (the PCIe link, data/links.toml)",)
@@ -167,8 +265,12 @@ def test_one_h200_host_copies(tmp_path):
 
 def test_skipped_sizes(tmp_path):
     run = answer(0, 8, BUSBW)
-    run["points"][0] = {"collective": "all_to_all", "bytes": 64 * GIB, "status": "skipped",
-                        "reason": "needs 128.0 GiB per GPU; one GPU has less free"}
+    run["points"][0] = {
+        "collective": "all_to_all",
+        "bytes": 64 * GIB,
+        "status": "skipped",
+        "reason": "needs 128.0 GiB per GPU; one GPU has less free",
+    }
     r = _result(tmp_path, [ok_run(run)] * 8)
     assert replace(r.points[0], reason=None).status == "skipped"
     assert "ED880" in {f.code for f in verdicts(r)}
@@ -204,8 +306,14 @@ def test_ranks_that_answer_with_nothing_measured_are_a_failed_run_not_all_ok(tmp
 
 def test_every_size_skipped_is_nothing_measured(tmp_path):
     run = answer(0, 8, {})
-    run["points"] = [{"collective": "all_reduce", "bytes": 64 * GIB, "status": "skipped",
-                      "reason": "needs 128.0 GiB per GPU; one GPU has less free"}]
+    run["points"] = [
+        {
+            "collective": "all_reduce",
+            "bytes": 64 * GIB,
+            "status": "skipped",
+            "reason": "needs 128.0 GiB per GPU; one GPU has less free",
+        }
+    ]
     codes = {(f.code, f.severity) for f in verdicts(_result(tmp_path, [ok_run(run)] * 8))}
     assert {("ED880", "warning"), ("ED882", "error")} <= codes
 

@@ -20,7 +20,7 @@ from envdoctor.table import Table, load_table
 from tests.tables import REAL
 
 #: A confirmed torch release newer than any in data/ (its version is filled in), with its variants.
-NEW_TORCH = '''
+NEW_TORCH = """
 [[release]]
 version = "{version}"
 pythons = ["3.11", "3.12", "3.13", "3.14"]
@@ -40,10 +40,10 @@ platforms = ["linux_x86_64"]
 name = "cu130"
 arch_list = ["sm_75", "sm_80", "sm_86", "sm_90", "sm_100", "sm_120"]
 platforms = ["linux_x86_64"]
-'''
+"""
 
 #: A GPU model no row names (its PCI id is outside every chip family of data/gpus.toml).
-NEW_GPU = '''
+NEW_GPU = """
 [[gpu]]
 name = "NVIDIA Testing Board T9"
 aliases = ["Testing Board T9", "T9"]
@@ -53,7 +53,7 @@ memory_gib = 48.0
 fp16_half_rate_accum = false
 source = "tests/test_data.py"
 checked = "2026-12-01"
-'''
+"""
 
 
 @pytest.fixture(scope="module")
@@ -67,9 +67,20 @@ def test_the_real_data_loads_and_is_not_the_frozen_copy(real):
 
 def test_every_row_has_a_source_and_a_date_not_in_the_future(real):
     today = datetime.date.today().isoformat()
-    rows = (real.cuda_releases + real.minor_compats + real.driver_branches + real.architectures + real.gpus
-            + real.chip_families + real.gpu_series + real.torch_releases + real.variants + real.ngc_releases
-            + real.distros + real.mirrors)
+    rows = (
+        real.cuda_releases
+        + real.minor_compats
+        + real.driver_branches
+        + real.architectures
+        + real.gpus
+        + real.chip_families
+        + real.gpu_series
+        + real.torch_releases
+        + real.variants
+        + real.ngc_releases
+        + real.distros
+        + real.mirrors
+    )
     for row in rows:
         assert row.source and re.match(r"^\d{4}-\d{2}(-\d{2})?$", row.checked), row
         assert row.checked <= today, row
@@ -81,7 +92,7 @@ def test_every_architecture_says_which_kernel_modules_drive_it(real):
 
 
 def _grown(tmp_path: Path, real: Table) -> Path:
-    newest = real.torch_releases[-1].version          # sorted by version
+    newest = real.torch_releases[-1].version  # sorted by version
     major, minor = (int(x) for x in newest.split(".")[:2])
     version = f"{major}.{minor + 1}.0"
     copy = tmp_path / "data"
@@ -122,23 +133,27 @@ def test_every_distribution_names_its_kernel_headers_and_the_key_dkms_signs_with
 
 # --- cards still common in labs and old clouds (issue 12) ------------------------------------------
 
-@pytest.mark.parametrize("name, pci, cc, memory", [
-    ("Tesla K80", "0x102d", "3.7", 12.0),          # one of the board's two GPUs
-    ("Tesla K40m", "10de:1024", "3.5", 12.0),      # the K40c's id finds the K40 row
-    ("Tesla M40", "0x17fd", "5.2", 12.0),
-    ("Tesla M60", "0x13f2", "5.2", 8.0),
-    ("Tesla P4", "0x1bb3", "6.1", 8.0),
-    ("Tesla P40", "0x1b38", "6.1", 24.0),
-    ("NVIDIA GeForce GTX 1050 Ti", "0x1c82", "6.1", 4.0),
-    ("NVIDIA GeForce GTX 1070 Ti", "0x1b82", "6.1", 8.0),
-    ("Quadro P4000", "0x1bb1", "6.1", 8.0),
-    ("Quadro RTX 6000", "0x1e36", "7.5", 24.0),
-    ("Quadro GV100", "0x1dba", "7.0", 32.0),
-    ("NVIDIA TITAN Xp", "0x1b02", "6.1", 12.0),
-    ("NVIDIA TITAN RTX", "0x1e02", "7.5", 24.0),
-    ("NVIDIA RTX A2000 12GB", "0x2571", "8.6", 12.0),
-    ("NVIDIA RTX A4500", "0x2232", "8.6", 20.0),
-])
+
+@pytest.mark.parametrize(
+    "name, pci, cc, memory",
+    [
+        ("Tesla K80", "0x102d", "3.7", 12.0),  # one of the board's two GPUs
+        ("Tesla K40m", "10de:1024", "3.5", 12.0),  # the K40c's id finds the K40 row
+        ("Tesla M40", "0x17fd", "5.2", 12.0),
+        ("Tesla M60", "0x13f2", "5.2", 8.0),
+        ("Tesla P4", "0x1bb3", "6.1", 8.0),
+        ("Tesla P40", "0x1b38", "6.1", 24.0),
+        ("NVIDIA GeForce GTX 1050 Ti", "0x1c82", "6.1", 4.0),
+        ("NVIDIA GeForce GTX 1070 Ti", "0x1b82", "6.1", 8.0),
+        ("Quadro P4000", "0x1bb1", "6.1", 8.0),
+        ("Quadro RTX 6000", "0x1e36", "7.5", 24.0),
+        ("Quadro GV100", "0x1dba", "7.0", 32.0),
+        ("NVIDIA TITAN Xp", "0x1b02", "6.1", 12.0),
+        ("NVIDIA TITAN RTX", "0x1e02", "7.5", 24.0),
+        ("NVIDIA RTX A2000 12GB", "0x2571", "8.6", 12.0),
+        ("NVIDIA RTX A4500", "0x2232", "8.6", 20.0),
+    ],
+)
 def test_old_lab_and_cloud_cards_are_known_by_name_and_pci_id(real, name, pci, cc, memory):
     by_name, by_pci = real.gpu(name), real.gpu_by_pci(pci)
     assert by_name is not None and by_name is by_pci
@@ -148,7 +163,7 @@ def test_old_lab_and_cloud_cards_are_known_by_name_and_pci_id(real, name, pci, c
 
 def test_old_cards_answer_to_the_short_names_people_type(real):
     assert real.gpu("K80").name == "Tesla K80" and real.gpu("P40").name == "Tesla P40"
-    assert real.gpu("Tesla K40c").name == "Tesla K40m"           # NVML names the boards differently
+    assert real.gpu("Tesla K40c").name == "Tesla K40m"  # NVML names the boards differently
     assert real.gpu("M40 24GB").memory_gib == 24.0 and real.gpu("M40").memory_gib == 12.0
     assert real.gpu("Quadro RTX 8000").memory_gib == 48.0
 
@@ -156,7 +171,7 @@ def test_old_cards_answer_to_the_short_names_people_type(real):
 def test_figures_not_read_in_an_nvidia_document_are_marked(real):
     k80 = real.gpu("K80")
     assert {"memory_gib", "bandwidth_gbs", "fp32_tflops"} <= set(k80.unconfirmed_fields)
-    assert k80.is_datacenter() is None                            # a Tesla, but no NVIDIA list read says so
+    assert k80.is_datacenter() is None  # a Tesla, but no NVIDIA list read says so
     assert real.gpu("P40").is_datacenter() is True
 
 
@@ -164,13 +179,17 @@ def test_a_pci_id_two_quadro_models_share_maps_to_no_model_but_to_turing(real):
     """0x1e30 is "Quadro RTX 6000/8000" in pci.ids: no row claims it, the chip family gives 7.5."""
     assert real.gpu_by_pci("0x1e30") is None
     assert real.arch_for_pci("0x1e30").cc == "7.5"
-    assert real.arch_for_pci("0x1180").name == "Kepler"           # a GK104 no model row names
+    assert real.arch_for_pci("0x1180").name == "Kepler"  # a GK104 no model row names
 
 
 def test_k80_through_an_old_nvidia_smi_gets_its_capability_from_the_table(real):
     """R470 (the last branch for Kepler) predates nvidia-smi's compute_cap: the name finds sm_37."""
-    facts = Facts(driver=DriverFacts(driver_version="470.256.02", gpus=(
-        GpuInfo(0, "Tesla K80", source="nvidia-smi"), GpuInfo(1, "Tesla K80", source="nvidia-smi"))))
+    facts = Facts(
+        driver=DriverFacts(
+            driver_version="470.256.02",
+            gpus=(GpuInfo(0, "Tesla K80", source="nvidia-smi"), GpuInfo(1, "Tesla K80", source="nvidia-smi")),
+        )
+    )
     assert [(g.cc, g.cc_source) for g in machine_gpus(facts, real)] == [("3.7", "envdoctor table")] * 2
 
 
@@ -180,10 +199,13 @@ def test_a_k80_with_torch_2_8_has_no_kernels_for_sm_37(real):
 
     arch = real.torch("2.8.0").variant("cu126").arch_list
     torch = TorchFacts(installed=True, version="2.8.0+cu126", cuda="12.6", arch_list=arch, cuda_available=True)
-    facts = Facts(torch=torch, python=TargetPython(executable="/opt/venv/bin/python", version="3.12.3", pip="24.0",
-                                                   platform="linux_x86_64"),
-                  driver=DriverFacts(driver_version="470.256.02", driver_cuda="11.4",
-                                     gpus=(GpuInfo(0, "Tesla K80", source="nvidia-smi"),)))
+    facts = Facts(
+        torch=torch,
+        python=TargetPython(executable="/opt/venv/bin/python", version="3.12.3", pip="24.0", platform="linux_x86_64"),
+        driver=DriverFacts(
+            driver_version="470.256.02", driver_cuda="11.4", gpus=(GpuInfo(0, "Tesla K80", source="nvidia-smi"),)
+        ),
+    )
     found = [f for rule in RULES for f in rule(facts, real) if f.code == "ED206"]
     assert len(found) == 1
     assert found[0].title == "torch 2.8.0+cu126 has no kernels for compute capability 3.7"
@@ -197,7 +219,9 @@ def test_a_new_gpus_optional_rows_join_on_its_gpus_toml_name(tmp_path, real):
     from envdoctor.table.health import load_health
 
     copy = _grown(tmp_path, real)
-    (copy / "health.toml").write_text((copy / "health.toml").read_text() + '''
+    (copy / "health.toml").write_text(
+        (copy / "health.toml").read_text()
+        + """
 [[expected]]
 gpu = "NVIDIA Testing Board T9"
 dtype = "bf16"
@@ -206,8 +230,11 @@ sustained_tflops = 300.0
 power_limit_w = 350.0
 source = "tests/test_data.py"
 checked = "2026-12-01"
-''')
-    (copy / "links.toml").write_text((copy / "links.toml").read_text() + '''
+"""
+    )
+    (copy / "links.toml").write_text(
+        (copy / "links.toml").read_text()
+        + """
 [[gpu]]
 name = "NVIDIA Testing Board T9"
 nvlink_links = 0
@@ -216,7 +243,8 @@ pcie_gen = 5
 pcie_width = 16
 source = "tests/test_data.py"
 checked = "2026-12-01"
-''')
+"""
+    )
     grown = load_table(copy)
     gpu = grown.gpu("T9")
     assert gpu is not None and gpu.name == "NVIDIA Testing Board T9"

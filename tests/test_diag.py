@@ -54,6 +54,7 @@ def with_samples(gpu, change):
 
 # --- bench, burn, power: the recorded H200 and one fault each ------------------------------------
 
+
 def test_recorded_h200_bench_passes_matmul_and_hbm_with_their_sources():
     tests = rules.bench_tests(analysed(), T)
     mm, hbm = by(tests, "matmul"), by(tests, "memory_bandwidth")
@@ -78,15 +79,14 @@ def test_a_gpu_without_a_threshold_is_measured_and_says_so():
     mm = by(tests, "matmul")
     assert mm.status == "INFO" and round(mm.figure) == 662 and mm.threshold is None
     assert "no threshold for NVIDIA H999" in mm.detail
-    assert rules.node_verdict(tests)[0] == "PASS" and rules.no_threshold(tests) == {"matmul": 1,
-                                                                                   "memory_bandwidth": 1}
+    assert rules.node_verdict(tests)[0] == "PASS" and rules.no_threshold(tests) == {"matmul": 1, "memory_bandwidth": 1}
 
 
 def test_recorded_h200_burn_passes_burn_memtest_and_holds_its_power_limit():
     tests = burn_of(h200_gpu())
     b, m, p = by(tests, "burn"), by(tests, "memtest"), by(tests, "power")
     assert (b.status, b.figure, b.threshold) == ("PASS", 659.4, 594.0)
-    assert m.status == "WARN"            # level 3 wants every pattern; the recording ran one
+    assert m.status == "WARN"  # level 3 wants every pattern; the recording ran one
     assert p.status == "PASS" and 0.98 < p.figure < 1.0 and p.threshold == 0.75
     assert "targeted-power" in p.source
 
@@ -101,10 +101,18 @@ def test_wrong_products_fail_the_burn_by_name():
 
 
 def test_a_throttled_gpu_fails_power_and_burn():
-    hw = 0x8 | 0x4                        # hw_slowdown with the power cap
+    hw = 0x8 | 0x4  # hw_slowdown with the power cap
+
     def throttle(s):
-        return replace(s, power_w=300.0, sm_clock_mhz=700, reasons_mask=hw, reasons=H.reason_names(hw),
-                       fault=bool(H.fault_reasons(hw)))
+        return replace(
+            s,
+            power_w=300.0,
+            sm_clock_mhz=700,
+            reasons_mask=hw,
+            reasons=H.reason_names(hw),
+            fault=bool(H.fault_reasons(hw)),
+        )
+
     g = with_samples(h200_gpu(), throttle)
     tests = burn_of(g)
     p = by(tests, "power")
@@ -127,6 +135,7 @@ def test_memory_pattern_mismatch_fails_memtest():
 
 # --- the live state (fake NVML, fake /proc) ------------------------------------------------------
 
+
 @pytest.fixture
 def nv():
     return FakeNvml.recorded("h200-driver580-cuda13")
@@ -140,7 +149,12 @@ def test_the_recorded_idle_h200_is_free(nv):
     s = state(nv)
     g = s.gpus[0]
     assert (g.compute_mode, g.persistence_mode, g.mig_mode, g.power_limit_w, g.processes) == (
-        "default", True, False, 700.0, ())
+        "default",
+        True,
+        False,
+        700.0,
+        (),
+    )
     assert state_findings(s, wanted=True) == []
     assert by(rules.inspection_tests((), s), "state").status == "PASS"
 
@@ -162,8 +176,11 @@ def test_a_busy_gpu_fails_state_when_a_job_wants_it_and_warns_in_check(nv, tmp_p
 def test_a_zombie_and_a_pid_of_another_container(nv, tmp_path):
     (tmp_path / "proc/77").mkdir(parents=True)
     (tmp_path / "proc/77/stat").write_text("77 (train (old)) Z 1 77 77 0 -1 4227084 0 0\n")
-    nv.set(0, "nvmlDeviceGetComputeRunningProcesses", [{"pid": 77, "usedGpuMemory": 1 << 30},
-                                                       {"pid": 9999, "usedGpuMemory": 1 << 30}])
+    nv.set(
+        0,
+        "nvmlDeviceGetComputeRunningProcesses",
+        [{"pid": 77, "usedGpuMemory": 1 << 30}, {"pid": 9999, "usedGpuMemory": 1 << 30}],
+    )
     s = state(nv, tmp_path)
     zombie, hidden = s.gpus[0].processes
     assert (zombie.state, zombie.visible, hidden.visible) == ("Z", True, False)
@@ -180,11 +197,17 @@ def test_exclusive_process_mode_with_a_process_and_operator_limits(nv):
     nv.set(0, "nvmlDeviceGetApplicationsClock:1", 1200)
     nv.set(0, "nvmlDeviceGetDefaultApplicationsClock:1", 1980)
     codes = {(f.code, f.severity) for f in state_findings(state(nv), wanted=True)}
-    assert codes == {("ED160", "error"), ("ED162", "error"), ("ED163", "warning"), ("ED164", "warning"),
-                     ("ED165", "warning")}
+    assert codes == {
+        ("ED160", "error"),
+        ("ED162", "error"),
+        ("ED163", "warning"),
+        ("ED164", "warning"),
+        ("ED165", "warning"),
+    }
 
 
 # --- the fabric (fake sysfs roots) -----------------------------------------------------------------
+
 
 def ib_root(tmp: Path, state: str = "4: ACTIVE", phys: str = "5: LinkUp", peermem: bool = True) -> Path:
     """A node with one GPU and one ConnectX port under the same PCIe switch, files as the kernel writes them."""
@@ -205,14 +228,20 @@ def ib_root(tmp: Path, state: str = "4: ACTIVE", phys: str = "5: LinkUp", peerme
     (ib / "device").symlink_to(os.path.relpath(nic, ib))
     (ib / "fw_ver").write_text("28.39.1002\n")
     (ib / "node_type").write_text("1: CA\n")
-    for name, text in (("state", state), ("phys_state", phys), ("rate", "400 Gb/sec (4X NDR)"),
-                       ("link_layer", "InfiniBand")):
+    for name, text in (
+        ("state", state),
+        ("phys_state", phys),
+        ("rate", "400 Gb/sec (4X NDR)"),
+        ("link_layer", "InfiniBand"),
+    ):
         (port / name).write_text(text + "\n")
     (tmp / "sys/class/net/ib0").mkdir(parents=True)
     (tmp / "sys/class/net/eth0").mkdir(parents=True)
     (tmp / "proc").mkdir(exist_ok=True)
-    (tmp / "proc/modules").write_text(("nvidia_peermem 16384 0 - Live 0x0 (O)\n" if peermem else "")
-                                      + "mlx5_ib 471040 0 - Live 0x0\nib_core 434176 2 mlx5_ib, Live 0x0\n")
+    (tmp / "proc/modules").write_text(
+        ("nvidia_peermem 16384 0 - Live 0x0 (O)\n" if peermem else "")
+        + "mlx5_ib 471040 0 - Live 0x0\nib_core 434176 2 mlx5_ib, Live 0x0\n"
+    )
     return tmp
 
 
@@ -220,12 +249,21 @@ def test_an_active_port_under_the_gpus_switch_with_peermem_is_clean(tmp_path):
     f = fabric_probe.probe(Context(root=ib_root(tmp_path), env={}))
     a = f.adapters[0]
     assert (a.name, a.firmware, a.node_type, a.pci_address, a.numa_node) == (
-        "mlx5_0", "28.39.1002", "CA", "0000:04:00.0", 0)
+        "mlx5_0",
+        "28.39.1002",
+        "CA",
+        "0000:04:00.0",
+        0,
+    )
     assert (a.ports[0].state, a.ports[0].phys_state, a.ports[0].rate_gbps, a.ports[0].link_layer) == (
-        "ACTIVE", "LinkUp", 400.0, "InfiniBand")
+        "ACTIVE",
+        "LinkUp",
+        400.0,
+        "InfiniBand",
+    )
     assert [(p.gpu_bus_id, p.adapter, p.path) for p in f.placements] == [("0000:03:00.0", "mlx5_0", "PIX")]
     assert "nvidia_peermem" in f.modules
-    assert [x.code for x in fabric_findings(f)] == ["ED865"]      # no net plugin: info only
+    assert [x.code for x in fabric_findings(f)] == ["ED865"]  # no net plugin: info only
 
 
 def test_a_down_link_fails_the_fabric_test(tmp_path):
@@ -237,12 +275,21 @@ def test_a_down_link_fails_the_fabric_test(tmp_path):
 
 
 def test_ib_without_gpudirect_and_nccl_variables_that_name_nothing(tmp_path):
-    env = {"NCCL_SOCKET_IFNAME": "enp", "NCCL_IB_HCA": "mlx5_1,mlx5_0:1", "NCCL_IB_DISABLE": "1",
-           "NCCL_P2P_DISABLE": "0"}
+    env = {
+        "NCCL_SOCKET_IFNAME": "enp",
+        "NCCL_IB_HCA": "mlx5_1,mlx5_0:1",
+        "NCCL_IB_DISABLE": "1",
+        "NCCL_P2P_DISABLE": "0",
+    }
     f = fabric_probe.probe(Context(root=ib_root(tmp_path, peermem=False), env=env))
     codes = [(x.code, x.severity) for x in fabric_findings(f, open_module=False)]
-    assert codes == [("ED861", "warning"), ("ED865", "info"), ("ED862", "error"), ("ED863", "error"),
-                     ("ED864", "warning")]
+    assert codes == [
+        ("ED861", "warning"),
+        ("ED865", "info"),
+        ("ED862", "error"),
+        ("ED863", "error"),
+        ("ED864", "warning"),
+    ]
     assert "mlx5_1" in fabric_findings(f)[-2].evidence[0]
     # an exclusion names nothing that must exist; a prefix that matches is fine
     ok = fabric_probe.probe(Context(root=tmp_path, env={"NCCL_SOCKET_IFNAME": "^docker,lo", "NCCL_IB_HCA": "mlx5"}))
@@ -255,6 +302,7 @@ def test_a_node_without_ib_has_no_fabric_finding(tmp_path):
 
 # --- the verdicts, the table, the text -------------------------------------------------------------
 
+
 def test_warn_exits_0_fail_1_no_gpu_2():
     assert rules.node_verdict([DiagTest("check", "WARN"), DiagTest("burn", "PASS", gpu=0)]) == ("WARN", ("check",))
     assert [rules.exit_status(v) for v in ("PASS", "WARN", "FAIL", "NO_GPU", "ERROR")] == [0, 0, 1, 2, 2]
@@ -263,13 +311,27 @@ def test_warn_exits_0_fail_1_no_gpu_2():
 
 
 def test_diag_toml_rejects_a_fail_fraction_above_the_warn_one():
-    doc = Doc("diag.toml", {"rule": [{"test": "power", "of": "x", "warn_below": 0.5, "fail_below": 0.9,
-                                      "source": "s", "checked": "2026-12-01"}]})
+    doc = Doc(
+        "diag.toml",
+        {
+            "rule": [
+                {
+                    "test": "power",
+                    "of": "x",
+                    "warn_below": 0.5,
+                    "fail_below": 0.9,
+                    "source": "s",
+                    "checked": "2026-12-01",
+                }
+            ]
+        },
+    )
     with pytest.raises(TableError, match="fail_below <= warn_below"):
         parse_diag_table(doc)
 
 
 # --- the command -------------------------------------------------------------------------------------
+
 
 def test_a_cpu_box_gets_a_clear_no_gpu_verdict_exit_2_and_a_valid_document(monkeypatch):
     monkeypatch.delitem(sys.modules, "pynvml", raising=False)
@@ -301,6 +363,7 @@ def _no_pynvml(real):
         if name == "pynvml":
             raise ImportError("no pynvml here")
         return real(name, *a, **kw)
+
     return imp
 
 
@@ -310,8 +373,16 @@ def test_the_text_names_every_test_its_figure_and_threshold():
     from envdoctor.diag.rules import gpu_verdicts, node_verdict
 
     verdict, failed = node_verdict(tests)
-    r = DiagResult(level=3, level_name="long", budget_s=900.0, hostname="gpu-01", tests=tuple(tests),
-                   verdict=verdict, failed=failed, gpus=gpu_verdicts(tests, [{"index": 0, "name": "NVIDIA H200"}]))
+    r = DiagResult(
+        level=3,
+        level_name="long",
+        budget_s=900.0,
+        hostname="gpu-01",
+        tests=tuple(tests),
+        verdict=verdict,
+        failed=failed,
+        gpus=gpu_verdicts(tests, [{"index": 0, "name": "NVIDIA H200"}]),
+    )
     text = render_diag_text(r)
     assert "  PASS  matmul           662.4 TFLOP/s (>= 600)" in text
     assert "  PASS  power            0.9" in text and "(>= 0.75, warn under 0.9)" in text
@@ -322,13 +393,16 @@ def test_check_shows_each_gpus_live_state_and_topo_the_adapters(monkeypatch, tmp
     fake = FakeNvml.recorded("h200-driver580-cuda13")
     fake.set(0, "nvmlDeviceGetComputeRunningProcesses", [{"pid": 999999, "usedGpuMemory": 2 << 30}])
     monkeypatch.setitem(sys.modules, "pynvml", fake)
-    r = CliRunner().invoke(cli, ["check", "--skip", "torch", "--skip", "conda", "--skip", "docker", "--skip",
-                                 "toolkits"])
+    r = CliRunner().invoke(
+        cli, ["check", "--skip", "torch", "--skip", "conda", "--skip", "docker", "--skip", "toolkits"]
+    )
     assert "GPU 0 now          1 process(es) (pid 999999 (not visible here) 2048 MiB), 0% busy" in r.output
     assert "ED160 warning: GPU 0 (NVIDIA H200, 00000000:00:06.0) is in use by another process" in r.output
     t = CliRunner().invoke(cli, ["topo", "--root", str(ib_root(tmp_path, "1: DOWN", "3: Disabled"))])
-    assert "fabric:\n  NIC mlx5_0 (0000:04:00.0, NUMA 0, fw 28.39.1002): port 1 DOWN 400 Gb/s InfiniBand\n" \
-           "    GPU 0000:03:00.0: PIX" in t.output
+    assert (
+        "fabric:\n  NIC mlx5_0 (0000:04:00.0, NUMA 0, fw 28.39.1002): port 1 DOWN 400 Gb/s InfiniBand\n"
+        "    GPU 0000:03:00.0: PIX" in t.output
+    )
 
 
 def test_a_target_without_torch_could_not_start_exit_2(monkeypatch, tmp_path):
@@ -352,17 +426,26 @@ def test_fleet_comms_pair_between_nodes_far_below_their_adapters_rate():
 
     def report(rate):
         doc = fd.h200()
-        doc["facts"]["fabric"] = {"adapters": [{"name": "mlx5_0", "ports": [
-            {"port": 1, "state": "ACTIVE", "rate_gbps": rate, "link_layer": "InfiniBand"}]}]}
+        doc["facts"]["fabric"] = {
+            "adapters": [
+                {
+                    "name": "mlx5_0",
+                    "ports": [{"port": 1, "state": "ACTIVE", "rate_gbps": rate, "link_layer": "InfiniBand"}],
+                }
+            ]
+        }
         return doc
 
-    inputs = [NodeInput((Document("report", report(400.0), f"rank {r}"),), ((f"gpu{r + 1}", "node key"),),
-                        "reported", r) for r in range(4)]
+    inputs = [
+        NodeInput((Document("report", report(400.0), f"rank {r}"),), ((f"gpu{r + 1}", "node key"),), "reported", r)
+        for r in range(4)
+    ]
     # 256 MiB in 10 ms: 26.8 GB/s, over half of NDR's 50 GB/s; 20 ms: 13.4 GB/s, under it
     fleet, _ = merge(inputs, mode="gather", comms=comms.read(answer([0.01, 0.02, 0.01, 0.01]), 4))
     slow = [nf for nf in fleet.drift.findings if nf.finding.code == "ED786"]
     assert [(nf.node, nf.finding.title) for nf in slow] == [
-        ("gpu2", "gpu2 - gpu3: 13.4 GB/s between the nodes, under 50% of the adapters' 50 GB/s (400 Gb/s)")]
+        ("gpu2", "gpu2 - gpu3: 13.4 GB/s between the nodes, under 50% of the adapters' 50 GB/s (400 Gb/s)")
+    ]
     gloo = comms.read(answer([0.01, 0.02, 0.01, 0.01], backend="gloo"), 4)
     assert comms.against_adapters(comms.named(gloo, {}), {r: 50.0 for r in range(4)}) == []
 
@@ -385,7 +468,12 @@ def test_the_recorded_h200_live_state_reads_say_it_is_free(nv):
         nv.set(0, call, answer)
     g = state(nv).gpus[0]
     assert (g.processes, g.processes_error, g.mig_devices, g.app_sm_clock_mhz, g.default_app_sm_clock_mhz) == (
-        (), None, 0, 1980, 1980)
+        (),
+        None,
+        0,
+        1980,
+        1980,
+    )
     assert g.retired_pages_pending is None and g.errors["retired_pages_pending"] == "not supported"
     assert state_findings(state(nv), wanted=True) == []
 

@@ -24,7 +24,7 @@ from tests.test_burn_fakes import healthy_steps, miscompare_steps
 FIX = Path(__file__).parent / "fixtures"
 H200 = FIX / "h200-driver580-cuda13"
 
-DISPATCH = r'''
+DISPATCH = r"""
 import json, os, sys, time
 spec = json.load(open(%(spec)r))
 text = sys.stdin.read()
@@ -50,7 +50,7 @@ elif 'CHILD_SCHEMA = "envdoctor.comms.child/1"' in text:
     line("result", result=spec["comms"])
 else:
     line("error", error={"kind": "internal", "message": "the fake target has no answer for this script"})
-'''
+"""
 
 
 def _exe(path: Path, text: str) -> str:
@@ -68,22 +68,57 @@ def comms_answer():
     """One rank's answer in comms.py's format, with the host copies the H200 measured (docs/examples/h200)."""
     doc = json.loads((Path(__file__).parent.parent / "docs/examples/h200/comms.json").read_text())
     device = {"index": 0, "name": "NVIDIA H200", "pci_bus_id": "0000:00:06.0", "uuid": "GPU-c7d3a8fe"}
-    directions = [{"direction": c["direction"], "iters": c["iters"], "time_s": c["bytes"] / (c["gbps"] * 1e9)}
-                  for c in doc["host_copies"]]
-    return {"schema": "envdoctor.comms.child/1", "rank": 0, "world_size": 1, "local_rank": 0, "host": "node1",
-            "backend": "nccl", "torch_version": "2.11.0+cu130", "nccl_version": "2.28.9", "device": device,
-            "points": [], "pairs": [], "notes": [], "env": {},
-            "host_copies": {"status": "ok", "bytes": 256 << 20, "pinned": True, "directions": directions},
-            "ranks": [{"rank": 0, "local_rank": 0, "host": "node1", "device": device}]}
+    directions = [
+        {"direction": c["direction"], "iters": c["iters"], "time_s": c["bytes"] / (c["gbps"] * 1e9)}
+        for c in doc["host_copies"]
+    ]
+    return {
+        "schema": "envdoctor.comms.child/1",
+        "rank": 0,
+        "world_size": 1,
+        "local_rank": 0,
+        "host": "node1",
+        "backend": "nccl",
+        "torch_version": "2.11.0+cu130",
+        "nccl_version": "2.28.9",
+        "device": device,
+        "points": [],
+        "pairs": [],
+        "notes": [],
+        "env": {},
+        "host_copies": {"status": "ok", "bytes": 256 << 20, "pinned": True, "directions": directions},
+        "ranks": [{"rank": 0, "local_rank": 0, "host": "node1", "device": device}],
+    }
 
 
 def target(tmp: Path, burn_steps) -> str:
     bench = json.loads((FIX / "h200-bench-suites/all.json").read_text())
-    gpu = {"torch_version": "2.11.0+cu130", "torch_cuda": "13.0", "count": 1, "devices": [
-        {"index": 0, "kind": "cuda", "name": "NVIDIA H200", "capability": "9.0", "uuid": "GPU-c7d3a8fe",
-         "ok": True, "rel_error": 1.1e-07, "init_ms": 402.1, "op_ms": 3.2, "error": None}]}
-    spec = {"gpu": gpu, "torch": recorded_torch_child(), "bench": bench["result"], "bench_events": bench["events"],
-            "comms": comms_answer()}
+    gpu = {
+        "torch_version": "2.11.0+cu130",
+        "torch_cuda": "13.0",
+        "count": 1,
+        "devices": [
+            {
+                "index": 0,
+                "kind": "cuda",
+                "name": "NVIDIA H200",
+                "capability": "9.0",
+                "uuid": "GPU-c7d3a8fe",
+                "ok": True,
+                "rel_error": 1.1e-07,
+                "init_ms": 402.1,
+                "op_ms": 3.2,
+                "error": None,
+            }
+        ],
+    }
+    spec = {
+        "gpu": gpu,
+        "torch": recorded_torch_child(),
+        "bench": bench["result"],
+        "bench_events": bench["events"],
+        "comms": comms_answer(),
+    }
     (tmp / "spec.json").write_text(json.dumps(spec))
     (tmp / "burn.json").write_text(json.dumps({"*": burn_steps}))
     burn = _exe(tmp / "burnfake", BURN_FAKE % {"path": str(tmp / "burn.json")})
@@ -121,8 +156,15 @@ def test_level_2_on_the_recorded_h200_passes_every_test_with_its_figure(tmp_path
     assert set(doc["stage_s"]) == {"state", "check", "cuda_op", "bench", "burn", "comms"}
     assert doc["gpus"][0]["name"] == "NVIDIA H200"
     assert s[("check", None)] == "PASS" and r.exit_code == 0 and doc["verdict"] == "PASS", r.output
-    assert doc["summary"] == {"verdict": "PASS", "exit_code": 0, "passed": 11, "warned": 0, "failed": 0,
-                              "skipped": 0, "no_threshold": 0}
+    assert doc["summary"] == {
+        "verdict": "PASS",
+        "exit_code": 0,
+        "passed": 11,
+        "warned": 0,
+        "failed": 0,
+        "skipped": 0,
+        "no_threshold": 0,
+    }
 
 
 def test_level_3_adds_power_and_warns_on_a_memory_test_of_one_pattern(tmp_path, nvml):
@@ -158,7 +200,7 @@ def test_two_gpus_one_held_by_another_job_fails_that_gpu_only_and_loads_none(tmp
     doc = json.loads(r.stdout)
     assert r.exit_code == 1 and doc["failed"] == ["state (GPU 1)"], r.output
     assert [(g["index"], g["verdict"], g["failed"]) for g in doc["gpus"]] == [(0, "PASS", []), (1, "FAIL", ["state"])]
-    assert [t["name"] for t in doc["tests"] if t["level"] == 2] == ["load"]      # nothing loaded
+    assert [t["name"] for t in doc["tests"] if t["level"] == 2] == ["load"]  # nothing loaded
     assert doc["notes"][0].startswith("levels 2-2 not run: GPU 1 is not free")
 
 
@@ -166,7 +208,6 @@ def test_a_device_past_the_last_gpu_is_a_usage_error(tmp_path, nvml):
     r = diag("--device", "3", "--python", target(tmp_path, healthy_steps(0)))
     assert r.exit_code == 2 and "--device 3: GPU 3 does not exist: there are 1 GPU(s)" in r.stdout
     assert "see `nvidia-smi -L`" in r.stderr
-
 
 
 def test_suppress_takes_a_finding_out_of_every_test_and_the_exit_code_and_says_so(tmp_path, nvml):
@@ -187,8 +228,7 @@ def test_suppress_takes_a_finding_out_of_every_test_and_the_exit_code_and_says_s
     assert plain["suppressed"] is None and plain["verdict"] == "FAIL"
 
 
-@pytest.mark.parametrize("code, why", [("ED8000", "finding codes look like ED305"),
-                                       ("ED899", "no such finding code")])
+@pytest.mark.parametrize("code, why", [("ED8000", "finding codes look like ED305"), ("ED899", "no such finding code")])
 def test_diag_refuses_a_code_that_is_not_in_the_registry(tmp_path, code, why):
     r = diag("--suppress", code, "--python", sys.executable)
     assert r.exit_code == 2 and why in r.output, r.output

@@ -20,7 +20,7 @@ SCRIPT = ROOT / "docs/examples/diag/slurm-diag.sh"
 def envdoctor_exe(tmp: Path) -> Path:
     """``envdoctor`` as the script calls it: this interpreter with this checkout, no GPU library."""
     exe = tmp / "envdoctor"
-    exe.write_text(f"#!/bin/sh\nPYTHONPATH={ROOT} exec {sys.executable} -m envdoctor \"$@\"\n")
+    exe.write_text(f'#!/bin/sh\nPYTHONPATH={ROOT} exec {sys.executable} -m envdoctor "$@"\n')
     exe.chmod(0o755)
     return exe
 
@@ -38,7 +38,8 @@ def test_the_script_drains_a_node_without_a_gpu_and_says_why(tmp_path):
     assert line.startswith(f'{fake} update nodename=gpu-17 state=drain reason="envdoctor diag -r 1 NO_GPU: no GPU')
     args = log.read_text().splitlines()
     assert args[:3] == ["update", "nodename=gpu-17", "state=drain"] and args[3].startswith(
-        "reason=envdoctor diag -r 1 NO_GPU: no GPU on this machine")
+        "reason=envdoctor diag -r 1 NO_GPU: no GPU on this machine"
+    )
 
 
 def test_a_passing_node_is_left_alone(tmp_path):
@@ -56,8 +57,9 @@ def test_a_passing_node_is_left_alone(tmp_path):
 def test_under_a_one_node_slurm_the_script_drains_the_node_with_the_verdict(slurm, tmp_path):  # noqa: F811
     env = dict(slurm, ENVDOCTOR=str(envdoctor_exe(tmp_path)))
     env.pop("PYTHONPATH", None)
-    ran = subprocess.run(["srun", "-N", "1", "-n", "1", "bash", str(SCRIPT)], env=env, capture_output=True,
-                         text=True, timeout=180)
+    ran = subprocess.run(
+        ["srun", "-N", "1", "-n", "1", "bash", str(SCRIPT)], env=env, capture_output=True, text=True, timeout=180
+    )
     assert ran.returncode != 0, ran.stdout + ran.stderr
     assert "state=drain reason=" in ran.stdout
     for _ in range(50):

@@ -41,6 +41,7 @@ def bench_2x() -> BenchResult:
 
 # --- the registry ---------------------------------------------------------------------------------
 
+
 def _schema_names(kind):
     """The ``schema`` constants a kind's JSON Schema allows, following its allOf references."""
     schema = documents.schema(kind)
@@ -55,7 +56,7 @@ def _schema_names(kind):
 def test_every_kind_has_a_valid_schema_that_names_it(row):
     import jsonschema
 
-    schema = documents.schema(row.kind)          # fails when the kind has no schema file
+    schema = documents.schema(row.kind)  # fails when the kind has no schema file
     jsonschema.Draft202012Validator.check_schema(schema)
     assert schema["$id"].endswith("/" + row.file)
     assert _schema_names(row.kind) == [row.schema]
@@ -81,20 +82,25 @@ def test_every_document_name_in_the_code_is_registered():
 
 # --- recorded documents ---------------------------------------------------------------------------
 
-@pytest.mark.parametrize("path, kind", [
-    ("docs/examples/h200/check.json", "report"),
-    ("docs/examples/cpu-ci/check.json", "report"),
-    ("tests/fixtures/h200-driver580-cuda13/envdoctor-check.json", "report"),
-    ("tests/fixtures/snapshots/h200-580.json", "snapshot"),
-    ("tests/fixtures/snapshots/h200-580.json", "report"),
-    ("docs/examples/h200/recommend.json", "plan"),
-    ("tests/fixtures/h200x2-bench/bench-fp16-bf16-8192.json", "bench"),
-])
+
+@pytest.mark.parametrize(
+    "path, kind",
+    [
+        ("docs/examples/h200/check.json", "report"),
+        ("docs/examples/cpu-ci/check.json", "report"),
+        ("tests/fixtures/h200-driver580-cuda13/envdoctor-check.json", "report"),
+        ("tests/fixtures/snapshots/h200-580.json", "snapshot"),
+        ("tests/fixtures/snapshots/h200-580.json", "report"),
+        ("docs/examples/h200/recommend.json", "plan"),
+        ("tests/fixtures/h200x2-bench/bench-fp16-bf16-8192.json", "bench"),
+    ],
+)
 def test_recorded_documents_follow_their_schema(path, kind):
     validate(json.loads(recorded(ROOT / path)), kind)
 
 
 # --- documents emitted here ------------------------------------------------------------------------
+
 
 def test_check_json_on_the_h200_and_the_cpu_box(tmp_path):
     for ctx in (h200(tmp_path / "h200"), cpu_box(tmp_path / "cpu")):
@@ -135,21 +141,44 @@ def test_snapshot_files_with_and_without_bench(tmp_path, monkeypatch):
         r = invoke("snapshot", "--root", str(ctx.root), *FAST, "-o", str(tmp_path / name), *extra, env=dict(ctx.env))
         assert r.exit_code == 0, r.output
         validate(json.loads((tmp_path / name).read_text()), "snapshot")
-    r = invoke("snapshot", "--root", str(ctx.root), *FAST, env=dict(ctx.env))      # into the store
+    r = invoke("snapshot", "--root", str(ctx.root), *FAST, env=dict(ctx.env))  # into the store
     store = tmp_path / "state" / "snapshots"
     validate(json.loads((store / (store / "latest").read_text().strip()).read_text()), "snapshot")
 
 
-@pytest.mark.parametrize("args", [
-    ["--gpu", "RTX 5090", "--driver", "570.133.20", "--os", "ubuntu:24.04", "--python-version", "3.12"],
-    ["--gpu", "RTX 5090", "--driver", "570.133.20", "--os", "ubuntu:24.04", "--python-version", "3.12",
-     "--route", "conda"],
-    ["--gpu", "RTX 5090", "--driver", "570.133.20", "--os", "ubuntu:24.04", "--python-version", "3.12",
-     "--route", "docker"],
-    ["--gpu", "RTX 3090", "--driver", "450.51.06", "--os", "ubuntu:20.04", "--python-version", "3.10"],  # no fit
-    ["--from", str(H200_REPORT)],
-    ["--from", str(H200_REPORT), "--route", "docker"],
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--gpu", "RTX 5090", "--driver", "570.133.20", "--os", "ubuntu:24.04", "--python-version", "3.12"],
+        [
+            "--gpu",
+            "RTX 5090",
+            "--driver",
+            "570.133.20",
+            "--os",
+            "ubuntu:24.04",
+            "--python-version",
+            "3.12",
+            "--route",
+            "conda",
+        ],
+        [
+            "--gpu",
+            "RTX 5090",
+            "--driver",
+            "570.133.20",
+            "--os",
+            "ubuntu:24.04",
+            "--python-version",
+            "3.12",
+            "--route",
+            "docker",
+        ],
+        ["--gpu", "RTX 3090", "--driver", "450.51.06", "--os", "ubuntu:20.04", "--python-version", "3.10"],  # no fit
+        ["--from", str(H200_REPORT)],
+        ["--from", str(H200_REPORT), "--route", "docker"],
+    ],
+)
 def test_recommend_json(args):
     r = invoke("recommend", "--offline", "--json", *args)
     assert r.exit_code in (0, 1), r.output
@@ -166,7 +195,7 @@ def test_bench_json_of_recorded_h200_runs(tmp_path, run):
 
 
 def test_bench_json_of_a_target_without_torch(tmp_path):
-    target = tmp_path / "python3"            # this interpreter without its site-packages: no torch
+    target = tmp_path / "python3"  # this interpreter without its site-packages: no torch
     target.write_text(f'#!/bin/sh\nexec {sys.executable} -S "$@"\n')
     target.chmod(0o755)
     r = CliRunner().invoke(cli, ["bench", "--python", str(target), "--json"], catch_exceptions=False)
@@ -197,16 +226,42 @@ def test_verify_json_same_machine_regression_and_bench(tmp_path, monkeypatch):
     with_bench["bench"] = to_data(bench_2x())
     (tmp_path / "b.json").write_text(json.dumps(with_bench))
     monkeypatch.setattr(host, "run_bench", lambda python, **kw: bench_2x())
-    r = invoke("verify", "--root", str(ctx.root), "--baseline", str(tmp_path / "b.json"), *FAST, "--bench", "--json",
-               env=dict(ctx.env))
+    r = invoke(
+        "verify",
+        "--root",
+        str(ctx.root),
+        "--baseline",
+        str(tmp_path / "b.json"),
+        *FAST,
+        "--bench",
+        "--json",
+        env=dict(ctx.env),
+    )
     doc = json.loads(r.stdout)
     assert doc["bench"]["tolerance_pct"] == 10.0
     validate(doc, "verify")
 
 
-@pytest.mark.parametrize("args", [["cuda"], ["cuda", "12.8"], ["torch"], ["torch", "2.7"], ["gpu"], ["gpu", "H200"],
-                                  ["gpu", "0x2b87"], ["arch"], ["arch", "8.6"], ["ngc"], ["ngc", "25.01"], ["distro"],
-                                  ["distro", "ubuntu", "22.04"], ["variant"], ["variant", "cu128"]])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["cuda"],
+        ["cuda", "12.8"],
+        ["torch"],
+        ["torch", "2.7"],
+        ["gpu"],
+        ["gpu", "H200"],
+        ["gpu", "0x2b87"],
+        ["arch"],
+        ["arch", "8.6"],
+        ["ngc"],
+        ["ngc", "25.01"],
+        ["distro"],
+        ["distro", "ubuntu", "22.04"],
+        ["variant"],
+        ["variant", "cu128"],
+    ],
+)
 def test_table_json(args):
     r = invoke("table", *args, "--json")
     assert r.exit_code == 0, r.output
@@ -214,9 +269,22 @@ def test_table_json(args):
 
 
 def test_index_json_offline(tmp_path):
-    r = CliRunner().invoke(cli, ["index", "cu117", "cu121", "cu130", "--offline", "--python-version", "3.12",
-                                 "--platform", "manylinux_2_28_x86_64", "--json"],
-                           env={"ENVDOCTOR_CACHE_DIR": str(tmp_path / "empty-cache"), "ENVDOCTOR_INDEX_URL": None})
+    r = CliRunner().invoke(
+        cli,
+        [
+            "index",
+            "cu117",
+            "cu121",
+            "cu130",
+            "--offline",
+            "--python-version",
+            "3.12",
+            "--platform",
+            "manylinux_2_28_x86_64",
+            "--json",
+        ],
+        env={"ENVDOCTOR_CACHE_DIR": str(tmp_path / "empty-cache"), "ENVDOCTOR_INDEX_URL": None},
+    )
     assert r.exit_code in (0, 1), r.output
     validate(json.loads(r.output), "index")
 
@@ -226,25 +294,36 @@ def test_index_json_offline(tmp_path):
 REPORT_TEXT = SNAPSHOT.read_text()
 
 
-@pytest.mark.parametrize("text, message", [
-    ("{not json", "b.json is not valid JSON (cut short or damaged near line 1)"),
-    (REPORT_TEXT[:4000], "b.json is not valid JSON (cut short or damaged near line "),
-    ("[" * 100000 + "]" * 100000, "b.json cannot be read as JSON: JSON nested deeper than 64 levels"),
-    ('{"schema": "envdoctor.report/1", "n": ' + "9" * 5000 + "}", "b.json cannot be read as JSON: a number of"),
-    ('{"schema": "envdoctor.report/1", "n": NaN}', "b.json cannot be read as JSON: NaN is not a JSON number"),
-    ("[1, 2]", "b.json is not an envdoctor report (not a JSON object)"),
-    ('{"facts": {}}', "b.json is not an envdoctor report (no 'schema' key)"),
-    ('{"schema": 1}', "b.json is not an envdoctor report (no 'schema' key)"),
-    ('{"schema": "envdoctor.plan/1"}', "b.json is an envdoctor.plan document, not a report or snapshot"),
-    ('{"schema": "pip.inspect/1"}', "b.json is a document of schema 'pip.inspect/1', not a report or snapshot"),
-    ('{"schema": "envdoctor.report/2"}', "b.json was written by a newer envdoctor (schema envdoctor.report/2); "
-                                         "this envdoctor reads envdoctor.report/1 and older"),
-    ('{"schema": "envdoctor.report/\u00b2"}', "b.json has schema 'envdoctor.report/\u00b2', which this envdoctor "
-                                              "cannot read (it reads envdoctor.report/1)"),
-    ('{"schema": "envdoctor.report/beta"}', "which this envdoctor cannot read"),
-    ('{"schema": "envdoctor.report/0", "problems": 5}', "b.json (schema envdoctor.report/0) cannot be converted: "
-                                                        "'problems' is not a list"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("{not json", "b.json is not valid JSON (cut short or damaged near line 1)"),
+        (REPORT_TEXT[:4000], "b.json is not valid JSON (cut short or damaged near line "),
+        ("[" * 100000 + "]" * 100000, "b.json cannot be read as JSON: JSON nested deeper than 64 levels"),
+        ('{"schema": "envdoctor.report/1", "n": ' + "9" * 5000 + "}", "b.json cannot be read as JSON: a number of"),
+        ('{"schema": "envdoctor.report/1", "n": NaN}', "b.json cannot be read as JSON: NaN is not a JSON number"),
+        ("[1, 2]", "b.json is not an envdoctor report (not a JSON object)"),
+        ('{"facts": {}}', "b.json is not an envdoctor report (no 'schema' key)"),
+        ('{"schema": 1}', "b.json is not an envdoctor report (no 'schema' key)"),
+        ('{"schema": "envdoctor.plan/1"}', "b.json is an envdoctor.plan document, not a report or snapshot"),
+        ('{"schema": "pip.inspect/1"}', "b.json is a document of schema 'pip.inspect/1', not a report or snapshot"),
+        (
+            '{"schema": "envdoctor.report/2"}',
+            "b.json was written by a newer envdoctor (schema envdoctor.report/2); "
+            "this envdoctor reads envdoctor.report/1 and older",
+        ),
+        (
+            '{"schema": "envdoctor.report/\u00b2"}',
+            "b.json has schema 'envdoctor.report/\u00b2', which this envdoctor "
+            "cannot read (it reads envdoctor.report/1)",
+        ),
+        ('{"schema": "envdoctor.report/beta"}', "which this envdoctor cannot read"),
+        (
+            '{"schema": "envdoctor.report/0", "problems": 5}',
+            "b.json (schema envdoctor.report/0) cannot be converted: 'problems' is not a list",
+        ),
+    ],
+)
 def test_unusable_documents_are_one_documented_error(text, message):
     with pytest.raises(DocumentError) as info:
         read_document(text, "report", "b.json")
@@ -258,8 +337,13 @@ def test_other_kinds_are_told_apart():
 
 
 def test_the_prerelease_report_is_migrated():
-    old = {"schema": "envdoctor.report/0", "host": "gpu-01", "created": "2026-11-01T09:00:00Z", "facts": {},
-           "problems": [{"code": "ED102", "severity": "error", "title": "mismatch"}, "junk"]}
+    old = {
+        "schema": "envdoctor.report/0",
+        "host": "gpu-01",
+        "created": "2026-11-01T09:00:00Z",
+        "facts": {},
+        "problems": [{"code": "ED102", "severity": "error", "title": "mismatch"}, "junk"],
+    }
     loaded = read_document(json.dumps(old), "report", "old.json")
     assert loaded.migrated_from == "envdoctor.report/0"
     assert loaded.data["schema"] == "envdoctor.report/1" and loaded.data["summary"]["exit_code"] == 1
@@ -267,12 +351,19 @@ def test_the_prerelease_report_is_migrated():
 
 
 @settings(deadline=None)
-@given(st.one_of(st.text(max_size=200),
-                 st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=20),
-                              lambda inner: st.lists(inner, max_size=4)
-                              | st.dictionaries(st.sampled_from(["schema", "facts", "problems", "x"]), inner,
-                                                max_size=4),
-                              max_leaves=20).map(json.dumps)))
+@given(
+    st.one_of(
+        st.text(max_size=200),
+        st.recursive(
+            st.none() | st.booleans() | st.integers() | st.text(max_size=20),
+            lambda inner: (
+                st.lists(inner, max_size=4)
+                | st.dictionaries(st.sampled_from(["schema", "facts", "problems", "x"]), inner, max_size=4)
+            ),
+            max_leaves=20,
+        ).map(json.dumps),
+    )
+)
 def test_any_text_is_a_document_or_the_documented_error(text):
     try:
         read_document(text, "report", "fuzz.json")
@@ -287,6 +378,7 @@ def test_dumps_is_the_one_writer():
 
 
 # --- schemas generated from the documents' dataclasses (tools/make_schema.py) -----------------------
+
 
 def _make_schema():
     import importlib.util

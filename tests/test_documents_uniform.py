@@ -43,7 +43,7 @@ def printed_schema(kind):
 def written(kind, r):
     """The document a command printed, checked with plain jsonschema against `envdoctor schema KIND`."""
     doc = json.loads(r.stdout)
-    jsonschema.validate(doc, printed_schema(kind))        # no registry, no network: self-contained
+    jsonschema.validate(doc, printed_schema(kind))  # no registry, no network: self-contained
     assert doc["schema"] == next(d.schema for d in DOCUMENTS if d.kind == kind)
     assert list(doc)[:3] == list(HEADER[:3]) and doc["created_at"] and doc["envdoctor_version"]
     assert "collected_at" not in doc and doc["summary"]["exit_code"] == r.exit_code, (kind, r.exit_code)
@@ -60,7 +60,7 @@ def _snapshot(tmp_path):
     out = tmp_path / "snap.json"
     r = invoke("snapshot", "--root", str(ctx.root), *FAST, "-o", str(out), env=dict(ctx.env))
     assert r.exit_code == 0, r.output
-    r.stdout_bytes = out.read_bytes()        # the file is the document
+    r.stdout_bytes = out.read_bytes()  # the file is the document
     return r
 
 
@@ -83,9 +83,21 @@ def _topo(tmp_path):
 
 
 def _index(tmp_path):
-    return CliRunner().invoke(cli, ["index", "cu121", "cu130", "--offline", "--python-version", "3.12",
-                                    "--platform", "manylinux_2_28_x86_64", "--json"],
-                              env={"ENVDOCTOR_CACHE_DIR": str(tmp_path / "empty"), "ENVDOCTOR_INDEX_URL": None})
+    return CliRunner().invoke(
+        cli,
+        [
+            "index",
+            "cu121",
+            "cu130",
+            "--offline",
+            "--python-version",
+            "3.12",
+            "--platform",
+            "manylinux_2_28_x86_64",
+            "--json",
+        ],
+        env={"ENVDOCTOR_CACHE_DIR": str(tmp_path / "empty"), "ENVDOCTOR_INDEX_URL": None},
+    )
 
 
 def _fleet(tmp_path):
@@ -103,8 +115,16 @@ def _stale(tmp_path, monkeypatch):
     fake = SimpleNamespace(torch_releases=(SimpleNamespace(version="2.9.0"),))
     monkeypatch.setattr("envdoctor.cli.table._table", lambda: fake)
     with IndexServer() as server:
-        r = invoke("table", "--stale", "--json", "--index-url", server.url(), "--variant", "cu130",
-                   env={"ENVDOCTOR_CACHE_DIR": str(tmp_path), "ENVDOCTOR_INDEX_RETRIES": "0"})
+        r = invoke(
+            "table",
+            "--stale",
+            "--json",
+            "--index-url",
+            server.url(),
+            "--variant",
+            "cu130",
+            env={"ENVDOCTOR_CACHE_DIR": str(tmp_path), "ENVDOCTOR_INDEX_RETRIES": "0"},
+        )
     assert r.exit_code == 1, r.output
     return r
 
@@ -122,18 +142,30 @@ WRITERS = {
     "topo": lambda tmp, mp: _topo(tmp),
     "fleet": lambda tmp, mp: _fleet(tmp),
     "explain": lambda tmp, mp: invoke("explain", "--json"),
-    "dockerfile": lambda tmp, mp: invoke("dockerfile", str(FIXTURES / "dockerfiles" / "vllm-style.Dockerfile"),
-                                         "--driver", "580.65.06", "--json"),
+    "dockerfile": lambda tmp, mp: invoke(
+        "dockerfile", str(FIXTURES / "dockerfiles" / "vllm-style.Dockerfile"), "--driver", "580.65.06", "--json"
+    ),
 }
 #: these run a real torch in a child (CPU torch in CI)
 TORCH_WRITERS = {
-    "burn": lambda tmp, mp: invoke("burn", "--python", sys.executable, "--seconds", "5", "--cpu", "--json",
-                                   env={"HOME": str(tmp)}),
-    "comms": lambda tmp, mp: invoke("comms", "--backend", "gloo", "--nproc", "2", "--python", sys.executable, "--json",
-                                    env={"CUDA_VISIBLE_DEVICES": ""}),
+    "burn": lambda tmp, mp: invoke(
+        "burn", "--python", sys.executable, "--seconds", "5", "--cpu", "--json", env={"HOME": str(tmp)}
+    ),
+    "comms": lambda tmp, mp: invoke(
+        "comms",
+        "--backend",
+        "gloo",
+        "--nproc",
+        "2",
+        "--python",
+        sys.executable,
+        "--json",
+        env={"CUDA_VISIBLE_DEVICES": ""},
+    ),
     "diag": lambda tmp, mp: invoke("diag", "--python", sys.executable, "--json", env={"CUDA_VISIBLE_DEVICES": ""}),
-    "profile": lambda tmp, mp: invoke("profile", "--json", "--steps", "2", "--", sys.executable,
-                                      str(FIXTURES / "profile" / "fp32_matmul.py")),
+    "profile": lambda tmp, mp: invoke(
+        "profile", "--json", "--steps", "2", "--", sys.executable, str(FIXTURES / "profile" / "fp32_matmul.py")
+    ),
 }
 
 
@@ -168,7 +200,7 @@ def test_bench_1_refers_to_the_report_s_error_and_validates_without_a_registry()
     doc = json.loads((ROOT / "tests/fixtures/h200x2-bench/bench-fp16-bf16-8192.json").read_text())
     schema = printed_schema("bench")
     jsonschema.validate(doc, schema)
-    doc["error"] = {"kind": "timeout"}                 # no message: report-1.json#/$defs/error says no
+    doc["error"] = {"kind": "timeout"}  # no message: report-1.json#/$defs/error says no
     with pytest.raises(jsonschema.ValidationError, match="'message' is a required property"):
         jsonschema.validate(doc, schema)
 
@@ -185,8 +217,15 @@ def test_schema_without_a_name_lists_every_document():
     assert r.exit_code == 0 and [line.split()[0] for line in r.output.splitlines()] == [d.kind for d in DOCUMENTS]
 
 
-@pytest.mark.parametrize("args", [["table", "--json", "torch", "2.7"], ["--json", "table", "torch", "2.7"],
-                                  ["table", "torch", "2.7", "--json"], ["table", "torch", "--json", "2.7"]])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["table", "--json", "torch", "2.7"],
+        ["--json", "table", "torch", "2.7"],
+        ["table", "torch", "2.7", "--json"],
+        ["table", "torch", "--json", "2.7"],
+    ],
+)
 def test_json_before_or_after_the_subcommand(args):
     r = invoke(*args)
     assert r.exit_code == 0, r.output
@@ -235,13 +274,17 @@ def test_recorded_documents_keep_validating(tmp_path):
     """Documents written before the header (docs/examples) still follow their schema."""
     from tests.documents import recorded
 
-    for path, kind in (("docs/examples/h200/check.json", "report"), ("docs/examples/h200/topo.json", "topo"),
-                       ("docs/examples/h200/recommend.json", "plan"), ("docs/examples/h200/comms.json", "comms")):
+    for path, kind in (
+        ("docs/examples/h200/check.json", "report"),
+        ("docs/examples/h200/topo.json", "topo"),
+        ("docs/examples/h200/recommend.json", "plan"),
+        ("docs/examples/h200/comms.json", "comms"),
+    ):
         jsonschema.validate(json.loads(recorded(ROOT / path)), printed_schema(kind))
 
 
-
 # --- the schemas generated from the documents' types (tools/make_schema.py) ------------------------------
+
 
 def _make_schema():
     import importlib.util
@@ -280,8 +323,9 @@ def _refused(doc, schema, key, container=None):
 
 
 @pytest.mark.parametrize("kind", sorted(set(_make_schema().GENERATED) & set(WRITERS)))
-def test_a_generated_schema_accepts_the_real_document_and_rejects_a_field_of_the_wrong_type(kind, tmp_path,
-                                                                                           monkeypatch):
+def test_a_generated_schema_accepts_the_real_document_and_rejects_a_field_of_the_wrong_type(
+    kind, tmp_path, monkeypatch
+):
     """Each typed top-level key of the real document, given a value of another JSON type, is refused;
     so is a wrong type one level down (some key of each object the document holds at the top)."""
     doc = json.loads(WRITERS[kind](tmp_path, monkeypatch).stdout)
@@ -292,8 +336,11 @@ def test_a_generated_schema_accepts_the_real_document_and_rejects_a_field_of_the
     assert typed, kind
     assert [k for k in typed if not _refused(doc, schema, k)] == [], kind
     for key in typed:
-        part = doc[key] if isinstance(doc[key], dict) else (
-            doc[key][0] if isinstance(doc[key], list) and doc[key] and isinstance(doc[key][0], dict) else None)
+        part = (
+            doc[key]
+            if isinstance(doc[key], dict)
+            else (doc[key][0] if isinstance(doc[key], list) and doc[key] and isinstance(doc[key][0], dict) else None)
+        )
         if part and own[key] != {"type": "object", "additionalProperties": {}}:
             assert any(_refused(doc, schema, k, part) for k in list(part)), (kind, key)
 

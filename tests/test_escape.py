@@ -32,7 +32,7 @@ def test_a_file_with_a_stray_byte_is_written(tmp_path):
 def test_a_strict_utf8_stream_writes_the_escape():
     raw = io.BytesIO()
     stream = io.TextIOWrapper(raw, encoding="utf-8", errors="strict")
-    escape_streams(stream, object())        # what is no text stream is left alone
+    escape_streams(stream, object())  # what is no text stream is left alone
     stream.write("Python at /tmp/caf\udce9/python3\n")
     stream.flush()
     assert raw.getvalue() == b"Python at /tmp/caf\\xe9/python3\n"

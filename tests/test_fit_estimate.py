@@ -17,14 +17,31 @@ from envdoctor.fit.workload import Workload
 
 # h=64, f=128, 2 layers, 4 heads of 16, 2 kv heads, vocab 100, untied: 86,848 parameters
 # (embed 6400 + head 6400 + 2 x (q 4096 + k 2048 + v 2048 + o 4096 + MLP 3*64*128 + norms 128) + final norm 64)
-TINY = ModelSpec(name="tiny", architecture="LlamaForCausalLM", family="llama", hidden=64, intermediate=128, layers=2,
-                 heads=4, kv_heads=2, head_dim=16, vocab=100)
+TINY = ModelSpec(
+    name="tiny",
+    architecture="LlamaForCausalLM",
+    family="llama",
+    hidden=64,
+    intermediate=128,
+    layers=2,
+    heads=4,
+    kv_heads=2,
+    head_dim=16,
+    vocab=100,
+)
 N = 6400 + 6400 + 2 * (4096 + 2048 + 2048 + 4096 + 3 * 64 * 128 + 128) + 64
 # round numbers for the sums: the allocator reserve is half of what is transient + the stranded block
 # (fourth round) + half the loss's second fp32 gradient block + a quarter of the optimizer states in training
-C = Constants(context_bytes=1000, cublas_bytes=24, allocator_segments_bytes=0, allocator_transient_train=0.5,
-              allocator_transient_infer=0.5, allocator_stranded_factor=1.0, allocator_grad_block=0.5,
-              allocator_states=0.25)
+C = Constants(
+    context_bytes=1000,
+    cublas_bytes=24,
+    allocator_segments_bytes=0,
+    allocator_transient_train=0.5,
+    allocator_transient_infer=0.5,
+    allocator_stranded_factor=1.0,
+    allocator_grad_block=0.5,
+    allocator_states=0.25,
+)
 CONTEXT = 1024
 
 
@@ -36,15 +53,15 @@ def test_tiny_parameter_count():
 def test_inference_fp32_prefill_by_hand():
     e = estimate(TINY, Workload(mode="infer", batch=1, seq=10, new_tokens=0, dtype="fp32"), C)
     weights = N * 4
-    kv = 2 * 2 * 2 * 16 * 4 * 10                   # 2 x layers x kv heads x head_dim x 4 B x 10 tokens
+    kv = 2 * 2 * 2 * 16 * 4 * 10  # 2 x layers x kv heads x head_dim x 4 B x 10 tokens
     # hidden + residual, the embedding output and the layer's input (still referenced), then the larger of the
     # MLP's gate, up and product (4 x 3 x 128 = 1536) and attention: fp32 with 2 KV heads for 4 runs SDPA's math
     # kernel, q, k, v (4 x (64 + 32 + 32 + 64) = 768) + k and v repeated to every head (2 x 4 x 64) + the fp32
     # scores and softmax, 4 heads x 10 keys each (2 x 4 x 4 x 10): 1600
     working = 10 * (2 * 4 * 64 + 2 * 4 * 64 + max(4 * 3 * 128, 768 + 2 * 4 * 64 + 2 * 4 * 4 * 10))
-    logits = 100 * (4 + 8)                         # last position only: V x (fp32 + fp32 copy + processed)
+    logits = 100 * (4 + 8)  # last position only: V x (fp32 + fp32 copy + processed)
     allocated = weights + kv + working + logits
-    transient = kv + working + logits              # all but the weights is allocated and freed per step
+    transient = kv + working + logits  # all but the weights is allocated and freed per step
     assert e.peak_phase == "prefill"
     assert [t.bytes for t in e.terms] == [weights, kv, working, logits, CONTEXT, int(transient * 0.5)]
     assert e.peak_bytes == allocated + CONTEXT + int(transient * 0.5)
@@ -84,28 +101,29 @@ def test_frozen_linears_keep_no_inputs_and_lora_keeps_fp32_copies():
     # the MLP keeps gate, act, up (768): 260 + 400 + 260 + 768
     assert frozen == 260 + 400 + 260 + 768
     lora = layer_bytes_per_token(layer_saved(TINY, bf16, 32, "sdpa", False, lora=["q_proj"], lora_rank=8))
-    assert lora == frozen + 64 * 4 + 8 * 4      # PEFT casts q_proj's input to fp32 (64 x 4) + the rank-8 middle
+    assert lora == frozen + 64 * 4 + 8 * 4  # PEFT casts q_proj's input to fp32 (64 x 4) + the rank-8 middle
 
 
 def test_training_bf16_adamw_by_hand():
     w = Workload(mode="train", batch=2, seq=8, dtype="bf16", loop="trainer")
     e = estimate(TINY, w, C)
-    weights, grads, states = N * 2, N * 2, N * 2 * 2            # torch AdamW states are zeros_like(param)
+    weights, grads, states = N * 2, N * 2, N * 2 * 2  # torch AdamW states are zeros_like(param)
     acts = 2 * 8 * (2 * 2456 + (4 * 64 + 4 + 2 * 64 + 2 * 64))  # layers + final norm and head input
-    logits = 2 * 8 * 100 * 12                                   # fp32 log-softmax + its grad + upcast grad
+    logits = 2 * 8 * 100 * 12  # fp32 log-softmax + its grad + upcast grad
     phases = {p.name: p for p in e.phases}
     loss = weights + states + acts + logits
-    last_layer = weights + states + acts + 100 * 64 * 2 + 16 * 3 * 2 * 128   # head grad + 3 f-wide grads
-    step = weights + grads + states                             # fused AdamW: no step-wide copy
-    stranded = 2 * 8 * 100 * 2          # the freed bf16 logits' block, too small for the fp32 loss gradients
+    last_layer = weights + states + acts + 100 * 64 * 2 + 16 * 3 * 2 * 128  # head grad + 3 f-wide grads
+    step = weights + grads + states  # fused AdamW: no step-wide copy
+    stranded = 2 * 8 * 100 * 2  # the freed bf16 logits' block, too small for the fp32 loss gradients
     # every moment: the loss's second fp32 gradient block b*s*V x 4 (x 0.5) and the states (x 0.25), which the
     # step keeps reserved
     kept = 2 * 8 * 100 * 4 * 0.5 + states * 0.25
     # transient (allocated and freed every step): all but the weights and the optimizer states
     for name, allocated, transient, extra in (
-            ("loss backward", loss, acts + logits, stranded),
-            ("backward of the last layer", last_layer, last_layer - weights - states, 0),
-            ("optimizer step", step, grads, 0)):
+        ("loss backward", loss, acts + logits, stranded),
+        ("backward of the last layer", last_layer, last_layer - weights - states, 0),
+        ("optimizer step", step, grads, 0),
+    ):
         assert phases[name].bytes == allocated + CONTEXT + int(transient * 0.5 + extra + kept), name
     assert e.peak_phase == "optimizer step"
 
@@ -113,11 +131,11 @@ def test_training_bf16_adamw_by_hand():
 def test_amp_fp32_adamw_is_16_bytes_per_parameter_plus_foreach_copy():
     amp = estimate(TINY, Workload(mode="train", dtype="fp32", amp="bf16", seq=8), C)
     step = {t.name: t.bytes for t in next(p for p in amp.phases if p.name == "optimizer step").terms}
-    assert step["weights"] + step["gradients"] + step["optimizer"] == 16 * N      # 4 + 4 + 8
+    assert step["weights"] + step["gradients"] + step["optimizer"] == 16 * N  # 4 + 4 + 8
     assert step["optimizer_step"] == 0
     foreach = estimate(TINY, Workload(mode="train", dtype="fp32", amp="bf16", seq=8, optimizer="adamw_foreach"), C)
     step = {t.name: t.bytes for t in next(p for p in foreach.phases if p.name == "optimizer step").terms}
-    assert step["optimizer_step"] == 4 * N                      # _foreach_sqrt copies exp_avg_sq
+    assert step["optimizer_step"] == 4 * N  # _foreach_sqrt copies exp_avg_sq
     loss = {t.name: t.bytes for t in amp.phases[0].terms}
     # autocast keeps a bf16 copy of every matmul weight: 2 x (q,k,v,o 12288 + MLP 24576) + head 6400
     assert loss["autocast_copies"] == 2 * (2 * (12288 + 24576) + 6400)
@@ -132,7 +150,7 @@ def test_other_optimizers(optimizer, per_param):
 def test_adafactor_factors_the_matrices():
     e = estimate(TINY, Workload(mode="train", seq=8, optimizer="adafactor"), C)
     per_layer = (64 + 64) + (32 + 64) + (32 + 64) + (64 + 64) + 2 * (128 + 64) + (64 + 128) + 2 * 64  # norms: numel
-    expected = 4 * (2 * per_layer + (100 + 64) + 64 + (100 + 64))   # + embedding, final norm, head
+    expected = 4 * (2 * per_layer + (100 + 64) + 64 + (100 + 64))  # + embedding, final norm, head
     assert next(t for t in e.phases[-1].terms if t.name == "optimizer").bytes == expected
 
 
@@ -142,7 +160,7 @@ def test_lora_trains_only_the_adapters():
     per_layer = 4 * (128 + 96 + 96 + 128 + 192 + 192 + 192)
     assert e.params_trainable == 2 * per_layer == 8192
     step = {t.name: t.bytes for t in e.phases[-1].terms}
-    assert step["weights"] == N * 2 + 8192 * 4        # frozen bf16 base + fp32 adapters
+    assert step["weights"] == N * 2 + 8192 * 4  # frozen bf16 base + fp32 adapters
     assert step["gradients"] == 8192 * 4 and step["optimizer"] == 8192 * 8
 
 
@@ -151,7 +169,7 @@ def test_zero3_shards_model_states_and_gathers_a_layer():
     step = {t.name: t.bytes for t in e.phases[-1].terms}
     assert step["weights"] == N * 2 // 4 and step["gradients"] == N * 2 // 4 and step["optimizer"] == N * 4 // 4
     loss = {t.name: t.bytes for t in e.phases[0].terms}
-    assert loss["zero_gathered"] == 2 * 36992 * 2     # two blocks of 36,992 parameters in bf16
+    assert loss["zero_gathered"] == 2 * 36992 * 2  # two blocks of 36,992 parameters in bf16
 
 
 def test_zero_with_amp_uses_the_zero_paper_layout():
@@ -168,7 +186,7 @@ def test_ddp_keeps_a_second_copy_of_the_gradients():
 
 def test_kv_cache_llama_3_1_8b():
     spec = bundled_models().find("Llama-3.1-8B").spec
-    assert kv_bytes_per_token(spec, 2) == 2 * 32 * 8 * 128 * 2 == 131072       # 128 KiB per token
+    assert kv_bytes_per_token(spec, 2) == 2 * 32 * 8 * 128 * 2 == 131072  # 128 KiB per token
     e = estimate(spec, Workload(mode="infer", batch=2, seq=1000, new_tokens=24), Constants())
     last = {t.name: t.bytes for t in e.phases[-1].terms}
     assert last["kv_cache"] == 2 * 1024 * 131072
@@ -178,7 +196,7 @@ def test_t5_inference_caches_new_tokens_and_the_encoder():
     spec = bundled_models().find("t5-small").spec
     e = estimate(spec, Workload(mode="infer", batch=1, seq=100, new_tokens=10, dtype="fp32"), Constants())
     last = {t.name: t.bytes for t in e.phases[-1].terms}
-    per_token = 2 * 6 * 8 * 64 * 4                    # decoder layers x heads x d_kv x fp32
+    per_token = 2 * 6 * 8 * 64 * 4  # decoder layers x heads x d_kv x fp32
     assert last["kv_cache"] == per_token * (10 + 100)  # self-attention cache + cross-attention cache
 
 
@@ -204,14 +222,17 @@ def test_qlora_weights():
     assert e.term("weights").bytes == expected
 
 
-@pytest.mark.parametrize("changes,message", [
-    (dict(batch=0), "--batch must be between 1 and 65536 (got 0)"),
-    (dict(seq=10**9), "--seq must be between 1 and 1048576 (got 1000000000)"),
-    (dict(mode="train", quant="int4"), "--quant in training needs --lora R"),
-    (dict(mode="train", zero=3), "--zero 3 shards over --gpus N"),
-    (dict(mode="train", amp="bf16"), "use it with --dtype fp32"),
-    (dict(mode="infer", lora_rank=8), "--lora is for --train"),
-])
+@pytest.mark.parametrize(
+    "changes,message",
+    [
+        (dict(batch=0), "--batch must be between 1 and 65536 (got 0)"),
+        (dict(seq=10**9), "--seq must be between 1 and 1048576 (got 1000000000)"),
+        (dict(mode="train", quant="int4"), "--quant in training needs --lora R"),
+        (dict(mode="train", zero=3), "--zero 3 shards over --gpus N"),
+        (dict(mode="train", amp="bf16"), "use it with --dtype fp32"),
+        (dict(mode="infer", lora_rank=8), "--lora is for --train"),
+    ],
+)
 def test_usage_problems(changes, message):
     w = Workload(**{"mode": "infer", **changes})
     assert any(message in p for p in w.problems(TINY))
@@ -237,12 +258,12 @@ def test_verdicts_ways_and_limits():
     assert r.verdicts[0].spare_bytes == big.total_bytes - r.estimate.peak_high_bytes
     assert r.ways_for == small
     ways = {x.flags: x for x in r.ways}
-    assert not ways["--grad-checkpointing"].fits         # activations are not what fills 24 GiB here
+    assert not ways["--grad-checkpointing"].fits  # activations are not what fills 24 GiB here
     assert ways["--quant int4 --lora 16"].peak_bytes < ways["--lora 16"].peak_bytes < r.estimate.peak_bytes
     assert ways['--gpu "141 GiB card"'].fits
     zero = next(x for x in r.ways if x.flags.startswith("--zero 3"))
     assert zero.fits and zero.peak_bytes <= small.total_bytes
-    assert r.max_batch is None                            # not even one sequence on 24 GiB
+    assert r.max_batch is None  # not even one sequence on 24 GiB
 
 
 def test_largest_batch_is_the_boundary():
@@ -280,8 +301,9 @@ def test_the_allocator_reserve_is_a_model_with_a_band_and_expandable_segments_lo
     inputs = dict(reserve.inputs)
     weights = e.term("weights").bytes
     # the 131 GiB of weights count nothing: the reserve is a share of what is allocated and freed
-    assert reserve.bytes == int(const.allocator_segments_bytes + const.allocator_transient_infer
-                                * inputs["transient_bytes"])
+    assert reserve.bytes == int(
+        const.allocator_segments_bytes + const.allocator_transient_infer * inputs["transient_bytes"]
+    )
     assert reserve.bytes < 0.01 * weights
     assert e.peak_low_bytes < e.peak_bytes < e.peak_high_bytes
     # 70B inference at 4k on one H200 (139.80 GiB usable) fits at the band's upper edge; the flat 6% said
@@ -313,7 +335,7 @@ def test_gpus_without_a_strategy_is_refused_with_the_choices():
     assert not Workload(mode="infer", gpus=2, tp=2).problems(TINY)
     assert "give one strategy" in " ".join(Workload(mode="train", gpus=2, ddp=True, zero=3).problems(TINY))
     assert "--infer only" in " ".join(Workload(mode="train", gpus=2, tp=2).problems(TINY))
-    assert "do not split" in " ".join(Workload(mode="infer", gpus=8, tp=8).problems(TINY))   # 4 heads
+    assert "do not split" in " ".join(Workload(mode="infer", gpus=8, tp=8).problems(TINY))  # 4 heads
 
 
 def test_tensor_parallel_inference_splits_weights_kv_heads_and_the_layer_working_set():
@@ -323,13 +345,14 @@ def test_tensor_parallel_inference_splits_weights_kv_heads_and_the_layer_working
     one, two = estimate(spec, w, const), estimate(spec, w.with_(tp=2, gpus=2), const)
     # linears and the vocabulary-parallel embedding/head split; the norms (161 x 8192) are replicated
     norms = sum(x.numel for x in inventory(spec) if x.kind == "vector")
-    assert two.term("weights").bytes == int(one.term("weights").bytes * ((one.params_total - norms) / 2 + norms)
-                                            / one.params_total)
-    assert two.term("kv_cache").bytes == one.term("kv_cache").bytes // 2     # 8 KV heads: 4 per GPU
+    assert two.term("weights").bytes == int(
+        one.term("weights").bytes * ((one.params_total - norms) / 2 + norms) / one.params_total
+    )
+    assert two.term("kv_cache").bytes == one.term("kv_cache").bytes // 2  # 8 KV heads: 4 per GPU
     eight = estimate(spec, w.with_(tp=8, gpus=8), const)
-    assert eight.term("kv_cache").bytes == one.term("kv_cache").bytes // 8   # one KV head per GPU
+    assert eight.term("kv_cache").bytes == one.term("kv_cache").bytes // 8  # one KV head per GPU
     sixteen = estimate(spec, w.with_(tp=16, gpus=16), const)
-    assert sixteen.term("kv_cache").bytes == eight.term("kv_cache").bytes    # fewer KV heads than GPUs: replicated
+    assert sixteen.term("kv_cache").bytes == eight.term("kv_cache").bytes  # fewer KV heads than GPUs: replicated
     assert two.term("layer_working").bytes < one.term("layer_working").bytes
     assert any("NCCL" in n for n in two.notes)
     # a 70B inference on 2 H200s with TP is answerable, and fits
@@ -355,7 +378,7 @@ def test_device_map_auto_reports_the_fullest_gpu_of_a_balanced_layer_split():
     outside = one.params_total - block
     assert split.term("weights").bytes == int(one.term("weights").bytes * (block / 2 + outside) / one.params_total)
     assert split.term("kv_cache").bytes == one.term("kv_cache").bytes // 2
-    assert split.term("layer_working").bytes == one.term("layer_working").bytes     # whole where it runs
+    assert split.term("layer_working").bytes == one.term("layer_working").bytes  # whole where it runs
     assert "--device-map auto" in Workload(mode="infer", gpus=2).problems(spec)[0]
     assert "for --infer" in " ".join(Workload(mode="train", gpus=2, device_map=True).problems(spec))
 
@@ -370,7 +393,7 @@ def test_pipeline_stages_split_the_parameters_and_keep_one_micro_batch_of_all_la
     first = {t.name: t.bytes for t in next(p for p in pp.phases if p.name == "loss backward (first stage)").terms}
     last = {t.name: t.bytes for t in next(p for p in pp.phases if p.name == "loss backward (last stage)").terms}
     base = {t.name: t.bytes for t in next(p for p in one.phases if p.name == "loss backward").terms}
-    assert first["activations"] == base["activations"]             # 4 micro-batches x L/4 layers in flight
+    assert first["activations"] == base["activations"]  # 4 micro-batches x L/4 layers in flight
     assert last["activations"] == base["activations"] // 4
     assert first["logits"] == 0 and last["logits"] == base["logits"]
     block = sum(x.numel for x in inventory(spec) if x.block)
@@ -406,7 +429,7 @@ def test_fp32_with_grouped_kv_heads_keeps_the_math_kernels_softmax_and_bf16_does
     bf16 = [s.name for _, saved in estimate(spec, w.with_(dtype="bf16"), const).activation_detail for s in saved]
     assert not any("math SDPA" in n for n in bf16) and any("log-sum-exp" in n for n in bf16)
     amp = [s.name for _, saved in estimate(spec, w.with_(amp="bf16"), const).activation_detail for s in saved]
-    assert not any("math SDPA" in n for n in amp)        # autocast hands SDPA bf16: flash
+    assert not any("math SDPA" in n for n in amp)  # autocast hands SDPA bf16: flash
 
 
 @pytest.mark.parametrize("loop", ["trainer", "custom"])
@@ -424,9 +447,13 @@ def test_checkpointed_reserve_counts_the_loss_gradient_block_and_a_recomputed_la
     assert inputs["c_g"] == c_g and inputs["f"] == const.allocator_transient_ckpt
     states = next(t for t in loss.terms if t.name == "optimizer").bytes
     assert inputs["optimizer_state_bytes"] == states == 1_235_814_400 * 2 * 2
-    want = int(const.allocator_segments_bytes + const.allocator_transient_ckpt * inputs["transient_bytes"]
-               + c_g * block + const.allocator_ckpt_recompute * inputs["ckpt_recompute_bytes"]
-               + const.allocator_states * states)
+    want = int(
+        const.allocator_segments_bytes
+        + const.allocator_transient_ckpt * inputs["transient_bytes"]
+        + c_g * block
+        + const.allocator_ckpt_recompute * inputs["ckpt_recompute_bytes"]
+        + const.allocator_states * states
+    )
     assert abs(next(t for t in loss.terms if t.name == "allocator_reserve").bytes - want) <= 1
     # the optimizer step keeps what the backward reserved
     step = next(p for p in e.phases if p.name == "optimizer step")
@@ -435,8 +462,10 @@ def test_checkpointed_reserve_counts_the_loss_gradient_block_and_a_recomputed_la
     plain = estimate(spec, w.with_(grad_checkpointing=False), const)
     plain_loss = next(p for p in plain.phases if p.name == "loss backward")
     assert plain_loss.grad_block == block and plain_loss.recompute == 0
-    assert dict(next(t for t in plain_loss.terms if t.name == "allocator_reserve").inputs)["c_g"] == \
-        const.allocator_grad_block
+    assert (
+        dict(next(t for t in plain_loss.terms if t.name == "allocator_reserve").inputs)["c_g"]
+        == const.allocator_grad_block
+    )
 
 
 def test_checkpointed_trainer_loop_keeps_the_fp32_blocks_when_the_states_fit_the_freed_logits_block():
@@ -464,8 +493,11 @@ def test_generation_reserves_the_caches_previous_blocks_at_the_last_token():
     kv = last.kv_cat
     reserve = next(t for t in last.terms if t.name == "allocator_reserve")
     inputs = dict(reserve.inputs)
-    assert reserve.bytes == int(const.allocator_segments_bytes + const.allocator_transient_infer
-                                * inputs["transient_bytes"] + const.allocator_kv_cat * kv)
+    assert reserve.bytes == int(
+        const.allocator_segments_bytes
+        + const.allocator_transient_infer * inputs["transient_bytes"]
+        + const.allocator_kv_cat * kv
+    )
     assert next(p for p in e.phases if p.name == "prefill").kv_cat == 0
 
 

@@ -16,13 +16,22 @@ from envdoctor.cli import cli
 from envdoctor.fit.config import ConfigError
 from envdoctor.fit.resolve import hub_cache_dir, hub_config, resolve_model, resolve_model_config
 
-CONFIG = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 128, "intermediate_size": 256,
-          "num_hidden_layers": 3, "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 5000,
-          "torch_dtype": "bfloat16"}
+CONFIG = {
+    "architectures": ["LlamaForCausalLM"],
+    "model_type": "llama",
+    "hidden_size": 128,
+    "intermediate_size": 256,
+    "num_hidden_layers": 3,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "vocab_size": 5000,
+    "torch_dtype": "bfloat16",
+}
 
 
-def cache_with(root: Path, repo: str, config: dict, rev: str = "0123456789abcdef0123456789abcdef01234567",
-               ref: bool = True) -> Path:
+def cache_with(
+    root: Path, repo: str, config: dict, rev: str = "0123456789abcdef0123456789abcdef01234567", ref: bool = True
+) -> Path:
     folder = root / ("models--" + repo.replace("/", "--"))
     snap = folder / "snapshots" / rev
     snap.mkdir(parents=True)
@@ -43,7 +52,7 @@ def test_a_hub_id_resolves_from_the_cache_by_refs_main(tmp_path, monkeypatch):
     path = cache_with(tmp_path / "hub", "my-org/Tiny-Llama", CONFIG)
     other = path.parent.parent / "ffffffffffffffffffffffffffffffffffffffff" / "config.json"
     other.parent.mkdir()
-    other.write_text(json.dumps(dict(CONFIG, num_hidden_layers=9)))      # newer, but not refs/main
+    other.write_text(json.dumps(dict(CONFIG, num_hidden_layers=9)))  # newer, but not refs/main
     monkeypatch.setenv("HF_HOME", str(tmp_path))
     monkeypatch.delenv("HF_HUB_CACHE", raising=False)
     assert hub_config("my-org/Tiny-Llama")[0] == path
@@ -64,9 +73,9 @@ def test_without_refs_main_the_newest_snapshot(tmp_path, monkeypatch):
 
 def test_a_cached_id_wins_over_the_bundled_row_and_an_uncached_one_falls_back_to_it(tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))
-    assert resolve_model("meta-llama/Llama-3.1-8B").name == "Llama-3.1-8B"        # bundled
+    assert resolve_model("meta-llama/Llama-3.1-8B").name == "Llama-3.1-8B"  # bundled
     cache_with(tmp_path, "meta-llama/Llama-3.1-8B", CONFIG)
-    assert resolve_model("meta-llama/Llama-3.1-8B").hidden == 128                  # the cache's
+    assert resolve_model("meta-llama/Llama-3.1-8B").hidden == 128  # the cache's
 
 
 def test_not_found_is_one_line_naming_where_and_how_exit_2(tmp_path, monkeypatch):

@@ -44,7 +44,7 @@ def test_context_is_nvml_free_before_minus_cuda_free_at_the_end_minus_reserved()
     m = measurement_from_child(doc("h200-train-synthetic.json"), nvml_free_before=H200_FREE_BEFORE)
     assert m.status == "measured" and m.builder == "transformers" and m.device_name == "NVIDIA H200"
     assert m.context_bytes == 150_100_000_000 - 65_300_000_000 - 84_000_000_000 == 800_000_000
-    assert m.max_reserved == 84_000_000_000 and m.max_allocated == 80_000_000_000   # the build is left out
+    assert m.max_reserved == 84_000_000_000 and m.max_allocated == 80_000_000_000  # the build is left out
     assert m.peak_bytes == 84_000_000_000 + 800_000_000
     assert m.context_init_bytes == 150_100_000_000 - 149_545_000_000 - 2_097_152
     assert m.other_bytes == 150_754_820_096 - 150_100_000_000
@@ -76,10 +76,10 @@ def test_the_estimate_beside_the_measurement_with_its_error():
     assert rows["weights"].estimate == rows["weights"].measured == 8_030_261_248 * 2
     assert rows["optimizer"].error == 0.0
     assert rows["context"].estimate == (529 + 188) * 2**20 and rows["context"].measured == 800_000_000
-    assert rows["activations"].estimate == 26_458_734_592 + 4096 * 128_256 * 4   # + the fp32 log-softmax
+    assert rows["activations"].estimate == 26_458_734_592 + 4096 * 128_256 * 4  # + the fp32 log-softmax
     phases = {r.name: r for r in c.phases}
     assert phases["backward"].measured == 80_000_000_000
-    assert phases["optimizer step"].estimate == 8_030_261_248 * 8     # weights + grads + states, bf16
+    assert phases["optimizer step"].estimate == 8_030_261_248 * 8  # weights + grads + states, bf16
     findings = measure_findings(est, m, c)
     assert [f.code for f in findings] == ["ED630"] and "allocator reserve" in findings[0].evidence[1]
 
@@ -118,7 +118,7 @@ def test_an_oom_where_the_estimate_fits_is_an_error_and_where_it_does_not_is_con
 def test_a_miss_beyond_the_target_is_ed630_with_the_terms_that_differ_most():
     est = est_of("Llama-3.1-8B", LLAMA8B_TRAIN)
     d = doc("h200-train-synthetic.json")
-    d["memory"]["reserved_end"] = 100_000_000_000          # measured peak 100 GB + context: estimate 14% under
+    d["memory"]["reserved_end"] = 100_000_000_000  # measured peak 100 GB + context: estimate 14% under
     d["memory"]["cuda_free_end"] = 49_300_000_000
     for p in d["phases"][1:]:
         p["peak_reserved"] = 100_000_000_000
@@ -127,12 +127,13 @@ def test_a_miss_beyond_the_target_is_ed630_with_the_terms_that_differ_most():
     assert m.peak_bytes == 100_800_000_000 and c.within_target is False
     (f,) = measure_findings(est, m, c)
     assert f.code == "ED630" and "the target is -5% to +10%" in f.evidence[0]
-    assert "allocator reserve" in " ".join(f.evidence[1:])        # 20 GB measured against 4.9 GB estimated
+    assert "allocator reserve" in " ".join(f.evidence[1:])  # 20 GB measured against 4.9 GB estimated
 
 
 def test_unavailable_stopped_and_cpu_findings():
-    assert [f.code for f in measure_findings(None, Measurement("unavailable", "peft is not installed"), None)] \
-        == ["ED634"]
+    assert [f.code for f in measure_findings(None, Measurement("unavailable", "peft is not installed"), None)] == [
+        "ED634"
+    ]
     assert [f.code for f in measure_findings(None, Measurement("stopped", "stopped"), None)] == ["ED638"]
     assert [f.code for f in measure_findings(None, Measurement("failed", "hung"), None)] == ["ED635"]
     other = Measurement("measured", device_kind="cuda", other_bytes=3 * 2**30)
@@ -140,15 +141,23 @@ def test_unavailable_stopped_and_cpu_findings():
 
 
 def test_a_child_that_did_not_answer_is_a_failed_measurement_naming_the_step():
-    run = ChildRun("fit/target/measure.py", "/usr/bin/python3", stage="step 2: backward",
-                   error=ProbeError("timeout", "/usr/bin/python3 did not finish the fit measurement in 30 s "
-                                               "during step 2: backward"))
+    run = ChildRun(
+        "fit/target/measure.py",
+        "/usr/bin/python3",
+        stage="step 2: backward",
+        error=ProbeError(
+            "timeout", "/usr/bin/python3 did not finish the fit measurement in 30 s during step 2: backward"
+        ),
+    )
     m = measurement_of(run, False, {}, (), None)
     assert m.status == "failed" and "did not finish" in (m.message or "") and "step 2: backward" in m.message
-    no_torch = ChildRun("fit/target/measure.py", "/usr/bin/python3", failure={"kind": "no_torch"},
-                        error=ProbeError("unavailable", "ModuleNotFoundError: No module named 'torch'"))
-    assert "torch is not installed in /usr/bin/python3" in (measurement_of(no_torch, False, {}, (), None).message
-                                                            or "")
+    no_torch = ChildRun(
+        "fit/target/measure.py",
+        "/usr/bin/python3",
+        failure={"kind": "no_torch"},
+        error=ProbeError("unavailable", "ModuleNotFoundError: No module named 'torch'"),
+    )
+    assert "torch is not installed in /usr/bin/python3" in (measurement_of(no_torch, False, {}, (), None).message or "")
     stopped = ChildRun("fit/target/measure.py", "p", error=ProbeError("interrupted", "stopped"), stage="CUDA init")
     assert measurement_of(stopped, False, {}, (), None).status == "stopped"
 
@@ -157,15 +166,20 @@ def test_the_gpu_is_matched_to_nvml_by_uuid():
     run = ChildRun("fit/target/measure.py", "p", result=doc("h200-train-synthetic.json"))
     gpus = (NvmlGpu(0, "GPU-0"), NvmlGpu(1, "GPU-5f1c0a2e-0000-0000-0000-000000000000"))
     assert measurement_of(run, False, {0: 1, 1: H200_FREE_BEFORE}, gpus, None).context_bytes == 800_000_000
-    assert measurement_of(run, False, {0: 5, 1: 6}, (NvmlGpu(0, "GPU-a"), NvmlGpu(1, "GPU-b")), None).context_bytes \
-        == 150_754_820_096 - 65_300_000_000 - 84_000_000_000          # no match: CUDA's total
+    assert (
+        measurement_of(run, False, {0: 5, 1: 6}, (NvmlGpu(0, "GPU-a"), NvmlGpu(1, "GPU-b")), None).context_bytes
+        == 150_754_820_096 - 65_300_000_000 - 84_000_000_000
+    )  # no match: CUDA's total
 
 
-@pytest.mark.parametrize("change,message", [
-    ({"schema": "envdoctor.bench.child/1"}, "is not envdoctor.fit.child/1"),
-    ({"status": "exploded"}, "unknown status"),
-    ({"phases": [{"name": 3}]}, "phases[0]"),
-])
+@pytest.mark.parametrize(
+    "change,message",
+    [
+        ({"schema": "envdoctor.bench.child/1"}, "is not envdoctor.fit.child/1"),
+        ({"status": "exploded"}, "unknown status"),
+        ({"phases": [{"name": 3}]}, "phases[0]"),
+    ],
+)
 def test_a_foreign_document_is_refused(change, message):
     d = dict(doc("h200-train-synthetic.json"), **change)
     with pytest.raises(MeasurementError, match=message.replace("[", r"\[")):
@@ -184,6 +198,15 @@ def test_the_time_bound_grows_with_the_model_and_its_flops():
 
 def test_cpu_takes_tiny_configs_only():
     assert "tiny configs only" in (cpu_problem(est_of("Llama-3.1-8B", LLAMA8B_TRAIN)) or "")
-    tiny = spec_from_config({"architectures": ["LlamaForCausalLM"], "hidden_size": 64, "intermediate_size": 160,
-                             "num_hidden_layers": 2, "num_attention_heads": 4, "vocab_size": 1000}, "tiny")
+    tiny = spec_from_config(
+        {
+            "architectures": ["LlamaForCausalLM"],
+            "hidden_size": 64,
+            "intermediate_size": 160,
+            "num_hidden_layers": 2,
+            "num_attention_heads": 4,
+            "vocab_size": 1000,
+        },
+        "tiny",
+    )
     assert cpu_problem(estimate(tiny, Workload(mode="train", seq=64, dtype="fp32"), load_constants())) is None

@@ -28,11 +28,19 @@ from envdoctor.fit.host import run_measure
 from envdoctor.fit.workload import Workload
 from tests.torchtest import needs_torch
 
-TINY = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 64, "intermediate_size": 160,
-        "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 1000}
+TINY = {
+    "architectures": ["LlamaForCausalLM"],
+    "model_type": "llama",
+    "hidden_size": 64,
+    "intermediate_size": 160,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "vocab_size": 1000,
+}
 SPEC = spec_from_config(TINY, "tiny-llama")
 PARAMS = 214_336
-PARAM_TENSORS = 21          # 9 per layer (7 linears, 2 norms), the embedding, the head, the final norm
+PARAM_TENSORS = 21  # 9 per layer (7 linears, 2 norms), the embedding, the head, the final norm
 PY = sys.executable
 
 
@@ -47,12 +55,12 @@ def test_training_on_the_cpu_measures_each_term_and_the_estimate_agrees():
     est, m = measured(Workload(mode="train", batch=2, seq=64, dtype="fp32"))
     assert m.status == "measured", m.message
     assert m.device_kind == "cpu" and m.builder == "reference" and m.params == PARAMS
-    assert m.term("weights") == PARAMS * 4 + 8 * 4              # + the fp32 rotary inv_freq buffer (head_dim / 2)
+    assert m.term("weights") == PARAMS * 4 + 8 * 4  # + the fp32 rotary inv_freq buffer (head_dim / 2)
     assert m.term("gradients") == PARAMS * 4
-    assert m.term("optimizer") == PARAMS * 4 * 2 + PARAM_TENSORS * 4   # exp_avg, exp_avg_sq and a step per tensor
+    assert m.term("optimizer") == PARAMS * 4 * 2 + PARAM_TENSORS * 4  # exp_avg, exp_avg_sq and a step per tensor
     assert [p.name for p in m.phases] == ["build", "forward", "backward", "optimizer step"]
     assert m.context_bytes is None and m.max_reserved is None
-    assert m.step_s and m.tokens_per_step == 128 and m.loss is not None and 5.0 < m.loss < 8.5   # ~ln(1000)
+    assert m.step_s and m.tokens_per_step == 128 and m.loss is not None and 5.0 < m.loss < 8.5  # ~ln(1000)
     c = compare(est, m)
     assert c.within_target, (c.peak, c.rows)
     assert [f.code for f in measure_findings(est, m, c)] == ["ED636"]
@@ -78,15 +86,19 @@ def _site(tmp_path: Path, body: str) -> dict:
 
 @needs_torch
 def test_out_of_memory_in_backward_is_a_result_naming_the_phase(tmp_path):
-    env = _site(tmp_path, (
-        "import torch, torch.autograd\n"
-        "_real, _calls = torch.autograd.backward, []\n"
-        "def _backward(*a, **k):\n"
-        "    _calls.append(1)\n"
-        "    if len(_calls) == 2:   # the measured step's backward\n"
-        "        raise torch.OutOfMemoryError('CUDA out of memory. Tried to allocate 2.00 GiB (monkeypatched)')\n"
-        "    return _real(*a, **k)\n"
-        "torch.autograd.backward = _backward\n"))
+    env = _site(
+        tmp_path,
+        (
+            "import torch, torch.autograd\n"
+            "_real, _calls = torch.autograd.backward, []\n"
+            "def _backward(*a, **k):\n"
+            "    _calls.append(1)\n"
+            "    if len(_calls) == 2:   # the measured step's backward\n"
+            "        raise torch.OutOfMemoryError('CUDA out of memory. Tried to allocate 2.00 GiB (monkeypatched)')\n"
+            "    return _real(*a, **k)\n"
+            "torch.autograd.backward = _backward\n"
+        ),
+    )
     est, m = measured(Workload(mode="train", batch=2, seq=64, dtype="fp32"), env=env)
     assert m.status == "oom", m.message
     assert m.oom_phase == "step 2: backward"

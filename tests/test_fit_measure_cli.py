@@ -13,8 +13,16 @@ from envdoctor.cli import cli
 from tests.documents import validate
 from tests.torchtest import needs_torch
 
-TINY = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 64, "intermediate_size": 160,
-        "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 1000}
+TINY = {
+    "architectures": ["LlamaForCausalLM"],
+    "model_type": "llama",
+    "hidden_size": 64,
+    "intermediate_size": 160,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "vocab_size": 1000,
+}
 
 
 @pytest.fixture()
@@ -30,8 +38,20 @@ def run(*args: str):
 
 @needs_torch
 def test_measure_on_the_cpu_prints_the_estimate_beside_the_measurement(tiny):
-    r = run(tiny, "--train", "--batch", "2", "--seq", "64", "--dtype", "fp32", "--measure", "--cpu",
-            "--python", sys.executable)
+    r = run(
+        tiny,
+        "--train",
+        "--batch",
+        "2",
+        "--seq",
+        "64",
+        "--dtype",
+        "fp32",
+        "--measure",
+        "--cpu",
+        "--python",
+        sys.executable,
+    )
     assert r.exit_code == 0, r.output
     assert "Measured on the CPU (a tiny config, clearly not a GPU" in r.output
     assert "built as envdoctor's reference decoder (no transformers)" in r.output
@@ -43,8 +63,21 @@ def test_measure_on_the_cpu_prints_the_estimate_beside_the_measurement(tiny):
 
 @needs_torch
 def test_measure_json_follows_the_schema(tiny):
-    r = run(tiny, "--infer", "--seq", "16", "--new-tokens", "2", "--dtype", "fp32", "--measure", "--cpu",
-            "--python", sys.executable, "--json")
+    r = run(
+        tiny,
+        "--infer",
+        "--seq",
+        "16",
+        "--new-tokens",
+        "2",
+        "--dtype",
+        "fp32",
+        "--measure",
+        "--cpu",
+        "--python",
+        sys.executable,
+        "--json",
+    )
     assert r.exit_code == 0, r.output
     doc = json.loads(r.stdout)
     validate(doc, "fit")
@@ -62,11 +95,14 @@ def test_measure_without_a_gpu_says_it_needs_one(tiny):
     assert "Traceback" not in r.output
 
 
-@pytest.mark.parametrize("args,message", [
-    (["--cpu"], "--cpu goes with --measure"),
-    (["--measure", "--zero", "3", "--gpus", "4"], "--measure runs on one GPU, so it cannot measure --zero 3"),
-    (["--measure", "--python", "/nonexistent/python3"], "--python /nonexistent/python3: not found"),
-])
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["--cpu"], "--cpu goes with --measure"),
+        (["--measure", "--zero", "3", "--gpus", "4"], "--measure runs on one GPU, so it cannot measure --zero 3"),
+        (["--measure", "--python", "/nonexistent/python3"], "--python /nonexistent/python3: not found"),
+    ],
+)
 def test_measure_usage_errors(tiny, args, message):
     r = run(tiny, "--train", "--seq", "16", *args)
     assert r.exit_code == 2, r.output
@@ -97,8 +133,18 @@ def test_measure_json_with_a_python_without_torch_still_prints_the_document_with
 
     bare = tmp_path / "venv"
     venv.create(bare, with_pip=False)
-    r = run(tiny, "--train", "--seq", "16", "--dtype", "fp32", "--measure", "--python", str(bare / "bin" / "python"),
-            "--json")
+    r = run(
+        tiny,
+        "--train",
+        "--seq",
+        "16",
+        "--dtype",
+        "fp32",
+        "--measure",
+        "--python",
+        str(bare / "bin" / "python"),
+        "--json",
+    )
     assert r.exit_code == 2, r.output
     doc = json.loads(r.stdout)
     validate_written(doc, "fit", 2)

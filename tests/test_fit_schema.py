@@ -63,7 +63,7 @@ def measurement_schema() -> dict:
 def test_the_schema_is_generated_from_the_builders_type():
     maker = _make_schema()
     assert "fit" in maker.GENERATED
-    assert maker.check(["fit"], ROOT / "envdoctor" / "schemas") == []       # the file is what the type says
+    assert maker.check(["fit"], ROOT / "envdoctor" / "schemas") == []  # the file is what the type says
     assert "generated from envdoctor.fit.render:FitDocument" in documents.schema("fit")["description"]
 
 
@@ -75,22 +75,68 @@ def test_every_bundled_models_estimate_validates(name):
     assert train["workload"]["mode"] == "train"
 
 
-@pytest.mark.parametrize("args", [
-    ["Llama-3.1-8B", "--train", "--lora", "16", "--lora-targets", "q_proj,v_proj", "--grad-checkpointing",
-     "--gpu", "RTX 4090", "--gpu", "H200"],
-    ["Llama-3.1-8B", "--train", "--quant", "int4", "--lora", "8", "--memory", "24GiB"],
-    ["Qwen2.5-7B", "--train", "--dtype", "fp32", "--amp", "bf16", "--zero", "3", "--gpus", "8", "--memory", "80GiB"],
-    ["Llama-3.1-8B", "--train", "--ddp", "--gpus", "4", "--optimizer", "adamw8bit", "--loop", "trainer",
-     "--gpu", "H100 SXM"],
-    ["Llama-3.1-70B", "--train", "--pp", "4", "--gpu", "H200"],
-    ["Llama-3.1-70B", "--tp", "4", "--kv-dtype", "fp16", "--gpu", "H200"],
-    ["Mixtral-8x7B-v0.1", "--device-map", "auto", "--gpus", "2", "--gpu", "H200", "--attention", "eager"],
-    ["Qwen3-30B-A3B", "--train", "--optimizer", "adafactor", "--alloc-conf", "expandable_segments:True",
-     "--memory", "80GB"],
-    ["bert-base-uncased", "--train", "--seq", "512", "--fsdp", "--gpus", "2", "--memory", "16GiB"],
-    ["gpt2", "--infer", "--seq", "512", "--new-tokens", "64", "--no-local"],
-    ["Llama-3.2-1B", "--train", "--dtype", "fp16", "--gpu", "Tesla T4"],
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        [
+            "Llama-3.1-8B",
+            "--train",
+            "--lora",
+            "16",
+            "--lora-targets",
+            "q_proj,v_proj",
+            "--grad-checkpointing",
+            "--gpu",
+            "RTX 4090",
+            "--gpu",
+            "H200",
+        ],
+        ["Llama-3.1-8B", "--train", "--quant", "int4", "--lora", "8", "--memory", "24GiB"],
+        [
+            "Qwen2.5-7B",
+            "--train",
+            "--dtype",
+            "fp32",
+            "--amp",
+            "bf16",
+            "--zero",
+            "3",
+            "--gpus",
+            "8",
+            "--memory",
+            "80GiB",
+        ],
+        [
+            "Llama-3.1-8B",
+            "--train",
+            "--ddp",
+            "--gpus",
+            "4",
+            "--optimizer",
+            "adamw8bit",
+            "--loop",
+            "trainer",
+            "--gpu",
+            "H100 SXM",
+        ],
+        ["Llama-3.1-70B", "--train", "--pp", "4", "--gpu", "H200"],
+        ["Llama-3.1-70B", "--tp", "4", "--kv-dtype", "fp16", "--gpu", "H200"],
+        ["Mixtral-8x7B-v0.1", "--device-map", "auto", "--gpus", "2", "--gpu", "H200", "--attention", "eager"],
+        [
+            "Qwen3-30B-A3B",
+            "--train",
+            "--optimizer",
+            "adafactor",
+            "--alloc-conf",
+            "expandable_segments:True",
+            "--memory",
+            "80GB",
+        ],
+        ["bert-base-uncased", "--train", "--seq", "512", "--fsdp", "--gpus", "2", "--memory", "16GiB"],
+        ["gpt2", "--infer", "--seq", "512", "--new-tokens", "64", "--no-local"],
+        ["Llama-3.2-1B", "--train", "--dtype", "fp16", "--gpu", "Tesla T4"],
+    ],
+)
 def test_each_option_that_adds_or_changes_keys_validates(args):
     doc = fit_json(*args)
     assert doc["term_details"] and doc["phases"] and doc["activation_detail"] is not None
@@ -111,7 +157,7 @@ def test_the_document_of_the_recorded_html_page_validates():
     embedded = re.search(r'<script type="application/json" id="envdoctor-document">(.*?)</script>', page, re.S)
     assert embedded is not None
     doc = json.loads(embedded.group(1))
-    validate(doc, "fit")            # written before peak_low_bytes and the workload's newer keys: not required
+    validate(doc, "fit")  # written before peak_low_bytes and the workload's newer keys: not required
     assert "peak_low_bytes" not in doc
 
 

@@ -25,10 +25,11 @@ def _hanging(tmp_path):
 
 
 def test_a_python_that_hangs_at_start_is_reported_after_the_probe_bound_not_the_measurement_bound(
-        tmp_path, monkeypatch):
+    tmp_path, monkeypatch
+):
     monkeypatch.setattr(host, "START_PROBE_S", 1.5)
     est = estimate(SPEC, Workload(mode="train", seq=16, dtype="fp32"), load_constants())
-    assert host.measure_timeout(est, cpu=True) > 30          # the bound it used to wait out
+    assert host.measure_timeout(est, cpu=True) > 30  # the bound it used to wait out
     started = time.monotonic()
     m = host.run_measure(SPEC, TINY, est, _hanging(tmp_path), cpu=True)
     assert time.monotonic() - started < 15

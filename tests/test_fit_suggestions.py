@@ -49,15 +49,31 @@ def suggested(text: str) -> List[str]:
     return QUOTED.findall(text)
 
 
-@pytest.mark.parametrize("line", ["envdoctor table gpus", "envdoctor check --python", "envdoctor fitt H200",
-                                  "envdoctor fit --gpuz H200", "envdoctor table gpu --nope"])
+@pytest.mark.parametrize(
+    "line",
+    [
+        "envdoctor table gpus",
+        "envdoctor check --python",
+        "envdoctor fitt H200",
+        "envdoctor fit --gpuz H200",
+        "envdoctor table gpu --nope",
+    ],
+)
 def test_the_parser_refuses_what_envdoctor_does_not_take(line):
     with pytest.raises(click.UsageError):
         parse_envdoctor(line)
 
 
-@pytest.mark.parametrize("line", ["envdoctor table gpu", "envdoctor table gpu H200 --json", "envdoctor fit --list",
-                                  "envdoctor check --python /usr/bin/python3", "envdoctor table --stale"])
+@pytest.mark.parametrize(
+    "line",
+    [
+        "envdoctor table gpu",
+        "envdoctor table gpu H200 --json",
+        "envdoctor fit --list",
+        "envdoctor check --python /usr/bin/python3",
+        "envdoctor table --stale",
+    ],
+)
 def test_the_parser_accepts_real_command_lines(line):
     parse_envdoctor(line)
 
@@ -68,11 +84,14 @@ def _fit(*args: str) -> str:
     return r.output
 
 
-@pytest.mark.parametrize("args, said", [
-    (["Llama-3.1-8B", "--gpu", "H201"], "envdoctor table gpu"),
-    (["Llama-3.1-8B", "--gpu", "H" * 201], "envdoctor table gpu"),
-    (["Llama-9-Nonexistent"], "envdoctor fit --list"),
-])
+@pytest.mark.parametrize(
+    "args, said",
+    [
+        (["Llama-3.1-8B", "--gpu", "H201"], "envdoctor table gpu"),
+        (["Llama-3.1-8B", "--gpu", "H" * 201], "envdoctor table gpu"),
+        (["Llama-9-Nonexistent"], "envdoctor fit --list"),
+    ],
+)
 def test_each_fit_message_suggests_a_real_command(args, said):
     out = _fit(*args)
     lines = suggested(out)
@@ -88,10 +107,10 @@ def test_the_hanging_python_message_suggests_a_real_command(tmp_path, monkeypatc
     python.write_text("#!/bin/sh\nexec sleep 120\n")
     python.chmod(0o755)
     out = _fit("Llama-3.2-1B", "--measure", "--python", str(python))
-    lines = sorted(set(suggested(out)))     # the state line and ED635's evidence both say it
+    lines = sorted(set(suggested(out)))  # the state line and ED635's evidence both say it
     assert lines == [f"envdoctor check --python '{python}'"], out
     parse_envdoctor(lines[0])
-    assert shlex.split(lines[0])[-1] == str(python)       # quoted: a folder with a space stays one word
+    assert shlex.split(lines[0])[-1] == str(python)  # quoted: a folder with a space stays one word
 
 
 def test_every_command_line_quoted_in_the_fit_plugin_parses():
@@ -107,4 +126,3 @@ def test_every_command_line_quoted_in_the_fit_plugin_parses():
             parse_envdoctor(real)
         except click.UsageError as exc:
             raise AssertionError(f"{found[line]}: `{line}` does not parse: {exc.format_message()}") from None
-

@@ -41,6 +41,7 @@ def real_data(monkeypatch):
 
 def test_every_usable_row_names_a_table_gpu_a_source_and_sits_below_its_datasheet():
     from envdoctor.table import load_table
+
     table = load_table()
     rows = load_usable()
     assert len(rows) >= 10
@@ -66,8 +67,10 @@ def test_a_gpu_without_a_row_gets_an_estimate_that_says_so():
 
 
 def test_a_broken_usable_row_names_its_field():
-    doc = Doc("fit.toml", {"usable": [{"gpu": "X", "ecc": "maybe", "usable_gib": 1.0, "source": "s",
-                                       "checked": "2026-12-01"}]})
+    doc = Doc(
+        "fit.toml",
+        {"usable": [{"gpu": "X", "ecc": "maybe", "usable_gib": 1.0, "source": "s", "checked": "2026-12-01"}]},
+    )
     with pytest.raises(TableError, match="field 'ecc': 'maybe' is not on, off or default"):
         usable_of(doc)
     doc.data["usable"][0].update(ecc="on", usable_gib=float("inf"))
@@ -116,17 +119,26 @@ def test_bf16_on_a_t4_is_a_finding_with_fp16_ways_not_a_fits():
     assert ok.exit_code == 0 and "fits" in ok.output
 
 
-@pytest.mark.parametrize("dtype, amp, cc, bad", [("bf16", None, "7.5", True), ("fp32", "bf16", "7.0", True),
-                                                 ("bf16", None, "8.0", False), ("fp16", None, "7.5", False),
-                                                 ("bf16", None, None, False), ("bf16", None, "3.7", True)])
+@pytest.mark.parametrize(
+    "dtype, amp, cc, bad",
+    [
+        ("bf16", None, "7.5", True),
+        ("fp32", "bf16", "7.0", True),
+        ("bf16", None, "8.0", False),
+        ("fp16", None, "7.5", False),
+        ("bf16", None, None, False),
+        ("bf16", None, "3.7", True),
+    ],
+)
 def test_dtype_problem(dtype, amp, cc, bad):
     assert (dtype_problem(Gpu("g", 1, "given", cc), dtype, amp) is not None) is bad
 
 
 def test_fit_report_verdict_carries_the_problem():
     spec = bundled_models().find("gpt2").spec
-    r = fit_report(spec, Workload(mode="infer", seq=128, dtype="bf16"), [Gpu("V100", 16 * GIB, "given", "7.0")],
-                   (), Constants())
+    r = fit_report(
+        spec, Workload(mode="infer", seq=128, dtype="bf16"), [Gpu("V100", 16 * GIB, "given", "7.0")], (), Constants()
+    )
     assert not r.verdicts[0].fits and r.verdicts[0].problem and r.verdicts[0].spare_bytes > 0
 
 

@@ -53,24 +53,28 @@ def _machines() -> Dict[str, Tuple[Facts, List[Finding]]]:
     """code -> (the machine it fires on, the findings that machine gets from its own tool)."""
     table = load_table()
     h200 = _h200()
-    cpu_torch = _torch(h200, version="2.11.0+cpu", cuda=None, arch_list=(), cuda_available=False, tiny_op=None,
-                       devices=())
+    cpu_torch = _torch(
+        h200, version="2.11.0+cpu", cuda=None, arch_list=(), cuda_available=False, tiny_op=None, devices=()
+    )
     no_gpu = replace(h200, driver=DriverFacts(), pci=PciFacts(devices=(), source="/sys/bus/pci/devices"))
     old_driver = _driver(h200, driver_version="535.104.05", driver_cuda="12.2")
     machines: Dict[str, Facts] = {
-        "ED101": _torch(replace(h200, driver=DriverFacts(), system=replace(h200.system, container=None)),
-                        cuda_available=False, tiny_op=None, cuda_error="Found no NVIDIA driver on your system"),
-        "ED112": replace(no_gpu, torch=TorchFacts(installed=False)),           # no GPU and no torch yet
+        "ED101": _torch(
+            replace(h200, driver=DriverFacts(), system=replace(h200.system, container=None)),
+            cuda_available=False,
+            tiny_op=None,
+            cuda_error="Found no NVIDIA driver on your system",
+        ),
+        "ED112": replace(no_gpu, torch=TorchFacts(installed=False)),  # no GPU and no torch yet
         "ED203": replace(h200, torch=TorchFacts(installed=False)),
         "ED204": cpu_torch,
         "ED205": _torch(old_driver, cuda_available=False, tiny_op=None),
-        "ED206": _torch(h200, arch_list=("sm_75", "sm_80", "sm_86")),          # imported, tiny op ran on it
+        "ED206": _torch(h200, arch_list=("sm_75", "sm_80", "sm_86")),  # imported, tiny op ran on it
     }
     out = {code: (enrich(f, table), list(evaluate(enrich(f, table), table))) for code, f in machines.items()}
-    bench = BenchResult(verdicts=(verdict(BenchDevice(0, kind="cpu"), [], torch_version="2.11.0+cpu",
-                                          nvml_gpus=1),))
+    bench = BenchResult(verdicts=(verdict(BenchDevice(0, kind="cpu"), [], torch_version="2.11.0+cpu", nvml_gpus=1),))
     out["ED600"] = (enrich(cpu_torch, table), list(bench_findings(bench)))
-    after = enrich(_torch(old_driver, cuda_available=False, tiny_op=None), table)   # the driver went back
+    after = enrich(_torch(old_driver, cuda_available=False, tiny_op=None), table)  # the driver went back
     out["ED705"] = (after, list(compare(enrich(h200, table), after).regressions))
     return out
 
@@ -86,7 +90,7 @@ def test_every_code_whose_fix_names_recommend_gets_a_change_from_recommend():
     assert registry <= set(walked), f"a machine for each of {sorted(registry - set(walked))}"
     for code, (facts, findings) in sorted(walked.items()):
         assert code in {f.code for f in findings}, (code, [f.code for f in findings])
-        named = {f.code for f in findings if _names_recommend(f)} | {code}   # the registry names it for code
+        named = {f.code for f in findings if _names_recommend(f)} | {code}  # the registry names it for code
         plan = recommend(machine_from_facts(facts, table, origin=f"report {REPORT}"), table)
         said = now_text(plan) or ""
         assert plan.ok and plan.commands and not plan.installed, (sorted(named), plan.status, plan.reasons)
@@ -95,8 +99,22 @@ def test_every_code_whose_fix_names_recommend_gets_a_change_from_recommend():
 
 def test_ed112_on_a_cpu_machine_whose_cpu_torch_works_sends_nobody_to_recommend():
     table = load_table()
-    f = enrich(replace(_h200(), driver=DriverFacts(), pci=PciFacts(devices=(), source="/sys/bus/pci/devices"),
-                       torch=replace(_h200().torch, version="2.11.0+cpu", cuda=None, arch_list=(),
-                                     cuda_available=False, tiny_op=None, devices=())), table)
+    f = enrich(
+        replace(
+            _h200(),
+            driver=DriverFacts(),
+            pci=PciFacts(devices=(), source="/sys/bus/pci/devices"),
+            torch=replace(
+                _h200().torch,
+                version="2.11.0+cpu",
+                cuda=None,
+                arch_list=(),
+                cuda_available=False,
+                tiny_op=None,
+                devices=(),
+            ),
+        ),
+        table,
+    )
     (ed112,) = [x for x in evaluate(f, table) if x.code == "ED112"]
     assert not _names_recommend(ed112)

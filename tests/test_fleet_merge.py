@@ -44,10 +44,12 @@ def row(fleet, key):
 
 
 def validate(doc):
-    resources = [(documents.schema(d.kind)["$id"], Resource.from_contents(documents.schema(d.kind)))
-                 for d in documents.DOCUMENTS]
-    jsonschema.Draft202012Validator(documents.schema("fleet"), registry=Registry().with_resources(resources)
-                                    ).validate(doc)
+    resources = [
+        (documents.schema(d.kind)["$id"], Resource.from_contents(documents.schema(d.kind))) for d in documents.DOCUMENTS
+    ]
+    jsonschema.Draft202012Validator(documents.schema("fleet"), registry=Registry().with_resources(resources)).validate(
+        doc
+    )
 
 
 @pytest.fixture
@@ -65,8 +67,13 @@ def drifted(tmp_path):
 
 def test_drift_is_named_per_node_with_the_majority_and_the_fix(drifted):
     fleet, _ = merge_files([str(drifted)], table=load_table())
-    assert verdicts(fleet) == {"gpu-01": "ok", "gpu-02": "ok", "gpu-03": "deviates", "gpu-04": "deviates",
-                               "gpu-05": "deviates"}
+    assert verdicts(fleet) == {
+        "gpu-01": "ok",
+        "gpu-02": "ok",
+        "gpu-03": "deviates",
+        "gpu-04": "deviates",
+        "gpu-05": "deviates",
+    }
     # one finding per cause: the driver's CUDA, version and kernel module follow the branch; torch's
     # CUDA, cuDNN and NCCL follow the torch build
     assert findings(fleet) == {"gpu-03": ["ED751"], "gpu-04": ["ED756"], "gpu-05": ["ED761"]}
@@ -77,15 +84,25 @@ def test_drift_is_named_per_node_with_the_majority_and_the_fix(drifted):
     assert (row(fleet, "gpu.count").majority, row(fleet, "gpu.count").values["gpu-04"]) == (8, 7)
     assert row(fleet, "torch.nccl").deviating == ("gpu-05",)
     assert {r.key for r in fleet.drift.rows} == {
-        "driver.branch", "driver.version", "driver.cuda", "driver.kernel_module", "gpu.count", "torch.version",
-        "torch.cuda", "torch.cudnn", "torch.nccl"}
+        "driver.branch",
+        "driver.version",
+        "driver.cuda",
+        "driver.kernel_module",
+        "gpu.count",
+        "torch.version",
+        "torch.cuda",
+        "torch.cudnn",
+        "torch.nccl",
+    }
     by = {f.node: f.finding for f in fleet.drift.findings}
     assert by["gpu-03"].title == "gpu-03: driver branch 570, where 4 of 5 nodes have 580"
     # the driver command check's own rules print: the nodes are docker containers, so it is the host's
     assert by["gpu-03"].fix[0].startswith("# on the host: install the NVIDIA driver R580 with the open kernel modules")
     assert by["gpu-03"].fix[-1].startswith("# the others run 580.159.04")
-    assert by["gpu-05"].fix == ("/opt/torch/.venv/bin/python3 -m pip install --force-reinstall torch==2.11.0 "
-                                "--index-url https://download.pytorch.org/whl/cu130",)
+    assert by["gpu-05"].fix == (
+        "/opt/torch/.venv/bin/python3 -m pip install --force-reinstall torch==2.11.0 "
+        "--index-url https://download.pytorch.org/whl/cu130",
+    )
     assert "lspci -nn | grep -i nvidia   # is the card seated / passed through to this VM?" in by["gpu-04"].fix
 
 
@@ -105,8 +122,7 @@ def test_the_recorded_machines_two_h200s_and_the_cpu_box(tmp_path):
     assert findings(fleet) == {"cpu": ["ED751", "ED756", "ED761", "ED766", "ED769"], "h200a": ["ED770"]}
     same = {r.key: r.majority for r in fleet.drift.same}
     assert same == {"toolkits": "13.0", "container_toolkit": None, "check.errors": None}
-    assert row(fleet, "torch.version").values == {"cpu": "2.13.0+cpu", "h200a": "2.11.0+cu130",
-                                                  "h200b": "2.11.0+cu130"}
+    assert row(fleet, "torch.version").values == {"cpu": "2.13.0+cpu", "h200a": "2.11.0+cu130", "h200b": "2.11.0+cu130"}
 
 
 def test_two_nodes_split_on_the_driver_take_the_newer_branch_and_say_it_was_a_tie(tmp_path):
@@ -116,8 +132,9 @@ def test_two_nodes_split_on_the_driver_take_the_newer_branch_and_say_it_was_a_ti
     branch = row(fleet, "driver.branch")
     assert (branch.majority, branch.tie, branch.deviating) == ("580", True, ("lab-2",))
     (f,) = [f.finding for f in fleet.drift.findings]
-    assert f.title == ("lab-2: driver branch 570; the nodes are split with no majority, and the higher 580 "
-                       "is taken as the fleet's")
+    assert f.title == (
+        "lab-2: driver branch 570; the nodes are split with no majority, and the higher 580 is taken as the fleet's"
+    )
 
 
 def test_a_gpu_ten_percent_slow_is_named_against_the_median_of_its_model(tmp_path):
@@ -159,29 +176,48 @@ def health(gpus):
 
 
 def test_uncorrected_ecc_and_pending_remaps_matter_whatever_the_majority():
-    uuid = fd.h200()["facts"]["driver"]["gpus"][0]["uuid"]      # GPU-06a5f464-881f-ab0f-b623-dcb0180a7d38
-    ok = {"index": 0, "uuid": uuid, "ecc_mode": {"current": 1, "pending": 1}, "ecc_corrected": 0,
-          "ecc_uncorrected": 0, "remapped_rows": {"correctable": 0, "uncorrectable": 0, "pending": 0, "failure": 0}}
-    bad = dict(ok, ecc_uncorrected=2,
-               remapped_rows={"correctable": 0, "uncorrectable": 2, "pending": 1, "failure": 0})
-    inputs = [NodeInput((Document("report", fd.host(fd.h200(), h), h), health([gpu])), ((h, "folder"),))
-              for h, gpu in (("a", ok), ("b", ok), ("c", bad))]
+    uuid = fd.h200()["facts"]["driver"]["gpus"][0]["uuid"]  # GPU-06a5f464-881f-ab0f-b623-dcb0180a7d38
+    ok = {
+        "index": 0,
+        "uuid": uuid,
+        "ecc_mode": {"current": 1, "pending": 1},
+        "ecc_corrected": 0,
+        "ecc_uncorrected": 0,
+        "remapped_rows": {"correctable": 0, "uncorrectable": 0, "pending": 0, "failure": 0},
+    }
+    bad = dict(ok, ecc_uncorrected=2, remapped_rows={"correctable": 0, "uncorrectable": 2, "pending": 1, "failure": 0})
+    inputs = [
+        NodeInput((Document("report", fd.host(fd.h200(), h), h), health([gpu])), ((h, "folder"),))
+        for h, gpu in (("a", ok), ("b", ok), ("c", bad))
+    ]
     fleet, _ = merge(inputs)
     assert findings(fleet) == {"c": ["ED772", "ED773"]}
     ecc = next(f.finding for f in fleet.drift.findings if f.finding.code == "ED772")
-    assert ecc.evidence == ("GPU 0 (NVIDIA H200, GPU-06a5f464-881f-ab0f-b623-dcb0180a7d38): 2 uncorrected ECC "
-                            "errors (NVML, volatile)",)
-    assert "sudo nvidia-smi -r -i 0   # a GPU reset applies the pending remaps (no process may use the GPU)" in \
-        next(f.finding for f in fleet.drift.findings if f.finding.code == "ED773").fix
+    assert ecc.evidence == (
+        "GPU 0 (NVIDIA H200, GPU-06a5f464-881f-ab0f-b623-dcb0180a7d38): 2 uncorrected ECC errors (NVML, volatile)",
+    )
+    assert (
+        "sudo nvidia-smi -r -i 0   # a GPU reset applies the pending remaps (no process may use the GPU)"
+        in next(f.finding for f in fleet.drift.findings if f.finding.code == "ED773").fix
+    )
     assert row(fleet, "gpu.ecc_uncorrected").values == {"a": 0, "b": 0, "c": 2}
 
 
 def test_a_nodes_own_check_errors_are_repeated_with_their_fixes(tmp_path):
     base = fd.h200()
     broken = fd.host(base, "gpu-09")
-    broken["findings"] = [{"code": "ED102", "severity": "error", "title": "Driver upgraded without a reboot",
-                           "evidence": ["kernel module 570.133.20", "user-space library 580.159.04"],
-                           "fix": ["sudo reboot"], "reference": None, "area": "driver", "explanation": None}]
+    broken["findings"] = [
+        {
+            "code": "ED102",
+            "severity": "error",
+            "title": "Driver upgraded without a reboot",
+            "evidence": ["kernel module 570.133.20", "user-space library 580.159.04"],
+            "fix": ["sudo reboot"],
+            "reference": None,
+            "area": "driver",
+            "explanation": None,
+        }
+    ]
     fd.write(tmp_path / "a", fd.host(base, "gpu-07"))
     fd.write(tmp_path / "b", fd.host(base, "gpu-08"))
     fd.write(tmp_path / "c", broken)
@@ -194,30 +230,36 @@ def test_a_nodes_own_check_errors_are_repeated_with_their_fixes(tmp_path):
 
 def test_node_key_wins_then_host_name_then_folder_then_file_name(tmp_path):
     keyed = dict(fd.h200(), node="rack4-07")
-    fd.write(tmp_path / "x", keyed)                                          # node key
-    fd.write(tmp_path / "y", fd.host(fd.h200(), "gpu-12"))                   # host name
+    fd.write(tmp_path / "x", keyed)  # node key
+    fd.write(tmp_path / "y", fd.host(fd.h200(), "gpu-12"))  # host name
     fd.write(tmp_path / "flat", fd.host(fd.h200(), "<host>"), "gpu-13.json")  # file name (two reports)
     fd.write(tmp_path / "flat", fd.host(fd.h200(), "<host>"), "gpu-14.json")
     fd.write(tmp_path / "flat", fd.bench2(), "gpu-14.bench.json")
     fleet, _ = merge_files([str(tmp_path)])
     got = {n.name: (n.name_source, n.kinds) for n in fleet.drift.nodes}
-    assert got == {"rack4-07": ("node key", ("report",)), "gpu-12": ("hostname", ("report",)),
-                   "gpu-13": ("file name", ("report",)), "gpu-14": ("file name", ("report", "bench"))}
+    assert got == {
+        "rack4-07": ("node key", ("report",)),
+        "gpu-12": ("hostname", ("report",)),
+        "gpu-13": ("file name", ("report",)),
+        "gpu-14": ("file name", ("report", "bench")),
+    }
 
 
 def test_an_unreadable_file_names_its_node_and_other_documents_are_passed_over(tmp_path):
     fd.write(tmp_path / "gpu-01", fd.host(fd.h200(), "gpu-01"))
     fd.write(tmp_path / "gpu-02", fd.host(fd.h200(), "gpu-02"))
     (tmp_path / "gpu-03").mkdir()
-    (tmp_path / "gpu-03" / "check.json").write_text(json.dumps(fd.h200())[:5000])       # cut short
+    (tmp_path / "gpu-03" / "check.json").write_text(json.dumps(fd.h200())[:5000])  # cut short
     (tmp_path / "plan.json").write_text(json.dumps({"schema": "envdoctor.plan/1"}))
     fleet, _ = merge_files([str(tmp_path)])
     assert verdicts(fleet) == {"gpu-01": "ok", "gpu-02": "ok", "gpu-03": "unreadable"}
     (f,) = [f.finding for f in fleet.drift.findings]
     assert f.code == "ED781" and "is not valid JSON (cut short or damaged near line 1)" in f.title
-    assert [s.reason for s in fleet.skipped] == [f"{tmp_path / 'plan.json'} is an envdoctor.plan document, "
-                                                 "not an envdoctor report, bench result, burn result, comms result "
-                                                 "or topology"]
+    assert [s.reason for s in fleet.skipped] == [
+        f"{tmp_path / 'plan.json'} is an envdoctor.plan document, "
+        "not an envdoctor report, bench result, burn result, comms result "
+        "or topology"
+    ]
     assert fleet.drift.exit_code == 1
 
 
@@ -229,8 +271,9 @@ def test_a_report_with_a_value_no_probe_writes_is_refused_with_the_key(tmp_path)
     fleet, _ = merge_files([str(tmp_path)])
     (f,) = [f.finding for f in fleet.drift.findings]
     assert f.code == "ED781"
-    assert f.title.endswith("holds a value no probe writes: facts.driver.driver_version is 'banana', not a "
-                            "driver version like 580.159.04")
+    assert f.title.endswith(
+        "holds a value no probe writes: facts.driver.driver_version is 'banana', not a driver version like 580.159.04"
+    )
 
 
 def test_redact_names_nodes_node_01_and_masks_hosts_serials_and_uuids(drifted):
@@ -241,7 +284,7 @@ def test_redact_names_nodes_node_01_and_masks_hosts_serials_and_uuids(drifted):
     for secret in ("gpu-0", "GPU-06a5f464", "16539240423", "/root"):
         assert secret not in result.output
     text = run(drifted, "--redact").output
-    assert "node-03: driver branch 570, where 4 of 5 nodes have 580" in text        # the same mapping
+    assert "node-03: driver branch 570, where 4 of 5 nodes have 580" in text  # the same mapping
     assert "gpu-03" not in text
 
 
@@ -256,10 +299,18 @@ def test_redact_of_nodes_that_share_a_host_name_masks_it_without_naming_one_of_t
 
 def test_secrets_in_reports_are_masked_in_every_output(tmp_path):
     leaky = fd.host(fd.h200(), "gpu-02")
-    leaky["findings"] = [{"code": "ED205", "severity": "error", "title": "torch's CUDA is newer than the driver runs",
-                          "evidence": ["index https://ci:hunter2secret@mirror.example/whl"],
-                          "fix": ["pip install torch --index-url https://ci:hunter2secret@mirror.example/whl"],
-                          "reference": None, "area": "torch", "explanation": None}]
+    leaky["findings"] = [
+        {
+            "code": "ED205",
+            "severity": "error",
+            "title": "torch's CUDA is newer than the driver runs",
+            "evidence": ["index https://ci:hunter2secret@mirror.example/whl"],
+            "fix": ["pip install torch --index-url https://ci:hunter2secret@mirror.example/whl"],
+            "reference": None,
+            "area": "torch",
+            "explanation": None,
+        }
+    ]
     fd.write(tmp_path / "a", fd.host(fd.h200(), "gpu-01"))
     fd.write(tmp_path / "b", leaky)
     for fmt in ((), ("--json",), ("--markdown",), ("--html",)):
@@ -270,13 +321,27 @@ def test_secrets_in_reports_are_masked_in_every_output(tmp_path):
 def test_json_follows_its_schema_and_keeps_the_keys(drifted):
     doc = json.loads(run(drifted, "--json").output)
     validate(doc)
-    assert doc["summary"] == {"nodes": 5, "reported": 5, "ok": 2, "warning": 0, "deviating": 3, "missing": 0,
-                              "unreadable": 0, "errors": 3, "warnings": 0, "info": 0, "exit_code": 1}
+    assert doc["summary"] == {
+        "nodes": 5,
+        "reported": 5,
+        "ok": 2,
+        "warning": 0,
+        "deviating": 3,
+        "missing": 0,
+        "unreadable": 0,
+        "errors": 3,
+        "warnings": 0,
+        "info": 0,
+        "exit_code": 1,
+    }
     gpu04 = next(n for n in doc["nodes"] if n["name"] == "gpu-04")
-    assert (gpu04["verdict"], gpu04["codes"], gpu04["facts"]["gpu.count"], len(gpu04["gpus"])) == \
-        ("deviates", ["ED756"], 7, 7)
-    assert {f["node"]: f["code"] for f in doc["findings"]} == {"gpu-03": "ED751", "gpu-04": "ED756",
-                                                                "gpu-05": "ED761"}
+    assert (gpu04["verdict"], gpu04["codes"], gpu04["facts"]["gpu.count"], len(gpu04["gpus"])) == (
+        "deviates",
+        ["ED756"],
+        7,
+        7,
+    )
+    assert {f["node"]: f["code"] for f in doc["findings"]} == {"gpu-03": "ED751", "gpu-04": "ED756", "gpu-05": "ED761"}
 
 
 def test_text_markdown_and_html_show_the_same_drift(drifted):
@@ -290,17 +355,17 @@ def test_text_markdown_and_html_show_the_same_drift(drifted):
     assert "| GPUs | 8 (4 of 5) | 7: gpu-04 |" in md
     page = render_html(fleet)
     assert page.startswith("<!DOCTYPE html>") and "</html>" in page
-    assert not re.search(r"<(script|link|img)[^>]+(src|href)=", page)        # nothing from outside
+    assert not re.search(r"<(script|link|img)[^>]+(src|href)=", page)  # nothing from outside
     assert '<tr class="v-deviates"><td><a href="#n-gpu-03">gpu-03</a></td>' in page
-    assert '<td class="error drift">570.133.20</td>' in page            # the driver branch drifted: an error
+    assert '<td class="error drift">570.133.20</td>' in page  # the driver branch drifted: an error
 
 
 def test_html_escapes_what_the_reports_say(tmp_path):
     fd.write(tmp_path / "a", fd.host(fd.h200(), "<script>alert(1)</script>"))
     fd.write(tmp_path / "b", fd.host(fd.driver(fd.h200(), "570.133.20", "12.8"), "b"))
-    page = run(tmp_path, "--html", "--redact").output      # --redact renames the nodes on a page too
+    page = run(tmp_path, "--html", "--redact").output  # --redact renames the nodes on a page too
     assert "alert(1)" not in page and '<a href="#n-node-01">node-01</a>' in page
-    page = run(tmp_path, "--html").output                  # without it the page names them, escaped
+    page = run(tmp_path, "--html").output  # without it the page names them, escaped
     assert "<script>alert(1)</script>" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
     fleet, _ = merge_files([str(tmp_path)])
     page = render_html(fleet)
@@ -309,11 +374,15 @@ def test_html_escapes_what_the_reports_say(tmp_path):
 
 def test_three_hundred_nodes_keep_the_lines_short(tmp_path):
     base = fd.h200()
-    inputs = [NodeInput((Document("report", fd.host(base, f"n{i:03d}"), f"n{i:03d}"),), ((f"n{i:03d}", "folder"),))
-              for i in range(300)]
+    inputs = [
+        NodeInput((Document("report", fd.host(base, f"n{i:03d}"), f"n{i:03d}"),), ((f"n{i:03d}", "folder"),))
+        for i in range(300)
+    ]
     old = fd.driver(base, "570.133.20", "12.8")
-    inputs += [NodeInput((Document("report", fd.host(old, f"old{i}"), f"old{i}"),), ((f"old{i}", "folder"),))
-               for i in range(20)]
+    inputs += [
+        NodeInput((Document("report", fd.host(old, f"old{i}"), f"old{i}"),), ((f"old{i}", "folder"),))
+        for i in range(20)
+    ]
     fleet, _ = merge(inputs)
     text = render_text(fleet)
     assert "570: old0, old1, old2, old3 (+16 more)" in text

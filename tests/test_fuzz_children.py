@@ -25,13 +25,35 @@ from envdoctor.run import Ran
 from tests.test_bench_fakes import child_doc, recorded_run
 
 EXAMPLES = int(os.environ.get("ENVDOCTOR_FUZZ_EXAMPLES", "25"))
-SETTINGS = settings(max_examples=EXAMPLES, deadline=None, derandomize=EXAMPLES <= 25,
-                    suppress_health_check=list(HealthCheck))
+SETTINGS = settings(
+    max_examples=EXAMPLES, deadline=None, derandomize=EXAMPLES <= 25, suppress_health_check=list(HealthCheck)
+)
 
 #: Values a hostile or broken child may print in place of any other (each valid JSON).
-HOSTILE: List[Any] = ["x", "", "\ud800", "a\udfffb", "\x00\x1b[2J\u202e", "9" * 400, 10 ** 300, -(10 ** 300),
-                      -1, 0, 1.5, -0.0, 1e308, True, False, None, [], {}, [1, "x", None], {"a": {"b": []}},
-                      "\u0663", "x" * 20000]
+HOSTILE: List[Any] = [
+    "x",
+    "",
+    "\ud800",
+    "a\udfffb",
+    "\x00\x1b[2J\u202e",
+    "9" * 400,
+    10**300,
+    -(10**300),
+    -1,
+    0,
+    1.5,
+    -0.0,
+    1e308,
+    True,
+    False,
+    None,
+    [],
+    {},
+    [1, "x", None],
+    {"a": {"b": []}},
+    "\u0663",
+    "x" * 20000,
+]
 
 
 def _paths(value: Any, where: Tuple[Any, ...] = ()) -> List[Tuple[Any, ...]]:
@@ -90,16 +112,19 @@ def test_bench_child_answer_of_any_shape_is_a_result_that_encodes(doc: Dict[str,
     from envdoctor.facts.serde import DataError, to_data
     from envdoctor.bench.render import render_bench_text
 
-    run = _run("bench.py", [_line("plan", points=3, devices=doc.get("devices")), "garbage {", _line("result", result=doc)])
+    run = _run(
+        "bench.py", [_line("plan", points=3, devices=doc.get("devices")), "garbage {", _line("result", result=doc)]
+    )
     answer = run.result if run.result is not None else {}
     try:
         result = build_result(answer)
     except DataError:
-        return                      # the host's documented refusal: "the child's output does not fit"
+        return  # the host's documented refusal: "the child's output does not fit"
     _encodes(render_bench_text(result), dumps(to_data(result)))
 
 
 # --- burn -------------------------------------------------------------------------------------
+
 
 def _burn_lines() -> List[Dict[str, Any]]:
     from tests.test_burn_fakes import healthy_steps
@@ -107,14 +132,28 @@ def _burn_lines() -> List[Dict[str, Any]]:
     out = []
     for step in healthy_steps(0):
         if step[0] == "emit":
-            out.append({"kind": step[1], **json.loads(json.dumps(step[2]).replace('"$now-1"', "1.0")
-                                                      .replace('"$now"', "2.0"))})
+            out.append(
+                {"kind": step[1], **json.loads(json.dumps(step[2]).replace('"$now-1"', "1.0").replace('"$now"', "2.0"))}
+            )
         elif step[0] == "intervals":
             for i, rate in enumerate(step[2]):
-                out.append({"kind": "interval", "interval": {
-                    "dtype": step[1], "start": 1.0 + i * 0.15, "end": 1.15 + i * 0.15, "products": 100,
-                    "gemm_s": 0.15, "tflops": rate, "fastest_tflops": rate, "mismatches": 0, "bad_products": [],
-                    "bad_count": 0}})
+                out.append(
+                    {
+                        "kind": "interval",
+                        "interval": {
+                            "dtype": step[1],
+                            "start": 1.0 + i * 0.15,
+                            "end": 1.15 + i * 0.15,
+                            "products": 100,
+                            "gemm_s": 0.15,
+                            "tflops": rate,
+                            "fastest_tflops": rate,
+                            "mismatches": 0,
+                            "bad_products": [],
+                            "bad_count": 0,
+                        },
+                    }
+                )
         elif step[0] == "result":
             fields = json.loads(json.dumps(step[1]).replace('"$now-1"', "1.0").replace('"$now"', "2.0"))
             out.append({"kind": "result", "result": fields})
@@ -135,8 +174,13 @@ def test_burn_child_lines_of_any_shape_give_a_verdict_that_encodes(lines: List[A
     from envdoctor.burn.render import render_burn_text, verdict_line
     from envdoctor.table.health import load_health
 
-    text = [_line(str(e.get("kind")) if isinstance(e, dict) else "x",
-                  **{k: v for k, v in e.items() if k != "kind"} if isinstance(e, dict) else {}) for e in lines]
+    text = [
+        _line(
+            str(e.get("kind")) if isinstance(e, dict) else "x",
+            **{k: v for k, v in e.items() if k != "kind"} if isinstance(e, dict) else {},
+        )
+        for e in lines
+    ]
     run = _run("burn.py", ["garbage \xff"] + text, rc)
     health = load_health()
     gpu = collect.from_child(run, 0)
@@ -146,13 +190,17 @@ def test_burn_child_lines_of_any_shape_give_a_verdict_that_encodes(lines: List[A
 
 # --- comms ------------------------------------------------------------------------------------
 
+
 def _comms_answer() -> Dict[str, Any]:
     from tests.test_comms_result import BUSBW, answer
 
-    return answer(0, 2, BUSBW, pairs=[{"src": 0, "dst": 1, "bytes": 1 << 28, "iters": 5, "time_s": 0.001,
-                                       "wrong": 0}],
-                  host={"status": "ok", "bytes": 1 << 28, "directions": [{"direction": "h2d", "iters": 5,
-                                                                          "time_s": 0.01}]})
+    return answer(
+        0,
+        2,
+        BUSBW,
+        pairs=[{"src": 0, "dst": 1, "bytes": 1 << 28, "iters": 5, "time_s": 0.001, "wrong": 0}],
+        host={"status": "ok", "bytes": 1 << 28, "directions": [{"direction": "h2d", "iters": 5, "time_s": 0.01}]},
+    )
 
 
 COMMS_ANSWER = _comms_answer()
@@ -174,21 +222,44 @@ def test_comms_rank_answer_of_any_shape_gives_verdicts_that_encode(answer: Dict[
     links = LinksFacts()
     raw = answer.get("points")
     points = [_line("point", point=p) for p in raw] if isinstance(raw, list) else []
-    runs = [_run("comms.py", [_line("plan", points=4, world_size=2, rank=0, device=answer.get("device"))] + points
-                 + [_line("result", result=answer)]),
-            _run("comms.py", ["garbage", _line("error", error=answer.get("device"))], 1)]
-    result = build(runs, backend="nccl", launcher="envdoctor", world=2, links=links, top=expected(links, table),
-                   table=table, nccl=None, nccl_log_note=None, env={}, ranks=[0, 1], common={})
+    runs = [
+        _run(
+            "comms.py",
+            [_line("plan", points=4, world_size=2, rank=0, device=answer.get("device"))]
+            + points
+            + [_line("result", result=answer)],
+        ),
+        _run("comms.py", ["garbage", _line("error", error=answer.get("device"))], 1),
+    ]
+    result = build(
+        runs,
+        backend="nccl",
+        launcher="envdoctor",
+        world=2,
+        links=links,
+        top=expected(links, table),
+        table=table,
+        nccl=None,
+        nccl_log_note=None,
+        env={},
+        ranks=[0, 1],
+        common={},
+    )
     findings = verdicts(result)
     _encodes(render_comms_text(result, findings), dumps(mask_data(comms_document(result, findings))))
 
 
-@pytest.mark.parametrize("lines", [
-    ["garbage", "\x00\x00", '{"envdoctor_child": 2, "kind": "result", "result": "\\ud800"}'],
-    ['{"envdoctor_child": 2, "kind": "error", "error": 5}', "Traceback (most recent call last):"],
-    ['{"envdoctor_child": 2, "kind": "stage", "stage": ["import torch"]}',
-     '{"envdoctor_child": 2, "kind": "result", "result": {"schema": 1, "points": "x", "devices": {"a": 1}}}'],
-])
+@pytest.mark.parametrize(
+    "lines",
+    [
+        ["garbage", "\x00\x00", '{"envdoctor_child": 2, "kind": "result", "result": "\\ud800"}'],
+        ['{"envdoctor_child": 2, "kind": "error", "error": 5}', "Traceback (most recent call last):"],
+        [
+            '{"envdoctor_child": 2, "kind": "stage", "stage": ["import torch"]}',
+            '{"envdoctor_child": 2, "kind": "result", "result": {"schema": 1, "points": "x", "devices": {"a": 1}}}',
+        ],
+    ],
+)
 def test_garbage_then_exit_1_is_a_failed_run_not_a_traceback(lines):
     """Issue 27: garbage then exit 1 printed a traceback in burn --json."""
     from envdoctor.burn import collect

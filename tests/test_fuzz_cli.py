@@ -28,12 +28,47 @@ from envdoctor.clicore import AsciiInt, Number
 EXAMPLES = int(os.environ.get("ENVDOCTOR_FUZZ_EXAMPLES", "12"))
 
 #: What a hostile or careless user types where a number, a name or a path is expected.
-NUMBERS = ["nan", "NaN", "inf", "-inf", "-1", "0", "-0", "1e309", "1e-320", "9" * 400, "9" * 5000, "", " ",
-           "\u00b2", "\u0663", "\uff11", "0x10", "1_0", "\u202e1"]
+NUMBERS = [
+    "nan",
+    "NaN",
+    "inf",
+    "-inf",
+    "-1",
+    "0",
+    "-0",
+    "1e309",
+    "1e-320",
+    "9" * 400,
+    "9" * 5000,
+    "",
+    " ",
+    "\u00b2",
+    "\u0663",
+    "\uff11",
+    "0x10",
+    "1_0",
+    "\u202e1",
+]
 #: (Bytes that are not UTF-8 arrive as lone surrogates, "\udcff": the tests of the output encoding
 #: cover them in paths and arguments; they are not drawn here.)
-HOSTILE = NUMBERS + ["x" * 5000, "a\x00b", "a\x1b[2Jb", "caf\u00e9", "\u05d0\u05d1", ",", "all,0,0",
-                     "0,0", "-", "--", "=", "~", "%s%n", "{}", "[]", "\t"]
+HOSTILE = NUMBERS + [
+    "x" * 5000,
+    "a\x00b",
+    "a\x1b[2Jb",
+    "caf\u00e9",
+    "\u05d0\u05d1",
+    ",",
+    "all,0,0",
+    "0,0",
+    "-",
+    "--",
+    "=",
+    "~",
+    "%s%n",
+    "{}",
+    "[]",
+    "\t",
+]
 #: Numbers that no numeric option of envdoctor takes.
 NEVER_A_NUMBER = ["nan", "inf", "-inf", "-1", "1e309", "9" * 5000, "\u00b2", "\u0663", "\uff11"]
 #: Commands whose numeric options check their range themselves, with their own messages (fit's
@@ -49,14 +84,17 @@ def _command(name: str) -> click.Command:
 
 
 def _options(name: str) -> List[click.Option]:
-    return [p for p in _command(name).params if isinstance(p, click.Option) and not p.is_flag
-            and p.name not in ("color",)]
+    return [
+        p for p in _command(name).params if isinstance(p, click.Option) and not p.is_flag and p.name not in ("color",)
+    ]
 
 
 def _params(name: str) -> List[click.Parameter]:
     """The options that take a value, and the positional arguments."""
-    return [*_options(name), *(p for p in _command(name).params if isinstance(p, click.Argument)
-                               and name not in OWN_CHECKS)]
+    return [
+        *_options(name),
+        *(p for p in _command(name).params if isinstance(p, click.Argument) and name not in OWN_CHECKS),
+    ]
 
 
 def _args(param: click.Parameter, value: str) -> List[str]:
@@ -67,8 +105,10 @@ def _args(param: click.Parameter, value: str) -> List[str]:
 
 
 def _numeric(option: click.Option) -> bool:
-    return isinstance(option.type, (Number, AsciiInt, click.types.IntParamType, click.types.FloatParamType,
-                                    click.IntRange, click.FloatRange))
+    return isinstance(
+        option.type,
+        (Number, AsciiInt, click.types.IntParamType, click.types.FloatParamType, click.IntRange, click.FloatRange),
+    )
 
 
 @pytest.fixture(scope="module")
@@ -76,15 +116,29 @@ def sandbox(tmp_path_factory: Any) -> Iterator[Tuple[Path, Dict[str, str]]]:
     base = tmp_path_factory.mktemp("fuzzcli")
     for folder in ("root", "bin", "cwd"):
         (base / folder).mkdir()
-    env = {"PATH": str(base / "bin"), "HOME": str(base / "home"), "XDG_STATE_HOME": str(base / "state"),
-           "XDG_CACHE_HOME": str(base / "cache"), "XDG_CONFIG_HOME": str(base / "config"),
-           "ENVDOCTOR_STATE_DIR": str(base / "state"), "ENVDOCTOR_CACHE_DIR": str(base / "cache"),
-           "HTTP_PROXY": "http://127.0.0.1:9", "HTTPS_PROXY": "http://127.0.0.1:9", "ALL_PROXY": "http://127.0.0.1:9",
-           "http_proxy": "http://127.0.0.1:9", "https_proxy": "http://127.0.0.1:9", "NO_PROXY": "",
-           "CUDA_VISIBLE_DEVICES": None, "ENVDOCTOR_INDEX_URL": None, "PIP_INDEX_URL": None,
-           "PIP_CONFIG_FILE": os.devnull, "UV_INDEX_URL": None, "ENVDOCTOR_ROOT": None}
+    env = {
+        "PATH": str(base / "bin"),
+        "HOME": str(base / "home"),
+        "XDG_STATE_HOME": str(base / "state"),
+        "XDG_CACHE_HOME": str(base / "cache"),
+        "XDG_CONFIG_HOME": str(base / "config"),
+        "ENVDOCTOR_STATE_DIR": str(base / "state"),
+        "ENVDOCTOR_CACHE_DIR": str(base / "cache"),
+        "HTTP_PROXY": "http://127.0.0.1:9",
+        "HTTPS_PROXY": "http://127.0.0.1:9",
+        "ALL_PROXY": "http://127.0.0.1:9",
+        "http_proxy": "http://127.0.0.1:9",
+        "https_proxy": "http://127.0.0.1:9",
+        "NO_PROXY": "",
+        "CUDA_VISIBLE_DEVICES": None,
+        "ENVDOCTOR_INDEX_URL": None,
+        "PIP_INDEX_URL": None,
+        "PIP_CONFIG_FILE": os.devnull,
+        "UV_INDEX_URL": None,
+        "ENVDOCTOR_ROOT": None,
+    }
     here = os.getcwd()
-    os.chdir(base / "cwd")          # what a command writes to a relative path lands here
+    os.chdir(base / "cwd")  # what a command writes to a relative path lands here
     try:
         yield base, env
     finally:
@@ -103,7 +157,7 @@ def _base(name: str, base: Path) -> List[str]:
         out += ["--offline"]
     if "--timeout" in names:
         out += ["--timeout", "2"]
-    if name == "fit":                   # a model of the table, judged offline against a GPU of the table
+    if name == "fit":  # a model of the table, judged offline against a GPU of the table
         out += ["gpt2", "--gpu", "H200"]
     return out
 
@@ -128,8 +182,9 @@ def _check(r: Any, what: str) -> None:
 @given(data=st.data())
 def test_every_option_of_every_command_answers_or_refuses_in_one_line(name, data, sandbox):
     param = data.draw(st.sampled_from(_params(name)), label="parameter")
-    value = data.draw(st.sampled_from(NUMBERS if isinstance(param, click.Option) and _numeric(param) else HOSTILE),
-                      label="value")
+    value = data.draw(
+        st.sampled_from(NUMBERS if isinstance(param, click.Option) and _numeric(param) else HOSTILE), label="value"
+    )
     args = _args(param, value)
     r = _invoke(name, args, sandbox)
     _check(r, f"{name} {args[0][:60]!r} {value[:40]!r}")

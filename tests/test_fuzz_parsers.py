@@ -30,8 +30,22 @@ from envdoctor import clicore, units
 from envdoctor.links import plan as comms_plan
 from envdoctor.fit import config as fit_config
 from envdoctor.parse import (
-    ParseError, compiler, conda, cpuinfo, docker, indexconf, jsontext, nccl_log, nvcc, nvidia_proc, nvidia_smi,
-    nodelist, nvidia_topo, pciids, torch, visible,
+    ParseError,
+    compiler,
+    conda,
+    cpuinfo,
+    docker,
+    indexconf,
+    jsontext,
+    nccl_log,
+    nvcc,
+    nvidia_proc,
+    nvidia_smi,
+    nodelist,
+    nvidia_topo,
+    pciids,
+    torch,
+    visible,
 )
 from envdoctor.report import ReportError
 from envdoctor.redact import mask_text, mask_url
@@ -45,12 +59,63 @@ LARGE = 1_000_000
 FIXTURES = Path(__file__).parent / "fixtures"
 
 #: Pieces that once made a parser slow, or that the parsers look for.
-PIECES = ["<!--", "-->", "<a href=", '"', "'", "[", "]", "{", "}", "unix://", "tcp://", "://", " ", "\t",
-          "\n", "NVRM version:", "index,", "Driver Version:", "CUDA Version:", "release ", "V12.8.93",
-          "9" * 20, "2.", "manylinux_2_", "glibc 2.", "@", ":", "/t/", "token=", "Bearer ", "\x00", "\ufffd",
-          "<html>", "</html>", "#sha256=", ".whl", "-", "_", "\\", "e400", "NaN", "Infinity",
-          "  - GCC ", "CPU capability usage:", "processor\t: ", "model name\t: ", "gcc (", "version ",
-          "[global]", "index-url = ", "[[tool.uv.index]]", "url = ", "/whl/cu128", "=", "__version__ = '"]
+PIECES = [
+    "<!--",
+    "-->",
+    "<a href=",
+    '"',
+    "'",
+    "[",
+    "]",
+    "{",
+    "}",
+    "unix://",
+    "tcp://",
+    "://",
+    " ",
+    "\t",
+    "\n",
+    "NVRM version:",
+    "index,",
+    "Driver Version:",
+    "CUDA Version:",
+    "release ",
+    "V12.8.93",
+    "9" * 20,
+    "2.",
+    "manylinux_2_",
+    "glibc 2.",
+    "@",
+    ":",
+    "/t/",
+    "token=",
+    "Bearer ",
+    "\x00",
+    "\ufffd",
+    "<html>",
+    "</html>",
+    "#sha256=",
+    ".whl",
+    "-",
+    "_",
+    "\\",
+    "e400",
+    "NaN",
+    "Infinity",
+    "  - GCC ",
+    "CPU capability usage:",
+    "processor\t: ",
+    "model name\t: ",
+    "gcc (",
+    "version ",
+    "[global]",
+    "index-url = ",
+    "[[tool.uv.index]]",
+    "url = ",
+    "/whl/cu128",
+    "=",
+    "__version__ = '",
+]
 
 
 def _recorded_texts() -> list:
@@ -72,11 +137,11 @@ def hostile_text(draw: Any) -> str:
     kind = draw(st.integers(0, 3))
     if kind == 0:
         return draw(st.text(max_size=300))
-    if kind == 1:           # one piece repeated many times: the shape of every super-linear bug so far
+    if kind == 1:  # one piece repeated many times: the shape of every super-linear bug so far
         return draw(st.sampled_from(PIECES)) * draw(st.integers(1, LARGE // 8))
-    if kind == 2:           # pieces in any order
+    if kind == 2:  # pieces in any order
         return "".join(draw(st.lists(st.sampled_from(PIECES), max_size=200)))
-    text = draw(st.sampled_from(RECORDED))          # a real output, cut and spliced
+    text = draw(st.sampled_from(RECORDED))  # a real output, cut and spliced
     cut = draw(st.integers(0, len(text)))
     return text[:cut] + draw(st.sampled_from(PIECES)) * draw(st.integers(0, 5000)) + text[cut:]
 
@@ -100,8 +165,11 @@ CASES = [
     Case("docker.classify_daemon_error", docker.classify_daemon_error),
     Case("docker.parse_podman_version", docker.parse_podman_version, (docker.DockerParseError,)),
     Case("docker.parse_nvidia_ctk_version", docker.parse_nvidia_ctk_version, (docker.DockerParseError,)),
-    Case("docker.parse_nvidia_container_cli_version", docker.parse_nvidia_container_cli_version,
-         (docker.DockerParseError,)),
+    Case(
+        "docker.parse_nvidia_container_cli_version",
+        docker.parse_nvidia_container_cli_version,
+        (docker.DockerParseError,),
+    ),
     Case("nvcc.parse_nvcc_version", nvcc.parse_nvcc_version, (nvcc.NvccParseError,)),
     Case("nvcc.parse_version_txt", nvcc.parse_version_txt, (nvcc.NvccParseError,)),
     Case("nvcc.parse_dryrun_bin", nvcc.parse_dryrun_bin, (nvcc.NvccParseError,)),
@@ -113,16 +181,22 @@ CASES = [
     Case("torch.torch_version_py", torch.torch_version_py),
     Case("indexconf.parse_pip_config", indexconf.parse_pip_config, (indexconf.IndexConfigError,)),
     Case("indexconf.parse_uv_config", indexconf.parse_uv_config, (indexconf.IndexConfigError,)),
-    Case("indexconf.parse_uv_config(pyproject)", lambda t: indexconf.parse_uv_config(t, pyproject=True),
-         (indexconf.IndexConfigError,)),
+    Case(
+        "indexconf.parse_uv_config(pyproject)",
+        lambda t: indexconf.parse_uv_config(t, pyproject=True),
+        (indexconf.IndexConfigError,),
+    ),
     Case("indexconf.torch_base", indexconf.torch_base),
     Case("indexconf.uv_env_indexes", lambda t: indexconf.uv_env_indexes({"UV_INDEX": t, "UV_DEFAULT_INDEX": t})),
     Case("torch.linux_platform_tags", lambda t: torch.linux_platform_tags(t[:40], "linux_x86_64")),
     Case("jsontext.loads", jsontext.loads, (jsontext.JsonError,)),
     Case("redact.mask_text", mask_text),
     Case("redact.mask_url", mask_url),
-    Case("pages.parse_html", lambda t: pages.parse_html(t, "https://download.pytorch.org/whl/cu128/torch/"),
-         (pages.PageError,)),
+    Case(
+        "pages.parse_html",
+        lambda t: pages.parse_html(t, "https://download.pytorch.org/whl/cu128/torch/"),
+        (pages.PageError,),
+    ),
     Case("target.expand_platform", target.expand_platform, (target.TargetError,)),
     Case("nvidia_topo.parse_topo", nvidia_topo.parse_topo, (nvidia_topo.TopoParseError,)),
     Case("nccl_log.parse_nccl_log", nccl_log.parse_nccl_log),
@@ -155,8 +229,20 @@ def _comms_child(text: str) -> Any:
 
     runs = [from_ran("comms.py", "python3", Ran(("python3", "-"), 0, text, "", 1.0))]
     table, links = load_links(), LinksFacts()
-    return build(runs, backend="nccl", launcher="envdoctor", world=1, links=links, top=expected(links, table),
-                 table=table, nccl=None, nccl_log_note=None, env={}, ranks=[0], common={})
+    return build(
+        runs,
+        backend="nccl",
+        launcher="envdoctor",
+        world=1,
+        links=links,
+        top=expected(links, table),
+        table=table,
+        nccl=None,
+        nccl_log_note=None,
+        env={},
+        ranks=[0],
+        common={},
+    )
 
 
 def _protocol_lines(text: str) -> str:
@@ -164,10 +250,19 @@ def _protocol_lines(text: str) -> str:
     as the runner cuts a child's output (MAX_LINE a line, MAX_OUTPUT in all)."""
     from envdoctor.run import MAX_LINE, MAX_OUTPUT
 
-    lines = [line[:MAX_LINE // 3] for line in text.splitlines()[:200]]
-    out = "\n".join(f'{{"envdoctor_child": 2, "kind": "{k}", "{k}": {line}, "result": {line}}}'
-                    for line in lines for k in ("result", "device", "point", "plan")) + "\n" + text
+    lines = [line[: MAX_LINE // 3] for line in text.splitlines()[:200]]
+    out = (
+        "\n".join(
+            f'{{"envdoctor_child": 2, "kind": "{k}", "{k}": {line}, "result": {line}}}'
+            for line in lines
+            for k in ("result", "device", "point", "plan")
+        )
+        + "\n"
+        + text
+    )
     return "\n".join(line[:MAX_LINE] for line in out[:MAX_OUTPUT].splitlines())
+
+
 #: Parsers of JSON a tool prints: the bounded reader's errors are theirs to raise.
 JSON_CASES = [
     Case("docker.parse_version_json", docker.parse_version_json, (ParseError,)),
@@ -175,10 +270,16 @@ JSON_CASES = [
     Case("nvcc.parse_version_json", nvcc.parse_version_json, (ParseError,)),
     Case("conda.parse_info", conda.parse_info, (ParseError,)),
     Case("conda.parse_list", conda.parse_list, (ParseError,)),
-    Case("pages.parse_json", lambda t: pages.parse_json(t, "https://download.pytorch.org/whl/cu128/torch/"),
-         (pages.PageError,)),
-    Case("documents.read_any", lambda t: documents.read_any(t, ("report", "snapshot", "bench", "burn"), "fuzz.json"),
-         (documents.DocumentError,)),
+    Case(
+        "pages.parse_json",
+        lambda t: pages.parse_json(t, "https://download.pytorch.org/whl/cu128/torch/"),
+        (pages.PageError,),
+    ),
+    Case(
+        "documents.read_any",
+        lambda t: documents.read_any(t, ("report", "snapshot", "bench", "burn"), "fuzz.json"),
+        (documents.DocumentError,),
+    ),
     Case("report.parse_report", lambda t: report.parse_report(t, "fuzz.json"), (documents.DocumentError, ReportError)),
     # the child protocol's lines, as the hosts of bench, burn and comms read them
     Case("child.decode_line", decode_line),
@@ -220,20 +321,43 @@ def hostile_json(draw: Any) -> str:
     kind = draw(st.integers(0, 2))
     if kind == 0:
         leaf = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), st.text(max_size=20))
-        value = draw(st.recursive(leaf, lambda inner: st.one_of(st.lists(inner, max_size=4),
-                                                                st.dictionaries(st.text(max_size=10), inner,
-                                                                                max_size=4)), max_leaves=30))
+        value = draw(
+            st.recursive(
+                leaf,
+                lambda inner: st.one_of(
+                    st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=10), inner, max_size=4)
+                ),
+                max_leaves=30,
+            )
+        )
         import json
+
         return json.dumps(value)
     if kind == 1:
-        return draw(st.sampled_from(["[", "{\"a\":", "1" * 5000, "1e400", "NaN", "\"" + "x" * 1000]))\
-            * draw(st.integers(1, 100_000))
-    return draw(st.sampled_from(['{"channels": 1}', '{"soabi": 5}', '{"notes": 1.5}', "9", "[]", '{"cuda": {}}',
-                                 '{"Runtimes": [1]}', '{"files": "x"}', '{"meta": null}', '[{"name": 1}]']))
+        return draw(st.sampled_from(["[", '{"a":', "1" * 5000, "1e400", "NaN", '"' + "x" * 1000])) * draw(
+            st.integers(1, 100_000)
+        )
+    return draw(
+        st.sampled_from(
+            [
+                '{"channels": 1}',
+                '{"soabi": 5}',
+                '{"notes": 1.5}',
+                "9",
+                "[]",
+                '{"cuda": {}}',
+                '{"Runtimes": [1]}',
+                '{"files": "x"}',
+                '{"meta": null}',
+                '[{"name": 1}]',
+            ]
+        )
+    )
 
 
-SETTINGS = settings(max_examples=EXAMPLES, deadline=None, derandomize=EXAMPLES <= 25,
-                    suppress_health_check=list(HealthCheck))
+SETTINGS = settings(
+    max_examples=EXAMPLES, deadline=None, derandomize=EXAMPLES <= 25, suppress_health_check=list(HealthCheck)
+)
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])

@@ -34,25 +34,75 @@ from envdoctor.wheels import cache, client, pages, target
 from tests.test_fuzz_parsers import SETTINGS, Case, _bounded, hostile_json, hostile_text
 
 URL = "https://download.pytorch.org/whl/cu128/torch/"
-CHARSETS = ["utf-8", "undefined", "idna", "base64", "rot13", "zlib", "utf-16", "latin-1", "nosuch", "", "\"x\"",
-            "utf-8; x=1", "UTF-7", "hex", "bz2", "punycode", "unicode_escape", "raw_unicode_escape", "9" * 50]
-CONTENT_TYPES = st.one_of(st.none(), st.text(max_size=60),
-                          st.builds(lambda base, cs: f"{base}; charset={cs}",
-                                    st.sampled_from(["text/html", "application/vnd.pypi.simple.v1+json",
-                                                     "application/json", "text/plain"]),
-                                    st.sampled_from(CHARSETS)))
+CHARSETS = [
+    "utf-8",
+    "undefined",
+    "idna",
+    "base64",
+    "rot13",
+    "zlib",
+    "utf-16",
+    "latin-1",
+    "nosuch",
+    "",
+    '"x"',
+    "utf-8; x=1",
+    "UTF-7",
+    "hex",
+    "bz2",
+    "punycode",
+    "unicode_escape",
+    "raw_unicode_escape",
+    "9" * 50,
+]
+CONTENT_TYPES = st.one_of(
+    st.none(),
+    st.text(max_size=60),
+    st.builds(
+        lambda base, cs: f"{base}; charset={cs}",
+        st.sampled_from(["text/html", "application/vnd.pypi.simple.v1+json", "application/json", "text/plain"]),
+        st.sampled_from(CHARSETS),
+    ),
+)
 
 
 @st.composite
 def interpreter_answer(draw: Any) -> str:
     """interpreter.py's answer with each field kept, dropped or replaced by a hostile value."""
-    base = {"version": [3, 12, 3], "implementation": "cpython", "abiflags": "", "gil_disabled": False,
-            "soabi": "cpython-312-x86_64-linux-gnu", "libc": ["glibc", "2.39"], "confstr": "glibc 2.39",
-            "machine": "x86_64", "bits": 64, "platform": "linux-x86_64", "mac_ver": ""}
-    odd = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), st.text(max_size=30),
-                    st.lists(st.one_of(st.integers(), st.text(max_size=12)), max_size=4),
-                    st.sampled_from(["glibc 2.150000000", "1\u00b2.3", "   ", "pypy", "macosx-11.0-arm64",
-                                     "\ud800", "2." + "9" * 400, [3, 10 ** 30], ["glibc", 5]]))
+    base = {
+        "version": [3, 12, 3],
+        "implementation": "cpython",
+        "abiflags": "",
+        "gil_disabled": False,
+        "soabi": "cpython-312-x86_64-linux-gnu",
+        "libc": ["glibc", "2.39"],
+        "confstr": "glibc 2.39",
+        "machine": "x86_64",
+        "bits": 64,
+        "platform": "linux-x86_64",
+        "mac_ver": "",
+    }
+    odd = st.one_of(
+        st.none(),
+        st.booleans(),
+        st.integers(),
+        st.floats(allow_nan=False),
+        st.text(max_size=30),
+        st.lists(st.one_of(st.integers(), st.text(max_size=12)), max_size=4),
+        st.sampled_from(
+            [
+                "glibc 2.150000000",
+                "1\u00b2.3",
+                "   ",
+                "pypy",
+                "macosx-11.0-arm64",
+                "\ud800",
+                "2." + "9" * 400,
+                [3, 10**30],
+                ["glibc", 5],
+            ]
+        ),
+    )
     info = {}
     for key, value in base.items():
         choice = draw(st.integers(0, 3))
@@ -81,8 +131,10 @@ def _interpret(text: str) -> None:
 
 def _protocol_lines(text: str) -> str:
     """A hostile text as the child's protocol lines: a result, an error, an event."""
-    return "\n".join(json.dumps({"envdoctor_child": 2, "kind": kind, kind: text, "python": text, "torch": text})
-                     for kind in ("stage", "result", "error"))
+    return "\n".join(
+        json.dumps({"envdoctor_child": 2, "kind": kind, kind: text, "python": text, "torch": text})
+        for kind in ("stage", "result", "error")
+    )
 
 
 def _cache_entry(text: str) -> None:
@@ -98,22 +150,43 @@ def _cache_entry(text: str) -> None:
 def _shown(fn: Any) -> Any:
     def call(text: str) -> None:
         escape(fn(text)).encode("utf-8")
+
     return call
 
 
-REDACTOR = NodeRedactor(["/home/ana"], {"gpu-07": "node-01", "gpu-07.cluster.local": "node-02", "ana": "<user>",
-                                        "a.b.c": "<serial>", "n4 (rank 3)": "node-03"})
+REDACTOR = NodeRedactor(
+    ["/home/ana"],
+    {
+        "gpu-07": "node-01",
+        "gpu-07.cluster.local": "node-02",
+        "ana": "<user>",
+        "a.b.c": "<serial>",
+        "n4 (rank 3)": "node-03",
+    },
+)
 
 CASES = [
-    Case("client._decode", lambda t: client._decode(t.encode("utf-8", "surrogatepass"),
-                                                    "text/html; charset=" + t[:20]), (pages.PageError,)),
+    Case(
+        "client._decode",
+        lambda t: client._decode(t.encode("utf-8", "surrogatepass"), "text/html; charset=" + t[:20]),
+        (pages.PageError,),
+    ),
     Case("pages.parse_page(html)", lambda t: pages.parse_page(t, URL, "text/html"), (pages.PageError,)),
-    Case("pages.parse_page(pep691)", lambda t: pages.parse_page(t, URL, "application/vnd.pypi.simple.v1+json"),
-         (pages.PageError,)),
-    Case("indexconf.parse_uv_config(numbers)", lambda t: indexconf.parse_uv_config(
-        "[pip]\nconcurrent-downloads = " + t[:128 * 1024 - 40] + "\n"), (indexconf.IndexConfigError,)),
-    Case("indexconf.parse_pip_config(numbers)", lambda t: indexconf.parse_pip_config(
-        "[global]\ntimeout = " + t + "\nproxy = " + t + "\n", "pip.conf"), (indexconf.IndexConfigError,)),
+    Case(
+        "pages.parse_page(pep691)",
+        lambda t: pages.parse_page(t, URL, "application/vnd.pypi.simple.v1+json"),
+        (pages.PageError,),
+    ),
+    Case(
+        "indexconf.parse_uv_config(numbers)",
+        lambda t: indexconf.parse_uv_config("[pip]\nconcurrent-downloads = " + t[: 128 * 1024 - 40] + "\n"),
+        (indexconf.IndexConfigError,),
+    ),
+    Case(
+        "indexconf.parse_pip_config(numbers)",
+        lambda t: indexconf.parse_pip_config("[global]\ntimeout = " + t + "\nproxy = " + t + "\n", "pip.conf"),
+        (indexconf.IndexConfigError,),
+    ),
     Case("cache.PageCache.get", _cache_entry),
     Case("probes.python.interpret(lines)", lambda t: _interpret(_protocol_lines(t))),
     Case("probes.python.interpret(raw)", _interpret),
@@ -151,5 +224,11 @@ def test_json_readers_answer_or_raise_their_error_in_bounded_time(case: Case, te
 @SETTINGS
 @given(raw=st.binary(max_size=2000), content_type=CONTENT_TYPES)
 def test_an_index_page_of_any_bytes_and_content_type_is_a_page_or_a_page_error(raw: bytes, content_type: Any) -> None:
-    _bounded(Case("client._decode+parse_page", lambda _: pages.parse_page(client._decode(raw, content_type), URL,
-                                                                           content_type), (pages.PageError,)), "")
+    _bounded(
+        Case(
+            "client._decode+parse_page",
+            lambda _: pages.parse_page(client._decode(raw, content_type), URL, content_type),
+            (pages.PageError,),
+        ),
+        "",
+    )

@@ -24,12 +24,30 @@ from envdoctor.report import ReportError, parse_report
 from tests import fleetdocs
 
 EXAMPLES = int(os.environ.get("ENVDOCTOR_FUZZ_EXAMPLES", "25"))
-SETTINGS = settings(max_examples=EXAMPLES, deadline=None, derandomize=EXAMPLES <= 25,
-                    suppress_health_check=list(HealthCheck))
+SETTINGS = settings(
+    max_examples=EXAMPLES, deadline=None, derandomize=EXAMPLES <= 25, suppress_health_check=list(HealthCheck)
+)
 
-STRINGS = ["\ud800", "a\udfffb", "\udce9", "\x00", "\x1b[31mred\x1b[0m\x07", "\u202eevil\u202c", "\u200f\u05d0",
-           "x" * 100_000, "<script>alert(1)</script>", "a|b\n| c", "`x`", "]]>", "&amp;", "\r\n\t", "\ufffe",
-           "\U0001F600", "caf\u00e9", "%s%n{0}"]
+STRINGS = [
+    "\ud800",
+    "a\udfffb",
+    "\udce9",
+    "\x00",
+    "\x1b[31mred\x1b[0m\x07",
+    "\u202eevil\u202c",
+    "\u200f\u05d0",
+    "x" * 100_000,
+    "<script>alert(1)</script>",
+    "a|b\n| c",
+    "`x`",
+    "]]>",
+    "&amp;",
+    "\r\n\t",
+    "\ufffe",
+    "\U0001f600",
+    "caf\u00e9",
+    "%s%n{0}",
+]
 
 
 def _string_paths(value: Any, where: Tuple[Any, ...] = ()) -> List[Tuple[Any, ...]]:
@@ -60,7 +78,7 @@ def hostile_report(draw: Any) -> Dict[str, Any]:
 
 
 def _text(doc: Dict[str, Any]) -> str:
-    return json.dumps(doc)          # as a saved file holds it: lone surrogates as \\ud800 escapes
+    return json.dumps(doc)  # as a saved file holds it: lone surrogates as \\ud800 escapes
 
 
 @SETTINGS
@@ -72,16 +90,20 @@ def test_report_renderers_encode_hostile_strings(doc: Dict[str, Any]) -> None:
     try:
         facts, findings, _ = parse_report(_text(doc), "hostile.json")
     except (DocumentError, ReportError):
-        return                      # refused with its one line: also an answer
-    for out in (text.render(facts, findings), markdown.render(facts, findings),
-                dumps(report_document(facts, findings))):
+        return  # refused with its one line: also an answer
+    for out in (
+        text.render(facts, findings),
+        markdown.render(facts, findings),
+        dumps(report_document(facts, findings)),
+    ):
         out.encode("utf-8")
 
 
 @SETTINGS
 @given(docs=st.lists(hostile_report(), min_size=1, max_size=3))
-def test_fleet_renderers_encode_hostile_strings_and_html_escapes_markup(docs: List[Dict[str, Any]],
-                                                                         tmp_path_factory: Any) -> None:
+def test_fleet_renderers_encode_hostile_strings_and_html_escapes_markup(
+    docs: List[Dict[str, Any]], tmp_path_factory: Any
+) -> None:
     from envdoctor.fleet.merge import merge_files
     from envdoctor.fleet.render import fleet_document, render_html, render_markdown, render_text
 
@@ -93,4 +115,4 @@ def test_fleet_renderers_encode_hostile_strings_and_html_escapes_markup(docs: Li
     html = render_html(fleet)
     for out in (render_text(fleet), render_markdown(fleet), html, dumps(fleet_document(fleet))):
         out.encode("utf-8")
-    assert "<script>alert(1)" not in html            # the page has a script of its own
+    assert "<script>alert(1)" not in html  # the page has a script of its own

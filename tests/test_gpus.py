@@ -15,8 +15,11 @@ V100_SMI_470 = GpuInfo(index=0, name="Tesla V100-SXM2-16GB", pci_bus_id="0000000
 
 
 def facts(gpus=(), devices=(), pci=()):
-    return Facts(driver=DriverFacts(driver_version="470.256.02", driver_cuda="11.4", gpus=tuple(gpus)),
-                 torch=TorchFacts(installed=True, devices=tuple(devices)), pci=PciFacts(devices=tuple(pci)))
+    return Facts(
+        driver=DriverFacts(driver_version="470.256.02", driver_cuda="11.4", gpus=tuple(gpus)),
+        torch=TorchFacts(installed=True, devices=tuple(devices)),
+        pci=PciFacts(devices=tuple(pci)),
+    )
 
 
 def test_driver_gpu_without_compute_capability_is_kept_with_cc_from_the_table():
@@ -66,7 +69,7 @@ def test_nvidia_smi_before_r510_leaves_no_empty_capability_in_the_report():
     filled = enrich(facts([V100_SMI_470]), TABLE)
     (g,) = filled.driver.gpus
     assert g.compute_capability == "7.0" and filled.driver.sources[cc_key(0)] == "envdoctor table"
-    (m,) = machine_gpus(filled, TABLE)   # the rules still say where the capability came from
+    (m,) = machine_gpus(filled, TABLE)  # the rules still say where the capability came from
     assert m.where == "nvidia-smi; compute capability from envdoctor table"
     # by the PCI id at the same bus address when the name is unknown to the table
     smi = GpuInfo(index=0, name="Some Future GPU", pci_bus_id="00000000:00:1E.0", source="nvidia-smi")

@@ -40,5 +40,5 @@ def test_recommend_from_the_recorded_report():
     plan = json.loads(r.output)
     validate(plan, "plan")
     assert plan["schema"] == "envdoctor.plan/1" and plan["compatibility"] == "direct"
-    assert plan["variant"].startswith("cu13")          # driver 580 runs CUDA 13.x directly
+    assert plan["variant"].startswith("cu13")  # driver 580 runs CUDA 13.x directly
     assert plan["commands"][0].startswith("/opt/torch/.venv/bin/python3 -m pip install torch==")

@@ -22,10 +22,11 @@ HUGE = "9" * 400
 
 # --- the one reader ---------------------------------------------------------------------------
 
+
 def test_lone_surrogates_in_json_strings_and_keys_come_out_as_replacement_characters():
     data = loads('{"host\\ud800": ["a\\udfffb", {"k": "\\udc80"}], "ok": "\\ud83d\\ude00"}')
-    assert data == {"host\ufffd": ["a\ufffdb", {"k": "\ufffd"}], "ok": "\U0001F600"}
-    json.dumps(data, ensure_ascii=False).encode("utf-8")        # encodes
+    assert data == {"host\ufffd": ["a\ufffdb", {"k": "\ufffd"}], "ok": "\U0001f600"}
+    json.dumps(data, ensure_ascii=False).encode("utf-8")  # encodes
 
 
 def test_a_surrogate_already_in_the_text_is_replaced_too():
@@ -34,33 +35,48 @@ def test_a_surrogate_already_in_the_text_is_replaced_too():
 
 def test_lenient_getters_agree_on_every_kind_of_value():
     """Six modules had their own _int/_float/_str: _int(3.9) was 3 in fit, None in parse.torch."""
-    assert [opt_int(v) for v in (3, 3.0, 3.9, True, "3", None, float("nan"), 10 ** 400)] == \
-        [3, 3, None, None, None, None, None, 10 ** 400]
-    assert opt_int(10 ** 400, high=2 ** 63) is None and opt_int(-1, low=0) is None
-    assert [opt_float(v) for v in (2, 2.5, True, "2", float("inf"), 10 ** 400)] == [2.0, 2.5, None, None, None, None]
+    assert [opt_int(v) for v in (3, 3.0, 3.9, True, "3", None, float("nan"), 10**400)] == [
+        3,
+        3,
+        None,
+        None,
+        None,
+        None,
+        None,
+        10**400,
+    ]
+    assert opt_int(10**400, high=2**63) is None and opt_int(-1, low=0) is None
+    assert [opt_float(v) for v in (2, 2.5, True, "2", float("inf"), 10**400)] == [2.0, 2.5, None, None, None, None]
     assert [opt_str(v) for v in ("x", "", 5, None, "a\udc80")] == ["x", None, None, None, "a\ufffd"]
     assert opt_int({"n": 4}, "n") == 4 and opt_int([4], "n") is None and opt_str({"s": "x" * 9000}, "s") == "x" * 4096
 
 
 def test_the_modules_that_had_their_own_getters_use_the_reader_s():
     root = Path(jsontext.__file__).parent.parent
-    for module in ("fit/facts.py", "parse/torch.py", "parse/docker.py", "fleet/analysis.py", "fleet/comms.py",
-                   "burn/collect.py"):
+    for module in (
+        "fit/facts.py",
+        "parse/torch.py",
+        "parse/docker.py",
+        "fleet/analysis.py",
+        "fleet/comms.py",
+        "burn/collect.py",
+    ):
         text = (root / module).read_text()
         assert not re.search(r"^def _(int|float|str|num)\(", text, re.M), module
 
 
 def test_typed_getters_refuse_a_number_out_of_the_field_s_range():
     with pytest.raises(JsonError, match="n: 1180591620717411303424 is outside ..9.22337e"):
-        get_int({"n": 2 ** 70}, "n", high=2 ** 63)
+        get_int({"n": 2**70}, "n", high=2**63)
     with pytest.raises(JsonError, match="the number is out of range"):
-        get_float({"w": 10 ** 400}, "w")
+        get_float({"w": 10**400}, "w")
     with pytest.raises(JsonError, match="w: -1 is outside 0.."):
         get_float({"w": -1}, "w", low=0)
     assert get_float({"w": 700}, "w", low=0, high=5000) == 700.0
 
 
 # --- fleet reports ----------------------------------------------------------------------------
+
 
 def _fleet(*args: str):
     return CliRunner().invoke(cli, ["fleet", *args])
@@ -84,7 +100,7 @@ def test_fleet_report_with_a_400_digit_power_limit_is_merged_not_an_overflow(tmp
     r = _fleet(str(folder), *([fmt] if fmt else []))
     assert r.exit_code in (0, 1), r.output
     assert "internal error" not in r.output and "Traceback" not in r.output
-    assert "big" in r.output or fmt == "--html"          # the page masks node names as --redact does
+    assert "big" in r.output or fmt == "--html"  # the page masks node names as --redact does
 
 
 @pytest.mark.parametrize("fmt", ["", "--json", "--markdown", "--html"])
@@ -96,10 +112,10 @@ def test_fleet_report_with_lone_surrogates_encodes_in_every_format(tmp_path, fmt
     assert r.exit_code == 1, r.output
     assert "internal error" not in r.output
     r.output.encode("utf-8")
-    if fmt == "--html":                  # the page masks node and file names as --redact does
+    if fmt == "--html":  # the page masks node and file names as --redact does
         assert "ED781" in r.output and r.output.count("ED781") >= 2
     else:
-        assert "corrupt.json" in r.output and "gpu-0" in r.output        # named, and the merge went on
+        assert "corrupt.json" in r.output and "gpu-0" in r.output  # named, and the merge went on
 
 
 def test_fleet_folder_of_only_corrupt_files_is_one_line_exit_2(tmp_path):
@@ -114,10 +130,14 @@ def test_fleet_folder_of_only_corrupt_files_is_one_line_exit_2(tmp_path):
 
 # --- CUDA_VISIBLE_DEVICES and --device --------------------------------------------------------
 
+
 @pytest.mark.parametrize("value", ["\u00b2", "\u0663", "999999999999", "0,\u00b2", "1e3", "0x1"])
 def test_cuda_visible_devices_of_non_ascii_or_huge_digits_is_refused(value):
-    with pytest.raises(VisibleError, match="CUDA_VISIBLE_DEVICES=.* \\(the variable\\): .* is not a GPU index or "
-                                           "UUID; give GPU indices in ASCII digits"):
+    with pytest.raises(
+        VisibleError,
+        match="CUDA_VISIBLE_DEVICES=.* \\(the variable\\): .* is not a GPU index or "
+        "UUID; give GPU indices in ASCII digits",
+    ):
         check_visible(value)
 
 
@@ -146,11 +166,13 @@ def test_cuda_visible_devices_is_one_line_exit_2_before_anything_runs(command, v
 def test_device_of_superscript_arabic_or_huge_digits_is_one_line_exit_2(command, value):
     r = CliRunner().invoke(cli, [*command, "--device", value, "--python", "/bin/false"])
     assert r.exit_code == 2, r.output
-    assert r.output.strip().splitlines() == [f"Error: Invalid value for '--device': {value!r}: give a GPU index "
-                                             "(0, 1, ... up to 1023) or 'all'"]
+    assert r.output.strip().splitlines() == [
+        f"Error: Invalid value for '--device': {value!r}: give a GPU index (0, 1, ... up to 1023) or 'all'"
+    ]
 
 
 # --- a comms child that hangs -----------------------------------------------------------------
+
 
 @pytest.mark.parametrize("timeout_s, bound", [(10.0, 40.0), (30.0, 60.0), (1.0, 31.0), (300.0, 330.0)])
 def test_comms_child_that_hangs_is_stopped_at_its_stated_bound_not_60_s(timeout_s, bound):
@@ -178,16 +200,18 @@ exit 1
 """
 
 
-@pytest.mark.parametrize("command", [["burn", "--seconds", "5"], ["bench"], ["comms", "--backend", "gloo",
-                                                                           "--nproc", "1"]])
+@pytest.mark.parametrize(
+    "command", [["burn", "--seconds", "5"], ["bench"], ["comms", "--backend", "gloo", "--nproc", "1"]]
+)
 @pytest.mark.parametrize("as_json", [False, True], ids=["text", "json"])
 def test_child_of_wrongly_typed_lines_garbage_then_exit_1_is_a_failed_run_not_a_traceback(command, as_json, tmp_path):
     """Issue 27: wrongly typed fields were a TypeError (exit 3); garbage then exit 1 a traceback in burn --json."""
     python = tmp_path / "python3"
     python.write_text(_HOSTILE_CHILD)
     python.chmod(0o755)
-    r = CliRunner().invoke(cli, [*command, "--python", str(python), *(["--json"] if as_json else [])],
-                           env={"CUDA_VISIBLE_DEVICES": None})
+    r = CliRunner().invoke(
+        cli, [*command, "--python", str(python), *(["--json"] if as_json else [])], env={"CUDA_VISIBLE_DEVICES": None}
+    )
     assert r.exit_code in (1, 2), r.output
     assert "Traceback" not in r.output and "internal error" not in r.output, r.output
     r.stdout.encode("utf-8")

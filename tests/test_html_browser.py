@@ -24,7 +24,7 @@ def test_every_page_opens_without_a_console_message_and_shows_its_verdict(name, 
     path.write_text(p.html)
     opened = open_page(path)
     assert opened.console == []
-    assert 'data-ready="1"' in opened.dom                         # the page's script ran to its end
+    assert 'data-ready="1"' in opened.dom  # the page's script ran to its end
     verdict = re.search(r'<div class="verdict[^"]*" id="verdict"[^>]*>(.*?)</div>', opened.dom, re.S)
     assert verdict and p.verdict in re.sub(r"<[^>]+>|\s+", " ", verdict.group(1).replace("&amp;", "&"))
     png = screenshot(path, tmp_path / f"{name}.png")
@@ -42,14 +42,14 @@ def test_a_console_error_is_seen(tmp_path):
 
 
 def _rows(dom: str) -> list:
-    body = dom[dom.index('<table id="nodes"'):]
-    body = body[body.index("<tbody>"):body.index("</tbody>")]
+    body = dom[dom.index('<table id="nodes"') :]
+    body = body[body.index("<tbody>") : body.index("</tbody>")]
     return [re.findall(r"<td[^>]*>(.*?)</td>", row) for row in re.findall(r"<tr[^>]*>(.*?)</tr>", body)]
 
 
 def _shown(dom: str) -> list:
-    body = dom[dom.index('<table id="nodes"'):]
-    body = body[body.index("<tbody>"):body.index("</tbody>")]
+    body = dom[dom.index('<table id="nodes"') :]
+    body = body[body.index("<tbody>") : body.index("</tbody>")]
     return [row for row in re.findall(r"<tr([^>]*)>", body) if "display: none" not in row]
 
 
@@ -58,9 +58,9 @@ def test_the_fleet_table_sorts_and_filters(tmp_path):
     path = tmp_path / "fleet.html"
     path.write_text(p.html)
     plain = _rows(open_page(path).dom)
-    assert [r[1] for r in plain][:3] == ["deviates"] * 3              # the server order: worst first
+    assert [r[1] for r in plain][:3] == ["deviates"] * 3  # the server order: worst first
     by_gpus = _rows(open_page(path, "#sort=GPUs").dom)
-    assert [r[3] for r in by_gpus] == ["7", "8", "8", "8", "8"]       # ascending
+    assert [r[3] for r in by_gpus] == ["7", "8", "8", "8", "8"]  # ascending
     by_gpus_down = open_page(path, "#sort=-GPUs").dom
     assert [r[3] for r in _rows(by_gpus_down)][-1] == "7" and 'aria-sort="descending"' in by_gpus_down
     by_driver = _rows(open_page(path, "#sort=driver").dom)
@@ -76,8 +76,10 @@ def test_a_thousand_node_fleet_page_loads_within_the_bound(tmp_path):
     opened = open_page(path)
     assert opened.console == []
     ready = int(re.search(r'data-ready-ms="(\d+)"', opened.dom).group(1))
-    print(f"1000-node fleet page: {path.stat().st_size / 1e6:.2f} MB, ready after {ready} ms, "
-          f"browser run {opened.seconds:.1f} s")
+    print(
+        f"1000-node fleet page: {path.stat().st_size / 1e6:.2f} MB, ready after {ready} ms, "
+        f"browser run {opened.seconds:.1f} s"
+    )
     assert ready < FLEET_1000_READY_MS
     assert len(_rows(opened.dom)) == 1000
     sorted_dom = open_page(path, "#sort=-driver").dom
@@ -92,12 +94,16 @@ def test_a_click_on_a_column_sorts_the_fleet_table_and_typing_filters_it(tmp_pat
     p = PAGES["fleet"](tmp_path)
     path = tmp_path / "fleet.html"
     path.write_text(p.html)
-    gpus = "Array.prototype.map.call(document.querySelectorAll('#nodes tbody tr'), function (r) " \
-           "{ return r.cells[3].textContent; })"
-    shown = "Array.prototype.filter.call(document.querySelectorAll('#nodes tbody tr'), function (r) " \
-            "{ return r.style.display !== 'none'; }).length"
+    gpus = (
+        "Array.prototype.map.call(document.querySelectorAll('#nodes tbody tr'), function (r) "
+        "{ return r.cells[3].textContent; })"
+    )
+    shown = (
+        "Array.prototype.filter.call(document.querySelectorAll('#nodes tbody tr'), function (r) "
+        "{ return r.style.display !== 'none'; }).length"
+    )
     with Cdp(path) as page:
-        assert page.evaluate(gpus) == ["8", "7", "8", "8", "8"]           # worst first: gpu-04 is second
+        assert page.evaluate(gpus) == ["8", "7", "8", "8", "8"]  # worst first: gpu-04 is second
         page.click("#nodes thead th:nth-child(4)")
         assert page.evaluate(gpus) == ["7", "8", "8", "8", "8"]
         page.click("#nodes thead th:nth-child(4)")

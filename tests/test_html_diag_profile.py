@@ -33,10 +33,12 @@ def _doc(name: str) -> dict:
 
 
 def _rows(html: str, table_id: str) -> list:
-    body = html[html.index(f'<table id="{table_id}"'):]
-    body = body[body.index("<tbody>"):body.index("</tbody>")]
-    return [[re.sub(r"<[^>]+>", "", c) for c in re.findall(r"<td[^>]*>(.*?)</td>", row)]
-            for row in re.findall(r"<tr[^>]*>(.*?)</tr>", body)]
+    body = html[html.index(f'<table id="{table_id}"') :]
+    body = body[body.index("<tbody>") : body.index("</tbody>")]
+    return [
+        [re.sub(r"<[^>]+>", "", c) for c in re.findall(r"<td[^>]*>(.*?)</td>", row)]
+        for row in re.findall(r"<tr[^>]*>(.*?)</tr>", body)
+    ]
 
 
 def test_the_h200_diag_page_has_every_test_with_figure_threshold_and_source():
@@ -52,7 +54,7 @@ def test_the_h200_diag_page_has_every_test_with_figure_threshold_and_source():
     assert matmul[1:4] == ["PASS", "668.6 TFLOP/s", "&gt;= 600 TFLOP/s"] and "docs/benchmarks.md" in matmul[5]
     bandwidth = next(r for r in gpu if r[0] == "memory_bandwidth")
     assert bandwidth[3] == "&gt;= 3120 GB/s, warn under 3840"
-    assert "mlx5_ib" in read.text and "143771" in read.text            # fabric facts and the live state
+    assert "mlx5_ib" in read.text and "143771" in read.text  # fabric facts and the live state
     for secret in ("7310385a-6c2a-66fb-a00a-6a63e850db44", ">vm<", "node vm"):
         assert secret not in html, secret
     assert read.document["hostname"] == "<host>"
@@ -62,17 +64,27 @@ def test_a_failing_diag_names_the_failing_test_first_and_shows_its_fix():
     doc = _doc("diag-r2.json")
     burn = next(t for t in doc["tests"] if t["name"] == "burn")
     burn.update(status="FAIL", detail="30 s, 5705 products, 7 miscompares (bitwise); FAULTY", codes=["ED800"])
-    doc.update(verdict="FAIL", failed=["burn (GPU 0)"], findings=[{
-        "code": "ED800", "severity": "error", "title": "GPU 0 returned wrong matrix products",
-        "evidence": ["7 of 5705 products differ bit for bit"], "fix": ["drain the node: scontrol update ..."],
-        "reference": "docs/burn.md"}])
+    doc.update(
+        verdict="FAIL",
+        failed=["burn (GPU 0)"],
+        findings=[
+            {
+                "code": "ED800",
+                "severity": "error",
+                "title": "GPU 0 returned wrong matrix products",
+                "evidence": ["7 of 5705 products differ bit for bit"],
+                "fix": ["drain the node: scontrol update ..."],
+                "reference": "docs/burn.md",
+            }
+        ],
+    )
     doc["gpus"][0].update(verdict="FAIL", failed=["burn"])
     doc["summary"].update(verdict="FAIL", exit_code=1, passed=10, failed=1)
     html = diag_page(doc)
     read = check_page(html)
     assert 'data-exit="1"' in html and "PROBLEM" in read.text
     assert "FAIL: burn (GPU 0) (level 2 (medium) on node <host>" in read.text
-    assert html.index("burn (GPU 0)") < html.index("<main>")             # named in the banner
+    assert html.index("burn (GPU 0)") < html.index("<main>")  # named in the banner
     assert '<td class="error">FAIL</td>' in html
     assert '<pre class="fix"><code>drain the node: scontrol update ...</code></pre>' in html
     assert "GPU 0 NVIDIA H200 (00000000:00:06.0): FAIL (burn)" in read.text
@@ -92,10 +104,13 @@ def test_diag_html_through_the_cli_writes_the_page_of_a_failing_burn(tmp_path, n
 
 @needs_torch
 def test_diag_html_of_a_cpu_machine_is_a_page_saying_why_it_could_not_run(tmp_path, monkeypatch):
-    monkeypatch.setitem(sys.modules, "pynvml", None)                  # no NVML on this machine
+    monkeypatch.setitem(sys.modules, "pynvml", None)  # no NVML on this machine
     out = tmp_path / "diag.html"
-    r = CliRunner().invoke(cli, ["diag", "--python", sys.executable, "--html", "-o", str(out)],
-                           env={"HOME": str(tmp_path), "CUDA_VISIBLE_DEVICES": ""})
+    r = CliRunner().invoke(
+        cli,
+        ["diag", "--python", sys.executable, "--html", "-o", str(out)],
+        env={"HOME": str(tmp_path), "CUDA_VISIBLE_DEVICES": ""},
+    )
     assert r.exit_code == 2, r.output
     html = out.read_text()
     read = check_page(html)
@@ -114,7 +129,7 @@ def test_the_h200_profile_page_draws_the_breakdown_against_the_step():
     widths = [float(w) for w in re.findall(r'<rect x="[\d.]+" y="28" width="([\d.]+)"', html)]
     assert len(widths) == 7 and abs(widths[1] / widths[0] - 18.732 / 28.834) < 0.01
     limit_x = float(re.search(r'<line x1="([\d.]+)" x2="[\d.]+" y1="22"', html).group(1))
-    assert abs(limit_x - (10 + sum(widths))) < 2                      # the parts fill the step
+    assert abs(limit_x - (10 + sum(widths))) < 2  # the parts fill the step
     assert _rows(html, "syncs")[0][:2] == [".item()", "tests/fixtures/profile/h200_gpt2_train.py:20"]
     assert "128.9" in read.text and "989" in read.text and "13.0 %" in read.text
 
@@ -130,18 +145,30 @@ def test_the_nanogpt_profile_page_puts_its_advice_first_with_the_fixes_to_copy()
 def test_threshold_text_and_the_two_formats_at_once():
     assert threshold_text({"compare": "==", "threshold": 0.0, "unit": "processes"}) == "== 0 processes"
     assert threshold_text({"threshold": None}) == "-"
-    assert verdict_text({"verdict": "NO_GPU", "error": {"message": "no GPU"}, "level": 1}) == \
-        "NO_GPU: no GPU (level 1)"
+    assert verdict_text({"verdict": "NO_GPU", "error": {"message": "no GPU"}, "level": 1}) == "NO_GPU: no GPU (level 1)"
     for args in (["diag", "--json", "--html"], ["profile", "--json", "--html", "--", "python", "x.py"]):
         r = CliRunner().invoke(cli, args)
         assert r.exit_code == 2 and "choose one of --json, --html" in r.output, args
 
 
 @pytest.mark.parametrize("render", [diag_page, profile_page])
-@pytest.mark.parametrize("doc", [{}, {"tests": [None, {"gpu": "x"}], "gpus": [{"index": None}], "breakdown": {
-    "compute": [{"name": None, "seconds": "x"}], "step_s": None}, "steps": {"mean_s": None}, "syncs": [None],
-    "state": {"gpus": [None]}, "fabric": {"adapters": [None]}, "error": {"message": "no torch"}}],
-    ids=["empty", "odd"])
+@pytest.mark.parametrize(
+    "doc",
+    [
+        {},
+        {
+            "tests": [None, {"gpu": "x"}],
+            "gpus": [{"index": None}],
+            "breakdown": {"compute": [{"name": None, "seconds": "x"}], "step_s": None},
+            "steps": {"mean_s": None},
+            "syncs": [None],
+            "state": {"gpus": [None]},
+            "fabric": {"adapters": [None]},
+            "error": {"message": "no torch"},
+        },
+    ],
+    ids=["empty", "odd"],
+)
 def test_a_page_of_little_or_odd_is_still_a_page(render, doc):
     html = render(stamp({"schema": "envdoctor.diag/1", **doc}, 2))
     read = check_page(html)
@@ -151,9 +178,27 @@ def test_a_page_of_little_or_odd_is_still_a_page(render, doc):
 @needs_torch
 def test_profile_html_of_a_real_cpu_run(tmp_path):
     out = tmp_path / "profile.html"
-    r = subprocess.run([sys.executable, "-m", "envdoctor", "profile", "--steps", "4", "--html", "-o", str(out),
-                        "--", sys.executable, "item_every_step.py"], env=env_clean(HOME=str(tmp_path)),
-                       capture_output=True, text=True, timeout=180, cwd=str(PROFILE_SCRIPTS))
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "envdoctor",
+            "profile",
+            "--steps",
+            "4",
+            "--html",
+            "-o",
+            str(out),
+            "--",
+            sys.executable,
+            "item_every_step.py",
+        ],
+        env=env_clean(HOME=str(tmp_path)),
+        capture_output=True,
+        text=True,
+        timeout=180,
+        cwd=str(PROFILE_SCRIPTS),
+    )
     assert r.returncode == 0, r.stderr
     assert f"wrote {out}" in r.stderr and r.stdout == ""
     html = out.read_text()

@@ -23,7 +23,6 @@ from tests.documents import recorded
 from tests.torchtest import needs_torch
 
 
-
 @pytest.mark.parametrize("name", sorted(PAGES))
 def test_every_page_is_self_contained_and_shows_its_verdict_first(name, tmp_path):
     p = PAGES[name](tmp_path)
@@ -31,7 +30,7 @@ def test_every_page_is_self_contained_and_shows_its_verdict_first(name, tmp_path
     assert p.verdict in read.text, (p.verdict, read.text[:300])
     banner = re.search(r'<div class="verdict v-(\w+)" id="verdict" data-exit="(\d+)">(.*?)</div>', p.html)
     assert banner and int(banner.group(2)) == p.exit_code
-    assert p.html.index('id="verdict"') < p.html.index("<main>")           # the verdict before the content
+    assert p.html.index('id="verdict"') < p.html.index("<main>")  # the verdict before the content
     assert read.document is not None and read.document["summary"]["exit_code"] == p.exit_code
     assert read.document["schema"].startswith("envdoctor.")
     assert "<svg" not in p.html or "xmlns=" not in p.html
@@ -62,32 +61,49 @@ def test_secrets_in_an_index_url_are_masked(tmp_path):
 
 
 def test_a_document_cannot_close_its_script_block():
-    doc = {"schema": "envdoctor.fit/1", "summary": {"exit_code": 0},
-           "notes": ["</script><script>alert(1)</script>", "<!-- x", "a & b"]}
+    doc = {
+        "schema": "envdoctor.fit/1",
+        "summary": {"exit_code": 0},
+        "notes": ["</script><script>alert(1)</script>", "<!-- x", "a & b"],
+    }
     html = page("fit", "x", 0, "</script>", ["<p>x</p>"], doc)
     read = check_page(html)
-    assert read.document["notes"] == doc["notes"]                      # the page is also the data
-    block = html[html.index('id="envdoctor-document">'):]
-    assert block.index("</script>") > block.index("alert(1)")          # the first </script> is its own
+    assert read.document["notes"] == doc["notes"]  # the page is also the data
+    block = html[html.index('id="envdoctor-document">') :]
+    assert block.index("</script>") > block.index("alert(1)")  # the first </script> is its own
     assert json.loads(embedded_json(doc)) == doc
 
 
 def test_the_checker_refuses_what_a_page_must_not_hold():
     ok = page("x", "", 0, "v", [], {"schema": "envdoctor.x/1"})
     check_page(ok)
-    for bad in ('<img src="https://evil.example/p.png">', '<a href="https://example.com/">x</a>',
-                '<div style="background:url(https://x.example/a.png)">x</div>', "<link rel=stylesheet href=a.css>",
-                "<b>unclosed", '<a href="#nowhere">x</a>', '<button onclick="x()">x</button>'):
+    for bad in (
+        '<img src="https://evil.example/p.png">',
+        '<a href="https://example.com/">x</a>',
+        '<div style="background:url(https://x.example/a.png)">x</div>',
+        "<link rel=stylesheet href=a.css>",
+        "<b>unclosed",
+        '<a href="#nowhere">x</a>',
+        '<button onclick="x()">x</button>',
+    ):
         with pytest.raises(AssertionError):
             check_page(ok.replace("<main>", "<main>" + bad))
 
 
 def test_a_line_chart_draws_the_points_and_the_datasheet_line():
-    svg = svg_chart(Chart("matmul", "n", "TFLOP/s", (Series("GPU 0", ((1024.0, 210.0), (8192.0, 641.0))),),
-                          (Ref(989.0, "fp16 datasheet 989 TFLOP/s"),), log_x=True))
+    svg = svg_chart(
+        Chart(
+            "matmul",
+            "n",
+            "TFLOP/s",
+            (Series("GPU 0", ((1024.0, 210.0), (8192.0, 641.0))),),
+            (Ref(989.0, "fp16 datasheet 989 TFLOP/s"),),
+            log_x=True,
+        )
+    )
     assert svg.count("<circle") == 2 and "stroke-dasharray" in svg and "fp16 datasheet 989 TFLOP/s" in svg
     ys = [float(y) for y in re.findall(r'cy="([\d.]+)"', svg)]
-    assert ys[0] > ys[1]                                               # the faster point is higher
+    assert ys[0] > ys[1]  # the faster point is higher
     assert "nothing measured" in svg_chart(Chart("x", "n", "y", (Series("a", ()),)))
 
 
@@ -96,7 +112,7 @@ def test_a_stacked_bar_puts_the_limit_where_it_belongs():
     widths = [float(w) for w in re.findall(r'<rect x="[\d.]+" y="28" width="([\d.]+)"', svg)]
     assert abs(widths[1] / widths[0] - 2.0) < 0.01
     limit_x = float(re.search(r'<line x1="([\d.]+)"', svg).group(1))
-    assert 10 + widths[0] < limit_x < 10 + widths[0] + widths[1]         # 24 GiB falls inside the optimizer
+    assert 10 + widths[0] < limit_x < 10 + widths[0] + widths[1]  # 24 GiB falls inside the optimizer
 
 
 def test_a_table_sorts_numbers_as_numbers():
@@ -104,10 +120,19 @@ def test_a_table_sorts_numbers_as_numbers():
     assert '<td class="num" data-k="9">9</td>' in html and 'class="sortable"' in html
 
 
-@pytest.mark.parametrize("args", [["check", "--json", "--html"], ["bench", "--json", "--html"],
-                                  ["fit", "Llama-3.1-8B", "--json", "--html"], ["topo", "--json", "--html"],
-                                  ["recommend", "--json", "--html"], ["burn", "--json", "--html"],
-                                  ["comms", "--json", "--html"], ["verify", "--json", "--html"]])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["check", "--json", "--html"],
+        ["bench", "--json", "--html"],
+        ["fit", "Llama-3.1-8B", "--json", "--html"],
+        ["topo", "--json", "--html"],
+        ["recommend", "--json", "--html"],
+        ["burn", "--json", "--html"],
+        ["comms", "--json", "--html"],
+        ["verify", "--json", "--html"],
+    ],
+)
 def test_two_formats_at_once_are_a_usage_error(args):
     r = CliRunner().invoke(cli, args)
     assert r.exit_code == 2 and "choose one of --json, --html" in r.output
@@ -118,9 +143,10 @@ def test_html_is_written_atomically_with_o_and_refused_where_it_cannot_be(tmp_pa
     r = CliRunner().invoke(cli, ["fit", "Llama-3.1-8B", "--gpu", "H200", "--html", "-o", str(out)])
     assert r.exit_code == 0 and f"wrote {out}" in r.output
     check_page(out.read_text())
-    assert [p.name for p in tmp_path.iterdir()] == ["fit.html"]           # no temporary file left
-    r = CliRunner().invoke(cli, ["fit", "Llama-3.1-8B", "--gpu", "H200", "--html", "-o",
-                                 str(tmp_path / "nope" / "x.html")])
+    assert [p.name for p in tmp_path.iterdir()] == ["fit.html"]  # no temporary file left
+    r = CliRunner().invoke(
+        cli, ["fit", "Llama-3.1-8B", "--gpu", "H200", "--html", "-o", str(tmp_path / "nope" / "x.html")]
+    )
     assert r.exit_code == 2 and r.output.strip().endswith("does not exist") and r.output.count("\n") == 1
     os.mkfifo(tmp_path / "fifo.html")
     r = CliRunner().invoke(cli, ["fit", "Llama-3.1-8B", "--gpu", "H200", "--html", "-o", str(tmp_path / "fifo.html")])
@@ -135,7 +161,7 @@ def test_a_thousand_node_fleet_page_stays_small_and_quick_to_write(tmp_path):
     assert read.text.count("node-") >= 1000 and "100 deviate" in read.text
     size = len(html.encode())
     (tmp_path / "fleet-1000.html").write_text(html)
-    assert size < 5_000_000, size              # measured: 4.1 MB, half of it the embedded document
+    assert size < 5_000_000, size  # measured: 4.1 MB, half of it the embedded document
     assert took < 60, took
     print(f"1000-node fleet page: {size / 1e6:.2f} MB, rendered in {took:.1f} s")
 
@@ -148,38 +174,66 @@ def test_examples_in_docs_are_pages(tmp_path):
 
 
 @needs_torch
-@pytest.mark.parametrize("args, verdict", [
-    (["burn", "--seconds", "5", "--cpu"], "CPU NONE"),
-    (["comms", "--backend", "gloo", "--nproc", "2"], "rank"),
-])
+@pytest.mark.parametrize(
+    "args, verdict",
+    [
+        (["burn", "--seconds", "5", "--cpu"], "CPU NONE"),
+        (["comms", "--backend", "gloo", "--nproc", "2"], "rank"),
+    ],
+)
 def test_burn_and_comms_pages_of_a_real_cpu_run(args, verdict, tmp_path):
     import sys
 
     out = tmp_path / "page.html"
-    r = CliRunner().invoke(cli, [*args, "--python", sys.executable, "--html", "-o", str(out)],
-                           env={"HOME": str(tmp_path), "CUDA_VISIBLE_DEVICES": ""})
+    r = CliRunner().invoke(
+        cli,
+        [*args, "--python", sys.executable, "--html", "-o", str(out)],
+        env={"HOME": str(tmp_path), "CUDA_VISIBLE_DEVICES": ""},
+    )
     read = check_page(out.read_text())
     assert read.document["summary"]["exit_code"] == r.exit_code
     assert verdict in read.text
 
 
 RENDERERS = {
-    "report": "envdoctor.render.check_page:check_page", "plan": "envdoctor.render.plan_page:plan_page",
-    "verify": "envdoctor.render.verify_page:verify_page", "bench": "envdoctor.bench.page:bench_page",
-    "burn": "envdoctor.burn.page:burn_page", "fit": "envdoctor.fit.page:fit_page",
-    "topo": "envdoctor.links.page_topo:topo_page", "comms": "envdoctor.links.page_comms:comms_page",
+    "report": "envdoctor.render.check_page:check_page",
+    "plan": "envdoctor.render.plan_page:plan_page",
+    "verify": "envdoctor.render.verify_page:verify_page",
+    "bench": "envdoctor.bench.page:bench_page",
+    "burn": "envdoctor.burn.page:burn_page",
+    "fit": "envdoctor.fit.page:fit_page",
+    "topo": "envdoctor.links.page_topo:topo_page",
+    "comms": "envdoctor.links.page_comms:comms_page",
     "fleet": "envdoctor.fleet.page:fleet_page",
 }
 
 
 @pytest.mark.parametrize("kind", sorted(RENDERERS))
-@pytest.mark.parametrize("doc", [
-    {},                                                                   # a run that could not start
-    {"error": {"kind": "not_found", "message": "torch is not installed in /usr/bin/python3"}, "gpus": [],
-     "points": [], "nodes": [], "facts": {}, "findings": []},
-    {"gpus": [{"index": "x"}], "points": [{"tflops": None}], "nodes": [{"name": None}], "facts": [None],
-     "phases": "junk", "terms": {"weights": None}, "steps": [None], "findings": [{"code": None}]},
-], ids=["empty", "failed", "odd"])
+@pytest.mark.parametrize(
+    "doc",
+    [
+        {},  # a run that could not start
+        {
+            "error": {"kind": "not_found", "message": "torch is not installed in /usr/bin/python3"},
+            "gpus": [],
+            "points": [],
+            "nodes": [],
+            "facts": {},
+            "findings": [],
+        },
+        {
+            "gpus": [{"index": "x"}],
+            "points": [{"tflops": None}],
+            "nodes": [{"name": None}],
+            "facts": [None],
+            "phases": "junk",
+            "terms": {"weights": None},
+            "steps": [None],
+            "findings": [{"code": None}],
+        },
+    ],
+    ids=["empty", "failed", "odd"],
+)
 def test_a_page_of_a_document_with_little_or_odd_in_it_is_still_a_page(kind, doc):
     import importlib
 
@@ -201,7 +255,7 @@ def test_the_fleet_page_names_the_nodes_as_fleets_text_does_and_masks_the_rest(t
     r = tmp_path / "home" / "ana" / "reports"
     for name, doc in (("gpu-01", base), ("gpu-02", base), ("gpu-03", fd.driver(base, "570.133.20", "12.8"))):
         fd.write(r / name, fd.host(doc, name))
-    home = {"HOME": str(tmp_path / "home" / "ana")}         # this machine's home, under which the reports lie
+    home = {"HOME": str(tmp_path / "home" / "ana")}  # this machine's home, under which the reports lie
     text = CliRunner().invoke(cli, ["fleet", str(r)], env=home)
     page = CliRunner().invoke(cli, ["fleet", str(r), "--html"], env=home)
     assert text.exit_code == page.exit_code == 1

@@ -192,9 +192,9 @@ def _cycles() -> List[List[str]]:
 
 def test_the_graph_sees_the_imports_it_must():
     # a reader that found nothing would pass every test below
-    assert "envdoctor.bench.command" in GRAPH["envdoctor.cli"]                    # by string
-    assert "envdoctor.links.probe" in GRAPH["envdoctor.probes"]                    # by string
-    assert "envdoctor.clicore" in GRAPH["envdoctor.bench.command"]                 # module level
+    assert "envdoctor.bench.command" in GRAPH["envdoctor.cli"]  # by string
+    assert "envdoctor.links.probe" in GRAPH["envdoctor.probes"]  # by string
+    assert "envdoctor.clicore" in GRAPH["envdoctor.bench.command"]  # module level
     assert "envdoctor.links.render_topo" in GRAPH["envdoctor.render.text"]
     assert len(MODULES) > 150 and sum(map(len, GRAPH.values())) > 800
 
@@ -234,8 +234,13 @@ def test_only_the_command_layer_clicore_and_plugin_commands_import_click():
         if floor(module) == "plugin" and module.split(".")[-1].split("_")[0] == "command":
             continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
-                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else []
+            )
             bad.extend(f"{module}:{node.lineno}" for n in names if n.split(".")[0] == "click")
     assert bad == []
 

@@ -30,8 +30,12 @@ def server():
 
 
 def invoke(tmp_path, *args):
-    env = {"ENVDOCTOR_CACHE_DIR": str(tmp_path / "cache"), "ENVDOCTOR_INDEX_URL": None,
-           "ENVDOCTOR_INDEX_RETRIES": "0", "ENVDOCTOR_INDEX_BACKOFF": "0"}
+    env = {
+        "ENVDOCTOR_CACHE_DIR": str(tmp_path / "cache"),
+        "ENVDOCTOR_INDEX_URL": None,
+        "ENVDOCTOR_INDEX_RETRIES": "0",
+        "ENVDOCTOR_INDEX_BACKOFF": "0",
+    }
     return CliRunner().invoke(cli, list(args), env=env)
 
 

@@ -9,10 +9,22 @@ from click.testing import CliRunner
 from envdoctor.cli import cli
 from envdoctor.launch import LaunchError, rendezvous
 
-SRUN = {"SLURM_PROCID": "1", "SLURM_STEP_ID": "0", "SLURM_STEP_NUM_TASKS": "2", "SLURM_NTASKS": "2",
-        "SLURM_LOCALID": "0", "SLURM_JOB_ID": "15555", "SLURM_STEP_NODELIST": "node[01-02]x"}
-MPIRUN = {"OMPI_COMM_WORLD_RANK": "3", "OMPI_COMM_WORLD_SIZE": "4", "OMPI_COMM_WORLD_LOCAL_RANK": "1",
-          "OMPI_COMM_WORLD_LOCAL_SIZE": "2", "MASTER_ADDR": "head"}
+SRUN = {
+    "SLURM_PROCID": "1",
+    "SLURM_STEP_ID": "0",
+    "SLURM_STEP_NUM_TASKS": "2",
+    "SLURM_NTASKS": "2",
+    "SLURM_LOCALID": "0",
+    "SLURM_JOB_ID": "15555",
+    "SLURM_STEP_NODELIST": "node[01-02]x",
+}
+MPIRUN = {
+    "OMPI_COMM_WORLD_RANK": "3",
+    "OMPI_COMM_WORLD_SIZE": "4",
+    "OMPI_COMM_WORLD_LOCAL_RANK": "1",
+    "OMPI_COMM_WORLD_LOCAL_SIZE": "2",
+    "MASTER_ADDR": "head",
+}
 
 
 def test_comms_and_fleet_read_the_launcher_through_the_one_reader():
@@ -20,7 +32,7 @@ def test_comms_and_fleet_read_the_launcher_through_the_one_reader():
     import envdoctor.links.host as comms_host
 
     assert comms_host.rendezvous is rendezvous
-    assert "LaunchError, rendezvous" in open(fleet_command.__file__).read()   # the one reader, imported
+    assert "LaunchError, rendezvous" in open(fleet_command.__file__).read()  # the one reader, imported
 
 
 def test_a_slurm_job_has_one_port_and_the_first_host_keeps_its_suffix():
@@ -34,8 +46,14 @@ def test_a_slurm_job_has_one_port_and_the_first_host_keeps_its_suffix():
 def test_mpirun_inside_a_slurm_allocation_is_open_mpi():
     # comms said "slurm", fleet "openmpi": the rank's own variables are Open MPI's
     r = rendezvous({**SRUN, **MPIRUN})
-    assert (r.launcher, r.rank, r.world_size, r.local_rank, r.local_world_size, r.master_addr) == \
-        ("openmpi", 3, 4, 1, 2, "head")
+    assert (r.launcher, r.rank, r.world_size, r.local_rank, r.local_world_size, r.master_addr) == (
+        "openmpi",
+        3,
+        4,
+        1,
+        2,
+        "head",
+    )
 
 
 def test_pmix_alone_says_what_to_export():
@@ -47,8 +65,16 @@ TORCHRUN = {"RANK": "0", "WORLD_SIZE": "2", "LOCAL_RANK": "0", "MASTER_ADDR": "1
 
 
 @pytest.mark.parametrize("value", ["²", "٣", "999999999999", "-1", "3.0", "0x10"])
-@pytest.mark.parametrize("name, base", [("RANK", TORCHRUN), ("WORLD_SIZE", TORCHRUN), ("LOCAL_RANK", TORCHRUN),
-                                        ("MASTER_PORT", TORCHRUN), ("SLURM_JOB_ID", SRUN)])
+@pytest.mark.parametrize(
+    "name, base",
+    [
+        ("RANK", TORCHRUN),
+        ("WORLD_SIZE", TORCHRUN),
+        ("LOCAL_RANK", TORCHRUN),
+        ("MASTER_PORT", TORCHRUN),
+        ("SLURM_JOB_ID", SRUN),
+    ],
+)
 def test_a_number_that_is_not_ascii_digits_in_range_is_named(name, base, value):
     with pytest.raises(LaunchError) as raised:
         rendezvous({**base, name: value})

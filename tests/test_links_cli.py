@@ -29,13 +29,20 @@ H200_QUERY_HEAD = recorded("h200-driver580-cuda13", "nvidia-smi-query-nounits.tx
 def _eight_h200_root(tmp_path, topo=None):
     files, symlinks = pci_tree(8)
     root = write_tree(tmp_path / "root", files, symlinks)
-    query = "\n".join([H200_QUERY_HEAD] + [
-        f"{i}, NVIDIA H200, GPU-00000000-0000-0000-0000-0000000000{i:02d}, 580.159.04, 9.0, 143771, "
-        f"00000000:{0x18 + 0x10 * i:02X}:00.0, 16539240423{i:02d}, 700.00, 1980" for i in range(8)]) + "\n"
+    query = (
+        "\n".join(
+            [H200_QUERY_HEAD]
+            + [
+                f"{i}, NVIDIA H200, GPU-00000000-0000-0000-0000-0000000000{i:02d}, 580.159.04, 9.0, 143771, "
+                f"00000000:{0x18 + 0x10 * i:02X}:00.0, 16539240423{i:02d}, 700.00, 1980"
+                for i in range(8)
+            ]
+        )
+        + "\n"
+    )
     bin = FakeBin(tmp_path)
     topo = topo or recorded("public-nvidia-smi-topo", "nvswitch-8gpu-nv18.txt")
-    bin.add("nvidia-smi", by_args={"topo -m": (topo, "", 0),
-                                   SMI_QUERY_ARGS: (query, "", 0)})
+    bin.add("nvidia-smi", by_args={"topo -m": (topo, "", 0), SMI_QUERY_ARGS: (query, "", 0)})
     return root, bin.env(hermetic=True)
 
 
@@ -60,14 +67,36 @@ def test_topo_of_eight_gpus_from_nvidia_smi_when_nvml_is_missing(tmp_path):
     r = _topo(root, env)
     assert r.exit_code == 0, r.output
     lines = r.output.splitlines()
-    assert lines[3].split() == ["GPU1", "NV18", "450", "X", "NV18", "450", "NV18", "450", "NV18", "450", "NV18",
-                                "450", "NV18", "450", "NV18", "450", "0-55,112-167", "0"]
+    assert lines[3].split() == [
+        "GPU1",
+        "NV18",
+        "450",
+        "X",
+        "NV18",
+        "450",
+        "NV18",
+        "450",
+        "NV18",
+        "450",
+        "NV18",
+        "450",
+        "NV18",
+        "450",
+        "NV18",
+        "450",
+        "0-55,112-167",
+        "0",
+    ]
     assert "NV18   450 GB/s  18 NVLink 4.0 links x 25 GB/s" in r.output
     assert "ED851" not in r.output and "Verdict: no problems found." in r.output
     doc = json.loads(_topo(root, env, "--json").output)
     jsonschema.validate(doc, SCHEMA)
     assert len(doc["pairs"]) == 28 and doc["pairs"][0]["peak"] == {
-        "kind": "nvlink", "gbps": 450.0, "basis": "18 NVLink 4.0 links x 25 GB/s", "confirmed": True}
+        "kind": "nvlink",
+        "gbps": 450.0,
+        "basis": "18 NVLink 4.0 links x 25 GB/s",
+        "confirmed": True,
+    }
     assert doc["gpus"][3]["pcie_peak"]["gbps"] == 63.02 and doc["gpus"][3]["name"] == "NVIDIA H200"
 
 
@@ -102,14 +131,18 @@ def test_topo_fallback_keeps_the_nic_rows_and_their_gpu_affinity(tmp_path):
     doc = json.loads(_topo(root, env, "--json").output)
     jsonschema.validate(doc, SCHEMA)
     nic = doc["nics"][4]
-    assert nic == {"name": "NIC4", "device": "mlx5_4", "nearest_gpus": [4],
-                   "paths": {"0": "SYS", "1": "SYS", "2": "SYS", "3": "SYS", "4": "PIX", "5": "NODE", "6": "NODE",
-                             "7": "NODE"}}
+    assert nic == {
+        "name": "NIC4",
+        "device": "mlx5_4",
+        "nearest_gpus": [4],
+        "paths": {"0": "SYS", "1": "SYS", "2": "SYS", "3": "SYS", "4": "PIX", "5": "NODE", "6": "NODE", "7": "NODE"},
+    }
 
 
 def test_nvml_facts_keep_the_nics_of_nvidia_smi_topo(tmp_path):
     """NVML lists no NICs: the probe adds them from nvidia-smi topo -m where it runs."""
     from envdoctor.probes.context import Context
+
     files, symlinks = pci_tree(8)
     files.update({f"/sys/class/infiniband/mlx5_{i}/fw_ver": "28.39.1002\n" for i in range(8)})  # its 8 NICs
     root = write_tree(tmp_path / "root", files, symlinks)
@@ -124,11 +157,15 @@ def test_without_an_rdma_device_nvidia_smi_topo_is_not_run_for_nics(tmp_path):
     """NVML answered and sysfs lists no InfiniBand/RoCE device: topo -m would list no NIC, so the
     probe does not start nvidia-smi (a second NVML start) to ask."""
     from envdoctor.probes.context import Context
+
     files, symlinks = pci_tree(8)
     root = write_tree(tmp_path / "root", files, symlinks)
     bin = FakeBin(tmp_path)
     ran = tmp_path / "nvidia-smi-ran"
-    bin.add_script("nvidia-smi", f"echo \"$*\" >> {ran}\ncat {bin._store(recorded('public-nvidia-smi-topo', 'nvswitch-8gpu-nv18.txt'))}")
+    bin.add_script(
+        "nvidia-smi",
+        f'echo "$*" >> {ran}\ncat {bin._store(recorded("public-nvidia-smi-topo", "nvswitch-8gpu-nv18.txt"))}',
+    )
     lf = links.probe(Context(root=root, env=bin.env(hermetic=True), timeout=5.0, nvml=nvswitch(8)))
     assert lf.source == "nvml" and len(lf.gpus) == 8 and lf.nics == ()
     assert not ran.exists()
@@ -140,6 +177,7 @@ def test_check_shows_each_nic_with_its_nearest_gpus(tmp_path):
 
     root, env = _eight_h200_root(tmp_path)
     from envdoctor.probes.context import Context
+
     lf = links.probe(Context(root=root, env=env, timeout=5.0))
     rows = dict(links_rows(Facts(links=lf)))
     assert rows["NIC3 mlx5_3"] == "nearest GPU 3 (PIX)"
@@ -148,9 +186,15 @@ def test_check_shows_each_nic_with_its_nearest_gpus(tmp_path):
 def test_topo_fallback_of_the_older_driver_names_nics_by_their_device(tmp_path):
     from envdoctor.parse.nvidia_topo import parse_topo
     from envdoctor.probes.context import Context
-    lf = links.from_topo(Context(root=tmp_path, env={}, timeout=1.0), parse_topo(recorded("public-nvidia-smi-topo", "hgx-a100-4gpu-nv4.txt")))
-    assert [(n.name, n.device, n.nearest_gpus) for n in lf.nics] == [("mlx5_0", "mlx5_0", (3,)),
-                                                                      ("mlx5_1", "mlx5_1", (1,))]
+
+    lf = links.from_topo(
+        Context(root=tmp_path, env={}, timeout=1.0),
+        parse_topo(recorded("public-nvidia-smi-topo", "hgx-a100-4gpu-nv4.txt")),
+    )
+    assert [(n.name, n.device, n.nearest_gpus) for n in lf.nics] == [
+        ("mlx5_0", "mlx5_0", (3,)),
+        ("mlx5_1", "mlx5_1", (1,)),
+    ]
 
 
 def test_topo_on_a_machine_without_a_gpu_exits_2_as_diag_does(tmp_path):
@@ -181,6 +225,7 @@ def _render(tmp_path, nv, gpus, **tree):
 
 def _facts(lf):
     from envdoctor.facts import Facts
+
     return Facts(links=lf)
 
 
@@ -213,18 +258,67 @@ def test_document_keys(tmp_path):
     lf = links.probe(context(tmp_path, nvswitch(2), 2))
     doc = topo_document(lf, expected(lf, load_links()), [], envdoctor_version="0", created_at="now")
     jsonschema.validate(json.loads(json.dumps(doc)), SCHEMA)
-    assert set(doc) == {"schema", "envdoctor_version", "created_at", "source", "error", "gpus", "pairs",
-                        "nics", "findings", "summary"}
-    assert {"index", "name", "bus_id", "pcie", "pcie_peak", "numa_node", "cpu_affinity", "nvlinks",
-            "active_nvlinks", "fabric_state", "mig_mode", "ecc_mode", "persistence_mode"} <= set(doc["gpus"][0])
-    assert {"a", "b", "path", "pcie_path", "nvlinks", "nvlink_via", "p2p_read", "p2p_write", "p2p_nvlink",
-            "peak"} <= set(doc["pairs"][0])
+    assert set(doc) == {
+        "schema",
+        "envdoctor_version",
+        "created_at",
+        "source",
+        "error",
+        "gpus",
+        "pairs",
+        "nics",
+        "findings",
+        "summary",
+    }
+    assert {
+        "index",
+        "name",
+        "bus_id",
+        "pcie",
+        "pcie_peak",
+        "numa_node",
+        "cpu_affinity",
+        "nvlinks",
+        "active_nvlinks",
+        "fabric_state",
+        "mig_mode",
+        "ecc_mode",
+        "persistence_mode",
+    } <= set(doc["gpus"][0])
+    assert {
+        "a",
+        "b",
+        "path",
+        "pcie_path",
+        "nvlinks",
+        "nvlink_via",
+        "p2p_read",
+        "p2p_write",
+        "p2p_nvlink",
+        "peak",
+    } <= set(doc["pairs"][0])
 
 
 def test_check_shows_the_links_section(tmp_path):
     ctx = h200(tmp_path)
-    r = CliRunner().invoke(cli, ["check", "--root", str(ctx.root), "--skip", "torch", "--skip", "conda",
-                                 "--skip", "docker", "--skip", "toolkits"], env=dict(ctx.env), catch_exceptions=False)
+    r = CliRunner().invoke(
+        cli,
+        [
+            "check",
+            "--root",
+            str(ctx.root),
+            "--skip",
+            "torch",
+            "--skip",
+            "conda",
+            "--skip",
+            "docker",
+            "--skip",
+            "toolkits",
+        ],
+        env=dict(ctx.env),
+        catch_exceptions=False,
+    )
     assert r.exit_code == 0, r.output
     out = " ".join(r.output.split())
     assert "GPU links GPU 0 PCIe not reported" in out
@@ -256,7 +350,7 @@ def test_topo_takes_suppress_as_check_does(tmp_path):
     text = _with_cells(recorded("public-nvidia-smi-topo", "nvswitch-8gpu-nv18.txt"), {(0, 1): "NV12", (2, 5): "SYS"})
     root, env = _eight_h200_root(tmp_path, text)
     r = _topo(root, env, "--suppress", "ed848")
-    assert r.exit_code == 0, r.output                     # ED851 is a warning; the error is hidden knowingly
+    assert r.exit_code == 0, r.output  # ED851 is a warning; the error is hidden knowingly
     assert "ED848 error" not in r.output and "suppressed (--suppress): ED848 (error)" in r.output
     doc = json.loads(_topo(root, env, "--json", "--suppress", "ED848").output)
     assert doc["summary"]["exit_code"] == 0 and [f["code"] for f in doc["findings"]] == ["ED851"]

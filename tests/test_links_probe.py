@@ -15,7 +15,7 @@ def test_h200_one_gpu_pcie_numa_and_no_nvlink(tmp_path):
     (g,) = f.gpus
     assert (g.name, g.bus_id) == ("NVIDIA H200", "00000000:00:06.0")
     assert (g.pcie.gen, g.pcie.width, g.pcie.max_gen, g.pcie.max_width, g.pcie.gpu_max_gen) == (5, 16, 5, 16, 5)
-    assert g.pcie.upstream is None and g.pcie.source == "nvml"   # a VM: the GPU sits on the root bus
+    assert g.pcie.upstream is None and g.pcie.source == "nvml"  # a VM: the GPU sits on the root bus
     assert (g.numa_node, g.numa_source, g.cpu_affinity) == (0, "nvml", "0-15")
     assert g.nvlinks == () and g.nvlink_error == "not supported"
     assert (g.ecc_mode, g.mig_mode, g.persistence_mode, g.fabric_state) == (True, False, True, None)
@@ -95,8 +95,12 @@ def test_without_nvml_the_pairs_come_from_nvidia_smi_topo(tmp_path):
 
 
 def test_no_driver_and_no_nvidia_smi_is_an_error_not_a_crash(tmp_path):
-    ctx = Context(root=tmp_path, env=FakeBin(tmp_path).env(hermetic=True), timeout=5.0,
-                  nvml=FakeNvml(fail=(12, "NVML Shared Library Not Found")))
+    ctx = Context(
+        root=tmp_path,
+        env=FakeBin(tmp_path).env(hermetic=True),
+        timeout=5.0,
+        nvml=FakeNvml(fail=(12, "NVML Shared Library Not Found")),
+    )
     f = links.probe(ctx)
     assert f.gpus == () and f.error.kind == "not_found"
 

@@ -96,16 +96,16 @@ def test_bridged_cards_without_a_bridge_get_a_note(tmp_path):
 
 def test_nvlink_error_counters(tmp_path):
     nv = nvswitch(2)
-    nv.set(0, "nvmlDeviceGetNvLinkErrorCounter:5,0", 12)      # replay
-    nv.set(0, "nvmlDeviceGetNvLinkErrorCounter:5,2", 3)       # CRC flit
+    nv.set(0, "nvmlDeviceGetNvLinkErrorCounter:5,0", 12)  # replay
+    nv.set(0, "nvmlDeviceGetNvLinkErrorCounter:5,2", 3)  # CRC flit
     (f,) = [f for f in _found(_facts(tmp_path, nv, 2)) if f.code == "ED846"]
     assert f.evidence[1] == "link 5: crc_flit 3, replay 12"
 
 
 def test_fabric_manager_not_done(tmp_path):
     nv = nvswitch(2)
-    nv.fabric[0] = (1, 0)                                      # NVML_GPU_FABRIC_STATE_NOT_STARTED
-    nv.fabric[1] = (3, 999)                                    # completed with an error
+    nv.fabric[0] = (1, 0)  # NVML_GPU_FABRIC_STATE_NOT_STARTED
+    nv.fabric[1] = (3, 999)  # completed with an error
     (f,) = [f for f in _found(_facts(tmp_path, nv, 2)) if f.code == "ED847"]
     assert f.severity == "error" and len(f.evidence) == 2 and "status 999" in f.evidence[1]
     assert "nvidia-fabricmanager" in f.fix[1]
@@ -125,14 +125,18 @@ def test_no_p2p_between_geforce_cards_is_only_a_note(tmp_path):
 
 def test_a_gen4_gpu_in_a_gen3_x8_slot(tmp_path):
     nv = pcie_pair()
-    for name, value in (("MaxPcieLinkGeneration", 3), ("CurrPcieLinkGeneration", 3), ("MaxPcieLinkWidth", 8),
-                        ("CurrPcieLinkWidth", 8)):
+    for name, value in (
+        ("MaxPcieLinkGeneration", 3),
+        ("CurrPcieLinkGeneration", 3),
+        ("MaxPcieLinkWidth", 8),
+        ("CurrPcieLinkWidth", 8),
+    ):
         nv.set(1, f"nvmlDeviceGet{name}", value)
     found = {f.code: f for f in _found(_facts(tmp_path, nv, 2, gen=4, port={1: (3, 8)}, link={1: (3, 8)}))}
     assert found["ED840"].title == "GPU 1's PCIe link is held to Gen3; the GPU supports Gen4"
     assert found["ED841"].title == "GPU 1's PCIe link is x8, narrower than the GPU's x16"
     assert "bridge port 0000:00:02.0 above it: max Gen3 x8 (sysfs)" in found["ED840"].evidence
-    assert found["ED840"].evidence[-1] == "7.875 GB/s each way instead of 15.755 (data/links.toml)"   # at x8
+    assert found["ED840"].evidence[-1] == "7.875 GB/s each way instead of 15.755 (data/links.toml)"  # at x8
     assert found["ED840"].fix[0].startswith("sudo lspci -vv -s 28:00.0")
 
 
@@ -183,8 +187,28 @@ def test_every_code_is_registered_with_its_meaning():
     from envdoctor.codes import CODES, range_of
 
     links = [c for c in CODES if range_of(c).name == "links"]
-    assert links == ["ED840", "ED841", "ED842", "ED845", "ED846", "ED847", "ED848", "ED850", "ED851", "ED855", "ED856",
-                     "ED857", "ED860", "ED861", "ED862", "ED863", "ED864", "ED865", "ED866", "ED867"]
+    assert links == [
+        "ED840",
+        "ED841",
+        "ED842",
+        "ED845",
+        "ED846",
+        "ED847",
+        "ED848",
+        "ED850",
+        "ED851",
+        "ED855",
+        "ED856",
+        "ED857",
+        "ED860",
+        "ED861",
+        "ED862",
+        "ED863",
+        "ED864",
+        "ED865",
+        "ED866",
+        "ED867",
+    ]
     assert all(CODES[c].area == "links" and len(CODES[c].meaning) > 40 for c in links)
 
 
@@ -200,7 +224,7 @@ def test_a_broken_links_table_is_one_finding_not_one_crash_per_rule(tmp_path, mo
     shutil.copytree(links_table.data_directory(), data)
     broken = data / "links.toml"
     broken.write_text(broken.read_text().replace("x16_gbps = 63.02", "x16_gbps = 64.02", 1))
-    monkeypatch.setenv("ENVDOCTOR_DATA", str(data))      # the runner loads it once, from the data folder
+    monkeypatch.setenv("ENVDOCTOR_DATA", str(data))  # the runner loads it once, from the data folder
     found = evaluate(facts, table)
     assert [f.code for f in found if f.code in ("ED900", "ED901")] == ["ED901"]
     (f,) = [f for f in found if f.code == "ED901"]

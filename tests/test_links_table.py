@@ -23,11 +23,11 @@ REAL = Path(__file__).parent.parent / "data"
 def test_rates_per_generation_and_path():
     t = load_links()
     assert t.pcie_gbps(5, 16) == 63.02 and t.pcie_gbps(4, 16) == 31.51
-    assert t.pcie_gbps(3, 8) == 7.875                      # a Gen3 x8 riser: an eighth of Gen5 x16
+    assert t.pcie_gbps(3, 8) == 7.875  # a Gen3 x8 riser: an eighth of Gen5 x16
     assert t.pcie_gbps(7, 16) is None and t.pcie_gbps(4, None) is None
-    assert t.nvlink_gbps("4.0", 18) == 450.0                # H100/H200 NV18
-    assert t.nvlink_gbps("3.0", 12) == 300.0                # A100 NV12
-    assert t.nvlink_gbps("5.0", 18) == 900.0                # B200
+    assert t.nvlink_gbps("4.0", 18) == 450.0  # H100/H200 NV18
+    assert t.nvlink_gbps("3.0", 12) == 300.0  # A100 NV12
+    assert t.nvlink_gbps("5.0", 18) == 900.0  # B200
     assert t.nvlink_rate(nvml_version=6).generation == "4.0"
     assert t.nvlink_gbps("4.0", 0) is None
 
@@ -68,14 +68,17 @@ def _broken(tmp_path: Path, old: str, new: str) -> Path:
     return path
 
 
-@pytest.mark.parametrize("old,new,words", [
-    ('x16_gbps = 63.02', 'x16_gbps = 64.02', "[[pcie]] 5: field 'x16_gbps'"),
-    ('nvlink_form = "sxm"', 'nvlink_form = "nvswitch"', "field 'nvlink_form'"),
-    ('nvlink_generation = "4.0"', 'nvlink_generation = "4.5"', "has no [[nvlink]] row"),
-    ('per_link_gbps = 25.0', 'per_link_gbps = "fast"', "must be a non-negative number"),
-    ('gpu = "NVIDIA H200"', 'gpu = "NVIDIA H201"', "has no [[gpu]] row"),
-    ('[[achievable]]\nkind = "nvlink"', '[[achievable]]\nkind = "wifi"', "[[achievable]] wifi"),
-])
+@pytest.mark.parametrize(
+    "old,new,words",
+    [
+        ("x16_gbps = 63.02", "x16_gbps = 64.02", "[[pcie]] 5: field 'x16_gbps'"),
+        ('nvlink_form = "sxm"', 'nvlink_form = "nvswitch"', "field 'nvlink_form'"),
+        ('nvlink_generation = "4.0"', 'nvlink_generation = "4.5"', "has no [[nvlink]] row"),
+        ("per_link_gbps = 25.0", 'per_link_gbps = "fast"', "must be a non-negative number"),
+        ('gpu = "NVIDIA H200"', 'gpu = "NVIDIA H201"', "has no [[gpu]] row"),
+        ('[[achievable]]\nkind = "nvlink"', '[[achievable]]\nkind = "wifi"', "[[achievable]] wifi"),
+    ],
+)
 def test_a_broken_copy_names_file_row_and_field(tmp_path, old, new, words):
     with pytest.raises(TableError) as err:
         load_links(_broken(tmp_path, old, new))

@@ -62,24 +62,35 @@ def test_numa_affinity_na_padded_with_an_extra_tab():
 
 
 def test_an_empty_cpu_affinity_cell_does_not_shift_the_numa_node():
-    text = ("\tGPU0\tGPU1\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID\n"
-            "GPU0\t X \tNV4\t0\t0\t\tN/A\n"
-            "GPU1\tNV4\t X \t\t1\t\tN/A\n")
+    text = (
+        "\tGPU0\tGPU1\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID\n"
+        "GPU0\t X \tNV4\t0\t0\t\tN/A\n"
+        "GPU1\tNV4\t X \t\t1\t\tN/A\n"
+    )
     m = parse_topo(text)
     assert (m.rows["GPU1"].cpu_affinity, m.rows["GPU1"].numa_affinity) == (None, "1")
 
 
 def test_text_copied_with_spaces_instead_of_tabs():
-    text = ("        GPU0    GPU1    CPU Affinity    NUMA Affinity   GPU NUMA ID\n"
-            "GPU0     X      NODE    0-15    0               N/A\n"
-            "GPU1    NODE     X      0-15    0               N/A\n")
+    text = (
+        "        GPU0    GPU1    CPU Affinity    NUMA Affinity   GPU NUMA ID\n"
+        "GPU0     X      NODE    0-15    0               N/A\n"
+        "GPU1    NODE     X      0-15    0               N/A\n"
+    )
     m = parse_topo(text)
     assert m.link("GPU0", "GPU1") == "NODE" and m.rows["GPU1"].numa_affinity == "0"
 
 
-@pytest.mark.parametrize("text", ["", "No devices were found\n", "NVIDIA-SMI has failed because it couldn't "
-                                  "communicate with the NVIDIA driver.\n", "\tGPU0\tCPU Affinity\n",
-                                  "\tGPU0\tGPU1\nGPU0\t X \tWAT\n"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "No devices were found\n",
+        "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.\n",
+        "\tGPU0\tCPU Affinity\n",
+        "\tGPU0\tGPU1\nGPU0\t X \tWAT\n",
+    ],
+)
 def test_not_a_matrix_is_a_parse_error(text):
     with pytest.raises(TopoParseError):
         parse_topo(text)
@@ -121,14 +132,19 @@ def test_a_header_with_every_column_glued_reads_as_the_usual_matrix():
     m = parse_topo(recorded(PUBLIC, "glued-header-2gpu-4nic.txt"))
     assert m.devices == ("GPU0", "GPU1", "NIC0", "NIC1", "NIC2", "NIC3")
     assert m.link("GPU0", "GPU1") == "SYS" and m.link("GPU1", "NIC2") == "PHB"
-    assert (m.rows["GPU1"].cpu_affinity, m.rows["GPU1"].numa_affinity, m.rows["GPU1"].gpu_numa_id) == \
-        ("14-27,42-55", "1", None)
+    assert (m.rows["GPU1"].cpu_affinity, m.rows["GPU1"].numa_affinity, m.rows["GPU1"].gpu_numa_id) == (
+        "14-27,42-55",
+        "1",
+        None,
+    )
     assert m.nics["NIC3"] == "rocep137s0f1" and m.rows["NIC0"].cpu_affinity is None
 
 
 def test_only_the_affinity_columns_glued_is_no_internal_error():
     """``NUMA AffinityGPU NUMA ID`` between tab-separated GPU columns used to raise ValueError (exit 3)."""
-    text = "\tGPU0\tGPU1\tCPU Affinity\tNUMA AffinityGPU NUMA ID\nGPU0\t X \tNV4\t0-23\t0\t\tN/A\n" \
-           "GPU1\tNV4\t X \t0-23\t0\t\tN/A\n"
+    text = (
+        "\tGPU0\tGPU1\tCPU Affinity\tNUMA AffinityGPU NUMA ID\nGPU0\t X \tNV4\t0-23\t0\t\tN/A\n"
+        "GPU1\tNV4\t X \t0-23\t0\t\tN/A\n"
+    )
     m = parse_topo(text)
     assert m.nvlinks("GPU0", "GPU1") == 4 and m.rows["GPU1"].numa_affinity == "0"

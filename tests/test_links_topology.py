@@ -29,7 +29,7 @@ def test_pcie_pair_and_nv4_bridge(tmp_path):
     assert (pcie.path(0, 1).kind, pcie.path(0, 1).gbps) == ("pcie", 31.51)
     bridge = expected(links.probe(context(tmp_path / "b", nv4_bridge(), 2, gen=4)), load_links())
     p = bridge.path(0, 1)
-    assert (p.path, p.gbps, p.confirmed) == ("NV4", 56.25, False)      # the GA10x per-link rate is unconfirmed
+    assert (p.path, p.gbps, p.confirmed) == ("NV4", 56.25, False)  # the GA10x per-link rate is unconfirmed
 
 
 def test_bridged_pairs_are_held_to_pcie_across_sockets(tmp_path):

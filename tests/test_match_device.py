@@ -14,28 +14,37 @@ from envdoctor.fit.host import measurement_of
 from envdoctor.links.analysis_comms import gpu_indices
 from envdoctor.nvml import NvmlGpu, Reading, match_device
 
-MIXED = [NvmlGpu(0, "GPU-aa11", "00000000:17:00.0", "NVIDIA H200"), NvmlGpu(1, "GPU-bb22", "00000000:2A:00.0", "NVIDIA L4")]
-SAME = [NvmlGpu(0, "GPU-aa11", "00000000:17:00.0", "NVIDIA H200"), NvmlGpu(1, "GPU-bb22", "00000000:2A:00.0", "NVIDIA H200")]
+MIXED = [
+    NvmlGpu(0, "GPU-aa11", "00000000:17:00.0", "NVIDIA H200"),
+    NvmlGpu(1, "GPU-bb22", "00000000:2A:00.0", "NVIDIA L4"),
+]
+SAME = [
+    NvmlGpu(0, "GPU-aa11", "00000000:17:00.0", "NVIDIA H200"),
+    NvmlGpu(1, "GPU-bb22", "00000000:2A:00.0", "NVIDIA H200"),
+]
 
 
-@pytest.mark.parametrize("gpus, index, env, expected", [
-    (MIXED, 1, {}, None),                                              # fastest first: the L4 may come first
-    (MIXED, 1, {"CUDA_DEVICE_ORDER": "PCI_BUS_ID"}, 1),
-    (SAME, 1, {}, 1),                                                  # one model: PCI order either way
-    (MIXED, 0, {"CUDA_VISIBLE_DEVICES": "1", "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}, 1),
-    (MIXED, 0, {"CUDA_VISIBLE_DEVICES": "GPU-bb"}, 1),                 # a UUID's start, as CUDA reads it
-    (MIXED, 0, {"CUDA_VISIBLE_DEVICES": "GPU-"}, None),                # ambiguous
-    (MIXED, 1, {"CUDA_VISIBLE_DEVICES": "0", "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}, None),   # CUDA sees one
-    (MIXED, 0, {"CUDA_VISIBLE_DEVICES": "NoDevFiles"}, None),
-    (MIXED[:1], 0, {}, 0),
-])
+@pytest.mark.parametrize(
+    "gpus, index, env, expected",
+    [
+        (MIXED, 1, {}, None),  # fastest first: the L4 may come first
+        (MIXED, 1, {"CUDA_DEVICE_ORDER": "PCI_BUS_ID"}, 1),
+        (SAME, 1, {}, 1),  # one model: PCI order either way
+        (MIXED, 0, {"CUDA_VISIBLE_DEVICES": "1", "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}, 1),
+        (MIXED, 0, {"CUDA_VISIBLE_DEVICES": "GPU-bb"}, 1),  # a UUID's start, as CUDA reads it
+        (MIXED, 0, {"CUDA_VISIBLE_DEVICES": "GPU-"}, None),  # ambiguous
+        (MIXED, 1, {"CUDA_VISIBLE_DEVICES": "0", "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}, None),  # CUDA sees one
+        (MIXED, 0, {"CUDA_VISIBLE_DEVICES": "NoDevFiles"}, None),
+        (MIXED[:1], 0, {}, 0),
+    ],
+)
 def test_the_index_as_cuda_maps_it(gpus, index, env, expected):
     assert match_device(None, None, index, gpus, env) == expected
 
 
 def test_uuid_then_bus_id_before_any_index():
-    assert match_device("aa11", "0000:2a:00.0", 1, MIXED, {}) == 0       # torch's UUID has no GPU- prefix
-    assert match_device("MIG-1234", "0000:2a:00.0", 0, MIXED, {}) == 1   # a MIG instance: its GPU's bus id
+    assert match_device("aa11", "0000:2a:00.0", 1, MIXED, {}) == 0  # torch's UUID has no GPU- prefix
+    assert match_device("MIG-1234", "0000:2a:00.0", 0, MIXED, {}) == 1  # a MIG instance: its GPU's bus id
 
 
 def test_burn_no_longer_ignores_cuda_device_order():

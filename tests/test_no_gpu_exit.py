@@ -53,8 +53,13 @@ COMMANDS = [
 def _run(args, *extra):
     env = dict(os.environ, PYTHONPATH=str(ROOT), CUDA_VISIBLE_DEVICES="", HOME=os.environ.get("HOME", "/tmp"))
     python = [] if args[0] == "topo" else ["--python", sys.executable]
-    return subprocess.run([sys.executable, "-m", "envdoctor", *args, *python, *extra], env=env,
-                          capture_output=True, text=True, timeout=240)
+    return subprocess.run(
+        [sys.executable, "-m", "envdoctor", *args, *python, *extra],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
 
 
 @pytest.mark.parametrize("args, todo", COMMANDS, ids=lambda a: a[0] if isinstance(a, list) else "")
@@ -76,7 +81,7 @@ def test_no_gpu_with_json_still_prints_the_document_with_its_exit_code(args, tod
     assert todo in r.stderr.strip().splitlines()[-1]
     if args[0] in ("bench", "burn", "diag", "fit"):
         validate_written(doc, args[0], 2)
-    if args[0] == "fit":      # the estimate stands; the measurement says why it did not run
+    if args[0] == "fit":  # the estimate stands; the measurement says why it did not run
         assert doc["peak_bytes"] > 0 and doc["measurement"]["status"] == "no_gpu", doc.get("measurement")
 
 
@@ -97,9 +102,24 @@ def test_the_cpu_runs_asked_for_by_name_still_run_and_say_so():
 
 
 def test_profile_times_the_script_where_it_runs_and_says_cpu_only():
-    r = subprocess.run([sys.executable, "-m", "envdoctor", "profile", "--python", sys.executable, "--steps", "2",
-                        "--", sys.executable, str(ROOT / "tests" / "fixtures" / "profile" / "fp32_matmul.py")],
-                       env=dict(os.environ, PYTHONPATH=str(ROOT), CUDA_VISIBLE_DEVICES=""),
-                       capture_output=True, text=True, timeout=240)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "envdoctor",
+            "profile",
+            "--python",
+            sys.executable,
+            "--steps",
+            "2",
+            "--",
+            sys.executable,
+            str(ROOT / "tests" / "fixtures" / "profile" / "fp32_matmul.py"),
+        ],
+        env=dict(os.environ, PYTHONPATH=str(ROOT), CUDA_VISIBLE_DEVICES=""),
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
     assert r.returncode == 0, r.stderr[-800:]
     assert "CPU only" in r.stdout

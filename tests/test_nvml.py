@@ -24,17 +24,21 @@ H200 = "h200-driver580-cuda13"
 def test_h200_identity_and_links():
     with Session(FakeNvml.recorded(H200)) as s:
         assert s.ok and s.count == 1
-        assert s.system().values == {"driver_version": "580.159.04", "cuda_version": "13.0",
-                                     "nvml_version": "13.580.159.04"}
-        r = s.read(0, IDENTITY + ("pcie", "numa_node", "gpu_numa_id", "cpu_affinity", "nvlinks",
-                                  "temperature_thresholds"))
+        assert s.system().values == {
+            "driver_version": "580.159.04",
+            "cuda_version": "13.0",
+            "nvml_version": "13.580.159.04",
+        }
+        r = s.read(
+            0, IDENTITY + ("pcie", "numa_node", "gpu_numa_id", "cpu_affinity", "nvlinks", "temperature_thresholds")
+        )
     assert r.values["name"] == "NVIDIA H200" and r.values["compute_capability"] == "9.0"
     assert r.values["pci"] == {"bus_id": "00000000:00:06.0", "device_id": "0x2335"}
     assert r.values["memory"]["total"] == 150754820096 and r.values["power_limit_w"] == 700.0
     assert r.values["pcie"] == {"gen": 5, "width": 16, "max_gen": 5, "max_width": 16, "gpu_max_gen": 5}
-    assert r.values["cpu_affinity"] == list(range(16))                     # nvidia-smi topo -m: 0-15
+    assert r.values["cpu_affinity"] == list(range(16))  # nvidia-smi topo -m: 0-15
     assert r.values["temperature_thresholds"]["slowdown"] == 89
-    assert r.values["numa_node"] == 0                                       # nvidia-smi topo -m: NUMA Affinity 0
+    assert r.values["numa_node"] == 0  # nvidia-smi topo -m: NUMA Affinity 0
     # what the H200 does not have is an answer, not a failure
     assert r.errors == {"gpu_numa_id": NOT_SUPPORTED, "nvlinks": NOT_SUPPORTED}
 
@@ -52,7 +56,7 @@ def test_every_field_answers_or_says_why():
 
 def test_a_field_that_fails_keeps_the_gpu_and_the_other_fields():
     nv = FakeNvml.recorded(H200)
-    nv.set(0, "nvmlDeviceGetTemperature:0", {"error": 999})             # NVML_ERROR_UNKNOWN
+    nv.set(0, "nvmlDeviceGetTemperature:0", {"error": 999})  # NVML_ERROR_UNKNOWN
     with Session(nv) as s:
         r = s.read(0, SAMPLE)
     assert r.values["temperature_c"] is None and r.errors["temperature_c"].startswith("NVML: ")
@@ -76,16 +80,18 @@ def test_a_gpu_whose_handle_fails_does_not_hide_the_others():
 
 
 def test_init_failures_are_explained():
-    for code, text, kind, words in ((12, "NVML Shared Library Not Found", "not_found", "libnvidia-ml.so.1 not found"),
-                                    (9, "Driver Not Loaded", "unavailable", "no NVIDIA kernel module"),
-                                    (18, "Driver/library version mismatch", "exit_status", "version mismatch")):
+    for code, text, kind, words in (
+        (12, "NVML Shared Library Not Found", "not_found", "libnvidia-ml.so.1 not found"),
+        (9, "Driver Not Loaded", "unavailable", "no NVIDIA kernel module"),
+        (18, "Driver/library version mismatch", "exit_status", "version mismatch"),
+    ):
         s = Session(FakeNvml.recorded(H200, init_error=(code, text)))
         assert not s.ok and s.error.kind == kind and words in s.error.message and s.count == 0
 
 
 def test_an_old_binding_without_a_function_is_a_field_error_not_a_crash():
     nv = FakeNvml.recorded(H200)
-    nv.nvmlDeviceGetCurrentClocksEventReasons = None      # calling None: TypeError, as a missing symbol would
+    nv.nvmlDeviceGetCurrentClocksEventReasons = None  # calling None: TypeError, as a missing symbol would
     with Session(nv) as s:
         r = s.read(0, ("reasons_mask", "name"))
     assert r.values["name"] == "NVIDIA H200" and r.errors["reasons_mask"].startswith("this nvidia-ml-py cannot ask it")
@@ -129,8 +135,7 @@ def test_nvml_is_imported_in_one_module_only():
     import envdoctor
 
     root = pathlib.Path(envdoctor.__file__).parent
-    importers = [p for p in root.rglob("*.py")
-                 if re.search(r"^\s*(import pynvml|from pynvml)", p.read_text(), re.M)]
+    importers = [p for p in root.rglob("*.py") if re.search(r"^\s*(import pynvml|from pynvml)", p.read_text(), re.M)]
     assert [p.name for p in importers] == ["nvml.py"]
 
 
@@ -141,7 +146,7 @@ def test_nvlinks_of_an_nvswitch_gpu_with_one_link_down():
         nv.set(0, f"nvmlDeviceGetNvLinkState:{link}", 0 if link == 3 else 1)
         nv.set(0, f"nvmlDeviceGetNvLinkVersion:{link}", 6)
         nv.set(0, f"nvmlDeviceGetNvLinkRemotePciInfo:{link}", {"busId": "00000000:05:00.0"})
-    nv.set(0, "nvmlDeviceGetNvLinkState:18", {"error": 2})                  # past the last link
+    nv.set(0, "nvmlDeviceGetNvLinkState:18", {"error": 2})  # past the last link
     with Session(nv) as s:
         links = s.read(0, ("nvlinks",)).values["nvlinks"]
     assert len(links) == 18 and [x["link"] for x in links if not x["active"]] == [3]
@@ -153,18 +158,23 @@ def test_the_real_h200_recording_replays_to_what_nvidia_smi_said():
     with Session(FakeNvml.recorded("h200-driver580-cuda13", name="nvml-recorded.json")) as s:
         r = s.read(0, FIELDS)
     v = r.values
-    assert (v["name"], v["compute_capability"], v["power_limit_w"], v["max_sm_clock_mhz"]) == ("NVIDIA H200", "9.0",
-                                                                                               700.0, 1980)
+    assert (v["name"], v["compute_capability"], v["power_limit_w"], v["max_sm_clock_mhz"]) == (
+        "NVIDIA H200",
+        "9.0",
+        700.0,
+        1980,
+    )
     assert v["pcie"] == {"gen": 5, "width": 16, "max_gen": 5, "max_width": 16, "gpu_max_gen": 5}
-    assert v["numa_node"] == 0 and v["cpu_affinity"] == list(range(16))       # topo -m: 0-15, NUMA 0
+    assert v["numa_node"] == 0 and v["cpu_affinity"] == list(range(16))  # topo -m: 0-15, NUMA 0
     assert v["temperature_thresholds"] == {"shutdown": 95, "slowdown": 89, "mem_max": 95, "gpu_max": 87}
     assert v["ecc_mode"] == {"current": 1, "pending": 1} and v["mig_mode"] == {"current": 0, "pending": 0}
     assert v["remapped_rows"] == {"correctable": 0, "uncorrectable": 0, "pending": 0, "failure": 0}
-    assert v["reasons_mask"] == 1 and v["sm_clock_mhz"] == 345                  # idle: GpuIdle, 345 MHz
+    assert v["reasons_mask"] == 1 and v["sm_clock_mhz"] == 345  # idle: GpuIdle, 345 MHz
     assert r.errors["nvlinks"] == NOT_SUPPORTED and r.errors["fabric"] == NOT_SUPPORTED
 
 
 # --- the one bounded NVML read (nvml.bounded), for every NVML probe -------------------------------------
+
 
 def test_bounded_gives_the_answer_the_late_value_or_raises_what_the_read_raised():
     import threading

@@ -35,12 +35,19 @@ def test_the_findings_block_is_written_once():
 def test_the_reboot_evidence_is_written_once_for_check_and_verify():
     spelled = re.compile(r"kernel module \{d\.kernel_module_version\}.{0,80}?\{d\.kernel_module_source\}", re.S)
     assert [name for name, text in _sources() if spelled.search(text)] == ["facts/gpu.py"]
-    d = DriverFacts(kernel_module_version="570.133.20", kernel_module_source="/sys/module/nvidia/version",
-                    userspace_version="580.159.04", sources={"userspace_version": "libnvidia-ml.so.580.159.04"},
-                    nvml_error=ProbeError("unavailable", "Driver/library version mismatch"))
-    assert mismatch_evidence(d) == ["kernel module 570.133.20 (/sys/module/nvidia/version)",
-                                    "user-space driver 580.159.04 (libnvidia-ml.so.580.159.04)",
-                                    "Driver/library version mismatch"]
+    d = DriverFacts(
+        kernel_module_version="570.133.20",
+        kernel_module_source="/sys/module/nvidia/version",
+        userspace_version="580.159.04",
+        sources={"userspace_version": "libnvidia-ml.so.580.159.04"},
+        nvml_error=ProbeError("unavailable", "Driver/library version mismatch"),
+    )
+    assert mismatch_evidence(d) == [
+        "kernel module 570.133.20 (/sys/module/nvidia/version)",
+        "user-space driver 580.159.04 (libnvidia-ml.so.580.159.04)",
+        "Driver/library version mismatch",
+    ]
     assert mismatch_evidence(d, after_upgrade=True)[:2] == [
         "kernel module 570.133.20 still loaded (/sys/module/nvidia/version)",
-        "user-space driver 580.159.04 installed (libnvidia-ml.so.580.159.04)"]
+        "user-space driver 580.159.04 installed (libnvidia-ml.so.580.159.04)",
+    ]

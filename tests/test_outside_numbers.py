@@ -18,8 +18,15 @@ HUGE = "9" * 5000
 
 def entry(url: str, status: int, fetched_at: str) -> str:
     """A cache entry's JSON with ``fetched_at`` written as given (a number json.dumps cannot write)."""
-    return ('{"format": 2, "url": "' + url + '", "status": ' + str(status) + ', "fetched_at": ' + fetched_at +
-            ', "etag": null, "last_modified": null, "page": null}')
+    return (
+        '{"format": 2, "url": "'
+        + url
+        + '", "status": '
+        + str(status)
+        + ', "fetched_at": '
+        + fetched_at
+        + ', "etag": null, "last_modified": null, "page": null}'
+    )
 
 
 def test_a_uv_toml_with_an_integer_past_4300_digits_is_a_config_problem():
@@ -49,11 +56,18 @@ def test_check_of_a_uv_toml_with_an_integer_past_4300_digits_names_the_files(hom
 
 
 def test_index_of_a_uv_toml_with_an_integer_past_4300_digits_goes_on(home_with_huge_uv):
-    env = {"HOME": str(home_with_huge_uv), "PWD": str(home_with_huge_uv / "proj"), "XDG_CONFIG_HOME": None,
-           "ENVDOCTOR_CACHE_DIR": str(home_with_huge_uv / "cache"), "ENVDOCTOR_INDEX_URL": None,
-           "PIP_INDEX_URL": None, "UV_INDEX_URL": None}
-    r = CliRunner().invoke(cli, ["index", "cu128", "--python-version", "3.12", "--platform",
-                                 "manylinux_2_28_x86_64", "--offline"], env=env)
+    env = {
+        "HOME": str(home_with_huge_uv),
+        "PWD": str(home_with_huge_uv / "proj"),
+        "XDG_CONFIG_HOME": None,
+        "ENVDOCTOR_CACHE_DIR": str(home_with_huge_uv / "cache"),
+        "ENVDOCTOR_INDEX_URL": None,
+        "PIP_INDEX_URL": None,
+        "UV_INDEX_URL": None,
+    }
+    r = CliRunner().invoke(
+        cli, ["index", "cu128", "--python-version", "3.12", "--platform", "manylinux_2_28_x86_64", "--offline"], env=env
+    )
     assert r.exit_code in (0, 1, 3) and "internal error" not in r.output, r.output
     assert "cu128: torch" in r.output
 
@@ -71,8 +85,19 @@ def test_a_cache_entry_of_now_is_read(tmp_path):
     cache = PageCache(tmp_path)
     url = "https://download.pytorch.org/whl/cu128/torch/"
     cache.path_for(url).parent.mkdir(parents=True)
-    cache.path_for(url).write_text(json.dumps({"format": 2, "url": url, "status": 404, "fetched_at": time.time(),
-                                               "etag": None, "last_modified": None, "page": None}))
+    cache.path_for(url).write_text(
+        json.dumps(
+            {
+                "format": 2,
+                "url": url,
+                "status": 404,
+                "fetched_at": time.time(),
+                "etag": None,
+                "last_modified": None,
+                "page": None,
+            }
+        )
+    )
     entry = cache.get(url)
     assert entry is not None and entry.status == 404 and entry.age() < 60
 
@@ -84,7 +109,9 @@ def test_index_of_a_cache_entry_with_a_400_digit_fetched_at_is_no_internal_error
     cache.directory.mkdir(parents=True)
     url = f"{FALLBACK_BASE}/cu128/torch/"
     cache.path_for(url).write_text(entry(url, 404, "1" + "0" * 399))
-    r = CliRunner().invoke(cli, ["index", "cu128", "--python-version", "3.12", "--platform", "manylinux_2_28_x86_64",
-                                 "--offline"], env={"ENVDOCTOR_CACHE_DIR": str(tmp_path / "cache"),
-                                                    "ENVDOCTOR_INDEX_URL": None})
+    r = CliRunner().invoke(
+        cli,
+        ["index", "cu128", "--python-version", "3.12", "--platform", "manylinux_2_28_x86_64", "--offline"],
+        env={"ENVDOCTOR_CACHE_DIR": str(tmp_path / "cache"), "ENVDOCTOR_INDEX_URL": None},
+    )
     assert "internal error" not in r.output and r.exit_code in (0, 1, 3), r.output

@@ -37,13 +37,17 @@ def test_micromamba_info():
 
 
 def test_micromamba_info_without_env_or_cuda():
-    info = parse_info('{"libmamba version": "2.3.0", "mamba version": "2.3.0", "environment": "None", '
-                      '"env location": "-", "virtual packages": ["__unix=0=0", "__linux=6.8.0=0"], "channels": []}')
+    info = parse_info(
+        '{"libmamba version": "2.3.0", "mamba version": "2.3.0", "environment": "None", '
+        '"env location": "-", "virtual packages": ["__unix=0=0", "__linux=6.8.0=0"], "channels": []}'
+    )
     assert info.version == "2.3.0" and info.active_prefix is None and info.active_name is None
     assert info.virtual_cuda is None
 
 
-@pytest.mark.parametrize("text", ["", "Traceback (most recent call last):", "[]", '{"name": "x"}', '{"conda_version": "25'])
+@pytest.mark.parametrize(
+    "text", ["", "Traceback (most recent call last):", "[]", '{"name": "x"}', '{"conda_version": "25']
+)
 def test_info_garbage_raises(text):
     with pytest.raises(CondaParseError):
         parse_info(text)
@@ -67,7 +71,7 @@ def test_conda_list_with_pip_torch():
     assert "cupy-cuda12x" not in pkgs
 
 
-@pytest.mark.parametrize("text", ["", "{}", "[{\"version\": \"1\"}]", "[{\"name\": \"pytorch\", "])
+@pytest.mark.parametrize("text", ["", "{}", '[{"version": "1"}]', '[{"name": "pytorch", '])
 def test_list_garbage_raises(text):
     with pytest.raises(CondaParseError):
         parse_list(text)
@@ -80,7 +84,9 @@ def test_channel_names():
 
 
 def test_conda_json_error_message():
-    text = ('{"caused_by": "None", "error": "EnvironmentLocationNotFound: Not a conda environment: /x", '
-            '"exception_name": "EnvironmentLocationNotFound", "message": "Not a conda environment: /x"}')
+    text = (
+        '{"caused_by": "None", "error": "EnvironmentLocationNotFound: Not a conda environment: /x", '
+        '"exception_name": "EnvironmentLocationNotFound", "message": "Not a conda environment: /x"}'
+    )
     assert parse_error(text) == "Not a conda environment: /x"
     assert parse_error("plain text") is None and parse_error("[]") is None

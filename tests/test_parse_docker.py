@@ -4,9 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from envdoctor.parse.docker import (DockerParseError, classify_daemon_error, parse_info_json,
-                                    parse_nvidia_container_cli_version, parse_nvidia_ctk_version,
-                                    parse_podman_version, parse_version_json)
+from envdoctor.parse.docker import (
+    DockerParseError,
+    classify_daemon_error,
+    parse_info_json,
+    parse_nvidia_container_cli_version,
+    parse_nvidia_ctk_version,
+    parse_podman_version,
+    parse_version_json,
+)
 from tests.fakes import recorded
 
 CPU = "cpu-nvcc13-docker-client"
@@ -25,8 +31,10 @@ def test_version_json_with_daemon():
 
 
 def test_version_json_of_podman_compat_api():
-    text = ('{"Client":{"Version":"27.3.1"},"Server":{"Platform":{"Name":"linux/amd64/ubuntu-24.04"},'
-            '"Components":[{"Name":"Podman Engine","Version":"4.9.3"}],"Version":"4.9.3"}}')
+    text = (
+        '{"Client":{"Version":"27.3.1"},"Server":{"Platform":{"Name":"linux/amd64/ubuntu-24.04"},'
+        '"Components":[{"Name":"Podman Engine","Version":"4.9.3"}],"Version":"4.9.3"}}'
+    )
     assert parse_version_json(text).podman_server
 
 
@@ -53,12 +61,15 @@ def test_json_garbage_raises(text):
         parse_info_json(text)
 
 
-@pytest.mark.parametrize("name, state, socket", [
-    ("docker-version-permission-denied.txt", "permission_denied", "unix:///var/run/docker.sock"),
-    ("docker-version-permission-denied-api.txt", "permission_denied", "unix:///var/run/docker.sock"),
-    ("docker-info-permission-denied-docker19.txt", "permission_denied", "unix:///var/run/docker.sock"),
-    ("docker-version-rootless-not-running.txt", "not_running", "unix:///run/user/1351/docker.sock"),
-])
+@pytest.mark.parametrize(
+    "name, state, socket",
+    [
+        ("docker-version-permission-denied.txt", "permission_denied", "unix:///var/run/docker.sock"),
+        ("docker-version-permission-denied-api.txt", "permission_denied", "unix:///var/run/docker.sock"),
+        ("docker-info-permission-denied-docker19.txt", "permission_denied", "unix:///var/run/docker.sock"),
+        ("docker-version-rootless-not-running.txt", "not_running", "unix:///run/user/1351/docker.sock"),
+    ],
+)
 def test_daemon_errors(name, state, socket):
     assert classify_daemon_error(recorded(TEXTS, name)) == (state, socket)
 
@@ -69,7 +80,10 @@ def test_daemon_not_running_on_this_machine():
 
 
 def test_daemon_other_error():
-    assert classify_daemon_error("error during connect: Get \"http://docker.example:2375/v1.50/version\": EOF") == ("error", None)
+    assert classify_daemon_error('error during connect: Get "http://docker.example:2375/v1.50/version": EOF') == (
+        "error",
+        None,
+    )
 
 
 def test_tool_versions():

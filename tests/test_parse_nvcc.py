@@ -5,18 +5,27 @@ from __future__ import annotations
 import pytest
 
 from envdoctor.parse import ParseError, loose_version, major_minor
-from envdoctor.parse.nvcc import (NvccParseError, NvccVersion, parse_dryrun_bin, parse_nvcc_version,
-                                  parse_version_json, parse_version_txt)
+from envdoctor.parse.nvcc import (
+    NvccParseError,
+    NvccVersion,
+    parse_dryrun_bin,
+    parse_nvcc_version,
+    parse_version_json,
+    parse_version_txt,
+)
 from tests.fakes import recorded
 
 
-@pytest.mark.parametrize("machine, name, expected", [
-    ("cpu-nvcc13-docker-client", "nvcc.txt", NvccVersion("13.0", "13.0.88")),
-    ("h200-driver580-cuda13", "nvcc.txt", NvccVersion("13.0", "13.0.88")),
-    ("public-nvcc", "nvcc-11.8.txt", NvccVersion("11.8", "11.8.89")),
-    ("public-nvcc", "nvcc-12.1.txt", NvccVersion("12.1", "12.1.105")),
-    ("public-nvcc", "nvcc-12.8.txt", NvccVersion("12.8", "12.8.93")),
-])
+@pytest.mark.parametrize(
+    "machine, name, expected",
+    [
+        ("cpu-nvcc13-docker-client", "nvcc.txt", NvccVersion("13.0", "13.0.88")),
+        ("h200-driver580-cuda13", "nvcc.txt", NvccVersion("13.0", "13.0.88")),
+        ("public-nvcc", "nvcc-11.8.txt", NvccVersion("11.8", "11.8.89")),
+        ("public-nvcc", "nvcc-12.1.txt", NvccVersion("12.1", "12.1.105")),
+        ("public-nvcc", "nvcc-12.8.txt", NvccVersion("12.8", "12.8.93")),
+    ],
+)
 def test_nvcc_version_of_recorded_releases(machine, name, expected):
     assert parse_nvcc_version(recorded(machine, name)) == expected
 
@@ -25,8 +34,9 @@ def test_nvcc_version_without_v_number():
     assert parse_nvcc_version("Cuda compilation tools, release 12.4") == NvccVersion("12.4", None)
 
 
-@pytest.mark.parametrize("text", ["", "nvcc: NVIDIA (R) Cuda compiler driver\n", "\x00\x01garbage",
-                                  "Cuda compilation tools, rel"])
+@pytest.mark.parametrize(
+    "text", ["", "nvcc: NVIDIA (R) Cuda compiler driver\n", "\x00\x01garbage", "Cuda compilation tools, rel"]
+)
 def test_nvcc_version_garbage_raises(text):
     with pytest.raises(NvccParseError):
         parse_nvcc_version(text)

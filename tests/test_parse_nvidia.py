@@ -17,15 +17,25 @@ def test_query_gpu_with_units_and_header_from_the_h200():
 
 
 def test_query_gpu_nounits_and_not_supported_fields():
-    text = ("index, name, uuid, compute_cap, memory.total [MiB], serial, power.limit [W]\n"
-            "0, NVIDIA GeForce RTX 3090 Ti, GPU-1, 8.6, 24564, [N/A], 450.00\n"
-            "1, NVIDIA GeForce RTX 3090 Ti, GPU-2, 8.6, 24564, [N/A], [Not Supported]\n")
+    text = (
+        "index, name, uuid, compute_cap, memory.total [MiB], serial, power.limit [W]\n"
+        "0, NVIDIA GeForce RTX 3090 Ti, GPU-1, 8.6, 24564, [N/A], 450.00\n"
+        "1, NVIDIA GeForce RTX 3090 Ti, GPU-2, 8.6, 24564, [N/A], [Not Supported]\n"
+    )
     gpus = nvidia_smi.parse_query_gpu(text)
     assert [g.index for g in gpus] == [0, 1] and gpus[0].serial is None and gpus[1].power_limit_w is None
 
 
-@pytest.mark.parametrize("garbage", ["", "\x00\x01garbage", "index, name, uuid\n0, NVIDIA H2", "index, name\nzero, x\n",
-                                     "Segmentation fault (core dumped)\n"])
+@pytest.mark.parametrize(
+    "garbage",
+    [
+        "",
+        "\x00\x01garbage",
+        "index, name, uuid\n0, NVIDIA H2",
+        "index, name\nzero, x\n",
+        "Segmentation fault (core dumped)\n",
+    ],
+)
 def test_query_gpu_garbage_raises(garbage):
     with pytest.raises(nvidia_smi.SmiParseError):
         nvidia_smi.parse_query_gpu(garbage)
@@ -33,7 +43,11 @@ def test_query_gpu_garbage_raises(garbage):
 
 def test_version_and_banner():
     assert nvidia_smi.parse_version(recorded(H200, "nvidia-smi-version.txt")) == {
-        "smi": "580.159.04", "nvml": "580.159", "driver": "580.159.04", "cuda": "13.0"}
+        "smi": "580.159.04",
+        "nvml": "580.159",
+        "driver": "580.159.04",
+        "cuda": "13.0",
+    }
     assert nvidia_smi.parse_banner(recorded(H200, "nvidia-smi.txt")) == {"driver": "580.159.04", "cuda": "13.0"}
     with pytest.raises(nvidia_smi.SmiParseError):
         nvidia_smi.parse_banner("nothing")
@@ -47,7 +61,8 @@ def test_error_texts():
 def test_proc_version_open_and_proprietary():
     assert nvidia_proc.parse_proc_version(recorded(H200, "proc-driver.txt")) == ("580.159.04", "open")
     assert nvidia_proc.parse_proc_version(
-        "NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.90.07  Fri May 31 09:35:42 UTC 2024\n") == ("550.90.07", "proprietary")
+        "NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.90.07  Fri May 31 09:35:42 UTC 2024\n"
+    ) == ("550.90.07", "proprietary")
     assert nvidia_proc.parse_proc_version("garbage") == (None, None)
 
 
@@ -65,8 +80,10 @@ def test_gpu_information_file():
 
 
 def test_pci_ids_lists_only_nvidia_devices():
-    text = ("# comment\n8086  Intel Corporation\n\t0d57  Something\n10de  NVIDIA Corporation\n"
-            "\t2204  GA102 [GeForce RTX 3090]\n\t\t1043 87b3  ROG\n\t2335  GH100 [H200 SXM 141GB]\n10df  Emulex\n\t0001  x\n")
+    text = (
+        "# comment\n8086  Intel Corporation\n\t0d57  Something\n10de  NVIDIA Corporation\n"
+        "\t2204  GA102 [GeForce RTX 3090]\n\t\t1043 87b3  ROG\n\t2335  GH100 [H200 SXM 141GB]\n10df  Emulex\n\t0001  x\n"
+    )
     assert pciids.nvidia_devices(text) == {"0x2204": "GA102 [GeForce RTX 3090]", "0x2335": "GH100 [H200 SXM 141GB]"}
 
 
@@ -77,5 +94,7 @@ def test_the_exact_query_the_probe_runs_recorded_on_the_h200():
     assert (gpu.name, gpu.compute_capability, gpu.memory_total_mib) == ("NVIDIA H200", "9.0", 143771)
     assert gpu.serial == "1653924042383" and gpu.power_limit_w == 700.0 and gpu.max_sm_clock_mhz == 1980
     assert gpu.uuid == "GPU-06a5f464-881f-ab0f-b623-dcb0180a7d38"
-    assert f"--query-gpu={','.join(nvidia_smi.QUERY_FIELDS)} --format=csv,nounits" in (
-        FIXTURES / H200 / "nvidia-smi-query-nounits.txt").read_text().splitlines()[0]
+    assert (
+        f"--query-gpu={','.join(nvidia_smi.QUERY_FIELDS)} --format=csv,nounits"
+        in (FIXTURES / H200 / "nvidia-smi-query-nounits.txt").read_text().splitlines()[0]
+    )

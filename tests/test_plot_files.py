@@ -17,7 +17,11 @@ def test_a_plot_onto_a_symlink_or_a_device_is_refused_and_left_alone(tmp_path):
     link.symlink_to(target)
     for path in (str(link), os.devnull, str(tmp_path)):
         written, line, kind = draw_plot("plot.py", {"path": path, "title": "t", "panels": []}, sys.executable)
-        assert not written and kind == "not_regular" and line == f"no plot written: {path} exists and is not a regular file"
+        assert (
+            not written
+            and kind == "not_regular"
+            and line == f"no plot written: {path} exists and is not a regular file"
+        )
     assert target.read_text() == "keep me"
 
 
@@ -29,6 +33,7 @@ def test_the_plot_child_draws_into_a_private_temporary_file_not_the_users_path(t
         with open(spec["path"], "wb") as fh:
             fh.write(b"\x89PNG fake")
         from envdoctor.child import ChildRun
+
         return ChildRun(script=script, python=sys.executable, result={"path": spec["path"]})
 
     import envdoctor.child as child
@@ -37,7 +42,7 @@ def test_the_plot_child_draws_into_a_private_temporary_file_not_the_users_path(t
     dest = tmp_path / "out.png"
     written, line, _ = draw_plot("plot.py", {"path": str(dest), "title": "t", "panels": [1]}, sys.executable)
     assert written and line == f"plot written to {dest}" and dest.read_bytes() == b"\x89PNG fake"
-    assert seen["path"] != str(dest) and not os.path.exists(seen["path"])      # the temporary folder is gone
+    assert seen["path"] != str(dest) and not os.path.exists(seen["path"])  # the temporary folder is gone
 
 
 def _fake_matplotlib_python(tmp_path):
@@ -46,10 +51,12 @@ def _fake_matplotlib_python(tmp_path):
     from tests.fakes import FakeBin
 
     seen = tmp_path / "mplconfigdir.txt"
-    script = (f'cat > /dev/null; echo "$MPLCONFIGDIR" > {seen}\n'
-              'if [ -n "$MPLCONFIGDIR" ]; then mkdir -p "$MPLCONFIGDIR" && echo x > "$MPLCONFIGDIR/fontlist.json";\n'
-              'else mkdir -p "$HOME/.cache/matplotlib" "$HOME/.config/matplotlib"; fi\n'
-              'echo \'{"envdoctor_child": 2, "kind": "error", "error": {"kind": "no_matplotlib", "message": "m"}}\'')
+    script = (
+        f'cat > /dev/null; echo "$MPLCONFIGDIR" > {seen}\n'
+        'if [ -n "$MPLCONFIGDIR" ]; then mkdir -p "$MPLCONFIGDIR" && echo x > "$MPLCONFIGDIR/fontlist.json";\n'
+        'else mkdir -p "$HOME/.cache/matplotlib" "$HOME/.config/matplotlib"; fi\n'
+        'echo \'{"envdoctor_child": 2, "kind": "error", "error": {"kind": "no_matplotlib", "message": "m"}}\''
+    )
     return FakeBin(tmp_path).add_script("python3", script), seen
 
 
@@ -60,8 +67,9 @@ def test_the_plot_child_leaves_no_matplotlib_folders_in_home(tmp_path):
     home.mkdir()
     python, seen = _fake_matplotlib_python(tmp_path)
     env = {"HOME": str(home), "PATH": "/usr/bin:/bin"}
-    written, line, kind = draw_plot("plot.py", {"path": str(tmp_path / "b.png"), "title": "t", "panels": []},
-                                    str(python), env=env)
+    written, line, kind = draw_plot(
+        "plot.py", {"path": str(tmp_path / "b.png"), "title": "t", "panels": []}, str(python), env=env
+    )
     assert not written and kind == "no_matplotlib"
     private = seen.read_text().strip()
     assert private and "envdoctor-plot-" in private and not os.path.exists(private)
@@ -76,7 +84,7 @@ def test_a_plot_into_a_folder_that_does_not_exist_is_refused_and_no_folder_made(
     written, line, kind = draw_plot("plot.py", {"path": str(dest), "title": "t", "panels": []}, str(python))
     assert (written, kind) == (False, "no_folder")
     assert line.startswith(f"no plot written: the folder {dest.parent} does not exist")
-    assert not (tmp_path / "no").exists() and not seen.exists()      # the child was not even started
+    assert not (tmp_path / "no").exists() and not seen.exists()  # the child was not even started
 
 
 def test_plot_options_into_a_folder_that_does_not_exist_are_refused_before_any_run(tmp_path):

@@ -10,7 +10,7 @@ from envdoctor.probes.context import Context
 from tests.fakes import FakeBin, recorded
 from tests.machines import H200, SMI_QUERY_ARGS, FakeNvml, h200
 
-WAIT = 20.0   # how long a fake waits for the other side; the probes' own timeout is shorter
+WAIT = 20.0  # how long a fake waits for the other side; the probes' own timeout is shorter
 
 
 def _wait_for(path: Path) -> bool:
@@ -50,9 +50,12 @@ def test_probes_run_at_the_same_time(tmp_path):
     bin = FakeBin(tmp_path / "b")
     loops = int(WAIT * 10)
     for me, other in (("conda", "docker"), ("docker", "conda")):
-        bin.add_script(me, f"touch {tmp_path}/{me}-up\n"
-                           f"i=0; while [ ! -e {tmp_path}/{other}-up ] && [ $i -lt {loops} ]; do sleep 0.1; i=$((i+1)); done\n"
-                           f"[ -e {tmp_path}/{other}-up ] && echo met >> {tmp_path}/{me}-met\nexit 1")
+        bin.add_script(
+            me,
+            f"touch {tmp_path}/{me}-up\n"
+            f"i=0; while [ ! -e {tmp_path}/{other}-up ] && [ $i -lt {loops} ]; do sleep 0.1; i=$((i+1)); done\n"
+            f"[ -e {tmp_path}/{other}-up ] && echo met >> {tmp_path}/{me}-met\nexit 1",
+        )
     collect(Context(root=ctx.root, env=bin.env(), timeout=3.0, nvml=ctx.nvml), skip=("torch", "toolkits"))
     assert (tmp_path / "conda-met").read_text() == "met\n"
     assert (tmp_path / "docker-met").read_text().startswith("met\n")
@@ -66,14 +69,19 @@ def test_the_target_pythons_child_runs_before_the_probes_are_gathered(tmp_path):
     ctx = h200(tmp_path)
     bin = FakeBin(tmp_path / "b")
     loops = int(WAIT * 10)
-    bin.add_script("python3", f"touch {tmp_path}/child-up\n"
-                              f"i=0; while [ ! -e {tmp_path}/go ] && [ $i -lt {loops} ]; do sleep 0.1; i=$((i+1)); done\n"
-                              "cat >/dev/null; echo 'not the protocol'; exit 0")
-    probing = start(Context(root=ctx.root, env=bin.env(), timeout=WAIT, nvml=ctx.nvml),
-                    skip=("torch", "conda", "docker", "toolkits"))
+    bin.add_script(
+        "python3",
+        f"touch {tmp_path}/child-up\n"
+        f"i=0; while [ ! -e {tmp_path}/go ] && [ $i -lt {loops} ]; do sleep 0.1; i=$((i+1)); done\n"
+        "cat >/dev/null; echo 'not the protocol'; exit 0",
+    )
+    probing = start(
+        Context(root=ctx.root, env=bin.env(), timeout=WAIT, nvml=ctx.nvml),
+        skip=("torch", "conda", "docker", "toolkits"),
+    )
     assert _wait_for(tmp_path / "child-up")
     (tmp_path / "go").touch()
     facts = probing.facts()
     assert facts.python.executable == str(bin.dir / "python3")
-    assert facts.python.error is not None and facts.python.error.kind == "unparseable"   # it answered
+    assert facts.python.error is not None and facts.python.error.kind == "unparseable"  # it answered
     assert facts.driver.gpus[0].name == "NVIDIA H200"

@@ -14,11 +14,17 @@ CF129 = "public-conda25-conda-forge-cu129"
 MM126 = "public-micromamba2-conda-forge-cu126"
 PT121 = "public-conda24-pytorch-channel-cu121"
 DL = "/home/ada/miniforge3/envs/dl"
-NOT_AN_ENV = json.dumps({
-    "caused_by": "None", "error": f"EnvironmentLocationNotFound: Not a conda environment: {DL}",
-    "exception_name": "EnvironmentLocationNotFound",
-    "exception_type": "<class 'conda.exceptions.EnvironmentLocationNotFound'>",
-    "location": DL, "message": f"Not a conda environment: {DL}"}, indent=2)
+NOT_AN_ENV = json.dumps(
+    {
+        "caused_by": "None",
+        "error": f"EnvironmentLocationNotFound: Not a conda environment: {DL}",
+        "exception_name": "EnvironmentLocationNotFound",
+        "exception_type": "<class 'conda.exceptions.EnvironmentLocationNotFound'>",
+        "location": DL,
+        "message": f"Not a conda environment: {DL}",
+    },
+    indent=2,
+)
 
 
 def ctx(env, timeout=5.0):
@@ -40,7 +46,9 @@ def test_no_conda_at_all(tmp_path):
 
 def test_conda_from_conda_exe_with_an_active_env(tmp_path):
     fb, exe = fake_conda(tmp_path)
-    facts = probe(ctx(dict(fb.env(hermetic=True, CONDA_EXE=str(exe), CONDA_PREFIX=DL, CONDA_DEFAULT_ENV="dl"), _root=tmp_path)))
+    facts = probe(
+        ctx(dict(fb.env(hermetic=True, CONDA_EXE=str(exe), CONDA_PREFIX=DL, CONDA_DEFAULT_ENV="dl"), _root=tmp_path))
+    )
     assert (facts.exe, facts.flavor, facts.found_via) == (str(exe), "conda", "CONDA_EXE")
     assert facts.version == "25.5.1" and facts.base_prefix == "/home/ada/miniforge3"
     assert (facts.active_prefix, facts.active_name) == (DL, "dl")
@@ -53,9 +61,14 @@ def test_conda_from_conda_exe_with_an_active_env(tmp_path):
 def test_micromamba_from_mamba_exe(tmp_path):
     prefix = "/home/ada/micromamba/envs/torch"
     fb = FakeBin(tmp_path)
-    exe = fb.add("micromamba", by_args={
-        "info --json": (recorded(MM126, "micromamba-info.txt"), "", 0),
-        f"list --json --prefix {prefix}": (recorded(MM126, "micromamba-list.txt"), "", 0)}, rc=99)
+    exe = fb.add(
+        "micromamba",
+        by_args={
+            "info --json": (recorded(MM126, "micromamba-info.txt"), "", 0),
+            f"list --json --prefix {prefix}": (recorded(MM126, "micromamba-list.txt"), "", 0),
+        },
+        rc=99,
+    )
     facts = probe(ctx(dict(fb.env(hermetic=True, MAMBA_EXE=str(exe), CONDA_PREFIX=prefix), _root=tmp_path)))
     assert (facts.flavor, facts.found_via, facts.version) == ("micromamba", "MAMBA_EXE", "2.3.0")
     assert facts.active_name == "torch"  # from "torch (active)": CONDA_DEFAULT_ENV is unset
@@ -122,9 +135,14 @@ def test_conda_crashes_with_its_own_error(tmp_path):
 def test_retired_channel_env(tmp_path):
     prefix = "/home/ada/miniconda3/envs/mmcv"
     fb = FakeBin(tmp_path)
-    exe = fb.add("conda", by_args={
-        "info --json": (recorded(PT121, "conda-info.txt"), "", 0),
-        f"list --json --prefix {prefix}": (recorded(PT121, "conda-list.txt"), "", 0)}, rc=99)
+    exe = fb.add(
+        "conda",
+        by_args={
+            "info --json": (recorded(PT121, "conda-info.txt"), "", 0),
+            f"list --json --prefix {prefix}": (recorded(PT121, "conda-list.txt"), "", 0),
+        },
+        rc=99,
+    )
     facts = probe(ctx(dict(fb.env(hermetic=True, CONDA_EXE=str(exe), CONDA_PREFIX=prefix), _root=tmp_path)))
     pkgs = {p.name: p for p in facts.packages}
     assert pkgs["pytorch"].channel == "pytorch" and pkgs["pytorch-cuda"].version == "12.1"

@@ -42,8 +42,9 @@ def test_this_machine_client_without_daemon(tmp_path):
     facts = run(tmp_path, fb)
     assert (facts.client, facts.client_version) == (str(exe), "28.2.2")
     assert facts.daemon == "not_running" and facts.daemon_socket == "unix:///var/run/docker.sock"
-    assert facts.daemon_error == ("Cannot connect to the Docker daemon at unix:///var/run/docker.sock. "
-                                  "Is the docker daemon running?")
+    assert facts.daemon_error == (
+        "Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker daemon running?"
+    )
     assert facts.server_version is None and facts.runtimes == () and facts.gpus_flag_supported is True
     assert facts.nvidia_ctk is None and facts.podman is None and facts.error is None
 
@@ -52,7 +53,9 @@ def test_daemon_with_nvidia_runtime_and_cdi(tmp_path):
     fb = FakeBin(tmp_path)
     docker(fb, (recorded(D29, "docker-version.txt"), "", 0), (recorded(D29, "docker-info.txt"), "", 0))
     ctk = fb.add("nvidia-ctk", by_args={"--version": (recorded(D29, "nvidia-ctk-version.txt"), "", 0)}, rc=99)
-    fb.add("nvidia-container-cli", by_args={"--version": (recorded(D29, "nvidia-container-cli-version.txt"), "", 0)}, rc=99)
+    fb.add(
+        "nvidia-container-cli", by_args={"--version": (recorded(D29, "nvidia-container-cli-version.txt"), "", 0)}, rc=99
+    )
     fb.add("nvidia-container-runtime", rc=99)
     (tmp_path / "root/etc/cdi").mkdir(parents=True)
     (tmp_path / "root/etc/cdi/nvidia.yaml").write_text(recorded(D29, "cdi-nvidia-yaml-head.txt"))
@@ -86,8 +89,11 @@ def test_rootless_daemon_not_running(tmp_path):
 
 def test_docker_18_has_no_gpus_flag(tmp_path):
     fb = FakeBin(tmp_path)
-    docker(fb, (recorded(TEXTS, "docker-version-18.09.txt"), "", 0), ('{"ServerVersion":"18.09.6","Runtimes":{"runc":'
-                                                                     '{"path":"docker-runc"}},"DefaultRuntime":"runc"}', "", 0))
+    docker(
+        fb,
+        (recorded(TEXTS, "docker-version-18.09.txt"), "", 0),
+        ('{"ServerVersion":"18.09.6","Runtimes":{"runc":{"path":"docker-runc"}},"DefaultRuntime":"runc"}', "", 0),
+    )
     facts = run(tmp_path, fb)
     assert facts.server_version == "18.09.6" and facts.gpus_flag_supported is False and facts.runtimes == ("runc",)
 
@@ -133,9 +139,12 @@ def test_garbage_from_docker_and_nvidia_ctk(tmp_path):
 
 def test_nvidia_container_cli_fails(tmp_path):
     fb = FakeBin(tmp_path)
-    fb.add("nvidia-container-cli", stderr="nvidia-container-cli: initialization error: load library failed: "
-                                          "libnvidia-ml.so.1: cannot open shared object file: no such file or directory",
-           rc=1)
+    fb.add(
+        "nvidia-container-cli",
+        stderr="nvidia-container-cli: initialization error: load library failed: "
+        "libnvidia-ml.so.1: cannot open shared object file: no such file or directory",
+        rc=1,
+    )
     facts = run(tmp_path, fb)
     assert facts.nvidia_container_cli is not None and facts.nvidia_container_cli_version is None
     assert facts.error.kind == "exit_status" and "libnvidia-ml.so.1" in facts.error.message

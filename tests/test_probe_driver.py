@@ -32,11 +32,15 @@ def test_nvml_absent_falls_back_to_nvidia_smi(tmp_path):
 
 
 def test_upgrade_without_reboot_is_a_mismatch(tmp_path):
-    ctx = h200(tmp_path, nvml=FakeNvml(fail=(18, "Driver/library version mismatch")), files={
-        "/usr/local/nvidia/lib64/libnvidia-ml.so.580.159.04": None,
-        "/usr/local/nvidia/lib64/libnvidia-ml.so.590.44.01": "",
-        "/sys/module/nvidia/version": "580.159.04\n",
-    })
+    ctx = h200(
+        tmp_path,
+        nvml=FakeNvml(fail=(18, "Driver/library version mismatch")),
+        files={
+            "/usr/local/nvidia/lib64/libnvidia-ml.so.580.159.04": None,
+            "/usr/local/nvidia/lib64/libnvidia-ml.so.590.44.01": "",
+            "/sys/module/nvidia/version": "580.159.04\n",
+        },
+    )
     bin = FakeBin(tmp_path / "b2")
     bin.add("nvidia-smi", stdout=SMI_MISMATCH, rc=18)
     d = driver.probe(ctx.__class__(root=ctx.root, env=bin.env(), timeout=5, nvml=ctx.nvml))
@@ -47,8 +51,13 @@ def test_upgrade_without_reboot_is_a_mismatch(tmp_path):
 
 
 def test_mismatch_seen_from_the_versions_alone(tmp_path):
-    ctx = h200(tmp_path, files={"/sys/module/nvidia/version": "570.133.20\n",
-                                "/proc/driver/nvidia/version": "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  570.133.20  Release Build\n"})
+    ctx = h200(
+        tmp_path,
+        files={
+            "/sys/module/nvidia/version": "570.133.20\n",
+            "/proc/driver/nvidia/version": "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  570.133.20  Release Build\n",
+        },
+    )
     d = driver.probe(ctx)
     assert d.mismatch and d.kernel_module_version == "570.133.20" and d.userspace_version == "580.159.04"
 
@@ -61,8 +70,11 @@ def test_nvidia_smi_missing(tmp_path):
 
 
 def test_nvidia_smi_cannot_talk_to_the_driver(tmp_path):
-    ctx = h200(tmp_path, nvml=FakeNvml(fail=(9, "Driver Not Loaded")),
-               files={"/sys/module/nvidia/version": None, "/proc/driver/nvidia/version": None})
+    ctx = h200(
+        tmp_path,
+        nvml=FakeNvml(fail=(9, "Driver Not Loaded")),
+        files={"/sys/module/nvidia/version": None, "/proc/driver/nvidia/version": None},
+    )
     bin = FakeBin(tmp_path / "b2")
     bin.add("nvidia-smi", stdout=SMI_NO_DRIVER, rc=9)
     d = driver.probe(ctx.__class__(root=ctx.root, env=bin.env(), timeout=5, nvml=ctx.nvml))
@@ -102,12 +114,15 @@ def test_nvidia_smi_garbage_and_truncated(tmp_path):
 def test_old_driver_without_compute_cap_field(tmp_path):
     ctx = h200(tmp_path, nvml=FakeNvml(fail=(12, "NVML Shared Library Not Found")))
     bin = FakeBin(tmp_path / "b2")
-    bin.add_script("nvidia-smi", """case "$1" in
+    bin.add_script(
+        "nvidia-smi",
+        """case "$1" in
   *compute_cap*) echo 'Field "compute_cap" is not a valid field to query.'; exit 2;;
   --query-gpu=*) printf 'index, name, uuid, driver_version, memory.total [MiB]\\n0, Tesla V100-SXM2-16GB, GPU-9, 470.256.02, 16160\\n'; exit 0;;
   --version) echo 'Invalid combination of input arguments.'; exit 2;;
 esac
-printf '| NVIDIA-SMI 470.256.02   Driver Version: 470.256.02   CUDA Version: 11.4     |\\n'""")
+printf '| NVIDIA-SMI 470.256.02   Driver Version: 470.256.02   CUDA Version: 11.4     |\\n'""",
+    )
     d = driver.probe(ctx.__class__(root=ctx.root, env=bin.env(), timeout=5, nvml=ctx.nvml))
     assert d.gpus[0].name == "Tesla V100-SXM2-16GB" and d.gpus[0].compute_capability is None
     assert d.driver_version == "470.256.02" and d.driver_cuda == "11.4"
@@ -131,7 +146,9 @@ def test_wsl2_nvidia_smi_outside_path(tmp_path):
     ctx = cpu_box(tmp_path)
     wsl = ctx.root / "usr/lib/wsl/lib"
     wsl.mkdir(parents=True)
-    (wsl / "nvidia-smi").write_text("#!/bin/sh\necho 'index, name, uuid, driver_version\n0, NVIDIA GeForce RTX 4090, GPU-1, 566.36'\n")
+    (wsl / "nvidia-smi").write_text(
+        "#!/bin/sh\necho 'index, name, uuid, driver_version\n0, NVIDIA GeForce RTX 4090, GPU-1, 566.36'\n"
+    )
     (wsl / "nvidia-smi").chmod(0o755)
     d = driver.probe(ctx)
     assert d.smi_path.endswith("/usr/lib/wsl/lib/nvidia-smi") and d.gpus[0].name == "NVIDIA GeForce RTX 4090"
@@ -149,15 +166,19 @@ def test_after_an_upgrade_without_reboot_check_recommend_and_verify_name_one_dri
     from envdoctor.facts.gpu import driver_in_effect
     from envdoctor.verify.pair import driver_of
 
-    ctx = h200(tmp_path, nvml=FakeNvml(fail=(18, "Driver/library version mismatch")), files={
-        "/usr/local/nvidia/lib64/libnvidia-ml.so.580.159.04": None,
-        "/usr/local/nvidia/lib64/libnvidia-ml.so.590.44.01": "",
-        "/sys/module/nvidia/version": "580.159.04\n",
-    })
+    ctx = h200(
+        tmp_path,
+        nvml=FakeNvml(fail=(18, "Driver/library version mismatch")),
+        files={
+            "/usr/local/nvidia/lib64/libnvidia-ml.so.580.159.04": None,
+            "/usr/local/nvidia/lib64/libnvidia-ml.so.590.44.01": "",
+            "/sys/module/nvidia/version": "580.159.04\n",
+        },
+    )
     bin = FakeBin(tmp_path / "b2")
     bin.add("nvidia-smi", stdout=SMI_MISMATCH, rc=18)
     d = driver.probe(ctx.__class__(root=ctx.root, env=bin.env(), timeout=5, nvml=ctx.nvml))
-    assert d.driver_version == "580.159.04" and d.mismatch      # the probe's own answer: what is loaded
+    assert d.driver_version == "580.159.04" and d.mismatch  # the probe's own answer: what is loaded
     assert driver_in_effect(d) == Machine(Facts(driver=d)).driver == driver_of(d) == "590.44.01"
     healthy = driver.probe(h200(tmp_path / "ok"))
     assert driver_in_effect(healthy) == Machine(Facts(driver=healthy)).driver == driver_of(healthy) == "580.159.04"

@@ -22,9 +22,11 @@ TEXTS = "public-container-cli-texts"
 D29 = "public-docker29-nvidia-cdi"
 VERSION = "version --format {{json .}}"
 INFO = "info --format {{json .}}"
-DENIED = ('ERROR: Got permission denied while trying to connect to the Docker daemon socket at '
-          'unix:///var/run/docker.sock: Get "http://%2Fvar%2Frun%2Fdocker.sock/v1.40/info": dial unix '
-          '/var/run/docker.sock: connect: permission denied')
+DENIED = (
+    "ERROR: Got permission denied while trying to connect to the Docker daemon socket at "
+    'unix:///var/run/docker.sock: Get "http://%2Fvar%2Frun%2Fdocker.sock/v1.40/info": dial unix '
+    "/var/run/docker.sock: connect: permission denied"
+)
 
 
 def _ctx(tmp_path, fb, **env):
@@ -34,6 +36,7 @@ def _ctx(tmp_path, fb, **env):
 
 
 # --- standard error says why -------------------------------------------------------------------
+
 
 def test_docker_version_without_json_but_permission_denied_on_stderr(tmp_path):
     fb = FakeBin(tmp_path)
@@ -46,9 +49,14 @@ def test_docker_version_without_json_but_permission_denied_on_stderr(tmp_path):
 def test_docker_info_not_json_reports_the_reason_on_stderr(tmp_path):
     # docker 19 prints its text layout on stdout and the daemon's complaint on stderr
     fb = FakeBin(tmp_path)
-    fb.add("docker", by_args={VERSION: (recorded(D29, "docker-version.txt"), "", 0),
-                              INFO: ("Client:\n Debug Mode: false\n\nServer:\n", DENIED + "\nerrors pretty printing info\n", 0)},
-           rc=99)
+    fb.add(
+        "docker",
+        by_args={
+            VERSION: (recorded(D29, "docker-version.txt"), "", 0),
+            INFO: ("Client:\n Debug Mode: false\n\nServer:\n", DENIED + "\nerrors pretty printing info\n", 0),
+        },
+        rc=99,
+    )
     facts = docker.probe(_ctx(tmp_path, fb))
     assert facts.daemon == "ok" and facts.error.kind == "permission"
     assert facts.error.message == "docker info: " + DENIED
@@ -59,14 +67,17 @@ def test_docker_garbage_with_nothing_on_stderr_says_it_cannot_read_it(tmp_path):
     fb.add("docker", by_args={VERSION: ("Segmentation fault\n", "", 0)}, rc=99)
     facts = docker.probe(_ctx(tmp_path, fb))
     assert facts.error.kind == "unparseable"
-    assert facts.error.message == ("docker version printed output envdoctor cannot read "
-                                   "(no JSON: 'Segmentation fault')")
+    assert facts.error.message == (
+        "docker version printed output envdoctor cannot read (no JSON: 'Segmentation fault')"
+    )
 
 
 def test_conda_error_json_with_exit_status_0_is_reported_as_conda_said_it(tmp_path):
     fb = FakeBin(tmp_path)
-    error = ('{"caused_by": "None", "error": "CondaError: Run \'conda init\' before \'conda activate\'", '
-             '"exception_name": "CondaError", "message": "Run \'conda init\' before \'conda activate\'"}\n')
+    error = (
+        '{"caused_by": "None", "error": "CondaError: Run \'conda init\' before \'conda activate\'", '
+        '"exception_name": "CondaError", "message": "Run \'conda init\' before \'conda activate\'"}\n'
+    )
     exe = fb.add("conda", stdout=error)
     facts = conda.probe(_ctx(tmp_path, fb))
     assert facts.exe == str(exe) and facts.error.kind == "exit_status"
@@ -75,9 +86,12 @@ def test_conda_error_json_with_exit_status_0_is_reported_as_conda_said_it(tmp_pa
 
 def test_conda_garbage_on_stdout_and_a_traceback_on_stderr(tmp_path):
     fb = FakeBin(tmp_path)
-    exe = fb.add("conda", stdout="# >>>>>>>>>>>>>>>>>>>>>> ERROR REPORT <<<<<<<<<<<<<<<<<<<<<<\n",
-                 stderr="Traceback (most recent call last):\n  File \"/opt/conda/bin/conda\", line 12\n"
-                        "PermissionError: [Errno 13] Permission denied: '/opt/conda/pkgs/urls.txt'\n")
+    exe = fb.add(
+        "conda",
+        stdout="# >>>>>>>>>>>>>>>>>>>>>> ERROR REPORT <<<<<<<<<<<<<<<<<<<<<<\n",
+        stderr='Traceback (most recent call last):\n  File "/opt/conda/bin/conda", line 12\n'
+        "PermissionError: [Errno 13] Permission denied: '/opt/conda/pkgs/urls.txt'\n",
+    )
     facts = conda.probe(_ctx(tmp_path, fb))
     assert facts.error.kind == "permission"
     assert facts.error.message == f"{exe}: PermissionError: [Errno 13] Permission denied: '/opt/conda/pkgs/urls.txt'"
@@ -85,11 +99,20 @@ def test_conda_garbage_on_stdout_and_a_traceback_on_stderr(tmp_path):
 
 def test_nvidia_smi_unreadable_query_with_a_reason_on_stderr(tmp_path):
     fb = FakeBin(tmp_path)
-    fb.add("nvidia-smi", by_args={SMI_QUERY_ARGS: ("\x00\x01\x02", "Unable to determine the device handle for "
-                                                   "GPU0000:17:00.0: Unknown Error\n", 0)})
+    fb.add(
+        "nvidia-smi",
+        by_args={
+            SMI_QUERY_ARGS: (
+                "\x00\x01\x02",
+                "Unable to determine the device handle for GPU0000:17:00.0: Unknown Error\n",
+                0,
+            )
+        },
+    )
     facts = driver.probe(Context(root=tmp_path / "root", env=fb.env(), timeout=5))
-    assert facts.smi_error.message == ("nvidia-smi: Unable to determine the device handle for GPU0000:17:00.0: "
-                                       "Unknown Error")
+    assert facts.smi_error.message == (
+        "nvidia-smi: Unable to determine the device handle for GPU0000:17:00.0: Unknown Error"
+    )
 
 
 def test_nvcc_version_unreadable_with_a_reason_on_stderr(tmp_path):
@@ -105,6 +128,7 @@ def test_nvcc_version_unreadable_with_a_reason_on_stderr(tmp_path):
 
 
 # --- something on PATH that is not a program -----------------------------------------------------
+
 
 def _not_a_program(tmp_path, name, directory):
     """A folder first on PATH holding ``name``: a directory, or a file without the execute bit."""
@@ -138,7 +162,8 @@ def test_docker_not_executable_is_said_so(tmp_path):
     facts = docker.probe(Context(root=tmp_path / "root", env=_with(odd, fb.env(hermetic=True)), timeout=5))
     assert facts.client is None and facts.error.kind == "not_found"
     assert dict(docker_rows(Facts(docker=facts)))["docker"] == (
-        f"not installed ({path} is not executable: chmod +x it or remove it)")
+        f"not installed ({path} is not executable: chmod +x it or remove it)"
+    )
 
 
 def test_conda_directory_on_path_and_in_conda_exe(tmp_path):
@@ -162,12 +187,16 @@ def test_nvcc_directory_on_path_is_said_so(tmp_path):
     env = {**fb.env(hermetic=True), "PATH": f"{machine_odd}:{fb.env(hermetic=True)['PATH']}"}
     facts = toolkit.probe(Context(root=tmp_path / "root", env=env, timeout=5))
     assert facts.toolkits == () and facts.error.message == (
-        "nvcc: not installed (/opt/odd/nvcc is a directory, not a program)")
-    assert toolkit_rows(Facts(toolkits=facts))[0] == ("nvcc", "not installed (/opt/odd/nvcc is a directory, "
-                                                      "not a program)")
+        "nvcc: not installed (/opt/odd/nvcc is a directory, not a program)"
+    )
+    assert toolkit_rows(Facts(toolkits=facts))[0] == (
+        "nvcc",
+        "not installed (/opt/odd/nvcc is a directory, not a program)",
+    )
 
 
 # --- an unreadable folder on PATH (a non-root user) ----------------------------------------------
+
 
 def test_unreadable_folder_on_path_does_not_crash_the_toolkit_probe(tmp_path, monkeypatch):
     """The tests run as root, who reads every folder: a non-root user's EACCES is simulated."""
@@ -204,8 +233,11 @@ def test_unreadable_folder_on_path_does_not_crash_the_toolkit_probe(tmp_path, mo
     monkeypatch.setattr(os, "scandir", scandir)
     monkeypatch.setattr(pathlib.Path, "stat", lambda self, **kw: stat(self, **kw))
     fb = FakeBin(tmp_path)
-    env = {**fb.env(), "PATH": f"/home/other/bin:/usr/local/cuda-12.8/bin:{fb.env()['PATH']}",
-           "CUDA_HOME": "/home/other/bin"}
+    env = {
+        **fb.env(),
+        "PATH": f"/home/other/bin:/usr/local/cuda-12.8/bin:{fb.env()['PATH']}",
+        "CUDA_HOME": "/home/other/bin",
+    }
     facts = toolkit.probe(Context(root=root, env=env, timeout=5))
     (tk,) = facts.toolkits
     assert tk.root == "/usr/local/cuda-12.8" and tk.version == "12.8.93" and facts.error is None
@@ -214,9 +246,17 @@ def test_unreadable_folder_on_path_does_not_crash_the_toolkit_probe(tmp_path, mo
 
 def test_docker_version_of_100_kb_is_no_version(tmp_path):
     fb = FakeBin(tmp_path)
-    fb.add("docker", by_args={VERSION: ('{"Client":{"Version":"' + "x" * 100_000 + '"},"Server":null}\n',
-                                        "Cannot connect to the Docker daemon at unix:///var/run/docker.sock. "
-                                        "Is the docker daemon running?\n", 1)}, rc=99)
+    fb.add(
+        "docker",
+        by_args={
+            VERSION: (
+                '{"Client":{"Version":"' + "x" * 100_000 + '"},"Server":null}\n',
+                "Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker daemon running?\n",
+                1,
+            )
+        },
+        rc=99,
+    )
     facts = docker.probe(_ctx(tmp_path, fb))
     assert facts.client_version is None and facts.daemon == "not_running"
 
@@ -226,8 +266,10 @@ def test_podman_failure_is_shown_as_podman_not_docker(tmp_path):
     podman = fb.add("podman", stdout="y\n" * 10)
     facts = docker.probe(_ctx(tmp_path, fb))
     rows = docker_rows(Facts(docker=facts))
-    assert rows[0] == ("podman", f"failed: {podman} --version printed output envdoctor cannot read "
-                                 "(podman --version printed no version: 'y')")
+    assert rows[0] == (
+        "podman",
+        f"failed: {podman} --version printed output envdoctor cannot read (podman --version printed no version: 'y')",
+    )
     assert ("docker", "not installed") in rows
 
 
@@ -235,26 +277,35 @@ def test_target_python_printing_garbage_gives_the_reason_on_its_stderr(tmp_path)
     from envdoctor.probes.python import probe as python_probe
 
     fb = FakeBin(tmp_path)
-    exe = fb.add_script("python3", 'echo "wrapper v2"; echo "Fatal Python error: init_fs_encoding: failed to get '
-                                   'the Python codec of the filesystem encoding" >&2; cat >/dev/null; exit 0')
+    exe = fb.add_script(
+        "python3",
+        'echo "wrapper v2"; echo "Fatal Python error: init_fs_encoding: failed to get '
+        'the Python codec of the filesystem encoding" >&2; cat >/dev/null; exit 0',
+    )
     python, torch = python_probe(Context(python=str(exe), env=fb.env()))
     assert python.error.message == (
         f"{exe} printed no envdoctor result; its stdout began with: wrapper v2; its standard error says: "
-        "Fatal Python error: init_fs_encoding: failed to get the Python codec of the filesystem encoding")
+        "Fatal Python error: init_fs_encoding: failed to get the Python codec of the filesystem encoding"
+    )
 
 
 def test_a_nul_in_a_path_a_tool_printed_is_no_crash(tmp_path):
     """A wrapper nvcc whose -dryrun names a folder with a NUL in it; conda naming a prefix with one."""
     fb = FakeBin(tmp_path)
-    wrapper = tmp_path / "root/opt/w/bin/nvcc"      # the toolkit probe reads PATH under the root
+    wrapper = tmp_path / "root/opt/w/bin/nvcc"  # the toolkit probe reads PATH under the root
     wrapper.parent.mkdir(parents=True)
-    wrapper.write_text('#!/bin/sh\ncase "$*" in *dryrun*) printf "#\\$ _HERE_=/opt/cu\\000da/bin\\n" >&2;; '
-                       '*) echo "Cuda compilation tools, release 12.8, V12.8.93";; esac\n')
+    wrapper.write_text(
+        '#!/bin/sh\ncase "$*" in *dryrun*) printf "#\\$ _HERE_=/opt/cu\\000da/bin\\n" >&2;; '
+        '*) echo "Cuda compilation tools, release 12.8, V12.8.93";; esac\n'
+    )
     wrapper.chmod(0o755)
     env = {**fb.env(), "PATH": f"/opt/w/bin:{fb.env()['PATH']}"}
     facts = toolkit.probe(Context(root=tmp_path / "root", env=env, timeout=5))
     assert facts.toolkits and facts.toolkits[0].version == "12.8.93"
-    fb.add("conda", stdout='{"conda_version": "25.5.1", "root_prefix": "/opt/conda", '
-                           '"active_prefix": "/opt/conda/envs/a\\u0000b", "channels": [], "virtual_pkgs": []}\n')
+    fb.add(
+        "conda",
+        stdout='{"conda_version": "25.5.1", "root_prefix": "/opt/conda", '
+        '"active_prefix": "/opt/conda/envs/a\\u0000b", "channels": [], "virtual_pkgs": []}\n',
+    )
     facts = conda.probe(_ctx(tmp_path, fb))
     assert facts.version == "25.5.1" and "NUL" in facts.error.message

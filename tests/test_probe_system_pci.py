@@ -30,8 +30,10 @@ def test_secure_boot_efivar():
 
 
 def test_nouveau_and_secure_boot_from_files(tmp_path):
-    root = write_tree(tmp_path / "r", {"/proc/modules": "nouveau 2768896 0 - Live 0x0\n",
-                                       "/etc/os-release": "ID=ubuntu\nVERSION_ID=\"22.04\"\n"})
+    root = write_tree(
+        tmp_path / "r",
+        {"/proc/modules": "nouveau 2768896 0 - Live 0x0\n", "/etc/os-release": 'ID=ubuntu\nVERSION_ID="22.04"\n'},
+    )
     var = root / "sys/firmware/efi/efivars/SecureBoot-8be4df61-93ca-11d2-aa0d-e0a6c3b5ba5e"
     var.parent.mkdir(parents=True)
     var.write_bytes(bytes([6, 0, 0, 0, 1]))
@@ -43,13 +45,29 @@ def test_nouveau_and_secure_boot_from_files(tmp_path):
 def test_container_kinds(tmp_path):
     root = write_tree(tmp_path / "r", {"/run/.containerenv": ""})
     assert system.detect_container(cpu_box(tmp_path).__class__(root=root, env={}))[0] == "podman"
-    assert system.detect_container(cpu_box(tmp_path).__class__(root=root, env={"KUBERNETES_SERVICE_HOST": "kubernetes.default.svc"}))[0] == "kubernetes"
-    assert system.detect_container(cpu_box(tmp_path).__class__(root=tmp_path / "empty", env={"APPTAINER_CONTAINER": "x.sif"}))[0] == "apptainer"
+    assert (
+        system.detect_container(
+            cpu_box(tmp_path).__class__(root=root, env={"KUBERNETES_SERVICE_HOST": "kubernetes.default.svc"})
+        )[0]
+        == "kubernetes"
+    )
+    assert (
+        system.detect_container(
+            cpu_box(tmp_path).__class__(root=tmp_path / "empty", env={"APPTAINER_CONTAINER": "x.sif"})
+        )[0]
+        == "apptainer"
+    )
 
 
 def test_secrets_in_env_are_masked(tmp_path):
-    ctx = cpu_box(tmp_path, env={"PIP_INDEX_URL": "https://bob:hunter2@mirror.example/simple",
-                                 "HF_TOKEN": "hf_abc", "CUDA_HOME": "/usr/local/cuda"})
+    ctx = cpu_box(
+        tmp_path,
+        env={
+            "PIP_INDEX_URL": "https://bob:hunter2@mirror.example/simple",
+            "HF_TOKEN": "hf_abc",
+            "CUDA_HOME": "/usr/local/cuda",
+        },
+    )
     env = system.probe(ctx).env
     assert env["PIP_INDEX_URL"] == "https://bob:***@mirror.example/simple" and "hunter2" not in str(env)
     assert env["HF_TOKEN"] == "***" and env["CUDA_HOME"] == "/usr/local/cuda"
@@ -63,7 +81,9 @@ def test_pci_h200_and_cpu_box(tmp_path):
 
 
 def test_pci_name_from_system_pci_ids_and_bound_driver(tmp_path):
-    ctx = h200(tmp_path, files={"/usr/share/hwdata/pci.ids": "10de  NVIDIA Corporation\n\t2335  GH100 [H200 SXM 141GB]\n"})
+    ctx = h200(
+        tmp_path, files={"/usr/share/hwdata/pci.ids": "10de  NVIDIA Corporation\n\t2335  GH100 [H200 SXM 141GB]\n"}
+    )
     link = ctx.root / "sys/bus/pci/devices/0000:00:06.0/driver"
     link.unlink()
     link.symlink_to("../../../bus/pci/drivers/nouveau")

@@ -51,7 +51,6 @@ def test_an_image_without_libc_or_gcc_says_unknown_rather_than_the_hosts(tmp_pat
 
 
 def test_the_banner_of_real_glibc_builds():
-    assert parse_libc_banner(b"..GNU C Library (Debian GLIBC 2.36-9+deb12u14) stable release version 2.36.\n") \
-        == "2.36"
+    assert parse_libc_banner(b"..GNU C Library (Debian GLIBC 2.36-9+deb12u14) stable release version 2.36.\n") == "2.36"
     assert parse_libc_banner(b"GNU C Library (GNU libc) stable release version 2.28.\n") == "2.28"
     assert parse_libc_banner(b"\x00\x01 no banner here") is None

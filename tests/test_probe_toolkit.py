@@ -16,8 +16,12 @@ from envdoctor.probes.toolkit import probe, resolve
 from tests.fakes import FakeBin, recorded
 
 DRYRUN = "-dryrun -E -x cu /dev/null"
-NVCC = {"13.0": ("cpu-nvcc13-docker-client", "nvcc.txt"), "11.8": ("public-nvcc", "nvcc-11.8.txt"),
-        "12.1": ("public-nvcc", "nvcc-12.1.txt"), "12.8": ("public-nvcc", "nvcc-12.8.txt")}
+NVCC = {
+    "13.0": ("cpu-nvcc13-docker-client", "nvcc.txt"),
+    "11.8": ("public-nvcc", "nvcc-11.8.txt"),
+    "12.1": ("public-nvcc", "nvcc-12.1.txt"),
+    "12.8": ("public-nvcc", "nvcc-12.8.txt"),
+}
 
 
 class Machine:
@@ -36,8 +40,9 @@ class Machine:
         dest.parent.mkdir(parents=True, exist_ok=True)
         shutil.move(str(self.bin.add("prog", **fake)), dest)
 
-    def toolkit(self, root: str, release: Optional[str] = None, headers: bool = True, version_json: Optional[str] = None,
-                **fake) -> None:
+    def toolkit(
+        self, root: str, release: Optional[str] = None, headers: bool = True, version_json: Optional[str] = None, **fake
+    ) -> None:
         """A toolkit folder: bin/nvcc (+ nvcc.profile) printing the recorded --version of ``release``."""
         if release or fake:
             if release:
@@ -69,8 +74,9 @@ def test_this_machine_wrapper_nvcc_outside_a_toolkit(tmp_path):
     m = Machine(tmp_path)
     m.toolkit("/usr/local/cuda-13.0", "13.0")
     m.link("/usr/local/cuda", "/usr/local/cuda-13.0")
-    m.program("/usr/local/bin/nvcc", by_args={DRYRUN: ("", recorded("cpu-nvcc13-docker-client", "nvcc-dryrun.txt"), 0)},
-              rc=99)
+    m.program(
+        "/usr/local/bin/nvcc", by_args={DRYRUN: ("", recorded("cpu-nvcc13-docker-client", "nvcc-dryrun.txt"), 0)}, rc=99
+    )
     facts = probe(m.ctx(PATH="/usr/local/sbin:/usr/local/bin:/usr/bin:/bin"))
     assert len(facts.toolkits) == 1
     tk = facts.toolkits[0]
@@ -97,7 +103,11 @@ def test_several_toolkits_cuda_home_and_path_disagree(tmp_path):
     assert roots["/usr/local/cuda-12.8"].aliases == ("/usr/local/cuda",)
     assert set(roots["/usr/local/cuda-12.8"].found_via) == {"CUDA_HOME", "/usr/local/cuda*"}
     assert set(roots["/usr/local/cuda-12.1"].found_via) == {"PATH", "/usr/local/cuda*"}
-    assert (facts.extension_root, facts.extension_rule, facts.extension_status) == ("/usr/local/cuda", "CUDA_HOME", "ok")
+    assert (facts.extension_root, facts.extension_rule, facts.extension_status) == (
+        "/usr/local/cuda",
+        "CUDA_HOME",
+        "ok",
+    )
     assert facts.extension_toolkit == "/usr/local/cuda-12.8"
     assert facts.nvcc_on_path == "/usr/local/cuda-12.1/bin/nvcc" and facts.cuda_home == "/usr/local/cuda"
 
@@ -136,7 +146,9 @@ def test_version_files_when_there_is_no_nvcc(tmp_path):
     assert roots["/usr/local/cuda-11.8"].version_source == "/usr/local/cuda-11.8/version.json"
     assert roots["/usr/local/cuda-11.8"].nvcc is None
     assert (roots["/usr/local/cuda-10.2"].version, roots["/usr/local/cuda-10.2"].version_source) == (
-        "10.2.89", "/usr/local/cuda-10.2/version.txt")
+        "10.2.89",
+        "/usr/local/cuda-10.2/version.txt",
+    )
 
 
 def test_runtime_only_usr_local_cuda(tmp_path):
@@ -147,7 +159,10 @@ def test_runtime_only_usr_local_cuda(tmp_path):
     facts = probe(m.ctx())
     assert facts.toolkits == ()
     assert (facts.extension_root, facts.extension_rule, facts.extension_status) == (
-        "/usr/local/cuda", "/usr/local/cuda", "no_nvcc")
+        "/usr/local/cuda",
+        "/usr/local/cuda",
+        "no_nvcc",
+    )
 
 
 def test_nothing_at_all(tmp_path):
@@ -156,13 +171,16 @@ def test_nothing_at_all(tmp_path):
     assert facts.error is None
 
 
-@pytest.mark.parametrize("env, rule, status", [
-    ({"CUDA_HOME": "/usr/local/cuda-12.4"}, "CUDA_HOME", "missing"),
-    ({"CUDA_PATH": "/opt/nowhere"}, "CUDA_PATH", "missing"),
-    ({"CUDA_HOME": ""}, "CUDA_HOME", None),                  # "" or None -> None: torch looks for nvcc
-    ({"CUDA_PATH": ""}, "CUDA_PATH", "empty"),               # None or "" -> "": torch gives up
-    ({"CUDA_HOME": "", "CUDA_PATH": "/usr/local/cuda-12.8"}, "CUDA_PATH", "ok"),
-])
+@pytest.mark.parametrize(
+    "env, rule, status",
+    [
+        ({"CUDA_HOME": "/usr/local/cuda-12.4"}, "CUDA_HOME", "missing"),
+        ({"CUDA_PATH": "/opt/nowhere"}, "CUDA_PATH", "missing"),
+        ({"CUDA_HOME": ""}, "CUDA_HOME", None),  # "" or None -> None: torch looks for nvcc
+        ({"CUDA_PATH": ""}, "CUDA_PATH", "empty"),  # None or "" -> "": torch gives up
+        ({"CUDA_HOME": "", "CUDA_PATH": "/usr/local/cuda-12.8"}, "CUDA_PATH", "ok"),
+    ],
+)
 def test_cuda_home_the_way_torch_reads_it(tmp_path, env, rule, status):
     m = Machine(tmp_path)
     m.toolkit("/usr/local/cuda-12.8", "12.8")
@@ -216,9 +234,12 @@ def test_nvcc_with_garbage_output(tmp_path):
 
 def test_nvcc_exits_non_zero_with_its_error(tmp_path):
     m = Machine(tmp_path)
-    m.toolkit("/usr/local/cuda-12.8", stderr="/usr/local/cuda-12.8/bin/nvcc: error while loading shared libraries: "
-                                             "libnvvm.so.4: cannot open shared object file: No such file or directory",
-              rc=127)
+    m.toolkit(
+        "/usr/local/cuda-12.8",
+        stderr="/usr/local/cuda-12.8/bin/nvcc: error while loading shared libraries: "
+        "libnvvm.so.4: cannot open shared object file: No such file or directory",
+        rc=127,
+    )
     (tk,) = probe(m.ctx()).toolkits
     assert tk.error.kind == "exit_status" and "libnvvm.so.4" in tk.error.message
 

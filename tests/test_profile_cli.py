@@ -21,9 +21,12 @@ FIX = ROOT / "tests" / "fixtures" / "profile"
 
 
 def env_clean(**extra):
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("SLURM_", "OMPI_", "TORCHELASTIC_", "PMI_"))
-           and k not in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "LOCAL_RANK", "LOCAL_WORLD_SIZE")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("SLURM_", "OMPI_", "TORCHELASTIC_", "PMI_"))
+        and k not in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "LOCAL_RANK", "LOCAL_WORLD_SIZE")
+    }
     env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
     env.update(extra)
     return env
@@ -57,7 +60,7 @@ def test_item_every_step_is_named_at_the_users_line():
     r, doc = doc_of("--steps", "4", "--", "python", "item_every_step.py")
     assert r.returncode == 0, r.stderr
     sync = next(f for f in doc["findings"] if f["code"] == "ED941")
-    assert sync["severity"] == "info"             # a CPU-only torch: no device to wait for
+    assert sync["severity"] == "info"  # a CPU-only torch: no device to wait for
     assert "item_every_step.py:18" in sync["title"]
     assert doc["syncs"][0]["per_step"] == 1.0 and doc["syncs"][0]["function"] == "<module>"
     # AdamW's own .item() calls on CPU step counters are torch's, not the user's: not counted
@@ -74,7 +77,7 @@ def test_an_fp32_matmul_script_is_mostly_matmul_and_counts_its_flops():
     # 3 input gradients (the first layer's input needs none): 11 products
     assert doc["throughput"]["flops_per_step"] == 11 * 2 * 1024 * 512 * 512
     assert doc["figures"]["matmul_dtypes"] == {"float32": 11}
-    assert doc["throughput"]["tflops"] > 0 and doc["throughput"]["mfu"] is None   # no datasheet for a CPU
+    assert doc["throughput"]["tflops"] > 0 and doc["throughput"]["mfu"] is None  # no datasheet for a CPU
 
 
 @needs_torch
@@ -102,8 +105,9 @@ def test_a_script_that_hangs_is_stopped_at_the_timeout():
 
 @needs_torch
 def test_the_trace_is_kept_where_asked(tmp_path):
-    r, doc = doc_of("--steps", "3", "--trace", str(tmp_path / "t"), "--stop-after", "--", sys.executable,
-                    "fp32_matmul.py")
+    r, doc = doc_of(
+        "--steps", "3", "--trace", str(tmp_path / "t"), "--stop-after", "--", sys.executable, "fp32_matmul.py"
+    )
     assert r.returncode == 0
     trace = json.loads((tmp_path / "t" / "trace-rank0.json").read_text())
     assert sum(e.get("name", "").startswith("ProfilerStep#") for e in trace["traceEvents"]) == 3
@@ -113,8 +117,23 @@ def test_the_trace_is_kept_where_asked(tmp_path):
 @needs_torch
 def test_two_ddp_ranks_under_torchrun_each_report_and_rank_0_merges(tmp_path):
     out = tmp_path / "prof"
-    argv = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", "-m", "envdoctor",
-            "profile", "--steps", "3", "--trace", str(out), "--", "ddp_gloo.py"]
+    argv = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc-per-node",
+        "2",
+        "-m",
+        "envdoctor",
+        "profile",
+        "--steps",
+        "3",
+        "--trace",
+        str(out),
+        "--",
+        "ddp_gloo.py",
+    ]
     r = subprocess.run(argv, env=env_clean(), capture_output=True, text=True, timeout=240, cwd=str(FIX))
     assert r.returncode == 0, r.stdout + r.stderr
     assert "All ranks (2 of 2 reported)" in r.stdout and "slowest rank" in r.stdout
@@ -124,17 +143,20 @@ def test_two_ddp_ranks_under_torchrun_each_report_and_rank_0_merges(tmp_path):
     assert "AllReduce" in comms, docs[0]["breakdown"]
 
 
-@pytest.mark.parametrize("args, says", [
-    (["--", sys.executable, "no-such.py"], "no-such.py: no such script"),
-    (["--steps", "0", "--", "python", "x.py"], "--steps"),
-    (["--timeout", "nan", "--", "python", "x.py"], "--timeout"),
-    (["--timeout", "inf", "--", "python", "x.py"], "--timeout"),
-    (["--", "python"], "give the script to profile"),
-    (["--", "python", "-m", "pkg.train"], "python -m MODULE is not supported"),
-    # qa2: "-c: no such script (give the path of the Python file to profile)"
-    (["--", "python", "-c", "print(1)"], "python -c CODE is not supported: put the code in a file"),
-    (["--", "python", "-u", "x.py"], "python -u: an interpreter option before the script is not supported"),
-])
+@pytest.mark.parametrize(
+    "args, says",
+    [
+        (["--", sys.executable, "no-such.py"], "no-such.py: no such script"),
+        (["--steps", "0", "--", "python", "x.py"], "--steps"),
+        (["--timeout", "nan", "--", "python", "x.py"], "--timeout"),
+        (["--timeout", "inf", "--", "python", "x.py"], "--timeout"),
+        (["--", "python"], "give the script to profile"),
+        (["--", "python", "-m", "pkg.train"], "python -m MODULE is not supported"),
+        # qa2: "-c: no such script (give the path of the Python file to profile)"
+        (["--", "python", "-c", "print(1)"], "python -c CODE is not supported: put the code in a file"),
+        (["--", "python", "-u", "x.py"], "python -u: an interpreter option before the script is not supported"),
+    ],
+)
 def test_usage_errors_are_one_line_and_exit_2(args, says):
     r = profile(*args)
     assert r.returncode == 2 and says in r.stderr, r.stderr
@@ -143,8 +165,14 @@ def test_usage_errors_are_one_line_and_exit_2(args, says):
 
 def test_under_a_launcher_several_ranks_need_a_shared_folder():
     env = env_clean(RANK="0", WORLD_SIZE="2", MASTER_ADDR="127.0.0.1", MASTER_PORT="29500")
-    r = subprocess.run([sys.executable, "-m", "envdoctor", "profile", "--", "python", "fp32_matmul.py"], env=env,
-                       capture_output=True, text=True, timeout=60, cwd=str(FIX))
+    r = subprocess.run(
+        [sys.executable, "-m", "envdoctor", "profile", "--", "python", "fp32_matmul.py"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=str(FIX),
+    )
     assert r.returncode == 2 and "give --trace DIR" in r.stderr
 
 

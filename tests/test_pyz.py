@@ -34,8 +34,12 @@ def _python39():
     """A Python 3.9 that really runs (a pyenv shim on PATH may not), or None."""
     for c in sorted(glob.glob("/root/.pyenv/versions/3.9*/bin/python3")) + ["python3.9"]:
         try:
-            ok = subprocess.run([c, "-c", "import sys; assert sys.version_info[:2] == (3, 9)"],
-                                capture_output=True, timeout=30).returncode == 0
+            ok = (
+                subprocess.run(
+                    [c, "-c", "import sys; assert sys.version_info[:2] == (3, 9)"], capture_output=True, timeout=30
+                ).returncode
+                == 0
+            )
         except (OSError, subprocess.TimeoutExpired):
             continue
         if ok:
@@ -43,8 +47,7 @@ def _python39():
     return None
 
 
-INTERPRETERS = [pytest.param(sys.executable, id="this-python"),
-                pytest.param(_python39(), id="python3.9")]
+INTERPRETERS = [pytest.param(sys.executable, id="this-python"), pytest.param(_python39(), id="python3.9")]
 
 
 @pytest.fixture(scope="module")
@@ -57,8 +60,7 @@ def run(python, pyz, *args, home):
     if python is None:
         pytest.skip("no Python 3.9 on this machine")
     env = {"PATH": "/usr/bin:/bin", "HOME": str(home), "LANG": "C.UTF-8"}
-    return subprocess.run([python, "-I", "-S", str(pyz), *args], capture_output=True, text=True, env=env,
-                          timeout=120)
+    return subprocess.run([python, "-I", "-S", str(pyz), *args], capture_output=True, text=True, env=env, timeout=120)
 
 
 @pytest.mark.parametrize("python", INTERPRETERS)
@@ -75,11 +77,15 @@ def test_pyz_checks_the_machine(pyz, python, tmp_path):
     doc = json.loads(r.stdout)
     jsonschema.validate(doc, SCHEMA)
     facts = doc["facts"]
-    version = subprocess.run([python, "-c", "import platform; print(platform.python_version())"],
-                             capture_output=True, text=True).stdout.strip()
+    version = subprocess.run(
+        [python, "-c", "import platform; print(platform.python_version())"], capture_output=True, text=True
+    ).stdout.strip()
     assert facts["system"]["python"] == version and facts["system"]["os_id"]
-    gaps = {area for area in ("system", "pci", "driver", "toolkits", "conda", "docker", "python")
-            if (facts[area].get("error") or {}).get("kind") == "crashed"}
+    gaps = {
+        area
+        for area in ("system", "pci", "driver", "toolkits", "conda", "docker", "python")
+        if (facts[area].get("error") or {}).get("kind") == "crashed"
+    }
     if any(f["code"] == "ED901" for f in doc["findings"]):
         gaps.add("table")
     assert gaps == KNOWN_ZIP_GAPS, r.stderr

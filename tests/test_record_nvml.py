@@ -24,8 +24,8 @@ def load_recorder():
 def test_a_recording_replays_to_the_same_readings(monkeypatch):
     recorder = load_recorder()
     source = FakeNvml.recorded("h200-driver580-cuda13", gpus=2)
-    source.set(1, "nvmlDeviceGetP2PStatus:0,1", 5)                  # GPU 1 -> GPU 0: no P2P write
-    monkeypatch.setattr(recorder, "pynvml", source)                  # the "driver" being recorded
+    source.set(1, "nvmlDeviceGetP2PStatus:0,1", 5)  # GPU 1 -> GPU 0: no P2P write
+    monkeypatch.setattr(recorder, "pynvml", source)  # the "driver" being recorded
     out = io.StringIO()
     with redirect_stdout(out):
         assert recorder.main() == 0

@@ -9,7 +9,7 @@ import time
 from envdoctor.fleet.merge import NodeRedactor
 from envdoctor.redact import mask_text
 
-BOUND = 2.0   # CPU seconds, for work that takes about 0.1 s on the shared 2-core machine
+BOUND = 2.0  # CPU seconds, for work that takes about 0.1 s on the shared 2-core machine
 
 
 def cpu(fn, *args):
@@ -21,8 +21,9 @@ def cpu(fn, *args):
 
 
 def redactor():
-    return NodeRedactor(["/home/ana"], {"gpu-07": "node-01", "gpu-07.cluster.local": "node-02", "ana": "<user>",
-                                        "a.b.c": "<serial>"})
+    return NodeRedactor(
+        ["/home/ana"], {"gpu-07": "node-01", "gpu-07.cluster.local": "node-02", "ana": "<user>", "a.b.c": "<serial>"}
+    )
 
 
 def test_fleet_redact_of_a_title_of_forty_thousand_dots_is_linear():
@@ -33,17 +34,19 @@ def test_fleet_redact_of_a_title_of_forty_thousand_dots_is_linear():
 
 
 def test_fleet_redact_of_a_megabyte_of_dotted_version_text_is_linear():
-    text = ".".join(str(i % 10) for i in range(500_000))        # 1 MB, one token of 500,000 parts
+    text = ".".join(str(i % 10) for i in range(500_000))  # 1 MB, one token of 500,000 parts
     assert cpu(redactor().text, text) == text
     assert cpu(mask_text, text) == text
 
 
 def test_fleet_redact_still_replaces_the_longest_word_before_a_dot():
     r = redactor()
-    assert r.text("gpu-07.json gpu-07.cluster.local.x gpu-070 ana.b a.b.c.d a.b") == \
-        "node-01.json node-02.x gpu-070 <user>.b <serial>.d a.b"
+    assert (
+        r.text("gpu-07.json gpu-07.cluster.local.x gpu-070 ana.b a.b.c.d a.b")
+        == "node-01.json node-02.x gpu-070 <user>.b <serial>.d a.b"
+    )
 
 
 def test_masking_a_megabyte_of_at_signs_and_colons_is_linear():
-    assert cpu(mask_text, "a:b@" * 250_000).count("***") == 249_999     # the last @ has no host after it
+    assert cpu(mask_text, "a:b@" * 250_000).count("***") == 249_999  # the last @ has no host after it
     assert cpu(mask_text, " a:" * 300_000 + "b@h").endswith(" a:***@h")

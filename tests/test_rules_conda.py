@@ -24,8 +24,14 @@ PIP_VISION = CondaPackage("torchvision", "0.20.1", "pypi_0", "pypi")
 def env(*packages, flavor="conda", **kw):
     kw.setdefault("active_prefix", DL)
     kw.setdefault("active_name", "dl")
-    return CondaFacts(exe=f"/home/ada/miniforge3/bin/{flavor}", flavor=flavor, version="25.5.1",
-                      packages=packages, packages_source=f"{flavor} list --json --prefix {DL}", **kw)
+    return CondaFacts(
+        exe=f"/home/ada/miniforge3/bin/{flavor}",
+        flavor=flavor,
+        version="25.5.1",
+        packages=packages,
+        packages_source=f"{flavor} list --json --prefix {DL}",
+        **kw,
+    )
 
 
 def found(facts: Facts, code: str) -> list[Finding]:
@@ -43,6 +49,7 @@ def test_build_strings():
 
 # ED401 -------------------------------------------------------------------------------------------
 
+
 def test_ed401_cuda_runtime_without_nvcc():
     (f,) = found(Facts(conda=env(CV129, PT_CF129)), "ED401")
     assert f.severity == "info" and f.fix == ("conda install -c conda-forge cuda-nvcc=12.9",)
@@ -50,8 +57,12 @@ def test_ed401_cuda_runtime_without_nvcc():
 
 
 def test_ed401_micromamba_and_the_pytorch_build_when_no_cuda_version_package():
-    (f,) = found(Facts(conda=env(CondaPackage("pytorch", "2.5.1", "cuda126_py312h1763f6d_306", "conda-forge"),
-                                 flavor="micromamba")), "ED401")
+    (f,) = found(
+        Facts(
+            conda=env(CondaPackage("pytorch", "2.5.1", "cuda126_py312h1763f6d_306", "conda-forge"), flavor="micromamba")
+        ),
+        "ED401",
+    )
     assert f.fix == ("micromamba install -c conda-forge cuda-nvcc=12.6",)
 
 
@@ -67,12 +78,15 @@ def test_ed401_quiet():
 
 # ED402 -------------------------------------------------------------------------------------------
 
+
 def test_ed402_retired_pytorch_channel():
     facts = Facts(conda=env(PT_RETIRED, PT_CUDA, active_name="mmcv", channels=("pytorch", "nvidia", "pkgs/main")))
     (f,) = found(facts, "ED402")
     assert f.severity == "warning" and f.reference == "https://github.com/pytorch/pytorch/issues/138506"
-    assert f.fix == ("conda create -n mmcv-cf -c conda-forge --override-channels python pytorch-gpu",
-                     "conda activate mmcv-cf")
+    assert f.fix == (
+        "conda create -n mmcv-cf -c conda-forge --override-channels python pytorch-gpu",
+        "conda activate mmcv-cf",
+    )
     assert "pytorch 2.2.2 py3.10_cuda12.1_cudnn8.9.2_0 (pytorch)" in f.evidence
 
 
@@ -81,6 +95,7 @@ def test_ed402_quiet_for_conda_forge():
 
 
 # ED403 -------------------------------------------------------------------------------------------
+
 
 def test_ed403_env_cuda_major_newer_than_the_driver():
     facts = Facts(conda=env(CV129, PT_CF129), driver=DriverFacts(driver_version="470.256.02", driver_cuda="11.4"))
@@ -99,13 +114,17 @@ def test_ed403_quiet():
     same_major = Facts(conda=env(CV129, PT_CF129), driver=DriverFacts(driver_cuda="12.2"))
     assert not found(same_major, "ED403")  # CUDA minor-version compatibility
     assert not found(Facts(conda=env(CV129, PT_CF129)), "ED403")  # no driver CUDA known
-    covered = Facts(conda=env(CV129, PT_CF129), driver=DriverFacts(driver_cuda="11.4"),
-                    torch=TorchFacts(installed=True, version="2.8.0", cuda="12.9"),
-                    python=TargetPython(prefix=DL + "/"))
+    covered = Facts(
+        conda=env(CV129, PT_CF129),
+        driver=DriverFacts(driver_cuda="11.4"),
+        torch=TorchFacts(installed=True, version="2.8.0", cuda="12.9"),
+        python=TargetPython(prefix=DL + "/"),
+    )
     assert not found(covered, "ED403")  # the target Python is this env: ED205 says it
 
 
 # ED404 -------------------------------------------------------------------------------------------
+
 
 def test_ed404_pip_torch_over_conda_forge_pytorch_keeps_condas():
     facts = Facts(conda=env(CV129, PT_CF129, PIP_TORCH, PIP_VISION))
@@ -120,8 +139,11 @@ def test_ed404_does_not_reinstall_from_the_retired_channel_ed402_says_to_leave()
     (f,) = found(facts, "ED404")
     (retired,) = found(facts, "ED402")
     assert not any("--force-reinstall" in c for c in f.fix)
-    assert f.fix == retired.fix == ("conda create -n dl-cf -c conda-forge --override-channels python pytorch-gpu",
-                                    "conda activate dl-cf")
+    assert (
+        f.fix
+        == retired.fix
+        == ("conda create -n dl-cf -c conda-forge --override-channels python pytorch-gpu", "conda activate dl-cf")
+    )
     assert "retired `pytorch` channel (ED402)" in f.explanation
 
 
@@ -149,7 +171,10 @@ def test_ed401_in_a_mixed_env_proposes_torchs_cuda_not_cuda_version():
     assert "cuda-version 12.4 h3060b56_3 (conda-forge)" in f.evidence
     # a pip torch over it (the target Python is this env): torch.version.cuda is what runs
     pip_torch = TorchFacts(installed=True, version="2.5.1", cuda="12.4")
-    here = Facts(conda=env(runtime, cv124, PT_RETIRED, PT_CUDA), torch=pip_torch,
-                 python=TargetPython(executable=f"{DL}/bin/python", prefix=DL))
+    here = Facts(
+        conda=env(runtime, cv124, PT_RETIRED, PT_CUDA),
+        torch=pip_torch,
+        python=TargetPython(executable=f"{DL}/bin/python", prefix=DL),
+    )
     (f,) = found(here, "ED401")
     assert f.fix == ("conda install -c conda-forge cuda-nvcc=12.4",)

@@ -10,11 +10,21 @@ from envdoctor.findings import Finding
 from envdoctor.rules import docker as rules
 
 UBUNTU = SystemFacts(os_id="ubuntu", os_version="24.04", os_like=("debian",), arch="x86_64", user="ada")
-H200 = DriverFacts(driver_version="580.159.04", driver_cuda="13.0",
-                   gpus=(GpuInfo(0, "NVIDIA H200", "GPU-c7d3a8fe-462a-58ba-1a7b-0c6231496ec4", source="nvml"),))
-UP = dict(client="/usr/bin/docker", client_version="29.7.2", daemon="ok", server_version="29.7.2",
-          gpus_flag_supported=True, runtimes=("io.containerd.runc.v2", "runc"), default_runtime="runc",
-          cdi_spec_dirs=("/etc/cdi", "/var/run/cdi"))
+H200 = DriverFacts(
+    driver_version="580.159.04",
+    driver_cuda="13.0",
+    gpus=(GpuInfo(0, "NVIDIA H200", "GPU-c7d3a8fe-462a-58ba-1a7b-0c6231496ec4", source="nvml"),),
+)
+UP = dict(
+    client="/usr/bin/docker",
+    client_version="29.7.2",
+    daemon="ok",
+    server_version="29.7.2",
+    gpus_flag_supported=True,
+    runtimes=("io.containerd.runc.v2", "runc"),
+    default_runtime="runc",
+    cdi_spec_dirs=("/etc/cdi", "/var/run/cdi"),
+)
 APT = (
     "curl -fsSL https://nvidia.github.io/libnvidia-container/gpgkey | sudo gpg --dearmor -o "
     "/usr/share/keyrings/nvidia-container-toolkit-keyring.gpg",
@@ -24,8 +34,11 @@ APT = (
     "sudo apt-get update",
     "sudo apt-get install -y nvidia-container-toolkit",
 )
-CONFIGURE = ("sudo nvidia-ctk runtime configure --runtime=docker", "sudo systemctl restart docker",
-             "docker run --rm --gpus all ubuntu nvidia-smi")
+CONFIGURE = (
+    "sudo nvidia-ctk runtime configure --runtime=docker",
+    "sudo systemctl restart docker",
+    "docker run --rm --gpus all ubuntu nvidia-smi",
+)
 
 
 def found(facts: Facts, code: str) -> list[Finding]:
@@ -33,17 +46,26 @@ def found(facts: Facts, code: str) -> list[Finding]:
 
 
 def down(daemon, error, socket="unix:///var/run/docker.sock"):
-    return DockerFacts(client="/usr/local/bin/docker", client_version="28.2.2", daemon=daemon, daemon_error=error,
-                       daemon_socket=socket, gpus_flag_supported=True)
+    return DockerFacts(
+        client="/usr/local/bin/docker",
+        client_version="28.2.2",
+        daemon=daemon,
+        daemon_error=error,
+        daemon_socket=socket,
+        gpus_flag_supported=True,
+    )
 
 
 NOT_RUNNING = "Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker daemon running?"
-DENIED = ('permission denied while trying to connect to the Docker daemon socket at unix:///var/run/docker.sock: '
-          'Get "http://%2Fvar%2Frun%2Fdocker.sock/v1.24/version": '
-          'dial unix /var/run/docker.sock: connect: permission denied')
+DENIED = (
+    "permission denied while trying to connect to the Docker daemon socket at unix:///var/run/docker.sock: "
+    'Get "http://%2Fvar%2Frun%2Fdocker.sock/v1.24/version": '
+    "dial unix /var/run/docker.sock: connect: permission denied"
+)
 
 
 # ED501 / ED502 / ED506 ---------------------------------------------------------------------------
+
 
 def test_ed501_daemon_not_running_on_a_host():
     (f,) = found(Facts(system=UBUNTU, docker=down("not_running", NOT_RUNNING)), "ED501")
@@ -53,8 +75,11 @@ def test_ed501_daemon_not_running_on_a_host():
 
 
 def test_ed501_rootless_and_inside_a_container():
-    rootless = down("not_running", "Cannot connect to the Docker daemon at unix:///run/user/1351/docker.sock. "
-                                   "Is the docker daemon running?", "unix:///run/user/1351/docker.sock")
+    rootless = down(
+        "not_running",
+        "Cannot connect to the Docker daemon at unix:///run/user/1351/docker.sock. Is the docker daemon running?",
+        "unix:///run/user/1351/docker.sock",
+    )
     (f,) = found(Facts(system=UBUNTU, docker=rootless), "ED501")
     assert f.fix == ("systemctl --user start docker",)
     this_machine = SystemFacts(os_id="debian", container="docker", container_evidence="/.dockerenv exists")
@@ -82,6 +107,7 @@ def test_daemon_rules_quiet():
 
 # ED503 / ED504 -----------------------------------------------------------------------------------
 
+
 def test_ed503_gpu_and_docker_without_the_container_toolkit_on_ubuntu():
     (f,) = found(Facts(system=UBUNTU, driver=H200, docker=DockerFacts(**UP)), "ED503")
     assert f.severity == "error"
@@ -90,19 +116,25 @@ def test_ed503_gpu_and_docker_without_the_container_toolkit_on_ubuntu():
 
 
 def test_ed503_on_rhel_suse_and_an_unknown_distro_with_only_a_pci_gpu():
-    pci = PciFacts(devices=(PciDevice("0000:00:06.0", "0x10de", "0x2335", "0x030200", name="GH100 [H200 SXM 141GB]"),),
-                   source="/sys/bus/pci/devices")
+    pci = PciFacts(
+        devices=(PciDevice("0000:00:06.0", "0x10de", "0x2335", "0x030200", name="GH100 [H200 SXM 141GB]"),),
+        source="/sys/bus/pci/devices",
+    )
     fedora = SystemFacts(os_id="fedora", os_version="41")
     (f,) = found(Facts(system=fedora, pci=pci, docker=DockerFacts(**UP)), "ED503")
-    assert f.fix[:2] == ("curl -s -L "
-                         "https://nvidia.github.io/libnvidia-container/stable/rpm/nvidia-container-toolkit.repo | "
-                         "sudo tee /etc/yum.repos.d/nvidia-container-toolkit.repo",
-                         "sudo dnf install -y nvidia-container-toolkit")
+    assert f.fix[:2] == (
+        "curl -s -L "
+        "https://nvidia.github.io/libnvidia-container/stable/rpm/nvidia-container-toolkit.repo | "
+        "sudo tee /etc/yum.repos.d/nvidia-container-toolkit.repo",
+        "sudo dnf install -y nvidia-container-toolkit",
+    )
     assert "PCI 0000:00:06.0: GH100 [H200 SXM 141GB] (/sys/bus/pci/devices)" in f.evidence
     leap = SystemFacts(os_id="opensuse-leap", os_version="15.6", os_like=("suse", "opensuse"))
     (f,) = found(Facts(system=leap, pci=pci, docker=DockerFacts(**UP)), "ED503")
-    assert f.fix[:2] == ("sudo zypper ar https://nvidia.github.io/libnvidia-container/stable/rpm/nvidia-container-toolkit.repo",
-                         "sudo zypper --gpg-auto-import-keys install -y nvidia-container-toolkit")
+    assert f.fix[:2] == (
+        "sudo zypper ar https://nvidia.github.io/libnvidia-container/stable/rpm/nvidia-container-toolkit.repo",
+        "sudo zypper --gpg-auto-import-keys install -y nvidia-container-toolkit",
+    )
     (f,) = found(Facts(system=SystemFacts(os_id="gentoo"), pci=pci, docker=DockerFacts(**UP)), "ED503")
     assert f.fix[0].startswith("# add NVIDIA's container toolkit repository") and f.fix[1:] == CONFIGURE
 
@@ -110,10 +142,12 @@ def test_ed503_on_rhel_suse_and_an_unknown_distro_with_only_a_pci_gpu():
 def test_ed504_toolkit_installed_docker_not_configured_rootless():
     d = DockerFacts(**dict(UP, rootless=True, nvidia_ctk="/usr/bin/nvidia-ctk", nvidia_ctk_version="1.17.8"))
     (f,) = found(Facts(system=UBUNTU, driver=H200, docker=d), "ED504")
-    assert f.fix == ("nvidia-ctk runtime configure --runtime=docker --config=$HOME/.config/docker/daemon.json",
-                     "systemctl --user restart docker",
-                     "sudo nvidia-ctk config --set nvidia-container-cli.no-cgroups --in-place",
-                     "docker run --rm --gpus all ubuntu nvidia-smi")
+    assert f.fix == (
+        "nvidia-ctk runtime configure --runtime=docker --config=$HOME/.config/docker/daemon.json",
+        "systemctl --user restart docker",
+        "sudo nvidia-ctk config --set nvidia-container-cli.no-cgroups --in-place",
+        "docker run --rm --gpus all ubuntu nvidia-smi",
+    )
     assert not found(Facts(system=UBUNTU, driver=H200, docker=d), "ED503")
 
 
@@ -130,9 +164,11 @@ def test_ed503_504_quiet():
 
 # ED505 / ED507 -----------------------------------------------------------------------------------
 
+
 def test_ed505_docker_older_than_19_03():
-    old = DockerFacts(**dict(UP, client_version="18.09.6", server_version="18.09.6", gpus_flag_supported=False,
-                             runtimes=("runc",)))
+    old = DockerFacts(
+        **dict(UP, client_version="18.09.6", server_version="18.09.6", gpus_flag_supported=False, runtimes=("runc",))
+    )
     (f,) = found(Facts(system=UBUNTU, driver=H200, docker=old), "ED505")
     assert f.severity == "error" and "18.09.6" in f.title
     assert f.fix[0] == "# upgrade Docker Engine from Docker's repository: https://docs.docker.com/engine/install/"
@@ -144,8 +180,11 @@ def test_ed505_docker_older_than_19_03():
 def test_ed507_podman_without_cdi_spec():
     d = DockerFacts(podman="/usr/bin/podman", podman_version="4.9.3", nvidia_ctk="/usr/bin/nvidia-ctk")
     (f,) = found(Facts(system=UBUNTU, driver=H200, docker=d), "ED507")
-    assert f.fix == ("sudo nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml", "nvidia-ctk cdi list",
-                     "podman run --rm --device nvidia.com/gpu=all ubuntu nvidia-smi -L")
+    assert f.fix == (
+        "sudo nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml",
+        "nvidia-ctk cdi list",
+        "podman run --rm --device nvidia.com/gpu=all ubuntu nvidia-smi -L",
+    )
     (f,) = found(Facts(system=UBUNTU, driver=H200, docker=DockerFacts(podman="/usr/bin/podman")), "ED507")
     assert f.fix[:4] == APT
 
@@ -160,8 +199,14 @@ def test_nothing_when_docker_is_absent():
     assert [f for rule in rules.RULES for f in rule(Facts(driver=H200, system=UBUNTU), None)] == []
 
 
-DOCKER_INSIDE = SystemFacts(os_id="ubuntu", os_version="22.04", os_like=("debian",), user="root",
-                            container="docker", container_evidence="/.dockerenv exists")
+DOCKER_INSIDE = SystemFacts(
+    os_id="ubuntu",
+    os_version="22.04",
+    os_like=("debian",),
+    user="root",
+    container="docker",
+    container_evidence="/.dockerenv exists",
+)
 
 
 def test_inside_a_container_the_toolkit_and_the_daemon_are_the_hosts():
@@ -172,8 +217,10 @@ def test_inside_a_container_the_toolkit_and_the_daemon_are_the_hosts():
     assert f.fix[0].startswith("# on the host, where the Docker daemon runs: install the NVIDIA Container Toolkit")
     assert "# on the host: sudo nvidia-ctk runtime configure --runtime=docker" in f.fix
     (f,) = found(Facts(system=DOCKER_INSIDE, docker=down("permission_denied", DENIED)), "ED502")
-    assert f.fix == ("stat -c '%g' /var/run/docker.sock   # the group id that owns the host's socket",
-                     "# on the host: start this container with --group-add <that id>")
+    assert f.fix == (
+        "stat -c '%g' /var/run/docker.sock   # the group id that owns the host's socket",
+        "# on the host: start this container with --group-add <that id>",
+    )
 
 
 def test_ed501_under_wsl2_names_docker_desktops_integration():
@@ -185,20 +232,28 @@ def test_ed501_under_wsl2_names_docker_desktops_integration():
 
 # --- issue 26, section 5: the toolkit's security fixes and a CDI spec left from another driver -----
 
+
 def test_container_toolkit_1_13_1_is_below_the_release_fixing_the_container_escape_cves():
     """1.13.1 (the recorded `nvidia-ctk --version` of a public machine) was not flagged; NVIDIA's
     bulletins name every release up to 1.17.7 as affected by a container escape (data/security.toml)."""
-    facts = Facts(system=UBUNTU, driver=H200,
-                  docker=DockerFacts(**UP, nvidia_ctk="/usr/bin/nvidia-ctk", nvidia_ctk_version="1.13.1"))
+    facts = Facts(
+        system=UBUNTU,
+        driver=H200,
+        docker=DockerFacts(**UP, nvidia_ctk="/usr/bin/nvidia-ctk", nvidia_ctk_version="1.13.1"),
+    )
     (f,) = found(facts, "ED508")
     assert f.severity == "warning"
     assert f.title == "NVIDIA Container Toolkit 1.13.1 has known container-escape CVEs: 1.17.8 or newer fixes them"
     assert f.reference == "https://nvidia.custhelp.com/app/answers/detail/a_id/5659"
-    assert ("CVE-2024-0132, CVE-2024-0133: fixed in 1.16.2 (NVIDIA bulletin "
-            "https://nvidia.custhelp.com/app/answers/detail/a_id/5582, 2024-09)") in " ".join(f.evidence)
+    assert (
+        "CVE-2024-0132, CVE-2024-0133: fixed in 1.16.2 (NVIDIA bulletin "
+        "https://nvidia.custhelp.com/app/answers/detail/a_id/5582, 2024-09)"
+    ) in " ".join(f.evidence)
     assert any(e.startswith("CVE-2025-23266, CVE-2025-23267: fixed in 1.17.8") for e in f.evidence)
-    assert "sudo apt-get install --only-upgrade -y nvidia-container-toolkit nvidia-container-toolkit-base " \
-           "libnvidia-container-tools libnvidia-container1" in f.fix
+    assert (
+        "sudo apt-get install --only-upgrade -y nvidia-container-toolkit nvidia-container-toolkit-base "
+        "libnvidia-container-tools libnvidia-container1" in f.fix
+    )
     assert f.fix[-1] == "nvidia-ctk --version   # 1.17.8 or newer"
 
 
@@ -214,14 +269,22 @@ def test_a_toolkit_with_every_fix_or_only_the_cli_version_known():
 def test_a_cdi_spec_generated_for_another_driver_than_the_loaded_one():
     """/etc/cdi/nvidia.yaml of driver 570.133.20 after an upgrade to 580.159.04: containers started with
     --device nvidia.com/gpu=all ask for libraries that are gone."""
-    facts = Facts(system=UBUNTU, driver=H200,
-                  docker=DockerFacts(**UP, cdi_specs=("/etc/cdi/nvidia.yaml",),
-                                     cdi_driver_versions={"/etc/cdi/nvidia.yaml": "570.133.20"}))
+    facts = Facts(
+        system=UBUNTU,
+        driver=H200,
+        docker=DockerFacts(
+            **UP, cdi_specs=("/etc/cdi/nvidia.yaml",), cdi_driver_versions={"/etc/cdi/nvidia.yaml": "570.133.20"}
+        ),
+    )
     (f,) = found(facts, "ED509")
     assert f.severity == "warning"
     assert f.title == "The CDI spec /etc/cdi/nvidia.yaml was generated for driver 570.133.20; 580.159.04 is loaded"
     assert f.fix[0] == "sudo nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml"
-    same = Facts(system=UBUNTU, driver=H200,
-                 docker=DockerFacts(**UP, cdi_specs=("/etc/cdi/nvidia.yaml",),
-                                    cdi_driver_versions={"/etc/cdi/nvidia.yaml": "580.159.04"}))
+    same = Facts(
+        system=UBUNTU,
+        driver=H200,
+        docker=DockerFacts(
+            **UP, cdi_specs=("/etc/cdi/nvidia.yaml",), cdi_driver_versions={"/etc/cdi/nvidia.yaml": "580.159.04"}
+        ),
+    )
     assert found(same, "ED509") == []

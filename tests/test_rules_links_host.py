@@ -26,11 +26,18 @@ def test_inside_a_container_ecc_mig_and_services_are_changed_on_the_host(tmp_pat
         nv.set(i, "nvmlDeviceGetPersistenceMode", 0)
     facts = Facts(links=links.probe(context(tmp_path, nv, 2)), driver=DriverFacts(), system=DOCKER)
     found = {f.code: f for f in checks.run(rules.RULES, facts, load_table())}
-    assert found["ED856"].fix == ("# on the host: sudo nvidia-smi -i 0 -e 1", "# on the host: sudo reboot",
-                                  "# then restart this container")
-    assert found["ED855"].fix[0] == "# on the host: sudo nvidia-smi -i 1 -mig 0   # whole-GPU jobs; stop its processes first"
-    assert found["ED857"].fix[0] == ("# on the host: sudo systemctl enable --now nvidia-persistenced   "
-                                     "# NVIDIA's recommended way")
+    assert found["ED856"].fix == (
+        "# on the host: sudo nvidia-smi -i 0 -e 1",
+        "# on the host: sudo reboot",
+        "# then restart this container",
+    )
+    assert (
+        found["ED855"].fix[0]
+        == "# on the host: sudo nvidia-smi -i 1 -mig 0   # whole-GPU jobs; stop its processes first"
+    )
+    assert found["ED857"].fix[0] == (
+        "# on the host: sudo systemctl enable --now nvidia-persistenced   # NVIDIA's recommended way"
+    )
     on_host = replace(facts, system=replace(DOCKER, container=None, container_evidence=None))
     found = {f.code: f for f in checks.run(rules.RULES, on_host, load_table())}
     assert found["ED856"].fix == ("sudo nvidia-smi -i 0 -e 1", "sudo reboot")

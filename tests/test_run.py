@@ -36,7 +36,10 @@ def test_non_zero_exit_keeps_the_last_line(tmp_path):
     b.add("nvidia-smi", stdout="Failed to initialize NVML: Driver/library version mismatch\n", rc=18)
     r = run(["nvidia-smi"], env=b.env())
     assert r.error.kind == "exit_status"
-    assert r.error.message == "nvidia-smi exited with status 18: Failed to initialize NVML: Driver/library version mismatch"
+    assert (
+        r.error.message
+        == "nvidia-smi exited with status 18: Failed to initialize NVML: Driver/library version mismatch"
+    )
 
 
 def test_undecodable_bytes_are_replaced(tmp_path):
@@ -146,7 +149,7 @@ def test_a_grandchild_holding_the_pipes_is_bounded_by_the_timeout_not_two_second
     assert r.ok and r.stdout.startswith("started") and r.stderr.startswith("oops")
     assert took < 1.5, took
     pid = int(pidfile.read_text())
-    for _ in range(50):     # killed with its group: gone (or a zombie of init) within a moment
+    for _ in range(50):  # killed with its group: gone (or a zombie of init) within a moment
         try:
             os.kill(pid, 0)
         except ProcessLookupError:

@@ -17,14 +17,19 @@ from tests.machines import h200, write_tree
 
 SKIP = ["--skip", "conda", "--skip", "docker", "--skip", "toolkits"]
 #: every planted secret, and where it was planted
-PIP_CONF = ("[global]\n"
-            "extra-index-url = https://ci:ha#sh1pw@mirror.example/whl/cu128\n"
-            "find-links = https://ci:sl/ash2pw@mirror.example/links\n"
-            "proxy = u:pr0xyconf@proxy.example:3128\n")
-ENV = {"ALL_PROXY": "u:pr0xyALL@proxy.example:1080", "CONDA_PWD": "c0ndapwdval",
-       "PIP_FIND_LINKS": "https://ci:qu?est3pw@mirror.example/links",
-       # a secret query key beside a byte that is not UTF-8 (surrogate-escaped, as os.environ has it)
-       "PIP_INDEX_URL": "https://mirror.example/simple/?x=caf\udce9&token=qs3cretval"}
+PIP_CONF = (
+    "[global]\n"
+    "extra-index-url = https://ci:ha#sh1pw@mirror.example/whl/cu128\n"
+    "find-links = https://ci:sl/ash2pw@mirror.example/links\n"
+    "proxy = u:pr0xyconf@proxy.example:3128\n"
+)
+ENV = {
+    "ALL_PROXY": "u:pr0xyALL@proxy.example:1080",
+    "CONDA_PWD": "c0ndapwdval",
+    "PIP_FIND_LINKS": "https://ci:qu?est3pw@mirror.example/links",
+    # a secret query key beside a byte that is not UTF-8 (surrogate-escaped, as os.environ has it)
+    "PIP_INDEX_URL": "https://mirror.example/simple/?x=caf\udce9&token=qs3cretval",
+}
 SECRETS = ("ha#sh1pw", "sl/ash2pw", "qu?est3pw", "pr0xyconf", "pr0xyALL", "c0ndapwdval", "qs3cretval")
 
 
@@ -38,7 +43,7 @@ def test_index_url_passwords_holding_hash_question_mark_or_slash_are_masked():
     assert mask_url("https://ci:qu?est3pw@mirror.example/links") == "https://ci:***@mirror.example/links"
     assert mask_url("https://ci:sl/ash2pw@mirror.example/a@b") == "https://ci:***@mirror.example/a@b"
     assert mask_text("find-links = https://ci:sl/ash2pw@m/links ok") == "find-links = https://ci:***@m/links ok"
-    assert mask_url("https://ci:p#a@b@mirror.example/x") == "https://ci:***@mirror.example/x"   # an @ in it too
+    assert mask_url("https://ci:p#a@b@mirror.example/x") == "https://ci:***@mirror.example/x"  # an @ in it too
     # what has no user part stays as it is: an @ in a path, a port before the path
     assert mask_url("https://host/pkg@1.0") == "https://host/pkg@1.0"
     assert mask_url("https://host:8080/pkg@1.0") == "https://host:8080/pkg@1.0"
@@ -50,7 +55,7 @@ def test_proxy_urls_without_a_scheme_are_masked():
     assert mask_text("proxy = u:pr0xyconf@proxy:3128") == "proxy = u:***@proxy:3128"
     assert mask_url("u:pw@[::1]:3128") == "u:***@[::1]:3128"
     assert mask_text("git@github.com:org/repo and a:b") == "git@github.com:org/repo and a:b"
-    assert mask_text("ubuntu:24.04@sha256:0a1b2c") == "ubuntu:24.04@sha256:0a1b2c"     # an image digest
+    assert mask_text("ubuntu:24.04@sha256:0a1b2c") == "ubuntu:24.04@sha256:0a1b2c"  # an image digest
 
 
 def test_pwd_as_a_word_of_a_variable_name_is_a_password_but_the_shells_pwd_is_a_folder():
@@ -95,10 +100,25 @@ def test_snapshot_writes_no_planted_secret(tmp_path):
 def test_index_json_prints_no_password_holding_a_hash(tmp_path):
     with IndexServer() as server:
         url = server.url("auth", "ada:ha#sh1pw")
-        r = CliRunner().invoke(cli, ["index", "cu128", "--python-version", "3.12", "--platform",
-                                     "manylinux_2_28_x86_64", "--index-url", url, "--json"],
-                               env={"ENVDOCTOR_CACHE_DIR": str(tmp_path / "cache"), "ENVDOCTOR_INDEX_RETRIES": "1",
-                                    "ENVDOCTOR_INDEX_BACKOFF": "0"})
+        r = CliRunner().invoke(
+            cli,
+            [
+                "index",
+                "cu128",
+                "--python-version",
+                "3.12",
+                "--platform",
+                "manylinux_2_28_x86_64",
+                "--index-url",
+                url,
+                "--json",
+            ],
+            env={
+                "ENVDOCTOR_CACHE_DIR": str(tmp_path / "cache"),
+                "ENVDOCTOR_INDEX_RETRIES": "1",
+                "ENVDOCTOR_INDEX_BACKOFF": "0",
+            },
+        )
     assert r.exit_code != 3 or "internal error" not in r.output
     assert "Traceback" not in r.output and leaks(r.output) == []
     for p in (tmp_path / "cache").rglob("*"):
@@ -108,11 +128,22 @@ def test_index_json_prints_no_password_holding_a_hash(tmp_path):
 
 def test_fleet_prints_no_planted_secret_in_any_format(tmp_path):
     leaky = fd.host(fd.h200(), "gpu-02")
-    leaky["findings"] = [{"code": "ED205", "severity": "error", "title": "t/TOKCHAN-98765/pytorch",
-                          "evidence": ["t/TOKCHAN-98765/pytorch", "index https://ci:sl/ash2pw@mirror.example/whl",
-                                       "proxy u:pr0xyconf@proxy.example:3128"],
-                          "fix": ["pip install torch --index-url https://ci:ha#sh1pw@mirror.example/whl"],
-                          "reference": None, "area": "torch", "explanation": None}]
+    leaky["findings"] = [
+        {
+            "code": "ED205",
+            "severity": "error",
+            "title": "t/TOKCHAN-98765/pytorch",
+            "evidence": [
+                "t/TOKCHAN-98765/pytorch",
+                "index https://ci:sl/ash2pw@mirror.example/whl",
+                "proxy u:pr0xyconf@proxy.example:3128",
+            ],
+            "fix": ["pip install torch --index-url https://ci:ha#sh1pw@mirror.example/whl"],
+            "reference": None,
+            "area": "torch",
+            "explanation": None,
+        }
+    ]
     fd.write(tmp_path / "a", fd.host(fd.h200(), "gpu-01"))
     fd.write(tmp_path / "b", leaky)
     out = tmp_path / "out.html"

@@ -43,7 +43,10 @@ def test_save_never_overwrites_and_moves_latest(tmp_path):
     second = store.save({"n": 2}, d, T0)
     third = store.save({"n": 3}, d, T0)
     assert [first.name, second.name, third.name] == [
-        "2026-11-29T17-30-05Z.json", "2026-11-29T17-30-05Z-2.json", "2026-11-29T17-30-05Z-3.json"]
+        "2026-11-29T17-30-05Z.json",
+        "2026-11-29T17-30-05Z-2.json",
+        "2026-11-29T17-30-05Z-3.json",
+    ]
     assert json.loads(first.read_text()) == {"n": 1}
     assert (d / "latest").read_text() == "2026-11-29T17-30-05Z-3.json\n"
     assert store.latest(d) == third
@@ -76,7 +79,7 @@ def test_interrupted_snapshot_write_keeps_the_old_state(tmp_path, monkeypatch):
     with pytest.raises(SnapshotError, match="No space left on device"):
         store.save({"n": 2}, d, T0 + datetime.timedelta(minutes=5))
     monkeypatch.setattr(os, "replace", real_replace)
-    assert sorted(os.listdir(d)) == [old.name, "latest"]          # no new file, no temp file
+    assert sorted(os.listdir(d)) == [old.name, "latest"]  # no new file, no temp file
     assert store.latest(d) == old and json.loads(old.read_text()) == {"n": 1}
 
 
@@ -98,7 +101,7 @@ def test_interrupted_pointer_write_keeps_the_old_pointer(tmp_path, monkeypatch):
     monkeypatch.setattr(os, "replace", real_replace)
     assert (d / "latest").read_text() == old.name + "\n"
     new = d / store.file_name(T0 + datetime.timedelta(minutes=5))
-    assert json.loads(new.read_text()) == {"n": 2}                # complete, only not yet "latest"
+    assert json.loads(new.read_text()) == {"n": 2}  # complete, only not yet "latest"
     assert leftovers(d) == []
 
 
@@ -146,19 +149,25 @@ def test_bench_section_reads_back(tmp_path):
     assert snap.bench is None and "bench section" in snap.bench_error
 
 
-@pytest.mark.parametrize("content, message", [
-    (None, "does not exist; take a baseline with: envdoctor snapshot"),
-    ("", "is empty"),
-    ("   \n", "is empty"),
-    (FIXTURE.read_text()[:5000], "is not valid JSON (cut short or damaged near line"),
-    ("[1, 2]", "is not an envdoctor report (not a JSON object)"),
-    ('{"facts": {}}', "no 'schema' key"),
-    ('{"schema": "envdoctor.bench/1", "points": []}', "is an envdoctor.bench document, not a report or snapshot"),
-    ('{"schema": "pip.inspect/1"}', "is a document of schema 'pip.inspect/1'"),
-    ('{"schema": "envdoctor.report/2", "facts": {}}', "written by a newer envdoctor (schema envdoctor.report/2)"),
-    ('{"schema": "envdoctor.report/beta", "facts": {}}', "cannot read"),
-    ('{"schema": "envdoctor.report/1", "facts": {"driver": {"gpus": "many"}}}', "does not have the shape of a report"),
-])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (None, "does not exist; take a baseline with: envdoctor snapshot"),
+        ("", "is empty"),
+        ("   \n", "is empty"),
+        (FIXTURE.read_text()[:5000], "is not valid JSON (cut short or damaged near line"),
+        ("[1, 2]", "is not an envdoctor report (not a JSON object)"),
+        ('{"facts": {}}', "no 'schema' key"),
+        ('{"schema": "envdoctor.bench/1", "points": []}', "is an envdoctor.bench document, not a report or snapshot"),
+        ('{"schema": "pip.inspect/1"}', "is a document of schema 'pip.inspect/1'"),
+        ('{"schema": "envdoctor.report/2", "facts": {}}', "written by a newer envdoctor (schema envdoctor.report/2)"),
+        ('{"schema": "envdoctor.report/beta", "facts": {}}', "cannot read"),
+        (
+            '{"schema": "envdoctor.report/1", "facts": {"driver": {"gpus": "many"}}}',
+            "does not have the shape of a report",
+        ),
+    ],
+)
 def test_unusable_baselines_say_why_in_one_line(tmp_path, content, message):
     path = tmp_path / "baseline.json"
     if content is not None:
@@ -180,9 +189,14 @@ def test_a_folder_and_binary_junk_are_refused(tmp_path):
 def test_prerelease_format_0_is_migrated(tmp_path):
     """envdoctor.report/0 (pre-release): 'problems' instead of 'findings', host/created at the top."""
     doc = fixture_doc()
-    old = {"schema": "envdoctor.report/0", "host": "gpu-01", "created": "2026-11-01T09:00:00Z",
-           "envdoctor_version": "0.0.3", "facts": doc["facts"],
-           "problems": [{"code": "ED102", "severity": "error", "title": "Driver upgraded without a reboot"}]}
+    old = {
+        "schema": "envdoctor.report/0",
+        "host": "gpu-01",
+        "created": "2026-11-01T09:00:00Z",
+        "envdoctor_version": "0.0.3",
+        "facts": doc["facts"],
+        "problems": [{"code": "ED102", "severity": "error", "title": "Driver upgraded without a reboot"}],
+    }
     (tmp_path / "old.json").write_text(json.dumps(old))
     snap = store.load(tmp_path / "old.json")
     assert snap.migrated_from == "envdoctor.report/0"
@@ -221,9 +235,9 @@ def test_a_fifo_named_latest_does_not_block(tmp_path):
     newest = store.save({}, tmp_path, T0)
     (tmp_path / "latest").unlink()
     os.mkfifo(tmp_path / "latest")
-    assert store.latest(tmp_path) == newest              # the pointer is skipped, not read
+    assert store.latest(tmp_path) == newest  # the pointer is skipped, not read
     with pytest.raises(SnapshotError, match="named pipe"):
-        store.save({}, tmp_path, T0 + datetime.timedelta(hours=1))   # and never replaced by a file
+        store.save({}, tmp_path, T0 + datetime.timedelta(hours=1))  # and never replaced by a file
 
 
 def test_a_fifo_as_baseline_is_refused_unread(tmp_path):

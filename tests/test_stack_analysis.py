@@ -14,17 +14,20 @@ from tests.fakestack import ERRORS, XFORMERS_BUILT_FOR
 from tests.tables import REAL
 
 
-@pytest.mark.parametrize("key, abi, cuda, kind", [
-    ("fa2_cxx11abi", False, "12.1", "cxx11_abi"),
-    ("fa2_cxx11abi", True, "12.8", "other_torch"),     # same symbol, torch with the new ABI: the torch moved on
-    ("fa2_torch", True, "12.8", "other_torch"),
-    ("fa2_aten", False, "12.4", "other_torch"),
-    ("fa2_cudart12", False, "11.8", "other_cuda"),
-    ("fa2_cudart12", False, "12.4", "missing_cuda_library"),
-    ("vllm_cudart11", True, "12.8", "other_cuda"),
-    ("bnb_no_binary", None, "12.1", "missing_cuda_library"),
-    ("fa2_arch", True, "12.8", "arch"),
-])
+@pytest.mark.parametrize(
+    "key, abi, cuda, kind",
+    [
+        ("fa2_cxx11abi", False, "12.1", "cxx11_abi"),
+        ("fa2_cxx11abi", True, "12.8", "other_torch"),  # same symbol, torch with the new ABI: the torch moved on
+        ("fa2_torch", True, "12.8", "other_torch"),
+        ("fa2_aten", False, "12.4", "other_torch"),
+        ("fa2_cudart12", False, "11.8", "other_cuda"),
+        ("fa2_cudart12", False, "12.4", "missing_cuda_library"),
+        ("vllm_cudart11", True, "12.8", "other_cuda"),
+        ("bnb_no_binary", None, "12.1", "missing_cuda_library"),
+        ("fa2_arch", True, "12.8", "arch"),
+    ],
+)
 def test_real_import_errors_are_classified(key, abi, cuda, kind):
     error_type, text, _source = ERRORS[key]
     assert classify(error_type, text, torch_abi=abi, torch_cuda=cuda).kind == kind
@@ -38,8 +41,10 @@ def test_the_old_abi_symbol_on_a_cxx11_torch():
 
 def test_xformers_warning_names_the_torch_it_was_built_for():
     b = classify(None, None, XFORMERS_BUILT_FOR)
-    assert (b.kind, b.detail) == ("other_torch", "its C++/CUDA part was built for PyTorch 2.2.0+cu121 with CUDA 12.1; "
-                                                 "this torch is 2.3.0+cu121")
+    assert (b.kind, b.detail) == (
+        "other_torch",
+        "its C++/CUDA part was built for PyTorch 2.2.0+cu121 with CUDA 12.1; this torch is 2.3.0+cu121",
+    )
     cpu = classify(None, None, XFORMERS_BUILT_FOR.replace("(you have 2.3.0+cu121)", "(you have 2.2.0+cpu)"))
     assert cpu.kind == "other_cuda"
 
@@ -52,18 +57,22 @@ def test_other_errors_keep_their_first_line():
 
 def test_pins_with_markers_and_extras():
     env = marker_environment("3.12.3", "aarch64")
-    requires = ['xformers==0.0.32.post1; platform_machine == "x86_64"', "torch==2.8.0",
-                'flash-attn>=2.7; extra == "fa"', "numpy<2"]
+    requires = [
+        'xformers==0.0.32.post1; platform_machine == "x86_64"',
+        "torch==2.8.0",
+        'flash-attn>=2.7; extra == "fa"',
+        "numpy<2",
+    ]
     found = pin_conflicts("vllm", "0.10.2", requires, {"torch": "2.8.0+cu128", "xformers": "0.0.28.post3"}, env)
-    assert found == ()          # xformers' line is for x86_64 only, the extra is not asked, torch matches
+    assert found == ()  # xformers' line is for x86_64 only, the extra is not asked, torch matches
     found = pin_conflicts("vllm", "0.10.2", requires, {"torch": "2.9.0"}, marker_environment("3.12.3", "x86_64"))
     assert [c.requirement for c in found] == ["torch==2.8.0"]
 
 
 def test_build_numbers():
     assert arch_list(["9.0", "8.0", "9.0", "12.0"]) == "8.0;9.0;12.0"
-    assert max_jobs(48 * 2 ** 30, 64, 24) == 2 and max_jobs(10 * 2 ** 30, 64, 24) == 1
-    assert max_jobs(1000 * 2 ** 30, 8, 24) == 8 and max_jobs(None, 8, 24) is None
+    assert max_jobs(48 * 2**30, 64, 24) == 2 and max_jobs(10 * 2**30, 64, 24) == 1
+    assert max_jobs(1000 * 2**30, 8, 24) == 8 and max_jobs(None, 8, 24) is None
 
 
 def test_the_real_data_file_loads_and_every_row_is_sourced():
@@ -74,7 +83,9 @@ def test_the_real_data_file_loads_and_every_row_is_sourced():
 
 
 def test_a_broken_row_is_one_line(tmp_path):
-    (tmp_path / "extensions.toml").write_text('[[gcc]]\ncuda = "12.4"\nmax_gcc = "13"\nsource = "x"\nchecked = "2026-12-01"\n')
+    (tmp_path / "extensions.toml").write_text(
+        '[[gcc]]\ncuda = "12.4"\nmax_gcc = "13"\nsource = "x"\nchecked = "2026-12-01"\n'
+    )
     with pytest.raises(TableError, match=r"\[\[gcc\]\] 12.4: field 'max_gcc' must be an integer"):
         load_extensions(tmp_path)
 
@@ -92,7 +103,7 @@ def test_the_child_with_the_real_cpu_torch(tmp_path):
     _, torch = probe(Context(env=env, python=sys.executable, torch_timeout=120))
     assert torch.installed and torch.version and torch.version.startswith("2.")
     stack = torch.extensions
-    assert stack.torch_cxx11_abi in (True, False)              # the real torch says which
+    assert stack.torch_cxx11_abi in (True, False)  # the real torch says which
     x = stack.get("xformers")
     assert x.outcome.ok is True and "xFormers can't load" in x.outcome.stderr
 
@@ -108,9 +119,22 @@ def test_extension_facts_survive_a_saved_report():
     from envdoctor.facts.serde import from_data, to_data
     from envdoctor.stack.host import interpret
 
-    stack = interpret({"installed": [{"name": "vllm", "dist": "vllm", "version": "0.11.0", "info": "/s/vllm.dist-info",
-                                      "requires": ["torch==2.8.0"], "modules": ["vllm"]}],
-                       "imports": {"vllm": {"returncode": -11, "seconds": 0.5}}, "torch_cxx11_abi": True})
+    stack = interpret(
+        {
+            "installed": [
+                {
+                    "name": "vllm",
+                    "dist": "vllm",
+                    "version": "0.11.0",
+                    "info": "/s/vllm.dist-info",
+                    "requires": ["torch==2.8.0"],
+                    "modules": ["vllm"],
+                }
+            ],
+            "imports": {"vllm": {"returncode": -11, "seconds": 0.5}},
+            "torch_cxx11_abi": True,
+        }
+    )
     torch = TorchFacts(installed=True, version="2.8.0+cu128", extensions=stack)
     back = from_data(TorchFacts, to_data(torch))
     assert back == torch and back.extensions.get("vllm").outcome.signal == 11

@@ -24,7 +24,7 @@ from envdoctor.stack import host
 from envdoctor.stack.rules import RULES
 from tests.fakes import cli_runner
 from tests.faketorch import gpu, make_torch, torch_env
-from tests.fakestack import (DEEPSPEED_JIT, ERRORS, XFORMERS_BUILT_FOR, deepspeed_prebuilt, make_extension)
+from tests.fakestack import DEEPSPEED_JIT, ERRORS, XFORMERS_BUILT_FOR, deepspeed_prebuilt, make_extension
 from tests.machines import h200
 
 SCHEMA = json.loads((Path(__file__).parent.parent / "envdoctor/schemas/report-1.json").read_text())
@@ -60,7 +60,9 @@ def test_a_healthy_stack_imports_and_has_no_findings(tmp_path):
     stack = torch.extensions
     assert stack.checked and stack.torch_cxx11_abi is True and stack.imports_skipped is None
     assert [(e.name, e.version, e.outcome.ok) for e in stack.extensions] == [
-        ("flash-attn", "2.8.3", True), ("xformers", "0.0.32.post1", True)]
+        ("flash-attn", "2.8.3", True),
+        ("xformers", "0.0.32.post1", True),
+    ]
     assert stack.get("xformers").requires == ("numpy", "torch==2.8.0")
     assert _findings(python, torch) == []
 
@@ -78,7 +80,8 @@ def test_flash_attn_built_with_the_cxx11_abi_on_a_torch_without_it_gets_the_preb
         assert f.fix == (
             "pip install --no-deps --force-reinstall https://github.com/Dao-AILab/flash-attention/releases/download/"
             f"v2.8.3/flash_attn-2.8.3+cu12torch2.8cxx11abiFALSE-{py}-{py}-linux_x86_64.whl   # the prebuilt wheel "
-            "for this torch, CUDA, C++ ABI and Python",)
+            "for this torch, CUDA, C++ ABI and Python",
+        )
 
 
 def test_a_segfault_and_a_hang_are_isolated_and_named(tmp_path, short_budget):
@@ -89,10 +92,10 @@ def test_a_segfault_and_a_hang_are_isolated_and_named(tmp_path, short_budget):
     started = time.monotonic()
     python, torch = _probe(site)
     assert time.monotonic() - started < 30
-    assert torch.error is None and torch.version == "2.8.0+cu128"       # torch's own facts are whole
+    assert torch.error is None and torch.version == "2.8.0+cu128"  # torch's own facts are whole
     stack = torch.extensions
     assert stack.get("vllm").outcome.signal == 11 and stack.get("bitsandbytes").outcome.timed_out
-    assert stack.get("xformers").outcome.ok is True                    # the others still answered
+    assert stack.get("xformers").outcome.ok is True  # the others still answered
     found = {f.code: f for f in _findings(python, torch)}
     assert set(found) == {"ED331", "ED332"}
     assert found["ED331"].title == "import vllm (vllm 0.11.0) crashed the interpreter (SIGSEGV)"
@@ -108,8 +111,10 @@ def test_xformers_built_for_another_torch_warns_on_import_and_its_pin_says_which
     assert found["ED330"].title == "xformers 0.0.28.post3 does not load: built for another torch release"
     assert "built for PyTorch 2.2.0+cu121 with CUDA 12.1; this torch is 2.3.0+cu121" in found["ED330"].evidence[1]
     assert found["ED333"].title == "xformers 0.0.28.post3 requires torch==2.5.1; 2.8.0+cu128 is installed"
-    assert found["ED333"].fix[0] == ("pip install xformers==0.0.32.post1 torch==2.8.0 --extra-index-url "
-                                     "https://download.pytorch.org/whl/cu128   # the xformers release that pins this torch")
+    assert found["ED333"].fix[0] == (
+        "pip install xformers==0.0.32.post1 torch==2.8.0 --extra-index-url "
+        "https://download.pytorch.org/whl/cu128   # the xformers release that pins this torch"
+    )
 
 
 def test_vllm_pins_a_torch_that_is_not_installed_and_an_xformers_behind_a_marker(tmp_path):
@@ -118,8 +123,10 @@ def test_vllm_pins_a_torch_that_is_not_installed_and_an_xformers_behind_a_marker
     make_extension(site, "xformers", "0.0.32.post1", "xformers")
     python, torch = _probe(site)
     pins = [f for f in _findings(python, torch) if f.code == "ED333"]
-    assert sorted(f.title for f in pins) == ["vllm 0.10.2 requires torch==2.8.0; 2.9.1+cu128 is installed",
-                                             "xformers 0.0.32.post1 requires torch==2.8.0; 2.9.1+cu128 is installed"]
+    assert sorted(f.title for f in pins) == [
+        "vllm 0.10.2 requires torch==2.8.0; 2.9.1+cu128 is installed",
+        "xformers 0.0.32.post1 requires torch==2.8.0; 2.9.1+cu128 is installed",
+    ]
     # xformers' own line is behind a marker that holds on Linux x86_64 and is satisfied: no finding for it
     assert not any("requires xformers" in f.title for f in pins)
 
@@ -136,18 +143,32 @@ def test_a_v100_with_flash_attn_2_and_a_missing_cudart_of_another_cuda(tmp_path)
 
 def test_deepspeed_ops_built_for_another_torch_and_cuda(tmp_path):
     site = make_torch(tmp_path, version="2.8.0+cu128", cuda="12.8", devices=[H200])
-    make_extension(site, "deepspeed", "0.17.5", "deepspeed", files={"git_version_info_installed.py":
-                                                                    deepspeed_prebuilt("2.4", "12.1")})
+    make_extension(
+        site,
+        "deepspeed",
+        "0.17.5",
+        "deepspeed",
+        files={"git_version_info_installed.py": deepspeed_prebuilt("2.4", "12.1")},
+    )
     python, torch = _probe(site)
     (f,) = [f for f in _findings(python, torch) if f.code == "ED335"]
-    assert f.title == "DeepSpeed 0.17.5's prebuilt ops were compiled with torch 2.4 (now 2.8.0+cu128) and CUDA 12.1 (now 12.8)"
+    assert (
+        f.title
+        == "DeepSpeed 0.17.5's prebuilt ops were compiled with torch 2.4 (now 2.8.0+cu128) and CUDA 12.1 (now 12.8)"
+    )
     assert "installed_ops cpu_adam, fused_adam" in f.evidence[0]
 
 
 def test_deepspeed_jit_without_ninja_is_a_warning(tmp_path):
     site = make_torch(tmp_path, version="2.8.0+cu128", cuda="12.8", devices=[H200])
-    make_extension(site, "deepspeed", "0.14.0", "deepspeed", requires=["torch"],
-                   files={"git_version_info_installed.py": DEEPSPEED_JIT})
+    make_extension(
+        site,
+        "deepspeed",
+        "0.14.0",
+        "deepspeed",
+        requires=["torch"],
+        files={"git_version_info_installed.py": DEEPSPEED_JIT},
+    )
     python, torch = _probe(site, PATH="/nonexistent")
     assert torch.extensions.build.ninja is None
     (f,) = [f for f in _findings(python, torch) if f.code == "ED335"]
@@ -163,20 +184,31 @@ def test_pypi_apex_is_not_nvidia_apex(tmp_path):
 
 
 def test_when_torch_does_not_import_the_libraries_are_listed_but_not_imported(tmp_path):
-    site = make_torch(tmp_path, version="2.8.0+cu128", cuda="12.8",
-                      on_import="import_error", import_error_text="libtorch_cuda.so: cannot open shared object file")
+    site = make_torch(
+        tmp_path,
+        version="2.8.0+cu128",
+        cuda="12.8",
+        on_import="import_error",
+        import_error_text="libtorch_cuda.so: cannot open shared object file",
+    )
     make_extension(site, "xformers", "0.0.32.post1", "xformers", on_import="segfault")
     python, torch = _probe(site)
     stack = torch.extensions
     assert stack.imports_skipped == "torch does not import here"
     assert stack.get("xformers").outcome is None
-    assert [f.code for f in _findings(python, torch)] == []          # torch's own finding speaks for it
+    assert [f.code for f in _findings(python, torch)] == []  # torch's own finding speaks for it
 
 
 def test_an_editable_source_build_with_no_ninja_and_no_max_jobs_is_ed337(tmp_path):
     site = make_torch(tmp_path, version="2.8.0+cu128", cuda="12.8", devices=[H200], cxx11_abi=True)
-    make_extension(site, "flash-attn", "2.8.3", "flash_attn", raises=ERRORS["fa2_aten"],
-                   direct_url={"url": "file:///src/flash-attention", "dir_info": {"editable": True}})
+    make_extension(
+        site,
+        "flash-attn",
+        "2.8.3",
+        "flash_attn",
+        raises=ERRORS["fa2_aten"],
+        direct_url={"url": "file:///src/flash-attention", "dir_info": {"editable": True}},
+    )
     python, torch = _probe(site, PATH="/nonexistent")
     e = torch.extensions.get("flash-attn")
     assert e.direct_url.editable and e.direct_url.url == "file:///src/flash-attention"
@@ -199,7 +231,9 @@ def test_check_json_and_text_show_the_extensions(tmp_path):
     doc = json.loads(r.output)
     jsonschema.validate(doc, SCHEMA)
     ext = doc["facts"]["torch"]["extensions"]["extensions"]
-    assert [(e["name"], e["outcome"]["ok"], e["outcome"]["error_type"]) for e in ext] == [("flash-attn", False, "ImportError")]
+    assert [(e["name"], e["outcome"]["ok"], e["outcome"]["error_type"]) for e in ext] == [
+        ("flash-attn", False, "ImportError")
+    ]
     assert "ED330" in {f["code"] for f in doc["findings"]}
     text = cli_runner().invoke(cli, args, env={**ctx.env, **env}, catch_exceptions=False).output
     assert "Extensions above torch" in text and "flash-attn     2.8.3 (pip): does not load (ImportError)" in text
@@ -216,8 +250,7 @@ def test_the_extension_part_runs_on_old_pythons(tmp_path, version):
     if exe is None:
         pytest.skip(f"no Python {version} on this machine")
     site = make_torch(tmp_path, version="2.4.1+cu121", cuda="12.1", devices=[V100], cxx11_abi=False)
-    make_extension(site, "flash-attn", "2.6.3", "flash_attn", requires=["torch", "einops"],
-                   raises=ERRORS["fa2_torch"])
+    make_extension(site, "flash-attn", "2.6.3", "flash_attn", requires=["torch", "einops"], raises=ERRORS["fa2_torch"])
     make_extension(site, "xformers", "0.0.28.post3", "xformers", on_import="segfault")
     python, torch = probe(Context(env=torch_env(site), python=exe, torch_timeout=60))
     assert python.version.startswith(version + ".")
@@ -232,8 +265,9 @@ def test_flash_attn_3_is_imported_by_the_module_it_installs(tmp_path):
     e = torch.extensions.get("flash-attn-3")
     assert e.modules[0] == "flash_attn_3" and e.outcome.ok is True
     (f,) = _findings(python, torch)
-    assert f.code == "ED334" and f.title == ("flash-attn-3 3.0.0b1 does not support 8.0 GPUs (needs compute "
-                                             "capability 9.0 only)")
+    assert f.code == "ED334" and f.title == (
+        "flash-attn-3 3.0.0b1 does not support 8.0 GPUs (needs compute capability 9.0 only)"
+    )
 
 
 def test_an_import_that_exits_the_interpreter_is_a_crash_not_silence(tmp_path):
@@ -243,7 +277,7 @@ def test_an_import_that_exits_the_interpreter_is_a_crash_not_silence(tmp_path):
     found = {f.code: f for f in _findings(python, torch)}
     f = found["ED331"]
     assert f.title.endswith("ended the interpreter before the import returned (exit status 3)")
-    assert set(found) == {"ED331", "ED337"}        # mamba-ssm is rebuilt from source here: what that needs
+    assert set(found) == {"ED331", "ED337"}  # mamba-ssm is rebuilt from source here: what that needs
     assert "fatal: libflash_attn.so: bad ELF header" in f.evidence
 
 
@@ -270,7 +304,7 @@ def test_the_libraries_share_one_import_process_and_those_after_a_crash_are_impo
     """torch is imported once for all the libraries; a segfault ends that process, is named on the
     library it was importing, and the libraries after it are still checked, each in its own."""
     site = make_torch(tmp_path, version="2.8.0+cu128", cuda="12.8", devices=[H200], cxx11_abi=True)
-    make_extension(site, "flash-attn", "2.8.3", "flash_attn")                  # the catalog's order
+    make_extension(site, "flash-attn", "2.8.3", "flash_attn")  # the catalog's order
     make_extension(site, "xformers", "0.0.32.post1", "xformers", on_import="segfault")
     make_extension(site, "bitsandbytes", "0.47.0", "bitsandbytes", raises=ERRORS["bnb_no_binary"])
     make_extension(site, "vllm", "0.11.0", "vllm", requires=["torch==2.8.0"])
@@ -285,7 +319,7 @@ def test_the_libraries_share_one_import_process_and_those_after_a_crash_are_impo
     assert (bnb.ok, bnb.error_type) == (False, "OSError") and "libbitsandbytes_cpu.so" in bnb.message
     assert stack.get("vllm").outcome.ok is True
     pids = dict(line.split() for line in log.read_text().splitlines())
-    assert pids["flash_attn"] == pids["xformers"]                            # one process until the crash
+    assert pids["flash_attn"] == pids["xformers"]  # one process until the crash
     assert len({pids["xformers"], pids["bitsandbytes"], pids["vllm"]}) == 3  # after it: each alone
     found = {f.code: f for f in _findings(python, torch)}
     assert found["ED331"].title == "import xformers (xformers 0.0.32.post1) crashed the interpreter (SIGSEGV)"
@@ -317,10 +351,16 @@ def test_the_libraries_are_imported_while_the_torch_child_imports_torch_itself(t
     make_extension(site, "xformers", "0.0.32.post1", "xformers")
     log = tmp_path / "imports.txt"
     init = site / "torch" / "__init__.py"
-    note = ("import os as _o, time as _t\nwith open({log!r}, 'a') as _f:\n"
-            "    _f.write('torch-{what} %d %r\\n' % (_o.getpid(), _t.time()))\n")
-    init.write_text(note.format(log=str(log), what="start") + init.read_text() + "\n_t.sleep(1.0)\n"
-                    + note.format(log=str(log), what="end"))
+    note = (
+        "import os as _o, time as _t\nwith open({log!r}, 'a') as _f:\n"
+        "    _f.write('torch-{what} %d %r\\n' % (_o.getpid(), _t.time()))\n"
+    )
+    init.write_text(
+        note.format(log=str(log), what="start")
+        + init.read_text()
+        + "\n_t.sleep(1.0)\n"
+        + note.format(log=str(log), what="end")
+    )
     for module in ("flash_attn", "xformers"):
         _note_pid(site, module, log)
     python, torch = _probe(site)
@@ -330,7 +370,7 @@ def test_the_libraries_are_imported_while_the_torch_child_imports_torch_itself(t
     (shared,) = libraries
     ends = {pid: float(t) for what, pid, t in (x for x in lines if x[0] == "torch-end")}
     starts = {pid: float(t) for what, pid, t in (x for x in lines if x[0] == "torch-start")}
-    (child,) = set(ends) - libraries                      # the torch child itself
+    (child,) = set(ends) - libraries  # the torch child itself
     assert starts[shared] < ends[child]
 
 
@@ -344,12 +384,14 @@ def test_no_import_process_outlives_a_torch_child_that_was_killed(tmp_path):
     make_extension(site, "xformers", "0.0.32.post1", "xformers")
     log = tmp_path / "torch-importers.txt"
     init = site / "torch" / "__init__.py"
-    init.write_text(f"import os as _o, time as _t\nwith open({str(log)!r}, 'a') as _f:\n"
-                    "    _f.write('%d\\n' % _o.getpid())\n_t.sleep(600)\n" + init.read_text())
+    init.write_text(
+        f"import os as _o, time as _t\nwith open({str(log)!r}, 'a') as _f:\n"
+        "    _f.write('%d\\n' % _o.getpid())\n_t.sleep(600)\n" + init.read_text()
+    )
     python, torch = probe(Context(env=torch_env(site), python=sys.executable, torch_timeout=5))
     assert torch.error is not None and torch.error.kind == "timeout"
     pids = [int(p) for p in log.read_text().split()]
-    assert len(pids) == 2                                   # the torch child and the libraries' process
+    assert len(pids) == 2  # the torch child and the libraries' process
 
     def alive(pid):
         try:

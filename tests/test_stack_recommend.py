@@ -36,9 +36,13 @@ def test_vllm_flash_attn_xformers_on_an_h100():
     pins_at = next(i for i, c in enumerate(cmds) if c.startswith("printf") and "'torch==2.8.0+cu128'" in c)
     vllm_at = next(i for i, c in enumerate(cmds) if "pip install vllm==0.11.0 -c ~/envdoctor-torch-pins.txt" in c)
     xf_at = next(i for i, c in enumerate(cmds) if "pip install xformers==0.0.32.post1 -c" in c)
-    fa_at = next(i for i, c in enumerate(cmds) if "--no-deps https://github.com/Dao-AILab/flash-attention/releases/"
-                 "download/v2.8.3/flash_attn-2.8.3+cu12torch2.8cxx11abiTRUE-cp312-cp312-linux_x86_64.whl" in c)
-    assert torch_at < pins_at < vllm_at < xf_at < fa_at        # torch first, the pins, flash-attn last (--no-deps)
+    fa_at = next(
+        i
+        for i, c in enumerate(cmds)
+        if "--no-deps https://github.com/Dao-AILab/flash-attention/releases/"
+        "download/v2.8.3/flash_attn-2.8.3+cu12torch2.8cxx11abiTRUE-cp312-cp312-linux_x86_64.whl" in c
+    )
+    assert torch_at < pins_at < vllm_at < xf_at < fa_at  # torch first, the pins, flash-attn last (--no-deps)
     assert "--index-url https://download.pytorch.org/whl/cu128" in cmds[xf_at]
     assert any(c.endswith("-m pip check") for c in cmds)
 
@@ -54,8 +58,24 @@ def test_torch_and_with_that_disagree_are_a_usage_error():
 
 
 def test_flash_attn_is_left_out_on_a_v100():
-    r = cli_runner().invoke(cli, ["recommend", "--gpu", "V100", "--driver", "580.95.05", "--os", "ubuntu:24.04",
-                                  "--python-version", "3.12", "--offline", "--with", "flash-attn", "--json"])
+    r = cli_runner().invoke(
+        cli,
+        [
+            "recommend",
+            "--gpu",
+            "V100",
+            "--driver",
+            "580.95.05",
+            "--os",
+            "ubuntu:24.04",
+            "--python-version",
+            "3.12",
+            "--offline",
+            "--with",
+            "flash-attn",
+            "--json",
+        ],
+    )
     doc = json.loads(r.stdout)
     assert not any("flash" in c for c in commands(doc))
     assert any(w.startswith("flash-attn is left out: Tesla V100") for w in doc["warnings"])
@@ -73,16 +93,21 @@ def test_the_docker_route_takes_vllms_own_image():
     code, doc, _ = plan("--with", "vllm", "--route", "docker")
     assert code == 0
     jsonschema.validate(doc, SCHEMA)
-    assert commands(doc)[:2] == ["docker pull vllm/vllm-openai:v0.11.0",
-                                 "docker run --gpus all --ipc=host -p 8000:8000 vllm/vllm-openai:v0.11.0 --model <MODEL>"]
+    assert commands(doc)[:2] == [
+        "docker pull vllm/vllm-openai:v0.11.0",
+        "docker run --gpus all --ipc=host -p 8000:8000 vllm/vllm-openai:v0.11.0 --model <MODEL>",
+    ]
 
 
-@pytest.mark.parametrize("text, message", [
-    ("foo", "--with 'foo': envdoctor plans vllm"),
-    ("vllm==x", "'x' is not a version"),
-    ("vllm,vllm", "names vllm twice"),
-    (" , ", "--with is empty"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("foo", "--with 'foo': envdoctor plans vllm"),
+        ("vllm==x", "'x' is not a version"),
+        ("vllm,vllm", "names vllm twice"),
+        (" , ", "--with is empty"),
+    ],
+)
 def test_bad_with_values(text, message):
     with pytest.raises(StackError, match=message):
         parse_with(text)
@@ -97,10 +122,26 @@ def test_pins_that_cannot_agree_have_no_candidate():
 
 
 def test_the_python_decides_the_release():
-    r = cli_runner().invoke(cli, ["recommend", "--gpu", "H100", "--driver", "580.95.05", "--os", "ubuntu:24.04",
-                                  "--python-version", "3.9", "--offline", "--with", "vllm", "--json"])
+    r = cli_runner().invoke(
+        cli,
+        [
+            "recommend",
+            "--gpu",
+            "H100",
+            "--driver",
+            "580.95.05",
+            "--os",
+            "ubuntu:24.04",
+            "--python-version",
+            "3.9",
+            "--offline",
+            "--with",
+            "vllm",
+            "--json",
+        ],
+    )
     doc = json.loads(r.stdout)
-    assert r.exit_code == 0 and any("vllm==0.10.1.1 -c" in c for c in commands(doc))   # 0.11.0 has no cp39
+    assert r.exit_code == 0 and any("vllm==0.10.1.1 -c" in c for c in commands(doc))  # 0.11.0 has no cp39
     r = cli_runner().invoke(cli, ["recommend", *H100[:-3], "--python-version", "3.8", "--offline", "--with", "vllm"])
     assert r.exit_code == 1 and "has wheels for Python 3.8" in r.stderr
 
@@ -120,13 +161,31 @@ def test_flash_attn_on_a_cpu_torch_is_one_warning_not_a_source_build_that_cannot
     assert not any("flash" in c or "--no-build-isolation" in c or "nvcc" in c for c in cmds), cmds
     (left,) = [w for w in doc["warnings"] if "flash-attn" in w]
     assert left.startswith("flash-attn is left out: it needs a CUDA torch, and torch 2.")
-    assert left.endswith("plan the CUDA torch first (`envdoctor recommend --gpu NAME --with flash-attn`, NAME the GPU "
-                         "it will run on) or drop flash-attn")
+    assert left.endswith(
+        "plan the CUDA torch first (`envdoctor recommend --gpu NAME --with flash-attn`, NAME the GPU "
+        "it will run on) or drop flash-attn"
+    )
     assert any(c.endswith("-c 'import torch; print(torch.__version__)'") for c in cmds), cmds
 
 
 def test_flash_attn_left_out_on_a_v100_leaves_an_import_check_that_runs():
-    r = cli_runner().invoke(cli, ["recommend", "--gpu", "V100", "--driver", "580.95.05", "--os", "ubuntu:24.04",
-                                  "--python-version", "3.12", "--offline", "--with", "flash-attn", "--json"])
+    r = cli_runner().invoke(
+        cli,
+        [
+            "recommend",
+            "--gpu",
+            "V100",
+            "--driver",
+            "580.95.05",
+            "--os",
+            "ubuntu:24.04",
+            "--python-version",
+            "3.12",
+            "--offline",
+            "--with",
+            "flash-attn",
+            "--json",
+        ],
+    )
     cmds = commands(json.loads(r.stdout))
     assert not any("import torch, ;" in c for c in cmds) and any("-c 'import torch; print(" in c for c in cmds)

@@ -33,8 +33,10 @@ def entries(folder: Path):
 
 def no_toml(monkeypatch):
     """Make any TOML parse fail: a load that still works read the cache."""
+
     def refuse(label, raw):
         raise AssertionError(f"parsed {label}")
+
     monkeypatch.setattr(table_schema, "parse_toml", refuse)
     monkeypatch.setattr("envdoctor.table.model.parse_toml", refuse)
 
@@ -62,9 +64,17 @@ def test_an_edited_file_misses_and_replaces_the_old_entry(data, tmp_path):
     assert new != old
 
 
-@pytest.mark.parametrize("content", [b"", b"\x00\xff not json", b"[1, 2]", b'{"format": "other"}',
-                                     b'{"format": "envdoctor-table-cache/1", "files": {"cuda.toml": {}}}',
-                                     b"[" * 10000])
+@pytest.mark.parametrize(
+    "content",
+    [
+        b"",
+        b"\x00\xff not json",
+        b"[1, 2]",
+        b'{"format": "other"}',
+        b'{"format": "envdoctor-table-cache/1", "files": {"cuda.toml": {}}}',
+        b"[" * 10000,
+    ],
+)
 def test_a_corrupt_entry_is_ignored_and_rewritten(data, tmp_path, content):
     folder = tmp_path / "cache"
     fresh = cache.load(data, folder)
@@ -134,6 +144,7 @@ def test_cache_folder_follows_envdoctor_cache_dir_and_xdg():
 
 # --- a zip archive (the single-file build) ---------------------------------------------------------
 
+
 def test_a_table_folder_inside_a_zip_loads(tmp_path):
     archive = tmp_path / "tables.zip"
     with zipfile.ZipFile(archive, "w") as z:
@@ -152,13 +163,21 @@ def test_the_bundled_data_is_read_from_inside_a_zipped_envdoctor(tmp_path):
             z.write(f, f"envdoctor/{f.relative_to(package)}")
         for f in FROZEN.glob("*.toml"):
             z.write(f, f"envdoctor/data/{f.name}")
-    code = ("import sys; sys.path[:0] = sys.argv[1:]; from envdoctor.table import load_table, data_directory; "
-            "t = load_table(); print(t.min_driver('12.8'), type(data_directory()).__name__, t.directory.name)")
-    dependencies = str(Path(packaging.__file__).parent.parent)        # packaging (and tomli) for the archive
+    code = (
+        "import sys; sys.path[:0] = sys.argv[1:]; from envdoctor.table import load_table, data_directory; "
+        "t = load_table(); print(t.min_driver('12.8'), type(data_directory()).__name__, t.directory.name)"
+    )
+    dependencies = str(Path(packaging.__file__).parent.parent)  # packaging (and tomli) for the archive
     env = {k: v for k, v in os.environ.items() if k != "ENVDOCTOR_DATA"}
     env["ENVDOCTOR_CACHE_DIR"] = str(tmp_path / "cache")
-    ran = subprocess.run([sys.executable, "-I", "-c", code, str(archive), dependencies], capture_output=True, text=True,
-                         env=env, timeout=60, cwd=tmp_path)
+    ran = subprocess.run(
+        [sys.executable, "-I", "-c", code, str(archive), dependencies],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        cwd=tmp_path,
+    )
     assert ran.returncode == 0, ran.stderr
     floor, kind, name = ran.stdout.split()
     assert (floor, name) == ("570.26", "data") and kind != "PosixPath"

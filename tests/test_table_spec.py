@@ -13,8 +13,12 @@ import pytest
 from envdoctor.table.schema import TableError, Where, fields, spec_of
 
 ROOT = Path(__file__).resolve().parent.parent
-LOADERS = ("envdoctor/table/load.py", "envdoctor/table/health.py", "envdoctor/table/security.py",
-           "envdoctor/links/table.py")
+LOADERS = (
+    "envdoctor/table/load.py",
+    "envdoctor/table/health.py",
+    "envdoctor/table/security.py",
+    "envdoctor/links/table.py",
+)
 #: Rows still spelled out: a distro row joins its [[family]] row (docs/data.md), two specs for one class.
 SPELLED_OUT = {("envdoctor/table/load.py", "load_distros")}
 
@@ -36,10 +40,23 @@ class Row:
 
 
 def test_the_spec_comes_from_the_fields_and_their_types():
-    assert spec_of(Row) == {"name": "str", "kind": "str", "size": "int?", "tags": "strs", "ranges": "ranges",
-                            "fast": "bool?", "extra": "strs?"}
+    assert spec_of(Row) == {
+        "name": "str",
+        "kind": "str",
+        "size": "int?",
+        "tags": "strs",
+        "ranges": "ranges",
+        "fast": "bool?",
+        "extra": "strs?",
+    }
     assert spec_of(Row, derived=("kind",), loose=("name",), strict=("size",), renamed=(("tags", "tag"),)) == {
-        "name": "str?", "size": "int", "tag": "strs", "ranges": "ranges", "fast": "bool?", "extra": "strs?"}
+        "name": "str?",
+        "size": "int",
+        "tag": "strs",
+        "ranges": "ranges",
+        "fast": "bool?",
+        "extra": "strs?",
+    }
 
 
 def test_a_field_added_to_the_dataclass_is_read_from_the_file_with_no_second_edit():
@@ -68,23 +85,35 @@ def _calls(path: str):
 @pytest.mark.parametrize("path", LOADERS)
 def test_no_loader_spells_a_row_out_again(path):
     """Before: every loader passed a dict literal of "str"/"int?" kinds beside the dataclass."""
-    spelled = [f"{path}:{node.lineno} ({name})" for name, node in _calls(path)
-               if isinstance(node.args[2], ast.Dict) and (path, name) not in SPELLED_OUT]
+    spelled = [
+        f"{path}:{node.lineno} ({name})"
+        for name, node in _calls(path)
+        if isinstance(node.args[2], ast.Dict) and (path, name) not in SPELLED_OUT
+    ]
     assert spelled == []
 
 
 # --- one sourced-row base, one loader (issue 25) ---------------------------------------------------------
 
+
 def _row_classes():
     import dataclasses
     import importlib
 
-    for name in ("envdoctor.table.rows", "envdoctor.links.table", "envdoctor.stack.table", "envdoctor.table.health",
-                 "envdoctor.table.security"):
+    for name in (
+        "envdoctor.table.rows",
+        "envdoctor.links.table",
+        "envdoctor.stack.table",
+        "envdoctor.table.health",
+        "envdoctor.table.security",
+    ):
         module = importlib.import_module(name)
         for value in vars(module).values():
-            if (dataclasses.is_dataclass(value) and value.__module__ == name
-                    and {"source", "checked"} <= {f.name for f in dataclasses.fields(value)}):
+            if (
+                dataclasses.is_dataclass(value)
+                and value.__module__ == name
+                and {"source", "checked"} <= {f.name for f in dataclasses.fields(value)}
+            ):
                 yield value
 
 
@@ -97,9 +126,12 @@ def test_every_sourced_row_of_every_table_file_has_the_one_base():
     import ast
 
     package = Path(__file__).resolve().parent.parent / "envdoctor"
-    bases = [f"{p.relative_to(package)}:{n.name}" for p in package.rglob("*.py")
-             for n in ast.walk(ast.parse(p.read_text())) if isinstance(n, ast.ClassDef) and n.name in ("_Sourced",
-                                                                                                       "Sourced")]
+    bases = [
+        f"{p.relative_to(package)}:{n.name}"
+        for p in package.rglob("*.py")
+        for n in ast.walk(ast.parse(p.read_text()))
+        if isinstance(n, ast.ClassDef) and n.name in ("_Sourced", "Sourced")
+    ]
     assert bases == ["table/rows.py:Sourced"]
 
 
@@ -119,8 +151,15 @@ def test_the_one_loader_names_file_row_and_field_and_runs_the_row_check(tmp_path
     from envdoctor.stack.table import GccRow
     from envdoctor.table.schema import Doc, TableError, load_rows, version
 
-    doc = Doc("extensions.toml", {"gcc": [{"cuda": "12.4", "max_gcc": 13, "source": "https://x", "checked": "2026-12-01"},
-                                          {"cuda": "12.x", "max_gcc": 13, "source": "https://x", "checked": "2026-12-01"}]})
+    doc = Doc(
+        "extensions.toml",
+        {
+            "gcc": [
+                {"cuda": "12.4", "max_gcc": 13, "source": "https://x", "checked": "2026-12-01"},
+                {"cuda": "12.x", "max_gcc": 13, "source": "https://x", "checked": "2026-12-01"},
+            ]
+        },
+    )
     with pytest.raises(TableError, match=r"extensions.toml.*12.x.*cuda"):
         load_rows(doc, "gcc", "cuda", GccRow, lambda where, v: version(where, "cuda", v["cuda"]))
     doc.data["gcc"].pop()

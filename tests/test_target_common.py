@@ -63,7 +63,12 @@ def test_rel_error_is_none_for_nan_and_a_number_otherwise(common):
 def test_one_dtype_map_and_a_clock_for_a_device_or_its_name(common):
     torch, ns = common
     assert [ns["torch_dtype"](torch, n) for n in ("fp32", "tf32", "fp16", "bf16", "fp64")] == [
-        torch.float32, torch.float32, torch.float16, torch.bfloat16, torch.float64]
+        torch.float32,
+        torch.float32,
+        torch.float16,
+        torch.bfloat16,
+        torch.float64,
+    ]
     clock = ns["Clock"](torch, torch.device("cpu"))
     start = clock.mark()
     assert not clock.cuda and not ns["Clock"](torch, "cpu").cuda and clock.seconds(start, clock.mark()) >= 0

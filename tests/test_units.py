@@ -10,10 +10,22 @@ from envdoctor.links.plan import parse_sizes
 from envdoctor.units import SizeError, format_bytes, parse_size
 
 
-@pytest.mark.parametrize("text, size", [
-    ("1GB", 10**9), ("1GiB", 2**30), ("1G", 2**30), ("1 gb", 10**9), ("80GB", 80 * 10**9),
-    ("1.5MiB", 3 << 19), ("64K", 65536), ("64KB", 64000), ("4096B", 4096), ("2TiB", 2 << 40), (" 16 M ", 16 << 20),
-])
+@pytest.mark.parametrize(
+    "text, size",
+    [
+        ("1GB", 10**9),
+        ("1GiB", 2**30),
+        ("1G", 2**30),
+        ("1 gb", 10**9),
+        ("80GB", 80 * 10**9),
+        ("1.5MiB", 3 << 19),
+        ("64K", 65536),
+        ("64KB", 64000),
+        ("4096B", 4096),
+        ("2TiB", 2 << 40),
+        (" 16 M ", 16 << 20),
+    ],
+)
 def test_sizes_by_one_rule(text, size):
     assert parse_size(text) == size
 
@@ -41,10 +53,20 @@ def test_the_callers_range():
         parse_size("2B", low=4, high=64 << 30)
 
 
-@pytest.mark.parametrize("n, text", [
-    (0, "0 B"), (100, "100 B"), (1 << 10, "1 KiB"), (3 << 29, "1.5 GiB"), (96 << 20, "96 MiB"),
-    (5 << 40, "5 TiB"), (1023, "1023 B"), (1536, "1.5 KiB"), (-(2 << 30), "-2 GiB"),
-])
+@pytest.mark.parametrize(
+    "n, text",
+    [
+        (0, "0 B"),
+        (100, "100 B"),
+        (1 << 10, "1 KiB"),
+        (3 << 29, "1.5 GiB"),
+        (96 << 20, "96 MiB"),
+        (5 << 40, "5 TiB"),
+        (1023, "1023 B"),
+        (1536, "1.5 KiB"),
+        (-(2 << 30), "-2 GiB"),
+    ],
+)
 def test_bytes_written_one_way(n, text):
     assert format_bytes(n) == text
 
@@ -54,10 +76,13 @@ def test_a_fixed_unit_keeps_its_decimals_for_columns():
     assert format_bytes(81559 << 20, places=0, unit="GiB") == "80 GiB"
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["fit", "gpt2", "--memory", "80"], "--memory: '80' has no unit"),
-    (["comms", "--sizes", "64"], "'64' has no unit"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["fit", "gpt2", "--memory", "80"], "--memory: '80' has no unit"),
+        (["comms", "--sizes", "64"], "'64' has no unit"),
+    ],
+)
 def test_commands_refuse_a_bare_number_with_exit_2(argv, message):
     r = CliRunner().invoke(cli, argv)
     assert r.exit_code == 2 and message in r.output, r.output

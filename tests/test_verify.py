@@ -51,16 +51,25 @@ def test_ed701_inside_a_container_says_on_the_host_as_check_ed102_does():
     from envdoctor.facts.system import SystemFacts
 
     mismatch = ProbeError("exit_status", "nvidia-smi: Failed to initialize NVML: Driver/library version mismatch")
-    now = after(driver=driver(userspace_version="590.44.01", driver_version="580.159.04", driver_cuda=None,
-                              gpus=(), smi_gpus=(), smi_error=mismatch, mismatch=True),
-                torch=torch(cuda_available=False, device_count=0, tiny_op=None))
+    now = after(
+        driver=driver(
+            userspace_version="590.44.01",
+            driver_version="580.159.04",
+            driver_cuda=None,
+            gpus=(),
+            smi_gpus=(),
+            smi_error=mismatch,
+            mismatch=True,
+        ),
+        torch=torch(cuda_available=False, device_count=0, tiny_op=None),
+    )
     now = dataclasses.replace(now, system=dataclasses.replace(now.system or SystemFacts(), container="docker"))
     (r,) = compare(B, now).regressions
     assert r.code == "ED701" and "sudo reboot" not in r.fix
     assert r.fix[0] == "# on the host: sudo reboot" and "# then restart this container" in r.fix
     assert all(c.startswith("#") or c.startswith("envdoctor ") for c in r.fix)
     host = dataclasses.replace(now, system=dataclasses.replace(now.system, container=None))
-    assert compare(B, host).regressions[0].fix[0] == "sudo reboot"           # on the machine itself
+    assert compare(B, host).regressions[0].fix[0] == "sudo reboot"  # on the machine itself
 
 
 def test_same_machine_nothing_regressed():
@@ -74,24 +83,39 @@ def test_same_machine_nothing_regressed():
 
 def test_upgrade_without_reboot_is_one_regression_and_the_driver_change():
     mismatch = ProbeError("exit_status", "nvidia-smi: Failed to initialize NVML: Driver/library version mismatch")
-    now = after(driver=driver(userspace_version="590.44.01", driver_version="580.159.04", driver_cuda=None,
-                              gpus=(), smi_gpus=(), smi_error=mismatch, mismatch=True),
-                torch=torch(cuda_available=False, device_count=0, tiny_op=None,
-                            cuda_error="CUDA driver initialization failed"))
+    now = after(
+        driver=driver(
+            userspace_version="590.44.01",
+            driver_version="580.159.04",
+            driver_cuda=None,
+            gpus=(),
+            smi_gpus=(),
+            smi_error=mismatch,
+            mismatch=True,
+        ),
+        torch=torch(cuda_available=False, device_count=0, tiny_op=None, cuda_error="CUDA driver initialization failed"),
+    )
     v = compare(B, now)
     assert codes(v.regressions) == ["ED701"]
     r = v.regressions[0]
     assert "kernel module 580.159.04 still loaded (/sys/module/nvidia/version)" in r.evidence
-    assert mismatch.message in r.evidence and r.fix[0] == "# on the host: sudo reboot"   # B is a container
+    assert mismatch.message in r.evidence and r.fix[0] == "# on the host: sudo reboot"  # B is a container
     assert [f.title for f in v.changes] == [
-        "Driver 580.159.04 -> 590.44.01 (upgrade, installed; loads at the next reboot)"]
+        "Driver 580.159.04 -> 590.44.01 (upgrade, installed; loads at the next reboot)"
+    ]
     assert any("not until the reboot" in n for n in v.not_compared)
     assert v.exit_code == 1
 
 
 def test_clean_upgrade_is_a_change_not_a_regression():
-    now = after(driver=driver(kernel_module_version="590.44.01", userspace_version="590.44.01",
-                              driver_version="590.44.01", driver_cuda="13.1"))
+    now = after(
+        driver=driver(
+            kernel_module_version="590.44.01",
+            userspace_version="590.44.01",
+            driver_version="590.44.01",
+            driver_cuda="13.1",
+        )
+    )
     v = compare(B, now)
     assert v.regressions == () and v.exit_code == 0
     assert codes(v.changes) == ["ED720"]
@@ -159,8 +183,10 @@ def test_nvml_failing_now():
 
 def test_driver_gone_after_a_kernel_update():
     base = after(driver=driver(nvml_error=None))
-    now = after(driver=dataclasses.replace(B.driver.__class__(), smi_path=None),
-                system=dataclasses.replace(B.system, kernel="6.19.2-generic"))
+    now = after(
+        driver=dataclasses.replace(B.driver.__class__(), smi_path=None),
+        system=dataclasses.replace(B.system, kernel="6.19.2-generic"),
+    )
     v = compare(base, now)
     r = [f for f in v.regressions if f.code == "ED704"][0]
     assert r.title == "nvidia-smi / NVML fail now (they worked in the baseline)"
@@ -171,8 +197,14 @@ def test_driver_gone_after_a_kernel_update():
 
 
 def test_driver_downgrade_below_torch_cuda():
-    now = after(driver=driver(driver_version="575.57.08", kernel_module_version="575.57.08",
-                              userspace_version="575.57.08", driver_cuda="12.9"))
+    now = after(
+        driver=driver(
+            driver_version="575.57.08",
+            kernel_module_version="575.57.08",
+            userspace_version="575.57.08",
+            driver_cuda="12.9",
+        )
+    )
     v = compare(B, now)
     assert codes(v.regressions) == ["ED705"]
     assert v.regressions[0].title == "The driver's CUDA 12.9 is now older than torch's CUDA 13.0"
@@ -184,18 +216,37 @@ def test_driver_cuda_lower_already_in_the_baseline_is_not_new():
     assert "ED705" not in codes(compare(base, base).regressions)
 
 
-@pytest.mark.parametrize("change, code, title", [
-    (dict(installed=False, version=None), "ED706", "torch is no longer installed in /opt/torch/.venv/bin/python3"),
-    (dict(import_error="ImportError: libcudnn.so.9: cannot open shared object file"), "ED706",
-     "torch no longer imports"),
-    (dict(error=ProbeError("timeout", "import torch did not finish in 60 s")), "ED706",
-     "torch's check fails now in /opt/torch/.venv/bin/python3"),
-    (dict(cuda_available=False, device_count=0, tiny_op=None,
-          cuda_error="CUDA driver version is insufficient for CUDA runtime version"), "ED707",
-     "torch no longer sees the GPUs"),
-    (dict(tiny_op="RuntimeError: CUDA error: no kernel image is available for execution on the device"),
-     "ED708", "The tiny CUDA operation fails now"),
-])
+@pytest.mark.parametrize(
+    "change, code, title",
+    [
+        (dict(installed=False, version=None), "ED706", "torch is no longer installed in /opt/torch/.venv/bin/python3"),
+        (
+            dict(import_error="ImportError: libcudnn.so.9: cannot open shared object file"),
+            "ED706",
+            "torch no longer imports",
+        ),
+        (
+            dict(error=ProbeError("timeout", "import torch did not finish in 60 s")),
+            "ED706",
+            "torch's check fails now in /opt/torch/.venv/bin/python3",
+        ),
+        (
+            dict(
+                cuda_available=False,
+                device_count=0,
+                tiny_op=None,
+                cuda_error="CUDA driver version is insufficient for CUDA runtime version",
+            ),
+            "ED707",
+            "torch no longer sees the GPUs",
+        ),
+        (
+            dict(tiny_op="RuntimeError: CUDA error: no kernel image is available for execution on the device"),
+            "ED708",
+            "The tiny CUDA operation fails now",
+        ),
+    ],
+)
 def test_torch_regressions(change, code, title):
     v = compare(B, after(torch=torch(**change)))
     assert codes(v.regressions) == [code]
@@ -203,11 +254,19 @@ def test_torch_regressions(change, code, title):
 
 
 def test_torch_stopped_seeing_cuda_shows_the_reason():
-    now = after(torch=torch(cuda_available=False, device_count=0, tiny_op=None,
-                            cuda_error="CUDA driver version is insufficient for CUDA runtime version"))
+    now = after(
+        torch=torch(
+            cuda_available=False,
+            device_count=0,
+            tiny_op=None,
+            cuda_error="CUDA driver version is insufficient for CUDA runtime version",
+        )
+    )
     r = compare(B, now).regressions[0]
-    assert r.evidence == ("torch 2.11.0+cu130: torch.cuda.is_available() was True, is False now",
-                          "CUDA driver version is insufficient for CUDA runtime version")
+    assert r.evidence == (
+        "torch 2.11.0+cu130: torch.cuda.is_available() was True, is False now",
+        "CUDA driver version is insufficient for CUDA runtime version",
+    )
 
 
 def test_torch_upgrade_is_a_change():
@@ -221,8 +280,9 @@ def test_torch_of_another_interpreter_is_compared_only_when_asked_for():
     other = dataclasses.replace(B.python, executable="/usr/bin/python3", chosen_by="python3 on PATH")
     v = compare(B, after(python=other, torch=torch(installed=False)))
     assert v.regressions == ()
-    assert ("torch: the baseline inspected /opt/torch/.venv/bin/python3, now /usr/bin/python3 "
-            "(pass --python to compare)") in v.not_compared
+    assert (
+        "torch: the baseline inspected /opt/torch/.venv/bin/python3, now /usr/bin/python3 (pass --python to compare)"
+    ) in v.not_compared
     asked = dataclasses.replace(other, chosen_by="--python")
     v = compare(B, after(python=asked, torch=torch(installed=False)))
     assert codes(v.regressions) == ["ED706"]
@@ -235,35 +295,53 @@ def test_torch_not_inspected_now_is_not_compared():
     assert "torch: not inspected now (skipped with --skip torch)" in v.not_compared
 
 
-DOCKER_OK = DockerFacts(client="/usr/bin/docker", client_version="28.2.2", daemon="ok", server_version="28.2.2",
-                        runtimes=("io.containerd.runc.v2", "nvidia", "runc"), cdi_specs=("/etc/cdi/nvidia.yaml",),
-                        cdi_devices=("nvidia.com/gpu=0", "nvidia.com/gpu=all"),
-                        nvidia_ctk="/usr/bin/nvidia-ctk", nvidia_ctk_version="1.17.8")
+DOCKER_OK = DockerFacts(
+    client="/usr/bin/docker",
+    client_version="28.2.2",
+    daemon="ok",
+    server_version="28.2.2",
+    runtimes=("io.containerd.runc.v2", "nvidia", "runc"),
+    cdi_specs=("/etc/cdi/nvidia.yaml",),
+    cdi_devices=("nvidia.com/gpu=0", "nvidia.com/gpu=all"),
+    nvidia_ctk="/usr/bin/nvidia-ctk",
+    nvidia_ctk_version="1.17.8",
+)
 
 
 def test_container_toolkit_broken():
     base = with_all_areas(after(docker=DOCKER_OK))
-    now = after(base, docker=dataclasses.replace(DOCKER_OK, runtimes=("io.containerd.runc.v2", "runc"),
-                                                 cdi_specs=(), cdi_devices=()))
+    now = after(
+        base,
+        docker=dataclasses.replace(DOCKER_OK, runtimes=("io.containerd.runc.v2", "runc"), cdi_specs=(), cdi_devices=()),
+    )
     v = compare(base, now)
     assert codes(v.regressions) == ["ED709"]
     r = v.regressions[0]
     assert r.evidence == (
         "the nvidia runtime is no longer registered with docker (runtimes now: io.containerd.runc.v2, runc)",
         "docker no longer discovers CDI GPUs (nvidia.com/gpu=0, nvidia.com/gpu=all in the baseline)",
-        "the CDI spec is gone: /etc/cdi/nvidia.yaml")
+        "the CDI spec is gone: /etc/cdi/nvidia.yaml",
+    )
     assert "sudo nvidia-ctk runtime configure --runtime=docker" in r.fix
     assert r.fix[-1].startswith("docker run --rm --gpus all")
 
 
 def test_docker_daemon_down_and_version_change():
     base = with_all_areas(after(docker=DOCKER_OK))
-    down = dataclasses.replace(DOCKER_OK, daemon="not_running", daemon_error="Cannot connect to the Docker daemon",
-                               runtimes=(), cdi_devices=(), server_version=None, nvidia_ctk_version="1.18.0")
+    down = dataclasses.replace(
+        DOCKER_OK,
+        daemon="not_running",
+        daemon_error="Cannot connect to the Docker daemon",
+        runtimes=(),
+        cdi_devices=(),
+        server_version=None,
+        nvidia_ctk_version="1.18.0",
+    )
     v = compare(base, after(base, docker=down))
     assert codes(v.regressions) == ["ED709"]
     assert v.regressions[0].evidence == (
-        "the docker daemon answered in the baseline; now: not_running (Cannot connect to the Docker daemon)",)
+        "the docker daemon answered in the baseline; now: not_running (Cannot connect to the Docker daemon)",
+    )
     assert [f.title for f in v.changes] == ["Container tools changed: nvidia-ctk 1.17.8 -> 1.18.0"]
 
 
@@ -278,7 +356,8 @@ def test_nvcc_failing_now_and_toolkit_changes():
     removed = compare(base, after(base, toolkits=ToolkitFacts()))
     assert removed.regressions == ()
     assert [f.title for f in removed.changes] == [
-        "CUDA toolkits changed: CUDA toolkit /usr/local/cuda-13.0 (13.0) removed"]
+        "CUDA toolkits changed: CUDA toolkit /usr/local/cuda-13.0 (13.0) removed"
+    ]
 
 
 def test_conda_failing_and_changing():
@@ -293,31 +372,40 @@ def test_conda_failing_and_changing():
 
 def bench(tflops, clock=1980, power=690.0, reasons=(), error=None):
     return BenchResult(
-        dtypes=("bf16",), sizes=(8192,), budget_s=2.0,
+        dtypes=("bf16",),
+        sizes=(8192,),
+        budget_s=2.0,
         devices=(BenchDevice(0, name="NVIDIA H200", max_sm_clock_mhz=1980, power_limit_w=700.0),),
         points=(BenchPoint(0, "bf16", 8192, tflops=tflops, sm_clock_mhz=clock, power_w=power, reasons=reasons),)
-        if tflops else (),
+        if tflops
+        else (),
         error=error,
     )
 
 
 def test_slower_bench_is_a_regression_with_clock_context():
-    v = compare(B, B, before_bench=bench(640.0), after_bench=bench(540.0, clock=1600, power=700.0,
-                                                                   reasons=("sw_power_cap",)))
+    v = compare(
+        B, B, before_bench=bench(640.0), after_bench=bench(540.0, clock=1600, power=700.0, reasons=("sw_power_cap",))
+    )
     assert codes(v.regressions) == ["ED712"]
     r = v.regressions[0]
-    assert r.title == ("Bench slower: GPU 0 (NVIDIA H200) bf16 n=8192: 640.0 -> 540.0 TFLOP/s "
-                       "(-15.6%, tolerance 10%)")
+    assert r.title == ("Bench slower: GPU 0 (NVIDIA H200) bf16 n=8192: 640.0 -> 540.0 TFLOP/s (-15.6%, tolerance 10%)")
     assert "SM clock 1980 -> 1600 MHz (max 1980)" in r.evidence
     assert any("sw_power_cap" in e for e in r.evidence)
 
 
 def test_cpu_bench_is_labelled_as_the_cpu_with_enough_digits():
     """Issue 12: ``verify --bench`` printed "GPU 0 (x86_64)" and "0.1 -> 0.0 TFLOP/s" for a CPU."""
+
     def cpu(tflops):
-        return BenchResult(dtypes=("fp32",), sizes=(2048,), budget_s=2.0,
-                           devices=(BenchDevice(0, kind="cpu", name="x86_64"),),
-                           points=(BenchPoint(0, "fp32", 2048, tflops=tflops),))
+        return BenchResult(
+            dtypes=("fp32",),
+            sizes=(2048,),
+            budget_s=2.0,
+            devices=(BenchDevice(0, kind="cpu", name="x86_64"),),
+            points=(BenchPoint(0, "fp32", 2048, tflops=tflops),),
+        )
+
     v = compare(B, B, before_bench=cpu(0.105), after_bench=cpu(0.041))
     (r,) = v.regressions
     assert r.title == "Bench slower: CPU (x86_64) fp32 n=2048: 0.105 -> 0.041 TFLOP/s (-61.0%, tolerance 10%)"
@@ -350,21 +438,32 @@ def test_failed_point_is_a_regression():
     failed = dataclasses.replace(bench(640.0).points[0], status="failed", tflops=None, error="CUDA out of memory")
     v = compare(B, B, before_bench=bench(640.0), after_bench=dataclasses.replace(bench(640.0), points=(failed,)))
     assert [f.title for f in v.regressions] == [
-        "Bench point fails now: GPU 0 (NVIDIA H200) bf16 n=8192 (was 640.0 TFLOP/s)"]
+        "Bench point fails now: GPU 0 (NVIDIA H200) bf16 n=8192 (was 640.0 TFLOP/s)"
+    ]
 
 
 def test_bench_that_no_longer_runs():
-    v = compare(B, B, before_bench=bench(640.0),
-                after_bench=bench(None, error=ProbeError("exit_status", "RuntimeError: No CUDA GPUs are available")))
+    v = compare(
+        B,
+        B,
+        before_bench=bench(640.0),
+        after_bench=bench(None, error=ProbeError("exit_status", "RuntimeError: No CUDA GPUs are available")),
+    )
     assert [f.title for f in v.regressions] == ["The benchmark no longer runs"]
 
 
 def test_new_error_findings_and_fixed_ones():
-    new = Finding("ED107", "error", "CUDA_VISIBLE_DEVICES hides every GPU", evidence=("CUDA_VISIBLE_DEVICES='7'",),
-                  fix=("unset CUDA_VISIBLE_DEVICES",), area="gpu")
+    new = Finding(
+        "ED107",
+        "error",
+        "CUDA_VISIBLE_DEVICES hides every GPU",
+        evidence=("CUDA_VISIBLE_DEVICES='7'",),
+        fix=("unset CUDA_VISIBLE_DEVICES",),
+        area="gpu",
+    )
     old = Finding("ED110", "error", "wrong kernel module flavour", area="driver")
     own = Finding("ED900", "error", "a bug in envdoctor", area="envdoctor")
-    hidden = Finding("ED501", "error", "docker broken", area="docker")     # docker skipped in the baseline
+    hidden = Finding("ED501", "error", "docker broken", area="docker")  # docker skipped in the baseline
     v = compare(B, B, (old,), (new, own, hidden))
     assert codes(v.regressions) == ["ED713"]
     assert v.regressions[0].title == "New problem ED107: CUDA_VISIBLE_DEVICES hides every GPU"
@@ -383,8 +482,10 @@ def test_consequences_of_the_mismatch_are_not_repeated_as_new_problems():
 
 
 def test_regressions_come_in_order_of_importance():
-    now = after(driver=driver(driver_cuda="12.9", smi_error=ProbeError("timeout", "nvidia-smi hung")),
-                torch=torch(import_error="ImportError: boom"))
+    now = after(
+        driver=driver(driver_cuda="12.9", smi_error=ProbeError("timeout", "nvidia-smi hung")),
+        torch=torch(import_error="ImportError: boom"),
+    )
     v = compare(B, now, (), (Finding("ED107", "error", "x", area="gpu"),))
     assert codes(v.regressions) == sorted(codes(v.regressions))
     assert codes(v.regressions)[0] == "ED704" and codes(v.regressions)[-1] == "ED713"
@@ -411,11 +512,14 @@ def test_machine_differences():
 def test_small_compute_bound_point_slower_on_a_rerun_is_only_a_change():
     """On the H200, fp32 n=512 (16 output tiles for 132 SMs, classed compute-bound) ran 16.4 then
     10.8 TFLOP/s in two runs minutes apart: the same machine must not report a regression."""
+
     def small(tflops):
         b = bench(tflops)
         dev = dataclasses.replace(b.devices[0], multiprocessors=132, launch_us=10.2)
-        return dataclasses.replace(b, devices=(dev,), points=(
-            dataclasses.replace(b.points[0], dtype="fp32", n=512, bound="compute"),))
+        return dataclasses.replace(
+            b, devices=(dev,), points=(dataclasses.replace(b.points[0], dtype="fp32", n=512, bound="compute"),)
+        )
+
     v = compare(B, B, before_bench=small(16.4), after_bench=small(10.8))
     assert v.regressions == ()
     assert codes(v.changes) == ["ED728"]
@@ -437,14 +541,16 @@ def test_container_toolkit_removed_on_rhel_gets_the_dnf_install():
 
 def test_unchanged_toolkits_list_cuda_12_10_after_12_9():
     """Release strings were sorted as text: "12.10" came before "12.9"."""
-    tks = tuple(Toolkit(f"/usr/local/cuda-{r}", f"/usr/local/cuda-{r}/bin/nvcc", f"{r}.0", r)
-                for r in ("12.9", "12.10", "11.8"))
+    tks = tuple(
+        Toolkit(f"/usr/local/cuda-{r}", f"/usr/local/cuda-{r}/bin/nvcc", f"{r}.0", r) for r in ("12.9", "12.10", "11.8")
+    )
     base = with_all_areas(after(toolkits=ToolkitFacts(toolkits=tks)))
     v = compare(base, base)
     assert "CUDA toolkits: 11.8, 12.9, 12.10" in v.unchanged
 
 
 # --- the registry of checks ---------------------------------------------------------------------
+
 
 def test_every_code_of_the_table_comes_from_a_registered_check():
     """A check written but left out of CHECKS (or the table) fails here."""
@@ -460,17 +566,30 @@ def test_every_code_of_the_table_comes_from_a_registered_check():
     assert listed == emitted and len(listed) == 22
 
 
-
 def test_nvidia_smi_replaced_by_a_directory_says_so():
     """Issue 12 sibling: a directory named nvidia-smi on PATH is not "not found"."""
     from envdoctor.facts.base import ProbeError
 
     base = after(B, driver=dataclasses.replace(B.driver, smi_path="/usr/bin/nvidia-smi", smi_error=None))
-    now = after(B, driver=dataclasses.replace(B.driver, smi_path=None, smi_error=ProbeError(
-        "not_found", "nvidia-smi: not installed (/usr/bin/nvidia-smi is a directory, not a program)", "nvidia-smi")))
+    now = after(
+        B,
+        driver=dataclasses.replace(
+            B.driver,
+            smi_path=None,
+            smi_error=ProbeError(
+                "not_found",
+                "nvidia-smi: not installed (/usr/bin/nvidia-smi is a directory, not a program)",
+                "nvidia-smi",
+            ),
+        ),
+    )
     v = compare(base, now)
-    assert any("nvidia-smi was at /usr/bin/nvidia-smi; nvidia-smi: not installed (/usr/bin/nvidia-smi is a "
-               "directory, not a program)" in e for f in v.regressions for e in f.evidence), v.regressions
+    assert any(
+        "nvidia-smi was at /usr/bin/nvidia-smi; nvidia-smi: not installed (/usr/bin/nvidia-smi is a "
+        "directory, not a program)" in e
+        for f in v.regressions
+        for e in f.evidence
+    ), v.regressions
 
 
 def test_suppress_hides_a_regression_and_a_crashing_check_is_one_ed900_naming_it(monkeypatch):
@@ -479,8 +598,17 @@ def test_suppress_hides_a_regression_and_a_crashing_check_is_one_ed900_naming_it
     import envdoctor.verify as verify
 
     mismatch = ProbeError("exit_status", "nvidia-smi: Failed to initialize NVML: Driver/library version mismatch")
-    now = after(driver=driver(userspace_version="590.44.01", driver_version="580.159.04", driver_cuda=None,
-                              gpus=(), smi_gpus=(), smi_error=mismatch, mismatch=True))
+    now = after(
+        driver=driver(
+            userspace_version="590.44.01",
+            driver_version="580.159.04",
+            driver_cuda=None,
+            gpus=(),
+            smi_gpus=(),
+            smi_error=mismatch,
+            mismatch=True,
+        )
+    )
     v = compare(B, now, suppress=["ed701"])
     assert "ED701" not in codes(v.regressions) and v.changes
 
@@ -490,4 +618,4 @@ def test_suppress_hides_a_regression_and_a_crashing_check_is_one_ed900_naming_it
     monkeypatch.setattr(verify, "CHECKS", (broken,) + verify.CHECKS)
     v = compare(B, B, BASE.findings, BASE.findings)
     (ed900,) = [f for f in v.changes if f.code == "ED900"]
-    assert "broken: ValueError: no such GPU" in ed900.title and v.unchanged      # the other checks ran
+    assert "broken: ValueError: no such GPU" in ed900.title and v.unchanged  # the other checks ran

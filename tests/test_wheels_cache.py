@@ -42,7 +42,7 @@ def test_hit_makes_no_request(server, tmp_path):
 
 def test_missing_index_is_remembered_too(server, tmp_path):
     client(server, tmp_path).variant("cu999", "torch", CP312)
-    assert server.count() == 2                      # package page, then the variant root
+    assert server.count() == 2  # package page, then the variant root
     assert client(server, tmp_path).variant("cu999", "torch", CP312).exists is False
     assert server.count() == 2
 
@@ -121,12 +121,21 @@ def test_unreadable_entry_counts_as_missing(server, tmp_path):
 def test_put_and_get_round_trip(tmp_path):
     cache = PageCache(tmp_path)
     url = "https://u:p@m.example/whl/cpu/torch/"
-    page = Page(url, "html", files=(
-        FileLink("torch-2.9.1+cpu-cp312-cp312-manylinux_2_28_x86_64.whl",
-                 "https://u:p@m.example/whl/cpu/torch-2.9.1%2Bcpu-cp312-cp312-manylinux_2_28_x86_64.whl",
-                 (("sha256", "ab"),), ">=3.10", True, None),
-        FileLink("torch-2.9.0+cpu-cp312-cp312-manylinux_2_28_x86_64.whl", "u", yanked="bad"),
-    ))
+    page = Page(
+        url,
+        "html",
+        files=(
+            FileLink(
+                "torch-2.9.1+cpu-cp312-cp312-manylinux_2_28_x86_64.whl",
+                "https://u:p@m.example/whl/cpu/torch-2.9.1%2Bcpu-cp312-cp312-manylinux_2_28_x86_64.whl",
+                (("sha256", "ab"),),
+                ">=3.10",
+                True,
+                None,
+            ),
+            FileLink("torch-2.9.0+cpu-cp312-cp312-manylinux_2_28_x86_64.whl", "u", yanked="bad"),
+        ),
+    )
     assert cache.put(url, CachedPage(url, 200, time.time(), page, '"e"', None))
     got = cache.get(url)
     assert got.url == "https://u:***@m.example/whl/cpu/torch/" and got.etag == '"e"'
@@ -149,8 +158,16 @@ def test_default_cache_dir():
     assert default_cache_dir({}).parts[-2:] == (".cache", "envdoctor")
 
 
-@pytest.mark.parametrize("content", ["9", "[" * 100000, '{"format": 2, "page": 7, "url": "u"}', '"text"',
-                                     '{"format": 2, "url": "u", "status": 200, "fetched_at": "x"}'])
+@pytest.mark.parametrize(
+    "content",
+    [
+        "9",
+        "[" * 100000,
+        '{"format": 2, "page": 7, "url": "u"}',
+        '"text"',
+        '{"format": 2, "url": "u", "status": 200, "fetched_at": "x"}',
+    ],
+)
 def test_a_cache_entry_of_9_or_deep_json_counts_as_missing(server, tmp_path, content):
     """Was AttributeError ('int' has no .get) and RecursionError: exit 3 for index/recommend."""
     client(server, tmp_path).variant("cu128", "torch", CP312)
@@ -159,4 +176,4 @@ def test_a_cache_entry_of_9_or_deep_json_counts_as_missing(server, tmp_path, con
     for f in files:
         f.write_text(content)
     listing = client(server, tmp_path).variant("cu128", "torch", CP312)
-    assert listing.found and not listing.from_cache          # fetched again, as for a missing entry
+    assert listing.found and not listing.from_cache  # fetched again, as for a missing entry

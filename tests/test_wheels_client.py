@@ -9,7 +9,12 @@ from types import SimpleNamespace
 import pytest
 
 from envdoctor.wheels import (
-    IndexClient, IndexUnavailable, Target, VariantListing, exit_code, listing_from_table,
+    IndexClient,
+    IndexUnavailable,
+    Target,
+    VariantListing,
+    exit_code,
+    listing_from_table,
     upstream_newer,
 )
 from tests.indexserver import IndexServer
@@ -48,12 +53,20 @@ def test_the_three_variants_of_issue_6(index, server):
     cu117, cu121, cu130 = index().variants(["cu117", "cu121", "cu130"], "torch", CP312)
     base = server.url()
     assert cu117 == VariantListing(
-        "cu117", f"{base}/cu117", exists=True, status=200,
-        versions=("1.13.0", "1.13.1", "2.0.0", "2.0.1"), compatible=(),
-        other_pythons=("cp37", "cp38", "cp39", "cp310", "cp311"), package="torch",
-        other_platforms=("win_amd64",), source="index", format="html")
+        "cu117",
+        f"{base}/cu117",
+        exists=True,
+        status=200,
+        versions=("1.13.0", "1.13.1", "2.0.0", "2.0.1"),
+        compatible=(),
+        other_pythons=("cp37", "cp38", "cp39", "cp310", "cp311"),
+        package="torch",
+        other_platforms=("win_amd64",),
+        source="index",
+        format="html",
+    )
     assert cu121.compatible[0] == "2.2.0" and cu121.newest == "2.5.1"
-    assert cu130.versions == ("2.9.0", "2.9.1", "2.10.0", "2.11.0")   # by Version, not by text
+    assert cu130.versions == ("2.9.0", "2.9.1", "2.10.0", "2.11.0")  # by Version, not by text
     assert cu130.newest == "2.11.0" and cu130.found
     assert exit_code((cu117, cu121, cu130)) == 1
     assert exit_code((cu121, cu130)) == 0
@@ -64,8 +77,7 @@ def test_json_when_offered_same_answer_as_html(index, server):
     html = index().variant("cu128", "torch", CP312)
     js = index("pep691", cache_dir=None, cache=False).variant("cu128", "torch", CP312)
     assert js.format == "json" and html.format == "html"
-    assert (js.versions, js.compatible, js.other_pythons) == (
-        html.versions, html.compatible, html.other_pythons)
+    assert (js.versions, js.compatible, js.other_pythons) == (html.versions, html.compatible, html.other_pythons)
     accept = [h.get("Accept") for p, h in server.requests if p.startswith("/pep691/")]
     assert accept and accept[0].startswith("application/vnd.pypi.simple.v1+json")
 
@@ -107,13 +119,16 @@ def test_timeout(index):
     assert listing.exists is None and "did not answer within 0.3 s" in listing.error
 
 
-@pytest.mark.parametrize("mode, words", [
-    ("garbage", "not an index page (binary data)"),
-    ("badjson", "JSON does not parse"),
-    ("truncated", "truncated"),
-    ("cut", "was cut off (truncated)"),
-    ("loop", "redirect loop"),
-])
+@pytest.mark.parametrize(
+    "mode, words",
+    [
+        ("garbage", "not an index page (binary data)"),
+        ("badjson", "JSON does not parse"),
+        ("truncated", "truncated"),
+        ("cut", "was cut off (truncated)"),
+        ("loop", "redirect loop"),
+    ],
+)
 def test_broken_answers_are_one_line(index, mode, words):
     listing = index(mode, retries=0).variant("cu121", "torch", CP312)
     assert listing.exists is None and words in listing.error
@@ -168,8 +183,7 @@ def test_proxy_from_the_environment(server, monkeypatch):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{server.port}")
     server.reset()
-    listing = IndexClient("http://index.behind-proxy.example/whl", cache=False).variant(
-        "cu121", "torch", CP312)
+    listing = IndexClient("http://index.behind-proxy.example/whl", cache=False).variant("cu121", "torch", CP312)
     assert listing.found
     assert server.requests[0][0] == "http://index.behind-proxy.example/whl/cu121/torch/"
 
@@ -178,20 +192,18 @@ def test_concurrent_variants_take_about_one_round_trip(tmp_path):
     with IndexServer(latency=0.2) as slow:
         client = IndexClient(slow.url(), cache=False)
         started = time.monotonic()
-        listings = client.variants(["cu117", "cu121", "cu128", "cu130", "cpu", "rocm6.2"],
-                                   "torch", CP312)
+        listings = client.variants(["cu117", "cu121", "cu128", "cu130", "cpu", "rocm6.2"], "torch", CP312)
         elapsed = time.monotonic() - started
     assert all(item.exists for item in listings)
-    assert elapsed < 0.2 * 3, elapsed          # sequential would be 6 x 0.2 s
+    assert elapsed < 0.2 * 3, elapsed  # sequential would be 6 x 0.2 s
 
 
 def test_root_variants_and_all(index, server):
-    assert index().root_variants() == ()         # the real base page lists packages
+    assert index().root_variants() == ()  # the real base page lists packages
     client = index("autoindex")
     assert client.root_variants() == ("cpu", "cu117", "cu121", "cu128", "cu130", "rocm6.2")
     listings = client.all_variants(["cu130", "cu102"], "torch", CP312)
-    assert [item.variant for item in listings] == [
-        "cu130", "cu102", "cpu", "cu117", "cu121", "cu128", "rocm6.2"]
+    assert [item.variant for item in listings] == ["cu130", "cu102", "cpu", "cu117", "cu121", "cu128", "rocm6.2"]
     assert listings[1].exists is False
 
 
@@ -219,12 +231,15 @@ FAKE_TABLE = SimpleNamespace(
     index_base="https://download.pytorch.org/whl",
     variants=(SimpleNamespace(name="cpu", kind="cpu"), SimpleNamespace(name="cu121", kind="cuda")),
     torch_releases=(
-        SimpleNamespace(version="2.8.0", pythons=("3.9", "3.10", "3.11", "3.12", "3.13", "3.13t"),
-                        variants=(_tv("cpu", ("linux_x86_64", "macosx_arm64")),)),
-        SimpleNamespace(version="2.4.1", pythons=("3.8", "3.9", "3.10", "3.11", "3.12"),
-                        variants=(_tv("cpu"), _tv("cu121"))),
-        SimpleNamespace(version="2.1.0", pythons=("3.8", "3.9", "3.10", "3.11"),
-                        variants=(_tv("cu121"),)),
+        SimpleNamespace(
+            version="2.8.0",
+            pythons=("3.9", "3.10", "3.11", "3.12", "3.13", "3.13t"),
+            variants=(_tv("cpu", ("linux_x86_64", "macosx_arm64")),),
+        ),
+        SimpleNamespace(
+            version="2.4.1", pythons=("3.8", "3.9", "3.10", "3.11", "3.12"), variants=(_tv("cpu"), _tv("cu121"))
+        ),
+        SimpleNamespace(version="2.1.0", pythons=("3.8", "3.9", "3.10", "3.11"), variants=(_tv("cu121"),)),
     ),
 )
 
@@ -244,8 +259,10 @@ def test_listing_from_table_when_offline_and_uncached(index):
     unknown = index(offline=True).variant("cu999", "torch", CP312)
     unknown_offline = listing_from_table(FAKE_TABLE, unknown, CP312)
     assert unknown_offline.source == "none" and unknown_offline.exists is None
-    assert unknown_offline.error == ("offline: not in the cache, and envdoctor's table knows no variant cu999 "
-                                     "(run without --offline to ask the index)")
+    assert unknown_offline.error == (
+        "offline: not in the cache, and envdoctor's table knows no variant cu999 "
+        "(run without --offline to ask the index)"
+    )
     cpu = index(offline=True).variant("cpu", "torch", CP312)
     assert listing_from_table(FAKE_TABLE, cpu, CP312).compatible == ("2.4.1", "2.8.0")
     mac = Target.for_python("3.12", platform="macosx_14_0_arm64")

@@ -19,8 +19,18 @@ from envdoctor.wheels import client as client_module
 from tests.indexserver import FIXTURE_ROOT, IndexServer
 
 CP312 = Target.for_python("3.12", platform="manylinux_2_28_x86_64")
-MACHINE = ["--gpu", "H100", "--driver", "580.95.05", "--os", "ubuntu:24.04", "--python-version", "3.12",
-           "--route", "system"]
+MACHINE = [
+    "--gpu",
+    "H100",
+    "--driver",
+    "580.95.05",
+    "--os",
+    "ubuntu:24.04",
+    "--python-version",
+    "3.12",
+    "--route",
+    "system",
+]
 
 
 @pytest.fixture(scope="module")
@@ -31,8 +41,9 @@ def server():
 
 def test_slow_drip_page_is_cut_off_at_the_timeout(server, tmp_path):
     started = time.monotonic()
-    listing = IndexClient(server.url("drip"), cache_dir=tmp_path, timeout=1.5, retries=1,
-                          backoff=0).variant("cu121", "torch", CP312)
+    listing = IndexClient(server.url("drip"), cache_dir=tmp_path, timeout=1.5, retries=1, backoff=0).variant(
+        "cu121", "torch", CP312
+    )
     took = time.monotonic() - started
     assert listing.exists is None and took < 5, took
     assert f"127.0.0.1:{server.port} did not send the whole page within 1.5 s" in listing.error
@@ -42,8 +53,9 @@ def test_slow_drip_page_is_cut_off_at_the_timeout(server, tmp_path):
 def test_slow_drip_without_a_content_length_says_the_page_was_too_slow_not_truncated(server, tmp_path):
     """The audit of issue 12: with no Content-Length the shut socket ends the body like an end of
     file, and the cut page was reported as "not a complete index page (truncated inside a tag)"."""
-    listing = IndexClient(server.url("dripnolength"), cache_dir=tmp_path, timeout=1.5, retries=0,
-                          backoff=0).variant("cu121", "torch", CP312)
+    listing = IndexClient(server.url("dripnolength"), cache_dir=tmp_path, timeout=1.5, retries=0, backoff=0).variant(
+        "cu121", "torch", CP312
+    )
     assert listing.exists is None
     assert f"127.0.0.1:{server.port} did not send the whole page within 1.5 s" in listing.error
     assert "truncated" not in listing.error
@@ -51,25 +63,32 @@ def test_slow_drip_without_a_content_length_says_the_page_was_too_slow_not_trunc
 
 def test_slow_drip_headers_are_cut_off_at_the_timeout(server, tmp_path):
     started = time.monotonic()
-    listing = IndexClient(server.url("driphead"), cache_dir=tmp_path, timeout=1.5, retries=2,
-                          backoff=0).variant("cu121", "torch", CP312)
+    listing = IndexClient(server.url("driphead"), cache_dir=tmp_path, timeout=1.5, retries=2, backoff=0).variant(
+        "cu121", "torch", CP312
+    )
     took = time.monotonic() - started
-    assert listing.exists is None and took < 5, took       # retries included: the deadline is per request
+    assert listing.exists is None and took < 5, took  # retries included: the deadline is per request
     assert f"127.0.0.1:{server.port} did not answer within 1.5 s" in listing.error
 
 
 def test_index_command_against_a_slow_drip_server_finishes(server, tmp_path):
     started = time.monotonic()
-    r = CliRunner().invoke(cli, ["index", "cu121", "--python-version", "3.12", "--index-url", server.url("drip"),
-                                 "--timeout", "1"], env={"ENVDOCTOR_CACHE_DIR": str(tmp_path)})
+    r = CliRunner().invoke(
+        cli,
+        ["index", "cu121", "--python-version", "3.12", "--index-url", server.url("drip"), "--timeout", "1"],
+        env={"ENVDOCTOR_CACHE_DIR": str(tmp_path)},
+    )
     assert r.exit_code == 3 and time.monotonic() - started < 5, r.output
     assert "did not send the whole page within 1 s" in r.output
 
 
 def test_recommend_against_a_slow_drip_server_finishes(server, tmp_path):
     started = time.monotonic()
-    r = CliRunner().invoke(cli, ["recommend", *MACHINE, "--index-url", server.url("drip"), "--timeout", "1"],
-                           env={"ENVDOCTOR_CACHE_DIR": str(tmp_path)})
+    r = CliRunner().invoke(
+        cli,
+        ["recommend", *MACHINE, "--index-url", server.url("drip"), "--timeout", "1"],
+        env={"ENVDOCTOR_CACHE_DIR": str(tmp_path)},
+    )
     took = time.monotonic() - started
     assert r.exit_code in (0, 1) and took < 20, (took, r.output)
 
@@ -83,9 +102,11 @@ def _big_index(tmp_path, megabytes):
         page = root / "whl" / variant / "torch" / "index.html"
         real = page.read_text()
         head, tail = real.split("</body>")
-        filler = ('<a href="https://download-r2.pytorch.org/whl/{v}/torch-0.{i}.{j}%2B{v}-cp312-cp312-'
-                  'manylinux_2_28_x86_64.whl#sha256=' + "0" * 64 + '">torch-0.{i}.{j}+{v}-cp312-cp312-'
-                  'manylinux_2_28_x86_64.whl</a><br/>\n')
+        filler = (
+            '<a href="https://download-r2.pytorch.org/whl/{v}/torch-0.{i}.{j}%2B{v}-cp312-cp312-'
+            "manylinux_2_28_x86_64.whl#sha256=" + "0" * 64 + '">torch-0.{i}.{j}+{v}-cp312-cp312-'
+            "manylinux_2_28_x86_64.whl</a><br/>\n"
+        )
         rows, size, n = [], len(real), 0
         while size < megabytes * 1024 * 1024:
             row = filler.format(v=variant, i=n // 1000, j=n % 1000)
@@ -100,16 +121,19 @@ def _big_index(tmp_path, megabytes):
 def test_recommend_with_a_10_mb_index_page_reads_each_page_once(tmp_path):
     with IndexServer(root=_big_index(tmp_path, 10)) as big:
         started = time.monotonic()
-        r = CliRunner().invoke(cli, ["recommend", *MACHINE, "--index-url", big.url(), "--json"],
-                               env={"ENVDOCTOR_CACHE_DIR": str(tmp_path / "cache")})
+        r = CliRunner().invoke(
+            cli,
+            ["recommend", *MACHINE, "--index-url", big.url(), "--json"],
+            env={"ENVDOCTOR_CACHE_DIR": str(tmp_path / "cache")},
+        )
         took = time.monotonic() - started
         assert r.exit_code == 0, r.output
-        assert big.count("/cu130/torch/") == 1 and took < 60, took   # was: no end (each question re-read it)
+        assert big.count("/cu130/torch/") == 1 and took < 60, took  # was: no end (each question re-read it)
     assert "torch==2.11.0+cu130" in r.output
 
 
 def test_page_over_the_limit_is_refused_with_a_clear_error(tmp_path, monkeypatch):
-    monkeypatch.setattr(client_module, "MAX_PAGE_BYTES", 2 * 1024 * 1024)   # so the test page stays small
+    monkeypatch.setattr(client_module, "MAX_PAGE_BYTES", 2 * 1024 * 1024)  # so the test page stays small
     with IndexServer(root=_big_index(tmp_path, 3)) as big:
         listing = IndexClient(big.url(), cache_dir=tmp_path / "cache", retries=0).variant("cu130", "torch", CP312)
     assert listing.exists is None

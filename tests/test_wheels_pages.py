@@ -58,18 +58,22 @@ def test_root_pages_list_projects_and_variant_names():
     assert parse_json(page("cu121", kind="json"), f"{BASE}/cu121/").projects == ("torch", "torchvision")
     base = parse_html(page(""), f"{BASE}/")
     assert variant_names(base) == ()  # the real base page lists packages, not variants
-    autoindex = ('<html><body><pre><a href="../">../</a>\n<a href="cu118/">cu118/</a>\n'
-                 '<a href="rocm6.2.4/">rocm6.2.4/</a>\n<a href="cpu/">cpu/</a>\n'
-                 '<a href="torch/">torch/</a></pre></body></html>')
+    autoindex = (
+        '<html><body><pre><a href="../">../</a>\n<a href="cu118/">cu118/</a>\n'
+        '<a href="rocm6.2.4/">rocm6.2.4/</a>\n<a href="cpu/">cpu/</a>\n'
+        '<a href="torch/">torch/</a></pre></body></html>'
+    )
     assert variant_names(parse_html(autoindex, "http://m/whl/")) == ("cu118", "rocm6.2.4", "cpu")
 
 
 def test_pep503_attributes_entities_yanked_and_base_tag():
-    text = ('<html><head><base href="https://files.example/pkgs/"></head><body>'
-            '<a href="torch-2.8.0-cp312-cp312-manylinux_2_28_x86_64.whl#sha256=ab" '
-            'data-requires-python="&gt;=3.9" data-yanked="broken CUDA">t</a>'
-            '<a href="torch-2.7.0-cp312-cp312-manylinux_2_28_x86_64.whl" data-core-metadata="true">t</a>'
-            '</body></html>')
+    text = (
+        '<html><head><base href="https://files.example/pkgs/"></head><body>'
+        '<a href="torch-2.8.0-cp312-cp312-manylinux_2_28_x86_64.whl#sha256=ab" '
+        'data-requires-python="&gt;=3.9" data-yanked="broken CUDA">t</a>'
+        '<a href="torch-2.7.0-cp312-cp312-manylinux_2_28_x86_64.whl" data-core-metadata="true">t</a>'
+        "</body></html>"
+    )
     files = parse_html(text, "https://index.example/simple/torch/").files
     assert files[0].url == "https://files.example/pkgs/torch-2.8.0-cp312-cp312-manylinux_2_28_x86_64.whl"
     assert files[0].requires_python == ">=3.9"
@@ -81,16 +85,19 @@ def test_an_empty_package_page_is_an_index():
     assert parse_html("<!DOCTYPE html><html><body><h1>Links for torch</h1></body></html>", BASE).files == ()
 
 
-@pytest.mark.parametrize("text, ctype, reason", [
-    ("\x1f\x8b\x08\x00 binary", "text/html", "binary"),
-    ("Welcome to nginx! It works.", "text/html", "no HTML and no links"),
-    (page("cu121", "torch")[:3000], "text/html", "truncated"),
-    ('<p>links</p>\n<a href="torch-2.1.0-cp310-cp310-linux_x86', "text/html", "truncated inside a tag"),
-    ('{"meta": {"api-version": "1.1"}, "files": [', "application/vnd.pypi.simple.v1+json", "JSON does not parse"),
-    ('{"files": []}', "application/vnd.pypi.simple.v1+json", "without 'meta'"),
-    ('{"meta": {"api-version": "2.0"}, "files": []}', "application/vnd.pypi.simple.v1+json", "unsupported"),
-    ('<?xml version="1.0"?><Error><Code>AccessDenied</Code></Error>', "application/xml", "Content-Type"),
-])
+@pytest.mark.parametrize(
+    "text, ctype, reason",
+    [
+        ("\x1f\x8b\x08\x00 binary", "text/html", "binary"),
+        ("Welcome to nginx! It works.", "text/html", "no HTML and no links"),
+        (page("cu121", "torch")[:3000], "text/html", "truncated"),
+        ('<p>links</p>\n<a href="torch-2.1.0-cp310-cp310-linux_x86', "text/html", "truncated inside a tag"),
+        ('{"meta": {"api-version": "1.1"}, "files": [', "application/vnd.pypi.simple.v1+json", "JSON does not parse"),
+        ('{"files": []}', "application/vnd.pypi.simple.v1+json", "without 'meta'"),
+        ('{"meta": {"api-version": "2.0"}, "files": []}', "application/vnd.pypi.simple.v1+json", "unsupported"),
+        ('<?xml version="1.0"?><Error><Code>AccessDenied</Code></Error>', "application/xml", "Content-Type"),
+    ],
+)
 def test_not_an_index(text, ctype, reason):
     with pytest.raises(PageError, match=reason):
         parse_page(text, f"{BASE}/cu121/torch/", ctype)

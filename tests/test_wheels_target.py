@@ -49,11 +49,18 @@ def test_bad_python_version(version):
 
 def test_expand_platform_forms():
     assert expand_platform("manylinux_2_17_aarch64") == (
-        "manylinux_2_17_aarch64", "manylinux2014_aarch64", "linux_aarch64")
+        "manylinux_2_17_aarch64",
+        "manylinux2014_aarch64",
+        "linux_aarch64",
+    )
     legacy = expand_platform("manylinux2014_x86_64")
     assert legacy[0] == "manylinux_2_17_x86_64" and "manylinux1_x86_64" in legacy
     assert expand_platform("musllinux_1_2_x86_64") == (
-        "musllinux_1_2_x86_64", "musllinux_1_1_x86_64", "musllinux_1_0_x86_64", "linux_x86_64")
+        "musllinux_1_2_x86_64",
+        "musllinux_1_1_x86_64",
+        "musllinux_1_0_x86_64",
+        "linux_x86_64",
+    )
     assert "macosx_11_0_arm64" in expand_platform("macosx_14_0_arm64")
     assert expand_platform("win_amd64") == ("win_amd64",)
     assert expand_platform("linux-x86_64") == ("linux_x86_64",)
@@ -79,9 +86,16 @@ def test_with_platform_keeps_the_interpreter():
 # -- what the probe script printed ----------------------------------------------------------
 
 UBUNTU_2404_PY312 = {
-    "version": [3, 12, 3], "implementation": "cpython", "abiflags": "", "gil_disabled": False,
-    "libc": ["glibc", "2.39"], "confstr": "glibc 2.39", "machine": "x86_64", "bits": 64,
-    "platform": "linux-x86_64", "mac_ver": "",
+    "version": [3, 12, 3],
+    "implementation": "cpython",
+    "abiflags": "",
+    "gil_disabled": False,
+    "libc": ["glibc", "2.39"],
+    "confstr": "glibc 2.39",
+    "machine": "x86_64",
+    "bits": 64,
+    "platform": "linux-x86_64",
+    "mac_ver": "",
 }
 
 
@@ -94,8 +108,7 @@ def test_probe_of_ubuntu_python():
 
 
 def test_probe_prefers_confstr_and_handles_old_abiflags():
-    info = dict(UBUNTU_2404_PY312, version=[3, 7, 17], abiflags="m", libc=["", ""],
-                confstr="glibc 2.17")
+    info = dict(UBUNTU_2404_PY312, version=[3, 7, 17], abiflags="m", libc=["", ""], confstr="glibc 2.17")
     t = target_from_probe(info, "/opt/py37/bin/python")
     assert t.platforms[0] == "manylinux_2_17_x86_64"
     assert t.accepts(wheel("torch-1.13.0+cu117-cp37-cp37m-linux_x86_64.whl"))
@@ -112,8 +125,7 @@ def test_probe_without_glibc_and_32_bit():
 def test_probe_free_threaded_and_pypy():
     ft = dict(UBUNTU_2404_PY312, version=[3, 13, 1], abiflags="t", gil_disabled=True)
     assert target_from_probe(ft, "p").short == "cp313t"
-    pypy = dict(UBUNTU_2404_PY312, version=[3, 10, 14], implementation="pypy",
-                soabi="pypy310-pp73-x86_64-linux-gnu")
+    pypy = dict(UBUNTU_2404_PY312, version=[3, 10, 14], implementation="pypy", soabi="pypy310-pp73-x86_64-linux-gnu")
     t = target_from_probe(pypy, "p")
     assert t.interpreter == "pp310"
     assert not t.accepts(wheel("torch-2.5.1-cp310-cp310-manylinux_2_28_x86_64.whl"))

@@ -12,4 +12,5 @@ import pytest
 HAS_TORCH = importlib.util.find_spec("torch") is not None
 
 needs_torch = pytest.mark.skipif(
-    not HAS_TORCH, reason="needs torch in the test interpreter (CPU is enough: python -m pip install torch==2.13.0)")
+    not HAS_TORCH, reason="needs torch in the test interpreter (CPU is enough: python -m pip install torch==2.13.0)"
+)

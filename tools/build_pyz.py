@@ -109,13 +109,32 @@ def vendor(reqs: Sequence[str], target: Path, pip: Sequence[str], rounds: int = 
     for _ in range(rounds):
         tmp = Path(tempfile.mkdtemp(prefix="deps-", dir=target.parent))
         try:
-            argv = [*pip, "install", "--quiet", "--disable-pip-version-check", "--no-compile",
-                    "--target", str(tmp), "--only-binary", ":all:", "--platform", "any", "--abi", "none",
-                    "--implementation", "py", "--python-version", OLDEST_PYTHON, *reqs, *excluded]
+            argv = [
+                *pip,
+                "install",
+                "--quiet",
+                "--disable-pip-version-check",
+                "--no-compile",
+                "--target",
+                str(tmp),
+                "--only-binary",
+                ":all:",
+                "--platform",
+                "any",
+                "--abi",
+                "none",
+                "--implementation",
+                "py",
+                "--python-version",
+                OLDEST_PYTHON,
+                *reqs,
+                *excluded,
+            ]
             done = subprocess.run(argv, capture_output=True, text=True)
             if done.returncode != 0:
-                raise SystemExit(f"build_pyz: pip could not get the dependencies ({' '.join(reqs)}):\n"
-                                 f"{done.stdout}{done.stderr}")
+                raise SystemExit(
+                    f"build_pyz: pip could not get the dependencies ({' '.join(reqs)}):\n{done.stdout}{done.stderr}"
+                )
             bad = too_new(tmp)
             if not bad:
                 shutil.rmtree(tmp / "bin", ignore_errors=True)
@@ -124,8 +143,7 @@ def vendor(reqs: Sequence[str], target: Path, pip: Sequence[str], rounds: int = 
             excluded += [f"{name}!={version}" for name, version, _ in bad]
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
-    raise SystemExit(f"build_pyz: no release runs on Python {OLDEST_PYTHON} after excluding "
-                     f"{', '.join(excluded)}")
+    raise SystemExit(f"build_pyz: no release runs on Python {OLDEST_PYTHON} after excluding {', '.join(excluded)}")
 
 
 def _ignore(folder: str, names: List[str]) -> List[str]:
@@ -160,8 +178,9 @@ def build(output: Path, cache: Optional[Path] = None, pip: Optional[Sequence[str
 def main(argv: Optional[Sequence[str]] = None) -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("-o", "--output", type=Path, default=ROOT / "envdoctor.pyz")
-    parser.add_argument("--cache", type=Path, default=None,
-                        help="folder that keeps the dependencies between builds (default: none)")
+    parser.add_argument(
+        "--cache", type=Path, default=None, help="folder that keeps the dependencies between builds (default: none)"
+    )
     parser.add_argument("--pip", default=None, help="pip command to use (default: this Python's -m pip)")
     args = parser.parse_args(argv)
     out = build(args.output, args.cache, args.pip.split() if args.pip else None)

@@ -43,30 +43,65 @@ GENERATED: Dict[str, Tuple[Any, ...]] = {
     "burn": ("envdoctor.burn.facts:BurnResult", "envdoctor burn result", "envdoctor burn --json"),
     "diag": ("envdoctor.diag.facts:DiagResult", "envdoctor diag result", "envdoctor diag --json"),
     "explain": ("envdoctor.cli.explain:ExplainDocument", "envdoctor explain --json", "envdoctor explain --json"),
-    "table": ("envdoctor.render.table:TableDocument", "envdoctor table answer", "envdoctor table KIND [KEY] --json",
-              {"top": "envdoctor.render.table:TABLE_ONE_ROW"}),
-    "dockerfile": ("envdoctor.dockerfile.render:DockerfileDocument", "envdoctor Dockerfile lint",
-                   "envdoctor dockerfile [PATH] --json"),
+    "table": (
+        "envdoctor.render.table:TableDocument",
+        "envdoctor table answer",
+        "envdoctor table KIND [KEY] --json",
+        {"top": "envdoctor.render.table:TABLE_ONE_ROW"},
+    ),
+    "dockerfile": (
+        "envdoctor.dockerfile.render:DockerfileDocument",
+        "envdoctor Dockerfile lint",
+        "envdoctor dockerfile [PATH] --json",
+    ),
     "verify": ("envdoctor.render.verify:VerifyDocument", "envdoctor verify result", "envdoctor verify --json"),
     "index": ("envdoctor.cli.index:IndexDocument", "envdoctor index answer", "envdoctor index VARIANT... --json"),
     "plan": ("envdoctor.render.plan:PlanDocument", "envdoctor install plan", "envdoctor recommend --json"),
-    "bench": ("envdoctor.bench.facts:BenchResult", "envdoctor bench result", "envdoctor bench --json",
-              {"read_back": True}),
-    "profile": ("envdoctor.profile.render:ProfileDocument", "envdoctor profile result",
-                "envdoctor profile --json -- python SCRIPT ARGS"),
-    "comms": ("envdoctor.links.facts_comms:CommsResult", "envdoctor collectives", "envdoctor comms --json",
-              {"read_back": True, "more": "envdoctor.links.render_comms:CommsKeys"}),
-    "topo": ("envdoctor.links.render_topo:TopoDocument", "envdoctor topology", "envdoctor topo --json",
-             {"read_back": True}),
-    "fleet": ("envdoctor.fleet.render:FleetDocument", "envdoctor fleet result",
-              "envdoctor fleet REPORT.json... --json` and by rank 0 of `envdoctor fleet --gather --json"),
-    "report": ("envdoctor.render.json:ReportDocument", "envdoctor report", "envdoctor check --json",
-               {"read_back": True, "top": "envdoctor.render.json:REPORT_WHEN"}),
-    "snapshot": ("envdoctor.snapshot:SnapshotDocument", "envdoctor snapshot",
-                 "envdoctor snapshot (a report plus 'snapshot' and, with --bench, 'bench')",
-                 {"top": "envdoctor.snapshot:SNAPSHOT_IS_A_REPORT"}),
-    "stale": ("envdoctor.render.table:StaleAnswer", "envdoctor table staleness answer",
-              "envdoctor table --stale --json"),
+    "bench": (
+        "envdoctor.bench.facts:BenchResult",
+        "envdoctor bench result",
+        "envdoctor bench --json",
+        {"read_back": True},
+    ),
+    "profile": (
+        "envdoctor.profile.render:ProfileDocument",
+        "envdoctor profile result",
+        "envdoctor profile --json -- python SCRIPT ARGS",
+    ),
+    "comms": (
+        "envdoctor.links.facts_comms:CommsResult",
+        "envdoctor collectives",
+        "envdoctor comms --json",
+        {"read_back": True, "more": "envdoctor.links.render_comms:CommsKeys"},
+    ),
+    "topo": (
+        "envdoctor.links.render_topo:TopoDocument",
+        "envdoctor topology",
+        "envdoctor topo --json",
+        {"read_back": True},
+    ),
+    "fleet": (
+        "envdoctor.fleet.render:FleetDocument",
+        "envdoctor fleet result",
+        "envdoctor fleet REPORT.json... --json` and by rank 0 of `envdoctor fleet --gather --json",
+    ),
+    "report": (
+        "envdoctor.render.json:ReportDocument",
+        "envdoctor report",
+        "envdoctor check --json",
+        {"read_back": True, "top": "envdoctor.render.json:REPORT_WHEN"},
+    ),
+    "snapshot": (
+        "envdoctor.snapshot:SnapshotDocument",
+        "envdoctor snapshot",
+        "envdoctor snapshot (a report plus 'snapshot' and, with --bench, 'bench')",
+        {"top": "envdoctor.snapshot:SNAPSHOT_IS_A_REPORT"},
+    ),
+    "stale": (
+        "envdoctor.render.table:StaleAnswer",
+        "envdoctor table staleness answer",
+        "envdoctor table --stale --json",
+    ),
     "fit": ("envdoctor.fit.render:FitDocument", "envdoctor fit estimate", "envdoctor fit --json"),
 }
 
@@ -107,7 +142,7 @@ def _type(tp: Any, defs: Dict[str, Any]) -> Dict[str, Any]:
         for mark in marks:
             schema = dict(mark.whole) if mark.whole is not None else schema
             words = dict(mark.words)
-            if "read_back" in words:   # what a document read back may hold there instead (older values)
+            if "read_back" in words:  # what a document read back may hold there instead (older values)
                 older = words.pop("read_back")
                 if _READ_BACK[0]:
                     schema = dict(older)
@@ -130,12 +165,12 @@ def _type(tp: Any, defs: Dict[str, Any]) -> Dict[str, Any]:
         return {"enum": list(args)}
     if dataclasses.is_dataclass(tp) or _is_typeddict(tp):
         name = tp.__name__
-        owner = _OWNERS.setdefault((id(defs), name), tp)    # cleared for each document
-        if owner is not tp:            # two types of one name in one document: the module tells them apart
+        owner = _OWNERS.setdefault((id(defs), name), tp)  # cleared for each document
+        if owner is not tp:  # two types of one name in one document: the module tells them apart
             name = f"{tp.__module__.rpartition('.')[2]}.{name}"
             _OWNERS.setdefault((id(defs), name), tp)
         if name not in defs:
-            defs[name] = {}            # a placeholder first: recursive models terminate
+            defs[name] = {}  # a placeholder first: recursive models terminate
             defs[name] = _object(tp, defs)
         return {"$ref": f"#/$defs/{name}"}
     if origin in (tuple, list):
@@ -145,8 +180,12 @@ def _type(tp: Any, defs: Dict[str, Any]) -> Dict[str, Any]:
         return {"type": "object", "additionalProperties": _type(args[1] if len(args) == 2 else Any, defs)}
     if tp is dict:
         return {"type": "object"}
-    return {bool: {"type": "boolean"}, int: {"type": "integer"}, float: {"type": "number"},
-            str: {"type": "string"}}.get(tp, {})
+    return {
+        bool: {"type": "boolean"},
+        int: {"type": "integer"},
+        float: {"type": "number"},
+        str: {"type": "string"},
+    }.get(tp, {})
 
 
 def _doc(cls: Any) -> str:
@@ -169,8 +208,13 @@ def _object(cls: Any, defs: Dict[str, Any]) -> Dict[str, Any]:
         # a document read back through facts.serde.from_data (which fills a missing field with its
         # default) may lack a field with a default: one written before the field existed still reads
         always = set(getattr(cls, "json_required", ()))
-        required = [f.name for f in fields if not (_READ_BACK and _READ_BACK[0]) or f.name in always
-                    or (f.default is missing and f.default_factory is missing)]
+        required = [
+            f.name
+            for f in fields
+            if not (_READ_BACK and _READ_BACK[0])
+            or f.name in always
+            or (f.default is missing and f.default_factory is missing)
+        ]
     props = {name: _type(hints[name], defs) for name in names}
     out: Dict[str, Any] = {"type": "object", "required": required, "properties": props}
     doc = _doc(cls)
@@ -191,11 +235,11 @@ def schema_for(kind: str) -> Dict[str, Any]:
     _READ_BACK[:] = [bool(options.get("read_back"))]
     _OWNERS.clear()
     top = _object(cls, defs)
-    if "more" in options:              # the keys the builder adds to the dataclass's own (a TypedDict)
+    if "more" in options:  # the keys the builder adds to the dataclass's own (a TypedDict)
         more = _object(_load(options["more"]), defs)
         top["properties"].update(more["properties"])
         top["required"] += [k for k in more["required"] if k not in top["required"]]
-    if "schema" in top["properties"]:        # a snapshot has its report's (through allOf)
+    if "schema" in top["properties"]:  # a snapshot has its report's (through allOf)
         top["properties"]["schema"] = {"const": row.schema}
     about = _doc(cls)
     return {
@@ -203,8 +247,8 @@ def schema_for(kind: str) -> Dict[str, Any]:
         "$id": f"https://envdoctor.invalid/schemas/{row.file}",
         "title": f"{title}, schema {row.schema}",
         "description": (f"{about} " if about else "") + f"Printed by `{emitted_by}`; generated from {target} by "
-                       "tools/make_schema.py (do not edit by hand). Keys are stable within the schema version; "
-                       "new keys may be added.",
+        "tools/make_schema.py (do not edit by hand). Keys are stable within the schema version; "
+        "new keys may be added.",
         **{k: v for k, v in top.items() if k != "description"},
         **extra,
         "$defs": dict(sorted(defs.items())),
@@ -226,8 +270,16 @@ def check(kinds: list, folder: Path) -> list:
         on_disk = path.read_text() if path.is_file() else ""
         wanted = text_for(kind)
         if on_disk != wanted:
-            diffs.append("".join(difflib.unified_diff(on_disk.splitlines(True), wanted.splitlines(True),
-                                                      f"{path} (on disk)", f"{path} (from {GENERATED[kind][0]})")))
+            diffs.append(
+                "".join(
+                    difflib.unified_diff(
+                        on_disk.splitlines(True),
+                        wanted.splitlines(True),
+                        f"{path} (on disk)",
+                        f"{path} (from {GENERATED[kind][0]})",
+                    )
+                )
+            )
     return diffs
 
 
@@ -235,10 +287,10 @@ def main(argv: list) -> int:
     args = list(argv[1:])
     checking = "--check" in args
     folder = ROOT / "envdoctor" / "schemas"
-    if "--schemas" in args:           # another folder (tests point it at a tampered copy)
+    if "--schemas" in args:  # another folder (tests point it at a tampered copy)
         at = args.index("--schemas")
         folder = Path(args[at + 1])
-        del args[at:at + 2]
+        del args[at : at + 2]
     kinds = [a for a in args if a != "--check"] or list(GENERATED)
     for kind in kinds:
         if kind not in GENERATED:
@@ -249,8 +301,10 @@ def main(argv: list) -> int:
         for diff in diffs:
             sys.stdout.write(diff)
         if diffs:
-            print(f"{len(diffs)} schema file(s) disagree with their types: run python tools/make_schema.py",
-                  file=sys.stderr)
+            print(
+                f"{len(diffs)} schema file(s) disagree with their types: run python tools/make_schema.py",
+                file=sys.stderr,
+            )
         return 1 if diffs else 0
     from envdoctor.documents import DOCUMENTS
 

@@ -17,9 +17,21 @@ Status = Literal["ok", "cpu", "no-fit", "amd", "macos"]
 Compatibility = Literal["direct", "minor-version", "none"]
 
 #: The kinds of :class:`WayOut` (the plan document's ``ways_out[].kind``, docs/recommend.md).
-WayKind = Literal["upgrade-driver", "install-driver", "works-today", "direct", "confirmed-kernels",
-                  "newer-python", "older-python", "newer-glibc", "without-nvcc", "limits", "torch-spec",
-                  "route", "cpu"]
+WayKind = Literal[
+    "upgrade-driver",
+    "install-driver",
+    "works-today",
+    "direct",
+    "confirmed-kernels",
+    "newer-python",
+    "older-python",
+    "newer-glibc",
+    "without-nvcc",
+    "limits",
+    "torch-spec",
+    "route",
+    "cpu",
+]
 
 
 @dataclass(frozen=True)
@@ -58,28 +70,28 @@ class Choice:
     """The torch and wheel variant to install, or why there is none (``status``, see :data:`Status`)."""
 
     status: Status
-    torch: str | None = None                # "2.13.0": the newest patch within the specifier
-    variant: str | None = None              # "cu130", "cpu", "rocm7.2", "pypi" (macOS)
-    cuda: str | None = None                 # "13.0"
-    index_url: str | None = None            # the table's index URL of the variant
+    torch: str | None = None  # "2.13.0": the newest patch within the specifier
+    variant: str | None = None  # "cu130", "cpu", "rocm7.2", "pypi" (macOS)
+    cuda: str | None = None  # "13.0"
+    index_url: str | None = None  # the table's index URL of the variant
     compatibility: Compatibility = "none"
     torchvision: str | None = None
     torchaudio: str | None = None
-    python: str | None = None               # the Python the choice was made for (None: any)
-    driver_needed: str | None = None        # a branch to install first ("580"): no driver yet
-    driver_assumed: str | None = None       # the driver the choice was made for, when none is installed
-    kernels: tuple[tuple[str, str], ...] = ()    # (GPU cc, "sm_86 cubin") per GPU
+    python: str | None = None  # the Python the choice was made for (None: any)
+    driver_needed: str | None = None  # a branch to install first ("580"): no driver yet
+    driver_assumed: str | None = None  # the driver the choice was made for, when none is installed
+    kernels: tuple[tuple[str, str], ...] = ()  # (GPU cc, "sm_86 cubin") per GPU
     reasons: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
     rejected: tuple[Rejected, ...] = ()
     ways_out: tuple[WayOut, ...] = ()
     sources: tuple[str, ...] = ()
-    index_check: str = "offline-table"      # "live", "offline-table", "failed: <why>"
-    release: str | None = field(default=None, compare=False)   # "2.13.0": the table row used
-    unconfirmed: bool = False               # the chosen release or variant is unconfirmed in the table
-    kernels_inferred: bool = False          # the kernel check used an arch list the table infers
-    variant_asked: str | None = None        # the wheel variant --torch named ("2.7.1+cu118" -> "cu118")
-    variant_changed: str | None = None      # why the asked one was not chosen (None: it was, or none asked)
+    index_check: str = "offline-table"  # "live", "offline-table", "failed: <why>"
+    release: str | None = field(default=None, compare=False)  # "2.13.0": the table row used
+    unconfirmed: bool = False  # the chosen release or variant is unconfirmed in the table
+    kernels_inferred: bool = False  # the kernel check used an arch list the table infers
+    variant_asked: str | None = None  # the wheel variant --torch named ("2.7.1+cu118" -> "cu118")
+    variant_changed: str | None = None  # why the asked one was not chosen (None: it was, or none asked)
 
     @property
     def ok(self) -> bool:

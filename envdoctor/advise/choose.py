@@ -39,12 +39,22 @@ from envdoctor.table import Table
 __all__ = ["Choice", "choose_variant", "recommended_branch"]
 
 
-def choose_variant(table: Table, torch_version: str | SpecifierSet | None, driver: str | None,
-                   gpu_ccs: Iterable[str | None], python: str | None, glibc: str | None,
-                   arch: str = "x86_64", *, available: Availability | None = None,
-                   require_direct: bool = False, ways_out: bool = True,
-                   cudas: Iterable[str] | None = None, require_known_kernels: bool = False,
-                   os: DriverOs = "linux") -> Choice:
+def choose_variant(
+    table: Table,
+    torch_version: str | SpecifierSet | None,
+    driver: str | None,
+    gpu_ccs: Iterable[str | None],
+    python: str | None,
+    glibc: str | None,
+    arch: str = "x86_64",
+    *,
+    available: Availability | None = None,
+    require_direct: bool = False,
+    ways_out: bool = True,
+    cudas: Iterable[str] | None = None,
+    require_known_kernels: bool = False,
+    os: DriverOs = "linux",
+) -> Choice:
     """The torch release and wheel variant for a Linux machine, with reasons and ways out.
 
     ``torch_version``: None (newest), a version ("2.7", "2.7.1") or a specifier (">=2.4,<2.6"); a
@@ -58,8 +68,19 @@ def choose_variant(table: Table, torch_version: str | SpecifierSet | None, drive
     ``os``: whose driver minimums ``driver`` is held to: "linux", or "windows" for the Windows
     driver that serves WSL2 (CUDA 12.8 needs 570.26 on Linux, 570.65 on Windows).
     """
-    req = Request(parse_torch_spec(torch_version), driver, tuple(gpu_ccs), python, glibc, cpu_arch(arch),
-                  require_direct, tuple(cudas) if cudas is not None else None, require_known_kernels,
-                  spec_text(torch_version), os, spec_variant(torch_version))
+    req = Request(
+        parse_torch_spec(torch_version),
+        driver,
+        tuple(gpu_ccs),
+        python,
+        glibc,
+        cpu_arch(arch),
+        require_direct,
+        tuple(cudas) if cudas is not None else None,
+        require_known_kernels,
+        spec_text(torch_version),
+        os,
+        spec_variant(torch_version),
+    )
     choice = pick(table, req, available)
     return with_ways_out(table, choice, req, available) if ways_out else choice

@@ -29,49 +29,89 @@ def conda_plan(m: Machine, table: Table, choice: Choice, decision: RouteDecision
     if not choice.ok or choice.status == "macos" or rel is None:
         if choice.status == "macos":
             warnings.append("macOS: conda-forge's pytorch has no CUDA here; the system route's pip wheel is the same")
-        return Plan("conda", choice.status, choice, (), decision.reasons, decision.rejected, tuple(warnings),
-                    ways_out=ways(m, table, choice, None), sources=choice.sources)
+        return Plan(
+            "conda",
+            choice.status,
+            choice,
+            (),
+            decision.reasons,
+            decision.rejected,
+            tuple(warnings),
+            ways_out=ways(m, table, choice, None),
+            sources=choice.sources,
+        )
     c = m.facts.conda
     tool = c.flavor or "conda"
     miniforge: list[Step] = []
     if "conda" in m.known and not c.exe:
         tool = f"{MINIFORGE}/bin/conda"
-        miniforge = [Step("Install Miniforge (conda with conda-forge as its channel)", (
-            'curl -fsSLO "https://github.com/conda-forge/miniforge/releases/latest/download/'
-            'Miniforge3-$(uname)-$(uname -m).sh"',
-            f'bash "Miniforge3-$(uname)-$(uname -m).sh" -b -p {MINIFORGE}',
-        ), "no conda, mamba or micromamba was found")]
+        miniforge = [
+            Step(
+                "Install Miniforge (conda with conda-forge as its channel)",
+                (
+                    'curl -fsSLO "https://github.com/conda-forge/miniforge/releases/latest/download/'
+                    'Miniforge3-$(uname)-$(uname -m).sh"',
+                    f'bash "Miniforge3-$(uname)-$(uname -m).sh" -b -p {MINIFORGE}',
+                ),
+                "no conda, mamba or micromamba was found",
+            )
+        ]
     py = _conda_python(rel, m.python)
     warnings = [w for w in warnings if "wheels need glibc" not in w and "marks torch" not in w]
     steps, w = driver_step(m, table, choice)
     steps += miniforge
     warnings += w
-    gpu = choice.status == "ok"     # CUDA builds (not CPU)
+    gpu = choice.status == "ok"  # CUDA builds (not CPU)
     if rel.conda == "pytorch-channel":
         cmds, channel_story, w = _pytorch_channel(rel, choice, py, tool, gpu, with_nvcc)
     else:
         cmds, channel_story, w = _conda_forge(choice, py, tool, gpu, with_nvcc)
     warnings += w
     minor = major_minor(choice.torch)
-    steps.append(Step(f"Create the conda environment '{CONDA_ENV}' with torch {minor} ({channel_story})", cmds,
-                      "each environment carries its own CUDA libraries: several GB of disk per env"))
+    steps.append(
+        Step(
+            f"Create the conda environment '{CONDA_ENV}' with torch {minor} ({channel_story})",
+            cmds,
+            "each environment carries its own CUDA libraries: several GB of disk per env",
+        )
+    )
     prefix = c.base_prefix or (MINIFORGE if miniforge else None)
-    env_python = (f"{prefix}/envs/{CONDA_ENV}/bin/python" if prefix
-                  else f'"$({tool} run -n {CONDA_ENV} which python)"')
+    env_python = f"{prefix}/envs/{CONDA_ENV}/bin/python" if prefix else f'"$({tool} run -n {CONDA_ENV} which python)"'
     reasons = decision.reasons
     if gpu:
-        reasons += (f"torch {minor}: the newest release whose CUDA {major(choice.cuda)}.x "
-                    f"build runs on driver {m.driver or choice.driver_assumed} and has kernels for the GPUs",)
-    steps.append(Step("Verify", (f"{tool} run -n {CONDA_ENV} {CHECK_TORCH}",
-                                 f"envdoctor check --python {env_python}",
-                                 f"envdoctor bench --python {env_python}" + ("" if gpu else " --cpu"))))
-    return Plan("conda", choice.status, choice, tuple(steps), reasons, decision.rejected,
-                tuple(dict.fromkeys(warnings)), (), ways(m, table, choice, None), python=env_python,
-                conda=channel_story, sources=choice.sources + ((rel.source,) if rel.source else ()))
+        reasons += (
+            f"torch {minor}: the newest release whose CUDA {major(choice.cuda)}.x "
+            f"build runs on driver {m.driver or choice.driver_assumed} and has kernels for the GPUs",
+        )
+    steps.append(
+        Step(
+            "Verify",
+            (
+                f"{tool} run -n {CONDA_ENV} {CHECK_TORCH}",
+                f"envdoctor check --python {env_python}",
+                f"envdoctor bench --python {env_python}" + ("" if gpu else " --cpu"),
+            ),
+        )
+    )
+    return Plan(
+        "conda",
+        choice.status,
+        choice,
+        tuple(steps),
+        reasons,
+        decision.rejected,
+        tuple(dict.fromkeys(warnings)),
+        (),
+        ways(m, table, choice, None),
+        python=env_python,
+        conda=channel_story,
+        sources=choice.sources + ((rel.source,) if rel.source else ()),
+    )
 
 
-def _pytorch_channel(rel: TorchRelease, choice: Choice, py: str, tool: str, gpu: bool, with_nvcc: bool
-                     ) -> tuple[tuple[str, ...], str, list[str]]:
+def _pytorch_channel(
+    rel: TorchRelease, choice: Choice, py: str, tool: str, gpu: bool, with_nvcc: bool
+) -> tuple[tuple[str, ...], str, list[str]]:
     """(commands, channel story, warnings) for a release of the retired pytorch channel."""
     warnings: list[str] = []
     nvcc: tuple[str, ...] = ()
@@ -95,16 +135,21 @@ def _pytorch_channel(rel: TorchRelease, choice: Choice, py: str, tool: str, gpu:
         channels = "-c pytorch -c conda-forge" if tk == "11.6" else "-c pytorch"
         channel_story = f"pytorch channel, cudatoolkit={tk}"
         if with_nvcc:
-            warnings.append("--with-nvcc: the cudatoolkit package of this era has no nvcc; "
-                            "use a system toolkit of the same CUDA version")
+            warnings.append(
+                "--with-nvcc: the cudatoolkit package of this era has no nvcc; "
+                "use a system toolkit of the same CUDA version"
+            )
     create = f"{tool} create -y -n {CONDA_ENV} {channels} {' '.join(pkgs)}"
-    warnings.append(f"torch {choice.torch} comes from the pytorch conda channel, which stopped with 2.5 "
-                    "(pytorch/pytorch#138506); newer torch is on conda-forge")
+    warnings.append(
+        f"torch {choice.torch} comes from the pytorch conda channel, which stopped with 2.5 "
+        "(pytorch/pytorch#138506); newer torch is on conda-forge"
+    )
     return (create,) + nvcc, channel_story, warnings
 
 
-def _conda_forge(choice: Choice, py: str, tool: str, gpu: bool, with_nvcc: bool
-                 ) -> tuple[tuple[str, ...], str, list[str]]:
+def _conda_forge(
+    choice: Choice, py: str, tool: str, gpu: bool, with_nvcc: bool
+) -> tuple[tuple[str, ...], str, list[str]]:
     """(commands, channel story, warnings) for conda-forge's pytorch-gpu / pytorch-cpu."""
     warnings: list[str] = []
     minor = major_minor(choice.torch)
@@ -120,8 +165,10 @@ def _conda_forge(choice: Choice, py: str, tool: str, gpu: bool, with_nvcc: bool
     override = " --override-channels" if tool in ("conda", "mamba") else ""
     create = f"{tool} create -y -n {CONDA_ENV} -c conda-forge{override} {' '.join(pkgs)}"
     if gpu:
-        warnings.append("conda-forge picks the CUDA build whose cuda-version the driver allows (the __cuda "
-                        "virtual package); if the solver finds none, the driver is too old for it")
+        warnings.append(
+            "conda-forge picks the CUDA build whose cuda-version the driver allows (the __cuda "
+            "virtual package); if the solver finds none, the driver is too old for it"
+        )
     if with_nvcc and not gpu:
         warnings.append("--with-nvcc: CPU builds need no nvcc; none is added")
     return (create,), channel_story, warnings

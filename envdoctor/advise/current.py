@@ -36,13 +36,13 @@ COMPANIONS = ("torchvision", "torchaudio")
 class Current:
     """The torch build in the target Python, and whether it works here (``evidence`` says how known)."""
 
-    python: str                     # "/opt/torch/.venv/bin/python3"
-    torch: str                      # "2.11.0+cu130" as installed
-    variant: str | None             # "cu130"; None when neither a label nor torch says it
+    python: str  # "/opt/torch/.venv/bin/python3"
+    torch: str  # "2.11.0+cu130" as installed
+    variant: str | None  # "cu130"; None when neither a label nor torch says it
     torchvision: str | None
     torchaudio: str | None
     state: State
-    evidence: str                   # "imported (the report): CUDA available, a tiny CUDA operation ran"
+    evidence: str  # "imported (the report): CUDA available, a tiny CUDA operation ran"
 
     @property
     def fine(self) -> bool:
@@ -62,8 +62,8 @@ class Current:
 class Change:
     """What a plan does to one package of the target: ``then`` None means it is left as it is."""
 
-    package: str                    # "torch", "torchvision", "torchaudio"
-    now: str | None                 # None: not installed
+    package: str  # "torch", "torchvision", "torchaudio"
+    now: str | None  # None: not installed
     then: str | None
     note: str = ""
 
@@ -108,10 +108,16 @@ def changes(cur: Current, plan_choice: Choice, table: Table) -> tuple[Change, ..
             if now is None or _public(now) != _public(then):
                 out.append(Change(package, now, then, "" if now else "not installed now"))
         elif now:
-            out.append(Change(package, now, None,
-                              f"left as it is: envdoctor's table pairs no {package} release with torch {new}, so "
-                              f"it cannot say whether {now} works with it (after the upgrade: "
-                              f"{cur.python} -c 'import {package}')"))
+            out.append(
+                Change(
+                    package,
+                    now,
+                    None,
+                    f"left as it is: envdoctor's table pairs no {package} release with torch {new}, so "
+                    f"it cannot say whether {now} works with it (after the upgrade: "
+                    f"{cur.python} -c 'import {package}')",
+                )
+            )
     return tuple(out)
 
 
@@ -126,8 +132,11 @@ def _variant_note(cur: Current, c: Choice) -> str:
 
 def _by_table(m: Machine, table: Table, version: str, variant: str | None) -> tuple[State, str]:
     """(state, evidence) of a build known only by its metadata, or on a what-if machine."""
-    seen = ("read from its metadata, not imported: `envdoctor check` runs it" if not m.given else
-            "not run: the machine is a what-if")
+    seen = (
+        "read from its metadata, not imported: `envdoctor check` runs it"
+        if not m.given
+        else "not run: the machine is a what-if"
+    )
     public = _public(version)
     if variant is None or table.torch(public) is None:
         what = "its wheel variant" if variant is None else f"torch {public}"
@@ -136,8 +145,17 @@ def _by_table(m: Machine, table: Table, version: str, variant: str | None) -> tu
         return "unfit", f"a CPU-only build: it does not use the NVIDIA GPUs; {seen}"
     if variant != "cpu" and not m.nvidia:
         return "expected", f"a {variant} build on a machine without an NVIDIA GPU runs on the CPU only; {seen}"
-    c = choose_variant(table, f"{public}+{variant}", m.driver, [g.cc for g in m.nvidia], m.python, m.glibc, m.arch,
-                       ways_out=False, os=m.driver_os)
+    c = choose_variant(
+        table,
+        f"{public}+{variant}",
+        m.driver,
+        [g.cc for g in m.nvidia],
+        m.python,
+        m.glibc,
+        m.arch,
+        ways_out=False,
+        os=m.driver_os,
+    )
     if c.ok and c.variant == variant and c.torch == public:
         fit = ", ".join(r for r in c.reasons if not r.startswith(("wheel variant", "wheels for Python")))
         return "expected", "by envdoctor's table it fits here" + (f": {fit}" if fit else "") + f"; {seen}"
@@ -160,15 +178,14 @@ def _failure(m: Machine) -> str | None:
         return f"it does not reach the GPU: {why}"
     if t.tiny_op != "ok":
         return f"a tiny CUDA operation failed: {t.tiny_op or 'it did not run'}"
-    if t.arch_list:        # the tiny operation ran on one GPU; a GPU without kernels still fails (ED206)
+    if t.arch_list:  # the tiny operation ran on one GPU; a GPU without kernels still fails (ED206)
         for g in m.nvidia:
             try:
                 none = bool(g.cc) and kernel_support(t.arch_list, g.cc or "").kind == "none"
             except ValueError:
                 continue
             if none:
-                return (f"no kernels for {g.name or 'a GPU'} (compute {g.cc}): its arch list has "
-                        f"{' '.join(t.arch_list)}")
+                return f"no kernels for {g.name or 'a GPU'} (compute {g.cc}): its arch list has {' '.join(t.arch_list)}"
     return None
 
 

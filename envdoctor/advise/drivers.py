@@ -44,8 +44,10 @@ def gpu_driver_problem(table: Table, driver: str, cc: str) -> str | None:
     have = major(driver)
     first, last = arch.min_driver_branch, arch.last_driver_branch
     if have is not None and first and have < int(first):
-        return (f"{arch.name} (compute {cc}) needs driver branch {first} or newer "
-                f"(its first CUDA, {arch.first_cuda}); driver {driver} does not run it")
+        return (
+            f"{arch.name} (compute {cc}) needs driver branch {first} or newer "
+            f"(its first CUDA, {arch.first_cuda}); driver {driver} does not run it"
+        )
     if have is not None and last and have > int(last):
         return f"R{last} is the last driver branch for {arch.name} (compute {cc}); driver {driver} does not run it"
     return None

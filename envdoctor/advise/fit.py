@@ -31,10 +31,10 @@ class Fit:
     """A variant that works here, with what the checks found."""
 
     rank: Rank
-    support: DriverSupport | None               # None: CPU wheels (no driver question)
-    kernels: tuple[tuple[str, str], ...] = ()   # ("8.6", "sm_86 cubin") per GPU
-    known: bool = False                         # the arch list was checked for every GPU
-    inferred: bool = False                      # ... and the table infers that arch list
+    support: DriverSupport | None  # None: CPU wheels (no driver question)
+    kernels: tuple[tuple[str, str], ...] = ()  # ("8.6", "sm_86 cubin") per GPU
+    known: bool = False  # the arch list was checked for every GPU
+    inferred: bool = False  # ... and the table infers that arch list
 
 
 @dataclass
@@ -42,7 +42,7 @@ class Turned:
     """What one choice looked at and turned down, and what the live index answered."""
 
     rejected: list[Rejected] = field(default_factory=list)
-    index_states: list[str] = field(default_factory=list)   # "live" / "failed: ..."
+    index_states: list[str] = field(default_factory=list)  # "live" / "failed: ..."
 
     def reject(self, what: str, reason: str) -> None:
         if not any(r.what == what and r.reason == reason for r in self.rejected):
@@ -87,8 +87,9 @@ def _arch_inferred(variant: TorchVariant, arch: str) -> bool:
     return not variant.confirmed("arch_list_aarch64" if arch == "aarch64" else "arch_list")
 
 
-def fit_variant(table: Table, rel: TorchRelease, version: str, v: TorchVariant, req: Request, turned: Turned
-        ) -> Fit | None:
+def fit_variant(
+    table: Table, rel: TorchRelease, version: str, v: TorchVariant, req: Request, turned: Turned
+) -> Fit | None:
     """How variant ``v`` of ``rel`` works here, or None (the reason is recorded in ``turned``)."""
     what = f"torch {version} {v.name}"
     platform = f"linux_{req.arch}"
@@ -127,8 +128,11 @@ def fit_variant(table: Table, rel: TorchRelease, version: str, v: TorchVariant, 
         return None
     ptx = ptx_only(kernels)
     if support.kind == "minor-version" and ptx:
-        turned.reject(what, f"a GPU would need PTX JIT, which minor-version compatibility cannot do "
-                            f"(CUDA {v.cuda} needs driver {support.needed})")
+        turned.reject(
+            what,
+            f"a GPU would need PTX JIT, which minor-version compatibility cannot do "
+            f"(CUDA {v.cuda} needs driver {support.needed})",
+        )
         return None
     if req.require_direct and support.kind != "direct":
         turned.reject(what, f"CUDA {v.cuda} runs only by minor-version compatibility (needs {support.needed})")

@@ -19,8 +19,9 @@ from envdoctor.parse import version
 from envdoctor.table import NgcRelease, Table
 
 
-def choose_image(table: Table, driver: str, m: Machine, spec: SpecifierSet | None
-                 ) -> tuple[Image | None, list[str], list[str]]:
+def choose_image(
+    table: Table, driver: str, m: Machine, spec: SpecifierSet | None
+) -> tuple[Image | None, list[str], list[str]]:
     """(the newest NGC image this driver runs, warnings, rejections) for the machine's GPUs."""
     gpus = m.nvidia
     dc = bool(gpus) and all(g.datacenter for g in gpus)
@@ -39,29 +40,46 @@ def choose_image(table: Table, driver: str, m: Machine, spec: SpecifierSet | Non
     warnings = []
     newer = [r.tag for r in fits if Version(r.tag) > Version(pick.tag)]
     if newer:
-        warnings.append(f"newer NGC tags the table does not confirm: {', '.join(newer)} "
-                        "(check NVIDIA's release notes before using them)")
-    doubtful = [f for f in pick.unconfirmed_fields if f != "min_cc"]    # min_cc: its own warning below
+        warnings.append(
+            f"newer NGC tags the table does not confirm: {', '.join(newer)} "
+            "(check NVIDIA's release notes before using them)"
+        )
+    doubtful = [f for f in pick.unconfirmed_fields if f != "min_cc"]  # min_cc: its own warning below
     if pick.unconfirmed or doubtful:
         fields = ", ".join(doubtful) if not pick.unconfirmed else "the whole row"
-        warnings.append(f"envdoctor's row for NGC {pick.tag} is not verified against NVIDIA's support matrix "
-                        f"({fields})")
+        warnings.append(
+            f"envdoctor's row for NGC {pick.tag} is not verified against NVIDIA's support matrix ({fields})"
+        )
     have, floor = version(driver), version(pick.min_driver)
     fc = have is not None and floor is not None and have < floor
     if fc:
-        warnings.append(f"NGC {pick.tag} (CUDA {pick.cuda}) wants driver branch {pick.min_driver}; this data-center "
-                        f"GPU runs it on driver {driver} in forward-compatibility mode (the image's cuda-compat "
-                        "libraries); GeForce and workstation GPUs cannot")
+        warnings.append(
+            f"NGC {pick.tag} (CUDA {pick.cuda}) wants driver branch {pick.min_driver}; this data-center "
+            f"GPU runs it on driver {driver} in forward-compatibility mode (the image's cuda-compat "
+            "libraries); GeForce and workstation GPUs cannot"
+        )
     old = [g for g in gpus if _below(g.cc, "7.5")]
     if old and not pick.min_cc:
-        warnings.append(f"check the NGC {pick.tag} release notes for the minimum compute capability: "
-                        f"{', '.join(f'{g.name} (compute {g.cc})' for g in old)} may be below it")
+        warnings.append(
+            f"check the NGC {pick.tag} release notes for the minimum compute capability: "
+            f"{', '.join(f'{g.name} (compute {g.cc})' for g in old)} may be below it"
+        )
     elif old and not pick.confirmed("min_cc"):
-        warnings.append(f"envdoctor's table gives NGC {pick.tag} a minimum compute capability of {pick.min_cc}, "
-                        f"unconfirmed: check the release notes' GPU requirements for "
-                        f"{', '.join(f'{g.name} (compute {g.cc})' for g in old)}")
-    image = Image(pick.image, pick.tag, pick.torch, pick.cuda, fc, bool(pick.unconfirmed), pick.source,
-                  "forward-compat" if fc else _compatibility(table, driver, pick.cuda, m))
+        warnings.append(
+            f"envdoctor's table gives NGC {pick.tag} a minimum compute capability of {pick.min_cc}, "
+            f"unconfirmed: check the release notes' GPU requirements for "
+            f"{', '.join(f'{g.name} (compute {g.cc})' for g in old)}"
+        )
+    image = Image(
+        pick.image,
+        pick.tag,
+        pick.torch,
+        pick.cuda,
+        fc,
+        bool(pick.unconfirmed),
+        pick.source,
+        "forward-compat" if fc else _compatibility(table, driver, pick.cuda, m),
+    )
     return image, warnings, rejected
 
 
@@ -78,9 +96,11 @@ def _why_not(table: Table, r: NgcRelease, gpus: tuple[Gpu, ...], spec: Specifier
         if arch is not None and cuda is not None and dropped is not None and cuda >= dropped:
             return f"CUDA {r.cuda} no longer supports {arch.name} (compute {g.cc})"
         if _below(g.cc, r.min_cc):
-            return (f"it supports compute capability {r.min_cc} and later"
-                    f"{'' if r.confirmed('min_cc') else ' (per envdoctor table, unconfirmed)'}; "
-                    f"{what} is below that")
+            return (
+                f"it supports compute capability {r.min_cc} and later"
+                f"{'' if r.confirmed('min_cc') else ' (per envdoctor table, unconfirmed)'}; "
+                f"{what} is below that"
+            )
     if spec is not None:
         tv = version(r.torch)
         if tv is None or not spec.contains(Version(tv.base_version), prereleases=True):

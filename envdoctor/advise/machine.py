@@ -37,7 +37,9 @@ ARCHES = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "aarch64", "arm64": 
 _CONSUMER = re.compile(r"geforce|titan|quadro|\brtx\b(?! pro 6000 blackwell server)|\bgtx\b|\bmx\d", re.I)
 _DATACENTER = re.compile(
     r"tesla|\b(a100|a800|a30|a40|a10g?|a16|a2|l4|l40s?|l20|h100|h200|h800|h20|gh200|b200|b300|gb200|"
-    r"gb300|t4|v100|p100|p40|p4|k80|k40)\b", re.I)
+    r"gb300|t4|v100|p100|p40|p4|k80|k40)\b",
+    re.I,
+)
 
 
 @dataclass(frozen=True)
@@ -45,11 +47,11 @@ class Gpu:
     """One GPU as the advisor sees it: ``Gpu("NVIDIA GeForce RTX 3090 Ti", "8.6", source="--gpu")``."""
 
     name: str | None
-    cc: str | None                          # "8.6"; None when not known
+    cc: str | None  # "8.6"; None when not known
     vendor: Vendor = "nvidia"
-    datacenter: bool | None = None          # may host cuda-compat (forward compatibility)
-    source: str = ""                        # "--gpu", "nvml", "nvidia-smi", "PCI 0000:01:00.0"
-    inferred: str | None = None             # "GTX 10xx": cc inferred from the name's series, not a table row
+    datacenter: bool | None = None  # may host cuda-compat (forward compatibility)
+    source: str = ""  # "--gpu", "nvml", "nvidia-smi", "PCI 0000:01:00.0"
+    inferred: str | None = None  # "GTX 10xx": cc inferred from the name's series, not a table row
 
 
 @dataclass(frozen=True)
@@ -59,8 +61,8 @@ class Machine:
     facts: Facts
     gpus: tuple[Gpu, ...] = ()
     known: frozenset[str] = frozenset(AREAS)
-    given: tuple[str, ...] = ()             # "driver 515.65.01 (--driver)", ...
-    origin: str = "this machine"            # "this machine", "report r.json", "what-if"
+    given: tuple[str, ...] = ()  # "driver 515.65.01 (--driver)", ...
+    origin: str = "this machine"  # "this machine", "report r.json", "what-if"
 
     # --- derived, read-only views -------------------------------------------------------------
 
@@ -165,13 +167,21 @@ def _datacenter_by_name(name: str | None) -> bool | None:
 
 def gpus_from_facts(facts: Facts, table: Table) -> tuple[Gpu, ...]:
     """The GPUs of :func:`envdoctor.gpus.machine_gpus` (the driver's, else torch's, else the PCI bus's)."""
-    return tuple(Gpu(g.name, g.cc, datacenter=is_datacenter(g.name, table, g.pci_id),
-                     source=f"PCI {g.address}" if g.kind == PCI else g.source, inferred=g.inferred)
-                 for g in machine_gpus(facts, table))
+    return tuple(
+        Gpu(
+            g.name,
+            g.cc,
+            datacenter=is_datacenter(g.name, table, g.pci_id),
+            source=f"PCI {g.address}" if g.kind == PCI else g.source,
+            inferred=g.inferred,
+        )
+        for g in machine_gpus(facts, table)
+    )
 
 
-def machine_from_facts(facts: Facts, table: Table, origin: str = "this machine",
-                       known: Iterable[str] | None = None) -> Machine:
+def machine_from_facts(
+    facts: Facts, table: Table, origin: str = "this machine", known: Iterable[str] | None = None
+) -> Machine:
     """Wrap probed (or reloaded) facts; ``known`` defaults to every area not skipped."""
     if known is None:
         skipped = set(facts.skipped)

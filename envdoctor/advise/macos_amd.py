@@ -24,12 +24,20 @@ def choose_macos(table: Table, torch_version: str | SpecifierSet | None, python:
     for rel, version, patch in confirmed or rows:
         if python and python not in rel.pythons:
             continue
-        return Choice("macos", torch=version, variant="pypi", index_url=PYPI_SIMPLE, compatibility="none",
-                      torchvision=patch.torchvision if patch else None, python=python,
-                      torchaudio=patch.torchaudio if patch else None, release=rel.version,
-                      reasons=("macOS: PyPI's default torch wheel (CPU and the MPS backend on Apple silicon)",),
-                      warnings=("envdoctor's table does not record macOS wheels; pip picks the wheel for this Mac",),
-                      sources=(rel.source,))
+        return Choice(
+            "macos",
+            torch=version,
+            variant="pypi",
+            index_url=PYPI_SIMPLE,
+            compatibility="none",
+            torchvision=patch.torchvision if patch else None,
+            python=python,
+            torchaudio=patch.torchaudio if patch else None,
+            release=rel.version,
+            reasons=("macOS: PyPI's default torch wheel (CPU and the MPS backend on Apple silicon)",),
+            warnings=("envdoctor's table does not record macOS wheels; pip picks the wheel for this Mac",),
+            sources=(rel.source,),
+        )
     return Choice("no-fit", python=python, warnings=(f"no torch release in the table matches {torch_version}",))
 
 
@@ -43,9 +51,17 @@ def choose_amd(table: Table, names: Sequence[str]) -> Choice:
             best = max(rocm, key=lambda v: Version(v.name[4:]))
             var = table.variant(best.name)
             url = var.index_url if var is not None else None
-            return Choice("amd", torch=rel.patches[-1].version if rel.patches else rel.version,
-                          variant=best.name, index_url=url, compatibility="none",
-                          warnings=(f"AMD GPU ({', '.join(names)}): ROCm is outside what envdoctor advises today; "
-                                    f"PyTorch's ROCm wheels for torch {rel.minor} are on {url}",),
-                          sources=(rel.source,), release=rel.version)
+            return Choice(
+                "amd",
+                torch=rel.patches[-1].version if rel.patches else rel.version,
+                variant=best.name,
+                index_url=url,
+                compatibility="none",
+                warnings=(
+                    f"AMD GPU ({', '.join(names)}): ROCm is outside what envdoctor advises today; "
+                    f"PyTorch's ROCm wheels for torch {rel.minor} are on {url}",
+                ),
+                sources=(rel.source,),
+                release=rel.version,
+            )
     return Choice("amd", warnings=("AMD GPU: ROCm is outside what envdoctor advises today",))

@@ -26,7 +26,7 @@ from envdoctor.table import Table, TorchPatch, TorchRelease, TorchVariant
 @dataclass(frozen=True)
 class _Candidate:
     release: TorchRelease
-    version: str                    # "2.13.0": the patch within the specifier
+    version: str  # "2.13.0": the patch within the specifier
     patch: TorchPatch | None
     variant: TorchVariant
     fit: Fit
@@ -43,21 +43,35 @@ def pick(table: Table, req: Request, available: Availability | None) -> Choice:
     if req.ccs and driver:
         problems = [p for p in (gpu_driver_problem(table, driver, cc) for cc in req.ccs if cc) if p]
         if problems:
-            return Choice("no-fit", python=req.python, warnings=tuple(problems),
-                          rejected=tuple(Rejected(f"driver {driver}", p) for p in problems),
-                          index_check="offline-table" if available is None else "live")
+            return Choice(
+                "no-fit",
+                python=req.python,
+                warnings=tuple(problems),
+                rejected=tuple(Rejected(f"driver {driver}", p) for p in problems),
+                index_check="offline-table" if available is None else "live",
+            )
     if req.ccs and not driver:
         return Choice("no-fit", python=req.python, warnings=("no driver branch in the table runs these GPUs",))
     choice = _choose(table, replace(req, driver=driver), available)
     if needed:
-        choice = replace(choice, driver_needed=needed, driver_assumed=assumed,
-                         reasons=(f"no NVIDIA driver yet: planned for branch {needed} (driver {assumed} or newer)",)
-                         + choice.reasons)
+        choice = replace(
+            choice,
+            driver_needed=needed,
+            driver_assumed=assumed,
+            reasons=(f"no NVIDIA driver yet: planned for branch {needed} (driver {assumed} or newer)",)
+            + choice.reasons,
+        )
     return choice
 
 
-def _first(table: Table, req: Request, available: Availability | None, allow_doubtful: bool,
-           turned: Turned, only: str | None = None) -> _Candidate | None:
+def _first(
+    table: Table,
+    req: Request,
+    available: Availability | None,
+    allow_doubtful: bool,
+    turned: Turned,
+    only: str | None = None,
+) -> _Candidate | None:
     """The newest release's best variant that fits (and that the index has, when asked);
     ``only``: that variant and no other (the one ``--torch 2.7.1+cu118`` names)."""
     want_cpu = not req.ccs
@@ -82,18 +96,24 @@ def _first(table: Table, req: Request, available: Availability | None, allow_dou
                 ans = available(c.variant.name, version)
                 if ans.found is False:
                     turned.index_states.append("live")
-                    turned.reject(f"torch {version} {c.variant.name}",
-                                  ans.detail or "not on the index for this Python and platform")
+                    turned.reject(
+                        f"torch {version} {c.variant.name}",
+                        ans.detail or "not on the index for this Python and platform",
+                    )
                     continue
                 if ans.found is True:
                     turned.index_states.append("live")
                     return c
                 turned.index_states.append(f"failed: {ans.detail or 'the index did not answer'}")
             if doubtful(rel, c.variant) and not allow_doubtful:
-                why = ("the table does not confirm this release" if rel.unconfirmed
-                       else "the table does not confirm these wheels are on the index")
-                turned.reject(f"torch {version} {c.variant.name}",
-                              why + " (checked again only if nothing confirmed fits)")
+                why = (
+                    "the table does not confirm this release"
+                    if rel.unconfirmed
+                    else "the table does not confirm these wheels are on the index"
+                )
+                turned.reject(
+                    f"torch {version} {c.variant.name}", why + " (checked again only if nothing confirmed fits)"
+                )
                 continue
             return c
     return None
@@ -124,23 +144,29 @@ def _choose(table: Table, req: Request, available: Availability | None) -> Choic
     if c is None:
         # Nothing within the request: "no-fit" with or without GPUs (a GPU-less machine gets no
         # "cpu" choice without a torch to install); the ways out say why and what would fit.
-        return Choice("no-fit", compatibility="none", python=req.python, rejected=tuple(turned.rejected),
-                      index_check=index_check)
+        return Choice(
+            "no-fit", compatibility="none", python=req.python, rejected=tuple(turned.rejected), index_check=index_check
+        )
     rel, version, v, support = c.release, c.version, c.variant, c.fit.support
     var = table.variant(v.name)
     warnings: list[str] = []
     reasons: list[str] = []
     if changed:
-        warnings.append(f"--torch {req.spec_text}: {req.variant} was asked for, but {changed}; "
-                        f"planned {v.name} instead")
+        warnings.append(
+            f"--torch {req.spec_text}: {req.variant} was asked for, but {changed}; planned {v.name} instead"
+        )
     if asked:
         reasons.append(f"wheel variant {v.name}, as --torch {req.spec_text} asks")
     if asked and doubtful(rel, v):
-        warnings.append(f"envdoctor's table does not confirm torch {version} {v.name} (asked for with --torch "
-                        f"{req.spec_text}); check the index before relying on it")
+        warnings.append(
+            f"envdoctor's table does not confirm torch {version} {v.name} (asked for with --torch "
+            f"{req.spec_text}); check the index before relying on it"
+        )
     elif relaxed:
-        warnings.append(f"envdoctor's table does not confirm torch {version} {v.name}; "
-                        "nothing confirmed fits, so check the index before relying on it")
+        warnings.append(
+            f"envdoctor's table does not confirm torch {version} {v.name}; "
+            "nothing confirmed fits, so check the index before relying on it"
+        )
     if req.ccs and support is not None:
         r, w = _gpu_notes(req, c, support)
         reasons += r
@@ -151,22 +177,34 @@ def _choose(table: Table, req: Request, available: Availability | None) -> Choic
     if req.glibc is None and need_glibc and Version(need_glibc) > Version("2.17"):
         warnings.append(f"glibc unknown: torch {version} {v.name} wheels need glibc {need_glibc} or newer")
     if v.unconfirmed and not relaxed and not (asked and doubtful(rel, v)):
-        warnings.append(f"envdoctor's table marks torch {version} {v.name} unconfirmed "
-                        "(whether these wheels are on the index, or how they were built, is inferred)")
+        warnings.append(
+            f"envdoctor's table marks torch {version} {v.name} unconfirmed "
+            "(whether these wheels are on the index, or how they were built, is inferred)"
+        )
     compatibility: Compatibility = "none"
     if support is not None:
         compatibility = "direct" if support.kind == "direct" else "minor-version"
     return Choice(
         status="ok" if req.ccs else "cpu",
-        torch=version, variant=v.name, cuda=v.cuda, index_url=var.index_url if var is not None else None,
+        torch=version,
+        variant=v.name,
+        cuda=v.cuda,
+        index_url=var.index_url if var is not None else None,
         compatibility=compatibility,
         torchvision=c.patch.torchvision if c.patch else rel.torchvision,
         torchaudio=c.patch.torchaudio if c.patch else rel.torchaudio,
-        python=req.python, kernels=c.fit.kernels, reasons=tuple(reasons),
-        warnings=tuple(dict.fromkeys(warnings)), rejected=tuple(turned.rejected),
-        sources=_sources(table, rel, v, support, req.ccs), index_check=index_check, release=rel.version,
-        unconfirmed=doubtful(rel, v), kernels_inferred=bool(req.ccs and c.fit.inferred),
-        variant_asked=req.variant, variant_changed=changed,
+        python=req.python,
+        kernels=c.fit.kernels,
+        reasons=tuple(reasons),
+        warnings=tuple(dict.fromkeys(warnings)),
+        rejected=tuple(turned.rejected),
+        sources=_sources(table, rel, v, support, req.ccs),
+        index_check=index_check,
+        release=rel.version,
+        unconfirmed=doubtful(rel, v),
+        kernels_inferred=bool(req.ccs and c.fit.inferred),
+        variant_asked=req.variant,
+        variant_changed=changed,
     )
 
 
@@ -179,7 +217,7 @@ def _not_asked(table: Table, req: Request, turned: Turned) -> str:
     if var is None:
         return f"envdoctor's table knows no wheel variant {want}"
     if req.ccs and var.kind == "cpu":
-        return ("CPU wheels would leave the NVIDIA GPUs unused (for CPU wheels, plan with --no-gpu)")
+        return "CPU wheels would leave the NVIDIA GPUs unused (for CPU wheels, plan with --no-gpu)"
     if var.kind in ("rocm", "xpu"):
         return f"{want} wheels are for {'AMD' if var.kind == 'rocm' else 'Intel'} GPUs"
     if not req.ccs and var.kind == "cuda":
@@ -193,38 +231,56 @@ def _not_asked(table: Table, req: Request, turned: Turned) -> str:
     having = [version for rel, version, _ in rows if rel.variant(want) is not None]
     if not having:
         newest = rows[0][1] if rows else None
-        return (f"torch {newest} has no {want} wheels" if len(rows) == 1 else
-                f"no torch within it has {want} wheels") if newest else f"no torch within it has {want} wheels"
+        return (
+            (f"torch {newest} has no {want} wheels" if len(rows) == 1 else f"no torch within it has {want} wheels")
+            if newest
+            else f"no torch within it has {want} wheels"
+        )
     return f"no torch within it has {want} wheels that fit here"
 
 
 def _gpu_notes(req: Request, c: _Candidate, support: DriverSupport) -> tuple[list[str], list[str]]:
     """(reasons, warnings) about the driver and the kernels of a CUDA choice."""
     v, cuda, kernels = c.variant, c.variant.cuda, c.fit.kernels
-    reasons = [f"driver {req.driver} runs CUDA {cuda} " +
-               ("directly" if support.kind == "direct" else
-                f"by minor-version compatibility (CUDA {cuda} needs {support.needed})")]
+    reasons = [
+        f"driver {req.driver} runs CUDA {cuda} "
+        + (
+            "directly"
+            if support.kind == "direct"
+            else f"by minor-version compatibility (CUDA {cuda} needs {support.needed})"
+        )
+    ]
     warnings = []
     if c.fit.known:
-        reasons.append("kernels for every GPU: " + ", ".join(f"compute {cc} via {k}" for cc, k in kernels)
-                       + (" (in the arch list the table infers)" if c.fit.inferred else ""))
+        reasons.append(
+            "kernels for every GPU: "
+            + ", ".join(f"compute {cc} via {k}" for cc, k in kernels)
+            + (" (in the arch list the table infers)" if c.fit.inferred else "")
+        )
         if c.fit.inferred:
-            warnings.append(f"the kernel list of torch {c.version} {v.name} is inferred in envdoctor's table "
-                            + ("(its wheels are confirmed, its arch list is not)" if not doubtful(c.release, v)
-                               else "(like the wheels themselves)")
-                            + ": kernels for "
-                            + ", ".join(f"compute {cc} ({k.split()[0]})" for cc, k in kernels)
-                            + " are expected, not confirmed; after installing, "
-                            "torch.cuda.get_arch_list() shows the real list")
+            warnings.append(
+                f"the kernel list of torch {c.version} {v.name} is inferred in envdoctor's table "
+                + (
+                    "(its wheels are confirmed, its arch list is not)"
+                    if not doubtful(c.release, v)
+                    else "(like the wheels themselves)"
+                )
+                + ": kernels for "
+                + ", ".join(f"compute {cc} ({k.split()[0]})" for cc, k in kernels)
+                + " are expected, not confirmed; after installing, "
+                "torch.cuda.get_arch_list() shows the real list"
+            )
     elif all(req.ccs):
-        warnings.append(f"the table has no {req.arch} arch list for torch {c.version} {v.name}; "
-                        "kernels for the GPU are not checked")
+        warnings.append(
+            f"the table has no {req.arch} arch list for torch {c.version} {v.name}; kernels for the GPU are not checked"
+        )
     if support.note:
         warnings.append(support.note)
     if support.kind == "minor-version":
-        warnings.append(f"CUDA {cuda} runs on driver {req.driver} only by minor-version compatibility: "
-                        + "; ".join(relevant_limitations(support.limitations, cuda)
-                                    or ("newer CUDA features may fail",)))
+        warnings.append(
+            f"CUDA {cuda} runs on driver {req.driver} only by minor-version compatibility: "
+            + "; ".join(relevant_limitations(support.limitations, cuda) or ("newer CUDA features may fail",))
+        )
     if ptx_only(kernels):
         warnings.append("a GPU gets PTX only: the first CUDA call JIT-compiles kernels (slow start)")
     return reasons, warnings
@@ -258,8 +314,9 @@ def _index_state(states: Sequence[str], available: Availability | None) -> str:
     return "live" if states else "offline-table"
 
 
-def _sources(table: Table, rel: TorchRelease, v: TorchVariant, support: DriverSupport | None,
-             ccs: Sequence[str | None]) -> tuple[str, ...]:
+def _sources(
+    table: Table, rel: TorchRelease, v: TorchVariant, support: DriverSupport | None, ccs: Sequence[str | None]
+) -> tuple[str, ...]:
     """The sources of every table row the choice rests on, each once."""
     out: list[str | None] = [rel.source, v.source]
     var = table.variant(v.name)

@@ -46,10 +46,10 @@ class Way:
 class Image:
     """The NGC image for the docker route."""
 
-    image: str                    # "nvcr.io/nvidia/pytorch:25.12-py3"
+    image: str  # "nvcr.io/nvidia/pytorch:25.12-py3"
     tag: str
-    torch: str                    # "2.10.0a0+b4e4ee81d3"
-    cuda: str                     # "13.1.0"
+    torch: str  # "2.10.0a0+b4e4ee81d3"
+    cuda: str  # "13.1.0"
     forward_compat: bool = False
     unconfirmed: bool = False
     source: str = ""
@@ -62,23 +62,23 @@ class Plan:
     status: Status
     choice: Choice
     steps: tuple[Step, ...] = ()
-    reasons: tuple[str, ...] = ()           # why this route
+    reasons: tuple[str, ...] = ()  # why this route
     rejected: tuple[RouteRejection, ...] = ()
     warnings: tuple[str, ...] = ()
-    alternatives: tuple[str, ...] = ()      # other spellings of a step (uv)
+    alternatives: tuple[str, ...] = ()  # other spellings of a step (uv)
     ways_out: tuple[Way, ...] = ()
     image: Image | None = None
     index_url: str | None = None
-    python: str | None = None               # the interpreter (or env Python) the plan installs into
-    conda: str | None = None                # the conda create command's channel story
+    python: str | None = None  # the interpreter (or env Python) the plan installs into
+    conda: str | None = None  # the conda create command's channel story
     sources: tuple[str, ...] = ()
     index_check: str = "offline-table"
     machine: Machine | None = None
-    installed: bool = False                 # the chosen build is already in the target Python: nothing to install
-    index_env: str | None = None            # commands read the index base from this variable (it holds credentials)
-    current: Current | None = None          # the torch the target Python has now, and whether it works
-    changes: tuple[Change, ...] = ()        # what the steps change in that Python (torch, torchvision, ...)
-    optional: bool = False                  # the current build works (or should): the steps are an upgrade
+    installed: bool = False  # the chosen build is already in the target Python: nothing to install
+    index_env: str | None = None  # commands read the index base from this variable (it holds credentials)
+    current: Current | None = None  # the torch the target Python has now, and whether it works
+    changes: tuple[Change, ...] = ()  # what the steps change in that Python (torch, torchvision, ...)
+    optional: bool = False  # the current build works (or should): the steps are an upgrade
 
     @property
     def ok(self) -> bool:

@@ -31,10 +31,17 @@ from envdoctor.table import Table
 DEFAULT_INDEX = "https://download.pytorch.org/whl"
 
 
-def recommend(m: Machine, table: Table, route: Route | None = None, torch_spec: str | None = None,
-              with_nvcc: bool = False, available: Availability | None = None,
-              index_base: str | None = None, index_env: str | None = None,
-              index_export: str | None = None) -> Plan:
+def recommend(
+    m: Machine,
+    table: Table,
+    route: Route | None = None,
+    torch_spec: str | None = None,
+    with_nvcc: bool = False,
+    available: Availability | None = None,
+    index_base: str | None = None,
+    index_env: str | None = None,
+    index_export: str | None = None,
+) -> Plan:
     """The route (chosen unless given), the torch choice, and the commands for it.
 
     ``index_env``: the commands read the index base from this environment variable
@@ -77,8 +84,14 @@ def _with_current(plan: Plan, m: Machine, table: Table) -> Plan:
     return replace(plan, current=cur, changes=diff, optional=cur.fine and bool(diff))
 
 
-def _choice(m: Machine, table: Table, decision: RouteDecision, torch_spec: str | None, with_nvcc: bool,
-            available: Availability | None) -> Choice:
+def _choice(
+    m: Machine,
+    table: Table,
+    decision: RouteDecision,
+    torch_spec: str | None,
+    with_nvcc: bool,
+    available: Availability | None,
+) -> Choice:
     """The torch choice for the route: the system route's for the target Python (asked live), the
     others' for any Python; with ``--with-nvcc`` on the system route, within the CUDA lines NVIDIA's
     repository has for the distribution."""
@@ -90,18 +103,42 @@ def _choice(m: Machine, table: Table, decision: RouteDecision, torch_spec: str |
     system = decision.route == "system"
     ccs = [g.cc for g in m.nvidia]
     python = m.python if system else None
-    choice = choose_variant(table, torch_spec, m.driver, ccs, python, m.glibc, m.arch,
-                            available=available if system else None, os=m.driver_os)
+    choice = choose_variant(
+        table,
+        torch_spec,
+        m.driver,
+        ccs,
+        python,
+        m.glibc,
+        m.arch,
+        available=available if system else None,
+        os=m.driver_os,
+    )
     distro = distro_row(m, table) if (system and with_nvcc and m.nvidia and not m.facts.system.wsl) else None
     if distro is not None and choice.ok and choice.cuda:
         # Always chosen within the repository's CUDA lines, so that the ways out (a driver
         # upgrade, another Python, a newer glibc) stay within them too.
-        matched = choose_variant(table, torch_spec, m.driver, ccs, python, m.glibc, m.arch, available=available,
-                                 cudas=distro.cuda_lines, os=m.driver_os)
+        matched = choose_variant(
+            table,
+            torch_spec,
+            m.driver,
+            ccs,
+            python,
+            m.glibc,
+            m.arch,
+            available=available,
+            cudas=distro.cuda_lines,
+            os=m.driver_os,
+        )
         if matched.ok and major_minor(choice.cuda) not in distro.cuda_lines:
-            return replace(matched, reasons=matched.reasons + (
-                f"--with-nvcc: CUDA {major_minor(matched.cuda)} is the newest line that both a torch wheel and "
-                f"NVIDIA's {distro.repo_dir} repository have (torch's extensions need nvcc of the same CUDA)",))
+            return replace(
+                matched,
+                reasons=matched.reasons
+                + (
+                    f"--with-nvcc: CUDA {major_minor(matched.cuda)} is the newest line that both a torch wheel and "
+                    f"NVIDIA's {distro.repo_dir} repository have (torch's extensions need nvcc of the same CUDA)",
+                ),
+            )
         if matched.ok:
             return matched
     return choice
@@ -131,9 +168,11 @@ def _gpu_warnings(m: Machine, table: Table) -> tuple[str, ...]:
     for g in m.nvidia:
         if g.inferred and g.cc:
             arch = table.architecture(g.cc)
-            extra.append(f"{g.name} is not in envdoctor's table: compute capability {g.cc}"
-                         f"{' (' + arch.name + ')' if arch else ''} is inferred from its name ({g.inferred} series); "
-                         f"give --gpu with the real compute capability if that is wrong")
+            extra.append(
+                f"{g.name} is not in envdoctor's table: compute capability {g.cc}"
+                f"{' (' + arch.name + ')' if arch else ''} is inferred from its name ({g.inferred} series); "
+                f"give --gpu with the real compute capability if that is wrong"
+            )
     return tuple(extra)
 
 
@@ -151,8 +190,10 @@ def _os_warnings(m: Machine, table: Table) -> tuple[str, ...]:
     label = f"--os {m.os_id}:{m.os_version}" if what_if else f"{m.os_label} (this machine's OS)"
     releases = sorted((d.version for d in table.distros if d.id == m.os_id), key=version_key)
     if releases:
-        head = (f"{label}: envdoctor's table does not know this {m.os_id} release (it knows "
-                f"{', '.join(releases)}), so NVIDIA's CUDA repository is taken not to serve it")
+        head = (
+            f"{label}: envdoctor's table does not know this {m.os_id} release (it knows "
+            f"{', '.join(releases)}), so NVIDIA's CUDA repository is taken not to serve it"
+        )
     else:
         head = f"{label}: not a distribution in envdoctor's table; NVIDIA's CUDA repository has no packages for it"
     text = head + ": pip wheels still work (they carry their own CUDA runtime)"
@@ -172,9 +213,11 @@ def _driver_warnings(m: Machine, table: Table) -> tuple[str, ...]:
     top = max(cudas, key=Version) if cudas else None
     given = m.facts.driver.sources.get("driver_version") == "--driver"
     label = f"--driver {m.driver}" if given else f"driver {m.driver}"
-    return (f"{label}: newer than any driver envdoctor's table knows (its newest branch is R{newest}); assumed "
-            f"to run every CUDA release the table lists{f' (up to {top})' if top else ''} directly, and every "
-            f"GPU an R{newest} driver runs",)
+    return (
+        f"{label}: newer than any driver envdoctor's table knows (its newest branch is R{newest}); assumed "
+        f"to run every CUDA release the table lists{f' (up to {top})' if top else ''} directly, and every "
+        f"GPU an R{newest} driver runs",
+    )
 
 
 def _with_index_env(plan: Plan, name: str, export: str | None, real_base: str) -> Plan:
@@ -188,13 +231,16 @@ def _with_index_env(plan: Plan, name: str, export: str | None, real_base: str) -
     line = f"export {name}='{export}'  # set it to your mirror URL with its credentials" if export else None
     steps = plan.steps
     at = next((i for i, st in enumerate(steps) if any(ref in c for c in st.commands)), None)
-    if line and at is not None:      # right before its first use: after a reboot, in a script's second part
-        steps = steps[:at] + (Step(f"Point {name} at your wheel mirror (envdoctor does not print its "
-                                   "credentials)", (line,)),) + steps[at:]
+    if line and at is not None:  # right before its first use: after a reboot, in a script's second part
+        steps = (
+            steps[:at]
+            + (Step(f"Point {name} at your wheel mirror (envdoctor does not print its credentials)", (line,)),)
+            + steps[at:]
+        )
     ways = tuple(replace(w, commands=_export_before(w.commands, ref, line)) if line else w for w in plan.ways_out)
     index_url = plan.index_url
     if index_url and index_url.startswith(f'"{ref}'):
-        index_url = real_base + index_url[len(ref) + 1:].rstrip('"')
+        index_url = real_base + index_url[len(ref) + 1 :].rstrip('"')
     return replace(plan, steps=steps, ways_out=ways, index_url=index_url, index_env=name)
 
 

@@ -40,7 +40,7 @@ class IndexAnswer:
     """What the live index said about one wheel: ``found`` None means it could not tell."""
 
     found: bool | None
-    detail: str = ""            # "https://download.pytorch.org/whl/cu128: no torch 2.13.0 for cp312 ..."
+    detail: str = ""  # "https://download.pytorch.org/whl/cu128: no torch 2.13.0 for cp312 ..."
 
 
 #: ``available(variant, torch_version)`` -> IndexAnswer; None: no live check (offline).
@@ -59,15 +59,15 @@ class Request:
     spec: SpecifierSet | None
     driver: str | None
     ccs: tuple[str | None, ...]
-    python: str | None                      # "3.12", "3.13t"; None: any
-    glibc: str | None                       # "2.35"; None: unknown
-    arch: str = "x86_64"                    # "x86_64" | "aarch64"
-    require_direct: bool = False            # only CUDA the driver runs without minor-version compatibility
-    cudas: tuple[str, ...] | None = None    # only these CUDA lines ("12.8"): --with-nvcc
-    require_known_kernels: bool = False     # only variants whose arch list the table confirms
-    spec_text: str | None = None            # --torch as the user wrote it (">=9", "2.1.5")
+    python: str | None  # "3.12", "3.13t"; None: any
+    glibc: str | None  # "2.35"; None: unknown
+    arch: str = "x86_64"  # "x86_64" | "aarch64"
+    require_direct: bool = False  # only CUDA the driver runs without minor-version compatibility
+    cudas: tuple[str, ...] | None = None  # only these CUDA lines ("12.8"): --with-nvcc
+    require_known_kernels: bool = False  # only variants whose arch list the table confirms
+    spec_text: str | None = None  # --torch as the user wrote it (">=9", "2.1.5")
     os: DriverOs = "linux"
-    variant: str | None = None              # the wheel variant --torch names ("2.7.1+cu118" -> "cu118")
+    variant: str | None = None  # the wheel variant --torch names ("2.7.1+cu118" -> "cu118")
 
 
 def parse_torch_spec(text: str | SpecifierSet | None) -> SpecifierSet | None:
@@ -79,8 +79,10 @@ def parse_torch_spec(text: str | SpecifierSet | None) -> SpecifierSet | None:
     if len(s) > MAX_VALUE:
         raise SpecError(too_long("--torch", s))
     if not s:
-        raise SpecError("--torch is empty: give a torch version or a PEP 440 specifier (2.7, 2.7.1, '>=2.4,<2.6'), "
-                        "or leave it out for the newest that works")
+        raise SpecError(
+            "--torch is empty: give a torch version or a PEP 440 specifier (2.7, 2.7.1, '>=2.4,<2.6'), "
+            "or leave it out for the newest that works"
+        )
     variant = spec_variant(s)
     s = _LOCAL.sub("", s) if variant else s
     if _OPS.search(s):

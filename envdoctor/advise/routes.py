@@ -60,8 +60,11 @@ class RouteDecision:
 def nvidia_runtime(m: Machine) -> bool:
     """Docker can hand NVIDIA GPUs to containers: an ``nvidia`` runtime or NVIDIA CDI devices."""
     d = m.facts.docker
-    return ("nvidia" in d.runtimes or any(x.startswith("nvidia.com/") for x in d.cdi_devices)
-            or any("nvidia" in s.rsplit("/", 1)[-1] for s in d.cdi_specs))
+    return (
+        "nvidia" in d.runtimes
+        or any(x.startswith("nvidia.com/") for x in d.cdi_devices)
+        or any("nvidia" in s.rsplit("/", 1)[-1] for s in d.cdi_specs)
+    )
 
 
 def _unread(m: Machine) -> str:
@@ -76,27 +79,35 @@ def docker_state(m: Machine) -> RouteState:
         return RouteState("unknown", f"docker was not inspected ({_unread(m)})")
     d = m.facts.docker
     if m.facts.system.container:
-        return RouteState("no", f"envdoctor runs inside a {m.facts.system.container} container; "
-                                "run NGC images from the host")
+        return RouteState(
+            "no", f"envdoctor runs inside a {m.facts.system.container} container; run NGC images from the host"
+        )
     if not d.client:
         why = f" ({d.error.message})" if d.error else ""
         return RouteState("no", f"docker is not installed{why}")
     if d.daemon == "permission_denied":
-        return RouteState("no", "the docker daemon refuses this user (permission denied on its socket); "
-                                "add the user to the docker group")
+        return RouteState(
+            "no",
+            "the docker daemon refuses this user (permission denied on its socket); add the user to the docker group",
+        )
     if d.daemon == "not_running":
         return RouteState("no", "the docker daemon is not running" + (f" ({d.daemon_error})" if d.daemon_error else ""))
     if d.daemon != "ok":
-        return RouteState("no", "the docker daemon does not answer" + (f" ({d.daemon_error or d.daemon})"
-                                                                       if (d.daemon_error or d.daemon) else ""))
+        return RouteState(
+            "no",
+            "the docker daemon does not answer"
+            + (f" ({d.daemon_error or d.daemon})" if (d.daemon_error or d.daemon) else ""),
+        )
     if not m.nvidia:
         return RouteState("no", "no NVIDIA GPU: NGC images are built for NVIDIA GPUs")
     version = f"docker {d.server_version or d.client_version or ''}".strip()
     if nvidia_runtime(m):
         how = "the NVIDIA runtime" if "nvidia" in d.runtimes else "NVIDIA CDI devices"
         return RouteState("ok", f"{version} works and has {how}")
-    return RouteState("setup", f"{version} works, but the NVIDIA Container Toolkit is not set up "
-                               "(the plan installs and configures it)")
+    return RouteState(
+        "setup",
+        f"{version} works, but the NVIDIA Container Toolkit is not set up (the plan installs and configures it)",
+    )
 
 
 def conda_state(m: Machine) -> RouteState:
@@ -107,16 +118,19 @@ def conda_state(m: Machine) -> RouteState:
         return RouteState("no", "no conda, mamba or micromamba found (Miniforge would bring one)")
     flavor = c.flavor or "conda"
     if active_env(m):
-        return RouteState("ok", f"{flavor} {c.version or ''} with the environment "
-                                f"{c.active_name or c.active_prefix} active".replace("  ", " "))
+        return RouteState(
+            "ok",
+            f"{flavor} {c.version or ''} with the environment {c.active_name or c.active_prefix} active".replace(
+                "  ", " "
+            ),
+        )
     return RouteState("ok", f"{flavor} {c.version or ''} is installed".replace("  ", " "))
 
 
 def active_env(m: Machine) -> bool:
     """A conda environment other than ``base`` is active, or the target Python lives in one."""
     c, p = m.facts.conda, m.facts.python
-    active = bool(c.active_prefix) and (c.active_name or "").lower() != "base" and \
-        c.active_prefix != c.base_prefix
+    active = bool(c.active_prefix) and (c.active_name or "").lower() != "base" and c.active_prefix != c.base_prefix
     return active or (p.conda_env and bool(p.prefix) and p.prefix != c.base_prefix)
 
 
@@ -144,8 +158,7 @@ def system_state(m: Machine, table: Table, with_nvcc: bool) -> RouteState:
     return RouteState("ok", "pip wheels carry their own CUDA runtime: no CUDA toolkit needed")
 
 
-def choose_route(m: Machine, table: Table, requested: Route | None = None, with_nvcc: bool = False
-                 ) -> RouteDecision:
+def choose_route(m: Machine, table: Table, requested: Route | None = None, with_nvcc: bool = False) -> RouteDecision:
     """The route to take, why, and one line for each route not taken."""
     states: dict[Route, RouteState] = {
         "system": system_state(m, table, with_nvcc),
@@ -165,31 +178,36 @@ def choose_route(m: Machine, table: Table, requested: Route | None = None, with_
     else:
         route, why = _default(m, states, usable, with_nvcc)
         reasons = (why,)
-    rejected = tuple(RouteRejection(r, _why_not(r, route, states, m, with_nvcc, requested))
-                     for r in ROUTES if r != route)
+    rejected = tuple(
+        RouteRejection(r, _why_not(r, route, states, m, with_nvcc, requested)) for r in ROUTES if r != route
+    )
     return RouteDecision(route, reasons, rejected, tuple(states.items()))
 
 
-def _default(m: Machine, states: dict[Route, RouteState], usable: set[Route], with_nvcc: bool
-             ) -> tuple[Route, str]:
+def _default(m: Machine, states: dict[Route, RouteState], usable: set[Route], with_nvcc: bool) -> tuple[Route, str]:
     if m.platform == "darwin":
         return "system", "macOS: pip installs PyPI's torch wheel (CPU and Apple's MPS backend)"
     if m.amd and not m.nvidia:
         return "system", "AMD GPU: envdoctor plans NVIDIA installs only; the plan names PyTorch's ROCm wheels"
     if with_nvcc:
         if "system" in usable:
-            return "system", ("a system-wide nvcc is wanted (--with-nvcc) and NVIDIA's CUDA repository "
-                              f"serves {m.os_label}")
+            return "system", (
+                f"a system-wide nvcc is wanted (--with-nvcc) and NVIDIA's CUDA repository serves {m.os_label}"
+            )
         if "conda" in usable:
             return "conda", "nvcc is wanted (--with-nvcc) but the system route cannot provide it; conda's cuda-nvcc can"
     if "conda" in usable and active_env(m):
-        return "conda", (f"a conda environment is active ({m.facts.conda.active_name or m.facts.conda.active_prefix}): "
-                         "conda keeps each project's CUDA apart (good for algorithm development)")
+        return "conda", (
+            f"a conda environment is active ({m.facts.conda.active_name or m.facts.conda.active_prefix}): "
+            "conda keeps each project's CUDA apart (good for algorithm development)"
+        )
     if "system" in usable and m.facts.python.venv and m.python_exe:
         return "system", f"the target Python {m.python_exe} is a virtual environment: pip installs straight into it"
     if states["docker"].state == "ok" and m.driver:
-        return "docker", (f"{states['docker'].text}: an NGC image brings tuned CUDA, cuDNN and NCCL "
-                          "(good for performance work and reproducible runs)")
+        return "docker", (
+            f"{states['docker'].text}: an NGC image brings tuned CUDA, cuDNN and NCCL "
+            "(good for performance work and reproducible runs)"
+        )
     if "system" in usable:
         return "system", states["system"].text
     fallbacks: tuple[Route, ...] = ("conda", "docker")
@@ -199,8 +217,14 @@ def _default(m: Machine, states: dict[Route, RouteState], usable: set[Route], wi
     return "system", f"no route is clearly usable; pip wheels are the simplest start ({states['system'].text})"
 
 
-def _why_not(route: Route, chosen: Route, states: dict[Route, RouteState], m: Machine, with_nvcc: bool,
-             requested: Route | None = None) -> str:
+def _why_not(
+    route: Route,
+    chosen: Route,
+    states: dict[Route, RouteState],
+    m: Machine,
+    with_nvcc: bool,
+    requested: Route | None = None,
+) -> str:
     s = states[route]
     if s.state in ("no", "unknown"):
         return s.text
@@ -209,8 +233,10 @@ def _why_not(route: Route, chosen: Route, states: dict[Route, RouteState], m: Ma
     if route == "conda":
         if with_nvcc and chosen == "system":
             return f"{s.text}, but a system-wide nvcc was asked for"
-        return (f"{s.text}, but no conda environment is active; --route conda gives each project "
-                "its own env and CUDA (several GB each)")
+        return (
+            f"{s.text}, but no conda environment is active; --route conda gives each project "
+            "its own env and CUDA (several GB each)"
+        )
     if route == "docker":
         if chosen == "conda":
             return f"{s.text}; the active conda environment says you work in conda"

@@ -35,8 +35,10 @@ def driver_step(m: Machine, table: Table, choice: Choice) -> tuple[list[Step], l
         return [], []
     branch = choice.driver_needed or recommended_branch(table, [g.cc for g in m.nvidia])
     if m.facts.system.container:
-        return [], [f"no NVIDIA driver visible inside this {m.facts.system.container} container: install driver "
-                    f"branch {branch} on the host and start the container with --gpus all"]
+        return [], [
+            f"no NVIDIA driver visible inside this {m.facts.system.container} container: install driver "
+            f"branch {branch} on the host and start the container with --gpus all"
+        ]
     cmds = commands.driver_install(m.facts.system, branch, open_modules(m, table), table)
     flavor = "open kernel modules" if open_modules(m, table) else "proprietary kernel modules"
     return [Step(f"Install the NVIDIA driver, branch {branch} ({flavor}), then reboot", cmds)], []

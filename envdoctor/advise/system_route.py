@@ -23,16 +23,25 @@ from envdoctor.table import Table
 VENV = "~/venvs/torch"
 
 
-def system_plan(m: Machine, table: Table, choice: Choice, decision: RouteDecision, with_nvcc: bool,
-                base: str) -> Plan:
+def system_plan(m: Machine, table: Table, choice: Choice, decision: RouteDecision, with_nvcc: bool, base: str) -> Plan:
     """The system route's plan; ``base`` is the index base (``https://download.pytorch.org/whl``,
     or ``$ENVDOCTOR_INDEX_URL`` when the commands read it from that variable)."""
     warnings = status_warnings(choice)
     steps: list[Step] = []
     alternatives: list[str] = []
     if choice.status == "amd":
-        return Plan("system", "amd", choice, (), decision.reasons, decision.rejected, tuple(warnings),
-                    index_url=choice.index_url, sources=choice.sources, index_check=choice.index_check)
+        return Plan(
+            "system",
+            "amd",
+            choice,
+            (),
+            decision.reasons,
+            decision.rejected,
+            tuple(warnings),
+            index_url=choice.index_url,
+            sources=choice.sources,
+            index_check=choice.index_check,
+        )
     env_steps, target = _target_python(m)
 
     def pip_for(torch: str, variant: str | None) -> tuple[str, ...]:
@@ -41,9 +50,19 @@ def system_plan(m: Machine, table: Table, choice: Choice, decision: RouteDecisio
 
     if not choice.ok or not choice.torch:
         status = choice.status if not choice.ok else "no-fit"
-        return Plan("system", status, choice, (), decision.reasons, decision.rejected, tuple(warnings),
-                    ways_out=ways(m, table, choice, pip_for), sources=choice.sources,
-                    index_check=choice.index_check, python=target)
+        return Plan(
+            "system",
+            status,
+            choice,
+            (),
+            decision.reasons,
+            decision.rejected,
+            tuple(warnings),
+            ways_out=ways(m, table, choice, pip_for),
+            sources=choice.sources,
+            index_check=choice.index_check,
+            python=target,
+        )
     driver_steps, w = driver_step(m, table, choice)
     steps += driver_steps
     warnings += w
@@ -55,11 +74,22 @@ def system_plan(m: Machine, table: Table, choice: Choice, decision: RouteDecisio
     if have is not None:
         exe = m.python_exe or target
         steps.append(verify_step(exe, cpu=choice.variant == "cpu"))
-        return Plan("system", choice.status, choice, tuple(steps),
-                    decision.reasons + (f"already installed: nothing to install ({exe} has {have})",),
-                    decision.rejected, tuple(dict.fromkeys(warnings)), (), ways(m, table, choice, pip_for),
-                    index_url=_index_for(choice, base) if choice.variant != "pypi" else choice.index_url,
-                    python=exe, sources=choice.sources, index_check=choice.index_check, installed=True)
+        return Plan(
+            "system",
+            choice.status,
+            choice,
+            tuple(steps),
+            decision.reasons + (f"already installed: nothing to install ({exe} has {have})",),
+            decision.rejected,
+            tuple(dict.fromkeys(warnings)),
+            (),
+            ways(m, table, choice, pip_for),
+            index_url=_index_for(choice, base) if choice.variant != "pypi" else choice.index_url,
+            python=exe,
+            sources=choice.sources,
+            index_check=choice.index_check,
+            installed=True,
+        )
     steps += env_steps
     index = _index_for(choice, base)
     specs = " ".join(_pip_specs(choice))
@@ -69,10 +99,21 @@ def system_plan(m: Machine, table: Table, choice: Choice, decision: RouteDecisio
         steps.append(Step(f"Install {choice.label} from {index}", (_pip_line(target, choice, base),)))
         alternatives.append(f"uv pip install --python {target} {specs} --index-url {index}")
     steps.append(verify_step(target, cpu=choice.variant == "cpu"))
-    return Plan("system", choice.status, choice, tuple(steps), decision.reasons, decision.rejected,
-                tuple(dict.fromkeys(warnings)), tuple(alternatives), ways(m, table, choice, pip_for),
-                index_url=index if choice.variant != "pypi" else choice.index_url, python=target,
-                sources=choice.sources + _distro_source(m, table, with_nvcc), index_check=choice.index_check)
+    return Plan(
+        "system",
+        choice.status,
+        choice,
+        tuple(steps),
+        decision.reasons,
+        decision.rejected,
+        tuple(dict.fromkeys(warnings)),
+        tuple(alternatives),
+        ways(m, table, choice, pip_for),
+        index_url=index if choice.variant != "pypi" else choice.index_url,
+        python=target,
+        sources=choice.sources + _distro_source(m, table, with_nvcc),
+        index_check=choice.index_check,
+    )
 
 
 def installed_build(m: Machine, choice: Choice) -> str | None:
@@ -99,7 +140,7 @@ def installed_build(m: Machine, choice: Choice) -> str | None:
         return None
     for have, paired in ((t.torchvision, choice.torchvision), (t.torchaudio, choice.torchaudio)):
         if have and paired and _public(have) != _public(paired):
-            return None         # a companion of another release: the install line replaces it
+            return None  # a companion of another release: the install line replaces it
     return f"torch {t.version}"
 
 
@@ -139,8 +180,13 @@ def _companions(table: Table, torch: str, variant: str | None) -> Choice:
     """A bare choice of ``torch`` on ``variant`` with its torchvision/torchaudio from the table."""
     rel = table.torch(torch)
     patch = rel.patch(torch) if rel is not None else None
-    return Choice("ok", torch=torch, variant=variant, torchvision=patch.torchvision if patch else None,
-                  torchaudio=patch.torchaudio if patch else None)
+    return Choice(
+        "ok",
+        torch=torch,
+        variant=variant,
+        torchvision=patch.torchvision if patch else None,
+        torchaudio=patch.torchaudio if patch else None,
+    )
 
 
 def _target_python(m: Machine) -> tuple[list[Step], str]:
@@ -151,8 +197,9 @@ def _target_python(m: Machine) -> tuple[list[Step], str]:
         return [], exe
     base = exe or (f"python{m.python.rstrip('t')}" if m.python else "python3")
     series = m.python.rstrip("t") if m.python else "3"
-    return [Step(f"Create a virtual environment at {VENV}", (f"{base} -m venv {VENV}",),
-                 _venv_note(m, series))], f"{VENV}/bin/python"
+    return [
+        Step(f"Create a virtual environment at {VENV}", (f"{base} -m venv {VENV}",), _venv_note(m, series))
+    ], f"{VENV}/bin/python"
 
 
 def _venv_note(m: Machine, series: str) -> str:
@@ -160,17 +207,23 @@ def _venv_note(m: Machine, series: str) -> str:
     Ubuntu (python3.X-venv), part of the Python package itself on the RHEL family and Fedora."""
     fam = commands.family(m.facts.system)
     if fam == "debian":
-        return ("a virtual environment keeps torch apart from the system's Python (Debian and Ubuntu "
-                "refuse pip installs into it: externally-managed-environment); if venv fails with "
-                f"'ensurepip is not available', install python{series}-venv first")
+        return (
+            "a virtual environment keeps torch apart from the system's Python (Debian and Ubuntu "
+            "refuse pip installs into it: externally-managed-environment); if venv fails with "
+            f"'ensurepip is not available', install python{series}-venv first"
+        )
     if fam == "rhel":
         pkg = "python3" if series == "3" else f"python{series}"
-        return ("a virtual environment keeps torch apart from the system's Python (dnf owns that one); "
-                f"venv and ensurepip come with the {pkg} package itself here (no separate -venv package): "
-                f"if python{series} is missing, sudo dnf install -y {pkg}")
-    return ("a virtual environment keeps torch apart from the system's Python; if venv fails with "
-            f"'ensurepip is not available', install your distribution's venv support for Python {series} "
-            f"(Debian/Ubuntu: python{series}-venv)")
+        return (
+            "a virtual environment keeps torch apart from the system's Python (dnf owns that one); "
+            f"venv and ensurepip come with the {pkg} package itself here (no separate -venv package): "
+            f"if python{series} is missing, sudo dnf install -y {pkg}"
+        )
+    return (
+        "a virtual environment keeps torch apart from the system's Python; if venv fails with "
+        f"'ensurepip is not available', install your distribution's venv support for Python {series} "
+        f"(Debian/Ubuntu: python{series}-venv)"
+    )
 
 
 def _toolkit_step(m: Machine, table: Table, choice: Choice) -> tuple[list[Step], list[str]]:
@@ -182,35 +235,56 @@ def _toolkit_step(m: Machine, table: Table, choice: Choice) -> tuple[list[Step],
     system = m.facts.system
     if system.wsl:
         cmds = commands.nvidia_repo_install(system, (f"cuda-toolkit-{major}-{minor}",), table=table)
-        return [Step(f"CUDA toolkit {line} (nvcc) from NVIDIA's WSL repository", cmds + _cuda_path(line),
-                     "WSL: install the toolkit only (cuda-toolkit-X-Y), never a driver, inside WSL")], []
+        return [
+            Step(
+                f"CUDA toolkit {line} (nvcc) from NVIDIA's WSL repository",
+                cmds + _cuda_path(line),
+                "WSL: install the toolkit only (cuda-toolkit-X-Y), never a driver, inside WSL",
+            )
+        ], []
     distro = distro_row(m, table)
     if distro is None:
-        return [], [f"--with-nvcc: {m.os_label} is not served by NVIDIA's CUDA repository; "
-                    "no system-wide nvcc from it (the conda route's cuda-nvcc works anywhere)"]
+        return [], [
+            f"--with-nvcc: {m.os_label} is not served by NVIDIA's CUDA repository; "
+            "no system-wide nvcc from it (the conda route's cuda-nvcc works anywhere)"
+        ]
     if line not in distro.cuda_lines:
         same = [x for x in distro.cuda_lines if x.split(".")[0] == str(major)]
-        hint = (f"its newest CUDA {major}.x line is {same[-1]}" if same else
-                f"it has no CUDA {major}.x toolkit at all (newest: {distro.cuda_lines[-1]})")
-        return [], [f"--with-nvcc: NVIDIA's {distro.repo_dir} repository has no CUDA {line} toolkit, which "
-                    f"torch {choice.torch}+{choice.variant} would need; {hint}; a conda env with cuda-nvcc "
-                    "is the other way to an nvcc that matches torch"]
+        hint = (
+            f"its newest CUDA {major}.x line is {same[-1]}"
+            if same
+            else f"it has no CUDA {major}.x toolkit at all (newest: {distro.cuda_lines[-1]})"
+        )
+        return [], [
+            f"--with-nvcc: NVIDIA's {distro.repo_dir} repository has no CUDA {line} toolkit, which "
+            f"torch {choice.torch}+{choice.variant} would need; {hint}; a conda env with cuda-nvcc "
+            "is the other way to an nvcc that matches torch"
+        ]
     pkg = distro.toolkit_package_for(line)
     pm = distro.package_manager or {"debian": "apt"}.get(distro.family, "dnf")
     cmds = commands.nvidia_repo_install(system, (pkg,), distro.repo_dir, pm)
     warnings = []
     if not distro.confirmed("cuda_lines"):
-        warnings.append(f"envdoctor's table does not confirm which CUDA lines NVIDIA's {distro.repo_dir} "
-                        "repository holds; if the package is missing, see its directory listing")
-    return [Step(f"CUDA toolkit {line} (nvcc), the same major.minor as torch's CUDA, from NVIDIA's repository",
-                 cmds + _cuda_path(line), f"toolkit only ({pkg}); the driver comes from its own step")], warnings
+        warnings.append(
+            f"envdoctor's table does not confirm which CUDA lines NVIDIA's {distro.repo_dir} "
+            "repository holds; if the package is missing, see its directory listing"
+        )
+    return [
+        Step(
+            f"CUDA toolkit {line} (nvcc), the same major.minor as torch's CUDA, from NVIDIA's repository",
+            cmds + _cuda_path(line),
+            f"toolkit only ({pkg}); the driver comes from its own step",
+        )
+    ], warnings
 
 
 def _cuda_path(line: str) -> tuple[str, ...]:
     root = f"/usr/local/cuda-{line}"
-    return ("# put nvcc on PATH (add these two lines to ~/.bashrc):",
-            f"export PATH={root}/bin:$PATH",
-            f"export CUDA_HOME={root}")
+    return (
+        "# put nvcc on PATH (add these two lines to ~/.bashrc):",
+        f"export PATH={root}/bin:$PATH",
+        f"export CUDA_HOME={root}",
+    )
 
 
 def _distro_source(m: Machine, table: Table, with_nvcc: bool) -> tuple[str, ...]:

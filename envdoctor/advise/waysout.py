@@ -48,39 +48,74 @@ def with_ways_out(table: Table, choice: Choice, req: Request, available: Availab
     if branch and req.driver and have is not None and int(branch) < have and choice.status == "no-fit":
         fixed = pick(table, replace(base, driver=branch_driver(table, branch)), available)
         if fixed.ok:
-            ways.append(WayOut("install-driver", f"install driver branch {branch}, the last that runs these GPUs: "
-                                                 f"then {fixed.label}", fixed.torch, fixed.variant, branch))
+            ways.append(
+                WayOut(
+                    "install-driver",
+                    f"install driver branch {branch}, the last that runs these GPUs: then {fixed.label}",
+                    fixed.torch,
+                    fixed.variant,
+                    branch,
+                )
+            )
     if branch and req.driver and (have is None or int(branch) > have):
         better = pick(table, replace(base, driver=branch_driver(table, branch)), available)
         if _better(better, choice):
-            ways.append(WayOut("upgrade-driver",
-                               f"upgrade the driver to branch {branch}: then {better.label} "
-                               f"({'runs directly' if better.compatibility == 'direct' else better.compatibility})",
-                               better.torch, better.variant, branch))
+            ways.append(
+                WayOut(
+                    "upgrade-driver",
+                    f"upgrade the driver to branch {branch}: then {better.label} "
+                    f"({'runs directly' if better.compatibility == 'direct' else better.compatibility})",
+                    better.torch,
+                    better.variant,
+                    branch,
+                )
+            )
     if choice.status == "no-fit" and req.spec is not None and spec_way is None and (req.driver or not gpus):
         today = pick(table, replace(base, spec=None), available)
         if today.ok:
             what = f"today's driver {req.driver}" if gpus else "this machine"
-            ways.append(WayOut("works-today", f"the newest torch that works with {what}: {today.label}",
-                               today.torch, today.variant))
+            ways.append(
+                WayOut(
+                    "works-today", f"the newest torch that works with {what}: {today.label}", today.torch, today.variant
+                )
+            )
     if gpus and choice.ok and choice.compatibility == "minor-version" and req.driver:
         direct = pick(table, replace(base, require_direct=True), available)
         if direct.ok:
-            ways.append(WayOut("direct", f"{direct.label} runs on driver {req.driver} directly, "
-                                         "without minor-version compatibility", direct.torch, direct.variant))
+            ways.append(
+                WayOut(
+                    "direct",
+                    f"{direct.label} runs on driver {req.driver} directly, without minor-version compatibility",
+                    direct.torch,
+                    direct.variant,
+                )
+            )
     if gpus and choice.ok and choice.kernels_inferred:
-        known = pick(table, replace(base, driver=req.driver or choice.driver_assumed, require_known_kernels=True),
-                     available)
+        known = pick(
+            table, replace(base, driver=req.driver or choice.driver_assumed, require_known_kernels=True), available
+        )
         if known.ok and (known.torch, known.variant) != (choice.torch, choice.variant):
-            ways.append(WayOut("confirmed-kernels", f"{known.label} is the newest torch whose kernel list for these "
-                                                    "GPUs envdoctor's table confirms", known.torch, known.variant))
+            ways.append(
+                WayOut(
+                    "confirmed-kernels",
+                    f"{known.label} is the newest torch whose kernel list for these GPUs envdoctor's table confirms",
+                    known.torch,
+                    known.variant,
+                )
+            )
     if req.driver or not gpus:
         ways += _limit_ways(table, choice, base)
     if choice.status == "no-fit" and gpus:
         cpu = pick(table, replace(base, ccs=(), driver=None), None)
-        if cpu.ok:          # not where the Python or glibc has no CPU wheels either
-            ways.append(WayOut("cpu", f"CPU-only wheels run anywhere (no GPU): --index-url .../whl/cpu ({cpu.label})",
-                               cpu.torch, cpu.variant))
+        if cpu.ok:  # not where the Python or glibc has no CPU wheels either
+            ways.append(
+                WayOut(
+                    "cpu",
+                    f"CPU-only wheels run anywhere (no GPU): --index-url .../whl/cpu ({cpu.label})",
+                    cpu.torch,
+                    cpu.variant,
+                )
+            )
     return replace(choice, ways_out=tuple(ways))
 
 
@@ -104,13 +139,16 @@ def _newer_torch(a: Choice, b: Choice) -> bool:
 def _lifted(req: Request, limits: Iterable[Limit]) -> Request:
     """``req`` without these limits (any Python, any glibc, any CUDA line)."""
     gone = set(limits)
-    return replace(req, python=None if "python" in gone else req.python,
-                   glibc=None if "glibc" in gone else req.glibc,
-                   cudas=None if "cudas" in gone else req.cudas)
+    return replace(
+        req,
+        python=None if "python" in gone else req.python,
+        glibc=None if "glibc" in gone else req.glibc,
+        cudas=None if "cudas" in gone else req.cudas,
+    )
 
 
 def _exact_minor(asked: str) -> str | None:
-    """"2.1.5" or "==2.1.5" -> "2.1"; None for anything else."""
+    """ "2.1.5" or "==2.1.5" -> "2.1"; None for anything else."""
     exact = re.fullmatch(r"\s*(?:==)?\s*([0-9]+)\.([0-9]+)\.([0-9]+)\s*", asked)
     return f"{exact.group(1)}.{exact.group(2)}" if exact else None
 
@@ -174,38 +212,61 @@ def _limit_ways(table: Table, choice: Choice, req: Request) -> list[WayOut]:
         if _newer_torch(lifted, choice) and glibc_ok(req.glibc, need) is False:
             tag = _wheel_attr(table, lifted, "manylinux")
             at = f"at {choice.torch}" if choice.ok and choice.torch else "back"
-            out.append(WayOut("newer-glibc", f"glibc {req.glibc} holds torch {at}: {lifted.label} needs glibc "
-                                             f"{need} ({tag} wheels); a distribution with glibc {need} or newer "
-                                             "would allow it", lifted.torch, lifted.variant))
+            out.append(
+                WayOut(
+                    "newer-glibc",
+                    f"glibc {req.glibc} holds torch {at}: {lifted.label} needs glibc "
+                    f"{need} ({tag} wheels); a distribution with glibc {need} or newer "
+                    "would allow it",
+                    lifted.torch,
+                    lifted.variant,
+                )
+            )
             best = lifted
     if req.cudas is not None:
         lifted = pick(table, _lifted(req, ("cudas",)), None)
         if _newer_torch(lifted, choice):
             top = max(req.cudas, key=Version) if req.cudas else "none"
-            out.append(WayOut("without-nvcc", f"--with-nvcc holds torch at {choice.label[len('torch '):]}: "
-                                              "NVIDIA's CUDA repository "
-                                              f"for this distribution has toolkits up to CUDA {top}, and "
-                                              f"{lifted.label} needs CUDA {lifted.cuda}; without a system nvcc "
-                                              "(or with conda's cuda-nvcc: --route conda --with-nvcc) it fits",
-                              lifted.torch, lifted.variant))
+            out.append(
+                WayOut(
+                    "without-nvcc",
+                    f"--with-nvcc holds torch at {choice.label[len('torch ') :]}: "
+                    "NVIDIA's CUDA repository "
+                    f"for this distribution has toolkits up to CUDA {top}, and "
+                    f"{lifted.label} needs CUDA {lifted.cuda}; without a system nvcc "
+                    "(or with conda's cuda-nvcc: --route conda --with-nvcc) it fits",
+                    lifted.torch,
+                    lifted.variant,
+                )
+            )
             if _newer_torch(lifted, best):
                 best = lifted
-    names = {"python": f"Python {req.python}", "glibc": f"glibc {req.glibc}",
-             "cudas": "the CUDA toolkits NVIDIA's repository has for this distribution (--with-nvcc)"}
+    names = {
+        "python": f"Python {req.python}",
+        "glibc": f"glibc {req.glibc}",
+        "cudas": "the CUDA toolkits NVIDIA's repository has for this distribution (--with-nvcc)",
+    }
     present = {"python": bool(req.python), "glibc": bool(req.glibc), "cudas": req.cudas is not None}
     held = [k for k in _LIMITS if present[k]]
     if len(held) >= 2:
         lifted = pick(table, _lifted(req, held), None)
         if _newer_torch(lifted, best):
             # name only the limits that matter: keeping one of them must cost the lifted torch
-            needed = [k for k in held
-                      if _newer_torch(lifted, pick(table, _lifted(req, [x for x in held if x != k]), None))]
+            needed = [
+                k for k in held if _newer_torch(lifted, pick(table, _lifted(req, [x for x in held if x != k]), None))
+            ]
             if len(needed) >= 2:
                 what = [names[k] for k in needed]
-                at = f"at {choice.label[len('torch '):]}" if choice.ok and choice.torch else "back"
-                out.append(WayOut("limits", f"{', '.join(what[:-1])} and {what[-1]} together hold torch {at}: "
-                                            f"with them lifted (a newer distribution), {lifted.label}",
-                                  lifted.torch, lifted.variant))
+                at = f"at {choice.label[len('torch ') :]}" if choice.ok and choice.torch else "back"
+                out.append(
+                    WayOut(
+                        "limits",
+                        f"{', '.join(what[:-1])} and {what[-1]} together hold torch {at}: "
+                        f"with them lifted (a newer distribution), {lifted.label}",
+                        lifted.torch,
+                        lifted.variant,
+                    )
+                )
     return out
 
 
@@ -222,7 +283,7 @@ def _python_way(table: Table, choice: Choice, req: Request) -> WayOut | None:
         return None
     rel = table.torch(lifted.release or lifted.torch or "")
     if rel is None or req.python in rel.pythons:
-        return None          # the Python is not what holds torch back
+        return None  # the Python is not what holds torch back
     free = req.python.endswith("t")
     same_kind = [p for p in rel.pythons if p.endswith("t") == free] or list(rel.pythons)
     want = _pyv(req.python)
@@ -230,8 +291,11 @@ def _python_way(table: Table, choice: Choice, req: Request) -> WayOut | None:
     if want > max(_pyv(p) for p in same_kind):
         py = max(same_kind, key=_pyv)
     else:
-        py = (f"3.12{'t' if free else ''}" if f"3.12{'t' if free else ''}" in same_kind else
-              min((p for p in same_kind if _pyv(p) > want), key=_pyv, default=max(same_kind, key=_pyv)))
+        py = (
+            f"3.12{'t' if free else ''}"
+            if f"3.12{'t' if free else ''}" in same_kind
+            else min((p for p in same_kind if _pyv(p) > want), key=_pyv, default=max(same_kind, key=_pyv))
+        )
     check = pick(table, replace(req, python=py), None)
     if not _newer_torch(check, choice):
         return None
@@ -242,8 +306,10 @@ def _python_way(table: Table, choice: Choice, req: Request) -> WayOut | None:
         text = f"Python {req.python} has no torch wheels; Python {py} would allow {check.label}"
     elif req.spec is not None and not choice.ok:
         plain = [p for p in rel.pythons if not p.endswith("t")] or list(rel.pythons)
-        text = (f"torch {rel.minor} has no wheels for Python {req.python} (it has {plain[0]}-{plain[-1]}); "
-                f"Python {py} would allow {check.label}")
+        text = (
+            f"torch {rel.minor} has no wheels for Python {req.python} (it has {plain[0]}-{plain[-1]}); "
+            f"Python {py} would allow {check.label}"
+        )
     else:
         text = f"Python {py} instead of {req.python} would allow {check.label}"
     return WayOut(kind, text, check.torch, check.variant)

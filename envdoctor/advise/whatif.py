@@ -32,16 +32,22 @@ _DRIVER = re.compile(r"[0-9]{1,4}(\.[0-9]{1,4}){0,3}")
 _AMD = re.compile(r"^(amd\b|radeon|instinct|mi\s?\d{2,3}[a-z]*\b|rx\s?\d{3,4}|w\d{4}\b)", re.I)
 _CC_TEXT = re.compile(r"^(\d{1,2}\.\d|sm_\d{2,3}[af]?|compute_\d{2,3}[af]?)$", re.I)
 _WINDOWS = re.compile(r"^(windows|win\d*|microsoft)\b", re.I)
-_NOT_WINDOWS = ("--os {text}: envdoctor plans Linux machines (and macOS, CPU/MPS) only; on Windows, "
-                "plan for the WSL2 distribution instead (e.g. --os ubuntu:24.04)")
-_OS_HINT = ("give ID:VERSION as in /etc/os-release (ubuntu:22.04, debian:12, rhel:9; "
-            "a rolling release as arch:rolling)")
+_NOT_WINDOWS = (
+    "--os {text}: envdoctor plans Linux machines (and macOS, CPU/MPS) only; on Windows, "
+    "plan for the WSL2 distribution instead (e.g. --os ubuntu:24.04)"
+)
+_OS_HINT = "give ID:VERSION as in /etc/os-release (ubuntu:22.04, debian:12, rhel:9; a rolling release as arch:rolling)"
 #: ID:VERSION; a version may be a word where the distribution has no numbered releases (arch:rolling,
 #: debian:sid, opensuse-tumbleweed:20260101).
 _OS = re.compile(r"^(?P<id>[a-z][a-z0-9._-]*):(?P<version>[0-9a-z][0-9a-z._-]*)$", re.I)
 #: os-release ID_LIKE of a distribution family (commands.family reads it).
-_FAMILY_LIKE = {"debian": ("debian",), "rhel": ("rhel", "fedora"), "fedora": ("fedora",),
-                "suse": ("suse", "opensuse"), "amazon": ("fedora",)}
+_FAMILY_LIKE = {
+    "debian": ("debian",),
+    "rhel": ("rhel", "fedora"),
+    "fedora": ("fedora",),
+    "suse": ("suse", "opensuse"),
+    "amazon": ("fedora",),
+}
 
 
 class WhatIfError(ValueError):
@@ -56,14 +62,15 @@ class Overrides:
     gpus: tuple[str, ...] = ()
     no_gpu: bool = False
     python_version: str | None = None
-    os: str | None = None                   # "ubuntu:22.04"
+    os: str | None = None  # "ubuntu:22.04"
     arch: str | None = None
     glibc: str | None = None
 
     def any(self) -> bool:
         """Some value was given (an empty one too: :meth:`check` refuses it)."""
         return bool(self.gpus or self.no_gpu) or any(
-            x is not None for x in (self.driver, self.python_version, self.os, self.arch, self.glibc))
+            x is not None for x in (self.driver, self.python_version, self.os, self.arch, self.glibc)
+        )
 
     def complete(self, route: str | None = None) -> bool:
         """True when these alone describe the machine well enough to plan: nothing to probe."""
@@ -133,8 +140,9 @@ def parse_gpu(text: str, table: Table) -> Gpu:
             return Gpu(s, cc, datacenter=is_datacenter(s, table), source="--gpu", inferred=series)
         near = table.gpu_suggestions(s)
         hint = f"did you mean {' or '.join(near)}? Or give" if near else "give"
-        raise WhatIfError(f"--gpu {shown(s)}: unknown GPU; {hint} its compute capability instead "
-                          "(e.g. --gpu 8.6 or --gpu sm_120)")
+        raise WhatIfError(
+            f"--gpu {shown(s)}: unknown GPU; {hint} its compute capability instead (e.g. --gpu 8.6 or --gpu sm_120)"
+        )
     return Gpu(model.name, model.cc, datacenter=is_datacenter(model.name, table), source="--gpu")
 
 
@@ -175,20 +183,22 @@ def parse_python(text: str) -> str:
 def parse_driver(text: str) -> str | None:
     """``"570.133.20"`` -> itself; ``"none"`` -> None (no driver installed); a bare branch
     ``"580"`` stays ``"580"`` (:func:`read_driver` turns it into a version with the table)."""
-    s = _not_empty("--driver", text, "give a driver version (570.133.20, or a branch such as 580), "
-                                     "or 'none' for no driver")
+    s = _not_empty(
+        "--driver", text, "give a driver version (570.133.20, or a branch such as 580), or 'none' for no driver"
+    )
     if s.lower() in ("none", "no", "0"):
         return None
     try:
         v = Version(s)
     except InvalidVersion:
-        raise WhatIfError(f"--driver {shown(text)}: expected a driver version such as 570.133.20, "
-                          "or 'none'") from None
+        raise WhatIfError(f"--driver {shown(text)}: expected a driver version such as 570.133.20, or 'none'") from None
     if v.release[0] < 100 or v.local or v.pre or v.dev or v.post or v.epoch:
         raise WhatIfError(f"--driver {shown(text)}: a driver version looks like 570.133.20 (not a CUDA version)")
     if not _DRIVER.fullmatch(s):
-        raise WhatIfError(f"--driver {shown(text)}: a driver version looks like 570.133.20 (at most four "
-                          "parts of at most four digits)")
+        raise WhatIfError(
+            f"--driver {shown(text)}: a driver version looks like 570.133.20 (at most four "
+            "parts of at most four digits)"
+        )
     return s
 
 
@@ -208,8 +218,11 @@ def read_driver(text: str, table: Table) -> tuple[str | None, str | None]:
     if version is None or len(Version(version).release) > 1:
         return version, None
     branch = Version(version).release[0]
-    floors = [r.min_driver_linux for r in table.cuda_releases
-              if r.kind in ("ga", "update") and major(r.min_driver_linux) == branch]
+    floors = [
+        r.min_driver_linux
+        for r in table.cuda_releases
+        if r.kind in ("ga", "update") and major(r.min_driver_linux) == branch
+    ]
     if floors:
         first = min(floors, key=Version)
         return first, f"--driver {text.strip()}: read as the R{branch} branch ({first} or newer)"
@@ -245,13 +258,27 @@ def apply_overrides(machine: Machine, o: Overrides, table: Table) -> Machine:
         os_id, version = parse_os(o.os)
         distro = table.distro(os_id, version)
         if os_id in ("macos", "darwin", "osx"):
-            system = dataclasses.replace(system, os_id="darwin", os_version=version, os_name=f"macOS {version}",
-                                         os_like=(), platform="darwin", glibc=None)
+            system = dataclasses.replace(
+                system,
+                os_id="darwin",
+                os_version=version,
+                os_name=f"macOS {version}",
+                os_like=(),
+                platform="darwin",
+                glibc=None,
+            )
         else:
             like = _FAMILY_LIKE.get(distro.family, ()) if distro is not None else ()
-            system = dataclasses.replace(system, os_id=os_id, os_version=version, os_name=f"{os_id} {version}",
-                                         os_like=tuple(x for x in like if x != os_id), platform="linux",
-                                         glibc=distro.glibc if distro is not None else None, os_codename=None)
+            system = dataclasses.replace(
+                system,
+                os_id=os_id,
+                os_version=version,
+                os_name=f"{os_id} {version}",
+                os_like=tuple(x for x in like if x != os_id),
+                platform="linux",
+                glibc=distro.glibc if distro is not None else None,
+                os_codename=None,
+            )
         system = dataclasses.replace(system, wsl=None, container=None, container_evidence=None)
         facts = dataclasses.replace(facts, python=dataclasses.replace(facts.python, glibc=None))
         known.add("system")
@@ -275,8 +302,9 @@ def apply_overrides(machine: Machine, o: Overrides, table: Table) -> Machine:
         series = parse_python(o.python_version)
         version = series.rstrip("t")
         abi = f"cp{version.replace('.', '')}" + ("t" if series.endswith("t") else "")
-        facts = dataclasses.replace(facts, python=TargetPython(version=version, abi_tag=abi,
-                                                               chosen_by="--python-version"))
+        facts = dataclasses.replace(
+            facts, python=TargetPython(version=version, abi_tag=abi, chosen_by="--python-version")
+        )
         known.add("python")
         given.append(f"Python {series} (--python-version)")
 
@@ -284,8 +312,9 @@ def apply_overrides(machine: Machine, o: Overrides, table: Table) -> Machine:
         if o.gpus:
             raise WhatIfError("--no-gpu and --gpu contradict each other")
         gpus = ()
-        facts = dataclasses.replace(facts, pci=PciFacts(source="--no-gpu"),
-                                    driver=DriverFacts() if o.driver is None else facts.driver)
+        facts = dataclasses.replace(
+            facts, pci=PciFacts(source="--no-gpu"), driver=DriverFacts() if o.driver is None else facts.driver
+        )
         known.update(("gpu", "driver"))
         given.append("no GPU (--no-gpu)")
     elif o.gpus:
@@ -300,19 +329,34 @@ def apply_overrides(machine: Machine, o: Overrides, table: Table) -> Machine:
             driver = DriverFacts()
             given.append("no NVIDIA driver (--driver none)")
         else:
-            driver = DriverFacts(driver_version=planned, kernel_module_version=planned,
-                                 userspace_version=planned, sources={"driver_version": "--driver"},
-                                 gpus=driver.gpus)
+            driver = DriverFacts(
+                driver_version=planned,
+                kernel_module_version=planned,
+                userspace_version=planned,
+                sources={"driver_version": "--driver"},
+                gpus=driver.gpus,
+            )
             given.append(read_as or f"driver {planned} (--driver)")
         known.add("driver")
     if o.gpus or o.driver is not None or o.no_gpu:
         nvidia = [g for g in gpus if g.vendor == "nvidia"]
         if o.gpus or o.no_gpu:
             infos = tuple(GpuInfo(i, g.name, g.cc, source=g.source) for i, g in enumerate(nvidia))
-            pci = PciFacts(devices=tuple(
-                PciDevice(f"what-if:{i}", "0x10de", "", "0x030200", name=g.name, name_source=g.source,
-                          compute_capability=g.cc) for i, g in enumerate(nvidia)),
-                source="--no-gpu" if o.no_gpu else "--gpu")
+            pci = PciFacts(
+                devices=tuple(
+                    PciDevice(
+                        f"what-if:{i}",
+                        "0x10de",
+                        "",
+                        "0x030200",
+                        name=g.name,
+                        name_source=g.source,
+                        compute_capability=g.cc,
+                    )
+                    for i, g in enumerate(nvidia)
+                ),
+                source="--no-gpu" if o.no_gpu else "--gpu",
+            )
             facts = dataclasses.replace(facts, pci=pci)
         else:
             infos = driver.gpus

@@ -58,8 +58,7 @@ TC_RATIO = 2.0
 #: --device all: a GPU this much under its siblings' median is flagged.
 SIBLING_TOLERANCE = 0.10
 
-_PEAK_FIELDS = {"fp32": "fp32_tflops", "tf32": "tf32_tflops", "fp16": "fp16_tflops",
-                "bf16": "bf16_tflops"}
+_PEAK_FIELDS = {"fp32": "fp32_tflops", "tf32": "tf32_tflops", "fp16": "fp16_tflops", "bf16": "bf16_tflops"}
 
 
 def decode_reasons(mask: Optional[int]) -> Tuple[str, ...]:
@@ -101,6 +100,7 @@ def datasheet(model: Any) -> Dict[str, Any]:
 
 # --- per point -------------------------------------------------------------------------------
 
+
 def _dur(us: float) -> str:
     """``_dur(16410.6) == '16.41 ms'``, ``_dur(0.33) == '0.33 us'``."""
     return f"{us / 1000:.2f} ms" if us >= 1000 else f"{us:.2f} us"
@@ -117,24 +117,35 @@ def bound(point: BenchPoint, device: BenchDevice) -> Tuple[Optional[str], Option
         return None, None
     us = point.ms * 1000.0
     if device.launch_us and us <= LAUNCH_FACTOR * device.launch_us:
-        return "launch", (f"{_dur(us)} per product, launching one costs {_dur(device.launch_us)}:"
-                          " the CPU's launch rate sets this number")
+        return "launch", (
+            f"{_dur(us)} per product, launching one costs {_dur(device.launch_us)}:"
+            " the CPU's launch rate sets this number"
+        )
     peak = device.peaks.get(point.dtype)
     if not peak or not device.bandwidth_gbs:
         return None, "no datasheet rates for this device"
     t_flops = point.flops / (peak * 1e12) * 1e6
     t_bytes = point.bytes_moved / (device.bandwidth_gbs * 1e9) * 1e6
     if t_bytes > t_flops:
-        kind, why = "memory", (f"moving {point.bytes_moved / 1e6:.1f} MB takes {_dur(t_bytes)} at "
-                               f"{device.bandwidth_gbs:g} GB/s, more than the {_dur(t_flops)} of "
-                               f"arithmetic at {peak:g} TFLOP/s")
+        kind, why = (
+            "memory",
+            (
+                f"moving {point.bytes_moved / 1e6:.1f} MB takes {_dur(t_bytes)} at "
+                f"{device.bandwidth_gbs:g} GB/s, more than the {_dur(t_flops)} of "
+                f"arithmetic at {peak:g} TFLOP/s"
+            ),
+        )
     else:
-        kind, why = "compute", (f"{_dur(t_flops)} of arithmetic at {peak:g} TFLOP/s outweighs "
-                                f"{_dur(t_bytes)} of memory traffic")
+        kind, why = (
+            "compute",
+            (f"{_dur(t_flops)} of arithmetic at {peak:g} TFLOP/s outweighs {_dur(t_bytes)} of memory traffic"),
+        )
     tiles = (-(-point.n // TILE)) ** 2
     if device.kind == "cuda" and device.multiprocessors and tiles < device.multiprocessors:
-        why += (f"; only about {tiles} output tiles of {TILE}x{TILE} for {device.multiprocessors} "
-                "SMs: too small to fill the GPU")
+        why += (
+            f"; only about {tiles} output tiles of {TILE}x{TILE} for {device.multiprocessors} "
+            "SMs: too small to fill the GPU"
+        )
     return kind, why
 
 
@@ -148,6 +159,7 @@ def analyze_point(point: BenchPoint, device: BenchDevice, samples: Sequence[Nvml
 
 
 # --- per device ------------------------------------------------------------------------------
+
 
 def _best(points: Sequence[BenchPoint], dtype: str) -> Optional[BenchPoint]:
     """The ok point of ``dtype`` at the largest size measured."""
@@ -176,8 +188,14 @@ def _throttle_story(points: Sequence[BenchPoint], device: BenchDevice) -> List[s
     return why
 
 
-def verdict(device: BenchDevice, points: Sequence[BenchPoint], *, torch_version: Optional[str] = None,
-            nvml_gpus: Optional[int] = None, cuda_error: Optional[str] = None) -> Verdict:
+def verdict(
+    device: BenchDevice,
+    points: Sequence[BenchPoint],
+    *,
+    torch_version: Optional[str] = None,
+    nvml_gpus: Optional[int] = None,
+    cuda_error: Optional[str] = None,
+) -> Verdict:
     """Tensor Cores: confirmed, not delivering, absent, or no verdict, with the reasons.
 
     Confirmed when fp16 exceeds 1.5x the datasheet fp32 (non-Tensor-Core) peak, a rate
@@ -186,24 +204,37 @@ def verdict(device: BenchDevice, points: Sequence[BenchPoint], *, torch_version:
     i = device.index
     if device.kind == "cpu":
         if nvml_gpus:
-            cause = (f"torch {torch_version} is a CPU-only build" if torch_version and "+cpu" in torch_version
-                     else f"torch {torch_version} cannot use the GPU" + (f" ({cuda_error})" if cuda_error else ""))
-            return Verdict(i, "not_delivering",
-                           f"Tensor Cores not delivering: {cause}; NVML sees {nvml_gpus} GPU(s), "
-                           "the benchmark ran on the CPU",
-                           (cause, "see `envdoctor recommend` for a CUDA build of torch"))
+            cause = (
+                f"torch {torch_version} is a CPU-only build"
+                if torch_version and "+cpu" in torch_version
+                else f"torch {torch_version} cannot use the GPU" + (f" ({cuda_error})" if cuda_error else "")
+            )
+            return Verdict(
+                i,
+                "not_delivering",
+                f"Tensor Cores not delivering: {cause}; NVML sees {nvml_gpus} GPU(s), the benchmark ran on the CPU",
+                (cause, "see `envdoctor recommend` for a CUDA build of torch"),
+            )
         return Verdict(i, "none", "No GPU: fp32 measured on the CPU; no Tensor Core verdict")
     cc = _cc(device)
     if cc is not None and cc < (7, 0):
-        return Verdict(i, "absent", f"No Tensor Cores on this architecture (compute capability "
-                       f"{device.capability}): fp16 and fp32 share the same units")
+        return Verdict(
+            i,
+            "absent",
+            f"No Tensor Cores on this architecture (compute capability "
+            f"{device.capability}): fp16 and fp32 share the same units",
+        )
     fp16 = _best(points, "fp16")
     fp32 = _best(points, "fp32")
     if fp16 is None:
         failed = [p for p in points if p.dtype == "fp16" and p.status != "ok"]
         if failed:
-            return Verdict(i, "not_delivering", f"Tensor Cores not delivering: fp16 n={failed[0].n} "
-                           f"failed ({failed[0].error})", (failed[0].error or "failed",))
+            return Verdict(
+                i,
+                "not_delivering",
+                f"Tensor Cores not delivering: fp16 n={failed[0].n} failed ({failed[0].error})",
+                (failed[0].error or "failed",),
+            )
         return Verdict(i, "none", "No Tensor Core verdict: fp16 was not measured (add --dtype fp16)")
     ratio = None
     if fp32 is not None and fp32.tflops:
@@ -214,14 +245,23 @@ def verdict(device: BenchDevice, points: Sequence[BenchPoint], *, torch_version:
     if peak32:
         threshold = TC_PEAK_FACTOR * peak32
         confirmed = (fp16.tflops or 0.0) > threshold
-        how = (f"fp16 runs {ratio:.1f}x fp32" if ratio is not None
-               else f"fp16 runs {(fp16.tflops or 0.0) / peak32:.1f}x the fp32 datasheet peak")
-        basis = (f"{fp16.tflops:.1f} TFLOP/s at n={fp16.n} exceeds 1.5x the {peak32:g} TFLOP/s "
-                 f"fp32 datasheet peak, impossible without them")
+        how = (
+            f"fp16 runs {ratio:.1f}x fp32"
+            if ratio is not None
+            else f"fp16 runs {(fp16.tflops or 0.0) / peak32:.1f}x the fp32 datasheet peak"
+        )
+        basis = (
+            f"{fp16.tflops:.1f} TFLOP/s at n={fp16.n} exceeds 1.5x the {peak32:g} TFLOP/s "
+            f"fp32 datasheet peak, impossible without them"
+        )
     else:
         if ratio is None:
-            return Verdict(i, "none", "No Tensor Core verdict: this GPU is not in envdoctor's table "
-                           "and fp32 was not measured to compare with (add --dtype fp32)")
+            return Verdict(
+                i,
+                "none",
+                "No Tensor Core verdict: this GPU is not in envdoctor's table "
+                "and fp32 was not measured to compare with (add --dtype fp32)",
+            )
         threshold = None
         confirmed = ratio >= TC_RATIO
         how = f"fp16 runs {ratio:.1f}x fp32"
@@ -230,15 +270,22 @@ def verdict(device: BenchDevice, points: Sequence[BenchPoint], *, torch_version:
         return Verdict(i, "confirmed", f"Tensor Cores confirmed: {how}", (basis,), ratio)
     fp16_points = [p for p in points if p.dtype == "fp16" and p.status == "ok"]
     if fp16_points and all(p.bound in ("launch", "memory") for p in fp16_points):
-        return Verdict(i, "none", f"No Tensor Core verdict: the largest fp16 size, n={fp16.n}, is "
-                       f"{fp16.bound}-bound (add --size 4096 or larger)", (), ratio)
+        return Verdict(
+            i,
+            "none",
+            f"No Tensor Core verdict: the largest fp16 size, n={fp16.n}, is "
+            f"{fp16.bound}-bound (add --size 4096 or larger)",
+            (),
+            ratio,
+        )
     why = _throttle_story(fp16_points, device)
     if not why:
-        expected = (f"more than {threshold:.0f} TFLOP/s" if threshold is not None
-                    else f"at least {TC_RATIO:g}x fp32")
-        why = [f"fp16 reached {fp16.tflops:.1f} TFLOP/s at n={fp16.n}, expected {expected}; no "
-               "throttling was seen, so the fp16 kernels may not use the Tensor Cores (a torch or "
-               "cuBLAS that predates this GPU? see `envdoctor check`)"]
+        expected = f"more than {threshold:.0f} TFLOP/s" if threshold is not None else f"at least {TC_RATIO:g}x fp32"
+        why = [
+            f"fp16 reached {fp16.tflops:.1f} TFLOP/s at n={fp16.n}, expected {expected}; no "
+            "throttling was seen, so the fp16 kernels may not use the Tensor Cores (a torch or "
+            "cuBLAS that predates this GPU? see `envdoctor check`)"
+        ]
     return Verdict(i, "not_delivering", f"Tensor Cores not delivering: {how}", tuple(why), ratio)
 
 
@@ -251,8 +298,7 @@ def explain(device: BenchDevice, points: Sequence[BenchPoint]) -> List[str]:
             continue
         parts = []
         if p.burst_tflops and p.burst_tflops > 1.05 * p.tflops:
-            parts.append(f"the first repeat ran at {p.burst_tflops:.0f} TFLOP/s, the settled "
-                         f"median at {p.tflops:.0f}")
+            parts.append(f"the first repeat ran at {p.burst_tflops:.0f} TFLOP/s, the settled median at {p.tflops:.0f}")
         if p.sm_clock_mhz and device.max_sm_clock_mhz:
             parts.append(f"SM clock {p.sm_clock_mhz} of {device.max_sm_clock_mhz} MHz")
         if p.power_w and device.power_limit_w:
@@ -263,13 +309,15 @@ def explain(device: BenchDevice, points: Sequence[BenchPoint]) -> List[str]:
         if parts:
             notes.append(f"{dtype} n={p.n}: " + "; ".join(parts))
         if dtype == "fp16" and "sw_power_cap" in throttled:
-            notes.append("the power cap, not the chip, sets the sustained rate: short bursts run "
-                         "faster than long training steps")
+            notes.append(
+                "the power cap, not the chip, sets the sustained rate: short bursts run faster than long training steps"
+            )
     return notes
 
 
-def siblings(devices: Sequence[BenchDevice], points: Sequence[BenchPoint],
-             tolerance: float = SIBLING_TOLERANCE) -> Tuple[str, ...]:
+def siblings(
+    devices: Sequence[BenchDevice], points: Sequence[BenchPoint], tolerance: float = SIBLING_TOLERANCE
+) -> Tuple[str, ...]:
     """GPUs more than ``tolerance`` slower than the median of their siblings (the other GPUs) at
     the largest common points. With two GPUs the sibling is the other one: a median that counted
     the slow GPU itself would hide a 15% gap."""
@@ -282,8 +330,7 @@ def siblings(devices: Sequence[BenchDevice], points: Sequence[BenchPoint],
         if not sizes:
             continue
         n = max(sizes)
-        by_dev = {p.device: p.tflops for p in points
-                  if p.dtype == dtype and p.n == n and p.status == "ok" and p.tflops}
+        by_dev = {p.device: p.tflops for p in points if p.dtype == dtype and p.n == n and p.status == "ok" and p.tflops}
         if len(by_dev) < 2:
             continue
         for d in gpus:
@@ -293,8 +340,10 @@ def siblings(devices: Sequence[BenchDevice], points: Sequence[BenchPoint],
                 continue
             med = statistics.median(others)
             if value < (1.0 - tolerance) * med:
-                flagged.append(f"GPU {d.index} ({d.name}): {dtype} n={n} runs {value:.1f} TFLOP/s, "
-                               f"{100 * (1 - value / med):.0f}% below its siblings' median of {med:.1f}")
+                flagged.append(
+                    f"GPU {d.index} ({d.name}): {dtype} n={n} runs {value:.1f} TFLOP/s, "
+                    f"{100 * (1 - value / med):.0f}% below its siblings' median of {med:.1f}"
+                )
     return tuple(flagged)
 
 
@@ -303,8 +352,7 @@ def analyze(result: BenchResult) -> BenchResult:
     explanations and the findings."""
     by_index = {d.index: d for d in result.devices}
     points = tuple(
-        analyze_point(p, by_index[p.device], result.samples) if p.device in by_index else p
-        for p in result.points
+        analyze_point(p, by_index[p.device], result.samples) if p.device in by_index else p for p in result.points
     )
     verdicts = []
     notes = list(result.notes)
@@ -316,15 +364,25 @@ def analyze(result: BenchResult) -> BenchResult:
             continue
         prefix = f"GPU {d.index}: " if len(result.devices) > 1 else ""
         if "matmul" in result.suites:
-            verdicts.append(verdict(d, mine, torch_version=result.torch_version,
-                                    nvml_gpus=result.nvml_gpus, cuda_error=result.cuda_error))
+            verdicts.append(
+                verdict(
+                    d,
+                    mine,
+                    torch_version=result.torch_version,
+                    nvml_gpus=result.nvml_gpus,
+                    cuda_error=result.cuda_error,
+                )
+            )
             notes.extend(prefix + n for n in explain(d, mine))
         for p in mine:
-            if p.dtype == "fp32" and (p.tf32 or (p.status == "wrong" and p.rel_error is not None
-                                                  and p.rel_error < 5e-3)):
+            if p.dtype == "fp32" and (
+                p.tf32 or (p.status == "wrong" and p.rel_error is not None and p.rel_error < 5e-3)
+            ):
                 err = "?" if p.rel_error is None else f"{p.rel_error:.1g}"
-                notes.append(f"{prefix}fp32 n={p.n}: looks like TF32 arithmetic (error {err}, TF32 read "
-                             f"back as {p.tf32}): is TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1 set?")
+                notes.append(
+                    f"{prefix}fp32 n={p.n}: looks like TF32 arithmetic (error {err}, TF32 read "
+                    f"back as {p.tf32}): is TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1 set?"
+                )
                 break
         if d.peaks_unconfirmed and d.peaks:
             notes.append(f"{prefix}the datasheet rates for {d.model} are unconfirmed in envdoctor's table")
@@ -336,8 +394,11 @@ def analyze(result: BenchResult) -> BenchResult:
             if l2:
                 notes.append(prefix + l2)
         bandwidth, source = layers.bandwidth_for_layers(d, memory.measured_bandwidth(d, mem))
-        lay = [layers.analyze_layer_point(p, d, bandwidth, source, result.samples)
-               for p in result.layer_points if p.device == d.index]
+        lay = [
+            layers.analyze_layer_point(p, d, bandwidth, source, result.samples)
+            for p in result.layer_points
+            if p.device == d.index
+        ]
         layer_points.extend(lay)
         if "layers" in result.suites:
             checks = [c for c in result.flop_checks if c.device == d.index]
@@ -346,12 +407,20 @@ def analyze(result: BenchResult) -> BenchResult:
     known = set(by_index)
     memory_points.extend(p for p in result.memory_points if p.device not in known)
     layer_points.extend(p for p in result.layer_points if p.device not in known)
-    analysed = replace(result, points=points, verdicts=tuple(verdicts), outliers=siblings(result.devices, points),
-                       notes=tuple(notes), memory_points=tuple(memory_points), layer_points=tuple(layer_points))
+    analysed = replace(
+        result,
+        points=points,
+        verdicts=tuple(verdicts),
+        outliers=siblings(result.devices, points),
+        notes=tuple(notes),
+        memory_points=tuple(memory_points),
+        layer_points=tuple(layer_points),
+    )
     return replace(analysed, findings=bench_findings(analysed))
 
 
 # --- regressions -----------------------------------------------------------------------------
+
 
 def _context(before: BenchPoint, after: Optional[BenchPoint], device: Optional[BenchDevice]) -> Tuple[str, ...]:
     ctx = []
@@ -390,11 +459,23 @@ def compare_bench(baseline: BenchResult, current: BenchResult, tolerance_pct: fl
         if c is None:
             continue
         if c.status != "ok" or not c.tflops:
-            out.append(Regression(b.device, b.dtype, b.n, b.tflops, None, None,
-                                  (f"{c.status}: {c.error}",) + _context(b, c, devices.get(b.device))))
+            out.append(
+                Regression(
+                    b.device,
+                    b.dtype,
+                    b.n,
+                    b.tflops,
+                    None,
+                    None,
+                    (f"{c.status}: {c.error}",) + _context(b, c, devices.get(b.device)),
+                )
+            )
             continue
         change = 100.0 * (c.tflops - b.tflops) / b.tflops
         if change < -abs(tolerance_pct):
-            out.append(Regression(b.device, b.dtype, b.n, b.tflops, c.tflops, round(change, 1),
-                                  _context(b, c, devices.get(b.device))))
+            out.append(
+                Regression(
+                    b.device, b.dtype, b.n, b.tflops, c.tflops, round(change, 1), _context(b, c, devices.get(b.device))
+                )
+            )
     return tuple(out)

@@ -29,8 +29,7 @@ def _bar(cells: float, ascii_only: bool) -> str:
     return ("█" * full + part.strip()) if part != "█" else "█" * (full + 1)
 
 
-def chart(points: Sequence[BenchPoint], width: int = 40, color: bool = False,
-          ascii_only: bool = False) -> List[str]:
+def chart(points: Sequence[BenchPoint], width: int = 40, color: bool = False, ascii_only: bool = False) -> List[str]:
     """Lines of the chart: one group per size, one bar per dtype, value at the end."""
     ok = [p for p in points if p.status == "ok" and p.tflops and p.tflops > 0]
     order = {d: i for i, d in enumerate(DTYPES)}
@@ -41,9 +40,15 @@ def chart(points: Sequence[BenchPoint], width: int = 40, color: bool = False,
     return log_bars(rows, "TFLOP/s, log scale", width=width, color=color, ascii_only=ascii_only)
 
 
-def log_bars(rows: Sequence[Tuple[str, str, float]], label: str, width: int = 40, color: bool = False,
-             ascii_only: bool = False, fmt: Optional[Callable[[float], str]] = None,
-             colors: Optional[Mapping[str, str]] = None) -> List[str]:
+def log_bars(
+    rows: Sequence[Tuple[str, str, float]],
+    label: str,
+    width: int = 40,
+    color: bool = False,
+    ascii_only: bool = False,
+    fmt: Optional[Callable[[float], str]] = None,
+    colors: Optional[Mapping[str, str]] = None,
+) -> List[str]:
     """Bars on a log scale for (group, series, value) rows, in order; the group is named once.
 
     >>> print("\\n".join(log_bars([("64Ki", "copy", 70.1), ("256Mi", "copy", 4232.7)], "GB/s, log scale",
@@ -65,7 +70,7 @@ def log_bars(rows: Sequence[Tuple[str, str, float]], label: str, width: int = 40
     per = max(1, width // decades)
     width = per * decades
     head = " " * (20 - len(label)) if len(label) < 20 else " "
-    ticks = "".join(f"{_fmt(lo * 10 ** k):<{per}}" for k in range(decades)) + _fmt(hi)
+    ticks = "".join(f"{_fmt(lo * 10**k):<{per}}" for k in range(decades)) + _fmt(hi)
     lines = [label + head + ticks]
     value_w = max(len(show(v)) for _, _, v in rows)
     last = None
@@ -88,7 +93,7 @@ def format_rate(x: Optional[float]) -> str:
     """
     if x is None:
         return "-"
-    if 0 < abs(x) < 0.01:          # a CPU at a small size: keep three significant digits, never "0.000"
+    if 0 < abs(x) < 0.01:  # a CPU at a small size: keep three significant digits, never "0.000"
         return f"{x:.3g}" if abs(x) >= 1e-4 else f"{x:.2e}"
     if x == 0:
         return "0"

@@ -104,8 +104,16 @@ def _point_line(p: Progress) -> str:
         return f"{where}{dev}memory {q.op} n={q.n}: {rate}"
     if isinstance(q, LayerPoint):
         rate = format_rate(q.tflops) + " TFLOP/s" if q.tflops is not None else q.status
-        what = describe({"layer": q.layer, "dtype": q.dtype, "attention": q.attention, "mode": q.mode,
-                         "batch": q.batch, "seq": q.seq})
+        what = describe(
+            {
+                "layer": q.layer,
+                "dtype": q.dtype,
+                "attention": q.attention,
+                "mode": q.mode,
+                "batch": q.batch,
+                "seq": q.seq,
+            }
+        )
         return f"{where}{dev}layers {what}: {rate}"
     assert isinstance(q, BenchPoint)
     rate = format_rate(q.tflops) + " TFLOP/s" if q.tflops is not None else q.status
@@ -150,28 +158,38 @@ def _failure_line(result: BenchResult) -> Optional[str]:
     e = result.error
     if e is None:
         if not measured(result):
-            return ("envdoctor bench: the target answered but measured nothing (no point of any suite)"
-                    + (f"; its notes: {'; '.join(result.notes[:2])}" if result.notes else "")
-                    + "; run `envdoctor check` on it")
+            return (
+                "envdoctor bench: the target answered but measured nothing (no point of any suite)"
+                + (f"; its notes: {'; '.join(result.notes[:2])}" if result.notes else "")
+                + "; run `envdoctor check` on it"
+            )
         return None
     timeout = "the GPU may be hung or busy: try `nvidia-smi`, a smaller --size or a larger --timeout"
     if _on_cpu(result):
-        timeout = ("the run on the CPU was too slow for the timeout (a CPU measures about a hundredth of a GPU): "
-                   "give it a larger --timeout, or a smaller --size and --budget")
+        timeout = (
+            "the run on the CPU was too slow for the timeout (a CPU measures about a hundredth of a GPU): "
+            "give it a larger --timeout, or a smaller --size and --budget"
+        )
     elif not result.devices:
-        timeout = ("it did not get as far as the measurement (torch import and start-up take seconds, "
-                   "more on a cold disk): give it a larger --timeout")
+        timeout = (
+            "it did not get as far as the measurement (torch import and start-up take seconds, "
+            "more on a cold disk): give it a larger --timeout"
+        )
     hint = {
-        "not_found": ("install torch there (`envdoctor recommend --python PATH` plans it for that interpreter) "
-                      "or point --python at one that has it"),
+        "not_found": (
+            "install torch there (`envdoctor recommend --python PATH` plans it for that interpreter) "
+            "or point --python at one that has it"
+        ),
         "timeout": timeout,
         "crashed": "run `envdoctor check` to see why torch fails in this interpreter",
         "unparseable": "something in this interpreter writes to standard output or ends the process early; "
-                       "`envdoctor check --python` it to see what",
+        "`envdoctor check --python` it to see what",
     }.get(e.kind)
     if e.command == "no_gpu":
-        hint = ("run bench on a machine with an NVIDIA GPU, or add --cpu to measure the CPU (fp32, labelled; "
-                "no Tensor Core verdict)")
+        hint = (
+            "run bench on a machine with an NVIDIA GPU, or add --cpu to measure the CPU (fp32, labelled; "
+            "no Tensor Core verdict)"
+        )
     if e.message.startswith(_OWN_SCRIPT_FAILED):
         hint = "a bug in envdoctor's benchmark script: please report it with the output of --debug"
     if e.command == "no_gpu":
@@ -184,42 +202,98 @@ def _device_note(result: BenchResult, device: str, asked: bool) -> Optional[str]
     (exit 2, as burn's); ``--cpu`` measures the CPU."""
     if not asked or not _on_cpu(result) or device == "all":
         return None
-    return (f"envdoctor bench: --device {device}: torch in {result.python} sees no GPU (add --cpu instead to "
-            "measure the CPU, or see `envdoctor check`)")
+    return (
+        f"envdoctor bench: --device {device}: torch in {result.python} sees no GPU (add --cpu instead to "
+        "measure the CPU, or see `envdoctor check`)"
+    )
 
 
 @click.command("bench")
 @python_option
-@click.option("--suite", "suites", type=ChoiceList(SUITES, "SUITES", every="all"), multiple=True,
-              metavar="matmul,memory,layers|all",
-              help="What to measure (default: matmul,memory). layers: BERT, GPT-2, T5 and Llama-style layers.")
-@click.option("--dtype", "dtypes", type=ChoiceList(DTYPES, "DTYPES"), multiple=True, metavar="fp32,tf32,fp16,bf16",
-              help="Precisions to measure (default: all four; bf16/tf32 only on compute capability 8.0+).")
-@click.option("--size", "sizes", type=SizeList(), multiple=True, metavar="N",
-              help=f"Matrix size n, repeatable or comma-separated (default: {','.join(map(str, DEFAULT_SIZES))}).")
-@click.option("--budget", type=seconds(0.05, 3600), default=DEFAULT_BUDGET, show_default=True,
-              metavar="SECONDS", help="Seconds of matmul measurement per GPU, shared out over the points; the memory "
-              f"and layers suites scale with it ({suite_budgets(DEFAULT_BUDGET)['memory']:g} and "
-              f"{suite_budgets(DEFAULT_BUDGET)['layers']:g} s at the default).")
-@click.option("--device", default="0", show_default=True, callback=gpu_index_or_all, metavar="N|all",
-              help="GPU index in the target's torch, or 'all' (then a GPU >10% slower than the others is flagged).")
-@click.option("--cpu", is_flag=True,
-              help="Where torch sees no GPU, measure the CPU instead of stopping (fp32, labelled; no Tensor Core "
-                   "verdict).")
+@click.option(
+    "--suite",
+    "suites",
+    type=ChoiceList(SUITES, "SUITES", every="all"),
+    multiple=True,
+    metavar="matmul,memory,layers|all",
+    help="What to measure (default: matmul,memory). layers: BERT, GPT-2, T5 and Llama-style layers.",
+)
+@click.option(
+    "--dtype",
+    "dtypes",
+    type=ChoiceList(DTYPES, "DTYPES"),
+    multiple=True,
+    metavar="fp32,tf32,fp16,bf16",
+    help="Precisions to measure (default: all four; bf16/tf32 only on compute capability 8.0+).",
+)
+@click.option(
+    "--size",
+    "sizes",
+    type=SizeList(),
+    multiple=True,
+    metavar="N",
+    help=f"Matrix size n, repeatable or comma-separated (default: {','.join(map(str, DEFAULT_SIZES))}).",
+)
+@click.option(
+    "--budget",
+    type=seconds(0.05, 3600),
+    default=DEFAULT_BUDGET,
+    show_default=True,
+    metavar="SECONDS",
+    help="Seconds of matmul measurement per GPU, shared out over the points; the memory "
+    f"and layers suites scale with it ({suite_budgets(DEFAULT_BUDGET)['memory']:g} and "
+    f"{suite_budgets(DEFAULT_BUDGET)['layers']:g} s at the default).",
+)
+@click.option(
+    "--device",
+    default="0",
+    show_default=True,
+    callback=gpu_index_or_all,
+    metavar="N|all",
+    help="GPU index in the target's torch, or 'all' (then a GPU >10% slower than the others is flagged).",
+)
+@click.option(
+    "--cpu",
+    is_flag=True,
+    help="Where torch sees no GPU, measure the CPU instead of stopping (fp32, labelled; no Tensor Core verdict).",
+)
 @click.option("--json", "as_json", is_flag=True, help='Print the versioned JSON document ("envdoctor.bench/1").')
-@click.option("--plot", type=FilePath(dir_okay=False), default=None, metavar="FILE.png",
-              help="Also draw a PNG, with matplotlib from the target environment.")
-@click.option("--timeout", type=seconds(1), default=None, metavar="SECONDS",
-              help="Seconds the whole benchmark may take (default: 3x the budgets per GPU + 120).")
+@click.option(
+    "--plot",
+    type=FilePath(dir_okay=False),
+    default=None,
+    metavar="FILE.png",
+    help="Also draw a PNG, with matplotlib from the target environment.",
+)
+@click.option(
+    "--timeout",
+    type=seconds(1),
+    default=None,
+    metavar="SECONDS",
+    help="Seconds the whole benchmark may take (default: 3x the budgets per GPU + 120).",
+)
 @click.option("--raw-out", type=FilePath(dir_okay=False), default=None, hidden=True)
 @html_options
 @suppress_option
 @debug_option
 @guarded
-def bench(python: Optional[str], suites: Tuple[Tuple[str, ...], ...], dtypes: Tuple[Tuple[str, ...], ...],
-          sizes: Tuple[Tuple[int, ...], ...], budget: float, device: str, as_json: bool, plot: Optional[str],
-          timeout: Optional[float], raw_out: Optional[str], debug: bool, cpu: bool = False, as_html: bool = False,
-          html_output: Optional[Path] = None, suppress: Tuple[str, ...] = ()) -> None:
+def bench(
+    python: Optional[str],
+    suites: Tuple[Tuple[str, ...], ...],
+    dtypes: Tuple[Tuple[str, ...], ...],
+    sizes: Tuple[Tuple[int, ...], ...],
+    budget: float,
+    device: str,
+    as_json: bool,
+    plot: Optional[str],
+    timeout: Optional[float],
+    raw_out: Optional[str],
+    debug: bool,
+    cpu: bool = False,
+    as_html: bool = False,
+    html_output: Optional[Path] = None,
+    suppress: Tuple[str, ...] = (),
+) -> None:
     """Time matrix products, memory bandwidth and transformer layers in the target Python's torch.
 
     \b
@@ -248,13 +322,24 @@ def bench(python: Optional[str], suites: Tuple[Tuple[str, ...], ...], dtypes: Tu
     asked = source is not None and source.name != "DEFAULT"
     if cpu and asked:
         raise click.UsageError(f"--cpu measures the CPU: leave --device {device} out")
-    result = run_bench(target, flat_dtypes, flat_sizes, budget, device, timeout=timeout,
-                       progress=_progress(sys.stderr), suites=flat_suites, chosen_by=chosen_by, raw=raw,
-                       device_required=asked, gpu_required=not cpu)
+    result = run_bench(
+        target,
+        flat_dtypes,
+        flat_sizes,
+        budget,
+        device,
+        timeout=timeout,
+        progress=_progress(sys.stderr),
+        suites=flat_suites,
+        chosen_by=chosen_by,
+        raw=raw,
+        device_required=asked,
+        gpu_required=not cpu,
+    )
     if suppress:
         result = dataclasses.replace(result, findings=checks.split(result.findings, suppress).shown)
     if getattr(sys.stderr, "isatty", lambda: False)():
-        sys.stderr.write("\r\x1b[K")     # clear the progress line (points may have been skipped)
+        sys.stderr.write("\r\x1b[K")  # clear the progress line (points may have been skipped)
     if raw_out and raw is not None:
         from envdoctor.atomic import write_atomic
 
@@ -271,7 +356,7 @@ def bench(python: Optional[str], suites: Tuple[Tuple[str, ...], ...], dtypes: Tu
             plot_line = "no plot written: no point was measured"
     failure = _failure_line(result)
     note = _device_note(result, device, asked)
-    if note:                 # a GPU was asked for and there is none: a run that could not do what was asked
+    if note:  # a GPU was asked for and there is none: a run that could not do what was asked
         click.echo(note, err=True)
         sys.exit(EXIT_USAGE)
     if as_html:
@@ -280,8 +365,10 @@ def bench(python: Optional[str], suites: Tuple[Tuple[str, ...], ...], dtypes: Tu
         emit_page(bench_page(stamp(to_data(result), exit_code(result)), machine_redactor()), html_output, "bench")
     elif as_json:
         click.echo(dumps(stamp(to_data(result), exit_code(result))))
-    elif failure and (not (result.points or result.memory_points or result.layer_points)
-                      or (result.error is not None and result.error.command == "no_gpu")):
+    elif failure and (
+        not (result.points or result.memory_points or result.layer_points)
+        or (result.error is not None and result.error.command == "no_gpu")
+    ):
         pass
     else:
         click.echo(render_bench_text(result, color=use_color(), ascii_only=not _utf8(sys.stdout)), nl=False)

@@ -42,8 +42,11 @@ MemoryOp = Literal["mul", "copy"]
 LAYERS: Tuple[str, ...] = ("bert", "gpt2", "t5_encoder", "t5_decoder", "llama")
 #: What the layers are called in the reports.
 LAYER_TITLES: Dict[str, str] = {
-    "bert": "BERT-large encoder layer", "gpt2": "GPT-2-medium block", "t5_encoder": "T5-large encoder layer",
-    "t5_decoder": "T5-large decoder layer", "llama": "Llama-style block (GQA, SwiGLU)",
+    "bert": "BERT-large encoder layer",
+    "gpt2": "GPT-2-medium block",
+    "t5_encoder": "T5-large encoder layer",
+    "t5_decoder": "T5-large decoder layer",
+    "llama": "Llama-style block (GQA, SwiGLU)",
 }
 
 
@@ -56,7 +59,7 @@ class NvmlSample:
     """
 
     t: float
-    gpu: int                                   # NVML index
+    gpu: int  # NVML index
     sm_clock_mhz: Optional[int] = None
     power_w: Optional[float] = None
     temperature_c: Optional[int] = None
@@ -69,32 +72,32 @@ class NvmlSample:
 class BenchDevice:
     """One device the child measured, with the datasheet rates envdoctor's table has for it."""
 
-    index: int                                 # torch's device index in the child (0 for the CPU)
+    index: int  # torch's device index in the child (0 for the CPU)
     kind: Annotated[str, Json(enum=["cuda", "cpu"])] = "cuda"
-    name: Optional[str] = None                 # "NVIDIA H200"
-    capability: Optional[str] = None           # "9.0"
+    name: Optional[str] = None  # "NVIDIA H200"
+    capability: Optional[str] = None  # "9.0"
     multiprocessors: Optional[int] = None
     memory_bytes: Optional[int] = None
-    uuid: Optional[str] = None                 # "GPU-c7d3a8fe-..."
+    uuid: Optional[str] = None  # "GPU-c7d3a8fe-..."
     pci_bus_id: Optional[str] = None
-    launch_us: Optional[float] = None          # measured cost of one tiny product, queue full
-    skipped: Dict[str, str] = field(default_factory=dict)   # dtype -> why it was not measured
+    launch_us: Optional[float] = None  # measured cost of one tiny product, queue full
+    skipped: Dict[str, str] = field(default_factory=dict)  # dtype -> why it was not measured
     nvml_index: Optional[int] = None
     max_sm_clock_mhz: Optional[int] = None
     power_limit_w: Optional[float] = None
-    model: Optional[str] = None                # the table row matched: "NVIDIA H200"
+    model: Optional[str] = None  # the table row matched: "NVIDIA H200"
     peaks: Dict[str, float] = field(default_factory=dict)  # dtype -> datasheet dense TFLOP/s
     bandwidth_gbs: Optional[float] = None
     peaks_unconfirmed: bool = False
     peaks_source: Optional[str] = None
-    error: Optional[str] = None                # the device could not be measured at all
+    error: Optional[str] = None  # the device could not be measured at all
     # added with the memory and layers suites
-    l2_bytes: Optional[int] = None             # torch.cuda.get_device_properties().L2_cache_size
+    l2_bytes: Optional[int] = None  # torch.cuda.get_device_properties().L2_cache_size
     max_mem_clock_mhz: Optional[int] = None
-    tf32_default: Optional[bool] = None        # the user's TF32 matmul setting (the layers ran with it)
-    memory_skipped: Dict[str, str] = field(default_factory=dict)   # "n=268435456" -> why not measured
-    layers_skipped: Dict[str, str] = field(default_factory=dict)   # "bf16", "llama" -> why not
-    matmul_rates: Dict[str, float] = field(default_factory=dict)   # dtype -> matmul TFLOP/s the layers compare with
+    tf32_default: Optional[bool] = None  # the user's TF32 matmul setting (the layers ran with it)
+    memory_skipped: Dict[str, str] = field(default_factory=dict)  # "n=268435456" -> why not measured
+    layers_skipped: Dict[str, str] = field(default_factory=dict)  # "bf16", "llama" -> why not
+    matmul_rates: Dict[str, float] = field(default_factory=dict)  # dtype -> matmul TFLOP/s the layers compare with
     layer_dims: Dict[str, Dict[str, int]] = field(default_factory=dict)  # layer -> h, heads, kv_heads, ffn
     sdpa: Dict[str, Any] = field(default_factory=dict)  # backends switched on, priority, flash_impl, enable_gqa
 
@@ -114,33 +117,33 @@ class BenchPoint:
     n: int
     status: Annotated[str, Json(enum=["ok", "wrong", "failed"])] = "ok"
     tflops: Optional[float] = None
-    ms: Optional[float] = None                 # median time per product
+    ms: Optional[float] = None  # median time per product
     burst_tflops: Optional[float] = None
     best_tflops: Optional[float] = None
     repeats_ms: Tuple[float, ...] = ()
-    launches: int = 0                          # products per timed repeat
-    warmup: int = 0                            # products run before timing
-    rel_error: Optional[float] = None          # ||c - ref|| / ||ref|| on a slice, ref in float64
+    launches: int = 0  # products per timed repeat
+    warmup: int = 0  # products run before timing
+    rel_error: Optional[float] = None  # ||c - ref|| / ||ref|| on a slice, ref in float64
     error_bound: Optional[float] = None
-    tf32: Optional[bool] = None                # TF32 state read back during the point
-    started: Optional[float] = None            # time.time() in the child
+    tf32: Optional[bool] = None  # TF32 state read back during the point
+    started: Optional[float] = None  # time.time() in the child
     ended: Optional[float] = None
     error: Optional[str] = None
     # filled by the host's analysis
-    peak_tflops: Optional[float] = None        # datasheet dense peak for this dtype
-    efficiency: Optional[float] = None         # tflops / peak_tflops
-    bound: Optional[str] = None                # "launch", "memory", "compute"; None: cannot tell
+    peak_tflops: Optional[float] = None  # datasheet dense peak for this dtype
+    efficiency: Optional[float] = None  # tflops / peak_tflops
+    bound: Optional[str] = None  # "launch", "memory", "compute"; None: cannot tell
     bound_why: Optional[str] = None
-    sm_clock_mhz: Optional[int] = None         # median of the samples taken during the point
+    sm_clock_mhz: Optional[int] = None  # median of the samples taken during the point
     power_w: Optional[float] = None
     temperature_c: Optional[int] = None
-    reasons: Tuple[str, ...] = ()              # throttle reasons seen during the point
+    reasons: Tuple[str, ...] = ()  # throttle reasons seen during the point
     samples: int = 0
-    reference: bool = False                    # run by the layers suite for its peak (no matmul suite)
+    reference: bool = False  # run by the layers suite for its peak (no matmul suite)
 
     @property
     def flops(self) -> int:
-        return 2 * self.n ** 3
+        return 2 * self.n**3
 
     @property
     def bytes_moved(self) -> int:
@@ -162,8 +165,8 @@ class MemoryPoint:
     op: str
     n: int
     status: str = "ok"
-    bytes: int = 0                             # one buffer: 4 n
-    moved_bytes: int = 0                       # read + written by one call: 8 n
+    bytes: int = 0  # one buffer: 4 n
+    moved_bytes: int = 0  # read + written by one call: 8 n
     gbs: Optional[float] = None
     ms: Optional[float] = None
     burst_gbs: Optional[float] = None
@@ -175,9 +178,9 @@ class MemoryPoint:
     ended: Optional[float] = None
     error: Optional[str] = None
     # filled by the host's analysis
-    l2_resident: Optional[bool] = None         # both buffers fit in the L2 (None: L2 size unknown, CPU)
+    l2_resident: Optional[bool] = None  # both buffers fit in the L2 (None: L2 size unknown, CPU)
     datasheet_gbs: Optional[float] = None
-    efficiency: Optional[float] = None         # gbs / datasheet_gbs (L2-resident points may exceed 1)
+    efficiency: Optional[float] = None  # gbs / datasheet_gbs (L2-resident points may exceed 1)
     sm_clock_mhz: Optional[int] = None
     mem_clock_mhz: Optional[int] = None
     power_w: Optional[float] = None
@@ -205,21 +208,21 @@ class LayerPoint:
     mode: str
     batch: int
     seq: int
-    status: str = "ok"                         # ok, wrong (NaN/Inf), skipped (out of memory, too slow), failed
+    status: str = "ok"  # ok, wrong (NaN/Inf), skipped (out of memory, too slow), failed
     flops: float = 0.0
     tflops: Optional[float] = None
-    ms: Optional[float] = None                 # median time of one call
+    ms: Optional[float] = None  # median time of one call
     burst_tflops: Optional[float] = None
     best_tflops: Optional[float] = None
     repeats_ms: Tuple[float, ...] = ()
     launches: int = 0
     warmup: int = 0
-    issue_ms: Optional[float] = None           # the CPU's time to issue one call onto an idle queue (GPU)
-    heat_ms: Optional[float] = None            # calls run untimed right before the repeats (power cap)
+    issue_ms: Optional[float] = None  # the CPU's time to issue one call onto an idle queue (GPU)
+    heat_ms: Optional[float] = None  # calls run untimed right before the repeats (power cap)
     kernel: Optional[str] = None
     kernel_how: Optional[str] = None
-    kernel_choice: Optional[str] = None        # torch._fused_sdp_choice, where it differs from what ran
-    tf32: Optional[bool] = None                # the TF32 matmul setting read back during the point
+    kernel_choice: Optional[str] = None  # torch._fused_sdp_choice, where it differs from what ran
+    tf32: Optional[bool] = None  # the TF32 matmul setting read back during the point
     ops: Optional[int] = None
     matmul_ops: Optional[int] = None
     other_bytes: Optional[int] = None
@@ -228,14 +231,14 @@ class LayerPoint:
     ended: Optional[float] = None
     error: Optional[str] = None
     # filled by the host's analysis
-    matmul_tflops: Optional[float] = None      # the matmul rate of this dtype measured in the same run
-    of_matmul: Optional[float] = None          # tflops / matmul_tflops
-    peak_tflops: Optional[float] = None        # datasheet dense peak of this dtype
-    efficiency: Optional[float] = None         # tflops / peak_tflops
-    matmul_share: Optional[float] = None       # the products at matmul_tflops, as a share of the time
-    memory_share: Optional[float] = None       # other_bytes at the measured (else datasheet) bandwidth
-    launch_share: Optional[float] = None       # ops x the launch cost
-    bound: Optional[str] = None                # "compute", "memory", "launch"; None: cannot tell
+    matmul_tflops: Optional[float] = None  # the matmul rate of this dtype measured in the same run
+    of_matmul: Optional[float] = None  # tflops / matmul_tflops
+    peak_tflops: Optional[float] = None  # datasheet dense peak of this dtype
+    efficiency: Optional[float] = None  # tflops / peak_tflops
+    matmul_share: Optional[float] = None  # the products at matmul_tflops, as a share of the time
+    memory_share: Optional[float] = None  # other_bytes at the measured (else datasheet) bandwidth
+    launch_share: Optional[float] = None  # ops x the launch cost
+    bound: Optional[str] = None  # "compute", "memory", "launch"; None: cannot tell
     bound_why: Optional[str] = None
     sm_clock_mhz: Optional[int] = None
     power_w: Optional[float] = None
@@ -281,11 +284,11 @@ class Verdict:
 
     device: int
     state: Annotated[str, Json(enum=["confirmed", "below", "not_delivering", "absent", "none"])]
-    line: str                                  # "Tensor Cores confirmed: fp16 runs 12.4x fp32"
+    line: str  # "Tensor Cores confirmed: fp16 runs 12.4x fp32"
     why: Tuple[str, ...] = ()
-    ratio: Optional[float] = None              # matmul: fp16 / fp32; memory: measured / datasheet
+    ratio: Optional[float] = None  # matmul: fp16 / fp32; memory: measured / datasheet
     suite: str = "matmul"
-    code: Optional[str] = None                 # the finding code where the verdict is one ("ED605")
+    code: Optional[str] = None  # the finding code where the verdict is one ("ED605")
 
 
 @dataclass(frozen=True)
@@ -296,9 +299,9 @@ class Regression:
     dtype: str
     n: int
     baseline_tflops: Optional[float]
-    current_tflops: Optional[float]            # None: the point failed or is missing now
-    change_pct: Optional[float]                # -14.2 means 14.2% slower
-    context: Tuple[str, ...] = ()              # clocks, power and throttling then and now
+    current_tflops: Optional[float]  # None: the point failed or is missing now
+    change_pct: Optional[float]  # -14.2 means 14.2% slower
+    context: Tuple[str, ...] = ()  # clocks, power and throttling then and now
 
 
 @dataclass(frozen=True)
@@ -307,42 +310,52 @@ class BenchResult:
 
     #: the keys every bench document has had since the first (a snapshot keeps one, verify reads it
     #: back; the other fields may be missing from one written before them: from_data fills them)
-    json_required = ("schema", "python", "torch_version", "dtypes", "sizes", "devices", "points", "samples",
-                     "verdicts", "error")
+    json_required = (
+        "schema",
+        "python",
+        "torch_version",
+        "dtypes",
+        "sizes",
+        "devices",
+        "points",
+        "samples",
+        "verdicts",
+        "error",
+    )
 
     schema: str = SCHEMA
-    python: Optional[str] = None               # the target interpreter
-    chosen_by: Optional[str] = None            # "--python", "python3 on PATH", "envdoctor's own"
+    python: Optional[str] = None  # the target interpreter
+    chosen_by: Optional[str] = None  # "--python", "python3 on PATH", "envdoctor's own"
     python_version: Optional[str] = None
-    torch_version: Optional[str] = None        # "2.11.0+cu130"
-    torch_cuda: Optional[str] = None           # "13.0"; None on a CPU-only build
-    cuda_error: Optional[str] = None           # why torch could not use a GPU
-    nvml_gpus: Optional[int] = None            # GPUs NVML sees (None: NVML not readable)
+    torch_version: Optional[str] = None  # "2.11.0+cu130"
+    torch_cuda: Optional[str] = None  # "13.0"; None on a CPU-only build
+    cuda_error: Optional[str] = None  # why torch could not use a GPU
+    nvml_gpus: Optional[int] = None  # GPUs NVML sees (None: NVML not readable)
     dtypes: Tuple[str, ...] = ()
     sizes: Tuple[int, ...] = ()
-    budget_s: Optional[float] = None           # measurement seconds per device
-    import_s: Optional[float] = None           # import torch in the child
-    init_s: Optional[float] = None             # CUDA start in the child
+    budget_s: Optional[float] = None  # measurement seconds per device
+    import_s: Optional[float] = None  # import torch in the child
+    init_s: Optional[float] = None  # CUDA start in the child
     measure_s: Optional[float] = None
-    wall_s: Optional[float] = None             # the child from start to exit, as the host saw it
+    wall_s: Optional[float] = None  # the child from start to exit, as the host saw it
     devices: Tuple[BenchDevice, ...] = ()
     points: Tuple[BenchPoint, ...] = ()
     samples: Tuple[NvmlSample, ...] = ()
-    sampling: Optional[str] = None             # "nvml every 50 ms (instant power)", or why none
+    sampling: Optional[str] = None  # "nvml every 50 ms (instant power)", or why none
     verdicts: Tuple[Verdict, ...] = ()
-    outliers: Tuple[str, ...] = ()             # --device all: GPUs slower than their siblings
+    outliers: Tuple[str, ...] = ()  # --device all: GPUs slower than their siblings
     notes: Tuple[str, ...] = ()
-    created_at: Optional[str] = None           # ISO 8601, UTC
-    error: Optional[ProbeError] = None         # the run as a whole failed (no torch, hang, crash)
+    created_at: Optional[str] = None  # ISO 8601, UTC
+    error: Optional[ProbeError] = None  # the run as a whole failed (no torch, hang, crash)
     # added with the memory and layers suites
     suites: Tuple[str, ...] = ("matmul",)
     memory_sizes: Tuple[int, ...] = ()
     memory_budget_s: Optional[float] = None
     layers_budget_s: Optional[float] = None
-    suite_s: Dict[str, float] = field(default_factory=dict)    # measurement seconds per suite (all devices)
+    suite_s: Dict[str, float] = field(default_factory=dict)  # measurement seconds per suite (all devices)
     memory_points: Tuple[MemoryPoint, ...] = ()
     layer_points: Tuple[LayerPoint, ...] = ()
-    reference_points: Tuple[BenchPoint, ...] = ()   # matmul run by the layers suite for its peak
+    reference_points: Tuple[BenchPoint, ...] = ()  # matmul run by the layers suite for its peak
     flop_checks: Tuple[FlopCheck, ...] = ()
     findings: Tuple[Finding, ...] = ()
 

@@ -45,8 +45,10 @@ EXPLAINED = 0.5
 
 
 #: What a layer "above 100%" of the matmul rate of its own run means.
-ABOVE_MATMUL = ("above 100%: the matmul rate of this run is lower than the device reaches (other load while it "
-                "ran, or products too small to fill it), not a layer faster than its own products")
+ABOVE_MATMUL = (
+    "above 100%: the matmul rate of this run is lower than the device reaches (other load while it "
+    "ran, or products too small to fill it), not a layer faster than its own products"
+)
 
 
 def _tf(x: Optional[float]) -> str:
@@ -58,15 +60,24 @@ def _pct(x: Optional[float]) -> str:
     return "?" if x is None else f"{100 * x:.0f}%"
 
 
-def analyze_layer_point(p: LayerPoint, device: BenchDevice, bandwidth: Optional[float], bandwidth_from: str,
-                        samples: Sequence[NvmlSample] = ()) -> LayerPoint:
+def analyze_layer_point(
+    p: LayerPoint,
+    device: BenchDevice,
+    bandwidth: Optional[float],
+    bandwidth_from: str,
+    samples: Sequence[NvmlSample] = (),
+) -> LayerPoint:
     """The matmul and datasheet shares, the time split and the bound of one point."""
     p = attribute(p, samples, device.nvml_index)
     rate = device.matmul_rates.get(p.dtype)
     peak = device.peaks.get(p.dtype) if device.kind == "cuda" else None
-    p = replace(p, matmul_tflops=rate, peak_tflops=peak,
-                of_matmul=p.tflops / rate if (p.tflops and rate) else None,
-                efficiency=p.tflops / peak if (p.tflops and peak) else None)
+    p = replace(
+        p,
+        matmul_tflops=rate,
+        peak_tflops=peak,
+        of_matmul=p.tflops / rate if (p.tflops and rate) else None,
+        efficiency=p.tflops / peak if (p.tflops and peak) else None,
+    )
     if not p.ms or p.status != "ok":
         return p
     t = p.ms / 1000.0
@@ -94,16 +105,23 @@ def analyze_layer_point(p: LayerPoint, device: BenchDevice, bandwidth: Optional[
     if mm is not None:
         parts.append(f"products {_pct(mm)} of the time at the {_tf(rate)} TFLOP/s matmul rate")
     if mem is not None and bandwidth:
-        parts.append(f"other operations {_pct(mem)} ({format_bytes(p.other_bytes or 0)} at the {bandwidth_from} "
-                     f"{rate_label(bandwidth)})")
+        parts.append(
+            f"other operations {_pct(mem)} ({format_bytes(p.other_bytes or 0)} at the {bandwidth_from} "
+            f"{rate_label(bandwidth)})"
+        )
     if launch is not None and issued:
         kernels = f" ({p.ops} kernels)" if p.ops else ""
-        parts.append(f"the CPU takes {p.issue_ms:.3g} ms to issue one call{kernels}, {_pct(launch)} of its "
-                     f"{p.ms:.3g} ms" + (": the GPU waits for Python" if kind == "launch" else ""))
+        parts.append(
+            f"the CPU takes {p.issue_ms:.3g} ms to issue one call{kernels}, {_pct(launch)} of its "
+            f"{p.ms:.3g} ms" + (": the GPU waits for Python" if kind == "launch" else "")
+        )
     elif launch is not None:
         kernels = f"{p.ops} kernels x {device.launch_us:.1f} us"
-        parts.append(f"launches ({kernels}) as long as the call itself" if launch >= 1.0
-                     else f"launches {_pct(launch)} ({kernels})")
+        parts.append(
+            f"launches ({kernels}) as long as the call itself"
+            if launch >= 1.0
+            else f"launches {_pct(launch)} ({kernels})"
+        )
     rest = 1.0 - sum(gpu.values())
     if kind == "overhead":
         parts.append("the rest is the cost of issuing many small operations (Python, the dispatcher)")
@@ -132,16 +150,23 @@ def explain_layer(layer: str, points: Sequence[LayerPoint], device: BenchDevice)
     mine = [p for p in ok if p.dtype == dtype]
     big = max(mine, key=_shape)
     b, s = big.batch, big.seq
-    main = (_find(mine, attention="sdpa", mode="fwd+bwd", batch=b, seq=s)
-            or _find(mine, mode="fwd+bwd", batch=b, seq=s) or big)
+    main = (
+        _find(mine, attention="sdpa", mode="fwd+bwd", batch=b, seq=s)
+        or _find(mine, mode="fwd+bwd", batch=b, seq=s)
+        or big
+    )
     kernel = f" ({main.kernel})" if main.attention == "sdpa" and main.kernel else ""
     attn = "SDPA" if main.attention == "sdpa" else "eager attention"
-    text = (f"{LAYER_TITLES.get(layer, layer)}, {dtype} b={b} s={s}: {attn}{kernel} {main.mode} "
-            f"{_tf(main.tflops)} TFLOP/s, {_pct(main.of_matmul)} of the matmul rate")
+    text = (
+        f"{LAYER_TITLES.get(layer, layer)}, {dtype} b={b} s={s}: {attn}{kernel} {main.mode} "
+        f"{_tf(main.tflops)} TFLOP/s, {_pct(main.of_matmul)} of the matmul rate"
+    )
     why = []
     if main.memory_share is not None:
-        why.append(f"its other operations (norms, activations, adds, copies: {format_bytes(main.other_bytes or 0)}) "
-                   f"take {_pct(main.memory_share)} of its time at the memory's speed")
+        why.append(
+            f"its other operations (norms, activations, adds, copies: {format_bytes(main.other_bytes or 0)}) "
+            f"take {_pct(main.memory_share)} of its time at the memory's speed"
+        )
     eager = _find(mine, attention="eager", mode=main.mode, batch=b, seq=s) if main.attention == "sdpa" else None
     if eager is not None and eager.tflops:
         heads = device.layer_dims.get(layer, {}).get("heads")
@@ -153,10 +178,12 @@ def explain_layer(layer: str, points: Sequence[LayerPoint], device: BenchDevice)
     if _shape(small) < _shape(big):
         twin = _find(mine, attention=main.attention, mode=main.mode, batch=small.batch, seq=small.seq) or small
         cpu_bound = twin.bound in ("launch", "overhead")
-        cause = ("launch-bound: the CPU issues its kernels slower than the GPU runs them"
-                 if cpu_bound else f"{twin.batch * twin.seq} tokens a call fill the GPU less")
-        why.append(f"at b={twin.batch} s={twin.seq} {_tf(twin.tflops)} TFLOP/s ({_pct(twin.of_matmul)}): "
-                   f"{cause}")
+        cause = (
+            "launch-bound: the CPU issues its kernels slower than the GPU runs them"
+            if cpu_bound
+            else f"{twin.batch * twin.seq} tokens a call fill the GPU less"
+        )
+        why.append(f"at b={twin.batch} s={twin.seq} {_tf(twin.tflops)} TFLOP/s ({_pct(twin.of_matmul)}): {cause}")
     return text + ("; " + "; ".join(why) if why else "")
 
 
@@ -168,25 +195,38 @@ def flop_lines(checks: Sequence[FlopCheck]) -> List[str]:
         lines.append(f"FLOP count of {c.layer} ({c.attention}) not checked: {c.error}")
     eager = [c for c in checks if c.attention == "eager" and not c.error and c.counted_fwd_bwd is not None]
     if eager:
-        diffs = [(abs((c.counted_fwd or 0) / c.analytic_fwd - 1),
-                  abs((c.counted_fwd_bwd or 0) / c.analytic_fwd_bwd - 1), c) for c in eager]
+        diffs = [
+            (abs((c.counted_fwd or 0) / c.analytic_fwd - 1), abs((c.counted_fwd_bwd or 0) / c.analytic_fwd_bwd - 1), c)
+            for c in eager
+        ]
         off = [(a, b, c) for a, b, c in diffs if max(a, b) > EAGER_TOLERANCE]
         worst = max(max(a, b) for a, b, _ in diffs)
         if not off:
-            lines.append(f"FLOP count: FlopCounterMode agrees with the analytic count for the {len(eager)} eager "
-                         f"layers within {100 * worst:.2f}% (fwd and fwd+bwd)")
+            lines.append(
+                f"FLOP count: FlopCounterMode agrees with the analytic count for the {len(eager)} eager "
+                f"layers within {100 * worst:.2f}% (fwd and fwd+bwd)"
+            )
         for _, _, c in off:
-            lines.append(f"FLOP count: {c.layer} eager: FlopCounterMode counts {(c.counted_fwd or 0) / 1e9:.1f} / "
-                         f"{(c.counted_fwd_bwd or 0) / 1e9:.1f} GFLOP (fwd / fwd+bwd) against the analytic "
-                         f"{c.analytic_fwd / 1e9:.1f} / {c.analytic_fwd_bwd / 1e9:.1f}")
+            lines.append(
+                f"FLOP count: {c.layer} eager: FlopCounterMode counts {(c.counted_fwd or 0) / 1e9:.1f} / "
+                f"{(c.counted_fwd_bwd or 0) / 1e9:.1f} GFLOP (fwd / fwd+bwd) against the analytic "
+                f"{c.analytic_fwd / 1e9:.1f} / {c.analytic_fwd_bwd / 1e9:.1f}"
+            )
     sdpa = [c for c in checks if c.attention == "sdpa" and not c.error and c.counted_fwd_bwd is not None]
-    blind = [c for c in sdpa if c.attention_fwd and abs(c.analytic_fwd - (c.counted_fwd or 0) - c.attention_fwd)
-             <= EAGER_TOLERANCE * c.analytic_fwd]
+    blind = [
+        c
+        for c in sdpa
+        if c.attention_fwd
+        and abs(c.analytic_fwd - (c.counted_fwd or 0) - c.attention_fwd) <= EAGER_TOLERANCE * c.analytic_fwd
+    ]
     if blind:
         kernels = sorted({c.kernel or "?" for c in blind})
-        lines.append(f"FLOP count, SDPA ({'/'.join(kernels)}): FlopCounterMode has no formula for this kernel and "
-                     "counts only the projections and the ffn, short by exactly the attention scores and values ("
-                     + ", ".join(c.layer for c in blind) + ")")
+        lines.append(
+            f"FLOP count, SDPA ({'/'.join(kernels)}): FlopCounterMode has no formula for this kernel and "
+            "counts only the projections and the ffn, short by exactly the attention scores and values ("
+            + ", ".join(c.layer for c in blind)
+            + ")"
+        )
     rest = [c for c in sdpa if c not in blind]
     if rest:
         parts = []
@@ -196,13 +236,20 @@ def flop_lines(checks: Sequence[FlopCheck]) -> List[str]:
             fwd_note = f" (fwd {100 * fwd:+.1f}%)" if abs(fwd) > EAGER_TOLERANCE else ""
             parts.append(f"{c.layer} {100 * both:+.1f}%{fwd_note}")
         kernels = sorted({c.kernel or "?" for c in rest})
-        lines.append(f"FLOP count, SDPA ({'/'.join(kernels)}) fwd+bwd: FlopCounterMode counts more than 3x the "
-                     "forward, by the scores its backward recomputes: " + ", ".join(parts))
+        lines.append(
+            f"FLOP count, SDPA ({'/'.join(kernels)}) fwd+bwd: FlopCounterMode counts more than 3x the "
+            "forward, by the scores its backward recomputes: " + ", ".join(parts)
+        )
     return lines
 
 
-def layers_verdict(device: BenchDevice, points: Sequence[LayerPoint], checks: Sequence[FlopCheck],
-                   reference: Sequence[BenchPoint] = (), matmul_ran: bool = True) -> Verdict:
+def layers_verdict(
+    device: BenchDevice,
+    points: Sequence[LayerPoint],
+    checks: Sequence[FlopCheck],
+    reference: Sequence[BenchPoint] = (),
+    matmul_ran: bool = True,
+) -> Verdict:
     """A summary line per device (no judgement), the explanation per layer, the FLOP check."""
     i = device.index
     ok = [p for p in points if p.status == "ok" and p.tflops]
@@ -214,23 +261,36 @@ def layers_verdict(device: BenchDevice, points: Sequence[LayerPoint], checks: Se
             why.append(line)
     for ref in reference:
         floor = 2048 if device.kind == "cuda" else 256
-        cause = (f"the matmul suite did not measure {ref.dtype} at n >= {floor}" if matmul_ran
-                 else "the matmul suite was not asked for")
-        why.append(f"the {ref.dtype} matmul rate ({_tf(ref.tflops)} TFLOP/s) comes from one short product at "
-                   f"n={ref.n} run for the layers: {cause}")
+        cause = (
+            f"the matmul suite did not measure {ref.dtype} at n >= {floor}"
+            if matmul_ran
+            else "the matmul suite was not asked for"
+        )
+        why.append(
+            f"the {ref.dtype} matmul rate ({_tf(ref.tflops)} TFLOP/s) comes from one short product at "
+            f"n={ref.n} run for the layers: {cause}"
+        )
     why.extend(flop_lines(checks))
     if wrong:
         p = wrong[0]
-        return Verdict(i, "not_delivering", f"Layers: {p.layer} {p.dtype} {p.attention} {p.mode} b={p.batch} "
-                       f"s={p.seq} gave NaN or Inf", tuple(why), suite="layers", code="ED611")
+        return Verdict(
+            i,
+            "not_delivering",
+            f"Layers: {p.layer} {p.dtype} {p.attention} {p.mode} b={p.batch} s={p.seq} gave NaN or Inf",
+            tuple(why),
+            suite="layers",
+            code="ED611",
+        )
     if not ok:
         return Verdict(i, "none", "Layers: no point was measured", tuple(why), suite="layers")
     best = max(ok, key=lambda p: p.tflops or 0.0)
     rates = ", ".join(f"{d} {_tf(r)}" for d, r in sorted(device.matmul_rates.items()))
-    line = (f"Layers: up to {_tf(best.tflops)} TFLOP/s ({best.layer} {best.dtype} {best.attention} {best.mode} "
-            f"b={best.batch} s={best.seq}), {_pct(best.of_matmul)} of the matmul rate measured in this run"
-            + (f" ({rates} TFLOP/s)" if rates else "")
-            + (f"; {ABOVE_MATMUL}" if best.of_matmul is not None and best.of_matmul > 1.0 else ""))
+    line = (
+        f"Layers: up to {_tf(best.tflops)} TFLOP/s ({best.layer} {best.dtype} {best.attention} {best.mode} "
+        f"b={best.batch} s={best.seq}), {_pct(best.of_matmul)} of the matmul rate measured in this run"
+        + (f" ({rates} TFLOP/s)" if rates else "")
+        + (f"; {ABOVE_MATMUL}" if best.of_matmul is not None and best.of_matmul > 1.0 else "")
+    )
     return Verdict(i, "none", line, tuple(why), suite="layers")
 
 

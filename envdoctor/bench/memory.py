@@ -79,20 +79,34 @@ def memory_verdict(device: BenchDevice, points: Sequence[MemoryPoint]) -> Verdic
     if device.kind == "cpu":
         if best is None:
             return Verdict(i, "none", "CPU memory bandwidth: no size past the caches was measured", suite="memory")
-        return Verdict(i, "none", f"CPU memory bandwidth: {rate_label(best.gbs or 0.0)} ({_what(best)}); "
-                       "torch ran on the CPU, no GPU verdict", suite="memory")
+        return Verdict(
+            i,
+            "none",
+            f"CPU memory bandwidth: {rate_label(best.gbs or 0.0)} ({_what(best)}); "
+            "torch ran on the CPU, no GPU verdict",
+            suite="memory",
+        )
     if best is None:
         broken = [p for p in points if p.status != "ok"]
         failures = tuple(f"{p.op} n={p.n}: {p.status}: {p.error}" for p in broken[:4])
-        floor = (f"{L2_FACTOR}x the {format_bytes(device.l2_bytes)} L2" if device.l2_bytes
-                 else format_bytes(NO_L2_MOVED))
-        return Verdict(i, "none", f"No bandwidth verdict: no size whose buffers span {floor} was measured",
-                       failures, suite="memory")
+        floor = f"{L2_FACTOR}x the {format_bytes(device.l2_bytes)} L2" if device.l2_bytes else format_bytes(NO_L2_MOVED)
+        return Verdict(
+            i,
+            "none",
+            f"No bandwidth verdict: no size whose buffers span {floor} was measured",
+            failures,
+            suite="memory",
+        )
     gbs = best.gbs or 0.0
     sheet = device.bandwidth_gbs
     if not sheet:
-        return Verdict(i, "none", f"HBM delivers {rate_label(gbs)} ({_what(best)}); this GPU's datasheet "
-                       "bandwidth is not in envdoctor's table", suite="memory")
+        return Verdict(
+            i,
+            "none",
+            f"HBM delivers {rate_label(gbs)} ({_what(best)}); this GPU's datasheet "
+            "bandwidth is not in envdoctor's table",
+            suite="memory",
+        )
     share = gbs / sheet
     line = f"{rate_label(gbs)}, {100 * share:.0f}% of the {rate_label(sheet)} datasheet ({_what(best)})"
     why: List[str] = []
@@ -101,14 +115,17 @@ def memory_verdict(device: BenchDevice, points: Sequence[MemoryPoint]) -> Verdic
     if device.peaks_unconfirmed:
         why.append(f"the datasheet figures for {device.model} are unconfirmed in envdoctor's table")
     if share < LOW_SHARE:
-        why.insert(0, f"under {100 * LOW_SHARE:.0f}% of the datasheet: another process on the GPU, a memory "
-                   "clock held low, or a fault (see `nvidia-smi -q -d CLOCK,PERFORMANCE`)")
-        return Verdict(i, "not_delivering", "HBM far below its datasheet: " + line, tuple(why), share,
-                       suite="memory", code="ED605")
+        why.insert(
+            0,
+            f"under {100 * LOW_SHARE:.0f}% of the datasheet: another process on the GPU, a memory "
+            "clock held low, or a fault (see `nvidia-smi -q -d CLOCK,PERFORMANCE`)",
+        )
+        return Verdict(
+            i, "not_delivering", "HBM far below its datasheet: " + line, tuple(why), share, suite="memory", code="ED605"
+        )
     if share < OK_SHARE:
         why.insert(0, f"under {100 * OK_SHARE:.0f}% of the datasheet, where HBM GPUs usually deliver 85-92%")
-        return Verdict(i, "below", "HBM below its datasheet: " + line, tuple(why), share, suite="memory",
-                       code="ED606")
+        return Verdict(i, "below", "HBM below its datasheet: " + line, tuple(why), share, suite="memory", code="ED606")
     return Verdict(i, "confirmed", "HBM delivers " + line, tuple(why), share, suite="memory")
 
 
@@ -119,6 +136,8 @@ def l2_note(device: BenchDevice, points: Sequence[MemoryPoint]) -> Optional[str]
     if not resident or not device.l2_bytes:
         return None
     fastest = max(resident, key=lambda p: p.gbs or 0.0)
-    tail = (f", above the {rate_label(hbm)} measured past it" if hbm and (fastest.gbs or 0.0) > hbm else "")
-    return (f"sizes whose two buffers fit in the {format_bytes(device.l2_bytes)} L2 are served from it: "
-            f"up to {rate_label(fastest.gbs or 0.0)} at {format_bytes(fastest.bytes)} buffers{tail}")
+    tail = f", above the {rate_label(hbm)} measured past it" if hbm and (fastest.gbs or 0.0) > hbm else ""
+    return (
+        f"sizes whose two buffers fit in the {format_bytes(device.l2_bytes)} L2 are served from it: "
+        f"up to {rate_label(fastest.gbs or 0.0)} at {format_bytes(fastest.bytes)} buffers{tail}"
+    )

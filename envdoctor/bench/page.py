@@ -10,8 +10,23 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any, Dict, List, Optional, Tuple
 
-from envdoctor.htmlpage import (Cell, Chart, Ref, Series, findings, fmt, items, kv, page, para, pct, redact_document,
-                                section, svg_chart, table)
+from envdoctor.htmlpage import (
+    Cell,
+    Chart,
+    Ref,
+    Series,
+    findings,
+    fmt,
+    items,
+    kv,
+    page,
+    para,
+    pct,
+    redact_document,
+    section,
+    svg_chart,
+    table,
+)
 from envdoctor.redact import Redactor
 
 
@@ -30,13 +45,27 @@ def _matmul_charts(doc: Mapping[str, Any]) -> List[str]:
         return []
     out = []
     for dtype in dict.fromkeys(k[1] for k in by):
-        series = tuple(Series(_dev_name(devices, dev), tuple(sorted(pts))) for (dev, dt), pts in by.items()
-                       if dt == dtype)
-        peaks = {float(d["peaks"][dtype]) for d in devices if isinstance(d.get("peaks"), Mapping)
-                 and isinstance(d["peaks"].get(dtype), (int, float))}
+        series = tuple(
+            Series(_dev_name(devices, dev), tuple(sorted(pts))) for (dev, dt), pts in by.items() if dt == dtype
+        )
+        peaks = {
+            float(d["peaks"][dtype])
+            for d in devices
+            if isinstance(d.get("peaks"), Mapping) and isinstance(d["peaks"].get(dtype), (int, float))
+        }
         refs = tuple(Ref(v, f"{dtype} datasheet {v:g} TFLOP/s") for v in sorted(peaks))
-        out.append(svg_chart(Chart(f"matmul {dtype}: TFLOP/s by matrix size n", "n (n x n times n x n)", "TFLOP/s",
-                                   series, refs, log_x=True)))
+        out.append(
+            svg_chart(
+                Chart(
+                    f"matmul {dtype}: TFLOP/s by matrix size n",
+                    "n (n x n times n x n)",
+                    "TFLOP/s",
+                    series,
+                    refs,
+                    log_x=True,
+                )
+            )
+        )
     return out
 
 
@@ -48,12 +77,25 @@ def _memory_charts(doc: Mapping[str, Any]) -> List[str]:
             by[(p.get("device"), str(p.get("op")))].append((float(p.get("bytes") or 4 * p["n"]), float(p["gbs"])))
     if not by:
         return []
-    series = tuple(Series(f"{op} {_dev_name(devices, dev)}", tuple(sorted(pts)), dashed=i % 2 == 1)
-                   for i, ((dev, op), pts) in enumerate(sorted(by.items(), key=lambda kv: (str(kv[0][0]), kv[0][1]))))
+    series = tuple(
+        Series(f"{op} {_dev_name(devices, dev)}", tuple(sorted(pts)), dashed=i % 2 == 1)
+        for i, ((dev, op), pts) in enumerate(sorted(by.items(), key=lambda kv: (str(kv[0][0]), kv[0][1])))
+    )
     sheet = {float(d["bandwidth_gbs"]) for d in devices if isinstance(d.get("bandwidth_gbs"), (int, float))}
     refs = tuple(Ref(v, f"datasheet {v:g} GB/s") for v in sorted(sheet))
-    return [svg_chart(Chart("memory bandwidth by buffer size", "one buffer (bytes)", "GB/s", series, refs,
-                            log_x=True, x_format="bytes"))]
+    return [
+        svg_chart(
+            Chart(
+                "memory bandwidth by buffer size",
+                "one buffer (bytes)",
+                "GB/s",
+                series,
+                refs,
+                log_x=True,
+                x_format="bytes",
+            )
+        )
+    ]
 
 
 def bench_sections(doc: Mapping[str, Any]) -> List[str]:
@@ -62,53 +104,210 @@ def bench_sections(doc: Mapping[str, Any]) -> List[str]:
     out = []
     verdicts = [v for v in doc.get("verdicts") or () if isinstance(v, Mapping)]
     if verdicts or doc.get("outliers"):
-        out.append(section("Verdicts", table(["device", "state", "verdict", "why"], [
-            [_dev_name(devices, v.get("device")), Cell(v.get("state"), "error" if v.get("state") == "not_delivering"
-                                                       else ""), v.get("line"), fmt(v.get("why"))]
-            for v in verdicts]), items(doc.get("outliers") or (), "error"), id="verdicts"))
+        out.append(
+            section(
+                "Verdicts",
+                table(
+                    ["device", "state", "verdict", "why"],
+                    [
+                        [
+                            _dev_name(devices, v.get("device")),
+                            Cell(v.get("state"), "error" if v.get("state") == "not_delivering" else ""),
+                            v.get("line"),
+                            fmt(v.get("why")),
+                        ]
+                        for v in verdicts
+                    ],
+                ),
+                items(doc.get("outliers") or (), "error"),
+                id="verdicts",
+            )
+        )
     out.append(section("Findings", findings(doc.get("findings") or ()), id="bench-findings"))
     charts = _matmul_charts(doc) + _memory_charts(doc)
     if charts:
         out.append(section("Charts", *charts, id="charts"))
     points = [p for p in doc.get("points") or () if isinstance(p, Mapping)]
     if points:
-        out.append(section("Matmul points", table(
-            ["device", "dtype", "n", "status", "TFLOP/s", "burst", "datasheet", "of datasheet", "bound", "SM MHz",
-             "W", "throttle"],
-            [[p.get("device"), p.get("dtype"), p.get("n"),
-              Cell(p.get("status"), "" if p.get("status") == "ok" else "error"), p.get("tflops"), p.get("burst_tflops"),
-              p.get("peak_tflops"), pct(p.get("efficiency")), p.get("bound"), p.get("sm_clock_mhz"), p.get("power_w"),
-              fmt(p.get("reasons"))] for p in points], id="points", sortable=True), id="matmul"))
+        out.append(
+            section(
+                "Matmul points",
+                table(
+                    [
+                        "device",
+                        "dtype",
+                        "n",
+                        "status",
+                        "TFLOP/s",
+                        "burst",
+                        "datasheet",
+                        "of datasheet",
+                        "bound",
+                        "SM MHz",
+                        "W",
+                        "throttle",
+                    ],
+                    [
+                        [
+                            p.get("device"),
+                            p.get("dtype"),
+                            p.get("n"),
+                            Cell(p.get("status"), "" if p.get("status") == "ok" else "error"),
+                            p.get("tflops"),
+                            p.get("burst_tflops"),
+                            p.get("peak_tflops"),
+                            pct(p.get("efficiency")),
+                            p.get("bound"),
+                            p.get("sm_clock_mhz"),
+                            p.get("power_w"),
+                            fmt(p.get("reasons")),
+                        ]
+                        for p in points
+                    ],
+                    id="points",
+                    sortable=True,
+                ),
+                id="matmul",
+            )
+        )
     mem = [p for p in doc.get("memory_points") or () if isinstance(p, Mapping)]
     if mem:
-        out.append(section("Memory points", table(
-            ["device", "op", "bytes", "status", "GB/s", "datasheet", "of datasheet"],
-            [[p.get("device"), p.get("op"), p.get("bytes"), p.get("status"), p.get("gbs"), p.get("datasheet_gbs"),
-              pct(p.get("efficiency"))] for p in mem], id="memory-points", sortable=True), id="memory"))
+        out.append(
+            section(
+                "Memory points",
+                table(
+                    ["device", "op", "bytes", "status", "GB/s", "datasheet", "of datasheet"],
+                    [
+                        [
+                            p.get("device"),
+                            p.get("op"),
+                            p.get("bytes"),
+                            p.get("status"),
+                            p.get("gbs"),
+                            p.get("datasheet_gbs"),
+                            pct(p.get("efficiency")),
+                        ]
+                        for p in mem
+                    ],
+                    id="memory-points",
+                    sortable=True,
+                ),
+                id="memory",
+            )
+        )
     layers = [p for p in doc.get("layer_points") or () if isinstance(p, Mapping)]
     if layers:
-        out.append(section("Layers", table(
-            ["device", "layer", "dtype", "attention", "mode", "batch", "seq", "status", "TFLOP/s", "of matmul",
-             "kernel"],
-            [[p.get("device"), p.get("layer"), p.get("dtype"), p.get("attention"), p.get("mode"), p.get("batch"),
-              p.get("seq"), p.get("status"), p.get("tflops"), pct(p.get("of_matmul")), p.get("kernel")]
-             for p in layers], id="layer-points", sortable=True),
-            para("A layer's rate against the matmul rate of the same run; above 100 % of it means the layer's "
-                 "own products ran faster than the square matmul points, not a faster GPU.", "muted"), id="layers"))
-    out.append(section("Devices", table(
-        ["device", "name", "capability", "SMs", "memory bytes", "max SM MHz", "power limit W", "datasheet",
-         "bandwidth GB/s", "launch us"],
-        [[d.get("index"), d.get("name"), d.get("capability"), d.get("multiprocessors"), d.get("memory_bytes"),
-          d.get("max_sm_clock_mhz"), d.get("power_limit_w"), fmt(d.get("peaks")), d.get("bandwidth_gbs"),
-          d.get("launch_us")] for d in devices]),
-        kv([("datasheet source", "; ".join(dict.fromkeys(str(d.get("peaks_source")) for d in devices
-                                                       if d.get("peaks_source"))))]), id="devices"))
-    out.append(section("Run", kv([
-        ("Python", doc.get("python")), ("chosen by", doc.get("chosen_by")), ("torch", doc.get("torch_version")),
-        ("CUDA", doc.get("torch_cuda")), ("CUDA error", doc.get("cuda_error")), ("suites", doc.get("suites")),
-        ("budget s", doc.get("budget_s")), ("wall s", doc.get("wall_s")), ("sampling", doc.get("sampling")),
-        ("error", (doc.get("error") or {}).get("message") if isinstance(doc.get("error"), Mapping) else None),
-    ]), items(doc.get("notes") or (), "muted"), id="run"))
+        out.append(
+            section(
+                "Layers",
+                table(
+                    [
+                        "device",
+                        "layer",
+                        "dtype",
+                        "attention",
+                        "mode",
+                        "batch",
+                        "seq",
+                        "status",
+                        "TFLOP/s",
+                        "of matmul",
+                        "kernel",
+                    ],
+                    [
+                        [
+                            p.get("device"),
+                            p.get("layer"),
+                            p.get("dtype"),
+                            p.get("attention"),
+                            p.get("mode"),
+                            p.get("batch"),
+                            p.get("seq"),
+                            p.get("status"),
+                            p.get("tflops"),
+                            pct(p.get("of_matmul")),
+                            p.get("kernel"),
+                        ]
+                        for p in layers
+                    ],
+                    id="layer-points",
+                    sortable=True,
+                ),
+                para(
+                    "A layer's rate against the matmul rate of the same run; above 100 % of it means the layer's "
+                    "own products ran faster than the square matmul points, not a faster GPU.",
+                    "muted",
+                ),
+                id="layers",
+            )
+        )
+    out.append(
+        section(
+            "Devices",
+            table(
+                [
+                    "device",
+                    "name",
+                    "capability",
+                    "SMs",
+                    "memory bytes",
+                    "max SM MHz",
+                    "power limit W",
+                    "datasheet",
+                    "bandwidth GB/s",
+                    "launch us",
+                ],
+                [
+                    [
+                        d.get("index"),
+                        d.get("name"),
+                        d.get("capability"),
+                        d.get("multiprocessors"),
+                        d.get("memory_bytes"),
+                        d.get("max_sm_clock_mhz"),
+                        d.get("power_limit_w"),
+                        fmt(d.get("peaks")),
+                        d.get("bandwidth_gbs"),
+                        d.get("launch_us"),
+                    ]
+                    for d in devices
+                ],
+            ),
+            kv(
+                [
+                    (
+                        "datasheet source",
+                        "; ".join(dict.fromkeys(str(d.get("peaks_source")) for d in devices if d.get("peaks_source"))),
+                    )
+                ]
+            ),
+            id="devices",
+        )
+    )
+    out.append(
+        section(
+            "Run",
+            kv(
+                [
+                    ("Python", doc.get("python")),
+                    ("chosen by", doc.get("chosen_by")),
+                    ("torch", doc.get("torch_version")),
+                    ("CUDA", doc.get("torch_cuda")),
+                    ("CUDA error", doc.get("cuda_error")),
+                    ("suites", doc.get("suites")),
+                    ("budget s", doc.get("budget_s")),
+                    ("wall s", doc.get("wall_s")),
+                    ("sampling", doc.get("sampling")),
+                    (
+                        "error",
+                        (doc.get("error") or {}).get("message") if isinstance(doc.get("error"), Mapping) else None,
+                    ),
+                ]
+            ),
+            items(doc.get("notes") or (), "muted"),
+            id="run",
+        )
+    )
     return out
 
 
@@ -125,8 +324,21 @@ def _verdict(doc: Mapping[str, Any], code: int) -> str:
     head = f"{n} point{'s' if n != 1 else ''} measured"
     if code == 0:
         return head + (f"; {lines[0]}" if lines else ": every point right")
-    return head + "; " + (next((str(v.get("line")) for v in doc.get("verdicts") or () if isinstance(v, Mapping)
-                                and v.get("state") == "not_delivering"), None) or "a point failed or is wrong")
+    return (
+        head
+        + "; "
+        + (
+            next(
+                (
+                    str(v.get("line"))
+                    for v in doc.get("verdicts") or ()
+                    if isinstance(v, Mapping) and v.get("state") == "not_delivering"
+                ),
+                None,
+            )
+            or "a point failed or is wrong"
+        )
+    )
 
 
 def bench_page(doc: Mapping[str, Any], machine: Optional[Redactor] = None) -> str:

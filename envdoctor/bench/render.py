@@ -18,8 +18,7 @@ from envdoctor.bench.facts import SUITES, BenchDevice, BenchPoint, BenchResult, 
 from envdoctor.style import paint
 from envdoctor.units import format_bytes
 
-_STATE_KIND = {"confirmed": "ok", "not_delivering": "error", "absent": "warning", "none": "warning",
-               "below": "warning"}
+_STATE_KIND = {"confirmed": "ok", "not_delivering": "error", "absent": "warning", "none": "warning", "below": "warning"}
 
 
 def _num(x: Optional[float], fmt: str = ".1f") -> str:
@@ -41,17 +40,24 @@ def _device_title(d: BenchDevice, result: BenchResult) -> str:
 
 
 def _table(points: List[BenchPoint], color: bool) -> List[str]:
-    head: Tuple[str, ...] = ("dtype", "n", "TFLOP/s", "burst", "datasheet", "eff", "bound", "SM MHz", "W", "C",
-                             "check")
+    head: Tuple[str, ...] = ("dtype", "n", "TFLOP/s", "burst", "datasheet", "eff", "bound", "SM MHz", "W", "C", "check")
     rows: List[Tuple[str, ...]] = []
     for p in points:
-        rows.append((
-            p.dtype, str(p.n), format_rate(p.tflops), format_rate(p.burst_tflops), _num(p.peak_tflops, "g"),
-            "-" if p.efficiency is None else f"{100 * p.efficiency:.0f}%",
-            p.bound or "-", _num(p.sm_clock_mhz, "d") if p.sm_clock_mhz else "-",
-            _num(p.power_w, ".0f"), _num(p.temperature_c, "d") if p.temperature_c is not None else "-",
-            _check(p),
-        ))
+        rows.append(
+            (
+                p.dtype,
+                str(p.n),
+                format_rate(p.tflops),
+                format_rate(p.burst_tflops),
+                _num(p.peak_tflops, "g"),
+                "-" if p.efficiency is None else f"{100 * p.efficiency:.0f}%",
+                p.bound or "-",
+                _num(p.sm_clock_mhz, "d") if p.sm_clock_mhz else "-",
+                _num(p.power_w, ".0f"),
+                _num(p.temperature_c, "d") if p.temperature_c is not None else "-",
+                _check(p),
+            )
+        )
     # columns with nothing to say on this device (no datasheet, no NVML) are left out
     keep = [i for i in range(len(head)) if i < 4 or i == 10 or any(r[i] != "-" for r in rows)]
     head = tuple(head[i] for i in keep)
@@ -89,8 +95,9 @@ def _gbs(x: Optional[float]) -> str:
     return "-" if x is None else f"{x:.0f}" if x >= 100 else f"{x:.1f}" if x >= 1 else f"{x:.3f}"
 
 
-def _memory_section(d: BenchDevice, points: List[MemoryPoint], color: bool, chart_width: int,
-                    ascii_only: bool) -> List[str]:
+def _memory_section(
+    d: BenchDevice, points: List[MemoryPoint], color: bool, chart_width: int, ascii_only: bool
+) -> List[str]:
     """The memory table (one row per size, mul and copy side by side) and the GB/s chart."""
     if d.kind == "cpu":
         title = "CPU memory bandwidth (fp32 vectors; GB/s = bytes read + written / time)"
@@ -106,27 +113,44 @@ def _memory_section(d: BenchDevice, points: List[MemoryPoint], color: bool, char
         best = max((p for p in mine.values() if p.gbs), key=lambda p: p.gbs or 0.0, default=None)
         where = "-" if first.l2_resident is None else ("L2" if first.l2_resident else "HBM")
 
-        cells = {op: "-" if p is None else _gbs(p.gbs) if p.status == "ok" else p.status.upper()
-                 for op, p in ((op, mine.get(op)) for op in ("mul", "copy"))}
-        rows.append((elements_label(n), format_bytes(first.bytes), where, cells["mul"], cells["copy"],
-                     _num(first.datasheet_gbs, "g"),
-                     "-" if best is None or best.efficiency is None else f"{100 * best.efficiency:.0f}%",
-                     str(best.sm_clock_mhz) if best and best.sm_clock_mhz else "-",
-                     str(best.mem_clock_mhz) if best and best.mem_clock_mhz else "-",
-                     _num(best.power_w, ".0f") if best else "-"))
+        cells = {
+            op: "-" if p is None else _gbs(p.gbs) if p.status == "ok" else p.status.upper()
+            for op, p in ((op, mine.get(op)) for op in ("mul", "copy"))
+        }
+        rows.append(
+            (
+                elements_label(n),
+                format_bytes(first.bytes),
+                where,
+                cells["mul"],
+                cells["copy"],
+                _num(first.datasheet_gbs, "g"),
+                "-" if best is None or best.efficiency is None else f"{100 * best.efficiency:.0f}%",
+                str(best.sm_clock_mhz) if best and best.sm_clock_mhz else "-",
+                str(best.mem_clock_mhz) if best and best.mem_clock_mhz else "-",
+                _num(best.power_w, ".0f") if best else "-",
+            )
+        )
     out.extend(_columns(head, rows, (0, 1, 2)))
-    bars = [(elements_label(p.n), p.op, float(p.gbs or 0.0)) for p in sorted(points, key=lambda p: (p.n, p.op != "mul"))
-            if p.status == "ok" and p.gbs]
+    bars = [
+        (elements_label(p.n), p.op, float(p.gbs or 0.0))
+        for p in sorted(points, key=lambda p: (p.n, p.op != "mul"))
+        if p.status == "ok" and p.gbs
+    ]
     if bars:
         out.append("")
-        out.extend(log_bars(bars, "GB/s, log scale", width=chart_width, color=color, ascii_only=ascii_only,
-                            fmt=_gbs))
+        out.extend(log_bars(bars, "GB/s, log scale", width=chart_width, color=color, ascii_only=ascii_only, fmt=_gbs))
     for what, why in d.memory_skipped.items():
         out.append(f"skipped memory {what}: {why}")
     for p in points:
         if p.status != "ok":
-            out.append(paint(f"memory {p.op} n={p.n} {p.status.upper()}: {p.error}",
-                          "33" if p.status == "skipped" else "31", color))
+            out.append(
+                paint(
+                    f"memory {p.op} n={p.n} {p.status.upper()}: {p.error}",
+                    "33" if p.status == "skipped" else "31",
+                    color,
+                )
+            )
     return out
 
 
@@ -137,10 +161,28 @@ def _layers_section(d: BenchDevice, points: List[LayerPoint], color: bool) -> Li
     """One row per (layer, dtype, attention, b, s), fwd and fwd+bwd side by side."""
     rates = ", ".join(f"{k} {format_rate(v)}" for k, v in sorted(d.matmul_rates.items()))
     tf32 = "" if d.kind != "cuda" or d.tf32_default is None else f"; TF32 matmul {'on' if d.tf32_default else 'off'}"
-    out = ["transformer layers (TFLOP/s from the analytic FLOPs; %mm: of the matmul rate measured in this run"
-           + (f", {rates} TFLOP/s" if rates else "") + tf32 + ")"]
-    head = ("layer", "dtype", "attention", "kernel", "b", "s", "fwd", "%mm", "fwd+bwd", "%mm", "%sheet",
-            "bound", "MHz", "W")
+    out = [
+        "transformer layers (TFLOP/s from the analytic FLOPs; %mm: of the matmul rate measured in this run"
+        + (f", {rates} TFLOP/s" if rates else "")
+        + tf32
+        + ")"
+    ]
+    head = (
+        "layer",
+        "dtype",
+        "attention",
+        "kernel",
+        "b",
+        "s",
+        "fwd",
+        "%mm",
+        "fwd+bwd",
+        "%mm",
+        "%sheet",
+        "bound",
+        "MHz",
+        "W",
+    )
     rows: List[Tuple[str, ...]] = []
     keys: Dict[Tuple[str, str, str, int, int], Dict[str, LayerPoint]] = {}
     for p in points:
@@ -159,20 +201,38 @@ def _layers_section(d: BenchDevice, points: List[LayerPoint], color: bool) -> Li
             return format_rate(p.tflops), "-" if p.of_matmul is None else f"{100 * p.of_matmul:.0f}%"
 
         kernel = "/".join(dict.fromkeys(k for k in (fwd.kernel if fwd else None, both.kernel if both else None) if k))
-        rows.append((_LAYER_NAMES.get(layer, layer), dtype, attn, kernel or "-", str(b), str(s), *rate(fwd),
-                     *rate(both), "-" if main.efficiency is None else f"{100 * main.efficiency:.0f}%",
-                     main.bound or "-", str(main.sm_clock_mhz) if main.sm_clock_mhz else "-",
-                     _num(main.power_w, ".0f")))
+        rows.append(
+            (
+                _LAYER_NAMES.get(layer, layer),
+                dtype,
+                attn,
+                kernel or "-",
+                str(b),
+                str(s),
+                *rate(fwd),
+                *rate(both),
+                "-" if main.efficiency is None else f"{100 * main.efficiency:.0f}%",
+                main.bound or "-",
+                str(main.sm_clock_mhz) if main.sm_clock_mhz else "-",
+                _num(main.power_w, ".0f"),
+            )
+        )
         broken.extend(p for p in modes.values() if p.status != "ok")
     out.extend(_columns(head, rows, (0, 1, 2, 3, 11)))
     if any(p.of_matmul is not None and p.of_matmul > 1.0 for p in points):
         from envdoctor.bench.layers import ABOVE_MATMUL
+
         out.append(f"%mm {ABOVE_MATMUL}")
     for what, why in d.layers_skipped.items():
         out.append(f"skipped layers {what}: {why}")
     for p in broken:
-        out.append(paint(f"{p.layer} {p.dtype} {p.attention} {p.mode} b={p.batch} s={p.seq} {p.status.upper()}: "
-                      f"{p.error}", "33" if p.status == "skipped" else "31", color))
+        out.append(
+            paint(
+                f"{p.layer} {p.dtype} {p.attention} {p.mode} b={p.batch} s={p.seq} {p.status.upper()}: {p.error}",
+                "33" if p.status == "skipped" else "31",
+                color,
+            )
+        )
     return out
 
 
@@ -182,8 +242,7 @@ def _verdict_lines(v: Optional[Verdict], color: bool) -> List[str]:
     return ["", paint(v.line, _STATE_KIND.get(v.state, ""), color)] + [f"  {w}" for w in v.why]
 
 
-def render_bench_text(result: BenchResult, color: bool = False, chart_width: int = 40,
-                      ascii_only: bool = False) -> str:
+def render_bench_text(result: BenchResult, color: bool = False, chart_width: int = 40, ascii_only: bool = False) -> str:
     """The report: per device a table, the chart and the verdict; then notes, timing, sampling."""
     out: List[str] = []
     target = f"{result.python} ({result.chosen_by})" if result.chosen_by else (result.python or "?")
@@ -201,9 +260,11 @@ def render_bench_text(result: BenchResult, color: bool = False, chart_width: int
         mine = [p for p in result.points if p.device == d.index]
         if d.model and d.peaks:
             src = " (unconfirmed)" if d.peaks_unconfirmed else ""
-            out.append(f"datasheet: {d.model}{src}, dense TFLOP/s "
-                       + ", ".join(f"{k} {v:g}" for k, v in d.peaks.items())
-                       + (f", {d.bandwidth_gbs:g} GB/s" if d.bandwidth_gbs else ""))
+            out.append(
+                f"datasheet: {d.model}{src}, dense TFLOP/s "
+                + ", ".join(f"{k} {v:g}" for k, v in d.peaks.items())
+                + (f", {d.bandwidth_gbs:g} GB/s" if d.bandwidth_gbs else "")
+            )
         elif d.kind == "cuda":
             out.append("datasheet: not in envdoctor's table (no efficiency or memory/compute bound)")
         if d.launch_us is not None:
@@ -236,23 +297,37 @@ def render_bench_text(result: BenchResult, color: bool = False, chart_width: int
         out.extend(f"note: {n}" for n in result.notes)
     bounds = [p for p in result.points if p.bound in ("launch", "memory")]
     if bounds:
-        out.append("note: bound = what limits the point: launch (the CPU issuing products), memory "
-                   "(bytes over bandwidth), compute (FLOPs over the peak); eff = TFLOP/s / datasheet")
+        out.append(
+            "note: bound = what limits the point: launch (the CPU issuing products), memory "
+            "(bytes over bandwidth), compute (FLOPs over the peak); eff = TFLOP/s / datasheet"
+        )
     if result.layer_points:
-        out.append("note: layers: bound = what sets a call's time: launch (the CPU takes 80% of it or more to "
-                   "issue the call, measured where the child could, else kernels x one launch: such a point "
-                   "times the CPU), else the larger of compute (the products at the matmul rate) and memory "
-                   "(the other operations' bytes at the measured bandwidth), overhead (the estimates explain "
-                   "under half of it); fwd runs under no_grad, fwd+bwd with the gradients set to None first; "
-                   "docs/bench.md has the FLOP formulas")
+        out.append(
+            "note: layers: bound = what sets a call's time: launch (the CPU takes 80% of it or more to "
+            "issue the call, measured where the child could, else kernels x one launch: such a point "
+            "times the CPU), else the larger of compute (the products at the matmul rate) and memory "
+            "(the other operations' bytes at the measured bandwidth), overhead (the estimates explain "
+            "under half of it); fwd runs under no_grad, fwd+bwd with the gradients set to None first; "
+            "docs/bench.md has the FLOP formulas"
+        )
     for f in result.findings:
         out.append(paint(f"{f.code} {f.severity}: {f.title}", "error" if f.severity == "error" else "warning", color))
         out.extend(f"  {e}" for e in f.evidence)
-    per_suite = (" (" + ", ".join(f"{k} {result.suite_s[k]:.1f} s" for k in SUITES if k in result.suite_s) + ")"
-                 if len(result.suite_s) > 1 else "")
-    timing = [f"{name} {v:.1f} s{per_suite if name == 'measurement' else ''}"
-              for name, v in (("torch import", result.import_s), ("CUDA start", result.init_s),
-                              ("measurement", result.measure_s), ("child total", result.wall_s)) if v is not None]
+    per_suite = (
+        " (" + ", ".join(f"{k} {result.suite_s[k]:.1f} s" for k in SUITES if k in result.suite_s) + ")"
+        if len(result.suite_s) > 1
+        else ""
+    )
+    timing = [
+        f"{name} {v:.1f} s{per_suite if name == 'measurement' else ''}"
+        for name, v in (
+            ("torch import", result.import_s),
+            ("CUDA start", result.init_s),
+            ("measurement", result.measure_s),
+            ("child total", result.wall_s),
+        )
+        if v is not None
+    ]
     if timing:
         out.append("time: " + ", ".join(timing))
     if result.sampling:

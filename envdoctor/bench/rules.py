@@ -24,8 +24,7 @@ from envdoctor.findings import Finding, Severity, sort_findings
 
 def _finding(code: str, severity: Severity, evidence: List[str], fix: Tuple[str, ...] = ()) -> Finding:
     entry = codes.CODES[code]
-    return Finding(code, severity, entry.title, tuple(evidence[:6]), fix, area="bench",
-                   explanation=codes.meaning(code))
+    return Finding(code, severity, entry.title, tuple(evidence[:6]), fix, area="bench", explanation=codes.meaning(code))
 
 
 def _layer(p: LayerPoint) -> str:
@@ -55,14 +54,15 @@ def disturbed(result: BenchResult) -> List[str]:
     points: Tuple[Any, ...] = (*result.points, *result.memory_points, *result.layer_points)
     for p in points:
         times = [t for t in p.repeats_ms if t and t > 0]
-        if (p.status != "ok" or len(times) < 3 or min(times) < DISTURBED_MIN_MS
-                or max(times) < DISTURBED * min(times)):
+        if p.status != "ok" or len(times) < 3 or min(times) < DISTURBED_MIN_MS or max(times) < DISTURBED * min(times):
             continue
         rate = getattr(p, "tflops", None)
         median = f"its median {format_rate(rate)} TFLOP/s" if rate is not None else "its median"
-        lines.append(f"{_what(p, devices)}: repeats from {min(times):.3g} to {max(times):.4g} ms a call "
-                     f"({max(times) / min(times):.0f}x apart): another program used the device meanwhile; "
-                     f"{median} is not the device's")
+        lines.append(
+            f"{_what(p, devices)}: repeats from {min(times):.3g} to {max(times):.4g} ms a call "
+            f"({max(times) / min(times):.0f}x apart): another program used the device meanwhile; "
+            f"{median} is not the device's"
+        )
     return lines
 
 
@@ -71,33 +71,59 @@ def bench_findings(result: BenchResult) -> Tuple[Finding, ...]:
     out: List[Finding] = []
     noisy = disturbed(result)
     if noisy:
-        out.append(_finding("ED613", "warning", noisy, (
-            "top -o %CPU   # what else runs (on a GPU: nvidia-smi, its processes)",
-            "# run envdoctor bench again when the machine is otherwise idle")))
+        out.append(
+            _finding(
+                "ED613",
+                "warning",
+                noisy,
+                (
+                    "top -o %CPU   # what else runs (on a GPU: nvidia-smi, its processes)",
+                    "# run envdoctor bench again when the machine is otherwise idle",
+                ),
+            )
+        )
     for v in result.verdicts:
         if v.suite == "matmul" and v.state == "not_delivering":
             out.append(_finding("ED600", "error", [f"GPU {v.device}: {v.line}"] + list(v.why)))
         elif v.suite == "memory" and v.code in ("ED605", "ED606"):
-            out.append(_finding(v.code, "error" if v.code == "ED605" else "warning",
-                                [f"GPU {v.device}: {v.line}"] + list(v.why),
-                                ("nvidia-smi", "nvidia-smi -q -d CLOCK,PERFORMANCE")))
+            out.append(
+                _finding(
+                    v.code,
+                    "error" if v.code == "ED605" else "warning",
+                    [f"GPU {v.device}: {v.line}"] + list(v.why),
+                    ("nvidia-smi", "nvidia-smi -q -d CLOCK,PERFORMANCE"),
+                )
+            )
     broken = [p for p in result.points if p.status != "ok"]
     if broken:
-        out.append(_finding("ED601", "error", [f"GPU {p.device} {p.dtype} n={p.n}: {p.status}: {p.error}"
-                                               for p in broken]))
+        out.append(
+            _finding("ED601", "error", [f"GPU {p.device} {p.dtype} n={p.n}: {p.status}: {p.error}" for p in broken])
+        )
     if result.outliers:
         out.append(_finding("ED602", "error", list(result.outliers)))
     memory = [p for p in result.memory_points if p.status in ("wrong", "failed")]
     if memory:
-        out.append(_finding("ED607", "error", [f"GPU {p.device} {p.op} n={p.n}: {p.status}: {p.error}"
-                                               for p in memory]))
+        out.append(
+            _finding("ED607", "error", [f"GPU {p.device} {p.op} n={p.n}: {p.status}: {p.error}" for p in memory])
+        )
     cuda = {d.index for d in result.devices if d.kind == "cuda"}
-    math = [p for p in result.layer_points if p.device in cuda and p.attention == "sdpa" and p.kernel == "math"
-            and p.dtype in ("fp16", "bf16")]
+    math = [
+        p
+        for p in result.layer_points
+        if p.device in cuda and p.attention == "sdpa" and p.kernel == "math" and p.dtype in ("fp16", "bf16")
+    ]
     if math:
-        out.append(_finding("ED610", "warning", [f"{_layer(p)}: {p.kernel_how}" for p in math], (
-            "python -c \"import torch; b = torch.backends.cuda; print(b.flash_sdp_enabled(), "
-            "b.mem_efficient_sdp_enabled(), b.is_flash_attention_available())\"",)))
+        out.append(
+            _finding(
+                "ED610",
+                "warning",
+                [f"{_layer(p)}: {p.kernel_how}" for p in math],
+                (
+                    'python -c "import torch; b = torch.backends.cuda; print(b.flash_sdp_enabled(), '
+                    'b.mem_efficient_sdp_enabled(), b.is_flash_attention_available())"',
+                ),
+            )
+        )
     layers = [p for p in result.layer_points if p.status in ("wrong", "failed")]
     if layers:
         out.append(_finding("ED611", "error", [f"{_layer(p)}: {p.status}: {p.error}" for p in layers]))

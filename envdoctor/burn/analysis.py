@@ -75,9 +75,21 @@ def counters(values: Mapping[str, Any], errors: Mapping[str, str] = {}) -> Count
     )
 
 
-_DELTA_FIELDS = ("ecc_corrected", "ecc_uncorrected", "remap_correctable", "remap_uncorrectable", "remap_pending",
-                 "remap_failure", "pcie_replay", "power_violation_ns", "thermal_violation_ns", "nvlink_replay",
-                 "nvlink_recovery", "nvlink_crc_flit", "nvlink_crc_data")
+_DELTA_FIELDS = (
+    "ecc_corrected",
+    "ecc_uncorrected",
+    "remap_correctable",
+    "remap_uncorrectable",
+    "remap_pending",
+    "remap_failure",
+    "pcie_replay",
+    "power_violation_ns",
+    "thermal_violation_ns",
+    "nvlink_replay",
+    "nvlink_recovery",
+    "nvlink_crc_flit",
+    "nvlink_crc_data",
+)
 
 
 def delta(start: Optional[Counters], end: Optional[Counters]) -> Optional[Counters]:
@@ -103,8 +115,8 @@ def sustained(intervals: Sequence[Interval]) -> Tuple[Optional[float], Optional[
     begin, end = rated[0].start, rated[-1].end
     warm = max(WARMUP_MIN_S, WARMUP_SHARE * (end - begin))
     after = [i.tflops for i in rated if i.start >= begin + warm and i.tflops]
-    if not after:                      # a load shorter than its warm-up: its second half
-        after = [i.tflops for i in rated[len(rated) // 2:] if i.tflops]
+    if not after:  # a load shorter than its warm-up: its second half
+        after = [i.tflops for i in rated[len(rated) // 2 :] if i.tflops]
         warm = rated[len(rated) // 2].start - begin
     return statistics.median(after), round(warm, 3)
 
@@ -113,8 +125,9 @@ def phase_figures(phase: Phase) -> Phase:
     """The phase with its sustained and burst rates filled in."""
     rate, warm = sustained(phase.intervals)
     fastest = [i.fastest_tflops for i in phase.intervals if i.fastest_tflops]
-    return replace(phase, sustained_tflops=_sig(rate), warmup_s=warm,
-                   burst_tflops=_sig(max(fastest)) if fastest else None)
+    return replace(
+        phase, sustained_tflops=_sig(rate), warmup_s=warm, burst_tflops=_sig(max(fastest)) if fastest else None
+    )
 
 
 def load_window(phases: Iterable[Phase]) -> Tuple[Optional[float], Optional[float]]:
@@ -140,8 +153,11 @@ def summarize(gpu: BurnGpu) -> Summary:
     loaded = under_load(gpu.samples, gpu.phases)
     start, end = load_window(gpu.phases)
     temps = [s.temperature_c for s in loaded if s.temperature_c is not None]
-    late = [s.temperature_c for s in loaded if s.temperature_c is not None and start is not None
-            and end is not None and s.t >= start + (end - start) / 2]
+    late = [
+        s.temperature_c
+        for s in loaded
+        if s.temperature_c is not None and start is not None and end is not None and s.t >= start + (end - start) / 2
+    ]
     mem_temps = [s.memory_temperature_c for s in loaded if s.memory_temperature_c is not None]
     power = [s.power_w for s in loaded if s.power_w is not None]
     clocks = [s.sm_clock_mhz for s in loaded if s.sm_clock_mhz is not None]

@@ -49,8 +49,14 @@ def marks(times: Iterable[float], t0: float, t1: float, width: int, ascii_only: 
     return "".join(cells)
 
 
-def chart(title: str, rows: Sequence[Tuple[str, Series]], throttled: Sequence[float] = (),
-          width: int = 48, ascii_only: bool = False, span: Optional[Tuple[float, float]] = None) -> List[str]:
+def chart(
+    title: str,
+    rows: Sequence[Tuple[str, Series]],
+    throttled: Sequence[float] = (),
+    width: int = 48,
+    ascii_only: bool = False,
+    span: Optional[Tuple[float, float]] = None,
+) -> List[str]:
     """The lines for one device: a time axis, then ``rows`` [(name, points)], then the marks."""
     times = [t for _, pts in rows for t, _ in pts] + list(throttled)
     if not times:
@@ -59,7 +65,7 @@ def chart(title: str, rows: Sequence[Tuple[str, Series]], throttled: Sequence[fl
     t1 = max(t1, t0 + 1e-6)
     drawn = [(name, *row(pts, t0, t1, width, ascii_only)) for name, pts in rows if pts]
     lw = max([len(label) for _, label, _ in drawn] + [9])
-    head = f"{title[:16 + lw]:<{17 + lw}} 0 s " + "." * max(0, width - 10) + f" {t1 - t0:.0f} s"
+    head = f"{title[: 16 + lw]:<{17 + lw}} 0 s " + "." * max(0, width - 10) + f" {t1 - t0:.0f} s"
     out = [head]
     for name, label, cells in drawn:
         out.append(f"{name:<16} {label:>{lw}} {cells}")

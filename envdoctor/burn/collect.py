@@ -20,7 +20,7 @@ from envdoctor.parse.jsontext import opt_int, opt_str
 
 #: The largest GPU index, matrix size or SM count read from a child; MAX_COUNT for byte counts.
 MAX_N = 1 << 20
-MAX_COUNT = 2 ** 63 - 1
+MAX_COUNT = 2**63 - 1
 
 #: child failures that are the target's, not a GPU's: the run as a whole cannot go on
 RUN_FAILURES = ("no_torch", "import_failed", "python_too_old", "bad_device", "no_cuda", "no_gpu")
@@ -36,8 +36,9 @@ def _load(cls: Any, data: Any, where: str) -> Any:
 def outcome(run: ChildRun) -> ChildOutcome:
     """How the child ended, in burn's words (hung, died, failed, stopped, ok)."""
     stopped = (run.result or {}).get("stopped") is True
-    base: Dict[str, Any] = dict(stage=run.stage, seconds=round(run.seconds, 3), returncode=run.returncode,
-                                stderr=run.stderr[-2000:])
+    base: Dict[str, Any] = dict(
+        stage=run.stage, seconds=round(run.seconds, 3), returncode=run.returncode, stderr=run.stderr[-2000:]
+    )
     if run.error is None:
         return ChildOutcome("stopped" if stopped else "ok", **base)
     e = run.error
@@ -89,13 +90,17 @@ def from_child(run: ChildRun, index: int = 0) -> BurnGpu:
     filled = []
     for p in phases:
         filled.append(_with_intervals(p, intervals.get(p.dtype, [])))
-    for dtype, its in intervals.items():       # a load the child did not finish: only its intervals
+    for dtype, its in intervals.items():  # a load the child did not finish: only its intervals
         if dtype not in done:
             filled.append(_missing(dtype, n, its, device))
     if memtest is None and passes:
-        memtest = MemTest("failed", bytes=passes[-1].bytes, passes=tuple(passes),
-                          mismatches=sum(p.mismatches for p in passes),
-                          error="the child ended during the memory test")
+        memtest = MemTest(
+            "failed",
+            bytes=passes[-1].bytes,
+            passes=tuple(passes),
+            mismatches=sum(p.mismatches for p in passes),
+            error="the child ended during the memory test",
+        )
     elif memtest is not None and not memtest.passes and passes:
         memtest = replace(memtest, passes=tuple(passes))
     skipped = device.get("skipped")
@@ -131,13 +136,20 @@ def _with_intervals(p: Phase, its: List[Interval]) -> Phase:
 def _missing(dtype: str, n: int, its: List[Interval], device: Dict[str, Any]) -> Phase:
     its = sorted(its, key=lambda i: i.start)
     bad = [b for i in its for b in i.bad_products]
-    return Phase(dtype, n=n, status="missing", compare="bitwise" if device.get("kind") == "cuda" else "tolerance",
-                 products=sum(i.products for i in its), mismatches=sum(i.mismatches for i in its),
-                 bad_products=sum(i.bad_count for i in its), first_bad_product=bad[0] if bad else None,
-                 started=its[0].start, ended=its[-1].end, error="the child ended before this load finished",
-                 intervals=tuple(its))
-
-
+    return Phase(
+        dtype,
+        n=n,
+        status="missing",
+        compare="bitwise" if device.get("kind") == "cuda" else "tolerance",
+        products=sum(i.products for i in its),
+        mismatches=sum(i.mismatches for i in its),
+        bad_products=sum(i.bad_count for i in its),
+        first_bad_product=bad[0] if bad else None,
+        started=its[0].start,
+        ended=its[-1].end,
+        error="the child ended before this load finished",
+        intervals=tuple(its),
+    )
 
 
 def run_failure(runs: Tuple[ChildRun, ...]) -> Optional[Dict[str, Any]]:

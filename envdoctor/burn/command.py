@@ -97,13 +97,15 @@ def exit_code(result: BurnResult) -> int:
     if not result.gpus:
         return EXIT_INTERNAL
     if result.faulty or any(f.severity == "error" for f in result.findings):
-        return EXIT_ERRORS           # a FAULTY device, or a run that measured nothing (ED830)
+        return EXIT_ERRORS  # a FAULTY device, or a run that measured nothing (ED830)
     return EXIT_OK
 
 
 #: What to do when the target's torch sees no GPU (and NVML none either): nothing to load.
-NO_GPU_HINT = ("run burn on a machine with an NVIDIA GPU, or add --cpu to try the load on the CPU "
-               "(every product checked; no GPU verdict)")
+NO_GPU_HINT = (
+    "run burn on a machine with an NVIDIA GPU, or add --cpu to try the load on the CPU "
+    "(every product checked; no GPU verdict)"
+)
 
 
 def _failure_hint(result: BurnResult, said: bool = False) -> Optional[str]:
@@ -113,11 +115,14 @@ def _failure_hint(result: BurnResult, said: bool = False) -> Optional[str]:
     if e is None:
         return None
     hint = {
-        "not_found": ("install torch there (`envdoctor recommend --python PATH` plans it for that interpreter) "
-                      "or point --python at one that has it"),
+        "not_found": (
+            "install torch there (`envdoctor recommend --python PATH` plans it for that interpreter) "
+            "or point --python at one that has it"
+        ),
         "crashed": "run `envdoctor check` to see why torch fails in this interpreter",
-        "unavailable": {"--device": "see `nvidia-smi -L`", "no_gpu": NO_GPU_HINT}.get(str(e.command),
-                                                                                   "see `envdoctor check`"),
+        "unavailable": {"--device": "see `nvidia-smi -L`", "no_gpu": NO_GPU_HINT}.get(
+            str(e.command), "see `envdoctor check`"
+        ),
     }.get(e.kind)
     if said:
         return f"envdoctor burn: {hint}" if hint else None
@@ -140,30 +145,72 @@ def _plot(result: BurnResult, path: str, python: str, ascii_only: bool) -> List[
 
 @click.command("burn")
 @python_option
-@click.option("--seconds", type=seconds(MIN_SECONDS, MAX_SECONDS), default=DEFAULT_SECONDS,
-              show_default=True, metavar="SECONDS",
-              help="Seconds of load per GPU (5 s to 24 h), shared out over the dtypes; the start and a memory "
-                   "test of at most 10 s come on top.")
-@click.option("--device", default="all", show_default=True, callback=gpu_index_or_all, metavar="N|all",
-              help="GPU index in the target's torch, or 'all' (one process per GPU).")
-@click.option("--dtype", "dtypes", type=ChoiceList(DTYPES, "DTYPES"), multiple=True, metavar="bf16,fp32",
-              help="Dtypes to load (bf16, fp16, tf32, fp32, fp64; default bf16 and fp32, plus fp64 on GPUs "
-                   "whose Tensor Cores take it).")
-@click.option("--cpu", is_flag=True,
-              help="Where torch sees no GPU, load the CPU instead of stopping (a trial of the load: every "
-                   "product checked, no GPU verdict).")
+@click.option(
+    "--seconds",
+    type=seconds(MIN_SECONDS, MAX_SECONDS),
+    default=DEFAULT_SECONDS,
+    show_default=True,
+    metavar="SECONDS",
+    help="Seconds of load per GPU (5 s to 24 h), shared out over the dtypes; the start and a memory "
+    "test of at most 10 s come on top.",
+)
+@click.option(
+    "--device",
+    default="all",
+    show_default=True,
+    callback=gpu_index_or_all,
+    metavar="N|all",
+    help="GPU index in the target's torch, or 'all' (one process per GPU).",
+)
+@click.option(
+    "--dtype",
+    "dtypes",
+    type=ChoiceList(DTYPES, "DTYPES"),
+    multiple=True,
+    metavar="bf16,fp32",
+    help="Dtypes to load (bf16, fp16, tf32, fp32, fp64; default bf16 and fp32, plus fp64 on GPUs "
+    "whose Tensor Cores take it).",
+)
+@click.option(
+    "--cpu",
+    is_flag=True,
+    help="Where torch sees no GPU, load the CPU instead of stopping (a trial of the load: every "
+    "product checked, no GPU verdict).",
+)
 @click.option("--json", "as_json", is_flag=True, help='Print the versioned JSON document ("envdoctor.burn/1").')
 @html_options
-@click.option("--plot", type=FilePath(dir_okay=False), default=None, metavar="FILE.png",
-              help="Also draw the time series as a PNG, with matplotlib from the target environment.")
-@click.option("--hang-timeout", type=seconds(1, 3600), default=IDLE_TIMEOUT, show_default=True,
-              metavar="SECONDS", help="A GPU whose process prints nothing this long is hung (FAULTY).")
+@click.option(
+    "--plot",
+    type=FilePath(dir_okay=False),
+    default=None,
+    metavar="FILE.png",
+    help="Also draw the time series as a PNG, with matplotlib from the target environment.",
+)
+@click.option(
+    "--hang-timeout",
+    type=seconds(1, 3600),
+    default=IDLE_TIMEOUT,
+    show_default=True,
+    metavar="SECONDS",
+    help="A GPU whose process prints nothing this long is hung (FAULTY).",
+)
 @suppress_option
 @debug_option
 @guarded
-def burn(python: Optional[str], seconds: float, device: str, dtypes: Tuple[Tuple[str, ...], ...], as_json: bool,
-         plot: Optional[str], hang_timeout: float, debug: bool, cpu: bool = False, as_html: bool = False,
-         html_output: Optional[Path] = None, suppress: Tuple[str, ...] = ()) -> None:
+def burn(
+    python: Optional[str],
+    seconds: float,
+    device: str,
+    dtypes: Tuple[Tuple[str, ...], ...],
+    as_json: bool,
+    plot: Optional[str],
+    hang_timeout: float,
+    debug: bool,
+    cpu: bool = False,
+    as_html: bool = False,
+    html_output: Optional[Path] = None,
+    suppress: Tuple[str, ...] = (),
+) -> None:
     """Load every GPU with repeated matrix products for SECONDS, check every result, watch NVML.
 
     \b
@@ -189,9 +236,18 @@ def burn(python: Optional[str], seconds: float, device: str, dtypes: Tuple[Tuple
     progress = Progress(sys.stderr, seconds)
     sys.stderr.write(f"burn: {seconds:g} s per GPU in {target}; Ctrl-C stops and reports what ran\n")
     with _term_as_interrupt():
-        result = run_burn(target, seconds, device, flat, chosen_by=chosen_by, idle_timeout=hang_timeout,
-                          size=None if size is None else int(size), memtest_s=memtest_seconds, on_event=progress,
-                          gpu_required=not cpu)
+        result = run_burn(
+            target,
+            seconds,
+            device,
+            flat,
+            chosen_by=chosen_by,
+            idle_timeout=hang_timeout,
+            size=None if size is None else int(size),
+            memtest_s=memtest_seconds,
+            on_event=progress,
+            gpu_required=not cpu,
+        )
     if suppress:
         from envdoctor.burn.rules import suppressed
 
@@ -202,8 +258,9 @@ def burn(python: Optional[str], seconds: float, device: str, dtypes: Tuple[Tuple
     if as_html:
         from envdoctor.burn.page import burn_page
 
-        emit_page(burn_page(stamp(mask_data(to_data(result)), exit_code(result)), machine_redactor()), html_output,
-                  "burn")
+        emit_page(
+            burn_page(stamp(mask_data(to_data(result)), exit_code(result)), machine_redactor()), html_output, "burn"
+        )
         sys.stderr.write(verdict_line(result) + "\n")
     elif as_json:
         click.echo(dumps(stamp(mask_data(to_data(result)), exit_code(result))))
@@ -222,12 +279,13 @@ def burn(python: Optional[str], seconds: float, device: str, dtypes: Tuple[Tuple
 def _term_as_interrupt() -> Iterator[None]:
     """SIGTERM (a scheduler's time limit, ``kill``) stops the children as Ctrl-C does, instead of
     leaving them burning in their own sessions until their timeout."""
+
     def interrupt(signum: int, frame: Any) -> None:
         raise KeyboardInterrupt
 
     try:
         previous = signal.signal(signal.SIGTERM, interrupt)
-    except ValueError:          # not the main thread
+    except ValueError:  # not the main thread
         yield
         return
     try:

@@ -37,13 +37,13 @@ class Interval:
     start: float
     end: float
     products: int = 0
-    gemm_s: float = 0.0                    # time inside the products (CUDA events); compares not counted
-    tflops: Optional[float] = None         # 2 n^3 products / gemm_s
+    gemm_s: float = 0.0  # time inside the products (CUDA events); compares not counted
+    tflops: Optional[float] = None  # 2 n^3 products / gemm_s
     fastest_tflops: Optional[float] = None  # the fastest single product of the interval
-    mismatches: int = 0                    # elements that differed from the first product
-    bad_count: int = 0                     # products with at least one differing element
-    bad_products: Tuple[int, ...] = ()     # their numbers within the dtype's load (the first few)
-    bitwise_differences: int = 0           # CPU: products within the tolerance but not bit-equal
+    mismatches: int = 0  # elements that differed from the first product
+    bad_count: int = 0  # products with at least one differing element
+    bad_products: Tuple[int, ...] = ()  # their numbers within the dtype's load (the first few)
+    bitwise_differences: int = 0  # CPU: products within the tolerance but not bit-equal
 
 
 @dataclass(frozen=True)
@@ -59,26 +59,26 @@ class Phase:
     dtype: str
     n: int
     status: str = "ok"
-    compare: str = "bitwise"               # "bitwise" (GPU) or "tolerance" (CPU)
-    tolerance: Optional[str] = None        # the rule, in words, when compare is "tolerance"
+    compare: str = "bitwise"  # "bitwise" (GPU) or "tolerance" (CPU)
+    tolerance: Optional[str] = None  # the rule, in words, when compare is "tolerance"
     products: int = 0
     mismatches: int = 0
     bad_products: int = 0
     first_bad_product: Optional[int] = None
     bitwise_differences: int = 0
-    ref_error: Optional[float] = None      # ||c0 - ref|| / ||ref|| on a slice, ref in float64
+    ref_error: Optional[float] = None  # ||c0 - ref|| / ||ref|| on a slice, ref in float64
     ref_bound: Optional[float] = None
-    tf32: Optional[bool] = None            # TF32 read back during an fp32/tf32 load
+    tf32: Optional[bool] = None  # TF32 read back during an fp32/tf32 load
     started: Optional[float] = None
     ended: Optional[float] = None
     error: Optional[str] = None
     intervals: Tuple[Interval, ...] = ()
     # filled by the analysis
-    sustained_tflops: Optional[float] = None   # median interval rate after the warm-up
-    burst_tflops: Optional[float] = None       # the fastest single product
+    sustained_tflops: Optional[float] = None  # median interval rate after the warm-up
+    burst_tflops: Optional[float] = None  # the fastest single product
     warmup_s: Optional[float] = None
-    expected_tflops: Optional[float] = None    # data/health.toml, for this GPU model, dtype and n
-    expected_power_w: Optional[float] = None   # the power limit the expected figure was measured at
+    expected_tflops: Optional[float] = None  # data/health.toml, for this GPU model, dtype and n
+    expected_power_w: Optional[float] = None  # the power limit the expected figure was measured at
     expected_source: Optional[str] = None
     expected_unconfirmed: bool = False
 
@@ -87,11 +87,11 @@ class Phase:
 class MemPass:
     """One pass of the memory pattern test: every word written, then every word read back."""
 
-    pattern: str                           # "address", "inverse address", "0x55555555", "0xaaaaaaaa", "random"
+    pattern: str  # "address", "inverse address", "0x55555555", "0xaaaaaaaa", "random"
     bytes: int
-    mismatches: int                        # 32-bit words that read back wrong
+    mismatches: int  # 32-bit words that read back wrong
     seconds: float = 0.0
-    first_bad: Optional[int] = None        # byte offset (in the tested memory) of the first wrong word
+    first_bad: Optional[int] = None  # byte offset (in the tested memory) of the first wrong word
 
 
 @dataclass(frozen=True)
@@ -100,7 +100,7 @@ class MemTest:
 
     status: str
     bytes: int = 0
-    free_bytes: Optional[int] = None       # free GPU memory before the test
+    free_bytes: Optional[int] = None  # free GPU memory before the test
     total_bytes: Optional[int] = None
     passes: Tuple[MemPass, ...] = ()
     mismatches: int = 0
@@ -115,15 +115,15 @@ class Sample:
 
     t: float
     temperature_c: Optional[int] = None
-    memory_temperature_c: Optional[int] = None   # None where the GPU does not report it
+    memory_temperature_c: Optional[int] = None  # None where the GPU does not report it
     power_w: Optional[float] = None
     sm_clock_mhz: Optional[int] = None
     mem_clock_mhz: Optional[int] = None
-    reasons_mask: Optional[int] = None            # clock-event (throttle) reasons, NVML's bits
-    reasons: Tuple[str, ...] = ()                 # the same, by name ("sw_power_cap", ...)
-    fault: bool = False                           # a reason other than idle, the power cap or a setting
+    reasons_mask: Optional[int] = None  # clock-event (throttle) reasons, NVML's bits
+    reasons: Tuple[str, ...] = ()  # the same, by name ("sw_power_cap", ...)
+    fault: bool = False  # a reason other than idle, the power cap or a setting
     utilization_pct: Optional[int] = None
-    energy_j: Optional[float] = None              # the GPU's energy counter since the driver loaded
+    energy_j: Optional[float] = None  # the GPU's energy counter since the driver loaded
 
 
 @dataclass(frozen=True)
@@ -131,17 +131,17 @@ class Counters:
     """Error and violation counters of one GPU (since the driver loaded), or their change over the
     run. None: the GPU does not report it (``unsupported`` names those)."""
 
-    ecc_corrected: Optional[int] = None           # volatile ECC counts
+    ecc_corrected: Optional[int] = None  # volatile ECC counts
     ecc_uncorrected: Optional[int] = None
-    remap_correctable: Optional[int] = None       # rows remapped for correctable / uncorrectable errors
+    remap_correctable: Optional[int] = None  # rows remapped for correctable / uncorrectable errors
     remap_uncorrectable: Optional[int] = None
-    remap_pending: Optional[int] = None           # 1: a remap waits for a GPU reset
-    remap_failure: Optional[int] = None           # 1: a row could not be remapped
+    remap_pending: Optional[int] = None  # 1: a remap waits for a GPU reset
+    remap_failure: Optional[int] = None  # 1: a row could not be remapped
     pcie_replay: Optional[int] = None
-    power_violation_ns: Optional[int] = None      # time held back by the power limit
-    thermal_violation_ns: Optional[int] = None    # time held back by temperature
-    nvlink_active: Optional[int] = None           # active NVLinks; None: none reported
-    nvlink_replay: Optional[int] = None           # summed over the links
+    power_violation_ns: Optional[int] = None  # time held back by the power limit
+    thermal_violation_ns: Optional[int] = None  # time held back by temperature
+    nvlink_active: Optional[int] = None  # active NVLinks; None: none reported
+    nvlink_replay: Optional[int] = None  # summed over the links
     nvlink_recovery: Optional[int] = None
     nvlink_crc_flit: Optional[int] = None
     nvlink_crc_data: Optional[int] = None
@@ -154,7 +154,7 @@ class XidSeen:
 
     t: float
     xid: int
-    severity: str = "warning"              # "critical", "warning", "app", "info"; unknown codes: warning
+    severity: str = "warning"  # "critical", "warning", "app", "info"; unknown codes: warning
     meaning: Optional[str] = None
     action: Optional[str] = None
     mnemonic: Optional[str] = None
@@ -167,7 +167,7 @@ class ChildOutcome:
 
     state: str
     message: Optional[str] = None
-    stage: Optional[str] = None            # the step it was in
+    stage: Optional[str] = None  # the step it was in
     seconds: float = 0.0
     returncode: Optional[int] = None
     stderr: str = ""
@@ -178,9 +178,9 @@ class Summary:
     """The figures a person reads first, from the samples taken under load."""
 
     load_s: Optional[float] = None
-    samples: int = 0                       # samples under load
+    samples: int = 0  # samples under load
     temperature_max_c: Optional[int] = None
-    temperature_steady_c: Optional[float] = None   # median over the last half of the load
+    temperature_steady_c: Optional[float] = None  # median over the last half of the load
     memory_temperature_max_c: Optional[int] = None
     power_median_w: Optional[float] = None
     power_max_w: Optional[float] = None
@@ -189,10 +189,10 @@ class Summary:
     sm_clock_max_mhz: Optional[int] = None
     mem_clock_median_mhz: Optional[float] = None
     utilization_median_pct: Optional[float] = None
-    energy_j: Optional[float] = None       # used over the whole run (first to last sample)
-    reasons: Dict[str, int] = field(default_factory=dict)   # reason -> samples under load that show it
-    fault_samples: int = 0                 # samples under load with a fault reason
-    fault_share: Optional[float] = None    # their share of the samples under load
+    energy_j: Optional[float] = None  # used over the whole run (first to last sample)
+    reasons: Dict[str, int] = field(default_factory=dict)  # reason -> samples under load that show it
+    fault_samples: int = 0  # samples under load with a fault reason
+    fault_share: Optional[float] = None  # their share of the samples under load
 
 
 @dataclass(frozen=True)
@@ -202,8 +202,8 @@ class BurnGpu:
     ``verdict``: "OK", "FAULTY" (an error finding) or "NONE" (a CPU run: no GPU verdict).
     """
 
-    index: int                             # torch's device index (0 for the CPU)
-    kind: str = "cuda"                     # "cuda" or "cpu"
+    index: int  # torch's device index (0 for the CPU)
+    kind: str = "cuda"  # "cuda" or "cpu"
     name: Optional[str] = None
     capability: Optional[str] = None
     uuid: Optional[str] = None
@@ -214,11 +214,11 @@ class BurnGpu:
     power_limit_w: Optional[float] = None
     max_sm_clock_mhz: Optional[int] = None
     max_mem_clock_mhz: Optional[int] = None
-    slowdown_c: Optional[int] = None       # NVML temperature thresholds
+    slowdown_c: Optional[int] = None  # NVML temperature thresholds
     shutdown_c: Optional[int] = None
     gpu_max_c: Optional[int] = None
     mem_max_c: Optional[int] = None
-    skipped: Dict[str, str] = field(default_factory=dict)   # dtype -> why it was not loaded
+    skipped: Dict[str, str] = field(default_factory=dict)  # dtype -> why it was not loaded
     phases: Tuple[Phase, ...] = ()
     memtest: Optional[MemTest] = None
     samples: Tuple[Sample, ...] = ()
@@ -243,21 +243,21 @@ class BurnResult:
     python_version: Optional[str] = None
     torch_version: Optional[str] = None
     torch_cuda: Optional[str] = None
-    cpu_run: bool = False                  # no GPU: the load ran on the CPU, no GPU-health verdict
-    seconds: float = DEFAULT_SECONDS       # load seconds asked for, per device
-    device: str = "all"                    # as asked: "all" or an index
-    dtypes: Tuple[str, ...] = ()           # as asked; () = the default plan
-    memtest_s: Optional[float] = None      # the memory test's time limit
+    cpu_run: bool = False  # no GPU: the load ran on the CPU, no GPU-health verdict
+    seconds: float = DEFAULT_SECONDS  # load seconds asked for, per device
+    device: str = "all"  # as asked: "all" or an index
+    dtypes: Tuple[str, ...] = ()  # as asked; () = the default plan
+    memtest_s: Optional[float] = None  # the memory test's time limit
     created_at: Optional[str] = None
-    wall_s: Optional[float] = None         # from the first NVML reading to the last
-    interrupted: bool = False              # Ctrl-C: what ran is reported
+    wall_s: Optional[float] = None  # from the first NVML reading to the last
+    interrupted: bool = False  # Ctrl-C: what ran is reported
     sample_interval_s: Optional[float] = None
-    sampling: Optional[str] = None         # what NVML sampled, or why nothing
-    xid_watch: Optional[str] = None        # "watching N GPUs", or why not
+    sampling: Optional[str] = None  # what NVML sampled, or why nothing
+    xid_watch: Optional[str] = None  # "watching N GPUs", or why not
     gpus: Tuple[BurnGpu, ...] = ()
-    findings: Tuple[Finding, ...] = ()     # about the run, not one GPU (e.g. an Xid of a GPU not burned)
+    findings: Tuple[Finding, ...] = ()  # about the run, not one GPU (e.g. an Xid of a GPU not burned)
     notes: Tuple[str, ...] = ()
-    error: Optional[ProbeError] = None     # the run could not start (no torch, bad --device, ...)
+    error: Optional[ProbeError] = None  # the run could not start (no torch, bad --device, ...)
 
     @property
     def faulty(self) -> Tuple[BurnGpu, ...]:

@@ -40,8 +40,7 @@ STARTUP_ALLOWANCE = 120.0
 IDLE_TIMEOUT = 60.0
 INTERVAL = 0.5
 #: identity and limits read once per GPU
-IDENTITY = ("name", "uuid", "pci", "power_limit_w", "max_sm_clock_mhz", "max_mem_clock_mhz",
-            "temperature_thresholds")
+IDENTITY = ("name", "uuid", "pci", "power_limit_w", "max_sm_clock_mhz", "max_mem_clock_mhz", "temperature_thresholds")
 #: the counters read at the start and the end
 END_FIELDS = COUNTERS + ("nvlinks",)
 
@@ -61,8 +60,9 @@ def fp64_capabilities() -> Tuple[str, ...]:
     burn loads fp64 by default. Elsewhere fp64 runs at 1/32-1/64 of fp32 and would only be slow."""
     try:
         from envdoctor.table import load_table
+
         return tuple(a.cc for a in load_table().architectures if "fp64" in a.tensor_cores)
-    except Exception:   # a table being rebuilt or broken: no fp64 by default, --dtype fp64 still works
+    except Exception:  # a table being rebuilt or broken: no fp64 by default, --dtype fp64 still works
         return ()
 
 
@@ -121,7 +121,7 @@ class Watch:
             if self._xid.error:
                 self.xid_status = f"Xid watch ended: {self._xid.error}"
                 return
-            if not got:     # a binding that answers at once: wait out the second here
+            if not got:  # a binding that answers at once: wait out the second here
                 self._xid_stop.wait(max(0.0, 1.0 - (time.monotonic() - began)))
 
     def stop(self) -> None:
@@ -134,7 +134,7 @@ class Watch:
             if self._xid_thread is not None:
                 self._xid_thread.join(timeout=3.0)
             if not self._xid.error:
-                for _ in range(100):         # what arrived while the thread was ending
+                for _ in range(100):  # what arrived while the thread was ending
                     got = self._xid.wait(1)
                     if not got:
                         break
@@ -143,7 +143,7 @@ class Watch:
         self.end_counters = list(self.session.read_all(END_FIELDS))
         readings = self._sampler.readings if self._sampler is not None else []
         power = self._sampler.power_kind if self._sampler is not None else ""
-        self.status = (f"NVML: {len(readings)} samples of {self.count} GPU(s) every {self.interval:g} s ({power})")
+        self.status = f"NVML: {len(readings)} samples of {self.count} GPU(s) every {self.interval:g} s ({power})"
         self.session.close()
 
     def readings(self, nvml_index: int) -> List[Reading]:
@@ -153,8 +153,10 @@ class Watch:
 def match_nvml(gpu: BurnGpu, identity: Sequence[Reading], env: Mapping[str, str]) -> Optional[int]:
     """Which NVML GPU a child's torch device is (:func:`envdoctor.nvml.match_device`: UUID, PCI bus
     id, then the index as ``CUDA_VISIBLE_DEVICES`` and ``CUDA_DEVICE_ORDER`` map it)."""
-    gpus = [NvmlGpu(r.index, r.values.get("uuid"), (r.values.get("pci") or {}).get("bus_id"), r.values.get("name"))
-            for r in identity]
+    gpus = [
+        NvmlGpu(r.index, r.values.get("uuid"), (r.values.get("pci") or {}).get("bus_id"), r.values.get("name"))
+        for r in identity
+    ]
     return match_device(gpu.uuid, gpu.pci_bus_id, gpu.index, gpus, env)
 
 
@@ -166,17 +168,29 @@ def attach(gpu: BurnGpu, watch: Watch, nvml_index: Optional[int], health: Health
         return gpu
     ident = watch.identity[nvml_index].values if nvml_index < len(watch.identity) else {}
     limits = ident.get("temperature_thresholds") or {}
-    samples = tuple(analysis.sample(r.values, r.time, health.reason_names, health.fault_reasons)
-                    for r in watch.readings(nvml_index))
+    samples = tuple(
+        analysis.sample(r.values, r.time, health.reason_names, health.fault_reasons) for r in watch.readings(nvml_index)
+    )
     start = _counters(watch.start_counters, nvml_index)
     end = _counters(watch.end_counters, nvml_index)
     xids = tuple(_xid(x, health) for x in watch.xids if x.gpu == nvml_index)
-    gpu = replace(gpu, nvml_index=nvml_index, name=gpu.name or ident.get("name"),
-                  power_limit_w=ident.get("power_limit_w"), max_sm_clock_mhz=ident.get("max_sm_clock_mhz"),
-                  max_mem_clock_mhz=ident.get("max_mem_clock_mhz"), slowdown_c=limits.get("slowdown"),
-                  shutdown_c=limits.get("shutdown"), gpu_max_c=limits.get("gpu_max"), mem_max_c=limits.get("mem_max"),
-                  samples=samples, counters_start=start, counters_end=end,
-                  counter_deltas=analysis.delta(start, end), xids=xids)
+    gpu = replace(
+        gpu,
+        nvml_index=nvml_index,
+        name=gpu.name or ident.get("name"),
+        power_limit_w=ident.get("power_limit_w"),
+        max_sm_clock_mhz=ident.get("max_sm_clock_mhz"),
+        max_mem_clock_mhz=ident.get("max_mem_clock_mhz"),
+        slowdown_c=limits.get("slowdown"),
+        shutdown_c=limits.get("shutdown"),
+        gpu_max_c=limits.get("gpu_max"),
+        mem_max_c=limits.get("mem_max"),
+        samples=samples,
+        counters_start=start,
+        counters_end=end,
+        counter_deltas=analysis.delta(start, end),
+        xids=xids,
+    )
     return replace(gpu, summary=analysis.summarize(gpu))
 
 
@@ -191,8 +205,13 @@ def _expected(p: Phase, name: Optional[str], health: Health) -> Phase:
     e = health.expected(name, p.dtype, p.n) if name else None
     if e is None:
         return p
-    return replace(p, expected_tflops=e.sustained_tflops, expected_power_w=e.power_limit_w,
-                   expected_source=e.source, expected_unconfirmed=e.unconfirmed)
+    return replace(
+        p,
+        expected_tflops=e.sustained_tflops,
+        expected_power_w=e.power_limit_w,
+        expected_source=e.source,
+        expected_unconfirmed=e.unconfirmed,
+    )
 
 
 def _xid(x: XidEvent, health: Health) -> XidSeen:
@@ -243,57 +262,91 @@ def run_burn(
     memtest_s = memtest_seconds(seconds) if memtest_s is None else memtest_s
     every = sample_every or sample_interval(seconds)
     created = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-    base = BurnResult(python=python, chosen_by=chosen_by, seconds=float(seconds), device=str(device),
-                      dtypes=tuple(dtypes), memtest_s=memtest_s, created_at=created, sample_interval_s=every)
+    base = BurnResult(
+        python=python,
+        chosen_by=chosen_by,
+        seconds=float(seconds),
+        device=str(device),
+        dtypes=tuple(dtypes),
+        memtest_s=memtest_s,
+        created_at=created,
+        sample_interval_s=every,
+    )
     began = time.monotonic()
     watch = Watch(every, nvml, health)
     watch.start()
     visible = visible_count(environ.get("CUDA_VISIBLE_DEVICES"), watch.count)
     if watch.count and not visible:
         watch.stop()
-        return replace(base, error=ProbeError("unavailable", f"CUDA_VISIBLE_DEVICES="
-                                              f"{environ.get('CUDA_VISIBLE_DEVICES')!r} hides all {watch.count} "
-                                              "GPU(s) NVML sees: unset it or name the GPUs to burn", "--device"))
+        return replace(
+            base,
+            error=ProbeError(
+                "unavailable",
+                f"CUDA_VISIBLE_DEVICES="
+                f"{environ.get('CUDA_VISIBLE_DEVICES')!r} hides all {watch.count} "
+                "GPU(s) NVML sees: unset it or name the GPUs to burn",
+                "--device",
+            ),
+        )
     if device == "all":
         targets: List[Any] = list(range(visible)) if visible else ["auto"]
     else:
         if watch.count and not 0 <= int(device) < visible:
             watch.stop()
             seen = f"{visible} GPU(s)" + (" (CUDA_VISIBLE_DEVICES is set)" if visible != watch.count else "")
-            return replace(base, error=ProbeError("unavailable", f"GPU {device} does not exist: there are {seen}",
-                                                  "--device"))
+            return replace(
+                base, error=ProbeError("unavailable", f"GPU {device} does not exist: there are {seen}", "--device")
+            )
         targets = [int(device)]
     config: Dict[str, Any] = {
-        "seconds": float(seconds), "dtypes": list(dtypes) or None, "interval": interval,
-        "fp64_ccs": list(fp64_capabilities() if fp64_ccs is None else fp64_ccs), "n": size or GPU_N,
-        "cpu_n": size or CPU_N, "memtest_seconds": memtest_s, "memtest_fraction": 0.9,
-        "require_cuda": watch.count > 0, "require_gpu": gpu_required,
+        "seconds": float(seconds),
+        "dtypes": list(dtypes) or None,
+        "interval": interval,
+        "fp64_ccs": list(fp64_capabilities() if fp64_ccs is None else fp64_ccs),
+        "n": size or GPU_N,
+        "cpu_n": size or CPU_N,
+        "memtest_seconds": memtest_s,
+        "memtest_fraction": 0.9,
+        "require_cuda": watch.count > 0,
+        "require_gpu": gpu_required,
     }
     timeout = float(seconds) + memtest_s + STARTUP_ALLOWANCE
-    jobs = [Job(SCRIPT, dict(config, device=t), python, timeout, what="the burn", env=environ,
-                idle_timeout=idle_timeout) for t in targets]
+    jobs = [
+        Job(SCRIPT, dict(config, device=t), python, timeout, what="the burn", env=environ, idle_timeout=idle_timeout)
+        for t in targets
+    ]
     stop = stop or threading.Event()
     try:
         runs, interrupted = run_children(jobs, on_event=on_event, stop=stop)
     finally:
         watch.stop()
     wall = time.monotonic() - began
-    result = replace(base, wall_s=round(wall, 3), interrupted=interrupted or stop.is_set(),
-                     sampling=watch.status or None, xid_watch=watch.xid_status or None)
+    result = replace(
+        base,
+        wall_s=round(wall, 3),
+        interrupted=interrupted or stop.is_set(),
+        sampling=watch.status or None,
+        xid_watch=watch.xid_status or None,
+    )
     failure = collect.run_failure(runs)
     if failure is not None:
         kind, template = _FAILURES[str(failure.get("kind"))]
-        nvml = ("NVML is not available: " + watch.status.replace("no NVML samples: ", "", 1)
-                if watch.status and not watch.status.endswith("NVML sees no GPU") else "NVML sees none")
-        message = template.format(python=python, message=opt_str(failure, "message") or "", count=watch.count,
-                                  nvml=nvml)
+        nvml = (
+            "NVML is not available: " + watch.status.replace("no NVML samples: ", "", 1)
+            if watch.status and not watch.status.endswith("NVML sees no GPU")
+            else "NVML sees none"
+        )
+        message = template.format(
+            python=python, message=opt_str(failure, "message") or "", count=watch.count, nvml=nvml
+        )
         command = {"bad_device": "--device", "no_gpu": "no_gpu"}.get(str(failure.get("kind")))
         return replace(result, error=ProbeError(kind, message, command))
     return rules.judge(assemble(result, runs, watch, health, environ), health)
 
 
-def assemble(result: BurnResult, runs: Sequence[ChildRun], watch: Watch, health: Health,
-             env: Mapping[str, str]) -> BurnResult:
+def assemble(
+    result: BurnResult, runs: Sequence[ChildRun], watch: Watch, health: Health, env: Mapping[str, str]
+) -> BurnResult:
     """The result before the verdict: each child's GPU with its NVML data, versions, run findings."""
     gpus = []
     for i, run in enumerate(runs):
@@ -306,21 +359,35 @@ def assemble(result: BurnResult, runs: Sequence[ChildRun], watch: Watch, health:
     for x in watch.xids:
         if x.gpu not in burned:
             seen = _xid(x, health)
-            others.append(Finding("ED829", "warning", f"Xid {x.xid} on NVML GPU {x.gpu}, which was not burned",
-                                  evidence=(f"Xid {x.xid}: {seen.meaning or 'not in envdoctor table'}",),
-                                  fix=(seen.action or "sudo dmesg | grep -i xid",), reference=rules.XID_CATALOG,
-                                  area="burn", explanation=codes.meaning("ED829")))
+            others.append(
+                Finding(
+                    "ED829",
+                    "warning",
+                    f"Xid {x.xid} on NVML GPU {x.gpu}, which was not burned",
+                    evidence=(f"Xid {x.xid}: {seen.meaning or 'not in envdoctor table'}",),
+                    fix=(seen.action or "sudo dmesg | grep -i xid",),
+                    reference=rules.XID_CATALOG,
+                    area="burn",
+                    explanation=codes.meaning("ED829"),
+                )
+            )
     notes: List[str] = []
     for g in gpus:
         notes.extend(n for n in g.notes if n not in notes)
-    return replace(result, gpus=tuple(gpus), cpu_run=bool(gpus) and all(g.kind == "cpu" for g in gpus),
-                   python_version=opt_str(python_event, "python_version", max_chars=64),
-                   torch_version=opt_str(python_event, "torch_version", max_chars=128),
-                   torch_cuda=opt_str(python_event, "torch_cuda", max_chars=32),
-                   findings=tuple(others), notes=tuple(notes))
+    return replace(
+        result,
+        gpus=tuple(gpus),
+        cpu_run=bool(gpus) and all(g.kind == "cpu" for g in gpus),
+        python_version=opt_str(python_event, "python_version", max_chars=64),
+        torch_version=opt_str(python_event, "torch_version", max_chars=128),
+        torch_cuda=opt_str(python_event, "torch_cuda", max_chars=32),
+        findings=tuple(others),
+        notes=tuple(notes),
+    )
 
 
 # --- the PNG ---------------------------------------------------------------------------------
+
 
 def plot_spec(result: BurnResult, path: str) -> Dict[str, Any]:
     """What burn/target/plot.py draws: per GPU, time series of rate, temperature, power and clock."""
@@ -329,27 +396,36 @@ def plot_spec(result: BurnResult, path: str) -> Dict[str, Any]:
         t0 = min((i.start for g in result.gpus for p in g.phases for i in p.intervals), default=0.0)
     gpus = []
     for g in result.gpus:
-        rates = {p.dtype: [[round(i.end - t0, 3), round(i.tflops, 2)] for i in p.intervals if i.tflops]
-                 for p in g.phases}
-        gpus.append({
-            "label": ("CPU" if g.kind == "cpu" else f"GPU {g.index}") + (f" {g.name}" if g.name else ""),
-            "rates": rates,
-            "temperature": [[round(s.t - t0, 3), s.temperature_c] for s in g.samples if s.temperature_c is not None],
-            "memory_temperature": [[round(s.t - t0, 3), s.memory_temperature_c] for s in g.samples
-                                   if s.memory_temperature_c is not None],
-            "power": [[round(s.t - t0, 3), s.power_w] for s in g.samples if s.power_w is not None],
-            "sm_clock": [[round(s.t - t0, 3), s.sm_clock_mhz] for s in g.samples if s.sm_clock_mhz is not None],
-            "throttled": [round(s.t - t0, 3) for s in g.samples if s.fault],
-            "power_limit_w": g.power_limit_w,
-            "slowdown_c": g.slowdown_c,
-            "verdict": g.verdict,
-        })
+        rates = {
+            p.dtype: [[round(i.end - t0, 3), round(i.tflops, 2)] for i in p.intervals if i.tflops] for p in g.phases
+        }
+        gpus.append(
+            {
+                "label": ("CPU" if g.kind == "cpu" else f"GPU {g.index}") + (f" {g.name}" if g.name else ""),
+                "rates": rates,
+                "temperature": [
+                    [round(s.t - t0, 3), s.temperature_c] for s in g.samples if s.temperature_c is not None
+                ],
+                "memory_temperature": [
+                    [round(s.t - t0, 3), s.memory_temperature_c]
+                    for s in g.samples
+                    if s.memory_temperature_c is not None
+                ],
+                "power": [[round(s.t - t0, 3), s.power_w] for s in g.samples if s.power_w is not None],
+                "sm_clock": [[round(s.t - t0, 3), s.sm_clock_mhz] for s in g.samples if s.sm_clock_mhz is not None],
+                "throttled": [round(s.t - t0, 3) for s in g.samples if s.fault],
+                "power_limit_w": g.power_limit_w,
+                "slowdown_c": g.slowdown_c,
+                "verdict": g.verdict,
+            }
+        )
     title = "envdoctor burn" + (f", torch {result.torch_version}" if result.torch_version else "")
     return {"path": str(path), "title": title, "gpus": gpus}
 
 
-def write_plot(result: BurnResult, path: str, python: str, env: Optional[Mapping[str, str]] = None,
-               timeout: float = 60.0) -> Tuple[bool, str, Optional[str]]:
+def write_plot(
+    result: BurnResult, path: str, python: str, env: Optional[Mapping[str, str]] = None, timeout: float = 60.0
+) -> Tuple[bool, str, Optional[str]]:
     """Draw ``result`` to ``path`` with the target's matplotlib: (written, a line saying so, the
     failure kind: "no_matplotlib" when the caller should show the terminal chart instead)."""
     spec = plot_spec(result, path)

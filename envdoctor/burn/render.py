@@ -81,20 +81,28 @@ def _counters_line(d: Optional[Counters], end: Optional[Counters]) -> Optional[s
         parts.append(f"remap pending {end.remap_pending}, failure {end.remap_failure}")
     parts.append(f"PCIe replay +{_n(d.pcie_replay, 'd')}")
     if d.nvlink_active:
-        parts.append(f"NVLink ({d.nvlink_active} active) recovery +{_n(d.nvlink_recovery, 'd')}, "
-                     f"CRC +{(d.nvlink_crc_flit or 0) + (d.nvlink_crc_data or 0)}")
+        parts.append(
+            f"NVLink ({d.nvlink_active} active) recovery +{_n(d.nvlink_recovery, 'd')}, "
+            f"CRC +{(d.nvlink_crc_flit or 0) + (d.nvlink_crc_data or 0)}"
+        )
     else:
         parts.append("no NVLink")
     if d.power_violation_ns is not None:
-        parts.append(f"power-capped {d.power_violation_ns / 1e9:.1f} s, "
-                     f"thermal {(d.thermal_violation_ns or 0) / 1e9:.1f} s")
+        parts.append(
+            f"power-capped {d.power_violation_ns / 1e9:.1f} s, thermal {(d.thermal_violation_ns or 0) / 1e9:.1f} s"
+        )
     return "  counters " + "; ".join(parts)
 
 
 def _gpu_lines(g: BurnGpu, color: bool, width: int, ascii_only: bool) -> List[str]:
     title = f"{_who(g)}, {g.name or '?'}" + (f" (compute capability {g.capability})" if g.capability else "")
-    out = [_c(f"{title}: {g.verdict if g.verdict != 'NONE' else 'no GPU verdict (CPU run)'}",
-              _VERDICT_COLOR.get(g.verdict, "0"), color)]
+    out = [
+        _c(
+            f"{title}: {g.verdict if g.verdict != 'NONE' else 'no GPU verdict (CPU run)'}",
+            _VERDICT_COLOR.get(g.verdict, "0"),
+            color,
+        )
+    ]
     for p in g.phases:
         out.append(_phase_line(p))
     for what, why in g.skipped.items():
@@ -110,12 +118,17 @@ def _gpu_lines(g: BurnGpu, color: bool, width: int, ascii_only: bool) -> List[st
         if s.memory_temperature_max_c is not None:
             temp += f"; memory max {s.memory_temperature_max_c} C"
         out.append(temp)
-        out.append(f"  power median {_n(s.power_median_w)} W, max {_n(s.power_max_w)} W"
-                   + (f" of {g.power_limit_w:.0f} W" if g.power_limit_w else "")
-                   + (f"; energy {s.energy_j / 1000:.1f} kJ" if s.energy_j is not None else ""))
-        out.append(f"  clocks SM {_n(s.sm_clock_min_mhz, 'd')}-{_n(s.sm_clock_max_mhz, 'd')} MHz (median "
-                   f"{_n(s.sm_clock_median_mhz)}" + (f", max {g.max_sm_clock_mhz}" if g.max_sm_clock_mhz else "")
-                   + f"), memory {_n(s.mem_clock_median_mhz)} MHz; utilisation {_n(s.utilization_median_pct)}%")
+        out.append(
+            f"  power median {_n(s.power_median_w)} W, max {_n(s.power_max_w)} W"
+            + (f" of {g.power_limit_w:.0f} W" if g.power_limit_w else "")
+            + (f"; energy {s.energy_j / 1000:.1f} kJ" if s.energy_j is not None else "")
+        )
+        out.append(
+            f"  clocks SM {_n(s.sm_clock_min_mhz, 'd')}-{_n(s.sm_clock_max_mhz, 'd')} MHz (median "
+            f"{_n(s.sm_clock_median_mhz)}"
+            + (f", max {g.max_sm_clock_mhz}" if g.max_sm_clock_mhz else "")
+            + f"), memory {_n(s.mem_clock_median_mhz)} MHz; utilisation {_n(s.utilization_median_pct)}%"
+        )
         reasons = ", ".join(f"{r} {n}" for r, n in sorted(s.reasons.items(), key=lambda kv: -kv[1])) or "none"
         out.append(f"  reasons  {reasons} (of {s.samples} samples under load)")
     counters = _counters_line(g.counter_deltas, g.counters_end)
@@ -132,8 +145,9 @@ def _gpu_lines(g: BurnGpu, color: bool, width: int, ascii_only: bool) -> List[st
     return out
 
 
-def chart_lines(g: BurnGpu, width: int = 48, ascii_only: bool = False,
-                span: Optional[Tuple[float, float]] = None) -> List[str]:
+def chart_lines(
+    g: BurnGpu, width: int = 48, ascii_only: bool = False, span: Optional[Tuple[float, float]] = None
+) -> List[str]:
     """The terminal chart of one device (also what ``--plot`` shows where matplotlib is missing)."""
     rows: List[Tuple[str, Sequence[Tuple[float, float]]]] = []
     for p in g.phases:
@@ -157,23 +171,32 @@ def _table(result: BurnResult) -> List[str]:
     for g in result.gpus:
         dtypes.extend(p.dtype for p in g.phases if p.dtype not in dtypes)
     head = ["device", "verdict", "max C", "steady C", "power W", "SM MHz", "energy kJ"] + [
-        f"{d} sust/burst" for d in dtypes]
+        f"{d} sust/burst" for d in dtypes
+    ]
     rows = []
     for g in result.gpus:
         s = g.summary
         phases = {p.dtype: p for p in g.phases}
-        rows.append([
-            _who(g), g.verdict,
-            _n(s.temperature_max_c, "d") if s else "-",
-            _n(s.temperature_steady_c) if s else "-",
-            (_n(s.power_median_w) + (f"/{g.power_limit_w:.0f}" if g.power_limit_w else "")) if s else "-",
-            _n(s.sm_clock_median_mhz) if s else "-",
-            _n(s.energy_j / 1000, ".1f") if s and s.energy_j is not None else "-",
-        ] + [f"{_rate(phases[d].sustained_tflops)}/{_rate(phases[d].burst_tflops)}" if d in phases else "-"
-             for d in dtypes])
+        rows.append(
+            [
+                _who(g),
+                g.verdict,
+                _n(s.temperature_max_c, "d") if s else "-",
+                _n(s.temperature_steady_c) if s else "-",
+                (_n(s.power_median_w) + (f"/{g.power_limit_w:.0f}" if g.power_limit_w else "")) if s else "-",
+                _n(s.sm_clock_median_mhz) if s else "-",
+                _n(s.energy_j / 1000, ".1f") if s and s.energy_j is not None else "-",
+            ]
+            + [
+                f"{_rate(phases[d].sustained_tflops)}/{_rate(phases[d].burst_tflops)}" if d in phases else "-"
+                for d in dtypes
+            ]
+        )
     widths = [max(len(r[i]) for r in rows + [head]) for i in range(len(head))]
-    return ["  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))).rstrip()
-            for r in [head] + rows]
+    return [
+        "  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))).rstrip()
+        for r in [head] + rows
+    ]
 
 
 def render_burn_text(result: BurnResult, color: bool = False, chart_width: int = 48, ascii_only: bool = False) -> str:
@@ -187,8 +210,10 @@ def render_burn_text(result: BurnResult, color: bool = False, chart_width: int =
         return "\n".join(out) + "\n"
     asked = ", ".join(result.dtypes) if result.dtypes else "the default dtypes"
     memtest = f", then a memory test of at most {result.memtest_s:g} s" if result.memtest_s else ""
-    out.append(f"{result.seconds:g} s of load per device ({asked}){memtest}"
-               + ("; stopped early" if result.interrupted else ""))
+    out.append(
+        f"{result.seconds:g} s of load per device ({asked}){memtest}"
+        + ("; stopped early" if result.interrupted else "")
+    )
     for g in result.gpus:
         out.append("")
         out.extend(_gpu_lines(g, color, chart_width, ascii_only))
@@ -205,8 +230,11 @@ def render_burn_text(result: BurnResult, color: bool = False, chart_width: int =
         out.append("")
         out.extend(_table(result))
     out.append("")
-    for line in (result.sampling, result.xid_watch,
-                 f"wall time {result.wall_s:.1f} s" if result.wall_s is not None else None):
+    for line in (
+        result.sampling,
+        result.xid_watch,
+        f"wall time {result.wall_s:.1f} s" if result.wall_s is not None else None,
+    ):
         if line:
             out.append(line)
     failed = result.faulty or any(f.severity == "error" for f in result.findings)
@@ -220,8 +248,7 @@ def verdict_line(result: BurnResult) -> str:
         return f"verdict: none ({result.error.message})"
     bad = result.faulty
     if bad:
-        parts = [f"{_who(g)} ({', '.join(sorted({f.code for f in g.findings if f.severity == 'error'}))})"
-                 for g in bad]
+        parts = [f"{_who(g)} ({', '.join(sorted({f.code for f in g.findings if f.severity == 'error'}))})" for g in bad]
         return f"verdict: FAULTY: {'; '.join(parts)}"
     empty = [f.code for f in result.findings if f.severity == "error"]
     if empty:

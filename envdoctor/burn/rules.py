@@ -45,9 +45,14 @@ REMAP_DOC = "https://docs.nvidia.com/deploy/a100-gpu-mem-error-mgmt/index.html"
 REASONS_DOC = "https://docs.nvidia.com/deploy/nvml-api/api/group__nvmlClocksEventReasons.html"
 
 
-
-def _finding(code: str, severity: Severity, title: str, evidence: Sequence[str] = (), fix: Sequence[str] = (),
-             reference: Optional[str] = None) -> Finding:
+def _finding(
+    code: str,
+    severity: Severity,
+    title: str,
+    evidence: Sequence[str] = (),
+    fix: Sequence[str] = (),
+    reference: Optional[str] = None,
+) -> Finding:
     return Finding(code, severity, title, tuple(evidence), tuple(fix), reference, "burn", codes.meaning(code))
 
 
@@ -57,21 +62,28 @@ def _who(g: BurnGpu) -> str:
 
 # --- correctness -----------------------------------------------------------------------------
 
+
 def miscompares(g: BurnGpu, result: BurnResult, health: Health) -> Iterable[Finding]:
     for p in g.phases:
         if p.mismatches:
-            how = ("bit for bit" if p.compare == "bitwise" else f"within the tolerance {p.tolerance}")
+            how = "bit for bit" if p.compare == "bitwise" else f"within the tolerance {p.tolerance}"
             first = f", the first at product {p.first_bad_product}" if p.first_bad_product else ""
-            yield _finding("ED800", "error",
-                           f"{_who(g)}: {p.bad_products} of {p.products} {p.dtype} products differed from the first",
-                           (f"{p.mismatches} elements differed{first}; compared {how}",
-                            f"n = {p.n}, the same inputs every time"),
-                           ("take the GPU out of service and rerun envdoctor burn",),
-                           CUBLAS_REPRO if p.compare == "bitwise" else None)
+            yield _finding(
+                "ED800",
+                "error",
+                f"{_who(g)}: {p.bad_products} of {p.products} {p.dtype} products differed from the first",
+                (f"{p.mismatches} elements differed{first}; compared {how}", f"n = {p.n}, the same inputs every time"),
+                ("take the GPU out of service and rerun envdoctor burn",),
+                CUBLAS_REPRO if p.compare == "bitwise" else None,
+            )
         if p.status == "wrong":
-            yield _finding("ED801", "error", f"{_who(g)}: the first {p.dtype} product is wrong against float64",
-                           (p.error or "", f"bound {p.ref_bound:g}" if p.ref_bound else ""),
-                           ("rerun envdoctor burn; run envdoctor bench to see whether every size is wrong",))
+            yield _finding(
+                "ED801",
+                "error",
+                f"{_who(g)}: the first {p.dtype} product is wrong against float64",
+                (p.error or "", f"bound {p.ref_bound:g}" if p.ref_bound else ""),
+                ("rerun envdoctor burn; run envdoctor bench to see whether every size is wrong",),
+            )
 
 
 def memory_test(g: BurnGpu, result: BurnResult, health: Health) -> Iterable[Finding]:
@@ -80,17 +92,32 @@ def memory_test(g: BurnGpu, result: BurnResult, health: Health) -> Iterable[Find
         return
     if m.mismatches:
         first = next((p for p in m.passes if p.mismatches), None)
-        where = (f"; first wrong word at byte {first.first_bad:#x} of the tested memory, pattern {first.pattern}"
-                 if first is not None and first.first_bad is not None else "")
-        yield _finding("ED802", "error", f"{_who(g)}: {m.mismatches} words read back wrong in the memory test",
-                       (f"{len(m.passes)} passes over {m.bytes / 2**30:.1f} GiB{where}",),
-                       ("nvidia-smi -q -d ECC,ROW_REMAPPER", "reset the GPU (sudo nvidia-smi -r -i N) and rerun burn"))
+        where = (
+            f"; first wrong word at byte {first.first_bad:#x} of the tested memory, pattern {first.pattern}"
+            if first is not None and first.first_bad is not None
+            else ""
+        )
+        yield _finding(
+            "ED802",
+            "error",
+            f"{_who(g)}: {m.mismatches} words read back wrong in the memory test",
+            (f"{len(m.passes)} passes over {m.bytes / 2**30:.1f} GiB{where}",),
+            ("nvidia-smi -q -d ECC,ROW_REMAPPER", "reset the GPU (sudo nvidia-smi -r -i N) and rerun burn"),
+        )
     elif m.status == "failed":
-        yield _out_of_memory(g, "the memory test", m.error) if _is_oom(m.error) else _finding(
-            "ED818", "error", f"{_who(g)}: the memory test failed", (m.error or "",))
+        yield (
+            _out_of_memory(g, "the memory test", m.error)
+            if _is_oom(m.error)
+            else _finding("ED818", "error", f"{_who(g)}: the memory test failed", (m.error or "",))
+        )
     elif m.status == "skipped" and m.error and "switched off" not in m.error:
-        yield _finding("ED819", "warning", f"{_who(g)}: the memory test did not run", (m.error,),
-                       ("nvidia-smi   # which processes hold GPU memory",))
+        yield _finding(
+            "ED819",
+            "warning",
+            f"{_who(g)}: the memory test did not run",
+            (m.error,),
+            ("nvidia-smi   # which processes hold GPU memory",),
+        )
 
 
 def load_errors(g: BurnGpu, result: BurnResult, health: Health) -> Iterable[Finding]:
@@ -99,8 +126,13 @@ def load_errors(g: BurnGpu, result: BurnResult, health: Health) -> Iterable[Find
             if _is_oom(p.error):
                 yield _out_of_memory(g, f"the {p.dtype} load", p.error)
             else:
-                yield _finding("ED818", "error", f"{_who(g)}: the {p.dtype} load failed", (p.error or "",),
-                               ("sudo dmesg | grep -i xid", "rerun envdoctor burn"))
+                yield _finding(
+                    "ED818",
+                    "error",
+                    f"{_who(g)}: the {p.dtype} load failed",
+                    (p.error or "",),
+                    ("sudo dmesg | grep -i xid", "rerun envdoctor burn"),
+                )
 
 
 def _is_oom(text: Optional[str]) -> bool:
@@ -108,11 +140,17 @@ def _is_oom(text: Optional[str]) -> bool:
 
 
 def _out_of_memory(g: BurnGpu, what: str, error: Optional[str]) -> Finding:
-    return _finding("ED819", "warning", f"{_who(g)}: {what} ran out of GPU memory", (error or "",),
-                    ("nvidia-smi   # which processes hold GPU memory",))
+    return _finding(
+        "ED819",
+        "warning",
+        f"{_who(g)}: {what} ran out of GPU memory",
+        (error or "",),
+        ("nvidia-smi   # which processes hold GPU memory",),
+    )
 
 
 # --- the child -------------------------------------------------------------------------------
+
 
 def child_ended(g: BurnGpu, result: BurnResult, health: Health) -> Iterable[Finding]:
     c = g.child
@@ -120,12 +158,21 @@ def child_ended(g: BurnGpu, result: BurnResult, health: Health) -> Iterable[Find
         return
     where = f" during {c.stage}" if c.stage else ""
     if c.state == "hung":
-        yield _finding("ED816", "error", f"{_who(g)}: the burn process hung{where}", (c.message or "",),
-                       ("sudo dmesg | grep -i xid", "nvidia-smi", "reset the GPU (sudo nvidia-smi -r -i N) or reboot"))
+        yield _finding(
+            "ED816",
+            "error",
+            f"{_who(g)}: the burn process hung{where}",
+            (c.message or "",),
+            ("sudo dmesg | grep -i xid", "nvidia-smi", "reset the GPU (sudo nvidia-smi -r -i N) or reboot"),
+        )
     else:
-        yield _finding("ED817", "error", f"{_who(g)}: the burn process died{where}",
-                       tuple(x for x in (c.message, _last_line(c.stderr)) if x),
-                       ("sudo dmesg | grep -i xid", "rerun envdoctor burn --device N for this GPU alone"))
+        yield _finding(
+            "ED817",
+            "error",
+            f"{_who(g)}: the burn process died{where}",
+            tuple(x for x in (c.message, _last_line(c.stderr)) if x),
+            ("sudo dmesg | grep -i xid", "rerun envdoctor burn --device N for this GPU alone"),
+        )
 
 
 def _last_line(text: str) -> Optional[str]:
@@ -135,27 +182,56 @@ def _last_line(text: str) -> Optional[str]:
 
 # --- NVML counters and events ------------------------------------------------------------------
 
+
 def ecc(g: BurnGpu, result: BurnResult, health: Health) -> Iterable[Finding]:
     d, end = g.counter_deltas, g.counters_end
     if d is not None and ((d.ecc_uncorrected or 0) > 0 or (d.remap_uncorrectable or 0) > 0):
-        yield _finding("ED803", "error", f"{_who(g)}: uncorrected ECC errors during the run",
-                       (f"volatile uncorrected ECC: +{d.ecc_uncorrected or 0}",
-                        f"rows remapped for uncorrectable errors: +{d.remap_uncorrectable or 0}"),
-                       ("nvidia-smi -q -d ECC,ROW_REMAPPER", "drain the GPU, then: sudo nvidia-smi -r -i N"),
-                       REMAP_DOC)
+        yield _finding(
+            "ED803",
+            "error",
+            f"{_who(g)}: uncorrected ECC errors during the run",
+            (
+                f"volatile uncorrected ECC: +{d.ecc_uncorrected or 0}",
+                f"rows remapped for uncorrectable errors: +{d.remap_uncorrectable or 0}",
+            ),
+            ("nvidia-smi -q -d ECC,ROW_REMAPPER", "drain the GPU, then: sudo nvidia-smi -r -i N"),
+            REMAP_DOC,
+        )
     elif end is not None and (end.ecc_uncorrected or 0) > 0:
-        yield _finding("ED804", "error", f"{_who(g)}: {end.ecc_uncorrected} uncorrected ECC errors since the driver "
-                       "loaded", ("nvidia-smi -q -d ECC: volatile uncorrected > 0 before the run",),
-                       ("nvidia-smi -q -d ECC,ROW_REMAPPER", "sudo nvidia-smi -r -i N   # then rerun burn"), REMAP_DOC)
+        yield _finding(
+            "ED804",
+            "error",
+            f"{_who(g)}: {end.ecc_uncorrected} uncorrected ECC errors since the driver loaded",
+            ("nvidia-smi -q -d ECC: volatile uncorrected > 0 before the run",),
+            ("nvidia-smi -q -d ECC,ROW_REMAPPER", "sudo nvidia-smi -r -i N   # then rerun burn"),
+            REMAP_DOC,
+        )
     if end is not None and (end.remap_pending or 0) > 0:
-        yield _finding("ED805", "error", f"{_who(g)}: a row remap is pending", ("remapped rows: pending = 1",),
-                       ("sudo nvidia-smi -r -i N   # applies the remap; then rerun burn",), REMAP_DOC)
+        yield _finding(
+            "ED805",
+            "error",
+            f"{_who(g)}: a row remap is pending",
+            ("remapped rows: pending = 1",),
+            ("sudo nvidia-smi -r -i N   # applies the remap; then rerun burn",),
+            REMAP_DOC,
+        )
     if end is not None and (end.remap_failure or 0) > 0:
-        yield _finding("ED806", "error", f"{_who(g)}: a row remap failed", ("remapped rows: failure = 1",),
-                       ("nvidia-smi -q -d ROW_REMAPPER", "have the GPU serviced (RMA)"), REMAP_DOC)
+        yield _finding(
+            "ED806",
+            "error",
+            f"{_who(g)}: a row remap failed",
+            ("remapped rows: failure = 1",),
+            ("nvidia-smi -q -d ROW_REMAPPER", "have the GPU serviced (RMA)"),
+            REMAP_DOC,
+        )
     if d is not None and (d.ecc_corrected or 0) > 0:
-        yield _finding("ED820", "warning", f"{_who(g)}: {d.ecc_corrected} corrected ECC errors during the run",
-                       (f"volatile corrected ECC: +{d.ecc_corrected}",), ("nvidia-smi -q -d ECC,ROW_REMAPPER",))
+        yield _finding(
+            "ED820",
+            "warning",
+            f"{_who(g)}: {d.ecc_corrected} corrected ECC errors during the run",
+            (f"volatile corrected ECC: +{d.ecc_corrected}",),
+            ("nvidia-smi -q -d ECC,ROW_REMAPPER",),
+        )
 
 
 def links(g: BurnGpu, result: BurnResult, health: Health) -> Iterable[Finding]:
@@ -163,13 +239,25 @@ def links(g: BurnGpu, result: BurnResult, health: Health) -> Iterable[Finding]:
     if d is None:
         return
     if (d.pcie_replay or 0) > 0:
-        yield _finding("ED821", "warning", f"{_who(g)}: {d.pcie_replay} PCIe replays during the run",
-                       (f"PCIe replay counter: +{d.pcie_replay}",), ("nvidia-smi -q -d PCIE",))
+        yield _finding(
+            "ED821",
+            "warning",
+            f"{_who(g)}: {d.pcie_replay} PCIe replays during the run",
+            (f"PCIe replay counter: +{d.pcie_replay}",),
+            ("nvidia-smi -q -d PCIE",),
+        )
     crc = (d.nvlink_crc_flit or 0) + (d.nvlink_crc_data or 0)
     if (d.nvlink_recovery or 0) > 0 or crc > NVLINK_CRC_LIMIT:
-        yield _finding("ED822", "warning", f"{_who(g)}: NVLink errors during the run",
-                       (f"recovery +{d.nvlink_recovery or 0}, CRC +{crc}, replay +{d.nvlink_replay or 0} "
-                        f"over {d.nvlink_active} active links",), ("nvidia-smi nvlink -e",))
+        yield _finding(
+            "ED822",
+            "warning",
+            f"{_who(g)}: NVLink errors during the run",
+            (
+                f"recovery +{d.nvlink_recovery or 0}, CRC +{crc}, replay +{d.nvlink_replay or 0} "
+                f"over {d.nvlink_active} active links",
+            ),
+            ("nvidia-smi nvlink -e",),
+        )
 
 
 def xids(g: BurnGpu, result: BurnResult, health: Health) -> Iterable[Finding]:
@@ -185,11 +273,18 @@ def xids(g: BurnGpu, result: BurnResult, health: Health) -> Iterable[Finding]:
         if x.severity == "critical":
             yield _finding("ED807", "error", f"{_who(g)}: Xid {code} during the run", evidence, fix, XID_CATALOG)
         else:
-            yield _finding("ED808", "info" if x.severity == "info" else "warning",
-                           f"{_who(g)}: Xid {code} during the run", evidence, fix, XID_CATALOG)
+            yield _finding(
+                "ED808",
+                "info" if x.severity == "info" else "warning",
+                f"{_who(g)}: Xid {code} during the run",
+                evidence,
+                fix,
+                XID_CATALOG,
+            )
 
 
 # --- temperature and clocks ----------------------------------------------------------------------
+
 
 def throttling(g: BurnGpu, result: BurnResult, health: Health) -> Iterable[Finding]:
     s = g.summary
@@ -200,16 +295,25 @@ def throttling(g: BurnGpu, result: BurnResult, health: Health) -> Iterable[Findi
         shown = ", ".join(f"{r} in {n} of {s.samples} samples" for r, n in sorted(faulty.items()))
         known = [health.reason(r) for r in sorted(faulty)]
         meanings = [f"{r.name}: {r.meaning}" for r in known if r is not None]
-        yield _finding("ED812", "error", f"{_who(g)}: clocks held back ({', '.join(sorted(faulty))}) in "
-                       f"{100 * s.fault_share:.0f}% of the samples under load", (shown,) + tuple(meanings),
-                       ("nvidia-smi -q -d PERFORMANCE,TEMPERATURE", "check fans, airflow and power cables"),
-                       REASONS_DOC)
+        yield _finding(
+            "ED812",
+            "error",
+            f"{_who(g)}: clocks held back ({', '.join(sorted(faulty))}) in "
+            f"{100 * s.fault_share:.0f}% of the samples under load",
+            (shown,) + tuple(meanings),
+            ("nvidia-smi -q -d PERFORMANCE,TEMPERATURE", "check fans, airflow and power cables"),
+            REASONS_DOC,
+        )
     d = g.counter_deltas
     thermal_s = (d.thermal_violation_ns or 0) / 1e9 if d is not None else 0.0
     if s.load_s and thermal_s > THERMAL_SHARE * s.load_s:
-        yield _finding("ED823", "warning", f"{_who(g)}: {thermal_s:.1f} s of thermal violation "
-                       "during the run", (f"NVML thermal violation time +{thermal_s:.1f} s over a "
-                                          f"{s.load_s:.0f} s load",), ("nvidia-smi -q -d PERFORMANCE",))
+        yield _finding(
+            "ED823",
+            "warning",
+            f"{_who(g)}: {thermal_s:.1f} s of thermal violation during the run",
+            (f"NVML thermal violation time +{thermal_s:.1f} s over a {s.load_s:.0f} s load",),
+            ("nvidia-smi -q -d PERFORMANCE",),
+        )
 
 
 def _fault_names(health: Health, names: Iterable[str]) -> List[str]:
@@ -223,20 +327,34 @@ def temperature(g: BurnGpu, result: BurnResult, health: Health) -> Iterable[Find
         return
     if s.temperature_max_c is not None and g.slowdown_c:
         if s.temperature_max_c >= g.slowdown_c:
-            yield _finding("ED813", "error", f"{_who(g)}: {s.temperature_max_c} C, at the slowdown threshold "
-                           f"({g.slowdown_c} C)", (f"maximum {s.temperature_max_c} C under load",),
-                           ("check fans, airflow and heatsink contact",))
+            yield _finding(
+                "ED813",
+                "error",
+                f"{_who(g)}: {s.temperature_max_c} C, at the slowdown threshold ({g.slowdown_c} C)",
+                (f"maximum {s.temperature_max_c} C under load",),
+                ("check fans, airflow and heatsink contact",),
+            )
         elif s.temperature_max_c >= g.slowdown_c - TEMPERATURE_MARGIN_C:
-            yield _finding("ED815", "warning", f"{_who(g)}: {s.temperature_max_c} C, within "
-                           f"{TEMPERATURE_MARGIN_C} C of the slowdown threshold ({g.slowdown_c} C)",
-                           (f"maximum {s.temperature_max_c} C under load",), ("check fans and airflow",))
+            yield _finding(
+                "ED815",
+                "warning",
+                f"{_who(g)}: {s.temperature_max_c} C, within "
+                f"{TEMPERATURE_MARGIN_C} C of the slowdown threshold ({g.slowdown_c} C)",
+                (f"maximum {s.temperature_max_c} C under load",),
+                ("check fans and airflow",),
+            )
     if s.memory_temperature_max_c is not None and g.mem_max_c and s.memory_temperature_max_c >= g.mem_max_c:
-        yield _finding("ED814", "error", f"{_who(g)}: memory at {s.memory_temperature_max_c} C, its maximum "
-                       f"({g.mem_max_c} C)", (f"maximum memory temperature {s.memory_temperature_max_c} C",),
-                       ("check fans, airflow and heatsink contact",))
+        yield _finding(
+            "ED814",
+            "error",
+            f"{_who(g)}: memory at {s.memory_temperature_max_c} C, its maximum ({g.mem_max_c} C)",
+            (f"maximum memory temperature {s.memory_temperature_max_c} C",),
+            ("check fans, airflow and heatsink contact",),
+        )
 
 
 # --- throughput ----------------------------------------------------------------------------------
+
 
 def _judged(p: Phase) -> bool:
     if p.sustained_tflops is None or not p.intervals:
@@ -253,24 +371,42 @@ def expected_rate(g: BurnGpu, result: BurnResult, health: Health) -> Iterable[Fi
         if p.sustained_tflops >= EXPECTED_FACTOR * p.expected_tflops:
             continue
         ratio = p.sustained_tflops / p.expected_tflops
-        evidence = [f"{p.dtype} n={p.n}: {p.sustained_tflops:.1f} TFLOP/s sustained, {ratio:.2f}x the "
-                    f"{p.expected_tflops:g} recorded for {g.name} (data/health.toml: {p.expected_source})"]
+        evidence = [
+            f"{p.dtype} n={p.n}: {p.sustained_tflops:.1f} TFLOP/s sustained, {ratio:.2f}x the "
+            f"{p.expected_tflops:g} recorded for {g.name} (data/health.toml: {p.expected_source})"
+        ]
         if g.summary is not None and g.summary.sm_clock_median_mhz:
-            evidence.append(f"SM clock median {g.summary.sm_clock_median_mhz:.0f} MHz"
-                            + (f" of {g.max_sm_clock_mhz}" if g.max_sm_clock_mhz else "")
-                            + (f", power median {g.summary.power_median_w:.0f} W" if g.summary.power_median_w else "")
-                            + (f" of {g.power_limit_w:.0f} W" if g.power_limit_w else ""))
-        lower_limit = (p.expected_power_w is not None and g.power_limit_w is not None
-                       and g.power_limit_w < p.expected_power_w - 1)
+            evidence.append(
+                f"SM clock median {g.summary.sm_clock_median_mhz:.0f} MHz"
+                + (f" of {g.max_sm_clock_mhz}" if g.max_sm_clock_mhz else "")
+                + (f", power median {g.summary.power_median_w:.0f} W" if g.summary.power_median_w else "")
+                + (f" of {g.power_limit_w:.0f} W" if g.power_limit_w else "")
+            )
+        lower_limit = (
+            p.expected_power_w is not None and g.power_limit_w is not None and g.power_limit_w < p.expected_power_w - 1
+        )
         if p.expected_unconfirmed or lower_limit:
-            why = ("the recorded figure is unconfirmed" if p.expected_unconfirmed else
-                   f"its power limit is {g.power_limit_w:.0f} W, the figure's {p.expected_power_w:.0f} W")
-            yield _finding("ED810", "warning", f"{_who(g)}: {p.dtype} at {ratio:.2f}x the recorded figure ({why})",
-                           evidence, ("nvidia-smi -q -d POWER,CLOCK,PERFORMANCE",))
+            why = (
+                "the recorded figure is unconfirmed"
+                if p.expected_unconfirmed
+                else f"its power limit is {g.power_limit_w:.0f} W, the figure's {p.expected_power_w:.0f} W"
+            )
+            yield _finding(
+                "ED810",
+                "warning",
+                f"{_who(g)}: {p.dtype} at {ratio:.2f}x the recorded figure ({why})",
+                evidence,
+                ("nvidia-smi -q -d POWER,CLOCK,PERFORMANCE",),
+            )
         else:
-            yield _finding("ED809", "error", f"{_who(g)}: {p.dtype} sustained {p.sustained_tflops:.0f} TFLOP/s, "
-                           f"{ratio:.2f}x the {p.expected_tflops:g} expected", evidence,
-                           ("nvidia-smi -q -d POWER,CLOCK,PERFORMANCE", "nvidia-smi -q -d TEMPERATURE"))
+            yield _finding(
+                "ED809",
+                "error",
+                f"{_who(g)}: {p.dtype} sustained {p.sustained_tflops:.0f} TFLOP/s, "
+                f"{ratio:.2f}x the {p.expected_tflops:g} expected",
+                evidence,
+                ("nvidia-smi -q -d POWER,CLOCK,PERFORMANCE", "nvidia-smi -q -d TEMPERATURE"),
+            )
 
 
 def siblings(g: BurnGpu, result: BurnResult, health: Health) -> Iterable[Finding]:
@@ -279,28 +415,54 @@ def siblings(g: BurnGpu, result: BurnResult, health: Health) -> Iterable[Finding
     for p in g.phases:
         if not _judged(p) or p.sustained_tflops is None:
             continue
-        others = [q.sustained_tflops for o in result.gpus if o is not g and o.kind == "cuda"
-                  for q in o.phases if q.dtype == p.dtype and q.n == p.n and _judged(q) and q.sustained_tflops]
+        others = [
+            q.sustained_tflops
+            for o in result.gpus
+            if o is not g and o.kind == "cuda"
+            for q in o.phases
+            if q.dtype == p.dtype and q.n == p.n and _judged(q) and q.sustained_tflops
+        ]
         if not others:
             continue
         median = statistics.median(others)
         if p.sustained_tflops < (1 - SIBLING_TOLERANCE) * median:
-            yield _finding("ED811", "error", f"{_who(g)}: {p.dtype} {100 * (1 - p.sustained_tflops / median):.0f}% "
-                           "slower than the machine's other GPUs",
-                           (f"{p.sustained_tflops:.1f} TFLOP/s against a median of {median:.1f} over "
-                            f"{len(others)} other GPU(s)",), ("nvidia-smi -q -d POWER,CLOCK,PERFORMANCE,TEMPERATURE",))
+            yield _finding(
+                "ED811",
+                "error",
+                f"{_who(g)}: {p.dtype} {100 * (1 - p.sustained_tflops / median):.0f}% "
+                "slower than the machine's other GPUs",
+                (f"{p.sustained_tflops:.1f} TFLOP/s against a median of {median:.1f} over {len(others)} other GPU(s)",),
+                ("nvidia-smi -q -d POWER,CLOCK,PERFORMANCE,TEMPERATURE",),
+            )
 
 
 def short_load(g: BurnGpu, result: BurnResult, health: Health) -> Iterable[Finding]:
     short = [p.dtype for p in g.phases if p.intervals and not _judged(p)]
     if short and g.kind == "cuda":
-        yield _finding("ED827", "info", f"{_who(g)}: {', '.join(short)} ran too briefly for a throughput verdict",
-                       (f"less than {MIN_JUDGED_S:g} s of load",), ("envdoctor burn --seconds 60",))
+        yield _finding(
+            "ED827",
+            "info",
+            f"{_who(g)}: {', '.join(short)} ran too briefly for a throughput verdict",
+            (f"less than {MIN_JUDGED_S:g} s of load",),
+            ("envdoctor burn --seconds 60",),
+        )
 
 
 Rule = Callable[[BurnGpu, BurnResult, Health], Iterable[Finding]]
-RULES: Tuple[Rule, ...] = (miscompares, memory_test, load_errors, child_ended, ecc, links, xids, throttling,
-                           temperature, expected_rate, siblings, short_load)
+RULES: Tuple[Rule, ...] = (
+    miscompares,
+    memory_test,
+    load_errors,
+    child_ended,
+    ecc,
+    links,
+    xids,
+    throttling,
+    temperature,
+    expected_rate,
+    siblings,
+    short_load,
+)
 #: the rules that still apply to a CPU run (correctness and the child)
 CPU_RULES: Tuple[Rule, ...] = (miscompares, memory_test, load_errors, child_ended)
 
@@ -336,26 +498,45 @@ def suppressed(result: BurnResult, suppress: Iterable[str]) -> BurnResult:
 def run_findings(result: BurnResult) -> Iterable[Finding]:
     """Findings about the run as a whole: CPU run, stopped early, NVML or Xid watch missing."""
     measured = any(p.products or p.intervals for g in result.gpus for p in g.phases) or any(
-        g.memtest is not None and g.memtest.bytes and g.memtest.status != "skipped" for g in result.gpus)
+        g.memtest is not None and g.memtest.bytes and g.memtest.status != "skipped" for g in result.gpus
+    )
     explained = any(f.severity == "error" for g in result.gpus for f in g.findings)
     if result.gpus and not measured and not explained and not result.interrupted:
-        yield _finding("ED830", "error", CODES["ED830"].title,
-                       (f"{len(result.gpus)} device answer(s) in the burn child's form, with no product computed "
-                        "and no memory tested",) + tuple(f"{_who(g)}: {len(g.phases)} phase(s), memory test "
-                                                       f"{g.memtest.status if g.memtest else 'none'}"
-                                                       for g in result.gpus[:4]),
-                       ("envdoctor burn --json   # each device's answer and notes",
-                        "envdoctor check   # torch and CUDA in the target Python"))
+        yield _finding(
+            "ED830",
+            "error",
+            CODES["ED830"].title,
+            (
+                f"{len(result.gpus)} device answer(s) in the burn child's form, with no product computed "
+                "and no memory tested",
+            )
+            + tuple(
+                f"{_who(g)}: {len(g.phases)} phase(s), memory test {g.memtest.status if g.memtest else 'none'}"
+                for g in result.gpus[:4]
+            ),
+            (
+                "envdoctor burn --json   # each device's answer and notes",
+                "envdoctor check   # torch and CUDA in the target Python",
+            ),
+        )
         return
     if result.cpu_run:
-        yield _finding("ED828", "info", "CPU run: the load ran on the CPU; no GPU-health or Tensor Core verdict",
-                       ("torch sees no GPU and NVML reports none",))
+        yield _finding(
+            "ED828",
+            "info",
+            "CPU run: the load ran on the CPU; no GPU-health or Tensor Core verdict",
+            ("torch sees no GPU and NVML reports none",),
+        )
     if result.interrupted:
         yield _finding("ED826", "info", "The run was stopped before its time; the verdict covers what ran")
     cuda = [g for g in result.gpus if g.kind == "cuda"]
     if cuda and all(not g.samples for g in cuda) and result.sampling:
-        yield _finding("ED824", "warning", "NVML was not readable: temperatures, clocks, ECC and Xids not watched",
-                       (result.sampling,), ("envdoctor check",))
+        yield _finding(
+            "ED824",
+            "warning",
+            "NVML was not readable: temperatures, clocks, ECC and Xids not watched",
+            (result.sampling,),
+            ("envdoctor check",),
+        )
     elif cuda and result.xid_watch and result.xid_watch.startswith("no Xid"):
-        yield _finding("ED825", "info", CODES["ED825"].title, (result.xid_watch,),
-                       ("sudo dmesg | grep -i xid",))
+        yield _finding("ED825", "info", CODES["ED825"].title, (result.xid_watch,), ("sudo dmesg | grep -i xid",))

@@ -55,13 +55,13 @@ class ChildRun:
     events: Tuple[Dict[str, Any], ...] = ()
     error: Optional[ProbeError] = None
     failure: Optional[Dict[str, Any]] = None
-    stage: Optional[str] = None             # the last step announced: where a crash happened
-    other: Tuple[str, ...] = ()             # stdout lines that are not protocol lines (the first few)
+    stage: Optional[str] = None  # the last step announced: where a crash happened
+    other: Tuple[str, ...] = ()  # stdout lines that are not protocol lines (the first few)
     stderr: str = ""
     returncode: Optional[int] = None
     seconds: float = 0.0
     dropped_events: int = 0
-    cause: Optional[ProbeError] = None       # the runner's own error, before it was put in words here
+    cause: Optional[ProbeError] = None  # the runner's own error, before it was put in words here
 
     @property
     def ok(self) -> bool:
@@ -103,8 +103,7 @@ def uses(text: str) -> Tuple[str, ...]:
     >>> uses("'''Doc.'''\\n# envdoctor child uses: _torch_common.py bench/target/matmul.py\\nimport os\\n")
     ('_torch_common.py', 'bench/target/matmul.py')
     """
-    return tuple(part for line in text.splitlines()[:60] if line.startswith(USES)
-                 for part in line[len(USES):].split())
+    return tuple(part for line in text.splitlines()[:60] if line.startswith(USES) for part in line[len(USES) :].split())
 
 
 def script_text(name: str) -> str:
@@ -136,7 +135,7 @@ def _resource(name: str) -> str:
     if relative.startswith("/") or ".." in relative.split("/"):
         raise FileNotFoundError(f"{name}: not a script of envdoctor")
     data = pkgutil.get_data(package, relative)
-    if data is None:   # pragma: no cover - a broken installation
+    if data is None:  # pragma: no cover - a broken installation
         raise FileNotFoundError(f"{script_path(name)} is missing from this installation")
     return data.decode("utf-8")
 
@@ -226,7 +225,7 @@ def run_child(
     argv: List[str] = [python] + (["-I"] if isolated else []) + ["-"]
     tmp: Optional[str] = None
     if len(text) > INLINE_CONFIG:
-        import tempfile   # rare; not loaded before check's child starts
+        import tempfile  # rare; not loaded before check's child starts
 
         fd, tmp = tempfile.mkstemp(prefix="envdoctor-child-", suffix=".json")
         with os.fdopen(fd, "w") as fh:
@@ -239,8 +238,15 @@ def run_child(
     if cwd is not None:
         extra["cwd"] = cwd
     try:
-        ran = runner(argv, timeout=timeout, stdin=script_text(script), on_line=collector.line,
-                     idle_timeout=idle_timeout, stop=stop, **extra)
+        ran = runner(
+            argv,
+            timeout=timeout,
+            stdin=script_text(script),
+            on_line=collector.line,
+            idle_timeout=idle_timeout,
+            stop=stop,
+            **extra,
+        )
     finally:
         if tmp is not None:
             try:
@@ -259,40 +265,76 @@ def from_ran(script: str, python: str, ran: Ran, what: str = "") -> ChildRun:
 
 
 def _outcome(script: str, python: str, what: str, ran: Ran, c: _Collector) -> ChildRun:
-    base = ChildRun(script, python, c.result, tuple(c.events), None, c.failure, c.stage, tuple(c.other),
-                    _tail(ran.stderr), ran.returncode, ran.seconds, c.dropped, ran.error)
+    base = ChildRun(
+        script,
+        python,
+        c.result,
+        tuple(c.events),
+        None,
+        c.failure,
+        c.stage,
+        tuple(c.other),
+        _tail(ran.stderr),
+        ran.returncode,
+        ran.seconds,
+        c.dropped,
+        ran.error,
+    )
     where = f" during {c.stage}" if c.stage else ""
     command = f"{python} - < {script_path(script)}"
     err = ran.error
     if err is not None and err.kind in ("not_found", "permission"):
-        return replace(base, error=ProbeError(err.kind, f"the target Python {python} could not be run: "
-                                              f"{err.message}", command))
+        return replace(
+            base, error=ProbeError(err.kind, f"the target Python {python} could not be run: {err.message}", command)
+        )
     if err is not None and err.kind == "timeout":
         limit = err.message.split(" did not answer ", 1)[-1] if " did not answer " in err.message else None
-        message = (f"{python} did not finish {what} {limit}{where}" if limit
-                   else f"{python} {err.message.split(' ', 1)[-1]}{where}")
+        message = (
+            f"{python} did not finish {what} {limit}{where}"
+            if limit
+            else f"{python} {err.message.split(' ', 1)[-1]}{where}"
+        )
         return replace(base, result=None, error=ProbeError("timeout", message, command))
     if err is not None and err.kind == "interrupted":
         return replace(base, error=ProbeError("interrupted", f"{what} was stopped{where}", command))
     if err is not None and err.kind == "crashed":
-        return replace(base, result=None, error=ProbeError(
-            "crashed", f"{python} was killed by {_signal_name(ran.returncode)}{where}", command))
+        return replace(
+            base,
+            result=None,
+            error=ProbeError("crashed", f"{python} was killed by {_signal_name(ran.returncode)}{where}", command),
+        )
     if c.failure is not None:
         message = str(c.failure.get("message") or c.failure.get("kind") or "failed")
-        return replace(base, result=None, error=ProbeError("crashed" if c.failure.get("kind") == "internal"
-                                                           else "unavailable", message, command))
-    if err is not None:   # exit_status
+        return replace(
+            base,
+            result=None,
+            error=ProbeError("crashed" if c.failure.get("kind") == "internal" else "unavailable", message, command),
+        )
+    if err is not None:  # exit_status
         last = _last_line(ran.stderr) or _last_line(ran.stdout) or "no output"
         if last.startswith("SyntaxError"):
             last += f" ({python} is probably too old for envdoctor's {script})"
-        return replace(base, result=None, error=ProbeError(
-            "exit_status", f"{python} exited with status {ran.returncode}{where}: {last}", command))
+        return replace(
+            base,
+            result=None,
+            error=ProbeError("exit_status", f"{python} exited with status {ran.returncode}{where}: {last}", command),
+        )
     if c.result is None:
         if c.other:
-            return replace(base, error=ProbeError("unparseable", f"{python} printed no envdoctor result{where}; "
-                                                  f"its stdout began with: {c.other[0][:200]}", command))
-        return replace(base, error=ProbeError("unparseable", f"{python} exited with status 0{where} without "
-                                              "printing envdoctor's result", command))
+            return replace(
+                base,
+                error=ProbeError(
+                    "unparseable",
+                    f"{python} printed no envdoctor result{where}; its stdout began with: {c.other[0][:200]}",
+                    command,
+                ),
+            )
+        return replace(
+            base,
+            error=ProbeError(
+                "unparseable", f"{python} exited with status 0{where} without printing envdoctor's result", command
+            ),
+        )
     return base
 
 
@@ -326,8 +368,11 @@ class Job:
     idle_timeout: Optional[float] = None
 
 
-def run_children(jobs: Sequence[Job], on_event: Optional[Callable[[int, Dict[str, Any]], None]] = None,
-                 stop: Optional[threading.Event] = None) -> Tuple[Tuple[ChildRun, ...], bool]:
+def run_children(
+    jobs: Sequence[Job],
+    on_event: Optional[Callable[[int, Dict[str, Any]], None]] = None,
+    stop: Optional[threading.Event] = None,
+) -> Tuple[Tuple[ChildRun, ...], bool]:
     """Run ``jobs`` at once; (their runs in order, whether Ctrl-C stopped them).
 
     One child that hangs or dies does not take the others down. On Ctrl-C every child is asked
@@ -338,8 +383,17 @@ def run_children(jobs: Sequence[Job], on_event: Optional[Callable[[int, Dict[str
 
     def one(i: int, job: Job) -> ChildRun:
         hook = (lambda e: on_event(i, e)) if on_event is not None else None
-        return run_child(job.script, job.config, python=job.python, timeout=job.timeout, what=job.what,
-                         env=job.env, on_event=hook, idle_timeout=job.idle_timeout, stop=stop)
+        return run_child(
+            job.script,
+            job.config,
+            python=job.python,
+            timeout=job.timeout,
+            what=job.what,
+            env=job.env,
+            on_event=hook,
+            idle_timeout=job.idle_timeout,
+            stop=stop,
+        )
 
     from concurrent.futures import ThreadPoolExecutor
 
@@ -359,8 +413,9 @@ def run_children(jobs: Sequence[Job], on_event: Optional[Callable[[int, Dict[str
     return runs, interrupted
 
 
-def draw_plot(script: str, spec: Dict[str, Any], python: str, env: Optional[Mapping[str, str]] = None,
-              timeout: float = 60.0) -> Tuple[bool, str, Optional[str]]:
+def draw_plot(
+    script: str, spec: Dict[str, Any], python: str, env: Optional[Mapping[str, str]] = None, timeout: float = 60.0
+) -> Tuple[bool, str, Optional[str]]:
     """Run a plot script (``plot.py``, ``burn/target/plot.py``, ``links/target/plot.py``) on ``spec`` and put the
     PNG at ``spec["path"]``: (written, one line saying so, the failure kind, e.g. "no_matplotlib").
 
@@ -378,25 +433,33 @@ def draw_plot(script: str, spec: Dict[str, Any], python: str, env: Optional[Mapp
     if os.path.islink(dest) or (os.path.lexists(dest) and not os.path.isfile(dest)):
         return False, f"no plot written: {shown} exists and is not a regular file", "not_regular"
     parent = os.path.dirname(dest)
-    if not os.path.isdir(parent):     # as -o: envdoctor makes no folder the user did not
-        return False, (f"no plot written: the folder {os.path.dirname(shown) or parent} does not exist "
-                       "(create it, or name a file in a folder that exists)"), "no_folder"
+    if not os.path.isdir(parent):  # as -o: envdoctor makes no folder the user did not
+        return (
+            False,
+            (
+                f"no plot written: the folder {os.path.dirname(shown) or parent} does not exist "
+                "(create it, or name a file in a folder that exists)"
+            ),
+            "no_folder",
+        )
     folder = tempfile.mkdtemp(prefix="envdoctor-plot-")
     try:
         tmp = os.path.join(folder, "plot.png")
         # matplotlib keeps its font cache and settings in MPLCONFIGDIR, else ~/.cache/matplotlib and
         # ~/.config/matplotlib: a private one, removed with the folder, leaves nothing behind
         child_env = dict(os.environ if env is None else env, MPLCONFIGDIR=os.path.join(folder, "matplotlib"))
-        child = run_child(script, dict(spec, path=tmp), python=python, timeout=timeout, env=child_env,
-                          what="the plot")
+        child = run_child(script, dict(spec, path=tmp), python=python, timeout=timeout, env=child_env, what="the plot")
         if child.ok and os.path.isfile(tmp):
             with open(tmp, "rb") as fh:
                 write_atomic(dest, fh.read())
             return True, f"plot written to {shown}", None
         kind = (child.failure or {}).get("kind")
         if kind == "no_matplotlib":
-            return False, (f"no plot written: matplotlib is not installed in {python} "
-                           f"({python} -m pip install matplotlib)"), kind
+            return (
+                False,
+                (f"no plot written: matplotlib is not installed in {python} ({python} -m pip install matplotlib)"),
+                kind,
+            )
         why = child.error.message if child.error else "no answer"
         return False, f"no plot written: {why.replace(tmp, shown)}", kind
     except OSError as exc:

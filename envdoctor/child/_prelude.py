@@ -116,6 +116,7 @@ def _on_term(signum, frame):
 def _envdoctor_run(main):
     try:
         import faulthandler
+
         faulthandler.enable()
     except Exception:
         faulthandler = None
@@ -139,8 +140,11 @@ def _envdoctor_run(main):
         emit("error", error={"kind": "stopped", "message": "stopped by a signal"})
     except Exception as exc:
         import traceback
-        emit("error", error={"kind": "internal", "message": first_line(exc),
-                             "traceback": _text(traceback.format_exc(), 4000)})
+
+        emit(
+            "error",
+            error={"kind": "internal", "message": first_line(exc), "traceback": _text(traceback.format_exc(), 4000)},
+        )
     _sys.stderr.flush()
     if faulthandler is not None:
         try:
@@ -149,4 +153,6 @@ def _envdoctor_run(main):
             pass
     # Skip interpreter teardown: CUDA contexts are slow to destroy and some crash on exit.
     _os._exit(0)
+
+
 # -- end of the prelude; the script follows -----------------------------------------------------

@@ -25,10 +25,10 @@ import time
 if False:  # for readers and linters: these come from _prelude.py, which envdoctor sends first
     from envdoctor.child._prelude import Failure, first_line, stage
 
-REPEATS = 40              # timed repeats per point, at most
+REPEATS = 40  # timed repeats per point, at most
 MIN_REPEATS = 5
-SETTLE_FRACTION = 0.25    # leading repeats treated as warm-up for the median
-CALIBRATE_S = 0.002       # calibration grows its batch until it takes this long
+SETTLE_FRACTION = 0.25  # leading repeats treated as warm-up for the median
+CALIBRATE_S = 0.002  # calibration grows its batch until it takes this long
 
 
 #: envdoctor's dtype names -> torch's (tf32 is float32 with TF32 switched on: :class:`Tf32`).
@@ -186,7 +186,7 @@ def _time_repeats(clock, fn, budget_s, heat, extra):
     per_s = max(per / 1000.0, 1e-9)
     heat_s = float(heat(per) or 0.0) if heat is not None else 0.0
     heat_calls = int(min(heat_s / per_s, 100000)) if heat_s > 0 else 0
-    for _ in range(heat_calls):   # no synchronisation after it: the repeats follow with no gap
+    for _ in range(heat_calls):  # no synchronisation after it: the repeats follow with no gap
         fn()
     warm += heat_calls
     extra["heat_ms"] = heat_calls * per
@@ -204,7 +204,7 @@ def _time_repeats(clock, fn, budget_s, heat, extra):
 
 def settled_median(times):
     """The median of the repeats after the first quarter (the warm-up)."""
-    settled = sorted(times[int(len(times) * SETTLE_FRACTION):])
+    settled = sorted(times[int(len(times) * SETTLE_FRACTION) :])
     mid = len(settled) // 2
     return settled[mid] if len(settled) % 2 else 0.5 * (settled[mid - 1] + settled[mid])
 
@@ -238,9 +238,14 @@ def point_failure(point, exc):
 
 def device_info(torch, index):
     p = torch.cuda.get_device_properties(index)
-    info = {"index": index, "kind": "cuda", "name": p.name,
-            "capability": "%d.%d" % (p.major, p.minor),
-            "multiprocessors": p.multi_processor_count, "memory_bytes": p.total_memory}
+    info = {
+        "index": index,
+        "kind": "cuda",
+        "name": p.name,
+        "capability": "%d.%d" % (p.major, p.minor),
+        "multiprocessors": p.multi_processor_count,
+        "memory_bytes": p.total_memory,
+    }
     l2 = getattr(p, "L2_cache_size", None)
     if isinstance(l2, int) and l2 > 0:
         info["l2_bytes"] = l2
@@ -249,8 +254,7 @@ def device_info(torch, index):
         text = str(uuid)
         info["uuid"] = text if text.startswith(("GPU-", "MIG-")) else "GPU-" + text
     if hasattr(p, "pci_bus_id") and hasattr(p, "pci_domain_id"):
-        info["pci_bus_id"] = "%08X:%02X:%02X.0" % (p.pci_domain_id, p.pci_bus_id,
-                                                   getattr(p, "pci_device_id", 0))
+        info["pci_bus_id"] = "%08X:%02X:%02X.0" % (p.pci_domain_id, p.pci_bus_id, getattr(p, "pci_device_id", 0))
     return info
 
 

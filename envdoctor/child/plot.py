@@ -16,8 +16,16 @@ panel. Answers ``{"path": ...}``, or fails with kind ``no_matplotlib``.
 if False:  # for readers and linters: this comes from _prelude.py, which envdoctor sends first
     from envdoctor.child._prelude import Failure
 
-COLORS = {"fp32": "tab:blue", "tf32": "tab:cyan", "fp16": "tab:green", "bf16": "tab:purple",
-          "mul": "tab:orange", "copy": "tab:cyan", "fwd": "tab:green", "fwd+bwd": "tab:purple"}
+COLORS = {
+    "fp32": "tab:blue",
+    "tf32": "tab:cyan",
+    "fp16": "tab:green",
+    "bf16": "tab:purple",
+    "mul": "tab:orange",
+    "copy": "tab:cyan",
+    "fwd": "tab:green",
+    "fwd+bwd": "tab:purple",
+}
 
 
 def lines_panel(ax, panel, ticker):
@@ -64,15 +72,23 @@ def bars_panel(ax, panel):
 def main(spec):
     try:
         import matplotlib
+
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
         import matplotlib.ticker
     except ImportError as exc:
         raise Failure("no_matplotlib", str(exc)) from None
     panels = spec.get("panels")
-    if panels is None:   # the one-panel spec of the matmul-only bench
-        panels = [{"kind": "lines", "series": spec.get("series", {}), "hlines": spec.get("peaks", {}),
-                   "xlabel": "n (n x n @ n x n)", "ylabel": "TFLOP/s (dashed: datasheet dense peak)"}]
+    if panels is None:  # the one-panel spec of the matmul-only bench
+        panels = [
+            {
+                "kind": "lines",
+                "series": spec.get("series", {}),
+                "hlines": spec.get("peaks", {}),
+                "xlabel": "n (n x n @ n x n)",
+                "ylabel": "TFLOP/s (dashed: datasheet dense peak)",
+            }
+        ]
     fig, axes = plt.subplots(len(panels), 1, figsize=(7, 4.5 * len(panels)), dpi=120, squeeze=False)
     for ax, panel in zip([row[0] for row in axes], panels):
         if panel.get("kind") == "bars":

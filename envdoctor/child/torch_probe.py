@@ -29,9 +29,25 @@ if False:  # for readers and linters: these come from _prelude.py, which envdoct
 
 #: Library file names worth reporting from /proc/self/maps (driver: libcuda, libnvidia-*).
 LIBRARY_PREFIXES = (
-    "libcuda.", "libcudart", "libcudnn", "libcublas", "libcufft", "libcurand", "libcusparse",
-    "libcusolver", "libcupti", "libnccl", "libnvrtc", "libnvJitLink", "libnvjitlink",
-    "libnvToolsExt", "libnvshmem", "libcufile", "libnvidia-ml", "libamdhip64", "libMIOpen",
+    "libcuda.",
+    "libcudart",
+    "libcudnn",
+    "libcublas",
+    "libcufft",
+    "libcurand",
+    "libcusparse",
+    "libcusolver",
+    "libcupti",
+    "libnccl",
+    "libnvrtc",
+    "libnvJitLink",
+    "libnvjitlink",
+    "libnvToolsExt",
+    "libnvshmem",
+    "libcufile",
+    "libnvidia-ml",
+    "libamdhip64",
+    "libMIOpen",
 )
 MAX_LIBRARIES = 80
 #: Warning categories that say nothing about the install (library deprecations, unclosed files).
@@ -95,7 +111,7 @@ def installed_distributions(path=None, others=None):
     mode), and "*" when an entry of sys.path is a file (a zipped egg) or the folders were cut."""
     found = {}
     seen = set()
-    for folder in (sys.path if path is None else path)[:MAX_FOLDERS * 4]:
+    for folder in (sys.path if path is None else path)[: MAX_FOLDERS * 4]:
         folder = folder or "."
         if folder in seen or len(seen) >= MAX_FOLDERS:
             if folder not in seen and others is not None:
@@ -180,7 +196,7 @@ def python_facts():
         "debug": bool(sysconfig.get_config_var("Py_DEBUG")) or hasattr(sys, "gettotalrefcount"),
         "gil_disabled": bool(sysconfig.get_config_var("Py_GIL_DISABLED")),
         "platform": sysconfig.get_platform(),
-        "maxsize_64bit": sys.maxsize > 2 ** 32,
+        "maxsize_64bit": sys.maxsize > 2**32,
         "libc": libc,
         "prefix": prefix,
         "base_prefix": base,
@@ -350,8 +366,7 @@ def torch_facts(report):
     entries = os.environ.get("LD_LIBRARY_PATH", "")
     d["ld_library_path"] = entries or None
     split = [e for e in entries.split(":") if e]
-    d["libraries"] = [{"path": p, "via_ld_library_path": _via_ld_library_path(p, split)}
-                      for p in _libraries()]
+    d["libraries"] = [{"path": p, "via_ld_library_path": _via_ld_library_path(p, split)} for p in _libraries()]
     d["bundled"] = report.attempt("bundled libraries", lambda: _bundled(d["location"]), [])
 
 
@@ -363,8 +378,7 @@ def _nccl(torch):
 
 def _device(report, torch, i):
     dev = {"index": i}
-    props = report.attempt("torch.cuda.get_device_properties(%d)" % i,
-                           lambda: torch.cuda.get_device_properties(i))
+    props = report.attempt("torch.cuda.get_device_properties(%d)" % i, lambda: torch.cuda.get_device_properties(i))
     if props is None:
         return dev
     dev["name"] = getattr(props, "name", None)
@@ -400,8 +414,11 @@ def _tiny_ops(torch, devices):
 def main(config):
     if sys.version_info < (3, 6):
         version = "%d.%d.%d" % tuple(sys.version_info[:3])
-        raise Failure("unsupported_python", "Python %s is too old" % version,
-                      python={"version": version, "executable": sys.executable})
+        raise Failure(
+            "unsupported_python",
+            "Python %s is too old" % version,
+            python={"version": version, "executable": sys.executable},
+        )
     py = python_facts()
     emit("python", python=py)
     torch = {"installed": False}
@@ -410,7 +427,7 @@ def main(config):
         import importlib.util
 
         if importlib.util.find_spec("torch") is not None:
-            if config.get("extensions"):   # the libraries' imports run beside torch's own below
+            if config.get("extensions"):  # the libraries' imports run beside torch's own below
                 early = start_imports(config["extensions"])
             report = TorchReport()
             with warnings.catch_warnings(record=True) as caught:

@@ -83,8 +83,9 @@ class LazyGroup(click.Group):
 
     # A usage error is one line ("Error: Invalid value for '--seconds': 'nan': give a number from 5
     # to 86400 seconds"), not Click's usage, hint and blank line before it: the policy of exit 2.
-    def make_context(self, info_name: Optional[str], args: List[str], parent: Optional[click.Context] = None,
-                     **extra: Any) -> click.Context:
+    def make_context(
+        self, info_name: Optional[str], args: List[str], parent: Optional[click.Context] = None, **extra: Any
+    ) -> click.Context:
         try:
             return super().make_context(info_name, args, parent, **extra)
         except click.UsageError as exc:
@@ -117,7 +118,7 @@ def _one_line(exc: click.UsageError) -> click.UsageError:
     """``exc`` without its context, so that Click shows only its ``Error:`` line (the parameter it
     names stays in the message), and with any value of 80 or more characters in it cut short (a
     5000-character value is not repeated back)."""
-    if isinstance(exc, _SHOWS_HELP):        # ``envdoctor`` alone: Click shows the help, which needs the context
+    if isinstance(exc, _SHOWS_HELP):  # ``envdoctor`` alone: Click shows the help, which needs the context
         return exc
     if isinstance(exc, click.BadParameter) and exc.param_hint is None and exc.param is not None:
         exc.param_hint = exc.param.get_error_hint(exc.ctx) if exc.ctx is not None else None
@@ -161,8 +162,8 @@ def main(argv: Optional[List[str]] = None) -> None:
     from envdoctor.escape import escape_streams
 
     escape_streams(sys.stdout, sys.stderr)
-    if argv is None:     # the program itself (a caller passes argv): a command may end the process
-        own_process()    # once its output is written (clicore.finish)
+    if argv is None:  # the program itself (a caller passes argv): a command may end the process
+        own_process()  # once its output is written (clicore.finish)
     try:
         cli.main(args=argv, prog_name="envdoctor", standalone_mode=True)
     except SystemExit as done:
@@ -174,5 +175,5 @@ def main(argv: Optional[List[str]] = None) -> None:
     except KeyboardInterrupt:
         click.echo("envdoctor: interrupted", err=True)
         sys.exit(EXIT_INTERRUPTED)
-    except BrokenPipeError:            # the reader of the output went away (| head), outside a command
+    except BrokenPipeError:  # the reader of the output went away (| head), outside a command
         closed_pipe()

@@ -8,10 +8,26 @@ from typing import TYPE_CHECKING, Any, Dict, Optional, Tuple
 
 import click
 
-from envdoctor.clicore import (EXIT_INTERNAL, check_formats, color_option, debug_option, emit_page, finish, guarded,
-                               html_options, machine_redactor, make_context, python_option, root_option,
-                               suppress_option, timeout_option, torch_timeout_option, use_color, verbosity,
-                               verbosity_options)
+from envdoctor.clicore import (
+    EXIT_INTERNAL,
+    check_formats,
+    color_option,
+    debug_option,
+    emit_page,
+    finish,
+    guarded,
+    html_options,
+    machine_redactor,
+    make_context,
+    python_option,
+    root_option,
+    suppress_option,
+    timeout_option,
+    torch_timeout_option,
+    use_color,
+    verbosity,
+    verbosity_options,
+)
 from envdoctor.probes import SKIPPABLE, internal_failures, start
 
 if TYPE_CHECKING:
@@ -36,8 +52,12 @@ def redactor_for(facts: Facts) -> Redactor:
 @click.option("--json", "as_json", is_flag=True, help="Print the versioned JSON report (envdoctor.report/1).")
 @click.option("--markdown", is_flag=True, help="Print a Markdown block to paste into a bug report.")
 @click.option("--redact", is_flag=True, help="Mask host name, user name, home paths, GPU UUIDs and serials.")
-@click.option("--skip", multiple=True, type=click.Choice(SKIPPABLE),
-              help="Leave an area out (repeatable); 'torch' skips the slowest probe.")
+@click.option(
+    "--skip",
+    multiple=True,
+    type=click.Choice(SKIPPABLE),
+    help="Leave an area out (repeatable); 'torch' skips the slowest probe.",
+)
 @suppress_option
 @click.option("--bench", "with_bench", is_flag=True, help="Also run a short matmul benchmark.")
 @html_options
@@ -46,9 +66,21 @@ def redactor_for(facts: Facts) -> Redactor:
 @debug_option
 @root_option
 @guarded
-def check(python: Optional[str], timeout: float, torch_timeout: float, as_json: bool, markdown: bool, redact: bool,
-          skip: Tuple[str, ...], suppress: Tuple[str, ...], with_bench: bool, as_html: bool,
-          html_output: Optional[Path], debug: bool, root: Optional[Path]) -> None:
+def check(
+    python: Optional[str],
+    timeout: float,
+    torch_timeout: float,
+    as_json: bool,
+    markdown: bool,
+    redact: bool,
+    skip: Tuple[str, ...],
+    suppress: Tuple[str, ...],
+    with_bench: bool,
+    as_html: bool,
+    html_output: Optional[Path],
+    debug: bool,
+    root: Optional[Path],
+) -> None:
     """Inspect this machine and say what is broken and how to fix it.
 
     Exit status: 0 no errors, 1 errors found, 2 usage error, 3 envdoctor itself failed.
@@ -101,7 +133,7 @@ def check(python: Optional[str], timeout: float, torch_timeout: float, as_json: 
     if broken:
         click.echo(f"envdoctor: could not inspect {', '.join(broken)} (a bug; run with --debug)", err=True)
         sys.exit(EXIT_INTERNAL)
-    finish(exit_code(findings))       # at once: the report is written
+    finish(exit_code(findings))  # at once: the report is written
 
 
 def _text(result: Inspection, color: bool) -> str:
@@ -128,8 +160,13 @@ def _short_bench(facts: Facts, ctx: Context) -> Tuple[Optional[dict], str]:
     from envdoctor.bench.render import render_bench_text
 
     python = facts.python.executable or sys.executable
-    quick: Dict[str, Any] = dict(QUICK)   # the QUICK preset's values are the keyword arguments' types
+    quick: Dict[str, Any] = dict(QUICK)  # the QUICK preset's values are the keyword arguments' types
     # bounded like the torch check: the import, then a few seconds of measurement
-    result = run_bench(python, env=ctx.env, chosen_by=facts.python.chosen_by,
-                       timeout=ctx.torch_timeout + 10 * float(quick["budget"]), **quick)
+    result = run_bench(
+        python,
+        env=ctx.env,
+        chosen_by=facts.python.chosen_by,
+        timeout=ctx.torch_timeout + 10 * float(quick["budget"]),
+        **quick,
+    )
     return to_data(result), "\n" + render_bench_text(result)

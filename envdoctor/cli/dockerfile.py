@@ -14,8 +14,17 @@ from typing import Dict, Optional, Tuple
 import click
 
 from envdoctor import checks
-from envdoctor.clicore import (EXIT_USAGE, color_option, debug_option, guarded, make_context, root_option,
-                               suppress_option, timeout_option, use_color)
+from envdoctor.clicore import (
+    EXIT_USAGE,
+    color_option,
+    debug_option,
+    guarded,
+    make_context,
+    root_option,
+    suppress_option,
+    timeout_option,
+    use_color,
+)
 
 
 def _fail(message: str) -> None:
@@ -46,8 +55,13 @@ def _host_driver(timeout: float, root: Optional[Path]) -> Tuple[Optional[str], s
 @click.command()
 @click.argument("path", required=False, default="Dockerfile", metavar="[PATH]")
 @click.option("--driver", metavar="VERSION", help="Judge the base image against this driver (default: this host's).")
-@click.option("--build-arg", "build_args", multiple=True, metavar="NAME=VALUE",
-              help="An ARG value, as docker build --build-arg gives it (repeatable).")
+@click.option(
+    "--build-arg",
+    "build_args",
+    multiple=True,
+    metavar="NAME=VALUE",
+    help="An ARG value, as docker build --build-arg gives it (repeatable).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the versioned JSON document (envdoctor.dockerfile/1).")
 @timeout_option
 @color_option
@@ -55,8 +69,16 @@ def _host_driver(timeout: float, root: Optional[Path]) -> Tuple[Optional[str], s
 @root_option
 @suppress_option
 @guarded
-def dockerfile(path: str, driver: Optional[str], build_args: Tuple[str, ...], as_json: bool, timeout: float,
-               debug: bool, root: Optional[Path], suppress: Tuple[str, ...] = ()) -> None:
+def dockerfile(
+    path: str,
+    driver: Optional[str],
+    build_args: Tuple[str, ...],
+    as_json: bool,
+    timeout: float,
+    debug: bool,
+    root: Optional[Path],
+    suppress: Tuple[str, ...] = (),
+) -> None:
     """Lint a Dockerfile for the GPU stack: the base image's CUDA against the driver, torch from the
     right index, NGC's torch kept, extension pins, flash-attn builds, the NVIDIA variables.
 
@@ -78,9 +100,10 @@ def dockerfile(path: str, driver: Optional[str], build_args: Tuple[str, ...], as
         if parsed is not None and parsed.count(".") == 0:
             _fail(f"--driver {driver}: give the full driver version (such as {driver}.65.06), not only its branch")
         driver_source = "--driver"
-    if path == "-" and not os.path.exists(path):     # docker build's "-" is its standard input
-        _fail("-: the Dockerfile is not read from standard input; give its path (envdoctor dockerfile "
-              "path/to/Dockerfile)")
+    if path == "-" and not os.path.exists(path):  # docker build's "-" is its standard input
+        _fail(
+            "-: the Dockerfile is not read from standard input; give its path (envdoctor dockerfile path/to/Dockerfile)"
+        )
     try:
         text = read_input(path)
     except InputError as exc:
@@ -98,8 +121,11 @@ def dockerfile(path: str, driver: Optional[str], build_args: Tuple[str, ...], as
         driver, driver_source = _host_driver(timeout, root)
     table, _ = load_table_or_error()
     ext, _ = try_load()
-    found = tuple(checks.kept(lint(parsed_file, table, ext, driver, driver_source, path=path), suppress,
-                              lambda item: item.finding))
+    found = tuple(
+        checks.kept(
+            lint(parsed_file, table, ext, driver, driver_source, path=path), suppress, lambda item: item.finding
+        )
+    )
     if as_json:
         from envdoctor.documents import dumps
 

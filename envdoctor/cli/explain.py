@@ -1,10 +1,10 @@
 """``envdoctor explain``: what a finding code means, and the list of every code.
 
-    $ envdoctor explain ED205
-    ED205  torch's CUDA is newer than the driver runs
-      area       torch (ED200-ED299: torch in the target Python: ...)
-      severity   error or warning
-    ...
+$ envdoctor explain ED205
+ED205  torch's CUDA is newer than the driver runs
+  area       torch (ED200-ED299: torch in the target Python: ...)
+  severity   error or warning
+...
 """
 
 from __future__ import annotations
@@ -30,10 +30,14 @@ def _wrap(text: str) -> List[str]:
 def explain_lines(entry: Code, style: Style) -> List[str]:
     where = range_of(entry.code)
     span = f" (ED{where.first}-ED{where.last}: {where.covers})" if where else ""
-    lines = [style(f"{entry.code}  {entry.title}", "bold"),
-             f"  area       {entry.area}{span}",
-             f"  severity   {' or '.join(entry.severities)}",
-             "", style("What it means", "bold"), *_wrap(entry.meaning)]
+    lines = [
+        style(f"{entry.code}  {entry.title}", "bold"),
+        f"  area       {entry.area}{span}",
+        f"  severity   {' or '.join(entry.severities)}",
+        "",
+        style("What it means", "bold"),
+        *_wrap(entry.meaning),
+    ]
     if entry.fix:
         lines += ["", style("Fix", "bold"), *_wrap(entry.fix)]
     if entry.references:
@@ -98,11 +102,25 @@ def explain_document(entries: Sequence[Code]) -> ExplainDocument:
     """``{"schema": "envdoctor.explain/1", "codes": [{"code": "ED205", "title": ..., ...}], "ranges": [...]}``."""
     from envdoctor.documents import document
 
-    return {"schema": document("explain").schema,
-            "codes": [{"code": e.code, "title": e.title, "area": e.area, "severities": list(e.severities),
-                       "meaning": e.meaning, "fix": e.fix, "references": list(e.references)} for e in entries],
-            "ranges": [{"first": f"ED{r.first}", "last": f"ED{r.last}", "name": r.name, "covers": r.covers,
-                        "reserved": r.reserved} for r in RANGES]}
+    return {
+        "schema": document("explain").schema,
+        "codes": [
+            {
+                "code": e.code,
+                "title": e.title,
+                "area": e.area,
+                "severities": list(e.severities),
+                "meaning": e.meaning,
+                "fix": e.fix,
+                "references": list(e.references),
+            }
+            for e in entries
+        ],
+        "ranges": [
+            {"first": f"ED{r.first}", "last": f"ED{r.last}", "name": r.name, "covers": r.covers, "reserved": r.reserved}
+            for r in RANGES
+        ],
+    }
 
 
 def _known(ctx: click.Context, param: click.Parameter, values: Tuple[str, ...]) -> Tuple[Code, ...]:
@@ -111,8 +129,11 @@ def _known(ctx: click.Context, param: click.Parameter, values: Tuple[str, ...]) 
         entry = lookup(value)
         if entry is None:
             where = range_of(value)
-            why = (f"no finding has this code (ED{where.first}-ED{where.last} are {where.name} codes)"
-                   if where else "finding codes look like ED205")
+            why = (
+                f"no finding has this code (ED{where.first}-ED{where.last} are {where.name} codes)"
+                if where
+                else "finding codes look like ED205"
+            )
             raise click.BadParameter(f"{value}: {why}; envdoctor explain --list shows every code")
         entries.append(entry)
     return tuple(entries)

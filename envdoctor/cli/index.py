@@ -39,14 +39,22 @@ from envdoctor.documents import document, dumps, stamp
 from envdoctor.facts.python import IndexConfig
 from envdoctor.redact import mask_text
 from envdoctor.wheels import (
-    FALLBACK_BASE, IndexClient, Target, TargetError, VariantListing, best, check_variant_name,
-    exit_code, listing_from_table, summary,
+    FALLBACK_BASE,
+    IndexClient,
+    Target,
+    TargetError,
+    VariantListing,
+    best,
+    check_variant_name,
+    exit_code,
+    listing_from_table,
+    summary,
 )
 from envdoctor.wheels.report import EXIT_NETWORK, provenance
 
 log = logging.getLogger(__name__)
-SCHEMA = document("index").schema     # "envdoctor.index/1", envdoctor/schemas/index-1.json
-JSON_VERSION: Literal["1"] = "1"   # the document's older marker, kept for the scripts that read it
+SCHEMA = document("index").schema  # "envdoctor.index/1", envdoctor/schemas/index-1.json
+JSON_VERSION: Literal["1"] = "1"  # the document's older marker, kept for the scripts that read it
 
 
 class TargetOf(TypedDict):
@@ -99,12 +107,19 @@ class IndexDocument(_IndexKeys, total=False):
     """What each wheel-index variant holds for the target interpreter, and the newest compatible
     release. 'version' is the older marker of the same document. Credentials in URLs are masked."""
 
-    index_source: Annotated[str, Json(description="where index_url comes from: --index-url, "
-                                                  "ENVDOCTOR_INDEX_URL, the user's pip/uv configuration, "
-                                                  "envdoctor's table")]
+    index_source: Annotated[
+        str,
+        Json(
+            description="where index_url comes from: --index-url, "
+            "ENVDOCTOR_INDEX_URL, the user's pip/uv configuration, "
+            "envdoctor's table"
+        ),
+    ]
     configured_indexes: List[IndexEntry]
-    proxies: Annotated[Dict[str, str], Json(description="proxy variables and pip's proxy setting (masked); "
-                                                        "requests honours the variables")]
+    proxies: Annotated[
+        Dict[str, str],
+        Json(description="proxy variables and pip's proxy setting (masked); requests honours the variables"),
+    ]
 
 
 def _load_table() -> Optional[Any]:
@@ -125,7 +140,7 @@ def _table_variants(table: Optional[Any]) -> Tuple[str, ...]:
 
 
 def _kind(table: Optional[Any], name: str) -> str:
-    """"cuda", "rocm", "cpu", "xpu": from the table when it knows the variant, else the name."""
+    """ "cuda", "rocm", "cpu", "xpu": from the table when it knows the variant, else the name."""
     for v in getattr(table, "variants", ()):
         if v.name == name and getattr(v, "kind", None):
             return str(v.kind)
@@ -146,8 +161,7 @@ class _Unusable(click.ClickException):
     exit_code = 2
 
 
-def _target(python: Optional[str], python_version: Optional[str], platform: Optional[str],
-            timeout: float) -> Target:
+def _target(python: Optional[str], python_version: Optional[str], platform: Optional[str], timeout: float) -> Target:
     try:
         if python:
             target = Target.from_interpreter(python, timeout=timeout)
@@ -157,44 +171,72 @@ def _target(python: Optional[str], python_version: Optional[str], platform: Opti
             return Target.for_python(version, platform)
         return Target.current()
     except TargetError as exc:
-        if python:   # an interpreter that cannot answer is unusable input (2), as in recommend
+        if python:  # an interpreter that cannot answer is unusable input (2), as in recommend
             raise _Unusable(mask_text(str(exc))) from None
         raise click.UsageError(str(exc)) from None
 
 
 @click.command("index")
 @click.argument("variants", nargs=-1, metavar="[VARIANT]...", callback=_check_variants)
-@click.option("--all", "all_", is_flag=True,
-              help="Every variant the table knows plus any the index root lists.")
-@click.option("--package", type=click.Choice(["torch", "torchvision", "torchaudio"]),
-              default="torch", show_default=True, help="Package whose wheels are listed.")
-@click.option("--python", "python", metavar="PATH",
-              type=FilePath(exists=True, dir_okay=False),
-              help="Match wheels for this interpreter (default: envdoctor's own).")
+@click.option("--all", "all_", is_flag=True, help="Every variant the table knows plus any the index root lists.")
+@click.option(
+    "--package",
+    type=click.Choice(["torch", "torchvision", "torchaudio"]),
+    default="torch",
+    show_default=True,
+    help="Package whose wheels are listed.",
+)
+@click.option(
+    "--python",
+    "python",
+    metavar="PATH",
+    type=FilePath(exists=True, dir_okay=False),
+    help="Match wheels for this interpreter (default: envdoctor's own).",
+)
 @click.option("--python-version", metavar="X.Y", help="Match wheels for CPython X.Y (3.13t: free-threaded).")
-@click.option("--platform", metavar="TAG",
-              help="Best platform tag of the target machine, e.g. manylinux_2_28_x86_64.")
-@click.option("--index-url", metavar="URL", envvar="ENVDOCTOR_INDEX_URL", callback=check_index_url,
-              help="Base that variants are appended to (a mirror); env ENVDOCTOR_INDEX_URL.")
+@click.option("--platform", metavar="TAG", help="Best platform tag of the target machine, e.g. manylinux_2_28_x86_64.")
+@click.option(
+    "--index-url",
+    metavar="URL",
+    envvar="ENVDOCTOR_INDEX_URL",
+    callback=check_index_url,
+    help="Base that variants are appended to (a mirror); env ENVDOCTOR_INDEX_URL.",
+)
 @click.option("--offline", is_flag=True, help="Use only the cache and the bundled table.")
 @click.option("--refresh", is_flag=True, help="Ignore the cache and ask the index again.")
 @click.option("--json", "as_json", is_flag=True, help="Print a versioned JSON document.")
-@click.option("--timeout", type=seconds(), default=10.0, show_default=True,
-              help="Seconds each request may take, all of it (and --python's interpreter to answer).")
-@click.option("--ttl", type=Number(0, 10 ** 9, unit="seconds"), default=3600.0, hidden=True,
-              envvar="ENVDOCTOR_INDEX_TTL")
-@click.option("--retries", type=Number(0, 20, integer=True), default=2, hidden=True,
-              envvar="ENVDOCTOR_INDEX_RETRIES")
-@click.option("--backoff", type=seconds(0, 60), default=0.3, hidden=True,
-              envvar="ENVDOCTOR_INDEX_BACKOFF")
+@click.option(
+    "--timeout",
+    type=seconds(),
+    default=10.0,
+    show_default=True,
+    help="Seconds each request may take, all of it (and --python's interpreter to answer).",
+)
+@click.option("--ttl", type=Number(0, 10**9, unit="seconds"), default=3600.0, hidden=True, envvar="ENVDOCTOR_INDEX_TTL")
+@click.option("--retries", type=Number(0, 20, integer=True), default=2, hidden=True, envvar="ENVDOCTOR_INDEX_RETRIES")
+@click.option("--backoff", type=seconds(0, 60), default=0.3, hidden=True, envvar="ENVDOCTOR_INDEX_BACKOFF")
 @color_option
 @debug_option
 @root_option
 @guarded
-def index(variants: Tuple[str, ...], all_: bool, package: str, python: Optional[str],
-          python_version: Optional[str], platform: Optional[str], index_url: Optional[str],
-          offline: bool, refresh: bool, as_json: bool, timeout: float, ttl: float, retries: int,
-          backoff: float, debug: bool, root: Optional[Path] = None) -> None:
+def index(
+    variants: Tuple[str, ...],
+    all_: bool,
+    package: str,
+    python: Optional[str],
+    python_version: Optional[str],
+    platform: Optional[str],
+    index_url: Optional[str],
+    offline: bool,
+    refresh: bool,
+    as_json: bool,
+    timeout: float,
+    ttl: float,
+    retries: int,
+    backoff: float,
+    debug: bool,
+    root: Optional[Path] = None,
+) -> None:
     """Does the wheel index for VARIANT (cu117, cu128, cpu, rocm6.2, ...) exist, and which
     PACKAGE versions have a wheel for the target Python?
 
@@ -215,15 +257,17 @@ def index(variants: Tuple[str, ...], all_: bool, package: str, python: Optional[
         raise click.UsageError(f"name one or more variants, e.g. cu128 cpu, or use --all{hint}")
     target = _target(python, python_version, platform, timeout)
     base, base_source, configured = _base(index_url, table, root)
-    with IndexClient(base, ttl=ttl, offline=offline, refresh=refresh, timeout=timeout,
-                     retries=retries, backoff=backoff) as client:
+    with IndexClient(
+        base, ttl=ttl, offline=offline, refresh=refresh, timeout=timeout, retries=retries, backoff=backoff
+    ) as client:
         if all_:
             listings = client.all_variants(list(known) + list(variants), package, target)
         else:
             listings = client.variants(variants, package, target)
         if offline and table is not None:
-            listings = tuple(listing_from_table(table, item, target) if item.source == "none"
-                             else item for item in listings)
+            listings = tuple(
+                listing_from_table(table, item, target) if item.source == "none" else item for item in listings
+            )
         winner = best(listings)
         if winner is None and not all_ and not offline and any(i.exists for i in listings):
             # Nothing here fits this Python: say where the newest wheel of the same kind is.
@@ -252,12 +296,12 @@ def _base(index_url: Optional[str], table: Optional[Any], root: Optional[Path]) 
 
     ctx = make_context(None, 10.0, root)
     env = ctx.env
-    configured, torch_base = read_index_config(ctx)       # read once, for both
+    configured, torch_base = read_index_config(ctx)  # read once, for both
     if index_url:
         given = click.get_current_context().get_parameter_source("index_url")
         from_env = given is not None and given.name == "ENVIRONMENT"
         return index_url, ("ENVDOCTOR_INDEX_URL" if from_env else "--index-url"), configured
-    if table is None and configured.torch_base_source is None:   # default_choice would load the broken table again
+    if table is None and configured.torch_base_source is None:  # default_choice would load the broken table again
         return FALLBACK_BASE, "envdoctor's built-in default", configured
     base, source = default_choice(env, torch_base)
     return base, source, configured
@@ -268,7 +312,7 @@ def _configured_lines(base_source: str, configured: IndexConfig) -> List[str]:
     lines = []
     if base_source.startswith("your pip/uv configuration"):
         lines.append(f"  base from {base_source}; --index-url overrides it")
-    elif "; your pip/uv configuration's " in base_source:     # configured, but not a usable URL
+    elif "; your pip/uv configuration's " in base_source:  # configured, but not a usable URL
         lines.append("  " + base_source.split("; ", 1)[1] + "; the base above is used instead")
     for name, value in configured.proxies.items():
         lines.append(f"  proxy: {name}={value}")
@@ -277,19 +321,29 @@ def _configured_lines(base_source: str, configured: IndexConfig) -> List[str]:
 
 def _configured_keys(doc: IndexDocument, base_source: str, configured: IndexConfig) -> None:
     doc["index_source"] = base_source
-    doc["configured_indexes"] = [{"url": i.url, "role": i.role, "tool": i.tool, "source": i.source}
-                                 for i in configured.indexes]
+    doc["configured_indexes"] = [
+        {"url": i.url, "role": i.role, "tool": i.tool, "source": i.source} for i in configured.indexes
+    ]
     doc["proxies"] = dict(configured.proxies)
 
 
-def _text(client: IndexClient, package: str, target: Target, offline: bool,
-          listings: Sequence[VariantListing], winner: Optional[VariantListing],
-          no_table: bool) -> List[str]:
+def _text(
+    client: IndexClient,
+    package: str,
+    target: Target,
+    offline: bool,
+    listings: Sequence[VariantListing],
+    winner: Optional[VariantListing],
+    no_table: bool,
+) -> List[str]:
     py = target.short
     lines = [f"index: {client.shown_base}  target: {py} ({target.description})"]
     if offline:
-        lines.append("offline: answers come from the cache"
-                     + ("" if no_table else " and the bundled table") + "; nothing was fetched")
+        lines.append(
+            "offline: answers come from the cache"
+            + ("" if no_table else " and the bundled table")
+            + "; nothing was fetched"
+        )
     for item in listings:
         line = summary(item, target)
         if item.exists and not item.compatible and winner is not None and winner is not item:
@@ -299,22 +353,29 @@ def _text(client: IndexClient, package: str, target: Target, offline: bool,
         if origin:
             lines.append(f"  ({origin})")
     if not listings:
-        lines.append("no variants to ask: the bundled table is not available and the index root "
-                     "lists none; name them, e.g. envdoctor index cu128 cpu")
+        lines.append(
+            "no variants to ask: the bundled table is not available and the index root "
+            "lists none; name them, e.g. envdoctor index cu128 cpu"
+        )
     if winner is not None:
         lines.append(f"newest {package} for {py}: {winner.newest} on {winner.variant}")
         lines.append(f"  pip install {package}=={winner.newest} --index-url {winner.url}")
     elif listings and all(i.exists is None for i in listings) and not offline:
-        lines.append("could not read the index; check the network, a proxy (HTTPS_PROXY) "
-                     "or --index-url")
+        lines.append("could not read the index; check the network, a proxy (HTTPS_PROXY) or --index-url")
     if no_table and offline:
         lines.append("note: the bundled compatibility table could not be loaded")
     return lines
 
 
-def _document(client: IndexClient, package: str, target: Target, offline: bool,
-              listings: Sequence[VariantListing], winner: Optional[VariantListing],
-              code: int) -> IndexDocument:
+def _document(
+    client: IndexClient,
+    package: str,
+    target: Target,
+    offline: bool,
+    listings: Sequence[VariantListing],
+    winner: Optional[VariantListing],
+    code: int,
+) -> IndexDocument:
     return {
         "schema": SCHEMA,
         "version": JSON_VERSION,
@@ -328,9 +389,12 @@ def _document(client: IndexClient, package: str, target: Target, offline: bool,
             "platforms": list(target.platforms),
             "description": target.description,
         },
-        "variants": [cast(Listed, item.to_dict()) for item in listings],      # VariantListing's fields too
-        "newest": (None if winner is None or winner.newest is None     # best() gives one with a release
-                   else {"variant": winner.variant, "version": winner.newest, "index_url": winner.url}),
+        "variants": [cast(Listed, item.to_dict()) for item in listings],  # VariantListing's fields too
+        "newest": (
+            None
+            if winner is None or winner.newest is None  # best() gives one with a release
+            else {"variant": winner.variant, "version": winner.newest, "index_url": winner.url}
+        ),
         "exit_code": code,
         "network_failure": code == EXIT_NETWORK,
     }

@@ -45,47 +45,115 @@ def _fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
 
 
 @click.command()
-@click.option("--route", type=click.Choice(["system", "conda", "docker"]), default=None,
-              help="Plan this route (default: choose one and say why).")
-@click.option("--torch", "torch_spec", metavar="SPEC", default=None,
-              help='A torch version or PEP 440 specifier: "2.7" (2.7.*), "2.7.1", ">=2.4,<2.6". '
-                   "Default: the newest that works here.")
+@click.option(
+    "--route",
+    type=click.Choice(["system", "conda", "docker"]),
+    default=None,
+    help="Plan this route (default: choose one and say why).",
+)
+@click.option(
+    "--torch",
+    "torch_spec",
+    metavar="SPEC",
+    default=None,
+    help='A torch version or PEP 440 specifier: "2.7" (2.7.*), "2.7.1", ">=2.4,<2.6". '
+    "Default: the newest that works here.",
+)
 @python_option
 @click.option("--json", "as_json", is_flag=True, help='Print the versioned JSON plan ("envdoctor.plan/1").')
-@click.option("--script", "script_arg", type=FilePath(dir_okay=False, allow_empty=True), default=None,
-              metavar="FILE", help="Also write the commands as a shell script (set -e, comments) to review.")
+@click.option(
+    "--script",
+    "script_arg",
+    type=FilePath(dir_okay=False, allow_empty=True),
+    default=None,
+    metavar="FILE",
+    help="Also write the commands as a shell script (set -e, comments) to review.",
+)
 @click.option("--force", is_flag=True, help="Let --script overwrite an existing file.")
 @click.option("--with-nvcc", is_flag=True, help="Also install nvcc (the CUDA toolkit matching torch's CUDA).")
-@click.option("--with", "with_spec", metavar="LIBS", default=None,
-              help="Also plan these libraries above torch, versions optional: vllm,flash-attn,xformers "
-                   "(a torch every pin accepts; no install replaces it).")
+@click.option(
+    "--with",
+    "with_spec",
+    metavar="LIBS",
+    default=None,
+    help="Also plan these libraries above torch, versions optional: vllm,flash-attn,xformers "
+    "(a torch every pin accepts; no install replaces it).",
+)
 @click.option("--offline", is_flag=True, help="Do not ask the wheel index; the bundled table decides.")
-@click.option("--index-url", metavar="URL", envvar="ENVDOCTOR_INDEX_URL", callback=check_index_url,
-              help="Wheel index base (a mirror of download.pytorch.org/whl); also ENVDOCTOR_INDEX_URL.")
-@click.option("--driver", metavar="VERSION", default=None,
-              help='What if: this driver version (570.133.20), or "none" for no driver.')
-@click.option("--gpu", "gpus", metavar="NAME|CC", multiple=True,
-              help='What if: this GPU ("RTX 3090 Ti", H100, 8.6, sm_120, MI300X); repeatable.')
+@click.option(
+    "--index-url",
+    metavar="URL",
+    envvar="ENVDOCTOR_INDEX_URL",
+    callback=check_index_url,
+    help="Wheel index base (a mirror of download.pytorch.org/whl); also ENVDOCTOR_INDEX_URL.",
+)
+@click.option(
+    "--driver",
+    metavar="VERSION",
+    default=None,
+    help='What if: this driver version (570.133.20), or "none" for no driver.',
+)
+@click.option(
+    "--gpu",
+    "gpus",
+    metavar="NAME|CC",
+    multiple=True,
+    help='What if: this GPU ("RTX 3090 Ti", H100, 8.6, sm_120, MI300X); repeatable.',
+)
 @click.option("--no-gpu", is_flag=True, help="What if: no GPU at all.")
 @click.option("--python-version", metavar="X.Y", default=None, help="What if: this Python (3.12, 3.13t).")
-@click.option("--os", "os_", metavar="ID:VERSION", default=None,
-              help="What if: this distribution (ubuntu:22.04, debian:12, rhel:9).")
-@click.option("--arch", type=click.Choice(["x86_64", "aarch64", "amd64", "arm64"]), default=None,
-              help="What if: this CPU architecture.")
+@click.option(
+    "--os",
+    "os_",
+    metavar="ID:VERSION",
+    default=None,
+    help="What if: this distribution (ubuntu:22.04, debian:12, rhel:9).",
+)
+@click.option(
+    "--arch",
+    type=click.Choice(["x86_64", "aarch64", "amd64", "arm64"]),
+    default=None,
+    help="What if: this CPU architecture.",
+)
 @click.option("--glibc", metavar="X.Y", default=None, help="What if: this glibc (2.27 on Ubuntu 18.04).")
-@click.option("--from", "from_arg", type=FilePath(dir_okay=False, allow_empty=True), default=None,
-              metavar="REPORT.json", help="Plan for the machine of a report saved by `envdoctor check --json`.")
+@click.option(
+    "--from",
+    "from_arg",
+    type=FilePath(dir_okay=False, allow_empty=True),
+    default=None,
+    metavar="REPORT.json",
+    help="Plan for the machine of a report saved by `envdoctor check --json`.",
+)
 @html_options
 @timeout_option
 @debug_option
 @root_option
 @guarded
-def recommend(route: Route | None, torch_spec: str | None, python: str | None, as_json: bool,
-              script_arg: str | None, force: bool, with_nvcc: bool, offline: bool, index_url: str | None,
-              driver: str | None, gpus: tuple[str, ...], no_gpu: bool, python_version: str | None,
-              os_: str | None, arch: str | None, glibc: str | None, from_arg: str | None,
-              timeout: float, debug: bool, root: Path | None, with_spec: str | None = None,
-              as_html: bool = False, html_output: Path | None = None) -> None:
+def recommend(
+    route: Route | None,
+    torch_spec: str | None,
+    python: str | None,
+    as_json: bool,
+    script_arg: str | None,
+    force: bool,
+    with_nvcc: bool,
+    offline: bool,
+    index_url: str | None,
+    driver: str | None,
+    gpus: tuple[str, ...],
+    no_gpu: bool,
+    python_version: str | None,
+    os_: str | None,
+    arch: str | None,
+    glibc: str | None,
+    from_arg: str | None,
+    timeout: float,
+    debug: bool,
+    root: Path | None,
+    with_spec: str | None = None,
+    as_html: bool = False,
+    html_output: Path | None = None,
+) -> None:
     """Say which route, torch and wheel to install here, as exact commands.
 
     \b
@@ -111,7 +179,7 @@ def recommend(route: Route | None, torch_spec: str | None, python: str | None, a
         from envdoctor.atomic import what_it_is
 
         kind = what_it_is(script.stat().st_mode)
-        if kind is not None:                   # --force would not help: only a regular file is replaced
+        if kind is not None:  # --force would not help: only a regular file is replaced
             _fail(f"cannot write {script}: it is {kind}, not a regular file (give --script a file's path)")
         if not force:
             _fail(f"{script} exists; pass --force to overwrite it")
@@ -124,36 +192,38 @@ def recommend(route: Route | None, torch_spec: str | None, python: str | None, a
         _check_python(python, from_report, python_version)
     table = _table()
     if spec is not None and torch_spec is not None:
-        unknown = unknown_torch(table, spec, torch_spec.strip())     # a long one is refused by parse_torch_spec
+        unknown = unknown_torch(table, spec, torch_spec.strip())  # a long one is refused by parse_torch_spec
         if unknown:
             _fail(f"--torch: {unknown}; give a known version, or leave --torch out for the newest that works")
     asked = spec_variant(torch_spec)
     if asked and table.variant(asked) is None:
         known = ", ".join(v.name for v in table.variants if v.kind in ("cuda", "cpu"))
-        _fail(f"--torch {torch_spec.strip() if torch_spec else ''}: envdoctor's table knows no wheel variant "
-              f"{asked} (it knows {known})")
+        _fail(
+            f"--torch {torch_spec.strip() if torch_spec else ''}: envdoctor's table knows no wheel variant "
+            f"{asked} (it knows {known})"
+        )
     overrides = Overrides(driver, gpus, no_gpu, python_version, os_, arch, glibc)
     try:
-        overrides.check()           # refuse Windows, an empty or malformed value, before probing anything
+        overrides.check()  # refuse Windows, an empty or malformed value, before probing anything
         machine = _machine(table, overrides, route, from_report, python, timeout, root, debug)
         machine = apply_overrides(machine, overrides, table)
     except WhatIfError as exc:
         _fail(str(exc))
     configured = None
-    if index_url is None and from_report is None:     # the user's pip/uv index, not another machine's
+    if index_url is None and from_report is None:  # the user's pip/uv index, not another machine's
         index_url, configured = _configured_index(root)
     available = None if offline else _availability(machine, index_url, timeout)
     env_name, export = _index_env(index_url)
     if stack is None:
         plan = make_plan(machine, table, route, torch_spec, with_nvcc, available, index_url, env_name, export)
     else:
-        plan = _stack_plan(stack, machine, table, route, torch_spec, with_nvcc, available, index_url, env_name,
-                           export)
+        plan = _stack_plan(stack, machine, table, route, torch_spec, with_nvcc, available, index_url, env_name, export)
     if as_html:
         from envdoctor.render.plan_page import plan_page
 
-        emit_page(plan_page(stamp(plan_document(plan), 0 if plan.ok else 1), machine_redactor()), html_output,
-                  "recommend")
+        emit_page(
+            plan_page(stamp(plan_document(plan), 0 if plan.ok else 1), machine_redactor()), html_output, "recommend"
+        )
     elif as_json:
         click.echo(mask_text(render_json.dumps(stamp(plan_document(plan), 0 if plan.ok else 1))))
     else:
@@ -190,21 +260,32 @@ def _stack_wants(with_spec: str, torch_spec: str | None) -> tuple:
     why = conflict(torch_spec, cands)
     if why:
         _fail(why)
-    if torch_spec and cands and cands[0].torch is not None:   # --torch narrows the releases the pins allow
+    if torch_spec and cands and cands[0].torch is not None:  # --torch narrows the releases the pins allow
         from envdoctor.advise.request import parse_torch_spec
 
         spec = parse_torch_spec(torch_spec)
         cands = [c for c in cands if spec is None or spec.contains(c.torch or "", prereleases=True)]
     if not cands:
         asked = ", ".join(f"{w.name}=={w.version}" if w.version else w.name for w in wants)
-        _fail(f"--with {asked}: no torch release satisfies every pin in data/extensions.toml "
-              "(the releases it knows); leave a version out to let envdoctor choose")
+        _fail(
+            f"--with {asked}: no torch release satisfies every pin in data/extensions.toml "
+            "(the releases it knows); leave a version out to let envdoctor choose"
+        )
     return wants, cands, ext
 
 
-def _stack_plan(stack: tuple, machine: Machine, table: Table, route: Route | None, torch_spec: str | None,
-                with_nvcc: bool, available: Availability | None, index_url: str | None, env_name: str | None,
-                export: str | None) -> Plan:
+def _stack_plan(
+    stack: tuple,
+    machine: Machine,
+    table: Table,
+    route: Route | None,
+    torch_spec: str | None,
+    with_nvcc: bool,
+    available: Availability | None,
+    index_url: str | None,
+    env_name: str | None,
+    export: str | None,
+) -> Plan:
     """The first torch every library's pin accepts that the machine runs, with the libraries' steps."""
     from envdoctor.advise.recommend import recommend as make_plan
     from envdoctor.advise.stack import torch_specs, with_stack
@@ -214,8 +295,11 @@ def _stack_plan(stack: tuple, machine: Machine, table: Table, route: Route | Non
     fitting = [c for c in cands if c.for_python(machine.python)] if route != "docker" else cands
     if not fitting:
         pins = ", ".join(f"{n} {v}" for n, v in cands[0].releases.items())
-        _fail(f"--with: no release envdoctor knows ({pins} and older) has wheels for Python {machine.python}; "
-              "plan for another Python with --python-version", 1)
+        _fail(
+            f"--with: no release envdoctor knows ({pins} and older) has wheels for Python {machine.python}; "
+            "plan for another Python with --python-version",
+            1,
+        )
     for cand in fitting:
         # the docker route runs an image with its own torch: the pins choose the image, not a wheel
         specs: list[str | None] = list(torch_specs(cand)) if route != "docker" else []
@@ -244,15 +328,21 @@ def _check_python(python: str, from_report: Path | None, python_version: str | N
     from envdoctor.child import find_python
 
     if not python.strip():
-        _fail("--python is empty: give the interpreter to plan for (e.g. /opt/venv/bin/python), "
-              "or leave it out for python3 on PATH")
+        _fail(
+            "--python is empty: give the interpreter to plan for (e.g. /opt/venv/bin/python), "
+            "or leave it out for python3 on PATH"
+        )
     if from_report is not None:
-        _fail(f"--python and --from contradict each other: --from plans for the machine of {from_report} "
-              "and its Python; leave one out")
+        _fail(
+            f"--python and --from contradict each other: --from plans for the machine of {from_report} "
+            "and its Python; leave one out"
+        )
     if python_version is not None:
-        _fail("--python and --python-version contradict each other: --python plans for that interpreter "
-              "(its version is read from it), --python-version for a Python of that version you have not "
-              "made yet; leave one out")
+        _fail(
+            "--python and --python-version contradict each other: --python plans for that interpreter "
+            "(its version is read from it), --python-version for a Python of that version you have not "
+            "made yet; leave one out"
+        )
     found, _ = find_python(python, os.environ)
     if found is not None:
         return
@@ -264,8 +354,10 @@ def _check_python(python: str, from_report: Path | None, python_version: str | N
         why = "is a folder"
     else:
         why = "not executable"
-    _fail(f"--python {python}: {why}; give an interpreter that runs (e.g. /opt/venv/bin/python), or leave "
-          "--python out to plan for python3 on PATH (or a new virtual environment)")
+    _fail(
+        f"--python {python}: {why}; give an interpreter that runs (e.g. /opt/venv/bin/python), or leave "
+        "--python out to plan for python3 on PATH (or a new virtual environment)"
+    )
 
 
 def _configured_index(root: Path | None = None) -> tuple[str | None, str | None]:
@@ -304,17 +396,34 @@ def _table() -> Table:
 
         return load_table()
     except Exception as exc:  # a broken data file: nothing can be planned
-        _fail(f"envdoctor's compatibility table could not be loaded ({type(exc).__name__}: {exc}); "
-              "reinstall envdoctor", EXIT_INTERNAL)
+        _fail(
+            f"envdoctor's compatibility table could not be loaded ({type(exc).__name__}: {exc}); reinstall envdoctor",
+            EXIT_INTERNAL,
+        )
 
 
 #: The key of a report's ``facts`` that holds each area the advisor knows of (advise.machine.AREAS).
-_REPORT_KEY = {"system": "system", "gpu": "pci", "driver": "driver", "python": "python", "conda": "conda",
-               "docker": "docker", "toolkits": "toolkits"}
+_REPORT_KEY = {
+    "system": "system",
+    "gpu": "pci",
+    "driver": "driver",
+    "python": "python",
+    "conda": "conda",
+    "docker": "docker",
+    "toolkits": "toolkits",
+}
 
 
-def _machine(table: Table, overrides: Overrides, route: Route | None, from_report: Path | None,
-             python: str | None, timeout: float, root: Path | None, debug: bool) -> Machine:
+def _machine(
+    table: Table,
+    overrides: Overrides,
+    route: Route | None,
+    from_report: Path | None,
+    python: str | None,
+    timeout: float,
+    root: Path | None,
+    debug: bool,
+) -> Machine:
     """The facts to plan from: a saved report, nothing (the what-if options say it all), or a probe."""
     from envdoctor.advise.machine import AREAS as PLAN_AREAS
     from envdoctor.advise.machine import blank_machine, machine_from_facts
@@ -330,13 +439,15 @@ def _machine(table: Table, overrides: Overrides, route: Route | None, from_repor
             _fail(f"--from {from_report}: cannot read it ({exc.reason})")
         try:
             facts, _, doc = parse_report(text, str(from_report))
-        except ReportError as exc:       # "r.json holds a value no probe writes: ..." -> "--from r.json: holds ..."
+        except ReportError as exc:  # "r.json holds a value no probe writes: ..." -> "--from r.json: holds ..."
             why = str(exc)
             _fail(f"--from {from_report}: {why.removeprefix(f'{from_report} ')}")
         data = doc.get("facts")
         if not isinstance(data, dict) or not data:
-            _fail(f"--from {from_report}: holds no facts, so there is no machine to plan for; save a report "
-                  "with `envdoctor check --json > report.json`")
+            _fail(
+                f"--from {from_report}: holds no facts, so there is no machine to plan for; save a report "
+                "with `envdoctor check --json > report.json`"
+            )
         # an area the report does not hold was not inspected: not "absent" (no driver, no docker)
         known = [a for a in PLAN_AREAS if a not in facts.skipped and _REPORT_KEY[a] in data]
         return machine_from_facts(enrich(facts, table), table, origin=f"report {from_report}", known=known)
@@ -401,9 +512,13 @@ def _target(machine: Machine) -> Target | None:
     tags = machine.facts.python.platform_tags
     best = next((t for t in tags if t.startswith("manylinux_")), None)
     glibc = machine.glibc
-    platform = (best if best and not machine.given else
-                f"manylinux_{glibc.replace('.', '_')}_{machine.arch}" if glibc else
-                f"manylinux_2_28_{machine.arch}")
+    platform = (
+        best
+        if best and not machine.given
+        else f"manylinux_{glibc.replace('.', '_')}_{machine.arch}"
+        if glibc
+        else f"manylinux_2_28_{machine.arch}"
+    )
     try:
         return Target.for_python(python, platform)
     except TargetError:

@@ -1,8 +1,8 @@
 """``envdoctor snapshot`` and ``envdoctor verify``: prove that a driver upgrade broke nothing.
 
-    envdoctor snapshot            # before: saves the report to ~/.local/state/envdoctor/snapshots/
-    sudo apt upgrade && sudo reboot
-    envdoctor verify              # after: regressions (exit 1), expected changes, the rest unchanged
+envdoctor snapshot            # before: saves the report to ~/.local/state/envdoctor/snapshots/
+sudo apt upgrade && sudo reboot
+envdoctor verify              # after: regressions (exit 1), expected changes, the rest unchanged
 """
 
 from __future__ import annotations
@@ -56,8 +56,11 @@ from envdoctor.snapshot import (
 from envdoctor.verify import DEFAULT_TOLERANCE, compare, machine_differences
 
 skip_option = click.option(
-    "--skip", multiple=True, type=click.Choice(SKIPPABLE),
-    help="Leave an area out (repeatable); 'torch' skips the slowest probe.")
+    "--skip",
+    multiple=True,
+    type=click.Choice(SKIPPABLE),
+    help="Leave an area out (repeatable); 'torch' skips the slowest probe.",
+)
 
 
 def _usage_exit(message: str) -> NoReturn:
@@ -105,9 +108,16 @@ def _run_bench(python: str | None, chosen_by: str, env: dict[str, str], like: An
 
 # --- snapshot ------------------------------------------------------------------------------------
 
+
 @click.command()
-@click.option("-o", "--output", type=FilePath(dir_okay=True, path_type=Path), default=None, metavar="FILE",
-              help="Write the snapshot exactly there (not in the snapshot folder; 'latest' is not moved).")
+@click.option(
+    "-o",
+    "--output",
+    type=FilePath(dir_okay=True, path_type=Path),
+    default=None,
+    metavar="FILE",
+    help="Write the snapshot exactly there (not in the snapshot folder; 'latest' is not moved).",
+)
 @click.option("--force", is_flag=True, help="With -o: replace FILE when it exists.")
 @click.option("--bench", "with_bench", is_flag=True, help="Also run the matmul benchmark and keep its results.")
 @click.option("--list", "list_them", is_flag=True, help="List the saved snapshots and exit.")
@@ -118,8 +128,18 @@ def _run_bench(python: str | None, chosen_by: str, env: dict[str, str], like: An
 @debug_option
 @root_option
 @guarded
-def snapshot(output: Path | None, force: bool, with_bench: bool, list_them: bool, python: str | None,
-             timeout: float, torch_timeout: float, skip: tuple[str, ...], debug: bool, root: Path | None) -> None:
+def snapshot(
+    output: Path | None,
+    force: bool,
+    with_bench: bool,
+    list_them: bool,
+    python: str | None,
+    timeout: float,
+    torch_timeout: float,
+    skip: tuple[str, ...],
+    debug: bool,
+    root: Path | None,
+) -> None:
     """Save this machine's full report, to compare against after an upgrade (envdoctor verify).
 
     Snapshots go to ~/.local/state/envdoctor/snapshots/ (ENVDOCTOR_STATE_DIR or XDG_STATE_HOME move
@@ -135,7 +155,7 @@ def snapshot(output: Path | None, force: bool, with_bench: bool, list_them: bool
         return
     if force and not output:
         raise click.UsageError("--force goes with -o FILE (snapshots in the folder are never overwritten)")
-    try:                       # before the inspection: nobody waits for a write that must fail
+    try:  # before the inspection: nobody waits for a write that must fail
         if output is not None:
             check_target(output, force)
         else:
@@ -179,13 +199,29 @@ def _print_list(directory: Path) -> None:
 
 # --- verify --------------------------------------------------------------------------------------
 
+
 @click.command()
-@click.option("--baseline", type=FilePath(path_type=Path), default=None, metavar="FILE",
-              help="The snapshot (or check --json report) to compare with (default: the latest snapshot).")
-@click.option("--bench", "with_bench", is_flag=True,
-              help="Run the benchmark again and compare it with the baseline's (snapshot --bench).")
-@click.option("--tolerance", type=Number(0, 100, unit="%"), default=DEFAULT_TOLERANCE, show_default=True,
-              metavar="PCT", help="With --bench: a point slower by more than this percentage regressed.")
+@click.option(
+    "--baseline",
+    type=FilePath(path_type=Path),
+    default=None,
+    metavar="FILE",
+    help="The snapshot (or check --json report) to compare with (default: the latest snapshot).",
+)
+@click.option(
+    "--bench",
+    "with_bench",
+    is_flag=True,
+    help="Run the benchmark again and compare it with the baseline's (snapshot --bench).",
+)
+@click.option(
+    "--tolerance",
+    type=Number(0, 100, unit="%"),
+    default=DEFAULT_TOLERANCE,
+    show_default=True,
+    metavar="PCT",
+    help="With --bench: a point slower by more than this percentage regressed.",
+)
 @click.option("--json", "as_json", is_flag=True, help=f"Print the versioned JSON result ({VERIFY_SCHEMA}).")
 @click.option("--force", is_flag=True, help="Compare even when the baseline looks like another machine's.")
 @python_option
@@ -197,10 +233,22 @@ def _print_list(directory: Path) -> None:
 @root_option
 @suppress_option
 @guarded
-def verify(baseline: Path | None, with_bench: bool, tolerance: float, as_json: bool, force: bool,
-           python: str | None, timeout: float, torch_timeout: float, skip: tuple[str, ...], debug: bool,
-           root: Path | None, as_html: bool = False, html_output: Path | None = None,
-           suppress: tuple[str, ...] = ()) -> None:
+def verify(
+    baseline: Path | None,
+    with_bench: bool,
+    tolerance: float,
+    as_json: bool,
+    force: bool,
+    python: str | None,
+    timeout: float,
+    torch_timeout: float,
+    skip: tuple[str, ...],
+    debug: bool,
+    root: Path | None,
+    as_html: bool = False,
+    html_output: Path | None = None,
+    suppress: tuple[str, ...] = (),
+) -> None:
     """Inspect this machine again and compare it with a snapshot taken before an upgrade.
 
     Regressions first (a reboot is needed, a GPU is gone, torch no longer sees CUDA, the container
@@ -216,15 +264,19 @@ def verify(baseline: Path | None, with_bench: bool, tolerance: float, as_json: b
         directory = store_dir(os.environ)
         path = latest(directory)
         if path is None:
-            _usage_exit(f"no snapshot to compare with in {directory}; take one first with: {HOW} "
-                        "(before the upgrade), or pass --baseline FILE")
+            _usage_exit(
+                f"no snapshot to compare with in {directory}; take one first with: {HOW} "
+                "(before the upgrade), or pass --baseline FILE"
+            )
     try:
         base = load(path)
     except SnapshotError as exc:
         _usage_exit(str(exc))
     if with_bench and base.bench is None:
-        _usage_exit(base.bench_error or f"{path} has no bench results to compare with; "
-                    "take a baseline with: envdoctor snapshot --bench")
+        _usage_exit(
+            base.bench_error
+            or f"{path} has no bench results to compare with; take a baseline with: envdoctor snapshot --bench"
+        )
     # Inspect what the baseline inspected, in the interpreter it inspected.
     skip = tuple(sorted(set(skip) | {a for a in base.facts.skipped if a in SKIPPABLE}))
     target = python
@@ -235,22 +287,33 @@ def verify(baseline: Path | None, with_bench: bool, tolerance: float, as_json: b
     facts, findings = result.facts, result.findings
     reasons, notes = machine_differences(base.facts, facts, base.host)
     if reasons and not force:
-        _usage_exit(f"{path} looks like another machine's snapshot: {'; '.join(reasons)}. "
-                    "Compare anyway with --force, or take a baseline here with: " + HOW)
-    warnings = list(notes) + ([f"compared with another machine's baseline (--force): {'; '.join(reasons)}"]
-                              if reasons else [])
+        _usage_exit(
+            f"{path} looks like another machine's snapshot: {'; '.join(reasons)}. "
+            "Compare anyway with --force, or take a baseline here with: " + HOW
+        )
+    warnings = list(notes) + (
+        [f"compared with another machine's baseline (--force): {'; '.join(reasons)}"] if reasons else []
+    )
     if base.migrated_from:
         warnings.append(f"{path} is in the older format {base.migrated_from}; read through a conversion")
     bench = None
     if with_bench:
         exe, chosen_by = _bench_python(facts, target, ctx.env)
         bench = _run_bench(exe, chosen_by, ctx.env, like=base.bench)
-    before = checks.split(base.findings, suppress).shown      # a code hidden now was hidden then too
+    before = checks.split(base.findings, suppress).shown  # a code hidden now was hidden then too
     verification = compare(base.facts, facts, before, findings, base.bench, bench, tolerance, suppress)
     code = EXIT_INTERNAL if internal_failures(facts) else verification.exit_code
     if as_json or as_html:
-        doc = verify_document(base, facts, verification, warnings, bench, tolerance if with_bench else None, code,
-                              created_at=iso(utc_now()))
+        doc = verify_document(
+            base,
+            facts,
+            verification,
+            warnings,
+            bench,
+            tolerance if with_bench else None,
+            code,
+            created_at=iso(utc_now()),
+        )
         if as_html:
             from envdoctor.render.verify_page import verify_page
 
@@ -262,6 +325,7 @@ def verify(baseline: Path | None, with_bench: bool, tolerance: float, as_json: b
             click.echo(f"envdoctor: warning: {mask_text(line)}", err=True)
         click.echo(mask_text(render_verification(base, verification, color=use_color())), nl=False)
     if code == EXIT_INTERNAL:
-        click.echo(f"envdoctor: could not inspect {', '.join(internal_failures(facts))} "
-                   "(a bug; run with --debug)", err=True)
+        click.echo(
+            f"envdoctor: could not inspect {', '.join(internal_failures(facts))} (a bug; run with --debug)", err=True
+        )
     sys.exit(code)

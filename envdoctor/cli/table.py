@@ -56,20 +56,35 @@ def _missing(kind: str, key: str, known: Sequence[str]) -> NoReturn:
     sys.exit(EXIT_ERRORS)
 
 
-@click.group("table", cls=JsonGroup, invoke_without_command=True,
-             context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--stale", is_flag=True,
-              help="Compare the bundled torch releases with the live wheel index; list newer ones.")
+@click.group(
+    "table", cls=JsonGroup, invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]}
+)
+@click.option(
+    "--stale", is_flag=True, help="Compare the bundled torch releases with the live wheel index; list newer ones."
+)
 @click.option("--variant", default="cpu", show_default=True, help="Index variant read by --stale.")
-@click.option("--index-url", metavar="URL", default=None, callback=check_index_url,
-              help="Wheel index base (default: the official one).")
-@click.option("--timeout", type=seconds(), default=10.0, show_default=True,
-              help="With --stale: seconds each index request may take, all of it.")
-@click.option("--json", "as_json", is_flag=True,
-              help="With --stale: print the envdoctor.stale/1 document (the subcommands take --json too).")
+@click.option(
+    "--index-url",
+    metavar="URL",
+    default=None,
+    callback=check_index_url,
+    help="Wheel index base (default: the official one).",
+)
+@click.option(
+    "--timeout",
+    type=seconds(),
+    default=10.0,
+    show_default=True,
+    help="With --stale: seconds each index request may take, all of it.",
+)
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="With --stale: print the envdoctor.stale/1 document (the subcommands take --json too).",
+)
 @click.pass_context
-def table(ctx: click.Context, stale: bool, variant: str, index_url: str | None, timeout: float,
-          as_json: bool) -> None:
+def table(ctx: click.Context, stale: bool, variant: str, index_url: str | None, timeout: float, as_json: bool) -> None:
     """Look up the bundled compatibility table (each fact with its source)."""
     if stale:
         _stale(variant, index_url, timeout, as_json)
@@ -155,8 +170,13 @@ def gpu_cmd(name: str | None, as_json: bool) -> None:
         arch = t.arch_for_pci(name)
         fam = t.chip_family(name)
         if arch is not None and fam is not None:
-            _emit("gpu", name, {"chip_family": fam, "architecture": arch},
-                  lambda: show.chip_family_lines(name, fam, arch), as_json)
+            _emit(
+                "gpu",
+                name,
+                {"chip_family": fam, "architecture": arch},
+                lambda: show.chip_family_lines(name, fam, arch),
+                as_json,
+            )
             return
         _missing("GPU", name, [g.name for g in t.gpus])
     arch_row = t.architecture(row.cc)
@@ -218,8 +238,13 @@ def variant_cmd(name: str | None, as_json: bool) -> None:
     """A wheel-index variant: envdoctor table variant cu128"""
     t = _table()
     if name is None:
-        _emit("variant", None, {"base": t.index_base, "variants": t.variants, "mirrors": t.mirrors},
-              lambda: show.variant_list(t), as_json)
+        _emit(
+            "variant",
+            None,
+            {"base": t.index_base, "variants": t.variants, "mirrors": t.mirrors},
+            lambda: show.variant_list(t),
+            as_json,
+        )
         return
     row = t.variant(name)
     if row is None:

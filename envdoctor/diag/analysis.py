@@ -32,11 +32,13 @@ def power_figures(g: BurnGpu) -> Dict[str, Any]:
     power = statistics.median(s.power_w for s in loaded if s.power_w is not None)
     clocks = [s.sm_clock_mhz for s in loaded if s.sm_clock_mhz is not None]
     clock = float(statistics.median(clocks)) if clocks else None
-    return {"power_median_w": round(power, 1),
-            "power_fraction": round(power / g.power_limit_w, 4) if g.power_limit_w else None,
-            "sm_clock_median_mhz": clock,
-            "clock_fraction": round(clock / g.max_sm_clock_mhz, 4) if clock and g.max_sm_clock_mhz else None,
-            "samples": len(loaded)}
+    return {
+        "power_median_w": round(power, 1),
+        "power_fraction": round(power / g.power_limit_w, 4) if g.power_limit_w else None,
+        "sm_clock_median_mhz": clock,
+        "clock_fraction": round(clock / g.max_sm_clock_mhz, 4) if clock and g.max_sm_clock_mhz else None,
+        "samples": len(loaded),
+    }
 
 
 def matmul_figure(bench: BenchResult, device: int, dtype: str, n: int) -> Optional[float]:
@@ -49,8 +51,11 @@ def matmul_figure(bench: BenchResult, device: int, dtype: str, n: int) -> Option
 
 def hbm_figure(bench: BenchResult, device: int) -> Optional[float]:
     """The best GB/s of the device's memory points that do not fit in the L2 (HBM, not cache)."""
-    rates = [p.gbs for p in bench.memory_points if p.device == device and p.status == "ok" and p.gbs
-             and p.l2_resident is False]
+    rates = [
+        p.gbs
+        for p in bench.memory_points
+        if p.device == device and p.status == "ok" and p.gbs and p.l2_resident is False
+    ]
     return max(rates) if rates else None
 
 

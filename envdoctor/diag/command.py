@@ -31,12 +31,25 @@ from envdoctor.clicore import (
 
 
 @click.command("diag")
-@click.option("-r", "--level", type=Number(1, 3, integer=True), default=1, show_default=True, metavar="1|2|3",
-              help="1 quick (<= 15 s: check, topo, live state, fabric, a tiny CUDA op per GPU); 2 medium "
-                   "(<= 2 min: + bench, a 30 s burn, comms); 3 long (<= 15 min: + a 160 s burn, a 50 s memory "
-                   "test, targeted power, per-link verdicts).")
-@click.option("--device", default="all", show_default=True, callback=gpu_index_or_all, metavar="N|all",
-              help="GPU index in the target's torch, or 'all'.")
+@click.option(
+    "-r",
+    "--level",
+    type=Number(1, 3, integer=True),
+    default=1,
+    show_default=True,
+    metavar="1|2|3",
+    help="1 quick (<= 15 s: check, topo, live state, fabric, a tiny CUDA op per GPU); 2 medium "
+    "(<= 2 min: + bench, a 30 s burn, comms); 3 long (<= 15 min: + a 160 s burn, a 50 s memory "
+    "test, targeted power, per-link verdicts).",
+)
+@click.option(
+    "--device",
+    default="all",
+    show_default=True,
+    callback=gpu_index_or_all,
+    metavar="N|all",
+    help="GPU index in the target's torch, or 'all'.",
+)
 @click.option("--json", "as_json", is_flag=True, help='Print the versioned JSON document ("envdoctor.diag/1").')
 @html_options
 @suppress_option
@@ -44,8 +57,16 @@ from envdoctor.clicore import (
 @verbosity_options
 @debug_option
 @guarded
-def diag(level: int, device: str, as_json: bool, python: Optional[str], debug: bool, as_html: bool = False,
-         html_output: Optional[Path] = None, suppress: Tuple[str, ...] = ()) -> None:
+def diag(
+    level: int,
+    device: str,
+    as_json: bool,
+    python: Optional[str],
+    debug: bool,
+    as_html: bool = False,
+    html_output: Optional[Path] = None,
+    suppress: Tuple[str, ...] = (),
+) -> None:
     """Diagnose this node in levels, as DCGM's dcgmi diag -r does: PASS, WARN or FAIL.
 
     \b
@@ -85,8 +106,11 @@ def diag(level: int, device: str, as_json: bool, python: Optional[str], debug: b
     if as_html:
         from envdoctor.diag.page import diag_page
 
-        emit_page(diag_page(mask_data(stamp(to_data(result), exit_status(result.verdict))), machine_redactor()),
-                  html_output, "diag")
+        emit_page(
+            diag_page(mask_data(stamp(to_data(result), exit_status(result.verdict))), machine_redactor()),
+            html_output,
+            "diag",
+        )
         sys.stderr.write(mask_text(verdict_line(result)) + "\n")
     elif as_json:
         click.echo(dumps(mask_data(stamp(to_data(result), exit_status(result.verdict)))))
@@ -94,9 +118,13 @@ def diag(level: int, device: str, as_json: bool, python: Optional[str], debug: b
     else:
         click.echo(mask_text(render_diag_text(result, color=use_color(), verbose=verbosity() > 0)), nl=False)
     if result.verdict in ("NO_GPU", "ERROR") and result.error is not None:
-        hint = ("point --python at an interpreter with torch (`envdoctor recommend --python PATH` plans one)"
-                if result.error.kind == "not_found" else "see `nvidia-smi -L`" if result.error.command == "--device"
-                else "run diag on a node with an NVIDIA GPU")
+        hint = (
+            "point --python at an interpreter with torch (`envdoctor recommend --python PATH` plans one)"
+            if result.error.kind == "not_found"
+            else "see `nvidia-smi -L`"
+            if result.error.command == "--device"
+            else "run diag on a node with an NVIDIA GPU"
+        )
         said = "" if not (as_json or as_html) else f"{result.error.message} "
         click.echo(f"envdoctor diag: {said}({hint})" if said else f"envdoctor diag: {hint}", err=True)
     sys.exit(exit_status(result.verdict))

@@ -22,7 +22,7 @@ SCHEMA = "envdoctor.diag/1"
 LEVELS = {1: "quick", 2: "medium", 3: "long"}
 #: the time each level promises (issue 22), seconds
 BUDGETS = {1: 15.0, 2: 120.0, 3: 900.0}
-STATUSES = ("PASS", "WARN", "FAIL", "SKIP", "INFO")     # INFO: measured, no threshold for this GPU
+STATUSES = ("PASS", "WARN", "FAIL", "SKIP", "INFO")  # INFO: measured, no threshold for this GPU
 VERDICTS = ("PASS", "WARN", "FAIL")
 
 
@@ -30,18 +30,18 @@ VERDICTS = ("PASS", "WARN", "FAIL")
 class DiagTest:
     """One test on one GPU (``gpu``: NVML index) or on the node (``gpu`` None)."""
 
-    name: str                                # check, topo, state, fabric, cuda_op, matmul, ...
-    status: str                              # PASS, WARN, FAIL, SKIP, INFO
+    name: str  # check, topo, state, fabric, cuda_op, matmul, ...
+    status: str  # PASS, WARN, FAIL, SKIP, INFO
     level: int = 1
     gpu: Optional[int] = None
     figure: Optional[float] = None
     unit: Optional[str] = None
-    threshold: Optional[float] = None        # the figure must be >= this (or == for counts of faults)
+    threshold: Optional[float] = None  # the figure must be >= this (or == for counts of faults)
     warn_threshold: Optional[float] = None
-    compare: Optional[str] = None            # ">=", "==", "<="
-    source: Optional[str] = None             # where the threshold comes from
-    detail: str = ""                         # one line: what was measured, or why it was skipped
-    codes: Tuple[str, ...] = ()              # findings behind a WARN or FAIL
+    compare: Optional[str] = None  # ">=", "==", "<="
+    source: Optional[str] = None  # where the threshold comes from
+    detail: str = ""  # one line: what was measured, or why it was skipped
+    codes: Tuple[str, ...] = ()  # findings behind a WARN or FAIL
     seconds: Optional[float] = None
 
 
@@ -52,7 +52,7 @@ class GpuVerdict:
     uuid: Optional[str] = None
     bus_id: Optional[str] = None
     verdict: str = "PASS"
-    failed: Tuple[str, ...] = ()             # tests that FAILed
+    failed: Tuple[str, ...] = ()  # tests that FAILed
     warned: Tuple[str, ...] = ()
 
 
@@ -80,22 +80,23 @@ class DiagResult:
     hostname: Optional[str] = None
     python: Optional[str] = None
     device: str = "all"
-    verdict: str = "PASS"                    # PASS, WARN, FAIL; NO_GPU / ERROR when it could not start
-    failed: Tuple[str, ...] = ()             # "burn (GPU 0)", "fabric"
+    verdict: str = "PASS"  # PASS, WARN, FAIL; NO_GPU / ERROR when it could not start
+    failed: Tuple[str, ...] = ()  # "burn (GPU 0)", "fabric"
     gpus: Tuple[GpuVerdict, ...] = ()
     tests: Tuple[DiagTest, ...] = ()
     findings: Tuple[Finding, ...] = ()
     state: GpuStateFacts = field(default_factory=GpuStateFacts)
     fabric: FabricFacts = field(default_factory=FabricFacts)
-    stage_s: Dict[str, float] = field(default_factory=dict)   # seconds per part
+    stage_s: Dict[str, float] = field(default_factory=dict)  # seconds per part
     wall_s: Optional[float] = None
     notes: Tuple[str, ...] = ()
-    error: Optional[ProbeError] = None       # the run could not start (no GPU, no torch)
+    error: Optional[ProbeError] = None  # the run could not start (no GPU, no torch)
     summary: DiagSummary = field(default_factory=DiagSummary)
     suppressed: Optional[Suppressed] = None  # --suppress CODE: the codes and the findings they hid (no test saw them)
 
 
 # --- data/diag.toml ---------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Rule:
@@ -148,8 +149,9 @@ def parse_diag_table(doc: Doc) -> DiagTable:
         out_rules.append(make_row(Rule, where, v))
     out_thresholds = []
     for where, raw in rows(doc, "threshold", "gpu"):
-        v = fields(where, raw, {"gpu": "str", "test": "str", "min": "float", "unit": "str", "dtype": "str?",
-                                "n": "int?"})
+        v = fields(
+            where, raw, {"gpu": "str", "test": "str", "min": "float", "unit": "str", "dtype": "str?", "n": "int?"}
+        )
         out_thresholds.append(make_row(Threshold, where, v))
     return DiagTable(tuple(out_rules), tuple(out_thresholds))
 

@@ -38,8 +38,7 @@ from envdoctor.rules.gpu_state import state_findings
 
 SCRIPT = "diag/target/gpu.py"
 #: what each level loads: burn seconds, memory-test seconds, bench matmul budget
-LOADS = {2: {"burn_s": 30.0, "memtest_s": 3.0, "bench_s": 1.0},
-         3: {"burn_s": 160.0, "memtest_s": 50.0, "bench_s": 2.0}}
+LOADS = {2: {"burn_s": 30.0, "memtest_s": 3.0, "bench_s": 1.0}, 3: {"burn_s": 160.0, "memtest_s": 50.0, "bench_s": 2.0}}
 #: the areas of check diag leaves out: they say nothing about whether a job may run
 SKIP = ("conda", "docker", "toolkits")
 COMMS_SIZES = (1 << 20, 64 << 20, 256 << 20)
@@ -55,10 +54,12 @@ def _pci_gpus(facts: Any) -> int:
     return sum(1 for d in facts.pci.devices if d.vendor_id == "0x10de" and d.class_code.startswith("0x03"))
 
 
-def tiny_ops(python: str, device: str, env: Mapping[str, str], timeout: float) -> Tuple[Optional[Dict[str, Any]],
-                                                                                      Optional[ProbeError], float]:
-    run = run_child(SCRIPT, {"device": device, "n": 256}, python=python, timeout=timeout, env=env,
-                    what="the tiny CUDA op")
+def tiny_ops(
+    python: str, device: str, env: Mapping[str, str], timeout: float
+) -> Tuple[Optional[Dict[str, Any]], Optional[ProbeError], float]:
+    run = run_child(
+        SCRIPT, {"device": device, "n": 256}, python=python, timeout=timeout, env=env, what="the tiny CUDA op"
+    )
     if run.result is not None:
         return run.result, None, run.seconds
     if run.failure and run.failure.get("kind") == "no_torch":
@@ -66,11 +67,21 @@ def tiny_ops(python: str, device: str, env: Mapping[str, str], timeout: float) -
     return None, run.error or ProbeError("crashed", "the tiny CUDA op gave no answer"), run.seconds
 
 
-def run_diag(level: int, python: str, device: str = "all", *, env: Optional[Mapping[str, str]] = None,
-             root: Optional[Path] = None, nvml: Any = None, timeout: float = 10.0,
-             torch_timeout: float = TORCH_TIMEOUT, table: Optional[DiagTable] = None,
-             progress: Optional[Progress] = None, stop: Optional[threading.Event] = None,
-             suppress: Sequence[str] = ()) -> DiagResult:
+def run_diag(
+    level: int,
+    python: str,
+    device: str = "all",
+    *,
+    env: Optional[Mapping[str, str]] = None,
+    root: Optional[Path] = None,
+    nvml: Any = None,
+    timeout: float = 10.0,
+    torch_timeout: float = TORCH_TIMEOUT,
+    table: Optional[DiagTable] = None,
+    progress: Optional[Progress] = None,
+    stop: Optional[threading.Event] = None,
+    suppress: Sequence[str] = (),
+) -> DiagResult:
     """Run ``level`` (1, 2, 3) on ``device`` ("all" or an index); never raises for the machine's sake.
     ``suppress``: ``--suppress`` codes; their findings are taken out of every part before a test
     or a verdict sees them (so they never change the exit code) and listed in ``suppressed``."""
@@ -78,11 +89,20 @@ def run_diag(level: int, python: str, device: str = "all", *, env: Optional[Mapp
     environ = dict(os.environ if env is None else env)
     say = progress or (lambda line: None)
     table = table or load_diag_table()
-    node = environ.get("ENVDOCTOR_NODE") or socket.gethostname()     # a pod's host name is the pod's
-    base = DiagResult(created_at=_now(), envdoctor_version=__version__, level=level, level_name=LEVELS[level],
-                      budget_s=BUDGETS[level], hostname=node, python=python, device=device)
-    ctx = Context(root=root or Path("/"), env=environ, timeout=timeout, torch_timeout=torch_timeout, python=python,
-                  nvml=nvml)
+    node = environ.get("ENVDOCTOR_NODE") or socket.gethostname()  # a pod's host name is the pod's
+    base = DiagResult(
+        created_at=_now(),
+        envdoctor_version=__version__,
+        level=level,
+        level_name=LEVELS[level],
+        budget_s=BUDGETS[level],
+        hostname=node,
+        python=python,
+        device=device,
+    )
+    ctx = Context(
+        root=root or Path("/"), env=environ, timeout=timeout, torch_timeout=torch_timeout, python=python, nvml=nvml
+    )
     stages: Dict[str, float] = {}
     say(f"level {level} ({LEVELS[level]}): check, topo, live state, fabric, a tiny CUDA op per GPU")
     # the live state first, before any child of envdoctor holds a GPU context (in a container NVML
@@ -98,8 +118,11 @@ def run_diag(level: int, python: str, device: str = "all", *, env: Optional[Mapp
         err = ProbeError("unavailable", f"--device {device}: GPU {device} does not exist: there are {seen}", "--device")
         return _finish(replace(base, verdict="ERROR", error=err, state=state), state, stages, began)
     box: Dict[str, Any] = {}
-    worker = threading.Thread(target=lambda: box.update(op=tiny_ops(python, device, environ, torch_timeout + 30.0)),
-                              name="envdoctor-diag-op", daemon=True)
+    worker = threading.Thread(
+        target=lambda: box.update(op=tiny_ops(python, device, environ, torch_timeout + 30.0)),
+        name="envdoctor-diag-op",
+        daemon=True,
+    )
     worker.start()
     t0 = time.monotonic()
     from envdoctor.inspect import inspect
@@ -123,19 +146,34 @@ def run_diag(level: int, python: str, device: str = "all", *, env: Optional[Mapp
     tests: List[DiagTest] = rules.inspection_tests(inspection.findings, state, stages["check"], suppress)
     base = replace(base, state=state, fabric=fabric)
     if suppress:
-        base = replace(base, suppressed=checks.hidden(suppress, hid))      # filled in as the parts run
+        base = replace(base, suppressed=checks.hidden(suppress, hid))  # filled in as the parts run
     torch_count = int(answer.get("count") or 0) if answer else 0
     if nvml_count == 0 and _pci_gpus(facts) == 0 and torch_count == 0:
         why = state.error.message if state.error else "NVML sees no GPU"
-        err = ProbeError("unavailable", f"no GPU on this machine: {why}; none on the PCI bus; "
-                         + ("torch sees none" if answer else
-                            "no torch to ask" if op_error is None or op_error.kind == "not_found" else
-                            f"torch could not be asked: {op_error.message}"))
-        return _finish(replace(base, verdict="NO_GPU", error=err, tests=tuple(tests), findings=tuple(findings)),
-                       state, stages, began)
+        err = ProbeError(
+            "unavailable",
+            f"no GPU on this machine: {why}; none on the PCI bus; "
+            + (
+                "torch sees none"
+                if answer
+                else "no torch to ask"
+                if op_error is None or op_error.kind == "not_found"
+                else f"torch could not be asked: {op_error.message}"
+            ),
+        )
+        return _finish(
+            replace(base, verdict="NO_GPU", error=err, tests=tuple(tests), findings=tuple(findings)),
+            state,
+            stages,
+            began,
+        )
     if op_error is not None and op_error.kind == "not_found":
-        return _finish(replace(base, verdict="ERROR", error=op_error, tests=tuple(tests), findings=tuple(findings)),
-                       state, stages, began)
+        return _finish(
+            replace(base, verdict="ERROR", error=op_error, tests=tuple(tests), findings=tuple(findings)),
+            state,
+            stages,
+            began,
+        )
     tests += rules.cuda_op_tests(answer, op_error.message if op_error else None, nvml_count, stages["cuda_op"])
     blocked = _blocked(tests)
     notes: List[str] = []
@@ -147,8 +185,9 @@ def run_diag(level: int, python: str, device: str = "all", *, env: Optional[Mapp
         tests += more
         findings += extra
         base = replace(base, suppressed=checks.hidden(suppress, hid))
-    return _finish(replace(base, tests=tuple(tests), findings=tuple(findings), notes=tuple(notes)), state, stages,
-                   began)
+    return _finish(
+        replace(base, tests=tuple(tests), findings=tuple(findings), notes=tuple(notes)), state, stages, began
+    )
 
 
 def _blocked(tests: List[DiagTest]) -> Optional[str]:
@@ -162,9 +201,19 @@ def _blocked(tests: List[DiagTest]) -> Optional[str]:
     return None
 
 
-def _load(level: int, python: str, device: str, env: Dict[str, str], nvml: Any, table: DiagTable, say: Progress,
-          stages: Dict[str, float], stop: Optional[threading.Event], gpus: int,
-          shown: Callable[[Iterable[Finding]], List[Finding]] = list) -> Tuple[List[DiagTest], List[Finding]]:
+def _load(
+    level: int,
+    python: str,
+    device: str,
+    env: Dict[str, str],
+    nvml: Any,
+    table: DiagTable,
+    say: Progress,
+    stages: Dict[str, float],
+    stop: Optional[threading.Event],
+    gpus: int,
+    shown: Callable[[Iterable[Finding]], List[Finding]] = list,
+) -> Tuple[List[DiagTest], List[Finding]]:
     """Levels 2-3: bench, burn, comms; ``shown`` takes the suppressed findings out of each part."""
     from envdoctor.bench.host import run_bench
     from envdoctor.burn.host import run_burn
@@ -176,8 +225,17 @@ def _load(level: int, python: str, device: str, env: Dict[str, str], nvml: Any, 
     findings: List[Finding] = []
     say("bench: bf16 n=8192 and HBM copy")
     t0 = time.monotonic()
-    bench = run_bench(python, dtypes=("bf16",), sizes=(8192,), budget=load["bench_s"], device=device, env=env,
-                      suites=("matmul", "memory"), memory_sizes=(1 << 26, 1 << 28), nvml=nvml)
+    bench = run_bench(
+        python,
+        dtypes=("bf16",),
+        sizes=(8192,),
+        budget=load["bench_s"],
+        device=device,
+        env=env,
+        suites=("matmul", "memory"),
+        memory_sizes=(1 << 26, 1 << 28),
+        nvml=nvml,
+    )
     stages["bench"] = round(time.monotonic() - t0, 3)
     bench = replace(bench, findings=tuple(shown(bench.findings)))
     tests += rules.bench_tests(bench, table)
@@ -195,8 +253,12 @@ def _load(level: int, python: str, device: str, env: Dict[str, str], nvml: Any, 
     say("comms: host <-> GPU copies" + (" and among the GPUs" if count > 1 else ""))
     t0 = time.monotonic()
     devices = None if device == "all" else (int(device),)
-    opts = CommsOptions(collectives=("all_reduce",) if count > 1 else (), sizes=COMMS_SIZES if level < 3 else None,
-                        devices=devices, pairs=count > 1)
+    opts = CommsOptions(
+        collectives=("all_reduce",) if count > 1 else (),
+        sizes=COMMS_SIZES if level < 3 else None,
+        devices=devices,
+        pairs=count > 1,
+    )
     comms = run_comms(opts, python, env, nvml=nvml, stop=stop)
     stages["comms"] = round(time.monotonic() - t0, 3)
     found = shown(verdicts(comms))
@@ -229,5 +291,13 @@ def _finish(result: DiagResult, state: GpuStateFacts, stages: Dict[str, float], 
     wall = round(time.monotonic() - began, 3)
     if wall > result.budget_s and verdict in ("PASS", "WARN"):
         notes.append(f"took {wall:.0f} s, over the level's {result.budget_s:.0f} s")
-    return replace(result, verdict=verdict, failed=failed, gpus=rules.gpu_verdicts(tests, gpus),
-                   stage_s=dict(stages), wall_s=wall, notes=tuple(notes), summary=rules.summary(verdict, tests))
+    return replace(
+        result,
+        verdict=verdict,
+        failed=failed,
+        gpus=rules.gpu_verdicts(tests, gpus),
+        stage_s=dict(stages),
+        wall_s=wall,
+        notes=tuple(notes),
+        summary=rules.summary(verdict, tests),
+    )

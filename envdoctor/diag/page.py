@@ -48,9 +48,18 @@ def tests_table(tests: Sequence[Mapping[str, Any]], id: str) -> str:
     """Every test of one GPU (or of the node) as one row, a FAIL in red, a WARN in yellow."""
     if not tests:
         return para("No test ran here.", "muted")
-    rows = [[t.get("name"), Cell(t.get("status"), STATUS_CLASS.get(str(t.get("status")), "")), _figure(t),
-             threshold_text(t), t.get("detail"), Cell(t.get("source"), "muted"), _num(t.get("seconds"))]
-            for t in tests]
+    rows = [
+        [
+            t.get("name"),
+            Cell(t.get("status"), STATUS_CLASS.get(str(t.get("status")), "")),
+            _figure(t),
+            threshold_text(t),
+            t.get("detail"),
+            Cell(t.get("source"), "muted"),
+            _num(t.get("seconds")),
+        ]
+        for t in tests
+    ]
     return table(HEADERS, rows, id=id, sortable=True)
 
 
@@ -70,25 +79,42 @@ def _state(state: Mapping[str, Any]) -> List[str]:
         if not isinstance(g, Mapping):
             continue
         procs = [p for p in g.get("processes") or () if isinstance(p, Mapping)]
-        out.append(f"<h3>GPU {fmt(g.get('index'))} {fmt(g.get('name'))}</h3>" + kv([
-            ("UUID", g.get("uuid")), ("bus", g.get("bus_id")),
-            ("memory used MiB", g.get("memory_used_mib")), ("memory total MiB", g.get("memory_total_mib")),
-            ("busy %", g.get("utilization_pct")), ("memory busy %", g.get("memory_utilization_pct")),
-            ("processes", len(procs) if g.get("processes") is not None else None),
-            ("processes unreadable", g.get("processes_error")), ("compute mode", g.get("compute_mode")),
-            ("persistence mode", g.get("persistence_mode")), ("MIG mode", g.get("mig_mode")),
-            ("MIG pending", g.get("mig_pending") or None), ("power limit W", g.get("power_limit_w")),
-            ("default power limit W", g.get("default_power_limit_w")), ("SM clock MHz", g.get("sm_clock_mhz")),
-            ("max SM clock MHz", g.get("max_sm_clock_mhz")), ("application SM clock MHz", g.get("app_sm_clock_mhz")),
-            ("throttle reasons mask", g.get("reasons_mask")), ("temperature C", g.get("temperature_c")),
-            ("retired pages pending", g.get("retired_pages_pending")), ("remapped rows pending",
-                                                                         g.get("remapped_pending")),
-            ("row remapping failed", g.get("remapped_failure")),
-            ("not readable", g.get("errors") if isinstance(g.get("errors"), Mapping) else None),
-        ]))
+        out.append(
+            f"<h3>GPU {fmt(g.get('index'))} {fmt(g.get('name'))}</h3>"
+            + kv(
+                [
+                    ("UUID", g.get("uuid")),
+                    ("bus", g.get("bus_id")),
+                    ("memory used MiB", g.get("memory_used_mib")),
+                    ("memory total MiB", g.get("memory_total_mib")),
+                    ("busy %", g.get("utilization_pct")),
+                    ("memory busy %", g.get("memory_utilization_pct")),
+                    ("processes", len(procs) if g.get("processes") is not None else None),
+                    ("processes unreadable", g.get("processes_error")),
+                    ("compute mode", g.get("compute_mode")),
+                    ("persistence mode", g.get("persistence_mode")),
+                    ("MIG mode", g.get("mig_mode")),
+                    ("MIG pending", g.get("mig_pending") or None),
+                    ("power limit W", g.get("power_limit_w")),
+                    ("default power limit W", g.get("default_power_limit_w")),
+                    ("SM clock MHz", g.get("sm_clock_mhz")),
+                    ("max SM clock MHz", g.get("max_sm_clock_mhz")),
+                    ("application SM clock MHz", g.get("app_sm_clock_mhz")),
+                    ("throttle reasons mask", g.get("reasons_mask")),
+                    ("temperature C", g.get("temperature_c")),
+                    ("retired pages pending", g.get("retired_pages_pending")),
+                    ("remapped rows pending", g.get("remapped_pending")),
+                    ("row remapping failed", g.get("remapped_failure")),
+                    ("not readable", g.get("errors") if isinstance(g.get("errors"), Mapping) else None),
+                ]
+            )
+        )
         if procs:
-            out.append(table(["pid", "name", "memory MiB"], [[p.get("pid"), p.get("name"), p.get("memory_mib")]
-                                                             for p in procs]))
+            out.append(
+                table(
+                    ["pid", "name", "memory MiB"], [[p.get("pid"), p.get("name"), p.get("memory_mib")] for p in procs]
+                )
+            )
     if state.get("error"):
         out.append(para(f"The live state could not be read: {fmt(state.get('error'))}", "error"))
     return out or [para("Nothing was read.", "muted")]
@@ -96,14 +122,24 @@ def _state(state: Mapping[str, Any]) -> List[str]:
 
 def _fabric(fabric: Mapping[str, Any]) -> str:
     adapters = [a for a in fabric.get("adapters") or () if isinstance(a, Mapping)]
-    return kv([
-        ("read from", fabric.get("source")), ("network interfaces", fabric.get("interfaces")),
-        ("RDMA modules loaded", fabric.get("modules")), ("NCCL net plugins", fabric.get("net_plugins")),
-        ("NCCL variables", fabric.get("nccl_env") if isinstance(fabric.get("nccl_env"), Mapping) else None),
-        ("GPU/adapter placements", fabric.get("placements")), ("could not read", fabric.get("error")),
-    ]) + (table(sorted({k for a in adapters for k in a}), [[a.get(k) for k in sorted({k for a in adapters for k in a})]
-                                                           for a in adapters]) if adapters
-          else para("No InfiniBand/RoCE adapter.", "muted"))
+    return kv(
+        [
+            ("read from", fabric.get("source")),
+            ("network interfaces", fabric.get("interfaces")),
+            ("RDMA modules loaded", fabric.get("modules")),
+            ("NCCL net plugins", fabric.get("net_plugins")),
+            ("NCCL variables", fabric.get("nccl_env") if isinstance(fabric.get("nccl_env"), Mapping) else None),
+            ("GPU/adapter placements", fabric.get("placements")),
+            ("could not read", fabric.get("error")),
+        ]
+    ) + (
+        table(
+            sorted({k for a in adapters for k in a}),
+            [[a.get(k) for k in sorted({k for a in adapters for k in a})] for a in adapters],
+        )
+        if adapters
+        else para("No InfiniBand/RoCE adapter.", "muted")
+    )
 
 
 def verdict_text(d: Mapping[str, Any]) -> str:
@@ -113,8 +149,11 @@ def verdict_text(d: Mapping[str, Any]) -> str:
     'FAIL: burn (GPU 0) (level 1 on node n1)'
     """
     verdict = str(d.get("verdict") or "no verdict")
-    where = f"level {fmt(d.get('level'))}" + (f" ({d['level_name']})" if d.get("level_name") else "") + (
-        f" on node {d['hostname']}" if d.get("hostname") else "")
+    where = (
+        f"level {fmt(d.get('level'))}"
+        + (f" ({d['level_name']})" if d.get("level_name") else "")
+        + (f" on node {d['hostname']}" if d.get("hostname") else "")
+    )
     if isinstance(d.get("wall_s"), (int, float)):
         where += f", {float(d['wall_s']):.1f} s"
     err = d.get("error")
@@ -129,18 +168,39 @@ def verdict_text(d: Mapping[str, Any]) -> str:
 def diag_page(doc: Mapping[str, Any], machine: Optional[Redactor] = None) -> str:
     d = redact_document(doc, machine)
     host = doc.get("hostname")
-    if isinstance(host, str) and host:              # diag names its node at the top, not under facts
+    if isinstance(host, str) and host:  # diag names its node at the top, not under facts
         d = Redactor(host, None, None).data(d)
     summary = d.get("summary") if isinstance(d.get("summary"), Mapping) else {}
     code = summary.get("exit_code")
     code = int(code) if isinstance(code, int) else 2
     tests = [t for t in d.get("tests") or () if isinstance(t, Mapping)]
     gpus = [g for g in d.get("gpus") or () if isinstance(g, Mapping)]
-    body = [section("Verdict", table(["passed", "warned", "failed", "skipped", "no threshold"], [
-        [summary.get(k) for k in ("passed", "warned", "failed", "skipped", "no_threshold")]]) if summary else "",
-        table(["GPU", "verdict", "failed", "warned"], [
-            [_gpu_name(g), Cell(g.get("verdict"), STATUS_CLASS.get(str(g.get("verdict")), "")),
-             fmt(g.get("failed")), fmt(g.get("warned"))] for g in gpus]) if gpus else "", id="summary")]
+    body = [
+        section(
+            "Verdict",
+            table(
+                ["passed", "warned", "failed", "skipped", "no threshold"],
+                [[summary.get(k) for k in ("passed", "warned", "failed", "skipped", "no_threshold")]],
+            )
+            if summary
+            else "",
+            table(
+                ["GPU", "verdict", "failed", "warned"],
+                [
+                    [
+                        _gpu_name(g),
+                        Cell(g.get("verdict"), STATUS_CLASS.get(str(g.get("verdict")), "")),
+                        fmt(g.get("failed")),
+                        fmt(g.get("warned")),
+                    ]
+                    for g in gpus
+                ],
+            )
+            if gpus
+            else "",
+            id="summary",
+        )
+    ]
     err = d.get("error")
     if isinstance(err, Mapping) and err.get("message"):
         body.append(section("Could not run", para(str(err["message"]), "error"), id="error"))
@@ -149,22 +209,45 @@ def diag_page(doc: Mapping[str, Any], machine: Optional[Redactor] = None) -> str
         body.append(section("The node", tests_table(node, "tests-node"), id="node"))
     indices = {g.get("index") for g in gpus}
     for g in gpus:
-        body.append(section(_gpu_title(g), tests_table([t for t in tests if t.get("gpu") == g.get("index")],
-                                                       f"tests-gpu-{g.get('index')}"), id=f"gpu-{g.get('index')}"))
+        body.append(
+            section(
+                _gpu_title(g),
+                tests_table([t for t in tests if t.get("gpu") == g.get("index")], f"tests-gpu-{g.get('index')}"),
+                id=f"gpu-{g.get('index')}",
+            )
+        )
     others = [t for t in tests if t.get("gpu") is not None and t.get("gpu") not in indices]
     if others:
         body.append(section("Other tests", tests_table(others, "tests-other"), id="other"))
-    body.append(section("Findings", findings([f for f in d.get("findings") or () if isinstance(f, Mapping)],
-                                             "No findings: every test passed."), id="findings"))
+    body.append(
+        section(
+            "Findings",
+            findings([f for f in d.get("findings") or () if isinstance(f, Mapping)], "No findings: every test passed."),
+            id="findings",
+        )
+    )
     if isinstance(d.get("state"), Mapping):
         body.append(section("Live state", *_state(d["state"]), id="state"))
     if isinstance(d.get("fabric"), Mapping):
         body.append(section("Fabric", _fabric(d["fabric"]), id="fabric"))
     stages = d.get("stage_s") if isinstance(d.get("stage_s"), Mapping) else {}
-    body.append(section("Run", kv([
-        ("level", d.get("level")), ("level name", d.get("level_name")), ("budget s", d.get("budget_s")),
-        ("Python", d.get("python")), ("device", d.get("device")), ("wall s", d.get("wall_s")),
-    ]), table(["stage", "seconds"], [[k, v] for k, v in stages.items()]) if stages else "",
-        items(d.get("notes") or (), "muted"), id="run"))
+    body.append(
+        section(
+            "Run",
+            kv(
+                [
+                    ("level", d.get("level")),
+                    ("level name", d.get("level_name")),
+                    ("budget s", d.get("budget_s")),
+                    ("Python", d.get("python")),
+                    ("device", d.get("device")),
+                    ("wall s", d.get("wall_s")),
+                ]
+            ),
+            table(["stage", "seconds"], [[k, v] for k, v in stages.items()]) if stages else "",
+            items(d.get("notes") or (), "muted"),
+            id="run",
+        )
+    )
     subject = ", ".join(dict.fromkeys(str(g.get("name")) for g in gpus if g.get("name")))
     return page("diag", subject, code, verdict_text(d), body, d)

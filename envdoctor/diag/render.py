@@ -34,8 +34,11 @@ def figure_text(t: DiagTest) -> str:
         return t.detail
     bound = ""
     if t.threshold is not None:
-        bound = f" ({t.compare or '>='} {_num(t.threshold)}" + (
-            f", warn under {_num(t.warn_threshold)}" if t.warn_threshold is not None else "") + ")"
+        bound = (
+            f" ({t.compare or '>='} {_num(t.threshold)}"
+            + (f", warn under {_num(t.warn_threshold)}" if t.warn_threshold is not None else "")
+            + ")"
+        )
     elif t.status == "INFO":
         bound = " (no threshold for this GPU)"
     text = f"{_num(t.figure)} {t.unit or ''}".rstrip() + bound
@@ -59,12 +62,20 @@ def verdict_line(r: DiagResult) -> str:
 
 def render_diag_text(r: DiagResult, color: bool = False, verbose: bool = False) -> str:
     style = Style(color)
-    lines: List[str] = [style(f"envdoctor diag -r {r.level} ({r.level_name}, up to {r.budget_s:.0f} s) on "
-                              f"{r.hostname or '?'}: {len(r.gpus)} GPU(s)", "bold")]
+    lines: List[str] = [
+        style(
+            f"envdoctor diag -r {r.level} ({r.level_name}, up to {r.budget_s:.0f} s) on "
+            f"{r.hostname or '?'}: {len(r.gpus)} GPU(s)",
+            "bold",
+        )
+    ]
     lines += [test_line(t, style) for t in r.tests if t.gpu is None]
     for g in r.gpus:
-        lines.append(style(f"GPU {g.index} {g.name or '?'} ({g.bus_id or '?'}): ", "bold")
-                     + style(g.verdict, KIND[g.verdict]) + (f" ({', '.join(g.failed)})" if g.failed else ""))
+        lines.append(
+            style(f"GPU {g.index} {g.name or '?'} ({g.bus_id or '?'}): ", "bold")
+            + style(g.verdict, KIND[g.verdict])
+            + (f" ({', '.join(g.failed)})" if g.failed else "")
+        )
         lines += [test_line(t, style) for t in r.tests if t.gpu == g.index]
     others = [t for t in r.tests if t.gpu is not None and t.gpu not in {g.index for g in r.gpus}]
     lines += [test_line(t, style) for t in others]

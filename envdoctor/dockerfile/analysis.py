@@ -26,11 +26,11 @@ class BaseImage:
     cuda="12.8.1", nvcc=True, nvidia_env=True)``."""
 
     ref: str
-    kind: str                         # "cuda", "ngc-pytorch", "pytorch", "vllm", "other", "scratch"
+    kind: str  # "cuda", "ngc-pytorch", "pytorch", "vllm", "other", "scratch"
     cuda: Optional[str] = None
-    torch: Optional[str] = None       # the torch the image ships
-    nvcc: Optional[bool] = None       # a devel image (nvcc inside); None: not known
-    nvidia_env: bool = False          # sets NVIDIA_VISIBLE_DEVICES and NVIDIA_DRIVER_CAPABILITIES
+    torch: Optional[str] = None  # the torch the image ships
+    nvcc: Optional[bool] = None  # a devel image (nvcc inside); None: not known
+    nvidia_env: bool = False  # sets NVIDIA_VISIBLE_DEVICES and NVIDIA_DRIVER_CAPABILITIES
     min_driver: Optional[str] = None  # NGC: the branch its notes require
     note: Optional[str] = None
 
@@ -46,7 +46,7 @@ def split_ref(ref: str) -> Tuple[str, str]:
     slash = name.rfind("/")
     colon = name.rfind(":")
     if colon > slash:
-        return name[:colon].lower(), name[colon + 1:]
+        return name[:colon].lower(), name[colon + 1 :]
     return name.lower(), "latest"
 
 
@@ -65,21 +65,31 @@ def base_image(ref: str, table: Any = None, ext: Any = None) -> BaseImage:
         m = _NGC_TAG.match(tag)
         row = table.ngc(m.group(1)) if (m and table is not None) else None
         if row is not None:
-            return BaseImage(ref, "ngc-pytorch", cuda=row.cuda, torch=row.torch, nvcc=True, nvidia_env=True,
-                             min_driver=row.min_driver)
-        return BaseImage(ref, "ngc-pytorch", nvcc=True, nvidia_env=True,
-                         note=f"NGC release {tag!r} is not in envdoctor's table")
+            return BaseImage(
+                ref,
+                "ngc-pytorch",
+                cuda=row.cuda,
+                torch=row.torch,
+                nvcc=True,
+                nvidia_env=True,
+                min_driver=row.min_driver,
+            )
+        return BaseImage(
+            ref, "ngc-pytorch", nvcc=True, nvidia_env=True, note=f"NGC release {tag!r} is not in envdoctor's table"
+        )
     if repo in ("pytorch/pytorch", "docker.io/pytorch/pytorch"):
         m = _PYTORCH_TAG.match(tag)
         if m:
-            return BaseImage(ref, "pytorch", cuda=m.group(2), torch=m.group(1), nvcc=m.group(3) == "devel",
-                             nvidia_env=True)
+            return BaseImage(
+                ref, "pytorch", cuda=m.group(2), torch=m.group(1), nvcc=m.group(3) == "devel", nvidia_env=True
+            )
         return BaseImage(ref, "pytorch", nvidia_env=True, note=f"tag {tag!r} names no torch and CUDA")
     if ext is not None:
         row = ext.image(f"{repo}:{tag}") or ext.image(ref)
         if row is not None:
-            return BaseImage(ref, "vllm" if "vllm" in repo else "image", cuda=row.cuda, torch=row.torch,
-                             nvcc=None, nvidia_env=True)
+            return BaseImage(
+                ref, "vllm" if "vllm" in repo else "image", cuda=row.cuda, torch=row.torch, nvcc=None, nvidia_env=True
+            )
     if repo in ("vllm/vllm-openai", "docker.io/vllm/vllm-openai"):
         return BaseImage(ref, "vllm", nvidia_env=True, note=f"vLLM release {tag!r} is not in data/extensions.toml")
     return BaseImage(ref, "other", nvcc=False)
@@ -87,19 +97,20 @@ def base_image(ref: str, table: Any = None, ext: Any = None) -> BaseImage:
 
 # --- pip install lines -----------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class PipInstall:
     """One ``pip install`` (or ``uv pip install``) of a RUN line."""
 
-    command: str                            # the command as written (one of the line's && parts)
-    tool: str                               # "pip", "uv"
-    packages: Tuple[str, ...]               # the requirement strings ("torch==2.8.0", "flash-attn")
-    index_urls: Tuple[str, ...]             # --index-url/-i/--extra-index-url/-f values
-    options: Tuple[str, ...]                # the other options given ("--no-build-isolation", "--no-deps")
-    env: Dict[str, str]                     # VAR=value before the command (MAX_JOBS=4 pip install ...)
+    command: str  # the command as written (one of the line's && parts)
+    tool: str  # "pip", "uv"
+    packages: Tuple[str, ...]  # the requirement strings ("torch==2.8.0", "flash-attn")
+    index_urls: Tuple[str, ...]  # --index-url/-i/--extra-index-url/-f values
+    options: Tuple[str, ...]  # the other options given ("--no-build-isolation", "--no-deps")
+    env: Dict[str, str]  # VAR=value before the command (MAX_JOBS=4 pip install ...)
     requirement_files: Tuple[str, ...] = ()
     constraints: Tuple[str, ...] = ()
-    local: Tuple[str, ...] = ()             # "." , "/src/flash-attention", "git+https://..."
+    local: Tuple[str, ...] = ()  # "." , "/src/flash-attention", "git+https://..."
 
     def named(self, name: str) -> Optional[Requirement]:
         """The requirement of ``name`` ("torch") among the packages, or None."""
@@ -114,12 +125,50 @@ class PipInstall:
         return any(o.split("=", 1)[0] in options for o in self.options)
 
 
-_WITH_VALUE = {"-i", "--index-url", "--extra-index-url", "-f", "--find-links", "-r", "--requirement", "-c",
-               "--constraint", "-t", "--target", "--prefix", "--root", "--src", "-e", "--editable",
-               "--python", "--torch-backend", "--config-settings", "-C", "--cache-dir", "--progress-bar",
-               "--platform", "--python-version", "--implementation", "--abi", "--index-strategy", "--index",
-               "--default-index", "--upgrade-package", "-P", "--trusted-host", "--exists-action", "--report",
-               "-w", "--log", "--timeout", "--retries", "--proxy", "--cert", "--client-cert", "--keyring-provider"}
+_WITH_VALUE = {
+    "-i",
+    "--index-url",
+    "--extra-index-url",
+    "-f",
+    "--find-links",
+    "-r",
+    "--requirement",
+    "-c",
+    "--constraint",
+    "-t",
+    "--target",
+    "--prefix",
+    "--root",
+    "--src",
+    "-e",
+    "--editable",
+    "--python",
+    "--torch-backend",
+    "--config-settings",
+    "-C",
+    "--cache-dir",
+    "--progress-bar",
+    "--platform",
+    "--python-version",
+    "--implementation",
+    "--abi",
+    "--index-strategy",
+    "--index",
+    "--default-index",
+    "--upgrade-package",
+    "-P",
+    "--trusted-host",
+    "--exists-action",
+    "--report",
+    "-w",
+    "--log",
+    "--timeout",
+    "--retries",
+    "--proxy",
+    "--cert",
+    "--client-cert",
+    "--keyring-provider",
+}
 _INDEX = {"-i", "--index-url", "--extra-index-url", "-f", "--find-links", "--index", "--default-index"}
 _SEPARATORS = re.compile(r"&&|\|\||;|\||\n|\bthen\b|\bdo\b|\belse\b")
 
@@ -145,19 +194,22 @@ def _pip_start(tokens: List[str]) -> Optional[Tuple[int, str]]:
     """(index of "install", tool) when the tokens are a pip or uv pip install (after VAR=value
     assignments, sudo/env/exec, a case pattern ``"linux/arm64")``)."""
     i = 0
-    if tokens[:1] == ["case"]:   # case WORD in PATTERN) command: the command after the first pattern
+    if tokens[:1] == ["case"]:  # case WORD in PATTERN) command: the command after the first pattern
         i = next((k + 1 for k, t in enumerate(tokens) if t.endswith(")")), len(tokens))
-    while i < len(tokens) and (re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", tokens[i]) or tokens[i].endswith(")")
-                               or tokens[i] in ("sudo", "env", "time", "exec", "command", "-E")):
+    while i < len(tokens) and (
+        re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", tokens[i])
+        or tokens[i].endswith(")")
+        or tokens[i] in ("sudo", "env", "time", "exec", "command", "-E")
+    ):
         i += 1
     if i >= len(tokens):
         return None
     base = tokens[i].rsplit("/", 1)[-1]
-    if (base in ("pip", "pip3") or re.fullmatch(r"pip3\.\d+", base)) and tokens[i + 1:i + 2] == ["install"]:
+    if (base in ("pip", "pip3") or re.fullmatch(r"pip3\.\d+", base)) and tokens[i + 1 : i + 2] == ["install"]:
         return i + 1, "pip"
-    if base == "uv" and tokens[i + 1:i + 3] == ["pip", "install"]:
+    if base == "uv" and tokens[i + 1 : i + 3] == ["pip", "install"]:
         return i + 2, "uv"
-    if re.fullmatch(r"python(\d(\.\d+)?)?", base) and tokens[i + 1:i + 4] == ["-m", "pip", "install"]:
+    if re.fullmatch(r"python(\d(\.\d+)?)?", base) and tokens[i + 1 : i + 4] == ["-m", "pip", "install"]:
         return i + 3, "pip"
     return None
 
@@ -174,7 +226,7 @@ def pip_installs(text: str, scope: Optional[Dict[str, str]] = None) -> Tuple[Pip
         command = command.strip()
         try:
             expanded = expand(command, scope or {}) if scope is not None else command
-        except DockerfileError:   # a substitution past the bound: read the line as written
+        except DockerfileError:  # a substitution past the bound: read the line as written
             expanded = command
         tokens = _tokens(expanded)
         start = _pip_start(tokens)
@@ -192,7 +244,7 @@ def pip_installs(text: str, scope: Optional[Dict[str, str]] = None) -> Tuple[Pip
         reqs: List[str] = []
         cons: List[str] = []
         local: List[str] = []
-        rest = tokens[at + 1:]
+        rest = tokens[at + 1 :]
         i = 0
         while i < len(rest):
             tok = rest[i]
@@ -216,8 +268,19 @@ def pip_installs(text: str, scope: Optional[Dict[str, str]] = None) -> Tuple[Pip
             else:
                 packages.append(tok)
             i += 1
-        out.append(PipInstall(command, tool, tuple(packages), tuple(index), tuple(options), env, tuple(reqs),
-                              tuple(cons), tuple(local)))
+        out.append(
+            PipInstall(
+                command,
+                tool,
+                tuple(packages),
+                tuple(index),
+                tuple(options),
+                env,
+                tuple(reqs),
+                tuple(cons),
+                tuple(local),
+            )
+        )
     return tuple(out)
 
 

@@ -27,8 +27,26 @@ MAX_BYTES = 1024 * 1024
 MAX_LINES = 50_000
 MAX_INSTRUCTIONS = 5_000
 MAX_VALUE = 64 * 1024
-INSTRUCTIONS = ("ADD", "ARG", "CMD", "COPY", "ENTRYPOINT", "ENV", "EXPOSE", "FROM", "HEALTHCHECK", "LABEL",
-                "MAINTAINER", "ONBUILD", "RUN", "SHELL", "STOPSIGNAL", "USER", "VOLUME", "WORKDIR")
+INSTRUCTIONS = (
+    "ADD",
+    "ARG",
+    "CMD",
+    "COPY",
+    "ENTRYPOINT",
+    "ENV",
+    "EXPOSE",
+    "FROM",
+    "HEALTHCHECK",
+    "LABEL",
+    "MAINTAINER",
+    "ONBUILD",
+    "RUN",
+    "SHELL",
+    "STOPSIGNAL",
+    "USER",
+    "VOLUME",
+    "WORKDIR",
+)
 _DIRECTIVE = re.compile(r"^#\s*([a-zA-Z][a-zA-Z0-9]*)\s*=\s*(.+?)\s*$")
 _HEREDOC = re.compile(r"<<(-?)(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\2")
 _VAR = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?[-+])([^}]*))?\}|([A-Za-z_][A-Za-z0-9_]*))")
@@ -42,8 +60,8 @@ class DockerfileError(ValueError):
 class Heredoc:
     name: str
     body: str
-    expand: bool = True          # an unquoted terminator: the shell expands variables in the body
-    strip_tabs: bool = False     # <<-: leading tabs removed
+    expand: bool = True  # an unquoted terminator: the shell expands variables in the body
+    strip_tabs: bool = False  # <<-: leading tabs removed
 
 
 @dataclass(frozen=True)
@@ -58,7 +76,7 @@ class Instruction:
     flags: Tuple[str, ...] = ()
     exec_form: Optional[Tuple[str, ...]] = None
     heredocs: Tuple[Heredoc, ...] = ()
-    stage: int = -1              # the stage it belongs to (-1: before the first FROM)
+    stage: int = -1  # the stage it belongs to (-1: before the first FROM)
     #: RUN: the ARG and ENV values in effect (what its shell sees), ENV winning
     scope: Dict[str, str] = field(default_factory=dict)
 
@@ -73,12 +91,12 @@ class Instruction:
 class Stage:
     index: int
     line: int
-    base: str                    # the FROM image after ARG substitution ("nvidia/cuda:12.8.1-devel-ubuntu22.04")
-    name: Optional[str] = None   # AS name
+    base: str  # the FROM image after ARG substitution ("nvidia/cuda:12.8.1-devel-ubuntu22.04")
+    name: Optional[str] = None  # AS name
     platform: Optional[str] = None
     parent: Optional[int] = None  # FROM an earlier stage: its index
-    unresolved: Tuple[str, ...] = ()   # ARGs in the FROM line with no value
-    env: Dict[str, str] = field(default_factory=dict)   # ENV at the end of the stage (inherited included)
+    unresolved: Tuple[str, ...] = ()  # ARGs in the FROM line with no value
+    env: Dict[str, str] = field(default_factory=dict)  # ENV at the end of the stage (inherited included)
     args: Dict[str, str] = field(default_factory=dict)  # ARG values in the stage
 
 
@@ -192,7 +210,7 @@ def _logical_lines(lines: List[str], escape: str, start: int) -> List[Tuple[int,
                 parts.append(body[:-1])
                 i += 1
                 while i < n and (not lines[i].strip() or lines[i].strip().startswith("#")):
-                    i += 1     # comment and empty lines inside a continuation are dropped
+                    i += 1  # comment and empty lines inside a continuation are dropped
                 if i >= n:
                     break
                 continue
@@ -201,7 +219,7 @@ def _logical_lines(lines: List[str], escape: str, start: int) -> List[Tuple[int,
         joined = " ".join(p.strip() for p in parts if p.strip())
         last = min(i, n - 1)
         i += 1
-        if not joined:      # a lone continuation: nothing to run
+        if not joined:  # a lone continuation: nothing to run
             continue
         bodies: List[str] = []
         docs = _HEREDOC.findall(joined) if joined.split(None, 1)[0].upper() in ("RUN", "COPY", "ADD") else []
@@ -236,7 +254,7 @@ def parse(text: str, build_args: Optional[Mapping[str, str]] = None) -> Dockerfi
         raise DockerfileError(f"more than {MAX_LINES} lines")
     directives: Dict[str, str] = {}
     start = 0
-    while start < len(lines):   # directives: only at the very top, before anything else
+    while start < len(lines):  # directives: only at the very top, before anything else
         m = _DIRECTIVE.match(lines[start].strip())
         if not m or m.group(1).lower() in directives:
             break
@@ -266,8 +284,10 @@ def parse(text: str, build_args: Optional[Mapping[str, str]] = None) -> Dockerfi
                 value = None
             if isinstance(value, list) and all(isinstance(v, str) for v in value):
                 exec_form = tuple(value)
-        heredocs = tuple(Heredoc(name, body, expand=not quote, strip_tabs=bool(strip))
-                         for (strip, quote, name), body in zip(_HEREDOC.findall(joined) if bodies else [], bodies))
+        heredocs = tuple(
+            Heredoc(name, body, expand=not quote, strip_tabs=bool(strip))
+            for (strip, quote, name), body in zip(_HEREDOC.findall(joined) if bodies else [], bodies)
+        )
         if kw == "FROM":
             if stages:
                 stages[-1] = _close(stages[-1], env, args)
@@ -296,7 +316,7 @@ def parse(text: str, build_args: Optional[Mapping[str, str]] = None) -> Dockerfi
                 if not stages:
                     default = expand(value, global_args, None, escape) if has_value else None
                     chosen = given if given is not None else default
-                    if chosen is not None:   # ARG NAME without a value and no --build-arg: unset
+                    if chosen is not None:  # ARG NAME without a value and no --build-arg: unset
                         global_args[key] = chosen
                 else:
                     scope = {**global_args, **args, **env}

@@ -51,12 +51,23 @@ class DockerfileDocument(_DockerfileKeys, total=False):
 
 def _summary(found: Tuple[Lint, ...]) -> FindingsSummary:
     sev = [x.finding.severity for x in found]
-    return {"errors": sev.count("error"), "warnings": sev.count("warning"), "info": sev.count("info"),
-            "exit_code": 1 if "error" in sev else 0}
+    return {
+        "errors": sev.count("error"),
+        "warnings": sev.count("warning"),
+        "info": sev.count("info"),
+        "exit_code": 1 if "error" in sev else 0,
+    }
 
 
-def document(path: str, d: Dockerfile, found: Tuple[Lint, ...], driver: Optional[str], driver_source: Optional[str],
-             table: Any, ext: Any) -> DockerfileDocument:
+def document(
+    path: str,
+    d: Dockerfile,
+    found: Tuple[Lint, ...],
+    driver: Optional[str],
+    driver_source: Optional[str],
+    table: Any,
+    ext: Any,
+) -> DockerfileDocument:
     findings: List[LintLine] = []
     for x in found:
         data = to_data(x.finding)
@@ -77,17 +88,32 @@ def document(path: str, d: Dockerfile, found: Tuple[Lint, ...], driver: Optional
     return masked
 
 
-def render_text(path: str, d: Dockerfile, found: Tuple[Lint, ...], driver: Optional[str],
-                driver_source: Optional[str], table: Any, ext: Any, color: bool = False) -> str:
+def render_text(
+    path: str,
+    d: Dockerfile,
+    found: Tuple[Lint, ...],
+    driver: Optional[str],
+    driver_source: Optional[str],
+    table: Any,
+    ext: Any,
+    color: bool = False,
+) -> str:
     from envdoctor.style import Style
     from envdoctor.lines import findings_section
 
     style = Style(color)
     out = [style(f"{path}: {len(d.stages)} stage(s), {len(d.instructions)} instructions", "bold")]
     for s in stage_summary(d, stage_bases(d, table, ext)):
-        facts = ", ".join(x for x in (s["kind"] if s["kind"] != "other" else "not an NVIDIA or PyTorch image",
-                                      s["cuda"] and f"CUDA {s['cuda']}", s["torch"] and f"torch {s['torch']}",
-                                      {True: "nvcc", False: "no nvcc", None: None}[s["nvcc"]]) if x)
+        facts = ", ".join(
+            x
+            for x in (
+                s["kind"] if s["kind"] != "other" else "not an NVIDIA or PyTorch image",
+                s["cuda"] and f"CUDA {s['cuda']}",
+                s["torch"] and f"torch {s['torch']}",
+                {True: "nvcc", False: "no nvcc", None: None}[s["nvcc"]],
+            )
+            if x
+        )
         name = f" AS {s['name']}" if s["name"] else ""
         out.append(f"  line {s['line']}: FROM {s['base']}{name} ({facts})")
     out.append(f"  driver: {driver} ({driver_source})" if driver else f"  driver: {driver_source}")

@@ -37,8 +37,18 @@ REF_PIN = "https://packaging.python.org/en/latest/specifications/core-metadata/#
 
 TORCH_FAMILY = ("torch", "torchvision", "torchaudio")
 #: packages whose CUDA build needs the GPUs and driver libraries in the container at run time
-GPU_PACKAGES = TORCH_FAMILY + ("vllm", "xformers", "flash-attn", "bitsandbytes", "deepspeed", "sglang",
-                               "flashinfer-python", "transformer-engine", "cupy-cuda12x", "jax")
+GPU_PACKAGES = TORCH_FAMILY + (
+    "vllm",
+    "xformers",
+    "flash-attn",
+    "bitsandbytes",
+    "deepspeed",
+    "sglang",
+    "flashinfer-python",
+    "transformer-engine",
+    "cupy-cuda12x",
+    "jax",
+)
 
 
 @dataclass(frozen=True)
@@ -50,7 +60,7 @@ class Lint:
 @dataclass(frozen=True)
 class Context:
     dockerfile: Dockerfile
-    bases: Tuple[BaseImage, ...]       # per stage: the image it is built on (a parent stage's, through it)
+    bases: Tuple[BaseImage, ...]  # per stage: the image it is built on (a parent stage's, through it)
     table: Any
     ext: Any
     driver: Optional[str]
@@ -100,8 +110,15 @@ def _index_env(ins: Instruction) -> Tuple[str, ...]:
     return tuple(v for k, v in ins.scope.items() if k in _INDEX_VARS)
 
 
-_INDEX_VARS = ("PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "UV_INDEX_URL", "UV_EXTRA_INDEX_URL", "UV_INDEX",
-               "UV_DEFAULT_INDEX", "PIP_FIND_LINKS")
+_INDEX_VARS = (
+    "PIP_INDEX_URL",
+    "PIP_EXTRA_INDEX_URL",
+    "UV_INDEX_URL",
+    "UV_EXTRA_INDEX_URL",
+    "UV_INDEX",
+    "UV_DEFAULT_INDEX",
+    "PIP_FIND_LINKS",
+)
 
 
 def driver_too_old(c: Context) -> Iterator[Lint]:
@@ -109,11 +126,17 @@ def driver_too_old(c: Context) -> Iterator[Lint]:
     final = c.dockerfile.stages[-1]
     base = c.bases[-1]
     if base.cuda and not c.driver:
-        yield Lint(final.line, Finding(
-            "ED566", "info", f"line {final.line}: the image's CUDA {base.cuda} was not judged against a driver",
-            evidence=(f"{c.path}:{final.line}: FROM {final.base}", c.driver_source or "no driver given"),
-            fix=(f"envdoctor dockerfile --driver <the GPU hosts' driver, e.g. 570.133.20> {c.path}",),
-            area="dockerfile"))
+        yield Lint(
+            final.line,
+            Finding(
+                "ED566",
+                "info",
+                f"line {final.line}: the image's CUDA {base.cuda} was not judged against a driver",
+                evidence=(f"{c.path}:{final.line}: FROM {final.base}", c.driver_source or "no driver given"),
+                fix=(f"envdoctor dockerfile --driver <the GPU hosts' driver, e.g. 570.133.20> {c.path}",),
+                area="dockerfile",
+            ),
+        )
         return
     if not base.cuda or c.table is None or not c.driver:
         return
@@ -124,8 +147,11 @@ def driver_too_old(c: Context) -> Iterator[Lint]:
     if support.kind in ("direct", "unknown"):
         return
     sev: Severity = "error" if support.kind == "none" else "warning"
-    what = ("runs it only through minor-version compatibility (PTX JIT and some libraries fail)"
-            if support.kind == "minor-version" else "cannot run it")
+    what = (
+        "runs it only through minor-version compatibility (PTX JIT and some libraries fail)"
+        if support.kind == "minor-version"
+        else "cannot run it"
+    )
     alt = ""
     if c.table is not None:
         runs = [r for r in c.table.ngc_for_driver(c.driver)] if base.kind == "ngc-pytorch" else []
@@ -135,14 +161,24 @@ def driver_too_old(c: Context) -> Iterator[Lint]:
     if alt:
         fix.append(f"FROM {alt}   # the newest NGC PyTorch image this driver runs")
     elif base.kind == "cuda":
-        fix.append("FROM nvidia/cuda:<an older CUDA>-...   # a CUDA release the driver supports "
-                   "(envdoctor table cuda lists the minimum drivers)")
-    yield Lint(final.line, Finding(
-        "ED560", sev, f"line {final.line}: the image's CUDA {base.cuda} needs driver {support.needed}; "
-        f"the driver {c.driver} {what}",
-        evidence=(f"{c.path}:{final.line}: FROM {final.base}", f"driver {c.driver} ({c.driver_source})")
-        + tuple(support.limitations[:2]),
-        fix=tuple(fix), reference=REF_CUDA_COMPAT, area="dockerfile"))
+        fix.append(
+            "FROM nvidia/cuda:<an older CUDA>-...   # a CUDA release the driver supports "
+            "(envdoctor table cuda lists the minimum drivers)"
+        )
+    yield Lint(
+        final.line,
+        Finding(
+            "ED560",
+            sev,
+            f"line {final.line}: the image's CUDA {base.cuda} needs driver {support.needed}; "
+            f"the driver {c.driver} {what}",
+            evidence=(f"{c.path}:{final.line}: FROM {final.base}", f"driver {c.driver} ({c.driver_source})")
+            + tuple(support.limitations[:2]),
+            fix=tuple(fix),
+            reference=REF_CUDA_COMPAT,
+            area="dockerfile",
+        ),
+    )
 
 
 def torch_without_index(c: Context) -> Iterator[Lint]:
@@ -156,14 +192,24 @@ def torch_without_index(c: Context) -> Iterator[Lint]:
             continue
         index = _variant_index(c, base.cuda)
         fixed = f"{p.command} --index-url {index or 'https://download.pytorch.org/whl/cuXYZ'}"
-        yield Lint(ins.line, Finding(
-            "ED561", "warning", f"line {ins.line}: {' '.join(names)} from PyPI into a CUDA {base.cuda} image, "
-            "without the index of that CUDA",
-            evidence=(_where(c, ins), "PyPI's torch wheel brings its own CUDA release (its default variant), "
-                      f"not the image's {base.cuda}: two CUDA stacks in the image, and extensions built with "
-                      "the image's nvcc against a torch of another CUDA"),
-            fix=(fixed,) + (("# (uv: uv pip install ... --torch-backend=auto)",) if p.tool == "uv" else ()),
-            reference=REF_TORCH_INSTALL, area="dockerfile"))
+        yield Lint(
+            ins.line,
+            Finding(
+                "ED561",
+                "warning",
+                f"line {ins.line}: {' '.join(names)} from PyPI into a CUDA {base.cuda} image, "
+                "without the index of that CUDA",
+                evidence=(
+                    _where(c, ins),
+                    "PyPI's torch wheel brings its own CUDA release (its default variant), "
+                    f"not the image's {base.cuda}: two CUDA stacks in the image, and extensions built with "
+                    "the image's nvcc against a torch of another CUDA",
+                ),
+                fix=(fixed,) + (("# (uv: uv pip install ... --torch-backend=auto)",) if p.tool == "uv" else ()),
+                reference=REF_TORCH_INSTALL,
+                area="dockerfile",
+            ),
+        )
 
 
 def torch_over_ngc(c: Context) -> Iterator[Lint]:
@@ -175,18 +221,34 @@ def torch_over_ngc(c: Context) -> Iterator[Lint]:
         names = [n for n in TORCH_FAMILY if p.named(n) is not None]
         if not names or p.has("--no-deps"):
             continue
-        others = [x for x in p.packages if (p.named(x) is None or x not in names) and not any(
-            x.startswith(n) for n in names)]
-        keep = ("pip list --format=freeze | grep -iE '^(torch|torchvision|torchaudio|triton|transformer.engine|"
-                "flash.attn|apex)==' > /tmp/ngc-pins.txt")
-        fix = (f"RUN {keep} && pip install -c /tmp/ngc-pins.txt {' '.join(others)}".rstrip()
-               + "   # keep NGC's torch: drop torch from the line, pin what the image ships",)
-        yield Lint(ins.line, Finding(
-            "ED562", "error", f"line {ins.line}: {' '.join(names)} reinstalled over the NGC PyTorch image's own build",
-            evidence=(_where(c, ins), f"{base.ref} ships torch {base.torch or '(its own build)'} built with CUDA "
-                      f"{base.cuda or '?'} and the C++11 ABI; its transformer-engine, flash-attn and apex are "
-                      "compiled against that torch and break when it is replaced"),
-            fix=fix, reference=REF_NGC_PYTORCH, area="dockerfile"))
+        others = [
+            x for x in p.packages if (p.named(x) is None or x not in names) and not any(x.startswith(n) for n in names)
+        ]
+        keep = (
+            "pip list --format=freeze | grep -iE '^(torch|torchvision|torchaudio|triton|transformer.engine|"
+            "flash.attn|apex)==' > /tmp/ngc-pins.txt"
+        )
+        fix = (
+            f"RUN {keep} && pip install -c /tmp/ngc-pins.txt {' '.join(others)}".rstrip()
+            + "   # keep NGC's torch: drop torch from the line, pin what the image ships",
+        )
+        yield Lint(
+            ins.line,
+            Finding(
+                "ED562",
+                "error",
+                f"line {ins.line}: {' '.join(names)} reinstalled over the NGC PyTorch image's own build",
+                evidence=(
+                    _where(c, ins),
+                    f"{base.ref} ships torch {base.torch or '(its own build)'} built with CUDA "
+                    f"{base.cuda or '?'} and the C++11 ABI; its transformer-engine, flash-attn and apex are "
+                    "compiled against that torch and break when it is replaced",
+                ),
+                fix=fix,
+                reference=REF_NGC_PYTORCH,
+                area="dockerfile",
+            ),
+        )
 
 
 def _torch_of(c: Context) -> Dict[int, Tuple[Optional[str], int]]:
@@ -228,25 +290,34 @@ def pins_fight_torch(c: Context) -> Iterator[Lint]:
             row = c.ext.pin(package, exact) if exact else c.ext.pin(package)
             if row is None or version(row.torch) == version(tv.base_version):
                 continue
-            fits = next((r.version for r in c.ext.pins_of(package) if version(r.torch) == version(tv.base_version)),
-                        None)
+            fits = next(
+                (r.version for r in c.ext.pins_of(package) if version(r.torch) == version(tv.base_version)), None
+            )
             src = "the base image" if source_line == 0 else f"line {source_line}"
             fix = []
             if fits:
                 changed = p.command.replace(str(req), f"{package}=={fits}") if str(req) in p.command else p.command
-                fix.append(f"{changed}"
-                           f"   # {package} {fits} pins torch {tv.base_version}")
+                fix.append(f"{changed}   # {package} {fits} pins torch {tv.base_version}")
             if package == "vllm":
                 fix.append("FROM vllm/vllm-openai:v<release>   # vLLM's own image ships the torch it pins")
-            yield Lint(ins.line, Finding(
-                "ED563", "error", f"line {ins.line}: {package} {row.version} pins torch {row.torch}; "
-                f"the image has torch {image_torch} ({src})",
-                evidence=(_where(c, ins), f"data/extensions.toml: {package} {row.version} requires torch=={row.torch}"
-                          + (" (unconfirmed row)" if row.unconfirmed else ""),
-                          "pip replaces the image's torch with the pinned one (or, with a constraint, fails to "
-                          "resolve)"),
-                fix=tuple(fix) or (f"# pick the {package} release that pins torch {tv.base_version}",),
-                reference=REF_PIN, area="dockerfile"))
+            yield Lint(
+                ins.line,
+                Finding(
+                    "ED563",
+                    "error",
+                    f"line {ins.line}: {package} {row.version} pins torch {row.torch}; "
+                    f"the image has torch {image_torch} ({src})",
+                    evidence=(
+                        _where(c, ins),
+                        f"data/extensions.toml: {package} {row.version} requires torch=={row.torch}"
+                        + (" (unconfirmed row)" if row.unconfirmed else ""),
+                        "pip replaces the image's torch with the pinned one (or, with a constraint, fails to resolve)",
+                    ),
+                    fix=tuple(fix) or (f"# pick the {package} release that pins torch {tv.base_version}",),
+                    reference=REF_PIN,
+                    area="dockerfile",
+                ),
+            )
 
 
 def _is_flash_attn_build(p: PipInstall) -> bool:
@@ -266,14 +337,20 @@ def flash_attn_build(c: Context) -> Iterator[Lint]:
         severity: Severity = "warning"
         if base is not None and base.nvcc is False:
             severity = "error"
-            problems.append(f"{base.ref} has no nvcc (a runtime/base image or no CUDA at all): the build stops at "
-                            "'nvcc was not found' unless a prebuilt wheel matches")
+            problems.append(
+                f"{base.ref} has no nvcc (a runtime/base image or no CUDA at all): the build stops at "
+                "'nvcc was not found' unless a prebuilt wheel matches"
+            )
         if "MAX_JOBS" not in p.env and "MAX_JOBS" not in ins.scope:
-            problems.append("MAX_JOBS is not set: ninja starts one nvcc per CPU and the build runs out of memory "
-                            "(flash-attn's README: MAX_JOBS=4 under 96 GB)")
+            problems.append(
+                "MAX_JOBS is not set: ninja starts one nvcc per CPU and the build runs out of memory "
+                "(flash-attn's README: MAX_JOBS=4 under 96 GB)"
+            )
         if p.tool == "pip" and not p.has("--no-build-isolation"):
-            problems.append("no --no-build-isolation: pip builds in an isolated environment without torch "
-                            "(ModuleNotFoundError: No module named 'torch')")
+            problems.append(
+                "no --no-build-isolation: pip builds in an isolated environment without torch "
+                "(ModuleNotFoundError: No module named 'torch')"
+            )
         if not problems:
             continue
         fix = []
@@ -283,13 +360,27 @@ def flash_attn_build(c: Context) -> Iterator[Lint]:
         fix.append("ENV MAX_JOBS=4")
         cmd = p.command if p.has("--no-build-isolation") or p.tool != "pip" else f"{p.command} --no-build-isolation"
         fix.append(f"RUN {cmd}")
-        lacking = [x for x, ok in (("MAX_JOBS", "MAX_JOBS" not in p.env and "MAX_JOBS" not in ins.scope),
-                                   ("--no-build-isolation", p.tool == "pip" and not p.has("--no-build-isolation")))
-                   if ok]
-        yield Lint(ins.line, Finding(
-            "ED564", severity, f"line {ins.line}: flash-attn is compiled here "
-            + ("without nvcc" if severity == "error" else "without " + " and ".join(lacking)),
-            evidence=(_where(c, ins),) + tuple(problems), fix=tuple(fix), reference=REF_FA, area="dockerfile"))
+        lacking = [
+            x
+            for x, ok in (
+                ("MAX_JOBS", "MAX_JOBS" not in p.env and "MAX_JOBS" not in ins.scope),
+                ("--no-build-isolation", p.tool == "pip" and not p.has("--no-build-isolation")),
+            )
+            if ok
+        ]
+        yield Lint(
+            ins.line,
+            Finding(
+                "ED564",
+                severity,
+                f"line {ins.line}: flash-attn is compiled here "
+                + ("without nvcc" if severity == "error" else "without " + " and ".join(lacking)),
+                evidence=(_where(c, ins),) + tuple(problems),
+                fix=tuple(fix),
+                reference=REF_FA,
+                area="dockerfile",
+            ),
+        )
 
 
 _FA_WHEEL = re.compile(r"flash_attn-([0-9][\w.]*)\+cu(\d+)torch(\d+\.\d+)cxx11abi(TRUE|FALSE)-(cp\d+)-")
@@ -325,19 +416,30 @@ def flash_attn_wheel_mismatch(c: Context) -> Iterator[Lint]:
                 fixed = fixed.replace(f"torch{want_torch}", f"torch{have}")
             abi = _image_abi(c, base, image_torch, src == 0)
             if abi is not None and abi != want_abi:
-                problems.append(f"cxx11abi{m.group(4)}; the image's torch is built {'with' if abi else 'without'} "
-                                "the C++11 ABI (the import fails: undefined symbol ...__cxx11...)")
+                problems.append(
+                    f"cxx11abi{m.group(4)}; the image's torch is built {'with' if abi else 'without'} "
+                    "the C++11 ABI (the import fails: undefined symbol ...__cxx11...)"
+                )
                 fixed = fixed.replace(f"cxx11abi{m.group(4)}", f"cxx11abi{'TRUE' if abi else 'FALSE'}")
             if base.cuda and cu[:2] != base.cuda.split(".")[0]:
                 problems.append(f"built for CUDA {cu[:2]}; the image is CUDA {base.cuda}")
             if not problems:
                 continue
-            yield Lint(ins.line, Finding(
-                "ED567", "error", f"line {ins.line}: the flash-attn wheel {m.group(1)} does not fit the image's torch",
-                evidence=(_where(c, ins),) + tuple(problems),
-                fix=(f"{'uv pip' if p.tool == 'uv' else 'pip'} install --no-deps {loc.replace(name, fixed)}"
-                     "   # the wheel of the image's torch, ABI and CUDA (check the release has it)",),
-                reference=REF_FA, area="dockerfile"))
+            yield Lint(
+                ins.line,
+                Finding(
+                    "ED567",
+                    "error",
+                    f"line {ins.line}: the flash-attn wheel {m.group(1)} does not fit the image's torch",
+                    evidence=(_where(c, ins),) + tuple(problems),
+                    fix=(
+                        f"{'uv pip' if p.tool == 'uv' else 'pip'} install --no-deps {loc.replace(name, fixed)}"
+                        "   # the wheel of the image's torch, ABI and CUDA (check the release has it)",
+                    ),
+                    reference=REF_FA,
+                    area="dockerfile",
+                ),
+            )
 
 
 def nvidia_env_missing(c: Context) -> Iterator[Lint]:
@@ -346,51 +448,99 @@ def nvidia_env_missing(c: Context) -> Iterator[Lint]:
     chain = c.dockerfile.chain(final)
     base = c.bases[-1]
     env = final.env
-    gpu_lines = [ins for ins, p in _installs(c) if ins.stage in {s.index for s in chain}
-                 and any(p.named(n) is not None for n in GPU_PACKAGES)]
+    gpu_lines = [
+        ins
+        for ins, p in _installs(c)
+        if ins.stage in {s.index for s in chain} and any(p.named(n) is not None for n in GPU_PACKAGES)
+    ]
     caps = env.get("NVIDIA_DRIVER_CAPABILITIES")
     if caps is not None and caps.strip() not in ("all",) and "compute" not in caps.split(","):
-        yield Lint(final.line, Finding(
-            "ED565", "warning",
-            f"NVIDIA_DRIVER_CAPABILITIES={caps} leaves out compute: CUDA finds no libcuda in the container",
-            evidence=(f"{c.path}: ENV NVIDIA_DRIVER_CAPABILITIES={caps}",),
-            fix=("ENV NVIDIA_DRIVER_CAPABILITIES=compute,utility",), reference=REF_CTK_ENV, area="dockerfile"))
+        yield Lint(
+            final.line,
+            Finding(
+                "ED565",
+                "warning",
+                f"NVIDIA_DRIVER_CAPABILITIES={caps} leaves out compute: CUDA finds no libcuda in the container",
+                evidence=(f"{c.path}: ENV NVIDIA_DRIVER_CAPABILITIES={caps}",),
+                fix=("ENV NVIDIA_DRIVER_CAPABILITIES=compute,utility",),
+                reference=REF_CTK_ENV,
+                area="dockerfile",
+            ),
+        )
     if base.nvidia_env or not gpu_lines:
         return
     missing = [k for k in ("NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES") if k not in env]
     if not missing:
         return
     first = gpu_lines[0]
-    yield Lint(final.line, Finding(
-        "ED565", "warning", f"{' and '.join(missing)} not set on {base.ref}, an image that is not NVIDIA's, "
-        "for a GPU stack",
-        evidence=(f"{c.path}:{final.line}: FROM {final.base}", f"GPU packages installed at line {first.line}",
-                  "under the nvidia runtime without --gpus, NVIDIA_VISIBLE_DEVICES unset means no GPU at all, and "
-                  "NVIDIA_DRIVER_CAPABILITIES unset means 'utility' only (no libcuda)"),
-        fix=tuple(f"ENV {k}={'all' if k == 'NVIDIA_VISIBLE_DEVICES' else 'compute,utility'}" for k in missing),
-        reference=REF_CTK_ENV, area="dockerfile"))
+    yield Lint(
+        final.line,
+        Finding(
+            "ED565",
+            "warning",
+            f"{' and '.join(missing)} not set on {base.ref}, an image that is not NVIDIA's, for a GPU stack",
+            evidence=(
+                f"{c.path}:{final.line}: FROM {final.base}",
+                f"GPU packages installed at line {first.line}",
+                "under the nvidia runtime without --gpus, NVIDIA_VISIBLE_DEVICES unset means no GPU at all, and "
+                "NVIDIA_DRIVER_CAPABILITIES unset means 'utility' only (no libcuda)",
+            ),
+            fix=tuple(f"ENV {k}={'all' if k == 'NVIDIA_VISIBLE_DEVICES' else 'compute,utility'}" for k in missing),
+            reference=REF_CTK_ENV,
+            area="dockerfile",
+        ),
+    )
 
 
 def base_unknown(c: Context) -> Iterator[Lint]:
     """ED566: a FROM line whose ARG has no value, or a final image envdoctor cannot judge."""
     for s, b in zip(c.dockerfile.stages, c.bases):
         if s.unresolved:
-            yield Lint(s.line, Finding(
-                "ED566", "info", f"line {s.line}: FROM {s.base or '(empty)'}: {', '.join(s.unresolved)} has no value "
-                "here, so the base image was not judged",
-                evidence=(f"{c.path}:{s.line}: FROM uses ${{{s.unresolved[0]}}}",),
-                fix=(f"envdoctor dockerfile --build-arg {s.unresolved[0]}=<value> {c.path}",), area="dockerfile"))
+            yield Lint(
+                s.line,
+                Finding(
+                    "ED566",
+                    "info",
+                    f"line {s.line}: FROM {s.base or '(empty)'}: {', '.join(s.unresolved)} has no value "
+                    "here, so the base image was not judged",
+                    evidence=(f"{c.path}:{s.line}: FROM uses ${{{s.unresolved[0]}}}",),
+                    fix=(f"envdoctor dockerfile --build-arg {s.unresolved[0]}=<value> {c.path}",),
+                    area="dockerfile",
+                ),
+            )
         elif b.note and s.index == len(c.dockerfile.stages) - 1:
-            yield Lint(s.line, Finding("ED566", "info", f"line {s.line}: {b.note}: the base image was not judged",
-                                       evidence=(f"{c.path}:{s.line}: FROM {s.base}",), area="dockerfile"))
+            yield Lint(
+                s.line,
+                Finding(
+                    "ED566",
+                    "info",
+                    f"line {s.line}: {b.note}: the base image was not judged",
+                    evidence=(f"{c.path}:{s.line}: FROM {s.base}",),
+                    area="dockerfile",
+                ),
+            )
 
 
-RULES = (driver_too_old, torch_without_index, torch_over_ngc, pins_fight_torch, flash_attn_build,
-         flash_attn_wheel_mismatch, nvidia_env_missing, base_unknown)
+RULES = (
+    driver_too_old,
+    torch_without_index,
+    torch_over_ngc,
+    pins_fight_torch,
+    flash_attn_build,
+    flash_attn_wheel_mismatch,
+    nvidia_env_missing,
+    base_unknown,
+)
 
 
-def lint(d: Dockerfile, table: Any, ext: Any, driver: Optional[str], driver_source: Optional[str] = None,
-         path: str = "Dockerfile") -> Tuple[Lint, ...]:
+def lint(
+    d: Dockerfile,
+    table: Any,
+    ext: Any,
+    driver: Optional[str],
+    driver_source: Optional[str] = None,
+    path: str = "Dockerfile",
+) -> Tuple[Lint, ...]:
     """Every finding of ``d``, errors first, then by line."""
     c = Context(d, stage_bases(d, table, ext), table, ext, driver, driver_source, path)
     found: List[Lint] = []
@@ -417,8 +567,19 @@ class StageSummary(TypedDict):
 
 
 def stage_summary(d: Dockerfile, bases: Tuple[BaseImage, ...]) -> List[StageSummary]:
-    return [{"index": s.index, "name": s.name, "line": s.line, "base": s.base, "kind": b.kind, "cuda": b.cuda,
-             "torch": b.torch, "nvcc": b.nvcc} for s, b in zip(d.stages, bases)]
+    return [
+        {
+            "index": s.index,
+            "name": s.name,
+            "line": s.line,
+            "base": s.base,
+            "kind": b.kind,
+            "cuda": b.cuda,
+            "torch": b.torch,
+            "nvcc": b.nvcc,
+        }
+        for s, b in zip(d.stages, bases)
+    ]
 
 
 __all__ = ["Lint", "RULES", "Stage", "lint", "stage_bases", "stage_summary"]

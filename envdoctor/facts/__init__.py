@@ -27,11 +27,26 @@ if TYPE_CHECKING:
 
 #: name -> the module of this package that defines it
 _HOMES: Dict[str, str] = {
-    "CondaFacts": "conda", "CondaPackage": "conda", "DockerFacts": "docker", "DriverFacts": "gpu",
-    "FabricFacts": "fabric", "Facts": "report", "GpuInfo": "gpu", "GpuStateFacts": "gpu_state",
-    "LinksFacts": "links", "LoadedLibrary": "python", "PciDevice": "gpu", "PciFacts": "gpu", "ProbeError": "base",
-    "SystemFacts": "system", "TargetPython": "python", "Toolkit": "toolkit", "ToolkitFacts": "toolkit",
-    "TorchDevice": "python", "TorchElsewhere": "python", "TorchFacts": "python",
+    "CondaFacts": "conda",
+    "CondaPackage": "conda",
+    "DockerFacts": "docker",
+    "DriverFacts": "gpu",
+    "FabricFacts": "fabric",
+    "Facts": "report",
+    "GpuInfo": "gpu",
+    "GpuStateFacts": "gpu_state",
+    "LinksFacts": "links",
+    "LoadedLibrary": "python",
+    "PciDevice": "gpu",
+    "PciFacts": "gpu",
+    "ProbeError": "base",
+    "SystemFacts": "system",
+    "TargetPython": "python",
+    "Toolkit": "toolkit",
+    "ToolkitFacts": "toolkit",
+    "TorchDevice": "python",
+    "TorchElsewhere": "python",
+    "TorchFacts": "python",
 }
 
 
@@ -40,12 +55,29 @@ def __getattr__(name: str) -> Any:
     if home is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
-    globals()[name] = value       # asked once
+    globals()[name] = value  # asked once
     return value
 
 
 __all__ = [
-    "CondaFacts", "CondaPackage", "DockerFacts", "DriverFacts", "FabricFacts", "Facts", "GpuInfo", "GpuStateFacts",
-    "LinksFacts", "LoadedLibrary", "PciDevice", "PciFacts", "ProbeError", "SystemFacts", "TargetPython", "Toolkit",
-    "ToolkitFacts", "TorchDevice", "TorchElsewhere", "TorchFacts",
+    "CondaFacts",
+    "CondaPackage",
+    "DockerFacts",
+    "DriverFacts",
+    "FabricFacts",
+    "Facts",
+    "GpuInfo",
+    "GpuStateFacts",
+    "LinksFacts",
+    "LoadedLibrary",
+    "PciDevice",
+    "PciFacts",
+    "ProbeError",
+    "SystemFacts",
+    "TargetPython",
+    "Toolkit",
+    "ToolkitFacts",
+    "TorchDevice",
+    "TorchElsewhere",
+    "TorchFacts",
 ]

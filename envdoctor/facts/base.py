@@ -10,8 +10,9 @@ from dataclasses import dataclass
 from typing import Literal, Optional, get_args
 
 #: The kinds of failure a probe reports.
-ErrorKind = Literal["not_found", "timeout", "exit_status", "unparseable", "permission", "crashed", "unavailable",
-                    "interrupted"]
+ErrorKind = Literal[
+    "not_found", "timeout", "exit_status", "unparseable", "permission", "crashed", "unavailable", "interrupted"
+]
 ERROR_KINDS: tuple[ErrorKind, ...] = get_args(ErrorKind)
 
 

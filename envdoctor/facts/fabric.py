@@ -22,20 +22,20 @@ class IbPort:
     state: Optional[str] = None
     phys_state: Optional[str] = None
     rate_gbps: Optional[float] = None
-    rate: Optional[str] = None               # as sysfs says it
-    link_layer: Optional[str] = None         # InfiniBand, Ethernet (RoCE)
+    rate: Optional[str] = None  # as sysfs says it
+    link_layer: Optional[str] = None  # InfiniBand, Ethernet (RoCE)
 
 
 @dataclass(frozen=True)
 class IbAdapter:
-    name: str                                # mlx5_0
+    name: str  # mlx5_0
     ports: Tuple[IbPort, ...] = ()
-    firmware: Optional[str] = None           # fw_ver
+    firmware: Optional[str] = None  # fw_ver
     board_id: Optional[str] = None
-    node_type: Optional[str] = None          # "CA", "switch", "router"
-    pci_address: Optional[str] = None        # 0000:17:00.0
+    node_type: Optional[str] = None  # "CA", "switch", "router"
+    pci_address: Optional[str] = None  # 0000:17:00.0
     numa_node: Optional[int] = None
-    netdevs: Tuple[str, ...] = ()            # the adapter's network interfaces (ib0, eth2)
+    netdevs: Tuple[str, ...] = ()  # the adapter's network interfaces (ib0, eth2)
 
 
 @dataclass(frozen=True)
@@ -43,7 +43,7 @@ class Placement:
     """How a GPU reaches an adapter over PCIe, in ``nvidia-smi topo -m``'s words: PIX or PXB (the
     same PCIe switch), PHB (the same host bridge), NODE (the same NUMA node), SYS (across the CPUs)."""
 
-    gpu_bus_id: str                          # sysfs form, 0000:00:06.0
+    gpu_bus_id: str  # sysfs form, 0000:00:06.0
     adapter: str
     path: str
     gpu_numa: Optional[int] = None
@@ -54,9 +54,9 @@ class Placement:
 class FabricFacts:
     adapters: Tuple[IbAdapter, ...] = ()
     placements: Tuple[Placement, ...] = ()
-    interfaces: Tuple[str, ...] = ()         # /sys/class/net
-    modules: Tuple[str, ...] = ()            # the loaded ones envdoctor looks for (nvidia_peermem, ib_core...)
-    net_plugins: Tuple[str, ...] = ()        # libnccl-net*.so found
+    interfaces: Tuple[str, ...] = ()  # /sys/class/net
+    modules: Tuple[str, ...] = ()  # the loaded ones envdoctor looks for (nvidia_peermem, ib_core...)
+    net_plugins: Tuple[str, ...] = ()  # libnccl-net*.so found
     nccl_env: Dict[str, str] = field(default_factory=dict)
     source: Optional[str] = None
     error: Optional[ProbeError] = None

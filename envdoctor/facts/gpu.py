@@ -14,24 +14,24 @@ from envdoctor.facts.base import ProbeError
 class PciDevice:
     """One NVIDIA display/3D controller as ``/sys/bus/pci/devices/0000:00:06.0`` shows it."""
 
-    address: str                       # "0000:00:06.0"
-    vendor_id: str                     # "0x10de"
-    device_id: str                     # "0x2335"
-    class_code: str                    # "0x030200"
+    address: str  # "0000:00:06.0"
+    vendor_id: str  # "0x10de"
+    device_id: str  # "0x2335"
+    class_code: str  # "0x030200"
     subsystem_vendor_id: Optional[str] = None
     subsystem_device_id: Optional[str] = None
-    name: Optional[str] = None         # "GH100 [H200 SXM 141GB]"
+    name: Optional[str] = None  # "GH100 [H200 SXM 141GB]"
     name_source: Optional[str] = None  # "/usr/share/misc/pci.ids" or "envdoctor table"
     compute_capability: ComputeCapability = None  # from envdoctor's table, "9.0"
-    architecture: Optional[str] = None        # "Hopper"
-    kernel_driver: Optional[str] = None       # bound driver: "nvidia", "nouveau", "vfio-pci"
+    architecture: Optional[str] = None  # "Hopper"
+    kernel_driver: Optional[str] = None  # bound driver: "nvidia", "nouveau", "vfio-pci"
 
 
 @dataclass(frozen=True)
 class PciFacts:
     devices: tuple[PciDevice, ...] = ()
-    source: Optional[str] = None       # "/sys/bus/pci/devices"
-    json_required = ("error",)        # a saved report's area always says whether its probe failed
+    source: Optional[str] = None  # "/sys/bus/pci/devices"
+    json_required = ("error",)  # a saved report's area always says whether its probe failed
     error: Optional[ProbeError] = None
 
 
@@ -40,15 +40,15 @@ class GpuInfo:
     """One GPU as the driver reports it (NVML or nvidia-smi)."""
 
     index: int
-    name: Optional[str] = None                 # "NVIDIA H200"
-    uuid: Optional[str] = None                 # "GPU-c7d3a8fe-..."
-    compute_capability: ComputeCapability = None   # "9.0"
-    memory_total_mib: Optional[int] = None     # 143771
-    pci_bus_id: Optional[str] = None           # "00000000:00:06.0"
+    name: Optional[str] = None  # "NVIDIA H200"
+    uuid: Optional[str] = None  # "GPU-c7d3a8fe-..."
+    compute_capability: ComputeCapability = None  # "9.0"
+    memory_total_mib: Optional[int] = None  # 143771
+    pci_bus_id: Optional[str] = None  # "00000000:00:06.0"
     serial: Optional[str] = None
     power_limit_w: Optional[float] = None
     max_sm_clock_mhz: Optional[int] = None
-    source: Optional[str] = None               # "nvml" or "nvidia-smi"
+    source: Optional[str] = None  # "nvml" or "nvidia-smi"
 
 
 @dataclass(frozen=True)
@@ -60,24 +60,24 @@ class DriverFacts:
     upgrade without a reboot the two differ.
     """
 
-    kernel_module_version: DriverVersion = None   # "580.159.04"
-    kernel_module_source: Optional[str] = None    # "/sys/module/nvidia/version"
-    kernel_module_flavor: Optional[str] = None    # "open" or "proprietary"
-    userspace_version: DriverVersion = None       # "580.159.04" (libnvidia-ml / nvidia-smi)
-    driver_version: DriverVersion = None          # the best answer of all sources
-    driver_cuda: Optional[str] = None             # "13.0": the highest CUDA this driver supports
+    kernel_module_version: DriverVersion = None  # "580.159.04"
+    kernel_module_source: Optional[str] = None  # "/sys/module/nvidia/version"
+    kernel_module_flavor: Optional[str] = None  # "open" or "proprietary"
+    userspace_version: DriverVersion = None  # "580.159.04" (libnvidia-ml / nvidia-smi)
+    driver_version: DriverVersion = None  # the best answer of all sources
+    driver_cuda: Optional[str] = None  # "13.0": the highest CUDA this driver supports
     nvml_version: Optional[str] = None
     gpus: tuple[GpuInfo, ...] = ()
     sources: dict[str, str] = field(default_factory=dict)  # fact name -> source that answered
     nvml_error: Optional[ProbeError] = None
     smi_path: Optional[str] = None
     smi_error: Optional[ProbeError] = None
-    smi_gpus: tuple[GpuInfo, ...] = ()            # nvidia-smi's own view, for the cross-check
-    mismatch: bool = False                        # kernel module != user-space library
+    smi_gpus: tuple[GpuInfo, ...] = ()  # nvidia-smi's own view, for the cross-check
+    mismatch: bool = False  # kernel module != user-space library
     cuda_visible_devices: Optional[str] = None
     nvidia_visible_devices: Optional[str] = None
-    dev_nodes: tuple[str, ...] = ()               # /dev/nvidia0, /dev/nvidiactl, ... present
-    json_required = ("error",)        # a saved report's area always says whether its probe failed
+    dev_nodes: tuple[str, ...] = ()  # /dev/nvidia0, /dev/nvidiactl, ... present
+    json_required = ("error",)  # a saved report's area always says whether its probe failed
     error: Optional[ProbeError] = None
 
 
@@ -91,11 +91,15 @@ def mismatch_evidence(d: DriverFacts, after_upgrade: bool = False) -> List[str]:
     """
     out = []
     if d.kernel_module_version:
-        out.append(f"kernel module {d.kernel_module_version}{' still loaded' if after_upgrade else ''} "
-                   f"({d.kernel_module_source})")
+        out.append(
+            f"kernel module {d.kernel_module_version}{' still loaded' if after_upgrade else ''} "
+            f"({d.kernel_module_source})"
+        )
     if d.userspace_version:
-        out.append(f"user-space driver {d.userspace_version}{' installed' if after_upgrade else ''} "
-                   f"({d.sources.get('userspace_version')})")
+        out.append(
+            f"user-space driver {d.userspace_version}{' installed' if after_upgrade else ''} "
+            f"({d.sources.get('userspace_version')})"
+        )
     out.extend(e.message for e in (d.smi_error, d.nvml_error) if e is not None and "mismatch" in e.message)
     return out
 

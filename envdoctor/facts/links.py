@@ -28,30 +28,30 @@ class PcieLink:
     """One GPU's PCIe link: NVML's view (current; the most GPU and slot allow; the GPU alone) and
     sysfs's view of both ends (the GPU and the bridge port above it, i.e. the slot)."""
 
-    gen: Optional[int] = None             # NVML current generation (drops at idle on many GPUs)
-    width: Optional[int] = None           # NVML current width
-    max_gen: Optional[int] = None         # NVML: the most this GPU in this system allows
+    gen: Optional[int] = None  # NVML current generation (drops at idle on many GPUs)
+    width: Optional[int] = None  # NVML current width
+    max_gen: Optional[int] = None  # NVML: the most this GPU in this system allows
     max_width: Optional[int] = None
-    gpu_max_gen: Optional[int] = None     # NVML: the most the GPU alone supports
-    sysfs_gen: Optional[int] = None       # /sys/bus/pci/devices/<bus>/current_link_speed, as a generation
+    gpu_max_gen: Optional[int] = None  # NVML: the most the GPU alone supports
+    sysfs_gen: Optional[int] = None  # /sys/bus/pci/devices/<bus>/current_link_speed, as a generation
     sysfs_width: Optional[int] = None
-    sysfs_max_gen: Optional[int] = None   # max_link_speed: the GPU's own capability
+    sysfs_max_gen: Optional[int] = None  # max_link_speed: the GPU's own capability
     sysfs_max_width: Optional[int] = None
-    upstream: Optional[str] = None        # the bridge port above the GPU: "0000:00:01.0"
-    upstream_max_gen: Optional[int] = None    # what the slot (its port) supports
+    upstream: Optional[str] = None  # the bridge port above the GPU: "0000:00:01.0"
+    upstream_max_gen: Optional[int] = None  # what the slot (its port) supports
     upstream_max_width: Optional[int] = None
-    source: str = ""                      # "nvml", "sysfs", "nvml, sysfs"
+    source: str = ""  # "nvml", "sysfs", "nvml, sysfs"
 
 
 @dataclass(frozen=True)
 class NvLink:
     link: int
     active: bool
-    generation: Optional[str] = None      # "4.0" (NVML version 6)
+    generation: Optional[str] = None  # "4.0" (NVML version 6)
     remote_bus_id: Optional[str] = None
-    remote: Optional[str] = None          # "gpu", "switch", "ibmnpu"
-    remote_gpu: Optional[int] = None      # the index of the GPU at the other end
-    errors: Dict[str, Optional[int]] = field(default_factory=dict)   # replay, recovery, crc_flit, crc_data
+    remote: Optional[str] = None  # "gpu", "switch", "ibmnpu"
+    remote_gpu: Optional[int] = None  # the index of the GPU at the other end
+    errors: Dict[str, Optional[int]] = field(default_factory=dict)  # replay, recovery, crc_flit, crc_data
 
 
 @dataclass(frozen=True)
@@ -59,22 +59,22 @@ class GpuLinks:
     index: int
     name: Optional[str] = None
     uuid: Optional[str] = None
-    bus_id: Optional[str] = None          # "00000000:00:06.0"
+    bus_id: Optional[str] = None  # "00000000:00:06.0"
     pcie: PcieLink = field(default_factory=PcieLink)
     utilization_pct: Optional[int] = None  # when the link was read: a busy GPU's current link is its real one
-    numa_node: Optional[int] = None       # the host NUMA node nearest the GPU
-    numa_source: Optional[str] = None     # "nvml", "sysfs", "nvidia-smi topo -m"
-    cpu_affinity: Optional[str] = None    # "0-15", CPUs nearest the GPU
+    numa_node: Optional[int] = None  # the host NUMA node nearest the GPU
+    numa_source: Optional[str] = None  # "nvml", "sysfs", "nvidia-smi topo -m"
+    cpu_affinity: Optional[str] = None  # "0-15", CPUs nearest the GPU
     nvlinks: Tuple[NvLink, ...] = ()
-    nvlink_error: Optional[str] = None    # why there is no NVLink list ("not supported": the GPU shows none)
-    fabric_state: Optional[str] = None    # NVSwitch fabric (Fabric Manager): not_started, in_progress, completed
-    fabric_status: Optional[int] = None   # an NVML return code, meaningful once completed (0 = ok)
+    nvlink_error: Optional[str] = None  # why there is no NVLink list ("not supported": the GPU shows none)
+    fabric_state: Optional[str] = None  # NVSwitch fabric (Fabric Manager): not_started, in_progress, completed
+    fabric_status: Optional[int] = None  # an NVML return code, meaningful once completed (0 = ok)
     mig_mode: Optional[bool] = None
     mig_pending: Optional[bool] = None
     ecc_mode: Optional[bool] = None
     ecc_pending: Optional[bool] = None
     persistence_mode: Optional[bool] = None
-    errors: Dict[str, str] = field(default_factory=dict)   # a field NVML failed to answer (not "not supported")
+    errors: Dict[str, str] = field(default_factory=dict)  # a field NVML failed to answer (not "not supported")
 
     @property
     def active_nvlinks(self) -> int:
@@ -87,14 +87,14 @@ class GpuPair:
 
     a: int
     b: int
-    path: str                             # "NV18" or a PCIe level: "PIX", "PXB", "PHB", "NODE", "SYS"
-    pcie_path: Optional[str] = None       # the PCIe level even where NVLink joins them
-    nvlinks: int = 0                      # bonded NVLinks between them (through switches: the fewer of the two)
-    nvlink_via: Optional[str] = None      # "direct" or "switch"
-    p2p_read: Optional[str] = None        # "ok", "not supported", "chipset not supported", ...
+    path: str  # "NV18" or a PCIe level: "PIX", "PXB", "PHB", "NODE", "SYS"
+    pcie_path: Optional[str] = None  # the PCIe level even where NVLink joins them
+    nvlinks: int = 0  # bonded NVLinks between them (through switches: the fewer of the two)
+    nvlink_via: Optional[str] = None  # "direct" or "switch"
+    p2p_read: Optional[str] = None  # "ok", "not supported", "chipset not supported", ...
     p2p_write: Optional[str] = None
     p2p_nvlink: Optional[str] = None
-    source: str = "nvml"                  # or "nvidia-smi topo -m"
+    source: str = "nvml"  # or "nvidia-smi topo -m"
 
 
 @dataclass(frozen=True)
@@ -105,19 +105,19 @@ class NicLink:
         NicLink(name="NIC0", device="mlx5_0", paths={0: "PIX", 1: "NODE", 4: "SYS"}, nearest_gpus=(0,))
     """
 
-    name: str                             # "NIC0" (newer drivers) or "mlx5_0" (older ones)
-    device: Optional[str] = None          # from the "NIC Legend": "mlx5_0"
-    paths: Dict[int, str] = field(default_factory=dict)   # GPU index -> "PIX", "NODE", "SYS", ...
-    nearest_gpus: Tuple[int, ...] = ()    # the GPUs with the nearest path to it
+    name: str  # "NIC0" (newer drivers) or "mlx5_0" (older ones)
+    device: Optional[str] = None  # from the "NIC Legend": "mlx5_0"
+    paths: Dict[int, str] = field(default_factory=dict)  # GPU index -> "PIX", "NODE", "SYS", ...
+    nearest_gpus: Tuple[int, ...] = ()  # the GPUs with the nearest path to it
 
 
 @dataclass(frozen=True)
 class LinksFacts:
     gpus: Tuple[GpuLinks, ...] = ()
     pairs: Tuple[GpuPair, ...] = ()
-    source: Optional[str] = None          # "nvml" or "nvidia-smi topo -m"
+    source: Optional[str] = None  # "nvml" or "nvidia-smi topo -m"
     error: Optional[ProbeError] = None
-    nics: Tuple[NicLink, ...] = ()        # from nvidia-smi topo -m (NVML does not list NICs)
+    nics: Tuple[NicLink, ...] = ()  # from nvidia-smi topo -m (NVML does not list NICs)
 
     def pair(self, a: int, b: int) -> Optional[GpuPair]:
         lo, hi = min(a, b), max(a, b)

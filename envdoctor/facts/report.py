@@ -32,9 +32,9 @@ class Facts:
     python: TargetPython = field(default_factory=TargetPython)
     torch: TorchFacts = field(default_factory=TorchFacts)
     links: LinksFacts = field(default_factory=LinksFacts)
-    gpu_state: GpuStateFacts = field(default_factory=GpuStateFacts)   # what runs on each GPU now
-    fabric: FabricFacts = field(default_factory=FabricFacts)          # IB/RoCE, GPUDirect RDMA, NCCL variables
-    collected_at: Optional[str] = None           # ISO 8601, UTC
+    gpu_state: GpuStateFacts = field(default_factory=GpuStateFacts)  # what runs on each GPU now
+    fabric: FabricFacts = field(default_factory=FabricFacts)  # IB/RoCE, GPUDirect RDMA, NCCL variables
+    collected_at: Optional[str] = None  # ISO 8601, UTC
     envdoctor_version: Optional[str] = None
     probe_seconds: dict[str, float] = field(default_factory=dict)
-    skipped: tuple[str, ...] = ()                        # areas not inspected this run ("torch")
+    skipped: tuple[str, ...] = ()  # areas not inspected this run ("torch")

@@ -88,7 +88,7 @@ def _convert(tp: Any, value: Any, where: str) -> Any:
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             try:
                 number = float(value)
-            except OverflowError:       # a 400-digit integer in a float field
+            except OverflowError:  # a 400-digit integer in a float field
                 raise DataError(f"{where}: the number {_short(value)} is too large") from None
             if math.isfinite(number):
                 return number
@@ -103,7 +103,7 @@ def _convert(tp: Any, value: Any, where: str) -> Any:
 
 
 #: The largest integer a fact holds (bytes, counts, MiB): a signed 64-bit value.
-MAX_INT = 2 ** 63 - 1
+MAX_INT = 2**63 - 1
 
 
 def _short(value: Any) -> str:

@@ -12,14 +12,14 @@ from envdoctor.facts.base import ProbeError
 class Toolkit:
     """One CUDA toolkit root, e.g. ``/usr/local/cuda-13.0`` with ``bin/nvcc`` release 13.0."""
 
-    root: str                                  # "/usr/local/cuda-13.0" (resolved)
-    nvcc: Optional[str] = None                 # "/usr/local/cuda-13.0/bin/nvcc"
-    version: Optional[str] = None              # "13.0.88" (nvcc V..., or version.json)
-    release: Optional[str] = None              # "13.0"
-    version_source: Optional[str] = None       # "/usr/local/cuda-13.0/bin/nvcc --version" or ".../version.json"
-    found_via: tuple[str, ...] = ()            # ("PATH", "CUDA_HOME", "/usr/local/cuda", "conda")
-    aliases: tuple[str, ...] = ()              # other paths that lead here: "/usr/local/cuda", "/usr/local/bin/nvcc"
-    error: Optional[ProbeError] = None         # nvcc failed (hung, crashed, printed garbage)
+    root: str  # "/usr/local/cuda-13.0" (resolved)
+    nvcc: Optional[str] = None  # "/usr/local/cuda-13.0/bin/nvcc"
+    version: Optional[str] = None  # "13.0.88" (nvcc V..., or version.json)
+    release: Optional[str] = None  # "13.0"
+    version_source: Optional[str] = None  # "/usr/local/cuda-13.0/bin/nvcc --version" or ".../version.json"
+    found_via: tuple[str, ...] = ()  # ("PATH", "CUDA_HOME", "/usr/local/cuda", "conda")
+    aliases: tuple[str, ...] = ()  # other paths that lead here: "/usr/local/cuda", "/usr/local/bin/nvcc"
+    error: Optional[ProbeError] = None  # nvcc failed (hung, crashed, printed garbage)
 
 
 @dataclass(frozen=True)
@@ -32,15 +32,15 @@ class ToolkitFacts:
     """
 
     toolkits: tuple[Toolkit, ...] = ()
-    cuda_home: Optional[str] = None            # $CUDA_HOME as set
-    cuda_path: Optional[str] = None            # $CUDA_PATH as set
-    nvcc_on_path: Optional[str] = None         # first nvcc on PATH
-    extension_root: Optional[str] = None       # what torch.utils.cpp_extension would use
-    extension_rule: Optional[str] = None       # "CUDA_HOME", "CUDA_PATH", "nvcc on PATH", "/usr/local/cuda"
+    cuda_home: Optional[str] = None  # $CUDA_HOME as set
+    cuda_path: Optional[str] = None  # $CUDA_PATH as set
+    nvcc_on_path: Optional[str] = None  # first nvcc on PATH
+    extension_root: Optional[str] = None  # what torch.utils.cpp_extension would use
+    extension_rule: Optional[str] = None  # "CUDA_HOME", "CUDA_PATH", "nvcc on PATH", "/usr/local/cuda"
     #: "ok"; "empty" (CUDA_HOME/CUDA_PATH set to ""); "missing" (the folder does not exist);
     #: "no_nvcc" (no bin/nvcc in it); "no_headers" (bin/nvcc but no include/cuda_runtime.h)
     extension_status: Optional[str] = None
-    extension_toolkit: Optional[str] = None    # root of the entry in ``toolkits`` it compiles with
-    path_nvccs: tuple[str, ...] = ()           # every nvcc on PATH, in PATH order
-    json_required = ("error",)        # a saved report's area always says whether its probe failed
+    extension_toolkit: Optional[str] = None  # root of the entry in ``toolkits`` it compiles with
+    path_nvccs: tuple[str, ...] = ()  # every nvcc on PATH, in PATH order
+    json_required = ("error",)  # a saved report's area always says whether its probe failed
     error: Optional[ProbeError] = None

@@ -84,18 +84,29 @@ class _Layer:
         if active:
             self.items.append(Saved(name, per_token, bytes_each, active))
 
-    def linear_input(self, name: str, per_token: float, bytes_each: float, consumers: Sequence[str],
-                     also: Sequence[str] = ()) -> None:
+    def linear_input(
+        self, name: str, per_token: float, bytes_each: float, consumers: Sequence[str], also: Sequence[str] = ()
+    ) -> None:
         """The input of ``consumers`` (linears), plus what LoRA adapters on them keep (PEFT casts
         the input to the adapter's fp32, so a bf16 input is copied; an fp32 one is shared)."""
         adapted = [c for c in consumers if c in self.lora]
-        shared = bytes_each == 4 and not self.p.autocast     # an fp32 input needs no cast: lora_A keeps it
-        self.add(name, per_token, bytes_each, *also, *(f"linear:{c}" for c in consumers),
-                 *(f"lora:{c}" for c in adapted if shared))
+        shared = bytes_each == 4 and not self.p.autocast  # an fp32 input needs no cast: lora_A keeps it
+        self.add(
+            name,
+            per_token,
+            bytes_each,
+            *also,
+            *(f"linear:{c}" for c in consumers),
+            *(f"lora:{c}" for c in adapted if shared),
+        )
         for c in adapted:
             if not shared:
-                self.add(f"lora {c}: input cast to the adapter dtype", per_token,
-                         self.p.act if self.p.autocast else 4, f"lora:{c}")
+                self.add(
+                    f"lora {c}: input cast to the adapter dtype",
+                    per_token,
+                    self.p.act if self.p.autocast else 4,
+                    f"lora:{c}",
+                )
             self.add(f"lora {c}: rank-r middle", self.rank, self.p.act if self.p.autocast else 4, f"lora:{c}")
 
     def norm(self, name: str, kind: str, h: int, consumers: Sequence[str]) -> None:
@@ -104,7 +115,7 @@ class _Layer:
         if kind in ("rms", "rms_t5"):
             # hidden.to(float32) kept by pow and mul; weight * normed.to(input_dtype) keeps normed
             self.add(f"{name}: fp32 copy of the input", h, 4, "norm")
-            if kind == "rms_t5" and p.resid != 4:   # T5LayerNorm multiplies the input itself by rsqrt
+            if kind == "rms_t5" and p.resid != 4:  # T5LayerNorm multiplies the input itself by rsqrt
                 self.add(f"{name}: input", h, p.resid, "norm")
             self.add(f"{name}: rsqrt (fp32, one per token)", 1, 4, "norm")
             self.add(f"{name}: normalised, before the weight", h, p.resid, "weight:norm")
@@ -115,14 +126,14 @@ class _Layer:
             self.add(f"{name}: rsqrt (fp32, one per token)", 1, 4, "norm")
             self.add(f"{name}: fp32 normalised", h, 4, "weight:norm")
             out_bytes = p.resid
-        else:   # F.layer_norm keeps its input (fp32 under autocast, which runs layer_norm in fp32)
+        else:  # F.layer_norm keeps its input (fp32 under autocast, which runs layer_norm in fp32)
             self.add(f"{name}: input", h, 4 if p.autocast else p.resid, "layernorm")
             self.add(f"{name}: mean and rstd (fp32)", 2, 4, "layernorm")
             out_bytes = 4 if p.autocast else p.resid
         if not consumers:
             return
         if p.autocast:
-            for c in consumers:   # autocast casts the fp32 output separately for every linear
+            for c in consumers:  # autocast casts the fp32 output separately for every linear
                 self.linear_input(f"{name}: output cast to bf16/fp16 for {c}", h, p.act, [c])
         else:
             self.linear_input(f"{name}: output", h, out_bytes, consumers)
@@ -145,14 +156,28 @@ def sdpa_math(spec: ModelSpec, p: Precision, attention: Attention) -> bool:
     kernel, which repeats k and v, scales q and k and keeps the fp32 softmax output (s x s per head)
     for backward. On the CPU the flash kernel takes fp32, so the CPU cannot show it (H200 row H9:
     8.4 GiB more saved than the flash-like count, 16 layers x 32 heads x 2048^2 x 4 B + the repeats)."""
-    return (attention == "sdpa" and effective_attention(spec, attention) == "sdpa" and p.act == 4
-            and not p.autocast and p.cuda and spec.kv_heads < spec.heads
-            and spec.family not in ("gpt2", "bert", "t5"))
+    return (
+        attention == "sdpa"
+        and effective_attention(spec, attention) == "sdpa"
+        and p.act == 4
+        and not p.autocast
+        and p.cuda
+        and spec.kv_heads < spec.heads
+        and spec.family not in ("gpt2", "bert", "t5")
+    )
 
 
-def layer_saved(spec: ModelSpec, p: Precision, seq: int, attention: Attention, trainable_linears: bool,
-                lora: Sequence[str] = (), lora_rank: int = 0, cross_attention: bool = False,
-                dropout: bool | None = None) -> tuple[Saved, ...]:
+def layer_saved(
+    spec: ModelSpec,
+    p: Precision,
+    seq: int,
+    attention: Attention,
+    trainable_linears: bool,
+    lora: Sequence[str] = (),
+    lora_rank: int = 0,
+    cross_attention: bool = False,
+    dropout: bool | None = None,
+) -> tuple[Saved, ...]:
     """The tensors one block of ``spec`` keeps per token at sequence length ``seq``.
 
     ``trainable_linears``: the block's linear weights need gradients (full fine-tuning);
@@ -167,12 +192,13 @@ def layer_saved(spec: ModelSpec, p: Precision, seq: int, attention: Attention, t
     attn_drop = drop_live and spec.attention_dropout > 0
     hid_drop = drop_live and spec.hidden_dropout > 0
 
-    if t.post_ln:   # BERT: the layer input feeds q, k, v directly; LayerNorm after each residual add
+    if t.post_ln:  # BERT: the layer input feeds q, k, v directly; LayerNorm after each residual add
         _bert_layer(lay, spec, seq, attention, attn_drop, hid_drop)
         return tuple(lay.items)
 
     qkv_names = {"gpt2": ["attn.c_attn"], "t5": ["q", "k", "v"]}.get(
-        spec.family, ["qkv_proj"] if t.fused_qkv else ["q_proj", "k_proj", "v_proj"])
+        spec.family, ["qkv_proj"] if t.fused_qkv else ["q_proj", "k_proj", "v_proj"]
+    )
     lay.norm("attention norm", t.norm, h, qkv_names)
     _self_attention(lay, spec, seq, attention, attn_drop)
     if t.sandwich_norm:
@@ -193,7 +219,7 @@ def layer_saved(spec: ModelSpec, p: Precision, seq: int, attention: Attention, t
 def _self_attention(lay: _Layer, spec: ModelSpec, seq: int, attention: Attention, attn_drop: bool) -> None:
     t = spec.traits
     q, kv, A = spec.q_dim, spec.kv_dim, lay.p.act
-    if t.qk_norm:   # Qwen3: RMSNorm over head_dim on q and k before RoPE
+    if t.qk_norm:  # Qwen3: RMSNorm over head_dim on q and k before RoPE
         for name, d in (("q_norm", q), ("k_norm", kv)):
             lay.add(f"{name}: fp32 copy", d, 4, "norm")
             lay.add(f"{name}: rsqrt (fp32, one per head)", d // spec.head_dim, 4, "norm")
@@ -201,15 +227,16 @@ def _self_attention(lay: _Layer, spec: ModelSpec, seq: int, attention: Attention
     _attention_core(lay, spec, seq, attention, attn_drop)
 
 
-def _attention_core(lay: _Layer, spec: ModelSpec, seq: int, attention: Attention, attn_drop: bool,
-                    prefix: str = "") -> None:
+def _attention_core(
+    lay: _Layer, spec: ModelSpec, seq: int, attention: Attention, attn_drop: bool, prefix: str = ""
+) -> None:
     t = spec.traits
     q, kv, a, A = spec.q_dim, spec.kv_dim, spec.heads, lay.p.act
     out_proj = {"gpt2": "attn.c_proj", "t5": "o", "bert": "attention.output.dense"}.get(spec.family, "o_proj")
-    rep = q if attention == "eager" and kv != q else kv    # eager repeats k/v to every head (repeat_kv)
-    if t.fused_qkv and not t.rope:      # GPT-2: q, k, v are views of c_attn's output
+    rep = q if attention == "eager" and kv != q else kv  # eager repeats k/v to every head (repeat_kv)
+    if t.fused_qkv and not t.rope:  # GPT-2: q, k, v are views of c_attn's output
         lay.add("c_attn output (q, k, v views)", q + 2 * kv, A, "attention")
-        if attention == "sdpa":         # measured on the CPU: SDPA gets contiguous copies of two of them
+        if attention == "sdpa":  # measured on the CPU: SDPA gets contiguous copies of two of them
             lay.add("q and k copied contiguous for SDPA", 2 * q, A, "attention")
     else:
         which = "q after RoPE" if t.rope else "q"
@@ -227,11 +254,11 @@ def _attention_core(lay: _Layer, spec: ModelSpec, seq: int, attention: Attention
     if attention == "sdpa":
         lay.linear_input(f"{prefix}attention output", q, A, [out_proj], also=["attention"])
         lay.add(f"{prefix}log-sum-exp (fp32, per head)", a, 4, "attention")
-        if t.fused_qkv and t.rope:      # Phi-3 (measured on the CPU): o_proj gets its own copy
-            lay.add("attention output copy for o_proj", q, A, f"linear:{out_proj}")   # CPU-measured
+        if t.fused_qkv and t.rope:  # Phi-3 (measured on the CPU): o_proj gets its own copy
+            lay.add("attention output copy for o_proj", q, A, f"linear:{out_proj}")  # CPU-measured
         return
     # eager: softmax output (fp32 for the Llama family and T5, else the activation dtype) ...
-    if t.logit_softcap:                 # Gemma 2: tanh(scores / cap) * cap, tanh keeps its output
+    if t.logit_softcap:  # Gemma 2: tanh(scores / cap) * cap, tanh keeps its output
         lay.add(f"{prefix}tanh of the capped scores", a * seq, A, "tanh")
     # under autocast a decoder's fp32 causal mask (or T5's fp32 position bias) promotes the scores to fp32
     soft = 4 if t.eager_softmax_fp32 or (lay.p.autocast and spec.kind != "encoder") else A
@@ -253,8 +280,13 @@ def _mlp(lay: _Layer, spec: ModelSpec, seq: int) -> None:
         # transformers 5 runs the experts on their 3-D weight slices; measured on the CPU, autocast
         # leaves them in fp32, so under autocast they keep fp32 tensors
         A = 4 if lay.p.autocast else A
-        lay.norm("MLP norm", t.norm, h, ["router"] + (["shared_expert.gate_proj", "shared_expert.up_proj"]
-                                                      if spec.shared_expert_intermediate else []))
+        lay.norm(
+            "MLP norm",
+            t.norm,
+            h,
+            ["router"]
+            + (["shared_expert.gate_proj", "shared_expert.up_proj"] if spec.shared_expert_intermediate else []),
+        )
         lay.add("router probabilities (fp32)", e, 4, "router")
         lay.add("routing indices and weights (int64, fp32)", 40 * k + 4, 1, "router")
         # per token and chosen expert: its gathered input, gate_up output, act, product, weighted output
@@ -310,8 +342,7 @@ def _gated(lay: _Layer, f: int, gate: str, down: str, prefix: str = "") -> None:
     lay.linear_input(f"{prefix}act(gate) * up", f, A, [down])
 
 
-def _bert_layer(lay: _Layer, spec: ModelSpec, seq: int, attention: Attention, attn_drop: bool,
-                hid_drop: bool) -> None:
+def _bert_layer(lay: _Layer, spec: ModelSpec, seq: int, attention: Attention, attn_drop: bool, hid_drop: bool) -> None:
     h, f, A = spec.hidden, spec.intermediate, lay.p.act
     names = ["query", "key", "value"]
     if lay.p.autocast:

@@ -43,7 +43,7 @@ class Row:
 @dataclass(frozen=True)
 class Mfu:
     convention: str
-    dtype: str                            # the compute dtype the peaks are for
+    dtype: str  # the compute dtype the peaks are for
     flops_per_step: float
     flops_per_step_causal: float
     achieved_tflops: float
@@ -61,12 +61,12 @@ class Mfu:
 
 @dataclass(frozen=True)
 class Comparison:
-    basis: str                            # what the peak row compares
+    basis: str  # what the peak row compares
     peak: Row
-    rows: tuple[Row, ...]                 # the allocated peak and the terms
+    rows: tuple[Row, ...]  # the allocated peak and the terms
     phases: tuple[Row, ...]
     mfu: Mfu | None
-    estimate_fits_device: bool | None     # the estimate's verdict for the measured GPU (None on the CPU)
+    estimate_fits_device: bool | None  # the estimate's verdict for the measured GPU (None on the CPU)
 
     @property
     def error(self) -> float | None:
@@ -95,6 +95,7 @@ def _allocated(est: Estimate, phase_names: tuple[str, ...] | None = None) -> int
     """What a phase (the largest of ``phase_names``, or of the workload's phases) allocates: context and
     reserve left out. The model build is left out by default: the measured peak allocated is reset
     after it (its blocks stay reserved, so the peak reserved + context does include it)."""
+
     def alloc(p: Phase) -> int:
         return sum(t.bytes for t in p.terms if t.name not in ("context", "allocator_reserve"))
 
@@ -119,8 +120,13 @@ def compare(est: Estimate, m: Measurement, gpu_model: Any = None) -> Comparison:
     w = est.workload
     allocated = _allocated(est)
     if m.cpu:
-        peak = _row("peak", "peak allocated (CPU: live tensor bytes)", allocated, m.peak_bytes,
-                    "the CPU has no allocator reserve and no CUDA context; compared without them")
+        peak = _row(
+            "peak",
+            "peak allocated (CPU: live tensor bytes)",
+            allocated,
+            m.peak_bytes,
+            "the CPU has no allocator reserve and no CUDA context; compared without them",
+        )
         rows: list[Row] = []
     else:
         peak = _row("peak", "peak (reserved + context)", est.peak_bytes, m.peak_bytes)
@@ -135,34 +141,67 @@ def compare(est: Estimate, m: Measurement, gpu_model: Any = None) -> Comparison:
             V = est.spec.vocab
             per_logit = 4 + (2 if est.spec.traits.logit_softcap and w.dtype != "fp32" else 0)
             kept = w.batch * w.seq * V * per_logit
-            rows.append(_row("activations", "saved for backward (activations + the loss's fp32 log-softmax)",
-                             acts + kept, m.term("activations"),
-                             f"estimate: activations + b*s*V x {per_logit} B"))
+            rows.append(
+                _row(
+                    "activations",
+                    "saved for backward (activations + the loss's fp32 log-softmax)",
+                    acts + kept,
+                    m.term("activations"),
+                    f"estimate: activations + b*s*V x {per_logit} B",
+                )
+            )
         if m.term("autocast_copies") is not None:
-            rows.append(_row("autocast_copies", "autocast weight copies", _term(est, "autocast_copies") or 0,
-                             m.term("autocast_copies")))
+            rows.append(
+                _row(
+                    "autocast_copies",
+                    "autocast weight copies",
+                    _term(est, "autocast_copies") or 0,
+                    m.term("autocast_copies"),
+                )
+            )
     elif est.spec.kind != "encoder":
         last = est.phases[-1].name
         rows.append(_row("kv_cache", "KV cache", _term(est, "kv_cache", last), m.term("kv_cache")))
     if not m.cpu:
         rows.append(_row("context", "CUDA context + cuBLAS", _term(est, "context"), m.term("context")))
-        rows.append(_row("allocator_reserve", "allocator reserve", _term(est, "allocator_reserve", est.peak_phase),
-                         m.term("allocator_reserve")))
+        rows.append(
+            _row(
+                "allocator_reserve",
+                "allocator reserve",
+                _term(est, "allocator_reserve", est.peak_phase),
+                m.term("allocator_reserve"),
+            )
+        )
     phases: list[Row] = []
     measured = {p.name: p for p in m.phases}
     if w.train:
         back = measured.get("backward")
         if back is not None:
-            phases.append(_row("backward", "backward (allocated)",
-                               _allocated(est, ("loss backward", "backward of the last layer")), back.peak_allocated))
+            phases.append(
+                _row(
+                    "backward",
+                    "backward (allocated)",
+                    _allocated(est, ("loss backward", "backward of the last layer")),
+                    back.peak_allocated,
+                )
+            )
         step = measured.get("optimizer step")
         if step is not None and step_phase is not None:
-            phases.append(_row("optimizer step", "optimizer step (allocated)", _allocated(est, (step_phase,)),
-                               step.peak_allocated))
+            phases.append(
+                _row(
+                    "optimizer step", "optimizer step (allocated)", _allocated(est, (step_phase,)), step.peak_allocated
+                )
+            )
     fits = None if m.cpu or m.device_total_bytes is None else est.peak_bytes <= m.device_total_bytes
     basis = peak.label
-    return Comparison(basis, peak, tuple(r for r in rows if r.estimate is not None or r.measured is not None),
-                      tuple(phases), mfu_of(est, m, gpu_model), fits)
+    return Comparison(
+        basis,
+        peak,
+        tuple(r for r in rows if r.estimate is not None or r.measured is not None),
+        tuple(phases),
+        mfu_of(est, m, gpu_model),
+        fits,
+    )
 
 
 def compute_dtype(est: Estimate, m: Measurement | None = None) -> str:
@@ -186,16 +225,31 @@ def mfu_of(est: Estimate, m: Measurement, gpu_model: Any = None) -> Mfu | None:
     sheet = getattr(gpu_model, _PEAK_FIELD[dtype], None) if gpu_model is not None else None
     sheet = float(sheet) if isinstance(sheet, (int, float)) and sheet > 0 else None
     mm = m.matmul.tflops if m.matmul is not None and m.matmul.status == "ok" and m.matmul.tflops else None
-    convention = ("PaLM/nanoGPT model FLOPs: " + f.convention.split(": ", 1)[-1]
-                  + "; recompute not counted; the causal variant halves the attention term")
-    return Mfu(convention=convention, dtype=dtype, flops_per_step=f.per_step, flops_per_step_causal=f.per_step_causal,
-               achieved_tflops=round(achieved, 6), achieved_tflops_causal=round(achieved_c, 6),
-               datasheet_tflops=sheet, datasheet_source=getattr(gpu_model, "source", None) if sheet else None,
-               datasheet_unconfirmed=bool(sheet and (getattr(gpu_model, "unconfirmed", False)
-                                                     or _PEAK_FIELD[dtype] in (getattr(gpu_model, "unconfirmed_fields",
-                                                                                       ()) or ()))),
-               mfu_datasheet=round(achieved / sheet, 6) if sheet else None,
-               mfu_datasheet_causal=round(achieved_c / sheet, 6) if sheet else None,
-               matmul_tflops=mm, matmul_n=m.matmul.n if mm and m.matmul is not None else None,
-               mfu_matmul=round(achieved / mm, 6) if mm else None,
-               mfu_matmul_causal=round(achieved_c / mm, 6) if mm else None)
+    convention = (
+        "PaLM/nanoGPT model FLOPs: "
+        + f.convention.split(": ", 1)[-1]
+        + "; recompute not counted; the causal variant halves the attention term"
+    )
+    return Mfu(
+        convention=convention,
+        dtype=dtype,
+        flops_per_step=f.per_step,
+        flops_per_step_causal=f.per_step_causal,
+        achieved_tflops=round(achieved, 6),
+        achieved_tflops_causal=round(achieved_c, 6),
+        datasheet_tflops=sheet,
+        datasheet_source=getattr(gpu_model, "source", None) if sheet else None,
+        datasheet_unconfirmed=bool(
+            sheet
+            and (
+                getattr(gpu_model, "unconfirmed", False)
+                or _PEAK_FIELD[dtype] in (getattr(gpu_model, "unconfirmed_fields", ()) or ())
+            )
+        ),
+        mfu_datasheet=round(achieved / sheet, 6) if sheet else None,
+        mfu_datasheet_causal=round(achieved_c / sheet, 6) if sheet else None,
+        matmul_tflops=mm,
+        matmul_n=m.matmul.n if mm and m.matmul is not None else None,
+        mfu_matmul=round(achieved / mm, 6) if mm else None,
+        mfu_matmul_causal=round(achieved_c / mm, 6) if mm else None,
+    )

@@ -41,7 +41,7 @@ def hf_config(spec: ModelSpec, raw: Mapping[str, Any]) -> dict[str, Any]:
     data["architectures"] = [spec.architecture]
     if not isinstance(data.get("model_type"), str):
         data["model_type"] = spec.family
-    if spec.family == "t5":   # the t5-small/base/large configs set both; generate and the loss need them
+    if spec.family == "t5":  # the t5-small/base/large configs set both; generate and the loss need them
         data.setdefault("decoder_start_token_id", 0)
         data.setdefault("pad_token_id", 0)
     return data
@@ -51,18 +51,35 @@ def shape(spec: ModelSpec, raw: Mapping[str, Any]) -> dict[str, Any]:
     """The normalised fields the plain-torch reference decoder is built from."""
     rope = raw.get("rope_parameters") if isinstance(raw.get("rope_parameters"), Mapping) else {}
     theta = raw.get("rope_theta", rope.get("rope_theta") if isinstance(rope, Mapping) else None)
-    return {"family": spec.family, "hidden": spec.hidden, "intermediate": spec.intermediate, "layers": spec.layers,
-            "decoder_layers": spec.decoder_layers, "heads": spec.heads, "kv_heads": spec.kv_heads,
-            "head_dim": spec.head_dim, "vocab": spec.vocab, "tie_embeddings": spec.tie_embeddings,
-            "attention_bias": spec.attention_bias, "mlp_bias": spec.mlp_bias,
-            "attention_dropout": spec.attention_dropout, "experts": spec.experts,
-            "rms_norm_eps": raw.get("rms_norm_eps") if isinstance(raw.get("rms_norm_eps"), (int, float)) else None,
-            "rope_theta": theta if isinstance(theta, (int, float)) else None}
+    return {
+        "family": spec.family,
+        "hidden": spec.hidden,
+        "intermediate": spec.intermediate,
+        "layers": spec.layers,
+        "decoder_layers": spec.decoder_layers,
+        "heads": spec.heads,
+        "kv_heads": spec.kv_heads,
+        "head_dim": spec.head_dim,
+        "vocab": spec.vocab,
+        "tie_embeddings": spec.tie_embeddings,
+        "attention_bias": spec.attention_bias,
+        "mlp_bias": spec.mlp_bias,
+        "attention_dropout": spec.attention_dropout,
+        "experts": spec.experts,
+        "rms_norm_eps": raw.get("rms_norm_eps") if isinstance(raw.get("rms_norm_eps"), (int, float)) else None,
+        "rope_theta": theta if isinstance(theta, (int, float)) else None,
+    }
 
 
 def child_model(spec: ModelSpec, raw: Mapping[str, Any]) -> dict[str, Any]:
-    return {"config": hf_config(spec, raw), "family": spec.family, "kind": spec.kind, "moe": spec.traits.moe,
-            "architecture": spec.architecture, "shape": shape(spec, raw)}
+    return {
+        "config": hf_config(spec, raw),
+        "family": spec.family,
+        "kind": spec.kind,
+        "moe": spec.traits.moe,
+        "architecture": spec.architecture,
+        "shape": shape(spec, raw),
+    }
 
 
 def lora_modules(spec: ModelSpec, w: Workload) -> list[str] | None:
@@ -83,8 +100,20 @@ def child_attention(spec: ModelSpec, w: Workload) -> str:
 
 
 def child_workload(spec: ModelSpec, w: Workload) -> dict[str, Any]:
-    return {"mode": w.mode, "batch": w.batch, "seq": w.seq, "new_tokens": w.new_tokens, "dtype": w.dtype,
-            "amp": w.amp, "quant": w.quant, "kv_dtype": w.kv_dtype, "optimizer": w.optimizer,
-            "grad_checkpointing": w.grad_checkpointing, "lora_rank": w.lora_rank,
-            "lora_modules": lora_modules(spec, w), "attention": child_attention(spec, w), "loop": w.loop,
-            "alloc_conf": w.alloc_conf}
+    return {
+        "mode": w.mode,
+        "batch": w.batch,
+        "seq": w.seq,
+        "new_tokens": w.new_tokens,
+        "dtype": w.dtype,
+        "amp": w.amp,
+        "quant": w.quant,
+        "kv_dtype": w.kv_dtype,
+        "optimizer": w.optimizer,
+        "grad_checkpointing": w.grad_checkpointing,
+        "lora_rank": w.lora_rank,
+        "lora_modules": lora_modules(spec, w),
+        "attention": child_attention(spec, w),
+        "loop": w.loop,
+        "alloc_conf": w.alloc_conf,
+    }

@@ -40,8 +40,14 @@ _OPTIMIZERS = ("adamw", "adamw-foreach", "adamw8bit", "sgd", "adafactor")
 
 
 #: options of PYTORCH_CUDA_ALLOC_CONF whose value is one number (c10's CUDAAllocatorConfig)
-_ALLOC_NUMBERS = ("max_split_size_mb", "garbage_collection_threshold", "pinned_num_register_threads",
-                  "pinned_reserve_segment_size_mb", "per_process_memory_fraction", "max_non_split_rounding_mb")
+_ALLOC_NUMBERS = (
+    "max_split_size_mb",
+    "garbage_collection_threshold",
+    "pinned_num_register_threads",
+    "pinned_reserve_segment_size_mb",
+    "per_process_memory_fraction",
+    "max_non_split_rounding_mb",
+)
 
 
 def alloc_conf_problem(conf: str) -> str:
@@ -102,7 +108,7 @@ def _gpus(names: tuple[str, ...], sizes: tuple[str, ...], ecc: str | None, local
         g = table.gpu(name)
         if g is None:
             _fail(f"--gpu {name[:80]!r}: not in the table (`envdoctor table gpu` lists them)")
-            raise AssertionError   # unreachable; keeps mypy's flow analysis happy
+            raise AssertionError  # unreachable; keeps mypy's flow analysis happy
         if not g.memory_gib:
             _fail(f"--gpu {name!r}: the table has no memory figure for {g.name}; give --memory")
         out.append(usable_gpu(g.name, g.memory_gib, g.cc, bool(g.is_datacenter()), load_usable(), ecc))
@@ -124,8 +130,9 @@ def _table_gpus() -> list:
     from envdoctor.table import load_table
 
     rows = load_usable()
-    return [usable_gpu(g.name, g.memory_gib, g.cc, bool(g.is_datacenter()), rows) for g in load_table().gpus
-            if g.memory_gib]
+    return [
+        usable_gpu(g.name, g.memory_gib, g.cc, bool(g.is_datacenter()), rows) for g in load_table().gpus if g.memory_gib
+    ]
 
 
 @click.command("fit")
@@ -133,77 +140,194 @@ def _table_gpus() -> list:
 @click.option("--infer", "mode", flag_value="infer", default=True, help="Inference with generate (the default).")
 @click.option("--train", "mode", flag_value="train", help="One training step.")
 @click.option("--batch", type=AsciiInt(), default=1, show_default=True, help="Sequences per GPU (the micro-batch).")
-@click.option("--seq", type=AsciiInt(), default=None,
-              help="Tokens per sequence, the prompt for --infer (default 2048, or the model's learned positions).")
-@click.option("--new-tokens", type=AsciiInt(), default=None,
-              help="Tokens to generate with --infer (default 256; 0 for encoders).")
-@click.option("--dtype", type=click.Choice(_DTYPES), default=None,
-              help="The weights' dtype (default: the checkpoint's torch_dtype, as transformers 5 loads it).")
+@click.option(
+    "--seq",
+    type=AsciiInt(),
+    default=None,
+    help="Tokens per sequence, the prompt for --infer (default 2048, or the model's learned positions).",
+)
+@click.option(
+    "--new-tokens", type=AsciiInt(), default=None, help="Tokens to generate with --infer (default 256; 0 for encoders)."
+)
+@click.option(
+    "--dtype",
+    type=click.Choice(_DTYPES),
+    default=None,
+    help="The weights' dtype (default: the checkpoint's torch_dtype, as transformers 5 loads it).",
+)
 @click.option("--amp", type=click.Choice(("bf16", "fp16")), default=None, help="--train: fp32 weights under autocast.")
-@click.option("--quant", type=click.Choice(("int8", "int4")), default=None,
-              help="bitsandbytes weights (int4: NF4 + double quantisation; with --train it needs --lora: QLoRA).")
-@click.option("--kv-dtype", type=click.Choice(("fp32", "bf16", "fp16", "int8")), default=None,
-              help="--infer: the KV cache's dtype (default: the compute dtype).")
-@click.option("--optimizer", type=click.Choice(_OPTIMIZERS), default="adamw", show_default=True,
-              help="adamw is fused (HF Trainer's default on torch >= 2.8); adamw-foreach is torch.optim.AdamW's own "
-                   "default (one more state-sized copy at the step).")
+@click.option(
+    "--quant",
+    type=click.Choice(("int8", "int4")),
+    default=None,
+    help="bitsandbytes weights (int4: NF4 + double quantisation; with --train it needs --lora: QLoRA).",
+)
+@click.option(
+    "--kv-dtype",
+    type=click.Choice(("fp32", "bf16", "fp16", "int8")),
+    default=None,
+    help="--infer: the KV cache's dtype (default: the compute dtype).",
+)
+@click.option(
+    "--optimizer",
+    type=click.Choice(_OPTIMIZERS),
+    default="adamw",
+    show_default=True,
+    help="adamw is fused (HF Trainer's default on torch >= 2.8); adamw-foreach is torch.optim.AdamW's own "
+    "default (one more state-sized copy at the step).",
+)
 @click.option("--grad-checkpointing", is_flag=True, help="--train: recompute each layer in backward.")
-@click.option("--lora", "lora_rank", type=AsciiInt(), default=0, metavar="R",
-              help="--train: LoRA adapters of rank R, base frozen.")
-@click.option("--lora-targets", default=None, metavar="NAMES",
-              help="Comma-separated linears to adapt (default: every linear of the blocks).")
-@click.option("--zero", type=AsciiInt(), default=0, show_default=True,
-              help="--train: ZeRO stage 0-3 (FSDP full shard = 3).")
-@click.option("--gpus", "n_gpus", type=AsciiInt(), default=1, show_default=True,
-              help="GPUs the job spreads over; give a strategy: --ddp, --zero K / --fsdp, or --tp N.")
+@click.option(
+    "--lora",
+    "lora_rank",
+    type=AsciiInt(),
+    default=0,
+    metavar="R",
+    help="--train: LoRA adapters of rank R, base frozen.",
+)
+@click.option(
+    "--lora-targets",
+    default=None,
+    metavar="NAMES",
+    help="Comma-separated linears to adapt (default: every linear of the blocks).",
+)
+@click.option(
+    "--zero", type=AsciiInt(), default=0, show_default=True, help="--train: ZeRO stage 0-3 (FSDP full shard = 3)."
+)
+@click.option(
+    "--gpus",
+    "n_gpus",
+    type=AsciiInt(),
+    default=1,
+    show_default=True,
+    help="GPUs the job spreads over; give a strategy: --ddp, --zero K / --fsdp, or --tp N.",
+)
 @click.option("--ddp", is_flag=True, help="--train: data parallel replicas over --gpus N (DDP's gradient buckets).")
 @click.option("--fsdp", is_flag=True, help="--train: FSDP full shard over --gpus N (counted as ZeRO-3).")
-@click.option("--device-map", "device_map", type=click.Choice(("auto",)), default=None,
-              help="--infer: from_pretrained(device_map=\"auto\") over --gpus N (the fullest GPU is reported).")
-@click.option("--pp", type=AsciiInt(), default=1, show_default=True,
-              help="--train: pipeline stages over N GPUs (1F1B; --batch is the micro-batch).")
-@click.option("--tp", type=AsciiInt(), default=1, show_default=True,
-              help="--infer: tensor parallel over N GPUs (Megatron column/row splits; one GPU's share).")
+@click.option(
+    "--device-map",
+    "device_map",
+    type=click.Choice(("auto",)),
+    default=None,
+    help='--infer: from_pretrained(device_map="auto") over --gpus N (the fullest GPU is reported).',
+)
+@click.option(
+    "--pp",
+    type=AsciiInt(),
+    default=1,
+    show_default=True,
+    help="--train: pipeline stages over N GPUs (1F1B; --batch is the micro-batch).",
+)
+@click.option(
+    "--tp",
+    type=AsciiInt(),
+    default=1,
+    show_default=True,
+    help="--infer: tensor parallel over N GPUs (Megatron column/row splits; one GPU's share).",
+)
 @click.option("--attention", type=click.Choice(("sdpa", "eager")), default="sdpa", show_default=True)
-@click.option("--loop", type=click.Choice(("custom", "trainer")), default="custom", show_default=True,
-              help="--train: custom keeps outputs.logits through backward (outputs = model(**batch); "
-                   "outputs.loss.backward(), the examples' loop); trainer frees them first (HF Trainer).")
-@click.option("--gpu", "gpu_names", multiple=True, metavar="NAME",
-              help="Judge against this GPU from the table (repeatable).")
-@click.option("--memory", "sizes", multiple=True, metavar="SIZE",
-              help="Judge against this much memory: 24GiB, 80GB (repeatable).")
-@click.option("--alloc-conf", default=None, metavar="CONF",
-              help="PYTORCH_CUDA_ALLOC_CONF the job runs with (default: this shell's); expandable_segments:True "
-                   "changes the allocator reserve.")
-@click.option("--ecc", type=click.Choice(("on", "off")), default=None,
-              help="--gpu: judge against the usable memory with ECC on or off where they differ (default: on).")
-@click.option("--local/--no-local", default=True, show_default=True,
-              help="With no --gpu and no --memory, judge against this machine's GPUs (NVML free memory).")
-@click.option("--measure", is_flag=True,
-              help="Also run it in the target Python on its first GPU (random weights, nothing downloaded) and "
-                   "print the measurement beside the estimate.")
+@click.option(
+    "--loop",
+    type=click.Choice(("custom", "trainer")),
+    default="custom",
+    show_default=True,
+    help="--train: custom keeps outputs.logits through backward (outputs = model(**batch); "
+    "outputs.loss.backward(), the examples' loop); trainer frees them first (HF Trainer).",
+)
+@click.option(
+    "--gpu", "gpu_names", multiple=True, metavar="NAME", help="Judge against this GPU from the table (repeatable)."
+)
+@click.option(
+    "--memory", "sizes", multiple=True, metavar="SIZE", help="Judge against this much memory: 24GiB, 80GB (repeatable)."
+)
+@click.option(
+    "--alloc-conf",
+    default=None,
+    metavar="CONF",
+    help="PYTORCH_CUDA_ALLOC_CONF the job runs with (default: this shell's); expandable_segments:True "
+    "changes the allocator reserve.",
+)
+@click.option(
+    "--ecc",
+    type=click.Choice(("on", "off")),
+    default=None,
+    help="--gpu: judge against the usable memory with ECC on or off where they differ (default: on).",
+)
+@click.option(
+    "--local/--no-local",
+    default=True,
+    show_default=True,
+    help="With no --gpu and no --memory, judge against this machine's GPUs (NVML free memory).",
+)
+@click.option(
+    "--measure",
+    is_flag=True,
+    help="Also run it in the target Python on its first GPU (random weights, nothing downloaded) and "
+    "print the measurement beside the estimate.",
+)
 @click.option("--cpu", is_flag=True, help="--measure on the CPU instead (tiny configs only; tensor bytes, labelled).")
-@click.option("--builder", type=click.Choice(("auto", "transformers", "reference")), default="auto",
-              show_default=True, help="--measure: transformers' model, or envdoctor's plain-torch reference decoder "
-              "(Llama-style decoders; auto: transformers where installed).")
+@click.option(
+    "--builder",
+    type=click.Choice(("auto", "transformers", "reference")),
+    default="auto",
+    show_default=True,
+    help="--measure: transformers' model, or envdoctor's plain-torch reference decoder "
+    "(Llama-style decoders; auto: transformers where installed).",
+)
 @python_option
-@click.option("--timeout", type=seconds(1), default=None, metavar="SECONDS",
-              help="--measure: seconds the measurement may take (default: from the model's size and FLOPs).")
+@click.option(
+    "--timeout",
+    type=seconds(1),
+    default=None,
+    metavar="SECONDS",
+    help="--measure: seconds the measurement may take (default: from the model's size and FLOPs).",
+)
 @click.option("--list", "list_models", is_flag=True, help="List the bundled models and exit.")
 @click.option("--json", "as_json", is_flag=True, help='Print the versioned JSON document ("envdoctor.fit/1").')
 @html_options
 @suppress_option
 @debug_option
 @guarded
-def fit(model: str | None, mode: str, batch: int, seq: int | None, new_tokens: int | None, dtype: str | None,
-        amp: str | None, quant: str | None, kv_dtype: str | None, optimizer: str, grad_checkpointing: bool,
-        lora_rank: int, lora_targets: str | None, zero: int, n_gpus: int, ddp: bool, fsdp: bool,
-        device_map: str | None, pp: int, tp: int,
-        attention: str, loop: str,
-        gpu_names: tuple[str, ...], sizes: tuple[str, ...], alloc_conf: str | None, ecc: str | None, local: bool,
-        measure: bool, cpu: bool, builder: str,
-        python: str | None, timeout: float | None, list_models: bool, as_json: bool, debug: bool,
-        as_html: bool = False, html_output: Path | None = None, suppress: tuple[str, ...] = ()) -> None:
+def fit(
+    model: str | None,
+    mode: str,
+    batch: int,
+    seq: int | None,
+    new_tokens: int | None,
+    dtype: str | None,
+    amp: str | None,
+    quant: str | None,
+    kv_dtype: str | None,
+    optimizer: str,
+    grad_checkpointing: bool,
+    lora_rank: int,
+    lora_targets: str | None,
+    zero: int,
+    n_gpus: int,
+    ddp: bool,
+    fsdp: bool,
+    device_map: str | None,
+    pp: int,
+    tp: int,
+    attention: str,
+    loop: str,
+    gpu_names: tuple[str, ...],
+    sizes: tuple[str, ...],
+    alloc_conf: str | None,
+    ecc: str | None,
+    local: bool,
+    measure: bool,
+    cpu: bool,
+    builder: str,
+    python: str | None,
+    timeout: float | None,
+    list_models: bool,
+    as_json: bool,
+    debug: bool,
+    as_html: bool = False,
+    html_output: Path | None = None,
+    suppress: tuple[str, ...] = (),
+) -> None:
     """Will MODEL fit: the peak memory per GPU, term by term, and what would make it fit.
 
     \b
@@ -259,8 +383,10 @@ def fit(model: str | None, mode: str, batch: int, seq: int | None, new_tokens: i
         _fail("--alloc-conf (or PYTORCH_CUDA_ALLOC_CONF) is not a setting like expandable_segments:True")
     wrong = alloc_conf_problem(alloc_conf)
     if wrong:
-        _fail(f"--alloc-conf (or PYTORCH_CUDA_ALLOC_CONF) {alloc_conf!r}: {wrong} "
-              "(torch refuses it at the first CUDA allocation)")
+        _fail(
+            f"--alloc-conf (or PYTORCH_CUDA_ALLOC_CONF) {alloc_conf!r}: {wrong} "
+            "(torch refuses it at the first CUDA allocation)"
+        )
     if fsdp:
         if zero not in (0, 3):
             _fail(f"--fsdp is ZeRO-3's layout (full shard); it does not go with --zero {zero}")
@@ -271,11 +397,28 @@ def fit(model: str | None, mode: str, batch: int, seq: int | None, new_tokens: i
         n_gpus = pp
     # the Choice options hold the Literal values Workload declares (Click types them as str)
     fields: dict[str, Any] = dict(
-        mode=mode, batch=batch, seq=seq, new_tokens=new_tokens,
-        dtype=dtype or ("fp32" if amp else default_dtype(spec)), amp=amp, quant=quant, kv_dtype=kv_dtype,
-        optimizer=optimizer.replace("-", "_"), grad_checkpointing=grad_checkpointing, lora_rank=lora_rank,
-        lora_targets=targets, zero=zero, gpus=n_gpus, attention=attention, loop=loop,
-        alloc_conf=alloc_conf.strip(), ddp=ddp, tp=tp, device_map=device_map == "auto", pp=pp)
+        mode=mode,
+        batch=batch,
+        seq=seq,
+        new_tokens=new_tokens,
+        dtype=dtype or ("fp32" if amp else default_dtype(spec)),
+        amp=amp,
+        quant=quant,
+        kv_dtype=kv_dtype,
+        optimizer=optimizer.replace("-", "_"),
+        grad_checkpointing=grad_checkpointing,
+        lora_rank=lora_rank,
+        lora_targets=targets,
+        zero=zero,
+        gpus=n_gpus,
+        attention=attention,
+        loop=loop,
+        alloc_conf=alloc_conf.strip(),
+        ddp=ddp,
+        tp=tp,
+        device_map=device_map == "auto",
+        pp=pp,
+    )
     w = Workload(**fields)
     problems: list[str] = w.problems(spec)
     if problems:
@@ -283,10 +426,21 @@ def fit(model: str | None, mode: str, batch: int, seq: int | None, new_tokens: i
     if cpu and not measure:
         _fail("--cpu goes with --measure (it measures on the CPU)")
     if measure and (w.gpus > 1 or w.zero):
-        what = (f"--tp {w.tp}" if w.tp > 1 else f"--pp {w.pp}" if w.pp > 1 else "--device-map auto" if w.device_map
-                else f"--zero {w.zero}" if w.zero else "--ddp")
-        _fail(f"--measure runs on one GPU, so it cannot measure {what} over --gpus {w.gpus}; "
-              "measure the one-GPU run (without --zero, --ddp, --tp and --gpus) and read the split estimate alone")
+        what = (
+            f"--tp {w.tp}"
+            if w.tp > 1
+            else f"--pp {w.pp}"
+            if w.pp > 1
+            else "--device-map auto"
+            if w.device_map
+            else f"--zero {w.zero}"
+            if w.zero
+            else "--ddp"
+        )
+        _fail(
+            f"--measure runs on one GPU, so it cannot measure {what} over --gpus {w.gpus}; "
+            "measure the one-GPU run (without --zero, --ddp, --tp and --gpus) and read the split estimate alone"
+        )
     gpus, judged = _gpus(gpu_names, sizes, ecc, local)
     report = fit_report(spec, w, gpus, _table_gpus(), load_constants())
     failed = any(not v.fits for v in report.verdicts)
@@ -305,13 +459,21 @@ def fit(model: str | None, mode: str, batch: int, seq: int | None, new_tokens: i
         click.echo(dumps(stamp(fit_document(report, measurement=section), code)))
     elif not stopped:
         click.echo(render_fit_text(report, judged=judged) + text, nl=False)
-    if stopped:       # a measurement that could not start: its one line last (the document carries the 2)
+    if stopped:  # a measurement that could not start: its one line last (the document carries the 2)
         _fail(stopped)
     sys.exit(code)
 
 
-def _measure(spec: Any, raw: dict, report: Any, cpu: bool, builder: str, python: str | None,
-             timeout: float | None, suppress: tuple[str, ...] = ()) -> tuple[MeasurementSection, str, bool, str]:
+def _measure(
+    spec: Any,
+    raw: dict,
+    report: Any,
+    cpu: bool,
+    builder: str,
+    python: str | None,
+    timeout: float | None,
+    suppress: tuple[str, ...] = (),
+) -> tuple[MeasurementSection, str, bool, str]:
     """Run the measurement: (its document section, its text, whether a finding is an error, and the
     one line saying why it could not start, "" when it ran: no torch in the target, no GPU)."""
     from envdoctor.child import find_python
@@ -345,17 +507,22 @@ def _measure(spec: Any, raw: dict, report: Any, cpu: bool, builder: str, python:
     if m.status == "no_torch":
         stopped = f"--measure: {m.message}"
     if m.status == "no_gpu":
-        stopped = (f"--measure needs a GPU: {m.message}; add --cpu to measure a tiny config on the CPU "
-                   "(labelled as such)")
+        stopped = (
+            f"--measure needs a GPU: {m.message}; add --cpu to measure a tiny config on the CPU (labelled as such)"
+        )
     cmp = None
     if m.status in ("measured", "oom"):
         gpu_model = None
         if m.device_name and not m.cpu:
             try:
                 gpu_model = load_table().gpu(m.device_name)
-            except Exception:   # noqa: BLE001 - a broken table leaves the MFU without its datasheet peak
+            except Exception:  # noqa: BLE001 - a broken table leaves the MFU without its datasheet peak
                 gpu_model = None
         cmp = compare(est, m, gpu_model)
     findings = checks.split(measure_findings(est, m, cmp), suppress).shown
-    return (measurement_data(m, cmp, findings), render_measurement_text(m, cmp, findings),
-            any(f.severity == "error" for f in findings), stopped)
+    return (
+        measurement_data(m, cmp, findings),
+        render_measurement_text(m, cmp, findings),
+        any(f.severity == "error" for f in findings),
+        stopped,
+    )

@@ -27,9 +27,9 @@ MIB = 2**20
 class Constants:
     """Values the formulas need that come from measurement or from a library's defaults."""
 
-    context_bytes: int = 529 * MIB            # CUDA context after the first allocation (H200, torch 2.11+cu130)
-    cublas_bytes: int = 188 * MIB             # more after the first bf16 matmul (cuBLAS handle, workspace, kernels)
-    allocator_reserve: float = 0.06           # the flat reserve before issue 28 (kept for old data files; unused)
+    context_bytes: int = 529 * MIB  # CUDA context after the first allocation (H200, torch 2.11+cu130)
+    cublas_bytes: int = 188 * MIB  # more after the first bf16 matmul (cuBLAS handle, workspace, kernels)
+    allocator_reserve: float = 0.06  # the flat reserve before issue 28 (kept for old data files; unused)
     #: the allocator model (docs/fit.md, "The allocator reserve"): reserved above allocated at a moment =
     #: segments + f x what is transient then (training / inference) + stranded x the freed logits' block
     allocator_segments_bytes: int = 3 * 20 * MIB
@@ -56,10 +56,10 @@ class Constants:
     allocator_grad_block: float = 0.6
     #: training: x the optimizer states, which take the first step's freed blocks (fourth round)
     allocator_states: float = 0.3
-    nf4_bytes_per_param: float = 0.5 + 8 / 64 / 8 + 32 / (64 * 256) / 8   # NF4 + double quantisation (QLoRA)
-    int8_bytes_per_param: float = 1.0         # LLM.int8 weights (per-row fp32 scales not counted)
-    adam8bit_bytes_per_param: float = 2 + 2 * 4 / 256   # two 8-bit states + an fp32 absmax per 256-block each
-    lora_adapter_bytes: int = 4               # PEFT keeps adapters in fp32 (autocast_adapter_dtype=True)
+    nf4_bytes_per_param: float = 0.5 + 8 / 64 / 8 + 32 / (64 * 256) / 8  # NF4 + double quantisation (QLoRA)
+    int8_bytes_per_param: float = 1.0  # LLM.int8 weights (per-row fp32 scales not counted)
+    adam8bit_bytes_per_param: float = 2 + 2 * 4 / 256  # two 8-bit states + an fp32 absmax per 256-block each
+    lora_adapter_bytes: int = 4  # PEFT keeps adapters in fp32 (autocast_adapter_dtype=True)
 
 
 _NAMES: dict[str, tuple[str, Callable[[Any], Any]]] = {
@@ -89,11 +89,25 @@ _NAMES: dict[str, tuple[str, Callable[[Any], Any]]] = {
 }
 #: constants a data file may leave out (the dataclass default stands): the flat reserve of old files,
 #: and the allocator model's, which older copies of fit.toml (tests' frozen table) predate
-_OPTIONAL = {"allocator_reserve_fraction", "allocator_segments_mib", "allocator_transient_train",
-             "allocator_transient_infer", "allocator_stranded_factor", "allocator_band_low", "allocator_band_high",
-             "allocator_floor", "allocator_floor_moe", "allocator_ckpt_grad_block", "allocator_ckpt_recompute",
-             "allocator_transient_ckpt", "allocator_transient_moe", "allocator_ckpt_grad_block_custom",
-             "allocator_kv_cat", "allocator_grad_block", "allocator_states"}
+_OPTIONAL = {
+    "allocator_reserve_fraction",
+    "allocator_segments_mib",
+    "allocator_transient_train",
+    "allocator_transient_infer",
+    "allocator_stranded_factor",
+    "allocator_band_low",
+    "allocator_band_high",
+    "allocator_floor",
+    "allocator_floor_moe",
+    "allocator_ckpt_grad_block",
+    "allocator_ckpt_recompute",
+    "allocator_transient_ckpt",
+    "allocator_transient_moe",
+    "allocator_ckpt_grad_block_custom",
+    "allocator_kv_cat",
+    "allocator_grad_block",
+    "allocator_states",
+}
 
 
 def read_constants(path: Path) -> Constants:

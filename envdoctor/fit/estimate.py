@@ -27,17 +27,37 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-from envdoctor.fit.activations import (Precision, Saved, effective_attention, layer_bytes_per_token, layer_saved,
-                                       sdpa_math)
+from envdoctor.fit.activations import (
+    Precision,
+    Saved,
+    effective_attention,
+    layer_bytes_per_token,
+    layer_saved,
+    sdpa_math,
+)
 from envdoctor.fit.constants import Constants
 from envdoctor.fit.params import Weight, inventory, largest_layer_params, matmul_params, total_params
 from envdoctor.fit.spec import ModelSpec
 from envdoctor.fit.workload import DTYPE_BYTES, Workload
 
-TermName = Literal["weights", "gradients", "optimizer", "optimizer_step", "activations", "layer_working",
-                   "logits", "held_logits", "kv_cache", "autocast_copies", "zero_gathered", "ddp_buckets", "build_copy",
-                   "context", "allocator_reserve"]
-Value = Any     # int, float, str or bool: what a term's inputs hold
+TermName = Literal[
+    "weights",
+    "gradients",
+    "optimizer",
+    "optimizer_step",
+    "activations",
+    "layer_working",
+    "logits",
+    "held_logits",
+    "kv_cache",
+    "autocast_copies",
+    "zero_gathered",
+    "ddp_buckets",
+    "build_copy",
+    "context",
+    "allocator_reserve",
+]
+Value = Any  # int, float, str or bool: what a term's inputs hold
 
 #: linears LoRA leaves alone by default: the MoE router and Qwen's shared-expert gate
 _NOT_LORA = ("router", "shared_expert_gate")
@@ -91,8 +111,8 @@ class Flops:
     for training, 2N + 4·L·H·Q·T forward), and the causal variant (attention halved)."""
 
     convention: str
-    n_matmul: int              # N: active matmul parameters (the head included, embedding lookups not)
-    n_all: int                 # every parameter a token touches (embeddings too): nanoGPT's N for tied GPT-2
+    n_matmul: int  # N: active matmul parameters (the head included, embedding lookups not)
+    n_all: int  # every parameter a token touches (embeddings too): nanoGPT's N for tied GPT-2
     per_token: float
     per_token_causal: float
     per_step: float
@@ -106,7 +126,7 @@ class Estimate:
     workload: Workload
     phases: tuple[Phase, ...]
     peak_phase: str
-    peak_bytes: int            # one GPU, context and allocator reserve included (the model's point)
+    peak_bytes: int  # one GPU, context and allocator reserve included (the model's point)
     params_total: int
     params_trainable: int
     flops: Flops
@@ -125,7 +145,7 @@ class Estimate:
         for t in self.terms:
             if t.name == name:
                 return t
-        return Term(name, 0, "not part of the peak")   # type: ignore[arg-type]
+        return Term(name, 0, "not part of the peak")  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)
@@ -134,7 +154,7 @@ class _Run:
 
     prec: Precision
     weight_bytes: float
-    zero_layout: bool          # ZeRO with --amp: DeepSpeed's half params + half grads + fp32 master (ZeRO §3.1)
+    zero_layout: bool  # ZeRO with --amp: DeepSpeed's half params + half grads + fp32 master (ZeRO §3.1)
     trainable: int
     grad_bytes: int
     lora_linears: tuple[Weight, ...]
@@ -157,21 +177,29 @@ def estimate(spec: ModelSpec, w: Workload, const: Constants) -> Estimate:
     if spec.max_positions and not spec.traits.learned_positions and w.seq + w.new_tokens > spec.max_positions:
         notes.append(f"--seq + --new-tokens exceeds max_position_embeddings {spec.max_positions}")
     if spec.traits.moe and w.lora_rank:
-        notes.append("LoRA on MoE: the experts are 3-D parameters in transformers 5, not nn.Linear, so the "
-                     "adapters go on attention (and shared-expert) linears only")
+        notes.append(
+            "LoRA on MoE: the experts are 3-D parameters in transformers 5, not nn.Linear, so the "
+            "adapters go on attention (and shared-expert) linears only"
+        )
     if w.tp > 1:
-        notes.append(f"tensor parallel over {w.tp} GPUs: one GPU's share; NCCL buffers and the all-reduce "
-                     "workspace are not counted")
+        notes.append(
+            f"tensor parallel over {w.tp} GPUs: one GPU's share; NCCL buffers and the all-reduce "
+            "workspace are not counted"
+        )
     if w.device_map:
-        notes.append(f"device_map=\"auto\" over {w.gpus} GPUs: the fullest GPU (a balanced split assumed; "
-                     "accelerate's max_memory or an uneven split moves it)")
+        notes.append(
+            f'device_map="auto" over {w.gpus} GPUs: the fullest GPU (a balanced split assumed; '
+            "accelerate's max_memory or an uneven split moves it)"
+        )
     const_terms = _constant_terms(const)
     if w.train:
         phases = _train_phases(spec, w, weights, run, const, notes)
         if w.pp > 1:
             phases = _pipeline_stages(spec, weights, phases, w.pp)
-            notes.append(f"pipeline over {w.pp} stages (1F1B, --batch is the micro-batch): the fuller of the first "
-                         "and the last stage; NCCL buffers are not counted")
+            notes.append(
+                f"pipeline over {w.pp} stages (1F1B, --batch is the micro-batch): the fuller of the first "
+                "and the last stage; NCCL buffers are not counted"
+            )
     else:
         phases = _infer_phases(spec, w, weights, run, const)
     finished = []
@@ -180,13 +208,24 @@ def estimate(spec: ModelSpec, w: Workload, const: Constants) -> Estimate:
         finished.append(replace(p, terms=p.terms + const_terms + (reserve,), reserve_band=band))
     peak = max(finished, key=lambda p: p.bytes)
     if _expandable(w.alloc_conf):
-        notes.append("expandable_segments: the reserve is the default allocator's model halved, stranded blocks "
-                     "none (unmeasured here; the band's upper edge is the default allocator's point)")
-    return Estimate(spec=spec, workload=w, phases=tuple(finished), peak_phase=peak.name, peak_bytes=peak.bytes,
-                    params_total=n_total, params_trainable=run.trainable, flops=flops(spec, w, weights),
-                    notes=tuple(notes), activation_detail=_detail(spec, w, run) if w.train else (),
-                    peak_low_bytes=max(p.edge(False) for p in finished),
-                    peak_high_bytes=max(p.edge(True) for p in finished))
+        notes.append(
+            "expandable_segments: the reserve is the default allocator's model halved, stranded blocks "
+            "none (unmeasured here; the band's upper edge is the default allocator's point)"
+        )
+    return Estimate(
+        spec=spec,
+        workload=w,
+        phases=tuple(finished),
+        peak_phase=peak.name,
+        peak_bytes=peak.bytes,
+        params_total=n_total,
+        params_trainable=run.trainable,
+        flops=flops(spec, w, weights),
+        notes=tuple(notes),
+        activation_detail=_detail(spec, w, run) if w.train else (),
+        peak_low_bytes=max(p.edge(False) for p in finished),
+        peak_high_bytes=max(p.edge(True) for p in finished),
+    )
 
 
 def _detail(spec: ModelSpec, w: Workload, run: _Run) -> tuple[tuple[str, tuple[Saved, ...]], ...]:
@@ -194,8 +233,16 @@ def _detail(spec: ModelSpec, w: Workload, run: _Run) -> tuple[tuple[str, tuple[S
     full = not w.lora_rank
 
     def one(cross: bool) -> tuple[Saved, ...]:
-        return layer_saved(spec, run.prec, w.seq, w.attention, trainable_linears=full, lora=lora,
-                           lora_rank=w.lora_rank, cross_attention=cross)
+        return layer_saved(
+            spec,
+            run.prec,
+            w.seq,
+            w.attention,
+            trainable_linears=full,
+            lora=lora,
+            lora_rank=w.lora_rank,
+            cross_attention=cross,
+        )
 
     if spec.decoder_layers:
         return (("encoder layer", one(False)), ("decoder layer", one(True)))
@@ -216,8 +263,9 @@ def _run(spec: ModelSpec, w: Workload, weights: tuple[Weight, ...], const: Const
     trainable = lora_params if w.lora_rank else (n_total if w.train else 0)
     grad_bytes = const.lora_adapter_bytes if w.lora_rank else (2 if zero_layout else wb)
     weight_bytes = 2.0 if zero_layout else float(wb)
-    return _Run(Precision(act, resid, autocast), weight_bytes, zero_layout, trainable, grad_bytes,
-                lora_linears, lora_params)
+    return _Run(
+        Precision(act, resid, autocast), weight_bytes, zero_layout, trainable, grad_bytes, lora_linears, lora_params
+    )
 
 
 def _lora_linears(weights: tuple[Weight, ...], w: Workload) -> tuple[Weight, ...]:
@@ -240,10 +288,16 @@ def lora_target_names(spec: ModelSpec) -> tuple[str, ...]:
 
 # --- terms ------------------------------------------------------------------------------------
 
+
 def _constant_terms(const: Constants) -> tuple[Term, ...]:
-    return (Term("context", const.context_bytes + const.cublas_bytes,
-                 "CUDA context + cuBLAS workspace (measured once, H200)",
-                 (("cuda_context_bytes", const.context_bytes), ("cublas_bytes", const.cublas_bytes))),)
+    return (
+        Term(
+            "context",
+            const.context_bytes + const.cublas_bytes,
+            "CUDA context + cuBLAS workspace (measured once, H200)",
+            (("cuda_context_bytes", const.context_bytes), ("cublas_bytes", const.cublas_bytes)),
+        ),
+    )
 
 
 #: what stays allocated across steps in the same blocks (the model, its states, DDP's buckets): the
@@ -280,7 +334,7 @@ def _reserve(phase: Phase, w: Workload, const: Constants, moe: bool = False) -> 
     f = const.allocator_transient_train if w.train else const.allocator_transient_infer
     if w.train and w.grad_checkpointing:
         f = const.allocator_transient_ckpt
-    if w.train and moe:     # routed experts: per-expert token groups of every size (in-sample H19, X5, H17)
+    if w.train and moe:  # routed experts: per-expert token groups of every size (in-sample H19, X5, H17)
         f = const.allocator_transient_moe
     s = const.allocator_stranded_factor
     expandable = _expandable(w.alloc_conf)
@@ -307,11 +361,15 @@ def _reserve(phase: Phase, w: Workload, const: Constants, moe: bool = False) -> 
     # a weight-bound inference reserves 0.1-2% (in-sample rows 21-25) and the model covers it
     floor = (const.allocator_floor_moe if moe else const.allocator_floor) if w.train else 0.0
     high = int(seg + max(variable if expandable else const.allocator_band_high * variable, floor * allocated))
-    formula = (f"segments + f x transient + s x stranded (torch's caching allocator model; band "
-               f"{low / 2**30:.2f}..{high / 2**30:.2f} GiB, the verdict uses the upper edge)")
+    formula = (
+        f"segments + f x transient + s x stranded (torch's caching allocator model; band "
+        f"{low / 2**30:.2f}..{high / 2**30:.2f} GiB, the verdict uses the upper edge)"
+    )
     if expandable:
-        formula = ("expandable_segments: segments + f/2 x transient, no stranded block (unmeasured; band up to "
-                   "the default allocator's point)")
+        formula = (
+            "expandable_segments: segments + f/2 x transient, no stranded block (unmeasured; band up to "
+            "the default allocator's point)"
+        )
     if ckpt:
         formula += " + c_g x the loss's second fp32 gradient block (+ c_r x one layer recomputed with checkpointing)"
     if states:
@@ -319,14 +377,25 @@ def _reserve(phase: Phase, w: Workload, const: Constants, moe: bool = False) -> 
     if kv_cat:
         formula += " + c_kv x the KV cache (torch.cat's previous K/V blocks, cached)"
     inputs: tuple[tuple[str, Value], ...] = (
-        ("transient_bytes", transient), ("f", f), ("stranded_bytes", phase.stranded), ("s", s),
-        ("ckpt_grad_block_bytes", phase.grad_block), ("c_g", c_g),
-        ("ckpt_recompute_bytes", phase.recompute), ("c_r", const.allocator_ckpt_recompute),
-        ("kv_cat_bytes", phase.kv_cat), ("c_kv", const.allocator_kv_cat),
-        ("optimizer_state_bytes", states), ("c_o", c_o), ("spare_logits_block_bytes", phase.spare),
-        ("segments_bytes", seg), ("reserve_low_bytes", low), ("reserve_high_bytes", high),
+        ("transient_bytes", transient),
+        ("f", f),
+        ("stranded_bytes", phase.stranded),
+        ("s", s),
+        ("ckpt_grad_block_bytes", phase.grad_block),
+        ("c_g", c_g),
+        ("ckpt_recompute_bytes", phase.recompute),
+        ("c_r", const.allocator_ckpt_recompute),
+        ("kv_cat_bytes", phase.kv_cat),
+        ("c_kv", const.allocator_kv_cat),
+        ("optimizer_state_bytes", states),
+        ("c_o", c_o),
+        ("spare_logits_block_bytes", phase.spare),
+        ("segments_bytes", seg),
+        ("reserve_low_bytes", low),
+        ("reserve_high_bytes", high),
         ("floor", floor),
-        ("alloc_conf", w.alloc_conf or "default"))
+        ("alloc_conf", w.alloc_conf or "default"),
+    )
     return Term("allocator_reserve", point, formula, inputs), (low, high)
 
 
@@ -337,15 +406,17 @@ def _build_phase(spec: ModelSpec, w: Workload, weights_t: Term, run: _Run) -> Ph
     if not spec.tie_embeddings or w.quant:
         return None
     copy = spec.vocab * spec.hidden * run.weight_bytes
-    term = Term("build_copy", int(copy),
-                "the head's own weight before transformers ties it to the embedding: V x h x bytes",
-                (("vocab", spec.vocab), ("hidden", spec.hidden), ("bytes_each", run.weight_bytes)),
-                note="from_config (--measure); from_pretrained builds on the meta device and has no such copy")
+    term = Term(
+        "build_copy",
+        int(copy),
+        "the head's own weight before transformers ties it to the embedding: V x h x bytes",
+        (("vocab", spec.vocab), ("hidden", spec.hidden), ("bytes_each", run.weight_bytes)),
+        note="from_config (--measure); from_pretrained builds on the meta device and has no such copy",
+    )
     return Phase("model build", (weights_t, term))
 
 
-def _weights_term(spec: ModelSpec, w: Workload, weights: tuple[Weight, ...], run: _Run,
-                  const: Constants) -> Term:
+def _weights_term(spec: ModelSpec, w: Workload, weights: tuple[Weight, ...], run: _Run, const: Constants) -> Term:
     n = total_params(weights)
     shard = w.gpus if w.zero == 3 else 1
     inputs: list[tuple[str, Value]] = [("params", n)]
@@ -353,11 +424,16 @@ def _weights_term(spec: ModelSpec, w: Workload, weights: tuple[Weight, ...], run
         quantised = sum(x.numel for x in weights if x.kind in ("linear", "expert") and x.block)
         per = const.nf4_bytes_per_param if w.quant == "int4" else const.int8_bytes_per_param
         base = quantised * per + (n - quantised) * run.weight_bytes
-        inputs += [("quantised_params", quantised), ("bytes_per_quantised_param", round(per, 5)),
-                   ("other_params_bytes_each", run.weight_bytes)]
-        formula = (f"quantised block linears x {per:.4f} B ({w.quant}"
-                   f"{', NF4 + double-quant constants' if w.quant == 'int4' else ''})"
-                   f" + the rest x {run.weight_bytes:g} B")
+        inputs += [
+            ("quantised_params", quantised),
+            ("bytes_per_quantised_param", round(per, 5)),
+            ("other_params_bytes_each", run.weight_bytes),
+        ]
+        formula = (
+            f"quantised block linears x {per:.4f} B ({w.quant}"
+            f"{', NF4 + double-quant constants' if w.quant == 'int4' else ''})"
+            f" + the rest x {run.weight_bytes:g} B"
+        )
     else:
         base = n * run.weight_bytes
         inputs.append(("bytes_each", run.weight_bytes))
@@ -369,32 +445,38 @@ def _weights_term(spec: ModelSpec, w: Workload, weights: tuple[Weight, ...], run
         formula += f" / {shard} GPUs (ZeRO-3)"
     if run.lora_params:
         base += run.lora_params * const.lora_adapter_bytes
-        inputs += [("lora_params", run.lora_params), ("lora_bytes_each", const.lora_adapter_bytes),
-                   ("lora_rank", w.lora_rank), ("lora_linears", ",".join(sorted({x.name for x in run.lora_linears})))]
+        inputs += [
+            ("lora_params", run.lora_params),
+            ("lora_bytes_each", const.lora_adapter_bytes),
+            ("lora_rank", w.lora_rank),
+            ("lora_linears", ",".join(sorted({x.name for x in run.lora_linears}))),
+        ]
         formula += " + LoRA adapters r*(d_in + d_out) per adapted linear x 4 B (PEFT keeps them fp32)"
     return Term("weights", int(base), formula, tuple(inputs))
 
 
-def _state_bytes(w: Workload, weights: tuple[Weight, ...], run: _Run,
-                 const: Constants) -> tuple[float, str, list[tuple[str, Value]]]:
+def _state_bytes(
+    w: Workload, weights: tuple[Weight, ...], run: _Run, const: Constants
+) -> tuple[float, str, list[tuple[str, Value]]]:
     """Optimizer bytes for all trainable params (unsharded), the formula, the inputs."""
-    p_bytes = run.grad_bytes    # the trainable params' own dtype (states follow it: torch zeros_like(p))
+    p_bytes = run.grad_bytes  # the trainable params' own dtype (states follow it: torch zeros_like(p))
     n = run.trainable
     if w.optimizer in ("adamw", "adamw_foreach"):
         if run.zero_layout:
             return 12.0 * n, "params x 12 B (fp32 master, momentum, variance: ZeRO §3.1, K=12)", [("trainable", n)]
-        return 2.0 * p_bytes * n, f"params x 2 states x {p_bytes} B (AdamW exp_avg, exp_avg_sq = zeros_like(param))", [
-            ("trainable", n), ("state_bytes", p_bytes)]
+        return (
+            2.0 * p_bytes * n,
+            f"params x 2 states x {p_bytes} B (AdamW exp_avg, exp_avg_sq = zeros_like(param))",
+            [("trainable", n), ("state_bytes", p_bytes)],
+        )
     if w.optimizer == "adamw8bit":
         per = const.adam8bit_bytes_per_param + (4 if run.zero_layout else 0)
         master = ", + fp32 master" if run.zero_layout else ""
-        return per * n, f"params x {per:g} B (two 8-bit states + block absmax{master})", [
-            ("trainable", n)]
+        return per * n, f"params x {per:g} B (two 8-bit states + block absmax{master})", [("trainable", n)]
     if w.optimizer == "sgd":
         per = (4 + 4) if run.zero_layout else p_bytes
         master = ", + fp32 master" if run.zero_layout else ""
-        return float(per * n), f"params x {per} B (one momentum buffer{master})", [
-            ("trainable", n)]
+        return float(per * n), f"params x {per} B (one momentum buffer{master})", [("trainable", n)]
     # adafactor: factored second moment, fp32: rows + cols per matrix, numel per vector
     trainable_w = _trainable_weights(weights, w, run)
     states = 0
@@ -402,8 +484,11 @@ def _state_bytes(w: Workload, weights: tuple[Weight, ...], run: _Run,
         states += ((x.rows + x.cols) if x.rows > 1 and x.cols > 1 else x.rows * x.cols) * x.count * 4
     if run.zero_layout:
         states += 4 * n
-    return float(states), "sum over matrices of (rows + cols) x 4 B, vectors numel x 4 B (Adafactor, factored)", [
-        ("trainable", n), ("matrices", len(trainable_w))]
+    return (
+        float(states),
+        "sum over matrices of (rows + cols) x 4 B, vectors numel x 4 B (Adafactor, factored)",
+        [("trainable", n), ("matrices", len(trainable_w))],
+    )
 
 
 def _trainable_weights(weights: tuple[Weight, ...], w: Workload, run: _Run) -> list[Weight]:
@@ -416,46 +501,78 @@ def _trainable_weights(weights: tuple[Weight, ...], w: Workload, run: _Run) -> l
     return list(weights)
 
 
-def _train_phases(spec: ModelSpec, w: Workload, weights: tuple[Weight, ...], run: _Run, const: Constants,
-                  notes: list[str]) -> tuple[Phase, ...]:
+def _train_phases(
+    spec: ModelSpec, w: Workload, weights: tuple[Weight, ...], run: _Run, const: Constants, notes: list[str]
+) -> tuple[Phase, ...]:
     b, s, A = w.batch, w.seq, run.prec.act
     tokens = b * s
     weights_t = _weights_term(spec, w, weights, run, const)
     opt_bytes, opt_formula, opt_inputs = _state_bytes(w, weights, run, const)
     opt_shard = w.gpus if w.zero >= 1 else 1
-    optimizer = Term("optimizer", int(opt_bytes / opt_shard),
-                     opt_formula + (f" / {opt_shard} GPUs (ZeRO-{w.zero})" if opt_shard > 1 else ""),
-                     tuple(opt_inputs) + (("optimizer", w.optimizer),))
+    optimizer = Term(
+        "optimizer",
+        int(opt_bytes / opt_shard),
+        opt_formula + (f" / {opt_shard} GPUs (ZeRO-{w.zero})" if opt_shard > 1 else ""),
+        tuple(opt_inputs) + (("optimizer", w.optimizer),),
+    )
     grad_shard = w.gpus if w.zero >= 2 else 1
     grads_all = run.trainable * run.grad_bytes
-    gradients = Term("gradients", int(grads_all / grad_shard),
-                     f"trainable params x {run.grad_bytes} B" + (f" / {grad_shard} GPUs (ZeRO-{w.zero})"
-                                                                 if grad_shard > 1 else ""),
-                     (("trainable", run.trainable), ("bytes_each", run.grad_bytes)))
+    gradients = Term(
+        "gradients",
+        int(grads_all / grad_shard),
+        f"trainable params x {run.grad_bytes} B" + (f" / {grad_shard} GPUs (ZeRO-{w.zero})" if grad_shard > 1 else ""),
+        (("trainable", run.trainable), ("bytes_each", run.grad_bytes)),
+    )
     extra: list[Term] = []
     if run.prec.autocast:
         n_mm = matmul_params(weights) + (spec.vocab * spec.hidden if spec.tie_embeddings else 0)
-        extra.append(Term("autocast_copies", n_mm * 2,
-                          "autocast's bf16/fp16 copy of every matmul weight, kept for backward = matmul params x 2 B",
-                          (("matmul_params", n_mm),)))
+        extra.append(
+            Term(
+                "autocast_copies",
+                n_mm * 2,
+                "autocast's bf16/fp16 copy of every matmul weight, kept for backward = matmul params x 2 B",
+                (("matmul_params", n_mm),),
+            )
+        )
     if w.zero == 3:
         ll = largest_layer_params(spec, weights)
-        extra.append(Term("zero_gathered", int(2 * ll * run.weight_bytes),
-                          "ZeRO-3 gathers a layer at a time, with one prefetched = 2 x largest layer x bytes",
-                          (("largest_layer_params", ll), ("bytes_each", run.weight_bytes))))
+        extra.append(
+            Term(
+                "zero_gathered",
+                int(2 * ll * run.weight_bytes),
+                "ZeRO-3 gathers a layer at a time, with one prefetched = 2 x largest layer x bytes",
+                (("largest_layer_params", ll), ("bytes_each", run.weight_bytes)),
+            )
+        )
         notes.append("ZeRO/FSDP communication buckets and NCCL buffers are not counted")
     if w.ddp and w.gpus > 1 and w.zero == 0:
-        extra.append(Term("ddp_buckets", grads_all,
-                          "DDP's gradient buckets, a second copy of the gradients (gradient_as_bucket_view=False)",
-                          (("gradient_bytes", grads_all),)))
+        extra.append(
+            Term(
+                "ddp_buckets",
+                grads_all,
+                "DDP's gradient buckets, a second copy of the gradients (gradient_as_bucket_view=False)",
+                (("gradient_bytes", grads_all),),
+            )
+        )
         notes.append("NCCL buffers are not counted")
 
     acts, per_layer, layer_max = _activations(spec, w, run)
     per_layer_inputs = tuple((k, v) for k, v in per_layer)
-    activations = Term("activations", int(acts["total"]), acts["formula"], per_layer_inputs + (
-        ("batch", b), ("seq", s), ("attention", effective_attention(spec, w.attention)),
-        ("grad_checkpointing", w.grad_checkpointing), ("act_bytes", A), ("resid_bytes", run.prec.resid),
-        ("autocast", run.prec.autocast)))
+    activations = Term(
+        "activations",
+        int(acts["total"]),
+        acts["formula"],
+        per_layer_inputs
+        + (
+            ("batch", b),
+            ("seq", s),
+            ("attention", effective_attention(spec, w.attention)),
+            ("grad_checkpointing", w.grad_checkpointing),
+            ("act_bytes", A),
+            ("resid_bytes", run.prec.resid),
+            ("autocast", run.prec.autocast),
+        ),
+    )
 
     V = spec.vocab
     E = tokens * V
@@ -468,25 +585,40 @@ def _train_phases(spec: ModelSpec, w: Workload, weights: tuple[Weight, ...], run
     if mlm_low:
         loss_elem = 3 * A
     softcap = A if spec.traits.logit_softcap else 0
-    loss_words = ("log-softmax output kept in fp32 (4) + its gradient (4) + the gradient of the upcast logits (4) "
-                  "during the loss backward (transformers ForCausalLMLoss upcasts logits.float(); cross_entropy = "
-                  "log_softmax + nll_loss)")
+    loss_words = (
+        "log-softmax output kept in fp32 (4) + its gradient (4) + the gradient of the upcast logits (4) "
+        "during the loss backward (transformers ForCausalLMLoss upcasts logits.float(); cross_entropy = "
+        "log_softmax + nll_loss)"
+    )
     if mlm_low:
-        loss_words = (f"log-softmax output, its gradient and the scores' gradient, each {A} B (BertForMaskedLM's "
-                      "CrossEntropyLoss runs on the scores' own dtype, no upcast)")
-    logits = Term("logits", (loss_elem + softcap) * E,
-                  f"logits b*s*V x {loss_elem + softcap} B: " + loss_words
-                  + (" + tanh of the soft-capped logits (A)" if softcap else ""),
-                  (("batch", b), ("seq", s), ("vocab", V), ("bytes_per_logit", loss_elem + softcap)))
+        loss_words = (
+            f"log-softmax output, its gradient and the scores' gradient, each {A} B (BertForMaskedLM's "
+            "CrossEntropyLoss runs on the scores' own dtype, no upcast)"
+        )
+    logits = Term(
+        "logits",
+        (loss_elem + softcap) * E,
+        f"logits b*s*V x {loss_elem + softcap} B: "
+        + loss_words
+        + (" + tanh of the soft-capped logits (A)" if softcap else ""),
+        (("batch", b), ("seq", s), ("vocab", V), ("bytes_per_logit", loss_elem + softcap)),
+    )
     head_trainable = not w.lora_rank
     head_grad = spec.vocab * spec.hidden * run.grad_bytes if head_trainable else 0
     working_pt = _layer_backward_working(spec, w, run, layer_max)
-    working = Term("layer_working", int(max(A * E, working_pt * tokens)),
-                   "the larger of dlogits (b*s*V x A) and one layer's backward temporaries"
-                   + (" + one layer's recomputed activations" if w.grad_checkpointing else ""),
-                   (("dlogits_bytes", A * E), ("layer_working_bytes_per_token", working_pt)))
-    head_grads = Term("gradients", int(head_grad / grad_shard), "the head's gradient, computed first: V x h x bytes",
-                      (("vocab", V), ("hidden", spec.hidden), ("bytes_each", run.grad_bytes)))
+    working = Term(
+        "layer_working",
+        int(max(A * E, working_pt * tokens)),
+        "the larger of dlogits (b*s*V x A) and one layer's backward temporaries"
+        + (" + one layer's recomputed activations" if w.grad_checkpointing else ""),
+        (("dlogits_bytes", A * E), ("layer_working_bytes_per_token", working_pt)),
+    )
+    head_grads = Term(
+        "gradients",
+        int(head_grad / grad_shard),
+        "the head's gradient, computed first: V x h x bytes",
+        (("vocab", V), ("hidden", spec.hidden), ("bytes_each", run.grad_bytes)),
+    )
     step_tmp = _step_temporaries(w, weights, run, opt_shard)
     # the logits in A bytes (bf16/fp16 weights, or the head under autocast) are freed after the forward;
     # their block cannot hold the fp32 gradients of the loss backward (the allocator never merges
@@ -496,10 +628,15 @@ def _train_phases(spec: ModelSpec, w: Workload, weights: tuple[Weight, ...], run
     if w.loop == "custom":
         # the examples' loop holds outputs (its logits, in the head's output dtype A) from the forward
         # through the backward and the step; in A = 2 bytes that block is the one the trainer loop strands
-        held = (Term("held_logits", A * E,
-                     "custom loop: outputs.logits held through backward and the step (outputs = model(**batch); "
-                     "outputs.loss.backward()) = b*s*V x A",
-                     (("batch", b), ("seq", s), ("vocab", V), ("act_bytes", A), ("loop", w.loop))),)
+        held = (
+            Term(
+                "held_logits",
+                A * E,
+                "custom loop: outputs.logits held through backward and the step (outputs = model(**batch); "
+                "outputs.loss.backward()) = b*s*V x A",
+                (("batch", b), ("seq", s), ("vocab", V), ("act_bytes", A), ("loop", w.loop)),
+            ),
+        )
         stranded = 0
     # gradient checkpointing: the reserve the step keeps (torch never gives a segment back by itself, so
     # what the backward reserved is still reserved at the optimizer step): the loss's gradient block (b*s*V x 4
@@ -519,14 +656,29 @@ def _train_phases(spec: ModelSpec, w: Workload, weights: tuple[Weight, ...], run
         # and what the states leave of the block stays reserved
         if w.loop == "trainer" and A != 4 and not mlm_low and optimizer.bytes < A * E:
             spare, grad_block = A * E - optimizer.bytes, 0
-    loss_phase = Phase("loss backward", (weights_t, optimizer, activations, logits, *held, *extra), stranded,
-                       grad_block=grad_block, recompute=recompute, spare=spare)
-    layer_phase = Phase("backward of the last layer", (weights_t, optimizer, activations, head_grads, working,
-                                                       *held, *extra), grad_block=grad_block, recompute=recompute,
-                        spare=spare)
+    loss_phase = Phase(
+        "loss backward",
+        (weights_t, optimizer, activations, logits, *held, *extra),
+        stranded,
+        grad_block=grad_block,
+        recompute=recompute,
+        spare=spare,
+    )
+    layer_phase = Phase(
+        "backward of the last layer",
+        (weights_t, optimizer, activations, head_grads, working, *held, *extra),
+        grad_block=grad_block,
+        recompute=recompute,
+        spare=spare,
+    )
     step_extra = tuple(t for t in extra if t.name == "ddp_buckets")
-    step_phase = Phase("optimizer step", (weights_t, gradients, optimizer, step_tmp, *held, *step_extra),
-                       grad_block=grad_block, recompute=recompute, spare=spare)
+    step_phase = Phase(
+        "optimizer step",
+        (weights_t, gradients, optimizer, step_tmp, *held, *step_extra),
+        grad_block=grad_block,
+        recompute=recompute,
+        spare=spare,
+    )
     build = _build_phase(spec, w, weights_t, run)
     return ((build,) if build else ()) + (loss_phase, layer_phase, step_phase)
 
@@ -538,8 +690,18 @@ def _activations(spec: ModelSpec, w: Workload, run: _Run) -> tuple[dict[str, Any
     full = w.train and not w.lora_rank
 
     def per_token(cross: bool = False) -> float:
-        return layer_bytes_per_token(layer_saved(spec, run.prec, s, w.attention, trainable_linears=full,
-                                                 lora=lora_names, lora_rank=w.lora_rank, cross_attention=cross))
+        return layer_bytes_per_token(
+            layer_saved(
+                spec,
+                run.prec,
+                s,
+                w.attention,
+                trainable_linears=full,
+                lora=lora_names,
+                lora_rank=w.lora_rank,
+                cross_attention=cross,
+            )
+        )
 
     kinds = [("layer", spec.layers, per_token())]
     if spec.decoder_layers:
@@ -551,19 +713,23 @@ def _activations(spec: ModelSpec, w: Workload, run: _Run) -> tuple[dict[str, Any
     if spec.family == "bert":
         outside_pt += 3 * A * spec.hidden
     if spec.family == "t5":
-        outside_pt += R * spec.hidden     # the encoder output, input of every cross-attention k and v
+        outside_pt += R * spec.hidden  # the encoder output, input of every cross-attention k and v
     inputs: list[tuple[str, Value]] = [(f"{name}_bytes_per_token", round(pt, 2)) for name, _, pt in kinds]
     inputs += [(f"{name}s", n) for name, n, _ in kinds]
     inputs.append(("outside_blocks_bytes_per_token", outside_pt))
     if w.grad_checkpointing:
         stored = sum(n for _, n, _ in kinds) * R * spec.hidden
         total: float = b * s * (stored + outside_pt)
-        formula = ("b*s x (layers x h x R: each layer's input, kept by torch.utils.checkpoint + final norm "
-                   "and head input); the recomputed layer is in the layer working set")
+        formula = (
+            "b*s x (layers x h x R: each layer's input, kept by torch.utils.checkpoint + final norm "
+            "and head input); the recomputed layer is in the layer working set"
+        )
     else:
         total = b * s * (sum(n * pt for _, n, pt in kinds) + outside_pt)
-        formula = ("b*s x (layers x bytes per token per layer + final norm and head input); per layer: the "
-                   "tensors autograd keeps (listed in the JSON's activation_detail)")
+        formula = (
+            "b*s x (layers x bytes per token per layer + final norm and head input); per layer: the "
+            "tensors autograd keeps (listed in the JSON's activation_detail)"
+        )
     return {"total": total, "formula": formula}, inputs, layer_max
 
 
@@ -579,7 +745,7 @@ def _layer_backward_working(spec: ModelSpec, w: Workload, run: _Run, layer_max: 
     if effective_attention(spec, w.attention) == "eager":
         attn = (2 * A + 4) * spec.heads * w.seq
     elif sdpa_math(spec, run.prec, w.attention):
-        attn = 8 * spec.heads * w.seq      # the math kernel's fp32 gradients of the probabilities and the scores
+        attn = 8 * spec.heads * w.seq  # the math kernel's fp32 gradients of the probabilities and the scores
     else:
         attn = 3 * A * spec.q_dim
     working = max(mlp, attn)
@@ -591,19 +757,27 @@ def _layer_backward_working(spec: ModelSpec, w: Workload, run: _Run, layer_max: 
 def _step_temporaries(w: Workload, weights: tuple[Weight, ...], run: _Run, shard: int) -> Term:
     if w.optimizer == "adamw_foreach" and not run.zero_layout:
         n = run.trainable
-        return Term("optimizer_step", int(n * run.grad_bytes / shard),
-                    "foreach AdamW (torch.optim.AdamW's default on CUDA): _foreach_sqrt(exp_avg_sqs) copies one "
-                    "state = params x state bytes", (("trainable", n), ("state_bytes", run.grad_bytes)),
-                    note="fused=True (HF Trainer's adamw_torch_fused) avoids it")
+        return Term(
+            "optimizer_step",
+            int(n * run.grad_bytes / shard),
+            "foreach AdamW (torch.optim.AdamW's default on CUDA): _foreach_sqrt(exp_avg_sqs) copies one "
+            "state = params x state bytes",
+            (("trainable", n), ("state_bytes", run.grad_bytes)),
+            note="fused=True (HF Trainer's adamw_torch_fused) avoids it",
+        )
     if w.optimizer == "adafactor":
         big = max((x.rows * x.cols for x in _trainable_weights(weights, w, run)), default=0)
-        return Term("optimizer_step", big * 4 * 3,
-                    "Adafactor works one parameter at a time: ~3 fp32 copies of the largest",
-                    (("largest_param", big),))
+        return Term(
+            "optimizer_step",
+            big * 4 * 3,
+            "Adafactor works one parameter at a time: ~3 fp32 copies of the largest",
+            (("largest_param", big),),
+        )
     return Term("optimizer_step", 0, f"{w.optimizer}: no step-wide temporary copy", ())
 
 
 # --- inference --------------------------------------------------------------------------------
+
 
 def kv_bytes_per_token(spec: ModelSpec, kv_bytes: float) -> float:
     """Bytes of KV cache per generated/prompt token of one sequence: 2 x L x n_kv x d_head x bytes."""
@@ -611,8 +785,9 @@ def kv_bytes_per_token(spec: ModelSpec, kv_bytes: float) -> float:
     return 2 * layers * spec.kv_heads * spec.head_dim * kv_bytes
 
 
-def _infer_phases(spec: ModelSpec, w: Workload, weights: tuple[Weight, ...], run: _Run,
-                  const: Constants) -> tuple[Phase, ...]:
+def _infer_phases(
+    spec: ModelSpec, w: Workload, weights: tuple[Weight, ...], run: _Run, const: Constants
+) -> tuple[Phase, ...]:
     b, s, new, A, R = w.batch, w.seq, w.new_tokens, run.prec.act, run.prec.resid
     weights_t = _weights_term(spec, w, weights, run, const)
     kvb = DTYPE_BYTES[w.kv_dtype] if w.kv_dtype else A
@@ -631,9 +806,20 @@ def _infer_phases(spec: ModelSpec, w: Workload, weights: tuple[Weight, ...], run
         formula = "2 x layers x n_kv x d_head x bytes x batch x tokens"
         if cross:
             formula += " (+ the cross-attention cache of the encoder tokens)"
-        return Term("kv_cache", int(total), formula, (
-            ("layers", spec.decoder_layers or spec.layers), ("kv_heads", spec.kv_heads), ("head_dim", spec.head_dim),
-            ("kv_bytes", kvb), ("batch", b), ("tokens", length), ("cross_tokens", cross)))
+        return Term(
+            "kv_cache",
+            int(total),
+            formula,
+            (
+                ("layers", spec.decoder_layers or spec.layers),
+                ("kv_heads", spec.kv_heads),
+                ("head_dim", spec.head_dim),
+                ("kv_bytes", kvb),
+                ("batch", b),
+                ("tokens", length),
+                ("cross_tokens", cross),
+            ),
+        )
 
     t = spec.traits
     f = spec.intermediate
@@ -666,33 +852,49 @@ def _infer_phases(spec: ModelSpec, w: Workload, weights: tuple[Weight, ...], run
     # tensor parallel: the MLP's f and the attention heads split, the residual stream is replicated
     working_pt = 2 * R * spec.hidden + held + max(mlp, attn) / tp
     mask = mask // tp
-    prefill_work = Term("layer_working", int(b * s * working_pt + mask),
-                        "one layer's working set over the prompt: b*s x (hidden + residual + the embedding output "
-                        "and the layer's input, still referenced + max(MLP, attention))"
-                        + (" + the eager causal mask b*s*s x R" if mask else ""),
-                        (("bytes_per_token", working_pt), ("held_bytes_per_token", held), ("mask_bytes", mask),
-                         ("attention", attention)))
+    prefill_work = Term(
+        "layer_working",
+        int(b * s * working_pt + mask),
+        "one layer's working set over the prompt: b*s x (hidden + residual + the embedding output "
+        "and the layer's input, still referenced + max(MLP, attention))"
+        + (" + the eager causal mask b*s*s x R" if mask else ""),
+        (
+            ("bytes_per_token", working_pt),
+            ("held_bytes_per_token", held),
+            ("mask_bytes", mask),
+            ("attention", attention),
+        ),
+    )
     if spec.kind == "encoder":
-        logits = Term("logits", b * s * spec.vocab * A, "one forward: logits b*s*V x A", (
-            ("batch", b), ("seq", s), ("vocab", spec.vocab)))
+        logits = Term(
+            "logits",
+            b * s * spec.vocab * A,
+            "one forward: logits b*s*V x A",
+            (("batch", b), ("seq", s), ("vocab", spec.vocab)),
+        )
         build = _build_phase(spec, w, weights_t, run)
         return ((build,) if build else ()) + (Phase("forward", (weights_t, prefill_work, logits, kv(0, 0))),)
-    last = Term("logits", b * spec.vocab * (A + 8),
-                "generate keeps the last position's logits: b x V x (A + fp32 copy + processed)",
-                (("batch", b), ("vocab", spec.vocab)))
+    last = Term(
+        "logits",
+        b * spec.vocab * (A + 8),
+        "generate keeps the last position's logits: b x V x (A + fp32 copy + processed)",
+        (("batch", b), ("vocab", spec.vocab)),
+    )
     cross = s if spec.kind == "encoder-decoder" else 0
     prompt = 0 if spec.kind == "encoder-decoder" else s
     layers = spec.decoder_layers or spec.layers
-    cat = Term("layer_working", int(b * (prompt + new) * per_tok / max(1, layers)),
-               "DynamicCache grows by torch.cat: one layer's K and V are copied at full length",
-               (("layers", layers),))
+    cat = Term(
+        "layer_working",
+        int(b * (prompt + new) * per_tok / max(1, layers)),
+        "DynamicCache grows by torch.cat: one layer's K and V are copied at full length",
+        (("layers", layers),),
+    )
     phases = [Phase("prefill", (weights_t, kv(prompt, cross), prefill_work, last))]
     if new:
         final_kv = kv(prompt + new, cross)
         # the generated tokens' share of the cache: each token's torch.cat leaves the previous, shorter K/V
         # blocks cached (fourth round: the reserve grows with the tokens generated, N19, H22)
-        phases.append(Phase("last generated token", (weights_t, final_kv, cat, last),
-                            kv_cat=int(b * new * per_tok)))
+        phases.append(Phase("last generated token", (weights_t, final_kv, cat, last), kv_cat=int(b * new * per_tok)))
     build = _build_phase(spec, w, weights_t, run) if tp == 1 and not w.device_map else None
     return ((build,) if build else ()) + tuple(phases)
 
@@ -701,8 +903,9 @@ def _infer_phases(spec: ModelSpec, w: Workload, weights: tuple[Weight, ...], run
 _PARAM_TERMS = ("weights", "optimizer", "gradients", "autocast_copies", "optimizer_step", "ddp_buckets")
 
 
-def _pipeline_stages(spec: ModelSpec, weights: tuple[Weight, ...], phases: Sequence[Phase],
-                     pp: int) -> tuple[Phase, ...]:
+def _pipeline_stages(
+    spec: ModelSpec, weights: tuple[Weight, ...], phases: Sequence[Phase], pp: int
+) -> tuple[Phase, ...]:
     """Each training moment on the first and on the last of ``pp`` pipeline stages (1F1B: the first
     stage holds ``pp`` micro-batches' activations of its L/pp layers, as much as one micro-batch of
     all L; the last holds one, and the head, the logits and the loss). The first stage has the
@@ -726,17 +929,31 @@ def _pipeline_stages(spec: ModelSpec, weights: tuple[Weight, ...], phases: Seque
                     scale = 0.0
                 elif t.name == "activations" and stage == "last stage":
                     scale = 1.0 / pp
-                terms.append(Term(t.name, int(t.bytes * scale), t.formula + (
-                    f"; {stage} of {pp}" if scale != 1.0 else ""), t.inputs + (("pp_stage", stage),), t.note))
-            out.append(replace(p, name=f"{p.name} ({stage})", terms=tuple(terms),
-                               stranded=p.stranded if stage == "last stage" else 0,
-                               grad_block=p.grad_block if stage == "last stage" else 0,
-                               spare=p.spare if stage == "last stage" else 0))
+                terms.append(
+                    Term(
+                        t.name,
+                        int(t.bytes * scale),
+                        t.formula + (f"; {stage} of {pp}" if scale != 1.0 else ""),
+                        t.inputs + (("pp_stage", stage),),
+                        t.note,
+                    )
+                )
+            out.append(
+                replace(
+                    p,
+                    name=f"{p.name} ({stage})",
+                    terms=tuple(terms),
+                    stranded=p.stranded if stage == "last stage" else 0,
+                    grad_block=p.grad_block if stage == "last stage" else 0,
+                    spare=p.spare if stage == "last stage" else 0,
+                )
+            )
     return tuple(out)
 
 
-def _layer_split(spec: ModelSpec, weights: tuple[Weight, ...], weights_t: Term, per_tok: float,
-                 gpus: int) -> tuple[Term, float]:
+def _layer_split(
+    spec: ModelSpec, weights: tuple[Weight, ...], weights_t: Term, per_tok: float, gpus: int
+) -> tuple[Term, float]:
     """The fullest GPU of ``device_map="auto"`` (accelerate's balanced split of the blocks over
     ``gpus``): 1/gpus of the blocks and of the KV cache, and every parameter outside the blocks
     (embedding, head, final norm: the GPU that holds them, tied ones together); the layer working
@@ -744,15 +961,19 @@ def _layer_split(spec: ModelSpec, weights: tuple[Weight, ...], weights_t: Term, 
     block = sum(x.numel for x in weights if x.block)
     total = sum(x.numel for x in weights) or 1
     share = (block / gpus + (total - block)) / total
-    term = Term("weights", int(weights_t.bytes * share),
-                weights_t.formula + f"; device_map=\"auto\" over {gpus} GPUs: the fullest GPU, 1/{gpus} of the "
-                "blocks + the embedding, head and final norm",
-                weights_t.inputs + (("device_map_gpus", gpus), ("block_params", block)))
+    term = Term(
+        "weights",
+        int(weights_t.bytes * share),
+        weights_t.formula + f'; device_map="auto" over {gpus} GPUs: the fullest GPU, 1/{gpus} of the '
+        "blocks + the embedding, head and final norm",
+        weights_t.inputs + (("device_map_gpus", gpus), ("block_params", block)),
+    )
     return term, per_tok / gpus
 
 
-def _tensor_parallel(spec: ModelSpec, weights: tuple[Weight, ...], weights_t: Term, per_tok: float,
-                     tp: int) -> tuple[Term, float]:
+def _tensor_parallel(
+    spec: ModelSpec, weights: tuple[Weight, ...], weights_t: Term, per_tok: float, tp: int
+) -> tuple[Term, float]:
     """One GPU's share under Megatron-style tensor parallelism over ``tp`` GPUs: the linears (column
     and row splits), the experts and the vocabulary-parallel embedding and head split, the norms are
     replicated; the KV cache holds the GPU's KV heads (one each, replicated, when there are fewer
@@ -761,16 +982,19 @@ def _tensor_parallel(spec: ModelSpec, weights: tuple[Weight, ...], weights_t: Te
     total = sum(x.numel for x in weights) or 1
     share = (split / tp + (total - split)) / total
     kv_share = max(1, spec.kv_heads // tp) / spec.kv_heads
-    term = Term("weights", int(weights_t.bytes * share),
-                weights_t.formula + f"; tensor parallel over {tp} GPUs: linears, experts, embedding and head / {tp}, "
-                "norms replicated",
-                weights_t.inputs + (("tp", tp), ("split_params", split), ("kv_heads_per_gpu",
-                                                                           max(1, spec.kv_heads // tp))),
-                note="NCCL buffers and the all-reduce workspace are not counted")
+    term = Term(
+        "weights",
+        int(weights_t.bytes * share),
+        weights_t.formula + f"; tensor parallel over {tp} GPUs: linears, experts, embedding and head / {tp}, "
+        "norms replicated",
+        weights_t.inputs + (("tp", tp), ("split_params", split), ("kv_heads_per_gpu", max(1, spec.kv_heads // tp))),
+        note="NCCL buffers and the all-reduce workspace are not counted",
+    )
     return term, per_tok * kv_share
 
 
 # --- FLOPs ------------------------------------------------------------------------------------
+
 
 def flops(spec: ModelSpec, w: Workload, weights: Sequence[Weight] | None = None) -> Flops:
     """PaLM (arXiv:2204.02311 App. B) / nanoGPT: training 6N + 12·L·H·Q·T per token, N the matmul
@@ -778,7 +1002,7 @@ def flops(spec: ModelSpec, w: Workload, weights: Sequence[Weight] | None = None)
     2N + 4·L·H·Q·T. The causal variant halves the attention term (Megatron, FlashAttention)."""
     ws = tuple(weights) if weights is not None else inventory(spec)
     n = matmul_params(ws, active_only=True) + (spec.vocab * spec.hidden if spec.tie_embeddings else 0)
-    attn_layers = spec.layers + 2 * spec.decoder_layers      # T5 decoder: self + cross attention
+    attn_layers = spec.layers + 2 * spec.decoder_layers  # T5 decoder: self + cross attention
     T = w.seq + (w.new_tokens if not w.train else 0)
     hq = spec.q_dim
     if w.train:
@@ -788,8 +1012,14 @@ def flops(spec: ModelSpec, w: Workload, weights: Sequence[Weight] | None = None)
     causal = attn if spec.kind == "encoder" else attn / 2
     tokens = w.batch * (w.seq + (0 if w.train else w.new_tokens))
     embed = sum(x.numel for x in ws if x.kind == "embedding")
-    return Flops(convention="PaLM/nanoGPT: 6N + 12*L*H*Q*T per training token (2N + 4*L*H*Q*T forward), "
-                 "N = matmul parameters (embedding lookups left out, as torchtitan does)",
-                 n_matmul=n, n_all=n + embed - (spec.vocab * spec.hidden if spec.tie_embeddings else 0),
-                 per_token=per + attn, per_token_causal=per + causal,
-                 per_step=(per + attn) * tokens, per_step_causal=(per + causal) * tokens, tokens_per_step=tokens)
+    return Flops(
+        convention="PaLM/nanoGPT: 6N + 12*L*H*Q*T per training token (2N + 4*L*H*Q*T forward), "
+        "N = matmul parameters (embedding lookups left out, as torchtitan does)",
+        n_matmul=n,
+        n_all=n + embed - (spec.vocab * spec.hidden if spec.tie_embeddings else 0),
+        per_token=per + attn,
+        per_token_causal=per + causal,
+        per_step=(per + attn) * tokens,
+        per_step_causal=(per + causal) * tokens,
+        tokens_per_step=tokens,
+    )

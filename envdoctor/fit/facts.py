@@ -36,8 +36,16 @@ from envdoctor.parse.jsontext import opt_float, opt_int, opt_str
 Status = Literal["measured", "oom", "unavailable", "failed", "stopped", "no_gpu", "no_torch"]
 CHILD_SCHEMA = "envdoctor.fit.child/1"
 #: how the measured terms are named (the estimate's term names where they are the same thing)
-MEASURED_TERMS = ("weights", "gradients", "optimizer", "activations", "autocast_copies", "kv_cache", "context",
-                  "allocator_reserve")
+MEASURED_TERMS = (
+    "weights",
+    "gradients",
+    "optimizer",
+    "activations",
+    "autocast_copies",
+    "kv_cache",
+    "context",
+    "allocator_reserve",
+)
 
 
 class MeasurementError(ValueError):
@@ -48,9 +56,9 @@ class MeasurementError(ValueError):
 class PhaseMemory:
     """One measured phase: the allocator's peaks during it, and what stayed allocated after it."""
 
-    name: str                         # "forward", "backward", "optimizer step", "generate", "build"
+    name: str  # "forward", "backward", "optimizer step", "generate", "build"
     peak_allocated: int
-    peak_reserved: int | None         # None on the CPU
+    peak_reserved: int | None  # None on the CPU
     allocated_after: int | None = None
 
 
@@ -60,7 +68,7 @@ class MatmulPeak:
 
     dtype: str
     n: int
-    status: str                       # "ok", "wrong", "failed"
+    status: str  # "ok", "wrong", "failed"
     tflops: float | None = None
     error: str | None = None
 
@@ -68,7 +76,7 @@ class MatmulPeak:
 @dataclass(frozen=True)
 class Measurement:
     status: Status
-    message: str | None = None        # why not measured (unavailable, failed, no GPU), or the OOM's error
+    message: str | None = None  # why not measured (unavailable, failed, no GPU), or the OOM's error
     device_kind: Literal["cuda", "cpu"] | None = None
     device_name: str | None = None
     device_index: int | None = None
@@ -77,20 +85,20 @@ class Measurement:
     builder: Literal["transformers", "reference"] | None = None
     python: str | None = None
     torch_version: str | None = None
-    versions: tuple[tuple[str, str], ...] = ()      # transformers, peft, bitsandbytes, accelerate found
+    versions: tuple[tuple[str, str], ...] = ()  # transformers, peft, bitsandbytes, accelerate found
     tf32: bool | None = None
     max_allocated: int | None = None
     max_reserved: int | None = None
     context_bytes: int | None = None
     context_how: str | None = None
-    context_init_bytes: int | None = None           # right after CUDA started, before the model
-    other_bytes: int | None = None                  # held by other processes before the child started
-    peak_bytes: int | None = None                   # reserved + context (CUDA); live tensor bytes (CPU)
+    context_init_bytes: int | None = None  # right after CUDA started, before the model
+    other_bytes: int | None = None  # held by other processes before the child started
+    peak_bytes: int | None = None  # reserved + context (CUDA); live tensor bytes (CPU)
     peak_basis: str = ""
     phases: tuple[PhaseMemory, ...] = ()
-    terms: tuple[tuple[str, int], ...] = ()         # measured directly (MEASURED_TERMS)
+    terms: tuple[tuple[str, int], ...] = ()  # measured directly (MEASURED_TERMS)
     oom_phase: str | None = None
-    step_s: float | None = None                     # median of the timed steps (or the generate call)
+    step_s: float | None = None  # median of the timed steps (or the generate call)
     step_times: tuple[float, ...] = ()
     tokens_per_step: int | None = None
     tokens_per_s: float | None = None
@@ -100,7 +108,7 @@ class Measurement:
     matmul: MatmulPeak | None = None
     alloc_conf: str | None = None
     notes: tuple[str, ...] = ()
-    seconds: float | None = None                    # the child's wall time
+    seconds: float | None = None  # the child's wall time
 
     def term(self, name: str) -> int | None:
         return dict(self.terms).get(name)
@@ -108,12 +116,6 @@ class Measurement:
     @property
     def cpu(self) -> bool:
         return self.device_kind == "cpu"
-
-
-
-
-
-
 
 
 def _dict(data: Mapping[str, Any], key: str) -> Mapping[str, Any]:
@@ -131,21 +133,29 @@ def _phases(raw: Any) -> tuple[PhaseMemory, ...]:
     for i, p in enumerate(raw if isinstance(raw, list) else []):
         if not isinstance(p, Mapping) or not isinstance(p.get("name"), str) or opt_int(p, "peak_allocated") is None:
             raise MeasurementError(f"phases[{i}] has no name or peak_allocated")
-        out.append(PhaseMemory(p["name"], opt_int(p, "peak_allocated") or 0, opt_int(p, "peak_reserved"),
-                               opt_int(p, "allocated_after")))
+        out.append(
+            PhaseMemory(
+                p["name"], opt_int(p, "peak_allocated") or 0, opt_int(p, "peak_reserved"), opt_int(p, "allocated_after")
+            )
+        )
     return tuple(out)
 
 
 def _matmul(raw: Mapping[str, Any]) -> MatmulPeak | None:
     if not raw:
         return None
-    return MatmulPeak(dtype=opt_str(raw, "dtype") or "?", n=opt_int(raw, "n") or 0,
-                      status=opt_str(raw, "status") or "?",
-                      tflops=opt_float(raw, "tflops"), error=opt_str(raw, "error"))
+    return MatmulPeak(
+        dtype=opt_str(raw, "dtype") or "?",
+        n=opt_int(raw, "n") or 0,
+        status=opt_str(raw, "status") or "?",
+        tflops=opt_float(raw, "tflops"),
+        error=opt_str(raw, "error"),
+    )
 
 
-def measurement_from_child(doc: Mapping[str, Any], nvml_free_before: int | None = None,
-                           seconds: float | None = None) -> Measurement:
+def measurement_from_child(
+    doc: Mapping[str, Any], nvml_free_before: int | None = None, seconds: float | None = None
+) -> Measurement:
     """The Measurement of one child document; ``nvml_free_before`` is the measured GPU's free bytes
     (NVML) read by the host before the child started. Raises MeasurementError for a foreign shape."""
     if doc.get("schema") != CHILD_SCHEMA:
@@ -168,14 +178,18 @@ def measurement_from_child(doc: Mapping[str, Any], nvml_free_before: int | None 
     if kind == "cuda" and free_end is not None and reserved_end is not None:
         if nvml_free_before is not None:
             context = nvml_free_before - free_end - reserved_end
-            how = ("NVML free before the child - cudaMemGetInfo free at the end of the measured step - "
-                   "memory_reserved then")
+            how = (
+                "NVML free before the child - cudaMemGetInfo free at the end of the measured step - "
+                "memory_reserved then"
+            )
             if total is not None:
                 other = max(0, total - nvml_free_before)
         elif total is not None:
             context = total - free_end - reserved_end
-            how = ("cudaMemGetInfo total - free at the end of the measured step - memory_reserved then (no NVML: "
-                   "memory of other processes on this GPU counts here too)")
+            how = (
+                "cudaMemGetInfo total - free at the end of the measured step - memory_reserved then (no NVML: "
+                "memory of other processes on this GPU counts here too)"
+            )
         free_init, res_init = opt_int(mem, "cuda_free_init"), opt_int(mem, "reserved_init")
         base = nvml_free_before if nvml_free_before is not None else total
         if base is not None and free_init is not None and res_init is not None:
@@ -187,9 +201,14 @@ def measurement_from_child(doc: Mapping[str, Any], nvml_free_before: int | None 
         peak = max_alloc
         basis = "peak live tensor bytes on the CPU (no allocator reserve, no context)"
     terms: list[tuple[str, int]] = []
-    for name, key in (("weights", "weights_bytes"), ("gradients", "gradient_bytes"), ("optimizer", "optimizer_bytes"),
-                      ("activations", "saved_bytes"), ("autocast_copies", "autocast_copy_bytes"),
-                      ("kv_cache", "kv_cache_bytes")):
+    for name, key in (
+        ("weights", "weights_bytes"),
+        ("gradients", "gradient_bytes"),
+        ("optimizer", "optimizer_bytes"),
+        ("activations", "saved_bytes"),
+        ("autocast_copies", "autocast_copy_bytes"),
+        ("kv_cache", "kv_cache_bytes"),
+    ):
         v = opt_int(mem, key)
         if v is not None:
             terms.append((name, v))
@@ -205,14 +224,38 @@ def measurement_from_child(doc: Mapping[str, Any], nvml_free_before: int | None 
     builder = doc.get("builder") if doc.get("builder") in ("transformers", "reference") else None
     notes = tuple(str(n) for n in doc.get("notes") or [] if isinstance(n, str))
     return Measurement(
-        status=status, message=opt_str(oom, "message") if oom else opt_str(doc, "message"), device_kind=kind,
-        device_name=opt_str(device, "name"), device_index=opt_int(device, "index"), device_uuid=opt_str(device, "uuid"),
-        device_total_bytes=total, builder=builder, python=opt_str(doc, "python"),
-        torch_version=opt_str(doc, "torch_version"), versions=versions,
+        status=status,
+        message=opt_str(oom, "message") if oom else opt_str(doc, "message"),
+        device_kind=kind,
+        device_name=opt_str(device, "name"),
+        device_index=opt_int(device, "index"),
+        device_uuid=opt_str(device, "uuid"),
+        device_total_bytes=total,
+        builder=builder,
+        python=opt_str(doc, "python"),
+        torch_version=opt_str(doc, "torch_version"),
+        versions=versions,
         tf32=doc.get("tf32") if isinstance(doc.get("tf32"), bool) else None,
-        max_allocated=max_alloc, max_reserved=max_res, context_bytes=context, context_how=how,
-        context_init_bytes=context_init, other_bytes=other, peak_bytes=peak, peak_basis=basis, phases=phases,
-        terms=tuple(terms), oom_phase=opt_str(oom, "phase") if oom else None, step_s=step, step_times=times,
-        tokens_per_step=tokens, tokens_per_s=(tokens / step) if (tokens and step) else None,
-        loss=opt_float(doc, "loss"), params=opt_int(doc, "params"), trainable_params=opt_int(doc, "trainable_params"),
-        matmul=_matmul(_dict(doc, "matmul")), alloc_conf=opt_str(doc, "alloc_conf"), notes=notes, seconds=seconds)
+        max_allocated=max_alloc,
+        max_reserved=max_res,
+        context_bytes=context,
+        context_how=how,
+        context_init_bytes=context_init,
+        other_bytes=other,
+        peak_bytes=peak,
+        peak_basis=basis,
+        phases=phases,
+        terms=tuple(terms),
+        oom_phase=opt_str(oom, "phase") if oom else None,
+        step_s=step,
+        step_times=times,
+        tokens_per_step=tokens,
+        tokens_per_s=(tokens / step) if (tokens and step) else None,
+        loss=opt_float(doc, "loss"),
+        params=opt_int(doc, "params"),
+        trainable_params=opt_int(doc, "trainable_params"),
+        matmul=_matmul(_dict(doc, "matmul")),
+        alloc_conf=opt_str(doc, "alloc_conf"),
+        notes=notes,
+        seconds=seconds,
+    )

@@ -69,23 +69,43 @@ def cpu_problem(est: Estimate) -> str | None:
     """Why ``--cpu`` refuses this workload (too big for a CPU run), or None."""
     allocated = sum(t.bytes for t in est.terms if t.name not in ("context", "allocator_reserve"))
     if allocated > CPU_MAX_BYTES or est.flops.per_step > CPU_MAX_FLOPS:
-        return (f"--measure --cpu takes tiny configs only: this one allocates about {allocated / 2**30:.2f} GiB and "
-                f"{est.flops.per_step / 1e12:.2f} TFLOP per step (the limits are {CPU_MAX_BYTES / 2**30:.0f} GiB and "
-                f"{CPU_MAX_FLOPS / 1e12:.1f} TFLOP); measure on a GPU, or give a smaller --batch, --seq or config")
+        return (
+            f"--measure --cpu takes tiny configs only: this one allocates about {allocated / 2**30:.2f} GiB and "
+            f"{est.flops.per_step / 1e12:.2f} TFLOP per step (the limits are {CPU_MAX_BYTES / 2**30:.0f} GiB and "
+            f"{CPU_MAX_FLOPS / 1e12:.1f} TFLOP); measure on a GPU, or give a smaller --batch, --seq or config"
+        )
     return None
 
 
-def child_config(spec: ModelSpec, raw: Mapping[str, Any], est: Estimate, cpu: bool = False, builder: str = "auto",
-                 seed: int = 0, timed_steps: int = TIMED_STEPS, budget_s: float | None = None,
-                 matmul: bool = True) -> dict[str, Any]:
+def child_config(
+    spec: ModelSpec,
+    raw: Mapping[str, Any],
+    est: Estimate,
+    cpu: bool = False,
+    builder: str = "auto",
+    seed: int = 0,
+    timed_steps: int = TIMED_STEPS,
+    budget_s: float | None = None,
+    matmul: bool = True,
+) -> dict[str, Any]:
     """``matmul``: run the matmul point for the MFU's measured peak (a benchmark of many runs does it once)."""
     w = est.workload
     dtype = compute_dtype(est)
-    point = {"dtype": "fp32" if cpu else dtype, "n": MATMUL_N_CPU if cpu else MATMUL_N,
-             "budget": MATMUL_BUDGET_S_CPU if cpu else MATMUL_BUDGET_S}
-    return {"model": child_model(spec, raw), "workload": child_workload(spec, w), "device": "cpu" if cpu else "cuda",
-            "builder": builder, "seed": seed, "timed_steps": timed_steps, "budget_s": budget_s,
-            "matmul": point if matmul else None}
+    point = {
+        "dtype": "fp32" if cpu else dtype,
+        "n": MATMUL_N_CPU if cpu else MATMUL_N,
+        "budget": MATMUL_BUDGET_S_CPU if cpu else MATMUL_BUDGET_S,
+    }
+    return {
+        "model": child_model(spec, raw),
+        "workload": child_workload(spec, w),
+        "device": "cpu" if cpu else "cuda",
+        "builder": builder,
+        "seed": seed,
+        "timed_steps": timed_steps,
+        "budget_s": budget_s,
+        "matmul": point if matmul else None,
+    }
 
 
 def free_before(nvml: Any = None) -> tuple[dict[int, int], tuple[NvmlGpu, ...], str | None]:
@@ -102,13 +122,22 @@ def free_before(nvml: Any = None) -> tuple[dict[int, int], tuple[NvmlGpu, ...], 
         memory = r.values.get("memory")
         if isinstance(memory, dict) and isinstance(memory.get("free"), (int, float)):
             free[r.index] = int(memory["free"])
-    gpus = tuple(NvmlGpu(r.index, r.values.get("uuid"), (r.values.get("pci") or {}).get("bus_id"), r.values.get("name"))
-                 for r in readings if r.index in free)
+    gpus = tuple(
+        NvmlGpu(r.index, r.values.get("uuid"), (r.values.get("pci") or {}).get("bus_id"), r.values.get("name"))
+        for r in readings
+        if r.index in free
+    )
     return free, gpus, None if free else "NVML read no GPU memory"
 
 
-def measurement_of(child: ChildRun, interrupted: bool, free: Mapping[int, int], gpus: Sequence[NvmlGpu],
-                   nvml_note: str | None, env: Mapping[str, str] | None = None) -> Measurement:
+def measurement_of(
+    child: ChildRun,
+    interrupted: bool,
+    free: Mapping[int, int],
+    gpus: Sequence[NvmlGpu],
+    nvml_note: str | None,
+    env: Mapping[str, str] | None = None,
+) -> Measurement:
     """The Measurement of a finished (or failed, or stopped) child; pure. ``free`` and ``gpus`` are
     :func:`free_before`'s; the child's device is matched with NVML's by :func:`envdoctor.nvml.match_device`
     in the child's environment ``env``."""
@@ -117,9 +146,13 @@ def measurement_of(child: ChildRun, interrupted: bool, free: Mapping[int, int], 
         return Measurement("stopped", f"stopped (Ctrl-C or a stop request){where}", seconds=child.seconds)
     if child.result is None:
         message = child.error.message if child.error is not None else f"the child printed no result{where}"
-        if (child.failure or {}).get("kind") == "no_torch":   # a run that cannot start: the command's exit 2
-            return Measurement("no_torch", f"torch is not installed in {child.python} (give --python the "
-                               "interpreter that has it)", python=child.python, seconds=child.seconds)
+        if (child.failure or {}).get("kind") == "no_torch":  # a run that cannot start: the command's exit 2
+            return Measurement(
+                "no_torch",
+                f"torch is not installed in {child.python} (give --python the interpreter that has it)",
+                python=child.python,
+                seconds=child.seconds,
+            )
         return Measurement("failed", message, python=child.python, seconds=child.seconds)
     doc: dict[str, Any] = child.result
     raw_device = doc.get("device")
@@ -137,34 +170,53 @@ def measurement_of(child: ChildRun, interrupted: bool, free: Mapping[int, int], 
     return m
 
 
-def start_probe(python: str, env: Mapping[str, str] | None = None, timeout: float = START_PROBE_S,
-                stop: threading.Event | None = None) -> str | None:
+def start_probe(
+    python: str,
+    env: Mapping[str, str] | None = None,
+    timeout: float = START_PROBE_S,
+    stop: threading.Event | None = None,
+) -> str | None:
     """Why ``python`` cannot take the measurement, when it does not answer a trivial start-up probe
     (``child/interpreter.py``: the standard library only) within ``timeout``; else None (other
     failures are the measurement's own to report, in its words)."""
     probe = run_child("interpreter.py", python=python, timeout=timeout, env=env, what="a start-up probe", stop=stop)
     if probe.result is None and probe.error is not None and probe.error.kind == "timeout":
-        return (f"{python} did not answer a start-up probe (no torch imported) in {timeout:g} s: it hangs before "
-                "running any code (a wrapper, a sitecustomize, a stalled disk); "
-                f"`envdoctor check --python {shlex.quote(python)}` looks at it")
+        return (
+            f"{python} did not answer a start-up probe (no torch imported) in {timeout:g} s: it hangs before "
+            "running any code (a wrapper, a sitecustomize, a stalled disk); "
+            f"`envdoctor check --python {shlex.quote(python)}` looks at it"
+        )
     return None
 
 
-def run_measure(spec: ModelSpec, raw: Mapping[str, Any], est: Estimate, python: str, *, cpu: bool = False,
-                builder: str = "auto", timeout: float | None = None, seed: int = 0, timed_steps: int = TIMED_STEPS,
-                nvml: Any = None, env: Mapping[str, str] | None = None,
-                on_event: Callable[[dict[str, Any]], None] | None = None,
-                stop: threading.Event | None = None, matmul: bool = True) -> Measurement:
+def run_measure(
+    spec: ModelSpec,
+    raw: Mapping[str, Any],
+    est: Estimate,
+    python: str,
+    *,
+    cpu: bool = False,
+    builder: str = "auto",
+    timeout: float | None = None,
+    seed: int = 0,
+    timed_steps: int = TIMED_STEPS,
+    nvml: Any = None,
+    env: Mapping[str, str] | None = None,
+    on_event: Callable[[dict[str, Any]], None] | None = None,
+    stop: threading.Event | None = None,
+    matmul: bool = True,
+) -> Measurement:
     """Measure ``est``'s workload for ``spec`` (built from ``raw``, its config.json object) in ``python``.
 
     Never raises for the child's sake: every outcome is a Measurement (see the module docstring)."""
     limit = timeout if timeout is not None else measure_timeout(est, cpu, timed_steps)
-    if limit > START_PROBE_S:        # a shorter bound says a hang soon enough by itself
+    if limit > START_PROBE_S:  # a shorter bound says a hang soon enough by itself
         hung = start_probe(python, env, START_PROBE_S, stop)
         if hung is not None:
             return Measurement("failed", hung, python=python)
-    config = child_config(spec, raw, est, cpu, builder, seed, timed_steps, budget_s=max(10.0, limit * 0.3),
-                          matmul=matmul)
+    config = child_config(
+        spec, raw, est, cpu, builder, seed, timed_steps, budget_s=max(10.0, limit * 0.3), matmul=matmul
+    )
     free: dict[int, int] = {}
     gpus: tuple[NvmlGpu, ...] = ()
     note: str | None = None
@@ -172,7 +224,7 @@ def run_measure(spec: ModelSpec, raw: Mapping[str, Any], est: Estimate, python: 
         free, gpus, note = free_before(nvml)
     child_env = dict(os.environ if env is None else env)
     child_env.update(OFFLINE)
-    if est.workload.alloc_conf:      # the allocator setting the estimate assumed is the one measured
+    if est.workload.alloc_conf:  # the allocator setting the estimate assumed is the one measured
         child_env["PYTORCH_CUDA_ALLOC_CONF"] = est.workload.alloc_conf
     job = Job(SCRIPT, config, python, limit, what="the fit measurement", env=child_env)
     hook = (lambda _i, e: on_event(e)) if on_event is not None else None

@@ -81,13 +81,16 @@ def models_of(doc: Doc) -> ModelTable:
     for where, raw in rows(doc, "model", "name"):
         if not isinstance(raw.get("config"), dict):
             raise where.fail("missing table 'config' (the config.json fields)")
-        v = fields(where, {k: val for k, val in raw.items() if k != "config"},
-                   _META)
+        v = fields(where, {k: val for k, val in raw.items() if k != "config"}, _META)
         if not _SOURCE.match(v["source"]):
-            raise where.fail(f"field 'source': {v['source']!r} is not https://huggingface.co/<org>/<model>/blob/main/config.json")
+            raise where.fail(
+                f"field 'source': {v['source']!r} is not https://huggingface.co/<org>/<model>/blob/main/config.json"
+            )
         if not v["confirmed_from"] and not v["unconfirmed"]:
-            raise where.fail("no 'confirmed_from': name the stored copy the values were checked against, "
-                             "or mark the row unconfirmed = true")
+            raise where.fail(
+                "no 'confirmed_from': name the stored copy the values were checked against, "
+                "or mark the row unconfirmed = true"
+            )
         config: dict[str, Any] = dict(raw["config"])
         for f in v["unconfirmed_fields"]:
             if f not in config:
@@ -105,9 +108,20 @@ def models_of(doc: Doc) -> ModelTable:
             if k in seen:
                 raise where.fail(f"name {key!r} is already used by {seen[k]!r}")
             seen[k] = v["name"]
-        out.append(BundledModel(name=v["name"], aliases=tuple(v["aliases"]), spec=spec, source=v["source"],
-                                confirmed_from=v["confirmed_from"], checked=v["checked"], unconfirmed=v["unconfirmed"],
-                                unconfirmed_fields=v["unconfirmed_fields"], note=v["note"], config=config))
+        out.append(
+            BundledModel(
+                name=v["name"],
+                aliases=tuple(v["aliases"]),
+                spec=spec,
+                source=v["source"],
+                confirmed_from=v["confirmed_from"],
+                checked=v["checked"],
+                unconfirmed=v["unconfirmed"],
+                unconfirmed_fields=v["unconfirmed_fields"],
+                note=v["note"],
+                config=config,
+            )
+        )
     return ModelTable(tuple(out))
 
 

@@ -26,13 +26,21 @@ SCHEMA = "envdoctor.fit/1"
 GIB = 2**30
 
 _LABELS = {
-    "weights": "weights", "gradients": "gradients", "optimizer": "optimizer states",
-    "optimizer_step": "optimizer step temporaries", "activations": "activations",
-    "layer_working": "layer working set", "logits": "logits and loss",
-    "held_logits": "logits the loop holds", "kv_cache": "KV cache",
-    "autocast_copies": "autocast weight copies", "zero_gathered": "ZeRO-3 gathered layers",
-    "ddp_buckets": "DDP gradient buckets", "build_copy": "tied head before tying (build)",
-    "context": "CUDA context + cuBLAS", "allocator_reserve": "allocator reserve",
+    "weights": "weights",
+    "gradients": "gradients",
+    "optimizer": "optimizer states",
+    "optimizer_step": "optimizer step temporaries",
+    "activations": "activations",
+    "layer_working": "layer working set",
+    "logits": "logits and loss",
+    "held_logits": "logits the loop holds",
+    "kv_cache": "KV cache",
+    "autocast_copies": "autocast weight copies",
+    "zero_gathered": "ZeRO-3 gathered layers",
+    "ddp_buckets": "DDP gradient buckets",
+    "build_copy": "tied head before tying (build)",
+    "context": "CUDA context + cuBLAS",
+    "allocator_reserve": "allocator reserve",
 }
 
 
@@ -47,8 +55,13 @@ TermBytes = Dict[str, Count]
 
 
 class _TermKeys(TypedDict):
-    name: Annotated[str, Json(description="the term: weights, gradients, optimizer, activations, kv_cache, "
-                                          "context, allocator_reserve, ...")]
+    name: Annotated[
+        str,
+        Json(
+            description="the term: weights, gradients, optimizer, activations, kv_cache, "
+            "context, allocator_reserve, ..."
+        ),
+    ]
     bytes: Count
     formula: str
     inputs: Annotated[Dict[str, Any], Json(description="the figures the formula takes, by name")]
@@ -276,16 +289,21 @@ class MeasurementSection(_MeasurementKeys, total=False):
 
 
 class FitSummary(TypedDict):
-    exit_code: Annotated[int, Json(enum=[0, 1, 2], description="the exit code of the command that printed "
-                                                                "it: 2 when --measure could not start")]
+    exit_code: Annotated[
+        int,
+        Json(
+            enum=[0, 1, 2], description="the exit code of the command that printed it: 2 when --measure could not start"
+        ),
+    ]
 
 
 class _FitKeys(TypedDict):
     schema: str
     model: FitModel
     workload: FitWorkload
-    peak_bytes: Annotated[int, Json(minimum=0, description="one GPU's predicted peak device memory, CUDA "
-                                                           "context included")]
+    peak_bytes: Annotated[
+        int, Json(minimum=0, description="one GPU's predicted peak device memory, CUDA context included")
+    ]
     peak_phase: str
     terms: Annotated[TermBytes, Json(description="the bytes of each term at the peak phase")]
     term_details: List[TermDetail]
@@ -293,8 +311,9 @@ class _FitKeys(TypedDict):
     flops: FitFlops
     gpus: List[GpuVerdict]
     ways: List[WayToFit]
-    max_batch: Annotated[Optional[int], Json(minimum=0, description="the largest --batch that fits "
-                                                                    "limits_for; null: not even 1")]
+    max_batch: Annotated[
+        Optional[int], Json(minimum=0, description="the largest --batch that fits limits_for; null: not even 1")
+    ]
     max_seq: Annotated[Optional[int], Json(minimum=0)]
     notes: List[str]
 
@@ -307,8 +326,9 @@ class FitDocument(_FitKeys, total=False):
     created_at: str
     peak_low_bytes: Count
     peak_high_bytes: Count
-    activation_detail: Annotated[Dict[str, List[SavedTensor]], Json(
-        description="per kind of layer, the tensors it keeps for backward")]
+    activation_detail: Annotated[
+        Dict[str, List[SavedTensor]], Json(description="per kind of layer, the tensors it keeps for backward")
+    ]
     ways_for: Optional[str]
     limits_for: Optional[str]
     measurement: MeasurementSection
@@ -324,21 +344,31 @@ def _workload_line(w: Workload) -> str:
     if w.train:
         parts.append(f"training, batch {w.batch} x {w.seq} tokens")
     else:
-        parts.append(f"inference, batch {w.batch}, {w.seq}-token prompt"
-                     + (f" + {w.new_tokens} new tokens" if w.new_tokens else ""))
+        parts.append(
+            f"inference, batch {w.batch}, {w.seq}-token prompt"
+            + (f" + {w.new_tokens} new tokens" if w.new_tokens else "")
+        )
     parts.append(f"{w.dtype} weights" + (f" under autocast {w.amp}" if w.amp else ""))
     if w.quant:
         parts.append(f"{w.quant} quantised base")
     if w.train:
-        opt = {"adamw": "AdamW (fused)", "adamw_foreach": "AdamW (foreach)", "adamw8bit": "8-bit AdamW",
-               "sgd": "SGD with momentum", "adafactor": "Adafactor"}[w.optimizer]
+        opt = {
+            "adamw": "AdamW (fused)",
+            "adamw_foreach": "AdamW (foreach)",
+            "adamw8bit": "8-bit AdamW",
+            "sgd": "SGD with momentum",
+            "adafactor": "Adafactor",
+        }[w.optimizer]
         parts.append(opt)
         if w.lora_rank:
             parts.append(f"LoRA r={w.lora_rank}")
         if w.grad_checkpointing:
             parts.append("gradient checkpointing")
-        parts.append("custom loop (outputs.logits kept through backward)" if w.loop == "custom"
-                     else "HF Trainer loop (logits freed before backward)")
+        parts.append(
+            "custom loop (outputs.logits kept through backward)"
+            if w.loop == "custom"
+            else "HF Trainer loop (logits freed before backward)"
+        )
         if w.pp > 1:
             parts.append(f"pipeline over {w.pp} stages (1F1B, the fuller stage)")
         elif w.zero or w.gpus > 1:
@@ -346,7 +376,7 @@ def _workload_line(w: Workload) -> str:
     elif w.tp > 1:
         parts.append(f"tensor parallel over {w.tp} GPUs (one GPU's share)")
     elif w.device_map:
-        parts.append(f"device_map=\"auto\" over {w.gpus} GPUs (the fullest GPU)")
+        parts.append(f'device_map="auto" over {w.gpus} GPUs (the fullest GPU)')
     parts.append(f"{w.attention} attention")
     if w.alloc_conf:
         parts.append(f"PYTORCH_CUDA_ALLOC_CONF={w.alloc_conf}")
@@ -356,14 +386,19 @@ def _workload_line(w: Workload) -> str:
 def render_fit_text(report: FitReport, list_ways: bool = True, judged: str = "") -> str:
     est = report.estimate
     spec, w = est.spec, est.workload
-    trained = (f", {est.params_trainable / 1e6:.1f}M trained"
-               if w.train and est.params_trainable != est.params_total else "")
+    trained = (
+        f", {est.params_trainable / 1e6:.1f}M trained" if w.train and est.params_trainable != est.params_total else ""
+    )
     lines = [f"envdoctor fit {spec.name} ({spec.architecture}, {est.params_total / 1e9:.2f}B parameters{trained})"]
     if spec.source and spec.source != spec.name:
         lines.append(f"  from {spec.source}")
-    lines += ["  " + _workload_line(w), "", f"Peak per GPU: {gib(est.peak_bytes)} (at the {est.peak_phase}); "
-              f"with the allocator's band {gib(est.peak_low_bytes)} to {gib(est.peak_high_bytes)}, "
-              "verdicts use the upper edge"]
+    lines += [
+        "  " + _workload_line(w),
+        "",
+        f"Peak per GPU: {gib(est.peak_bytes)} (at the {est.peak_phase}); "
+        f"with the allocator's band {gib(est.peak_low_bytes)} to {gib(est.peak_high_bytes)}, "
+        "verdicts use the upper edge",
+    ]
     width = max(len(_LABELS[t.name]) for t in est.terms)
     for t in est.terms:
         lines.append(f"  {_LABELS[t.name]:<{width}}  {gib(t.bytes):>11}  {t.formula}")
@@ -372,8 +407,10 @@ def render_fit_text(report: FitReport, list_ways: bool = True, judged: str = "")
         lines.append("  other moments: " + ", ".join(f"{p.name} {gib(p.bytes)}" for p in others))
     f = est.flops
     unit = "per training token" if w.train else "per token (forward)"
-    lines.append(f"  FLOPs {unit}: {f.per_token / 1e9:.1f} G ({f.per_token_causal / 1e9:.1f} G counting causal "
-                 f"attention as half); per step of {f.tokens_per_step} tokens: {f.per_step / 1e12:.1f} TFLOP")
+    lines.append(
+        f"  FLOPs {unit}: {f.per_token / 1e9:.1f} G ({f.per_token_causal / 1e9:.1f} G counting causal "
+        f"attention as half); per step of {f.tokens_per_step} tokens: {f.per_step / 1e12:.1f} TFLOP"
+    )
     if report.verdicts:
         lines += ["", "GPU verdicts:"]
         name_w = max(len(v.gpu.name) for v in report.verdicts)
@@ -383,12 +420,15 @@ def render_fit_text(report: FitReport, list_ways: bool = True, judged: str = "")
             if v.problem:
                 state = f"cannot run it: {v.problem}"
             else:
-                state = (f"fits, {gib(v.spare_bytes)} spare" if v.fits else f"does not fit by {gib(-v.spare_bytes)}")
+                state = f"fits, {gib(v.spare_bytes)} spare" if v.fits else f"does not fit by {gib(-v.spare_bytes)}"
             lines.append(f"  {v.gpu.name:<{name_w}}  {gib(v.gpu.total_bytes):>11} usable  {state}")
             lines.append(f"  {'':<{name_w}}  {'':>11} ({v.gpu.source})")
     else:
-        lines += ["", "No GPU given: add --gpu NAME (from the table) or --memory SIZE for a verdict."
-                  + (f" {judged}" if judged else "")]
+        lines += [
+            "",
+            "No GPU given: add --gpu NAME (from the table) or --memory SIZE for a verdict."
+            + (f" {judged}" if judged else ""),
+        ]
     if list_ways and report.ways and report.ways_for:
         lines += ["", f"Ways to fit {report.ways_for.name} ({gib(report.ways_for.total_bytes)}):"]
         flag_w = max(len(x.flags) for x in report.ways)
@@ -399,8 +439,10 @@ def render_fit_text(report: FitReport, list_ways: bool = True, judged: str = "")
         g = report.limit_gpu
         mb = "none (not even 1)" if report.max_batch is None else str(report.max_batch)
         ms = "none" if report.max_seq is None else str(report.max_seq)
-        lines.append(f"On {g.name} ({gib(g.total_bytes)}), with the other options as given: largest --batch "
-                     f"{mb}, longest --seq {ms}")
+        lines.append(
+            f"On {g.name} ({gib(g.total_bytes)}), with the other options as given: largest --batch "
+            f"{mb}, longest --seq {ms}"
+        )
     if est.notes:
         lines += [""] + [f"note: {n}" for n in est.notes]
     return "\n".join(lines) + "\n"
@@ -426,33 +468,85 @@ def _fit_document(report: FitReport) -> FitDocument:
     spec, w = est.spec, est.workload
     f = est.flops
     model: FitModel = {
-        "name": spec.name, "architecture": spec.architecture, "family": spec.family, "source": spec.source,
-        "params_total": est.params_total, "params_trainable": est.params_trainable, "hidden_size": spec.hidden,
-        "intermediate_size": spec.intermediate, "layers": spec.layers, "decoder_layers": spec.decoder_layers,
-        "heads": spec.heads, "kv_heads": spec.kv_heads, "head_dim": spec.head_dim, "vocab_size": spec.vocab,
-        "tie_word_embeddings": spec.tie_embeddings, "experts": spec.experts,
+        "name": spec.name,
+        "architecture": spec.architecture,
+        "family": spec.family,
+        "source": spec.source,
+        "params_total": est.params_total,
+        "params_trainable": est.params_trainable,
+        "hidden_size": spec.hidden,
+        "intermediate_size": spec.intermediate,
+        "layers": spec.layers,
+        "decoder_layers": spec.decoder_layers,
+        "heads": spec.heads,
+        "kv_heads": spec.kv_heads,
+        "head_dim": spec.head_dim,
+        "vocab_size": spec.vocab,
+        "tie_word_embeddings": spec.tie_embeddings,
+        "experts": spec.experts,
         "experts_per_token": spec.experts_per_token,
     }
     workload: FitWorkload = {
-        "mode": w.mode, "batch": w.batch, "seq": w.seq, "new_tokens": w.new_tokens, "dtype": w.dtype, "amp": w.amp,
-        "quant": w.quant, "kv_dtype": w.kv_dtype, "optimizer": w.optimizer, "grad_checkpointing": w.grad_checkpointing,
-        "lora_rank": w.lora_rank, "lora_targets": list(w.lora_targets), "zero": w.zero, "gpus": w.gpus,
-        "attention": w.attention, "loop": w.loop, "alloc_conf": w.alloc_conf or None, "tp": w.tp, "ddp": w.ddp,
-        "device_map": "auto" if w.device_map else None, "pp": w.pp}
-    phases: List[FitPhase] = [{"name": p.name, "bytes": p.bytes, "terms": {t.name: t.bytes for t in p.terms},
-                               "term_details": [_term_data(t) for t in p.terms]} for p in est.phases]
+        "mode": w.mode,
+        "batch": w.batch,
+        "seq": w.seq,
+        "new_tokens": w.new_tokens,
+        "dtype": w.dtype,
+        "amp": w.amp,
+        "quant": w.quant,
+        "kv_dtype": w.kv_dtype,
+        "optimizer": w.optimizer,
+        "grad_checkpointing": w.grad_checkpointing,
+        "lora_rank": w.lora_rank,
+        "lora_targets": list(w.lora_targets),
+        "zero": w.zero,
+        "gpus": w.gpus,
+        "attention": w.attention,
+        "loop": w.loop,
+        "alloc_conf": w.alloc_conf or None,
+        "tp": w.tp,
+        "ddp": w.ddp,
+        "device_map": "auto" if w.device_map else None,
+        "pp": w.pp,
+    }
+    phases: List[FitPhase] = [
+        {
+            "name": p.name,
+            "bytes": p.bytes,
+            "terms": {t.name: t.bytes for t in p.terms},
+            "term_details": [_term_data(t) for t in p.terms],
+        }
+        for p in est.phases
+    ]
     flops: FitFlops = {
-        "convention": f.convention, "n_matmul_params": f.n_matmul, "n_params_with_embeddings": f.n_all,
-        "per_token": f.per_token, "per_token_causal": f.per_token_causal, "per_step": f.per_step,
-        "per_step_causal": f.per_step_causal, "tokens_per_step": f.tokens_per_step}
-    gpus: List[GpuVerdict] = [{"name": v.gpu.name, "total_bytes": v.gpu.total_bytes, "source": v.gpu.source,
-                               "fits": v.fits, "spare_bytes": v.spare_bytes, "cc": v.gpu.cc, "problem": v.problem}
-                              for v in report.verdicts]
-    ways: List[WayToFit] = [{"label": x.label, "flags": x.flags, "peak_bytes": x.peak_bytes, "fits": x.fits}
-                            for x in report.ways]
+        "convention": f.convention,
+        "n_matmul_params": f.n_matmul,
+        "n_params_with_embeddings": f.n_all,
+        "per_token": f.per_token,
+        "per_token_causal": f.per_token_causal,
+        "per_step": f.per_step,
+        "per_step_causal": f.per_step_causal,
+        "tokens_per_step": f.tokens_per_step,
+    }
+    gpus: List[GpuVerdict] = [
+        {
+            "name": v.gpu.name,
+            "total_bytes": v.gpu.total_bytes,
+            "source": v.gpu.source,
+            "fits": v.fits,
+            "spare_bytes": v.spare_bytes,
+            "cc": v.gpu.cc,
+            "problem": v.problem,
+        }
+        for v in report.verdicts
+    ]
+    ways: List[WayToFit] = [
+        {"label": x.label, "flags": x.flags, "peak_bytes": x.peak_bytes, "fits": x.fits} for x in report.ways
+    ]
     saved: Dict[str, List[SavedTensor]] = {
         kind: [{"tensor": x.name, "bytes_per_token": x.bytes_per_token, "kept_by": list(x.savers)} for x in tensors]
-        for kind, tensors in est.activation_detail}
+        for kind, tensors in est.activation_detail
+    }
     return {
         "schema": SCHEMA,
         "model": model,
@@ -478,6 +572,7 @@ def _fit_document(report: FitReport) -> FitDocument:
 
 # --- --measure ---------------------------------------------------------------------------------
 
+
 def _pct(x: float | None) -> str:
     return "" if x is None else f"{x * 100:+.1f}%"
 
@@ -497,26 +592,39 @@ def _state_line(m: Measurement) -> str:
         return ""
     if m.status == "oom":
         return f"  out of memory during {m.oom_phase or 'the run'}: {m.message or ''}".rstrip()
-    words = {"unavailable": "not measured", "failed": "the measurement failed", "stopped": "stopped",
-             "no_gpu": "no GPU", "no_torch": "no torch"}
+    words = {
+        "unavailable": "not measured",
+        "failed": "the measurement failed",
+        "stopped": "stopped",
+        "no_gpu": "no GPU",
+        "no_torch": "no torch",
+    }
     return f"  {words.get(m.status, m.status)}: {m.message or ''}".rstrip()
 
 
 def render_measurement_text(m: Measurement, cmp: Comparison | None, findings: tuple[Finding, ...]) -> str:
     """The ``--measure`` section: the estimate beside the measurement, the time, the MFU, the findings."""
     if m.cpu:
-        head = ("Measured on the CPU (a tiny config, clearly not a GPU: live tensor bytes, no allocator reserve "
-                "or CUDA context)")
+        head = (
+            "Measured on the CPU (a tiny config, clearly not a GPU: live tensor bytes, no allocator reserve "
+            "or CUDA context)"
+        )
     elif m.device_name:
-        head = (f"Measured on {m.device_name} (GPU {m.device_index if m.device_index is not None else 0}"
-                + (f", {gib(m.device_total_bytes)}" if m.device_total_bytes else "") + ")")
+        head = (
+            f"Measured on {m.device_name} (GPU {m.device_index if m.device_index is not None else 0}"
+            + (f", {gib(m.device_total_bytes)}" if m.device_total_bytes else "")
+            + ")"
+        )
     else:
         head = "Measurement"
     lib = [f"torch {m.torch_version}"] if m.torch_version else []
     lib += [f"{k} {v}" for k, v in m.versions if k in ("transformers", "peft", "bitsandbytes")]
     if m.builder:
-        lib.append("built with transformers" if m.builder == "transformers"
-                   else "built as envdoctor's reference decoder (no transformers)")
+        lib.append(
+            "built with transformers"
+            if m.builder == "transformers"
+            else "built as envdoctor's reference decoder (no transformers)"
+        )
     lines = ["", head + (", " + ", ".join(lib) if lib else "") + (", random weights" if m.builder else "")]
     state = _state_line(m)
     if state:
@@ -529,8 +637,10 @@ def render_measurement_text(m: Measurement, cmp: Comparison | None, findings: tu
             lines.append(f"  {r.label:<{width}}  {_size(r.estimate):>11}  {_size(r.measured):>11}  {_pct(r.error)}")
         if cmp.error is not None:
             verdict = "within" if cmp.within_target else "outside"
-            lines.append(f"  the estimate's error {_pct(cmp.error)} of the measured peak: {verdict} its target "
-                         f"({TARGET_UNDER * 100:+.0f}% to {TARGET_OVER * 100:+.0f}%)")
+            lines.append(
+                f"  the estimate's error {_pct(cmp.error)} of the measured peak: {verdict} its target "
+                f"({TARGET_UNDER * 100:+.0f}% to {TARGET_OVER * 100:+.0f}%)"
+            )
     if m.context_how:
         lines.append(f"  context = {m.context_how}")
     if m.step_s:
@@ -543,14 +653,21 @@ def render_measurement_text(m: Measurement, cmp: Comparison | None, findings: tu
     if mfu is not None:
         parts = []
         if mfu.mfu_datasheet is not None:
-            parts.append(f"{mfu.mfu_datasheet * 100:.1f}% of the datasheet {mfu.dtype} {mfu.datasheet_tflops:.1f} "
-                         f"TFLOP/s" + (" (unconfirmed)" if mfu.datasheet_unconfirmed else ""))
+            parts.append(
+                f"{mfu.mfu_datasheet * 100:.1f}% of the datasheet {mfu.dtype} {mfu.datasheet_tflops:.1f} "
+                f"TFLOP/s" + (" (unconfirmed)" if mfu.datasheet_unconfirmed else "")
+            )
         if mfu.mfu_matmul is not None:
-            parts.append(f"{mfu.mfu_matmul * 100:.1f}% of the {mfu.dtype} matmul measured now "
-                         f"({_rate(mfu.matmul_tflops or 0)}, n={mfu.matmul_n})")
+            parts.append(
+                f"{mfu.mfu_matmul * 100:.1f}% of the {mfu.dtype} matmul measured now "
+                f"({_rate(mfu.matmul_tflops or 0)}, n={mfu.matmul_n})"
+            )
         causal = [f"{x * 100:.1f}%" for x in (mfu.mfu_datasheet_causal, mfu.mfu_matmul_causal) if x is not None]
-        lines.append(f"  model FLOPs {_rate(mfu.achieved_tflops)}" + (": " + ", ".join(parts) if parts else "")
-                     + (f"; counting causal attention as half: {' / '.join(causal)}" if causal else ""))
+        lines.append(
+            f"  model FLOPs {_rate(mfu.achieved_tflops)}"
+            + (": " + ", ".join(parts) if parts else "")
+            + (f"; counting causal attention as half: {' / '.join(causal)}" if causal else "")
+        )
         lines.append("  MFU convention: " + mfu.convention)
     elif m.matmul is not None and m.matmul.status != "ok":
         mm = m.matmul
@@ -563,8 +680,13 @@ def render_measurement_text(m: Measurement, cmp: Comparison | None, findings: tu
 
 
 def _row_data(r: Row) -> ComparedRow:
-    out: ComparedRow = {"name": r.name, "label": r.label, "estimate": r.estimate, "measured": r.measured,
-                        "error": r.error}
+    out: ComparedRow = {
+        "name": r.name,
+        "label": r.label,
+        "estimate": r.estimate,
+        "measured": r.measured,
+        "error": r.error,
+    }
     if r.note:
         out["note"] = r.note
     return out
@@ -574,23 +696,54 @@ def measurement_data(m: Measurement, cmp: Comparison | None, findings: tuple[Fin
     """The ``measurement`` key of ``envdoctor.fit/1``."""
     comparison: Optional[Compared] = None
     if cmp is not None:
-        comparison = {"basis": cmp.basis, "error": cmp.error, "within_target": cmp.within_target,
-                      "target": {"under": TARGET_UNDER, "over": TARGET_OVER},
-                      "estimate_fits_device": cmp.estimate_fits_device, "peak": _row_data(cmp.peak),
-                      "rows": [_row_data(r) for r in cmp.rows], "phases": [_row_data(r) for r in cmp.phases]}
+        comparison = {
+            "basis": cmp.basis,
+            "error": cmp.error,
+            "within_target": cmp.within_target,
+            "target": {"under": TARGET_UNDER, "over": TARGET_OVER},
+            "estimate_fits_device": cmp.estimate_fits_device,
+            "peak": _row_data(cmp.peak),
+            "rows": [_row_data(r) for r in cmp.rows],
+            "phases": [_row_data(r) for r in cmp.phases],
+        }
     return {
-        "status": m.status, "message": m.message,
-        "device": {"kind": m.device_kind, "name": m.device_name, "index": m.device_index, "uuid": m.device_uuid,
-                   "total_bytes": m.device_total_bytes},
-        "builder": m.builder, "python": m.python, "torch_version": m.torch_version, "versions": dict(m.versions),
-        "tf32": m.tf32, "peak_bytes": m.peak_bytes, "peak_basis": m.peak_basis, "max_allocated": m.max_allocated,
-        "max_reserved": m.max_reserved, "context_bytes": m.context_bytes, "context_how": m.context_how,
-        "context_init_bytes": m.context_init_bytes, "other_bytes": m.other_bytes,
-        "phases": [to_data(p) for p in m.phases], "terms": dict(m.terms), "oom_phase": m.oom_phase,
-        "step_s": m.step_s, "step_times": list(m.step_times), "tokens_per_step": m.tokens_per_step,
-        "tokens_per_s": m.tokens_per_s, "loss": m.loss, "params": m.params, "trainable_params": m.trainable_params,
+        "status": m.status,
+        "message": m.message,
+        "device": {
+            "kind": m.device_kind,
+            "name": m.device_name,
+            "index": m.device_index,
+            "uuid": m.device_uuid,
+            "total_bytes": m.device_total_bytes,
+        },
+        "builder": m.builder,
+        "python": m.python,
+        "torch_version": m.torch_version,
+        "versions": dict(m.versions),
+        "tf32": m.tf32,
+        "peak_bytes": m.peak_bytes,
+        "peak_basis": m.peak_basis,
+        "max_allocated": m.max_allocated,
+        "max_reserved": m.max_reserved,
+        "context_bytes": m.context_bytes,
+        "context_how": m.context_how,
+        "context_init_bytes": m.context_init_bytes,
+        "other_bytes": m.other_bytes,
+        "phases": [to_data(p) for p in m.phases],
+        "terms": dict(m.terms),
+        "oom_phase": m.oom_phase,
+        "step_s": m.step_s,
+        "step_times": list(m.step_times),
+        "tokens_per_step": m.tokens_per_step,
+        "tokens_per_s": m.tokens_per_s,
+        "loss": m.loss,
+        "params": m.params,
+        "trainable_params": m.trainable_params,
         "matmul": to_data(m.matmul) if m.matmul is not None else None,
-        "comparison": comparison, "mfu": to_data(cmp.mfu) if cmp is not None and cmp.mfu is not None else None,
-        "findings": [to_data(f) for f in findings], "alloc_conf": m.alloc_conf, "notes": list(m.notes),
+        "comparison": comparison,
+        "mfu": to_data(cmp.mfu) if cmp is not None and cmp.mfu is not None else None,
+        "findings": [to_data(f) for f in findings],
+        "alloc_conf": m.alloc_conf,
+        "notes": list(m.notes),
         "seconds": m.seconds,
     }

@@ -36,8 +36,9 @@ def read_config_file(path: Path) -> ModelSpec:
 def _read_text(path: Path) -> str:
     try:
         if path.stat().st_size > MAX_CONFIG_CHARS:
-            raise ConfigError(f"{path}: {path.stat().st_size} bytes is too large for a config.json "
-                              f"(the limit is {MAX_CONFIG_CHARS})")
+            raise ConfigError(
+                f"{path}: {path.stat().st_size} bytes is too large for a config.json (the limit is {MAX_CONFIG_CHARS})"
+            )
         with open(path, encoding="utf-8", errors="replace") as fh:
             text = fh.read(MAX_CONFIG_CHARS + 1)
     except OSError as exc:
@@ -53,15 +54,17 @@ def _kind(arg: str) -> tuple[Path, str]:
     """(the path MODEL names, "dir", "file" or "none"); a name too long for the file system, or with
     a NUL, is no file (a bundled name or a Hub id then)."""
     if len(arg) > MAX_MODEL_ARG:
-        raise ConfigError(f"MODEL is {len(arg):,} characters long; give a config.json path, a directory or a "
-                          f"bundled name of at most {MAX_MODEL_ARG}")
+        raise ConfigError(
+            f"MODEL is {len(arg):,} characters long; give a config.json path, a directory or a "
+            f"bundled name of at most {MAX_MODEL_ARG}"
+        )
     try:
         path = Path(arg).expanduser()
         if path.is_dir():
             return path, "dir"
         if path.is_file():
             return path, "file"
-    except (OSError, ValueError, RuntimeError):   # ENAMETOOLONG, a NUL, an unknown ~user
+    except (OSError, ValueError, RuntimeError):  # ENAMETOOLONG, a NUL, an unknown ~user
         return Path(), "none"
     return path, "none"
 
@@ -104,15 +107,17 @@ def hub_config(repo_id: str, environ: Mapping[str, str] | None = None) -> tuple[
 def _cached_spec(repo_id: str, path: Path) -> tuple[ModelSpec, dict[str, Any]]:
     """The spec of a cached config.json, named by its Hub id, its source the file."""
     text = _read_text(path)
-    spec_from_text(text, str(path))       # the one reader's errors, naming the file
+    spec_from_text(text, str(path))  # the one reader's errors, naming the file
     data = dict(loads_object(text, what=str(path), max_chars=MAX_CONFIG_CHARS))
     return spec_from_config(data, f"Hub cache: {path}", name=repo_id), data
 
 
 def _not_found(arg: str, cache: Path) -> ConfigError:
-    return ConfigError(f"{arg!r} is not in the local Hugging Face cache (looked in {cache / 'models--'}"
-                       f"{arg.replace('/', '--')}; HF_HUB_CACHE or HF_HOME move it) nor a bundled model; "
-                       f"get its config with `huggingface-cli download {arg} config.json` (envdoctor never downloads)")
+    return ConfigError(
+        f"{arg!r} is not in the local Hugging Face cache (looked in {cache / 'models--'}"
+        f"{arg.replace('/', '--')}; HF_HUB_CACHE or HF_HOME move it) nor a bundled model; "
+        f"get its config with `huggingface-cli download {arg} config.json` (envdoctor never downloads)"
+    )
 
 
 def resolve_model(arg: str) -> ModelSpec:
@@ -139,8 +144,7 @@ def resolve_model(arg: str) -> ModelSpec:
     hint = bundled_models().suggest(arg[:200])
     did = f" (did you mean: {', '.join(hint)}?)" if hint else ""
     shown = repr(arg) if len(arg) <= 80 else repr(arg[:80]) + f"... ({len(arg)} characters)"
-    raise ConfigError(f"{shown} is not a file, a directory or a bundled model{did}; "
-                      "`envdoctor fit --list` shows them")
+    raise ConfigError(f"{shown} is not a file, a directory or a bundled model{did}; `envdoctor fit --list` shows them")
 
 
 def resolve_model_config(arg: str) -> tuple[ModelSpec, dict[str, Any]]:

@@ -17,8 +17,21 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-Family = Literal["llama", "qwen2", "qwen3", "mistral", "mixtral", "qwen2_moe", "qwen3_moe", "gemma",
-                 "gemma2", "phi3", "gpt2", "bert", "t5"]
+Family = Literal[
+    "llama",
+    "qwen2",
+    "qwen3",
+    "mistral",
+    "mixtral",
+    "qwen2_moe",
+    "qwen3_moe",
+    "gemma",
+    "gemma2",
+    "phi3",
+    "gpt2",
+    "bert",
+    "t5",
+]
 Kind = Literal["decoder", "encoder", "encoder-decoder"]
 Norm = Literal["rms", "rms_gemma", "layernorm", "rms_t5"]
 Activation = Literal["silu", "gelu_tanh", "gelu_new_python", "gelu", "relu", "gelu_new_gated"]
@@ -30,15 +43,15 @@ class Traits:
 
     kind: Kind
     norm: Norm
-    gated_mlp: bool              # SwiGLU/GeGLU: gate, up and down projections
+    gated_mlp: bool  # SwiGLU/GeGLU: gate, up and down projections
     activation: Activation
-    fused_qkv: bool = False      # one qkv projection (Phi-3, GPT-2)
+    fused_qkv: bool = False  # one qkv projection (Phi-3, GPT-2)
     fused_gate_up: bool = False  # one gate_up projection (Phi-3)
     rope: bool = True
-    qk_norm: bool = False        # RMSNorm on q and k per head (Qwen3)
+    qk_norm: bool = False  # RMSNorm on q and k per head (Qwen3)
     sandwich_norm: bool = False  # norms after attention and MLP too (Gemma 2): four per layer
-    post_ln: bool = False        # LayerNorm after the residual add (BERT)
-    eager_softmax_fp32: bool = True   # eager attention upcasts the scores to fp32 (Llama family, T5)
+    post_ln: bool = False  # LayerNorm after the residual add (BERT)
+    eager_softmax_fp32: bool = True  # eager attention upcasts the scores to fp32 (Llama family, T5)
     moe: bool = False
     learned_positions: bool = False
     logit_softcap: bool = False
@@ -55,10 +68,26 @@ TRAITS: dict[str, Traits] = {
     "gemma": Traits("decoder", "rms_gemma", True, "gelu_tanh"),
     "gemma2": Traits("decoder", "rms_gemma", True, "gelu_tanh", sandwich_norm=True, logit_softcap=True),
     "phi3": Traits("decoder", "rms", True, "silu", fused_qkv=True, fused_gate_up=True),
-    "gpt2": Traits("decoder", "layernorm", False, "gelu_new_python", fused_qkv=True, rope=False,
-                   eager_softmax_fp32=False, learned_positions=True),
-    "bert": Traits("encoder", "layernorm", False, "gelu", rope=False, post_ln=True, eager_softmax_fp32=False,
-                   learned_positions=True),
+    "gpt2": Traits(
+        "decoder",
+        "layernorm",
+        False,
+        "gelu_new_python",
+        fused_qkv=True,
+        rope=False,
+        eager_softmax_fp32=False,
+        learned_positions=True,
+    ),
+    "bert": Traits(
+        "encoder",
+        "layernorm",
+        False,
+        "gelu",
+        rope=False,
+        post_ln=True,
+        eager_softmax_fp32=False,
+        learned_positions=True,
+    ),
     "t5": Traits("encoder-decoder", "rms_t5", False, "relu", rope=False, eager_softmax_fp32=False),
 }
 
@@ -84,20 +113,20 @@ class ModelSpec:
     vocab: int
     max_positions: int | None = None
     tie_embeddings: bool = False
-    dtype: str | None = None           # torch_dtype of the checkpoint ("bfloat16"), informative
+    dtype: str | None = None  # torch_dtype of the checkpoint ("bfloat16"), informative
     experts: int = 0
     experts_per_token: int = 0
     expert_intermediate: int = 0
     shared_expert_intermediate: int = 0
     decoder_layers: int = 0
-    attention_bias: bool = False          # q/k/v (and o for Llama) biases
+    attention_bias: bool = False  # q/k/v (and o for Llama) biases
     mlp_bias: bool = False
     attention_dropout: float = 0.0
     hidden_dropout: float = 0.0
-    type_vocab: int = 0                   # BERT token types
-    relative_buckets: int = 0             # T5 relative attention buckets
+    type_vocab: int = 0  # BERT token types
+    relative_buckets: int = 0  # T5 relative attention buckets
     sliding_window: int | None = None
-    source: str = ""                      # where the shape came from: a path or "bundled: <name>"
+    source: str = ""  # where the shape came from: a path or "bundled: <name>"
 
     @property
     def traits(self) -> Traits:

@@ -39,8 +39,8 @@ FALLBACK_OTHER = 0.97
 
 @dataclass(frozen=True)
 class Usable:
-    gpu: str                    # the table's name ("Tesla T4")
-    ecc: str                    # "on", "off", "default" (the source does not show it)
+    gpu: str  # the table's name ("Tesla T4")
+    ecc: str  # "on", "off", "default" (the source does not show it)
     usable_gib: float
     source: str
     checked: str
@@ -72,8 +72,14 @@ def load_usable() -> tuple[Usable, ...]:
     return _usable(str(data_directory()))
 
 
-def usable_gpu(name: str, datasheet_gib: float | None, cc: str | None, datacenter: bool,
-               rows_: Sequence[Usable], ecc: str | None = None) -> Gpu:
+def usable_gpu(
+    name: str,
+    datasheet_gib: float | None,
+    cc: str | None,
+    datacenter: bool,
+    rows_: Sequence[Usable],
+    ecc: str | None = None,
+) -> Gpu:
     """The Gpu ``--gpu NAME`` is judged against: its ``[[usable]]`` row (ECC on before the others
     unless ``ecc`` asks for one), else the datasheet figure x the fallback ratio, said so."""
     mine = [r for r in rows_ if r.gpu == name]
@@ -90,10 +96,17 @@ def usable_gpu(name: str, datasheet_gib: float | None, cc: str | None, datacente
         return Gpu(name, int(r.usable_gib * GIB), f"usable {state}, data/fit.toml: {first}{flag}{also}", cc)
     ratio = FALLBACK_DATACENTER if datacenter else FALLBACK_OTHER
     total = float(datasheet_gib or 0)
-    why = ("data-center card: GDDR models lose 1/16 to ECC, on by default" if datacenter
-           else "the smallest measured ratio without ECC")
-    return Gpu(name, int(total * ratio * GIB),
-               f"estimated: {ratio:.0%} of the datasheet {total:g} GiB ({why}; no measured row in data/fit.toml)", cc)
+    why = (
+        "data-center card: GDDR models lose 1/16 to ECC, on by default"
+        if datacenter
+        else "the smallest measured ratio without ECC"
+    )
+    return Gpu(
+        name,
+        int(total * ratio * GIB),
+        f"estimated: {ratio:.0%} of the datasheet {total:g} GiB ({why}; no measured row in data/fit.toml)",
+        cc,
+    )
 
 
 def local_gpus(nvml: Any = None) -> tuple[list[Gpu], str | None]:
@@ -115,7 +128,13 @@ def local_gpus(nvml: Any = None) -> tuple[list[Gpu], str | None]:
         name = r.values.get("name") or f"GPU {r.index}"
         total, free, used = int(mem["total"]), int(mem["free"]), int(mem.get("used") or 0)
         cc = r.values.get("compute_capability")
-        out.append(Gpu(f"GPU {r.index}: {name}", free,
-                       f"this machine, NVML free: total {total / GIB:.2f} GiB less the driver's reserve and "
-                       f"{used / GIB:.2f} GiB in use by processes now", cc if isinstance(cc, str) else None))
+        out.append(
+            Gpu(
+                f"GPU {r.index}: {name}",
+                free,
+                f"this machine, NVML free: total {total / GIB:.2f} GiB less the driver's reserve and "
+                f"{used / GIB:.2f} GiB in use by processes now",
+                cc if isinstance(cc, str) else None,
+            )
+        )
     return out, None if out else "NVML read no GPU memory"

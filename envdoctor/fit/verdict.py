@@ -38,7 +38,7 @@ class Gpu:
 
     name: str
     total_bytes: int
-    source: str            # "usable with ECC on (data/fit.toml): ...", "--memory", "this machine, NVML free: ..."
+    source: str  # "usable with ECC on (data/fit.toml): ...", "--memory", "this machine, NVML free: ..."
     cc: str | None = None
 
 
@@ -46,8 +46,8 @@ class Gpu:
 class Verdict:
     gpu: Gpu
     fits: bool
-    spare_bytes: int       # negative: short by that much
-    problem: str | None = None     # the GPU cannot run the workload whatever its memory (bf16 below sm_80)
+    spare_bytes: int  # negative: short by that much
+    problem: str | None = None  # the GPU cannot run the workload whatever its memory (bf16 below sm_80)
 
 
 def dtype_problem(gpu: Gpu, dtype: str, amp: str | None) -> str | None:
@@ -67,8 +67,10 @@ def dtype_problem(gpu: Gpu, dtype: str, amp: str | None) -> str | None:
         return None
     if (major, minor) >= BF16_MIN_CC:
         return None
-    return (f"bf16 needs compute capability 8.0 (Ampere) or later; {gpu.name} is {gpu.cc}: "
-            "torch.cuda.is_bf16_supported() is False there; use --dtype fp16 (or fp32, or --amp fp16)")
+    return (
+        f"bf16 needs compute capability 8.0 (Ampere) or later; {gpu.name} is {gpu.cc}: "
+        "torch.cuda.is_bf16_supported() is False there; use --dtype fp16 (or fp32, or --amp fp16)"
+    )
 
 
 @dataclass(frozen=True)
@@ -85,15 +87,16 @@ class Way:
 class FitReport:
     estimate: Estimate
     verdicts: tuple[Verdict, ...]
-    ways: tuple[Way, ...]          # for the first GPU it does not fit (empty when it fits them all)
+    ways: tuple[Way, ...]  # for the first GPU it does not fit (empty when it fits them all)
     ways_for: Gpu | None
-    max_batch: int | None       # on the smallest GPU given; None: not even batch 1 fits
+    max_batch: int | None  # on the smallest GPU given; None: not even batch 1 fits
     max_seq: int | None
     limit_gpu: Gpu | None
 
 
-def fit_report(spec: ModelSpec, w: Workload, gpus: Sequence[Gpu], table_gpus: Sequence[Gpu],
-               const: Constants) -> FitReport:
+def fit_report(
+    spec: ModelSpec, w: Workload, gpus: Sequence[Gpu], table_gpus: Sequence[Gpu], const: Constants
+) -> FitReport:
     """The estimate, a verdict per GPU in ``gpus``, ways to fit, and the largest batch/context that
     fit the smallest of ``gpus``. ``table_gpus``: candidates for "a larger GPU"."""
     est = estimate(spec, w, const)
@@ -158,8 +161,11 @@ def _ways(spec: ModelSpec, w: Workload, gpu: Gpu, table_gpus: Sequence[Gpu], con
         w = fixed
     if w.train:
         if w.amp and w.dtype == "fp32":
-            consider(f"pure {w.amp} weights (no fp32 copy; AdamW states follow the weights' dtype)",
-                     f"--dtype {w.amp}", w.with_(dtype=w.amp, amp=None))
+            consider(
+                f"pure {w.amp} weights (no fp32 copy; AdamW states follow the weights' dtype)",
+                f"--dtype {w.amp}",
+                w.with_(dtype=w.amp, amp=None),
+            )
         if w.optimizer in ("adamw", "adamw_foreach"):
             consider("8-bit AdamW (bitsandbytes)", "--optimizer adamw8bit", w.with_(optimizer="adamw8bit"))
             consider("Adafactor (factored second moment)", "--optimizer adafactor", w.with_(optimizer="adafactor"))
@@ -168,8 +174,11 @@ def _ways(spec: ModelSpec, w: Workload, gpu: Gpu, table_gpus: Sequence[Gpu], con
         if not w.lora_rank:
             consider("LoRA r=16 (frozen base, trained adapters)", "--lora 16", w.with_(lora_rank=16))
         if not w.quant:
-            consider("QLoRA: int4 base + LoRA r=16", "--quant int4 --lora 16",
-                     w.with_(quant="int4", lora_rank=w.lora_rank or 16))
+            consider(
+                "QLoRA: int4 base + LoRA r=16",
+                "--quant int4 --lora 16",
+                w.with_(quant="int4", lora_rank=w.lora_rank or 16),
+            )
         if w.zero != 3:
             for n in (2, 4, 8, 16, 32, 64):
                 changed = w.with_(zero=3, gpus=n, ddp=False, pp=1)
@@ -199,10 +208,13 @@ def _ways(spec: ModelSpec, w: Workload, gpu: Gpu, table_gpus: Sequence[Gpu], con
             consider(f"a smaller batch ({b})", f"--batch {b}", w.with_(batch=b))
     prefix = ""
     need = _peak(spec, w, const)
-    bigger = sorted((g for g in table_gpus if g.total_bytes >= need and not dtype_problem(g, w.dtype, w.amp)),
-                    key=lambda g: g.total_bytes)
+    bigger = sorted(
+        (g for g in table_gpus if g.total_bytes >= need and not dtype_problem(g, w.dtype, w.amp)),
+        key=lambda g: g.total_bytes,
+    )
     if bigger:
         g = bigger[0]
-        out.append(Way(f"a larger GPU: {g.name} ({g.total_bytes / GIB:.0f} GiB, {g.source})", f"--gpu \"{g.name}\"",
-                       need, True))
+        out.append(
+            Way(f"a larger GPU: {g.name} ({g.total_bytes / GIB:.0f} GiB, {g.source})", f'--gpu "{g.name}"', need, True)
+        )
     return out

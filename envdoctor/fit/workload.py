@@ -28,7 +28,7 @@ DTYPE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "int8": 1}
 TORCH_DTYPES = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}
 
 MAX_BATCH = 65536
-MAX_SEQ = 1 << 20          # 1,048,576 tokens: the longest contexts of released models
+MAX_SEQ = 1 << 20  # 1,048,576 tokens: the longest contexts of released models
 MAX_GPUS = 4096
 MAX_LORA_RANK = 4096
 MAX_TP = 512
@@ -76,9 +76,13 @@ class Workload:
     def problems(self, spec: ModelSpec | None) -> list[str]:
         """Usage problems, one line each (empty: the workload can be estimated)."""
         out: list[str] = []
-        for flag, value, lo, hi in (("--batch", self.batch, 1, MAX_BATCH), ("--seq", self.seq, 1, MAX_SEQ),
-                                    ("--new-tokens", self.new_tokens, 0, MAX_SEQ), ("--gpus", self.gpus, 1, MAX_GPUS),
-                                    ("--zero", self.zero, 0, 3)):
+        for flag, value, lo, hi in (
+            ("--batch", self.batch, 1, MAX_BATCH),
+            ("--seq", self.seq, 1, MAX_SEQ),
+            ("--new-tokens", self.new_tokens, 0, MAX_SEQ),
+            ("--gpus", self.gpus, 1, MAX_GPUS),
+            ("--zero", self.zero, 0, 3),
+        ):
             if not lo <= value <= hi:
                 out.append(f"{flag} must be between {lo} and {hi} (got {value})")
         if self.lora_rank and not 1 <= self.lora_rank <= MAX_LORA_RANK:
@@ -91,8 +95,12 @@ class Workload:
             if self.kv_dtype:
                 out.append("--kv-dtype is for --infer (the KV cache)")
         else:
-            for flag, on in (("--lora", self.lora_rank), ("--zero", self.zero), ("--grad-checkpointing",
-                             self.grad_checkpointing), ("--amp", self.amp)):
+            for flag, on in (
+                ("--lora", self.lora_rank),
+                ("--zero", self.zero),
+                ("--grad-checkpointing", self.grad_checkpointing),
+                ("--amp", self.amp),
+            ):
                 if on:
                     out.append(f"{flag} is for --train")
             if self.optimizer != "adamw":
@@ -103,45 +111,68 @@ class Workload:
             out.append(f"--zero {self.zero} shards over --gpus N; give N of 2 or more")
         if not 1 <= self.tp <= MAX_TP:
             out.append(f"--tp must be between 1 and {MAX_TP} (got {self.tp})")
-        strategies = [name for name, on in (("--ddp", self.ddp), (f"--zero {self.zero}", self.zero),
-                                            (f"--tp {self.tp}", self.tp > 1), ("--device-map auto", self.device_map),
-                                            (f"--pp {self.pp}", self.pp > 1)) if on]
+        strategies = [
+            name
+            for name, on in (
+                ("--ddp", self.ddp),
+                (f"--zero {self.zero}", self.zero),
+                (f"--tp {self.tp}", self.tp > 1),
+                ("--device-map auto", self.device_map),
+                (f"--pp {self.pp}", self.pp > 1),
+            )
+            if on
+        ]
         if self.gpus > 1 and not strategies:
-            out.append(f"--gpus {self.gpus} needs a strategy: " + (
-                "--ddp (replicas), --zero 1|2|3 or --fsdp (sharded states; FSDP full shard is ZeRO-3), "
-                f"--pp {self.gpus} (pipeline stages) or --tp {self.gpus} (tensor parallel, --infer)" if self.train else
-                f"--tp {self.gpus} (tensor parallel: each GPU holds 1/{self.gpus} of the weights and KV "
-                "cache) "
-                "or --device-map auto (accelerate's split of the layers)"))
+            out.append(
+                f"--gpus {self.gpus} needs a strategy: "
+                + (
+                    "--ddp (replicas), --zero 1|2|3 or --fsdp (sharded states; FSDP full shard is ZeRO-3), "
+                    f"--pp {self.gpus} (pipeline stages) or --tp {self.gpus} (tensor parallel, --infer)"
+                    if self.train
+                    else f"--tp {self.gpus} (tensor parallel: each GPU holds 1/{self.gpus} of the weights and KV "
+                    "cache) "
+                    "or --device-map auto (accelerate's split of the layers)"
+                )
+            )
         if len(strategies) > 1:
             out.append(f"{' and '.join(strategies)}: give one strategy (combinations are not modelled)")
         if self.tp > 1:
             if self.train:
-                out.append("--tp is modelled for --infer only (training with tensor parallel: not yet); "
-                           "for training use --zero 3 / --fsdp or --ddp")
+                out.append(
+                    "--tp is modelled for --infer only (training with tensor parallel: not yet); "
+                    "for training use --zero 3 / --fsdp or --ddp"
+                )
             if self.gpus not in (1, self.tp):
-                out.append(f"--tp {self.tp} with --gpus {self.gpus}: data parallel over tensor-parallel groups "
-                           "is not modelled; give --gpus {self.tp} or leave --gpus out".replace("{self.tp}",
-                                                                                               str(self.tp)))
+                out.append(
+                    f"--tp {self.tp} with --gpus {self.gpus}: data parallel over tensor-parallel groups "
+                    "is not modelled; give --gpus {self.tp} or leave --gpus out".replace("{self.tp}", str(self.tp))
+                )
         if not 1 <= self.pp <= MAX_TP:
             out.append(f"--pp must be between 1 and {MAX_TP} (got {self.pp})")
         if self.pp > 1:
             if not self.train:
-                out.append("--pp is modelled for --train (1F1B pipeline stages); for inference use --tp N or "
-                           "--device-map auto")
+                out.append(
+                    "--pp is modelled for --train (1F1B pipeline stages); for inference use --tp N or --device-map auto"
+                )
             if self.gpus not in (1, self.pp):
-                out.append(f"--pp {self.pp} with --gpus {self.gpus}: data parallel over pipelines is not "
-                           f"modelled; give --gpus {self.pp} or leave --gpus out")
+                out.append(
+                    f"--pp {self.pp} with --gpus {self.gpus}: data parallel over pipelines is not "
+                    f"modelled; give --gpus {self.pp} or leave --gpus out"
+                )
         if self.device_map and self.train:
-            out.append("--device-map auto is for --infer (from_pretrained's layer split); for training use "
-                       "--zero 3 / --fsdp or --ddp")
+            out.append(
+                "--device-map auto is for --infer (from_pretrained's layer split); for training use "
+                "--zero 3 / --fsdp or --ddp"
+            )
         if self.device_map and self.gpus < 2:
             out.append("--device-map auto splits the layers over --gpus N; give N of 2 or more")
         if self.ddp and self.gpus < 2:
             out.append("--ddp replicates over --gpus N; give N of 2 or more")
         if self.amp and self.dtype != "fp32":
-            out.append(f"--amp {self.amp} runs fp32 weights under autocast; use it with --dtype fp32 "
-                       f"(or --dtype {self.amp} alone for pure {self.amp} weights)")
+            out.append(
+                f"--amp {self.amp} runs fp32 weights under autocast; use it with --dtype fp32 "
+                f"(or --dtype {self.amp} alone for pure {self.amp} weights)"
+            )
         if self.lora_targets and not self.lora_rank:
             out.append("--lora-targets needs --lora R")
         if spec is not None:
@@ -153,17 +184,17 @@ class Workload:
         if self.pp > 1 and self.pp > spec.total_layers:
             out.append(f"--pp {self.pp}: {spec.name} has {spec.total_layers} layers, fewer than the stages")
         if self.tp > 1 and spec.heads % self.tp:
-            out.append(f"--tp {self.tp}: {spec.name}'s {spec.heads} attention heads do not split over "
-                       f"{self.tp} GPUs")
+            out.append(f"--tp {self.tp}: {spec.name}'s {spec.heads} attention heads do not split over {self.tp} GPUs")
         if self.tp > 1 and spec.kv_heads >= self.tp and spec.kv_heads % self.tp:
             out.append(f"--tp {self.tp}: {spec.name}'s {spec.kv_heads} KV heads do not split over {self.tp} GPUs")
         length = self.seq + self.new_tokens
         if spec.traits.learned_positions and spec.max_positions and length > spec.max_positions:
-            out.append(f"{spec.name} has {spec.max_positions} learned positions; --seq + --new-tokens "
-                       f"is {length}")
+            out.append(f"{spec.name} has {spec.max_positions} learned positions; --seq + --new-tokens is {length}")
         if spec.kind == "encoder" and self.new_tokens:
-            out.append(f"{spec.name} is an encoder ({spec.architecture}): it does not generate, so "
-                       "--new-tokens and the KV cache do not apply")
+            out.append(
+                f"{spec.name} is an encoder ({spec.architecture}): it does not generate, so "
+                "--new-tokens and the KV cache do not apply"
+            )
         return out
 
 

@@ -38,6 +38,7 @@ class ExtractError(ValueError):
 
 # --- typed access to someone else's JSON ------------------------------------------------------
 
+
 def _obj(data: Any, key: str) -> Dict[str, Any]:
     value = data.get(key) if isinstance(data, dict) else None
     return value if isinstance(value, dict) else {}
@@ -46,12 +47,6 @@ def _obj(data: Any, key: str) -> Dict[str, Any]:
 def _list(data: Any, key: str) -> List[Any]:
     value = data.get(key) if isinstance(data, dict) else None
     return value if isinstance(value, list) else []
-
-
-
-
-
-
 
 
 def _walk(value: Any, parts: List[str], where: str) -> Iterator[Tuple[str, Any]]:
@@ -81,6 +76,7 @@ def check_report_values(facts: Mapping[str, Any]) -> None:
 
 # --- the builder ---------------------------------------------------------------------------------
 
+
 class Builder:
     """What the extractors learn about one node, frozen into a :class:`NodeFacts` at the end."""
 
@@ -94,7 +90,7 @@ class Builder:
         self.check_errors: Tuple[Finding, ...] = ()
         self.hostname: Optional[str] = None
         self.serials: List[str] = []
-        self.sources: List[str] = []           # in the order read: the report first
+        self.sources: List[str] = []  # in the order read: the report first
 
     def set(self, key: str, value: Value) -> None:
         """Set a fact unless an earlier document (the report) already did."""
@@ -106,8 +102,7 @@ class Builder:
         if uuid:
             found = next((g for g in self.gpus if g.get("uuid") == uuid), None)
         if found is None and index is not None:
-            found = next((g for g in self.gpus if g.get("index") == index and
-                          (not uuid or not g.get("uuid"))), None)
+            found = next((g for g in self.gpus if g.get("index") == index and (not uuid or not g.get("uuid"))), None)
         if found is None:
             found = {"index": index if index is not None else len(self.gpus)}
             self.gpus.append(found)
@@ -121,16 +116,31 @@ class Builder:
 
     def freeze(self, node: NodeInput, name: str, source: Any, kinds: Tuple[str, ...]) -> NodeFacts:
         names = {f.name for f in dataclasses.fields(GpuFacts)}
-        gpus = tuple(GpuFacts(**{k: v for k, v in g.items() if k in names})
-                     for g in sorted(self.gpus, key=lambda g: g["index"]))
+        gpus = tuple(
+            GpuFacts(**{k: v for k, v in g.items() if k in names}) for g in sorted(self.gpus, key=lambda g: g["index"])
+        )
         sources = tuple(dict.fromkeys(self.sources + [d.source for d in node.documents]))
-        return NodeFacts(name, source, sources, dict(self.values), gpus,
-                         node.status, node.rank, self.system, self.python, self.check_errors,
-                         dict(node.info, **self.info),
-                         tuple(node.notes) + tuple(self.notes), kinds, node.unreadable, tuple(self.serials))
+        return NodeFacts(
+            name,
+            source,
+            sources,
+            dict(self.values),
+            gpus,
+            node.status,
+            node.rank,
+            self.system,
+            self.python,
+            self.check_errors,
+            dict(node.info, **self.info),
+            tuple(node.notes) + tuple(self.notes),
+            kinds,
+            node.unreadable,
+            tuple(self.serials),
+        )
 
 
 # --- envdoctor.report/1 (check --json, snapshot) --------------------------------------------------
+
 
 def _joined(values: List[str]) -> Optional[str]:
     distinct = sorted(set(values))
@@ -146,9 +156,12 @@ def _report(data: Dict[str, Any], b: Builder) -> None:
     check_report_values(facts)
     system, driver, pci = _obj(facts, "system"), _obj(facts, "driver"), _obj(facts, "pci")
     b.hostname = _text(system, "hostname")
-    written = _text(data, "created_at") or _text(data, "collected_at")       # reports before created_at
-    for key, value in (("hostname", b.hostname), ("collected_at", written),
-                       ("envdoctor_version", _text(data, "envdoctor_version"))):
+    written = _text(data, "created_at") or _text(data, "collected_at")  # reports before created_at
+    for key, value in (
+        ("hostname", b.hostname),
+        ("collected_at", written),
+        ("envdoctor_version", _text(data, "envdoctor_version")),
+    ):
         if value:
             b.info[key] = value
     try:
@@ -157,8 +170,12 @@ def _report(data: Dict[str, Any], b: Builder) -> None:
     except DataError as exc:
         b.notes.append(f"its system facts cannot be read ({exc}): fixes are written for Ubuntu")
     if system.get("error") is None:
-        b.set("os", _text(system, "os_name") or " ".join(x for x in (_text(system, "os_id"),
-                                                                   _text(system, "os_version")) if x) or None)
+        b.set(
+            "os",
+            _text(system, "os_name")
+            or " ".join(x for x in (_text(system, "os_id"), _text(system, "os_version")) if x)
+            or None,
+        )
         b.set("kernel", _text(system, "kernel"))
     skipped = set(x for x in _list(facts, "skipped") if isinstance(x, str))
 
@@ -175,8 +192,14 @@ def _report(data: Dict[str, Any], b: Builder) -> None:
             if isinstance(g, dict):
                 memory = opt_int(g, "memory_total_mib")
                 clock = opt_int(g, "max_sm_clock_mhz")
-                b.gpu(opt_int(g, "index"), _text(g, "uuid"), name=_text(g, "name"), memory_mib=memory,
-                      power_limit_w=opt_float(g, "power_limit_w"), max_sm_clock_mhz=clock)
+                b.gpu(
+                    opt_int(g, "index"),
+                    _text(g, "uuid"),
+                    name=_text(g, "name"),
+                    memory_mib=memory,
+                    power_limit_w=opt_float(g, "power_limit_w"),
+                    max_sm_clock_mhz=clock,
+                )
                 serial = _text(g, "serial")
                 if serial:
                     b.serials.append(serial)
@@ -203,8 +226,12 @@ def _report(data: Dict[str, Any], b: Builder) -> None:
         b.set("torch.cudnn", _text(torch, "cudnn_version") if installed else None)
         b.set("torch.nccl", _text(torch, "nccl_version") if installed else None)
         available = torch.get("cuda_available")
-        b.set("torch.gpu", None if not installed or not isinstance(available, bool) else
-              ("usable" if available and torch.get("tiny_op") in (None, "ok") else "not usable"))
+        b.set(
+            "torch.gpu",
+            None
+            if not installed or not isinstance(available, bool)
+            else ("usable" if available and torch.get("tiny_op") in (None, "ok") else "not usable"),
+        )
 
     # CUDA toolkits and the container toolkit
     toolkits = _obj(facts, "toolkits")
@@ -231,6 +258,7 @@ def _report(data: Dict[str, Any], b: Builder) -> None:
 
 # --- envdoctor.bench/1 (bench --json, and the "bench" of check --bench / snapshot --bench) ---------
 
+
 def point_key(dtype: str, n: int) -> str:
     """``bf16@8192``: a measured point's name."""
     return f"{dtype}@{n}"
@@ -253,9 +281,14 @@ def _bench(data: Dict[str, Any], b: Builder) -> None:
             cpu = cpu or d.get("kind") == "cpu"
             continue
         nvml = opt_int(d, "nvml_index")
-        b.gpu(nvml if nvml is not None else index, _text(d, "uuid"), name=_text(d, "name"),
-              power_limit_w=opt_float(d, "power_limit_w"), max_sm_clock_mhz=opt_int(d, "max_sm_clock_mhz"),
-              tflops=rates.get(index, {}))
+        b.gpu(
+            nvml if nvml is not None else index,
+            _text(d, "uuid"),
+            name=_text(d, "name"),
+            power_limit_w=opt_float(d, "power_limit_w"),
+            max_sm_clock_mhz=opt_int(d, "max_sm_clock_mhz"),
+            tflops=rates.get(index, {}),
+        )
     if cpu:
         b.notes.append("its bench measured the CPU: not compared with GPUs")
     if data.get("created_at"):
@@ -264,21 +297,28 @@ def _bench(data: Dict[str, Any], b: Builder) -> None:
 
 # --- the NVML health reading a gather adds (``fleet --gather``) -----------------------------------
 
+
 def _health(data: Dict[str, Any], b: Builder) -> None:
     """``{"gpus": [{"index": 0, "uuid": "GPU-...", "ecc_mode": {"current": 1, "pending": 1},
     "ecc_corrected": 0, "ecc_uncorrected": 0, "remapped_rows": {"correctable": 0, "uncorrectable": 0,
     "pending": 0, "failure": 0}}], "error": null}``"""
-    if data.get("error") and b.values.get("driver.version"):      # a node without a driver: nothing to say
+    if data.get("error") and b.values.get("driver.version"):  # a node without a driver: nothing to say
         b.notes.append(f"its NVML health reading failed: {str(data['error'])[:200]}")
     for g in _list(data, "gpus"):
         if not isinstance(g, dict):
             continue
         mode, remap = _obj(g, "ecc_mode"), _obj(g, "remapped_rows")
         current = opt_int(mode, "current")
-        b.gpu(opt_int(g, "index"), _text(g, "uuid"), ecc_enabled=None if current is None else bool(current),
-              ecc_corrected=opt_int(g, "ecc_corrected"), ecc_uncorrected=opt_int(g, "ecc_uncorrected"),
-              remap_pending=opt_int(remap, "pending"), remap_failure=opt_int(remap, "failure"),
-              remap_uncorrectable=opt_int(remap, "uncorrectable"))
+        b.gpu(
+            opt_int(g, "index"),
+            _text(g, "uuid"),
+            ecc_enabled=None if current is None else bool(current),
+            ecc_corrected=opt_int(g, "ecc_corrected"),
+            ecc_uncorrected=opt_int(g, "ecc_uncorrected"),
+            remap_pending=opt_int(remap, "pending"),
+            remap_failure=opt_int(remap, "failure"),
+            remap_uncorrectable=opt_int(remap, "uncorrectable"),
+        )
     enabled = [g.get("ecc_enabled") for g in b.gpus if g.get("ecc_enabled") is not None]
     if enabled:
         b.set("gpu.ecc", "on" if all(enabled) else ("off" if not any(enabled) else "mixed"))
@@ -306,8 +346,10 @@ def extract(node: NodeInput) -> Tuple[Builder, Tuple[str, ...]]:
     for doc in sorted(node.documents, key=lambda d: _ORDER.get(d.kind, len(_ORDER))):
         fn = EXTRACTORS.get(doc.kind)
         if fn is None:
-            b.notes.append(f"{doc.source}: an envdoctor {doc.kind} document; this envdoctor does not compare "
-                           f"{doc.kind} results across nodes yet")
+            b.notes.append(
+                f"{doc.source}: an envdoctor {doc.kind} document; this envdoctor does not compare "
+                f"{doc.kind} results across nodes yet"
+            )
             continue
         b.sources.append(doc.source)
         try:

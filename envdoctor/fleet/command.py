@@ -62,7 +62,7 @@ def _render(fleet: Any, redactor: Optional[Redactor], fmt: str) -> str:
         from envdoctor.fleet.page import fleet_page
 
         doc = stamp(mask_data(render.fleet_document(fleet)), render.fleet_document(fleet)["summary"]["exit_code"])
-        machine = machine_redactor()     # its user and home; not its host name, which may be a node's
+        machine = machine_redactor()  # its user and home; not its host name, which may be a node's
         machine.pairs = [(value, label) for value, label in machine.pairs if label != "<host>"]
         text = fleet_page(redactor.data(doc) if redactor else doc, machine)
     else:
@@ -85,25 +85,58 @@ def _table() -> Any:
 
 @click.command()
 @click.argument("paths", nargs=-1, metavar="[REPORT.json|FOLDER|GLOB]...")
-@click.option("--gather", is_flag=True,
-              help="Run on every node under torchrun, srun or mpirun: each inspects itself, rank 0 prints the fleet.")
+@click.option(
+    "--gather",
+    is_flag=True,
+    help="Run on every node under torchrun, srun or mpirun: each inspects itself, rank 0 prints the fleet.",
+)
 @click.option("--bench", "with_bench", is_flag=True, help="With --gather: each node also runs the quick matmul bench.")
-@click.option("--comms", "with_comms", is_flag=True,
-              help="With --gather: an all-reduce over every node and a pairwise pass that names a slow node or link "
-                   "(NCCL where every node has a GPU, else gloo).")
-@click.option("--join-timeout", type=seconds(1, 3600), default=60.0, show_default=True,
-              metavar="SECONDS", help="With --gather: how long rank 0 waits for the other ranks (and each step).")
-@click.option("--slow", "slow_pct", type=Number(0.1, 90, unit="%"), default=5.0, show_default=True,
-              metavar="PERCENT", help="A GPU this far below the fleet's median for its model is slow.")
+@click.option(
+    "--comms",
+    "with_comms",
+    is_flag=True,
+    help="With --gather: an all-reduce over every node and a pairwise pass that names a slow node or link "
+    "(NCCL where every node has a GPU, else gloo).",
+)
+@click.option(
+    "--join-timeout",
+    type=seconds(1, 3600),
+    default=60.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="With --gather: how long rank 0 waits for the other ranks (and each step).",
+)
+@click.option(
+    "--slow",
+    "slow_pct",
+    type=Number(0.1, 90, unit="%"),
+    default=5.0,
+    show_default=True,
+    metavar="PERCENT",
+    help="A GPU this far below the fleet's median for its model is slow.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the versioned JSON document (envdoctor.fleet/1).")
 @click.option("--markdown", is_flag=True, help="Print Markdown (tables and findings).")
-@click.option("--html", "as_html", is_flag=True,
-              help="Print a self-contained HTML page (sortable, no external files; the nodes by their names, user "
-                   "names, home paths and GPU UUIDs masked; with --redact the nodes are node-01, ...).")
-@click.option("-o", "--output", type=FilePath(dir_okay=False, path_type=Path), default=None, metavar="FILE",
-              help="Write the output to FILE (atomically) instead of printing it.")
-@click.option("--redact", is_flag=True,
-              help="Name the nodes node-01, node-02, ...; mask host and user names, home paths, GPU UUIDs and serials.")
+@click.option(
+    "--html",
+    "as_html",
+    is_flag=True,
+    help="Print a self-contained HTML page (sortable, no external files; the nodes by their names, user "
+    "names, home paths and GPU UUIDs masked; with --redact the nodes are node-01, ...).",
+)
+@click.option(
+    "-o",
+    "--output",
+    type=FilePath(dir_okay=False, path_type=Path),
+    default=None,
+    metavar="FILE",
+    help="Write the output to FILE (atomically) instead of printing it.",
+)
+@click.option(
+    "--redact",
+    is_flag=True,
+    help="Name the nodes node-01, node-02, ...; mask host and user names, home paths, GPU UUIDs and serials.",
+)
 @suppress_option
 @python_option
 @timeout_option
@@ -111,11 +144,25 @@ def _table() -> Any:
 @debug_option
 @root_option
 @guarded
-def fleet(paths: Tuple[str, ...], gather: bool, with_bench: bool, with_comms: bool, join_timeout: float,
-          slow_pct: float,
-          as_json: bool, markdown: bool, as_html: bool, output: Optional[Path], redact: bool, python: Optional[str],
-          timeout: float, torch_timeout: float, debug: bool, root: Optional[Path],
-          suppress: Tuple[str, ...] = ()) -> None:
+def fleet(
+    paths: Tuple[str, ...],
+    gather: bool,
+    with_bench: bool,
+    with_comms: bool,
+    join_timeout: float,
+    slow_pct: float,
+    as_json: bool,
+    markdown: bool,
+    as_html: bool,
+    output: Optional[Path],
+    redact: bool,
+    python: Optional[str],
+    timeout: float,
+    torch_timeout: float,
+    debug: bool,
+    root: Optional[Path],
+    suppress: Tuple[str, ...] = (),
+) -> None:
     """Merge reports of many nodes and name the nodes that differ.
 
     \b
@@ -140,36 +187,63 @@ def fleet(paths: Tuple[str, ...], gather: bool, with_bench: bool, with_comms: bo
     if gather:
         if paths:
             raise click.UsageError("--gather inspects this node; it takes no report files")
-        _gather(with_bench, with_comms, join_timeout, slow_pct, fmt, output, redact, python, timeout, root,
-                torch_timeout, suppress)
+        _gather(
+            with_bench,
+            with_comms,
+            join_timeout,
+            slow_pct,
+            fmt,
+            output,
+            redact,
+            python,
+            timeout,
+            root,
+            torch_timeout,
+            suppress,
+        )
         return
     if with_bench:
         raise click.UsageError("--bench goes with --gather (merged files carry their own bench results)")
     if with_comms:
         raise click.UsageError("--comms goes with --gather (it measures between the nodes of a gather)")
     if not paths:
-        raise click.UsageError("name the reports to merge (files, folders or globs), or run with --gather "
-                               "under a launcher")
+        raise click.UsageError(
+            "name the reports to merge (files, folders or globs), or run with --gather under a launcher"
+        )
     from envdoctor.fleet.load import LoadError
     from envdoctor.fleet.merge import merge_files
 
     try:
-        result, redactor = merge_files(list(paths), table=_table(), redact_names=redact, slow_fraction=slow_pct / 100,
-                                        suppress=suppress)
+        result, redactor = merge_files(
+            list(paths), table=_table(), redact_names=redact, slow_fraction=slow_pct / 100, suppress=suppress
+        )
     except LoadError as exc:
         _fail(str(exc))
         return
     drift = result.drift
     if not any(n.status == "reported" for n in drift.nodes):
-        _fail(f"none of the files under {', '.join(paths)[:200]} is an envdoctor report or bench result"
-              + (f" ({drift.nodes[0].unreadable[0][1]})" if drift.nodes and drift.nodes[0].unreadable else ""))
+        _fail(
+            f"none of the files under {', '.join(paths)[:200]} is an envdoctor report or bench result"
+            + (f" ({drift.nodes[0].unreadable[0][1]})" if drift.nodes and drift.nodes[0].unreadable else "")
+        )
     _output(_render(result, redactor, fmt), output)
     sys.exit(drift.exit_code)
 
 
-def _gather(with_bench: bool, with_comms: bool, join_timeout: float, slow_pct: float, fmt: str,
-            output: Optional[Path], redact: bool, python: Optional[str], timeout: float, root: Optional[Path],
-            torch_timeout: float, suppress: Tuple[str, ...] = ()) -> None:
+def _gather(
+    with_bench: bool,
+    with_comms: bool,
+    join_timeout: float,
+    slow_pct: float,
+    fmt: str,
+    output: Optional[Path],
+    redact: bool,
+    python: Optional[str],
+    timeout: float,
+    root: Optional[Path],
+    torch_timeout: float,
+    suppress: Tuple[str, ...] = (),
+) -> None:
     from envdoctor.child import find_python
     from envdoctor.fleet import host as g
     from envdoctor.launch import NO_LAUNCHER, LaunchError, rendezvous
@@ -182,8 +256,10 @@ def _gather(with_bench: bool, with_comms: bool, join_timeout: float, slow_pct: f
         _fail(str(exc))
         return
     if r is None:
-        _fail(f"--gather runs under a launcher on every node (torchrun, srun, mpirun); {NO_LAUNCHER}. "
-              "To merge saved reports: envdoctor fleet DIR")
+        _fail(
+            f"--gather runs under a launcher on every node (torchrun, srun, mpirun); {NO_LAUNCHER}. "
+            "To merge saved reports: envdoctor fleet DIR"
+        )
         return
     target, how = find_python(python)
     if target is None:
@@ -195,7 +271,7 @@ def _gather(with_bench: bool, with_comms: bool, join_timeout: float, slow_pct: f
         from envdoctor.inspect import inspect
         from envdoctor.render.json import report_document
 
-        result = inspect(ctx, suppress=suppress)      # a node's own check hides them too
+        result = inspect(ctx, suppress=suppress)  # a node's own check hides them too
         return report_document(result.facts, result.findings)
 
     def bench() -> Dict[str, Any]:
@@ -217,8 +293,11 @@ def _gather(with_bench: bool, with_comms: bool, join_timeout: float, slow_pct: f
     def progress(event: Dict[str, Any]) -> None:
         if r.rank == 0 and event.get("kind") == "waiting" and event.get("have") != seen["have"]:
             seen["have"] = event.get("have", 0)
-            click.echo(f"envdoctor fleet: {event.get('have')} of {event.get('want')} ranks {event.get('what')}, "
-                       f"waiting up to {event.get('left_s')} s more", err=True)
+            click.echo(
+                f"envdoctor fleet: {event.get('have')} of {event.get('want')} ranks {event.get('what')}, "
+                f"waiting up to {event.get('left_s')} s more",
+                err=True,
+            )
 
     try:
         run = g.carry(r, mine.text, target, join_timeout, os.environ, work, on_event=progress, comms=comms)
@@ -227,18 +306,34 @@ def _gather(with_bench: bool, with_comms: bool, join_timeout: float, slow_pct: f
             if run.ok:
                 seconds = float((run.result or {}).get("seconds", {}).get("total", run.seconds))
                 took = (run.result or {}).get("comms")
-                click.echo(rank_line(r.rank, r.world_size, mine.host, f"{r.master_addr}:{r.master_port}",
-                                     str((run.result or {}).get("transport", "gloo")), seconds,
-                                     took.get("status") if isinstance(took, dict) else None), err=True)
+                click.echo(
+                    rank_line(
+                        r.rank,
+                        r.world_size,
+                        mine.host,
+                        f"{r.master_addr}:{r.master_port}",
+                        str((run.result or {}).get("transport", "gloo")),
+                        seconds,
+                        took.get("status") if isinstance(took, dict) else None,
+                    ),
+                    err=True,
+                )
             elif (run.stage or "").startswith("comms"):
                 message = run.error.message if run.error else "failed"
-                click.echo(mask_text(f"envdoctor fleet: rank {r.rank} of {r.world_size} ({mine.host}) sent its report; "
-                                     f"the comms phase failed here: {message}"), err=True)
+                click.echo(
+                    mask_text(
+                        f"envdoctor fleet: rank {r.rank} of {r.world_size} ({mine.host}) sent its report; "
+                        f"the comms phase failed here: {message}"
+                    ),
+                    err=True,
+                )
             else:
                 # never a non-zero exit here: torchrun would stop rank 0 while it still waits for the others
                 message = run.error.message if run.error else "failed"
-                line = (f"envdoctor fleet: rank {r.rank} of {r.world_size} ({mine.host}) could not send its report "
-                        f"to rank 0 at {r.master_addr}:{r.master_port}: {message}")
+                line = (
+                    f"envdoctor fleet: rank {r.rank} of {r.world_size} ({mine.host}) could not send its report "
+                    f"to rank 0 at {r.master_addr}:{r.master_port}: {message}"
+                )
                 click.echo(mask_text(line), err=True)
             sys.exit(0)
         if g.gathered(run) is None:
@@ -248,7 +343,15 @@ def _gather(with_bench: bool, with_comms: bool, join_timeout: float, slow_pct: f
         phase = g.comms_of(r, run) if with_comms else None
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    result, redactor = merge(inputs, mode="gather", table=_table(), gather=info, redact_names=redact,
-                             slow_fraction=slow_pct / 100, comms=phase, suppress=suppress)
+    result, redactor = merge(
+        inputs,
+        mode="gather",
+        table=_table(),
+        gather=info,
+        redact_names=redact,
+        slow_fraction=slow_pct / 100,
+        comms=phase,
+        suppress=suppress,
+    )
     _output(_render(result, redactor, fmt), output)
     sys.exit(result.drift.exit_code)

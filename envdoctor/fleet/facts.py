@@ -28,16 +28,16 @@ class GpuFacts:
     """One GPU of a node: identity, limits, health counters and what was measured on it."""
 
     index: int
-    name: Optional[str] = None                 # "NVIDIA H200"
+    name: Optional[str] = None  # "NVIDIA H200"
     uuid: Optional[str] = None
     memory_mib: Optional[int] = None
     power_limit_w: Optional[float] = None
     max_sm_clock_mhz: Optional[int] = None
-    ecc_enabled: Optional[bool] = None         # ECC mode now
-    ecc_corrected: Optional[int] = None        # volatile counts (since the driver loaded)
+    ecc_enabled: Optional[bool] = None  # ECC mode now
+    ecc_corrected: Optional[int] = None  # volatile counts (since the driver loaded)
     ecc_uncorrected: Optional[int] = None
-    remap_pending: Optional[int] = None        # rows waiting for a reset to be remapped
-    remap_failure: Optional[int] = None        # a remap that failed: the GPU needs service
+    remap_pending: Optional[int] = None  # rows waiting for a reset to be remapped
+    remap_failure: Optional[int] = None  # a remap that failed: the GPU needs service
     remap_uncorrectable: Optional[int] = None
     #: measured dense matmul TFLOP/s by point, ``"bf16@8192" -> 640.2``
     tflops: Mapping[str, float] = field(default_factory=dict)
@@ -64,7 +64,7 @@ class NodeFacts:
     info: Mapping[str, str] = field(default_factory=dict)
     #: what was ignored or could not be read, each a line
     notes: Tuple[str, ...] = ()
-    kinds: Tuple[str, ...] = ()                # document kinds read: ("report", "bench")
+    kinds: Tuple[str, ...] = ()  # document kinds read: ("report", "bench")
     #: files of this node that could not be read: (path, the one line saying why)
     unreadable: Tuple[Tuple[str, str], ...] = ()
     #: GPU serial numbers, only so that ``--redact`` can mask them wherever they appear

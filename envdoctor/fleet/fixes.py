@@ -46,15 +46,22 @@ def own_fixes(node: NodeFacts, codes: Iterable[str] = ()) -> Tuple[str, ...]:
     return tuple(dict.fromkeys(lines))
 
 
-def driver(node: NodeFacts, branch: Optional[str], version: Value = None, table: Any = None,
-           open_modules: Optional[bool] = None) -> Tuple[str, ...]:
+def driver(
+    node: NodeFacts,
+    branch: Optional[str],
+    version: Value = None,
+    table: Any = None,
+    open_modules: Optional[bool] = None,
+) -> Tuple[str, ...]:
     """Install the driver ``branch`` the way check's driver rules print it, for this node's OS."""
     if open_modules is None:
         open_modules = node.value("driver.flavor") != "proprietary"
     steps = commands.driver_install(system_of(node), branch, open_modules, table=table)
     if version and isinstance(version, str) and branch and version.split(".")[0] == branch:
-        steps = steps + (f"# the others run {version}: pin that version in the package manager "
-                         "where the newest of the branch is newer",)
+        steps = steps + (
+            f"# the others run {version}: pin that version in the package manager "
+            "where the newest of the branch is newer",
+        )
     return steps
 
 
@@ -67,17 +74,24 @@ def missing_gpu(node: NodeFacts) -> Tuple[str, ...]:
 
 
 def other_models(node: NodeFacts, majority: Value) -> Tuple[str, ...]:
-    return (f"# {node.name} has other GPUs than the fleet ({majority}): schedule it apart, e.g. with a "
-            "Slurm feature or a Kubernetes node label, rather than in the same job",)
+    return (
+        f"# {node.name} has other GPUs than the fleet ({majority}): schedule it apart, e.g. with a "
+        "Slurm feature or a Kubernetes node label, rather than in the same job",
+    )
 
 
 def power_limit(node: NodeFacts, targets: Iterable[Tuple[GpuFacts, float]]) -> Tuple[str, ...]:
     """``sudo nvidia-smi -i 3 -pl 700`` for each GPU below (or above) the fleet's limit of its model."""
-    lines = [f"sudo nvidia-smi -i {g.index} -pl {target:g}   # {g.name or 'GPU'} at {g.power_limit_w:g} W"
-             for g, target in targets if g.power_limit_w is not None]
+    lines = [
+        f"sudo nvidia-smi -i {g.index} -pl {target:g}   # {g.name or 'GPU'} at {g.power_limit_w:g} W"
+        for g, target in targets
+        if g.power_limit_w is not None
+    ]
     if lines:
-        lines.append("# a limit set so lasts until the next reboot; the node's boot configuration (or "
-                     "nvidia-persistenced and its service) is where the others' limit is set")
+        lines.append(
+            "# a limit set so lasts until the next reboot; the node's boot configuration (or "
+            "nvidia-persistenced and its service) is where the others' limit is set"
+        )
     return tuple(lines)
 
 
@@ -122,8 +136,10 @@ def libraries(node: NodeFacts, what: str, version: Value, torch_version: Value) 
 
 
 def python_version(version: Value) -> Tuple[str, ...]:
-    return (f"# the others run Python {version}: make the environment with it "
-            f"(uv venv --python {version}, or conda create -n torch python={version})",)
+    return (
+        f"# the others run Python {version}: make the environment with it "
+        f"(uv venv --python {version}, or conda create -n torch python={version})",
+    )
 
 
 def toolkits(node: NodeFacts, majority: Value, table: Any = None) -> Tuple[str, ...]:
@@ -135,8 +151,9 @@ def toolkits(node: NodeFacts, majority: Value, table: Any = None) -> Tuple[str, 
             lines += commands.cuda_toolkit_install(system_of(node), r, table=table)
     extra = [r for r in have if r not in wanted]
     if extra:
-        lines += (f"# {', '.join(extra)} here and not on the others: harmless unless CUDA_HOME or PATH "
-                  "points a build at it",)
+        lines += (
+            f"# {', '.join(extra)} here and not on the others: harmless unless CUDA_HOME or PATH points a build at it",
+        )
     return lines
 
 
@@ -147,16 +164,19 @@ def container_toolkit(node: NodeFacts, majority: Value) -> Tuple[str, ...]:
 
 
 def image(node: NodeFacts, what: str, majority: Value) -> Tuple[str, ...]:
-    return (f"# the others run {what} {majority}: reinstall or upgrade {node.name} from the image they were "
-            "built from",)
+    return (
+        f"# the others run {what} {majority}: reinstall or upgrade {node.name} from the image they were built from",
+    )
 
 
 def health(node: NodeFacts, gpus: Iterable[GpuFacts], failed: bool) -> Tuple[str, ...]:
     lines = [f"nvidia-smi -q -d ECC,ROW_REMAPPER -i {g.index}" for g in gpus]
     if failed:
         return tuple(lines) + ("# a failed row remap: the GPU needs service (drain the node, contact the vendor)",)
-    return tuple(lines) + tuple(f"sudo nvidia-smi -r -i {g.index}   # a GPU reset applies the pending remaps "
-                                "(no process may use the GPU)" for g in gpus)
+    return tuple(lines) + tuple(
+        f"sudo nvidia-smi -r -i {g.index}   # a GPU reset applies the pending remaps (no process may use the GPU)"
+        for g in gpus
+    )
 
 
 def slow(node: NodeFacts, gpus: Iterable[Tuple[GpuFacts, str]]) -> Tuple[str, ...]:

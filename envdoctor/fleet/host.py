@@ -92,8 +92,9 @@ def comms_delay(env: Mapping[str, str]) -> Optional[Dict[str, Any]]:
     try:
         delay = {"rank": int(rank), "peer": int(peer) if peer else None, "seconds": float(seconds)}
     except ValueError:
-        raise GatherError(f"{DELAY_ENV}={value!r}: give RANK:SECONDS or RANK-PEER:SECONDS (for tests and demos "
-                          "only)") from None
+        raise GatherError(
+            f"{DELAY_ENV}={value!r}: give RANK:SECONDS or RANK-PEER:SECONDS (for tests and demos only)"
+        ) from None
     if not 0 <= float(delay["seconds"] or 0) <= 3600:
         raise GatherError(f"{DELAY_ENV}={value!r}: the delay is 0 to 3600 seconds")
     return delay
@@ -106,9 +107,15 @@ def comms_config(world_size: int, join_timeout: float, env: Mapping[str, str]) -
     from envdoctor.fleet.comms import BYTES
     from envdoctor.fleet.pairs import quick
 
-    return {"rounds": [[list(p) for p in r] for r in quick(world_size)], "bytes": dict(BYTES),
-            "warmup": WARMUP, "iters": ITERS, "point_budget_s": POINT_BUDGET_S, "phase_timeout": join_timeout,
-            "delay": comms_delay(env)}
+    return {
+        "rounds": [[list(p) for p in r] for r in quick(world_size)],
+        "bytes": dict(BYTES),
+        "warmup": WARMUP,
+        "iters": ITERS,
+        "point_budget_s": POINT_BUDGET_S,
+        "phase_timeout": join_timeout,
+        "delay": comms_delay(env),
+    }
 
 
 def gathered(run: ChildRun) -> Optional[Dict[str, Any]]:
@@ -150,16 +157,38 @@ def health(nv: Any = None) -> Dict[str, Any]:
         return {"gpus": gpus, "error": None}
 
 
-def payload(rank: int, host: str, documents: Mapping[str, str], health_data: Optional[Dict[str, Any]],
-            inspect_s: float, node: Optional[str] = None) -> str:
+def payload(
+    rank: int,
+    host: str,
+    documents: Mapping[str, str],
+    health_data: Optional[Dict[str, Any]],
+    inspect_s: float,
+    node: Optional[str] = None,
+) -> str:
     """This rank's payload as the text the child carries."""
-    return json.dumps({"payload": PAYLOAD_VERSION, "rank": rank, "host": host, "node": node,
-                       "documents": dict(documents), "health": health_data, "inspect_s": round(inspect_s, 3)})
+    return json.dumps(
+        {
+            "payload": PAYLOAD_VERSION,
+            "rank": rank,
+            "host": host,
+            "node": node,
+            "documents": dict(documents),
+            "health": health_data,
+            "inspect_s": round(inspect_s, 3),
+        }
+    )
 
 
-def carry(r: Rendezvous, text: str, python: str, join_timeout: float, env: Mapping[str, str],
-          workdir: str, on_event: Optional[Callable[[Dict[str, Any]], None]] = None,
-          comms: Optional[Dict[str, Any]] = None) -> ChildRun:
+def carry(
+    r: Rendezvous,
+    text: str,
+    python: str,
+    join_timeout: float,
+    env: Mapping[str, str],
+    workdir: str,
+    on_event: Optional[Callable[[Dict[str, Any]], None]] = None,
+    comms: Optional[Dict[str, Any]] = None,
+) -> ChildRun:
     """Run the child that carries ``text`` to rank 0 (and, on rank 0, collects every rank's); with
     ``comms`` (:func:`comms_config`) it runs the comms phase after."""
     payload_path = os.path.join(workdir, "payload.json")
@@ -168,11 +197,26 @@ def carry(r: Rendezvous, text: str, python: str, join_timeout: float, env: Mappi
     with open(payload_path, "w", encoding="utf-8") as fh:
         fh.write(text)
     child_env = dict(env)
-    child_env.update({"MASTER_ADDR": r.master_addr, "MASTER_PORT": str(r.master_port), "RANK": str(r.rank),
-                      "WORLD_SIZE": str(r.world_size), "LOCAL_RANK": str(r.local_rank)})
-    config = {"rank": r.rank, "world_size": r.world_size, "master_addr": r.master_addr,
-              "master_port": r.master_port, "agent_store": r.agent_store, "run_id": r.run_id,
-              "join_timeout": join_timeout, "payload": payload_path, "out_dir": out_dir}
+    child_env.update(
+        {
+            "MASTER_ADDR": r.master_addr,
+            "MASTER_PORT": str(r.master_port),
+            "RANK": str(r.rank),
+            "WORLD_SIZE": str(r.world_size),
+            "LOCAL_RANK": str(r.local_rank),
+        }
+    )
+    config = {
+        "rank": r.rank,
+        "world_size": r.world_size,
+        "master_addr": r.master_addr,
+        "master_port": r.master_port,
+        "agent_store": r.agent_store,
+        "run_id": r.run_id,
+        "join_timeout": join_timeout,
+        "payload": payload_path,
+        "out_dir": out_dir,
+    }
     timeout, idle = 3 * join_timeout + 120, join_timeout + 90
     if comms is not None:
         config["comms"] = comms
@@ -182,14 +226,22 @@ def carry(r: Rendezvous, text: str, python: str, join_timeout: float, env: Mappi
         timeout += steps * (2 * join_timeout + 30)
         idle = 2 * join_timeout + 90
     # torch's import comes first (silent), then the wait for the ranks (it says how many joined)
-    return run_child("fleet/target/gather.py", config, python=python, timeout=timeout,
-                     idle_timeout=idle, what="the gather", env=child_env, on_event=on_event)
+    return run_child(
+        "fleet/target/gather.py",
+        config,
+        python=python,
+        timeout=timeout,
+        idle_timeout=idle,
+        what="the gather",
+        env=child_env,
+        on_event=on_event,
+    )
 
 
 def _documents(rank: int, data: Dict[str, Any], source: str) -> Tuple[List[Document], List[str]]:
     docs, problems = [], []
     texts = data.get("documents")
-    for kind, text in (texts.items() if isinstance(texts, dict) else ()):
+    for kind, text in texts.items() if isinstance(texts, dict) else ():
         if not isinstance(text, str):
             continue
         try:
@@ -217,11 +269,14 @@ def collect(r: Rendezvous, run: ChildRun) -> Tuple[List[NodeInput], GatherInfo]:
         fallback: Tuple[Tuple[str, NameSource], ...] = ((f"{host} (rank {rank})" if host else source, "rank"),)
         path = files.get(str(rank))
         if path is None:
-            why = ("joined after rank 0 stopped waiting" if rank in late else
-                   "joined but its report never came" if rank in joined else
-                   f"did not join rank 0 at {master} within the join timeout")
-            inputs.append(NodeInput((), fallback, "missing", rank, notes=(why,), problem=why,
-                                    info={"master": master}))
+            why = (
+                "joined after rank 0 stopped waiting"
+                if rank in late
+                else "joined but its report never came"
+                if rank in joined
+                else f"did not join rank 0 at {master} within the join timeout"
+            )
+            inputs.append(NodeInput((), fallback, "missing", rank, notes=(why,), problem=why, info={"master": master}))
             continue
         try:
             data = loads_object(read_input(path), f"the payload of rank {rank}")
@@ -234,17 +289,24 @@ def collect(r: Rendezvous, run: ChildRun) -> Tuple[List[NodeInput], GatherInfo]:
         names: Tuple[Tuple[str, NameSource], ...] = fallback
         if isinstance(node, str) and node.strip():
             names = ((node.strip()[:200], "node key"),) + fallback
-        inputs.append(NodeInput(tuple(docs), names, status, rank,
-                                unreadable=tuple((source, p) for p in problems)))
+        inputs.append(NodeInput(tuple(docs), names, status, rank, unreadable=tuple((source, p) for p in problems)))
     seconds = {k: float(v) for k, v in (result.get("seconds") or {}).items() if isinstance(v, (int, float))}
     transport: Literal["gloo", "store", "none"] = "none"
     if result.get("transport") == "gloo":
         transport = "gloo"
     elif result.get("transport") == "store":
         transport = "store"
-    info = GatherInfo(r.launcher, r.world_size, master, transport, tuple(joined),
-                      tuple(x for x in range(r.world_size) if str(x) not in files), tuple(late), seconds,
-                      result.get("group_error") if isinstance(result.get("group_error"), str) else None)
+    info = GatherInfo(
+        r.launcher,
+        r.world_size,
+        master,
+        transport,
+        tuple(joined),
+        tuple(x for x in range(r.world_size) if str(x) not in files),
+        tuple(late),
+        seconds,
+        result.get("group_error") if isinstance(result.get("group_error"), str) else None,
+    )
     return inputs, info
 
 
@@ -257,8 +319,7 @@ class Local:
     seconds: float
 
 
-def local(r: Rendezvous, env: Mapping[str, str], inspect_node: Any, bench: Any = None,
-          nv: Any = None) -> Local:
+def local(r: Rendezvous, env: Mapping[str, str], inspect_node: Any, bench: Any = None, nv: Any = None) -> Local:
     """This rank's payload: the recorded report of ``ENVDOCTOR_FLEET_REPORT``, or ``inspect_node()``'s
     report (a callable returning the report document) with ``bench()``'s document and NVML health."""
     started = time.perf_counter()
@@ -270,20 +331,40 @@ def local(r: Rendezvous, env: Mapping[str, str], inspect_node: Any, bench: Any =
             documents = {"report": read_input(Path(path))}
         except InputError as exc:
             raise GatherError(f"{REPORT_ENV}: {exc}") from None
-        return Local(payload(r.rank, host, documents, None, time.perf_counter() - started, node), host,
-                     time.perf_counter() - started)
+        return Local(
+            payload(r.rank, host, documents, None, time.perf_counter() - started, node),
+            host,
+            time.perf_counter() - started,
+        )
     report = inspect_node()
     documents = {"report": dumps(report)}
     if bench is not None:
         documents["bench"] = dumps(bench())
     data = health(nv)
-    return Local(payload(r.rank, host, documents, data, time.perf_counter() - started, node), host,
-                 time.perf_counter() - started)
+    return Local(
+        payload(r.rank, host, documents, data, time.perf_counter() - started, node), host, time.perf_counter() - started
+    )
 
 
 def workdir() -> str:
     return tempfile.mkdtemp(prefix="envdoctor-fleet-")
 
 
-__all__ = ["DELAY_ENV", "GatherError", "Local", "NODE_ENV", "REPORT_ENV", "carry", "collect", "comms_config",
-           "comms_delay", "comms_of", "gathered", "health", "local", "payload", "recorded_report", "workdir"]
+__all__ = [
+    "DELAY_ENV",
+    "GatherError",
+    "Local",
+    "NODE_ENV",
+    "REPORT_ENV",
+    "carry",
+    "collect",
+    "comms_config",
+    "comms_delay",
+    "comms_of",
+    "gathered",
+    "health",
+    "local",
+    "payload",
+    "recorded_report",
+    "workdir",
+]

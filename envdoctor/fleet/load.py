@@ -63,15 +63,16 @@ def expand_paths(args: Sequence[str], max_files: int = MAX_FILES) -> List[Path]:
             seen.add(key)
             files.append(path)
             if len(files) > max_files:
-                raise LoadError(f"more than {max_files} files under {', '.join(args)[:200]}: name the folders "
-                                "that hold the reports")
+                raise LoadError(
+                    f"more than {max_files} files under {', '.join(args)[:200]}: name the folders that hold the reports"
+                )
 
     for arg in args:
         try:
             _expand(arg, add)
         except LoadError:
             raise
-        except (OSError, ValueError) as exc:       # a NUL, a name past NAME_MAX: no file can be named so
+        except (OSError, ValueError) as exc:  # a NUL, a name past NAME_MAX: no file can be named so
             why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
             shown = arg if len(arg) <= 80 else f"{arg[:40]}... ({len(arg)} characters)"
             raise LoadError(f"{shown!r} names no file: {why}") from None
@@ -173,8 +174,11 @@ def group(docs: Sequence[Document], skipped: Sequence[Skipped] = ()) -> List[Nod
             else:
                 keep[kind] = doc
         ordered = tuple(sorted(keep.values(), key=lambda d: d.source))
-        nodes.append(NodeInput(ordered, tuple(names[key]), "reported" if ordered else "unreadable",
-                               notes=tuple(notes), unreadable=bad))
+        nodes.append(
+            NodeInput(
+                ordered, tuple(names[key]), "reported" if ordered else "unreadable", notes=tuple(notes), unreadable=bad
+            )
+        )
     return sorted(nodes, key=lambda n: min([d.source for d in n.documents] + [p for p, _ in n.unreadable]))
 
 
@@ -190,5 +194,14 @@ def hostname_of(node: NodeInput) -> Optional[str]:
     return None
 
 
-__all__ = ["ANONYMOUS_HOSTS", "KINDS", "LoadError", "MAX_FILES", "Skipped", "expand_paths", "group", "hostname_of",
-           "read_files"]
+__all__ = [
+    "ANONYMOUS_HOSTS",
+    "KINDS",
+    "LoadError",
+    "MAX_FILES",
+    "Skipped",
+    "expand_paths",
+    "group",
+    "hostname_of",
+    "read_files",
+]

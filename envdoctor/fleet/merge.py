@@ -29,13 +29,13 @@ class GatherInfo:
 
     launcher: str
     world_size: int
-    master: str                                # "gpu01:21234"
+    master: str  # "gpu01:21234"
     transport: Literal["gloo", "store", "none"]  # all_gather over gloo, or the store when some are missing
     joined: Tuple[int, ...] = ()
     missing: Tuple[int, ...] = ()
     late: Tuple[int, ...] = ()
     seconds: Dict[str, float] = dataclasses.field(default_factory=dict)
-    error: Optional[str] = None                # the process group's error, when it fell back to the store
+    error: Optional[str] = None  # the process group's error, when it fell back to the store
 
 
 @dataclass(frozen=True)
@@ -45,10 +45,10 @@ class Fleet:
     drift: Drift
     mode: Literal["files", "gather"]
     created_at: str
-    skipped: Tuple[Skipped, ...] = ()          # documents of other kinds, passed over
+    skipped: Tuple[Skipped, ...] = ()  # documents of other kinds, passed over
     gather: Optional[GatherInfo] = None
     redacted: bool = False
-    comms: Optional[FleetComms] = None         # fleet --gather --comms: the all-reduce and the pairs
+    comms: Optional[FleetComms] = None  # fleet --gather --comms: the all-reduce and the pairs
 
 
 def _candidates(node: NodeInput, hostname: Optional[str]) -> List[Tuple[str, NameSource]]:
@@ -59,8 +59,9 @@ def _candidates(node: NodeInput, hostname: Optional[str]) -> List[Tuple[str, Nam
     return keyed + host + rest
 
 
-def unique_names(candidates: Sequence[Sequence[Tuple[str, NameSource]]]) -> Tuple[List[Tuple[str, NameSource]],
-                                                                                  List[str]]:
+def unique_names(
+    candidates: Sequence[Sequence[Tuple[str, NameSource]]],
+) -> Tuple[List[Tuple[str, NameSource]], List[str]]:
     """One name per node: each its first candidate; nodes that would share a name move on to their
     next one; where none is left, ``#2``, ``#3`` are added. Returns the names and a note per clash.
 
@@ -70,8 +71,9 @@ def unique_names(candidates: Sequence[Sequence[Tuple[str, NameSource]]]) -> Tupl
     position = [0] * len(candidates)
     notes = []
     for _ in range(max((len(c) for c in candidates), default=0)):
-        chosen = [c[min(p, len(c) - 1)][0] if c else f"node {i + 1}"
-                  for i, (c, p) in enumerate(zip(candidates, position))]
+        chosen = [
+            c[min(p, len(c) - 1)][0] if c else f"node {i + 1}" for i, (c, p) in enumerate(zip(candidates, position))
+        ]
         clashes = {name for name in chosen if chosen.count(name) > 1}
         if not clashes:
             break
@@ -81,10 +83,13 @@ def unique_names(candidates: Sequence[Sequence[Tuple[str, NameSource]]]) -> Tupl
                 position[i] += 1
                 moved = True
         for name in sorted(clashes):
-            sources = {candidates[i][min(position[i], len(candidates[i]) - 1)][1]
-                       for i, n in enumerate(chosen) if n == name}
-            notes.append(f"{chosen.count(name)} nodes go by the name {name}: named by their "
-                         f"{' or '.join(sorted(sources))} instead")
+            sources = {
+                candidates[i][min(position[i], len(candidates[i]) - 1)][1] for i, n in enumerate(chosen) if n == name
+            }
+            notes.append(
+                f"{chosen.count(name)} nodes go by the name {name}: named by their "
+                f"{' or '.join(sorted(sources))} instead"
+            )
         if not moved:
             break
     result: List[Tuple[str, NameSource]] = []
@@ -103,8 +108,12 @@ def node_facts(inputs: Sequence[NodeInput]) -> Tuple[List[NodeFacts], List[str]]
         try:
             builder, kinds = extract(node)
         except ExtractError as exc:
-            node = dataclasses.replace(node, documents=(), status="unreadable",
-                                       unreadable=node.unreadable + ((node.documents[0].source, str(exc)),))
+            node = dataclasses.replace(
+                node,
+                documents=(),
+                status="unreadable",
+                unreadable=node.unreadable + ((node.documents[0].source, str(exc)),),
+            )
             builder, kinds = extract(node)
         host = builder.hostname if builder.hostname and builder.hostname not in ANONYMOUS_HOSTS else None
         built.append((node, builder, kinds, host))
@@ -155,7 +164,7 @@ class NodeRedactor(Redactor):
         the token (joining every prefix of a 40,000-dot word was quadratic: 13.7 s)."""
         token = match.group(0)
         node: Optional[Dict[Any, Any]] = self._tree
-        end = 0                 # where the part being walked starts
+        end = 0  # where the part being walked starts
         best: Optional[Tuple[str, int]] = None
         while True:
             dot = token.find(".", end)
@@ -172,14 +181,14 @@ class NodeRedactor(Redactor):
             end = dot + 1
         if best is None:
             return token
-        return best[0] + token[best[1]:]
+        return best[0] + token[best[1] :]
 
     def text(self, text: str) -> str:
         text = self._UUID.sub(lambda m: (m.group(1) or "") + "<uuid>", text)
         for home in self.homes:
             text = text.replace(home, "~")
         for word, label in self.odd:
-            if word in text:    # a fast search first: a thousand odd names cost a thousand regex passes
+            if word in text:  # a fast search first: a thousand odd names cost a thousand regex passes
                 text = re.sub(rf"(?<![\w-]){re.escape(word)}(?![\w-])", label, text)
         return self._TOKEN.sub(self._swap, text)
 
@@ -204,15 +213,23 @@ def redact(nodes: Sequence[NodeFacts]) -> Tuple[List[NodeFacts], Redactor]:
             if system.hostname and system.hostname not in ANONYMOUS_HOSTS:
                 # a host name several nodes share ("vm") names none of them
                 words[system.hostname] = labels[node.name] if hosts[system.hostname] == 1 else "<host>"
-    words.update(labels)                      # the nodes' own names last: they win
+    words.update(labels)  # the nodes' own names last: they win
     renamed = [dataclasses.replace(n, name=labels[n.name]) for n in nodes]
     return renamed, NodeRedactor(homes, words)
 
 
-def merge(inputs: Sequence[NodeInput], *, mode: Literal["files", "gather"] = "files", table: Any = None,
-          skipped: Sequence[Skipped] = (), gather: Optional[GatherInfo] = None, redact_names: bool = False,
-          slow_fraction: float = SLOW_FRACTION, comms: Optional[FleetComms] = None,
-          suppress: Sequence[str] = ()) -> Tuple[Fleet, Optional[Redactor]]:
+def merge(
+    inputs: Sequence[NodeInput],
+    *,
+    mode: Literal["files", "gather"] = "files",
+    table: Any = None,
+    skipped: Sequence[Skipped] = (),
+    gather: Optional[GatherInfo] = None,
+    redact_names: bool = False,
+    slow_fraction: float = SLOW_FRACTION,
+    comms: Optional[FleetComms] = None,
+    suppress: Sequence[str] = (),
+) -> Tuple[Fleet, Optional[Redactor]]:
     """The fleet of ``inputs``; with ``redact_names`` the nodes are node-01.. and the Redactor that
     the renderers' output must go through is returned too. ``comms`` (a gather's comms phase) is
     named with the nodes' names and its findings join the others; ``suppress``: ``--suppress`` codes
@@ -225,14 +242,20 @@ def merge(inputs: Sequence[NodeInput], *, mode: Literal["files", "gather"] = "fi
     if comms is not None:
         comms = fleet_comms.named(comms, {n.rank: n.name for n in nodes if n.rank is not None})
         extra = fleet_comms.findings(comms)
-        rates = {i.rank: fleet_comms.adapter_gbps(d.data) for i in inputs if i.rank is not None
-                 for d in i.documents if d.kind == "report"}
+        rates = {
+            i.rank: fleet_comms.adapter_gbps(d.data)
+            for i in inputs
+            if i.rank is not None
+            for d in i.documents
+            if d.kind == "report"
+        }
         extra += fleet_comms.against_adapters(comms, rates)
     drift = analyze(nodes, table, slow_fraction, extra, suppress)
     drift = dataclasses.replace(drift, notes=tuple(notes) + drift.notes)
     created = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-    return Fleet(drift, mode, created, tuple(s for s in skipped if not s.unreadable), gather, redact_names,
-                 comms), redactor
+    return Fleet(
+        drift, mode, created, tuple(s for s in skipped if not s.unreadable), gather, redact_names, comms
+    ), redactor
 
 
 def merge_files(paths: Sequence[str], **kwargs: Any) -> Tuple[Fleet, Optional[Redactor]]:

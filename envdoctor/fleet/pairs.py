@@ -42,7 +42,7 @@ def rounds(n: int, count: Optional[int] = None) -> List[List[Pair]]:
             if a is not None and b is not None:
                 pairs.append((a, b))
         out.append(pairs)
-        ring = [ring[0], ring[-1]] + ring[1:-1]          # node 0 stays, the rest turn one step
+        ring = [ring[0], ring[-1]] + ring[1:-1]  # node 0 stays, the rest turn one step
     return out
 
 
@@ -67,9 +67,9 @@ class Analysis:
 
     median_gbs: Optional[float]
     slow_pairs: Tuple[Measured, ...] = ()
-    slow_nodes: Tuple[int, ...] = ()        # slow with every partner it had (two at least)
-    slow_links: Tuple[Pair, ...] = ()       # slow while both nodes were fine with other partners
-    unclear: Tuple[Pair, ...] = ()          # slow, but a node had no other partner to tell
+    slow_nodes: Tuple[int, ...] = ()  # slow with every partner it had (two at least)
+    slow_links: Tuple[Pair, ...] = ()  # slow while both nodes were fine with other partners
+    unclear: Tuple[Pair, ...] = ()  # slow, but a node had no other partner to tell
     failed: Tuple[Pair, ...] = ()
 
 
@@ -92,8 +92,7 @@ def analyze(results: Sequence[Measured], fraction: float = SLOW_FRACTION) -> Ana
         pairs_of.setdefault(m.a, []).append(m)
         pairs_of.setdefault(m.b, []).append(m)
     slow_set = {(m.a, m.b) for m in slow}
-    nodes = tuple(sorted(n for n, ms in pairs_of.items()
-                         if len(ms) >= 2 and all((m.a, m.b) in slow_set for m in ms)))
+    nodes = tuple(sorted(n for n, ms in pairs_of.items() if len(ms) >= 2 and all((m.a, m.b) in slow_set for m in ms)))
     links: List[Pair] = []
     unclear: List[Pair] = []
     for m in slow:

@@ -28,10 +28,15 @@ from envdoctor.render.markdown import _cell
 from envdoctor.style import Style
 from envdoctor.lines import MARKS, suppressed_line
 
-SCHEMA = document("fleet").schema       # "envdoctor.fleet/1"
+SCHEMA = document("fleet").schema  # "envdoctor.fleet/1"
 _VERDICT_ORDER = {"missing": 0, "unreadable": 1, "deviates": 2, "warning": 3, "ok": 4}
-_VERDICT_WORD = {"ok": "ok", "warning": "warning", "deviates": "DEVIATES", "missing": "MISSING",
-                 "unreadable": "UNREADABLE"}
+_VERDICT_WORD = {
+    "ok": "ok",
+    "warning": "warning",
+    "deviates": "DEVIATES",
+    "missing": "MISSING",
+    "unreadable": "UNREADABLE",
+}
 
 
 # --- the document --------------------------------------------------------------------------------
@@ -234,17 +239,35 @@ class FleetDocument(_FleetKeys, total=False):
 def _summary(fleet: Fleet) -> FleetSummary:
     d = fleet.drift
     kinds = [v.verdict for v in d.verdicts]
-    return {"nodes": len(d.nodes), "reported": sum(n.status == "reported" for n in d.nodes),
-            "ok": kinds.count("ok"), "warning": kinds.count("warning"), "deviating": kinds.count("deviates"),
-            "missing": kinds.count("missing"), "unreadable": kinds.count("unreadable"),
-            "errors": d.count("error"), "warnings": d.count("warning"), "info": d.count("info"),
-            "exit_code": d.exit_code}
+    return {
+        "nodes": len(d.nodes),
+        "reported": sum(n.status == "reported" for n in d.nodes),
+        "ok": kinds.count("ok"),
+        "warning": kinds.count("warning"),
+        "deviating": kinds.count("deviates"),
+        "missing": kinds.count("missing"),
+        "unreadable": kinds.count("unreadable"),
+        "errors": d.count("error"),
+        "warnings": d.count("warning"),
+        "info": d.count("info"),
+        "exit_code": d.exit_code,
+    }
 
 
 def _row(r: FactRow) -> FleetRow:
-    return {"key": r.key, "label": r.label, "severity": r.severity, "reference": r.reference,
-            "majority": r.majority, "count": r.count, "known": r.known, "tie": r.tie,
-            "deviating": list(r.deviating), "values": dict(r.values), "note": r.note}
+    return {
+        "key": r.key,
+        "label": r.label,
+        "severity": r.severity,
+        "reference": r.reference,
+        "majority": r.majority,
+        "count": r.count,
+        "known": r.known,
+        "tie": r.tie,
+        "deviating": list(r.deviating),
+        "values": dict(r.values),
+        "note": r.note,
+    }
 
 
 def fleet_document(fleet: Fleet) -> FleetDocument:
@@ -254,22 +277,44 @@ def fleet_document(fleet: Fleet) -> FleetDocument:
     nodes: List[FleetNode] = []
     for n in d.nodes:
         v = verdicts[n.name]
-        gpus: List[FleetGpu] = [cast(FleetGpu, {k: v for k, v in to_data(g).items() if v is not None and v != {}})
-                                for g in n.gpus]
-        nodes.append({
-            "name": n.name, "name_source": n.name_source, "status": n.status, "verdict": v.verdict,
-            "codes": list(v.codes), "deviates_on": list(v.what), "rank": n.rank, "sources": list(n.sources),
-            "kinds": list(n.kinds), "info": dict(n.info), "facts": dict(n.values),
-            "gpus": gpus,
-            "notes": list(n.notes),
-            "unreadable": [{"path": p, "reason": r} for p, r in n.unreadable],
-        })
+        gpus: List[FleetGpu] = [
+            cast(FleetGpu, {k: v for k, v in to_data(g).items() if v is not None and v != {}}) for g in n.gpus
+        ]
+        nodes.append(
+            {
+                "name": n.name,
+                "name_source": n.name_source,
+                "status": n.status,
+                "verdict": v.verdict,
+                "codes": list(v.codes),
+                "deviates_on": list(v.what),
+                "rank": n.rank,
+                "sources": list(n.sources),
+                "kinds": list(n.kinds),
+                "info": dict(n.info),
+                "facts": dict(n.values),
+                "gpus": gpus,
+                "notes": list(n.notes),
+                "unreadable": [{"path": p, "reason": r} for p, r in n.unreadable],
+            }
+        )
     gather: Optional[Gather] = None
     if fleet.gather is not None:
         g = fleet.gather
-        gather = cast(Gather, {"launcher": g.launcher, "world_size": g.world_size, "master": g.master,
-                               "transport": g.transport, "joined": list(g.joined), "missing": list(g.missing),
-                               "late": list(g.late), "seconds": dict(g.seconds), "error": g.error})
+        gather = cast(
+            Gather,
+            {
+                "launcher": g.launcher,
+                "world_size": g.world_size,
+                "master": g.master,
+                "transport": g.transport,
+                "joined": list(g.joined),
+                "missing": list(g.missing),
+                "late": list(g.late),
+                "seconds": dict(g.seconds),
+                "error": g.error,
+            },
+        )
     return {
         "schema": SCHEMA,
         "envdoctor_version": __version__,
@@ -285,10 +330,14 @@ def fleet_document(fleet: Fleet) -> FleetDocument:
         "skipped": [{"path": s.path, "reason": s.reason} for s in fleet.skipped],
         "gather": gather,
         "comms": comms_document(fleet.comms),
-        "suppressed": ({"codes": list(d.suppress),
-                        "findings": [cast(HiddenLine, dict({"node": f.node}, **to_data(f.finding)))
-                                     for f in d.suppressed]}
-                       if d.suppress else None),
+        "suppressed": (
+            {
+                "codes": list(d.suppress),
+                "findings": [cast(HiddenLine, dict({"node": f.node}, **to_data(f.finding))) for f in d.suppressed],
+            }
+            if d.suppress
+            else None
+        ),
     }
 
 
@@ -298,26 +347,53 @@ def comms_document(c: Optional[FleetComms]) -> Optional[CommsPhase]:
         return None
 
     def tr(t: Optional[Transfer]) -> Optional[Transfer]:
-        return None if t is None else cast(Transfer, dataclasses.asdict(t))     # written as its fields
+        return None if t is None else cast(Transfer, dataclasses.asdict(t))  # written as its fields
 
     return {
-        "status": c.status, "backend": c.backend, "why": c.why, "bytes": c.bytes, "world_size": c.world_size,
-        "phase_timeout_s": c.phase_timeout_s, "all_reduce": tr(c.all_reduce), "rounds": c.rounds,
-        "pairs": [{"round": p.round, "a": p.a, "b": p.b, "a_node": p.a_name, "b_node": p.b_name, "status": p.status,
-                   "slow": p.blame or None, "transfer": tr(p.transfer)} for p in c.pairs],
+        "status": c.status,
+        "backend": c.backend,
+        "why": c.why,
+        "bytes": c.bytes,
+        "world_size": c.world_size,
+        "phase_timeout_s": c.phase_timeout_s,
+        "all_reduce": tr(c.all_reduce),
+        "rounds": c.rounds,
+        "pairs": [
+            {
+                "round": p.round,
+                "a": p.a,
+                "b": p.b,
+                "a_node": p.a_name,
+                "b_node": p.b_name,
+                "status": p.status,
+                "slow": p.blame or None,
+                "transfer": tr(p.transfer),
+            }
+            for p in c.pairs
+        ],
         "median_busbw_gbps": c.median_busbw_gbps,
         "slow_nodes": [c.names.get(r, f"rank {r}") for r in c.slow_nodes],
         "slow_links": [[c.names.get(a, f"rank {a}"), c.names.get(b, f"rank {b}")] for a, b in c.slow_links],
         "unclear": [[c.names.get(a, f"rank {a}"), c.names.get(b, f"rank {b}")] for a, b in c.unclear],
         "stalled": c.stalled,
-        "unfinished": [{"rank": u.rank, "node": u.name, "stage": u.stage, "error": u.error, "where": u.where,
-                        "in_collective": u.in_collective} for u in c.unfinished],
+        "unfinished": [
+            {
+                "rank": u.rank,
+                "node": u.name,
+                "stage": u.stage,
+                "error": u.error,
+                "where": u.where,
+                "in_collective": u.in_collective,
+            }
+            for u in c.unfinished
+        ],
         "error": c.error,
         "devices": {str(k): v for k, v in sorted(c.devices.items())},
     }
 
 
 # --- shared wording -----------------------------------------------------------------------------------
+
 
 def _groups(r: FactRow) -> List[tuple]:
     """(value, nodes) of the deviating nodes, the largest group first."""
@@ -343,8 +419,12 @@ def _deviating(r: FactRow, limit: int = 4) -> str:
 def headline(fleet: Fleet) -> str:
     s = cast(Dict[str, int], _summary(fleet))
     parts = [f"{s['nodes']} node{'s' if s['nodes'] != 1 else ''}"]
-    for key, word in (("deviating", "deviate"), ("warning", "with warnings"), ("missing", "missing"),
-                      ("unreadable", "unreadable")):
+    for key, word in (
+        ("deviating", "deviate"),
+        ("warning", "with warnings"),
+        ("missing", "missing"),
+        ("unreadable", "unreadable"),
+    ):
         if s[key]:
             parts.append(f"{s[key]} {word}")
     if fleet.gather is not None:
@@ -379,9 +459,11 @@ def comms_head(c: FleetComms) -> str:
 
 
 def _transfer(t: Transfer) -> str:
-    return (f"{t.time_s * 1e3:.3f} ms, algbw {gbs(t.algbw_gbps)} GB/s, busbw {gbs(t.busbw_gbps)} GB/s "
-            f"(x {FACTOR_TEXT['all_reduce']} = {t.busbw_factor:.3g}), {t.iters} calls after {t.warmup} warm-up, "
-            f"{t.wrong} wrong")
+    return (
+        f"{t.time_s * 1e3:.3f} ms, algbw {gbs(t.algbw_gbps)} GB/s, busbw {gbs(t.busbw_gbps)} GB/s "
+        f"(x {FACTOR_TEXT['all_reduce']} = {t.busbw_factor:.3g}), {t.iters} calls after {t.warmup} warm-up, "
+        f"{t.wrong} wrong"
+    )
 
 
 def _blame(p: PairFigure) -> str:
@@ -392,19 +474,27 @@ def comms_lines(c: FleetComms) -> List[str]:
     """The comms phase in lines of text (shared by text and Markdown)."""
     out = []
     if c.all_reduce is not None and c.all_reduce.ranks < 2:
-        out.append("all-reduce over 1 node: nothing travels between nodes, so there is no bus bandwidth "
-                   "to measure (launch one rank per node on 2 or more)")
+        out.append(
+            "all-reduce over 1 node: nothing travels between nodes, so there is no bus bandwidth "
+            "to measure (launch one rank per node on 2 or more)"
+        )
     elif c.all_reduce is not None:
         out.append(f"all-reduce over {c.all_reduce.ranks} nodes: {_transfer(c.all_reduce)}")
     elif c.status == "ok":
         out.append("all-reduce over every node: no figure came back")
     if c.pairs:
-        median = (f", median busbw {gbs(c.median_busbw_gbps)} GB/s" if c.median_busbw_gbps is not None
-                  else ", no pair finished")
+        median = (
+            f", median busbw {gbs(c.median_busbw_gbps)} GB/s"
+            if c.median_busbw_gbps is not None
+            else ", no pair finished"
+        )
         out.append(f"pairwise pass ({c.rounds} rounds, the pairs of a round at once){median}:")
         for p in c.pairs:
-            figure = (f"busbw {gbs(p.transfer.busbw_gbps)} GB/s, {p.transfer.time_s * 1e3:.3f} ms"
-                      if p.transfer is not None else "did not finish")
+            figure = (
+                f"busbw {gbs(p.transfer.busbw_gbps)} GB/s, {p.transfer.time_s * 1e3:.3f} ms"
+                if p.transfer is not None
+                else "did not finish"
+            )
             out.append(f"  round {p.round}  {p.a_name} - {p.b_name}  {figure}  {_blame(p)}".rstrip())
     if c.slow_nodes:
         out.append("slow node: " + ", ".join(c.names.get(r, f"rank {r}") for r in c.slow_nodes))
@@ -412,14 +502,17 @@ def comms_lines(c: FleetComms) -> List[str]:
         out.append("slow link: " + ", ".join(f"{c.names.get(a, a)} - {c.names.get(b, b)}" for a, b in c.slow_links))
     if c.unfinished:
         limit = f" within {c.phase_timeout_s:g} s" if c.phase_timeout_s else ""
-        out.append(f"did not finish '{c.stalled}'{limit}: "
-                   + ", ".join(f"{u.name} (at {u.stage or 'no step'})" for u in c.unfinished))
+        out.append(
+            f"did not finish '{c.stalled}'{limit}: "
+            + ", ".join(f"{u.name} (at {u.stage or 'no step'})" for u in c.unfinished)
+        )
     if c.error and not c.unfinished:
         out.append(f"error: {c.error}")
     return out
 
 
 # --- text ----------------------------------------------------------------------------------------------
+
 
 def render_text(fleet: Fleet, color: bool = False) -> str:
     style = Style(color)
@@ -435,8 +528,13 @@ def render_text(fleet: Fleet, color: bool = False) -> str:
         out.append("  Nothing differs between the nodes that reported.")
     if d.same:
         same = ", ".join(f"{r.label} {show(r.majority)}" for r in d.same)
-        out += [""] + textwrap.wrap(f"The same on every node: {same}", 100, initial_indent="  ",
-                                    subsequent_indent="    ", break_on_hyphens=False)
+        out += [""] + textwrap.wrap(
+            f"The same on every node: {same}",
+            100,
+            initial_indent="  ",
+            subsequent_indent="    ",
+            break_on_hyphens=False,
+        )
     out += ["", style("  Nodes", "dim")]
     verdicts = sorted(d.verdicts, key=lambda v: (_VERDICT_ORDER[v.verdict], v.node))
     width = max((len(v.node) for v in verdicts), default=4)
@@ -466,6 +564,7 @@ def render_text(fleet: Fleet, color: bool = False) -> str:
 
 # --- Markdown ---------------------------------------------------------------------------------------
 
+
 def render_markdown(fleet: Fleet) -> str:
     d = fleet.drift
     out = [f"### {_cell(headline(fleet))}", ""]
@@ -488,8 +587,11 @@ def render_markdown(fleet: Fleet) -> str:
             if f.fix:
                 out += ["  ```sh"] + [f"  {c}" for c in f.fix] + ["  ```"]
     if d.suppressed:
-        out += ["", "Suppressed (--suppress): " + _cell(", ".join(f"{nf.finding.code} ({nf.finding.severity}, "
-                                                                  f"{nf.node})" for nf in d.suppressed))]
+        out += [
+            "",
+            "Suppressed (--suppress): "
+            + _cell(", ".join(f"{nf.finding.code} ({nf.finding.severity}, {nf.node})" for nf in d.suppressed)),
+        ]
     if fleet.comms is not None:
         c = fleet.comms
         out += ["", f"**{_cell(comms_head(c))}**", ""]
@@ -497,9 +599,11 @@ def render_markdown(fleet: Fleet) -> str:
             out += ["| round | pair | busbw GB/s | time ms | |", "|---|---|---|---|---|"]
             for p in c.pairs:
                 t = p.transfer
-                out.append(f"| {p.round} | {_cell(p.a_name)} - {_cell(p.b_name)} | "
-                           f"{gbs(t.busbw_gbps) if t else 'did not finish'} | "
-                           f"{f'{t.time_s * 1e3:.3f}' if t else ''} | {_blame(p)} |")
+                out.append(
+                    f"| {p.round} | {_cell(p.a_name)} - {_cell(p.b_name)} | "
+                    f"{gbs(t.busbw_gbps) if t else 'did not finish'} | "
+                    f"{f'{t.time_s * 1e3:.3f}' if t else ''} | {_blame(p)} |"
+                )
             out.append("")
         out += [f"- {_cell(line)}" for line in comms_lines(c) if not line.startswith("  round ")]
     notes = list(d.notes) + [f"{s.path}: passed over ({s.reason})" for s in fleet.skipped]
@@ -511,6 +615,7 @@ def render_markdown(fleet: Fleet) -> str:
 
 # --- HTML ---------------------------------------------------------------------------------------------
 
+
 def render_html(fleet: Fleet) -> str:
     """The fleet page (``envdoctor.fleet.page``, through the one page module) of the document."""
     from envdoctor.fleet.page import fleet_page
@@ -518,15 +623,27 @@ def render_html(fleet: Fleet) -> str:
     return fleet_page(fleet_document(fleet))
 
 
-def rank_line(rank: int, world: int, host: str, master: str, transport: str, seconds: float,
-              comms: Optional[str] = None) -> str:
+def rank_line(
+    rank: int, world: int, host: str, master: str, transport: str, seconds: float, comms: Optional[str] = None
+) -> str:
     """The one line a rank other than 0 prints (``comms``: how its comms phase ended)."""
     took = f"; its comms phase: {comms}" if comms else ""
-    return (f"envdoctor fleet: rank {rank} of {world} ({host}) sent its report to rank 0 at {master} "
-            f"over {transport} in {seconds:.1f} s{took}; rank 0 prints the fleet")
+    return (
+        f"envdoctor fleet: rank {rank} of {world} ({host}) sent its report to rank 0 at {master} "
+        f"over {transport} in {seconds:.1f} s{took}; rank 0 prints the fleet"
+    )
 
 
-__all__ = ["SCHEMA", "closing", "comms_document", "comms_head", "comms_lines", "fleet_document", "headline",
-           "rank_line", "render_html", "render_markdown", "render_text"]
-
-
+__all__ = [
+    "SCHEMA",
+    "closing",
+    "comms_document",
+    "comms_head",
+    "comms_lines",
+    "fleet_document",
+    "headline",
+    "rank_line",
+    "render_html",
+    "render_markdown",
+    "render_text",
+]

@@ -68,20 +68,34 @@ SPECS: Tuple[Spec, ...] = (
     Spec("driver.branch", "driver branch", "error", "ED751", "version"),
     Spec("driver.version", "driver", "warning", "ED752", "version", ("driver.branch",)),
     Spec("driver.cuda", "driver's CUDA", "error", "ED753", "version", ("driver.branch", "driver.version")),
-    Spec("driver.kernel_module", "kernel module", "warning", "ED754", "version",
-         ("driver.branch", "driver.version")),
+    Spec("driver.kernel_module", "kernel module", "warning", "ED754", "version", ("driver.branch", "driver.version")),
     Spec("driver.flavor", "kernel-module flavour", "warning", "ED755", "text", ("driver.branch",), ("open",)),
     Spec("gpu.count", "GPUs", "error", "ED756", "number"),
     Spec("gpu.models", "GPU models", "error", "ED757", "text", absent_covered_by=("gpu.count",)),
-    Spec("gpu.power_limit", "power limit", "warning", "ED758", "text", ("gpu.models",),
-         absent_covered_by=("gpu.count",)),
-    Spec("gpu.max_sm_clock", "max SM clock", "warning", "ED759", "text", ("gpu.models",),
-         absent_covered_by=("gpu.count",)),
+    Spec(
+        "gpu.power_limit", "power limit", "warning", "ED758", "text", ("gpu.models",), absent_covered_by=("gpu.count",)
+    ),
+    Spec(
+        "gpu.max_sm_clock",
+        "max SM clock",
+        "warning",
+        "ED759",
+        "text",
+        ("gpu.models",),
+        absent_covered_by=("gpu.count",),
+    ),
     Spec("gpu.ecc", "ECC mode", "warning", "ED760", "text", ("gpu.models",), ("on",)),
     Spec("torch.version", "torch", "error", "ED761", "version"),
     Spec("torch.cuda", "torch's CUDA", "error", "ED762", "version", ("torch.version",)),
-    Spec("torch.gpu", "torch on the GPUs", "error", "ED763", "text", ("torch.version", "gpu.count", "driver.branch"),
-         ("usable",)),
+    Spec(
+        "torch.gpu",
+        "torch on the GPUs",
+        "error",
+        "ED763",
+        "text",
+        ("torch.version", "gpu.count", "driver.branch"),
+        ("usable",),
+    ),
     Spec("torch.cudnn", "cuDNN", "warning", "ED764", "version", ("torch.version",)),
     Spec("torch.nccl", "NCCL", "error", "ED765", "version", ("torch.version",)),
     Spec("python.version", "Python", "warning", "ED766", "version"),
@@ -103,13 +117,13 @@ class FactRow:
     label: str
     severity: Severity
     majority: Value
-    count: int                         # nodes with the majority value
-    known: int                         # nodes that know the fact
-    values: Mapping[str, Value]        # node name -> value, for the nodes that know it
+    count: int  # nodes with the majority value
+    known: int  # nodes that know the fact
+    values: Mapping[str, Value]  # node name -> value, for the nodes that know it
     deviating: Tuple[str, ...] = ()
     tie: bool = False
     reference: Literal["majority", "median", "zero"] = "majority"
-    note: Optional[str] = None         # "bf16@8192 on NVIDIA H200"
+    note: Optional[str] = None  # "bf16@8192 on NVIDIA H200"
 
     @property
     def differs(self) -> bool:
@@ -136,8 +150,8 @@ class Drift:
     """Everything the fleet's rules found (renderers show it; nothing is computed after this)."""
 
     nodes: Tuple[NodeFacts, ...]
-    rows: Tuple[FactRow, ...]                # facts that differ, and the measured ones
-    same: Tuple[FactRow, ...]                # facts every node that knows them agrees on
+    rows: Tuple[FactRow, ...]  # facts that differ, and the measured ones
+    same: Tuple[FactRow, ...]  # facts every node that knows them agrees on
     findings: Tuple[NodeFinding, ...]
     verdicts: Tuple[Verdict, ...]
     notes: Tuple[str, ...] = ()
@@ -155,6 +169,7 @@ class Drift:
 
 # --- formatting shared by titles and evidence -------------------------------------------------------
 
+
 def show(value: Value) -> str:
     """A value as people read it: ``None`` is "none", 640.23 is "640.2"."""
     if value is None:
@@ -171,6 +186,7 @@ def names(items: Sequence[str], limit: int = LIST_NAMES) -> str:
 
 
 # --- majority -----------------------------------------------------------------------------------------
+
 
 def _rank(spec: Spec, value: Value) -> Tuple[Any, ...]:
     """Sort key for a tie: higher wins; ``None`` lowest; preferred text first."""
@@ -212,13 +228,14 @@ def compare(spec: Spec, nodes: Sequence[NodeFacts]) -> Optional[FactRow]:
 
 # --- findings of the compared facts --------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class Context:
     """What a fix needs beyond the node: the table (driver packages, torch indexes), the rows."""
 
     table: Any
     rows: Mapping[str, FactRow]
-    power_targets: Mapping[str, float] = field(default_factory=dict)   # GPU model -> fleet limit
+    power_targets: Mapping[str, float] = field(default_factory=dict)  # GPU model -> fleet limit
     clock_targets: Mapping[str, int] = field(default_factory=dict)
 
 
@@ -244,20 +261,34 @@ def _fix(spec: Spec, node: NodeFacts, target: Value, ctx: Context) -> Tuple[str,
     if key == "gpu.models":
         return fixes.other_models(node, target)
     if key == "gpu.power_limit":
-        return fixes.power_limit(node, [(g, ctx.power_targets[g.name or ""]) for g in node.gpus
-                                        if g.name in ctx.power_targets and g.power_limit_w is not None
-                                        and g.power_limit_w != ctx.power_targets[g.name or ""]])
+        return fixes.power_limit(
+            node,
+            [
+                (g, ctx.power_targets[g.name or ""])
+                for g in node.gpus
+                if g.name in ctx.power_targets
+                and g.power_limit_w is not None
+                and g.power_limit_w != ctx.power_targets[g.name or ""]
+            ],
+        )
     if key == "gpu.max_sm_clock":
-        return fixes.clocks(node, [g for g in node.gpus if g.name in ctx.clock_targets
-                                   and g.max_sm_clock_mhz != ctx.clock_targets[g.name or ""]])
+        return fixes.clocks(
+            node,
+            [
+                g
+                for g in node.gpus
+                if g.name in ctx.clock_targets and g.max_sm_clock_mhz != ctx.clock_targets[g.name or ""]
+            ],
+        )
     if key == "gpu.ecc":
         on = target != "off"
         return fixes.ecc_mode(node, on, [g for g in node.gpus if g.ecc_enabled is not None and g.ecc_enabled != on])
     if key in ("torch.version", "torch.cuda", "torch.gpu"):
         return fixes.own_fixes(node) + fixes.torch(node, _majority_of(ctx, "torch.version"), ctx.table)
     if key in ("torch.cudnn", "torch.nccl"):
-        return fixes.libraries(node, "cuDNN" if key == "torch.cudnn" else "NCCL", target,
-                               _majority_of(ctx, "torch.version"))
+        return fixes.libraries(
+            node, "cuDNN" if key == "torch.cudnn" else "NCCL", target, _majority_of(ctx, "torch.version")
+        )
     if key == "python.version":
         return fixes.python_version(target)
     if key == "toolkits":
@@ -272,8 +303,10 @@ def _evidence(row: FactRow, node: NodeFacts) -> Tuple[str, ...]:
     for name, value in row.values.items():
         groups.setdefault(value, []).append(name)
     where = f" ({node.sources[0]})" if node.sources else ""
-    lines = [f"{node.name}: {row.label} {show(row.values[node.name])}{where}",
-             f"{show(row.majority)} on {len(groups[row.majority])} of {row.known} nodes: {names(groups[row.majority])}"]
+    lines = [
+        f"{node.name}: {row.label} {show(row.values[node.name])}{where}",
+        f"{show(row.majority)} on {len(groups[row.majority])} of {row.known} nodes: {names(groups[row.majority])}",
+    ]
     for value, members in sorted(groups.items(), key=lambda kv: -len(kv[1])):
         if value not in (row.majority, row.values[node.name]):
             lines.append(f"{show(value)} on {len(members)}: {names(members)}")
@@ -283,9 +316,11 @@ def _evidence(row: FactRow, node: NodeFacts) -> Tuple[str, ...]:
 def _title(row: FactRow, node: NodeFacts) -> str:
     mine = show(row.values[node.name])
     if row.tie:
-        return (f"{node.name}: {row.label} {mine}; the nodes are split with no majority, and the "
-                f"{'higher' if SPEC_BY_KEY.get(row.key, OWN_ERRORS).order != 'text' else 'first'} "
-                f"{show(row.majority)} is taken as the fleet's")
+        return (
+            f"{node.name}: {row.label} {mine}; the nodes are split with no majority, and the "
+            f"{'higher' if SPEC_BY_KEY.get(row.key, OWN_ERRORS).order != 'text' else 'first'} "
+            f"{show(row.majority)} is taken as the fleet's"
+        )
     return f"{node.name}: {row.label} {mine}, where {row.count} of {row.known} nodes have {show(row.majority)}"
 
 
@@ -300,14 +335,26 @@ def fact_findings(rows: Mapping[str, FactRow], nodes: Mapping[str, NodeFacts], c
             covers = spec.covered_by + (spec.absent_covered_by if row.values[name] is None else ())
             if any(name in rows[c].deviating for c in covers if c in rows):
                 continue
-            out.append(NodeFinding(name, Finding(
-                spec.code, spec.severity, _title(row, node), evidence=_evidence(row, node),
-                fix=_fix(spec, node, row.majority, ctx), reference=REFERENCE, area="fleet",
-                explanation=codes.meaning(spec.code))))
+            out.append(
+                NodeFinding(
+                    name,
+                    Finding(
+                        spec.code,
+                        spec.severity,
+                        _title(row, node),
+                        evidence=_evidence(row, node),
+                        fix=_fix(spec, node, row.majority, ctx),
+                        reference=REFERENCE,
+                        area="fleet",
+                        explanation=codes.meaning(spec.code),
+                    ),
+                )
+            )
     return out
 
 
 # --- the node's own check --------------------------------------------------------------------------
+
 
 def own_errors(row: Optional[FactRow], nodes: Sequence[NodeFacts]) -> List[NodeFinding]:
     """ED771 for each node whose check reported error codes the fleet's majority does not have."""
@@ -319,16 +366,27 @@ def own_errors(row: Optional[FactRow], nodes: Sequence[NodeFacts]) -> List[NodeF
             continue
         listed = ", ".join(dict.fromkeys(f.code for f in extra))
         others = f"; the majority's own checks report {row.majority}" if row is not None and row.majority else ""
-        out.append(NodeFinding(node.name, Finding(
-            "ED771", "error", f"{node.name}: its own check reports {listed}{others}",
-            evidence=tuple(f"{f.code} {f.title}" for f in extra) + tuple(
-                e for f in extra for e in f.evidence[:2]),
-            fix=fixes.own_fixes(node, {f.code for f in extra}), reference=REFERENCE, area="fleet",
-            explanation=codes.meaning("ED771"))))
+        out.append(
+            NodeFinding(
+                node.name,
+                Finding(
+                    "ED771",
+                    "error",
+                    f"{node.name}: its own check reports {listed}{others}",
+                    evidence=tuple(f"{f.code} {f.title}" for f in extra)
+                    + tuple(e for f in extra for e in f.evidence[:2]),
+                    fix=fixes.own_fixes(node, {f.code for f in extra}),
+                    reference=REFERENCE,
+                    area="fleet",
+                    explanation=codes.meaning("ED771"),
+                ),
+            )
+        )
     return out
 
 
 # --- health counters (absolute, not by majority) ----------------------------------------------------
+
 
 def health(nodes: Sequence[NodeFacts]) -> Tuple[List[NodeFinding], List[FactRow]]:
     findings: List[NodeFinding] = []
@@ -343,28 +401,41 @@ def health(nodes: Sequence[NodeFacts]) -> Tuple[List[NodeFinding], List[FactRow]
         ("ecc_uncorrected", "uncorrected ECC errors", "ED772", "error"),
         ("remap_pending", "row remaps pending", "ED773", "error"),
         ("remap_failure", "row remaps failed", "ED773", "error"),
-        ("ecc_corrected", "corrected ECC errors", "ED774", "warning"))
+        ("ecc_corrected", "corrected ECC errors", "ED774", "warning"),
+    )
     for attr, label, code, severity in checks:
         values = {n.name: total(n, attr) for n in reported if total(n, attr) is not None}
         if not values or not any(values.values()):
             continue
         zero = sum(1 for v in values.values() if v == 0)
         if attr == "ecc_corrected" and zero * 2 < len(values):
-            continue            # most of the fleet counts corrected errors: nothing odd about one node
+            continue  # most of the fleet counts corrected errors: nothing odd about one node
         deviating = tuple(name for name, v in values.items() if v)
-        rows.append(FactRow(f"gpu.{attr}", label, severity, 0, zero, len(values), values, deviating,
-                            reference="zero"))
+        rows.append(FactRow(f"gpu.{attr}", label, severity, 0, zero, len(values), values, deviating, reference="zero"))
         for name in deviating:
             node = next(n for n in reported if n.name == name)
             bad = [g for g in node.gpus if getattr(g, attr)]
             if code == "ED773" and any(f.node == name and f.finding.code == "ED773" for f in findings):
                 continue
-            findings.append(NodeFinding(name, Finding(
-                code, severity, f"{name}: {label} on GPU {', '.join(str(g.index) for g in bad)}",
-                evidence=tuple(f"GPU {g.index} ({g.name or 'GPU'}, {g.uuid or 'no UUID'}): {getattr(g, attr)} "
-                               f"{label} (NVML, volatile)" for g in bad),
-                fix=fixes.health(node, bad, attr == "remap_failure"), reference=REFERENCE, area="fleet",
-                explanation=codes.meaning(code))))
+            findings.append(
+                NodeFinding(
+                    name,
+                    Finding(
+                        code,
+                        severity,
+                        f"{name}: {label} on GPU {', '.join(str(g.index) for g in bad)}",
+                        evidence=tuple(
+                            f"GPU {g.index} ({g.name or 'GPU'}, {g.uuid or 'no UUID'}): {getattr(g, attr)} "
+                            f"{label} (NVML, volatile)"
+                            for g in bad
+                        ),
+                        fix=fixes.health(node, bad, attr == "remap_failure"),
+                        reference=REFERENCE,
+                        area="fleet",
+                        explanation=codes.meaning(code),
+                    ),
+                )
+            )
     return findings, rows
 
 
@@ -395,8 +466,12 @@ def slow_gpus(nodes: Sequence[NodeFacts], fraction: float = SLOW_FRACTION) -> Tu
     rows: List[FactRow] = []
     reported = [n for n in nodes if n.status == "reported"]
     for model, point in sorted(reference_points(reported).items()):
-        measured = [(n, g, g.tflops[point]) for n in reported for g in n.gpus
-                    if (g.name or "unknown GPU") == model and point in g.tflops]
+        measured = [
+            (n, g, g.tflops[point])
+            for n in reported
+            for g in n.gpus
+            if (g.name or "unknown GPU") == model and point in g.tflops
+        ]
         if len(measured) < 2:
             continue
         median = statistics.median(v for _, _, v in measured)
@@ -407,43 +482,92 @@ def slow_gpus(nodes: Sequence[NodeFacts], fraction: float = SLOW_FRACTION) -> Tu
             per_node[n.name] = min(per_node.get(n.name, v), v)
             if v < floor:
                 slow.setdefault(n.name, []).append((g, v))
-        rows.append(FactRow(f"measured.tflops:{model}", f"{model} TFLOP/s", "error", round(median, 1),
-                            sum(1 for v in per_node.values() if v >= floor), len(per_node), per_node,
-                            tuple(slow), reference="median", note=f"{point}, slowest GPU of each node"))
+        rows.append(
+            FactRow(
+                f"measured.tflops:{model}",
+                f"{model} TFLOP/s",
+                "error",
+                round(median, 1),
+                sum(1 for v in per_node.values() if v >= floor),
+                len(per_node),
+                per_node,
+                tuple(slow),
+                reference="median",
+                note=f"{point}, slowest GPU of each node",
+            )
+        )
         for name, gpus in slow.items():
             node = next(n for n in reported if n.name == name)
             worst = min(v for _, v in gpus)
-            findings.append(NodeFinding(name, Finding(
-                "ED775", "error",
-                f"{name}: GPU {', '.join(str(g.index) for g, _ in gpus)} at {show(worst)} TFLOP/s, "
-                f"{(1 - worst / median) * 100:.0f}% below the fleet's median {show(median)} for {model}",
-                evidence=tuple(f"GPU {g.index} ({g.uuid or model}): {v:.1f} TFLOP/s at {point}" for g, v in gpus)
-                + (f"median of {len(measured)} {model} GPUs at {point}: {median:.1f} TFLOP/s; slow below "
-                   f"{floor:.1f} ({fraction:.0%} under)",),
-                fix=fixes.slow(node, [(g, point) for g, _ in gpus]), reference=REFERENCE, area="fleet",
-                explanation=codes.meaning("ED775"))))
+            findings.append(
+                NodeFinding(
+                    name,
+                    Finding(
+                        "ED775",
+                        "error",
+                        f"{name}: GPU {', '.join(str(g.index) for g, _ in gpus)} at {show(worst)} TFLOP/s, "
+                        f"{(1 - worst / median) * 100:.0f}% below the fleet's median {show(median)} for {model}",
+                        evidence=tuple(
+                            f"GPU {g.index} ({g.uuid or model}): {v:.1f} TFLOP/s at {point}" for g, v in gpus
+                        )
+                        + (
+                            f"median of {len(measured)} {model} GPUs at {point}: {median:.1f} TFLOP/s; slow below "
+                            f"{floor:.1f} ({fraction:.0%} under)",
+                        ),
+                        fix=fixes.slow(node, [(g, point) for g, _ in gpus]),
+                        reference=REFERENCE,
+                        area="fleet",
+                        explanation=codes.meaning("ED775"),
+                    ),
+                )
+            )
     return findings, rows
 
 
 # --- nodes that did not report ----------------------------------------------------------------------
+
 
 def absent(nodes: Sequence[NodeFacts]) -> List[NodeFinding]:
     out = []
     for node in nodes:
         if node.status == "missing":
             why = node.notes[0] if node.notes else "it did not join"
-            out.append(NodeFinding(node.name, Finding(
-                "ED780", "error", f"{node.name}: did not report ({why})", evidence=node.notes,
-                fix=fixes.missing(node, node.info.get("master")), reference=REFERENCE, area="fleet",
-                explanation=codes.meaning("ED780"))))
+            out.append(
+                NodeFinding(
+                    node.name,
+                    Finding(
+                        "ED780",
+                        "error",
+                        f"{node.name}: did not report ({why})",
+                        evidence=node.notes,
+                        fix=fixes.missing(node, node.info.get("master")),
+                        reference=REFERENCE,
+                        area="fleet",
+                        explanation=codes.meaning("ED780"),
+                    ),
+                )
+            )
         for path, reason in node.unreadable:
-            out.append(NodeFinding(node.name, Finding(
-                "ED781", "error", f"{node.name}: {reason}", evidence=(path,), fix=fixes.unreadable(path),
-                reference=REFERENCE, area="fleet", explanation=codes.meaning("ED781"))))
+            out.append(
+                NodeFinding(
+                    node.name,
+                    Finding(
+                        "ED781",
+                        "error",
+                        f"{node.name}: {reason}",
+                        evidence=(path,),
+                        fix=fixes.unreadable(path),
+                        reference=REFERENCE,
+                        area="fleet",
+                        explanation=codes.meaning("ED781"),
+                    ),
+                )
+            )
     return out
 
 
 # --- everything ----------------------------------------------------------------------------------------
+
 
 def _targets(nodes: Sequence[NodeFacts], attr: str) -> Dict[str, Any]:
     """GPU model -> the most common value of ``attr`` among its GPUs in the fleet (ties: the higher)."""
@@ -475,8 +599,13 @@ def verdicts(nodes: Sequence[NodeFacts], findings: Sequence[NodeFinding], rows: 
     return out
 
 
-def analyze(nodes: Sequence[NodeFacts], table: Any = None, slow_fraction: float = SLOW_FRACTION,
-            extra: Sequence[NodeFinding] = (), suppress: Sequence[str] = ()) -> Drift:
+def analyze(
+    nodes: Sequence[NodeFacts],
+    table: Any = None,
+    slow_fraction: float = SLOW_FRACTION,
+    extra: Sequence[NodeFinding] = (),
+    suppress: Sequence[str] = (),
+) -> Drift:
     """The fleet's rows, findings and verdicts for ``nodes`` (named uniquely already); ``extra``:
     findings made elsewhere about these nodes (the comms phase of a gather), counted in the verdicts.
     ``suppress``: ``--suppress`` codes, split off (:func:`envdoctor.checks.kept`) before any verdict."""
@@ -497,16 +626,37 @@ def analyze(nodes: Sequence[NodeFacts], table: Any = None, slow_fraction: float 
     shown = {id(f) for f in found}
     hidden = tuple(f for f in every if id(f) not in shown)
     order = {n.name: i for i, n in enumerate(nodes)}
-    found.sort(key=lambda f: (order.get(f.node, 0), {"error": 0, "warning": 1, "info": 2}[f.finding.severity],
-                              f.finding.code))
+    found.sort(
+        key=lambda f: (order.get(f.node, 0), {"error": 0, "warning": 1, "info": 2}[f.finding.severity], f.finding.code)
+    )
     differing = [r for r in rows.values() if r.differs] + health_rows + slow_rows
     same = [r for r in rows.values() if not r.differs]
     notes = []
     if len(reported) < 2:
         notes.append(f"{len(reported)} node{'s' if len(reported) != 1 else ''} reported: nothing to compare")
-    return Drift(tuple(nodes), tuple(differing), tuple(same), tuple(found),
-                 tuple(verdicts(nodes, found, differing)), tuple(notes), checks.suppressed_codes(suppress), hidden)
+    return Drift(
+        tuple(nodes),
+        tuple(differing),
+        tuple(same),
+        tuple(found),
+        tuple(verdicts(nodes, found, differing)),
+        tuple(notes),
+        checks.suppressed_codes(suppress),
+        hidden,
+    )
 
 
-__all__ = ["Drift", "FactRow", "NodeFinding", "SLOW_FRACTION", "SPECS", "Spec", "Verdict", "analyze",
-           "compare", "majority", "names", "show"]
+__all__ = [
+    "Drift",
+    "FactRow",
+    "NodeFinding",
+    "SLOW_FRACTION",
+    "SPECS",
+    "Spec",
+    "Verdict",
+    "analyze",
+    "compare",
+    "majority",
+    "names",
+    "show",
+]

@@ -28,20 +28,20 @@ class PciePeak:
     index: int
     gen: Optional[int]
     width: Optional[int]
-    gbps: Optional[float]                # one direction
-    basis: str                           # "Gen5 x16 (the most this GPU and slot allow)"
-    idle_low: bool = False               # current link below it while idle: power saving, not a fault
+    gbps: Optional[float]  # one direction
+    basis: str  # "Gen5 x16 (the most this GPU and slot allow)"
+    idle_low: bool = False  # current link below it while idle: power saving, not a fault
 
 
 @dataclass(frozen=True)
 class PathPeak:
     a: int
     b: int
-    path: str                            # "NV18", "PIX", ..., "SYS"
-    kind: str                            # "nvlink" or "pcie"
-    gbps: Optional[float]                # one direction
+    path: str  # "NV18", "PIX", ..., "SYS"
+    kind: str  # "nvlink" or "pcie"
+    gbps: Optional[float]  # one direction
     basis: str
-    confirmed: bool = True               # every rate used rests on a source read
+    confirmed: bool = True  # every rate used rests on a source read
 
 
 @dataclass(frozen=True)
@@ -106,10 +106,14 @@ def expected(facts: LinksFacts, table: LinkTable) -> Topology:
             rate = table.nvlink_rate(gen)
             spec = table.gpu(a.name)
             confirmed = bool(rate and rate.confirmed("per_link_gbps")) and not (
-                spec is not None and spec.nvlink_per_link_gbps and not spec.confirmed("nvlink_per_link_gbps"))
+                spec is not None and spec.nvlink_per_link_gbps and not spec.confirmed("nvlink_per_link_gbps")
+            )
             via = " through NVSwitch" if pair.nvlink_via == "switch" else ""
-            basis = (f"{pair.nvlinks} NVLink {gen} links x {per:g} GB/s{via}" if per
-                     else f"{pair.nvlinks} NVLinks of an unknown generation")
+            basis = (
+                f"{pair.nvlinks} NVLink {gen} links x {per:g} GB/s{via}"
+                if per
+                else f"{pair.nvlinks} NVLinks of an unknown generation"
+            )
             paths.append(PathPeak(pair.a, pair.b, pair.path, "nvlink", gbps, basis, confirmed))
             continue
         ends = [by_index[i] for i in (pair.a, pair.b) if i in by_index and by_index[i].gbps]

@@ -60,17 +60,22 @@ def _progress(stream: Any) -> Any:
         if kind == "stage" and e.get("stage") in ("import torch", "init_process_group"):
             text = f"comms: rank 0: {e['stage']}"
         elif kind == "plan":
-            state.update(total=opt_int(e, "points", low=0, high=10 ** 6) or 0,
-                         world=opt_int(e, "world_size", low=1, high=1 << 20) or 1)
+            state.update(
+                total=opt_int(e, "points", low=0, high=10**6) or 0,
+                world=opt_int(e, "world_size", low=1, high=1 << 20) or 1,
+            )
             text = f"comms: {state['world']} rank(s) ready, {state['total']} points"
         elif kind == "point":
             q = e.get("point") if isinstance(e.get("point"), dict) else {}
             state["done"] += 1
             t = opt_float(q, "time_s", low=0, high=86400)
-            size = opt_int(q, "bytes", low=0, high=2 ** 63 - 1) or 0
+            size = opt_int(q, "bytes", low=0, high=2**63 - 1) or 0
             collective = opt_str(q, "collective", max_chars=32)
-            bus = plan.busbw_gbps(collective, size, t, state["world"]) \
-                if t is not None and collective in plan.COLLECTIVES else None
+            bus = (
+                plan.busbw_gbps(collective, size, t, state["world"])
+                if t is not None and collective in plan.COLLECTIVES
+                else None
+            )
             if state["world"] <= 1 and t is not None:
                 shown = f"{t * 1e6:.1f} us (one rank: no bandwidth)"
             else:
@@ -89,36 +94,96 @@ def _progress(stream: Any) -> Any:
 
 @click.command("comms")
 @python_option
-@click.option("--collective", "collectives", type=ChoiceList(plan.COLLECTIVES, "COLLECTIVES"),
-              default=",".join(plan.COLLECTIVES),
-              show_default=True, metavar="all_reduce,all_gather,...", help="Collectives to measure.")
-@click.option("--sizes", default=None, metavar="1M..4G",
-              help=f"Sizes S: FROM..TO (times --factor), or a list 1M,16M,1G "
-                   f"(default: {plan.DEFAULT_SIZES} with NCCL, {plan.GLOO_SIZES} with gloo).")
-@click.option("--factor", type=Number(2, 1024, integer=True), default=plan.DEFAULT_FACTOR, show_default=True,
-              help="Step between sizes of a FROM..TO range.")
-@click.option("--devices", default="all", show_default=True, callback=_devices, metavar="all|0,1,...",
-              help="GPUs (CUDA indices), one rank each.")
-@click.option("--backend", type=click.Choice(("auto", "nccl", "gloo")), default="auto", show_default=True,
-              help="auto: NCCL on the GPUs, or gloo on the CPU where there is none.")
-@click.option("--nproc", type=Number(1, 1024, integer=True), default=None,
-              help="Ranks to start (gloo: CPU processes, default 2; nccl: at most this many GPUs).")
-@click.option("--pairs/--no-pairs", default=True, show_default=True,
-              help="Also copy between every pair of GPUs (which link is slow).")
-@click.option("--timeout", "timeout_s", type=seconds(1), default=30.0, show_default=True,
-              metavar="SECONDS", help="Time one collective (and joining the group) may take.")
+@click.option(
+    "--collective",
+    "collectives",
+    type=ChoiceList(plan.COLLECTIVES, "COLLECTIVES"),
+    default=",".join(plan.COLLECTIVES),
+    show_default=True,
+    metavar="all_reduce,all_gather,...",
+    help="Collectives to measure.",
+)
+@click.option(
+    "--sizes",
+    default=None,
+    metavar="1M..4G",
+    help=f"Sizes S: FROM..TO (times --factor), or a list 1M,16M,1G "
+    f"(default: {plan.DEFAULT_SIZES} with NCCL, {plan.GLOO_SIZES} with gloo).",
+)
+@click.option(
+    "--factor",
+    type=Number(2, 1024, integer=True),
+    default=plan.DEFAULT_FACTOR,
+    show_default=True,
+    help="Step between sizes of a FROM..TO range.",
+)
+@click.option(
+    "--devices",
+    default="all",
+    show_default=True,
+    callback=_devices,
+    metavar="all|0,1,...",
+    help="GPUs (CUDA indices), one rank each.",
+)
+@click.option(
+    "--backend",
+    type=click.Choice(("auto", "nccl", "gloo")),
+    default="auto",
+    show_default=True,
+    help="auto: NCCL on the GPUs, or gloo on the CPU where there is none.",
+)
+@click.option(
+    "--nproc",
+    type=Number(1, 1024, integer=True),
+    default=None,
+    help="Ranks to start (gloo: CPU processes, default 2; nccl: at most this many GPUs).",
+)
+@click.option(
+    "--pairs/--no-pairs",
+    default=True,
+    show_default=True,
+    help="Also copy between every pair of GPUs (which link is slow).",
+)
+@click.option(
+    "--timeout",
+    "timeout_s",
+    type=seconds(1),
+    default=30.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="Time one collective (and joining the group) may take.",
+)
 @click.option("--json", "as_json", is_flag=True, help='Print the versioned JSON document ("envdoctor.comms/1").')
-@click.option("--plot", type=FilePath(dir_okay=False), default=None, metavar="FILE.png",
-              help="Also draw busbw per size, with matplotlib from the target environment.")
+@click.option(
+    "--plot",
+    type=FilePath(dir_okay=False),
+    default=None,
+    metavar="FILE.png",
+    help="Also draw busbw per size, with matplotlib from the target environment.",
+)
 @click.option("--idle-timeout", type=seconds(1), default=None, hidden=True)
 @suppress_option
 @html_options
 @debug_option
 @guarded
-def comms(python: Optional[str], collectives: Tuple[str, ...], sizes: Optional[str], factor: int,
-          devices: Optional[Tuple[int, ...]], backend: str, nproc: Optional[int], pairs: bool, timeout_s: float,
-          as_json: bool, plot: Optional[str], idle_timeout: Optional[float], suppress: Tuple[str, ...],
-          debug: bool, as_html: bool = False, html_output: Optional[Path] = None) -> None:
+def comms(
+    python: Optional[str],
+    collectives: Tuple[str, ...],
+    sizes: Optional[str],
+    factor: int,
+    devices: Optional[Tuple[int, ...]],
+    backend: str,
+    nproc: Optional[int],
+    pairs: bool,
+    timeout_s: float,
+    as_json: bool,
+    plot: Optional[str],
+    idle_timeout: Optional[float],
+    suppress: Tuple[str, ...],
+    debug: bool,
+    as_html: bool = False,
+    html_output: Optional[Path] = None,
+) -> None:
     """Collectives between GPUs (NCCL) or CPU processes (gloo): bus bandwidth as nccl-tests counts it.
 
     \b
@@ -147,26 +212,42 @@ def comms(python: Optional[str], collectives: Tuple[str, ...], sizes: Optional[s
         chosen = plan.parse_sizes(sizes, factor) if sizes else None
     except SizeError as exc:
         raise click.BadParameter(str(exc), param_hint="--sizes") from None
-    opts = CommsOptions(collectives=collectives, sizes=chosen, backend=backend, devices=devices, nproc=nproc,
-                        pairs=pairs, timeout_s=timeout_s, idle_timeout_s=idle_timeout)
+    opts = CommsOptions(
+        collectives=collectives,
+        sizes=chosen,
+        backend=backend,
+        devices=devices,
+        nproc=nproc,
+        pairs=pairs,
+        timeout_s=timeout_s,
+        idle_timeout_s=idle_timeout,
+    )
     result = run_comms(opts, target, progress=_progress(sys.stderr))
     if getattr(sys.stderr, "isatty", lambda: False)():
         sys.stderr.write("\r\x1b[K")
     findings, hidden = split_suppressed(verdicts(result), suppress)
     if result.error is not None and result.error.command in ("--devices", "launcher", "no_gpu", "no_torch"):
-        if as_json or as_html:    # a run that could not start still prints its document (as diag's)
+        if as_json or as_html:  # a run that could not start still prints its document (as diag's)
             _emit_document(result, findings, EXIT_USAGE, as_html, html_output)
         click.echo(f"envdoctor comms: {result.error.message}", err=True)
         sys.exit(EXIT_USAGE)
     reporter = result.launcher == "envdoctor" or any(x.rank == 0 for x in result.ranks)
     if not reporter:
         mine = result.ranks[0] if result.ranks else None
-        click.echo(f"envdoctor comms: rank {mine.rank if mine else '?'} of {result.world_size}: "
-                   f"{mine.status if mine else 'no answer'} (rank 0 reports)", err=True)
+        click.echo(
+            f"envdoctor comms: rank {mine.rank if mine else '?'} of {result.world_size}: "
+            f"{mine.status if mine else 'no answer'} (rank 0 reports)",
+            err=True,
+        )
         sys.exit(EXIT_OK if mine is not None and mine.status == "ok" else EXIT_ERRORS)
     if as_json or as_html:
-        _emit_document(result, findings, EXIT_ERRORS if any(f.severity == "error" for f in findings) else EXIT_OK,
-                       as_html, html_output)
+        _emit_document(
+            result,
+            findings,
+            EXIT_ERRORS if any(f.severity == "error" for f in findings) else EXIT_OK,
+            as_html,
+            html_output,
+        )
     else:
         click.echo(render_comms_text(result, findings, color=use_color(), suppressed=hidden), nl=False)
     if plot:

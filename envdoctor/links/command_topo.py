@@ -55,10 +55,12 @@ def _no_gpu(ctx: Any, lf: Any) -> Tuple[int, str]:
     on_bus = sum(1 for d in pci.devices if d.vendor_id == "0x10de" and d.class_code.startswith("0x03"))
     if not on_bus:
         bus = pci.error.message if pci.error is not None else "none on the PCI bus"
-        return EXIT_USAGE, (f"envdoctor topo: no GPU on this machine: {why}; {bus}; "
-                            "run topo on a node with an NVIDIA GPU")
-    return EXIT_ERRORS, (f"envdoctor topo: {on_bus} NVIDIA GPU(s) on the PCI bus, none could be read: {why}; "
-                         "`envdoctor check` says why")
+        return EXIT_USAGE, (
+            f"envdoctor topo: no GPU on this machine: {why}; {bus}; run topo on a node with an NVIDIA GPU"
+        )
+    return EXIT_ERRORS, (
+        f"envdoctor topo: {on_bus} NVIDIA GPU(s) on the PCI bus, none could be read: {why}; `envdoctor check` says why"
+    )
 
 
 @click.command("topo")
@@ -69,8 +71,15 @@ def _no_gpu(ctx: Any, lf: Any) -> Tuple[int, str]:
 @debug_option
 @root_option
 @guarded
-def topo(timeout: float, as_json: bool, debug: bool, root: Optional[Path], as_html: bool = False,
-         html_output: Optional[Path] = None, suppress: Tuple[str, ...] = ()) -> None:
+def topo(
+    timeout: float,
+    as_json: bool,
+    debug: bool,
+    root: Optional[Path],
+    as_html: bool = False,
+    html_output: Optional[Path] = None,
+    suppress: Tuple[str, ...] = (),
+) -> None:
     """GPU links: PCIe, NVLink, NUMA and the path between every pair of GPUs.
 
     \b
@@ -116,7 +125,7 @@ def topo(timeout: float, as_json: bool, debug: bool, root: Optional[Path], as_ht
         from envdoctor.probes import fabric as fabric_probe
         from envdoctor.render.fabric import fabric_lines
 
-        nics = fabric_lines(fabric_probe.probe(ctx))      # the IB/RoCE adapters beside the GPUs
+        nics = fabric_lines(fabric_probe.probe(ctx))  # the IB/RoCE adapters beside the GPUs
         if nics:
             click.echo("\n".join(["", "fabric:"] + ["  " + line for line in nics]))
     if no_gpu:

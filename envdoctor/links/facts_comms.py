@@ -18,20 +18,20 @@ class CommsPoint:
 
     collective: str
     bytes: int
-    count: int = 0                           # float32 elements of each rank's input
+    count: int = 0  # float32 elements of each rank's input
     dtype: str = "float32"
-    status: str = "ok"                       # ok, skipped, failed
+    status: str = "ok"  # ok, skipped, failed
     reason: Optional[str] = None
     warmup: int = 0
     iters: int = 0
-    time_us: Optional[float] = None          # per call, averaged over ranks (nccl-tests -a 1)
-    time_max_us: Optional[float] = None      # the slowest rank's
-    algbw_gbps: Optional[float] = None       # S / time, decimal GB/s
-    busbw_gbps: Optional[float] = None       # algbw x nccl-tests' factor
-    wrong: Optional[int] = None              # wrong elements over all ranks (0: the result was right)
-    algo: Optional[str] = None               # what NCCL said it ran: Ring, Tree, NVLS, ...
-    proto: Optional[str] = None              # LL, LL128, Simple
-    ratio: Optional[float] = None            # busbw / expected peak of the slowest path
+    time_us: Optional[float] = None  # per call, averaged over ranks (nccl-tests -a 1)
+    time_max_us: Optional[float] = None  # the slowest rank's
+    algbw_gbps: Optional[float] = None  # S / time, decimal GB/s
+    busbw_gbps: Optional[float] = None  # algbw x nccl-tests' factor
+    wrong: Optional[int] = None  # wrong elements over all ranks (0: the result was right)
+    algo: Optional[str] = None  # what NCCL said it ran: Ring, Tree, NVLS, ...
+    proto: Optional[str] = None  # LL, LL128, Simple
+    ratio: Optional[float] = None  # busbw / expected peak of the slowest path
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,7 @@ class PairPoint:
     iters: int
     gbps: Optional[float] = None
     wrong: int = 0
-    path: Optional[str] = None               # "NV18", "PHB", ... from the topology
+    path: Optional[str] = None  # "NV18", "PHB", ... from the topology
     expected_gbps: Optional[float] = None
     ratio: Optional[float] = None
 
@@ -57,19 +57,19 @@ class HostCopy:
     bytes: int
     iters: int
     gbps: Optional[float] = None
-    expected_gbps: Optional[float] = None    # the GPU's PCIe link, one direction
+    expected_gbps: Optional[float] = None  # the GPU's PCIe link, one direction
     ratio: Optional[float] = None
 
 
 @dataclass(frozen=True)
 class RankOutcome:
     rank: int
-    status: str                              # ok, failed (an error it reported), hung, died, stopped
+    status: str  # ok, failed (an error it reported), hung, died, stopped
     local_rank: Optional[int] = None
     host: Optional[str] = None
-    device: Optional[str] = None             # "cuda:1 NVIDIA H200" or "CPU"
-    gpu: Optional[int] = None                # the NVML index of its GPU, where known
-    stage: Optional[str] = None              # the last step it announced
+    device: Optional[str] = None  # "cuda:1 NVIDIA H200" or "CPU"
+    gpu: Optional[int] = None  # the NVML index of its GPU, where known
+    stage: Optional[str] = None  # the last step it announced
     message: Optional[str] = None
     seconds: Optional[float] = None
 
@@ -78,16 +78,16 @@ class RankOutcome:
 class Expected:
     """What the links should carry: the slowest path between the GPUs used, from data/links.toml."""
 
-    peak_gbps: Optional[float] = None        # one direction
-    path: Optional[str] = None               # "NV18", "PCIe Gen4 x16", ...
+    peak_gbps: Optional[float] = None  # one direction
+    path: Optional[str] = None  # "NV18", "PCIe Gen4 x16", ...
     basis: Optional[str] = None
-    kind: Optional[str] = None               # nvlink or pcie
+    kind: Optional[str] = None  # nvlink or pcie
     achievable_fraction: Optional[float] = None
     achievable_gbps: Optional[float] = None
-    published_gbps: Optional[float] = None   # a published all-reduce figure of the same setup, if any
+    published_gbps: Optional[float] = None  # a published all-reduce figure of the same setup, if any
     published_source: Optional[str] = None
     confirmed: bool = True
-    gpu_name: Optional[str] = None           # the model of the GPUs used, when they are all one model
+    gpu_name: Optional[str] = None  # the model of the GPUs used, when they are all one model
     note: Optional[str] = None
 
 
@@ -97,25 +97,35 @@ class CommsResult:
     expected peak (docs/links.md lists the keys and what 'bytes', nccl-tests' S, means per collective)."""
 
     #: the keys every comms document has had (recorded ones lack some later fields)
-    json_required = ("schema", "backend", "launcher", "world_size", "points", "pairs", "host_copies", "ranks",
-                     "expected", "error")
+    json_required = (
+        "schema",
+        "backend",
+        "launcher",
+        "world_size",
+        "points",
+        "pairs",
+        "host_copies",
+        "ranks",
+        "expected",
+        "error",
+    )
 
     schema: str = SCHEMA
     created_at: Optional[str] = None
     envdoctor_version: Optional[str] = None
     backend: str = "nccl"
-    launcher: str = "envdoctor"              # envdoctor, torchrun, slurm, mpirun, env
+    launcher: str = "envdoctor"  # envdoctor, torchrun, slurm, mpirun, env
     world_size: int = 0
     hosts: Tuple[str, ...] = ()
     python: Optional[str] = None
     torch_version: Optional[str] = None
     nccl_version: Optional[str] = None
-    nccl_env: Dict[str, str] = field(default_factory=dict)       # NCCL_NVLS_ENABLE & co. as the ranks saw them
-    nvls_available: Optional[bool] = None    # NCCL's INIT log: multicast available
-    nvls_used: Optional[bool] = None         # a TUNING line said Algo NVLS (or NVLSTree)
-    transports: Tuple[str, ...] = ()         # NCCL's channel transports: P2P/CUMEM, P2P/IPC, SHM, NET/IB ...
-    nccl_log: Optional[str] = None           # where the algorithm came from, or why it is unknown
-    method: Dict[str, str] = field(default_factory=dict)         # timing method, in words
+    nccl_env: Dict[str, str] = field(default_factory=dict)  # NCCL_NVLS_ENABLE & co. as the ranks saw them
+    nvls_available: Optional[bool] = None  # NCCL's INIT log: multicast available
+    nvls_used: Optional[bool] = None  # a TUNING line said Algo NVLS (or NVLSTree)
+    transports: Tuple[str, ...] = ()  # NCCL's channel transports: P2P/CUMEM, P2P/IPC, SHM, NET/IB ...
+    nccl_log: Optional[str] = None  # where the algorithm came from, or why it is unknown
+    method: Dict[str, str] = field(default_factory=dict)  # timing method, in words
     points: Tuple[CommsPoint, ...] = ()
     pairs: Tuple[PairPoint, ...] = ()
     host_copies: Tuple[HostCopy, ...] = ()
@@ -124,4 +134,4 @@ class CommsResult:
     expected: Expected = field(default_factory=Expected)
     notes: Tuple[str, ...] = ()
     wall_s: Optional[float] = None
-    error: Optional[ProbeError] = None       # the run as a whole could not start or finish
+    error: Optional[ProbeError] = None  # the run as a whole could not start or finish

@@ -45,13 +45,15 @@ NCCL_LOG_LIMIT = 16 << 20
 IDLE_GRACE = 30.0
 METHOD = {
     "size": "S as nccl-tests counts it: " + "; ".join(f"{k}: {v}" for k, v in plan.SIZE_MEANING.items()),
-    "time": (f"{plan.WARMUP} warm-up calls (the first two calibrate), then up to {plan.ITERS} calls back to back "
-             "between two CUDA events (perf_counter on the CPU), time = elapsed / calls, averaged over ranks; "
-             f"fewer calls (3 at least) where {plan.ITERS} would take more than {plan.POINT_BUDGET_S:g} s"),
+    "time": (
+        f"{plan.WARMUP} warm-up calls (the first two calibrate), then up to {plan.ITERS} calls back to back "
+        "between two CUDA events (perf_counter on the CPU), time = elapsed / calls, averaged over ranks; "
+        f"fewer calls (3 at least) where {plan.ITERS} would take more than {plan.POINT_BUDGET_S:g} s"
+    ),
     "algbw": "S / time (decimal GB/s)",
     "busbw": "algbw x nccl-tests' factor: " + ", ".join(f"{k} {v}" for k, v in plan.FACTOR_TEXT.items()),
     "check": "after timing, known inputs per rank and chunk; every output chunk compared with the expected "
-             "sum or concatenation; wrong elements summed over ranks",
+    "sum or concatenation; wrong elements summed over ranks",
     "pairs": "one-way send/recv between each ordered pair of ranks, one pair at a time",
 }
 
@@ -59,19 +61,19 @@ METHOD = {
 @dataclass(frozen=True)
 class CommsOptions:
     collectives: Tuple[str, ...] = plan.COLLECTIVES
-    sizes: Optional[Tuple[int, ...]] = None          # None: the backend's default
-    backend: str = "auto"                             # auto, nccl, gloo
-    devices: Optional[Tuple[int, ...]] = None         # None: every GPU CUDA sees
+    sizes: Optional[Tuple[int, ...]] = None  # None: the backend's default
+    backend: str = "auto"  # auto, nccl, gloo
+    devices: Optional[Tuple[int, ...]] = None  # None: every GPU CUDA sees
     nproc: Optional[int] = None
     pairs: bool = True
-    timeout_s: float = 30.0                           # the process group's and each collective's
-    idle_timeout_s: Optional[float] = None            # a child silent this long is stopped
+    timeout_s: float = 30.0  # the process group's and each collective's
+    idle_timeout_s: Optional[float] = None  # a child silent this long is stopped
     warmup: int = plan.WARMUP
     iters: int = plan.ITERS
     point_budget_s: float = plan.POINT_BUDGET_S
-    pair_bytes: Optional[int] = None                  # None: the backend's default
+    pair_bytes: Optional[int] = None  # None: the backend's default
     host_bytes: int = plan.HOST_BYTES
-    inject: Optional[Dict[str, Any]] = None           # envdoctor's own tests: a rank that hangs or dies
+    inject: Optional[Dict[str, Any]] = None  # envdoctor's own tests: a rank that hangs or dies
 
 
 @dataclass(frozen=True)
@@ -90,21 +92,35 @@ def read_links(env: Mapping[str, str], nvml: Any, timeout: float = 10.0) -> Link
     return links.probe(Context(env=dict(env), timeout=timeout, nvml=nvml))
 
 
-def _config(opts: CommsOptions, backend: str, sizes: Tuple[int, ...], world: int, host_copies: bool,
-            collectives: Tuple[str, ...]) -> Dict[str, Any]:
-    cfg: Dict[str, Any] = {"backend": backend, "collectives": list(collectives), "sizes": list(sizes),
-                           "warmup": opts.warmup, "iters": opts.iters, "point_budget_s": opts.point_budget_s,
-                           "timeout_s": opts.timeout_s, "pairs": bool(opts.pairs and world > 1),
-                           "pair_bytes": opts.pair_bytes or (plan.PAIR_BYTES if backend == "nccl" else
-                                                             plan.GLOO_PAIR_BYTES),
-                           "host_copies": host_copies, "host_bytes": opts.host_bytes}
+def _config(
+    opts: CommsOptions,
+    backend: str,
+    sizes: Tuple[int, ...],
+    world: int,
+    host_copies: bool,
+    collectives: Tuple[str, ...],
+) -> Dict[str, Any]:
+    cfg: Dict[str, Any] = {
+        "backend": backend,
+        "collectives": list(collectives),
+        "sizes": list(sizes),
+        "warmup": opts.warmup,
+        "iters": opts.iters,
+        "point_budget_s": opts.point_budget_s,
+        "timeout_s": opts.timeout_s,
+        "pairs": bool(opts.pairs and world > 1),
+        "pair_bytes": opts.pair_bytes or (plan.PAIR_BYTES if backend == "nccl" else plan.GLOO_PAIR_BYTES),
+        "host_copies": host_copies,
+        "host_bytes": opts.host_bytes,
+    }
     if opts.inject:
         cfg["inject"] = dict(opts.inject)
     return cfg
 
 
-def _limits(opts: CommsOptions, sizes: Tuple[int, ...], collectives: Tuple[str, ...],
-            world: int) -> Tuple[float, float]:
+def _limits(
+    opts: CommsOptions, sizes: Tuple[int, ...], collectives: Tuple[str, ...], world: int
+) -> Tuple[float, float]:
     measure = plan.point_budget_s(sizes, collectives) + world * (world - 1) * 0.5 + 10.0
     return STARTUP_ALLOWANCE + measure, idle_bound(opts)
 
@@ -131,19 +147,27 @@ def _nccl_log(directory: Optional[str], env: Mapping[str, str]) -> Tuple[Optiona
             continue
     if not texts:
         if "NCCL_DEBUG" in env:
-            return None, (f"NCCL_DEBUG={env['NCCL_DEBUG']} is set in your environment, so envdoctor left NCCL's "
-                          "logging as it was: algorithm and protocol unknown")
+            return None, (
+                f"NCCL_DEBUG={env['NCCL_DEBUG']} is set in your environment, so envdoctor left NCCL's "
+                "logging as it was: algorithm and protocol unknown"
+            )
         return None, "NCCL wrote no log: algorithm and protocol unknown"
     return parse_nccl_log("\n".join(texts)), "NCCL's INFO log (NCCL_DEBUG_SUBSYS=INIT,TUNING), turned on by envdoctor"
 
 
-def run_comms(opts: CommsOptions, python: str, env: Optional[Mapping[str, str]] = None, *, nvml: Any = None,
-              chosen_by: Optional[str] = None, progress: Optional[Callable[[Progress], None]] = None,
-              stop: Optional[threading.Event] = None) -> CommsResult:
+def run_comms(
+    opts: CommsOptions,
+    python: str,
+    env: Optional[Mapping[str, str]] = None,
+    *,
+    nvml: Any = None,
+    chosen_by: Optional[str] = None,
+    progress: Optional[Callable[[Progress], None]] = None,
+    stop: Optional[threading.Event] = None,
+) -> CommsResult:
     """Measure; never raises for the machine's or the target's sake (the result's error says why)."""
     env = dict(os.environ if env is None else env)
-    common: Dict[str, Any] = dict(created_at=_now(), envdoctor_version=__version__, python=python,
-                                  method=dict(METHOD))
+    common: Dict[str, Any] = dict(created_at=_now(), envdoctor_version=__version__, python=python, method=dict(METHOD))
     try:
         launch = rendezvous(env)
     except LaunchError as exc:
@@ -155,7 +179,7 @@ def run_comms(opts: CommsOptions, python: str, env: Optional[Mapping[str, str]] 
     if launch is not None:
         backend = ("nccl" if nvml_gpus else "gloo") if backend == "auto" else backend
         return _launched(opts, python, env, launch, backend, links, common, progress, stop)
-    if backend == "auto":          # no GPU: say so (and ask torch), rather than measure CPU processes unasked
+    if backend == "auto":  # no GPU: say so (and ask torch), rather than measure CPU processes unasked
         backend = "nccl"
     if backend == "nccl":
         count, visible = visible_gpus(env, nvml_gpus)
@@ -166,11 +190,18 @@ def run_comms(opts: CommsOptions, python: str, env: Optional[Mapping[str, str]] 
         devices = tuple(opts.devices) if opts.devices is not None else tuple(range(count))
         bad = [d for d in devices if d >= count] if count else []
         if bad:
-            return CommsResult(**common, backend="nccl", error=ProbeError(
-                "unavailable", f"--devices {','.join(map(str, devices))}: CUDA sees {count} GPU(s)"
-                + (f" (CUDA_VISIBLE_DEVICES={visible})" if visible is not None else ""), "--devices"))
+            return CommsResult(
+                **common,
+                backend="nccl",
+                error=ProbeError(
+                    "unavailable",
+                    f"--devices {','.join(map(str, devices))}: CUDA sees {count} GPU(s)"
+                    + (f" (CUDA_VISIBLE_DEVICES={visible})" if visible is not None else ""),
+                    "--devices",
+                ),
+            )
         if opts.nproc:
-            devices = devices[:opts.nproc]
+            devices = devices[: opts.nproc]
         if not devices:
             return _no_gpu(opts, python, env, links, common, notes, progress, stop)
         world = len(devices)
@@ -188,10 +219,26 @@ def run_comms(opts: CommsOptions, python: str, env: Optional[Mapping[str, str]] 
         jobs = []
         for r in range(world):
             rank_cfg = dict(cfg, device_index=devices[r]) if devices else dict(cfg)
-            jobs.append(Job(SCRIPT, rank_cfg, python, timeout, what=f"rank {r} of envdoctor comms",
-                            env=rank_env(env, rank=r, world_size=world, local_rank=r, local_world_size=world,
-                                         master_addr="127.0.0.1", master_port=port, nccl_log_dir=log_dir),
-                            idle_timeout=idle))
+            jobs.append(
+                Job(
+                    SCRIPT,
+                    rank_cfg,
+                    python,
+                    timeout,
+                    what=f"rank {r} of envdoctor comms",
+                    env=rank_env(
+                        env,
+                        rank=r,
+                        world_size=world,
+                        local_rank=r,
+                        local_world_size=world,
+                        master_addr="127.0.0.1",
+                        master_port=port,
+                        nccl_log_dir=log_dir,
+                    ),
+                    idle_timeout=idle,
+                )
+            )
         runs, interrupted = run_children(jobs, _hook(progress), stop)
         nccl, note = _nccl_log(log_dir, env)
     finally:
@@ -200,8 +247,7 @@ def run_comms(opts: CommsOptions, python: str, env: Optional[Mapping[str, str]] 
     result = _finish(runs, list(range(world)), backend, "envdoctor", world, links, nccl, note, env, common)
     if interrupted:
         notes.append("stopped by Ctrl-C: what finished is shown")
-    return replace(result, notes=tuple(notes) + result.notes,
-                   error=result.error or _run_error(runs, interrupted))
+    return replace(result, notes=tuple(notes) + result.notes, error=result.error or _run_error(runs, interrupted))
 
 
 def _hook(progress: Optional[Callable[[Progress], None]]) -> Optional[Callable[[int, Dict[str, Any]], None]]:
@@ -210,50 +256,101 @@ def _hook(progress: Optional[Callable[[Progress], None]]) -> Optional[Callable[[
     return lambda i, event: progress(Progress(i, event))
 
 
-def _finish(runs: Tuple[ChildRun, ...], ranks: List[int], backend: str, launcher: str, world: int,
-            links: LinksFacts, nccl: Optional[NcclLog], note: str, env: Mapping[str, str],
-            common: Dict[str, Any]) -> CommsResult:
+def _finish(
+    runs: Tuple[ChildRun, ...],
+    ranks: List[int],
+    backend: str,
+    launcher: str,
+    world: int,
+    links: LinksFacts,
+    nccl: Optional[NcclLog],
+    note: str,
+    env: Mapping[str, str],
+    common: Dict[str, Any],
+) -> CommsResult:
     table = load_links()
     top = expected(links, table)
     wall = max((r.seconds for r in runs), default=0.0)
-    return build(runs, backend=backend, launcher=launcher, world=world, links=links, top=top, table=table,
-                 nccl=nccl, nccl_log_note=note, env=env, ranks=ranks, common=dict(common, wall_s=round(wall, 3)))
+    return build(
+        runs,
+        backend=backend,
+        launcher=launcher,
+        world=world,
+        links=links,
+        top=top,
+        table=table,
+        nccl=nccl,
+        nccl_log_note=note,
+        env=env,
+        ranks=ranks,
+        common=dict(common, wall_s=round(wall, 3)),
+    )
 
 
 def _run_error(runs: Tuple[ChildRun, ...], interrupted: bool) -> Optional[ProbeError]:
     """Why the run as a whole gave nothing, where no rank answered (the rank findings say more)."""
     if any(r.ok for r in runs) or interrupted:
         return None
-    first = next((r for r in runs if r.failure and r.failure.get("kind") in ("no_torch", "import_failed", "no_cuda",
-                                                                              "bad_device")), None)
+    first = next(
+        (
+            r
+            for r in runs
+            if r.failure and r.failure.get("kind") in ("no_torch", "import_failed", "no_cuda", "bad_device")
+        ),
+        None,
+    )
     if first is not None and first.error is not None:
-        if (first.failure or {}).get("kind") == "no_torch":   # could not start: the command's exit 2
+        if (first.failure or {}).get("kind") == "no_torch":  # could not start: the command's exit 2
             return ProbeError(first.error.kind, first.error.message, "no_torch")
         return first.error
     cannot = [r.error for r in runs if r.error is not None and r.error.kind in ("not_found", "permission")]
     if runs and len(cannot) == len(runs):
-        return ProbeError(cannot[0].kind, cannot[0].message, "no_torch")   # the Python cannot be run
+        return ProbeError(cannot[0].kind, cannot[0].message, "no_torch")  # the Python cannot be run
     return None
 
 
-def _no_gpu(opts: CommsOptions, python: str, env: Dict[str, str], links: LinksFacts, common: Dict[str, Any],
-            notes: List[str], progress: Optional[Callable[[Progress], None]],
-            stop: Optional[threading.Event]) -> CommsResult:
+def _no_gpu(
+    opts: CommsOptions,
+    python: str,
+    env: Dict[str, str],
+    links: LinksFacts,
+    common: Dict[str, Any],
+    notes: List[str],
+    progress: Optional[Callable[[Progress], None]],
+    stop: Optional[threading.Event],
+) -> CommsResult:
     """No GPU through NVML: one CPU rank asks torch, which measures host copies if it sees a GPU after all."""
     cfg = _config(opts, "gloo", (), 1, True, ())
-    job = Job(SCRIPT, cfg, python, STARTUP_ALLOWANCE, what="envdoctor comms",
-              env=rank_env(env, rank=0, world_size=1, local_rank=0, local_world_size=1, master_addr="127.0.0.1",
-                           master_port=free_port(), nccl_log_dir=None),
-              idle_timeout=idle_bound(opts))
+    job = Job(
+        SCRIPT,
+        cfg,
+        python,
+        STARTUP_ALLOWANCE,
+        what="envdoctor comms",
+        env=rank_env(
+            env,
+            rank=0,
+            world_size=1,
+            local_rank=0,
+            local_world_size=1,
+            master_addr="127.0.0.1",
+            master_port=free_port(),
+            nccl_log_dir=None,
+        ),
+        idle_timeout=idle_bound(opts),
+    )
     runs, interrupted = run_children([job], _hook(progress), stop)
     result = _finish(runs, [0], "gloo", "envdoctor", 1, links, None, "no GPU: no NCCL", env, common)
     notes.append("no GPU: nothing to measure between GPUs")
     error = _run_error(runs, interrupted)
     if error is None and not interrupted and not result.host_copies and any(x.status == "ok" for x in result.ranks):
         why = links.error.message if links.error else "NVML sees none"
-        error = ProbeError("unavailable", f"no GPU for NCCL: {why}, and torch in {python} sees none either; "
-                           "`envdoctor comms --backend gloo --nproc 2` measures collectives between CPU processes",
-                           "no_gpu")
+        error = ProbeError(
+            "unavailable",
+            f"no GPU for NCCL: {why}, and torch in {python} sees none either; "
+            "`envdoctor comms --backend gloo --nproc 2` measures collectives between CPU processes",
+            "no_gpu",
+        )
     return replace(result, notes=tuple(notes) + result.notes, error=error)
 
 
@@ -261,9 +358,17 @@ def _no_gpu(opts: CommsOptions, python: str, env: Dict[str, str], links: LinksFa
 DOCUMENT_LAUNCHER = {"openmpi": "mpirun"}
 
 
-def _launched(opts: CommsOptions, python: str, env: Dict[str, str], launch: Rendezvous, backend: str,
-              links: LinksFacts, common: Dict[str, Any], progress: Optional[Callable[[Progress], None]],
-              stop: Optional[threading.Event]) -> CommsResult:
+def _launched(
+    opts: CommsOptions,
+    python: str,
+    env: Dict[str, str],
+    launch: Rendezvous,
+    backend: str,
+    links: LinksFacts,
+    common: Dict[str, Any],
+    progress: Optional[Callable[[Progress], None]],
+    stop: Optional[threading.Event],
+) -> CommsResult:
     """This process is one rank of a run started by torchrun/srun/mpirun: run that rank."""
     world = launch.world_size
     kind = DOCUMENT_LAUNCHER.get(launch.launcher, launch.launcher)
@@ -275,8 +380,15 @@ def _launched(opts: CommsOptions, python: str, env: Dict[str, str], launch: Rend
     log_dir = tempfile.mkdtemp(prefix="envdoctor-nccl-") if backend == "nccl" else None
     try:
         timeout, idle = _limits(opts, sizes, collectives, world)
-        job = Job(SCRIPT, cfg, python, timeout, what=f"rank {launch.rank} of envdoctor comms ({kind})",
-                  env=launched_env(env, launch, log_dir), idle_timeout=idle)
+        job = Job(
+            SCRIPT,
+            cfg,
+            python,
+            timeout,
+            what=f"rank {launch.rank} of envdoctor comms ({kind})",
+            env=launched_env(env, launch, log_dir),
+            idle_timeout=idle,
+        )
         runs, interrupted = run_children([job], _hook(progress), stop)
         nccl, note = _nccl_log(log_dir, env)
     finally:
@@ -286,7 +398,6 @@ def _launched(opts: CommsOptions, python: str, env: Dict[str, str], launch: Rend
     return replace(result, error=result.error or _run_error(runs, interrupted))
 
 
-
 def plot_spec(result: CommsResult, path: str) -> Dict[str, Any]:
     """What links/target/plot.py draws: busbw per size and collective, the expected peak."""
     series: Dict[str, List[List[float]]] = {}
@@ -294,8 +405,11 @@ def plot_spec(result: CommsResult, path: str) -> Dict[str, Any]:
         if p.status == "ok" and p.busbw_gbps is not None:
             series.setdefault(p.collective, []).append([p.bytes, p.busbw_gbps])
     devices = sorted({x.device for x in result.ranks if x.device})
-    title = f"{result.world_size} rank(s): " + ", ".join(devices) + (
-        f", NCCL {result.nccl_version}" if result.nccl_version else "")
+    title = (
+        f"{result.world_size} rank(s): "
+        + ", ".join(devices)
+        + (f", NCCL {result.nccl_version}" if result.nccl_version else "")
+    )
     return {"path": os.path.abspath(path), "title": title, "series": series, "peak": result.expected.peak_gbps}
 
 

@@ -37,8 +37,10 @@ def _matrix(gpus: List[Mapping[str, Any]], pairs: List[Mapping[str, Any]]) -> st
             peak = (pair.get("peak") or {}).get("gbps")
             cls = "warning" if str(pair.get("path")) == "SYS" else ""
             title = f"{pair.get('path')}: {fmt(peak)} GB/s; P2P read {fmt(pair.get('p2p_read'))}"
-            cells.append(f'<td class="{cls}" title="{esc(title)}">{esc(pair.get("path"))}'
-                         f'<br><span class="muted">{esc(fmt(peak))} GB/s</span></td>')
+            cells.append(
+                f'<td class="{cls}" title="{esc(title)}">{esc(pair.get("path"))}'
+                f'<br><span class="muted">{esc(fmt(peak))} GB/s</span></td>'
+            )
         rows.append(f"<tr><th>GPU{esc(a)}</th>{''.join(cells)}</tr>")
     return f'<table id="matrix"><thead><tr><th></th>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
 
@@ -50,36 +52,102 @@ def topo_page(doc: Mapping[str, Any], machine: Optional[Redactor] = None) -> str
     pairs = [p for p in d.get("pairs") or () if isinstance(p, Mapping)]
     errors = (d.get("summary") or {}).get("errors") or 0
     if not gpus:
-        verdict = "no GPU could be read" + (f": {d['error'].get('message')}" if isinstance(d.get("error"), Mapping)
-                                            else "")
+        verdict = "no GPU could be read" + (
+            f": {d['error'].get('message')}" if isinstance(d.get("error"), Mapping) else ""
+        )
     elif code == 0:
         verdict = f"{len(gpus)} GPU{'s' if len(gpus) != 1 else ''}, every link as expected"
     else:
         verdict = f"{errors} link problem{'s' if errors != 1 else ''} on {len(gpus)} GPUs"
-    body = [section("Findings", findings(d.get("findings") or (), "No problems found."), id="findings"),
-            section("GPUs", table(
-                ["GPU", "name", "bus", "PCIe now (of most)", "PCIe peak GB/s", "NUMA", "CPUs", "NVLinks up",
-                 "fabric", "MIG", "ECC", "persistence"],
-                [[g.get("index"), g.get("name"), g.get("bus_id"), _pcie(g), (g.get("pcie_peak") or {}).get("gbps"),
-                  g.get("numa_node"), g.get("cpu_affinity"),
-                  Cell(f"{g.get('active_nvlinks')} of {len(g.get('nvlinks') or ())}" if g.get("nvlinks")
-                       else (g.get("nvlink_error") or "none"),
-                       "error" if g.get("nvlinks") and g.get("active_nvlinks", 0) < len(g.get("nvlinks") or ())
-                       else ""),
-                  g.get("fabric_state"), g.get("mig_mode"), g.get("ecc_mode"), g.get("persistence_mode")]
-                 for g in gpus], id="gpus", sortable=True), id="gpu-table")]
+    body = [
+        section("Findings", findings(d.get("findings") or (), "No problems found."), id="findings"),
+        section(
+            "GPUs",
+            table(
+                [
+                    "GPU",
+                    "name",
+                    "bus",
+                    "PCIe now (of most)",
+                    "PCIe peak GB/s",
+                    "NUMA",
+                    "CPUs",
+                    "NVLinks up",
+                    "fabric",
+                    "MIG",
+                    "ECC",
+                    "persistence",
+                ],
+                [
+                    [
+                        g.get("index"),
+                        g.get("name"),
+                        g.get("bus_id"),
+                        _pcie(g),
+                        (g.get("pcie_peak") or {}).get("gbps"),
+                        g.get("numa_node"),
+                        g.get("cpu_affinity"),
+                        Cell(
+                            f"{g.get('active_nvlinks')} of {len(g.get('nvlinks') or ())}"
+                            if g.get("nvlinks")
+                            else (g.get("nvlink_error") or "none"),
+                            "error"
+                            if g.get("nvlinks") and g.get("active_nvlinks", 0) < len(g.get("nvlinks") or ())
+                            else "",
+                        ),
+                        g.get("fabric_state"),
+                        g.get("mig_mode"),
+                        g.get("ecc_mode"),
+                        g.get("persistence_mode"),
+                    ]
+                    for g in gpus
+                ],
+                id="gpus",
+                sortable=True,
+            ),
+            id="gpu-table",
+        ),
+    ]
     if len(gpus) > 1:
-        body.append(section("Paths between GPUs", _matrix(gpus, pairs),
-                            para("NV#: that many bonded NVLinks; PIX/PXB: PCIe switches; PHB: the host bridge; "
-                                 "NODE: within a NUMA node; SYS: across sockets (slowest). Each with its "
-                                 "expected one-direction peak.", "muted"), id="paths"))
-        body.append(section("Pairs", table(["a", "b", "path", "PCIe path", "NVLinks", "via", "P2P read", "P2P write",
-                                            "peak GB/s", "basis"],
-                                           [[p.get("a"), p.get("b"), p.get("path"), p.get("pcie_path"),
-                                             p.get("nvlinks"), p.get("nvlink_via"), p.get("p2p_read"),
-                                             p.get("p2p_write"), (p.get("peak") or {}).get("gbps"),
-                                             (p.get("peak") or {}).get("basis")] for p in pairs],
-                                           id="pairs", sortable=True), id="pair-table"))
+        body.append(
+            section(
+                "Paths between GPUs",
+                _matrix(gpus, pairs),
+                para(
+                    "NV#: that many bonded NVLinks; PIX/PXB: PCIe switches; PHB: the host bridge; "
+                    "NODE: within a NUMA node; SYS: across sockets (slowest). Each with its "
+                    "expected one-direction peak.",
+                    "muted",
+                ),
+                id="paths",
+            )
+        )
+        body.append(
+            section(
+                "Pairs",
+                table(
+                    ["a", "b", "path", "PCIe path", "NVLinks", "via", "P2P read", "P2P write", "peak GB/s", "basis"],
+                    [
+                        [
+                            p.get("a"),
+                            p.get("b"),
+                            p.get("path"),
+                            p.get("pcie_path"),
+                            p.get("nvlinks"),
+                            p.get("nvlink_via"),
+                            p.get("p2p_read"),
+                            p.get("p2p_write"),
+                            (p.get("peak") or {}).get("gbps"),
+                            (p.get("peak") or {}).get("basis"),
+                        ]
+                        for p in pairs
+                    ],
+                    id="pairs",
+                    sortable=True,
+                ),
+                id="pair-table",
+            )
+        )
     elif gpus:
         body.append(para("One GPU: nothing links it to another GPU here.", "muted"))
     body.append(para(f"read from {d.get('source') or '-'}", "muted"))

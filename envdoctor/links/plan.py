@@ -27,19 +27,24 @@ SIZE_MEANING: Dict[str, str] = {
     "all_to_all": "one rank's send buffer (n chunks, one per peer)",
 }
 #: nccl-tests' bus-bandwidth factor as a text, per collective.
-FACTOR_TEXT: Dict[str, str] = {"all_reduce": "2(n-1)/n", "all_gather": "(n-1)/n", "reduce_scatter": "(n-1)/n",
-                               "all_to_all": "(n-1)/n"}
+FACTOR_TEXT: Dict[str, str] = {
+    "all_reduce": "2(n-1)/n",
+    "all_gather": "(n-1)/n",
+    "reduce_scatter": "(n-1)/n",
+    "all_to_all": "(n-1)/n",
+}
 
-DEFAULT_SIZES = "1M..4G"         # x4 steps: 1M 4M 16M 64M 256M 1G 4G
+DEFAULT_SIZES = "1M..4G"  # x4 steps: 1M 4M 16M 64M 256M 1G 4G
 DEFAULT_FACTOR = 4
-GLOO_SIZES = "64K..4M"           # CPU processes: small messages, or the run takes minutes
-WARMUP = 5                       # warm-up calls per size (the first two also calibrate)
-ITERS = 20                       # timed calls per size, as all_reduce_perf -n 20
-POINT_BUDGET_S = 0.5             # a size whose 20 calls would take longer runs fewer (3 at least)
-PAIR_BYTES = 256 << 20           # one-way copy per GPU pair
-GLOO_PAIR_BYTES = 1 << 20        # ... per pair of CPU processes
-HOST_BYTES = 256 << 20           # pinned host <-> GPU copy
+GLOO_SIZES = "64K..4M"  # CPU processes: small messages, or the run takes minutes
+WARMUP = 5  # warm-up calls per size (the first two also calibrate)
+ITERS = 20  # timed calls per size, as all_reduce_perf -n 20
+POINT_BUDGET_S = 0.5  # a size whose 20 calls would take longer runs fewer (3 at least)
+PAIR_BYTES = 256 << 20  # one-way copy per GPU pair
+GLOO_PAIR_BYTES = 1 << 20  # ... per pair of CPU processes
+HOST_BYTES = 256 << 20  # pinned host <-> GPU copy
 MAX_BYTES = 64 << 30
+
 
 def parse_size(text: str) -> int:
     """One size of ``--sizes`` by :func:`envdoctor.units.parse_size`'s rules (``1M`` = 1 MiB as in

@@ -31,8 +31,20 @@ if TYPE_CHECKING:
     from envdoctor.parse.nvidia_topo import TopoMatrix
 
 SYS_PCI = "/sys/bus/pci/devices"
-GPU_FIELDS = ("name", "uuid", "pci", "pcie", "utilization_pct", "numa_node", "cpu_affinity", "nvlinks", "fabric",
-              "mig_mode", "ecc_mode", "persistence_mode")
+GPU_FIELDS = (
+    "name",
+    "uuid",
+    "pci",
+    "pcie",
+    "utilization_pct",
+    "numa_node",
+    "cpu_affinity",
+    "nvlinks",
+    "fabric",
+    "mig_mode",
+    "ecc_mode",
+    "persistence_mode",
+)
 _GTS = {"2.5": 1, "5": 2, "5.0": 2, "8": 3, "8.0": 3, "16": 4, "16.0": 4, "32": 5, "32.0": 5, "64": 6, "64.0": 6}
 
 
@@ -92,8 +104,11 @@ def sysfs_link(ctx: Context, address: Optional[str]) -> Dict[str, Any]:
     }
     up = _upstream(ctx, address)
     if up:
-        out.update(upstream=up, upstream_max_gen=link_gen(_sysfs(ctx, up, "max_link_speed")),
-                   upstream_max_width=_int_text(_sysfs(ctx, up, "max_link_width")))
+        out.update(
+            upstream=up,
+            upstream_max_gen=link_gen(_sysfs(ctx, up, "max_link_speed")),
+            upstream_max_width=_int_text(_sysfs(ctx, up, "max_link_width")),
+        )
     return {k: v for k, v in out.items() if v is not None}
 
 
@@ -116,9 +131,15 @@ def _gpu(ctx: Context, r: Reading) -> GpuLinks:
     nv = v.get("pcie") or {}
     sysfs = sysfs_link(ctx, address)
     sources = [s for s, ok in (("nvml", bool(nv)), ("sysfs", bool(sysfs))) if ok]
-    pcie = PcieLink(gen=nv.get("gen"), width=nv.get("width"), max_gen=nv.get("max_gen"),
-                    max_width=nv.get("max_width"), gpu_max_gen=nv.get("gpu_max_gen"), source=", ".join(sources),
-                    **sysfs)
+    pcie = PcieLink(
+        gen=nv.get("gen"),
+        width=nv.get("width"),
+        max_gen=nv.get("max_gen"),
+        max_width=nv.get("max_width"),
+        gpu_max_gen=nv.get("gpu_max_gen"),
+        source=", ".join(sources),
+        **sysfs,
+    )
     numa, numa_source = v.get("numa_node"), "nvml" if v.get("numa_node") is not None else None
     cpus = cpu_ranges(v["cpu_affinity"]) if v.get("cpu_affinity") else None
     if numa is None or cpus is None:
@@ -126,20 +147,40 @@ def _gpu(ctx: Context, r: Reading) -> GpuLinks:
         if numa is None and s_node is not None:
             numa, numa_source = s_node, "sysfs"
         cpus = cpus or s_cpus
-    links = tuple(NvLink(link=int(x["link"]), active=bool(x["active"]), generation=x.get("generation"),
-                         remote_bus_id=x.get("remote_bus_id"), remote=x.get("remote_type"),
-                         errors=dict(x.get("errors") or {}))
-                  for x in (v.get("nvlinks") or ()))
+    links = tuple(
+        NvLink(
+            link=int(x["link"]),
+            active=bool(x["active"]),
+            generation=x.get("generation"),
+            remote_bus_id=x.get("remote_bus_id"),
+            remote=x.get("remote_type"),
+            errors=dict(x.get("errors") or {}),
+        )
+        for x in (v.get("nvlinks") or ())
+    )
     fabric = v.get("fabric") or {}
     failed = {k: e for k, e in r.errors.items() if e != NOT_SUPPORTED}
     return GpuLinks(
-        index=r.index, name=v.get("name"), uuid=v.get("uuid"), bus_id=bus, pcie=pcie,
-        utilization_pct=v.get("utilization_pct"), numa_node=numa, numa_source=numa_source, cpu_affinity=cpus,
-        nvlinks=links, nvlink_error=r.errors.get("nvlinks"),
-        fabric_state=fabric.get("state"), fabric_status=fabric.get("status"),
-        mig_mode=_mode(v.get("mig_mode"), "current"), mig_pending=_mode(v.get("mig_mode"), "pending"),
-        ecc_mode=_mode(v.get("ecc_mode"), "current"), ecc_pending=_mode(v.get("ecc_mode"), "pending"),
-        persistence_mode=v.get("persistence_mode"), errors=failed)
+        index=r.index,
+        name=v.get("name"),
+        uuid=v.get("uuid"),
+        bus_id=bus,
+        pcie=pcie,
+        utilization_pct=v.get("utilization_pct"),
+        numa_node=numa,
+        numa_source=numa_source,
+        cpu_affinity=cpus,
+        nvlinks=links,
+        nvlink_error=r.errors.get("nvlinks"),
+        fabric_state=fabric.get("state"),
+        fabric_status=fabric.get("status"),
+        mig_mode=_mode(v.get("mig_mode"), "current"),
+        mig_pending=_mode(v.get("mig_mode"), "pending"),
+        ecc_mode=_mode(v.get("ecc_mode"), "current"),
+        ecc_pending=_mode(v.get("ecc_mode"), "pending"),
+        persistence_mode=v.get("persistence_mode"),
+        errors=failed,
+    )
 
 
 def resolve_remotes(gpus: Sequence[GpuLinks]) -> Tuple[GpuLinks, ...]:
@@ -153,7 +194,7 @@ def resolve_remotes(gpus: Sequence[GpuLinks]) -> Tuple[GpuLinks, ...]:
             other = by_bus.get(pci_address(x.remote_bus_id))
             if other is not None and x.remote != "switch":
                 links.append(dataclasses.replace(x, remote="gpu", remote_gpu=other))
-            elif x.remote in ("gpu", "ibmnpu"):      # a GPU this process cannot see, or a POWER9 CPU
+            elif x.remote in ("gpu", "ibmnpu"):  # a GPU this process cannot see, or a POWER9 CPU
                 links.append(x)
             else:
                 links.append(dataclasses.replace(x, remote="switch"))
@@ -176,12 +217,23 @@ def nvlinks_between(a: GpuLinks, b: GpuLinks, p2p_nvlink: Optional[str]) -> Tupl
 def _pairs(session: Session, gpus: Sequence[GpuLinks]) -> Tuple[GpuPair, ...]:
     out = []
     for i, a in enumerate(gpus):
-        for b in gpus[i + 1:]:
+        for b in gpus[i + 1 :]:
             r = session.pair(a.index, b.index)
             level = r.values.get("path")
             count, via = nvlinks_between(a, b, r.values.get("p2p_nvlink"))
-            out.append(GpuPair(a.index, b.index, f"NV{count}" if count else (level or "?"), level, count, via,
-                               r.values.get("p2p_read"), r.values.get("p2p_write"), r.values.get("p2p_nvlink")))
+            out.append(
+                GpuPair(
+                    a.index,
+                    b.index,
+                    f"NV{count}" if count else (level or "?"),
+                    level,
+                    count,
+                    via,
+                    r.values.get("p2p_read"),
+                    r.values.get("p2p_write"),
+                    r.values.get("p2p_nvlink"),
+                )
+            )
     return tuple(out)
 
 
@@ -221,11 +273,19 @@ def from_topo(ctx: Context, m: TopoMatrix, smi_gpus: Sequence[GpuInfo] = ()) -> 
         address = pci_address(info.pci_bus_id) if info and info.pci_bus_id else (addresses[i] if aligned else None)
         sysfs = sysfs_link(ctx, address)
         numa = _int_text(row.numa_affinity) if row.numa_affinity and row.numa_affinity.isdigit() else None
-        gpus.append(GpuLinks(index=i, name=info.name if info else None, uuid=info.uuid if info else None,
-                             bus_id=(info.pci_bus_id if info and info.pci_bus_id else address),
-                             pcie=PcieLink(source="sysfs" if sysfs else "", **sysfs),
-                             numa_node=numa, numa_source="nvidia-smi topo -m" if numa is not None else None,
-                             cpu_affinity=row.cpu_affinity, nvlink_error="nvidia-smi topo -m does not list links"))
+        gpus.append(
+            GpuLinks(
+                index=i,
+                name=info.name if info else None,
+                uuid=info.uuid if info else None,
+                bus_id=(info.pci_bus_id if info and info.pci_bus_id else address),
+                pcie=PcieLink(source="sysfs" if sysfs else "", **sysfs),
+                numa_node=numa,
+                numa_source="nvidia-smi topo -m" if numa is not None else None,
+                cpu_affinity=row.cpu_affinity,
+                nvlink_error="nvidia-smi topo -m does not list links",
+            )
+        )
     pairs = []
     for i, a in enumerate(names):
         for j in range(i + 1, len(names)):
@@ -251,7 +311,7 @@ def nic_links(m: TopoMatrix) -> Tuple[NicLink, ...]:
 
 
 def _smi_fallback(ctx: Context, why: ProbeError) -> LinksFacts:
-    from envdoctor.parse.nvidia_topo import TopoParseError, parse_topo   # only without NVML
+    from envdoctor.parse.nvidia_topo import TopoParseError, parse_topo  # only without NVML
 
     smi, not_program = ctx.locate("nvidia-smi")
     if not_program is not None:
@@ -260,12 +320,15 @@ def _smi_fallback(ctx: Context, why: ProbeError) -> LinksFacts:
         return LinksFacts(error=why) if why.kind != "unavailable" else LinksFacts()
     ran = ctx.run([smi, "topo", "-m"])
     if ran.error is not None:
-        return LinksFacts(error=ProbeError(ran.error.kind, f"{why.message}; nvidia-smi topo -m: {ran.error.message}",
-                                           "nvidia-smi topo -m"))
+        return LinksFacts(
+            error=ProbeError(
+                ran.error.kind, f"{why.message}; nvidia-smi topo -m: {ran.error.message}", "nvidia-smi topo -m"
+            )
+        )
     query = ctx.run([smi, "--query-gpu=" + ",".join(QUERY_FIELDS), "--format=csv,nounits"])
     try:
         smi_gpus = parse_query_gpu(query.stdout) if query.error is None else ()
-    except ValueError:                      # SmiParseError: nvidia-smi printed nothing usable
+    except ValueError:  # SmiParseError: nvidia-smi printed nothing usable
         smi_gpus = ()
     try:
         return from_topo(ctx, parse_topo(ran.stdout), smi_gpus)
@@ -278,7 +341,7 @@ def _smi_nics(ctx: Context) -> Tuple[NicLink, ...]:
     """The NICs of ``nvidia-smi topo -m`` beside NVML's GPUs (NVML has no NICs); none on any failure.
     Without an RDMA device in sysfs there is no NIC for it to list, and nvidia-smi (a second NVML
     start, the slowest step of check's probes on the H200) is not run."""
-    if not ctx.listdir(SYS_IB):     # the NICs topo -m shows are these RDMA devices (NIC0: mlx5_0)
+    if not ctx.listdir(SYS_IB):  # the NICs topo -m shows are these RDMA devices (NIC0: mlx5_0)
         return ()
     from envdoctor.parse.nvidia_topo import TopoParseError, parse_topo
 

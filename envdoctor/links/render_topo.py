@@ -23,10 +23,15 @@ from envdoctor.findings import Finding, exit_code
 from envdoctor.links.analysis_topo import PciePeak, Topology
 
 SCHEMA = "envdoctor.topo/1"
-LEGEND = (("X", "self"), ("NV#", "# bonded NVLinks (direct, or through NVSwitch)"),
-          ("PIX", "at most one PCIe bridge"), ("PXB", "several PCIe bridges, no host bridge"),
-          ("PHB", "a PCIe host bridge (the CPU)"), ("NODE", "host bridges within one NUMA node"),
-          ("SYS", "the CPU interconnect between NUMA nodes (QPI/UPI)"))
+LEGEND = (
+    ("X", "self"),
+    ("NV#", "# bonded NVLinks (direct, or through NVSwitch)"),
+    ("PIX", "at most one PCIe bridge"),
+    ("PXB", "several PCIe bridges, no host bridge"),
+    ("PHB", "a PCIe host bridge (the CPU)"),
+    ("NODE", "host bridges within one NUMA node"),
+    ("SYS", "the CPU interconnect between NUMA nodes (QPI/UPI)"),
+)
 Row = Tuple[str, str]
 
 
@@ -58,19 +63,25 @@ def _nvlink_text(g: GpuLinks) -> str:
     if not g.nvlinks:
         return "none" if g.nvlink_error in (None, "not supported") else g.nvlink_error or "none"
     gens = sorted({x.generation for x in g.nvlinks if x.generation})
-    ends = sorted({f"GPU {x.remote_gpu}" if x.remote_gpu is not None else (x.remote or "?")
-                   for x in g.nvlinks if x.active})
-    return (f"{g.active_nvlinks}/{len(g.nvlinks)} active" + (f", NVLink {'/'.join(gens)}" if gens else "")
-            + (f", to {', '.join(ends)}" if ends else ""))
+    ends = sorted(
+        {f"GPU {x.remote_gpu}" if x.remote_gpu is not None else (x.remote or "?") for x in g.nvlinks if x.active}
+    )
+    return (
+        f"{g.active_nvlinks}/{len(g.nvlinks)} active"
+        + (f", NVLink {'/'.join(gens)}" if gens else "")
+        + (f", to {', '.join(ends)}" if ends else "")
+    )
 
 
 def _modes(g: GpuLinks) -> str:
     def onoff(v: Optional[bool]) -> str:
         return "?" if v is None else ("on" if v else "off")
 
-    parts = [f"ECC {onoff(g.ecc_mode)}" if g.ecc_mode is not None else "ECC n/a",
-             f"MIG {onoff(g.mig_mode)}" if g.mig_mode is not None else "MIG n/a",
-             f"persistence {onoff(g.persistence_mode)}"]
+    parts = [
+        f"ECC {onoff(g.ecc_mode)}" if g.ecc_mode is not None else "ECC n/a",
+        f"MIG {onoff(g.mig_mode)}" if g.mig_mode is not None else "MIG n/a",
+        f"persistence {onoff(g.persistence_mode)}",
+    ]
     if g.fabric_state:
         parts.append(f"fabric {g.fabric_state.replace('_', ' ')}")
     return ", ".join(parts)
@@ -92,12 +103,20 @@ def links_rows(f: Facts) -> List[Row]:
         rows.append((f"GPU {g.index} host", f"{numa}{cpus}; {_modes(g)}"))
     for p in lf.pairs:
         p2p = f", P2P read {p.p2p_read}, write {p.p2p_write}" if p.p2p_read else ""
-        rows.append((f"GPU {p.a} <-> GPU {p.b}", f"{p.path}" + (f" (PCIe {p.pcie_path})" if p.pcie_path and
-                                                                 p.pcie_path != p.path else "") + p2p))
+        rows.append(
+            (
+                f"GPU {p.a} <-> GPU {p.b}",
+                f"{p.path}" + (f" (PCIe {p.pcie_path})" if p.pcie_path and p.pcie_path != p.path else "") + p2p,
+            )
+        )
     for n in lf.nics:
         near = ", ".join(map(str, n.nearest_gpus))
-        rows.append((f"{n.name} {n.device}" if n.device and n.device != n.name else n.name,
-                     f"nearest GPU {near} ({n.paths.get(n.nearest_gpus[0], '?')})" if n.nearest_gpus else "?"))
+        rows.append(
+            (
+                f"{n.name} {n.device}" if n.device and n.device != n.name else n.name,
+                f"nearest GPU {near} ({n.paths.get(n.nearest_gpus[0], '?')})" if n.nearest_gpus else "?",
+            )
+        )
     rows.append(("Source", lf.source or "?"))
     return rows
 
@@ -142,8 +161,9 @@ def nic_lines(lf: LinksFacts) -> List[str]:
     return out
 
 
-def render_topo_text(lf: LinksFacts, top: Topology, findings: Iterable[Finding], color: bool = False,
-                     suppressed: Iterable[Finding] = ()) -> str:
+def render_topo_text(
+    lf: LinksFacts, top: Topology, findings: Iterable[Finding], color: bool = False, suppressed: Iterable[Finding] = ()
+) -> str:
     from envdoctor.style import Style
     from envdoctor.lines import findings_section
 
@@ -233,8 +253,9 @@ class TopoDocument(_TopoKeys, total=False):
     nics: List[NicLink]
 
 
-def topo_document(lf: LinksFacts, top: Topology, findings: Iterable[Finding], *, envdoctor_version: str,
-                  created_at: str) -> TopoDocument:
+def topo_document(
+    lf: LinksFacts, top: Topology, findings: Iterable[Finding], *, envdoctor_version: str, created_at: str
+) -> TopoDocument:
     """The ``envdoctor.topo/1`` document: facts per GPU and pair, each with its expected peak."""
     findings = tuple(findings)
     gpus = []
@@ -260,8 +281,11 @@ def topo_document(lf: LinksFacts, top: Topology, findings: Iterable[Finding], *,
         "pairs": pairs,
         "nics": [to_data(n) for n in lf.nics],
         "findings": [to_data(f) for f in findings],
-        "summary": {"errors": sum(f.severity == "error" for f in findings),
-                    "warnings": sum(f.severity == "warning" for f in findings),
-                    "info": sum(f.severity == "info" for f in findings), "exit_code": exit_code(findings)},
+        "summary": {
+            "errors": sum(f.severity == "error" for f in findings),
+            "warnings": sum(f.severity == "warning" for f in findings),
+            "info": sum(f.severity == "info" for f in findings),
+            "exit_code": exit_code(findings),
+        },
     }
     return doc

@@ -46,9 +46,9 @@ class PcieRate(Sourced):
 
 @dataclass(frozen=True)
 class NvlinkRate(Sourced):
-    generation: str                 # "4.0"
-    nvml_version: int               # 6
-    per_link_gbps: float            # one direction
+    generation: str  # "4.0"
+    nvml_version: int  # 6
+    per_link_gbps: float  # one direction
     max_links: int
     source: str
     checked: str
@@ -59,7 +59,7 @@ class NvlinkRate(Sourced):
 
 @dataclass(frozen=True)
 class GpuLinkSpec(Sourced):
-    name: str                       # "NVIDIA H200", as in data/gpus.toml
+    name: str  # "NVIDIA H200", as in data/gpus.toml
     nvlink_links: int
     nvlink_form: NvlinkForm
     pcie_gen: int
@@ -89,7 +89,7 @@ class Published(Sourced):
     gpu: str
     gpus: int
     collective: str
-    nvls: str                       # "on", "off", "n/a"
+    nvls: str  # "on", "off", "n/a"
     size_bytes: int
     busbw_gbps: float
     tool: str
@@ -121,7 +121,8 @@ class LinkTable:
     def nvlink_rate(self, generation: Optional[str] = None, nvml_version: Optional[int] = None) -> Optional[NvlinkRate]:
         for r in self.nvlink:
             if (generation is not None and r.generation == generation) or (
-                    nvml_version is not None and r.nvml_version == nvml_version):
+                nvml_version is not None and r.nvml_version == nvml_version
+            ):
                 return r
         return None
 
@@ -185,8 +186,10 @@ def parse_doc(doc: Doc) -> LinkTable:
         if v["nvlink_generation"] is not None and v["nvlink_generation"] not in known_generations:
             raise where.fail(f"field 'nvlink_generation': {v['nvlink_generation']!r} has no [[nvlink]] row")
         if (v["nvlink_generation"] is None) != (v["nvlink_links"] == 0):
-            raise where.fail("fields 'nvlink_generation' and 'nvlink_links' disagree (links without a generation "
-                             "or a generation without links)")
+            raise where.fail(
+                "fields 'nvlink_generation' and 'nvlink_links' disagree (links without a generation "
+                "or a generation without links)"
+            )
         if v["pcie_gen"] and v["pcie_gen"] not in gens:
             raise where.fail(f"field 'pcie_gen': {v['pcie_gen']} has no [[pcie]] row")
 
@@ -197,8 +200,9 @@ def parse_doc(doc: Doc) -> LinkTable:
 
     def reach(where: Where, v: Dict[str, Any]) -> None:
         if v["kind"] not in KINDS or not 0 < v["fraction"] <= 1:
-            raise where.fail(f"kind {v['kind']!r} / fraction {v['fraction']} "
-                             f"(kinds: {', '.join(KINDS)}; 0 < fraction <= 1)")
+            raise where.fail(
+                f"kind {v['kind']!r} / fraction {v['fraction']} (kinds: {', '.join(KINDS)}; 0 < fraction <= 1)"
+            )
 
     achievable = load_rows(doc, "achievable", "kind", Achievable, reach)
 

@@ -36,12 +36,12 @@ def loose_version(text: Optional[str]) -> Optional[Version]:
         return None
     try:
         return Version(match.group(0))
-    except ValueError:           # InvalidVersion, or a part of more than 4300 digits (int()'s limit)
+    except ValueError:  # InvalidVersion, or a part of more than 4300 digits (int()'s limit)
         return None
 
 
 def major_minor(text: Optional[str]) -> Optional[str]:
-    """"12.8.93" -> "12.8"; "580.159.04" -> "580.159"; "13" -> None."""
+    """ "12.8.93" -> "12.8"; "580.159.04" -> "580.159"; "13" -> None."""
     v = loose_version(text)
     if v is None or len(v.release) < 2:
         return None
@@ -49,6 +49,7 @@ def major_minor(text: Optional[str]) -> Optional[str]:
 
 
 # --- versions: the one set of helpers; compare the Version objects they return, never strings ----
+
 
 def version(text: object) -> Optional[Version]:
     """A PEP 440 version, local label kept; None when missing or garbage.
@@ -60,7 +61,7 @@ def version(text: object) -> Optional[Version]:
         return None
     try:
         return Version(str(text).strip())
-    except ValueError:           # InvalidVersion, or a part of more than 4300 digits (int()'s limit)
+    except ValueError:  # InvalidVersion, or a part of more than 4300 digits (int()'s limit)
         return None
 
 

@@ -34,5 +34,5 @@ def parse_gcc_version(text: str) -> tuple[Optional[str], Optional[str]]:
     found = _VERSION.findall(first)
     if not found:
         return None, None
-    after = re.search(r"\bversion\s+(\d{1,3}\.\d{1,3}(?:\.\d{1,4})?)", first)   # clang: "version 15.0.0 (...)"
-    return first, (after.group(1) if after else found[-1])    # gcc: "gcc (distro build) 13.3.0"
+    after = re.search(r"\bversion\s+(\d{1,3}\.\d{1,3}(?:\.\d{1,4})?)", first)  # clang: "version 15.0.0 (...)"
+    return first, (after.group(1) if after else found[-1])  # gcc: "gcc (distro build) 13.3.0"

@@ -30,8 +30,20 @@ from envdoctor.parse.jsontext import JsonError, get_list, loads
 
 #: Packages of the active environment that decide what CUDA it runs and builds with.
 CUDA_PACKAGES = (
-    "cudatoolkit", "cuda-version", "cuda-runtime", "cuda-cudart", "cuda-nvcc", "cuda-toolkit",
-    "pytorch", "pytorch-cuda", "pytorch-gpu", "torch", "torchvision", "torchaudio", "cudnn", "nccl",
+    "cudatoolkit",
+    "cuda-version",
+    "cuda-runtime",
+    "cuda-cudart",
+    "cuda-nvcc",
+    "cuda-toolkit",
+    "pytorch",
+    "pytorch-cuda",
+    "pytorch-gpu",
+    "torch",
+    "torchvision",
+    "torchaudio",
+    "cudnn",
+    "nccl",
 )
 
 _PLATFORMS = re.compile(r"/(linux-64|linux-aarch64|linux-ppc64le|osx-64|osx-arm64|win-64|noarch)$")
@@ -75,12 +87,12 @@ def _text(data: dict[str, Any], key: str) -> Optional[str]:
 
 
 def channel_name(url: str) -> str:
-    """"https://conda.anaconda.org/conda-forge/linux-64" -> "conda-forge";
+    """ "https://conda.anaconda.org/conda-forge/linux-64" -> "conda-forge";
     "https://repo.anaconda.com/pkgs/main/noarch" -> "pkgs/main"; other hosts keep their URL."""
     url = _PLATFORMS.sub("", url.strip().rstrip("/"))
     for host in ("https://conda.anaconda.org/", "https://repo.anaconda.com/"):
         if url.startswith(host):
-            return url[len(host):]
+            return url[len(host) :]
     return url
 
 
@@ -99,27 +111,43 @@ def parse_info(text: str) -> CondaInfo:
             virtual_pkgs = get_list(data, "virtual_pkgs")
         except JsonError as exc:
             raise CondaParseError(f"{what}: {exc}") from None
-        cuda = next((v[1] for v in virtual_pkgs
-                     if isinstance(v, list) and len(v) >= 2 and v[0] == "__cuda" and isinstance(v[1], str)), None)
+        cuda = next(
+            (
+                v[1]
+                for v in virtual_pkgs
+                if isinstance(v, list) and len(v) >= 2 and v[0] == "__cuda" and isinstance(v[1], str)
+            ),
+            None,
+        )
         return CondaInfo(
-            version=_text(data, "conda_version"), base_prefix=_text(data, "root_prefix"),
-            active_prefix=_text(data, "active_prefix"), active_name=_text(data, "active_prefix_name"),
+            version=_text(data, "conda_version"),
+            base_prefix=_text(data, "root_prefix"),
+            active_prefix=_text(data, "active_prefix"),
+            active_name=_text(data, "active_prefix_name"),
             channels=_dedupe(channel_name(c) for c in _strings(data, "channels", what)),
-            virtual_cuda=cuda)
+            virtual_cuda=cuda,
+        )
     if "libmamba version" in data or "base environment" in data:
-        version = next((v for k, v in data.items()
-                        if k.endswith("mamba version") and k != "libmamba version" and isinstance(v, str)),
-                       _text(data, "libmamba version"))
+        version = next(
+            (
+                v
+                for k, v in data.items()
+                if k.endswith("mamba version") and k != "libmamba version" and isinstance(v, str)
+            ),
+            _text(data, "libmamba version"),
+        )
         virtual = [v.split("=") for v in _strings(data, "virtual packages", what)]
         cuda = next((v[1] for v in virtual if len(v) >= 2 and v[0] == "__cuda"), None)
         name = re.sub(r" \((active|not env|not found)\)$", "", _text(data, "environment") or "") or None
         location = _text(data, "env location")
         return CondaInfo(
-            version=version, base_prefix=_text(data, "base environment"),
+            version=version,
+            base_prefix=_text(data, "base environment"),
             active_prefix=location if location not in (None, "-") else None,
             active_name=None if name == "None" else name,
             channels=_dedupe(channel_name(c) for c in _strings(data, "channels", what)),
-            virtual_cuda=cuda)
+            virtual_cuda=cuda,
+        )
     raise CondaParseError("conda info --json has neither conda's nor libmamba's keys")
 
 
@@ -136,9 +164,14 @@ def parse_list(text: str, names: Iterable[str] = CUDA_PACKAGES) -> tuple[CondaPa
         if row["name"] in wanted:
             channel = row.get("channel")
             version, build = row.get("version", ""), row.get("build_string")
-            out.append(CondaPackage(row["name"], version if isinstance(version, str) else str(version)[:40],
-                                    build if isinstance(build, str) else None,
-                                    channel_name(channel) if isinstance(channel, str) else None))
+            out.append(
+                CondaPackage(
+                    row["name"],
+                    version if isinstance(version, str) else str(version)[:40],
+                    build if isinstance(build, str) else None,
+                    channel_name(channel) if isinstance(channel, str) else None,
+                )
+            )
     return tuple(out)
 
 

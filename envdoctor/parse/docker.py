@@ -31,10 +31,10 @@ class DockerParseError(ParseError):
 
 @dataclass(frozen=True)
 class DockerVersion:
-    client: Optional[str] = None          # "28.2.2"
-    server: Optional[str] = None          # None when the daemon did not answer
+    client: Optional[str] = None  # "28.2.2"
+    server: Optional[str] = None  # None when the daemon did not answer
     server_platform: Optional[str] = None  # "Docker Engine - Community"
-    podman_server: bool = False           # podman's Docker-compatible API answered (its own versions)
+    podman_server: bool = False  # podman's Docker-compatible API answered (its own versions)
 
 
 @dataclass(frozen=True)
@@ -43,7 +43,7 @@ class DockerInfo:
     runtimes: tuple[str, ...] = ()
     default_runtime: Optional[str] = None
     cdi_spec_dirs: tuple[str, ...] = ()
-    cdi_devices: tuple[str, ...] = ()     # "nvidia.com/gpu=0"
+    cdi_devices: tuple[str, ...] = ()  # "nvidia.com/gpu=0"
     rootless: bool = False
 
 
@@ -59,8 +59,6 @@ def _first_json(text: str, what: str) -> dict:
                 return data
     start = (text or "").strip()[:60]
     raise DockerParseError(f"{what} printed no JSON: {start!r}" if start else f"{what} printed nothing")
-
-
 
 
 def _dict(value: Any) -> dict[str, Any]:
@@ -79,8 +77,12 @@ def parse_version_json(text: str) -> DockerVersion:
     platform = _dict(server.get("Platform"))
     names = [opt_str(platform.get("Name")) or ""]
     names += [str(c.get("Name"))[:100] for c in _items(server, "Components") if isinstance(c, dict)]
-    return DockerVersion(opt_str(client.get("Version")), opt_str(server.get("Version")), opt_str(platform.get("Name")),
-                         any("podman" in n.lower() for n in names))
+    return DockerVersion(
+        opt_str(client.get("Version")),
+        opt_str(server.get("Version")),
+        opt_str(platform.get("Name")),
+        any("podman" in n.lower() for n in names),
+    )
 
 
 def parse_info_json(text: str) -> DockerInfo:
@@ -101,8 +103,11 @@ def parse_info_json(text: str) -> DockerInfo:
     )
 
 
-_NOT_RUNNING = re.compile(r"Cannot connect to the Docker daemon|Is the docker daemon running|"
-                          r"failed to connect to the docker API|if the daemon is running", re.I)
+_NOT_RUNNING = re.compile(
+    r"Cannot connect to the Docker daemon|Is the docker daemon running|"
+    r"failed to connect to the docker API|if the daemon is running",
+    re.I,
+)
 _DENIED = re.compile(r"permission denied while trying to connect to the docker", re.I)
 #: The daemon's address in the client's error: the first word with one of these schemes.
 _SOCKET_SCHEMES = ("unix://", "tcp://", "npipe://", "ssh://", "fd://")
@@ -184,6 +189,6 @@ def parse_cdi_driver_version(text: str) -> Optional[str]:
     """
     for m in _CDI_DRIVER_LIB.finditer(text + "\n"):
         version = m.group(1)
-        if int(version.split(".")[0]) >= 100:        # a driver branch (R470 ... R590), not libcuda.so.1.1
+        if int(version.split(".")[0]) >= 100:  # a driver branch (R470 ... R590), not libcuda.so.1.1
             return version
     return None

@@ -59,12 +59,12 @@ class IndexSetting:
     """One index URL as configured (the raw URL: mask it before showing it)."""
 
     url: str
-    role: Role                        # "index" (replaces PyPI), "extra" (in addition), "find-links"
+    role: Role  # "index" (replaces PyPI), "extra" (in addition), "find-links"
     tool: Tool
-    source: str                       # "PIP_INDEX_URL", "/etc/pip.conf [global]", "uv.toml [[index]] pytorch"
-    name: Optional[str] = None        # uv's index name
-    explicit: bool = False            # uv: used only for the packages pinned to it in [tool.uv.sources]
-    torch_pinned: bool = False        # uv: [tool.uv.sources] pins torch to this index
+    source: str  # "PIP_INDEX_URL", "/etc/pip.conf [global]", "uv.toml [[index]] pytorch"
+    name: Optional[str] = None  # uv's index name
+    explicit: bool = False  # uv: used only for the packages pinned to it in [tool.uv.sources]
+    torch_pinned: bool = False  # uv: [tool.uv.sources] pins torch to this index
 
 
 def _split_urls(value: str) -> list[str]:
@@ -81,7 +81,7 @@ def _defused(text: str, where: str) -> str:
         if len(line) > MAX_LINE:
             raise IndexConfigError(f"{where}: line {n} is longer than {MAX_LINE} characters")
         indent = len(line) - len(line.lstrip(" \t"))
-        out.append(line[:min(indent, 8)] + re.sub(r"[ \t]{8,}", "   ", line[indent:]))
+        out.append(line[: min(indent, 8)] + re.sub(r"[ \t]{8,}", "   ", line[indent:]))
     return "\n".join(out)
 
 
@@ -102,11 +102,14 @@ def parse_pip_config(text: str, where: str = "pip.conf") -> dict[tuple[str, str]
     except configparser.MissingSectionHeaderError as exc:
         raise IndexConfigError(f"{where}: not an INI file: a key before any [section] (line {exc.lineno})") from None
     except configparser.DuplicateOptionError as exc:
-        raise IndexConfigError(f"{where}: line {exc.lineno}: {exc.option[:100]!r} is set twice in "
-                               f"[{exc.section[:100]}] (pip refuses the file too)") from None
+        raise IndexConfigError(
+            f"{where}: line {exc.lineno}: {exc.option[:100]!r} is set twice in "
+            f"[{exc.section[:100]}] (pip refuses the file too)"
+        ) from None
     except configparser.DuplicateSectionError as exc:
-        raise IndexConfigError(f"{where}: line {exc.lineno}: [{exc.section[:100]}] appears twice "
-                               "(pip refuses the file too)") from None
+        raise IndexConfigError(
+            f"{where}: line {exc.lineno}: [{exc.section[:100]}] appears twice (pip refuses the file too)"
+        ) from None
     except configparser.ParsingError as exc:
         lineno, line = exc.errors[0] if exc.errors else (0, "")
         raise IndexConfigError(f"{where}: line {lineno}: {str(line)[:100]} is not 'key = value'") from None
@@ -119,8 +122,9 @@ def parse_pip_config(text: str, where: str = "pip.conf") -> dict[tuple[str, str]
     return out
 
 
-def pip_indexes(files: Sequence[tuple[str, dict[tuple[str, str], str]]],
-                env: Mapping[str, str]) -> tuple[list[IndexSetting], Optional[tuple[str, str]]]:
+def pip_indexes(
+    files: Sequence[tuple[str, dict[tuple[str, str], str]]], env: Mapping[str, str]
+) -> tuple[list[IndexSetting], Optional[tuple[str, str]]]:
     """The indexes ``pip install`` uses, from the parsed files in pip's order and the ``PIP_*``
     variables, and the proxy it is told to use ((value, source) or None).
 
@@ -132,11 +136,11 @@ def pip_indexes(files: Sequence[tuple[str, dict[tuple[str, str], str]]],
      ('https://b/simple', 'extra', '~/.config/pip/pip.conf [install]')]
     """
     merged: dict[tuple[str, str], tuple[str, str]] = {}
-    for path, data in files:                         # later files win for the same section.key
+    for path, data in files:  # later files win for the same section.key
         for (section, key), text in data.items():
             merged[(section, key)] = (text, f"{path} [{section}]")
     effective: dict[str, tuple[str, str]] = {}
-    for section in ("global", "install"):            # [install] over [global], whatever the file
+    for section in ("global", "install"):  # [install] over [global], whatever the file
         for (sec, key), setting in merged.items():
             if sec == section:
                 effective[key] = setting
@@ -154,7 +158,7 @@ def pip_indexes(files: Sequence[tuple[str, dict[tuple[str, str], str]]],
     for key, role in (("extra-index-url", "extra"), ("find-links", "find-links")):
         if key in effective:
             value, source = effective[key]
-            found += [IndexSetting(u, role, "pip", source) for u in _split_urls(value)]   # type: ignore[arg-type]
+            found += [IndexSetting(u, role, "pip", source) for u in _split_urls(value)]  # type: ignore[arg-type]
     return found, effective.get("proxy")
 
 
@@ -182,9 +186,10 @@ def parse_uv_config(text: str, where: str = "uv.toml", pyproject: bool = False) 
         raise IndexConfigError(f"{where}: not valid TOML: {str(exc)[:300]}") from None
     except RecursionError:
         raise IndexConfigError(f"{where}: nested too deeply to be a uv configuration") from None
-    except ValueError as exc:   # an integer past Python's 4,300 digits for int(): no setting is one
-        raise IndexConfigError(f"{where}: not a uv configuration: a number of more digits than Python reads "
-                               f"({str(exc)[:60]})") from None
+    except ValueError as exc:  # an integer past Python's 4,300 digits for int(): no setting is one
+        raise IndexConfigError(
+            f"{where}: not a uv configuration: a number of more digits than Python reads ({str(exc)[:60]})"
+        ) from None
     if pyproject:
         tool = data.get("tool")
         uv = tool.get("uv") if isinstance(tool, dict) else None
@@ -203,8 +208,10 @@ _QUOTED = re.compile(r'"(?:[^"\\\n]|\\.)*"|\'[^\'\n]*\'')
 def _check_toml_shape(text: str, where: str) -> None:
     """Refuse what would make tomllib slow: a file over MAX_TOML_BYTES, a line with a key of too many parts."""
     if len(text) > MAX_TOML_BYTES:
-        raise IndexConfigError(f"{where}: larger than {MAX_TOML_BYTES // 1024} KiB; a uv configuration (or a "
-                               "pyproject.toml) holds a few screens")
+        raise IndexConfigError(
+            f"{where}: larger than {MAX_TOML_BYTES // 1024} KiB; a uv configuration (or a "
+            "pyproject.toml) holds a few screens"
+        )
     for n, line in enumerate(text.splitlines(), 1):
         if line.count(".") > MAX_DOTS and _QUOTED.sub("", line).count(".") > MAX_DOTS:
             raise IndexConfigError(f"{where}: line {n}: a key of more than {MAX_DOTS} dotted parts")
@@ -228,9 +235,17 @@ def uv_indexes(settings: Mapping[str, Any], where: str) -> list[IndexSetting]:
             continue
         name = entry.get("name") if isinstance(entry.get("name"), str) else None
         role: Role = "index" if entry.get("default") is True else "extra"
-        out.append(IndexSetting(entry["url"], role, "uv", f"{where} [[index]]" + (f" {name}" if name else ""),
-                                name=name, explicit=entry.get("explicit") is True,
-                                torch_pinned=name is not None and name in pinned))
+        out.append(
+            IndexSetting(
+                entry["url"],
+                role,
+                "uv",
+                f"{where} [[index]]" + (f" {name}" if name else ""),
+                name=name,
+                explicit=entry.get("explicit") is True,
+                torch_pinned=name is not None and name in pinned,
+            )
+        )
     for table, label in ((settings, where), (settings.get("pip"), f"{where} [pip]")):
         if not isinstance(table, Mapping):
             continue
@@ -238,8 +253,13 @@ def uv_indexes(settings: Mapping[str, Any], where: str) -> list[IndexSetting]:
             out.append(IndexSetting(table["index-url"], "index", "uv", f"{label} index-url"))
         for key, role in (("extra-index-url", "extra"), ("find-links", "find-links")):
             value = table.get(key)
-            urls = [value] if isinstance(value, str) else [v for v in value if isinstance(v, str)] \
-                if isinstance(value, list) else []
+            urls = (
+                [value]
+                if isinstance(value, str)
+                else [v for v in value if isinstance(v, str)]
+                if isinstance(value, list)
+                else []
+            )
             out += [IndexSetting(u, role, "uv", f"{label} {key}") for u in urls[:MAX_INDEXES]]
     return out
 

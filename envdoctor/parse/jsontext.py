@@ -110,7 +110,7 @@ def loads(text: str, *, max_chars: int = MAX_CHARS, max_depth: int = MAX_DEPTH) 
         raise JsonError(f"JSON nested deeper than {max_depth} levels") from None
     except JsonError:
         raise
-    except ValueError as exc:   # json.JSONDecodeError is a ValueError
+    except ValueError as exc:  # json.JSONDecodeError is a ValueError
         msg = getattr(exc, "msg", None) or str(exc)
         where = f" at line {exc.lineno} column {exc.colno}" if isinstance(exc, json.JSONDecodeError) else ""
         raise JsonError(f"not valid JSON ({msg}{where})") from None
@@ -157,11 +157,19 @@ def loads_object(text: str, what: str = "JSON", **limits: int) -> dict[str, Any]
 
 
 def _kind(value: Any) -> str:
-    return {dict: "object", list: "list", str: "string", bool: "bool", int: "int",
-            float: "float", type(None): "null"}.get(type(value), type(value).__name__)
+    return {
+        dict: "object",
+        list: "list",
+        str: "string",
+        bool: "bool",
+        int: "int",
+        float: "float",
+        type(None): "null",
+    }.get(type(value), type(value).__name__)
 
 
 # --- typed getters: a key missing gives the default; a key of the wrong type is an error ---------
+
 
 def _get(data: Mapping[str, Any], key: str, where: str) -> Any:
     if not isinstance(data, Mapping):
@@ -187,13 +195,18 @@ def _range(name: str, value: Any, low: Optional[float], high: Optional[float]) -
     if (low is not None and value < low) or (high is not None and value > high):
         lo = "" if low is None else f"{low:g}"
         hi = "" if high is None else f"{high:g}"
-        shown = (f"{value:.6g}" if isinstance(value, float)
-                 else str(value) if abs(value) < 10 ** 30 else "a huge number")
+        shown = f"{value:.6g}" if isinstance(value, float) else str(value) if abs(value) < 10**30 else "a huge number"
         raise JsonError(f"{name}: {shown} is outside {lo}..{hi}")
 
 
-def get_int(data: Mapping[str, Any], key: str, default: Optional[int] = None, where: str = "",
-            low: Optional[int] = None, high: Optional[int] = None) -> Optional[int]:
+def get_int(
+    data: Mapping[str, Any],
+    key: str,
+    default: Optional[int] = None,
+    where: str = "",
+    low: Optional[int] = None,
+    high: Optional[int] = None,
+) -> Optional[int]:
     """``data[key]`` when an integer within ``low``..``high``, ``default`` when missing or null.
 
     >>> get_int({"n": 2 ** 70}, "n", high=2 ** 63)
@@ -210,8 +223,14 @@ def get_int(data: Mapping[str, Any], key: str, default: Optional[int] = None, wh
     return value
 
 
-def get_float(data: Mapping[str, Any], key: str, default: Optional[float] = None,
-              where: str = "", low: Optional[float] = None, high: Optional[float] = None) -> Optional[float]:
+def get_float(
+    data: Mapping[str, Any],
+    key: str,
+    default: Optional[float] = None,
+    where: str = "",
+    low: Optional[float] = None,
+    high: Optional[float] = None,
+) -> Optional[float]:
     """``data[key]`` as a finite float within ``low``..``high`` (an integer past the float range is
     refused too), ``default`` when missing or null."""
     value = _get(data, key, where)
@@ -234,8 +253,7 @@ def _finite(value: Any) -> Optional[float]:
     return number if math.isfinite(number) and abs(number) <= MAX_MAGNITUDE else None
 
 
-def get_bool(data: Mapping[str, Any], key: str, default: Optional[bool] = None,
-             where: str = "") -> Optional[bool]:
+def get_bool(data: Mapping[str, Any], key: str, default: Optional[bool] = None, where: str = "") -> Optional[bool]:
     value = _get(data, key, where)
     if value is None:
         return default
@@ -277,6 +295,7 @@ def str_list(data: Mapping[str, Any], key: str, where: str = "") -> list[str]:
 # Each takes a value, or an object and a key (``opt_int(doc, "n")`` is ``doc["n"]`` when ``doc``
 # is an object holding an integer there).
 
+
 def _pick(value: Any, key: Optional[str]) -> Any:
     if key is None:
         return value
@@ -296,8 +315,9 @@ def opt_str(value: Any, key: Optional[str] = None, *, max_chars: int = 4096, emp
     return clean_text(value[:max_chars])
 
 
-def opt_int(value: Any, key: Optional[str] = None, *, low: Optional[int] = None,
-            high: Optional[int] = None) -> Optional[int]:
+def opt_int(
+    value: Any, key: Optional[str] = None, *, low: Optional[int] = None, high: Optional[int] = None
+) -> Optional[int]:
     """An integer (or a float of integral value, ``3.0``) within ``low``..``high``; None for
     anything else (a bool, ``3.9``, a string, a number out of range, a missing key)."""
     value = _pick(value, key)
@@ -314,8 +334,9 @@ def opt_int(value: Any, key: Optional[str] = None, *, low: Optional[int] = None,
     return value
 
 
-def opt_float(value: Any, key: Optional[str] = None, *, low: Optional[float] = None,
-              high: Optional[float] = None) -> Optional[float]:
+def opt_float(
+    value: Any, key: Optional[str] = None, *, low: Optional[float] = None, high: Optional[float] = None
+) -> Optional[float]:
     """A finite float within ``low``..``high``; None for anything else (a bool, a string, NaN,
     an integer past the float range).
 

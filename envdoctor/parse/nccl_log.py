@@ -27,8 +27,10 @@ PROTOS = ("LL", "LL128", "Simple")
 FUNCTIONS = {"AllReduce": "all_reduce", "AllGather": "all_gather", "ReduceScatter": "reduce_scatter"}
 
 _VERSION = re.compile(r"NCCL INFO NCCL version (\d+\.\d+\.\d+)")
-_TUNING = re.compile(r"NCCL INFO (AllReduce|AllGather|ReduceScatter|Broadcast|Reduce): (\d+) Bytes -> "
-                     r"Algo (\w+) proto (\w+)")
+_TUNING = re.compile(
+    r"NCCL INFO (AllReduce|AllGather|ReduceScatter|Broadcast|Reduce): (\d+) Bytes -> "
+    r"Algo (\w+) proto (\w+)"
+)
 _NVLS = re.compile(r"NVLS multicast support is (not )?available")
 _CHANNEL = re.compile(r"NCCL INFO Channel \d+/\d+ : \d+\[[^\]]*\] -> \d+\[[^\]]*\] (?:\[\w+\] )?via (\S+)")
 
@@ -56,7 +58,7 @@ class NcclLog:
 def _name(value: str, names: Tuple[str, ...]) -> str:
     if value.isdigit() and int(value) < len(names):
         return names[int(value)]
-    for n in names:                                  # "RING" / "SIMPLE" in some quotes
+    for n in names:  # "RING" / "SIMPLE" in some quotes
         if n.lower() == value.lower():
             return n
     return value

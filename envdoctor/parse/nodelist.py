@@ -78,10 +78,10 @@ def _pattern(pattern: str) -> Tuple[List[str], List[Tuple[Tuple[int, int, int], 
         if i < 0:
             break
         j = rest.index("]", i)
-        group = _range(rest[i + 1:j], pattern)
+        group = _range(rest[i + 1 : j], pattern)
         groups.append(group)
         size *= sum(high - low + 1 for low, high, _ in group)
-        rest = rest[j + 1:]
+        rest = rest[j + 1 :]
     if not groups and not pattern:
         raise NodelistError("an empty host name in the list")
     return literals, groups, size

@@ -26,8 +26,8 @@ class NvccParseError(ParseError):
 
 @dataclass(frozen=True)
 class NvccVersion:
-    release: str                 # "13.0"
-    version: Optional[str]       # "13.0.88" (the V... number), None when nvcc did not print it
+    release: str  # "13.0"
+    version: Optional[str]  # "13.0.88" (the V... number), None when nvcc did not print it
 
 
 _RELEASE = re.compile(r"Cuda compilation tools, release (\d+\.\d+)(?:, V(\d+(?:\.\d+)+))?")
@@ -38,8 +38,11 @@ def parse_nvcc_version(text: str) -> NvccVersion:
     match = _RELEASE.search(text or "")
     if not match:
         first = (text or "").strip().splitlines()[:1]
-        raise NvccParseError(f"nvcc --version printed no 'release X.Y' line: {first[0][:80]!r}"
-                             if first else "nvcc --version printed nothing")
+        raise NvccParseError(
+            f"nvcc --version printed no 'release X.Y' line: {first[0][:80]!r}"
+            if first
+            else "nvcc --version printed nothing"
+        )
     return NvccVersion(match.group(1), match.group(2))
 
 

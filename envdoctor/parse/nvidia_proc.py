@@ -20,7 +20,7 @@ def parse_proc_version(text: str) -> tuple[Optional[str], Optional[str]]:
     at = text.find("NVRM version:")
     if at < 0:
         return None, None
-    line = text[at + len("NVRM version:"):].split("\n", 1)[0][:1000]
+    line = text[at + len("NVRM version:") :].split("\n", 1)[0][:1000]
     words = line.split()
     for i, word in enumerate(words):
         if _VERSION.fullmatch(word):
@@ -38,9 +38,9 @@ def parse_module_version(text: str) -> Optional[str]:
 def parse_gpu_information(text: str) -> dict[str, str]:
     """``/proc/driver/nvidia/gpus/0000:00:06.0/information``::
 
-        Model: 		 NVIDIA H200
-        GPU UUID: 	 GPU-c7d3a8fe-462a-58ba-1a7b-0c6231496ec4
-        Bus Location: 	 0000:00:06.0
+    Model: 		 NVIDIA H200
+    GPU UUID: 	 GPU-c7d3a8fe-462a-58ba-1a7b-0c6231496ec4
+    Bus Location: 	 0000:00:06.0
     """
     out: dict[str, str] = {}
     for line in text.splitlines():

@@ -18,8 +18,18 @@ from envdoctor.facts.gpu import GpuInfo
 from envdoctor.parse import ParseError
 
 #: The fields asked of nvidia-smi. compute_cap needs a driver of about R510 or newer.
-QUERY_FIELDS = ("index", "name", "uuid", "driver_version", "compute_cap", "memory.total",
-                "pci.bus_id", "serial", "power.limit", "clocks.max.sm")
+QUERY_FIELDS = (
+    "index",
+    "name",
+    "uuid",
+    "driver_version",
+    "compute_cap",
+    "memory.total",
+    "pci.bus_id",
+    "serial",
+    "power.limit",
+    "clocks.max.sm",
+)
 
 _NOT_AVAILABLE = {"", "[n/a]", "n/a", "[not supported]", "not supported", "[unknown error]"}
 
@@ -47,7 +57,7 @@ def _clean(value: str) -> Optional[str]:
 def _num(value: Optional[str], kind: type) -> Optional[float]:
     if value is None:
         return None
-    if len(value) > 40:          # no measurement has 40 digits; int() refuses 4,300 anyway
+    if len(value) > 40:  # no measurement has 40 digits; int() refuses 4,300 anyway
         return None
     try:
         number = float(value)
@@ -102,18 +112,20 @@ def parse_query_gpu(text: str) -> tuple[GpuInfo, ...]:
         if index is None:
             raise SmiParseError(f"nvidia-smi printed a GPU index that is not a number: {row[0]!r}")
         cap = rec.get("compute_cap")
-        gpus.append(GpuInfo(
-            index=int(index),
-            name=rec.get("name"),
-            uuid=rec.get("uuid"),
-            compute_capability=cap if cap and re.fullmatch(r"\d+\.\d+", cap) else None,
-            memory_total_mib=_num(rec.get("memory.total"), int),  # type: ignore[arg-type]
-            pci_bus_id=rec.get("pci.bus_id"),
-            serial=rec.get("serial"),
-            power_limit_w=_num(rec.get("power.limit"), float),
-            max_sm_clock_mhz=_num(rec.get("clocks.max.sm"), int),  # type: ignore[arg-type]
-            source="nvidia-smi",
-        ))
+        gpus.append(
+            GpuInfo(
+                index=int(index),
+                name=rec.get("name"),
+                uuid=rec.get("uuid"),
+                compute_capability=cap if cap and re.fullmatch(r"\d+\.\d+", cap) else None,
+                memory_total_mib=_num(rec.get("memory.total"), int),  # type: ignore[arg-type]
+                pci_bus_id=rec.get("pci.bus_id"),
+                serial=rec.get("serial"),
+                power_limit_w=_num(rec.get("power.limit"), float),
+                max_sm_clock_mhz=_num(rec.get("clocks.max.sm"), int),  # type: ignore[arg-type]
+                source="nvidia-smi",
+            )
+        )
     return tuple(gpus)
 
 
@@ -142,8 +154,7 @@ def parse_version(text: str) -> dict[str, str]:
 
     -> {"smi": "580.159.04", "nvml": "580.159", "driver": "580.159.04", "cuda": "13.0"}
     """
-    keys = {"nvidia-smi version": "smi", "nvml version": "nvml", "driver version": "driver",
-            "cuda version": "cuda"}
+    keys = {"nvidia-smi version": "smi", "nvml version": "nvml", "driver version": "driver", "cuda version": "cuda"}
     out: dict[str, str] = {}
     for line in text.splitlines():
         if ":" not in line:

@@ -52,19 +52,19 @@ class TopoParseError(ParseError):
 class TopoRow:
     """One device's row: its cell towards each column device, and its affinities as printed."""
 
-    name: str                                   # "GPU0", "NIC1", "mlx5_0"
-    cells: Dict[str, str] = field(default_factory=dict)   # column device -> "NV18", "PIX", "X", ...
-    cpu_affinity: Optional[str] = None          # "0-15", "0-7,16-23"; None when empty or N/A
-    numa_affinity: Optional[str] = None         # "0", "0-3"; None when empty or N/A
-    gpu_numa_id: Optional[str] = None           # None for "N/A"
+    name: str  # "GPU0", "NIC1", "mlx5_0"
+    cells: Dict[str, str] = field(default_factory=dict)  # column device -> "NV18", "PIX", "X", ...
+    cpu_affinity: Optional[str] = None  # "0-15", "0-7,16-23"; None when empty or N/A
+    numa_affinity: Optional[str] = None  # "0", "0-3"; None when empty or N/A
+    gpu_numa_id: Optional[str] = None  # None for "N/A"
 
 
 @dataclass(frozen=True)
 class TopoMatrix:
-    devices: Tuple[str, ...]                    # column order: GPUs first, then NICs
+    devices: Tuple[str, ...]  # column order: GPUs first, then NICs
     rows: Dict[str, TopoRow]
-    legend: Dict[str, str] = field(default_factory=dict)   # "PIX" -> "Connection traversing ..."
-    nics: Dict[str, str] = field(default_factory=dict)     # "NIC0" -> "mlx5_0"
+    legend: Dict[str, str] = field(default_factory=dict)  # "PIX" -> "Connection traversing ..."
+    nics: Dict[str, str] = field(default_factory=dict)  # "NIC0" -> "mlx5_0"
 
     @property
     def gpus(self) -> Tuple[str, ...]:
@@ -91,7 +91,7 @@ def _header(line: str) -> Tuple[Tuple[str, ...], Tuple[str, ...]]:
     """(device columns, affinity columns) of the header line."""
     text = line
     for i, name in enumerate(_AFFINITY_COLUMNS):
-        text = text.replace(name, f" \x00{i} ")     # spaced: newer nvidia-smi glues some columns together
+        text = text.replace(name, f" \x00{i} ")  # spaced: newer nvidia-smi glues some columns together
     devices: List[str] = []
     affinity: List[str] = []
     for w in (w for w in re.split(r"[\t ]+", text) if w):
@@ -128,7 +128,7 @@ def _row(line: str, devices: Tuple[str, ...], affinity: Tuple[str, ...]) -> Topo
     cells = _cells(line)
     name = cells[0]
     rest = [c for c in cells[1:]] if "\t" in line else list(cells[1:])
-    matrix = [c for c in rest if c][:len(devices)]
+    matrix = [c for c in rest if c][: len(devices)]
     if len(matrix) < len(devices) or not all(_CELL.match(c) for c in matrix):
         raise TopoParseError(f"row {name}: expected {len(devices)} cells like NV18/PIX/SYS, got {matrix}")
     # What follows the device cells: the affinities, some possibly empty (only tabs can show that).
@@ -137,7 +137,7 @@ def _row(line: str, devices: Tuple[str, ...], affinity: Tuple[str, ...]) -> Topo
         if c:
             used += 1
         if used == len(devices):
-            tail = rest[i + 1:]
+            tail = rest[i + 1 :]
             break
     else:  # pragma: no cover - len(matrix) == len(devices) guarantees the break
         tail = []
@@ -146,13 +146,14 @@ def _row(line: str, devices: Tuple[str, ...], affinity: Tuple[str, ...]) -> Topo
     if affinity and words:
         columns = list(affinity)
         if len(words) < len(columns) and tail and tail[0] == "" and "CPU Affinity" in columns:
-            columns.remove("CPU Affinity")             # "\t\t1\t\tN/A": the CPU cell is empty
-        while len(words) < len(columns):                # no tabs to tell: the leftmost are missing
+            columns.remove("CPU Affinity")  # "\t\t1\t\tN/A": the CPU cell is empty
+        while len(words) < len(columns):  # no tabs to tell: the leftmost are missing
             columns.pop(0)
-        values = {col: _value(w) for col, w in zip(columns, words[-len(columns):])}
+        values = {col: _value(w) for col, w in zip(columns, words[-len(columns) :])}
     cells_by_device = {d: ("X" if c == "X" else c) for d, c in zip(devices, matrix)}
-    return TopoRow(name, cells_by_device, values.get("CPU Affinity"), values.get("NUMA Affinity"),
-                   values.get("GPU NUMA ID"))
+    return TopoRow(
+        name, cells_by_device, values.get("CPU Affinity"), values.get("NUMA Affinity"), values.get("GPU NUMA ID")
+    )
 
 
 def parse_topo(text: str) -> TopoMatrix:
@@ -163,7 +164,7 @@ def parse_topo(text: str) -> TopoMatrix:
         raise TopoParseError("no header line with GPU0 (is this `nvidia-smi topo -m` output?)")
     devices, affinity = _header(lines[start])
     rows: Dict[str, TopoRow] = {}
-    for line in lines[start + 1:]:
+    for line in lines[start + 1 :]:
         if not line.strip():
             if rows:
                 break
@@ -176,7 +177,7 @@ def parse_topo(text: str) -> TopoMatrix:
         raise TopoParseError("a header but no rows")
     legend: Dict[str, str] = {}
     nics: Dict[str, str] = {}
-    for line in lines[start + 1:]:
+    for line in lines[start + 1 :]:
         m = _LEGEND.match(line)
         if m:
             legend[m.group(1)] = m.group(2)

@@ -19,8 +19,11 @@ from typing import Optional
 #: Names a CPU goes by (``platform.machine()`` on Windows and macOS, Docker's names) -> the Linux one.
 _ARCH_ALIASES = {"amd64": "x86_64", "arm64": "aarch64"}
 #: The legacy manylinux names of glibc 2.17, 2.12 and 2.5 (PEP 599, 571, 513).
-LEGACY_MANYLINUX: dict[tuple[int, int], str] = {(2, 17): "manylinux2014", (2, 12): "manylinux2010",
-                                                (2, 5): "manylinux1"}
+LEGACY_MANYLINUX: dict[tuple[int, int], str] = {
+    (2, 17): "manylinux2014",
+    (2, 12): "manylinux2010",
+    (2, 5): "manylinux1",
+}
 #: manylinux2014 exists for these architectures; manylinux2010 and manylinux1 only for x86_64/i686.
 _LEGACY_2014_ARCHS = frozenset({"x86_64", "i686", "aarch64", "armv7l", "ppc64", "ppc64le", "s390x"})
 

@@ -70,11 +70,13 @@ def linux_platform_tags(glibc: Optional[str], platform: Optional[str]) -> tuple[
         return ()
     if not platform.startswith("linux_"):
         return (platform,)
-    arch = platform[len("linux_"):]
+    arch = platform[len("linux_") :]
     version = re.fullmatch(r"2\.(\d{1,6})", glibc or "")
     minor = int(version.group(1)) if version else None
-    return linux_tags((2, minor) if minor is not None and minor <= MAX_VERSION_PART else None,
-                      ("armv8l", "armv7l") if arch == "armv8l" else (arch,))
+    return linux_tags(
+        (2, minor) if minor is not None and minor <= MAX_VERSION_PART else None,
+        ("armv8l", "armv7l") if arch == "armv8l" else (arch,),
+    )
 
 
 def interpreter_tags(py: dict[str, Any]) -> tuple[Optional[str], Optional[str]]:
@@ -91,8 +93,14 @@ def interpreter_tags(py: dict[str, Any]) -> tuple[Optional[str], Optional[str]]:
     short = {"cpython": "cp", "pypy": "pp", "ironpython": "ip", "jython": "jy"}.get(impl or "", impl)
     nodot = opt_str(py.get("py_version_nodot"))
     info = py.get("version_info")
-    if not nodot and isinstance(info, list) and len(info) >= 2 and all(opt_int(v) is not None for v in info[:2]) \
-            and 0 <= info[0] <= MAX_VERSION_PART and 0 <= info[1] <= MAX_VERSION_PART:
+    if (
+        not nodot
+        and isinstance(info, list)
+        and len(info) >= 2
+        and all(opt_int(v) is not None for v in info[:2])
+        and 0 <= info[0] <= MAX_VERSION_PART
+        and 0 <= info[1] <= MAX_VERSION_PART
+    ):
         nodot = f"{info[0]}{info[1]}"
     interp = f"{short}{nodot}" if short and nodot else None
     soabi = opt_str(py.get("soabi")) or ""
@@ -112,8 +120,9 @@ def interpreter_tags(py: dict[str, Any]) -> tuple[Optional[str], Optional[str]]:
     return interp, abi
 
 
-def target_python(py: dict[str, Any], executable: Optional[str] = None,
-                  chosen_by: Optional[str] = None) -> TargetPython:
+def target_python(
+    py: dict[str, Any], executable: Optional[str] = None, chosen_by: Optional[str] = None
+) -> TargetPython:
     """The child's ``python`` object -> TargetPython (a value of the wrong type counts as absent)."""
     py = py if isinstance(py, dict) else {}
     interp, abi = interpreter_tags(py)
@@ -158,8 +167,13 @@ def packages(raw: Any) -> dict[str, str]:
     for name, version in raw.items():
         if len(out) >= MAX_PACKAGES:
             break
-        if isinstance(name, str) and isinstance(version, str) and _PACKAGE_NAME.fullmatch(name) \
-                and 0 < len(version) <= 64 and version.isprintable():
+        if (
+            isinstance(name, str)
+            and isinstance(version, str)
+            and _PACKAGE_NAME.fullmatch(name)
+            and 0 < len(version) <= 64
+            and version.isprintable()
+        ):
             out[name] = version
     return dict(sorted(out.items()))
 
@@ -266,7 +280,8 @@ def torch_facts(data: Optional[dict[str, Any]], python: Optional[dict[str, Any]]
     installed = bool(data.get("installed"))
     libraries = tuple(
         LoadedLibrary(str(lib["path"])[:4096], opt_str(lib.get("via_ld_library_path")))
-        for lib in _list(data.get("libraries")) if isinstance(lib, dict) and opt_str(lib.get("path"))
+        for lib in _list(data.get("libraries"))
+        if isinstance(lib, dict) and opt_str(lib.get("path"))
     )
     paths = tuple(lib.path for lib in libraries)
     devices = tuple(_device(d, i) for i, d in enumerate(_list(data.get("devices"))) if isinstance(d, dict))
@@ -305,9 +320,6 @@ def torch_facts(data: Optional[dict[str, Any]], python: Optional[dict[str, Any]]
         unreadable=tuple(str(w) for w in _list(data.get("unreadable"))),
         stage=opt_str(data.get("stage")),
     )
-
-
-
 
 
 def _list(value: Any) -> list[Any]:

@@ -53,8 +53,10 @@ def check_visible(value: Optional[str]) -> None:
         index = _index(entry)
         if index is None or index >= MAX_INDEX:
             shown = value if len(value) <= 40 else value[:40] + "..."
-            raise VisibleError(f"CUDA_VISIBLE_DEVICES={shown!r} (the variable): {entry[:40]!r} is not a GPU index "
-                               f"or UUID; give {FORM}, or unset it")
+            raise VisibleError(
+                f"CUDA_VISIBLE_DEVICES={shown!r} (the variable): {entry[:40]!r} is not a GPU index "
+                f"or UUID; give {FORM}, or unset it"
+            )
 
 
 def visible_count(value: Optional[str], nvml_count: int) -> int:
@@ -71,7 +73,7 @@ def visible_count(value: Optional[str], nvml_count: int) -> int:
     if value.strip() in HIDES_ALL:
         return 0
     count = 0
-    for entry in (e.strip() for e in value.split(",")):     # CUDA stops at the first entry it cannot use
+    for entry in (e.strip() for e in value.split(",")):  # CUDA stops at the first entry it cannot use
         if entry.upper().startswith(("GPU-", "MIG-")):
             count += 1
             continue

@@ -60,8 +60,10 @@ def _failed(area: str, exc: BaseException) -> Any:
     """The empty facts of ``area`` carrying an error that says envdoctor itself failed."""
     from envdoctor.facts import Facts
 
-    err = ProbeError("crashed", f"envdoctor's {area} probe failed ({type(exc).__name__}: {exc}); "
-                     "please report it, with the output of --debug")
+    err = ProbeError(
+        "crashed",
+        f"envdoctor's {area} probe failed ({type(exc).__name__}: {exc}); please report it, with the output of --debug",
+    )
     default = getattr(Facts(), area)
     return dataclasses.replace(default, error=err)
 
@@ -97,8 +99,11 @@ class Probing:
         # (it reads no NVML: the shared session is made after it)
         self._python = _start_python(ctx, self.skip) if "python" in areas else None
         self._nvml = None
-        if ctx.nvml_shared is None and len(NVML_AREAS.intersection(areas)) > 1 \
-                and not (ctx.nvml is None and str(ctx.root) != "/"):
+        if (
+            ctx.nvml_shared is None
+            and len(NVML_AREAS.intersection(areas)) > 1
+            and not (ctx.nvml is None and str(ctx.root) != "/")
+        ):
             from envdoctor.nvml import Shared
 
             # one NVML session for the driver, GPU state and links probes, closed in facts()
@@ -108,7 +113,7 @@ class Probing:
         others = [a for a in areas if a != "python"]
         self._pool = ThreadPoolExecutor(max_workers=len(areas) or 1)
         self._futures: Dict[str, Future[Tuple[str, Any, float]]] = {}
-        if self._python is not None:   # waited for in a thread too: its seconds are its own
+        if self._python is not None:  # waited for in a thread too: its seconds are its own
             self._futures["python"] = self._pool.submit(self._python_result)
         self._futures.update({area: self._pool.submit(_run_probe, area, ctx) for area in others})
 

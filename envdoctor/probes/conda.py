@@ -97,9 +97,13 @@ def probe(ctx: Context) -> CondaFacts:
     # part of check's time)
     from envdoctor.parse.conda import CondaParseError, parse_info, parse_list
 
-    facts = CondaFacts(exe=exe, flavor=_flavor(exe), found_via=via,
-                       active_prefix=ctx.env.get("CONDA_PREFIX") or None,
-                       active_name=ctx.env.get("CONDA_DEFAULT_ENV") or None)
+    facts = CondaFacts(
+        exe=exe,
+        flavor=_flavor(exe),
+        found_via=via,
+        active_prefix=ctx.env.get("CONDA_PREFIX") or None,
+        active_name=ctx.env.get("CONDA_DEFAULT_ENV") or None,
+    )
     if ran.error:
         return dataclasses.replace(facts, error=_failed(ran, f"{exe} info --json"))
     try:
@@ -107,8 +111,12 @@ def probe(ctx: Context) -> CondaFacts:
     except CondaParseError as exc:
         return dataclasses.replace(facts, error=_unreadable(ran, exc, f"{exe} info --json"))
     facts = dataclasses.replace(
-        facts, version=info.version, base_prefix=info.base_prefix, channels=info.channels,
-        virtual_cuda=info.virtual_cuda, source=f"{exe} info --json",
+        facts,
+        version=info.version,
+        base_prefix=info.base_prefix,
+        channels=info.channels,
+        virtual_cuda=info.virtual_cuda,
+        source=f"{exe} info --json",
         active_prefix=facts.active_prefix or info.active_prefix,
         active_name=facts.active_name or info.active_name,
     )

@@ -28,7 +28,7 @@ class Context:
     timeout: float = 10.0
     #: seconds the child that imports torch may take (``--torch-timeout``; a cold first import is slow)
     torch_timeout: float = TORCH_TIMEOUT
-    python: Optional[str] = None          # --python PATH
+    python: Optional[str] = None  # --python PATH
     #: NVML binding to use: None = ``pynvml`` on the real root, not consulted under another root;
     #: tests pass an object with the pynvml functions that replays recorded values.
     nvml: Any = None
@@ -56,7 +56,7 @@ class Context:
             return None, ProbeError("permission", f"{absolute}: permission denied")
         except OSError as exc:
             return None, ProbeError("unavailable", f"{absolute}: {exc.strerror or exc}")
-        except ValueError:   # a NUL in a path that came from a tool's output: no such file
+        except ValueError:  # a NUL in a path that came from a tool's output: no such file
             return None, None
 
     def exists(self, absolute: str) -> bool:
@@ -71,14 +71,14 @@ class Context:
         except (OSError, ValueError):
             return ()
 
-    def run(self, argv: Sequence[str], timeout: Optional[float] = None, stdin: Optional[str] = None,
-            **streaming: Any) -> Ran:
+    def run(
+        self, argv: Sequence[str], timeout: Optional[float] = None, stdin: Optional[str] = None, **streaming: Any
+    ) -> Ran:
         """:func:`envdoctor.run.run` in this context's environment (``streaming``: on_line, stop, ...)."""
         streaming.pop("env", None)
         if streaming.get("stop") is None:
             streaming["stop"] = self.stop
-        return run(argv, timeout=self.timeout if timeout is None else timeout, env=self.env, stdin=stdin,
-                   **streaming)
+        return run(argv, timeout=self.timeout if timeout is None else timeout, env=self.env, stdin=stdin, **streaming)
 
     def which(self, name: str) -> Optional[str]:
         return which(name, self.env)

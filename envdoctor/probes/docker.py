@@ -72,8 +72,11 @@ def _daemon(ctx: Context, docker: str) -> Dict[str, object]:
     shown = f"{docker} version --format '{JSON}'"
     ran = ctx.run([docker, "version", "--format", JSON])
     if ran.error and ran.error.kind in ("timeout", "crashed", "permission", "not_found"):
-        return {"daemon": "error", "daemon_error": ran.error.message,
-                "error": dataclasses.replace(ran.error, command=shown)}
+        return {
+            "daemon": "error",
+            "daemon_error": ran.error.message,
+            "error": dataclasses.replace(ran.error, command=shown),
+        }
     try:
         version = parse_version_json(ran.stdout)
     except DockerParseError as exc:
@@ -82,8 +85,12 @@ def _daemon(ctx: Context, docker: str) -> Dict[str, object]:
             return {"error": unreadable("docker version", ran, str(exc), shown)}
         # no client JSON (an older client, a wrapper) but stderr says why: the daemon's state from it
         state, socket = classify_daemon_error(reason)
-        return {"daemon": state, "daemon_error": reason, "daemon_socket": socket,
-                "error": None if state != "error" else unreadable("docker version", ran, str(exc), shown)}
+        return {
+            "daemon": state,
+            "daemon_error": reason,
+            "daemon_socket": socket,
+            "error": None if state != "error" else unreadable("docker version", ran, str(exc), shown),
+        }
     out: Dict[str, object] = {"client_version": _version_text(version.client)}
     if version.server is None:
         message = stderr_reason(ran.stderr) or "no server answered"
@@ -104,8 +111,13 @@ def _daemon(ctx: Context, docker: str) -> Dict[str, object]:
     except DockerParseError as exc:
         out["error"] = unreadable("docker info", info_ran, str(exc), shown)
         return out
-    out.update(runtimes=info.runtimes, default_runtime=info.default_runtime, rootless=info.rootless,
-               cdi_spec_dirs=info.cdi_spec_dirs, cdi_devices=info.cdi_devices)
+    out.update(
+        runtimes=info.runtimes,
+        default_runtime=info.default_runtime,
+        rootless=info.rootless,
+        cdi_spec_dirs=info.cdi_spec_dirs,
+        cdi_devices=info.cdi_devices,
+    )
     return out
 
 
@@ -114,9 +126,14 @@ def probe(ctx: Context) -> DockerFacts:
     (ctk, ctk_np), (cli, cli_np) = ctx.locate("nvidia-ctk"), ctx.locate("nvidia-container-cli")
     with ThreadPoolExecutor(max_workers=4) as pool:
         daemon = pool.submit(_daemon, ctx, docker) if docker else None
-        side = [pool.submit(_tool_version, ctx, exe, parse) for exe, parse in (
-            (podman, "parse_podman_version"), (ctk, "parse_nvidia_ctk_version"),
-            (cli, "parse_nvidia_container_cli_version"))]
+        side = [
+            pool.submit(_tool_version, ctx, exe, parse)
+            for exe, parse in (
+                (podman, "parse_podman_version"),
+                (ctk, "parse_nvidia_ctk_version"),
+                (cli, "parse_nvidia_container_cli_version"),
+            )
+        ]
         fields: Dict[str, object] = daemon.result() if daemon else {}
         (podman_v, podman_err), (ctk_v, ctk_err), (cli_v, cli_err) = (f.result() for f in side)
     if docker and fields.get("gpus_flag_supported") is None and fields.get("client_version"):
@@ -125,8 +142,7 @@ def probe(ctx: Context) -> DockerFacts:
             fields["gpus_flag_supported"] = client >= GPUS_FLAG
     listed = tuple(cast(Iterable[str], fields.get("cdi_spec_dirs") or ()))
     dirs = tuple(dict.fromkeys(listed + CDI_DIRS))
-    specs = tuple(f"{d}/{name}" for d in dirs for name in ctx.listdir(d)
-                  if name.endswith((".yaml", ".yml", ".json")))
+    specs = tuple(f"{d}/{name}" for d in dirs for name in ctx.listdir(d) if name.endswith((".yaml", ".yml", ".json")))
     made_for = {}
     for spec in specs:
         text, _ = ctx.read(spec, limit=CDI_LIMIT)
@@ -136,8 +152,15 @@ def probe(ctx: Context) -> DockerFacts:
     if fields.get("error") is None:
         fields["error"] = not_program or podman_err or ctk_err or cli_err or podman_np or ctk_np or cli_np
     return DockerFacts(
-        client=docker, podman=podman, podman_version=podman_v, nvidia_ctk=ctk, nvidia_ctk_version=ctk_v,
-        nvidia_container_cli=cli, nvidia_container_cli_version=cli_v,
-        nvidia_container_runtime=ctx.which("nvidia-container-runtime"), cdi_specs=specs,
-        cdi_driver_versions=made_for, **fields,  # type: ignore[arg-type]
+        client=docker,
+        podman=podman,
+        podman_version=podman_v,
+        nvidia_ctk=ctk,
+        nvidia_ctk_version=ctk_v,
+        nvidia_container_cli=cli,
+        nvidia_container_cli_version=cli_v,
+        nvidia_container_runtime=ctx.which("nvidia-container-runtime"),
+        cdi_specs=specs,
+        cdi_driver_versions=made_for,
+        **fields,  # type: ignore[arg-type]
     )

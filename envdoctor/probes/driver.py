@@ -28,8 +28,16 @@ WSL_LIB = "/usr/lib/wsl/lib"
 #: How much of nvidia-smi's output the text checks (mismatch, no devices, library version) read.
 MAX_TEXT = 65536
 #: Folders where distributions, NVIDIA's runfile, containers and WSL put libnvidia-ml.so.<version>.
-LIB_DIRS = ("/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib",
-            "/usr/local/nvidia/lib64", "/usr/local/nvidia/lib", "/run/nvidia/driver/usr/lib64", WSL_LIB)
+LIB_DIRS = (
+    "/usr/lib/x86_64-linux-gnu",
+    "/usr/lib/aarch64-linux-gnu",
+    "/usr/lib64",
+    "/usr/lib",
+    "/usr/local/nvidia/lib64",
+    "/usr/local/nvidia/lib",
+    "/run/nvidia/driver/usr/lib64",
+    WSL_LIB,
+)
 
 
 def _kernel_module(ctx: Context) -> Tuple[Optional[str], Optional[str], Optional[str], Optional[ProbeError]]:
@@ -57,7 +65,7 @@ def _library_version(ctx: Context) -> Tuple[Optional[str], Optional[str]]:
                 return version, f"{folder}/{target}"
         except OSError:
             pass
-        for name in ctx.listdir(folder):   # thousands of names in /usr/lib/x86_64-linux-gnu: test cheaply
+        for name in ctx.listdir(folder):  # thousands of names in /usr/lib/x86_64-linux-gnu: test cheaply
             version = parse_library_version(name) if name.startswith("libnvidia-ml.so.") else None
             if version:
                 return version, f"{folder}/{name}"
@@ -74,7 +82,7 @@ def _smi_path(ctx: Context) -> Tuple[Optional[str], Optional[ProbeError]]:
     try:
         if wsl.is_file():
             return str(wsl), None
-    except OSError:   # an unreadable folder on the way
+    except OSError:  # an unreadable folder on the way
         pass
     return None, not_program
 
@@ -125,7 +133,7 @@ def _start_nvml(ctx: Context) -> Callable[[], NvmlView]:
     """Read NVML in a thread of its own, so nvidia-smi runs meanwhile; the function returned waits
     for the answer until ``ctx.timeout`` after the start (NVML calls can block in the kernel;
     they never hang the report)."""
-    from envdoctor.probes.nvml import NvmlView, read_nvml   # here: nvidia-smi is started first
+    from envdoctor.probes.nvml import NvmlView, read_nvml  # here: nvidia-smi is started first
 
     if ctx.nvml is None and str(ctx.root) != "/":
         skipped = NvmlView(error=ProbeError("unavailable", "NVML not consulted when reading another root"))
@@ -174,7 +182,7 @@ def probe(ctx: Context) -> DriverFacts:
     nvml: List[Callable[[], NvmlView]] = []
     started = threading.Event()
 
-    def need_cuda() -> bool:   # asked in nvidia-smi's thread, once its query answered
+    def need_cuda() -> bool:  # asked in nvidia-smi's thread, once its query answered
         started.wait()
         return not nvml or nvml[0]().cuda is None
 
@@ -186,8 +194,9 @@ def probe(ctx: Context) -> DriverFacts:
         started.set()
     module_version, module_source, flavor, module_err = _kernel_module(ctx)
     lib_version, lib_path = _library_version(ctx)
-    s: Dict[str, Any] = asked() if asked is not None else {
-        "gpus": (), "driver": None, "cuda": None, "error": not_program, "text": ""}
+    s: Dict[str, Any] = (
+        asked() if asked is not None else {"gpus": (), "driver": None, "cuda": None, "error": not_program, "text": ""}
+    )
     nv = nvml[0]()
     sources: Dict[str, str] = {}
     if module_version:
@@ -210,8 +219,10 @@ def probe(ctx: Context) -> DriverFacts:
         e is not None and smi.is_mismatch(e.message) for e in (nv.error, s["error"])
     ) or smi.is_mismatch(s["text"])
     mismatch = mismatch_text or bool(
-        module_version and userspace
-        and (major_minor(module_version) or module_version) != (major_minor(userspace) or userspace))
+        module_version
+        and userspace
+        and (major_minor(module_version) or module_version) != (major_minor(userspace) or userspace)
+    )
     dev_nodes = tuple(f"/dev/{n}" for n in ctx.listdir("/dev") if n.startswith("nvidia"))
     return DriverFacts(
         kernel_module_version=module_version,
@@ -233,4 +244,3 @@ def probe(ctx: Context) -> DriverFacts:
         dev_nodes=dev_nodes,
         error=module_err,
     )
-

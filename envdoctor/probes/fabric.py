@@ -30,9 +30,22 @@ SYS_PCI = "/sys/bus/pci/devices"
 #: Mellanox one) and for IB itself
 MODULES = ("nvidia_peermem", "nv_peer_mem", "ib_core", "mlx5_ib", "ib_uverbs")
 #: the variables NCCL reads that steer its network and transports
-NCCL_VARS = ("NCCL_SOCKET_IFNAME", "NCCL_IB_HCA", "NCCL_P2P_DISABLE", "NCCL_IB_DISABLE", "NCCL_SHM_DISABLE",
-             "NCCL_NET", "NCCL_NET_PLUGIN", "NCCL_DEBUG", "NCCL_NET_GDR_LEVEL", "NCCL_P2P_LEVEL",
-             "NCCL_CROSS_NIC", "NCCL_IB_GID_INDEX", "NCCL_ALGO", "NCCL_PROTO")
+NCCL_VARS = (
+    "NCCL_SOCKET_IFNAME",
+    "NCCL_IB_HCA",
+    "NCCL_P2P_DISABLE",
+    "NCCL_IB_DISABLE",
+    "NCCL_SHM_DISABLE",
+    "NCCL_NET",
+    "NCCL_NET_PLUGIN",
+    "NCCL_DEBUG",
+    "NCCL_NET_GDR_LEVEL",
+    "NCCL_P2P_LEVEL",
+    "NCCL_CROSS_NIC",
+    "NCCL_IB_GID_INDEX",
+    "NCCL_ALGO",
+    "NCCL_PROTO",
+)
 PLUGIN = re.compile(r"^libnccl-net.*\.so(\.\d+)*$")
 _ADDRESS = re.compile(r"^[0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
 
@@ -75,8 +88,14 @@ def _real(ctx: Context, path: str) -> Optional[str]:
 def _port(ctx: Context, base: str, port: str) -> IbPort:
     d = f"{base}/ports/{port}"
     rate = _text(ctx, f"{d}/rate")
-    return IbPort(_int(port) or 0, sysfs_state(_text(ctx, f"{d}/state")), sysfs_state(_text(ctx, f"{d}/phys_state")),
-                  rate_gbps(rate), rate, _text(ctx, f"{d}/link_layer"))
+    return IbPort(
+        _int(port) or 0,
+        sysfs_state(_text(ctx, f"{d}/state")),
+        sysfs_state(_text(ctx, f"{d}/phys_state")),
+        rate_gbps(rate),
+        rate,
+        _text(ctx, f"{d}/link_layer"),
+    )
 
 
 def adapter(ctx: Context, name: str, interfaces: Sequence[str]) -> IbAdapter:
@@ -87,8 +106,16 @@ def adapter(ctx: Context, name: str, interfaces: Sequence[str]) -> IbAdapter:
     numa = _int(_text(ctx, f"{SYS_PCI}/{address}/numa_node")) if address else None
     netdevs = tuple(i for i in interfaces if address and _real(ctx, f"{NET}/{i}/device") == device)
     node = sysfs_state(_text(ctx, f"{base}/node_type"))
-    return IbAdapter(name, ports, _text(ctx, f"{base}/fw_ver"), _text(ctx, f"{base}/board_id"), node, address,
-                     numa if numa is not None and numa >= 0 else None, netdevs)
+    return IbAdapter(
+        name,
+        ports,
+        _text(ctx, f"{base}/fw_ver"),
+        _text(ctx, f"{base}/board_id"),
+        node,
+        address,
+        numa if numa is not None and numa >= 0 else None,
+        netdevs,
+    )
 
 
 def pci_chain(path: Optional[str]) -> Tuple[str, ...]:
@@ -99,8 +126,7 @@ def pci_chain(path: Optional[str]) -> Tuple[str, ...]:
     return tuple(p for p in parts if p.startswith("pci") or _ADDRESS.match(p))
 
 
-def placement(gpu: Tuple[str, ...], nic: Tuple[str, ...], gpu_numa: Optional[int],
-              nic_numa: Optional[int]) -> str:
+def placement(gpu: Tuple[str, ...], nic: Tuple[str, ...], gpu_numa: Optional[int], nic_numa: Optional[int]) -> str:
     """The topo -m word for two devices' PCI chains (root complex first, the device last).
 
     >>> sw = ("pci0000:00", "0000:00:01.0", "0000:01:00.0")       # a root port, a switch's upstream port
@@ -117,7 +143,7 @@ def placement(gpu: Tuple[str, ...], nic: Tuple[str, ...], gpu_numa: Optional[int
         if a != b:
             break
         common += 1
-    if common >= 2:                       # a bridge below the root complex is shared
+    if common >= 2:  # a bridge below the root complex is shared
         # one switch: each device one downstream port below the shared upstream port
         hops = (len(gpu) - 1 - common) + (len(nic) - 1 - common)
         return "PIX" if hops <= 2 else "PXB"
@@ -130,8 +156,16 @@ def placement(gpu: Tuple[str, ...], nic: Tuple[str, ...], gpu_numa: Optional[int
 
 def _plugins(ctx: Context) -> Tuple[str, ...]:
     dirs: List[str] = [d for d in ctx.env.get("LD_LIBRARY_PATH", "").split(":") if d]
-    dirs += ["/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib", "/usr/local/lib",
-             "/opt/hpcx/nccl_rdma_sharp_plugin/lib", "/opt/amazon/ofi-nccl/lib", "/opt/amazon/ofi-nccl/lib64"]
+    dirs += [
+        "/usr/lib/x86_64-linux-gnu",
+        "/usr/lib/aarch64-linux-gnu",
+        "/usr/lib64",
+        "/usr/lib",
+        "/usr/local/lib",
+        "/opt/hpcx/nccl_rdma_sharp_plugin/lib",
+        "/opt/amazon/ofi-nccl/lib",
+        "/opt/amazon/ofi-nccl/lib64",
+    ]
     found: List[str] = []
     for d in dict.fromkeys(dirs):
         for name in ctx.listdir(d):
@@ -165,7 +199,7 @@ def probe(ctx: Context, gpus: Optional[Sequence[str]] = None) -> FabricFacts:
     env: Dict[str, str] = {k: ctx.env[k] for k in NCCL_VARS if k in ctx.env}
     places: List[Placement] = []
     if adapters:
-        for g in (gpu_addresses(ctx) if gpus is None else gpus):
+        for g in gpu_addresses(ctx) if gpus is None else gpus:
             g_chain = pci_chain(_real(ctx, f"{SYS_PCI}/{g}"))
             g_numa = _int(_text(ctx, f"{SYS_PCI}/{g}/numa_node"))
             for a in adapters:
@@ -173,7 +207,15 @@ def probe(ctx: Context, gpus: Optional[Sequence[str]] = None) -> FabricFacts:
                     continue
                 n_chain = pci_chain(_real(ctx, f"{SYS_PCI}/{a.pci_address}"))
                 if n_chain:
-                    places.append(Placement(g, a.name, placement(g_chain, n_chain, g_numa, a.numa_node),
-                                            g_numa if g_numa is not None and g_numa >= 0 else None, a.numa_node))
-    return FabricFacts(adapters, tuple(places), interfaces, _modules(ctx), _plugins(ctx) if adapters else (),
-                       env, "sysfs")
+                    places.append(
+                        Placement(
+                            g,
+                            a.name,
+                            placement(g_chain, n_chain, g_numa, a.numa_node),
+                            g_numa if g_numa is not None and g_numa >= 0 else None,
+                            a.numa_node,
+                        )
+                    )
+    return FabricFacts(
+        adapters, tuple(places), interfaces, _modules(ctx), _plugins(ctx) if adapters else (), env, "sysfs"
+    )

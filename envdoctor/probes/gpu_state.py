@@ -56,8 +56,14 @@ def process(ctx: Context, entry: Any) -> Tuple[GpuProcess, bool]:
     stat, _ = ctx.read(f"/proc/{pid}/stat", limit=4096)
     visible = comm is not None or stat is not None
     own = parse_stat_ppid(stat) == os.getpid()
-    return GpuProcess(pid, str(entry.get("kind") or "C"), int(used) // MIB if isinstance(used, int) else None,
-                      comm.strip() if comm else None, parse_stat_state(stat), visible), own
+    return GpuProcess(
+        pid,
+        str(entry.get("kind") or "C"),
+        int(used) // MIB if isinstance(used, int) else None,
+        comm.strip() if comm else None,
+        parse_stat_state(stat),
+        visible,
+    ), own
 
 
 def gpu_state(ctx: Context, r: Reading) -> GpuState:
@@ -71,20 +77,30 @@ def gpu_state(ctx: Context, r: Reading) -> GpuState:
     procs = tuple(p for p, own in seen if not own)
     mode = v.get("compute_mode")
     return GpuState(
-        index=r.index, name=v.get("name"), uuid=v.get("uuid"), bus_id=(v.get("pci") or {}).get("bus_id"),
+        index=r.index,
+        name=v.get("name"),
+        uuid=v.get("uuid"),
+        bus_id=(v.get("pci") or {}).get("bus_id"),
         memory_used_mib=int(memory["used"]) // MIB if memory.get("used") is not None else None,
         memory_total_mib=int(memory["total"]) // MIB if memory.get("total") is not None else None,
-        utilization_pct=v.get("utilization_pct"), memory_utilization_pct=v.get("memory_utilization_pct"),
-        processes=procs, processes_error=r.errors.get("processes"), own_processes=len(seen) - len(procs),
+        utilization_pct=v.get("utilization_pct"),
+        memory_utilization_pct=v.get("memory_utilization_pct"),
+        processes=procs,
+        processes_error=r.errors.get("processes"),
+        own_processes=len(seen) - len(procs),
         compute_mode=COMPUTE_MODES.get(mode, str(mode)) if mode is not None else None,
         persistence_mode=v.get("persistence_mode"),
         mig_mode=bool(mig["current"]) if "current" in mig else None,
         mig_pending=bool(mig["pending"]) if "pending" in mig else None,
         mig_devices=v.get("mig_devices"),
-        power_limit_w=v.get("power_limit_w"), default_power_limit_w=limits.get("default_w"),
-        max_sm_clock_mhz=v.get("max_sm_clock_mhz"), sm_clock_mhz=v.get("sm_clock_mhz"),
-        app_sm_clock_mhz=app.get("sm"), default_app_sm_clock_mhz=app.get("default_sm"),
-        reasons_mask=v.get("reasons_mask"), retired_pages_pending=v.get("retired_pages_pending"),
+        power_limit_w=v.get("power_limit_w"),
+        default_power_limit_w=limits.get("default_w"),
+        max_sm_clock_mhz=v.get("max_sm_clock_mhz"),
+        sm_clock_mhz=v.get("sm_clock_mhz"),
+        app_sm_clock_mhz=app.get("sm"),
+        default_app_sm_clock_mhz=app.get("default_sm"),
+        reasons_mask=v.get("reasons_mask"),
+        retired_pages_pending=v.get("retired_pages_pending"),
         remapped_pending=bool(remapped["pending"]) if "pending" in remapped else None,
         remapped_failure=bool(remapped["failure"]) if "failure" in remapped else None,
         temperature_c=v.get("temperature_c"),
@@ -96,13 +112,13 @@ def read_state(ctx: Context) -> GpuStateFacts:
     with session_for(ctx.nvml, ctx.nvml_shared) as session:
         if session.error is not None:
             return GpuStateFacts(error=session.error)
-        return GpuStateFacts(tuple(gpu_state(ctx, r) for r in session.read_all(STATE)), "nvml",
-                             session.count_error)
+        return GpuStateFacts(tuple(gpu_state(ctx, r) for r in session.read_all(STATE)), "nvml", session.count_error)
 
 
 def probe(ctx: Context) -> GpuStateFacts:
     """NVML in a thread bounded by ``ctx.timeout``; not consulted under another root without a fake."""
     if ctx.nvml is None and str(ctx.root) != "/":
         return GpuStateFacts(error=ProbeError("unavailable", "NVML not consulted when reading another root"))
-    return bounded(lambda: read_state(ctx), ctx.timeout, "envdoctor-gpu-state",
-                   lambda error: GpuStateFacts(error=error))
+    return bounded(
+        lambda: read_state(ctx), ctx.timeout, "envdoctor-gpu-state", lambda error: GpuStateFacts(error=error)
+    )

@@ -35,8 +35,16 @@ from envdoctor.parse.indexconf import (
 from envdoctor.probes.context import Context
 from envdoctor.redact import mask_env, mask_url
 
-PROXY_VARS = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy",
-              "NO_PROXY", "no_proxy")
+PROXY_VARS = (
+    "HTTPS_PROXY",
+    "https_proxy",
+    "HTTP_PROXY",
+    "http_proxy",
+    "ALL_PROXY",
+    "all_proxy",
+    "NO_PROXY",
+    "no_proxy",
+)
 #: How far up from the working directory uv's project configuration is looked for.
 MAX_PARENTS = 32
 
@@ -95,7 +103,7 @@ def uv_config_files(ctx: Context) -> list[tuple[str, bool]]:
         out.append((f"{config_home.rstrip('/')}/uv/uv.toml", False))
     dirs = [d for d in (env.get("XDG_CONFIG_DIRS") or "").split(":") if d.startswith("/")]
     system = [f"{d.rstrip('/')}/uv/uv.toml" for d in dirs] + ["/etc/uv/uv.toml"]
-    first = next((p for p in system if _is_file(ctx, p)), None)      # only the first system file counts
+    first = next((p for p in system if _is_file(ctx, p)), None)  # only the first system file counts
     if first:
         out.append((first, False))
     return out
@@ -172,8 +180,11 @@ def _candidates(s: Settings) -> list[IndexSetting]:
     """Where torch would come from, most telling first: a uv index torch is pinned to, pip's
     indexes (variables over files), uv's."""
     pinned = [i for i in s.uv if i.torch_pinned]
-    return pinned + [i for i in s.pip if i.role != "find-links"] + \
-        [i for i in s.uv if not i.torch_pinned and i.role != "find-links"]
+    return (
+        pinned
+        + [i for i in s.pip if i.role != "find-links"]
+        + [i for i in s.uv if not i.torch_pinned and i.role != "find-links"]
+    )
 
 
 def torch_base_of(s: Settings) -> Optional[tuple[str, str]]:
@@ -191,8 +202,15 @@ def configured_torch_base(ctx: Context, prefix: Optional[str] = None) -> Optiona
 
 
 def _fact(i: IndexSetting) -> ConfiguredIndex:
-    return ConfiguredIndex(url=mask_url(i.url), role=i.role, tool=i.tool, source=i.source, name=i.name,
-                           explicit=i.explicit, torch_pinned=i.torch_pinned)
+    return ConfiguredIndex(
+        url=mask_url(i.url),
+        role=i.role,
+        tool=i.tool,
+        source=i.source,
+        name=i.name,
+        explicit=i.explicit,
+        torch_pinned=i.torch_pinned,
+    )
 
 
 def index_config(ctx: Context, prefix: Optional[str] = None) -> IndexConfig:

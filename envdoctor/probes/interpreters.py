@@ -41,10 +41,19 @@ MAX_FOUND = 8
 BUDGET_S = 2.0
 #: ``~/.conda/environments.txt`` lines read at most.
 MAX_RECORDED_ENVS = 200
-_CONDA_BASES = ("~/miniconda3", "~/anaconda3", "~/miniforge3", "~/mambaforge", "~/micromamba", "~/.conda",
-                "/opt/conda", "/opt/miniconda3", "/opt/miniforge3")
+_CONDA_BASES = (
+    "~/miniconda3",
+    "~/anaconda3",
+    "~/miniforge3",
+    "~/mambaforge",
+    "~/micromamba",
+    "~/.conda",
+    "/opt/conda",
+    "/opt/miniconda3",
+    "/opt/miniforge3",
+)
 
-Candidate = Tuple[str, str]          # (environment prefix, kind)
+Candidate = Tuple[str, str]  # (environment prefix, kind)
 
 
 def _home(ctx: Context, path: str) -> Optional[str]:
@@ -73,8 +82,13 @@ def candidates(ctx: Context) -> Iterator[Candidate]:
         home = _home(ctx, path)
         if home:
             yield home, "venv"
-    for parent in ("~/venvs", "~/.venvs", env.get("WORKON_HOME") or "~/.virtualenvs", "~/.local/share/virtualenvs",
-                   "~/.local/pipx/venvs"):
+    for parent in (
+        "~/venvs",
+        "~/.venvs",
+        env.get("WORKON_HOME") or "~/.virtualenvs",
+        "~/.local/share/virtualenvs",
+        "~/.local/pipx/venvs",
+    ):
         for child in _children(ctx, _home(ctx, parent)):
             yield child, "venv"
     for child in _children(ctx, "/opt"):
@@ -112,11 +126,15 @@ def candidates(ctx: Context) -> Iterator[Candidate]:
 def _torch_in(ctx: Context, prefix: str) -> Optional[Tuple[str, str]]:
     """(site folder, version) of the torch installed under ``prefix``, read from its version.py."""
     lib = f"{prefix.rstrip('/')}/lib"
-    folders = [f"{lib}/{name}/{site}" for name in ctx.listdir(lib) if name.startswith("python3")
-               for site in ("site-packages", "dist-packages")]
+    folders = [
+        f"{lib}/{name}/{site}"
+        for name in ctx.listdir(lib)
+        if name.startswith("python3")
+        for site in ("site-packages", "dist-packages")
+    ]
     for site in folders:
         path = f"{site}/torch/version.py"
-        if not os.path.isfile(ctx.path(path)):     # a FIFO or a device would block the read
+        if not os.path.isfile(ctx.path(path)):  # a FIFO or a device would block the read
             continue
         text, _ = ctx.read(path, limit=8192)
         version = torch_version_py(text) if text else None
@@ -130,8 +148,11 @@ def _python_of(ctx: Context, prefix: str, site: str, kind: str) -> Optional[str]
     ``bin/python3.X`` of the ``lib/python3.X`` the torch is in first."""
     base = prefix.rstrip("/")
     versioned = next((p for p in site.split("/") if p.startswith("python3.")), None)
-    names = ([versioned] if versioned else []) + ["python3", "python"] if kind == "system" else \
-        ["python", "python3"] + ([versioned] if versioned else [])
+    names = (
+        ([versioned] if versioned else []) + ["python3", "python"]
+        if kind == "system"
+        else ["python", "python3"] + ([versioned] if versioned else [])
+    )
     for name in names:
         exe = f"{base}/bin/{name}"
         if ctx.exists(exe):
@@ -146,8 +167,9 @@ def _same(ctx: Context, a: str, b: str) -> bool:
         return a.rstrip("/") == b.rstrip("/")
 
 
-def scan(ctx: Context, exclude: Optional[str] = None, budget_s: float = BUDGET_S
-         ) -> Tuple[Tuple[TorchElsewhere, ...], bool]:
+def scan(
+    ctx: Context, exclude: Optional[str] = None, budget_s: float = BUDGET_S
+) -> Tuple[Tuple[TorchElsewhere, ...], bool]:
     """(interpreters that have torch, whether the scan was cut by its bounds). ``exclude``: the
     target's prefix, whose torch (or lack of it) is already known."""
     deadline = time.monotonic() + budget_s

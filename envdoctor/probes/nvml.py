@@ -16,8 +16,8 @@ from envdoctor.nvml import IDENTITY, Reading, session_for
 
 @dataclass(frozen=True)
 class NvmlView:
-    driver: Optional[str] = None          # nvmlSystemGetDriverVersion: "580.159.04"
-    cuda: Optional[str] = None            # nvmlSystemGetCudaDriverVersion 13000 -> "13.0"
+    driver: Optional[str] = None  # nvmlSystemGetDriverVersion: "580.159.04"
+    cuda: Optional[str] = None  # nvmlSystemGetCudaDriverVersion 13000 -> "13.0"
     nvml_version: Optional[str] = None
     gpus: Tuple[GpuInfo, ...] = ()
     error: Optional[ProbeError] = None
@@ -49,5 +49,10 @@ def read_nvml(nv: Any = None, shared: Any = None) -> NvmlView:
             return NvmlView(error=session.error)
         system = session.system().values
         gpus = tuple(gpu_info(r) for r in session.read_all(IDENTITY))
-        return NvmlView(system.get("driver_version"), system.get("cuda_version"), system.get("nvml_version"),
-                        gpus, session.count_error)
+        return NvmlView(
+            system.get("driver_version"),
+            system.get("cuda_version"),
+            system.get("nvml_version"),
+            gpus,
+            session.count_error,
+        )

@@ -60,11 +60,17 @@ def probe(ctx: Context) -> PciFacts:
     devices = []
     for address, device, cls in found:
         name = names.get(device)
-        devices.append(PciDevice(
-            address=address, vendor_id=NVIDIA_VENDOR, device_id=device, class_code=cls,
-            subsystem_vendor_id=_field(ctx, address, "subsystem_vendor"),
-            subsystem_device_id=_field(ctx, address, "subsystem_device"),
-            name=name, name_source=names_path if name else None,
-            kernel_driver=_kernel_driver(ctx, address),
-        ))
+        devices.append(
+            PciDevice(
+                address=address,
+                vendor_id=NVIDIA_VENDOR,
+                device_id=device,
+                class_code=cls,
+                subsystem_vendor_id=_field(ctx, address, "subsystem_vendor"),
+                subsystem_device_id=_field(ctx, address, "subsystem_device"),
+                name=name,
+                name_source=names_path if name else None,
+                kernel_driver=_kernel_driver(ctx, address),
+            )
+        )
     return PciFacts(devices=tuple(devices), source=SYS_PCI)

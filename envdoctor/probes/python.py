@@ -53,7 +53,7 @@ def start(ctx: Context, with_torch: bool = True) -> Callable[[], Tuple[TargetPyt
     # importing torch has its own bound (--torch-timeout); without it the child is like any command
     timeout = ctx.torch_timeout if with_torch else ctx.timeout
     config: Dict[str, Any] = {"torch": with_torch}
-    if with_torch:   # the libraries above torch, each imported in a grandchild, within the same bound
+    if with_torch:  # the libraries above torch, each imported in a grandchild, within the same bound
         from envdoctor.stack.host import child_config
 
         config["extensions"] = child_config(timeout)
@@ -66,8 +66,7 @@ def start(ctx: Context, with_torch: bool = True) -> Callable[[], Tuple[TargetPyt
 
     def work() -> None:
         try:
-            box.append(run_child(SCRIPT, config, python=exe, timeout=timeout,
-                                 what="the torch check", runner=runner))
+            box.append(run_child(SCRIPT, config, python=exe, timeout=timeout, what="the torch check", runner=runner))
         except BaseException as exc:  # noqa: BLE001 - raised again in the caller's thread
             failure.append(exc)
         finally:
@@ -82,7 +81,7 @@ def start(ctx: Context, with_torch: bool = True) -> Callable[[], Tuple[TargetPyt
         raise
 
     def wait() -> Tuple[TargetPython, TorchFacts]:
-        from envdoctor.probes.indexconf import index_config   # loaded while the child runs
+        from envdoctor.probes.indexconf import index_config  # loaded while the child runs
 
         worker.join()
         if failure:
@@ -126,30 +125,41 @@ def interpret(child: ChildRun, exe: str, chosen_by: str, with_torch: bool = True
     error = child.error
     command = error.command if error is not None else f"{exe} - < envdoctor/child/{SCRIPT}"
     if error is not None and error.kind in ("not_found", "permission") and child.cause is not None:
-        err = ProbeError(error.kind, f"the target Python {exe} ({chosen_by}) could not be run: "
-                         f"{child.cause.message}", command)
-        return (TargetPython(executable=exe, chosen_by=chosen_by, error=err),
-                TorchFacts(error=ProbeError("unavailable", f"not inspected: {err.message}", command)))
+        err = ProbeError(
+            error.kind, f"the target Python {exe} ({chosen_by}) could not be run: {child.cause.message}", command
+        )
+        return (
+            TargetPython(executable=exe, chosen_by=chosen_by, error=err),
+            TorchFacts(error=ProbeError("unavailable", f"not inspected: {err.message}", command)),
+        )
     failure_kind = (child.failure or {}).get("kind")
     if failure_kind == "unsupported_python":
         version = (py or {}).get("version")
-        err = ProbeError("unavailable", f"the target Python {exe} is Python {version}; "
-                         "envdoctor's check needs 3.8 or newer (torch needs a newer one still)", command)
-        return (TargetPython(executable=exe, chosen_by=chosen_by, version=version, error=err),
-                TorchFacts(error=ProbeError("unavailable", f"not inspected: {err.message}", command)))
+        err = ProbeError(
+            "unavailable",
+            f"the target Python {exe} is Python {version}; "
+            "envdoctor's check needs 3.8 or newer (torch needs a newer one still)",
+            command,
+        )
+        return (
+            TargetPython(executable=exe, chosen_by=chosen_by, version=version, error=err),
+            TorchFacts(error=ProbeError("unavailable", f"not inspected: {err.message}", command)),
+        )
     if error is not None and child.failure is not None:
         # the target's own answer (whatever its kind: a Python that cannot run the check, a planted
         # line): a problem of that interpreter for ED200, not envdoctor's bug (exit 3)
         kind = str(failure_kind)[:40] if isinstance(failure_kind, str) else "error"
-        error = ProbeError("unavailable", f"the torch check inside {exe} answered an error ({kind}): "
-                           f"{error.message}", command)
+        error = ProbeError(
+            "unavailable", f"the torch check inside {exe} answered an error ({kind}): {error.message}", command
+        )
     elif error is not None and error.kind == "unparseable":
-        reason = stderr_reason(child.stderr, named_only=True)   # "Fatal Python error: ...", a library's complaint
+        reason = stderr_reason(child.stderr, named_only=True)  # "Fatal Python error: ...", a library's complaint
         if reason:
             error = dataclasses.replace(error, message=f"{error.message}; its standard error says: {reason}")
     if py is None:
-        python = TargetPython(executable=exe, chosen_by=chosen_by,
-                              error=error or ProbeError("unparseable", "no Python facts", command))
+        python = TargetPython(
+            executable=exe, chosen_by=chosen_by, error=error or ProbeError("unparseable", "no Python facts", command)
+        )
     else:
         real = py.get("executable")
         if isinstance(real, str) and real and _other_file(real, exe):
@@ -161,14 +171,18 @@ def interpret(child: ChildRun, exe: str, chosen_by: str, with_torch: bool = True
         dist = (py or {}).get("distributions") or {}
         dist = dist if isinstance(dist, dict) else {}
         version, vision, audio = (dist.get(n) for n in ("torch", "torchvision", "torchaudio"))
-        return python, TorchFacts(installed=bool(version), version=version if isinstance(version, str) else None,
-                                  torchvision=vision if isinstance(vision, str) and version else None,
-                                  torchaudio=audio if isinstance(audio, str) and version else None)
+        return python, TorchFacts(
+            installed=bool(version),
+            version=version if isinstance(version, str) else None,
+            torchvision=vision if isinstance(vision, str) and version else None,
+            torchaudio=audio if isinstance(audio, str) and version else None,
+        )
     torch = torch_facts(torch_data, py)
     # a failure in the last stage (the libraries above torch) leaves torch's facts whole
     if (error is not None and child.stage != "extensions") or torch_data is None:
-        torch = dataclasses.replace(torch, error=error or ProbeError(
-            "unparseable", f"{exe} printed no torch facts", command), stage=child.stage)
+        torch = dataclasses.replace(
+            torch, error=error or ProbeError("unparseable", f"{exe} printed no torch facts", command), stage=child.stage
+        )
     if child.stderr:
         torch = dataclasses.replace(torch, stderr_tail=child.stderr)
     return python, dataclasses.replace(torch, extensions=_extensions(child))
@@ -195,5 +209,5 @@ def _other_file(real: str, exe: str) -> bool:
     """
     try:
         return os.path.realpath(real) != os.path.realpath(exe)
-    except ValueError:     # "embedded null byte"; UnicodeEncodeError of a surrogate
+    except ValueError:  # "embedded null byte"; UnicodeEncodeError of a surrogate
         return False

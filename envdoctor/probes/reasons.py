@@ -24,7 +24,7 @@ __all__ = ["MAX_REASON", "reason_kind", "stderr_reason", "unreadable"]
 
 
 def reason_kind(reason: str, returncode: Optional[int]) -> ErrorKind:
-    """"permission" for a permission problem, else "exit_status" or "unparseable" (exit status 0)."""
+    """ "permission" for a permission problem, else "exit_status" or "unparseable" (exit status 0)."""
     low = reason.lower()
     if "permission denied" in low or "not permitted" in low:
         return "permission"
@@ -40,5 +40,5 @@ def unreadable(tool: str, ran: Ran, why: str, command: Optional[str] = None) -> 
     reason = stderr_reason(ran.stderr, named_only=True)
     if reason:
         return ProbeError(reason_kind(reason, ran.returncode), f"{tool}: {reason}", shown)
-    why = why[len(f"{tool} printed "):] if why.startswith(f"{tool} printed ") else why
+    why = why[len(f"{tool} printed ") :] if why.startswith(f"{tool} printed ") else why
     return ProbeError("unparseable", f"{tool} printed output envdoctor cannot read ({why})", shown)

@@ -40,19 +40,44 @@ _RELEVANT_ENV = re.compile(
 #: ones). Names here, or starting with one of BEHAVIOUR_PREFIXES; values masked like every output.
 BEHAVIOUR_ENV = (
     # which GPUs, in which order
-    "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "NVIDIA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES",
+    "CUDA_VISIBLE_DEVICES",
+    "CUDA_DEVICE_ORDER",
+    "NVIDIA_VISIBLE_DEVICES",
+    "HIP_VISIBLE_DEVICES",
     "ROCR_VISIBLE_DEVICES",
     # the CUDA driver and runtime
-    "CUDA_LAUNCH_BLOCKING", "CUDA_MODULE_LOADING", "CUDA_CACHE_DISABLE", "CUDA_CACHE_PATH",
-    "CUDA_CACHE_MAXSIZE", "CUDA_FORCE_PTX_JIT", "CUDA_DISABLE_PTX_JIT", "CUDA_DEVICE_MAX_CONNECTIONS",
-    "CUDA_AUTO_BOOST", "CUDA_MPS_PIPE_DIRECTORY", "CUDA_MPS_LOG_DIRECTORY", "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE",
-    "NVIDIA_DRIVER_CAPABILITIES", "NVIDIA_TF32_OVERRIDE",
+    "CUDA_LAUNCH_BLOCKING",
+    "CUDA_MODULE_LOADING",
+    "CUDA_CACHE_DISABLE",
+    "CUDA_CACHE_PATH",
+    "CUDA_CACHE_MAXSIZE",
+    "CUDA_FORCE_PTX_JIT",
+    "CUDA_DISABLE_PTX_JIT",
+    "CUDA_DEVICE_MAX_CONNECTIONS",
+    "CUDA_AUTO_BOOST",
+    "CUDA_MPS_PIPE_DIRECTORY",
+    "CUDA_MPS_LOG_DIRECTORY",
+    "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE",
+    "NVIDIA_DRIVER_CAPABILITIES",
+    "NVIDIA_TF32_OVERRIDE",
     # math libraries
-    "CUBLAS_WORKSPACE_CONFIG", "CUBLASLT_WORKSPACE_SIZE", "CUBLAS_LOGINFO_DBG", "CUBLASLT_LOG_LEVEL",
-    "CUDNN_LOGINFO_DBG", "CUDNN_LOGLEVEL_DBG", "CUDNN_LOGDEST_DBG",
+    "CUBLAS_WORKSPACE_CONFIG",
+    "CUBLASLT_WORKSPACE_SIZE",
+    "CUBLAS_LOGINFO_DBG",
+    "CUBLASLT_LOG_LEVEL",
+    "CUDNN_LOGINFO_DBG",
+    "CUDNN_LOGLEVEL_DBG",
+    "CUDNN_LOGDEST_DBG",
     # CPU thread pools
-    "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS", "OMP_PROC_BIND",
-    "OMP_PLACES", "KMP_AFFINITY", "KMP_BLOCKTIME", "MKL_THREADING_LAYER",
+    "OMP_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "OPENBLAS_NUM_THREADS",
+    "NUMEXPR_NUM_THREADS",
+    "OMP_PROC_BIND",
+    "OMP_PLACES",
+    "KMP_AFFINITY",
+    "KMP_BLOCKTIME",
+    "MKL_THREADING_LAYER",
     # loading
     "LD_PRELOAD",
 )
@@ -90,8 +115,12 @@ def detect_container(ctx: Context) -> Tuple[Optional[str], Optional[str]]:
         return "docker", "/.dockerenv exists"
     cgroup, _ = ctx.read("/proc/1/cgroup")
     if cgroup:
-        for marker, kind in (("kubepods", "kubernetes"), ("libpod", "podman"), ("docker", "docker"),
-                             ("containerd", "container")):
+        for marker, kind in (
+            ("kubepods", "kubernetes"),
+            ("libpod", "podman"),
+            ("docker", "docker"),
+            ("containerd", "container"),
+        ):
             if marker in cgroup:
                 return kind, f"/proc/1/cgroup mentions {marker}"
     if env.get("container"):
@@ -143,12 +172,23 @@ def _glibc() -> Optional[str]:
 
 #: Where an image keeps its libc.so.6 (Debian/Ubuntu multiarch, then RHEL/SUSE/Arch), and how much
 #: of it is read (the banner sits near the end of a 2 MB file).
-LIBC_PATHS = ("/lib/x86_64-linux-gnu/libc.so.6", "/lib/aarch64-linux-gnu/libc.so.6", "/lib64/libc.so.6",
-              "/usr/lib64/libc.so.6", "/usr/lib/libc.so.6", "/lib/libc.so.6")
+LIBC_PATHS = (
+    "/lib/x86_64-linux-gnu/libc.so.6",
+    "/lib/aarch64-linux-gnu/libc.so.6",
+    "/lib64/libc.so.6",
+    "/usr/lib64/libc.so.6",
+    "/usr/lib/libc.so.6",
+    "/lib/libc.so.6",
+)
 LIBC_LIMIT = 8 << 20
-GCC_LIBDIRS = ("/usr/lib/gcc/x86_64-linux-gnu", "/usr/lib/gcc/x86_64-redhat-linux",
-               "/usr/lib/gcc/aarch64-linux-gnu", "/usr/lib/gcc/aarch64-redhat-linux",
-               "/usr/lib64/gcc/x86_64-suse-linux", "/usr/lib/gcc/x86_64-pc-linux-gnu")
+GCC_LIBDIRS = (
+    "/usr/lib/gcc/x86_64-linux-gnu",
+    "/usr/lib/gcc/x86_64-redhat-linux",
+    "/usr/lib/gcc/aarch64-linux-gnu",
+    "/usr/lib/gcc/aarch64-redhat-linux",
+    "/usr/lib64/gcc/x86_64-suse-linux",
+    "/usr/lib/gcc/x86_64-pc-linux-gnu",
+)
 
 
 def _other_root(ctx: Context) -> bool:
@@ -183,8 +223,9 @@ def _image_gcc(ctx: Context) -> Tuple[Optional[str], Optional[str], Optional[Pro
 
 
 def _os_release(ctx: Context) -> Dict[str, object]:
-    dist = distro.LinuxDistribution(include_lsb=False, include_uname=False,
-                                    root_dir=None if str(ctx.root) == "/" else str(ctx.root))
+    dist = distro.LinuxDistribution(
+        include_lsb=False, include_uname=False, root_dir=None if str(ctx.root) == "/" else str(ctx.root)
+    )
     like = tuple(dist.like().split()) if dist.like() else ()
     return {
         "os_id": dist.id() or None,
@@ -198,7 +239,7 @@ def _os_release(ctx: Context) -> Dict[str, object]:
 def _user(env: Dict[str, str]) -> Optional[str]:
     if env.get("USER"):
         return env["USER"]
-    import getpass   # here: where USER is set it is not needed (imports are a good part of check's time)
+    import getpass  # here: where USER is set it is not needed (imports are a good part of check's time)
 
     try:
         return getpass.getuser()
@@ -239,8 +280,7 @@ def _gcc(ctx: Context) -> Tuple[Optional[str], Optional[str], Optional[ProbeErro
         return None, None, ran.error
     line, version = parse_gcc_version(ran.stdout)
     if line is None:
-        return None, None, ProbeError("unparseable", f"{exe} --version printed no compiler version",
-                                      f"{exe} --version")
+        return None, None, ProbeError("unparseable", f"{exe} --version printed no compiler version", f"{exe} --version")
     return line, version, None
 
 
@@ -250,14 +290,20 @@ def probe(ctx: Context) -> SystemFacts:
     container, evidence = detect_container(ctx)
     secure_boot, sb_source = _secure_boot(ctx)
     cpu_model, cpu_count = _cpu(ctx)
-    other = _other_root(ctx)           # a mounted image: its glibc and GCC, never this host's
+    other = _other_root(ctx)  # a mounted image: its glibc and GCC, never this host's
     gcc, gcc_version, gcc_error = _image_gcc(ctx) if other else _gcc(ctx)
     env = {k: mask_env(k, v) for k, v in sorted(ctx.env.items()) if _RELEVANT_ENV.match(k)}
-    info = _os_release(ctx) if sys.platform.startswith("linux") or str(ctx.root) != "/" else {
-        "os_id": "darwin" if sys.platform == "darwin" else sys.platform,
-        "os_version": platform.mac_ver()[0] or None, "os_name": platform.platform(), "os_like": (),
-        "os_codename": None,
-    }
+    info = (
+        _os_release(ctx)
+        if sys.platform.startswith("linux") or str(ctx.root) != "/"
+        else {
+            "os_id": "darwin" if sys.platform == "darwin" else sys.platform,
+            "os_version": platform.mac_ver()[0] or None,
+            "os_name": platform.platform(),
+            "os_like": (),
+            "os_codename": None,
+        }
+    )
     return SystemFacts(
         platform=sys.platform,
         kernel=(kernel or "").strip() or platform.release() or None,

@@ -36,7 +36,7 @@ def resolve(ctx: Context, path: str) -> str:
         step = posixpath.join(done, part)
         try:
             target = os.readlink(ctx.path(step))
-        except (OSError, ValueError):   # not a link (or a NUL in a path nvcc printed)
+        except (OSError, ValueError):  # not a link (or a NUL in a path nvcc printed)
             done = step
             continue
         hops += 1
@@ -52,7 +52,7 @@ def _exists(ctx: Context, path: str) -> bool:
     on the way that this user cannot read hides what is below it (as it does for the shell)."""
     try:
         return ctx.path(resolve(ctx, path)).exists()
-    except (OSError, ValueError):   # PermissionError where the folder above is unreadable; a NUL
+    except (OSError, ValueError):  # PermissionError where the folder above is unreadable; a NUL
         return False
 
 
@@ -88,7 +88,7 @@ def _has_headers(ctx: Context, root: str) -> bool:
 def _root_of_nvcc(ctx: Context, nvcc: str) -> Tuple[str, Optional[ProbeError]]:
     """The toolkit root behind ``nvcc``: the folder above a real nvcc (it has ``nvcc.profile``
     beside it), else what ``nvcc -dryrun`` names, else the folder above its folder."""
-    from envdoctor.parse.nvcc import NvccParseError, parse_dryrun_bin   # here: most machines have no toolkit
+    from envdoctor.parse.nvcc import NvccParseError, parse_dryrun_bin  # here: most machines have no toolkit
 
     real = resolve(ctx, nvcc)
     if _exists(ctx, posixpath.join(posixpath.dirname(real), "nvcc.profile")):
@@ -133,11 +133,12 @@ def _version(ctx: Context, root: str, nvcc: Optional[str], prior: Optional[Probe
 
 def probe(ctx: Context) -> ToolkitFacts:
     env = ctx.env
-    found: Dict[str, dict] = {}       # root -> {"via", "aliases", "nvcc", "error"}
+    found: Dict[str, dict] = {}  # root -> {"via", "aliases", "nvcc", "error"}
     by_nvcc: Dict[str, Tuple[str, Optional[ProbeError]]] = {}  # an nvcc as found -> (its root, error)
 
-    def add(root: str, via: str, alias: Optional[str], nvcc: Optional[str] = None,
-            err: Optional[ProbeError] = None) -> None:
+    def add(
+        root: str, via: str, alias: Optional[str], nvcc: Optional[str] = None, err: Optional[ProbeError] = None
+    ) -> None:
         entry = found.setdefault(root, {"via": [], "aliases": [], "nvcc": None, "error": None})
         entry["via"] += [via] if via not in entry["via"] else []
         entry["aliases"] += [alias] if alias and alias != root and alias not in entry["aliases"] else []
@@ -185,8 +186,16 @@ def probe(ctx: Context) -> ToolkitFacts:
         root, entry = item
         nvcc = f"{root}/bin/nvcc" if _file(ctx, f"{root}/bin/nvcc") else entry["nvcc"]
         tk = _version(ctx, root, nvcc, entry["error"])
-        return Toolkit(root, tk.nvcc, tk.version, tk.release, tk.version_source, tuple(entry["via"]),
-                       tuple(entry["aliases"]), tk.error)
+        return Toolkit(
+            root,
+            tk.nvcc,
+            tk.version,
+            tk.release,
+            tk.version_source,
+            tuple(entry["via"]),
+            tuple(entry["aliases"]),
+            tk.error,
+        )
 
     with ThreadPoolExecutor(max_workers=max(1, min(4, len(found)))) as pool:
         toolkits = tuple(pool.map(measure, sorted(found.items())))
@@ -205,14 +214,29 @@ def probe(ctx: Context) -> ToolkitFacts:
     status = ext_toolkit = None
     if ext is not None:
         ext_nvcc = posixpath.join(ext.rstrip("/") or "/", "bin/nvcc")
-        status = ("empty" if ext == "" else "missing" if not _exists(ctx, ext) else
-                  "no_nvcc" if not _file(ctx, ext_nvcc) else "no_headers" if not _has_headers(ctx, ext) else "ok")
+        status = (
+            "empty"
+            if ext == ""
+            else "missing"
+            if not _exists(ctx, ext)
+            else "no_nvcc"
+            if not _file(ctx, ext_nvcc)
+            else "no_headers"
+            if not _has_headers(ctx, ext)
+            else "ok"
+        )
         ext_toolkit = by_nvcc[ext_nvcc][0] if ext_nvcc in by_nvcc else None
         if ext_toolkit is None and ext and resolve(ctx, ext) in found:
             ext_toolkit = resolve(ctx, ext)
     return ToolkitFacts(
-        toolkits=toolkits, cuda_home=env.get("CUDA_HOME"), cuda_path=env.get("CUDA_PATH"),
-        nvcc_on_path=path_nvccs[0] if path_nvccs else None, extension_root=ext, extension_rule=rule,
-        extension_status=status, extension_toolkit=ext_toolkit, path_nvccs=tuple(path_nvccs),
+        toolkits=toolkits,
+        cuda_home=env.get("CUDA_HOME"),
+        cuda_path=env.get("CUDA_PATH"),
+        nvcc_on_path=path_nvccs[0] if path_nvccs else None,
+        extension_root=ext,
+        extension_rule=rule,
+        extension_status=status,
+        extension_toolkit=ext_toolkit,
+        path_nvccs=tuple(path_nvccs),
         error=ProbeError("not_found", not_program, "nvcc") if not_program and not path_nvccs else None,
     )

@@ -29,23 +29,63 @@ from envdoctor.profile.facts import Breakdown, Share
 
 Interval = Tuple[float, float]
 
-MATMUL_OPS = frozenset({"aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::matmul", "aten::linear",
-                        "aten::_scaled_mm", "aten::addmv", "aten::mv", "aten::dot", "aten::addbmm",
-                        "aten::_addmm_activation"})
-ATTENTION_OPS = ("aten::scaled_dot_product_attention", "aten::_scaled_dot_product", "aten::_flash_attention",
-                 "aten::_efficient_attention", "aten::_cudnn_attention")
-CONV_OPS = ("aten::conv", "aten::_convolution", "aten::cudnn_convolution", "aten::convolution",
-            "aten::mkldnn_convolution", "aten::miopen_convolution")
+MATMUL_OPS = frozenset(
+    {
+        "aten::mm",
+        "aten::addmm",
+        "aten::bmm",
+        "aten::baddbmm",
+        "aten::matmul",
+        "aten::linear",
+        "aten::_scaled_mm",
+        "aten::addmv",
+        "aten::mv",
+        "aten::dot",
+        "aten::addbmm",
+        "aten::_addmm_activation",
+    }
+)
+ATTENTION_OPS = (
+    "aten::scaled_dot_product_attention",
+    "aten::_scaled_dot_product",
+    "aten::_flash_attention",
+    "aten::_efficient_attention",
+    "aten::_cudnn_attention",
+)
+CONV_OPS = (
+    "aten::conv",
+    "aten::_convolution",
+    "aten::cudnn_convolution",
+    "aten::convolution",
+    "aten::mkldnn_convolution",
+    "aten::miopen_convolution",
+)
 COMM_NAME = re.compile(r"^(?:gloo|nccl|mpi|ucc):|^c10d::|^record_param_comms$|^nccl:")
 #: dtypes whose matmuls run on Tensor Cores (as torch names them in "Input type")
 TENSOR_CORE_DTYPES = ("c10::BFloat16", "c10::Half", "c10::Float8", "BFloat16", "Half")
-LAUNCHES = ("cudaLaunchKernel", "cuLaunchKernel", "cudaLaunchKernelExC", "cudaGraphLaunch",
-            "cudaLaunchCooperativeKernel")
+LAUNCHES = (
+    "cudaLaunchKernel",
+    "cuLaunchKernel",
+    "cudaLaunchKernelExC",
+    "cudaGraphLaunch",
+    "cudaLaunchCooperativeKernel",
+)
 _NCCL_KIND = re.compile(r"nccl(?:Dev)?Kernel_([A-Za-z]+)")
-_KIND_NAMES = {"allreduce": "AllReduce", "allgather": "AllGather", "reducescatter": "ReduceScatter",
-               "broadcast": "Broadcast", "reduce": "Reduce", "sendrecv": "SendRecv", "send": "Send", "recv": "Recv",
-               "alltoall": "AllToAll", "barrier": "Barrier", "allgatherbase": "AllGather",
-               "reducescatterbase": "ReduceScatter", "alltoallbase": "AllToAll"}
+_KIND_NAMES = {
+    "allreduce": "AllReduce",
+    "allgather": "AllGather",
+    "reducescatter": "ReduceScatter",
+    "broadcast": "Broadcast",
+    "reduce": "Reduce",
+    "sendrecv": "SendRecv",
+    "send": "Send",
+    "recv": "Recv",
+    "alltoall": "AllToAll",
+    "barrier": "Barrier",
+    "allgatherbase": "AllGather",
+    "reducescatterbase": "ReduceScatter",
+    "alltoallbase": "AllToAll",
+}
 
 
 def union(intervals: Iterable[Interval]) -> float:
@@ -158,9 +198,15 @@ def _x_events(trace: Mapping[str, Any]) -> List[Dict[str, Any]]:
         return []
     out = []
     for e in raw:
-        if (isinstance(e, dict) and e.get("ph") == "X" and isinstance(e.get("name"), str)
-                and isinstance(e.get("ts"), (int, float)) and isinstance(e.get("dur"), (int, float))
-                and not isinstance(e.get("ts"), bool) and e["dur"] >= 0):
+        if (
+            isinstance(e, dict)
+            and e.get("ph") == "X"
+            and isinstance(e.get("name"), str)
+            and isinstance(e.get("ts"), (int, float))
+            and isinstance(e.get("dur"), (int, float))
+            and not isinstance(e.get("ts"), bool)
+            and e["dur"] >= 0
+        ):
             out.append(e)
     return out
 
@@ -200,13 +246,13 @@ def _top_level(ops: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
 
 
 def _shares(seconds: Mapping[str, float], steps: int, step_s: float) -> Tuple[Share, ...]:
-    rows = [Share(name, s / steps, (s / steps) / step_s if step_s > 0 else 0.0)
-            for name, s in seconds.items() if s > 0]
+    rows = [Share(name, s / steps, (s / steps) / step_s if step_s > 0 else 0.0) for name, s in seconds.items() if s > 0]
     return tuple(sorted(rows, key=lambda r: -r.seconds))
 
 
-def breakdown(trace: Mapping[str, Any], *, tf32: bool = False, cc: Optional[str] = None,
-              dtypes: Sequence[str] = ()) -> Optional[Breakdown]:
+def breakdown(
+    trace: Mapping[str, Any], *, tf32: bool = False, cc: Optional[str] = None, dtypes: Sequence[str] = ()
+) -> Optional[Breakdown]:
     """The breakdown of the profiled steps; None when the trace holds no ``ProfilerStep#`` span.
     ``dtypes`` stands for a matmul's input types where the trace recorded none (no shapes)."""
     events = _x_events(trace)
@@ -216,8 +262,7 @@ def breakdown(trace: Mapping[str, Any], *, tf32: bool = False, cc: Optional[str]
     n = len(steps)
     window = (min(_span(e)[0] for e in steps), max(_span(e)[1] for e in steps))
     annotations = [e for e in events if e.get("cat") in ("user_annotation", "cpu_op")]
-    loading = merged(_inside([_span(e) for e in annotations if e["name"].startswith("enumerate(DataLoader)")],
-                             window))
+    loading = merged(_inside([_span(e) for e in annotations if e["name"].startswith("enumerate(DataLoader)")], window))
     dataloader = sum(b - a for a, b in loading)
     optimizer = union(_inside([_span(e) for e in annotations if e["name"].startswith("Optimizer.step#")], window))
     gpu = [e for e in events if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
@@ -233,9 +278,18 @@ def _device(e: Mapping[str, Any]) -> str:
     return str(d if d is not None else e.get("pid"))
 
 
-def _gpu(events: List[Dict[str, Any]], gpu: List[Dict[str, Any]], cpu_ops: List[Dict[str, Any]], n: int,
-         window: Interval, dataloader: float, optimizer: float, tf32: bool, cc: Optional[str],
-         dtypes: Tuple[str, ...] = ()) -> Breakdown:
+def _gpu(
+    events: List[Dict[str, Any]],
+    gpu: List[Dict[str, Any]],
+    cpu_ops: List[Dict[str, Any]],
+    n: int,
+    window: Interval,
+    dataloader: float,
+    optimizer: float,
+    tf32: bool,
+    cc: Optional[str],
+    dtypes: Tuple[str, ...] = (),
+) -> Breakdown:
     per_device: Dict[str, float] = {}
     for e in gpu:
         per_device[_device(e)] = per_device.get(_device(e), 0.0) + float(e["dur"])
@@ -291,15 +345,24 @@ def _gpu(events: List[Dict[str, Any]], gpu: List[Dict[str, Any]], cpu_ops: List[
     launches = sum(1 for e in events if e.get("cat") == "cuda_runtime" and e["name"].startswith(LAUNCHES))
     durations = sorted(float(e["dur"]) for e in kernels)
     return Breakdown(
-        device="cuda", step_s=step_s, busy_s=busy / n, idle_s=max(0.0, wall - busy) / n,
+        device="cuda",
+        step_s=step_s,
+        busy_s=busy / n,
+        idle_s=max(0.0, wall - busy) / n,
         compute=_shares({k: union(v) / 1e6 for k, v in compute.items()}, n, step_s),
-        copies=_shares(copies, n, step_s), comms=_shares(comms, n, step_s), comm_s=comm_total / n,
+        copies=_shares(copies, n, step_s),
+        comms=_shares(comms, n, step_s),
+        comm_s=comm_total / n,
         comm_overlap=(overlap(comm_m, compute_m) / 1e6 / comm_total) if comm_total > 0 else None,
-        dataloader_s=dataloader / 1e6 / n, optimizer_s=optimizer / 1e6 / n,
-        matmul_fp32_s=fp32 / n, matmul_s=matmul / n,
-        kernels_per_step=len(kernels) / n, launches_per_step=launches / n,
+        dataloader_s=dataloader / 1e6 / n,
+        optimizer_s=optimizer / 1e6 / n,
+        matmul_fp32_s=fp32 / n,
+        matmul_s=matmul / n,
+        kernels_per_step=len(kernels) / n,
+        launches_per_step=launches / n,
         median_kernel_us=statistics.median(durations) if durations else None,
-        matmul_dtype=max(by_dtype, key=lambda k: by_dtype[k]) if by_dtype else None)
+        matmul_dtype=max(by_dtype, key=lambda k: by_dtype[k]) if by_dtype else None,
+    )
 
 
 def _dtype(types: Sequence[str], slow: bool) -> str:
@@ -331,7 +394,7 @@ def _attributed(ops: List[Dict[str, Any]], window: Interval, loading: Sequence[I
             by_tid.setdefault(str(e.get("tid")), []).append(e)
     for events in by_tid.values():
         events.sort(key=lambda e: (e["ts"], -e["dur"]))
-        stack: List[List[Any]] = []          # [end, category, own seconds] of the open operators
+        stack: List[List[Any]] = []  # [end, category, own seconds] of the open operators
 
         for e in events:
             a, b = _span(e)
@@ -355,14 +418,26 @@ def _close(stack: List[List[Any]], until: float, out: Dict[str, float]) -> None:
         out[cat] = out.get(cat, 0.0) + max(own, 0.0)
 
 
-def _cpu(cpu_ops: List[Dict[str, Any]], comm_cpu: List[Dict[str, Any]], n: int, window: Interval,
-         loading: List[Interval], optimizer: float) -> Breakdown:
+def _cpu(
+    cpu_ops: List[Dict[str, Any]],
+    comm_cpu: List[Dict[str, Any]],
+    n: int,
+    window: Interval,
+    loading: List[Interval],
+    optimizer: float,
+) -> Breakdown:
     wall = (window[1] - window[0]) / 1e6
     step_s = wall / n
     dataloader = sum(b - a for a, b in loading)
     seconds = _attributed(cpu_ops, window, loading)
-    top = [e for e in _top_level(cpu_ops) if e["ts"] < window[1] and e["ts"] + e["dur"] > window[0]
-           and not overlap([_span(e)], loading) and _op_category(e["name"]) != "comms"]
+    top = [
+        e
+        for e in _top_level(cpu_ops)
+        if e["ts"] < window[1]
+        and e["ts"] + e["dur"] > window[0]
+        and not overlap([_span(e)], loading)
+        and _op_category(e["name"]) != "comms"
+    ]
     compute_spans = _inside([_span(e) for e in top], window)
     matmul = seconds.get("matmul", 0.0)
     comm_spans = _inside([_span(e) for e in comm_cpu], window)
@@ -373,11 +448,20 @@ def _cpu(cpu_ops: List[Dict[str, Any]], comm_cpu: List[Dict[str, Any]], n: int, 
     comm_m = merged(comm_spans)
     comm_total = sum(b - a for a, b in comm_m) / 1e6
     return Breakdown(
-        device="cpu", step_s=step_s, busy_s=None, idle_s=None,
+        device="cpu",
+        step_s=step_s,
+        busy_s=None,
+        idle_s=None,
         compute=_shares(seconds, n, step_s),
-        copies=(), comms=_shares({k: min(v, comm_total) for k, v in comms.items()}, n, step_s),
+        copies=(),
+        comms=_shares({k: min(v, comm_total) for k, v in comms.items()}, n, step_s),
         comm_s=comm_total / n,
         comm_overlap=(overlap(comm_m, merged(compute_spans)) / 1e6 / comm_total) if comm_total > 0 else None,
-        dataloader_s=dataloader / 1e6 / n, optimizer_s=optimizer / 1e6 / n,
-        matmul_fp32_s=matmul / n, matmul_s=matmul / n,
-        kernels_per_step=None, launches_per_step=None, median_kernel_us=None)
+        dataloader_s=dataloader / 1e6 / n,
+        optimizer_s=optimizer / 1e6 / n,
+        matmul_fp32_s=matmul / n,
+        matmul_s=matmul / n,
+        kernels_per_step=None,
+        launches_per_step=None,
+        median_kernel_us=None,
+    )

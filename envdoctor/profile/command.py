@@ -80,9 +80,14 @@ def _bench_rate(path: Optional[str], dtype: Optional[str]) -> Optional[float]:
         doc = read_document(read_input(path), "bench", path).data
     except (InputError, DocumentError) as exc:
         raise click.UsageError(f"--bench {path}: {exc}") from None
-    rates = [float(p["tflops"]) for p in doc.get("points") or []
-             if isinstance(p, dict) and p.get("status") == "ok" and (dtype is None or p.get("dtype") == dtype)
-             and isinstance(p.get("tflops"), (int, float))]
+    rates = [
+        float(p["tflops"])
+        for p in doc.get("points") or []
+        if isinstance(p, dict)
+        and p.get("status") == "ok"
+        and (dtype is None or p.get("dtype") == dtype)
+        and isinstance(p.get("tflops"), (int, float))
+    ]
     return max(rates) if rates else None
 
 
@@ -96,13 +101,14 @@ def _peak(run: ProfileRun) -> Tuple[Optional[Tuple[float, str, str]], Optional[s
 
     try:
         gpu = load_table().gpu(str(tgt.get("device") or ""))
-    except Exception:   # a broken table: no peak, said so
+    except Exception:  # a broken table: no peak, said so
         return None, None
     if gpu is None:
         return None, None
     dtype = b.matmul_dtype or "bf16"
-    rate = {"bf16": gpu.bf16_tflops, "fp16": gpu.fp16_tflops, "tf32": gpu.tf32_tflops,
-            "fp32": gpu.fp32_tflops}.get(dtype)
+    rate = {"bf16": gpu.bf16_tflops, "fp16": gpu.fp16_tflops, "tf32": gpu.tf32_tflops, "fp32": gpu.fp32_tflops}.get(
+        dtype
+    )
     return ((float(rate), dtype, gpu.source) if rate else None), dtype
 
 
@@ -123,34 +129,80 @@ def _wait_for_ranks(folder: str, world: int, deadline: float) -> List[Dict[str, 
 
 @click.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, required=True)
-@click.option("--steps", type=Number(1, 1000, integer=True), default=DEFAULT_STEPS, show_default=True,
-              help="Steps profiled (after the warm-up and 3 steps timed without the profiler).")
-@click.option("--warmup", type=Number(0, 100000, integer=True), default=DEFAULT_WARMUP, show_default=True,
-              help="Steps run first and not counted (compilation, the caching allocator's first growth).")
-@click.option("--steps-by", type=click.Choice(["auto", "optimizer", "forward"]), default="auto", show_default=True,
-              help="What ends a step: an optimizer step, the outermost model forward (inference), or the first "
-                   "of them the script reaches (auto; gradient accumulation wants 'optimizer').")
-@click.option("--timeout", type=seconds(1, 7 * 86400), default=DEFAULT_TIMEOUT, show_default=True,
-              help="Seconds the script may run before it is stopped (and reported).")
-@click.option("--trace", "trace_dir", type=FilePath(file_okay=False), default=None,
-              help="Keep the Chrome/Perfetto trace here (trace-rank<N>.json); under a launcher, every rank's "
-                   "report (profile-rank<N>.json) too.")
+@click.option(
+    "--steps",
+    type=Number(1, 1000, integer=True),
+    default=DEFAULT_STEPS,
+    show_default=True,
+    help="Steps profiled (after the warm-up and 3 steps timed without the profiler).",
+)
+@click.option(
+    "--warmup",
+    type=Number(0, 100000, integer=True),
+    default=DEFAULT_WARMUP,
+    show_default=True,
+    help="Steps run first and not counted (compilation, the caching allocator's first growth).",
+)
+@click.option(
+    "--steps-by",
+    type=click.Choice(["auto", "optimizer", "forward"]),
+    default="auto",
+    show_default=True,
+    help="What ends a step: an optimizer step, the outermost model forward (inference), or the first "
+    "of them the script reaches (auto; gradient accumulation wants 'optimizer').",
+)
+@click.option(
+    "--timeout",
+    type=seconds(1, 7 * 86400),
+    default=DEFAULT_TIMEOUT,
+    show_default=True,
+    help="Seconds the script may run before it is stopped (and reported).",
+)
+@click.option(
+    "--trace",
+    "trace_dir",
+    type=FilePath(file_okay=False),
+    default=None,
+    help="Keep the Chrome/Perfetto trace here (trace-rank<N>.json); under a launcher, every rank's "
+    "report (profile-rank<N>.json) too.",
+)
 @click.option("--stop-after", is_flag=True, help="End the script once the profiled steps are done.")
-@click.option("--shapes", is_flag=True,
-              help="Record every operator's input shapes and dtypes in the trace (slower steps; the FLOPs "
-                   "and matmul dtypes come from one counted step either way).")
-@click.option("--bench", "bench_file", default=None, metavar="FILE",
-              help="An envdoctor bench --json document of this machine: the MFU against its measured matmul rate.")
+@click.option(
+    "--shapes",
+    is_flag=True,
+    help="Record every operator's input shapes and dtypes in the trace (slower steps; the FLOPs "
+    "and matmul dtypes come from one counted step either way).",
+)
+@click.option(
+    "--bench",
+    "bench_file",
+    default=None,
+    metavar="FILE",
+    help="An envdoctor bench --json document of this machine: the MFU against its measured matmul rate.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the envdoctor.profile/1 document.")
 @html_options
 @python_option
 @suppress_option
 @debug_option
 @guarded
-def profile(command: Tuple[str, ...], steps: int, warmup: int, steps_by: str, timeout: float,
-            trace_dir: Optional[str], stop_after: bool, shapes: bool, bench_file: Optional[str], as_json: bool,
-            python: Optional[str], debug: bool, suppress: Tuple[str, ...] = (), as_html: bool = False,
-            html_output: Optional[Path] = None) -> None:
+def profile(
+    command: Tuple[str, ...],
+    steps: int,
+    warmup: int,
+    steps_by: str,
+    timeout: float,
+    trace_dir: Optional[str],
+    stop_after: bool,
+    shapes: bool,
+    bench_file: Optional[str],
+    as_json: bool,
+    python: Optional[str],
+    debug: bool,
+    suppress: Tuple[str, ...] = (),
+    as_html: bool = False,
+    html_output: Optional[Path] = None,
+) -> None:
     """Profile your own training (or inference) script, unchanged: where each step's time goes.
 
     \b
@@ -166,21 +218,28 @@ def profile(command: Tuple[str, ...], steps: int, warmup: int, steps_by: str, ti
     if not rest:
         raise click.UsageError("give the script to profile: envdoctor profile -- python train.py ARGS")
     if rest[0] == "-m":
-        raise click.UsageError("python -m MODULE is not supported yet: give the script's path "
-                               "(python path/to/module.py ARGS)")
+        raise click.UsageError(
+            "python -m MODULE is not supported yet: give the script's path (python path/to/module.py ARGS)"
+        )
     if rest[0] == "-c":
-        raise click.UsageError("python -c CODE is not supported: put the code in a file and give its path "
-                               "(python step.py ARGS)")
+        raise click.UsageError(
+            "python -c CODE is not supported: put the code in a file and give its path (python step.py ARGS)"
+        )
     if rest[0].startswith("-") and not os.path.isfile(rest[0]):
-        raise click.UsageError(f"python {rest[0]}: an interpreter option before the script is not supported: give "
-                               "the script's path right after the interpreter (python train.py ARGS)")
+        raise click.UsageError(
+            f"python {rest[0]}: an interpreter option before the script is not supported: give "
+            "the script's path right after the interpreter (python train.py ARGS)"
+        )
     script, args = rest[0], rest[1:]
     if not os.path.isfile(script):
         from envdoctor.atomic import what_it_is
 
         kind = what_it_is(os.stat(script).st_mode) if os.path.exists(script) else None
-        raise click.UsageError(f"{script}: " + (f"is {kind}, not a script" if kind else "no such script")
-                               + " (give the path of the Python file to profile)")
+        raise click.UsageError(
+            f"{script}: "
+            + (f"is {kind}, not a script" if kind else "no such script")
+            + " (give the path of the Python file to profile)"
+        )
     if interpreter is not None and python is None:
         python = interpreter
     target, how = find_python(python)
@@ -192,8 +251,10 @@ def profile(command: Tuple[str, ...], steps: int, warmup: int, steps_by: str, ti
         raise click.UsageError(str(exc)) from None
     rank, world = (launch.rank, launch.world_size) if launch is not None else (0, 1)
     if world > 1 and trace_dir is None:
-        raise click.UsageError("under a launcher with several ranks, give --trace DIR (a folder every rank can "
-                               "write): each rank's report and trace go there, and rank 0 merges them")
+        raise click.UsageError(
+            "under a launcher with several ranks, give --trace DIR (a folder every rank can "
+            "write): each rank's report and trace go there, and rank 0 merges them"
+        )
     if trace_dir is not None:
         if os.path.lexists(trace_dir) and not os.path.isdir(trace_dir):
             raise click.UsageError(f"--trace {trace_dir}: exists and is not a folder (give a folder for the trace)")
@@ -206,16 +267,31 @@ def profile(command: Tuple[str, ...], steps: int, warmup: int, steps_by: str, ti
             except OSError as exc:
                 raise click.UsageError(f"--trace {trace_dir}: cannot create the folder ({exc.strerror})") from None
     shown = [os.path.basename(interpreter) if interpreter else "python", script] + args
-    run = run_profile(script, args, python=target, steps=steps, warmup=warmup, timeout=timeout,
-                      trace_dir=trace_dir, steps_by=steps_by, stop_after=stop_after, rank=rank,
-                      detail="full" if shapes else "light")
+    run = run_profile(
+        script,
+        args,
+        python=target,
+        steps=steps,
+        warmup=warmup,
+        timeout=timeout,
+        trace_dir=trace_dir,
+        steps_by=steps_by,
+        stop_after=stop_after,
+        rank=rank,
+        detail="full" if shapes else "light",
+    )
     peak, dtype = _peak(run)
-    through = throughput(run.figures or {}, run.times, run.breakdown, run.target, peak,
-                         _bench_rate(bench_file, dtype))
+    through = throughput(run.figures or {}, run.times, run.breakdown, run.target, peak, _bench_rate(bench_file, dtype))
     findings: Tuple[Finding, ...] = ()
     if run.breakdown is not None:
-        findings = rules(run.breakdown, run.syncs, (run.figures or {}).get("optimizer"),
-                         run.target.get("capability"), bool(run.target.get("tf32_matmul")), run.times)
+        findings = rules(
+            run.breakdown,
+            run.syncs,
+            (run.figures or {}).get("optimizer"),
+            run.target.get("capability"),
+            bool(run.target.get("tf32_matmul")),
+            run.times,
+        )
         findings = checks.split(findings, suppress).shown
     code = EXIT_USAGE if problem(run) is not None else exit_code(findings)
     doc = document(run, through, findings, shown, code, rank, world)
@@ -225,15 +301,24 @@ def profile(command: Tuple[str, ...], steps: int, warmup: int, steps_by: str, ti
     sys.exit(code if code != EXIT_OK else EXIT_OK)
 
 
-def _show(run: ProfileRun, through: Throughput, findings: Tuple[Finding, ...], shown: Sequence[str],
-          doc: Dict[str, Any], as_json: bool, rank: int, world: int, trace_dir: Optional[str],
-          as_html: bool = False, html_output: Optional[Path] = None) -> None:
+def _show(
+    run: ProfileRun,
+    through: Throughput,
+    findings: Tuple[Finding, ...],
+    shown: Sequence[str],
+    doc: Dict[str, Any],
+    as_json: bool,
+    rank: int,
+    world: int,
+    trace_dir: Optional[str],
+    as_html: bool = False,
+    html_output: Optional[Path] = None,
+) -> None:
     merged: List[str] = []
     if world > 1 and rank == 0 and trace_dir is not None:
         docs = _wait_for_ranks(trace_dir, world, time.monotonic() + MERGE_WAIT)
         merged = merged_lines(docs, world)
-        doc = dict(doc, ranks=[{"rank": d.get("rank"), "steps": d.get("steps"), "error": d.get("error")}
-                               for d in docs])
+        doc = dict(doc, ranks=[{"rank": d.get("rank"), "steps": d.get("steps"), "error": d.get("error")} for d in docs])
     if as_json:
         if rank == 0:
             click.echo(dumps(mask_data(doc)))
@@ -247,9 +332,12 @@ def _show(run: ProfileRun, through: Throughput, findings: Tuple[Finding, ...], s
         return
     if rank != 0:
         t = run.times
-        click.echo(f"envdoctor profile: rank {rank}: " + (f"{t.mean_s * 1e3:.1f} ms per step" if t else
-                                                          f"no profile ({run.error})")
-                   + f"; report in {trace_dir}", err=True)
+        click.echo(
+            f"envdoctor profile: rank {rank}: "
+            + (f"{t.mean_s * 1e3:.1f} ms per step" if t else f"no profile ({run.error})")
+            + f"; report in {trace_dir}",
+            err=True,
+        )
         return
     text = render_text(run, through, findings, shown, Style(use_color()), rank, world)
     if merged:
@@ -257,4 +345,3 @@ def _show(run: ProfileRun, through: Throughput, findings: Tuple[Finding, ...], s
     click.echo(mask_text(text), nl=False)
     if run.error is not None:
         click.echo(f"envdoctor profile: {mask_text(run.error)}", err=True)
-

@@ -29,14 +29,14 @@ class ProfileRun:
     """One rank's run: what the child said, the breakdown of its trace, and what went wrong."""
 
     child: ChildRun
-    figures: Optional[Dict[str, Any]]       # the child's "profile" event (also when the script hung later)
+    figures: Optional[Dict[str, Any]]  # the child's "profile" event (also when the script hung later)
     target: Dict[str, Any]
-    script: Dict[str, Any]                  # how the user's script ended
+    script: Dict[str, Any]  # how the user's script ended
     breakdown: Optional[Breakdown]
     times: Optional[StepTimes]
     syncs: Tuple[SyncSite, ...]
-    trace: Optional[str]                    # the trace file kept (--trace), else None
-    error: Optional[str]                    # one line: why there is no profile
+    trace: Optional[str]  # the trace file kept (--trace), else None
+    error: Optional[str]  # one line: why there is no profile
 
 
 def step_times(figures: Mapping[str, Any]) -> Optional[StepTimes]:
@@ -52,8 +52,7 @@ def step_times(figures: Mapping[str, Any]) -> Optional[StepTimes]:
     mean = sum(steps) / len(steps)
     base = [x for x in figures.get("baseline_s") or [] if isinstance(x, (int, float)) and x > 0]
     baseline = sum(base) / len(base) if base else None
-    return StepTimes(mean, (max(steps) - min(steps)) / mean, baseline,
-                     (mean / baseline - 1.0) if baseline else None)
+    return StepTimes(mean, (max(steps) - min(steps)) / mean, baseline, (mean / baseline - 1.0) if baseline else None)
 
 
 def sync_sites(figures: Mapping[str, Any], steps: int) -> Tuple[SyncSite, ...]:
@@ -64,40 +63,75 @@ def sync_sites(figures: Mapping[str, Any], steps: int) -> Tuple[SyncSite, ...]:
         count, secs = row.get("count"), row.get("seconds")
         if not isinstance(count, int) or not isinstance(secs, (int, float)) or steps <= 0:
             continue
-        out.append(SyncSite(str(row.get("op")), str(row.get("where")), str(row.get("function")),
-                            count / steps, float(secs) / steps))
+        out.append(
+            SyncSite(
+                str(row.get("op")), str(row.get("where")), str(row.get("function")), count / steps, float(secs) / steps
+            )
+        )
     return tuple(out)
 
 
-def throughput(figures: Mapping[str, Any], times: Optional[StepTimes], b: Optional[Breakdown],
-               target: Mapping[str, Any], peak: Optional[Tuple[float, str, str]],
-               bench_tflops: Optional[float]) -> Throughput:
+def throughput(
+    figures: Mapping[str, Any],
+    times: Optional[StepTimes],
+    b: Optional[Breakdown],
+    target: Mapping[str, Any],
+    peak: Optional[Tuple[float, str, str]],
+    bench_tflops: Optional[float],
+) -> Throughput:
     """Achieved TFLOP/s from the profiler's FLOP counts over the profiled steps, and the MFU
     against the datasheet peak (``peak``: TFLOP/s, dtype, source) and against bench's rate."""
     flops = figures.get("flops_per_step")
     per_step = float(flops) if isinstance(flops, (int, float)) and not isinstance(flops, bool) and flops > 0 else None
     tflops = per_step / times.mean_s / 1e12 if per_step is not None and times is not None else None
     rate, dtype, source = peak if peak is not None else (None, None, None)
-    return Throughput(per_step, tflops, rate, dtype, source,
-                      tflops / rate if tflops is not None and rate else None, bench_tflops,
-                      tflops / bench_tflops if tflops is not None and bench_tflops else None)
+    return Throughput(
+        per_step,
+        tflops,
+        rate,
+        dtype,
+        source,
+        tflops / rate if tflops is not None and rate else None,
+        bench_tflops,
+        tflops / bench_tflops if tflops is not None and bench_tflops else None,
+    )
 
 
-def run_profile(script: str, args: Sequence[str], *, python: str, steps: int, warmup: int, timeout: float,
-                trace_dir: Optional[str], steps_by: str = "auto", stop_after: bool = False, rank: int = 0,
-                detail: str = "light",
-                env: Optional[Mapping[str, str]] = None) -> ProfileRun:
+def run_profile(
+    script: str,
+    args: Sequence[str],
+    *,
+    python: str,
+    steps: int,
+    warmup: int,
+    timeout: float,
+    trace_dir: Optional[str],
+    steps_by: str = "auto",
+    stop_after: bool = False,
+    rank: int = 0,
+    detail: str = "light",
+    env: Optional[Mapping[str, str]] = None,
+) -> ProfileRun:
     """Run ``python script args`` under the profiler; never raises for the script's sake."""
     own = trace_dir is None
     folder = tempfile.mkdtemp(prefix="envdoctor-profile-") if own else trace_dir
     assert folder is not None
     trace = os.path.join(folder, f"trace-rank{rank}.json")
     try:
-        config = {"script": script, "args": list(args), "steps": steps, "warmup": warmup,
-                  "baseline": BASELINE_STEPS, "trace": trace, "steps_by": steps_by, "stop_after": stop_after,
-                  "detail": detail}
-        child = run_child(SCRIPT, config, python=python, timeout=timeout, what=f"{steps} profiled steps of {script}",
-                          env=env)
+        config = {
+            "script": script,
+            "args": list(args),
+            "steps": steps,
+            "warmup": warmup,
+            "baseline": BASELINE_STEPS,
+            "trace": trace,
+            "steps_by": steps_by,
+            "stop_after": stop_after,
+            "detail": detail,
+        }
+        child = run_child(
+            SCRIPT, config, python=python, timeout=timeout, what=f"{steps} profiled steps of {script}", env=env
+        )
         return _outcome(child, trace, None if own else trace)
     finally:
         if own:
@@ -110,8 +144,11 @@ def _dtypes(figures: Mapping[str, Any]) -> Tuple[str, ...]:
     if not isinstance(counts, dict) or not counts:
         return ()
     top = max(counts, key=lambda k: counts[k] if isinstance(counts[k], (int, float)) else 0)
-    return ({"bfloat16": "c10::BFloat16", "float16": "c10::Half", "float32": "float", "float64": "double"}
-            .get(str(top), str(top)),)
+    return (
+        {"bfloat16": "c10::BFloat16", "float16": "c10::Half", "float32": "float", "float64": "double"}.get(
+            str(top), str(top)
+        ),
+    )
 
 
 def _event(child: ChildRun, kind: str) -> Optional[Dict[str, Any]]:
@@ -134,9 +171,12 @@ def _outcome(child: ChildRun, trace_path: str, kept: Optional[str]) -> ProfileRu
     try:
         with open(trace_path, encoding="utf-8", errors="replace") as fh:
             text = fh.read(MAX_TRACE_CHARS + 1)
-        breakdown = analysis.breakdown(loads_object(text, "the trace", max_chars=MAX_TRACE_CHARS),
-                                       tf32=bool(target.get("tf32_matmul")), cc=target.get("capability"),
-                                       dtypes=_dtypes(figures))
+        breakdown = analysis.breakdown(
+            loads_object(text, "the trace", max_chars=MAX_TRACE_CHARS),
+            tf32=bool(target.get("tf32_matmul")),
+            cc=target.get("capability"),
+            dtypes=_dtypes(figures),
+        )
         if breakdown is None:
             error = f"the trace {trace_path} holds no profiled step"
     except OSError as exc:
@@ -159,8 +199,10 @@ def _why_none(child: ChildRun, script: Mapping[str, Any]) -> str:
     if isinstance(script.get("exit"), int) and script["exit"] != 0:
         return f"the script exited with status {script['exit']} after {seen} step(s)"
     mode = (child.result or {}).get("mode")
-    return (f"the script ended after {seen} step(s) ({mode or 'no optimizer step and at most one model forward'}); "
-            "profiling needs --warmup + 3 + 1 + --steps of them: give fewer --steps/--warmup or a longer run")
+    return (
+        f"the script ended after {seen} step(s) ({mode or 'no optimizer step and at most one model forward'}); "
+        "profiling needs --warmup + 3 + 1 + --steps of them: give fewer --steps/--warmup or a longer run"
+    )
 
 
 def problem(run: ProfileRun) -> Optional[ProbeError]:

@@ -50,11 +50,15 @@ def breakdown_lines(b: Breakdown) -> List[str]:
             out.append(_row(f"comms {s.name}", s.seconds, b.step_s, 4))
     if b.comm_s > 0:
         out.append(f"  communication {_ms(b.comm_s)} per step, {_pct(b.comm_overlap)} of it overlapped with compute")
-    cpu = [f"waiting for batches {_ms(b.dataloader_s)} ({_pct(b.dataloader_s / b.step_s if b.step_s else None)})",
-           f"optimizer step {_ms(b.optimizer_s)} ({_pct(b.optimizer_s / b.step_s if b.step_s else None)})"]
+    cpu = [
+        f"waiting for batches {_ms(b.dataloader_s)} ({_pct(b.dataloader_s / b.step_s if b.step_s else None)})",
+        f"optimizer step {_ms(b.optimizer_s)} ({_pct(b.optimizer_s / b.step_s if b.step_s else None)})",
+    ]
     if b.kernels_per_step is not None:
-        cpu.append(f"{b.kernels_per_step:.0f} kernels, {b.launches_per_step or 0:.0f} launches per step, "
-                   f"median kernel {b.median_kernel_us or 0:.1f} us")
+        cpu.append(
+            f"{b.kernels_per_step:.0f} kernels, {b.launches_per_step or 0:.0f} launches per step, "
+            f"median kernel {b.median_kernel_us or 0:.1f} us"
+        )
     out.append("  CPU side: " + "; ".join(cpu))
     return out
 
@@ -62,8 +66,11 @@ def breakdown_lines(b: Breakdown) -> List[str]:
 def throughput_lines(t: Throughput) -> List[str]:
     if t.tflops is None:
         return ["Throughput: torch's FLOP counter found no matmul, convolution or attention FLOPs in a step"]
-    parts = [f"{t.tflops:.3g} TFLOP/s ({t.flops_per_step / 1e12:.3g} TFLOP per step by torch's FLOP counter)"
-             if t.flops_per_step else f"{t.tflops:.3g} TFLOP/s"]
+    parts = [
+        f"{t.tflops:.3g} TFLOP/s ({t.flops_per_step / 1e12:.3g} TFLOP per step by torch's FLOP counter)"
+        if t.flops_per_step
+        else f"{t.tflops:.3g} TFLOP/s"
+    ]
     if t.mfu is not None:
         parts.append(f"MFU {_pct(t.mfu)} of the datasheet's {t.peak_tflops:g} TFLOP/s ({t.peak_dtype})")
     else:
@@ -73,8 +80,15 @@ def throughput_lines(t: Throughput) -> List[str]:
     return ["Throughput: " + "; ".join(parts)]
 
 
-def render_text(run: ProfileRun, throughput: Throughput, findings: Tuple[Finding, ...], command: Sequence[str],
-                style: Style, rank: int = 0, world: int = 1) -> str:
+def render_text(
+    run: ProfileRun,
+    throughput: Throughput,
+    findings: Tuple[Finding, ...],
+    command: Sequence[str],
+    style: Style,
+    rank: int = 0,
+    world: int = 1,
+) -> str:
     title = f"envdoctor profile: {' '.join(command)}" + (f" (rank {rank} of {world})" if world > 1 else "")
     lines = [style(title, "bold")]
     tgt = run.target
@@ -83,26 +97,40 @@ def render_text(run: ProfileRun, throughput: Throughput, findings: Tuple[Finding
     fig = run.figures or {}
     if fig:
         opt = fig.get("optimizer") or {}
-        by = ("optimizer step" + (f" ({opt.get('class')}, fused={opt.get('fused')})" if opt else "")
-              if fig.get("mode") == "optimizer" else "outermost model forward (no optimizer)")
+        by = (
+            "optimizer step" + (f" ({opt.get('class')}, fused={opt.get('fused')})" if opt else "")
+            if fig.get("mode") == "optimizer"
+            else "outermost model forward (no optimizer)"
+        )
         lines.append(f"  a step  one {by}")
     t = run.times
     if t is not None:
-        base = (f"; without the profiler {_ms(t.baseline_s)} (overhead {_pct(t.overhead)})"
-                if t.baseline_s is not None else "")
-        lines.append(f"  steps   {len(fig.get('profiled_s') or [])} profiled: {_ms(t.mean_s)} per step "
-                     f"(spread {_pct(t.spread)}){base}")
+        base = (
+            f"; without the profiler {_ms(t.baseline_s)} (overhead {_pct(t.overhead)})"
+            if t.baseline_s is not None
+            else ""
+        )
+        lines.append(
+            f"  steps   {len(fig.get('profiled_s') or [])} profiled: {_ms(t.mean_s)} per step "
+            f"(spread {_pct(t.spread)}){base}"
+        )
     if run.trace:
         lines.append(f"  trace   {run.trace} (open in https://ui.perfetto.dev or HolisticTraceAnalysis)")
     if fig.get("peak_allocated") is not None:
-        lines.append(f"  memory  peak allocated {fig['peak_allocated'] / 2**30:.2f} GiB, reserved "
-                     f"{fig.get('peak_reserved', 0) / 2**30:.2f} GiB")
+        lines.append(
+            f"  memory  peak allocated {fig['peak_allocated'] / 2**30:.2f} GiB, reserved "
+            f"{fig.get('peak_reserved', 0) / 2**30:.2f} GiB"
+        )
     lines.append("")
     if run.breakdown is not None:
         lines += breakdown_lines(run.breakdown)
         if run.syncs:
-            lines.append("  host syncs: " + "; ".join(f"{s.where} {s.op} {s.per_step:g}/step "
-                                                      f"({_ms(s.seconds_per_step)} waiting)" for s in run.syncs[:3]))
+            lines.append(
+                "  host syncs: "
+                + "; ".join(
+                    f"{s.where} {s.op} {s.per_step:g}/step ({_ms(s.seconds_per_step)} waiting)" for s in run.syncs[:3]
+                )
+            )
         lines.append("")
         lines += throughput_lines(throughput)
         lines.append("")
@@ -166,21 +194,40 @@ class ProfileDocument(_ProfileKeys, total=False):
     ranks: List[RankLine]
 
 
-def document(run: ProfileRun, throughput: Throughput, findings: Tuple[Finding, ...], command: Sequence[str],
-             exit_code: int, rank: int = 0, world: int = 1) -> Dict[str, Any]:
+def document(
+    run: ProfileRun,
+    throughput: Throughput,
+    findings: Tuple[Finding, ...],
+    command: Sequence[str],
+    exit_code: int,
+    rank: int = 0,
+    world: int = 1,
+) -> Dict[str, Any]:
     fig = dict(run.figures or {})
     fig.pop("trace", None)
     doc: ProfileDocument = {
-        "schema": SCHEMA, "envdoctor_version": __version__,
+        "schema": SCHEMA,
+        "envdoctor_version": __version__,
         "created_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "command": list(command), "rank": rank, "world_size": world,
-        "target": run.target, "figures": fig or None, "steps": to_data(run.times),
-        "breakdown": to_data(run.breakdown), "throughput": to_data(throughput),
-        "syncs": to_data(run.syncs), "script": run.script, "trace": run.trace, "error": run.error,
+        "command": list(command),
+        "rank": rank,
+        "world_size": world,
+        "target": run.target,
+        "figures": fig or None,
+        "steps": to_data(run.times),
+        "breakdown": to_data(run.breakdown),
+        "throughput": to_data(throughput),
+        "syncs": to_data(run.syncs),
+        "script": run.script,
+        "trace": run.trace,
+        "error": run.error,
         "findings": [to_data(f) for f in findings],
-        "summary": {"exit_code": exit_code, "findings": len(findings),
-                    "errors": sum(1 for f in findings if f.severity == "error"),
-                    "warnings": sum(1 for f in findings if f.severity == "warning")},
+        "summary": {
+            "exit_code": exit_code,
+            "findings": len(findings),
+            "errors": sum(1 for f in findings if f.severity == "error"),
+            "warnings": sum(1 for f in findings if f.severity == "warning"),
+        },
     }
     return stamp(doc, exit_code)
 
@@ -194,10 +241,12 @@ def merged_lines(docs: Sequence[Dict[str, Any]], world: int) -> List[str]:
         mean = steps.get("mean_s")
         busy = b.get("busy_s")
         step = b.get("step_s") or 0
-        lines.append(f"  rank {d.get('rank')}: " + (f"{mean * 1e3:.1f} ms per step" if isinstance(mean, float) else
-                                                    f"no profile ({d.get('error')})")
-                     + (f", GPU busy {100 * busy / step:.0f}%" if isinstance(busy, float) and step else "")
-                     + (f", comms {100 * b['comm_s'] / step:.0f}%" if step and b.get("comm_s") else ""))
+        lines.append(
+            f"  rank {d.get('rank')}: "
+            + (f"{mean * 1e3:.1f} ms per step" if isinstance(mean, float) else f"no profile ({d.get('error')})")
+            + (f", GPU busy {100 * busy / step:.0f}%" if isinstance(busy, float) and step else "")
+            + (f", comms {100 * b['comm_s'] / step:.0f}%" if step and b.get("comm_s") else "")
+        )
         if isinstance(mean, float):
             rows.append((mean, int(d.get("rank") or 0)))
     if len(rows) >= 2:

@@ -45,18 +45,27 @@ class ReportDocument(_ReportKeys, total=False):
     created_at: str
     collected_at: Annotated[str, Json(description="the older name of created_at, still read")]
     suppressed: SuppressedOf
-    bench: Annotated[Optional[Dict[str, Any]], Json.raw({"oneOf": [{"type": "null"}, {"$ref": "bench-1.json"}]},
-                                                         description="check --bench: the short benchmark "
-                                                                     "(null when it could not run)")]
+    bench: Annotated[
+        Optional[Dict[str, Any]],
+        Json.raw(
+            {"oneOf": [{"type": "null"}, {"$ref": "bench-1.json"}]},
+            description="check --bench: the short benchmark (null when it could not run)",
+        ),
+    ]
 
 
 #: written by check since created_at; saved reports still say collected_at
-REPORT_WHEN = {"anyOf": [{"required": ["created_at"]},
-                         {"required": ["collected_at"], "description": "reports written before created_at"}]}
+REPORT_WHEN = {
+    "anyOf": [
+        {"required": ["created_at"]},
+        {"required": ["collected_at"], "description": "reports written before created_at"},
+    ]
+}
 
 
-def report_document(facts: Facts, findings: Iterable[Finding], extra: dict[str, Any] | None = None,
-                    redactor: Redactor | None = None) -> dict[str, Any]:
+def report_document(
+    facts: Facts, findings: Iterable[Finding], extra: dict[str, Any] | None = None, redactor: Redactor | None = None
+) -> dict[str, Any]:
     """The report of ``facts`` and ``findings`` (``extra`` keys added at the top level), secrets
     masked, and with ``redactor`` (``--redact``) the personal details too."""
     findings = tuple(findings)

@@ -18,8 +18,9 @@ def _cell(text: str) -> str:
 def render(facts: Facts, findings: Tuple[Finding, ...]) -> str:
     s = facts.system
     driver = facts.driver.driver_version and f"driver {facts.driver.driver_version}"
-    head = ", ".join(x for x in (s.os_name, s.arch, driver,
-                                 facts.torch.version and f"torch {facts.torch.version}") if x)
+    head = ", ".join(
+        x for x in (s.os_name, s.arch, driver, facts.torch.version and f"torch {facts.torch.version}") if x
+    )
     out: List[str] = [f"<details><summary>envdoctor {facts.envdoctor_version} report: {head}</summary>", ""]
     for title, rows_of in SECTIONS:
         if _skipped(facts, title):

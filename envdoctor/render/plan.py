@@ -45,8 +45,10 @@ def headline(plan: Plan) -> str:
         return f"{plan.route} route: nothing fits as the machine is" + ("; see the ways out" if plan.ways_out else "")
     cur = plan.current
     if plan.installed and cur is not None and cur.state == "broken":
-        return (f"{plan.route} route: {c.label}, the build to use, is installed in {plan.python} but does not work "
-                "here (see `now:`)")
+        return (
+            f"{plan.route} route: {c.label}, the build to use, is installed in {plan.python} but does not work "
+            "here (see `now:`)"
+        )
     if plan.installed:
         return f"{plan.route} route: {c.label} is already installed in {plan.python}: nothing to install"
     if plan.optional and cur is not None:
@@ -83,8 +85,12 @@ def render_text(plan: Plan, color: bool = False) -> str:
     c = plan.choice
     if plan.route == "system" and c.torch and plan.status not in ("amd",):
         out.append("")
-        out.append(st(f"Why {c.label}" + (f" ({_index_text(plan.index_check)})" if plan.route == "system" else "")
-                      + ":", "bold"))
+        out.append(
+            st(
+                f"Why {c.label}" + (f" ({_index_text(plan.index_check)})" if plan.route == "system" else "") + ":",
+                "bold",
+            )
+        )
         out += [f"  - {r}" for r in c.reasons]
     if plan.changes:
         out.append("")
@@ -92,8 +98,14 @@ def render_text(plan: Plan, color: bool = False) -> str:
         out += [f"  - {_change(x)}" for x in plan.changes]
     if plan.steps:
         out.append("")
-        out.append(st("Commands for the optional upgrade, in order (printed, not run):" if plan.optional
-                      else "Commands, in order (printed, not run):", "bold"))
+        out.append(
+            st(
+                "Commands for the optional upgrade, in order (printed, not run):"
+                if plan.optional
+                else "Commands, in order (printed, not run):",
+                "bold",
+            )
+        )
         for i, step in enumerate(plan.steps, 1):
             out.append(f"  {i}. {step.title}")
             for cmd in step.commands:
@@ -167,8 +179,16 @@ def _current(plan: Plan) -> CurrentTorch | None:
     cur = plan.current
     if cur is None:
         return None
-    return {"python": cur.python, "torch": cur.torch, "variant": cur.variant, "torchvision": cur.torchvision,
-            "torchaudio": cur.torchaudio, "state": cur.state, "evidence": cur.evidence, "text": now_text(plan)}
+    return {
+        "python": cur.python,
+        "torch": cur.torch,
+        "variant": cur.variant,
+        "torchvision": cur.torchvision,
+        "torchaudio": cur.torchaudio,
+        "state": cur.state,
+        "evidence": cur.evidence,
+        "text": now_text(plan),
+    }
 
 
 def _turned_down(plan: Plan) -> list[Rejected]:
@@ -181,7 +201,7 @@ def _turned_down(plan: Plan) -> list[Rejected]:
     rows = [r for r in c.rejected if "checked again only if nothing confirmed fits" not in r.reason]
     out: list[Rejected] = []
     python = [r for r in rows if r.reason.startswith("no wheels for Python ")]
-    if len(python) > 2:         # one line for "this Python has no wheels" across the releases
+    if len(python) > 2:  # one line for "this Python has no wheels" across the releases
         first, last = python[-1].what.split()[-1], python[0].what.split()[-1]
         reason = python[0].reason.split(" (it has")[0]
         out.append(Rejected(f"torch {first} to {last} ({len(python)} releases)", reason))
@@ -298,8 +318,12 @@ class PlanDocument(_PlanKeys, total=False):
     already_installed: bool
     index_env: Text
     variant_asked: Annotated[Text, Json(description="the wheel variant --torch named (2.7.1+cu118: cu118)")]
-    variant_changed: Annotated[Text, Json(description="why another variant than the one asked for was chosen; "
-                                                      "null when none was asked or it was used")]
+    variant_changed: Annotated[
+        Text,
+        Json(
+            description="why another variant than the one asked for was chosen; null when none was asked or it was used"
+        ),
+    ]
     current: Optional[CurrentTorch]
     changes: Annotated[List[ChangeOf], Json(description="what the steps change in the current target Python")]
     upgrade_optional: Annotated[bool, Json(description="the current build works: the steps are an upgrade")]
@@ -340,8 +364,17 @@ def plan_document(plan: Plan) -> PlanDocument:
         "warnings": list(plan.warnings),
         "rejected": [{"route": r.route, "reason": r.reason} for r in plan.rejected],
         "rejected_builds": [{"what": r.what, "reason": r.reason} for r in c.rejected],
-        "ways_out": [{"kind": w.kind, "text": w.text, "commands": list(w.commands), "torch": w.torch,
-                      "variant": w.variant, "branch": w.branch} for w in plan.ways_out],
+        "ways_out": [
+            {
+                "kind": w.kind,
+                "text": w.text,
+                "commands": list(w.commands),
+                "torch": w.torch,
+                "variant": w.variant,
+                "branch": w.branch,
+            }
+            for w in plan.ways_out
+        ],
         "sources": list(dict.fromkeys(plan.sources)),
         "index_check": plan.index_check,
         "machine": _machine(m),
@@ -376,10 +409,13 @@ def render_script(plan: Plan, source: str = "envdoctor recommend") -> str:
     A step that ends in ``sudo reboot`` splits the script in two: the first run stops before the
     reboot; ``bash FILE --after-reboot`` runs the rest.
     """
-    lines = ["#!/usr/bin/env bash",
-             f"# {source}: {headline(plan)}",
-             f"# written by envdoctor {__version__} for review; nothing here has been run.",
-             "set -e", ""]
+    lines = [
+        "#!/usr/bin/env bash",
+        f"# {source}: {headline(plan)}",
+        f"# written by envdoctor {__version__} for review; nothing here has been run.",
+        "set -e",
+        "",
+    ]
     now = now_text(plan)
     if now:
         lines += [f"# now: {now}", ""]
@@ -409,8 +445,10 @@ def render_script(plan: Plan, source: str = "envdoctor recommend") -> str:
             body.append(f"{indent}#    {step.note}")
         body += [f"{indent}{c}" for c in step.commands]
         if plan.index_env and any(c.startswith(f"export {plan.index_env}=") for c in step.commands):
-            body.append(f'{indent}case "${plan.index_env}" in *"***"*) echo "set {plan.index_env} to your mirror URL '
-                        f'with its credentials (line above), then run this again" >&2; exit 1;; esac')
+            body.append(
+                f'{indent}case "${plan.index_env}" in *"***"*) echo "set {plan.index_env} to your mirror URL '
+                f'with its credentials (line above), then run this again" >&2; exit 1;; esac'
+            )
         body.append("")
     if split is not None:
         lines.append('if [ "${1:-}" != "--after-reboot" ]; then')

@@ -1,13 +1,13 @@
 """``check --verbose``: where each area's facts came from and how long each step took.
 
-    Sources and timings
-      system    0.004 s
-      pci       0.002 s  /sys/bus/pci/devices
-      driver    0.151 s  kernel module: /sys/module/nvidia/version; driver: nvml; driver's CUDA: nvml; GPUs: nvml
-      python    0.118 s  /opt/torch/.venv/bin/python3 (python3 on PATH)
-      probes    0.152 s  all of the above, run at the same time
-      table     0.070 s  envdoctor's compatibility table (data/*.toml)
-      findings  0.012 s  the checks
+Sources and timings
+  system    0.004 s
+  pci       0.002 s  /sys/bus/pci/devices
+  driver    0.151 s  kernel module: /sys/module/nvidia/version; driver: nvml; driver's CUDA: nvml; GPUs: nvml
+  python    0.118 s  /opt/torch/.venv/bin/python3 (python3 on PATH)
+  probes    0.152 s  all of the above, run at the same time
+  table     0.070 s  envdoctor's compatibility table (data/*.toml)
+  findings  0.012 s  the checks
 """
 
 from __future__ import annotations
@@ -18,8 +18,13 @@ from envdoctor.facts import Facts
 from envdoctor.style import Style
 
 #: DriverFacts.sources keys, as a person reads them
-_DRIVER_FACTS = {"kernel_module_version": "kernel module", "userspace_version": "user-space driver",
-                 "driver_version": "driver", "driver_cuda": "driver's CUDA", "gpus": "GPUs"}
+_DRIVER_FACTS = {
+    "kernel_module_version": "kernel module",
+    "userspace_version": "user-space driver",
+    "driver_version": "driver",
+    "driver_cuda": "driver's CUDA",
+    "gpus": "GPUs",
+}
 
 
 def _area_sources(facts: Facts) -> Dict[str, str]:

@@ -21,13 +21,14 @@ from envdoctor.table import (
     Variant,
 )
 
-SCHEMA = document("table").schema      # "envdoctor.table/1"
+SCHEMA = document("table").schema  # "envdoctor.table/1"
 #: the document's older marker, kept for the scripts that read it
 JSON_VERSION: Literal["1"] = "1"
 UNCONFIRMED = "[unconfirmed]"
 
 
 # --- the JSON document ------------------------------------------------------------------------------
+
 
 def _plain(value: Any) -> Any:
     """Rows to JSON-ready data: dataclasses to objects (with their ``sm``/``minor``/``image``
@@ -71,9 +72,14 @@ class TableDocument(TypedDict):
 
 
 #: what the type cannot say: a key of these kinds answers one row
-TABLE_ONE_ROW = {"allOf": [{"if": {"properties": {"key": {"type": "string"},
-                                                  "kind": {"enum": ["torch", "arch", "ngc", "distro"]}}},
-                            "then": {"properties": {"result": {"$ref": "#/$defs/TableRow"}}}}]}
+TABLE_ONE_ROW = {
+    "allOf": [
+        {
+            "if": {"properties": {"key": {"type": "string"}, "kind": {"enum": ["torch", "arch", "ngc", "distro"]}}},
+            "then": {"properties": {"result": {"$ref": "#/$defs/TableRow"}}},
+        }
+    ]
+}
 
 
 def table_document(kind: TableKind, key: str | None, result: Any) -> TableDocument:
@@ -81,7 +87,7 @@ def table_document(kind: TableKind, key: str | None, result: Any) -> TableDocume
     return {"schema": SCHEMA, "version": JSON_VERSION, "kind": kind, "key": key, "result": _plain(result)}
 
 
-STALE_SCHEMA = document("stale").schema      # "envdoctor.stale/1"
+STALE_SCHEMA = document("stale").schema  # "envdoctor.stale/1"
 
 
 @dataclass(frozen=True)
@@ -89,12 +95,12 @@ class StaleAnswer:
     """The bundled torch releases against the live wheel index: ``table --stale --json`` prints it."""
 
     schema: str = STALE_SCHEMA
-    bundled_newest: Optional[str] = None     # "2.9.0": the newest torch data/torch.toml holds
-    variant: str = "cpu"                     # the index variant read
-    index: Optional[str] = None              # "https://download.pytorch.org/whl/cu130/torch/", credentials masked
-    newer: Tuple[str, ...] = ()              # releases the index has and the table does not
-    stale: Optional[bool] = None             # None: the index could not be read
-    error: Optional[str] = None              # why the index could not be read
+    bundled_newest: Optional[str] = None  # "2.9.0": the newest torch data/torch.toml holds
+    variant: str = "cpu"  # the index variant read
+    index: Optional[str] = None  # "https://download.pytorch.org/whl/cu130/torch/", credentials masked
+    newer: Tuple[str, ...] = ()  # releases the index has and the table does not
+    stale: Optional[bool] = None  # None: the index could not be read
+    error: Optional[str] = None  # why the index could not be read
 
 
 def stale_document(answer: StaleAnswer) -> dict[str, Any]:
@@ -107,7 +113,7 @@ def stale_document(answer: StaleAnswer) -> dict[str, Any]:
 
 # --- pieces of the text -------------------------------------------------------------------------------
 
-Row = Any   # any table row: it has ``confirmed(field=None)``, ``source`` and ``checked``
+Row = Any  # any table row: it has ``confirmed(field=None)``, ``source`` and ``checked``
 
 
 def mark(row: Row, field: str | None = None) -> str:
@@ -140,20 +146,32 @@ def _field(row: Row, label: str, name: str, text: str | None = None) -> str:
 
 # --- cuda -------------------------------------------------------------------------------------------------
 
+
 def cuda_list(t: Table) -> list[str]:
-    return [f"CUDA {r.version:<8} {r.label:<24} Linux >= {r.min_driver_linux:<12} "
-            f"Windows >= {r.min_driver_windows or 'n/a'}{mark(r)}" for r in t.cuda_releases]
+    return [
+        f"CUDA {r.version:<8} {r.label:<24} Linux >= {r.min_driver_linux:<12} "
+        f"Windows >= {r.min_driver_windows or 'n/a'}{mark(r)}"
+        for r in t.cuda_releases
+    ]
 
 
 def cuda_lines(row: CudaRelease, mc: MinorCompat | None) -> list[str]:
-    out = [f"CUDA {row.version} ({row.label}){mark(row)}",
-           _field(row, "driver (Linux)", "min_driver_linux", f">= {row.min_driver_linux}"),
-           _field(row, "driver (Windows)", "min_driver_windows",
-                  f">= {row.min_driver_windows}" if row.min_driver_windows else "n/a")]
+    out = [
+        f"CUDA {row.version} ({row.label}){mark(row)}",
+        _field(row, "driver (Linux)", "min_driver_linux", f">= {row.min_driver_linux}"),
+        _field(
+            row,
+            "driver (Windows)",
+            "min_driver_windows",
+            f">= {row.min_driver_windows}" if row.min_driver_windows else "n/a",
+        ),
+    ]
     out += _provenance(row)
     if mc is not None:
-        out.append(f"minor-version compatibility for CUDA {mc.major}.x: driver >= {mc.min_driver_linux} "
-                   f"(Windows {mc.min_driver_windows or 'n/a'}){mark(mc)}")
+        out.append(
+            f"minor-version compatibility for CUDA {mc.major}.x: driver >= {mc.min_driver_linux} "
+            f"(Windows {mc.min_driver_windows or 'n/a'}){mark(mc)}"
+        )
         out += [f"  - {x}" for x in mc.limitations]
         out += _provenance(mc)
     return out
@@ -161,10 +179,13 @@ def cuda_lines(row: CudaRelease, mc: MinorCompat | None) -> list[str]:
 
 # --- torch ------------------------------------------------------------------------------------------------
 
+
 def torch_list(t: Table) -> list[str]:
-    return [f"torch {r.minor:<5} Python {r.pythons[0]}-{[p for p in r.pythons if not p.endswith('t')][-1]:<5} "
-            f"PyPI {r.pypi_default:<6} variants {' '.join(v.name for v in r.variants)}{mark(r)}"
-            for r in t.torch_releases]
+    return [
+        f"torch {r.minor:<5} Python {r.pythons[0]}-{[p for p in r.pythons if not p.endswith('t')][-1]:<5} "
+        f"PyPI {r.pypi_default:<6} variants {' '.join(v.name for v in r.variants)}{mark(r)}"
+        for r in t.torch_releases
+    ]
 
 
 def torch_lines(row: TorchRelease, t: Table) -> list[str]:
@@ -175,17 +196,22 @@ def torch_lines(row: TorchRelease, t: Table) -> list[str]:
         conda += f" (cudatoolkit={'/'.join(row.conda_cudatoolkit)} -c pytorch)"
     elif row.conda == "conda-forge":
         conda += " (conda install -c conda-forge pytorch cuda-version=X.Y; the pytorch channel ended with 2.5)"
-    out = [f"torch {row.version} (patches {', '.join(p.version for p in row.patches)}"
-           f"{'; released ' + row.released if row.released else ''}){mark(row)}",
-           _field(row, "Python", "pythons", ", ".join(row.pythons)),
-           _field(row, "PyPI default", "pypi_default"),
-           _field(row, "platform tag", "manylinux", f"{row.manylinux} (glibc >= {row.glibc})"),
-           _field(row, "torchvision", "torchvision", ", ".join(f"{p.torchvision} ({p.version})" for p in row.patches)),
-           _field(row, "torchaudio", "torchaudio",
-                  ", ".join(f"{p.torchaudio} ({p.version})" for p in row.patches if p.torchaudio)
-                  or "none released"),
-           _field(row, "conda", "conda", conda),
-           "  variants:"]
+    out = [
+        f"torch {row.version} (patches {', '.join(p.version for p in row.patches)}"
+        f"{'; released ' + row.released if row.released else ''}){mark(row)}",
+        _field(row, "Python", "pythons", ", ".join(row.pythons)),
+        _field(row, "PyPI default", "pypi_default"),
+        _field(row, "platform tag", "manylinux", f"{row.manylinux} (glibc >= {row.glibc})"),
+        _field(row, "torchvision", "torchvision", ", ".join(f"{p.torchvision} ({p.version})" for p in row.patches)),
+        _field(
+            row,
+            "torchaudio",
+            "torchaudio",
+            ", ".join(f"{p.torchaudio} ({p.version})" for p in row.patches if p.torchaudio) or "none released",
+        ),
+        _field(row, "conda", "conda", conda),
+        "  variants:",
+    ]
     for v in row.variants:
         idx = t.variant(v.name)
         head = f"    {v.name:<10}"
@@ -211,13 +237,16 @@ def torch_lines(row: TorchRelease, t: Table) -> list[str]:
 
 # --- gpu --------------------------------------------------------------------------------------------------
 
+
 def gpu_list(t: Table) -> list[str]:
     return [f"{g.name:<52} cc {g.cc:<5} {', '.join(g.pci_ids)}{mark(g)}" for g in t.gpus]
 
 
 def chip_family_lines(name: str, fam: ChipFamily, arch: Architecture) -> list[str]:
-    return [f"PCI device {name}: no model in the table; chip family {fam.chip} -> cc {fam.cc} ({arch.name})",
-            *_provenance(fam)]
+    return [
+        f"PCI device {name}: no model in the table; chip family {fam.chip} -> cc {fam.cc} ({arch.name})",
+        *_provenance(fam),
+    ]
 
 
 def gpu_lines(row: GpuModel, arch: Architecture | None) -> list[str]:
@@ -225,16 +254,18 @@ def gpu_lines(row: GpuModel, arch: Architecture | None) -> list[str]:
         value = getattr(row, field_name)
         return f"{value:g} {unit}" if value is not None else "-"
 
-    out = [f"{row.name}{mark(row)}",
-           _field(row, "aliases", "aliases", ", ".join(row.aliases)),
-           _field(row, "PCI ids", "pci_ids", ", ".join(row.pci_ids)),
-           _field(row, "compute cap.", "cc", f"{row.cc} ({arch.name if arch else '?'})"),
-           _field(row, "memory", "memory_gib", tf("memory_gib", "GB")),
-           _field(row, "bandwidth", "bandwidth_gbs", tf("bandwidth_gbs", "GB/s")),
-           _field(row, "FP32", "fp32_tflops", tf("fp32_tflops")),
-           _field(row, "TF32 tensor", "tf32_tflops", tf("tf32_tflops")),
-           _field(row, "FP16 tensor", "fp16_tflops", tf("fp16_tflops") + " (FP32 accumulate)"),
-           _field(row, "BF16 tensor", "bf16_tflops", tf("bf16_tflops"))]
+    out = [
+        f"{row.name}{mark(row)}",
+        _field(row, "aliases", "aliases", ", ".join(row.aliases)),
+        _field(row, "PCI ids", "pci_ids", ", ".join(row.pci_ids)),
+        _field(row, "compute cap.", "cc", f"{row.cc} ({arch.name if arch else '?'})"),
+        _field(row, "memory", "memory_gib", tf("memory_gib", "GB")),
+        _field(row, "bandwidth", "bandwidth_gbs", tf("bandwidth_gbs", "GB/s")),
+        _field(row, "FP32", "fp32_tflops", tf("fp32_tflops")),
+        _field(row, "TF32 tensor", "tf32_tflops", tf("tf32_tflops")),
+        _field(row, "FP16 tensor", "fp16_tflops", tf("fp16_tflops") + " (FP32 accumulate)"),
+        _field(row, "BF16 tensor", "bf16_tflops", tf("bf16_tflops")),
+    ]
     if row.fp16_fp16acc_tflops is not None:
         out.append(_field(row, "FP16 (FP16 acc.)", "fp16_fp16acc_tflops", tf("fp16_fp16acc_tflops")))
     if row.fp8_tflops is not None:
@@ -249,67 +280,96 @@ def gpu_lines(row: GpuModel, arch: Architecture | None) -> list[str]:
 
 # --- arch, ngc, distro, variant ---------------------------------------------------------------------------
 
+
 def arch_list(t: Table) -> list[str]:
-    return [f"{a.cc:<5} {a.sm:<7} {a.name:<16} CUDA {a.first_cuda}-{a.dropped_cuda or 'current'}{mark(a)}"
-            for a in t.architectures]
+    return [
+        f"{a.cc:<5} {a.sm:<7} {a.name:<16} CUDA {a.first_cuda}-{a.dropped_cuda or 'current'}{mark(a)}"
+        for a in t.architectures
+    ]
 
 
 def arch_lines(row: Architecture) -> list[str]:
-    return [f"compute capability {row.cc} ({row.sm}): {row.name}{' (Jetson)' if row.jetson else ''}{mark(row)}",
-            _field(row, "first CUDA", "first_cuda"),
-            _field(row, "dropped in CUDA", "dropped_cuda", row.dropped_cuda or "not dropped"),
-            _field(row, "min driver", "min_driver_branch",
-                   f"R{row.min_driver_branch}" if row.min_driver_branch else None),
-            _field(row, "last driver", "last_driver_branch",
-                   f"R{row.last_driver_branch}" if row.last_driver_branch else "current"),
-            _field(row, "tensor cores", "tensor_cores", ", ".join(row.tensor_cores) or "none")] + _provenance(row)
+    return [
+        f"compute capability {row.cc} ({row.sm}): {row.name}{' (Jetson)' if row.jetson else ''}{mark(row)}",
+        _field(row, "first CUDA", "first_cuda"),
+        _field(row, "dropped in CUDA", "dropped_cuda", row.dropped_cuda or "not dropped"),
+        _field(row, "min driver", "min_driver_branch", f"R{row.min_driver_branch}" if row.min_driver_branch else None),
+        _field(
+            row,
+            "last driver",
+            "last_driver_branch",
+            f"R{row.last_driver_branch}" if row.last_driver_branch else "current",
+        ),
+        _field(row, "tensor cores", "tensor_cores", ", ".join(row.tensor_cores) or "none"),
+    ] + _provenance(row)
 
 
 def ngc_list(t: Table) -> list[str]:
-    return [f"{r.tag}  torch {r.torch:<22} CUDA {r.cuda:<7} driver R{r.min_driver}+{mark(r)}"
-            for r in t.ngc_releases]
+    return [f"{r.tag}  torch {r.torch:<22} CUDA {r.cuda:<7} driver R{r.min_driver}+{mark(r)}" for r in t.ngc_releases]
 
 
 def ngc_lines(row: NgcRelease) -> list[str]:
-    return [f"{row.image}{mark(row)}",
-            _field(row, "torch", "torch"),
-            _field(row, "CUDA", "cuda"),
-            _field(row, "Ubuntu", "ubuntu"),
-            _field(row, "Python", "python"),
-            _field(row, "min driver", "min_driver", f"R{row.min_driver} or later"),
-            _field(row, "forward compat", "forward_compat_branches",
-                   ", ".join(f"{b}+" for b in row.forward_compat_branches) + " (data-center GPUs only)"
-                   if row.forward_compat_branches else None)] + _provenance(row)
+    return [
+        f"{row.image}{mark(row)}",
+        _field(row, "torch", "torch"),
+        _field(row, "CUDA", "cuda"),
+        _field(row, "Ubuntu", "ubuntu"),
+        _field(row, "Python", "python"),
+        _field(row, "min driver", "min_driver", f"R{row.min_driver} or later"),
+        _field(
+            row,
+            "forward compat",
+            "forward_compat_branches",
+            ", ".join(f"{b}+" for b in row.forward_compat_branches) + " (data-center GPUs only)"
+            if row.forward_compat_branches
+            else None,
+        ),
+    ] + _provenance(row)
 
 
 def distro_list(t: Table) -> list[str]:
-    return [f"{d.id + ' ' + d.version:<20} {d.repo_dir:<12} CUDA {d.cuda_lines[0]}-{d.cuda_lines[-1]}{mark(d)}"
-            for d in t.distros]
+    return [
+        f"{d.id + ' ' + d.version:<20} {d.repo_dir:<12} CUDA {d.cuda_lines[0]}-{d.cuda_lines[-1]}{mark(d)}"
+        for d in t.distros
+    ]
 
 
 def distro_lines(row: Distro) -> list[str]:
-    return [f"{row.id} {row.version}: {row.repo_url()}{mark(row)}",
-            _field(row, "family", "family", f"{row.family} ({row.package_manager})"),
-            _field(row, "CUDA lines", "cuda_lines", ", ".join(row.cuda_lines)),
-            _field(row, "toolkit package", "toolkit_package",
-                   f"{row.toolkit_package} (e.g. {row.toolkit_package_for(row.cuda_lines[-1])})"),
-            _field(row, "driver packages", "driver_packages", ", ".join(row.driver_packages)),
-            *([_field(row, "distro packages", "distro_driver_packages", ", ".join(row.distro_driver_packages))]
-              if row.distro_driver_packages else [])] + _provenance(row)
+    return [
+        f"{row.id} {row.version}: {row.repo_url()}{mark(row)}",
+        _field(row, "family", "family", f"{row.family} ({row.package_manager})"),
+        _field(row, "CUDA lines", "cuda_lines", ", ".join(row.cuda_lines)),
+        _field(
+            row,
+            "toolkit package",
+            "toolkit_package",
+            f"{row.toolkit_package} (e.g. {row.toolkit_package_for(row.cuda_lines[-1])})",
+        ),
+        _field(row, "driver packages", "driver_packages", ", ".join(row.driver_packages)),
+        *(
+            [_field(row, "distro packages", "distro_driver_packages", ", ".join(row.distro_driver_packages))]
+            if row.distro_driver_packages
+            else []
+        ),
+    ] + _provenance(row)
 
 
 def variant_list(t: Table) -> list[str]:
-    return [f"index: {t.index_base}",
-            *[f"  {v.name:<10} {v.kind:<5} "
-              f"{('CUDA ' + v.cuda + '  driver >= ' + str(v.min_driver_linux)) if v.cuda else ''}"
-              f"{mark(v)}" for v in t.variants],
-            "mirrors:",
-            *[f"  {m.url} ({m.kind}){mark(m)}: {m.name}" for m in t.mirrors]]
+    return [
+        f"index: {t.index_base}",
+        *[
+            f"  {v.name:<10} {v.kind:<5} "
+            f"{('CUDA ' + v.cuda + '  driver >= ' + str(v.min_driver_linux)) if v.cuda else ''}"
+            f"{mark(v)}"
+            for v in t.variants
+        ],
+        "mirrors:",
+        *[f"  {m.url} ({m.kind}){mark(m)}: {m.name}" for m in t.mirrors],
+    ]
 
 
 def variant_lines(row: Variant, releases: list[str]) -> list[str]:
-    out = [f"{row.name} ({row.kind}){mark(row)}",
-           _field(row, "index", "index_url")]
+    out = [f"{row.name} ({row.kind}){mark(row)}", _field(row, "index", "index_url")]
     if row.cuda:
         out.append(_field(row, "CUDA", "cuda"))
         out.append(_field(row, "driver (Linux)", "min_driver_linux", f">= {row.min_driver_linux} (CUDA {row.cuda} GA)"))

@@ -30,10 +30,10 @@ def _err(e: Optional[ProbeError]) -> str:
 
 
 def _absent(label: str, e: Optional[ProbeError]) -> str:
-    """"not installed", or the probe's sentence why, without the label it starts with."""
+    """ "not installed", or the probe's sentence why, without the label it starts with."""
     if e is None:
         return "not installed"
-    return e.message[len(label) + 2:] if e.message.startswith(f"{label}: ") else e.message
+    return e.message[len(label) + 2 :] if e.message.startswith(f"{label}: ") else e.message
 
 
 #: Programs an area's error may be about, besides the area's own (docker's: podman, the toolkit's tools).
@@ -61,8 +61,21 @@ def _gib(mib: Optional[int]) -> str:
 
 def system_rows(f: Facts) -> List[Row]:
     s = f.system
-    rows = [("OS", ", ".join(x for x in (s.os_name or s.os_id, f"kernel {s.kernel}" if s.kernel else None,
-                                           s.arch, f"glibc {s.glibc}" if s.glibc else None) if x))]
+    rows = [
+        (
+            "OS",
+            ", ".join(
+                x
+                for x in (
+                    s.os_name or s.os_id,
+                    f"kernel {s.kernel}" if s.kernel else None,
+                    s.arch,
+                    f"glibc {s.glibc}" if s.glibc else None,
+                )
+                if x
+            ),
+        )
+    ]
     if s.container:
         rows.append(("Container", f"{s.container} ({s.container_evidence})"))
     if s.wsl:
@@ -85,10 +98,18 @@ def gpu_rows(f: Facts) -> List[Row]:
     if f.pci.error:
         rows.append(("PCI", _err(f.pci.error)))
     for dev in f.pci.devices:
-        arch = f", {dev.architecture} {dev.compute_capability}" if dev.architecture else (
-            f", compute {dev.compute_capability}" if dev.compute_capability else "")
-        rows.append((f"PCI {dev.address}", f"{dev.name or 'NVIDIA device'} [{dev.vendor_id[2:]}:{dev.device_id[2:]}]"
-                     f"{arch}, kernel driver: {dev.kernel_driver or 'none'}"))
+        arch = (
+            f", {dev.architecture} {dev.compute_capability}"
+            if dev.architecture
+            else (f", compute {dev.compute_capability}" if dev.compute_capability else "")
+        )
+        rows.append(
+            (
+                f"PCI {dev.address}",
+                f"{dev.name or 'NVIDIA device'} [{dev.vendor_id[2:]}:{dev.device_id[2:]}]"
+                f"{arch}, kernel driver: {dev.kernel_driver or 'none'}",
+            )
+        )
     if not f.pci.devices and not f.pci.error:
         rows.append(("PCI", "no NVIDIA display/3D controller"))
     if d.kernel_module_version:
@@ -101,12 +122,30 @@ def gpu_rows(f: Facts) -> List[Row]:
     if d.driver_version:
         rows.append(("Driver", f"{d.driver_version} (from {d.sources.get('driver_version')})"))
     if d.driver_cuda:
-        rows.append(("Driver's CUDA", f"{d.driver_cuda}: the newest CUDA this driver runs "
-                     f"(from {d.sources.get('driver_cuda')})"))
+        rows.append(
+            (
+                "Driver's CUDA",
+                f"{d.driver_cuda}: the newest CUDA this driver runs (from {d.sources.get('driver_cuda')})",
+            )
+        )
     for g in d.gpus:
-        rows.append((f"GPU {g.index}", ", ".join(x for x in (
-            g.name, f"compute {g.compute_capability}" if g.compute_capability else None,
-            _gib(g.memory_total_mib), g.pci_bus_id, g.uuid, f"via {g.source}") if x)))
+        rows.append(
+            (
+                f"GPU {g.index}",
+                ", ".join(
+                    x
+                    for x in (
+                        g.name,
+                        f"compute {g.compute_capability}" if g.compute_capability else None,
+                        _gib(g.memory_total_mib),
+                        g.pci_bus_id,
+                        g.uuid,
+                        f"via {g.source}",
+                    )
+                    if x
+                ),
+            )
+        )
     rows.extend(state_rows(f))
     rows.append(("NVML", _err(d.nvml_error) if d.nvml_error else f"ok{' ' + d.nvml_version if d.nvml_version else ''}"))
     if d.smi_path:
@@ -126,14 +165,27 @@ def state_rows(f: Facts) -> List[Row]:
 
     rows: List[Row] = []
     for g in getattr(getattr(f, "gpu_state", None), "gpus", ()):
-        procs = ", ".join(f"pid {p.pid} {p.name or '(not visible here)'}"
-                          + (f" {p.used_mib} MiB" if p.used_mib is not None else "") for p in g.processes)
+        procs = ", ".join(
+            f"pid {p.pid} {p.name or '(not visible here)'}" + (f" {p.used_mib} MiB" if p.used_mib is not None else "")
+            for p in g.processes
+        )
         used = f"{g.memory_used_mib}/{g.memory_total_mib} MiB used" if g.memory_used_mib is not None else None
-        rows.append((f"GPU {g.index} now", ", ".join(x for x in (
-            f"{len(g.processes)} process(es)" + (f" ({procs})" if procs else ""),
-            f"{g.utilization_pct}% busy" if g.utilization_pct is not None else None, used,
-            f"compute mode {g.compute_mode}" if g.compute_mode else None,
-            f"power limit {g.power_limit_w:g} W" if g.power_limit_w else None) if x)))
+        rows.append(
+            (
+                f"GPU {g.index} now",
+                ", ".join(
+                    x
+                    for x in (
+                        f"{len(g.processes)} process(es)" + (f" ({procs})" if procs else ""),
+                        f"{g.utilization_pct}% busy" if g.utilization_pct is not None else None,
+                        used,
+                        f"compute mode {g.compute_mode}" if g.compute_mode else None,
+                        f"power limit {g.power_limit_w:g} W" if g.power_limit_w else None,
+                    )
+                    if x
+                ),
+            )
+        )
     fabric = getattr(f, "fabric", None)
     for i, line in enumerate(fabric_lines(fabric) if fabric is not None else ()):
         rows.append(("Fabric" if i == 0 else "", line))
@@ -180,7 +232,8 @@ def docker_rows(f: Facts) -> List[Row]:
     if k.client:
         rows.append(("docker", f"client {k.client_version or '?'} at {k.client}"))
         daemon = {"ok": f"running, server {k.server_version or '?'}", None: "not checked"}.get(
-            k.daemon, f"{(k.daemon or '').replace('_', ' ')}: {k.daemon_error or ''}".strip(": "))
+            k.daemon, f"{(k.daemon or '').replace('_', ' ')}: {k.daemon_error or ''}".strip(": ")
+        )
         rows.append(("Daemon", daemon))
         if k.runtimes:
             default = f" (default {k.default_runtime})" if k.default_runtime else ""
@@ -191,8 +244,10 @@ def docker_rows(f: Facts) -> List[Row]:
         rows.append(("podman", f"{k.podman_version or '?'} at {k.podman}"))
     if k.cdi_specs:
         rows.append(("CDI specs", ", ".join(k.cdi_specs)))
-    for label, path, version in (("nvidia-ctk", k.nvidia_ctk, k.nvidia_ctk_version),
-                                 ("nvidia-container-cli", k.nvidia_container_cli, k.nvidia_container_cli_version)):
+    for label, path, version in (
+        ("nvidia-ctk", k.nvidia_ctk, k.nvidia_ctk_version),
+        ("nvidia-container-cli", k.nvidia_container_cli, k.nvidia_container_cli_version),
+    ):
         if path:
             rows.append((label, f"{version or '?'} at {path}"))
     if k.client and not (k.nvidia_ctk or k.nvidia_container_cli):
@@ -207,13 +262,14 @@ def _torch_failure(e: ProbeError, stage: Optional[str], python: Optional[str]) -
     detail = e.message
     for prefix in (f"{python} was killed by ", f"{python} "):
         if python and detail.startswith(prefix):
-            detail = detail[len(prefix):]
+            detail = detail[len(prefix) :]
             break
-    if e.kind == "timeout":   # "did not finish the torch check in 60 s during import torch"
+    if e.kind == "timeout":  # "did not finish the torch check in 60 s during import torch"
         limit = re.search(r"\bin (\d[\d.]*) s\b", detail)
         return f"{step} did not finish in {limit.group(1) if limit else '?'} s (--torch-timeout gives it longer)"
     what = {"crashed": "crashed", "exit_status": "exited with an error", "interrupted": "was stopped"}.get(
-        e.kind, "failed")
+        e.kind, "failed"
+    )
     return f"{step} {what}: {detail}"
 
 
@@ -229,7 +285,7 @@ def python_rows(f: Facts) -> List[Row]:
     if "torch" in f.skipped:
         rows.append(("torch", "not inspected (--skip torch)"))
         return rows
-    if t.error and t.installed and t.version:   # the check did not finish: only the package metadata is known
+    if t.error and t.installed and t.version:  # the check did not finish: only the package metadata is known
         rows.append(("torch", f"installed ({t.version}), but {_torch_failure(t.error, t.stage, p.executable)}"))
         return rows
     if t.error:
@@ -237,16 +293,28 @@ def python_rows(f: Facts) -> List[Row]:
     if t.import_error:
         rows.append(("torch", f"installed but import fails: {t.import_error}"))
     elif not t.installed and not t.error:
-        rows.append(("torch", (f"not installed in {p.executable}" if p.executable and t.elsewhere else "not installed")
-                     + elsewhere_text(f)))
+        rows.append(
+            (
+                "torch",
+                (f"not installed in {p.executable}" if p.executable and t.elsewhere else "not installed")
+                + elsewhere_text(f),
+            )
+        )
     elif not t.installed and t.elsewhere:
         rows.append(("torch elsewhere", elsewhere_text(f).removeprefix("; ")))
     if t.installed and t.version:
         build = f"CUDA {t.cuda}" if t.cuda else (f"ROCm/HIP {t.hip}" if t.hip else "CPU-only build")
         took = f", imported in {t.import_seconds:.1f} s" if t.import_seconds else ""
         rows.append(("torch", f"{t.version} ({build})" + took))
-        built = ", ".join(x for x in (t.compiler and f"built with {t.compiler}", t.debug_build and "a debug build",
-                                      t.cpu_capability and f"CPU kernels {t.cpu_capability}") if x)
+        built = ", ".join(
+            x
+            for x in (
+                t.compiler and f"built with {t.compiler}",
+                t.debug_build and "a debug build",
+                t.cpu_capability and f"CPU kernels {t.cpu_capability}",
+            )
+            if x
+        )
         if built:
             rows.append(("torch build", built))
         if t.arch_list:
@@ -282,8 +350,11 @@ def index_rows(c: IndexConfig, shown: int = 6) -> List[Row]:
 ('Proxy', 'HTTPS_PROXY=http://proxy:3128')]
     """
     rows: List[Row] = []
-    items = [f"{i.tool} {i.role} {i.url or '(none)'} ({i.source}{', explicit' if i.explicit else ''}"
-             f"{', torch pinned to it' if i.torch_pinned else ''})" for i in c.indexes]
+    items = [
+        f"{i.tool} {i.role} {i.url or '(none)'} ({i.source}{', explicit' if i.explicit else ''}"
+        f"{', torch pinned to it' if i.torch_pinned else ''})"
+        for i in c.indexes
+    ]
     if items:
         more = f"; and {len(items) - shown} more" if len(items) > shown else ""
         rows.append(("Indexes", "; ".join(items[:shown]) + more))
@@ -296,7 +367,7 @@ def index_rows(c: IndexConfig, shown: int = 6) -> List[Row]:
 
 
 def elsewhere_text(f: Facts) -> str:
-    """"; these have it: /opt/torch/.venv/bin/python (2.11.0+cu130, venv) -- use --python PATH", or ""."""
+    """ "; these have it: /opt/torch/.venv/bin/python (2.11.0+cu130, venv) -- use --python PATH", or ""."""
     t = f.torch
     if not t.elsewhere:
         return ""
@@ -320,11 +391,12 @@ def package_rows(packages: dict[str, str]) -> List[Row]:
     ...               "nvidia-ml-py": "13.615.71"})
     [('Packages', 'numpy 2.5.2, nvidia-ml-py 13.615.71, triton 3.6.0'), ('nvidia-*', 'nccl-cu13 2.28.9')]
     """
+
     def cuda_wheel(name: str) -> bool:
         return name.startswith("nvidia-") and not name.startswith(_NOT_CUDA_WHEELS)
 
     plain = [f"{n} {v}" for n, v in sorted(packages.items()) if not cuda_wheel(n) and n not in _SHOWN]
-    nvidia = [f"{n[len('nvidia-'):]} {v}" for n, v in sorted(packages.items()) if cuda_wheel(n)]
+    nvidia = [f"{n[len('nvidia-') :]} {v}" for n, v in sorted(packages.items()) if cuda_wheel(n)]
     rows: List[Row] = []
     if plain:
         rows.append(("Packages", ", ".join(plain)))
@@ -335,30 +407,49 @@ def package_rows(packages: dict[str, str]) -> List[Row]:
 
 def env_rows(f: Facts) -> List[Row]:
     """The variables that change how torch, CUDA and NCCL behave (probes/system.py BEHAVIOUR_ENV)."""
-    shown = {"CUDA_VISIBLE_DEVICES": f.driver.cuda_visible_devices,
-             "NVIDIA_VISIBLE_DEVICES": f.driver.nvidia_visible_devices}
-    return [(name, value if value else repr(value)) for name, value in sorted(f.system.torch_env.items())
-            if shown.get(name) is None]         # those two are in the GPU section when the driver probe read them
+    shown = {
+        "CUDA_VISIBLE_DEVICES": f.driver.cuda_visible_devices,
+        "NVIDIA_VISIBLE_DEVICES": f.driver.nvidia_visible_devices,
+    }
+    return [
+        (name, value if value else repr(value))
+        for name, value in sorted(f.system.torch_env.items())
+        if shown.get(name) is None
+    ]  # those two are in the GPU section when the driver probe read them
 
 
-SECTIONS = (("System", system_rows), ("GPU and driver", gpu_rows), ("GPU links", links_rows),
-            ("CUDA toolkits", toolkit_rows),
-            ("Conda", conda_rows), ("Docker and the NVIDIA Container Toolkit", docker_rows),
-            ("Python and torch", python_rows),
-            ("Extensions above torch", extension_rows),
-            ("Environment that changes torch, CUDA and NCCL", env_rows))
+SECTIONS = (
+    ("System", system_rows),
+    ("GPU and driver", gpu_rows),
+    ("GPU links", links_rows),
+    ("CUDA toolkits", toolkit_rows),
+    ("Conda", conda_rows),
+    ("Docker and the NVIDIA Container Toolkit", docker_rows),
+    ("Python and torch", python_rows),
+    ("Extensions above torch", extension_rows),
+    ("Environment that changes torch, CUDA and NCCL", env_rows),
+)
 
 
 def _skipped(f: Facts, title: str) -> bool:
     if title == "Environment that changes torch, CUDA and NCCL":
-        return not f.system.torch_env      # a section only when one of the variables is set
-    area = {"CUDA toolkits": "toolkits", "Conda": "conda", "Docker and the NVIDIA Container Toolkit": "docker",
-            "Extensions above torch": "torch"}
+        return not f.system.torch_env  # a section only when one of the variables is set
+    area = {
+        "CUDA toolkits": "toolkits",
+        "Conda": "conda",
+        "Docker and the NVIDIA Container Toolkit": "docker",
+        "Extensions above torch": "torch",
+    }
     return area.get(title) in f.skipped
 
 
-def render(facts: Facts, findings: Tuple[Finding, ...], color: bool = False,
-           extra: Iterable[str] = (), suppressed: Tuple[Finding, ...] = ()) -> str:
+def render(
+    facts: Facts,
+    findings: Tuple[Finding, ...],
+    color: bool = False,
+    extra: Iterable[str] = (),
+    suppressed: Tuple[Finding, ...] = (),
+) -> str:
     """The report; ``extra`` lines (a section of their own, e.g. ``check -v``) go before the findings."""
     style = Style(color)
     out: List[str] = []

@@ -18,7 +18,7 @@ from envdoctor.style import Style
 from envdoctor.snapshot import Snapshot, describe
 from envdoctor.verify import Verification
 
-SCHEMA = document("verify").schema     # "envdoctor.verify/1"
+SCHEMA = document("verify").schema  # "envdoctor.verify/1"
 
 
 def when(iso: str | None) -> str:
@@ -37,8 +37,10 @@ def when(iso: str | None) -> str:
 def header(base: Snapshot) -> str:
     """``Verify against FILE (taken 2026-11-29 17:30:05 UTC, driver 580.159.04, torch 2.11.0+cu130)``."""
     driver, torch_version, _ = describe(base)
-    return (f"Verify against {base.path} (taken {when(base.created)}, driver {driver or 'none'}, "
-            f"torch {torch_version or ('not inspected' if 'torch' in base.facts.skipped else 'none')})")
+    return (
+        f"Verify against {base.path} (taken {when(base.created)}, driver {driver or 'none'}, "
+        f"torch {torch_version or ('not inspected' if 'torch' in base.facts.skipped else 'none')})"
+    )
 
 
 def _finding_lines(f: Finding, mark: str, kind: str, style: Style) -> list[str]:
@@ -74,8 +76,13 @@ def render_verification(base: Snapshot, v: Verification, color: bool = False) ->
     out.append("")
     n, c = len(v.regressions), len(v.changes)
     if n:
-        out.append(style(f"Result: {n} regression(s), {c} change(s). Fix the regressions above, "
-                         "then run envdoctor verify again.", "error"))
+        out.append(
+            style(
+                f"Result: {n} regression(s), {c} change(s). Fix the regressions above, "
+                "then run envdoctor verify again.",
+                "error",
+            )
+        )
     else:
         out.append(style("Result: no regressions" + (f"; {c} change(s) listed above." if c else "."), "ok"))
     return "\n".join(out) + "\n"
@@ -146,8 +153,16 @@ class VerifyDocument(TypedDict):
     exit_code: Annotated[int, Json(enum=[0, 1, 3])]
 
 
-def verify_document(base: Snapshot, facts: Facts, v: Verification, warnings: list[str], bench: BenchResult | None,
-                    tolerance: float | None, code: int, created_at: str | None = None) -> VerifyDocument:
+def verify_document(
+    base: Snapshot,
+    facts: Facts,
+    v: Verification,
+    warnings: list[str],
+    bench: BenchResult | None,
+    tolerance: float | None,
+    code: int,
+    created_at: str | None = None,
+) -> VerifyDocument:
     """The ``envdoctor.verify/1`` document (``envdoctor/schemas/verify-1.json``): keys stable within
     the version, new keys may be added. Secrets are masked."""
     driver, torch_version, gpus = describe(base)
@@ -156,11 +171,23 @@ def verify_document(base: Snapshot, facts: Facts, v: Verification, warnings: lis
         "schema": SCHEMA,
         "envdoctor_version": __version__,
         "created_at": created_at,
-        "baseline": {"path": str(base.path), "created": base.created, "host": base.host,
-                     "schema": str(base.doc.get("schema", "")), "migrated_from": base.migrated_from,
-                     "driver": driver, "torch": torch_version, "gpus": list(gpus)},
-        "current": {"collected_at": facts.collected_at, "host": facts.system.hostname,
-                    "driver": now[0], "torch": now[1], "gpus": list(now[2])},
+        "baseline": {
+            "path": str(base.path),
+            "created": base.created,
+            "host": base.host,
+            "schema": str(base.doc.get("schema", "")),
+            "migrated_from": base.migrated_from,
+            "driver": driver,
+            "torch": torch_version,
+            "gpus": list(gpus),
+        },
+        "current": {
+            "collected_at": facts.collected_at,
+            "host": facts.system.hostname,
+            "driver": now[0],
+            "torch": now[1],
+            "gpus": list(now[2]),
+        },
         "warnings": warnings,
         "regressions": [to_data(f) for f in v.regressions],
         "changes": [to_data(f) for f in v.changes],

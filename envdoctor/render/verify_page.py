@@ -21,15 +21,37 @@ def verify_page(doc: Mapping[str, Any], machine: Optional[Redactor] = None) -> s
         verdict = "nothing regressed since the snapshot" + (f" ({len(changes)} expected changes)" if changes else "")
     else:
         verdict = "the comparison could not be completed"
-    body = [section("Regressions", findings(regressions, "None."), id="regressions"),
-            section("Changes", findings(changes, "None."), id="changes"),
-            section("Baseline and now", table(["", "when", "host", "driver", "torch", "GPUs"], [
-                ["baseline", base.get("created"), base.get("host"), base.get("driver"), base.get("torch"),
-                 fmt(base.get("gpus"))],
-                ["now", d.get("created_at") or now.get("collected_at"), now.get("host"), now.get("driver"),
-                 now.get("torch"), fmt(now.get("gpus"))]]),
-                para(f"baseline file: {base.get('path')}", "muted"), id="pair"),
-            section("Unchanged", items(d.get("unchanged") or ()) or para("-", "muted"), id="unchanged")]
+    body = [
+        section("Regressions", findings(regressions, "None."), id="regressions"),
+        section("Changes", findings(changes, "None."), id="changes"),
+        section(
+            "Baseline and now",
+            table(
+                ["", "when", "host", "driver", "torch", "GPUs"],
+                [
+                    [
+                        "baseline",
+                        base.get("created"),
+                        base.get("host"),
+                        base.get("driver"),
+                        base.get("torch"),
+                        fmt(base.get("gpus")),
+                    ],
+                    [
+                        "now",
+                        d.get("created_at") or now.get("collected_at"),
+                        now.get("host"),
+                        now.get("driver"),
+                        now.get("torch"),
+                        fmt(now.get("gpus")),
+                    ],
+                ],
+            ),
+            para(f"baseline file: {base.get('path')}", "muted"),
+            id="pair",
+        ),
+        section("Unchanged", items(d.get("unchanged") or ()) or para("-", "muted"), id="unchanged"),
+    ]
     if d.get("not_compared"):
         body.append(section("Not compared", items(d["not_compared"]), id="not-compared"))
     if d.get("warnings"):

@@ -71,12 +71,17 @@ def as_user(finding: Finding, system: SystemFacts) -> Finding:
 
 
 def _strip_sudo(line: str) -> str:
-    command, sep, comment = line.partition("   #")    # the fix's own note stays as written
+    command, sep, comment = line.partition("   #")  # the fix's own note stays as written
     return _SUDO.sub(lambda m: m.group(1), command) + sep + comment
 
 
-def run(facts: Facts, table: Optional[Table], suppress: Iterable[str] = (), table_error: Optional[str] = None,
-        more: Optional[Callable[[Sequence[Finding]], Iterable[Finding]]] = None) -> Checked:
+def run(
+    facts: Facts,
+    table: Optional[Table],
+    suppress: Iterable[str] = (),
+    table_error: Optional[str] = None,
+    more: Optional[Callable[[Sequence[Finding]], Iterable[Finding]]] = None,
+) -> Checked:
     """check's findings through the one runner (:mod:`envdoctor.checks`): ``table_error`` (the main
     table could not be loaded) is ED901, ``more(found)`` adds findings that depend on the others
     (probe failures nothing else covers), then ``suppress`` splits off the codes a user hid."""

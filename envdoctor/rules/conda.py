@@ -14,7 +14,9 @@ from envdoctor.findings import Finding
 from envdoctor.parse import loose_version, major_minor
 from envdoctor.table import Table
 
-REF_CONDA_CUDA = "https://conda-forge.org/docs/user/tipsandtricks/#installing-cuda-enabled-packages-like-tensorflow-and-pytorch"
+REF_CONDA_CUDA = (
+    "https://conda-forge.org/docs/user/tipsandtricks/#installing-cuda-enabled-packages-like-tensorflow-and-pytorch"
+)
 REF_RETIRED = "https://github.com/pytorch/pytorch/issues/138506"
 REF_MIXED = "https://www.anaconda.com/blog/using-pip-in-a-conda-environment"
 
@@ -79,8 +81,10 @@ def torch_cuda(facts: Facts) -> tuple[Optional[str], list[str]]:
 
 def _where(facts: Facts) -> str:
     c = facts.conda
-    return (f"active env {c.active_name or '?'} at {c.active_prefix} "
-            f"({c.packages_source or c.source or c.flavor or 'conda'})")
+    return (
+        f"active env {c.active_name or '?'} at {c.active_prefix} "
+        f"({c.packages_source or c.source or c.flavor or 'conda'})"
+    )
 
 
 def runtime_without_nvcc(facts: Facts, table: Optional[Table]) -> Iterator[Finding]:
@@ -98,17 +102,23 @@ def runtime_without_nvcc(facts: Facts, table: Optional[Table]) -> Iterator[Findi
     evidence = evidence + [e for e in line_evidence if e not in evidence]
     pinned = pk.get("cuda-version")
     repin = pinned is not None and major_minor(pinned.version) not in (None, cuda)
-    why = (f" cuda-version {pinned.version} pins the env's CUDA packages to {major_minor(pinned.version)}, "
-           f"so the command moves it to torch's {cuda} with nvcc (the solver says what else would have to change)."
-           if repin and pinned is not None else "")
+    why = (
+        f" cuda-version {pinned.version} pins the env's CUDA packages to {major_minor(pinned.version)}, "
+        f"so the command moves it to torch's {cuda} with nvcc (the solver says what else would have to change)."
+        if repin and pinned is not None
+        else ""
+    )
     yield Finding(
-        "ED401", "info", f"The conda env has the CUDA {cuda} runtime but no nvcc",
+        "ED401",
+        "info",
+        f"The conda env has the CUDA {cuda} runtime but no nvcc",
         evidence=(_where(facts), *evidence, f"no cuda-nvcc package and no {c.active_prefix}/bin/nvcc"),
-        fix=commands.conda_nvcc_install(c.flavor, cuda, with_cuda_version=repin), reference=REF_CONDA_CUDA,
+        fix=commands.conda_nvcc_install(c.flavor, cuda, with_cuda_version=repin),
+        reference=REF_CONDA_CUDA,
         area="conda",
         explanation="Running torch needs only the runtime. Building from source (DeepSpeed ops, apex, "
-                    "flash-attn, custom kernels) needs nvcc of torch's CUDA release; installed into the env it "
-                    "becomes the nvcc on PATH, and torch builds with it when CUDA_HOME is not set." + why,
+        "flash-attn, custom kernels) needs nvcc of torch's CUDA release; installed into the env it "
+        "becomes the nvcc on PATH, and torch builds with it when CUDA_HOME is not set." + why,
     )
 
 
@@ -125,16 +135,19 @@ def retired_pytorch_channel(facts: Facts, table: Optional[Table]) -> Iterator[Fi
     if not retired:
         return
     yield Finding(
-        "ED402", "warning", CODES["ED402"].title,
+        "ED402",
+        "warning",
+        CODES["ED402"].title,
         evidence=(_where(facts), *(_shown(p) for p in retired))
         + ((f"channels: {', '.join(facts.conda.channels)} ({facts.conda.source})",) if facts.conda.channels else ()),
         fix=_conda_forge_env(facts),
-        reference=REF_RETIRED, area="conda",
+        reference=REF_RETIRED,
+        area="conda",
         explanation="PyTorch stopped publishing to its Anaconda channel after 2.5; this env can get no newer "
-                    "torch and mixes the `pytorch`/`nvidia` channels with conda-forge. conda-forge builds torch "
-                    "with CUDA (`pytorch-gpu` forces a CUDA build, matched to the driver through __cuda); "
-                    "reinstall your other packages in the new env. "
-                    + ("pytorch-cuda pins the CUDA runtime of the old builds." if "pytorch-cuda" in pk else ""),
+        "torch and mixes the `pytorch`/`nvidia` channels with conda-forge. conda-forge builds torch "
+        "with CUDA (`pytorch-gpu` forces a CUDA build, matched to the driver through __cuda); "
+        "reinstall your other packages in the new env. "
+        + ("pytorch-cuda pins the CUDA runtime of the old builds." if "pytorch-cuda" in pk else ""),
     )
 
 
@@ -154,14 +167,19 @@ def env_cuda_too_new(facts: Facts, table: Optional[Table]) -> Iterator[Finding]:
     source = "nvidia-smi / NVML" if facts.driver.driver_cuda else f"__cuda virtual package ({c.source})"
     exe = c.flavor or "conda"
     yield Finding(
-        "ED403", "error", f"The conda env needs CUDA {cuda}, the driver supports only CUDA {driver_cuda}",
+        "ED403",
+        "error",
+        f"The conda env needs CUDA {cuda}, the driver supports only CUDA {driver_cuda}",
         evidence=(_where(facts), *evidence, f"driver supports CUDA {driver_cuda} ({source})"),
-        fix=("# upgrade the NVIDIA driver (see the driver findings), or move the env to the driver's CUDA line:",
-             f'{exe} install -c conda-forge '
-             f'"cuda-version<={have.release[0]}.{have.release[1] if len(have.release) > 1 else 0}"'),
-        reference=REF_CONDA_CUDA, area="conda",
+        fix=(
+            "# upgrade the NVIDIA driver (see the driver findings), or move the env to the driver's CUDA line:",
+            f"{exe} install -c conda-forge "
+            f'"cuda-version<={have.release[0]}.{have.release[1] if len(have.release) > 1 else 0}"',
+        ),
+        reference=REF_CONDA_CUDA,
+        area="conda",
         explanation=f"A CUDA {need.release[0]}.x runtime does not run on a driver of CUDA {have.release[0]}.x: "
-                    "torch.cuda.is_available() is False and CUDA calls fail with 'driver too old'.",
+        "torch.cuda.is_available() is False and CUDA calls fail with 'driver too old'.",
     )
 
 
@@ -173,25 +191,39 @@ def pip_torch_over_conda(facts: Facts, table: Optional[Table]) -> Iterator[Findi
         return
     packages = facts.conda.packages
     pip_names = [p.name for p in packages if p.channel == "pypi" and p.name in ("torch", "torchvision", "torchaudio")]
-    conda_names = [p.name for p in packages
-                   if p.channel != "pypi" and p.name in ("pytorch", "torchvision", "torchaudio")]
+    conda_names = [
+        p.name for p in packages if p.channel != "pypi" and p.name in ("pytorch", "torchvision", "torchaudio")
+    ]
     exe = facts.conda.flavor or "conda"
-    explanation = ("Both write site-packages/torch; whichever was installed last overwrote part of the other, and "
-                   "conda still believes its own files are there. ")
-    if conda_torch.channel == "pytorch":       # reinstalling conda's would keep the env on the retired channel
+    explanation = (
+        "Both write site-packages/torch; whichever was installed last overwrote part of the other, and "
+        "conda still believes its own files are there. "
+    )
+    if conda_torch.channel == "pytorch":  # reinstalling conda's would keep the env on the retired channel
         fix = _conda_forge_env(facts)
-        explanation += ("conda's pytorch comes from the retired `pytorch` channel (ED402), so reinstalling it "
-                        "would keep this env there: the commands make a new conda-forge env with one torch (or "
-                        f"remove conda's with `{exe} remove {' '.join(conda_names)}` and keep pip's).")
+        explanation += (
+            "conda's pytorch comes from the retired `pytorch` channel (ED402), so reinstalling it "
+            "would keep this env there: the commands make a new conda-forge env with one torch (or "
+            f"remove conda's with `{exe} remove {' '.join(conda_names)}` and keep pip's)."
+        )
     else:
-        fix = (f"python -m pip uninstall -y {' '.join(pip_names)}",
-               f"{exe} install --force-reinstall {' '.join(conda_names)}")
-        explanation += ("Keep one: the commands keep conda's (or remove conda's with "
-                        f"`{exe} remove {' '.join(conda_names)}` and keep pip's).")
+        fix = (
+            f"python -m pip uninstall -y {' '.join(pip_names)}",
+            f"{exe} install --force-reinstall {' '.join(conda_names)}",
+        )
+        explanation += (
+            "Keep one: the commands keep conda's (or remove conda's with "
+            f"`{exe} remove {' '.join(conda_names)}` and keep pip's)."
+        )
     yield Finding(
-        "ED404", "warning", CODES["ED404"].title,
-        evidence=(_where(facts), _shown(conda_torch), _shown(pip_torch)), fix=fix, reference=REF_MIXED,
-        area="conda", explanation=explanation,
+        "ED404",
+        "warning",
+        CODES["ED404"].title,
+        evidence=(_where(facts), _shown(conda_torch), _shown(pip_torch)),
+        fix=fix,
+        reference=REF_MIXED,
+        area="conda",
+        explanation=explanation,
     )
 
 

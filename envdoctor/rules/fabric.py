@@ -23,15 +23,31 @@ REF_NCCL_ENV = "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.ht
 REF_PEERMEM = "https://docs.nvidia.com/cuda/gpudirect-rdma/index.html"
 REF_IB = "https://docs.kernel.org/infiniband/sysfs.html"
 #: variables that force a slower path than NCCL would pick
-SLOW_PATH = {"NCCL_P2P_DISABLE": "GPU peer-to-peer (NVLink/PCIe) off: copies go through host memory",
-             "NCCL_IB_DISABLE": "InfiniBand/RoCE off: NCCL falls back to TCP sockets",
-             "NCCL_SHM_DISABLE": "shared memory off between processes of one node"}
+SLOW_PATH = {
+    "NCCL_P2P_DISABLE": "GPU peer-to-peer (NVLink/PCIe) off: copies go through host memory",
+    "NCCL_IB_DISABLE": "InfiniBand/RoCE off: NCCL falls back to TCP sockets",
+    "NCCL_SHM_DISABLE": "shared memory off between processes of one node",
+}
 
 
-def _f(code: str, severity: Severity, title: str, evidence: Iterable[str], fix: Iterable[str] = (),
-       reference: Optional[str] = REF_NCCL_ENV) -> Finding:
-    return Finding(code, severity, title, tuple(evidence), tuple(fix), reference=reference, area="links",
-                   explanation=CODES[code].meaning)
+def _f(
+    code: str,
+    severity: Severity,
+    title: str,
+    evidence: Iterable[str],
+    fix: Iterable[str] = (),
+    reference: Optional[str] = REF_NCCL_ENV,
+) -> Finding:
+    return Finding(
+        code,
+        severity,
+        title,
+        tuple(evidence),
+        tuple(fix),
+        reference=reference,
+        area="links",
+        explanation=CODES[code].meaning,
+    )
 
 
 def _names(value: str) -> List[str]:
@@ -54,22 +70,39 @@ def ports(f: FabricFacts) -> Iterator[Finding]:
     for a in f.adapters:
         for p in a.ports:
             if p.state and p.state != "ACTIVE":
-                why = ("the link is up but no subnet manager has configured it (opensm, or the switch's)"
-                       if p.phys_state == "LinkUp" else f"physical state {p.phys_state or '?'}: cable, switch port "
-                       "or the port disabled")
-                yield _f("ED860", "error", f"{a.name} port {p.port} is {p.state}, not ACTIVE",
-                         [f"/sys/class/infiniband/{a.name}/ports/{p.port}/state: {p.state}; {why}",
-                          f"link layer {p.link_layer or '?'}, rate {p.rate or '?'}"],
-                         [f"ibstat {a.name} {p.port}", "sudo systemctl status opensm   # where this node runs the SM",
-                          "# check the cable and the switch port; then envdoctor diag again"], REF_IB)
+                why = (
+                    "the link is up but no subnet manager has configured it (opensm, or the switch's)"
+                    if p.phys_state == "LinkUp"
+                    else f"physical state {p.phys_state or '?'}: cable, switch port or the port disabled"
+                )
+                yield _f(
+                    "ED860",
+                    "error",
+                    f"{a.name} port {p.port} is {p.state}, not ACTIVE",
+                    [
+                        f"/sys/class/infiniband/{a.name}/ports/{p.port}/state: {p.state}; {why}",
+                        f"link layer {p.link_layer or '?'}, rate {p.rate or '?'}",
+                    ],
+                    [
+                        f"ibstat {a.name} {p.port}",
+                        "sudo systemctl status opensm   # where this node runs the SM",
+                        "# check the cable and the switch port; then envdoctor diag again",
+                    ],
+                    REF_IB,
+                )
     if len(active) >= 2:
         top = max(active)
         for a in f.adapters:
             for p in a.ports:
                 if p.state == "ACTIVE" and p.rate_gbps and p.rate_gbps < top:
-                    yield _f("ED867", "warning", f"{a.name} port {p.port} runs at {p.rate_gbps:g} Gb/s, the node's "
-                             f"other ports at {top:g}", [f"rate {p.rate}"],
-                             [f"ibstat {a.name} {p.port}", "# a cable or a switch port negotiated down"], REF_IB)
+                    yield _f(
+                        "ED867",
+                        "warning",
+                        f"{a.name} port {p.port} runs at {p.rate_gbps:g} Gb/s, the node's other ports at {top:g}",
+                        [f"rate {p.rate}"],
+                        [f"ibstat {a.name} {p.port}", "# a cable or a switch port negotiated down"],
+                        REF_IB,
+                    )
 
 
 def gpudirect(f: FabricFacts, open_module: Optional[bool]) -> Iterator[Finding]:
@@ -79,16 +112,28 @@ def gpudirect(f: FabricFacts, open_module: Optional[bool]) -> Iterator[Finding]:
     if not ib:
         return
     if not {"nvidia_peermem", "nv_peer_mem"} & set(f.modules) and not open_module:
-        yield _f("ED861", "warning", "InfiniBand/RoCE without GPUDirect RDMA: traffic between nodes is staged "
-                 "through host memory", [f"adapters {', '.join(a.name for a in ib)} ACTIVE",
-                                         "nvidia_peermem not loaded; the proprietary kernel module has no dma-buf "
-                                         "path"],
-                 ["sudo modprobe nvidia-peermem", "echo nvidia-peermem | sudo tee /etc/modules-load.d/nvidia-peermem"
-                  ".conf   # at every boot"], REF_PEERMEM)
+        yield _f(
+            "ED861",
+            "warning",
+            "InfiniBand/RoCE without GPUDirect RDMA: traffic between nodes is staged through host memory",
+            [
+                f"adapters {', '.join(a.name for a in ib)} ACTIVE",
+                "nvidia_peermem not loaded; the proprietary kernel module has no dma-buf path",
+            ],
+            [
+                "sudo modprobe nvidia-peermem",
+                "echo nvidia-peermem | sudo tee /etc/modules-load.d/nvidia-peermem.conf   # at every boot",
+            ],
+            REF_PEERMEM,
+        )
     if not f.net_plugins and not f.nccl_env.get("NCCL_NET_PLUGIN"):
-        yield _f("ED865", "info", "No NCCL net plugin found: NCCL uses its built-in IB verbs transport",
-                 ["no libnccl-net*.so on LD_LIBRARY_PATH or the usual library folders"],
-                 ["# fine for InfiniBand; SHARP (nccl-rdma-sharp-plugins) and AWS EFA (aws-ofi-nccl) need theirs"])
+        yield _f(
+            "ED865",
+            "info",
+            "No NCCL net plugin found: NCCL uses its built-in IB verbs transport",
+            ["no libnccl-net*.so on LD_LIBRARY_PATH or the usual library folders"],
+            ["# fine for InfiniBand; SHARP (nccl-rdma-sharp-plugins) and AWS EFA (aws-ofi-nccl) need theirs"],
+        )
 
 
 _ORDER = ("PIX", "PXB", "PHB", "NODE", "SYS")
@@ -106,10 +151,17 @@ def placement(f: FabricFacts) -> Iterator[Finding]:
                 best[p.gpu_bus_id] = (rank, p)
     for bus, (_, p) in sorted(best.items()):
         if p.path == "SYS":
-            yield _f("ED866", "info", f"GPU {bus}: the nearest active adapter ({p.adapter}) is across the CPU link",
-                     [f"GPU NUMA node {p.gpu_numa}, {p.adapter} NUMA node {p.adapter_numa}: path SYS"],
-                     ["nvidia-smi topo -m", "# bind each rank to the adapter on its own NUMA node (NCCL does "
-                      "this itself where the topology is known)"])
+            yield _f(
+                "ED866",
+                "info",
+                f"GPU {bus}: the nearest active adapter ({p.adapter}) is across the CPU link",
+                [f"GPU NUMA node {p.gpu_numa}, {p.adapter} NUMA node {p.adapter_numa}: path SYS"],
+                [
+                    "nvidia-smi topo -m",
+                    "# bind each rank to the adapter on its own NUMA node (NCCL does "
+                    "this itself where the topology is known)",
+                ],
+            )
 
 
 def nccl_env(f: FabricFacts) -> Iterator[Finding]:
@@ -120,23 +172,36 @@ def nccl_env(f: FabricFacts) -> Iterator[Finding]:
         exact = env["NCCL_SOCKET_IFNAME"].startswith("=")
         missing = [w for w in wanted if not any((i == w) if exact else i.startswith(w) for i in f.interfaces)]
         if wanted and len(missing) == len(wanted):
-            yield _f("ED862", "error", f"NCCL_SOCKET_IFNAME={env['NCCL_SOCKET_IFNAME']} names no interface of "
-                     "this node: NCCL cannot start", [f"interfaces: {', '.join(f.interfaces) or 'none'}"],
-                     ["ip -br link", "export NCCL_SOCKET_IFNAME=<one of them>   # or unset it"])
+            yield _f(
+                "ED862",
+                "error",
+                f"NCCL_SOCKET_IFNAME={env['NCCL_SOCKET_IFNAME']} names no interface of this node: NCCL cannot start",
+                [f"interfaces: {', '.join(f.interfaces) or 'none'}"],
+                ["ip -br link", "export NCCL_SOCKET_IFNAME=<one of them>   # or unset it"],
+            )
     if "NCCL_IB_HCA" in env:
         wanted = _names(env["NCCL_IB_HCA"])
         have = [a.name for a in f.adapters]
         exact = env["NCCL_IB_HCA"].startswith("=")
         missing = [w for w in wanted if not any((h == w) if exact else h.startswith(w) for h in have)]
         if missing:
-            yield _f("ED863", "error", f"NCCL_IB_HCA={env['NCCL_IB_HCA']} names HCAs this node does not have",
-                     [f"missing: {', '.join(missing)}; present: {', '.join(have) or 'none'}"],
-                     ["ibv_devices", "export NCCL_IB_HCA=<present ones>   # or unset it"])
+            yield _f(
+                "ED863",
+                "error",
+                f"NCCL_IB_HCA={env['NCCL_IB_HCA']} names HCAs this node does not have",
+                [f"missing: {', '.join(missing)}; present: {', '.join(have) or 'none'}"],
+                ["ibv_devices", "export NCCL_IB_HCA=<present ones>   # or unset it"],
+            )
     for name, what in SLOW_PATH.items():
         value = env.get(name, "").strip()
         if value and value not in ("0", ""):
-            yield _f("ED864", "warning", f"{name}={value} forces a slower path", [what],
-                     [f"unset {name}   # unless it works around a known fault on this machine"])
+            yield _f(
+                "ED864",
+                "warning",
+                f"{name}={value} forces a slower path",
+                [what],
+                [f"unset {name}   # unless it works around a known fault on this machine"],
+            )
 
 
 def fabric_findings(f: FabricFacts, open_module: Optional[bool] = None) -> List[Finding]:
@@ -146,8 +211,9 @@ def fabric_findings(f: FabricFacts, open_module: Optional[bool] = None) -> List[
 def fabric(facts: Facts, table: Any) -> Iterator[Finding]:
     f = getattr(facts, "fabric", None)
     if isinstance(f, FabricFacts):
-        yield from fabric_findings(f, facts.driver.kernel_module_flavor == "open"
-                                   if facts.driver.kernel_module_flavor else None)
+        yield from fabric_findings(
+            f, facts.driver.kernel_module_flavor == "open" if facts.driver.kernel_module_flavor else None
+        )
 
 
 RULES = (fabric,)

@@ -41,10 +41,24 @@ def _proc(p: GpuProcess) -> str:
     return f"pid {p.pid} {who} ({'compute' if p.kind == 'C' else 'graphics'}{used}{state})"
 
 
-def _f(code: str, severity: Severity, title: str, evidence: Iterable[str], fix: Iterable[str] = (),
-       reference: Optional[str] = REF_QUERIES) -> Finding:
-    return Finding(code, severity, title, tuple(evidence), tuple(fix), reference=reference, area="gpu",
-                   explanation=CODES[code].meaning)
+def _f(
+    code: str,
+    severity: Severity,
+    title: str,
+    evidence: Iterable[str],
+    fix: Iterable[str] = (),
+    reference: Optional[str] = REF_QUERIES,
+) -> Finding:
+    return Finding(
+        code,
+        severity,
+        title,
+        tuple(evidence),
+        tuple(fix),
+        reference=reference,
+        area="gpu",
+        explanation=CODES[code].meaning,
+    )
 
 
 def _kill_fix(g: GpuState, procs: Iterable[GpuProcess]) -> List[str]:
@@ -60,11 +74,17 @@ def busy(g: GpuState, wanted: bool) -> Iterator[Finding]:
     zombies = [p for p in g.processes if p.state == "Z"]
     live = [p for p in g.processes if p.state != "Z"]
     if zombies:
-        yield _f("ED161", "error", f"{_label(g)} is held by a zombie process",
-                 [_proc(p) for p in zombies] + [f"{g.memory_used_mib} MiB of {g.memory_total_mib} MiB in use"],
-                 [f"ps -o pid,ppid,stat,cmd -p {','.join(str(p.pid) for p in zombies)}   # its parent must reap it",
-                  "# if the parent is gone or stuck, the memory comes back only with a GPU reset or a reboot:",
-                  f"sudo nvidia-smi --gpu-reset -i {g.index}"])
+        yield _f(
+            "ED161",
+            "error",
+            f"{_label(g)} is held by a zombie process",
+            [_proc(p) for p in zombies] + [f"{g.memory_used_mib} MiB of {g.memory_total_mib} MiB in use"],
+            [
+                f"ps -o pid,ppid,stat,cmd -p {','.join(str(p.pid) for p in zombies)}   # its parent must reap it",
+                "# if the parent is gone or stuck, the memory comes back only with a GPU reset or a reboot:",
+                f"sudo nvidia-smi --gpu-reset -i {g.index}",
+            ],
+        )
     util = g.utilization_pct or 0
     # envdoctor's own child (check's torch probe, diag's tiny op) may be what keeps the GPU busy
     if live or (util >= BUSY_PCT and not g.own_processes):
@@ -79,69 +99,122 @@ def busy(g: GpuState, wanted: bool) -> Iterator[Finding]:
 def compute_mode(g: GpuState, wanted: bool) -> Iterator[Finding]:
     """ED162: exclusive-process with a process on it, or prohibited: a job cannot start there."""
     if g.compute_mode == "prohibited":
-        yield _f("ED162", "error", f"{_label(g)} is in compute mode Prohibited: no process may use it",
-                 ["nvmlDeviceGetComputeMode: prohibited"], [f"sudo nvidia-smi -i {g.index} -c DEFAULT"],
-                 REF_COMPUTE_MODE)
+        yield _f(
+            "ED162",
+            "error",
+            f"{_label(g)} is in compute mode Prohibited: no process may use it",
+            ["nvmlDeviceGetComputeMode: prohibited"],
+            [f"sudo nvidia-smi -i {g.index} -c DEFAULT"],
+            REF_COMPUTE_MODE,
+        )
     elif g.compute_mode == "exclusive_process":
         taken = [p for p in g.processes if p.kind == "C"]
         if taken:
-            yield _f("ED162", "error", f"{_label(g)} is exclusive to one process and one holds it: a second job "
-                     "fails with 'all CUDA-capable devices are busy or unavailable'",
-                     [f"compute mode exclusive_process, {_proc(taken[0])}"],
-                     _kill_fix(g, taken) + [f"sudo nvidia-smi -i {g.index} -c DEFAULT   # if sharing is wanted"],
-                     REF_COMPUTE_MODE)
+            yield _f(
+                "ED162",
+                "error",
+                f"{_label(g)} is exclusive to one process and one holds it: a second job "
+                "fails with 'all CUDA-capable devices are busy or unavailable'",
+                [f"compute mode exclusive_process, {_proc(taken[0])}"],
+                _kill_fix(g, taken) + [f"sudo nvidia-smi -i {g.index} -c DEFAULT   # if sharing is wanted"],
+                REF_COMPUTE_MODE,
+            )
         else:
-            yield _f("ED162", "info", f"{_label(g)} is exclusive to one process",
-                     ["compute mode exclusive_process: a second process on this GPU fails to create a context"],
-                     (), REF_COMPUTE_MODE)
+            yield _f(
+                "ED162",
+                "info",
+                f"{_label(g)} is exclusive to one process",
+                ["compute mode exclusive_process: a second process on this GPU fails to create a context"],
+                (),
+                REF_COMPUTE_MODE,
+            )
 
 
 def limits(g: GpuState) -> Iterator[Finding]:
     """ED163: the power limit set below the default; ED164: application clocks below the default."""
     if g.power_limit_w and g.default_power_limit_w and g.power_limit_w < LOWERED * g.default_power_limit_w:
-        yield _f("ED163", "warning", f"{_label(g)} runs under a lowered power limit",
-                 [f"enforced {g.power_limit_w:g} W, default {g.default_power_limit_w:g} W"],
-                 [f"sudo nvidia-smi -i {g.index} -pl {g.default_power_limit_w:g}   # back to the default"], REF_CLOCKS)
+        yield _f(
+            "ED163",
+            "warning",
+            f"{_label(g)} runs under a lowered power limit",
+            [f"enforced {g.power_limit_w:g} W, default {g.default_power_limit_w:g} W"],
+            [f"sudo nvidia-smi -i {g.index} -pl {g.default_power_limit_w:g}   # back to the default"],
+            REF_CLOCKS,
+        )
     app, default = g.app_sm_clock_mhz, g.default_app_sm_clock_mhz
     if app and default and app < LOWERED * default:
-        yield _f("ED164", "warning", f"{_label(g)} has its clocks held below the default",
-                 [f"applications SM clock {app} MHz, default {default} MHz"],
-                 [f"sudo nvidia-smi -i {g.index} -rac   # reset the applications clocks",
-                  f"sudo nvidia-smi -i {g.index} -rgc   # reset locked GPU clocks (nvidia-smi -lgc)"], REF_CLOCKS)
+        yield _f(
+            "ED164",
+            "warning",
+            f"{_label(g)} has its clocks held below the default",
+            [f"applications SM clock {app} MHz, default {default} MHz"],
+            [
+                f"sudo nvidia-smi -i {g.index} -rac   # reset the applications clocks",
+                f"sudo nvidia-smi -i {g.index} -rgc   # reset locked GPU clocks (nvidia-smi -lgc)",
+            ],
+            REF_CLOCKS,
+        )
     elif g.reasons_mask is not None and g.reasons_mask & 0x2:
-        yield _f("ED164", "warning", f"{_label(g)} has its clocks held by the applications-clocks setting",
-                 [f"clock-event reasons 0x{g.reasons_mask:x} (applications clocks setting)"],
-                 [f"sudo nvidia-smi -i {g.index} -rac", f"sudo nvidia-smi -i {g.index} -rgc"], REF_CLOCKS)
+        yield _f(
+            "ED164",
+            "warning",
+            f"{_label(g)} has its clocks held by the applications-clocks setting",
+            [f"clock-event reasons 0x{g.reasons_mask:x} (applications clocks setting)"],
+            [f"sudo nvidia-smi -i {g.index} -rac", f"sudo nvidia-smi -i {g.index} -rgc"],
+            REF_CLOCKS,
+        )
 
 
 def memory_health(g: GpuState) -> Iterator[Finding]:
     """ED165: retired pages or remapped rows wait for a reset; a failed remapping needs service."""
     if g.remapped_failure:
-        yield _f("ED165", "error", f"{_label(g)}: row remapping failed: the GPU needs service",
-                 ["nvmlDeviceGetRemappedRows: failure"],
-                 [f"nvidia-smi -q -d ROW_REMAPPER -i {g.index}", "# report it to the vendor (RMA)"], REF_REMAP)
-    pending = [what for what, on in (("remapped rows", g.remapped_pending), ("retired pages", g.retired_pages_pending))
-               if on]
+        yield _f(
+            "ED165",
+            "error",
+            f"{_label(g)}: row remapping failed: the GPU needs service",
+            ["nvmlDeviceGetRemappedRows: failure"],
+            [f"nvidia-smi -q -d ROW_REMAPPER -i {g.index}", "# report it to the vendor (RMA)"],
+            REF_REMAP,
+        )
+    pending = [
+        what for what, on in (("remapped rows", g.remapped_pending), ("retired pages", g.retired_pages_pending)) if on
+    ]
     if pending:
-        yield _f("ED165", "warning", f"{_label(g)}: {' and '.join(pending)} wait for a GPU reset",
-                 [f"{what} pending" for what in pending],
-                 [f"sudo nvidia-smi --gpu-reset -i {g.index}   # with nothing running on it; or reboot"], REF_REMAP)
+        yield _f(
+            "ED165",
+            "warning",
+            f"{_label(g)}: {' and '.join(pending)} wait for a GPU reset",
+            [f"{what} pending" for what in pending],
+            [f"sudo nvidia-smi --gpu-reset -i {g.index}   # with nothing running on it; or reboot"],
+            REF_REMAP,
+        )
 
 
 def mig_pending(g: GpuState) -> Iterator[Finding]:
     """ED166: MIG mode changes at the next reset (what runs now is not what was configured)."""
     if g.mig_mode is not None and g.mig_pending is not None and g.mig_mode != g.mig_pending:
-        yield _f("ED166", "warning", f"{_label(g)}: MIG mode is {'on' if g.mig_mode else 'off'} until a GPU reset, "
-                 f"then {'on' if g.mig_pending else 'off'}", [f"MIG current {g.mig_mode}, pending {g.mig_pending}"],
-                 [f"sudo nvidia-smi --gpu-reset -i {g.index}"], "https://docs.nvidia.com/datacenter/tesla/"
-                 "mig-user-guide/index.html")
+        yield _f(
+            "ED166",
+            "warning",
+            f"{_label(g)}: MIG mode is {'on' if g.mig_mode else 'off'} until a GPU reset, "
+            f"then {'on' if g.mig_pending else 'off'}",
+            [f"MIG current {g.mig_mode}, pending {g.mig_pending}"],
+            [f"sudo nvidia-smi --gpu-reset -i {g.index}"],
+            "https://docs.nvidia.com/datacenter/tesla/mig-user-guide/index.html",
+        )
     elif g.mig_mode and g.mig_devices == 0:
-        yield _f("ED166", "error", f"{_label(g)} is in MIG mode with no MIG instance: nothing can run on it",
-                 ["MIG mode on, 0 GPU instances"],
-                 [f"nvidia-smi mig -i {g.index} -lgip   # the profiles this GPU offers",
-                  f"sudo nvidia-smi mig -i {g.index} -cgi PROFILE -C   # one of them, with its compute instance",
-                  f"sudo nvidia-smi -i {g.index} -mig 0   # or leave MIG mode"],
-                 "https://docs.nvidia.com/datacenter/tesla/mig-user-guide/index.html")
+        yield _f(
+            "ED166",
+            "error",
+            f"{_label(g)} is in MIG mode with no MIG instance: nothing can run on it",
+            ["MIG mode on, 0 GPU instances"],
+            [
+                f"nvidia-smi mig -i {g.index} -lgip   # the profiles this GPU offers",
+                f"sudo nvidia-smi mig -i {g.index} -cgi PROFILE -C   # one of them, with its compute instance",
+                f"sudo nvidia-smi -i {g.index} -mig 0   # or leave MIG mode",
+            ],
+            "https://docs.nvidia.com/datacenter/tesla/mig-user-guide/index.html",
+        )
 
 
 def state_findings(state: GpuStateFacts, wanted: bool = False) -> List[Finding]:

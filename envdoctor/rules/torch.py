@@ -51,20 +51,35 @@ REF_AUDIO = "https://docs.pytorch.org/audio/2.11.0/installation.html#compatibili
 _COMPANION_REF = {"torchvision": REF_VISION, "torchaudio": REF_AUDIO}
 _COMPANION_BREAKS = {
     "torchvision": "torchvision's compiled operators are built against one torch release; with another "
-                   "they fail to load (\"operator torchvision::nms does not exist\") or crash.",
+    'they fail to load ("operator torchvision::nms does not exist") or crash.',
     "torchaudio": "torchaudio's extension (libtorchaudio.so) is linked against one torch release; with "
-                  "another, import torchaudio fails (\"libtorchaudio.so: undefined symbol\"). From 2.11 on, "
-                  "torchaudio is built against torch's stable ABI and also works with later torch releases.",
+    'another, import torchaudio fails ("libtorchaudio.so: undefined symbol"). From 2.11 on, '
+    "torchaudio is built against torch's stable ABI and also works with later torch releases.",
 }
 REF_LDSO = "https://man7.org/linux/man-pages/man8/ld.so.8.html"
 RECOMMEND = "envdoctor recommend"
 #: Libraries a torch wheel ships (nvidia-* packages or torch/lib); not the driver's (libcuda, libnvidia-*).
-WHEEL_LIBRARIES = ("libcudart", "libcudnn", "libcublas", "libcufft", "libcurand", "libcusparse",
-                   "libcusolver", "libcupti", "libnccl", "libnvrtc", "libnvJitLink", "libnvjitlink",
-                   "libnvToolsExt", "libnvshmem", "libcufile")
+WHEEL_LIBRARIES = (
+    "libcudart",
+    "libcudnn",
+    "libcublas",
+    "libcufft",
+    "libcurand",
+    "libcusparse",
+    "libcusolver",
+    "libcupti",
+    "libnccl",
+    "libnvrtc",
+    "libnvJitLink",
+    "libnvjitlink",
+    "libnvToolsExt",
+    "libnvshmem",
+    "libcufile",
+)
 
 
 # --- helpers ---------------------------------------------------------------------------------
+
 
 def _inspected(facts: Facts) -> bool:
     """torch was inspected and the child answered (rules other than ED200-ED202 need this)."""
@@ -137,13 +152,14 @@ def _companion(rel: Optional[TorchRelease], package: str, torch_version: str) ->
     return None
 
 
-def _driver_support(table: Optional[Table], driver: Optional[str], driver_cuda: Optional[str],
-                    cuda: str, os_name: DriverOs = "linux") -> tuple[Optional[str], Optional[DriverSupport]]:
+def _driver_support(
+    table: Optional[Table], driver: Optional[str], driver_cuda: Optional[str], cuda: str, os_name: DriverOs = "linux"
+) -> tuple[Optional[str], Optional[DriverSupport]]:
     """("direct" | "minor-version" | "none" | None, the DriverSupport answer or None)."""
     if driver and table is not None:
         try:
             answer = driver_support(table, driver=driver, cuda=cuda, os=os_name)
-        except ValueError:        # a driver version that is not a version
+        except ValueError:  # a driver version that is not a version
             answer = None
         if answer is not None and answer.kind != "unknown":
             return answer.kind, answer
@@ -153,7 +169,7 @@ def _driver_support(table: Optional[Table], driver: Optional[str], driver_cuda: 
     if need.major > have.major:
         return "none", None
     if need > have:
-        return "minor-version", None      # same major: the driver is past that major's floor
+        return "minor-version", None  # same major: the driver is past that major's floor
     return "direct", None
 
 
@@ -171,7 +187,7 @@ def _pin(table: Optional[Table], version: Optional[str]) -> Optional[str]:
 def _arch(facts: Facts) -> Optional[str]:
     """The CPU the wheels are for: the target interpreter's platform, else the system's."""
     plat = facts.python.platform or ""
-    return plat[len("linux_"):] if plat.startswith("linux_") else facts.system.arch
+    return plat[len("linux_") :] if plat.startswith("linux_") else facts.system.arch
 
 
 def _choose(facts: Facts, table: Optional[Table]) -> Optional[Choice]:
@@ -183,15 +199,25 @@ def _choose(facts: Facts, table: Optional[Table]) -> Optional[Choice]:
         return None
     pin = _pin(table, t.version)
     os_name = driver_os(facts.system)
-    driver = d.driver_version or ((table.min_driver(d.driver_cuda, os=os_name) or table.min_driver(d.driver_cuda))
-                                  if d.driver_cuda else None)
+    driver = d.driver_version or (
+        (table.min_driver(d.driver_cuda, os=os_name) or table.min_driver(d.driver_cuda)) if d.driver_cuda else None
+    )
     if pin is None or not driver:
         return None
-    ccs: list[Optional[str]] = [g.cc for g in _gpus(facts, table)] or [None]   # unknown capability: kernels unchecked
+    ccs: list[Optional[str]] = [g.cc for g in _gpus(facts, table)] or [None]  # unknown capability: kernels unchecked
     try:
-        choice = choose_variant(table, pin, driver, ccs, python_series(p.version, p.abi_tag),
-                                p.glibc or facts.system.glibc, _arch(facts) or "x86_64", ways_out=False, os=os_name)
-    except (LookupError, ValueError):      # an input the advisor cannot read: no fix offered
+        choice = choose_variant(
+            table,
+            pin,
+            driver,
+            ccs,
+            python_series(p.version, p.abi_tag),
+            p.glibc or facts.system.glibc,
+            _arch(facts) or "x86_64",
+            ways_out=False,
+            os=os_name,
+        )
+    except (LookupError, ValueError):  # an input the advisor cannot read: no fix offered
         return None
     return choice if choice.status == "ok" else None
 
@@ -216,9 +242,17 @@ def _newest(facts: Facts, table: Optional[Table]) -> Optional[Choice]:
         return None
     ccs: list[Optional[str]] = [g.cc for g in _gpus(facts, table)] or [None]
     try:
-        choice = choose_variant(table, None, d.driver_version, ccs, python_series(p.version, p.abi_tag),
-                                p.glibc or facts.system.glibc, _arch(facts) or "x86_64", ways_out=False,
-                                os=driver_os(facts.system))
+        choice = choose_variant(
+            table,
+            None,
+            d.driver_version,
+            ccs,
+            python_series(p.version, p.abi_tag),
+            p.glibc or facts.system.glibc,
+            _arch(facts) or "x86_64",
+            ways_out=False,
+            os=driver_os(facts.system),
+        )
     except (LookupError, ValueError):
         return None
     return choice if choice.status == "ok" and choice.torch and choice.variant else None
@@ -228,8 +262,10 @@ def _install_newest(facts: Facts, choice: Choice) -> tuple[str, ...]:
     """``choice``'s torch (another release than the installed one), with the companions installed."""
     t = facts.torch
     specs = [f"torch=={choice.torch}"]
-    for package, installed, paired in (("torchvision", t.torchvision, choice.torchvision),
-                                       ("torchaudio", t.torchaudio, choice.torchaudio)):
+    for package, installed, paired in (
+        ("torchvision", t.torchvision, choice.torchvision),
+        ("torchaudio", t.torchaudio, choice.torchaudio),
+    ):
         if installed and paired:
             specs.append(f"{package}=={paired}")
     return _pip(facts, specs, choice.index_url or f"https://download.pytorch.org/whl/{choice.variant}")
@@ -239,8 +275,10 @@ def _caveat(choice: Choice) -> str:
     if choice.unconfirmed:
         return " (envdoctor's table marks that build unconfirmed)"
     if choice.kernels_inferred:
-        return (" (its kernel list is inferred in envdoctor's table, not read from the build: "
-                "check torch.cuda.get_arch_list() after installing)")
+        return (
+            " (its kernel list is inferred in envdoctor's table, not read from the build: "
+            "check torch.cuda.get_arch_list() after installing)"
+        )
     return ""
 
 
@@ -257,15 +295,21 @@ def _venv_note(facts: Facts) -> str:
     """Why the fix makes a virtual environment, and the one package venv may need first."""
     p = facts.python
     series = major_minor(p.version) or "3"
-    need = (f" (if venv says 'ensurepip is not available': sudo apt-get install -y python{series}-venv)"
-            if commands.family(facts.system) == "debian" else "")
-    return (f" {p.executable} is not a virtual environment (sys.prefix {p.prefix}): pip refuses or mixes "
-            f"installs into a distribution's Python (PEP 668), so the commands install into a new virtual "
-            f"environment at {VENV}, as envdoctor recommend does{need}; run your code with {VENV}/bin/python.")
+    need = (
+        f" (if venv says 'ensurepip is not available': sudo apt-get install -y python{series}-venv)"
+        if commands.family(facts.system) == "debian"
+        else ""
+    )
+    return (
+        f" {p.executable} is not a virtual environment (sys.prefix {p.prefix}): pip refuses or mixes "
+        f"installs into a distribution's Python (PEP 668), so the commands install into a new virtual "
+        f"environment at {VENV}, as envdoctor recommend does{need}; run your code with {VENV}/bin/python."
+    )
 
 
-def _pip(facts: Facts, specs: list[str], index: Optional[str], force: bool = True,
-         no_deps: bool = False) -> tuple[str, ...]:
+def _pip(
+    facts: Facts, specs: list[str], index: Optional[str], force: bool = True, no_deps: bool = False
+) -> tuple[str, ...]:
     """``pip install`` of ``specs`` into the target Python (``--force-reinstall``, optionally
     ``--no-deps``), or, for a system Python (:func:`system_python`), into a new virtual environment
     made from it, where the whole set is installed and nothing is forced."""
@@ -285,9 +329,11 @@ def _reinstall(facts: Facts, choice: Choice) -> tuple[str, ...]:
     t = facts.torch
     base = _base(t.version)
     specs = [f"torch=={base}"]
-    if choice.torch == base:          # the table's pairs belong to this patch
-        for package, installed, paired in (("torchvision", t.torchvision, choice.torchvision),
-                                           ("torchaudio", t.torchaudio, choice.torchaudio)):
+    if choice.torch == base:  # the table's pairs belong to this patch
+        for package, installed, paired in (
+            ("torchvision", t.torchvision, choice.torchvision),
+            ("torchaudio", t.torchaudio, choice.torchaudio),
+        ):
             if installed and paired:
                 specs.append(f"{package}=={paired}")
     return _pip(facts, specs, choice.index_url or f"https://download.pytorch.org/whl/{choice.variant}")
@@ -310,17 +356,20 @@ def _driver_evidence(facts: Facts) -> Optional[str]:
 
 # --- ED200-ED203: can torch be inspected at all -----------------------------------------------
 
+
 def target_python_unusable(facts: Facts, table: Optional[Table]) -> Iterator[Finding]:
     """ED200: the interpreter envdoctor was told (or found) to inspect cannot be run."""
     p = facts.python
     if p.error is None:
         return
     yield Finding(
-        "ED200", "error" if p.chosen_by == "--python" else "warning",
+        "ED200",
+        "error" if p.chosen_by == "--python" else "warning",
         f"The target Python {p.executable} could not be inspected",
         evidence=(f"{p.error.message} (chosen by: {p.chosen_by})",),
         fix=("envdoctor check --python /path/to/venv/bin/python   # the interpreter that runs your code",),
-        reference=REF_INSTALL, area="torch",
+        reference=REF_INSTALL,
+        area="torch",
         explanation="torch is inspected inside the interpreter your code runs with; point --python at it.",
     )
 
@@ -328,8 +377,11 @@ def target_python_unusable(facts: Facts, table: Optional[Table]) -> Iterator[Fin
 def torch_check_failed(facts: Facts, table: Optional[Table]) -> Iterator[Finding]:
     """ED201: the child crashed, hung, exited non-zero or printed no result."""
     t = facts.torch
-    if "torch" in facts.skipped or t.error is None or t.error.kind not in (
-            "crashed", "timeout", "exit_status", "unparseable"):
+    if (
+        "torch" in facts.skipped
+        or t.error is None
+        or t.error.kind not in ("crashed", "timeout", "exit_status", "unparseable")
+    ):
         return
     if facts.python.error is not None and facts.python.version is None and not t.stage:
         return  # the interpreter itself did not run (not a Python at all): ED200 says it
@@ -337,8 +389,9 @@ def torch_check_failed(facts: Facts, table: Optional[Table]) -> Iterator[Finding
     internal = t.error.message.startswith("envdoctor's")
     # a torch that crashes, fails or does not answer within --torch-timeout is unusable: nothing
     # that imports it will work (a slow first import is said in the explanation)
-    severity: Severity = "error" if t.error.kind in ("crashed", "exit_status", "timeout") and not internal \
-        else "warning"
+    severity: Severity = (
+        "error" if t.error.kind in ("crashed", "exit_status", "timeout") and not internal else "warning"
+    )
     where = f" during {t.stage}" if t.stage else ""
     titles = {
         "crashed": f"Python crashed{where} while envdoctor inspected torch",
@@ -351,22 +404,29 @@ def torch_check_failed(facts: Facts, table: Optional[Table]) -> Iterator[Finding
         evidence.append(f"installed torch: {t.version} (package metadata)")
     if t.stderr_tail:
         evidence.append("stderr (end): " + " | ".join(t.stderr_tail.strip().splitlines()[-8:]))
-    step = {"torch.cuda.is_available()": "import torch; print(torch.cuda.is_available())",
-            "torch.cuda.init()": "import torch; torch.cuda.init()"}.get(t.stage or "", "import torch")
+    step = {
+        "torch.cuda.is_available()": "import torch; print(torch.cuda.is_available())",
+        "torch.cuda.init()": "import torch; torch.cuda.init()",
+    }.get(t.stage or "", "import torch")
     explanation = {
         "crashed": "Programs that import torch in this interpreter will crash the same way; the "
-                   "stack above shows where. A mismatched CUDA library on LD_LIBRARY_PATH or a "
-                   "half-upgraded install are the usual causes.",
+        "stack above shows where. A mismatched CUDA library on LD_LIBRARY_PATH or a "
+        "half-upgraded install are the usual causes.",
         "timeout": "Nothing that imports torch in this interpreter can run while it hangs. A first import "
-                   "after installing can be slow on a cold disk (--torch-timeout gives it longer); a hang in "
-                   "CUDA init usually means the driver or a GPU is stuck (check nvidia-smi).",
+        "after installing can be slow on a cold disk (--torch-timeout gives it longer); a hang in "
+        "CUDA init usually means the driver or a GPU is stuck (check nvidia-smi).",
     }.get(t.error.kind, "Something in this interpreter writes to the output or ends the process early.")
     if internal:
         explanation = "This is a bug in envdoctor's torch check, not a problem of the machine; please report it."
     yield Finding(
-        "ED201", severity, titles[t.error.kind], evidence=tuple(evidence),
+        "ED201",
+        severity,
+        titles[t.error.kind],
+        evidence=tuple(evidence),
         fix=(f"{py} -X faulthandler -c {shlex.quote(step)}",),
-        reference=REF_INSTALL, area="torch", explanation=explanation,
+        reference=REF_INSTALL,
+        area="torch",
+        explanation=explanation,
     )
 
 
@@ -379,12 +439,16 @@ def torch_import_error(facts: Facts, table: Optional[Table]) -> Iterator[Finding
     local = _local(t.version)
     base = _base(t.version)
     if re.search(r"lib(cu|nccl|nv)\S*\.so[\d.]*: cannot open shared object file", text):
-        explanation = ("A CUDA library that torch links against is missing: the nvidia-* packages "
-                       "that come with the wheel are absent or broken, or a conda/system copy was "
-                       "expected. Reinstalling torch from its index brings them back.")
+        explanation = (
+            "A CUDA library that torch links against is missing: the nvidia-* packages "
+            "that come with the wheel are absent or broken, or a conda/system copy was "
+            "expected. Reinstalling torch from its index brings them back."
+        )
     elif "undefined symbol" in text:
-        explanation = ("torch found a library of another version than it was built with; an "
-                       "LD_LIBRARY_PATH entry or a second torch/CUDA install usually causes this.")
+        explanation = (
+            "torch found a library of another version than it was built with; an "
+            "LD_LIBRARY_PATH entry or a second torch/CUDA install usually causes this."
+        )
     else:
         explanation = "The torch install in this interpreter is broken; reinstall it."
     if base and local and (local.startswith("cu") or local == "cpu"):
@@ -396,10 +460,17 @@ def torch_import_error(facts: Facts, table: Optional[Table]) -> Iterator[Finding
     if base and system_python(facts):
         explanation += _venv_note(facts)
     yield Finding(
-        "ED202", "error", CODES["ED202"].title,
-        evidence=(f"{text} (import torch in {facts.python.executable})",
-                  f"installed: torch {t.version or 'unknown version'} (package metadata)"),
-        fix=fix, reference=REF_INSTALL, area="torch", explanation=explanation,
+        "ED202",
+        "error",
+        CODES["ED202"].title,
+        evidence=(
+            f"{text} (import torch in {facts.python.executable})",
+            f"installed: torch {t.version or 'unknown version'} (package metadata)",
+        ),
+        fix=fix,
+        reference=REF_INSTALL,
+        area="torch",
+        explanation=explanation,
     )
 
 
@@ -407,22 +478,29 @@ def torch_missing(facts: Facts, table: Optional[Table]) -> Iterator[Finding]:
     """ED203: no torch in the target Python (on a GPU machine or not: the verdict must not read
     "it works" when there is no torch at all)."""
     t = facts.torch
-    if ("torch" in facts.skipped or facts.python.error is not None or t.error is not None
-            or t.installed):
+    if "torch" in facts.skipped or facts.python.error is not None or t.error is not None or t.installed:
         return
     where = "" if _gpu_machine(facts) else " (no NVIDIA GPU here: the CPU wheels)"
     yield Finding(
-        "ED203", "info", f"torch is not installed in the target Python{where}",
+        "ED203",
+        "info",
+        f"torch is not installed in the target Python{where}",
         evidence=(f"no torch package in {facts.python.executable} ({facts.python.chosen_by})",),
-        fix=(_recommend(facts),), reference=REF_INSTALL, area="torch",
-        explanation=("envdoctor recommend picks a torch build for this GPU and driver, by route "
-                     "(pip wheels, conda or an NGC container)." if _gpu_machine(facts) else
-                     "envdoctor recommend gives the command for the CPU wheels.")
-                    + " If torch lives in another interpreter, run envdoctor check --python PATH.",
+        fix=(_recommend(facts),),
+        reference=REF_INSTALL,
+        area="torch",
+        explanation=(
+            "envdoctor recommend picks a torch build for this GPU and driver, by route "
+            "(pip wheels, conda or an NGC container)."
+            if _gpu_machine(facts)
+            else "envdoctor recommend gives the command for the CPU wheels."
+        )
+        + " If torch lives in another interpreter, run envdoctor check --python PATH.",
     )
 
 
 # --- ED204-ED208: the build against the GPU and the driver ------------------------------------
+
 
 def cpu_only_build(facts: Facts, table: Optional[Table]) -> Iterator[Finding]:
     """ED204: a CPU-only torch on a machine with an NVIDIA GPU."""
@@ -441,20 +519,31 @@ def cpu_only_build(facts: Facts, table: Optional[Table]) -> Iterator[Finding]:
     if choice:
         fix = _reinstall(facts, choice)
         how = " by minor-version compatibility" if choice.compatibility != "direct" else ""
-        explanation = (f"{choice.variant} is the CUDA build of torch {_release(t.version)} that envdoctor "
-                       f"picks for this machine: the driver runs it{how} and it has kernels for the "
-                       f"GPU{_caveat(choice)}." + (_venv_note(facts) if system_python(facts) else ""))
+        explanation = (
+            f"{choice.variant} is the CUDA build of torch {_release(t.version)} that envdoctor "
+            f"picks for this machine: the driver runs it{how} and it has kernels for the "
+            f"GPU{_caveat(choice)}." + (_venv_note(facts) if system_python(facts) else "")
+        )
     else:
         fix = (_recommend(facts),)
-        explanation = ("envdoctor's table has no CUDA build of this torch release that fits this "
-                       "driver and GPU (or the driver is unknown); envdoctor recommend works out "
-                       "a release and route.")
+        explanation = (
+            "envdoctor's table has no CUDA build of this torch release that fits this "
+            "driver and GPU (or the driver is unknown); envdoctor recommend works out "
+            "a release and route."
+        )
         if t.installer == "conda":
-            explanation = ("torch came from conda; install a CUDA build in that environment "
-                           "(envdoctor recommend shows how).")
+            explanation = (
+                "torch came from conda; install a CUDA build in that environment (envdoctor recommend shows how)."
+            )
     yield Finding(
-        "ED204", "error", CODES["ED204"].title,
-        evidence=tuple(evidence), fix=fix, reference=REF_INSTALL, area="torch", explanation=explanation,
+        "ED204",
+        "error",
+        CODES["ED204"].title,
+        evidence=tuple(evidence),
+        fix=fix,
+        reference=REF_INSTALL,
+        area="torch",
+        explanation=explanation,
     )
 
 
@@ -485,24 +574,33 @@ def cuda_newer_than_driver(facts: Facts, table: Optional[Table]) -> Iterator[Fin
     choice = _choose(facts, table)
     # a build the driver runs at all helps when this one cannot start; under minor-version
     # compatibility only a build the driver runs directly is an improvement
-    if (choice is not None and choice.variant != variant_tag(t.cuda)
-            and (kind == "none" or choice.compatibility == "direct")):
+    if (
+        choice is not None
+        and choice.variant != variant_tag(t.cuda)
+        and (kind == "none" or choice.compatibility == "direct")
+    ):
         fix: tuple[str, ...] = _reinstall(facts, choice)
         how = " (by minor-version compatibility)" if choice.compatibility != "direct" else ""
-        alt = (f", or install the {choice.variant} build of torch {_release(t.version)}, which this "
-               f"driver runs{how}, with the command below{_caveat(choice)}")
+        alt = (
+            f", or install the {choice.variant} build of torch {_release(t.version)}, which this "
+            f"driver runs{how}, with the command below{_caveat(choice)}"
+        )
     else:
         fix, alt = (_recommend(facts),), ""
     upgrade = f"upgrade the NVIDIA driver to >= {needed}" if needed else "upgrade the NVIDIA driver"
     retired = _retired(facts, table, needed)
-    if retired is not None:      # no driver this GPU runs reaches that CUDA: a torch it runs, or a newer GPU
+    if retired is not None:  # no driver this GPU runs reaches that CUDA: a torch it runs, or a newer GPU
         arch_name, cc, last = retired
         newest = _newest(facts, table)
-        upgrade = (f"R{last} is the last driver branch for {arch_name} (compute {cc}): no driver this GPU runs "
-                   f"supports CUDA {t.cuda}")
+        upgrade = (
+            f"R{last} is the last driver branch for {arch_name} (compute {cc}): no driver this GPU runs "
+            f"supports CUDA {t.cuda}"
+        )
         if newest is not None:
-            upgrade += (f"; install torch {newest.torch}+{newest.variant}, the newest torch this GPU and driver "
-                        f"{d.driver_version or d.driver_cuda} run (the command below), or move to a newer GPU")
+            upgrade += (
+                f"; install torch {newest.torch}+{newest.variant}, the newest torch this GPU and driver "
+                f"{d.driver_version or d.driver_cuda} run (the command below), or move to a newer GPU"
+            )
             fix = _install_newest(facts, newest) + (f"# or move to a newer GPU: {arch_name}'s drivers end at R{last}",)
         else:
             upgrade += "; envdoctor recommend shows what still runs on it, or move to a newer GPU"
@@ -510,23 +608,35 @@ def cuda_newer_than_driver(facts: Facts, table: Optional[Table]) -> Iterator[Fin
         alt = ""
     if kind == "none":
         yield Finding(
-            "ED205", "error", f"torch needs CUDA {t.cuda}, which driver {d.driver_version or d.driver_cuda} cannot run",
-            evidence=tuple(e for e in evidence if e), fix=fix, reference=REF_COMPAT, area="torch",
+            "ED205",
+            "error",
+            f"torch needs CUDA {t.cuda}, which driver {d.driver_version or d.driver_cuda} cannot run",
+            evidence=tuple(e for e in evidence if e),
+            fix=fix,
+            reference=REF_COMPAT,
+            area="torch",
             explanation=f"The driver is older than the CUDA runtime torch ships and below the "
-                        f"minor-version floor, so CUDA cannot start (\"CUDA driver version is "
-                        f"insufficient\"). Fix: {upgrade}{alt}.",
+            f'minor-version floor, so CUDA cannot start ("CUDA driver version is '
+            f'insufficient"). Fix: {upgrade}{alt}.',
         )
         return
     limits = answer.limitations if answer is not None else ()
     if not limits and table is not None:
         mc = table.minor_compat(t.cuda)
         limits = mc.limitations if mc is not None else ()
-    still = "; ".join(limits) if limits else (
-        "PTX newer than the driver cannot be JIT-compiled and APIs newer than the driver fail")
+    still = (
+        "; ".join(limits)
+        if limits
+        else ("PTX newer than the driver cannot be JIT-compiled and APIs newer than the driver fail")
+    )
     yield Finding(
-        "ED205", "warning",
+        "ED205",
+        "warning",
         f"torch's CUDA {t.cuda} runs on driver {d.driver_version or d.driver_cuda} only by minor-version compatibility",
-        evidence=tuple(e for e in evidence if e), fix=fix, reference=REF_MINOR, area="torch",
+        evidence=tuple(e for e in evidence if e),
+        fix=fix,
+        reference=REF_MINOR,
+        area="torch",
         explanation=f"Most of torch works, but not everything: {still}. To remove the caveat, {upgrade}{alt}.",
     )
 
@@ -540,7 +650,7 @@ def no_kernels_for_gpu(facts: Facts, table: Optional[Table]) -> Iterator[Finding
     for g in _gpus(facts, table):
         try:
             answer = kernel_support(t.arch_list, g.cc or "")
-        except ValueError:            # a compute capability that is not one
+        except ValueError:  # a compute capability that is not one
             continue
         if answer.kind == "none":
             missing.append(g)
@@ -552,46 +662,67 @@ def no_kernels_for_gpu(facts: Facts, table: Optional[Table]) -> Iterator[Finding
     better = choice if choice is not None and choice.variant != variant_tag(t.cuda) else None
     fix = _reinstall(facts, better) if better is not None else (_recommend(facts),)
     arch = f"torch {t.version} has kernels for {' '.join(t.arch_list)} (torch.cuda.get_arch_list())"
-    other = (f"the {better.variant} build of torch {_release(t.version)} has them{_caveat(better)}"
-             if better is not None else "no build of this torch release in envdoctor's table has "
-             "them for this driver; envdoctor recommend picks a release that does")
+    other = (
+        f"the {better.variant} build of torch {_release(t.version)} has them{_caveat(better)}"
+        if better is not None
+        else "no build of this torch release in envdoctor's table has "
+        "them for this driver; envdoctor recommend picks a release that does"
+    )
     if missing:
         ccs = sorted({str(g.cc) for g in missing}, key=version_key)
         yield Finding(
-            "ED206", "error", f"torch {t.version} has no kernels for compute capability {', '.join(ccs)}",
+            "ED206",
+            "error",
+            f"torch {t.version} has no kernels for compute capability {', '.join(ccs)}",
             evidence=tuple([f"{g.label}: compute capability {g.cc} ({g.where})" for g in missing] + [arch]),
-            fix=fix, reference=REF_BINARY, area="torch",
+            fix=fix,
+            reference=REF_BINARY,
+            area="torch",
             explanation="CUDA kernels run on a GPU only when built for its major architecture at the "
-                        "same or a lower minor (sm_80 runs on 8.6, not on 9.0), or as PTX of a lower "
-                        f"capability; this build has neither, so GPU work fails with \"no kernel image "
-                        f"is available for execution on the device\". {other[0].upper() + other[1:]}.",
+            "same or a lower minor (sm_80 runs on 8.6, not on 9.0), or as PTX of a lower "
+            f'capability; this build has neither, so GPU work fails with "no kernel image '
+            f'is available for execution on the device". {other[0].upper() + other[1:]}.',
         )
     if ptx_only:
         yield Finding(
-            "ED206", "warning", f"torch {t.version} runs on compute capability "
+            "ED206",
+            "warning",
+            f"torch {t.version} runs on compute capability "
             f"{', '.join(sorted({str(g.cc) for g, _ in ptx_only}))} only through PTX JIT compilation",
-            evidence=tuple([f"{g.label}: compute capability {g.cc} ({g.where}); only {via} PTX fits"
-                            for g, via in ptx_only] + [arch]),
-            fix=fix, reference=REF_BINARY, area="torch",
+            evidence=tuple(
+                [f"{g.label}: compute capability {g.cc} ({g.where}); only {via} PTX fits" for g, via in ptx_only]
+                + [arch]
+            ),
+            fix=fix,
+            reference=REF_BINARY,
+            area="torch",
             explanation="The driver compiles the PTX at first use (slow start, cached in "
-                        "~/.nv/ComputeCache), and PTX newer than the driver cannot be compiled. "
-                        f"{other[0].upper() + other[1:]}.",
+            "~/.nv/ComputeCache), and PTX newer than the driver cannot be compiled. "
+            f"{other[0].upper() + other[1:]}.",
         )
 
 
 _CUDA_ERROR_HINTS = (
-    ("forward compatibility was attempted on non supported HW",
-     "CUDA forward-compatibility libraries (cuda-compat) are on the library path of a GPU that does "
-     "not support them; remove them from LD_LIBRARY_PATH or upgrade the real driver."),
-    ("unsupported display driver / cuda driver combination",
-     "The libcuda found does not match the kernel driver (stale cuda-compat libraries or a mixed "
-     "driver install); remove the stale copy from LD_LIBRARY_PATH."),
-    ("Found no NVIDIA driver",
-     "torch could not open the driver: no /dev/nvidia* device nodes (a container started without "
-     "--gpus / the NVIDIA runtime), or the kernel module is not loaded."),
-    ("No CUDA GPUs are available",
-     "The driver works but shows no GPU to this process: CUDA_VISIBLE_DEVICES hides them, or the "
-     "container was given none."),
+    (
+        "forward compatibility was attempted on non supported HW",
+        "CUDA forward-compatibility libraries (cuda-compat) are on the library path of a GPU that does "
+        "not support them; remove them from LD_LIBRARY_PATH or upgrade the real driver.",
+    ),
+    (
+        "unsupported display driver / cuda driver combination",
+        "The libcuda found does not match the kernel driver (stale cuda-compat libraries or a mixed "
+        "driver install); remove the stale copy from LD_LIBRARY_PATH.",
+    ),
+    (
+        "Found no NVIDIA driver",
+        "torch could not open the driver: no /dev/nvidia* device nodes (a container started without "
+        "--gpus / the NVIDIA runtime), or the kernel module is not loaded.",
+    ),
+    (
+        "No CUDA GPUs are available",
+        "The driver works but shows no GPU to this process: CUDA_VISIBLE_DEVICES hides them, or the "
+        "container was given none.",
+    ),
 )
 
 
@@ -599,29 +730,40 @@ def cuda_unavailable(facts: Facts, table: Optional[Table]) -> Iterator[Finding]:
     """ED207: a CUDA build and a working driver, yet is_available() is False."""
     t = facts.torch
     d = facts.driver
-    if (not _inspected(facts) or not t.cuda or t.cuda_available is not False
-            or not _gpu_machine(facts) or not d.driver_version):
+    if (
+        not _inspected(facts)
+        or not t.cuda
+        or t.cuda_available is not False
+        or not _gpu_machine(facts)
+        or not d.driver_version
+    ):
         return
     kind, _ = _driver_support(table, d.driver_version, d.driver_cuda, t.cuda, driver_os(facts.system))
     if kind == "none":
-        return   # ED205 explains it
-    evidence = [f"{_torch_evidence(facts)}: torch.cuda.is_available() is False",
-                f"torch.cuda.init(): {t.cuda_error}" if t.cuda_error else "torch gave no error text",
-                _driver_evidence(facts) or ""]
-    visible = (d.cuda_visible_devices if d.cuda_visible_devices is not None
-               else facts.system.env.get("CUDA_VISIBLE_DEVICES"))
+        return  # ED205 explains it
+    evidence = [
+        f"{_torch_evidence(facts)}: torch.cuda.is_available() is False",
+        f"torch.cuda.init(): {t.cuda_error}" if t.cuda_error else "torch gave no error text",
+        _driver_evidence(facts) or "",
+    ]
+    visible = (
+        d.cuda_visible_devices if d.cuda_visible_devices is not None else facts.system.env.get("CUDA_VISIBLE_DEVICES")
+    )
     if visible is not None:
         evidence.append(f"CUDA_VISIBLE_DEVICES={visible!r} (environment)")
     evidence += [w for w in t.warnings if "CUDA" in w and w not in evidence][:2]
     hint = next((h for key, h in _CUDA_ERROR_HINTS if t.cuda_error and key in t.cuda_error), None)
     fix: tuple[str, ...] = (f"{_py(facts)} -c 'import torch; torch.cuda.init()'   # shows the full CUDA error",)
-    if visible is not None and (visible.strip() in HIDES_ALL
-                                or "No CUDA GPUs are available" in (t.cuda_error or "")):
+    if visible is not None and (visible.strip() in HIDES_ALL or "No CUDA GPUs are available" in (t.cuda_error or "")):
         fix = ("unset CUDA_VISIBLE_DEVICES",) + fix
     yield Finding(
-        "ED207", "error", CODES["ED207"].title,
-        evidence=tuple(e for e in evidence if e), fix=fix,
-        reference=REF_INSTALL, area="torch",
+        "ED207",
+        "error",
+        CODES["ED207"].title,
+        evidence=tuple(e for e in evidence if e),
+        fix=fix,
+        reference=REF_INSTALL,
+        area="torch",
         explanation=hint or "The build and the driver fit each other, so the cause is in the error text above.",
     )
 
@@ -632,21 +774,28 @@ def tiny_op_failed(facts: Facts, table: Optional[Table]) -> Iterator[Finding]:
     if not _inspected(facts) or not t.tiny_op or t.tiny_op == "ok":
         return
     if "no kernel image" in t.tiny_op:
-        explanation = ("This build has no kernels for the GPU (see ED206 for the build that has "
-                       "them); every CUDA operation fails the same way.")
+        explanation = (
+            "This build has no kernels for the GPU (see ED206 for the build that has "
+            "them); every CUDA operation fails the same way."
+        )
     elif "out of memory" in t.tiny_op:
         explanation = "The GPU's memory is taken by other processes (nvidia-smi lists them)."
     else:
         explanation = "CUDA started but cannot run work on this GPU; the error text says why."
     yield Finding(
-        "ED208", "error", CODES["ED208"].title,
+        "ED208",
+        "error",
+        CODES["ED208"].title,
         evidence=(f"(torch.ones(8, device='cuda') * 2).sum().item(): {t.tiny_op}", _torch_evidence(facts)),
         fix=(f"{_py(facts)} -c \"import torch; print((torch.ones(8, device='cuda') * 2).sum().item())\"",),
-        reference=REF_BINARY, area="torch", explanation=explanation,
+        reference=REF_BINARY,
+        area="torch",
+        explanation=explanation,
     )
 
 
 # --- ED209-ED211: the rest of the install ------------------------------------------------------
+
 
 def companion_mismatch(facts: Facts, table: Optional[Table]) -> Iterator[Finding]:
     """ED209 (another torch release) and ED210 (another CUDA) for torchvision and torchaudio."""
@@ -662,32 +811,43 @@ def companion_mismatch(facts: Facts, table: Optional[Table]) -> Iterator[Finding
         ref = _COMPANION_REF[package]
         if paired and _base(installed) != _base(paired):
             yield Finding(
-                "ED209", "error", f"{package} {installed} does not belong to torch {t.version}",
-                evidence=(f"{package} {installed} (package metadata)", _torch_evidence(facts),
-                          f"torch {_base(t.version)} pairs with {package} {paired} (envdoctor table)"),
+                "ED209",
+                "error",
+                f"{package} {installed} does not belong to torch {t.version}",
+                evidence=(
+                    f"{package} {installed} (package metadata)",
+                    _torch_evidence(facts),
+                    f"torch {_base(t.version)} pairs with {package} {paired} (envdoctor table)",
+                ),
                 fix=_companion_fix(facts, table, package, paired, torch_tag),
-                reference=ref, area="torch",
+                reference=ref,
+                area="torch",
                 explanation=_COMPANION_BREAKS[package] + (_venv_note(facts) if system_python(facts) else ""),
             )
             continue
         tag = _local(installed)
         if tag is None and rel is not None and _release(installed) and paired:
-            tag = rel.pypi_default                       # a plain PyPI wheel: the release's default
+            tag = rel.pypi_default  # a plain PyPI wheel: the release's default
         if tag is None or tag == torch_tag:
             continue
         same_major = tag.startswith("cu") and torch_tag.startswith("cu") and tag[2:-1] == torch_tag[2:-1]
         severity: Severity = "warning" if same_major or tag == "cpu" else "error"
         yield Finding(
-            "ED210", severity, f"{package} was built for {tag}, torch for {torch_tag}",
+            "ED210",
+            severity,
+            f"{package} was built for {tag}, torch for {torch_tag}",
             evidence=(f"{package} {installed} (package metadata)", _torch_evidence(facts)),
             fix=_companion_fix(facts, table, package, _base(installed) or installed, torch_tag),
-            reference=ref, area="torch",
-            explanation=("The CPU build has no CUDA kernels for its operators, so they fail on GPU tensors."
-                         if tag == "cpu" else
-                         f"{package} loads, but it is not the pair the release was built and tested as."
-                         if severity == "warning" else
-                         f"{package}'s compiled operators need the CUDA major version torch has; with "
-                         "another they refuse to load or cannot find their CUDA libraries."),
+            reference=ref,
+            area="torch",
+            explanation=(
+                "The CPU build has no CUDA kernels for its operators, so they fail on GPU tensors."
+                if tag == "cpu"
+                else f"{package} loads, but it is not the pair the release was built and tested as."
+                if severity == "warning"
+                else f"{package}'s compiled operators need the CUDA major version torch has; with "
+                "another they refuse to load or cannot find their CUDA libraries."
+            ),
         )
 
 
@@ -713,9 +873,14 @@ def ld_library_path_shadows(facts: Facts, table: Optional[Table]) -> Iterator[Fi
         return
     bundled = set(t.bundled_libraries)
     shipped = {_stem(p) for p in bundled}
-    shadowed = [lib for lib in t.libraries
-                if lib.via_ld_library_path and lib.path not in bundled
-                and _stem(lib.path) in shipped and _stem(lib.path).startswith(WHEEL_LIBRARIES)]
+    shadowed = [
+        lib
+        for lib in t.libraries
+        if lib.via_ld_library_path
+        and lib.path not in bundled
+        and _stem(lib.path) in shipped
+        and _stem(lib.path).startswith(WHEEL_LIBRARIES)
+    ]
     if not shadowed:
         return
     entries = [e for e in (facts.system.env.get("LD_LIBRARY_PATH") or t.ld_library_path or "").split(":") if e]
@@ -725,21 +890,27 @@ def ld_library_path_shadows(facts: Facts, table: Optional[Table]) -> Iterator[Fi
             bad.append(lib.via_ld_library_path)
     keep = [e for e in entries if e not in bad]
     fix = ("unset LD_LIBRARY_PATH",) if not keep else (f"export LD_LIBRARY_PATH={shlex.quote(':'.join(keep))}",)
-    evidence = [f"torch loaded {lib.path} through LD_LIBRARY_PATH entry {lib.via_ld_library_path} (/proc/self/maps)"
-                for lib in shadowed[:6]]
+    evidence = [
+        f"torch loaded {lib.path} through LD_LIBRARY_PATH entry {lib.via_ld_library_path} (/proc/self/maps)"
+        for lib in shadowed[:6]
+    ]
     own = [p for p in t.bundled_libraries if _stem(p) in {_stem(lib.path) for lib in shadowed}]
     evidence += [f"the wheel ships {p}" for p in own[:3]]
     if t.cudnn_error:
         evidence.append(f"torch.backends.cudnn.version(): {t.cudnn_error}")
     yield Finding(
-        "ED211", "error" if t.cudnn_error else "warning",
+        "ED211",
+        "error" if t.cudnn_error else "warning",
         "LD_LIBRARY_PATH makes torch load CUDA libraries other than the ones its wheel ships",
-        evidence=tuple(evidence), fix=fix, reference=REF_LDSO, area="torch",
+        evidence=tuple(evidence),
+        fix=fix,
+        reference=REF_LDSO,
+        area="torch",
         explanation="The dynamic loader searches LD_LIBRARY_PATH before the paths torch's wheel "
-                    "records, so a system CUDA/cuDNN of another version replaces the tested one: "
-                    "version errors, missing symbols or silent slowdowns follow. To keep it fixed, "
-                    f"remove {' '.join(bad)} where LD_LIBRARY_PATH is set (~/.bashrc, "
-                    "/etc/environment, a module file).",
+        "records, so a system CUDA/cuDNN of another version replaces the tested one: "
+        "version errors, missing symbols or silent slowdowns follow. To keep it fixed, "
+        f"remove {' '.join(bad)} where LD_LIBRARY_PATH is set (~/.bashrc, "
+        "/etc/environment, a module file).",
     )
 
 

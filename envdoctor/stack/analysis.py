@@ -39,8 +39,10 @@ KINDS: Dict[str, str] = {
 
 _UNDEFINED = re.compile(r"undefined symbol: (\S+)")
 _NO_LIBRARY = re.compile(r"(lib[\w+.-]+?\.so(?:\.[\d.]+)?): cannot open shared object file")
-_CUDA_LIB = re.compile(r"^lib(cudart|cublas|cublasLt|cudnn|cufft|curand|cusparse|cusolver|nvrtc|nvJitLink|nvjitlink|"
-                       r"nccl|cupti|nvToolsExt|cuda)\b")
+_CUDA_LIB = re.compile(
+    r"^lib(cudart|cublas|cublasLt|cudnn|cufft|curand|cusparse|cusolver|nvrtc|nvJitLink|nvjitlink|"
+    r"nccl|cupti|nvToolsExt|cuda)\b"
+)
 _LIB_MAJOR = re.compile(r"\.so\.(\d+)")
 #: CUDA libraries whose file name carries the CUDA major (libcudart.so.12); cuDNN and NCCL carry their own
 _VERSIONED = ("libcudart", "libcublas", "libcufft", "libcurand", "libcusparse", "libcusolver")
@@ -49,8 +51,14 @@ _BNB_BINARY = re.compile(r"libbitsandbytes_cuda(\d+)")
 _GLIBCXX = re.compile(r"(GLIBCXX_[\d.]+|CXXABI_[\d.]+)' not found")
 _OPERATOR = re.compile(r"operator (\w+::\w+) does not exist")
 _NO_MODULE = re.compile(r"No module named '([\w.]+)'")
-_ARCH = ("only supports Ampere", "no kernel image is available", "not supported on this GPU",
-         "requires compute capability", "sm_90a", "Unsupported gpu architecture")
+_ARCH = (
+    "only supports Ampere",
+    "no kernel image is available",
+    "not supported on this GPU",
+    "requires compute capability",
+    "sm_90a",
+    "Unsupported gpu architecture",
+)
 
 
 @dataclass(frozen=True)
@@ -60,8 +68,8 @@ class Breakage:
 
     kind: str
     detail: str
-    symbol: Optional[str] = None        # the undefined symbol
-    library: Optional[str] = None       # the library that is missing
+    symbol: Optional[str] = None  # the undefined symbol
+    library: Optional[str] = None  # the library that is missing
 
     @property
     def words(self) -> str:
@@ -84,9 +92,14 @@ def _xformers_cuda(number: str) -> str:
     return f"{n // 100}.{minor // 10 if minor >= 10 and minor % 10 == 0 else minor}"
 
 
-def classify(error_type: Optional[str], message: Optional[str], stderr: Optional[str] = None,
-             torch_abi: Optional[bool] = None, torch_cuda: Optional[str] = None,
-             torch_version: Optional[str] = None) -> Breakage:
+def classify(
+    error_type: Optional[str],
+    message: Optional[str],
+    stderr: Optional[str] = None,
+    torch_abi: Optional[bool] = None,
+    torch_cuda: Optional[str] = None,
+    torch_version: Optional[str] = None,
+) -> Breakage:
     """The kind of a failed import, from the exception's text (and stderr: xFormers warns there)."""
     text = message or ""
     both = f"{text}\n{stderr or ''}"
@@ -97,10 +110,14 @@ def classify(error_type: Optional[str], message: Optional[str], stderr: Optional
         have_local = have.split("+", 1)[1] if "+" in have else ""
         built_local = built_torch.split("+", 1)[1] if "+" in built_torch else ""
         if built_torch.split("+")[0] == have.split("+")[0] and built_local != have_local:
-            return Breakage("other_cuda", f"its C++/CUDA part was built for PyTorch {built_torch} with CUDA "
-                            f"{cuda_text}; this torch is {have}")
-        return Breakage("other_torch", f"its C++/CUDA part was built for PyTorch {built_torch} with CUDA {cuda_text}; "
-                        f"this torch is {have}")
+            return Breakage(
+                "other_cuda",
+                f"its C++/CUDA part was built for PyTorch {built_torch} with CUDA {cuda_text}; this torch is {have}",
+            )
+        return Breakage(
+            "other_torch",
+            f"its C++/CUDA part was built for PyTorch {built_torch} with CUDA {cuda_text}; this torch is {have}",
+        )
     m = _UNDEFINED.search(text)
     if m:
         symbol = m.group(1)
@@ -109,19 +126,32 @@ def classify(error_type: Optional[str], message: Optional[str], stderr: Optional
         if (uses_new and torch_abi is False) or (uses_old and torch_abi is True):
             side = "the C++11 ABI" if uses_new else "the old (pre-C++11) ABI"
             torch_side = "without it" if uses_new else "with the C++11 ABI"
-            return Breakage("cxx11_abi", f"it was built with {side} and this torch {torch_side} "
-                            f"(undefined symbol {symbol[:80]})", symbol=symbol)
+            return Breakage(
+                "cxx11_abi",
+                f"it was built with {side} and this torch {torch_side} (undefined symbol {symbol[:80]})",
+                symbol=symbol,
+            )
         if uses_new and torch_abi is None:
-            return Breakage("cxx11_abi", f"undefined symbol {symbol[:80]} names a C++11-ABI std::string: most often a "
-                            "wheel built with the other C++ ABI than this torch (or for another torch)", symbol=symbol)
+            return Breakage(
+                "cxx11_abi",
+                f"undefined symbol {symbol[:80]} names a C++11-ABI std::string: most often a "
+                "wheel built with the other C++ ABI than this torch (or for another torch)",
+                symbol=symbol,
+            )
         if symbol.startswith(("_ZN3c10", "_ZN2at", "_ZN5torch", "_ZNK3c10", "_ZNK2at", "_ZN6caffe2", "_ZNK5torch")):
-            return Breakage("other_torch", f"a function of torch it was linked against is not in this torch "
-                            f"{torch_version or ''} (undefined symbol {symbol[:80]})".replace("  ", " "), symbol=symbol)
+            return Breakage(
+                "other_torch",
+                f"a function of torch it was linked against is not in this torch "
+                f"{torch_version or ''} (undefined symbol {symbol[:80]})".replace("  ", " "),
+                symbol=symbol,
+            )
         return Breakage("other", f"undefined symbol {symbol[:80]}", symbol=symbol)
     m = _OPERATOR.search(text)
-    if m:   # torchvision's (and others') registered operators belong to another torch release
-        return Breakage("other_torch", f"its compiled operators ({m.group(1)}) are not registered with this torch "
-                        f"{torch_version or ''}".rstrip())
+    if m:  # torchvision's (and others') registered operators belong to another torch release
+        return Breakage(
+            "other_torch",
+            f"its compiled operators ({m.group(1)}) are not registered with this torch {torch_version or ''}".rstrip(),
+        )
     m = _GLIBCXX.search(text)
     if m:
         return Breakage("libstdcxx", f"{m.group(1)} is not in the libstdc++ this process loaded")
@@ -132,13 +162,20 @@ def classify(error_type: Optional[str], message: Optional[str], stderr: Optional
             want = _LIB_MAJOR.search(library)
             have = _cuda_major(torch_cuda)
             if want and have is not None and int(want.group(1)) != have and library.startswith(_VERSIONED):
-                return Breakage("other_cuda", f"it wants {library} (CUDA {want.group(1)}); "
-                                f"this torch is CUDA {torch_cuda}", library=library)
+                return Breakage(
+                    "other_cuda",
+                    f"it wants {library} (CUDA {want.group(1)}); this torch is CUDA {torch_cuda}",
+                    library=library,
+                )
             return Breakage("missing_cuda_library", f"{library} is not found", library=library)
         m2 = _BNB_BINARY.search(both)
         if m2 or "libbitsandbytes" in library:
-            return Breakage("missing_cuda_library", f"{library} is not found: the package has no binary for "
-                            f"this CUDA{(' (' + torch_cuda + ')') if torch_cuda else ''}", library=library)
+            return Breakage(
+                "missing_cuda_library",
+                f"{library} is not found: the package has no binary for "
+                f"this CUDA{(' (' + torch_cuda + ')') if torch_cuda else ''}",
+                library=library,
+            )
         return Breakage("other", f"{library} is not found", library=library)
     if any(a in both for a in _ARCH):
         line = next((ln.strip() for ln in both.splitlines() if any(a in ln for a in _ARCH)), text)
@@ -154,30 +191,53 @@ def classify(error_type: Optional[str], message: Optional[str], stderr: Optional
 
 # --- pins ---------------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class PinConflict:
     """``vllm 0.10.2`` requires ``torch==2.8.0``; ``2.5.1+cu124`` is installed."""
 
-    package: str              # the library that declares the pin
+    package: str  # the library that declares the pin
     version: str
-    requirement: str          # as written: "torch==2.8.0"
-    wants: str                # the name it pins: "torch"
+    requirement: str  # as written: "torch==2.8.0"
+    wants: str  # the name it pins: "torch"
     installed: Optional[str]  # what is installed of it (None: missing)
 
 
 #: The names whose pins decide whether the stack loads: torch, its siblings and the libraries above.
-JUDGED = ("torch", "torchvision", "torchaudio", "triton", "xformers", "flash-attn", "flashinfer-python",
-          "vllm", "sgl-kernel", "torchao", "bitsandbytes", "deepspeed", "transformer-engine", "mamba-ssm",
-          "causal-conv1d")
+JUDGED = (
+    "torch",
+    "torchvision",
+    "torchaudio",
+    "triton",
+    "xformers",
+    "flash-attn",
+    "flashinfer-python",
+    "vllm",
+    "sgl-kernel",
+    "torchao",
+    "bitsandbytes",
+    "deepspeed",
+    "transformer-engine",
+    "mamba-ssm",
+    "causal-conv1d",
+)
 
 
 def marker_environment(python_version: Optional[str], machine: Optional[str]) -> Dict[str, str]:
     """The PEP 508 marker values of a Linux target: ``marker_environment("3.12.3", "x86_64")``."""
     py = python_version or "3.12.0"
     parts = py.split(".")
-    return {"python_version": ".".join(parts[:2]), "python_full_version": py, "platform_system": "Linux",
-            "sys_platform": "linux", "platform_machine": machine or "x86_64", "os_name": "posix",
-            "implementation_name": "cpython", "platform_python_implementation": "CPython", "extra": ""}
+    return {
+        "python_version": ".".join(parts[:2]),
+        "python_full_version": py,
+        "platform_system": "Linux",
+        "sys_platform": "linux",
+        "platform_machine": machine or "x86_64",
+        "os_name": "posix",
+        "implementation_name": "cpython",
+        "platform_python_implementation": "CPython",
+        "extra": "",
+    }
 
 
 def applies(requirement: Requirement, env: Mapping[str, str]) -> bool:
@@ -186,12 +246,13 @@ def applies(requirement: Requirement, env: Mapping[str, str]) -> bool:
         return True
     try:
         return bool(requirement.marker.evaluate(dict(env)))
-    except Exception:   # a marker packaging cannot evaluate: count it, like pip would try to
+    except Exception:  # a marker packaging cannot evaluate: count it, like pip would try to
         return True
 
 
-def pin_conflicts(package: str, version: str, requires: Iterable[str], installed: Mapping[str, str],
-                  env: Mapping[str, str]) -> Tuple[PinConflict, ...]:
+def pin_conflicts(
+    package: str, version: str, requires: Iterable[str], installed: Mapping[str, str], env: Mapping[str, str]
+) -> Tuple[PinConflict, ...]:
     """The Requires-Dist lines of ``package`` that the installed versions of JUDGED names break.
 
     >>> pin_conflicts("xformers", "0.0.28.post3", ["numpy", "torch==2.5.1"], {"torch": "2.8.0+cu128"},
@@ -231,6 +292,7 @@ def markers_valid(text: str) -> bool:
 
 # --- GPUs and builds --------------------------------------------------------------------------
 
+
 def cc_value(cc: str) -> Tuple[int, int]:
     major, _, minor = cc.partition(".")
     return int(major), int(minor or 0)
@@ -252,12 +314,12 @@ def max_jobs(available_bytes: Optional[int], cpus: Optional[int], gib_per_job: f
     """MAX_JOBS that fits the memory: ``max_jobs(48 * 2**30, 64, 24)`` -> 2; never below 1."""
     if not available_bytes or gib_per_job <= 0:
         return None
-    jobs = max(1, math.floor(available_bytes / (gib_per_job * 2 ** 30)))
+    jobs = max(1, math.floor(available_bytes / (gib_per_job * 2**30)))
     return min(jobs, cpus) if cpus else jobs
 
 
 def torch_minor(version: Optional[str]) -> Optional[str]:
-    """"2.8.0+cu128" -> "2.8"."""
+    """ "2.8.0+cu128" -> "2.8"."""
     try:
         v = Version(version or "")
     except InvalidVersion:
@@ -268,5 +330,6 @@ def torch_minor(version: Optional[str]) -> Optional[str]:
 def wheel_url(template: str, version: str, cuda: str, torch: str, abi: bool, python: str) -> str:
     """A flash-attn release asset's URL: (template, "2.8.3", "12", "2.8", False, "3.12") -> .../
     flash_attn-2.8.3+cu12torch2.8cxx11abiFALSE-cp312-cp312-linux_x86_64.whl."""
-    return template.format(version=version, cuda=cuda, torch=torch, abi="TRUE" if abi else "FALSE",
-                           py=python.replace(".", ""))
+    return template.format(
+        version=version, cuda=cuda, torch=torch, abi="TRUE" if abi else "FALSE", py=python.replace(".", "")
+    )

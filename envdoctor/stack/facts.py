@@ -21,19 +21,19 @@ class ImportOutcome:
     """
 
     module: str
-    ok: Optional[bool] = None                # None: it did not answer (crash, hang, no start)
-    version: Optional[str] = None            # the module's __version__
-    error_type: Optional[str] = None         # "ImportError", "OSError", "RuntimeError"
-    message: Optional[str] = None            # the exception's text
-    where: tuple[str, ...] = ()              # the last frames: "/.../flash_attn_interface.py:15"
-    stderr: Optional[str] = None             # what it printed on stderr (the end), e.g. xFormers' warning
+    ok: Optional[bool] = None  # None: it did not answer (crash, hang, no start)
+    version: Optional[str] = None  # the module's __version__
+    error_type: Optional[str] = None  # "ImportError", "OSError", "RuntimeError"
+    message: Optional[str] = None  # the exception's text
+    where: tuple[str, ...] = ()  # the last frames: "/.../flash_attn_interface.py:15"
+    stderr: Optional[str] = None  # what it printed on stderr (the end), e.g. xFormers' warning
     returncode: Optional[int] = None
-    signal: Optional[int] = None             # the signal that ended it (11: SIGSEGV)
+    signal: Optional[int] = None  # the signal that ended it (11: SIGSEGV)
     timed_out: bool = False
     seconds: Optional[float] = None
-    torch_error: Optional[str] = None        # torch itself did not import in the grandchild
-    start_error: Optional[str] = None        # the grandchild could not be started
-    compatible_ops: dict[str, Optional[bool]] = field(default_factory=dict)   # deepspeed: builder.is_compatible()
+    torch_error: Optional[str] = None  # torch itself did not import in the grandchild
+    start_error: Optional[str] = None  # the grandchild could not be started
+    compatible_ops: dict[str, Optional[bool]] = field(default_factory=dict)  # deepspeed: builder.is_compatible()
 
 
 @dataclass(frozen=True)
@@ -44,8 +44,8 @@ class DeepSpeedBuild:
     path: str
     installed_ops: dict[str, bool] = field(default_factory=dict)
     compatible_ops: dict[str, bool] = field(default_factory=dict)
-    torch_version: Optional[str] = None      # torch_info["version"], "2.4"
-    cuda_version: Optional[str] = None       # torch_info["cuda_version"], "12.1"
+    torch_version: Optional[str] = None  # torch_info["version"], "2.4"
+    cuda_version: Optional[str] = None  # torch_info["cuda_version"], "12.1"
     unreadable: bool = False
 
 
@@ -65,15 +65,15 @@ class DirectUrl:
 class Extension:
     """One installed library above torch: ``Extension("flash-attn", "flash-attn", "2.8.3", ...)``."""
 
-    name: str                                # the catalog's name: "flash-attn", "xformers"
-    dist: str                                # the distribution found: "flash-attn", "flash-attn-3"
-    version: str                             # from the dist-info folder's name
-    info: str                                # the dist-info folder
-    installer: Optional[str] = None          # "pip", "uv", "conda"
-    direct_url: Optional[DirectUrl] = None   # None: installed from an index
-    requires: tuple[str, ...] = ()           # Requires-Dist lines, as written
-    wheel_tags: tuple[str, ...] = ()         # "cp312-cp312-linux_x86_64"
-    modules: tuple[str, ...] = ()            # what is imported to test it: ("flash_attn",)
+    name: str  # the catalog's name: "flash-attn", "xformers"
+    dist: str  # the distribution found: "flash-attn", "flash-attn-3"
+    version: str  # from the dist-info folder's name
+    info: str  # the dist-info folder
+    installer: Optional[str] = None  # "pip", "uv", "conda"
+    direct_url: Optional[DirectUrl] = None  # None: installed from an index
+    requires: tuple[str, ...] = ()  # Requires-Dist lines, as written
+    wheel_tags: tuple[str, ...] = ()  # "cp312-cp312-linux_x86_64"
+    modules: tuple[str, ...] = ()  # what is imported to test it: ("flash_attn",)
     metadata_error: Optional[str] = None
     outcome: Optional[ImportOutcome] = None  # None: not imported (see StackFacts.imports_skipped)
     deepspeed: Optional[DeepSpeedBuild] = None
@@ -83,11 +83,11 @@ class Extension:
 class BuildEnvironment:
     """What a source build of a CUDA extension would find, as the target interpreter sees it."""
 
-    ninja: Optional[str] = None              # ninja on PATH
+    ninja: Optional[str] = None  # ninja on PATH
     cpus: Optional[int] = None
-    memory_bytes: Optional[int] = None       # physical RAM
-    available_bytes: Optional[int] = None    # MemAvailable
-    env: dict[str, str] = field(default_factory=dict)   # TORCH_CUDA_ARCH_LIST, MAX_JOBS, CUDA_HOME, ...
+    memory_bytes: Optional[int] = None  # physical RAM
+    available_bytes: Optional[int] = None  # MemAvailable
+    env: dict[str, str] = field(default_factory=dict)  # TORCH_CUDA_ARCH_LIST, MAX_JOBS, CUDA_HOME, ...
 
 
 @dataclass(frozen=True)
@@ -99,9 +99,9 @@ class StackFacts:
 
     checked: bool = False
     extensions: tuple[Extension, ...] = ()
-    torch_cxx11_abi: Optional[bool] = None   # torch._C._GLIBCXX_USE_CXX11_ABI
+    torch_cxx11_abi: Optional[bool] = None  # torch._C._GLIBCXX_USE_CXX11_ABI
     build: BuildEnvironment = field(default_factory=BuildEnvironment)
-    imports_skipped: Optional[str] = None    # "torch does not import here": no import was tried
+    imports_skipped: Optional[str] = None  # "torch does not import here": no import was tried
     seconds: Optional[float] = None
     error: Optional[str] = None
 

@@ -32,8 +32,11 @@ CATALOG: Tuple[Tuple[str, Tuple[str, ...], Tuple[str, ...]], ...] = (
     ("sgl-kernel", ("sgl-kernel",), ("sgl_kernel",)),
     ("flashinfer", ("flashinfer-python", "flashinfer"), ("flashinfer",)),
     ("triton", ("triton", "pytorch-triton"), ("triton",)),
-    ("transformer-engine", ("transformer-engine", "transformer-engine-torch", "transformer-engine-cu12"),
-     ("transformer_engine",)),
+    (
+        "transformer-engine",
+        ("transformer-engine", "transformer-engine-torch", "transformer-engine-cu12"),
+        ("transformer_engine",),
+    ),
     ("torchvision", ("torchvision",), ("torchvision",)),
     ("torchaudio", ("torchaudio",), ("torchaudio",)),
     ("torchao", ("torchao",), ("torchao",)),
@@ -53,9 +56,12 @@ MARGIN = 2.0
 def child_config(timeout: float, imports: bool = True) -> Dict[str, Any]:
     """The ``extensions`` part of the torch child's config: the imports end ``deadline`` seconds
     after the child started (its whole bound is ``timeout``)."""
-    return {"catalog": [{"name": n, "dists": list(d), "modules": list(m)} for n, d, m in CATALOG],
-            "budget": min(IMPORT_BUDGET, max(0.0, timeout - MARGIN)), "deadline": max(0.0, timeout - MARGIN),
-            "imports": imports}
+    return {
+        "catalog": [{"name": n, "dists": list(d), "modules": list(m)} for n, d, m in CATALOG],
+        "budget": min(IMPORT_BUDGET, max(0.0, timeout - MARGIN)),
+        "deadline": max(0.0, timeout - MARGIN),
+        "imports": imports,
+    }
 
 
 def _str(value: Any, limit: int = 4000) -> Optional[str]:
@@ -87,14 +93,22 @@ def _outcome(module: str, data: Any) -> ImportOutcome:
     ok = data.get("ok") if isinstance(data.get("ok"), bool) else None
     compat = data.get("compatible_ops")
     return ImportOutcome(
-        module, ok=ok, version=_str(data.get("version"), 100), error_type=_str(data.get("type"), 100),
-        message=_str(data.get("message")), where=_strs(data.get("where"), 5), stderr=_str(data.get("stderr")),
-        returncode=code, signal=-code if code is not None and code < 0 else None,
+        module,
+        ok=ok,
+        version=_str(data.get("version"), 100),
+        error_type=_str(data.get("type"), 100),
+        message=_str(data.get("message")),
+        where=_strs(data.get("where"), 5),
+        stderr=_str(data.get("stderr")),
+        returncode=code,
+        signal=-code if code is not None and code < 0 else None,
         timed_out=data.get("timeout") is True,
         seconds=data.get("seconds") if isinstance(data.get("seconds"), float) else None,
-        torch_error=_str(data.get("torch_error")), start_error=_str(data.get("start_error")),
+        torch_error=_str(data.get("torch_error")),
+        start_error=_str(data.get("start_error")),
         compatible_ops={str(k)[:80]: (v if isinstance(v, bool) else None) for k, v in list(compat.items())[:100]}
-        if isinstance(compat, dict) else {},
+        if isinstance(compat, dict)
+        else {},
     )
 
 
@@ -102,19 +116,30 @@ def _deepspeed(data: Any) -> Optional[DeepSpeedBuild]:
     if not isinstance(data, dict) or not isinstance(data.get("path"), str):
         return None
     info = _dict(data.get("torch_info"))
-    torch_version, cuda_version = (_str(str(info.get(k)) if info.get(k) is not None else None, 40)
-                                   for k in ("version", "cuda_version"))
-    return DeepSpeedBuild(data["path"], installed_ops=_flags(data.get("installed_ops")),
-                          compatible_ops=_flags(data.get("compatible_ops")), torch_version=torch_version,
-                          cuda_version=cuda_version, unreadable=data.get("unreadable") is True)
+    torch_version, cuda_version = (
+        _str(str(info.get(k)) if info.get(k) is not None else None, 40) for k in ("version", "cuda_version")
+    )
+    return DeepSpeedBuild(
+        data["path"],
+        installed_ops=_flags(data.get("installed_ops")),
+        compatible_ops=_flags(data.get("compatible_ops")),
+        torch_version=torch_version,
+        cuda_version=cuda_version,
+        unreadable=data.get("unreadable") is True,
+    )
 
 
 def _direct(data: Any) -> Optional[DirectUrl]:
     if not isinstance(data, dict):
         return None
-    return DirectUrl(url=_str(data.get("url"), 500) or "", editable=data.get("editable") is True,
-                     vcs=_str(data.get("vcs"), 20), commit=_str(data.get("commit"), 64),
-                     archive=data.get("archive") is True, unreadable=data.get("unreadable") is True)
+    return DirectUrl(
+        url=_str(data.get("url"), 500) or "",
+        editable=data.get("editable") is True,
+        vcs=_str(data.get("vcs"), 20),
+        commit=_str(data.get("commit"), 64),
+        archive=data.get("archive") is True,
+        unreadable=data.get("unreadable") is True,
+    )
 
 
 _REQUIRED = ("name", "dist", "version", "info")
@@ -133,22 +158,36 @@ def interpret(data: Any, error: Optional[str] = None) -> StackFacts:
         outcome = None
         if modules and modules[0] in imports:
             outcome = _outcome(modules[0], imports[modules[0]])
-        extensions.append(Extension(
-            item["name"][:80], item["dist"][:80], item["version"][:100], item["info"][:1000],
-            installer=_str(item.get("installer"), 40), direct_url=_direct(item.get("direct_url")),
-            requires=_strs(item.get("requires")), wheel_tags=_strs(item.get("wheel_tags"), 20), modules=modules,
-            metadata_error=_str(item.get("metadata_error"), 500), outcome=outcome,
-            deepspeed=_deepspeed(item.get("deepspeed_build")),
-        ))
+        extensions.append(
+            Extension(
+                item["name"][:80],
+                item["dist"][:80],
+                item["version"][:100],
+                item["info"][:1000],
+                installer=_str(item.get("installer"), 40),
+                direct_url=_direct(item.get("direct_url")),
+                requires=_strs(item.get("requires")),
+                wheel_tags=_strs(item.get("wheel_tags"), 20),
+                modules=modules,
+                metadata_error=_str(item.get("metadata_error"), 500),
+                outcome=outcome,
+                deepspeed=_deepspeed(item.get("deepspeed_build")),
+            )
+        )
     build = _dict(data.get("build"))
     env = _dict(build.get("env"))
     abi = data.get("torch_cxx11_abi")
     return StackFacts(
-        checked=True, extensions=tuple(extensions), torch_cxx11_abi=abi if isinstance(abi, bool) else None,
-        build=BuildEnvironment(ninja=_str(build.get("ninja"), 500), cpus=_int(build.get("cpus")),
-                               memory_bytes=_int(build.get("memory_bytes")),
-                               available_bytes=_int(build.get("available_bytes")),
-                               env={str(k)[:60]: v[:300] for k, v in env.items() if isinstance(v, str)}),
+        checked=True,
+        extensions=tuple(extensions),
+        torch_cxx11_abi=abi if isinstance(abi, bool) else None,
+        build=BuildEnvironment(
+            ninja=_str(build.get("ninja"), 500),
+            cpus=_int(build.get("cpus")),
+            memory_bytes=_int(build.get("memory_bytes")),
+            available_bytes=_int(build.get("available_bytes")),
+            env={str(k)[:60]: v[:300] for k, v in env.items() if isinstance(v, str)},
+        ),
         imports_skipped=_str(data.get("imports_skipped"), 200),
         seconds=data.get("seconds") if isinstance(data.get("seconds"), float) else None,
         error=error,

@@ -64,8 +64,16 @@ def extension_rows(facts: Facts) -> List[Row]:
         if d is not None and not d.unreadable:
             built = [op for op, on in sorted(d.installed_ops.items()) if on]
             with_ = "" if d.torch_version in (None, "0.0") else f" with torch {d.torch_version}, CUDA {d.cuda_version}"
-            rows.append(("  DeepSpeed ops", (f"compiled in: {', '.join(built)}{with_}" if built else
-                                            "none compiled in: built at first use (JIT, needs ninja)")))
+            rows.append(
+                (
+                    "  DeepSpeed ops",
+                    (
+                        f"compiled in: {', '.join(built)}{with_}"
+                        if built
+                        else "none compiled in: built at first use (JIT, needs ninja)"
+                    ),
+                )
+            )
     abi = stack.torch_cxx11_abi
     if abi is not None:
         rows.append(("torch C++ ABI", f"cxx11abi{'TRUE' if abi else 'FALSE'} (torch._C._GLIBCXX_USE_CXX11_ABI)"))
@@ -74,7 +82,7 @@ def extension_rows(facts: Facts) -> List[Row]:
     if b.cpus:
         parts.append(f"{b.cpus} CPUs")
     if b.available_bytes:
-        parts.append(f"{b.available_bytes / 2 ** 30:.0f} GiB available")
+        parts.append(f"{b.available_bytes / 2**30:.0f} GiB available")
     parts += [f"{k}={v}" for k, v in sorted(b.env.items()) if k in ("MAX_JOBS", "TORCH_CUDA_ARCH_LIST")]
     rows.append(("Source builds", ", ".join(parts)))
     return rows

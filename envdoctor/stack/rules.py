@@ -26,7 +26,14 @@ from envdoctor.findings import Finding, Severity
 from envdoctor.gpus import machine_gpus
 from envdoctor.parse import major_minor, version
 from envdoctor.stack.analysis import (
-    Breakage, arch_list, classify, marker_environment, max_jobs, pin_conflicts, torch_minor, unsupported_gpus,
+    Breakage,
+    arch_list,
+    classify,
+    marker_environment,
+    max_jobs,
+    pin_conflicts,
+    torch_minor,
+    unsupported_gpus,
     wheel_url,
 )
 from envdoctor.stack.facts import Extension, StackFacts
@@ -140,15 +147,18 @@ def _pin_row_for_torch(ext: Optional[Extensions], package: str, torch_version: O
     return next((r.version for r in ext.pins_of(package) if version(r.torch) == tv), None)
 
 
-def _reinstall(facts: Facts, table: Optional[Table], ext: Optional[Extensions], e: Extension,
-               b: Breakage) -> Tuple[str, ...]:
+def _reinstall(
+    facts: Facts, table: Optional[Table], ext: Optional[Extensions], e: Extension, b: Breakage
+) -> Tuple[str, ...]:
     """The commands that make ``e`` load with the installed torch, by library and kind of breakage."""
     torch_release = (facts.torch.version or "").split("+")[0]
     index = _index(facts, table)
     keep_torch = f"torch=={torch_release}" if torch_release else "torch"
     if b.kind == "arch":
-        return (f"pip uninstall -y {e.dist}   # these GPUs cannot run it; use the framework's fallback "
-                "(transformers: attn_implementation=\"sdpa\")",)
+        return (
+            f"pip uninstall -y {e.dist}   # these GPUs cannot run it; use the framework's fallback "
+            '(transformers: attn_implementation="sdpa")',
+        )
     if b.kind == "missing_module":
         missing = b.detail.split("imports ", 1)[-1].split(",")[0].split(".")[0]
         own = [m.split(".")[0] for m in e.modules] or [e.name.replace("-", "_")]
@@ -157,33 +167,45 @@ def _reinstall(facts: Facts, table: Optional[Table], ext: Optional[Extensions], 
         if not any(missing == m or missing.startswith(m + "_") for m in own):
             return (f"pip install {missing}   # the module {e.modules[0] if e.modules else e.name} imports",)
     if b.kind == "libstdcxx":
-        return ("conda install -c conda-forge 'libstdcxx-ng>=13'   # in a conda env: its libstdc++ is too old",
-                "# outside conda: a newer libstdc++6 from the distribution, or rebuild the library with this GCC")
+        return (
+            "conda install -c conda-forge 'libstdcxx-ng>=13'   # in a conda env: its libstdc++ is too old",
+            "# outside conda: a newer libstdc++6 from the distribution, or rebuild the library with this GCC",
+        )
     if e.name in ("flash-attn",):
         url = flash_attn_wheel(facts, ext)
         if url:
-            return (f"pip install --no-deps --force-reinstall {url}   # the prebuilt wheel for this torch, CUDA, "
-                    "C++ ABI and Python",)
+            return (
+                f"pip install --no-deps --force-reinstall {url}   # the prebuilt wheel for this torch, CUDA, "
+                "C++ ABI and Python",
+            )
         return (build_command(facts, "flash-attn", e.version) + "   # no prebuilt wheel fits: a source build",)
     if e.name == "xformers":
         fits = _pin_row_for_torch(ext, "xformers", facts.torch.version)
         pin = f"xformers=={fits}" if fits else "xformers"
-        return (f"pip install --force-reinstall {pin} {keep_torch} --index-url {index}   # the xformers wheel built "
-                "for this torch; naming torch keeps it",)
+        return (
+            f"pip install --force-reinstall {pin} {keep_torch} --index-url {index}   # the xformers wheel built "
+            "for this torch; naming torch keeps it",
+        )
     if e.name == "vllm":
         fits = _pin_row_for_torch(ext, "vllm", facts.torch.version)
         if fits:
             return (f"pip install --force-reinstall vllm=={fits} {keep_torch} --extra-index-url {index}",)
-        return ("uv venv --python 3.12 --seed .venv-vllm && . .venv-vllm/bin/activate   # vLLM pins its own torch: "
-                "give it an environment of its own",
-                "uv pip install vllm --torch-backend=auto")
+        return (
+            "uv venv --python 3.12 --seed .venv-vllm && . .venv-vllm/bin/activate   # vLLM pins its own torch: "
+            "give it an environment of its own",
+            "uv pip install vllm --torch-backend=auto",
+        )
     if e.name == "bitsandbytes":
-        return ("pip install --force-reinstall --no-deps 'bitsandbytes>=0.45'   # one wheel with binaries for every "
-                "CUDA 11.8-12.x/13.x",)
+        return (
+            "pip install --force-reinstall --no-deps 'bitsandbytes>=0.45'   # one wheel with binaries for every "
+            "CUDA 11.8-12.x/13.x",
+        )
     if e.name in SOURCE_BUILT:
         return (build_command(facts, e.dist, e.version) + "   # rebuilt against this torch",)
-    return (f"pip install --force-reinstall {e.dist} {keep_torch} --extra-index-url {index}   # a build for this "
-            "torch; naming torch keeps it",)
+    return (
+        f"pip install --force-reinstall {e.dist} {keep_torch} --extra-index-url {index}   # a build for this "
+        "torch; naming torch keeps it",
+    )
 
 
 def _breakage(facts: Facts, e: Extension) -> Optional[Breakage]:
@@ -193,14 +215,20 @@ def _breakage(facts: Facts, e: Extension) -> Optional[Breakage]:
     stderr = o.stderr or ""
     if o.ok and "xFormers can't load C++/CUDA extensions" not in stderr:
         return None
-    return classify(o.error_type, o.message, stderr, torch_abi=_abi(_stack(facts)), torch_cuda=facts.torch.cuda,
-                    torch_version=facts.torch.version)
+    return classify(
+        o.error_type,
+        o.message,
+        stderr,
+        torch_abi=_abi(_stack(facts)),
+        torch_cuda=facts.torch.cuda,
+        torch_version=facts.torch.version,
+    )
 
 
 def _error_line(e: Extension) -> str:
     o = e.outcome
     assert o is not None
-    if o.ok:   # xFormers: the import returns, the warning says its kernels did not load
+    if o.ok:  # xFormers: the import returns, the warning says its kernels did not load
         first = next((ln.strip() for ln in (o.stderr or "").splitlines() if "xFormers" in ln), "")
         built = next((ln.strip() for ln in (o.stderr or "").splitlines() if "PyTorch" in ln), "")
         return f"import {o.module} warns: {first} {built}".strip()
@@ -225,8 +253,15 @@ def does_not_load(facts: Facts, table: Optional[Table]) -> Iterator[Finding]:
         ref = {"flash-attn": REF_FA, "xformers": REF_XFORMERS, "vllm": REF_VLLM}.get(e.name)
         if b.kind == "cxx11_abi":
             ref = REF_ABI
-        yield Finding("ED330", "error", f"{e.name} {e.version} does not load: {b.words}",
-                      evidence=tuple(evidence), fix=_reinstall(facts, table, ext, e, b), reference=ref, area="stack")
+        yield Finding(
+            "ED330",
+            "error",
+            f"{e.name} {e.version} does not load: {b.words}",
+            evidence=tuple(evidence),
+            fix=_reinstall(facts, table, ext, e, b),
+            reference=ref,
+            area="stack",
+        )
 
 
 def crashed_or_hung(facts: Facts, table: Optional[Table]) -> Iterator[Finding]:
@@ -239,25 +274,43 @@ def crashed_or_hung(facts: Facts, table: Optional[Table]) -> Iterator[Finding]:
         where = f"installed by {_where(e)}"
         fix = _reinstall(facts, table, ext, e, Breakage("other", ""))
         if o.timed_out:
-            yield Finding("ED332", "error", f"import {o.module} ({e.name} {e.version}) hung: killed after "
-                          f"{o.seconds or 0:.0f} s",
-                          evidence=(where, "a library that hangs on import usually waits on a GPU, a lock file or "
-                                    "the network in its module code"),
-                          fix=(f"timeout 120 python -X importtime -c 'import {o.module}'   # where it stops",) + fix,
-                          area="stack")
+            yield Finding(
+                "ED332",
+                "error",
+                f"import {o.module} ({e.name} {e.version}) hung: killed after {o.seconds or 0:.0f} s",
+                evidence=(
+                    where,
+                    "a library that hangs on import usually waits on a GPU, a lock file or "
+                    "the network in its module code",
+                ),
+                fix=(f"timeout 120 python -X importtime -c 'import {o.module}'   # where it stops",) + fix,
+                area="stack",
+            )
         elif o.start_error or o.torch_error:
             why = o.start_error or f"torch did not import in its process: {o.torch_error}"
-            yield Finding("ED338", "warning", f"import {o.module} ({e.name}) could not be checked",
-                          evidence=(why,), fix=(f"python -c 'import {o.module}'   # run it by hand",),
-                          area="stack")
-        else:   # a signal, or the process ended (os._exit, a C library's exit()) before the import returned
-            how = (f"crashed the interpreter ({signal_name(o.signal)})" if o.signal is not None else
-                   f"ended the interpreter before the import returned (exit status {o.returncode})")
+            yield Finding(
+                "ED338",
+                "warning",
+                f"import {o.module} ({e.name}) could not be checked",
+                evidence=(why,),
+                fix=(f"python -c 'import {o.module}'   # run it by hand",),
+                area="stack",
+            )
+        else:  # a signal, or the process ended (os._exit, a C library's exit()) before the import returned
+            how = (
+                f"crashed the interpreter ({signal_name(o.signal)})"
+                if o.signal is not None
+                else f"ended the interpreter before the import returned (exit status {o.returncode})"
+            )
             tail = (o.stderr or "").strip().splitlines()[-3:]
-            yield Finding("ED331", "error", f"import {o.module} ({e.name} {e.version}) {how}",
-                          evidence=(where,) + tuple(tail),
-                          fix=(f"python -X faulthandler -c 'import {o.module}'   # the C stack of the crash",) + fix,
-                          area="stack")
+            yield Finding(
+                "ED331",
+                "error",
+                f"import {o.module} ({e.name} {e.version}) {how}",
+                evidence=(where,) + tuple(tail),
+                fix=(f"python -X faulthandler -c 'import {o.module}'   # the C stack of the crash",) + fix,
+                area="stack",
+            )
 
 
 def pins_reject_torch(facts: Facts, table: Optional[Table]) -> Iterator[Finding]:
@@ -275,24 +328,37 @@ def pins_reject_torch(facts: Facts, table: Optional[Table]) -> Iterator[Finding]
             continue
         for c in pin_conflicts(e.dist, e.version, e.requires, installed, env):
             if c.installed is None:
-                continue   # torch missing is the torch checks' finding
+                continue  # torch missing is the torch checks' finding
             fixes: List[str] = []
             fits = _pin_row_for_torch(ext, e.name, facts.torch.version) if c.wants == "torch" else None
             if fits and version(fits) != version(e.version):
-                fixes.append(f"pip install {e.dist}=={fits} torch=={torch_release} --extra-index-url {index}"
-                             f"   # the {e.name} release that pins this torch")
+                fixes.append(
+                    f"pip install {e.dist}=={fits} torch=={torch_release} --extra-index-url {index}"
+                    f"   # the {e.name} release that pins this torch"
+                )
             if c.wants in ("torch", "torchvision", "torchaudio"):
-                fixes.append(f"pip install '{c.requirement}' --index-url {index}   # or move torch to the pin "
-                             f"(this replaces torch {installed.get('torch', '')})")
+                fixes.append(
+                    f"pip install '{c.requirement}' --index-url {index}   # or move torch to the pin "
+                    f"(this replaces torch {installed.get('torch', '')})"
+                )
             else:
-                fixes.append(f"pip install '{c.requirement}' '{e.dist}=={e.version}' torch=={torch_release}"
-                             f" --extra-index-url {index}")
-            yield Finding("ED333", "error",
-                          f"{e.name} {e.version} requires {c.requirement}; {c.installed} is installed",
-                          evidence=(f"{e.info}/METADATA: Requires-Dist: {c.requirement}",
-                                    f"installed: {c.wants} {c.installed}",
-                                    "pip check says the same; a later 'pip install' of either replaces the other"),
-                          fix=tuple(fixes), reference=REF_PIP_METADATA, area="stack")
+                fixes.append(
+                    f"pip install '{c.requirement}' '{e.dist}=={e.version}' torch=={torch_release}"
+                    f" --extra-index-url {index}"
+                )
+            yield Finding(
+                "ED333",
+                "error",
+                f"{e.name} {e.version} requires {c.requirement}; {c.installed} is installed",
+                evidence=(
+                    f"{e.info}/METADATA: Requires-Dist: {c.requirement}",
+                    f"installed: {c.wants} {c.installed}",
+                    "pip check says the same; a later 'pip install' of either replaces the other",
+                ),
+                fix=tuple(fixes),
+                reference=REF_PIP_METADATA,
+                area="stack",
+            )
 
 
 def arch_unsupported(facts: Facts, table: Optional[Table]) -> Iterator[Finding]:
@@ -313,16 +379,24 @@ def arch_unsupported(facts: Facts, table: Optional[Table]) -> Iterator[Finding]:
         span = row.min_cc + upper
         fix: Tuple[str, ...]
         if e.name == "flash-attn-3":
-            fix = (f"pip uninstall -y {e.dist}   # FlashAttention-3 is Hopper only",
-                   "pip install flash-attn --no-build-isolation   # FlashAttention-2: Ampere and newer")
+            fix = (
+                f"pip uninstall -y {e.dist}   # FlashAttention-3 is Hopper only",
+                "pip install flash-attn --no-build-isolation   # FlashAttention-2: Ampere and newer",
+            )
         else:
-            fix = (f"pip uninstall -y {e.dist}   # or keep it unused; transformers: attn_implementation=\"sdpa\"",)
-        yield Finding("ED334", "error" if len(bad) == len(gpus) else "warning",
-                      f"{e.name} {e.version} does not support {', '.join(sorted({cc for _, cc in bad}))} GPUs "
-                      f"(needs compute capability {span})",
-                      evidence=tuple(f"{label}: compute capability {cc}" for label, cc in bad) + (row.why,)
-                      + (("(unconfirmed row of data/extensions.toml)",) if row.unconfirmed else ()),
-                      fix=fix, reference=row.source, area="stack")
+            fix = (f'pip uninstall -y {e.dist}   # or keep it unused; transformers: attn_implementation="sdpa"',)
+        yield Finding(
+            "ED334",
+            "error" if len(bad) == len(gpus) else "warning",
+            f"{e.name} {e.version} does not support {', '.join(sorted({cc for _, cc in bad}))} GPUs "
+            f"(needs compute capability {span})",
+            evidence=tuple(f"{label}: compute capability {cc}" for label, cc in bad)
+            + (row.why,)
+            + (("(unconfirmed row of data/extensions.toml)",) if row.unconfirmed else ()),
+            fix=fix,
+            reference=row.source,
+            area="stack",
+        )
 
 
 def deepspeed_ops(facts: Facts, table: Optional[Table]) -> Iterator[Finding]:
@@ -341,20 +415,34 @@ def deepspeed_ops(facts: Facts, table: Optional[Table]) -> Iterator[Finding]:
         if cv not in (None, "0.0") and now_c and major_minor(cv or "") != now_c:
             wrong.append(f"CUDA {cv} (now {facts.torch.cuda})")
         if wrong:
-            yield Finding("ED335", "error",
-                          f"DeepSpeed {e.version}'s prebuilt ops were compiled with {' and '.join(wrong)}",
-                          evidence=(f"{d.path}: installed_ops {', '.join(built)}; torch_info version {tv}, "
-                                    f"cuda_version {cv}",
-                                    "ds_report shows the same; the ops fail to load or crash"),
-                          fix=(f"DS_BUILD_OPS=1 {build_command(facts, 'deepspeed', e.version)}   # rebuild the ops "
-                               "for this torch", "ds_report   # then: every op installed and compatible"),
-                          reference=REF_DEEPSPEED, area="stack")
+            yield Finding(
+                "ED335",
+                "error",
+                f"DeepSpeed {e.version}'s prebuilt ops were compiled with {' and '.join(wrong)}",
+                evidence=(
+                    f"{d.path}: installed_ops {', '.join(built)}; torch_info version {tv}, cuda_version {cv}",
+                    "ds_report shows the same; the ops fail to load or crash",
+                ),
+                fix=(
+                    f"DS_BUILD_OPS=1 {build_command(facts, 'deepspeed', e.version)}   # rebuild the ops for this torch",
+                    "ds_report   # then: every op installed and compatible",
+                ),
+                reference=REF_DEEPSPEED,
+                area="stack",
+            )
     if not built and not _stack(facts).build.ninja:
-        yield Finding("ED335", "warning",
-                      f"DeepSpeed {e.version} builds its ops at first use (JIT), and ninja is not on PATH",
-                      evidence=(f"{d.path}: no op compiled in (torch_info version {tv})",
-                                "ds_report: 'JIT compiled ops requires ninja'"),
-                      fix=("pip install ninja",), reference=REF_DEEPSPEED, area="stack")
+        yield Finding(
+            "ED335",
+            "warning",
+            f"DeepSpeed {e.version} builds its ops at first use (JIT), and ninja is not on PATH",
+            evidence=(
+                f"{d.path}: no op compiled in (torch_info version {tv})",
+                "ds_report: 'JIT compiled ops requires ninja'",
+            ),
+            fix=("pip install ninja",),
+            reference=REF_DEEPSPEED,
+            area="stack",
+        )
 
 
 def known_bad(facts: Facts, table: Optional[Table]) -> Iterator[Finding]:
@@ -365,10 +453,17 @@ def known_bad(facts: Facts, table: Optional[Table]) -> Iterator[Finding]:
     for e in _stack(facts).extensions:
         for row in ext.bad_for(e.name, e.version):
             sev: Severity = "error" if row.severity == "error" else "info" if row.severity == "info" else "warning"
-            yield Finding("ED336", sev, f"{e.name} {e.version}: {row.problem}",
-                          evidence=(f"installed by {_where(e)}",) + ((row.note,) if row.note else ())
-                          + (("(unconfirmed row of data/extensions.toml)",) if row.unconfirmed else ()),
-                          fix=(row.fix,), reference=row.source, area="stack")
+            yield Finding(
+                "ED336",
+                sev,
+                f"{e.name} {e.version}: {row.problem}",
+                evidence=(f"installed by {_where(e)}",)
+                + ((row.note,) if row.note else ())
+                + (("(unconfirmed row of data/extensions.toml)",) if row.unconfirmed else ()),
+                fix=(row.fix,),
+                reference=row.source,
+                area="stack",
+            )
 
 
 def _needs_build(facts: Facts) -> List[Extension]:
@@ -401,11 +496,13 @@ def source_build_blocked(facts: Facts, table: Optional[Table]) -> Iterator[Findi
     nvcc = tk.release if tk is not None else None
     torch_cuda = major_minor(facts.torch.cuda)
     if "toolkits" in facts.skipped:
-        pass    # not inspected (--skip toolkits): nothing is claimed about nvcc
+        pass  # not inspected (--skip toolkits): nothing is claimed about nvcc
     elif nvcc is None:
         problems.append(f"no nvcc: torch's cpp_extension finds no CUDA toolkit (torch is CUDA {facts.torch.cuda})")
-        fixes.append(f"# install the CUDA {torch_cuda} toolkit (envdoctor explain ED309), or: "
-                     f"conda install -c nvidia cuda-nvcc={torch_cuda}")
+        fixes.append(
+            f"# install the CUDA {torch_cuda} toolkit (envdoctor explain ED309), or: "
+            f"conda install -c nvidia cuda-nvcc={torch_cuda}"
+        )
     elif (nvcc or "").split(".")[0] != (torch_cuda or "").split(".")[0]:
         problems.append(f"nvcc {nvcc} and torch's CUDA {facts.torch.cuda} are different majors (ED301)")
     gcc = facts.system.gcc_version
@@ -413,57 +510,89 @@ def source_build_blocked(facts: Facts, table: Optional[Table]) -> Iterator[Findi
     gv = version(gcc or "")
     if gv is not None and limit is not None and gv.release[0] > limit:
         problems.append(f"GCC {gcc} is newer than nvcc {nvcc} accepts (GCC {limit} at most)")
-        fixes.append(f"sudo apt-get install gcc-{limit} g++-{limit} && export CC=gcc-{limit} CXX=g++-{limit} "
-                     f"NVCC_CCBIN=g++-{limit}   # Debian/Ubuntu (-allow-unsupported-compiler: at your own risk)")
+        fixes.append(
+            f"sudo apt-get install gcc-{limit} g++-{limit} && export CC=gcc-{limit} CXX=g++-{limit} "
+            f"NVCC_CCBIN=g++-{limit}   # Debian/Ubuntu (-allow-unsupported-compiler: at your own risk)"
+        )
     if not stack.build.ninja:
-        problems.append("ninja is not on PATH: torch's cpp_extension falls back to one compile at a time "
-                        "(hours for flash-attn)")
+        problems.append(
+            "ninja is not on PATH: torch's cpp_extension falls back to one compile at a time (hours for flash-attn)"
+        )
         fixes.append("pip install ninja")
     jobs = max_jobs(stack.build.available_bytes, stack.build.cpus, GIB_PER_JOB)
     set_jobs = stack.build.env.get("MAX_JOBS")
     if jobs and (set_jobs is None or (set_jobs.isdigit() and int(set_jobs) > jobs)):
-        gib = (stack.build.available_bytes or 0) / 2 ** 30
-        problems.append(f"MAX_JOBS is {set_jobs or 'unset'}: ninja starts one job per CPU ({stack.build.cpus}); "
-                        f"{gib:.0f} GiB available fits {jobs} at {GIB_PER_JOB:.0f} GiB each")
+        gib = (stack.build.available_bytes or 0) / 2**30
+        problems.append(
+            f"MAX_JOBS is {set_jobs or 'unset'}: ninja starts one job per CPU ({stack.build.cpus}); "
+            f"{gib:.0f} GiB available fits {jobs} at {GIB_PER_JOB:.0f} GiB each"
+        )
         fixes.append(f"export MAX_JOBS={jobs}")
     ccs = [g.cc for g in machine_gpus(facts, table) if g.cc]
     want_list = arch_list(ccs) if ccs else None
     have_list = stack.build.env.get("TORCH_CUDA_ARCH_LIST")
     if want_list and have_list != want_list:
-        problems.append(f"TORCH_CUDA_ARCH_LIST is {have_list or 'unset'}: "
-                        + ("every architecture torch knows is compiled" if not have_list else "not these GPUs'")
-                        + f" (these GPUs: {want_list})")
+        problems.append(
+            f"TORCH_CUDA_ARCH_LIST is {have_list or 'unset'}: "
+            + ("every architecture torch knows is compiled" if not have_list else "not these GPUs'")
+            + f" (these GPUs: {want_list})"
+        )
         fixes.append(f'export TORCH_CUDA_ARCH_LIST="{want_list}"')
     if not problems:
         return
     names = ", ".join(f"{e.name} {e.version}" for e in needing)
-    yield Finding("ED337", "warning", f"a source build of {names} would fail or crawl here",
-                  evidence=tuple(problems),
-                  fix=tuple(fixes) + tuple(build_command(facts, e.dist, e.version) for e in needing[:3]),
-                  reference=REF_NVCC_HOST, area="stack")
+    yield Finding(
+        "ED337",
+        "warning",
+        f"a source build of {names} would fail or crawl here",
+        evidence=tuple(problems),
+        fix=tuple(fixes) + tuple(build_command(facts, e.dist, e.version) for e in needing[:3]),
+        reference=REF_NVCC_HOST,
+        area="stack",
+    )
 
 
 def check_unfinished(facts: Facts, table: Optional[Table]) -> Iterator[Finding]:
     """ED338: the child's extension part was cut short, or data/extensions.toml is broken."""
     stack = _stack(facts)
     if stack.error:
-        yield Finding("ED338", "warning", "the check of the libraries above torch did not finish",
-                      evidence=(stack.error,),
-                      fix=("envdoctor check --torch-timeout 180   # more time for the imports",),
-                      area="stack")
+        yield Finding(
+            "ED338",
+            "warning",
+            "the check of the libraries above torch did not finish",
+            evidence=(stack.error,),
+            fix=("envdoctor check --torch-timeout 180   # more time for the imports",),
+            area="stack",
+        )
     if stack.extensions and stack.imports_skipped and stack.imports_skipped.startswith("no time left"):
-        yield Finding("ED338", "warning", "the libraries above torch were found but not imported: no time was left",
-                      evidence=(stack.imports_skipped, ", ".join(e.name for e in stack.extensions)),
-                      fix=("envdoctor check --torch-timeout 180   # more time for the imports",), area="stack")
+        yield Finding(
+            "ED338",
+            "warning",
+            "the libraries above torch were found but not imported: no time was left",
+            evidence=(stack.imports_skipped, ", ".join(e.name for e in stack.extensions)),
+            fix=("envdoctor check --torch-timeout 180   # more time for the imports",),
+            area="stack",
+        )
     if stack.extensions:
         _, error = _tables()
         if error:
-            yield Finding("ED338", "warning",
-                          "data/extensions.toml could not be read: pins, GPU support and wheels were not judged",
-                          evidence=(error,),
-                          fix=("pip install --force-reinstall envdoctor   # restores the bundled data/",),
-                          area="stack")
+            yield Finding(
+                "ED338",
+                "warning",
+                "data/extensions.toml could not be read: pins, GPU support and wheels were not judged",
+                evidence=(error,),
+                fix=("pip install --force-reinstall envdoctor   # restores the bundled data/",),
+                area="stack",
+            )
 
 
-RULES = (does_not_load, crashed_or_hung, pins_reject_torch, arch_unsupported, deepspeed_ops, known_bad,
-         source_build_blocked, check_unfinished)
+RULES = (
+    does_not_load,
+    crashed_or_hung,
+    pins_reject_torch,
+    arch_unsupported,
+    deepspeed_ops,
+    known_bad,
+    source_build_blocked,
+    check_unfinished,
+)

@@ -78,8 +78,8 @@ class WheelRow(Sourced):
 @dataclass(frozen=True)
 class BadRow(Sourced):
     package: str
-    versions: str                     # a specifier: ">=0.9"
-    severity: str                     # "error", "warning"
+    versions: str  # a specifier: ">=0.9"
+    severity: str  # "error", "warning"
     problem: str
     fix: str
     source: str
@@ -91,8 +91,8 @@ class BadRow(Sourced):
 
 @dataclass(frozen=True)
 class GccRow(Sourced):
-    cuda: str                         # "12.4"
-    max_gcc: int                      # 13
+    cuda: str  # "12.4"
+    max_gcc: int  # 13
     source: str
     checked: str
     unconfirmed: bool = False
@@ -102,7 +102,7 @@ class GccRow(Sourced):
 
 @dataclass(frozen=True)
 class ImageRow(Sourced):
-    name: str                         # "vllm/vllm-openai:v0.11.0"
+    name: str  # "vllm/vllm-openai:v0.11.0"
     ships: Tuple[str, ...]
     torch: str
     cuda: str
@@ -115,7 +115,7 @@ class ImageRow(Sourced):
 
 @dataclass(frozen=True)
 class AbiRow(Sourced):
-    torch: str                        # "2.7": from this release on
+    torch: str  # "2.7": from this release on
     cxx11abi: bool
     source: str
     checked: str
@@ -146,20 +146,23 @@ class Extensions:
 
     def pins_of(self, package: str) -> Tuple[PinRow, ...]:
         """Every row of ``package``, newest first."""
-        return tuple(sorted((r for r in self.pins if r.package == package), key=lambda r: Version(r.version),
-                            reverse=True))
+        return tuple(
+            sorted((r for r in self.pins if r.package == package), key=lambda r: Version(r.version), reverse=True)
+        )
 
     def wheels_of(self, package: str) -> Tuple[WheelRow, ...]:
-        return tuple(sorted((r for r in self.wheels if r.package == package), key=lambda r: Version(r.version),
-                            reverse=True))
+        return tuple(
+            sorted((r for r in self.wheels if r.package == package), key=lambda r: Version(r.version), reverse=True)
+        )
 
     def bad_for(self, package: str, installed: str) -> Tuple[BadRow, ...]:
         try:
             v = Version(installed)
         except InvalidVersion:
             return ()
-        return tuple(r for r in self.bad
-                     if r.package == package and SpecifierSet(r.versions).contains(v, prereleases=True))
+        return tuple(
+            r for r in self.bad if r.package == package and SpecifierSet(r.versions).contains(v, prereleases=True)
+        )
 
     def gcc_row(self, cuda: str) -> Optional[GccRow]:
         """The row of the newest listed CUDA release at or below ``cuda`` of the same major

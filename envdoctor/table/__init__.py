@@ -44,9 +44,29 @@ from envdoctor.table.schema import TableError
 from envdoctor.table.source import DATA_ENV, DataDir, data_directory
 
 __all__ = [
-    "load_table", "data_directory", "DATA_ENV", "DataDir", "Table", "TableError", "Architecture", "ChipFamily",
-    "CudaRelease", "Distro", "DriverBranch", "GpuModel", "GpuSeries", "MinorCompat", "Mirror", "NgcRelease",
-    "TorchPatch", "TorchRelease", "TorchVariant", "Variant", "norm_cc", "norm_gpu_name", "norm_pci",
+    "load_table",
+    "data_directory",
+    "DATA_ENV",
+    "DataDir",
+    "Table",
+    "TableError",
+    "Architecture",
+    "ChipFamily",
+    "CudaRelease",
+    "Distro",
+    "DriverBranch",
+    "GpuModel",
+    "GpuSeries",
+    "MinorCompat",
+    "Mirror",
+    "NgcRelease",
+    "TorchPatch",
+    "TorchRelease",
+    "TorchVariant",
+    "Variant",
+    "norm_cc",
+    "norm_gpu_name",
+    "norm_pci",
 ]
 
 

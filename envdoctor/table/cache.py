@@ -44,7 +44,7 @@ def cache_dir(env: Optional[Mapping[str, str]] = None) -> Optional[Path]:
     None where no home can be worked out."""
     try:
         return user_dir("cache", dict(os.environ if env is None else env)) / "table"
-    except (RuntimeError, KeyError, OSError):    # no HOME and no password entry: no cache
+    except (RuntimeError, KeyError, OSError):  # no HOME and no password entry: no cache
         return None
 
 
@@ -94,7 +94,7 @@ def write(path: Path, docs: Docs) -> None:
     entries of the folder; any failure just leaves no cache."""
     try:
         text = json.dumps({"format": FORMAT, "files": docs}, separators=(",", ":"), allow_nan=False)
-    except (TypeError, ValueError):   # a TOML date/time or an infinity: JSON cannot hold it
+    except (TypeError, ValueError):  # a TOML date/time or an infinity: JSON cannot hold it
         log.debug("table cache: documents are not plain JSON data; not cached")
         return
     try:

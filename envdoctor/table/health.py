@@ -37,7 +37,7 @@ class Xid(Sourced):
     code: int
     mnemonic: str
     meaning: str
-    severity: str                       # "critical", "warning", "app", "info"
+    severity: str  # "critical", "warning", "app", "info"
     action: str
     source: str
     checked: str
@@ -58,7 +58,7 @@ class Reason(Sourced):
     name: str
     nvml: str
     bit: int
-    kind: str                           # "benign" or "fault" (``class`` in the file)
+    kind: str  # "benign" or "fault" (``class`` in the file)
     meaning: str
     source: str
     checked: str
@@ -119,7 +119,7 @@ def load_xids(doc: Doc) -> Tuple[Xid, ...]:
     for where, raw in rows(doc, "xid", "code"):
         raw = dict(raw)
         buckets = {k: raw.pop(k) for k in ("nvidia_immediate", "nvidia_investigatory") if k in raw}
-        for k, b in buckets.items():   # the catalog leaves some buckets empty: "" is allowed here
+        for k, b in buckets.items():  # the catalog leaves some buckets empty: "" is allowed here
             if not isinstance(b, str):
                 raise where.fail(f"field '{k}' must be a string, not {b!r}")
         v = fields(where, raw, spec_of(Xid, derived=("nvidia_immediate", "nvidia_investigatory")))

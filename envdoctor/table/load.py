@@ -76,10 +76,17 @@ def _branch(where: Where, v: dict[str, Any]) -> None:
 
 def load_cuda(doc: Doc) -> tuple[tuple[CudaRelease, ...], tuple[MinorCompat, ...], tuple[DriverBranch, ...]]:
     check_top(doc, ("release", "minor_compat", "branch"))
-    return (load_rows(doc, "release", "version", CudaRelease, _cuda_release, loose=("label",)),
-            load_rows(doc, "minor_compat", "major", MinorCompat,
-                      versions("min_driver_linux", "min_driver_windows", "below_driver")),
-            load_rows(doc, "branch", "branch", DriverBranch, _branch))
+    return (
+        load_rows(doc, "release", "version", CudaRelease, _cuda_release, loose=("label",)),
+        load_rows(
+            doc,
+            "minor_compat",
+            "major",
+            MinorCompat,
+            versions("min_driver_linux", "min_driver_windows", "below_driver"),
+        ),
+        load_rows(doc, "branch", "branch", DriverBranch, _branch),
+    )
 
 
 def _architecture(where: Where, v: dict[str, Any]) -> None:
@@ -95,15 +102,18 @@ def _architecture(where: Where, v: dict[str, Any]) -> None:
 
 def load_architectures(doc: Doc) -> tuple[Architecture, ...]:
     check_top(doc, ("architecture",))
-    return load_rows(doc, "architecture", "cc", Architecture, _architecture, derived=("sm",),
-                     strict=("kernel_modules_source",))
+    return load_rows(
+        doc, "architecture", "cc", Architecture, _architecture, derived=("sm",), strict=("kernel_modules_source",)
+    )
 
 
 def _gpu(where: Where, v: dict[str, Any]) -> None:
     _cc(where, v)
     if v["datacenter"] and not v["datacenter_source"]:
-        raise where.fail("field 'datacenter' is true but 'datacenter_source' is missing "
-                         "(where NVIDIA lists the model as a data-center GPU)")
+        raise where.fail(
+            "field 'datacenter' is true but 'datacenter_source' is missing "
+            "(where NVIDIA lists the model as a data-center GPU)"
+        )
     for pid in v["pci_ids"]:
         if not _PCI.match(pid):
             raise where.fail(f"field 'pci_ids': {pid!r} is not a device id like 0x2335")
@@ -111,15 +121,19 @@ def _gpu(where: Where, v: dict[str, Any]) -> None:
 
 def _series(where: Where, v: dict[str, Any]) -> None:
     if not _SERIES.match(v["match"]):
-        raise where.fail(f"field 'match': {v['match']!r} is not a GeForce series like \"rtx 40\" "
-                         "or a model like \"rtx 2050\"")
+        raise where.fail(
+            f'field \'match\': {v["match"]!r} is not a GeForce series like "rtx 40" or a model like "rtx 2050"'
+        )
     _cc(where, v)
 
 
 def load_gpus(doc: Doc) -> tuple[tuple[GpuModel, ...], tuple[ChipFamily, ...], tuple[GpuSeries, ...]]:
     check_top(doc, ("gpu", "family", "series"))
-    return (load_rows(doc, "gpu", "name", GpuModel, _gpu), load_rows(doc, "family", "chip", ChipFamily, _cc),
-            load_rows(doc, "series", "match", GpuSeries, _series))
+    return (
+        load_rows(doc, "gpu", "name", GpuModel, _gpu),
+        load_rows(doc, "family", "chip", ChipFamily, _cc),
+        load_rows(doc, "series", "match", GpuSeries, _series),
+    )
 
 
 def _torch_variant(where: Where, raw: dict, cuda_of: dict[str, Any]) -> TorchVariant:
@@ -136,8 +150,14 @@ def load_torch(doc: Doc, cuda_of: dict[str, Any]) -> tuple[TorchRelease, ...]:
     check_top(doc, ("release",))
     out = []
     for where, raw in rows(doc, "release", "version"):
-        v = fields(where, raw, dict(spec_of(TorchRelease, derived=("variants", "torchvision", "torchaudio"),
-                                            loose=("pytorch_cuda",)), variant="tables"))
+        v = fields(
+            where,
+            raw,
+            dict(
+                spec_of(TorchRelease, derived=("variants", "torchvision", "torchaudio"), loose=("pytorch_cuda",)),
+                variant="tables",
+            ),
+        )
         rv = version(where, "version", v["version"])
         version(where, "glibc", v["glibc"])
         for py in v["pythons"]:
@@ -163,8 +183,12 @@ def load_torch(doc: Doc, cuda_of: dict[str, Any]) -> tuple[TorchRelease, ...]:
         for raw_v in v.pop("variant"):
             vw = Where(where.label, "release.variant", f"{where.row} {raw_v.get('name', '?')}")
             variants.append(_torch_variant(vw, raw_v, cuda_of))
-        v.update(patches=tuple(patches), variants=tuple(variants),
-                 torchvision=patches[0].torchvision, torchaudio=patches[0].torchaudio)
+        v.update(
+            patches=tuple(patches),
+            variants=tuple(variants),
+            torchvision=patches[0].torchvision,
+            torchaudio=patches[0].torchaudio,
+        )
         out.append(make_row(TorchRelease, where, v))
     return tuple(out)
 
@@ -189,8 +213,9 @@ def load_indexes(doc: Doc) -> tuple[str, tuple[dict[str, Any], ...], tuple[Mirro
             raise where.fail(f"field 'index_url': {v['index_url']!r} is not an https URL")
         check_unconfirmed_fields(where, v["unconfirmed_fields"], Variant)
         variants.append(dict(v, _where=where))
-    mirrors = load_rows(doc, "mirror", "name", Mirror,
-                        lambda where, v: one_of(where, "kind", v["kind"], get_args(MirrorKind)))
+    mirrors = load_rows(
+        doc, "mirror", "name", Mirror, lambda where, v: one_of(where, "kind", v["kind"], get_args(MirrorKind))
+    )
     return base, tuple(variants), mirrors
 
 
@@ -212,7 +237,8 @@ def load_ngc(doc: Doc) -> tuple[NgcRelease, ...]:
 #: with its own ``<name>_source`` and ``<name>_checked`` (and, for dkms_mok, the enrol command).
 _OWN_SOURCED: dict[str, tuple[str, ...]] = {"kernel_headers": (), "dkms_mok": ("dkms_mok_enroll",)}
 _SOURCED_SPEC: dict[str, str] = {
-    k: "str?" for name, extra in _OWN_SOURCED.items() for k in (name, f"{name}_source", f"{name}_checked", *extra)}
+    k: "str?" for name, extra in _OWN_SOURCED.items() for k in (name, f"{name}_source", f"{name}_checked", *extra)
+}
 _DATE = re.compile(r"^\d{4}-\d{2}(-\d{2})?$")
 
 
@@ -248,9 +274,19 @@ def load_distros(doc: Doc) -> tuple[Distro, ...]:
     check_top(doc, ("family", "distro"))
     families: dict[str, dict[str, Any]] = {}
     for where, raw in rows(doc, "family", "name"):
-        v = fields(where, raw, {"name": "str", "package_manager": "str", "toolkit_package": "str",
-                               "driver_packages": "strs", "keyring_package": "str?", "keyring_url": "str?",
-                               **_SOURCED_SPEC})
+        v = fields(
+            where,
+            raw,
+            {
+                "name": "str",
+                "package_manager": "str",
+                "toolkit_package": "str",
+                "driver_packages": "strs",
+                "keyring_package": "str?",
+                "keyring_url": "str?",
+                **_SOURCED_SPEC,
+            },
+        )
         _check_sourced(where, v)
         bad = [n for n in v["unconfirmed_fields"] if n not in _OWN_SOURCED]
         if bad:
@@ -263,9 +299,22 @@ def load_distros(doc: Doc) -> tuple[Distro, ...]:
         families[v["name"]] = v
     out = []
     for where, raw in rows(doc, "distro", "repo_dir"):
-        v = fields(where, raw, {"id": "str", "version": "str", "family": "str", "repo_dir": "str",
-                               "cuda_lines": "strs", "also_ids": "strs?", "distro_driver_packages": "strs?",
-                               "glibc": "str?", "glibc_source": "str?", **_SOURCED_SPEC})
+        v = fields(
+            where,
+            raw,
+            {
+                "id": "str",
+                "version": "str",
+                "family": "str",
+                "repo_dir": "str",
+                "cuda_lines": "strs",
+                "also_ids": "strs?",
+                "distro_driver_packages": "strs?",
+                "glibc": "str?",
+                "glibc_source": "str?",
+                **_SOURCED_SPEC,
+            },
+        )
         _check_sourced(where, v)
         if v["glibc"] is not None and not _GLIBC.match(v["glibc"]):
             raise where.fail(f"field 'glibc': {v['glibc']!r} is not a glibc version like 2.35")
@@ -277,8 +326,12 @@ def load_distros(doc: Doc) -> tuple[Distro, ...]:
             raise where.fail(f"field 'family': {v['family']!r} is not a [[family]] of this file")
         for line in v["cuda_lines"]:
             version(where, "cuda_lines", line)
-        v.update(toolkit_package=fam["toolkit_package"], driver_packages=fam["driver_packages"],
-                 package_manager=fam["package_manager"], keyring_package=fam["keyring_package"])
+        v.update(
+            toolkit_package=fam["toolkit_package"],
+            driver_packages=fam["driver_packages"],
+            package_manager=fam["package_manager"],
+            keyring_package=fam["keyring_package"],
+        )
         _inherit(v, fam)
         v["unconfirmed"] = v["unconfirmed"] or fam["unconfirmed"]
         out.append(make_row(Distro, where, v))

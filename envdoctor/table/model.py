@@ -32,8 +32,10 @@ from envdoctor.table.source import FILES, DataDir, read_files
 #: How GeForce model names are written (the series and their compute capabilities are rows of
 #: ``gpus.toml``): two series digits, then a tier 10-90, then an optional variant word. "RTX 2000
 #: Ada", "RTX 4000", "RTX A4000" and "RTX PRO 6000", workstation boards, never match.
-_GEFORCE_NAME = re.compile(r"^(gtx|rtx) ?(\d{2})([1-9]0)"
-                           r"(?: (?:ti|super|d|ti super|mobile|laptop gpu|max q|\d+gb)\b.*)?$")
+_GEFORCE_NAME = re.compile(
+    r"^(gtx|rtx) ?(\d{2})([1-9]0)"
+    r"(?: (?:ti|super|d|ti super|mobile|laptop gpu|max q|\d+gb)\b.*)?$"
+)
 
 
 def norm_pci(device_id: str) -> Optional[int]:
@@ -70,7 +72,7 @@ def norm_cc(cc: Union[str, tuple[int, int]]) -> Optional[str]:
 class Table:
     """The compatibility table. Build it with :func:`envdoctor.table.load_table`."""
 
-    directory: DataDir                    # where the files were read: a Path, or a folder in a zip
+    directory: DataDir  # where the files were read: a Path, or a folder in a zip
     cuda_releases: tuple[CudaRelease, ...]
     minor_compats: tuple[MinorCompat, ...]
     driver_branches: tuple[DriverBranch, ...]
@@ -236,8 +238,9 @@ class Table:
         for r in self.ngc_releases:
             if d >= parse_version(r.min_driver):
                 out.append(r)
-            elif datacenter and any(d.release[0] == parse_version(b).release[0] and d >= parse_version(b)
-                                    for b in r.forward_compat_branches):
+            elif datacenter and any(
+                d.release[0] == parse_version(b).release[0] and d >= parse_version(b) for b in r.forward_compat_branches
+            ):
                 out.append(r)
         return tuple(out)
 

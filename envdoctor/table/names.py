@@ -20,5 +20,5 @@ def norm_gpu_name(name: str) -> str:
         changed = False
         for p in _PREFIXES:
             if s.startswith(p):
-                s, changed = s[len(p):], True
+                s, changed = s[len(p) :], True
     return s

@@ -20,7 +20,7 @@ from typing import Literal, Optional
 from envdoctor.table.schema import parse_version
 
 CudaKind = Literal["ga", "update", "rc", "preview"]
-Designation = Literal["LTSB", "PB", "NFB"]          # long-term, production, new-feature branch
+Designation = Literal["LTSB", "PB", "NFB"]  # long-term, production, new-feature branch
 KernelModules = Literal["proprietary", "either", "open"]
 VariantKind = Literal["cuda", "cpu", "rocm", "xpu"]
 CondaStory = Literal["pytorch-channel", "conda-forge"]
@@ -59,21 +59,21 @@ class Sourced:
         return name is None or name not in self.unconfirmed_fields
 
 
-_Sourced = Sourced      # the name the rows below were written with
+_Sourced = Sourced  # the name the rows below were written with
 
 
 @dataclass(frozen=True)
 class CudaRelease(_Sourced):
     """One CUDA toolkit release: "12.8.0" (12.8 GA) needs driver >= 570.26 on Linux."""
 
-    version: str                          # "12.8.1"
-    min_driver_linux: str                 # "570.124.06"
-    min_driver_windows: Optional[str]     # "572.61"; None where NVIDIA says N/A (13.x)
+    version: str  # "12.8.1"
+    min_driver_linux: str  # "570.124.06"
+    min_driver_windows: Optional[str]  # "572.61"; None where NVIDIA says N/A (13.x)
     source: str = ""
     checked: str = ""
     unconfirmed: bool = False
     kind: CudaKind = "ga"
-    label: str = ""                       # "12.8 Update 1", as NVIDIA names it
+    label: str = ""  # "12.8 Update 1", as NVIDIA names it
     unconfirmed_fields: tuple[str, ...] = ()
     note: Optional[str] = None
 
@@ -92,14 +92,14 @@ class CudaRelease(_Sourced):
 class MinorCompat(_Sourced):
     """Minor-version compatibility of a CUDA major: 12.x apps run on >= 525.60.13, with limits."""
 
-    major: int                            # 12
-    min_driver_linux: str                 # "525.60.13"
+    major: int  # 12
+    min_driver_linux: str  # "525.60.13"
     min_driver_windows: Optional[str]
-    limitations: tuple[str, ...]          # what does not work below a release's own driver
+    limitations: tuple[str, ...]  # what does not work below a release's own driver
     source: str = ""
     checked: str = ""
     unconfirmed: bool = False
-    below_driver: Optional[str] = None    # "580": the MVC row's upper bound (newer drivers: backward compat)
+    below_driver: Optional[str] = None  # "580": the MVC row's upper bound (newer drivers: backward compat)
     unconfirmed_fields: tuple[str, ...] = ()
     note: Optional[str] = None
 
@@ -108,10 +108,10 @@ class MinorCompat(_Sourced):
 class DriverBranch(_Sourced):
     """A data-center driver branch: R535 is the CUDA 12 long-term branch."""
 
-    branch: str                           # "535"
+    branch: str  # "535"
     designation: Designation
-    cuda_major: int                       # highest CUDA major without the forward-compat package
-    end_of_life: Optional[str]            # "2026-06"
+    cuda_major: int  # highest CUDA major without the forward-compat package
+    end_of_life: Optional[str]  # "2026-06"
     source: str = ""
     checked: str = ""
     unconfirmed: bool = False
@@ -123,19 +123,19 @@ class DriverBranch(_Sourced):
 class Architecture(_Sourced):
     """A compute capability: "8.6" is Ampere, sm_86, first compiled by CUDA 11.1."""
 
-    cc: str                               # "8.6"
-    sm: str                               # "sm_86"
-    name: str                             # "Ampere"
-    first_cuda: str                       # "11.1"
-    dropped_cuda: Optional[str]           # "13.0" for Maxwell/Pascal/Volta
-    min_driver_branch: Optional[str]      # "455": branch of first_cuda's minimum driver
-    last_driver_branch: Optional[str]     # "580": last branch for a retired architecture
-    tensor_cores: tuple[str, ...]         # ("tf32", "bf16", "fp16", "int8", "int4")
+    cc: str  # "8.6"
+    sm: str  # "sm_86"
+    name: str  # "Ampere"
+    first_cuda: str  # "11.1"
+    dropped_cuda: Optional[str]  # "13.0" for Maxwell/Pascal/Volta
+    min_driver_branch: Optional[str]  # "455": branch of first_cuda's minimum driver
+    last_driver_branch: Optional[str]  # "580": last branch for a retired architecture
+    tensor_cores: tuple[str, ...]  # ("tf32", "bf16", "fp16", "int8", "int4")
     source: str = ""
     checked: str = ""
     unconfirmed: bool = False
     jetson: bool = False
-    kernel_modules: KernelModules = "either"   # which flavour of NVIDIA's kernel modules drives it
+    kernel_modules: KernelModules = "either"  # which flavour of NVIDIA's kernel modules drives it
     kernel_modules_source: Optional[str] = None
     unconfirmed_fields: tuple[str, ...] = ()
     note: Optional[str] = None
@@ -151,9 +151,9 @@ class GpuSeries(_Sourced):
     """What a GeForce name implies when no model row names it: "rtx 40" (RTX 40xx) is 8.9; a
     model row like "rtx 2050" (an Ampere chip in the RTX 20 series) wins over its series."""
 
-    label: str                            # "RTX 40xx", "RTX 2050 (GA107)"
-    match: str                            # "rtx 40" (a series), "rtx 2050" or "rtx 3050 a" (a model)
-    cc: str                               # "8.9"
+    label: str  # "RTX 40xx", "RTX 2050 (GA107)"
+    match: str  # "rtx 40" (a series), "rtx 2050" or "rtx 3050 a" (a model)
+    cc: str  # "8.9"
     source: str = ""
     checked: str = ""
     unconfirmed: bool = False
@@ -170,25 +170,25 @@ class GpuSeries(_Sourced):
 class GpuModel(_Sourced):
     """A GPU model with dense datasheet peaks in TFLOP/s (tensor-core rates for tf32/fp16/bf16)."""
 
-    name: str                             # "NVIDIA H200", as NVML reports it
-    aliases: tuple[str, ...]              # ("H200", "H200 SXM", ...)
-    pci_ids: tuple[str, ...]              # ("0x2335",)
-    cc: str                               # "9.0"
-    memory_gib: Optional[float]           # 141.0, as the datasheet writes it
-    bandwidth_gbs: Optional[float]        # 4800.0
-    fp32_tflops: Optional[float]          # non-tensor FP32
+    name: str  # "NVIDIA H200", as NVML reports it
+    aliases: tuple[str, ...]  # ("H200", "H200 SXM", ...)
+    pci_ids: tuple[str, ...]  # ("0x2335",)
+    cc: str  # "9.0"
+    memory_gib: Optional[float]  # 141.0, as the datasheet writes it
+    bandwidth_gbs: Optional[float]  # 4800.0
+    fp32_tflops: Optional[float]  # non-tensor FP32
     tf32_tflops: Optional[float]
-    fp16_tflops: Optional[float]          # FP16 with FP32 accumulate
+    fp16_tflops: Optional[float]  # FP16 with FP32 accumulate
     bf16_tflops: Optional[float]
-    fp16_half_rate_accum: bool            # GeForce: FP32-accumulate at half the FP16-accumulate rate
+    fp16_half_rate_accum: bool  # GeForce: FP32-accumulate at half the FP16-accumulate rate
     source: str = ""
     checked: str = ""
     unconfirmed: bool = False
     fp16_fp16acc_tflops: Optional[float] = None
     fp8_tflops: Optional[float] = None
     pci_source: Optional[str] = None
-    datacenter: bool = False              # an NVIDIA data-center GPU: may run forward compatibility (cuda-compat)
-    datacenter_source: Optional[str] = None   # where NVIDIA lists the model as a data-center GPU
+    datacenter: bool = False  # an NVIDIA data-center GPU: may run forward compatibility (cuda-compat)
+    datacenter_source: Optional[str] = None  # where NVIDIA lists the model as a data-center GPU
     unconfirmed_fields: tuple[str, ...] = ()
     note: Optional[str] = None
 
@@ -206,7 +206,7 @@ class GpuModel(_Sourced):
 class ChipFamily(_Sourced):
     """PCI device-id ranges of one chip family: 0x2300-0x23ff is GH100 (cc 9.0)."""
 
-    chip: str                             # "GH100"
+    chip: str  # "GH100"
     cc: str
     pci_ranges: tuple[tuple[int, int], ...]
     source: str = ""
@@ -223,13 +223,13 @@ class ChipFamily(_Sourced):
 class TorchVariant(_Sourced):
     """One wheel variant of one torch release: 2.8.0 cu128 carries sm_70 ... sm_120."""
 
-    name: str                             # "cu128"
-    cuda: Optional[str]                   # "12.8"; None for cpu/rocm/xpu
-    arch_list: tuple[str, ...]            # ("sm_70", ..., "sm_120"), "compute_XY" = PTX
-    platforms: tuple[str, ...]            # ("linux_x86_64", "linux_aarch64", "win_amd64")
+    name: str  # "cu128"
+    cuda: Optional[str]  # "12.8"; None for cpu/rocm/xpu
+    arch_list: tuple[str, ...]  # ("sm_70", ..., "sm_120"), "compute_XY" = PTX
+    platforms: tuple[str, ...]  # ("linux_x86_64", "linux_aarch64", "win_amd64")
     unconfirmed: bool = False
     arch_list_aarch64: tuple[str, ...] = ()
-    manylinux: Optional[str] = None       # overrides the release's tag (2.6 cu126)
+    manylinux: Optional[str] = None  # overrides the release's tag (2.6 cu126)
     glibc: Optional[str] = None
     source: Optional[str] = None
     checked: Optional[str] = None
@@ -239,25 +239,25 @@ class TorchVariant(_Sourced):
 
 @dataclass(frozen=True)
 class TorchPatch:
-    version: str                          # "2.7.1"
-    torchvision: Optional[str]            # "0.22.1"
-    torchaudio: Optional[str]             # "2.7.1"; None from 2.12 (no torchaudio release)
+    version: str  # "2.7.1"
+    torchvision: Optional[str]  # "0.22.1"
+    torchaudio: Optional[str]  # "2.7.1"; None from 2.12 (no torchaudio release)
 
 
 @dataclass(frozen=True)
 class TorchRelease(_Sourced):
     """A torch minor release ("2.8.0" and its patches) with its wheel variants."""
 
-    version: str                          # "2.8.0"
-    pythons: tuple[str, ...]              # ("3.9", ..., "3.13", "3.13t")
+    version: str  # "2.8.0"
+    pythons: tuple[str, ...]  # ("3.9", ..., "3.13", "3.13t")
     variants: tuple[TorchVariant, ...]
-    pypi_default: str                     # "cu128"
-    manylinux: str                        # "manylinux_2_28"
-    glibc: str                            # "2.28"
-    torchvision: Optional[str]            # of the first patch
+    pypi_default: str  # "cu128"
+    manylinux: str  # "manylinux_2_28"
+    glibc: str  # "2.28"
+    torchvision: Optional[str]  # of the first patch
     torchaudio: Optional[str]
     conda: CondaStory
-    pytorch_cuda: tuple[str, ...]         # pytorch-cuda=X versions on -c pytorch -c nvidia (1.13-2.5)
+    pytorch_cuda: tuple[str, ...]  # pytorch-cuda=X versions on -c pytorch -c nvidia (1.13-2.5)
     source: str = ""
     checked: str = ""
     unconfirmed: bool = False
@@ -284,10 +284,10 @@ class TorchRelease(_Sourced):
 class Variant(_Sourced):
     """A directory of the wheel index: cu128 is CUDA 12.8 at .../whl/cu128, driver >= 570.26."""
 
-    name: str                             # "cu128"
-    cuda: Optional[str]                   # "12.8"
-    index_url: str                        # "https://download.pytorch.org/whl/cu128"
-    min_driver_linux: Optional[str]       # "570.26" (the CUDA GA's own floor)
+    name: str  # "cu128"
+    cuda: Optional[str]  # "12.8"
+    index_url: str  # "https://download.pytorch.org/whl/cu128"
+    min_driver_linux: Optional[str]  # "570.26" (the CUDA GA's own floor)
     kind: VariantKind
     source: str = ""
     checked: str = ""
@@ -313,17 +313,17 @@ class Mirror(_Sourced):
 class NgcRelease(_Sourced):
     """An NGC PyTorch container: 25.01 is CUDA 12.8.0, torch 2.6.0a0, Ubuntu 24.04."""
 
-    tag: str                              # "25.01"
-    cuda: str                             # "12.8.0"
-    torch: str                            # "2.6.0a0+ecf3bae40a"
-    ubuntu: Optional[str]                 # "24.04"
-    python: Optional[str]                 # "3.12"
-    min_driver: str                       # "570": the branch the notes require
-    forward_compat_branches: tuple[str, ...]   # ("470.57", "525.85", "535.86", "545.23")
+    tag: str  # "25.01"
+    cuda: str  # "12.8.0"
+    torch: str  # "2.6.0a0+ecf3bae40a"
+    ubuntu: Optional[str]  # "24.04"
+    python: Optional[str]  # "3.12"
+    min_driver: str  # "570": the branch the notes require
+    forward_compat_branches: tuple[str, ...]  # ("470.57", "525.85", "535.86", "545.23")
     source: str = ""
     checked: str = ""
     unconfirmed: bool = False
-    min_cc: Optional[str] = None          # "7.5": the lowest compute capability the notes support
+    min_cc: Optional[str] = None  # "7.5": the lowest compute capability the notes support
     unconfirmed_fields: tuple[str, ...] = ()
     note: Optional[str] = None
 
@@ -336,21 +336,21 @@ class NgcRelease(_Sourced):
 class Distro(_Sourced):
     """A distribution NVIDIA's CUDA repository serves: ubuntu 22.04 is repos/ubuntu2204."""
 
-    id: str                               # "ubuntu" (os-release ID)
-    version: str                          # "22.04"
+    id: str  # "ubuntu" (os-release ID)
+    version: str  # "22.04"
     family: DistroFamily
-    repo_dir: str                         # "ubuntu2204"
-    cuda_lines: tuple[str, ...]           # ("11.7", ..., "13.2")
-    toolkit_package: str                  # "cuda-toolkit-{major}-{minor}"
-    driver_packages: tuple[str, ...]      # ("cuda-drivers", "nvidia-open", ...)
+    repo_dir: str  # "ubuntu2204"
+    cuda_lines: tuple[str, ...]  # ("11.7", ..., "13.2")
+    toolkit_package: str  # "cuda-toolkit-{major}-{minor}"
+    driver_packages: tuple[str, ...]  # ("cuda-drivers", "nvidia-open", ...)
     source: str = ""
     checked: str = ""
     unconfirmed: bool = False
     package_manager: Optional[PackageManager] = None
-    distro_driver_packages: tuple[str, ...] = ()   # Ubuntu archive: "nvidia-driver-{branch}", ...
-    also_ids: tuple[str, ...] = ()        # ("rocky", "almalinux", "ol")
+    distro_driver_packages: tuple[str, ...] = ()  # Ubuntu archive: "nvidia-driver-{branch}", ...
+    also_ids: tuple[str, ...] = ()  # ("rocky", "almalinux", "ol")
     keyring_package: Optional[str] = None
-    glibc: Optional[str] = None           # "2.35": the release's glibc (None: varies by point release)
+    glibc: Optional[str] = None  # "2.35": the release's glibc (None: varies by point release)
     glibc_source: Optional[str] = None
     #: the packages that hold the running kernel's headers, as the package manager's arguments:
     #: "linux-headers-$(uname -r)" (the family's, unless the row gives its own)
@@ -385,4 +385,3 @@ class Distro(_Sourced):
 # Field names each kind of row may mark in unconfirmed_fields.
 def field_names(cls: type) -> tuple[str, ...]:
     return tuple(f for f in cls.__dataclass_fields__)  # type: ignore[attr-defined]
-

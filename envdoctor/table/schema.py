@@ -94,8 +94,10 @@ def _compile(spec: Spec, common: bool) -> tuple[_Compiled, frozenset[str]]:
     key = tuple(full.items())
     hit = _COMPILED.get(key)
     if hit is None:
-        compiled = tuple((k, kind.endswith("?"), _CHECKERS[kind.rstrip("?")], _DEFAULTS.get(kind.rstrip("?")))
-                         for k, kind in full.items())
+        compiled = tuple(
+            (k, kind.endswith("?"), _CHECKERS[kind.rstrip("?")], _DEFAULTS.get(kind.rstrip("?")))
+            for k, kind in full.items()
+        )
         hit = _COMPILED[key] = (compiled, frozenset(full))
     return hit
 
@@ -130,13 +132,21 @@ def _row_spec(cls: type) -> tuple[tuple[str, str], ...]:
 
     hints = typing.get_type_hints(cls)
     missing = dataclasses.MISSING
-    return tuple((f.name, _kind(hints[f.name], f.default is not missing or f.default_factory is not missing))
-                 for f in dataclasses.fields(cls))
+    return tuple(
+        (f.name, _kind(hints[f.name], f.default is not missing or f.default_factory is not missing))
+        for f in dataclasses.fields(cls)
+    )
 
 
 @functools.cache
-def spec_of(cls: type, derived: tuple[str, ...] = (), loose: tuple[str, ...] = (), strict: tuple[str, ...] = (),
-            keep: tuple[str, ...] = (), renamed: tuple[tuple[str, str], ...] = ()) -> Spec:
+def spec_of(
+    cls: type,
+    derived: tuple[str, ...] = (),
+    loose: tuple[str, ...] = (),
+    strict: tuple[str, ...] = (),
+    keep: tuple[str, ...] = (),
+    renamed: tuple[tuple[str, str], ...] = (),
+) -> Spec:
     """The file's fields of row class ``cls``, from its dataclass fields and their types: one
     declaration of a row. ``derived``: fields the loader fills (not in the file); ``loose``: may be
     left out though the type is not Optional (the loader fills a default); ``strict``: must be given
@@ -196,8 +206,14 @@ def make_row(cls: type, where: Where, values: dict[str, Any]) -> Any:
     return cls(**values)
 
 
-def load_rows(doc: Doc, section: str, key: Optional[str], cls: type,
-              check: Optional[Callable[[Where, dict[str, Any]], None]] = None, **spec: Any) -> tuple[Any, ...]:
+def load_rows(
+    doc: Doc,
+    section: str,
+    key: Optional[str],
+    cls: type,
+    check: Optional[Callable[[Where, dict[str, Any]], None]] = None,
+    **spec: Any,
+) -> tuple[Any, ...]:
     """Every ``[[section]]`` row of ``doc`` as a ``cls`` (a frozen dataclass of sourced fields), the one
     loader of every table file: the fields the dataclass declares (:func:`spec_of` with ``spec``:
     ``derived``, ``loose``, ``renamed``, ...) checked by their types, then ``check(where, values)``
@@ -239,9 +255,11 @@ def version(where: Where, name: str, value: Optional[str]) -> Optional[Version]:
 
 def versions(*names: str) -> Callable[[Where, dict[str, Any]], None]:
     """A row check: each of ``names`` is a version where it is given (``versions("version", "torch")``)."""
+
     def check(where: Where, v: dict[str, Any]) -> None:
         for name in names:
             version(where, name, v[name])
+
     return check
 
 
@@ -283,7 +301,7 @@ def _ranges(where: Where, k: str, v: Any) -> tuple[tuple[int, int], ...]:
                 raise ValueError(pair)
             lo, hi = (int(x, 16) for x in pair)
         except ValueError:
-            raise where.fail(f"field '{k}' must be a list of [\"0xLOW\", \"0xHIGH\"] pairs, not {pair!r}") from None
+            raise where.fail(f'field \'{k}\' must be a list of ["0xLOW", "0xHIGH"] pairs, not {pair!r}') from None
         if lo > hi:
             raise where.fail(f"field '{k}': range {pair!r} runs backwards")
         out.append((lo, hi))
@@ -297,7 +315,12 @@ def _tables(where: Where, k: str, v: Any) -> list[dict]:
 
 
 _CHECKERS: dict[str, Callable[[Where, str, Any], Any]] = {
-    "str": _str, "bool": _bool, "int": _int, "float": _float, "strs": _strs,
-    "ranges": _ranges, "tables": _tables,
+    "str": _str,
+    "bool": _bool,
+    "int": _int,
+    "float": _float,
+    "strs": _strs,
+    "ranges": _ranges,
+    "tables": _tables,
 }
 _DEFAULTS: dict[str, Any] = {"strs": (), "bool": False, "tables": []}

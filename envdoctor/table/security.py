@@ -25,11 +25,11 @@ from envdoctor.table.source import DataDir, read_doc
 class ToolkitFix(Sourced):
     """The first release of the toolkit that fixes the CVEs of one NVIDIA bulletin."""
 
-    cves: Tuple[str, ...]               # ("CVE-2025-23266", "CVE-2025-23267")
-    fixed: str                          # "1.17.8": every earlier release is affected
-    bulletin: str                       # NVIDIA's security bulletin
-    date: str                           # "2025-07"
-    escape: bool                        # the worst case is a container reaching the host
+    cves: Tuple[str, ...]  # ("CVE-2025-23266", "CVE-2025-23267")
+    fixed: str  # "1.17.8": every earlier release is affected
+    bulletin: str  # NVIDIA's security bulletin
+    date: str  # "2025-07"
+    escape: bool  # the worst case is a container reaching the host
     summary: str
     source: str
     checked: str

@@ -24,8 +24,7 @@ from envdoctor.table.schema import Doc, TableError, parse_toml
 #: Names the default table at another folder of ``*.toml`` files (a copy of ``data/``).
 DATA_ENV = "ENVDOCTOR_DATA"
 
-FILES = ("cuda.toml", "architectures.toml", "gpus.toml", "torch.toml", "indexes.toml", "ngc.toml",
-         "distros.toml")
+FILES = ("cuda.toml", "architectures.toml", "gpus.toml", "torch.toml", "indexes.toml", "ngc.toml", "distros.toml")
 
 
 class DataDir(Protocol):
@@ -53,10 +52,10 @@ def data_directory(environ: Optional[Mapping[str, str]] = None) -> DataDir:
     if override:
         return Path(override).expanduser()
     here = Path(__file__)
-    if here.is_file():   # a real folder: plain paths (importlib.resources costs ~30 ms to import)
+    if here.is_file():  # a real folder: plain paths (importlib.resources costs ~30 ms to import)
         package = here.resolve().parent.parent
         candidates: tuple[DataDir, ...] = (package / "data", package.parent / "data")
-    else:                # inside an archive: only the import system can read it
+    else:  # inside an archive: only the import system can read it
         from importlib import resources
 
         candidates = (resources.files("envdoctor").joinpath("data"),)
@@ -74,7 +73,7 @@ def read_files(directory: DataDir) -> dict[str, Optional[bytes]]:
         try:
             out[name] = directory.joinpath(name).read_bytes()
         except (FileNotFoundError, NotADirectoryError, KeyError):
-            out[name] = None          # zipfile.Path raises KeyError for a name the archive lacks
+            out[name] = None  # zipfile.Path raises KeyError for a name the archive lacks
         except OSError as exc:
             raise TableError(f"{directory.name}/{name}: cannot be read: {exc.strerror or exc}") from None
     return out
@@ -93,4 +92,3 @@ def read_doc(name: str, directory: Optional[DataDir] = None) -> Doc:
     except OSError as exc:
         raise TableError(f"{label}: cannot be read: {exc.strerror or exc}") from None
     return Doc(label, parse_toml(label, raw))
-

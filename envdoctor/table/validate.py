@@ -60,9 +60,14 @@ def check_cuda(d: str, releases: Sequence[CudaRelease], compat: Sequence[MinorCo
             if value is None:
                 continue
             if prev is not None and parse_version(value) < parse_version(getattr(prev, os_field)):
-                raise _err(d, "cuda.toml", "release", r.version,
-                           f"field '{os_field}': {value} is below {getattr(prev, os_field)} of CUDA {prev.version} "
-                           "(driver floors never decrease with newer CUDA)")
+                raise _err(
+                    d,
+                    "cuda.toml",
+                    "release",
+                    r.version,
+                    f"field '{os_field}': {value} is below {getattr(prev, os_field)} of CUDA {prev.version} "
+                    "(driver floors never decrease with newer CUDA)",
+                )
             prev = r
     ga = {}
     for r in releases:
@@ -80,12 +85,23 @@ def check_architectures(d: str, archs: Sequence[Architecture]) -> None:
     _dupes(d, "architectures.toml", "architecture", (a.cc for a in archs), "compute capability")
     for a in archs:
         if a.dropped_cuda and parse_version(a.dropped_cuda) <= parse_version(a.first_cuda):
-            raise _err(d, "architectures.toml", "architecture", a.cc,
-                       f"field 'dropped_cuda': {a.dropped_cuda} is not after first_cuda {a.first_cuda}")
+            raise _err(
+                d,
+                "architectures.toml",
+                "architecture",
+                a.cc,
+                f"field 'dropped_cuda': {a.dropped_cuda} is not after first_cuda {a.first_cuda}",
+            )
 
 
-def check_gpus(d: str, gpus: Sequence[GpuModel], families: Sequence[ChipFamily], series: Sequence[GpuSeries],
-               known_cc: dict[str, Architecture], norm: Callable[[str], str]) -> None:
+def check_gpus(
+    d: str,
+    gpus: Sequence[GpuModel],
+    families: Sequence[ChipFamily],
+    series: Sequence[GpuSeries],
+    known_cc: dict[str, Architecture],
+    norm: Callable[[str], str],
+) -> None:
     seen: dict[str, str] = {}
     pci: dict[str, str] = {}
     for g in gpus:
@@ -108,8 +124,13 @@ def check_gpus(d: str, gpus: Sequence[GpuModel], families: Sequence[ChipFamily],
     spans.sort()
     for (lo1, hi1, c1), (lo2, hi2, c2) in zip(spans, spans[1:]):
         if lo2 <= hi1:
-            raise _err(d, "gpus.toml", "family", c2,
-                       f"field 'pci_ranges': {lo2:#06x}-{hi2:#06x} overlaps {c1} {lo1:#06x}-{hi1:#06x}")
+            raise _err(
+                d,
+                "gpus.toml",
+                "family",
+                c2,
+                f"field 'pci_ranges': {lo2:#06x}-{hi2:#06x} overlaps {c1} {lo1:#06x}-{hi1:#06x}",
+            )
     _dupes(d, "gpus.toml", "series", (s.match for s in series), "match")
     for s in series:
         if s.cc not in known_cc:
@@ -120,26 +141,42 @@ def check_variants(d: str, variants: Sequence[Variant]) -> None:
     _dupes(d, "indexes.toml", "variant", (v.name for v in variants), "variant")
     for v in variants:
         if v.kind == "cuda" and not v.min_driver_linux:
-            raise _err(d, "indexes.toml", "variant", v.name,
-                       f"no driver floor: CUDA {v.cuda} has no ga row in cuda.toml and no min_driver_linux is given")
+            raise _err(
+                d,
+                "indexes.toml",
+                "variant",
+                v.name,
+                f"no driver floor: CUDA {v.cuda} has no ga row in cuda.toml and no min_driver_linux is given",
+            )
 
 
-def check_torch(d: str, releases: Sequence[TorchRelease], variants: dict[str, Variant],
-                known_cc: dict[str, Architecture]) -> None:
+def check_torch(
+    d: str, releases: Sequence[TorchRelease], variants: dict[str, Variant], known_cc: dict[str, Architecture]
+) -> None:
     _dupes(d, "torch.toml", "release", (str(parse_version(r.version)) for r in releases), "torch version")
     _dupes(d, "torch.toml", "release", (p.version for r in releases for p in r.patches), "patch release")
     for r in releases:
         _dupes(d, "torch.toml", "release.variant", (f"{r.version} {v.name}" for v in r.variants), "variant")
         names = {v.name for v in r.variants}
         if r.pypi_default not in names:
-            raise _err(d, "torch.toml", "release", r.version,
-                       f"field 'pypi_default': {r.pypi_default} is not one of this release's variants")
+            raise _err(
+                d,
+                "torch.toml",
+                "release",
+                r.version,
+                f"field 'pypi_default': {r.pypi_default} is not one of this release's variants",
+            )
         for tv in r.variants:
             row = f"{r.version} {tv.name}"
             idx = variants.get(tv.name)
             if idx is None:
-                raise _err(d, "torch.toml", "release.variant", row,
-                           f"variant {tv.name} has no [[variant]] row (index URL, driver floor) in indexes.toml")
+                raise _err(
+                    d,
+                    "torch.toml",
+                    "release.variant",
+                    row,
+                    f"variant {tv.name} has no [[variant]] row (index URL, driver floor) in indexes.toml",
+                )
             if idx.kind == "cuda" and not idx.min_driver_linux:
                 raise _err(d, "torch.toml", "release.variant", row, f"variant {tv.name} has no driver floor")
             if idx.kind == "cuda" and not tv.arch_list:
@@ -148,12 +185,22 @@ def check_torch(d: str, releases: Sequence[TorchRelease], variants: dict[str, Va
                 for entry in getattr(tv, field_name):
                     parsed = parse_arch(entry)
                     if parsed is None:
-                        raise _err(d, "torch.toml", "release.variant", row,
-                                   f"field '{field_name}': {entry!r} is not like sm_86 or compute_120")
+                        raise _err(
+                            d,
+                            "torch.toml",
+                            "release.variant",
+                            row,
+                            f"field '{field_name}': {entry!r} is not like sm_86 or compute_120",
+                        )
                     cc = f"{parsed[1][0]}.{parsed[1][1]}"
                     if cc not in known_cc:
-                        raise _err(d, "torch.toml", "release.variant", row,
-                                   f"field '{field_name}': {entry} is not a known architecture (cc {cc})")
+                        raise _err(
+                            d,
+                            "torch.toml",
+                            "release.variant",
+                            row,
+                            f"field '{field_name}': {entry} is not a known architecture (cc {cc})",
+                        )
 
 
 def check_ngc(d: str, releases: Sequence[NgcRelease], known_cc: Optional[dict[str, Architecture]] = None) -> None:
@@ -170,5 +217,10 @@ def check_distros(d: str, distros: Sequence[Distro], cuda_minors: Iterable[str])
     for x in distros:
         for line in x.cuda_lines:
             if line not in minors:
-                raise _err(d, "distros.toml", "distro", x.repo_dir,
-                           f"field 'cuda_lines': {line} is not a CUDA minor in cuda.toml")
+                raise _err(
+                    d,
+                    "distros.toml",
+                    "distro",
+                    x.repo_dir,
+                    f"field 'cuda_lines': {line} is not a CUDA minor in cuda.toml",
+                )

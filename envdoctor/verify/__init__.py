@@ -58,17 +58,17 @@ from envdoctor.verify.pair import DEFAULT_TOLERANCE, Check, NotCompared, Outcome
 #: ``check(pair) -> Iterable[Outcome]``. ``findings.new_and_resolved`` runs after them all (it
 #: needs the codes they reported).
 CHECKS: tuple[Check, ...] = (
-    driver.reboot_pending,        # ED701
-    gpus.gpus_compared,           # ED702 ED703 ED721
-    driver.answers,               # ED704
-    driver.version_changed,       # ED720
-    driver.cuda_below_torch,      # ED705
-    torch.torch_works,            # ED706 ED707 ED708 ED722
-    docker.container_toolkit,     # ED709 ED725
-    toolkits.toolkits,            # ED710 ED723
-    conda.conda,                  # ED711 ED724
-    system.system,                # ED726
-    bench.bench,                  # ED712 ED728
+    driver.reboot_pending,  # ED701
+    gpus.gpus_compared,  # ED702 ED703 ED721
+    driver.answers,  # ED704
+    driver.version_changed,  # ED720
+    driver.cuda_below_torch,  # ED705
+    torch.torch_works,  # ED706 ED707 ED708 ED722
+    docker.container_toolkit,  # ED709 ED725
+    toolkits.toolkits,  # ED710 ED723
+    conda.conda,  # ED711 ED724
+    system.system,  # ED726
+    bench.bench,  # ED712 ED728
 )
 
 
@@ -78,8 +78,8 @@ class Verification:
 
     regressions: tuple[Finding, ...] = ()
     changes: tuple[Finding, ...] = ()
-    unchanged: tuple[str, ...] = ()            # "driver 580.159.04 (CUDA 13.0)"
-    not_compared: tuple[str, ...] = ()         # "torch: not inspected now (skipped with --skip torch)"
+    unchanged: tuple[str, ...] = ()  # "driver 580.159.04 (CUDA 13.0)"
+    not_compared: tuple[str, ...] = ()  # "torch: not inspected now (skipped with --skip torch)"
 
     @property
     def exit_code(self) -> int:
@@ -100,18 +100,23 @@ def verification(outcomes: Iterable[Outcome], suppress: Iterable[str] = ()) -> V
     )
 
 
-def compare(before: Facts, after: Facts, before_findings: Iterable[Finding] = (),
-            after_findings: Iterable[Finding] = (), before_bench: BenchResult | None = None,
-            after_bench: BenchResult | None = None, tolerance_pct: float = DEFAULT_TOLERANCE,
-            suppress: Iterable[str] = ()) -> Verification:
+def compare(
+    before: Facts,
+    after: Facts,
+    before_findings: Iterable[Finding] = (),
+    after_findings: Iterable[Finding] = (),
+    before_bench: BenchResult | None = None,
+    after_bench: BenchResult | None = None,
+    tolerance_pct: float = DEFAULT_TOLERANCE,
+    suppress: Iterable[str] = (),
+) -> Verification:
     """Regressions and changes from ``before`` (the baseline) to ``after`` (the machine now).
 
     ``before_bench`` / ``after_bench`` are ``BenchResult``s; pass both to compare the bench
     (``envdoctor.bench.analysis.compare_bench`` with ``tolerance_pct``); the baseline's alone is
     noted as not compared. A check that raises is one ED900 naming it (:func:`envdoctor.checks.call`).
     """
-    pair = Pair(before, after, tuple(before_findings), tuple(after_findings), before_bench, after_bench,
-                tolerance_pct)
+    pair = Pair(before, after, tuple(before_findings), tuple(after_findings), before_bench, after_bench, tolerance_pct)
     outcomes: list[Outcome] = []
     for check in CHECKS:
         outcomes.extend(checks.call(check, pair))
@@ -120,5 +125,13 @@ def compare(before: Facts, after: Facts, before_findings: Iterable[Finding] = ()
     return verification(outcomes, suppress)
 
 
-__all__ = ["CHECKS", "COVERED", "DEFAULT_TOLERANCE", "Pair", "Verification", "compare", "machine_differences",
-           "verification"]
+__all__ = [
+    "CHECKS",
+    "COVERED",
+    "DEFAULT_TOLERANCE",
+    "Pair",
+    "Verification",
+    "compare",
+    "machine_differences",
+    "verification",
+]

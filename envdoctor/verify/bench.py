@@ -41,13 +41,13 @@ def bench(pair: Pair) -> Iterator[Outcome]:
     if not base_ok:
         yield NotCompared("bench: the baseline has no measured point")
         return
-    from envdoctor.bench.chart import format_rate   # 0.105, 1.23, 51.2: a CPU's rate keeps its digits
+    from envdoctor.bench.chart import format_rate  # 0.105, 1.23, 51.2: a CPU's rate keeps its digits
 
     names = {d.index: d.name for d in list(before.devices) + list(after.devices) if d.name}
     cpu = {d.index for d in list(before.devices) + list(after.devices) if d.kind == "cpu"}
 
     def label(device: int) -> str:
-        """"GPU 0 (NVIDIA H200)", or "CPU (x86_64)" for a run without a GPU."""
+        """ "GPU 0 (NVIDIA H200)", or "CPU (x86_64)" for a run without a GPU."""
         name = f" ({names[device]})" if device in names else ""
         return f"CPU{name}" if device in cpu else f"GPU {device}{name}"
 
@@ -56,14 +56,20 @@ def bench(pair: Pair) -> Iterator[Outcome]:
 
     fix: tuple[str, ...] = (
         "nvidia-smi -q -d PERFORMANCE,CLOCK,POWER,TEMPERATURE   # throttle reasons, clocks, power limit",
-        "envdoctor bench   # measure again on an idle GPU")
+        "envdoctor bench   # measure again on an idle GPU",
+    )
     if cpu and not any(d.kind != "cpu" for d in after.devices):
         fix = ("envdoctor bench   # measure again with nothing else running (the CPU is shared)",)
     now_ok = [p for p in after.points if p.status == "ok" and p.tflops]
     if after.error is not None and not now_ok:
-        yield Finding("ED712", "error", "The benchmark no longer runs",
-                      evidence=(after.error.message, f"the baseline measured {len(base_ok)} point(s)"),
-                      fix=("envdoctor check   # why torch cannot use the GPU",), area="bench")
+        yield Finding(
+            "ED712",
+            "error",
+            "The benchmark no longer runs",
+            evidence=(after.error.message, f"the baseline measured {len(base_ok)} point(s)"),
+            fix=("envdoctor check   # why torch cannot use the GPU",),
+            area="bench",
+        )
         return
     points: dict[tuple[int, str, int], list[BenchPoint]] = {}
     for p in list(before.points) + list(after.points):
@@ -76,25 +82,38 @@ def bench(pair: Pair) -> Iterator[Outcome]:
         if r.current_tflops is None:
             title = f"Bench point fails now: {where} {r.dtype} n={r.n} (was {rate(r.baseline_tflops)} TFLOP/s)"
         elif not all(_steady(p, sms.get(r.device)) for p in points.get((r.device, r.dtype, r.n), ())):
-            launch_bound.append(f"{where} {r.dtype} n={r.n}: {rate(r.baseline_tflops)} -> {rate(r.current_tflops)} "
-                                f"TFLOP/s ({r.change_pct:+.1f}%)")
+            launch_bound.append(
+                f"{where} {r.dtype} n={r.n}: {rate(r.baseline_tflops)} -> {rate(r.current_tflops)} "
+                f"TFLOP/s ({r.change_pct:+.1f}%)"
+            )
             continue
         else:
-            title = (f"Bench slower: {where} {r.dtype} n={r.n}: {rate(r.baseline_tflops)} -> "
-                     f"{rate(r.current_tflops)} TFLOP/s ({r.change_pct:+.1f}%, tolerance {tolerance_pct:g}%)")
+            title = (
+                f"Bench slower: {where} {r.dtype} n={r.n}: {rate(r.baseline_tflops)} -> "
+                f"{rate(r.current_tflops)} TFLOP/s ({r.change_pct:+.1f}%, tolerance {tolerance_pct:g}%)"
+            )
         slow += 1
         yield Finding("ED712", "error", title, evidence=tuple(r.context), fix=fix, area="bench")
     if launch_bound:
-        yield Finding("ED728", "info", f"Bench slower at {len(launch_bound)} small, launch-sensitive point(s)",
-                      evidence=tuple(launch_bound), area="bench",
-                      explanation="Small products measure how fast the CPU issues them more than the GPU "
-                                  "(launch-bound, or too few output tiles to fill every SM); they vary by a "
-                                  "third from run to run.")
+        yield Finding(
+            "ED728",
+            "info",
+            f"Bench slower at {len(launch_bound)} small, launch-sensitive point(s)",
+            evidence=tuple(launch_bound),
+            area="bench",
+            explanation="Small products measure how fast the CPU issues them more than the GPU "
+            "(launch-bound, or too few output tiles to fill every SM); they vary by a "
+            "third from run to run.",
+        )
     if after.error is not None:
-        yield Finding("ED712", "error", "The benchmark stopped early",
-                      evidence=(after.error.message,
-                                f"{len(now_ok)} of the baseline's {len(base_ok)} point(s) measured"),
-                      fix=fix, area="bench")
+        yield Finding(
+            "ED712",
+            "error",
+            "The benchmark stopped early",
+            evidence=(after.error.message, f"{len(now_ok)} of the baseline's {len(base_ok)} point(s) measured"),
+            fix=fix,
+            area="bench",
+        )
     compared = {(p.device, p.dtype, p.n) for p in now_ok} & {(p.device, p.dtype, p.n) for p in base_ok}
     within = len(compared) - slow - len(launch_bound)
     if not compared:

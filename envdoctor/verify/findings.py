@@ -41,9 +41,22 @@ def new_and_resolved(pair: Pair, reported: Set[str]) -> Iterator[Outcome]:
     for f in pair.after_findings:
         if not counts(f) or f.code in then or COVERED.get(f.code) in reported:
             continue
-        yield Finding("ED713", "error", f"New problem {f.code}: {f.title}", evidence=f.evidence, fix=f.fix,
-                      reference=f.reference, area=f.area, explanation=f.explanation)
+        yield Finding(
+            "ED713",
+            "error",
+            f"New problem {f.code}: {f.title}",
+            evidence=f.evidence,
+            fix=f.fix,
+            reference=f.reference,
+            area=f.area,
+            explanation=f.explanation,
+        )
     gone = [f for f in pair.before_findings if counts(f) and f.code not in now]
     if gone:
-        yield Finding("ED727", "info", f"Fixed since the baseline: {gone[0].code} {gone[0].title}",
-                      evidence=tuple(f"{f.code} {f.title}" for f in gone[1:]), area="verify")
+        yield Finding(
+            "ED727",
+            "info",
+            f"Fixed since the baseline: {gone[0].code} {gone[0].title}",
+            evidence=tuple(f"{f.code} {f.title}" for f in gone[1:]),
+            area="verify",
+        )

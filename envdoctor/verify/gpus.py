@@ -61,8 +61,13 @@ def gpus_compared(pair: Pair) -> Iterator[Outcome]:
         return
     if not b:
         if a:
-            yield Finding("ED721", "info", f"GPUs found now: {len(a)} (none in the baseline)",
-                          evidence=tuple(gpu_label(g) for g in a), area="gpu")
+            yield Finding(
+                "ED721",
+                "info",
+                f"GPUs found now: {len(a)} (none in the baseline)",
+                evidence=tuple(gpu_label(g) for g in a),
+                area="gpu",
+            )
         return
     if not _listable(after.driver):
         yield NotCompared("GPUs: the driver cannot list them now (see ED704)")
@@ -86,32 +91,49 @@ def gpus_compared(pair: Pair) -> Iterator[Outcome]:
     if missing:
         pci = len(after.pci.devices)
         evidence = [f"missing: {gpu_label(g)}" for g in missing]
-        evidence.append(f"the driver sees {len(a)} GPU(s) now ({after.driver.sources.get('gpus') or 'nvidia-smi'}), "
-                        f"{len(b)} in the baseline")
+        evidence.append(
+            f"the driver sees {len(a)} GPU(s) now ({after.driver.sources.get('gpus') or 'nvidia-smi'}), "
+            f"{len(b)} in the baseline"
+        )
         if after.pci.devices or before.pci.devices:
             evidence.append(f"NVIDIA devices on the PCI bus: {len(before.pci.devices)} then, {pci} now")
         yield Finding(
-            "ED702", "error", f"GPU missing: {len(missing)} of the baseline's {len(b)} GPU(s) are gone",
+            "ED702",
+            "error",
+            f"GPU missing: {len(missing)} of the baseline's {len(b)} GPU(s) are gone",
             evidence=tuple(evidence),
-            fix=("nvidia-smi -L",
-                 "sudo dmesg | grep -iE 'xid|nvrm|fallen off' | tail -20   # Xid 79: the GPU fell off the bus",
-                 "sudo reboot   # a GPU that fell off the bus comes back only after a reset or a reboot"),
-            reference=REF_XID, area="gpu",
+            fix=(
+                "nvidia-smi -L",
+                "sudo dmesg | grep -iE 'xid|nvrm|fallen off' | tail -20   # Xid 79: the GPU fell off the bus",
+                "sudo reboot   # a GPU that fell off the bus comes back only after a reset or a reboot",
+            ),
+            reference=REF_XID,
+            area="gpu",
             explanation="A GPU that NVML no longer lists is invisible to CUDA, containers and torch.",
         )
     if changed:
         yield Finding(
-            "ED703", "error", "GPU changed since the baseline", evidence=tuple(changed),
+            "ED703",
+            "error",
+            "GPU changed since the baseline",
+            evidence=tuple(changed),
             fix=("nvidia-smi -q | grep -iE 'product name|uuid|fb memory|retired|remapp|mig mode' -A2",),
-            reference=REF_XID, area="gpu",
+            reference=REF_XID,
+            area="gpu",
             explanation="Less memory on the same GPU points to MIG mode, retired or remapped memory rows, or a "
-                        "different board; a different name to a replaced board or a misread.",
+            "different board; a different name to a replaced board or a misread.",
         )
     if added or nudged:
         evidence = [f"added: {gpu_label(g)}" for g in added] + nudged
         title = f"GPUs added: {len(added)}" if added else "GPU memory reported slightly differently"
-        yield Finding("ED721", "info", title, evidence=tuple(evidence), area="gpu",
-                      explanation="A driver update may reserve a little more or less memory." if nudged else None)
+        yield Finding(
+            "ED721",
+            "info",
+            title,
+            evidence=tuple(evidence),
+            area="gpu",
+            explanation="A driver update may reserve a little more or less memory." if nudged else None,
+        )
     if not (missing or changed or added):
         names = [g.name or "?" for g in a]
         yield Same("GPUs " + ", ".join(f"{names.count(n)}x {n}" for n in sorted(set(names))))

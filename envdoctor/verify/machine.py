@@ -6,8 +6,9 @@ from envdoctor.facts import Facts
 from envdoctor.verify.pair import real
 
 
-def machine_differences(before: Facts, after: Facts, before_host: str | None = None
-                        ) -> tuple[tuple[str, ...], tuple[str, ...]]:
+def machine_differences(
+    before: Facts, after: Facts, before_host: str | None = None
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(reasons the baseline looks like another machine, notes), both one-line strings.
 
     Another machine: none of the baseline's GPU UUIDs is here (both lists known), or the host
@@ -24,13 +25,19 @@ def machine_differences(before: Facts, after: Facts, before_host: str | None = N
     now = {(g.uuid or "").lower() for g in after.driver.gpus if real(g.uuid)}
     if then and now:
         if then & now:
-            note = (f"host name differs ('{host_then}' then, '{host_now}' now) but the GPUs are the same "
-                    "(UUIDs match): compared as the same machine",) if host_differs else ()
+            note = (
+                (
+                    f"host name differs ('{host_then}' then, '{host_now}' now) but the GPUs are the same "
+                    "(UUIDs match): compared as the same machine",
+                )
+                if host_differs
+                else ()
+            )
             return (), note
-        return (f"none of the baseline's {len(then)} GPU UUID(s) is here ({sorted(then)[0]}... then, "
-                f"{sorted(now)[0]}... now)",) + ((f"taken on host '{host_then}', this is '{host_now}'",)
-                                                 if host_differs else ()), ()
+        return (
+            f"none of the baseline's {len(then)} GPU UUID(s) is here ({sorted(then)[0]}... then, "
+            f"{sorted(now)[0]}... now)",
+        ) + ((f"taken on host '{host_then}', this is '{host_now}'",) if host_differs else ()), ()
     if host_differs:
         return (f"taken on host '{host_then}', this is '{host_now}'",), ()
     return (), ()
-

@@ -32,7 +32,7 @@ class Pair:
     before_findings: tuple[Finding, ...] = ()
     after_findings: tuple[Finding, ...] = ()
     before_bench: BenchResult | None = None
-    after_bench: BenchResult | None = None     # None: the bench was not run again
+    after_bench: BenchResult | None = None  # None: the bench was not run again
     tolerance_pct: float = DEFAULT_TOLERANCE
 
     @property
@@ -60,6 +60,7 @@ Check = Callable[[Pair], Iterable[Outcome]]
 
 
 # --- helpers the checks share ---------------------------------------------------------------------
+
 
 def lower(a: str | None, b: str | None) -> bool:
     """a < b as versions; False when either is unknown."""

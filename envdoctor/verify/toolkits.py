@@ -34,16 +34,27 @@ def toolkits(pair: Pair) -> Iterator[Outcome]:
     if b.nvcc_on_path != a.nvcc_on_path:
         changes.append(f"first nvcc on PATH: {b.nvcc_on_path or 'none'} -> {a.nvcc_on_path or 'none'}")
     if b.extension_status == "ok" and a.extension_status not in (None, "ok"):
-        broken.append(f"CUDA extension builds would use {a.extension_root or 'nothing'} ({a.extension_rule}): "
-                      f"{a.extension_status} (was {b.extension_root}, ok)")
+        broken.append(
+            f"CUDA extension builds would use {a.extension_root or 'nothing'} ({a.extension_rule}): "
+            f"{a.extension_status} (was {b.extension_root}, ok)"
+        )
     if broken:
-        yield Finding("ED710", "error", "nvcc / the CUDA toolkit no longer works as in the baseline",
-                      evidence=tuple(broken),
-                      fix=("nvcc --version", "ls -l /usr/local/cuda /usr/local/cuda-*/bin/nvcc",
-                           "envdoctor check   # the full diagnosis"), area="toolkits")
+        yield Finding(
+            "ED710",
+            "error",
+            "nvcc / the CUDA toolkit no longer works as in the baseline",
+            evidence=tuple(broken),
+            fix=(
+                "nvcc --version",
+                "ls -l /usr/local/cuda /usr/local/cuda-*/bin/nvcc",
+                "envdoctor check   # the full diagnosis",
+            ),
+            area="toolkits",
+        )
     if changes:
-        yield Finding("ED723", "info", "CUDA toolkits changed: " + changes[0], evidence=tuple(changes[1:]),
-                      area="toolkits")
+        yield Finding(
+            "ED723", "info", "CUDA toolkits changed: " + changes[0], evidence=tuple(changes[1:]), area="toolkits"
+        )
     if not broken and not changes:
         releases = sorted({t.release or t.version or "?" for t in a.toolkits}, key=version_key)
         yield Same("CUDA toolkits: " + (", ".join(releases) if releases else "none"))

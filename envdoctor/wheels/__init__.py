@@ -15,15 +15,41 @@ from envdoctor.wheels.client import FALLBACK_BASE, IndexClient, check_variant_na
 from envdoctor.wheels.listing import VariantListing, analyze
 from envdoctor.wheels.pages import PageError, parse_html, parse_json, parse_page
 from envdoctor.wheels.report import (
-    EXIT_FOUND, EXIT_NETWORK, EXIT_NOT_FOUND, IndexUnavailable, best, exit_code,
-    listing_from_table, summary, upstream_newer,
+    EXIT_FOUND,
+    EXIT_NETWORK,
+    EXIT_NOT_FOUND,
+    IndexUnavailable,
+    best,
+    exit_code,
+    listing_from_table,
+    summary,
+    upstream_newer,
 )
 from envdoctor.wheels.target import Target, TargetError, expand_platform
 
 __all__ = [
-    "EXIT_FOUND", "EXIT_NETWORK", "EXIT_NOT_FOUND", "FALLBACK_BASE", "IndexClient",
-    "IndexUnavailable", "PageError", "Target", "TargetError", "VariantListing", "analyze",
-    "best", "check_variant_name", "default_base", "default_choice", "default_cache_dir", "exit_code",
-    "expand_platform", "listing_from_table", "parse_html", "parse_json", "parse_page",
-    "summary", "upstream_newer",
+    "EXIT_FOUND",
+    "EXIT_NETWORK",
+    "EXIT_NOT_FOUND",
+    "FALLBACK_BASE",
+    "IndexClient",
+    "IndexUnavailable",
+    "PageError",
+    "Target",
+    "TargetError",
+    "VariantListing",
+    "analyze",
+    "best",
+    "check_variant_name",
+    "default_base",
+    "default_choice",
+    "default_cache_dir",
+    "exit_code",
+    "expand_platform",
+    "listing_from_table",
+    "parse_html",
+    "parse_json",
+    "parse_page",
+    "summary",
+    "upstream_newer",
 ]

@@ -39,10 +39,10 @@ def default_cache_dir(env: Optional[Mapping[str, str]] = None) -> Path:
 class CachedPage:
     """A stored answer: enough to answer offline and to revalidate (ETag / Last-Modified)."""
 
-    url: str                      # masked
+    url: str  # masked
     status: int
-    fetched_at: float             # time.time() of the last fetch or revalidation
-    page: Optional[Page] = None   # the parsed page when status is 200
+    fetched_at: float  # time.time() of the last fetch or revalidation
+    page: Optional[Page] = None  # the parsed page when status is 200
     etag: Optional[str] = None
     last_modified: Optional[str] = None
 
@@ -63,11 +63,10 @@ class PageCache:
     def get(self, url: str) -> Optional[CachedPage]:
         try:
             path = self.path_for(url)
-            if path.stat().st_size > _MAX_ENTRY_CHARS * 4:   # not read at all: no entry is that large
+            if path.stat().st_size > _MAX_ENTRY_CHARS * 4:  # not read at all: no entry is that large
                 return None
             # a cache file is envdoctor's own, but anyone may have edited it: the bounded reader
-            data = jsontext.loads_object(path.read_text(encoding="utf-8"), "cache entry",
-                                         max_chars=_MAX_ENTRY_CHARS)
+            data = jsontext.loads_object(path.read_text(encoding="utf-8"), "cache entry", max_chars=_MAX_ENTRY_CHARS)
             if data.get("format") != _FORMAT:
                 return None
             fetched_at, status = data.get("fetched_at"), data.get("status")
@@ -75,20 +74,29 @@ class PageCache:
                 return None  # a 400-digit or future fetched_at (never stale), a status no server sends
             page = _page_from(data["page"]) if data.get("page") else None
             etag, modified = data.get("etag"), data.get("last_modified")
-            return CachedPage(str(data["url"]), status, float(fetched_at or 0), page,
-                              etag if isinstance(etag, str) else None, modified if isinstance(modified, str) else None)
+            return CachedPage(
+                str(data["url"]),
+                status,
+                float(fetched_at or 0),
+                page,
+                etag if isinstance(etag, str) else None,
+                modified if isinstance(modified, str) else None,
+            )
         except (OSError, ValueError, TypeError, KeyError, IndexError, AttributeError, ArithmeticError):
-            return None     # JsonError is a ValueError; a wrong shape is a TypeError/AttributeError
+            return None  # JsonError is a ValueError; a wrong shape is a TypeError/AttributeError
 
     def put(self, url: str, entry: CachedPage) -> bool:
         """Write atomically (envdoctor.atomic: temp file in the same folder, then rename); False if it failed."""
         data: Dict[str, Any] = {
-            "format": _FORMAT, "url": mask_url(entry.url), "status": entry.status,
-            "fetched_at": entry.fetched_at, "etag": entry.etag,
+            "format": _FORMAT,
+            "url": mask_url(entry.url),
+            "status": entry.status,
+            "fetched_at": entry.fetched_at,
+            "etag": entry.etag,
             "last_modified": entry.last_modified,
             "page": _page_to(entry.page) if entry.page else None,
         }
-        try:   # no fsync: a lost cache entry is only a refetch
+        try:  # no fsync: a lost cache entry is only a refetch
             write_atomic(self.path_for(url), json.dumps(data, separators=(",", ":")), sync=False)
         except OSError:
             return False
@@ -107,27 +115,47 @@ def _time_of_fetch(value: Any) -> bool:
     """
     if type(value) not in (int, float):
         return False
-    return bool(0 <= value <= time.time() + _FUTURE)     # an int of 400 digits compares without a float
+    return bool(0 <= value <= time.time() + _FUTURE)  # an int of 400 digits compares without a float
 
 
 def _page_to(page: Page) -> Dict[str, Any]:
     return {
-        "url": mask_url(page.url), "format": page.format, "api_version": page.api_version,
+        "url": mask_url(page.url),
+        "format": page.format,
+        "api_version": page.api_version,
         "projects": list(page.projects),
         # [filename, url, requires_python, yanked, core_metadata, "sha256=…"]; the parser already
         # left credentials out of file URLs, masking here is for absolute links that carry them
-        "files": [[f.filename, mask_url(f.url) if "@" in f.url else f.url, f.requires_python,
-                   f.yanked, f.core_metadata, ",".join(f"{a}={v}" for a, v in f.hashes)]
-                  for f in page.files],
+        "files": [
+            [
+                f.filename,
+                mask_url(f.url) if "@" in f.url else f.url,
+                f.requires_python,
+                f.yanked,
+                f.core_metadata,
+                ",".join(f"{a}={v}" for a, v in f.hashes),
+            ]
+            for f in page.files
+        ],
     }
 
 
 def _page_from(data: Dict[str, Any]) -> Page:
     files: List[FileLink] = [
-        FileLink(filename=str(name), url=str(link), requires_python=requires, yanked=yanked,
-                 core_metadata=bool(meta),
-                 hashes=tuple(tuple(h.split("=", 1)) for h in hashes.split(",") if "=" in h))
+        FileLink(
+            filename=str(name),
+            url=str(link),
+            requires_python=requires,
+            yanked=yanked,
+            core_metadata=bool(meta),
+            hashes=tuple(tuple(h.split("=", 1)) for h in hashes.split(",") if "=" in h),
+        )
         for name, link, requires, yanked, meta, hashes in data["files"]
     ]
-    return Page(str(data["url"]), str(data["format"]), tuple(files),
-                tuple(str(p) for p in data["projects"]), data.get("api_version"))
+    return Page(
+        str(data["url"]),
+        str(data["format"]),
+        tuple(files),
+        tuple(str(p) for p in data["projects"]),
+        data.get("api_version"),
+    )

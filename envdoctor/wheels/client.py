@@ -68,16 +68,16 @@ def url_problem(url: str) -> Optional[str]:
     try:
         parts = urlsplit(url)
         host, port = parts.hostname, parts.port
-    except ValueError as exc:          # "Invalid IPv6 URL", "Port out of range 0-65535", ...
+    except ValueError as exc:  # "Invalid IPv6 URL", "Port out of range 0-65535", ...
         why = "the port must be a number from 1 to 65535" if "port" in str(exc).lower() else str(exc)
         return f"not a usable URL ({why}): {shown}"
     if parts.scheme not in ("http", "https") or not host:
         return f"not an http(s) URL: {shown}"
     if port == 0:
         return f"not a usable URL (the port must be a number from 1 to 65535): {shown}"
-    if not parts.netloc.rsplit("@", 1)[-1].startswith("["):   # a DNS name or an IPv4 address
+    if not parts.netloc.rsplit("@", 1)[-1].startswith("["):  # a DNS name or an IPv4 address
         try:
-            ascii_host = host.encode("idna")      # what the socket layer does: it refuses the same names
+            ascii_host = host.encode("idna")  # what the socket layer does: it refuses the same names
         except UnicodeError:
             ascii_host = b""
         if not ascii_host or len(ascii_host) > 253:
@@ -85,8 +85,9 @@ def url_problem(url: str) -> Optional[str]:
     return None
 
 
-def default_choice(env: Optional[Dict[str, str]] = None,
-                   configured: Optional[Tuple[str, str]] = None) -> Tuple[str, str]:
+def default_choice(
+    env: Optional[Dict[str, str]] = None, configured: Optional[Tuple[str, str]] = None
+) -> Tuple[str, str]:
     """(base, where it comes from) when the user gives no ``--index-url``: ``ENVDOCTOR_INDEX_URL``,
     else ``configured``, the torch wheel index the user's pip or uv is configured with and where it
     is set, as the command read it (``envdoctor.probes.indexconf.configured_torch_base(ctx)``, with
@@ -117,7 +118,7 @@ def default_base(env: Optional[Dict[str, str]] = None) -> str:
 
 
 def check_variant_name(name: str) -> str:
-    """"cu128", "rocm6.2", "nightly/cu130"; anything that could leave the base is refused."""
+    """ "cu128", "rocm6.2", "nightly/cu130"; anything that could leave the base is refused."""
     cleaned = name.strip().strip("/").lower()
     if not _VARIANT.match(cleaned) or any(part in (".", "..") for part in cleaned.split("/")):
         raise ValueError(f"not a variant name: {name!r} (e.g. cu128, cpu, rocm6.2)")
@@ -168,8 +169,7 @@ class IndexClient:
         self.retries = retries
         self.backoff = backoff
         self.max_workers = max(1, max_workers)
-        self.cache = PageCache(Path(cache_dir) if cache_dir is not None else default_cache_dir()) \
-            if cache else None
+        self.cache = PageCache(Path(cache_dir) if cache_dir is not None else default_cache_dir()) if cache else None
         self._session: Optional[requests.Session] = None
         self._lock = threading.Lock()
         #: (variant, package, target) -> its listing: a page is read and analysed once per client
@@ -184,8 +184,7 @@ class IndexClient:
 
     # -- public questions --------------------------------------------------------------------
 
-    def variant(self, variant: str, package: str = "torch",
-                target: Optional[Target] = None) -> VariantListing:
+    def variant(self, variant: str, package: str = "torch", target: Optional[Target] = None) -> VariantListing:
         """What ``<base>/<variant>/<package>/`` holds for ``target`` (default: this interpreter).
 
         Asked again for the same variant, package and target, the first answer is returned.
@@ -213,11 +212,16 @@ class IndexClient:
             return self._missing_package(base, index_url, project, page)
         if page.page is None:
             return _failed(base, page, _http_error(page.status, shown))
-        return _with_files(replace(base, exists=True, status=200, format=page.page.format,
-                                   **_origin(page)), page.page.files, project, target)
+        return _with_files(
+            replace(base, exists=True, status=200, format=page.page.format, **_origin(page)),
+            page.page.files,
+            project,
+            target,
+        )
 
-    def variants(self, names: Iterable[str], package: str = "torch",
-                 target: Optional[Target] = None) -> Tuple[VariantListing, ...]:
+    def variants(
+        self, names: Iterable[str], package: str = "torch", target: Optional[Target] = None
+    ) -> Tuple[VariantListing, ...]:
         """:meth:`variant` for each name, concurrently, in the order given."""
         target = target or Target.current()
         names = list(dict.fromkeys(names))
@@ -226,8 +230,9 @@ class IndexClient:
         with ThreadPoolExecutor(min(self.max_workers, len(names))) as pool:
             return tuple(pool.map(lambda n: self.variant(n, package, target), names))
 
-    def all_variants(self, known: Sequence[str], package: str = "torch",
-                     target: Optional[Target] = None) -> Tuple[VariantListing, ...]:
+    def all_variants(
+        self, known: Sequence[str], package: str = "torch", target: Optional[Target] = None
+    ) -> Tuple[VariantListing, ...]:
         """``known`` plus every variant the index root lists, all fetched concurrently.
 
         The root page is fetched alongside the known variants, so discovery costs no extra
@@ -237,8 +242,7 @@ class IndexClient:
         known = list(dict.fromkeys(check_variant_name(k) for k in known))
         with ThreadPoolExecutor(self.max_workers) as pool:
             root: Future = pool.submit(self.root_variants)
-            futures: Dict[str, Future] = {n: pool.submit(self.variant, n, package, target)
-                                          for n in known}
+            futures: Dict[str, Future] = {n: pool.submit(self.variant, n, package, target) for n in known}
             for extra in root.result():
                 if extra not in futures:
                     futures[extra] = pool.submit(self.variant, extra, package, target)
@@ -253,8 +257,7 @@ class IndexClient:
         page = self.fetch(f"{self.base_url}/")
         return variant_names(page.page) if page.page is not None else ()
 
-    def has_wheel(self, variant: str, package: str, version: str,
-                  target: Optional[Target] = None) -> Optional[bool]:
+    def has_wheel(self, variant: str, package: str, version: str, target: Optional[Target] = None) -> Optional[bool]:
         """Is there a ``package==version`` wheel on ``variant`` for ``target``? None: cannot tell."""
         listing = self.variant(variant, package, target)
         if listing.exists is None:
@@ -263,7 +266,7 @@ class IndexClient:
             wanted = Version(version).public
         except InvalidVersion:
             return False
-        return wanted in listing.compatible   # already public versions, normalised by analyze()
+        return wanted in listing.compatible  # already public versions, normalised by analyze()
 
     # -- HTTP + cache ------------------------------------------------------------------------
 
@@ -291,8 +294,9 @@ class IndexClient:
         answered = False
         try:
             with Deadline(self.timeout) as deadline:
-                resp = session.get(url, headers=headers, timeout=(self.timeout, self.timeout),
-                                   stream=True, allow_redirects=True)
+                resp = session.get(
+                    url, headers=headers, timeout=(self.timeout, self.timeout), stream=True, allow_redirects=True
+                )
                 answered = True
                 try:
                     raw = _read_bounded(resp)
@@ -300,35 +304,40 @@ class IndexClient:
                     resp.close()
         except (requests.RequestException, PageTooLarge) as exc:
             timed_out = isinstance(exc, requests.Timeout)
-            message = (describe_exception(exc, url, self.timeout) if timed_out or not deadline.expired
-                       else _too_slow(url, self.timeout, answered))
+            message = (
+                describe_exception(exc, url, self.timeout)
+                if timed_out or not deadline.expired
+                else _too_slow(url, self.timeout, answered)
+            )
             log.debug("GET %s failed", mask_url(url), exc_info=True)
             if entry is not None:
                 return _from_entry(entry, note=f"{message}; answered from the cache")
             return Fetched(error=message)
-        except ValueError as exc:   # not requests' own (InvalidURL is one too): its split of a redirect's
+        except ValueError as exc:  # not requests' own (InvalidURL is one too): its split of a redirect's
             # Location ("Invalid IPv6 URL"), a host IDNA refuses
             log.debug("GET %s failed", mask_url(url), exc_info=True)
             message = f"{mask_url(url)}: {_not_a_listing(f'an answer envdoctor cannot follow ({exc})')}"
             if entry is not None:
                 return _from_entry(entry, note=f"{message}; answered from the cache")
             return Fetched(error=message)
-        if deadline.expired:   # no Content-Length: the shut socket ended the body early, as an end of file would
+        if deadline.expired:  # no Content-Length: the shut socket ended the body early, as an end of file would
             message = _too_slow(url, self.timeout, answered)
             if entry is not None:
                 return _from_entry(entry, note=f"{message}; answered from the cache")
             return Fetched(error=message)
         now = time.time()
         if resp.status_code == 304 and entry is not None:
-            fresh = replace(entry, fetched_at=now,
-                            etag=resp.headers.get("ETag") or entry.etag,
-                            last_modified=resp.headers.get("Last-Modified") or entry.last_modified)
+            fresh = replace(
+                entry,
+                fetched_at=now,
+                etag=resp.headers.get("ETag") or entry.etag,
+                last_modified=resp.headers.get("Last-Modified") or entry.last_modified,
+            )
             self._store(url, fresh)
             return _from_entry(fresh, note="revalidated (304)")
         status = resp.status_code
         if status >= 500 and entry is not None:
-            return _from_entry(entry, note=f"{_http_error(status, mask_url(url))}; "
-                                           "answered from the cache")
+            return _from_entry(entry, note=f"{_http_error(status, mask_url(url))}; answered from the cache")
         page: Optional[Page] = None
         if status == 200:
             content_type = resp.headers.get("Content-Type")
@@ -337,9 +346,17 @@ class IndexClient:
             except PageError as exc:
                 return Fetched(status=status, error=f"{mask_url(url)}: {exc}")
         if status in _CACHEABLE:
-            self._store(url, CachedPage(url=url, status=status, fetched_at=now, page=page,
-                                        etag=resp.headers.get("ETag"),
-                                        last_modified=resp.headers.get("Last-Modified")))
+            self._store(
+                url,
+                CachedPage(
+                    url=url,
+                    status=status,
+                    fetched_at=now,
+                    page=page,
+                    etag=resp.headers.get("ETag"),
+                    last_modified=resp.headers.get("Last-Modified"),
+                ),
+            )
         return Fetched(status=status, page=page)
 
     def session(self) -> requests.Session:
@@ -365,20 +382,25 @@ class IndexClient:
         if self.cache is not None and not self.cache.put(url, page):
             log.debug("could not write the cache entry for %s", mask_url(url))
 
-    def _missing_package(self, base: VariantListing, index_url: str, project: str,
-                         page: Fetched) -> VariantListing:
+    def _missing_package(self, base: VariantListing, index_url: str, project: str, page: Fetched) -> VariantListing:
         """The package page is missing: is the whole index missing, or only this package?"""
         root = self.fetch(f"{index_url}/")
         origin = _origin(page)
         if root.error:
             return _failed(base, root)
         if root.page is not None:
-            origin["note"] = "; ".join(filter(None, [
-                origin["note"], f"the index has no {project} page (HTTP {page.status})"]))
+            origin["note"] = "; ".join(
+                filter(None, [origin["note"], f"the index has no {project} page (HTTP {page.status})"])
+            )
             return replace(base, exists=True, status=page.status, **origin)
         if root.status in _MISSING:
-            return replace(base, exists=False, status=root.status, **origin,
-                           error=f"{base.url}: no such index (HTTP {root.status})")
+            return replace(
+                base,
+                exists=False,
+                status=root.status,
+                **origin,
+                error=f"{base.url}: no such index (HTTP {root.status})",
+            )
         return _failed(base, root, _http_error(root.status, base.url))
 
 
@@ -389,12 +411,19 @@ def _make_session(retries: int, backoff: float, pool: int) -> requests.Session:
     from envdoctor.wheels.deadline import DeadlineAdapter
 
     # a read timeout is retried at most once: a hung server should not cost 3 x the timeout
-    retry = Retry(total=retries, connect=retries, read=min(retries, 1), status=retries,
-                  backoff_factor=backoff, status_forcelist=(500, 502, 503, 504),
-                  allowed_methods=frozenset({"GET", "HEAD"}), raise_on_status=False,
-                  respect_retry_after_header=True)
+    retry = Retry(
+        total=retries,
+        connect=retries,
+        read=min(retries, 1),
+        status=retries,
+        backoff_factor=backoff,
+        status_forcelist=(500, 502, 503, 504),
+        allowed_methods=frozenset({"GET", "HEAD"}),
+        raise_on_status=False,
+        respect_retry_after_header=True,
+    )
     session = requests.Session()
-    session.trust_env = True                       # HTTP(S)_PROXY, NO_PROXY, .netrc, CA bundle
+    session.trust_env = True  # HTTP(S)_PROXY, NO_PROXY, .netrc, CA bundle
     session.max_redirects = 10
     adapter = DeadlineAdapter(max_retries=retry, pool_connections=4, pool_maxsize=max(pool, 4))
     session.mount("https://", adapter)
@@ -420,8 +449,10 @@ def _read_bounded(resp: requests.Response) -> bytes:
 def _too_large(size: Optional[int]) -> str:
     limit = MAX_PAGE_BYTES // (1024 * 1024)
     what = f"a page of {size / (1024 * 1024):.0f} MiB" if size is not None else f"a page larger than {limit} MiB"
-    return (f"{what}: envdoctor reads index pages up to {limit} MiB (a wheel index page is a few hundred KB; "
-            "is this URL an index?)")
+    return (
+        f"{what}: envdoctor reads index pages up to {limit} MiB (a wheel index page is a few hundred KB; "
+        "is this URL an index?)"
+    )
 
 
 def _too_slow(url: str, timeout: float, answered: bool) -> str:
@@ -430,8 +461,10 @@ def _too_slow(url: str, timeout: float, answered: bool) -> str:
     where = f"{parts.hostname or '?'}:{parts.port}" if parts.port else (parts.hostname or "?")
     if not answered:
         return f"{where} did not answer within {timeout:g} s ({mask_url(url)})"
-    return (f"{where} did not send the whole page within {timeout:g} s (a stalled or very slow server; "
-            f"--timeout gives it longer) ({mask_url(url)})")
+    return (
+        f"{where} did not send the whole page within {timeout:g} s (a stalled or very slow server; "
+        f"--timeout gives it longer) ({mask_url(url)})"
+    )
 
 
 def _not_a_listing(what: str) -> str:
@@ -463,19 +496,21 @@ def _decode(raw: bytes, content_type: Optional[str]) -> str:
 
 
 def _from_entry(entry: CachedPage, note: Optional[str] = None) -> Fetched:
-    return Fetched(status=entry.status, page=entry.page, from_cache=True, age=entry.age(),
-                   note=note)
+    return Fetched(status=entry.status, page=entry.page, from_cache=True, age=entry.age(), note=note)
 
 
 def _origin(page: Fetched) -> Dict[str, Any]:
-    return {"from_cache": page.from_cache, "age": page.age, "note": page.note,
-            "source": "cache" if page.from_cache else "index"}
+    return {
+        "from_cache": page.from_cache,
+        "age": page.age,
+        "note": page.note,
+        "source": "cache" if page.from_cache else "index",
+    }
 
 
 def _failed(base: VariantListing, page: Fetched, error: Optional[str] = None) -> VariantListing:
     origin = _origin(page) if page.from_cache else {"source": "none"}
-    return replace(base, exists=None, status=page.status, error=mask_text(error or page.error or ""),
-                   **origin)
+    return replace(base, exists=None, status=page.status, error=mask_text(error or page.error or ""), **origin)
 
 
 def _http_error(status: Optional[int], shown: str) -> str:
@@ -486,8 +521,6 @@ def _http_error(status: Optional[int], shown: str) -> str:
     return f"{shown}: unexpected answer (HTTP {status})"
 
 
-def _with_files(listing: VariantListing, files: Sequence[FileLink], project: str,
-                target: Target) -> VariantListing:
+def _with_files(listing: VariantListing, files: Sequence[FileLink], project: str, target: Target) -> VariantListing:
     versions, compatible, pythons, platforms = analyze(files, project, target)
-    return replace(listing, versions=versions, compatible=compatible, other_pythons=pythons,
-                   other_platforms=platforms)
+    return replace(listing, versions=versions, compatible=compatible, other_pythons=pythons, other_platforms=platforms)

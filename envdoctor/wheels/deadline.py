@@ -48,10 +48,11 @@ class Deadline:
         self._thread.start()
         return self
 
-    def __exit__(self, kind: Optional[Type[BaseException]], exc: Optional[BaseException],
-                 tb: Optional[TracebackType]) -> None:
+    def __exit__(
+        self, kind: Optional[Type[BaseException]], exc: Optional[BaseException], tb: Optional[TracebackType]
+    ) -> None:
         _current.deadline = None
-        with self._lock:      # no shutdown after this: the connections go back to the pool
+        with self._lock:  # no shutdown after this: the connections go back to the pool
             self._done.set()
 
     def watch(self, connection: Any) -> None:
@@ -79,14 +80,14 @@ class Deadline:
         with self._lock:
             if self._done.is_set():
                 return
-            for connection in self._connections:   # a socket made since it was first watched
+            for connection in self._connections:  # a socket made since it was first watched
                 sock = getattr(connection, "sock", None)
                 if sock is not None and sock not in self._sockets:
                     self._sockets.append(sock)
             for sock in self._sockets:
                 try:
                     sock.shutdown(socket.SHUT_RDWR)
-                except OSError:   # already closed
+                except OSError:  # already closed
                     pass
 
 
@@ -138,6 +139,6 @@ class DeadlineAdapter(HTTPAdapter):
 
     def proxy_manager_for(self, proxy: str, **kwargs: Any) -> Any:
         manager = super().proxy_manager_for(proxy, **kwargs)
-        if not proxy.lower().startswith("socks"):   # SOCKS has pools of its own; the read timeout bounds it
+        if not proxy.lower().startswith("socks"):  # SOCKS has pools of its own; the read timeout bounds it
             manager.pool_classes_by_scheme = dict(_POOLS)
         return manager

@@ -40,8 +40,9 @@ def describe_exception(exc: BaseException, url: str, timeout: float) -> str:
         return f"{shown}: {exc}"
     if isinstance(exc, requests.TooManyRedirects):
         return f"{shown}: redirect loop (more than 10 redirects)"
-    if isinstance(exc, (requests.exceptions.InvalidURL, requests.exceptions.MissingSchema,
-                        requests.exceptions.InvalidSchema)):
+    if isinstance(
+        exc, (requests.exceptions.InvalidURL, requests.exceptions.MissingSchema, requests.exceptions.InvalidSchema)
+    ):
         return f"not a usable index URL: {shown}"
     if isinstance(exc, requests.exceptions.SSLError) or "SSLError" in names:
         return f"TLS error talking to {where}: {_short_reason(chain)} ({shown})"
@@ -57,9 +58,9 @@ def describe_exception(exc: BaseException, url: str, timeout: float) -> str:
         return f"connection refused by {where} ({shown})"
     if has(ConnectionResetError):
         return f"connection reset by {where} ({shown})"
-    if isinstance(exc, (requests.exceptions.ChunkedEncodingError,
-                        requests.exceptions.ContentDecodingError)) \
-            or names & {"IncompleteRead", "ProtocolError"}:
+    if isinstance(
+        exc, (requests.exceptions.ChunkedEncodingError, requests.exceptions.ContentDecodingError)
+    ) or names & {"IncompleteRead", "ProtocolError"}:
         return f"the answer from {where} was cut off (truncated) ({shown})"
     if has(TimeoutError, socket.timeout):
         return f"{where} did not answer within {timeout:g} s ({shown})"

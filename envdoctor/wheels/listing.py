@@ -11,7 +11,10 @@ from dataclasses import asdict, dataclass
 from typing import Any, Dict, Iterable, Optional, Set, Tuple
 
 from packaging.utils import (
-    InvalidSdistFilename, InvalidWheelFilename, parse_sdist_filename, parse_wheel_filename,
+    InvalidSdistFilename,
+    InvalidWheelFilename,
+    parse_sdist_filename,
+    parse_wheel_filename,
 )
 from packaging.version import InvalidVersion, Version
 
@@ -23,22 +26,22 @@ from envdoctor.wheels.target import Target, interpreter_key
 class VariantListing:
     """What one variant's index holds for one package and one target interpreter."""
 
-    variant: str                                   # "cu128"
-    url: str                                       # "https://download.pytorch.org/whl/cu128" (masked)
-    exists: Optional[bool] = None                  # None: could not tell (see error)
-    status: Optional[int] = None                   # HTTP status of the page that decided
-    versions: Tuple[str, ...] = ()                 # every version with a file there, oldest first
-    compatible: Tuple[str, ...] = ()               # versions with a wheel for the target
-    other_pythons: Tuple[str, ...] = ()            # ("cp39", "cp310"): wheels only for these
-    error: Optional[str] = None                    # one line, masked
+    variant: str  # "cu128"
+    url: str  # "https://download.pytorch.org/whl/cu128" (masked)
+    exists: Optional[bool] = None  # None: could not tell (see error)
+    status: Optional[int] = None  # HTTP status of the page that decided
+    versions: Tuple[str, ...] = ()  # every version with a file there, oldest first
+    compatible: Tuple[str, ...] = ()  # versions with a wheel for the target
+    other_pythons: Tuple[str, ...] = ()  # ("cp39", "cp310"): wheels only for these
+    error: Optional[str] = None  # one line, masked
     from_cache: bool = False
     offline: bool = False
     package: str = "torch"
-    other_platforms: Tuple[str, ...] = ()          # ("win_amd64",): wheels only for these
-    source: str = "index"                          # "index", "cache", "table" or "none"
-    age: Optional[float] = None                    # seconds since a cached page was fetched
-    note: Optional[str] = None                     # e.g. "revalidated (304)", "stale cache"
-    format: Optional[str] = None                   # "html" (PEP 503) or "json" (PEP 691)
+    other_platforms: Tuple[str, ...] = ()  # ("win_amd64",): wheels only for these
+    source: str = "index"  # "index", "cache", "table" or "none"
+    age: Optional[float] = None  # seconds since a cached page was fetched
+    note: Optional[str] = None  # e.g. "revalidated (304)", "stale cache"
+    format: Optional[str] = None  # "html" (PEP 503) or "json" (PEP 691)
 
     @property
     def newest(self) -> Optional[str]:
@@ -56,8 +59,9 @@ class VariantListing:
         return data
 
 
-def analyze(files: Iterable[FileLink], project: str, target: Target
-            ) -> Tuple[Tuple[str, ...], Tuple[str, ...], Tuple[str, ...], Tuple[str, ...]]:
+def analyze(
+    files: Iterable[FileLink], project: str, target: Target
+) -> Tuple[Tuple[str, ...], Tuple[str, ...], Tuple[str, ...], Tuple[str, ...]]:
     """(versions, compatible versions, other Pythons, other platforms) of ``project``'s files.
 
     Pure. Versions are public versions ("2.8.0" for ``torch-2.8.0+cu128-…``), oldest first.

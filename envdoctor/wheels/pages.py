@@ -34,7 +34,6 @@ from envdoctor.table.rows import VARIANT_NAME
 ACCEPT = "application/vnd.pypi.simple.v1+json, text/html;q=0.1"
 
 
-
 class PageError(ValueError):
     """The page is not a simple-repository index page (garbage, truncated, wrong format)."""
 
@@ -43,12 +42,12 @@ class PageError(ValueError):
 class FileLink:
     """One file on a package page."""
 
-    filename: str                                  # "torch-2.8.0+cu128-cp312-…whl" (unquoted)
-    url: str                                       # absolute, without the fragment
-    hashes: Tuple[Tuple[str, str], ...] = ()       # (("sha256", "0f…"),)
-    requires_python: Optional[str] = None          # ">=3.9"
-    core_metadata: bool = False                    # PEP 658/714 metadata file offered
-    yanked: Optional[str] = None                   # None, or the reason ("" when none given)
+    filename: str  # "torch-2.8.0+cu128-cp312-…whl" (unquoted)
+    url: str  # absolute, without the fragment
+    hashes: Tuple[Tuple[str, str], ...] = ()  # (("sha256", "0f…"),)
+    requires_python: Optional[str] = None  # ">=3.9"
+    core_metadata: bool = False  # PEP 658/714 metadata file offered
+    yanked: Optional[str] = None  # None, or the reason ("" when none given)
 
 
 @dataclass(frozen=True)
@@ -56,10 +55,10 @@ class Page:
     """A parsed page: a project page has ``files``; a root page has ``projects``."""
 
     url: str
-    format: str                                    # "html" or "json"
+    format: str  # "html" or "json"
     files: Tuple[FileLink, ...] = ()
-    projects: Tuple[str, ...] = ()                 # link names on a root page: "torch", "cu128"
-    api_version: Optional[str] = None              # "1.1" (JSON or the pypi:repository-version meta)
+    projects: Tuple[str, ...] = ()  # link names on a root page: "torch", "cu128"
+    api_version: Optional[str] = None  # "1.1" (JSON or the pypi:repository-version meta)
 
 
 def parse_page(text: str, url: str, content_type: Optional[str]) -> Page:
@@ -114,14 +113,12 @@ def strip_comments(text: str) -> Tuple[str, bool]:
 def _attrs(raw: str) -> Dict[str, Optional[str]]:
     out: Dict[str, Optional[str]] = {}
     for m in _ATTR.finditer(raw):
-        value = m.group(2) if m.group(2) is not None else (
-            m.group(3) if m.group(3) is not None else m.group(4))
+        value = m.group(2) if m.group(2) is not None else (m.group(3) if m.group(3) is not None else m.group(4))
         out.setdefault(m.group(1).lower(), html.unescape(value) if value is not None else None)
     return out
 
 
-def _anchors(text: str) -> Tuple[List[Tuple[Dict[str, Optional[str]], str]], Optional[str],
-                                 Dict[str, str], int]:
+def _anchors(text: str) -> Tuple[List[Tuple[Dict[str, Optional[str]], str]], Optional[str], Dict[str, str], int]:
     """(anchors with their text, <base href>, <meta name=content>, structure tags seen) of a page
     whose comments are already stripped."""
     anchors: List[Tuple[Dict[str, Optional[str]], str]] = []
@@ -132,8 +129,8 @@ def _anchors(text: str) -> Tuple[List[Tuple[Dict[str, Optional[str]], str]], Opt
     open_at = 0
     for m in _TAG.finditer(text):
         end, name = m.group(1), m.group(2).lower()
-        if name == "a" and open_attrs is not None:           # </a>, or an <a> left open
-            anchors.append((open_attrs, m.string[open_at:m.start()]))
+        if name == "a" and open_attrs is not None:  # </a>, or an <a> left open
+            anchors.append((open_attrs, m.string[open_at : m.start()]))
             open_attrs = None
         if end:
             continue
@@ -171,13 +168,17 @@ def parse_html(text: str, url: str) -> Page:
         link, _, fragment = href.partition("#")
         name = _last_segment(link)
         if _looks_like_file(name):
-            files.append(FileLink(
-                filename=name, url=resolve(link), hashes=_fragment_hashes(fragment),
-                requires_python=attrs.get("data-requires-python") or None,
-                core_metadata=_attr_true(attrs, "data-core-metadata")
-                or _attr_true(attrs, "data-dist-info-metadata"),
-                yanked=attrs.get("data-yanked") if "data-yanked" in attrs else None,
-            ))
+            files.append(
+                FileLink(
+                    filename=name,
+                    url=resolve(link),
+                    hashes=_fragment_hashes(fragment),
+                    requires_python=attrs.get("data-requires-python") or None,
+                    core_metadata=_attr_true(attrs, "data-core-metadata")
+                    or _attr_true(attrs, "data-dist-info-metadata"),
+                    yanked=attrs.get("data-yanked") if "data-yanked" in attrs else None,
+                )
+            )
         else:
             projects.append(name or html.unescape(_INNER_TAG.sub("", label)).strip())
     api = meta.get("pypi:repository-version")
@@ -224,7 +225,7 @@ class _Resolver:
             return self.origin + link
         if ":" not in link and "?" not in link and not link.startswith("/") and "?" not in self.base:
             # "../../whl/cu121/torch-….whl": RFC 3986 dot-segment removal on the path
-            folder = self.base[len(self.origin):].rsplit("/", 1)[0] or ""
+            folder = self.base[len(self.origin) :].rsplit("/", 1)[0] or ""
             return self.origin + posixpath.normpath(f"{folder}/{link}").replace("//", "/")
         return urljoin(self.base, link)
 
@@ -267,12 +268,16 @@ def parse_json(text: str, url: str) -> Page:
     if not api.startswith("1."):
         raise PageError(f"unsupported simple API version {api or '(none)'} (envdoctor reads 1.x)")
     if isinstance(data.get("files"), list):
-        files = tuple(_json_file(f, url) for f in data["files"]
-                      if isinstance(f, dict) and isinstance(f.get("filename"), str) and f["filename"])
+        files = tuple(
+            _json_file(f, url)
+            for f in data["files"]
+            if isinstance(f, dict) and isinstance(f.get("filename"), str) and f["filename"]
+        )
         return Page(mask_url(url), "json", files, (), api)
     if isinstance(data.get("projects"), list):
-        names = tuple(p["name"] for p in data["projects"] if isinstance(p, dict) and isinstance(p.get("name"), str)
-                      and p["name"])
+        names = tuple(
+            p["name"] for p in data["projects"] if isinstance(p, dict) and isinstance(p.get("name"), str) and p["name"]
+        )
         return Page(mask_url(url), "json", (), names, api)
     raise PageError("not an index page (JSON with neither 'files' nor 'projects')")
 
@@ -297,5 +302,4 @@ def _json_file(f: Dict[str, object], url: str) -> FileLink:
 
 def variant_names(page: Page) -> Tuple[str, ...]:
     """Names on a root page that look like wheel variants ("cu128", "rocm6.2", "cpu")."""
-    return tuple(dict.fromkeys(n for n in (p.strip("/").lower() for p in page.projects)
-                               if VARIANT_NAME.match(n)))
+    return tuple(dict.fromkeys(n for n in (p.strip("/").lower() for p in page.projects) if VARIANT_NAME.match(n)))

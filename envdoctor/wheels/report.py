@@ -31,7 +31,7 @@ class IndexUnavailable(RuntimeError):
 
 
 def span(items: Sequence[str], limit: int = 3) -> str:
-    """"1.13.0-2.0.1" for many items, "2.0.0, 2.0.1" for a few, "" for none."""
+    """ "1.13.0-2.0.1" for many items, "2.0.0, 2.0.1" for a few, "" for none."""
     if not items:
         return ""
     if len(items) <= limit - 1:
@@ -62,15 +62,18 @@ def summary(listing: VariantListing, target: Target) -> str:
         if listing.other_pythons:
             reasons.append(f"wheels for {span(listing.other_pythons)}")
         if listing.other_platforms:
-            reasons.append(f"or {span(sorted(listing.other_platforms), 4)}"
-                           if reasons else f"wheels for {span(sorted(listing.other_platforms), 4)}")
+            reasons.append(
+                f"or {span(sorted(listing.other_platforms), 4)}"
+                if reasons
+                else f"wheels for {span(sorted(listing.other_platforms), 4)}"
+            )
         if reasons:
             line += " (" + " ".join(reasons) + ")"
     return line
 
 
 def provenance(listing: VariantListing) -> Optional[str]:
-    """"cached 12 min ago", "from the bundled table (offline)", or None for a fresh fetch."""
+    """ "cached 12 min ago", "from the bundled table (offline)", or None for a fresh fetch."""
     if listing.source == "table":
         return "from the bundled table (offline, not in the cache)"
     parts = []
@@ -112,30 +115,53 @@ def listing_from_table(table: Any, listing: VariantListing, target: Target) -> V
     """
     if canonicalize_name(listing.package) != "torch":
         return listing
-    builds = [(r, v) for r in getattr(table, "torch_releases", ()) for v in r.variants
-              if getattr(v, "name", None) == listing.variant]
+    builds = [
+        (r, v)
+        for r in getattr(table, "torch_releases", ())
+        for v in r.variants
+        if getattr(v, "name", None) == listing.variant
+    ]
     known = {getattr(v, "name", None) for v in getattr(table, "variants", ())}
     if not builds and listing.variant not in known:
-        return dataclasses.replace(listing, error=(
-            f"offline: not in the cache, and envdoctor's table knows no variant {listing.variant} "
-            "(run without --offline to ask the index)"))
+        return dataclasses.replace(
+            listing,
+            error=(
+                f"offline: not in the cache, and envdoctor's table knows no variant {listing.variant} "
+                "(run without --offline to ask the index)"
+            ),
+        )
     major_minor = ".".join(target.python.split(".")[:2])
     py = major_minor + ("t" if target.short.endswith("t") else "")
     versions = sorted({p for r, _ in builds for p in _patches(r)}, key=_v)
     # Only what the table confirms is offered offline (the advisor does the same); the rest is
     # listed but not counted as a wheel for this Python.
-    compatible = sorted({p for r, v in builds if _confirmed(r) and _confirmed(v)
-                         and py in {str(x) for x in getattr(r, "pythons", ())}
-                         and _platform_ok(getattr(v, "platforms", ()), target)
-                         for p in _patches(r)}, key=_v)
+    compatible = sorted(
+        {
+            p
+            for r, v in builds
+            if _confirmed(r)
+            and _confirmed(v)
+            and py in {str(x) for x in getattr(r, "pythons", ())}
+            and _platform_ok(getattr(v, "platforms", ()), target)
+            for p in _patches(r)
+        },
+        key=_v,
+    )
     doubtful = sorted({p for r, v in builds if not (_confirmed(r) and _confirmed(v)) for p in _patches(r)}, key=_v)
     note = "from the bundled table"
     if doubtful:
         note += f"; unconfirmed there, not offered: {span(doubtful)}"
     return VariantListing(
-        listing.variant, listing.url, exists=True, versions=tuple(versions),
-        compatible=tuple(compatible), offline=True, package=listing.package, source="table",
-        note=note)
+        listing.variant,
+        listing.url,
+        exists=True,
+        versions=tuple(versions),
+        compatible=tuple(compatible),
+        offline=True,
+        package=listing.package,
+        source="table",
+        note=note,
+    )
 
 
 def _patches(release: Any) -> Tuple[str, ...]:
@@ -158,7 +184,8 @@ def _platform_ok(platforms: Iterable[str], target: Target) -> bool:
         if p in target.platforms:
             return True
         if p.startswith("macosx") and any(
-                t.startswith("macosx") and t.endswith(p.rsplit("_", 1)[-1]) for t in target.platforms):
+            t.startswith("macosx") and t.endswith(p.rsplit("_", 1)[-1]) for t in target.platforms
+        ):
             return True
     return False
 

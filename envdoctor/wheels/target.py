@@ -40,11 +40,11 @@ _PLATFORM_TAG = re.compile(r"^[a-z0-9_.]+$")
 class Target:
     """What a wheel must match: Python version, interpreter tag and the ordered tag list."""
 
-    python: str                      # "3.12.3" (or "3.12" when only the series is known)
-    interpreter: str                 # "cp312"
-    platforms: Tuple[str, ...]       # ("manylinux_2_39_x86_64", ..., "linux_x86_64")
+    python: str  # "3.12.3" (or "3.12" when only the series is known)
+    interpreter: str  # "cp312"
+    platforms: Tuple[str, ...]  # ("manylinux_2_39_x86_64", ..., "linux_x86_64")
     tags: Tuple[Tag, ...]
-    description: str                 # "envdoctor's own Python, /usr/bin/python3.11"
+    description: str  # "envdoctor's own Python, /usr/bin/python3.11"
     _tagset: FrozenSet[Tag] = field(init=False, repr=False, compare=False)
     _short: str = field(init=False, repr=False, compare=False)
 
@@ -60,10 +60,12 @@ class Target:
         """envdoctor's own interpreter, as pip would see it (``packaging.tags.sys_tags()``)."""
         tags = tuple(_tags.sys_tags())
         interp = _tags.interpreter_name() + _tags.interpreter_version()
-        platforms = sorted(_unique(t.platform for t in tags if t.platform != "any"),
-                           key=lambda p: p.startswith("linux_"))
-        return cls(_platform.python_version(), interp, tuple(platforms), tags,
-                   f"envdoctor's own Python, {sys.executable}")
+        platforms = sorted(
+            _unique(t.platform for t in tags if t.platform != "any"), key=lambda p: p.startswith("linux_")
+        )
+        return cls(
+            _platform.python_version(), interp, tuple(platforms), tags, f"envdoctor's own Python, {sys.executable}"
+        )
 
     @classmethod
     def for_python(cls, version: str, platform: Optional[str] = None) -> Target:
@@ -79,21 +81,21 @@ class Target:
         abi = f"cp{pyver[0]}{pyver[1]}{m['t']}"
         platforms = expand_platform(platform) if platform else _current_platforms()
         where = platform or "this machine's platforms"
-        return cls._cpython(f"{pyver[0]}.{pyver[1]}", pyver, abi, platforms,
-                            f"CPython {version} on {where}")
+        return cls._cpython(f"{pyver[0]}.{pyver[1]}", pyver, abi, platforms, f"CPython {version} on {where}")
 
     @classmethod
     def from_interpreter(cls, path: str, timeout: float = 10.0) -> Target:
         """Ask the interpreter at ``path`` (in a child process) for its version, ABI and libc."""
         from envdoctor.child import run_child
 
-        child = run_child("interpreter.py", python=path, timeout=timeout, isolated=True,
-                          what="the interpreter check")
-        if child.failure is not None:    # the target's own answer, an error line of the protocol
+        child = run_child("interpreter.py", python=path, timeout=timeout, isolated=True, what="the interpreter check")
+        if child.failure is not None:  # the target's own answer, an error line of the protocol
             kind = child.failure.get("kind")
-            raise TargetError(f"{path} answered the interpreter check with an error "
-                              f"({str(kind)[:40] if isinstance(kind, str) else 'error'}): "
-                              f"{str(child.failure.get('message') or 'no message')[:200]}")
+            raise TargetError(
+                f"{path} answered the interpreter check with an error "
+                f"({str(kind)[:40] if isinstance(kind, str) else 'error'}): "
+                f"{str(child.failure.get('message') or 'no message')[:200]}"
+            )
         if child.cause is not None:
             raise TargetError(f"could not run {path}: {child.cause.message}")
         if child.result is None:
@@ -101,8 +103,9 @@ class Target:
         return target_from_probe(child.result, path)
 
     @classmethod
-    def _cpython(cls, python: str, pyver: Tuple[int, int], abi: str, platforms: Sequence[str],
-                 description: str) -> Target:
+    def _cpython(
+        cls, python: str, pyver: Tuple[int, int], abi: str, platforms: Sequence[str], description: str
+    ) -> Target:
         interp = f"cp{pyver[0]}{pyver[1]}"
         tags = list(_tags.cpython_tags(pyver, abis=[abi], platforms=platforms))
         tags += _tags.compatible_tags(pyver, interp, platforms)
@@ -114,14 +117,13 @@ class Target:
         pairs = _unique_pairs((t.interpreter, t.abi) for t in self.tags if t.platform != "any")
         tags = [Tag(i, a, p) for i, a in pairs for p in platforms]
         tags += [t for t in self.tags if t.platform == "any"]
-        return Target(self.python, self.interpreter, platforms, tuple(tags),
-                      f"{self.description} on {platform}")
+        return Target(self.python, self.interpreter, platforms, tuple(tags), f"{self.description} on {platform}")
 
     # -- questions ---------------------------------------------------------------------------
 
     @property
     def short(self) -> str:
-        """"cp312" or, for free-threaded builds, "cp313t" (what people call the Python)."""
+        """ "cp312" or, for free-threaded builds, "cp313t" (what people call the Python)."""
         return self._short
 
     def accepts(self, wheel_tags: Iterable[Tag]) -> bool:
@@ -152,8 +154,10 @@ def expand_platform(platform: str) -> Tuple[str, ...]:
         raise TargetError(f"not a platform tag: {platform!r} (e.g. manylinux_2_28_x86_64)")
     numbered = _MANYLINUX.match(platform) or _MUSLLINUX.match(platform) or _MACOSX.match(platform)
     if numbered and max(len(numbered["major"]), len(numbered["minor"])) > 2:
-        raise TargetError(f"not a platform tag envdoctor can use: {platform[:60]!r} "
-                          f"(version {numbered['major'][:12]}.{numbered['minor'][:12]} is out of range)")
+        raise TargetError(
+            f"not a platform tag envdoctor can use: {platform[:60]!r} "
+            f"(version {numbered['major'][:12]}.{numbered['minor'][:12]} is out of range)"
+        )
     legacy = _MANYLINUX_LEGACY.match(platform)
     if legacy:
         glibc = {v: k for k, v in LEGACY_MANYLINUX.items()}[legacy["name"]]
@@ -164,8 +168,7 @@ def expand_platform(platform: str) -> Tuple[str, ...]:
     m = _MUSLLINUX.match(platform)
     if m:
         arch = m["arch"]
-        return tuple(f"musllinux_{m['major']}_{y}_{arch}" for y in range(int(m["minor"]), -1, -1)) \
-            + (f"linux_{arch}",)
+        return tuple(f"musllinux_{m['major']}_{y}_{arch}" for y in range(int(m["minor"]), -1, -1)) + (f"linux_{arch}",)
     m = _MACOSX.match(platform)
     if m:
         return tuple(_tags.mac_platforms((int(m["major"]), int(m["minor"])), m["arch"]))
@@ -202,8 +205,11 @@ def target_from_probe(info: dict, path: str) -> Target:
     if not isinstance(info, dict):
         raise cannot
     raw = info.get("version")
-    if not isinstance(raw, list) or not 2 <= len(raw) or not all(
-            type(x) is int and 0 <= x <= MAX_VERSION_PART for x in raw[:3]):
+    if (
+        not isinstance(raw, list)
+        or not 2 <= len(raw)
+        or not all(type(x) is int and 0 <= x <= MAX_VERSION_PART for x in raw[:3])
+    ):
         raise cannot
     version = tuple(raw[:3])
     pyver = (version[0], version[1])
@@ -219,8 +225,7 @@ def target_from_probe(info: dict, path: str) -> Target:
             flags = "t" if info.get("gil_disabled") is True else ""
         if not isinstance(flags, str) or not re.fullmatch(r"[a-z]{0,4}", flags):
             raise cannot
-        return Target._cpython(python, pyver, f"cp{pyver[0]}{pyver[1]}{flags}", platforms,
-                               description)
+        return Target._cpython(python, pyver, f"cp{pyver[0]}{pyver[1]}{flags}", platforms, description)
     # PyPy and others: pp310 + the ABI from SOABI ("pypy310-pp73" -> "pypy310_pp73").
     short = {"pypy": "pp", "ironpython": "ip", "jython": "jy"}.get(impl, impl)
     interp = f"{short}{pyver[0]}{pyver[1]}"

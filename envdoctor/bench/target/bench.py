@@ -69,7 +69,7 @@ def run_suites(torch, dev, info, cfg, suites, out):
         if suite == "matmul":
             bench_device(torch, dev, info, cfg["dtypes"], cfg["sizes"], cfg["budget"], mine)
             out["points"].extend(mine)
-            tf32.restore(saved)   # the layers run with the user's own TF32 setting
+            tf32.restore(saved)  # the layers run with the user's own TF32 setting
             release(torch, cuda)
         elif suite == "memory":
             memory_device(torch, dev, info, cfg["memory"], out["memory_points"])
@@ -82,10 +82,21 @@ def run_suites(torch, dev, info, cfg, suites, out):
 def main(cfg):
     started = time.time()
     suites = [s for s in SUITES if s in (cfg.get("suites") or ["matmul"])]
-    out = {"schema": CHILD_SCHEMA, "python": sys.executable,
-           "python_version": "%d.%d.%d" % sys.version_info[:3], "suites": suites, "points": [],
-           "memory_points": [], "layer_points": [], "reference_points": [], "flop_checks": [],
-           "suite_s": {}, "devices": [], "notes": [], "error": None}
+    out = {
+        "schema": CHILD_SCHEMA,
+        "python": sys.executable,
+        "python_version": "%d.%d.%d" % sys.version_info[:3],
+        "suites": suites,
+        "points": [],
+        "memory_points": [],
+        "layer_points": [],
+        "reference_points": [],
+        "flop_checks": [],
+        "suite_s": {},
+        "devices": [],
+        "notes": [],
+        "error": None,
+    }
     cfg = dict(cfg)
     cfg["dtypes"] = cfg.get("dtypes") or ["fp32", "tf32", "fp16", "bf16"]
     cfg["sizes"] = cfg.get("sizes") or [128, 512, 2048, 8192]
@@ -95,8 +106,7 @@ def main(cfg):
     cfg["layers"].setdefault("dtypes", cfg["dtypes"])
     want = str(cfg.get("device", "0"))
     if sys.version_info < (3, 8):
-        out["error"] = {"kind": "python_too_old", "message": "Python %s is older than 3.8"
-                        % out["python_version"]}
+        out["error"] = {"kind": "python_too_old", "message": "Python %s is older than 3.8" % out["python_version"]}
         return out
     t0 = time.perf_counter()
     try:
@@ -105,15 +115,17 @@ def main(cfg):
         kind = "no_torch" if getattr(exc, "name", None) == "torch" else "import_failed"
         out["error"] = {"kind": kind, "message": first_line(exc)}
         return out
-    except Exception as exc:   # a broken install raises anything: OSError for a missing .so
+    except Exception as exc:  # a broken install raises anything: OSError for a missing .so
         out["error"] = {"kind": "import_failed", "message": first_line(exc)}
         return out
     out["import_s"] = round(time.perf_counter() - t0, 3)
     out["torch_version"] = torch.__version__
     out["torch_cuda"] = getattr(torch.version, "cuda", None)
     if os.environ.get("TORCH_ALLOW_TF32_CUBLAS_OVERRIDE") == "1":
-        out["notes"].append("TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1 is set: some torch versions then use "
-                            "TF32 for fp32 products whatever the setting (the fp32 check shows it)")
+        out["notes"].append(
+            "TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1 is set: some torch versions then use "
+            "TF32 for fp32 products whatever the setting (the fp32 check shows it)"
+        )
     t1 = time.perf_counter()
     cuda = False
     try:
@@ -127,13 +139,19 @@ def main(cfg):
         out["cuda_error"] = first_line(exc)
     targets = []
     if not cuda and cfg.get("device_required") and want != "all":
-        out["error"] = {"kind": "bad_device", "message": "--device %s: torch %s sees no GPU"
-                        % (want, out["torch_version"]) + (" (%s)" % out["cuda_error"] if out.get("cuda_error") else "")}
+        out["error"] = {
+            "kind": "bad_device",
+            "message": "--device %s: torch %s sees no GPU" % (want, out["torch_version"])
+            + (" (%s)" % out["cuda_error"] if out.get("cuda_error") else ""),
+        }
         return out
     if not cuda and cfg.get("gpu_required"):
         build = "is a CPU-only build" if not out["torch_cuda"] else "sees no GPU"
-        out["error"] = {"kind": "no_gpu", "message": "torch %s %s" % (out["torch_version"], build)
-                        + (" (%s)" % out["cuda_error"] if out.get("cuda_error") else "")}
+        out["error"] = {
+            "kind": "no_gpu",
+            "message": "torch %s %s" % (out["torch_version"], build)
+            + (" (%s)" % out["cuda_error"] if out.get("cuda_error") else ""),
+        }
         return out
     if cuda:
         count = torch.cuda.device_count()
@@ -145,8 +163,7 @@ def main(cfg):
             except ValueError:
                 indices = [-1]
             if not 0 <= indices[0] < count:
-                out["error"] = {"kind": "bad_device", "message": "GPU %s does not exist: torch sees %d"
-                                % (want, count)}
+                out["error"] = {"kind": "bad_device", "message": "GPU %s does not exist: torch sees %d" % (want, count)}
                 return out
         for i in indices:
             try:
@@ -155,7 +172,7 @@ def main(cfg):
                 torch.cuda.set_device(dev)
                 for td in (torch.float32, torch.float16):
                     x = torch.randn(64, 64, device=dev, dtype=td)
-                    torch.mm(x, x)   # creates the cuBLAS handle and workspace
+                    torch.mm(x, x)  # creates the cuBLAS handle and workspace
                 torch.cuda.synchronize(dev)
             except Exception as exc:
                 info = {"index": i, "kind": "cuda", "error": first_line(exc)}
@@ -163,9 +180,18 @@ def main(cfg):
             targets.append((dev, info))
     else:
         import platform
-        targets.append((torch.device("cpu"), {
-            "index": 0, "kind": "cpu", "name": platform.processor() or platform.machine() or "CPU",
-            "multiprocessors": torch.get_num_threads()}))
+
+        targets.append(
+            (
+                torch.device("cpu"),
+                {
+                    "index": 0,
+                    "kind": "cpu",
+                    "name": platform.processor() or platform.machine() or "CPU",
+                    "multiprocessors": torch.get_num_threads(),
+                },
+            )
+        )
     out["init_s"] = round(time.perf_counter() - t1, 3)
     counts = {}
     for dev, info in targets:

@@ -48,24 +48,38 @@ GPU_SHAPES = {
     "llama": [[1, 1024], [2, 2048]],
 }
 CPU_SHAPES = dict((name, [[1, 128]]) for name in LAYERS)
-MAX_ONE_PASS_S = 3.0       # a point whose one call would take longer is skipped
-LAYER_EFFICIENCY = 0.4     # for that estimate: a layer runs at about this share of the matmul rate
-REFERENCE_BUDGET_S = 0.3   # the matmul run for the peak when the matmul suite did not run
+MAX_ONE_PASS_S = 3.0  # a point whose one call would take longer is skipped
+LAYER_EFFICIENCY = 0.4  # for that estimate: a layer runs at about this share of the matmul rate
+REFERENCE_BUDGET_S = 0.3  # the matmul run for the peak when the matmul suite did not run
 # The heat before a compute-dense point's repeats. On the H200 (700 W cap) such a call ran 5-12%
 # faster for its first 50-100 ms after the pause of a point's set-up, then the clocks settled
 # (docs/benchmarks.md, the layers against the classic method). The calibration comes first,
 # so the repeats start about 90 ms into the load.
 HEAT_S = 0.08
-SETUP_S = 0.3              # a GPU point's set-up (first call, profile, calibration) beyond its repeats
-CPU_SETUP_S = 0.1          # the same allowance on a CPU
-HEAT_SHARE = 0.3           # heat a call whose calibrated rate is at least this share of the matmul rate
-NO_KERNEL = ("empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "detach", "alias",
-             "lift_fresh", "_local_scalar_dense", "sym_size", "sym_stride", "is_same_size",
-             "_has_compatible_shallow_copy_type", "_to_copy_noop")
+SETUP_S = 0.3  # a GPU point's set-up (first call, profile, calibration) beyond its repeats
+CPU_SETUP_S = 0.1  # the same allowance on a CPU
+HEAT_SHARE = 0.3  # heat a call whose calibrated rate is at least this share of the matmul rate
+NO_KERNEL = (
+    "empty",
+    "empty_like",
+    "empty_strided",
+    "new_empty",
+    "new_empty_strided",
+    "detach",
+    "alias",
+    "lift_fresh",
+    "_local_scalar_dense",
+    "sym_size",
+    "sym_stride",
+    "is_same_size",
+    "_has_compatible_shallow_copy_type",
+    "_to_copy_noop",
+)
 MATMUL_OPS = ("mm", "addmm", "bmm", "baddbmm", "matmul", "linear", "addbmm")
 
 
 # --- what a call does: kernels, bytes, FLOPs --------------------------------------------------
+
 
 def _tensors(torch, obj, out):
     if isinstance(obj, torch.Tensor):
@@ -126,7 +140,7 @@ def op_profile(torch, fn, formulas=None):
         if formula is not None and flops["error"] is None:
             try:
                 flops["n"] += float(formula(*args, out_val=out, **kwargs))
-            except Exception as exc:   # sdpa_flop_count asserts on GQA shapes (torch 2.11)
+            except Exception as exc:  # sdpa_flop_count asserts on GQA shapes (torch 2.11)
                 flops["error"] = first_line(exc)
         return out
 
@@ -154,8 +168,11 @@ def kernel_info(attn, probe):
     kernels, choices, hows = [], [], []
     for seen in probe:
         kernel = seen.get("kernel") or seen.get("choice") or "unknown"
-        how = ("autograd node " + seen["node"]) if "node" in seen else (
-            "torch._fused_sdp_choice" if "choice" in seen else "unknown: " + seen.get("choice_error", "?"))
+        how = (
+            ("autograd node " + seen["node"])
+            if "node" in seen
+            else ("torch._fused_sdp_choice" if "choice" in seen else "unknown: " + seen.get("choice_error", "?"))
+        )
         for value, into in ((kernel, kernels), (seen.get("choice"), choices), (how, hows)):
             if value and value not in into:
                 into.append(value)
@@ -170,20 +187,32 @@ def flop_record(layer, attn, b, s, fwd, fwd_bwd):
     beside the analytic count: a ``flop_check`` event."""
     name = layer["name"]
     analytic = analytic_flops(name, layer["dims"], b, s)
-    rec = {"layer": name, "attention": attn, "batch": b, "seq": s, "analytic_fwd": analytic,
-           "analytic_fwd_bwd": 3.0 * analytic, "attention_fwd": attention_flops(name, layer["dims"], b, s)}
+    rec = {
+        "layer": name,
+        "attention": attn,
+        "batch": b,
+        "seq": s,
+        "analytic_fwd": analytic,
+        "analytic_fwd_bwd": 3.0 * analytic,
+        "attention_fwd": attention_flops(name, layer["dims"], b, s),
+    }
     for point, key in ((fwd, "counted_fwd"), (fwd_bwd, "counted_fwd_bwd")):
         if point.get("counted_flops") is not None:
             rec[key] = point["counted_flops"]
         elif "error" not in rec:
-            rec["error"] = (point.get("flops_error") or point.get("profile_error") or point.get("error")
-                            or "this torch has no torch.utils.flop_counter.flop_registry")
+            rec["error"] = (
+                point.get("flops_error")
+                or point.get("profile_error")
+                or point.get("error")
+                or "this torch has no torch.utils.flop_counter.flop_registry"
+            )
     if attn == "sdpa" and fwd_bwd.get("kernel"):
         rec["kernel"] = fwd_bwd["kernel"]
     return rec
 
 
 # --- the suite ---------------------------------------------------------------------------------
+
 
 def sdpa_setup(torch):
     """Which keywords this torch's scaled_dot_product_attention takes (scale: 2.1, enable_gqa: 2.5).
@@ -206,8 +235,12 @@ def sdpa_state(torch):
     """The SDPA backends this torch has switched on, their priority, the flash implementation."""
     state = {"enable_gqa": SDPA_OPTS["enable_gqa"]}
     cuda = torch.backends.cuda
-    for key, fn in (("flash", "flash_sdp_enabled"), ("efficient", "mem_efficient_sdp_enabled"),
-                    ("cudnn", "cudnn_sdp_enabled"), ("math", "math_sdp_enabled")):
+    for key, fn in (
+        ("flash", "flash_sdp_enabled"),
+        ("efficient", "mem_efficient_sdp_enabled"),
+        ("cudnn", "cudnn_sdp_enabled"),
+        ("math", "math_sdp_enabled"),
+    ):
         try:
             state[key] = bool(getattr(cuda, fn)())
         except Exception:
@@ -218,6 +251,7 @@ def sdpa_state(torch):
         pass
     try:
         from torch.nn.attention import current_flash_attention_impl
+
         state["flash_impl"] = current_flash_attention_impl() or "built-in"
     except Exception:
         pass
@@ -266,8 +300,11 @@ def matmul_rates(torch, device, clock, tf32, dtypes, points, refs):
     rates = {}
     floor = 2048 if clock.cuda else 256
     for d in dtypes:
-        ok = [p["tflops"] for p in points if p.get("dtype") == d and p.get("status") == "ok"
-              and p.get("tflops") and p.get("n", 0) >= floor]
+        ok = [
+            p["tflops"]
+            for p in points
+            if p.get("dtype") == d and p.get("status") == "ok" and p.get("tflops") and p.get("n", 0) >= floor
+        ]
         if ok:
             rates[d] = max(ok)
             continue
@@ -282,12 +319,14 @@ def matmul_rates(torch, device, clock, tf32, dtypes, points, refs):
 
 def heat_for(flops, rate, cuda):
     """The heat a point gets, as a function of its calibrated ms per call (see HEAT_S)."""
+
     def heat(per_ms):
         if not cuda:
             return 0.0
         if rate and flops / (max(per_ms, 1e-9) / 1000.0) / 1e12 < HEAT_SHARE * rate:
             return 0.0
         return HEAT_S
+
     return heat
 
 
@@ -310,17 +349,29 @@ def call_estimate_s(flops, rate):
     return flops / (rate * 1e12 * LAYER_EFFICIENCY) if rate else None
 
 
-def layer_point(torch, device, clock, tf32, layer, dtype_name, attn, mode, b, s, share, rate, formulas=None,
-                fastest=None):
+def layer_point(
+    torch, device, clock, tf32, layer, dtype_name, attn, mode, b, s, share, rate, formulas=None, fastest=None
+):
     name = layer["name"]
     flops = analytic_flops(name, layer["dims"], b, s) * (3.0 if mode == "fwd+bwd" else 1.0)
-    point = {"device": device.index or 0, "layer": name, "dtype": dtype_name, "attention": attn, "mode": mode,
-             "batch": b, "seq": s, "flops": flops, "status": "ok", "started": time.time()}
+    point = {
+        "device": device.index or 0,
+        "layer": name,
+        "dtype": dtype_name,
+        "attention": attn,
+        "mode": mode,
+        "batch": b,
+        "seq": s,
+        "flops": flops,
+        "status": "ok",
+        "started": time.time(),
+    }
     one = call_estimate_s(flops, max(rate or 0.0, fastest or 0.0))
     if one is not None:
         if one > MAX_ONE_PASS_S:
-            point.update(status="skipped", error="one call would take about %.0f s on this device" % one,
-                         ended=time.time())
+            point.update(
+                status="skipped", error="one call would take about %.0f s on this device" % one, ended=time.time()
+            )
             return point
     failed = False
     try:
@@ -340,18 +391,23 @@ def layer_point(torch, device, clock, tf32, layer, dtype_name, attn, mode, b, s,
         extra = {}
         times, launches, warm = time_repeats(clock, fn, share, heat_for(flops, rate, clock.cuda), extra)
         med = settled_median(times)
-        point.update(ms=med, tflops=flops / (med / 1000.0) / 1e12,
-                     burst_tflops=flops / (extra["burst_ms"] / 1000.0) / 1e12,
-                     best_tflops=flops / (min(times) / 1000.0) / 1e12,
-                     repeats_ms=[round(t, 6) for t in times], launches=launches, warmup=warm + 2,
-                     heat_ms=round(extra["heat_ms"], 3))
+        point.update(
+            ms=med,
+            tflops=flops / (med / 1000.0) / 1e12,
+            burst_tflops=flops / (extra["burst_ms"] / 1000.0) / 1e12,
+            best_tflops=flops / (min(times) / 1000.0) / 1e12,
+            repeats_ms=[round(t, 6) for t in times],
+            launches=launches,
+            warmup=warm + 2,
+            heat_ms=round(extra["heat_ms"], 3),
+        )
         if "issue_ms" in extra:
             point["issue_ms"] = round(extra["issue_ms"], 6)
         if clock.cuda:
             point["tf32"] = tf32.get()
         if not finite:
             point.update(status="wrong", error="the output (or the input's gradient) holds NaN or Inf")
-    except Exception as exc:   # out of memory at a large point: skipped; anything else: failed
+    except Exception as exc:  # out of memory at a large point: skipped; anything else: failed
         point_failure(point, exc)
         failed = True
     point["ended"] = time.time()
@@ -364,10 +420,20 @@ def over_budget(device, layer, dtype_name, attn, mode, b, s, budget):
     """A point left out because the suite's budget was spent before it could start."""
     flops = analytic_flops(layer["name"], layer["dims"], b, s) * (3.0 if mode == "fwd+bwd" else 1.0)
     now = time.time()
-    return {"device": device.index or 0, "layer": layer["name"], "dtype": dtype_name, "attention": attn,
-            "mode": mode, "batch": b, "seq": s, "flops": flops, "status": "skipped",
-            "error": "the layers budget of %g s was spent (a larger --budget measures it)" % budget,
-            "started": now, "ended": now}
+    return {
+        "device": device.index or 0,
+        "layer": layer["name"],
+        "dtype": dtype_name,
+        "attention": attn,
+        "mode": mode,
+        "batch": b,
+        "seq": s,
+        "flops": flops,
+        "status": "skipped",
+        "error": "the layers budget of %g s was spent (a larger --budget measures it)" % budget,
+        "started": now,
+        "ended": now,
+    }
 
 
 def layers_device(torch, device, info, cfg, matmul_points, out):
@@ -417,11 +483,20 @@ def layers_device(torch, device, info, cfg, matmul_points, out):
                 for b, s in shapes:
                     for attn in attentions:
                         for mode in modes:
-                            point = {"device": device.index or 0, "layer": name, "dtype": dtype_name,
-                                     "attention": attn, "mode": mode, "batch": b, "seq": s,
-                                     "flops": analytic_flops(name, dims, b, s) * (3.0 if mode == "fwd+bwd" else 1.0),
-                                     "status": error["status"], "error": "building the layer: " + error["error"],
-                                     "started": time.time(), "ended": time.time()}
+                            point = {
+                                "device": device.index or 0,
+                                "layer": name,
+                                "dtype": dtype_name,
+                                "attention": attn,
+                                "mode": mode,
+                                "batch": b,
+                                "seq": s,
+                                "flops": analytic_flops(name, dims, b, s) * (3.0 if mode == "fwd+bwd" else 1.0),
+                                "status": error["status"],
+                                "error": "building the layer: " + error["error"],
+                                "started": time.time(),
+                                "ended": time.time(),
+                            }
                             out["layer_points"].append(point)
                             emit("point", suite="layers", point=point)
                 continue
@@ -435,8 +510,22 @@ def layers_device(torch, device, info, cfg, matmul_points, out):
                             point = over_budget(device, layer, dtype_name, attn, mode, b, s, budget)
                         else:
                             mine = share if clock.cuda else min(share, max(0.0, deadline - now) / state["left"])
-                            point = layer_point(torch, device, clock, tf32, layer, dtype_name, attn, mode, b, s,
-                                                mine, rates.get(dtype_name), formulas, fastest.get(dtype_name))
+                            point = layer_point(
+                                torch,
+                                device,
+                                clock,
+                                tf32,
+                                layer,
+                                dtype_name,
+                                attn,
+                                mode,
+                                b,
+                                s,
+                                mine,
+                                rates.get(dtype_name),
+                                formulas,
+                                fastest.get(dtype_name),
+                            )
                             state["measured"] += 1
                         state["left"] -= 1
                         done[mode] = point

@@ -19,15 +19,23 @@ import math
 import time
 
 if False:  # for readers and linters: these come from _prelude.py and _torch_common.py, sent first
-    from envdoctor.child._torch_common import (MIN_REPEATS, Clock, Tf32, rel_error, settled_median, time_batch,
-                                               time_repeats, torch_dtype)
+    from envdoctor.child._torch_common import (
+        MIN_REPEATS,
+        Clock,
+        Tf32,
+        rel_error,
+        settled_median,
+        time_batch,
+        time_repeats,
+        torch_dtype,
+    )
     from envdoctor.child._prelude import emit, first_line
 
 ITEMSIZE = {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2}
 # ||c - ref|| / ||ref|| allowed per dtype, ref computed in float64 from the same (rounded) inputs.
 # fp32 is strict enough that TF32 rounding (about 3e-4) fails it.
 ERROR_BOUND = {"fp32": 1e-4, "tf32": 4e-3, "fp16": 5e-3, "bf16": 2e-2}
-MAX_ONE_PRODUCT_S = 3.0   # a size whose one product would take longer is skipped
+MAX_ONE_PRODUCT_S = 3.0  # a size whose one product would take longer is skipped
 
 
 def weight(n):
@@ -59,8 +67,14 @@ def launch_cost_us(torch, device, clock):
 
 def measure(torch, device, clock, tf32, dtype, n, budget_s):
     """One point: see the module docstring for the method."""
-    point = {"device": device.index or 0, "dtype": dtype, "n": n, "status": "ok",
-             "error_bound": ERROR_BOUND[dtype], "started": time.time()}
+    point = {
+        "device": device.index or 0,
+        "dtype": dtype,
+        "n": n,
+        "status": "ok",
+        "error_bound": ERROR_BOUND[dtype],
+        "started": time.time(),
+    }
     tdtype = torch_dtype(torch, dtype)
     try:
         if dtype in ("fp32", "tf32") and clock.cuda:
@@ -70,15 +84,15 @@ def measure(torch, device, clock, tf32, dtype, n, budget_s):
         b = torch.randn(n, n, device=device, dtype=tdtype)
 
         def fn():
-            return a @ b   # as people write it; the output comes from the caching allocator
+            return a @ b  # as people write it; the output comes from the caching allocator
 
         err = checked_product(torch, clock, a, b)
         times, launches, warm = time_repeats(clock, fn, budget_s)
-        if err is not None:   # again at once, while the GPU is hot
+        if err is not None:  # again at once, while the GPU is hot
             again = checked_product(torch, clock, a, b)
             err = None if again is None else max(err, again)
         med = settled_median(times)
-        flops = 2.0 * n ** 3
+        flops = 2.0 * n**3
         point.update(
             ms=med,
             tflops=flops / (med / 1000.0) / 1e12,
@@ -92,9 +106,10 @@ def measure(torch, device, clock, tf32, dtype, n, budget_s):
         if err is None:
             point.update(status="wrong", error="the result holds NaN or Inf")
         elif err > ERROR_BOUND[dtype]:
-            point.update(status="wrong", error="relative error %.2g exceeds %.0e against float64"
-                         % (err, ERROR_BOUND[dtype]))
-    except Exception as exc:   # CUDA out of memory, an illegal address, a missing kernel
+            point.update(
+                status="wrong", error="relative error %.2g exceeds %.0e against float64" % (err, ERROR_BOUND[dtype])
+            )
+    except Exception as exc:  # CUDA out of memory, an illegal address, a missing kernel
         point.update(status="failed", error=first_line(exc))
         if clock.cuda:
             try:
@@ -113,8 +128,7 @@ def plan_device(info, dtypes, cuda):
         if not cuda and d != "fp32":
             skipped[d] = "the CPU run measures fp32 only"
         elif cuda and d in ("bf16", "tf32") and cc is not None and cc < (8, 0):
-            skipped[d] = "%s needs compute capability 8.0 or later; this GPU is %s" % (
-                d, info["capability"])
+            skipped[d] = "%s needs compute capability 8.0 or later; this GPU is %s" % (d, info["capability"])
         else:
             todo.append(d)
     return todo, skipped
@@ -127,16 +141,15 @@ def bench_device(torch, device, info, dtypes, sizes, budget, out_points):
     todo, skipped = plan_device(info, dtypes, clock.cuda)
     info["skipped"] = skipped
     total_w = sum(weight(n) for n in sizes) * max(1, len(todo))
-    rate = {}   # dtype -> last measured TFLOP/s, to skip sizes far too slow for the budget
+    rate = {}  # dtype -> last measured TFLOP/s, to skip sizes far too slow for the budget
     for n in sorted(sizes):
         for d in todo:
             share = budget * weight(n) / total_w
             if d in rate and rate[d]:
-                one = 2.0 * n ** 3 / (rate[d] * 1e12)
+                one = 2.0 * n**3 / (rate[d] * 1e12)
                 # a point takes the check, the warm-up and MIN_REPEATS products at the least
                 if one > MAX_ONE_PRODUCT_S or one * (MIN_REPEATS + 2) > 2 * share:
-                    skipped["%s n=%d" % (d, n)] = (
-                        "one product would take about %.2g s on this device" % one)
+                    skipped["%s n=%d" % (d, n)] = "one product would take about %.2g s on this device" % one
                     continue
             point = measure(torch, device, clock, tf32, d, n, share)
             if point.get("tflops"):

@@ -20,11 +20,11 @@ if False:  # for readers and linters: these come from _prelude.py and _torch_com
     from envdoctor.child._prelude import emit
 
 MEMORY_OPS = ("mul", "copy")
-ITEM_BYTES = 4                       # fp32
+ITEM_BYTES = 4  # fp32
 MEMORY_SIZES = [1 << 16, 1 << 18, 1 << 20, 1 << 22, 1 << 24, 1 << 25, 1 << 26, 1 << 27, 1 << 28]
-CPU_MAX_ELEMENTS = 1 << 26           # 256 MiB a buffer: past every CPU cache, and kind to small machines
-HEADROOM = 512 << 20                 # bytes left free on the GPU beside the two buffers
-CHECK_ELEMENTS = 4096                # elements compared at each of three places
+CPU_MAX_ELEMENTS = 1 << 26  # 256 MiB a buffer: past every CPU cache, and kind to small machines
+HEADROOM = 512 << 20  # bytes left free on the GPU beside the two buffers
+CHECK_ELEMENTS = 4096  # elements compared at each of three places
 
 
 def memory_plan(sizes, cuda, free):
@@ -36,7 +36,9 @@ def memory_plan(sizes, cuda, free):
             skipped["n=%d" % n] = "the CPU run stops at %d elements (256 MiB a buffer)" % CPU_MAX_ELEMENTS
         elif cuda and free is not None and need + HEADROOM > free:
             skipped["n=%d" % n] = "two buffers of %.2f GiB do not fit in the %.2f GiB free" % (
-                need / 2.0 / 2 ** 30, free / 2.0 ** 30)
+                need / 2.0 / 2**30,
+                free / 2.0**30,
+            )
         else:
             todo.append(n)
     return todo, skipped
@@ -54,21 +56,30 @@ def check_output(torch, op, a, c):
         got = c[lo:hi]
         ok = torch.allclose(got, a[lo:hi] * 1.2, rtol=1e-6, atol=0.0) if op == "mul" else torch.equal(got, a[lo:hi])
         if not bool(ok):
-            return "the output differs from %s at elements %d..%d" % (
-                "a * 1.2" if op == "mul" else "the input", lo, hi)
+            return "the output differs from %s at elements %d..%d" % ("a * 1.2" if op == "mul" else "the input", lo, hi)
     return None
 
 
 def memory_point(torch, device, clock, op, n, a, c, share):
-    point = {"device": device.index or 0, "op": op, "n": n, "bytes": n * ITEM_BYTES,
-             "moved_bytes": 2 * n * ITEM_BYTES, "status": "ok", "started": time.time()}
+    point = {
+        "device": device.index or 0,
+        "op": op,
+        "n": n,
+        "bytes": n * ITEM_BYTES,
+        "moved_bytes": 2 * n * ITEM_BYTES,
+        "status": "ok",
+        "started": time.time(),
+    }
     try:
         if op == "mul":
+
             def fn():
                 return torch.mul(a, 1.2, out=c)
         else:
+
             def fn():
                 return c.copy_(a)
+
         c.fill_(float("nan"))
         fn()
         clock.sync()
@@ -76,10 +87,15 @@ def memory_point(torch, device, clock, op, n, a, c, share):
         times, launches, warm = time_repeats(clock, fn, share)
         med = settled_median(times)
         moved = 2.0 * n * ITEM_BYTES
-        point.update(ms=med, gbs=moved / (med / 1000.0) / 1e9,
-                     burst_gbs=moved / (times[0] / 1000.0) / 1e9,
-                     best_gbs=moved / (min(times) / 1000.0) / 1e9,
-                     repeats_ms=[round(t, 6) for t in times], launches=launches, warmup=warm)
+        point.update(
+            ms=med,
+            gbs=moved / (med / 1000.0) / 1e9,
+            burst_gbs=moved / (times[0] / 1000.0) / 1e9,
+            best_gbs=moved / (min(times) / 1000.0) / 1e9,
+            repeats_ms=[round(t, 6) for t in times],
+            launches=launches,
+            warmup=warm,
+        )
         if wrong:
             point.update(status="wrong", error=wrong)
     except Exception as exc:
@@ -111,8 +127,15 @@ def memory_device(torch, device, info, cfg, out_points):
             a = c = None
             release(torch, clock.cuda)
             for op in MEMORY_OPS:
-                point = {"device": device.index or 0, "op": op, "n": n, "bytes": n * ITEM_BYTES,
-                         "moved_bytes": 2 * n * ITEM_BYTES, "started": time.time(), "ended": time.time()}
+                point = {
+                    "device": device.index or 0,
+                    "op": op,
+                    "n": n,
+                    "bytes": n * ITEM_BYTES,
+                    "moved_bytes": 2 * n * ITEM_BYTES,
+                    "started": time.time(),
+                    "ended": time.time(),
+                }
                 point.update(failure)
                 out_points.append(point)
                 emit("point", suite="memory", point=point)

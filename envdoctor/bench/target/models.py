@@ -71,6 +71,7 @@ def attention_flops(name, dims, b, s):
 
 # --- building the layers ---------------------------------------------------------------------
 
+
 def _param(torch, shape, device, dtype, value=None):
     if value is None:
         t = torch.randn(*shape, device=device, dtype=dtype) * INIT_STD
@@ -92,7 +93,7 @@ def _kernel_of_node(name):
     for key in ("flash", "efficient", "cudnn", "overrideable"):
         if key in low:
             return key
-    return "math"   # the math path is ordinary operations: its last node is e.g. BmmBackward0
+    return "math"  # the math path is ordinary operations: its last node is e.g. BmmBackward0
 
 
 def kernel_seen(torch, q, k, v, causal, kw, out):
@@ -130,7 +131,7 @@ def attend(torch, q, k, v, causal, scale, attn, ctx, probe):
     if scale is not None:
         if SDPA_OPTS["scale"]:
             kw["scale"] = scale
-        else:   # a torch before 2.1: SDPA always divides by sqrt(d)
+        else:  # a torch before 2.1: SDPA always divides by sqrt(d)
             q = q * (scale * math.sqrt(q.shape[-1]))
     if groups > 1:
         if SDPA_OPTS["enable_gqa"]:
@@ -200,7 +201,7 @@ def build_layer(torch, name, dims, dtype, device):
         out = attend(torch, q, k, v, causal, scale, attn, ctx, probe)
         return linear(_merge(out, b, s), prefix + "o")
 
-    for prefix in (("s_", "c_") if name == "t5_decoder" else ("s_",)):
+    for prefix in ("s_", "c_") if name == "t5_decoder" else ("s_",):
         if name == "gpt2":
             lin("qkv", 3 * h, h)
         else:
@@ -223,8 +224,17 @@ def build_layer(torch, name, dims, dtype, device):
     def gpt2(x, ctx, attn, probe):
         b, s, _ = x.shape
         q, k, v = linear(normed(x, "n1"), "qkv").split(h, dim=2)
-        out = attend(torch, _heads(q, b, s, heads, d), _heads(k, b, s, heads, d), _heads(v, b, s, heads, d),
-                     True, None, attn, ctx, probe)
+        out = attend(
+            torch,
+            _heads(q, b, s, heads, d),
+            _heads(k, b, s, heads, d),
+            _heads(v, b, s, heads, d),
+            True,
+            None,
+            attn,
+            ctx,
+            probe,
+        )
         x = x + linear(_merge(out, b, s), "s_o")
         return x + linear(F.gelu(linear(normed(x, "n2"), "w1"), approximate="tanh"), "w2")
 
@@ -245,8 +255,7 @@ def build_layer(torch, name, dims, dtype, device):
         y = normed(x, "n2")
         return x + linear(F.silu(linear(y, "w1")) * linear(y, "w3"), "w2")
 
-    forward = {"bert": bert, "gpt2": gpt2, "t5_encoder": t5_encoder, "t5_decoder": t5_decoder,
-               "llama": llama}[name]
+    forward = {"bert": bert, "gpt2": gpt2, "t5_encoder": t5_encoder, "t5_decoder": t5_decoder, "llama": llama}[name]
     return {"name": name, "dims": dims, "dtype": dtype, "params": P, "forward": forward, "head_dim": d}
 
 
@@ -273,12 +282,15 @@ def pass_fn(torch, layer, attn, mode, x, ctx, dy, probe=None):
     """
     forward = layer["forward"]
     if mode == "fwd":
+
         def fwd():
             with torch.no_grad():
                 return forward(x, ctx, attn, probe)
+
         return fwd
-    leaves = [t for t in list(layer["params"].values()) + [x] + list(ctx.values())
-              if getattr(t, "requires_grad", False)]
+    leaves = [
+        t for t in list(layer["params"].values()) + [x] + list(ctx.values()) if getattr(t, "requires_grad", False)
+    ]
 
     def fwd_bwd():
         for t in leaves:
@@ -286,4 +298,5 @@ def pass_fn(torch, layer, attn, mode, x, ctx, dy, probe=None):
         y = forward(x, ctx, attn, probe)
         y.backward(dy)
         return y
+
     return fwd_bwd

@@ -43,19 +43,20 @@ CHILD_SCHEMA = "envdoctor.burn.child/1"
 # ||c0 - ref|| / ||ref|| allowed against float64 from the same inputs (envdoctor bench's bounds).
 REF_BOUND = {"fp32": 1e-4, "tf32": 4e-3, "fp16": 5e-3, "bf16": 2e-2, "fp64": 1e-10}
 # unit roundoff of the accumulation (fp32 for the 16-bit types) and of the stored output
-U_ACC = {"fp64": 2.0 ** -53, "fp32": 2.0 ** -24, "tf32": 2.0 ** -24, "bf16": 2.0 ** -24, "fp16": 2.0 ** -24}
-U_OUT = {"fp64": 2.0 ** -53, "fp32": 2.0 ** -24, "tf32": 2.0 ** -24, "bf16": 2.0 ** -8, "fp16": 2.0 ** -11}
-BAD_KEPT = 20                 # product numbers of miscompares kept per interval
-CHUNK_BYTES = 256 << 20       # memory test: one tensor per 256 MiB
+U_ACC = {"fp64": 2.0**-53, "fp32": 2.0**-24, "tf32": 2.0**-24, "bf16": 2.0**-24, "fp16": 2.0**-24}
+U_OUT = {"fp64": 2.0**-53, "fp32": 2.0**-24, "tf32": 2.0**-24, "bf16": 2.0**-8, "fp16": 2.0**-11}
+BAD_KEPT = 20  # product numbers of miscompares kept per interval
+CHUNK_BYTES = 256 << 20  # memory test: one tensor per 256 MiB
 CPU_CHUNK_BYTES = 16 << 20
-HEADROOM_BYTES = 1 << 30      # left free on a GPU for the compare temporaries and other processes
+HEADROOM_BYTES = 1 << 30  # left free on a GPU for the compare temporaries and other processes
 PATTERNS = ("address", "inverse address", "0x55555555", "0xaaaaaaaa", "random")
 
 
 def int_view(torch, name):
     """The integer type of the same width, for a bitwise compare."""
-    return {"bf16": torch.int16, "fp16": torch.int16, "tf32": torch.int32, "fp32": torch.int32,
-            "fp64": torch.int64}[name]
+    return {"bf16": torch.int16, "fp16": torch.int16, "tf32": torch.int32, "fp32": torch.int32, "fp64": torch.int64}[
+        name
+    ]
 
 
 def plan(info, wanted, fp64_ccs, cuda):
@@ -103,13 +104,26 @@ def tolerance(torch, a, b, ref, name):
 
 class Phase(object):
     def __init__(self, name, n, cuda):
-        self.d = {"dtype": name, "n": n, "status": "ok", "compare": "bitwise" if cuda else "tolerance",
-                  "products": 0, "mismatches": 0, "bad_products": 0, "first_bad_product": None,
-                  "bitwise_differences": 0, "ref_error": None, "ref_bound": REF_BOUND[name],
-                  "started": time.time(), "ended": None, "error": None}
+        self.d = {
+            "dtype": name,
+            "n": n,
+            "status": "ok",
+            "compare": "bitwise" if cuda else "tolerance",
+            "products": 0,
+            "mismatches": 0,
+            "bad_products": 0,
+            "first_bad_product": None,
+            "bitwise_differences": 0,
+            "ref_error": None,
+            "ref_bound": REF_BOUND[name],
+            "started": time.time(),
+            "ended": None,
+            "error": None,
+        }
         if not cuda:
-            self.d["tolerance"] = ("|c - c0| <= 2 gamma_n (|a| @ |b|) + 2 u |c0| per element "
-                                   "(summation in another order)")
+            self.d["tolerance"] = (
+                "|c - c0| <= 2 gamma_n (|a| @ |b|) + 2 u |c0| per element (summation in another order)"
+            )
 
     def add(self, interval):
         d = self.d
@@ -124,7 +138,7 @@ class Phase(object):
 def run_phase(torch, dev, cuda, name, n, deadline, interval_s, seed):
     """Products of one dtype until ``deadline`` (time.time()) or STOP; emits interval events."""
     ph = Phase(name, n, cuda)
-    flops = 2.0 * n ** 3
+    flops = 2.0 * n**3
     td = torch_dtype(torch, name)
     try:
         if cuda and name in ("fp32", "tf32"):
@@ -142,15 +156,18 @@ def run_phase(torch, dev, cuda, name, n, deadline, interval_s, seed):
         ph.d["ref_error"] = err = rel_error(torch, a, b, ref)
         if err is None or err > REF_BOUND[name]:
             ph.d["status"] = "wrong"
-            ph.d["error"] = ("the first product holds NaN or Inf" if err is None else
-                             "the first product is off by %.2g against float64 (bound %.0e)" % (err, REF_BOUND[name]))
+            ph.d["error"] = (
+                "the first product holds NaN or Inf"
+                if err is None
+                else "the first product is off by %.2g against float64 (bound %.0e)" % (err, REF_BOUND[name])
+            )
         it = int_view(torch, name)
         if cuda:
             mask = torch.empty(n, n, device=dev, dtype=torch.bool)
             body = GpuLoop(torch, dev, a, b, c, ref, it, mask)
         else:
             body = CpuLoop(torch, a, b, c, ref, it, tolerance(torch, a, b, ref, name))
-        k, per, done = 1, None, 0     # the first interval is one product: it sizes the next ones
+        k, per, done = 1, None, 0  # the first interval is one product: it sizes the next ones
         while not STOP.is_set():
             left = deadline - time.time()
             if left <= 0 or (per is not None and left < 0.5 * per):
@@ -162,11 +179,18 @@ def run_phase(torch, dev, cuda, name, n, deadline, interval_s, seed):
             t1 = time.time()
             k = out["products"]
             done += k
-            interval = {"dtype": name, "start": t0, "end": t1, "products": k, "gemm_s": round(out["gemm_s"], 6),
-                        "tflops": flops * k / out["gemm_s"] / 1e12 if out["gemm_s"] > 0 else None,
-                        "fastest_tflops": flops / out["fastest_s"] / 1e12 if out["fastest_s"] > 0 else None,
-                        "mismatches": out["mismatches"], "bad_products": out["bad"][:BAD_KEPT],
-                        "bad_count": len(out["bad"])}
+            interval = {
+                "dtype": name,
+                "start": t0,
+                "end": t1,
+                "products": k,
+                "gemm_s": round(out["gemm_s"], 6),
+                "tflops": flops * k / out["gemm_s"] / 1e12 if out["gemm_s"] > 0 else None,
+                "fastest_tflops": flops / out["fastest_s"] / 1e12 if out["fastest_s"] > 0 else None,
+                "mismatches": out["mismatches"],
+                "bad_products": out["bad"][:BAD_KEPT],
+                "bad_count": len(out["bad"]),
+            }
             if not cuda:
                 interval["bitwise_differences"] = out["bitwise"]
             ph.add(interval)
@@ -175,7 +199,7 @@ def run_phase(torch, dev, cuda, name, n, deadline, interval_s, seed):
             k = max(1, int(interval_s / per))
         if STOP.is_set() and time.time() < deadline:
             ph.d["status"] = "stopped" if ph.d["status"] == "ok" else ph.d["status"]
-    except Exception as exc:   # CUDA out of memory, an illegal address, an ECC error, a missing kernel
+    except Exception as exc:  # CUDA out of memory, an illegal address, an ECC error, a missing kernel
         ph.d["status"] = "failed"
         ph.d["error"] = first_line(exc)
     if ph.d["mismatches"] and ph.d["status"] in ("ok", "stopped"):
@@ -209,8 +233,7 @@ class GpuLoop(object):
         times = [ev[2 * j].elapsed_time(ev[2 * j + 1]) / 1000.0 for j in range(k)]
         per = counts.tolist()
         bad = [first + j + 1 for j in range(k) if per[j]]
-        return {"products": k, "gemm_s": sum(times), "fastest_s": min(times), "mismatches": int(sum(per)),
-                "bad": bad}
+        return {"products": k, "gemm_s": sum(times), "fastest_s": min(times), "mismatches": int(sum(per)), "bad": bad}
 
 
 class CpuLoop(object):
@@ -241,8 +264,14 @@ class CpuLoop(object):
                 bad.append(first + j + 1)
             elif not torch.equal(self.cv, self.rv):
                 bits += 1
-        return {"products": done, "gemm_s": total, "fastest_s": fastest, "mismatches": mism, "bad": bad,
-                "bitwise": bits}
+        return {
+            "products": done,
+            "gemm_s": total,
+            "fastest_s": fastest,
+            "mismatches": mism,
+            "bad": bad,
+            "bitwise": bits,
+        }
 
 
 def pattern_fill(torch, buf, pattern, ci, seed, gen_device):
@@ -262,7 +291,7 @@ def pattern_fill(torch, buf, pattern, ci, seed, gen_device):
         g = torch.Generator(device=gen_device).manual_seed(seed + ci)
         try:
             buf.random_(-(1 << 31), 1 << 31, generator=g)
-        except (RuntimeError, TypeError):      # a torch whose random_ refuses the full int32 range
+        except (RuntimeError, TypeError):  # a torch whose random_ refuses the full int32 range
             buf.random_(generator=g)
 
 
@@ -283,8 +312,11 @@ def memtest(torch, dev, cuda, budget_s, fraction, cpu_bytes, seed):
         elems = chunk // 4
         if target < (16 << 20):
             out["status"] = "skipped"
-            out["error"] = ("only %d MiB of %d MiB GPU memory is free" % (free >> 20, total >> 20) if cuda
-                            else "%d MiB is too little to test" % (target >> 20))
+            out["error"] = (
+                "only %d MiB of %d MiB GPU memory is free" % (free >> 20, total >> 20)
+                if cuda
+                else "%d MiB is too little to test" % (target >> 20)
+            )
             return out
         if target < chunk:
             chunk = target - target % 4096
@@ -294,7 +326,7 @@ def memtest(torch, dev, cuda, budget_s, fraction, cpu_bytes, seed):
         while (len(chunks) + 1) * chunk <= max(target, chunk):
             try:
                 chunks.append(torch.empty(elems, dtype=torch.int32, device=dev))
-            except RuntimeError:     # out of memory: another process took some; test what we have
+            except RuntimeError:  # out of memory: another process took some; test what we have
                 out["note"] = "stopped allocating at %d MiB: out of memory" % (len(chunks) * chunk >> 20)
                 if cuda:
                     torch.cuda.empty_cache()
@@ -371,16 +403,24 @@ def no_cuda_reason(torch):
 
 
 def main(cfg):
-    out = {"schema": CHILD_SCHEMA, "python": sys.executable, "python_version": "%d.%d.%d" % sys.version_info[:3],
-           "phases": [], "memtest": None, "notes": [], "stopped": False}
+    out = {
+        "schema": CHILD_SCHEMA,
+        "python": sys.executable,
+        "python_version": "%d.%d.%d" % sys.version_info[:3],
+        "phases": [],
+        "memtest": None,
+        "notes": [],
+        "stopped": False,
+    }
     if sys.version_info < (3, 8):
         raise Failure("python_too_old", "Python %s is older than 3.8" % out["python_version"])
     seconds = float(cfg.get("seconds") or 60.0)
     interval_s = float(cfg.get("interval") or 0.5)
     seed = int(cfg.get("seed") or 20261201)
     torch = import_torch(out)
-    emit("python", python_version=out["python_version"], torch_version=out["torch_version"],
-         torch_cuda=out["torch_cuda"])
+    emit(
+        "python", python_version=out["python_version"], torch_version=out["torch_version"], torch_cuda=out["torch_cuda"]
+    )
     stage("CUDA start")
     t1 = time.perf_counter()
     cuda = bool(torch.cuda.is_available())
@@ -398,7 +438,7 @@ def main(cfg):
         torch.cuda.set_device(dev)
         info = device_info(torch, index)
         x = torch.randn(64, 64, device=dev)
-        torch.mm(x, x)                      # creates the cuBLAS handle and workspace
+        torch.mm(x, x)  # creates the cuBLAS handle and workspace
         torch.cuda.synchronize(dev)
         if want == "auto" and count > 1:
             out["notes"].append("torch sees %d GPUs; this run loaded GPU 0 only" % count)
@@ -407,9 +447,14 @@ def main(cfg):
         if want not in ("auto", 0, "0"):
             raise Failure("bad_device", "GPU %s does not exist: torch %s sees no GPU" % (want, torch.__version__))
         import platform
+
         dev = torch.device("cpu")
-        info = {"index": 0, "kind": "cpu", "name": platform.processor() or platform.machine() or "CPU",
-                "multiprocessors": torch.get_num_threads()}
+        info = {
+            "index": 0,
+            "kind": "cpu",
+            "name": platform.processor() or platform.machine() or "CPU",
+            "multiprocessors": torch.get_num_threads(),
+        }
         n = int(cfg.get("cpu_n") or 256)
     out["init_s"] = round(time.perf_counter() - t1, 3)
     todo, skipped, notes = plan(info, cfg.get("dtypes"), cfg.get("fp64_ccs") or [], cuda)
@@ -428,19 +473,37 @@ def main(cfg):
     out["load_s"] = round(time.time() - load_start, 3)
     if STOP.is_set():
         out["stopped"] = True
-        out["memtest"] = {"status": "stopped", "bytes": 0, "passes": [], "mismatches": 0, "seconds": 0.0,
-                          "error": "stopped before the memory test"}
+        out["memtest"] = {
+            "status": "stopped",
+            "bytes": 0,
+            "passes": [],
+            "mismatches": 0,
+            "seconds": 0.0,
+            "error": "stopped before the memory test",
+        }
     elif float(cfg.get("memtest_seconds", 6.0)) <= 0:
-        out["memtest"] = {"status": "skipped", "bytes": 0, "passes": [], "mismatches": 0, "seconds": 0.0,
-                          "error": "the memory test was switched off"}
+        out["memtest"] = {
+            "status": "skipped",
+            "bytes": 0,
+            "passes": [],
+            "mismatches": 0,
+            "seconds": 0.0,
+            "error": "the memory test was switched off",
+        }
     else:
         stage("memory test")
         budget = float(cfg.get("memtest_seconds", 6.0))
         if not cuda:
             budget = min(budget, float(cfg.get("cpu_memtest_seconds") or 1.0))
-        out["memtest"] = memtest(torch, dev, cuda, budget,
-                                 float(cfg.get("memtest_fraction") or 0.9),
-                                 int(cfg.get("cpu_memtest_bytes") or (64 << 20)), seed)
+        out["memtest"] = memtest(
+            torch,
+            dev,
+            cuda,
+            budget,
+            float(cfg.get("memtest_fraction") or 0.9),
+            int(cfg.get("cpu_memtest_bytes") or (64 << 20)),
+            seed,
+        )
         out["stopped"] = STOP.is_set()
     emit("memtest", memtest=out["memtest"])
     return out

@@ -24,6 +24,7 @@ def _xy(points):
 def main(spec):
     try:
         import matplotlib
+
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError as exc:
@@ -36,13 +37,13 @@ def main(spec):
             if points:
                 rate_ax.plot(*_xy(points), linewidth=0.9, label="%s %s" % (label, dtype))
         if g.get("temperature"):
-            line, = temp_ax.plot(*_xy(g["temperature"]), linewidth=0.9, label=label + " GPU")
+            (line,) = temp_ax.plot(*_xy(g["temperature"]), linewidth=0.9, label=label + " GPU")
             if g.get("slowdown_c"):
                 temp_ax.axhline(g["slowdown_c"], linestyle="--", linewidth=0.7, color=line.get_color())
         if g.get("memory_temperature"):
             temp_ax.plot(*_xy(g["memory_temperature"]), linewidth=0.7, linestyle=":", label=label + " memory")
         if g.get("power"):
-            line, = power_ax.plot(*_xy(g["power"]), linewidth=0.9, label=label)
+            (line,) = power_ax.plot(*_xy(g["power"]), linewidth=0.9, label=label)
             if g.get("power_limit_w"):
                 power_ax.axhline(g["power_limit_w"], linestyle="--", linewidth=0.7, color=line.get_color())
         if g.get("sm_clock"):

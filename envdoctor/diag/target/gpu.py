@@ -17,7 +17,7 @@ if False:  # for readers and linters: these come from the files sent before this
     from envdoctor.child._torch_common import device_info
     from envdoctor.child._prelude import Failure, emit, first_line, stage
 
-BOUND = 1e-4      # ||c - ref|| / ||ref|| for fp32 against float64 (envdoctor bench's bound)
+BOUND = 1e-4  # ||c - ref|| / ||ref|| for fp32 against float64 (envdoctor bench's bound)
 
 
 def one(torch, index, n):
@@ -59,8 +59,12 @@ def main(cfg):
         raise Failure("no_torch", "torch is not installed in this Python (%s)" % first_line(exc)) from None
     except Exception as exc:
         raise Failure("import_failed", first_line(exc)) from None
-    answer = {"torch_version": str(torch.__version__), "torch_cuda": getattr(torch.version, "cuda", None),
-              "count": 0, "devices": []}
+    answer = {
+        "torch_version": str(torch.__version__),
+        "torch_cuda": getattr(torch.version, "cuda", None),
+        "count": 0,
+        "devices": [],
+    }
     stage("CUDA start")
     try:
         available = torch.cuda.is_available()
@@ -69,8 +73,9 @@ def main(cfg):
         answer["cuda_error"] = first_line(exc)
         return answer
     if not count:
-        answer["cuda_error"] = ("torch was built without CUDA" if not answer["torch_cuda"]
-                                else "torch.cuda.is_available() is False")
+        answer["cuda_error"] = (
+            "torch was built without CUDA" if not answer["torch_cuda"] else "torch.cuda.is_available() is False"
+        )
         return answer
     answer["count"] = count
     try:

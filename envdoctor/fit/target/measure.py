@@ -45,7 +45,7 @@ def package_version(name):
     """The installed version of ``name`` without importing it, or None."""
     try:
         from importlib import metadata
-    except ImportError:   # Python 3.7
+    except ImportError:  # Python 3.7
         return None
     try:
         return metadata.version(name)
@@ -74,12 +74,18 @@ class Phases(object):
 
     def end(self, name):
         peak_alloc, peak_res = self.mem.peaks()
-        self.rows.append({"name": name, "peak_allocated": peak_alloc, "peak_reserved": peak_res,
-                          "allocated_after": self.mem.allocated()})
+        self.rows.append(
+            {
+                "name": name,
+                "peak_allocated": peak_alloc,
+                "peak_reserved": peak_res,
+                "allocated_after": self.mem.allocated(),
+            }
+        )
 
 
 def choose_builder(cfg, out):
-    """"transformers" or "reference", or (None, why not)."""
+    """ "transformers" or "reference", or (None, why not)."""
     want = cfg.get("builder") or "auto"
     family = cfg["model"]["family"]
     if want in ("auto", "transformers") and out["versions"].get("transformers"):
@@ -88,8 +94,10 @@ def choose_builder(cfg, out):
         return None, "transformers is not installed in %s" % sys.executable
     if reference_supported(family):
         return "reference", None
-    return None, ("transformers is not installed in %s, and the reference decoder builds Llama-style "
-                  "decoders only (not %s)" % (sys.executable, family))
+    return None, (
+        "transformers is not installed in %s, and the reference decoder builds Llama-style "
+        "decoders only (not %s)" % (sys.executable, family)
+    )
 
 
 def unavailable_reason(cfg, out, builder, torch):
@@ -121,6 +129,7 @@ def build(torch, cfg, builder, dtype, device):
     if builder == "reference":
         return build_reference(torch, m["shape"], dtype, device, attention)
     import transformers
+
     try:
         transformers.logging.set_verbosity_error()
     except Exception:
@@ -130,8 +139,11 @@ def build(torch, cfg, builder, dtype, device):
     for key in ("auto_map", "quantization_config", "_name_or_path", "transformers_version"):
         conf.pop(key, None)
     config = transformers.AutoConfig.for_model(model_type, **conf)
-    auto = {"decoder": transformers.AutoModelForCausalLM, "encoder": transformers.AutoModelForMaskedLM,
-            "encoder-decoder": transformers.AutoModelForSeq2SeqLM}[m["kind"]]
+    auto = {
+        "decoder": transformers.AutoModelForCausalLM,
+        "encoder": transformers.AutoModelForMaskedLM,
+        "encoder-decoder": transformers.AutoModelForSeq2SeqLM,
+    }[m["kind"]]
     major = int(str(transformers.__version__).split(".")[0])
     kwargs = {"attn_implementation": attention, "trust_remote_code": False}
     kwargs["dtype" if major >= 5 else "torch_dtype"] = dtype
@@ -143,21 +155,33 @@ def build(torch, cfg, builder, dtype, device):
 def quantise(torch, model, quant, dtype, device):
     """Swap the linears (all but the output head and BERT's MLM transform) for bitsandbytes ones."""
     import bitsandbytes as bnb
-    names = [n for n, mod in model.named_modules() if isinstance(mod, torch.nn.Linear)
-             and not n.endswith(("lm_head", "predictions.transform.dense"))]
+
+    names = [
+        n
+        for n, mod in model.named_modules()
+        if isinstance(mod, torch.nn.Linear) and not n.endswith(("lm_head", "predictions.transform.dense"))
+    ]
     for name in names:
         parent = model.get_submodule(name.rsplit(".", 1)[0]) if "." in name else model
         attr = name.rsplit(".", 1)[-1]
         old = getattr(parent, attr)
         bias = old.bias is not None
         if quant == "int4":
-            new = bnb.nn.Linear4bit(old.in_features, old.out_features, bias=bias, compute_dtype=dtype,
-                                    compress_statistics=True, quant_type="nf4")
-            new.weight = bnb.nn.Params4bit(old.weight.data.to("cpu"), requires_grad=False, quant_type="nf4",
-                                           compress_statistics=True)
+            new = bnb.nn.Linear4bit(
+                old.in_features,
+                old.out_features,
+                bias=bias,
+                compute_dtype=dtype,
+                compress_statistics=True,
+                quant_type="nf4",
+            )
+            new.weight = bnb.nn.Params4bit(
+                old.weight.data.to("cpu"), requires_grad=False, quant_type="nf4", compress_statistics=True
+            )
         else:
-            new = bnb.nn.Linear8bitLt(old.in_features, old.out_features, bias=bias, has_fp16_weights=False,
-                                      threshold=6.0)
+            new = bnb.nn.Linear8bitLt(
+                old.in_features, old.out_features, bias=bias, has_fp16_weights=False, threshold=6.0
+            )
             new.weight = bnb.nn.Int8Params(old.weight.data.to("cpu"), requires_grad=False, has_fp16_weights=False)
         if bias:
             new.bias = torch.nn.Parameter(old.bias.data.to("cpu"), requires_grad=False)
@@ -169,9 +193,9 @@ def quantise(torch, model, quant, dtype, device):
 
 def add_lora(model, w):
     import peft
+
     r = int(w["lora_rank"])
-    conf = peft.LoraConfig(r=r, lora_alpha=2 * r, lora_dropout=0.0, bias="none",
-                           target_modules=list(w["lora_modules"]))
+    conf = peft.LoraConfig(r=r, lora_alpha=2 * r, lora_dropout=0.0, bias="none", target_modules=list(w["lora_modules"]))
     return peft.get_peft_model(model, conf)
 
 
@@ -180,7 +204,7 @@ def make_optimizer(torch, name, params, device):
     if name == "adamw":
         try:
             return torch.optim.AdamW(params, lr=lr, fused=True)
-        except (RuntimeError, TypeError, ValueError):   # a torch without the fused kernel for this device
+        except (RuntimeError, TypeError, ValueError):  # a torch without the fused kernel for this device
             return torch.optim.AdamW(params, lr=lr, foreach=True)
     if name == "adamw_foreach":
         return torch.optim.AdamW(params, lr=lr, foreach=True)
@@ -190,6 +214,7 @@ def make_optimizer(torch, name, params, device):
         return torch.optim.Adafactor(params, lr=lr)
     if name == "adamw8bit":
         import bitsandbytes as bnb
+
         return bnb.optim.AdamW8bit(params, lr=lr)
     raise Failure("usage", "unknown optimizer %r" % name)
 
@@ -267,8 +292,11 @@ def train(torch, model, cfg, mem, clock, dev, builder, res, phases):
     amp_dtype = torch_dtype(torch, amp) if amp else None
     scaler = None
     if amp == "fp16" and dev.type == "cuda":
-        scaler = torch.amp.GradScaler("cuda") if hasattr(torch, "amp") and hasattr(torch.amp, "GradScaler") \
+        scaler = (
+            torch.amp.GradScaler("cuda")
+            if hasattr(torch, "amp") and hasattr(torch.amp, "GradScaler")
             else torch.cuda.amp.GradScaler()
+        )
 
     def autocast():
         if amp_dtype is None:
@@ -296,8 +324,13 @@ def train(torch, model, cfg, mem, clock, dev, builder, res, phases):
             res["notes"].append("%d timed step(s) instead of %d: the time budget ran out" % (len(times), want))
             break
         if measure:
-            mem.register(list(model.parameters()) + list(model.buffers()) + [ids]
-                         + list(opt_state_tensors(torch, opt)) + list(cache_tensors(torch, kept)))
+            mem.register(
+                list(model.parameters())
+                + list(model.buffers())
+                + [ids]
+                + list(opt_state_tensors(torch, opt))
+                + list(cache_tensors(torch, kept))
+            )
         track = mem.tracking() if measure else _null()
         with track:
             if measure:
@@ -395,9 +428,17 @@ def generate(torch, model, ids, new_tokens, builder, kind):
         with torch.no_grad():
             out = model(input_ids=ids, use_cache=True, **extra)
         return out.logits, getattr(out, "past_key_values", None) or getattr(out, "cache", None)
-    res = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=new_tokens,
-                         min_new_tokens=new_tokens, do_sample=False, num_beams=1, use_cache=True,
-                         return_dict_in_generate=True, pad_token_id=0)
+    res = model.generate(
+        input_ids=ids,
+        attention_mask=torch.ones_like(ids),
+        max_new_tokens=new_tokens,
+        min_new_tokens=new_tokens,
+        do_sample=False,
+        num_beams=1,
+        use_cache=True,
+        return_dict_in_generate=True,
+        pad_token_id=0,
+    )
     cache = getattr(res, "past_key_values", None)
     if cache is None:
         cache = getattr(res, "cache", None)
@@ -413,7 +454,7 @@ def infer(torch, model, cfg, mem, clock, dev, builder, res, phases):
     g.manual_seed(int(cfg.get("seed") or 0))
     ids = torch.randint(0, vocab, (b, s), device=dev, generator=g)
     model.eval()
-    small = ids[:, :min(s, 8)]
+    small = ids[:, : min(s, 8)]
     phases.begin("warm-up", False)
     with torch.no_grad():
         if kind == "encoder":
@@ -442,8 +483,12 @@ def infer(torch, model, cfg, mem, clock, dev, builder, res, phases):
     res["memory"].update(end_readings(mem))
     del held, cache
     seconds = clock.ms(t0, t1) / 1000.0
-    res["timing"] = {"step_s": [seconds], "tokens_per_step": b * (s if kind == "encoder" else new),
-                     "prompt_tokens": b * s, "generated_tokens": 0 if kind == "encoder" else b * new}
+    res["timing"] = {
+        "step_s": [seconds],
+        "tokens_per_step": b * (s if kind == "encoder" else new),
+        "prompt_tokens": b * s,
+        "generated_tokens": 0 if kind == "encoder" else b * new,
+    }
     return True
 
 
@@ -469,11 +514,22 @@ def matmul_peak(torch, dev, spec):
 
 def main(cfg):
     started = time.time()
-    out = {"schema": CHILD_SCHEMA, "python": sys.executable, "python_version": "%d.%d.%d" % sys.version_info[:3],
-           "status": None, "message": None, "builder": None, "device": None, "phases": [],
-           "memory": {}, "timing": None, "notes": [], "matmul": None,
-           "versions": dict((name, package_version(name)) for name in OPTIONAL),
-           "alloc_conf": os.environ.get("PYTORCH_CUDA_ALLOC_CONF") or os.environ.get("PYTORCH_ALLOC_CONF")}
+    out = {
+        "schema": CHILD_SCHEMA,
+        "python": sys.executable,
+        "python_version": "%d.%d.%d" % sys.version_info[:3],
+        "status": None,
+        "message": None,
+        "builder": None,
+        "device": None,
+        "phases": [],
+        "memory": {},
+        "timing": None,
+        "notes": [],
+        "matmul": None,
+        "versions": dict((name, package_version(name)) for name in OPTIONAL),
+        "alloc_conf": os.environ.get("PYTORCH_CUDA_ALLOC_CONF") or os.environ.get("PYTORCH_ALLOC_CONF"),
+    }
     torch = import_torch(out)
     want_cpu = cfg.get("device") == "cpu"
     stage("CUDA init")
@@ -485,8 +541,10 @@ def main(cfg):
     else:
         if not torch.cuda.is_available():
             out["status"] = "no_gpu"
-            out["message"] = ("torch %s in %s sees no GPU (torch.cuda.is_available() is False)"
-                              % (torch.__version__, sys.executable))
+            out["message"] = "torch %s in %s sees no GPU (torch.cuda.is_available() is False)" % (
+                torch.__version__,
+                sys.executable,
+            )
             return out
         dev = torch.device("cuda", 0)
         torch.cuda.set_device(dev)
@@ -538,8 +596,12 @@ def main(cfg):
             if not is_oom(exc):
                 raise
             peak_alloc, peak_res = mem.peaks()
-            out["oom"] = {"phase": phases.name, "message": first_line(exc), "peak_allocated": peak_alloc,
-                          "peak_reserved": peak_res}
+            out["oom"] = {
+                "phase": phases.name,
+                "message": first_line(exc),
+                "peak_allocated": peak_alloc,
+                "peak_reserved": peak_res,
+            }
             out["memory"].update(end_readings(mem))
             out["status"] = "oom"
     finally:
@@ -555,8 +617,12 @@ def main(cfg):
         try:
             out["matmul"] = matmul_peak(torch, dev, spec)
         except Exception as exc:
-            out["matmul"] = {"status": "failed", "error": first_line(exc), "dtype": spec.get("dtype"),
-                             "n": spec.get("n")}
+            out["matmul"] = {
+                "status": "failed",
+                "error": first_line(exc),
+                "dtype": spec.get("dtype"),
+                "n": spec.get("n"),
+            }
         mem.release()
     emit("measured", status=out["status"])
     return out

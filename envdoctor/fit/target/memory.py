@@ -59,8 +59,10 @@ class CudaMemory(object):
 
     def peaks(self):
         """(max allocated, max reserved) since the last reset."""
-        return (int(self.torch.cuda.max_memory_allocated(self.device)),
-                int(self.torch.cuda.max_memory_reserved(self.device)))
+        return (
+            int(self.torch.cuda.max_memory_allocated(self.device)),
+            int(self.torch.cuda.max_memory_reserved(self.device)),
+        )
 
     def mem_info(self):
         """(free, total) bytes of the device as the driver sees them (cudaMemGetInfo)."""
@@ -100,11 +102,13 @@ def make_cpu_memory(torch):
 
     class CpuMemory(object):
         kind = "cpu"
-        tracker = ("live tensor bytes seen by a TorchDispatchMode (torch's CPU allocator keeps no "
-                   "statistics; no reserve, no context)")
+        tracker = (
+            "live tensor bytes seen by a TorchDispatchMode (torch's CPU allocator keeps no "
+            "statistics; no reserve, no context)"
+        )
 
         def __init__(self):
-            self.live = {}       # storage data pointer -> (StorageWeakRef, bytes)
+            self.live = {}  # storage data pointer -> (StorageWeakRef, bytes)
             self.current = 0
             self.peak = 0
             self.active = False

@@ -104,11 +104,12 @@ def build_reference(torch, shape, dtype, device, attention):
                 kw = {}
                 if groups > 1:
                     kw["enable_gqa"] = True
-                out = F.scaled_dot_product_attention(q, k, v, attn_mask=None, dropout_p=p, scale=d ** -0.5,
-                                                     is_causal=s > 1, **kw)
+                out = F.scaled_dot_product_attention(
+                    q, k, v, attn_mask=None, dropout_p=p, scale=d**-0.5, is_causal=s > 1, **kw
+                )
             else:
                 kk, vv = repeat_kv(k), repeat_kv(v)
-                w = torch.matmul(q, kk.transpose(2, 3)) * (d ** -0.5)
+                w = torch.matmul(q, kk.transpose(2, 3)) * (d**-0.5)
                 if mask is not None:
                     w = w + mask
                 w = F.softmax(w, dim=-1, dtype=torch.float32).to(q.dtype)
@@ -165,8 +166,8 @@ def build_reference(torch, shape, dtype, device, attention):
             return emb.cos().to(x.dtype), emb.sin().to(x.dtype)
 
         def hidden(self, ids, cache=None, offset=0):
-            embeds = self.embed_tokens(ids)     # kept referenced through the layers, as transformers'
-            x = embeds                          # inputs_embeds is
+            embeds = self.embed_tokens(ids)  # kept referenced through the layers, as transformers'
+            x = embeds  # inputs_embeds is
             b, s = ids.shape
             positions = (torch.arange(s, device=ids.device) + offset).unsqueeze(0)
             cos, sin = self._rope(x, positions)
@@ -178,6 +179,7 @@ def build_reference(torch, shape, dtype, device, attention):
             for layer in self.layers:
                 if self.gradient_checkpointing and self.training:
                     import torch.utils.checkpoint as ckpt
+
                     x = ckpt.checkpoint(layer, x, cos, sin, mask, None, use_reentrant=False)
                 else:
                     x = layer(x, cos, sin, mask, cache)
@@ -212,7 +214,7 @@ def build_reference(torch, shape, dtype, device, attention):
             return out, cache
 
     before = torch.get_default_dtype()
-    torch.set_default_dtype(dtype)     # built in its dtype, as transformers does (no fp32 copy first)
+    torch.set_default_dtype(dtype)  # built in its dtype, as transformers does (no fp32 copy first)
     try:
         with torch.device(device):
             model = Decoder()

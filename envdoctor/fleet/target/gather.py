@@ -55,8 +55,9 @@ def _store(dist, cfg, timeout):
         # torchrun's agent serves the store at MASTER_ADDR:MASTER_PORT already: connect to it
         store = dist.TCPStore(cfg["master_addr"], int(cfg["master_port"]), None, False, wait)
     else:
-        store = dist.TCPStore(cfg["master_addr"], int(cfg["master_port"]), world, rank == 0, wait,
-                              wait_for_workers=False)
+        store = dist.TCPStore(
+            cfg["master_addr"], int(cfg["master_port"]), world, rank == 0, wait, wait_for_workers=False
+        )
     return dist.PrefixStore("envdoctor-fleet/%s/" % cfg.get("run_id", "run"), store)
 
 
@@ -78,8 +79,7 @@ def _wait_for(store, keys, deadline, what, world):
         if len(present) == len(keys) or now >= deadline:
             return present
         if now - last >= 2.0:
-            emit("waiting", what=what, have=len(present), want=len(keys), world=world,
-                 left_s=round(deadline - now, 1))
+            emit("waiting", what=what, have=len(present), want=len(keys), world=world, left_s=round(deadline - now, 1))
             last = now
         time.sleep(0.05)
 
@@ -101,8 +101,9 @@ def _gather_group(dist, store, cfg, payload, timeout):
 
     rank, world = int(cfg["rank"]), int(cfg["world_size"])
     stage("gloo process group", world_size=world)
-    dist.init_process_group("gloo", store=dist.PrefixStore("pg/", store), rank=rank, world_size=world,
-                            timeout=timedelta(seconds=timeout))
+    dist.init_process_group(
+        "gloo", store=dist.PrefixStore("pg/", store), rank=rank, world_size=world, timeout=timedelta(seconds=timeout)
+    )
     try:
         stage("gather the payloads")
         data = payload.encode("utf-8")
@@ -137,8 +138,11 @@ def main(config):
         import torch.distributed as dist
     except ImportError as exc:
         kind = "no_torch" if getattr(exc, "name", "") in ("torch", "torch.distributed") else "import_failed"
-        raise Failure(kind, "fleet --gather needs torch in the target Python (torch.distributed carries the "
-                      "reports): " + first_line(exc)) from None
+        raise Failure(
+            kind,
+            "fleet --gather needs torch in the target Python (torch.distributed carries the "
+            "reports): " + first_line(exc),
+        ) from None
     if not dist.is_available() or not dist.is_gloo_available():
         raise Failure("no_gloo", "this torch has no gloo backend for torch.distributed")
     with open(config["payload"]) as fh:
@@ -167,8 +171,10 @@ def main(config):
     planned = time.time()
 
     if rank not in joined:
-        raise Failure("late", "this rank joined after rank 0 stopped waiting (--join-timeout %gs): rank 0 names "
-                      "it as missing" % timeout)
+        raise Failure(
+            "late",
+            "this rank joined after rank 0 stopped waiting (--join-timeout %gs): rank 0 names it as missing" % timeout,
+        )
     transport, group_error, gathered = "store", None, None
     if plan == "group":
         try:
@@ -191,11 +197,21 @@ def main(config):
             store.add("acks", 1)
         except Exception as exc:
             if transport != "gloo":
-                raise Failure("no_answer", "rank 0 did not confirm it has this rank's report: "
-                              + first_line(exc)) from None
-        out = {"rank": rank, "host": host, "transport": transport, "group_error": group_error,
-               "seconds": {"import": round(imported - started, 3), "join": round(planned - imported, 3),
-                           "send": round(sent - planned, 3), "total": round(time.time() - started, 3)}}
+                raise Failure(
+                    "no_answer", "rank 0 did not confirm it has this rank's report: " + first_line(exc)
+                ) from None
+        out = {
+            "rank": rank,
+            "host": host,
+            "transport": transport,
+            "group_error": group_error,
+            "seconds": {
+                "import": round(imported - started, 3),
+                "join": round(planned - imported, 3),
+                "send": round(sent - planned, 3),
+                "total": round(time.time() - started, 3),
+            },
+        }
         if config.get("comms") and plan == "group":
             out["comms"] = _comms(dist, store, config, timeout)
         return out
@@ -235,16 +251,31 @@ def main(config):
             break
         time.sleep(0.05)
     done = time.time()
-    result = {"rank": 0, "host": host, "transport": transport, "group_error": group_error, "joined": joined,
-              "missing": [r for r in range(world) if r not in joined], "late": late, "files": files,
-              "seconds": {"import": round(imported - started, 3), "join": round(planned - connected, 3),
-                          "gather": round(sent - planned, 3), "total": round(done - started, 3)}}
+    result = {
+        "rank": 0,
+        "host": host,
+        "transport": transport,
+        "group_error": group_error,
+        "joined": joined,
+        "missing": [r for r in range(world) if r not in joined],
+        "late": late,
+        "files": files,
+        "seconds": {
+            "import": round(imported - started, 3),
+            "join": round(planned - connected, 3),
+            "gather": round(sent - planned, 3),
+            "total": round(done - started, 3),
+        },
+    }
     if config.get("comms"):
         if plan != "group":
-            result["comms"] = {"status": "skipped", "why": "ranks %s did not join: the comms phase needs every "
-                               "rank" % ", ".join(str(r) for r in result["missing"])}
+            result["comms"] = {
+                "status": "skipped",
+                "why": "ranks %s did not join: the comms phase needs every "
+                "rank" % ", ".join(str(r) for r in result["missing"]),
+            }
         else:
-            emit("gathered", result=result)          # the reports are safe whatever the comms phase does
+            emit("gathered", result=result)  # the reports are safe whatever the comms phase does
             result["comms"] = _comms(dist, store, config, timeout)
             result["seconds"]["total"] = round(time.time() - started, 3)
     return result
@@ -272,6 +303,7 @@ class _Slowed(Rank):
         def slowed():
             time.sleep(delay)
             op()
+
         return slowed
 
 
@@ -298,8 +330,11 @@ def _measure(dist, store, cfg, plan, rank, world, progress):
     comms = cfg["comms"]
     rounds = [[tuple(p) for p in r] for r in comms["rounds"]]
     backend, nbytes = plan["backend"], int(plan["bytes"])
-    point_cfg = {"warmup": comms.get("warmup", 5), "iters": comms.get("iters", 20),
-                 "point_budget_s": comms.get("point_budget_s", 0.5)}
+    point_cfg = {
+        "warmup": comms.get("warmup", 5),
+        "iters": comms.get("iters", 20),
+        "point_budget_s": comms.get("point_budget_s", 0.5),
+    }
 
     def enter(phase):
         progress["phase"], progress["since"] = phase, time.time()
@@ -316,11 +351,12 @@ def _measure(dist, store, cfg, plan, rank, world, progress):
         index = int(os.environ.get("LOCAL_RANK", "0") or 0) % max(1, torch.cuda.device_count())
         torch.cuda.set_device(index)
         device = torch.device("cuda", index)
-    wait = timedelta(seconds=4 * float(comms["phase_timeout"]) + 60)    # rank 0's clock ends a hang first
-    dist.init_process_group(backend, store=dist.PrefixStore("comms-pg/", store), rank=rank, world_size=world,
-                            timeout=wait)
+    wait = timedelta(seconds=4 * float(comms["phase_timeout"]) + 60)  # rank 0's clock ends a hang first
+    dist.init_process_group(
+        backend, store=dist.PrefixStore("comms-pg/", store), rank=rank, world_size=world, timeout=wait
+    )
     groups = {}
-    for pairs in rounds:                   # every rank creates every subgroup, in the same order
+    for pairs in rounds:  # every rank creates every subgroup, in the same order
         for a, b in pairs:
             groups[(a, b)] = dist.new_group([a, b])
     world_rank = Rank(torch, dist, device, cuda, rank, world)
@@ -334,13 +370,21 @@ def _measure(dist, store, cfg, plan, rank, world, progress):
     for i, pairs in enumerate(rounds):
         phase = "round %d" % (i + 1)
         enter(phase)
-        world_rank.agree([0.0])            # the pairs of a round start together
+        world_rank.agree([0.0])  # the pairs of a round start together
         for a, b in pairs:
             if rank not in (a, b):
                 continue
             peer = b if rank == a else a
-            r = _Slowed(torch, dist, device, cuda, 0 if rank == a else 1, 2, group=groups[(a, b)],
-                        delay=_delay_for(comms, rank, peer))
+            r = _Slowed(
+                torch,
+                dist,
+                device,
+                cuda,
+                0 if rank == a else 1,
+                2,
+                group=groups[(a, b)],
+                delay=_delay_for(comms, rank, peer),
+            )
             point = one_point(point_cfg, r, "all_reduce", nbytes, 0)
             if rank == a:
                 point.update({"round": i + 1, "a": a, "b": b})
@@ -404,9 +448,13 @@ def _comms(dist, store, cfg, timeout):
     stage("comms: ready")
     try:
         import torch
+
         cuda = bool(torch.cuda.is_available()) and bool(dist.is_nccl_available())
-        name = torch.cuda.get_device_name(int(os.environ.get("LOCAL_RANK", "0") or 0) %
-                                          max(1, torch.cuda.device_count())) if cuda else "CPU"
+        name = (
+            torch.cuda.get_device_name(int(os.environ.get("LOCAL_RANK", "0") or 0) % max(1, torch.cuda.device_count()))
+            if cuda
+            else "CPU"
+        )
     except Exception as exc:
         cuda, name = False, "CPU (CUDA failed: %s)" % first_line(exc)
     store.set(_COMMS + "stage/%d" % rank, "ready")
@@ -428,9 +476,11 @@ def _comms(dist, store, cfg, timeout):
             elif len(no_gpu) == world:
                 why = "no rank has a CUDA GPU with NCCL"
             else:
-                why = "rank%s %s ha%s no CUDA GPU with NCCL" % ("s" if len(no_gpu) > 1 else "",
-                                                               ", ".join(map(str, no_gpu[:8])),
-                                                               "ve" if len(no_gpu) > 1 else "s")
+                why = "rank%s %s ha%s no CUDA GPU with NCCL" % (
+                    "s" if len(no_gpu) > 1 else "",
+                    ", ".join(map(str, no_gpu[:8])),
+                    "ve" if len(no_gpu) > 1 else "s",
+                )
             plan = {"backend": backend, "why": why, "bytes": int(comms["bytes"][backend])}
         store.set(_COMMS + "plan", json.dumps(plan))
     else:
@@ -475,7 +525,7 @@ def _comms(dist, store, cfg, timeout):
                 if _has(store, _COMMS + "over") or not store.check([_COMMS + "plan"]):
                     out["status"] = "ok" if progress.get("finished") else "stopped"
                     break
-            except Exception:           # rank 0's store is gone
+            except Exception:  # rank 0's store is gone
                 out["status"] = "ok" if progress.get("finished") else "stopped"
                 break
     if thread.is_alive() and not progress.get("finished"):

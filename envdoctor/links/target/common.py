@@ -18,8 +18,8 @@ import time
 if False:  # for readers and linters: these come from _torch_common.py, sent before this part
     from envdoctor.child._torch_common import Clock, free_bytes
 
-ELEMENT = 4                      # float32
-COMPARE_CHUNK = 1 << 24          # elements compared at once when counting wrong ones
+ELEMENT = 4  # float32
+COMPARE_CHUNK = 1 << 24  # elements compared at once when counting wrong ones
 
 
 def env_int(name, default=None):
@@ -39,7 +39,7 @@ def shape(collective, size, n):
         return per, per * n, per * n * ELEMENT
     if collective == "reduce_scatter":
         return per * n, per, per * n * ELEMENT
-    return per * n, per * n, per * n * ELEMENT          # all_to_all
+    return per * n, per * n, per * n * ELEMENT  # all_to_all
 
 
 def needed_bytes(collective, size, n):
@@ -68,13 +68,13 @@ def expected(collective, rank, n):
         return [float(j % 7 + 1) for j in range(n)]
     if collective == "reduce_scatter":
         return [float(sum((r + rank) % 5 + 1 for r in range(n)))]
-    return [float((j * n + rank) % 1000 + 1) for j in range(n)]       # chunk j came from rank j
+    return [float((j * n + rank) % 1000 + 1) for j in range(n)]  # chunk j came from rank j
 
 
 def count_wrong(chunk, value):
     wrong = 0
     for start in range(0, chunk.numel(), COMPARE_CHUNK):
-        part = chunk[start:start + COMPARE_CHUNK]
+        part = chunk[start : start + COMPARE_CHUNK]
         wrong += int((part != value).sum().item())
     return wrong
 
@@ -109,11 +109,11 @@ class Rank:
         data = json.dumps(obj, sort_keys=True).encode("utf-8")
         length = int(self.agree([len(data)])[0])
         mine = torch.zeros(length, dtype=torch.uint8, device=self.device)
-        mine[:len(data)] = torch.tensor(list(data), dtype=torch.uint8)
+        mine[: len(data)] = torch.tensor(list(data), dtype=torch.uint8)
         every = torch.zeros(length * self.n, dtype=torch.uint8, device=self.device)
         self.operation("all_gather", mine, every)()
         raw = bytes(every.cpu().tolist())
-        return [json.loads(raw[i * length:(i + 1) * length].rstrip(b"\0").decode("utf-8")) for i in range(self.n)]
+        return [json.loads(raw[i * length : (i + 1) * length].rstrip(b"\0").decode("utf-8")) for i in range(self.n)]
 
     def timed(self, fn, iters):
         self.clock.sync()
@@ -128,7 +128,7 @@ class Rank:
         d, on = self.dist, self.on
         if collective == "all_reduce":
             return lambda: d.all_reduce(inp, **on)
-        if collective == "all_gather":       # all_gather_single: the name torch 2.13 prefers
+        if collective == "all_gather":  # all_gather_single: the name torch 2.13 prefers
             gather = getattr(d, "all_gather_single", None) or d.all_gather_into_tensor
             return lambda: gather(out, inp, **on)
         if collective == "reduce_scatter":
@@ -150,20 +150,26 @@ def injected(cfg, rank, where):
 
 
 def hang_here():
-    while True:                # envdoctor's idle timeout ends this process
+    while True:  # envdoctor's idle timeout ends this process
         time.sleep(0.5)
 
 
 def one_point(cfg, r, collective, size, index):
     n, torch = r.n, r.torch
     inp_count, out_count, s_bytes = shape(collective, size, n)
-    point = {"collective": collective, "requested_bytes": size, "bytes": s_bytes, "count": inp_count,
-             "dtype": "float32", "status": "ok"}
+    point = {
+        "collective": collective,
+        "requested_bytes": size,
+        "bytes": s_bytes,
+        "count": inp_count,
+        "dtype": "float32",
+        "status": "ok",
+    }
     free = r.free_bytes()
     need = needed_bytes(collective, size, n)
     short = 1.0 if free is not None and need > 0.9 * free else 0.0
     if r.agree([short])[0]:
-        point.update(status="skipped", reason=f"needs {need / 2.0 ** 30:.1f} GiB per GPU; one GPU has less free")
+        point.update(status="skipped", reason=f"needs {need / 2.0**30:.1f} GiB per GPU; one GPU has less free")
         return point
     fault = injected(cfg, r.rank, {"collective": collective, "size_index": index})
     if fault == "hang":
@@ -178,13 +184,13 @@ def one_point(cfg, r, collective, size, index):
     warmup = max(1, int(cfg.get("warmup", 5)))
     most = max(1, int(cfg.get("iters", 20)))
     budget = float(cfg.get("point_budget_s", 0.5))
-    r.timed(op, 1)                                         # the first call of a size sets things up
+    r.timed(op, 1)  # the first call of a size sets things up
     one = r.agree([r.timed(op, 1)])[0]
     extra = max(0, min(warmup - 2, int(0.25 * budget / one) if one > 0 else warmup))
     if extra:
         r.timed(op, extra)
     iters = max(min(most, 3), min(most, int(budget / one))) if one > 0 else most
-    r.agree([0.0])                                         # start together
+    r.agree([0.0])  # start together
     t = r.timed(op, iters)
     total, slowest = r.agree([t], "sum")[0], r.agree([t])[0]
     fill(collective, r.rank, n, inp)
@@ -195,7 +201,8 @@ def one_point(cfg, r, collective, size, index):
     if fault == "wrong":
         out.view(-1)[0] += 1.0
     wrong = check(out, expected(collective, r.rank, n))
-    point.update(warmup=2 + extra, iters=iters, time_s=total / n, time_max_s=slowest,
-                 wrong=int(r.agree([wrong], "sum")[0]))
+    point.update(
+        warmup=2 + extra, iters=iters, time_s=total / n, time_max_s=slowest, wrong=int(r.agree([wrong], "sum")[0])
+    )
     del inp, out
     return point

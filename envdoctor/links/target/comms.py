@@ -45,8 +45,16 @@ if False:  # for readers and linters: these come from _prelude.py and links/targ
 
 CHILD_SCHEMA = "envdoctor.comms.child/1"
 #: Reported as the rank saw them (envdoctor passes them through and never sets them).
-REPORTED_ENV = ("NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST", "NVSHMEM_DISABLE_NVLS", "NCCL_ALGO",
-                "NCCL_PROTO", "NCCL_P2P_DISABLE", "NCCL_SHM_DISABLE", "NCCL_IB_DISABLE")
+REPORTED_ENV = (
+    "NCCL_NVLS_ENABLE",
+    "TORCH_SYMM_MEM_DISABLE_MULTICAST",
+    "NVSHMEM_DISABLE_NVLS",
+    "NCCL_ALGO",
+    "NCCL_PROTO",
+    "NCCL_P2P_DISABLE",
+    "NCCL_SHM_DISABLE",
+    "NCCL_IB_DISABLE",
+)
 
 
 def mover(r, buf, src, dst):
@@ -64,6 +72,7 @@ def mover(r, buf, src, dst):
             return
         for req in d.batch_isend_irecv(ops):
             req.wait()
+
     return move
 
 
@@ -94,8 +103,7 @@ def pair_matrix(cfg, r, nbytes):
             if r.rank == dst:
                 wrong = check(buf, [float(src + 1)])
             wrong = int(r.agree([wrong], "sum")[0])
-            pair = {"src": src, "dst": dst, "bytes": count * ELEMENT, "iters": iters,
-                    "time_s": slowest, "wrong": wrong}
+            pair = {"src": src, "dst": dst, "bytes": count * ELEMENT, "iters": iters, "time_s": slowest, "wrong": wrong}
             emit("pair", pair=pair)
             out.append(pair)
     del buf
@@ -111,8 +119,10 @@ def host_copies(torch, cuda, device, cfg):
     host = torch.empty(nbytes, dtype=torch.uint8, pin_memory=True)
     dev = torch.empty(nbytes, dtype=torch.uint8, device=device)
     out = {"status": "ok", "bytes": nbytes, "pinned": True, "directions": []}
-    for name, fn in (("h2d", lambda: dev.copy_(host, non_blocking=True)),
-                     ("d2h", lambda: host.copy_(dev, non_blocking=True))):
+    for name, fn in (
+        ("h2d", lambda: dev.copy_(host, non_blocking=True)),
+        ("d2h", lambda: host.copy_(dev, non_blocking=True)),
+    ):
         fn()
         clock.sync()
         start = clock.mark()
@@ -137,10 +147,20 @@ def main(cfg):
     n = env_int("WORLD_SIZE", 1)
     local = env_int("LOCAL_RANK", 0)
     backend = cfg.get("backend", "nccl")
-    out = {"schema": CHILD_SCHEMA, "rank": rank, "world_size": n, "local_rank": local, "backend": backend,
-           "host": socket.gethostname(), "python_version": ".".join(map(str, sys.version_info[:3])),
-           "points": [], "pairs": [], "host_copies": None, "notes": [],
-           "env": dict((k, os.environ[k]) for k in REPORTED_ENV if k in os.environ)}
+    out = {
+        "schema": CHILD_SCHEMA,
+        "rank": rank,
+        "world_size": n,
+        "local_rank": local,
+        "backend": backend,
+        "host": socket.gethostname(),
+        "python_version": ".".join(map(str, sys.version_info[:3])),
+        "points": [],
+        "pairs": [],
+        "host_copies": None,
+        "notes": [],
+        "env": dict((k, os.environ[k]) for k in REPORTED_ENV if k in os.environ),
+    }
     stage("import torch")
     t0 = time.perf_counter()
     try:
@@ -160,8 +180,11 @@ def main(cfg):
         out["notes"].append("torch.cuda.is_available() failed: " + first_line(exc))
     if backend == "nccl":
         if not cuda:
-            raise Failure("no_cuda", f"torch {torch.__version__} in {sys.executable} sees no CUDA GPU, so NCCL "
-                          "cannot run; --backend gloo measures collectives between CPU processes")
+            raise Failure(
+                "no_cuda",
+                f"torch {torch.__version__} in {sys.executable} sees no CUDA GPU, so NCCL "
+                "cannot run; --backend gloo measures collectives between CPU processes",
+            )
         index = int(cfg.get("device_index", local))
         count = torch.cuda.device_count()
         if not 0 <= index < count:
@@ -181,14 +204,16 @@ def main(cfg):
     t1 = time.perf_counter()
     extra = {}
     if backend == "nccl" and "device_id" in inspect.signature(dist.init_process_group).parameters:
-        extra["device_id"] = device            # eager init: NCCL's communicator is made here, once
+        extra["device_id"] = device  # eager init: NCCL's communicator is made here, once
     try:
-        dist.init_process_group(backend=backend, init_method="env://", rank=rank, world_size=n, timeout=timeout,
-                                **extra)
+        dist.init_process_group(
+            backend=backend, init_method="env://", rank=rank, world_size=n, timeout=timeout, **extra
+        )
     except Exception as exc:
         where = f"{os.environ.get('MASTER_ADDR')}:{os.environ.get('MASTER_PORT')}"
-        raise Failure("init_failed", f"rank {rank} of {n} could not join the group at {where}: "
-                      f"{first_line(exc)}") from None
+        raise Failure(
+            "init_failed", f"rank {rank} of {n} could not join the group at {where}: {first_line(exc)}"
+        ) from None
     r = Rank(torch, dist, device, cuda and backend == "nccl", rank, n)
     stage("first collective")
     try:
@@ -204,8 +229,15 @@ def main(cfg):
         out["notes"].append("the ranks' devices could not be gathered: " + first_line(exc))
     collectives = list(cfg.get("collectives") or [])
     sizes = [int(s) for s in cfg.get("sizes") or []]
-    emit("plan", points=len(collectives) * len(sizes), world_size=n, rank=rank, device=out["device"],
-         nccl_version=out.get("nccl_version"), torch_version=out["torch_version"])
+    emit(
+        "plan",
+        points=len(collectives) * len(sizes),
+        world_size=n,
+        rank=rank,
+        device=out["device"],
+        nccl_version=out.get("nccl_version"),
+        torch_version=out["torch_version"],
+    )
     for collective in collectives:
         for index, size in enumerate(sizes):
             if STOP.is_set():
@@ -215,8 +247,12 @@ def main(cfg):
             try:
                 point = one_point(cfg, r, collective, size, index)
             except Exception as exc:
-                raise Failure("collective_failed", f"rank {rank}: {collective} of {size} bytes failed: "
-                              f"{first_line(exc)}", collective=collective, bytes=size) from None
+                raise Failure(
+                    "collective_failed",
+                    f"rank {rank}: {collective} of {size} bytes failed: {first_line(exc)}",
+                    collective=collective,
+                    bytes=size,
+                ) from None
             emit("point", point=point)
             out["points"].append(point)
     if cfg.get("pairs") and n > 1 and not STOP.is_set():
@@ -224,8 +260,9 @@ def main(cfg):
         try:
             out["pairs"] = pair_matrix(cfg, r, int(cfg.get("pair_bytes", 256 << 20)))
         except Exception as exc:
-            raise Failure("collective_failed", f"rank {rank}: the pair test failed: {first_line(exc)}",
-                          collective="send/recv") from None
+            raise Failure(
+                "collective_failed", f"rank {rank}: the pair test failed: {first_line(exc)}", collective="send/recv"
+            ) from None
     if cfg.get("host_copies"):
         stage("host copies")
         gpu = device if device.type == "cuda" else (torch.device("cuda", 0) if cuda else None)

@@ -22,6 +22,7 @@ def label(n):
 def main(spec):
     try:
         import matplotlib
+
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError as exc:

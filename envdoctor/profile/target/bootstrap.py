@@ -8,6 +8,7 @@ profiler warm-up step, then ``steps`` profiled; the Chrome trace is written, an 
 carries the figures at once (so a script that hangs later still leaves them), and the script goes
 on (or, with ``stop_after``, the child answers and ends).
 """
+
 import os
 import runpy
 import sys
@@ -26,8 +27,9 @@ def _info(torch):
     if cuda:
         i = torch.cuda.current_device()
         cap = torch.cuda.get_device_capability(i)
-        info.update(device=torch.cuda.get_device_name(i), capability="%d.%d" % cap,
-                    device_count=torch.cuda.device_count())
+        info.update(
+            device=torch.cuda.get_device_name(i), capability="%d.%d" % cap, device_count=torch.cuda.device_count()
+        )
     try:
         info["tf32_matmul"] = bool(torch.backends.cuda.matmul.allow_tf32)
         info["tf32_cudnn"] = bool(torch.backends.cudnn.allow_tf32)
@@ -74,6 +76,7 @@ class SyncWatch(object):
                     entry = watch.sites.setdefault(key, [0, 0.0])
                     entry[0] += 1
                     entry[1] += took
+
         return wrapper
 
     def install(self):
@@ -94,8 +97,10 @@ class SyncWatch(object):
         self.saved = []
 
     def report(self):
-        rows = [{"op": op, "where": where, "function": func, "count": n, "seconds": secs}
-                for (op, where, func), (n, secs) in self.sites.items()]
+        rows = [
+            {"op": op, "where": where, "function": func, "count": n, "seconds": secs}
+            for (op, where, func), (n, secs) in self.sites.items()
+        ]
         rows.sort(key=lambda r: -r["seconds"])
         return rows[:20]
 
@@ -170,7 +175,7 @@ class Steps(object):
         self.mode = config.get("steps_by") if config.get("steps_by") in ("optimizer", "forward") else None
         self.trace_path = config["trace"]
         self.stop_after = bool(config.get("stop_after"))
-        self.n = 0                    # boundaries seen in the chosen mode
+        self.n = 0  # boundaries seen in the chosen mode
         self.forwards = 0
         self.optimizer_steps = 0
         self.depth = 0
@@ -191,6 +196,7 @@ class Steps(object):
     # -- hooks ----------------------------------------------------------------------------------
     def install(self):
         import importlib
+
         optim = importlib.import_module("torch.optim.optimizer")
         self.handles.append(optim.register_optimizer_step_post_hook(self._on_optimizer))
         if self.mode != "optimizer":
@@ -270,8 +276,12 @@ class Steps(object):
             torch.cuda.synchronize()
         full = self.detail == "full"
         self.prof = torch.profiler.profile(
-            activities=activities, schedule=torch.profiler.schedule(wait=0, warmup=1, active=self.steps, repeat=1),
-            record_shapes=full, with_stack=False, with_flops=full)
+            activities=activities,
+            schedule=torch.profiler.schedule(wait=0, warmup=1, active=self.steps, repeat=1),
+            record_shapes=full,
+            with_stack=False,
+            with_flops=full,
+        )
         self.prof.start()
 
     def _finish(self):
@@ -283,11 +293,20 @@ class Steps(object):
         prof.stop()
         prof.export_chrome_trace(self.trace_path)
         self.done = True
-        figures = {"mode": self.mode, "warmup_s": self.warmup_s, "baseline_s": self.baseline_s,
-                   "profiled_s": self.profiled_s, "flops_per_step": self.counter.flops,
-                   "flop_error": self.counter.error, "matmul_dtypes": self.counter.dtypes, "optimizer": self.optimizer,
-                   "trace": self.trace_path, "forwards": self.forwards, "optimizer_steps": self.optimizer_steps,
-                   "syncs": self.syncs.report()}
+        figures = {
+            "mode": self.mode,
+            "warmup_s": self.warmup_s,
+            "baseline_s": self.baseline_s,
+            "profiled_s": self.profiled_s,
+            "flops_per_step": self.counter.flops,
+            "flop_error": self.counter.error,
+            "matmul_dtypes": self.counter.dtypes,
+            "optimizer": self.optimizer,
+            "trace": self.trace_path,
+            "forwards": self.forwards,
+            "optimizer_steps": self.optimizer_steps,
+            "syncs": self.syncs.report(),
+        }
         if self.cuda:
             figures["peak_allocated"] = int(torch.cuda.max_memory_allocated())
             figures["peak_reserved"] = int(torch.cuda.max_memory_reserved())
@@ -329,14 +348,20 @@ def main(config):
             outcome["message"] = str(code)[:500]
     except KeyboardInterrupt:
         outcome = {"finished": False, "exit": None, "message": "stopped by a signal"}
-    except BaseException as exc:   # the user's script failed: its traceback is the answer
+    except BaseException as exc:  # the user's script failed: its traceback is the answer
         outcome = {"finished": False, "exit": 1, "error": first_line(exc), "traceback": _script_failure(exc)}
     steps.counter.stop()
-    if steps.prof is not None:     # the script ended while the profiler was still on
+    if steps.prof is not None:  # the script ended while the profiler was still on
         steps.syncs.remove()
         try:
             steps.prof.stop()
         except Exception:
             pass
-    return {"profile": steps.figures, "script": outcome, "steps_seen": steps.n, "mode": steps.mode,
-            "forwards": steps.forwards, "optimizer_steps": steps.optimizer_steps}
+    return {
+        "profile": steps.figures,
+        "script": outcome,
+        "steps_seen": steps.n,
+        "mode": steps.mode,
+        "forwards": steps.forwards,
+        "optimizer_steps": steps.optimizer_steps,
+    }

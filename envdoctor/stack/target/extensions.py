@@ -24,7 +24,7 @@ if False:  # for readers and linters: these come from _prelude.py and torch_prob
     from envdoctor.child.torch_probe import _normalize, installed_distributions
 
 #: When the child started (this part is sent before the script): the imports end within its bound.
-STARTED = getattr(time, "monotonic", time.time)()   # Python 2 still says its version
+STARTED = getattr(time, "monotonic", time.time)()  # Python 2 still says its version
 MAX_METADATA = 512 * 1024
 MAX_REQUIRES = 200
 MAX_STDERR = 4000
@@ -125,7 +125,7 @@ def _metadata(info):
         return out
     for line in text.splitlines():
         if not line.strip():
-            break   # the headers end at the first empty line; the description follows
+            break  # the headers end at the first empty line; the description follows
         key, sep, value = line.partition(":")
         if not sep:
             continue
@@ -211,8 +211,17 @@ def _build_environment():
     import shutil
 
     env = {}
-    for name in ("TORCH_CUDA_ARCH_LIST", "MAX_JOBS", "CUDA_HOME", "CUDA_PATH", "NVCC_THREADS",
-                 "FLASH_ATTENTION_FORCE_BUILD", "FLASH_ATTENTION_SKIP_CUDA_BUILD", "CC", "CXX"):
+    for name in (
+        "TORCH_CUDA_ARCH_LIST",
+        "MAX_JOBS",
+        "CUDA_HOME",
+        "CUDA_PATH",
+        "NVCC_THREADS",
+        "FLASH_ATTENTION_FORCE_BUILD",
+        "FLASH_ATTENTION_SKIP_CUDA_BUILD",
+        "CC",
+        "CXX",
+    ):
         if name in os.environ:
             env[name] = os.environ[name][:300]
     out = {"env": env, "ninja": shutil.which("ninja"), "cpus": os.cpu_count()}
@@ -245,17 +254,33 @@ def _start(names, env):
     err = tempfile.TemporaryFile()
     fd = results.fileno()
     try:
-        proc = subprocess.Popen([sys.executable, "-c", _IMPORT, str(fd), str(os.getpid())] + list(names),
-                                stdin=subprocess.DEVNULL,
-                                stdout=subprocess.DEVNULL, stderr=err, env=env, start_new_session=True,
-                                pass_fds=(fd,))
+        proc = subprocess.Popen(
+            [sys.executable, "-c", _IMPORT, str(fd), str(os.getpid())] + list(names),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            env=env,
+            start_new_session=True,
+            pass_fds=(fd,),
+        )
     except (OSError, ValueError) as exc:
         results.close()
         err.close()
         return None, "%s: %s" % (type(exc).__name__, exc)
     now = time.monotonic()
-    return {"proc": proc, "names": list(names), "results": results, "err": err, "started": now, "read": 0,
-            "buffer": b"", "done": {}, "current": None, "since": now, "err_at": 0}, None
+    return {
+        "proc": proc,
+        "names": list(names),
+        "results": results,
+        "err": err,
+        "started": now,
+        "read": 0,
+        "buffer": b"",
+        "done": {},
+        "current": None,
+        "since": now,
+        "err_at": 0,
+    }, None
 
 
 def _kill(proc):
@@ -310,8 +335,11 @@ def _poll(run):
         if isinstance(item.get("start"), str):
             # when it started, on this clock (the line may be read late: the torch child was busy)
             late = time.time() - item["t"] if isinstance(item.get("t"), float) else 0.0
-            run["current"], run["since"], run["err_at"] = item["start"], time.monotonic() - max(0.0, late), \
-                item.get("stderr_at")
+            run["current"], run["since"], run["err_at"] = (
+                item["start"],
+                time.monotonic() - max(0.0, late),
+                item.get("stderr_at"),
+            )
         elif isinstance(item.get("module"), str) and item["module"] == run["current"]:
             end = item.pop("stderr_at", None)
             item["returncode"] = 0
@@ -362,13 +390,13 @@ def import_all(modules, deadline, env=None, shared=None):
     env = _import_env(env)
     modules = list(modules)
     results = {}
-    alone = []                 # the modules left to import each in a grandchild of its own
+    alone = []  # the modules left to import each in a grandchild of its own
     if shared is None and len(modules) > 1:
         shared, error = _start(modules, env)
     if shared is None:
         alone = list(modules)
     stall = stall_after(deadline - time.monotonic())
-    handed = set()             # modules the shared grandchild is no longer waited for
+    handed = set()  # modules the shared grandchild is no longer waited for
     running = {}
     while True:
         now = time.monotonic()
@@ -390,7 +418,7 @@ def import_all(modules, deadline, env=None, shared=None):
                 _close(shared)
                 shared = None
             elif current is not None and not handed and now - shared["since"] > stall:
-                after = shared["names"][shared["names"].index(current) + 1:]
+                after = shared["names"][shared["names"].index(current) + 1 :]
                 handed.update(after)
                 alone += after
         while alone and len(running) < PARALLEL:
@@ -399,7 +427,7 @@ def import_all(modules, deadline, env=None, shared=None):
             if run is None:
                 results[name] = {"start_error": error}
             else:
-                run["current"] = name          # until its start line: it dies in import torch
+                run["current"] = name  # until its start line: it dies in import torch
                 running[name] = run
         now = time.monotonic()
         for name in list(running):
@@ -412,7 +440,7 @@ def import_all(modules, deadline, env=None, shared=None):
                 _kill(proc)
             _poll(run)
             outcome = run["done"].get(name) or _ended(run, now, not exited)
-            outcome["seconds"] = round(now - run["started"], 3)     # the whole process, torch's import too
+            outcome["seconds"] = round(now - run["started"], 3)  # the whole process, torch's import too
             results[name] = outcome
             _close(run)
             del running[name]
@@ -429,7 +457,7 @@ def _importable(modules):
     for i, name in enumerate(modules):
         try:
             if importlib.util.find_spec(name) is not None:
-                return [name] + modules[:i] + modules[i + 1:]
+                return [name] + modules[:i] + modules[i + 1 :]
         except (ImportError, ValueError):
             continue
     return modules
@@ -446,9 +474,16 @@ def _found(config):
         if hit is None:
             continue
         version, info = dists[hit]
-        item = {"name": entry.get("name"), "dist": hit, "version": version, "info": info,
-                "installer": _installer_of(info), "direct_url": _direct_url(info),
-                "wheel_tags": _wheel_tags(info), "modules": list(entry.get("modules") or [])[:4]}
+        item = {
+            "name": entry.get("name"),
+            "dist": hit,
+            "version": version,
+            "info": info,
+            "installer": _installer_of(info),
+            "direct_url": _direct_url(info),
+            "wheel_tags": _wheel_tags(info),
+            "modules": list(entry.get("modules") or [])[:4],
+        }
         item.update(_metadata(info))
         if entry.get("name") == "deepspeed":
             item["deepspeed_build"] = _deepspeed_build(os.path.dirname(info))
@@ -506,7 +541,7 @@ def extension_facts(config, torch_data, early=None):
         else:
             out["imports"] = import_all(modules, deadline, shared=shared)
             shared = None
-    if shared is not None:          # started early, not wanted: torch does not import here
+    if shared is not None:  # started early, not wanted: torch does not import here
         if shared["proc"].poll() is None:
             _kill(shared["proc"])
         _close(shared)
