@@ -60,11 +60,11 @@ from envdoctor.fit.analysis import compare, compute_dtype  # noqa: E402
 from envdoctor.fit.config import spec_from_config  # noqa: E402
 from envdoctor.fit.constants import load_constants  # noqa: E402
 from envdoctor.fit.estimate import estimate  # noqa: E402
-from envdoctor.fit.rules import measure_findings  # noqa: E402
 from envdoctor.fit.host import measure_timeout, run_measure  # noqa: E402
 from envdoctor.fit.models import bundled_models  # noqa: E402
-from envdoctor.fit.workload import Workload  # noqa: E402
 from envdoctor.fit.render import measurement_data  # noqa: E402
+from envdoctor.fit.rules import measure_findings  # noqa: E402
+from envdoctor.fit.workload import Workload  # noqa: E402
 
 GIB = 2**30
 DEADLINE_S = 510.0

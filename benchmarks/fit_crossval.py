@@ -30,6 +30,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import bench_fit_accuracy as bench  # noqa: E402
+
 from envdoctor.fit.constants import Constants, load_constants  # noqa: E402
 from envdoctor.fit.estimate import Phase, _reserve, estimate  # noqa: E402
 from envdoctor.fit.spec import ModelSpec  # noqa: E402

@@ -33,10 +33,10 @@ from typing import Annotated, Any, Dict, Optional, TypedDict
 
 from envdoctor import __version__
 from envdoctor.atomic import user_dir, what_it_is, write_atomic
+from envdoctor.bench.facts import BenchResult
 from envdoctor.doctypes import Json
 from envdoctor.documents import DocumentError, dumps, read_document
 from envdoctor.facts import Facts
-from envdoctor.bench.facts import BenchResult
 from envdoctor.facts.serde import DataError, from_data, to_data
 from envdoctor.findings import Finding
 from envdoctor.inputs import InputError, read_input

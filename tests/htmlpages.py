@@ -102,8 +102,8 @@ def bench_replayed(tmp: Path) -> Page:
 
 def bench_suites(tmp: Path) -> Page:
     """The H200's `bench --suite all` (matmul, memory bandwidth, layers) as bench's host side reads it."""
-    from envdoctor.bench.page import bench_page
     from envdoctor.bench.command import exit_code
+    from envdoctor.bench.page import bench_page
     from envdoctor.facts.serde import to_data
     from tests.test_bench_suites_h200 import analysed
 
@@ -114,9 +114,9 @@ def bench_suites(tmp: Path) -> Page:
 
 
 def burn_h200(tmp: Path) -> Page:
+    from envdoctor.burn.command import exit_code
     from envdoctor.burn.page import burn_page
     from envdoctor.burn.rules import judge
-    from envdoctor.burn.command import exit_code
     from envdoctor.facts.serde import to_data
     from envdoctor.table.health import load_health
     from tests.test_burn_fakes import h200_gpu, result_of
@@ -180,8 +180,8 @@ def fleet_of(n: int, odd_every: int = 10) -> str:
     from envdoctor.fleet.facts import Document, NodeInput
     from envdoctor.fleet.merge import merge
     from envdoctor.fleet.page import fleet_page
-    from envdoctor.redact import mask_data
     from envdoctor.fleet.render import fleet_document
+    from envdoctor.redact import mask_data
 
     base = fd.gpus(fd.h200(), 8)
     old = fd.driver(base, "570.133.20", "12.8")

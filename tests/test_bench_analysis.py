@@ -260,8 +260,8 @@ def test_repeats_disturbed_by_other_load_are_flagged():
 
 
 def test_a_layer_above_100_percent_of_the_matmul_rate_gets_a_caveat():
-    from envdoctor.bench.layers import layers_verdict
     from envdoctor.bench.facts import LayerPoint
+    from envdoctor.bench.layers import layers_verdict
 
     p = LayerPoint(
         0, "bert", "fp32", "eager", "fwd", 1, 128, status="ok", flops=1e9, ms=5.0, tflops=0.002, of_matmul=7.62

@@ -10,9 +10,9 @@ import sys
 
 import pytest
 
+from envdoctor.bench.command import exit_code
 from envdoctor.bench.host import SCRIPT, run_bench
 from envdoctor.child import _resource, run_child
-from envdoctor.bench.command import exit_code
 from tests.test_bench_fakes import FakeNvml
 
 # One thread: on the shared two-core CI machine contended threads make a tiny product 100x slower now

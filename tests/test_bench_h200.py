@@ -10,11 +10,11 @@ import time
 
 import pytest
 
-from envdoctor.bench.host import Sampler, build_result, run_bench
 from envdoctor.bench.command import exit_code
 from envdoctor.bench.facts import SCHEMA, BenchResult
-from envdoctor.facts.serde import from_data, to_data
+from envdoctor.bench.host import Sampler, build_result, run_bench
 from envdoctor.bench.render import render_bench_text
+from envdoctor.facts.serde import from_data, to_data
 from tests.test_bench_fakes import H200_MODEL, FakeNvml, child_doc, fake_python, recorded_run, replay, samples
 
 

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from envdoctor.bench.host import run_bench
-from envdoctor.bench.memory import memory_verdict
 from envdoctor.bench.command import exit_code
 from envdoctor.bench.facts import BenchDevice, MemoryPoint
+from envdoctor.bench.host import run_bench
+from envdoctor.bench.memory import memory_verdict
 from envdoctor.bench.render import render_bench_text
 from tests.test_bench_child import needs_torch
 from tests.test_bench_fakes import FakeNvml

@@ -14,11 +14,11 @@ from typing import Any, Dict
 
 import pytest
 
-from envdoctor.bench.host import build_result, plot_spec, run_bench
 from envdoctor.bench.command import bench, exit_code
 from envdoctor.bench.facts import BenchResult, NvmlSample
-from envdoctor.facts.serde import from_data, to_data
+from envdoctor.bench.host import build_result, plot_spec, run_bench
 from envdoctor.bench.render import render_bench_text
+from envdoctor.facts.serde import from_data, to_data
 from tests.fakes import cli_runner
 from tests.test_bench_fakes import H200_MODEL, FakeNvml, fake_python
 

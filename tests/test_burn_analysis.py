@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from envdoctor.burn import analysis
-from envdoctor.burn.host import match_nvml, memtest_seconds, sample_interval
-from envdoctor.parse.visible import visible_count
 from envdoctor.burn.facts import BurnGpu, Counters, Interval
+from envdoctor.burn.host import match_nvml, memtest_seconds, sample_interval
 from envdoctor.nvml import COUNTERS, Reading, Session
+from envdoctor.parse.visible import visible_count
 from envdoctor.table import data_directory, load_table
 from envdoctor.table.health import load_health
 from envdoctor.table.schema import TableError

@@ -8,9 +8,9 @@ from dataclasses import replace
 import pytest
 
 from envdoctor.burn import analysis
+from envdoctor.burn.facts import ChildOutcome, Counters, Interval, MemPass, MemTest, Phase, XidSeen
 from envdoctor.burn.rules import judge
 from envdoctor.codes import CODES
-from envdoctor.burn.facts import ChildOutcome, Counters, Interval, MemPass, MemTest, Phase, XidSeen
 from envdoctor.table.health import load_health
 from tests.test_burn_fakes import h200_gpu, result_of
 

@@ -15,10 +15,10 @@ from envdoctor.links import probe as links
 from envdoctor.links.table import load_links
 from envdoctor.rules import evaluate
 from envdoctor.table import load_table
+from tests.fakes import recorded
 from tests.linkmachines import context, pcie_pair
 from tests.tables import FROZEN
 from tests.test_links_cli import _eight_h200_root, _topo, _with_cells
-from tests.fakes import recorded
 
 
 def _broken_data(tmp_path, monkeypatch):
@@ -95,8 +95,8 @@ def test_topo_takes_suppress_like_check(tmp_path):
 def test_comms_verdicts_with_a_broken_links_toml_still_name_the_hung_rank(tmp_path, monkeypatch):
     """Before: verdicts() loaded links.toml first and raised, so a broken file hid every comms
     finding (ED900 exit 3); now it is one ED901 and the rules that need no table still speak."""
-    from tests.test_comms_result import _result, failed_run, hung_run
     from envdoctor.links.rules_comms import verdicts
+    from tests.test_comms_result import _result, failed_run, hung_run
 
     runs = [failed_run(i, 40.0 + i) for i in range(8)]
     runs[3] = hung_run(3)

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from envdoctor.cli import cli
 from envdoctor.bench.facts import BenchDevice, BenchPoint, BenchResult
+from envdoctor.cli import cli
 from envdoctor.facts.serde import to_data
 from tests.fakes import FakeBin, recorded
 from tests.faketorch import gpu, make_torch

@@ -23,8 +23,8 @@ from envdoctor.probes.context import Context
 from envdoctor.probes.system import MAX_BEHAVIOUR_ENV, behaviour_env, probe
 from envdoctor.render import markdown, text
 from envdoctor.render.json import report_document
-from tests.faketorch import find_python, make_torch, torch_env
 from tests.fakes import FakeBin, recorded
+from tests.faketorch import find_python, make_torch, torch_env
 
 DEV = "cpu-nvcc13-docker-client"
 #: torch.__config__.show() of the CPU torch 2.13.0 of the development venv, cut after the settings' start.

@@ -16,8 +16,8 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from envdoctor.links.host import CommsOptions, run_comms
 from envdoctor.launch import free_port
+from envdoctor.links.host import CommsOptions, run_comms
 from envdoctor.links.rules_comms import verdicts
 
 pytest.importorskip("torch")

@@ -14,7 +14,6 @@ from envdoctor.launch import (
     visible_gpus,
 )
 
-
 #: What the project's multi-GPU H200 machines set (issue 18): must reach every rank unchanged.
 MACHINE = {
     "NCCL_NVLS_ENABLE": "0",

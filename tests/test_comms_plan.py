@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from envdoctor.links.target import common as child  # the timing and checks comms.py uses
 from envdoctor.links.plan import algbw_gbps, busbw_factor, busbw_gbps, parse_size, parse_sizes
+from envdoctor.links.target import common as child  # the timing and checks comms.py uses
 from envdoctor.units import SizeError, format_bytes
 
 

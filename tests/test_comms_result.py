@@ -11,15 +11,15 @@ from typing import Any, Dict, List, Optional
 import jsonschema
 
 from envdoctor.child import from_ran
-from envdoctor.links.analysis_comms import build
 from envdoctor.facts.base import ProbeError
-from envdoctor.links.facts_comms import HostCopy
-from envdoctor.parse.nccl_log import parse_nccl_log
 from envdoctor.links import probe as links
-from envdoctor.links.rules_comms import verdicts
-from envdoctor.run import Ran
-from envdoctor.links.table import load_links
+from envdoctor.links.analysis_comms import build
 from envdoctor.links.analysis_topo import expected
+from envdoctor.links.facts_comms import HostCopy
+from envdoctor.links.rules_comms import verdicts
+from envdoctor.links.table import load_links
+from envdoctor.parse.nccl_log import parse_nccl_log
+from envdoctor.run import Ran
 from tests.linkmachines import context, nvswitch
 from tests.machines import h200
 from tests.test_comms_nccl_log import LOG_2_28
@@ -322,8 +322,8 @@ def test_comms_takes_suppress_as_check_and_topo_do(tmp_path):
     # --suppress was check's alone: comms' text now names what it hid, and an unknown code is exit 2
     from click.testing import CliRunner
 
-    from envdoctor.cli import cli
     from envdoctor.checks import split_suppressed
+    from envdoctor.cli import cli
     from envdoctor.links.render_comms import render_comms_text
 
     slow = {"all_reduce": 150.0, "all_gather": 250.0}

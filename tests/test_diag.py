@@ -419,8 +419,8 @@ def test_a_target_without_torch_could_not_start_exit_2(monkeypatch, tmp_path):
 
 def test_fleet_comms_pair_between_nodes_far_below_their_adapters_rate():
     from envdoctor.fleet import comms
-    from envdoctor.fleet.merge import merge
     from envdoctor.fleet.facts import Document, NodeInput
+    from envdoctor.fleet.merge import merge
     from tests import fleetdocs as fd
     from tests.test_fleet_comms import answer
 

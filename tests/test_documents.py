@@ -17,9 +17,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from envdoctor import documents
+from envdoctor.bench.facts import BenchResult
 from envdoctor.cli import cli
 from envdoctor.documents import DOCUMENTS, DocumentError, read_document
-from envdoctor.bench.facts import BenchResult
 from envdoctor.facts.serde import from_data, to_data
 from tests.documents import ROOT, recorded, validate
 from tests.machines import SMI_MISMATCH, cpu_box, h200

@@ -9,9 +9,10 @@ output, tests/machines.py), and checked against the schema as ``envdoctor schema
 from __future__ import annotations
 
 import json
-from pathlib import Path
 import re
 import sys
+from pathlib import Path
+
 import jsonschema
 import pytest
 from click.testing import CliRunner

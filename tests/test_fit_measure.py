@@ -18,12 +18,12 @@ from envdoctor.fit.analysis import compare
 from envdoctor.fit.config import spec_from_config
 from envdoctor.fit.constants import load_constants
 from envdoctor.fit.estimate import estimate
-from envdoctor.fit.rules import measure_findings
-from envdoctor.fit.host import cpu_problem, measure_timeout, measurement_of
-from envdoctor.nvml import NvmlGpu
 from envdoctor.fit.facts import Measurement, MeasurementError, measurement_from_child
+from envdoctor.fit.host import cpu_problem, measure_timeout, measurement_of
 from envdoctor.fit.models import bundled_models
+from envdoctor.fit.rules import measure_findings
 from envdoctor.fit.workload import Workload
+from envdoctor.nvml import NvmlGpu
 
 FIX = Path(__file__).parent / "fixtures" / "fit-measure"
 H200_FREE_BEFORE = 150_100_000_000

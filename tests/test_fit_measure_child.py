@@ -23,8 +23,8 @@ from envdoctor.fit.analysis import compare
 from envdoctor.fit.config import spec_from_config
 from envdoctor.fit.constants import load_constants
 from envdoctor.fit.estimate import estimate
-from envdoctor.fit.rules import measure_findings
 from envdoctor.fit.host import run_measure
+from envdoctor.fit.rules import measure_findings
 from envdoctor.fit.workload import Workload
 from tests.torchtest import needs_torch
 

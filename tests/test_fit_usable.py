@@ -16,13 +16,13 @@ from click.testing import CliRunner
 
 from envdoctor.cli import cli
 from envdoctor.fit import usable
-from envdoctor.fit.models import bundled_models
 from envdoctor.fit.constants import Constants
+from envdoctor.fit.models import bundled_models
 from envdoctor.fit.usable import FALLBACK_DATACENTER, Usable, load_usable, local_gpus, usable_gpu, usable_of
 from envdoctor.fit.verdict import Gpu, dtype_problem, fit_report
 from envdoctor.fit.workload import Workload
-from envdoctor.table.schema import Doc
 from envdoctor.table import TableError
+from envdoctor.table.schema import Doc
 from tests.fakenvml import FakeNvml
 
 GIB = 2**30

@@ -14,14 +14,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Dict, List, Tuple
 
-
 from envdoctor.advise.machine import machine_from_facts
 from envdoctor.advise.recommend import recommend
 from envdoctor.bench.analysis import verdict
+from envdoctor.bench.facts import BenchDevice, BenchResult
 from envdoctor.bench.rules import bench_findings
 from envdoctor.codes import CODES
 from envdoctor.facts import Facts
-from envdoctor.bench.facts import BenchDevice, BenchResult
 from envdoctor.facts.gpu import DriverFacts, PciFacts
 from envdoctor.facts.python import TorchFacts
 from envdoctor.findings import Finding

@@ -17,10 +17,10 @@ from envdoctor.child import ChildRun
 from envdoctor.facts.base import ProbeError
 from envdoctor.fleet import comms
 from envdoctor.fleet import host as gather
-from envdoctor.launch import rendezvous
 from envdoctor.fleet.facts import Document, NodeInput
 from envdoctor.fleet.merge import merge
 from envdoctor.fleet.render import fleet_document, render_html, render_markdown, render_text
+from envdoctor.launch import rendezvous
 from tests import fleetdocs as fd
 from tests.test_fleet_gather import env_with, needs_torch
 from tests.test_fleet_merge import validate

@@ -22,8 +22,8 @@ import pytest
 
 from envdoctor.child import ChildRun
 from envdoctor.fleet import host as gather
-from envdoctor.launch import rendezvous
 from envdoctor.fleet.merge import merge
+from envdoctor.launch import rendezvous
 from tests import fleetdocs as fd
 from tests.fakenvml import FakeNvml
 

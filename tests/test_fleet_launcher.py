@@ -6,9 +6,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from envdoctor.fleet.pairs import Measured, analyze, quick, rounds
 from envdoctor.launch import LaunchError, rendezvous, slurm_port
 from envdoctor.parse.nodelist import NodelistError, expand, first_host
-from envdoctor.fleet.pairs import Measured, analyze, quick, rounds
 
 
 @pytest.mark.parametrize(

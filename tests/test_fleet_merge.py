@@ -16,8 +16,8 @@ from referencing import Registry, Resource
 from envdoctor import documents
 from envdoctor.cli import cli
 from envdoctor.codes import CODES
-from envdoctor.fleet.merge import merge, merge_files
 from envdoctor.fleet.facts import Document, NodeInput
+from envdoctor.fleet.merge import merge, merge_files
 from envdoctor.fleet.render import render_html, render_markdown, render_text
 from envdoctor.table import load_table
 from tests import fleetdocs as fd

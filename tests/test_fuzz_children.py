@@ -108,9 +108,9 @@ BENCH_DOC = child_doc(recorded_run("default"))
 @given(doc=mutated(BENCH_DOC))
 def test_bench_child_answer_of_any_shape_is_a_result_that_encodes(doc: Dict[str, Any]) -> None:
     from envdoctor.bench.host import build_result
+    from envdoctor.bench.render import render_bench_text
     from envdoctor.documents import dumps
     from envdoctor.facts.serde import DataError, to_data
-    from envdoctor.bench.render import render_bench_text
 
     run = _run(
         "bench.py", [_line("plan", points=3, devices=doc.get("devices")), "garbage {", _line("result", result=doc)]
@@ -167,11 +167,11 @@ BURN_LINES = _burn_lines()
 @given(lines=mutated(BURN_LINES), rc=st.sampled_from([0, 1]))
 def test_burn_child_lines_of_any_shape_give_a_verdict_that_encodes(lines: List[Any], rc: int) -> None:
     from envdoctor.burn import collect, rules
-    from envdoctor.documents import dumps
     from envdoctor.burn.facts import BurnResult
+    from envdoctor.burn.render import render_burn_text, verdict_line
+    from envdoctor.documents import dumps
     from envdoctor.facts.serde import to_data
     from envdoctor.redact import mask_data
-    from envdoctor.burn.render import render_burn_text, verdict_line
     from envdoctor.table.health import load_health
 
     text = [
@@ -209,14 +209,14 @@ COMMS_ANSWER = _comms_answer()
 @SETTINGS
 @given(answer=mutated(COMMS_ANSWER))
 def test_comms_rank_answer_of_any_shape_gives_verdicts_that_encode(answer: Dict[str, Any]) -> None:
-    from envdoctor.links.analysis_comms import build
     from envdoctor.documents import dumps
     from envdoctor.facts.links import LinksFacts
-    from envdoctor.redact import mask_data
+    from envdoctor.links.analysis_comms import build
+    from envdoctor.links.analysis_topo import expected
     from envdoctor.links.render_comms import comms_document, render_comms_text
     from envdoctor.links.rules_comms import verdicts
     from envdoctor.links.table import load_links
-    from envdoctor.links.analysis_topo import expected
+    from envdoctor.redact import mask_data
 
     table = load_links()
     links = LinksFacts()

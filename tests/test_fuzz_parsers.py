@@ -18,17 +18,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Tuple, Type
 
+import click
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import click
-
-from envdoctor import documents, report
+from envdoctor import clicore, documents, report, units
 from envdoctor.child import decode_line, from_ran
-from envdoctor import clicore, units
-from envdoctor.links import plan as comms_plan
 from envdoctor.fit import config as fit_config
+from envdoctor.links import plan as comms_plan
 from envdoctor.parse import (
     ParseError,
     compiler,
@@ -38,17 +36,17 @@ from envdoctor.parse import (
     indexconf,
     jsontext,
     nccl_log,
+    nodelist,
     nvcc,
     nvidia_proc,
     nvidia_smi,
-    nodelist,
     nvidia_topo,
     pciids,
     torch,
     visible,
 )
-from envdoctor.report import ReportError
 from envdoctor.redact import mask_text, mask_url
+from envdoctor.report import ReportError
 from envdoctor.run import Ran
 from envdoctor.wheels import pages, target
 
@@ -222,10 +220,10 @@ def _burn_child(text: str) -> Any:
 
 
 def _comms_child(text: str) -> Any:
-    from envdoctor.links.analysis_comms import build
     from envdoctor.facts.links import LinksFacts
-    from envdoctor.links.table import load_links
+    from envdoctor.links.analysis_comms import build
     from envdoctor.links.analysis_topo import expected
+    from envdoctor.links.table import load_links
 
     runs = [from_ran("comms.py", "python3", Ran(("python3", "-"), 0, text, "", 1.0))]
     table, links = load_links(), LinksFacts()

@@ -6,6 +6,7 @@ and a 1,000-node fleet page loads within the stated bound."""
 from __future__ import annotations
 
 import re
+
 import pytest
 
 from tests.browser import open_page, screenshot

@@ -21,8 +21,8 @@ from envdoctor.profile.page import breakdown_parts, profile_page
 from tests.browser import open_page
 from tests.htmlcheck import check_page
 from tests.htmlpages import H200
-from tests.test_diag_levels import nvml, target  # noqa: F401  (nvml is a fixture)
 from tests.test_burn_fakes import miscompare_steps
+from tests.test_diag_levels import nvml, target  # noqa: F401  (nvml is a fixture)
 from tests.test_profile_cli import FIX as PROFILE_SCRIPTS
 from tests.test_profile_cli import env_clean
 from tests.torchtest import needs_torch

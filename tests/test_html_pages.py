@@ -17,9 +17,9 @@ from click.testing import CliRunner
 from envdoctor.cli import cli
 from envdoctor.documents import stamp
 from envdoctor.htmlpage import Chart, Ref, Series, embedded_json, page, stacked_bar, svg_chart, table
-from tests.htmlcheck import check_page
-from tests.htmlpages import PAGES, fleet_of, H200
 from tests.documents import recorded
+from tests.htmlcheck import check_page
+from tests.htmlpages import H200, PAGES, fleet_of
 from tests.torchtest import needs_torch
 
 

@@ -13,11 +13,11 @@ from envdoctor import checks
 from envdoctor.cli import cli
 from envdoctor.findings import Finding
 from envdoctor.links import probe as links
+from envdoctor.links.analysis_topo import expected
 from envdoctor.links.render_topo import render_topo_text, topo_document
 from envdoctor.links.rules_topo import RULES
-from envdoctor.table import load_table
 from envdoctor.links.table import load_links
-from envdoctor.links.analysis_topo import expected
+from envdoctor.table import load_table
 from tests.fakes import FakeBin, recorded
 from tests.linkmachines import context, nv4_bridge, nvswitch, pci_tree
 from tests.machines import SMI_QUERY_ARGS, h200, write_tree

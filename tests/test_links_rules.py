@@ -9,10 +9,10 @@ import pytest
 from envdoctor import checks
 from envdoctor.facts import Facts
 from envdoctor.facts.gpu import DriverFacts
+from envdoctor.findings import exit_code
 from envdoctor.links import probe as links
 from envdoctor.links import rules_topo as rules
 from envdoctor.table import load_table
-from envdoctor.findings import exit_code
 from tests.linkmachines import LinkNvml, bridged_quad, context, nv4_bridge, nvswitch, pcie_pair
 from tests.machines import h200
 

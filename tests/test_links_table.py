@@ -93,8 +93,8 @@ def test_the_real_data_loads_too():
 def test_health_and_link_rows_answer_to_the_names_the_gpu_table_answers_to():
     """The review's find: "H200" or "NVIDIA_H200" found the gpus.toml row but not health.toml's or
     links.toml's (each table normalised names its own way); one rule now (table/names.py)."""
-    from envdoctor.table.health import load_health
     from envdoctor.links.table import load_links
+    from envdoctor.table.health import load_health
 
     links, health = load_links(), load_health()
     assert links.gpu("H200") is links.gpu("NVIDIA H200") is links.gpu("nvidia_h200") is not None

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from envdoctor.links import probe as links
-from envdoctor.links.table import load_links
 from envdoctor.links.analysis_topo import expected
+from envdoctor.links.table import load_links
 from tests.linkmachines import bridged_quad, context, nv4_bridge, nvswitch, pcie_pair
 from tests.machines import h200
 

@@ -9,7 +9,6 @@ from envdoctor.probes.conda import probe
 from envdoctor.probes.context import Context
 from tests.fakes import FakeBin, recorded
 
-
 CF129 = "public-conda25-conda-forge-cu129"
 MM126 = "public-micromamba2-conda-forge-cu126"
 PT121 = "public-conda24-pytorch-channel-cu121"

@@ -8,7 +8,6 @@ from envdoctor.probes.context import Context
 from envdoctor.probes.docker import probe
 from tests.fakes import FakeBin, recorded
 
-
 CPU = "cpu-nvcc13-docker-client"
 D29 = "public-docker29-nvidia-cdi"
 TEXTS = "public-container-cli-texts"

@@ -4,8 +4,8 @@ import os
 import time
 
 from envdoctor.probes import driver
-from tests.machines import SMI_MISMATCH, SMI_NO_DRIVER, FakeNvml, cpu_box, h200, h200_smi
 from tests.fakes import FakeBin
+from tests.machines import SMI_MISMATCH, SMI_NO_DRIVER, FakeNvml, cpu_box, h200, h200_smi
 
 
 def test_h200_every_fact_with_its_source(tmp_path):

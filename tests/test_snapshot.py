@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from envdoctor import snapshot as store
-from envdoctor.facts import Facts, SystemFacts
 from envdoctor.bench.facts import BenchPoint, BenchResult
+from envdoctor.facts import Facts, SystemFacts
 from envdoctor.findings import Finding
 from envdoctor.snapshot import SnapshotError
 

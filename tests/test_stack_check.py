@@ -23,8 +23,8 @@ from envdoctor.probes.python import probe
 from envdoctor.stack import host
 from envdoctor.stack.rules import RULES
 from tests.fakes import cli_runner
-from tests.faketorch import gpu, make_torch, torch_env
 from tests.fakestack import DEEPSPEED_JIT, ERRORS, XFORMERS_BUILT_FOR, deepspeed_prebuilt, make_extension
+from tests.faketorch import gpu, make_torch, torch_env
 from tests.machines import h200
 
 SCHEMA = json.loads((Path(__file__).parent.parent / "envdoctor/schemas/report-1.json").read_text())

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from envdoctor.facts import ProbeError
 from envdoctor.bench.facts import BenchDevice, BenchPoint, BenchResult
+from envdoctor.facts import ProbeError
 from envdoctor.facts.conda import CondaFacts
 from envdoctor.facts.docker import DockerFacts
 from envdoctor.facts.gpu import GpuInfo

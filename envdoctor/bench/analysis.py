@@ -19,7 +19,6 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from envdoctor.bench import layers, memory
 from envdoctor.bench.attribution import attribute
-from envdoctor.bench.rules import bench_findings
 from envdoctor.bench.facts import (
     BenchDevice,
     BenchPoint,
@@ -30,6 +29,7 @@ from envdoctor.bench.facts import (
     Regression,
     Verdict,
 )
+from envdoctor.bench.rules import bench_findings
 
 __all__ = ["analyze", "attribute", "bound", "compare_bench", "datasheet", "decode_reasons", "verdict"]
 

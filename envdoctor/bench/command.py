@@ -19,27 +19,8 @@ from typing import Any, Optional, Tuple
 
 import click
 
-from envdoctor.bench.chart import format_rate
-from envdoctor.bench.host import Progress, describe, resolve_python, run_bench, suite_budgets, write_plot
-from envdoctor.bench.memory import rate_label
 from envdoctor import checks
-from envdoctor.clicore import check_formats, emit_page, html_options, machine_redactor, suppress_option
-from envdoctor.clicore import (
-    FilePath,
-    EXIT_ERRORS,
-    EXIT_INTERNAL,
-    EXIT_OK,
-    EXIT_USAGE,
-    ChoiceList,
-    ascii_int,
-    check_visible_devices,
-    debug_option,
-    gpu_index_or_all,
-    guarded,
-    python_option,
-    seconds,
-    use_color,
-)
+from envdoctor.bench.chart import format_rate
 from envdoctor.bench.facts import (
     DEFAULT_BUDGET,
     DEFAULT_SIZES,
@@ -51,9 +32,32 @@ from envdoctor.bench.facts import (
     LayerPoint,
     MemoryPoint,
 )
+from envdoctor.bench.host import Progress, describe, resolve_python, run_bench, suite_budgets, write_plot
+from envdoctor.bench.memory import rate_label
+from envdoctor.bench.render import render_bench_text
+from envdoctor.clicore import (
+    EXIT_ERRORS,
+    EXIT_INTERNAL,
+    EXIT_OK,
+    EXIT_USAGE,
+    ChoiceList,
+    FilePath,
+    ascii_int,
+    check_formats,
+    check_visible_devices,
+    debug_option,
+    emit_page,
+    gpu_index_or_all,
+    guarded,
+    html_options,
+    machine_redactor,
+    python_option,
+    seconds,
+    suppress_option,
+    use_color,
+)
 from envdoctor.documents import dumps, stamp
 from envdoctor.facts.serde import to_data
-from envdoctor.bench.render import render_bench_text
 
 
 class SizeList(click.ParamType):

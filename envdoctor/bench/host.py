@@ -20,10 +20,6 @@ from datetime import datetime, timezone
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from envdoctor.bench import analysis
-from envdoctor.bench.rules import bench_findings
-from envdoctor.bench.memory import elements_label
-from envdoctor.child import ChildRun, draw_plot, find_python, run_child
-from envdoctor.facts.base import ErrorKind, ProbeError
 from envdoctor.bench.facts import (
     DEFAULT_BUDGET,
     DEFAULT_SIZES,
@@ -38,10 +34,14 @@ from envdoctor.bench.facts import (
     MemoryPoint,
     NvmlSample,
 )
+from envdoctor.bench.memory import elements_label
+from envdoctor.bench.rules import bench_findings
+from envdoctor.child import ChildRun, draw_plot, find_python, run_child
+from envdoctor.facts.base import ErrorKind, ProbeError
 from envdoctor.facts.serde import DataError, from_data, to_data
-from envdoctor.parse.jsontext import opt_float, opt_int, opt_str
 from envdoctor.nvml import NvmlGpu, Reading, Session, match_device
 from envdoctor.nvml import Sampler as NvmlSampler
+from envdoctor.parse.jsontext import opt_float, opt_int, opt_str
 
 SCRIPT = "bench/target/bench.py"
 CHILD_SCHEMA = "envdoctor.bench.child/1"

@@ -32,9 +32,9 @@ from typing import List, Optional, Sequence, Tuple
 
 from envdoctor.bench.attribution import attribute
 from envdoctor.bench.chart import format_rate
+from envdoctor.bench.facts import LAYER_TITLES, BenchDevice, BenchPoint, FlopCheck, LayerPoint, NvmlSample, Verdict
 from envdoctor.bench.memory import rate_label
 from envdoctor.units import format_bytes
-from envdoctor.bench.facts import LAYER_TITLES, BenchDevice, BenchPoint, FlopCheck, LayerPoint, NvmlSample, Verdict
 
 #: Launches taking at least this share of a call's time: the CPU issuing kernels sets the pace.
 LAUNCH_BOUND = 0.8

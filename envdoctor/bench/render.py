@@ -13,8 +13,8 @@ from __future__ import annotations
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from envdoctor.bench.chart import chart, format_rate, log_bars
-from envdoctor.bench.memory import elements_label
 from envdoctor.bench.facts import SUITES, BenchDevice, BenchPoint, BenchResult, LayerPoint, MemoryPoint, Verdict
+from envdoctor.bench.memory import elements_label
 from envdoctor.style import paint
 from envdoctor.units import format_bytes
 

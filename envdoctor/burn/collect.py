@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Dict, List, Optional, Tuple
 
-from envdoctor.child import ChildRun
 from envdoctor.burn.facts import BurnGpu, ChildOutcome, Interval, MemPass, MemTest, Phase
+from envdoctor.child import ChildRun
 from envdoctor.facts.serde import DataError, from_data
 from envdoctor.parse.jsontext import opt_int, opt_str
 

@@ -12,36 +12,41 @@ import contextlib
 import os
 import signal
 import sys
-from pathlib import Path
 import threading
 import time
+from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 import click
 
+from envdoctor.burn.facts import DEFAULT_SECONDS, DTYPES, MAX_SECONDS, MIN_SECONDS, BurnResult
 from envdoctor.burn.host import IDLE_TIMEOUT, run_burn, write_plot
+from envdoctor.burn.render import chart_lines, render_burn_text, verdict_line
 from envdoctor.child import find_python
-from envdoctor.clicore import check_formats, emit_page, for_tests, html_options, machine_redactor, suppress_option
 from envdoctor.clicore import (
-    FilePath,
     EXIT_ERRORS,
     EXIT_INTERNAL,
     EXIT_OK,
     EXIT_USAGE,
     ChoiceList,
+    FilePath,
+    check_formats,
     check_visible_devices,
     debug_option,
+    emit_page,
+    for_tests,
     gpu_index_or_all,
     guarded,
+    html_options,
+    machine_redactor,
     python_option,
     seconds,
+    suppress_option,
     use_color,
 )
-from envdoctor.burn.facts import DEFAULT_SECONDS, DTYPES, MAX_SECONDS, MIN_SECONDS, BurnResult
 from envdoctor.documents import dumps, stamp
 from envdoctor.facts.serde import to_data
 from envdoctor.redact import mask_data, mask_text
-from envdoctor.burn.render import chart_lines, render_burn_text, verdict_line
 
 
 class Progress:

@@ -23,13 +23,13 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from envdoctor import codes
 from envdoctor.burn import analysis, collect, rules
-from envdoctor.child import ChildRun, Job, draw_plot, run_children
-from envdoctor.parse.jsontext import opt_str
-from envdoctor.parse.visible import visible_count
-from envdoctor.facts.base import ErrorKind, ProbeError
 from envdoctor.burn.facts import CPU_N, GPU_N, BurnGpu, BurnResult, Phase, XidSeen
+from envdoctor.child import ChildRun, Job, draw_plot, run_children
+from envdoctor.facts.base import ErrorKind, ProbeError
 from envdoctor.findings import Finding
 from envdoctor.nvml import COUNTERS, SAMPLE, NvmlGpu, Reading, Sampler, Session, XidEvent, XidWatch, match_device
+from envdoctor.parse.jsontext import opt_str
+from envdoctor.parse.visible import visible_count
 from envdoctor.table.health import Health, load_health
 
 SCRIPT = "burn/target/burn.py"

@@ -15,9 +15,8 @@ import statistics
 from dataclasses import replace
 from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
-from envdoctor import codes
+from envdoctor import checks, codes
 from envdoctor.burn.facts import BurnGpu, BurnResult, Phase
-from envdoctor import checks
 from envdoctor.codes import CODES
 from envdoctor.findings import Finding, Severity, sort_findings
 from envdoctor.table.health import Health

@@ -156,8 +156,8 @@ def _text(result: Inspection, color: bool) -> str:
 def _short_bench(facts: Facts, ctx: Context) -> Tuple[Optional[dict], str]:
     """The short benchmark of ``check --bench`` (fp32 and fp16 at one size; ``envdoctor bench`` is the full one)."""
     from envdoctor.bench import QUICK, run_bench
-    from envdoctor.facts.serde import to_data
     from envdoctor.bench.render import render_bench_text
+    from envdoctor.facts.serde import to_data
 
     python = facts.python.executable or sys.executable
     quick: Dict[str, Any] = dict(QUICK)  # the QUICK preset's values are the keyword arguments' types

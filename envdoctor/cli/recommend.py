@@ -13,14 +13,17 @@ from typing import TYPE_CHECKING, NoReturn
 
 import click
 
-from envdoctor.clicore import check_formats, emit_page, html_options, machine_redactor
 from envdoctor.clicore import (
-    FilePath,
     EXIT_INTERNAL,
     EXIT_USAGE,
+    FilePath,
+    check_formats,
     check_index_url,
     debug_option,
+    emit_page,
     guarded,
+    html_options,
+    machine_redactor,
     make_context,
     python_option,
     root_option,

@@ -16,7 +16,8 @@ import sys
 import click
 
 from envdoctor.clicore import EXIT_USAGE
-from envdoctor.documents import DOCUMENTS, dumps, schema as schema_of
+from envdoctor.documents import DOCUMENTS, dumps
+from envdoctor.documents import schema as schema_of
 
 
 @click.command("schema")

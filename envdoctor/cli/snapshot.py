@@ -15,17 +15,21 @@ from typing import Any, NoReturn
 import click
 
 from envdoctor import checks
-from envdoctor.clicore import check_formats, emit_page, html_options, machine_redactor, suppress_option
 from envdoctor.clicore import (
-    FilePath,
     EXIT_INTERNAL,
     EXIT_USAGE,
+    FilePath,
     Number,
+    check_formats,
     debug_option,
+    emit_page,
     guarded,
+    html_options,
+    machine_redactor,
     make_context,
     python_option,
     root_option,
+    suppress_option,
     timeout_option,
     torch_timeout_option,
     use_color,
@@ -86,9 +90,9 @@ def _bench_python(facts: Facts, explicit: str | None, env: dict[str, str]) -> tu
 
 def _run_bench(python: str | None, chosen_by: str, env: dict[str, str], like: Any = None) -> Any:
     """The bench (``envdoctor.bench.host.run_bench``); with ``like``, the baseline's dtypes, sizes and budget."""
+    from envdoctor.bench.facts import BenchResult
     from envdoctor.bench.host import run_bench
     from envdoctor.facts.base import ProbeError
-    from envdoctor.bench.facts import BenchResult
 
     if not python:
         return BenchResult(error=ProbeError("not_found", "no target Python to run the benchmark in (--python)"))

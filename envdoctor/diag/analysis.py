@@ -14,8 +14,8 @@ from __future__ import annotations
 import statistics
 from typing import Any, Dict, Optional, Sequence
 
-from envdoctor.burn.analysis import under_load
 from envdoctor.bench.facts import BenchResult
+from envdoctor.burn.analysis import under_load
 from envdoctor.burn.facts import BurnGpu
 
 #: the dtype whose load drives a GPU to its power limit (Tensor Core products)

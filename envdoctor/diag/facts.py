@@ -9,10 +9,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, Optional, Tuple
 
+from envdoctor.checks import Suppressed
 from envdoctor.facts.base import ProbeError
 from envdoctor.facts.fabric import FabricFacts
 from envdoctor.facts.gpu_state import GpuStateFacts
-from envdoctor.checks import Suppressed
 from envdoctor.findings import Finding
 from envdoctor.table.names import norm_gpu_name
 from envdoctor.table.schema import Doc, check_top, fields, make_row, rows

@@ -14,8 +14,8 @@ from __future__ import annotations
 from typing import List, Optional
 
 from envdoctor.diag.facts import DiagResult, DiagTest
-from envdoctor.style import Style
 from envdoctor.lines import finding_lines, suppressed_line
+from envdoctor.style import Style
 
 KIND = {"PASS": "ok", "WARN": "warning", "FAIL": "error", "SKIP": "dim", "INFO": "info"}
 

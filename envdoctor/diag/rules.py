@@ -13,14 +13,14 @@ from __future__ import annotations
 
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
-from envdoctor.diag.analysis import hbm_figure, matmul_figure, power_figures
-from envdoctor.diag.facts import DiagSummary, DiagTable, DiagTest, GpuVerdict
+from envdoctor import checks
 from envdoctor.bench.facts import BenchResult
 from envdoctor.burn.facts import BurnResult
-from envdoctor.links.facts_comms import CommsResult
+from envdoctor.diag.analysis import hbm_figure, matmul_figure, power_figures
+from envdoctor.diag.facts import DiagSummary, DiagTable, DiagTest, GpuVerdict
 from envdoctor.facts.gpu_state import GpuStateFacts
-from envdoctor import checks
 from envdoctor.findings import Finding
+from envdoctor.links.facts_comms import CommsResult
 from envdoctor.rules.gpu_state import state_findings
 
 #: the bench point diag judges the matmul by (compute-bound on every data-center GPU)

@@ -98,8 +98,8 @@ def render_text(
     ext: Any,
     color: bool = False,
 ) -> str:
-    from envdoctor.style import Style
     from envdoctor.lines import findings_section
+    from envdoctor.style import Style
 
     style = Style(color)
     out = [style(f"{path}: {len(d.stages)} stage(s), {len(d.instructions)} instructions", "bold")]

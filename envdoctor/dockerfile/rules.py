@@ -20,10 +20,10 @@ import re
 from dataclasses import dataclass, replace
 from typing import Annotated, Any, Dict, Iterator, List, Optional, Tuple, TypedDict
 
+from envdoctor.codes import Severity
 from envdoctor.compat import driver_support, variant_tag
 from envdoctor.dockerfile.analysis import BaseImage, PipInstall, base_image, pip_installs, torch_index
 from envdoctor.dockerfile.parse import Dockerfile, Instruction, Stage
-from envdoctor.codes import Severity
 from envdoctor.doctypes import Json
 from envdoctor.findings import Finding
 from envdoctor.parse import major_minor, version

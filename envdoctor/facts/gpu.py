@@ -6,7 +6,6 @@ from dataclasses import dataclass, field
 from typing import List, Optional
 
 from envdoctor.doctypes import ComputeCapability, DriverVersion
-
 from envdoctor.facts.base import ProbeError
 
 

@@ -20,16 +20,20 @@ from typing import TYPE_CHECKING, Any, Optional
 import click
 
 from envdoctor import checks
-from envdoctor.clicore import check_formats, emit_page, html_options, machine_redactor, suppress_option
 from envdoctor.clicore import (
     EXIT_ERRORS,
     EXIT_OK,
     EXIT_USAGE,
     AsciiInt,
+    check_formats,
     debug_option,
+    emit_page,
     guarded,
+    html_options,
+    machine_redactor,
     python_option,
     seconds,
+    suppress_option,
 )
 
 if TYPE_CHECKING:
@@ -95,10 +99,10 @@ def _gpus(names: tuple[str, ...], sizes: tuple[str, ...], ecc: str | None, local
     """The GPUs to judge against and a line saying which memory figure was used: ``--gpu`` names
     from the table (their usable memory, data/fit.toml), ``--memory`` sizes, and with neither this
     machine's GPUs (NVML free memory) when NVML answers."""
-    from envdoctor.units import parse_size
     from envdoctor.fit.usable import load_usable, local_gpus, usable_gpu
     from envdoctor.fit.verdict import Gpu
     from envdoctor.table import load_table
+    from envdoctor.units import parse_size
 
     out = []
     table = load_table()
@@ -339,15 +343,15 @@ def fit(
     envdoctor fit Qwen2.5-7B --train --dtype fp32 --amp bf16 --zero 3 --gpus 8 --memory 80GiB --json
     envdoctor fit Llama-3.2-1B --train --seq 4096 --measure      (runs it on this machine's GPU)
     """
+    from envdoctor.documents import dumps, stamp
     from envdoctor.fit.config import ConfigError
     from envdoctor.fit.constants import load_constants
     from envdoctor.fit.estimate import lora_target_names
     from envdoctor.fit.models import bundled_models
+    from envdoctor.fit.render import fit_document, render_fit_text
     from envdoctor.fit.resolve import resolve_model_config
     from envdoctor.fit.verdict import fit_report
-    from envdoctor.documents import dumps, stamp
     from envdoctor.fit.workload import Workload, default_dtype
-    from envdoctor.fit.render import fit_document, render_fit_text
 
     check_formats(json=as_json, html=as_html)
     if list_models:
@@ -478,9 +482,9 @@ def _measure(
     one line saying why it could not start, "" when it ran: no torch in the target, no GPU)."""
     from envdoctor.child import find_python
     from envdoctor.fit.analysis import compare
-    from envdoctor.fit.rules import measure_findings
     from envdoctor.fit.host import cpu_problem, run_measure
     from envdoctor.fit.render import measurement_data, render_measurement_text
+    from envdoctor.fit.rules import measure_findings
     from envdoctor.table import load_table
 
     est = report.estimate

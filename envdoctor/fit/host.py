@@ -26,8 +26,8 @@ from dataclasses import replace
 from typing import Any, Callable
 
 from envdoctor.child import ChildRun, Job, run_child, run_children
-from envdoctor.fit.childconfig import child_model, child_workload
 from envdoctor.fit.analysis import compute_dtype
+from envdoctor.fit.childconfig import child_model, child_workload
 from envdoctor.fit.estimate import Estimate
 from envdoctor.fit.facts import Measurement, MeasurementError, measurement_from_child
 from envdoctor.fit.spec import ModelSpec

@@ -12,16 +12,16 @@ from typing import Any, Dict, Optional, Tuple
 import click
 
 from envdoctor.clicore import (
-    FilePath,
     EXIT_USAGE,
+    FilePath,
     Number,
     debug_option,
     guarded,
     make_context,
     python_option,
     root_option,
-    suppress_option,
     seconds,
+    suppress_option,
     timeout_option,
     torch_timeout_option,
     use_color,
@@ -246,9 +246,9 @@ def _gather(
 ) -> None:
     from envdoctor.child import find_python
     from envdoctor.fleet import host as g
-    from envdoctor.launch import NO_LAUNCHER, LaunchError, rendezvous
     from envdoctor.fleet.merge import merge
     from envdoctor.fleet.render import rank_line
+    from envdoctor.launch import NO_LAUNCHER, LaunchError, rendezvous
 
     try:
         r = rendezvous(os.environ)

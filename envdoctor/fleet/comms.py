@@ -23,12 +23,12 @@ from dataclasses import dataclass
 from typing import Any, List, Literal, Mapping, Optional, Tuple
 
 from envdoctor import codes
-from envdoctor.links.plan import algbw_gbps, busbw_factor, busbw_gbps
-from envdoctor.units import format_bytes
 from envdoctor.findings import Finding, Severity
 from envdoctor.fleet import pairs
 from envdoctor.fleet.rules import REFERENCE, NodeFinding
+from envdoctor.links.plan import algbw_gbps, busbw_factor, busbw_gbps
 from envdoctor.parse.jsontext import opt_float, opt_int, opt_str
+from envdoctor.units import format_bytes
 
 Status = Literal["ok", "stalled", "failed", "skipped"]
 Backend = Literal["nccl", "gloo"]

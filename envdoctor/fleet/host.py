@@ -36,11 +36,11 @@ from typing import Any, Callable, Dict, List, Literal, Mapping, Optional, Tuple
 
 from envdoctor.child import ChildRun, run_child
 from envdoctor.documents import DocumentError, dumps, read_any
-from envdoctor.launch import Rendezvous
+from envdoctor.fleet.facts import Document, NameSource, NodeInput, Status
 from envdoctor.fleet.load import KINDS
 from envdoctor.fleet.merge import GatherInfo
-from envdoctor.fleet.facts import Document, NameSource, NodeInput, Status
 from envdoctor.inputs import InputError, read_input
+from envdoctor.launch import Rendezvous
 from envdoctor.parse.jsontext import JsonError, loads_object
 
 REPORT_ENV = "ENVDOCTOR_FLEET_REPORT"
@@ -103,9 +103,9 @@ def comms_delay(env: Mapping[str, str]) -> Optional[Dict[str, Any]]:
 def comms_config(world_size: int, join_timeout: float, env: Mapping[str, str]) -> Dict[str, Any]:
     """The child's ``comms`` configuration: the rounds of the quick pass, the sizes per backend, the
     step timeout (``--join-timeout``), and the test-only delay."""
-    from envdoctor.links.plan import ITERS, POINT_BUDGET_S, WARMUP
     from envdoctor.fleet.comms import BYTES
     from envdoctor.fleet.pairs import quick
+    from envdoctor.links.plan import ITERS, POINT_BUDGET_S, WARMUP
 
     return {
         "rounds": [[list(p) for p in r] for r in quick(world_size)],

@@ -15,11 +15,11 @@ from datetime import datetime, timezone
 from typing import Any, Dict, List, Literal, Mapping, Optional, Sequence, Tuple
 
 from envdoctor.fleet import comms as fleet_comms
-from envdoctor.fleet.comms import FleetComms
-from envdoctor.fleet.rules import SLOW_FRACTION, Drift, analyze
 from envdoctor.fleet.analysis import ExtractError, extract
-from envdoctor.fleet.load import ANONYMOUS_HOSTS, Skipped, expand_paths, group, read_files
+from envdoctor.fleet.comms import FleetComms
 from envdoctor.fleet.facts import NameSource, NodeFacts, NodeInput
+from envdoctor.fleet.load import ANONYMOUS_HOSTS, Skipped, expand_paths, group, read_files
+from envdoctor.fleet.rules import SLOW_FRACTION, Drift, analyze
 from envdoctor.redact import Redactor
 
 

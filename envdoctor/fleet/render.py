@@ -15,18 +15,18 @@ from collections import defaultdict
 from typing import Annotated, Any, Dict, List, Literal, Optional, TypedDict, Union, cast
 
 from envdoctor import __version__
-from envdoctor.links.plan import FACTOR_TEXT
-from envdoctor.units import format_bytes
 from envdoctor.doctypes import Count, Json
 from envdoctor.documents import document
 from envdoctor.facts.serde import to_data
 from envdoctor.findings import Finding
 from envdoctor.fleet.comms import FleetComms, PairFigure, Transfer, gbs
-from envdoctor.fleet.rules import FactRow, Verdict, names, show
 from envdoctor.fleet.merge import Fleet
+from envdoctor.fleet.rules import FactRow, Verdict, names, show
+from envdoctor.lines import MARKS, suppressed_line
+from envdoctor.links.plan import FACTOR_TEXT
 from envdoctor.render.markdown import _cell
 from envdoctor.style import Style
-from envdoctor.lines import MARKS, suppressed_line
+from envdoctor.units import format_bytes
 
 SCHEMA = document("fleet").schema  # "envdoctor.fleet/1"
 _VERDICT_ORDER = {"missing": 0, "unreadable": 1, "deviates": 2, "warning": 3, "ok": 4}

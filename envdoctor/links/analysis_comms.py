@@ -14,15 +14,15 @@ from dataclasses import replace
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from envdoctor.child import ChildRun
+from envdoctor.facts.links import LinksFacts
+from envdoctor.links.analysis_topo import Topology
 from envdoctor.links.facts_comms import CommsPoint, CommsResult, Expected, HostCopy, PairPoint, RankOutcome
 from envdoctor.links.plan import COLLECTIVES as _COLLECTIVES
 from envdoctor.links.plan import algbw_gbps, busbw_gbps
-from envdoctor.facts.links import LinksFacts
+from envdoctor.links.table import LinkTable
+from envdoctor.nvml import NvmlGpu, match_device
 from envdoctor.parse.jsontext import opt_float, opt_int, opt_str
 from envdoctor.parse.nccl_log import NcclLog
-from envdoctor.nvml import NvmlGpu, match_device
-from envdoctor.links.table import LinkTable
-from envdoctor.links.analysis_topo import Topology
 
 #: The largest byte count, iteration count or element count read from a child (a signed 64-bit value).
 MAX_COUNT = 2**63 - 1

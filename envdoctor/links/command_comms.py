@@ -15,24 +15,27 @@ from typing import Any, Dict, Optional, Tuple
 
 import click
 
-from envdoctor.clicore import check_formats, emit_page, html_options, machine_redactor
+from envdoctor.checks import split_suppressed
 from envdoctor.clicore import (
-    FilePath,
     EXIT_ERRORS,
     EXIT_OK,
     EXIT_USAGE,
     ChoiceList,
+    FilePath,
     Number,
+    check_formats,
     check_visible_devices,
     debug_option,
+    emit_page,
     gpu_indices,
     guarded,
+    html_options,
+    machine_redactor,
     python_option,
     seconds,
     suppress_option,
     use_color,
 )
-from envdoctor.checks import split_suppressed
 from envdoctor.links import plan
 from envdoctor.parse.jsontext import opt_float, opt_int, opt_str
 from envdoctor.units import SizeError, format_bytes

@@ -15,13 +15,16 @@ from typing import Any, Optional, Tuple
 import click
 
 from envdoctor import __version__, checks
-from envdoctor.clicore import check_formats, emit_page, html_options, machine_redactor
 from envdoctor.clicore import (
     EXIT_ERRORS,
     EXIT_OK,
     EXIT_USAGE,
+    check_formats,
     debug_option,
+    emit_page,
     guarded,
+    html_options,
+    machine_redactor,
     make_context,
     root_option,
     suppress_option,
@@ -92,10 +95,10 @@ def topo(
     envdoctor topo --json > topo.json
     """
     from envdoctor.links import probe as links_probe
+    from envdoctor.links.analysis_topo import expected
     from envdoctor.links.render_topo import render_topo_text, topo_document
     from envdoctor.links.rules_topo import RULES
     from envdoctor.links.table import load_links
-    from envdoctor.links.analysis_topo import expected
 
     ctx = make_context(None, timeout, root)
     lf = links_probe.probe(ctx)

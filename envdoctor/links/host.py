@@ -26,16 +26,16 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from envdoctor import __version__
 from envdoctor.child import ChildRun, Job, run_children
-from envdoctor.links import plan
-from envdoctor.launch import LaunchError, Rendezvous, free_port, launched_env, rank_env, rendezvous, visible_gpus
-from envdoctor.links.analysis_comms import build
 from envdoctor.facts.base import ProbeError
-from envdoctor.links.facts_comms import CommsResult
 from envdoctor.facts.links import LinksFacts
+from envdoctor.launch import LaunchError, Rendezvous, free_port, launched_env, rank_env, rendezvous, visible_gpus
+from envdoctor.links import plan
+from envdoctor.links.analysis_comms import build
+from envdoctor.links.analysis_topo import expected
+from envdoctor.links.facts_comms import CommsResult
+from envdoctor.links.table import load_links
 from envdoctor.parse.nccl_log import NcclLog, parse_nccl_log
 from envdoctor.probes.context import Context
-from envdoctor.links.table import load_links
-from envdoctor.links.analysis_topo import expected
 
 SCRIPT = "links/target/comms.py"
 #: Seconds for torch's import, CUDA and NCCL start beyond the measurement itself.

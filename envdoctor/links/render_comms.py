@@ -10,10 +10,10 @@ from __future__ import annotations
 from typing import Any, Dict, Iterable, List, Optional, TypedDict
 
 from envdoctor.doctypes import FindingsSummary
-from envdoctor.units import format_bytes
-from envdoctor.links.facts_comms import CommsResult
 from envdoctor.facts.serde import to_data
 from envdoctor.findings import Finding, exit_code
+from envdoctor.links.facts_comms import CommsResult
+from envdoctor.units import format_bytes
 
 
 def _f(x: Optional[float], digits: int = 2) -> str:
@@ -163,8 +163,8 @@ def rank_lines(r: CommsResult) -> List[str]:
 def render_comms_text(
     r: CommsResult, findings: Iterable[Finding], color: bool = False, suppressed: Iterable[Finding] = ()
 ) -> str:
-    from envdoctor.style import Style
     from envdoctor.lines import findings_section
+    from envdoctor.style import Style
 
     style = Style(color)
     findings = tuple(findings)

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from typing import Annotated, Dict, Iterable, List, Optional, Tuple, TypedDict
 
-from envdoctor.facts import Facts
 from envdoctor.doctypes import FindingsSummary, Json
+from envdoctor.facts import Facts
 from envdoctor.facts.base import ProbeError
 from envdoctor.facts.links import PCIE_LEVELS, GpuLinks, GpuPair, LinksFacts, NicLink
 from envdoctor.facts.serde import to_data
@@ -164,8 +164,8 @@ def nic_lines(lf: LinksFacts) -> List[str]:
 def render_topo_text(
     lf: LinksFacts, top: Topology, findings: Iterable[Finding], color: bool = False, suppressed: Iterable[Finding] = ()
 ) -> str:
-    from envdoctor.style import Style
     from envdoctor.lines import findings_section
+    from envdoctor.style import Style
 
     style = Style(color)
     findings = tuple(findings)

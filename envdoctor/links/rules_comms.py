@@ -17,10 +17,10 @@ from typing import Any, Dict, Iterator, List, Optional, Tuple
 from envdoctor import checks
 from envdoctor.checks import needs
 from envdoctor.codes import CODES
-from envdoctor.units import format_bytes
-from envdoctor.links.facts_comms import CommsPoint, CommsResult, RankOutcome
 from envdoctor.findings import Finding, Severity, sort_findings
+from envdoctor.links.facts_comms import CommsPoint, CommsResult, RankOutcome
 from envdoctor.links.table import LinkTable
+from envdoctor.units import format_bytes
 
 #: Smallest message a bandwidth verdict is drawn from.
 VERDICT_BYTES = 64 << 20

@@ -24,8 +24,8 @@ from envdoctor.codes import CODES
 from envdoctor.facts import Facts
 from envdoctor.facts.links import GpuLinks, LinksFacts
 from envdoctor.findings import Finding, Severity
-from envdoctor.links.table import LinkTable
 from envdoctor.links.analysis_topo import BUSY_PCT
+from envdoctor.links.table import LinkTable
 
 REF_PCIE = "https://docs.nvidia.com/deploy/nvml-api/group__nvmlDeviceQueries.html"
 REF_ACS = (

@@ -15,7 +15,6 @@ from typing import Any, Dict, Optional, Sequence, Tuple
 from envdoctor.facts.base import ProbeError
 from envdoctor.run import Ran, not_a_program, run, which
 
-
 #: The default of ``--torch-timeout``: a cold first ``import torch`` of a CUDA build is slow.
 TORCH_TIMEOUT = 60.0
 

@@ -22,9 +22,9 @@ import distro
 from envdoctor.facts.base import ProbeError
 from envdoctor.facts.system import SystemFacts
 from envdoctor.parse.compiler import parse_gcc_version
-from envdoctor.parse.libc import parse_libc_banner
 from envdoctor.parse.cpuinfo import LIMIT as CPUINFO_LIMIT
 from envdoctor.parse.cpuinfo import parse_cpuinfo
+from envdoctor.parse.libc import parse_libc_banner
 from envdoctor.probes.context import Context
 from envdoctor.redact import mask_env
 

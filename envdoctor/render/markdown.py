@@ -6,9 +6,9 @@ from typing import List, Tuple
 
 from envdoctor.facts import Facts
 from envdoctor.findings import Finding
-from envdoctor.style import Style
 from envdoctor.lines import verdict
 from envdoctor.render.text import SECTIONS, _skipped
+from envdoctor.style import Style
 
 
 def _cell(text: str) -> str:

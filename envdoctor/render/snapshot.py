@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from envdoctor.facts import Facts
 from envdoctor.bench.facts import BenchResult
+from envdoctor.facts import Facts
 from envdoctor.findings import Finding
 from envdoctor.render.verify import when
 from envdoctor.snapshot import HOW, Snapshot, SnapshotInfo, describe

@@ -14,9 +14,9 @@ from envdoctor.facts.python import IndexConfig
 from envdoctor.findings import Finding
 from envdoctor.lines import findings_section
 from envdoctor.links.render_topo import links_rows
+from envdoctor.stack.render import extension_rows
 from envdoctor.style import Style
 from envdoctor.units import format_bytes
-from envdoctor.stack.render import extension_rows
 
 Row = Tuple[str, str]
 

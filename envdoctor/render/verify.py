@@ -7,15 +7,15 @@ import datetime
 from typing import Annotated, Any, Dict, List, Literal, Optional, TypedDict
 
 from envdoctor import __version__
+from envdoctor.bench.facts import BenchResult
 from envdoctor.doctypes import Json
 from envdoctor.documents import document
 from envdoctor.facts import Facts
-from envdoctor.bench.facts import BenchResult
 from envdoctor.facts.serde import to_data
 from envdoctor.findings import Finding
 from envdoctor.redact import mask_data
-from envdoctor.style import Style
 from envdoctor.snapshot import Snapshot, describe
+from envdoctor.style import Style
 from envdoctor.verify import Verification
 
 SCHEMA = document("verify").schema  # "envdoctor.verify/1"

@@ -10,6 +10,7 @@ from typing import Any, Optional, Union
 from envdoctor.parse import major as _major
 from envdoctor.parse import version as _version
 from envdoctor.table import load, validate
+from envdoctor.table.names import norm_gpu_name
 from envdoctor.table.rows import (
     CUDA_VARIANT,
     Architecture,
@@ -25,7 +26,6 @@ from envdoctor.table.rows import (
     TorchRelease,
     Variant,
 )
-from envdoctor.table.names import norm_gpu_name
 from envdoctor.table.schema import Doc, parse_toml, parse_version
 from envdoctor.table.source import FILES, DataDir, read_files
 

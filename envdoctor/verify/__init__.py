@@ -45,9 +45,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from envdoctor.facts import Facts
-from envdoctor.bench.facts import BenchResult
 from envdoctor import checks
+from envdoctor.bench.facts import BenchResult
+from envdoctor.facts import Facts
 from envdoctor.findings import Finding
 from envdoctor.verify import bench, conda, docker, driver, gpus, system, toolkits, torch
 from envdoctor.verify.findings import COVERED, new_and_resolved

@@ -14,8 +14,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Callable, Union
 
-from envdoctor.facts import Facts
 from envdoctor.bench.facts import BenchResult
+from envdoctor.facts import Facts
 from envdoctor.facts.gpu import DriverFacts, GpuInfo, driver_in_effect
 from envdoctor.findings import Finding
 from envdoctor.parse import release

@@ -27,11 +27,11 @@ import sys
 import time
 
 if False:  # for readers and linters: these come from the files sent before this one
-    from envdoctor.child._torch_common import Clock, Tf32, device_info, free_bytes, release
     from envdoctor.bench.target.layers import layers_count, layers_device
     from envdoctor.bench.target.matmul import bench_device, launch_cost_us, plan_device
     from envdoctor.bench.target.memory import memory_count, memory_device
     from envdoctor.child._prelude import emit, first_line
+    from envdoctor.child._torch_common import Clock, Tf32, device_info, free_bytes, release
 
 CHILD_SCHEMA = "envdoctor.bench.child/1"
 SUITES = ("matmul", "memory", "layers")

@@ -20,9 +20,7 @@ same run or, where it did not run, from one short product per dtype (``reference
 import time
 
 if False:  # for readers and linters: these come from the files bench.py sends before this one
-    from envdoctor.child._torch_common import Clock, Tf32, point_failure, release, settled_median, time_repeats
     from envdoctor.bench.target.matmul import measure
-    from envdoctor.child._torch_common import torch_dtype
     from envdoctor.bench.target.models import (
         BACKENDS,
         CPU_DIMS,
@@ -36,6 +34,15 @@ if False:  # for readers and linters: these come from the files bench.py sends b
         point_inputs,
     )
     from envdoctor.child._prelude import emit, first_line
+    from envdoctor.child._torch_common import (
+        Clock,
+        Tf32,
+        point_failure,
+        release,
+        settled_median,
+        time_repeats,
+        torch_dtype,
+    )
 
 ATTENTIONS = ("eager", "sdpa")
 MODES = ("fwd", "fwd+bwd")

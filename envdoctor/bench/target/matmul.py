@@ -19,6 +19,7 @@ import math
 import time
 
 if False:  # for readers and linters: these come from _prelude.py and _torch_common.py, sent first
+    from envdoctor.child._prelude import emit, first_line
     from envdoctor.child._torch_common import (
         MIN_REPEATS,
         Clock,
@@ -29,7 +30,6 @@ if False:  # for readers and linters: these come from _prelude.py and _torch_com
         time_repeats,
         torch_dtype,
     )
-    from envdoctor.child._prelude import emit, first_line
 
 ITEMSIZE = {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2}
 # ||c - ref|| / ||ref|| allowed per dtype, ref computed in float64 from the same (rounded) inputs.

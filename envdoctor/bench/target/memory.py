@@ -16,8 +16,8 @@ point with the reason. One ``point`` event per point (``"suite": "memory"``).
 import time
 
 if False:  # for readers and linters: these come from _prelude.py and _torch_common.py, sent first
-    from envdoctor.child._torch_common import Clock, free_bytes, point_failure, release, settled_median, time_repeats
     from envdoctor.child._prelude import emit
+    from envdoctor.child._torch_common import Clock, free_bytes, point_failure, release, settled_median, time_repeats
 
 MEMORY_OPS = ("mul", "copy")
 ITEM_BYTES = 4  # fp32

@@ -36,8 +36,8 @@ import sys
 import time
 
 if False:  # for readers and linters: these come from the files sent before this one
-    from envdoctor.child._torch_common import Tf32, device_info, import_torch, rel_error, torch_dtype
     from envdoctor.child._prelude import STOP, Failure, emit, first_line, stage
+    from envdoctor.child._torch_common import Tf32, device_info, import_torch, rel_error, torch_dtype
 
 CHILD_SCHEMA = "envdoctor.burn.child/1"
 # ||c0 - ref|| / ||ref|| allowed against float64 from the same inputs (envdoctor bench's bounds).

@@ -14,8 +14,8 @@ A torch without CUDA answers ``{"count": 0, "cuda_error": "..."}``; no torch is 
 import time
 
 if False:  # for readers and linters: these come from the files sent before this one
-    from envdoctor.child._torch_common import device_info
     from envdoctor.child._prelude import Failure, emit, first_line, stage
+    from envdoctor.child._torch_common import device_info
 
 BOUND = 1e-4  # ||c - ref|| / ||ref|| for fp32 against float64 (envdoctor bench's bound)
 

@@ -31,11 +31,11 @@ import sys
 import time
 
 if False:  # for readers and linters: these come from the files sent before this one
-    from envdoctor.child._torch_common import Clock, Tf32, device_info, import_torch, is_oom, torch_dtype
     from envdoctor.bench.target.matmul import measure
+    from envdoctor.child._prelude import STOP, Failure, emit, first_line, stage
+    from envdoctor.child._torch_common import Clock, Tf32, device_info, import_torch, is_oom, torch_dtype
     from envdoctor.fit.target.memory import CudaMemory, distinct_bytes, make_cpu_memory
     from envdoctor.fit.target.reference import build_reference, reference_supported
-    from envdoctor.child._prelude import STOP, Failure, emit, first_line, stage
 
 CHILD_SCHEMA = "envdoctor.fit.child/1"
 OPTIONAL = ("transformers", "peft", "bitsandbytes", "accelerate")

@@ -39,8 +39,8 @@ import threading
 import time
 
 if False:  # for readers and linters: these come from _prelude.py and links/target/common.py, sent first
-    from envdoctor.links.target.common import Rank, one_point
     from envdoctor.child._prelude import Failure, emit, first_line, stage
+    from envdoctor.links.target.common import Rank, one_point
 
 _KEY_JOINED = "joined/%d"
 _KEY_PAYLOAD = "payload/%d"

@@ -39,9 +39,9 @@ import sys
 import time
 
 if False:  # for readers and linters: these come from _prelude.py and links/target/common.py, sent first
+    from envdoctor.child._prelude import STOP, Failure, emit, first_line, stage
     from envdoctor.child._torch_common import Clock, device_info
     from envdoctor.links.target.common import ELEMENT, Rank, check, env_int, one_point
-    from envdoctor.child._prelude import STOP, Failure, emit, first_line, stage
 
 CHILD_SCHEMA = "envdoctor.comms.child/1"
 #: Reported as the rank saw them (envdoctor passes them through and never sets them).

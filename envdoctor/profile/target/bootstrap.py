@@ -121,8 +121,8 @@ class FlopCount(object):
 
     def start(self):
         try:
-            from torch.utils.flop_counter import FlopCounterMode
             from torch.utils._python_dispatch import TorchDispatchMode
+            from torch.utils.flop_counter import FlopCounterMode
         except ImportError as exc:
             self.error = first_line(exc)
             return
