@@ -1,4 +1,4 @@
-"""ruff and mypy run as part of the tests, so the README's one test command covers them.
+"""ruff (lint and format) and mypy run as part of the tests, so the README's one test command covers them.
 
 Configuration: ``[tool.ruff]`` and ``[tool.mypy]`` in pyproject.toml. On failure the assertion
 message is the tool's own output.
@@ -23,6 +23,13 @@ def _run(*argv: str) -> subprocess.CompletedProcess:
 
 def test_ruff_is_clean():
     r = _run("ruff", "check", "--no-cache", *RUFF_PATHS)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_ruff_format_is_clean():
+    """The tree is as ``ruff format`` writes it (the version pinned in pyproject's test extra: the
+    formatter's style moves between minor releases)."""
+    r = _run("ruff", "format", "--check", "--no-cache", *RUFF_PATHS)
     assert r.returncode == 0, r.stdout + r.stderr
 
 
