@@ -238,7 +238,7 @@ def test_a_dash_says_that_standard_input_is_not_read(tmp_path, monkeypatch):
     r = cli_runner().invoke(cli, ["dockerfile", "-"], input="FROM ubuntu:24.04\n")
     assert r.exit_code == 2
     assert r.stderr.strip() == (
-        "envdoctor: -: the Dockerfile is not read from standard input; give its path "
+        "envdoctor dockerfile: -: the Dockerfile is not read from standard input; give its path "
         "(envdoctor dockerfile path/to/Dockerfile)"
     )
     (tmp_path / "-").write_text("FROM ubuntu:24.04\n")  # a file named "-" is still read

@@ -28,7 +28,7 @@ from envdoctor.clicore import (
 
 
 def _fail(message: str) -> None:
-    click.echo(f"envdoctor: {message}", err=True)
+    click.echo(f"envdoctor dockerfile: {message}", err=True)
     sys.exit(EXIT_USAGE)
 
 
