@@ -27,6 +27,7 @@ from tests.fakestack import DEEPSPEED_JIT, ERRORS, XFORMERS_BUILT_FOR, deepspeed
 from tests.faketorch import gpu, make_torch, torch_env
 from tests.machines import h200
 
+ROOT_PKG = Path(__file__).parent.parent / "envdoctor"
 SCHEMA = json.loads((Path(__file__).parent.parent / "envdoctor/schemas/report-1.json").read_text())
 H200 = gpu("NVIDIA H200", 9, 0, memory=150109880320, sms=132)
 V100 = gpu("Tesla V100-SXM2-32GB", 7, 0)
@@ -404,3 +405,28 @@ def test_no_import_process_outlives_a_torch_child_that_was_killed(tmp_path):
     while any(alive(p) for p in pids) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not [p for p in pids if alive(p)]
+
+
+def test_libraries_whose_turn_comes_after_the_budget_are_not_called_hung(tmp_path):
+    """A hang first, then more slow libraries than run at once: those the deadline cuts before they had
+    the time a hang is judged by, or that never started, are "not checked" (ED338), not ED332 hangs
+    killed after 0 s; the hang itself is still a hang."""
+    import importlib.util
+    import os
+
+    spec = importlib.util.spec_from_file_location("_ext", ROOT_PKG / "stack" / "target" / "extensions.py")
+    ext = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ext)
+    site = make_torch(tmp_path, version="2.8.0+cu128", cuda="12.8", devices=[H200], cxx11_abi=True)
+    (site / "hangs.py").write_text("import time\ntime.sleep(600)\n")
+    slow = [f"slow{i}" for i in range(ext.PARALLEL + 4)]
+    for name in slow:
+        (site / f"{name}.py").write_text("import time\ntime.sleep(1.5)\n")
+    env = dict(torch_env(site), PATH=os.environ.get("PATH", ""))
+    started = time.monotonic()
+    results = ext.import_all(["hangs"] + slow, started + 3.0, env=env)
+    assert time.monotonic() - started < 15
+    assert results["hangs"].get("timeout") is True
+    cut = [m for m in slow if results[m].get("start_error")]
+    assert cut, {m: (r.get("ok"), r.get("timeout"), r.get("seconds")) for m, r in results.items()}
+    assert not [m for m in slow if results[m].get("timeout")], results

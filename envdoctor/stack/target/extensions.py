@@ -285,6 +285,7 @@ def _start(names, env):
 
 def _kill(proc):
     import signal
+    import subprocess
 
     try:
         os.killpg(proc.pid, signal.SIGKILL)
@@ -293,7 +294,10 @@ def _kill(proc):
             proc.kill()
         except OSError:
             pass
-    proc.wait()
+    try:  # a process inside the driver ends only when it leaves the kernel: do not wait on it for ever
+        proc.wait(timeout=2)
+    except subprocess.TimeoutExpired:
+        pass
 
 
 def _stderr(run, start, end=None):
@@ -423,6 +427,9 @@ def import_all(modules, deadline, env=None, shared=None):
                 alone += after
         while alone and len(running) < PARALLEL:
             name = alone.pop(0)
+            if time.monotonic() >= deadline:  # never tried: no verdict on it, and no process spawned
+                results[name] = {"start_error": "not imported: the time for the imports was spent first"}
+                continue
             run, error = _start([name], env)
             if run is None:
                 results[name] = {"start_error": error}
@@ -439,7 +446,14 @@ def import_all(modules, deadline, env=None, shared=None):
             if not exited:
                 _kill(proc)
             _poll(run)
-            outcome = run["done"].get(name) or _ended(run, now, not exited)
+            ran = now - run["started"]
+            if not exited and name not in run["done"] and ran < stall:
+                # started late, cut by the deadline before it had the time a hang is judged by
+                outcome = {
+                    "start_error": "not finished: the time for the imports ran out %.1f s after it started" % ran
+                }
+            else:
+                outcome = run["done"].get(name) or _ended(run, now, not exited)
             outcome["seconds"] = round(now - run["started"], 3)  # the whole process, torch's import too
             results[name] = outcome
             _close(run)
