@@ -1,5 +1,7 @@
 """``envdoctor table --stale`` against the local index server (never the internet)."""
 
+import subprocess
+import sys
 from types import SimpleNamespace
 
 import pytest
@@ -84,3 +86,14 @@ def test_stale_json_of_an_unreadable_index_says_why_and_exits_3(server, tmp_path
     doc = json.loads(r.stdout)
     assert doc["stale"] is None and doc["error"] and doc["summary"]["exit_code"] == 3
     assert "s3cret" not in r.output
+
+
+def test_table_json_without_stale_or_a_subcommand_is_a_usage_error():
+    """Nothing to print as a document: one Error line and exit 2, not the help with exit 0."""
+    r = subprocess.run(
+        [sys.executable, "-m", "envdoctor", "table", "--json"], capture_output=True, text=True, timeout=60
+    )
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr.strip().splitlines() == [
+        "Error: --json needs --stale or a subcommand: envdoctor table --stale --json, envdoctor table gpu H200 --json"
+    ]

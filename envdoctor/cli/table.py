@@ -89,6 +89,10 @@ def table(ctx: click.Context, stale: bool, variant: str, index_url: str | None, 
     if stale:
         _stale(variant, index_url, timeout, as_json)
     elif ctx.invoked_subcommand is None:
+        if as_json:  # no document to print: say so rather than the help with exit 0
+            raise click.UsageError(
+                "--json needs --stale or a subcommand: envdoctor table --stale --json, envdoctor table gpu H200 --json"
+            )
         click.echo(ctx.get_help())
 
 
