@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import functools
 import logging
 import math
@@ -360,19 +361,49 @@ def guarded(f: Callable) -> Callable:
         except KeyboardInterrupt:  # Click would say "Aborted!" and exit 1, the code of findings
             click.echo("envdoctor: interrupted", err=True)
             sys.exit(EXIT_INTERRUPTED)
+        except OSError as exc:
+            if exc.errno not in FULL_OUTPUT:
+                _internal(exc, debug)
+            full_output(exc)
         except Exception as exc:
-            if debug:
-                import traceback
-
-                traceback.print_exc()
-            click.echo(
-                f"envdoctor: internal error: {type(exc).__name__}: {exc} "
-                "(run with --debug for the traceback, and please report it)",
-                err=True,
-            )
-            sys.exit(EXIT_INTERNAL)
+            _internal(exc, debug)
 
     return wrapper
+
+
+#: the errors of a write that cannot take more (``check > /dev/full``, a full disk under ``-o``): exit 2,
+#: not ED900's 3
+FULL_OUTPUT = frozenset(getattr(errno, name) for name in ("ENOSPC", "EDQUOT", "EFBIG") if hasattr(errno, name))
+
+
+def full_output(exc: OSError) -> NoReturn:
+    """The machine's fault, not envdoctor's (the disk or /dev/full under the output is full): one line
+    on standard error and exit 2, standard output pointed at /dev/null so that the interpreter's own
+    flush at exit does not fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
+    click.echo(
+        f"envdoctor: cannot write the output: {exc.strerror or exc} (free some space or write elsewhere)", err=True
+    )
+    sys.exit(EXIT_USAGE)
+
+
+def _internal(exc: BaseException, debug: bool) -> NoReturn:
+    """ED900's one line and exit 3 (the traceback first with --debug)."""
+    if debug:
+        import traceback
+
+        traceback.print_exception(type(exc), exc, exc.__traceback__)
+    click.echo(
+        f"envdoctor: internal error: {type(exc).__name__}: {exc} "
+        "(run with --debug for the traceback, and please report it)",
+        err=True,
+    )
+    sys.exit(EXIT_INTERNAL)
 
 
 #: Where ``--color`` keeps its value for the whole command line (``ctx.meta`` is shared by the

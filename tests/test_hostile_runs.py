@@ -330,3 +330,18 @@ def test_hostile_run(row, server, tmp_path):
         assert secret not in stdout + stderr
     if row.check is not None:
         row.check(stdout, tmp_path)
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full on this system")
+@pytest.mark.parametrize("args", [["check", "--skip", "torch"], ["explain", "ED102"], ["table", "gpu", "H200"]])
+def test_a_full_output_is_one_line_and_exit_2_not_a_bug(args):
+    """``> /dev/full`` (a full disk): the machine's fault, not ED900's "please report it" or a traceback."""
+    with open("/dev/full", "w") as full:
+        r = subprocess.run(
+            [sys.executable, "-m", "envdoctor", *args], stdout=full, stderr=subprocess.PIPE, text=True, timeout=120
+        )
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.strip().splitlines()[-1] == (
+        "envdoctor: cannot write the output: No space left on device (free some space or write elsewhere)"
+    )
+    assert "Traceback" not in r.stderr and "internal error" not in r.stderr

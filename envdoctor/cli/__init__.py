@@ -14,7 +14,15 @@ from typing import Any, Dict, List, Optional, Tuple
 import click
 
 from envdoctor import __version__
-from envdoctor.clicore import EXIT_INTERRUPTED, closed_pipe, color_option, json_after_command, own_process
+from envdoctor.clicore import (
+    EXIT_INTERRUPTED,
+    FULL_OUTPUT,
+    closed_pipe,
+    color_option,
+    full_output,
+    json_after_command,
+    own_process,
+)
 
 #: command name -> "module:function": a bare module is one of envdoctor.cli, a dotted one a
 #: plugin's command (``envdoctor.bench.command``)
@@ -177,3 +185,7 @@ def main(argv: Optional[List[str]] = None) -> None:
         sys.exit(EXIT_INTERRUPTED)
     except BrokenPipeError:  # the reader of the output went away (| head), outside a command
         closed_pipe()
+    except OSError as exc:  # a full output (``envdoctor explain > /dev/full``), outside a guarded command
+        if exc.errno not in FULL_OUTPUT:
+            raise
+        full_output(exc)
