@@ -50,10 +50,6 @@ def _now() -> str:
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _pci_gpus(facts: Any) -> int:
-    return sum(1 for d in facts.pci.devices if d.vendor_id == "0x10de" and d.class_code.startswith("0x03"))
-
-
 def tiny_ops(
     python: str, device: str, env: Mapping[str, str], timeout: float
 ) -> Tuple[Optional[Dict[str, Any]], Optional[ProbeError], float]:
@@ -148,7 +144,7 @@ def run_diag(
     if suppress:
         base = replace(base, suppressed=checks.hidden(suppress, hid))  # filled in as the parts run
     torch_count = int(answer.get("count") or 0) if answer else 0
-    if nvml_count == 0 and _pci_gpus(facts) == 0 and torch_count == 0:
+    if nvml_count == 0 and not facts.pci.devices and torch_count == 0:
         why = state.error.message if state.error else "NVML sees no GPU"
         err = ProbeError(
             "unavailable",

@@ -54,12 +54,10 @@ def _no_gpu(ctx: Any, lf: Any) -> Tuple[int, str]:
     from envdoctor.probes import pci as pci_probe
 
     why = lf.error.message if lf.error is not None else "NVML sees no GPU"
-    pci = pci_probe.probe(ctx)
-    on_bus = sum(1 for d in pci.devices if d.vendor_id == "0x10de" and d.class_code.startswith("0x03"))
+    on_bus = len(pci_probe.gpu_addresses(ctx))
     if not on_bus:
-        bus = pci.error.message if pci.error is not None else "none on the PCI bus"
         return EXIT_USAGE, (
-            f"envdoctor topo: no GPU on this machine: {why}; {bus}; run topo on a node with an NVIDIA GPU"
+            f"envdoctor topo: no GPU on this machine: {why}; none on the PCI bus; run topo on a node with an NVIDIA GPU"
         )
     return EXIT_ERRORS, (
         f"envdoctor topo: {on_bus} NVIDIA GPU(s) on the PCI bus, none could be read: {why}; `envdoctor check` says why"

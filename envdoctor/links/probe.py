@@ -23,6 +23,7 @@ from envdoctor.facts.gpu import GpuInfo
 from envdoctor.facts.links import PCIE_LEVELS, GpuLinks, GpuPair, LinksFacts, NicLink, NvLink, PcieLink
 from envdoctor.nvml import NOT_SUPPORTED, PCI_ADDRESS, Reading, Session, bounded, pci_address, session_for
 from envdoctor.parse.nvidia_smi import QUERY_FIELDS, parse_query_gpu
+from envdoctor.probes import pci as pci_probe
 from envdoctor.probes.context import Context
 from envdoctor.probes.fabric import IB as SYS_IB
 from envdoctor.probes.reasons import unreadable
@@ -30,7 +31,7 @@ from envdoctor.probes.reasons import unreadable
 if TYPE_CHECKING:
     from envdoctor.parse.nvidia_topo import TopoMatrix
 
-SYS_PCI = "/sys/bus/pci/devices"
+SYS_PCI = pci_probe.SYS_PCI
 GPU_FIELDS = (
     "name",
     "uuid",
@@ -250,21 +251,12 @@ def _bounded(ctx: Context) -> LinksFacts:
     return bounded(lambda: read_links(ctx), ctx.timeout, "envdoctor-links", lambda error: LinksFacts(error=error))
 
 
-def _nvidia_pci(ctx: Context) -> List[str]:
-    """NVIDIA display/3D controllers in bus order, which is NVML's (and nvidia-smi's) GPU order."""
-    found = []
-    for address in ctx.listdir(SYS_PCI):
-        if _sysfs(ctx, address, "vendor") == "0x10de" and (_sysfs(ctx, address, "class") or "").startswith("0x03"):
-            found.append(address)
-    return sorted(found)
-
-
 def from_topo(ctx: Context, m: TopoMatrix, smi_gpus: Sequence[GpuInfo] = ()) -> LinksFacts:
     """Facts from ``nvidia-smi topo -m`` (pairs, NUMA, CPUs), ``nvidia-smi --query-gpu`` (names and
     buses) and sysfs (PCIe). Without the query, GPU i is the i-th NVIDIA controller in bus order."""
     names = m.gpus
     known = {g.index: g for g in smi_gpus}
-    addresses = _nvidia_pci(ctx)
+    addresses = list(pci_probe.gpu_addresses(ctx))
     aligned = len(addresses) == len(names)
     gpus = []
     for i, name in enumerate(names):

@@ -22,6 +22,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from envdoctor.facts.fabric import FabricFacts, IbAdapter, IbPort, Placement
 from envdoctor.probes.context import Context
+from envdoctor.probes.pci import gpu_addresses
 
 IB = "/sys/class/infiniband"
 NET = "/sys/class/net"
@@ -179,17 +180,6 @@ def _modules(ctx: Context) -> Tuple[str, ...]:
     loaded = {line.split()[0] for line in (text or "").splitlines() if line.strip()}
     loaded |= {m for m in MODULES if ctx.exists(f"/sys/module/{m}")}
     return tuple(m for m in MODULES if m in loaded)
-
-
-def gpu_addresses(ctx: Context) -> Tuple[str, ...]:
-    """NVIDIA display/3D controllers on the PCI bus (vendor 0x10de, class 0x03xxxx), in bus order."""
-    out = []
-    for address in sorted(ctx.listdir(SYS_PCI)):
-        vendor = _text(ctx, f"{SYS_PCI}/{address}/vendor")
-        klass = _text(ctx, f"{SYS_PCI}/{address}/class")
-        if vendor == "0x10de" and klass and klass.startswith("0x03"):
-            out.append(address)
-    return tuple(out)
 
 
 def probe(ctx: Context, gpus: Optional[Sequence[str]] = None) -> FabricFacts:

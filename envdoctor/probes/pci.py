@@ -43,17 +43,27 @@ def _pci_names(ctx: Context) -> Tuple[Dict[str, str], Optional[str]]:
     return {}, None
 
 
+def gpu_addresses(ctx: Context) -> Tuple[str, ...]:
+    """NVIDIA display/3D controllers on the PCI bus (vendor 0x10de, class 0x03xxxx) in bus order,
+    which is NVML's and nvidia-smi's GPU order: ``("0000:00:06.0",)`` on the H200 VM."""
+    out = []
+    for address in sorted(ctx.listdir(SYS_PCI)):
+        vendor = _field(ctx, address, "vendor")
+        cls = _field(ctx, address, "class")
+        if vendor == NVIDIA_VENDOR and cls and cls.startswith("0x03"):
+            out.append(address)
+    return tuple(out)
+
+
 def probe(ctx: Context) -> PciFacts:
     if not ctx.exists(SYS_PCI):
         if ctx.exists("/sys/bus"):
             return PciFacts(source=SYS_PCI)  # a machine (or VM) without PCI: nothing to list
         return PciFacts(error=ProbeError("unavailable", f"{SYS_PCI} is not readable here (no sysfs)"))
-    found: List[Tuple[str, str, str]] = []
-    for address in ctx.listdir(SYS_PCI):
-        vendor = _field(ctx, address, "vendor")
-        cls = _field(ctx, address, "class")
-        if vendor == NVIDIA_VENDOR and cls and cls.startswith("0x03"):
-            found.append((address, _field(ctx, address, "device") or "unknown", cls))
+    found: List[Tuple[str, str, str]] = [
+        (address, _field(ctx, address, "device") or "unknown", _field(ctx, address, "class") or "")
+        for address in gpu_addresses(ctx)
+    ]
     if not found:
         return PciFacts(source=SYS_PCI)
     names, names_path = _pci_names(ctx)
