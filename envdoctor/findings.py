@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Annotated, Literal, Optional, get_args
 
-from envdoctor.doctypes import Json
+from envdoctor.doctypes import FindingsSummary, Json
 
 #: "error": it will not work; "warning": it works with a caveat; "info": worth knowing.
 Severity = Literal["error", "warning", "info"]
@@ -70,3 +70,16 @@ def sort_findings(findings: Iterable[Finding]) -> tuple[Finding, ...]:
 def exit_code(findings: Iterable[Finding]) -> int:
     """0 when nothing is an error, 1 otherwise (2 and 3 are the CLI's)."""
     return 1 if any(f.severity == "error" for f in findings) else 0
+
+
+def summary(findings: Iterable[Finding]) -> FindingsSummary:
+    """A document's ``summary``: the findings by severity and the exit code they give
+    (``{"errors": 1, "warnings": 0, "info": 2, "exit_code": 1}``)."""
+    found = tuple(findings)
+    severities = [f.severity for f in found]
+    return {
+        "errors": severities.count("error"),
+        "warnings": severities.count("warning"),
+        "info": severities.count("info"),
+        "exit_code": exit_code(found),
+    }

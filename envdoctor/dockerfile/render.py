@@ -11,6 +11,7 @@ from envdoctor.dockerfile.rules import Lint, StageSummary, stage_bases, stage_su
 from envdoctor.doctypes import FindingsSummary, Json
 from envdoctor.facts.serde import to_data
 from envdoctor.findings import Finding
+from envdoctor.findings import summary as findings_summary
 from envdoctor.redact import mask_data, mask_text
 
 SCHEMA = "envdoctor.dockerfile/1"
@@ -50,13 +51,7 @@ class DockerfileDocument(_DockerfileKeys, total=False):
 
 
 def _summary(found: Tuple[Lint, ...]) -> FindingsSummary:
-    sev = [x.finding.severity for x in found]
-    return {
-        "errors": sev.count("error"),
-        "warnings": sev.count("warning"),
-        "info": sev.count("info"),
-        "exit_code": 1 if "error" in sev else 0,
-    }
+    return findings_summary(x.finding for x in found)
 
 
 def document(

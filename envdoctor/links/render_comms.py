@@ -11,7 +11,8 @@ from typing import Any, Dict, Iterable, List, Optional, TypedDict
 
 from envdoctor.doctypes import FindingsSummary
 from envdoctor.facts.serde import to_data
-from envdoctor.findings import Finding, exit_code
+from envdoctor.findings import Finding
+from envdoctor.findings import summary as findings_summary
 from envdoctor.links.facts_comms import CommsResult
 from envdoctor.units import format_bytes
 
@@ -205,10 +206,5 @@ def comms_document(r: CommsResult, findings: Iterable[Finding]) -> Dict[str, Any
     findings = tuple(findings)
     doc: Dict[str, Any] = to_data(r)
     doc["findings"] = [to_data(f) for f in findings]
-    doc["summary"] = {
-        "errors": sum(f.severity == "error" for f in findings),
-        "warnings": sum(f.severity == "warning" for f in findings),
-        "info": sum(f.severity == "info" for f in findings),
-        "exit_code": exit_code(findings),
-    }
+    doc["summary"] = findings_summary(findings)
     return doc

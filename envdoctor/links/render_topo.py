@@ -19,7 +19,8 @@ from envdoctor.facts import Facts
 from envdoctor.facts.base import ProbeError
 from envdoctor.facts.links import PCIE_LEVELS, GpuLinks, GpuPair, LinksFacts, NicLink
 from envdoctor.facts.serde import to_data
-from envdoctor.findings import Finding, exit_code
+from envdoctor.findings import Finding
+from envdoctor.findings import summary as findings_summary
 from envdoctor.links.analysis_topo import PciePeak, Topology
 
 SCHEMA = "envdoctor.topo/1"
@@ -281,11 +282,6 @@ def topo_document(
         "pairs": pairs,
         "nics": [to_data(n) for n in lf.nics],
         "findings": [to_data(f) for f in findings],
-        "summary": {
-            "errors": sum(f.severity == "error" for f in findings),
-            "warnings": sum(f.severity == "warning" for f in findings),
-            "info": sum(f.severity == "info" for f in findings),
-            "exit_code": exit_code(findings),
-        },
+        "summary": findings_summary(findings),
     }
     return doc

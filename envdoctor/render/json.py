@@ -15,7 +15,8 @@ from envdoctor.doctypes import FindingsSummary, Json
 from envdoctor.documents import document, dumps
 from envdoctor.facts import Facts
 from envdoctor.facts.serde import to_data
-from envdoctor.findings import Finding, exit_code
+from envdoctor.findings import Finding
+from envdoctor.findings import summary as findings_summary
 from envdoctor.redact import Redactor, mask_data
 from envdoctor.report import ReportError, parse_report
 
@@ -73,12 +74,7 @@ def report_document(
         "schema": SCHEMA,
         "envdoctor_version": facts.envdoctor_version,
         "created_at": facts.collected_at,
-        "summary": {
-            "errors": sum(f.severity == "error" for f in findings),
-            "warnings": sum(f.severity == "warning" for f in findings),
-            "info": sum(f.severity == "info" for f in findings),
-            "exit_code": exit_code(findings),
-        },
+        "summary": findings_summary(findings),
         "facts": to_data(facts),
         "findings": [to_data(f) for f in findings],
     }
