@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One set of fit's accuracy rows on the H200, each row in a fresh child, in one device call of at most
-# 10 minutes (issue 28's second and third held-out sets: docs/fit.md). From a copy of the tree with
+# 10 minutes (issue 28's held-out sets, the second to the fourth: docs/fit.md). From a copy of the tree with
 # the machine's python3:
 #
 #   OUT=$OUT bash benchmarks/h200_fit_set.sh held-out-3
