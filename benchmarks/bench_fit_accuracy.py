@@ -886,6 +886,71 @@ EXTRA_CASES = (
         config=MIXTRAL_SMALL,
         why="MoE, checkpointing, custom loop",
     ),
+    # the fifth round's in-sample tuning rows (issue 28): kinds of row the in-sample set had none of, on
+    # configurations of no held-out set (docs/fit.md, "The fifth round")
+    Case(
+        "X9 Llama-3.2-1B train bf16 sgd b2 s2048 trainer",
+        "Llama-3.2-1B",
+        H(batch=2, seq=2048, dtype="bf16", optimizer="sgd", loop="trainer"),
+        why="SGD with momentum",
+    ),
+    Case(
+        "X10 Qwen2.5-0.5B train bf16 adafactor b4 s2048 custom",
+        "Qwen2.5-0.5B",
+        H(batch=4, seq=2048, dtype="bf16", optimizer="adafactor", loop="custom"),
+        why="torch.optim.Adafactor",
+    ),
+    Case(
+        "X11 Qwen2.5-0.5B train amp-fp16 b2 s2048 custom",
+        "Qwen2.5-0.5B",
+        H(batch=2, seq=2048, dtype="fp32", amp="fp16", loop="custom"),
+        why="fp16 autocast with GradScaler",
+    ),
+    Case(
+        "X12 gpt2-medium infer fp16 b8 s512+256",
+        "gpt2-medium",
+        H("infer", batch=8, seq=512, new_tokens=256, dtype="fp16"),
+        why="many generated tokens",
+    ),
+    Case(
+        "X13 Qwen2.5-0.5B train bf16 adamw8bit b4 s2048 custom",
+        "Qwen2.5-0.5B",
+        H(batch=4, seq=2048, dtype="bf16", optimizer="adamw8bit", loop="custom"),
+        why="8-bit AdamW (bitsandbytes)",
+    ),
+    Case(
+        "X14 Llama-3.2-1B train QLoRA-int4 r16 b2 s2048 custom",
+        "Llama-3.2-1B",
+        H(batch=2, seq=2048, dtype="bf16", quant="int4", lora_rank=16, loop="custom"),
+        why="QLoRA (bitsandbytes)",
+    ),
+    Case(
+        "X15 Qwen2.5-0.5B train bf16 b4 s2048 trainer expandable",
+        "Qwen2.5-0.5B",
+        H(batch=4, seq=2048, dtype="bf16", loop="trainer", alloc_conf="expandable_segments:True"),
+        alloc_conf="expandable_segments:True",
+        why="row 10 with expandable_segments:True",
+    ),
+    Case(
+        "X16 Llama-3.2-1B train bf16 ckpt b2 s8192 trainer expandable",
+        "Llama-3.2-1B",
+        H(
+            batch=2,
+            seq=8192,
+            dtype="bf16",
+            grad_checkpointing=True,
+            loop="trainer",
+            alloc_conf="expandable_segments:True",
+        ),
+        alloc_conf="expandable_segments:True",
+        why="row 13 with expandable_segments:True",
+    ),
+    Case(
+        "X17 Llama-3.2-1B train bf16 eager b2 s2048 custom",
+        "Llama-3.2-1B",
+        H(batch=2, seq=2048, dtype="bf16", attention="eager", loop="custom"),
+        why="eager attention in training, the custom loop",
+    ),
 )
 
 _TINY = {

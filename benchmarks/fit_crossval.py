@@ -42,7 +42,8 @@ TUNING: Tuple[Tuple[str, Tuple[str, ...]], ...] = (
     ("original", ("fit-accuracy.json", "fit-accuracy.rest.json")),
     ("held-out 1", ("fit-heldout-2026-12-01.json", "fit-heldout-h23-h24-2026-12-01.json")),
     ("held-out 2", ("fit-heldout2-2026-12-01.json",)),
-    ("extras", ("fit-extras-2026-12-01.json", "fit-extras3-2026-12-01.json")),
+    ("held-out 3", ("fit-heldout3-2026-12-01.json",)),
+    ("extras", ("fit-extras-2026-12-01.json", "fit-extras3-2026-12-01.json", "fit-extras5-2026-12-02.json")),
 )
 UNDER, OVER, FAR_UNDER = -0.05, 0.10, -0.10
 
@@ -78,7 +79,10 @@ class Row:
 
 def tuning_rows(const: Constants) -> List[Row]:
     """Every measured row of the tuning recordings, with its estimate's moments (reserve stripped)."""
-    by_name = {c.name: c for c in bench.GPU_CASES + bench.HELDOUT_CASES + bench.HELDOUT2_CASES + bench.EXTRA_CASES}
+    by_name = {
+        c.name: c
+        for c in bench.GPU_CASES + bench.HELDOUT_CASES + bench.HELDOUT2_CASES + bench.HELDOUT3_CASES + bench.EXTRA_CASES
+    }
     out: List[Row] = []
     for label, files in TUNING:
         recorded: Dict[str, Dict[str, Any]] = {}

@@ -581,7 +581,10 @@ def _train_phases(
     # BERT's MLM head: BertForMaskedLM calls CrossEntropyLoss on the bf16/fp16 scores as they are (no
     # .float()), so log-softmax, its gradient and the scores' gradient are all in A (H200 row H3 measured
     # 6 B per logit less than the upcast count); under autocast log_softmax runs in fp32 as before
-    mlm_low = spec.family == "bert" and A == 2 and not run.prec.autocast
+    # fifth round: T5ForConditionalGeneration does the same (transformers modeling_t5.py: loss_fct =
+    # CrossEntropyLoss(ignore_index=-100); loss_fct(lm_logits.view(-1, lm_logits.size(-1)), labels.view(-1)),
+    # no .float()): measured, its backward grew max_memory_reserved by b*s*V x 2, not x 4 (T4, t5-base b8, N2)
+    mlm_low = spec.family in ("bert", "t5") and A == 2 and not run.prec.autocast
     if mlm_low:
         loss_elem = 3 * A
     softcap = A if spec.traits.logit_softcap else 0
@@ -592,7 +595,7 @@ def _train_phases(
     )
     if mlm_low:
         loss_words = (
-            f"log-softmax output, its gradient and the scores' gradient, each {A} B (BertForMaskedLM's "
+            f"log-softmax output, its gradient and the scores' gradient, each {A} B ({'BertForMaskedLM' if spec.family == 'bert' else 'T5ForConditionalGeneration'}'s "
             "CrossEntropyLoss runs on the scores' own dtype, no upcast)"
         )
     logits = Term(
