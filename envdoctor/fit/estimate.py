@@ -92,6 +92,9 @@ class Phase:
     #: checkpointing with HF Trainer's loop: what of the freed low-precision logits block the optimizer
     #: states do not fill (they were cut from it; the fp32 gradient blocks stay whole, ``grad_block`` 0)
     spare: int = 0
+    #: HF Trainer's loop: the low-precision logits block freed before the loss backward; with
+    #: expandable_segments the loss's second fp32 block is mapped on after it (see ``_reserve``)
+    freed_logits: int = 0
     #: the allocator reserve's band at this moment (low, high); (0, 0) before the reserve is added
     reserve_band: tuple[int, int] = (0, 0)
 
@@ -209,8 +212,8 @@ def estimate(spec: ModelSpec, w: Workload, const: Constants) -> Estimate:
     peak = max(finished, key=lambda p: p.bytes)
     if _expandable(w.alloc_conf):
         notes.append(
-            "expandable_segments: the reserve is the default allocator's model halved, stranded blocks "
-            "none (unmeasured here; the band's upper edge is the default allocator's point)"
+            "expandable_segments: the loss's second fp32 block reserves only what the freed logits block "
+            "does not cover (measured on two in-sample H200 rows, X15 and X16)"
         )
     return Estimate(
         spec=spec,
@@ -349,26 +352,32 @@ def _reserve(phase: Phase, w: Workload, const: Constants, moe: bool = False) -> 
     ckpt = c_g * phase.grad_block + const.allocator_ckpt_recompute * phase.recompute
     kv_cat = const.allocator_kv_cat * phase.kv_cat
     variable = f * transient + s * phase.stranded + ckpt + kv_cat + c_o * states + phase.spare
-    point_var = f * transient / 2 if expandable else variable
+    if expandable:
+        # fifth round, measured (X15, X16 against rows 10 and 13): expandable_segments maps pages onto one
+        # segment per stream (CUDACachingAllocator.cpp, ExpandableSegment), so a free block at its end is
+        # extended instead of a new segment cut: the loss's second fp32 block needs only what the freed
+        # low-precision logits block before it does not cover; the forward's reserve was the same
+        ckpt = c_g * max(0, phase.grad_block - phase.freed_logits) + const.allocator_ckpt_recompute * phase.recompute
+        variable = f * transient + ckpt + kv_cat + c_o * states + phase.spare
     seg = const.allocator_segments_bytes
-    point = int(seg + point_var)
+    point = int(seg + variable)
     allocated = sum(t.bytes for t in phase.terms if t.name != "context")
-    low = int(seg + (0.0 if expandable else const.allocator_band_low * variable))
+    low = int(seg + const.allocator_band_low * variable)
     # the upper edge: the band's multiple, at least a floor share of everything allocated (a moment whose
     # own transient is small, the optimizer step or a weight-bound prefill, still inherits the reserve
     # an earlier moment of the step left behind)
     # the floor is training's: there the step's later moments inherit what the backward left reserved;
     # a weight-bound inference reserves 0.1-2% (in-sample rows 21-25) and the model covers it
     floor = (const.allocator_floor_moe if moe else const.allocator_floor) if w.train else 0.0
-    high = int(seg + max(variable if expandable else const.allocator_band_high * variable, floor * allocated))
+    high = int(seg + max(const.allocator_band_high * variable, floor * allocated))
     formula = (
         f"segments + f x transient + s x stranded (torch's caching allocator model; band "
         f"{low / 2**30:.2f}..{high / 2**30:.2f} GiB, the verdict uses the upper edge)"
     )
     if expandable:
         formula = (
-            "expandable_segments: segments + f/2 x transient, no stranded block (unmeasured; band up to "
-            "the default allocator's point)"
+            "expandable_segments: segments + f x transient + c_g x (the loss's second fp32 block less the freed "
+            "low-precision logits block it is mapped on after) (in-sample X15, X16)"
         )
     if ckpt:
         formula += " + c_g x the loss's second fp32 gradient block (+ c_r x one layer recomputed with checkpointing)"
@@ -390,6 +399,7 @@ def _reserve(phase: Phase, w: Workload, const: Constants, moe: bool = False) -> 
         ("optimizer_state_bytes", states),
         ("c_o", c_o),
         ("spare_logits_block_bytes", phase.spare),
+        ("freed_logits_block_bytes", phase.freed_logits),
         ("segments_bytes", seg),
         ("reserve_low_bytes", low),
         ("reserve_high_bytes", high),
@@ -477,17 +487,20 @@ def _state_bytes(
         per = (4 + 4) if run.zero_layout else p_bytes
         master = ", + fp32 master" if run.zero_layout else ""
         return float(per * n), f"params x {per} B (one momentum buffer{master})", [("trainable", n)]
-    # adafactor: factored second moment, fp32: rows + cols per matrix, numel per vector
+    # adafactor: factored second moment in the gradient's dtype (torch 2.13 torch/optim/_adafactor.py
+    # _init_group: row_var = p.grad.new_zeros(row_shape), col_var likewise, vectors zeros_like(p.grad)):
+    # rows + cols per matrix, numel per vector, x the param's bytes
     trainable_w = _trainable_weights(weights, w, run)
     states = 0
     for x in trainable_w:
-        states += ((x.rows + x.cols) if x.rows > 1 and x.cols > 1 else x.rows * x.cols) * x.count * 4
+        states += ((x.rows + x.cols) if x.rows > 1 and x.cols > 1 else x.rows * x.cols) * x.count * p_bytes
     if run.zero_layout:
         states += 4 * n
     return (
         float(states),
-        "sum over matrices of (rows + cols) x 4 B, vectors numel x 4 B (Adafactor, factored)",
-        [("trainable", n), ("matrices", len(trainable_w))],
+        f"sum over matrices of (rows + cols) x {p_bytes} B, vectors numel x {p_bytes} B (Adafactor, factored, "
+        "in the gradient's dtype)",
+        [("trainable", n), ("matrices", len(trainable_w)), ("state_bytes", p_bytes)],
     )
 
 
@@ -594,8 +607,9 @@ def _train_phases(
         "log_softmax + nll_loss)"
     )
     if mlm_low:
+        head_class = "BertForMaskedLM" if spec.family == "bert" else "T5ForConditionalGeneration"
         loss_words = (
-            f"log-softmax output, its gradient and the scores' gradient, each {A} B ({'BertForMaskedLM' if spec.family == 'bert' else 'T5ForConditionalGeneration'}'s "
+            f"log-softmax output, its gradient and the scores' gradient, each {A} B ({head_class}'s "
             "CrossEntropyLoss runs on the scores' own dtype, no upcast)"
         )
     logits = Term(
@@ -659,6 +673,7 @@ def _train_phases(
         # and what the states leave of the block stays reserved
         if w.loop == "trainer" and A != 4 and not mlm_low and optimizer.bytes < A * E:
             spare, grad_block = A * E - optimizer.bytes, 0
+    freed = A * E if w.loop == "trainer" and A != 4 and not mlm_low else 0
     loss_phase = Phase(
         "loss backward",
         (weights_t, optimizer, activations, logits, *held, *extra),
@@ -666,6 +681,7 @@ def _train_phases(
         grad_block=grad_block,
         recompute=recompute,
         spare=spare,
+        freed_logits=freed,
     )
     layer_phase = Phase(
         "backward of the last layer",
@@ -673,6 +689,7 @@ def _train_phases(
         grad_block=grad_block,
         recompute=recompute,
         spare=spare,
+        freed_logits=freed,
     )
     step_extra = tuple(t for t in extra if t.name == "ddp_buckets")
     step_phase = Phase(
@@ -681,6 +698,7 @@ def _train_phases(
         grad_block=grad_block,
         recompute=recompute,
         spare=spare,
+        freed_logits=freed,
     )
     build = _build_phase(spec, w, weights_t, run)
     return ((build,) if build else ()) + (loss_phase, layer_phase, step_phase)
@@ -769,12 +787,17 @@ def _step_temporaries(w: Workload, weights: tuple[Weight, ...], run: _Run, shard
             note="fused=True (HF Trainer's adamw_torch_fused) avoids it",
         )
     if w.optimizer == "adafactor":
+        # torch.optim.Adafactor defaults to its single-tensor loop (foreach=None is not foreach there:
+        # torch/optim/_adafactor.py, the foreach docstring), which builds one full-size var_estimate =
+        # row_var @ col_var per parameter in the gradient's dtype and updates it in place (clamp_, rsqrt_,
+        # mul_(grad)): one copy of the largest parameter at a time
         big = max((x.rows * x.cols for x in _trainable_weights(weights, w, run)), default=0)
         return Term(
             "optimizer_step",
-            big * 4 * 3,
-            "Adafactor works one parameter at a time: ~3 fp32 copies of the largest",
-            (("largest_param", big),),
+            big * run.grad_bytes,
+            "Adafactor's single-tensor step: var_estimate = row_var @ col_var, one copy of the largest "
+            "parameter in its gradient's dtype",
+            (("largest_param", big), ("bytes_each", run.grad_bytes)),
         )
     return Term("optimizer_step", 0, f"{w.optimizer}: no step-wide temporary copy", ())
 
