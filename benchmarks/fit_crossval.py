@@ -49,17 +49,17 @@ UNDER, OVER, FAR_UNDER = -0.05, 0.10, -0.10
 
 #: the grid: (constant, values); training and inference constants separately
 TRAIN_GRID: Tuple[Tuple[str, Tuple[float, ...]], ...] = (
-    ("allocator_transient_train", (0.03, 0.06, 0.09)),
+    ("allocator_transient_train", (0.09, 0.12, 0.15)),
     ("allocator_transient_ckpt", (0.0, 0.03)),
-    ("allocator_transient_moe", (0.05, 0.1, 0.2)),
-    ("allocator_grad_block", (0.4, 0.6, 0.8)),
+    ("allocator_transient_moe", (0.1, 0.2, 0.3)),
+    ("allocator_grad_block", (0.0, 0.2, 0.4)),
     ("allocator_ckpt_grad_block", (0.6, 0.8, 1.0)),
     ("allocator_ckpt_recompute", (0.5, 1.0, 1.5)),
-    ("allocator_states", (0.2, 0.25, 0.3, 0.35)),
+    ("allocator_states", (0.1, 0.15, 0.2, 0.25)),
 )
 INFER_GRID: Tuple[Tuple[str, Tuple[float, ...]], ...] = (
-    ("allocator_transient_infer", (0.15, 0.2, 0.25, 0.3, 0.35)),
-    ("allocator_kv_cat", (1.0, 1.5, 2.0, 2.5, 3.0, 3.5)),
+    ("allocator_transient_infer", (0.1, 0.15, 0.2, 0.25, 0.3)),
+    ("allocator_kv_cat", (0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 3.5)),
 )
 #: constants that move together (one mechanism, one value)
 TIED = {"allocator_ckpt_grad_block": ("allocator_ckpt_grad_block_custom",)}

@@ -303,6 +303,10 @@ def _constant_terms(const: Constants) -> tuple[Term, ...]:
     )
 
 
+#: torch's caching allocator (c10/cuda/CUDACachingAllocator.cpp): a request of at least kMinLargeAlloc gets a
+#: segment of its own, rounded up to kRoundLarge; smaller large-pool requests share kLargeBuffer segments
+_MIN_LARGE_ALLOC = 10 * 2**20
+
 #: what stays allocated across steps in the same blocks (the model, its states, DDP's buckets): the
 #: caching allocator does not fragment it; the rest of a moment (activations, logits, gradients, the
 #: KV cache, temporaries) is allocated and freed every step and is what leaves free blocks unusable
@@ -664,7 +668,7 @@ def _train_phases(
     grad_block, recompute = (A if mlm_low else 4) * E, 0
     spare = 0
     if w.grad_checkpointing:
-        recompute = int(layer_max * tokens)
+        recompute = int(layer_max * tokens if w.lora_rank else min(layer_max * tokens, grads_all))
         stranded = 0
         # HF Trainer's loop frees the low-precision logits after the forward; with checkpointing no large
         # activation block is freed beside it, so the first step's optimizer states (the embedding's among
@@ -920,7 +924,21 @@ def _infer_phases(
         final_kv = kv(prompt + new, cross)
         # the generated tokens' share of the cache: each token's torch.cat leaves the previous, shorter K/V
         # blocks cached (fourth round: the reserve grows with the tokens generated, N19, H22)
-        phases.append(Phase("last generated token", (weights_t, final_kv, cat, last), kv_cat=int(b * new * per_tok)))
+        # fifth round: only growth above kMinLargeAlloc (10 MiB) strands: torch's caching allocator serves a
+        # 1-10 MiB request from a shared 20 MiB segment (kLargeBuffer), where a freed block merges with its
+        # free neighbours and holds the next, longer K/V; a larger one gets its own segment rounded to 2 MiB
+        # (kRoundLarge), which the next token's longer block outgrows and leaves cached
+        # (CUDACachingAllocator.cpp; in-sample X12: 8 -> 12 MiB blocks, T22's decoder cache from 0)
+        block = b * per_tok / max(1, 2 * layers)  # one layer's K (or V) per token
+        start, end = block * prompt, block * (prompt + new)
+        large = max(0.0, end - max(start, float(_MIN_LARGE_ALLOC)))
+        phases.append(
+            Phase(
+                "last generated token",
+                (weights_t, final_kv, cat, last),
+                kv_cat=int(b * new * per_tok * large / (end - start)) if end > start else 0,
+            )
+        )
     build = _build_phase(spec, w, weights_t, run) if tp == 1 and not w.device_map else None
     return ((build,) if build else ()) + tuple(phases)
 
