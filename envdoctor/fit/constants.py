@@ -34,7 +34,7 @@ class Constants:
     #: segments + f x what is transient then (training / inference) + stranded x the freed logits' block
     allocator_segments_bytes: int = 3 * 20 * MIB
     allocator_transient_train: float = 0.12
-    allocator_transient_infer: float = 0.2
+    allocator_transient_infer: float = 0.25
     allocator_stranded_factor: float = 0.0
     #: the band around that model's variable part (fifth round: the upper edge covers all 116 in-sample rows)
     allocator_band_low: float = 0.15
