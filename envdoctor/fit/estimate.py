@@ -543,14 +543,19 @@ def _train_phases(
     extra: list[Term] = []
     if run.prec.autocast:
         n_mm = matmul_params(weights) + (spec.vocab * spec.hidden if spec.tie_embeddings else 0)
-        extra.append(
-            Term(
-                "autocast_copies",
-                n_mm * 2,
-                "autocast's bf16/fp16 copy of every matmul weight, kept for backward = matmul params x 2 B",
-                (("matmul_params", n_mm),),
+        words = "autocast's bf16/fp16 copy of every matmul weight, kept for backward = matmul params x 2 B"
+        if w.grad_checkpointing:
+            # fifth round: a checkpointed layer keeps no saved tensors, so its weights' casts live only in
+            # autocast's cast cache, which is cleared when the autocast region exits (torch
+            # autocast_mode.py __exit__: torch.clear_autocast_cache()), before loss.backward(); the
+            # recomputation casts one layer at a time. What stays is the head's cast, saved by its matmul
+            # (in-sample: the AMP + checkpointing rows were over by 0.7-2.8 B per logit)
+            n_mm = spec.vocab * spec.hidden
+            words = (
+                "autocast's bf16/fp16 copy of the head's weight, saved for backward (a checkpointed layer's casts "
+                "are freed with autocast's cache when the forward's autocast region exits) = V x h x 2 B"
             )
-        )
+        extra.append(Term("autocast_copies", n_mm * 2, words, (("matmul_params", n_mm),)))
     if w.zero == 3:
         ll = largest_layer_params(spec, weights)
         extra.append(
