@@ -609,12 +609,23 @@ def _train_phases(
     mlm_low = spec.family in ("bert", "t5") and A == 2 and not run.prec.autocast
     if mlm_low:
         loss_elem = 3 * A
+    # fifth round, measured (not derived from the source): the same two losses under autocast, where
+    # autocast's own cast feeds log_softmax instead of an explicit .float(), kept 10 B per logit at the loss
+    # backward, not 12 (bert-large AMP +1.75 B, T3 +2.2 B, t5-small AMP H4 +1.9 B per logit over with 12)
+    amp_direct = spec.family in ("bert", "t5") and run.prec.autocast
+    if amp_direct:
+        loss_elem = A + 8
     softcap = A if spec.traits.logit_softcap else 0
     loss_words = (
         "log-softmax output kept in fp32 (4) + its gradient (4) + the gradient of the upcast logits (4) "
         "during the loss backward (transformers ForCausalLMLoss upcasts logits.float(); cross_entropy = "
         "log_softmax + nll_loss)"
     )
+    if amp_direct:
+        loss_words = (
+            "log-softmax output (fp32, autocast) and its gradient (4 + 4) + the scores' gradient (A): measured on "
+            "the H200 for BERT's and T5's CrossEntropyLoss on autocast's bf16 scores (no explicit .float())"
+        )
     if mlm_low:
         head_class = "BertForMaskedLM" if spec.family == "bert" else "T5ForConditionalGeneration"
         loss_words = (
