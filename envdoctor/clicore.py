@@ -66,11 +66,16 @@ def finish(code: int) -> NoReturn:
     In envdoctor's own process the output is flushed and the process ends at once, without the
     interpreter's teardown: freeing the 250 modules and the table's rows of ``check --skip torch``
     took 20-40 ms on a 2-core box, a tenth of the command (docs/benchmarks.md). Nothing is left to it by then: the
-    probes' processes and threads are done, the table cache written. Elsewhere (a caller's
-    process, a test's CliRunner): ``sys.exit(code)``.
+    probes' processes are done, the table cache written, and so are the probes' threads but an
+    NVML read given up on past its timeout (``nvml.bounded``): those are waited for at most
+    ``nvml.SETTLE_S`` (0.5 s) all together (``nvml.settle``), then ended with the process.
+    Elsewhere (a caller's process, a test's CliRunner): ``sys.exit(code)``.
     """
     if not _OWN_PROCESS[0]:
         sys.exit(code)
+    nvml = sys.modules.get("envdoctor.nvml")  # not imported: no NVML thread was started
+    if nvml is not None:
+        nvml.settle()
     try:
         sys.stdout.flush()  # click.echo flushed already: nothing is normally left
         sys.stderr.flush()

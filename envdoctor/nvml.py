@@ -730,16 +730,15 @@ SETTLE_S = 0.5
 
 def settle(limit: float = SETTLE_S) -> List[str]:
     """Wait at most ``limit`` seconds, all together, for the threads :func:`started` gave up on
-    (an NVML call that blocked in the driver past its probe's timeout); the names of those still
-    running, which the process's exit then ends (each is a daemon). ``clicore.finish`` calls it."""
+    (an NVML call that blocked in the driver past its probe's timeout), each waited for once; the
+    names of those still running, which the process's exit then ends (each is a daemon).
+    ``clicore.finish`` calls it before it ends envdoctor's own process."""
     deadline = time.monotonic() + limit
     with _LEFT_LOCK:
-        left = list(_LEFT)
+        left, _LEFT[:] = list(_LEFT), []
     for worker in left:
         worker.join(max(0.0, deadline - time.monotonic()))
-    with _LEFT_LOCK:
-        _LEFT[:] = [w for w in _LEFT if w.is_alive()]
-        return [w.name for w in _LEFT]
+    return [w.name for w in left if w.is_alive()]
 
 
 @contextlib.contextmanager
