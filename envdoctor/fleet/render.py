@@ -14,7 +14,7 @@ import textwrap
 from collections import defaultdict
 from typing import Annotated, Any, Dict, List, Literal, Optional, TypedDict, Union, cast
 
-from envdoctor import __version__
+from envdoctor import __version__, checks
 from envdoctor.doctypes import Count, Json
 from envdoctor.documents import document
 from envdoctor.facts.serde import to_data
@@ -330,13 +330,9 @@ def fleet_document(fleet: Fleet) -> FleetDocument:
         "skipped": [{"path": s.path, "reason": s.reason} for s in fleet.skipped],
         "gather": gather,
         "comms": comms_document(fleet.comms),
-        "suppressed": (
-            {
-                "codes": list(d.suppress),
-                "findings": [cast(HiddenLine, dict({"node": f.node}, **to_data(f.finding))) for f in d.suppressed],
-            }
-            if d.suppress
-            else None
+        "suppressed": cast(
+            Optional[Suppressed],
+            checks.hidden_block(d.suppress, d.suppressed, lambda f: dict({"node": f.node}, **to_data(f.finding))),
         ),
     }
 
