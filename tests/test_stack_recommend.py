@@ -189,3 +189,37 @@ def test_flash_attn_left_out_on_a_v100_leaves_an_import_check_that_runs():
     )
     cmds = commands(json.loads(r.stdout))
     assert not any("import torch, ;" in c for c in cmds) and any("-c 'import torch; print(" in c for c in cmds)
+
+
+@pytest.mark.parametrize("machine", [["--no-gpu"], ["--torch", "2.8.0+cpu"]], ids=["no-gpu", "cpu-torch"])
+def test_vllm_on_a_cpu_torch_is_one_warning_and_no_install_line(machine):
+    """vLLM's pip wheels are CUDA builds: on a machine without an NVIDIA GPU (or a CPU torch) the plan
+    installed vllm==0.11.0 over torch+cpu, offered its GPU image and uv's line, and warned that
+    "cu128 was asked for" (the pins' variant, not the user's). Now: vllm left out, as flash-attn is,
+    its CPU route named with its source (data/extensions.toml)."""
+    base = ["--driver", "580.95.05", "--os", "ubuntu:24.04", "--python-version", "3.12", "--offline"]
+    if machine == ["--no-gpu"]:
+        base = ["--os", "ubuntu:24.04", "--python-version", "3.12", "--offline"]
+    r = cli_runner().invoke(cli, ["recommend", *base, *machine, "--with", "vllm", "--json"])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    jsonschema.validate(doc, SCHEMA)
+    cmds = [c for s in doc["steps"] for c in s["commands"]] + list(doc.get("alternatives") or [])
+    assert not any("vllm" in c for c in cmds), cmds
+    assert any(c.endswith("-c 'import torch; print(torch.__version__)'") for c in cmds), cmds
+    (left,) = [w for w in doc["warnings"] if "vllm" in w]
+    assert left.startswith("vllm is left out: its pip wheels are CUDA builds that need an NVIDIA GPU, and torch 2.8.0")
+    assert "built from source (VLLM_TARGET_DEVICE=cpu)" in left
+    assert "https://docs.vllm.ai/en/v0.10.2/getting_started/installation/cpu.html" in left
+    assert left.endswith("or drop vllm")
+    assert not any("was asked for" in w for w in doc["warnings"]), doc["warnings"]
+    assert not any("vllm-openai" in x for x in doc["choice_reasons"] + doc["reasons"])
+
+
+def test_vllm_is_left_out_on_a_gpu_older_than_its_cuda_build():
+    args = ["--gpu", "P100", "--driver", "580.95.05", "--os", "ubuntu:24.04", "--python-version", "3.12"]
+    r = cli_runner().invoke(cli, ["recommend", *args, "--offline", "--with", "vllm", "--json"])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    assert not any("vllm" in c for s in doc["steps"] for c in s["commands"])
+    assert any(w.startswith("vllm is left out: Tesla P100") and "(7.0+;" in w for w in doc["warnings"])

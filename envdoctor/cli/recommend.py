@@ -306,6 +306,8 @@ def _stack_plan(
     for cand in fitting:
         # the docker route runs an image with its own torch: the pins choose the image, not a wheel
         specs: list[str | None] = list(torch_specs(cand)) if route != "docker" else []
+        if not machine.nvidia:  # the CUDA variant the pins were built for: no GPU here to ask for it
+            specs = specs[-1:]
         for spec in specs or [torch_spec]:
             plan = make_plan(machine, table, route, spec, with_nvcc, available, index_url, env_name, export)
             first = first or (plan, cand)
