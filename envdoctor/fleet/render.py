@@ -18,7 +18,7 @@ from envdoctor import __version__, checks
 from envdoctor.doctypes import Count, Json
 from envdoctor.documents import document
 from envdoctor.facts.serde import to_data
-from envdoctor.findings import Finding
+from envdoctor.findings import Finding, summary
 from envdoctor.fleet.comms import FleetComms, PairFigure, Transfer, gbs
 from envdoctor.fleet.merge import Fleet
 from envdoctor.fleet.rules import FactRow, Verdict, names, show
@@ -247,10 +247,7 @@ def _summary(fleet: Fleet) -> FleetSummary:
         "deviating": kinds.count("deviates"),
         "missing": kinds.count("missing"),
         "unreadable": kinds.count("unreadable"),
-        "errors": d.count("error"),
-        "warnings": d.count("warning"),
-        "info": d.count("info"),
-        "exit_code": d.exit_code,
+        **summary(f.finding for f in d.findings),  # the counts and exit code of every document
     }
 
 
