@@ -306,12 +306,12 @@ def _stack_plan(
     for cand in fitting:
         # the docker route runs an image with its own torch: the pins choose the image, not a wheel
         specs: list[str | None] = list(torch_specs(cand)) if route != "docker" else []
-        if not machine.nvidia:  # the CUDA variant the pins were built for: no GPU here to ask for it
-            specs = specs[-1:]
         for spec in specs or [torch_spec]:
             plan = make_plan(machine, table, route, spec, with_nvcc, available, index_url, env_name, export)
             first = first or (plan, cand)
-            if plan.ok:
+            # the pins' CUDA variant that does not fit here (no GPU, too old a GPU) was no one's
+            # --torch: the release alone (the last spec) is planned, without "cu128 was asked for"
+            if plan.ok and not (plan.choice.variant_changed and spec != specs[-1]):
                 return with_stack(plan, machine, table, ext, wants, cand)
     assert first is not None
     return with_stack(first[0], machine, table, ext, wants, first[1])
