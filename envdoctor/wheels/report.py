@@ -12,16 +12,17 @@ from typing import Any, Iterable, Optional, Sequence, Tuple
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
+from envdoctor.clicore import EXIT_ERRORS, EXIT_OK, EXIT_USAGE
 from envdoctor.parse import version
 from envdoctor.redact import mask_text
 from envdoctor.wheels.client import IndexClient
 from envdoctor.wheels.listing import VariantListing
 from envdoctor.wheels.target import Target
 
-#: Exit codes of ``envdoctor index``: a variant that could not be read (the network failed, a page
-#: that is no index, ``--offline`` with nothing cached) is a run that could not complete for a
-#: named reason, 2 as the one policy has it -- not envdoctor's bug (3, ED900).
-EXIT_FOUND, EXIT_NOT_FOUND, EXIT_CANNOT_TELL = 0, 1, 2
+#: Exit codes of ``envdoctor index``, the one policy's (``clicore``): a variant that could not be
+#: read (the network failed, a page that is no index, ``--offline`` with nothing cached) is a run
+#: that could not complete for a named reason (2), not envdoctor's bug (3, ED900).
+EXIT_FOUND, EXIT_NOT_FOUND, EXIT_CANNOT_TELL = EXIT_OK, EXIT_ERRORS, EXIT_USAGE
 
 
 class IndexUnavailable(RuntimeError):
