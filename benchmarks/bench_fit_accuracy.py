@@ -28,7 +28,8 @@ Target (issue 13): every estimate within +-10% of the measured peak and never mo
 configurations chosen before any run and never tuned on; files ``fit-heldout.json``/``.md``;
 target: at least 90% within -5%..+10%, none under by more than 10%); ``--set held-out-2`` the
 second held-out set (docs/fit.md, "Second held-out set"); ``--set extras`` in-sample configurations
-for tuning (the custom loop, expandable segments, and the third round's X1-X8, ``--ids X1,X2``).
+for tuning (the custom loop, expandable segments, the third round's X1-X8 and the fifth round's X9-X17,
+``--ids X1,X2``).
 All sets recompute with ``--recompute`` (the table then adds the allocator band's upper edge,
 which verdicts use).
 

@@ -3,16 +3,16 @@
     python benchmarks/fit_crossval.py            # leave one family out, then one set out
     python benchmarks/fit_crossval.py --rows     # and every row's cross-validated error
 
-Reads only the tuning recordings (``TUNING`` below: the original 26 rows, the first and second
-held-out sets, which are in-sample from the fourth round on, and the extras), never a held-out set
-that is still out of sample. For every row it builds the estimate once; the allocator reserve of
+Reads only the tuning recordings (``TUNING`` below: the original 26 rows, the first three held-out
+sets, which are in-sample from the fifth round on, and the extras X1-X17), never a held-out set that
+is still out of sample (the fourth, ``fit-heldout4-*``). For every row it builds the estimate once; the allocator reserve of
 each moment is then recomputed by the estimator's own ``_reserve`` with each point of a grid of
 constants, so the structure scored is the shipped one. Leave-one-out: for each family (or set) the
 grid point that scores best on the other rows is chosen, and the left-out rows are scored with it
 (the target's rule: within -5%..+10% of the measured peak, none under by more than 10%). Training
 and inference constants touch disjoint rows, so they are chosen separately. The figure printed is
 cross-validated on in-sample rows: it says how well choosing constants this way generalises across
-families, not how the estimator does out of sample (docs/fit.md, "The fourth round").
+families, not how the estimator does out of sample (docs/fit.md, "The fourth round", "The fifth round").
 """
 
 from __future__ import annotations
