@@ -5,8 +5,8 @@
 
 Reads only the tuning recordings (``TUNING`` below: the original 26 rows, the first three held-out
 sets, which are in-sample from the fifth round on, and the extras X1-X17), never a held-out set that
-is still out of sample (the fourth, ``fit-heldout4-*``). For every row it builds the estimate once; the allocator reserve of
-each moment is then recomputed by the estimator's own ``_reserve`` with each point of a grid of
+is still out of sample (the fourth, ``fit-heldout4-*``). For every row it builds the estimate once;
+the allocator reserve of each moment is then recomputed by the estimator's own ``_reserve`` with each point of a grid of
 constants, so the structure scored is the shipped one. Leave-one-out: for each family (or set) the
 grid point that scores best on the other rows is chosen, and the left-out rows are scored with it
 (the target's rule: within -5%..+10% of the measured peak, none under by more than 10%). Training
