@@ -530,3 +530,19 @@ def test_moe_prefill_counts_gate_up_activation_product_and_the_weighted_copy_per
     moe = 2 * spec.experts_per_token * (3 * 4096 + 4 * 14336)
     assert inputs["bytes_per_token"] == 2 * 2 * 4096 + inputs["held_bytes_per_token"] + moe
     assert working.bytes == int(2 * 1024 * inputs["bytes_per_token"])
+
+
+def test_a_4bit_prefill_holds_one_dequantized_linear():
+    """bitsandbytes' gemm_4bit falls back to dequantize + F.linear for a long prompt: one bf16 copy of the
+    largest block linear (Llama-3.2-1B: the 8192 x 2048 MLP matrices) joins the prefill's working set."""
+    spec = bundled_models().find("Llama-3.2-1B").spec
+    const = load_constants()
+    w = Workload(mode="infer", batch=2, seq=2048, new_tokens=8, dtype="bf16")
+    plain = next(p for p in estimate(spec, w, const).phases if p.name == "prefill")
+    quant = next(p for p in estimate(spec, w.with_(quant="int4"), const).phases if p.name == "prefill")
+
+    def work(p):
+        return next(t for t in p.terms if t.name == "layer_working")
+
+    assert work(quant).bytes - work(plain).bytes == 8192 * 2048 * 2
+    assert dict(work(quant).inputs)["dequantized_linear_params"] == 8192 * 2048

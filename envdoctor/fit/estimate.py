@@ -941,6 +941,17 @@ def _infer_phases(
         "DynamicCache grows by torch.cat: one layer's K and V are copied at full length",
         (("layers", layers),),
     )
+    if w.quant == "int4":
+        # fifth round: bitsandbytes' 4-bit matmul for a prompt of many tokens falls back to dequantize + F.linear
+        # (bitsandbytes 0.50 backends/cuda/ops.py gemm_4bit: M past the fused kernel's limit ->
+        # _dequant_linear_fallback): one bf16/fp16 copy of a block linear's weight while it runs
+        big = max((x.rows * x.cols for x in weights if x.kind == "linear" and x.block), default=0)
+        prefill_work = replace(
+            prefill_work,
+            bytes=prefill_work.bytes + int(big * A),
+            formula=prefill_work.formula + " + the largest 4-bit linear dequantized for the matmul (bitsandbytes)",
+            inputs=prefill_work.inputs + (("dequantized_linear_params", big),),
+        )
     phases = [Phase("prefill", (weights_t, kv(prompt, cross), prefill_work, last))]
     if new:
         final_kv = kv(prompt + new, cross)
