@@ -643,12 +643,18 @@ def _train_phases(
     head_trainable = not w.lora_rank
     head_grad = spec.vocab * spec.hidden * run.grad_bytes if head_trainable else 0
     working_pt = _layer_backward_working(spec, w, run, layer_max)
+    # fifth round: bitsandbytes' MatMul4Bit.backward dequantizes the 4-bit weight for grad_A
+    # (F.dequantize_4bit(B, ctx.state).to(grad_output.dtype)): one copy of a block linear beside the temporaries
+    dq = (
+        max((x.rows * x.cols for x in weights if x.kind == "linear" and x.block), default=0) if w.quant == "int4" else 0
+    )
     working = Term(
         "layer_working",
-        int(max(A * E, working_pt * tokens)),
+        int(max(A * E, working_pt * tokens + dq * A)),
         "the larger of dlogits (b*s*V x A) and one layer's backward temporaries"
-        + (" + one layer's recomputed activations" if w.grad_checkpointing else ""),
-        (("dlogits_bytes", A * E), ("layer_working_bytes_per_token", working_pt)),
+        + (" + one layer's recomputed activations" if w.grad_checkpointing else "")
+        + (" + the 4-bit linear dequantized for its input's gradient (bitsandbytes)" if dq else ""),
+        (("dlogits_bytes", A * E), ("layer_working_bytes_per_token", working_pt), ("dequantized_linear_params", dq)),
     )
     head_grads = Term(
         "gradients",
