@@ -81,3 +81,16 @@ def test_the_third_held_out_recording_recomputes_as_docs_fit_md_says():
     assert "At the run: 16 of 24 within -5%..+10% (from -8.3% to +36.8%)" in table
     assert "Now: 22 of 24 within -5%..+10% (from -5.9% to +13.6%); 0 under by more than 10%" in table
     assert "at or above the measured peak in 24 of 24" in table
+
+
+def test_the_fifth_rounds_extras_recompute_as_docs_fit_md_says():
+    """X9-X17, measured once on the H200 (2026-12-02), with the earlier extras: in-sample tuning rows."""
+    h200 = ROOT / "docs" / "examples" / "h200"
+    path = h200 / "fit-extras5-2026-12-02.json"
+    rows = json.loads(path.read_text())["rows"]
+    assert [r["name"].split()[0] for r in rows] == [f"X{i}" for i in range(9, 18)]
+    assert all(r["status"] == "measured" for r in rows)
+    files = [h200 / "fit-extras-2026-12-01.json", h200 / "fit-extras3-2026-12-01.json", path]
+    table = bench.recompute(files)
+    assert "Now: 16 of 18 within -5%..+10% (from -9.8% to +11.1%); 0 under by more than 10%" in table
+    assert "at or above the measured peak in 18 of 18" in table
