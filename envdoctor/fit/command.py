@@ -115,7 +115,7 @@ def _gpus(names: tuple[str, ...], sizes: tuple[str, ...], ecc: str | None, local
             raise AssertionError  # unreachable; keeps mypy's flow analysis happy
         if not g.memory_gib:
             _fail(f"--gpu {name!r}: the table has no memory figure for {g.name}; give --memory")
-        out.append(usable_gpu(g.name, g.memory_gib, g.cc, bool(g.is_datacenter()), load_usable(), ecc))
+        out.append(usable_gpu(g.name, g.memory_gib, g.cc, g.is_datacenter(), load_usable(), ecc))
     for size in sizes:
         try:
             out.append(Gpu(f"--memory {size}", parse_size(size), "given"))
@@ -134,9 +134,7 @@ def _table_gpus() -> list:
     from envdoctor.table import load_table
 
     rows = load_usable()
-    return [
-        usable_gpu(g.name, g.memory_gib, g.cc, bool(g.is_datacenter()), rows) for g in load_table().gpus if g.memory_gib
-    ]
+    return [usable_gpu(g.name, g.memory_gib, g.cc, g.is_datacenter(), rows) for g in load_table().gpus if g.memory_gib]
 
 
 @click.command("fit")

@@ -76,12 +76,18 @@ def usable_gpu(
     name: str,
     datasheet_gib: float | None,
     cc: str | None,
-    datacenter: bool,
+    datacenter: bool | None,
     rows_: Sequence[Usable],
     ecc: str | None = None,
 ) -> Gpu:
     """The Gpu ``--gpu NAME`` is judged against: its ``[[usable]]`` row (ECC on before the others
-    unless ``ecc`` asks for one), else the datasheet figure x the fallback ratio, said so."""
+    unless ``ecc`` asks for one), else the datasheet figure x the fallback ratio, said so; a card the
+    table does not confirm as data-center or not (``datacenter`` None: the Tesla K80, whose process
+    gets 11.17 GiB of its 12) takes the data-center card's smaller ratio, so the guess is never over.
+
+    >>> round(usable_gpu("Tesla K80", 12.0, "3.7", None, ()).total_bytes / 2**30, 2)
+    10.92
+    """
     mine = [r for r in rows_ if r.gpu == name]
     if ecc:
         mine = [r for r in mine if r.ecc == ecc] or mine
@@ -94,12 +100,14 @@ def usable_gpu(
         flag = ", unconfirmed" if r.unconfirmed else ""
         first = r.source.split(" ")[0]
         return Gpu(name, int(r.usable_gib * GIB), f"usable {state}, data/fit.toml: {first}{flag}{also}", cc)
-    ratio = FALLBACK_DATACENTER if datacenter else FALLBACK_OTHER
+    ratio = FALLBACK_OTHER if datacenter is False else FALLBACK_DATACENTER
     total = float(datasheet_gib or 0)
     why = (
         "data-center card: GDDR models lose 1/16 to ECC, on by default"
         if datacenter
         else "the smallest measured ratio without ECC"
+        if datacenter is False
+        else "the table does not confirm whether it is a data-center card: ECC on assumed, the smaller ratio"
     )
     return Gpu(
         name,
