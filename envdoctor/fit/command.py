@@ -12,6 +12,7 @@ and the one line follows on stderr); 3 envdoctor itself failed.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 from pathlib import Path
@@ -54,17 +55,21 @@ _ALLOC_NUMBERS = (
 )
 
 
-def alloc_conf_problem(conf: str) -> str:
-    """What is wrong with a PYTORCH_CUDA_ALLOC_CONF string, or "" when nothing is; pure.
+#: options torch reads as a boolean: exactly ``True`` or ``False`` (c10's ConfigTokenizer::toBool,
+#: pytorch/pytorch@0ac71663 c10/core/AllocatorConfig.h; ``true`` is refused at the first allocation)
+_ALLOC_BOOLS = (
+    "expandable_segments",
+    "pinned_use_background_threads",
+    "pinned_use_cuda_host_register",
+    "release_lock_on_cudamalloc",
+    "graph_capture_record_stream_reuse",
+)
+#: the allocator backends torch knows (CUDAAllocatorConfig's ``backend``)
+_ALLOC_BACKENDS = ("native", "cudaMallocAsync")
 
-    Only the shape is judged (``key:value`` items split by commas, a bracketed list kept whole, a
-    number where one is expected), not the key's name, which newer torch releases extend.
 
-    >>> alloc_conf_problem("expandable_segments:True,max_split_size_mb:512")
-    ''
-    >>> alloc_conf_problem("max_split_size_mb:NaN")
-    "max_split_size_mb takes a number, not 'NaN'"
-    """
+def _alloc_items(conf: str) -> list[str]:
+    """The ``key:value`` items of an allocator setting, split by commas outside brackets, stripped."""
     items, depth, part = [], 0, ""
     for c in conf:
         depth += (c == "[") - (c == "]")
@@ -74,7 +79,26 @@ def alloc_conf_problem(conf: str) -> str:
         else:
             part += c
     items.append(part)
-    for item in (i.strip() for i in items):
+    return [i.strip() for i in items]
+
+
+def alloc_conf_problem(conf: str) -> str:
+    """What is wrong with a PYTORCH_CUDA_ALLOC_CONF string, or "" when nothing is; pure.
+
+    The shape is judged (``key:value`` items split by commas, a bracketed list kept whole, a number
+    where one is expected, ``True``/``False`` exactly where torch takes a boolean, the ranges torch
+    checks: ``max_split_size_mb`` >= 20, ``garbage_collection_threshold`` in (0, 1),
+    pytorch/pytorch@0ac71663 c10/core/AllocatorConfig.cpp), not an unknown key's name, which newer
+    torch releases extend.
+
+    >>> alloc_conf_problem("expandable_segments:True,max_split_size_mb:512")
+    ''
+    >>> alloc_conf_problem("max_split_size_mb:NaN")
+    "max_split_size_mb takes a number, not 'NaN'"
+    >>> alloc_conf_problem("expandable_segments:true")
+    "expandable_segments takes True or False (torch's spelling), not 'true'"
+    """
+    for item in _alloc_items(conf):
         if not item:
             continue
         key, colon, value = (s.strip() for s in item.partition(":"))
@@ -87,6 +111,34 @@ def alloc_conf_problem(conf: str) -> str:
                 number = float("nan")
             if not (number >= 0 and number != float("inf")):
                 return f"{key} takes a number, not {value!r}"
+            if key in ("max_split_size_mb", "max_non_split_rounding_mb") and number < 20:
+                return f"{key} must be at least 20 (torch: 'too small, must be >= 20'), not {value!r}"
+            if key == "garbage_collection_threshold" and not 0 < number < 1:
+                return f"garbage_collection_threshold must be between 0.0 and 1.0 (exclusive), not {value!r}"
+        if key in _ALLOC_BOOLS and value not in ("True", "False"):
+            return f"{key} takes True or False (torch's spelling), not {value!r}"
+        if key == "backend" and value not in _ALLOC_BACKENDS:
+            return f"backend is native or cudaMallocAsync, not {value!r}"
+    return ""
+
+
+def alloc_conf_note(conf: str) -> str:
+    """What the estimate does not model in a valid PYTORCH_CUDA_ALLOC_CONF, "" when nothing; pure.
+
+    >>> alloc_conf_note("expandable_segments:True")
+    ''
+    >>> alloc_conf_note("backend:cudaMallocAsync")[:40]
+    'backend:cudaMallocAsync: the reserve is '
+    """
+    keys = [i.partition(":")[0].strip() for i in _alloc_items(conf) if ":" in i]
+    if "backend:cudaMallocAsync" in conf.replace(" ", ""):
+        return (
+            "backend:cudaMallocAsync: the reserve is a model of torch's native caching allocator; "
+            "CUDA's own pool (cudaMallocAsync) is not modelled, so the band is not its band"
+        )
+    other = [k for k in keys if k and k not in ("expandable_segments", "backend") and not k.startswith("pinned_")]
+    if other:
+        return f"{', '.join(sorted(set(other)))}: not modelled (the reserve is the default allocator's for these)"
     return ""
 
 
@@ -390,6 +442,8 @@ def fit(
             "(torch refuses it at the first CUDA allocation)"
         )
     if fsdp:
+        if n_gpus < 2:
+            _fail("--fsdp shards over --gpus N; give N of 2 or more")
         if zero not in (0, 3):
             _fail(f"--fsdp is ZeRO-3's layout (full shard); it does not go with --zero {zero}")
         zero = 3
@@ -445,6 +499,10 @@ def fit(
         )
     gpus, judged = _gpus(gpu_names, sizes, ecc, local)
     report = fit_report(spec, w, gpus, _table_gpus(), load_constants())
+    unmodelled = alloc_conf_note(w.alloc_conf)
+    if unmodelled:
+        est = report.estimate
+        report = dataclasses.replace(report, estimate=dataclasses.replace(est, notes=(*est.notes, unmodelled)))
     failed = any(not v.fits for v in report.verdicts)
     section: Optional[MeasurementSection] = None
     text, stopped = "", ""

@@ -1,0 +1,89 @@
+"""Issue 28, the inputs a user planning a job gives ``fit``: allocator settings torch would refuse
+(or that the model does not cover), a strategy without its GPUs, a Hub cache folder without a
+config, and this machine's GPU that cannot run bf16. Each one was a silent answer before."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from envdoctor.cli import cli
+from envdoctor.fit import usable
+from envdoctor.fit.command import alloc_conf_note, alloc_conf_problem
+from envdoctor.fit.usable import local_gpus
+from tests.fakenvml import FakeNvml
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run(*args: str, env: dict | None = None):
+    return CliRunner().invoke(cli, ["fit", *args], env=env)
+
+
+@pytest.mark.parametrize(
+    "conf,says",
+    [
+        # torch's ConfigTokenizer::toBool takes exactly True or False: 'true' was modelled as expandable
+        ("expandable_segments:true", "expandable_segments takes True or False (torch's spelling), not 'true'"),
+        ("expandable_segments:1", "expandable_segments takes True or False"),
+        ("max_split_size_mb:10", "max_split_size_mb must be at least 20"),
+        ("garbage_collection_threshold:1.5", "garbage_collection_threshold must be between 0.0 and 1.0"),
+        ("backend:cudaMallocSync", "backend is native or cudaMallocAsync, not 'cudaMallocSync'"),
+    ],
+)
+def test_an_alloc_conf_torch_refuses_is_one_line_exit_2(conf, says):
+    r = run("gpt2", "--no-local", "--alloc-conf", conf)
+    assert r.exit_code == 2 and says in r.output and len(r.output.strip().splitlines()) == 1, r.output
+    assert says in alloc_conf_problem(conf)
+
+
+def test_what_the_reserve_model_does_not_cover_is_said():
+    """cudaMallocAsync is not the caching allocator the reserve models; max_split_size_mb changes
+    which blocks are split. Both ran silently with the default allocator's band."""
+    out = run("gpt2", "--no-local", "--alloc-conf", "backend:cudaMallocAsync").output
+    assert "note: backend:cudaMallocAsync: the reserve is a model of torch's native caching allocator" in out
+    doc = json.loads(run("gpt2", "--no-local", "--alloc-conf", "max_split_size_mb:512", "--json").output)
+    assert any(n.startswith("max_split_size_mb: not modelled") for n in doc["notes"])
+    assert alloc_conf_note("expandable_segments:True") == ""
+    assert alloc_conf_note("roundup_power2_divisions:[256:1,512:2],expandable_segments:True").startswith(
+        "roundup_power2_divisions: not modelled"
+    )  # the bracketed list is one item
+
+
+def test_fsdp_without_gpus_names_fsdp():
+    r = run("gpt2", "--train", "--fsdp")
+    assert r.exit_code == 2 and "--fsdp shards over --gpus N" in r.output, r.output
+
+
+def test_a_cache_folder_without_a_config_says_so_and_how(tmp_path):
+    """A gated model's folder: refs/main and an empty snapshot, huggingface_hub's .no_exist marker."""
+    folder = tmp_path / "models--org--Gated"
+    (folder / "refs").mkdir(parents=True)
+    (folder / "refs" / "main").write_text("abc1234")
+    (folder / "snapshots" / "abc1234").mkdir(parents=True)
+    (folder / ".no_exist" / "abc1234").mkdir(parents=True)
+    (folder / ".no_exist" / "abc1234" / "config.json").write_text("")
+    r = run("org/Gated", env={"HF_HUB_CACHE": str(tmp_path)})
+    assert r.exit_code == 2 and len(r.output.strip().splitlines()) == 1, r.output
+    assert f"its Hugging Face cache folder {folder} holds no readable config.json" in r.output
+    assert "huggingface-cli download org/Gated config.json" in r.output
+    r = run("org/Absent", env={"HF_HUB_CACHE": str(tmp_path)})
+    assert "is not in the local Hugging Face cache" in r.output
+
+
+def test_a_local_t4_cannot_run_bf16_and_its_limits_are_fp16s(monkeypatch):
+    monkeypatch.setenv("ENVDOCTOR_DATA", str(ROOT / "data"))
+    fake = FakeNvml.recorded("h200-driver580-cuda13")
+    fake.set(0, "nvmlDeviceGetName", "Tesla T4")
+    fake.set(0, "nvmlDeviceGetCudaComputeCapability", [7, 5])
+    fake.set(0, "nvmlDeviceGetMemoryInfo", {"total": 16_106_127_360, "used": 1_200_000_000, "free": 14_906_127_360})
+    monkeypatch.setattr(usable, "local_gpus", lambda nvml=None: local_gpus(fake))
+    r = run("Qwen2.5-0.5B", "--train", "--json")
+    assert r.exit_code == 1, r.output
+    doc = json.loads(r.output)
+    g = doc["gpus"][0]
+    assert g["total_bytes"] == 14_906_127_360 and "bf16 needs compute capability 8.0" in g["problem"]
+    assert "1.12 GiB in use by processes now" in g["source"] and doc["limits_with"] == "--dtype fp16"
