@@ -87,3 +87,16 @@ def test_a_local_t4_cannot_run_bf16_and_its_limits_are_fp16s(monkeypatch):
     g = doc["gpus"][0]
     assert g["total_bytes"] == 14_906_127_360 and "bf16 needs compute capability 8.0" in g["problem"]
     assert "1.12 GiB in use by processes now" in g["source"] and doc["limits_with"] == "--dtype fp16"
+
+
+@pytest.mark.parametrize("model", ["Mixtral-8x7B-v0.1", "Qwen3-30B-A3B"])
+def test_quantising_an_moe_is_refused_not_a_fits_that_ooms(model):
+    """transformers 5's fused MoE experts are 3-D parameters bitsandbytes skips (bitsandbytes#1849):
+    they stay in bf16. Counted as NF4, Mixtral-8x7B --quant int4 was 22.8 GiB of weights and
+    "fits" a 40 GiB A100; the experts alone are ~84 GiB."""
+    r = run(model, "--quant", "int4", "--gpu", "A100 40GB")
+    assert r.exit_code == 2 and len(r.output.strip().splitlines()) == 1, r.output
+    assert "bitsandbytes does not quantise transformers 5's fused MoE experts" in r.output
+    r = run(model, "--train", "--lora", "16", "--gpu", "RTX 4090", "--json")
+    ways = json.loads(r.output)["ways"]
+    assert ways and not any("--quant" in w["flags"] for w in ways), ways  # no QLoRA way for it either
