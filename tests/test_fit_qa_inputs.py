@@ -100,3 +100,24 @@ def test_quantising_an_moe_is_refused_not_a_fits_that_ooms(model):
     r = run(model, "--train", "--lora", "16", "--gpu", "RTX 4090", "--json")
     ways = json.loads(r.output)["ways"]
     assert ways and not any("--quant" in w["flags"] for w in ways), ways  # no QLoRA way for it either
+
+
+@pytest.mark.parametrize(
+    "name,datasheet,real",
+    [
+        # torch's "total capacity" in public OOM reports: 97% of a small card was over it
+        ("NVIDIA GeForce RTX 2060", 6.0, 5.79),  # facebookresearch/meshrcnn#92
+        ("NVIDIA GeForce RTX 3080", 10.0, 9.78),  # zai-org/CogVideo#34
+        ("NVIDIA GeForce RTX 4090", 24.0, 23.68),  # zai-org/CogVideo#36
+        ("Tesla K80", 12.0, 11.17),  # lllyasviel/Fooocus#2436, piegu/fastai-projects#2
+    ],
+)
+def test_an_estimated_usable_figure_is_never_above_a_measured_one(monkeypatch, name, datasheet, real):
+    from envdoctor.fit.usable import usable_gpu
+    from envdoctor.table import load_table
+
+    monkeypatch.setenv("ENVDOCTOR_DATA", str(ROOT / "data"))
+    g = load_table().gpu(name)
+    assert g is not None and g.memory_gib == datasheet
+    guess = usable_gpu(g.name, g.memory_gib, g.cc, g.is_datacenter(), ())  # as if it had no [[usable]] row
+    assert guess.total_bytes <= real * 2**30 and guess.source.startswith("estimated"), guess

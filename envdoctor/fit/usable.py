@@ -35,6 +35,11 @@ GIB = 2**30
 #: data-center cards (GDDR ones lose 1/16 to ECC, which is on by default: the T4's 14.56 of 16), others
 FALLBACK_DATACENTER = 0.91
 FALLBACK_OTHER = 0.97
+#: ... and never more than the datasheet less this: the driver's reserve is about constant, so a
+#: ratio overstates small cards (an RTX 2060 6GB gives 5.79 GiB, facebookresearch/meshrcnn#92, a
+#: GTX 1660 Ti 5.81, zhou13/lcnn#23: 97% of 6 would be 5.82); the largest reserve of the rows is
+#: the RTX 4090's 0.32 GiB (24 less 23.68)
+FALLBACK_RESERVE_GIB = 0.35
 
 
 @dataclass(frozen=True)
@@ -87,6 +92,8 @@ def usable_gpu(
 
     >>> round(usable_gpu("Tesla K80", 12.0, "3.7", None, ()).total_bytes / 2**30, 2)
     10.92
+    >>> round(usable_gpu("NVIDIA GeForce RTX 2060", 6.0, "7.5", False, ()).total_bytes / 2**30, 2)
+    5.65
     """
     mine = [r for r in rows_ if r.gpu == name]
     if ecc:
@@ -109,12 +116,13 @@ def usable_gpu(
         if datacenter is False
         else "the table does not confirm whether it is a data-center card: ECC on assumed, the smaller ratio"
     )
-    return Gpu(
-        name,
-        int(total * ratio * GIB),
-        f"estimated: {ratio:.0%} of the datasheet {total:g} GiB ({why}; no measured row in data/fit.toml)",
-        cc,
+    guess = min(total * ratio, total - FALLBACK_RESERVE_GIB)
+    how = (
+        f"{ratio:.0%} of the datasheet {total:g} GiB ({why}"
+        if guess == total * ratio
+        else f"the datasheet {total:g} GiB less {FALLBACK_RESERVE_GIB:g} GiB (the largest driver reserve measured"
     )
+    return Gpu(name, int(max(guess, 0.0) * GIB), f"estimated: {how}; no measured row in data/fit.toml)", cc)
 
 
 def local_gpus(nvml: Any = None) -> tuple[list[Gpu], str | None]:
