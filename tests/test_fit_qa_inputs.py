@@ -121,3 +121,20 @@ def test_an_estimated_usable_figure_is_never_above_a_measured_one(monkeypatch, n
     assert g is not None and g.memory_gib == datasheet
     guess = usable_gpu(g.name, g.memory_gib, g.cc, g.is_datacenter(), ())  # as if it had no [[usable]] row
     assert guess.total_bytes <= real * 2**30 and guess.source.startswith("estimated"), guess
+
+
+def test_ecc_without_a_gpu_name_is_a_usage_error_not_ignored():
+    r = run("gpt2", "--ecc", "off", "--memory", "16GiB")
+    assert r.exit_code == 2 and "--ecc off picks a --gpu NAME's usable figure" in r.output, r.output
+    assert run("gpt2", "--ecc", "off", "--gpu", "T4", "--dtype", "fp16").exit_code == 0
+
+
+def test_the_longest_sequence_advised_is_within_the_models_positions():
+    """Llama-3.2-1B on 24 GiB advised --seq 148502, past its 131072 positions (RoPE runs on, the
+    model was never trained there; the estimate itself notes such a --seq)."""
+    r = run("Llama-3.2-1B", "--memory", "24GiB", "--json")
+    doc = json.loads(r.output)
+    assert doc["max_seq"] == 131072 - 256, doc["max_seq"]
+    assert "longest --seq 130816 (the model's 131072 positions)" in run("Llama-3.2-1B", "--memory", "24GiB").output
+    short = json.loads(run("Llama-3.2-1B", "--memory", "8GiB", "--json").output)["max_seq"]
+    assert short is not None and short < 130816  # memory bounds it first there

@@ -479,6 +479,11 @@ def fit(
     problems: list[str] = w.problems(spec)
     if problems:
         _fail(problems[0])
+    if ecc and not gpu_names:
+        _fail(
+            f"--ecc {ecc} picks a --gpu NAME's usable figure; give --gpu (this machine's NVML figure "
+            "and a --memory size already are what they are)"
+        )
     if cpu and not measure:
         _fail("--cpu goes with --measure (it measures on the CPU)")
     if measure and (w.gpus > 1 or w.zero):

@@ -449,6 +449,8 @@ def render_fit_text(report: FitReport, list_ways: bool = True, judged: str = "")
         g = report.limit_gpu
         mb = "none (not even 1)" if report.max_batch is None else str(report.max_batch)
         ms = "none" if report.max_seq is None else str(report.max_seq)
+        if report.max_seq is not None and spec.max_positions and report.max_seq == spec.max_positions - w.new_tokens:
+            ms += f" (the model's {spec.max_positions} positions)"
         given = (
             f"with {report.limits_with} and the other options as given"
             if report.limits_with

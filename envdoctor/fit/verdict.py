@@ -276,7 +276,9 @@ def fit_report(
         limits_with = flags_between(w, lw)[0]
         max_batch = _largest(lambda b: _peak(spec, lw.with_(batch=b), const), 1, MAX_BATCH, limit)
         seq_cap = MAX_SEQ
-        if spec.traits.learned_positions and spec.max_positions:
+        if spec.max_positions:
+            # learned positions end there; RoPE runs on past it but the model was not trained there
+            # (the estimate notes it), so the longest advised is the model's own
             seq_cap = spec.max_positions - lw.new_tokens
         max_seq = _largest(lambda s: _peak(spec, lw.with_(seq=s), const), 1, max(1, seq_cap), limit)
     return FitReport(est, verdicts, ways, short, max_batch, max_seq, smallest, limits_with)
