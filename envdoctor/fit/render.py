@@ -181,6 +181,10 @@ class GpuVerdict(_GpuKeys, total=False):
     source: str
     cc: Optional[str]
     problem: Optional[str]
+    note: Annotated[
+        Optional[str],
+        Json(description="how this GPU runs it unlike the estimate printed (SDPA's math kernel below sm_80)"),
+    ]
 
 
 class _WayKeys(TypedDict):
@@ -432,6 +436,8 @@ def render_fit_text(report: FitReport, list_ways: bool = True, judged: str = "")
                 state = f"fits, {gib(v.spare_bytes)} spare" if v.fits else f"does not fit by {gib(-v.spare_bytes)}"
             lines.append(f"  {v.gpu.name:<{name_w}}  {gib(v.gpu.total_bytes):>11} usable  {state}")
             lines.append(f"  {'':<{name_w}}  {'':>11} ({v.gpu.source})")
+            if v.note:
+                lines.append(f"  {'':<{name_w}}  {'':>11} {v.note}")
     else:
         lines += [
             "",
@@ -551,6 +557,7 @@ def _fit_document(report: FitReport) -> FitDocument:
             "spare_bytes": v.spare_bytes,
             "cc": v.gpu.cc,
             "problem": v.problem,
+            "note": v.note,
         }
         for v in report.verdicts
     ]

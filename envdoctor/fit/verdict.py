@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Callable
 
+from envdoctor.fit.activations import effective_attention
 from envdoctor.fit.constants import Constants
 from envdoctor.fit.estimate import Estimate, estimate
 from envdoctor.fit.spec import ModelSpec
@@ -48,6 +49,7 @@ class Verdict:
     fits: bool
     spare_bytes: int  # negative: short by that much
     problem: str | None = None  # the GPU cannot run the workload whatever its memory (bf16 below sm_80)
+    note: str | None = None  # how the GPU runs it differently from the estimate printed (SDPA's math kernel)
 
 
 def dtype_problem(gpu: Gpu, dtype: str, amp: str | None) -> str | None:
@@ -166,6 +168,46 @@ def runnable(gpu: Gpu, w: Workload) -> tuple[Workload, list[str]]:
     return w, why
 
 
+def math_sdpa(gpu: Gpu, spec: ModelSpec, w: Workload) -> bool:
+    """SDPA runs torch's math kernel on ``gpu``: fp16 below sm_80 with grouped KV heads.
+
+    torch's ``select_sdp_backend`` (aten/src/ATen/native/transformers/cuda/sdp_utils.cpp) has no
+    flash kernel below sm_80 (``check_flash_attention_hardware_support``), and its memory-efficient
+    kernel takes no grouped query heads (``check_batch_size_and_num_heads_dense<false>``), which
+    transformers 5 passes as ``enable_gqa=True``; the math kernel keeps the s x s softmax of every
+    head. fp32 without autocast is already counted so by the estimate (activations.sdpa_math).
+
+    >>> from envdoctor.fit.models import bundled_models
+    >>> spec = bundled_models().find("Llama-3.2-1B").spec
+    >>> math_sdpa(Gpu("Tesla T4", 1, "table", "7.5"), spec, Workload(dtype="fp16"))
+    True
+    >>> math_sdpa(Gpu("NVIDIA A100-SXM4-80GB", 1, "table", "8.0"), spec, Workload(dtype="fp16"))
+    False
+    """
+    cc = _cc(gpu)
+    return (
+        cc is not None
+        and cc < BF16_MIN_CC
+        and w.attention == "sdpa"
+        and effective_attention(spec, "sdpa") == "sdpa"
+        and (w.amp or w.dtype) == "fp16"
+        and 0 < spec.kv_heads < spec.heads
+        and spec.family not in ("gpt2", "bert", "t5")
+    )
+
+
+def as_run(gpu: Gpu | None, spec: ModelSpec, w: Workload) -> Workload:
+    """The workload as ``gpu`` runs it, for judging: SDPA's math kernel counted as eager attention
+    (its fp32 softmax and the repeated k and v; eager keeps a bf16 cast besides, an upper bound)."""
+    return w.with_(attention="eager") if gpu is not None and math_sdpa(gpu, spec, w) else w
+
+
+MATH_SDPA_NOTE = (
+    "SDPA runs its math kernel here (no flash kernel below sm_80, and the memory-efficient one takes "
+    "no grouped KV heads, torch's sdp_utils.cpp): judged as --attention eager, an upper bound of it, {peak}"
+)
+
+
 #: the options a way may change, in the order its flags are printed: (field, flag, how a value is written)
 _FLAG_ORDER = (
     ("dtype", "--dtype"),
@@ -263,7 +305,7 @@ def fit_report(
     """The estimate, a verdict per GPU in ``gpus``, ways to fit, and the largest batch/context that
     fit the smallest of ``gpus``. ``table_gpus``: candidates for "a larger GPU"."""
     est = estimate(spec, w, const)
-    verdicts = tuple(_verdict(g, est, w) for g in gpus)
+    verdicts = tuple(_verdict(g, est, w, spec, const) for g in gpus)
     short = next((v.gpu for v in verdicts if not v.fits), None)
     ways = tuple(_ways(spec, w, short, table_gpus, const)) if short else ()
     smallest = min(gpus, key=lambda g: g.total_bytes) if gpus else None
@@ -274,26 +316,31 @@ def fit_report(
         # the limits of what the smallest GPU can run: on a T4, bf16's limits would be advice it cannot take
         lw, _ = runnable(smallest, w)
         limits_with = flags_between(w, lw)[0]
-        max_batch = _largest(lambda b: _peak(spec, lw.with_(batch=b), const), 1, MAX_BATCH, limit)
+        max_batch = _largest(lambda b: _peak(spec, lw.with_(batch=b), const, smallest), 1, MAX_BATCH, limit)
         seq_cap = MAX_SEQ
         if spec.max_positions:
             # learned positions end there; RoPE runs on past it but the model was not trained there
             # (the estimate notes it), so the longest advised is the model's own
             seq_cap = spec.max_positions - lw.new_tokens
-        max_seq = _largest(lambda s: _peak(spec, lw.with_(seq=s), const), 1, max(1, seq_cap), limit)
+        max_seq = _largest(lambda s: _peak(spec, lw.with_(seq=s), const, smallest), 1, max(1, seq_cap), limit)
     return FitReport(est, verdicts, ways, short, max_batch, max_seq, smallest, limits_with)
 
 
-def _verdict(g: Gpu, est: Estimate, w: Workload) -> Verdict:
-    """Judged with the allocator reserve at its band's upper edge (a "fits" must not OOM)."""
+def _verdict(g: Gpu, est: Estimate, w: Workload, spec: ModelSpec, const: Constants) -> Verdict:
+    """Judged with the allocator reserve at its band's upper edge (a "fits" must not OOM), for the
+    workload as the GPU runs it (:func:`as_run`)."""
     problem = gpu_problem(g, w)
-    need = est.peak_high_bytes or est.peak_bytes
-    return Verdict(g, need <= g.total_bytes and problem is None, g.total_bytes - need, problem)
+    need, note = est.peak_high_bytes or est.peak_bytes, None
+    run = as_run(g, spec, w)
+    if run != w:
+        need = _peak(spec, run, const)
+        note = MATH_SDPA_NOTE.format(peak=f"{need / GIB:.2f} GiB at the band's upper edge")
+    return Verdict(g, need <= g.total_bytes and problem is None, g.total_bytes - need, problem, note)
 
 
-def _peak(spec: ModelSpec, w: Workload, const: Constants) -> int:
-    """The peak a way or a largest batch is judged by: the band's upper edge."""
-    e = estimate(spec, w, const)
+def _peak(spec: ModelSpec, w: Workload, const: Constants, gpu: Gpu | None = None) -> int:
+    """The peak a way or a largest batch is judged by: the band's upper edge, as ``gpu`` runs it."""
+    e = estimate(spec, as_run(gpu, spec, w), const)
     return e.peak_high_bytes or e.peak_bytes
 
 
@@ -324,7 +371,7 @@ def _ways(spec: ModelSpec, given: Workload, gpu: Gpu, table_gpus: Sequence[Gpu],
         if changed in seen or changed == given or changed.problems(spec) or gpu_problem(gpu, changed):
             return
         seen.add(changed)
-        p = _peak(spec, changed, const)
+        p = _peak(spec, changed, const, gpu)
         flags, without = flags_between(given, changed)
         out.append(Way(label, flags, p, p <= limit, without))
 
@@ -353,7 +400,7 @@ def _ways(spec: ModelSpec, given: Workload, gpu: Gpu, table_gpus: Sequence[Gpu],
                 changed = w.with_(zero=3, gpus=max(n, w.gpus) if w.ddp or w.zero else n, ddp=False, pp=1)
                 if changed.problems(spec):
                     break
-                if _peak(spec, changed, const) <= limit:
+                if _peak(spec, changed, const, gpu) <= limit:
                     consider(f"ZeRO-3 / FSDP over {changed.gpus} GPUs", changed)
                     break
     else:
@@ -365,29 +412,30 @@ def _ways(spec: ModelSpec, given: Workload, gpu: Gpu, table_gpus: Sequence[Gpu],
                 changed = w.with_(gpus=n) if w.device_map else w.with_(tp=n, gpus=n)
                 if changed.problems(spec):
                     continue
-                if _peak(spec, changed, const) <= limit:
+                if _peak(spec, changed, const, gpu) <= limit:
                     how = 'device_map="auto"' if w.device_map else "tensor parallel"
                     consider(f"{how} over {n} GPUs (per GPU)", changed)
                     break
         for q in ("int8", "int4"):
             if w.quant != q and not (w.quant == "int4" and q == "int8"):
                 consider(f"{q} weights", w.with_(quant=q))
-        seq = _largest(lambda s: _peak(spec, w.with_(seq=s), const), 1, w.seq, limit)
+        seq = _largest(lambda s: _peak(spec, w.with_(seq=s), const, gpu), 1, w.seq, limit)
         if seq and seq < w.seq:
             consider(f"a shorter prompt ({seq} tokens)", w.with_(seq=seq))
     if w.batch > 1:
-        b = _largest(lambda x: _peak(spec, w.with_(batch=x), const), 1, w.batch, limit)
+        b = _largest(lambda x: _peak(spec, w.with_(batch=x), const, gpu), 1, w.batch, limit)
         if b:
             consider(f"a smaller batch ({b})", w.with_(batch=b))
     # a larger GPU: the workload as given, on a GPU that can run it and has more memory than this one
-    need = _peak(spec, given, const)
     bigger = sorted(
-        (g for g in table_gpus if g.total_bytes >= need and g.total_bytes > limit and not gpu_problem(g, given)),
-        key=lambda g: g.total_bytes,
+        (g for g in table_gpus if g.total_bytes > limit and not gpu_problem(g, given)), key=lambda g: g.total_bytes
     )
-    if bigger:
-        g = bigger[0]
+    for g in bigger:
+        need = _peak(spec, given, const, g)
+        if need > g.total_bytes:
+            continue
         out.append(
             Way(f"a larger GPU: {g.name} ({g.total_bytes / GIB:.0f} GiB, {g.source})", f'--gpu "{g.name}"', need, True)
         )
+        break
     return out
