@@ -178,6 +178,23 @@ def hidden(codes: Iterable[str], found: Iterable[Finding]) -> Optional[Suppresse
     return Suppressed(asked, tuple(sort_findings(found))) if asked else None
 
 
+def hidden_block(
+    codes: Iterable[str], found: Iterable[Any], row: Optional[Callable[[Any], Dict[str, Any]]] = None
+) -> Optional[Dict[str, Any]]:
+    """The ``"suppressed"`` key of a document built as a dict (check's report, fleet's), the same two
+    keys as :func:`hidden`'s :class:`Suppressed` in diag's: ``{"codes": [...], "findings": [...]}``
+    -- the codes asked for and one row per finding they hid (``row``: the finding's ``to_data``;
+    fleet's adds the node); None without ``--suppress``."""
+    asked = suppressed_codes(codes)
+    if not asked:
+        return None
+    if row is None:
+        from envdoctor.facts.serde import to_data
+
+        row = to_data
+    return {"codes": list(asked), "findings": [row(item) for item in found]}
+
+
 def kept(
     items: Iterable[Any], suppress: Iterable[str] = (), finding: Callable[[Any], Finding] = lambda item: item
 ) -> List[Any]:

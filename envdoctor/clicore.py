@@ -9,7 +9,7 @@ import math
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, NoReturn, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, Mapping, NoReturn, Optional, Sequence, Tuple
 
 import click
 
@@ -66,11 +66,16 @@ def finish(code: int) -> NoReturn:
     In envdoctor's own process the output is flushed and the process ends at once, without the
     interpreter's teardown: freeing the 250 modules and the table's rows of ``check --skip torch``
     took 20-40 ms on a 2-core box, a tenth of the command (docs/benchmarks.md). Nothing is left to it by then: the
-    probes' processes and threads are done, the table cache written. Elsewhere (a caller's
-    process, a test's CliRunner): ``sys.exit(code)``.
+    probes' processes are done, the table cache written, and so are the probes' threads but an
+    NVML read given up on past its timeout (``nvml.bounded``): those are waited for at most
+    ``nvml.SETTLE_S`` (0.5 s) all together (``nvml.settle``), then ended with the process.
+    Elsewhere (a caller's process, a test's CliRunner): ``sys.exit(code)``.
     """
     if not _OWN_PROCESS[0]:
         sys.exit(code)
+    nvml = sys.modules.get("envdoctor.nvml")  # not imported: no NVML thread was started
+    if nvml is not None:
+        nvml.settle()
     try:
         sys.stdout.flush()  # click.echo flushed already: nothing is normally left
         sys.stderr.flush()
@@ -349,7 +354,7 @@ def guarded(f: Callable) -> Callable:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         debug = bool(kwargs.get("debug"))
         escape_streams(sys.stdout, sys.stderr)  # a byte that is not UTF-8 is shown escaped, not a crash
-        plot_file(kwargs.get("plot"))  # bench, burn, comms: before anything is measured
+        output_files(kwargs)  # --plot, --html -o: before anything is measured
         if debug:
             logging.basicConfig(level=logging.DEBUG, format="envdoctor: %(name)s: %(message)s")
         try:
@@ -666,16 +671,41 @@ def emit_page(text: str, output: Optional[Path], command: str) -> None:
     click.echo(f"envdoctor {command}: wrote {output}", err=True)
 
 
-def plot_file(value: Optional[str]) -> None:
-    """``--plot FILE.png`` (bench, burn, comms; checked by :func:`guarded` before the command
-    runs): its folder must exist. envdoctor makes no folder the user did not name (the PNG was
-    drawn, then written into folders made for it), as for ``-o``."""
-    if not isinstance(value, str):
-        return
-    folder = os.path.dirname(os.path.abspath(value))
-    if not os.path.isdir(folder):
-        shown = os.path.dirname(value) or folder
+#: What each file an output option writes must be called (the one rule, :func:`output_files`):
+#: ``--plot`` draws a PNG (matplotlib picks the format from the name: ``x.txt`` failed after the
+#: whole run, ``x.pdf`` was not the PNG the option promises), ``--html -o`` a page a browser opens
+#: by its name.
+OUTPUT_SUFFIXES: Dict[str, Tuple[str, ...]] = {"--plot": (".png",), "-o": (".html", ".htm")}
+
+
+def _suffix(value: str, option: str, what: str) -> None:
+    suffixes = OUTPUT_SUFFIXES[option]
+    if not value.lower().endswith(suffixes):
         raise click.BadParameter(
-            f"the folder {shown} does not exist (create it, or name a file in a folder that exists)",
-            param_hint="'--plot'",
+            f"{value}: {what}: name a file ending {' or '.join(suffixes)}", param_hint=f"'{option}'"
         )
+
+
+def output_files(given: Mapping[str, Any]) -> None:
+    """The files a command is asked to write, checked before anything runs (by :func:`guarded`):
+    ``--plot FILE.png`` (bench, burn, comms) ends .png and its folder exists (envdoctor makes no
+    folder the user did not name, as for ``-o``); ``--html -o FILE`` ends .html (or .htm), and
+    ``-o`` of :func:`html_options` without ``--html`` writes nothing, so it is refused. fleet's
+    ``-o`` writes every format: the .html rule only with its ``--html``. A usage error (2), one line."""
+    plot = given.get("plot")
+    if isinstance(plot, str):
+        _suffix(plot, "--plot", "the plot is a PNG")
+        folder = os.path.dirname(os.path.abspath(plot))
+        if not os.path.isdir(folder):
+            shown = os.path.dirname(plot) or folder
+            raise click.BadParameter(
+                f"the folder {shown} does not exist (create it, or name a file in a folder that exists)",
+                param_hint="'--plot'",
+            )
+    page = given.get("html_output")
+    if page is not None and not given.get("as_html"):
+        raise click.UsageError(f"-o {page}: -o writes the --html page; add --html (or leave -o out)")
+    if page is None and given.get("as_html"):
+        page = given.get("output")  # fleet's -o, with --html
+    if page is not None:
+        _suffix(str(page), "-o", "the --html page is HTML")

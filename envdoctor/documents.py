@@ -94,6 +94,8 @@ def _report_from_0(doc: dict[str, Any]) -> dict[str, Any]:
     problems = doc.get("problems") or []
     if not isinstance(problems, list):
         raise DocumentError("'problems' is not a list")
+    from envdoctor.findings import summary_of
+
     findings = [p for p in problems if isinstance(p, dict)]
     severities = [f.get("severity") for f in findings]
     out = {k: v for k, v in doc.items() if k not in ("problems", "host", "created")}
@@ -101,12 +103,7 @@ def _report_from_0(doc: dict[str, Any]) -> dict[str, Any]:
         {
             "schema": "envdoctor.report/1",
             "collected_at": doc.get("created"),
-            "summary": {
-                "errors": severities.count("error"),
-                "warnings": severities.count("warning"),
-                "info": severities.count("info"),
-                "exit_code": 1 if "error" in severities else 0,
-            },
+            "summary": summary_of(severities),
             "findings": findings,
             "snapshot": {
                 "host": doc.get("host"),

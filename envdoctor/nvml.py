@@ -662,14 +662,29 @@ class Shared:
                 self._session.close()
 
 
-def bounded(read: Callable[[], T], timeout: float, name: str, late: Callable[[ProbeError], T]) -> T:
-    """``read()`` (a probe's NVML reads) in a daemon thread waited for ``timeout`` seconds, as every
-    NVML probe runs (a call can hang in the driver): its answer; ``late(error)`` with a "timeout"
-    ProbeError when it gave none in time (the thread is left behind, a daemon); what it raised is
-    raised here, in the caller's thread::
+#: The threads of :func:`started` given up on (no answer by their deadline), for :func:`settle`.
+_LEFT: List[threading.Thread] = []
+_LEFT_LOCK = threading.Lock()
 
-        bounded(lambda: read_state(ctx), ctx.timeout, "envdoctor-gpu-state", lambda e: GpuStateFacts(error=e))
+
+def started(
+    read: Callable[[], T],
+    name: str,
+    timeout: Optional[float] = None,
+    late: Optional[Callable[[ProbeError], T]] = None,
+) -> Callable[[], T]:
+    """``read()`` in a daemon thread started now; the function returned waits for it -- until
+    ``timeout`` seconds after the start, then ``late(error)`` with a "timeout" ProbeError (the
+    thread is left behind, for :func:`settle`), or, without a timeout, until it ends (a read whose
+    every command is bounded: nvidia-smi's). What ``read`` raised is raised by the wait, in the
+    caller's thread. The one start-now, wait-later thread of the probes::
+
+        wait = started(lambda: read_nvml(nv), "envdoctor-nvml", 5.0, lambda e: NvmlView(error=e))
+        ...  # other work meanwhile
+        view = wait()
     """
+    if timeout is not None and late is None:
+        raise ValueError("a timeout needs late(): what the wait answers when it passes")
     box: List[T] = []
     failure: List[BaseException] = []
 
@@ -680,13 +695,50 @@ def bounded(read: Callable[[], T], timeout: float, name: str, late: Callable[[Pr
             failure.append(exc)
 
     worker = threading.Thread(target=work, name=name, daemon=True)
+    deadline = None if timeout is None else time.monotonic() + timeout
     worker.start()
-    worker.join(timeout)
-    if failure:
-        raise failure[0]
-    if not box:
+
+    def wait() -> T:
+        worker.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
+        if failure:
+            raise failure[0]
+        if box:
+            return box[0]
+        assert late is not None and timeout is not None  # join(None) returns when the thread ended
+        with _LEFT_LOCK:
+            if worker not in _LEFT:
+                _LEFT.append(worker)
         return late(ProbeError("timeout", f"NVML did not answer in {timeout:g} s"))
-    return box[0]
+
+    return wait
+
+
+def bounded(read: Callable[[], T], timeout: float, name: str, late: Callable[[ProbeError], T]) -> T:
+    """``read()`` (a probe's NVML reads) in a daemon thread waited for ``timeout`` seconds, as every
+    NVML probe runs (a call can hang in the driver): its answer; ``late(error)`` with a "timeout"
+    ProbeError when it gave none in time (the thread is left behind, a daemon, for :func:`settle`);
+    what it raised is raised here, in the caller's thread (:func:`started`, waited for at once)::
+
+        bounded(lambda: read_state(ctx), ctx.timeout, "envdoctor-gpu-state", lambda e: GpuStateFacts(error=e))
+    """
+    return started(read, name, timeout, late)()
+
+
+#: How long :func:`settle` waits, all threads together, for the ones given up on.
+SETTLE_S = 0.5
+
+
+def settle(limit: float = SETTLE_S) -> List[str]:
+    """Wait at most ``limit`` seconds, all together, for the threads :func:`started` gave up on
+    (an NVML call that blocked in the driver past its probe's timeout), each waited for once; the
+    names of those still running, which the process's exit then ends (each is a daemon).
+    ``clicore.finish`` calls it before it ends envdoctor's own process."""
+    deadline = time.monotonic() + limit
+    with _LEFT_LOCK:
+        left, _LEFT[:] = list(_LEFT), []
+    for worker in left:
+        worker.join(max(0.0, deadline - time.monotonic()))
+    return [w.name for w in left if w.is_alive()]
 
 
 @contextlib.contextmanager

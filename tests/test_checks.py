@@ -144,3 +144,18 @@ def test_dockerfile_suppress_hides_the_finding_and_its_exit_code():
         "vllm-style.Dockerfile", "--driver", "470.82.01", *[a for c in errors for a in ("--suppress", c)]
     )
     assert code == 0 and not {c for c, _, _ in hidden} & set(errors)
+
+
+def test_the_suppressed_block_is_one_shape_for_check_fleet_and_diag():
+    """check's and fleet's documents build their ``suppressed`` key with checks.hidden_block, diag's
+    is checks.hidden's Suppressed: the same two keys, the codes as --suppress normalises them."""
+    from envdoctor.facts.serde import to_data
+    from envdoctor.findings import Finding
+
+    hid = [Finding("ED112", "info", "No NVIDIA GPU on this machine")]
+    block = checks.hidden_block(["ed112, ED105", "ED112"], hid)
+    assert block == to_data(checks.hidden(["ed112, ED105", "ED112"], hid))
+    assert block["codes"] == ["ED112", "ED105"] and [f["code"] for f in block["findings"]] == ["ED112"]
+    with_node = checks.hidden_block(["ED112"], [("gpu-03", hid[0])], lambda x: dict({"node": x[0]}, **to_data(x[1])))
+    assert with_node["findings"][0]["node"] == "gpu-03" and with_node["findings"][0]["code"] == "ED112"
+    assert checks.hidden_block([], hid) is None and checks.hidden([], hid) is None

@@ -91,19 +91,19 @@ def test_index_url_from_the_environment(run, server):
         ("loop", "redirect loop"),
     ],
 )
-def test_each_failure_is_one_line_and_exit_3(run, server, mode, words):
+def test_each_failure_is_one_line_and_exit_2(run, server, mode, words):
     result = run("cu121", *CP312, "--index-url", server.url(mode), "--timeout", "0.3")
     lines = result.output.splitlines()
-    assert result.exit_code == 3, result.output
+    assert result.exit_code == 2, result.output
     assert lines[1].startswith("cu121: ") and words in lines[1]
     assert "Traceback" not in result.output and len(lines) <= 3
 
 
-def test_connection_refused_and_dns_exit_3(run):
+def test_connection_refused_and_dns_exit_2(run):
     with IndexServer() as gone:
         url = gone.url()
     result = run("cu121", "--index-url", url, env={"ENVDOCTOR_INDEX_RETRIES": "0"})
-    assert result.exit_code == 3 and "connection refused by 127.0.0.1:" in result.output
+    assert result.exit_code == 2 and "connection refused by 127.0.0.1:" in result.output
 
 
 def test_no_such_index_exits_1(run, server):
@@ -119,12 +119,12 @@ def test_credentials_are_masked_everywhere(run, server):
     for result in (good, bad, doc):
         assert "s3cret" not in result.output and "wrongpass" not in result.output
         assert "ada:***@" in result.output
-    assert good.exit_code == 0 and bad.exit_code == 3
+    assert good.exit_code == 0 and bad.exit_code == 2
 
 
 def test_offline_with_and_without_cache(run, server):
     result = run("cu121", *CP312, "--index-url", server.url(), "--offline", table=None)
-    assert result.exit_code == 3 and server.count() == 0
+    assert result.exit_code == 2 and server.count() == 0
     assert "offline: answers come from the cache; nothing was fetched" in result.output
     assert "is not in the cache" in result.output
     # from the bundled table when the cache has nothing
@@ -227,3 +227,16 @@ def test_index_python_that_prints_garbage_is_exit_2_as_in_recommend(tmp_path):
     )
     assert r.exit_code == 2, r.output
     assert f"{bad} did not print its interpreter details" in r.output
+
+
+def test_could_not_tell_is_exit_2_with_what_to_do_not_a_bug(run, server):
+    """A failing index is no bug of envdoctor's (3): exit 2 in text and in the document, and a line
+    says what to do -- the network for a live read, a run without --offline for an empty cache."""
+    live = run("cu121", *CP312, "--index-url", server.url("down"), "--timeout", "0.3")
+    assert live.exit_code == 2 and "check the network, a proxy (HTTPS_PROXY) or --index-url" in live.output
+    doc = run("cu121", *CP312, "--index-url", server.url("down"), "--timeout", "0.3", "--json")
+    answer = json.loads(doc.stdout)
+    assert doc.exit_code == 2 and answer["exit_code"] == 2 and answer["summary"]["exit_code"] == 2
+    assert answer["network_failure"] is True
+    offline = run("cu121", *CP312, "--index-url", server.url(), "--offline", table=None)
+    assert offline.exit_code == 2 and "run it without --offline to fetch" in offline.output

@@ -49,7 +49,7 @@ def test_unreadable_index_is_one_line_exit_3(server, tmp_path, monkeypatch):
         "--timeout",
         "2",
     )
-    assert r.exit_code == 3 and r.output.count("\n") == 1
+    assert r.exit_code == 2 and r.output.count("\n") == 1
     assert r.output.startswith("envdoctor: cannot tell whether the table is stale:")
 
 
@@ -75,16 +75,16 @@ def test_stale_json_is_the_document_with_the_exit_code(server, tmp_path, monkeyp
     assert current["stale"] is False and current["newer"] == [] and current["summary"]["exit_code"] == 0
 
 
-def test_stale_json_of_an_unreadable_index_says_why_and_exits_3(server, tmp_path, monkeypatch):
+def test_stale_json_of_an_unreadable_index_says_why_and_exits_2(server, tmp_path, monkeypatch):
     import json
 
     url = server.url("down").replace("http://", "http://bob:s3cret@")
     r = invoke(
         server, tmp_path, monkeypatch, "2.9.0", "--index-url", url, "--variant", "cu130", "--timeout", "2", "--json"
     )
-    assert r.exit_code == 3, r.output
+    assert r.exit_code == 2, r.output
     doc = json.loads(r.stdout)
-    assert doc["stale"] is None and doc["error"] and doc["summary"]["exit_code"] == 3
+    assert doc["stale"] is None and doc["error"] and doc["summary"]["exit_code"] == 2
     assert "s3cret" not in r.output
 
 

@@ -444,3 +444,39 @@ def test_make_schema_tells_two_types_of_one_name_apart():
     props = maker._object(both, defs)["properties"]
     assert props["a"] != props["b"] and sorted(defs) == ["Verdict", "rules.Verdict"]
     assert "state" in defs["Verdict"]["properties"] and "node" in defs["rules.Verdict"]["properties"]
+
+
+def test_the_profile_summary_is_findings_summary_and_an_old_one_still_reads():
+    """profile counted errors and warnings by hand (no info); now findings.summary's counts with its
+    own 'findings' total and the command's exit code; a document written before (no 'info') validates."""
+    import dataclasses
+
+    from envdoctor.findings import Finding, summary
+    from envdoctor.profile.facts import Throughput
+    from envdoctor.profile.host import ProfileRun
+    from envdoctor.profile.render import document
+
+    found = (Finding("ED990", "warning", "a slow loader"), Finding("ED991", "info", "one sync a step"))
+    run = ProfileRun(None, None, {}, {}, None, None, (), None, "the script reached too few steps")  # type: ignore[arg-type]
+    nothing = Throughput(**{f.name: None for f in dataclasses.fields(Throughput)})
+    doc = document(run, nothing, found, ["train.py"], 2)
+    assert doc["summary"] == {**summary(found), "findings": 2, "exit_code": 2}
+    assert doc["summary"]["info"] == 1
+    validate(doc, "profile")
+    old = dict(doc, summary={k: v for k, v in doc["summary"].items() if k != "info"})
+    validate(old, "profile")
+
+
+def test_the_report_upgrade_counts_as_findings_summary():
+    from envdoctor.findings import summary_of
+
+    old = {
+        "schema": "envdoctor.report/0",
+        "host": "gpu-01",
+        "created": "2026-11-01T09:00:00Z",
+        "envdoctor_version": "0.0.3",
+        "facts": {},
+        "problems": [{"code": "ED102", "severity": "error"}, {"code": "ED103", "severity": "loud"}, 7],
+    }
+    up = documents._report_from_0(old)
+    assert up["summary"] == summary_of(["error", "loud"]) == {"errors": 1, "warnings": 0, "info": 0, "exit_code": 1}

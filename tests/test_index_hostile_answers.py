@@ -1,7 +1,7 @@
 """Index answers that are no wheel listing (issue 27), from the local index server on 127.0.0.1:
 a redirect to a malformed IPv6-literal URL ("Invalid IPv6 URL" ValueError), ``charset=undefined``
 and ``charset=idna`` (UnicodeError), PEP 691 JSON with a 5,000-digit integer. ``index`` cannot tell
-(exit 3, as documented for it, with the reason on the variant's line, no "internal error");
+(exit 2, as documented for it, with the reason on the variant's line, no "internal error");
 ``recommend`` says the live check failed and lets the table decide."""
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ def invoke(tmp_path, *args):
 @pytest.mark.parametrize("mode", sorted(HOSTILE))
 def test_index_of_an_answer_that_is_no_wheel_listing_cannot_tell(server, tmp_path, mode):
     r = invoke(tmp_path, "index", "cu128", *CP312, "--index-url", server.url(mode))
-    assert r.exit_code == 3, r.output
+    assert r.exit_code == 2, r.output
     assert "internal error" not in r.output and "Traceback" not in r.output
     line = next(x for x in r.output.splitlines() if x.startswith("cu128: "))
     assert HOSTILE[mode] in line and ("not a wheel listing" in line or "not an index page" in line)

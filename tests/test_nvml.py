@@ -216,3 +216,49 @@ def test_links_and_gpu_state_read_nvml_through_the_one_bounded_read(monkeypatch,
     ctx = Context(root=tmp_path, env={}, timeout=0.3, nvml=hung)
     assert links.probe(ctx).error.message == gpu_state.probe(ctx).error.message == "NVML did not answer in 0.3 s"
     assert names == ["envdoctor-links", "envdoctor-gpu-state"]
+
+
+FINISH = r"""
+import sys, time
+from envdoctor import clicore, nvml
+
+def read():
+    time.sleep(float(sys.argv[2]))
+    open(sys.argv[1], "w").write("done")
+    return "late answer"
+
+clicore.own_process()
+print(nvml.bounded(read, 0.05, "envdoctor-test-nvml", lambda e: e.message), flush=True)
+clicore.finish(0)
+"""
+
+
+@pytest.mark.parametrize("sleep, written", [(0.2, True), (30.0, False)])
+def test_finish_waits_a_bounded_time_for_an_nvml_read_given_up_on(tmp_path, sleep, written):
+    """clicore.finish ends envdoctor's process without teardown: a thread of nvml.bounded that did
+    not answer in its timeout is waited for (nvml.settle: 0.2 s, it finishes its work), but not
+    past nvml.SETTLE_S (30 s: the process ends anyway, well before)."""
+    import subprocess
+    import sys
+    import time
+
+    out = tmp_path / "done.txt"
+    began = time.monotonic()
+    r = subprocess.run([sys.executable, "-c", FINISH, str(out), str(sleep)], capture_output=True, text=True, timeout=20)
+    took = time.monotonic() - began
+    assert r.returncode == 0 and r.stdout == "NVML did not answer in 0.05 s\n", r.stderr
+    assert out.exists() is written
+    assert took < 10, took
+
+
+def test_settle_waits_for_each_thread_given_up_on_once():
+    import threading
+
+    import envdoctor.nvml as nvml
+
+    nvml.settle(0.0)  # the threads other tests' hung fakes left behind
+    gate = threading.Event()
+    assert nvml.bounded(gate.wait, 0.01, "envdoctor-test-hang", lambda e: e.kind) == "timeout"
+    assert nvml.settle(0.05) == ["envdoctor-test-hang"]  # still running: left to the exit
+    assert nvml.settle(0.05) == []  # waited for once: a later command does not wait again
+    gate.set()

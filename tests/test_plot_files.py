@@ -96,3 +96,37 @@ def test_plot_options_into_a_folder_that_does_not_exist_are_refused_before_any_r
         r = CliRunner().invoke(cli, [command, "--plot", str(tmp_path / "missing" / "x.png")])
         assert r.exit_code == 2 and f"the folder {tmp_path / 'missing'} does not exist" in r.output, command
     assert not (tmp_path / "missing").exists()
+
+
+def test_an_output_name_of_another_kind_is_refused_before_any_run(tmp_path):
+    """``burn --plot x.txt`` was taken: the whole burn ran, then matplotlib refused the format (or
+    wrote a PDF for ``x.pdf``, not the PNG --plot promises). One rule (clicore.output_files): --plot
+    ends .png, ``--html -o`` ends .html or .htm, and ``-o`` without --html (it wrote nothing) is refused."""
+    from click.testing import CliRunner
+
+    from envdoctor.cli import cli
+
+    def run(*args):
+        r = CliRunner().invoke(cli, list(args))
+        errors = [line for line in r.output.splitlines() if line.startswith("Error:")]
+        return r.exit_code, errors
+
+    for command in ("bench", "burn", "comms"):
+        for name in ("x.txt", "x.pdf", "x"):
+            code, errors = run(command, "--plot", str(tmp_path / name))
+            assert code == 2 and len(errors) == 1, (command, name, errors)
+            assert "'--plot'" in errors[0] and "the plot is a PNG: name a file ending .png" in errors[0]
+    code, errors = run("check", "--html", "-o", str(tmp_path / "page.txt"))
+    assert code == 2 and "the --html page is HTML: name a file ending .html or .htm" in errors[0]
+    code, errors = run("check", "-o", str(tmp_path / "page.html"))
+    assert code == 2 and "-o writes the --html page; add --html" in errors[0]
+    code, errors = run("fleet", "--html", "-o", str(tmp_path / "fleet.json"), str(tmp_path / "a.json"))
+    assert code == 2 and "name a file ending .html or .htm" in errors[0]
+    assert not list(tmp_path.iterdir())  # nothing written, nothing run
+
+
+def test_an_output_name_of_its_kind_in_any_case_is_taken():
+    from envdoctor.clicore import output_files
+
+    output_files({"plot": "B.PNG", "html_output": "Page.HTM", "as_html": True})
+    output_files({"output": "fleet.json", "as_html": False})  # fleet's -o of another format

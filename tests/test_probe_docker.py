@@ -169,3 +169,15 @@ def test_cdi_specs_are_read_for_the_driver_version_they_were_generated_for(tmp_p
     facts = probe(Context(root=root, env=FakeBin(tmp_path).env(hermetic=True), timeout=2.0))
     assert facts.cdi_specs == ("/etc/cdi/nvidia.yaml", "/var/run/cdi/other.yaml")
     assert facts.cdi_driver_versions == {"/etc/cdi/nvidia.yaml": "570.133.20"}
+
+
+def test_each_tool_has_its_version_parser_in_a_typed_table():
+    """The parsers are a table keyed by the Tool literal (mypy checks a misspelt key or parser;
+    the names looked up by getattr were not checked), one for each tool the probe reads."""
+    import typing
+
+    from envdoctor.probes import docker as docker_probe
+
+    table = docker_probe._version_parsers()
+    assert list(table) == list(typing.get_args(docker_probe.Tool))
+    assert table["nvidia-ctk"]("NVIDIA Container Toolkit CLI version 1.17.5\ncommit: f785e908\n") == "1.17.5"

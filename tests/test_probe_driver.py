@@ -182,3 +182,30 @@ def test_after_an_upgrade_without_reboot_check_recommend_and_verify_name_one_dri
     assert driver_in_effect(d) == Machine(Facts(driver=d)).driver == driver_of(d) == "590.44.01"
     healthy = driver.probe(h200(tmp_path / "ok"))
     assert driver_in_effect(healthy) == Machine(Facts(driver=healthy)).driver == driver_of(healthy) == "580.159.04"
+
+
+def test_a_failing_nvml_start_leaves_no_nvidia_smi_thread_running(tmp_path, monkeypatch):
+    """nvidia-smi's thread starts first; when NVML's start raises, the probe waits for it and it
+    asks nothing more (no --version for the CUDA version) before the failure goes up."""
+    import threading
+
+    import pytest
+
+    ctx = h200(tmp_path)
+    fakes = ctx.env["PATH"].split(":")[0]
+    os.rename(os.path.join(fakes, "nvidia-smi"), os.path.join(fakes, "nvidia-smi.real"))
+    calls = tmp_path / "calls.txt"
+    smi = os.path.join(fakes, "nvidia-smi")
+    with open(smi, "w") as f:
+        f.write(f'#!/bin/sh\necho "$*" >> {calls}\nsleep 0.3\nexec {fakes}/nvidia-smi.real "$@"\n')
+    os.chmod(smi, 0o755)
+
+    def boom(ctx):
+        raise RuntimeError("simulated bug in NVML's start")
+
+    monkeypatch.setattr(driver, "_start_nvml", boom)
+    with pytest.raises(RuntimeError, match="simulated bug"):
+        driver.probe(ctx)
+    assert not [t for t in threading.enumerate() if t.name == "envdoctor-nvidia-smi"]
+    asked = calls.read_text().splitlines()
+    assert len(asked) == 1 and asked[0].startswith("--query-gpu="), asked

@@ -27,6 +27,19 @@ def commands(doc):
     return [c for s in doc["steps"] for c in s["commands"] if not c.startswith("#")]
 
 
+def cpu_plan(machine, library):
+    """``recommend --with library --json`` on a machine without an NVIDIA GPU (``--no-gpu``) or with
+    a CPU torch asked for: exit 0 and a plan that follows its schema."""
+    base = ["--os", "ubuntu:24.04", "--python-version", "3.12", "--offline"]
+    if machine != ["--no-gpu"]:
+        base = ["--driver", "580.95.05", *base]
+    r = cli_runner().invoke(cli, ["recommend", *base, *machine, "--with", library, "--json"])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    jsonschema.validate(doc, SCHEMA)
+    return doc
+
+
 def test_vllm_flash_attn_xformers_on_an_h100():
     code, doc, _ = plan("--with", "vllm,flash-attn,xformers")
     assert code == 0
@@ -150,13 +163,7 @@ def test_the_python_decides_the_release():
 def test_flash_attn_on_a_cpu_torch_is_one_warning_not_a_source_build_that_cannot_work(machine):
     """qa2: on a CPU torch the plan built flash-attn from source (its kernels are CUDA only), and the
     import check read ``import torch, ;`` once flash-attn was left out."""
-    base = ["--driver", "580.95.05", "--os", "ubuntu:24.04", "--python-version", "3.12", "--offline"]
-    if machine == ["--no-gpu"]:
-        base = ["--os", "ubuntu:24.04", "--python-version", "3.12", "--offline"]
-    r = cli_runner().invoke(cli, ["recommend", *base, *machine, "--with", "flash-attn", "--json"])
-    assert r.exit_code == 0, r.output
-    doc = json.loads(r.stdout)
-    jsonschema.validate(doc, SCHEMA)
+    doc = cpu_plan(machine, "flash-attn")
     cmds = [c for s in doc["steps"] for c in s["commands"]]
     assert not any("flash" in c or "--no-build-isolation" in c or "nvcc" in c for c in cmds), cmds
     (left,) = [w for w in doc["warnings"] if "flash-attn" in w]
@@ -189,3 +196,34 @@ def test_flash_attn_left_out_on_a_v100_leaves_an_import_check_that_runs():
     )
     cmds = commands(json.loads(r.stdout))
     assert not any("import torch, ;" in c for c in cmds) and any("-c 'import torch; print(" in c for c in cmds)
+
+
+@pytest.mark.parametrize("machine", [["--no-gpu"], ["--torch", "2.8.0+cpu"]], ids=["no-gpu", "cpu-torch"])
+def test_vllm_on_a_cpu_torch_is_one_warning_and_no_install_line(machine):
+    """vLLM's pip wheels are CUDA builds: on a machine without an NVIDIA GPU (or a CPU torch) the plan
+    installed vllm==0.11.0 over torch+cpu, offered its GPU image and uv's line, and warned that
+    "cu128 was asked for" (the pins' variant, not the user's). Now: vllm left out, as flash-attn is,
+    its CPU route named with its source (data/extensions.toml)."""
+    doc = cpu_plan(machine, "vllm")
+    cmds = [c for s in doc["steps"] for c in s["commands"]] + list(doc.get("alternatives") or [])
+    assert not any("vllm" in c for c in cmds), cmds
+    assert any(c.endswith("-c 'import torch; print(torch.__version__)'") for c in cmds), cmds
+    (left,) = [w for w in doc["warnings"] if "vllm" in w]
+    assert left.startswith("vllm is left out: its pip wheels are CUDA builds that need an NVIDIA GPU, and torch 2.8.0")
+    assert "built from source (VLLM_TARGET_DEVICE=cpu)" in left
+    assert "https://docs.vllm.ai/en/v0.10.2/getting_started/installation/cpu.html" in left
+    assert left.endswith("or drop vllm")
+    assert not any("was asked for" in w for w in doc["warnings"]), doc["warnings"]
+    assert not any("vllm-openai" in x for x in doc["choice_reasons"] + doc["reasons"])
+
+
+def test_vllm_is_left_out_on_a_gpu_older_than_its_cuda_build():
+    args = ["--gpu", "P100", "--driver", "580.95.05", "--os", "ubuntu:24.04", "--python-version", "3.12"]
+    r = cli_runner().invoke(cli, ["recommend", *args, "--offline", "--with", "vllm", "--json"])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    assert not any("vllm" in c for s in doc["steps"] for c in s["commands"])
+    assert any(w.startswith("vllm is left out: Tesla P100") and "(7.0+;" in w for w in doc["warnings"])
+    # the pins' cu128 has no kernels for compute 6.0: the release is planned on what fits, and no
+    # warning says "cu128 was asked for" (no one asked: --torch was not given)
+    assert doc["variant"] == "cu126" and not any("was asked for" in w for w in doc["warnings"]), doc["warnings"]

@@ -219,6 +219,29 @@ def _flash_attn_wheel(
     )
 
 
+def _vllm_left_out(plan: Plan, m: Any, ext: Any) -> Optional[str]:
+    """Why vLLM's install is left out of ``plan`` (its warning), or None: its pip wheels are CUDA
+    builds that need an NVIDIA GPU of compute capability ``min_cc`` or newer (data/extensions.toml),
+    so a CPU torch or an older GPU gets no install line; its CPU route is the row's ``cpu``."""
+    choice = plan.choice
+    arch = ext.arch("vllm")
+    if not choice.cuda or choice.variant == "cpu":
+        cpu = f"; {arch.cpu} ({arch.cpu_source})" if arch is not None and arch.cpu else ""
+        return (
+            f"vllm is left out: its pip wheels are CUDA builds that need an NVIDIA GPU, and torch "
+            f"{choice.torch}{'+cpu' if choice.variant == 'cpu' else ''} planned here is a CPU build{cpu}; "
+            "plan the CUDA torch first (`envdoctor recommend --gpu NAME --with vllm`, NAME the GPU it "
+            "will run on) or drop vllm"
+        )
+    bad = unsupported_gpus(_gpu_ccs(m), arch.min_cc, arch.max_cc) if arch is not None else []
+    if bad and arch is not None:
+        return (
+            f"vllm is left out: {', '.join(label for label, _ in bad)} (compute capability {bad[0][1]}) "
+            f"is older than its CUDA build supports ({arch.min_cc}+; {arch.source})"
+        )
+    return None
+
+
 def _install_steps(
     plan: Plan, m: Any, ext: Any, wants: Tuple[Want, ...], cand: Candidate
 ) -> Tuple[List[Step], List[str]]:
@@ -245,8 +268,11 @@ def _install_steps(
     warnings: List[str] = []
     extra = f" --extra-index-url {index}" if index else ""
     names = {w.name: w.version for w in wants}
+    vllm_out = _vllm_left_out(plan, m, ext) if "vllm" in names else None
+    if vllm_out:
+        warnings.append(vllm_out)
     for name in ("vllm", "xformers"):
-        if name in names:
+        if name in names and not (name == "vllm" and vllm_out):
             release = cand.releases.get(name) or names[name]
             spec = f"{name}=={release}" if release else name
             where = f" --index-url {index}" if name == "xformers" and index else extra
@@ -295,7 +321,11 @@ def _install_steps(
             else:
                 steps.append(_source_build(plan, m, ext, pip, names["flash-attn"], why or ""))
     left_out = any(x.startswith("flash-attn is left out") for x in warnings)
-    imports = [MODULES.get(w.name, w.name) for w in wants if not (w.name == "flash-attn" and left_out)]
+    imports = [
+        MODULES.get(w.name, w.name)
+        for w in wants
+        if not (w.name == "flash-attn" and left_out) and not (w.name == "vllm" and vllm_out)
+    ]
     steps.append(
         Step(
             "Check that torch was kept and everything imports",
@@ -352,12 +382,13 @@ def with_stack(plan: Plan, m: Any, table: Any, ext: Any, wants: Tuple[Want, ...]
     body[at:at] = steps
     alternatives = plan.alternatives
     image = next((r.name for r in ext.images if r.name == f"vllm/vllm-openai:v{cand.releases.get('vllm')}"), None)
-    if "vllm" in names and image:
+    vllm_runs = "vllm" in names and _vllm_left_out(plan, m, ext) is None  # else its image and uv line neither
+    if vllm_runs and image:
         reasons.append(
             f"or no install at all: vLLM's own image {image} ships this stack "
             "(envdoctor recommend --with vllm --route docker)"
         )
-    if "vllm" in names and plan.route == "system":
+    if vllm_runs and plan.route == "system":
         release = cand.releases.get("vllm")
         alternatives = alternatives + (
             f"uv pip install {'vllm==' + release if release else 'vllm'} "

@@ -115,10 +115,11 @@ def check(
         from envdoctor.render import json as render_json
 
         extra: Dict[str, Any] = {"bench": bench_doc} if with_bench else {}
-        if suppress:
-            from envdoctor.facts.serde import to_data
+        from envdoctor.checks import hidden_block
 
-            extra["suppressed"] = {"codes": list(suppress), "findings": [to_data(f) for f in result.suppressed]}
+        hid = hidden_block(suppress, result.suppressed)
+        if hid is not None:  # the report's key is there only when --suppress was given
+            extra["suppressed"] = hid
         click.echo(render_json.dumps(render_json.report_document(facts, findings, extra or None, redactor)))
     else:
         if markdown:

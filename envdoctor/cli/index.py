@@ -8,8 +8,9 @@
     newest torch for cp312: 2.11.0 on cu130
       pip install torch==2.11.0 --index-url https://download.pytorch.org/whl/cu130
 
-Exit status: 0 found, 1 no such index or no wheel for this Python, 2 usage error, 3 the index
-could not be read (network failure, a page that is not an index).
+Exit status: 0 found, 1 no such index or no wheel for this Python, 2 usage error or the index
+could not be read (network failure, a page that is not an index, ``--offline`` with nothing cached:
+a line says what to do), 3 envdoctor's own bug.
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ from envdoctor.wheels import (
     listing_from_table,
     summary,
 )
-from envdoctor.wheels.report import EXIT_NETWORK, provenance
+from envdoctor.wheels.report import EXIT_CANNOT_TELL, provenance
 
 log = logging.getLogger(__name__)
 SCHEMA = document("index").schema  # "envdoctor.index/1", envdoctor/schemas/index-1.json
@@ -99,7 +100,15 @@ class _IndexKeys(TypedDict):
     target: TargetOf
     variants: List[Annotated[Listed, Json.extends(VariantListing)]]
     newest: Optional[Newest]
-    exit_code: Annotated[int, Json(enum=[0, 1, 2, 3])]
+    exit_code: Annotated[
+        int,
+        Json(
+            enum=[0, 1, 2, 3],
+            description="0 found, 1 no such index or no wheel for this Python, 2 could not tell (the "
+            "network failed, a page that is no index, --offline with nothing cached; network_failure "
+            "is true); older documents wrote 3 for could not tell",
+        ),
+    ]
     network_failure: bool
 
 
@@ -280,7 +289,7 @@ def index(
         _configured_keys(doc, base_source, configured)
         click.echo(mask_text(dumps(stamp(doc, code))))
     else:
-        lines = _text(client, package, target, offline, listings, winner, table is None)
+        lines = _text(client, package, target, offline, listings, winner, table is None, code)
         lines[1:1] = _configured_lines(base_source, configured)
         for line in lines:
             click.echo(mask_text(line))
@@ -335,6 +344,7 @@ def _text(
     listings: Sequence[VariantListing],
     winner: Optional[VariantListing],
     no_table: bool,
+    code: int,
 ) -> List[str]:
     py = target.short
     lines = [f"index: {client.shown_base}  target: {py} ({target.description})"]
@@ -360,8 +370,11 @@ def _text(
     if winner is not None:
         lines.append(f"newest {package} for {py}: {winner.newest} on {winner.variant}")
         lines.append(f"  pip install {package}=={winner.newest} --index-url {winner.url}")
-    elif listings and all(i.exists is None for i in listings) and not offline:
-        lines.append("could not read the index; check the network, a proxy (HTTPS_PROXY) or --index-url")
+    if code == EXIT_CANNOT_TELL:  # exit 2: the line that says what to do
+        if offline:
+            lines.append("could not tell offline: run it without --offline to fetch the index")
+        else:
+            lines.append("could not read the index; check the network, a proxy (HTTPS_PROXY) or --index-url")
     if no_table and offline:
         lines.append("note: the bundled compatibility table could not be loaded")
     return lines
@@ -396,7 +409,7 @@ def _document(
             else {"variant": winner.variant, "version": winner.newest, "index_url": winner.url}
         ),
         "exit_code": code,
-        "network_failure": code == EXIT_NETWORK,
+        "network_failure": code == EXIT_CANNOT_TELL,
     }
 
 

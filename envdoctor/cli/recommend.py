@@ -309,7 +309,9 @@ def _stack_plan(
         for spec in specs or [torch_spec]:
             plan = make_plan(machine, table, route, spec, with_nvcc, available, index_url, env_name, export)
             first = first or (plan, cand)
-            if plan.ok:
+            # the pins' CUDA variant that does not fit here (no GPU, too old a GPU) was no one's
+            # --torch: the release alone (the last spec) is planned, without "cu128 was asked for"
+            if plan.ok and not (plan.choice.variant_changed and spec != specs[-1]):
                 return with_stack(plan, machine, table, ext, wants, cand)
     assert first is not None
     return with_stack(first[0], machine, table, ext, wants, first[1])

@@ -7,7 +7,8 @@
     $ envdoctor table arch 8.6 | distro ubuntu 22.04 | variant cu128
 
 Without a key each subcommand lists what the table holds. Unconfirmed facts are marked
-"[unconfirmed]". Exit status: 0 found, 1 no such row, 2 usage error, 3 the table is broken.
+"[unconfirmed]". Exit status: 0 found, 1 no such row, 2 usage error (``--stale``: or the index could
+not be read), 3 the bundled table is broken (envdoctor's own bug).
 The JSON document is ``{"schema": "envdoctor.table/1", "version": "1", "kind": ..., "key": ...,
 "result": ...}`` (``envdoctor/schemas/table-1.json``); the lines are ``envdoctor/render/table.py``'s.
 """
@@ -21,7 +22,7 @@ from typing import Any, Callable, NoReturn
 
 import click
 
-from envdoctor.clicore import EXIT_ERRORS, EXIT_INTERNAL, JsonGroup, check_index_url, seconds
+from envdoctor.clicore import EXIT_ERRORS, EXIT_INTERNAL, EXIT_USAGE, JsonGroup, check_index_url, seconds
 from envdoctor.documents import dumps, stamp
 from envdoctor.parse import version_key
 from envdoctor.render import table as show
@@ -97,7 +98,7 @@ def table(ctx: click.Context, stale: bool, variant: str, index_url: str | None, 
 
 
 def _stale(variant: str, index_url: str | None, timeout: float, as_json: bool = False) -> None:
-    """Exit 0 when the table is current, 1 when the index holds newer torch releases, 3 unreadable.
+    """Exit 0 when the table is current, 1 when the index holds newer torch releases, 2 unreadable.
     With ``as_json`` the answer is the ``envdoctor.stale/1`` document (the same exit codes)."""
     from envdoctor.redact import mask_url
     from envdoctor.wheels import IndexClient, IndexUnavailable
@@ -113,10 +114,14 @@ def _stale(variant: str, index_url: str | None, timeout: float, as_json: bool = 
     except IndexUnavailable as exc:
         if as_json:
             failed = dataclasses.replace(answer, error=mask_url(str(exc)))
-            click.echo(dumps(stamp(show.stale_document(failed), EXIT_INTERNAL)))
+            click.echo(dumps(stamp(show.stale_document(failed), EXIT_USAGE)))
         else:
-            click.echo(f"envdoctor: cannot tell whether the table is stale: {exc}", err=True)
-        sys.exit(EXIT_INTERNAL)
+            click.echo(
+                f"envdoctor: cannot tell whether the table is stale: {exc}; "
+                "check the network, a proxy (HTTPS_PROXY) or --index-url",
+                err=True,
+            )
+        sys.exit(EXIT_USAGE)  # could not complete for a named reason (2), not envdoctor's bug (3)
     if as_json:
         done = dataclasses.replace(answer, newer=tuple(newer), stale=bool(newer))
         click.echo(dumps(stamp(show.stale_document(done), EXIT_ERRORS if newer else 0)))

@@ -14,11 +14,11 @@ import textwrap
 from collections import defaultdict
 from typing import Annotated, Any, Dict, List, Literal, Optional, TypedDict, Union, cast
 
-from envdoctor import __version__
+from envdoctor import __version__, checks
 from envdoctor.doctypes import Count, Json
 from envdoctor.documents import document
 from envdoctor.facts.serde import to_data
-from envdoctor.findings import Finding
+from envdoctor.findings import Finding, summary
 from envdoctor.fleet.comms import FleetComms, PairFigure, Transfer, gbs
 from envdoctor.fleet.merge import Fleet
 from envdoctor.fleet.rules import FactRow, Verdict, names, show
@@ -247,10 +247,7 @@ def _summary(fleet: Fleet) -> FleetSummary:
         "deviating": kinds.count("deviates"),
         "missing": kinds.count("missing"),
         "unreadable": kinds.count("unreadable"),
-        "errors": d.count("error"),
-        "warnings": d.count("warning"),
-        "info": d.count("info"),
-        "exit_code": d.exit_code,
+        **summary(f.finding for f in d.findings),  # the counts and exit code of every document
     }
 
 
@@ -330,13 +327,9 @@ def fleet_document(fleet: Fleet) -> FleetDocument:
         "skipped": [{"path": s.path, "reason": s.reason} for s in fleet.skipped],
         "gather": gather,
         "comms": comms_document(fleet.comms),
-        "suppressed": (
-            {
-                "codes": list(d.suppress),
-                "findings": [cast(HiddenLine, dict({"node": f.node}, **to_data(f.finding))) for f in d.suppressed],
-            }
-            if d.suppress
-            else None
+        "suppressed": cast(
+            Optional[Suppressed],
+            checks.hidden_block(d.suppress, d.suppressed, lambda f: dict({"node": f.node}, **to_data(f.finding))),
         ),
     }
 

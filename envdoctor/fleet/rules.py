@@ -25,6 +25,7 @@ from typing import Any, Dict, Iterable, List, Literal, Mapping, Optional, Sequen
 
 from envdoctor import checks, codes
 from envdoctor.findings import Finding, sort_findings
+from envdoctor.findings import exit_code as findings_exit_code
 from envdoctor.fleet import fixes
 from envdoctor.fleet.facts import GpuFacts, NodeFacts, Value
 from envdoctor.parse import version_key
@@ -161,10 +162,7 @@ class Drift:
 
     @property
     def exit_code(self) -> int:
-        return 1 if any(f.finding.severity == "error" for f in self.findings) else 0
-
-    def count(self, severity: str) -> int:
-        return sum(f.finding.severity == severity for f in self.findings)
+        return findings_exit_code(f.finding for f in self.findings)
 
 
 # --- formatting shared by titles and evidence -------------------------------------------------------

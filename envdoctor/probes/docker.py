@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from concurrent.futures import ThreadPoolExecutor
-from typing import Callable, Dict, Iterable, Optional, Tuple, cast
+from typing import Callable, Dict, Iterable, Literal, Optional, Tuple, cast
 
 from packaging.version import Version
 
@@ -40,22 +40,29 @@ def _version_text(value: Optional[str]) -> Optional[str]:
     return value if value is not None and _VERSION_TEXT.fullmatch(value) else None
 
 
-def _parser(name: str) -> Callable[[str], str]:
-    """``envdoctor.parse.docker.<name>``, imported where a tool or a CDI spec was found: most
-    machines check runs on have none of them (imports are a good part of check's time)."""
+#: The tools whose ``--version`` the probe reads (beside docker, read through its daemon).
+Tool = Literal["podman", "nvidia-ctk", "nvidia-container-cli"]
+
+
+def _version_parsers() -> Dict[Tool, Callable[[str], str]]:
+    """Each tool's ``--version`` parser in ``envdoctor.parse.docker``, imported where a tool was
+    found: most machines check runs on have none of them (imports are a good part of check's time)."""
     from envdoctor.parse import docker as parsers
 
-    parse: Callable[[str], str] = getattr(parsers, name)
-    return parse
+    return {
+        "podman": parsers.parse_podman_version,
+        "nvidia-ctk": parsers.parse_nvidia_ctk_version,
+        "nvidia-container-cli": parsers.parse_nvidia_container_cli_version,
+    }
 
 
-def _tool_version(ctx: Context, exe: Optional[str], parser: str) -> Tuple[Optional[str], Optional[ProbeError]]:
-    """``exe --version``, read by ``envdoctor.parse.docker.<parser>``."""
+def _tool_version(ctx: Context, exe: Optional[str], tool: Tool) -> Tuple[Optional[str], Optional[ProbeError]]:
+    """``exe --version``, read by the parser of ``tool`` (:func:`_version_parsers`)."""
     if exe is None:
         return None, None
     from envdoctor.parse.docker import DockerParseError
 
-    parse = _parser(parser)
+    parse = _version_parsers()[tool]
     ran = ctx.run([exe, "--version"])
     if ran.error:
         return None, ran.error
@@ -124,16 +131,14 @@ def _daemon(ctx: Context, docker: str) -> Dict[str, object]:
 def probe(ctx: Context) -> DockerFacts:
     (docker, not_program), (podman, podman_np) = ctx.locate("docker"), ctx.locate("podman")
     (ctk, ctk_np), (cli, cli_np) = ctx.locate("nvidia-ctk"), ctx.locate("nvidia-container-cli")
+    tools: Tuple[Tuple[Optional[str], Tool], ...] = (
+        (podman, "podman"),
+        (ctk, "nvidia-ctk"),
+        (cli, "nvidia-container-cli"),
+    )
     with ThreadPoolExecutor(max_workers=4) as pool:
         daemon = pool.submit(_daemon, ctx, docker) if docker else None
-        side = [
-            pool.submit(_tool_version, ctx, exe, parse)
-            for exe, parse in (
-                (podman, "parse_podman_version"),
-                (ctk, "parse_nvidia_ctk_version"),
-                (cli, "parse_nvidia_container_cli_version"),
-            )
-        ]
+        side = [pool.submit(_tool_version, ctx, exe, tool) for exe, tool in tools]
         fields: Dict[str, object] = daemon.result() if daemon else {}
         (podman_v, podman_err), (ctk_v, ctk_err), (cli_v, cli_err) = (f.result() for f in side)
     if docker and fields.get("gpus_flag_supported") is None and fields.get("client_version"):
@@ -144,9 +149,11 @@ def probe(ctx: Context) -> DockerFacts:
     dirs = tuple(dict.fromkeys(listed + CDI_DIRS))
     specs = tuple(f"{d}/{name}" for d in dirs for name in ctx.listdir(d) if name.endswith((".yaml", ".yml", ".json")))
     made_for = {}
+    if specs:  # imported where a spec was found, as the tools' parsers
+        from envdoctor.parse.docker import parse_cdi_driver_version
     for spec in specs:
         text, _ = ctx.read(spec, limit=CDI_LIMIT)
-        version = _parser("parse_cdi_driver_version")(text) if text else None
+        version = parse_cdi_driver_version(text) if text else None
         if version:
             made_for[spec] = version
     if fields.get("error") is None:

@@ -8,13 +8,14 @@ cross-check. The best answer of each fact is kept with the name of the source th
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
-import time
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
 
 from envdoctor.facts.base import ProbeError
 from envdoctor.facts.gpu import DriverFacts, GpuInfo
+from envdoctor.nvml import started
 from envdoctor.parse import major_minor
 from envdoctor.parse import nvidia_smi as smi
 from envdoctor.parse.nvidia_proc import parse_library_version, parse_module_version, parse_proc_version
@@ -138,60 +139,44 @@ def _start_nvml(ctx: Context) -> Callable[[], NvmlView]:
     if ctx.nvml is None and str(ctx.root) != "/":
         skipped = NvmlView(error=ProbeError("unavailable", "NVML not consulted when reading another root"))
         return lambda: skipped
-    box: List[NvmlView] = []
-    worker = threading.Thread(target=lambda: box.append(read_nvml(ctx.nvml, ctx.nvml_shared)), daemon=True)
-    deadline = time.monotonic() + ctx.timeout
-    worker.start()
-
-    def wait() -> NvmlView:
-        worker.join(max(0.0, deadline - time.monotonic()))
-        if not box:
-            return NvmlView(error=ProbeError("timeout", f"NVML did not answer in {ctx.timeout:g} s"))
-        return box[0]
-
-    return wait
+    return started(
+        lambda: read_nvml(ctx.nvml, ctx.nvml_shared),
+        "envdoctor-nvml",
+        ctx.timeout,
+        lambda error: NvmlView(error=error),
+    )
 
 
 def _start_smi(ctx: Context, path: str, need_cuda: Callable[[], bool]) -> Callable[[], Dict[str, Any]]:
     """:func:`_read_smi` in a thread of its own, so nvidia-smi (the slowest source: it starts NVML
     in a process of its own) runs while the files are read; the function returned waits for it
     (each command it runs is bounded by ``ctx.timeout``)."""
-    box: List[Dict[str, Any]] = []
-    failure: List[BaseException] = []
 
-    def work() -> None:
-        try:
-            box.append(_read_smi(ctx, path, need_cuda))
-        except BaseException as exc:  # noqa: BLE001 - raised again in the caller's thread
-            failure.append(exc)
-
-    worker = threading.Thread(target=work, name="envdoctor-nvidia-smi", daemon=True)
-    worker.start()
-
-    def wait() -> Dict[str, Any]:
-        worker.join()
-        if failure:
-            raise failure[0]
-        return box[0]
-
-    return wait
+    return started(lambda: _read_smi(ctx, path, need_cuda), "envdoctor-nvidia-smi")
 
 
 def probe(ctx: Context) -> DriverFacts:
     # nvidia-smi first, then NVML (its binding's import is CPU work the other probes' threads share)
     nvml: List[Callable[[], NvmlView]] = []
-    started = threading.Event()
+    nvml_started = threading.Event()
 
     def need_cuda() -> bool:  # asked in nvidia-smi's thread, once its query answered
-        started.wait()
-        return not nvml or nvml[0]().cuda is None
+        nvml_started.wait()
+        return bool(nvml) and nvml[0]().cuda is None  # no NVML started: the probe is raising
 
     smi_path, not_program = _smi_path(ctx)
     asked = _start_smi(ctx, smi_path, need_cuda) if smi_path else None
     try:
         nvml.append(_start_nvml(ctx))
-    finally:
-        started.set()
+    except BaseException:
+        # nvidia-smi's thread is not left running unobserved: it asks nothing more (need_cuda),
+        # it is waited for (each command bounded), and what NVML's start raised is raised
+        nvml_started.set()
+        if asked is not None:
+            with contextlib.suppress(Exception):  # the first failure is the one raised
+                asked()
+        raise
+    nvml_started.set()
     module_version, module_source, flavor, module_err = _kernel_module(ctx)
     lib_version, lib_path = _library_version(ctx)
     s: Dict[str, Any] = (

@@ -9,7 +9,7 @@ from envdoctor import __version__
 from envdoctor.doctypes import Json
 from envdoctor.documents import stamp
 from envdoctor.facts.serde import to_data
-from envdoctor.findings import Finding
+from envdoctor.findings import Finding, summary
 from envdoctor.lines import finding_lines, verdict
 from envdoctor.profile.facts import Breakdown, StepTimes, SyncSite, Throughput
 from envdoctor.profile.host import ProfileRun, output_tail
@@ -152,11 +152,18 @@ def render_text(
     return "\n".join(lines) + "\n"
 
 
-class ProfileSummary(TypedDict):
+class _ProfileCounts(TypedDict):
     exit_code: int
     findings: Annotated[int, Json(minimum=0)]
     errors: Annotated[int, Json(minimum=0)]
     warnings: Annotated[int, Json(minimum=0)]
+
+
+class ProfileSummary(_ProfileCounts, total=False):
+    """findings.summary's counts (every document's) and how many findings in all; 'info' is
+    not required: the documents written before it lack it."""
+
+    info: Annotated[int, Json(minimum=0)]
 
 
 class RankLine(TypedDict):
@@ -222,12 +229,7 @@ def document(
         "trace": run.trace,
         "error": run.error,
         "findings": [to_data(f) for f in findings],
-        "summary": {
-            "exit_code": exit_code,
-            "findings": len(findings),
-            "errors": sum(1 for f in findings if f.severity == "error"),
-            "warnings": sum(1 for f in findings if f.severity == "warning"),
-        },
+        "summary": {**summary(findings), "findings": len(findings), "exit_code": exit_code},
     }
     return stamp(doc, exit_code)
 

@@ -33,6 +33,10 @@ class ArchRow(Sourced):
     source: str
     checked: str
     max_cc: Optional[str] = None
+    #: what the library's own documentation offers a machine without an NVIDIA GPU (its pip
+    #: wheels being CUDA builds), read in ``cpu_source``; None: nothing known
+    cpu: Optional[str] = None
+    cpu_source: Optional[str] = None
     unconfirmed: bool = False
     unconfirmed_fields: Tuple[str, ...] = ()
     note: Optional[str] = None

@@ -15,8 +15,8 @@ from envdoctor.wheels.client import FALLBACK_BASE, IndexClient, check_variant_na
 from envdoctor.wheels.listing import VariantListing, analyze
 from envdoctor.wheels.pages import PageError, parse_html, parse_json, parse_page
 from envdoctor.wheels.report import (
+    EXIT_CANNOT_TELL,
     EXIT_FOUND,
-    EXIT_NETWORK,
     EXIT_NOT_FOUND,
     IndexUnavailable,
     best,
@@ -28,8 +28,8 @@ from envdoctor.wheels.report import (
 from envdoctor.wheels.target import Target, TargetError, expand_platform
 
 __all__ = [
+    "EXIT_CANNOT_TELL",
     "EXIT_FOUND",
-    "EXIT_NETWORK",
     "EXIT_NOT_FOUND",
     "FALLBACK_BASE",
     "IndexClient",

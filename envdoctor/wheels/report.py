@@ -12,14 +12,17 @@ from typing import Any, Iterable, Optional, Sequence, Tuple
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
+from envdoctor.clicore import EXIT_ERRORS, EXIT_OK, EXIT_USAGE
 from envdoctor.parse import version
 from envdoctor.redact import mask_text
 from envdoctor.wheels.client import IndexClient
 from envdoctor.wheels.listing import VariantListing
 from envdoctor.wheels.target import Target
 
-#: Exit codes of ``envdoctor index``.
-EXIT_FOUND, EXIT_NOT_FOUND, EXIT_NETWORK = 0, 1, 3
+#: Exit codes of ``envdoctor index``, the one policy's (``clicore``): a variant that could not be
+#: read (the network failed, a page that is no index, ``--offline`` with nothing cached) is a run
+#: that could not complete for a named reason (2), not envdoctor's bug (3, ED900).
+EXIT_FOUND, EXIT_NOT_FOUND, EXIT_CANNOT_TELL = EXIT_OK, EXIT_ERRORS, EXIT_USAGE
 
 
 class IndexUnavailable(RuntimeError):
@@ -94,16 +97,16 @@ def best(listings: Iterable[VariantListing]) -> Optional[VariantListing]:
 
 
 def exit_code(listings: Sequence[VariantListing], any_is_enough: bool = False) -> int:
-    """0 found, 1 not found / no wheel for this Python, 3 could not tell (network, bad page).
+    """0 found, 1 not found / no wheel for this Python, 2 could not tell (network, bad page, offline).
 
     Named variants must all be found; with ``--all`` (``any_is_enough``) one found is enough.
     """
     if any_is_enough:
         if any(item.found for item in listings):
             return EXIT_FOUND
-        return EXIT_NETWORK if any(item.exists is None for item in listings) else EXIT_NOT_FOUND
+        return EXIT_CANNOT_TELL if any(item.exists is None for item in listings) else EXIT_NOT_FOUND
     if any(item.exists is None for item in listings):
-        return EXIT_NETWORK
+        return EXIT_CANNOT_TELL
     return EXIT_FOUND if listings and all(item.found for item in listings) else EXIT_NOT_FOUND
 
 
