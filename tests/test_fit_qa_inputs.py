@@ -138,3 +138,9 @@ def test_the_longest_sequence_advised_is_within_the_models_positions():
     assert "longest --seq 130816 (the model's 131072 positions)" in run("Llama-3.2-1B", "--memory", "24GiB").output
     short = json.loads(run("Llama-3.2-1B", "--memory", "8GiB", "--json").output)["max_seq"]
     assert short is not None and short < 130816  # memory bounds it first there
+
+
+def test_device_map_over_more_gpus_than_layers_is_refused_like_pp():
+    r = run("gpt2", "--device-map", "auto", "--gpus", "16")
+    assert r.exit_code == 2 and "gpt2 has 12 layers, fewer than the GPUs" in r.output, r.output
+    assert run("gpt2", "--device-map", "auto", "--gpus", "12", "--no-local").exit_code == 0

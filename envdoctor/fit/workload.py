@@ -183,6 +183,11 @@ class Workload:
         out: list[str] = []
         if self.pp > 1 and self.pp > spec.total_layers:
             out.append(f"--pp {self.pp}: {spec.name} has {spec.total_layers} layers, fewer than the stages")
+        if self.device_map and self.gpus > spec.total_layers:
+            out.append(
+                f"--device-map auto over --gpus {self.gpus}: {spec.name} has {spec.total_layers} layers, "
+                "fewer than the GPUs (accelerate places whole layers)"
+            )
         if self.tp > 1 and spec.heads % self.tp:
             out.append(f"--tp {self.tp}: {spec.name}'s {spec.heads} attention heads do not split over {self.tp} GPUs")
         if self.tp > 1 and spec.kv_heads >= self.tp and spec.kv_heads % self.tp:
