@@ -144,3 +144,19 @@ def test_device_map_over_more_gpus_than_layers_is_refused_like_pp():
     r = run("gpt2", "--device-map", "auto", "--gpus", "16")
     assert r.exit_code == 2 and "gpt2 has 12 layers, fewer than the GPUs" in r.output, r.output
     assert run("gpt2", "--device-map", "auto", "--gpus", "12", "--no-local").exit_code == 0
+
+
+def test_the_allocator_setting_is_read_and_measured_under_the_name_torch_reads_first():
+    """torch reads PYTORCH_ALLOC_CONF before PYTORCH_CUDA_ALLOC_CONF (c10/core/AllocatorConfig.cpp):
+    fit read them the other way round, and --measure set only the second, so a shell's
+    PYTORCH_ALLOC_CONF measured another setting than the one estimated."""
+    from envdoctor.fit.host import measured_env
+
+    both = {"PYTORCH_ALLOC_CONF": "expandable_segments:True", "PYTORCH_CUDA_ALLOC_CONF": "max_split_size_mb:64"}
+    r = run("gpt2", "--train", "--no-local", "--json", env=both)
+    assert json.loads(r.output)["workload"]["alloc_conf"] == "expandable_segments:True", r.output
+    env = measured_env(both, "garbage_collection_threshold:0.5")
+    assert env["PYTORCH_ALLOC_CONF"] == env["PYTORCH_CUDA_ALLOC_CONF"] == "garbage_collection_threshold:0.5"
+    env = measured_env(both, "")  # --alloc-conf "" asks for the default allocator: the shell's goes
+    assert "PYTORCH_ALLOC_CONF" not in env and "PYTORCH_CUDA_ALLOC_CONF" not in env
+    assert env["HF_HUB_OFFLINE"] == "1"

@@ -432,7 +432,8 @@ def fit(
         if spec.traits.learned_positions and spec.max_positions:
             seq = min(seq, spec.max_positions - new_tokens)
     if alloc_conf is None:
-        alloc_conf = os.environ.get("PYTORCH_CUDA_ALLOC_CONF") or os.environ.get("PYTORCH_ALLOC_CONF") or ""
+        # torch reads PYTORCH_ALLOC_CONF first, then PYTORCH_CUDA_ALLOC_CONF (c10/core/AllocatorConfig.cpp)
+        alloc_conf = os.environ.get("PYTORCH_ALLOC_CONF") or os.environ.get("PYTORCH_CUDA_ALLOC_CONF") or ""
     if len(alloc_conf) > 1000 or any(not (c.isascii() and c.isprintable()) for c in alloc_conf):
         _fail("--alloc-conf (or PYTORCH_CUDA_ALLOC_CONF) is not a setting like expandable_segments:True")
     wrong = alloc_conf_problem(alloc_conf)
