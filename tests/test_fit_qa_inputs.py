@@ -160,3 +160,8 @@ def test_the_allocator_setting_is_read_and_measured_under_the_name_torch_reads_f
     env = measured_env(both, "")  # --alloc-conf "" asks for the default allocator: the shell's goes
     assert "PYTORCH_ALLOC_CONF" not in env and "PYTORCH_CUDA_ALLOC_CONF" not in env
     assert env["HF_HUB_OFFLINE"] == "1"
+
+
+def test_a_gpu_not_in_the_table_names_the_way_to_judge_it_anyway():
+    r = run("gpt2", "--gpu", "RTX 4090 Laptop GPU")
+    assert r.exit_code == 2 and "--memory SIZE judges against any GPU" in r.output, r.output

@@ -163,7 +163,10 @@ def _gpus(names: tuple[str, ...], sizes: tuple[str, ...], ecc: str | None, local
             _fail(f"--gpu: a name of {len(name)} characters is no GPU's name (`envdoctor table gpu` lists them)")
         g = table.gpu(name)
         if g is None:
-            _fail(f"--gpu {name[:80]!r}: not in the table (`envdoctor table gpu` lists them)")
+            _fail(
+                f"--gpu {name[:80]!r}: not in the table (`envdoctor table gpu` lists them); "
+                "--memory SIZE judges against any GPU, e.g. --memory 16GiB"
+            )
             raise AssertionError  # unreachable; keeps mypy's flow analysis happy
         if not g.memory_gib:
             _fail(f"--gpu {name!r}: the table has no memory figure for {g.name}; give --memory")
