@@ -173,7 +173,13 @@ def _gpus(names: tuple[str, ...], sizes: tuple[str, ...], ecc: str | None, local
         out.append(usable_gpu(g.name, g.memory_gib, g.cc, g.is_datacenter(), load_usable(), ecc))
     for size in sizes:
         try:
-            out.append(Gpu(f"--memory {size}", parse_size(size), "given"))
+            out.append(
+                Gpu(
+                    f"--memory {size}",
+                    parse_size(size),
+                    "given: taken as what a process can allocate (torch's 'total capacity', below the datasheet)",
+                )
+            )
         except ValueError as exc:
             _fail(f"--memory: {exc}")
     if out or not local:
@@ -295,7 +301,12 @@ def _table_gpus() -> list:
     "--gpu", "gpu_names", multiple=True, metavar="NAME", help="Judge against this GPU from the table (repeatable)."
 )
 @click.option(
-    "--memory", "sizes", multiple=True, metavar="SIZE", help="Judge against this much memory: 24GiB, 80GB (repeatable)."
+    "--memory",
+    "sizes",
+    multiple=True,
+    metavar="SIZE",
+    help="Judge against this much memory a process can allocate (torch's 'total capacity', below the "
+    "datasheet's: an RTX 4090 gives 23.68GiB): 24GiB, 80GB (repeatable).",
 )
 @click.option(
     "--alloc-conf",
