@@ -208,3 +208,11 @@ def test_sdpa_below_sm80_with_grouped_kv_heads_is_judged_as_the_math_kernel_it_r
     _, gpt2 = fit_json(["gpt2", "--train", "--dtype", "fp16", "--gpu", "T4"])
     assert not gpt2["gpus"][0].get("note")
     assert any(w["fits"] and w["flags"] == "--grad-checkpointing" for w in doc["ways"])
+
+
+def test_bf16_training_on_a_t4_is_offered_fp16_autocast_with_loss_scaling_too():
+    """Pure fp16 training has no loss scaling (HF Trainer refuses fp16=True on fp16 weights); the
+    T4's recipe is fp32 weights under fp16 autocast, and it is a way of its own, with its peak."""
+    _, doc = fit_json(["Qwen2.5-0.5B", "--train", "--gpu", "T4"])
+    flags = [w["flags"] for w in doc["ways"]]
+    assert flags[:2] == ["--dtype fp16", "--dtype fp32 --amp fp16"], flags

@@ -379,6 +379,13 @@ def _ways(spec: ModelSpec, given: Workload, gpu: Gpu, table_gpus: Sequence[Gpu],
     if fixes:
         # the GPU cannot run it as given: every other way is on top of what it can run
         consider("; ".join(fixes), w)
+        if w.train and w.dtype == "fp16" and given.dtype == "bf16":
+            # pure fp16 training has no loss scaling (HF Trainer refuses fp16=True on fp16 weights):
+            # fp32 weights under fp16 autocast with a GradScaler is the recipe for these GPUs
+            consider(
+                "fp32 weights under fp16 autocast (mixed precision with loss scaling)",
+                w.with_(dtype="fp32", amp="fp16"),
+            )
     if w.train:
         if w.amp and w.dtype == "fp32":
             pure = w.with_(dtype=w.amp, amp=None)
