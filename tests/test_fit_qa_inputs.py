@@ -165,3 +165,30 @@ def test_the_allocator_setting_is_read_and_measured_under_the_name_torch_reads_f
 def test_a_gpu_not_in_the_table_names_the_way_to_judge_it_anyway():
     r = run("gpt2", "--gpu", "RTX 4090 Laptop GPU")
     assert r.exit_code == 2 and "--memory SIZE judges against any GPU" in r.output, r.output
+
+
+@pytest.mark.parametrize(
+    "args,says",
+    [
+        # vLLM's QKVParallelLinear: divide(tp, kv heads) when there are fewer KV heads than GPUs
+        (["Qwen2.5-7B", "--tp", "7"], "Qwen2.5-7B's 4 KV heads are replicated only over a multiple of 4 GPUs"),
+        # 28 heads, 4 KV heads and 18944 columns all split over 4
+        (["Qwen2.5-7B", "--tp", "4"], ""),
+    ],
+)
+def test_a_tensor_parallel_split_the_layers_cannot_take_is_refused(args, says):
+    r = run(*args, "--no-local")
+    if says:
+        assert r.exit_code == 2 and says in r.output, r.output
+    else:
+        assert r.exit_code == 0, r.output
+
+
+def test_the_mlp_width_must_split_in_equal_columns():
+    from envdoctor.fit.models import bundled_models
+    from envdoctor.fit.workload import Workload
+
+    spec = bundled_models().find("Qwen2.5-7B").spec  # 28 heads, 4 KV heads, MLP 18944 = 2^7 x 148
+    assert any(
+        "MLP width 18944 does not split into 28" in p for p in Workload(mode="infer", tp=28, gpus=28).problems(spec)
+    )

@@ -192,6 +192,19 @@ class Workload:
             out.append(f"--tp {self.tp}: {spec.name}'s {spec.heads} attention heads do not split over {self.tp} GPUs")
         if self.tp > 1 and spec.kv_heads >= self.tp and spec.kv_heads % self.tp:
             out.append(f"--tp {self.tp}: {spec.name}'s {spec.kv_heads} KV heads do not split over {self.tp} GPUs")
+        # fewer KV heads than GPUs: each is replicated tp / kv times, which must be whole, and the MLP's
+        # width is split in equal columns (vLLM's QKVParallelLinear and MergedColumnParallelLinear: divide())
+        if self.tp > 1 and 0 < spec.kv_heads < self.tp and self.tp % spec.kv_heads:
+            out.append(
+                f"--tp {self.tp}: {spec.name}'s {spec.kv_heads} KV heads are replicated only over a multiple "
+                f"of {spec.kv_heads} GPUs"
+            )
+        widths = {w for w in (spec.intermediate if not spec.experts else 0, spec.expert_intermediate) if w}
+        if self.tp > 1 and any(w % self.tp for w in widths):
+            out.append(
+                f"--tp {self.tp}: {spec.name}'s MLP width {sorted(widths)[0]} does not split into {self.tp} "
+                "equal columns"
+            )
         if self.quant and spec.experts:
             # transformers 5 keeps an MoE's experts as fused 3-D parameters (MixtralExperts.gate_up_proj),
             # which bitsandbytes' nn.Linear swap skips: they stay in --dtype (bitsandbytes#1849), the bulk
