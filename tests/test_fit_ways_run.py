@@ -216,3 +216,9 @@ def test_bf16_training_on_a_t4_is_offered_fp16_autocast_with_loss_scaling_too():
     _, doc = fit_json(["Qwen2.5-0.5B", "--train", "--gpu", "T4"])
     flags = [w["flags"] for w in doc["ways"]]
     assert flags[:2] == ["--dtype fp16", "--dtype fp32 --amp fp16"], flags
+
+
+def test_a_pipeline_that_does_not_fit_is_offered_more_stages():
+    _, doc = fit_json(["Llama-3.1-8B", "--train", "--pp", "2", "--gpu", "RTX 4090"])
+    staged = [w for w in doc["ways"] if "pipeline over" in w["label"]]
+    assert staged and staged[0]["fits"] and "--pp" in staged[0]["flags"], doc["ways"]

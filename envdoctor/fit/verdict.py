@@ -402,6 +402,14 @@ def _ways(spec: ModelSpec, given: Workload, gpu: Gpu, table_gpus: Sequence[Gpu],
         if not w.quant:
             rank = w.lora_rank or 16
             consider(f"QLoRA: int4 base + LoRA r={rank}", w.with_(quant="int4", lora_rank=rank))
+        if w.pp > 1:
+            for n in (4, 8, 16, 32, 64):
+                staged = w.with_(pp=n, gpus=n)
+                if n <= w.pp or staged.problems(spec):
+                    continue
+                if _peak(spec, staged, const, gpu) <= limit:
+                    consider(f"pipeline over {n} stages (per GPU)", staged)
+                    break
         if w.zero != 3:
             for n in (2, 4, 8, 16, 32, 64):
                 changed = w.with_(zero=3, gpus=max(n, w.gpus) if w.ddp or w.zero else n, ddp=False, pp=1)
