@@ -148,8 +148,9 @@ def local_gpus(nvml: Any = None) -> tuple[list[Gpu], str | None]:
             Gpu(
                 f"GPU {r.index}: {name}",
                 free,
-                f"this machine, NVML free: total {total / GIB:.2f} GiB less the driver's reserve and "
-                f"{used / GIB:.2f} GiB in use by processes now",
+                # nvmlDeviceGetMemoryInfo's used is the sum of the driver's reserve and what processes hold
+                f"this machine, NVML free: total {total / GIB:.2f} GiB less {used / GIB:.2f} GiB used now "
+                "(the driver's reserve and what other processes hold; the job's own context is in its peak)",
                 cc if isinstance(cc, str) else None,
             )
         )
