@@ -195,3 +195,13 @@ def test_the_mlp_width_must_split_in_equal_columns():
     assert any(
         "MLP width 18944 does not split into 28" in p for p in Workload(mode="infer", tp=28, gpus=28).problems(spec)
     )
+
+
+def test_the_html_page_says_cannot_run_and_the_flags_to_leave_out(monkeypatch, tmp_path):
+    monkeypatch.setenv("ENVDOCTOR_DATA", str(ROOT / "data"))
+    out = tmp_path / "t4.html"
+    r = run("Llama-3.1-8B", "--train", "--dtype", "fp32", "--amp", "bf16", "--gpu", "T4", "--html", "-o", str(out))
+    assert r.exit_code == 1, r.output
+    html = out.read_text()
+    assert "cannot run it on Tesla T4" in html and "bf16 needs compute capability 8.0" in html
+    assert "--dtype fp16 (without --amp)" in html
