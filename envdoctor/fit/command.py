@@ -12,6 +12,7 @@ and the one line follows on stderr); 3 envdoctor itself failed.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 from pathlib import Path
@@ -54,17 +55,21 @@ _ALLOC_NUMBERS = (
 )
 
 
-def alloc_conf_problem(conf: str) -> str:
-    """What is wrong with a PYTORCH_CUDA_ALLOC_CONF string, or "" when nothing is; pure.
+#: options torch reads as a boolean: exactly ``True`` or ``False`` (c10's ConfigTokenizer::toBool,
+#: pytorch/pytorch@0ac71663 c10/core/AllocatorConfig.h; ``true`` is refused at the first allocation)
+_ALLOC_BOOLS = (
+    "expandable_segments",
+    "pinned_use_background_threads",
+    "pinned_use_cuda_host_register",
+    "release_lock_on_cudamalloc",
+    "graph_capture_record_stream_reuse",
+)
+#: the allocator backends torch knows (CUDAAllocatorConfig's ``backend``)
+_ALLOC_BACKENDS = ("native", "cudaMallocAsync")
 
-    Only the shape is judged (``key:value`` items split by commas, a bracketed list kept whole, a
-    number where one is expected), not the key's name, which newer torch releases extend.
 
-    >>> alloc_conf_problem("expandable_segments:True,max_split_size_mb:512")
-    ''
-    >>> alloc_conf_problem("max_split_size_mb:NaN")
-    "max_split_size_mb takes a number, not 'NaN'"
-    """
+def _alloc_items(conf: str) -> list[str]:
+    """The ``key:value`` items of an allocator setting, split by commas outside brackets, stripped."""
     items, depth, part = [], 0, ""
     for c in conf:
         depth += (c == "[") - (c == "]")
@@ -74,7 +79,26 @@ def alloc_conf_problem(conf: str) -> str:
         else:
             part += c
     items.append(part)
-    for item in (i.strip() for i in items):
+    return [i.strip() for i in items]
+
+
+def alloc_conf_problem(conf: str) -> str:
+    """What is wrong with a PYTORCH_CUDA_ALLOC_CONF string, or "" when nothing is; pure.
+
+    The shape is judged (``key:value`` items split by commas, a bracketed list kept whole, a number
+    where one is expected, ``True``/``False`` exactly where torch takes a boolean, the ranges torch
+    checks: ``max_split_size_mb`` >= 20, ``garbage_collection_threshold`` in (0, 1),
+    pytorch/pytorch@0ac71663 c10/core/AllocatorConfig.cpp), not an unknown key's name, which newer
+    torch releases extend.
+
+    >>> alloc_conf_problem("expandable_segments:True,max_split_size_mb:512")
+    ''
+    >>> alloc_conf_problem("max_split_size_mb:NaN")
+    "max_split_size_mb takes a number, not 'NaN'"
+    >>> alloc_conf_problem("expandable_segments:true")
+    "expandable_segments takes True or False (torch's spelling), not 'true'"
+    """
+    for item in _alloc_items(conf):
         if not item:
             continue
         key, colon, value = (s.strip() for s in item.partition(":"))
@@ -87,6 +111,34 @@ def alloc_conf_problem(conf: str) -> str:
                 number = float("nan")
             if not (number >= 0 and number != float("inf")):
                 return f"{key} takes a number, not {value!r}"
+            if key in ("max_split_size_mb", "max_non_split_rounding_mb") and number < 20:
+                return f"{key} must be at least 20 (torch: 'too small, must be >= 20'), not {value!r}"
+            if key == "garbage_collection_threshold" and not 0 < number < 1:
+                return f"garbage_collection_threshold must be between 0.0 and 1.0 (exclusive), not {value!r}"
+        if key in _ALLOC_BOOLS and value not in ("True", "False"):
+            return f"{key} takes True or False (torch's spelling), not {value!r}"
+        if key == "backend" and value not in _ALLOC_BACKENDS:
+            return f"backend is native or cudaMallocAsync, not {value!r}"
+    return ""
+
+
+def alloc_conf_note(conf: str) -> str:
+    """What the estimate does not model in a valid PYTORCH_CUDA_ALLOC_CONF, "" when nothing; pure.
+
+    >>> alloc_conf_note("expandable_segments:True")
+    ''
+    >>> alloc_conf_note("backend:cudaMallocAsync")[:40]
+    'backend:cudaMallocAsync: the reserve is '
+    """
+    keys = [i.partition(":")[0].strip() for i in _alloc_items(conf) if ":" in i]
+    if "backend:cudaMallocAsync" in conf.replace(" ", ""):
+        return (
+            "backend:cudaMallocAsync: the reserve is a model of torch's native caching allocator; "
+            "CUDA's own pool (cudaMallocAsync) is not modelled, so the band is not its band"
+        )
+    other = [k for k in keys if k and k not in ("expandable_segments", "backend") and not k.startswith("pinned_")]
+    if other:
+        return f"{', '.join(sorted(set(other)))}: not modelled (the reserve is the default allocator's for these)"
     return ""
 
 
@@ -111,14 +163,23 @@ def _gpus(names: tuple[str, ...], sizes: tuple[str, ...], ecc: str | None, local
             _fail(f"--gpu: a name of {len(name)} characters is no GPU's name (`envdoctor table gpu` lists them)")
         g = table.gpu(name)
         if g is None:
-            _fail(f"--gpu {name[:80]!r}: not in the table (`envdoctor table gpu` lists them)")
+            _fail(
+                f"--gpu {name[:80]!r}: not in the table (`envdoctor table gpu` lists them); "
+                "--memory SIZE judges against any GPU, e.g. --memory 16GiB"
+            )
             raise AssertionError  # unreachable; keeps mypy's flow analysis happy
         if not g.memory_gib:
             _fail(f"--gpu {name!r}: the table has no memory figure for {g.name}; give --memory")
-        out.append(usable_gpu(g.name, g.memory_gib, g.cc, bool(g.is_datacenter()), load_usable(), ecc))
+        out.append(usable_gpu(g.name, g.memory_gib, g.cc, g.is_datacenter(), load_usable(), ecc))
     for size in sizes:
         try:
-            out.append(Gpu(f"--memory {size}", parse_size(size), "given"))
+            out.append(
+                Gpu(
+                    f"--memory {size}",
+                    parse_size(size),
+                    "given: taken as what a process can allocate (torch's 'total capacity', below the datasheet)",
+                )
+            )
         except ValueError as exc:
             _fail(f"--memory: {exc}")
     if out or not local:
@@ -134,9 +195,7 @@ def _table_gpus() -> list:
     from envdoctor.table import load_table
 
     rows = load_usable()
-    return [
-        usable_gpu(g.name, g.memory_gib, g.cc, bool(g.is_datacenter()), rows) for g in load_table().gpus if g.memory_gib
-    ]
+    return [usable_gpu(g.name, g.memory_gib, g.cc, g.is_datacenter(), rows) for g in load_table().gpus if g.memory_gib]
 
 
 @click.command("fit")
@@ -242,7 +301,12 @@ def _table_gpus() -> list:
     "--gpu", "gpu_names", multiple=True, metavar="NAME", help="Judge against this GPU from the table (repeatable)."
 )
 @click.option(
-    "--memory", "sizes", multiple=True, metavar="SIZE", help="Judge against this much memory: 24GiB, 80GB (repeatable)."
+    "--memory",
+    "sizes",
+    multiple=True,
+    metavar="SIZE",
+    help="Judge against this much memory a process can allocate (torch's 'total capacity', below the "
+    "datasheet's: an RTX 4090 gives 23.68GiB): 24GiB, 80GB (repeatable).",
 )
 @click.option(
     "--alloc-conf",
@@ -382,7 +446,8 @@ def fit(
         if spec.traits.learned_positions and spec.max_positions:
             seq = min(seq, spec.max_positions - new_tokens)
     if alloc_conf is None:
-        alloc_conf = os.environ.get("PYTORCH_CUDA_ALLOC_CONF") or os.environ.get("PYTORCH_ALLOC_CONF") or ""
+        # torch reads PYTORCH_ALLOC_CONF first, then PYTORCH_CUDA_ALLOC_CONF (c10/core/AllocatorConfig.cpp)
+        alloc_conf = os.environ.get("PYTORCH_ALLOC_CONF") or os.environ.get("PYTORCH_CUDA_ALLOC_CONF") or ""
     if len(alloc_conf) > 1000 or any(not (c.isascii() and c.isprintable()) for c in alloc_conf):
         _fail("--alloc-conf (or PYTORCH_CUDA_ALLOC_CONF) is not a setting like expandable_segments:True")
     wrong = alloc_conf_problem(alloc_conf)
@@ -392,6 +457,8 @@ def fit(
             "(torch refuses it at the first CUDA allocation)"
         )
     if fsdp:
+        if n_gpus < 2:
+            _fail("--fsdp shards over --gpus N; give N of 2 or more")
         if zero not in (0, 3):
             _fail(f"--fsdp is ZeRO-3's layout (full shard); it does not go with --zero {zero}")
         zero = 3
@@ -427,6 +494,11 @@ def fit(
     problems: list[str] = w.problems(spec)
     if problems:
         _fail(problems[0])
+    if ecc and not gpu_names:
+        _fail(
+            f"--ecc {ecc} picks a --gpu NAME's usable figure; give --gpu (this machine's NVML figure "
+            "and a --memory size already are what they are)"
+        )
     if cpu and not measure:
         _fail("--cpu goes with --measure (it measures on the CPU)")
     if measure and (w.gpus > 1 or w.zero):
@@ -447,6 +519,10 @@ def fit(
         )
     gpus, judged = _gpus(gpu_names, sizes, ecc, local)
     report = fit_report(spec, w, gpus, _table_gpus(), load_constants())
+    unmodelled = alloc_conf_note(w.alloc_conf)
+    if unmodelled:
+        est = report.estimate
+        report = dataclasses.replace(report, estimate=dataclasses.replace(est, notes=(*est.notes, unmodelled)))
     failed = any(not v.fits for v in report.verdicts)
     section: Optional[MeasurementSection] = None
     text, stopped = "", ""

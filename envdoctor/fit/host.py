@@ -189,6 +189,33 @@ def start_probe(
     return None
 
 
+#: the names torch reads the allocator setting from, the one it reads first first
+#: (pytorch/pytorch@0ac71663 c10/core/AllocatorConfig.cpp: PYTORCH_ALLOC_CONF, then the deprecated
+#: PYTORCH_CUDA_ALLOC_CONF)
+ALLOC_CONF_NAMES = ("PYTORCH_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF")
+
+
+def measured_env(base: Mapping[str, str], alloc_conf: str) -> dict[str, str]:
+    """The child's environment: ``base``, offline, and the allocator setting the estimate assumed
+    under both names torch reads (none when it assumed the default), so a shell's
+    PYTORCH_ALLOC_CONF, which torch reads first, cannot measure another setting than asked.
+
+    >>> measured_env({"PYTORCH_ALLOC_CONF": "expandable_segments:True"}, "")["PYTORCH_CUDA_ALLOC_CONF"]
+    Traceback (most recent call last):
+    ...
+    KeyError: 'PYTORCH_CUDA_ALLOC_CONF'
+    >>> measured_env({"PYTORCH_ALLOC_CONF": "max_split_size_mb:64"}, "expandable_segments:True")["PYTORCH_ALLOC_CONF"]
+    'expandable_segments:True'
+    """
+    env = dict(base)
+    env.update(OFFLINE)
+    for name in ALLOC_CONF_NAMES:
+        env.pop(name, None)
+        if alloc_conf:
+            env[name] = alloc_conf
+    return env
+
+
 def run_measure(
     spec: ModelSpec,
     raw: Mapping[str, Any],
@@ -222,10 +249,7 @@ def run_measure(
     note: str | None = None
     if not cpu:
         free, gpus, note = free_before(nvml)
-    child_env = dict(os.environ if env is None else env)
-    child_env.update(OFFLINE)
-    if est.workload.alloc_conf:  # the allocator setting the estimate assumed is the one measured
-        child_env["PYTORCH_CUDA_ALLOC_CONF"] = est.workload.alloc_conf
+    child_env = measured_env(os.environ if env is None else env, est.workload.alloc_conf)
     job = Job(SCRIPT, config, python, limit, what="the fit measurement", env=child_env)
     hook = (lambda _i, e: on_event(e)) if on_event is not None else None
     runs, interrupted = run_children([job], on_event=hook, stop=stop)

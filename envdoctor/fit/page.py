@@ -16,6 +16,12 @@ def _gib(n: Any) -> Optional[float]:
     return float(n) / GIB if isinstance(n, (int, float)) else None
 
 
+def _flags(way: Mapping[str, Any]) -> str:
+    """A way's flags and the given ones it leaves out: ``--dtype bf16 (without --amp)``."""
+    without = [str(f) for f in way.get("without") or () if isinstance(f, str)]
+    return str(way.get("flags") or "") + (f" (without {', '.join(without)})" if without else "")
+
+
 def fit_page(doc: Mapping[str, Any], machine: Optional[Redactor] = None) -> str:
     d = redact_document(doc, machine)
     code = int((d.get("summary") or {}).get("exit_code") or 0)
@@ -26,7 +32,10 @@ def fit_page(doc: Mapping[str, Any], machine: Optional[Redactor] = None) -> str:
     if not gpus:
         verdict = f"the peak is {peak_text} ({d.get('peak_phase')}); no GPU given to compare with"
     else:
-        verdict = "; ".join(f"{'fits' if g.get('fits') else 'does not fit'} {g.get('name')}" for g in gpus)
+        verdict = "; ".join(
+            f"{'fits' if g.get('fits') else 'cannot run it on' if g.get('problem') else 'does not fit'} {g.get('name')}"
+            for g in gpus
+        )
         verdict += f" (peak {peak_text} at {d.get('peak_phase')})"
     terms = [(str(k), _gib(v) or 0.0) for k, v in (d.get("terms") or {}).items()]
     bars = [
@@ -41,7 +50,7 @@ def fit_page(doc: Mapping[str, Any], machine: Optional[Redactor] = None) -> str:
         section(
             "Against the GPUs",
             table(
-                ["GPU", "memory GiB", "fits", "spare GiB", "source"],
+                ["GPU", "memory GiB", "fits", "spare GiB", "source", "why"],
                 [
                     [
                         g.get("name"),
@@ -49,6 +58,8 @@ def fit_page(doc: Mapping[str, Any], machine: Optional[Redactor] = None) -> str:
                         Cell("yes" if g.get("fits") else "no", "" if g.get("fits") else "error"),
                         _gib(g.get("spare_bytes")),
                         g.get("source"),
+                        # the GPU cannot run it (bf16 below sm_80), or runs it unlike the estimate printed
+                        g.get("problem") or g.get("note") or "",
                     ]
                     for g in gpus
                 ],
@@ -84,17 +95,20 @@ def fit_page(doc: Mapping[str, Any], machine: Optional[Redactor] = None) -> str:
                     [
                         [
                             x.get("label"),
-                            x.get("flags"),
+                            _flags(x),
                             _gib(x.get("peak_bytes")),
                             Cell("yes" if x.get("fits") else "no", "" if x.get("fits") else "warning"),
                         ]
                         for x in ways
                     ],
                 ),
-                para("Add the flags of a way that fits to the same fit command:", "muted")
+                para(
+                    "Add the flags of a way that fits to the same fit command (leaving out those it says without):",
+                    "muted",
+                )
                 if any(x.get("fits") for x in ways)
                 else "",
-                commands([str(x.get("flags")) for x in ways if x.get("fits")]),
+                commands([_flags(x) for x in ways if x.get("fits")]),
                 id="ways",
             )
         )

@@ -181,6 +181,10 @@ class GpuVerdict(_GpuKeys, total=False):
     source: str
     cc: Optional[str]
     problem: Optional[str]
+    note: Annotated[
+        Optional[str],
+        Json(description="how this GPU runs it unlike the estimate printed (SDPA's math kernel below sm_80)"),
+    ]
 
 
 class _WayKeys(TypedDict):
@@ -190,9 +194,11 @@ class _WayKeys(TypedDict):
 
 
 class WayToFit(_WayKeys, total=False):
-    """A change that makes the run fit the GPU of ``ways_for``: its flags and the new peak."""
+    """A change that makes the run fit the GPU of ``ways_for``: its flags (to add or set; ``without``:
+    the given flags to leave out) and the new peak."""
 
     flags: str
+    without: List[str]
 
 
 class MeasuredDevice(TypedDict, total=False):
@@ -331,6 +337,13 @@ class FitDocument(_FitKeys, total=False):
     ]
     ways_for: Optional[str]
     limits_for: Optional[str]
+    limits_with: Annotated[
+        str,
+        Json(
+            description="flags max_batch and max_seq assume beyond those given "
+            "(--dtype fp16 where limits_for cannot run bf16)"
+        ),
+    ]
     measurement: MeasurementSection
     summary: FitSummary
 
@@ -423,6 +436,8 @@ def render_fit_text(report: FitReport, list_ways: bool = True, judged: str = "")
                 state = f"fits, {gib(v.spare_bytes)} spare" if v.fits else f"does not fit by {gib(-v.spare_bytes)}"
             lines.append(f"  {v.gpu.name:<{name_w}}  {gib(v.gpu.total_bytes):>11} usable  {state}")
             lines.append(f"  {'':<{name_w}}  {'':>11} ({v.gpu.source})")
+            if v.note:
+                lines.append(f"  {'':<{name_w}}  {'':>11} {v.note}")
     else:
         lines += [
             "",
@@ -431,18 +446,23 @@ def render_fit_text(report: FitReport, list_ways: bool = True, judged: str = "")
         ]
     if list_ways and report.ways and report.ways_for:
         lines += ["", f"Ways to fit {report.ways_for.name} ({gib(report.ways_for.total_bytes)}):"]
-        flag_w = max(len(x.flags) for x in report.ways)
-        for x in report.ways:
+        shown = [x.flags + (f" (without {', '.join(x.without)})" if x.without else "") for x in report.ways]
+        flag_w = max(len(f) for f in shown)
+        for x, flags in zip(report.ways, shown):
             state = "fits" if x.fits else "still too big"
-            lines.append(f"  {x.flags:<{flag_w}}  {gib(x.peak_bytes):>11}  {state}: {x.label}")
+            lines.append(f"  {flags:<{flag_w}}  {gib(x.peak_bytes):>11}  {state}: {x.label}")
     if report.limit_gpu is not None:
         g = report.limit_gpu
         mb = "none (not even 1)" if report.max_batch is None else str(report.max_batch)
         ms = "none" if report.max_seq is None else str(report.max_seq)
-        lines.append(
-            f"On {g.name} ({gib(g.total_bytes)}), with the other options as given: largest --batch "
-            f"{mb}, longest --seq {ms}"
+        if report.max_seq is not None and spec.max_positions and report.max_seq == spec.max_positions - w.new_tokens:
+            ms += f" (the model's {spec.max_positions} positions)"
+        given = (
+            f"with {report.limits_with} and the other options as given"
+            if report.limits_with
+            else "with the other options as given"
         )
+        lines.append(f"On {g.name} ({gib(g.total_bytes)}), {given}: largest --batch {mb}, longest --seq {ms}")
     if est.notes:
         lines += [""] + [f"note: {n}" for n in est.notes]
     return "\n".join(lines) + "\n"
@@ -537,11 +557,13 @@ def _fit_document(report: FitReport) -> FitDocument:
             "spare_bytes": v.spare_bytes,
             "cc": v.gpu.cc,
             "problem": v.problem,
+            "note": v.note,
         }
         for v in report.verdicts
     ]
     ways: List[WayToFit] = [
-        {"label": x.label, "flags": x.flags, "peak_bytes": x.peak_bytes, "fits": x.fits} for x in report.ways
+        {"label": x.label, "flags": x.flags, "peak_bytes": x.peak_bytes, "fits": x.fits, "without": list(x.without)}
+        for x in report.ways
     ]
     saved: Dict[str, List[SavedTensor]] = {
         kind: [{"tensor": x.name, "bytes_per_token": x.bytes_per_token, "kept_by": list(x.savers)} for x in tensors]
@@ -566,6 +588,7 @@ def _fit_document(report: FitReport) -> FitDocument:
         "max_batch": report.max_batch,
         "max_seq": report.max_seq,
         "limits_for": report.limit_gpu.name if report.limit_gpu else None,
+        "limits_with": report.limits_with,
         "notes": list(est.notes),
     }
 

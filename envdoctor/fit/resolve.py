@@ -113,6 +113,20 @@ def _cached_spec(repo_id: str, path: Path) -> tuple[ModelSpec, dict[str, Any]]:
 
 
 def _not_found(arg: str, cache: Path) -> ConfigError:
+    folder = cache / ("models--" + arg.replace("/", "--"))
+    try:
+        present = folder.is_dir()
+    except OSError:
+        present = False
+    if present:
+        # the repository was fetched in part (a gated model refused, an interrupted download, a
+        # snapshot whose blob was deleted): say so, not "not in the cache"
+        return ConfigError(
+            f"{arg!r}: its Hugging Face cache folder {folder} holds no readable config.json (a gated "
+            "model needs its license accepted on the Hub and `huggingface-cli login`; an interrupted "
+            f"download or a deleted blob leaves the same) nor is it a bundled model; get it with "
+            f"`huggingface-cli download {arg} config.json` (envdoctor never downloads)"
+        )
     return ConfigError(
         f"{arg!r} is not in the local Hugging Face cache (looked in {cache / 'models--'}"
         f"{arg.replace('/', '--')}; HF_HUB_CACHE or HF_HOME move it) nor a bundled model; "

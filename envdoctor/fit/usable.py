@@ -35,6 +35,11 @@ GIB = 2**30
 #: data-center cards (GDDR ones lose 1/16 to ECC, which is on by default: the T4's 14.56 of 16), others
 FALLBACK_DATACENTER = 0.91
 FALLBACK_OTHER = 0.97
+#: ... and never more than the datasheet less this: the driver's reserve is about constant, so a
+#: ratio overstates small cards (an RTX 2060 6GB gives 5.79 GiB, facebookresearch/meshrcnn#92, a
+#: GTX 1660 Ti 5.81, zhou13/lcnn#23: 97% of 6 would be 5.82); the largest reserve of the rows is
+#: the RTX 4090's 0.32 GiB (24 less 23.68)
+FALLBACK_RESERVE_GIB = 0.35
 
 
 @dataclass(frozen=True)
@@ -76,12 +81,20 @@ def usable_gpu(
     name: str,
     datasheet_gib: float | None,
     cc: str | None,
-    datacenter: bool,
+    datacenter: bool | None,
     rows_: Sequence[Usable],
     ecc: str | None = None,
 ) -> Gpu:
     """The Gpu ``--gpu NAME`` is judged against: its ``[[usable]]`` row (ECC on before the others
-    unless ``ecc`` asks for one), else the datasheet figure x the fallback ratio, said so."""
+    unless ``ecc`` asks for one), else the datasheet figure x the fallback ratio, said so; a card the
+    table does not confirm as data-center or not (``datacenter`` None: the Tesla K80, whose process
+    gets 11.17 GiB of its 12) takes the data-center card's smaller ratio, so the guess is never over.
+
+    >>> round(usable_gpu("Tesla K80", 12.0, "3.7", None, ()).total_bytes / 2**30, 2)
+    10.92
+    >>> round(usable_gpu("NVIDIA GeForce RTX 2060", 6.0, "7.5", False, ()).total_bytes / 2**30, 2)
+    5.65
+    """
     mine = [r for r in rows_ if r.gpu == name]
     if ecc:
         mine = [r for r in mine if r.ecc == ecc] or mine
@@ -94,19 +107,22 @@ def usable_gpu(
         flag = ", unconfirmed" if r.unconfirmed else ""
         first = r.source.split(" ")[0]
         return Gpu(name, int(r.usable_gib * GIB), f"usable {state}, data/fit.toml: {first}{flag}{also}", cc)
-    ratio = FALLBACK_DATACENTER if datacenter else FALLBACK_OTHER
+    ratio = FALLBACK_OTHER if datacenter is False else FALLBACK_DATACENTER
     total = float(datasheet_gib or 0)
     why = (
         "data-center card: GDDR models lose 1/16 to ECC, on by default"
         if datacenter
         else "the smallest measured ratio without ECC"
+        if datacenter is False
+        else "the table does not confirm whether it is a data-center card: ECC on assumed, the smaller ratio"
     )
-    return Gpu(
-        name,
-        int(total * ratio * GIB),
-        f"estimated: {ratio:.0%} of the datasheet {total:g} GiB ({why}; no measured row in data/fit.toml)",
-        cc,
+    guess = min(total * ratio, total - FALLBACK_RESERVE_GIB)
+    how = (
+        f"{ratio:.0%} of the datasheet {total:g} GiB ({why}"
+        if guess == total * ratio
+        else f"the datasheet {total:g} GiB less {FALLBACK_RESERVE_GIB:g} GiB (the largest driver reserve measured"
     )
+    return Gpu(name, int(max(guess, 0.0) * GIB), f"estimated: {how}; no measured row in data/fit.toml)", cc)
 
 
 def local_gpus(nvml: Any = None) -> tuple[list[Gpu], str | None]:
@@ -132,8 +148,9 @@ def local_gpus(nvml: Any = None) -> tuple[list[Gpu], str | None]:
             Gpu(
                 f"GPU {r.index}: {name}",
                 free,
-                f"this machine, NVML free: total {total / GIB:.2f} GiB less the driver's reserve and "
-                f"{used / GIB:.2f} GiB in use by processes now",
+                # nvmlDeviceGetMemoryInfo's used is the sum of the driver's reserve and what processes hold
+                f"this machine, NVML free: total {total / GIB:.2f} GiB less {used / GIB:.2f} GiB used now "
+                "(the driver's reserve and what other processes hold; the job's own context is in its peak)",
                 cc if isinstance(cc, str) else None,
             )
         )

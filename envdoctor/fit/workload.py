@@ -183,10 +183,37 @@ class Workload:
         out: list[str] = []
         if self.pp > 1 and self.pp > spec.total_layers:
             out.append(f"--pp {self.pp}: {spec.name} has {spec.total_layers} layers, fewer than the stages")
+        if self.device_map and self.gpus > spec.total_layers:
+            out.append(
+                f"--device-map auto over --gpus {self.gpus}: {spec.name} has {spec.total_layers} layers, "
+                "fewer than the GPUs (accelerate places whole layers)"
+            )
         if self.tp > 1 and spec.heads % self.tp:
             out.append(f"--tp {self.tp}: {spec.name}'s {spec.heads} attention heads do not split over {self.tp} GPUs")
         if self.tp > 1 and spec.kv_heads >= self.tp and spec.kv_heads % self.tp:
             out.append(f"--tp {self.tp}: {spec.name}'s {spec.kv_heads} KV heads do not split over {self.tp} GPUs")
+        # fewer KV heads than GPUs: each is replicated tp / kv times, which must be whole, and the MLP's
+        # width is split in equal columns (vLLM's QKVParallelLinear and MergedColumnParallelLinear: divide())
+        if self.tp > 1 and 0 < spec.kv_heads < self.tp and self.tp % spec.kv_heads:
+            out.append(
+                f"--tp {self.tp}: {spec.name}'s {spec.kv_heads} KV heads are replicated only over a multiple "
+                f"of {spec.kv_heads} GPUs"
+            )
+        widths = {w for w in (spec.intermediate if not spec.experts else 0, spec.expert_intermediate) if w}
+        if self.tp > 1 and any(w % self.tp for w in widths):
+            out.append(
+                f"--tp {self.tp}: {spec.name}'s MLP width {sorted(widths)[0]} does not split into {self.tp} "
+                "equal columns"
+            )
+        if self.quant and spec.experts:
+            # transformers 5 keeps an MoE's experts as fused 3-D parameters (MixtralExperts.gate_up_proj),
+            # which bitsandbytes' nn.Linear swap skips: they stay in --dtype (bitsandbytes#1849), the bulk
+            # of the weights; counted quantised, a Mixtral-8x7B at int4 was 22.8 GiB for ~85 GiB real
+            out.append(
+                f"--quant {self.quant} on {spec.name}: bitsandbytes does not quantise transformers 5's fused "
+                "MoE experts (https://github.com/bitsandbytes-foundation/bitsandbytes/issues/1849: they "
+                "stay in --dtype), which fit does not model yet; estimate it without --quant (an upper bound)"
+            )
         length = self.seq + self.new_tokens
         if spec.traits.learned_positions and spec.max_positions and length > spec.max_positions:
             out.append(f"{spec.name} has {spec.max_positions} learned positions; --seq + --new-tokens is {length}")
