@@ -94,3 +94,17 @@ def test_the_fifth_rounds_extras_recompute_as_docs_fit_md_says():
     table = bench.recompute(files)
     assert "Now: 16 of 18 within -5%..+10% (from -9.8% to +11.1%); 0 under by more than 10%" in table
     assert "at or above the measured peak in 18 of 18" in table
+
+
+def test_the_fourth_held_out_recording_recomputes_as_docs_fit_md_says():
+    """Recomputed once after the fifth round's freeze (docs/fit.md, "Fourth held-out results"); U27 from
+    the second call's file replaces the first call's failed row."""
+    h200 = ROOT / "docs" / "examples" / "h200"
+    first, u27 = h200 / "fit-heldout4-2026-12-02.json", h200 / "fit-heldout4-u27-2026-12-02.json"
+    rows = json.loads(first.read_text())["rows"]
+    assert [r["name"].split()[0] for r in rows] == [f"U{i}" for i in range(1, 28)]
+    assert [r["name"].split()[0] for r in json.loads(u27.read_text())["rows"]] == ["U27"]
+    table = bench.recompute([first, u27])
+    assert "At the run: 19 of 27 within -5%..+10% (from -12.2% to +64.9%)" in table
+    assert "Now: 23 of 27 within -5%..+10% (from -8.6% to +13.7%); 0 under by more than 10%" in table
+    assert "at or above the measured peak in 26 of 27" in table
