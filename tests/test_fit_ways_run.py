@@ -118,12 +118,13 @@ def test_every_way_said_to_fit_fits_when_its_command_runs(args):
 
 
 def test_a_7b_amp_fine_tune_on_an_h100_gets_pure_bf16_with_8bit_adamw_which_fits():
-    """Issue 28 §4: pure bf16 alone is 80.29 GiB there and 8-bit AdamW alone 90.85 (fp32 master
-    weights and gradients stay); the two together fit, and only together."""
+    """Issue 28 §4: 8-bit AdamW alone is 92.31 GiB there at the band's upper edge (fp32 master weights and
+    gradients stay); pure bf16 with it fits (56.90). Pure bf16 alone was 80.29 with the fourth round's
+    allocator reserve and is 77.51 with the fifth round's (79.11 usable): it fits too now."""
     _, doc = fit_json(["Llama-3.1-8B", "--train", "--dtype", "fp32", "--amp", "bf16", "--gpu", "H100"])
     ways = {(w["flags"], tuple(w.get("without", []))): w for w in doc["ways"]}
     both = ways[("--dtype bf16 --optimizer adamw8bit", ("--amp",))]
-    assert both["fits"] and not ways[("--dtype bf16", ("--amp",))]["fits"]
+    assert both["fits"] and ways[("--dtype bf16", ("--amp",))]["fits"]
     assert not ways[("--optimizer adamw8bit", ())]["fits"]
 
 
