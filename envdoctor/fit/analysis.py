@@ -97,7 +97,8 @@ def _allocated(est: Estimate, phase_names: tuple[str, ...] | None = None) -> int
     after it (its blocks stay reserved, so the peak reserved + context does include it)."""
 
     def alloc(p: Phase) -> int:
-        return sum(t.bytes for t in p.terms if t.name not in ("context", "allocator_reserve"))
+        # NCCL's buffers are outside torch's allocator (and --measure runs on one GPU, with none)
+        return sum(t.bytes for t in p.terms if t.name not in ("context", "allocator_reserve", "nccl"))
 
     if phase_names is None:
         return max(alloc(p) for p in est.phases if p.name != "model build")

@@ -60,6 +60,16 @@ class Constants:
     int8_bytes_per_param: float = 1.0  # LLM.int8 weights (per-row fp32 scales not counted)
     adam8bit_bytes_per_param: float = 2 + 2 * 4 / 256  # two 8-bit states + an fp32 absmax per 256-block each
     lora_adapter_bytes: int = 4  # PEFT keeps adapters in fp32 (autocast_adapter_dtype=True)
+    #: NCCL's own memory per communicator that runs collectives (allocated outside torch's caching
+    #: allocator, docs/fit.md "NCCL's own memory"): the point, the band's edges, the upper edge for tensor
+    #: parallel (vLLM's custom all-reduce besides), NVLS's buffers on the upper edge of a group of 4+ GPUs,
+    #: and one send/recv peer of a pipeline stage
+    nccl_comm_bytes: int = 656 * MIB
+    nccl_comm_low_bytes: int = 225 * MIB
+    nccl_comm_high_bytes: int = 1024 * MIB
+    nccl_tp_high_bytes: int = 1833 * MIB
+    nccl_nvls_bytes: int = 1126 * MIB
+    nccl_p2p_peer_bytes: int = 320 * MIB
 
 
 _NAMES: dict[str, tuple[str, Callable[[Any], Any]]] = {
@@ -86,9 +96,15 @@ _NAMES: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "allocator_kv_cat": ("allocator_kv_cat", float),
     "allocator_grad_block": ("allocator_grad_block", float),
     "allocator_states": ("allocator_states", float),
+    "nccl_communicator_mib": ("nccl_comm_bytes", lambda v: int(v * MIB)),
+    "nccl_communicator_low_mib": ("nccl_comm_low_bytes", lambda v: int(v * MIB)),
+    "nccl_communicator_high_mib": ("nccl_comm_high_bytes", lambda v: int(v * MIB)),
+    "nccl_tensor_parallel_high_mib": ("nccl_tp_high_bytes", lambda v: int(v * MIB)),
+    "nccl_nvls_mib": ("nccl_nvls_bytes", lambda v: int(v * MIB)),
+    "nccl_p2p_peer_mib": ("nccl_p2p_peer_bytes", lambda v: int(v * MIB)),
 }
 #: constants a data file may leave out (the dataclass default stands): the flat reserve of old files,
-#: and the allocator model's, which older copies of fit.toml (tests' frozen table) predate
+#: and the allocator model's and NCCL's, which older copies of fit.toml (tests' frozen table) predate
 _OPTIONAL = {
     "allocator_reserve_fraction",
     "allocator_segments_mib",
@@ -107,6 +123,12 @@ _OPTIONAL = {
     "allocator_kv_cat",
     "allocator_grad_block",
     "allocator_states",
+    "nccl_communicator_mib",
+    "nccl_communicator_low_mib",
+    "nccl_communicator_high_mib",
+    "nccl_tensor_parallel_high_mib",
+    "nccl_nvls_mib",
+    "nccl_p2p_peer_mib",
 }
 
 

@@ -55,6 +55,7 @@ TermName = Literal[
     "ddp_buckets",
     "build_copy",
     "context",
+    "nccl",
     "allocator_reserve",
 ]
 Value = Any  # int, float, str or bool: what a term's inputs hold
@@ -97,15 +98,19 @@ class Phase:
     freed_logits: int = 0
     #: the allocator reserve's band at this moment (low, high); (0, 0) before the reserve is added
     reserve_band: tuple[int, int] = (0, 0)
+    #: NCCL's own memory's band (low, high), beside its ``nccl`` term's point; (0, 0) without one
+    nccl_band: tuple[int, int] = (0, 0)
 
     @property
     def bytes(self) -> int:
         return sum(t.bytes for t in self.terms)
 
     def edge(self, high: bool) -> int:
-        """The phase's bytes with the reserve at the band's upper (or lower) edge."""
+        """The phase's bytes with the reserve (and NCCL's memory) at the band's upper (or lower) edge."""
+        i = 1 if high else 0
         reserve = sum(t.bytes for t in self.terms if t.name == "allocator_reserve")
-        return self.bytes - reserve + self.reserve_band[1 if high else 0]
+        nccl = sum(t.bytes for t in self.terms if t.name == "nccl")
+        return self.bytes - reserve + self.reserve_band[i] - nccl + (self.nccl_band[i] if nccl else 0)
 
 
 @dataclass(frozen=True)
@@ -186,8 +191,8 @@ def estimate(spec: ModelSpec, w: Workload, const: Constants) -> Estimate:
         )
     if w.tp > 1:
         notes.append(
-            f"tensor parallel over {w.tp} GPUs: one GPU's share; NCCL buffers and the all-reduce "
-            "workspace are not counted"
+            f"tensor parallel over {w.tp} GPUs: one GPU's share; NCCL's buffers counted per communicator "
+            "(the upper edge holds vLLM's custom all-reduce too)"
         )
     if w.device_map:
         notes.append(
@@ -195,20 +200,23 @@ def estimate(spec: ModelSpec, w: Workload, const: Constants) -> Estimate:
             "accelerate's max_memory or an uneven split moves it)"
         )
     const_terms = _constant_terms(const)
+    nccl, nccl_band = nccl_term(w, const)
+    if nccl is not None:
+        const_terms += (nccl,)
     if w.train:
         phases = _train_phases(spec, w, weights, run, const, notes)
         if w.pp > 1:
             phases = _pipeline_stages(spec, weights, phases, w.pp)
             notes.append(
                 f"pipeline over {w.pp} stages (1F1B, --batch is the micro-batch): the fuller of the first "
-                "and the last stage; NCCL buffers are not counted"
+                "and the last stage"
             )
     else:
         phases = _infer_phases(spec, w, weights, run, const)
     finished = []
     for p in phases:
         reserve, band = _reserve(p, w, const, spec.traits.moe)
-        finished.append(replace(p, terms=p.terms + const_terms + (reserve,), reserve_band=band))
+        finished.append(replace(p, terms=p.terms + const_terms + (reserve,), reserve_band=band, nccl_band=nccl_band))
     peak = max(finished, key=lambda p: p.bytes)
     if _expandable(w.alloc_conf):
         notes.append(
@@ -303,6 +311,76 @@ def _constant_terms(const: Constants) -> tuple[Term, ...]:
     )
 
 
+#: where NCCL's figures come from (data/fit.toml has each constant's own source)
+NCCL_SOURCES = (
+    "https://github.com/NVIDIA/nccl/issues/964",
+    "https://github.com/NVIDIA/nccl/blob/v2.21.5-1/src/init.cc",
+    "https://github.com/vllm-project/vllm/pull/10511",
+    "https://github.com/NVIDIA/nccl/releases/tag/v2.21.5-1",
+    "https://github.com/NVIDIA/nccl/issues/1685",
+)
+
+
+def nccl_term(w: Workload, const: Constants) -> tuple[Term | None, tuple[int, int]]:
+    """NCCL's own memory on one GPU and its band (low, high), or (None, (0, 0)) for a workload that
+    runs no NCCL collective (one GPU, ``device_map="auto"``: accelerate copies between the GPUs).
+
+    One communicator per process group that runs collectives (DDP, ZeRO/FSDP, tensor parallel: one;
+    a pipeline stage: the device communicator and its send/recv peer, one at the first and the last
+    stage, which are the stages the estimate holds). NCCL allocates it with cudaMalloc/cuMem, outside
+    torch's caching allocator, so it is persistent and takes no share of the reserve. The upper edge
+    covers what a user meets without knowing it: vLLM's custom all-reduce beside NCCL's buffers for
+    tensor parallel, NVLS's buffers on a communicator of 4 or more GPUs (NVSwitch systems).
+
+    >>> t, band = nccl_term(Workload(mode="infer", tp=2, gpus=2), Constants())
+    >>> t.bytes // 2**20, band[1] // 2**20
+    (656, 1833)
+    >>> nccl_term(Workload(mode="infer", device_map=True, gpus=2), Constants())
+    (None, (0, 0))
+    """
+    groups: list[tuple[str, int, int]] = []  # (what, GPUs in the group, upper edge per communicator)
+    if w.tp > 1:
+        groups.append(("tensor parallel", w.tp, const.nccl_tp_high_bytes))
+    if w.gpus > 1 and (w.ddp or w.zero):
+        what = f"ZeRO-{w.zero}" if w.zero else "DDP"
+        groups.append((what, w.gpus, const.nccl_comm_high_bytes))
+    peers = 0
+    if w.pp > 1:
+        groups.append(("pipeline", w.pp, const.nccl_comm_high_bytes))
+        peers = 1  # the first and the last stage each send to (and receive from) one neighbour
+    if not groups:
+        return None, (0, 0)
+    nvls = sum(const.nccl_nvls_bytes for _, n, _ in groups if n >= 4)
+    p2p = peers * const.nccl_p2p_peer_bytes
+    point = len(groups) * const.nccl_comm_bytes + p2p
+    low = len(groups) * const.nccl_comm_low_bytes + p2p
+    high = sum(h for _, _, h in groups) + nvls + p2p
+    names = ", ".join(f"{what} over {n} GPUs" for what, n, _ in groups)
+    formula = (
+        f"{len(groups)} communicator(s) ({names}) x {const.nccl_comm_bytes / 2**20:.0f} MiB"
+        + (f" + {peers} send/recv peer x {const.nccl_p2p_peer_bytes / 2**20:.0f} MiB" if peers else "")
+        + f" (NCCL's buffers, outside torch's allocator; band {low / 2**30:.2f}..{high / 2**30:.2f} GiB"
+        + (", the upper edge with NVLS's buffers at 4+ GPUs" if nvls else "")
+        + ", the verdict uses the upper edge)"
+    )
+    inputs: tuple[tuple[str, Value], ...] = (
+        ("communicators", len(groups)),
+        ("groups", names),
+        ("per_communicator_bytes", const.nccl_comm_bytes),
+        ("p2p_peers", peers),
+        ("p2p_peer_bytes", const.nccl_p2p_peer_bytes),
+        ("nvls_bytes", nvls),
+        ("nccl_low_bytes", low),
+        ("nccl_high_bytes", high),
+        ("source", " ".join(NCCL_SOURCES)),
+    )
+    note = (
+        "measured 544-688 MB per communicator (nccl#964); NCCL 2.22+ allocates lazily (less), NVLS on older "
+        "NCCL and vLLM's custom all-reduce more; NCCL_BUFFSIZE and NCCL_NVLS_ENABLE=0 move it"
+    )
+    return Term("nccl", point, formula, inputs, note), (low, high)
+
+
 #: torch's caching allocator (c10/cuda/CUDACachingAllocator.cpp): a request of at least kMinLargeAlloc gets a
 #: segment of its own, rounded up to kRoundLarge; smaller large-pool requests share kLargeBuffer segments
 _MIN_LARGE_ALLOC = 10 * 2**20
@@ -310,7 +388,7 @@ _MIN_LARGE_ALLOC = 10 * 2**20
 #: what stays allocated across steps in the same blocks (the model, its states, DDP's buckets): the
 #: caching allocator does not fragment it; the rest of a moment (activations, logits, gradients, the
 #: KV cache, temporaries) is allocated and freed every step and is what leaves free blocks unusable
-_PERSISTENT = ("weights", "optimizer", "ddp_buckets", "zero_gathered", "context")
+_PERSISTENT = ("weights", "optimizer", "ddp_buckets", "zero_gathered", "context", "nccl")
 
 
 def _expandable(alloc_conf: str) -> bool:
@@ -365,7 +443,7 @@ def _reserve(phase: Phase, w: Workload, const: Constants, moe: bool = False) -> 
         variable = f * transient + ckpt + kv_cat + c_o * states + phase.spare
     seg = const.allocator_segments_bytes
     point = int(seg + variable)
-    allocated = sum(t.bytes for t in phase.terms if t.name != "context")
+    allocated = sum(t.bytes for t in phase.terms if t.name not in ("context", "nccl"))  # nccl: not torch's
     low = int(seg + const.allocator_band_low * variable)
     # the upper edge: the band's multiple, at least a floor share of everything allocated (a moment whose
     # own transient is small, the optimizer step or a weight-bound prefill, still inherits the reserve
@@ -566,7 +644,7 @@ def _train_phases(
                 (("largest_layer_params", ll), ("bytes_each", run.weight_bytes)),
             )
         )
-        notes.append("ZeRO/FSDP communication buckets and NCCL buffers are not counted")
+        notes.append("ZeRO/FSDP communication buckets are not counted")
     if w.ddp and w.gpus > 1 and w.zero == 0:
         extra.append(
             Term(
@@ -576,7 +654,6 @@ def _train_phases(
                 (("gradient_bytes", grads_all),),
             )
         )
-        notes.append("NCCL buffers are not counted")
 
     acts, per_layer, layer_max = _activations(spec, w, run)
     per_layer_inputs = tuple((k, v) for k, v in per_layer)
@@ -1077,7 +1154,7 @@ def _tensor_parallel(
         weights_t.formula + f"; tensor parallel over {tp} GPUs: linears, experts, embedding and head / {tp}, "
         "norms replicated",
         weights_t.inputs + (("tp", tp), ("split_params", split), ("kv_heads_per_gpu", max(1, spec.kv_heads // tp))),
-        note="NCCL buffers and the all-reduce workspace are not counted",
+        note="NCCL's buffers and the all-reduce workspace are the nccl term",
     )
     return term, per_tok * kv_share
 

@@ -55,11 +55,15 @@ def fit_page(doc: Mapping[str, Any], machine: Optional[Redactor] = None) -> str:
                     [
                         g.get("name"),
                         _gib(g.get("total_bytes")),
-                        Cell("yes" if g.get("fits") else "no", "" if g.get("fits") else "error"),
+                        Cell(
+                            ("yes, tight" if g.get("tight") else "yes") if g.get("fits") else "no",
+                            ("warning" if g.get("tight") else "") if g.get("fits") else "error",
+                        ),
                         _gib(g.get("spare_bytes")),
                         g.get("source"),
                         # the GPU cannot run it (bf16 below sm_80), or runs it unlike the estimate printed
-                        g.get("problem") or g.get("note") or "",
+                        # or it fits with little spare (tight: why that is close)
+                        "; ".join(x for x in (g.get("problem") or g.get("note"), g.get("tight")) if x),
                     ]
                     for g in gpus
                 ],

@@ -40,6 +40,7 @@ _LABELS = {
     "ddp_buckets": "DDP gradient buckets",
     "build_copy": "tied head before tying (build)",
     "context": "CUDA context + cuBLAS",
+    "nccl": "NCCL buffers",
     "allocator_reserve": "allocator reserve",
 }
 
@@ -184,6 +185,13 @@ class GpuVerdict(_GpuKeys, total=False):
     note: Annotated[
         Optional[str],
         Json(description="how this GPU runs it unlike the estimate printed (SDPA's math kernel below sm_80)"),
+    ]
+    tight: Annotated[
+        Optional[str],
+        Json(
+            description="it fits with under 5% of the usable memory spare at the upper edge: why that is close "
+            "(null otherwise)"
+        ),
     ]
 
 
@@ -434,10 +442,14 @@ def render_fit_text(report: FitReport, list_ways: bool = True, judged: str = "")
                 state = f"cannot run it: {v.problem}"
             else:
                 state = f"fits, {gib(v.spare_bytes)} spare" if v.fits else f"does not fit by {gib(-v.spare_bytes)}"
+                if v.tight:
+                    state += ", tight"
             lines.append(f"  {v.gpu.name:<{name_w}}  {gib(v.gpu.total_bytes):>11} usable  {state}")
             lines.append(f"  {'':<{name_w}}  {'':>11} ({v.gpu.source})")
             if v.note:
                 lines.append(f"  {'':<{name_w}}  {'':>11} {v.note}")
+            if v.tight:
+                lines.append(f"  {'':<{name_w}}  {'':>11} {v.tight}")
     else:
         lines += [
             "",
@@ -558,6 +570,7 @@ def _fit_document(report: FitReport) -> FitDocument:
             "cc": v.gpu.cc,
             "problem": v.problem,
             "note": v.note,
+            "tight": v.tight,
         }
         for v in report.verdicts
     ]
