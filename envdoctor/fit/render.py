@@ -417,7 +417,8 @@ def render_fit_text(report: FitReport, list_ways: bool = True, judged: str = "")
         "  " + _workload_line(w),
         "",
         f"Peak per GPU: {gib(est.peak_bytes)} (at the {est.peak_phase}); "
-        f"with the allocator's band {gib(est.peak_low_bytes)} to {gib(est.peak_high_bytes)}, "
+        f"with the allocator's{' and NCCL' + chr(39) + 's' if est.term('nccl').bytes else ''} band "
+        f"{gib(est.peak_low_bytes)} to {gib(est.peak_high_bytes)}, "
         "verdicts use the upper edge",
     ]
     width = max(len(_LABELS[t.name]) for t in est.terms)

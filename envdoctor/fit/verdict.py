@@ -16,7 +16,7 @@ True
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable
 
 from envdoctor.fit.activations import effective_attention
@@ -353,15 +353,45 @@ def fit_report(
     return FitReport(est, verdicts, ways, short, max_batch, max_seq, smallest, limits_with)
 
 
+#: NCCL's NVLS (NVLink SHARP) needs multicast objects (src/transport/nvls.cc asks
+#: CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED), which Hopper and later GPUs on an NVSwitch have
+NVLS_MIN_CC = (9, 0)
+
+
+def for_gpu(const: Constants, gpu: Gpu | None) -> Constants:
+    """The constants as ``gpu`` sees them: no NVLS buffers on the upper edge of a GPU below sm_90 (it
+    has no multicast); unchanged for a GPU whose compute capability is unknown (``--memory``).
+
+    >>> for_gpu(Constants(), Gpu("NVIDIA GeForce RTX 4090", 1, "table", "8.9")).nccl_nvls_bytes
+    0
+    >>> for_gpu(Constants(), Gpu("NVIDIA H200", 1, "table", "9.0")).nccl_nvls_bytes // 2**20
+    1126
+    """
+    cc = _cc(gpu) if gpu is not None else None
+    if cc is not None and cc < NVLS_MIN_CC and const.nccl_nvls_bytes:
+        return replace(const, nccl_nvls_bytes=0)
+    return const
+
+
 def _verdict(g: Gpu, est: Estimate, w: Workload, spec: ModelSpec, const: Constants) -> Verdict:
     """Judged with the allocator reserve at its band's upper edge (a "fits" must not OOM), for the
-    workload as the GPU runs it (:func:`as_run`)."""
+    workload as the GPU runs it (:func:`as_run`), with NCCL's NVLS buffers only where it can have them."""
     problem = gpu_problem(g, w)
     need, note = est.peak_high_bytes or est.peak_bytes, None
     run = as_run(g, spec, w)
-    if run != w:
-        need = _peak(spec, run, const)
-        note = MATH_SDPA_NOTE.format(peak=f"{need / GIB:.2f} GiB at the band's upper edge")
+    mine = for_gpu(const, g)
+    nvls = dict(est.term("nccl").inputs).get("nvls_bytes", 0)
+    if run != w or (mine != const and nvls):
+        need = _peak(spec, run, mine)
+        notes = []
+        if run != w:
+            notes.append(MATH_SDPA_NOTE.format(peak=f"{need / GIB:.2f} GiB at the band's upper edge"))
+        if mine != const and nvls:
+            notes.append(
+                f"no NVLS buffers here (compute capability {g.cc}: NCCL's NVLink SHARP needs multicast, Hopper "
+                f"or later on an NVSwitch): judged at {need / GIB:.2f} GiB at the band's upper edge"
+            )
+        note = "; ".join(notes)
     fits = need <= g.total_bytes and problem is None
     spare = g.total_bytes - need
     return Verdict(g, fits, spare, problem, note, tight_note(fits, spare, g.total_bytes))
@@ -369,7 +399,7 @@ def _verdict(g: Gpu, est: Estimate, w: Workload, spec: ModelSpec, const: Constan
 
 def _peak(spec: ModelSpec, w: Workload, const: Constants, gpu: Gpu | None = None) -> int:
     """The peak a way or a largest batch is judged by: the band's upper edge, as ``gpu`` runs it."""
-    e = estimate(spec, as_run(gpu, spec, w), const)
+    e = estimate(spec, as_run(gpu, spec, w), for_gpu(const, gpu))
     return e.peak_high_bytes or e.peak_bytes
 
 
