@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from pathlib import Path
 
 from click.testing import CliRunner
 
 from envdoctor.cli import cli
+from envdoctor.fit.analysis import compare
 from envdoctor.fit.constants import MIB, load_constants
 from envdoctor.fit.estimate import estimate
+from envdoctor.fit.facts import measurement_from_child
 from envdoctor.fit.models import bundled_models
 from envdoctor.fit.page import fit_page
 from envdoctor.fit.verdict import TIGHT_SHARE, Gpu, fit_report, tight_note
@@ -149,3 +152,16 @@ def test_a_tight_fit_is_said_in_text_json_and_html_and_exits_0():
     assert "yes, tight" in fit_page(doc)
     roomy = json.loads(CliRunner().invoke(cli, [*args[:-1], f"{int(need / 0.9)}B", "--json"]).output)
     assert roomy["gpus"][0]["tight"] is None and "yes, tight" not in fit_page(roomy)
+
+
+def test_the_measure_comparison_leaves_out_what_a_one_gpu_child_cannot_see():
+    fixture = Path(__file__).parent / "fixtures" / "fit-measure" / "h200-train-synthetic.json"
+    m = measurement_from_child(json.loads(fixture.read_text()), nvml_free_before=150_100_000_000)
+    s = spec("Llama-3.1-8B")
+    w = Workload(mode="train", batch=1, seq=4096, dtype="bf16", loop="trainer")
+    one, ddp = compare(estimate(s, w, C), m), compare(estimate(s, w.with_(ddp=True, gpus=2), NO_NCCL), m)
+    with_nccl = compare(estimate(s, w.with_(ddp=True, gpus=2), C), m)
+    assert with_nccl.peak.estimate == ddp.peak.estimate != one.peak.estimate  # DDP's buckets, not NCCL's
+    assert {r.name: r.estimate for r in with_nccl.rows}["allocated"] == {r.name: r.estimate for r in ddp.rows}[
+        "allocated"
+    ]

@@ -130,7 +130,9 @@ def compare(est: Estimate, m: Measurement, gpu_model: Any = None) -> Comparison:
         )
         rows: list[Row] = []
     else:
-        peak = _row("peak", "peak (reserved + context)", est.peak_bytes, m.peak_bytes)
+        # NCCL's buffers: a child on one GPU runs no collective, so it cannot see them (none on one GPU)
+        nccl = _term(est, "nccl", est.peak_phase) or 0
+        peak = _row("peak", "peak (reserved + context)", est.peak_bytes - nccl, m.peak_bytes)
         rows = [_row("allocated", "peak allocated", allocated, m.max_allocated)]
     step_phase = "optimizer step" if w.train else None
     rows.append(_row("weights", "weights", _term(est, "weights"), m.term("weights")))
