@@ -357,7 +357,8 @@ def nccl_term(w: Workload, const: Constants) -> tuple[Term | None, tuple[int, in
     high = sum(h for _, _, h in groups) + nvls + p2p
     names = ", ".join(f"{what} over {n} GPUs" for what, n, _ in groups)
     formula = (
-        f"{len(groups)} communicator(s) ({names}) x {const.nccl_comm_bytes / 2**20:.0f} MiB"
+        f"{len(groups)} communicator{'s' if len(groups) > 1 else ''} ({names})"
+        + f" x {const.nccl_comm_bytes / 2**20:.0f} MiB"
         + (f" + {peers} send/recv peer x {const.nccl_p2p_peer_bytes / 2**20:.0f} MiB" if peers else "")
         + f" (NCCL's buffers, outside torch's allocator; band {low / 2**30:.2f}..{high / 2**30:.2f} GiB"
         + (", the upper edge with NVLS's buffers at 4+ GPUs" if nvls else "")
