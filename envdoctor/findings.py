@@ -69,7 +69,12 @@ def sort_findings(findings: Iterable[Finding]) -> tuple[Finding, ...]:
 
 def exit_code(findings: Iterable[Finding]) -> int:
     """0 when nothing is an error, 1 otherwise (2 and 3 are the CLI's)."""
-    return 1 if any(f.severity == "error" for f in findings) else 0
+    return _exit_of(f.severity for f in findings)
+
+
+def _exit_of(severities: Iterable[object]) -> int:
+    """The one rule of :func:`exit_code`, on severities alone: 1 when one is an error, else 0."""
+    return 1 if "error" in severities else 0
 
 
 def summary(findings: Iterable[Finding]) -> FindingsSummary:
@@ -86,5 +91,5 @@ def summary_of(severities: Iterable[object]) -> FindingsSummary:
         "errors": seen.count("error"),
         "warnings": seen.count("warning"),
         "info": seen.count("info"),
-        "exit_code": 1 if "error" in seen else 0,
+        "exit_code": _exit_of(seen),
     }
