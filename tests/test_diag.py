@@ -491,3 +491,14 @@ def test_a_target_that_crashes_on_a_cpu_box_is_not_called_no_torch(monkeypatch, 
     validate(doc, "diag")
     assert doc["verdict"] == "NO_GPU" and "no torch to ask" not in doc["error"]["message"]
     assert "torch could not be asked: " in doc["error"]["message"]
+
+
+def test_topo_is_skipped_not_passed_where_no_gpu_was_seen(nv, tmp_path):
+    """Nothing measured is never PASS: with no GPU (no NVML, none in the state) topo looked at no
+    link; with a GPU and no topo finding it passes, as before."""
+    from envdoctor.facts.base import ProbeError
+
+    none = GpuStateFacts(error=ProbeError("unavailable", "NVML library libnvidia-ml.so.1 not found"))
+    t = by(rules.inspection_tests((), none), "topo", None)
+    assert t.status == "SKIP" and "no GPU" in t.detail
+    assert by(rules.inspection_tests((), state(nv, tmp_path)), "topo", None).status == "PASS"

@@ -102,7 +102,9 @@ def inspection_tests(
             detail=_line(topo),
             codes=_codes(topo),
             source="envdoctor topo's findings against data/links.toml",
-        ),
+        )
+        if topo or state.gpus
+        else DiagTest("topo", "SKIP", 1, detail="no GPU seen: no links to judge"),
         DiagTest(
             "fabric",
             _worst(fabric),
