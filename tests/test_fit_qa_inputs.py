@@ -32,6 +32,12 @@ def run(*args: str, env: dict | None = None):
         ("max_split_size_mb:10", "max_split_size_mb must be at least 20"),
         ("garbage_collection_threshold:1.5", "garbage_collection_threshold must be between 0.0 and 1.0"),
         ("backend:cudaMallocSync", "backend is native or cudaMallocAsync, not 'cudaMallocSync'"),
+        # torch reads sizes with std::stoull: '1e3' is 1 there, '1_000' 1, a 60-digit value throws
+        ("max_split_size_mb:1e3", "max_split_size_mb takes a whole number of MiB"),
+        ("max_split_size_mb:1_000", "max_split_size_mb takes a whole number of MiB"),
+        ("max_split_size_mb:" + "9" * 60, "max_split_size_mb takes a whole number of MiB"),
+        ("per_process_memory_fraction:5", "per_process_memory_fraction must be in (0, 1]"),
+        ("per_process_memory_fraction:0", "per_process_memory_fraction must be in (0, 1]"),
     ],
 )
 def test_an_alloc_conf_torch_refuses_is_one_line_exit_2(conf, says):
@@ -205,3 +211,15 @@ def test_the_html_page_says_cannot_run_and_the_flags_to_leave_out(monkeypatch, t
     html = out.read_text()
     assert "cannot run it on Tesla T4" in html and "bf16 needs compute capability 8.0" in html
     assert "--dtype fp16 (without --amp)" in html
+
+
+def test_per_process_memory_fraction_caps_the_memory_judged():
+    """torch refuses an allocation past per_process_memory_fraction of the GPU: an 8B inference that
+    fits an H200 does not fit a tenth of it, and no larger GPU is offered at its whole size."""
+    whole = run("Llama-3.1-8B", "--gpu", "H200", "--json")
+    tenth = run("Llama-3.1-8B", "--gpu", "H200", "--alloc-conf", "per_process_memory_fraction:0.1", "--json")
+    assert whole.exit_code == 0 and tenth.exit_code == 1, tenth.output
+    a, b = json.loads(whole.output)["gpus"][0], json.loads(tenth.output)["gpus"][0]
+    assert b["total_bytes"] == int(a["total_bytes"] * 0.1) and "per_process_memory_fraction" in b["source"]
+    for way in json.loads(tenth.output)["ways"]:
+        assert "--gpu" not in way.get("flags", ""), way

@@ -38,7 +38,10 @@ from envdoctor.clicore import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from envdoctor.fit.render import MeasurementSection
+    from envdoctor.fit.verdict import Gpu
 
 _DTYPES = ("fp32", "bf16", "fp16")
 _OPTIMIZERS = ("adamw", "adamw-foreach", "adamw8bit", "sgd", "adafactor")
@@ -53,6 +56,33 @@ _ALLOC_NUMBERS = (
     "per_process_memory_fraction",
     "max_non_split_rounding_mb",
 )
+
+
+#: of those, the ones torch reads as a whole number (c10's ConfigTokenizer::toSizeT, std::stoull):
+#: ``1e3`` or ``1_000`` would be read as 1
+_ALLOC_WHOLE = (
+    "max_split_size_mb",
+    "pinned_num_register_threads",
+    "pinned_reserve_segment_size_mb",
+    "max_non_split_rounding_mb",
+)
+
+
+def memory_fraction(conf: str) -> float:
+    """``per_process_memory_fraction`` of a valid allocator setting (the last one given, as torch
+    keeps it), 1.0 without one: the share of each GPU the process may allocate.
+
+    >>> memory_fraction("expandable_segments:True,per_process_memory_fraction:0.5")
+    0.5
+    >>> memory_fraction("")
+    1.0
+    """
+    found = 1.0
+    for item in _alloc_items(conf):
+        key, _, value = (x.strip() for x in item.partition(":"))
+        if key == "per_process_memory_fraction":
+            found = float(value)
+    return found
 
 
 #: options torch reads as a boolean: exactly ``True`` or ``False`` (c10's ConfigTokenizer::toBool,
@@ -104,6 +134,8 @@ def alloc_conf_problem(conf: str) -> str:
         key, colon, value = (s.strip() for s in item.partition(":"))
         if not colon or not key or not value or not key.replace("_", "").isalnum():
             return f"{item!r} is not a key:value item like expandable_segments:True"
+        if key in _ALLOC_WHOLE and not (value.isascii() and value.isdigit() and int(value) < 2**44):
+            return f"{key} takes a whole number of MiB (torch reads it with std::stoull), not {value!r}"
         if key in _ALLOC_NUMBERS:
             try:
                 number = float(value)
@@ -111,6 +143,8 @@ def alloc_conf_problem(conf: str) -> str:
                 number = float("nan")
             if not (number >= 0 and number != float("inf")):
                 return f"{key} takes a number, not {value!r}"
+            if key == "per_process_memory_fraction" and not 0 < number <= 1:
+                return f"per_process_memory_fraction must be in (0, 1], not {value!r}"
             if key in ("max_split_size_mb", "max_non_split_rounding_mb") and number < 20:
                 return f"{key} must be at least 20 (torch: 'too small, must be >= 20'), not {value!r}"
             if key == "garbage_collection_threshold" and not 0 < number < 1:
@@ -136,10 +170,24 @@ def alloc_conf_note(conf: str) -> str:
             "backend:cudaMallocAsync: the reserve is a model of torch's native caching allocator; "
             "CUDA's own pool (cudaMallocAsync) is not modelled, so the band is not its band"
         )
-    other = [k for k in keys if k and k not in ("expandable_segments", "backend") and not k.startswith("pinned_")]
+    modelled = ("expandable_segments", "backend", "per_process_memory_fraction")
+    other = [k for k in keys if k and k not in modelled and not k.startswith("pinned_")]
     if other:
         return f"{', '.join(sorted(set(other)))}: not modelled (the reserve is the default allocator's for these)"
     return ""
+
+
+def _shared(gpus: Sequence[Gpu], share: float) -> list[Gpu]:
+    """``gpus`` as a process capped at ``share`` of each (``per_process_memory_fraction``) sees them:
+    torch refuses an allocation past that share; the same GPUs below 1.0 is not given."""
+    if share >= 1:
+        return list(gpus)
+    return [
+        dataclasses.replace(
+            g, total_bytes=int(g.total_bytes * share), source=f"{g.source}; x {share:g} (per_process_memory_fraction)"
+        )
+        for g in gpus
+    ]
 
 
 def _fail(message: str) -> None:
@@ -518,7 +566,9 @@ def fit(
             "measure the one-GPU run (without --zero, --ddp, --tp and --gpus) and read the split estimate alone"
         )
     gpus, judged = _gpus(gpu_names, sizes, ecc, local)
-    report = fit_report(spec, w, gpus, _table_gpus(), load_constants())
+    share = memory_fraction(w.alloc_conf)
+    gpus = _shared(gpus, share)
+    report = fit_report(spec, w, gpus, _shared(_table_gpus(), share), load_constants())
     unmodelled = alloc_conf_note(w.alloc_conf)
     if unmodelled:
         est = report.estimate
