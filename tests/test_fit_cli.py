@@ -242,8 +242,14 @@ def test_fsdp_is_zero3_and_tp_answers_a_70b_inference_on_two_h200s():
     "conf,says",
     [
         ("garbage", "'garbage' is not a key:value item"),
-        ("max_split_size_mb:NaN", "max_split_size_mb takes a number, not 'NaN'"),
-        ("expandable_segments:True,max_split_size_mb:inf", "max_split_size_mb takes a number, not 'inf'"),
+        (
+            "max_split_size_mb:NaN",
+            "max_split_size_mb takes a whole number of MiB (torch reads it with std::stoull), not 'NaN'",
+        ),
+        (
+            "expandable_segments:True,max_split_size_mb:inf",
+            "max_split_size_mb takes a whole number of MiB (torch reads it with std::stoull), not 'inf'",
+        ),
         ("garbage_collection_threshold:-1", "garbage_collection_threshold takes a number"),
     ],
 )

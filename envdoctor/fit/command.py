@@ -124,7 +124,7 @@ def alloc_conf_problem(conf: str) -> str:
     >>> alloc_conf_problem("expandable_segments:True,max_split_size_mb:512")
     ''
     >>> alloc_conf_problem("max_split_size_mb:NaN")
-    "max_split_size_mb takes a number, not 'NaN'"
+    "max_split_size_mb takes a whole number of MiB (torch reads it with std::stoull), not 'NaN'"
     >>> alloc_conf_problem("expandable_segments:true")
     "expandable_segments takes True or False (torch's spelling), not 'true'"
     """
